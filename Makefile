@@ -1,0 +1,40 @@
+# Strata developer tasks. `make test` is what CI (.ci/run) runs.
+
+SHELL := /bin/bash
+
+# Go may live in /usr/local/go without being on PATH.
+export PATH := /usr/local/go/bin:$(PATH)
+
+GO ?= go
+# Written by scripts/setup-tools.sh: exports STRATA_LLVM_BIN, STRATA_PTXAS and
+# a PATH with LLVM's bin directory, for the lit tests under test/.
+TOOLS_ENV := .cache/tools/env.sh
+
+.PHONY: all tools test fmt-check vet build fuzz docs bench
+
+all: build
+
+tools:
+	@bash scripts/setup-tools.sh
+
+test: tools fmt-check vet
+	. ./$(TOOLS_ENV) && $(GO) test ./...
+
+fmt-check:
+	@bad=$$(find . -name '*.go' -not -path './.*' -not -path '*/testdata/*' -exec gofmt -l {} +); \
+	if [ -n "$$bad" ]; then echo "gofmt needed on:"; echo "$$bad"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+build:
+	$(GO) build -o bin/irc ./tools/irc
+
+fuzz:
+	$(GO) test ./ir -run XXX -fuzz FuzzParse -fuzztime 30s
+
+docs:
+	$(GO) run ./tools/gendocs
+
+bench:
+	$(GO) test -run XXX -bench . ./ir/...
