@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup-tools.sh: install the external tools Strata's tests use, if missing.
 #
-#   - LLVM 19 (llc, opt, FileCheck, not) and MLIR 19 (mlir-opt), from the
+#   - LLVM 19 (llc, opt, FileCheck, not, count) and MLIR 19 (mlir-opt), from the
 #     Debian packages llvm-19, llvm-19-tools and mlir-19-tools, installed
 #     system-wide into /usr/lib/llvm-19/bin.
 #   - ptxas, taken offline from Debian's non-free nvidia-cuda-toolkit package:
@@ -49,7 +49,7 @@ apt_install() {
 
 setup_llvm() {
 	local -A pkg_of=([llc]=llvm-19 [opt]=llvm-19 [FileCheck]=llvm-19-tools
-		[not]=llvm-19-tools [mlir-opt]=mlir-19-tools)
+		[not]=llvm-19-tools [count]=llvm-19-tools [mlir-opt]=mlir-19-tools)
 	local -A want=()
 	local tool
 	for tool in "${!pkg_of[@]}"; do
@@ -127,7 +127,7 @@ setup_ptxas() {
 		die "$ptxas does not run"
 	}
 	mkdir -p "$cache/bin"
-	ln -sfn "$ptxas" "$link"
+	ln -sfn "../${ptxas#"$cache/"}" "$link" # relative: survives moving the repo
 }
 
 # --- main ------------------------------------------------------------------
