@@ -1,0 +1,365 @@
+package ir
+
+import (
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// PrintOptions configure the printer.
+type PrintOptions struct {
+	// Generic prints every op in the generic form, as mlir-opt's
+	// --mlir-print-op-generic does.
+	Generic bool
+	// DebugInfo prints each op's location as a trailing loc(...).
+	DebugInfo bool
+}
+
+// Printer writes ops in MLIR's textual format. Dialects implementing custom
+// syntax receive it in OpDef.Print and use its exported methods.
+type Printer struct {
+	opts   PrintOptions
+	out    strings.Builder
+	indent int
+	names  map[*Value]string
+	blocks map[*Block]string
+	// dialects are the default dialects of the enclosing custom ops.
+	dialects []string
+}
+
+// Print writes op (usually a module) and a final newline to w.
+func Print(w io.Writer, op *Operation, opts PrintOptions) error {
+	_, err := io.WriteString(w, Sprint(op, opts))
+	return err
+}
+
+// Sprint returns op in textual form, ending with a newline.
+func Sprint(op *Operation, opts PrintOptions) string {
+	p := &Printer{opts: opts, names: map[*Value]string{}, blocks: map[*Block]string{}}
+	p.numberScope(op)
+	p.printOp(op)
+	p.out.WriteByte('\n')
+	if res, ok := op.Attributes().Get(resourcesAttr).(StringAttr); ok {
+		p.out.WriteString("\n" + res.Value + "\n")
+	}
+	return p.out.String()
+}
+
+// String returns op in the default textual form (without a final newline).
+func (op *Operation) String() string {
+	return strings.TrimSuffix(Sprint(op, PrintOptions{}), "\n")
+}
+
+// GenericString returns op in generic form (without a final newline).
+func (op *Operation) GenericString() string {
+	return strings.TrimSuffix(Sprint(op, PrintOptions{Generic: true}), "\n")
+}
+
+// numberScope names the values and blocks of op's regions, numbering anew
+// inside ops isolated from above, as MLIR does.
+func (p *Printer) numberScope(op *Operation) {
+	valueID, argID := 0, 0
+	queue := append([]*Region(nil), op.regions...)
+	var isolated []*Operation
+	if op.NumResults() > 0 && p.names[op.results[0]] == "" {
+		p.nameResults(op, &valueID)
+	}
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		blockID := 0
+		for b := r.first; b != nil; b = b.next {
+			p.blocks[b] = "^bb" + strconv.Itoa(blockID)
+			blockID++
+			for _, a := range b.args {
+				if b == r.first {
+					p.names[a] = "%arg" + strconv.Itoa(argID)
+					argID++
+				} else {
+					p.names[a] = "%" + strconv.Itoa(valueID)
+					valueID++
+				}
+			}
+			for o := b.first; o != nil; o = o.next {
+				p.nameResults(o, &valueID)
+				if o.HasTrait(IsolatedFromAbove) {
+					isolated = append(isolated, o)
+				} else {
+					queue = append(queue, o.regions...)
+				}
+			}
+		}
+	}
+	for _, o := range isolated {
+		p.numberScope(o)
+	}
+}
+
+func (p *Printer) nameResults(o *Operation, id *int) {
+	if len(o.results) == 0 {
+		return
+	}
+	base := "%" + strconv.Itoa(*id)
+	*id++
+	if len(o.results) == 1 {
+		p.names[o.results[0]] = base
+		return
+	}
+	for i, r := range o.results {
+		p.names[r] = base + "#" + strconv.Itoa(i)
+	}
+}
+
+// ValueName returns how v is spelled in the output.
+func (p *Printer) ValueName(v *Value) string {
+	if n, ok := p.names[v]; ok {
+		return n
+	}
+	return "<<UNKNOWN SSA VALUE>>"
+}
+
+func (p *Printer) newline() {
+	p.out.WriteByte('\n')
+	for i := 0; i < p.indent; i++ {
+		p.out.WriteByte(' ')
+	}
+}
+
+func (p *Printer) printOp(op *Operation) {
+	if n := len(op.results); n > 0 {
+		base := p.ValueName(op.results[0])
+		if n > 1 {
+			base = strings.TrimSuffix(base, "#0") + ":" + strconv.Itoa(n)
+		}
+		p.out.WriteString(base)
+		p.out.WriteString(" = ")
+	}
+	if !p.opts.Generic && op.def != nil && op.def.Print != nil {
+		p.out.WriteString(p.customName(op))
+		if op.def.DefaultDialect != "" {
+			p.dialects = append(p.dialects, op.def.DefaultDialect)
+			op.def.Print(p, op)
+			p.dialects = p.dialects[:len(p.dialects)-1]
+		} else {
+			op.def.Print(p, op)
+		}
+	} else {
+		p.printGeneric(op)
+	}
+	if p.opts.DebugInfo {
+		p.out.WriteString(" loc(" + op.loc.String() + ")")
+	}
+}
+
+// customName elides the dialect prefix of builtin ops and of the enclosing
+// op's default dialect.
+func (p *Printer) customName(op *Operation) string {
+	d := DialectOf(op.name)
+	if d == "builtin" || (len(p.dialects) > 0 && p.dialects[len(p.dialects)-1] == d) {
+		return op.name[len(d)+1:]
+	}
+	return op.name
+}
+
+func (p *Printer) printGeneric(op *Operation) {
+	p.out.WriteString(QuoteString(op.name))
+	p.out.WriteByte('(')
+	for i, o := range op.operands {
+		if i > 0 {
+			p.out.WriteString(", ")
+		}
+		p.out.WriteString(p.ValueName(o.value))
+	}
+	p.out.WriteByte(')')
+	if len(op.successors) > 0 {
+		p.out.WriteByte('[')
+		for i, s := range op.successors {
+			if i > 0 {
+				p.out.WriteString(", ")
+			}
+			p.PrintSuccessor(s)
+		}
+		p.out.WriteByte(']')
+	}
+	if len(op.props) > 0 {
+		p.out.WriteString(" <")
+		p.out.WriteString(op.props.String())
+		p.out.WriteByte('>')
+	}
+	if len(op.regions) > 0 {
+		saved := p.dialects
+		p.dialects = nil
+		p.out.WriteString(" (")
+		for i, r := range op.regions {
+			if i > 0 {
+				p.out.WriteString(", ")
+			}
+			p.PrintRegion(r, true, true)
+		}
+		p.out.WriteByte(')')
+		p.dialects = saved
+	}
+	p.PrintAttrDict(op.attrs)
+	p.out.WriteString(" : ")
+	p.out.WriteString(FunctionOf(op.OperandTypes(), op.ResultTypes()).String())
+}
+
+// PrintRegion prints { blocks }. The entry block's label is printed when
+// printEntryArgs and it has arguments, or when it is empty; terminators are
+// left out when !printTerminators and the region is a single block.
+func (p *Printer) PrintRegion(r *Region, printEntryArgs, printTerminators bool) {
+	p.out.WriteByte('{')
+	p.indent += 2
+	for b := r.first; b != nil; b = b.next {
+		entry := b == r.first
+		if !entry || (printEntryArgs && len(b.args) > 0) || b.first == nil {
+			p.printBlockHeader(b)
+		}
+		for o := b.first; o != nil; o = o.next {
+			if !printTerminators && o == b.last && r.first == r.last && o.HasTrait(Terminator) && len(o.operands) == 0 && len(o.results) == 0 {
+				continue
+			}
+			p.newline()
+			p.printOp(o)
+		}
+	}
+	p.indent -= 2
+	p.newline()
+	p.out.WriteByte('}')
+}
+
+func (p *Printer) printBlockHeader(b *Block) {
+	p.indent -= 2
+	p.newline()
+	p.indent += 2
+	p.out.WriteString(p.blocks[b])
+	if len(b.args) > 0 {
+		p.out.WriteByte('(')
+		for i, a := range b.args {
+			if i > 0 {
+				p.out.WriteString(", ")
+			}
+			p.out.WriteString(p.ValueName(a) + ": " + a.typ.String())
+		}
+		p.out.WriteByte(')')
+	}
+	p.out.WriteByte(':')
+	preds := b.Predecessors()
+	if len(preds) == 0 {
+		return
+	}
+	names := make([]string, 0, len(preds))
+	seen := map[*Block]bool{}
+	for _, pb := range preds {
+		if !seen[pb] {
+			seen[pb] = true
+			names = append(names, p.blocks[pb])
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, _ := strconv.Atoi(strings.TrimPrefix(names[i], "^bb"))
+		b, _ := strconv.Atoi(strings.TrimPrefix(names[j], "^bb"))
+		return a < b
+	})
+	if len(names) == 1 {
+		p.out.WriteString("  // pred: " + names[0])
+	} else {
+		p.out.WriteString("  // " + strconv.Itoa(len(names)) + " preds: " + strings.Join(names, ", "))
+	}
+}
+
+// Write writes s verbatim.
+func (p *Printer) Write(s string) { p.out.WriteString(s) }
+
+// PrintOperand writes v's name.
+func (p *Printer) PrintOperand(v *Value) { p.out.WriteString(p.ValueName(v)) }
+
+// PrintOperands writes comma-separated operand names.
+func (p *Printer) PrintOperands(vs []*Value) {
+	for i, v := range vs {
+		if i > 0 {
+			p.out.WriteString(", ")
+		}
+		p.PrintOperand(v)
+	}
+}
+
+// PrintType writes t.
+func (p *Printer) PrintType(t Type) { p.out.WriteString(t.String()) }
+
+// PrintTypes writes comma-separated types.
+func (p *Printer) PrintTypes(ts []Type) {
+	for i, t := range ts {
+		if i > 0 {
+			p.out.WriteString(", ")
+		}
+		p.out.WriteString(t.String())
+	}
+}
+
+// PrintResultTypes writes a result list as a function signature does.
+func (p *Printer) PrintResultTypes(ts []Type) {
+	var b strings.Builder
+	writeResultTypes(&b, ts)
+	p.out.WriteString(b.String())
+}
+
+// PrintAttr writes a.
+func (p *Printer) PrintAttr(a Attribute) { p.out.WriteString(a.String()) }
+
+// PrintAttrDict writes " {...}" with the entries of d not named in elide;
+// nothing if none remain.
+func (p *Printer) PrintAttrDict(d DictAttr, elide ...string) {
+	p.printDict(d, " {", elide)
+}
+
+// PrintAttrDictWithKeyword writes " attributes {...}" like PrintAttrDict.
+func (p *Printer) PrintAttrDictWithKeyword(d DictAttr, elide ...string) {
+	p.printDict(d, " attributes {", elide)
+}
+
+func (p *Printer) printDict(d DictAttr, open string, elide []string) {
+	var keep DictAttr
+	for _, na := range d {
+		if na.Name == resourcesAttr || containsString(elide, na.Name) {
+			continue
+		}
+		keep = append(keep, na)
+	}
+	if len(keep) == 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString(open)
+	keep.writeEntries(&b)
+	b.WriteByte('}')
+	p.out.WriteString(b.String())
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// PrintSuccessor writes a block's label.
+func (p *Printer) PrintSuccessor(b *Block) {
+	if n, ok := p.blocks[b]; ok {
+		p.out.WriteString(n)
+		return
+	}
+	p.out.WriteString("^<<UNKNOWN BLOCK>>")
+}
+
+// PrintArgument writes "%name: type" and its attributes, for signatures.
+func (p *Printer) PrintArgument(v *Value, attrs DictAttr) {
+	p.out.WriteString(p.ValueName(v) + ": " + v.typ.String())
+	p.PrintAttrDict(attrs)
+}
+
+// PrintSymbolName writes @name.
+func (p *Printer) PrintSymbolName(name string) { p.out.WriteString(symbolName(name)) }
