@@ -659,8 +659,8 @@ func floatToHalf(v float64) uint16 {
 	if a < math.Ldexp(1, -14) { // subnormal: multiples of 2^-24
 		return sign | uint16(math.RoundToEven(a*(1<<24)))
 	}
-	frac, exp := math.Frexp(a) // a = frac * 2^exp, frac in [0.5, 1)
-	m := math.RoundToEven(frac * 2048)    // 11 significant bits
+	frac, exp := math.Frexp(a)         // a = frac * 2^exp, frac in [0.5, 1)
+	m := math.RoundToEven(frac * 2048) // 11 significant bits
 	if m == 2048 {
 		m = 1024
 		exp++
