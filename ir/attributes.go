@@ -413,7 +413,7 @@ func (a DenseAttr) writeBody(b *strings.Builder) {
 		a.writeElem(b, 0)
 		return
 	}
-	if n > denseHexLimit && a.scalarType() != I1 {
+	if n > denseHexLimit {
 		b.WriteString(`"0x`)
 		b.WriteString(strings.ToUpper(hex.EncodeToString(a.RawData())))
 		b.WriteByte('"')
@@ -503,8 +503,16 @@ func scalarBytes(t Type) int {
 }
 
 // RawData returns the little-endian bytes of every element, as in dense<"0x...">.
+// Elements of type i1 are packed eight to a byte, least significant bit first.
 func (a DenseAttr) RawData() []byte {
 	n := NumElements(a.Type.Shape()) * int64(a.scalarsPerElem())
+	if a.scalarType() == I1 && a.scalarsPerElem() == 1 {
+		out := make([]byte, (n+7)/8)
+		for i := int64(0); i < n; i++ {
+			out[i/8] |= byte(a.At(i)&1) << (i % 8)
+		}
+		return out
+	}
 	sz := scalarBytes(a.scalarType())
 	out := make([]byte, 0, int(n)*sz)
 	for i := int64(0); i < n; i++ {

@@ -206,3 +206,32 @@ func Diagnostics(err error) []*Diagnostic {
 	}
 	return []*Diagnostic{{Loc: UnknownLoc{}, Severity: SevError, Message: err.Error()}}
 }
+
+// Loc returns where v was defined: its defining op's location for a result,
+// the location recorded with SetArgLoc for a block argument, and UnknownLoc
+// when there is none.
+func (v *Value) Loc() Location {
+	switch {
+	case v.op != nil:
+		if v.op.loc != nil {
+			return v.op.loc
+		}
+	case v.block != nil:
+		if l, ok := v.block.argLocs[v]; ok {
+			return l
+		}
+	}
+	return UnknownLoc{}
+}
+
+// SetArgLoc records the location of block argument v. It does nothing for
+// an op result, whose location is its op's.
+func (v *Value) SetArgLoc(l Location) {
+	if v.block == nil || v.op != nil {
+		return
+	}
+	if v.block.argLocs == nil {
+		v.block.argLocs = map[*Value]Location{}
+	}
+	v.block.argLocs[v] = l
+}

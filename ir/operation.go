@@ -479,6 +479,8 @@ type Block struct {
 	first, last *Operation
 	parent      *Region
 	prev, next  *Block
+	// argLocs holds the locations of arguments that have one (see Value.Loc).
+	argLocs map[*Value]Location
 }
 
 // NewBlock returns a detached block with arguments of the given types.

@@ -791,6 +791,11 @@ func (p *Parser) parseRegionIn(entryArgs []RegionArg, isolated bool) *Region {
 		cur = NewBlock()
 		for _, a := range entryArgs {
 			v := cur.AddArgument(a.Type)
+			if a.Loc != nil {
+				v.SetArgLoc(a.Loc)
+			} else {
+				v.SetArgLoc(p.posLoc(a.Pos))
+			}
 			p.defineValues(a.Name, []*Value{v}, a.Pos)
 		}
 		r.Append(cur)
@@ -860,10 +865,13 @@ func (p *Parser) parseBlockHeader() *Block {
 				if p.err != nil {
 					return nil
 				}
-				if p.is("loc") {
-					p.parseLocationInto(func(Location) {})
-				}
 				v := b.AddArgument(t)
+				v.SetArgLoc(p.posLoc(apos))
+				if p.is("loc") {
+					if l := p.parseLocationInto(v.SetArgLoc); l != nil {
+						v.SetArgLoc(l)
+					}
+				}
 				p.defineValues(an, []*Value{v}, apos)
 				if !p.consumeIf(",") {
 					break
@@ -1111,7 +1119,7 @@ func parseIntegerTypeName(s string) *IntegerType {
 	default:
 		return nil
 	}
-	if digits == "" || digits[0] == '0' {
+	if digits == "" || (digits[0] == '0' && digits != "0") {
 		return nil
 	}
 	for i := 0; i < len(digits); i++ {
@@ -1120,7 +1128,7 @@ func parseIntegerTypeName(s string) *IntegerType {
 		}
 	}
 	w, err := strconv.Atoi(digits)
-	if err != nil || w > 1<<24 {
+	if err != nil || w >= 1<<24 { // MLIR's limit is 2^24-1 bits
 		return nil
 	}
 	return IntegerWithSign(w, sign)
@@ -1217,7 +1225,8 @@ func (p *Parser) scanBalanced() string {
 		case '<', '(', '[', '{':
 			depth++
 		case '>', ')', ']', '}':
-			if c == '>' && i > 0 && src[i-1] == '-' { // "->" inside an affine map
+			// "->" in an affine map and ">=" in an affine set do not close.
+			if c == '>' && ((i > 0 && src[i-1] == '-') || (i+1 < len(src) && src[i+1] == '=')) {
 				break
 			}
 			depth--
@@ -1513,6 +1522,10 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 			p.advance()
 			return a
 		}
+		if l, ok := p.locAliases[name]; ok { // a location used as an attribute
+			p.advance()
+			return OpaqueAttr{Text: "loc(" + l.String() + ")"}
+		}
 		p.advance()
 		body := ""
 		if p.tok.pos == pos+len(name) && p.is("<") {
@@ -1550,9 +1563,19 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 				for p.err == nil && !p.is("]") {
 					p.advance()
 				}
-				p.expect("]")
+				if p.expect("]") != nil {
+					return nil
+				}
+				bodyPos := p.tok.pos
+				if !p.is("<") {
+					p.Errorf("expected '<' after 'distinct[...]'")
+					return nil
+				}
 				body := p.scanBalanced()
-				return OpaqueAttr{Text: p.lex.src[start:p.tok.pos-len(body)] + body}
+				if p.err != nil {
+					return nil
+				}
+				return OpaqueAttr{Text: p.lex.src[start:bodyPos] + body}
 			}
 			if !p.is("<") {
 				p.Errorf("expected '<' after '%s'", kw)
@@ -1666,6 +1689,14 @@ func literalAttr(lit token, neg bool, typ Type) (Attribute, error) {
 		if lit.kind == tokFloat {
 			return nil, errors.New("unexpected decimal integer literal for a floating point value")
 		}
+		if IntWidth(typ) > 64 {
+			// IntegerAttr holds 64 bits; wider literals are kept as text.
+			n, err := wideIntLiteral(lit.text, neg, typ)
+			if err != nil {
+				return nil, err
+			}
+			return OpaqueAttr{Text: n.String() + " : " + typ.String()}, nil
+		}
 		v, err := parseIntLiteral(lit.text, neg, typ)
 		if err != nil {
 			return nil, err
@@ -1677,20 +1708,42 @@ func literalAttr(lit token, neg bool, typ Type) (Attribute, error) {
 
 // parseIntLiteral parses a decimal or hex literal and checks it fits typ.
 func parseIntLiteral(text string, neg bool, typ Type) (int64, error) {
-	var n big.Int
+	if IntWidth(typ) > 64 {
+		return 0, fmt.Errorf("integer types wider than 64 bits are not supported here (%s)", typ)
+	}
+	n, err := wideIntLiteral(text, neg, typ)
+	if err != nil {
+		return 0, err
+	}
+	var v int64
+	if n.IsInt64() {
+		v = n.Int64()
+	} else {
+		v = int64(n.Uint64())
+	}
+	return TruncInt(v, typ), nil
+}
+
+// wideIntLiteral parses an integer literal of any width and checks that it
+// fits typ (signless integers accept both the signed and unsigned range).
+func wideIntLiteral(text string, neg bool, typ Type) (*big.Int, error) {
+	n := new(big.Int)
 	if _, ok := n.SetString(text, 0); !ok {
-		return 0, fmt.Errorf("invalid integer literal '%s'", text)
+		return nil, fmt.Errorf("invalid integer literal '%s'", text)
 	}
 	if neg {
-		n.Neg(&n)
+		n.Neg(n)
 	}
 	width := IntWidth(typ)
 	sign := Signless
 	if it, ok := typ.(*IntegerType); ok {
 		sign = it.Signedness
 	}
-	if width > 64 {
-		return 0, fmt.Errorf("integer types wider than 64 bits are not supported (%s)", typ)
+	if width == 0 {
+		if n.Sign() != 0 {
+			return nil, errors.New("integer constant out of range for attribute")
+		}
+		return n, nil
 	}
 	lo := new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), uint(width-1)))
 	hi := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(width)), big.NewInt(1))
@@ -1704,15 +1757,9 @@ func parseIntLiteral(text string, neg bool, typ Type) (int64, error) {
 		lo = big.NewInt(-1)
 	}
 	if n.Cmp(lo) < 0 || n.Cmp(hi) > 0 {
-		return 0, errors.New("integer constant out of range for attribute")
+		return nil, errors.New("integer constant out of range for attribute")
 	}
-	var v int64
-	if n.IsInt64() {
-		v = n.Int64()
-	} else {
-		v = int64(n.Uint64())
-	}
-	return TruncInt(v, typ), nil
+	return n, nil
 }
 
 func (p *Parser) parseDenseArray() Attribute {
@@ -1872,6 +1919,9 @@ func (p *Parser) parseDense() Attribute {
 			p.failAt(hexPos, "hex elements literal needs an integer or float element type")
 			return nil
 		}
+		if scalarT == I1 && k == 1 {
+			return p.denseBitsHex(st, hexData, n, hexPos)
+		}
 		var count int64
 		switch {
 		case int64(len(hexData)) == n*int64(sz):
@@ -1936,6 +1986,23 @@ func (p *Parser) parseDense() Attribute {
 		}
 	}
 	return a
+}
+
+// denseBitsHex decodes hex data of i1 elements, which MLIR packs eight to a
+// byte, least significant bit first; a single 0x00 or 0xFF byte is a splat.
+func (p *Parser) denseBitsHex(t ShapedType, data []byte, n int64, pos int) Attribute {
+	if len(data) == 1 && (data[0] == 0 || data[0] == 0xFF) {
+		return DenseAttr{Type: t, Bits: []uint64{uint64(data[0] & 1)}, Splat: n != 1}
+	}
+	if int64(len(data)) != (n+7)/8 {
+		p.failAt(pos, "elements hex data size is invalid for provided type: %d bytes for %d elements of 1 bit", len(data), n)
+		return nil
+	}
+	bits := make([]uint64, n)
+	for i := range bits {
+		bits[i] = uint64(data[i/8]>>(i%8)) & 1
+	}
+	return DenseAttr{Type: t, Bits: bits}
 }
 
 func shapeString(s []int64) string {

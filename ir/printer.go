@@ -137,13 +137,11 @@ func (p *Printer) printOp(op *Operation) {
 	}
 	if !p.opts.Generic && op.def != nil && op.def.Print != nil {
 		p.out.WriteString(p.customName(op))
-		if op.def.DefaultDialect != "" {
-			p.dialects = append(p.dialects, op.def.DefaultDialect)
-			op.def.Print(p, op)
-			p.dialects = p.dialects[:len(p.dialects)-1]
-		} else {
-			op.def.Print(p, op)
-		}
+		// Every op's regions see its default dialect, "" when it has none,
+		// as in MLIR: builtin ops nested in func.func keep their prefix.
+		p.dialects = append(p.dialects, op.def.DefaultDialect)
+		op.def.Print(p, op)
+		p.dialects = p.dialects[:len(p.dialects)-1]
 	} else {
 		p.printGeneric(op)
 	}
@@ -152,11 +150,15 @@ func (p *Printer) printOp(op *Operation) {
 	}
 }
 
-// customName elides the dialect prefix of builtin ops and of the enclosing
-// op's default dialect.
+// customName elides the dialect prefix of the enclosing op's default
+// dialect; outside any op that default is "builtin".
 func (p *Printer) customName(op *Operation) string {
 	d := DialectOf(op.name)
-	if d == "builtin" || (len(p.dialects) > 0 && p.dialects[len(p.dialects)-1] == d) {
+	top := "builtin"
+	if len(p.dialects) > 0 {
+		top = p.dialects[len(p.dialects)-1]
+	}
+	if d != "" && d == top {
 		return op.name[len(d)+1:]
 	}
 	return op.name
@@ -189,13 +191,13 @@ func (p *Printer) printGeneric(op *Operation) {
 	}
 	if len(op.regions) > 0 {
 		saved := p.dialects
-		p.dialects = nil
+		p.dialects = append(p.dialects, "")
 		p.out.WriteString(" (")
 		for i, r := range op.regions {
 			if i > 0 {
 				p.out.WriteString(", ")
 			}
-			p.PrintRegion(r, true, true)
+			p.printRegion(r, true, true, true)
 		}
 		p.out.WriteByte(')')
 		p.dialects = saved
@@ -205,15 +207,21 @@ func (p *Printer) printGeneric(op *Operation) {
 	p.out.WriteString(FunctionOf(op.OperandTypes(), op.ResultTypes()).String())
 }
 
-// PrintRegion prints { blocks }. The entry block's label is printed when
-// printEntryArgs and it has arguments, or when it is empty; terminators are
-// left out when !printTerminators and the region is a single block.
+// PrintRegion prints { blocks } for a custom syntax. The entry block's label
+// is printed when printEntryArgs and it has arguments; terminators are left
+// out when !printTerminators and the region is a single block.
 func (p *Printer) PrintRegion(r *Region, printEntryArgs, printTerminators bool) {
+	p.printRegion(r, printEntryArgs, printTerminators, false)
+}
+
+// printRegion is PrintRegion that, with printEmptyBlock, also labels an empty
+// entry block, as the generic form does so that it survives a round trip.
+func (p *Printer) printRegion(r *Region, printEntryArgs, printTerminators, printEmptyBlock bool) {
 	p.out.WriteByte('{')
 	p.indent += 2
 	for b := r.first; b != nil; b = b.next {
 		entry := b == r.first
-		if !entry || (printEntryArgs && len(b.args) > 0) || b.first == nil {
+		if !entry || (printEntryArgs && len(b.args) > 0) || (printEmptyBlock && b.first == nil) {
 			p.printBlockHeader(b)
 		}
 		for o := b.first; o != nil; o = o.next {
@@ -241,6 +249,9 @@ func (p *Printer) printBlockHeader(b *Block) {
 				p.out.WriteString(", ")
 			}
 			p.out.WriteString(p.ValueName(a) + ": " + a.typ.String())
+			if p.opts.DebugInfo {
+				p.out.WriteString(" loc(" + a.Loc().String() + ")")
+			}
 		}
 		p.out.WriteByte(')')
 	}
