@@ -1,0 +1,150 @@
+// Package ircmain implements the irc command line, Strata's counterpart of
+// mlir-opt, as a library.
+//
+// The irc binary is a one-line main around Main. A project that defines its
+// own dialects or passes builds its own irc the way MLIR projects build their
+// own mlir-opt: register the passes (the passes package's registry), then
+// call Main with the extra dialects:
+//
+//	func main() {
+//		mypasses.Register()
+//		os.Exit(ircmain.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr,
+//			ircmain.WithDialects(mydialect.Dialect)))
+//	}
+//
+// Main never panics and never calls os.Exit: it returns the process exit
+// status, one of ExitOK, ExitDiagnostics, ExitUsage and ExitInternal.
+package ircmain
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/strata-ir/strata/ir"
+)
+
+// Exit statuses returned by Main.
+const (
+	// ExitOK means success (and, under --verify-diagnostics, that every
+	// diagnostic was expected and every expected one produced).
+	ExitOK = 0
+	// ExitDiagnostics means the input was rejected: a parse, verifier or pass
+	// error, a failed run, or a --verify-diagnostics mismatch.
+	ExitDiagnostics = 1
+	// ExitUsage means the command line was wrong: an unknown flag, a bad
+	// pipeline, a missing file.
+	ExitUsage = 2
+	// ExitInternal means irc itself failed (a bug): it recovered from a panic.
+	ExitInternal = 3
+)
+
+// Option customises Main for a tool built on it.
+type Option func(*config)
+
+// WithDialects makes Main load dialects into every context it creates, in
+// addition to Strata's own.
+func WithDialects(ds ...*ir.Dialect) Option {
+	return func(c *config) { c.dialects = append(c.dialects, ds...) }
+}
+
+// WithName sets the tool name used in usage and version messages
+// (default "irc").
+func WithName(name string) Option {
+	return func(c *config) { c.name = name }
+}
+
+// WithVersion sets the version string printed by --version (default: the
+// main module's version from the build information).
+func WithVersion(v string) Option {
+	return func(c *config) { c.version = v }
+}
+
+// config is what the Options set.
+type config struct {
+	name     string
+	version  string
+	dialects []*ir.Dialect
+}
+
+// tool is one invocation of Main.
+type tool struct {
+	config
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// Main runs irc with the command-line arguments args (without the program
+// name) and returns the exit status.
+//
+// Usage:
+//
+//	irc [flags] [file|-]        parse, verify, transform and print a .mlir file
+//	irc run FILE [flags]        execute a function of FILE
+//	irc version                 print the version
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Option) (status int) {
+	t := &tool{
+		config: config{name: "irc"},
+		stdin:  stdin, stdout: stdout, stderr: stderr,
+	}
+	for _, o := range opts {
+		o(&t.config)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			// A panic is a bug in Strata, never the user's fault: say so
+			// plainly instead of dumping a goroutine trace on them.
+			fmt.Fprintf(stderr, "%s: internal error: %v\n", t.name, r)
+			fmt.Fprintf(stderr, "This is a bug in %s; please report it with the input that caused it.\n", t.name)
+			status = ExitInternal
+		}
+	}()
+	if len(args) > 0 {
+		switch args[0] {
+		case "run":
+			return t.run(args[1:])
+		case "version":
+			if len(args) > 1 {
+				return t.usageErrorf("version takes no arguments, got %q", args[1])
+			}
+			t.printVersion()
+			return ExitOK
+		}
+	}
+	return t.opt(args)
+}
+
+// printVersion writes the version line.
+func (t *tool) printVersion() {
+	v := t.version
+	goVersion := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		if v == "" && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	fmt.Fprintf(t.stdout, "%s version %s", t.name, v)
+	if goVersion != "" {
+		fmt.Fprintf(t.stdout, " %s", goVersion)
+	}
+	fmt.Fprintln(t.stdout)
+}
+
+// usageErrorf reports a command-line error and returns ExitUsage.
+func (t *tool) usageErrorf(format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintf(t.stderr, "%s: %s\n", t.name, strings.TrimSuffix(msg, "\n"))
+	return ExitUsage
+}
+
+// errorf reports a failure that is not a usage error and returns
+// ExitDiagnostics.
+func (t *tool) errorf(format string, args ...any) int {
+	fmt.Fprintf(t.stderr, "%s: %s\n", t.name, fmt.Sprintf(format, args...))
+	return ExitDiagnostics
+}

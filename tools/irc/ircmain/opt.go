@@ -1,0 +1,181 @@
+package ircmain
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/strata-ir/strata/ir"
+)
+
+// optFlags are the flags of the default command, irc [flags] [file|-].
+type optFlags struct {
+	pipelineFlags
+	output            string
+	generic           bool
+	debugInfo         bool
+	splitInput        bool
+	verifyDiagnostics bool
+	listPasses        bool
+	runReproducer     bool
+	emit              string
+	version           bool
+}
+
+// emitKinds lists the --emit values; only mlir is built so far.
+var emitKinds = map[string]bool{"mlir": true, "llvm": false, "ptx": false}
+
+// opt is the mlir-opt-like default command: read a file, verify it, run
+// the pipeline over it and print the result.
+func (t *tool) opt(args []string) int {
+	var f optFlags
+	fs := newFlagSet(t.name)
+	f.register(fs)
+	fs.StringVar(&f.output, "o", "-", "write the output to `file` ('-': standard output)")
+	fs.BoolVar(&f.generic, "print-op-generic", false, "print every op in the generic form")
+	fs.BoolVar(&f.debugInfo, "print-debuginfo", false, "print the location of every op")
+	fs.BoolVar(&f.splitInput, "split-input-file", false, "split the input at '// -----' lines and process each chunk on its own")
+	fs.BoolVar(&f.verifyDiagnostics, "verify-diagnostics", false, "check the diagnostics against the expected-* comments of the input")
+	fs.BoolVar(&f.listPasses, "list-passes", false, "list the registered passes and pipelines, with their options")
+	fs.BoolVar(&f.runReproducer, "run-reproducer", false, "read the pipeline from the input, a reproducer written by --reproducer")
+	fs.StringVar(&f.emit, "emit", "mlir", "output `kind`: mlir, llvm or ptx")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	positional, status, ok := t.parseFlags(fs, t.name+" [flags] [file|-]\n       "+t.name+" run FILE [flags]\n       "+t.name+" version", args)
+	if !ok {
+		return status
+	}
+	switch {
+	case f.version:
+		t.printVersion()
+		return ExitOK
+	case f.listPasses:
+		return t.listPasses()
+	}
+	if built, known := emitKinds[f.emit]; !known {
+		return t.usageErrorf("unknown --emit kind %q (want mlir, llvm or ptx)", f.emit)
+	} else if !built {
+		return t.usageErrorf("--emit=%s is not available yet in this build (only --emit=mlir is)", f.emit)
+	}
+	input, err := singleInput(positional)
+	if err != nil {
+		return t.usageErrorf("%v", err)
+	}
+	name, text, err := t.readInput(input)
+	if err != nil {
+		return t.usageErrorf("%v", err)
+	}
+	if f.runReproducer {
+		pipeline, err := reproducerPipeline(text)
+		if err != nil {
+			return t.usageErrorf("--run-reproducer: %s: %v", name, err)
+		}
+		if f.pipeline != "" && f.pipeline != pipeline {
+			return t.usageErrorf("--run-reproducer: %s has its own pipeline; drop --pass-pipeline", name)
+		}
+		f.pipeline = pipeline
+	}
+	pm, err := t.newPipeline(&f.pipelineFlags)
+	if err != nil {
+		return t.usageErrorf("%v", err)
+	}
+
+	src := newSource(name, text)
+	var out bytes.Buffer
+	failed := false
+	for i, c := range splitInput(text, f.splitInput) {
+		if i > 0 {
+			out.WriteString(splitMarker + "\n")
+		}
+		var report func(*ir.Diagnostic)
+		var verifier *diagVerifier
+		if f.verifyDiagnostics {
+			verifier = newDiagVerifier(src, c, t.stderr)
+			report = verifier.handle
+		} else {
+			report = func(d *ir.Diagnostic) { src.write(t.stderr, d) }
+		}
+		mod, ok := t.process(c, name, &f, pm, report)
+		if ok {
+			ir.Print(&out, mod, ir.PrintOptions{Generic: f.generic, DebugInfo: f.debugInfo})
+			out.WriteByte('\n') // mlir-opt ends each output with a blank line
+		}
+		if verifier != nil {
+			ok = verifier.finish()
+		}
+		failed = failed || !ok
+	}
+	if err := t.writeOutput(f.output, out.Bytes()); err != nil {
+		return t.errorf("%v", err)
+	}
+	if failed {
+		return ExitDiagnostics
+	}
+	return ExitOK
+}
+
+// process parses, verifies and transforms one chunk, sending every
+// diagnostic to report. It returns the module and whether all went well;
+// a module that failed is never returned, so half-rewritten IR is not
+// printed as if it were fine.
+func (t *tool) process(c chunk, filename string, f *optFlags, pm *pipeline, report func(*ir.Diagnostic)) (*ir.Operation, bool) {
+	ctx := t.newContext(f.allowUnregistered)
+	mod, err := ir.Parse(ctx, c.text, ir.ParseOptions{Filename: filename, LineOffset: c.lineOffset})
+	if err == nil {
+		err = ir.Verify(mod)
+	}
+	if err == nil && pm != nil {
+		err = pm.run(mod, t.stderr)
+	}
+	if err != nil {
+		for _, d := range ir.Diagnostics(err) {
+			report(d)
+		}
+		return nil, false
+	}
+	return mod, true
+}
+
+// newContext returns a context with every dialect the tool knows.
+func (t *tool) newContext(allowUnregistered bool) *ir.Context {
+	ctx := ir.NewContext(t.dialects...)
+	ctx.AllowUnregistered = allowUnregistered
+	return ctx
+}
+
+// readInput reads the named file, or standard input for "-", returning the
+// name diagnostics use for it.
+func (t *tool) readInput(input string) (name, text string, err error) {
+	if input == "-" {
+		b, err := io.ReadAll(t.stdin)
+		if err != nil {
+			return "", "", fmt.Errorf("reading standard input: %w", err)
+		}
+		return "<stdin>", string(b), nil
+	}
+	b, err := os.ReadFile(input)
+	if pe, ok := err.(*fs.PathError); ok {
+		err = pe.Err // the message names the file itself
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("cannot read input file %s: %w", input, err)
+	}
+	return input, string(b), nil
+}
+
+// writeOutput writes b to the named file, or standard output for "-".
+func (t *tool) writeOutput(output string, b []byte) error {
+	if output == "-" {
+		_, err := t.stdout.Write(b)
+		return err
+	}
+	err := os.WriteFile(output, b, 0o644)
+	if pe, ok := err.(*fs.PathError); ok {
+		err = pe.Err
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write output file %s: %w", output, err)
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+package ircmain
+
+func (t *tool) run(args []string) int { return t.errorf("run: the interpreter is not built yet") }
