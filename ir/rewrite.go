@@ -77,3 +77,29 @@ func (r *Rewriter) ModifyInPlace(op *Operation, f func()) {
 		r.Listener.OpModified(op)
 	}
 }
+
+// EraseBlock erases b and every op in it; values it defines must be unused
+// outside it.
+func (r *Rewriter) EraseBlock(b *Block) {
+	if r.Listener != nil {
+		for _, op := range b.Ops() {
+			op.WalkPost(func(o *Operation) { r.Listener.OpErased(o) })
+		}
+	}
+	b.Erase()
+}
+
+// InlineRegionBefore moves every block of region into dest, before the block
+// before (at dest's end when before is nil), and reports the moved ops as
+// inserted.
+func (r *Rewriter) InlineRegionBefore(region, dest *Region, before *Block) {
+	for _, b := range region.Blocks() {
+		region.unlinkBlock(b)
+		dest.InsertBefore(b, before)
+		if r.Listener != nil {
+			for op := range b.All() {
+				op.Walk(func(o *Operation) bool { r.Listener.OpInserted(o); return true })
+			}
+		}
+	}
+}
