@@ -2,12 +2,15 @@ package ircmain
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 
+	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
 )
 
 // optFlags are the flags of the default command, irc [flags] [file|-].
@@ -66,19 +69,13 @@ func (t *tool) opt(args []string) int {
 	if err != nil {
 		return t.usageErrorf("%v", err)
 	}
-	if f.runReproducer {
-		pipeline, err := reproducerPipeline(text)
-		if err != nil {
-			return t.usageErrorf("--run-reproducer: %s: %v", name, err)
+	var pm *passes.PassManager
+	if !f.runReproducer {
+		if pm, err = t.newPassManager(&f.pipelineFlags); err != nil {
+			return t.usageErrorf("%v", err)
 		}
-		if f.pipeline != "" && f.pipeline != pipeline {
-			return t.usageErrorf("--run-reproducer: %s has its own pipeline; drop --pass-pipeline", name)
-		}
-		f.pipeline = pipeline
-	}
-	pm, err := t.newPipeline(&f.pipelineFlags)
-	if err != nil {
-		return t.usageErrorf("%v", err)
+	} else if f.pipeline != "" {
+		return t.usageErrorf("--run-reproducer reads the pipeline from the input; drop --pass-pipeline")
 	}
 
 	src := newSource(name, text)
@@ -96,7 +93,15 @@ func (t *tool) opt(args []string) int {
 		} else {
 			report = func(d *ir.Diagnostic) { src.write(t.stderr, d) }
 		}
-		mod, ok := t.process(c, name, &f, pm, report)
+		mod, err := t.process(c, name, &f, pm)
+		var usage usageError
+		if errors.As(err, &usage) {
+			return t.usageErrorf("%s: %v", name, usage.err)
+		}
+		for _, d := range diagnostics(err) {
+			report(d)
+		}
+		ok := err == nil
 		if ok {
 			ir.Print(&out, mod, ir.PrintOptions{Generic: f.generic, DebugInfo: f.debugInfo})
 			out.WriteByte('\n') // mlir-opt ends each output with a blank line
@@ -115,31 +120,32 @@ func (t *tool) opt(args []string) int {
 	return ExitOK
 }
 
-// process parses, verifies and transforms one chunk, sending every
-// diagnostic to report. It returns the module and whether all went well;
-// a module that failed is never returned, so half-rewritten IR is not
-// printed as if it were fine.
-func (t *tool) process(c chunk, filename string, f *optFlags, pm *pipeline, report func(*ir.Diagnostic)) (*ir.Operation, bool) {
+// process parses, verifies and transforms one chunk. A module that failed
+// is never returned, so half-rewritten IR is not printed as if it were
+// fine. pm is nil under --run-reproducer: the module brings its own.
+func (t *tool) process(c chunk, filename string, f *optFlags, pm *passes.PassManager) (*ir.Operation, error) {
 	ctx := t.newContext(f.allowUnregistered)
 	mod, err := ir.Parse(ctx, c.text, ir.ParseOptions{Filename: filename, LineOffset: c.lineOffset})
-	if err == nil {
-		err = ir.Verify(mod)
-	}
-	if err == nil && pm != nil {
-		err = pm.run(mod, t.stderr)
-	}
 	if err != nil {
-		for _, d := range ir.Diagnostics(err) {
-			report(d)
-		}
-		return nil, false
+		return nil, err
 	}
-	return mod, true
+	if pm == nil {
+		if pm, err = t.reproducerPassManager(mod, &f.pipelineFlags); err != nil {
+			return nil, err
+		}
+	}
+	if err := ir.Verify(mod); err != nil {
+		return nil, err
+	}
+	if err := pm.Run(ctx, mod); err != nil {
+		return nil, err
+	}
+	return mod, nil
 }
 
 // newContext returns a context with every dialect the tool knows.
 func (t *tool) newContext(allowUnregistered bool) *ir.Context {
-	ctx := ir.NewContext(t.dialects...)
+	ctx := ir.NewContext(append(dialects.All(), t.dialects...)...)
 	ctx.AllowUnregistered = allowUnregistered
 	return ctx
 }

@@ -1,3 +1,419 @@
 package ircmain
 
-func (t *tool) run(args []string) int { return t.errorf("run: the interpreter is not built yet") }
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/runtime/npy"
+)
+
+// runFlags are the flags of irc run.
+type runFlags struct {
+	pipelineFlags
+	funcName string
+	inputs   stringList
+	outputs  stringList
+	seed     optionalSeed
+	backend  string
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// optionalSeed is an integer flag that remembers whether it was given.
+type optionalSeed struct {
+	set   bool
+	value uint64
+}
+
+func (s *optionalSeed) String() string {
+	if !s.set {
+		return ""
+	}
+	return strconv.FormatUint(s.value, 10)
+}
+
+func (s *optionalSeed) Set(text string) error {
+	v, err := strconv.ParseUint(text, 0, 64)
+	if err != nil {
+		return fmt.Errorf("want a non-negative integer seed, got %q", text)
+	}
+	s.set, s.value = true, v
+	return nil
+}
+
+// backends maps each --backend value to whether this build can run it.
+// eager and interp both run the reference interpreter: eager is the name
+// frontend.Compile uses for "capture, then interpret op by op".
+var backends = map[string]bool{"interp": true, "eager": true, "nvptx": false}
+
+// run is irc run: execute a function of a file with the reference
+// interpreter, reading arguments from .npy files and writing results to
+// .npy files (or a summary to standard output).
+func (t *tool) run(args []string) int {
+	var f runFlags
+	fs := newFlagSet(t.name + " run")
+	f.register(fs)
+	fs.StringVar(&f.funcName, "func", "", "run the function `name` (default: main, or the only public function)")
+	fs.Var(&f.inputs, "input", "read the next argument from the .npy `file` (repeat, in argument order)")
+	fs.Var(&f.outputs, "output", "write the next result to the .npy `file` (repeat, in result order)")
+	fs.Var(&f.seed, "random-inputs", "make up the arguments from the random `seed` instead of --input files")
+	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter) or nvptx")
+	positional, status, ok := t.parseFlags(fs, t.name+" run FILE [--func NAME] [--input x.npy]... [--output y.npy]... [--random-inputs SEED] [flags]", args)
+	if !ok {
+		return status
+	}
+	if built, known := backends[f.backend]; !known {
+		return t.usageErrorf("run: unknown --backend %q (want interp, eager or nvptx)", f.backend)
+	} else if !built {
+		return t.usageErrorf("run: the %s backend is not built yet in this build; use --backend=interp", f.backend)
+	}
+	if len(positional) != 1 {
+		return t.usageErrorf("run: expected one input file, got %d", len(positional))
+	}
+	if f.seed.set && len(f.inputs) > 0 {
+		return t.usageErrorf("run: give either --input files or --random-inputs, not both")
+	}
+	name, text, err := t.readInput(positional[0])
+	if err != nil {
+		return t.usageErrorf("run: %v", err)
+	}
+	pm, err := t.newPassManager(&f.pipelineFlags)
+	if err != nil {
+		return t.usageErrorf("run: %v", err)
+	}
+
+	src := newSource(name, text)
+	fail := func(err error) int {
+		for _, d := range diagnostics(err) {
+			src.write(t.stderr, d)
+		}
+		return ExitDiagnostics
+	}
+	ctx := t.newContext(f.allowUnregistered)
+	mod, err := ir.Parse(ctx, text, ir.ParseOptions{Filename: name})
+	if err == nil {
+		err = ir.Verify(mod)
+	}
+	if err == nil {
+		err = pm.Run(ctx, mod)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	fn, err := pickFunc(mod, f.funcName)
+	if err != nil {
+		return t.usageErrorf("run: %s: %v", name, err)
+	}
+	fnName := ir.SymbolName(fn)
+	ft, err := interp.FuncType(fn)
+	if err != nil {
+		return fail(err)
+	}
+	if len(f.outputs) > 0 && len(f.outputs) != len(ft.Results) {
+		return t.usageErrorf("run: @%s has %d results, got %d --output files", fnName, len(ft.Results), len(f.outputs))
+	}
+	var argv []interp.Value
+	if f.seed.set {
+		argv, err = randomArgs(ft.Inputs, f.seed.value)
+	} else {
+		argv, err = readArgs(ft.Inputs, f.inputs)
+	}
+	if err != nil {
+		return t.usageErrorf("run: @%s: %v", fnName, err)
+	}
+	results, err := interp.New(mod).Call(fnName, argv...)
+	if err != nil {
+		return fail(err)
+	}
+	for i, r := range results {
+		arr, err := toArray(r)
+		if err != nil {
+			return t.errorf("run: @%s result %d: %v", fnName, i, err)
+		}
+		if len(f.outputs) > 0 {
+			if err := npy.WriteFile(f.outputs[i], arr); err != nil {
+				return t.errorf("run: @%s result %d: %v", fnName, i, err)
+			}
+			continue
+		}
+		fmt.Fprintf(t.stdout, "result %d: %s\n", i, summary(r, arr))
+	}
+	return ExitOK
+}
+
+// pickFunc finds the function to run: the one named name, else main, else
+// the only public function of the module.
+func pickFunc(mod *ir.Operation, name string) (*ir.Operation, error) {
+	var funcs, public []*ir.Operation
+	if mod.NumRegions() == 0 || mod.Region(0).Front() == nil {
+		return nil, errors.New("the module is empty")
+	}
+	for _, op := range mod.Region(0).Front().Ops() {
+		if op.Name() != "func.func" {
+			continue
+		}
+		funcs = append(funcs, op)
+		if vis, _ := op.Attr(ir.SymVisibilityAttr).(ir.StringAttr); vis.Value == "" || vis.Value == "public" {
+			public = append(public, op)
+		}
+	}
+	find := func(name string) *ir.Operation {
+		for _, op := range funcs {
+			if ir.SymbolName(op) == name {
+				return op
+			}
+		}
+		return nil
+	}
+	names := func(ops []*ir.Operation) string {
+		var b strings.Builder
+		for i, op := range ops {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("@" + ir.SymbolName(op))
+		}
+		return b.String()
+	}
+	switch {
+	case name != "":
+		if fn := find(strings.TrimPrefix(name, "@")); fn != nil {
+			return fn, nil
+		}
+		if len(funcs) == 0 {
+			return nil, fmt.Errorf("no function named @%s: the module has no functions", name)
+		}
+		return nil, fmt.Errorf("no function named @%s (functions: %s)", strings.TrimPrefix(name, "@"), names(funcs))
+	case find("main") != nil:
+		return find("main"), nil
+	case len(public) == 1:
+		return public[0], nil
+	case len(public) == 0:
+		return nil, errors.New("no public function to run")
+	}
+	return nil, fmt.Errorf("several public functions (%s) and none is @main: choose one with --func", names(public))
+}
+
+// dtypes pairs the element types that cross the .npy boundary with their
+// NumPy dtypes. index travels as int64; bf16 has no .npy dtype.
+var dtypes = []struct {
+	elem ir.Type
+	dt   npy.DType
+}{
+	{ir.F64, npy.Float64},
+	{ir.F32, npy.Float32},
+	{ir.F16, npy.Float16},
+	{ir.I64, npy.Int64},
+	{ir.Index, npy.Int64},
+	{ir.I32, npy.Int32},
+	{ir.I16, npy.Int16},
+	{ir.I8, npy.Int8},
+	{ir.IntegerWithSign(8, ir.Unsigned), npy.Uint8},
+	{ir.I1, npy.Bool},
+}
+
+// dtypeOf returns the .npy dtype of elem.
+func dtypeOf(elem ir.Type) (npy.DType, error) {
+	for _, d := range dtypes {
+		if d.elem == elem {
+			return d.dt, nil
+		}
+	}
+	return 0, fmt.Errorf("element type %s has no .npy dtype", elem)
+}
+
+// staticShape returns the shape of a value of type t: () for a scalar, the
+// dims of a tensor or vector. Dynamic dims are -1.
+func staticShape(t ir.Type) ([]int64, error) {
+	s, ok := t.(ir.ShapedType)
+	if !ok {
+		return []int64{}, nil
+	}
+	if !s.Ranked() {
+		return nil, fmt.Errorf("unranked type %s", t)
+	}
+	return s.Shape(), nil
+}
+
+// pyShape formats a shape as NumPy does: (), (4,), (2, 3).
+func pyShape(shape []int64) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		if d == ir.Dynamic {
+			parts[i] = "?"
+		} else {
+			parts[i] = strconv.FormatInt(d, 10)
+		}
+	}
+	if len(parts) == 1 {
+		return "(" + parts[0] + ",)"
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// readArgs reads one .npy file per parameter and checks it against the
+// parameter's type.
+func readArgs(params []ir.Type, files []string) ([]interp.Value, error) {
+	if len(files) != len(params) {
+		return nil, fmt.Errorf("takes %d arguments, got %d --input files (or use --random-inputs SEED)", len(params), len(files))
+	}
+	args := make([]interp.Value, len(params))
+	for i, p := range params {
+		arr, err := npy.ReadFile(files[i])
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i, err)
+		}
+		if args[i], err = fromArray(arr, p); err != nil {
+			return nil, fmt.Errorf("argument %d (%s): %w", i, files[i], err)
+		}
+	}
+	return args, nil
+}
+
+// fromArray converts a .npy array into a value of type t, checking its
+// dtype and shape.
+func fromArray(arr *npy.Array, t ir.Type) (interp.Value, error) {
+	elem := ir.ElementTypeOf(t)
+	dt, err := dtypeOf(elem)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := staticShape(t)
+	if err != nil {
+		return nil, err
+	}
+	match := arr.DType == dt && len(arr.Shape) == len(shape)
+	for i := 0; match && i < len(shape); i++ {
+		match = shape[i] == ir.Dynamic || shape[i] == arr.Shape[i]
+	}
+	if !match {
+		return nil, fmt.Errorf("expected %s (dtype %s, shape %s), got dtype %s, shape %s",
+			t, dt, pyShape(shape), arr.DType, pyShape(arr.Shape))
+	}
+	size := dt.Size()
+	bits := make([]uint64, arr.Len())
+	var buf [8]byte
+	for i := range bits {
+		copy(buf[:], arr.Data[i*size:(i+1)*size])
+		bits[i] = binary.LittleEndian.Uint64(buf[:])
+		clear(buf[:])
+	}
+	return interp.FromBits(elem, arr.Shape, bits)
+}
+
+// toArray converts a result into a .npy array.
+func toArray(v interp.Value) (*npy.Array, error) {
+	t, ok := v.(*interp.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("a %s cannot be written to .npy", v)
+	}
+	dt, err := dtypeOf(t.ElemType())
+	if err != nil {
+		return nil, err
+	}
+	size := dt.Size()
+	bits := t.Bits()
+	data := make([]byte, len(bits)*size)
+	var buf [8]byte
+	for i, b := range bits {
+		if dt == npy.Bool {
+			b &= 1
+		}
+		binary.LittleEndian.PutUint64(buf[:], b)
+		copy(data[i*size:], buf[:size])
+	}
+	return &npy.Array{DType: dt, Shape: append([]int64{}, t.Shape()...), Data: data}, nil
+}
+
+// randomArgs makes up one value per parameter from seed: floats uniform in
+// [-1, 1), signed integers in [-8, 8], unsigned ones and indices in [0, 8],
+// booleans fair coins. The same seed gives the same values.
+func randomArgs(params []ir.Type, seed uint64) ([]interp.Value, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	args := make([]interp.Value, len(params))
+	for i, p := range params {
+		shape, err := staticShape(p)
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i, err)
+		}
+		n := int64(1)
+		for _, d := range shape {
+			if d == ir.Dynamic {
+				return nil, fmt.Errorf("argument %d has the dynamic type %s: give --input files instead of --random-inputs", i, p)
+			}
+			n *= d
+		}
+		elem := ir.ElementTypeOf(p)
+		var v *interp.Tensor
+		switch {
+		case ir.IsFloat(elem):
+			vs := make([]float64, n)
+			for j := range vs {
+				vs[j] = 2*rng.Float64() - 1
+			}
+			v, err = interp.FromFloat64s(elem, shape, vs)
+		case ir.IsIntOrIndex(elem):
+			lo, span := int64(-8), int64(17)
+			if it, ok := elem.(*ir.IntegerType); elem == ir.Index || ok && (it.Signedness == ir.Unsigned || it.Width == 1) {
+				lo, span = 0, 9
+				if ok && it.Width == 1 {
+					span = 2
+				}
+			}
+			vs := make([]int64, n)
+			for j := range vs {
+				vs[j] = lo + rng.Int64N(span)
+			}
+			v, err = interp.FromInt64s(elem, shape, vs)
+		default:
+			err = fmt.Errorf("cannot make up values of type %s", p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i, err)
+		}
+		args[i] = v
+	}
+	return args, nil
+}
+
+// maxShown is the most elements a result summary lists.
+const maxShown = 16
+
+// summary describes a result for standard output: shape, dtype, the sum
+// of its elements as float64 and an FNV-1a hash of its .npy data, so that
+// runs can be compared at a glance; small results also list their values.
+func summary(v interp.Value, arr *npy.Array) string {
+	t := v.(*interp.Tensor) // toArray succeeded
+	var sum float64
+	var values []string
+	if ir.IsFloat(t.ElemType()) {
+		for _, x := range t.Float64s() {
+			sum += x
+			values = append(values, strconv.FormatFloat(x, 'g', -1, 64))
+		}
+	} else {
+		for _, x := range t.Int64s() {
+			sum += float64(x)
+			values = append(values, strconv.FormatInt(x, 10))
+		}
+	}
+	h := fnv.New64a()
+	h.Write(arr.Data)
+	s := fmt.Sprintf("shape %s dtype %s sum %s hash %016x", pyShape(arr.Shape), arr.DType,
+		strconv.FormatFloat(sum, 'g', -1, 64), h.Sum64())
+	if len(values) <= maxShown {
+		s += " values [" + strings.Join(values, " ") + "]"
+	}
+	return s
+}
