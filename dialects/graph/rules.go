@@ -1,0 +1,621 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-ir/strata/ir"
+)
+
+// This file holds the shape rules of the op table. Each returns the result
+// types an op must have, or an error naming the operand and sizes at fault.
+
+func one(t ir.Type) []ir.Type { return []ir.Type{t} }
+
+// declaredResult returns result #0 as written in the IR, for ops whose
+// result type is not determined by operands and attributes.
+func declaredResult(declared []ir.Type, class elemClass) (*ir.TensorType, error) {
+	if len(declared) != 1 {
+		return nil, fmt.Errorf("expects 1 result with an explicit type (it cannot be inferred), got %d", len(declared))
+	}
+	return asTensor(declared[0], "result", class)
+}
+
+// staticResult is declaredResult for ops that create data, whose sizes
+// must all be known.
+func staticResult(declared []ir.Type, class elemClass) (*ir.TensorType, error) {
+	t, err := declaredResult(declared, class)
+	if err != nil {
+		return nil, err
+	}
+	if numElements(t.Shape()) < 0 {
+		return nil, fmt.Errorf("result type %s must have a static shape", t)
+	}
+	return t, nil
+}
+
+func ruleConstant(_ []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	v := a.d.Get("value").(ir.DenseAttr)
+	t, err := asTensor(v.Type, "attribute 'value'", anyElem)
+	if err != nil {
+		return nil, err
+	}
+	if numElements(t.Shape()) < 0 {
+		return nil, fmt.Errorf("attribute 'value' must have a static shape, got %s", t)
+	}
+	return one(t), nil
+}
+
+func ruleIota(_ []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, error) {
+	t, err := staticResult(declared, numericElem)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := normAxis("axis", a.int("axis", 0), len(t.Shape())); err != nil {
+		return nil, err
+	}
+	return one(t), nil
+}
+
+func ruleFull(_ []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, error) {
+	t, err := staticResult(declared, anyElem)
+	if err != nil {
+		return nil, err
+	}
+	if err := scalarFits("fill", a.d.Get("fill"), t.ElementType()); err != nil {
+		return nil, err
+	}
+	return one(t), nil
+}
+
+// scalarFits checks that a fill or padding value can be stored in elem:
+// floats need a float tensor; integers fit any tensor, booleans only 0 and 1.
+func scalarFits(name string, v ir.Attribute, elem ir.Type) error {
+	switch v := v.(type) {
+	case ir.FloatAttr:
+		if !ir.IsFloat(elem) {
+			return fmt.Errorf("attribute '%s' is the float %s but the element type is %s", name, v, elem)
+		}
+	case ir.IntegerAttr:
+		if elem == ir.I1 && v.Value != 0 && v.Value != 1 {
+			return fmt.Errorf("attribute '%s' is %s, which an i1 tensor cannot hold", name, v)
+		}
+	}
+	return nil
+}
+
+// ruleSame gives the result the type of operand 0 (unary elementwise ops,
+// softmax).
+func ruleSame(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+	return one(in[0]), nil
+}
+
+// ruleSoftmax checks the axis of softmax and log_softmax.
+func ruleSoftmax(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	if _, err := normAxis("axis", a.int("axis", -1), len(in[0].Shape())); err != nil {
+		return nil, err
+	}
+	return one(in[0]), nil
+}
+
+func ruleBinary(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+	if err := sameElem(in, 0, 1); err != nil {
+		return nil, err
+	}
+	shape, err := broadcastOperands(in, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	return one(ir.TensorOf(shape, in[0].ElementType())), nil
+}
+
+func ruleCmp(in []*ir.TensorType, a attrView, d []ir.Type) ([]ir.Type, error) {
+	ts, err := ruleBinary(in, a, d)
+	if err != nil {
+		return nil, err
+	}
+	return one(ir.TensorOf(ts[0].(*ir.TensorType).Shape(), ir.I1)), nil
+}
+
+func ruleSelect(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+	if err := sameElem(in, 1, 2); err != nil {
+		return nil, err
+	}
+	shape, err := broadcastOperands(in, 0, 1, 2)
+	if err != nil {
+		return nil, err
+	}
+	return one(ir.TensorOf(shape, in[1].ElementType())), nil
+}
+
+func ruleCast(in []*ir.TensorType, _ attrView, declared []ir.Type) ([]ir.Type, error) {
+	t, err := declaredResult(declared, anyElem)
+	if err != nil {
+		return nil, err
+	}
+	return one(ir.TensorOf(in[0].Shape(), t.ElementType())), nil
+}
+
+// reduceShape drops (or, with keepdims, sets to 1) the reduced axes.
+func reduceShape(shape []int64, axes []int, keepdims bool) []int64 {
+	var out []int64
+	for i, d := range shape {
+		switch {
+		case !slices.Contains(axes, i):
+			out = append(out, d)
+		case keepdims:
+			out = append(out, 1)
+		}
+	}
+	return out
+}
+
+// reduceAxes returns the normalized axes attribute; absent, every axis.
+func reduceAxes(a attrView, rank int) ([]int, error) {
+	if !a.has("axes") {
+		all := make([]int, rank)
+		for i := range all {
+			all[i] = i
+		}
+		return all, nil
+	}
+	return normAxes("axis", a.ints("axes"), rank)
+}
+
+func ruleReduce(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	axes, err := reduceAxes(a, len(in[0].Shape()))
+	if err != nil {
+		return nil, err
+	}
+	return one(ir.TensorOf(reduceShape(in[0].Shape(), axes, a.bool("keepdims")), in[0].ElementType())), nil
+}
+
+func ruleArgmax(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	shape := in[0].Shape()
+	axis, err := normAxis("axis", a.int("axis", 0), len(shape))
+	if err != nil {
+		return nil, err
+	}
+	if shape[axis] == 0 {
+		return nil, fmt.Errorf("cannot take argmax over axis %d of size 0 in %s", axis, in[0])
+	}
+	return one(ir.TensorOf(reduceShape(shape, []int{axis}, a.bool("keepdims")), ir.I64)), nil
+}
+
+func ruleReshape(in []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, error) {
+	src := in[0].Shape()
+	var shape []int64
+	if a.has("shape") {
+		var err error
+		if shape, err = reshapeTarget(src, a.ints("shape")); err != nil {
+			return nil, err
+		}
+	} else {
+		t, err := declaredResult(declared, anyElem)
+		if err != nil {
+			return nil, fmt.Errorf("%v; give the 'shape' attribute to infer it", err)
+		}
+		shape = t.Shape()
+	}
+	if n, m := numElements(src), numElements(shape); n >= 0 && m >= 0 && n != m {
+		return nil, fmt.Errorf("cannot reshape %s (%d elements) to %s (%d elements)", in[0], n, shapeString(shape), m)
+	}
+	return one(ir.TensorOf(shape, in[0].ElementType())), nil
+}
+
+// reshapeTarget resolves the 'shape' attribute of reshape: sizes ≥ 0, and
+// at most one -1, which takes whatever size the element count leaves (NumPy),
+// or "?" when the operand's count is unknown.
+func reshapeTarget(src, shape []int64) ([]int64, error) {
+	out := slices.Clone(shape)
+	infer := -1
+	known := int64(1)
+	for i, d := range shape {
+		switch {
+		case d == -1 && infer >= 0:
+			return nil, fmt.Errorf("shape %v has more than one -1", shape)
+		case d == -1:
+			infer = i
+		case d < 0:
+			return nil, fmt.Errorf("shape %v has the negative size %d", shape, d)
+		default:
+			known *= d
+		}
+	}
+	if infer < 0 {
+		return out, nil
+	}
+	n := numElements(src)
+	switch {
+	case n < 0:
+		out[infer] = dyn
+	case known == 0 || n%known != 0:
+		return nil, fmt.Errorf("cannot reshape %d elements to shape %v", n, shape)
+	default:
+		out[infer] = n / known
+	}
+	return out, nil
+}
+
+func ruleTranspose(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	src := in[0].Shape()
+	perm := a.ints("perm")
+	if err := checkPerm(perm, len(src)); err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(src))
+	for i, p := range perm {
+		out[i] = src[p]
+	}
+	return one(ir.TensorOf(out, in[0].ElementType())), nil
+}
+
+func ruleBroadcastTo(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	src, shape := in[0].Shape(), a.ints("shape")
+	if len(src) > len(shape) {
+		return nil, fmt.Errorf("cannot broadcast %s to the lower rank shape %v", in[0], shape)
+	}
+	off := len(shape) - len(src)
+	for i, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("shape %v has the negative size %d", shape, d)
+		}
+		if i >= off && src[i-off] != 1 && !dimsCompatible(src[i-off], d) {
+			return nil, fmt.Errorf("cannot broadcast %s to %v (operand dim %d: %s vs %d)", in[0], shape, i-off, dimString(src[i-off]), d)
+		}
+	}
+	return one(ir.TensorOf(shape, in[0].ElementType())), nil
+}
+
+func ruleConcat(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	first := in[0].Shape()
+	axis, err := normAxis("axis", a.int("axis", 0), len(first))
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(first)
+	for i, t := range in[1:] {
+		i++
+		if err := sameElem(in, 0, i); err != nil {
+			return nil, err
+		}
+		s := t.Shape()
+		if len(s) != len(first) {
+			return nil, fmt.Errorf("operand #%d has rank %d but operand #0 has rank %d (%s vs %s)", i, len(s), len(first), t, in[0])
+		}
+		for d := range s {
+			switch {
+			case d == axis && (out[d] == dyn || s[d] == dyn):
+				out[d] = dyn
+			case d == axis:
+				out[d] += s[d]
+			case !dimsCompatible(out[d], s[d]):
+				return nil, fmt.Errorf("operand #%d dim %d is %s but operand #0 dim %d is %s (only the concat axis %d may differ)",
+					i, d, dimString(s[d]), d, dimString(first[d]), axis)
+			default:
+				out[d] = mergeDim(out[d], s[d])
+			}
+		}
+	}
+	return one(ir.TensorOf(out, in[0].ElementType())), nil
+}
+
+func ruleSlice(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	src := in[0].Shape()
+	starts, limits := a.ints("starts"), a.ints("limits")
+	strides := a.ints("strides")
+	if !a.has("strides") {
+		strides = slices.Repeat([]int64{1}, len(src))
+	}
+	for _, l := range []struct {
+		name string
+		vs   []int64
+	}{{"starts", starts}, {"limits", limits}, {"strides", strides}} {
+		if len(l.vs) != len(src) {
+			return nil, fmt.Errorf("'%s' has %d entries but the operand %s has rank %d", l.name, len(l.vs), in[0], len(src))
+		}
+	}
+	out := make([]int64, len(src))
+	for i, d := range src {
+		s, l, st := starts[i], limits[i], strides[i]
+		if st < 1 {
+			return nil, fmt.Errorf("stride %d of dim %d must be positive", st, i)
+		}
+		if s < 0 || l < s || (d != dyn && l > d) {
+			return nil, fmt.Errorf("slice [%d, %d) of dim %d is out of bounds for size %s (need 0 <= start <= limit <= size)", s, l, i, dimString(d))
+		}
+		out[i] = (l - s + st - 1) / st
+	}
+	return one(ir.TensorOf(out, in[0].ElementType())), nil
+}
+
+func rulePad(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	src := in[0].Shape()
+	low, high := a.ints("low"), a.ints("high")
+	if len(low) != len(src) || len(high) != len(src) {
+		return nil, fmt.Errorf("'low' and 'high' need %d entries for %s, got %d and %d", len(src), in[0], len(low), len(high))
+	}
+	if v := a.d.Get("value"); v != nil {
+		if err := scalarFits("value", v, in[0].ElementType()); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]int64, len(src))
+	for i, d := range src {
+		if low[i] < 0 || high[i] < 0 {
+			return nil, fmt.Errorf("padding of dim %d must be non-negative, got low %d, high %d", i, low[i], high[i])
+		}
+		out[i] = dyn
+		if d != dyn {
+			out[i] = low[i] + d + high[i]
+		}
+	}
+	return one(ir.TensorOf(out, in[0].ElementType())), nil
+}
+
+func ruleGather(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	src := in[0].Shape()
+	axis, err := normAxis("axis", a.int("axis", 0), len(src))
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Concat(src[:axis], in[1].Shape(), src[axis+1:])
+	return one(ir.TensorOf(out, in[0].ElementType())), nil
+}
+
+// MatmulShape returns the result shape of numpy.matmul on shapes a and b:
+// 1-D operands get a dim of 1 prepended (a) or appended (b) that is dropped
+// from the result, and batch dims broadcast.
+func MatmulShape(a, b []int64) ([]int64, error) {
+	if len(a) == 0 || len(b) == 0 {
+		return nil, fmt.Errorf("operands must have rank >= 1, got ranks %d and %d", len(a), len(b))
+	}
+	la, lb := a, b
+	if len(a) == 1 {
+		la = []int64{1, a[0]}
+	}
+	if len(b) == 1 {
+		lb = []int64{b[0], 1}
+	}
+	m, k1 := la[len(la)-2], la[len(la)-1]
+	k2, n := lb[len(lb)-2], lb[len(lb)-1]
+	if !dimsCompatible(k1, k2) {
+		return nil, fmt.Errorf("inner dimensions differ: lhs dim %d is %s, rhs dim %d is %s", len(a)-1, dimString(k1), max(len(b)-2, 0), dimString(k2))
+	}
+	batch, bad, ok := broadcastShapes(la[:len(la)-2], lb[:len(lb)-2])
+	if !ok {
+		return nil, fmt.Errorf("batch dimensions are not broadcast-compatible: %s vs %s (batch dim %d)", shapeString(la[:len(la)-2]), shapeString(lb[:len(lb)-2]), bad)
+	}
+	out := batch
+	if len(a) > 1 {
+		out = append(out, m)
+	}
+	if len(b) > 1 {
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func ruleMatmul(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+	if err := sameElem(in, 0, 1); err != nil {
+		return nil, err
+	}
+	shape, err := MatmulShape(in[0].Shape(), in[1].Shape())
+	if err != nil {
+		return nil, err
+	}
+	return one(ir.TensorOf(shape, in[0].ElementType())), nil
+}
+
+// Conv2DParams are the attributes of graph.conv2d, normalized.
+type Conv2DParams struct {
+	Strides   [2]int64 // (h, w)
+	Padding   [4]int64 // top, left, bottom, right
+	Dilations [2]int64 // (h, w)
+	Groups    int64
+}
+
+// conv2dParams reads and checks the conv2d attributes.
+func conv2dParams(a attrView) (Conv2DParams, error) {
+	p := Conv2DParams{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: a.int("groups", 1)}
+	for _, f := range []struct {
+		name string
+		dst  []int64
+	}{{"strides", p.Strides[:]}, {"dilations", p.Dilations[:]}} {
+		if !a.has(f.name) {
+			continue
+		}
+		vs := a.ints(f.name)
+		if len(vs) != 2 || vs[0] < 1 || vs[1] < 1 {
+			return p, fmt.Errorf("'%s' must be 2 positive integers, got %v", f.name, vs)
+		}
+		copy(f.dst, vs)
+	}
+	if a.has("padding") {
+		switch pad := a.ints("padding"); len(pad) {
+		case 2:
+			p.Padding = [4]int64{pad[0], pad[1], pad[0], pad[1]}
+		case 4:
+			p.Padding = [4]int64(pad)
+		default:
+			return p, fmt.Errorf("'padding' must have 2 (h, w) or 4 (top, left, bottom, right) entries, got %v", pad)
+		}
+		for _, v := range p.Padding {
+			if v < 0 {
+				return p, fmt.Errorf("'padding' must be non-negative, got %v", a.ints("padding"))
+			}
+		}
+	}
+	if p.Groups < 1 {
+		return p, fmt.Errorf("'groups' must be positive, got %d", p.Groups)
+	}
+	return p, nil
+}
+
+// ConvOutSize is the output size of a convolution along one spatial dim.
+func ConvOutSize(in, k, padLo, padHi, stride, dilation int64) int64 {
+	return (in+padLo+padHi-dilation*(k-1)-1)/stride + 1
+}
+
+func ruleConv2D(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	if err := sameElem(in, 0, 1); err != nil {
+		return nil, err
+	}
+	x, w := in[0].Shape(), in[1].Shape()
+	if len(x) != 4 || len(w) != 4 {
+		return nil, fmt.Errorf("expects a rank-4 input (N, C, H, W) and a rank-4 weight (O, C/groups, KH, KW), got %s and %s", in[0], in[1])
+	}
+	p, err := conv2dParams(a)
+	if err != nil {
+		return nil, err
+	}
+	g := p.Groups
+	if x[1] != dyn && x[1]%g != 0 {
+		return nil, fmt.Errorf("input channels %d are not divisible by groups %d", x[1], g)
+	}
+	if w[0] != dyn && w[0]%g != 0 {
+		return nil, fmt.Errorf("output channels %d are not divisible by groups %d", w[0], g)
+	}
+	if x[1] != dyn && w[1] != dyn && x[1]/g != w[1] {
+		return nil, fmt.Errorf("weight dim 1 is %d but the input has %d channels in %d groups (%d per group)", w[1], x[1], g, x[1]/g)
+	}
+	if len(in) == 3 {
+		if err := sameElem(in, 0, 2); err != nil {
+			return nil, err
+		}
+		if b := in[2].Shape(); len(b) != 1 || !dimsCompatible(b[0], w[0]) {
+			return nil, fmt.Errorf("bias must have shape [%s] (the output channels), got %s", dimString(w[0]), in[2])
+		}
+	}
+	out := []int64{x[0], w[0], dyn, dyn}
+	for i := range 2 {
+		xi, ki := x[2+i], w[2+i]
+		if xi == dyn || ki == dyn {
+			continue
+		}
+		o := ConvOutSize(xi, ki, p.Padding[i], p.Padding[2+i], p.Strides[i], p.Dilations[i])
+		if o < 1 {
+			return nil, fmt.Errorf("kernel %s (dilated) does not fit the padded input %s along spatial dim %d", in[1], in[0], i)
+		}
+		out[2+i] = o
+	}
+	return one(ir.TensorOf(out, in[0].ElementType())), nil
+}
+
+// ruleNorm checks layer_norm (x, w, b) and rms_norm (x, w): the weight and
+// bias shapes equal the normalized dims axis…rank-1 of x.
+func ruleNorm(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+	x := in[0].Shape()
+	axis, err := normAxis("axis", a.int("axis", -1), len(x))
+	if err != nil {
+		return nil, err
+	}
+	norm := x[axis:]
+	for i := 1; i < len(in); i++ {
+		if err := sameElem(in, 0, i); err != nil {
+			return nil, err
+		}
+		s := in[i].Shape()
+		ok := len(s) == len(norm)
+		for j := 0; ok && j < len(s); j++ {
+			ok = dimsCompatible(s[j], norm[j])
+		}
+		if !ok {
+			return nil, fmt.Errorf("operand #%d (%s) must have shape %s (dims %d… of %s), got %s",
+				i, []string{"", "weight", "bias"}[i], shapeString(norm), axis, in[0], in[i])
+		}
+	}
+	if e := a.float("epsilon", 1e-5); e < 0 {
+		return nil, fmt.Errorf("'epsilon' must be non-negative, got %g", e)
+	}
+	return one(in[0]), nil
+}
+
+func ruleAttention(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+	if err := sameElem(in, 0, 1, 2); err != nil {
+		return nil, err
+	}
+	q, k, v := in[0].Shape(), in[1].Shape(), in[2].Shape()
+	if len(q) < 2 || len(k) < 2 || len(v) < 2 {
+		return nil, fmt.Errorf("q, k and v must have rank >= 2 (..., L, D), got %s, %s and %s", in[0], in[1], in[2])
+	}
+	if !dimsCompatible(q[len(q)-1], k[len(k)-1]) {
+		return nil, fmt.Errorf("q and k head dims differ: %s vs %s", dimString(q[len(q)-1]), dimString(k[len(k)-1]))
+	}
+	if !dimsCompatible(k[len(k)-2], v[len(v)-2]) {
+		return nil, fmt.Errorf("k and v sequence lengths differ: %s vs %s", dimString(k[len(k)-2]), dimString(v[len(v)-2]))
+	}
+	batch, _, ok := broadcastShapes(q[:len(q)-2], k[:len(k)-2])
+	if ok {
+		batch, _, ok = broadcastShapes(batch, v[:len(v)-2])
+	}
+	if !ok {
+		return nil, fmt.Errorf("batch dims of q, k and v are not broadcast-compatible: %s, %s and %s", in[0], in[1], in[2])
+	}
+	lq, lk := q[len(q)-2], mergeDim(k[len(k)-2], v[len(v)-2])
+	if len(in) == 4 {
+		scores := append(slices.Clone(batch), lq, lk)
+		if _, _, ok := broadcastShapes(in[3].Shape(), scores); !ok || len(in[3].Shape()) > len(scores) {
+			return nil, fmt.Errorf("mask %s does not broadcast to the scores shape %s", in[3], shapeString(scores))
+		}
+		if e := in[3].ElementType(); e != ir.I1 && e != in[0].ElementType() {
+			return nil, fmt.Errorf("mask must be i1 (true keeps a score) or %s (added to the scores), got %s", in[0].ElementType(), e)
+		}
+	}
+	out := append(batch, lq, v[len(v)-1])
+	return one(ir.TensorOf(out, in[0].ElementType())), nil
+}
+
+// ruleRegion returns the declared results of fusion; the region's yield is
+// checked by verifyFusion.
+func ruleRegion(_ []*ir.TensorType, _ attrView, declared []ir.Type) ([]ir.Type, error) {
+	if declared == nil {
+		return nil, fmt.Errorf("result types come from the region and cannot be inferred")
+	}
+	for i, t := range declared {
+		if _, err := asTensor(t, fmt.Sprintf("result #%d", i), anyElem); err != nil {
+			return nil, err
+		}
+	}
+	return declared, nil
+}
+
+// ruleYield: yield has no results.
+func ruleYield([]*ir.TensorType, attrView, []ir.Type) ([]ir.Type, error) { return nil, nil }
+
+// verifyFusion checks that the body's arguments match the operands.
+func verifyFusion(op *ir.Operation) error {
+	if op.NumRegions() != 1 {
+		return fmt.Errorf("expects 1 region, got %d", op.NumRegions())
+	}
+	body := op.Region(0).Front()
+	if body == nil {
+		return fmt.Errorf("expects a non-empty region")
+	}
+	if body.NumArguments() != op.NumOperands() {
+		return fmt.Errorf("region has %d arguments but the op has %d operands", body.NumArguments(), op.NumOperands())
+	}
+	for i, a := range body.Arguments() {
+		if a.Type() != op.Operand(i).Type() {
+			return fmt.Errorf("region argument #%d has type %s but operand #%d has type %s", i, a.Type(), i, op.Operand(i).Type())
+		}
+	}
+	return nil
+}
+
+// verifyYield checks that yield ends a fusion and gives its result types.
+func verifyYield(op *ir.Operation) error {
+	parent := op.ParentOp()
+	if parent == nil || parent.Name() != Name+".fusion" {
+		return fmt.Errorf("expects parent op 'graph.fusion'")
+	}
+	if op.NumOperands() != parent.NumResults() {
+		return fmt.Errorf("yields %d values but the parent fusion has %d results", op.NumOperands(), parent.NumResults())
+	}
+	for i, v := range op.Operands() {
+		if v.Type() != parent.Result(i).Type() {
+			return fmt.Errorf("operand #%d has type %s but the parent fusion's result #%d has type %s", i, v.Type(), i, parent.Result(i).Type())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package graph
+
+import (
+	"math"
+
+	"github.com/strata-ir/strata/ir"
+)
+
+// The scalar semantics of the elementwise ops, shared by the constant folder
+// and the reference interpreter so that the two cannot disagree. Float
+// functions work on float64; a caller computing in f32 (or f16/bf16) rounds
+// each result to its element type, which for these single operations gives
+// the correctly rounded result in that type.
+
+// unaryFloat maps each float unary op to its function.
+var unaryFloat = map[string]func(float64) float64{
+	"neg":        func(x float64) float64 { return -x },
+	"abs":        math.Abs,
+	"exp":        math.Exp,
+	"log":        math.Log,
+	"sqrt":       math.Sqrt,
+	"rsqrt":      func(x float64) float64 { return 1 / math.Sqrt(x) },
+	"tanh":       math.Tanh,
+	"sigmoid":    sigmoid,
+	"relu":       relu,
+	"gelu":       func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) },
+	"erf":        math.Erf,
+	"sin":        math.Sin,
+	"cos":        math.Cos,
+	"reciprocal": func(x float64) float64 { return 1 / x },
+}
+
+func sigmoid(x float64) float64 {
+	// Written so that neither branch overflows.
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+func relu(x float64) float64 {
+	if x < 0 {
+		return 0
+	}
+	return x // NaN, +0 and -0 pass through
+}
+
+// GELUTanh is PyTorch's tanh approximation of GELU.
+func GELUTanh(x float64) float64 {
+	const c = 0.7978845608028654 // √(2/π)
+	return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x)))
+}
+
+// UnaryFloatFunc returns the function of the float unary op name (gelu reads
+// approximate), or nil when name is not one.
+func UnaryFloatFunc(name, approximate string) func(float64) float64 {
+	if name == "gelu" && approximate == "tanh" {
+		return GELUTanh
+	}
+	return unaryFloat[name]
+}
+
+// UnaryIntFunc returns the function of an integer unary op (neg, abs, relu),
+// or nil. Results wrap to the element width.
+func UnaryIntFunc(name string) func(int64) int64 {
+	switch name {
+	case "neg":
+		return func(x int64) int64 { return -x }
+	case "abs":
+		return func(x int64) int64 {
+			if x < 0 {
+				return -x
+			}
+			return x
+		}
+	case "relu":
+		return func(x int64) int64 { return max(x, 0) }
+	}
+	return nil
+}
+
+// BinaryFloatFunc returns the function of a float binary op, or nil.
+func BinaryFloatFunc(name string) func(a, b float64) float64 {
+	switch name {
+	case "add":
+		return func(a, b float64) float64 { return a + b }
+	case "sub":
+		return func(a, b float64) float64 { return a - b }
+	case "mul":
+		return func(a, b float64) float64 { return a * b }
+	case "div":
+		return func(a, b float64) float64 { return a / b }
+	case "pow":
+		return math.Pow
+	case "max":
+		return func(a, b float64) float64 {
+			if a != a || b != b {
+				return math.NaN()
+			}
+			return math.Max(a, b)
+		}
+	case "min":
+		return func(a, b float64) float64 {
+			if a != a || b != b {
+				return math.NaN()
+			}
+			return math.Min(a, b)
+		}
+	}
+	return nil
+}
+
+// BinaryIntFunc returns the function of an integer binary op, or nil.
+// Division truncates toward zero and x/0 is 0; results wrap to the width.
+func BinaryIntFunc(name string) func(a, b int64) int64 {
+	switch name {
+	case "add":
+		return func(a, b int64) int64 { return a + b }
+	case "sub":
+		return func(a, b int64) int64 { return a - b }
+	case "mul":
+		return func(a, b int64) int64 { return a * b }
+	case "div":
+		return func(a, b int64) int64 {
+			if b == 0 {
+				return 0
+			}
+			return a / b
+		}
+	case "pow":
+		return intPow
+	case "max":
+		return func(a, b int64) int64 { return max(a, b) }
+	case "min":
+		return func(a, b int64) int64 { return min(a, b) }
+	}
+	return nil
+}
+
+func intPow(a, b int64) int64 {
+	if b < 0 {
+		switch a {
+		case 1:
+			return 1
+		case -1:
+			return 1 - 2*(b&1)
+		}
+		return 0
+	}
+	r := int64(1)
+	for ; b > 0; b >>= 1 {
+		if b&1 != 0 {
+			r *= a
+		}
+		a *= a
+	}
+	return r
+}
+
+// CmpFloatFunc returns the float comparison of predicate pred, or nil.
+// Every comparison with NaN is false except "ne".
+func CmpFloatFunc(pred string) func(a, b float64) bool {
+	switch pred {
+	case "eq":
+		return func(a, b float64) bool { return a == b }
+	case "ne":
+		return func(a, b float64) bool { return a != b }
+	case "lt":
+		return func(a, b float64) bool { return a < b }
+	case "le":
+		return func(a, b float64) bool { return a <= b }
+	case "gt":
+		return func(a, b float64) bool { return a > b }
+	case "ge":
+		return func(a, b float64) bool { return a >= b }
+	}
+	return nil
+}
+
+// CmpIntFunc returns the signed integer comparison of predicate pred, or nil.
+func CmpIntFunc(pred string) func(a, b int64) bool {
+	switch pred {
+	case "eq":
+		return func(a, b int64) bool { return a == b }
+	case "ne":
+		return func(a, b int64) bool { return a != b }
+	case "lt":
+		return func(a, b int64) bool { return a < b }
+	case "le":
+		return func(a, b int64) bool { return a <= b }
+	case "gt":
+		return func(a, b int64) bool { return a > b }
+	case "ge":
+		return func(a, b int64) bool { return a >= b }
+	}
+	return nil
+}
+
+// FloatToInt converts v to the integer type t as graph.cast does: truncation
+// toward zero, saturating at t's range, NaN giving 0; to i1, v ≠ 0.
+func FloatToInt(v float64, t ir.Type) int64 {
+	w := ir.IntWidth(t)
+	if w == 1 {
+		if v != 0 {
+			return 1
+		}
+		return 0
+	}
+	if v != v {
+		return 0
+	}
+	hi := math.Ldexp(1, w-1) // 2^(w-1), just above the largest value
+	switch t := math.Trunc(v); {
+	case t >= hi:
+		return 1<<(w-1) - 1
+	case t < -hi:
+		return -1 << (w - 1)
+	default:
+		return int64(t)
+	}
+}
