@@ -1,0 +1,261 @@
+package arith
+
+import (
+	"github.com/strata-ir/strata/ir"
+)
+
+// This file implements upstream's custom (pretty) syntax of the arith ops.
+// Each printer writes exactly what mlir-opt 19 prints after the op name.
+
+// parseElementwise returns the parser of "%a, %b [flags] attr-dict : type"
+// for an op of n operands.
+func parseElementwise(n int, flags *bitEnum) func(*ir.Parser, *ir.OperationState) error {
+	return func(p *ir.Parser, st *ir.OperationState) error {
+		pos := p.Pos()
+		ops, err := p.ParseOperandList()
+		if err != nil {
+			return err
+		}
+		if flags != nil {
+			if err := flags.parse(p, st, true); err != nil {
+				return err
+			}
+		}
+		if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
+			return err
+		}
+		t, err := p.ParseColonType()
+		if err != nil {
+			return err
+		}
+		ts := make([]ir.Type, n)
+		for i := range ts {
+			ts[i] = t
+		}
+		if st.Operands, err = p.ResolveAll(ops, ts, pos); err != nil {
+			return err
+		}
+		st.ResultTypes = []ir.Type{t}
+		return nil
+	}
+}
+
+func printElementwise(flags *bitEnum) func(*ir.Printer, *ir.Operation) {
+	return func(p *ir.Printer, op *ir.Operation) {
+		p.Write(" ")
+		p.PrintOperands(op.Operands())
+		if flags != nil {
+			flags.print(p, op)
+		}
+		p.PrintAttrDict(op.Attributes())
+		p.Write(" : ")
+		p.PrintType(op.Operand(0).Type())
+	}
+}
+
+// parseCmp parses "pred, %a, %b [fastmath<...>] attr-dict : type"; the result
+// is i1 of the operands' shape.
+func parseCmp(names []string, flags *bitEnum) func(*ir.Parser, *ir.OperationState) error {
+	return func(p *ir.Parser, st *ir.OperationState) error {
+		pos := p.Pos()
+		kw, err := p.ParseKeyword()
+		if err != nil {
+			return err
+		}
+		pred := indexOf(names, kw)
+		if pred < 0 {
+			return p.ErrorAt(pos, "invalid predicate '%s'", kw)
+		}
+		st.Properties = st.Properties.With("predicate", ir.IntegerAttr{Value: int64(pred), Type: ir.I64})
+		if err := p.Expect(","); err != nil {
+			return err
+		}
+		return parseCmpOperands(p, st, flags)
+	}
+}
+
+// parseCmpOperands parses what follows the predicate of a cmp op.
+func parseCmpOperands(p *ir.Parser, st *ir.OperationState, flags *bitEnum) error {
+	pos := p.Pos()
+	ops, err := p.ParseOperandList()
+	if err != nil {
+		return err
+	}
+	if flags != nil {
+		if err := flags.parse(p, st, true); err != nil {
+			return err
+		}
+	}
+	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
+		return err
+	}
+	t, err := p.ParseColonType()
+	if err != nil {
+		return err
+	}
+	if st.Operands, err = p.ResolveAll(ops, []ir.Type{t, t}, pos); err != nil {
+		return err
+	}
+	st.ResultTypes = []ir.Type{withElem(t, ir.I1)}
+	return nil
+}
+
+func printCmp(names []string, flags *bitEnum) func(*ir.Printer, *ir.Operation) {
+	return func(p *ir.Printer, op *ir.Operation) {
+		pred, _ := op.Properties().Get("predicate").(ir.IntegerAttr)
+		if pred.Value >= 0 && pred.Value < int64(len(names)) {
+			p.Write(" " + names[pred.Value] + ",")
+		} else {
+			p.Write(" " + itoa(pred.Value) + ",")
+		}
+		printElementwise(flags)(p, op)
+	}
+}
+
+// parseSelect parses "%c, %a, %b attr-dict : [cond-type,] type".
+func parseSelect(p *ir.Parser, st *ir.OperationState) error {
+	pos := p.Pos()
+	ops, err := p.ParseOperandList()
+	if err != nil {
+		return err
+	}
+	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
+		return err
+	}
+	ts, err := p.ParseColonTypeList()
+	if err != nil {
+		return err
+	}
+	cond, t := ir.Type(ir.I1), ts[len(ts)-1]
+	switch len(ts) {
+	case 1:
+	case 2:
+		cond = ts[0]
+	default:
+		return p.ErrorAt(pos, "expected a result type, optionally preceded by the condition type")
+	}
+	if st.Operands, err = p.ResolveAll(ops, []ir.Type{cond, t, t}, pos); err != nil {
+		return err
+	}
+	st.ResultTypes = []ir.Type{t}
+	return nil
+}
+
+func printSelect(p *ir.Printer, op *ir.Operation) {
+	p.Write(" ")
+	p.PrintOperands(op.Operands())
+	p.PrintAttrDict(op.Attributes())
+	p.Write(" : ")
+	if c := op.Operand(0).Type(); c != ir.I1 {
+		p.PrintType(c)
+		p.Write(", ")
+	}
+	p.PrintType(op.Result(0).Type())
+}
+
+// parseCast returns the parser of "%x [roundingmode] [fastmath<...>]
+// attr-dict : from to to".
+func parseCast(c castOp) func(*ir.Parser, *ir.OperationState) error {
+	return func(p *ir.Parser, st *ir.OperationState) error {
+		pos := p.Pos()
+		x, err := p.ParseOperand()
+		if err != nil {
+			return err
+		}
+		if c.rounding && p.IsKeyword() && !p.Is(fastMath.keyword) {
+			kpos := p.Pos()
+			kw, _ := p.ParseKeyword()
+			mode := indexOf(roundingModes, kw)
+			if mode < 0 {
+				return p.ErrorAt(kpos, "invalid rounding mode '%s'", kw)
+			}
+			st.Properties = st.Properties.With("roundingmode", ir.IntegerAttr{Value: int64(mode), Type: ir.I32})
+		}
+		if c.fastmath {
+			if err := fastMath.parse(p, st, false); err != nil {
+				return err
+			}
+		}
+		if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
+			return err
+		}
+		from, err := p.ParseColonType()
+		if err != nil {
+			return err
+		}
+		if err := p.Expect("to"); err != nil {
+			return err
+		}
+		to, err := p.ParseType()
+		if err != nil {
+			return err
+		}
+		v, err := p.Resolve(x, from)
+		if err != nil {
+			return p.ErrorAt(pos, "%v", err)
+		}
+		st.Operands, st.ResultTypes = []*ir.Value{v}, []ir.Type{to}
+		return nil
+	}
+}
+
+func printCast(c castOp) func(*ir.Printer, *ir.Operation) {
+	return func(p *ir.Printer, op *ir.Operation) {
+		p.Write(" ")
+		p.PrintOperand(op.Operand(0))
+		if m, ok := op.Properties().Get("roundingmode").(ir.IntegerAttr); ok && c.rounding {
+			if m.Value >= 0 && m.Value < int64(len(roundingModes)) {
+				p.Write(" " + roundingModes[m.Value])
+			}
+		}
+		if c.fastmath {
+			fastMath.print(p, op)
+		}
+		p.PrintAttrDict(op.Attributes())
+		p.Write(" : ")
+		p.PrintType(op.Operand(0).Type())
+		p.Write(" to ")
+		p.PrintType(op.Result(0).Type())
+	}
+}
+
+// parseConstant parses "attr-dict value", the result type being the value's.
+func parseConstant(p *ir.Parser, st *ir.OperationState) error {
+	var err error
+	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
+		return err
+	}
+	pos := p.Pos()
+	v, err := p.ParseAttribute(nil)
+	if err != nil {
+		return err
+	}
+	t := typeOfAttr(v)
+	if t == nil {
+		return p.ErrorAt(pos, "value must be an integer, float, or elements attribute, but got %s", v)
+	}
+	st.Properties = st.Properties.With("value", v)
+	st.ResultTypes = []ir.Type{t}
+	return nil
+}
+
+func printConstant(p *ir.Printer, op *ir.Operation) {
+	p.PrintAttrDict(op.Attributes())
+	p.Write(" ")
+	if v := op.Properties().Get("value"); v != nil {
+		p.PrintAttr(v)
+	}
+}
+
+// typeOfAttr returns the type of a typed constant attribute, or nil.
+func typeOfAttr(a ir.Attribute) ir.Type {
+	switch a := a.(type) {
+	case ir.IntegerAttr:
+		return a.Type
+	case ir.FloatAttr:
+		return a.Type
+	case ir.DenseAttr:
+		return a.Type
+	}
+	return nil
+}
