@@ -89,25 +89,39 @@ func Binary(b *ir.Builder, name string, loc ir.Location, x, y *ir.Value) *ir.Val
 }
 
 // Add builds graph.add.
-func Add(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value { return Binary(b, "add", loc, x, y) }
+func Add(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value {
+	return Binary(b, "add", loc, x, y)
+}
 
 // Sub builds graph.sub.
-func Sub(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value { return Binary(b, "sub", loc, x, y) }
+func Sub(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value {
+	return Binary(b, "sub", loc, x, y)
+}
 
 // Mul builds graph.mul.
-func Mul(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value { return Binary(b, "mul", loc, x, y) }
+func Mul(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value {
+	return Binary(b, "mul", loc, x, y)
+}
 
 // Div builds graph.div.
-func Div(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value { return Binary(b, "div", loc, x, y) }
+func Div(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value {
+	return Binary(b, "div", loc, x, y)
+}
 
 // Max builds graph.max.
-func Max(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value { return Binary(b, "max", loc, x, y) }
+func Max(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value {
+	return Binary(b, "max", loc, x, y)
+}
 
 // Min builds graph.min.
-func Min(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value { return Binary(b, "min", loc, x, y) }
+func Min(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value {
+	return Binary(b, "min", loc, x, y)
+}
 
 // Pow builds graph.pow.
-func Pow(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value { return Binary(b, "pow", loc, x, y) }
+func Pow(b *ir.Builder, loc ir.Location, x, y *ir.Value) *ir.Value {
+	return Binary(b, "pow", loc, x, y)
+}
 
 // Neg builds graph.neg.
 func Neg(b *ir.Builder, loc ir.Location, x *ir.Value) *ir.Value { return Unary(b, "neg", loc, x) }
