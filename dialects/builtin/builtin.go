@@ -65,17 +65,20 @@ var castDef = &ir.OpDef{
 	Traits:   ir.Pure,
 	Operands: []ir.ArgDoc{{Name: "inputs", Doc: "any number of values of any type"}},
 	Results:  []ir.ArgDoc{{Name: "outputs", Doc: "any number of values of any type"}},
-	Example:  "%0 = builtin.unrealized_conversion_cast %a, %b : f32, i32 to i64",
+	Example:  "%0 = builtin.unrealized_conversion_cast %a, %b : f32, i32 to i64\n%1 = builtin.unrealized_conversion_cast to i32",
 	Parse:    parseCast,
 	Print:    printCast,
 	Fold:     foldCast,
 }
 
+// ctx registers the ops this package creates without a caller's context.
+var ctx = ir.NewContext(Dialect)
+
 // NewModule returns a detached, unnamed module with an empty body block.
 func NewModule(loc ir.Location) *ir.Operation {
 	r := ir.NewRegion()
 	r.Append(ir.NewBlock())
-	return ir.NewOperation(nil, ir.OperationState{Name: ModuleOp, Loc: loc, Regions: []*ir.Region{r}})
+	return ir.NewOperation(ctx, ir.OperationState{Name: ModuleOp, Loc: loc, Regions: []*ir.Region{r}})
 }
 
 // ModuleBody returns m's body block, creating it when m's region is empty.
@@ -166,53 +169,42 @@ func printModule(p *ir.Printer, op *ir.Operation) {
 	p.PrintRegion(op.Region(0), false, false)
 }
 
-// parseCast reads `[%a, %b] [attr-dict] : f32, i32 to i64` (either type
-// list may be empty when its side has no values).
+// parseCast reads `[%a, %b : f32, i32] to i64 [attr-dict]`.
 func parseCast(p *ir.Parser, st *ir.OperationState) error {
 	operands, err := p.ParseOperandList()
 	if err != nil {
 		return err
 	}
-	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
-		return err
-	}
-	if err := p.Expect(":"); err != nil {
-		return err
-	}
-	pos := p.Pos()
 	var inTypes []ir.Type
-	if !p.Is("to") {
-		if inTypes, err = p.ParseTypeList(); err != nil {
+	pos := p.Pos()
+	if len(operands) > 0 {
+		if inTypes, err = p.ParseColonTypeList(); err != nil {
 			return err
 		}
 	}
 	if err := p.Expect("to"); err != nil {
 		return err
 	}
-	outTypes, err := p.ParseTypeList()
-	if err != nil {
+	if st.ResultTypes, err = p.ParseTypeList(); err != nil {
 		return err
 	}
-	if st.Operands, err = p.ResolveAll(operands, inTypes, pos); err != nil {
+	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
 		return err
 	}
-	st.ResultTypes = outTypes
-	return nil
+	st.Operands, err = p.ResolveAll(operands, inTypes, pos)
+	return err
 }
 
 func printCast(p *ir.Printer, op *ir.Operation) {
 	if op.NumOperands() > 0 {
 		p.Write(" ")
 		p.PrintOperands(op.Operands())
-	}
-	p.PrintAttrDict(op.Attributes())
-	p.Write(" : ")
-	if op.NumOperands() > 0 {
+		p.Write(" : ")
 		p.PrintTypes(op.OperandTypes())
-		p.Write(" ")
 	}
-	p.Write("to ")
+	p.Write(" to ")
 	p.PrintTypes(op.ResultTypes())
+	p.PrintAttrDict(op.Attributes())
 }
 
 // foldCast folds a cast whose input types are its result types to its
