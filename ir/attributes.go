@@ -160,7 +160,7 @@ type ArrayAttr []Attribute
 func (ArrayAttr) isAttr() {}
 
 // String implements Attribute. Elements of type i64 and f64 print without
-// their type, as MLIR elides them inside arrays.
+// their type, as MLIR elides them inside arrays (except hex floats).
 func (a ArrayAttr) String() string {
 	var b strings.Builder
 	b.WriteByte('[')
@@ -181,8 +181,9 @@ func elidedString(a Attribute) string {
 			return a.valueString()
 		}
 	case FloatAttr:
-		if a.Type == F64 {
-			return FormatFloat(a.Bits, a.Type)
+		// A hex literal keeps its type: bare, it would read back as an i64.
+		if s := FormatFloat(a.Bits, a.Type); a.Type == F64 && !strings.HasPrefix(s, "0x") {
+			return s
 		}
 	}
 	return a.String()

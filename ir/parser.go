@@ -1915,8 +1915,8 @@ func (p *Parser) parseDense() Attribute {
 	}
 	if hexData != nil {
 		sz := scalarBytes(scalarT) * k
-		if !IsInteger(scalarT) && !IsFloat(scalarT) {
-			p.failAt(hexPos, "hex elements literal needs an integer or float element type")
+		if !IsIntOrIndex(scalarT) && !IsFloat(scalarT) {
+			p.failAt(hexPos, "hex elements literal needs an integer, index or float element type")
 			return nil
 		}
 		if scalarT == I1 && k == 1 {

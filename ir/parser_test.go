@@ -1,0 +1,145 @@
+package ir_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/ir"
+)
+
+// TestParseErrors feeds malformed input to the parser and checks that each
+// gets one located diagnostic, at the right place, and never a panic.
+func TestParseErrors(t *testing.T) {
+	deep := func(open, mid, close string, n int) string {
+		return strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	tests := []struct {
+		name string
+		src  string
+		pos  string // "line:col" of the diagnostic
+		msg  string // a substring of the message
+	}{
+		{"garbage", "\x01\x02\x03", "1:1", "unexpected character"},
+		{"invalid utf8", `"t.op"() {s = "a` + "\xff" + `"} : () -> ()`, "1:17", "invalid UTF-8"},
+		{"invalid utf8 outside strings", "\n  \xc3\x28", "2:3", "invalid UTF-8"},
+		{"unterminated string", `"t.op"() {s = "abc} : () -> ()`, "1:15", `expected '"'`},
+		{"unterminated op name", `"t.op`, "1:1", `expected '"'`},
+		{"unterminated region", `"t.op"() ({` + "\n" + `"t.x"() : () -> ()`, "2:19", "expected '}'"},
+		{"unterminated dict", `"t.op"() {a = 1`, "1:16", "expected"},
+		{"unterminated parens", `"t.op"(`, "1:8", "expected SSA operand"},
+		{"unterminated array", `"t.op"() {a = [1, 2`, "1:20", "expected"},
+		{"unterminated type", `"t.op"() : () -> tensor<4xf32`, "1:30", "expected '>'"},
+		{"undefined value", `"t.op"(%x) : (i32) -> ()`, "1:8", "use of undeclared SSA value name"},
+		{"redefined value", "%x = \"t.a\"() : () -> i32\n%x = \"t.b\"() : () -> i32", "2:1", "redefinition of SSA value '%x'"},
+		{"type mismatch between uses", "%x = \"t.a\"() : () -> i32\n\"t.b\"(%x) : (f32) -> ()", "2:7", "expects different type than prior uses"},
+		{"forward ref type mismatch", "\"t.r\"() ({\n\"t.b\"(%x) : (f32) -> ()\n%x = \"t.a\"() : () -> i32\n}) : () -> ()", "2:7", "expects different type than prior uses"},
+		{"i8 out of range", `"t.op"() {a = 256 : i8} : () -> ()`, "1:15", "out of range"},
+		{"ui8 negative", `"t.op"() {a = -1 : ui8} : () -> ()`, "1:15", "out of range"},
+		{"i1 = 2", `"t.op"() {a = 2 : i1} : () -> ()`, "1:15", "out of range"},
+		{"si8 = 128", `"t.op"() {a = 128 : si8} : () -> ()`, "1:15", "out of range"},
+		{"i64 overflow", `"t.op"() {a = 18446744073709551616 : i64} : () -> ()`, "1:15", "out of range"},
+		{"dense element out of range", `"t.op"() {a = dense<[1, 300]> : tensor<2xi8>} : () -> ()`, "1:25", "out of range"},
+		{"dense wrong size", `"t.op"() {a = dense<[1, 2, 3]> : tensor<4xi32>} : () -> ()`, "1:34", "does not match type"},
+		{"dense wrong shape", `"t.op"() {a = dense<[[1, 2], [3, 4]]> : tensor<4xi32>} : () -> ()`, "1:41", "does not match type"},
+		{"dense ragged", `"t.op"() {a = dense<[[1, 2], [3]]> : tensor<2x2xi32>} : () -> ()`, "1:33", "ranks are not consistent"},
+		{"dense hex wrong size", `"t.op"() {a = dense<"0x0102"> : tensor<4xi32>} : () -> ()`, "1:21", "hex data size is invalid"},
+		{"dense dynamic", `"t.op"() {a = dense<1> : tensor<?xi32>} : () -> ()`, "1:26", "static shape"},
+		{"dense float for int", `"t.op"() {a = dense<1.5> : tensor<2xi32>} : () -> ()`, "1:21", ""},
+		{"unknown type", `"t.op"() : () -> foo`, "1:18", "expected"},
+		{"unknown type in tensor", `"t.op"() : () -> tensor<4xbar>`, "1:27", "expected type"},
+		{"missing function type", `"t.op"()`, "1:9", "expected ':'"},
+		{"not a function type", `"t.op"() : i32`, "1:12", "expected function type"},
+		{"operand count vs types", "%x = \"t.a\"() : () -> i32\n\"t.b\"(%x, %x) : (i32) -> ()", "2:17", "operand types"},
+		{"result count", `%a, %b = "t.a"() : () -> i32`, "1:10", "defines 1 results but was provided 2"},
+		{"result index out of range", "%x:2 = \"t.a\"() : () -> (i32, i32)\n\"t.b\"(%x#5) : (i32) -> ()", "2:7", "out of range"},
+		{"forward result index out of range", "\"t.r\"() ({\n\"t.b\"(%x#5) : (i32) -> ()\n%x:2 = \"t.a\"() : () -> (i32, i32)\n}) : () -> ()", "2:7", "out of range"},
+		{"undefined block", "\"t.r\"() ({\n\"t.br\"()[^bb9] : () -> ()\n}) : () -> ()", "2:10", "undefined block"},
+		{"redefined block", "\"t.r\"() ({\n^bb0:\n\"t.x\"() : () -> ()\n^bb0:\n\"t.x\"() : () -> ()\n}) : () -> ()", "4:1", "redefinition of block"},
+		{"undefined attribute alias", `"t.op"() {a = #nope} : () -> ()`, "1:15", "undefined symbol alias"},
+		{"undefined type alias", `"t.op"() : () -> !nope`, "1:18", ""},
+		{"undefined location alias", `"t.op"() : () -> () loc(#nope)`, "1:25", "undefined location alias"},
+		{"redefined alias", "#a = 1\n#a = 2", "2:1", "redefinition of attribute alias"},
+		{"bad escape", `"t.op"() {s = "\q"} : () -> ()`, "1:15", "escape"},
+		{"empty op name", `""() : () -> ()`, "1:1", "empty operation name"},
+		{"unregistered op", `"foo.bar"() : () -> ()`, "1:1", "unregistered"},
+		{"unregistered custom op", `foo.bar`, "1:1", "unknown"},
+		{"nested regions 100k", deep(`"t.r"() ({`, "", `}) : () -> ()`, 100000), "", "nesting deeper than"},
+		{"nested arrays 100k", `"t.op"() {a = ` + deep("[", "", "]", 100000) + `} : () -> ()`, "", "nesting deeper than"},
+		{"nested dicts 100k", `"t.op"() {a = ` + deep("{a = ", "1", "}", 100000) + `} : () -> ()`, "", "nesting deeper than"},
+		{"nested types 100k", `"t.op"() : () -> ` + deep("tuple<", "i32", ">", 100000), "", "nesting deeper than"},
+		{"nested function types 100k", `"t.op"() : () -> ` + deep("() -> (", "i32", ")", 100000), "", "nesting deeper than"},
+		{"nested tensors 100k", `"t.op"() : () -> ` + deep("tensor<4x", "i32", ">", 100000), "", "nesting deeper than"},
+		{"nested locations 100k", `"t.op"() : () -> () loc(` + deep(`callsite(`, `"a":1:1`, ` at "b":1:1)`, 100000) + `)`, "", "nesting deeper than"},
+		{"integer type too wide", `"t.op"() : () -> i16777216`, "1:18", ""},
+		{"trailing junk", `"t.op"() : () -> () )`, "1:21", ""},
+		{"hex float with minus", `"t.op"() {a = -0x7F800000 : f32} : () -> ()`, "1:15", "leading minus"},
+		{"hex float too wide", `"t.op"() {a = 0x1FFFF : f16} : () -> ()`, "1:15", "out of range"},
+		{"float for integer type", `"t.op"() {a = 1.5 : i32} : () -> ()`, "1:15", ""},
+		{"array<i8> out of range", `"t.op"() {a = array<i8: 1, 1000>} : () -> ()`, "1:28", "out of range"},
+		{"block arg outside region", `"t.br"()[^bb1] : () -> ()`, "1:10", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := ir.NewContext()
+			ctx.AllowUnregistered = tt.name != "unregistered op" && tt.name != "unregistered custom op"
+			m, err := ir.Parse(ctx, tt.src, ir.ParseOptions{Filename: "bad.mlir"})
+			if err == nil {
+				t.Fatalf("no error; parsed as\n%.2000s", ir.Sprint(m, ir.PrintOptions{Generic: true}))
+			}
+			diags := ir.Diagnostics(err)
+			if len(diags) != 1 {
+				t.Fatalf("want one diagnostic, got %d: %v", len(diags), err)
+			}
+			text := err.Error()
+			prefix := "bad.mlir:" + tt.pos + ": error: "
+			if tt.pos == "" {
+				prefix = "bad.mlir:"
+			}
+			if !strings.HasPrefix(text, prefix) {
+				t.Errorf("diagnostic %q does not start with %q", firstLine(text), prefix)
+			}
+			if !strings.Contains(text, tt.msg) {
+				t.Errorf("diagnostic %q does not mention %q", firstLine(text), tt.msg)
+			}
+		})
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// TestParseEmpty checks that an empty file (or one of only comments) is an
+// empty module whose body is one empty block, as with mlir-opt.
+func TestParseEmpty(t *testing.T) {
+	for _, src := range []string{"", "  \n// just a comment\n"} {
+		m, err := ir.Parse(ir.NewContext(), src, ir.ParseOptions{Filename: "empty.mlir"})
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if m.Name() != "builtin.module" || m.NumRegions() != 1 || len(m.Region(0).Blocks()) != 1 || !m.Region(0).Front().Empty() {
+			t.Fatalf("%q: not an empty module:\n%s", src, m.GenericString())
+		}
+		const want = "\"builtin.module\"() ({\n^bb0:\n}) : () -> ()\n"
+		if got := ir.Sprint(m, ir.PrintOptions{Generic: true}); got != want {
+			t.Errorf("%q printed as\n%s\nwant\n%s", src, got, want)
+		}
+	}
+}
+
+// TestParseDeepOpaque checks that a dialect attribute body nested 100k deep,
+// which the parser keeps as text without recursing, parses without trouble.
+func TestParseDeepOpaque(t *testing.T) {
+	body := strings.Repeat("<", 100000) + strings.Repeat(">", 100000)
+	src := `"t.op"() {a = #foo.x` + body + `} : () -> ()`
+	m, err := ir.Parse(newUnregisteredContext(), src, ir.ParseOptions{Filename: "deep.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Region(0).Front().First().Attributes().Get("a").String(); got != "#foo.x"+body {
+		t.Errorf("opaque attribute not kept verbatim (%d bytes)", len(got))
+	}
+}
