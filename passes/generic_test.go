@@ -37,7 +37,6 @@ func countsString(c map[string]int) string {
 	return strings.TrimSpace(b.String())
 }
 
-
 func runReal(t *testing.T, pipeline, src string) (*ir.Operation, error) {
 	t.Helper()
 	ctx := realContext()
