@@ -49,7 +49,9 @@ func NewConversionTarget(ctx *Context) *ConversionTarget {
 }
 
 // AddLegalOp marks the named ops legal.
-func (t *ConversionTarget) AddLegalOp(names ...string) { t.setOps(names, legalityRule{legality: Legal}) }
+func (t *ConversionTarget) AddLegalOp(names ...string) {
+	t.setOps(names, legalityRule{legality: Legal})
+}
 
 // AddIllegalOp marks the named ops illegal: they must be converted.
 func (t *ConversionTarget) AddIllegalOp(names ...string) {
