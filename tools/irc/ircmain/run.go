@@ -121,7 +121,7 @@ func (t *tool) run(args []string) int {
 		return fail(err)
 	}
 	if len(f.outputs) > 0 && len(f.outputs) != len(ft.Results) {
-		return t.usageErrorf("run: @%s has %d results, got %d --output files", fnName, len(ft.Results), len(f.outputs))
+		return t.usageErrorf("run: @%s has %s, got %d --output files", fnName, count(len(ft.Results), "result"), len(f.outputs))
 	}
 	var argv []interp.Value
 	if f.seed.set {
@@ -266,7 +266,7 @@ func pyShape(shape []int64) string {
 // parameter's type.
 func readArgs(params []ir.Type, files []string) ([]interp.Value, error) {
 	if len(files) != len(params) {
-		return nil, fmt.Errorf("takes %d arguments, got %d --input files (or use --random-inputs SEED)", len(params), len(files))
+		return nil, fmt.Errorf("takes %s, got %d --input files (or use --random-inputs SEED)", count(len(params), "argument"), len(files))
 	}
 	args := make([]interp.Value, len(params))
 	for i, p := range params {
@@ -416,4 +416,12 @@ func summary(v interp.Value, arr *npy.Array) string {
 		s += " values [" + strings.Join(values, " ") + "]"
 	}
 	return s
+}
+
+// count formats n things: "1 argument", "2 arguments".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
