@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/builtin"
+	funcd "github.com/strata-ir/strata/dialects/func"
+	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -15,7 +18,7 @@ import (
 // on op names and properties, not on the dialects' pretty syntax.
 func parse(t testing.TB, src string) *ir.Operation {
 	t.Helper()
-	ctx := ir.NewContext(builtin.Dialect)
+	ctx := ir.NewContext(builtin.Dialect, funcd.Dialect, arith.Dialect, mathd.Dialect)
 	ctx.AllowUnregistered = true
 	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
 	if err != nil {
