@@ -104,7 +104,7 @@ func opTable() []*opSpec {
 				u.formula, classNames[u.class]) + precisionNote,
 			operands: []operand{{"x", u.class, "the input"}},
 			results:  resultDoc,
-			traits:   pure | ir.SameOperandsAndResultType,
+			traits:   pure, // SameOperandsAndResultType holds, but the shape rule reports it better
 			rule:     ruleSame,
 			fold:     foldElementwise,
 			example:  fmt.Sprintf(`%%1 = "graph.%s"(%%0) : (tensor<4xf32>) -> tensor<4xf32>`, u.name),
