@@ -206,7 +206,9 @@ func (d *greedyDriver) drain() bool {
 			d.worklist, d.index = d.worklist[:0], map[*Operation]int{}
 			return false
 		}
-		d.process(op)
+		if op.block != nil { // a pattern may have detached it
+			d.process(op)
+		}
 	}
 	return true
 }
