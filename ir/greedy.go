@@ -348,12 +348,13 @@ func (d *greedyDriver) fold(op *Operation) bool {
 }
 
 // insertionRegion returns the region folded constants of op go to: the
-// nearest enclosing region whose op is isolated from above (or root).
+// nearest enclosing region whose op is isolated from above, or might be
+// (an unregistered op), or is root.
 func (d *greedyDriver) insertionRegion(op *Operation) *Region {
 	r := op.ParentRegion()
 	for r != nil {
 		p := r.parent
-		if p == nil || p == d.root || p.HasTrait(IsolatedFromAbove) || p.ParentRegion() == nil {
+		if p == nil || p == d.root || !p.Registered() || p.HasTrait(IsolatedFromAbove) || p.ParentRegion() == nil {
 			return r
 		}
 		r = p.ParentRegion()
