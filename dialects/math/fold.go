@@ -83,7 +83,7 @@ func (s opSpec) evaluator(et ir.Type) (func([]uint64) (uint64, bool), bool) {
 			for i, b := range args {
 				xs[i] = ir.FloatFromBits(b, ft)
 			}
-			r, ok := s.foldF(xs)
+			r, ok := s.foldF(xs, ft)
 			// Round the float64 result once to the element type, which
 			// is the float32 result for f32 (and exact for exact ops).
 			return ir.FloatToBits(r, ft), ok

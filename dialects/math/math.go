@@ -40,19 +40,19 @@ type opSpec struct {
 	desc    string
 	// fold computes one element; ok=false leaves the op unfolded. nil
 	// means upstream does not fold the op.
-	foldF func(x []float64) (r float64, ok bool)
+	foldF func(x []float64, ft *ir.FloatType) (r float64, ok bool)
 	prec  precision
 	foldI func(x []int64, width int) (r int64, ok bool)
 }
 
-func unary(f func(float64) float64) func([]float64) (float64, bool) {
-	return func(x []float64) (float64, bool) { return f(x[0]), true }
+func unary(f func(float64) float64) func([]float64, *ir.FloatType) (float64, bool) {
+	return func(x []float64, _ *ir.FloatType) (float64, bool) { return f(x[0]), true }
 }
 
 // nonNegative folds f only when x's sign bit is clear, as upstream does for
 // log and sqrt (so log(-0.0) stays unfolded while log(0.0) is -inf).
-func nonNegative(f func(float64) float64) func([]float64) (float64, bool) {
-	return func(x []float64) (float64, bool) {
+func nonNegative(f func(float64) float64) func([]float64, *ir.FloatType) (float64, bool) {
+	return func(x []float64, _ *ir.FloatType) (float64, bool) {
 		if gomath.Signbit(x[0]) {
 			return 0, false
 		}
@@ -68,11 +68,11 @@ var specs = []opSpec{
 	{name: "asin", arity: 1, summary: "arcus sine of the given value", desc: "Computes the arcus sine of each element, in radians.", foldF: unary(gomath.Asin)},
 	{name: "asinh", arity: 1, summary: "hyperbolic arcus sine of the given value", desc: "Computes the inverse hyperbolic sine of each element.", foldF: unary(gomath.Asinh)},
 	{name: "atan", arity: 1, summary: "arcus tangent of the given value", desc: "Computes the arcus tangent of each element, in radians.", foldF: unary(gomath.Atan)},
-	{name: "atan2", arity: 2, summary: "2-argument arcus tangent of the given values", desc: "Computes atan(lhs/rhs) elementwise, using the signs of both to pick the quadrant.", foldF: func(x []float64) (float64, bool) { return gomath.Atan2(x[0], x[1]), true }},
+	{name: "atan2", arity: 2, summary: "2-argument arcus tangent of the given values", desc: "Computes atan(lhs/rhs) elementwise, using the signs of both to pick the quadrant; atan2(±0, ±0) folds to NaN, as upstream.", foldF: atan2, prec: exact},
 	{name: "atanh", arity: 1, summary: "hyperbolic arcus tangent of the given value", desc: "Computes the inverse hyperbolic tangent of each element.", foldF: unary(gomath.Atanh)},
 	{name: "cbrt", arity: 1, summary: "cube root of the specified value", desc: "Computes the cube root of each element. Upstream does not fold it."},
 	{name: "ceil", arity: 1, summary: "ceiling of the specified value", desc: "Rounds each element up to the nearest integer value.", foldF: unary(gomath.Ceil), prec: exact},
-	{name: "copysign", arity: 2, summary: "A copysign operation", desc: "Returns lhs with the sign of rhs, elementwise.", foldF: func(x []float64) (float64, bool) { return gomath.Copysign(x[0], x[1]), true }, prec: exact},
+	{name: "copysign", arity: 2, summary: "A copysign operation", desc: "Returns lhs with the sign of rhs, elementwise.", foldF: func(x []float64, _ *ir.FloatType) (float64, bool) { return gomath.Copysign(x[0], x[1]), true }, prec: exact},
 	{name: "cos", arity: 1, summary: "cosine of the specified value", desc: "Computes the cosine of each element, in radians.", foldF: unary(gomath.Cos)},
 	{name: "cosh", arity: 1, summary: "hyperbolic cosine of the specified value", desc: "Computes the hyperbolic cosine of each element.", foldF: unary(gomath.Cosh)},
 	{name: "erf", arity: 1, summary: "error function of the specified value", desc: "Computes the Gauss error function of each element.", foldF: unary(gomath.Erf)},
@@ -80,22 +80,22 @@ var specs = []opSpec{
 	{name: "exp2", arity: 1, summary: "base-2 exponential of the specified value", desc: "Computes 2 raised to each element.", foldF: unary(gomath.Exp2)},
 	{name: "expm1", arity: 1, summary: "base-e exponential of the specified value minus 1", desc: "Computes exp(x)-1 of each element, accurately for x near zero.", foldF: unary(gomath.Expm1)},
 	{name: "floor", arity: 1, summary: "floor of the specified value", desc: "Rounds each element down to the nearest integer value.", foldF: unary(gomath.Floor), prec: exact},
-	{name: "fma", arity: 3, summary: "floating point fused multiply-add operation", desc: "Computes a*b+c elementwise with a single rounding.", foldF: func(x []float64) (float64, bool) { return gomath.FMA(x[0], x[1], x[2]), true }},
+	{name: "fma", arity: 3, summary: "floating point fused multiply-add operation", desc: "Computes a*b+c elementwise with a single rounding. Upstream does not fold it."},
 	{name: "log", arity: 1, summary: "base-e logarithm of the specified value", desc: "Computes the natural logarithm of each element.", foldF: nonNegative(gomath.Log)},
 	{name: "log10", arity: 1, summary: "base-10 logarithm of the specified value", desc: "Computes the base-10 logarithm of each element.", foldF: nonNegative(gomath.Log10)},
-	{name: "log1p", arity: 1, summary: "Computes the natural logarithm of one plus the given value", desc: "Computes log(1+x) of each element, accurately for x near zero.", foldF: func(x []float64) (float64, bool) {
+	{name: "log1p", arity: 1, summary: "Computes the natural logarithm of one plus the given value", desc: "Computes log(1+x) of each element, accurately for x near zero.", foldF: func(x []float64, _ *ir.FloatType) (float64, bool) {
 		if gomath.Signbit(x[0] + 1) {
 			return 0, false
 		}
 		return gomath.Log1p(x[0]), true
 	}},
 	{name: "log2", arity: 1, summary: "base-2 logarithm of the specified value", desc: "Computes the base-2 logarithm of each element.", foldF: nonNegative(gomath.Log2)},
-	{name: "powf", arity: 2, summary: "floating point raised to the power of operation", desc: "Computes lhs raised to the power rhs, elementwise.", foldF: func(x []float64) (float64, bool) { return gomath.Pow(x[0], x[1]), true }},
+	{name: "powf", arity: 2, summary: "floating point raised to the power of operation", desc: "Computes lhs raised to the power rhs, elementwise.", foldF: func(x []float64, _ *ir.FloatType) (float64, bool) { return gomath.Pow(x[0], x[1]), true }},
 	{name: "round", arity: 1, summary: "round of the specified value", desc: "Rounds each element to the nearest integer value, halfway cases away from zero.", foldF: unary(gomath.Round)},
 	{name: "roundeven", arity: 1, summary: "round of the specified value with halfway cases to even", desc: "Rounds each element to the nearest integer value, halfway cases to even.", foldF: unary(gomath.RoundToEven), prec: exact},
 	{name: "rsqrt", arity: 1, summary: "reciprocal of sqrt (1 / sqrt of the specified value)", desc: "Computes 1/sqrt(x) of each element. Upstream does not fold it."},
 	{name: "sin", arity: 1, summary: "sine of the specified value", desc: "Computes the sine of each element, in radians.", foldF: unary(gomath.Sin)},
-	{name: "sinh", arity: 1, summary: "hyperbolic sine of the specified value", desc: "Computes the hyperbolic sine of each element.", foldF: unary(gomath.Sinh)},
+	{name: "sinh", arity: 1, summary: "hyperbolic sine of the specified value", desc: "Computes the hyperbolic sine of each element.", foldF: unary(sinh)},
 	{name: "sqrt", arity: 1, summary: "sqrt of the specified value", desc: "Computes the square root of each element.", foldF: nonNegative(gomath.Sqrt)},
 	{name: "tan", arity: 1, summary: "tangent of the specified value", desc: "Computes the tangent of each element, in radians.", foldF: unary(gomath.Tan)},
 	{name: "tanh", arity: 1, summary: "hyperbolic tangent of the specified value", desc: "Computes the hyperbolic tangent of each element.", foldF: unary(gomath.Tanh)},
@@ -122,6 +122,34 @@ var specs = []opSpec{
 		return int64(bits.TrailingZeros64(uint64(x[0]))), true
 	}},
 	{name: "ipowi", arity: 2, kind: intOp, summary: "signed integer raised to the power of operation", desc: "Computes lhs raised to the power rhs, elementwise, wrapping on overflow; a negative power gives 0 unless |lhs| is 1, and 0 to a negative power is undefined.", foldI: ipowi},
+}
+
+// atan2 folds as upstream: two zeros give NaN in every float type, other
+// operands fold only in f32 and f64 (checked by the caller's libm gate,
+// which atan2 bypasses by being marked exact).
+func atan2(x []float64, ft *ir.FloatType) (float64, bool) {
+	if x[0] == 0 && x[1] == 0 {
+		return gomath.NaN(), true
+	}
+	if !foldable(ft, libm) {
+		return 0, false
+	}
+	return gomath.Atan2(x[0], x[1]), true
+}
+
+// sinh computes sinh(x) from expm1, as C libraries do, which is accurate
+// for small |x| where Go's math.Sinh loses a few ulps to cancellation.
+func sinh(x float64) float64 {
+	a := gomath.Abs(x)
+	if a >= 22 { // e^-a is negligible against e^a
+		return gomath.Sinh(x)
+	}
+	t := gomath.Expm1(a)
+	r := 0.5 * (t + t/(t+1))
+	if a < 1 {
+		r = 0.5 * (2*t - t*t/(t+1))
+	}
+	return gomath.Copysign(r, x)
 }
 
 // mask returns the low w bits set.
