@@ -16,7 +16,10 @@ import (
 
 // parse reads a module written in generic syntax, so the tests depend only
 // on op names and properties, not on the dialects' pretty syntax.
-func parse(t testing.TB, src string) *ir.Operation {
+func parse(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, src string) *ir.Operation {
 	t.Helper()
 	ctx := ir.NewContext(builtin.Dialect, funcd.Dialect, arith.Dialect, mathd.Dialect)
 	ctx.AllowUnregistered = true

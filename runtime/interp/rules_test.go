@@ -117,12 +117,12 @@ func goOp32(op string, a, b float32) float32 {
 // arith.EvalInt and, for i32, against Go's int32 arithmetic.
 func TestArithIntOps(t *testing.T) {
 	go32 := map[string]func(a, b int32) int32{
-		"arith.addi": func(a, b int32) int32 { return a + b },
-		"arith.subi": func(a, b int32) int32 { return a - b },
-		"arith.muli": func(a, b int32) int32 { return a * b },
-		"arith.andi": func(a, b int32) int32 { return a & b },
-		"arith.ori":  func(a, b int32) int32 { return a | b },
-		"arith.xori": func(a, b int32) int32 { return a ^ b },
+		"arith.addi":  func(a, b int32) int32 { return a + b },
+		"arith.subi":  func(a, b int32) int32 { return a - b },
+		"arith.muli":  func(a, b int32) int32 { return a * b },
+		"arith.andi":  func(a, b int32) int32 { return a & b },
+		"arith.ori":   func(a, b int32) int32 { return a | b },
+		"arith.xori":  func(a, b int32) int32 { return a ^ b },
 		"arith.maxsi": func(a, b int32) int32 { return max(a, b) },
 		"arith.minui": func(a, b int32) int32 { return int32(min(uint32(a), uint32(b))) },
 		"arith.divsi": func(a, b int32) int32 { return a / b },
