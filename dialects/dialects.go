@@ -3,8 +3,10 @@
 package dialects
 
 import (
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/builtin"
 	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 )
@@ -15,8 +17,9 @@ func All() []*ir.Dialect {
 	return []*ir.Dialect{
 		builtin.Dialect,
 		funcs.Dialect,
-		// arith.Dialect joins here once dialects/arith exists.
+		arith.Dialect,
 		math.Dialect,
+		graph.Dialect,
 	}
 }
 
