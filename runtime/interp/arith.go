@@ -111,8 +111,8 @@ func fastLoop[T int8 | int16 | int32 | int64 | float32 | float64](k fastKind, ou
 	return true
 }
 
-// tensorArgs returns args as tensors, which must all have one shape.
-func tensorArgs(args []Value) ([]*Tensor, error) {
+// sameShapeArgs returns args as tensors, which must all have one shape.
+func sameShapeArgs(args []Value) ([]*Tensor, error) {
 	ts := make([]*Tensor, len(args))
 	for i, a := range args {
 		t, ok := a.(*Tensor)
@@ -127,9 +127,9 @@ func tensorArgs(args []Value) ([]*Tensor, error) {
 	return ts, nil
 }
 
-// sameElemArgs is tensorArgs for operands that also share an element type.
+// sameElemArgs is sameShapeArgs for operands that also share an element type.
 func sameElemArgs(args []Value) ([]*Tensor, error) {
-	ts, err := tensorArgs(args)
+	ts, err := sameShapeArgs(args)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func fixNaNs[T float32 | float64](out, a, b []T, slow func(x, y float64) float64
 }
 
 func negfRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
-	ts, err := tensorArgs(args)
+	ts, err := sameShapeArgs(args)
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +412,7 @@ func pick[T Storage](out []T, cond []bool, a, b []T) {
 
 // castRule converts each element with arith.Cast.
 func castRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
-	ts, err := tensorArgs(args)
+	ts, err := sameShapeArgs(args)
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func fmaRoundToOdd(a, b, c float64) float64 {
 
 // fpowiRule raises floats to signed integer powers.
 func fpowiRule(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
-	ts, err := tensorArgs(args)
+	ts, err := sameShapeArgs(args)
 	if err != nil {
 		return nil, err
 	}

@@ -139,6 +139,10 @@ func newStorage(elem ir.Type, n int) any {
 	return make([]int64, n)
 }
 
+// maxElements bounds the size of one tensor (2^36 elements), so a corrupt
+// shape is reported rather than attempted.
+const maxElements = 1 << 36
+
 // numElements returns the element count of a static shape.
 func numElements(shape []int64) (int, error) {
 	n := int64(1)
@@ -146,7 +150,7 @@ func numElements(shape []int64) (int, error) {
 		if d < 0 {
 			return 0, fmt.Errorf("invalid dimension %d in shape %v", d, shape)
 		}
-		if d != 0 && n > math.MaxInt32*64/d {
+		if d != 0 && n > maxElements/d {
 			return 0, fmt.Errorf("shape %v is too large", shape)
 		}
 		n *= d
