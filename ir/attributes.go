@@ -22,7 +22,7 @@ func AttrEqual(a, b Attribute) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a == b || a.String() == b.String()
+	return a.String() == b.String()
 }
 
 // IntegerAttr is an integer or index constant ("5 : i32"). Value holds the
