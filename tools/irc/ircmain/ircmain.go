@@ -12,6 +12,23 @@
 //			ircmain.WithDialects(mydialect.Dialect)))
 //	}
 //
+// Flags follow mlir-opt's without the "mlir-" prefix and may come before or
+// after the file name. The input is parsed, verified, run through
+// --pass-pipeline (verifying after each pass unless --verify-each=false)
+// and printed like mlir-opt prints it: custom syntax where an op has one,
+// a blank line at the end. --split-input-file processes each "// -----"
+// chunk on its own, with diagnostics naming lines of the whole file;
+// --verify-diagnostics checks them against expected-error, -warning,
+// -note and -remark comments (with @+N, @-N, @above, @below, @unknown and
+// the -re form), with MLIR's messages.
+//
+// irc run executes a function with the reference interpreter
+// (runtime/interp): --backend=interp and --backend=eager both mean it for
+// now, nvptx is not built yet. Arguments come from .npy files (--input,
+// in order; scalars are 0-d arrays) or are made up from --random-inputs
+// SEED; results go to .npy files (--output) or are summarised on standard
+// output with their shape, dtype, sum and an FNV-1a hash of their data.
+//
 // Main never panics and never calls os.Exit: it returns the process exit
 // status, one of ExitOK, ExitDiagnostics, ExitUsage and ExitInternal.
 package ircmain

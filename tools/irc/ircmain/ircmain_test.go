@@ -110,6 +110,14 @@ func TestInputAndOutputFiles(t *testing.T) {
 	if fromStdin := irc(t, twoOps, "-"); string(got) != fromStdin.stdout {
 		t.Errorf("-o wrote\n%s\nbut reading stdin printed\n%s", got, fromStdin.stdout)
 	}
+	// A failure leaves no output file.
+	failed := filepath.Join(t.TempDir(), "failed.mlir")
+	if r := irc(t, "\"test.bad\"() : () -> ()\n", "-o", failed); r.status != ExitDiagnostics {
+		t.Errorf("status %d, want %d", r.status, ExitDiagnostics)
+	}
+	if _, err := os.Stat(failed); err == nil {
+		t.Errorf("-o file written although the input was rejected")
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -111,8 +111,12 @@ func (t *tool) opt(args []string) int {
 		}
 		failed = failed || !ok
 	}
-	if err := t.writeOutput(f.output, out.Bytes()); err != nil {
-		return t.errorf("%v", err)
+	// Like mlir-opt, a failed run still prints the chunks that succeeded
+	// but leaves no output file behind.
+	if !failed || f.output == "-" {
+		if err := t.writeOutput(f.output, out.Bytes()); err != nil {
+			return t.errorf("%v", err)
+		}
 	}
 	if failed {
 		return ExitDiagnostics
