@@ -68,7 +68,7 @@ var specs = []opSpec{
 	{name: "asin", arity: 1, summary: "arcus sine of the given value", desc: "Computes the arcus sine of each element, in radians.", foldF: unary(gomath.Asin)},
 	{name: "asinh", arity: 1, summary: "hyperbolic arcus sine of the given value", desc: "Computes the inverse hyperbolic sine of each element.", foldF: unary(gomath.Asinh)},
 	{name: "atan", arity: 1, summary: "arcus tangent of the given value", desc: "Computes the arcus tangent of each element, in radians.", foldF: unary(gomath.Atan)},
-	{name: "atan2", arity: 2, summary: "2-argument arcus tangent of the given values", desc: "Computes atan(lhs/rhs) elementwise, using the signs of both to pick the quadrant; atan2(±0, ±0) folds to NaN, as upstream.", foldF: atan2, prec: exact},
+	{name: "atan2", arity: 2, summary: "2-argument arcus tangent of the given values", desc: "Computes atan(lhs/rhs) elementwise, using the signs of both to pick the quadrant; atan2(±0, ±0) follows IEEE 754 (±0 or ±π) and is not folded.", foldF: atan2, prec: exact},
 	{name: "atanh", arity: 1, summary: "hyperbolic arcus tangent of the given value", desc: "Computes the inverse hyperbolic tangent of each element.", foldF: unary(gomath.Atanh)},
 	{name: "cbrt", arity: 1, summary: "cube root of the specified value", desc: "Computes the cube root of each element. Upstream does not fold it."},
 	{name: "ceil", arity: 1, summary: "ceiling of the specified value", desc: "Rounds each element up to the nearest integer value.", foldF: unary(gomath.Ceil), prec: exact},
@@ -124,12 +124,13 @@ var specs = []opSpec{
 	{name: "ipowi", arity: 2, kind: intOp, summary: "signed integer raised to the power of operation", desc: "Computes lhs raised to the power rhs, elementwise, wrapping on overflow; a negative power gives 0 unless |lhs| is 1, and 0 to a negative power is undefined.", foldI: ipowi},
 }
 
-// atan2 folds as upstream: two zeros give NaN in every float type, other
-// operands fold only in f32 and f64 (checked by the caller's libm gate,
-// which atan2 bypasses by being marked exact).
+// atan2 folds only in f32 and f64 (checked here, since atan2 bypasses the
+// caller's libm gate by being marked exact). Upstream folds atan2(±0, ±0) to
+// NaN, but IEEE 754, the interpreter and the GPU give ±0 or ±π there, and a
+// fold must never change a program's results: two zeros are left unfolded.
 func atan2(x []float64, ft *ir.FloatType) (float64, bool) {
 	if x[0] == 0 && x[1] == 0 {
-		return gomath.NaN(), true
+		return 0, false
 	}
 	if !foldable(ft, libm) {
 		return 0, false

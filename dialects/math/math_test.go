@@ -225,7 +225,7 @@ func TestFold(t *testing.T) {
 		{"math.powf", ir.F32, []ir.Attribute{f32(2), f32(10)}, "1.024000e+03 : f32"},
 		{"math.fma", ir.F32, []ir.Attribute{f32(2), f32(3), f32(1)}, ""}, // upstream does not fold fma
 		{"math.powf", ir.F32, []ir.Attribute{f32(2), nil}, ""},
-		{"math.atan2", ir.F16, []ir.Attribute{f16(0), f16(0)}, "0x7E00 : f16"},
+		{"math.atan2", ir.F16, []ir.Attribute{f16(0), f16(0)}, ""},
 		{"math.atan2", ir.F16, []ir.Attribute{f16(1), f16(0)}, ""},
 		{"math.sinh", ir.F64, []ir.Attribute{ir.Float(0.7, ir.F64)}, "0.75858370183953339 : f64"},
 		{"math.roundeven", ir.F32, []ir.Attribute{f32(2.5)}, "2.000000e+00 : f32"},

@@ -30,6 +30,9 @@ func floatFoldCases() []foldCase {
 		}
 		for _, op := range []string{"atan2", "copysign", "powf"} {
 			for _, p := range pairs {
+				if op == "atan2" && p[0] == "0.0" {
+					continue // deliberately unfolded: see atan2 in math.go
+				}
 				cs = append(cs, foldCase{op, typ, p})
 			}
 		}
