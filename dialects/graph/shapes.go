@@ -226,3 +226,10 @@ func sameShapeAndElem(a, b ir.Type) bool {
 	}
 	return ta.Ranked() == tb.Ranked() && ta.ElementType() == tb.ElementType() && slices.Equal(ta.Shape(), tb.Shape())
 }
+
+// BroadcastShape returns the NumPy broadcast of two shapes, or false when
+// they do not broadcast.
+func BroadcastShape(a, b []int64) ([]int64, bool) {
+	out, _, ok := broadcastShapes(a, b)
+	return out, ok
+}
