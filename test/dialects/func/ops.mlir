@@ -1,7 +1,7 @@
-// RUN: irc %s | FileCheck %s
-// RUN: irc %s | irc | FileCheck %s
-// RUN: irc %s | mlir-opt | FileCheck %s
-// RUN: irc %s --print-op-generic | mlir-opt | FileCheck %s
+// RUN: irc --allow-unregistered-dialect %s | FileCheck %s
+// RUN: irc --allow-unregistered-dialect %s | irc --allow-unregistered-dialect | FileCheck %s
+// RUN: irc --allow-unregistered-dialect %s | mlir-opt --allow-unregistered-dialect | FileCheck %s
+// RUN: irc --allow-unregistered-dialect %s --print-op-generic | mlir-opt --allow-unregistered-dialect | FileCheck %s
 
 // CHECK-LABEL: func.func @public(
 // CHECK-SAME:    %{{.*}}: i32 {my.arg}, %{{.*}}: f32) -> (i32 {my.res = 1 : i64})
@@ -30,7 +30,7 @@ func.func @no_results() {
 
 // Multiple blocks and successors.
 // CHECK-LABEL: func.func @blocks(
-// CHECK:         cf.br ^bb1
+// CHECK:         "cf.br"()[^bb1]
 // CHECK:       ^bb1:
 func.func @blocks(%a: i32) -> i32 {
   "cf.br"()[^bb1] : () -> ()
