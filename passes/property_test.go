@@ -113,7 +113,7 @@ func TestCleanupsPreserveResults(t *testing.T) {
 			if got := evalF(t, m, args); got != want {
 				t.Fatalf("%s changed the results: %s, want %s\nbefore:\n%s\nafter:\n%s", pl, got, want, src, m)
 			}
-			if strings.Contains(pl, "canonicalize") {
+			if pl == "func.func(canonicalize)" {
 				once := m.String()
 				if err := pm.Run(ctx, m); err != nil {
 					t.Fatal(err)
