@@ -56,8 +56,11 @@ func (op *Operation) GenericString() string {
 	return strings.TrimSuffix(Sprint(op, PrintOptions{Generic: true}), "\n")
 }
 
-// numberScope names the values and blocks of op's regions, numbering anew
-// inside ops isolated from above, as MLIR does.
+// numberScope names the values and blocks of op's regions. Numbering starts
+// anew inside isolated ops that are direct children of a symbol table (such as
+// functions in a module), as MLIR does. Isolated ops nested deeper (such as
+// graph.fusion in a function) continue their parent's numbering, so tools that
+// do not know they are isolated (mlir-opt) still see unique names.
 func (p *Printer) numberScope(op *Operation) {
 	valueID, argID := 0, 0
 	queue := append([]*Region(nil), op.regions...)
@@ -83,7 +86,7 @@ func (p *Printer) numberScope(op *Operation) {
 			}
 			for o := b.first; o != nil; o = o.next {
 				p.nameResults(o, &valueID)
-				if o.HasTrait(IsolatedFromAbove) {
+				if o.HasTrait(IsolatedFromAbove) && b.ParentOp() != nil && b.ParentOp().HasTrait(SymbolTable) {
 					isolated = append(isolated, o)
 				} else {
 					queue = append(queue, o.regions...)
