@@ -61,6 +61,10 @@ func (s *source) write(w io.Writer, d *ir.Diagnostic) {
 	}
 }
 
+// snippetContext is how many characters of a long source line are shown on
+// each side of the diagnostic's column.
+const snippetContext = 60
+
 // writeSnippet prints the source line loc points at and a caret under its
 // column, if loc is a position in s.
 func (s *source) writeSnippet(w io.Writer, loc ir.Location) {
@@ -70,6 +74,21 @@ func (s *source) writeSnippet(w io.Writer, loc ir.Location) {
 	}
 	line := strings.TrimRight(s.lines[l.Line-1], "\r")
 	col := max(l.Col, 1)
+	// Show a window of a very long line (generated or minified input), so
+	// one diagnostic stays one screen.
+	if runes := []rune(line); len(runes) > 2*snippetContext+20 {
+		start := max(col-1-snippetContext, 0)
+		end := min(col-1+snippetContext, len(runes))
+		prefix, suffix := "", ""
+		if start > 0 {
+			prefix = "..."
+		}
+		if end < len(runes) {
+			suffix = "..."
+		}
+		line = prefix + string(runes[start:end]) + suffix
+		col = col - start + len(prefix)
+	}
 	// Keep tabs so the caret lines up with the text above it.
 	var pad strings.Builder
 	n := 0
