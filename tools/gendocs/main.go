@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/strata-ir/strata/dialects"
+	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
 )
 
 func main() {

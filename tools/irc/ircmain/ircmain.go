@@ -40,6 +40,7 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/ir"
+	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
 )
 
 // Exit statuses returned by Main.

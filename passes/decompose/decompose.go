@@ -1,0 +1,323 @@
+// Package decompose provides the graph-decompose pass, which rewrites the
+// graph dialect's composite ops (softmax, log_softmax, layer_norm, rms_norm,
+// attention) into graph primitives.
+//
+// Each expansion performs the same element-type operations, in the same
+// order, as the reference interpreter's rule for the composite, so that for
+// f32 and f64 the decomposed program usually gives bit-identical results and
+// otherwise differs only by the rounding of a constant (an epsilon given in a
+// wider type than the tensor's, say). Importing the package registers the
+// pass.
+package decompose
+
+import (
+	"math"
+	"slices"
+
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+)
+
+func init() {
+	passes.Register(&passes.PassInfo{
+		Name:    "graph-decompose",
+		Summary: "Decompose graph composites into primitives",
+		Description: "Rewrites graph.softmax, graph.log_softmax, graph.layer_norm, graph.rms_norm and " +
+			"graph.attention into graph primitives, numerically stable: softmax subtracts the maximum " +
+			"before exponentiating, layer_norm computes the variance of the centred values (two passes). " +
+			"Afterwards no composite remains; a composite that cannot be expanded (a causal mask or " +
+			"default scale over dynamic sizes) is an error.",
+		Anchor: passes.AnyOp,
+		New:    func(passes.Options) (passes.Pass, error) { return decomposePass{}, nil },
+	})
+}
+
+// expansions maps each composite to the function that builds its
+// primitive form; data rather than a switch, so that Composites and the
+// pass agree by construction.
+var expansions = map[string]func(e *emitter, op *ir.Operation) *ir.Value{
+	"graph.softmax":     expandSoftmax,
+	"graph.log_softmax": expandSoftmax,
+	"graph.layer_norm":  expandNorm,
+	"graph.rms_norm":    expandNorm,
+	"graph.attention":   expandAttention,
+}
+
+// Composites returns the names of the ops graph-decompose expands, sorted.
+func Composites() []string {
+	names := make([]string, 0, len(expansions))
+	for name := range expansions {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+type decomposePass struct{}
+
+func (decomposePass) Name() string { return "graph-decompose" }
+
+// Run expands every composite nested in op. Expansions only add ops before
+// the composite and then replace it, so collecting the composites first and
+// expanding them in order is enough: no expansion creates a composite.
+func (decomposePass) Run(op *ir.Operation, st *passes.State) error {
+	var todo []*ir.Operation
+	op.Walk(func(o *ir.Operation) bool {
+		if _, ok := expansions[o.Name()]; ok {
+			todo = append(todo, o)
+		}
+		return true
+	})
+	if len(todo) == 0 {
+		st.MarkUnchanged()
+		return nil
+	}
+	count := st.Stat("num-decomposed", "Number of composite ops decomposed")
+	var errs ir.DiagnosticList
+	for _, c := range todo {
+		v, err := Expand(ir.NewBuilder(st.Ctx), c)
+		if err != nil {
+			errs = append(errs, asDiagnostic(c, err))
+			continue
+		}
+		c.Result(0).ReplaceAllUsesWith(v)
+		c.Erase()
+		count.Add(1)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func asDiagnostic(op *ir.Operation, err error) *ir.Diagnostic {
+	if d, ok := err.(*ir.Diagnostic); ok {
+		return d
+	}
+	return ir.Errorf(op.Loc(), "'%s' op cannot be decomposed: %v", op.Name(), err)
+}
+
+// Expand builds the primitive form of the composite op before it with b
+// and returns the value that replaces op's result; op itself is left in
+// place. It fails, creating nothing usable, when op is not a composite or
+// cannot be expanded (unranked operands, dynamic sizes where a constant
+// needs them).
+func Expand(b *ir.Builder, op *ir.Operation) (*ir.Value, error) {
+	expand, ok := expansions[op.Name()]
+	if !ok {
+		return nil, ir.Errorf(op.Loc(), "'%s' is not a graph composite", op.Name())
+	}
+	b.SetInsertionPointBefore(op)
+	e := &emitter{b: b, loc: op.Loc()}
+	v := expand(e, op)
+	if e.err != nil {
+		return nil, e.err
+	}
+	return v, nil
+}
+
+// emitter builds graph ops at one location, keeping the first error so that
+// expansions read as straight-line formulas; after an error every call
+// returns nil and builds nothing.
+type emitter struct {
+	b   *ir.Builder
+	loc ir.Location
+	err error
+}
+
+func (e *emitter) fail(format string, args ...any) {
+	if e.err == nil {
+		e.err = ir.Errorf(e.loc, format, args...)
+	}
+}
+
+// op builds graph op name with operands and attrs, its type inferred.
+func (e *emitter) op(name string, operands []*ir.Value, attrs ...ir.NamedAttr) *ir.Value {
+	if e.err != nil {
+		return nil
+	}
+	v, err := graph.Build(e.b, name, e.loc, operands, ir.Dict(attrs...))
+	if err != nil {
+		e.err = err
+	}
+	return v
+}
+
+func (e *emitter) unary(name string, x *ir.Value) *ir.Value { return e.op(name, []*ir.Value{x}) }
+
+func (e *emitter) binary(name string, x, y *ir.Value) *ir.Value {
+	return e.op(name, []*ir.Value{x, y})
+}
+
+// reduce builds reduce_<kind> over axes, keeping the reduced dims so the
+// result broadcasts back against its input.
+func (e *emitter) reduce(kind string, x *ir.Value, axes []int64) *ir.Value {
+	return e.op("reduce_"+kind, []*ir.Value{x},
+		ir.NamedAttr{Name: "axes", Value: graph.Ints(axes...)}, ir.NamedAttr{Name: "keepdims", Value: ir.Bool(true)})
+}
+
+// scalar builds a rank-0 constant of float type elem holding v rounded to
+// elem; broadcasting stretches it to any shape.
+func (e *emitter) scalar(elem ir.Type, v float64) *ir.Value {
+	ft, ok := elem.(*ir.FloatType)
+	if !ok {
+		e.fail("expected a float element type, got %s", elem)
+		return nil
+	}
+	return e.op("constant", nil, ir.NamedAttr{Name: "value",
+		Value: ir.DenseAttr{Type: ir.TensorOf(nil, ft), Bits: []uint64{ir.FloatToBits(v, ft)}, Splat: true}})
+}
+
+// ranked returns v's shape and element type, failing for unranked values.
+func (e *emitter) ranked(v *ir.Value) ([]int64, ir.Type) {
+	t, ok := v.Type().(*ir.TensorType)
+	if !ok || !t.Ranked() {
+		e.fail("expected a ranked tensor, got %s", v.Type())
+		return nil, nil
+	}
+	return t.Shape(), t.ElementType()
+}
+
+// axisOf reads op's axis attribute (default -1) as a dim of a rank-r operand.
+func (e *emitter) axisOf(op *ir.Operation, rank int) int64 {
+	axis := int64(-1)
+	if a, ok := op.Attr("axis").(ir.IntegerAttr); ok {
+		axis = a.Value
+	}
+	if axis < 0 {
+		axis += int64(rank)
+	}
+	if axis < 0 || axis >= int64(rank) {
+		e.fail("axis %d is out of range for rank %d", axis, rank)
+	}
+	return axis
+}
+
+func floatAttr(op *ir.Operation, name string, def float64) float64 {
+	if a, ok := op.Attr(name).(ir.FloatAttr); ok {
+		return a.Value()
+	}
+	return def
+}
+
+// softmax builds softmax (or, with logForm, log_softmax) of x along axis:
+// d = x - max(x), then exp(d) / sum(exp(d)) or d - log(sum(exp(d))).
+func (e *emitter) softmax(x *ir.Value, axis int64, logForm bool) *ir.Value {
+	axes := []int64{axis}
+	d := e.binary("sub", x, e.reduce("max", x, axes))
+	exp := e.unary("exp", d)
+	sum := e.reduce("sum", exp, axes)
+	if logForm {
+		return e.binary("sub", d, e.unary("log", sum))
+	}
+	return e.binary("div", exp, sum)
+}
+
+func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
+	x := op.Operand(0)
+	shape, _ := e.ranked(x)
+	if e.err != nil {
+		return nil
+	}
+	return e.softmax(x, e.axisOf(op, len(shape)), op.Name() == "graph.log_softmax")
+}
+
+// expandNorm builds layer_norm as (x - mean)·(1/√(var + ε))·w + b with
+// var = mean((x - mean)²), and rms_norm as x·(1/√(mean(x²) + ε))·w, both
+// over the dims axis…rank-1. The reciprocal of a square root, rather than
+// rsqrt, is what the interpreter's rule rounds.
+func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
+	x := op.Operand(0)
+	shape, elem := e.ranked(x)
+	if e.err != nil {
+		return nil
+	}
+	axis := e.axisOf(op, len(shape))
+	var axes []int64
+	for d := axis; d < int64(len(shape)); d++ {
+		axes = append(axes, d)
+	}
+	centred := x
+	if op.Name() == "graph.layer_norm" {
+		centred = e.binary("sub", x, e.reduce("mean", x, axes))
+	}
+	variance := e.reduce("mean", e.binary("mul", centred, centred), axes)
+	eps := e.scalar(elem, floatAttr(op, "epsilon", 1e-5))
+	inv := e.unary("reciprocal", e.unary("sqrt", e.binary("add", variance, eps)))
+	y := e.binary("mul", e.binary("mul", centred, inv), op.Operand(1))
+	if op.Name() == "graph.layer_norm" {
+		y = e.binary("add", y, op.Operand(2))
+	}
+	return y
+}
+
+// expandAttention builds softmax(q·kᵀ·scale + mask)·v: an i1 mask selects
+// -inf where it is false, a float mask is added, and causal selects -inf
+// above the diagonal, from two iotas compared.
+func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
+	q, k, v := op.Operand(0), op.Operand(1), op.Operand(2)
+	qs, elem := e.ranked(q)
+	ks, _ := e.ranked(k)
+	if e.err != nil {
+		return nil
+	}
+	if len(qs) < 2 || len(ks) < 2 {
+		e.fail("q and k must have rank >= 2, got %s and %s", q.Type(), k.Type())
+		return nil
+	}
+	perm := make([]int64, len(ks))
+	for i := range perm {
+		perm[i] = int64(i)
+	}
+	perm[len(ks)-2], perm[len(ks)-1] = perm[len(ks)-1], perm[len(ks)-2]
+	kt := e.op("transpose", []*ir.Value{k}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+	scores := e.binary("matmul", q, kt)
+
+	scale, ok := op.Attr("scale").(ir.FloatAttr)
+	factor := 0.0
+	switch d := qs[len(qs)-1]; {
+	case ok:
+		factor = scale.Value()
+	case d == ir.Dynamic:
+		e.fail("the default scale 1/√D needs a static D, got %s", q.Type())
+	default:
+		factor = 1 / math.Sqrt(float64(d))
+	}
+	scores = e.binary("mul", scores, e.scalar(elem, factor))
+
+	if op.NumOperands() == 4 {
+		mask := op.Operand(3)
+		if _, me := e.ranked(mask); me == ir.I1 {
+			scores = e.op("select", []*ir.Value{mask, scores, e.scalar(elem, math.Inf(-1))})
+		} else {
+			scores = e.binary("add", scores, mask)
+		}
+	}
+	if c, ok := op.Attr("causal").(ir.IntegerAttr); ok && c.Value != 0 {
+		scores = e.causal(scores, elem, qs[len(qs)-2], ks[len(ks)-2])
+	}
+	return e.binary("matmul", e.softmax(scores, -1, false), v)
+}
+
+// causal keeps scores[..., i, j] where j <= i and puts -inf elsewhere.
+func (e *emitter) causal(scores *ir.Value, elem ir.Type, lq, lk int64) *ir.Value {
+	if lq == ir.Dynamic || lk == ir.Dynamic {
+		e.fail("a causal mask needs static sequence lengths, got %d×%d", lq, lk)
+		return nil
+	}
+	if e.err != nil {
+		return nil
+	}
+	idx := ir.TensorOf([]int64{lq, lk}, ir.I64)
+	iota := func(axis int64) *ir.Value {
+		v, err := graph.BuildTyped(e.b, "iota", e.loc, nil, ir.Dict(ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: axis, Type: ir.I64}}), idx)
+		if err != nil && e.err == nil {
+			e.err = err
+		}
+		return v
+	}
+	row, col := iota(0), iota(1)
+	keep := e.op("cmp", []*ir.Value{col, row}, ir.NamedAttr{Name: "predicate", Value: ir.Str("le")})
+	return e.op("select", []*ir.Value{keep, scores, e.scalar(elem, math.Inf(-1))})
+}
