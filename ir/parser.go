@@ -59,6 +59,10 @@ type Parser struct {
 	blockScopes []*blockScope
 	dialects    []string // default dialects of enclosing custom ops
 
+	typeCache map[string]Type // top-level type text → type (see parseType)
+	inType    bool            // inside parseType, where nothing is cached
+	prevEnd   int             // end offset of the token before p.tok
+
 	// the op being parsed by a custom parser
 	numResults int
 	resultLocs []int
@@ -161,6 +165,7 @@ func (p *Parser) advance() {
 		p.tok = token{kind: tokEOF, pos: p.tok.pos}
 		return
 	}
+	p.prevEnd = p.tok.pos + len(p.tok.text)
 	p.tok = p.lex.next()
 	if p.tok.kind == tokError {
 		p.failAt(p.tok.pos, "%s", p.tok.text)
@@ -172,6 +177,7 @@ func (p *Parser) advance() {
 func (p *Parser) resetTo(pos int) {
 	p.lex.pos = pos
 	p.advance()
+	p.prevEnd = pos
 }
 
 func (p *Parser) is(s string) bool {
@@ -1034,6 +1040,85 @@ func (p *Parser) ParseType() (Type, error) {
 }
 
 func (p *Parser) parseType() Type {
+	if p.err != nil || p.inType || p.tok.kind == tokEOF {
+		return p.parseTypeUncached()
+	}
+	// Top-level types are cached by their source text: op signatures repeat
+	// the same few types, and a map lookup is much cheaper than re-parsing
+	// and re-interning them. The text's extent is found by bracket matching
+	// and trusted only after a real parse ended at the same place.
+	start := p.tok.pos
+	end := typeExtent(p.lex.src, start)
+	if end > start {
+		if t, ok := p.typeCache[p.lex.src[start:end]]; ok {
+			p.resetTo(end)
+			return t
+		}
+	}
+	p.inType = true
+	t := p.parseTypeUncached()
+	p.inType = false
+	if t != nil && p.err == nil && end > start && p.prevEnd == end {
+		if p.typeCache == nil {
+			p.typeCache = map[string]Type{}
+		}
+		p.typeCache[p.lex.src[start:end]] = t
+	}
+	return t
+}
+
+// typeExtent returns the end of the type text starting at pos, by bracket
+// matching alone, or -1 when brackets do not balance.
+func typeExtent(src string, pos int) int {
+	depth := 0
+	for i := pos; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '<', '(', '[', '{':
+			depth++
+		case '>', ')', ']', '}':
+			if c == '>' && ((i > pos && src[i-1] == '-') || (i+1 < len(src) && src[i+1] == '=')) {
+				continue // "->" and ">=" inside brackets
+			}
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth > 0 {
+				continue
+			}
+			if c == ')' { // a function type goes on with "-> results"
+				j := i + 1
+				for j < len(src) && src[j] == ' ' {
+					j++
+				}
+				if strings.HasPrefix(src[j:], "->") {
+					j += 2
+					for j < len(src) && src[j] == ' ' {
+						j++
+					}
+					return typeExtent(src, j)
+				}
+			}
+			return i + 1
+		case '"':
+			for i++; i < len(src) && src[i] != '"'; i++ {
+				if src[i] == '\\' {
+					i++
+				}
+			}
+		case ',', ' ', '\n', '\t', '\r', '=', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	if depth == 0 {
+		return len(src)
+	}
+	return -1
+}
+
+func (p *Parser) parseTypeUncached() Type {
 	if p.err != nil {
 		return nil
 	}

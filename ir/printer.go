@@ -188,9 +188,9 @@ func (p *Printer) printGeneric(op *Operation) {
 		p.out.WriteByte(']')
 	}
 	if len(op.props) > 0 {
-		p.out.WriteString(" <")
-		p.out.WriteString(op.props.String())
-		p.out.WriteByte('>')
+		p.out.WriteString(" <{")
+		op.props.writeEntries(&p.out)
+		p.out.WriteString("}>")
 	}
 	if len(op.regions) > 0 {
 		saved := p.dialects
@@ -206,8 +206,35 @@ func (p *Printer) printGeneric(op *Operation) {
 		p.dialects = saved
 	}
 	p.PrintAttrDict(op.attrs)
-	p.out.WriteString(" : ")
-	p.out.WriteString(FunctionOf(op.OperandTypes(), op.ResultTypes()).String())
+	p.out.WriteString(" : (")
+	// Written directly rather than through FunctionOf, which would intern a
+	// type per op: printing is dominated by this signature.
+	for i, o := range op.operands {
+		if i > 0 {
+			p.out.WriteString(", ")
+		}
+		p.out.WriteString(o.value.typ.String())
+	}
+	p.out.WriteString(") -> ")
+	p.writeResultTypes(op.results)
+}
+
+// writeResultTypes writes op results as a function type's results.
+func (p *Printer) writeResultTypes(rs []*Value) {
+	if len(rs) == 1 {
+		if _, isFn := rs[0].typ.(*FunctionType); !isFn {
+			p.out.WriteString(rs[0].typ.String())
+			return
+		}
+	}
+	p.out.WriteByte('(')
+	for i, r := range rs {
+		if i > 0 {
+			p.out.WriteString(", ")
+		}
+		p.out.WriteString(r.typ.String())
+	}
+	p.out.WriteByte(')')
 }
 
 // PrintRegion prints { blocks } for a custom syntax. The entry block's label
@@ -334,21 +361,24 @@ func (p *Printer) PrintAttrDictWithKeyword(d DictAttr, elide ...string) {
 }
 
 func (p *Printer) printDict(d DictAttr, open string, elide []string) {
-	var keep DictAttr
+	keep := d
 	for _, na := range d {
 		if na.Name == resourcesAttr || containsString(elide, na.Name) {
-			continue
+			keep = nil // rare: filter into a copy
+			for _, na := range d {
+				if na.Name != resourcesAttr && !containsString(elide, na.Name) {
+					keep = append(keep, na)
+				}
+			}
+			break
 		}
-		keep = append(keep, na)
 	}
 	if len(keep) == 0 {
 		return
 	}
-	var b strings.Builder
-	b.WriteString(open)
-	keep.writeEntries(&b)
-	b.WriteByte('}')
-	p.out.WriteString(b.String())
+	p.out.WriteString(open)
+	keep.writeEntries(&p.out)
+	p.out.WriteByte('}')
 }
 
 func containsString(ss []string, s string) bool {
