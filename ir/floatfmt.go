@@ -61,6 +61,16 @@ func apFloatString(v float64, t *FloatType, precision, maxPadding int, truncateZ
 	} else if exp < 0 {
 		sig.Mul(sig, new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(-exp)), nil))
 	}
+	// Like APFloat, first drop the decimal digits that surely lie beyond the
+	// precision by truncating division, then round what is left. (This is
+	// why f16 0.1, exactly 0.0999755859375, prints as 9.997550e-02.)
+	bitsRequired := (precision*196 + 58) / 59
+	if bits := sig.BitLen(); bits > bitsRequired {
+		if tens := (bits - bitsRequired) * 59 / 196; tens > 0 {
+			sig.Quo(sig, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(tens)), nil))
+			exp += tens
+		}
+	}
 	digits := []byte(sig.String()) // most significant first
 	// Drop trailing zeros into the exponent.
 	for len(digits) > 1 && digits[len(digits)-1] == '0' {
