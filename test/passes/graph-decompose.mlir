@@ -57,7 +57,7 @@ func.func @layer_norm(%x: tensor<2x3x4xbf16>, %w: tensor<3x4xbf16>, %b: tensor<3
 // CHECK-LABEL: func.func @rms_norm(
 // CHECK:         %[[SQ:.*]] = "graph.mul"(%arg0, %arg0)
 // CHECK-NEXT:    %[[MS:.*]] = "graph.reduce_mean"(%[[SQ]]) <{axes = [1], keepdims = true}>
-// CHECK-NEXT:    %[[EPS:.*]] = "graph.constant"() <{value = dense<1.000000e-06> : tensor<f32>}>
+// CHECK-NEXT:    %[[EPS:.*]] = "graph.constant"() <{value = dense<9.99999997E-7> : tensor<f32>}>
 // CHECK-NEXT:    %[[VE:.*]] = "graph.add"(%[[MS]], %[[EPS]])
 // CHECK-NEXT:    %[[SD:.*]] = "graph.sqrt"(%[[VE]])
 // CHECK-NEXT:    %[[INV:.*]] = "graph.reciprocal"(%[[SD]])

@@ -52,7 +52,7 @@ func.func @linalg(%q: tensor<2x16x8xbf16>, %x: tensor<1x3x8x8xf32>, %w: tensor<4
   %0 = "graph.matmul"(%q, %ln) : (tensor<2x16x8xbf16>, tensor<8xbf16>) -> tensor<2x16xbf16>
   // CHECK: "graph.attention"(%{{.*}}, %{{.*}}, %{{.*}}) <{causal = true, scale = 1.250000e-01 : f32}>
   %1 = "graph.attention"(%q, %q, %q) {causal = true, scale = 0.125 : f32} : (tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>) -> tensor<2x16x8xbf16>
-  // CHECK: "graph.layer_norm"(%{{.*}}, %{{.*}}, %{{.*}}) <{axis = -1 : i64, epsilon = 1.000000e-05 : f32}>
+  // CHECK: "graph.layer_norm"(%{{.*}}, %{{.*}}, %{{.*}}) <{axis = -1 : i64, epsilon = 9.99999974E-6 : f32}>
   %2 = "graph.layer_norm"(%1, %ln, %ln) {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> tensor<2x16x8xbf16>
   %3 = "graph.softmax"(%2) {axis = -1 : i64} : (tensor<2x16x8xbf16>) -> tensor<2x16x8xbf16>
   // CHECK: "graph.conv2d"(%{{.*}}, %{{.*}}) <{padding = [1, 1]}> : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
