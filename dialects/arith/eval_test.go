@@ -312,7 +312,7 @@ func TestBuildersAndMaterialize(t *testing.T) {
 	arith.NewCast(b, "arith.extf", nil, s, ir.F32)
 	want := []string{
 		"%0 = arith.constant 4 : index",
-		"%1 = arith.constant 9.997560e-02 : f16",
+		"%1 = arith.constant 9.997550e-02 : f16",
 		"%2 = arith.constant dense<2.000000e+00> : vector<4xf32>",
 		"%3 = arith.constant 44 : i8",
 		"%4 = arith.addf %1, %1 : f16",

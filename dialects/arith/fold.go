@@ -44,9 +44,11 @@ var rules = map[string][]rule{
 	"arith.divf":       {rhsIs(isFloat(1), keepLHS)},
 	"arith.maximumf":   {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(-1)), keepLHS)},
 	"arith.minimumf":   {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(1)), keepLHS)},
-	"arith.maxnumf":    {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(-1)), keepLHS)},
-	"arith.minnumf":    {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(1)), keepLHS)},
-	"arith.negf":       {involution},
+	// Upstream also folds maxnumf(x, -inf) and minnumf(x, +inf) to x, which
+	// is wrong for a NaN x (maxnum ignores the NaN and gives -inf).
+	"arith.maxnumf": {sameOperands(keepLHS)},
+	"arith.minnumf": {sameOperands(keepLHS)},
+	"arith.negf":    {involution},
 }
 
 func init() {
