@@ -420,11 +420,16 @@ func (a DenseAttr) writeBody(b *strings.Builder) {
 		b.WriteByte('"')
 		return
 	}
-	shape := a.Type.Shape()
+	writeNested(b, a.Type.Shape(), func(i int64) { a.writeElem(b, int(i)*k) })
+}
+
+// writeNested writes the elements of a row-major array of the given shape as
+// nested lists, [[a, b], [c, d]], with elem writing element i.
+func writeNested(b *strings.Builder, shape []int64, elem func(i int64)) {
 	var rec func(dim int, off int64)
 	rec = func(dim int, off int64) {
 		if dim == len(shape) {
-			a.writeElem(b, int(off)*k)
+			elem(off)
 			return
 		}
 		stride := NumElements(shape[dim+1:])
@@ -575,24 +580,7 @@ func (a DenseStringAttr) String() string {
 	if len(a.Values) == 1 {
 		b.WriteString(QuoteString(a.Values[0]))
 	} else if len(a.Values) > 1 {
-		shape := a.Type.Shape()
-		var rec func(dim int, off int64)
-		rec = func(dim int, off int64) {
-			if dim == len(shape) {
-				b.WriteString(QuoteString(a.Values[off]))
-				return
-			}
-			stride := NumElements(shape[dim+1:])
-			b.WriteByte('[')
-			for i := int64(0); i < shape[dim]; i++ {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				rec(dim+1, off+i*stride)
-			}
-			b.WriteByte(']')
-		}
-		rec(0, 0)
+		writeNested(&b, a.Type.Shape(), func(i int64) { b.WriteString(QuoteString(a.Values[i])) })
 	}
 	b.WriteString("> : " + a.Type.String())
 	return b.String()
