@@ -21,7 +21,6 @@ const (
 	tokFloat       // 1.5, 2.0e-3
 	tokString      // "..."
 	tokPunct       // ( ) [ ] { } < > , : = ? * + - -> :: {-# #-}
-	tokKeywordLike // unused placeholder to keep kinds stable
 )
 
 type token struct {

@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"slices"
 	"sort"
@@ -1857,7 +1856,7 @@ func (p *Parser) parseDenseArray() Attribute {
 		return nil
 	}
 	a := DenseArrayAttr{Elem: elem}
-	ft, isFloat := elem.(*FloatType)
+	_, isFloat := elem.(*FloatType)
 	if !isFloat && !IsInteger(elem) {
 		p.Errorf("expected integer or float element type in array attribute, found '%s'", elem)
 		return nil
@@ -1893,7 +1892,6 @@ func (p *Parser) parseDenseArray() Attribute {
 			}
 		}
 	}
-	_ = ft
 	if p.expect(">") != nil {
 		return nil
 	}
@@ -2479,4 +2477,3 @@ func (p *Parser) FloatLiteral(t *FloatType) (FloatAttr, error) {
 	return a.(FloatAttr), nil
 }
 
-var _ = math.Inf
