@@ -11,16 +11,16 @@ type tokKind uint8
 const (
 	tokEOF tokKind = iota
 	tokError
-	tokBareIdent   // foo, func.func, f32, x
-	tokValueID     // %0, %arg0, %x#1 (the #N is lexed separately)
-	tokBlockID     // ^bb0
-	tokSymbol      // @foo or @"foo bar"
-	tokHashIdent   // #alias or #dialect.attr
-	tokBangIdent   // !alias or !dialect.type
-	tokInteger     // 42, 0x2A
-	tokFloat       // 1.5, 2.0e-3
-	tokString      // "..."
-	tokPunct       // ( ) [ ] { } < > , : = ? * + - -> :: {-# #-}
+	tokBareIdent // foo, func.func, f32, x
+	tokValueID   // %0, %arg0, %x#1 (the #N is lexed separately)
+	tokBlockID   // ^bb0
+	tokSymbol    // @foo or @"foo bar"
+	tokHashIdent // #alias or #dialect.attr
+	tokBangIdent // !alias or !dialect.type
+	tokInteger   // 42, 0x2A
+	tokFloat     // 1.5, 2.0e-3
+	tokString    // "..."
+	tokPunct     // ( ) [ ] { } < > , : = ? * + - -> :: {-# #-}
 )
 
 type token struct {

@@ -2476,4 +2476,3 @@ func (p *Parser) FloatLiteral(t *FloatType) (FloatAttr, error) {
 	}
 	return a.(FloatAttr), nil
 }
-
