@@ -7,6 +7,7 @@ import (
 	"github.com/strata-ir/strata/dialects/builtin"
 	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 )
@@ -20,6 +21,7 @@ func All() []*ir.Dialect {
 		arith.Dialect,
 		math.Dialect,
 		graph.Dialect,
+		loop.Dialect,
 	}
 }
 
