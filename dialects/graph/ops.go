@@ -434,8 +434,10 @@ func opTable() []*opSpec {
 			variadic: true,
 			results:  []ir.ArgDoc{{Name: "results", Doc: "the yielded values"}},
 			traits:   ir.IsolatedFromAbove | ir.SingleBlock | ir.RecursiveEffects,
-			rule:     ruleRegion,
-			verify:   verifyFusion,
+			attrs: []attrSpec{{name: "kind", kind: kindEnum, enum: FusionKinds,
+				doc: "what kernel the group becomes (set by graph-fuse): " + strings.Join(FusionKinds, ", ")}},
+			rule:   ruleRegion,
+			verify: verifyFusion,
 			example: `%2 = "graph.fusion"(%0, %1) ({
 ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
   %s = "graph.add"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -458,6 +460,13 @@ func opTable() []*opSpec {
 	)
 	return ops
 }
+
+// FusionKinds are the values of graph.fusion's kind attribute: a pointwise
+// loop nest, a reduction (with its prologue and epilogue), a persistent row
+// reduction (whole rows reduced and reused in one kernel), a matmul or conv2d
+// template with its epilogue, an undecomposed composite, or a copy that
+// materializes a view.
+var FusionKinds = []string{"pointwise", "reduction", "persistent_row", "matmul", "conv2d", "composite", "copy"}
 
 // CmpPredicates are the values of graph.cmp's predicate attribute.
 var CmpPredicates = []string{"eq", "ne", "lt", "le", "gt", "ge"}

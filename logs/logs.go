@@ -1,0 +1,107 @@
+// Package logs holds Strata's topic logs: decision logs that passes and the
+// runtime write when a topic is enabled, for people asking "why did the
+// compiler do that?". Topics are enabled by the STRATA_LOGS environment
+// variable (comma separated, e.g. STRATA_LOGS=fusion) or by Enable (irc
+// --logs=fusion). Lines go to standard error unless SetOutput says otherwise.
+//
+// A disabled topic costs one atomic load: callers test Enabled before
+// building an expensive message.
+package logs
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// EnvVar is the environment variable read at start-up.
+const EnvVar = "STRATA_LOGS"
+
+var (
+	topics atomic.Pointer[map[string]bool]
+
+	mu  sync.Mutex // serialises writes, as passes log from parallel goroutines
+	out io.Writer  = os.Stderr
+)
+
+func init() { Enable(Parse(os.Getenv(EnvVar))...) }
+
+// Parse splits a comma-separated topic list, dropping blanks.
+func Parse(list string) []string {
+	var out []string
+	for _, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Enable turns the given topics on, in addition to those already on. The
+// topic "all" enables every topic.
+func Enable(names ...string) {
+	next := map[string]bool{}
+	if cur := topics.Load(); cur != nil {
+		for k := range *cur {
+			next[k] = true
+		}
+	}
+	for _, n := range names {
+		next[n] = true
+	}
+	topics.Store(&next)
+}
+
+// Disable turns every topic off.
+func Disable() { topics.Store(&map[string]bool{}) }
+
+// Enabled reports whether topic is on.
+func Enabled(topic string) bool {
+	cur := topics.Load()
+	return cur != nil && ((*cur)[topic] || (*cur)["all"])
+}
+
+// SetOutput sends log lines to w and returns the previous writer.
+func SetOutput(w io.Writer) io.Writer {
+	mu.Lock()
+	defer mu.Unlock()
+	prev := out
+	out = w
+	return prev
+}
+
+// Printf writes one line "topic: message" when topic is enabled.
+func Printf(topic, format string, args ...any) {
+	if !Enabled(topic) {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Fprintf(out, "%s: %s\n", topic, strings.TrimSuffix(fmt.Sprintf(format, args...), "\n"))
+}
+
+// Writer returns a writer whose every Write is logged under topic, one
+// line each, or nil when topic is disabled; it suits APIs that take an
+// optional io.Writer for their log.
+func Writer(topic string) io.Writer {
+	if !Enabled(topic) {
+		return nil
+	}
+	return topicWriter(topic)
+}
+
+type topicWriter string
+
+func (w topicWriter) Write(p []byte) (int, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, line := range strings.Split(strings.TrimSuffix(string(p), "\n"), "\n") {
+		if _, err := fmt.Fprintf(out, "%s: %s\n", string(w), line); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
