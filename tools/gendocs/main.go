@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	_ "github.com/strata-ir/strata/autodiff" // registers graph-autodiff
 	"github.com/strata-ir/strata/dialects"
 	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
 )

@@ -39,6 +39,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	_ "github.com/strata-ir/strata/autodiff" // registers graph-autodiff
 	"github.com/strata-ir/strata/ir"
 	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
 )

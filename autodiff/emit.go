@@ -1,0 +1,294 @@
+package autodiff
+
+import (
+	"slices"
+
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+)
+
+// emitter builds the graph ops of one VJP at one location. It keeps the
+// first error, so that rules read as straight-line formulas: after an error
+// every call returns nil and builds nothing.
+type emitter struct {
+	b   *ir.Builder
+	loc ir.Location
+	err error
+}
+
+func (e *emitter) fail(format string, args ...any) {
+	if e.err == nil {
+		e.err = ir.Errorf(e.loc, format, args...)
+	}
+}
+
+// op builds graph op name on operands with attrs, its type inferred.
+func (e *emitter) op(name string, operands []*ir.Value, attrs ...ir.NamedAttr) *ir.Value {
+	if e.err != nil || slices.Contains(operands, nil) {
+		if e.err == nil {
+			e.fail("internal error: missing operand building graph.%s", name)
+		}
+		return nil
+	}
+	v, err := graph.Build(e.b, name, e.loc, operands, ir.Dict(attrs...))
+	if err != nil {
+		e.err = err
+		return nil
+	}
+	return v
+}
+
+// typed builds graph op name with the given result type (iota, cast).
+func (e *emitter) typed(name string, operands []*ir.Value, t ir.Type, attrs ...ir.NamedAttr) *ir.Value {
+	if e.err != nil {
+		return nil
+	}
+	v, err := graph.BuildTyped(e.b, name, e.loc, operands, ir.Dict(attrs...), t)
+	if err != nil {
+		e.err = err
+		return nil
+	}
+	return v
+}
+
+func (e *emitter) unary(name string, x *ir.Value) *ir.Value { return e.op(name, []*ir.Value{x}) }
+
+func (e *emitter) add(x, y *ir.Value) *ir.Value { return e.op("add", []*ir.Value{x, y}) }
+func (e *emitter) sub(x, y *ir.Value) *ir.Value { return e.op("sub", []*ir.Value{x, y}) }
+func (e *emitter) mul(x, y *ir.Value) *ir.Value { return e.op("mul", []*ir.Value{x, y}) }
+func (e *emitter) div(x, y *ir.Value) *ir.Value { return e.op("div", []*ir.Value{x, y}) }
+func (e *emitter) neg(x *ir.Value) *ir.Value    { return e.unary("neg", x) }
+
+// mulc multiplies x by the constant c.
+func (e *emitter) mulc(x *ir.Value, c float64) *ir.Value { return e.mul(x, e.scalarLike(x, c)) }
+
+// cmp compares x and y with predicate pred.
+func (e *emitter) cmp(pred string, x, y *ir.Value) *ir.Value {
+	return e.op("cmp", []*ir.Value{x, y}, ir.NamedAttr{Name: "predicate", Value: ir.Str(pred)})
+}
+
+// sel builds select(cond, x, y).
+func (e *emitter) sel(cond, x, y *ir.Value) *ir.Value {
+	return e.op("select", []*ir.Value{cond, x, y})
+}
+
+// reduce builds reduce_<kind> of x over axes, keeping the reduced dims when
+// keep is set.
+func (e *emitter) reduce(kind string, x *ir.Value, axes []int64, keep bool) *ir.Value {
+	return e.op("reduce_"+kind, []*ir.Value{x},
+		ir.NamedAttr{Name: "axes", Value: graph.Ints(axes...)}, ir.NamedAttr{Name: "keepdims", Value: ir.Bool(keep)})
+}
+
+func (e *emitter) reshape(x *ir.Value, shape []int64) *ir.Value {
+	if s, _ := e.shape(x); slices.Equal(s, shape) {
+		return x
+	}
+	return e.op("reshape", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+}
+
+func (e *emitter) transpose(x *ir.Value, perm []int64) *ir.Value {
+	return e.op("transpose", []*ir.Value{x}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+}
+
+func (e *emitter) broadcast(x *ir.Value, shape []int64) *ir.Value {
+	if s, _ := e.shape(x); slices.Equal(s, shape) {
+		return x
+	}
+	return e.op("broadcast_to", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+}
+
+func (e *emitter) slice(x *ir.Value, starts, limits, strides []int64) *ir.Value {
+	return e.op("slice", []*ir.Value{x},
+		ir.NamedAttr{Name: "starts", Value: graph.Ints(starts...)},
+		ir.NamedAttr{Name: "limits", Value: graph.Ints(limits...)},
+		ir.NamedAttr{Name: "strides", Value: graph.Ints(strides...)})
+}
+
+// pad pads x with zeros, low[d] before and high[d] after dim d.
+func (e *emitter) pad(x *ir.Value, low, high []int64) *ir.Value {
+	return e.op("pad", []*ir.Value{x},
+		ir.NamedAttr{Name: "low", Value: graph.Ints(low...)},
+		ir.NamedAttr{Name: "high", Value: graph.Ints(high...)})
+}
+
+// shape returns v's static shape and element type. Gradients of dynamic
+// shapes are not supported: broadcasts and un-broadcasts need sizes.
+func (e *emitter) shape(v *ir.Value) ([]int64, ir.Type) {
+	if v == nil {
+		return nil, nil
+	}
+	t, ok := v.Type().(*ir.TensorType)
+	if !ok || !t.Ranked() || ir.NumElements(t.Shape()) < 0 {
+		e.fail("autodiff needs static tensor shapes, got %s", v.Type())
+		return nil, nil
+	}
+	return t.Shape(), t.ElementType()
+}
+
+// scalar builds a rank-0 constant of the float type elem holding v.
+func (e *emitter) scalar(elem ir.Type, v float64) *ir.Value {
+	ft, ok := elem.(*ir.FloatType)
+	if !ok {
+		e.fail("expected a float element type, got %s", elem)
+		return nil
+	}
+	return e.op("constant", nil, ir.NamedAttr{Name: "value",
+		Value: ir.DenseAttr{Type: ir.TensorOf(nil, ft), Bits: []uint64{ir.FloatToBits(v, ft)}, Splat: true}})
+}
+
+// scalarLike builds a rank-0 constant of x's element type.
+func (e *emitter) scalarLike(x *ir.Value, v float64) *ir.Value {
+	_, elem := e.shape(x)
+	if e.err != nil {
+		return nil
+	}
+	return e.scalar(elem, v)
+}
+
+// zeros builds a zero tensor of type t.
+func (e *emitter) zeros(t ir.Type) *ir.Value {
+	tt, ok := t.(*ir.TensorType)
+	if !ok || !tt.Ranked() || ir.NumElements(tt.Shape()) < 0 {
+		e.fail("autodiff needs static tensor shapes, got %s", t)
+		return nil
+	}
+	ft, ok := tt.ElementType().(*ir.FloatType)
+	if !ok {
+		e.fail("expected a float element type, got %s", t)
+		return nil
+	}
+	return e.typed("full", nil, t, ir.NamedAttr{Name: "fill", Value: ir.FloatAttr{Bits: ir.FloatToBits(0, ft), Type: ft}})
+}
+
+// castTo converts x to element type elem, when it differs.
+func (e *emitter) castTo(x *ir.Value, elem ir.Type) *ir.Value {
+	s, xe := e.shape(x)
+	if e.err != nil || xe == elem {
+		return x
+	}
+	return e.typed("cast", []*ir.Value{x}, ir.TensorOf(s, elem))
+}
+
+// unbroadcast sums g, a gradient of broadcast shape, back to shape: over
+// the leading dims shape lacks and over the dims where shape has size 1
+// and g does not; then reshapes to shape.
+func (e *emitter) unbroadcast(g *ir.Value, shape []int64) *ir.Value {
+	gs, _ := e.shape(g)
+	if e.err != nil {
+		return nil
+	}
+	if slices.Equal(gs, shape) {
+		return g
+	}
+	lead := len(gs) - len(shape)
+	if lead < 0 {
+		e.fail("internal error: cannot reduce a gradient of shape %v to %v", gs, shape)
+		return nil
+	}
+	var axes []int64
+	for d := range gs {
+		if d < lead || (shape[d-lead] == 1 && gs[d] != 1) {
+			axes = append(axes, int64(d))
+		}
+	}
+	if len(axes) > 0 {
+		g = e.reduce("sum", g, axes, false)
+	}
+	return e.reshape(g, shape)
+}
+
+// swapLast is the permutation exchanging the last two of rank dims.
+func swapLast(rank int) []int64 {
+	perm := iotaInts(rank)
+	perm[rank-2], perm[rank-1] = perm[rank-1], perm[rank-2]
+	return perm
+}
+
+// iotaInts returns 0, 1, …, n-1.
+func iotaInts(n int) []int64 {
+	p := make([]int64, n)
+	for i := range p {
+		p[i] = int64(i)
+	}
+	return p
+}
+
+// normAxis resolves a possibly negative axis of a rank-r tensor.
+func (e *emitter) normAxis(axis int64, rank int) int64 {
+	if axis < 0 {
+		axis += int64(rank)
+	}
+	if axis < 0 || axis >= int64(rank) {
+		e.fail("axis %d is out of range for rank %d", axis, rank)
+	}
+	return axis
+}
+
+// keptShape is shape with the dims in axes set to 1 (keepdims form).
+func keptShape(shape []int64, axes []int64) []int64 {
+	out := slices.Clone(shape)
+	for _, a := range axes {
+		out[a] = 1
+	}
+	return out
+}
+
+func intAttr(op *ir.Operation, name string, def int64) int64 {
+	if a, ok := op.Attr(name).(ir.IntegerAttr); ok {
+		return a.Value
+	}
+	return def
+}
+
+func floatAttr(op *ir.Operation, name string, def float64) float64 {
+	if a, ok := op.Attr(name).(ir.FloatAttr); ok {
+		return a.Value()
+	}
+	return def
+}
+
+func boolAttr(op *ir.Operation, name string) bool {
+	a, ok := op.Attr(name).(ir.IntegerAttr)
+	return ok && a.Value != 0
+}
+
+func strAttr(op *ir.Operation, name, def string) string {
+	if a, ok := op.Attr(name).(ir.StringAttr); ok {
+		return a.Value
+	}
+	return def
+}
+
+// intsAttr reads an integer-list attribute ([0, 1] or array<i64: 0, 1>).
+func intsAttr(op *ir.Operation, name string) ([]int64, bool) {
+	switch a := op.Attr(name).(type) {
+	case ir.ArrayAttr:
+		out := make([]int64, len(a))
+		for i, x := range a {
+			v, ok := x.(ir.IntegerAttr)
+			if !ok {
+				return nil, false
+			}
+			out[i] = v.Value
+		}
+		return out, true
+	case ir.DenseArrayAttr:
+		return slices.Clone(a.Values), true
+	}
+	return nil, false
+}
+
+// reduceAxes returns op's reduction axes, resolved and sorted (all dims
+// when the attribute is absent).
+func (e *emitter) reduceAxes(op *ir.Operation, rank int) []int64 {
+	axes, ok := intsAttr(op, "axes")
+	if !ok {
+		return iotaInts(rank)
+	}
+	out := make([]int64, len(axes))
+	for i, a := range axes {
+		out[i] = e.normAxis(a, rank)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,89 @@
+package autodiff
+
+import (
+	"errors"
+
+	funcd "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+)
+
+func init() {
+	passes.Register(&passes.PassInfo{
+		Name:    "graph-autodiff",
+		Summary: "Add reverse-mode gradient functions @f_grad next to graph functions",
+		Description: "For each public func.func @f directly in the module (or only the one named by `func`), " +
+			"adds @f_grad after it. @f_grad takes f's arguments followed by one cotangent per result of f " +
+			"(the gradient of a loss with respect to that result; pass ones to differentiate a sum) and " +
+			"returns the gradient with respect to each argument listed in `wrt`, in order (every " +
+			"floating-point argument when `wrt` is empty). It recomputes the forward values it needs; the " +
+			"gradient is built from each op's VJP rule (see docs/autodiff.md). Integer and boolean arguments " +
+			"have no gradient; listing one in `wrt` is an error, as is an op with no VJP on a " +
+			"differentiated path, a dynamic shape there, or an existing @f_grad.",
+		Anchor: "builtin.module",
+		Options: []passes.OptionDef{
+			{Name: "wrt", Type: passes.IntList, Default: []int64{}, Doc: "argument indices to differentiate with respect to (default: every float argument)"},
+			{Name: "func", Type: passes.String, Default: "", Doc: "differentiate only this function (default: every public function)"},
+		},
+		New: func(o passes.Options) (passes.Pass, error) {
+			var wrt []int
+			for _, w := range o.Ints("wrt") {
+				wrt = append(wrt, int(w))
+			}
+			return autodiffPass{wrt: wrt, fn: o.String("func")}, nil
+		},
+	})
+}
+
+type autodiffPass struct {
+	wrt []int // nil: every float argument
+	fn  string
+}
+
+func (autodiffPass) Name() string { return "graph-autodiff" }
+
+// Run differentiates the selected functions of the module. The functions
+// are collected first so that the new @f_grad are not differentiated in
+// turn.
+func (p autodiffPass) Run(module *ir.Operation, st *passes.State) error {
+	var todo []*ir.Operation
+	for _, r := range module.Regions() {
+		for blk := r.Front(); blk != nil; blk = blk.Next() {
+			for op := range blk.All() {
+				if op.Name() != funcd.FuncOp || funcd.IsExternal(op) {
+					continue
+				}
+				if p.fn != "" && ir.SymbolName(op) == p.fn || p.fn == "" && !ir.IsPrivate(op) {
+					todo = append(todo, op)
+				}
+			}
+		}
+	}
+	if p.fn != "" && len(todo) == 0 {
+		return ir.Errorf(module.Loc(), "graph-autodiff: no function named @%s with a body in the module", p.fn)
+	}
+	count := st.Stat("num-differentiated", "Number of gradient functions added")
+	var errs ir.DiagnosticList
+	for _, fn := range todo {
+		if _, err := Grad(st.Ctx, fn, p.wrt); err != nil {
+			errs = append(errs, asDiagnostic(fn, err))
+			continue
+		}
+		count.Add(1)
+	}
+	if len(todo) == 0 {
+		st.MarkUnchanged()
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func asDiagnostic(fn *ir.Operation, err error) *ir.Diagnostic {
+	var d *ir.Diagnostic
+	if errors.As(err, &d) {
+		return d
+	}
+	return ir.Errorf(fn.Loc(), "cannot differentiate @%s: %v", ir.SymbolName(fn), err)
+}

@@ -1,0 +1,524 @@
+package autodiff
+
+import (
+	"math"
+	"slices"
+
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+)
+
+// vjp is the vector-Jacobian product of one op: given g, the gradient of
+// the loss with respect to op's result (of the result's type), it builds
+// with e and returns one gradient per operand, each of its operand's type,
+// or nil for an operand that has none (indices, conditions). Rules may
+// compute gradients nobody needs; the unused ops are removed afterwards.
+type vjp func(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value
+
+// rules maps each graph op to its VJP. Ops that are absent (conv2d, fusion)
+// cannot be differentiated; noGrad marks ops whose result carries no
+// gradient to their operands.
+var rules = map[string]vjp{
+	// Constants have no operands; comparisons and argmax are piecewise
+	// constant, so their operands get nothing.
+	"graph.constant": noGrad,
+	"graph.iota":     noGrad,
+	"graph.full":     noGrad,
+	"graph.argmax":   noGrad,
+	"graph.cmp":      noGrad,
+
+	"graph.neg": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.neg(g) }),
+	// abs: sign(x)·g, with 0 at x = 0 as in PyTorch.
+	"graph.abs": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		zero := e.scalarLike(x, 0)
+		return e.sel(e.cmp("gt", x, zero), g, e.sel(e.cmp("lt", x, zero), e.neg(g), zero))
+	}),
+	"graph.exp": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.mul(g, y) }),
+	"graph.log": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.div(g, x) }),
+	// sqrt: g / (2√x).
+	"graph.sqrt": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.div(e.mulc(g, 0.5), y)
+	}),
+	// rsqrt: -½·x^(-3/2)·g = -½·y/x·g.
+	"graph.rsqrt": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.mul(e.mulc(g, -0.5), e.div(y, x))
+	}),
+	"graph.tanh": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.mul(g, e.sub(e.scalarLike(y, 1), e.mul(y, y)))
+	}),
+	"graph.sigmoid": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.mul(g, e.mul(y, e.sub(e.scalarLike(y, 1), y)))
+	}),
+	// relu: g where x > 0, else 0 (0 at x = 0, as in PyTorch).
+	"graph.relu": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		zero := e.scalarLike(x, 0)
+		return e.sel(e.cmp("gt", x, zero), g, zero)
+	}),
+	"graph.gelu": unary(geluGrad),
+	// erf: 2/√π·e^(-x²)·g.
+	"graph.erf": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.mul(e.mulc(g, 2/math.Sqrt(math.Pi)), e.unary("exp", e.neg(e.mul(x, x))))
+	}),
+	"graph.sin": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.mul(g, e.unary("cos", x))
+	}),
+	"graph.cos": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.neg(e.mul(g, e.unary("sin", x)))
+	}),
+	// reciprocal: -g/x² = -g·y².
+	"graph.reciprocal": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+		return e.neg(e.mul(g, e.mul(y, y)))
+	}),
+
+	"graph.add": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) { return g, g }),
+	"graph.sub": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) { return g, e.neg(g) }),
+	"graph.mul": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+		return e.mul(g, b), e.mul(g, a)
+	}),
+	// div: g/b and -g·a/b² = -g·y/b.
+	"graph.div": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+		gb := e.div(g, b)
+		return gb, e.neg(e.mul(gb, y))
+	}),
+	// pow: g·b·a^(b-1), and g·y·ln a for the exponent, taken as 0 where
+	// a = 0 (PyTorch's convention; a < 0 gives NaN).
+	"graph.pow": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+		one := e.scalarLike(b, 1)
+		ga := e.mul(e.mul(g, b), e.op("pow", []*ir.Value{a, e.sub(b, one)}))
+		zero := e.scalarLike(a, 0)
+		gb := e.sel(e.cmp("eq", a, zero), zero, e.mul(e.mul(g, y), e.unary("log", a)))
+		return ga, gb
+	}),
+	// max and min: the gradient goes to the chosen operand; on a tie each
+	// gets half (PyTorch's torch.maximum); where either is NaN, neither.
+	"graph.max": binary(extremumGrad("gt", "lt")),
+	"graph.min": binary(extremumGrad("lt", "gt")),
+
+	"graph.select": selectGrad,
+	"graph.cast":   castGrad,
+
+	"graph.reduce_sum":  reduceSumGrad,
+	"graph.reduce_mean": reduceSumGrad,
+	"graph.reduce_max":  reduceExtremumGrad,
+	"graph.reduce_min":  reduceExtremumGrad,
+
+	"graph.reshape":      reshapeGrad,
+	"graph.transpose":    transposeGrad,
+	"graph.broadcast_to": broadcastGrad,
+	"graph.concat":       concatGrad,
+	"graph.slice":        sliceGrad,
+	"graph.pad":          padGrad,
+	"graph.gather":       gatherGrad,
+	"graph.matmul":       matmulGrad,
+
+	"graph.softmax":     softmaxGrad,
+	"graph.log_softmax": softmaxGrad,
+	"graph.layer_norm":  normGrad,
+	"graph.rms_norm":    normGrad,
+	"graph.attention":   attentionGrad,
+}
+
+// Differentiable reports whether ops named name have a VJP rule (noGrad
+// counts: their operands simply get no gradient).
+func Differentiable(name string) bool {
+	_, ok := rules[name]
+	return ok
+}
+
+func noGrad(*emitter, *ir.Operation, *ir.Value) []*ir.Value { return nil }
+
+// unary lifts the gradient formula of an elementwise unary op, which sees
+// the operand x, the result y and the result's gradient g.
+func unary(f func(e *emitter, op *ir.Operation, x, y, g *ir.Value) *ir.Value) vjp {
+	return func(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+		return []*ir.Value{f(e, op, op.Operand(0), op.Result(0), g)}
+	}
+}
+
+// binary lifts the gradient formulas of a broadcasting binary op: f
+// returns gradients of the broadcast shape, summed back to each operand's
+// shape here.
+func binary(f func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value)) vjp {
+	return func(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+		a, b := op.Operand(0), op.Operand(1)
+		ga, gb := f(e, a, b, op.Result(0), g)
+		as, _ := e.shape(a)
+		bs, _ := e.shape(b)
+		return []*ir.Value{e.unbroadcast(ga, as), e.unbroadcast(gb, bs)}
+	}
+}
+
+// geluGrad differentiates both forms of gelu:
+//
+//	exact: Φ(x) + x·φ(x), Φ(x) = ½(1 + erf(x/√2)), φ(x) = e^(-x²/2)/√(2π)
+//	tanh:  ½(1 + t) + ½x(1 - t²)·c(1 + 3a·x²), t = tanh(c(x + a·x³)), c = √(2/π), a = 0.044715
+func geluGrad(e *emitter, op *ir.Operation, x, _, g *ir.Value) *ir.Value {
+	half, one := e.scalarLike(x, 0.5), e.scalarLike(x, 1)
+	x2 := e.mul(x, x)
+	var d *ir.Value
+	if strAttr(op, "approximate", "none") == "tanh" {
+		const a = 0.044715
+		c := math.Sqrt(2 / math.Pi)
+		t := e.unary("tanh", e.mulc(e.add(x, e.mulc(e.mul(x2, x), a)), c))
+		left := e.mul(half, e.add(one, t))
+		dt := e.mul(e.sub(one, e.mul(t, t)), e.mulc(e.add(one, e.mulc(x2, 3*a)), c))
+		d = e.add(left, e.mul(e.mul(half, x), dt))
+	} else {
+		cdf := e.mul(half, e.add(one, e.unary("erf", e.mulc(x, 1/math.Sqrt2))))
+		pdf := e.mulc(e.unary("exp", e.mulc(x2, -0.5)), 1/math.Sqrt(2*math.Pi))
+		d = e.add(cdf, e.mul(x, pdf))
+	}
+	return e.mul(g, d)
+}
+
+// extremumGrad is the rule of max (wins = "gt") or min (wins = "lt").
+func extremumGrad(wins, loses string) func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+	return func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+		one, half, zero := e.scalarLike(g, 1), e.scalarLike(g, 0.5), e.scalarLike(g, 0)
+		tie := e.sel(e.cmp("eq", a, b), half, zero)
+		wa := e.sel(e.cmp(wins, a, b), one, tie)
+		wb := e.sel(e.cmp(loses, a, b), one, tie)
+		return e.mul(g, wa), e.mul(g, wb)
+	}
+}
+
+// selectGrad routes g to a where cond holds and to b elsewhere.
+func selectGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	c, a, b := op.Operand(0), op.Operand(1), op.Operand(2)
+	zero := e.scalarLike(g, 0)
+	as, _ := e.shape(a)
+	bs, _ := e.shape(b)
+	return []*ir.Value{nil, e.unbroadcast(e.sel(c, g, zero), as), e.unbroadcast(e.sel(c, zero, g), bs)}
+}
+
+// castGrad converts g back for a float-to-float cast; casts to or from
+// integers are piecewise constant (or have no float operand).
+func castGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	x := op.Operand(0)
+	if !isFloatTensor(x.Type()) {
+		return nil
+	}
+	return []*ir.Value{e.castTo(g, ir.ElementTypeOf(x.Type()))}
+}
+
+// reduceSumGrad broadcasts g back over the reduced dims, divided by their
+// size for reduce_mean.
+func reduceSumGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	xs, _ := e.shape(op.Operand(0))
+	axes := e.reduceAxes(op, len(xs))
+	if e.err != nil {
+		return nil
+	}
+	gx := e.broadcast(e.reshape(g, keptShape(xs, axes)), xs)
+	if op.Name() == "graph.reduce_mean" {
+		n := int64(1)
+		for _, a := range axes {
+			n *= xs[a]
+		}
+		gx = e.mulc(gx, 1/float64(max(n, 1)))
+	}
+	return []*ir.Value{gx}
+}
+
+// reduceExtremumGrad sends g to the elements equal to the maximum (or
+// minimum), split evenly among ties as PyTorch's amax does. Where the
+// result is NaN no element equals it and the gradient is zero.
+func reduceExtremumGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	x := op.Operand(0)
+	xs, elem := e.shape(x)
+	axes := e.reduceAxes(op, len(xs))
+	if e.err != nil {
+		return nil
+	}
+	kept := keptShape(xs, axes)
+	hit := e.cmp("eq", x, e.reshape(op.Result(0), kept))
+	count := e.reduce("sum", e.castTo(hit, elem), axes, true)
+	share := e.div(e.reshape(g, kept), count)
+	return []*ir.Value{e.sel(hit, e.broadcast(share, xs), e.scalar(elem, 0))}
+}
+
+func reshapeGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	xs, _ := e.shape(op.Operand(0))
+	return []*ir.Value{e.reshape(g, xs)}
+}
+
+// transposeGrad transposes g by the inverse permutation.
+func transposeGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	perm, _ := intsAttr(op, "perm")
+	inv := make([]int64, len(perm))
+	for i, p := range perm {
+		if p < 0 || int(p) >= len(perm) {
+			e.fail("invalid permutation %v", perm)
+			return nil
+		}
+		inv[p] = int64(i)
+	}
+	return []*ir.Value{e.transpose(g, inv)}
+}
+
+func broadcastGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	xs, _ := e.shape(op.Operand(0))
+	return []*ir.Value{e.unbroadcast(g, xs)}
+}
+
+// concatGrad slices each operand's part out of g.
+func concatGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	gs, _ := e.shape(g)
+	if e.err != nil {
+		return nil
+	}
+	axis := e.normAxis(intAttr(op, "axis", 0), len(gs))
+	out := make([]*ir.Value, op.NumOperands())
+	starts, limits, strides := make([]int64, len(gs)), slices.Clone(gs), ones(len(gs))
+	for i, x := range op.Operands() {
+		xs, _ := e.shape(x)
+		if e.err != nil {
+			return nil
+		}
+		limits[axis] = starts[axis] + xs[axis]
+		out[i] = e.slice(g, starts, limits, strides)
+		starts[axis] = limits[axis]
+	}
+	return out
+}
+
+// sliceGrad scatters g back into zeros of x's shape: along each strided dim
+// it interleaves stride-1 zeros after every element (reshape to [n, 1],
+// pad to [n, s], reshape to [n·s], drop the trailing zeros), then pads
+// with starts before and the rest after.
+func sliceGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	x := op.Operand(0)
+	xs, _ := e.shape(x)
+	gs, _ := e.shape(g)
+	if e.err != nil {
+		return nil
+	}
+	if ir.NumElements(gs) == 0 {
+		return []*ir.Value{e.zeros(x.Type())}
+	}
+	starts, _ := intsAttr(op, "starts")
+	strides, ok := intsAttr(op, "strides")
+	if !ok {
+		strides = ones(len(xs))
+	}
+	cur, cs := g, slices.Clone(gs)
+	for d, s := range strides {
+		if s == 1 {
+			continue
+		}
+		n := cs[d]
+		split := slices.Insert(slices.Clone(cs), d+1, 1)
+		high := make([]int64, len(split))
+		high[d+1] = s - 1
+		cur = e.pad(e.reshape(cur, split), make([]int64, len(split)), high)
+		spread := slices.Clone(cs)
+		spread[d] = n * s
+		cur = e.reshape(cur, spread)
+		limits := slices.Clone(spread)
+		limits[d] = (n-1)*s + 1
+		cur = e.slice(cur, make([]int64, len(cs)), limits, ones(len(cs)))
+		cs[d] = limits[d]
+	}
+	high := make([]int64, len(xs))
+	for d := range xs {
+		high[d] = xs[d] - starts[d] - cs[d]
+	}
+	return []*ir.Value{e.pad(cur, starts, high)}
+}
+
+// padGrad slices the unpadded window out of g.
+func padGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	xs, _ := e.shape(op.Operand(0))
+	low, _ := intsAttr(op, "low")
+	if e.err != nil || len(low) != len(xs) {
+		e.fail("invalid padding %v for shape %v", low, xs)
+		return nil
+	}
+	limits := make([]int64, len(xs))
+	for d := range xs {
+		limits[d] = low[d] + xs[d]
+	}
+	return []*ir.Value{e.slice(g, low, limits, ones(len(xs)))}
+}
+
+// gatherGrad scatter-adds g into x's shape with a one-hot matrix: for x of
+// shape A×[D]×B, indices of n elements and g of shape A×indices×B,
+// grad = onehotᵀ[D, n] · g[a, n, b], so repeated indices accumulate.
+func gatherGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	x, idx := op.Operand(0), op.Operand(1)
+	xs, elem := e.shape(x)
+	is, ie := e.shape(idx)
+	if e.err != nil {
+		return nil
+	}
+	axis := e.normAxis(intAttr(op, "axis", 0), len(xs))
+	if e.err != nil {
+		return nil
+	}
+	a, d, b, n := ir.NumElements(xs[:axis]), xs[axis], ir.NumElements(xs[axis+1:]), ir.NumElements(is)
+	flat := e.reshape(idx, []int64{n, 1})
+	// Negative indices count from the end.
+	flat = e.sel(e.cmp("lt", flat, e.intScalar(ie, 0)), e.add(flat, e.intScalar(ie, d)), flat)
+	positions := e.typed("iota", nil, ir.TensorOf([]int64{n, d}, ie), ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
+	onehot := e.castTo(e.cmp("eq", flat, positions), elem)
+	gx := e.op("matmul", []*ir.Value{e.transpose(onehot, []int64{1, 0}), e.reshape(g, []int64{a, n, b})})
+	return []*ir.Value{e.reshape(gx, xs), nil}
+}
+
+// intScalar builds a rank-0 integer constant of type elem.
+func (e *emitter) intScalar(elem ir.Type, v int64) *ir.Value {
+	return e.op("constant", nil, ir.NamedAttr{Name: "value",
+		Value: ir.DenseAttr{Type: ir.TensorOf(nil, elem), Bits: []uint64{uint64(v)}, Splat: true}})
+}
+
+// matmulGrad: ga = g·bᵀ and gb = aᵀ·g, with 1-D operands promoted to
+// matrices as numpy.matmul does and broadcast batch dims summed away.
+func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	a, b := op.Operand(0), op.Operand(1)
+	as, _ := e.shape(a)
+	bs, _ := e.shape(b)
+	if e.err != nil {
+		return nil
+	}
+	as2, bs2 := as, bs
+	if len(as) == 1 {
+		as2 = []int64{1, as[0]}
+	}
+	if len(bs) == 1 {
+		bs2 = []int64{bs[0], 1}
+	}
+	ys2, err := graph.MatmulShape(as2, bs2)
+	if err != nil {
+		e.fail("%v", err)
+		return nil
+	}
+	a2, b2, g2 := e.reshape(a, as2), e.reshape(b, bs2), e.reshape(g, ys2)
+	ga := e.op("matmul", []*ir.Value{g2, e.transpose(b2, swapLast(len(bs2)))})
+	gb := e.op("matmul", []*ir.Value{e.transpose(a2, swapLast(len(as2))), g2})
+	return []*ir.Value{
+		e.reshape(e.unbroadcast(ga, as2), as),
+		e.reshape(e.unbroadcast(gb, bs2), bs),
+	}
+}
+
+// softmaxGrad: for y = softmax(x), y·(g - Σ g·y); for y = log_softmax(x),
+// g - e^y·Σ g; sums along the axis.
+func softmaxGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	y := op.Result(0)
+	ys, _ := e.shape(y)
+	if e.err != nil {
+		return nil
+	}
+	axes := []int64{e.normAxis(intAttr(op, "axis", -1), len(ys))}
+	if op.Name() == "graph.log_softmax" {
+		return []*ir.Value{e.sub(g, e.mul(e.unary("exp", y), e.reduce("sum", g, axes, true)))}
+	}
+	return []*ir.Value{e.mul(y, e.sub(g, e.reduce("sum", e.mul(g, y), axes, true)))}
+}
+
+// normGrad differentiates layer_norm and rms_norm over dims axis…rank-1.
+// With r = 1/√(var + ε) and x̂ the normalized input, ĝ = g·w:
+//
+//	layer_norm: gx = r·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)), gw = Σ g·x̂, gb = Σ g
+//	rms_norm:   gx = r·(ĝ - x·r²·mean(ĝ·x)),         gw = Σ g·x·r
+//
+// where the sums for w and b run over the leading (batch) dims.
+func normGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	x, w := op.Operand(0), op.Operand(1)
+	xs, elem := e.shape(x)
+	ws, _ := e.shape(w)
+	if e.err != nil {
+		return nil
+	}
+	axis := e.normAxis(intAttr(op, "axis", -1), len(xs))
+	var axes []int64
+	for d := axis; d < int64(len(xs)); d++ {
+		axes = append(axes, d)
+	}
+	eps := e.scalar(elem, floatAttr(op, "epsilon", 1e-5))
+	gh := e.mul(g, w)
+	if op.Name() == "graph.rms_norm" {
+		r := e.unary("reciprocal", e.unary("sqrt", e.add(e.reduce("mean", e.mul(x, x), axes, true), eps)))
+		gx := e.mul(r, e.sub(gh, e.mul(e.mul(x, e.mul(r, r)), e.reduce("mean", e.mul(gh, x), axes, true))))
+		return []*ir.Value{gx, e.unbroadcast(e.mul(g, e.mul(x, r)), ws)}
+	}
+	bs, _ := e.shape(op.Operand(2))
+	xc := e.sub(x, e.reduce("mean", x, axes, true))
+	r := e.unary("reciprocal", e.unary("sqrt", e.add(e.reduce("mean", e.mul(xc, xc), axes, true), eps)))
+	xh := e.mul(xc, r)
+	inner := e.sub(e.sub(gh, e.reduce("mean", gh, axes, true)), e.mul(xh, e.reduce("mean", e.mul(gh, xh), axes, true)))
+	return []*ir.Value{e.mul(r, inner), e.unbroadcast(e.mul(g, xh), ws), e.unbroadcast(g, bs)}
+}
+
+// attentionGrad recomputes p = softmax(s), s = q·kᵀ·scale (+ mask), and
+// differentiates out = p·v:
+//
+//	gv = pᵀ·g, gs = p·(g·vᵀ - Σ (g·vᵀ)·p), gq = gs·k·scale, gk = gsᵀ·q·scale
+//
+// A float mask receives gs (summed to its shape); an i1 mask nothing.
+func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	q, k, v := op.Operand(0), op.Operand(1), op.Operand(2)
+	qs, elem := e.shape(q)
+	ks, _ := e.shape(k)
+	vs, _ := e.shape(v)
+	if e.err != nil {
+		return nil
+	}
+	if len(qs) < 2 || len(ks) < 2 || len(vs) < 2 {
+		e.fail("q, k and v must have rank >= 2")
+		return nil
+	}
+	scale := floatAttr(op, "scale", 1/math.Sqrt(float64(qs[len(qs)-1])))
+	s := e.mulc(e.op("matmul", []*ir.Value{q, e.transpose(k, swapLast(len(ks)))}), scale)
+	var mask *ir.Value
+	if op.NumOperands() == 4 {
+		mask = op.Operand(3)
+		if ir.ElementTypeOf(mask.Type()) == ir.I1 {
+			s = e.sel(mask, s, e.scalar(elem, math.Inf(-1)))
+		} else {
+			s = e.add(s, mask)
+		}
+	}
+	if boolAttr(op, "causal") {
+		lq, lk := qs[len(qs)-2], ks[len(ks)-2]
+		pos := ir.TensorOf([]int64{lq, lk}, ir.I64)
+		row := e.typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 0, Type: ir.I64}})
+		col := e.typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
+		s = e.sel(e.cmp("le", col, row), s, e.scalar(elem, math.Inf(-1)))
+	}
+	last := []int64{-1}
+	if ss, _ := e.shape(s); e.err == nil {
+		last = []int64{int64(len(ss) - 1)}
+	}
+	ex := e.unary("exp", e.sub(s, e.reduce("max", s, last, true)))
+	p := e.div(ex, e.reduce("sum", ex, last, true))
+
+	ps, _ := e.shape(p)
+	if e.err != nil {
+		return nil
+	}
+	gv := e.op("matmul", []*ir.Value{e.transpose(p, swapLast(len(ps))), g})
+	gp := e.op("matmul", []*ir.Value{g, e.transpose(v, swapLast(len(vs)))})
+	gs := e.mul(p, e.sub(gp, e.reduce("sum", e.mul(gp, p), last, true)))
+	gq := e.mulc(e.op("matmul", []*ir.Value{gs, k}), scale)
+	gk := e.mulc(e.op("matmul", []*ir.Value{e.transpose(gs, swapLast(len(ps))), q}), scale)
+	out := []*ir.Value{e.unbroadcast(gq, qs), e.unbroadcast(gk, ks), e.unbroadcast(gv, vs)}
+	if mask != nil {
+		var gm *ir.Value
+		if isFloatTensor(mask.Type()) {
+			ms, _ := e.shape(mask)
+			gm = e.unbroadcast(gs, ms)
+		}
+		out = append(out, gm)
+	}
+	return out
+}
+
+// ones returns n ones.
+func ones(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
