@@ -101,10 +101,14 @@ func FromNPY(arr *npy.Array, want ir.Type) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkValue(t, want); err != nil {
+	var v Value = t
+	if _, mem := want.(*ir.MemRefType); mem {
+		v = &Buffer{elem: t.elem, shape: t.shape, data: t.data} // t is not shared
+	}
+	if err := checkValue(v, want); err != nil {
 		return nil, fmt.Errorf("expected %s, got a %s array of shape %v", want, arr.DType, arr.Shape)
 	}
-	return t, nil
+	return v, nil
 }
 
 // fromSlice makes a tensor from an array whose dtype's Go type is T.
@@ -118,6 +122,12 @@ func fromSlice[T npy.Element](elem ir.Type, arr *npy.Array) (*Tensor, error) {
 
 // ToNPY converts a value into a .npy array (bf16 widened to float32, index to int64).
 func ToNPY(v Value) (*npy.Array, error) {
+	if b, ok := v.(*Buffer); ok {
+		if b.freed {
+			return nil, fmt.Errorf("cannot write %s as .npy", v)
+		}
+		v = &Tensor{elem: b.elem, shape: b.shape, data: b.data} // read only below
+	}
 	t, ok := v.(*Tensor)
 	if !ok {
 		return nil, fmt.Errorf("cannot write %s as .npy", v)
@@ -169,7 +179,8 @@ func ToNPY(v Value) (*npy.Array, error) {
 // ft: the same seed gives the same values on every run and platform. Floats
 // are uniform in [-1, 1); signless and signed integers uniform in [-8, 8),
 // unsigned ones and index in [0, 8); i1 is true or false with equal odds.
-// Arguments with dynamic dims are an error: their sizes must be given.
+// Memref arguments get fresh buffers. Arguments with dynamic dims are an
+// error: their sizes must be given.
 func RandomInputs(ft *ir.FunctionType, seed int64) ([]Value, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5354524154413031)) // "STRATA01"
 	vals := make([]Value, len(ft.Inputs))
@@ -178,9 +189,6 @@ func RandomInputs(ft *ir.FunctionType, seed int64) ([]Value, error) {
 		if st, ok := typ.(ir.ShapedType); ok {
 			if !st.Ranked() {
 				return nil, fmt.Errorf("argument %d has unranked type %s: give its value", i, typ)
-			}
-			if _, mem := typ.(*ir.MemRefType); mem {
-				return nil, fmt.Errorf("argument %d: memref arguments are not supported yet", i)
 			}
 			shape = st.Shape()
 			for _, d := range shape {
@@ -215,6 +223,9 @@ func RandomInputs(ft *ir.FunctionType, seed int64) ([]Value, error) {
 			t.setInts(is)
 		}
 		vals[i] = t
+		if _, mem := typ.(*ir.MemRefType); mem {
+			vals[i] = &Buffer{elem: t.elem, shape: t.shape, data: t.data}
+		}
 	}
 	return vals, nil
 }

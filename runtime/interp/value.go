@@ -12,8 +12,8 @@ import (
 
 // Value is what an SSA value holds while a program runs. Tensors, vectors
 // and scalars are *Tensor values (a scalar is a rank-0 tensor); memref
-// buffers, which alias one another, will be a second implementation sharing
-// Tensor's storage representation.
+// buffers, which alias one another, are *Buffer values sharing Tensor's
+// storage representation.
 type Value interface {
 	// ElemType returns the element type: f32 for both f32 and tensor<4xf32>.
 	ElemType() ir.Type
@@ -405,13 +405,13 @@ func checkValue(v Value, want ir.Type) error {
 	elem := ir.ElementTypeOf(want)
 	var shape []int64
 	ranked := true
-	switch w := want.(type) {
-	case *ir.MemRefType:
-		return fmt.Errorf("expected %s, got %s: memref values are not supported yet", want, v)
-	case ir.ShapedType:
-		shape, ranked = w.Shape(), w.Ranked()
+	if st, ok := want.(ir.ShapedType); ok {
+		shape, ranked = st.Shape(), st.Ranked()
 	}
-	ok := v.ElemType() == elem
+	// Memrefs hold buffers (see Buffer); every other type holds tensors.
+	_, isBuf := v.(*Buffer)
+	_, wantBuf := want.(*ir.MemRefType)
+	ok := isBuf == wantBuf && v.ElemType() == elem
 	if ok && ranked {
 		got := v.Shape()
 		ok = len(got) == len(shape)

@@ -309,14 +309,38 @@ func fromArray(arr *npy.Array, t ir.Type) (interp.Value, error) {
 		bits[i] = binary.LittleEndian.Uint64(buf[:])
 		clear(buf[:])
 	}
-	return interp.FromBits(elem, arr.Shape, bits)
+	v, err := interp.FromBits(elem, arr.Shape, bits)
+	if err != nil {
+		return nil, err
+	}
+	return asParam(v, t), nil
+}
+
+// asParam passes v as a buffer when the parameter type t is a memref.
+func asParam(v *interp.Tensor, t ir.Type) interp.Value {
+	if _, ok := t.(*ir.MemRefType); ok {
+		return interp.BufferFromTensor(v)
+	}
+	return v
+}
+
+// asTensor reads a result that is a buffer as a tensor of its elements.
+func asTensor(v interp.Value) (*interp.Tensor, error) {
+	if b, ok := v.(*interp.Buffer); ok {
+		return b.Tensor()
+	}
+	t, ok := v.(*interp.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("a %s cannot be written to .npy", v)
+	}
+	return t, nil
 }
 
 // toArray converts a result into a .npy array.
 func toArray(v interp.Value) (*npy.Array, error) {
-	t, ok := v.(*interp.Tensor)
-	if !ok {
-		return nil, fmt.Errorf("a %s cannot be written to .npy", v)
+	t, err := asTensor(v)
+	if err != nil {
+		return nil, err
 	}
 	dt, err := dtypeOf(t.ElemType())
 	if err != nil {
@@ -382,7 +406,7 @@ func randomArgs(params []ir.Type, seed uint64) ([]interp.Value, error) {
 		if err != nil {
 			return nil, fmt.Errorf("argument %d: %w", i, err)
 		}
-		args[i] = v
+		args[i] = asParam(v, p)
 	}
 	return args, nil
 }
@@ -394,7 +418,7 @@ const maxShown = 16
 // of its elements as float64 and an FNV-1a hash of its .npy data, so that
 // runs can be compared at a glance; small results also list their values.
 func summary(v interp.Value, arr *npy.Array) string {
-	t := v.(*interp.Tensor) // toArray succeeded
+	t, _ := asTensor(v) // toArray succeeded
 	var sum float64
 	var values []string
 	if ir.IsFloat(t.ElemType()) {
