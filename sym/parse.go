@@ -1,0 +1,156 @@
+package sym
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Parse reads an expression in the syntax String prints: integers,
+// symbols, + - * and parentheses, and the calls floordiv(a, b), mod(a, b),
+// max(a, b), min(a, b). The result is simplified under the default facts.
+func Parse(text string) (Expr, error) { return (*Facts)(nil).Parse(text) }
+
+// Parse is the package-level Parse, simplifying under f.
+func (f *Facts) Parse(text string) (Expr, error) {
+	p := &parser{src: text, f: f}
+	e, err := p.sum()
+	if err == nil && p.skip() < len(p.src) {
+		err = p.errorf("unexpected %q", p.src[p.pos:])
+	}
+	if err != nil {
+		return Expr{}, err
+	}
+	return e, nil
+}
+
+// parser is a recursive-descent parser over src.
+type parser struct {
+	src string
+	pos int
+	f   *Facts
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return fmt.Errorf("sym: parsing %q at offset %d: %s", p.src, p.pos, fmt.Sprintf(format, args...))
+}
+
+// skip moves past spaces and returns the position.
+func (p *parser) skip() int {
+	for p.pos < len(p.src) && (p.src[p.pos] == ' ' || p.src[p.pos] == '\t') {
+		p.pos++
+	}
+	return p.pos
+}
+
+// eat consumes c if it is next.
+func (p *parser) eat(c byte) bool {
+	if p.skip() < len(p.src) && p.src[p.pos] == c {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// sum := product (('+' | '-') product)*
+func (p *parser) sum() (Expr, error) {
+	e, err := p.product()
+	for err == nil {
+		var k int64
+		switch {
+		case p.eat('+'):
+			k = 1
+		case p.eat('-'):
+			k = -1
+		default:
+			return e, nil
+		}
+		var x Expr
+		if x, err = p.product(); err == nil {
+			e = addScaled(e, x, k)
+		}
+	}
+	return Expr{}, err
+}
+
+// product := unary ('*' unary)*
+func (p *parser) product() (Expr, error) {
+	e, err := p.unary()
+	for err == nil && p.eat('*') {
+		var x Expr
+		if x, err = p.unary(); err == nil {
+			e = Mul(e, x)
+		}
+	}
+	return e, err
+}
+
+// unary := '-' unary | primary
+func (p *parser) unary() (Expr, error) {
+	if p.eat('-') {
+		e, err := p.unary()
+		return Neg(e), err
+	}
+	return p.primary()
+}
+
+// primary := integer | symbol | call | '(' sum ')'
+func (p *parser) primary() (Expr, error) {
+	start := p.skip()
+	if p.eat('(') {
+		e, err := p.sum()
+		if err == nil && !p.eat(')') {
+			err = p.errorf("expected ')'")
+		}
+		return e, err
+	}
+	for p.pos < len(p.src) && isDigit(p.src[p.pos]) {
+		p.pos++
+	}
+	if p.pos > start {
+		v, err := strconv.ParseInt(p.src[start:p.pos], 10, 64)
+		if err != nil {
+			return Expr{}, p.errorf("bad integer %q", p.src[start:p.pos])
+		}
+		return Const(v), nil
+	}
+	for p.pos < len(p.src) && isIdent(p.src[p.pos]) {
+		p.pos++
+	}
+	name := p.src[start:p.pos]
+	if name == "" {
+		if p.pos == len(p.src) {
+			return Expr{}, p.errorf("unexpected end")
+		}
+		return Expr{}, p.errorf("unexpected %q", p.src[p.pos:p.pos+1])
+	}
+	if !p.eat('(') {
+		return Sym(name), nil
+	}
+	op, ok := map[string]func(a, b Expr) Expr{
+		"floordiv": p.f.FloorDiv, "mod": p.f.Mod, "max": p.f.Max, "min": p.f.Min,
+	}[name]
+	if !ok {
+		return Expr{}, p.errorf("unknown function %s (want floordiv, mod, max or min)", name)
+	}
+	a, err := p.sum()
+	if err != nil {
+		return Expr{}, err
+	}
+	if !p.eat(',') {
+		return Expr{}, p.errorf("expected ',' in %s(…)", name)
+	}
+	b, err := p.sum()
+	if err != nil {
+		return Expr{}, err
+	}
+	if !p.eat(')') {
+		return Expr{}, p.errorf("expected ')' closing %s(…)", name)
+	}
+	return op(a, b), nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isIdent(c byte) bool {
+	return isDigit(c) || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
