@@ -1,0 +1,234 @@
+package cuda
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// libName is the driver library; the unversioned libcuda.so is only
+// installed with the toolkit, the .1 soname with every driver.
+const libName = "libcuda.so.1"
+
+// driver holds the bound entry points of one loaded libcuda. Handles
+// (CUcontext, CUmodule, CUfunction, CUstream, CUevent) are opaque C
+// pointers kept as uintptr; CUdeviceptr and size_t are 64-bit.
+type driver struct {
+	cuInit                    func(flags uint32) Result
+	cuDriverGetVersion        func(version *int32) Result
+	cuGetErrorName            func(r Result, str **byte) Result
+	cuGetErrorString          func(r Result, str **byte) Result
+	cuDeviceGetCount          func(count *int32) Result
+	cuDeviceGet               func(dev *int32, ordinal int32) Result
+	cuDeviceGetName           func(name *byte, n int32, dev int32) Result
+	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) Result
+	cuDeviceTotalMem          func(bytes *uint64, dev int32) Result
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) Result
+	cuDevicePrimaryCtxRelease func(dev int32) Result
+	cuCtxSetCurrent           func(ctx uintptr) Result
+	cuCtxSynchronize          func() Result
+	cuMemGetInfo              func(free, total *uint64) Result
+	cuMemAlloc                func(p *DevicePtr, bytes uint64) Result
+	cuMemFree                 func(p DevicePtr) Result
+	cuMemAllocHost            func(p *unsafe.Pointer, bytes uint64) Result
+	cuMemFreeHost             func(p unsafe.Pointer) Result
+	cuMemcpyHtoD              func(dst DevicePtr, src unsafe.Pointer, n uint64) Result
+	cuMemcpyDtoH              func(dst unsafe.Pointer, src DevicePtr, n uint64) Result
+	cuMemcpyDtoD              func(dst, src DevicePtr, n uint64) Result
+	cuMemcpyHtoDAsync         func(dst DevicePtr, src unsafe.Pointer, n uint64, s uintptr) Result
+	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src DevicePtr, n uint64, s uintptr) Result
+	cuMemsetD8                func(dst DevicePtr, v uint8, n uint64) Result
+	cuModuleLoadDataEx        func(mod *uintptr, image unsafe.Pointer, nopts uint32, opts *int32, vals *uintptr) Result
+	cuModuleUnload            func(mod uintptr) Result
+	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name *byte) Result
+	cuLaunchKernel            func(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params *unsafe.Pointer, extra *unsafe.Pointer) Result
+	cuStreamCreate            func(s *uintptr, flags uint32) Result
+	cuStreamDestroy           func(s uintptr) Result
+	cuStreamSynchronize       func(s uintptr) Result
+	cuEventCreate             func(e *uintptr, flags uint32) Result
+	cuEventDestroy            func(e uintptr) Result
+	cuEventRecord             func(e, s uintptr) Result
+	cuEventSynchronize        func(e uintptr) Result
+	cuEventElapsedTime        func(ms *float32, start, end uintptr) Result
+}
+
+// symbols lists, for each entry point, the field it binds and the library
+// symbols to try in order: the versioned names first (GPU.md: bind the _v2
+// entry points; the unversioned ones keep their CUDA 3 ABI).
+func (d *driver) symbols() []struct {
+	fptr  any
+	names []string
+} {
+	type sym = struct {
+		fptr  any
+		names []string
+	}
+	return []sym{
+		{&d.cuInit, []string{"cuInit"}},
+		{&d.cuDriverGetVersion, []string{"cuDriverGetVersion"}},
+		{&d.cuGetErrorName, []string{"cuGetErrorName"}},
+		{&d.cuGetErrorString, []string{"cuGetErrorString"}},
+		{&d.cuDeviceGetCount, []string{"cuDeviceGetCount"}},
+		{&d.cuDeviceGet, []string{"cuDeviceGet"}},
+		{&d.cuDeviceGetName, []string{"cuDeviceGetName"}},
+		{&d.cuDeviceGetAttribute, []string{"cuDeviceGetAttribute"}},
+		{&d.cuDeviceTotalMem, []string{"cuDeviceTotalMem_v2"}},
+		{&d.cuDevicePrimaryCtxRetain, []string{"cuDevicePrimaryCtxRetain"}},
+		{&d.cuDevicePrimaryCtxRelease, []string{"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"}},
+		{&d.cuCtxSetCurrent, []string{"cuCtxSetCurrent"}},
+		{&d.cuCtxSynchronize, []string{"cuCtxSynchronize"}},
+		{&d.cuMemGetInfo, []string{"cuMemGetInfo_v2"}},
+		{&d.cuMemAlloc, []string{"cuMemAlloc_v2"}},
+		{&d.cuMemFree, []string{"cuMemFree_v2"}},
+		{&d.cuMemAllocHost, []string{"cuMemAllocHost_v2"}},
+		{&d.cuMemFreeHost, []string{"cuMemFreeHost"}},
+		{&d.cuMemcpyHtoD, []string{"cuMemcpyHtoD_v2"}},
+		{&d.cuMemcpyDtoH, []string{"cuMemcpyDtoH_v2"}},
+		{&d.cuMemcpyDtoD, []string{"cuMemcpyDtoD_v2"}},
+		{&d.cuMemcpyHtoDAsync, []string{"cuMemcpyHtoDAsync_v2"}},
+		{&d.cuMemcpyDtoHAsync, []string{"cuMemcpyDtoHAsync_v2"}},
+		{&d.cuMemsetD8, []string{"cuMemsetD8_v2"}},
+		{&d.cuModuleLoadDataEx, []string{"cuModuleLoadDataEx"}},
+		{&d.cuModuleUnload, []string{"cuModuleUnload"}},
+		{&d.cuModuleGetFunction, []string{"cuModuleGetFunction"}},
+		{&d.cuLaunchKernel, []string{"cuLaunchKernel"}},
+		{&d.cuStreamCreate, []string{"cuStreamCreate"}},
+		{&d.cuStreamDestroy, []string{"cuStreamDestroy_v2"}},
+		{&d.cuStreamSynchronize, []string{"cuStreamSynchronize"}},
+		{&d.cuEventCreate, []string{"cuEventCreate"}},
+		{&d.cuEventDestroy, []string{"cuEventDestroy_v2"}},
+		{&d.cuEventRecord, []string{"cuEventRecord"}},
+		{&d.cuEventSynchronize, []string{"cuEventSynchronize"}},
+		// CUDA 12.8 added a _v2 with the same signature; older drivers lack it.
+		{&d.cuEventElapsedTime, []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
+	}
+}
+
+// openDriver loads the library at path and binds every entry point. It
+// fails, without panicking, when the library or one of the symbols is
+// missing.
+func openDriver(path string) (*driver, error) {
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s not found (%v)", ErrNoDriver, path, err)
+	}
+	d := &driver{}
+	for _, s := range d.symbols() {
+		var addr uintptr
+		for _, name := range s.names {
+			// Dlsym reports a miss as an error; RegisterLibFunc would panic.
+			if a, err := purego.Dlsym(h, name); err == nil && a != 0 {
+				addr = a
+				break
+			}
+		}
+		if addr == 0 {
+			purego.Dlclose(h)
+			return nil, fmt.Errorf("%w: %s has no %s (driver too old or not a CUDA driver)",
+				ErrNoDriver, path, s.names[0])
+		}
+		purego.RegisterFunc(s.fptr, addr)
+	}
+	return d, nil
+}
+
+// The process-wide driver, loaded and initialised once.
+var (
+	loadOnce  sync.Once
+	theDriver *driver
+	loadErr   error
+)
+
+// load returns the initialised driver, loading libcuda.so.1 and calling
+// cuInit on first use.
+func load() (*driver, error) {
+	loadOnce.Do(func() {
+		d, err := openDriver(libName)
+		if err != nil {
+			loadErr = err
+			return
+		}
+		if r := d.cuInit(0); r != Success {
+			err := d.errorFor("cuInit", r)
+			if r == ErrorNoDevice {
+				loadErr = fmt.Errorf("%w: %v", ErrNoDevice, err)
+			} else {
+				loadErr = err
+			}
+			return
+		}
+		theDriver = d
+	})
+	return theDriver, loadErr
+}
+
+// Load loads and initialises the CUDA driver without opening a device. It
+// returns an error wrapping ErrNoDriver when libcuda.so.1 is not there.
+func Load() error {
+	_, err := load()
+	return err
+}
+
+// DriverVersion returns the CUDA version the driver supports, as
+// 1000*major + 10*minor (13000 for CUDA 13.0).
+func DriverVersion() (int, error) {
+	d, err := load()
+	if err != nil {
+		return 0, err
+	}
+	var v int32
+	if r := d.cuDriverGetVersion(&v); r != Success {
+		return 0, d.errorFor("cuDriverGetVersion", r)
+	}
+	return int(v), nil
+}
+
+// DeviceCount returns the number of CUDA devices.
+func DeviceCount() (int, error) {
+	d, err := load()
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	if r := d.cuDeviceGetCount(&n); r != Success {
+		return 0, d.errorFor("cuDeviceGetCount", r)
+	}
+	return int(n), nil
+}
+
+// errorFor builds the *Error for a failed call of op, naming the code with
+// the driver's own tables where it has them.
+func (d *driver) errorFor(op string, r Result) *Error {
+	e := &Error{Code: r, Name: r.String(), Op: op}
+	if d == nil {
+		return e
+	}
+	var s *byte
+	if d.cuGetErrorName(r, &s) == Success && s != nil {
+		e.Name = cString(s)
+	}
+	s = nil
+	if d.cuGetErrorString(r, &s) == Success && s != nil {
+		e.Message = cString(s)
+	}
+	return e
+}
+
+// cString copies the NUL-terminated C string at p (driver-owned static
+// memory) into a Go string.
+func cString(p *byte) string {
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// cBytes returns s as a NUL-terminated byte slice for the driver.
+func cBytes(s string) []byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b
+}

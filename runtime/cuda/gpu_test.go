@@ -1,0 +1,337 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// openGPU opens device 0 or skips the test, saying why.
+func openGPU(t *testing.T) *Device {
+	t.Helper()
+	dev, err := Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+func f32Bytes(xs []float32) []byte {
+	b := make([]byte, 4*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func bytesF32(b []byte) []float32 {
+	xs := make([]float32, len(b)/4)
+	for i := range xs {
+		xs[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return xs
+}
+
+func TestGPUDeviceInfo(t *testing.T) {
+	dev := openGPU(t)
+	major, minor := dev.ComputeCapability()
+	free, total, err := dev.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: sm_%d%d, %d SMs, %s total, %s free", dev.Name(), major, minor,
+		dev.Multiprocessors(), formatBytes(total), formatBytes(free))
+	if dev.Name() == "" || major < 1 || dev.Multiprocessors() < 1 {
+		t.Errorf("implausible device: name %q, cc %d.%d, %d SMs", dev.Name(), major, minor, dev.Multiprocessors())
+	}
+	if total != dev.TotalMem() || free == 0 || free > total {
+		t.Errorf("MemInfo free %d total %d, TotalMem %d", free, total, dev.TotalMem())
+	}
+	if v, err := DriverVersion(); err != nil || v < 11000 {
+		t.Errorf("DriverVersion = %d, %v", v, err)
+	}
+}
+
+func TestGPUCopyRoundTrip(t *testing.T) {
+	dev := openGPU(t)
+	src := make([]byte, 1<<20+3) // odd size: no alignment luck
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	p, err := dev.Alloc(uint64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free(p)
+	if err := dev.CopyHtoD(p, src); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(src))
+	if err := dev.CopyDtoH(got, p); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(src) {
+		t.Fatal("HtoD then DtoH changed the data")
+	}
+	if err := dev.Memset(p+16, 0xab, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.CopyDtoH(got[:32], p); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 32 {
+		want := src[i]
+		if i >= 16 && i < 24 {
+			want = 0xab
+		}
+		if got[i] != want {
+			t.Fatalf("after Memset, byte %d = %#x, want %#x", i, got[i], want)
+		}
+	}
+}
+
+func TestGPUPinnedAsyncCopy(t *testing.T) {
+	dev := openGPU(t)
+	const n = 4 << 20
+	in, err := dev.AllocHost(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Free()
+	out, err := dev.AllocHost(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Free()
+	for i, b := 0, in.Bytes(); i < n; i++ {
+		b[i] = byte(i ^ i>>8)
+	}
+	p, err := dev.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free(p)
+	s, err := dev.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	if err := s.CopyHtoD(p, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyDtoH(out.Sub(0, n/2), p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Bytes()[:n/2]) != string(in.Bytes()[:n/2]) {
+		t.Fatal("pinned async round trip changed the data")
+	}
+}
+
+// TestGPUVectorAdd runs vaddPTX over 1M random floats and checks every
+// result.
+func TestGPUVectorAdd(t *testing.T) {
+	dev := openGPU(t)
+	mod, err := dev.LoadModule(vaddPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Unload()
+	t.Logf("JIT info log:\n%s", mod.InfoLog())
+	fn, err := mod.Function("vadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 20
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, b := make([]float32, n), make([]float32, n)
+	for i := range a {
+		a[i], b[i] = rng.Float32()*2-1, rng.Float32()*2-1
+	}
+	const scale = float32(0.5)
+	var ptrs [3]DevicePtr
+	for i := range ptrs {
+		if ptrs[i], err = dev.Alloc(4 * n); err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Free(ptrs[i])
+	}
+	if err := dev.CopyHtoD(ptrs[0], f32Bytes(a)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.CopyHtoD(ptrs[1], f32Bytes(b)); err != nil {
+		t.Fatal(err)
+	}
+	const block = 256
+	grid := uint32((n + block - 1) / block)
+	if err := dev.Launch(fn, [3]uint32{grid, 1, 1}, [3]uint32{block, 1, 1}, 0, nil,
+		ptrs[0], ptrs[1], ptrs[2], scale, int64(n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 4*n)
+	if err := dev.CopyDtoH(out, ptrs[2]); err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range bytesF32(out) {
+		// fma rounds once; float64 then float32 rounding is the same value.
+		want := float32(float64(scale)*float64(b[i]) + float64(a[i]))
+		if got != want {
+			t.Fatalf("c[%d] = %v, want %v", i, got, want)
+		}
+	}
+}
+
+func TestGPUMissingKernel(t *testing.T) {
+	dev := openGPU(t)
+	mod, err := dev.LoadModule(vaddPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Unload()
+	if _, err := mod.Function("nope"); !IsCode(err, ErrorNotFound) {
+		t.Errorf("Function(nope) = %v, want CUDA_ERROR_NOT_FOUND", err)
+	}
+}
+
+func TestGPUJITErrorLog(t *testing.T) {
+	dev := openGPU(t)
+	_, err := dev.LoadModule(badPTX)
+	var jit *JITError
+	if !errors.As(err, &jit) {
+		t.Fatalf("LoadModule(bad PTX) = %v, want a *JITError", err)
+	}
+	t.Logf("%v", err)
+	if !strings.Contains(jit.Log, "line 8; error") || !strings.Contains(jit.Log, "%f7") {
+		t.Errorf("JIT log does not point at line 8 and %%f7:\n%s", jit.Log)
+	}
+	if !IsCode(err, ErrorInvalidPTX) {
+		t.Errorf("code %v, want CUDA_ERROR_INVALID_PTX", jit.Err)
+	}
+}
+
+func TestGPUEventsTiming(t *testing.T) {
+	dev := openGPU(t)
+	start, err := dev.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer start.Destroy()
+	end, err := dev.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end.Destroy()
+	const n = 256 << 20
+	p, err := dev.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free(p)
+	if err := start.Record(nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if err := dev.Memset(p, 1, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := end.Record(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := end.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := Elapsed(start, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("10 memsets of 256 MiB: %.3f ms (%.0f GB/s)", ms, 10*n/(float64(ms)*1e6))
+	if ms <= 0 || ms > 10_000 {
+		t.Errorf("elapsed %v ms is implausible", ms)
+	}
+}
+
+func TestGPUOutOfMemory(t *testing.T) {
+	dev := openGPU(t)
+	const huge = 1 << 50 // 1 PiB
+	_, err := dev.Alloc(huge)
+	var oom *OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Fatalf("Alloc(1 PiB) = %v, want an *OutOfMemoryError", err)
+	}
+	t.Logf("%v", err)
+	if oom.Requested != huge || oom.Free == 0 || oom.Free > oom.Total {
+		t.Errorf("OOM fields %+v", oom)
+	}
+	if !strings.Contains(err.Error(), "1.0 PiB") || !strings.Contains(err.Error(), "free") {
+		t.Errorf("message %q does not give the bytes asked and free", err)
+	}
+}
+
+// The context must follow the Device onto whatever OS thread calls it
+// (GPU.md: otherwise module loads fail with CUDA_ERROR_INVALID_CONTEXT).
+func TestGPUFromManyThreads(t *testing.T) {
+	dev := openGPU(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			// Pin this goroutine to a thread of its own for the whole
+			// test, one the context was never made current on by us.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			mod, err := dev.LoadModule(vaddPTX)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer mod.Unload()
+			if _, err := mod.Function("vadd"); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestGPUAllocator(t *testing.T) {
+	dev := openGPU(t)
+	a := NewAllocator(dev)
+	p, err := a.Alloc(3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Memset(p, 7, 3000); err != nil {
+		t.Fatal(err)
+	}
+	a.Free(p)
+	q, err := a.Alloc(4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q != p {
+		t.Errorf("cached block not reused: %#x then %#x", p, q)
+	}
+	a.Free(q)
+	if err := a.EmptyCache(); err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Stats(); s.Hits != 1 || s.Misses != 1 || s.Reserved() != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}

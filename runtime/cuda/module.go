@@ -1,0 +1,133 @@
+package cuda
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"unsafe"
+)
+
+// CUjit_option values passed to cuModuleLoadDataEx.
+const (
+	jitInfoLogBuffer           = 3
+	jitInfoLogBufferSizeBytes  = 4
+	jitErrorLogBuffer          = 5
+	jitErrorLogBufferSizeBytes = 6
+	jitLogVerbose              = 12
+)
+
+// jitLogSize bounds each JIT log; ptxas messages are short, and the first
+// errors are the useful ones.
+const jitLogSize = 64 << 10
+
+// Module is PTX loaded into a device: its kernels can be looked up and
+// launched.
+type Module struct {
+	dev     *Device
+	mod     uintptr // CUmodule
+	infoLog string
+}
+
+// Function is a kernel of a Module.
+type Function struct {
+	mod  *Module
+	fn   uintptr // CUfunction
+	name string
+}
+
+// LoadModule JIT-compiles ptx for the device and loads it. When the JIT
+// rejects the PTX, the error is a *JITError whose log holds the compiler's
+// messages ("ptxas application ptx input, line 12; error : ...").
+func (dev *Device) LoadModule(ptx string) (*Module, error) {
+	image := cBytes(ptx)
+	infoLog := make([]byte, jitLogSize)
+	errorLog := make([]byte, jitLogSize)
+	opts := []int32{
+		jitInfoLogBuffer, jitInfoLogBufferSizeBytes,
+		jitErrorLogBuffer, jitErrorLogBufferSizeBytes,
+		jitLogVerbose,
+	}
+	// Option values are void*-sized: buffer addresses, and the sizes and
+	// the verbosity flag as plain integers in pointer-sized slots. They are
+	// uintptr, not unsafe.Pointer, so the collector never sees integers as
+	// pointers; the buffers are Go heap memory (which does not move) kept
+	// alive until the call returns.
+	vals := []uintptr{
+		uintptr(unsafe.Pointer(&infoLog[0])), jitLogSize,
+		uintptr(unsafe.Pointer(&errorLog[0])), jitLogSize,
+		1,
+	}
+	m := &Module{dev: dev}
+	err := dev.call("cuModuleLoadDataEx", func() Result {
+		return dev.drv.cuModuleLoadDataEx(&m.mod, unsafe.Pointer(&image[0]),
+			uint32(len(opts)), &opts[0], &vals[0])
+	})
+	runtime.KeepAlive(infoLog)
+	runtime.KeepAlive(errorLog)
+	runtime.KeepAlive(image)
+	if err != nil {
+		var e *Error
+		errors.As(err, &e)
+		return nil, &JITError{Err: e, Log: logText(errorLog)}
+	}
+	m.infoLog = logText(infoLog)
+	return m, nil
+}
+
+// logText returns the NUL-terminated text the JIT wrote into buf.
+func logText(buf []byte) string {
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		buf = buf[:i]
+	}
+	return string(bytes.TrimRight(buf, "\n"))
+}
+
+// InfoLog returns the JIT's informational log for the module (register
+// and memory use of each kernel, with verbose logging on).
+func (m *Module) InfoLog() string { return m.infoLog }
+
+// Function looks up the kernel called name (its .entry name in the PTX).
+func (m *Module) Function(name string) (*Function, error) {
+	cname := cBytes(name)
+	f := &Function{mod: m, name: name}
+	err := m.dev.call("cuModuleGetFunction("+name+")", func() Result {
+		return m.dev.drv.cuModuleGetFunction(&f.fn, m.mod, &cname[0])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Unload unloads the module; its Functions must not be launched after.
+func (m *Module) Unload() error {
+	return m.dev.call("cuModuleUnload", func() Result { return m.dev.drv.cuModuleUnload(m.mod) })
+}
+
+// Name returns the kernel's name.
+func (f *Function) Name() string { return f.name }
+
+// Launch queues kernel fn on stream (nil: the device's default stream) with
+// a grid of grid blocks of block threads and sharedBytes of dynamic shared
+// memory. args are the kernel's parameters in order, as Go values per the
+// kernel ABI (see packParams): DevicePtr for a memref, int64 or int for an
+// index, int32, float32, float64, uint16 for f16 and bf16 bits, bool or
+// uint8 for i1. Launch does not wait for the kernel; errors raised while it
+// runs surface at the next synchronisation.
+func (dev *Device) Launch(fn *Function, grid, block [3]uint32, sharedBytes uint32, stream *Stream, args ...any) error {
+	params, err := packParams(args)
+	if err != nil {
+		return err
+	}
+	var s uintptr
+	if stream != nil {
+		s = stream.s
+	}
+	err = dev.call("cuLaunchKernel("+fn.name+")", func() Result {
+		return dev.drv.cuLaunchKernel(fn.fn,
+			grid[0], grid[1], grid[2], block[0], block[1], block[2],
+			sharedBytes, s, params.array(), nil)
+	})
+	runtime.KeepAlive(params)
+	return err
+}
