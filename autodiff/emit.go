@@ -197,11 +197,19 @@ func (e *emitter) unbroadcast(g *ir.Value, shape []int64) *ir.Value {
 	return e.reshape(g, shape)
 }
 
-// swapLast is the permutation exchanging the last two of rank dims.
-func swapLast(rank int) []int64 {
-	perm := iotaInts(rank)
-	perm[rank-2], perm[rank-1] = perm[rank-1], perm[rank-2]
-	return perm
+// mT transposes the last two dims of x, of rank >= 2.
+func (e *emitter) mT(x *ir.Value) *ir.Value {
+	s, _ := e.shape(x)
+	if e.err != nil {
+		return nil
+	}
+	if len(s) < 2 {
+		e.fail("internal error: transposing a tensor of rank %d", len(s))
+		return nil
+	}
+	perm := iotaInts(len(s))
+	perm[len(s)-2], perm[len(s)-1] = perm[len(s)-1], perm[len(s)-2]
+	return e.transpose(x, perm)
 }
 
 // iotaInts returns 0, 1, …, n-1.

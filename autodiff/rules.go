@@ -393,8 +393,8 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		return nil
 	}
 	a2, b2, g2 := e.reshape(a, as2), e.reshape(b, bs2), e.reshape(g, ys2)
-	ga := e.op("matmul", []*ir.Value{g2, e.transpose(b2, swapLast(len(bs2)))})
-	gb := e.op("matmul", []*ir.Value{e.transpose(a2, swapLast(len(as2))), g2})
+	ga := e.op("matmul", []*ir.Value{g2, e.mT(b2)})
+	gb := e.op("matmul", []*ir.Value{e.mT(a2), g2})
 	return []*ir.Value{
 		e.reshape(e.unbroadcast(ga, as2), as),
 		e.reshape(e.unbroadcast(gb, bs2), bs),
@@ -469,7 +469,7 @@ func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		return nil
 	}
 	scale := floatAttr(op, "scale", 1/math.Sqrt(float64(qs[len(qs)-1])))
-	s := e.mulc(e.op("matmul", []*ir.Value{q, e.transpose(k, swapLast(len(ks)))}), scale)
+	s := e.mulc(e.op("matmul", []*ir.Value{q, e.mT(k)}), scale)
 	var mask *ir.Value
 	if op.NumOperands() == 4 {
 		mask = op.Operand(3)
@@ -487,21 +487,14 @@ func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		s = e.sel(e.cmp("le", col, row), s, e.scalar(elem, math.Inf(-1)))
 	}
 	last := []int64{-1}
-	if ss, _ := e.shape(s); e.err == nil {
-		last = []int64{int64(len(ss) - 1)}
-	}
 	ex := e.unary("exp", e.sub(s, e.reduce("max", s, last, true)))
 	p := e.div(ex, e.reduce("sum", ex, last, true))
 
-	ps, _ := e.shape(p)
-	if e.err != nil {
-		return nil
-	}
-	gv := e.op("matmul", []*ir.Value{e.transpose(p, swapLast(len(ps))), g})
-	gp := e.op("matmul", []*ir.Value{g, e.transpose(v, swapLast(len(vs)))})
-	gs := e.mul(p, e.sub(gp, e.reduce("sum", e.mul(gp, p), last, true)))
+	gv := e.op("matmul", []*ir.Value{e.mT(p), g})
+	gp := e.op("matmul", []*ir.Value{g, e.mT(v)})
+	gs := e.mul(p, e.sub(gp, e.reduce("sum", e.mul(gp, p), []int64{-1}, true)))
 	gq := e.mulc(e.op("matmul", []*ir.Value{gs, k}), scale)
-	gk := e.mulc(e.op("matmul", []*ir.Value{e.transpose(gs, swapLast(len(ps))), q}), scale)
+	gk := e.mulc(e.op("matmul", []*ir.Value{e.mT(gs), q}), scale)
 	out := []*ir.Value{e.unbroadcast(gq, qs), e.unbroadcast(gk, ks), e.unbroadcast(gv, vs)}
 	if mask != nil {
 		var gm *ir.Value
