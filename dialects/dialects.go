@@ -6,6 +6,7 @@ import (
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/builtin"
 	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/dialects/math"
@@ -21,6 +22,7 @@ func All() []*ir.Dialect {
 		arith.Dialect,
 		math.Dialect,
 		graph.Dialect,
+		gpu.Dialect,
 		loop.Dialect,
 	}
 }
