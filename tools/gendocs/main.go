@@ -15,6 +15,7 @@ import (
 	_ "github.com/strata-ir/strata/autodiff" // registers graph-autodiff
 	"github.com/strata-ir/strata/dialects"
 	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
+	_ "github.com/strata-ir/strata/passes/fusion"    // registers graph-fuse
 )
 
 func main() {

@@ -71,6 +71,7 @@ type pipelineFlags struct {
 	statistics        bool
 	reproducer        string
 	debugRewrites     bool
+	logs              string
 }
 
 // register defines the flags on fs.
@@ -87,6 +88,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.statistics, "pass-statistics", false, "report the statistics of each pass (to stderr)")
 	fs.StringVar(&f.reproducer, "reproducer", "", "when a pass fails, write its input IR and the pipeline to `file`")
 	fs.BoolVar(&f.debugRewrites, "debug-rewrites", false, "log each rewrite pattern application (to stderr)")
+	fs.StringVar(&f.logs, "logs", "", "enable the comma-separated log `topics` (to stderr), e.g. 'fusion'; as STRATA_LOGS")
 }
 
 // singleInput returns the input file named by the positional arguments:

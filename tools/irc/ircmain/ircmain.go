@@ -42,6 +42,7 @@ import (
 	_ "github.com/strata-ir/strata/autodiff" // registers graph-autodiff
 	"github.com/strata-ir/strata/ir"
 	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
+	_ "github.com/strata-ir/strata/passes/fusion"    // registers graph-fuse
 )
 
 // Exit statuses returned by Main.

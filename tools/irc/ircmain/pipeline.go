@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
 )
 
@@ -51,6 +52,10 @@ func (t *tool) instrument(pm *passes.PassManager, f *pipelineFlags) {
 	}
 	if f.debugRewrites {
 		pm.Instr.DebugRewrites = t.stderr
+	}
+	if topics := logs.Parse(f.logs); len(topics) > 0 {
+		logs.SetOutput(t.stderr)
+		logs.Enable(topics...)
 	}
 }
 

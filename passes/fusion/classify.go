@@ -1,0 +1,218 @@
+package fusion
+
+import (
+	"strings"
+
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+)
+
+// class is what an op is to the fusion planner.
+type class int
+
+const (
+	// other ops (func.return, arith, unregistered ops, existing fusions) are
+	// never grouped; their operands and results cross group boundaries.
+	other class = iota
+	// constant ops compute nothing at run time: they are cloned into the
+	// groups that read them, or passed in when large.
+	constant
+	// view ops (reshape, transpose, broadcast_to, slice) only remap
+	// indices; they are cloned into each group that reads them.
+	view
+	// pointwise ops compute each output element from a fixed set of input
+	// elements: elementwise math, and the injective concat, pad, gather.
+	pointwise
+	// reduction ops fold one or more axes.
+	reduction
+	// template ops (matmul, conv2d) have their own kernel schedule.
+	template
+	// composite ops that graph-decompose did not expand.
+	composite
+)
+
+// classes is the op table of the planner.
+var classes = func() map[string]class {
+	m := map[string]class{}
+	set := func(c class, names ...string) {
+		for _, n := range names {
+			m[graph.Name+"."+n] = c
+		}
+	}
+	set(constant, "constant", "iota", "full")
+	set(view, "reshape", "transpose", "broadcast_to", "slice")
+	set(pointwise, "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu",
+		"erf", "sin", "cos", "reciprocal", "add", "sub", "mul", "div", "pow", "max", "min",
+		"cmp", "select", "cast", "concat", "pad", "gather")
+	set(reduction, "reduce_sum", "reduce_max", "reduce_min", "reduce_mean", "argmax")
+	set(template, "matmul", "conv2d")
+	set(composite, "softmax", "log_softmax", "layer_norm", "rms_norm", "attention")
+	return m
+}()
+
+func classify(op *ir.Operation) class { return classes[op.Name()] }
+
+// computes reports whether op does run-time work and so must sit in a
+// fusion (views and constants need not).
+func computes(op *ir.Operation) bool {
+	c := classify(op)
+	return c >= pointwise
+}
+
+// shapeOf returns the shape of a ranked tensor value, or nil.
+func shapeOf(v *ir.Value) []int64 {
+	if t, ok := v.Type().(*ir.TensorType); ok && t.Ranked() {
+		return t.Shape()
+	}
+	return nil
+}
+
+// bytesOf estimates the bytes of a tensor value (0 when dynamic): the
+// memory traffic saved when producer and consumer share a kernel.
+func bytesOf(v *ir.Value) int64 {
+	n := ir.NumElements(shapeOf(v))
+	if n < 0 {
+		return 0
+	}
+	switch e := ir.ElementTypeOf(v.Type()).(type) {
+	case *ir.FloatType:
+		return n * int64(max(e.Width/8, 1))
+	case *ir.IntegerType:
+		return n * int64(max(e.Width/8, 1))
+	}
+	return n
+}
+
+// cloneLimit is the element count up to which a non-splat graph.constant
+// is cloned into the groups that read it; larger ones are passed in as
+// operands so their data is not duplicated in every kernel.
+const cloneLimit = 64
+
+// cloneable reports whether a constant op is cloned into its readers.
+func cloneable(op *ir.Operation) bool {
+	if op.Name() != graph.Name+".constant" {
+		return true // iota and full are index formulas
+	}
+	d, ok := op.Attr("value").(ir.DenseAttr)
+	return ok && (d.Splat || d.Len() <= cloneLimit)
+}
+
+// intList reads an integer-list attribute (an array of integers or a
+// dense array).
+func intList(a ir.Attribute) []int64 {
+	switch a := a.(type) {
+	case ir.ArrayAttr:
+		out := make([]int64, 0, len(a))
+		for _, e := range a {
+			if v, ok := e.(ir.IntegerAttr); ok {
+				out = append(out, v.Value)
+			}
+		}
+		return out
+	case ir.DenseArrayAttr:
+		return a.Values
+	}
+	return nil
+}
+
+// reducedAxes returns the axes a reduction folds, normalized and sorted.
+func reducedAxes(op *ir.Operation) []int64 {
+	rank := int64(len(shapeOf(op.Operand(0))))
+	var axes []int64
+	if op.Name() == graph.Name+".argmax" {
+		if a, ok := op.Attr("axis").(ir.IntegerAttr); ok {
+			axes = []int64{a.Value}
+		}
+	} else if a := op.Attr("axes"); a != nil {
+		axes = intList(a)
+	} else {
+		for i := range rank {
+			axes = append(axes, i)
+		}
+	}
+	seen := make([]bool, rank)
+	for _, a := range axes {
+		if a < 0 {
+			a += rank
+		}
+		if a >= 0 && a < rank {
+			seen[a] = true
+		}
+	}
+	axes = axes[:0:0]
+	for i, s := range seen {
+		if s {
+			axes = append(axes, int64(i))
+		}
+	}
+	return axes
+}
+
+// innerExtent returns the number of elements a reduction folds per row
+// when its axes are the innermost ones and static, else -1: only such
+// reductions can keep a row in one kernel and broadcast the result back.
+func innerExtent(op *ir.Operation) int64 {
+	in := shapeOf(op.Operand(0))
+	axes := reducedAxes(op)
+	if len(axes) == 0 {
+		return -1
+	}
+	for i, a := range axes {
+		if a != int64(len(in)-len(axes)+i) {
+			return -1
+		}
+	}
+	return ir.NumElements(in[len(in)-len(axes):])
+}
+
+// sameSpace reports whether two iteration spaces have the same points:
+// equal element counts when static (a reshape or transpose between them
+// is index remapping), identical shapes when dynamic (a `?` is assumed
+// equal to the `?` at the same place).
+func sameSpace(a, b []int64) bool {
+	na, nb := ir.NumElements(a), ir.NumElements(b)
+	if na >= 0 && nb >= 0 {
+		return na == nb
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// smaller reports whether space a is statically smaller than b.
+func smaller(a, b []int64) bool {
+	na, nb := ir.NumElements(a), ir.NumElements(b)
+	return na >= 0 && nb >= 0 && na < nb
+}
+
+// trailing reports whether a shape's innermost dims hold exactly inner
+// elements: a pointwise op over such a shape walks a reduction's rows.
+func trailing(shape []int64, inner int64) bool {
+	p := int64(1)
+	for i := len(shape) - 1; i >= 0; i-- {
+		if shape[i] < 0 {
+			return false
+		}
+		p *= shape[i]
+		if p == inner {
+			return true
+		}
+		if p > inner {
+			return false
+		}
+	}
+	return inner == 1
+}
+
+// describe names an op for the log: 'graph.exp' at file:12:5.
+func describe(op *ir.Operation) string {
+	loc := op.Loc().String()
+	loc = strings.ReplaceAll(loc, `"`, "")
+	return "'" + op.Name() + "' at " + loc
+}

@@ -1,0 +1,480 @@
+package fusion
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/strata-ir/strata/ir"
+)
+
+// Kind is what a fusion group becomes: the value of graph.fusion's kind
+// attribute (graph.FusionKinds).
+type Kind string
+
+// The kinds of fusion group.
+const (
+	Pointwise     Kind = "pointwise"      // one loop nest over the output
+	Reduction     Kind = "reduction"      // a reduction with its prologue and reduced-space epilogue
+	PersistentRow Kind = "persistent_row" // whole rows reduced and reused in one kernel
+	Matmul        Kind = "matmul"         // a matmul template with its epilogue
+	Conv2D        Kind = "conv2d"         // a conv2d template with its epilogue
+	Composite     Kind = "composite"      // an undecomposed composite, alone
+	Copy          Kind = "copy"           // a view materialized because it leaves the function
+)
+
+func (k Kind) reduces() bool  { return k == Reduction || k == PersistentRow }
+func (k Kind) template() bool { return k == Matmul || k == Conv2D }
+
+// group is one future kernel.
+type group struct {
+	id   int
+	kind Kind
+	ops  []*ir.Operation // members, in program order
+	// space is the iteration space: the output of a pointwise group or a
+	// template, the input (rows × reduced extent) of a reduction group.
+	space []int64
+	// out is the reduced space of a reduction group, else space.
+	out []int64
+	// inner is the per-row extent of a reduction over static innermost
+	// axes, else -1.
+	inner int64
+}
+
+func (g *group) last() *ir.Operation { return g.ops[len(g.ops)-1] }
+
+// planner groups the ops of one block.
+type planner struct {
+	opts    Options
+	block   *ir.Block
+	pos     map[*ir.Operation]int
+	groupOf map[*ir.Operation]*group
+	groups  []*group // live groups, in creation order
+	nextID  int
+	log     strings.Builder
+	stats   Stats
+}
+
+func newPlanner(block *ir.Block, opts Options) *planner {
+	p := &planner{opts: opts, block: block, pos: map[*ir.Operation]int{}, groupOf: map[*ir.Operation]*group{}}
+	for i, op := range block.Ops() {
+		p.pos[op] = i
+	}
+	return p
+}
+
+func (p *planner) logf(format string, args ...any) {
+	fmt.Fprintf(&p.log, format+"\n", args...)
+}
+
+// top returns the op of the planned block that holds op (op itself or an
+// ancestor), or nil.
+func (p *planner) top(op *ir.Operation) *ir.Operation {
+	for op != nil {
+		if _, ok := p.pos[op]; ok {
+			return op
+		}
+		op = op.ParentOp()
+	}
+	return nil
+}
+
+// forUsers calls f with each op of the block that reads v, looking through
+// views: a view is index remapping, cloned into its readers, so its
+// readers read v.
+func (p *planner) forUsers(v *ir.Value, f func(*ir.Operation)) {
+	for _, u := range v.Users() {
+		u = p.top(u)
+		switch {
+		case u == nil:
+		case classify(u) == view && p.groupOf[u] == nil:
+			p.forUsers(u.Result(0), f)
+		default:
+			f(u)
+		}
+	}
+}
+
+// sources calls f with the op of the block that produces v, looking
+// through views; not at all for function arguments.
+func (p *planner) sources(v *ir.Value, f func(*ir.Operation)) {
+	def := p.top(v.DefiningOp())
+	if def == nil {
+		return
+	}
+	if classify(def) == view {
+		p.sources(def.Operand(0), f)
+		return
+	}
+	f(def)
+}
+
+// dropDead erases graph ops whose results nobody reads. They are pure, so
+// this changes nothing observable, and it keeps the invariant that every
+// fusion result is used.
+func (p *planner) dropDead() {
+	ops := p.block.Ops()
+	for i := len(ops) - 1; i >= 0; i-- {
+		op := ops[i]
+		if classify(op) == other || op.NumResults() == 0 || slices.ContainsFunc(op.Results(), (*ir.Value).HasUses) {
+			continue
+		}
+		if computes(op) {
+			p.logf("drop %s: its result is never read", describe(op))
+			p.stats.Dropped++
+		}
+		op.Erase()
+		delete(p.pos, op)
+	}
+}
+
+// newGroup makes op a group of its own.
+func (p *planner) newGroup(op *ir.Operation) *group {
+	p.nextID++
+	g := &group{id: p.nextID, ops: []*ir.Operation{op}, inner: -1}
+	res := shapeOf(op.Result(0))
+	g.space, g.out = res, res
+	switch classify(op) {
+	case pointwise:
+		g.kind = Pointwise
+	case reduction:
+		g.kind = Reduction
+		g.space = shapeOf(op.Operand(0))
+		g.inner = innerExtent(op)
+	case template:
+		g.kind = Matmul
+		if strings.HasSuffix(op.Name(), ".conv2d") {
+			g.kind = Conv2D
+		}
+	case composite:
+		g.kind = Composite
+	case view:
+		g.kind = Copy
+	}
+	p.groups = append(p.groups, g)
+	p.groupOf[op] = g
+	return g
+}
+
+// name describes a consumer group in the log: its op when it has one.
+func (g *group) name() string {
+	if len(g.ops) == 1 {
+		return describe(g.ops[0])
+	}
+	return fmt.Sprintf("group %d (%d ops)", g.id, len(g.ops))
+}
+
+// fits reports whether a row of inner elements fits one kernel, so a
+// persistent row reduction can keep it (row-limit).
+func (p *planner) fits(inner int64) (bool, string) {
+	switch {
+	case inner < 0:
+		return false, "the reduced axes are not the innermost static ones"
+	case inner > p.opts.RowLimit:
+		return false, fmt.Sprintf("a row of %d elements exceeds row-limit=%d", inner, p.opts.RowLimit)
+	}
+	return true, ""
+}
+
+// vertical decides whether consumer group c may join producer group pr:
+// the kind of the merged group and why, or why not.
+func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
+	switch {
+	case pr.kind == Composite || c.kind == Composite:
+		return "", "a composite keeps a group of its own (run graph-decompose first)", false
+	case c.kind.template():
+		return "", fmt.Sprintf("%s starts its own group: producers are not fused into a template", c.kind), false
+	case pr.kind.template():
+		switch {
+		case !p.opts.Epilogue:
+			return "", "epilogue fusion is off", false
+		case c.kind != Pointwise:
+			return "", fmt.Sprintf("only pointwise consumers form a %s epilogue, not a %s group", pr.kind, c.kind), false
+		case !sameSpace(c.space, pr.out):
+			return "", fmt.Sprintf("the epilogue's space %v differs from the %s output %v", c.space, pr.kind, pr.out), false
+		}
+		return pr.kind, fmt.Sprintf("epilogue (pointwise consumer of the %s of group %d)", pr.kind, pr.id), true
+	case pr.kind == Pointwise && c.kind == Pointwise:
+		if sameSpace(pr.space, c.space) {
+			return Pointwise, fmt.Sprintf("vertical (pointwise consumer of group %d)", pr.id), true
+		}
+		return p.inline(pr, c)
+	case pr.kind == Pointwise && c.kind.reduces():
+		if sameSpace(pr.space, c.space) {
+			return c.kind, fmt.Sprintf("prologue (group %d feeds the reduction)", pr.id), true
+		}
+		return p.inline(pr, c)
+	case pr.kind.reduces() && c.kind == Pointwise:
+		if sameSpace(c.space, pr.out) {
+			return pr.kind, fmt.Sprintf("epilogue in the reduced space of group %d", pr.id), true
+		}
+		if !sameSpace(c.space, pr.space) {
+			return "", fmt.Sprintf("space %v is neither the rows %v nor the reduced space %v of group %d", c.space, pr.space, pr.out, pr.id), false
+		}
+		if ok, why := p.fits(pr.inner); !ok {
+			return "", "cannot broadcast the reduced value back in one kernel: " + why, false
+		}
+		if !trailing(c.space, pr.inner) {
+			return "", fmt.Sprintf("space %v does not walk rows of %d elements", c.space, pr.inner), false
+		}
+		return PersistentRow, fmt.Sprintf("persistent row (walks the rows of group %d, %d elements each, in one kernel)", pr.id, pr.inner), true
+	case pr.kind.reduces() && c.kind.reduces():
+		if !sameSpace(pr.space, c.space) || !sameSpace(pr.out, c.out) || pr.inner != c.inner {
+			return "", fmt.Sprintf("reduces %v to %v, group %d reduces %v to %v", c.space, c.out, pr.id, pr.space, pr.out), false
+		}
+		if ok, why := p.fits(pr.inner); !ok {
+			return "", "rows cannot stay in one kernel: " + why, false
+		}
+		return PersistentRow, fmt.Sprintf("persistent row (reduces the same rows as group %d)", pr.id), true
+	}
+	return "", fmt.Sprintf("no rule fuses a %s group into a %s group", c.kind, pr.kind), false
+}
+
+// inline allows a small pointwise producer over a smaller (broadcast)
+// space into its consumer, recomputing it per consumer element, when it
+// is cheap and nothing else reads it: Inductor inlines such producers too.
+func (p *planner) inline(pr, c *group) (Kind, string, bool) {
+	if !smaller(pr.space, c.space) {
+		return "", fmt.Sprintf("space %v differs from group %d's %v", c.space, pr.id, pr.space), false
+	}
+	if len(pr.ops) > maxInlineOps {
+		return "", fmt.Sprintf("group %d broadcasts into it but has %d ops (> %d to recompute)", pr.id, len(pr.ops), maxInlineOps), false
+	}
+	for _, op := range pr.ops {
+		for _, r := range op.Results() {
+			outside := false
+			p.forUsers(r, func(u *ir.Operation) {
+				if g := p.groupOf[u]; g != pr && g != c {
+					outside = true
+				}
+			})
+			if outside {
+				return "", fmt.Sprintf("group %d broadcasts into it but is also read elsewhere (would compute twice)", pr.id), false
+			}
+		}
+	}
+	factor := ir.NumElements(c.space) / max(ir.NumElements(pr.space), 1)
+	return c.kind, fmt.Sprintf("inlined broadcast producer group %d (recomputed %d times)", pr.id, factor), true
+}
+
+// maxInlineOps bounds the pointwise ops recomputed by inlining a
+// broadcast producer.
+const maxInlineOps = 4
+
+// sibling decides whether two groups reading the same input may merge.
+func sibling(a, b *group) (Kind, string, bool) {
+	switch {
+	case a.kind == Pointwise && b.kind == Pointwise:
+		if sameSpace(a.space, b.space) {
+			return Pointwise, "", true
+		}
+		return "", fmt.Sprintf("spaces %v and %v differ", a.space, b.space), false
+	case a.kind.reduces() && b.kind.reduces():
+		if !sameSpace(a.space, b.space) || !sameSpace(a.out, b.out) || a.inner != b.inner {
+			return "", fmt.Sprintf("reductions %v→%v and %v→%v differ", a.space, a.out, b.space, b.out), false
+		}
+		if a.kind == PersistentRow || b.kind == PersistentRow {
+			return PersistentRow, "", true
+		}
+		return Reduction, "", true
+	}
+	return "", fmt.Sprintf("a %s and a %s group do not share a kernel", a.kind, b.kind), false
+}
+
+// reaches reports whether a path of at least one intermediate node (a
+// group or an ungrouped op) leads from group a to group b: merging a and b
+// would then put that node both before and after the merged group.
+func (p *planner) reaches(a, b *group) bool {
+	limit := p.pos[b.last()]
+	seen := map[any]bool{}
+	var work []*ir.Operation
+	for _, op := range a.ops {
+		for _, r := range op.Results() {
+			p.forUsers(r, func(u *ir.Operation) {
+				if g := p.groupOf[u]; g != a && g != b {
+					work = append(work, u)
+				}
+			})
+		}
+	}
+	for len(work) > 0 {
+		u := work[len(work)-1]
+		work = work[:len(work)-1]
+		if p.pos[u] > limit {
+			continue // program order: nothing after b's last op feeds b
+		}
+		var key any = u
+		members := []*ir.Operation{u}
+		if g := p.groupOf[u]; g != nil {
+			key, members = g, g.ops
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		for _, op := range members {
+			for _, r := range op.Results() {
+				hit := false
+				p.forUsers(r, func(w *ir.Operation) {
+					switch p.groupOf[w] {
+					case b:
+						hit = true
+					case a:
+					default:
+						work = append(work, w)
+					}
+				})
+				if hit {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// merge moves c's ops into g as kind k.
+func (p *planner) merge(g, c *group, k Kind) {
+	g.ops = append(g.ops, c.ops...)
+	slices.SortFunc(g.ops, func(x, y *ir.Operation) int { return cmp.Compare(p.pos[x], p.pos[y]) })
+	for _, op := range c.ops {
+		p.groupOf[op] = g
+	}
+	switch {
+	case k.reduces() && !g.kind.reduces():
+		g.space, g.out, g.inner = c.space, c.out, c.inner
+	case k == Pointwise && smaller(g.space, c.space):
+		g.space, g.out = c.space, c.out
+	}
+	g.kind = k
+	p.groups = slices.DeleteFunc(p.groups, func(x *group) bool { return x == c })
+}
+
+// try merges c into g when rule allows it, the size bound holds and no
+// path between them goes through another node; it logs the decision.
+func (p *planner) try(g, c *group, k Kind, why string, ok bool, twoWay bool) bool {
+	switch {
+	case !ok:
+	case p.opts.MaxGroupOps > 0 && len(g.ops)+len(c.ops) > p.opts.MaxGroupOps:
+		ok, why = false, fmt.Sprintf("the group would have %d ops (max-group-ops=%d)", len(g.ops)+len(c.ops), p.opts.MaxGroupOps)
+	case p.reaches(g, c) || twoWay && p.reaches(c, g):
+		ok, why = false, "a path between them goes through another kernel (fusing would make a cycle)"
+	}
+	if !ok {
+		p.logf("refuse %s into group %d: %s", c.name(), g.id, why)
+		p.stats.Refusals++
+		return false
+	}
+	p.logf("group %d <- %s: %s", g.id, c.name(), why)
+	p.merge(g, c, k)
+	return true
+}
+
+// plan groups the block's computing ops.
+func (p *planner) plan() {
+	p.dropDead()
+	for _, op := range p.block.Ops() {
+		if !computes(op) {
+			continue
+		}
+		c := p.newGroup(op)
+		p.logf("group %d = %s: %s", c.id, describe(op), c.kind)
+		if c.kind == Composite {
+			p.logf("group %d: a composite keeps a group of its own (run graph-decompose first)", c.id)
+			continue
+		}
+		// Producers in order of the bytes that fusing with them keeps out of
+		// memory, as XLA's priority fusion ranks candidates.
+		saved := map[*group]int64{}
+		var producers []*group
+		for _, v := range op.Operands() {
+			p.sources(v, func(def *ir.Operation) {
+				if g := p.groupOf[def]; g != nil && g != c {
+					if _, seen := saved[g]; !seen {
+						producers = append(producers, g)
+					}
+					saved[g] += bytesOf(v)
+				}
+			})
+		}
+		slices.SortStableFunc(producers, func(a, b *group) int { return cmp.Compare(saved[b], saved[a]) })
+		for _, pr := range producers {
+			if p.groupOf[pr.ops[0]] != pr {
+				continue // merged into an earlier candidate
+			}
+			cur := p.groupOf[op]
+			if pr == cur {
+				continue
+			}
+			k, why, ok := p.vertical(pr, cur)
+			p.try(pr, cur, k, why, ok, false)
+		}
+	}
+	if p.opts.Horizontal {
+		p.horizontal()
+	}
+	p.copies()
+}
+
+// horizontal merges sibling groups that read the same input and iterate
+// over the same space: one kernel reads the input once.
+func (p *planner) horizontal() {
+	var inputs []*ir.Value
+	inputs = append(inputs, p.block.Arguments()...)
+	for _, op := range p.block.Ops() {
+		if classify(op) != view {
+			inputs = append(inputs, op.Results()...)
+		}
+	}
+	for _, v := range inputs {
+		var readers []*group
+		p.forUsers(v, func(u *ir.Operation) {
+			if g := p.groupOf[u]; g != nil && !slices.Contains(readers, g) && p.groupOf[v.DefiningOp()] != g {
+				readers = append(readers, g)
+			}
+		})
+		for i := 0; i < len(readers); i++ {
+			for j := i + 1; j < len(readers); j++ {
+				a, b := readers[i], readers[j]
+				if p.groupOf[a.ops[0]] != a || p.groupOf[b.ops[0]] != b {
+					continue
+				}
+				k, why, ok := sibling(a, b)
+				if ok {
+					why = fmt.Sprintf("horizontal (siblings reading %s)", valueName(v))
+				}
+				p.try(a, b, k, why, ok, true)
+			}
+		}
+	}
+}
+
+// valueName names a value for the log.
+func valueName(v *ir.Value) string {
+	if def := v.DefiningOp(); def != nil {
+		return "the result of " + describe(def)
+	}
+	return fmt.Sprintf("argument #%d", v.Index())
+}
+
+// copies gives a group of its own to each view whose value leaves the
+// groups (a function result, or an operand of a non-graph op): only there
+// is a view materialized, as a copy.
+func (p *planner) copies() {
+	for _, op := range p.block.Ops() {
+		if classify(op) != view {
+			continue
+		}
+		for _, u := range op.Result(0).Users() {
+			u = p.top(u)
+			if u == nil || classify(u) == view || p.groupOf[u] != nil {
+				continue
+			}
+			g := p.newGroup(op)
+			p.logf("group %d = %s: copy (the view is read by %s, so it is materialized)", g.id, describe(op), describe(u))
+			p.stats.Copies++
+			break
+		}
+	}
+}
