@@ -102,6 +102,7 @@ type tool struct {
 //
 //	irc [flags] [file|-]        parse, verify, transform and print a .mlir file
 //	irc run FILE [flags]        execute a function of FILE
+//	irc devices                 list the GPUs, their memory, clocks and driver
 //	irc version                 print the version
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Option) (status int) {
 	t := &tool{
@@ -124,6 +125,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Opti
 		switch args[0] {
 		case "run":
 			return t.run(args[1:])
+		case "devices":
+			return t.devices(args[1:])
 		case "version":
 			if len(args) > 1 {
 				return t.usageErrorf("version takes no arguments, got %q", args[1])
