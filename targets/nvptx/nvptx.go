@@ -1,0 +1,129 @@
+// Package nvptx turns the LLVM IR modules built by targets/llvm into PTX
+// assembly for NVIDIA GPUs.
+//
+// Two backends sit behind one interface: Native, an instruction selector
+// written in Go over the subset of LLVM IR that Strata's lowering produces
+// (no external tool needed), and LLC, which runs LLVM's llc. Both take the
+// module in memory as a github.com/llir/llvm module; neither parses LLVM
+// text. Anything outside the native subset is reported as an error naming
+// the instruction, and no backend returns PTX holding an `.extern`
+// declaration (an unresolved call that only ptxas or the driver would
+// reject).
+package nvptx
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	llir "github.com/llir/llvm/ir"
+)
+
+// Options select the PTX that a backend emits.
+type Options struct {
+	// Target is the PTX target architecture: "sm_80" or "sm_90".
+	// Empty means DefaultTarget.
+	Target string
+	// PTXVersion is the ISA version written in `.version`, such as "7.8".
+	// Empty means DefaultPTXVersion.
+	PTXVersion string
+}
+
+// DefaultTarget is the target used when Options.Target is empty.
+const DefaultTarget = "sm_90"
+
+// DefaultPTXVersion is the `.version` used when Options.PTXVersion is
+// empty: ISA 7.8 is the newest that both CUDA 11.8's offline ptxas and
+// current drivers accept, so both check the same text.
+const DefaultPTXVersion = "7.8"
+
+// Targets lists the supported values of Options.Target.
+var Targets = []string{"sm_80", "sm_90"}
+
+// minVersion is the oldest PTX ISA (times ten) that knows each target.
+var minVersion = map[string]int{"sm_80": 70, "sm_90": 78}
+
+var versionRE = regexp.MustCompile(`^[1-9][0-9]?\.[0-9]$`)
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.Target == "" {
+		o.Target = DefaultTarget
+	}
+	if o.PTXVersion == "" {
+		o.PTXVersion = DefaultPTXVersion
+	}
+	known := false
+	for _, t := range Targets {
+		known = known || t == o.Target
+	}
+	if !known {
+		return o, fmt.Errorf("unknown PTX target %q (want %s)", o.Target, strings.Join(Targets, " or "))
+	}
+	if !versionRE.MatchString(o.PTXVersion) {
+		return o, fmt.Errorf("malformed PTX version %q (want MAJOR.MINOR, such as %s)", o.PTXVersion, DefaultPTXVersion)
+	}
+	var major, minor int
+	fmt.Sscanf(o.PTXVersion, "%d.%d", &major, &minor)
+	if min := minVersion[o.Target]; major*10+minor < min {
+		return o, fmt.Errorf("PTX version %s is too old for %s (need %d.%d or later)", o.PTXVersion, o.Target, min/10, min%10)
+	}
+	return o, nil
+}
+
+// Backend compiles an LLVM IR module to PTX text.
+type Backend interface {
+	// Name is the backend's --ptx-backend value.
+	Name() string
+	// Compile returns the PTX of m's kernels.
+	Compile(m *llir.Module, opts Options) (string, error)
+}
+
+// backends maps --ptx-backend values to constructors.
+var backends = map[string]func() Backend{
+	"native": func() Backend { return Native{} },
+	"llc":    func() Backend { return LLC{} },
+}
+
+// DefaultBackend is the backend used when none is named.
+const DefaultBackend = "native"
+
+// BackendNames returns the names New accepts, sorted.
+func BackendNames() []string {
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New returns the backend with the given name ("" means DefaultBackend).
+func New(name string) (Backend, error) {
+	if name == "" {
+		name = DefaultBackend
+	}
+	mk, ok := backends[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown PTX backend %q (want %s)", name, strings.Join(BackendNames(), " or "))
+	}
+	return mk(), nil
+}
+
+// ErrExtern reports PTX that declares an external symbol.
+var ErrExtern = errors.New("PTX declares an unresolved .extern symbol")
+
+var externRE = regexp.MustCompile(`(?m)^\s*\.extern\b.*$`)
+
+// CheckNoExtern returns an error wrapping ErrExtern, quoting the first
+// offending line, when ptx holds an `.extern` declaration. Such a symbol
+// is usually a misspelt or unsupported intrinsic that llc turned into a
+// call.
+func CheckNoExtern(ptx string) error {
+	if line := externRE.FindString(ptx); line != "" {
+		return fmt.Errorf("%w: %s", ErrExtern, strings.TrimSpace(line))
+	}
+	return nil
+}

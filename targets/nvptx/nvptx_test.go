@@ -1,0 +1,384 @@
+package nvptx
+
+import (
+	"errors"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+)
+
+// vectorAdd: c[i] = a[i] + b[i] for i = ctaid.x*ntid.x + tid.x < n.
+func vectorAdd() *llir.Module {
+	m := newModule()
+	a, b, c, n := llir.NewParam("a", gF32), llir.NewParam("b", gF32), llir.NewParam("c", gF32), llir.NewParam("n", i64)
+	f := kernel(m, "vector_add", a, b, c, n)
+	entry, body, exit := f.NewBlock("entry"), f.NewBlock("body"), f.NewBlock("exit")
+	i := entry.NewAdd(entry.NewMul(sreg(m, entry, "ctaid.x"), sreg(m, entry, "ntid.x")), sreg(m, entry, "tid.x"))
+	entry.NewCondBr(entry.NewICmp(enum.IPredSLT, i, n), body, exit)
+	x := body.NewLoad(f32, body.NewGetElementPtr(f32, a, i))
+	y := body.NewLoad(f32, body.NewGetElementPtr(f32, b, i))
+	body.NewStore(body.NewFAdd(x, y), body.NewGetElementPtr(f32, c, i))
+	body.NewBr(exit)
+	exit.NewRet(nil)
+	return m
+}
+
+// loopSum sums a[0:n] with a loop whose phis include a swap (a parallel
+// copy) and whose exit reads the header's phi (a critical edge): out[0] =
+// the sum, out[1] = 1 or 2 by the parity of n, out[2] = the counter seen
+// at exit.
+func loopSum() *llir.Module {
+	m := newModule()
+	a, out, n := llir.NewParam("a", gF32), llir.NewParam("out", gF32), llir.NewParam("n", i64)
+	f := kernel(m, "loop_sum", a, out, n)
+	entry, head, body, exit := f.NewBlock("entry"), f.NewBlock("head"), f.NewBlock("body"), f.NewBlock("exit")
+	entry.NewBr(head)
+	iv := head.NewPhi(llir.NewIncoming(c64(0), entry))
+	acc := head.NewPhi(llir.NewIncoming(cf(0), entry))
+	p := head.NewPhi(llir.NewIncoming(cf(1), entry))
+	q := head.NewPhi(llir.NewIncoming(cf(2), entry))
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, iv, n), body, exit)
+	x := body.NewLoad(f32, body.NewGetElementPtr(f32, a, iv))
+	next := body.NewAdd(iv, c64(1))
+	iv.Incs = append(iv.Incs, llir.NewIncoming(next, body))
+	acc.Incs = append(acc.Incs, llir.NewIncoming(body.NewFAdd(acc, x), body))
+	p.Incs = append(p.Incs, llir.NewIncoming(q, body)) // p, q = q, p: a swap
+	q.Incs = append(q.Incs, llir.NewIncoming(p, body))
+	body.NewBr(head)
+	exit.NewStore(acc, out)
+	exit.NewStore(q, exit.NewGetElementPtr(f32, out, c64(1)))
+	exit.NewStore(exit.NewSIToFP(iv, f32), exit.NewGetElementPtr(f32, out, c64(2)))
+	exit.NewRet(nil)
+	return m
+}
+
+// blockReduce sums 256 values per block through shared memory, a barrier
+// and warp shuffles; it is marked with !nvvm.annotations.
+func blockReduce() *llir.Module {
+	m := newModule()
+	shared := m.NewGlobalDef("partial", constant.NewUndef(types.NewArray(8, f32)))
+	shared.AddrSpace = 3
+	shared.Typ = nil // recomputed with the address space
+	shared.Align = 4
+	a, out := llir.NewParam("a", gF32), llir.NewParam("out", gF32)
+	f := m.NewFunc("block_reduce", types.Void, a, out)
+	annotate(m, f)
+	entry, warp0, done := f.NewBlock("entry"), f.NewBlock("warp0"), f.NewBlock("done")
+	shfl := declare(m, "llvm.nvvm.shfl.sync.bfly.f32", f32, i32, f32, i32, i32)
+	tid := sreg(m, entry, "tid.x")
+	g := entry.NewAdd(entry.NewMul(sreg(m, entry, "ctaid.x"), c64(256)), tid)
+	var v llirValue = entry.NewLoad(f32, entry.NewGetElementPtr(f32, a, g))
+	for off := int64(16); off >= 1; off /= 2 {
+		v = entry.NewFAdd(v, entry.NewCall(shfl, c32(-1), v, c32(off), c32(31)))
+	}
+	warp := entry.NewLShr(tid, c64(5))
+	slot := entry.NewGetElementPtr(types.NewArray(8, f32), shared, c64(0), warp)
+	entry.NewStore(v, slot)
+	entry.NewCall(declare(m, "llvm.nvvm.barrier0", types.Void))
+	entry.NewCondBr(entry.NewICmp(enum.IPredEQ, tid, c64(0)), warp0, done)
+	var s llirValue = cf(0)
+	for w := int64(0); w < 8; w++ {
+		s = warp0.NewFAdd(s, warp0.NewLoad(f32, warp0.NewGetElementPtr(types.NewArray(8, f32), shared, c64(0), c64(w))))
+	}
+	warp0.NewStore(s, warp0.NewGetElementPtr(f32, out, sreg(m, warp0, "ctaid.x")))
+	warp0.NewBr(done)
+	done.NewRet(nil)
+	return m
+}
+
+// halves converts f16 and bf16 (as i16 bits) to f32 and back, and moves
+// bools stored as bytes.
+func halves() *llir.Module {
+	m := newModule()
+	h, bf, bs := llir.NewParam("h", gHalf), llir.NewParam("bf", gI16), llir.NewParam("bs", gI8)
+	flag := llir.NewParam("flag", types.I1)
+	f := kernel(m, "halves", h, bf, bs, flag)
+	b := f.NewBlock("entry")
+	x := b.NewFPExt(b.NewLoad(types.Half, h), f32)
+	b.NewStore(b.NewFPTrunc(b.NewFMul(x, cf(2)), types.Half), h)
+	bits := b.NewShl(b.NewZExt(b.NewLoad(types.I16, bf), i32), c32(16))
+	y := b.NewFAdd(b.NewBitCast(bits, f32), cf(1))
+	yb := b.NewBitCast(y, i32) // round to nearest even: (u + 0x7fff + ((u >> 16) & 1)) >> 16
+	r := b.NewLShr(b.NewAdd(b.NewAdd(yb, c32(0x7fff)), b.NewAnd(b.NewLShr(yb, c32(16)), c32(1))), c32(16))
+	b.NewStore(b.NewTrunc(r, types.I16), bf)
+	by := b.NewLoad(types.I8, bs)
+	t := b.NewTrunc(by, types.I1)
+	b.NewStore(b.NewZExt(b.NewXor(t, flag), types.I8), b.NewGetElementPtr(types.I8, bs, c64(1)))
+	b.NewStore(b.NewUDiv(by, constant.NewInt(types.I8, 3)), b.NewGetElementPtr(types.I8, bs, c64(2)))
+	b.NewStore(b.NewTrunc(b.NewAShr(b.NewSExt(by, i32), c32(1)), types.I8), b.NewGetElementPtr(types.I8, bs, c64(3)))
+	b.NewStore(b.NewAShr(by, constant.NewInt(types.I8, 2)), b.NewGetElementPtr(types.I8, bs, c64(4)))
+	b.NewRet(nil)
+	return m
+}
+
+// compares stores select(fcmp pred x y, x, y) for every predicate, and
+// the casts between floats and integers.
+func compares() *llir.Module {
+	m := newModule()
+	a, out := llir.NewParam("a", gF32), llir.NewParam("out", gF32)
+	f := kernel(m, "compares", a, out)
+	b := f.NewBlock("entry")
+	x := b.NewLoad(f32, a)
+	y := b.NewLoad(f32, b.NewGetElementPtr(f32, a, c64(1)))
+	for i, pred := range []enum.FPred{enum.FPredOEQ, enum.FPredONE, enum.FPredOLT, enum.FPredOLE, enum.FPredOGT, enum.FPredOGE,
+		enum.FPredORD, enum.FPredUNO, enum.FPredUEQ, enum.FPredUNE, enum.FPredULT, enum.FPredULE, enum.FPredUGT, enum.FPredUGE,
+		enum.FPredTrue, enum.FPredFalse} {
+		b.NewStore(b.NewSelect(b.NewFCmp(pred, x, y), x, b.NewFNeg(y)), b.NewGetElementPtr(f32, out, c64(int64(i))))
+	}
+	si := b.NewFPToSI(x, i32)
+	ui := b.NewFPToUI(y, i64)
+	back := b.NewFAdd(b.NewSIToFP(si, f32), b.NewUIToFP(ui, f32))
+	d := b.NewFDiv(b.NewFPExt(back, types.Double), constant.NewFloat(types.Double, 3))
+	b.NewStore(b.NewFPTrunc(d, f32), b.NewGetElementPtr(f32, out, c64(16)))
+	isel := b.NewSelect(b.NewICmp(enum.IPredULT, si, c32(7)), b.NewSDiv(si, c32(2)), b.NewSRem(si, c32(5)))
+	b.NewStore(b.NewBitCast(b.NewAShr(isel, c32(1)), f32), b.NewGetElementPtr(f32, out, c64(17)))
+	// Vector loads and stores, 16 bytes per thread.
+	va := b.NewBitCast(a, gV4)
+	v := b.NewLoad(types.NewVector(4, f32), va)
+	w := b.NewInsertElement(v, b.NewFMul(b.NewExtractElement(v, c32(0)), cf(3)), c32(3))
+	b.NewStore(b.NewFAdd(w, v), b.NewBitCast(b.NewGetElementPtr(f32, out, c64(20)), gV4))
+	b.NewRet(nil)
+	return m
+}
+
+// allIntrinsics calls every intrinsic of the native table once.
+func allIntrinsics() *llir.Module {
+	m := newModule()
+	out := llir.NewParam("out", gF32)
+	f := kernel(m, "intrinsics", out)
+	b := f.NewBlock("entry")
+	x := b.NewLoad(f32, out)
+	xd := b.NewFPExt(x, types.Double)
+	slot := int64(0)
+	for _, name := range Intrinsics() {
+		in := intrinsics[name]
+		var ret types.Type = f32
+		var arg llirValue = x
+		switch {
+		case strings.HasPrefix(name, "llvm.nvvm.read.ptx.sreg"):
+			ret = i32
+		case strings.HasPrefix(name, "llvm.nvvm.shfl") && strings.HasSuffix(name, "i32"):
+			ret, arg = i32, b.NewFPToSI(x, i32)
+		case strings.HasSuffix(name, ".f64") || strings.HasSuffix(name, ".d"):
+			ret, arg = types.Double, xd
+		case in.args == 0:
+			ret = types.Void
+		}
+		params := make([]types.Type, in.args)
+		args := make([]llirValue, in.args)
+		for i := range params {
+			params[i], args[i] = ret, arg
+		}
+		if strings.HasPrefix(name, "llvm.nvvm.shfl") {
+			params = []types.Type{i32, ret, i32, i32}
+			args = []llirValue{c32(-1), arg, c32(1), c32(31)}
+		}
+		r := b.NewCall(declare(m, name, ret, params...), args...)
+		var res llirValue = r
+		switch ret {
+		case types.Void:
+			continue
+		case i32:
+			res = b.NewSIToFP(r, f32)
+		case types.Double:
+			res = b.NewFPTrunc(r, f32)
+		}
+		slot++
+		b.NewStore(res, b.NewGetElementPtr(f32, out, c64(slot)))
+	}
+	b.NewRet(nil)
+	return m
+}
+
+var testModules = map[string]func() *llir.Module{
+	"vector_add":   vectorAdd,
+	"loop_sum":     loopSum,
+	"block_reduce": blockReduce,
+	"halves":       halves,
+	"compares":     compares,
+	"intrinsics":   allIntrinsics,
+}
+
+// TestBackends compiles every test module with both backends for both
+// targets, assembles the PTX with ptxas and compares the kernel
+// signatures of the two backends.
+func TestBackends(t *testing.T) {
+	for name, build := range testModules {
+		for _, target := range Targets {
+			t.Run(name+"/"+target, func(t *testing.T) {
+				opts := Options{Target: target}
+				native, err := Native{}.Compile(build(), opts)
+				if err != nil {
+					t.Fatalf("native: %v", err)
+				}
+				for _, want := range []string{".version 7.8\n", ".target " + target + "\n", ".address_size 64\n", ".visible .entry "} {
+					if !strings.Contains(native, want) {
+						t.Errorf("native PTX lacks %q", want)
+					}
+				}
+				if err := CheckNoExtern(native); err != nil {
+					t.Error(err)
+				}
+				assemble(t, native)
+				tool(t, "STRATA_LLVM_BIN", "llc", "llc-19")
+				viaLLC, err := LLC{}.Compile(build(), opts)
+				if err != nil {
+					t.Fatalf("llc: %v", err)
+				}
+				if !strings.Contains(viaLLC, ".version 7.8\n") {
+					t.Errorf("llc PTX does not carry .version 7.8")
+				}
+				assemble(t, viaLLC)
+				if n, l := signatures(native), signatures(viaLLC); !reflect.DeepEqual(n, l) || len(n) == 0 {
+					t.Errorf("kernel signatures differ:\nnative: %q\nllc:    %q", n, l)
+				}
+			})
+		}
+	}
+}
+
+// TestNativeSelection checks instruction choices the tests above cannot
+// see through ptxas: the ones that decide results.
+func TestNativeSelection(t *testing.T) {
+	compile := func(m *llir.Module) string {
+		ptx, err := Native{}.Compile(m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ptx
+	}
+	cases := []struct {
+		module string
+		want   []string
+	}{
+		{"vector_add", []string{"mov.u32 %r0, %ctaid.x;", "cvta.to.global.u64", "add.rn.f32", "ld.global.f32", "st.global.f32", "setp.lt.s64"}},
+		{"compares", []string{"setp.equ.f32", "setp.nan.f32", "setp.num.f32", "setp.neu.f32", "cvt.rzi.s32.f32", "cvt.rzi.u64.f32",
+			"cvt.rn.f32.s32", "cvt.rn.f32.u64", "div.rn.f64", "cvt.rn.f32.f64", "cvt.f64.f32", "ld.global.v4.f32", "st.global.v4.f32",
+			"div.s32", "rem.s32", "shr.s32", "selp.b32", "setp.lt.u32"}},
+		{"halves", []string{"ld.global.b16", "cvt.f32.f16", "cvt.rn.f16.f32", "st.global.b16", "ld.global.u8", "cvt.u16.u8", "div.u16",
+			"cvt.s16.s8", "ld.param.u8", ".param .u8 halves_param_3"}},
+		{"block_reduce", []string{".shared .align 4 .b8 partial[32];", "ld.shared.f32", "st.shared.f32", "bar.sync 0;",
+			"shfl.sync.bfly.b32", "mov.u64 %rd"}},
+	}
+	for _, c := range cases {
+		ptx := compile(testModules[c.module]())
+		for _, w := range c.want {
+			if !strings.Contains(ptx, w) {
+				t.Errorf("%s: PTX lacks %q\n%s", c.module, w, numbered(ptx))
+			}
+		}
+	}
+}
+
+// TestParallelCopies checks the phi copies of the loop: on the back edge
+// (p, q = q, p) no copy may read a phi register that an earlier copy of
+// the same edge wrote, and the header must not write phis before
+// its exit test (the exit still reads the old counter).
+func TestParallelCopies(t *testing.T) {
+	ptx, err := Native{}.Compile(loopSum(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := ptx[strings.Index(ptx, "$L__BB2:"):strings.Index(ptx, "$L__BB3:")]
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	end := len(lines) - 1 // the bra.uni back to the header
+	start := end
+	for start > 0 && strings.HasPrefix(strings.TrimSpace(lines[start-1]), "mov.") {
+		start--
+	}
+	if end-start != 8 {
+		t.Fatalf("want 4 temporaries and 4 phi writes on the back edge, got %d moves:\n%s", end-start, body)
+	}
+	// The phi registers are the copies' destinations seen elsewhere in
+	// the kernel; the edge's temporaries appear only in its copies.
+	seq := strings.Join(lines[start:end], "\n")
+	rest := strings.Replace(ptx, seq, "", 1)
+	written := map[string]bool{}
+	for _, l := range lines[start:end] {
+		f := strings.Fields(strings.NewReplacer(",", " ", ";", " ").Replace(l))
+		if written[f[2]] {
+			t.Errorf("copy %q reads a phi register written earlier on the same edge:\n%s", strings.TrimSpace(l), body)
+		}
+		if regexp.MustCompile(regexp.QuoteMeta(f[1]) + `\b`).MatchString(rest) {
+			written[f[1]] = true
+		}
+	}
+	head := ptx[strings.Index(ptx, "$L__BB1:"):strings.Index(ptx, "$L__BB2:")]
+	if strings.Contains(head, "mov.") {
+		t.Errorf("loop header writes phi copies before its exit test:\n%s", head)
+	}
+}
+
+// TestUnsupported checks that IR outside the subset is an error naming
+// the instruction.
+func TestUnsupported(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(m *llir.Module, b *llir.Block, p *llir.Param)
+		want  string
+	}{
+		{"frem", func(m *llir.Module, b *llir.Block, p *llir.Param) {
+			x := b.NewLoad(f32, p)
+			b.NewStore(b.NewFRem(x, x), p)
+		}, "frem float"},
+		{"alloca", func(m *llir.Module, b *llir.Block, p *llir.Param) { b.NewAlloca(f32) }, "alloca float"},
+		{"exp", func(m *llir.Module, b *llir.Block, p *llir.Param) {
+			b.NewStore(b.NewCall(declare(m, "llvm.exp.f32", f32, f32), b.NewLoad(f32, p)), p)
+		}, "@llvm.exp.f32 is not a supported intrinsic"},
+		{"dynamic lane", func(m *llir.Module, b *llir.Block, p *llir.Param) {
+			v := b.NewLoad(types.NewVector(4, f32), b.NewBitCast(p, gV4))
+			b.NewStore(b.NewExtractElement(v, b.NewFPToSI(b.NewLoad(f32, p), i32)), p)
+		}, "must be a constant lane number"},
+		{"half arithmetic", func(m *llir.Module, b *llir.Block, p *llir.Param) {
+			h := b.NewFPTrunc(b.NewLoad(f32, p), types.Half)
+			b.NewFAdd(h, h)
+		}, "fadd half"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newModule()
+			p := llir.NewParam("p", gF32)
+			b := kernel(m, "k", p).NewBlock("entry")
+			c.build(m, b, p)
+			b.NewRet(nil)
+			_, err := Native{}.Compile(m, Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "kernel @k") && c.name != "exp" {
+				t.Errorf("got error %v, want one naming %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for _, o := range []Options{{Target: "sm_70"}, {PTXVersion: "7"}, {Target: "sm_90", PTXVersion: "7.0"}} {
+		if _, err := (Native{}).Compile(vectorAdd(), o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	ptx, err := Native{}.Compile(vectorAdd(), Options{Target: "sm_80", PTXVersion: "8.0"})
+	if err != nil || !strings.Contains(ptx, ".version 8.0\n.target sm_80\n") {
+		t.Errorf("got %v\n%s", err, ptx)
+	}
+	if _, err := New("nvcc"); err == nil {
+		t.Error("New(nvcc): no error")
+	}
+	if b, err := New(""); err != nil || b.Name() != "native" {
+		t.Errorf("New(\"\") = %v, %v", b, err)
+	}
+}
+
+func TestCheckNoExtern(t *testing.T) {
+	err := CheckNoExtern(".version 7.8\n.extern .func (.param .b32 r) llvm.exp.f32\n")
+	if !errors.Is(err, ErrExtern) || !strings.Contains(err.Error(), "llvm.exp.f32") {
+		t.Errorf("got %v", err)
+	}
+	if err := CheckNoExtern(".version 7.8\n// .extern in a comment\n"); err != nil {
+		t.Errorf("comment flagged: %v", err)
+	}
+}
