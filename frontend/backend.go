@@ -1,0 +1,300 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	_ "github.com/strata-ir/strata/passes/decompose" // graph-decompose, for the interp pipeline
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// Backend compiles captured graphs. Compile is called once per distinct
+// graph and input types (the frontend caches what it returns); the
+// Executable then runs on every call whose inputs pass the graph's guards.
+//
+// A backend may also implement OpSupporter, to make the frontend break the
+// graph around ops it cannot compile, and Describer, for ListBackends.
+type Backend interface {
+	Compile(g *Graph) (Executable, error)
+}
+
+// OpSupporter is implemented by backends that compile only some ops.
+type OpSupporter interface {
+	// SupportsOp reports whether the backend compiles ops named name
+	// ("graph.sin"). Unsupported ops are run by the eager backend between
+	// two graphs (a graph break).
+	SupportsOp(name string) bool
+}
+
+// Describer is implemented by backends that describe themselves for
+// ListBackends and irc --list-backends.
+type Describer interface {
+	Describe() string
+}
+
+// Executable runs a compiled graph on concrete inputs, in the order of the
+// graph function's arguments, and returns its results in order.
+type Executable interface {
+	Run(inputs []*interp.Tensor) ([]*interp.Tensor, error)
+}
+
+// BackendFunc adapts a function to Backend.
+type BackendFunc func(g *Graph) (Executable, error)
+
+// Compile implements Backend.
+func (f BackendFunc) Compile(g *Graph) (Executable, error) { return f(g) }
+
+// ExecutableFunc adapts a function to Executable.
+type ExecutableFunc func(inputs []*interp.Tensor) ([]*interp.Tensor, error)
+
+// Run implements Executable.
+func (f ExecutableFunc) Run(inputs []*interp.Tensor) ([]*interp.Tensor, error) { return f(inputs) }
+
+// Graph is what a backend compiles: a module holding one graph-dialect
+// func.func, with the options of the Compile call. The backend may
+// rewrite Module in place.
+type Graph struct {
+	Context *ir.Context
+	Module  *ir.Operation
+	// Func is the name of the function to compile (graph0, graph1, …: the
+	// position of the graph in its function, counting graph breaks).
+	Func string
+	Mode Mode
+	// Options are Options.BackendOptions, for the backend to interpret.
+	Options map[string]any
+	times   *CompileTimes
+}
+
+// Phase is a part of compilation that CompileTimes reports.
+type Phase uint8
+
+// The phases of a first call. Trace is measured by the frontend; backends
+// attribute their time to the others with Graph.Time (time they do not
+// attribute counts as Codegen).
+const (
+	PhaseTrace Phase = iota
+	PhasePasses
+	PhaseCodegen
+	PhaseLoad
+)
+
+// Time runs f and adds its duration to phase.
+func (g *Graph) Time(phase Phase, f func() error) error {
+	start := time.Now()
+	err := f()
+	if g.times != nil {
+		g.times.add(phase, time.Since(start))
+	}
+	return err
+}
+
+// CompileTimes splits the first call of a compiled function into its
+// phases: recording the graphs (Trace), running passes, generating code,
+// and loading it. Running the compiled graphs is not included.
+type CompileTimes struct {
+	Trace, Passes, Codegen, Load time.Duration
+}
+
+func (ct *CompileTimes) add(p Phase, d time.Duration) {
+	switch p {
+	case PhaseTrace:
+		ct.Trace += d
+	case PhasePasses:
+		ct.Passes += d
+	case PhaseCodegen:
+		ct.Codegen += d
+	case PhaseLoad:
+		ct.Load += d
+	}
+}
+
+// Total returns the sum of the phases.
+func (ct CompileTimes) Total() time.Duration { return ct.Trace + ct.Passes + ct.Codegen + ct.Load }
+
+// String prints the phases.
+func (ct CompileTimes) String() string {
+	return fmt.Sprintf("trace %v, passes %v, codegen %v, load %v (total %v)", ct.Trace, ct.Passes, ct.Codegen, ct.Load, ct.Total())
+}
+
+// Names of the built-in backends.
+const (
+	EagerBackend    = "eager"
+	AOTEagerBackend = "aot_eager"
+	InterpBackend   = "interp"
+	NVPTXBackend    = "nvptx"
+)
+
+// DefaultBackend is the backend of Options with an empty Backend. It will
+// be nvptx on machines with a GPU once the GPU runtime exists.
+const DefaultBackend = InterpBackend
+
+// DefaultPipeline is the pass pipeline of the interp backend (its
+// "pipeline" backend option replaces it).
+const DefaultPipeline = "builtin.module(func.func(graph-decompose,canonicalize,cse))"
+
+// ErrNoGPUBackend is returned by the nvptx backend until the GPU runtime
+// lands.
+var ErrNoGPUBackend = errors.New("nvptx backend needs a GPU build: not available yet")
+
+type backendEntry struct {
+	name string
+	b    Backend
+}
+
+func (e backendEntry) supports(op string) bool {
+	s, ok := e.b.(OpSupporter)
+	return !ok || s.SupportsOp(op)
+}
+
+var (
+	backendsMu sync.RWMutex
+	backends   = map[string]Backend{}
+)
+
+// RegisterBackend makes b available as Options.Backend = name, replacing
+// any backend of that name.
+func RegisterBackend(name string, b Backend) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	backends[name] = b
+}
+
+// LookupBackend returns the backend registered as name.
+func LookupBackend(name string) (Backend, bool) {
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	b, ok := backends[name]
+	return b, ok
+}
+
+func lookupBackend(name string) (backendEntry, error) {
+	if name == "" {
+		name = DefaultBackend
+	}
+	b, ok := LookupBackend(name)
+	if !ok {
+		return backendEntry{}, fmt.Errorf("frontend: unknown backend %q (registered: %v)", name, backendNames())
+	}
+	return backendEntry{name, b}, nil
+}
+
+func mustBackend(name string) backendEntry {
+	e, err := lookupBackend(name)
+	if err != nil {
+		panic(err) // built-in backends are registered in init
+	}
+	return e
+}
+
+func backendNames() []string {
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BackendInfo describes a registered backend.
+type BackendInfo struct {
+	Name, Doc string
+}
+
+// ListBackends returns the registered backends, sorted by name.
+func ListBackends() []BackendInfo {
+	var out []BackendInfo
+	for _, n := range backendNames() {
+		b, _ := LookupBackend(n)
+		doc := "user-registered backend"
+		if d, ok := b.(Describer); ok {
+			doc = d.Describe()
+		}
+		out = append(out, BackendInfo{n, doc})
+	}
+	return out
+}
+
+// interpBackend runs graphs in the reference interpreter, after pipeline
+// (none for eager).
+type interpBackend struct {
+	doc      string
+	pipeline string
+}
+
+func (b interpBackend) Describe() string { return b.doc }
+
+func (b interpBackend) Compile(g *Graph) (Executable, error) {
+	pipeline := b.pipeline
+	for k, v := range g.Options {
+		switch k {
+		case "pipeline":
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("backend option pipeline must be a string, got %T", v)
+			}
+			pipeline = s
+		default:
+			return nil, fmt.Errorf("backend has no option %q (it takes: pipeline)", k)
+		}
+	}
+	if pipeline != "" {
+		err := g.Time(PhasePasses, func() error {
+			pm, err := passes.Parse(pipeline)
+			if err != nil {
+				return err
+			}
+			return pm.Run(g.Context, g.Module)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("running %s: %w", pipeline, err)
+		}
+	}
+	var in *interp.Interpreter
+	_ = g.Time(PhaseLoad, func() error {
+		in = interp.New(g.Module)
+		return nil
+	})
+	name := g.Func
+	return ExecutableFunc(func(inputs []*interp.Tensor) ([]*interp.Tensor, error) {
+		args := make([]interp.Value, len(inputs))
+		for i, t := range inputs {
+			args[i] = t
+		}
+		res, err := in.Call(name, args...)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*interp.Tensor, len(res))
+		for i, r := range res {
+			t, ok := r.(*interp.Tensor)
+			if !ok {
+				return nil, fmt.Errorf("result %d is %v, not a tensor", i, r)
+			}
+			out[i] = t
+		}
+		return out, nil
+	}), nil
+}
+
+// nvptxBackend stands for the GPU backend until it exists.
+type nvptxBackend struct{}
+
+func (nvptxBackend) Describe() string {
+	return "full lowering to PTX run on an NVIDIA GPU (needs the GPU runtime; not available in this build)"
+}
+
+func (nvptxBackend) Compile(*Graph) (Executable, error) { return nil, ErrNoGPUBackend }
+
+func init() {
+	RegisterBackend(EagerBackend, interpBackend{doc: "captures each graph and runs it op by op in the reference interpreter, without passes"})
+	RegisterBackend(AOTEagerBackend, interpBackend{doc: "as eager; will also trace the backward graph with autodiff when gradients are requested (autodiff is not built yet)"})
+	RegisterBackend(InterpBackend, interpBackend{doc: "runs " + DefaultPipeline + " and then the reference interpreter (the default)", pipeline: DefaultPipeline})
+	RegisterBackend(NVPTXBackend, nvptxBackend{})
+}

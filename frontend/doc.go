@@ -1,0 +1,46 @@
+// Package frontend is Strata's Go tracing API and its torch.compile
+// counterpart.
+//
+// Tensor ops (Add, MatMul, Softmax, …) are recorded lazily into graphs of
+// the graph dialect with graph.Build, so a shape or dtype mistake is
+// reported where it is made, at the caller's file:line, as the tensor's
+// Err (and as the error of a compiled function's Call). Values are read
+// back with Float32s, Float64s, Int64s and Item, which run the pending
+// graph.
+//
+// Compile(fn, Options{Mode, Dynamic, Fullgraph, Backend, BackendOptions})
+// turns an ordinary Go function of tensors into a Compiled function:
+//
+//   - Each call traces fn into graphs. A data-dependent read (Item,
+//     Float32s, …), a host callback (Print) or an op the backend does not
+//     support is a graph break: the graph so far is compiled and run, and
+//     tracing continues in a new graph. With Fullgraph the first break is
+//     an error naming its reason and line. Explain reports graphs, breaks
+//     and ops.
+//   - Graphs are compiled by a backend from a registry (RegisterBackend;
+//     built in: eager, aot_eager, interp, nvptx) and cached by structure
+//     and input types. A function captured as one graph without breaks is
+//     guarded on its arguments' dtypes and shapes: a call that passes the
+//     guard runs the cached executable without running fn at all.
+//   - A failing guard recompiles, up to RecompileLimit graphs per position
+//     in the function; past it the function runs eagerly, with one
+//     warning. Dynamic auto (the default) compiles static sizes first and,
+//     when an argument's dim changes size, makes it "?" in the graph's
+//     types, so one graph serves every size ≥ 2 (sizes 0 and 1 are always
+//     specialized). MarkDynamic makes a dim dynamic from the first call.
+//     Reading the shape of a tensor in a dynamic graph specializes its
+//     guard on the sizes of that call. Symbolic sizes with named symbols
+//     (package sym, graph-symbolize-shapes) are not used yet: dynamic
+//     dims are plain "?".
+//   - Modes are validated; the CPU backends treat every mode as default.
+//
+// Logs: STRATA_LOGS=graph_breaks,recompiles,guards (package logs).
+// CompileTimes splits a function's first call into trace, passes, codegen
+// and load.
+//
+// Tracing assumes fn depends on its arguments only through tensor ops,
+// their shapes and values it reads: Go values fn captures are constants,
+// and concrete tensors it captures (weights) become graph inputs whose
+// values are read again on every call. Tensors made during a trace and
+// not returned have no value afterwards.
+package frontend

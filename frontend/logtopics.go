@@ -1,0 +1,25 @@
+package frontend
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/strata-ir/strata/logs"
+)
+
+// The log topics the frontend writes (STRATA_LOGS=graph_breaks,…).
+const (
+	topicGraphBreaks = "graph_breaks"
+	topicRecompiles  = "recompiles"
+	topicGuards      = "guards"
+)
+
+// warnf logs a warning under topic, or to standard error when the topic
+// is off: warnings are rare and always worth seeing.
+func warnf(topic, format string, args ...any) {
+	if logs.Enabled(topic) {
+		logs.Printf(topic, "warning: "+format, args...)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "strata: warning: "+format+"\n", args...)
+}

@@ -1,0 +1,47 @@
+package frontend
+
+import "strings"
+
+// ModeInfo describes a compile mode.
+type ModeInfo struct {
+	Name Mode
+	Doc  string
+}
+
+// modes lists the modes, in the order ListModes prints them.
+var modes = []ModeInfo{
+	{ModeDefault, "balance compile time and speed (the default)"},
+	{ModeReduceOverhead, "replay launches with CUDA graphs to cut per-call overhead (GPU; as default on CPU backends)"},
+	{ModeMaxAutotune, "autotune kernel configurations, then use CUDA graphs (GPU; as default on CPU backends)"},
+	{ModeMaxAutotuneNoCUDAGraphs, "autotune kernel configurations without CUDA graphs (GPU; as default on CPU backends)"},
+}
+
+// ListModes returns the compile modes.
+func ListModes() []ModeInfo { return modes }
+
+func modeNames() string {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = string(m.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// OptionInfo describes one field of Options.
+type OptionInfo struct {
+	Name, Type, Default, Doc string
+}
+
+// ListOptions returns every field of Options with its type, default and
+// meaning.
+func ListOptions() []OptionInfo {
+	return []OptionInfo{
+		{"Mode", "Mode (string)", string(ModeDefault), "compile mode: " + modeNames()},
+		{"Dynamic", "Dynamic (auto|true|false)", DynamicAuto.String(),
+			"dynamic shapes: auto compiles static sizes first and marks a dim dynamic after its size changes; true makes every dim of size ≥ 2 dynamic; false keeps all static"},
+		{"Fullgraph", "bool", "false", "make the first graph break an error naming its reason and file:line"},
+		{"Backend", "string", DefaultBackend, "the backend that compiles graphs (see ListBackends)"},
+		{"BackendOptions", "map[string]any", "nil", "options passed to the backend (interp, eager: pipeline, a pass pipeline string)"},
+		{"RecompileLimit", "int", "8", "graphs compiled per position in the function before it runs eagerly"},
+	}
+}

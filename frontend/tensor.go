@@ -1,0 +1,331 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// Tensor is an n-dimensional array. A Tensor is either concrete (its
+// elements are known) or pending: the result of an op recorded in a graph
+// that has not run yet. Ops never run one by one: they are recorded, and
+// the graph runs when a value is read (Float32s, Item, …), when a compiled
+// function returns, or at a graph break.
+//
+// A Tensor also carries the first error of the computation that made it:
+// a shape or dtype mismatch found while recording, located at the caller's
+// file:line. Ops on a failed tensor fail with the same error, so a chain
+// of ops needs one check at the end (Err) or at the compiled function's
+// Call.
+type Tensor struct {
+	val  *interp.Tensor // the elements, once known
+	g    *graphTrace    // the graph recording this tensor while pending
+	node *ir.Value      // the tensor's value in g
+	sess *session       // the session that made it, nil for user-made tensors
+	// shape is the concrete shape; for a pending tensor of a graph with
+	// dynamic dims it is computed from the concrete shapes of the inputs.
+	shape []int64
+	dtype DType
+	err   error
+	seq   uint64 // creation order: tensors made during a trace are "fresh"
+	dyn   []int  // dims marked with MarkDynamic
+}
+
+// seqCounter numbers tensors in creation order.
+var seqCounter atomic.Uint64
+
+func newTensor() *Tensor { return &Tensor{seq: seqCounter.Add(1)} }
+
+// fromInterp wraps a concrete value.
+func fromInterp(v *interp.Tensor) *Tensor {
+	t := newTensor()
+	t.setValue(v)
+	return t
+}
+
+func (t *Tensor) setValue(v *interp.Tensor) {
+	t.val, t.g, t.node = v, nil, nil
+	t.shape = slices.Clone(v.Shape())
+	t.dtype, _ = dtypeOf(v.ElemType())
+}
+
+// failed returns a tensor holding err.
+func failed(err error) *Tensor {
+	t := newTensor()
+	t.err = err
+	return t
+}
+
+// Element is the set of Go types tensors are made from.
+type Element interface {
+	float32 | float64 | int64 | int32 | bool
+}
+
+// FromSlice returns a tensor of the given shape holding data (which it
+// copies), of the DType matching T: float32, float64, int64, int32 or
+// bool. With no shape, data is one-dimensional. A shape that does not
+// match len(data) gives a tensor whose Err says so.
+func FromSlice[T Element](data []T, shape ...int) *Tensor {
+	var elem ir.Type
+	switch any(data).(type) {
+	case []float32:
+		elem = ir.F32
+	case []float64:
+		elem = ir.F64
+	case []int64:
+		elem = ir.I64
+	case []int32:
+		elem = ir.I32
+	case []bool:
+		elem = ir.I1
+	}
+	if shape == nil {
+		shape = []int{len(data)}
+	}
+	v, err := interp.FromData(elem, toInt64s(shape), slices.Clone(data))
+	if err != nil {
+		return failed(located(callerLoc(), "FromSlice: %v", err))
+	}
+	return fromInterp(v)
+}
+
+// Scalar returns a rank-0 float32 tensor holding v.
+func Scalar(v float32) *Tensor { return FromSlice([]float32{v}, []int{}...) }
+
+// Full returns a tensor of the given dtype and shape with every element v
+// (converted to dt: truncated toward zero for integers, v != 0 for Bool).
+func Full(dt DType, v float64, shape ...int) *Tensor {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return failed(located(callerLoc(), "Full: negative size in shape %v", shape))
+		}
+		n *= d
+	}
+	elem := dt.Elem()
+	if elem == nil {
+		return failed(located(callerLoc(), "Full: unknown dtype %v", dt))
+	}
+	var val *interp.Tensor
+	var err error
+	if dt.IsFloat() {
+		fs := make([]float64, n)
+		for i := range fs {
+			fs[i] = v
+		}
+		val, err = interp.FromFloat64s(elem, toInt64s(shape), fs)
+	} else {
+		iv := int64(v)
+		if dt == Bool && v != 0 {
+			iv = 1
+		}
+		is := make([]int64, n)
+		for i := range is {
+			is[i] = iv
+		}
+		val, err = interp.FromInt64s(elem, toInt64s(shape), is)
+	}
+	if err != nil {
+		return failed(located(callerLoc(), "Full: %v", err))
+	}
+	return fromInterp(val)
+}
+
+// Zeros returns a tensor of zeros.
+func Zeros(dt DType, shape ...int) *Tensor { return Full(dt, 0, shape...) }
+
+// Ones returns a tensor of ones.
+func Ones(dt DType, shape ...int) *Tensor { return Full(dt, 1, shape...) }
+
+// Rand returns a float32 tensor of the given shape with elements drawn
+// uniformly from [0, 1) by a generator seeded with seed, so the same seed
+// gives the same tensor.
+func Rand(seed uint64, shape ...int) *Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= max(d, 0)
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = r.Float32()
+	}
+	return FromSlice(data, shape...)
+}
+
+// Err returns the first error of the computation that made t: a shape or
+// dtype mismatch (located at the offending call), a graph break refused
+// by Fullgraph, or a failure running the graph.
+func (t *Tensor) Err() error { return t.err }
+
+// Shape returns the sizes of t's dims. Reading the shape of a pending
+// tensor whose graph has dynamic dims specializes that graph on its input
+// sizes (the guard then checks them exactly).
+func (t *Tensor) Shape() []int {
+	if t.g != nil && t.g.dynamic {
+		t.g.specialize(callerLoc())
+	}
+	out := make([]int, len(t.shape))
+	for i, d := range t.shape {
+		out[i] = int(d)
+	}
+	return out
+}
+
+// Rank returns the number of dims.
+func (t *Tensor) Rank() int { return len(t.shape) }
+
+// DType returns the element type.
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Len returns the number of elements.
+func (t *Tensor) Len() int {
+	n := 1
+	for _, d := range t.shape {
+		n *= int(d)
+	}
+	return n
+}
+
+// String describes the tensor: its dtype and shape, and whether it is
+// pending or failed. It never runs a graph.
+func (t *Tensor) String() string {
+	switch {
+	case t.err != nil:
+		return "Tensor(error: " + t.err.Error() + ")"
+	case t.val == nil && t.g != nil:
+		return fmt.Sprintf("Tensor(%s%v, pending)", t.dtype, t.shape)
+	}
+	return fmt.Sprintf("Tensor(%s%v)", t.dtype, t.shape)
+}
+
+// value returns t's elements, running its graph if t is pending. Inside
+// a compiled function that is a graph break with the given reason.
+func (t *Tensor) value(reason string) (*interp.Tensor, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.val != nil {
+		return t.val, nil
+	}
+	if t.g == nil {
+		return nil, errors.New("frontend: tensor has no value (it escaped from a compiled function without being returned)")
+	}
+	if err := t.g.sess.graphBreak(t.g, reason, callerLoc()); err != nil {
+		t.err = err
+		return nil, err
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	return t.val, nil
+}
+
+// Float32s returns a copy of t's elements converted to float32 (nil when t
+// failed; see Err). Reading a pending tensor runs its graph; inside a
+// compiled function it is a graph break.
+func (t *Tensor) Float32s() []float32 {
+	fs := t.Float64s()
+	if fs == nil {
+		return nil
+	}
+	out := make([]float32, len(fs))
+	for i, f := range fs {
+		out[i] = float32(f)
+	}
+	return out
+}
+
+// Float64s returns a copy of t's elements converted to float64 (see
+// Float32s).
+func (t *Tensor) Float64s() []float64 {
+	v, err := t.value("data-dependent read (Float64s/Float32s)")
+	if err != nil {
+		return nil
+	}
+	if ir.IsFloat(v.ElemType()) {
+		return v.Float64s()
+	}
+	is := v.Int64s()
+	out := make([]float64, len(is))
+	for i, x := range is {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// Int64s returns a copy of t's elements converted to int64 (floats are
+// truncated toward zero; see Float32s).
+func (t *Tensor) Int64s() []int64 {
+	v, err := t.value("data-dependent read (Int64s)")
+	if err != nil {
+		return nil
+	}
+	if !ir.IsFloat(v.ElemType()) {
+		return v.Int64s()
+	}
+	fs := v.Float64s()
+	out := make([]int64, len(fs))
+	for i, f := range fs {
+		out[i] = int64(f)
+	}
+	return out
+}
+
+// Item returns the only element of a one-element tensor as a float64 (0
+// when t failed or has another number of elements; see Err). Inside a
+// compiled function it is a graph break.
+func (t *Tensor) Item() float64 {
+	if t.err == nil && t.Len() != 1 {
+		t.err = located(callerLoc(), "Item: tensor of shape %v has %d elements, want 1", t.shape, t.Len())
+		return 0
+	}
+	v, err := t.value("data-dependent read (Item)")
+	if err != nil {
+		return 0
+	}
+	if ir.IsFloat(v.ElemType()) {
+		return v.Float64s()[0]
+	}
+	return float64(v.Int64s()[0])
+}
+
+// Must returns t, or panics with t's error. It is meant for examples and
+// tests, where a failure is a bug.
+func Must(t *Tensor) *Tensor {
+	if t.err != nil {
+		panic(t.err)
+	}
+	return t
+}
+
+// MarkDynamic asks Compile to treat dim of t as dynamic from the first
+// call in which t is an argument (torch._dynamo.mark_dynamic): the graph
+// is compiled with that size unknown, so other sizes reuse it. It returns
+// t.
+func MarkDynamic(t *Tensor, dim int) *Tensor {
+	if dim < 0 {
+		dim += len(t.shape)
+	}
+	if dim < 0 || dim >= len(t.shape) {
+		t.err = located(callerLoc(), "MarkDynamic: dim %d out of range for shape %v", dim, t.shape)
+		return t
+	}
+	if !slices.Contains(t.dyn, dim) {
+		t.dyn = append(t.dyn, dim)
+	}
+	return t
+}
+
+func toInt64s(xs []int) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
+}

@@ -1,0 +1,431 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/builtin"
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// irContext is the context every traced graph is built in: it holds no
+// per-graph state, so one is shared.
+var irContext = sync.OnceValue(dialects.NewContext)
+
+// errEscaped marks a pending tensor whose graph finished without it being
+// an output: it was made inside a compiled function but not returned.
+var errEscaped = errors.New("frontend: tensor escaped from a compiled function without being returned, so it was never computed")
+
+// session is one run of captured code: a call of a compiled function, or
+// the lazy eager computation of ops used outside any compiled function.
+// It records graphs one after another; a graph break ends one and the
+// next op starts another.
+type session struct {
+	c         *Compiled // nil for a lazy eager session
+	backend   backendEntry
+	fullgraph bool
+	eager     bool // a compiled function past its recompile limit: nothing is cached
+	finalOuts []*Tensor
+	active    bool
+	cur       *graphTrace
+	err       error // the first error, which every later op repeats
+	startSeq  uint64
+	breaks    []Break
+	graphs    []GraphInfo
+	// spent is the time flushes spent compiling and running graphs, so
+	// that the rest of the call counts as tracing.
+	spent time.Duration
+	times CompileTimes
+}
+
+func newSession(c *Compiled, be backendEntry, fullgraph bool) *session {
+	return &session{c: c, backend: be, fullgraph: fullgraph, active: true, startSeq: seqCounter.Load()}
+}
+
+// fail records err as the session's first error.
+func (s *session) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// graphTrace is one graph being recorded: a func.func in its own module,
+// whose arguments are the concrete tensors it reads.
+type graphTrace struct {
+	sess    *session
+	index   int
+	module  *ir.Operation
+	fn      *ir.Operation
+	entry   *ir.Block
+	b       *ir.Builder
+	inputs  []*interp.Tensor
+	lifted  map[*Tensor]*ir.Value
+	pending []*Tensor
+	opCount map[string]int
+	nops    int
+	// fp fingerprints the graph's structure (ops, attributes, types and
+	// wiring), which with the input types keys the compile cache.
+	fp  maphash.Hash
+	ids map[*ir.Value]int
+	// dynamic is set when some input dim is "?"; specialized when code
+	// read a shape of such a graph, which then holds for those sizes only.
+	dynamic     bool
+	specialized bool
+	specializer ir.Location
+	// fresh is set when the graph reads a concrete tensor made during the
+	// session (not an argument, not a tensor captured from outside).
+	fresh bool
+}
+
+var fpSeed = maphash.MakeSeed()
+
+// graph returns the session's current graph, starting one if needed.
+func (s *session) graph() *graphTrace {
+	if s.cur == nil {
+		s.cur = s.newGraph(nil, nil)
+	}
+	return s.cur
+}
+
+// newGraph starts a graph whose first arguments are args, of the given
+// types (which may have dynamic dims).
+func (s *session) newGraph(args []*Tensor, types []ir.Type) *graphTrace {
+	ctx := irContext()
+	g := &graphTrace{
+		sess: s, index: len(s.graphs), lifted: map[*Tensor]*ir.Value{},
+		opCount: map[string]int{}, ids: map[*ir.Value]int{},
+	}
+	g.fp.SetSeed(fpSeed)
+	g.module = builtin.NewModule(ir.UnknownLoc{})
+	g.b = ir.NewBuilder(ctx)
+	g.b.SetInsertionPointToEnd(builtin.ModuleBody(g.module))
+	g.fn, g.entry = funcs.NewFunc(g.b, fmt.Sprintf("graph%d", g.index), ir.FunctionOf(nil, nil), ir.UnknownLoc{})
+	g.b.SetInsertionPointToEnd(g.entry)
+	for i, t := range args {
+		t.node = g.addInput(t.val, types[i])
+		t.g = g
+		g.dynamic = g.dynamic || hasDynamic(types[i])
+	}
+	s.cur = g
+	return g
+}
+
+func hasDynamic(t ir.Type) bool {
+	tt, ok := t.(*ir.TensorType)
+	return ok && slices.Contains(tt.Shape(), ir.Dynamic)
+}
+
+// addInput adds a function argument bound to v.
+func (g *graphTrace) addInput(v *interp.Tensor, t ir.Type) *ir.Value {
+	arg := g.entry.AddArgument(t)
+	g.ids[arg] = len(g.ids)
+	g.inputs = append(g.inputs, v)
+	g.fp.WriteString("in:" + t.String() + ";")
+	return arg
+}
+
+// use returns the value standing for t in g, making t an input of g when
+// it is concrete (or pending in another graph, which then runs).
+func (g *graphTrace) use(t *Tensor) (*ir.Value, error) {
+	if t.g == g {
+		return t.node, nil
+	}
+	if t.g != nil {
+		if _, err := t.value("tensor pending in another graph"); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := g.lifted[t]; ok {
+		return v, nil
+	}
+	if t.val == nil {
+		return nil, errEscaped
+	}
+	v := g.addInput(t.val, ir.TensorOf(t.val.Shape(), t.val.ElemType()))
+	g.lifted[t] = v
+	if t.seq > g.sess.startSeq {
+		g.fresh = true
+	}
+	return v, nil
+}
+
+// specialize notes that code read a shape of this dynamic graph.
+func (g *graphTrace) specialize(loc ir.Location) {
+	if !g.specialized {
+		g.specialized, g.specializer = true, loc
+		logs.Printf(topicGuards, "shape read at %s specializes graph %d on its input sizes", locString(loc), g.index)
+	}
+}
+
+// pickSession chooses the session an op on operands is recorded in: that
+// of a running compiled function if an operand belongs to one, else that
+// of a lazy eager computation, else a new lazy eager session.
+func pickSession(operands []*Tensor) *session {
+	var lazy *session
+	for _, t := range operands {
+		if s := t.sess; s != nil && s.active {
+			if s.c != nil {
+				return s
+			}
+			if lazy == nil {
+				lazy = s
+			}
+		}
+	}
+	if lazy != nil {
+		return lazy
+	}
+	return newSession(nil, mustBackend(EagerBackend), false)
+}
+
+// opSpec says how to record one op: its graph op name, attributes, and
+// for ops whose result type is given rather than inferred (cast), the
+// element type of the result.
+type opSpec struct {
+	name  string
+	props ir.DictAttr
+	cast  ir.Type
+}
+
+// apply records the op in the right graph and returns its result. Errors
+// (a failed operand, a shape or dtype mismatch) give a failed tensor.
+func apply(loc ir.Location, spec opSpec, operands ...*Tensor) *Tensor {
+	for _, t := range operands {
+		if t == nil {
+			return failed(located(loc, "'graph.%s': nil tensor operand", spec.name))
+		}
+		if t.err != nil {
+			return failed(t.err)
+		}
+	}
+	return pickSession(operands).apply(loc, spec, operands)
+}
+
+// apply records the op in s's current graph.
+func (s *session) apply(loc ir.Location, spec opSpec, operands []*Tensor) *Tensor {
+	if s.err != nil {
+		return failed(s.err)
+	}
+	if !s.backend.supports("graph." + spec.name) {
+		return s.unsupported(loc, spec, operands)
+	}
+	g := s.graph()
+	vals := make([]*ir.Value, len(operands))
+	for i, t := range operands {
+		v, err := g.use(t)
+		if err != nil {
+			return failed(err)
+		}
+		vals[i] = v
+	}
+	if g != s.cur { // using an operand ran the graph (a break): record in the next
+		return s.apply(loc, spec, operands)
+	}
+	var v *ir.Value
+	var err error
+	if spec.cast != nil {
+		v, err = graph.BuildTyped(g.b, spec.name, loc, vals, spec.props, ir.TensorOf(shapeOf(vals[0]), spec.cast))
+	} else {
+		v, err = graph.Build(g.b, spec.name, loc, vals, spec.props)
+	}
+	if err != nil {
+		if s.c != nil {
+			s.fail(err)
+		}
+		return failed(err)
+	}
+	t := newTensor()
+	t.g, t.node, t.sess = g, v, s
+	t.dtype, _ = dtypeOf(ir.ElementTypeOf(v.Type()))
+	t.shape = shapeOf(v)
+	if g.dynamic {
+		if t.shape, err = concreteShape(loc, spec, operands); err != nil {
+			s.fail(err)
+			return failed(err)
+		}
+	}
+	g.pending = append(g.pending, t)
+	g.record(v.DefiningOp(), vals)
+	return t
+}
+
+func shapeOf(v *ir.Value) []int64 {
+	if tt, ok := v.Type().(*ir.TensorType); ok {
+		return slices.Clone(tt.Shape())
+	}
+	return nil
+}
+
+// concreteShape infers an op's result shape from its operands' concrete
+// shapes, for graphs whose IR types have dynamic dims.
+func concreteShape(loc ir.Location, spec opSpec, operands []*Tensor) ([]int64, error) {
+	if spec.cast != nil {
+		return slices.Clone(operands[0].shape), nil
+	}
+	types := make([]ir.Type, len(operands))
+	for i, t := range operands {
+		types[i] = ir.TensorOf(t.shape, t.dtype.Elem())
+	}
+	ts, err := irContext().OpDef("graph."+spec.name).InferTypes(types, spec.props, loc)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(ts[0].(*ir.TensorType).Shape()), nil
+}
+
+// record counts op and adds it to the fingerprint.
+func (g *graphTrace) record(op *ir.Operation, operands []*ir.Value) {
+	g.nops++
+	g.opCount[op.Name()]++
+	g.fp.WriteString(op.Name())
+	g.fp.WriteString(op.Properties().String())
+	for _, v := range operands {
+		fmt.Fprintf(&g.fp, ",%d", g.ids[v])
+	}
+	for _, r := range op.Results() {
+		g.ids[r] = len(g.ids)
+		g.fp.WriteString(":" + r.Type().String())
+	}
+	g.fp.WriteString(";")
+}
+
+// unsupported runs an op the session's backend cannot compile: the graph
+// so far breaks, and the op runs on its own in the eager backend.
+func (s *session) unsupported(loc ir.Location, spec opSpec, operands []*Tensor) *Tensor {
+	reason := fmt.Sprintf("op 'graph.%s' is not supported by backend %q", spec.name, s.backend.name)
+	if g := s.cur; g != nil {
+		if err := s.graphBreak(g, reason, loc); err != nil {
+			return failed(err)
+		}
+	} else if err := s.noteBreak(reason, loc); err != nil {
+		return failed(err)
+	}
+	t := newSession(nil, mustBackend(EagerBackend), false).apply(loc, spec, operands)
+	if t.err == nil {
+		if _, err := t.value("unsupported op"); err != nil {
+			return failed(err)
+		}
+	}
+	t.sess = s
+	return t
+}
+
+// noteBreak records a graph break of a compiled function, or refuses it
+// under Fullgraph.
+func (s *session) noteBreak(reason string, loc ir.Location) error {
+	if s.c == nil {
+		return nil
+	}
+	if s.fullgraph {
+		err := located(loc, "graph break in a function compiled with Fullgraph: %s", reason)
+		s.fail(err)
+		return err
+	}
+	ops := 0
+	if s.cur != nil {
+		ops = s.cur.nops
+	}
+	s.breaks = append(s.breaks, Break{Reason: reason, Loc: locString(loc), Graph: len(s.graphs)})
+	logs.Printf(topicGraphBreaks, "%s: graph break after graph %d (%d ops): %s", locString(loc), len(s.graphs), ops, reason)
+	return nil
+}
+
+// graphBreak ends g, which must be current, at a break: it runs g with
+// every pending tensor as an output, so code after the break can read
+// them.
+func (s *session) graphBreak(g *graphTrace, reason string, loc ir.Location) error {
+	if s.active {
+		if err := s.noteBreak(reason, loc); err != nil {
+			return err
+		}
+	}
+	return s.flush(g, slices.Clone(g.pending))
+}
+
+// flush finishes g with outs as its results, compiles it, runs it and
+// gives the outputs their values. Pending tensors of g that are not
+// outputs are left without a value (errEscaped).
+func (s *session) flush(g *graphTrace, outs []*Tensor) error {
+	start := time.Now()
+	defer func() { s.spent += time.Since(start) }()
+	if s.cur == g {
+		s.cur = nil
+	}
+	vals := make([]*ir.Value, len(outs))
+	types := make([]ir.Type, len(outs))
+	for i, t := range outs {
+		vals[i], types[i] = t.node, t.node.Type()
+	}
+	funcs.Return(g.b, ir.UnknownLoc{}, vals...)
+	inTypes := make([]ir.Type, g.entry.NumArguments())
+	for i, a := range g.entry.Arguments() {
+		inTypes[i] = a.Type()
+	}
+	g.fn.SetProperty(funcs.FunctionTypeAttr, ir.TypeAttr{Type: ir.FunctionOf(inTypes, types)})
+	s.graphs = append(s.graphs, GraphInfo{Index: g.index, Ops: g.nops, OpCounts: g.opCount, Inputs: len(g.inputs), Outputs: len(outs)})
+	results, err := s.run(g)
+	for i, t := range outs {
+		if err != nil {
+			t.err, t.g, t.node = err, nil, nil
+			continue
+		}
+		t.setValue(results[i])
+	}
+	for _, t := range g.pending {
+		if t.g == g {
+			t.err, t.g, t.node = errEscaped, nil, nil
+		}
+	}
+	if err != nil {
+		s.fail(err)
+	}
+	return err
+}
+
+// callerLoc returns the location of the first caller outside this package
+// (and outside the reflect and runtime packages, through which Compile
+// calls user functions).
+func callerLoc() ir.Location {
+	var pcs [24]uintptr
+	n := runtime.Callers(2, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if !internalFrame(f.Function) {
+			return ir.FileLineColLoc{File: f.File, Line: f.Line, Col: 0}
+		}
+		if !more {
+			return ir.UnknownLoc{}
+		}
+	}
+}
+
+const pkgPath = "github.com/strata-ir/strata/frontend."
+
+func internalFrame(fn string) bool {
+	return strings.HasPrefix(fn, pkgPath) || strings.HasPrefix(fn, "reflect.") || strings.HasPrefix(fn, "runtime.")
+}
+
+// located returns a diagnostic at loc.
+func located(loc ir.Location, format string, args ...any) error {
+	return ir.Errorf(loc, format, args...)
+}
+
+// locString prints loc as file:line.
+func locString(loc ir.Location) string {
+	if l, ok := loc.(ir.FileLineColLoc); ok {
+		return fmt.Sprintf("%s:%d", l.File, l.Line)
+	}
+	return loc.String()
+}
