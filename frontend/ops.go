@@ -17,7 +17,9 @@ func i64(v int) ir.IntegerAttr { return ir.Int(int64(v), ir.I64) }
 
 func f32(v float64) ir.FloatAttr { return ir.Float(v, ir.F32) }
 
-func op(name string, attrs ...ir.NamedAttr) opSpec { return opSpec{name: name, props: ir.Dict(attrs...)} }
+func op(name string, attrs ...ir.NamedAttr) opSpec {
+	return opSpec{name: name, props: ir.Dict(attrs...)}
+}
 
 func (t *Tensor) unary(name string) *Tensor { return apply(callerLoc(), op(name), t) }
 
@@ -115,7 +117,9 @@ func (t *Tensor) reduce(name string, axes []int, keepdims bool) *Tensor {
 
 // Sum returns the sum over axes (every axis when axes is nil); keepdims
 // keeps reduced dims as size 1.
-func (t *Tensor) Sum(axes []int, keepdims bool) *Tensor { return t.reduce("reduce_sum", axes, keepdims) }
+func (t *Tensor) Sum(axes []int, keepdims bool) *Tensor {
+	return t.reduce("reduce_sum", axes, keepdims)
+}
 
 // Mean returns the mean over axes (see Sum).
 func (t *Tensor) Mean(axes []int, keepdims bool) *Tensor {
