@@ -5,8 +5,8 @@ go 1.26
 require pgregory.net/rapid v1.3.0
 
 require (
-	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
+	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/ebitengine/purego v0.11.3
 	github.com/kr/pretty v0.2.0 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/llir/ll v0.0.0-20220802044011-65001c0fb73c // indirect
