@@ -24,10 +24,11 @@ func (e *emitter) fail(format string, args ...any) {
 
 // op builds graph op name on operands with attrs, its type inferred.
 func (e *emitter) op(name string, operands []*ir.Value, attrs ...ir.NamedAttr) *ir.Value {
-	if e.err != nil || slices.Contains(operands, nil) {
-		if e.err == nil {
-			e.fail("internal error: missing operand building graph.%s", name)
-		}
+	if e.err != nil {
+		return nil
+	}
+	if slices.Contains(operands, nil) {
+		e.fail("internal error: missing operand building graph.%s", name)
 		return nil
 	}
 	v, err := graph.Build(e.b, name, e.loc, operands, ir.Dict(attrs...))

@@ -50,10 +50,7 @@ func (p autodiffPass) Run(module *ir.Operation, st *passes.State) error {
 	for _, r := range module.Regions() {
 		for blk := r.Front(); blk != nil; blk = blk.Next() {
 			for op := range blk.All() {
-				if op.Name() != funcd.FuncOp || funcd.IsExternal(op) {
-					continue
-				}
-				if p.fn != "" && ir.SymbolName(op) == p.fn || p.fn == "" && !ir.IsPrivate(op) {
+				if p.selects(op) {
 					todo = append(todo, op)
 				}
 			}
@@ -78,6 +75,18 @@ func (p autodiffPass) Run(module *ir.Operation, st *passes.State) error {
 		return errs
 	}
 	return nil
+}
+
+// selects reports whether op is a function with a body to differentiate:
+// the one named by the func option, or else any public one.
+func (p autodiffPass) selects(op *ir.Operation) bool {
+	if op.Name() != funcd.FuncOp || funcd.IsExternal(op) {
+		return false
+	}
+	if p.fn != "" {
+		return ir.SymbolName(op) == p.fn
+	}
+	return !ir.IsPrivate(op)
 }
 
 func asDiagnostic(fn *ir.Operation, err error) *ir.Diagnostic {

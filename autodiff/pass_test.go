@@ -198,3 +198,11 @@ func.func @f(%x: tensor<?xf32>) -> tensor<f32> {
 		})
 	}
 }
+
+func TestDifferentiable(t *testing.T) {
+	for name, want := range map[string]bool{"graph.matmul": true, "graph.argmax": true, "graph.conv2d": false, "graph.fusion": false} {
+		if got := Differentiable(name); got != want {
+			t.Errorf("Differentiable(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
