@@ -334,6 +334,17 @@ func (p *planner) reaches(a, b *group) bool {
 	return false
 }
 
+// feeds reports whether a result of group a is read by group b.
+func (p *planner) feeds(a, b *group) bool {
+	hit := false
+	for _, op := range a.ops {
+		for _, r := range op.Results() {
+			p.forUsers(r, func(u *ir.Operation) { hit = hit || p.groupOf[u] == b })
+		}
+	}
+	return hit
+}
+
 // merge moves c's ops into g as kind k.
 func (p *planner) merge(g, c *group, k Kind) {
 	g.ops = append(g.ops, c.ops...)
@@ -385,7 +396,7 @@ func (p *planner) plan() {
 			continue
 		}
 		// Producers in order of the bytes that fusing with them keeps out of
-		// memory, as XLA's priority fusion ranks candidates.
+		// memory, as XLA's priority fusion ranks candidates, templates last.
 		saved := map[*group]int64{}
 		var producers []*group
 		for _, v := range op.Operands() {
@@ -398,7 +409,9 @@ func (p *planner) plan() {
 				}
 			})
 		}
-		slices.SortStableFunc(producers, func(a, b *group) int { return cmp.Compare(saved[b], saved[a]) })
+		slices.SortStableFunc(producers, func(a, b *group) int {
+			return cmp.Or(cmp.Compare(rank(a.kind), rank(b.kind)), cmp.Compare(saved[b], saved[a]))
+		})
 		for _, pr := range producers {
 			if p.groupOf[pr.ops[0]] != pr {
 				continue // merged into an earlier candidate
@@ -415,6 +428,16 @@ func (p *planner) plan() {
 		p.horizontal()
 	}
 	p.copies()
+}
+
+// rank orders producer kinds: a consumer tries templates last, because an
+// op taken as a matmul epilogue can no longer join the reduction it also
+// reads (the max of softmax(q·kᵀ)), which saves more than the epilogue.
+func rank(k Kind) int {
+	if k.template() {
+		return 1
+	}
+	return 0
 }
 
 // horizontal merges sibling groups that read the same input and iterate
@@ -441,7 +464,10 @@ func (p *planner) horizontal() {
 					continue
 				}
 				k, why, ok := sibling(a, b)
-				if ok {
+				switch {
+				case ok && (p.feeds(a, b) || p.feeds(b, a)):
+					k, why, ok = "", "one feeds the other (only vertical rules may merge them)", false
+				case ok:
 					why = fmt.Sprintf("horizontal (siblings reading %s)", valueName(v))
 				}
 				p.try(a, b, k, why, ok, true)

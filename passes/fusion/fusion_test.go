@@ -1,0 +1,428 @@
+package fusion_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	_ "github.com/strata-ir/strata/passes/decompose"
+	"github.com/strata-ir/strata/passes/fusion"
+	"github.com/strata-ir/strata/passes/passtest"
+)
+
+// fuse runs graph-decompose and graph-fuse with opts on src and returns the
+// module and the log.
+func fuse(t *testing.T, src string, opts fusion.Options) (*ir.Operation, string) {
+	t.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	pm, err := passes.Parse("builtin.module(func.func(graph-decompose))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatalf("decompose: %v", err)
+	}
+	var log bytes.Buffer
+	opts.Log = &log
+	var ferr error
+	m.Walk(func(op *ir.Operation) bool {
+		if op.Name() == "func.func" {
+			if _, err := fusion.Fuse(ctx, op, opts); err != nil {
+				ferr = err
+			}
+			return false
+		}
+		return true
+	})
+	if ferr != nil {
+		t.Fatalf("fuse: %v\n%s", ferr, log.String())
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatalf("verify after fusion: %v\n%s", err, ir.Sprint(m, ir.PrintOptions{}))
+	}
+	if err := fusion.Check(m); err != nil {
+		t.Fatalf("%v\n%s", err, ir.Sprint(m, ir.PrintOptions{}))
+	}
+	return m, log.String()
+}
+
+// kinds lists the kinds of the fusions of m, in order.
+func kinds(m *ir.Operation) []string {
+	var out []string
+	m.Walk(func(op *ir.Operation) bool {
+		if op.Name() == "graph.fusion" {
+			out = append(out, op.Attr("kind").(ir.StringAttr).Value)
+		}
+		return true
+	})
+	return out
+}
+
+func fn(args, results, body string) string {
+	return "func.func @f(" + args + ") -> (" + results + ") {\n" + body + "\n}\n"
+}
+
+var cases = []struct {
+	name  string
+	src   string
+	opts  func(*fusion.Options)
+	kinds []string
+	log   []string // substrings the log must hold
+}{
+	{
+		name: "pointwise chain with a broadcast operand",
+		src: fn("%x: tensor<4x8xf32>, %b: tensor<8xf32>", "tensor<4x8xf16>", `
+  %0 = "graph.exp"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "graph.add"(%0, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %2 = "graph.neg"(%1) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %3 = "graph.cast"(%2) : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return %3 : tensor<4x8xf16>`),
+		kinds: []string{"pointwise"},
+		log:   []string{"vertical (pointwise consumer of group 1)"},
+	},
+	{
+		name: "transpose reshape square sum",
+		src: fn("%x: tensor<4x8xf32>", "tensor<f32>", `
+  %0 = "graph.transpose"(%x) <{perm = [1, 0]}> : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %1 = "graph.reshape"(%0) <{shape = [32]}> : (tensor<8x4xf32>) -> tensor<32xf32>
+  %2 = "graph.mul"(%1, %1) : (tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
+  %3 = "graph.reduce_sum"(%2) <{axes = [0], keepdims = false}> : (tensor<32xf32>) -> tensor<f32>
+  return %3 : tensor<f32>`),
+		kinds: []string{"reduction"},
+		log:   []string{"prologue"},
+	},
+	{
+		name: "softmax",
+		src: fn("%x: tensor<2x8xf32>", "tensor<2x8xf32>", `
+  %0 = "graph.softmax"(%x) <{axis = -1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>`),
+		kinds: []string{"persistent_row"},
+	},
+	{
+		name: "softmax whose row does not fit",
+		src: fn("%x: tensor<2x8xf32>", "tensor<2x8xf32>", `
+  %0 = "graph.softmax"(%x) <{axis = -1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>`),
+		opts:  func(o *fusion.Options) { o.RowLimit = 4 },
+		kinds: []string{"reduction", "reduction", "pointwise"},
+		log:   []string{"a row of 8 elements exceeds row-limit=4"},
+	},
+	{
+		name: "layer_norm",
+		src: fn("%x: tensor<3x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>", "tensor<3x16xf32>", `
+  %0 = "graph.layer_norm"(%x, %w, %b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (tensor<3x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<3x16xf32>
+  return %0 : tensor<3x16xf32>`),
+		kinds: []string{"persistent_row"},
+		log:   []string{"reduces the same rows"},
+	},
+	{
+		name: "MLP",
+		src: fn("%x: tensor<4x16xf32>, %w1: tensor<16x32xf32>, %b1: tensor<32xf32>, %w2: tensor<32x8xf32>, %b2: tensor<8xf32>", "tensor<4x8xf32>", `
+  %0 = "graph.matmul"(%x, %w1) : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+  %1 = "graph.add"(%0, %b1) : (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
+  %2 = "graph.gelu"(%1) : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %3 = "graph.matmul"(%2, %w2) : (tensor<4x32xf32>, tensor<32x8xf32>) -> tensor<4x8xf32>
+  %4 = "graph.add"(%3, %b2) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %4 : tensor<4x8xf32>`),
+		kinds: []string{"matmul", "matmul"},
+		log:   []string{"epilogue (pointwise consumer of the matmul of group 1)", "matmul starts its own group"},
+	},
+	{
+		name: "MLP without epilogues",
+		src: fn("%x: tensor<4x16xf32>, %w1: tensor<16x32xf32>, %b1: tensor<32xf32>", "tensor<4x32xf32>", `
+  %0 = "graph.matmul"(%x, %w1) : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+  %1 = "graph.add"(%0, %b1) : (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
+  return %1 : tensor<4x32xf32>`),
+		opts:  func(o *fusion.Options) { o.Epilogue = false },
+		kinds: []string{"matmul", "pointwise"},
+		log:   []string{"epilogue fusion is off"},
+	},
+	{
+		name: "attention from primitives",
+		src: fn("%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>", "tensor<2x8x4xf32>", `
+  %kt = "graph.transpose"(%k) <{perm = [0, 2, 1]}> : (tensor<2x8x4xf32>) -> tensor<2x4x8xf32>
+  %s = "graph.matmul"(%q, %kt) : (tensor<2x8x4xf32>, tensor<2x4x8xf32>) -> tensor<2x8x8xf32>
+  %c = "graph.constant"() <{value = dense<0.5> : tensor<f32>}> : () -> tensor<f32>
+  %ss = "graph.mul"(%s, %c) : (tensor<2x8x8xf32>, tensor<f32>) -> tensor<2x8x8xf32>
+  %p = "graph.softmax"(%ss) <{axis = -1 : i64}> : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %o = "graph.matmul"(%p, %v) : (tensor<2x8x8xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>`),
+		kinds: []string{"matmul", "persistent_row", "matmul"},
+	},
+	{
+		name: "attention composite",
+		src: fn("%q: tensor<2x8x4xf32>", "tensor<2x8x4xf32>", `
+  %o = "graph.attention"(%q, %q, %q) <{causal = true}> : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>`),
+		kinds: []string{"matmul", "persistent_row", "matmul"},
+	},
+	{
+		name: "horizontal siblings",
+		src: fn("%x: tensor<4x8xf32>", "tensor<4x8xf32>, tensor<4x8xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "graph.log"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>`),
+		kinds: []string{"pointwise"},
+		log:   []string{"horizontal (siblings reading argument #0)"},
+	},
+	{
+		name: "siblings without horizontal fusion",
+		src: fn("%x: tensor<4x8xf32>", "tensor<4x8xf32>, tensor<4x8xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "graph.log"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>`),
+		opts:  func(o *fusion.Options) { o.Horizontal = false },
+		kinds: []string{"pointwise", "pointwise"},
+	},
+	{
+		name: "sibling reductions of the same rows",
+		src: fn("%x: tensor<4x8xf32>", "tensor<4xf32>, tensor<4xf32>", `
+  %0 = "graph.reduce_max"(%x) <{axes = [1]}> : (tensor<4x8xf32>) -> tensor<4xf32>
+  %1 = "graph.reduce_sum"(%x) <{axes = [1]}> : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>`),
+		kinds: []string{"reduction"},
+	},
+	{
+		name: "diamond",
+		src: fn("%x: tensor<4x8xf32>", "tensor<4x8xf32>", `
+  %a = "graph.exp"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %b = "graph.sin"(%a) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = "graph.cos"(%a) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d = "graph.add"(%b, %c) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>`),
+		kinds: []string{"pointwise"},
+	},
+	{
+		name: "cycle risk through a matmul",
+		src: fn("%x: tensor<4x4xf32>, %w: tensor<4x4xf32>", "tensor<4x4xf32>", `
+  %a = "graph.exp"(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m = "graph.matmul"(%a, %w) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = "graph.add"(%a, %m) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>`),
+		opts:  func(o *fusion.Options) { o.Epilogue = false },
+		kinds: []string{"pointwise", "matmul", "pointwise"},
+		log:   []string{"fusing would make a cycle"},
+	},
+	{
+		name: "cycle risk resolved by the epilogue",
+		src: fn("%x: tensor<4x4xf32>, %w: tensor<4x4xf32>", "tensor<4x4xf32>", `
+  %a = "graph.exp"(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m = "graph.matmul"(%a, %w) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = "graph.add"(%a, %m) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>`),
+		kinds: []string{"pointwise", "matmul"},
+		log:   []string{"fusing would make a cycle", "epilogue"},
+	},
+	{
+		name: "broadcast producer recomputed",
+		src: fn("%x: tensor<4x8xf32>, %b: tensor<8xf16>", "tensor<4x8xf32>", `
+  %0 = "graph.cast"(%b) : (tensor<8xf16>) -> tensor<8xf32>
+  %1 = "graph.broadcast_to"(%0) <{shape = [4, 8]}> : (tensor<8xf32>) -> tensor<4x8xf32>
+  %2 = "graph.mul"(%x, %1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>`),
+		kinds: []string{"pointwise"},
+		log:   []string{"recomputed 4 times"},
+	},
+	{
+		name: "reduction over a leading axis",
+		src: fn("%x: tensor<4x8xf32>", "tensor<1x8xf32>", `
+  %0 = "graph.abs"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "graph.reduce_max"(%0) <{axes = [0], keepdims = true}> : (tensor<4x8xf32>) -> tensor<1x8xf32>
+  %2 = "graph.sqrt"(%1) : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  return %2 : tensor<1x8xf32>`),
+		kinds: []string{"reduction"},
+	},
+	{
+		name: "returned view is a copy",
+		src: fn("%x: tensor<4x8xf32>", "tensor<8x4xf32>, tensor<8x4xf32>", `
+  %0 = "graph.transpose"(%x) <{perm = [1, 0]}> : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %1 = "graph.exp"(%0) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %0, %1 : tensor<8x4xf32>, tensor<8x4xf32>`),
+		opts:  func(o *fusion.Options) { o.Horizontal = false },
+		kinds: []string{"copy", "pointwise"},
+		log:   []string{"copy (the view is read by 'func.return'"},
+	},
+	{
+		name: "max-group-ops",
+		src: fn("%x: tensor<4xf32>", "tensor<4xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "graph.exp"(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = "graph.exp"(%1) : (tensor<4xf32>) -> tensor<4xf32>
+  return %2 : tensor<4xf32>`),
+		opts:  func(o *fusion.Options) { o.MaxGroupOps = 2 },
+		kinds: []string{"pointwise", "pointwise"},
+		log:   []string{"max-group-ops=2"},
+	},
+	{
+		name: "dead op dropped",
+		src: fn("%x: tensor<4xf32>", "tensor<4xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "graph.log"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>`),
+		kinds: []string{"pointwise"},
+		log:   []string{"its result is never read"},
+	},
+}
+
+func TestGroups(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opts := fusion.DefaultOptions()
+			if c.opts != nil {
+				c.opts(&opts)
+			}
+			m, log := fuse(t, c.src, opts)
+			if got := kinds(m); !slices.Equal(got, c.kinds) {
+				t.Errorf("fusion kinds %v, want %v\n%s\n%s", got, c.kinds, ir.Sprint(m, ir.PrintOptions{}), log)
+			}
+			for _, want := range c.log {
+				if !strings.Contains(log, want) {
+					t.Errorf("log lacks %q:\n%s", want, log)
+				}
+			}
+		})
+	}
+}
+
+// TestCompositeAlone checks that a composite graph-decompose did not
+// expand keeps a group of its own.
+func TestCompositeAlone(t *testing.T) {
+	ctx := dialects.NewContext()
+	src := fn("%x: tensor<2x8xf32>", "tensor<2x8xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %1 = "graph.softmax"(%0) <{axis = -1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %1 : tensor<2x8xf32>`)
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	opts := fusion.DefaultOptions()
+	opts.Log = &log
+	f := m.Region(0).Front().First()
+	if _, err := fusion.Fuse(ctx, f, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := fusion.Check(m); err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(m); !slices.Equal(got, []string{"pointwise", "composite"}) {
+		t.Errorf("kinds %v\n%s", got, log.String())
+	}
+	if !strings.Contains(log.String(), "a composite keeps a group of its own") {
+		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+// TestCheckRejects checks that Check finds each broken invariant.
+func TestCheckRejects(t *testing.T) {
+	for name, src := range map[string]string{
+		"computing op outside": fn("%x: tensor<4xf32>", "tensor<4xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>`),
+		"unused result": fn("%x: tensor<4xf32>", "tensor<4xf32>", `
+  %0 = "graph.fusion"(%x) <{kind = "pointwise"}> ({
+  ^bb0(%a: tensor<4xf32>):
+    %1 = "graph.exp"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    "graph.yield"(%1) : (tensor<4xf32>) -> ()
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  return %x : tensor<4xf32>`),
+		"no kind": fn("%x: tensor<4xf32>", "tensor<4xf32>", `
+  %0 = "graph.fusion"(%x) ({
+  ^bb0(%a: tensor<4xf32>):
+    %1 = "graph.exp"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    "graph.yield"(%1) : (tensor<4xf32>) -> ()
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>`),
+	} {
+		m, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "t.mlir"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if fusion.Check(m) == nil {
+			t.Errorf("%s: Check accepted it", name)
+		}
+	}
+}
+
+const pipeline = "builtin.module(func.func(graph-decompose,graph-fuse))"
+
+func TestPreservesSemantics(t *testing.T) {
+	passtest.PreservesSemantics(t, pipeline, passtest.GraphProgram(passtest.Config{}))
+}
+
+func TestIdempotent(t *testing.T) {
+	passtest.Idempotent(t, pipeline, passtest.GraphProgram(passtest.Config{}))
+}
+
+// TestInvariants checks on random programs that fusion leaves every
+// computing op in one fusion and never makes more groups than there are
+// computing ops.
+func TestInvariants(t *testing.T) {
+	gen := passtest.GraphProgram(passtest.Config{})
+	decompose, err := passes.Parse("builtin.module(func.func(graph-decompose))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fuse, err := passes.Parse("builtin.module(func.func(graph-fuse))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		p := gen.Draw(rt, "program")
+		ctx := dialects.NewContext()
+		m, err := p.Parse(ctx)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := decompose.Run(ctx, m); err != nil {
+			rt.Fatal(err)
+		}
+		computing := 0
+		m.Walk(func(op *ir.Operation) bool {
+			if strings.HasPrefix(op.Name(), "graph.") && !isFree(op.Name()) {
+				computing++
+			}
+			return true
+		})
+		if err := fuse.Run(ctx, m); err != nil {
+			rt.Fatal(err)
+		}
+		if err := fusion.Check(m); err != nil {
+			rt.Fatalf("%v\n%s", err, ir.Sprint(m, ir.PrintOptions{}))
+		}
+		if n := len(kinds(m)); n > max(computing, 0)+copies(m) {
+			rt.Fatalf("%d groups for %d computing ops", n, computing)
+		}
+	})
+}
+
+// isFree reports whether a graph op is a constant or a view.
+func isFree(name string) bool {
+	switch strings.TrimPrefix(name, "graph.") {
+	case "constant", "iota", "full", "reshape", "transpose", "broadcast_to", "slice":
+		return true
+	}
+	return false
+}
+
+// copies counts the copy groups: views that had to be materialized.
+func copies(m *ir.Operation) int {
+	n := 0
+	for _, k := range kinds(m) {
+		if k == "copy" {
+			n++
+		}
+	}
+	return n
+}
