@@ -55,7 +55,9 @@ func buildRowSums(t *testing.T) *ir.Operation {
 		},
 		func(b *ir.Builder, lhs, rhs *ir.Value) *ir.Value { return arith.Binary(b, "arith.addf", loc, lhs, rhs) })
 	res := loop.If(b, loc, flip, []ir.Type{ir.F32},
-		func(b *ir.Builder) []*ir.Value { return []*ir.Value{arith.Unary(b, "arith.negf", loc, total.Result(0))} },
+		func(b *ir.Builder) []*ir.Value {
+			return []*ir.Value{arith.Unary(b, "arith.negf", loc, total.Result(0))}
+		},
 		func(b *ir.Builder) []*ir.Value { return []*ir.Value{total.Result(0)} })
 	funcs.Return(b, loc, sums, res.Result(0))
 	if err := ir.Verify(mod); err != nil {
