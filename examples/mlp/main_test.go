@@ -1,0 +1,20 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/frontend"
+)
+
+func TestMLP(t *testing.T) {
+	for _, backend := range []string{frontend.InterpBackend, frontend.EagerBackend} {
+		var out strings.Builder
+		if err := run(&out, backend); err != nil {
+			t.Fatalf("%s: %v\n%s", backend, err, out.String())
+		}
+		if !strings.Contains(out.String(), "output [4 10]") {
+			t.Errorf("%s: output\n%s", backend, out.String())
+		}
+	}
+}
