@@ -1,6 +1,10 @@
 package frontend
 
-import "strings"
+import (
+	"fmt"
+	"io"
+	"strings"
+)
 
 // ModeInfo describes a compile mode.
 type ModeInfo struct {
@@ -44,4 +48,35 @@ func ListOptions() []OptionInfo {
 		{"BackendOptions", "map[string]any", "nil", "options passed to the backend (interp, eager: pipeline, a pass pipeline string)"},
 		{"RecompileLimit", "int", "8", "graphs compiled per position in the function before it runs eagerly"},
 	}
+}
+
+// WriteBackends writes ListBackends, one "name: doc" line each.
+func WriteBackends(w io.Writer) error {
+	for _, b := range ListBackends() {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", b.Name, b.Doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteModes writes ListModes, one "name: doc" line each.
+func WriteModes(w io.Writer) error {
+	for _, m := range ListModes() {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", m.Name, m.Doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteOptions writes ListOptions, one "name (type, default d): doc" line
+// each.
+func WriteOptions(w io.Writer) error {
+	for _, o := range ListOptions() {
+		if _, err := fmt.Fprintf(w, "%s (%s, default %s): %s\n", o.Name, o.Type, o.Default, o.Doc); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 )
@@ -22,6 +23,7 @@ type optFlags struct {
 	splitInput        bool
 	verifyDiagnostics bool
 	listPasses        bool
+	listFrontend      string // "backends", "modes" or "options"
 	runReproducer     bool
 	emit              string
 	version           bool
@@ -42,6 +44,9 @@ func (t *tool) opt(args []string) int {
 	fs.BoolVar(&f.splitInput, "split-input-file", false, "split the input at '// -----' lines and process each chunk on its own")
 	fs.BoolVar(&f.verifyDiagnostics, "verify-diagnostics", false, "check the diagnostics against the expected-* comments of the input")
 	fs.BoolVar(&f.listPasses, "list-passes", false, "list the registered passes and pipelines, with their options")
+	for _, what := range []string{"backends", "modes", "options"} {
+		fs.BoolFunc("list-"+what, "list the frontend's compile "+what, func(string) error { f.listFrontend = what; return nil })
+	}
 	fs.BoolVar(&f.runReproducer, "run-reproducer", false, "read the pipeline from the input, a reproducer written by --reproducer")
 	fs.StringVar(&f.emit, "emit", "mlir", "output `kind`: mlir, llvm or ptx")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
@@ -55,6 +60,8 @@ func (t *tool) opt(args []string) int {
 		return ExitOK
 	case f.listPasses:
 		return t.listPasses()
+	case f.listFrontend != "":
+		return t.listFrontend(f.listFrontend)
 	}
 	if built, known := emitKinds[f.emit]; !known {
 		return t.usageErrorf("unknown --emit kind %q (want mlir, llvm or ptx)", f.emit)
@@ -188,4 +195,15 @@ func (t *tool) writeOutput(output string, b []byte) error {
 		return fmt.Errorf("cannot write output file %s: %w", output, err)
 	}
 	return nil
+}
+
+// listFrontend prints the frontend's backends, modes or options.
+func (t *tool) listFrontend(what string) int {
+	write := map[string]func(io.Writer) error{
+		"backends": frontend.WriteBackends, "modes": frontend.WriteModes, "options": frontend.WriteOptions,
+	}[what]
+	if err := write(t.stdout); err != nil {
+		return t.errorf("%v", err)
+	}
+	return ExitOK
 }
