@@ -138,7 +138,11 @@ type Constraints struct {
 }
 
 // Add records c unless it is already there. It reports whether c was new.
+// Adding to a nil *Constraints does nothing.
 func (cs *Constraints) Add(c Constraint) bool {
+	if cs == nil {
+		return false
+	}
 	key := c.String()
 	if cs.seen[key] {
 		return false

@@ -30,7 +30,7 @@ func BuildTyped(b *ir.Builder, name string, loc ir.Location, operands []*ir.Valu
 	if err != nil {
 		return nil, err
 	}
-	want, err := s.infer(valueTypes(operands), props, nil, []ir.Type{result})
+	want, err := s.infer(valueTypes(operands), props, nil, []ir.Type{result}, nil)
 	if err == nil && (len(want) != 1 || !sameShapeAndElem(want[0], result)) {
 		err = fmt.Errorf("result type %s does not match the operands and attributes (%v)", result, want)
 	}
@@ -190,7 +190,7 @@ func Constant(b *ir.Builder, loc ir.Location, value ir.DenseAttr) *ir.Value {
 func Cast(b *ir.Builder, loc ir.Location, x *ir.Value, elem ir.Type) *ir.Value {
 	t := ir.Type(ir.None)
 	if xt, ok := x.Type().(*ir.TensorType); ok && xt.Ranked() {
-		t = ir.TensorOf(xt.Shape(), elem)
+		t = TensorWithDims(DimsOf(xt), elem)
 	}
 	return create(b, specs[Name+".cast"], loc, []*ir.Value{x}, nil, []ir.Type{t})
 }

@@ -10,14 +10,16 @@
 //
 // Shape rules follow NumPy: a "?" size is unknown until run time, broadcasts
 // with anything, and yields "?" unless the other size is a static size other
-// than 1. Symbolic sizes (#graph.dims encodings, DESIGN §6) are carried in
-// tensor encodings, which the verifier does not compare yet.
+// than 1. Symbolic sizes (DESIGN §6) are carried in #graph.dims tensor
+// encodings (dims.go); shape rules compute with them and report the
+// constraints where sizes meet.
 package graph
 
 import (
 	"fmt"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/sym"
 )
 
 // Name is the dialect's name, the prefix of its op names.
@@ -37,8 +39,11 @@ type operand struct {
 // shapeRule computes an op's result types from its operand types and
 // validated attributes. declared holds the result types written in the IR
 // (nil when inferring for a builder); rules for ops whose result cannot be
-// derived from operands and attributes (cast, iota, full) read it.
-type shapeRule func(in []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, error)
+// derived from operands and attributes (cast, iota, full) read it. Rules
+// compute with symbolic sizes (DimsOf) and add to cs the constraints the
+// sizes must meet at run time, such as s0 == s1 where two broadcast dims
+// meet; cs may be nil.
+type shapeRule func(in []*ir.TensorType, a attrView, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error)
 
 // opSpec is one row of the op table.
 type opSpec struct {
@@ -94,7 +99,7 @@ func (s *opSpec) operandTypes(ts []ir.Type) ([]*ir.TensorType, error) {
 
 // infer runs every check that does not need the op itself and returns the
 // result types the op must have.
-func (s *opSpec) infer(operandTypes []ir.Type, props, discardable ir.DictAttr, declared []ir.Type) ([]ir.Type, error) {
+func (s *opSpec) infer(operandTypes []ir.Type, props, discardable ir.DictAttr, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if err := s.checkArity(len(operandTypes)); err != nil {
 		return nil, err
 	}
@@ -105,14 +110,14 @@ func (s *opSpec) infer(operandTypes []ir.Type, props, discardable ir.DictAttr, d
 	if err := s.checkAttrs(props, discardable); err != nil {
 		return nil, err
 	}
-	return s.rule(in, attrView{props}, declared)
+	return s.rule(in, attrView{props}, declared, cs)
 }
 
 // verifyOp is the OpDef.Verify of every graph op.
 func (s *opSpec) verifyOp(op *ir.Operation) error {
 	props, rest := s.inherentView(op)
 	declared := op.ResultTypes()
-	want, err := s.infer(op.OperandTypes(), props, rest, declared)
+	want, err := s.infer(op.OperandTypes(), props, rest, declared, nil)
 	if err != nil {
 		return err
 	}
@@ -120,7 +125,7 @@ func (s *opSpec) verifyOp(op *ir.Operation) error {
 		return fmt.Errorf("expects %d results, got %d", len(want), len(declared))
 	}
 	for i, t := range declared {
-		if !sameShapeAndElem(t, want[i]) {
+		if !sameShapeAndElem(t, want[i]) || !sameSymbolicDims(t, want[i]) {
 			return fmt.Errorf("result #%d has type %s, but the operands and attributes give %s", i, t, want[i])
 		}
 	}
@@ -132,11 +137,30 @@ func (s *opSpec) verifyOp(op *ir.Operation) error {
 
 // inferTypes is the OpDef.InferTypes of every graph op.
 func (s *opSpec) inferTypes(operands []ir.Type, props ir.DictAttr, loc ir.Location) ([]ir.Type, error) {
-	ts, err := s.infer(operands, props, nil, nil)
+	ts, err := s.infer(operands, props, nil, nil, nil)
 	if err != nil {
 		return nil, ir.Errorf(loc, "'%s' op %s", s.fullName(), err)
 	}
 	return ts, nil
+}
+
+// InferSymbolic computes the result types of the graph op op from its
+// operands' current types, with symbolic sizes, and the constraints on
+// sizes that must hold for them (s0 == s1 where two broadcast dims meet,
+// s0*4 == s2 for a reshape). Ops whose results come from their region
+// (graph.fusion) keep their declared types.
+func InferSymbolic(op *ir.Operation) ([]ir.Type, []sym.Constraint, error) {
+	s, ok := specs[op.Name()]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s is not a graph op", op.Name())
+	}
+	props, rest := s.inherentView(op)
+	var cs sym.Constraints
+	ts, err := s.infer(op.OperandTypes(), props, rest, op.ResultTypes(), &cs)
+	if err != nil {
+		return nil, nil, ir.Errorf(op.Loc(), "'%s' op %s", s.fullName(), err)
+	}
+	return ts, cs.List(), nil
 }
 
 // def turns the row into an OpDef.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/sym"
 )
 
 // This file holds the shape rules of the op table. Each returns the result
@@ -34,7 +35,7 @@ func staticResult(declared []ir.Type, class elemClass) (*ir.TensorType, error) {
 	return t, nil
 }
 
-func ruleConstant(_ []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleConstant(_ []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	v := a.d.Get("value").(ir.DenseAttr)
 	t, err := asTensor(v.Type, "attribute 'value'", anyElem)
 	if err != nil {
@@ -46,7 +47,7 @@ func ruleConstant(_ []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error
 	return one(t), nil
 }
 
-func ruleIota(_ []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, error) {
+func ruleIota(_ []*ir.TensorType, a attrView, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	t, err := staticResult(declared, numericElem)
 	if err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func ruleIota(_ []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, er
 	return one(t), nil
 }
 
-func ruleFull(_ []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, error) {
+func ruleFull(_ []*ir.TensorType, a attrView, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	t, err := staticResult(declared, anyElem)
 	if err != nil {
 		return nil, err
@@ -86,65 +87,65 @@ func scalarFits(name string, v ir.Attribute, elem ir.Type) error {
 
 // ruleSame gives the result the type of operand 0 (unary elementwise ops,
 // softmax).
-func ruleSame(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleSame(in []*ir.TensorType, _ attrView, _ []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
 	return one(in[0]), nil
 }
 
 // ruleSoftmax checks the axis of softmax and log_softmax.
-func ruleSoftmax(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleSoftmax(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
 	if _, err := normAxis("axis", a.int("axis", -1), len(in[0].Shape())); err != nil {
 		return nil, err
 	}
 	return one(in[0]), nil
 }
 
-func ruleBinary(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleBinary(in []*ir.TensorType, _ attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if err := sameElem(in, 0, 1); err != nil {
 		return nil, err
 	}
-	shape, err := broadcastOperands(in, 0, 1)
+	shape, err := broadcastOperands(in, cs, 0, 1)
 	if err != nil {
 		return nil, err
 	}
-	return one(ir.TensorOf(shape, in[0].ElementType())), nil
+	return one(TensorWithDims(shape, in[0].ElementType())), nil
 }
 
-func ruleCmp(in []*ir.TensorType, a attrView, d []ir.Type) ([]ir.Type, error) {
-	ts, err := ruleBinary(in, a, d)
+func ruleCmp(in []*ir.TensorType, a attrView, d []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	ts, err := ruleBinary(in, a, d, cs)
 	if err != nil {
 		return nil, err
 	}
-	return one(ir.TensorOf(ts[0].(*ir.TensorType).Shape(), ir.I1)), nil
+	return one(TensorWithDims(DimsOf(ts[0].(*ir.TensorType)), ir.I1)), nil
 }
 
-func ruleSelect(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleSelect(in []*ir.TensorType, _ attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if err := sameElem(in, 1, 2); err != nil {
 		return nil, err
 	}
-	shape, err := broadcastOperands(in, 0, 1, 2)
+	shape, err := broadcastOperands(in, cs, 0, 1, 2)
 	if err != nil {
 		return nil, err
 	}
-	return one(ir.TensorOf(shape, in[1].ElementType())), nil
+	return one(TensorWithDims(shape, in[1].ElementType())), nil
 }
 
-func ruleCast(in []*ir.TensorType, _ attrView, declared []ir.Type) ([]ir.Type, error) {
+func ruleCast(in []*ir.TensorType, _ attrView, declared []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
 	t, err := declaredResult(declared, anyElem)
 	if err != nil {
 		return nil, err
 	}
-	return one(ir.TensorOf(in[0].Shape(), t.ElementType())), nil
+	return one(TensorWithDims(DimsOf(in[0]), t.ElementType())), nil
 }
 
 // reduceShape drops (or, with keepdims, sets to 1) the reduced axes.
-func reduceShape(shape []int64, axes []int, keepdims bool) []int64 {
-	var out []int64
+func reduceShape(shape []sym.Expr, axes []int, keepdims bool) []sym.Expr {
+	var out []sym.Expr
 	for i, d := range shape {
 		switch {
 		case !slices.Contains(axes, i):
 			out = append(out, d)
 		case keepdims:
-			out = append(out, 1)
+			out = append(out, sym.Const(1))
 		}
 	}
 	return out
@@ -162,52 +163,64 @@ func reduceAxes(a attrView, rank int) ([]int, error) {
 	return normAxes("axis", a.ints("axes"), rank)
 }
 
-func ruleReduce(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleReduce(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
 	axes, err := reduceAxes(a, len(in[0].Shape()))
 	if err != nil {
 		return nil, err
 	}
-	return one(ir.TensorOf(reduceShape(in[0].Shape(), axes, a.bool("keepdims")), in[0].ElementType())), nil
+	return one(TensorWithDims(reduceShape(DimsOf(in[0]), axes, a.bool("keepdims")), in[0].ElementType())), nil
 }
 
-func ruleArgmax(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	shape := in[0].Shape()
+func ruleArgmax(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	shape := DimsOf(in[0])
 	axis, err := normAxis("axis", a.int("axis", 0), len(shape))
 	if err != nil {
 		return nil, err
 	}
-	if shape[axis] == 0 {
-		return nil, fmt.Errorf("cannot take argmax over axis %d of size 0 in %s", axis, in[0])
+	// The axis must not be empty.
+	if c := (sym.Constraint{L: shape[axis], Rel: sym.GE, R: sym.Const(1)}); !IsUnknown(shape[axis]) {
+		if !holdsMaybe(c) {
+			return nil, fmt.Errorf("cannot take argmax over axis %d of size 0 in %s", axis, in[0])
+		}
+		require(c, cs)
 	}
-	return one(ir.TensorOf(reduceShape(shape, []int{axis}, a.bool("keepdims")), ir.I64)), nil
+	return one(TensorWithDims(reduceShape(shape, []int{axis}, a.bool("keepdims")), ir.I64)), nil
 }
 
-func ruleReshape(in []*ir.TensorType, a attrView, declared []ir.Type) ([]ir.Type, error) {
-	src := in[0].Shape()
-	var shape []int64
+func ruleReshape(in []*ir.TensorType, a attrView, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	src := DimsOf(in[0])
+	var shape []sym.Expr
 	if a.has("shape") {
 		var err error
-		if shape, err = reshapeTarget(src, a.ints("shape")); err != nil {
+		if shape, err = reshapeTarget(src, a.ints("shape"), cs); err != nil {
 			return nil, err
+		}
+		if slices.Contains(a.ints("shape"), -1) {
+			// The inferred size makes the counts agree.
+			return one(TensorWithDims(shape, in[0].ElementType())), nil
 		}
 	} else {
 		t, err := declaredResult(declared, anyElem)
 		if err != nil {
 			return nil, fmt.Errorf("%v; give the 'shape' attribute to infer it", err)
 		}
-		shape = t.Shape()
+		shape = DimsOf(t)
 	}
-	if n, m := numElements(src), numElements(shape); n >= 0 && m >= 0 && n != m {
-		return nil, fmt.Errorf("cannot reshape %s (%d elements) to %s (%d elements)", in[0], n, shapeString(shape), m)
+	if n, m := sym.Product(src...), sym.Product(shape...); !IsUnknown(n) && !IsUnknown(m) {
+		if !holdsMaybe(sym.Eq(n, m)) {
+			return nil, fmt.Errorf("cannot reshape %s (%s elements) to %s (%s elements)", in[0], dimString(n), shapeString(shape), dimString(m))
+		}
+		require(sym.Eq(n, m), cs)
 	}
-	return one(ir.TensorOf(shape, in[0].ElementType())), nil
+	return one(TensorWithDims(shape, in[0].ElementType())), nil
 }
 
 // reshapeTarget resolves the 'shape' attribute of reshape: sizes ≥ 0, and
-// at most one -1, which takes whatever size the element count leaves (NumPy),
-// or "?" when the operand's count is unknown.
-func reshapeTarget(src, shape []int64) ([]int64, error) {
-	out := slices.Clone(shape)
+// at most one -1, which takes whatever size the element count leaves
+// (NumPy): the count floordiv the other sizes, which must divide it, or
+// "?" when the operand's count is unknown.
+func reshapeTarget(src []sym.Expr, shape []int64, cs *sym.Constraints) ([]sym.Expr, error) {
+	out := make([]sym.Expr, len(shape))
 	infer := -1
 	known := int64(1)
 	for i, d := range shape {
@@ -220,38 +233,41 @@ func reshapeTarget(src, shape []int64) ([]int64, error) {
 			return nil, fmt.Errorf("shape %v has the negative size %d", shape, d)
 		default:
 			known *= d
+			out[i] = sym.Const(d)
 		}
 	}
 	if infer < 0 {
 		return out, nil
 	}
-	n := numElements(src)
-	switch {
-	case n < 0:
-		out[infer] = dyn
-	case known == 0 || n%known != 0:
-		return nil, fmt.Errorf("cannot reshape %d elements to shape %v", n, shape)
-	default:
-		out[infer] = n / known
+	n := sym.Product(src...)
+	if IsUnknown(n) {
+		out[infer] = freshUnknown()
+		return out, nil
 	}
+	divides := sym.Eq(sym.Mod(n, sym.Const(max(known, 1))), sym.Const(0))
+	if known == 0 || !holdsMaybe(divides) {
+		return nil, fmt.Errorf("cannot reshape %s elements to shape %v", dimString(n), shape)
+	}
+	require(divides, cs)
+	out[infer] = sym.FloorDiv(n, sym.Const(known))
 	return out, nil
 }
 
-func ruleTranspose(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	src := in[0].Shape()
+func ruleTranspose(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
+	src := DimsOf(in[0])
 	perm := a.ints("perm")
 	if err := checkPerm(perm, len(src)); err != nil {
 		return nil, err
 	}
-	out := make([]int64, len(src))
+	out := make([]sym.Expr, len(src))
 	for i, p := range perm {
 		out[i] = src[p]
 	}
-	return one(ir.TensorOf(out, in[0].ElementType())), nil
+	return one(TensorWithDims(out, in[0].ElementType())), nil
 }
 
-func ruleBroadcastTo(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	src, shape := in[0].Shape(), a.ints("shape")
+func ruleBroadcastTo(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	src, shape := DimsOf(in[0]), a.ints("shape")
 	if len(src) > len(shape) {
 		return nil, fmt.Errorf("cannot broadcast %s to the lower rank shape %v", in[0], shape)
 	}
@@ -260,15 +276,18 @@ func ruleBroadcastTo(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, e
 		if d < 0 {
 			return nil, fmt.Errorf("shape %v has the negative size %d", shape, d)
 		}
-		if i >= off && src[i-off] != 1 && !dimsCompatible(src[i-off], d) {
+		if i < off || isOne(src[i-off]) {
+			continue
+		}
+		if _, ok := meet(src[i-off], sym.Const(d), cs); !ok {
 			return nil, fmt.Errorf("cannot broadcast %s to %v (operand dim %d: %s vs %d)", in[0], shape, i-off, dimString(src[i-off]), d)
 		}
 	}
 	return one(ir.TensorOf(shape, in[0].ElementType())), nil
 }
 
-func ruleConcat(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	first := in[0].Shape()
+func ruleConcat(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	first := DimsOf(in[0])
 	axis, err := normAxis("axis", a.int("axis", 0), len(first))
 	if err != nil {
 		return nil, err
@@ -279,29 +298,28 @@ func ruleConcat(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error)
 		if err := sameElem(in, 0, i); err != nil {
 			return nil, err
 		}
-		s := t.Shape()
+		s := DimsOf(t)
 		if len(s) != len(first) {
 			return nil, fmt.Errorf("operand #%d has rank %d but operand #0 has rank %d (%s vs %s)", i, len(s), len(first), t, in[0])
 		}
 		for d := range s {
-			switch {
-			case d == axis && (out[d] == dyn || s[d] == dyn):
-				out[d] = dyn
-			case d == axis:
-				out[d] += s[d]
-			case !dimsCompatible(out[d], s[d]):
+			if d == axis {
+				out[d] = sym.Add(out[d], s[d])
+				continue
+			}
+			m, ok := meet(out[d], s[d], cs)
+			if !ok {
 				return nil, fmt.Errorf("operand #%d dim %d is %s but operand #0 dim %d is %s (only the concat axis %d may differ)",
 					i, d, dimString(s[d]), d, dimString(first[d]), axis)
-			default:
-				out[d] = mergeDim(out[d], s[d])
 			}
+			out[d] = m
 		}
 	}
-	return one(ir.TensorOf(out, in[0].ElementType())), nil
+	return one(TensorWithDims(out, in[0].ElementType())), nil
 }
 
-func ruleSlice(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	src := in[0].Shape()
+func ruleSlice(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	src := DimsOf(in[0])
 	starts, limits := a.ints("starts"), a.ints("limits")
 	strides := a.ints("strides")
 	if !a.has("strides") {
@@ -321,16 +339,20 @@ func ruleSlice(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) 
 		if st < 1 {
 			return nil, fmt.Errorf("stride %d of dim %d must be positive", st, i)
 		}
-		if s < 0 || l < s || (d != dyn && l > d) {
+		fits := sym.Constraint{L: d, Rel: sym.GE, R: sym.Const(l)}
+		if s < 0 || l < s || (!IsUnknown(d) && !holdsMaybe(fits)) {
 			return nil, fmt.Errorf("slice [%d, %d) of dim %d is out of bounds for size %s (need 0 <= start <= limit <= size)", s, l, i, dimString(d))
+		}
+		if !IsUnknown(d) {
+			require(fits, cs)
 		}
 		out[i] = (l - s + st - 1) / st
 	}
 	return one(ir.TensorOf(out, in[0].ElementType())), nil
 }
 
-func rulePad(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	src := in[0].Shape()
+func rulePad(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
+	src := DimsOf(in[0])
 	low, high := a.ints("low"), a.ints("high")
 	if len(low) != len(src) || len(high) != len(src) {
 		return nil, fmt.Errorf("'low' and 'high' need %d entries for %s, got %d and %d", len(src), in[0], len(low), len(high))
@@ -340,49 +362,63 @@ func rulePad(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
 			return nil, err
 		}
 	}
-	out := make([]int64, len(src))
+	out := make([]sym.Expr, len(src))
 	for i, d := range src {
 		if low[i] < 0 || high[i] < 0 {
 			return nil, fmt.Errorf("padding of dim %d must be non-negative, got low %d, high %d", i, low[i], high[i])
 		}
-		out[i] = dyn
-		if d != dyn {
-			out[i] = low[i] + d + high[i]
-		}
+		out[i] = sym.Add(d, sym.Const(low[i]+high[i]))
 	}
-	return one(ir.TensorOf(out, in[0].ElementType())), nil
+	return one(TensorWithDims(out, in[0].ElementType())), nil
 }
 
-func ruleGather(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	src := in[0].Shape()
+func ruleGather(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
+	src := DimsOf(in[0])
 	axis, err := normAxis("axis", a.int("axis", 0), len(src))
 	if err != nil {
 		return nil, err
 	}
-	out := slices.Concat(src[:axis], in[1].Shape(), src[axis+1:])
-	return one(ir.TensorOf(out, in[0].ElementType())), nil
+	out := slices.Concat(src[:axis], DimsOf(in[1]), src[axis+1:])
+	return one(TensorWithDims(out, in[0].ElementType())), nil
 }
 
 // MatmulShape returns the result shape of numpy.matmul on shapes a and b:
 // 1-D operands get a dim of 1 prepended (a) or appended (b) that is dropped
 // from the result, and batch dims broadcast.
 func MatmulShape(a, b []int64) ([]int64, error) {
+	out, err := matmulDims(dimsFromShape(a), dimsFromShape(b), nil)
+	if err != nil {
+		return nil, err
+	}
+	shape := make([]int64, len(out))
+	for i, d := range out {
+		shape[i] = ir.Dynamic
+		if c, ok := d.IsConst(); ok {
+			shape[i] = c
+		}
+	}
+	return shape, nil
+}
+
+// matmulDims is MatmulShape on symbolic sizes; equal inner sizes are a
+// constraint when symbolic.
+func matmulDims(a, b []sym.Expr, cs *sym.Constraints) ([]sym.Expr, error) {
 	if len(a) == 0 || len(b) == 0 {
 		return nil, fmt.Errorf("operands must have rank >= 1, got ranks %d and %d", len(a), len(b))
 	}
 	la, lb := a, b
 	if len(a) == 1 {
-		la = []int64{1, a[0]}
+		la = []sym.Expr{sym.Const(1), a[0]}
 	}
 	if len(b) == 1 {
-		lb = []int64{b[0], 1}
+		lb = []sym.Expr{b[0], sym.Const(1)}
 	}
 	m, k1 := la[len(la)-2], la[len(la)-1]
 	k2, n := lb[len(lb)-2], lb[len(lb)-1]
-	if !dimsCompatible(k1, k2) {
+	if _, ok := meet(k1, k2, cs); !ok {
 		return nil, fmt.Errorf("inner dimensions differ: lhs dim %d is %s, rhs dim %d is %s", len(a)-1, dimString(k1), max(len(b)-2, 0), dimString(k2))
 	}
-	batch, bad, ok := broadcastShapes(la[:len(la)-2], lb[:len(lb)-2])
+	batch, bad, ok := broadcastShapes(la[:len(la)-2], lb[:len(lb)-2], cs)
 	if !ok {
 		return nil, fmt.Errorf("batch dimensions are not broadcast-compatible: %s vs %s (batch dim %d)", shapeString(la[:len(la)-2]), shapeString(lb[:len(lb)-2]), bad)
 	}
@@ -396,15 +432,15 @@ func MatmulShape(a, b []int64) ([]int64, error) {
 	return out, nil
 }
 
-func ruleMatmul(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleMatmul(in []*ir.TensorType, _ attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if err := sameElem(in, 0, 1); err != nil {
 		return nil, err
 	}
-	shape, err := MatmulShape(in[0].Shape(), in[1].Shape())
+	shape, err := matmulDims(DimsOf(in[0]), DimsOf(in[1]), cs)
 	if err != nil {
 		return nil, err
 	}
-	return one(ir.TensorOf(shape, in[0].ElementType())), nil
+	return one(TensorWithDims(shape, in[0].ElementType())), nil
 }
 
 // Conv2DParams are the attributes of graph.conv2d, normalized.
@@ -457,11 +493,11 @@ func ConvOutSize(in, k, padLo, padHi, stride, dilation int64) int64 {
 	return (in+padLo+padHi-dilation*(k-1)-1)/stride + 1
 }
 
-func ruleConv2D(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleConv2D(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if err := sameElem(in, 0, 1); err != nil {
 		return nil, err
 	}
-	x, w := in[0].Shape(), in[1].Shape()
+	x, w := DimsOf(in[0]), DimsOf(in[1])
 	if len(x) != 4 || len(w) != 4 {
 		return nil, fmt.Errorf("expects a rank-4 input (N, C, H, W) and a rank-4 weight (O, C/groups, KH, KW), got %s and %s", in[0], in[1])
 	}
@@ -469,43 +505,66 @@ func ruleConv2D(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error)
 	if err != nil {
 		return nil, err
 	}
-	g := p.Groups
-	if x[1] != dyn && x[1]%g != 0 {
-		return nil, fmt.Errorf("input channels %d are not divisible by groups %d", x[1], g)
+	g := sym.Const(p.Groups)
+	for _, c := range []struct {
+		d    sym.Expr
+		what string
+	}{{x[1], "input"}, {w[0], "output"}} {
+		divides := sym.Eq(sym.Mod(c.d, g), sym.Const(0))
+		if IsUnknown(c.d) {
+			continue
+		}
+		if !holdsMaybe(divides) {
+			return nil, fmt.Errorf("%s channels %s are not divisible by groups %d", c.what, dimString(c.d), p.Groups)
+		}
+		require(divides, cs)
 	}
-	if w[0] != dyn && w[0]%g != 0 {
-		return nil, fmt.Errorf("output channels %d are not divisible by groups %d", w[0], g)
-	}
-	if x[1] != dyn && w[1] != dyn && x[1]/g != w[1] {
-		return nil, fmt.Errorf("weight dim 1 is %d but the input has %d channels in %d groups (%d per group)", w[1], x[1], g, x[1]/g)
+	if perGroup := sym.FloorDiv(x[1], g); !IsUnknown(x[1]) {
+		if _, ok := meet(perGroup, w[1], cs); !ok {
+			return nil, fmt.Errorf("weight dim 1 is %s but the input has %s channels in %d groups (%s per group)",
+				dimString(w[1]), dimString(x[1]), p.Groups, dimString(perGroup))
+		}
 	}
 	if len(in) == 3 {
 		if err := sameElem(in, 0, 2); err != nil {
 			return nil, err
 		}
-		if b := in[2].Shape(); len(b) != 1 || !dimsCompatible(b[0], w[0]) {
+		b := DimsOf(in[2])
+		ok := len(b) == 1
+		if ok {
+			_, ok = meet(b[0], w[0], cs)
+		}
+		if !ok {
 			return nil, fmt.Errorf("bias must have shape [%s] (the output channels), got %s", dimString(w[0]), in[2])
 		}
 	}
-	out := []int64{x[0], w[0], dyn, dyn}
+	out := []sym.Expr{x[0], w[0], {}, {}}
 	for i := range 2 {
-		xi, ki := x[2+i], w[2+i]
-		if xi == dyn || ki == dyn {
+		o := convOutDim(x[2+i], w[2+i], p.Padding[i], p.Padding[2+i], p.Strides[i], p.Dilations[i])
+		out[2+i] = o
+		if IsUnknown(o) {
 			continue
 		}
-		o := ConvOutSize(xi, ki, p.Padding[i], p.Padding[2+i], p.Strides[i], p.Dilations[i])
-		if o < 1 {
+		fits := sym.Constraint{L: o, Rel: sym.GE, R: sym.Const(1)}
+		if !holdsMaybe(fits) {
 			return nil, fmt.Errorf("kernel %s (dilated) does not fit the padded input %s along spatial dim %d", in[1], in[0], i)
 		}
-		out[2+i] = o
+		require(fits, cs)
 	}
-	return one(ir.TensorOf(out, in[0].ElementType())), nil
+	return one(TensorWithDims(out, in[0].ElementType())), nil
+}
+
+// convOutDim is ConvOutSize on symbolic sizes.
+func convOutDim(in, k sym.Expr, padLo, padHi, stride, dilation int64) sym.Expr {
+	span := sym.Add(sym.Mul(sym.Const(dilation), sym.Sub(k, sym.Const(1))), sym.Const(1))
+	n := sym.Sub(sym.Add(in, sym.Const(padLo+padHi)), span)
+	return sym.Add(sym.FloorDiv(n, sym.Const(stride)), sym.Const(1))
 }
 
 // ruleNorm checks layer_norm (x, w, b) and rms_norm (x, w): the weight and
 // bias shapes equal the normalized dims axis…rank-1 of x.
-func ruleNorm(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
-	x := in[0].Shape()
+func ruleNorm(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	x := DimsOf(in[0])
 	axis, err := normAxis("axis", a.int("axis", -1), len(x))
 	if err != nil {
 		return nil, err
@@ -515,10 +574,10 @@ func ruleNorm(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
 		if err := sameElem(in, 0, i); err != nil {
 			return nil, err
 		}
-		s := in[i].Shape()
+		s := DimsOf(in[i])
 		ok := len(s) == len(norm)
 		for j := 0; ok && j < len(s); j++ {
-			ok = dimsCompatible(s[j], norm[j])
+			_, ok = meet(s[j], norm[j], cs)
 		}
 		if !ok {
 			return nil, fmt.Errorf("operand #%d (%s) must have shape %s (dims %d… of %s), got %s",
@@ -531,31 +590,33 @@ func ruleNorm(in []*ir.TensorType, a attrView, _ []ir.Type) ([]ir.Type, error) {
 	return one(in[0]), nil
 }
 
-func ruleAttention(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, error) {
+func ruleAttention(in []*ir.TensorType, _ attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if err := sameElem(in, 0, 1, 2); err != nil {
 		return nil, err
 	}
-	q, k, v := in[0].Shape(), in[1].Shape(), in[2].Shape()
+	q, k, v := DimsOf(in[0]), DimsOf(in[1]), DimsOf(in[2])
 	if len(q) < 2 || len(k) < 2 || len(v) < 2 {
 		return nil, fmt.Errorf("q, k and v must have rank >= 2 (..., L, D), got %s, %s and %s", in[0], in[1], in[2])
 	}
-	if !dimsCompatible(q[len(q)-1], k[len(k)-1]) {
+	if _, ok := meet(q[len(q)-1], k[len(k)-1], cs); !ok {
 		return nil, fmt.Errorf("q and k head dims differ: %s vs %s", dimString(q[len(q)-1]), dimString(k[len(k)-1]))
 	}
-	if !dimsCompatible(k[len(k)-2], v[len(v)-2]) {
+	lk, ok := meet(k[len(k)-2], v[len(v)-2], cs)
+	if !ok {
 		return nil, fmt.Errorf("k and v sequence lengths differ: %s vs %s", dimString(k[len(k)-2]), dimString(v[len(v)-2]))
 	}
-	batch, _, ok := broadcastShapes(q[:len(q)-2], k[:len(k)-2])
+	batch, _, ok := broadcastShapes(q[:len(q)-2], k[:len(k)-2], cs)
 	if ok {
-		batch, _, ok = broadcastShapes(batch, v[:len(v)-2])
+		batch, _, ok = broadcastShapes(batch, v[:len(v)-2], cs)
 	}
 	if !ok {
 		return nil, fmt.Errorf("batch dims of q, k and v are not broadcast-compatible: %s, %s and %s", in[0], in[1], in[2])
 	}
-	lq, lk := q[len(q)-2], mergeDim(k[len(k)-2], v[len(v)-2])
+	lq := q[len(q)-2]
 	if len(in) == 4 {
 		scores := append(slices.Clone(batch), lq, lk)
-		if _, _, ok := broadcastShapes(in[3].Shape(), scores); !ok || len(in[3].Shape()) > len(scores) {
+		mask := DimsOf(in[3])
+		if _, _, ok := broadcastShapes(mask, scores, cs); !ok || len(mask) > len(scores) {
 			return nil, fmt.Errorf("mask %s does not broadcast to the scores shape %s", in[3], shapeString(scores))
 		}
 		if e := in[3].ElementType(); e != ir.I1 && e != in[0].ElementType() {
@@ -563,12 +624,12 @@ func ruleAttention(in []*ir.TensorType, _ attrView, _ []ir.Type) ([]ir.Type, err
 		}
 	}
 	out := append(batch, lq, v[len(v)-1])
-	return one(ir.TensorOf(out, in[0].ElementType())), nil
+	return one(TensorWithDims(out, in[0].ElementType())), nil
 }
 
 // ruleRegion returns the declared results of fusion; the region's yield is
 // checked by verifyFusion.
-func ruleRegion(_ []*ir.TensorType, _ attrView, declared []ir.Type) ([]ir.Type, error) {
+func ruleRegion(_ []*ir.TensorType, _ attrView, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if declared == nil {
 		return nil, fmt.Errorf("result types come from the region and cannot be inferred")
 	}
@@ -581,7 +642,9 @@ func ruleRegion(_ []*ir.TensorType, _ attrView, declared []ir.Type) ([]ir.Type, 
 }
 
 // ruleYield: yield has no results.
-func ruleYield([]*ir.TensorType, attrView, []ir.Type) ([]ir.Type, error) { return nil, nil }
+func ruleYield([]*ir.TensorType, attrView, []ir.Type, *sym.Constraints) ([]ir.Type, error) {
+	return nil, nil
+}
 
 // verifyFusion checks that the body's arguments match the operands.
 func verifyFusion(op *ir.Operation) error {

@@ -7,10 +7,8 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/sym"
 )
-
-// dyn is the size of a dimension unknown until run time ("?").
-const dyn = ir.Dynamic
 
 // ElementTypes lists the element types graph tensors may have.
 var ElementTypes = []ir.Type{ir.F64, ir.F32, ir.F16, ir.BF16, ir.I64, ir.I32, ir.I1}
@@ -60,16 +58,20 @@ func asTensor(t ir.Type, what string, class elemClass) (*ir.TensorType, error) {
 	return tt, nil
 }
 
-// dimString prints a size, "?" when dynamic.
-func dimString(d int64) string {
-	if d == dyn {
+// dimString prints a size: the integer when static, "?" when unknown,
+// else its expression.
+func dimString(d sym.Expr) string {
+	if c, ok := d.IsConst(); ok {
+		return strconv.FormatInt(c, 10)
+	}
+	if IsUnknown(d) {
 		return "?"
 	}
-	return strconv.FormatInt(d, 10)
+	return d.String()
 }
 
-// shapeString prints a shape as [2, ?, 4].
-func shapeString(s []int64) string {
+// shapeString prints a shape as [2, ?, s0].
+func shapeString(s []sym.Expr) string {
 	parts := make([]string, len(s))
 	for i, d := range s {
 		parts[i] = dimString(d)
@@ -77,62 +79,102 @@ func shapeString(s []int64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// dimsCompatible reports whether two sizes may be equal at run time.
-func dimsCompatible(a, b int64) bool { return a == b || a == dyn || b == dyn }
+// sizeFacts are the facts shape rules decide constraints under: sizes are
+// ≥ 0, whatever the 0/1 policy of the symbols.
+var sizeFacts = &sym.Facts{AllowZero: true}
 
-// mergeDim returns the better-known of two compatible sizes.
-func mergeDim(a, b int64) int64 {
-	if a == dyn {
-		return b
-	}
-	return a
+func isOne(d sym.Expr) bool {
+	c, ok := d.IsConst()
+	return ok && c == 1
 }
 
-// broadcastShapes returns the NumPy broadcast of shapes a and b. A "?" size
-// broadcasts with anything: the result is the other size unless that is 1
-// or "?" (a "?" could itself be 1, so "?" against 1 stays "?"). On failure,
-// it returns the result-aligned dimension that does not fit.
-func broadcastShapes(a, b []int64) ([]int64, int, bool) {
+// meet returns the size of two dims that must be equal. A "?" meets
+// anything; two symbolic sizes that may be equal record the constraint
+// that they are, and the result is the constant one if any. It fails when
+// they can never be equal.
+func meet(a, b sym.Expr, cs *sym.Constraints) (sym.Expr, bool) {
+	switch {
+	case a.Equal(b):
+		return a, true
+	case IsUnknown(a):
+		return b, true
+	case IsUnknown(b):
+		return a, true
+	}
+	return require(sym.Eq(a, b), cs), holdsMaybe(sym.Eq(a, b))
+}
+
+// require records c unless it always holds, and returns the preferred
+// size of an equality: its constant side, else its left.
+func require(c sym.Constraint, cs *sym.Constraints) sym.Expr {
+	if _, lConst := c.L.IsConst(); lConst && c.Rel == sym.EQ {
+		c.L, c.R = c.R, c.L // constants on the right: s1 == 8
+	}
+	if holds, known := sizeFacts.Decide(c); !known || !holds {
+		cs.Add(c)
+	}
+	if _, ok := c.R.IsConst(); ok && c.Rel == sym.EQ {
+		return c.R
+	}
+	return c.L
+}
+
+// holdsMaybe reports whether c can hold for some sizes.
+func holdsMaybe(c sym.Constraint) bool {
+	holds, known := sizeFacts.Decide(c)
+	return holds || !known
+}
+
+// broadcastDim broadcasts two sizes (NumPy): equal sizes stay, 1 stretches,
+// "?" broadcasts with anything. Two symbolic sizes, or a symbolic and a
+// static one other than 1, record the constraint that they are equal: a
+// symbol meeting another size in broadcasting is assumed not to be 1 (the
+// 0/1 policy of graph-symbolize-shapes makes that a guard).
+func broadcastDim(a, b sym.Expr, cs *sym.Constraints) (sym.Expr, bool) {
+	switch {
+	case a.Equal(b):
+		return a, true
+	case isOne(a):
+		return b, true
+	case isOne(b):
+		return a, true
+	}
+	_, aConst := a.IsConst()
+	_, bConst := b.IsConst()
+	if aConst && bConst {
+		return a, false
+	}
+	return meet(a, b, cs)
+}
+
+// broadcastShapes returns the NumPy broadcast of shapes a and b. On
+// failure, it returns the result-aligned dimension that does not fit.
+func broadcastShapes(a, b []sym.Expr, cs *sym.Constraints) ([]sym.Expr, int, bool) {
 	n := max(len(a), len(b))
-	out := make([]int64, n)
+	out := make([]sym.Expr, n)
 	for i := range n {
-		da, db := int64(1), int64(1)
-		if j := i - (n - len(a)); j >= 0 {
-			da = a[j]
-		}
-		if j := i - (n - len(b)); j >= 0 {
-			db = b[j]
-		}
-		switch {
-		case da == db:
-			out[i] = da
-		case da == 1:
-			out[i] = db
-		case db == 1:
-			out[i] = da
-		case da == dyn:
-			out[i] = db
-		case db == dyn:
-			out[i] = da
-		default:
+		d, ok := broadcastDim(alignedDim(a, n, i), alignedDim(b, n, i), cs)
+		if !ok {
 			return nil, i, false
 		}
+		out[i] = d
 	}
 	return out, 0, true
 }
 
 // broadcastOperands broadcasts the shapes of operands idx of in, naming the
 // first pair that does not fit.
-func broadcastOperands(in []*ir.TensorType, idx ...int) ([]int64, error) {
-	shape := in[idx[0]].Shape()
+func broadcastOperands(in []*ir.TensorType, cs *sym.Constraints, idx ...int) ([]sym.Expr, error) {
+	shape := DimsOf(in[idx[0]])
+	var local sym.Constraints
 	for k := 1; k < len(idx); k++ {
-		next := in[idx[k]].Shape()
-		out, bad, ok := broadcastShapes(shape, next)
+		next := DimsOf(in[idx[k]])
+		out, bad, ok := broadcastShapes(shape, next, &local)
 		if !ok {
 			// Name the first earlier operand that clashes, for a precise message.
 			for _, j := range idx[:k] {
-				s := in[j].Shape()
-				if _, bad2, ok2 := broadcastShapes(s, next); !ok2 {
+				s := DimsOf(in[j])
+				if _, bad2, ok2 := broadcastShapes(s, next, nil); !ok2 {
 					n := max(len(s), len(next))
 					return nil, fmt.Errorf("operands %d and %d are not broadcast-compatible: %s vs %s (dim %d: %s vs %s)",
 						j, idx[k], in[j], in[idx[k]], bad2, dimString(alignedDim(s, n, bad2)), dimString(alignedDim(next, n, bad2)))
@@ -144,15 +186,18 @@ func broadcastOperands(in []*ir.TensorType, idx ...int) ([]int64, error) {
 		}
 		shape = out
 	}
+	for _, c := range local.List() {
+		cs.Add(c)
+	}
 	return shape, nil
 }
 
 // alignedDim is the size of dim i of s once s is right-aligned to rank n.
-func alignedDim(s []int64, n, i int) int64 {
+func alignedDim(s []sym.Expr, n, i int) sym.Expr {
 	if j := i - (n - len(s)); j >= 0 {
 		return s[j]
 	}
-	return 1
+	return sym.Const(1)
 }
 
 // sameElem checks that operands idx of in share one element type.
@@ -227,9 +272,53 @@ func sameShapeAndElem(a, b ir.Type) bool {
 	return ta.Ranked() == tb.Ranked() && ta.ElementType() == tb.ElementType() && slices.Equal(ta.Shape(), tb.Shape())
 }
 
-// BroadcastShape returns the NumPy broadcast of two shapes, or false when
-// they do not broadcast.
+// BroadcastShape returns the NumPy broadcast of two static shapes (the
+// interpreter's), or false when they do not broadcast. A dynamic size
+// broadcasts with anything.
 func BroadcastShape(a, b []int64) ([]int64, bool) {
-	out, _, ok := broadcastShapes(a, b)
-	return out, ok
+	n := max(len(a), len(b))
+	out := make([]int64, n)
+	at := func(s []int64, i int) int64 {
+		if j := i - (n - len(s)); j >= 0 {
+			return s[j]
+		}
+		return 1
+	}
+	for i := range n {
+		da, db := at(a, i), at(b, i)
+		switch {
+		case da == db || db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		case da == ir.Dynamic:
+			out[i] = db
+		case db == ir.Dynamic:
+			out[i] = da
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// sameSymbolicDims reports whether two tensor types agree on the sizes
+// both name symbolically. A type without a #graph.dims encoding says
+// nothing about its "?" sizes, so it agrees with any.
+func sameSymbolicDims(a, b ir.Type) bool {
+	ta, okA := a.(*ir.TensorType)
+	tb, okB := b.(*ir.TensorType)
+	if !okA || !okB || !ta.Ranked() || !tb.Ranked() || ta.Encoding == nil || tb.Encoding == nil {
+		return true
+	}
+	da, db := DimsOf(ta), DimsOf(tb)
+	if len(da) != len(db) {
+		return false
+	}
+	for i := range da {
+		if !IsUnknown(da[i]) && !IsUnknown(db[i]) && !da[i].Equal(db[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,182 @@
+package graph
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/sym"
+)
+
+// Symbolic sizes (DESIGN §6). A dim whose size is a symbolic expression
+// prints "?" in the type and the expression in a #graph.dims encoding:
+//
+//	tensor<?x4096xf32, #graph.dims<[s0, 4096]>>
+//
+// The encoding lists every dim: static sizes as integers, unknown sizes as
+// "?". The IR keeps it as an opaque attribute (mlir-opt reads it the same
+// way); this file parses it, caching by text.
+
+// dimsPrefix opens the text of a dims encoding.
+const dimsPrefix = "#" + Name + ".dims<["
+
+// unknownPrefix starts the names of the fresh symbols that stand for "?"
+// sizes no encoding names. They never reach printed IR: a size mentioning
+// one prints as "?".
+const unknownPrefix = "?"
+
+var unknownCount atomic.Int64
+
+// freshUnknown returns a new symbol for a size nothing is known about.
+func freshUnknown() sym.Expr {
+	return sym.Sym(unknownPrefix + strconv.FormatInt(unknownCount.Add(1), 10))
+}
+
+func isUnknownName(n string) bool { return strings.HasPrefix(n, unknownPrefix) }
+
+// IsUnknown reports whether a size depends on a "?" that no symbol names.
+func IsUnknown(e sym.Expr) bool { return e.Has(isUnknownName) }
+
+// parsedDims caches parsed encodings by text; nil entries are "?".
+var parsedDims sync.Map // string → []*sym.Expr
+
+// DimsOf returns the sizes of a ranked tensor type: static sizes as
+// constants, "?" sizes as their symbolic expressions from the #graph.dims
+// encoding, or as fresh unknowns when the type has none (or it is
+// malformed or of the wrong rank).
+func DimsOf(t *ir.TensorType) []sym.Expr {
+	shape := t.Shape()
+	enc, _ := encodedDims(t)
+	out := make([]sym.Expr, len(shape))
+	for i, d := range shape {
+		switch {
+		case d != ir.Dynamic:
+			out[i] = sym.Const(d)
+		case len(enc) == len(shape) && enc[i] != nil:
+			out[i] = *enc[i]
+		default:
+			out[i] = freshUnknown()
+		}
+	}
+	return out
+}
+
+// encodedDims parses t's #graph.dims encoding (nil, nil when it has none).
+func encodedDims(t *ir.TensorType) ([]*sym.Expr, error) {
+	o, ok := t.Encoding.(ir.OpaqueAttr)
+	if !ok || !strings.HasPrefix(o.Text, dimsPrefix) {
+		return nil, nil
+	}
+	if v, ok := parsedDims.Load(o.Text); ok {
+		return v.([]*sym.Expr), nil
+	}
+	dims, err := ParseDims(o.Text)
+	if err != nil {
+		return nil, err
+	}
+	parsedDims.Store(o.Text, dims)
+	return dims, nil
+}
+
+// ParseDims parses the text of a #graph.dims<[…]> encoding; "?" entries
+// come back nil.
+func ParseDims(text string) ([]*sym.Expr, error) {
+	body, ok := strings.CutPrefix(text, dimsPrefix)
+	if ok {
+		body, ok = strings.CutSuffix(body, "]>")
+	}
+	if !ok {
+		return nil, fmt.Errorf("%q is not a %s…]> encoding", text, dimsPrefix)
+	}
+	var out []*sym.Expr
+	for _, part := range splitTop(body) {
+		part = strings.TrimSpace(part)
+		if part == "?" {
+			out = append(out, nil)
+			continue
+		}
+		e, err := sym.Parse(part)
+		if err != nil {
+			return nil, fmt.Errorf("in %s: %w", text, err)
+		}
+		out = append(out, &e)
+	}
+	return out, nil
+}
+
+// splitTop splits s at commas outside parentheses.
+func splitTop(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var parts []string
+	depth, start := 0, 0
+	for i := range len(s) {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+// DimsEncoding returns the #graph.dims encoding of dims, or nil when it
+// would say nothing the shape does not (every size static or unknown).
+func DimsEncoding(dims []sym.Expr) ir.Attribute {
+	parts := make([]string, len(dims))
+	symbolic := false
+	for i, d := range dims {
+		c, isConst := d.IsConst()
+		switch {
+		case isConst:
+			parts[i] = strconv.FormatInt(c, 10)
+		case IsUnknown(d):
+			parts[i] = "?"
+		default:
+			parts[i] = d.String()
+			symbolic = true
+		}
+	}
+	if !symbolic {
+		return nil
+	}
+	return ir.OpaqueAttr{Text: dimsPrefix + strings.Join(parts, ", ") + "]>"}
+}
+
+// TensorWithDims returns the tensor type of the given sizes: constant
+// sizes are static, the others "?", with a #graph.dims encoding naming
+// the symbolic ones (none when every size is static or unknown).
+func TensorWithDims(dims []sym.Expr, elem ir.Type) *ir.TensorType {
+	shape := make([]int64, len(dims))
+	for i, d := range dims {
+		shape[i] = ir.Dynamic
+		if c, ok := d.IsConst(); ok && c >= 0 {
+			shape[i] = c
+		}
+	}
+	return ir.TensorWithEncoding(shape, elem, DimsEncoding(dims))
+}
+
+// dimsFromShape returns constants for static sizes and fresh unknowns for
+// "?" (attribute shapes, which hold no symbols).
+func dimsFromShape(shape []int64) []sym.Expr {
+	out := make([]sym.Expr, len(shape))
+	for i, d := range shape {
+		if d == ir.Dynamic {
+			out[i] = freshUnknown()
+		} else {
+			out[i] = sym.Const(d)
+		}
+	}
+	return out
+}
