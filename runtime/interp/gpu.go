@@ -1,0 +1,458 @@
+package interp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+)
+
+// The gpu dialect. gpu.launch_func simulates a launch faithfully on the
+// CPU: blocks run one after another, and the threads of a block run
+// concurrently, one goroutine each, so that gpu.barrier really waits for
+// every thread of the block and gpu.shuffle exchanges values among the 32
+// lanes of a warp. Every thread has its own Frame; kernel memref arguments
+// are the caller's Buffers (shared by reference, as device memory is), and
+// each block gets fresh zeroed workgroup Buffers.
+//
+// A barrier or shuffle that not all threads reach (divergence), or that
+// leaves every thread of a block waiting for one another, is reported as a
+// located error instead of hanging.
+func init() {
+	registerAll(map[string]Rule{
+		gpu.LaunchFuncOp: launchRule,
+		gpu.ReturnOp:     passOperands,
+		gpu.ThreadIDOp:   idRule(func(t *gpuThread) [3]int64 { return t.tid }),
+		gpu.BlockIDOp:    idRule(func(t *gpuThread) [3]int64 { return t.blk.bid }),
+		gpu.BlockDimOp:   idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.block }),
+		gpu.GridDimOp:    idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.grid }),
+		gpu.BarrierOp:    barrierRule,
+		gpu.ShuffleOp:    shuffleRule,
+	})
+}
+
+// MaxThreadsPerBlock is the largest block a launch may have, as on CUDA devices.
+const MaxThreadsPerBlock = 1024
+
+// threads maps the Frame of each running kernel thread to its state. Rules
+// see only their Frame, and Frame has no room for the thread's position;
+// entries live as long as the thread runs.
+var threads sync.Map // *Frame → *gpuThread
+
+// launchState is what every block of one launch shares.
+type launchState struct {
+	op, kernel  *ir.Operation
+	grid, block [3]int64
+	args        []Value
+	workgroup   []*ir.MemRefType
+}
+
+func launchRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	l, ok := gpu.LaunchOf(op)
+	if !ok {
+		return nil, errors.New("has malformed operand segments")
+	}
+	kernel := gpu.LookupKernel(op)
+	if kernel == nil {
+		return nil, fmt.Errorf("launches %s, which is not a gpu.func in a gpu.module", l.Kernel)
+	}
+	ft := gpu.FuncType(kernel)
+	if ft == nil || gpu.Body(kernel) == nil {
+		return nil, fmt.Errorf("kernel %s has no type or no body", l.Kernel)
+	}
+	ls := &launchState{op: op, kernel: kernel, args: args[len(args)-len(l.Args):]}
+	sizes, err := indexValues(args[:6])
+	if err != nil {
+		return nil, err
+	}
+	threadsPerBlock := int64(1)
+	for i := range 3 {
+		ls.grid[i], ls.block[i] = sizes[i], sizes[3+i]
+		if ls.grid[i] <= 0 || ls.block[i] <= 0 {
+			return nil, fmt.Errorf("grid (%d, %d, %d) and block (%d, %d, %d) sizes must be positive",
+				sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5])
+		}
+		threadsPerBlock *= ls.block[i]
+		if threadsPerBlock > MaxThreadsPerBlock {
+			return nil, fmt.Errorf("block of (%d, %d, %d) threads exceeds %d threads", sizes[3], sizes[4], sizes[5], MaxThreadsPerBlock)
+		}
+	}
+	if len(ls.args) != len(ft.Inputs) {
+		return nil, fmt.Errorf("passes %d arguments to %s, which takes %d", len(ls.args), l.Kernel, len(ft.Inputs))
+	}
+	for i, a := range ls.args {
+		if err := checkValue(a, ft.Inputs[i]); err != nil {
+			return nil, fmt.Errorf("kernel argument %d: %v", i, err)
+		}
+	}
+	for _, v := range gpu.WorkgroupBuffers(kernel) {
+		mt, ok := v.Type().(*ir.MemRefType)
+		if !ok || !mt.Ranked() || ir.NumElements(mt.Shape()) < 0 {
+			return nil, ir.Errorf(kernel.Loc(), "workgroup buffer of type %s must be a memref of static shape", v.Type())
+		}
+		ls.workgroup = append(ls.workgroup, mt)
+	}
+	for z := range ls.grid[2] {
+		for y := range ls.grid[1] {
+			for x := range ls.grid[0] {
+				if err := runBlock(f, ls, [3]int64{x, y, z}); err != nil {
+					var d *ir.Diagnostic
+					if errors.As(err, &d) {
+						d.Note(op.Loc(), "in block (%d, %d, %d) of the launch here", x, y, z)
+					}
+					return nil, err
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Thread states, as the block's scheduler sees them.
+const (
+	running = iota
+	atBarrier
+	atShuffle
+	exited
+)
+
+// gpuThread is one simulated thread.
+type gpuThread struct {
+	blk  *blockState
+	tid  [3]int64
+	id   int // linear id in the block: x fastest
+	wake chan struct{}
+
+	// Guarded by blk.mu.
+	state  int
+	waitOp *ir.Operation
+	// The shuffle operands given and the results received.
+	shufValue         Value
+	shufOffset, width int64
+	shufResult        Value
+	shufValid         bool
+}
+
+// blockState is one block of threads and the synchronization among them.
+type blockState struct {
+	launch *launchState
+	bid    [3]int64
+	thr    []*gpuThread
+
+	mu      sync.Mutex
+	err     error
+	abort   chan struct{} // closed on the first error
+	counts  [4]int        // threads per state
+	aborted bool
+}
+
+// errAborted ends a thread whose block failed elsewhere.
+var errAborted = errors.New("block aborted")
+
+func runBlock(f *Frame, ls *launchState, bid [3]int64) error {
+	b := &blockState{launch: ls, bid: bid, abort: make(chan struct{})}
+	n := int(ls.block[0] * ls.block[1] * ls.block[2])
+	bufs := make([]Value, len(ls.workgroup))
+	for i, mt := range ls.workgroup {
+		buf, err := NewBuffer(mt.ElementType(), mt.Shape())
+		if err != nil {
+			return ir.Errorf(ls.kernel.Loc(), "workgroup buffer %d: %v", i, err)
+		}
+		bufs[i] = buf
+	}
+	kargs := append(append(make([]Value, 0, len(ls.args)+len(bufs)), ls.args...), bufs...)
+	b.thr = make([]*gpuThread, n)
+	for i := range b.thr {
+		b.thr[i] = &gpuThread{
+			blk:  b,
+			id:   i,
+			tid:  [3]int64{int64(i) % ls.block[0], int64(i) / ls.block[0] % ls.block[1], int64(i) / (ls.block[0] * ls.block[1])},
+			wake: make(chan struct{}, 1),
+		}
+	}
+	b.counts[running] = n
+	var wg sync.WaitGroup
+	for _, t := range b.thr {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fr := &Frame{in: f.in, values: map[*ir.Value]Value{}, depth: f.depth + 1}
+			threads.Store(fr, t)
+			_, err := fr.RunRegion(ls.kernel.Region(0), kargs)
+			threads.Delete(fr)
+			t.exit(err)
+		}()
+	}
+	wg.Wait()
+	return b.err
+}
+
+// exit records that t finished, with err if it failed.
+func (t *gpuThread) exit(err error) {
+	b := t.blk
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil && !errors.Is(err, errAborted) {
+		b.fail(err)
+	}
+	b.setState(t, exited, nil)
+	b.progress(t)
+}
+
+// fail records the block's first error and wakes every waiting thread.
+// b.mu is held.
+func (b *blockState) fail(err error) {
+	if b.aborted {
+		return
+	}
+	b.aborted, b.err = true, err
+	close(b.abort)
+}
+
+func (b *blockState) setState(t *gpuThread, s int, op *ir.Operation) {
+	b.counts[t.state]--
+	b.counts[s]++
+	t.state, t.waitOp = s, op
+}
+
+// wait parks t at op in state s until the scheduler releases it. b.mu is
+// held on entry and released on return.
+func (t *gpuThread) wait(s int, op *ir.Operation) error {
+	b := t.blk
+	b.setState(t, s, op)
+	b.progress(t)
+	b.mu.Unlock()
+	select {
+	case <-t.wake:
+		return nil
+	case <-b.abort:
+		return errAborted
+	}
+}
+
+// release lets a waiting thread run on. b.mu is held.
+func (b *blockState) release(t *gpuThread) {
+	b.setState(t, running, nil)
+	t.wake <- struct{}{}
+}
+
+// progress completes the shuffle of t's warp and the block's barrier when
+// everyone they wait for has arrived, and reports a deadlock when every
+// thread waits and neither can complete. b.mu is held.
+func (b *blockState) progress(t *gpuThread) {
+	if b.aborted {
+		return
+	}
+	b.completeShuffle(t.id / gpu.WarpSize)
+	if b.aborted {
+		return
+	}
+	live := len(b.thr) - b.counts[exited]
+	if n := b.counts[atBarrier]; n > 0 && n == live {
+		b.completeBarrier()
+		return
+	}
+	if b.counts[running] == 0 && live > 0 {
+		b.fail(b.deadlock())
+	}
+}
+
+// completeBarrier releases the threads waiting at the barrier, all live
+// threads of the block, if they all wait at the same one and none exited.
+func (b *blockState) completeBarrier() {
+	var op *ir.Operation
+	for _, t := range b.thr {
+		if t.state != atBarrier {
+			continue
+		}
+		if op == nil {
+			op = t.waitOp
+		} else if t.waitOp != op {
+			b.fail(b.divergence(op, t))
+			return
+		}
+	}
+	if b.counts[exited] > 0 {
+		b.fail(ir.Errorf(op.Loc(), "divergent barrier: %d of the %d threads of the block exited without reaching it (threads %s)",
+			b.counts[exited], len(b.thr), b.idsIn(exited, nil)))
+		return
+	}
+	for _, t := range b.thr {
+		b.release(t)
+	}
+}
+
+// completeShuffle performs the shuffle of warp w when all its live lanes
+// wait at it.
+func (b *blockState) completeShuffle(w int) {
+	lanes := b.thr[w*gpu.WarpSize : min((w+1)*gpu.WarpSize, len(b.thr))]
+	var op *ir.Operation
+	for _, t := range lanes {
+		switch {
+		case t.state == exited:
+		case t.state != atShuffle:
+			return
+		case op == nil:
+			op = t.waitOp
+		case t.waitOp != op:
+			b.fail(b.divergence(op, t))
+			return
+		}
+	}
+	if op == nil {
+		return
+	}
+	mode := gpu.ShuffleMode(op)
+	for k, t := range lanes {
+		if t.state != atShuffle {
+			continue
+		}
+		src := int64(k)
+		switch mode {
+		case "xor":
+			src ^= t.shufOffset
+		case "down":
+			src += t.shufOffset
+		case "up":
+			src -= t.shufOffset
+		case "idx":
+			src = t.shufOffset
+		}
+		t.shufResult, t.shufValid = t.shufValue, false
+		if src >= 0 && src < t.width {
+			if src >= int64(len(lanes)) || lanes[src].state != atShuffle {
+				b.fail(ir.Errorf(op.Loc(), "lane %d of warp %d (thread %d) reads lane %d, which is not active (exited or beyond the block)",
+					k, w, t.id, src))
+				return
+			}
+			t.shufResult, t.shufValid = lanes[src].shufValue, true
+		}
+	}
+	for _, t := range lanes {
+		if t.state == atShuffle {
+			b.release(t)
+		}
+	}
+}
+
+// divergence describes threads waiting at two different sync ops.
+func (b *blockState) divergence(op *ir.Operation, other *gpuThread) error {
+	d := ir.Errorf(op.Loc(), "divergent '%s': threads of the block wait at different synchronization points (threads %s here)",
+		op.Name(), b.idsIn(-1, op))
+	d.Note(other.waitOp.Loc(), "while threads %s wait here", b.idsIn(-1, other.waitOp))
+	return d
+}
+
+// deadlock describes a block whose threads all wait and none can proceed.
+func (b *blockState) deadlock() error {
+	var first *gpuThread
+	for _, t := range b.thr {
+		if t.state == atBarrier || t.state == atShuffle {
+			first = t
+			break
+		}
+	}
+	d := ir.Errorf(first.waitOp.Loc(), "deadlock: every thread of the block waits and none can proceed; threads %s wait at this '%s'",
+		b.idsIn(-1, first.waitOp), first.waitOp.Name())
+	seen := map[*ir.Operation]bool{first.waitOp: true}
+	for _, t := range b.thr {
+		if t.waitOp != nil && !seen[t.waitOp] {
+			seen[t.waitOp] = true
+			d.Note(t.waitOp.Loc(), "threads %s wait at this '%s'", b.idsIn(-1, t.waitOp), t.waitOp.Name())
+		}
+	}
+	if n := b.counts[exited]; n > 0 {
+		d.Note(b.launch.kernel.Loc(), "threads %s exited", b.idsIn(exited, nil))
+	}
+	return d
+}
+
+// idsIn lists, as ranges, the linear ids of the threads in state s (s >= 0)
+// or waiting at op.
+func (b *blockState) idsIn(s int, op *ir.Operation) string {
+	var parts []string
+	start := -1
+	flush := func(end int) {
+		if start < 0 {
+			return
+		}
+		if end-1 == start {
+			parts = append(parts, fmt.Sprint(start))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", start, end-1))
+		}
+		start = -1
+	}
+	for i, t := range b.thr {
+		in := (s >= 0 && t.state == s) || (op != nil && t.waitOp == op)
+		if in && start < 0 {
+			start = i
+		} else if !in {
+			flush(i)
+		}
+	}
+	flush(len(b.thr))
+	return strings.Join(parts, ", ")
+}
+
+// threadOf returns the simulated thread running in f.
+func threadOf(f *Frame) (*gpuThread, error) {
+	if t, ok := threads.Load(f); ok {
+		return t.(*gpuThread), nil
+	}
+	return nil, errors.New("runs outside a kernel launched by gpu.launch_func")
+}
+
+// idRule returns the rule of an id or size op, which reads dimension
+// DimIndex of the triple get returns.
+func idRule(get func(*gpuThread) [3]int64) Rule {
+	return func(f *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
+		t, err := threadOf(f)
+		if err != nil {
+			return nil, err
+		}
+		d := gpu.DimIndex(op)
+		if d < 0 {
+			return nil, errors.New("has no dimension")
+		}
+		return []Value{indexScalar(get(t)[d])}, nil
+	}
+}
+
+func barrierRule(f *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
+	t, err := threadOf(f)
+	if err != nil {
+		return nil, err
+	}
+	t.blk.mu.Lock()
+	return nil, t.wait(atBarrier, op)
+}
+
+func shuffleRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	t, err := threadOf(f)
+	if err != nil {
+		return nil, err
+	}
+	ints, err := indexValues(args[1:])
+	if err != nil {
+		return nil, err
+	}
+	offset, width := ints[0], ints[1]
+	if width <= 0 || width > gpu.WarpSize {
+		return nil, fmt.Errorf("width %d is not in [1, %d]", width, gpu.WarpSize)
+	}
+	b := t.blk
+	b.mu.Lock()
+	t.shufValue, t.shufOffset, t.width = args[0], offset, width
+	if err := t.wait(atShuffle, op); err != nil {
+		return nil, err
+	}
+	// The scheduler wrote the results before releasing t.
+	b.mu.Lock()
+	res, valid := t.shufResult, t.shufValid
+	b.mu.Unlock()
+	return []Value{res, &Tensor{elem: ir.I1, data: []bool{valid}}}, nil
+}
