@@ -2,6 +2,7 @@ package fusion_test
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -425,4 +426,32 @@ func copies(m *ir.Operation) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkFuse1k fuses a 1000-op function: layers of a pointwise chain, a
+// row reduction and a broadcast back, each layer reading the previous.
+func BenchmarkFuse1k(b *testing.B) {
+	var body strings.Builder
+	prev := "%x"
+	for i := 0; i < 250; i++ {
+		fmt.Fprintf(&body, "  %%e%d = \"graph.exp\"(%s) : (tensor<64x128xf32>) -> tensor<64x128xf32>\n", i, prev)
+		fmt.Fprintf(&body, "  %%m%d = \"graph.reduce_max\"(%%e%d) <{axes = [1], keepdims = true}> : (tensor<64x128xf32>) -> tensor<64x1xf32>\n", i, i)
+		fmt.Fprintf(&body, "  %%s%d = \"graph.sub\"(%%e%d, %%m%d) : (tensor<64x128xf32>, tensor<64x1xf32>) -> tensor<64x128xf32>\n", i, i, i)
+		fmt.Fprintf(&body, "  %%t%d = \"graph.tanh\"(%%s%d) : (tensor<64x128xf32>) -> tensor<64x128xf32>\n", i, i)
+		prev = fmt.Sprintf("%%t%d", i)
+	}
+	src := fn("%x: tensor<64x128xf32>", "tensor<64x128xf32>", body.String()+"  return "+prev+" : tensor<64x128xf32>")
+	ctx := dialects.NewContext()
+	for b.Loop() {
+		b.StopTimer()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := m.Region(0).Front().First()
+		b.StartTimer()
+		if _, err := fusion.Fuse(ctx, f, fusion.DefaultOptions()); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
