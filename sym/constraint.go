@@ -180,3 +180,42 @@ func (cs *Constraints) Strings() []string {
 
 // String prints the constraints separated by commas.
 func (cs *Constraints) String() string { return strings.Join(cs.Strings(), ", ") }
+
+// Solve rewrites the equality c as name := value for a symbol that occurs
+// in it once, linearly, with coefficient ±1 (and nowhere else): the
+// latest such symbol (s2 before s0), so that earlier symbols survive
+// unification. It fails for other relations and when no symbol fits.
+func (c Constraint) Solve() (name string, value Expr, ok bool) {
+	if c.Rel != EQ {
+		return "", Expr{}, false
+	}
+	d := Sub(c.L, c.R)
+	counts := map[string]int{}
+	d.walkSyms(func(n string) { counts[n]++ })
+	best := -1
+	for i, t := range d.terms() {
+		if t.coef != 1 && t.coef != -1 || len(t.mono.atoms) != 1 || t.mono.atoms[0].op != opSym {
+			continue
+		}
+		n := t.mono.atoms[0].name
+		if counts[n] == 1 && (best < 0 || symbolLess(d.terms()[best].mono.atoms[0].name, n)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", Expr{}, false
+	}
+	t := d.terms()[best]
+	// d = coef·s + rest = 0, so s = -rest/coef = -coef·rest for coef = ±1.
+	rest := Sub(d, scale(mk([]term{{1, t.mono}}, 0), t.coef))
+	return t.mono.atoms[0].name, scale(rest, -t.coef), true
+}
+
+// symbolLess orders names numerically where they differ only in a number
+// suffix (s2 < s10), else as strings.
+func symbolLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}

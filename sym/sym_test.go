@@ -380,3 +380,30 @@ func BenchmarkSimplify(b *testing.B) {
 		}
 	}
 }
+
+func TestSolve(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"s0 == s1", "s1 := s0"},
+		{"s0*4 == s2", "s2 := s0*4"},
+		{"s0 == 8", "s0 := 8"},
+		{"s10 + 1 == s9", "s10 := s9 - 1"},
+		{"s0*s0 == s1*2", ""},
+		{"s0 >= 2", ""},
+		{"max(s0, s1) == s1", ""},
+	} {
+		cons, err := ParseConstraint(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if n, v, ok := cons.Solve(); ok {
+			got = n + " := " + v.String()
+			if v.Has(func(s string) bool { return s == n }) {
+				t.Errorf("Solve(%s) = %s mentions %s", c.in, got, n)
+			}
+		}
+		if got != c.want {
+			t.Errorf("Solve(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

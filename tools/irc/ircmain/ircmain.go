@@ -43,6 +43,7 @@ import (
 	"github.com/strata-ir/strata/ir"
 	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
 	_ "github.com/strata-ir/strata/passes/fusion"    // registers graph-fuse
+	_ "github.com/strata-ir/strata/passes/symbolize" // registers graph-symbolize-shapes
 )
 
 // Exit statuses returned by Main.
