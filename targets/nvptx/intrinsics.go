@@ -19,7 +19,8 @@ type intrinsic struct {
 // unresolved call.
 var intrinsics = func() map[string]intrinsic {
 	m := map[string]intrinsic{
-		"llvm.nvvm.barrier0": {"bar.sync 0;", 0},
+		"llvm.nvvm.barrier0":             {"bar.sync 0;", 0},
+		"llvm.nvvm.read.ptx.sreg.laneid": {"mov.u32 {d}, %laneid;", 0},
 
 		// Approximate math (docs/ptx-math.md gives their errors).
 		"llvm.nvvm.ex2.approx.f":     {"ex2.approx.f32 {d}, {0};", 1},

@@ -132,8 +132,8 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag first", []string{"--no-such-flag=3", in}, "-no-such-flag"},
 		{"two inputs", []string{in, in}, "expected one input file, got 2"},
 		{"bad flag value", []string{in, "--verify-each=maybe"}, "verify-each"},
-		{"emit llvm", []string{in, "--emit=llvm"}, "--emit=llvm is not available yet in this build"},
-		{"emit ptx", []string{"--emit=ptx", in}, "--emit=ptx is not available yet in this build"},
+		{"ptx backend", []string{in, "--emit=ptx", "--ptx-backend=nvcc"}, `unknown PTX backend "nvcc"`},
+		{"ptx target", []string{"--emit=ptx", "--ptx-target=sm_70", in}, `unknown --ptx-target "sm_70"`},
 		{"emit unknown", []string{in, "--emit=wasm"}, `unknown --emit kind "wasm"`},
 		{"version args", []string{"version", "x"}, "version takes no arguments"},
 	}

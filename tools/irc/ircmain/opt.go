@@ -26,18 +26,19 @@ type optFlags struct {
 	listFrontend      string // "backends", "modes" or "options"
 	runReproducer     bool
 	emit              string
-	version           bool
+	targetFlags
+	version bool
 }
 
-// emitKinds lists the --emit values; only mlir is built so far.
-var emitKinds = map[string]bool{"mlir": true, "llvm": false, "ptx": false}
+// emitKinds lists the --emit values and whether each is built.
+var emitKinds = map[string]bool{"mlir": true, "llvm": true, "ptx": true}
 
 // opt is the mlir-opt-like default command: read a file, verify it, run
 // the pipeline over it and print the result.
 func (t *tool) opt(args []string) int {
 	var f optFlags
 	fs := newFlagSet(t.name)
-	f.register(fs)
+	f.pipelineFlags.register(fs)
 	fs.StringVar(&f.output, "o", "-", "write the output to `file` ('-': standard output)")
 	fs.BoolVar(&f.generic, "print-op-generic", false, "print every op in the generic form")
 	fs.BoolVar(&f.debugInfo, "print-debuginfo", false, "print the location of every op")
@@ -49,6 +50,7 @@ func (t *tool) opt(args []string) int {
 	}
 	fs.BoolVar(&f.runReproducer, "run-reproducer", false, "read the pipeline from the input, a reproducer written by --reproducer")
 	fs.StringVar(&f.emit, "emit", "mlir", "output `kind`: mlir, llvm or ptx")
+	f.targetFlags.register(fs)
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	positional, status, ok := t.parseFlags(fs, t.name+" [flags] [file|-]\n       "+t.name+" run FILE [flags]\n       "+t.name+" version", args)
 	if !ok {
@@ -67,6 +69,9 @@ func (t *tool) opt(args []string) int {
 		return t.usageErrorf("unknown --emit kind %q (want mlir, llvm or ptx)", f.emit)
 	} else if !built {
 		return t.usageErrorf("--emit=%s is not available yet in this build (only --emit=mlir is)", f.emit)
+	}
+	if err := f.targetFlags.check(); err != nil {
+		return t.usageErrorf("%v", err)
 	}
 	input, err := singleInput(positional)
 	if err != nil {
@@ -108,11 +113,17 @@ func (t *tool) opt(args []string) int {
 		for _, d := range diagnostics(err) {
 			report(d)
 		}
-		ok := err == nil
-		if ok {
+		if err == nil && f.emit != "mlir" {
+			if err = emitTarget(&out, mod, f.emit, &f.targetFlags); err != nil {
+				for _, d := range diagnostics(err) {
+					report(d)
+				}
+			}
+		} else if err == nil {
 			ir.Print(&out, mod, ir.PrintOptions{Generic: f.generic, DebugInfo: f.debugInfo})
 			out.WriteByte('\n') // mlir-opt ends each output with a blank line
 		}
+		ok := err == nil
 		if verifier != nil {
 			ok = verifier.finish()
 		}

@@ -1,0 +1,257 @@
+// Package llvm translates the kernels of a gpu.module into an LLVM IR
+// module for NVPTX, built in memory with github.com/llir/llvm (typed
+// pointers, as LLVM up to 14 prints them and LLVM 19 still reads).
+//
+// The translation follows the kernel ABI of docs/lowering.md: every
+// gpu.func kernel becomes a function marked as a kernel in
+// !nvvm.annotations whose parameters are, in order, `T addrspace(1)*` for
+// each global memref, i64 for index and the integer or float of each
+// scalar (bf16 travels as its i16 bits). Workgroup buffers become
+// addrspace(3) globals. Structured loop.for and loop.if become basic blocks
+// with phis; math ops become sequences of NVVM intrinsics that both PTX
+// backends of targets/nvptx select (docs/ptx-math.md gives their error).
+package llvm
+
+import (
+	"fmt"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/metadata"
+	"github.com/llir/llvm/ir/types"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+)
+
+// DataLayout is the NVPTX 64-bit data layout.
+const DataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+// Triple is the NVPTX target triple.
+const Triple = "nvptx64-nvidia-cuda"
+
+// Translate returns the LLVM IR module of a gpu.module's kernels. Anything
+// it cannot translate is a located diagnostic.
+func Translate(gpuModule *ir.Operation) (*llir.Module, error) {
+	if gpuModule.Name() != gpu.ModuleOp {
+		return nil, ir.Errorf(gpuModule.Loc(), "expected a %s, got %s", gpu.ModuleOp, gpuModule.Name())
+	}
+	m := llir.NewModule()
+	m.DataLayout = DataLayout
+	m.TargetTriple = Triple
+	t := &translator{m: m, decls: map[string]*llir.Func{}}
+	body := gpu.Body(gpuModule)
+	if body == nil {
+		return m, nil
+	}
+	for _, op := range body.Ops() {
+		switch {
+		case op.Name() == gpu.ModuleEndOp:
+		case gpu.IsKernel(op):
+			if err := t.kernel(op); err != nil {
+				return nil, err
+			}
+		case op.Name() == gpu.FuncOp:
+			return nil, ir.Errorf(op.Loc(), "gpu.func @%s is not a kernel: device functions are not supported", symName(op))
+		default:
+			return nil, ir.Errorf(op.Loc(), "'%s' is not supported in a gpu.module", op.Name())
+		}
+	}
+	return m, nil
+}
+
+// GPUModules returns the gpu.module ops nested in op, in order.
+func GPUModules(op *ir.Operation) []*ir.Operation {
+	var mods []*ir.Operation
+	op.Walk(func(o *ir.Operation) bool {
+		if o.Name() == gpu.ModuleOp {
+			mods = append(mods, o)
+			return false
+		}
+		return true
+	})
+	return mods
+}
+
+func symName(op *ir.Operation) string {
+	if s, ok := op.Attr(ir.SymNameAttr).(ir.StringAttr); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// translator holds the module being built.
+type translator struct {
+	m     *llir.Module
+	decls map[string]*llir.Func // intrinsic declarations, by name
+}
+
+// intrinsic returns the declaration of an intrinsic, adding it once.
+func (t *translator) intrinsic(name string, ret types.Type, params ...types.Type) *llir.Func {
+	if f, ok := t.decls[name]; ok {
+		return f
+	}
+	ps := make([]*llir.Param, len(params))
+	for i, p := range params {
+		ps[i] = llir.NewParam("", p)
+	}
+	f := t.m.NewFunc(name, ret, ps...)
+	t.decls[name] = f
+	return f
+}
+
+// markKernel adds f to !nvvm.annotations as a kernel.
+func (t *translator) markKernel(f *llir.Func) {
+	node := &metadata.Tuple{MetadataID: -1, Fields: []metadata.Field{f, &metadata.String{Value: "kernel"}, constant.NewInt(types.I32, 1)}}
+	def, ok := t.m.NamedMetadataDefs["nvvm.annotations"]
+	if !ok {
+		def = &metadata.NamedDef{Name: "nvvm.annotations"}
+		t.m.NamedMetadataDefs["nvvm.annotations"] = def
+	}
+	def.Nodes = append(def.Nodes, node)
+	t.m.MetadataDefs = append(t.m.MetadataDefs, node)
+}
+
+// scalarType maps a Strata scalar type to its LLVM register type: index
+// is i64, bf16 is computed in f32 but stored as i16 bits.
+func scalarType(ty ir.Type) (types.Type, error) {
+	switch ty := ty.(type) {
+	case *ir.IndexType:
+		return types.I64, nil
+	case *ir.IntegerType:
+		switch ty.Width {
+		case 1, 8, 16, 32, 64:
+			return types.NewInt(uint64(ty.Width)), nil
+		}
+	case *ir.FloatType:
+		switch ty {
+		case ir.F16:
+			return types.Half, nil
+		case ir.BF16:
+			return types.I16, nil
+		case ir.F32:
+			return types.Float, nil
+		case ir.F64:
+			return types.Double, nil
+		}
+	}
+	return nil, fmt.Errorf("type %s is not supported in kernels", ty)
+}
+
+// memType is the in-memory type of a memref element: i1 is a byte.
+func memType(elem ir.Type) (types.Type, error) {
+	if it, ok := elem.(*ir.IntegerType); ok && it.Width == 1 {
+		return types.I8, nil
+	}
+	return scalarType(elem)
+}
+
+// memSpace returns a memref's address space: 1 (global) by default, 3
+// for workgroup memory.
+func memSpace(mt *ir.MemRefType) (types.AddrSpace, error) {
+	switch s := mt.MemorySpace.(type) {
+	case nil:
+		return 1, nil
+	case ir.IntegerAttr:
+		switch s.Value {
+		case 0, 1:
+			return 1, nil
+		case gpu.WorkgroupMemorySpace:
+			return 3, nil
+		}
+	}
+	return 0, fmt.Errorf("memory space of %s is not supported", mt)
+}
+
+// pointerTo returns `T addrspace(n)*`.
+func pointerTo(elem types.Type, space types.AddrSpace) *types.PointerType {
+	p := types.NewPointer(elem)
+	p.AddrSpace = space
+	return p
+}
+
+// kernel translates one gpu.func kernel.
+func (t *translator) kernel(fn *ir.Operation) error {
+	ft := gpu.FuncType(fn)
+	entry := gpu.Body(fn)
+	if ft == nil || entry == nil {
+		return ir.Errorf(fn.Loc(), "kernel @%s has no signature or body", symName(fn))
+	}
+	if len(ft.Results) > 0 {
+		return ir.Errorf(fn.Loc(), "kernel @%s returns values", symName(fn))
+	}
+	if len(fn.Region(0).Blocks()) != 1 {
+		return ir.Errorf(fn.Loc(), "kernel @%s has more than one block (only structured control flow is supported)", symName(fn))
+	}
+	name := symName(fn)
+	params := make([]*llir.Param, len(ft.Inputs))
+	for i, in := range ft.Inputs {
+		var pt types.Type
+		var err error
+		if mt, ok := in.(*ir.MemRefType); ok {
+			pt, err = memrefPointer(mt)
+			if err == nil && pt.(*types.PointerType).AddrSpace != 1 {
+				err = fmt.Errorf("a kernel parameter cannot be workgroup memory")
+			}
+		} else {
+			pt, err = scalarType(in)
+		}
+		if err != nil {
+			return ir.Errorf(fn.Loc(), "kernel @%s, parameter %d: %v", name, i, err)
+		}
+		params[i] = llir.NewParam(fmt.Sprintf("arg%d", i), pt)
+	}
+	f := t.m.NewFunc(name, types.Void, params...)
+	t.markKernel(f)
+	k := &kernelTranslator{t: t, f: f, vals: map[*ir.Value]llvmValue{}}
+	for i, p := range params {
+		k.vals[entry.Argument(i)] = p
+	}
+	for i, buf := range gpu.WorkgroupBuffers(fn) {
+		if err := k.workgroupBuffer(fn, name, i, buf); err != nil {
+			return err
+		}
+	}
+	k.cur = f.NewBlock("entry")
+	if err := k.block(entry); err != nil {
+		return err
+	}
+	return nil
+}
+
+// memrefPointer is the pointer type a 1-D memref becomes.
+func memrefPointer(mt *ir.MemRefType) (types.Type, error) {
+	if len(mt.Shape()) != 1 || mt.Layout != nil {
+		return nil, fmt.Errorf("kernels take 1-D identity-layout memrefs, not %s", mt)
+	}
+	elem, err := memType(mt.ElementType())
+	if err != nil {
+		return nil, err
+	}
+	space, err := memSpace(mt)
+	if err != nil {
+		return nil, err
+	}
+	return pointerTo(elem, space), nil
+}
+
+// workgroupBuffer declares a workgroup attribution as an addrspace(3)
+// global, addressed through a pointer to its first element.
+func (k *kernelTranslator) workgroupBuffer(fn *ir.Operation, kernel string, i int, buf *ir.Value) error {
+	mt, ok := buf.Type().(*ir.MemRefType)
+	if !ok || len(mt.Shape()) != 1 || mt.Shape()[0] < 0 {
+		return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s must be a static 1-D memref, not %s", i, kernel, buf.Type())
+	}
+	elem, err := memType(mt.ElementType())
+	if err != nil {
+		return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s: %v", i, kernel, err)
+	}
+	arr := types.NewArray(uint64(mt.Shape()[0]), elem)
+	g := llir.NewGlobalDef(fmt.Sprintf("%s_wg%d", kernel, i), constant.NewUndef(arr))
+	g.AddrSpace = 3
+	g.Typ = nil // llir caches the pointer type; recompute it in addrspace(3)
+	g.Align = 16
+	k.t.m.Globals = append(k.t.m.Globals, g)
+	k.vals[buf] = constant.NewBitCast(g, pointerTo(elem, 3))
+	return nil
+}
