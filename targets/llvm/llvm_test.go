@@ -1,0 +1,125 @@
+package llvm_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
+)
+
+// kernels is test/targets/kernels.mlir: a row reduction (loop.for,
+// shuffles, workgroup memory, barrier, loop.if) and a pointwise kernel
+// (f16, bf16 and i1 memrefs, every math sequence).
+func kernels(t *testing.T) *ir.Operation {
+	t.Helper()
+	src, err := os.ReadFile("../../test/targets/kernels.mlir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parse(t, string(src))
+}
+
+func parse(t *testing.T, src string) *ir.Operation {
+	t.Helper()
+	m, err := ir.Parse(ir.NewContext(dialects.All()...), src, ir.ParseOptions{Filename: "in.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// run runs an LLVM tool on text, skipping when it is missing (failing
+// under CI=true).
+func run(t *testing.T, text string, tool string, args ...string) string {
+	t.Helper()
+	path, err := exec.LookPath(tool)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found", tool)
+		}
+		t.Skipf("%s not found", tool)
+	}
+	f := filepath.Join(t.TempDir(), "m.ll")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(path, append(args, f)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s rejected the module: %v\n%s\n%s", tool, err, out, text)
+	}
+	return string(out)
+}
+
+func TestTranslateIsValidLLVM(t *testing.T) {
+	mods := llvm.GPUModules(kernels(t))
+	if len(mods) != 1 {
+		t.Fatalf("got %d gpu.modules, want 1", len(mods))
+	}
+	m, err := llvm.Translate(mods[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := m.String()
+	for _, want := range []string{
+		`target triple = "nvptx64-nvidia-cuda"`,
+		`@row_sum_wg0 = addrspace(3) global [32 x float] undef`,
+		`!"kernel", i32 1}`,
+		`phi float`,
+		`call float @llvm.nvvm.ex2.approx.f(`,
+		`load half, half addrspace(1)*`,
+		`store i8`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("module lacks %q", want)
+		}
+	}
+	run(t, text, "opt-14", "-verify", "-o", os.DevNull)
+	ptx := run(t, text, "llc-19", "-march=nvptx64", "-mcpu=sm_90", "-o", "-")
+	if err := nvptx.CheckNoExtern(ptx); err != nil {
+		t.Error(err)
+	}
+	if _, err := (nvptx.Native{}).Compile(m, nvptx.Options{}); err != nil {
+		t.Errorf("native backend: %v", err)
+	}
+}
+
+func TestTranslateErrors(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"2-D memref", `gpu.func @k(%m: memref<4x4xf32>) kernel {
+      gpu.return
+    }`, "in.mlir:3:5: error: kernel @k, parameter 0: kernels take 1-D identity-layout memrefs"},
+		{"unsupported op", `gpu.func @k(%m: memref<?xf32>) kernel {
+      %c = arith.constant 0 : index
+      %x = loop.load %m[%c] : memref<?xf32>
+      %y = math.sinh %x : f32
+      gpu.return
+    }`, "in.mlir:6:12: error: 'math.sinh': op is not supported"},
+		{"device function", `gpu.func @f() {
+      gpu.return
+    }`, "device functions are not supported"},
+		{"f64 exp", `gpu.func @k(%m: memref<?xf64>) kernel {
+      %c = arith.constant 0 : index
+      %x = loop.load %m[%c] : memref<?xf64>
+      %y = math.exp %x : f64
+      gpu.return
+    }`, "'math.exp': only f32"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := "module attributes {gpu.container_module} {\n  gpu.module @g {\n    " + c.body + "\n  }\n}\n"
+			_, err := llvm.Translate(llvm.GPUModules(parse(t, src))[0])
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}
