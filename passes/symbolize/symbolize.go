@@ -40,16 +40,18 @@ func init() {
 			"makes s1 := s0; a size that must equal a constant is specialised back to it) and records " +
 			"`graph.constraints` (what the shape rules required) and `graph.guards` (predicates over the " +
 			"inputs' shapes and dtypes that `irc run` checks). With specialize=zero-one (the default, as " +
-			"in PyTorch) a dim of size 0 or 1 stays static, because broadcasting treats 1 differently, and " +
-			"every symbol is guarded >= 2; with specialize=none every chosen dim becomes a symbol and a " +
-			"broadcast between a symbol and another size is guarded by their equality. See " +
+			"in PyTorch) a chosen dim of size 0 or 1 stays static, because broadcasting and empty tensors " +
+			"behave differently there, and every symbol is guarded >= 1; with specialize=none every chosen " +
+			"dim becomes a symbol, which may be 0. Either way a symbol that meets another size in " +
+			"broadcasting is unified with it, so a call where it is 1 fails a guard instead of " +
+			"broadcasting silently. See " +
 			"docs/dynamic-shapes.md.",
 		Anchor: passes.AnyOp,
 		Options: []passes.OptionDef{
 			{Name: "dims", Type: passes.StringList, Default: []string{},
 				Doc: `the dims to make symbolic, as "arg:dim" (e.g. 0:0,1:0); default: dim 0 of every input of rank >= 1`},
 			{Name: "specialize", Type: passes.String, Default: SpecializeZeroOne, Enum: []string{SpecializeNone, SpecializeZeroOne},
-				Doc: "keep sizes 0 and 1 static and guard symbols >= 2 (zero-one), or not (none)"},
+				Doc: "keep sizes 0 and 1 static and guard symbols >= 1 (zero-one), or symbolize them too (none)"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			refs, err := parseDims(o.Strings("dims"))
@@ -127,7 +129,7 @@ func (p *pass) symbolize(fn *ir.Operation, st *passes.State) error {
 			for _, d := range dims {
 				for _, n := range d.Symbols() {
 					if !graph.IsUnknown(sym.Sym(n)) {
-						facts.SetMin(n, 2)
+						facts.SetMin(n, 1)
 					}
 				}
 			}

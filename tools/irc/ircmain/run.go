@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/symbolize"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/runtime/npy"
+	"github.com/strata-ir/strata/sym"
 )
 
 // runFlags are the flags of irc run.
@@ -21,6 +23,7 @@ type runFlags struct {
 	inputs   stringList
 	outputs  stringList
 	seed     optionalSeed
+	shapes   stringList
 	backend  string
 }
 
@@ -68,6 +71,7 @@ func (t *tool) run(args []string) int {
 	fs.Var(&f.inputs, "input", "read the next argument from the .npy `file` (repeat, in argument order)")
 	fs.Var(&f.outputs, "output", "write the next result to the .npy `file` (repeat, in result order)")
 	fs.Var(&f.seed, "random-inputs", "make up the arguments from the random `seed` instead of --input files")
+	fs.Var(&f.shapes, "shape", "with --random-inputs, make argument N of a dynamic type with `argN=7x128` (repeat)")
 	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter) or nvptx")
 	positional, status, ok := t.parseFlags(fs, t.name+" run FILE [--func NAME] [--input x.npy]... [--output y.npy]... [--random-inputs SEED] [flags]", args)
 	if !ok {
@@ -125,12 +129,19 @@ func (t *tool) run(args []string) int {
 	}
 	var argv []interp.Value
 	if f.seed.set {
-		argv, err = randomArgs(ft.Inputs, f.seed.value)
+		var shapes map[int][]int64
+		if shapes, err = parseShapes(f.shapes); err != nil {
+			return t.usageErrorf("run: %v", err)
+		}
+		argv, err = randomArgs(ft.Inputs, f.seed.value, shapes)
 	} else {
 		argv, err = readArgs(ft.Inputs, f.inputs)
 	}
 	if err != nil {
 		return t.usageErrorf("run: @%s: %v", fnName, err)
+	}
+	if err := checkGuards(fn, argv); err != nil {
+		return t.errorf("run: @%s: %v", fnName, err)
 	}
 	results, err := interp.New(mod).Call(fnName, argv...)
 	if err != nil {
@@ -363,7 +374,7 @@ func toArray(v interp.Value) (*npy.Array, error) {
 // randomArgs makes up one value per parameter from seed: floats uniform in
 // [-1, 1), signed integers in [-8, 8], unsigned ones and indices in [0, 8],
 // booleans fair coins. The same seed gives the same values.
-func randomArgs(params []ir.Type, seed uint64) ([]interp.Value, error) {
+func randomArgs(params []ir.Type, seed uint64, shapes map[int][]int64) ([]interp.Value, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	args := make([]interp.Value, len(params))
 	for i, p := range params {
@@ -371,10 +382,16 @@ func randomArgs(params []ir.Type, seed uint64) ([]interp.Value, error) {
 		if err != nil {
 			return nil, fmt.Errorf("argument %d: %w", i, err)
 		}
+		if given, ok := shapes[i]; ok {
+			if !fits(shape, given) {
+				return nil, fmt.Errorf("--shape arg%d=%s does not fit the type %s", i, pyShape(given), p)
+			}
+			shape = given
+		}
 		n := int64(1)
 		for _, d := range shape {
 			if d == ir.Dynamic {
-				return nil, fmt.Errorf("argument %d has the dynamic type %s: give --input files instead of --random-inputs", i, p)
+				return nil, fmt.Errorf("argument %d has the dynamic type %s: give its shape with --shape arg%d=…, or --input files", i, p, i)
 			}
 			n *= d
 		}
@@ -448,4 +465,65 @@ func count(n int, thing string) string {
 		return "1 " + thing
 	}
 	return strconv.Itoa(n) + " " + thing + "s"
+}
+
+// parseShapes reads --shape flags "argN=7x128" ("argN=" for a scalar).
+func parseShapes(flags []string) (map[int][]int64, error) {
+	out := map[int][]int64{}
+	for _, f := range flags {
+		lhs, dims, ok := strings.Cut(f, "=")
+		n, err := strconv.Atoi(strings.TrimPrefix(lhs, "arg"))
+		if !ok || !strings.HasPrefix(lhs, "arg") || err != nil || n < 0 {
+			return nil, fmt.Errorf("--shape %q: want argN=D0xD1x…", f)
+		}
+		shape := []int64{}
+		for d := range strings.SplitSeq(dims, "x") {
+			if d == "" && dims == "" {
+				break
+			}
+			v, err := strconv.ParseInt(d, 10, 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("--shape %q: %q is not a size", f, d)
+			}
+			shape = append(shape, v)
+		}
+		out[n] = shape
+	}
+	return out, nil
+}
+
+// fits reports whether a concrete shape has the rank and static sizes of
+// a parameter's shape.
+func fits(param, shape []int64) bool {
+	if len(param) != len(shape) {
+		return false
+	}
+	for i, d := range param {
+		if d != ir.Dynamic && d != shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkGuards checks the arguments against the guards that
+// graph-symbolize-shapes stored on fn, if any.
+func checkGuards(fn *ir.Operation, argv []interp.Value) error {
+	gs, ok, err := symbolize.Guards(fn)
+	if !ok {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	inputs := make([]sym.ShapeDtype, len(argv))
+	for i, v := range argv {
+		if t, err := asTensor(v); err == nil {
+			inputs[i] = sym.ShapeDtype{Shape: t.Shape(), Dtype: t.ElemType().String()}
+		}
+	}
+	if _, fail := gs.Check(inputs); fail != nil {
+		return fail
+	}
+	return nil
 }
