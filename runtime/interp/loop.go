@@ -27,6 +27,7 @@ func init() {
 		loop.LoadOp:     loadRule,
 		loop.StoreOp:    storeRule,
 		loop.DimOp:      dimRule,
+		loop.ViewOp:     viewRule,
 		loop.ForOp:      forRule,
 		loop.ParallelOp: parallelRule,
 		loop.IfOp:       ifRule,
@@ -156,6 +157,41 @@ func dimRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		return nil, fmt.Errorf("dimension %d is out of range for %s", a.Value, b)
 	}
 	return []Value{indexScalar(b.shape[a.Value])}, nil
+}
+
+// viewRule aliases the operand's elements under the result type's shape;
+// its one dynamic dim, if any, takes the rest of the element count.
+func viewRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	b, err := bufferArg(args[0])
+	if err != nil {
+		return nil, err
+	}
+	m, ok := op.Result(0).Type().(*ir.MemRefType)
+	if !ok || !m.Ranked() {
+		return nil, fmt.Errorf("result type %s is not a ranked memref", op.Result(0).Type())
+	}
+	count := int64(1)
+	for _, d := range b.shape {
+		count *= d
+	}
+	shape := append([]int64(nil), m.Shape()...)
+	static, dyn := int64(1), -1
+	for i, d := range shape {
+		if d == ir.Dynamic {
+			dyn = i
+		} else {
+			static *= d
+		}
+	}
+	if dyn >= 0 && static != 0 && count%static == 0 {
+		shape[dyn] = count / static
+	} else if dyn >= 0 && static == 0 && count == 0 {
+		shape[dyn] = 0
+	}
+	if ir.NumElements(shape) != count {
+		return nil, fmt.Errorf("cannot view %s as %s: element counts differ", b, m)
+	}
+	return []Value{&Buffer{elem: b.elem, shape: shape, data: b.data}}, nil
 }
 
 // body is a single-block region resolved for repeated execution: its ops
