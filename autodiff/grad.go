@@ -19,8 +19,23 @@ import (
 	"github.com/strata-ir/strata/ir"
 )
 
-// GradSuffix is appended to a function's name to name its gradient.
-const GradSuffix = "_grad"
+// Suffixes of the functions autodiff adds next to @f.
+const (
+	GradSuffix  = "_grad"  // Grad's gradient function
+	JointSuffix = "_joint" // Joint's forward and backward function
+	FwdSuffix   = "_fwd"   // Partition's forward pass
+	BwdSuffix   = "_bwd"   // Partition's backward pass
+)
+
+// PrimalsAttr is the attribute of a joint function holding the number of
+// its primal arguments (those of the differentiated function); the
+// cotangents follow them.
+const PrimalsAttr = "autodiff.primals"
+
+// SavedAttr is the attribute of Partition's forward and backward functions
+// holding the number of saved values: the last results of the forward
+// pass and the first arguments of the backward pass.
+const SavedAttr = "autodiff.saved"
 
 // Grad builds the gradient function of fn, a func.func of one block, and
 // inserts it after fn as @<name>_grad. The gradient function takes fn's
@@ -34,6 +49,23 @@ const GradSuffix = "_grad"
 // @<name>_grad already exists, or when an op on a differentiated path has
 // no VJP rule or dynamic shapes.
 func Grad(ctx *ir.Context, fn *ir.Operation, wrt []int) (*ir.Operation, error) {
+	return derive(ctx, fn, wrt, false)
+}
+
+// Joint builds the joint forward and backward function of fn and inserts
+// it after fn as @<name>_joint. It takes what Grad's function takes, fn's
+// arguments followed by one cotangent per result, and returns fn's results
+// followed by the gradients of Grad. The backward sweep reads the forward
+// values it needs instead of recomputing them; Partition splits the
+// function into a forward and a backward pass. The joint function carries
+// the attribute autodiff.primals, the number of fn's arguments, which
+// tells Partition where the cotangents start. Errors are Grad's.
+func Joint(ctx *ir.Context, fn *ir.Operation, wrt []int) (*ir.Operation, error) {
+	return derive(ctx, fn, wrt, true)
+}
+
+// derive builds @<name>_grad, or @<name>_joint when joint is set.
+func derive(ctx *ir.Context, fn *ir.Operation, wrt []int, joint bool) (*ir.Operation, error) {
 	if fn.Name() != funcd.FuncOp || funcd.IsExternal(fn) || fn.Region(0).Front() != fn.Region(0).Back() {
 		return nil, ir.Errorf(fn.Loc(), "'%s' op cannot be differentiated: expected a func.func with one block", fn.Name())
 	}
@@ -46,28 +78,45 @@ func Grad(ctx *ir.Context, fn *ir.Operation, wrt []int) (*ir.Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	gradName := name + GradSuffix
-	if blk := fn.Block(); blk != nil {
-		for op := range blk.All() {
-			if ir.SymbolName(op) == gradName {
-				return nil, ir.Errorf(fn.Loc(), "cannot add @%s: the symbol already exists", gradName)
-			}
-		}
+	newName := name + GradSuffix
+	if joint {
+		newName = name + JointSuffix
+	}
+	if err := checkFreeSymbol(fn, newName); err != nil {
+		return nil, err
 	}
 
-	results := make([]ir.Type, len(wrt))
-	for i, a := range wrt {
-		results[i] = ft.Inputs[a]
+	var results []ir.Type
+	if joint {
+		results = slices.Clone(ft.Results)
+	}
+	for _, a := range wrt {
+		results = append(results, ft.Inputs[a])
 	}
 	inputs := slices.Concat(ft.Inputs, ft.Results)
 	b := ir.NewBuilder(ctx)
 	b.SetInsertionPointAfter(fn)
-	gfn, body := funcd.NewFunc(b, gradName, ir.FunctionOf(inputs, results), fn.Loc())
-	if err := buildGrad(b, fn, body, wrt); err != nil {
+	gfn, body := funcd.NewFunc(b, newName, ir.FunctionOf(inputs, results), fn.Loc())
+	if err := buildGrad(b, fn, body, wrt, joint); err != nil {
 		gfn.Erase()
 		return nil, err
 	}
+	if joint {
+		gfn.SetAttr(PrimalsAttr, ir.IntegerAttr{Value: int64(len(ft.Inputs)), Type: ir.I64})
+	}
 	return gfn, nil
+}
+
+// checkFreeSymbol fails when the block holding fn already defines name.
+func checkFreeSymbol(fn *ir.Operation, name string) error {
+	if blk := fn.Block(); blk != nil {
+		for op := range blk.All() {
+			if ir.SymbolName(op) == name {
+				return ir.Errorf(fn.Loc(), "cannot add @%s: the symbol already exists", name)
+			}
+		}
+	}
+	return nil
 }
 
 // checkWrt resolves the wrt list: every float tensor argument when empty,
@@ -103,9 +152,10 @@ func isFloatTensor(t ir.Type) bool {
 
 // buildGrad fills body, the entry block of the gradient function: a copy
 // of fn's ops (the forward values the VJPs read), then the backward sweep,
-// then the return of the gradients. Forward ops that no gradient needs are
-// removed at the end.
-func buildGrad(b *ir.Builder, fn *ir.Operation, body *ir.Block, wrt []int) error {
+// then the return of the gradients, preceded by fn's own results when
+// joint is set. Forward ops that nothing returned needs are removed at the
+// end.
+func buildGrad(b *ir.Builder, fn *ir.Operation, body *ir.Block, wrt []int, joint bool) error {
 	src := funcd.Body(fn)
 	ret := src.Terminator()
 	if ret == nil || ret.Name() != funcd.ReturnOp {
@@ -182,6 +232,12 @@ func buildGrad(b *ir.Builder, fn *ir.Operation, body *ir.Block, wrt []int) error
 		}
 	}
 
+	var primal []*ir.Value
+	if joint {
+		for _, v := range ret.Operands() {
+			primal = append(primal, m[v])
+		}
+	}
 	outs := make([]*ir.Value, len(wrt))
 	for i, a := range wrt {
 		arg := body.Argument(a)
@@ -192,7 +248,7 @@ func buildGrad(b *ir.Builder, fn *ir.Operation, body *ir.Block, wrt []int) error
 			}
 		}
 	}
-	funcd.Return(b, ret.Loc(), outs...)
+	funcd.Return(b, ret.Loc(), slices.Concat(primal, outs)...)
 	removeDead(body)
 	return nil
 }

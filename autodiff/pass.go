@@ -19,25 +19,29 @@ func init() {
 			"floating-point argument when `wrt` is empty). It recomputes the forward values it needs; the " +
 			"gradient is built from each op's VJP rule (see docs/autodiff.md). Integer and boolean arguments " +
 			"have no gradient; listing one in `wrt` is an error, as is an op with no VJP on a " +
-			"differentiated path, a dynamic shape there, or an existing @f_grad.",
+			"differentiated path, a dynamic shape there, or an existing @f_grad. With `joint`, it adds " +
+			"@f_joint instead: the same arguments, f's results followed by the gradients, sharing the " +
+			"forward values with the backward sweep; graph-partition splits it into @f_fwd and @f_bwd.",
 		Anchor: "builtin.module",
 		Options: []passes.OptionDef{
 			{Name: "wrt", Type: passes.IntList, Default: []int64{}, Doc: "argument indices to differentiate with respect to (default: every float argument)"},
 			{Name: "func", Type: passes.String, Default: "", Doc: "differentiate only this function (default: every public function)"},
+			{Name: "joint", Type: passes.Bool, Default: false, Doc: "add the joint forward and backward function @f_joint instead of @f_grad"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			var wrt []int
 			for _, w := range o.Ints("wrt") {
 				wrt = append(wrt, int(w))
 			}
-			return autodiffPass{wrt: wrt, fn: o.String("func")}, nil
+			return autodiffPass{wrt: wrt, fn: o.String("func"), joint: o.Bool("joint")}, nil
 		},
 	})
 }
 
 type autodiffPass struct {
-	wrt []int // nil: every float argument
-	fn  string
+	wrt   []int // nil: every float argument
+	fn    string
+	joint bool // build @f_joint rather than @f_grad
 }
 
 func (autodiffPass) Name() string { return "graph-autodiff" }
@@ -61,8 +65,12 @@ func (p autodiffPass) Run(module *ir.Operation, st *passes.State) error {
 	}
 	count := st.Stat("num-differentiated", "Number of gradient functions added")
 	var errs ir.DiagnosticList
+	derive := Grad
+	if p.joint {
+		derive = Joint
+	}
 	for _, fn := range todo {
-		if _, err := Grad(st.Ctx, fn, p.wrt); err != nil {
+		if _, err := derive(st.Ctx, fn, p.wrt); err != nil {
 			errs = append(errs, asDiagnostic(fn, err))
 			continue
 		}
@@ -86,7 +94,8 @@ func (p autodiffPass) selects(op *ir.Operation) bool {
 	if p.fn != "" {
 		return ir.SymbolName(op) == p.fn
 	}
-	return !ir.IsPrivate(op)
+	// Functions autodiff made are not differentiated again.
+	return !ir.IsPrivate(op) && op.Attr(PrimalsAttr) == nil && op.Attr(SavedAttr) == nil
 }
 
 func asDiagnostic(fn *ir.Operation, err error) *ir.Diagnostic {
