@@ -544,3 +544,33 @@ func TestCompositeRulesAgreeWithDecompositions(t *testing.T) {
 		})
 	}
 }
+
+func init() {
+	// conv2d draws valid convolutions: channels divisible by the groups
+	// and a dilated kernel that fits the padded input.
+	cases["conv2d"] = func(t *rapid.T) instance {
+		d := func(label string, lo, hi int) int64 { return int64(rapid.IntRange(lo, hi).Draw(t, label)) }
+		groups := d("groups", 1, 2)
+		n, cg, og := d("n", 1, 2), d("cg", 1, 2), d("og", 1, 2)
+		kh, kw := d("kh", 1, 3), d("kw", 1, 3)
+		sh, sw := d("sh", 1, 3), d("sw", 1, 2)
+		dh, dw := d("dh", 1, 2), d("dw", 1, 2)
+		pad := []int64{d("pt", 0, 2), d("pl", 0, 2)}
+		if rapid.Bool().Draw(t, "asymmetric") {
+			pad = append(pad, d("pb", 0, 2), d("pr", 0, 2))
+		} else {
+			pad = append(pad, pad...)
+		}
+		h := max(dh*(kh-1)+1-pad[0]-pad[2], 1) + d("h-extra", 0, 3)
+		w := max(dw*(kw-1)+1-pad[1]-pad[3], 1) + d("w-extra", 0, 3)
+		args := []arg{f64(n, groups*cg, h, w), f64(groups*og, cg, kh, kw)}
+		if rapid.Bool().Draw(t, "bias") {
+			args = append(args, f64(groups*og))
+		}
+		attrs := []ir.NamedAttr{
+			attr("strides", graph.Ints(sh, sw)), attr("dilations", graph.Ints(dh, dw)),
+			attr("padding", graph.Ints(pad...)), attr("groups", i64(groups)),
+		}
+		return instance{op: "conv2d", args: args, attrs: attrs}
+	}
+}

@@ -317,7 +317,7 @@ func (j *jointFunc) describe(v *ir.Value) string {
 	if op == nil {
 		return fmt.Sprintf("argument %d", slices.Index(j.body.Arguments(), v))
 	}
-	return fmt.Sprintf("'%s' at %s", op.Name(), op.Loc())
+	return fmt.Sprintf("'%s' at %s", op.Name(), strings.ReplaceAll(op.Loc().String(), `"`, ""))
 }
 
 // buildForward builds the forward pass: f's arguments to f's results and

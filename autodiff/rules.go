@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -15,7 +16,7 @@ import (
 // compute gradients nobody needs; the unused ops are removed afterwards.
 type vjp func(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value
 
-// rules maps each graph op to its VJP. Ops that are absent (conv2d, fusion)
+// rules maps each graph op to its VJP. Ops that are absent (fusion)
 // cannot be differentiated; noGrad marks ops whose result carries no
 // gradient to their operands.
 var rules = map[string]vjp{
@@ -110,6 +111,7 @@ var rules = map[string]vjp{
 	"graph.pad":          padGrad,
 	"graph.gather":       gatherGrad,
 	"graph.matmul":       matmulGrad,
+	"graph.conv2d":       conv2dGrad,
 
 	"graph.softmax":     softmaxGrad,
 	"graph.log_softmax": softmaxGrad,
@@ -282,10 +284,8 @@ func concatGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	return out
 }
 
-// sliceGrad scatters g back into zeros of x's shape: along each strided dim
-// it interleaves stride-1 zeros after every element (reshape to [n, 1],
-// pad to [n, s], reshape to [n·s], drop the trailing zeros), then pads
-// with starts before and the rest after.
+// sliceGrad scatters g back into zeros of x's shape: it spreads g by the
+// strides (dilate), then pads with starts before and the rest after.
 func sliceGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x := op.Operand(0)
 	xs, _ := e.shape(x)
@@ -301,29 +301,41 @@ func sliceGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if !ok {
 		strides = ones(len(xs))
 	}
-	cur, cs := g, slices.Clone(gs)
+	cur := g
 	for d, s := range strides {
-		if s == 1 {
-			continue
-		}
-		n := cs[d]
-		split := slices.Insert(slices.Clone(cs), d+1, 1)
-		high := make([]int64, len(split))
-		high[d+1] = s - 1
-		cur = e.pad(e.reshape(cur, split), make([]int64, len(split)), high)
-		spread := slices.Clone(cs)
-		spread[d] = n * s
-		cur = e.reshape(cur, spread)
-		limits := slices.Clone(spread)
-		limits[d] = (n-1)*s + 1
-		cur = e.slice(cur, make([]int64, len(cs)), limits, ones(len(cs)))
-		cs[d] = limits[d]
+		cur = e.dilate(cur, d, s)
+	}
+	cs, _ := e.shape(cur)
+	if e.err != nil {
+		return nil
 	}
 	high := make([]int64, len(xs))
 	for d := range xs {
 		high[d] = xs[d] - starts[d] - cs[d]
 	}
 	return []*ir.Value{e.pad(cur, starts, high)}
+}
+
+// dilate spreads x along dim d by s, putting s-1 zeros between
+// neighbours, so that n elements become (n-1)·s+1: reshape to [n, 1], pad
+// to [n, s], reshape to [n·s], drop the trailing zeros. x must not be
+// empty along d.
+func (e *emitter) dilate(x *ir.Value, d int, s int64) *ir.Value {
+	xs, _ := e.shape(x)
+	if e.err != nil || s == 1 {
+		return x
+	}
+	n := xs[d]
+	split := slices.Insert(slices.Clone(xs), d+1, 1)
+	high := make([]int64, len(split))
+	high[d+1] = s - 1
+	cur := e.pad(e.reshape(x, split), make([]int64, len(split)), high)
+	spread := slices.Clone(xs)
+	spread[d] = n * s
+	cur = e.reshape(cur, spread)
+	limits := slices.Clone(spread)
+	limits[d] = (n-1)*s + 1
+	return e.slice(cur, make([]int64, len(xs)), limits, ones(len(xs)))
 }
 
 // padGrad slices the unpadded window out of g.
@@ -399,6 +411,139 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		e.reshape(e.unbroadcast(ga, as2), as),
 		e.reshape(e.unbroadcast(gb, bs2), bs),
 	}
+}
+
+// conv2dGrad differentiates y = conv2d(x, w[, b]) with strides s,
+// padding (lo, hi), dilations d and G groups, per spatial dim:
+//
+//	gx: the transposed convolution. g spread by s (dilate), convolved
+//	    with w flipped and with its channel dims swapped within each group
+//	    (padding d·(k-1) on both sides, dilation d, G groups), is the
+//	    gradient of the padded input from position -lo on; the window at
+//	    lo of length x's size is gx (zeros where the output missed rows).
+//	gw: a convolution of x, with its batch made the channels, by g as the
+//	    kernel, strides and dilations swapped (stride d, dilation s) and
+//	    the forward padding; its first k positions are gw.
+//	gb: g summed over the batch and spatial dims.
+func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	x, w := op.Operand(0), op.Operand(1)
+	xs, _ := e.shape(x)
+	ws, _ := e.shape(w)
+	gs, _ := e.shape(g)
+	p, err := convParams(op)
+	if err != nil {
+		e.fail("%v", err)
+	}
+	if e.err != nil {
+		return nil
+	}
+	if len(xs) != 4 || len(ws) != 4 || len(gs) != 4 {
+		e.fail("internal error: conv2d of ranks %d and %d", len(xs), len(ws))
+		return nil
+	}
+	n, c, o, groups := xs[0], xs[1], ws[0], p.Groups
+	cg, og := ws[1], o/groups
+
+	// gx.
+	gd := e.dilate(e.dilate(g, 2, p.Strides[0]), 3, p.Strides[1])
+	wf := e.flip(e.flip(w, 2), 3)
+	wt := e.reshape(e.transpose(e.reshape(wf, []int64{groups, og, cg, ws[2], ws[3]}), []int64{0, 2, 1, 3, 4}), []int64{c, og, ws[2], ws[3]})
+	full := e.conv2d(gd, wt, [2]int64{1, 1},
+		[4]int64{p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1), p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1)},
+		p.Dilations, groups)
+	gx := e.window(full, []int64{0, 0, p.Padding[0], p.Padding[1]}, xs)
+
+	// gw.
+	xt := e.reshape(e.transpose(e.reshape(x, []int64{n, groups, cg, xs[2], xs[3]}), []int64{2, 1, 0, 3, 4}), []int64{cg, groups * n, xs[2], xs[3]})
+	gt := e.reshape(e.transpose(e.reshape(g, []int64{n, groups, og, gs[2], gs[3]}), []int64{1, 2, 0, 3, 4}), []int64{o, n, gs[2], gs[3]})
+	r := e.conv2d(xt, gt, p.Dilations, p.Padding, p.Strides, groups)
+	gw := e.transpose(e.window(r, make([]int64, 4), []int64{cg, o, ws[2], ws[3]}), []int64{1, 0, 2, 3})
+
+	out := []*ir.Value{gx, gw}
+	if op.NumOperands() == 3 {
+		out = append(out, e.reduce("sum", g, []int64{0, 2, 3}, false))
+	}
+	return out
+}
+
+// convParams reads conv2d's attributes, with their defaults.
+func convParams(op *ir.Operation) (graph.Conv2DParams, error) {
+	p := graph.Conv2DParams{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: intAttr(op, "groups", 1)}
+	if v, ok := intsAttr(op, "strides"); ok {
+		if len(v) != 2 {
+			return p, fmt.Errorf("conv2d strides %v: want 2 entries", v)
+		}
+		p.Strides = [2]int64(v)
+	}
+	if v, ok := intsAttr(op, "dilations"); ok {
+		if len(v) != 2 {
+			return p, fmt.Errorf("conv2d dilations %v: want 2 entries", v)
+		}
+		p.Dilations = [2]int64(v)
+	}
+	if v, ok := intsAttr(op, "padding"); ok {
+		switch len(v) {
+		case 2:
+			p.Padding = [4]int64{v[0], v[1], v[0], v[1]}
+		case 4:
+			p.Padding = [4]int64(v)
+		default:
+			return p, fmt.Errorf("conv2d padding %v: want 2 or 4 entries", v)
+		}
+	}
+	if p.Groups < 1 {
+		return p, fmt.Errorf("conv2d groups %d: want a positive count", p.Groups)
+	}
+	return p, nil
+}
+
+// conv2d builds a convolution of x by w without bias.
+func (e *emitter) conv2d(x, w *ir.Value, strides [2]int64, padding [4]int64, dilations [2]int64, groups int64) *ir.Value {
+	return e.op("conv2d", []*ir.Value{x, w},
+		ir.NamedAttr{Name: "strides", Value: graph.Ints(strides[:]...)},
+		ir.NamedAttr{Name: "padding", Value: graph.Ints(padding[:]...)},
+		ir.NamedAttr{Name: "dilations", Value: graph.Ints(dilations[:]...)},
+		ir.NamedAttr{Name: "groups", Value: ir.IntegerAttr{Value: groups, Type: ir.I64}})
+}
+
+// flip reverses x along dim d, gathering with the indices n-1, …, 0.
+func (e *emitter) flip(x *ir.Value, d int) *ir.Value {
+	xs, _ := e.shape(x)
+	if e.err != nil || xs[d] == 1 {
+		return x
+	}
+	bits := make([]uint64, xs[d])
+	for i := range bits {
+		bits[i] = uint64(xs[d] - 1 - int64(i))
+	}
+	idx := e.op("constant", nil, ir.NamedAttr{Name: "value", Value: ir.DenseAttr{Type: ir.TensorOf([]int64{xs[d]}, ir.I64), Bits: bits}})
+	return e.op("gather", []*ir.Value{x, idx}, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(d), Type: ir.I64}})
+}
+
+// window returns the part of x of the given shape starting at start,
+// zero-filled where it extends past x's end.
+func (e *emitter) window(x *ir.Value, start, shape []int64) *ir.Value {
+	xs, elem := e.shape(x)
+	if e.err != nil {
+		return nil
+	}
+	lo, hi, pad := make([]int64, len(xs)), make([]int64, len(xs)), make([]int64, len(xs))
+	for d := range xs {
+		lo[d] = min(start[d], xs[d])
+		hi[d] = min(start[d]+shape[d], xs[d])
+		pad[d] = shape[d] - (hi[d] - lo[d])
+		if hi[d] == lo[d] {
+			return e.zeros(ir.TensorOf(shape, elem))
+		}
+	}
+	zero := make([]int64, len(xs))
+	if !slices.Equal(lo, zero) || !slices.Equal(hi, xs) {
+		x = e.slice(x, lo, hi, ones(len(xs)))
+	}
+	if !slices.Equal(pad, zero) {
+		x = e.pad(x, zero, pad)
+	}
+	return x
 }
 
 // softmaxGrad: for y = softmax(x), y·(g - Σ g·y); for y = log_softmax(x),
