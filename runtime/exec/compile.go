@@ -1,0 +1,160 @@
+package exec
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
+)
+
+// Options select how Compile generates PTX.
+type Options struct {
+	// PTXBackend is the targets/nvptx backend: "native" (default) or "llc".
+	PTXBackend string
+	// Target is the PTX target architecture, "sm_80" or "sm_90" (default).
+	Target string
+	// PTXVersion is the PTX ISA version; empty means nvptx's default.
+	PTXVersion string
+}
+
+// CompileTimes are the durations of Compile's stages, summed over the
+// gpu.modules of the program.
+type CompileTimes struct {
+	// LLVM is the translation of the kernels to LLVM IR.
+	LLVM time.Duration
+	// PTX is the PTX backend's code generation.
+	PTX time.Duration
+}
+
+// Total returns the sum of the stages.
+func (t CompileTimes) Total() time.Duration { return t.LLVM + t.PTX }
+
+// String prints the stages.
+func (t CompileTimes) String() string {
+	return fmt.Sprintf("llvm %v, ptx %v (total %v)", t.LLVM, t.PTX, t.Total())
+}
+
+// Program is a compiled module: its launch plans (the host functions) and
+// the PTX of each gpu.module. A Program may be run by several goroutines
+// and on several Runtimes at once.
+type Program struct {
+	module *ir.Operation
+	ptx    map[string]string
+	times  CompileTimes
+
+	mu    sync.Mutex
+	plans map[string]*planResult
+}
+
+// planResult memoises building a host function's plan, errors included.
+type planResult struct {
+	plan *plan
+	err  error
+}
+
+// Compile compiles every gpu.module of module (a builtin.module at the gpu
+// level) to PTX and keeps module's host functions as launch plans. The
+// module must not be changed afterwards.
+func Compile(module *ir.Operation, opts Options) (*Program, error) {
+	backend, err := nvptx.New(opts.PTXBackend)
+	if err != nil {
+		return nil, err
+	}
+	nopts := nvptx.Options{Target: opts.Target, PTXVersion: opts.PTXVersion}
+	ptx := map[string]string{}
+	var times CompileTimes
+	for _, g := range llvm.GPUModules(module) {
+		start := time.Now()
+		m, err := llvm.Translate(g)
+		times.LLVM += time.Since(start)
+		if err != nil {
+			return nil, err
+		}
+		start = time.Now()
+		text, err := backend.Compile(m, nopts)
+		times.PTX += time.Since(start)
+		if err != nil {
+			return nil, ir.Errorf(g.Loc(), "%s PTX backend: %v", backend.Name(), err)
+		}
+		ptx[ir.SymbolName(g)] = text
+	}
+	p, err := NewProgram(module, ptx)
+	if err != nil {
+		return nil, err
+	}
+	p.times = times
+	return p, nil
+}
+
+// NewProgram returns the Program of a module whose gpu.modules are already
+// compiled: ptx maps each gpu.module's symbol name to its PTX text. It is
+// how a compile-cache hit skips code generation.
+func NewProgram(module *ir.Operation, ptx map[string]string) (*Program, error) {
+	if module == nil {
+		return nil, fmt.Errorf("exec: no module")
+	}
+	for _, g := range llvm.GPUModules(module) {
+		if _, ok := ptx[ir.SymbolName(g)]; !ok {
+			return nil, ir.Errorf(g.Loc(), "no PTX for gpu.module @%s", ir.SymbolName(g))
+		}
+	}
+	return &Program{module: module, ptx: ptx, plans: map[string]*planResult{}}, nil
+}
+
+// Module returns the program's module: host functions and gpu.modules.
+func (p *Program) Module() *ir.Operation { return p.module }
+
+// PTX returns the PTX text of each gpu.module, by symbol name. The map
+// must not be modified.
+func (p *Program) PTX() map[string]string { return p.ptx }
+
+// Times returns the durations of Compile's stages (zero for NewProgram).
+func (p *Program) Times() CompileTimes { return p.times }
+
+// Func returns the host function named name, or nil.
+func (p *Program) Func(name string) *ir.Operation {
+	if p.module.NumRegions() == 0 || p.module.Region(0).Front() == nil {
+		return nil
+	}
+	for _, op := range p.module.Region(0).Front().Ops() {
+		if op.Name() == "func.func" && ir.SymbolName(op) == name {
+			return op
+		}
+	}
+	return nil
+}
+
+// plan returns the plan of host function fn, building it on first use.
+func (p *Program) plan(fn string) (*plan, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.plans[fn]; ok {
+		return r.plan, r.err
+	}
+	r := &planResult{}
+	if f := p.Func(fn); f == nil {
+		r.err = fmt.Errorf("exec: no host function @%s", fn)
+	} else {
+		r.plan, r.err = buildPlan(p, f)
+	}
+	p.plans[fn] = r
+	return r.plan, r.err
+}
+
+// kernelOf returns the gpu.module and kernel names of a launch and the
+// kernel's gpu.func.
+func kernelOf(launch *ir.Operation) (module, kernel string, fn *ir.Operation, err error) {
+	l, ok := gpu.LaunchOf(launch)
+	if !ok {
+		return "", "", nil, ir.Errorf(launch.Loc(), "gpu.launch_func has malformed operand segments")
+	}
+	fn = gpu.LookupKernel(launch)
+	if fn == nil || len(l.Kernel.Nested) != 1 {
+		return "", "", nil, ir.Errorf(launch.Loc(), "gpu.launch_func: %s is not a gpu.func kernel of a gpu.module", l.Kernel)
+	}
+	return l.Kernel.Root, l.Kernel.Nested[0], fn, nil
+}

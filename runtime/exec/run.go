@@ -1,0 +1,485 @@
+package exec
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cuda"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/sym"
+)
+
+// device is what a Runtime drives: the CUDA device in production
+// (cudaDevice), a fake in the unit tests.
+type device interface {
+	cuda.Backend
+	CopyHtoD(dst DevicePtr, src []byte) error
+	CopyDtoH(dst []byte, src DevicePtr) error
+	Synchronize() error
+	load(ptx string) (module, error)
+	launch(k kernel, grid, block [3]uint32, sharedBytes uint32, args []any) error
+}
+
+// module is a loaded PTX module.
+type module interface {
+	function(name string) (kernel, error)
+	unload() error
+}
+
+// kernel is a function of a loaded module.
+type kernel interface{ Name() string }
+
+// cudaDevice adapts *cuda.Device to device.
+type cudaDevice struct{ *cuda.Device }
+
+type cudaModule struct{ *cuda.Module }
+
+func (d cudaDevice) load(ptx string) (module, error) {
+	m, err := d.LoadModule(ptx)
+	if err != nil {
+		return nil, err
+	}
+	return cudaModule{m}, nil
+}
+
+func (d cudaDevice) launch(k kernel, grid, block [3]uint32, shared uint32, args []any) error {
+	return d.Launch(k.(*cuda.Function), grid, block, shared, nil, args...)
+}
+
+func (m cudaModule) function(name string) (kernel, error) { return m.Function(name) }
+func (m cudaModule) unload() error                        { return m.Unload() }
+
+// ErrNoGPU wraps the reason no GPU can run programs (no driver, no device).
+var ErrNoGPU = errors.New("needs an NVIDIA GPU")
+
+// Runtime runs Programs on one GPU: it holds the device, a caching
+// allocator for plan buffers and the PTX modules loaded so far (one per
+// distinct PTX text, shared by every Program). It is safe for concurrent
+// use.
+type Runtime struct {
+	dev   device
+	cuda  *cuda.Device
+	alloc *cuda.Allocator
+	owned bool
+
+	mu      sync.Mutex
+	modules map[[32]byte]module
+}
+
+// Open opens GPU ordinal and returns a Runtime that closes the device with
+// Close. Without a driver or a device the error wraps ErrNoGPU and says
+// why.
+func Open(ordinal int) (*Runtime, error) {
+	dev, err := cuda.Open(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoGPU, err)
+	}
+	rt := NewRuntime(dev)
+	rt.owned = true
+	return rt, nil
+}
+
+// NewRuntime returns a Runtime on an open device; Close leaves the device
+// open.
+func NewRuntime(dev *cuda.Device) *Runtime {
+	rt := newRuntime(cudaDevice{dev})
+	rt.cuda = dev
+	return rt
+}
+
+func newRuntime(d device) *Runtime {
+	return &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}}
+}
+
+// Device returns the CUDA device (nil for a Runtime not on CUDA).
+func (rt *Runtime) Device() *cuda.Device { return rt.cuda }
+
+// Allocator returns the caching allocator of plan buffers.
+func (rt *Runtime) Allocator() *cuda.Allocator { return rt.alloc }
+
+// Close unloads the modules, returns the allocator's cached memory and,
+// for a Runtime from Open, closes the device.
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var errs []error
+	for k, m := range rt.modules {
+		errs = append(errs, m.unload())
+		delete(rt.modules, k)
+	}
+	errs = append(errs, rt.alloc.EmptyCache())
+	if rt.owned && rt.cuda != nil {
+		errs = append(errs, rt.cuda.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// kernel returns a kernel of a PTX text, loading the text once.
+func (rt *Runtime) kernel(ptx, name string) (kernel, error) {
+	key := sha256.Sum256([]byte(ptx))
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	m, ok := rt.modules[key]
+	if !ok {
+		var err error
+		if m, err = rt.dev.load(ptx); err != nil {
+			return nil, err
+		}
+		rt.modules[key] = m
+	}
+	return m.function(ptxSymbol(name))
+}
+
+// ptxSymbol is the PTX name of a kernel: both PTX backends replace every
+// character PTX identifiers do not allow with "_$_", as llc does.
+func ptxSymbol(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			out = append(out, c)
+		} else {
+			out = append(out, "_$_"...)
+		}
+	}
+	return string(out)
+}
+
+// Run runs host function fn on args: it uploads the arguments, runs the
+// plan, waits for it and returns the results (an interp.Buffer per memref,
+// a rank-0 interp.Tensor per scalar). Memref arguments may be Tensors or
+// Buffers; like the interpreter, Run writes the final contents of device
+// buffers back into the Buffers it was given.
+func (p *Program) Run(rt *Runtime, fn string, args []interp.Value) ([]interp.Value, error) {
+	b, err := p.Prepare(rt, fn, args)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Free()
+	if err := b.Launch(); err != nil {
+		return nil, err
+	}
+	res, err := b.Results()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.writeBack(args); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Bound is a host function with its arguments on the device, ready to be
+// launched any number of times. It is not safe for concurrent use.
+type Bound struct {
+	rt      *Runtime
+	plan    *plan
+	kernels []kernel // per launch of the plan
+	args    []slotValue
+	inputs  []*allocation // the uploaded arguments
+
+	state   runState
+	results []slotValue
+	// held are the plan allocations the last results keep alive.
+	held []*allocation
+}
+
+// Prepare checks args against host function fn and its guards, loads the
+// kernels it launches and uploads the arguments.
+func (p *Program) Prepare(rt *Runtime, fn string, args []interp.Value) (*Bound, error) {
+	pl, err := p.plan(fn)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) != len(pl.params) {
+		return nil, fmt.Errorf("@%s takes %d arguments, got %d", fn, len(pl.params), len(args))
+	}
+	if err := pl.checkGuards(args); err != nil {
+		return nil, err
+	}
+	b := &Bound{rt: rt, plan: pl, state: runState{rt: rt}}
+	b.state.bound = b
+	for _, l := range pl.launches {
+		k, err := rt.kernel(p.ptx[l.module], l.kernel)
+		if err != nil {
+			return nil, ir.Errorf(l.op.Loc(), "loading kernel @%s::@%s: %v", l.module, l.kernel, err)
+		}
+		b.kernels = append(b.kernels, k)
+	}
+	for i, a := range args {
+		v, err := b.bind(a, pl.params[i])
+		if err != nil {
+			b.Free()
+			return nil, fmt.Errorf("@%s argument %d: %w", fn, i, err)
+		}
+		b.args = append(b.args, v)
+	}
+	return b, nil
+}
+
+// bind uploads or reads one argument.
+func (b *Bound) bind(a interp.Value, t ir.Type) (slotValue, error) {
+	mt, ok := t.(*ir.MemRefType)
+	if !ok {
+		return scalarValue(a, t)
+	}
+	tv, err := tensorOf(a, mt)
+	if err != nil {
+		return slotValue{}, err
+	}
+	data, err := encode(tv)
+	if err != nil {
+		return slotValue{}, err
+	}
+	p, err := b.rt.alloc.Alloc(uint64(len(data)))
+	if err != nil {
+		return slotValue{}, err
+	}
+	m := &allocation{ptr: p, bytes: uint64(len(data))}
+	b.inputs = append(b.inputs, m)
+	if err := b.rt.dev.CopyHtoD(p, data); err != nil {
+		return slotValue{}, err
+	}
+	return slotValue{b: &devBuffer{mem: m, elem: tv.ElemType(), shape: slices.Clone(tv.Shape())}}, nil
+}
+
+// checkGuards checks the arguments against the graph guards of the plan's
+// function, if it has any.
+func (pl *plan) checkGuards(args []interp.Value) error {
+	if !pl.hasGuards {
+		return nil
+	}
+	inputs := make([]sym.ShapeDtype, len(args))
+	for i, v := range args {
+		inputs[i] = sym.ShapeDtype{Shape: v.Shape(), Dtype: v.ElemType().String()}
+	}
+	if _, fail := pl.guards.Check(inputs); fail != nil {
+		return fmt.Errorf("@%s: %v", pl.name, fail)
+	}
+	return nil
+}
+
+// Launch runs the plan once on the bound arguments, without waiting for
+// the kernels. The results of the previous Launch are released.
+func (b *Bound) Launch() error {
+	if err := b.release(); err != nil {
+		return err
+	}
+	r := &b.state
+	r.reset(b.plan.nslots)
+	for i, s := range b.plan.args {
+		r.slots[s] = b.args[i]
+	}
+	for _, step := range b.plan.steps {
+		if err := step(r); err != nil {
+			r.abandon()
+			return err
+		}
+	}
+	b.results = slices.Clone(r.results)
+	// Keep what the results use; return every other plan allocation the
+	// plan did not deallocate itself, so a plan that leaks does not grow
+	// the device's memory launch after launch.
+	keep := map[*allocation]bool{}
+	for _, v := range b.results {
+		if v.b != nil && v.b.mem.owned {
+			keep[v.b.mem] = true
+		}
+	}
+	var errs []error
+	for _, m := range r.allocs {
+		switch {
+		case keep[m]:
+			b.held = append(b.held, m)
+			delete(keep, m)
+		case !m.freed:
+			errs = append(errs, r.free(m))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, m := range b.held {
+		if m.freed {
+			return ir.Errorf(b.plan.fn.Loc(), "@%s returns a buffer it deallocated", b.plan.name)
+		}
+	}
+	return nil
+}
+
+// release frees the allocations the last results held.
+func (b *Bound) release() error {
+	var errs []error
+	for _, m := range b.held {
+		if !m.freed {
+			m.freed = true
+			errs = append(errs, b.rt.alloc.Free(m.ptr))
+		}
+	}
+	b.held, b.results = b.held[:0], nil
+	return errors.Join(errs...)
+}
+
+// Results waits for the last Launch and copies its results to the host.
+func (b *Bound) Results() ([]interp.Value, error) {
+	if err := b.rt.dev.Synchronize(); err != nil {
+		return nil, fmt.Errorf("@%s: %w", b.plan.name, err)
+	}
+	out := make([]interp.Value, len(b.results))
+	ft, _ := b.plan.fn.Attr("function_type").(ir.TypeAttr)
+	fty := ft.Type.(*ir.FunctionType)
+	for i, v := range b.results {
+		var err error
+		if v.b == nil {
+			out[i], err = scalarResult(v, fty.Results[i])
+		} else {
+			var t *interp.Tensor
+			if t, err = b.download(v.b); err == nil {
+				out[i] = interp.BufferFromTensor(t)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("@%s result %d: %w", b.plan.name, i, err)
+		}
+	}
+	return out, nil
+}
+
+// download copies a device buffer to a tensor.
+func (b *Bound) download(d *devBuffer) (*interp.Tensor, error) {
+	size, err := elemSize(d.elem)
+	if err != nil {
+		return nil, err
+	}
+	n, err := elementCount(d.shape)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, n*int64(size))
+	if len(data) > 0 {
+		if err := b.rt.dev.CopyDtoH(data, d.mem.ptr); err != nil {
+			return nil, err
+		}
+	}
+	return decode(d.elem, d.shape, data)
+}
+
+// writeBack copies the device contents of memref arguments given as
+// Buffers back into them.
+func (b *Bound) writeBack(args []interp.Value) error {
+	for i, a := range args {
+		buf, ok := a.(*interp.Buffer)
+		if !ok || b.args[i].b == nil {
+			continue
+		}
+		t, err := b.download(b.args[i].b)
+		if err == nil {
+			err = fill(buf, t)
+		}
+		if err != nil {
+			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+		}
+	}
+	return nil
+}
+
+// Free releases the device memory of the arguments and of the last
+// results. The Bound cannot be launched afterwards.
+func (b *Bound) Free() error {
+	errs := []error{b.release()}
+	for _, m := range b.inputs {
+		if !m.freed {
+			m.freed = true
+			errs = append(errs, b.rt.alloc.Free(m.ptr))
+		}
+	}
+	b.inputs, b.args = nil, nil
+	return errors.Join(errs...)
+}
+
+// runState is one run of a plan.
+type runState struct {
+	rt      *Runtime
+	bound   *Bound
+	slots   []slotValue
+	allocs  []*allocation
+	results []slotValue
+	argv    []any
+}
+
+// reset prepares the state for a new run, reusing its memory.
+func (r *runState) reset(n int) {
+	if cap(r.slots) < n {
+		r.slots = make([]slotValue, n)
+	}
+	r.slots = r.slots[:n]
+	clear(r.slots)
+	r.allocs, r.results = r.allocs[:0], r.results[:0]
+}
+
+// abandon frees what a failed run allocated.
+func (r *runState) abandon() {
+	for _, m := range r.allocs {
+		if !m.freed {
+			_ = r.free(m)
+		}
+	}
+}
+
+func (r *runState) alloc(n uint64) (*allocation, error) {
+	p, err := r.rt.alloc.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	m := &allocation{ptr: p, bytes: n, owned: true}
+	r.allocs = append(r.allocs, m)
+	return m, nil
+}
+
+func (r *runState) free(m *allocation) error {
+	m.freed = true
+	return r.rt.alloc.Free(m.ptr)
+}
+
+// maxGrid bounds grid and block sizes to what fits the driver's unsigned
+// 32-bit sizes; the driver checks the device's own limits.
+const maxGrid = 1<<32 - 1
+
+// launch marshals and launches one gpu.launch_func.
+func (r *runState) launch(l *launch) error {
+	var grid, block [3]uint32
+	for i := range 3 {
+		g, bl := r.slots[l.grid[i]].i, r.slots[l.block[i]].i
+		if g <= 0 || bl <= 0 || g > maxGrid || bl > maxGrid {
+			return ir.Errorf(l.op.Loc(), "gpu.launch_func of @%s with grid (%d, %d, %d) and block (%d, %d, %d): sizes must be positive",
+				l.kernel, r.slots[l.grid[0]].i, r.slots[l.grid[1]].i, r.slots[l.grid[2]].i,
+				r.slots[l.block[0]].i, r.slots[l.block[1]].i, r.slots[l.block[2]].i)
+		}
+		grid[i], block[i] = uint32(g), uint32(bl)
+	}
+	var shared uint32
+	if l.shared >= 0 {
+		s := r.slots[l.shared].i
+		if s < 0 || s > maxGrid {
+			return ir.Errorf(l.op.Loc(), "gpu.launch_func of @%s with %d bytes of dynamic shared memory", l.kernel, s)
+		}
+		shared = uint32(s)
+	}
+	r.argv = r.argv[:0]
+	args := l.op.Operands()[len(l.op.Operands())-len(l.args):]
+	for i, s := range l.args {
+		v := r.slots[s]
+		if l.kinds[i] == argPtr && v.b.mem.freed {
+			return ir.Errorf(l.op.Loc(), "gpu.launch_func of @%s: argument %d was deallocated", l.kernel, i)
+		}
+		r.argv = append(r.argv, marshal(l.kinds[i], args[i].Type(), v))
+	}
+	if err := r.rt.dev.launch(r.bound.kernels[l.index], grid, block, shared, r.argv); err != nil {
+		return ir.Errorf(l.op.Loc(), "launching @%s: %v", l.kernel, err)
+	}
+	return nil
+}
