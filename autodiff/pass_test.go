@@ -179,11 +179,15 @@ func.func private @f_grad() {
 func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
   return %x : tensor<2xf32>
 }`, "builtin.module(graph-autodiff{func=nope})", "no function named @nope"},
-		{"conv2d", `
-func.func @f(%x: tensor<1x1x3x3xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
-  %0 = "graph.conv2d"(%x, %w) : (tensor<1x1x3x3xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
-  return %0 : tensor<1x1x2x2xf32>
-}`, "builtin.module(graph-autodiff)", "test.mlir:3:8: error: no VJP for 'graph.conv2d'"},
+		{"fusion", `
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "graph.fusion"(%x) ({
+  ^bb0(%a: tensor<4xf32>):
+    %r = "graph.relu"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    "graph.yield"(%r) : (tensor<4xf32>) -> ()
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}`, "builtin.module(graph-autodiff)", "test.mlir:3:8: error: no VJP for 'graph.fusion'"},
 		{"dynamic", `
 func.func @f(%x: tensor<?xf32>) -> tensor<f32> {
   %0 = "graph.reduce_sum"(%x) : (tensor<?xf32>) -> tensor<f32>
@@ -200,7 +204,7 @@ func.func @f(%x: tensor<?xf32>) -> tensor<f32> {
 }
 
 func TestDifferentiable(t *testing.T) {
-	for name, want := range map[string]bool{"graph.matmul": true, "graph.argmax": true, "graph.conv2d": false, "graph.fusion": false} {
+	for name, want := range map[string]bool{"graph.matmul": true, "graph.argmax": true, "graph.conv2d": true, "graph.fusion": false} {
 		if got := Differentiable(name); got != want {
 			t.Errorf("Differentiable(%q) = %v, want %v", name, got, want)
 		}
