@@ -44,6 +44,7 @@ import (
 	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
 	_ "github.com/strata-ir/strata/passes/fusion"    // registers graph-fuse
 	_ "github.com/strata-ir/strata/passes/symbolize" // registers graph-symbolize-shapes
+	_ "github.com/strata-ir/strata/passes/togpu"     // registers convert-loop-to-gpu, lower-to-gpu
 )
 
 // Exit statuses returned by Main.

@@ -1,0 +1,594 @@
+package togpu
+
+import (
+	"math"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// mapping is how one nest runs on the GPU.
+type mapping interface {
+	// emit builds the kernel body at b (the kernel's entry block, after
+	// its constants), mapping the nest's values through k.m.
+	emit(k *kernelGen, b *ir.Builder) error
+	// grid returns the number of blocks, computed on the host from the
+	// nest's extents.
+	grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, cfg Config) *ir.Value
+	block(cfg Config) int64
+	mapping() string
+	rowsPerBlock() int64
+	vector() int64
+}
+
+// analyze picks the mapping of a nest: row when its body is a sequence of
+// row-level ops and inner loops over the row that threads can share,
+// pointwise otherwise (always correct: each thread runs the whole body for
+// its points).
+func analyze(nest *ir.Operation, cfg Config) (mapping, error) {
+	if r := rowPlan(nest, cfg); r != nil {
+		return r, nil
+	}
+	return pointwisePlan(nest, cfg), nil
+}
+
+// dependsOn reports whether v is computed (inside nest) from any of ivs.
+func dependsOn(v *ir.Value, ivs map[*ir.Value]bool, nest *ir.Operation, memo map[*ir.Value]bool) bool {
+	if d, ok := memo[v]; ok {
+		return d
+	}
+	memo[v] = false
+	res := ivs[v]
+	if !res && v.DefiningOp() != nil && definedIn(v, nest) {
+		for _, o := range v.DefiningOp().Operands() {
+			if dependsOn(o, ivs, nest, memo) {
+				res = true
+				break
+			}
+		}
+	}
+	memo[v] = res
+	return res
+}
+
+// accessIndices returns the memref and the indices of a load or store.
+func accessIndices(o *ir.Operation) (*ir.Value, []*ir.Value) {
+	if o.Name() == loop.StoreOp {
+		return o.Operand(1), o.Operands()[2:]
+	}
+	return o.Operand(0), o.Operands()[1:]
+}
+
+// staticInt returns the value of an index constant.
+func staticInt(v *ir.Value) (int64, bool) {
+	if !isConstant(v) {
+		return 0, false
+	}
+	a, ok := v.DefiningOp().Attr("value").(ir.IntegerAttr)
+	return a.Value, ok
+}
+
+// pointwise is the grid-stride mapping: thread t of the grid handles
+// chunks t, t + gridSize, ... of vec consecutive points of the flattened
+// iteration space.
+type pointwise struct {
+	vec int64
+}
+
+// pointwisePlan vectorizes when the body has no inner loops, the innermost
+// dimension has step 1 and a static extent that vec divides (so a chunk
+// never crosses a row and needs no tail), and every access is contiguous
+// in the innermost index: its last index is the innermost induction
+// variable or independent of it, and no other index depends on it.
+func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
+	p := &pointwise{vec: 1}
+	if cfg.Vector <= 1 {
+		return p
+	}
+	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
+	n := len(lbs)
+	lb, ok1 := staticInt(lbs[n-1])
+	ub, ok2 := staticInt(ubs[n-1])
+	step, ok3 := staticInt(steps[n-1])
+	if !ok1 || !ok2 || !ok3 || step != 1 || ub <= lb || (ub-lb)%cfg.Vector != 0 {
+		return p
+	}
+	inner := map[*ir.Value]bool{loop.Body(nest).Argument(n - 1): true}
+	memo := map[*ir.Value]bool{}
+	ok := true
+	nest.Walk(func(o *ir.Operation) bool {
+		switch o.Name() {
+		case loop.ForOp, loop.IfOp:
+			ok = false
+		case loop.ParallelOp:
+			ok = o == nest
+		case loop.LoadOp, loop.StoreOp:
+			_, idx := accessIndices(o)
+			for i, v := range idx {
+				last := i == len(idx)-1
+				if dependsOn(v, inner, nest, memo) && !(last && inner[v]) {
+					ok = false
+				}
+			}
+		}
+		return ok
+	})
+	if ok {
+		p.vec = cfg.Vector
+	}
+	return p
+}
+
+func (p *pointwise) block(cfg Config) int64 { return cfg.Block }
+func (p *pointwise) mapping() string        { return MappingPointwise }
+func (p *pointwise) rowsPerBlock() int64    { return 0 }
+func (p *pointwise) vector() int64          { return p.vec }
+
+func (p *pointwise) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, cfg Config) *ir.Value {
+	one := arith.ConstantIndex(b, loc, 1)
+	chunks := arith.Binary(b, "arith.divui", loc, product(b, loc, exts), arith.ConstantIndex(b, loc, p.vec))
+	g := ceilDiv(b, loc, chunks, arith.ConstantIndex(b, loc, cfg.Block), one)
+	g = arith.Binary(b, "arith.minui", loc, g, arith.ConstantIndex(b, loc, cfg.MaxBlocks))
+	return arith.Binary(b, "arith.maxui", loc, g, one)
+}
+
+func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
+	loc := k.loc
+	lbs, ubs, steps, _, _ := loop.ParallelBounds(k.nest)
+	lbs, ubs, steps = mapped(k.m, lbs), mapped(k.m, ubs), mapped(k.m, steps)
+	exts := extents(b, loc, lbs, ubs, steps)
+	vec := arith.ConstantIndex(b, loc, p.vec)
+	chunks := arith.Binary(b, "arith.divui", loc, product(b, loc, exts), vec)
+	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
+	bdim, gdim := gpu.BlockDim(b, loc, "x"), gpu.GridDim(b, loc, "x")
+	start := arith.Binary(b, "arith.addi", loc, arith.Binary(b, "arith.muli", loc, bid, bdim), tid)
+	stride := arith.Binary(b, "arith.muli", loc, gdim, bdim)
+	body := loop.Body(k.nest)
+	n := len(lbs)
+	loop.For(b, loc, start, chunks, stride, nil, func(b *ir.Builder, c *ir.Value, _ []*ir.Value) []*ir.Value {
+		lin := c
+		if p.vec > 1 {
+			lin = arith.Binary(b, "arith.muli", loc, c, vec)
+		}
+		ivs := delinearize(b, loc, lin, lbs, steps, exts)
+		for j := range p.vec {
+			for d := range n {
+				k.m[body.Argument(d)] = ivs[d]
+			}
+			if j > 0 {
+				k.m[body.Argument(n-1)] = arith.Binary(b, "arith.addi", loc, ivs[n-1], arith.ConstantIndex(b, loc, j))
+			}
+			cloneOps(b, body, k.m)
+		}
+		return nil
+	})
+	return nil
+}
+
+// reduction is one value a row loop reduces: combining op applied to its
+// accumulator operand acc and the other one, with an identity.
+type reduction struct {
+	op       *ir.Operation // the combining op (in the nest)
+	acc, val *ir.Value     // its operands: the accumulator and the value
+	identity ir.Attribute
+}
+
+// combine inserts the combining op on x and y at b.
+func (r reduction) combine(b *ir.Builder, x, y *ir.Value) *ir.Value {
+	return b.Insert(r.op.Clone(map[*ir.Value]*ir.Value{r.acc: x, r.val: y})).Result(0)
+}
+
+// identities gives the identity of each combining op by element kind,
+// "f" for floats and "i" for integers, for types gpu.shuffle moves.
+var identities = map[string]func(t ir.Type) ir.Attribute{
+	"arith.addf":     floatIdentity(math.Copysign(0, -1)),
+	"arith.mulf":     floatIdentity(1),
+	"arith.maximumf": floatIdentity(math.Inf(-1)),
+	"arith.maxnumf":  floatIdentity(math.Inf(-1)),
+	"arith.minimumf": floatIdentity(math.Inf(1)),
+	"arith.minnumf":  floatIdentity(math.Inf(1)),
+	"arith.addi":     intIdentity(func(int) int64 { return 0 }),
+	"arith.ori":      intIdentity(func(int) int64 { return 0 }),
+	"arith.xori":     intIdentity(func(int) int64 { return 0 }),
+	"arith.maxui":    intIdentity(func(int) int64 { return 0 }),
+	"arith.muli":     intIdentity(func(int) int64 { return 1 }),
+	"arith.andi":     intIdentity(func(int) int64 { return -1 }),
+	"arith.minui":    intIdentity(func(int) int64 { return -1 }),
+	"arith.maxsi":    intIdentity(func(w int) int64 { return -1 << (w - 1) }),
+	"arith.minsi":    intIdentity(func(w int) int64 { return 1<<(w-1) - 1 }),
+}
+
+func floatIdentity(v float64) func(ir.Type) ir.Attribute {
+	return func(t ir.Type) ir.Attribute {
+		ft, _ := t.(*ir.FloatType)
+		switch ft {
+		case ir.F16, ir.BF16, ir.F32:
+			return ir.FloatAttr{Bits: ir.FloatToBits(v, ft), Type: ft}
+		}
+		return nil
+	}
+}
+
+func intIdentity(v func(width int) int64) func(ir.Type) ir.Attribute {
+	return func(t ir.Type) ir.Attribute {
+		if t != ir.I32 {
+			return nil
+		}
+		return ir.IntegerAttr{Value: ir.TruncInt(v(32), t), Type: t}
+	}
+}
+
+// recognize returns the reduction whose combining op is op, with acc one
+// of its operands, when op is a known combiner of a shuffle-able type.
+func recognize(op *ir.Operation, acc *ir.Value) (reduction, bool) {
+	id := identities[op.Name()]
+	if id == nil || op.NumOperands() != 2 || op.NumResults() != 1 {
+		return reduction{}, false
+	}
+	x, y := op.Operand(0), op.Operand(1)
+	if y == acc {
+		x, y = y, x
+	}
+	if x != acc || y == acc {
+		return reduction{}, false
+	}
+	a := id(acc.Type())
+	if a == nil {
+		return reduction{}, false
+	}
+	return reduction{op: op, acc: acc, val: y, identity: a}, true
+}
+
+// rowLoop is an inner loop of a row nest that the row's threads share.
+type rowLoop struct {
+	op   *ir.Operation
+	reds []reduction
+}
+
+// row maps each point of the nest (a row) to a block, or to a warp when
+// rows > 1 rows share a block.
+type row struct {
+	rows    int64 // rows per block
+	threads int64 // threads per row
+	loops   map[*ir.Operation]*rowLoop
+	// barrierAfter holds the row-level ops that store what later ops of
+	// the row may load: the block synchronizes after them.
+	barrierAfter map[*ir.Operation]bool
+}
+
+// rowPlan returns the row mapping of a nest whose body is a sequence of
+// row-level ops (pure ops, loads, stores) and distributable loops:
+// loop.for whose iter values are all recognized reductions, or 1-D inner
+// loop.parallel with recognized combiners. It returns nil when the body
+// has no such loop, has other ops, or looks like a matmul (two loads in
+// the loops each missing a different one of the nest's induction
+// variables: threads on neighbouring outputs share the operands, which a
+// thread per output exploits better than a block per output).
+func rowPlan(nest *ir.Operation, cfg Config) *row {
+	body := loop.Body(nest)
+	r := &row{loops: map[*ir.Operation]*rowLoop{}, barrierAfter: map[*ir.Operation]bool{}}
+	var order []*rowLoop
+	short := true
+	for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+		switch op.Name() {
+		case loop.ForOp:
+			rl := forLoop(op)
+			if rl == nil {
+				return nil
+			}
+			lb, ub, step := loop.ForBounds(op)
+			short = short && staticShort(lb, ub, step)
+			r.loops[op], order = rl, append(order, rl)
+		case loop.ParallelOp:
+			rl := parallelLoop(op)
+			if rl == nil {
+				return nil
+			}
+			lbs, ubs, steps, _, _ := loop.ParallelBounds(op)
+			short = short && staticShort(lbs[0], ubs[0], steps[0])
+			r.loops[op], order = rl, append(order, rl)
+		case loop.IfOp:
+			return nil
+		}
+	}
+	if len(order) == 0 || matmulLike(nest, order) {
+		return nil
+	}
+	// An op that stores into a buffer needs a barrier before any later
+	// load of that buffer in the row: the threads of the row do not all
+	// store what they later load. (Distinct buffer values are assumed not
+	// to alias, as convert-graph-to-loop makes them.)
+	needBarrier := false
+	for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+		stored := buffers(op, loop.StoreOp)
+		for later := op.Next(); later != nil && len(stored) > 0; later = later.Next() {
+			if overlaps(stored, buffers(later, loop.LoadOp)) {
+				r.barrierAfter[op], needBarrier = true, true
+				break
+			}
+		}
+	}
+	r.rows = cfg.RowsPerBlock
+	if r.rows == 0 {
+		r.rows = 1
+		if short {
+			r.rows = cfg.Block / gpu.WarpSize
+		}
+	}
+	if needBarrier {
+		// Block barriers need every thread of the block on the same row.
+		r.rows = 1
+	}
+	r.threads = cfg.Block
+	if r.rows > 1 {
+		r.threads = gpu.WarpSize
+	}
+	return r
+}
+
+// staticShort reports whether a loop's trip count is static and at most
+// ShortRow.
+func staticShort(lb, ub, step *ir.Value) bool {
+	l, ok1 := staticInt(lb)
+	u, ok2 := staticInt(ub)
+	s, ok3 := staticInt(step)
+	return ok1 && ok2 && ok3 && s > 0 && (u-l+s-1)/s <= ShortRow
+}
+
+// buffers returns the memrefs that op, or the ops inside it, load or
+// store (name is loop.LoadOp or loop.StoreOp).
+func buffers(op *ir.Operation, name string) map[*ir.Value]bool {
+	out := map[*ir.Value]bool{}
+	op.Walk(func(o *ir.Operation) bool {
+		if o.Name() == name {
+			mem, _ := accessIndices(o)
+			out[mem] = true
+		}
+		return true
+	})
+	return out
+}
+
+func overlaps(a, b map[*ir.Value]bool) bool {
+	for v := range a {
+		if b[v] {
+			return true
+		}
+	}
+	return false
+}
+
+// forLoop recognizes a loop.for whose iter values are reductions: each is
+// yielded as combine(acc, x) where acc, the iter argument, has no other use.
+func forLoop(op *ir.Operation) *rowLoop {
+	body := loop.Body(op)
+	y := body.Terminator()
+	rl := &rowLoop{op: op}
+	for i := range y.NumOperands() {
+		acc := body.Argument(1 + i)
+		c := y.Operand(i).DefiningOp()
+		if c == nil || c.Block() != body || !acc.HasOneUse() {
+			return nil
+		}
+		red, ok := recognize(c, acc)
+		if !ok {
+			return nil
+		}
+		rl.reds = append(rl.reds, red)
+	}
+	return rl
+}
+
+// parallelLoop recognizes a 1-D loop.parallel whose combiners are each one
+// known op on ^bb0(%lhs, %rhs).
+func parallelLoop(op *ir.Operation) *rowLoop {
+	n, _, err := loop.Segments(op)
+	if err != nil || n != 1 {
+		return nil
+	}
+	red := loop.Body(op).Terminator()
+	rl := &rowLoop{op: op}
+	for i := range red.NumRegions() {
+		blk := red.Region(i).Front()
+		c := blk.First()
+		if c == nil || c.Next() != blk.Terminator() || blk.Terminator().Operand(0) != c.Result(0) {
+			return nil
+		}
+		r, ok := recognize(c, blk.Argument(0))
+		if !ok || r.val != blk.Argument(1) {
+			return nil
+		}
+		rl.reds = append(rl.reds, r)
+	}
+	return rl
+}
+
+// matmulLike reports whether two loads in the row loops each miss a
+// different induction variable of the nest.
+func matmulLike(nest *ir.Operation, loops []*rowLoop) bool {
+	ivs := loop.Body(nest).Arguments()
+	var missing []uint64
+	for _, rl := range loops {
+		rl.op.Walk(func(o *ir.Operation) bool {
+			if o.Name() != loop.LoadOp {
+				return true
+			}
+			_, idx := accessIndices(o)
+			var set uint64
+			for d, iv := range ivs {
+				memo, one := map[*ir.Value]bool{}, map[*ir.Value]bool{iv: true}
+				uses := false
+				for _, v := range idx {
+					uses = uses || dependsOn(v, one, nest, memo)
+				}
+				if !uses && d < 64 {
+					set |= 1 << d
+				}
+			}
+			if set != 0 {
+				missing = append(missing, set)
+			}
+			return true
+		})
+	}
+	for i := range missing {
+		for j := range i {
+			if missing[i] != missing[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *row) block(Config) int64  { return r.rows * r.threads }
+func (r *row) mapping() string     { return MappingRow }
+func (r *row) rowsPerBlock() int64 { return r.rows }
+func (r *row) vector() int64       { return 1 }
+
+func (r *row) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *ir.Value {
+	one := arith.ConstantIndex(b, loc, 1)
+	g := ceilDiv(b, loc, product(b, loc, exts), arith.ConstantIndex(b, loc, r.rows), one)
+	return arith.Binary(b, "arith.maxui", loc, g, one)
+}
+
+// rowThread is the position of a thread in its row.
+type rowThread struct {
+	lane    *ir.Value // index of the thread within its row's threads
+	tid     *ir.Value // index of the thread within the block
+	isFirst *ir.Value // lane == 0
+}
+
+func (r *row) emit(k *kernelGen, b *ir.Builder) error {
+	loc := k.loc
+	lbs, ubs, steps, _, _ := loop.ParallelBounds(k.nest)
+	lbs, ubs, steps = mapped(k.m, lbs), mapped(k.m, ubs), mapped(k.m, steps)
+	exts := extents(b, loc, lbs, ubs, steps)
+	rows := product(b, loc, exts)
+	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
+	th := rowThread{lane: tid, tid: tid}
+	rowID := bid
+	if r.rows > 1 {
+		w := arith.ConstantIndex(b, loc, r.threads)
+		th.lane = arith.Binary(b, "arith.remui", loc, tid, w)
+		rowID = arith.Binary(b, "arith.addi", loc,
+			arith.Binary(b, "arith.muli", loc, bid, arith.ConstantIndex(b, loc, r.rows)),
+			arith.Binary(b, "arith.divui", loc, tid, w))
+	}
+	th.isFirst = arith.NewCmpI(b, loc, arith.CmpIEQ, th.lane, arith.ConstantIndex(b, loc, 0))
+	// The condition is uniform across a block (one row) or a warp (whose
+	// row kernels have no barriers), so barriers and shuffles inside are
+	// reached by all the threads that must reach them.
+	inRange := arith.NewCmpI(b, loc, arith.CmpIULT, rowID, rows)
+	var err error
+	loop.If(b, loc, inRange, nil, func(b *ir.Builder) []*ir.Value {
+		ivs := delinearize(b, loc, rowID, lbs, steps, exts)
+		body := loop.Body(k.nest)
+		for d, iv := range ivs {
+			k.m[body.Argument(d)] = iv
+		}
+		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+			switch {
+			case r.loops[op] != nil:
+				if err = r.emitLoop(k, b, th, r.loops[op]); err != nil {
+					return nil
+				}
+			case op.Name() == loop.StoreOp:
+				// Every thread of the row computed the value; one writes it.
+				loop.If(b, op.Loc(), th.isFirst, nil, func(b *ir.Builder) []*ir.Value {
+					b.Insert(op.Clone(k.m))
+					return nil
+				}, nil)
+				if r.barrierAfter[op] {
+					gpu.Barrier(b, op.Loc())
+				}
+			default:
+				b.Insert(op.Clone(k.m))
+			}
+		}
+		return nil
+	}, nil)
+	return err
+}
+
+// emitLoop distributes a row loop over the row's threads: thread lane runs
+// iterations lb + lane*step, lb + (lane+threads)*step, ..., accumulating
+// partial results from the identities; the partials are then reduced
+// across the row and combined with the loop's inits.
+func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) error {
+	loc := rl.op.Loc()
+	var lb, ub, step *ir.Value
+	var inits []*ir.Value
+	if rl.op.Name() == loop.ForOp {
+		lb, ub, step = loop.ForBounds(rl.op)
+		inits = loop.ForInits(rl.op)
+	} else {
+		lbs, ubs, steps, in, _ := loop.ParallelBounds(rl.op)
+		lb, ub, step, inits = lbs[0], ubs[0], steps[0], in
+	}
+	bounds := mapped(k.m, []*ir.Value{lb, ub, step})
+	lb, ub, step = bounds[0], bounds[1], bounds[2]
+	start := arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, step))
+	stride := arith.Binary(b, "arith.muli", loc, step, arith.ConstantIndex(b, loc, r.threads))
+	ids := make([]*ir.Value, len(rl.reds))
+	for i, red := range rl.reds {
+		ids[i] = arith.Constant(b, loc, red.identity)
+	}
+	body := loop.Body(rl.op)
+	f := loop.For(b, loc, start, ub, stride, ids, func(b *ir.Builder, iv *ir.Value, iters []*ir.Value) []*ir.Value {
+		k.m[body.Argument(0)] = iv
+		if rl.op.Name() == loop.ForOp {
+			for i, it := range iters {
+				k.m[body.Argument(1+i)] = it
+			}
+			return mapped(k.m, cloneOps(b, body, k.m).Operands())
+		}
+		vals := mapped(k.m, cloneOps(b, body, k.m).Operands())
+		out := make([]*ir.Value, len(iters))
+		for i, red := range rl.reds {
+			out[i] = red.combine(b, iters[i], vals[i])
+		}
+		return out
+	})
+	if r.barrierAfter[rl.op] {
+		gpu.Barrier(b, loc)
+	}
+	for i, red := range rl.reds {
+		total := r.reduceRow(k, b, loc, red, f.Result(i), th)
+		k.m[rl.op.Result(i)] = red.combine(b, mapped(k.m, inits)[i], total)
+	}
+	return nil
+}
+
+// reduceRow combines v over the row's threads and returns the result, the
+// same in every thread: a butterfly of xor shuffles within each warp, then,
+// for rows wider than a warp, the warps' results through workgroup memory.
+func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, red reduction, v *ir.Value, th rowThread) *ir.Value {
+	width := min(r.threads, gpu.WarpSize)
+	w32 := arith.ConstantInt(b, loc, gpu.WarpSize, ir.I32)
+	for off := width / 2; off >= 1; off /= 2 {
+		o, _ := gpu.Shuffle(b, loc, "xor", v, arith.ConstantInt(b, loc, off, ir.I32), w32)
+		v = red.combine(b, v, o)
+	}
+	if r.threads <= gpu.WarpSize {
+		return v
+	}
+	warps := r.threads / gpu.WarpSize
+	smem := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(warps, v.Type()))
+	ws := arith.ConstantIndex(b, loc, gpu.WarpSize)
+	warp := arith.Binary(b, "arith.divui", loc, th.tid, ws)
+	first := arith.NewCmpI(b, loc, arith.CmpIEQ, arith.Binary(b, "arith.remui", loc, th.tid, ws), arith.ConstantIndex(b, loc, 0))
+	loop.If(b, loc, first, nil, func(b *ir.Builder) []*ir.Value {
+		loop.Store(b, loc, v, smem, warp)
+		return nil
+	}, nil)
+	gpu.Barrier(b, loc)
+	acc := loop.Load(b, loc, smem, arith.ConstantIndex(b, loc, 0))
+	f := loop.For(b, loc, arith.ConstantIndex(b, loc, 1), arith.ConstantIndex(b, loc, warps), arith.ConstantIndex(b, loc, 1),
+		[]*ir.Value{acc}, func(b *ir.Builder, w *ir.Value, iters []*ir.Value) []*ir.Value {
+			return []*ir.Value{red.combine(b, iters[0], loop.Load(b, loc, smem, w))}
+		})
+	return f.Result(0)
+}

@@ -1,0 +1,239 @@
+// Package togpu provides the convert-loop-to-gpu pass and the lower-to-gpu
+// pipeline (docs/lowering.md): every top-level loop.parallel nest of a
+// func.func becomes one gpu.func kernel in a gpu.module @<func>_kernels, and
+// the nest's place in the host function is taken by the launch: host index
+// math for the grid, loop.view of every N-D buffer to 1-D, loop.dim of its
+// dynamic sizes, and gpu.launch_func. Importing the package registers both.
+//
+// Two mappings exist, chosen per nest (mapping.go):
+//
+//   - pointwise: a 1-D grid-stride loop over the flattened iteration space,
+//     consecutive threads on consecutive innermost indices (coalesced), each
+//     thread handling `vector` consecutive points when the innermost extent
+//     is a static multiple of it and every access is contiguous in the
+//     innermost index. Nests with inner loops that are not row reductions
+//     (matmul-like nests: one thread per output) use it with vector 1.
+//   - row: the nest's points are rows and its inner loops run over a row. A
+//     block (rows_per_block = 1) or a warp (rows_per_block > 1) handles a
+//     row; its threads stride over each inner loop, reduce their partial
+//     results with gpu.shuffle xor and, across warps, workgroup memory and
+//     gpu.barrier, and every thread gets the row's result for the next pass.
+//
+// The launch parameters are options of the pass and are recorded on each
+// kernel as `strata.launch = {block, vector, rows_per_block, mapping}`, so
+// that autotuning can vary them.
+package togpu
+
+import (
+	"fmt"
+
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+)
+
+// PassName is the pass's pipeline name.
+const PassName = "convert-loop-to-gpu"
+
+// LaunchAttr is the attribute on each generated gpu.func recording its
+// launch parameters: a dictionary {block, vector, rows_per_block, mapping}.
+const LaunchAttr = "strata.launch"
+
+// The mappings recorded in LaunchAttr.
+const (
+	MappingPointwise = "pointwise"
+	MappingRow       = "row"
+)
+
+// Config holds the launch parameters of the generated kernels.
+type Config struct {
+	// Block is the number of threads per block of pointwise kernels and of
+	// row kernels with one row per block: a multiple of 32, at most 1024.
+	Block int64
+	// Vector is the number of consecutive points a pointwise thread handles
+	// per step when the nest allows it (1 disables).
+	Vector int64
+	// RowsPerBlock is the number of rows a row kernel's block handles, a
+	// warp per row when above 1 (the block then has 32*RowsPerBlock
+	// threads); 0 picks it per nest: one warp per row for rows of a static
+	// length up to ShortRow, one block per row otherwise.
+	RowsPerBlock int64
+	// MaxBlocks caps the grid of pointwise kernels; threads then loop.
+	MaxBlocks int64
+}
+
+// ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
+const ShortRow = 512
+
+// DefaultConfig is the configuration of the pass without options.
+var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536}
+
+func (c Config) check() error {
+	switch {
+	case c.Block < 32 || c.Block > 1024 || c.Block%32 != 0:
+		return fmt.Errorf("%s: block=%d must be a multiple of 32 in [32, 1024]", PassName, c.Block)
+	case c.Vector < 1 || c.Vector > 16:
+		return fmt.Errorf("%s: vector=%d must be in [1, 16]", PassName, c.Vector)
+	case c.RowsPerBlock < 0 || 32*c.RowsPerBlock > 1024:
+		return fmt.Errorf("%s: rows-per-block=%d must be in [0, 32]", PassName, c.RowsPerBlock)
+	case c.MaxBlocks < 1:
+		return fmt.Errorf("%s: max-blocks=%d must be positive", PassName, c.MaxBlocks)
+	}
+	return nil
+}
+
+func init() {
+	d := DefaultConfig
+	passes.Register(&passes.PassInfo{
+		Name:    PassName,
+		Summary: "Turn each top-level loop.parallel nest into a gpu.func kernel and its launch",
+		Description: "For every func.func of the module, each top-level `loop.parallel` nest (one per fused " +
+			"graph group) becomes a kernel `gpu.func` in `gpu.module @<func>_kernels`, and the nest is " +
+			"replaced by its launch: grid and block sizes computed with `arith` on the host from the " +
+			"(possibly symbolic) bounds, N-D buffers passed as 1-D views (`loop.view`) together with " +
+			"their dynamic sizes (`loop.dim`), and `gpu.launch_func`. Kernel bodies see only 1-D " +
+			"memrefs: accesses are linearized row-major. Pointwise nests use a grid-stride loop " +
+			"handling `vector` consecutive points per thread where the innermost extent allows; nests " +
+			"whose inner loops reduce or sweep rows use a block (or, for short rows, a warp) per row, " +
+			"reducing with `gpu.shuffle xor`, workgroup memory and `gpu.barrier`. Each kernel records " +
+			"its parameters in `strata.launch`. A nest that cannot run as a kernel (reductions " +
+			"returned to the host, allocation inside the nest, unsupported ops) is a located error.",
+		Anchor: "builtin.module",
+		Options: []passes.OptionDef{
+			{Name: "block", Type: passes.Int, Default: d.Block, Doc: "threads per block (a multiple of 32, at most 1024)"},
+			{Name: "vector", Type: passes.Int, Default: d.Vector, Doc: "points per thread step of pointwise kernels (1 disables)"},
+			{Name: "rows-per-block", Type: passes.Int, Default: d.RowsPerBlock,
+				Doc: "rows per block of row kernels, a warp per row when above 1; 0 picks per nest"},
+			{Name: "max-blocks", Type: passes.Int, Default: d.MaxBlocks, Doc: "largest grid of pointwise kernels (threads loop beyond it)"},
+		},
+		New: func(o passes.Options) (passes.Pass, error) {
+			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks")}
+			if err := c.check(); err != nil {
+				return nil, err
+			}
+			return &pass{cfg: c}, nil
+		},
+	})
+	passes.RegisterPipeline("lower-to-gpu",
+		"The full default lowering: lower-to-loop, then convert-loop-to-gpu and cleanups",
+		"lower-to-loop,convert-loop-to-gpu,canonicalize,cse")
+}
+
+type pass struct{ cfg Config }
+
+func (*pass) Name() string { return PassName }
+
+// Run converts the nests of every function of the module.
+func (p *pass) Run(module *ir.Operation, st *passes.State) error {
+	n, err := p.run(st.Ctx, module)
+	st.Stat("kernels", "kernels generated").Add(int64(n))
+	return err
+}
+
+// Run converts the nests of every function of module with cfg; it is the
+// pass without the pass manager.
+func Run(ctx *ir.Context, module *ir.Operation, cfg Config) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	_, err := (&pass{cfg: cfg}).run(ctx, module)
+	return err
+}
+
+// run converts every function and returns the number of kernels made.
+func (p *pass) run(ctx *ir.Context, module *ir.Operation) (int, error) {
+	body := module.Region(0).Front()
+	if body == nil {
+		return 0, nil
+	}
+	var errs ir.DiagnosticList
+	kernels := 0
+	for _, fn := range body.Ops() {
+		if fn.Name() != "func.func" || funcs.IsExternal(fn) {
+			continue
+		}
+		n, err := p.convertFunc(ctx, module, fn)
+		kernels += n
+		if err != nil {
+			errs = append(errs, asDiagnostics(fn, err)...)
+		}
+	}
+	if len(errs) > 0 {
+		return kernels, errs
+	}
+	return kernels, nil
+}
+
+func asDiagnostics(fn *ir.Operation, err error) ir.DiagnosticList {
+	switch e := err.(type) {
+	case *ir.Diagnostic:
+		return ir.DiagnosticList{e}
+	case ir.DiagnosticList:
+		return e
+	}
+	return ir.DiagnosticList{ir.Errorf(fn.Loc(), "%s: %v", PassName, err)}
+}
+
+// topLevelNests returns the loop.parallel ops of fn not nested in another.
+func topLevelNests(fn *ir.Operation) []*ir.Operation {
+	var nests []*ir.Operation
+	fn.Walk(func(o *ir.Operation) bool {
+		if o.Name() == loop.ParallelOp {
+			nests = append(nests, o)
+			return false
+		}
+		return true
+	})
+	return nests
+}
+
+// convertFunc converts the nests of fn, returning how many kernels it made.
+func (p *pass) convertFunc(ctx *ir.Context, module, fn *ir.Operation) (int, error) {
+	nests := topLevelNests(fn)
+	if len(nests) == 0 {
+		return 0, nil
+	}
+	name := symName(fn)
+	var errs ir.DiagnosticList
+	for i, nest := range nests {
+		if err := check(nest); err != nil {
+			errs = append(errs, ir.Errorf(nest.Loc(), "%s: cannot map loop.parallel nest #%d of @%s: %v", PassName, i, name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return 0, errs
+	}
+	gpu.MarkContainer(module)
+	b := ir.NewBuilder(ctx)
+	b.SetInsertionPointAfter(fn)
+	gmod := gpu.NewModule(b, fn.Loc(), uniqueSymbol(module, name+"_kernels"))
+	for i, nest := range nests {
+		k := &kernelGen{
+			ctx:  ctx,
+			cfg:  p.cfg,
+			nest: nest,
+			name: fmt.Sprintf("%s_kernel_%d", name, i),
+		}
+		if err := k.build(gmod); err != nil {
+			return i, err
+		}
+	}
+	return len(nests), nil
+}
+
+func symName(op *ir.Operation) string {
+	s, _ := op.Attr(ir.SymNameAttr).(ir.StringAttr)
+	return s.Value
+}
+
+// uniqueSymbol returns name, or name with a numeric suffix, so that it is
+// not yet a symbol of module.
+func uniqueSymbol(module *ir.Operation, name string) string {
+	cand := name
+	for i := 1; ir.LookupSymbol(module, ir.SymbolRef(cand)) != nil; i++ {
+		cand = fmt.Sprintf("%s_%d", name, i)
+	}
+	return cand
+}

@@ -1,0 +1,260 @@
+package togpu_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// parse reads a testdata file into a fresh context.
+func parse(t *testing.T, name string) (*ir.Context, *ir.Operation) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, string(src), ir.ParseOptions{Filename: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, m
+}
+
+// inputs draws random inputs for @main, giving each dynamic dim of
+// argument i the size dyn[i][k] (k-th dynamic dim).
+func inputs(t *testing.T, m *ir.Operation, dyn [][]int64, seed int64) []interp.Value {
+	t.Helper()
+	fn := interp.New(m).Func("main")
+	ft, err := interp.FuncType(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := make([]ir.Type, len(ft.Inputs))
+	for i, in := range ft.Inputs {
+		mt := in.(*ir.MemRefType)
+		shape := append([]int64(nil), mt.Shape()...)
+		k := 0
+		for d := range shape {
+			if shape[d] == ir.Dynamic {
+				shape[d] = dyn[i][k]
+				k++
+			}
+		}
+		static[i] = ir.MemRefOf(shape, mt.ElementType())
+	}
+	args, err := interp.RandomInputs(ir.FunctionOf(static, nil), seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return args
+}
+
+// run calls @main on copies of args and returns its results as tensors.
+func run(t *testing.T, m *ir.Operation, args []interp.Value) []*interp.Tensor {
+	t.Helper()
+	copies := make([]interp.Value, len(args))
+	for i, a := range args {
+		t0, err := a.(*interp.Buffer).Tensor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies[i] = interp.BufferFromTensor(t0)
+	}
+	res, err := interp.New(m).Call("main", copies...)
+	if err != nil {
+		t.Fatalf("running:\n%s\n%v", m, err)
+	}
+	out := make([]*interp.Tensor, len(res))
+	for i, r := range res {
+		switch r := r.(type) {
+		case *interp.Buffer:
+			if out[i], err = r.Tensor(); err != nil {
+				t.Fatal(err)
+			}
+		case *interp.Tensor:
+			out[i] = r
+		}
+	}
+	return out
+}
+
+var semanticsCases = []struct {
+	file string
+	dyn  [][]int64 // per argument, the sizes of its dynamic dims
+}{
+	{"elementwise.mlir", [][]int64{{7}, {}}},
+	{"elementwise.mlir", [][]int64{{0}, {}}},
+	{"rowsum.mlir", [][]int64{{37}}},
+	{"rowsum.mlir", [][]int64{{600}}},
+	{"rowsum.mlir", [][]int64{{0}}},
+	{"softmax.mlir", [][]int64{{3, 300}}},
+	{"softmax.mlir", [][]int64{{5, 7}}},
+	{"layernorm.mlir", [][]int64{{3}, {}, {3}}},
+	{"layernorm.mlir", [][]int64{{11}, {}, {11}}},
+	{"matmul.mlir", [][]int64{{5}, {}}},
+	{"pointwise3d.mlir", [][]int64{{3}, {}}},
+}
+
+var configs = []struct {
+	name string
+	cfg  togpu.Config
+}{
+	{"default", togpu.DefaultConfig},
+	{"small", togpu.Config{Block: 64, Vector: 2, RowsPerBlock: 0, MaxBlocks: 2}},
+	{"warp-rows", togpu.Config{Block: 32, Vector: 1, RowsPerBlock: 2, MaxBlocks: 1}},
+	{"block-rows", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 65536}},
+}
+
+// TestPreservesSemantics runs hand-written loop-level programs before and
+// after the pass in the interpreter, which simulates the launches.
+func TestPreservesSemantics(t *testing.T) {
+	for _, tc := range semanticsCases {
+		for _, c := range configs {
+			t.Run(fmt.Sprintf("%s/%v/%s", tc.file, tc.dyn, c.name), func(t *testing.T) {
+				_, before := parse(t, tc.file)
+				args := inputs(t, before, tc.dyn, 1)
+				want := run(t, before, args)
+				ctx, after := parse(t, tc.file)
+				if err := togpu.Run(ctx, after, c.cfg); err != nil {
+					t.Fatal(err)
+				}
+				if err := ir.Verify(after); err != nil {
+					t.Fatalf("verifier: %v\n%s", err, after)
+				}
+				checkGPULevel(t, after)
+				got := run(t, after, args)
+				for i := range want {
+					if err := passtest.Compare(got[i], want[i]); err != nil {
+						t.Errorf("result %d: %v\n%s", i, err, after)
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkGPULevel checks the contract of the output: no loop.parallel left,
+// kernels see only 1-D memrefs and no loop.dim.
+func checkGPULevel(t *testing.T, m *ir.Operation) {
+	t.Helper()
+	m.Walk(func(o *ir.Operation) bool {
+		switch {
+		case o.Name() == "loop.parallel":
+			t.Errorf("loop.parallel left at %s", o.Loc())
+		case o.Name() == "loop.dim" && o.ParentOfType(gpu.FuncOp) != nil:
+			t.Errorf("loop.dim inside a kernel at %s", o.Loc())
+		}
+		if o.ParentOfType(gpu.FuncOp) != nil {
+			for _, v := range o.Operands() {
+				if mt, ok := v.Type().(*ir.MemRefType); ok && len(mt.Shape()) != 1 {
+					t.Errorf("'%s' in a kernel uses %s", o.Name(), mt)
+				}
+			}
+		}
+		return true
+	})
+}
+
+// TestMappings checks which mapping and parameters each nest gets.
+func TestMappings(t *testing.T) {
+	tests := []struct {
+		file string
+		cfg  togpu.Config
+		want []string // per kernel: mapping/block/vector/rows_per_block
+	}{
+		{"elementwise.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
+		{"rowsum.mlir", togpu.DefaultConfig, []string{"row/256/1/1"}},
+		{"softmax.mlir", togpu.DefaultConfig, []string{"row/256/1/1"}},
+		// Short static rows: a warp per row, block/32 rows per block.
+		{"layernorm.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
+		// A scratch buffer read back across threads forces a block per row.
+		{"softmax.mlir", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 4, MaxBlocks: 8}, []string{"row/128/1/1"}},
+		{"matmul.mlir", togpu.DefaultConfig, []string{"pointwise/256/1/0", "pointwise/256/1/0", "pointwise/256/1/0"}},
+		{"pointwise3d.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
+		{"pointwise3d.mlir", togpu.Config{Block: 64, Vector: 1, MaxBlocks: 8}, []string{"pointwise/64/1/0"}},
+	}
+	for _, tc := range tests {
+		ctx, m := parse(t, tc.file)
+		if err := togpu.Run(ctx, m, tc.cfg); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		m.Walk(func(o *ir.Operation) bool {
+			if gpu.IsKernel(o) {
+				d := o.Attr(togpu.LaunchAttr).(ir.DictAttr)
+				got = append(got, fmt.Sprintf("%s/%s/%s/%s", d.Get("mapping").(ir.StringAttr).Value,
+					intAttr(d, "block"), intAttr(d, "vector"), intAttr(d, "rows_per_block")))
+			}
+			return true
+		})
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s with %+v: got %v, want %v", tc.file, tc.cfg, got, tc.want)
+		}
+	}
+}
+
+func intAttr(d ir.DictAttr, name string) string {
+	return fmt.Sprint(d.Get(name).(ir.IntegerAttr).Value)
+}
+
+// TestErrors checks the located diagnostics of nests that cannot become
+// kernels.
+func TestErrors(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`%r = "loop.parallel"(%c0, %c4, %c1, %z) <{operandSegmentSizes = array<i32: 1, 1, 1, 1>}> ({
+  ^bb0(%i: index):
+    %v = "loop.load"(%x, %i) : (memref<4xf32>, index) -> f32
+    "loop.reduce"(%v) ({
+    ^bb0(%l: f32, %r: f32):
+      %a = arith.addf %l, %r : f32
+      "loop.yield"(%a) : (f32) -> ()
+    }) : (f32) -> ()
+  }) : (index, index, index, f32) -> f32`, "t.mlir:6:8: error: convert-loop-to-gpu: cannot map loop.parallel nest #0 of @main: it reduces into 1 value(s) returned to the host"},
+		{`"loop.parallel"(%c0, %c4, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %b = "loop.alloc"() : () -> memref<4xf32>
+    "loop.reduce"() : () -> ()
+  }) : (index, index, index) -> ()`, "t.mlir:8:10: error: 'loop.alloc' cannot run inside a kernel"},
+	}
+	for _, tc := range tests {
+		src := `func.func @main(%x: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %z = arith.constant 0.0 : f32
+  ` + tc.body + `
+  return
+}
+`
+		ctx := dialects.NewContext()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = togpu.Run(ctx, m, togpu.DefaultConfig)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want an error containing %q", err, tc.want)
+		}
+	}
+}
+
+// TestOptions checks that bad launch parameters are rejected by name.
+func TestOptions(t *testing.T) {
+	for _, p := range []string{"convert-loop-to-gpu{block=48}", "convert-loop-to-gpu{vector=0}", "convert-loop-to-gpu{rows-per-block=64}"} {
+		_, err := passes.Parse("builtin.module(" + p + ")")
+		if err == nil {
+			t.Errorf("%s: accepted", p)
+		}
+	}
+}
