@@ -1,0 +1,584 @@
+package lower
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// resolve follows a block argument of the fusion body to the operand.
+func (k *kernel) resolve(v *ir.Value) *ir.Value {
+	if k.body != nil && v.IsBlockArgument() && v.ParentBlock() == k.body {
+		return k.fusion.Operand(v.Index())
+	}
+	return v
+}
+
+// value emits the element of tensor v at idx.
+func (k *kernel) value(v *ir.Value, idx []*ir.Value) (*ir.Value, error) {
+	v = k.resolve(v)
+	if m := k.c.bufs[v]; m != nil {
+		return k.load(m, idx), nil
+	}
+	op := v.DefiningOp()
+	if op == nil {
+		return nil, errorf(k.loc, "cannot read %s: not a function argument or a graph value", v.Type())
+	}
+	key := k.key("value", append([]*ir.Value{v}, idx...)...)
+	if r := k.lookup(key); r != nil {
+		return r, nil
+	}
+	r, err := k.compute(op, idx)
+	if err != nil {
+		return nil, err
+	}
+	k.remember(key, r)
+	return r, nil
+}
+
+// size returns the size of dim d of tensor v, at function level.
+func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
+	v = k.resolve(v)
+	if n := shapeOf(v)[d]; n != ir.Dynamic {
+		return arith.ConstantIndex(k.outer(), k.loc, n), nil
+	}
+	if m := k.c.bufs[v]; m != nil {
+		return loop.Dim(k.outer(), k.loc, m, d), nil
+	}
+	op := v.DefiningOp()
+	if op == nil {
+		return nil, errorf(k.loc, "unknown dynamic size of %s", v.Type())
+	}
+	if op.Name() == "graph.fusion" {
+		return k.size(op.Region(0).Front().Terminator().Operand(v.Index()), d)
+	}
+	// Elementwise ops and reductions: a dynamic operand dim at the aligned
+	// position gives the size.
+	rank := len(shapeOf(v))
+	for _, o := range op.Operands() {
+		os := shapeOf(o)
+		if isReduction(op) {
+			keep, _ := op.Attr("keepdims").(ir.IntegerAttr)
+			axes := reductionAxes(op, len(os))
+			j := 0
+			for od := range os {
+				if slices.Contains(axes, od) {
+					if keep.Value != 0 {
+						j++
+					}
+					continue
+				}
+				if j == d {
+					return k.size(o, od)
+				}
+				j++
+			}
+			continue
+		}
+		if od := d - (rank - len(os)); od >= 0 && od < len(os) && os[od] == ir.Dynamic && isElementwise(op) {
+			return k.size(o, od)
+		}
+	}
+	return nil, errorf(op.Loc(), "unknown dynamic size of dim %d of '%s'", d, op.Name())
+}
+
+func isElementwise(op *ir.Operation) bool {
+	name := strings.TrimPrefix(op.Name(), "graph.")
+	_, u := floatUnaryOps[name]
+	_, b := floatBinaryOps[name]
+	return u || b || slices.Contains([]string{"sigmoid", "relu", "gelu", "reciprocal", "cmp", "select", "cast", "broadcast_to"}, name)
+}
+
+// operandIndex maps idx of a result of shape out to the index of operand o
+// under NumPy broadcasting.
+func (k *kernel) operandIndex(o *ir.Value, out []int64, idx []*ir.Value) ([]*ir.Value, error) {
+	os := shapeOf(o)
+	off := len(out) - len(os)
+	res := make([]*ir.Value, len(os))
+	for d, n := range os {
+		switch {
+		case n == 1:
+			res[d] = k.index(0)
+		case n == ir.Dynamic:
+			s, err := k.size(o, d)
+			if err != nil {
+				return nil, err
+			}
+			res[d] = k.sel(k.cmpi(arith.CmpIEQ, s, k.index(1)), k.index(0), idx[off+d])
+		default:
+			res[d] = idx[off+d]
+		}
+	}
+	return res, nil
+}
+
+// operands emits the broadcast operands of an elementwise op.
+func (k *kernel) operands(op *ir.Operation, idx []*ir.Value) ([]*ir.Value, error) {
+	out := shapeOf(op.Result(0))
+	vals := make([]*ir.Value, op.NumOperands())
+	for i, o := range op.Operands() {
+		oi, err := k.operandIndex(k.resolve(o), out, idx)
+		if err != nil {
+			return nil, err
+		}
+		if vals[i], err = k.value(o, oi); err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+func strAttr(op *ir.Operation, name, def string) string {
+	if s, ok := op.Attr(name).(ir.StringAttr); ok {
+		return s.Value
+	}
+	return def
+}
+
+func intAttr(op *ir.Operation, name string, def int64) int64 {
+	if a, ok := op.Attr(name).(ir.IntegerAttr); ok {
+		return a.Value
+	}
+	return def
+}
+
+// compute emits the element at idx of op's result.
+func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	name := strings.TrimPrefix(op.Name(), "graph.")
+	out := shapeOf(op.Result(0))
+	elem := elemOf(op.Result(0))
+	switch name {
+	case "constant":
+		return k.constantElem(op, idx)
+	case "full":
+		return k.constant(scalarAttr(op.Attr("fill"), elem)), nil
+	case "iota":
+		axis := intAttr(op, "axis", 0)
+		if axis < 0 {
+			axis += int64(len(out))
+		}
+		i := k.cast("arith.index_cast", idx[axis], ir.I64)
+		if ir.IsFloat(elem) {
+			return k.convert(i, ir.I64, elem), nil
+		}
+		return k.convert(i, ir.I64, elem), nil
+	case "cmp", "select", "cast":
+		vals, err := k.operands(op, idx)
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "cmp":
+			return k.compare(strAttr(op, "predicate", ""), vals[0], vals[1]), nil
+		case "select":
+			return k.sel(vals[0], vals[1], vals[2]), nil
+		}
+		return k.convert(vals[0], elemOf(op.Operand(0)), elem), nil
+	case "broadcast_to":
+		oi, err := k.operandIndex(k.resolve(op.Operand(0)), out, idx)
+		if err != nil {
+			return nil, err
+		}
+		return k.value(op.Operand(0), oi)
+	case "reshape":
+		oi, err := k.remap(out, idx, shapeOf(op.Operand(0)))
+		if err != nil {
+			return nil, err
+		}
+		return k.value(op.Operand(0), oi)
+	case "transpose":
+		perm, _ := ints(op.Attr("perm"))
+		in := make([]*ir.Value, len(perm))
+		for i, p := range perm {
+			in[p] = idx[i]
+		}
+		return k.value(op.Operand(0), in)
+	case "slice":
+		starts, _ := ints(op.Attr("starts"))
+		steps, ok := ints(op.Attr("strides"))
+		in := make([]*ir.Value, len(idx))
+		for d := range idx {
+			step := int64(1)
+			if ok {
+				step = steps[d]
+			}
+			in[d] = k.indexOp("arith.addi", k.indexOp("arith.muli", idx[d], k.index(step)), k.index(starts[d]))
+		}
+		return k.value(op.Operand(0), in)
+	case "pad":
+		return k.pad(op, idx)
+	case "concat":
+		return k.concat(op, idx, 0, 0)
+	case "gather":
+		return k.gather(op, idx)
+	case "reduce_sum", "reduce_max", "reduce_min", "reduce_mean":
+		return k.reduce(op, name, idx)
+	case "argmax":
+		return k.argmax(op, idx)
+	case "matmul":
+		return k.matmul(op, idx)
+	}
+	if isElementwise(op) {
+		vals, err := k.operands(op, idx)
+		if err != nil {
+			return nil, err
+		}
+		if len(vals) == 1 {
+			return k.unaryElem(name, strAttr(op, "approximate", "none"), vals[0], elem)
+		}
+		return k.binaryElem(name, vals[0], vals[1], elem)
+	}
+	return nil, errorf(op.Loc(), "cannot lower '%s'", op.Name())
+}
+
+// scalarAttr converts a fill or padding attribute to a constant of elem,
+// as the interpreter does.
+func scalarAttr(a ir.Attribute, elem ir.Type) ir.Attribute {
+	ft, isF := elem.(*ir.FloatType)
+	switch a := a.(type) {
+	case ir.FloatAttr:
+		if isF {
+			return ir.Float(a.Value(), ft)
+		}
+		return ir.IntegerAttr{Value: ir.TruncInt(graph.FloatToInt(a.Value(), elem), elem), Type: elem}
+	case ir.IntegerAttr:
+		if isF {
+			return ir.Float(float64(a.Value), ft)
+		}
+		return ir.IntegerAttr{Value: ir.TruncInt(a.Value, elem), Type: elem}
+	}
+	if isF {
+		return ir.Float(0, ft)
+	}
+	return ir.IntegerAttr{Value: 0, Type: elem}
+}
+
+// bitsAttr is the constant of type elem with the given storage bits.
+func bitsAttr(bits uint64, elem ir.Type) ir.Attribute {
+	if ft, ok := elem.(*ir.FloatType); ok {
+		return ir.FloatAttr{Bits: bits, Type: ft}
+	}
+	return ir.IntegerAttr{Value: ir.TruncInt(int64(bits), elem), Type: elem}
+}
+
+// constantElem reads a graph.constant: a splat is a scalar, anything else
+// a buffer filled at function entry.
+func (k *kernel) constantElem(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	d, ok := op.Attr("value").(ir.DenseAttr)
+	if !ok {
+		return nil, errorf(op.Loc(), "graph.constant without a dense value")
+	}
+	elem := elemOf(op.Result(0))
+	if len(d.Bits) == 1 {
+		return k.constant(bitsAttr(d.Bits[0], elem)), nil
+	}
+	v := op.Result(0)
+	m := k.c.bufs[v]
+	if m == nil {
+		shape := shapeOf(v)
+		b := k.c.start
+		m = loop.Alloc(b, op.Loc(), ir.MemRefOf(shape, elem))
+		pos := make([]int64, len(shape))
+		for _, bits := range d.Bits {
+			ix := make([]*ir.Value, len(pos))
+			for i, p := range pos {
+				ix[i] = arith.ConstantIndex(b, op.Loc(), p)
+			}
+			loop.Store(b, op.Loc(), arith.Constant(b, op.Loc(), bitsAttr(bits, elem)), m, ix...)
+			for i := len(pos) - 1; i >= 0; i-- {
+				if pos[i]++; pos[i] < shape[i] {
+					break
+				}
+				pos[i] = 0
+			}
+		}
+		k.c.bufs[v] = m
+	}
+	return k.load(m, idx), nil
+}
+
+func (k *kernel) pad(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	x := op.Operand(0)
+	xs := shapeOf(k.resolve(x))
+	low, _ := ints(op.Attr("low"))
+	elem := elemOf(op.Result(0))
+	fill := k.constant(scalarAttr(op.Attr("value"), elem))
+	in := make([]*ir.Value, len(idx))
+	var cond *ir.Value
+	for d := range idx {
+		in[d] = k.indexOp("arith.subi", idx[d], k.index(low[d]))
+		if xs[d] == ir.Dynamic {
+			return nil, errorf(op.Loc(), "graph.pad of a dynamic dim is not supported")
+		}
+		c := k.andi(k.cmpi(arith.CmpISGE, idx[d], k.index(low[d])), k.cmpi(arith.CmpISLT, idx[d], k.index(low[d]+xs[d])))
+		if cond == nil {
+			cond = c
+		} else {
+			cond = k.andi(cond, c)
+		}
+	}
+	if cond == nil {
+		return k.value(x, in)
+	}
+	return k.ifElse(cond, idx, elem, func() (*ir.Value, error) { return k.value(x, in) },
+		func() (*ir.Value, error) { return fill, nil })
+}
+
+func (k *kernel) andi(a, b *ir.Value) *ir.Value { return k.binary("arith.andi", a, b) }
+func (k *kernel) ori(a, b *ir.Value) *ir.Value  { return k.binary("arith.ori", a, b) }
+
+// concat emits the element from input j onward, whose slice along the axis
+// starts at off.
+func (k *kernel) concat(op *ir.Operation, idx []*ir.Value, j int, off int64) (*ir.Value, error) {
+	axis := intAttr(op, "axis", 0)
+	if axis < 0 {
+		axis += int64(len(idx))
+	}
+	x := op.Operand(j)
+	in := slices.Clone(idx)
+	in[axis] = k.indexOp("arith.subi", idx[axis], k.index(off))
+	if j == op.NumOperands()-1 {
+		return k.value(x, in)
+	}
+	n := shapeOf(k.resolve(x))[axis]
+	if n == ir.Dynamic {
+		return nil, errorf(op.Loc(), "graph.concat along a dynamic dim is not supported")
+	}
+	cond := k.cmpi(arith.CmpISLT, idx[axis], k.index(off+n))
+	return k.ifElse(cond, idx, elemOf(op.Result(0)), func() (*ir.Value, error) { return k.value(x, in) },
+		func() (*ir.Value, error) { return k.concat(op, idx, j+1, off+n) })
+}
+
+func (k *kernel) gather(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	x, indices := op.Operand(0), op.Operand(1)
+	xs := shapeOf(k.resolve(x))
+	axis := int(intAttr(op, "axis", 0))
+	if axis < 0 {
+		axis += len(xs)
+	}
+	r := len(shapeOf(k.resolve(indices)))
+	iv, err := k.value(indices, idx[axis:axis+r])
+	if err != nil {
+		return nil, err
+	}
+	i := k.cast("arith.index_cast", iv, ir.Index)
+	n, err := k.size(x, axis)
+	if err != nil {
+		return nil, err
+	}
+	i = k.sel(k.cmpi(arith.CmpISLT, i, k.index(0)), k.indexOp("arith.addi", i, n), i)
+	in := slices.Concat(idx[:axis], []*ir.Value{i}, idx[axis+r:])
+	return k.value(x, in)
+}
+
+// accType is the accumulator type of sums and products of elem: f32 for
+// f16, bf16 and f32, elem otherwise.
+func accType(elem ir.Type) ir.Type {
+	if elem == ir.F16 || elem == ir.BF16 {
+		return ir.F32
+	}
+	return elem
+}
+
+// reduce emits a reduction at idx of its result: loop.for over the
+// reduced dims in row-major order (the interpreter's order).
+func (k *kernel) reduce(op *ir.Operation, name string, idx []*ir.Value) (*ir.Value, error) {
+	x := op.Operand(0)
+	xs := shapeOf(k.resolve(x))
+	axes := reductionAxes(op, len(xs))
+	keep := intAttr(op, "keepdims", 0) != 0
+	kept := make([]*ir.Value, 0, len(xs))
+	for d := range xs {
+		if slices.Contains(axes, d) {
+			continue
+		}
+		if keep {
+			kept = append(kept, idx[d])
+		} else {
+			kept = append(kept, idx[len(kept)])
+		}
+	}
+	elem := elemOf(op.Result(0))
+	isF := ir.IsFloat(elem)
+	acc := elem
+	var init *ir.Value
+	switch {
+	case name == "reduce_max" && isF:
+		init = k.floatConst(math.Inf(-1), elem)
+	case name == "reduce_min" && isF:
+		init = k.floatConst(math.Inf(1), elem)
+	case name == "reduce_max":
+		init = k.intConst(-1<<(ir.IntWidth(elem)-1), elem)
+	case name == "reduce_min":
+		init = k.intConst(1<<(ir.IntWidth(elem)-1)-1, elem)
+	default:
+		acc = accType(elem)
+		init = k.zero(acc)
+	}
+	ubs := make([]*ir.Value, len(axes))
+	count := int64(1)
+	for j, a := range axes {
+		s, err := k.size(x, a)
+		if err != nil {
+			return nil, err
+		}
+		ubs[j] = s
+		if xs[a] == ir.Dynamic {
+			count = -1
+		} else if count >= 0 {
+			count *= xs[a]
+		}
+	}
+	res, err := k.loops(k.levelOf(kept...), ubs, []*ir.Value{init}, func(ivs, iters []*ir.Value) ([]*ir.Value, error) {
+		v, err := k.value(x, expand(len(xs), axes, kept, ivs))
+		if err != nil {
+			return nil, err
+		}
+		o := iters[0]
+		switch {
+		case name == "reduce_max" && isF:
+			return []*ir.Value{k.sel(k.ori(k.cmpf(arith.CmpFOGT, v, o), k.cmpf(arith.CmpFUNO, v, v)), v, o)}, nil
+		case name == "reduce_min" && isF:
+			return []*ir.Value{k.sel(k.ori(k.cmpf(arith.CmpFOLT, v, o), k.cmpf(arith.CmpFUNO, v, v)), v, o)}, nil
+		case name == "reduce_max":
+			return []*ir.Value{k.binary("arith.maxsi", o, v)}, nil
+		case name == "reduce_min":
+			return []*ir.Value{k.binary("arith.minsi", o, v)}, nil
+		case isF:
+			return []*ir.Value{k.binary("arith.addf", o, k.convert(v, elem, acc))}, nil
+		}
+		return []*ir.Value{k.binary("arith.addi", o, v)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := res[0]
+	if name == "reduce_mean" {
+		var n *ir.Value
+		if count >= 0 {
+			n = k.floatConst(float64(count), acc)
+		} else {
+			c := k.index(1)
+			for _, u := range ubs {
+				c = k.indexOp("arith.muli", c, u)
+			}
+			n = k.convert(k.cast("arith.index_cast", c, ir.I64), ir.I64, acc)
+		}
+		r = k.binary("arith.divf", r, n)
+	}
+	return k.convert(r, acc, elem), nil
+}
+
+// argmax keeps the first largest element, and the first NaN.
+func (k *kernel) argmax(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	x := op.Operand(0)
+	xs := shapeOf(k.resolve(x))
+	axes := reductionAxes(op, len(xs))
+	a := axes[0]
+	keep := intAttr(op, "keepdims", 0) != 0
+	kept := slices.Clone(idx)
+	if keep {
+		kept = slices.Delete(kept, a, a+1)
+	}
+	at := func(i *ir.Value) []*ir.Value { return expand(len(xs), axes, kept, []*ir.Value{i}) }
+	first, err := k.value(x, at(k.index(0)))
+	if err != nil {
+		return nil, err
+	}
+	n, err := k.size(x, a)
+	if err != nil {
+		return nil, err
+	}
+	isF := ir.IsFloat(elemOf(k.resolve(x)))
+	res, err := k.forLoop(k.levelOf(kept...), k.index(1), n, []*ir.Value{k.index(0), first},
+		func(iv *ir.Value, iters []*ir.Value) ([]*ir.Value, error) {
+			v, err := k.value(x, at(iv))
+			if err != nil {
+				return nil, err
+			}
+			bi, bv := iters[0], iters[1]
+			var better *ir.Value
+			if isF {
+				better = k.andi(k.cmpf(arith.CmpFORD, bv, bv), k.ori(k.cmpf(arith.CmpFOGT, v, bv), k.cmpf(arith.CmpFUNO, v, v)))
+			} else {
+				better = k.cmpi(arith.CmpISGT, v, bv)
+			}
+			return []*ir.Value{k.sel(better, iv, bi), k.sel(better, v, bv)}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return k.cast("arith.index_cast", res[0], ir.I64), nil
+}
+
+// matmul accumulates over K in the accumulator type (f32 for f16 and bf16),
+// multiplying and adding with one rounding each, in the interpreter's order.
+func (k *kernel) matmul(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	lhs, rhs := op.Operand(0), op.Operand(1)
+	as, bs := shapeOf(k.resolve(lhs)), shapeOf(k.resolve(rhs))
+	elem := elemOf(op.Result(0))
+	out := shapeOf(op.Result(0))
+	var m, n *ir.Value
+	batch := idx
+	if len(bs) > 1 {
+		n, batch = batch[len(batch)-1], batch[:len(batch)-1]
+	}
+	if len(as) > 1 {
+		m, batch = batch[len(batch)-1], batch[:len(batch)-1]
+	}
+	batchShape := out[:len(batch)]
+	bidx := func(s []int64) []*ir.Value {
+		if len(s) <= 2 {
+			return nil
+		}
+		bsh := s[:len(s)-2]
+		res := make([]*ir.Value, len(bsh))
+		off := len(batchShape) - len(bsh)
+		for d, size := range bsh {
+			if size == 1 {
+				res[d] = k.index(0)
+			} else {
+				res[d] = batch[off+d]
+			}
+		}
+		return res
+	}
+	kdim, err := k.size(lhs, len(as)-1)
+	if err != nil {
+		return nil, err
+	}
+	acc := accType(elem)
+	res, err := k.forLoop(k.levelOf(idx...), k.index(0), kdim, []*ir.Value{k.zero(acc)},
+		func(p *ir.Value, iters []*ir.Value) ([]*ir.Value, error) {
+			ai := append(bidx(as), p)
+			if m != nil {
+				ai = append(bidx(as), m, p)
+			}
+			bi := []*ir.Value{p}
+			if n != nil {
+				bi = append(bidx(bs), p, n)
+			}
+			a, err := k.value(lhs, ai)
+			if err != nil {
+				return nil, err
+			}
+			b, err := k.value(rhs, bi)
+			if err != nil {
+				return nil, err
+			}
+			if ir.IsFloat(elem) {
+				prod := k.binary("arith.mulf", k.convert(a, elem, acc), k.convert(b, elem, acc))
+				return []*ir.Value{k.binary("arith.addf", iters[0], prod)}, nil
+			}
+			return []*ir.Value{k.binary("arith.addi", iters[0], k.binary("arith.muli", a, b))}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return k.convert(res[0], acc, elem), nil
+}

@@ -1,0 +1,276 @@
+// Package lower holds the passes that take graph programs down to the loop
+// dialect: convert-graph-to-loop (each graph.fusion becomes one top-level
+// loop.parallel nest over memref buffers) and loop-buffer-reuse (liveness-
+// based buffer reuse and loop.dealloc insertion, with a printable memory
+// plan), and registers the lower-to-loop pipeline that chains them after
+// decomposition and fusion. See docs/lowering.md.
+package lower
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+)
+
+func init() {
+	passes.Register(&passes.PassInfo{
+		Name:    "convert-graph-to-loop",
+		Summary: "Lower graph functions to loop nests over memref buffers, one loop.parallel per graph.fusion",
+		Description: "Every func.func holding graph ops becomes a function on memrefs: tensor arguments " +
+			"become memref arguments of the same shape and element type, and tensor results become " +
+			"buffers the function allocates (loop.alloc) and returns. Each `graph.fusion` becomes " +
+			"exactly one top-level `loop.parallel` nest writing its output buffers: pointwise groups " +
+			"iterate over the output, reduction and persistent-row groups over the kept dims with inner " +
+			"`loop.for` accumulations (f32 for f16 and bf16, as the interpreter), matmul groups over the " +
+			"output with an inner loop over K and the epilogue applied to the accumulator. Views are " +
+			"index remapping; splat constants become scalars and other constants buffers filled at " +
+			"function entry. Scalar code reproduces the graph semantics with arith and math ops (see " +
+			"docs/lowering.md). Composite groups must be decomposed first (graph-decompose).",
+		Anchor: "builtin.module",
+		New: func(passes.Options) (passes.Pass, error) {
+			return passes.FuncPass{PassName: "convert-graph-to-loop", Fn: func(op *ir.Operation, st *passes.State) error {
+				n, err := ConvertModule(st.Ctx, op)
+				st.Stat("num-kernels", "Number of loop.parallel nests made").Add(int64(n))
+				return err
+			}}, nil
+		},
+	})
+	passes.RegisterPipeline("lower-to-loop",
+		"Graph to loops: decompose, fuse, convert-graph-to-loop, buffer reuse and cleanups",
+		"builtin.module(func.func(graph-decompose,canonicalize,cse,graph-fuse),convert-graph-to-loop,"+
+			"func.func(canonicalize,cse,loop-buffer-reuse))")
+}
+
+// ConvertModule runs convert-graph-to-loop on every function of module and
+// returns the number of loop.parallel nests it made.
+func ConvertModule(ctx *ir.Context, module *ir.Operation) (int, error) {
+	total := 0
+	for _, fn := range topFuncs(module) {
+		if !needsLowering(fn) {
+			continue
+		}
+		c := newConverter(ctx, fn)
+		if err := c.run(); err != nil {
+			return total, err
+		}
+		total += c.kernels
+	}
+	return total, nil
+}
+
+func topFuncs(module *ir.Operation) []*ir.Operation {
+	var out []*ir.Operation
+	for _, r := range module.Regions() {
+		for _, blk := range r.Blocks() {
+			for op := range blk.All() {
+				if op.Name() == funcs.FuncOp {
+					out = append(out, op)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// needsLowering reports whether fn has tensors in its signature or graph
+// ops in its body.
+func needsLowering(fn *ir.Operation) bool {
+	ft := funcs.Type(fn)
+	if ft != nil && (slices.ContainsFunc(ft.Inputs, isTensor) || slices.ContainsFunc(ft.Results, isTensor)) {
+		return true
+	}
+	found := false
+	fn.Walk(func(op *ir.Operation) bool {
+		found = found || isGraph(op)
+		return !found
+	})
+	return found
+}
+
+func isTensor(t ir.Type) bool { _, ok := t.(*ir.TensorType); return ok }
+func isGraph(op *ir.Operation) bool { return strings.HasPrefix(op.Name(), "graph.") }
+
+// bufferType is the memref type that holds a tensor of type t.
+func bufferType(t ir.Type) ir.Type {
+	if tt, ok := t.(*ir.TensorType); ok && tt.Ranked() {
+		return ir.MemRefOf(tt.Shape(), tt.ElementType())
+	}
+	return t
+}
+
+// converter lowers one function.
+type converter struct {
+	ctx     *ir.Context
+	fn      *ir.Operation
+	entry   *ir.Block
+	bufs    map[*ir.Value]*ir.Value // tensor value → the memref holding it
+	at      *ir.Builder             // before the op being lowered
+	start   *ir.Builder             // at function entry, for constant buffers
+	kernels int
+}
+
+func newConverter(ctx *ir.Context, fn *ir.Operation) *converter {
+	return &converter{ctx: ctx, fn: fn, bufs: map[*ir.Value]*ir.Value{}}
+}
+
+func (c *converter) run() error {
+	if funcs.IsExternal(c.fn) {
+		ft := funcs.Type(c.fn)
+		c.fn.SetProperty(funcs.FunctionTypeAttr, ir.TypeAttr{Type: memrefSignature(ft)})
+		return nil
+	}
+	c.entry = funcs.Body(c.fn)
+	if len(c.fn.Region(0).Blocks()) != 1 {
+		return ir.Errorf(c.fn.Loc(), "convert-graph-to-loop: functions with several blocks are not supported")
+	}
+	for _, a := range c.entry.Arguments() {
+		if isTensor(a.Type()) {
+			a.SetType(bufferType(a.Type()))
+			c.bufs[a] = a
+		}
+	}
+	c.start = ir.NewBuilder(c.ctx)
+	if first := c.entry.First(); first != nil {
+		c.start.SetInsertionPointBefore(first)
+	} else {
+		c.start.SetInsertionPointToEnd(c.entry)
+	}
+	c.at = ir.NewBuilder(c.ctx)
+	for _, op := range c.entry.Ops() {
+		c.at.SetInsertionPointBefore(op)
+		var err error
+		switch {
+		case op.Name() == "graph.fusion":
+			err = c.lowerFusion(op)
+		case isGraph(op):
+			// Constants, views and leftovers are computed where they are
+			// read (index remapping, scalars, or constant buffers).
+		default:
+			err = c.lowerOther(op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	ops := c.entry.Ops()
+	for _, op := range slices.Backward(ops) {
+		if !isGraph(op) {
+			continue
+		}
+		for _, r := range op.Results() {
+			if r.HasUses() {
+				return ir.Errorf(r.Users()[0].Loc(), "convert-graph-to-loop: '%s' reads a tensor of '%s' that cannot be lowered",
+					r.Users()[0].Name(), op.Name())
+			}
+		}
+		op.Erase()
+	}
+	c.fn.SetProperty(funcs.FunctionTypeAttr, ir.TypeAttr{Type: memrefSignature(funcs.Type(c.fn))})
+	var bad error
+	c.fn.Walk(func(op *ir.Operation) bool {
+		for _, v := range op.Operands() {
+			if isTensor(v.Type()) {
+				bad = ir.Errorf(op.Loc(), "convert-graph-to-loop: '%s' still reads a tensor", op.Name())
+				return false
+			}
+		}
+		return true
+	})
+	return bad
+}
+
+func memrefSignature(ft *ir.FunctionType) *ir.FunctionType {
+	conv := func(ts []ir.Type) []ir.Type {
+		out := make([]ir.Type, len(ts))
+		for i, t := range ts {
+			out[i] = bufferType(t)
+		}
+		return out
+	}
+	return ir.FunctionOf(conv(ft.Inputs), conv(ft.Results))
+}
+
+// lowerOther rewrites the tensor operands of a non-graph op to buffers:
+// func.return gets buffers the function owns (copying arguments), func.call
+// passes buffers and receives buffers.
+func (c *converter) lowerOther(op *ir.Operation) error {
+	switch op.Name() {
+	case funcs.ReturnOp, funcs.CallOp:
+	default:
+		for _, v := range op.Operands() {
+			if isTensor(v.Type()) {
+				return ir.Errorf(op.Loc(), "convert-graph-to-loop: cannot lower '%s' on tensors", op.Name())
+			}
+		}
+		return nil
+	}
+	for i, v := range op.Operands() {
+		if !isTensor(v.Type()) {
+			continue
+		}
+		m := c.bufs[v]
+		if m == nil || (op.Name() == funcs.ReturnOp && m.IsBlockArgument()) {
+			var err error
+			if m, err = c.materialize(v, op.Loc()); err != nil {
+				return err
+			}
+		}
+		op.SetOperand(i, m)
+	}
+	if op.Name() == funcs.CallOp {
+		for _, r := range op.Results() {
+			if isTensor(r.Type()) {
+				r.SetType(bufferType(r.Type()))
+				c.bufs[r] = r
+			}
+		}
+	}
+	return nil
+}
+
+// materialize computes the tensor v into a fresh buffer with a copy nest.
+func (c *converter) materialize(v *ir.Value, loc ir.Location) (*ir.Value, error) {
+	k := newKernel(c, nil, loc)
+	bufs, err := k.build([]*ir.Value{v}, "copy")
+	if err != nil {
+		return nil, err
+	}
+	return bufs[0], nil
+}
+
+func (c *converter) lowerFusion(f *ir.Operation) error {
+	kind, _ := f.Attr("kind").(ir.StringAttr)
+	switch kind.Value {
+	case "composite":
+		return ir.Errorf(f.Loc(), "convert-graph-to-loop: a composite group is not lowered: run graph-decompose first")
+	}
+	body := f.Region(0).Front()
+	yield := body.Terminator()
+	if yield == nil || yield.Name() != "graph.yield" {
+		return ir.Errorf(f.Loc(), "convert-graph-to-loop: graph.fusion body does not end in graph.yield")
+	}
+	k := newKernel(c, f, f.Loc())
+	bufs, err := k.build(yield.Operands(), kind.Value)
+	if err != nil {
+		return err
+	}
+	for i, r := range f.Results() {
+		c.bufs[r] = bufs[i]
+	}
+	return nil
+}
+
+// errorf is a located error of the pass.
+func errorf(loc ir.Location, format string, args ...any) error {
+	return ir.Errorf(loc, "convert-graph-to-loop: %s", fmt.Sprintf(format, args...))
+}
+
+// loopAlloc is a tiny wrapper so kernel code reads uniformly.
+func loopAlloc(b *ir.Builder, loc ir.Location, t *ir.MemRefType, dyn []*ir.Value) *ir.Value {
+	return loop.Alloc(b, loc, t, dyn...)
+}

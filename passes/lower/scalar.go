@@ -1,0 +1,220 @@
+package lower
+
+import (
+	"math"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	mathd "github.com/strata-ir/strata/dialects/math"
+	"github.com/strata-ir/strata/ir"
+)
+
+// The scalar semantics of the graph ops in arith and math. Each mapping
+// gives, in the interpreter, the bits graph's own rule gives (NaN payloads
+// aside); docs/lowering.md has the table.
+
+// floatUnaryOps are the float unary ops that are one arith or math op: the
+// interpreter evaluates both sides with the same float64 function and
+// rounds once to the element type.
+var floatUnaryOps = map[string]string{
+	"neg": "arith.negf", "abs": "math.absf", "exp": "math.exp", "log": "math.log",
+	"sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "tanh": "math.tanh", "erf": "math.erf",
+	"sin": "math.sin", "cos": "math.cos",
+}
+
+// floatBinaryOps map float binary ops: IEEE operations in the element type
+// (graph computes in float64 and rounds once, which for these is the same),
+// NaN-propagating maximum and minimum, and math.powf for pow.
+var floatBinaryOps = map[string]string{
+	"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf",
+	"max": "arith.maximumf", "min": "arith.minimumf", "pow": "math.powf",
+}
+
+// intBinaryOps map the integer binary ops that need no guard.
+var intBinaryOps = map[string]string{
+	"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "max": "arith.maxsi", "min": "arith.minsi",
+}
+
+// cmpF and cmpI map graph.cmp predicates: comparisons with NaN are false
+// except ne; i1 compares as 0 and 1, so unsigned.
+var (
+	cmpF   = map[string]arith.CmpFPredicate{"eq": arith.CmpFOEQ, "ne": arith.CmpFUNE, "lt": arith.CmpFOLT, "le": arith.CmpFOLE, "gt": arith.CmpFOGT, "ge": arith.CmpFOGE}
+	cmpI   = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpISLT, "le": arith.CmpISLE, "gt": arith.CmpISGT, "ge": arith.CmpISGE}
+	cmpI1  = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpIULT, "le": arith.CmpIULE, "gt": arith.CmpIUGT, "ge": arith.CmpIUGE}
+	sqrt2  = math.Sqrt2
+	geluC  = 0.7978845608028654 // √(2/π), as graph.GELUTanh
+	geluC3 = 0.044715
+)
+
+func (k *kernel) mathOp(name string, operands ...*ir.Value) *ir.Value {
+	return k.emit(name, operands, func(b *ir.Builder) *ir.Value {
+		op, err := mathd.New(b, name, k.loc, operands...)
+		if err != nil {
+			panic(err) // names come from the tables above
+		}
+		return op.Result(0)
+	})
+}
+
+func (k *kernel) floatOp(name string, operands ...*ir.Value) *ir.Value {
+	if len(operands) == 1 {
+		if name == "arith.negf" {
+			return k.unary(name, operands[0])
+		}
+		return k.mathOp(name, operands...)
+	}
+	if name == "math.powf" {
+		return k.mathOp(name, operands...)
+	}
+	return k.binary(name, operands[0], operands[1])
+}
+
+// unaryElem emits unary op name on x of type elem.
+func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) (*ir.Value, error) {
+	if !ir.IsFloat(elem) {
+		zero := k.intConst(0, elem)
+		switch name {
+		case "neg":
+			return k.binary("arith.subi", zero, x), nil
+		case "abs":
+			return k.mathOp("math.absi", x), nil
+		case "relu":
+			return k.binary("arith.maxsi", x, zero), nil
+		}
+		return nil, errorf(k.loc, "graph.%s is not defined on %s", name, elem)
+	}
+	if m, ok := floatUnaryOps[name]; ok {
+		return k.floatOp(m, x), nil
+	}
+	switch name {
+	case "reciprocal":
+		return k.binary("arith.divf", k.floatConst(1, elem), x), nil
+	case "relu":
+		return k.sel(k.cmpf(arith.CmpFOLT, x, k.zero(elem)), k.zero(elem), x), nil
+	}
+	// Formulas of several steps run in f64 and round once, as graph's
+	// float64 functions do.
+	w := k.convert(x, elem, ir.F64)
+	c := func(v float64) *ir.Value { return k.floatConst(v, ir.F64) }
+	mul := func(a, b *ir.Value) *ir.Value { return k.binary("arith.mulf", a, b) }
+	add := func(a, b *ir.Value) *ir.Value { return k.binary("arith.addf", a, b) }
+	div := func(a, b *ir.Value) *ir.Value { return k.binary("arith.divf", a, b) }
+	var r *ir.Value
+	switch {
+	case name == "sigmoid":
+		pos := div(c(1), add(c(1), k.mathOp("math.exp", k.unary("arith.negf", w))))
+		e := k.mathOp("math.exp", w)
+		r = k.sel(k.cmpf(arith.CmpFOGE, w, c(0)), pos, div(e, add(c(1), e)))
+	case name == "gelu" && approximate == "tanh":
+		cube := mul(mul(mul(c(geluC3), w), w), w)
+		r = mul(mul(c(0.5), w), add(c(1), k.mathOp("math.tanh", mul(c(geluC), add(w, cube)))))
+	case name == "gelu":
+		r = mul(mul(c(0.5), w), add(c(1), k.mathOp("math.erf", div(w, c(sqrt2)))))
+	default:
+		return nil, errorf(k.loc, "cannot lower graph.%s", name)
+	}
+	return k.convert(r, ir.F64, elem), nil
+}
+
+// binaryElem emits binary op name on a and b of type elem.
+func (k *kernel) binaryElem(name string, a, b *ir.Value, elem ir.Type) (*ir.Value, error) {
+	if ir.IsFloat(elem) {
+		m, ok := floatBinaryOps[name]
+		if !ok {
+			return nil, errorf(k.loc, "cannot lower graph.%s", name)
+		}
+		return k.floatOp(m, a, b), nil
+	}
+	if elem == ir.I1 {
+		return nil, errorf(k.loc, "graph.%s is not defined on i1", name)
+	}
+	if m, ok := intBinaryOps[name]; ok {
+		return k.binary(m, a, b), nil
+	}
+	zero, one := k.intConst(0, elem), k.intConst(1, elem)
+	switch name {
+	case "div":
+		// x / 0 = 0, and MIN / -1 wraps to MIN: neither may reach divsi.
+		isZero, isM1 := k.cmpi(arith.CmpIEQ, b, zero), k.cmpi(arith.CmpIEQ, b, k.intConst(-1, elem))
+		q := k.binary("arith.divsi", a, k.sel(k.ori(isZero, isM1), one, b))
+		return k.sel(isZero, zero, k.sel(isM1, k.binary("arith.subi", zero, a), q)), nil
+	case "pow":
+		// 0 to a negative power is 0 for graph, undefined for math.ipowi.
+		bad := k.andi(k.cmpi(arith.CmpISLT, b, zero), k.cmpi(arith.CmpIEQ, a, zero))
+		return k.sel(bad, zero, k.mathOp("math.ipowi", k.sel(bad, one, a), b)), nil
+	}
+	return nil, errorf(k.loc, "cannot lower graph.%s", name)
+}
+
+// compare emits graph.cmp.
+func (k *kernel) compare(pred string, a, b *ir.Value) *ir.Value {
+	t := a.Type()
+	switch {
+	case ir.IsFloat(t):
+		return k.cmpf(cmpF[pred], a, b)
+	case t == ir.I1:
+		return k.cmpi(cmpI1[pred], a, b)
+	}
+	return k.cmpi(cmpI[pred], a, b)
+}
+
+func floatWidth(t ir.Type) int {
+	switch t {
+	case ir.F16, ir.BF16:
+		return 16
+	case ir.F32:
+		return 32
+	}
+	return 64
+}
+
+// convert emits graph.cast's conversion of x from one element type to
+// another.
+func (k *kernel) convert(x *ir.Value, from, to ir.Type) *ir.Value {
+	if from == to {
+		return x
+	}
+	fromF, toF := ir.IsFloat(from), ir.IsFloat(to)
+	switch {
+	case fromF && toF:
+		wf, wt := floatWidth(from), floatWidth(to)
+		switch {
+		case wf < wt:
+			return k.cast("arith.extf", x, to)
+		case wf > wt:
+			return k.cast("arith.truncf", x, to)
+		}
+		return k.cast("arith.truncf", k.cast("arith.extf", x, ir.F32), to) // f16 ↔ bf16
+	case fromF && to == ir.I1:
+		return k.cmpf(arith.CmpFUNE, x, k.zero(from))
+	case fromF:
+		// Truncate toward zero, saturate, NaN to 0: fptosi only sees values
+		// in range.
+		w := ir.IntWidth(to)
+		v := k.convert(x, from, ir.F64)
+		t := k.mathOp("math.trunc", v)
+		hi := math.Ldexp(1, w-1)
+		isHi := k.cmpf(arith.CmpFOGE, t, k.floatConst(hi, ir.F64))
+		isLo := k.cmpf(arith.CmpFOLT, t, k.floatConst(-hi, ir.F64))
+		isNaN := k.cmpf(arith.CmpFUNO, v, v)
+		safe := k.sel(k.ori(k.ori(isHi, isLo), isNaN), k.floatConst(0, ir.F64), t)
+		r := k.cast("arith.fptosi", safe, to)
+		r = k.sel(isHi, k.intConst(1<<(w-1)-1, to), r)
+		return k.sel(isLo, k.intConst(-1<<(w-1), to), r)
+	case toF:
+		// graph converts through float64, then rounds to the target.
+		var w *ir.Value
+		if from == ir.I1 {
+			w = k.cast("arith.uitofp", x, ir.F64)
+		} else {
+			w = k.cast("arith.sitofp", x, ir.F64)
+		}
+		return k.convert(w, ir.F64, to)
+	case to == ir.I1:
+		return k.cmpi(arith.CmpINE, x, k.intConst(0, from))
+	case from == ir.I1:
+		return k.cast("arith.extui", x, to)
+	case ir.IntWidth(from) < ir.IntWidth(to):
+		return k.cast("arith.extsi", x, to)
+	}
+	return k.cast("arith.trunci", x, to)
+}
