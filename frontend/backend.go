@@ -294,7 +294,7 @@ func (nvptxBackend) Compile(*Graph) (Executable, error) { return nil, ErrNoGPUBa
 
 func init() {
 	RegisterBackend(EagerBackend, interpBackend{doc: "captures each graph and runs it op by op in the reference interpreter, without passes"})
-	RegisterBackend(AOTEagerBackend, interpBackend{doc: "as eager; will also trace the backward graph with autodiff when gradients are requested (autodiff is not built yet)"})
+	RegisterBackend(AOTEagerBackend, interpBackend{doc: "as eager; for Grad and ValueAndGrad, captures the joint forward and backward graph with autodiff, partitions it into a forward and a backward pass, and interprets both"})
 	RegisterBackend(InterpBackend, interpBackend{doc: "runs " + DefaultPipeline + " and then the reference interpreter (the default)", pipeline: DefaultPipeline})
 	RegisterBackend(NVPTXBackend, nvptxBackend{})
 }

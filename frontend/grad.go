@@ -1,0 +1,372 @@
+package frontend
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-ir/strata/autodiff"
+	"github.com/strata-ir/strata/dialects/builtin"
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// GradFunc is the gradient of a traced function, made by Grad: its Call
+// returns the gradients of fn's first result, a scalar loss, with respect
+// to the arguments listed in wrt.
+type GradFunc struct{ core *gradCore }
+
+// ValueAndGradFunc is a traced function with its gradient, made by
+// ValueAndGrad: its Call returns fn's results and the gradients of the
+// first one.
+type ValueAndGradFunc struct{ core *gradCore }
+
+// Grad returns the gradient of fn, a function of tensors as Compile takes
+// (func(x, w *Tensor) *Tensor, …), whose first result is a rank-0 float
+// loss; further results are auxiliary values that get no gradient. The
+// gradient is taken with respect to the arguments whose indices are in
+// wrt, in that order, or every float argument when wrt is empty:
+//
+//	g := frontend.Grad(loss, 1, 2)
+//	grads, err := g.Call(x, w1, w2) // ∂loss/∂w1, ∂loss/∂w2
+//
+// Each call traces fn into one graph (a graph break is an error, as under
+// Fullgraph, and every shape is static), builds its joint forward and
+// backward function with package autodiff, partitions it into a forward
+// and a backward pass (autodiff.Partition: what to save, what to
+// recompute) and runs both with the backend, aot_eager unless WithOptions
+// says otherwise. The passes are cached by the graph's structure and input
+// types. Errors, including a bad fn or wrt, are returned by Call.
+func Grad(fn any, wrt ...int) *GradFunc { return &GradFunc{newGradCore(fn, wrt, Options{})} }
+
+// ValueAndGrad is Grad returning fn's results as well:
+//
+//	vg := frontend.ValueAndGrad(loss, 1, 2)
+//	values, grads, err := vg.Call(x, w1, w2) // values[0] is the loss
+func ValueAndGrad(fn any, wrt ...int) *ValueAndGradFunc {
+	return &ValueAndGradFunc{newGradCore(fn, wrt, Options{})}
+}
+
+// WithOptions returns the gradient compiled with opts: its Backend (the
+// forward and backward passes are graphs that backend compiles; aot_eager
+// when empty), BackendOptions and Mode. Fullgraph is implied and Dynamic
+// is always false: gradients need static shapes.
+func (g *GradFunc) WithOptions(opts Options) *GradFunc {
+	return &GradFunc{newGradCore(g.core.fn, g.core.wrt, opts)}
+}
+
+// WithOptions is GradFunc.WithOptions.
+func (g *ValueAndGradFunc) WithOptions(opts Options) *ValueAndGradFunc {
+	return &ValueAndGradFunc{newGradCore(g.core.fn, g.core.wrt, opts)}
+}
+
+// Call returns the gradients of fn's loss at inputs, one per wrt argument.
+func (g *GradFunc) Call(inputs ...*Tensor) ([]*Tensor, error) {
+	_, grads, err := g.core.call(inputs, nil)
+	return grads, err
+}
+
+// Call returns fn's results at inputs and the gradients of its loss, one
+// per wrt argument.
+func (g *ValueAndGradFunc) Call(inputs ...*Tensor) (values, grads []*Tensor, err error) {
+	return g.core.call(inputs, nil)
+}
+
+// VJP returns fn's results at inputs and the vector-Jacobian product with
+// cotangents, one per result of fn (of its shape and dtype): the gradient
+// of Σᵢ ⟨resultᵢ, cotangentᵢ⟩ with respect to each wrt argument. Unlike
+// Call it accepts results of any shape.
+func (g *ValueAndGradFunc) VJP(cotangents []*Tensor, inputs ...*Tensor) (values, grads []*Tensor, err error) {
+	if cotangents == nil {
+		cotangents = []*Tensor{}
+	}
+	return g.core.call(inputs, cotangents)
+}
+
+// Report returns the partition report of the last call's graph: the values
+// its forward pass saves for the backward pass and their bytes.
+func (g *GradFunc) Report() autodiff.Report { return g.core.lastReport() }
+
+// Report is GradFunc.Report.
+func (g *ValueAndGradFunc) Report() autodiff.Report { return g.core.lastReport() }
+
+// gradCore traces fn and runs its forward and backward passes.
+type gradCore struct {
+	fn   any
+	wrt  []int
+	opts Options
+
+	mu     sync.Mutex
+	c      *Compiled // fn checked and invoked as Compile does; nil after err
+	err    error
+	cache  map[string]*trainStep
+	report autodiff.Report
+}
+
+// trainStep is one graph's compiled forward and backward passes.
+type trainStep struct {
+	fwd, bwd Executable
+	results  int // results of fn; the forward pass returns the saved values after them
+	report   autodiff.Report
+}
+
+func newGradCore(fn any, wrt []int, opts Options) *gradCore {
+	if opts.Backend == "" {
+		opts.Backend = AOTEagerBackend
+	}
+	opts.Fullgraph, opts.Dynamic = true, DynamicFalse
+	core := &gradCore{fn: fn, wrt: slices.Clone(wrt), opts: opts, cache: map[string]*trainStep{}}
+	core.c, core.err = Compile(fn, opts)
+	if core.err != nil {
+		core.err = fmt.Errorf("frontend: Grad: %w", core.err)
+	}
+	return core
+}
+
+func (g *gradCore) lastReport() autodiff.Report {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.report
+}
+
+// call traces fn on inputs and runs the forward and backward passes. With
+// nil cotangents the first result must be a float scalar: it is seeded
+// with 1 and the other results with zeros.
+func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return nil, nil, g.err
+	}
+	c := g.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stats.Calls++
+	if !c.variadic && len(inputs) != c.nargs || c.variadic && len(inputs) < c.nargs-1 {
+		return nil, nil, fmt.Errorf("frontend: Grad: the function takes %d arguments, got %d", c.nargs, len(inputs))
+	}
+	vals := make([]*interp.Tensor, len(inputs))
+	for i, t := range inputs {
+		if t == nil {
+			return nil, nil, fmt.Errorf("frontend: Grad: argument %d is nil", i)
+		}
+		if vals[i], err = t.value("argument of a differentiated function"); err != nil {
+			return nil, nil, fmt.Errorf("frontend: Grad: argument %d: %w", i, err)
+		}
+	}
+	wrt, err := g.resolveWrt(vals)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// Trace fn into one graph that returns its results.
+	s := newSession(c, c.backend, true)
+	defer func() { s.active = false }()
+	args := make([]*Tensor, len(vals))
+	for i, v := range vals {
+		args[i] = fromInterp(v)
+		args[i].sess = s
+	}
+	gr := s.newGraph(args, c.argTypes(inputs, vals))
+	outs, fnErr := c.invoke(args)
+	if err := g.endTrace(s, gr, outs, fnErr); err != nil {
+		return nil, nil, err
+	}
+
+	cts, err := g.cotangents(gr, outs, cotangents)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := fmt.Sprintf("%x|%v|%v", gr.fp.Sum64(), g.outIDs(gr, outs), wrt)
+	step, ok := g.cache[key]
+	if ok {
+		c.stats.CacheHits++
+	} else {
+		c.stats.Compiles++
+		if step, err = g.compile(s, gr, wrt); err != nil {
+			return nil, nil, err
+		}
+		g.cache[key] = step
+	}
+	g.report = step.report
+
+	fwd, err := step.fwd.Run(gr.inputs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("frontend: Grad: forward pass: %w", err)
+	}
+	bwd, err := step.bwd.Run(slices.Concat(fwd[step.results:], cts))
+	if err != nil {
+		return nil, nil, fmt.Errorf("frontend: Grad: backward pass: %w", err)
+	}
+	for i, o := range outs {
+		o.setValue(fwd[i])
+	}
+	for _, t := range gr.pending {
+		if t.g == gr {
+			t.err, t.g, t.node = errEscaped, nil, nil
+		}
+	}
+	for _, v := range bwd {
+		grads = append(grads, fromInterp(v))
+	}
+	return outs, grads, nil
+}
+
+// resolveWrt checks wrt against the arguments, or picks every float one.
+func (g *gradCore) resolveWrt(vals []*interp.Tensor) ([]int, error) {
+	if len(g.wrt) == 0 {
+		var wrt []int
+		for i, v := range vals {
+			if ir.IsFloat(v.ElemType()) {
+				wrt = append(wrt, i)
+			}
+		}
+		if len(wrt) == 0 {
+			return nil, fmt.Errorf("frontend: Grad: no floating-point argument to differentiate with respect to")
+		}
+		return wrt, nil
+	}
+	for _, a := range g.wrt {
+		if a < 0 || a >= len(vals) {
+			return nil, fmt.Errorf("frontend: Grad: wrt %d is out of range for %d arguments", a, len(vals))
+		}
+		if !ir.IsFloat(vals[a].ElemType()) {
+			return nil, fmt.Errorf("frontend: Grad: argument %d is %s: only floating-point tensors have gradients", a, vals[a].ElemType())
+		}
+	}
+	return g.wrt, nil
+}
+
+// endTrace checks that fn's results come from gr, the session's only
+// graph, and makes them the results of its function.
+func (g *gradCore) endTrace(s *session, gr *graphTrace, outs []*Tensor, fnErr error) error {
+	if fnErr != nil {
+		s.fail(fnErr)
+	}
+	for _, o := range outs {
+		if o != nil && o.err != nil {
+			s.fail(o.err)
+		}
+	}
+	if s.err != nil {
+		return s.err
+	}
+	if s.cur != gr || len(s.graphs) > 0 {
+		return fmt.Errorf("frontend: Grad: the function did not trace into one graph")
+	}
+	nodes := make([]*ir.Value, len(outs))
+	types := make([]ir.Type, len(outs))
+	for i, o := range outs {
+		if o.g != gr {
+			return fmt.Errorf("frontend: Grad: result %d is not computed from the arguments (a constant or a tensor made outside the function)", i)
+		}
+		nodes[i], types[i] = o.node, o.node.Type()
+	}
+	s.cur = nil
+	funcs.Return(gr.b, ir.UnknownLoc{}, nodes...)
+	inTypes := make([]ir.Type, gr.entry.NumArguments())
+	for i, a := range gr.entry.Arguments() {
+		inTypes[i] = a.Type()
+	}
+	gr.fn.SetProperty(funcs.FunctionTypeAttr, ir.TypeAttr{Type: ir.FunctionOf(inTypes, types)})
+	s.graphs = append(s.graphs, GraphInfo{Index: gr.index, Ops: gr.nops, OpCounts: gr.opCount, Inputs: len(gr.inputs), Outputs: len(outs)})
+	return nil
+}
+
+// outIDs identifies fn's results among the values of gr, for the cache
+// key (the fingerprint does not cover the return).
+func (g *gradCore) outIDs(gr *graphTrace, outs []*Tensor) []int {
+	ids := make([]int, len(outs))
+	for i, o := range outs {
+		ids[i] = gr.ids[o.node]
+	}
+	return ids
+}
+
+// cotangents returns the given cotangents, checked against the results,
+// or, when given is nil, 1 for the scalar loss and zeros for the rest.
+func (g *gradCore) cotangents(gr *graphTrace, outs, given []*Tensor) ([]*interp.Tensor, error) {
+	cts := make([]*interp.Tensor, len(outs))
+	for i, o := range outs {
+		tt := o.node.Type().(*ir.TensorType)
+		if given != nil {
+			if len(given) != len(outs) {
+				return nil, fmt.Errorf("frontend: VJP: %d cotangents for %d results", len(given), len(outs))
+			}
+			v, err := given[i].value("cotangent")
+			if err != nil {
+				return nil, fmt.Errorf("frontend: VJP: cotangent %d: %w", i, err)
+			}
+			if v.ElemType() != tt.ElementType() || !slices.Equal(v.Shape(), tt.Shape()) {
+				return nil, fmt.Errorf("frontend: VJP: cotangent %d is %s%v, want the result's %s%v", i, v.ElemType(), v.Shape(), tt.ElementType(), tt.Shape())
+			}
+			cts[i] = v
+			continue
+		}
+		if i == 0 && (len(tt.Shape()) != 0 || !ir.IsFloat(tt.ElementType())) {
+			return nil, fmt.Errorf("frontend: Grad: the function must return a floating-point scalar loss first, got %s (use ValueAndGrad(...).VJP with cotangents for other results)", tt)
+		}
+		seed := 0.0
+		if i == 0 {
+			seed = 1
+		}
+		vs := make([]float64, ir.NumElements(tt.Shape()))
+		for j := range vs {
+			vs[j] = seed
+		}
+		var err error
+		if ir.IsFloat(tt.ElementType()) {
+			cts[i], err = interp.FromFloat64s(tt.ElementType(), tt.Shape(), vs)
+		} else {
+			cts[i], err = interp.FromInt64s(tt.ElementType(), tt.Shape(), make([]int64, len(vs)))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cts, nil
+}
+
+// compile builds gr's joint function, partitions it and compiles the two
+// passes, each in a module of its own, with the backend.
+func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int) (*trainStep, error) {
+	ctx := irContext()
+	var (
+		fwd, bwd *ir.Operation
+		report   autodiff.Report
+	)
+	start := time.Now()
+	joint, err := autodiff.Joint(ctx, gr.fn, wrt)
+	if err == nil {
+		fwd, bwd, report, err = autodiff.Partition(ctx, joint)
+	}
+	s.times.add(PhasePasses, time.Since(start))
+	if err != nil {
+		return nil, fmt.Errorf("frontend: Grad: %w", err)
+	}
+	if logs.Enabled(autodiff.PartitionTopic) {
+		for _, line := range strings.Split(strings.TrimSuffix(report.String(), "\n"), "\n") {
+			logs.Printf(autodiff.PartitionTopic, "%s", line)
+		}
+	}
+	step := &trainStep{results: len(funcs.Type(gr.fn).Results), report: report}
+	for _, p := range []struct {
+		fn  *ir.Operation
+		exe *Executable
+	}{{fwd, &step.fwd}, {bwd, &step.bwd}} {
+		m := builtin.NewModule(ir.UnknownLoc{})
+		p.fn.Remove()
+		builtin.ModuleBody(m).Append(p.fn)
+		graph := &Graph{Context: ctx, Module: m, Func: ir.SymbolName(p.fn), Mode: g.opts.Mode, Options: g.opts.BackendOptions, times: &s.times}
+		exe, err := g.c.backend.b.Compile(graph)
+		if err != nil {
+			return nil, fmt.Errorf("frontend: Grad: backend %s: %w", g.c.backend.name, err)
+		}
+		*p.exe = exe
+	}
+	return step, nil
+}
