@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// File names inside a benchmark directory.
+const (
+	ManifestFile = "prepare.json" // written by Prepare
+	TorchFile    = "torch.json"   // written by torch_side.py
+)
+
+// Manifest is what Prepare leaves for the PyTorch side and for Report: the
+// workloads with their input and output files and Strata's measurements.
+type Manifest struct {
+	Date   string   `json:"date"`
+	Size   string   `json:"size"`
+	Seed   uint64   `json:"seed"`
+	Engine string   `json:"engine"`
+	Modes  []string `json:"modes"`
+	// Commit is the Strata commit the runner was built from, when known.
+	Commit    string             `json:"commit,omitempty"`
+	Workloads []PreparedWorkload `json:"workloads"`
+}
+
+// PreparedWorkload is one workload in a Manifest.
+type PreparedWorkload struct {
+	Name          string  `json:"name"`
+	Summary       string  `json:"summary"`
+	Shape         string  `json:"shape"`
+	Tol           float64 `json:"tol"`
+	TorchAutotune bool    `json:"torch_autotune"`
+	// Dynamic marks a workload of several variants compiled once; both sides
+	// report the total seconds of compiling and calling each variant once.
+	Dynamic  bool                   `json:"dynamic"`
+	Bytes    int64                  `json:"bytes"`
+	Flops    int64                  `json:"flops"`
+	Variants []PreparedVariant      `json:"variants"`
+	Strata   map[string]*StrataMode `json:"strata"`
+	// Unsupported says why Strata cannot run the workload yet ("" if it can).
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// PreparedVariant lists the files of one variant, relative to the directory.
+type PreparedVariant struct {
+	Label   string     `json:"label"`
+	Inputs  []FileSpec `json:"inputs"`
+	Outputs []FileSpec `json:"outputs"`
+}
+
+// FileSpec is a tensor with its files.
+type FileSpec struct {
+	TensorSpec
+	// File holds an input's data.
+	File string `json:"file,omitempty"`
+	// StrataOnly marks inputs PyTorch does not take (a cotangent seed).
+	StrataOnly bool `json:"strata_only,omitempty"`
+	// StrataFile and TorchFile hold an output as each side computed it.
+	StrataFile string `json:"strata_file,omitempty"`
+	TorchFile  string `json:"torch_file,omitempty"`
+}
+
+// StrataMode is Strata's measurement of a workload in one mode.
+type StrataMode struct {
+	// Ms is the median milliseconds per call.
+	Ms float64 `json:"ms,omitempty"`
+	// FirstCallS is trace + compile + load + first call, in seconds.
+	FirstCallS float64 `json:"first_call_s,omitempty"`
+	// PhasesS splits the first call, as far as known.
+	PhasesS map[string]float64 `json:"phases_s,omitempty"`
+	// TotalS is, for a dynamic workload, the seconds to compile once and call
+	// every variant once.
+	TotalS float64 `json:"total_s,omitempty"`
+	// Kernels is the number of kernels one call launches (0: unknown).
+	Kernels int `json:"kernels,omitempty"`
+	// VsDefault compares this mode's results with the default mode's.
+	VsDefault *Check `json:"vs_default,omitempty"`
+	// Error says why the mode has no numbers ("n/a" for a mode the engine
+	// does not offer).
+	Error string `json:"error,omitempty"`
+}
+
+// TorchMode is PyTorch's measurement of a workload in one mode (eager,
+// default, reduce-overhead, max-autotune-no-cudagraphs).
+type TorchMode struct {
+	Ms         float64 `json:"ms,omitempty"`
+	FirstCallS float64 `json:"first_call_s,omitempty"`
+	TotalS     float64 `json:"total_s,omitempty"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// TorchSide is the JSON torch_side.py writes.
+type TorchSide struct {
+	Torch     string                   `json:"torch"`
+	Triton    string                   `json:"triton"`
+	GPU       string                   `json:"gpu"`
+	CUDA      string                   `json:"cuda"`
+	Ceilings  Ceilings                 `json:"ceilings"`
+	Workloads map[string]TorchWorkload `json:"workloads"`
+}
+
+// TorchWorkload holds PyTorch's modes for one workload.
+type TorchWorkload struct {
+	Modes map[string]*TorchMode `json:"modes"`
+	Error string                `json:"error,omitempty"`
+}
+
+// Ceilings are the rates measured on the device in the same run.
+type Ceilings struct {
+	// CopyGBps is a large device-to-device copy, bytes read plus written.
+	CopyGBps float64 `json:"copy_GBps"`
+	// BF16TFLOPs and FP32TFLOPs are 8192³ matrix products (fp32 without tf32).
+	BF16TFLOPs float64 `json:"bf16_mm_TFLOPs"`
+	FP32TFLOPs float64 `json:"fp32_mm_TFLOPs"`
+}
+
+// Results is the file bench/results/<date>-h200.json.
+type Results struct {
+	Date    string   `json:"date"`
+	GPU     string   `json:"gpu"`
+	CUDA    string   `json:"cuda"`
+	Torch   string   `json:"torch"`
+	Triton  string   `json:"triton"`
+	Engine  string   `json:"engine"`
+	Size    string   `json:"size"`
+	Commit  string   `json:"commit,omitempty"`
+	Ceiling Ceilings `json:"ceilings"`
+	// Modes are Strata's modes, in table order.
+	Modes     []string         `json:"strata_modes"`
+	Workloads []WorkloadResult `json:"workloads"`
+}
+
+// WorkloadResult is one workload's row of the results.
+type WorkloadResult struct {
+	Name        string                 `json:"name"`
+	Summary     string                 `json:"summary"`
+	Shape       string                 `json:"shape"`
+	Bytes       int64                  `json:"bytes,omitempty"`
+	Flops       int64                  `json:"flops,omitempty"`
+	Unsupported string                 `json:"unsupported,omitempty"`
+	Strata      map[string]*StrataMode `json:"strata"`
+	Torch       map[string]*TorchMode  `json:"torch"`
+	// Correctness compares Strata's default-mode results with PyTorch's
+	// eager results on the same inputs (the worst over all outputs).
+	Correctness *Check `json:"correctness,omitempty"`
+	// Ratios are Strata time over PyTorch time (below 1: Strata is faster):
+	// "default" (Strata default ÷ torch.compile default), "best" (fastest
+	// Strata mode ÷ fastest torch.compile mode), "eager" (Strata default ÷
+	// eager), "first_call" and, for dynamic workloads, "total".
+	Ratios map[string]float64 `json:"ratios,omitempty"`
+	// Rate is Strata default's GB/s (memory-bound workloads) or TFLOP/s, and
+	// CeilingFraction that rate over the measured copy bandwidth or bf16
+	// matrix rate.
+	Rate            float64 `json:"rate,omitempty"`
+	RateUnit        string  `json:"rate_unit,omitempty"`
+	TorchRate       float64 `json:"torch_rate,omitempty"`
+	CeilingFraction float64 `json:"ceiling_fraction,omitempty"`
+}
+
+// readJSON decodes the JSON file at path into v.
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeJSON encodes v, indented, to path.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadResults reads a results file.
+func ReadResults(path string) (*Results, error) {
+	var r Results
+	if err := readJSON(path, &r); err != nil {
+		return nil, err
+	}
+	if len(r.Workloads) == 0 {
+		return nil, fmt.Errorf("%s: no workloads", path)
+	}
+	return &r, nil
+}
