@@ -15,11 +15,6 @@ import (
 	"github.com/strata-ir/strata/sym"
 )
 
-// ViewOp is the loop dialect's reshape of a buffer: the result aliases the
-// operand's elements under another shape with as many elements; its
-// dynamic sizes are the index operands after the source, in order.
-const ViewOp = "loop.view"
-
 // slotValue is what one SSA value of a host function holds while its plan
 // runs: integers and index in ir.TruncInt's form (i1 as 0 or 1), floats as
 // float64 holding a value of their type, memrefs as device buffers.
@@ -98,7 +93,7 @@ var hostOps = map[string]hostOp{
 	loop.AllocOp:         (*planner).alloc,
 	loop.DeallocOp:       (*planner).dealloc,
 	loop.DimOp:           (*planner).dim,
-	ViewOp:               (*planner).view,
+	loop.ViewOp:          (*planner).view,
 	gpu.LaunchFuncOp:     (*planner).launch,
 	"func.return":        (*planner).ret,
 	"arith.extsi":        (*planner).cast,
@@ -501,13 +496,15 @@ func (c *planner) dim(op *ir.Operation) (stepFunc, error) {
 	}, nil
 }
 
+// view is loop.view: the result aliases the source's allocation; its one
+// dynamic size, if any, is the element count over the static sizes.
 func (c *planner) view(op *ir.Operation) (stepFunc, error) {
 	in, err := c.uses(op)
 	if err != nil {
 		return nil, err
 	}
-	if len(in) == 0 || op.NumResults() != 1 {
-		return nil, ir.Errorf(op.Loc(), "loop.view must have a source operand and one result")
+	if len(in) != 1 || op.NumResults() != 1 {
+		return nil, ir.Errorf(op.Loc(), "loop.view must have one operand and one result")
 	}
 	src, err := globalMemRef(op, op.Operand(0).Type())
 	if err != nil {
@@ -517,34 +514,22 @@ func (c *planner) view(op *ir.Operation) (stepFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if src.ElementType() != mt.ElementType() {
-		return nil, ir.Errorf(op.Loc(), "loop.view from %s to %s changes the element type", src, mt)
+	if src.ElementType() != mt.ElementType() || numDynamic(mt.Shape()) > 1 {
+		return nil, ir.Errorf(op.Loc(), "loop.view from %s to %s is not supported", src, mt)
 	}
-	dyn := in[1:]
-	infer := len(dyn) == 0 && numDynamic(mt.Shape()) == 1
-	if !infer && len(dyn) != numDynamic(mt.Shape()) {
-		return nil, ir.Errorf(op.Loc(), "loop.view to %s has %d size operands", mt, len(dyn))
-	}
-	d, shape := c.define(op.Result(0)), shapeOf(mt, dyn)
+	d, static := c.define(op.Result(0)), mt.Shape()
+	dyn := slices.Index(static, ir.Dynamic)
 	return func(r *runState) error {
 		b := r.slots[in[0]].b
 		want, _ := elementCount(b.shape)
-		var s []int64
-		if infer {
-			s = slices.Clone(mt.Shape())
-			rest := int64(1)
-			for _, x := range s {
-				if x != ir.Dynamic {
-					rest *= x
-				}
-			}
-			i := slices.Index(s, ir.Dynamic)
+		s := slices.Clone(static)
+		if dyn >= 0 {
+			s[dyn] = 1
+			rest, _ := elementCount(s)
 			if rest == 0 || want%rest != 0 {
-				return ir.Errorf(op.Loc(), "loop.view of %v elements as %s", b.shape, mt)
+				return ir.Errorf(op.Loc(), "loop.view of shape %v as %s: the element counts differ", b.shape, mt)
 			}
-			s[i] = want / rest
-		} else {
-			s = shape(r)
+			s[dyn] = want / rest
 		}
 		if n, err := elementCount(s); err != nil || n != want {
 			return ir.Errorf(op.Loc(), "loop.view of shape %v as %v: the element counts differ", b.shape, s)

@@ -1,0 +1,190 @@
+package exec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// fakeDevice is a device in host memory whose kernels are Go functions,
+// so the executor's host side (binding, plan steps, marshalling, results,
+// allocation) is tested without a GPU.
+type fakeDevice struct {
+	mem      map[DevicePtr][]byte
+	next     DevicePtr
+	kernels  map[string]fakeKernelFunc
+	loads    int
+	launches []fakeLaunch
+}
+
+// fakeKernelFunc runs a kernel on the fake device.
+type fakeKernelFunc func(d *fakeDevice, grid, block [3]uint32, args []any) error
+
+type fakeLaunch struct {
+	kernel      string
+	grid, block [3]uint32
+	shared      uint32
+	args        []any
+}
+
+type fakeKernel struct{ name string }
+
+func (k fakeKernel) Name() string { return k.name }
+
+type fakeModule struct{ d *fakeDevice }
+
+func (m fakeModule) function(name string) (kernel, error) {
+	if m.d.kernels[name] == nil {
+		return nil, fmt.Errorf("fake: no kernel %q", name)
+	}
+	return fakeKernel{name}, nil
+}
+
+func (fakeModule) unload() error { return nil }
+
+func newFake() *fakeDevice {
+	return &fakeDevice{mem: map[DevicePtr][]byte{}, next: 1 << 20, kernels: map[string]fakeKernelFunc{
+		"vadd":    fakeVAdd,
+		"row_sum": fakeRowSum,
+		"softmax": fakeSoftmax,
+	}}
+}
+
+func (d *fakeDevice) Alloc(n uint64) (DevicePtr, error) {
+	p := d.next
+	d.next += DevicePtr(n+255) &^ 255
+	d.mem[p] = make([]byte, n)
+	return p, nil
+}
+
+func (d *fakeDevice) Free(p DevicePtr) error {
+	if _, ok := d.mem[p]; !ok {
+		return fmt.Errorf("fake: free of unknown %#x", p)
+	}
+	delete(d.mem, p)
+	return nil
+}
+
+func (d *fakeDevice) block(p DevicePtr, n int) ([]byte, error) {
+	b, ok := d.mem[p]
+	if !ok || len(b) < n {
+		return nil, fmt.Errorf("fake: %d bytes at %#x are not allocated", n, p)
+	}
+	return b, nil
+}
+
+func (d *fakeDevice) CopyHtoD(dst DevicePtr, src []byte) error {
+	b, err := d.block(dst, len(src))
+	copy(b, src)
+	return err
+}
+
+func (d *fakeDevice) CopyDtoH(dst []byte, src DevicePtr) error {
+	b, err := d.block(src, len(dst))
+	copy(dst, b)
+	return err
+}
+
+func (d *fakeDevice) Synchronize() error { return nil }
+
+func (d *fakeDevice) load(ptx string) (module, error) {
+	if !strings.Contains(ptx, ".entry") {
+		return nil, fmt.Errorf("fake: no kernels in the PTX")
+	}
+	d.loads++
+	return fakeModule{d}, nil
+}
+
+func (d *fakeDevice) launch(k kernel, grid, block [3]uint32, shared uint32, args []any) error {
+	d.launches = append(d.launches, fakeLaunch{k.Name(), grid, block, shared, append([]any(nil), args...)})
+	return d.kernels[k.Name()](d, grid, block, args)
+}
+
+// f32s views n floats at p.
+func (d *fakeDevice) f32s(p any, n int64) ([]float32, func(), error) {
+	b, err := d.block(p.(DevicePtr), int(4*n))
+	if err != nil {
+		return nil, nil, err
+	}
+	vs := make([]float32, n)
+	for i := range vs {
+		vs[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	store := func() {
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+	}
+	return vs, store, nil
+}
+
+func fakeVAdd(d *fakeDevice, grid, block [3]uint32, args []any) error {
+	n := args[3].(int64)
+	if int64(grid[0])*int64(block[0]) < n {
+		return fmt.Errorf("fake vadd: grid too small for %d elements", n)
+	}
+	a, _, err1 := d.f32s(args[0], n)
+	b, _, err2 := d.f32s(args[1], n)
+	c, store, err3 := d.f32s(args[2], n)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return err
+	}
+	for i := range c {
+		c[i] = a[i] + b[i]
+	}
+	store()
+	return nil
+}
+
+func fakeRowSum(d *fakeDevice, grid, _ [3]uint32, args []any) error {
+	rows, cols := int64(grid[0]), args[2].(int64)
+	in, _, err1 := d.f32s(args[0], rows*cols)
+	out, store, err2 := d.f32s(args[1], rows)
+	if err := firstErr(err1, err2); err != nil {
+		return err
+	}
+	for r := range rows {
+		var s float32
+		for _, x := range in[r*cols : (r+1)*cols] {
+			s += x
+		}
+		out[r] = s
+	}
+	store()
+	return nil
+}
+
+func fakeSoftmax(d *fakeDevice, grid, _ [3]uint32, args []any) error {
+	rows, cols := int64(grid[0]), args[2].(int64)
+	in, _, err1 := d.f32s(args[0], rows*cols)
+	out, store, err2 := d.f32s(args[1], rows*cols)
+	if err := firstErr(err1, err2); err != nil {
+		return err
+	}
+	for r := range rows {
+		row := in[r*cols : (r+1)*cols]
+		m := float32(math.Inf(-1))
+		for _, x := range row {
+			m = max(m, x)
+		}
+		var s float64
+		for _, x := range row {
+			s += math.Exp(float64(x - m))
+		}
+		for j, x := range row {
+			out[r*cols+int64(j)] = float32(math.Exp(float64(x-m)) / s)
+		}
+	}
+	store()
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
