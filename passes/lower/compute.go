@@ -281,7 +281,7 @@ func (k *kernel) constantElem(op *ir.Operation, idx []*ir.Value) (*ir.Value, err
 	m := k.c.bufs[v]
 	if m == nil {
 		shape := shapeOf(v)
-		b := k.c.start
+		b := k.c.startBuilder()
 		m = loop.Alloc(b, op.Loc(), ir.MemRefOf(shape, elem))
 		pos := make([]int64, len(shape))
 		for _, bits := range d.Bits {

@@ -92,7 +92,7 @@ func needsLowering(fn *ir.Operation) bool {
 	return found
 }
 
-func isTensor(t ir.Type) bool { _, ok := t.(*ir.TensorType); return ok }
+func isTensor(t ir.Type) bool       { _, ok := t.(*ir.TensorType); return ok }
 func isGraph(op *ir.Operation) bool { return strings.HasPrefix(op.Name(), "graph.") }
 
 // bufferType is the memref type that holds a tensor of type t.
@@ -105,13 +105,13 @@ func bufferType(t ir.Type) ir.Type {
 
 // converter lowers one function.
 type converter struct {
-	ctx     *ir.Context
-	fn      *ir.Operation
-	entry   *ir.Block
-	bufs    map[*ir.Value]*ir.Value // tensor value → the memref holding it
-	at      *ir.Builder             // before the op being lowered
-	start   *ir.Builder             // at function entry, for constant buffers
-	kernels int
+	ctx       *ir.Context
+	fn        *ir.Operation
+	entry     *ir.Block
+	bufs      map[*ir.Value]*ir.Value // tensor value → the memref holding it
+	at        *ir.Builder             // before the op being lowered
+	lastStart *ir.Operation           // the last op of the constant buffers at function entry
+	kernels   int
 }
 
 func newConverter(ctx *ir.Context, fn *ir.Operation) *converter {
@@ -133,12 +133,6 @@ func (c *converter) run() error {
 			a.SetType(bufferType(a.Type()))
 			c.bufs[a] = a
 		}
-	}
-	c.start = ir.NewBuilder(c.ctx)
-	if first := c.entry.First(); first != nil {
-		c.start.SetInsertionPointBefore(first)
-	} else {
-		c.start.SetInsertionPointToEnd(c.entry)
 	}
 	c.at = ir.NewBuilder(c.ctx)
 	for _, op := range c.entry.Ops() {
@@ -263,6 +257,23 @@ func (c *converter) lowerFusion(f *ir.Operation) error {
 		c.bufs[r] = bufs[i]
 	}
 	return nil
+}
+
+// startBuilder returns a builder at function entry, after the constant
+// buffers made so far.
+func (c *converter) startBuilder() *ir.Builder {
+	b := ir.NewBuilder(c.ctx)
+	if c.lastStart == nil {
+		b.SetInsertionPointToStart(c.entry)
+	} else {
+		b.SetInsertionPointAfter(c.lastStart)
+	}
+	b.OnInsert = func(op *ir.Operation) {
+		if op.Block() == c.entry {
+			c.lastStart = op
+		}
+	}
+	return b
 }
 
 // errorf is a located error of the pass.

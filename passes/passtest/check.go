@@ -199,6 +199,8 @@ func Tolerance(elem ir.Type) float64 {
 // element beyond Tolerance (|got - want| > tol + tol·|want|, with NaN equal
 // to NaN and infinities equal only to themselves).
 func Compare(got, want interp.Value) error {
+	// Lowered functions return buffers: compare their contents.
+	got, want = asTensor(got), asTensor(want)
 	g, ok1 := got.(*interp.Tensor)
 	w, ok2 := want.(*interp.Tensor)
 	if !ok1 || !ok2 {
@@ -224,6 +226,16 @@ func Compare(got, want interp.Value) error {
 		}
 	}
 	return nil
+}
+
+// asTensor returns the contents of a buffer as a tensor, and v otherwise.
+func asTensor(v interp.Value) interp.Value {
+	if b, ok := v.(*interp.Buffer); ok {
+		if t, err := b.Tensor(); err == nil {
+			return t
+		}
+	}
+	return v
 }
 
 func close(got, want, tol float64) bool {
