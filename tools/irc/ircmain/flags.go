@@ -72,6 +72,7 @@ type pipelineFlags struct {
 	reproducer        string
 	debugRewrites     bool
 	logs              string
+	memoryPlan        bool
 }
 
 // register defines the flags on fs.
@@ -89,6 +90,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.reproducer, "reproducer", "", "when a pass fails, write its input IR and the pipeline to `file`")
 	fs.BoolVar(&f.debugRewrites, "debug-rewrites", false, "log each rewrite pattern application (to stderr)")
 	fs.StringVar(&f.logs, "logs", "", "enable the comma-separated log `topics` (to stderr), e.g. 'fusion'; as STRATA_LOGS")
+	fs.BoolVar(&f.memoryPlan, "print-memory-plan", false, "print the memory plan loop-buffer-reuse makes for each function (to stderr)")
 }
 
 // singleInput returns the input file named by the positional arguments:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes/lower"
 	"github.com/strata-ir/strata/passes"
 )
 
@@ -52,6 +53,9 @@ func (t *tool) instrument(pm *passes.PassManager, f *pipelineFlags) {
 	}
 	if f.debugRewrites {
 		pm.Instr.DebugRewrites = t.stderr
+	}
+	if f.memoryPlan {
+		lower.SetPlanOutput(t.stderr)
 	}
 	if topics := logs.Parse(f.logs); len(topics) > 0 {
 		logs.SetOutput(t.stderr)
