@@ -6,8 +6,8 @@ import (
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
-	"github.com/strata-ir/strata/passes/lower"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/lower"
 )
 
 // usageError marks an error that is the command line's fault (a bad
