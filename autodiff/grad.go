@@ -9,7 +9,14 @@
 // summed back to the operand's shape; values used several times accumulate
 // their gradients; integer and boolean values carry none.
 //
-// Importing the package registers the graph-autodiff pass.
+// Joint builds @f_joint, forward and backward in one function sharing the
+// forward values, and Partition splits it into a forward pass @f_fwd and
+// a backward pass @f_bwd, choosing by a minimum cut in bytes which
+// activations the forward pass saves and which the backward pass
+// recomputes (see partition.go and docs/autodiff.md).
+//
+// Importing the package registers the graph-autodiff and graph-partition
+// passes.
 package autodiff
 
 import (
