@@ -156,24 +156,55 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 		return ir.Errorf(k.loc, "%s: cannot map loop.parallel nest %s: %v", PassName, k.name, err)
 	}
 	caps := captures(k.nest)
-	var types []ir.Type
+	isCap := map[*ir.Value]bool{}
+	for _, v := range caps {
+		isCap[v] = true
+	}
+	// The dynamic sizes the kernel receives: those linearization needs
+	// (all dims but the first), those loop.dim reads inside the nest, and
+	// those the host read with loop.dim before the nest (passed once).
+	type dimRef struct {
+		m *ir.Value
+		d int64
+	}
+	need := map[dimRef]bool{}
+	aliases := map[*ir.Value]dimRef{}
+	dimOf := func(o *ir.Operation) (dimRef, bool) {
+		if o == nil || o.Name() != loop.DimOp || !isCap[o.Operand(0)] {
+			return dimRef{}, false
+		}
+		d, _ := o.Attr(loop.IndexAttr).(ir.IntegerAttr)
+		return dimRef{o.Operand(0), d.Value}, true
+	}
+	for _, v := range caps {
+		if r, ok := dimOf(v.DefiningOp()); ok {
+			aliases[v], need[r] = r, true
+		}
+	}
+	k.nest.Walk(func(o *ir.Operation) bool {
+		if r, ok := dimOf(o); ok {
+			need[r] = true
+		}
+		return true
+	})
 	for _, v := range caps {
 		switch t := v.Type().(type) {
 		case *ir.MemRefType:
 			k.hostArgs = append(k.hostArgs, hostArg{v: v, dim: -1, t: flatType(t)})
 			for d, n := range t.Shape() {
-				if n == ir.Dynamic {
+				if n == ir.Dynamic && (d > 0 || need[dimRef{v, int64(d)}]) {
 					k.hostArgs = append(k.hostArgs, hostArg{v: v, dim: d, t: ir.Index})
 				}
 			}
 		default:
-			if !isConstant(v) {
+			if _, ok := aliases[v]; !ok && !isConstant(v) {
 				k.hostArgs = append(k.hostArgs, hostArg{v: v, dim: -1, t: v.Type()})
 			}
 		}
 	}
-	for _, a := range k.hostArgs {
-		types = append(types, a.t)
+	types := make([]ir.Type, len(k.hostArgs))
+	for i, a := range k.hostArgs {
+		types[i] = a.t
 	}
 	b := ir.NewBuilder(k.ctx)
 	b.SetInsertionPointBefore(gpu.Body(gmod).Terminator())
@@ -182,11 +213,9 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 	k.sizes = map[*ir.Value][]*ir.Value{}
 	b.SetInsertionPointToEnd(k.entry)
 	// Bind the arguments, then constants and buffer sizes.
-	args := map[*ir.Value]*ir.Value{}
 	for i, a := range k.hostArgs {
 		if a.dim < 0 {
 			k.m[a.v] = k.entry.Argument(i)
-			args[a.v] = k.entry.Argument(i)
 		}
 	}
 	for _, v := range caps {
@@ -199,19 +228,21 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 		if !ok {
 			continue
 		}
-		var sizes []*ir.Value
+		sizes := make([]*ir.Value, len(t.Shape()))
 		for d, n := range t.Shape() {
 			if n != ir.Dynamic {
-				sizes = append(sizes, arith.ConstantIndex(b, k.loc, n))
-				continue
-			}
-			for i, a := range k.hostArgs {
-				if a.v == v && a.dim == d {
-					sizes = append(sizes, k.entry.Argument(i))
-				}
+				sizes[d] = arith.ConstantIndex(b, k.loc, n)
 			}
 		}
-		k.sizes[args[v]] = sizes
+		for i, a := range k.hostArgs {
+			if a.v == v && a.dim >= 0 {
+				sizes[a.dim] = k.entry.Argument(i)
+			}
+		}
+		k.sizes[k.m[v]] = sizes
+	}
+	for v, r := range aliases {
+		k.m[v] = k.sizes[k.m[r.m]][r.d]
 	}
 	if err := plan.emit(k, b); err != nil {
 		return ir.Errorf(k.loc, "%s: cannot map loop.parallel nest %s: %v", PassName, k.name, err)

@@ -104,6 +104,7 @@ var semanticsCases = []struct {
 	{"layernorm.mlir", [][]int64{{11}, {}, {11}}},
 	{"matmul.mlir", [][]int64{{5}, {}}},
 	{"pointwise3d.mlir", [][]int64{{3}, {}}},
+	{"reverse.mlir", [][]int64{{300}}},
 }
 
 var configs = []struct {
