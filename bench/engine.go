@@ -21,8 +21,9 @@ type Engine interface {
 	Name() string
 	// Modes lists the modes Compile accepts, "default" first.
 	Modes() []string
-	// Compile compiles the entry function of module for mode.
-	Compile(module *ir.Operation, entry, mode string) (Program, error)
+	// Compile compiles the entry function of module, made in ctx, for mode.
+	// It may rewrite module.
+	Compile(ctx *ir.Context, module *ir.Operation, entry, mode string) (Program, error)
 }
 
 // Program is a compiled entry function.
@@ -42,45 +43,48 @@ type Program interface {
 
 // Load parses an instance's program, verifies it, derives the gradient
 // function and symbolizes shapes where the workload asks for it. It is the
-// "trace" phase of a first call.
-func Load(in *Instance) (*ir.Operation, error) {
+// "trace" phase of a first call. Functions other than the entry are erased,
+// so that engines compile only what is called.
+func Load(in *Instance) (*ir.Context, *ir.Operation, error) {
 	ctx := dialects.NewContext()
 	name := in.Workload.Name + ".mlir"
 	module, err := ir.Parse(ctx, in.Program, ir.ParseOptions{Filename: name})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ir.Verify(module); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if in.Grad != "" {
 		fn := ir.NewSymTable(module).Lookup(in.Grad)
 		if fn == nil {
-			return nil, fmt.Errorf("%s: no function @%s to differentiate", name, in.Grad)
+			return nil, nil, fmt.Errorf("%s: no function @%s to differentiate", name, in.Grad)
 		}
 		// Every argument but the data (argument 0) is a weight.
 		ft, err := interp.FuncType(fn)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		wrt := make([]int, 0, len(ft.Inputs)-1)
 		for i := 1; i < len(ft.Inputs); i++ {
 			wrt = append(wrt, i)
 		}
 		if _, err := autodiff.Grad(ctx, fn, wrt); err != nil {
-			return nil, fmt.Errorf("%s: graph-autodiff: %w", name, err)
+			return nil, nil, fmt.Errorf("%s: graph-autodiff: %w", name, err)
 		}
+		// @f_grad recomputes what it needs from f: f itself is not called.
+		ir.NewSymTable(module).Erase(fn)
 	}
 	if len(in.Symbolize) > 0 {
 		pm, err := passes.Parse(fmt.Sprintf("builtin.module(graph-symbolize-shapes{dims=%s})", strings.Join(in.Symbolize, ",")))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := pm.Run(ctx, module); err != nil {
-			return nil, fmt.Errorf("%s: graph-symbolize-shapes: %w", name, err)
+			return nil, nil, fmt.Errorf("%s: graph-symbolize-shapes: %w", name, err)
 		}
 	}
-	return module, nil
+	return ctx, module, nil
 }
 
 // Interp is the engine that runs programs in the reference interpreter,
@@ -95,7 +99,7 @@ func (Interp) Name() string { return "interp" }
 func (Interp) Modes() []string { return []string{"default"} }
 
 // Compile implements Engine.
-func (Interp) Compile(module *ir.Operation, entry, mode string) (Program, error) {
+func (Interp) Compile(_ *ir.Context, module *ir.Operation, entry, mode string) (Program, error) {
 	if !slices.Contains(Interp{}.Modes(), mode) {
 		return nil, fmt.Errorf("interp: no mode %q", mode)
 	}

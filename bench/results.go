@@ -27,11 +27,12 @@ type Manifest struct {
 
 // PreparedWorkload is one workload in a Manifest.
 type PreparedWorkload struct {
-	Name          string  `json:"name"`
-	Summary       string  `json:"summary"`
-	Shape         string  `json:"shape"`
-	Tol           float64 `json:"tol"`
-	TorchAutotune bool    `json:"torch_autotune"`
+	Name    string  `json:"name"`
+	Summary string  `json:"summary"`
+	Shape   string  `json:"shape"`
+	Tol     float64 `json:"tol"`
+	// TorchModes are the torch.compile modes the PyTorch side times.
+	TorchModes []string `json:"torch_modes"`
 	// Dynamic marks a workload of several variants compiled once; both sides
 	// report the total seconds of compiling and calling each variant once.
 	Dynamic  bool                   `json:"dynamic"`

@@ -88,7 +88,7 @@ func prepareWorkload(opts Options, w *Workload) (*PreparedWorkload, error) {
 		return nil, err
 	}
 	pw := &PreparedWorkload{
-		Name: w.Name, Summary: w.Summary, Shape: w.Shape, Tol: w.Tol, TorchAutotune: w.TorchAutotune,
+		Name: w.Name, Summary: w.Summary, Shape: w.Shape, Tol: w.Tol, TorchModes: w.TorchModes,
 		Dynamic: len(inst.Variants) > 1, Bytes: inst.Bytes, Flops: inst.Flops,
 		Strata: map[string]*StrataMode{},
 	}
@@ -171,12 +171,12 @@ func fileName(workload, variant, side, tensor string) string {
 func runMode(opts Options, inst *Instance, mode string, args [][]*npy.Array) (*StrataMode, [][]*npy.Array, error) {
 	sm := &StrataMode{PhasesS: map[string]float64{}}
 	t0 := time.Now()
-	module, err := Load(inst)
+	ctx, module, err := Load(inst)
 	if err != nil {
 		return sm, nil, fmt.Errorf("trace: %w", err)
 	}
 	sm.PhasesS["trace"] = time.Since(t0).Seconds()
-	prog, err := compile(opts.Engine, module, inst.Entry, mode)
+	prog, err := compile(opts.Engine, ctx, module, inst.Entry, mode)
 	if err != nil {
 		return sm, nil, err
 	}
@@ -212,13 +212,13 @@ func runMode(opts Options, inst *Instance, mode string, args [][]*npy.Array) (*S
 
 // compile turns a panic of an engine under construction into an error, so
 // that one workload's failure does not end the run.
-func compile(e Engine, module *ir.Operation, entry, mode string) (p Program, err error) {
+func compile(e Engine, ctx *ir.Context, module *ir.Operation, entry, mode string) (p Program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("compile: panic: %v", r)
 		}
 	}()
-	p, err = e.Compile(module, entry, mode)
+	p, err = e.Compile(ctx, module, entry, mode)
 	if err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
 	}

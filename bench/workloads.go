@@ -95,9 +95,10 @@ type Workload struct {
 	Summary string
 	// Tol bounds the scaled error of Compare against PyTorch's result.
 	Tol float64
-	// TorchAutotune runs torch.compile's max-autotune-no-cudagraphs mode too
-	// (as the anchor measurements did, where autotuning has choices).
-	TorchAutotune bool
+	// TorchModes are the torch.compile modes timed besides eager: the anchor
+	// measurements' choice (max-autotune-no-cudagraphs where autotuning has
+	// choices; only default for the training step and the dynamic sizes).
+	TorchModes []string
 	// Shape describes the full size for tables, e.g. "8192×8192".
 	Shape string
 	// Full and Small are the dims passed to build.
@@ -135,25 +136,32 @@ const (
 	tolBF16Train = 5e-2
 )
 
+// torch.compile mode sets of the workloads.
+var (
+	torchModes    = []string{"default", "reduce-overhead"}
+	torchAutotune = []string{"default", "reduce-overhead", "max-autotune-no-cudagraphs"}
+	torchDefault  = []string{"default"}
+)
+
 // Workloads lists the suite in report order.
 var Workloads = []*Workload{
-	{Name: "pointwise", Shape: "64M", Summary: "relu(x·a+b)·sigmoid(x), f32", Tol: tolPointwise,
+	{Name: "pointwise", TorchModes: torchModes, Shape: "64M", Summary: "relu(x·a+b)·sigmoid(x), f32", Tol: tolPointwise,
 		Full: []int64{64 << 20}, Small: []int64{1000}, build: buildPointwise},
-	{Name: "softmax", Shape: "8192×8192", Summary: "softmax over rows, f32", Tol: tolReduction, TorchAutotune: true,
+	{Name: "softmax", Shape: "8192×8192", Summary: "softmax over rows, f32", Tol: tolReduction, TorchModes: torchAutotune,
 		Full: []int64{8192, 8192}, Small: []int64{7, 33}, build: buildSoftmax},
-	{Name: "layernorm", Shape: "16384×4096", Summary: "layer_norm with w, b, f32", Tol: tolReduction,
+	{Name: "layernorm", TorchModes: torchModes, Shape: "16384×4096", Summary: "layer_norm with w, b, f32", Tol: tolReduction,
 		Full: []int64{16384, 4096}, Small: []int64{5, 40}, build: buildLayerNorm},
-	{Name: "rowsum", Shape: "16384×8192", Summary: "sum over rows, f32", Tol: tolReduction,
+	{Name: "rowsum", TorchModes: torchModes, Shape: "16384×8192", Summary: "sum over rows, f32", Tol: tolReduction,
 		Full: []int64{16384, 8192}, Small: []int64{6, 50}, build: buildRowSum},
-	{Name: "mm_bias_gelu", Shape: "8192×4096×4096", Summary: "gelu_tanh(x@w+b), bf16", Tol: tolBF16, TorchAutotune: true,
+	{Name: "mm_bias_gelu", Shape: "8192×4096×4096", Summary: "gelu_tanh(x@w+b), bf16", Tol: tolBF16, TorchModes: torchAutotune,
 		Full: []int64{8192, 4096, 4096}, Small: []int64{8, 16, 12}, build: buildMMBiasGelu},
-	{Name: "attention", Shape: "b16 h16 s1024 d64", Summary: "softmax(q·kᵀ/√d)·v, bf16", Tol: tolBF16,
+	{Name: "attention", TorchModes: torchModes, Shape: "b16 h16 s1024 d64", Summary: "softmax(q·kᵀ/√d)·v, bf16", Tol: tolBF16,
 		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 8, 4}, build: buildAttention},
-	{Name: "tiny_chain", Shape: "4096", Summary: "10× x = sin(x)·1.01+0.1, f32", Tol: tolApprox, TorchAutotune: true,
+	{Name: "tiny_chain", Shape: "4096", Summary: "10× x = sin(x)·1.01+0.1, f32", Tol: tolApprox, TorchModes: torchAutotune,
 		Full: []int64{4096}, Small: []int64{64}, build: buildTinyChain},
-	{Name: "mlp_train", Shape: "8192×4096→16384", Summary: "bf16 MLP training step (gradients of w1, w2)", Tol: tolBF16Train,
+	{Name: "mlp_train", TorchModes: torchDefault, Shape: "8192×4096→16384", Summary: "bf16 MLP training step (gradients of w1, w2)", Tol: tolBF16Train,
 		Full: []int64{8192, 4096, 16384}, Small: []int64{4, 8, 16}, build: buildMLPTrain},
-	{Name: "softmax_dynamic", Shape: "{1000,2000,3001,4096,8191}×4096", Summary: "softmax over 5 row counts, one compile", Tol: tolReduction,
+	{Name: "softmax_dynamic", TorchModes: torchDefault, Shape: "{1000,2000,3001,4096,8191}×4096", Summary: "softmax over 5 row counts, one compile", Tol: tolReduction,
 		Full: []int64{1000, 2000, 3001, 4096, 8191, 4096}, Small: []int64{3, 5, 2, 8, 7, 16}, build: buildSoftmaxDynamic},
 }
 

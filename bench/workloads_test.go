@@ -39,11 +39,11 @@ func TestWorkloadsMatchReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			module, err := Load(inst)
+			ctx, module, err := Load(inst)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, inst.Program)
 			}
-			prog, err := Interp{}.Compile(module, inst.Entry, "default")
+			prog, err := Interp{}.Compile(ctx, module, inst.Entry, "default")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestSoftmaxDynamicIsSymbolic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	module, err := Load(inst)
+	_, module, err := Load(inst)
 	if err != nil {
 		t.Fatal(err)
 	}

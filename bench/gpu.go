@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	_ "github.com/strata-ir/strata/passes/decompose" // graph-decompose
+	_ "github.com/strata-ir/strata/passes/fusion"    // graph-fuse
+	_ "github.com/strata-ir/strata/passes/lower"     // lower-to-loop
+	_ "github.com/strata-ir/strata/passes/togpu"     // lower-to-gpu
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/runtime/npy"
+)
+
+func init() {
+	engines["nvptx"] = func() (Engine, error) { return OpenGPU(0) }
+}
+
+// LowerPipeline is the lowering the GPU engine runs before PTX generation:
+// the lower-to-gpu pipeline spelled out, because the registered one nests
+// lower-to-loop's builtin.module(...) inside another and then runs on no op.
+const LowerPipeline = "builtin.module(func.func(graph-decompose,canonicalize,cse,graph-fuse)," +
+	"convert-graph-to-loop,func.func(canonicalize,cse,loop-buffer-reuse),convert-loop-to-gpu,canonicalize,cse)"
+
+// GPU is the engine that lowers with lower-to-gpu, generates PTX with
+// runtime/exec (targets/llvm and the native nvptx backend) and runs on the
+// device. Its only mode so far is "default".
+type GPU struct {
+	rt *exec.Runtime
+	// Options select the PTX backend and target.
+	Options exec.Options
+}
+
+// OpenGPU opens GPU ordinal. Without a driver or device the error wraps
+// exec.ErrNoGPU.
+func OpenGPU(ordinal int) (*GPU, error) {
+	rt, err := exec.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return &GPU{rt: rt}, nil
+}
+
+// Close releases the device.
+func (g *GPU) Close() error { return g.rt.Close() }
+
+// Name implements Engine.
+func (*GPU) Name() string { return "nvptx" }
+
+// Modes implements Engine.
+func (*GPU) Modes() []string { return []string{"default"} }
+
+// Compile implements Engine: it records the entry's tensor signature, lowers
+// the module and compiles its kernels. The phases it reports are "lower",
+// "llvm" and "ptx"; loading the PTX happens on the first call (in the
+// runner's "first_run").
+func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string) (Program, error) {
+	if !slices.Contains(g.Modes(), mode) {
+		return nil, fmt.Errorf("nvptx: no mode %q", mode)
+	}
+	ft, err := entrySignature(module, entry)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	pm, err := passes.Parse(LowerPipeline)
+	if err != nil {
+		return nil, err
+	}
+	if err := pm.Run(ctx, module); err != nil {
+		return nil, fmt.Errorf("%s: %w", LowerPipeline, err)
+	}
+	lower := time.Since(t0).Seconds()
+	if err := checkLowered(module); err != nil {
+		return nil, err
+	}
+	prog, err := exec.Compile(module, g.Options)
+	if err != nil {
+		return nil, err
+	}
+	host := prog.Func(entry)
+	if host == nil {
+		return nil, fmt.Errorf("nvptx: no host function @%s after lowering", entry)
+	}
+	kernels := 0
+	host.Walk(func(op *ir.Operation) bool {
+		if op.Name() == "gpu.launch_func" {
+			kernels++
+		}
+		return true
+	})
+	times := prog.Times()
+	return &gpuProgram{
+		rt: g.rt, prog: prog, entry: entry, ft: ft, kernels: kernels,
+		phases: map[string]float64{"lower": lower, "llvm": times.LLVM.Seconds(), "ptx": times.PTX.Seconds()},
+	}, nil
+}
+
+// entrySignature returns the graph-level signature of entry: the
+// arguments' tensor types, which .npy inputs are converted to.
+func entrySignature(module *ir.Operation, entry string) (*ir.FunctionType, error) {
+	fn := ir.NewSymTable(module).Lookup(entry)
+	if fn == nil {
+		return nil, fmt.Errorf("nvptx: no function @%s", entry)
+	}
+	return interp.FuncType(fn)
+}
+
+type gpuProgram struct {
+	rt      *exec.Runtime
+	prog    *exec.Program
+	entry   string
+	ft      *ir.FunctionType
+	kernels int
+	phases  map[string]float64
+}
+
+func (p *gpuProgram) values(args []*npy.Array) ([]interp.Value, error) {
+	if len(args) != len(p.ft.Inputs) {
+		return nil, fmt.Errorf("@%s takes %d arguments, got %d", p.entry, len(p.ft.Inputs), len(args))
+	}
+	vals := make([]interp.Value, len(args))
+	for i, a := range args {
+		v, err := interp.FromNPY(a, p.ft.Inputs[i])
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+func (p *gpuProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
+	vals, err := p.values(args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.prog.Run(p.rt, p.entry, vals)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*npy.Array, len(res))
+	for i, r := range res {
+		if out[i], err = interp.ToNPY(r); err != nil {
+			return nil, fmt.Errorf("result %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// Time uploads the arguments once and times the launches alone with CUDA
+// events (exec.Bound.Time).
+func (p *gpuProgram) Time(args []*npy.Array, warmup, iters int) (float64, error) {
+	vals, err := p.values(args)
+	if err != nil {
+		return 0, err
+	}
+	return p.prog.RunTimed(p.rt, p.entry, vals, warmup, iters)
+}
+
+func (p *gpuProgram) Phases() map[string]float64 { return p.phases }
+func (p *gpuProgram) Kernels() int               { return p.kernels }
+
+// checkLowered reports graph ops left after lowering: the pipeline running
+// on nothing must not pass for a program that runs.
+func checkLowered(module *ir.Operation) error {
+	var left *ir.Operation
+	module.Walk(func(op *ir.Operation) bool {
+		if left == nil && strings.HasPrefix(op.Name(), "graph.") {
+			left = op
+		}
+		return left == nil
+	})
+	if left != nil {
+		return ir.Errorf(left.Loc(), "'%s' left after lowering", left.Name())
+	}
+	return nil
+}

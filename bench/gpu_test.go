@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/exec"
+)
+
+// The GPU engine's lowering, run in the interpreter (which simulates
+// gpu.launch_func), computes what the reference computes at the small size.
+// A workload the lowering does not handle yet is skipped with the reason:
+// the benchmark records it as unsupported the same way.
+func TestLoweredWorkloadsMatchReference(t *testing.T) {
+	for _, w := range Workloads {
+		t.Run(w.Name, func(t *testing.T) {
+			inst, err := w.Build(Small)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, module, err := Load(inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := passes.Parse(LowerPipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pm.Run(ctx, module); err != nil {
+				t.Skipf("not supported yet: %v", err)
+			}
+			if err := checkLowered(module); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := exec.Compile(module, exec.Options{}); err != nil {
+				t.Skipf("not supported yet (PTX): %v", err)
+			}
+			prog, err := Interp{}.Compile(ctx, module, inst.Entry, "default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			arrs, vals := smallInputs(t, w, inst)
+			want, err := referenceOutputs(w, inst, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for vi, v := range inst.Variants {
+				got, err := prog.Run(arrs[vi])
+				if err != nil {
+					t.Fatalf("variant %q: %v", v.Label, err)
+				}
+				for oi, o := range v.Outputs {
+					g, err := FromNPY(o, got[oi])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if c, err := Compare(g, want[vi][oi], w.Tol); err != nil || !c.OK {
+						t.Errorf("variant %q output %s: %+v %v", v.Label, o.Name, c, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Without a GPU the engine says so instead of failing later.
+func TestNewEngineWithoutGPU(t *testing.T) {
+	e, err := NewEngine("nvptx")
+	if err == nil {
+		e.(*GPU).Close()
+		t.Skip("a GPU is present")
+	}
+	if !errors.Is(err, exec.ErrNoGPU) {
+		t.Errorf("error %v does not wrap exec.ErrNoGPU", err)
+	}
+	if _, err := NewEngine("nope"); err == nil {
+		t.Error("NewEngine(nope) succeeded")
+	}
+}
