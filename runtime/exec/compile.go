@@ -128,6 +128,15 @@ func (p *Program) Func(name string) *ir.Operation {
 	return nil
 }
 
+// Check reports whether host function fn can run: that it exists and
+// holds only host ops the executor supports, with their kernels compiled.
+// Run and Prepare check too; Check lets a caller report such errors
+// before it opens a device.
+func (p *Program) Check(fn string) error {
+	_, err := p.plan(fn)
+	return err
+}
+
 // plan returns the plan of host function fn, building it on first use.
 func (p *Program) plan(fn string) (*plan, error) {
 	p.mu.Lock()

@@ -25,6 +25,7 @@ type runFlags struct {
 	seed     optionalSeed
 	shapes   stringList
 	backend  string
+	nvptx    nvptxFlags
 }
 
 // stringList is a repeatable string flag.
@@ -58,7 +59,7 @@ func (s *optionalSeed) Set(text string) error {
 // backends maps each --backend value to whether this build can run it.
 // eager and interp both run the reference interpreter: eager is the name
 // frontend.Compile uses for "capture, then interpret op by op".
-var backends = map[string]bool{"interp": true, "eager": true, "nvptx": false}
+var backends = map[string]bool{"interp": true, "eager": true, "nvptx": true}
 
 // run is irc run: execute a function of a file with the reference
 // interpreter, reading arguments from .npy files and writing results to
@@ -73,6 +74,7 @@ func (t *tool) run(args []string) int {
 	fs.Var(&f.seed, "random-inputs", "make up the arguments from the random `seed` instead of --input files")
 	fs.Var(&f.shapes, "shape", "with --random-inputs, make argument N of a dynamic type with `argN=7x128` (repeat)")
 	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter) or nvptx")
+	f.nvptx.register(fs)
 	positional, status, ok := t.parseFlags(fs, t.name+" run FILE [--func NAME] [--input x.npy]... [--output y.npy]... [--random-inputs SEED] [flags]", args)
 	if !ok {
 		return status
@@ -109,6 +111,9 @@ func (t *tool) run(args []string) int {
 	if err == nil {
 		err = ir.Verify(mod)
 	}
+	if err == nil && f.backend == "nvptx" {
+		return t.runNVPTX(ctx, &f, name, mod, pm, fail)
+	}
 	if err == nil {
 		err = pm.Run(ctx, mod)
 	}
@@ -124,21 +129,9 @@ func (t *tool) run(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if len(f.outputs) > 0 && len(f.outputs) != len(ft.Results) {
-		return t.usageErrorf("run: @%s has %s, got %d --output files", fnName, count(len(ft.Results), "result"), len(f.outputs))
-	}
-	var argv []interp.Value
-	if f.seed.set {
-		var shapes map[int][]int64
-		if shapes, err = parseShapes(f.shapes); err != nil {
-			return t.usageErrorf("run: %v", err)
-		}
-		argv, err = randomArgs(ft.Inputs, f.seed.value, shapes)
-	} else {
-		argv, err = readArgs(ft.Inputs, f.inputs)
-	}
-	if err != nil {
-		return t.usageErrorf("run: @%s: %v", fnName, err)
+	argv, status, ok := t.runArgs(&f, fnName, ft)
+	if !ok {
+		return status
 	}
 	if err := checkGuards(fn, argv); err != nil {
 		return t.errorf("run: @%s: %v", fnName, err)
@@ -147,6 +140,35 @@ func (t *tool) run(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	return t.writeResults(&f, fnName, results)
+}
+
+// runArgs checks the --output count and makes the arguments of fnName of
+// type ft from --input files or --random-inputs; ok is false after a
+// reported error, whose exit status is status.
+func (t *tool) runArgs(f *runFlags, fnName string, ft *ir.FunctionType) (argv []interp.Value, status int, ok bool) {
+	if len(f.outputs) > 0 && len(f.outputs) != len(ft.Results) {
+		return nil, t.usageErrorf("run: @%s has %s, got %d --output files", fnName, count(len(ft.Results), "result"), len(f.outputs)), false
+	}
+	var err error
+	if f.seed.set {
+		var shapes map[int][]int64
+		if shapes, err = parseShapes(f.shapes); err != nil {
+			return nil, t.usageErrorf("run: %v", err), false
+		}
+		argv, err = randomArgs(ft.Inputs, f.seed.value, shapes)
+	} else {
+		argv, err = readArgs(ft.Inputs, f.inputs)
+	}
+	if err != nil {
+		return nil, t.usageErrorf("run: @%s: %v", fnName, err), false
+	}
+	return argv, ExitOK, true
+}
+
+// writeResults writes the results to the --output files, or their
+// summaries to standard output.
+func (t *tool) writeResults(f *runFlags, fnName string, results []interp.Value) int {
 	for i, r := range results {
 		arr, err := toArray(r)
 		if err != nil {

@@ -105,7 +105,6 @@ func TestRunErrors(t *testing.T) {
 		{"bad seed", []string{path, "--random-inputs", "x"}, ExitUsage, "want a non-negative integer seed"},
 		{"missing npy", []string{path, "--input", "/nonexistent.npy", "--input", "/nonexistent.npy"}, ExitUsage, "argument 0: "},
 		{"outputs", []string{path, "--random-inputs", "1", "--output", "a.npy"}, ExitUsage, "@main has 2 results, got 1 --output files"},
-		{"nvptx", []string{path, "--backend", "nvptx"}, ExitUsage, "the nvptx backend is not built yet"},
 		{"backend", []string{path, "--backend", "tpu"}, ExitUsage, `unknown --backend "tpu"`},
 		{"no func", []string{path, "--func", "nope"}, ExitUsage, "no function named @nope (functions: @main, @helper)"},
 		{"ambiguous", []string{two}, ExitUsage, "several public functions (@a, @b) and none is @main"},
