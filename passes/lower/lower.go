@@ -41,9 +41,12 @@ func init() {
 		},
 	})
 	passes.RegisterPipeline("lower-to-loop",
-		"Graph to loops: decompose, fuse, convert-graph-to-loop, buffer reuse and cleanups",
-		"builtin.module(func.func(graph-decompose,canonicalize,cse,graph-fuse),convert-graph-to-loop,"+
-			"func.func(canonicalize,cse,loop-buffer-reuse))")
+		"Graph to loops: decompose, cleanups, fuse, convert-graph-to-loop, buffer reuse",
+		// No builtin.module(...) around it: a named pipeline is spliced where
+		// it is named, so an anchor here would nest inside the caller's
+		// module pipeline and run on nothing.
+		"func.func(graph-decompose,canonicalize,cse,graph-fuse),convert-graph-to-loop,"+
+			"func.func(canonicalize,cse,loop-buffer-reuse)")
 }
 
 // ConvertModule runs convert-graph-to-loop on every function of module and
