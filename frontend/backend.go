@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -136,10 +135,6 @@ const DefaultBackend = InterpBackend
 // DefaultPipeline is the pass pipeline of the interp backend (its
 // "pipeline" backend option replaces it).
 const DefaultPipeline = "builtin.module(func.func(graph-decompose,canonicalize,cse))"
-
-// ErrNoGPUBackend is returned by the nvptx backend until the GPU runtime
-// lands.
-var ErrNoGPUBackend = errors.New("nvptx backend needs a GPU build: not available yet")
 
 type backendEntry struct {
 	name string
@@ -282,15 +277,6 @@ func (b interpBackend) Compile(g *Graph) (Executable, error) {
 		return out, nil
 	}), nil
 }
-
-// nvptxBackend stands for the GPU backend until it exists.
-type nvptxBackend struct{}
-
-func (nvptxBackend) Describe() string {
-	return "full lowering to PTX run on an NVIDIA GPU (needs the GPU runtime; not available in this build)"
-}
-
-func (nvptxBackend) Compile(*Graph) (Executable, error) { return nil, ErrNoGPUBackend }
 
 func init() {
 	RegisterBackend(EagerBackend, interpBackend{doc: "captures each graph and runs it op by op in the reference interpreter, without passes"})

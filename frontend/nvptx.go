@@ -1,0 +1,99 @@
+package frontend
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// ErrNoGPUBackend is wrapped by the nvptx backend's error when it cannot
+// run for want of an NVIDIA driver or device; the message says which.
+var ErrNoGPUBackend = exec.ErrNoGPU
+
+// LowerToGPUPipeline is the pipeline the nvptx backend lowers graphs with.
+const LowerToGPUPipeline = "lower-to-gpu"
+
+// gpuRuntime is the process's runtime on GPU 0, opened on first use.
+var gpuRuntime = sync.OnceValues(func() (*exec.Runtime, error) { return exec.Open(0) })
+
+// nvptxBackend lowers graphs to the gpu level, compiles their kernels to
+// PTX and runs the launch plans on GPU 0 with runtime/exec.
+type nvptxBackend struct{}
+
+func (nvptxBackend) Describe() string {
+	return "lowers with " + LowerToGPUPipeline + ", compiles the kernels to PTX and runs them on an NVIDIA GPU (options: ptx_backend native|llc, ptx_target sm_80|sm_90)"
+}
+
+func (nvptxBackend) Compile(g *Graph) (Executable, error) {
+	var opts exec.Options
+	for k, v := range g.Options {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("backend option %s must be a string, got %T", k, v)
+		}
+		switch k {
+		case "ptx_backend":
+			opts.PTXBackend = s
+		case "ptx_target":
+			opts.Target = s
+		default:
+			return nil, fmt.Errorf("backend has no option %q (it takes: ptx_backend, ptx_target)", k)
+		}
+	}
+	rt, err := gpuRuntime()
+	if err != nil {
+		return nil, fmt.Errorf("nvptx backend %w", err)
+	}
+	if passes.LookupPipeline(LowerToGPUPipeline) == nil {
+		return nil, fmt.Errorf("nvptx backend: the %s pipeline is not registered in this program (import the packages of its passes)", LowerToGPUPipeline)
+	}
+	err = g.Time(PhasePasses, func() error {
+		pm, err := passes.Parse("builtin.module(" + LowerToGPUPipeline + ")")
+		if err != nil {
+			return err
+		}
+		return pm.Run(g.Context, g.Module)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("running %s: %w", LowerToGPUPipeline, err)
+	}
+	var prog *exec.Program
+	err = g.Time(PhaseCodegen, func() error {
+		var err error
+		if prog, err = exec.Compile(g.Module, opts); err == nil {
+			err = prog.Check(g.Func)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	name := g.Func
+	return ExecutableFunc(func(inputs []*interp.Tensor) ([]*interp.Tensor, error) {
+		args := make([]interp.Value, len(inputs))
+		for i, t := range inputs {
+			args[i] = t
+		}
+		res, err := prog.Run(rt, name, args)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*interp.Tensor, len(res))
+		for i, r := range res {
+			switch r := r.(type) {
+			case *interp.Tensor:
+				out[i] = r
+			case *interp.Buffer:
+				if out[i], err = r.Tensor(); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, fmt.Errorf("result %d is %v, not a tensor", i, r)
+			}
+		}
+		return out, nil
+	}), nil
+}
