@@ -3,6 +3,7 @@ package lower
 import (
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -456,7 +457,15 @@ func (k *kernel) emit(tag string, operands []*ir.Value, mk func(b *ir.Builder) *
 
 // constant returns the scalar constant attribute a.
 func (k *kernel) constant(a ir.Attribute) *ir.Value {
-	tag := "const " + a.String()
+	var tag string
+	switch c := a.(type) {
+	case ir.IntegerAttr:
+		tag = "ci " + c.Type.String() + " " + strconv.FormatInt(c.Value, 16)
+	case ir.FloatAttr:
+		tag = "cf " + c.Type.String() + " " + strconv.FormatUint(c.Bits, 16)
+	default:
+		tag = "c " + a.String()
+	}
 	if v := k.lookup(tag); v != nil {
 		return v
 	}
