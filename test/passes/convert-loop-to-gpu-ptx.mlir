@@ -1,15 +1,21 @@
-// Kernels of every mapping, through LLVM IR to PTX by both backends,
-// assembled by ptxas.
+// Row kernels (a warp per row with shuffles; a block per row with workgroup
+// memory and barriers) and pointwise kernels, through LLVM IR to PTX by both
+// backends, assembled by ptxas.
 // RUN: irc %s --pass-pipeline='builtin.module(convert-loop-to-gpu,canonicalize,cse)' -o %t.mlir
 // RUN: irc %t.mlir --emit=llvm | FileCheck %s
 // RUN: irc %t.mlir --emit=ptx > %t.ptx && ptxas -arch=sm_90 %t.ptx -o %t.cubin
 // RUN: irc %t.mlir --emit=ptx --ptx-backend=llc > %t2.ptx && ptxas -arch=sm_90 %t2.ptx -o %t2.cubin
+// RUN: irc %s --pass-pipeline='builtin.module(convert-loop-to-gpu{rows-per-block=1 block=512},canonicalize,cse)' -o %t.block.mlir
+// RUN: irc %t.block.mlir --emit=llvm | FileCheck %s --check-prefix=BLOCK
+// RUN: irc %t.block.mlir --emit=ptx > %t3.ptx && ptxas -arch=sm_90 %t3.ptx -o %t3.cubin
+// RUN: irc %t.block.mlir --emit=ptx --ptx-backend=llc > %t4.ptx && ptxas -arch=sm_90 %t4.ptx -o %t4.cubin
 // REQUIRES: ptxas, llc
-// CHECK-DAG: define void @main_kernel_0(
-// CHECK-DAG: define void @main_kernel_1(
-// CHECK-DAG: define void @softmax_kernel_0(
-// CHECK-DAG: define void @matmul_kernel_0(
-// CHECK-DAG: @softmax_kernel_0_wg0 = {{.*}}addrspace(3)
+// CHECK: define void @main_kernel_0(
+// CHECK: call float @llvm.nvvm.shfl.sync.bfly.f32
+// CHECK: define void @main_kernel_1(
+// BLOCK: @main_kernel_0_wg0 = {{.*}}addrspace(3) global [16 x float]
+// BLOCK: define void @main_kernel_0(
+// BLOCK: call void @llvm.nvvm.barrier0()
 
 func.func @main(%x: memref<?x48xf32>, %g: memref<48xf32>, %k: memref<?x48xi32>) -> (memref<?x48xf32>, memref<?xf32>, memref<?xi32>) {
   %c0 = arith.constant 0 : index
@@ -69,84 +75,13 @@ func.func @main(%x: memref<?x48xf32>, %g: memref<48xf32>, %k: memref<?x48xi32>) 
     }) : (index, index, index) -> ()
     "loop.reduce"() : () -> ()
   }) : (index, index, index) -> ()
-  return %out, %means, %maxes : memref<?x48xf32>, memref<?xf32>, memref<?xi32>
-}
-func.func @softmax(%x: memref<?x?xf32>) -> memref<?x?xf32> {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %m = "loop.dim"(%x) <{index = 0 : i64}> : (memref<?x?xf32>) -> index
-  %n = "loop.dim"(%x) <{index = 1 : i64}> : (memref<?x?xf32>) -> index
-  %tmp = "loop.alloc"(%m, %n) : (index, index) -> memref<?x?xf32>
-  %out = "loop.alloc"(%m, %n) : (index, index) -> memref<?x?xf32>
-  %ninf = arith.constant 0xFF800000 : f32
-  %zero = arith.constant 0.0 : f32
-  "loop.parallel"(%c0, %m, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
-  ^bb0(%i: index):
-    %mx = "loop.for"(%c0, %n, %c1, %ninf) ({
-    ^bb0(%j: index, %acc: f32):
-      %v = "loop.load"(%x, %i, %j) : (memref<?x?xf32>, index, index) -> f32
-      %a = arith.maximumf %v, %acc : f32
-      "loop.yield"(%a) : (f32) -> ()
-    }) : (index, index, index, f32) -> f32
-    %sum = "loop.for"(%c0, %n, %c1, %zero) ({
-    ^bb0(%j: index, %acc: f32):
-      %v = "loop.load"(%x, %i, %j) : (memref<?x?xf32>, index, index) -> f32
-      %d = arith.subf %v, %mx : f32
-      %e = math.exp %d : f32
-      "loop.store"(%e, %tmp, %i, %j) : (f32, memref<?x?xf32>, index, index) -> ()
-      %a = arith.addf %acc, %e : f32
-      "loop.yield"(%a) : (f32) -> ()
-    }) : (index, index, index, f32) -> f32
-    %one = arith.constant 1.0 : f32
-    %r = arith.divf %one, %sum : f32
-    "loop.for"(%c0, %n, %c1) ({
-    ^bb0(%j: index):
-      %nm1 = arith.subi %n, %c1 : index
-      %jr = arith.subi %nm1, %j : index
-      %e = "loop.load"(%tmp, %i, %jr) : (memref<?x?xf32>, index, index) -> f32
-      %p = arith.mulf %e, %r : f32
-      "loop.store"(%p, %out, %i, %jr) : (f32, memref<?x?xf32>, index, index) -> ()
-      "loop.yield"() : () -> ()
-    }) : (index, index, index) -> ()
-    "loop.reduce"() : () -> ()
-  }) : (index, index, index) -> ()
-  "loop.dealloc"(%tmp) : (memref<?x?xf32>) -> ()
-  return %out : memref<?x?xf32>
-}
-func.func @matmul(%a: memref<?x16xf32>, %b: memref<16x13xf32>) -> (memref<?x13xf32>, memref<f32>) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c13 = arith.constant 13 : index
-  %c16 = arith.constant 16 : index
-  %m = "loop.dim"(%a) <{index = 0 : i64}> : (memref<?x16xf32>) -> index
-  %c = "loop.alloc"(%m) : (index) -> memref<?x13xf32>
-  %zero = arith.constant 0.0 : f32
-  "loop.parallel"(%c0, %c0, %m, %c13, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  %c2 = arith.constant 2 : index
+  "loop.parallel"(%c0, %c0, %m, %c48, %c1, %c2) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
   ^bb0(%i: index, %j: index):
-    %s = "loop.for"(%c0, %c16, %c1, %zero) ({
-    ^bb0(%k: index, %acc: f32):
-      %x = "loop.load"(%a, %i, %k) : (memref<?x16xf32>, index, index) -> f32
-      %y = "loop.load"(%b, %k, %j) : (memref<16x13xf32>, index, index) -> f32
-      %p = arith.mulf %x, %y : f32
-      %t = arith.addf %acc, %p : f32
-      "loop.yield"(%t) : (f32) -> ()
-    }) : (index, index, index, f32) -> f32
-    "loop.store"(%s, %c, %i, %j) : (f32, memref<?x13xf32>, index, index) -> ()
-    "loop.reduce"() : () -> ()
-  }) : (index, index, index, index, index, index) -> ()
-  "loop.parallel"(%c0, %c0, %m, %c13, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
-  ^bb0(%i: index, %j: index):
-    %v = "loop.load"(%c, %i, %j) : (memref<?x13xf32>, index, index) -> f32
+    %v = "loop.load"(%out, %i, %j) : (memref<?x48xf32>, index, index) -> f32
     %t = math.tanh %v : f32
-    "loop.store"(%t, %c, %i, %j) : (f32, memref<?x13xf32>, index, index) -> ()
+    "loop.store"(%t, %out, %i, %j) : (f32, memref<?x48xf32>, index, index) -> ()
     "loop.reduce"() : () -> ()
   }) : (index, index, index, index, index, index) -> ()
-  %r = "loop.alloc"() : () -> memref<f32>
-  "loop.parallel"(%c0, %c1, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
-  ^bb0(%i: index):
-    %v = "loop.load"(%c, %c0, %c1) : (memref<?x13xf32>, index, index) -> f32
-    "loop.store"(%v, %r) : (f32, memref<f32>) -> ()
-    "loop.reduce"() : () -> ()
-  }) : (index, index, index) -> ()
-  return %c, %r : memref<?x13xf32>, memref<f32>
+  return %out, %means, %maxes : memref<?x48xf32>, memref<?xf32>, memref<?xi32>
 }
