@@ -1,11 +1,10 @@
 package exec
 
 import (
+	"embed"
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,10 +27,16 @@ func parse(t testing.TB, name, src string) *ir.Operation {
 	return mod
 }
 
+// testdata holds the test programs inside the test binary, so that GPU
+// tests run from any directory on the device machine.
+//
+//go:embed testdata/*.mlir
+var testdata embed.FS
+
 // compileFile compiles a testdata program.
 func compileFile(t testing.TB, file string) *Program {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("testdata", file))
+	src, err := testdata.ReadFile("testdata/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
