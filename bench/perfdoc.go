@@ -144,51 +144,44 @@ func UpdateDoc(doc, section string) (string, error) {
 	return doc[:i] + section + strings.TrimLeft(doc[j+len(DocEnd):], "\n"), nil
 }
 
-// Plot writes a bar chart of milliseconds per workload (log scale): Strata's
-// default mode beside torch.compile default and eager. Workloads without a
-// time on a side have no bar there; dynamic workloads are left out (they are
-// totals in seconds).
+// Plot writes a bar chart of Strata's time over torch.compile's per workload
+// (below the line at 1, Strata is faster): Strata default over torch.compile
+// default (total seconds for dynamic workloads), and fastest Strata mode over
+// fastest torch.compile mode. A workload Strata cannot run has no bars. The
+// axis stops at plotCap; taller bars are cut there.
 func Plot(r *Results, w io.Writer) error {
+	const plotCap = 4
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Strata vs PyTorch on %s (%s), lower is better", r.GPU, r.Date)
-	p.Y.Label.Text = "ms per call (log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	var names []string
+	p.Title.Text = fmt.Sprintf("Strata time ÷ torch.compile time on %s (%s), lower is better", r.GPU, r.Date)
+	p.Y.Label.Text = "ratio"
 	series := []struct {
 		label string
 		col   color.Color
-		ms    func(WorkloadResult) float64
+		keys  []string
 	}{
-		{"Strata default", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, func(wr WorkloadResult) float64 { return modeMs(wr.Strata["default"]) }},
-		{"torch.compile", color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 255}, func(wr WorkloadResult) float64 { return torchMs(wr.Torch["default"]) }},
-		{"torch eager", color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 255}, func(wr WorkloadResult) float64 { return torchMs(wr.Torch["eager"]) }},
+		{"Strata default ÷ torch.compile default", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, []string{"default", "total"}},
+		{"best Strata mode ÷ best torch.compile mode", color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 255}, []string{"best"}},
 	}
-	var rows []WorkloadResult
-	for _, wr := range r.Workloads {
-		if torchMs(wr.Torch["default"]) > 0 || modeMs(wr.Strata["default"]) > 0 {
-			rows = append(rows, wr)
-			names = append(names, wr.Name)
-		}
-	}
-	if len(rows) == 0 {
-		return fmt.Errorf("plot: no workload has a time")
-	}
-	// A log axis cannot show zero: a missing bar is drawn at the floor.
-	floor := 1e9
-	for _, wr := range rows {
+	names := make([]string, len(r.Workloads))
+	top, found := 1.0, false
+	for i, wr := range r.Workloads {
+		names[i] = wr.Name
 		for _, s := range series {
-			if v := s.ms(wr); v > 0 {
-				floor = min(floor, v)
+			if v, ok := ratioOf(wr, s.keys); ok {
+				top, found = max(top, min(v, plotCap)), true
 			}
 		}
 	}
-	floor /= 2
-	width := vg.Points(12)
+	if !found {
+		return fmt.Errorf("plot: no workload has a ratio")
+	}
+	width := vg.Points(14)
 	for i, s := range series {
-		vals := make(plotter.Values, len(rows))
-		for j, wr := range rows {
-			vals[j] = max(s.ms(wr), floor)
+		vals := make(plotter.Values, len(r.Workloads))
+		for j, wr := range r.Workloads {
+			if v, ok := ratioOf(wr, s.keys); ok {
+				vals[j] = min(v, plotCap)
+			}
 		}
 		bars, err := plotter.NewBarChart(vals, width)
 		if err != nil {
@@ -196,14 +189,18 @@ func Plot(r *Results, w io.Writer) error {
 		}
 		bars.Color = s.col
 		bars.LineStyle.Width = 0
-		bars.Offset = vg.Length(i-1) * width
+		bars.Offset = (vg.Length(i) - 0.5) * width
 		p.Add(bars)
 		p.Legend.Add(s.label, bars)
 	}
+	one := plotter.NewFunction(func(float64) float64 { return 1 })
+	one.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	p.Add(one)
+	p.Y.Min, p.Y.Max = 0, top*1.15
 	p.Legend.Top = true
 	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = 0.5
-	p.X.Tick.Label.XAlign = -0.8
+	p.X.Tick.Label.Rotation = 0.4
+	p.X.Tick.Label.XAlign = -0.9
 	wt, err := p.WriterTo(9*vg.Inch, 5*vg.Inch, "png")
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
@@ -212,16 +209,12 @@ func Plot(r *Results, w io.Writer) error {
 	return err
 }
 
-func modeMs(m *StrataMode) float64 {
-	if m == nil || m.Error != "" {
-		return 0
+// ratioOf returns the first of keys that wr has a ratio for.
+func ratioOf(wr WorkloadResult, keys []string) (float64, bool) {
+	for _, k := range keys {
+		if v, ok := wr.Ratios[k]; ok && v > 0 {
+			return v, true
+		}
 	}
-	return m.Ms
-}
-
-func torchMs(m *TorchMode) float64 {
-	if m == nil || m.Error != "" {
-		return 0
-	}
-	return m.Ms
+	return 0, false
 }

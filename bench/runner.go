@@ -121,6 +121,7 @@ func prepareWorkload(opts Options, w *Workload) (*PreparedWorkload, error) {
 	for _, mode := range AllModes {
 		if !slices.Contains(opts.Engine.Modes(), mode) {
 			pw.Strata[mode] = &StrataMode{Error: "n/a"}
+			fmt.Fprintf(opts.Log, "%-16s %-28s n/a\n", w.Name, mode)
 			continue
 		}
 		sm, outs, err := runMode(opts, inst, mode, args)

@@ -1,0 +1,275 @@
+package bench
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/npy"
+)
+
+// fakeTorchSide plays torch_side.py: it writes the float64 reference as
+// PyTorch's outputs and made-up timings, so Report can be tested without a
+// GPU.
+func fakeTorchSide(t *testing.T, dir string, m *Manifest) {
+	t.Helper()
+	ts := TorchSide{Torch: "2.11.0", Triton: "3.6.0", GPU: "Fake GPU", CUDA: "13.0",
+		Ceilings: Ceilings{CopyGBps: 4000, BF16TFLOPs: 700, FP32TFLOPs: 50}, Workloads: map[string]TorchWorkload{}}
+	for _, pw := range m.Workloads {
+		w := Lookup(pw.Name)
+		inst, err := w.Build(Small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs := make([][][]float64, len(pw.Variants))
+		for vi, pv := range pw.Variants {
+			for _, in := range pv.Inputs {
+				a, err := npy.ReadFile(filepath.Join(dir, in.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				vs, err := FromNPY(in.TensorSpec, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs[vi] = append(inputs[vi], vs)
+			}
+		}
+		want, err := referenceOutputs(w, inst, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for vi, pv := range pw.Variants {
+			for oi, o := range pv.Outputs {
+				vs := make([]float32, len(want[vi][oi]))
+				for i, v := range want[vi][oi] {
+					vs[i] = float32(v)
+				}
+				a, err := npy.FromSlice(o.Shape, vs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := npy.WriteFile(filepath.Join(dir, o.TorchFile), a); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		modes := map[string]*TorchMode{"eager": {Ms: 2}}
+		if pw.Dynamic {
+			modes["default"] = &TorchMode{TotalS: 0.5}
+		} else {
+			for _, mode := range pw.TorchModes {
+				modes[mode] = &TorchMode{Ms: 1, FirstCallS: 1}
+			}
+		}
+		ts.Workloads[pw.Name] = TorchWorkload{Modes: modes}
+	}
+	if err := writeJSON(filepath.Join(dir, TorchFile), ts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func prepareSmall(t *testing.T, only ...string) (string, *Manifest) {
+	t.Helper()
+	dir := t.TempDir()
+	var log strings.Builder
+	m, err := Prepare(Options{Dir: dir, Engine: Interp{}, Size: Small, Seed: 1, Only: only,
+		WarmupMs: 0.1, RepMs: 0.5, Log: &log,
+		Now: func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "reduce-overhead") {
+		t.Errorf("log does not mention every mode:\n%s", log.String())
+	}
+	return dir, m
+}
+
+// The whole flow on the interpreter: prepare, a PyTorch side that computes the
+// reference, report.
+func TestPrepareReport(t *testing.T) {
+	dir, m := prepareSmall(t)
+	if m.Date != "2026-11-30" || len(m.Workloads) != len(Workloads) {
+		t.Fatalf("manifest date %q with %d workloads", m.Date, len(m.Workloads))
+	}
+	fakeTorchSide(t, dir, m)
+	r, err := Report(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wr := range r.Workloads {
+		if wr.Unsupported != "" {
+			t.Errorf("%s: unsupported: %s", wr.Name, wr.Unsupported)
+			continue
+		}
+		if wr.Correctness == nil || !wr.Correctness.OK {
+			t.Errorf("%s: correctness %+v", wr.Name, wr.Correctness)
+		}
+		if got := wr.Strata["reduce-overhead"]; got == nil || got.Error != "n/a" {
+			t.Errorf("%s: reduce-overhead %+v, want n/a", wr.Name, got)
+		}
+		key := "default"
+		if wr.Name == "softmax_dynamic" {
+			key = "total"
+		}
+		if wr.Ratios[key] <= 0 {
+			t.Errorf("%s: no %s ratio: %v", wr.Name, key, wr.Ratios)
+		}
+		if (wr.Bytes > 0 || wr.Flops > 0) && wr.Name != "softmax_dynamic" && wr.Rate <= 0 {
+			t.Errorf("%s: no rate", wr.Name)
+		}
+	}
+	results := filepath.Join(dir, "results")
+	path, err := WriteResults(r, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(path) != "2026-11-30-h200.json" {
+		t.Errorf("results written to %s", path)
+	}
+	back, err := ReadResults(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Workloads) != len(r.Workloads) || back.GPU != "Fake GPU" {
+		t.Errorf("results did not round-trip: %+v", back)
+	}
+}
+
+// A wrong PyTorch output is a failed check, not a pass.
+func TestReportCatchesMismatch(t *testing.T) {
+	dir, m := prepareSmall(t, "softmax")
+	fakeTorchSide(t, dir, m)
+	o := m.Workloads[0].Variants[0].Outputs[0]
+	a, err := npy.ReadFile(filepath.Join(dir, o.TorchFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, _ := npy.ToSlice[float32](a)
+	vs[3] *= 1.01
+	a, _ = npy.FromSlice(a.Shape, vs)
+	if err := npy.WriteFile(filepath.Join(dir, o.TorchFile), a); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Report(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Workloads[0].Correctness; c == nil || c.OK || c.Mismatched != 1 {
+		t.Errorf("correctness %+v, want one mismatch", c)
+	}
+}
+
+// A program the engine cannot run is recorded as unsupported, and its inputs
+// are still written for PyTorch.
+func TestPrepareRecordsUnsupported(t *testing.T) {
+	dir := t.TempDir()
+	m, err := Prepare(Options{Dir: dir, Engine: failing{}, Size: Small, Only: []string{"rowsum"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := m.Workloads[0]
+	if !strings.Contains(pw.Unsupported, "no kernels today") {
+		t.Errorf("unsupported = %q", pw.Unsupported)
+	}
+	if _, err := os.Stat(filepath.Join(dir, pw.Variants[0].Inputs[0].File)); err != nil {
+		t.Error(err)
+	}
+}
+
+type failing struct{ Interp }
+
+func (failing) Compile(*ir.Context, *ir.Operation, string, string) (Program, error) {
+	return nil, errors.New("no kernels today")
+}
+
+func TestCompare(t *testing.T) {
+	nan := math.NaN()
+	cases := []struct {
+		name      string
+		got, want []float64
+		tol       float64
+		ok        bool
+		mismatch  int64
+	}{
+		{"equal", []float64{1, 2, 3}, []float64{1, 2, 3}, 1e-6, true, 0},
+		{"within", []float64{1, 2, 3.00001}, []float64{1, 2, 3}, 1e-5, true, 0},
+		{"over", []float64{1, 2, 3.01}, []float64{1, 2, 3}, 1e-5, false, 1},
+		// Near zero the error is measured against the reference's RMS.
+		{"near zero", []float64{1e-7, 1}, []float64{0, 1}, 1e-5, true, 0},
+		{"nan on one side", []float64{nan, 1}, []float64{0, 1}, 1, false, 1},
+		{"nan on both", []float64{nan, 1}, []float64{nan, 1}, 1e-9, true, 0},
+		{"all zero ref", []float64{0, 1e-30}, []float64{0, 0}, 1, false, 1},
+	}
+	for _, c := range cases {
+		got, err := Compare(c.got, c.want, c.tol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.OK != c.ok || got.Mismatched != c.mismatch {
+			t.Errorf("%s: %+v, want ok=%v mismatched=%d", c.name, got, c.ok, c.mismatch)
+		}
+	}
+	if _, err := Compare([]float64{1}, []float64{1, 2}, 1); err == nil {
+		t.Error("lengths differ: no error")
+	}
+	c, _ := Compare([]float64{1.1, 2}, []float64{1, 2}, 1)
+	if want := 0.1 / math.Sqrt(5); math.Abs(c.NormRel-want) > 1e-12 || math.Abs(c.MaxAbs-0.1) > 1e-12 {
+		t.Errorf("norm_rel %g max_abs %g, want %g 0.1", c.NormRel, c.MaxAbs, want)
+	}
+}
+
+func TestRoundBF16(t *testing.T) {
+	cases := map[float32]float32{
+		1:          1,
+		1.00390625: 1,        // halfway between 1 and 1+2⁻⁷: ties to even
+		1.01171875: 1.015625, // halfway, rounds up to even
+		3.14159265: 3.140625, // nearest
+		-2.5:       -2.5,     // exact
+		65504:      65536,    // rounds up past f16's max
+	}
+	for in, want := range cases {
+		if got := RoundBF16(in); got != want {
+			t.Errorf("RoundBF16(%v) = %v, want %v", in, got, want)
+		}
+	}
+	if v := RoundBF16(float32(math.NaN())); v == v {
+		t.Error("NaN did not stay NaN")
+	}
+}
+
+func TestMakeInputIsDeterministic(t *testing.T) {
+	spec := TensorSpec{Name: "x", Shape: []int64{1000}, DType: BF16, Std: 2}
+	a, b := MakeInput(spec, 3, "k"), MakeInput(spec, 3, "k")
+	c := MakeInput(spec, 3, "other")
+	same, sum, sq := true, 0.0, 0.0
+	for i := range a {
+		same = same && a[i] == c[i]
+		if a[i] != b[i] || RoundBF16(a[i]) != a[i] {
+			t.Fatalf("element %d: %v %v (not reproducible or not bf16)", i, a[i], b[i])
+		}
+		sum += float64(a[i])
+		sq += float64(a[i]) * float64(a[i])
+	}
+	if same {
+		t.Error("different keys give the same data")
+	}
+	if std := math.Sqrt(sq / 1000); math.Abs(sum/1000) > 0.3 || std < 1.7 || std > 2.3 {
+		t.Errorf("mean %g std %g, want about 0 and 2", sum/1000, std)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	xs := []float64{5, 1, 3}
+	if Median(xs) != 3 || Median([]float64{4, 1, 3, 2}) != 2.5 || Median(nil) != 0 {
+		t.Error("median wrong")
+	}
+	if xs[0] != 5 {
+		t.Error("median sorted its input")
+	}
+}
