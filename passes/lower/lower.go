@@ -46,7 +46,7 @@ func init() {
 		// it is named, so an anchor here would nest inside the caller's
 		// module pipeline and run on nothing.
 		"func.func(graph-decompose,canonicalize,cse,graph-fuse),convert-graph-to-loop,"+
-			"func.func(canonicalize,cse,loop-buffer-reuse)")
+			"func.func(loop-buffer-reuse)")
 }
 
 // ConvertModule runs convert-graph-to-loop on every function of module and
