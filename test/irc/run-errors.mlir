@@ -3,7 +3,6 @@
 // RUN: irc run %s --input %S/Inputs/i.npy > %t 2>&1; echo "exit $?" >> %t
 // RUN: irc run %s --input %S/Inputs/v.npy --input %S/Inputs/v.npy >> %t 2>&1; echo "exit $?" >> %t
 // RUN: irc run %s >> %t 2>&1; echo "exit $?" >> %t
-// RUN: irc run %s --random-inputs 1 --backend=nvptx >> %t 2>&1; echo "exit $?" >> %t
 // RUN: irc run %s --random-inputs 1 --func missing >> %t 2>&1; echo "exit $?" >> %t
 // RUN: FileCheck %s < %t
 // CHECK:      irc: run: @main: argument 0 ({{.*}}i.npy): expected tensor<4xf32> (dtype float32, shape (4,)), got dtype int32, shape (2, 2)
@@ -11,8 +10,6 @@
 // CHECK-NEXT: irc: run: @main: takes 1 argument, got 2 --input files
 // CHECK-NEXT: exit 2
 // CHECK-NEXT: irc: run: @main: takes 1 argument, got 0 --input files (or use --random-inputs SEED)
-// CHECK-NEXT: exit 2
-// CHECK-NEXT: irc: run: the nvptx backend is not built yet
 // CHECK-NEXT: exit 2
 // CHECK-NEXT: irc: run: {{.*}}run-errors.mlir: no function named @missing (functions: @main)
 // CHECK-NEXT: exit 2
