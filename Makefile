@@ -10,7 +10,7 @@ GO ?= go
 # a PATH with LLVM's bin directory, for the lit tests under test/.
 TOOLS_ENV := .cache/tools/env.sh
 
-.PHONY: all tools test fmt-check vet build fuzz docs bench
+.PHONY: all tools test fmt-check vet build fuzz docs bench bench-gpu perf-doc
 
 all: build
 
@@ -38,3 +38,13 @@ docs:
 
 bench:
 	$(GO) test -run XXX -bench . ./ir/...
+
+# Builds the GPU benchmark suite into .device/ for one device call
+# (carry .device, run `bash .device/run-device.sh`); see bench/doc.go.
+bench-gpu:
+	bash scripts/build-device.sh --bench-only
+
+# Regenerates the GPU section of docs/performance.md and its plot from the
+# newest results file.
+perf-doc:
+	$(GO) run ./bench/cmd/perfdoc $$(ls bench/results/*-h200.json | sort | tail -1)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds everything the GPU machine runs into .device/ (ignored by git): the
+# GPU test binaries and irc (scripts/device-tests.sh, when present) and the
+# benchmark suite (strata-bench, torch_side.py, run-device.sh). The device
+# has no Go, so everything is built here. Run from anywhere in the
+# repository, then give the device tool carry: [".device"] and the command
+# printed last.
+set -euo pipefail
+export PATH=/usr/local/go/bin:$PATH
+cd "$(dirname "$0")/.."
+
+mkdir -p .device
+grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+if [ "${1:-}" != "--bench-only" ] && [ -x scripts/device-tests.sh ]; then
+	scripts/device-tests.sh
+fi
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain -- bench 2>/dev/null)" ]; then
+	commit="$commit+dirty"
+fi
+# purego loads libcuda at run time: no cgo needed, and the binary runs on
+# the device's glibc.
+CGO_ENABLED=0 go build -ldflags "-X main.commit=$commit" -o .device/strata-bench ./bench/cmd/strata-bench
+cp bench/torch_side.py bench/run-device.sh .device/
+
+cat <<'RUN'
+Benchmark (device tool, carry: [".device"]):
+bash .device/run-device.sh
+RUN
