@@ -7,7 +7,7 @@
 // CHECK-NEXT: exit {{1|0}}
 
 // A kernel the executor cannot plan is reported with its location first.
-// RUN: sed 's|// BAD ||' %s | irc run - --random-inputs 1 --backend=nvptx --cache=off 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: sed 's|// BAD ||' %s | not irc run - --random-inputs 1 --backend=nvptx --cache=off 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: <stdin>:32:5: error: 'loop.for' cannot run on the host of a launch plan
 
 module attributes {gpu.container_module} {
