@@ -21,11 +21,8 @@ func init() {
 	engines["nvptx"] = func() (Engine, error) { return OpenGPU(0) }
 }
 
-// LowerPipeline is the lowering the GPU engine runs before PTX generation:
-// the lower-to-gpu pipeline spelled out, because the registered one nests
-// lower-to-loop's builtin.module(...) inside another and then runs on no op.
-const LowerPipeline = "builtin.module(func.func(graph-decompose,canonicalize,cse,graph-fuse)," +
-	"convert-graph-to-loop,func.func(canonicalize,cse,loop-buffer-reuse),convert-loop-to-gpu,canonicalize,cse)"
+// LowerPipeline is the lowering the GPU engine runs before PTX generation.
+const LowerPipeline = "builtin.module(lower-to-gpu)"
 
 // GPU is the engine that lowers with lower-to-gpu, generates PTX with
 // runtime/exec (targets/llvm and the native nvptx backend) and runs on the
