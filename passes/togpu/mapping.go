@@ -167,21 +167,76 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 	return nil
 }
 
-// reduction is one value a row loop reduces: combining op applied to its
-// accumulator operand acc and the other one, with an identity.
+// reduction is one value a row loop reduces: combining ops (one, or the
+// compare-and-select form of a NaN-propagating maximum or minimum) applied
+// to the accumulator acc and a value val, with an identity.
 type reduction struct {
-	op       *ir.Operation // the combining op (in the nest)
-	acc, val *ir.Value     // its operands: the accumulator and the value
+	op       *ir.Operation   // the combining op (in the nest), or the last of ops
+	ops      []*ir.Operation // all the combining ops, in order
+	acc, val *ir.Value       // the accumulator and the value
 	identity ir.Attribute
 }
 
-// combine inserts the combining op on x and y at b.
+// combine inserts the combining ops on x and y at b.
 func (r reduction) combine(b *ir.Builder, x, y *ir.Value) *ir.Value {
-	return b.Insert(r.op.Clone(map[*ir.Value]*ir.Value{r.acc: x, r.val: y})).Result(0)
+	m := map[*ir.Value]*ir.Value{r.acc: x, r.val: y}
+	for _, op := range r.ops {
+		b.Insert(op.Clone(m))
+	}
+	return m[r.op.Result(0)]
 }
 
-// identities gives the identity of each combining op by element kind,
-// "f" for floats and "i" for integers, for types gpu.shuffle moves.
+// selectMinMax recognizes the NaN-propagating maximum (minimum) that
+// convert-graph-to-loop writes as
+//
+//	%c = arith.cmpf ogt (olt), %x, %acc
+//	%n = arith.cmpf uno, %x, %x
+//	%o = arith.ori %c, %n
+//	%r = arith.select %o, %x, %acc
+//
+// with the identity -inf (+inf).
+func selectMinMax(sel *ir.Operation, acc *ir.Value) (reduction, bool) {
+	if sel.Name() != "arith.select" || sel.Operand(2) != acc {
+		return reduction{}, false
+	}
+	x := sel.Operand(1)
+	or := sel.Operand(0).DefiningOp()
+	if or == nil || or.Name() != "arith.ori" {
+		return reduction{}, false
+	}
+	c, n := or.Operand(0).DefiningOp(), or.Operand(1).DefiningOp()
+	if c == nil || n == nil || c.Name() != "arith.cmpf" || n.Name() != "arith.cmpf" ||
+		c.Operand(0) != x || c.Operand(1) != acc || n.Operand(0) != x || n.Operand(1) != x {
+		return reduction{}, false
+	}
+	pred := func(op *ir.Operation) int64 { a, _ := op.Attr("predicate").(ir.IntegerAttr); return a.Value }
+	if pred(n) != int64(arith.CmpFUNO) {
+		return reduction{}, false
+	}
+	var id float64
+	switch pred(c) {
+	case int64(arith.CmpFOGT):
+		id = math.Inf(-1)
+	case int64(arith.CmpFOLT):
+		id = math.Inf(1)
+	default:
+		return reduction{}, false
+	}
+	a := floatIdentity(id)(acc.Type())
+	if a == nil {
+		return reduction{}, false
+	}
+	for _, v := range []*ir.Value{c.Result(0), n.Result(0), or.Result(0)} {
+		if !v.HasOneUse() {
+			return reduction{}, false
+		}
+	}
+	return reduction{op: sel, ops: []*ir.Operation{c, n, or, sel}, acc: acc, val: x, identity: a}, true
+}
+
+// identities gives the identity of each combining op for an element type,
+// or nil for types the row mapping does not shuffle (anything but f32 and
+// i32; f16 and bf16 reductions accumulate in f32 after convert-graph-to-loop).
 var identities = map[string]func(t ir.Type) ir.Attribute{
 	"arith.addf":     floatIdentity(math.Copysign(0, -1)),
 	"arith.mulf":     floatIdentity(1),
@@ -202,12 +257,12 @@ var identities = map[string]func(t ir.Type) ir.Attribute{
 
 func floatIdentity(v float64) func(ir.Type) ir.Attribute {
 	return func(t ir.Type) ir.Attribute {
-		ft, _ := t.(*ir.FloatType)
-		switch ft {
-		case ir.F16, ir.BF16, ir.F32:
-			return ir.FloatAttr{Bits: ir.FloatToBits(v, ft), Type: ft}
+		// gpu.shuffle takes i32, i64, f32 and f64; targets/llvm moves
+		// i32, f32, f16 and bf16: f32 and i32 are both.
+		if t != ir.F32 {
+			return nil
 		}
-		return nil
+		return ir.FloatAttr{Bits: ir.FloatToBits(v, ir.F32), Type: ir.F32}
 	}
 }
 
@@ -238,7 +293,7 @@ func recognize(op *ir.Operation, acc *ir.Value) (reduction, bool) {
 	if a == nil {
 		return reduction{}, false
 	}
-	return reduction{op: op, acc: acc, val: y, identity: a}, true
+	return reduction{op: op, ops: []*ir.Operation{op}, acc: acc, val: y, identity: a}, true
 }
 
 // rowLoop is an inner loop of a row nest that the row's threads share.
@@ -362,6 +417,8 @@ func overlaps(a, b map[*ir.Value]bool) bool {
 
 // forLoop recognizes a loop.for whose iter values are reductions: each is
 // yielded as combine(acc, x) where acc, the iter argument, has no other use.
+// In the thread's partial loop the combining ops are cloned with the rest
+// of the body, so they combine the partial and the value in place.
 func forLoop(op *ir.Operation) *rowLoop {
 	body := loop.Body(op)
 	y := body.Terminator()
@@ -369,11 +426,23 @@ func forLoop(op *ir.Operation) *rowLoop {
 	for i := range y.NumOperands() {
 		acc := body.Argument(1 + i)
 		c := y.Operand(i).DefiningOp()
-		if c == nil || c.Block() != body || !acc.HasOneUse() {
+		if c == nil || c.Block() != body {
 			return nil
 		}
 		red, ok := recognize(c, acc)
 		if !ok {
+			red, ok = selectMinMax(c, acc)
+		}
+		// Every use of acc must be in the combining ops.
+		uses := 0
+		for _, op := range red.ops {
+			for _, v := range op.Operands() {
+				if v == acc {
+					uses++
+				}
+			}
+		}
+		if !ok || uses != len(acc.Users()) {
 			return nil
 		}
 		rl.reds = append(rl.reds, red)
