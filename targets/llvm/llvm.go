@@ -33,28 +33,43 @@ const Triple = "nvptx64-nvidia-cuda"
 // Translate returns the LLVM IR module of a gpu.module's kernels. Anything
 // it cannot translate is a located diagnostic.
 func Translate(gpuModule *ir.Operation) (*llir.Module, error) {
-	if gpuModule.Name() != gpu.ModuleOp {
-		return nil, ir.Errorf(gpuModule.Loc(), "expected a %s, got %s", gpu.ModuleOp, gpuModule.Name())
-	}
+	return TranslateAll([]*ir.Operation{gpuModule})
+}
+
+// TranslateAll returns one LLVM IR module holding the kernels of every
+// gpu.module given, so that one PTX file serves a whole program. Kernel
+// names must be unique across the modules.
+func TranslateAll(gpuModules []*ir.Operation) (*llir.Module, error) {
 	m := llir.NewModule()
 	m.DataLayout = DataLayout
 	m.TargetTriple = Triple
 	t := &translator{m: m, decls: map[string]*llir.Func{}}
-	body := gpu.Body(gpuModule)
-	if body == nil {
-		return m, nil
-	}
-	for _, op := range body.Ops() {
-		switch {
-		case op.Name() == gpu.ModuleEndOp:
-		case gpu.IsKernel(op):
-			if err := t.kernel(op); err != nil {
-				return nil, err
+	defined := map[string]*ir.Operation{}
+	for _, gpuModule := range gpuModules {
+		if gpuModule.Name() != gpu.ModuleOp {
+			return nil, ir.Errorf(gpuModule.Loc(), "expected a %s, got %s", gpu.ModuleOp, gpuModule.Name())
+		}
+		body := gpu.Body(gpuModule)
+		if body == nil {
+			continue
+		}
+		for _, op := range body.Ops() {
+			switch {
+			case op.Name() == gpu.ModuleEndOp:
+			case gpu.IsKernel(op):
+				if prev, dup := defined[symName(op)]; dup {
+					return nil, ir.Errorf(op.Loc(), "kernel @%s is defined in two gpu.modules", symName(op)).
+						Note(prev.Loc(), "first defined here")
+				}
+				defined[symName(op)] = op
+				if err := t.kernel(op); err != nil {
+					return nil, err
+				}
+			case op.Name() == gpu.FuncOp:
+				return nil, ir.Errorf(op.Loc(), "gpu.func @%s is not a kernel: device functions are not supported", symName(op))
+			default:
+				return nil, ir.Errorf(op.Loc(), "'%s' is not supported in a gpu.module", op.Name())
 			}
-		case op.Name() == gpu.FuncOp:
-			return nil, ir.Errorf(op.Loc(), "gpu.func @%s is not a kernel: device functions are not supported", symName(op))
-		default:
-			return nil, ir.Errorf(op.Loc(), "'%s' is not supported in a gpu.module", op.Name())
 		}
 	}
 	return m, nil

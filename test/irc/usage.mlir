@@ -2,7 +2,7 @@
 // RUN: irc %s --no-such-flag > %t 2>&1; echo "exit $?" >> %t
 // RUN: irc %S/Inputs/does-not-exist.mlir >> %t 2>&1; echo "exit $?" >> %t
 // RUN: irc %s %s >> %t 2>&1; echo "exit $?" >> %t
-// RUN: irc %s --emit=llvm >> %t 2>&1; echo "exit $?" >> %t
+// RUN: irc %s --emit=bogus >> %t 2>&1; echo "exit $?" >> %t
 // RUN: FileCheck %s < %t
 // CHECK:      irc: flag provided but not defined: -no-such-flag
 // CHECK-NEXT: exit 2
@@ -10,7 +10,7 @@
 // CHECK-NEXT: exit 2
 // CHECK-NEXT: irc: expected one input file, got 2
 // CHECK-NEXT: exit 2
-// CHECK-NEXT: irc: --emit=llvm is not available yet in this build
+// CHECK-NEXT: irc: unknown --emit kind "bogus" (want mlir, llvm or ptx)
 // CHECK-NEXT: exit 2
 
 // Flags may come before or after the file; stdin is read for - or no file.

@@ -36,30 +36,29 @@ func (f *targetFlags) check() error {
 	return fmt.Errorf("unknown --ptx-target %q (want sm_80 or sm_90)", f.ptxTarget)
 }
 
-// emitTarget writes the LLVM IR or the PTX of every gpu.module in mod.
+// emitTarget writes the LLVM IR or the PTX of the gpu.modules in mod, as one
+// module, so the PTX is one file ptxas accepts.
 func emitTarget(out *bytes.Buffer, mod *ir.Operation, kind string, f *targetFlags) error {
 	mods := llvm.GPUModules(mod)
 	if len(mods) == 0 {
-		return ir.Errorf(mod.Loc(), "--emit=%s: the input has no gpu.module (run the lower-to-gpu pipeline first)", kind)
+		return ir.Errorf(mod.Loc(), "--emit=%s: the program has no kernels (no gpu.module after lower-to-gpu)", kind)
 	}
-	for _, g := range mods {
-		m, err := llvm.Translate(g)
-		if err != nil {
-			return err
-		}
-		if kind == "llvm" {
-			out.WriteString(m.String())
-			continue
-		}
-		backend, err := nvptx.New(f.ptxBackend)
-		if err != nil {
-			return err
-		}
-		ptx, err := backend.Compile(m, nvptx.Options{Target: f.ptxTarget, PTXVersion: f.ptxVersion})
-		if err != nil {
-			return ir.Errorf(g.Loc(), "%s PTX backend: %v", backend.Name(), err)
-		}
-		out.WriteString(ptx)
+	m, err := llvm.TranslateAll(mods)
+	if err != nil {
+		return err
 	}
+	if kind == "llvm" {
+		out.WriteString(m.String())
+		return nil
+	}
+	backend, err := nvptx.New(f.ptxBackend)
+	if err != nil {
+		return err
+	}
+	ptx, err := backend.Compile(m, nvptx.Options{Target: f.ptxTarget, PTXVersion: f.ptxVersion})
+	if err != nil {
+		return ir.Errorf(mods[0].Loc(), "%s PTX backend: %v", backend.Name(), err)
+	}
+	out.WriteString(ptx)
 	return nil
 }

@@ -162,6 +162,12 @@ func (t *tool) process(c chunk, filename string, f *optFlags, pm *passes.PassMan
 	if err := pm.Run(ctx, mod); err != nil {
 		return nil, err
 	}
+	if f.emit != "mlir" {
+		// --emit=llvm|ptx of a program above the gpu level lowers it first.
+		if err := lowerToGPUIfNeeded(ctx, mod, pm.Instr); err != nil {
+			return nil, err
+		}
+	}
 	return mod, nil
 }
 

@@ -118,15 +118,8 @@ func (t *tool) compileNVPTX(ctx *ir.Context, f *runFlags, name string, mod *ir.O
 	if err := pm.Run(ctx, mod); err != nil {
 		return nil, err
 	}
-	if len(llvm.GPUModules(mod)) == 0 && lower != nil {
-		lpm, err := passes.Parse("builtin.module(" + lowerToGPU + ")")
-		if err != nil {
-			return nil, err
-		}
-		lpm.Instr = pm.Instr
-		if err := lpm.Run(ctx, mod); err != nil {
-			return nil, err
-		}
+	if err := lowerToGPUIfNeeded(ctx, mod, pm.Instr); err != nil {
+		return nil, err
 	}
 	prog, err := exec.Compile(mod, exec.Options{PTXBackend: f.nvptx.ptxBackend, Target: f.nvptx.ptxTarget, PTXVersion: f.nvptx.ptxVersion})
 	if err != nil {
@@ -139,4 +132,19 @@ func (t *tool) compileNVPTX(ctx *ir.Context, f *runFlags, name string, mod *ir.O
 		}
 	}
 	return prog, nil
+}
+
+// lowerToGPUIfNeeded runs the lower-to-gpu pipeline on mod when it holds no
+// gpu.module yet (and the pipeline is registered), with the same
+// instrumentation as the user's pipeline.
+func lowerToGPUIfNeeded(ctx *ir.Context, mod *ir.Operation, instr passes.Instrumentation) error {
+	if len(llvm.GPUModules(mod)) > 0 || passes.LookupPipeline(lowerToGPU) == nil {
+		return nil
+	}
+	lpm, err := passes.Parse("builtin.module(" + lowerToGPU + ")")
+	if err != nil {
+		return err
+	}
+	lpm.Instr = instr
+	return lpm.Run(ctx, mod)
 }
