@@ -131,7 +131,7 @@ func elementFunc(name string, op *ir.Operation, ins []ir.DenseAttr) func([]scala
 	switch len(ins) {
 	case 1:
 		if isFloat {
-			f := UnaryFloatFunc(name, attrView{op.Properties()}.str("approximate", "none"))
+			f := UnaryFloatFunc(name, attrView{op.Properties()}.str("approximate", "none"), ir.ElementTypeOf(op.Result(0).Type()))
 			if f == nil {
 				return nil
 			}

@@ -52,13 +52,68 @@ func GELUTanh(x float64) float64 {
 	return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x)))
 }
 
-// UnaryFloatFunc returns the function of the float unary op name (gelu reads
-// approximate), or nil when name is not one.
-func UnaryFloatFunc(name, approximate string) func(float64) float64 {
+// UnaryFloatFunc returns the function of the float unary op name on
+// elements of type elem (gelu reads approximate), or nil when name is not
+// one. Single operations are computed in float64 and rounded once by the
+// caller. Formulas of several steps (sigmoid, gelu) are computed step by step
+// in ComputeType(elem), each step rounded, as the compiled code computes them
+// (a GPU has no float64 exp or tanh worth using).
+func UnaryFloatFunc(name, approximate string, elem ir.Type) func(float64) float64 {
+	if ComputeType(elem) == ir.F32 {
+		switch {
+		case name == "sigmoid":
+			return sigmoid32
+		case name == "gelu" && approximate == "tanh":
+			return geluTanh32
+		case name == "gelu":
+			return geluErf32
+		}
+	}
 	if name == "gelu" && approximate == "tanh" {
 		return GELUTanh
 	}
 	return unaryFloat[name]
+}
+
+// ComputeType is the type elementwise formulas of several steps are computed
+// in for elements of type elem: f64 for f64, f32 for every narrower float.
+func ComputeType(elem ir.Type) *ir.FloatType {
+	if elem == ir.F64 {
+		return ir.F64
+	}
+	return ir.F32
+}
+
+// The f32 formulas use float32 arithmetic, one operation per statement or
+// explicit conversion, so that no step is fused or kept wider (as the
+// arith/math ops of the lowered code compute them); single functions (exp,
+// tanh, erf) are the correctly rounded float32 results.
+
+func sigmoid32(x float64) float64 {
+	v := float32(x)
+	if v >= 0 {
+		e := float32(math.Exp(float64(-v)))
+		d := float32(1 + e)
+		return float64(float32(1 / d))
+	}
+	e := float32(math.Exp(float64(v)))
+	d := float32(1 + e)
+	return float64(float32(e / d))
+}
+
+func geluTanh32(x float64) float64 {
+	const c, c3 = float32(0.7978845608028654), float32(0.044715)
+	w := float32(x)
+	cube := float32(float32(float32(c3*w)*w) * w)
+	inner := float32(c * float32(w+cube))
+	t := float32(math.Tanh(float64(inner)))
+	return float64(float32(float32(0.5*w) * float32(1+t)))
+}
+
+func geluErf32(x float64) float64 {
+	w := float32(x)
+	e := float32(math.Erf(float64(float32(w / float32(math.Sqrt2)))))
+	return float64(float32(float32(0.5*w) * float32(1+e)))
 }
 
 // UnaryIntFunc returns the function of an integer unary op (neg, abs, relu),

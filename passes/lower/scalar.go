@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"github.com/strata-ir/strata/dialects/graph"
 	"math"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -91,10 +92,11 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 	case "relu":
 		return k.sel(k.cmpf(arith.CmpFOLT, x, k.zero(elem)), k.zero(elem), x), nil
 	}
-	// Formulas of several steps run in f64 and round once, as graph's
-	// float64 functions do.
-	w := k.convert(x, elem, ir.F64)
-	c := func(v float64) *ir.Value { return k.floatConst(v, ir.F64) }
+	// Formulas of several steps run in graph.ComputeType (f32 below f64),
+	// step by step, as graph's own semantics compute them.
+	ct := graph.ComputeType(elem)
+	w := k.convert(x, elem, ct)
+	c := func(v float64) *ir.Value { return k.floatConst(v, ct) }
 	mul := func(a, b *ir.Value) *ir.Value { return k.binary("arith.mulf", a, b) }
 	add := func(a, b *ir.Value) *ir.Value { return k.binary("arith.addf", a, b) }
 	div := func(a, b *ir.Value) *ir.Value { return k.binary("arith.divf", a, b) }
@@ -112,7 +114,7 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 	default:
 		return nil, errorf(k.loc, "cannot lower graph.%s", name)
 	}
-	return k.convert(r, ir.F64, elem), nil
+	return k.convert(r, ct, elem), nil
 }
 
 // binaryElem emits binary op name on a and b of type elem.

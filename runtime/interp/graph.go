@@ -237,7 +237,7 @@ func graphUnary(name string) Rule {
 		}
 		x := ts[0]
 		if ir.IsFloat(x.elem) {
-			f := graph.UnaryFloatFunc(name, strAttr(op, "approximate", "none"))
+			f := graph.UnaryFloatFunc(name, strAttr(op, "approximate", "none"), x.elem)
 			if o, ok := x.data.([]float32); ok { // the common case, without a float64 copy
 				out := make([]float32, len(o))
 				for i, v := range o {
