@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/strata-ir/strata/passes"
+	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
+	_ "github.com/strata-ir/strata/passes/togpu" // lower-to-gpu
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 )

@@ -15,6 +15,10 @@ import (
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	// lower-to-loop names graph-decompose and graph-fuse: importing this
+	// package makes the whole pipeline available.
+	_ "github.com/strata-ir/strata/passes/decompose"
+	_ "github.com/strata-ir/strata/passes/fusion"
 )
 
 func init() {

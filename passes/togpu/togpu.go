@@ -32,6 +32,7 @@ import (
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	_ "github.com/strata-ir/strata/passes/lower" // lower-to-gpu starts with lower-to-loop
 )
 
 // PassName is the pass's pipeline name.
