@@ -30,7 +30,9 @@ echo "== strata-bench prepare" >&2
 "$bin" prepare --out "$data" "$@" 2>&1 | tee "$OUT/prepare.log" || status=1
 echo "== torch_side.py" >&2
 python3 "$torch_side" "$data" 2>&1 | tee "$OUT/torch.log" || status=1
-cp "$data"/prepare.json "$data"/torch.json "$data"/*.mlir "$OUT/" 2>/dev/null
+# At most 8 files come back from the device: the programs travel as one tar.
+cp "$data"/prepare.json "$data"/torch.json "$OUT/" 2>/dev/null
+tar -C "$data" -cf "$OUT/programs.tar" $(cd "$data" && ls *.mlir 2>/dev/null)
 echo "== strata-bench report" >&2
 "$bin" report --results "$OUT/results" "$data" 2>&1 | tee "$OUT/report.txt" || status=1
 exit $status

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/cuda"
@@ -107,6 +108,9 @@ func encode(t *interp.Tensor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if raw := rawBytes(t.Data(), size); raw != nil {
+		return slices.Clone(raw), nil
+	}
 	bits := t.Bits()
 	out := make([]byte, len(bits)*size)
 	var buf [8]byte
@@ -133,6 +137,13 @@ func decode(elem ir.Type, shape []int64, data []byte) (*interp.Tensor, error) {
 	}
 	if int64(len(data)) != n*int64(size) {
 		return nil, fmt.Errorf("%d bytes for %d elements of %s", len(data), n, elem)
+	}
+	if t, err := interp.NewTensor(elem, shape); err == nil {
+		// A fresh tensor whose storage is the device form is filled by one copy.
+		if raw := rawBytes(t.Data(), size); raw != nil {
+			copy(raw, data)
+			return t, nil
+		}
 	}
 	bits := make([]uint64, n)
 	var buf [8]byte
@@ -220,4 +231,43 @@ func fill(dst *interp.Buffer, src *interp.Tensor) error {
 		return fmt.Errorf("cannot write into %s", dst)
 	}
 	return nil
+}
+
+// littleEndian reports whether this machine stores numbers as the device does.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// rawBytes returns the memory of a tensor storage slice when it already is
+// the device form of elements of size bytes (little-endian, one Go value per
+// element of that size), or nil. Copies then move whole buffers at memory
+// speed instead of element by element.
+func rawBytes(data any, size int) []byte {
+	if !littleEndian {
+		return nil
+	}
+	var p unsafe.Pointer
+	var n, width int
+	switch s := data.(type) {
+	case []float32:
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 4
+	case []float64:
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 8
+	case []int64:
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 8
+	case []int32:
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 4
+	case []int16:
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 2
+	case []uint16:
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 2
+	case []int8:
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 1
+	case []bool: // Go stores false and true as the bytes 0 and 1
+		p, n, width = unsafe.Pointer(unsafe.SliceData(s)), len(s), 1
+	default:
+		return nil
+	}
+	if width != size || n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), n*width)
 }
