@@ -78,8 +78,8 @@ var returnDef = &ir.OpDef{
 	Operands: []ir.ArgDoc{{Name: "operands", Doc: "the values returned, one per function result"}},
 	Example:  "func.func @f(%arg0: f32, %arg1: i32) -> (f32, i32) {\n  return %arg0, %arg1 : f32, i32\n}",
 	Verify:   verifyReturn,
-	Parse:    parseReturn,
-	Print:    printReturn,
+	Parse:    ir.ParseReturnLike,
+	Print:    ir.PrintReturnLike,
 }
 
 var callDef = &ir.OpDef{
@@ -497,35 +497,6 @@ func verifyReturn(op *ir.Operation) error {
 		}
 	}
 	return nil
-}
-
-// parseReturn reads `return [%a, %b : t1, t2] [attr-dict]`.
-func parseReturn(p *ir.Parser, st *ir.OperationState) error {
-	var err error
-	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
-		return err
-	}
-	operands, err := p.ParseOperandList()
-	if err != nil || len(operands) == 0 {
-		return err
-	}
-	pos := p.Pos()
-	types, err := p.ParseColonTypeList()
-	if err != nil {
-		return err
-	}
-	st.Operands, err = p.ResolveAll(operands, types, pos)
-	return err
-}
-
-func printReturn(p *ir.Printer, op *ir.Operation) {
-	p.PrintAttrDict(op.Attributes())
-	if op.NumOperands() > 0 {
-		p.Write(" ")
-		p.PrintOperands(op.Operands())
-		p.Write(" : ")
-		p.PrintTypes(op.OperandTypes())
-	}
 }
 
 // --- func.call ---

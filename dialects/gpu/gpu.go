@@ -138,8 +138,8 @@ var returnDef = &ir.OpDef{
 	Operands:    []ir.ArgDoc{{Name: "operands", Doc: "the values returned"}},
 	Example:     "gpu.return %0 : f32",
 	Verify:      verifyReturn,
-	Parse:       parseReturn,
-	Print:       printReturn,
+	Parse:       ir.ParseReturnLike,
+	Print:       ir.PrintReturnLike,
 }
 
 // idDef defines one of the four index ops, which differ only in name.

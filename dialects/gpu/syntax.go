@@ -210,35 +210,6 @@ func printFunc(p *ir.Printer, op *ir.Operation) {
 
 // --- gpu.return ---
 
-// parseReturn reads `[attr-dict] [%a, %b : t1, t2]`.
-func parseReturn(p *ir.Parser, st *ir.OperationState) error {
-	var err error
-	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
-		return err
-	}
-	operands, err := p.ParseOperandList()
-	if err != nil || len(operands) == 0 {
-		return err
-	}
-	pos := p.Pos()
-	types, err := p.ParseColonTypeList()
-	if err != nil {
-		return err
-	}
-	st.Operands, err = p.ResolveAll(operands, types, pos)
-	return err
-}
-
-func printReturn(p *ir.Printer, op *ir.Operation) {
-	p.PrintAttrDict(op.Attributes())
-	if op.NumOperands() > 0 {
-		p.Write(" ")
-		p.PrintOperands(op.Operands())
-		p.Write(" : ")
-		p.PrintTypes(op.OperandTypes())
-	}
-}
-
 // --- ids ---
 
 // parseEnumKeyword reads one of the keywords and returns it.

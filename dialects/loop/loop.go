@@ -237,6 +237,6 @@ var yieldDef = &ir.OpDef{
 	Operands: []ir.ArgDoc{{Name: "results", Doc: "the values passed to the parent"}},
 	Example:  "\"loop.yield\"(%a, %b) : (f32, index) -> ()",
 	Verify:   verifyYield,
-	Parse:    parseYield,
-	Print:    printYield,
+	Parse:    ir.ParseReturnLike,
+	Print:    ir.PrintReturnLike,
 }

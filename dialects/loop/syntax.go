@@ -254,31 +254,3 @@ func printDim(p *ir.Printer, op *ir.Operation) {
 	p.Write(" : ")
 	p.PrintTypes(op.OperandTypes())
 }
-
-func parseYield(p *ir.Parser, st *ir.OperationState) error {
-	var err error
-	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
-		return err
-	}
-	os, err := p.ParseOperandList()
-	if err != nil || len(os) == 0 {
-		return err
-	}
-	pos := p.Pos()
-	ts, err := p.ParseColonTypeList()
-	if err != nil {
-		return err
-	}
-	st.Operands, err = p.ResolveAll(os, ts, pos)
-	return err
-}
-
-func printYield(p *ir.Printer, op *ir.Operation) {
-	p.PrintAttrDict(op.Attributes())
-	if op.NumOperands() > 0 {
-		p.Write(" ")
-		p.PrintOperands(op.Operands())
-		p.Write(" : ")
-		p.PrintTypes(op.OperandTypes())
-	}
-}
