@@ -52,6 +52,16 @@ type driver struct {
 	cuEventRecord             func(e, s uintptr) Result
 	cuEventSynchronize        func(e uintptr) Result
 	cuEventElapsedTime        func(ms *float32, start, end uintptr) Result
+
+	// Optional entry points (optionalSymbols): nil when the driver lacks
+	// them, and the features that need them report so.
+	cuStreamBeginCapture func(s uintptr, mode int32) Result
+	cuStreamEndCapture   func(s uintptr, graph *uintptr) Result
+	cuGraphInstantiate   func(exec *uintptr, graph uintptr, flags uint64) Result
+	cuGraphLaunch        func(exec, s uintptr) Result
+	cuGraphExecDestroy   func(exec uintptr) Result
+	cuGraphDestroy       func(graph uintptr) Result
+	cuFuncSetAttribute   func(fn uintptr, attr, value int32) Result
 }
 
 // symbols lists, for each entry point, the field it binds and the library
@@ -106,6 +116,28 @@ func (d *driver) symbols() []struct {
 	}
 }
 
+// optionalSymbols lists entry points a driver may lack (CUDA graphs came
+// with CUDA 10, cuGraphInstantiateWithFlags with 11.4); openDriver leaves
+// their fields nil when they are missing.
+func (d *driver) optionalSymbols() []struct {
+	fptr  any
+	names []string
+} {
+	type sym = struct {
+		fptr  any
+		names []string
+	}
+	return []sym{
+		{&d.cuStreamBeginCapture, []string{"cuStreamBeginCapture_v2"}},
+		{&d.cuStreamEndCapture, []string{"cuStreamEndCapture"}},
+		{&d.cuGraphInstantiate, []string{"cuGraphInstantiateWithFlags"}},
+		{&d.cuGraphLaunch, []string{"cuGraphLaunch"}},
+		{&d.cuGraphExecDestroy, []string{"cuGraphExecDestroy"}},
+		{&d.cuGraphDestroy, []string{"cuGraphDestroy"}},
+		{&d.cuFuncSetAttribute, []string{"cuFuncSetAttribute"}},
+	}
+}
+
 // openDriver loads the library at path and binds every entry point. It
 // fails, without panicking, when the library or one of the symbols is
 // missing.
@@ -130,6 +162,11 @@ func openDriver(path string) (*driver, error) {
 				ErrNoDriver, path, s.names[0])
 		}
 		purego.RegisterFunc(s.fptr, addr)
+	}
+	for _, s := range d.optionalSymbols() {
+		if a, err := purego.Dlsym(h, s.names[0]); err == nil && a != 0 {
+			purego.RegisterFunc(s.fptr, a)
+		}
 	}
 	return d, nil
 }

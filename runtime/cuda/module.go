@@ -30,9 +30,10 @@ type Module struct {
 
 // Function is a kernel of a Module.
 type Function struct {
-	mod  *Module
-	fn   uintptr // CUfunction
-	name string
+	mod    *Module
+	fn     uintptr // CUfunction
+	name   string
+	shared sharedOptIn
 }
 
 // LoadModule JIT-compiles ptx for the device and loads it. When the JIT
@@ -115,6 +116,9 @@ func (f *Function) Name() string { return f.name }
 // uint8 for i1. Launch does not wait for the kernel; errors raised while it
 // runs surface at the next synchronisation.
 func (dev *Device) Launch(fn *Function, grid, block [3]uint32, sharedBytes uint32, stream *Stream, args ...any) error {
+	if err := dev.allowShared(fn, sharedBytes); err != nil {
+		return err
+	}
 	params, err := packParams(args)
 	if err != nil {
 		return err
