@@ -269,23 +269,7 @@ func strAttr(op *ir.Operation, name, def string) string {
 }
 
 // intsAttr reads an integer-list attribute ([0, 1] or array<i64: 0, 1>).
-func intsAttr(op *ir.Operation, name string) ([]int64, bool) {
-	switch a := op.Attr(name).(type) {
-	case ir.ArrayAttr:
-		out := make([]int64, len(a))
-		for i, x := range a {
-			v, ok := x.(ir.IntegerAttr)
-			if !ok {
-				return nil, false
-			}
-			out[i] = v.Value
-		}
-		return out, true
-	case ir.DenseArrayAttr:
-		return slices.Clone(a.Values), true
-	}
-	return nil, false
-}
+func intsAttr(op *ir.Operation, name string) ([]int64, bool) { return graph.IntList(op.Attr(name)) }
 
 // reduceAxes returns op's reduction axes, resolved and sorted (all dims
 // when the attribute is absent).

@@ -52,7 +52,7 @@ func (s attrSpec) check(a ir.Attribute) error {
 	ok := false
 	switch s.kind {
 	case kindInts:
-		_, ok = intList(a)
+		_, ok = IntList(a)
 	case kindInt:
 		v, isInt := a.(ir.IntegerAttr)
 		ok = isInt && v.Type != ir.I1 && ir.IsIntOrIndex(v.Type)
@@ -95,9 +95,9 @@ func quoteAll(ss []string) string {
 	return strings.Join(q, ", ")
 }
 
-// intList reads an integer list given as an ArrayAttr of integers or as a
-// DenseArrayAttr of integers.
-func intList(a ir.Attribute) ([]int64, bool) {
+// IntList reads an integer-list attribute, given as an ArrayAttr of
+// integers ([0, 1]) or as a DenseArrayAttr of integers (array<i64: 0, 1>).
+func IntList(a ir.Attribute) ([]int64, bool) {
 	switch a := a.(type) {
 	case ir.ArrayAttr:
 		out := make([]int64, len(a))
@@ -135,7 +135,7 @@ type attrView struct{ d ir.DictAttr }
 func (a attrView) has(name string) bool { return a.d.Get(name) != nil }
 
 func (a attrView) ints(name string) []int64 {
-	vs, _ := intList(a.d.Get(name))
+	vs, _ := IntList(a.d.Get(name))
 	return vs
 }
 

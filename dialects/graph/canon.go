@@ -214,7 +214,7 @@ var broadcastBroadcast = &ir.Pattern{
 }
 
 func permOf(op *ir.Operation) []int64 {
-	p, _ := intList(op.Attr("perm"))
+	p, _ := IntList(op.Attr("perm"))
 	return p
 }
 

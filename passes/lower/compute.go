@@ -192,15 +192,15 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		}
 		return k.value(op.Operand(0), oi)
 	case "transpose":
-		perm, _ := ints(op.Attr("perm"))
+		perm, _ := graph.IntList(op.Attr("perm"))
 		in := make([]*ir.Value, len(perm))
 		for i, p := range perm {
 			in[p] = idx[i]
 		}
 		return k.value(op.Operand(0), in)
 	case "slice":
-		starts, _ := ints(op.Attr("starts"))
-		steps, ok := ints(op.Attr("strides"))
+		starts, _ := graph.IntList(op.Attr("starts"))
+		steps, ok := graph.IntList(op.Attr("strides"))
 		in := make([]*ir.Value, len(idx))
 		for d := range idx {
 			step := int64(1)
@@ -305,7 +305,7 @@ func (k *kernel) constantElem(op *ir.Operation, idx []*ir.Value) (*ir.Value, err
 func (k *kernel) pad(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	x := op.Operand(0)
 	xs := shapeOf(k.resolve(x))
-	low, _ := ints(op.Attr("low"))
+	low, _ := graph.IntList(op.Attr("low"))
 	elem := elemOf(op.Result(0))
 	fill := k.constant(scalarAttr(op.Attr("value"), elem))
 	in := make([]*ir.Value, len(idx))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
@@ -258,7 +259,7 @@ func reductionAxes(op *ir.Operation, rank int) []int {
 	if op.Name() == "graph.argmax" {
 		a, _ := op.Attr("axis").(ir.IntegerAttr)
 		vs = []int64{a.Value}
-	} else if a, ok := ints(op.Attr("axes")); ok {
+	} else if a, ok := graph.IntList(op.Attr("axes")); ok {
 		vs = a
 	} else {
 		for d := range rank {
@@ -274,24 +275,6 @@ func reductionAxes(op *ir.Operation, rank int) []int {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-func ints(a ir.Attribute) ([]int64, bool) {
-	switch a := a.(type) {
-	case ir.ArrayAttr:
-		out := make([]int64, len(a))
-		for i, e := range a {
-			v, ok := e.(ir.IntegerAttr)
-			if !ok {
-				return nil, false
-			}
-			out[i] = v.Value
-		}
-		return out, true
-	case ir.DenseArrayAttr:
-		return slices.Clone(a.Values), true
-	}
-	return nil, false
 }
 
 // expand builds an index of a space of the given rank from the kept

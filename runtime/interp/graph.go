@@ -113,24 +113,8 @@ func staticShape(op *ir.Operation) ([]int64, bool) {
 
 func resultElem(op *ir.Operation) ir.Type { return ir.ElementTypeOf(op.Result(0).Type()) }
 
-// props reads op's attributes.
-func intsAttr(op *ir.Operation, name string) ([]int64, bool) {
-	switch a := op.Attr(name).(type) {
-	case ir.ArrayAttr:
-		out := make([]int64, len(a))
-		for i, e := range a {
-			v, ok := e.(ir.IntegerAttr)
-			if !ok {
-				return nil, false
-			}
-			out[i] = v.Value
-		}
-		return out, true
-	case ir.DenseArrayAttr:
-		return slices.Clone(a.Values), true
-	}
-	return nil, false
-}
+// intsAttr reads op's integer-list attribute name.
+func intsAttr(op *ir.Operation, name string) ([]int64, bool) { return graph.IntList(op.Attr(name)) }
 
 func intAttr(op *ir.Operation, name string, def int64) int64 {
 	if v, ok := op.Attr(name).(ir.IntegerAttr); ok {
