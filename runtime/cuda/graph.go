@@ -20,7 +20,7 @@ func (d *driver) hasGraphs() bool {
 
 // SupportsGraphs reports whether the driver can capture streams into CUDA
 // graphs and replay them.
-func (dev *Device) SupportsGraphs() bool { return dev.drv.hasGraphs() }
+func (dev *Device) SupportsGraphs() bool { return dev.drv != nil && dev.drv.hasGraphs() }
 
 // NewNonBlockingStream creates a stream that does not synchronise with the
 // legacy default stream (CU_STREAM_NON_BLOCKING). Capture needs one: work

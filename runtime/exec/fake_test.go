@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/strata-ir/strata/runtime/cuda"
 	"math"
 	"strings"
 )
@@ -96,7 +97,7 @@ func (d *fakeDevice) load(ptx string) (module, error) {
 	return fakeModule{d}, nil
 }
 
-func (d *fakeDevice) launch(k kernel, grid, block [3]uint32, shared uint32, args []any) error {
+func (d *fakeDevice) launch(k kernel, grid, block [3]uint32, shared uint32, _ *cuda.Stream, args []any) error {
 	d.launches = append(d.launches, fakeLaunch{k.Name(), grid, block, shared, append([]any(nil), args...)})
 	return d.kernels[k.Name()](d, grid, block, args)
 }

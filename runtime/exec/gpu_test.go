@@ -97,3 +97,50 @@ func TestGPUWarmStart(t *testing.T) {
 	}
 	t.Logf("warm start (module load + first run of softmax 64x1024): %v; cold compile %v", time.Since(start), cold.Times())
 }
+
+// TestGPUGraphReplay captures each testdata program into a CUDA graph,
+// replays it on new inputs of the same shape and compares every replay
+// with the interpreter; it also times plain launches against replays.
+func TestGPUGraphReplay(t *testing.T) {
+	rt := openGPU(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			p := compileFile(t, c.file)
+			r := NewRunner(p, rt, "main", true)
+			defer r.Close()
+			rng := rand.New(rand.NewPCG(seed, 2))
+			for i := range 3 {
+				args := c.args(t, rng)
+				got, err := r.Run(args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, p, args, got, c.rel)
+				info, err := r.Graph(args)
+				if err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+				if info.Kernels == 0 || info.Kernels != len(p.plans["main"].plan.launches) {
+					t.Errorf("graph of %d kernels", info.Kernels)
+				}
+				if i == 2 {
+					args := c.args(t, rng)
+					graphMS, err := r.Time(args, 3, 20)
+					if err != nil {
+						t.Fatal(err)
+					}
+					plainMS, err := p.RunTimed(rt, "main", args, 3, 20)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("%v; replay %.4f ms, plain launches %.4f ms", info, graphMS, plainMS)
+				}
+			}
+		})
+	}
+	if s := rt.Allocator().Stats(); s.Allocated != 0 {
+		t.Errorf("%d bytes still allocated", s.Allocated)
+	}
+}

@@ -21,7 +21,8 @@ type device interface {
 	CopyDtoH(dst []byte, src DevicePtr) error
 	Synchronize() error
 	load(ptx string) (module, error)
-	launch(k kernel, grid, block [3]uint32, sharedBytes uint32, args []any) error
+	// launch queues a kernel on stream (nil: the default stream).
+	launch(k kernel, grid, block [3]uint32, sharedBytes uint32, stream *cuda.Stream, args []any) error
 }
 
 // module is a loaded PTX module.
@@ -46,8 +47,8 @@ func (d cudaDevice) load(ptx string) (module, error) {
 	return cudaModule{m}, nil
 }
 
-func (d cudaDevice) launch(k kernel, grid, block [3]uint32, shared uint32, args []any) error {
-	return d.Launch(k.(*cuda.Function), grid, block, shared, nil, args...)
+func (d cudaDevice) launch(k kernel, grid, block [3]uint32, shared uint32, stream *cuda.Stream, args []any) error {
+	return d.Launch(k.(*cuda.Function), grid, block, shared, stream, args...)
 }
 
 func (m cudaModule) function(name string) (kernel, error) { return m.Function(name) }
@@ -184,6 +185,8 @@ type Bound struct {
 
 	state   runState
 	results []slotValue
+	// graph is the CUDA graph Launch replays, once Capture succeeded.
+	graph *capturedGraph
 	// held are the plan allocations the last results keep alive.
 	held []*allocation
 }
@@ -266,6 +269,9 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 // Launch runs the plan once on the bound arguments, without waiting for
 // the kernels. The results of the previous Launch are released.
 func (b *Bound) Launch() error {
+	if b.graph != nil {
+		return b.graph.launch()
+	}
 	if err := b.release(); err != nil {
 		return err
 	}
@@ -391,6 +397,10 @@ func (b *Bound) writeBack(args []interp.Value) error {
 // results. The Bound cannot be launched afterwards.
 func (b *Bound) Free() error {
 	errs := []error{b.release()}
+	if b.graph != nil {
+		errs = append(errs, b.graph.destroy(b.rt))
+		b.graph, b.results = nil, nil
+	}
 	for _, m := range b.inputs {
 		if !m.freed {
 			m.freed = true
@@ -409,6 +419,10 @@ type runState struct {
 	allocs  []*allocation
 	results []slotValue
 	argv    []any
+	// stream receives the launches (nil: the default stream); pool, when
+	// set, serves the allocations of a run being captured.
+	stream *cuda.Stream
+	pool   *staticPool
 }
 
 // reset prepares the state for a new run, reusing its memory.
@@ -431,6 +445,13 @@ func (r *runState) abandon() {
 }
 
 func (r *runState) alloc(n uint64) (*allocation, error) {
+	if r.pool != nil {
+		m, err := r.pool.alloc(r.rt.alloc, n)
+		if err == nil {
+			r.allocs = append(r.allocs, m)
+		}
+		return m, err
+	}
 	p, err := r.rt.alloc.Alloc(n)
 	if err != nil {
 		return nil, err
@@ -442,6 +463,10 @@ func (r *runState) alloc(n uint64) (*allocation, error) {
 
 func (r *runState) free(m *allocation) error {
 	m.freed = true
+	if r.pool != nil {
+		r.pool.free(m)
+		return nil
+	}
 	return r.rt.alloc.Free(m.ptr)
 }
 
@@ -478,7 +503,7 @@ func (r *runState) launch(l *launch) error {
 		}
 		r.argv = append(r.argv, marshal(l.kinds[i], args[i].Type(), v))
 	}
-	if err := r.rt.dev.launch(r.bound.kernels[l.index], grid, block, shared, r.argv); err != nil {
+	if err := r.rt.dev.launch(r.bound.kernels[l.index], grid, block, shared, r.stream, r.argv); err != nil {
 		return ir.Errorf(l.op.Loc(), "launching @%s: %v", l.kernel, err)
 	}
 	return nil

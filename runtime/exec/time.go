@@ -39,13 +39,13 @@ func (b *Bound) Time(warmup, iters int) (float64, error) {
 	defer end.Destroy()
 	times := make([]float64, iters)
 	for i := range times {
-		if err := start.Record(nil); err != nil {
+		if err := start.Record(b.stream()); err != nil {
 			return 0, err
 		}
 		if err := b.Launch(); err != nil {
 			return 0, err
 		}
-		if err := end.Record(nil); err != nil {
+		if err := end.Record(b.stream()); err != nil {
 			return 0, err
 		}
 		if err := end.Synchronize(); err != nil {

@@ -1,0 +1,413 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/runtime/cuda"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// The log topics of CUDA graph decisions: a plan that cannot be captured
+// is logged under both (STRATA_LOGS=cudagraphs or perf_hints).
+const (
+	TopicCUDAGraphs = "cudagraphs"
+	TopicPerfHints  = "perf_hints"
+)
+
+// CaptureError says why a plan was not captured into a CUDA graph; the
+// plan then runs launch by launch.
+type CaptureError struct {
+	Func   string
+	Reason string
+	Err    error // the driver's error, if one caused it
+}
+
+func (e *CaptureError) Error() string {
+	s := fmt.Sprintf("@%s not captured into a CUDA graph: %s", e.Func, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *CaptureError) Unwrap() error { return e.Err }
+
+// GraphInfo describes a captured plan.
+type GraphInfo struct {
+	// Kernels is the number of kernel launches in the graph.
+	Kernels int
+	// PoolBytes is the static pool: the plan's own allocations, which the
+	// graph reuses on every replay and which live as long as the graph.
+	PoolBytes uint64
+}
+
+// String prints the info as irc does.
+func (g GraphInfo) String() string {
+	return fmt.Sprintf("CUDA graph of %d kernels, static pool %.2f MiB", g.Kernels, float64(g.PoolBytes)/(1<<20))
+}
+
+// captureSafe lists the host ops a capture can record: they compute on
+// host scalars and shapes, or queue device work. An op reading device
+// memory on the host between launches would need the stream to finish,
+// which a capture cannot do; none of the executor's ops does today, and a
+// new host op must be added here consciously.
+var captureSafe = func() map[string]bool {
+	m := map[string]bool{}
+	for name := range hostOps {
+		m[name] = true
+	}
+	return m
+}()
+
+// captureBlocker returns why b's plan cannot be captured, or "".
+func (b *Bound) captureBlocker() string {
+	if len(b.plan.launches) == 0 {
+		return "the plan launches no kernel"
+	}
+	for _, op := range b.plan.fn.Region(0).Front().Ops() {
+		if !captureSafe[op.Name()] && !isArithHostOp(op.Name()) {
+			return fmt.Sprintf("'%s' at %v needs the host between launches", op.Name(), op.Loc())
+		}
+	}
+	switch {
+	case b.rt.cuda == nil:
+		return "the runtime has no CUDA device"
+	case !b.rt.cuda.SupportsGraphs():
+		return cuda.ErrNoGraphs.Error()
+	}
+	return ""
+}
+
+// isArithHostOp reports whether name is one of arith's scalar ops the
+// planner evaluates on the host (always capture-safe).
+func isArithHostOp(name string) bool { return strings.HasPrefix(name, "arith.") }
+
+// staticPool holds the memory a captured plan allocates: taken from the
+// caching allocator during capture and never returned to it while the
+// graph lives, since every replay writes the same addresses. Blocks the
+// plan deallocates are reused by its later allocations of the same size,
+// which is safe because the launches are ordered on one stream.
+type staticPool struct {
+	blocks []DevicePtr
+	spare  map[uint64][]DevicePtr // bytes → blocks deallocated during capture
+	bytes  uint64
+}
+
+func (p *staticPool) alloc(a *cuda.Allocator, n uint64) (*allocation, error) {
+	if ptrs := p.spare[n]; len(ptrs) > 0 {
+		ptr := ptrs[len(ptrs)-1]
+		p.spare[n] = ptrs[:len(ptrs)-1]
+		return &allocation{ptr: ptr, bytes: n, owned: true}, nil
+	}
+	ptr, err := a.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	p.blocks = append(p.blocks, ptr)
+	p.bytes += n
+	return &allocation{ptr: ptr, bytes: n, owned: true}, nil
+}
+
+func (p *staticPool) free(m *allocation) {
+	if p.spare == nil {
+		p.spare = map[uint64][]DevicePtr{}
+	}
+	p.spare[m.bytes] = append(p.spare[m.bytes], m.ptr)
+}
+
+// release returns the pool's blocks to the allocator.
+func (p *staticPool) release(a *cuda.Allocator) error {
+	var errs []error
+	for _, ptr := range p.blocks {
+		errs = append(errs, a.Free(ptr))
+	}
+	p.blocks, p.spare, p.bytes = nil, nil, 0
+	return errors.Join(errs...)
+}
+
+// capturedGraph is a plan recorded as a CUDA graph with its stream and
+// static pool.
+type capturedGraph struct {
+	exec   *cuda.GraphExec
+	stream *cuda.Stream
+	pool   *staticPool
+	info   GraphInfo
+}
+
+func (g *capturedGraph) launch() error { return g.exec.Launch(g.stream) }
+
+func (g *capturedGraph) destroy(rt *Runtime) error {
+	errs := []error{g.stream.Synchronize(), g.exec.Destroy(), g.stream.Destroy()}
+	errs = append(errs, g.pool.release(rt.alloc))
+	return errors.Join(errs...)
+}
+
+// stream returns the stream Launch queues work on (nil: the default one).
+func (b *Bound) stream() *cuda.Stream {
+	if b.graph != nil {
+		return b.graph.stream
+	}
+	return nil
+}
+
+// Capture records the plan's launches into a CUDA graph, after one plain
+// launch that loads every kernel and surfaces faults outside the graph.
+// From then on Launch replays the graph with one driver call, and the
+// results live in the graph's static pool: each Launch overwrites them.
+// When the plan cannot be captured the error is a *CaptureError and the
+// Bound keeps launching kernel by kernel.
+func (b *Bound) Capture() (GraphInfo, error) {
+	if b.graph != nil {
+		return b.graph.info, nil
+	}
+	if reason := b.captureBlocker(); reason != "" {
+		return GraphInfo{}, &CaptureError{Func: b.plan.name, Reason: reason}
+	}
+	fail := func(reason string, err error) (GraphInfo, error) {
+		return GraphInfo{}, &CaptureError{Func: b.plan.name, Reason: reason, Err: err}
+	}
+	if err := b.Launch(); err != nil {
+		return GraphInfo{}, err
+	}
+	if err := b.rt.dev.Synchronize(); err != nil {
+		return GraphInfo{}, fmt.Errorf("@%s: %w", b.plan.name, err)
+	}
+	if err := b.release(); err != nil {
+		return GraphInfo{}, err
+	}
+	dev := b.rt.cuda
+	st, err := dev.NewNonBlockingStream()
+	if err != nil {
+		return fail("creating the capture stream", err)
+	}
+	pool := &staticPool{}
+	abandon := func() {
+		_ = st.Destroy()
+		_ = pool.release(b.rt.alloc)
+	}
+	r := &b.state
+	r.reset(b.plan.nslots)
+	for i, s := range b.plan.args {
+		r.slots[s] = b.args[i]
+	}
+	r.stream, r.pool = st, pool
+	defer func() { r.stream, r.pool = nil, nil }()
+	if err := st.BeginCapture(); err != nil {
+		abandon()
+		return fail("the driver refused to capture", err)
+	}
+	var runErr error
+	for _, step := range b.plan.steps {
+		if runErr = step(r); runErr != nil {
+			break
+		}
+	}
+	g, endErr := st.EndCapture()
+	if runErr != nil || endErr != nil {
+		if g != nil {
+			_ = g.Destroy()
+		}
+		abandon()
+		if runErr != nil {
+			return GraphInfo{}, runErr
+		}
+		return fail("the capture was invalidated", endErr)
+	}
+	ge, err := g.Instantiate()
+	_ = g.Destroy()
+	if err != nil {
+		abandon()
+		return fail("instantiating the graph", err)
+	}
+	info := GraphInfo{Kernels: len(b.plan.launches), PoolBytes: pool.bytes}
+	b.graph = &capturedGraph{exec: ge, stream: st, pool: pool, info: info}
+	b.results = slices.Clone(r.results)
+	return info, nil
+}
+
+// Update copies new arguments into the buffers Prepare bound, so that the
+// next Launch (a graph replay included) runs on them. Memref arguments
+// must have the bound shapes and element types and scalars the bound
+// values: a captured graph has both built in.
+func (b *Bound) Update(args []interp.Value) error {
+	if len(args) != len(b.args) {
+		return fmt.Errorf("@%s takes %d arguments, got %d", b.plan.name, len(b.args), len(args))
+	}
+	for i, a := range args {
+		bv := b.args[i]
+		if bv.b == nil {
+			v, err := scalarValue(a, b.plan.params[i])
+			if err != nil {
+				return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+			}
+			if v != bv {
+				return fmt.Errorf("@%s argument %d: the scalar changed; prepare the new value anew", b.plan.name, i)
+			}
+			continue
+		}
+		if a.ElemType() != bv.b.elem || !slices.Equal(a.Shape(), bv.b.shape) {
+			return fmt.Errorf("@%s argument %d: %v×%v does not match the bound %v×%v", b.plan.name, i,
+				a.Shape(), a.ElemType(), bv.b.shape, bv.b.elem)
+		}
+		tv, err := tensorOf(a, b.plan.params[i].(*ir.MemRefType))
+		if err != nil {
+			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+		}
+		data, err := encode(tv)
+		if err != nil {
+			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+		}
+		if st := b.stream(); st != nil {
+			// Ordered before the next replay on the same stream.
+			err = st.CopyHtoDBytes(bv.b.mem.ptr, data)
+		} else {
+			err = b.rt.dev.CopyHtoD(bv.b.mem.ptr, data)
+		}
+		if err != nil {
+			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+		}
+	}
+	return nil
+}
+
+// Runner runs one host function of a Program call after call, keeping a
+// prepared Bound per argument signature (shapes and element types of the
+// memrefs, values of the scalars): a later call with the same signature
+// only copies its inputs in. With CUDA graphs on, each signature's plan
+// is captured once and replayed; a plan that cannot be captured runs
+// launch by launch, and the reason is logged under TopicCUDAGraphs and
+// TopicPerfHints. A Runner is safe for concurrent use (calls serialise).
+type Runner struct {
+	prog   *Program
+	rt     *Runtime
+	fn     string
+	graphs bool
+
+	mu    sync.Mutex
+	bound map[string]*runnerEntry
+}
+
+type runnerEntry struct {
+	b    *Bound
+	info GraphInfo
+	err  error // why the plan is not a graph, if it is not
+}
+
+// NewRunner returns a Runner of host function fn; graphs turns CUDA graph
+// capture on (Mode.CUDAGraphs).
+func NewRunner(p *Program, rt *Runtime, fn string, graphs bool) *Runner {
+	return &Runner{prog: p, rt: rt, fn: fn, graphs: graphs, bound: map[string]*runnerEntry{}}
+}
+
+// signature keys the prepared Bounds of a Runner.
+func signature(args []interp.Value) string {
+	var sb strings.Builder
+	for _, a := range args {
+		fmt.Fprintf(&sb, "%v%v", a.ElemType(), a.Shape())
+		if len(a.Shape()) == 0 {
+			if t, ok := a.(*interp.Tensor); ok {
+				fmt.Fprintf(&sb, "=%v", t)
+			}
+		}
+		sb.WriteByte(';')
+	}
+	return sb.String()
+}
+
+// entry returns the prepared Bound of args' signature, preparing (and
+// capturing) it on first use and updating its inputs afterwards.
+func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
+	key := signature(args)
+	if e, ok := r.bound[key]; ok {
+		return e, e.b.Update(args)
+	}
+	b, err := r.prog.Prepare(r.rt, r.fn, args)
+	if err != nil {
+		return nil, err
+	}
+	e := &runnerEntry{b: b}
+	if r.graphs {
+		e.info, e.err = b.Capture()
+		var ce *CaptureError
+		if e.err != nil && !errors.As(e.err, &ce) {
+			b.Free()
+			return nil, e.err
+		}
+		if ce != nil {
+			logs.Printf(TopicCUDAGraphs, "%v; running launch by launch", ce)
+			logs.Printf(TopicPerfHints, "%v; running launch by launch", ce)
+		} else {
+			logs.Printf(TopicCUDAGraphs, "@%s on %s: %v", r.fn, key, e.info)
+		}
+	}
+	r.bound[key] = e
+	return e, nil
+}
+
+// Run runs the function on args and returns its results as Program.Run
+// does.
+func (r *Runner) Run(args []interp.Value) ([]interp.Value, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.entry(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.b.Launch(); err != nil {
+		return nil, err
+	}
+	res, err := e.b.Results()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.b.writeBack(args); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Graph returns the CUDA graph of args' signature, or why there is none
+// (a *CaptureError, or an error when graphs are off or the signature has
+// not run yet).
+func (r *Runner) Graph(args []interp.Value) (GraphInfo, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.bound[signature(args)]
+	switch {
+	case !r.graphs:
+		return GraphInfo{}, errors.New("CUDA graphs are off")
+	case !ok:
+		return GraphInfo{}, fmt.Errorf("@%s has not run on these shapes", r.fn)
+	}
+	return e.info, e.err
+}
+
+// Time times one call of the prepared signature of args (see Bound.Time);
+// a graph replay when the signature was captured.
+func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.entry(args)
+	if err != nil {
+		return 0, err
+	}
+	return e.b.Time(warmup, iters)
+}
+
+// Close frees every prepared Bound and graph.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for k, e := range r.bound {
+		errs = append(errs, e.b.Free())
+		delete(r.bound, k)
+	}
+	return errors.Join(errs...)
+}

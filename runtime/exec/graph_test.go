@@ -1,0 +1,158 @@
+package exec
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/runtime/cuda"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+func TestParseMode(t *testing.T) {
+	for _, m := range Modes {
+		got, err := ParseMode(string(m))
+		if err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %q, %v", m, got, err)
+		}
+	}
+	if m, err := ParseMode(""); err != nil || m != ModeDefault {
+		t.Errorf(`ParseMode("") = %q, %v`, m, err)
+	}
+	_, err := ParseMode("fast")
+	if err == nil || !strings.Contains(err.Error(), `unknown mode "fast"`) || !strings.Contains(err.Error(), "max-autotune-no-cudagraphs") {
+		t.Errorf("ParseMode(fast): %v", err)
+	}
+	graphs := map[Mode]bool{ModeReduceOverhead: true, ModeMaxAutotune: true}
+	tunes := map[Mode]bool{ModeMaxAutotune: true, ModeMaxAutotuneNoCUDAGraphs: true}
+	for _, m := range Modes {
+		if m.CUDAGraphs() != graphs[m] || m.Autotunes() != tunes[m] {
+			t.Errorf("%s: CUDAGraphs %v Autotunes %v", m, m.CUDAGraphs(), m.Autotunes())
+		}
+	}
+}
+
+// TestStaticPool checks that blocks freed during capture serve later
+// allocations of the same size and that the pool counts only distinct
+// blocks, all returned by release.
+func TestStaticPool(t *testing.T) {
+	a := cuda.NewAllocator(newFake())
+	var p staticPool
+	m1, err := p.alloc(a, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.free(m1)
+	m2, _ := p.alloc(a, 4096)
+	if m2.ptr != m1.ptr {
+		t.Errorf("a freed block of the same size was not reused")
+	}
+	m3, _ := p.alloc(a, 1000)
+	if m3.ptr == m1.ptr {
+		t.Errorf("a block in use was handed out again")
+	}
+	if p.bytes != 5096 {
+		t.Errorf("pool %d bytes, want 5096", p.bytes)
+	}
+	if err := p.release(a); err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Stats(); s.Allocated != 0 {
+		t.Errorf("%d bytes still allocated after release", s.Allocated)
+	}
+}
+
+// TestCaptureFallback checks the reasons a plan is not captured and that
+// a Runner with graphs on then runs launch by launch, logging why.
+func TestCaptureFallback(t *testing.T) {
+	p := compileFile(t, "vadd.mlir")
+	rng := rand.New(rand.NewPCG(1, 2))
+	args := []interp.Value{randomF32(t, rng, 300, 1), randomF32(t, rng, 300, 1)}
+	var buf bytes.Buffer
+	defer logs.SetOutput(logs.SetOutput(&buf))
+	logs.Enable(TopicCUDAGraphs)
+	defer logs.Disable()
+
+	r := NewRunner(p, newRuntime(newFake()), "main", true)
+	defer r.Close()
+	got, err := r.Run(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, p, args, got, 1e-6)
+	_, err = r.Graph(args)
+	var ce *CaptureError
+	if !errors.As(err, &ce) || ce.Reason != "the runtime has no CUDA device" {
+		t.Fatalf("Graph: %v, want a CaptureError for want of a device", err)
+	}
+	if !strings.Contains(buf.String(), "cudagraphs: @main not captured into a CUDA graph: the runtime has no CUDA device; running launch by launch") {
+		t.Errorf("log:\n%s", buf.String())
+	}
+
+	host, err := Compile(parse(t, "host.mlir", hostOnly), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Bound{rt: newRuntime(newFake())}
+	if b.plan, err = host.plan("main"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.captureBlocker(); got != "the plan launches no kernel" {
+		t.Errorf("blocker of a plan without launches: %q", got)
+	}
+	b.rt.cuda = &cuda.Device{} // a device whose driver has no graph entry points
+	if b.plan, err = p.plan("main"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.captureBlocker(); got != cuda.ErrNoGraphs.Error() {
+		t.Errorf("blocker without graph entry points: %q", got)
+	}
+}
+
+// TestRunnerReusesBound runs a Runner twice on one signature and once on
+// another: the second call updates the inputs of the first Bound (new
+// data, same buffers) and still matches the interpreter.
+func TestRunnerReusesBound(t *testing.T) {
+	p := compileFile(t, "vadd.mlir")
+	d := newFake()
+	r := NewRunner(p, newRuntime(d), "main", false)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{100, 100, 37} {
+		args := []interp.Value{randomF32(t, rng, n, 1), randomF32(t, rng, n, 1)}
+		got, err := r.Run(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, p, args, got, 1e-6)
+	}
+	if len(r.bound) != 2 {
+		t.Errorf("%d prepared signatures, want 2", len(r.bound))
+	}
+	if _, err := r.Graph(nil); err == nil || !strings.Contains(err.Error(), "off") {
+		t.Errorf("Graph with graphs off: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.rt.Allocator().Stats(); s.Allocated != 0 {
+		t.Errorf("%d bytes allocated after Close", s.Allocated)
+	}
+}
+
+// TestUpdateChecksShapes refuses new inputs of another shape.
+func TestUpdateChecksShapes(t *testing.T) {
+	p := compileFile(t, "vadd.mlir")
+	rng := rand.New(rand.NewPCG(9, 9))
+	b, err := p.Prepare(newRuntime(newFake()), "main", []interp.Value{randomF32(t, rng, 10, 1), randomF32(t, rng, 10, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	err = b.Update([]interp.Value{randomF32(t, rng, 11, 1), randomF32(t, rng, 10, 1)})
+	if err == nil || !strings.Contains(err.Error(), "does not match the bound") {
+		t.Errorf("Update with another shape: %v", err)
+	}
+}
