@@ -67,14 +67,14 @@ var Dialect = &ir.Dialect{
 		"workgroup attributions. Host code starts kernels with `gpu.launch_func`. The ops " +
 		"mirror upstream MLIR 19's gpu dialect (same syntax and generic form); kernel " +
 		"bodies see only 1-D memrefs (docs/lowering.md).",
-	Ops: []*ir.OpDef{
+	Ops: append([]*ir.OpDef{
 		moduleDef, moduleEndDef, funcDef, returnDef,
 		idDef(ThreadIDOp, "Thread index within its block", "thread_id"),
 		idDef(BlockIDOp, "Block index within the grid", "block_id"),
 		idDef(BlockDimOp, "Number of threads per block", "block_dim"),
 		idDef(GridDimOp, "Number of blocks per grid", "grid_dim"),
 		barrierDef, shuffleDef, launchFuncDef,
-	},
+	}, mmaOps...),
 }
 
 var moduleDef = &ir.OpDef{

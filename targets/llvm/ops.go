@@ -145,6 +145,9 @@ func (k *kernelTranslator) op(op *ir.Operation) error {
 	case gpu.ShuffleOp:
 		return k.shuffle(op)
 	}
+	if f, ok := tensorCoreOps[name]; ok {
+		return f(k, op)
+	}
 	return fmt.Errorf("op is not supported by the LLVM translation")
 }
 

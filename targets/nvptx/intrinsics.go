@@ -3,6 +3,7 @@ package nvptx
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // intrinsic is the PTX of one intrinsic call: {d} is the result register,
@@ -47,6 +48,31 @@ var intrinsics = func() map[string]intrinsic {
 			m["llvm.nvvm.shfl.sync."+mode+"."+t] = intrinsic{"shfl.sync." + mode + ".b32 {d}, {1}, {2}, {3}, {0};", 4}
 		}
 	}
+	// Tensor cores (sm_80): {d0}… are the registers of a struct result,
+	// {c0} the value of a constant argument.
+	m["llvm.nvvm.mma.m16n8k16.row.col.bf16"] = intrinsic{"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 " +
+		"{{d0}, {d1}, {d2}, {d3}}, {{0}, {1}, {2}, {3}}, {{4}, {5}}, {{6}, {7}, {8}, {9}};", 10}
+	for _, n := range []int{1, 2, 4} {
+		d := "{d}"
+		if n > 1 {
+			regs := make([]string, n)
+			for i := range regs {
+				regs[i] = fmt.Sprintf("{d%d}", i)
+			}
+			d = "{" + strings.Join(regs, ", ") + "}"
+		}
+		for _, trans := range []string{"", "trans."} {
+			m[fmt.Sprintf("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d.%sb16", n, trans)] =
+				intrinsic{fmt.Sprintf("ldmatrix.sync.aligned.m8n8.x%d.%sshared.b16 %s, [{0}];", n, trans, d), 1}
+		}
+	}
+	m["llvm.nvvm.cp.async.cg.shared.global.16.s"] = intrinsic{"cp.async.cg.shared.global [{0}], [{1}], 16, {2};", 3}
+	for _, n := range []int{4, 8, 16} {
+		m[fmt.Sprintf("llvm.nvvm.cp.async.ca.shared.global.%d.s", n)] = intrinsic{fmt.Sprintf("cp.async.ca.shared.global [{0}], [{1}], %d, {2};", n), 3}
+	}
+	m["llvm.nvvm.cp.async.commit.group"] = intrinsic{"cp.async.commit_group;", 0}
+	m["llvm.nvvm.cp.async.wait.group"] = intrinsic{"cp.async.wait_group {c0};", 1}
+
 	for _, t := range []string{"f32", "f64"} {
 		m["llvm.fabs."+t] = intrinsic{"abs." + t + " {d}, {0};", 1}
 		m["llvm.sqrt."+t] = intrinsic{"sqrt.rn." + t + " {d}, {0};", 1}

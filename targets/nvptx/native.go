@@ -484,6 +484,8 @@ func (e *emitter) instruction(in llir.Instruction) error {
 		return e.insertElement(in)
 	case *llir.InstCall:
 		return e.call(in)
+	case *llir.InstExtractValue:
+		return e.extractValue(in)
 	}
 	return fmt.Errorf("instruction is not supported by the native PTX backend")
 }
@@ -1045,6 +1047,21 @@ func (e *emitter) extractElement(in *llir.InstExtractElement) error {
 	return nil
 }
 
+// extractValue reads one register of a struct result (the fragments the
+// matrix intrinsics return).
+func (e *emitter) extractValue(in *llir.InstExtractValue) error {
+	xs, err := e.operand(in.X)
+	if err != nil {
+		return err
+	}
+	if len(in.Indices) != 1 || in.Indices[0] >= uint64(len(xs)) {
+		return fmt.Errorf("extractvalue takes one field index of a flat struct")
+	}
+	d := e.resultRegs(in)[0]
+	e.inst("%s %s, %s;", classInfo[d.class].mov, d, xs[in.Indices[0]])
+	return nil
+}
+
 func (e *emitter) insertElement(in *llir.InstInsertElement) error {
 	xs, err := e.operand(in.X)
 	if err != nil {
@@ -1083,8 +1100,16 @@ func (e *emitter) call(in *llir.InstCall) error {
 	subst := []string{}
 	if d := e.resultRegs(in); len(d) == 1 {
 		subst = append(subst, "{d}", d[0].String())
+	} else {
+		for i, r := range d {
+			subst = append(subst, fmt.Sprintf("{d%d}", i), r.String())
+		}
 	}
 	for i, a := range in.Args {
+		if c, ok := a.(*constant.Int); ok && strings.Contains(in2.ptx, fmt.Sprintf("{c%d}", i)) {
+			subst = append(subst, fmt.Sprintf("{c%d}", i), c.X.String())
+			continue
+		}
 		r, err := e.scalarOperand(a)
 		if err != nil {
 			return err

@@ -106,7 +106,8 @@ func scalarOf(t types.Type) (scalarKind, error) {
 }
 
 // shapeOf classifies a value type: a scalar, or a vector of 2 or 4 lanes
-// (what 8- and 16-byte vector loads and stores carry).
+// (what 8- and 16-byte vector loads and stores carry), or a flat struct of
+// up to 8 fields of one scalar type (the matrix intrinsics' fragments).
 func shapeOf(t types.Type) (k scalarKind, lanes int, err error) {
 	if v, ok := t.(*types.VectorType); ok {
 		if v.Scalable || (v.Len != 2 && v.Len != 4) {
@@ -117,6 +118,19 @@ func shapeOf(t types.Type) (k scalarKind, lanes int, err error) {
 			err = fmt.Errorf("vector type %s is not supported", t)
 		}
 		return k, int(v.Len), err
+	}
+	if s, ok := t.(*types.StructType); ok {
+		// A flat struct of one scalar type: a fragment of registers.
+		if len(s.Fields) == 0 || len(s.Fields) > 8 || s.Packed {
+			return k, 0, fmt.Errorf("struct type %s is not supported", t)
+		}
+		for _, f := range s.Fields {
+			if !types.Equal(f, s.Fields[0]) {
+				return k, 0, fmt.Errorf("struct type %s with mixed fields is not supported", t)
+			}
+		}
+		k, err = scalarOf(s.Fields[0])
+		return k, len(s.Fields), err
 	}
 	k, err = scalarOf(t)
 	return k, 1, err
