@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/decompose" // graph-decompose, for the interp pipeline
@@ -257,10 +258,11 @@ func (b interpBackend) Compile(g *Graph) (Executable, error) {
 		return nil
 	})
 	name := g.Func
+	params := paramTypes(g.Module, name)
 	return ExecutableFunc(func(inputs []*interp.Tensor) ([]*interp.Tensor, error) {
 		args := make([]interp.Value, len(inputs))
 		for i, t := range inputs {
-			args[i] = t
+			args[i] = asParam(t, params, i)
 		}
 		res, err := in.Call(name, args...)
 		if err != nil {
@@ -268,14 +270,49 @@ func (b interpBackend) Compile(g *Graph) (Executable, error) {
 		}
 		out := make([]*interp.Tensor, len(res))
 		for i, r := range res {
-			t, ok := r.(*interp.Tensor)
-			if !ok {
-				return nil, fmt.Errorf("result %d is %v, not a tensor", i, r)
+			if out[i], err = asTensor(r); err != nil {
+				return nil, fmt.Errorf("result %d: %w", i, err)
 			}
-			out[i] = t
 		}
 		return out, nil
 	}), nil
+}
+
+// paramTypes returns the parameter types of the function name in module,
+// after the backend's passes (nil when there is no such function).
+func paramTypes(module *ir.Operation, name string) []ir.Type {
+	var params []ir.Type
+	module.Walk(func(op *ir.Operation) bool {
+		if params == nil && op.Name() == "func.func" && ir.SymbolName(op) == name {
+			if ft := funcs.Type(op); ft != nil {
+				params = ft.Inputs
+			}
+		}
+		return params == nil
+	})
+	return params
+}
+
+// asParam passes input i as a buffer where a lowered function (one that
+// lower-to-loop or lower-to-gpu rewrote to take memrefs) expects one.
+func asParam(t *interp.Tensor, params []ir.Type, i int) interp.Value {
+	if i < len(params) {
+		if _, ok := params[i].(*ir.MemRefType); ok {
+			return interp.BufferFromTensor(t)
+		}
+	}
+	return t
+}
+
+// asTensor reads a result: a tensor, or a buffer's elements.
+func asTensor(v interp.Value) (*interp.Tensor, error) {
+	switch v := v.(type) {
+	case *interp.Tensor:
+		return v, nil
+	case *interp.Buffer:
+		return v.Tensor()
+	}
+	return nil, fmt.Errorf("%v is neither a tensor nor a buffer", v)
 }
 
 func init() {

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/sym"
 )
 
 // Mode is a torch.compile mode.
@@ -80,8 +81,9 @@ type Compiled struct {
 	backend  backendEntry
 
 	mu         sync.Mutex
-	cache      map[string]Executable
-	compiles   map[int]int // compiled graphs per graph position
+	cache      map[string][]*cached // by graph position and structure
+	latest     map[int]*cached      // the last graph compiled per position
+	compiles   map[int]int          // compiled graphs per graph position
 	fast       []*fastEntry
 	eager      bool
 	dyn        []map[int]bool // dims marked dynamic, per argument
@@ -169,7 +171,7 @@ func Compile(fn any, opts Options) (*Compiled, error) {
 	}
 	return &Compiled{
 		fn: v, nargs: t.NumIn(), variadic: t.IsVariadic(), results: rs, opts: opts, backend: be,
-		cache: map[string]Executable{}, compiles: map[int]int{},
+		cache: map[string][]*cached{}, latest: map[int]*cached{}, compiles: map[int]int{},
 	}, nil
 }
 
@@ -224,7 +226,7 @@ func (c *Compiled) Call(inputs ...*Tensor) ([]*Tensor, error) {
 	}
 	if !c.eager {
 		for _, e := range c.fast {
-			if e.guard.check(vals) == "" {
+			if e.passes(vals) {
 				c.stats.CacheHits++
 				return e.run(vals)
 			}
@@ -359,17 +361,21 @@ func (s *session) run(g *graphTrace) ([]*interp.Tensor, error) {
 	return exe.Run(g.inputs)
 }
 
-// compile returns the executable of g: cached by structure and input types
-// for compiled functions, compiled afresh for lazy eager code.
+// compile returns the executable of g: cached by structure and guarded
+// by sym guards for compiled functions, compiled afresh for lazy eager code.
 func (s *session) compile(g *graphTrace) (Executable, error) {
 	c := s.c
 	if c == nil || s.eager {
 		return s.backendCompile(s.backend, g)
 	}
 	key := fmt.Sprintf("%d:%x", g.index, g.fp.Sum64())
-	if exe, ok := c.cache[key]; ok {
-		c.stats.CacheHits++
-		return exe, nil
+	inputs := shapeDtypes(g.inputs)
+	for _, e := range c.cache[key] {
+		if _, fail := e.guards.Check(inputs); fail == nil {
+			c.stats.CacheHits++
+			g.compiled = e
+			return e.exe, nil
+		}
 	}
 	if c.compiles[g.index] >= c.opts.RecompileLimit {
 		if !c.eager {
@@ -382,25 +388,34 @@ func (s *session) compile(g *graphTrace) (Executable, error) {
 	c.stats.Compiles++
 	if c.compiles[g.index] > 1 {
 		c.stats.Recompiles++
-		logs.Printf(topicRecompiles, "recompiling graph %d of %v (compile %d of at most %d): %s", g.index, c.fn.Type(), c.compiles[g.index], c.opts.RecompileLimit, s.missReason(g))
+		logs.Printf(topicRecompiles, "recompiling graph %d of %v (compile %d of at most %d): %s", g.index, c.fn.Type(), c.compiles[g.index], c.opts.RecompileLimit, s.missReason(g, inputs))
 	}
+	guards, err := s.guard(g)
+	if err != nil {
+		return nil, err
+	}
+	logs.Printf(topicGuards, "graph %d of %v guarded by:\n%s", g.index, c.fn.Type(), indent(guards.String()))
 	exe, err := s.backendCompile(s.backend, g)
 	if err != nil {
 		return nil, err
 	}
-	c.cache[key] = exe
+	e := &cached{exe: exe, guards: guards}
+	c.cache[key] = append(c.cache[key], e)
+	c.latest[g.index] = e
+	g.compiled = e
 	return exe, nil
 }
 
-// missReason explains why graph g was not in the cache: the guard of an
-// earlier graph that failed, or a change of structure.
-func (s *session) missReason(g *graphTrace) string {
-	if g.index == 0 && len(s.c.fast) > 0 {
-		if r := s.c.fast[len(s.c.fast)-1].guard.check(g.inputs[:len(s.c.fast[len(s.c.fast)-1].guard.args)]); r != "" {
-			return "guard failed: " + r
+// missReason explains why graph g was not in the cache: the guards of the
+// graph last compiled at its position that g's inputs fail (sym's Explain
+// diff), or a change of structure.
+func (s *session) missReason(g *graphTrace, inputs []sym.ShapeDtype) string {
+	if e := s.c.latest[g.index]; e != nil {
+		if diff := e.guards.Explain(inputs); diff != "" {
+			return "guards failed:\n" + indent(strings.TrimSuffix(diff, "\n"))
 		}
 	}
-	return "the graph or its input types changed"
+	return "the graph's structure changed"
 }
 
 func (s *session) backendCompile(be backendEntry, g *graphTrace) (Executable, error) {
@@ -423,30 +438,38 @@ func (s *session) backendCompile(be backendEntry, g *graphTrace) (Executable, er
 }
 
 // argTypes returns the types graph 0 gives the arguments: their static
-// types, with the dims the dynamic policy picks as "?".
+// types, with the dims the dynamic policy picks as "?" (graph-symbolize-
+// shapes turns them into symbols before the graph is compiled). Under
+// DynamicAuto, the dims sym.AutoDynamic finds changed since the last call
+// stay dynamic from then on.
 func (c *Compiled) argTypes(inputs []*Tensor, vals []*interp.Tensor) []ir.Type {
 	if len(c.dyn) < len(vals) {
 		c.dyn = append(c.dyn, make([]map[int]bool, len(vals)-len(c.dyn))...)
 	}
-	auto := c.opts.Dynamic == DynamicAuto && !c.eager
+	shapes := make([][]int64, len(vals))
+	for i, v := range vals {
+		shapes[i] = slices.Clone(v.Shape())
+	}
+	if c.opts.Dynamic == DynamicAuto && !c.eager {
+		for _, r := range sym.AutoDynamic(c.lastShapes, shapes) {
+			if c.dyn[r.Arg][r.Dim] {
+				continue
+			}
+			if c.dyn[r.Arg] == nil {
+				c.dyn[r.Arg] = map[int]bool{}
+			}
+			c.dyn[r.Arg][r.Dim] = true
+			logs.Printf(topicRecompiles, "automatic dynamic: argument %d dim %d changed from %d to %d; marking it dynamic", r.Arg, r.Dim, c.lastShapes[r.Arg][r.Dim], shapes[r.Arg][r.Dim])
+		}
+	}
 	types := make([]ir.Type, len(vals))
 	for i, v := range vals {
-		shape := slices.Clone(v.Shape())
-		if auto && i < len(c.lastShapes) && len(c.lastShapes[i]) == len(shape) {
-			for d, size := range shape {
-				if size != c.lastShapes[i][d] && !c.dyn[i][d] {
-					if c.dyn[i] == nil {
-						c.dyn[i] = map[int]bool{}
-					}
-					c.dyn[i][d] = true
-					logs.Printf(topicRecompiles, "automatic dynamic: argument %d dim %d changed from %d to %d; marking it dynamic", i, d, c.lastShapes[i][d], size)
-				}
-			}
-		}
+		shape := slices.Clone(shapes[i])
 		if c.opts.Dynamic != DynamicFalse {
 			for d, size := range shape {
-				// Sizes 0 and 1 stay static: they change broadcasting
-				// and emptiness, so a graph is specialized on them.
+				// Sizes 0 and 1 stay static (the 0/1 specialisation
+				// policy of docs/dynamic-shapes.md): they change
+				// broadcasting and emptiness.
 				if size >= 2 && (c.opts.Dynamic == DynamicTrue || c.dyn[i][d] || slices.Contains(inputs[i].dyn, d)) {
 					shape[d] = ir.Dynamic
 				}
@@ -454,20 +477,32 @@ func (c *Compiled) argTypes(inputs []*Tensor, vals []*interp.Tensor) []ir.Type {
 		}
 		types[i] = ir.TensorOf(shape, v.ElemType())
 	}
-	c.lastShapes = make([][]int64, len(vals))
-	for i, v := range vals {
-		c.lastShapes[i] = slices.Clone(v.Shape())
-	}
+	c.lastShapes = shapes
 	return types
 }
 
 // fastEntry is a function compiled to one graph without breaks: a call
-// whose arguments pass guard runs exe without running fn.
+// whose arguments pass the graph's guards runs exe without running fn.
 type fastEntry struct {
-	guard    guard
+	guards   sym.Guards
 	exe      Executable
 	captured []*interp.Tensor // values of the tensors fn captured, after the arguments
 	outIdx   []int            // result i of fn is result outIdx[i] of exe
+	scratch  []sym.ShapeDtype // the inputs as the guards see them, reused
+}
+
+// passes reports whether args (followed by the captured tensors) pass the
+// entry's guards.
+func (e *fastEntry) passes(args []*interp.Tensor) bool {
+	e.scratch = e.scratch[:0]
+	for _, v := range args {
+		e.scratch = append(e.scratch, shapeDtype(v))
+	}
+	for _, v := range e.captured {
+		e.scratch = append(e.scratch, shapeDtype(v))
+	}
+	_, fail := e.guards.Check(e.scratch)
+	return fail == nil
 }
 
 func (e *fastEntry) run(args []*interp.Tensor) ([]*Tensor, error) {
@@ -483,76 +518,14 @@ func (e *fastEntry) run(args []*interp.Tensor) ([]*Tensor, error) {
 }
 
 func (c *Compiled) addFast(g *graphTrace, types []ir.Type, outs []*Tensor) {
-	gd := guard{args: make([]argGuard, len(types))}
-	for i, t := range types {
-		tt := t.(*ir.TensorType)
-		shape := slices.Clone(tt.Shape())
-		if g.specialized {
-			shape = slices.Clone(g.inputs[i].Shape())
-		}
-		gd.args[i] = argGuard{elem: tt.ElementType(), shape: shape}
+	if g.compiled == nil {
+		return
 	}
-	e := &fastEntry{guard: gd, exe: c.cache[fmt.Sprintf("%d:%x", g.index, g.fp.Sum64())], captured: slices.Clone(g.inputs[len(types):])}
+	e := &fastEntry{guards: g.compiled.guards, exe: g.compiled.exe, captured: slices.Clone(g.inputs[len(types):])}
 	for _, o := range outs {
 		e.outIdx = append(e.outIdx, slices.Index(c.last.finalOuts, o))
 	}
-	if e.exe == nil {
-		return
-	}
-	logs.Printf(topicGuards, "graph 0 of %v guarded by %s", c.fn.Type(), gd)
 	c.fast = append(c.fast, e)
-}
-
-// guard is the condition under which a compiled graph serves a call.
-type guard struct{ args []argGuard }
-
-// argGuard checks one argument: its element type and, per dim, its size
-// (ir.Dynamic: any size ≥ 2).
-type argGuard struct {
-	elem  ir.Type
-	shape []int64
-}
-
-// check returns "" when vals pass, else the first failing predicate.
-func (gd guard) check(vals []*interp.Tensor) string {
-	if len(vals) != len(gd.args) {
-		return fmt.Sprintf("%d arguments, guard has %d", len(vals), len(gd.args))
-	}
-	for i, a := range gd.args {
-		v := vals[i]
-		if v.ElemType() != a.elem {
-			return fmt.Sprintf("x%d.dtype == %s (got %s)", i, a.elem, v.ElemType())
-		}
-		shape := v.Shape()
-		if len(shape) != len(a.shape) {
-			return fmt.Sprintf("x%d.rank == %d (got %d)", i, len(a.shape), len(shape))
-		}
-		for d, want := range a.shape {
-			switch {
-			case want == ir.Dynamic && shape[d] < 2:
-				return fmt.Sprintf("x%d.shape[%d] >= 2 (got %d)", i, d, shape[d])
-			case want != ir.Dynamic && shape[d] != want:
-				return fmt.Sprintf("x%d.shape[%d] == %d (got %d)", i, d, want, shape[d])
-			}
-		}
-	}
-	return ""
-}
-
-// String prints the guard as a conjunction of predicates.
-func (gd guard) String() string {
-	var preds []string
-	for i, a := range gd.args {
-		preds = append(preds, fmt.Sprintf("x%d.dtype == %s", i, a.elem))
-		for d, s := range a.shape {
-			if s == ir.Dynamic {
-				preds = append(preds, fmt.Sprintf("x%d.shape[%d] >= 2", i, d))
-			} else {
-				preds = append(preds, fmt.Sprintf("x%d.shape[%d] == %d", i, d, s))
-			}
-		}
-	}
-	return strings.Join(preds, " && ")
 }
 
 // Print is a host callback: it writes t's dtype, shape and elements to

@@ -22,16 +22,23 @@
 //     and input types. A function captured as one graph without breaks is
 //     guarded on its arguments' dtypes and shapes: a call that passes the
 //     guard runs the cached executable without running fn at all.
-//   - A failing guard recompiles, up to RecompileLimit graphs per position
-//     in the function; past it the function runs eagerly, with one
-//     warning. Dynamic auto (the default) compiles static sizes first and,
-//     when an argument's dim changes size, makes it "?" in the graph's
-//     types, so one graph serves every size ≥ 2 (sizes 0 and 1 are always
-//     specialized). MarkDynamic makes a dim dynamic from the first call.
-//     Reading the shape of a tensor in a dynamic graph specializes its
-//     guard on the sizes of that call. Symbolic sizes with named symbols
-//     (package sym, graph-symbolize-shapes) are not used yet: dynamic
-//     dims are plain "?".
+//   - Every compiled graph carries sym guards (package sym: rank, size
+//     and dtype predicates over symbols, the graph.guards attribute),
+//     checked with sym.Guards.Check before a cached graph runs. A failing
+//     guard recompiles, up to RecompileLimit graphs per position in the
+//     function; past it the function runs eagerly, with one warning. The
+//     recompiles log prints the failed guards with the values seen
+//     (sym.Guards.Explain).
+//   - Dynamic auto (the default) compiles static sizes first; when a call
+//     brings other sizes, sym.AutoDynamic picks the dims that changed and
+//     the graph is recompiled with them symbolic: they are "?" while
+//     tracing, and graph-symbolize-shapes turns them into symbols s0, s1,
+//     … (types with #graph.dims encodings), unifies sizes the shape rules
+//     equate and derives the guards. One compiled graph then serves every
+//     size. Dynamic true makes every dim symbolic from the first call;
+//     MarkDynamic one dim. Sizes 0 and 1 are always specialized (the 0/1
+//     policy of docs/dynamic-shapes.md). Reading the shape of a tensor in
+//     a dynamic graph specializes its guards on the sizes of that call.
 //   - Modes are validated; the CPU backends treat every mode as default.
 //
 // Logs: STRATA_LOGS=graph_breaks,recompiles,guards (package logs).

@@ -86,6 +86,8 @@ type graphTrace struct {
 	// fresh is set when the graph reads a concrete tensor made during the
 	// session (not an argument, not a tensor captured from outside).
 	fresh bool
+	// compiled is the cache entry that ran g (nil for eager runs).
+	compiled *cached
 }
 
 var fpSeed = maphash.MakeSeed()

@@ -1,0 +1,108 @@
+package frontend
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/symbolize"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/sym"
+)
+
+// cached is a compiled graph with the guards a call's inputs must pass to
+// run it (DESIGN §6: rank, dtype and size predicates over symbols).
+type cached struct {
+	exe    Executable
+	guards sym.Guards
+}
+
+// guard prepares g for compilation and returns its guards. A graph whose
+// argument types have dynamic dims ("?", chosen by the dynamic policy)
+// runs through graph-symbolize-shapes with exactly those dims, which
+// turns them into symbols s0, s1, … (types with #graph.dims encodings),
+// unifies sizes the shape rules equate, and stores graph.guards on the
+// function; those are the guards. A static graph, or a dynamic one whose
+// shapes fn read while tracing (it holds for those sizes only), is
+// guarded on every input's exact rank, sizes and dtype.
+func (s *session) guard(g *graphTrace) (sym.Guards, error) {
+	dims := dynamicDims(g)
+	if len(dims) == 0 || g.specialized {
+		return staticGuards(g.inputs), nil
+	}
+	refs := make([]string, len(dims))
+	for i, d := range dims {
+		refs[i] = d.String()
+	}
+	pipeline := "builtin.module(graph-symbolize-shapes{dims=" + strings.Join(refs, ",") + "})"
+	var gs sym.Guards
+	err := (&Graph{times: &s.times}).Time(PhasePasses, func() error {
+		pm, err := passes.Parse(pipeline)
+		if err != nil {
+			return err
+		}
+		pm.Instr.VerifyEach = false // the traced graph was verified as it was built
+		if err := pm.Run(irContext(), g.module); err != nil {
+			return err
+		}
+		var ok bool
+		gs, ok, err = symbolize.Guards(g.fn)
+		if err == nil && !ok {
+			err = fmt.Errorf("graph-symbolize-shapes left no %s on %s", symbolize.GuardsAttr, ir.SymbolName(g.fn))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("frontend: symbolizing graph %d: %w", g.index, err)
+	}
+	return gs, nil
+}
+
+// dynamicDims lists the "?" dims of g's argument types.
+func dynamicDims(g *graphTrace) []sym.DimRef {
+	var out []sym.DimRef
+	for i, a := range g.entry.Arguments() {
+		t, ok := a.Type().(*ir.TensorType)
+		if !ok || !t.Ranked() {
+			continue
+		}
+		for d, size := range t.Shape() {
+			if size == ir.Dynamic {
+				out = append(out, sym.DimRef{Arg: i, Dim: d})
+			}
+		}
+	}
+	return out
+}
+
+// staticGuards guards on the exact rank, sizes and dtype of every input.
+func staticGuards(inputs []*interp.Tensor) sym.Guards {
+	var gs sym.Guards
+	for i, v := range inputs {
+		gs = append(gs, sym.RankGuard(i, len(v.Shape())))
+		for d, size := range v.Shape() {
+			gs = append(gs, sym.DimGuard(i, d, sym.Const(size)))
+		}
+		gs = append(gs, sym.DtypeGuard(i, v.ElemType().String()))
+	}
+	return gs
+}
+
+// shapeDtype is what guards see of v.
+func shapeDtype(v *interp.Tensor) sym.ShapeDtype {
+	return sym.ShapeDtype{Shape: v.Shape(), Dtype: v.ElemType().String()}
+}
+
+func shapeDtypes(vs []*interp.Tensor) []sym.ShapeDtype {
+	out := make([]sym.ShapeDtype, len(vs))
+	for i, v := range vs {
+		out[i] = shapeDtype(v)
+	}
+	return out
+}
+
+// indent prefixes every line of s with two spaces, for multi-line logs.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
