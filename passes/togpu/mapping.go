@@ -1,6 +1,7 @@
 package togpu
 
 import (
+	"maps"
 	"math"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -153,14 +154,31 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 			lin = arith.Binary(b, "arith.muli", loc, c, vec)
 		}
 		ivs := delinearize(b, loc, lin, lbs, steps, exts)
-		for j := range p.vec {
+		if p.vec == 1 {
 			for d := range n {
 				k.m[body.Argument(d)] = ivs[d]
 			}
-			if j > 0 {
-				k.m[body.Argument(n-1)] = arith.Binary(b, "arith.addi", loc, ivs[n-1], arith.ConstantIndex(b, loc, j))
-			}
 			cloneOps(b, body, k.m)
+			return nil
+		}
+		// The V points are independent iterations of the parallel nest, so
+		// their ops may interleave: cloning op-major puts the V accesses of
+		// one buffer next to each other, at base+0 … base+V-1 with base a
+		// multiple of V, which targets/llvm merges into one vector access.
+		lanes := make([]map[*ir.Value]*ir.Value, p.vec)
+		for j := range lanes {
+			lanes[j] = maps.Clone(k.m)
+			for d := range n {
+				lanes[j][body.Argument(d)] = ivs[d]
+			}
+			if j > 0 {
+				lanes[j][body.Argument(n-1)] = arith.Binary(b, "arith.addi", loc, ivs[n-1], arith.ConstantIndex(b, loc, int64(j)))
+			}
+		}
+		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+			for _, m := range lanes {
+				b.Insert(op.Clone(m))
+			}
 		}
 		return nil
 	})
@@ -307,6 +325,7 @@ type rowLoop struct {
 type row struct {
 	rows    int64 // rows per block
 	threads int64 // threads per row
+	vec     int64 // consecutive iterations a thread takes per step of a row loop, where they can
 	loops   map[*ir.Operation]*rowLoop
 	// barrierAfter holds the row-level ops that store what later ops of
 	// the row may load: the block synchronizes after them.
@@ -323,7 +342,7 @@ type row struct {
 // thread per output exploits better than a block per output).
 func rowPlan(nest *ir.Operation, cfg Config) *row {
 	body := loop.Body(nest)
-	r := &row{loops: map[*ir.Operation]*rowLoop{}, barrierAfter: map[*ir.Operation]bool{}}
+	r := &row{vec: cfg.Vector, loops: map[*ir.Operation]*rowLoop{}, barrierAfter: map[*ir.Operation]bool{}}
 	var order []*rowLoop
 	short := true
 	for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
@@ -599,36 +618,114 @@ func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) e
 	}
 	bounds := mapped(k.m, []*ir.Value{lb, ub, step})
 	lb, ub, step = bounds[0], bounds[1], bounds[2]
-	start := arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, step))
-	stride := arith.Binary(b, "arith.muli", loc, step, arith.ConstantIndex(b, loc, r.threads))
-	ids := make([]*ir.Value, len(rl.reds))
+	v := r.loopVector(rl, lb, ub, step)
+	// Thread lane takes the v consecutive iterations lb + (lane*v + j)*step
+	// each step, so that its v accesses of a buffer are adjacent (one vector
+	// access in targets/llvm); each of the v gets its own accumulators.
+	start := arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, arith.ConstantIndex(b, loc, v)))
+	stride := arith.ConstantIndex(b, loc, v*r.threads)
+	if v == 1 {
+		start = arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, step))
+		stride = arith.Binary(b, "arith.muli", loc, step, arith.ConstantIndex(b, loc, r.threads))
+	}
+	nred := len(rl.reds)
+	ids := make([]*ir.Value, nred*int(v))
 	for i, red := range rl.reds {
-		ids[i] = arith.Constant(b, loc, red.identity)
+		id := arith.Constant(b, loc, red.identity)
+		for j := range v {
+			ids[i*int(v)+int(j)] = id
+		}
 	}
 	body := loop.Body(rl.op)
 	f := loop.For(b, loc, start, ub, stride, ids, func(b *ir.Builder, iv *ir.Value, iters []*ir.Value) []*ir.Value {
-		k.m[body.Argument(0)] = iv
-		if rl.op.Name() == loop.ForOp {
-			for i, it := range iters {
-				k.m[body.Argument(1+i)] = it
+		lanes := make([]map[*ir.Value]*ir.Value, v)
+		for j := range lanes {
+			m := k.m
+			if v > 1 {
+				m = maps.Clone(k.m)
 			}
-			return mapped(k.m, cloneOps(b, body, k.m).Operands())
+			m[body.Argument(0)] = iv
+			if j > 0 {
+				m[body.Argument(0)] = arith.Binary(b, "arith.addi", loc, iv, arith.ConstantIndex(b, loc, int64(j)))
+			}
+			if rl.op.Name() == loop.ForOp {
+				for i := range nred {
+					m[body.Argument(1+i)] = iters[i*int(v)+j]
+				}
+			}
+			lanes[j] = m
 		}
-		vals := mapped(k.m, cloneOps(b, body, k.m).Operands())
+		var term *ir.Operation
+		for op := body.First(); op != nil; op = op.Next() {
+			if op.HasTrait(ir.Terminator) {
+				term = op
+				break
+			}
+			for _, m := range lanes {
+				b.Insert(op.Clone(m))
+			}
+		}
 		out := make([]*ir.Value, len(iters))
-		for i, red := range rl.reds {
-			out[i] = red.combine(b, iters[i], vals[i])
+		for j, m := range lanes {
+			vals := mapped(m, term.Operands())
+			for i, red := range rl.reds {
+				at := i*int(v) + j
+				if rl.op.Name() == loop.ForOp {
+					out[at] = vals[i]
+				} else {
+					out[at] = red.combine(b, iters[at], vals[i])
+				}
+			}
 		}
 		return out
 	})
+	partial := make([]*ir.Value, nred)
+	for i, red := range rl.reds {
+		partial[i] = f.Result(i * int(v))
+		for j := 1; j < int(v); j++ {
+			partial[i] = red.combine(b, partial[i], f.Result(i*int(v)+j))
+		}
+	}
 	if r.barrierAfter[rl.op] {
 		gpu.Barrier(b, loc)
 	}
 	for i, red := range rl.reds {
-		total := r.reduceRow(k, b, loc, red, f.Result(i), th)
+		total := r.reduceRow(k, b, loc, red, partial[i], th)
 		k.m[rl.op.Result(i)] = red.combine(b, mapped(k.m, inits)[i], total)
 	}
 	return nil
+}
+
+// loopVector returns how many consecutive iterations of a row loop a
+// thread takes per step: r.vec when the loop has static bounds, step 1 and
+// a trip count that r.vec·threads divides (no tail), and a body without
+// nested regions whose accesses are contiguous in the induction variable
+// (as pointwisePlan requires of the innermost dimension); 1 otherwise.
+func (r *row) loopVector(rl *rowLoop, lb, ub, step *ir.Value) int64 {
+	l, ok1 := staticInt(lb)
+	u, ok2 := staticInt(ub)
+	s, ok3 := staticInt(step)
+	if r.vec <= 1 || !ok1 || !ok2 || !ok3 || s != 1 || u <= l || (u-l)%(r.vec*r.threads) != 0 {
+		return 1
+	}
+	body := loop.Body(rl.op)
+	iv := map[*ir.Value]bool{body.Argument(0): true}
+	memo := map[*ir.Value]bool{}
+	for op := body.First(); op != nil; op = op.Next() {
+		if op.NumRegions() > 0 {
+			return 1
+		}
+		if op.Name() != loop.LoadOp && op.Name() != loop.StoreOp {
+			continue
+		}
+		_, idx := accessIndices(op)
+		for i, x := range idx {
+			if dependsOn(x, iv, rl.op, memo) && !(i == len(idx)-1 && iv[x]) {
+				return 1
+			}
+		}
+	}
+	return r.vec
 }
 
 // reduceRow combines v over the row's threads and returns the result, the

@@ -218,7 +218,7 @@ func (t *translator) kernel(fn *ir.Operation) error {
 	}
 	f := t.m.NewFunc(name, types.Void, params...)
 	t.markKernel(f)
-	k := &kernelTranslator{t: t, f: f, vals: map[*ir.Value]llvmValue{}}
+	k := &kernelTranslator{t: t, f: f, vals: map[*ir.Value]llvmValue{}, pending: map[*ir.Operation][]*ir.Operation{}}
 	for i, p := range params {
 		k.vals[entry.Argument(i)] = p
 	}

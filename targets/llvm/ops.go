@@ -26,6 +26,8 @@ type kernelTranslator struct {
 	cur    *llir.Block
 	vals   map[*ir.Value]llvmValue
 	blocks int
+	// pending holds the accesses of vector runs not reached yet.
+	pending map[*ir.Operation][]*ir.Operation
 }
 
 func (k *kernelTranslator) newBlock(hint string) *llir.Block {
@@ -43,11 +45,34 @@ func (k *kernelTranslator) block(b *ir.Block) error {
 }
 
 func (k *kernelTranslator) region(b *ir.Block) ([]llvmValue, error) {
-	for _, op := range b.Ops() {
+	ops := b.Ops()
+	for i, op := range ops {
 		for _, in := range op.Operands() {
 			if _, ok := k.vals[in]; !ok {
 				return nil, ir.Errorf(op.Loc(), "'%s': operand defined outside the kernel or not translated", op.Name())
 			}
+		}
+		if run, ok := k.pending[op]; ok {
+			// A member of a vector run: loads were translated with the
+			// first; a store run is translated at its last store.
+			delete(k.pending, op)
+			if op == run[len(run)-1] && op.Name() == loop.StoreOp {
+				if err := k.vectorAccess(run); err != nil {
+					return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+				}
+			}
+			continue
+		}
+		if run := vectorRun(ops, i); run != nil {
+			for _, o := range run[1:] {
+				k.pending[o] = run
+			}
+			if op.Name() == loop.LoadOp {
+				if err := k.vectorAccess(run); err != nil {
+					return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+				}
+			}
+			continue
 		}
 		switch op.Name() {
 		case loop.YieldOp:

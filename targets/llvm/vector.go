@@ -1,0 +1,240 @@
+package llvm
+
+import (
+	"maps"
+	"strings"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/types"
+
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// Vector accesses. convert-loop-to-gpu's vectorized pointwise mapping
+// clones the V points of a chunk op-major, so the V loads (stores) of one
+// buffer are adjacent ops at indices base, base+1, …, base+V-1 with base =
+// x·c and V dividing c. Such a run becomes one `<V x T>` access: with the
+// buffer's base pointer 16-byte aligned (kernel ABI), base·sizeof(T) is a
+// multiple of V·sizeof(T), so the vector access is naturally aligned.
+// Merging adjacent accesses of one buffer never reorders a load with a
+// store, so it is correct wherever the pattern appears.
+
+// maxVectorBytes is the widest access (ld.global.v4.f32, 16 bytes).
+const maxVectorBytes = 16
+
+// vectorRun returns the accesses of the vector run starting at ops[i]
+// (nil when it does not start one). Between the accesses there may be
+// ops without memory effects (arith, math: the index arithmetic that
+// flattening N-D accesses puts before each access); a load run is
+// translated at its first load, a store run at its last store.
+func vectorRun(ops []*ir.Operation, i int) []*ir.Operation {
+	first := ops[i]
+	name := first.Name()
+	if (name != loop.LoadOp || first.NumOperands() != 2) && (name != loop.StoreOp || first.NumOperands() != 3) {
+		return nil
+	}
+	mem, idx := accessOf(first)
+	mt, ok := mem.Type().(*ir.MemRefType)
+	if !ok {
+		return nil
+	}
+	size := elemBytes(mt.ElementType())
+	if size == 0 {
+		return nil
+	}
+	base := linear(idx)
+	run := []*ir.Operation{first}
+	for j := i + 1; j < len(ops) && int64(len(run)+1)*size <= maxVectorBytes && len(run) < 4; j++ {
+		o := ops[j]
+		if pure(o) {
+			continue
+		}
+		if o.Name() != name || o.NumOperands() != first.NumOperands() {
+			break
+		}
+		m, x := accessOf(o)
+		if m != mem || !linear(x).follows(base, int64(len(run))) {
+			break
+		}
+		run = append(run, o)
+	}
+	align := base.multiple()
+	v := 1
+	for v*2 <= len(run) && align%int64(v*2) == 0 {
+		v *= 2
+	}
+	if v < 2 {
+		return nil
+	}
+	return run[:v]
+}
+
+// pure reports whether an op has no memory effects and no regions, so
+// that accesses may move across it.
+func pure(o *ir.Operation) bool {
+	if o.NumRegions() > 0 {
+		return false
+	}
+	d := o.Name()
+	return strings.HasPrefix(d, "arith.") || strings.HasPrefix(d, "math.")
+}
+
+// affine is an index as a sum of terms (values that are not arith.addi or
+// constants) plus a constant.
+type affine struct {
+	terms map[*ir.Value]int // term → how many times it is added
+	off   int64
+}
+
+// linear flattens the arith.addi tree of an index.
+func linear(v *ir.Value) affine {
+	a := affine{terms: map[*ir.Value]int{}}
+	var walk func(v *ir.Value, depth int)
+	walk = func(v *ir.Value, depth int) {
+		if c, ok := constIndex(v); ok {
+			a.off += c
+			return
+		}
+		if d := v.DefiningOp(); d != nil && d.Name() == "arith.addi" && depth < 8 {
+			walk(d.Operand(0), depth+1)
+			walk(d.Operand(1), depth+1)
+			return
+		}
+		a.terms[v]++
+	}
+	walk(v, 0)
+	return a
+}
+
+// follows reports whether a is base + off.
+func (a affine) follows(base affine, off int64) bool {
+	return a.off == base.off+off && maps.Equal(a.terms, base.terms)
+}
+
+// multiple returns a number the index is known to be a multiple of.
+func (a affine) multiple() int64 {
+	g := abs(a.off)
+	for t := range a.terms {
+		g = gcd(g, multipleOf(t, 0))
+	}
+	if g == 0 {
+		return 1 // the index is the constant 0 (or its terms are): aligned
+	}
+	return g
+}
+
+// multipleOf returns a number v is known to be a multiple of (0 when v is
+// 0): constants, arith.muli (product), arith.addi (gcd), and the
+// induction variable of a loop.for (gcd of its lower bound and step).
+func multipleOf(v *ir.Value, depth int) int64 {
+	if c, ok := constIndex(v); ok {
+		return abs(c)
+	}
+	if depth > 8 {
+		return 1
+	}
+	if d := v.DefiningOp(); d != nil {
+		switch d.Name() {
+		case "arith.muli":
+			x, y := multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1)
+			if x == 0 || y == 0 {
+				return 0
+			}
+			if x > 1<<30 || y > 1<<30 {
+				return 1 << 30
+			}
+			return x * y
+		case "arith.addi":
+			return gcd(multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1))
+		}
+		return 1
+	}
+	if blk := v.ParentBlock(); blk != nil && v.IsBlockArgument() && v.Index() == 0 {
+		if owner := blk.ParentOp(); owner != nil && owner.Name() == loop.ForOp && loop.Body(owner) == blk {
+			return gcd(multipleOf(owner.Operand(0), depth+1), multipleOf(owner.Operand(2), depth+1))
+		}
+	}
+	return 1
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func abs(x int64) int64 { return max(x, -x) }
+
+// accessOf returns the buffer and index of a 1-D load or store.
+func accessOf(o *ir.Operation) (mem, idx *ir.Value) {
+	if o.Name() == loop.StoreOp {
+		return o.Operand(1), o.Operand(2)
+	}
+	return o.Operand(0), o.Operand(1)
+}
+
+// elemBytes is the in-memory size of the element types vector accesses
+// take (0 for i1, stored as bytes, and other types).
+func elemBytes(t ir.Type) int64 {
+	switch t := t.(type) {
+	case *ir.FloatType:
+		switch t {
+		case ir.F16, ir.BF16:
+			return 2
+		case ir.F32:
+			return 4
+		case ir.F64:
+			return 8
+		}
+	case *ir.IntegerType:
+		switch t.Width {
+		case 16, 32, 64:
+			return int64(t.Width / 8)
+		}
+	}
+	return 0
+}
+
+// constIndex returns the value of an integer or index arith.constant.
+func constIndex(v *ir.Value) (int64, bool) {
+	d := v.DefiningOp()
+	if d == nil || d.Name() != "arith.constant" {
+		return 0, false
+	}
+	a, ok := d.Attr("value").(ir.IntegerAttr)
+	return a.Value, ok
+}
+
+// vectorAccess translates a run as one vector load or store at the first
+// access's index.
+func (k *kernelTranslator) vectorAccess(run []*ir.Operation) error {
+	first := run[0]
+	mem, base := accessOf(first)
+	p, elem, err := k.address(mem, base)
+	if err != nil {
+		return err
+	}
+	v := len(run)
+	vt := types.NewVector(uint64(v), elem)
+	space := p.Type().(*types.PointerType).AddrSpace
+	vp := k.cur.NewBitCast(p, pointerTo(vt, space))
+	align := llir.Align(int64(v) * elemBytes(mem.Type().(*ir.MemRefType).ElementType()))
+	if first.Name() == loop.LoadOp {
+		ld := k.cur.NewLoad(vt, vp)
+		ld.Align = align
+		for j, o := range run {
+			k.set(o, k.cur.NewExtractElement(ld, constant.NewInt(types.I32, int64(j))))
+		}
+		return nil
+	}
+	var vec llvmValue = constant.NewUndef(vt)
+	for j, o := range run {
+		vec = k.cur.NewInsertElement(vec, k.get(o.Operand(0)), constant.NewInt(types.I32, int64(j)))
+	}
+	st := k.cur.NewStore(vec, vp)
+	st.Align = align
+	return nil
+}

@@ -1,0 +1,71 @@
+package llvm_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/targets/llvm"
+)
+
+// vectorKernel is a kernel with two runs of four f32 accesses at
+// x·scale + 0…3 (index arithmetic between the accesses, as flattening
+// leaves it): a load run and a store run.
+func vectorKernel(scale int) string {
+	return fmt.Sprintf(`gpu.module @m {
+  gpu.func @k(%%a: memref<1024xf32>, %%o: memref<1024xf32>) kernel {
+    %%c1 = arith.constant 1 : index
+    %%c2 = arith.constant 2 : index
+    %%c3 = arith.constant 3 : index
+    %%cs = arith.constant %d : index
+    %%t = gpu.thread_id x
+    %%b = arith.muli %%t, %%cs : index
+    %%x0 = loop.load %%a[%%b] : memref<1024xf32>
+    %%i1 = arith.addi %%b, %%c1 : index
+    %%x1 = loop.load %%a[%%i1] : memref<1024xf32>
+    %%i2 = arith.addi %%b, %%c2 : index
+    %%x2 = loop.load %%a[%%i2] : memref<1024xf32>
+    %%i3 = arith.addi %%c3, %%b : index
+    %%x3 = loop.load %%a[%%i3] : memref<1024xf32>
+    loop.store %%x3, %%o[%%b] : memref<1024xf32>
+    loop.store %%x2, %%o[%%i1] : memref<1024xf32>
+    %%y = arith.addf %%x0, %%x1 : f32
+    loop.store %%y, %%o[%%i2] : memref<1024xf32>
+    loop.store %%x0, %%o[%%i3] : memref<1024xf32>
+    gpu.return
+  }
+}`, scale)
+}
+
+// TestVectorAccesses: adjacent accesses of base+0…3 become one <4 x float>
+// access when base is a multiple of 4, two <2 x float> when it is only a
+// multiple of 2, and stay scalar otherwise; llc accepts the result.
+func TestVectorAccesses(t *testing.T) {
+	for _, tc := range []struct {
+		scale      int
+		want, deny []string
+	}{
+		{8, []string{"load <4 x float>", "store <4 x float>", "align 16"}, []string{"load float", "store float"}},
+		{2, []string{"load <2 x float>", "store <2 x float>", "align 8"}, []string{"<4 x float>", "load float"}},
+		{1, []string{"load float", "store float"}, []string{"x float>"}},
+	} {
+		t.Run(fmt.Sprint(tc.scale), func(t *testing.T) {
+			m, err := llvm.Translate(parse(t, vectorKernel(tc.scale)).Region(0).Front().First())
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := m.String()
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("missing %q in\n%s", w, text)
+				}
+			}
+			for _, d := range tc.deny {
+				if strings.Contains(text, d) {
+					t.Errorf("unexpected %q in\n%s", d, text)
+				}
+			}
+			run(t, text, "llc-19", "-march=nvptx64", "-mcpu=sm_90", "-o", "/dev/null")
+		})
+	}
+}
