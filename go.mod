@@ -7,8 +7,8 @@ require pgregory.net/rapid v1.3.0
 require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/schollz/progressbar/v3 v3.19.1 // indirect
-	golang.org/x/term v0.44.0 // indirect
+	github.com/schollz/progressbar/v3 v3.19.1
+	golang.org/x/term v0.44.0
 )
 
 require (

@@ -1,0 +1,244 @@
+package autotune
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// compiler parses a loop-level testdata program.
+func compiler(t *testing.T, name string) *Compiler {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, string(src), ir.ParseOptions{Filename: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Compiler{Ctx: ctx, Loop: m}
+}
+
+// TestCandidates checks which parameters vary for the kernels of real
+// compiles: the softmax rows of static length 64 get a warp per row, so
+// rows per block varies; pointwise kernels vary block, vector and grid.
+func TestCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		mapping string
+		vary    func(c togpu.Config) bool // some candidate differs so
+		fixed   func(c togpu.Config) bool // every candidate satisfies
+	}{
+		{"elementwise.mlir", togpu.MappingPointwise,
+			func(c togpu.Config) bool { return c.Vector == 1 && c.MaxBlocks != togpu.DefaultConfig.MaxBlocks },
+			func(c togpu.Config) bool { return c.RowsPerBlock == 0 }},
+		{"softmax.mlir", togpu.MappingRow,
+			func(c togpu.Config) bool { return c.Block == 1024 },
+			func(c togpu.Config) bool { return c.Vector == togpu.DefaultConfig.Vector && c.MaxBlocks == togpu.DefaultConfig.MaxBlocks }},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p, err := compiler(t, tc.file).Compile(togpu.DefaultConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ks := Kernels(p.Module())
+			if len(ks) == 0 || ks[0].Mapping != tc.mapping {
+				t.Fatalf("kernels %+v, want a %s kernel", ks, tc.mapping)
+			}
+			cands := Candidates(ks)
+			if cands[0] != togpu.DefaultConfig {
+				t.Errorf("first candidate %+v is not the default", cands[0])
+			}
+			for i, c := range cands {
+				if slices.Contains(cands[:i], c) {
+					t.Errorf("duplicate candidate %+v", c)
+				}
+				if !tc.fixed(c) {
+					t.Errorf("candidate %s varies a parameter no kernel uses", ConfigString(c))
+				}
+			}
+			if !slices.ContainsFunc(cands, tc.vary) {
+				t.Errorf("no candidate varies what the kernels use: %v", cands)
+			}
+		})
+	}
+	short := Candidates([]Kernel{{Mapping: togpu.MappingRow, RowsPerBlock: 4}})
+	if !slices.ContainsFunc(short, func(c togpu.Config) bool { return c.RowsPerBlock == 8 }) || len(short) != 5 {
+		t.Errorf("short rows: %d candidates %v, want rows per block 0, 1, 2, 4, 8", len(short), short)
+	}
+}
+
+func TestConfigRoundTrip(t *testing.T) {
+	c := togpu.Config{Block: 512, Vector: 1, RowsPerBlock: 8, MaxBlocks: 2048}
+	got, err := ParseConfig(ConfigString(c))
+	if err != nil || got != c {
+		t.Errorf("round trip of %+v: %+v, %v", c, got, err)
+	}
+	for _, bad := range []string{"block=1", "block=x vector=1 rows-per-block=0 max-blocks=1", "warp=2 block=1 vector=1 rows-per-block=0 max-blocks=1"} {
+		if _, err := ParseConfig(bad); err == nil {
+			t.Errorf("ParseConfig(%q) accepted", bad)
+		}
+	}
+}
+
+func TestDB(t *testing.T) {
+	dir := t.TempDir()
+	db, err := OpenDB(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Device: "NVIDIA H200", Source: "abc", Shapes: "f32[64,1024]"}
+	if _, ok := db.Lookup(k); ok {
+		t.Fatal("empty database has a decision")
+	}
+	first := Decision{Config: togpu.DefaultConfig, MS: 0.5, DefaultMS: 0.5, Tried: 1}
+	second := Decision{Config: togpu.Config{Block: 128, Vector: 1, MaxBlocks: 2048}, MS: 0.25, DefaultMS: 0.5, Tried: 9}
+	if err := db.Store(k, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Store(k, second); err != nil {
+		t.Fatal(err)
+	}
+	other := Key{Device: "NVIDIA H200", Source: "abc", Shapes: "f32[64,2048]"}
+	if err := db.Store(other, first); err != nil {
+		t.Fatal(err)
+	}
+	// A torn last line is skipped.
+	f, _ := os.OpenFile(db.Path(), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("NVIDIA H200\tabc\tf32[1]\tblock=")
+	f.Close()
+	re, err := OpenDB(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := re.Lookup(k); !ok || d != second {
+		t.Errorf("reloaded %+v %v, want the last decision %+v", d, ok, second)
+	}
+	if d, ok := re.Lookup(other); !ok || d != first {
+		t.Errorf("reloaded other %+v %v", d, ok)
+	}
+	if len(re.entries) != 2 {
+		t.Errorf("%d entries, want 2", len(re.entries))
+	}
+	if err := db.Store(Key{Device: "a\tb"}, first); err == nil {
+		t.Error("a key with a tab was stored")
+	}
+	os.WriteFile(filepath.Join(dir, DBFile), []byte("# another format\nx\n"), 0o644)
+	if re, err := OpenDB(dir); err != nil || len(re.entries) != 0 {
+		t.Errorf("a file of another format: %v, %d entries", err, len(re.entries))
+	}
+}
+
+func TestSearch(t *testing.T) {
+	cands := Candidates([]Kernel{{Mapping: togpu.MappingPointwise, Vector: 4}})
+	times := map[togpu.Config]float64{}
+	for i, c := range cands {
+		times[c] = float64(100 - i%7)
+	}
+	fail := cands[3]
+	measure := func(c togpu.Config) (float64, error) {
+		if c == fail {
+			return 0, errors.New("too many resources requested for launch")
+		}
+		return times[c], nil
+	}
+	var buf bytes.Buffer
+	defer logs.SetOutput(logs.SetOutput(&buf))
+	logs.Enable(Topic)
+	defer logs.Disable()
+	d, err := Search("@main", cands, measure, Options{Budget: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MS != 94 || d.DefaultMS != 100 || d.Tried != len(cands) || times[d.Config] != 94 {
+		t.Errorf("decision %+v", d)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "autotune: @main: block="); n != len(cands) {
+		t.Errorf("%d candidate lines for %d candidates:\n%s", n, len(cands), out)
+	}
+	if !strings.Contains(out, "failed: too many resources") || !strings.Contains(out, "picked") {
+		t.Errorf("log:\n%s", out)
+	}
+
+	// A spent budget stops after the baseline.
+	slow := func(c togpu.Config) (float64, error) { time.Sleep(2 * time.Millisecond); return 1, nil }
+	if d, err := Search("@main", cands, slow, Options{Budget: time.Millisecond}); err != nil || d.Tried != 1 || d.Config != togpu.DefaultConfig {
+		t.Errorf("budget: %+v, %v", d, err)
+	}
+	none := func(togpu.Config) (float64, error) { return 0, errors.New("boom") }
+	if _, err := Search("@main", cands[:2], none, Options{}); err == nil || !strings.Contains(err.Error(), "every candidate failed") {
+		t.Errorf("all failing: %v", err)
+	}
+	// The progress bar writes to its writer.
+	var bar bytes.Buffer
+	if _, err := Search("@main", cands[:3], measure, Options{Progress: &bar}); err != nil || !strings.Contains(bar.String(), "autotune @main") {
+		t.Errorf("progress: %v %q", err, bar.String())
+	}
+}
+
+// TestGPUTune tunes the softmax on a GPU, checks the result against the
+// interpreter and that a second Tune is served by the database.
+func TestGPUTune(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	defer rt.Close()
+	db, err := OpenDB(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := compiler(t, "softmax.mlir")
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, _ := interp.NewBuffer(ir.F32, []int64{256, 64})
+	data := x.Data().([]float32)
+	for i := range data {
+		data[i] = float32(rng.NormFloat64())
+	}
+	args := []interp.Value{x}
+	key := Key{Device: rt.Device().Name(), Source: "softmax", Shapes: ShapesOf(args)}
+	res, err := Tune(rt, db, key, "main", args, c.Compile, Options{Budget: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("picked %s: %.4f ms (default %.4f ms, %d tried)", ConfigString(res.Config), res.MS, res.DefaultMS, res.Tried)
+	if res.MS > res.DefaultMS || res.Tried < 2 {
+		t.Errorf("decision %+v", res.Decision)
+	}
+	got, err := res.Program.Run(rt, "main", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := interp.New(c.Loop).Call("main", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := got[0].(*interp.Buffer).Tensor()
+	w, _ := want[0].(*interp.Buffer).Tensor()
+	gd, wd := g.Data().([]float32), w.Data().([]float32)
+	for i := range wd {
+		if d := gd[i] - wd[i]; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("element %d: %v, interpreter %v", i, gd[i], wd[i])
+		}
+	}
+	again, err := Tune(rt, db, key, "main", args, c.Compile, Options{})
+	if err != nil || !again.Cached || again.Config != res.Config {
+		t.Errorf("second Tune: cached %v %+v, %v", again.Cached, again.Decision, err)
+	}
+}

@@ -1,0 +1,150 @@
+package autotune
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/togpu"
+)
+
+// Kernel is one kernel's launch parameters as convert-loop-to-gpu
+// recorded them in togpu.LaunchAttr.
+type Kernel struct {
+	Name         string
+	Mapping      string // togpu.MappingPointwise or togpu.MappingRow
+	Block        int64
+	Vector       int64
+	RowsPerBlock int64
+}
+
+// Kernels returns the kernels of a gpu-level module that carry
+// togpu.LaunchAttr, in module order.
+func Kernels(module *ir.Operation) []Kernel {
+	var ks []Kernel
+	module.Walk(func(op *ir.Operation) bool {
+		if op.Name() != gpu.FuncOp {
+			return true
+		}
+		d, ok := op.Attr(togpu.LaunchAttr).(ir.DictAttr)
+		if !ok {
+			return false
+		}
+		k := Kernel{Name: ir.SymbolName(op)}
+		k.Mapping, _ = stringOf(d.Get("mapping"))
+		k.Block = intOf(d.Get("block"))
+		k.Vector = intOf(d.Get("vector"))
+		k.RowsPerBlock = intOf(d.Get("rows_per_block"))
+		ks = append(ks, k)
+		return false
+	})
+	return ks
+}
+
+func intOf(a ir.Attribute) int64 {
+	i, _ := a.(ir.IntegerAttr)
+	return i.Value
+}
+
+func stringOf(a ir.Attribute) (string, bool) {
+	s, ok := a.(ir.StringAttr)
+	return s.Value, ok
+}
+
+// The values searched.
+var (
+	blocks       = []int64{128, 256, 512, 1024}
+	vectors      = []int64{1, 4}
+	rowsPerBlock = []int64{1, 2, 4, 8}
+	// maxBlocks: the default cap, and a grid of a few waves on a large GPU
+	// whose threads loop (fewer, longer-lived blocks).
+	maxBlocks = []int64{togpu.DefaultConfig.MaxBlocks, 2048}
+)
+
+// Candidates returns the configurations worth timing for kernels (from
+// the default configuration's compile), the default first and without
+// duplicates: a parameter varies only when some kernel uses it.
+func Candidates(kernels []Kernel) []togpu.Config {
+	def := togpu.DefaultConfig
+	var pointwise, vectorized, blockRows, warpRows bool
+	for _, k := range kernels {
+		switch k.Mapping {
+		case togpu.MappingPointwise:
+			pointwise = true
+			vectorized = vectorized || k.Vector > 1
+		case togpu.MappingRow:
+			// The default picks a warp per row for short rows.
+			if k.RowsPerBlock > 1 {
+				warpRows = true
+			} else {
+				blockRows = true
+			}
+		}
+	}
+	bs, vs, rs, ms := []int64{def.Block}, []int64{def.Vector}, []int64{def.RowsPerBlock}, []int64{def.MaxBlocks}
+	if pointwise || blockRows {
+		bs = blocks
+	}
+	if vectorized {
+		vs = vectors
+	}
+	if warpRows {
+		rs = append([]int64{def.RowsPerBlock}, rowsPerBlock...)
+	}
+	if pointwise {
+		ms = maxBlocks
+	}
+	out := []togpu.Config{def}
+	for _, b := range bs {
+		for _, v := range vs {
+			for _, r := range rs {
+				for _, m := range ms {
+					c := togpu.Config{Block: b, Vector: v, RowsPerBlock: r, MaxBlocks: m}
+					if !slices.Contains(out, c) {
+						out = append(out, c)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ConfigString prints cfg as convert-loop-to-gpu's options.
+func ConfigString(cfg togpu.Config) string {
+	return fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
+}
+
+// ParseConfig reads ConfigString's form; every option must be present.
+func ParseConfig(s string) (togpu.Config, error) {
+	var cfg togpu.Config
+	fields := map[string]*int64{"block": &cfg.Block, "vector": &cfg.Vector, "rows-per-block": &cfg.RowsPerBlock, "max-blocks": &cfg.MaxBlocks}
+	seen := 0
+	for _, f := range strings.Fields(s) {
+		name, val, ok := strings.Cut(f, "=")
+		p := fields[name]
+		if !ok || p == nil {
+			return cfg, fmt.Errorf("autotune: bad configuration field %q in %q", f, s)
+		}
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("autotune: configuration field %q: %v", f, err)
+		}
+		*p = n
+		seen++
+	}
+	if seen != len(fields) {
+		return cfg, fmt.Errorf("autotune: configuration %q lacks fields (want %s)", s, ConfigString(togpu.DefaultConfig))
+	}
+	return cfg, nil
+}
+
+// GPUPipeline is the pipeline taking a loop-level module to the gpu level
+// with cfg: convert-loop-to-gpu with cfg's options and lower-to-gpu's
+// cleanups.
+func GPUPipeline(cfg togpu.Config) string {
+	return togpu.PassName + "{" + ConfigString(cfg) + "},canonicalize,cse"
+}

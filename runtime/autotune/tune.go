@@ -1,0 +1,187 @@
+package autotune
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// Topic is the log topic of one line per measured candidate
+// (STRATA_LOGS=autotune).
+const Topic = "autotune"
+
+// DefaultBudget bounds a search's wall time (compiles included).
+const DefaultBudget = 2 * time.Second
+
+// Options bound and report a search.
+type Options struct {
+	// Budget is the search's wall time; 0 is DefaultBudget. The default
+	// configuration is measured whatever the budget.
+	Budget time.Duration
+	// Warmup and Iters are the launches before timing and the timed
+	// launches of a candidate (0: 2 and 10).
+	Warmup, Iters int
+	// Progress receives a progress bar; nil shows none (see Terminal).
+	Progress io.Writer
+}
+
+// Terminal returns f when it is a terminal and nil otherwise, for
+// Options.Progress: a progress bar only where someone watches.
+func Terminal(f *os.File) io.Writer {
+	if f != nil && term.IsTerminal(int(f.Fd())) {
+		return f
+	}
+	return nil
+}
+
+// Measure times one candidate: the median milliseconds of one call.
+type Measure func(togpu.Config) (float64, error)
+
+// Search measures cands in order (the first is the baseline, measured
+// even past the budget) until the budget is spent and returns the
+// fastest. Candidates that fail (a kernel out of resources, say) are
+// logged and skipped; Search fails only when every measured one did.
+func Search(name string, cands []togpu.Config, measure Measure, opts Options) (Decision, error) {
+	if len(cands) == 0 {
+		return Decision{}, errors.New("autotune: no candidates")
+	}
+	budget := opts.Budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	var bar *progressbar.ProgressBar
+	if opts.Progress != nil {
+		bar = progressbar.NewOptions(len(cands),
+			progressbar.OptionSetWriter(opts.Progress),
+			progressbar.OptionSetDescription("autotune "+name),
+			progressbar.OptionShowCount(),
+			progressbar.OptionClearOnFinish())
+		defer bar.Finish()
+	}
+	start := time.Now()
+	best := Decision{MS: -1}
+	var errs []error
+	for i, c := range cands {
+		if i > 0 && time.Since(start) >= budget {
+			logs.Printf(Topic, "%s: budget of %v spent after %d of %d candidates", name, budget, i, len(cands))
+			break
+		}
+		ms, err := measure(c)
+		best.Tried++
+		if bar != nil {
+			_ = bar.Add(1)
+		}
+		if err != nil {
+			logs.Printf(Topic, "%s: %s: failed: %v", name, ConfigString(c), err)
+			errs = append(errs, fmt.Errorf("%s: %w", ConfigString(c), err))
+			continue
+		}
+		logs.Printf(Topic, "%s: %s: %.4f ms", name, ConfigString(c), ms)
+		if i == 0 {
+			best.DefaultMS = ms
+		}
+		if best.MS < 0 || ms < best.MS {
+			best.Config, best.MS = c, ms
+		}
+	}
+	if best.MS < 0 {
+		return Decision{}, fmt.Errorf("autotune %s: every candidate failed: %w", name, errors.Join(errs...))
+	}
+	logs.Printf(Topic, "%s: picked %s: %.4f ms (default %.4f ms, %d candidates in %v)",
+		name, ConfigString(best.Config), best.MS, best.DefaultMS, best.Tried, time.Since(start).Round(time.Millisecond))
+	return best, nil
+}
+
+// Compiler compiles a loop-level module (lower-to-loop's output) to a
+// Program with a given configuration; each call works on a clone.
+type Compiler struct {
+	Ctx  *ir.Context
+	Loop *ir.Operation // the loop-level builtin.module, left unchanged
+	Exec exec.Options
+	// Instr instruments the pipeline runs (nil: none).
+	Instr passes.Instrumentation
+}
+
+// Compile lowers a clone of c.Loop with GPUPipeline(cfg) and compiles it.
+func (c *Compiler) Compile(cfg togpu.Config) (*exec.Program, error) {
+	pm, err := passes.Parse("builtin.module(" + GPUPipeline(cfg) + ")")
+	if err != nil {
+		return nil, err
+	}
+	pm.Instr = c.Instr
+	mod := c.Loop.Clone(map[*ir.Value]*ir.Value{})
+	if err := pm.Run(c.Ctx, mod); err != nil {
+		return nil, err
+	}
+	return exec.Compile(mod, c.Exec)
+}
+
+// Result is what Tune found.
+type Result struct {
+	Decision
+	Program *exec.Program // compiled with Decision.Config
+	Cached  bool          // the decision came from the database
+}
+
+// Tune returns the best configuration for host function fn on args: from
+// db when it holds key (only the chosen configuration is compiled), else
+// by a Search over the Candidates of the default compile's kernels, each
+// compiled with compile and timed on rt with events; the decision is then
+// stored in db (nil: not kept).
+func Tune(rt *exec.Runtime, db *DB, key Key, fn string, args []interp.Value, compile func(togpu.Config) (*exec.Program, error), opts Options) (Result, error) {
+	if db != nil {
+		if d, ok := db.Lookup(key); ok {
+			p, err := compile(d.Config)
+			if err != nil {
+				return Result{}, err
+			}
+			logs.Printf(Topic, "@%s: cached %s (%.4f ms, default %.4f ms)", fn, ConfigString(d.Config), d.MS, d.DefaultMS)
+			return Result{Decision: d, Program: p, Cached: true}, nil
+		}
+	}
+	def, err := compile(togpu.DefaultConfig)
+	if err != nil {
+		return Result{}, err
+	}
+	warmup, iters := opts.Warmup, opts.Iters
+	if warmup <= 0 {
+		warmup = 2
+	}
+	if iters <= 0 {
+		iters = 10
+	}
+	programs := map[togpu.Config]*exec.Program{togpu.DefaultConfig: def}
+	measure := func(cfg togpu.Config) (float64, error) {
+		p := programs[cfg]
+		if p == nil {
+			var err error
+			if p, err = compile(cfg); err != nil {
+				return 0, err
+			}
+			programs[cfg] = p
+		}
+		return p.RunTimed(rt, fn, args, warmup, iters)
+	}
+	d, err := Search("@"+fn, Candidates(Kernels(def.Module())), measure, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	if db != nil {
+		if err := db.Store(key, d); err != nil {
+			return Result{Decision: d, Program: programs[d.Config]}, err
+		}
+	}
+	return Result{Decision: d, Program: programs[d.Config]}, nil
+}
