@@ -210,6 +210,12 @@ func trailing(shape []int64, inner int64) bool {
 	return inner == 1
 }
 
+// described formats an op as describe does, when printed: log arguments
+// cost nothing when the log is off.
+type described struct{ op *ir.Operation }
+
+func (d described) String() string { return describe(d.op) }
+
 // describe names an op for the log: 'graph.exp' at file:12:5.
 func describe(op *ir.Operation) string {
 	loc := op.Loc().String()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
 )
 
 // Kind is what a fusion group becomes: the value of graph.fusion's kind
@@ -40,6 +41,10 @@ type group struct {
 	// inner is the per-row extent of a reduction over static innermost
 	// axes, else -1.
 	inner int64
+	// users are the ops outside the group (as forUsers sees them) that
+	// read its members' results, each once. Kept across merges so that
+	// reaches costs the group's boundary, not its size.
+	users []*ir.Operation
 }
 
 func (g *group) last() *ir.Operation { return g.ops[len(g.ops)-1] }
@@ -52,19 +57,26 @@ type planner struct {
 	groupOf map[*ir.Operation]*group
 	groups  []*group // live groups, in creation order
 	nextID  int
+	logging bool // decisions are wanted (Options.Log or the topic is on)
 	log     strings.Builder
 	stats   Stats
 }
 
 func newPlanner(block *ir.Block, opts Options) *planner {
-	p := &planner{opts: opts, block: block, pos: map[*ir.Operation]int{}, groupOf: map[*ir.Operation]*group{}}
+	p := &planner{opts: opts, block: block, pos: map[*ir.Operation]int{}, groupOf: map[*ir.Operation]*group{},
+		logging: opts.Log != nil || logs.Enabled(Topic)}
 	for i, op := range block.Ops() {
 		p.pos[op] = i
 	}
 	return p
 }
 
+// Arguments that describe ops and groups are fmt.Stringers (described,
+// *group), formatted only when logging.
 func (p *planner) logf(format string, args ...any) {
+	if !p.logging {
+		return // formatting the decisions is most of the pass's time
+	}
 	fmt.Fprintf(&p.log, format+"\n", args...)
 }
 
@@ -84,8 +96,8 @@ func (p *planner) top(op *ir.Operation) *ir.Operation {
 // views: a view is index remapping, cloned into its readers, so its
 // readers read v.
 func (p *planner) forUsers(v *ir.Value, f func(*ir.Operation)) {
-	for _, u := range v.Users() {
-		u = p.top(u)
+	for use := range v.Uses() {
+		u := p.top(use.Owner())
 		switch {
 		case u == nil:
 		case classify(u) == view && p.groupOf[u] == nil:
@@ -121,7 +133,7 @@ func (p *planner) dropDead() {
 			continue
 		}
 		if computes(op) {
-			p.logf("drop %s: its result is never read", describe(op))
+			p.logf("drop %s: its result is never read", described{op})
 			p.stats.Dropped++
 		}
 		op.Erase()
@@ -154,11 +166,12 @@ func (p *planner) newGroup(op *ir.Operation) *group {
 	}
 	p.groups = append(p.groups, g)
 	p.groupOf[op] = g
+	g.users = slices.DeleteFunc(p.usersOf(op), func(u *ir.Operation) bool { return u == op })
 	return g
 }
 
-// name describes a consumer group in the log: its op when it has one.
-func (g *group) name() string {
+// String describes a consumer group in the log: its op when it has one.
+func (g *group) String() string {
 	if len(g.ops) == 1 {
 		return describe(g.ops[0])
 	}
@@ -289,13 +302,9 @@ func (p *planner) reaches(a, b *group) bool {
 	limit := p.pos[b.last()]
 	seen := map[any]bool{}
 	var work []*ir.Operation
-	for _, op := range a.ops {
-		for _, r := range op.Results() {
-			p.forUsers(r, func(u *ir.Operation) {
-				if g := p.groupOf[u]; g != a && g != b {
-					work = append(work, u)
-				}
-			})
+	for _, u := range a.users {
+		if g := p.groupOf[u]; g != a && g != b {
+			work = append(work, u)
 		}
 	}
 	for len(work) > 0 {
@@ -305,33 +314,38 @@ func (p *planner) reaches(a, b *group) bool {
 			continue // program order: nothing after b's last op feeds b
 		}
 		var key any = u
-		members := []*ir.Operation{u}
+		users := p.usersOf(u)
 		if g := p.groupOf[u]; g != nil {
-			key, members = g, g.ops
+			key, users = g, g.users
 		}
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		for _, op := range members {
-			for _, r := range op.Results() {
-				hit := false
-				p.forUsers(r, func(w *ir.Operation) {
-					switch p.groupOf[w] {
-					case b:
-						hit = true
-					case a:
-					default:
-						work = append(work, w)
-					}
-				})
-				if hit {
-					return true
-				}
+		for _, w := range users {
+			switch p.groupOf[w] {
+			case b:
+				return true
+			case a:
+			default:
+				work = append(work, w)
 			}
 		}
 	}
 	return false
+}
+
+// usersOf returns the ops that read op's results, as forUsers sees them.
+func (p *planner) usersOf(op *ir.Operation) []*ir.Operation {
+	var out []*ir.Operation
+	for _, r := range op.Results() {
+		p.forUsers(r, func(u *ir.Operation) {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		})
+	}
+	return out
 }
 
 // feeds reports whether a result of group a is read by group b.
@@ -347,11 +361,22 @@ func (p *planner) feeds(a, b *group) bool {
 
 // merge moves c's ops into g as kind k.
 func (p *planner) merge(g, c *group, k Kind) {
+	after := p.pos[c.ops[0]] > p.pos[g.last()] // the common case: a consumer joins
 	g.ops = append(g.ops, c.ops...)
-	slices.SortFunc(g.ops, func(x, y *ir.Operation) int { return cmp.Compare(p.pos[x], p.pos[y]) })
+	if !after {
+		slices.SortFunc(g.ops, func(x, y *ir.Operation) int { return cmp.Compare(p.pos[x], p.pos[y]) })
+	}
 	for _, op := range c.ops {
 		p.groupOf[op] = g
 	}
+	// The merged group's users: both lists, without its members, once.
+	users := g.users[:0:0]
+	for _, u := range slices.Concat(g.users, c.users) {
+		if p.groupOf[u] != g && !slices.Contains(users, u) {
+			users = append(users, u)
+		}
+	}
+	g.users = users
 	switch {
 	case k.reduces() && !g.kind.reduces():
 		g.space, g.out, g.inner = c.space, c.out, c.inner
@@ -373,11 +398,11 @@ func (p *planner) try(g, c *group, k Kind, why string, ok bool, twoWay bool) boo
 		ok, why = false, "a path between them goes through another kernel (fusing would make a cycle)"
 	}
 	if !ok {
-		p.logf("refuse %s into group %d: %s", c.name(), g.id, why)
+		p.logf("refuse %s into group %d: %s", c, g.id, why)
 		p.stats.Refusals++
 		return false
 	}
-	p.logf("group %d <- %s: %s", g.id, c.name(), why)
+	p.logf("group %d <- %s: %s", g.id, c, why)
 	p.merge(g, c, k)
 	return true
 }
@@ -390,7 +415,7 @@ func (p *planner) plan() {
 			continue
 		}
 		c := p.newGroup(op)
-		p.logf("group %d = %s: %s", c.id, describe(op), c.kind)
+		p.logf("group %d = %s: %s", c.id, described{op}, c.kind)
 		if c.kind == Composite {
 			p.logf("group %d: a composite keeps a group of its own (run graph-decompose first)", c.id)
 			continue
@@ -467,7 +492,7 @@ func (p *planner) horizontal() {
 				switch {
 				case ok && (p.feeds(a, b) || p.feeds(b, a)):
 					k, why, ok = "", "one feeds the other (only vertical rules may merge them)", false
-				case ok:
+				case ok && p.logging:
 					why = fmt.Sprintf("horizontal (siblings reading %s)", valueName(v))
 				}
 				p.try(a, b, k, why, ok, true)
@@ -498,7 +523,7 @@ func (p *planner) copies() {
 				continue
 			}
 			g := p.newGroup(op)
-			p.logf("group %d = %s: copy (the view is read by %s, so it is materialized)", g.id, describe(op), describe(u))
+			p.logf("group %d = %s: copy (the view is read by %s, so it is materialized)", g.id, described{op}, described{u})
 			p.stats.Copies++
 			break
 		}
