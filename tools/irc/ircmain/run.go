@@ -84,6 +84,9 @@ func (t *tool) run(args []string) int {
 	} else if !built {
 		return t.usageErrorf("run: the %s backend is not built yet in this build; use --backend=interp", f.backend)
 	}
+	if status, ok := t.checkMode(&f); !ok {
+		return status
+	}
 	if len(positional) != 1 {
 		return t.usageErrorf("run: expected one input file, got %d", len(positional))
 	}
