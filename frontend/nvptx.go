@@ -74,12 +74,20 @@ func (nvptxBackend) Compile(g *Graph) (Executable, error) {
 		return nil, err
 	}
 	name := g.Func
+	// reduce-overhead and max-autotune replay a CUDA graph per input
+	// signature (runtime/exec.Runner); a plan that cannot be captured
+	// runs launch by launch with the reason under STRATA_LOGS=cudagraphs.
+	mode, err := exec.ParseMode(string(g.Mode))
+	if err != nil {
+		return nil, err
+	}
+	runner := exec.NewRunner(prog, rt, name, mode.CUDAGraphs())
 	return ExecutableFunc(func(inputs []*interp.Tensor) ([]*interp.Tensor, error) {
 		args := make([]interp.Value, len(inputs))
 		for i, t := range inputs {
 			args[i] = t
 		}
-		res, err := prog.Run(rt, name, args)
+		res, err := runner.Run(args)
 		if err != nil {
 			return nil, err
 		}
