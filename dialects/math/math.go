@@ -7,6 +7,7 @@ import (
 	"fmt"
 	gomath "math"
 	"math/bits"
+	"strings"
 
 	"github.com/strata-ir/strata/ir"
 )
@@ -390,8 +391,9 @@ func (s opSpec) print(p *ir.Printer, op *ir.Operation) {
 // b's insertion point; the result has the first operand's type. It fails
 // for an unknown op name.
 func New(b *ir.Builder, name string, loc ir.Location, operands ...*ir.Value) (*ir.Operation, error) {
+	short := strings.TrimPrefix(name, "math.")
 	for _, s := range specs {
-		if "math."+s.name != name && s.name != name {
+		if s.name != short {
 			continue
 		}
 		if len(operands) != s.arity {
