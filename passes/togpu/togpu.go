@@ -63,13 +63,16 @@ type Config struct {
 	RowsPerBlock int64
 	// MaxBlocks caps the grid of pointwise kernels; threads then loop.
 	MaxBlocks int64
+	// TensorCores maps bf16 matmul nests to tiled mma.sync kernels (the
+	// mma mapping); without it they run on the SIMT pointwise mapping.
+	TensorCores bool
 }
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
 const ShortRow = 512
 
 // DefaultConfig is the configuration of the pass without options.
-var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536}
+var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true}
 
 func (c Config) check() error {
 	switch {
@@ -108,9 +111,10 @@ func init() {
 			{Name: "rows-per-block", Type: passes.Int, Default: d.RowsPerBlock,
 				Doc: "rows per block of row kernels, a warp per row when above 1; 0 picks per nest"},
 			{Name: "max-blocks", Type: passes.Int, Default: d.MaxBlocks, Doc: "largest grid of pointwise kernels (threads loop beyond it)"},
+			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 matmul nests as tiled mma.sync kernels"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
-			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks")}
+			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores")}
 			if err := c.check(); err != nil {
 				return nil, err
 			}

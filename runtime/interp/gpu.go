@@ -134,6 +134,9 @@ type gpuThread struct {
 	shufOffset, width int64
 	shufResult        Value
 	shufValid         bool
+	// The operands given to, then the results of, a warp-collective op
+	// other than gpu.shuffle (mma.go).
+	collective []Value
 }
 
 // blockState is one block of threads and the synchronization among them.
@@ -303,6 +306,10 @@ func (b *blockState) completeShuffle(w int) {
 		}
 	}
 	if op == nil {
+		return
+	}
+	if op.Name() != gpu.ShuffleOp {
+		b.completeCollective(op, lanes)
 		return
 	}
 	mode := gpu.ShuffleMode(op)
