@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"bytes"
+	"embed"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -19,10 +20,16 @@ import (
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
+// testdata is embedded so that the test binary runs anywhere (the GPU
+// tests run on the device machine from another directory).
+//
+//go:embed testdata
+var testdata embed.FS
+
 // compiler parses a loop-level testdata program.
 func compiler(t *testing.T, name string) *Compiler {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("testdata", name))
+	src, err := testdata.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +91,8 @@ func TestCandidates(t *testing.T) {
 }
 
 func TestConfigRoundTrip(t *testing.T) {
-	c := togpu.Config{Block: 512, Vector: 1, RowsPerBlock: 8, MaxBlocks: 2048}
+	c := togpu.DefaultConfig
+	c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks = 512, 1, 8, 2048
 	got, err := ParseConfig(ConfigString(c))
 	if err != nil || got != c {
 		t.Errorf("round trip of %+v: %+v, %v", c, got, err)
@@ -107,7 +115,9 @@ func TestDB(t *testing.T) {
 		t.Fatal("empty database has a decision")
 	}
 	first := Decision{Config: togpu.DefaultConfig, MS: 0.5, DefaultMS: 0.5, Tried: 1}
-	second := Decision{Config: togpu.Config{Block: 128, Vector: 1, MaxBlocks: 2048}, MS: 0.25, DefaultMS: 0.5, Tried: 9}
+	cfg := togpu.DefaultConfig
+	cfg.Block, cfg.Vector, cfg.MaxBlocks = 128, 1, 2048
+	second := Decision{Config: cfg, MS: 0.25, DefaultMS: 0.5, Tried: 9}
 	if err := db.Store(k, first); err != nil {
 		t.Fatal(err)
 	}

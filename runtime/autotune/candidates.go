@@ -102,7 +102,8 @@ func Candidates(kernels []Kernel) []togpu.Config {
 		for _, v := range vs {
 			for _, r := range rs {
 				for _, m := range ms {
-					c := togpu.Config{Block: b, Vector: v, RowsPerBlock: r, MaxBlocks: m}
+					c := def // parameters not searched keep their defaults
+					c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks = b, v, r, m
 					if !slices.Contains(out, c) {
 						out = append(out, c)
 					}
@@ -118,9 +119,10 @@ func ConfigString(cfg togpu.Config) string {
 	return fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
 }
 
-// ParseConfig reads ConfigString's form; every option must be present.
+// ParseConfig reads ConfigString's form; every option must be present,
+// and parameters not searched keep their defaults.
 func ParseConfig(s string) (togpu.Config, error) {
-	var cfg togpu.Config
+	cfg := togpu.DefaultConfig
 	fields := map[string]*int64{"block": &cfg.Block, "vector": &cfg.Vector, "rows-per-block": &cfg.RowsPerBlock, "max-blocks": &cfg.MaxBlocks}
 	seen := 0
 	for _, f := range strings.Fields(s) {
