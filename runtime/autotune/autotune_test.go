@@ -56,7 +56,9 @@ func TestCandidates(t *testing.T) {
 			func(c togpu.Config) bool { return c.RowsPerBlock == 0 }},
 		{"softmax.mlir", togpu.MappingRow,
 			func(c togpu.Config) bool { return c.Block == 1024 },
-			func(c togpu.Config) bool { return c.Vector == togpu.DefaultConfig.Vector && c.MaxBlocks == togpu.DefaultConfig.MaxBlocks }},
+			func(c togpu.Config) bool {
+				return c.Vector == togpu.DefaultConfig.Vector && c.MaxBlocks == togpu.DefaultConfig.MaxBlocks
+			}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			p, err := compiler(t, tc.file).Compile(togpu.DefaultConfig)
