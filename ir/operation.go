@@ -173,8 +173,10 @@ func NewOperation(ctx *Context, st OperationState) *Operation {
 	}
 	op.SetOperands(st.Operands)
 	op.results = make([]*Value, len(st.ResultTypes))
+	vals := make([]Value, len(st.ResultTypes)) // one allocation for all results
 	for i, t := range st.ResultTypes {
-		op.results[i] = &Value{typ: t, op: op, index: i}
+		vals[i] = Value{typ: t, op: op, index: i}
+		op.results[i] = &vals[i]
 	}
 	for _, r := range st.Regions {
 		if r == nil {
@@ -231,8 +233,10 @@ func (op *Operation) SetOperands(vs []*Value) {
 		o.unlink()
 	}
 	op.operands = make([]*OpOperand, len(vs))
+	slots := make([]OpOperand, len(vs)) // one allocation for all operands
 	for i, v := range vs {
-		op.operands[i] = &OpOperand{value: v, owner: op, index: i}
+		slots[i] = OpOperand{value: v, owner: op, index: i}
+		op.operands[i] = &slots[i]
 		op.operands[i].link()
 	}
 }
