@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,7 +10,8 @@ import (
 	_ "github.com/strata-ir/strata/passes/decompose" // graph-decompose
 	_ "github.com/strata-ir/strata/passes/fusion"    // graph-fuse
 	_ "github.com/strata-ir/strata/passes/lower"     // lower-to-loop
-	_ "github.com/strata-ir/strata/passes/togpu"     // lower-to-gpu
+	"github.com/strata-ir/strata/passes/togpu"       // lower-to-gpu
+	"github.com/strata-ir/strata/runtime/autotune"
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/runtime/npy"
@@ -24,9 +24,15 @@ func init() {
 // LowerPipeline is the lowering the GPU engine runs before PTX generation.
 const LowerPipeline = "builtin.module(lower-to-gpu)"
 
+// loopPipeline is the part of LowerPipeline that autotuning runs once; each
+// candidate configuration then lowers a clone of its output to the gpu level.
+const loopPipeline = "builtin.module(lower-to-loop)"
+
 // GPU is the engine that lowers with lower-to-gpu, generates PTX with
 // runtime/exec (targets/llvm and the native nvptx backend) and runs on the
-// device. Its only mode so far is "default".
+// device, in each of exec's modes: reduce-overhead replays CUDA graphs, and
+// the max-autotune modes search launch parameters on the first call (which
+// its first-call time then includes, as torch.compile's does).
 type GPU struct {
 	rt *exec.Runtime
 	// Options select the PTX backend and target.
@@ -50,36 +56,54 @@ func (g *GPU) Close() error { return g.rt.Close() }
 func (*GPU) Name() string { return "nvptx" }
 
 // Modes implements Engine.
-func (*GPU) Modes() []string { return []string{"default"} }
+func (*GPU) Modes() []string {
+	names := make([]string, len(exec.Modes))
+	for i, m := range exec.Modes {
+		names[i] = string(m)
+	}
+	return names
+}
 
 // Compile implements Engine: it records the entry's tensor signature, lowers
 // the module and compiles its kernels. The phases it reports are "lower",
 // "llvm" and "ptx"; loading the PTX happens on the first call (in the
 // runner's "first_run").
 func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string) (Program, error) {
-	if !slices.Contains(g.Modes(), mode) {
-		return nil, fmt.Errorf("nvptx: no mode %q", mode)
+	m, err := exec.ParseMode(mode)
+	if err != nil {
+		return nil, fmt.Errorf("nvptx: %w", err)
 	}
 	ft, err := entrySignature(module, entry)
 	if err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	pm, err := passes.Parse(LowerPipeline)
+	pipeline := LowerPipeline
+	if m.Autotunes() {
+		pipeline = loopPipeline
+	}
+	pm, err := passes.Parse(pipeline)
 	if err != nil {
 		return nil, err
 	}
 	if err := pm.Run(ctx, module); err != nil {
-		return nil, fmt.Errorf("%s: %w", LowerPipeline, err)
+		return nil, fmt.Errorf("%s: %w", pipeline, err)
 	}
-	lower := time.Since(t0).Seconds()
 	if err := checkLowered(module); err != nil {
 		return nil, err
 	}
-	prog, err := exec.Compile(module, g.Options)
+	var tune func(togpu.Config) (*exec.Program, error)
+	prog := (*exec.Program)(nil)
+	if m.Autotunes() {
+		tune = (&autotune.Compiler{Ctx: ctx, Loop: module, Exec: g.Options}).Compile
+		prog, err = tune(togpu.DefaultConfig)
+	} else {
+		prog, err = exec.Compile(module, g.Options)
+	}
 	if err != nil {
 		return nil, err
 	}
+	lower := time.Since(t0).Seconds()
 	host := prog.Func(entry)
 	if host == nil {
 		return nil, fmt.Errorf("nvptx: no host function @%s after lowering", entry)
@@ -93,7 +117,7 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 	})
 	times := prog.Times()
 	return &gpuProgram{
-		rt: g.rt, prog: prog, entry: entry, ft: ft, kernels: kernels,
+		rt: g.rt, prog: prog, entry: entry, ft: ft, kernels: kernels, mode: m, tune: tune,
 		phases: map[string]float64{"lower": lower, "llvm": times.LLVM.Seconds(), "ptx": times.PTX.Seconds()},
 	}, nil
 }
@@ -115,6 +139,36 @@ type gpuProgram struct {
 	ft      *ir.FunctionType
 	kernels int
 	phases  map[string]float64
+	mode    exec.Mode
+	// tune compiles the loop-level program with a configuration; it is set
+	// until the max-autotune modes have tuned (on the first call).
+	tune   func(togpu.Config) (*exec.Program, error)
+	runner *exec.Runner // CUDA graphs of the graph modes, made on first use
+}
+
+// ready tunes on the first call of the max-autotune modes and makes the
+// graph runner of the modes that replay CUDA graphs.
+func (p *gpuProgram) ready(vals []interp.Value) error {
+	if p.tune != nil {
+		def := p.prog
+		compile := func(c togpu.Config) (*exec.Program, error) {
+			if c == togpu.DefaultConfig {
+				return def, nil
+			}
+			return p.tune(c)
+		}
+		t0 := time.Now()
+		res, err := autotune.Tune(p.rt, nil, autotune.Key{}, p.entry, vals, compile, autotune.Options{})
+		if err != nil {
+			return err
+		}
+		p.phases["autotune"] = time.Since(t0).Seconds()
+		p.prog, p.tune = res.Program, nil
+	}
+	if p.mode.CUDAGraphs() && p.runner == nil {
+		p.runner = exec.NewRunner(p.prog, p.rt, p.entry, true)
+	}
+	return nil
 }
 
 func (p *gpuProgram) values(args []*npy.Array) ([]interp.Value, error) {
@@ -137,7 +191,15 @@ func (p *gpuProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.prog.Run(p.rt, p.entry, vals)
+	if err := p.ready(vals); err != nil {
+		return nil, err
+	}
+	var res []interp.Value
+	if p.runner != nil {
+		res, err = p.runner.Run(vals)
+	} else {
+		res, err = p.prog.Run(p.rt, p.entry, vals)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +213,18 @@ func (p *gpuProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
 }
 
 // Time uploads the arguments once and times the launches alone with CUDA
-// events (exec.Bound.Time).
+// events (exec.Bound.Time), or the replays of the CUDA graph in the modes
+// that use them.
 func (p *gpuProgram) Time(args []*npy.Array, warmup, iters int) (float64, error) {
 	vals, err := p.values(args)
 	if err != nil {
 		return 0, err
+	}
+	if err := p.ready(vals); err != nil {
+		return 0, err
+	}
+	if p.runner != nil {
+		return p.runner.Time(vals, warmup, iters)
 	}
 	return p.prog.RunTimed(p.rt, p.entry, vals, warmup, iters)
 }
