@@ -11,33 +11,43 @@ import (
 // for an op of n operands.
 func parseElementwise(n int, flags *bitEnum) func(*ir.Parser, *ir.OperationState) error {
 	return func(p *ir.Parser, st *ir.OperationState) error {
-		pos := p.Pos()
-		ops, err := p.ParseOperandList()
+		t, err := parseUniformOperands(p, st, n, flags)
 		if err != nil {
-			return err
-		}
-		if flags != nil {
-			if err := flags.parse(p, st, true); err != nil {
-				return err
-			}
-		}
-		if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
-			return err
-		}
-		t, err := p.ParseColonType()
-		if err != nil {
-			return err
-		}
-		ts := make([]ir.Type, n)
-		for i := range ts {
-			ts[i] = t
-		}
-		if st.Operands, err = p.ResolveAll(ops, ts, pos); err != nil {
 			return err
 		}
 		st.ResultTypes = []ir.Type{t}
 		return nil
 	}
+}
+
+// parseUniformOperands parses "%a, %b [flags] attr-dict : type", resolving
+// all n operands to that one type, which it returns.
+func parseUniformOperands(p *ir.Parser, st *ir.OperationState, n int, flags *bitEnum) (ir.Type, error) {
+	pos := p.Pos()
+	ops, err := p.ParseOperandList()
+	if err != nil {
+		return nil, err
+	}
+	if flags != nil {
+		if err := flags.parse(p, st, true); err != nil {
+			return nil, err
+		}
+	}
+	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
+		return nil, err
+	}
+	t, err := p.ParseColonType()
+	if err != nil {
+		return nil, err
+	}
+	ts := make([]ir.Type, n)
+	for i := range ts {
+		ts[i] = t
+	}
+	if st.Operands, err = p.ResolveAll(ops, ts, pos); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func printElementwise(flags *bitEnum) func(*ir.Printer, *ir.Operation) {
@@ -76,24 +86,8 @@ func parseCmp(names []string, flags *bitEnum) func(*ir.Parser, *ir.OperationStat
 
 // parseCmpOperands parses what follows the predicate of a cmp op.
 func parseCmpOperands(p *ir.Parser, st *ir.OperationState, flags *bitEnum) error {
-	pos := p.Pos()
-	ops, err := p.ParseOperandList()
+	t, err := parseUniformOperands(p, st, 2, flags)
 	if err != nil {
-		return err
-	}
-	if flags != nil {
-		if err := flags.parse(p, st, true); err != nil {
-			return err
-		}
-	}
-	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
-		return err
-	}
-	t, err := p.ParseColonType()
-	if err != nil {
-		return err
-	}
-	if st.Operands, err = p.ResolveAll(ops, []ir.Type{t, t}, pos); err != nil {
 		return err
 	}
 	st.ResultTypes = []ir.Type{withElem(t, ir.I1)}

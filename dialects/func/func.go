@@ -6,6 +6,7 @@ package funcs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/strata-ir/strata/ir"
@@ -576,17 +577,9 @@ func parseParenOperands(p *ir.Parser) ([]ir.UnresolvedOperand, error) {
 // resolveCallType reads ": (inputs) -> results" and resolves operands
 // against the inputs.
 func resolveCallType(p *ir.Parser, st *ir.OperationState, operands []ir.UnresolvedOperand) error {
-	if err := p.Expect(":"); err != nil {
-		return err
-	}
-	pos := p.Pos()
-	t, err := p.ParseType()
+	ft, pos, err := parseColonFunctionType(p)
 	if err != nil {
 		return err
-	}
-	ft, ok := t.(*ir.FunctionType)
-	if !ok {
-		return p.ErrorAt(pos, "expected function type, found '%s'", t)
 	}
 	vs, err := p.ResolveAll(operands, ft.Inputs, pos)
 	if err != nil {
@@ -595,6 +588,24 @@ func resolveCallType(p *ir.Parser, st *ir.OperationState, operands []ir.Unresolv
 	st.Operands = append(st.Operands, vs...)
 	st.ResultTypes = ft.Results
 	return nil
+}
+
+// parseColonFunctionType reads ": (inputs) -> results", returning the type
+// and where it starts, for locating operand mismatches.
+func parseColonFunctionType(p *ir.Parser) (*ir.FunctionType, int, error) {
+	if err := p.Expect(":"); err != nil {
+		return nil, 0, err
+	}
+	pos := p.Pos()
+	t, err := p.ParseType()
+	if err != nil {
+		return nil, 0, err
+	}
+	ft, ok := t.(*ir.FunctionType)
+	if !ok {
+		return nil, 0, p.ErrorAt(pos, "expected function type, found '%s'", t)
+	}
+	return ft, pos, nil
 }
 
 func printCall(p *ir.Printer, op *ir.Operation) {
@@ -621,25 +632,13 @@ func verifyCallIndirect(op *ir.Operation) error {
 		return fmt.Errorf("operand #0 must be function type, but got '%s'", op.Operand(0).Type())
 	}
 	args := op.OperandTypes()[1:]
-	if len(args) != len(ft.Inputs) || !equalTypes(args, ft.Inputs) {
+	if !slices.Equal(args, ft.Inputs) {
 		return fmt.Errorf("failed to verify that callee input types match argument types")
 	}
-	if !equalTypes(op.ResultTypes(), ft.Results) {
+	if !slices.Equal(op.ResultTypes(), ft.Results) {
 		return fmt.Errorf("failed to verify that callee result types match result types")
 	}
 	return nil
-}
-
-func equalTypes(a, b []ir.Type) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // parseCallIndirect reads `%f(%a, %b) [attr-dict] : (t1, t2) -> results`.
@@ -655,17 +654,9 @@ func parseCallIndirect(p *ir.Parser, st *ir.OperationState) error {
 	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
 		return err
 	}
-	if err := p.Expect(":"); err != nil {
-		return err
-	}
-	pos := p.Pos()
-	t, err := p.ParseType()
+	ft, pos, err := parseColonFunctionType(p)
 	if err != nil {
 		return err
-	}
-	ft, ok := t.(*ir.FunctionType)
-	if !ok {
-		return p.ErrorAt(pos, "expected function type, found '%s'", t)
 	}
 	cv, err := p.Resolve(callee, ft)
 	if err != nil {
