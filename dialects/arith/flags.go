@@ -21,7 +21,7 @@ type bitEnum struct {
 
 var (
 	fastMath = &bitEnum{
-		prop: "fastmath", keyword: "fastmath", mnemonic: "#arith.fastmath",
+		prop: FastMathAttr, keyword: "fastmath", mnemonic: "#arith.fastmath",
 		flags: []string{"reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn"},
 		all:   "fast", sep: ",",
 	}
@@ -36,6 +36,30 @@ var FastMathNone = fastMath.attr(0)
 
 // OverflowNone is the default #arith.overflow<none> property value.
 var OverflowNone = overflow.attr(0)
+
+// FastMathAttr is the property holding a float op's #arith.fastmath flags,
+// in arith's ops and in the math dialect's float ops.
+const FastMathAttr = "fastmath"
+
+// FastMath returns the #arith.fastmath attribute with the named flags
+// ("fast" and "none" included), spelled as upstream prints it.
+func FastMath(flags ...string) (ir.OpaqueAttr, error) {
+	m, err := fastMath.maskOf(flags)
+	return fastMath.attr(m), err
+}
+
+// ParseFastMath reads an optional `fastmath<flags>` clause into st's
+// properties; without it the property takes its default, none, as
+// upstream's parser sets it.
+func ParseFastMath(p *ir.Parser, st *ir.OperationState) error {
+	return fastMath.parse(p, st, true)
+}
+
+// PrintFastMath writes " fastmath<flags>" unless op's flags are none.
+func PrintFastMath(p *ir.Printer, op *ir.Operation) { fastMath.print(p, op) }
+
+// VerifyFastMath checks op's fastmath property, if it has one.
+func VerifyFastMath(op *ir.Operation) error { return fastMath.verify(op) }
 
 // maskOf returns the bits spelled by names.
 func (e *bitEnum) maskOf(names []string) (uint, error) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -174,5 +175,25 @@ func TestSyntaxErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got error %v, want %q", c.src, err, c.want)
 		}
+	}
+}
+
+func TestFastMath(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "#arith.fastmath<none>"},
+		{[]string{"contract", "nnan"}, "#arith.fastmath<nnan,contract>"},
+		{[]string{"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"}, "#arith.fastmath<fast>"},
+		{[]string{"none", "afn"}, "#arith.fastmath<afn>"},
+	} {
+		got, err := arith.FastMath(c.flags...)
+		if err != nil || got.Text != c.want {
+			t.Errorf("FastMath(%v) = %v, %v; want %s", c.flags, got, err, c.want)
+		}
+	}
+	if _, err := arith.FastMath("quick"); err == nil {
+		t.Error("FastMath accepted an unknown flag")
 	}
 }

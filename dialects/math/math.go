@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"strings"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -239,8 +240,8 @@ func (s opSpec) def() *ir.OpDef {
 		d.Operands = append(d.Operands, ir.ArgDoc{Name: n, Doc: doc})
 	}
 	if s.kind != intOp {
-		d.Inherent = []string{FastMathAttr}
-		d.Attrs = []ir.ArgDoc{{Name: FastMathAttr, Doc: "#arith.fastmath<...> flags (default none)"}}
+		d.Inherent = []string{arith.FastMathAttr}
+		d.Attrs = []ir.ArgDoc{{Name: arith.FastMathAttr, Doc: "#arith.fastmath<...> flags (default none)"}}
 	}
 	d.Example = s.example()
 	d.Verify = s.verify
@@ -310,7 +311,7 @@ func (s opSpec) verify(op *ir.Operation) error {
 		}
 	}
 	if s.kind != intOp {
-		if _, err := fastMathMask(op.Properties().Get(FastMathAttr)); err != nil {
+		if err := arith.VerifyFastMath(op); err != nil {
 			return err
 		}
 	}
@@ -343,7 +344,7 @@ func (s opSpec) parse(p *ir.Parser, st *ir.OperationState) error {
 		return p.ErrorAt(pos, "expected %d operands, but found %d", s.arity, len(operands))
 	}
 	if s.kind != intOp {
-		if err := parseFastMath(p, st); err != nil {
+		if err := arith.ParseFastMath(p, st); err != nil {
 			return err
 		}
 	}
@@ -376,9 +377,9 @@ func (s opSpec) print(p *ir.Printer, op *ir.Operation) {
 	p.Write(" ")
 	p.PrintOperands(op.Operands())
 	if s.kind != intOp {
-		printFastMath(p, op)
+		arith.PrintFastMath(p, op)
 	}
-	p.PrintAttrDict(op.Attributes(), FastMathAttr)
+	p.PrintAttrDict(op.Attributes(), arith.FastMathAttr)
 	p.Write(" : ")
 	if s.kind == fpowiOp {
 		p.PrintTypes(op.OperandTypes())
@@ -401,7 +402,7 @@ func New(b *ir.Builder, name string, loc ir.Location, operands ...*ir.Value) (*i
 		}
 		var props []ir.NamedAttr
 		if s.kind != intOp {
-			props = append(props, ir.NamedAttr{Name: FastMathAttr, Value: FastMathNone})
+			props = append(props, ir.NamedAttr{Name: arith.FastMathAttr, Value: arith.FastMathNone})
 		}
 		return b.Op("math."+s.name, loc, operands, []ir.Type{operands[0].Type()}, props...), nil
 	}
