@@ -72,16 +72,7 @@ func (f *Facts) substAtom(a *atom, m map[string]Expr) Expr {
 		}
 		return Sym(a.name)
 	}
-	x, y := f.Subst(a.a, m), f.Subst(a.b, m)
-	switch a.op {
-	case opFloorDiv:
-		return f.FloorDiv(x, y)
-	case opMod:
-		return f.Mod(x, y)
-	case opMax:
-		return f.Max(x, y)
-	}
-	return f.Min(x, y)
+	return f.apply(a.op, f.Subst(a.a, m), f.Subst(a.b, m))
 }
 
 // Subst is (*Facts).Subst under the default facts.

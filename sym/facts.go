@@ -102,8 +102,12 @@ func (f *Facts) atom(a *atom) Expr {
 	if a.op == opSym {
 		return Sym(a.name)
 	}
-	x, y := f.Simplify(a.a), f.Simplify(a.b)
-	switch a.op {
+	return f.apply(a.op, f.Simplify(a.a), f.Simplify(a.b))
+}
+
+// apply builds the binary atom op of x and y, simplified under f.
+func (f *Facts) apply(op opKind, x, y Expr) Expr {
+	switch op {
 	case opFloorDiv:
 		return f.FloorDiv(x, y)
 	case opMod:
