@@ -1087,19 +1087,26 @@ func softmaxRows(vs []float64, outer, n, inner int, logForm bool, r, acc func(fl
 	}
 }
 
-func graphSoftmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+// floatAxisArgs returns the tensor operands of an op normalizing its float
+// first operand along the "axis" attribute (default -1), and that axis.
+func floatAxisArgs(op *ir.Operation, args []Value) ([]*Tensor, int, error) {
 	ts, err := tensorArgs(args)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ir.IsFloat(ts[0].elem) {
+		return nil, 0, fmt.Errorf("expects a float tensor, got %s", ts[0])
+	}
+	axis, err := axisAttr(op, "axis", -1, len(ts[0].shape))
+	return ts, axis, err
+}
+
+func graphSoftmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	ts, axis, err := floatAxisArgs(op, args)
 	if err != nil {
 		return nil, err
 	}
 	x := ts[0]
-	if !ir.IsFloat(x.elem) {
-		return nil, fmt.Errorf("expects a float tensor, got %s", x)
-	}
-	axis, err := axisAttr(op, "axis", -1, len(x.shape))
-	if err != nil {
-		return nil, err
-	}
 	outer, n, inner := axisLayout(x.shape, axis)
 	vs := x.Float64s()
 	softmaxRows(vs, outer, n, inner, opKind(op) == "log_softmax", rounder(x.elem), accRounder(x.elem))
@@ -1109,18 +1116,11 @@ func graphSoftmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 // graphNorm runs layer_norm (x, w, b) and rms_norm (x, w) over the
 // trailing dims from axis, with the biased variance.
 func graphNorm(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
-	ts, err := tensorArgs(args)
+	ts, axis, err := floatAxisArgs(op, args)
 	if err != nil {
 		return nil, err
 	}
 	x := ts[0]
-	if !ir.IsFloat(x.elem) {
-		return nil, fmt.Errorf("expects a float tensor, got %s", x)
-	}
-	axis, err := axisAttr(op, "axis", -1, len(x.shape))
-	if err != nil {
-		return nil, err
-	}
 	n := int(ir.NumElements(x.shape[axis:]))
 	outer := int(ir.NumElements(x.shape[:axis]))
 	w := ts[1].Float64s()
