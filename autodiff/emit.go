@@ -7,99 +7,49 @@ import (
 	"github.com/strata-ir/strata/ir"
 )
 
-// emitter builds the graph ops of one VJP at one location. It keeps the
-// first error, so that rules read as straight-line formulas: after an error
-// every call returns nil and builds nothing.
-type emitter struct {
-	b   *ir.Builder
-	loc ir.Location
-	err error
-}
+// emitter builds the graph ops of one VJP at one location, with the
+// helpers gradient rules share on top of graph.Emitter's.
+type emitter struct{ graph.Emitter }
 
-func (e *emitter) fail(format string, args ...any) {
-	if e.err == nil {
-		e.err = ir.Errorf(e.loc, format, args...)
-	}
-}
-
-// op builds graph op name on operands with attrs, its type inferred.
-func (e *emitter) op(name string, operands []*ir.Value, attrs ...ir.NamedAttr) *ir.Value {
-	if e.err != nil {
-		return nil
-	}
-	if slices.Contains(operands, nil) {
-		e.fail("internal error: missing operand building graph.%s", name)
-		return nil
-	}
-	v, err := graph.Build(e.b, name, e.loc, operands, ir.Dict(attrs...))
-	if err != nil {
-		e.err = err
-		return nil
-	}
-	return v
-}
-
-// typed builds graph op name with the given result type (iota, cast).
-func (e *emitter) typed(name string, operands []*ir.Value, t ir.Type, attrs ...ir.NamedAttr) *ir.Value {
-	if e.err != nil {
-		return nil
-	}
-	v, err := graph.BuildTyped(e.b, name, e.loc, operands, ir.Dict(attrs...), t)
-	if err != nil {
-		e.err = err
-		return nil
-	}
-	return v
-}
-
-func (e *emitter) unary(name string, x *ir.Value) *ir.Value { return e.op(name, []*ir.Value{x}) }
-
-func (e *emitter) add(x, y *ir.Value) *ir.Value { return e.op("add", []*ir.Value{x, y}) }
-func (e *emitter) sub(x, y *ir.Value) *ir.Value { return e.op("sub", []*ir.Value{x, y}) }
-func (e *emitter) mul(x, y *ir.Value) *ir.Value { return e.op("mul", []*ir.Value{x, y}) }
-func (e *emitter) div(x, y *ir.Value) *ir.Value { return e.op("div", []*ir.Value{x, y}) }
-func (e *emitter) neg(x *ir.Value) *ir.Value    { return e.unary("neg", x) }
+func (e *emitter) add(x, y *ir.Value) *ir.Value { return e.Op("add", []*ir.Value{x, y}) }
+func (e *emitter) sub(x, y *ir.Value) *ir.Value { return e.Op("sub", []*ir.Value{x, y}) }
+func (e *emitter) mul(x, y *ir.Value) *ir.Value { return e.Op("mul", []*ir.Value{x, y}) }
+func (e *emitter) div(x, y *ir.Value) *ir.Value { return e.Op("div", []*ir.Value{x, y}) }
+func (e *emitter) neg(x *ir.Value) *ir.Value    { return e.Unary("neg", x) }
 
 // mulc multiplies x by the constant c.
 func (e *emitter) mulc(x *ir.Value, c float64) *ir.Value { return e.mul(x, e.scalarLike(x, c)) }
 
 // cmp compares x and y with predicate pred.
 func (e *emitter) cmp(pred string, x, y *ir.Value) *ir.Value {
-	return e.op("cmp", []*ir.Value{x, y}, ir.NamedAttr{Name: "predicate", Value: ir.Str(pred)})
+	return e.Op("cmp", []*ir.Value{x, y}, ir.NamedAttr{Name: "predicate", Value: ir.Str(pred)})
 }
 
 // sel builds select(cond, x, y).
 func (e *emitter) sel(cond, x, y *ir.Value) *ir.Value {
-	return e.op("select", []*ir.Value{cond, x, y})
-}
-
-// reduce builds reduce_<kind> of x over axes, keeping the reduced dims when
-// keep is set.
-func (e *emitter) reduce(kind string, x *ir.Value, axes []int64, keep bool) *ir.Value {
-	return e.op("reduce_"+kind, []*ir.Value{x},
-		ir.NamedAttr{Name: "axes", Value: graph.Ints(axes...)}, ir.NamedAttr{Name: "keepdims", Value: ir.Bool(keep)})
+	return e.Op("select", []*ir.Value{cond, x, y})
 }
 
 func (e *emitter) reshape(x *ir.Value, shape []int64) *ir.Value {
 	if s, _ := e.shape(x); slices.Equal(s, shape) {
 		return x
 	}
-	return e.op("reshape", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+	return e.Op("reshape", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
 }
 
 func (e *emitter) transpose(x *ir.Value, perm []int64) *ir.Value {
-	return e.op("transpose", []*ir.Value{x}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+	return e.Op("transpose", []*ir.Value{x}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
 }
 
 func (e *emitter) broadcast(x *ir.Value, shape []int64) *ir.Value {
 	if s, _ := e.shape(x); slices.Equal(s, shape) {
 		return x
 	}
-	return e.op("broadcast_to", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+	return e.Op("broadcast_to", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
 }
 
 func (e *emitter) slice(x *ir.Value, starts, limits, strides []int64) *ir.Value {
-	return e.op("slice", []*ir.Value{x},
+	return e.Op("slice", []*ir.Value{x},
 		ir.NamedAttr{Name: "starts", Value: graph.Ints(starts...)},
 		ir.NamedAttr{Name: "limits", Value: graph.Ints(limits...)},
 		ir.NamedAttr{Name: "strides", Value: graph.Ints(strides...)})
@@ -107,7 +57,7 @@ func (e *emitter) slice(x *ir.Value, starts, limits, strides []int64) *ir.Value 
 
 // pad pads x with zeros, low[d] before and high[d] after dim d.
 func (e *emitter) pad(x *ir.Value, low, high []int64) *ir.Value {
-	return e.op("pad", []*ir.Value{x},
+	return e.Op("pad", []*ir.Value{x},
 		ir.NamedAttr{Name: "low", Value: graph.Ints(low...)},
 		ir.NamedAttr{Name: "high", Value: graph.Ints(high...)})
 }
@@ -120,54 +70,43 @@ func (e *emitter) shape(v *ir.Value) ([]int64, ir.Type) {
 	}
 	t, ok := v.Type().(*ir.TensorType)
 	if !ok || !t.Ranked() || ir.NumElements(t.Shape()) < 0 {
-		e.fail("autodiff needs static tensor shapes, got %s", v.Type())
+		e.Fail("autodiff needs static tensor shapes, got %s", v.Type())
 		return nil, nil
 	}
 	return t.Shape(), t.ElementType()
 }
 
-// scalar builds a rank-0 constant of the float type elem holding v.
-func (e *emitter) scalar(elem ir.Type, v float64) *ir.Value {
-	ft, ok := elem.(*ir.FloatType)
-	if !ok {
-		e.fail("expected a float element type, got %s", elem)
-		return nil
-	}
-	return e.op("constant", nil, ir.NamedAttr{Name: "value",
-		Value: ir.DenseAttr{Type: ir.TensorOf(nil, ft), Bits: []uint64{ir.FloatToBits(v, ft)}, Splat: true}})
-}
-
 // scalarLike builds a rank-0 constant of x's element type.
 func (e *emitter) scalarLike(x *ir.Value, v float64) *ir.Value {
 	_, elem := e.shape(x)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
-	return e.scalar(elem, v)
+	return e.Scalar(elem, v)
 }
 
 // zeros builds a zero tensor of type t.
 func (e *emitter) zeros(t ir.Type) *ir.Value {
 	tt, ok := t.(*ir.TensorType)
 	if !ok || !tt.Ranked() || ir.NumElements(tt.Shape()) < 0 {
-		e.fail("autodiff needs static tensor shapes, got %s", t)
+		e.Fail("autodiff needs static tensor shapes, got %s", t)
 		return nil
 	}
 	ft, ok := tt.ElementType().(*ir.FloatType)
 	if !ok {
-		e.fail("expected a float element type, got %s", t)
+		e.Fail("expected a float element type, got %s", t)
 		return nil
 	}
-	return e.typed("full", nil, t, ir.NamedAttr{Name: "fill", Value: ir.FloatAttr{Bits: ir.FloatToBits(0, ft), Type: ft}})
+	return e.Typed("full", nil, t, ir.NamedAttr{Name: "fill", Value: ir.FloatAttr{Bits: ir.FloatToBits(0, ft), Type: ft}})
 }
 
 // castTo converts x to element type elem, when it differs.
 func (e *emitter) castTo(x *ir.Value, elem ir.Type) *ir.Value {
 	s, xe := e.shape(x)
-	if e.err != nil || xe == elem {
+	if e.Err != nil || xe == elem {
 		return x
 	}
-	return e.typed("cast", []*ir.Value{x}, ir.TensorOf(s, elem))
+	return e.Typed("cast", []*ir.Value{x}, ir.TensorOf(s, elem))
 }
 
 // unbroadcast sums g, a gradient of broadcast shape, back to shape: over
@@ -175,7 +114,7 @@ func (e *emitter) castTo(x *ir.Value, elem ir.Type) *ir.Value {
 // and g does not; then reshapes to shape.
 func (e *emitter) unbroadcast(g *ir.Value, shape []int64) *ir.Value {
 	gs, _ := e.shape(g)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	if slices.Equal(gs, shape) {
@@ -183,7 +122,7 @@ func (e *emitter) unbroadcast(g *ir.Value, shape []int64) *ir.Value {
 	}
 	lead := len(gs) - len(shape)
 	if lead < 0 {
-		e.fail("internal error: cannot reduce a gradient of shape %v to %v", gs, shape)
+		e.Fail("internal error: cannot reduce a gradient of shape %v to %v", gs, shape)
 		return nil
 	}
 	var axes []int64
@@ -193,7 +132,7 @@ func (e *emitter) unbroadcast(g *ir.Value, shape []int64) *ir.Value {
 		}
 	}
 	if len(axes) > 0 {
-		g = e.reduce("sum", g, axes, false)
+		g = e.Reduce("sum", g, axes, false)
 	}
 	return e.reshape(g, shape)
 }
@@ -201,11 +140,11 @@ func (e *emitter) unbroadcast(g *ir.Value, shape []int64) *ir.Value {
 // mT transposes the last two dims of x, of rank >= 2.
 func (e *emitter) mT(x *ir.Value) *ir.Value {
 	s, _ := e.shape(x)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	if len(s) < 2 {
-		e.fail("internal error: transposing a tensor of rank %d", len(s))
+		e.Fail("internal error: transposing a tensor of rank %d", len(s))
 		return nil
 	}
 	perm := iotaInts(len(s))
@@ -228,7 +167,7 @@ func (e *emitter) normAxis(axis int64, rank int) int64 {
 		axis += int64(rank)
 	}
 	if axis < 0 || axis >= int64(rank) {
-		e.fail("axis %d is out of range for rank %d", axis, rank)
+		e.Fail("axis %d is out of range for rank %d", axis, rank)
 	}
 	return axis
 }

@@ -23,6 +23,7 @@ import (
 	"slices"
 
 	funcd "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -224,10 +225,10 @@ func buildGrad(b *ir.Builder, fn *ir.Operation, body *ir.Block, wrt []int, joint
 		if !ok {
 			return ir.Errorf(op.Loc(), "no VJP for '%s'", op.Name())
 		}
-		e := &emitter{b: b, loc: op.Loc()}
+		e := &emitter{graph.Emitter{B: b, Loc: op.Loc()}}
 		grads := rule(e, op, g)
-		if e.err != nil {
-			return e.err
+		if e.Err != nil {
+			return e.Err
 		}
 		for i, gi := range grads {
 			if v := op.Operand(i); gi != nil && active[v] {
@@ -249,9 +250,9 @@ func buildGrad(b *ir.Builder, fn *ir.Operation, body *ir.Block, wrt []int, joint
 	for i, a := range wrt {
 		arg := body.Argument(a)
 		if outs[i] = s.adj[arg]; outs[i] == nil {
-			e := &emitter{b: b, loc: fn.Loc()}
-			if outs[i] = e.zeros(arg.Type()); e.err != nil {
-				return e.err
+			e := &emitter{graph.Emitter{B: b, Loc: fn.Loc()}}
+			if outs[i] = e.zeros(arg.Type()); e.Err != nil {
+				return e.Err
 			}
 		}
 	}
@@ -278,9 +279,9 @@ func (s *sweep) accumulate(v, g *ir.Value, loc ir.Location) {
 		return
 	}
 	if prev := s.adj[v]; prev != nil {
-		e := &emitter{b: s.b, loc: loc}
+		e := &emitter{graph.Emitter{B: s.b, Loc: loc}}
 		g = e.add(prev, g)
-		s.err = e.err
+		s.err = e.Err
 	}
 	s.adj[v] = g
 }

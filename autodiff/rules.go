@@ -58,13 +58,13 @@ var rules = map[string]vjp{
 	"graph.gelu": unary(geluGrad),
 	// erf: 2/√π·e^(-x²)·g.
 	"graph.erf": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
-		return e.mul(e.mulc(g, 2/math.Sqrt(math.Pi)), e.unary("exp", e.neg(e.mul(x, x))))
+		return e.mul(e.mulc(g, 2/math.Sqrt(math.Pi)), e.Unary("exp", e.neg(e.mul(x, x))))
 	}),
 	"graph.sin": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
-		return e.mul(g, e.unary("cos", x))
+		return e.mul(g, e.Unary("cos", x))
 	}),
 	"graph.cos": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
-		return e.neg(e.mul(g, e.unary("sin", x)))
+		return e.neg(e.mul(g, e.Unary("sin", x)))
 	}),
 	// reciprocal: -g/x² = -g·y².
 	"graph.reciprocal": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
@@ -85,9 +85,9 @@ var rules = map[string]vjp{
 	// a = 0 (PyTorch's convention; a < 0 gives NaN).
 	"graph.pow": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
 		one := e.scalarLike(b, 1)
-		ga := e.mul(e.mul(g, b), e.op("pow", []*ir.Value{a, e.sub(b, one)}))
+		ga := e.mul(e.mul(g, b), e.Op("pow", []*ir.Value{a, e.sub(b, one)}))
 		zero := e.scalarLike(a, 0)
-		gb := e.sel(e.cmp("eq", a, zero), zero, e.mul(e.mul(g, y), e.unary("log", a)))
+		gb := e.sel(e.cmp("eq", a, zero), zero, e.mul(e.mul(g, y), e.Unary("log", a)))
 		return ga, gb
 	}),
 	// max and min: the gradient goes to the chosen operand; on a tie each
@@ -161,13 +161,13 @@ func geluGrad(e *emitter, op *ir.Operation, x, _, g *ir.Value) *ir.Value {
 	if strAttr(op, "approximate", "none") == "tanh" {
 		const a = 0.044715
 		c := math.Sqrt(2 / math.Pi)
-		t := e.unary("tanh", e.mulc(e.add(x, e.mulc(e.mul(x2, x), a)), c))
+		t := e.Unary("tanh", e.mulc(e.add(x, e.mulc(e.mul(x2, x), a)), c))
 		left := e.mul(half, e.add(one, t))
 		dt := e.mul(e.sub(one, e.mul(t, t)), e.mulc(e.add(one, e.mulc(x2, 3*a)), c))
 		d = e.add(left, e.mul(e.mul(half, x), dt))
 	} else {
-		cdf := e.mul(half, e.add(one, e.unary("erf", e.mulc(x, 1/math.Sqrt2))))
-		pdf := e.mulc(e.unary("exp", e.mulc(x2, -0.5)), 1/math.Sqrt(2*math.Pi))
+		cdf := e.mul(half, e.add(one, e.Unary("erf", e.mulc(x, 1/math.Sqrt2))))
+		pdf := e.mulc(e.Unary("exp", e.mulc(x2, -0.5)), 1/math.Sqrt(2*math.Pi))
 		d = e.add(cdf, e.mul(x, pdf))
 	}
 	return e.mul(g, d)
@@ -208,7 +208,7 @@ func castGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 func reduceSumGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	xs, _ := e.shape(op.Operand(0))
 	axes := e.reduceAxes(op, len(xs))
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	gx := e.broadcast(e.reshape(g, keptShape(xs, axes)), xs)
@@ -229,14 +229,14 @@ func reduceExtremumGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x := op.Operand(0)
 	xs, elem := e.shape(x)
 	axes := e.reduceAxes(op, len(xs))
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	kept := keptShape(xs, axes)
 	hit := e.cmp("eq", x, e.reshape(op.Result(0), kept))
-	count := e.reduce("sum", e.castTo(hit, elem), axes, true)
+	count := e.Reduce("sum", e.castTo(hit, elem), axes, true)
 	share := e.div(e.reshape(g, kept), count)
-	return []*ir.Value{e.sel(hit, e.broadcast(share, xs), e.scalar(elem, 0))}
+	return []*ir.Value{e.sel(hit, e.broadcast(share, xs), e.Scalar(elem, 0))}
 }
 
 func reshapeGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
@@ -250,7 +250,7 @@ func transposeGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	inv := make([]int64, len(perm))
 	for i, p := range perm {
 		if p < 0 || int(p) >= len(perm) {
-			e.fail("invalid permutation %v", perm)
+			e.Fail("invalid permutation %v", perm)
 			return nil
 		}
 		inv[p] = int64(i)
@@ -266,7 +266,7 @@ func broadcastGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 // concatGrad slices each operand's part out of g.
 func concatGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	gs, _ := e.shape(g)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	axis := e.normAxis(intAttr(op, "axis", 0), len(gs))
@@ -274,7 +274,7 @@ func concatGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	starts, limits, strides := make([]int64, len(gs)), slices.Clone(gs), ones(len(gs))
 	for i, x := range op.Operands() {
 		xs, _ := e.shape(x)
-		if e.err != nil {
+		if e.Err != nil {
 			return nil
 		}
 		limits[axis] = starts[axis] + xs[axis]
@@ -290,7 +290,7 @@ func sliceGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x := op.Operand(0)
 	xs, _ := e.shape(x)
 	gs, _ := e.shape(g)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	if ir.NumElements(gs) == 0 {
@@ -306,7 +306,7 @@ func sliceGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		cur = e.dilate(cur, d, s)
 	}
 	cs, _ := e.shape(cur)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	high := make([]int64, len(xs))
@@ -322,7 +322,7 @@ func sliceGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 // empty along d.
 func (e *emitter) dilate(x *ir.Value, d int, s int64) *ir.Value {
 	xs, _ := e.shape(x)
-	if e.err != nil || s == 1 {
+	if e.Err != nil || s == 1 {
 		return x
 	}
 	n := xs[d]
@@ -342,8 +342,8 @@ func (e *emitter) dilate(x *ir.Value, d int, s int64) *ir.Value {
 func padGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	xs, _ := e.shape(op.Operand(0))
 	low, _ := intsAttr(op, "low")
-	if e.err != nil || len(low) != len(xs) {
-		e.fail("invalid padding %v for shape %v", low, xs)
+	if e.Err != nil || len(low) != len(xs) {
+		e.Fail("invalid padding %v for shape %v", low, xs)
 		return nil
 	}
 	limits := make([]int64, len(xs))
@@ -360,26 +360,26 @@ func gatherGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x, idx := op.Operand(0), op.Operand(1)
 	xs, elem := e.shape(x)
 	is, ie := e.shape(idx)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	axis := e.normAxis(intAttr(op, "axis", 0), len(xs))
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	a, d, b, n := ir.NumElements(xs[:axis]), xs[axis], ir.NumElements(xs[axis+1:]), ir.NumElements(is)
 	flat := e.reshape(idx, []int64{n, 1})
 	// Negative indices count from the end.
 	flat = e.sel(e.cmp("lt", flat, e.intScalar(ie, 0)), e.add(flat, e.intScalar(ie, d)), flat)
-	positions := e.typed("iota", nil, ir.TensorOf([]int64{n, d}, ie), ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
+	positions := e.Typed("iota", nil, ir.TensorOf([]int64{n, d}, ie), ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
 	onehot := e.castTo(e.cmp("eq", flat, positions), elem)
-	gx := e.op("matmul", []*ir.Value{e.transpose(onehot, []int64{1, 0}), e.reshape(g, []int64{a, n, b})})
+	gx := e.Op("matmul", []*ir.Value{e.transpose(onehot, []int64{1, 0}), e.reshape(g, []int64{a, n, b})})
 	return []*ir.Value{e.reshape(gx, xs), nil}
 }
 
 // intScalar builds a rank-0 integer constant of type elem.
 func (e *emitter) intScalar(elem ir.Type, v int64) *ir.Value {
-	return e.op("constant", nil, ir.NamedAttr{Name: "value",
+	return e.Op("constant", nil, ir.NamedAttr{Name: "value",
 		Value: ir.DenseAttr{Type: ir.TensorOf(nil, elem), Bits: []uint64{uint64(v)}, Splat: true}})
 }
 
@@ -389,7 +389,7 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	a, b := op.Operand(0), op.Operand(1)
 	as, _ := e.shape(a)
 	bs, _ := e.shape(b)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	as2, bs2 := as, bs
@@ -401,12 +401,12 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	}
 	ys2, err := graph.MatmulShape(as2, bs2)
 	if err != nil {
-		e.fail("%v", err)
+		e.Fail("%v", err)
 		return nil
 	}
 	a2, b2, g2 := e.reshape(a, as2), e.reshape(b, bs2), e.reshape(g, ys2)
-	ga := e.op("matmul", []*ir.Value{g2, e.mT(b2)})
-	gb := e.op("matmul", []*ir.Value{e.mT(a2), g2})
+	ga := e.Op("matmul", []*ir.Value{g2, e.mT(b2)})
+	gb := e.Op("matmul", []*ir.Value{e.mT(a2), g2})
 	return []*ir.Value{
 		e.reshape(e.unbroadcast(ga, as2), as),
 		e.reshape(e.unbroadcast(gb, bs2), bs),
@@ -432,13 +432,13 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	gs, _ := e.shape(g)
 	p, err := convParams(op)
 	if err != nil {
-		e.fail("%v", err)
+		e.Fail("%v", err)
 	}
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	if len(xs) != 4 || len(ws) != 4 || len(gs) != 4 {
-		e.fail("internal error: conv2d of ranks %d and %d", len(xs), len(ws))
+		e.Fail("internal error: conv2d of ranks %d and %d", len(xs), len(ws))
 		return nil
 	}
 	n, c, o, groups := xs[0], xs[1], ws[0], p.Groups
@@ -461,7 +461,7 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 
 	out := []*ir.Value{gx, gw}
 	if op.NumOperands() == 3 {
-		out = append(out, e.reduce("sum", g, []int64{0, 2, 3}, false))
+		out = append(out, e.Reduce("sum", g, []int64{0, 2, 3}, false))
 	}
 	return out
 }
@@ -499,7 +499,7 @@ func convParams(op *ir.Operation) (graph.Conv2DParams, error) {
 
 // conv2d builds a convolution of x by w without bias.
 func (e *emitter) conv2d(x, w *ir.Value, strides [2]int64, padding [4]int64, dilations [2]int64, groups int64) *ir.Value {
-	return e.op("conv2d", []*ir.Value{x, w},
+	return e.Op("conv2d", []*ir.Value{x, w},
 		ir.NamedAttr{Name: "strides", Value: graph.Ints(strides[:]...)},
 		ir.NamedAttr{Name: "padding", Value: graph.Ints(padding[:]...)},
 		ir.NamedAttr{Name: "dilations", Value: graph.Ints(dilations[:]...)},
@@ -509,22 +509,22 @@ func (e *emitter) conv2d(x, w *ir.Value, strides [2]int64, padding [4]int64, dil
 // flip reverses x along dim d, gathering with the indices n-1, …, 0.
 func (e *emitter) flip(x *ir.Value, d int) *ir.Value {
 	xs, _ := e.shape(x)
-	if e.err != nil || xs[d] == 1 {
+	if e.Err != nil || xs[d] == 1 {
 		return x
 	}
 	bits := make([]uint64, xs[d])
 	for i := range bits {
 		bits[i] = uint64(xs[d] - 1 - int64(i))
 	}
-	idx := e.op("constant", nil, ir.NamedAttr{Name: "value", Value: ir.DenseAttr{Type: ir.TensorOf([]int64{xs[d]}, ir.I64), Bits: bits}})
-	return e.op("gather", []*ir.Value{x, idx}, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(d), Type: ir.I64}})
+	idx := e.Op("constant", nil, ir.NamedAttr{Name: "value", Value: ir.DenseAttr{Type: ir.TensorOf([]int64{xs[d]}, ir.I64), Bits: bits}})
+	return e.Op("gather", []*ir.Value{x, idx}, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(d), Type: ir.I64}})
 }
 
 // window returns the part of x of the given shape starting at start,
 // zero-filled where it extends past x's end.
 func (e *emitter) window(x *ir.Value, start, shape []int64) *ir.Value {
 	xs, elem := e.shape(x)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	lo, hi, pad := make([]int64, len(xs)), make([]int64, len(xs)), make([]int64, len(xs))
@@ -551,14 +551,14 @@ func (e *emitter) window(x *ir.Value, start, shape []int64) *ir.Value {
 func softmaxGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	y := op.Result(0)
 	ys, _ := e.shape(y)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	axes := []int64{e.normAxis(intAttr(op, "axis", -1), len(ys))}
 	if op.Name() == "graph.log_softmax" {
-		return []*ir.Value{e.sub(g, e.mul(e.unary("exp", y), e.reduce("sum", g, axes, true)))}
+		return []*ir.Value{e.sub(g, e.mul(e.Unary("exp", y), e.Reduce("sum", g, axes, true)))}
 	}
-	return []*ir.Value{e.mul(y, e.sub(g, e.reduce("sum", e.mul(g, y), axes, true)))}
+	return []*ir.Value{e.mul(y, e.sub(g, e.Reduce("sum", e.mul(g, y), axes, true)))}
 }
 
 // normGrad differentiates layer_norm and rms_norm over dims axis…rank-1.
@@ -572,7 +572,7 @@ func normGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x, w := op.Operand(0), op.Operand(1)
 	xs, elem := e.shape(x)
 	ws, _ := e.shape(w)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	axis := e.normAxis(intAttr(op, "axis", -1), len(xs))
@@ -580,18 +580,18 @@ func normGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	for d := axis; d < int64(len(xs)); d++ {
 		axes = append(axes, d)
 	}
-	eps := e.scalar(elem, floatAttr(op, "epsilon", 1e-5))
+	eps := e.Scalar(elem, floatAttr(op, "epsilon", 1e-5))
 	gh := e.mul(g, w)
 	if op.Name() == "graph.rms_norm" {
-		r := e.unary("reciprocal", e.unary("sqrt", e.add(e.reduce("mean", e.mul(x, x), axes, true), eps)))
-		gx := e.mul(r, e.sub(gh, e.mul(e.mul(x, e.mul(r, r)), e.reduce("mean", e.mul(gh, x), axes, true))))
+		r := e.Unary("reciprocal", e.Unary("sqrt", e.add(e.Reduce("mean", e.mul(x, x), axes, true), eps)))
+		gx := e.mul(r, e.sub(gh, e.mul(e.mul(x, e.mul(r, r)), e.Reduce("mean", e.mul(gh, x), axes, true))))
 		return []*ir.Value{gx, e.unbroadcast(e.mul(g, e.mul(x, r)), ws)}
 	}
 	bs, _ := e.shape(op.Operand(2))
-	xc := e.sub(x, e.reduce("mean", x, axes, true))
-	r := e.unary("reciprocal", e.unary("sqrt", e.add(e.reduce("mean", e.mul(xc, xc), axes, true), eps)))
+	xc := e.sub(x, e.Reduce("mean", x, axes, true))
+	r := e.Unary("reciprocal", e.Unary("sqrt", e.add(e.Reduce("mean", e.mul(xc, xc), axes, true), eps)))
 	xh := e.mul(xc, r)
-	inner := e.sub(e.sub(gh, e.reduce("mean", gh, axes, true)), e.mul(xh, e.reduce("mean", e.mul(gh, xh), axes, true)))
+	inner := e.sub(e.sub(gh, e.Reduce("mean", gh, axes, true)), e.mul(xh, e.Reduce("mean", e.mul(gh, xh), axes, true)))
 	return []*ir.Value{e.mul(r, inner), e.unbroadcast(e.mul(g, xh), ws), e.unbroadcast(g, bs)}
 }
 
@@ -606,20 +606,20 @@ func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	qs, elem := e.shape(q)
 	ks, _ := e.shape(k)
 	vs, _ := e.shape(v)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	if len(qs) < 2 || len(ks) < 2 || len(vs) < 2 {
-		e.fail("q, k and v must have rank >= 2")
+		e.Fail("q, k and v must have rank >= 2")
 		return nil
 	}
 	scale := floatAttr(op, "scale", 1/math.Sqrt(float64(qs[len(qs)-1])))
-	s := e.mulc(e.op("matmul", []*ir.Value{q, e.mT(k)}), scale)
+	s := e.mulc(e.Op("matmul", []*ir.Value{q, e.mT(k)}), scale)
 	var mask *ir.Value
 	if op.NumOperands() == 4 {
 		mask = op.Operand(3)
 		if ir.ElementTypeOf(mask.Type()) == ir.I1 {
-			s = e.sel(mask, s, e.scalar(elem, math.Inf(-1)))
+			s = e.sel(mask, s, e.Scalar(elem, math.Inf(-1)))
 		} else {
 			s = e.add(s, mask)
 		}
@@ -627,19 +627,19 @@ func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if boolAttr(op, "causal") {
 		lq, lk := qs[len(qs)-2], ks[len(ks)-2]
 		pos := ir.TensorOf([]int64{lq, lk}, ir.I64)
-		row := e.typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 0, Type: ir.I64}})
-		col := e.typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
-		s = e.sel(e.cmp("le", col, row), s, e.scalar(elem, math.Inf(-1)))
+		row := e.Typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 0, Type: ir.I64}})
+		col := e.Typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
+		s = e.sel(e.cmp("le", col, row), s, e.Scalar(elem, math.Inf(-1)))
 	}
 	last := []int64{-1}
-	ex := e.unary("exp", e.sub(s, e.reduce("max", s, last, true)))
-	p := e.div(ex, e.reduce("sum", ex, last, true))
+	ex := e.Unary("exp", e.sub(s, e.Reduce("max", s, last, true)))
+	p := e.div(ex, e.Reduce("sum", ex, last, true))
 
-	gv := e.op("matmul", []*ir.Value{e.mT(p), g})
-	gp := e.op("matmul", []*ir.Value{g, e.mT(v)})
-	gs := e.mul(p, e.sub(gp, e.reduce("sum", e.mul(gp, p), []int64{-1}, true)))
-	gq := e.mulc(e.op("matmul", []*ir.Value{gs, k}), scale)
-	gk := e.mulc(e.op("matmul", []*ir.Value{e.mT(gs), q}), scale)
+	gv := e.Op("matmul", []*ir.Value{e.mT(p), g})
+	gp := e.Op("matmul", []*ir.Value{g, e.mT(v)})
+	gs := e.mul(p, e.sub(gp, e.Reduce("sum", e.mul(gp, p), []int64{-1}, true)))
+	gq := e.mulc(e.Op("matmul", []*ir.Value{gs, k}), scale)
+	gk := e.mulc(e.Op("matmul", []*ir.Value{e.mT(gs), q}), scale)
 	out := []*ir.Value{e.unbroadcast(gq, qs), e.unbroadcast(gk, ks), e.unbroadcast(gv, vs)}
 	if mask != nil {
 		var gm *ir.Value

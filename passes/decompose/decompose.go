@@ -109,71 +109,22 @@ func Expand(b *ir.Builder, op *ir.Operation) (*ir.Value, error) {
 		return nil, ir.Errorf(op.Loc(), "'%s' is not a graph composite", op.Name())
 	}
 	b.SetInsertionPointBefore(op)
-	e := &emitter{b: b, loc: op.Loc()}
+	e := &emitter{graph.Emitter{B: b, Loc: op.Loc()}}
 	v := expand(e, op)
-	if e.err != nil {
-		return nil, e.err
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	return v, nil
 }
 
-// emitter builds graph ops at one location, keeping the first error so that
-// expansions read as straight-line formulas; after an error every call
-// returns nil and builds nothing.
-type emitter struct {
-	b   *ir.Builder
-	loc ir.Location
-	err error
-}
-
-func (e *emitter) fail(format string, args ...any) {
-	if e.err == nil {
-		e.err = ir.Errorf(e.loc, format, args...)
-	}
-}
-
-// op builds graph op name with operands and attrs, its type inferred.
-func (e *emitter) op(name string, operands []*ir.Value, attrs ...ir.NamedAttr) *ir.Value {
-	if e.err != nil {
-		return nil
-	}
-	v, err := graph.Build(e.b, name, e.loc, operands, ir.Dict(attrs...))
-	if err != nil {
-		e.err = err
-	}
-	return v
-}
-
-func (e *emitter) unary(name string, x *ir.Value) *ir.Value { return e.op(name, []*ir.Value{x}) }
-
-func (e *emitter) binary(name string, x, y *ir.Value) *ir.Value {
-	return e.op(name, []*ir.Value{x, y})
-}
-
-// reduce builds reduce_<kind> over axes, keeping the reduced dims so the
-// result broadcasts back against its input.
-func (e *emitter) reduce(kind string, x *ir.Value, axes []int64) *ir.Value {
-	return e.op("reduce_"+kind, []*ir.Value{x},
-		ir.NamedAttr{Name: "axes", Value: graph.Ints(axes...)}, ir.NamedAttr{Name: "keepdims", Value: ir.Bool(true)})
-}
-
-// scalar builds a rank-0 constant of float type elem holding v rounded to
-// elem; broadcasting stretches it to any shape.
-func (e *emitter) scalar(elem ir.Type, v float64) *ir.Value {
-	ft, ok := elem.(*ir.FloatType)
-	if !ok {
-		e.fail("expected a float element type, got %s", elem)
-		return nil
-	}
-	return e.op("constant", nil, ir.NamedAttr{Name: "value",
-		Value: ir.DenseAttr{Type: ir.TensorOf(nil, ft), Bits: []uint64{ir.FloatToBits(v, ft)}, Splat: true}})
-}
+// emitter is graph.Emitter with the helpers the expansions share.
+type emitter struct{ graph.Emitter }
 
 // ranked returns v's shape and element type, failing for unranked values.
 func (e *emitter) ranked(v *ir.Value) ([]int64, ir.Type) {
 	t, ok := v.Type().(*ir.TensorType)
 	if !ok || !t.Ranked() {
-		e.fail("expected a ranked tensor, got %s", v.Type())
+		e.Fail("expected a ranked tensor, got %s", v.Type())
 		return nil, nil
 	}
 	return t.Shape(), t.ElementType()
@@ -189,7 +140,7 @@ func (e *emitter) axisOf(op *ir.Operation, rank int) int64 {
 		axis += int64(rank)
 	}
 	if axis < 0 || axis >= int64(rank) {
-		e.fail("axis %d is out of range for rank %d", axis, rank)
+		e.Fail("axis %d is out of range for rank %d", axis, rank)
 	}
 	return axis
 }
@@ -205,19 +156,19 @@ func floatAttr(op *ir.Operation, name string, def float64) float64 {
 // d = x - max(x), then exp(d) / sum(exp(d)) or d - log(sum(exp(d))).
 func (e *emitter) softmax(x *ir.Value, axis int64, logForm bool) *ir.Value {
 	axes := []int64{axis}
-	d := e.binary("sub", x, e.reduce("max", x, axes))
-	exp := e.unary("exp", d)
-	sum := e.reduce("sum", exp, axes)
+	d := e.Binary("sub", x, e.Reduce("max", x, axes, true))
+	exp := e.Unary("exp", d)
+	sum := e.Reduce("sum", exp, axes, true)
 	if logForm {
-		return e.binary("sub", d, e.unary("log", sum))
+		return e.Binary("sub", d, e.Unary("log", sum))
 	}
-	return e.binary("div", exp, sum)
+	return e.Binary("div", exp, sum)
 }
 
 func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
 	x := op.Operand(0)
 	shape, _ := e.ranked(x)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	return e.softmax(x, e.axisOf(op, len(shape)), op.Name() == "graph.log_softmax")
@@ -230,7 +181,7 @@ func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
 func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
 	x := op.Operand(0)
 	shape, elem := e.ranked(x)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	axis := e.axisOf(op, len(shape))
@@ -240,14 +191,14 @@ func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
 	}
 	centred := x
 	if op.Name() == "graph.layer_norm" {
-		centred = e.binary("sub", x, e.reduce("mean", x, axes))
+		centred = e.Binary("sub", x, e.Reduce("mean", x, axes, true))
 	}
-	variance := e.reduce("mean", e.binary("mul", centred, centred), axes)
-	eps := e.scalar(elem, floatAttr(op, "epsilon", 1e-5))
-	inv := e.unary("reciprocal", e.unary("sqrt", e.binary("add", variance, eps)))
-	y := e.binary("mul", e.binary("mul", centred, inv), op.Operand(1))
+	variance := e.Reduce("mean", e.Binary("mul", centred, centred), axes, true)
+	eps := e.Scalar(elem, floatAttr(op, "epsilon", 1e-5))
+	inv := e.Unary("reciprocal", e.Unary("sqrt", e.Binary("add", variance, eps)))
+	y := e.Binary("mul", e.Binary("mul", centred, inv), op.Operand(1))
 	if op.Name() == "graph.layer_norm" {
-		y = e.binary("add", y, op.Operand(2))
+		y = e.Binary("add", y, op.Operand(2))
 	}
 	return y
 }
@@ -259,11 +210,11 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 	q, k, v := op.Operand(0), op.Operand(1), op.Operand(2)
 	qs, elem := e.ranked(q)
 	ks, _ := e.ranked(k)
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	if len(qs) < 2 || len(ks) < 2 {
-		e.fail("q and k must have rank >= 2, got %s and %s", q.Type(), k.Type())
+		e.Fail("q and k must have rank >= 2, got %s and %s", q.Type(), k.Type())
 		return nil
 	}
 	perm := make([]int64, len(ks))
@@ -271,8 +222,8 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 		perm[i] = int64(i)
 	}
 	perm[len(ks)-2], perm[len(ks)-1] = perm[len(ks)-1], perm[len(ks)-2]
-	kt := e.op("transpose", []*ir.Value{k}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
-	scores := e.binary("matmul", q, kt)
+	kt := e.Op("transpose", []*ir.Value{k}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+	scores := e.Binary("matmul", q, kt)
 
 	scale, ok := op.Attr("scale").(ir.FloatAttr)
 	factor := 0.0
@@ -280,44 +231,44 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 	case ok:
 		factor = scale.Value()
 	case d == ir.Dynamic:
-		e.fail("the default scale 1/√D needs a static D, got %s", q.Type())
+		e.Fail("the default scale 1/√D needs a static D, got %s", q.Type())
 	default:
 		factor = 1 / math.Sqrt(float64(d))
 	}
-	scores = e.binary("mul", scores, e.scalar(elem, factor))
+	scores = e.Binary("mul", scores, e.Scalar(elem, factor))
 
 	if op.NumOperands() == 4 {
 		mask := op.Operand(3)
 		if _, me := e.ranked(mask); me == ir.I1 {
-			scores = e.op("select", []*ir.Value{mask, scores, e.scalar(elem, math.Inf(-1))})
+			scores = e.Op("select", []*ir.Value{mask, scores, e.Scalar(elem, math.Inf(-1))})
 		} else {
-			scores = e.binary("add", scores, mask)
+			scores = e.Binary("add", scores, mask)
 		}
 	}
 	if c, ok := op.Attr("causal").(ir.IntegerAttr); ok && c.Value != 0 {
 		scores = e.causal(scores, elem, qs[len(qs)-2], ks[len(ks)-2])
 	}
-	return e.binary("matmul", e.softmax(scores, -1, false), v)
+	return e.Binary("matmul", e.softmax(scores, -1, false), v)
 }
 
 // causal keeps scores[..., i, j] where j <= i and puts -inf elsewhere.
 func (e *emitter) causal(scores *ir.Value, elem ir.Type, lq, lk int64) *ir.Value {
 	if lq == ir.Dynamic || lk == ir.Dynamic {
-		e.fail("a causal mask needs static sequence lengths, got %d×%d", lq, lk)
+		e.Fail("a causal mask needs static sequence lengths, got %d×%d", lq, lk)
 		return nil
 	}
-	if e.err != nil {
+	if e.Err != nil {
 		return nil
 	}
 	idx := ir.TensorOf([]int64{lq, lk}, ir.I64)
 	iota := func(axis int64) *ir.Value {
-		v, err := graph.BuildTyped(e.b, "iota", e.loc, nil, ir.Dict(ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: axis, Type: ir.I64}}), idx)
-		if err != nil && e.err == nil {
-			e.err = err
+		v, err := graph.BuildTyped(e.B, "iota", e.Loc, nil, ir.Dict(ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: axis, Type: ir.I64}}), idx)
+		if err != nil && e.Err == nil {
+			e.Err = err
 		}
 		return v
 	}
 	row, col := iota(0), iota(1)
-	keep := e.op("cmp", []*ir.Value{col, row}, ir.NamedAttr{Name: "predicate", Value: ir.Str("le")})
-	return e.op("select", []*ir.Value{keep, scores, e.scalar(elem, math.Inf(-1))})
+	keep := e.Op("cmp", []*ir.Value{col, row}, ir.NamedAttr{Name: "predicate", Value: ir.Str("le")})
+	return e.Op("select", []*ir.Value{keep, scores, e.Scalar(elem, math.Inf(-1))})
 }
