@@ -64,7 +64,6 @@ type Parser struct {
 
 	// the op being parsed by a custom parser
 	numResults int
-	resultLocs []int
 }
 
 type pendingLoc struct {

@@ -58,7 +58,6 @@ func Location() *rapid.Generator[ir.Location] {
 type gen struct {
 	t   *rapid.T
 	ctx *ir.Context
-	n   int // a counter that keeps labels distinct
 }
 
 func (g *gen) intn(lo, hi int, label string) int { return rapid.IntRange(lo, hi).Draw(g.t, label) }

@@ -224,7 +224,7 @@ func parseHeader(header string) (DType, []int64, error) {
 	switch fo := d["fortran_order"].(type) {
 	case bool:
 		if fo {
-			return 0, nil, errors.New("Fortran-order arrays are not supported; save a C-order array (numpy.ascontiguousarray)")
+			return 0, nil, errors.New("arrays in Fortran order are not supported; save a C-order array (numpy.ascontiguousarray)")
 		}
 	default:
 		return 0, nil, fmt.Errorf("fortran_order is not a bool: %v", fo)

@@ -179,7 +179,7 @@ func TestReadErrors(t *testing.T) {
 		{"empty", nil, "unexpected EOF"},
 		{"magic", []byte("\x93NUMPZ\x01\x00\x00\x00"), "not a .npy file"},
 		{"version", []byte("\x93NUMPY\x04\x00\x00\x00"), "unsupported format version 4.0"},
-		{"fortran", npyV1("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", make([]byte, 16)), "Fortran-order"},
+		{"fortran", npyV1("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", make([]byte, 16)), "in Fortran order"},
 		{"big-endian", f4("'>f4'"), `big-endian dtype ">f4"`},
 		{"complex", f4("'<c8'"), `"<c8" (complex64)`},
 		{"object", f4("'|O'"), `"|O" (object)`},
