@@ -41,6 +41,7 @@ const (
 	DynamicFalse
 )
 
+// String returns the policy as the dynamic option spells it: "auto", "true" or "false".
 func (d Dynamic) String() string {
 	switch d {
 	case DynamicAuto:

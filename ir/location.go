@@ -126,6 +126,7 @@ const (
 	SevRemark
 )
 
+// String returns the severity as diagnostics print it: "error", "warning", "note" or "remark".
 func (s Severity) String() string {
 	return [...]string{"error", "warning", "note", "remark"}[s]
 }

@@ -20,6 +20,7 @@ const (
 
 var relNames = [...]string{EQ: "==", NE: "!=", GE: ">=", GT: ">", LE: "<=", LT: "<"}
 
+// String returns the relation's operator, "==" to "<".
 func (r Rel) String() string { return relNames[r] }
 
 // Constraint is a relation between two sizes that must hold at run time,

@@ -259,6 +259,7 @@ func bindings(names []string, env map[string]int64) string {
 // graph-symbolize-shapes' dims option.
 type DimRef struct{ Arg, Dim int }
 
+// String returns "Arg:Dim".
 func (d DimRef) String() string { return fmt.Sprintf("%d:%d", d.Arg, d.Dim) }
 
 // AutoDynamic decides, after a call whose input shapes (new) differ from

@@ -84,6 +84,7 @@ type Error struct {
 	Op      string // the driver entry point that failed, e.g. "cuMemAlloc_v2"
 }
 
+// Error formats the failure as "cuda: op: message (NAME, code)".
 func (e *Error) Error() string {
 	if e.Message == "" {
 		return fmt.Sprintf("cuda: %s: %s (%d)", e.Op, e.Name, int32(e.Code))
@@ -113,6 +114,7 @@ type OutOfMemoryError struct {
 	Err       *Error // the driver's CUDA_ERROR_OUT_OF_MEMORY
 }
 
+// Error says how much was asked for and how much was free.
 func (e *OutOfMemoryError) Error() string {
 	return fmt.Sprintf("cuda: out of device memory: asked for %s (%d bytes), %s free of %s",
 		formatBytes(e.Requested), e.Requested, formatBytes(e.Free), formatBytes(e.Total))
@@ -127,6 +129,7 @@ type JITError struct {
 	Log string // the JIT's error log (ptxas-style "line N; error : ...")
 }
 
+// Error is the driver error followed by the JIT log, if any.
 func (e *JITError) Error() string {
 	if e.Log == "" {
 		return e.Err.Error()
