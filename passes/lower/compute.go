@@ -29,7 +29,7 @@ func (k *kernel) value(v *ir.Value, idx []*ir.Value) (*ir.Value, error) {
 	if op == nil {
 		return nil, errorf(k.loc, "cannot read %s: not a function argument or a graph value", v.Type())
 	}
-	key := k.key("value", append([]*ir.Value{v}, idx...)...)
+	key := k.elemKey("value", v, idx)
 	if r := k.lookup(key); r != nil {
 		return r, nil
 	}
@@ -121,7 +121,8 @@ func (k *kernel) operandIndex(o *ir.Value, out []int64, idx []*ir.Value) ([]*ir.
 func (k *kernel) operands(op *ir.Operation, idx []*ir.Value) ([]*ir.Value, error) {
 	out := shapeOf(op.Result(0))
 	vals := make([]*ir.Value, op.NumOperands())
-	for i, o := range op.Operands() {
+	for i := range vals {
+		o := op.Operand(i)
 		oi, err := k.operandIndex(k.resolve(o), out, idx)
 		if err != nil {
 			return nil, err

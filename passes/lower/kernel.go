@@ -3,7 +3,6 @@ package lower
 import (
 	"encoding/binary"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -29,10 +28,25 @@ type kernel struct {
 	loc    ir.Location
 	par    *ir.Operation // the loop.parallel, once made
 	scopes []*scope
-	memo   []map[string]*ir.Value // stack: loop.if regions push an overlay
+	memo   []map[memoKey]*ir.Value // stack: loop.if regions push an overlay
 	level  map[*ir.Value]int
 	ids    map[*ir.Value]uint64
-	floor  int // lowest level values may be placed at (inside loop.if regions)
+	floor  int         // lowest level values may be placed at (inside loop.if regions)
+	at     *ir.Builder // for single ops placed by emit, store and constant
+}
+
+// A memoKey names a scalar the kernel has emitted: an op (tag is its name,
+// aux its predicate, typ its target type) on operands, the element of a
+// tensor value at an index (tag "value"), a load, or a constant (aux holds
+// its bits). A struct key costs no allocation per lookup, unlike a string;
+// values past the fourth, which only indices of rank 4 and up need, are
+// spilled into more as value ids.
+type memoKey struct {
+	tag  string
+	aux  uint64
+	typ  ir.Type
+	vs   [4]*ir.Value
+	more string
 }
 
 type scope struct {
@@ -40,9 +54,17 @@ type scope struct {
 	open *ir.Operation // the loop or if being built in blk, if any
 }
 
+// newKernel starts a kernel. Kernels are built one at a time, so they share
+// the converter's memo and level maps, which keep their capacity from one
+// kernel to the next.
 func newKernel(c *converter, f *ir.Operation, loc ir.Location) *kernel {
-	k := &kernel{c: c, fusion: f, loc: loc, memo: []map[string]*ir.Value{{}},
-		level: map[*ir.Value]int{}, ids: map[*ir.Value]uint64{}}
+	if c.memo == nil {
+		c.memo, c.level = map[memoKey]*ir.Value{}, map[*ir.Value]int{}
+	}
+	clear(c.memo)
+	clear(c.level)
+	k := &kernel{c: c, fusion: f, loc: loc, memo: []map[memoKey]*ir.Value{c.memo},
+		level: c.level, at: ir.NewBuilder(c.ctx)}
 	if f != nil {
 		k.body = f.Region(0).Front()
 	}
@@ -367,13 +389,16 @@ func (k *kernel) store(v *ir.Value, idx []*ir.Value, buf *ir.Value) error {
 	if err != nil {
 		return err
 	}
-	loop.Store(k.builderAt(len(k.scopes)-1), k.loc, s, buf, idx...)
+	loop.Store(k.place(len(k.scopes)-1), k.loc, s, buf, idx...)
 	return nil
 }
 
 // Scopes, levels and memoization.
 
 func (k *kernel) id(v *ir.Value) uint64 {
+	if k.ids == nil {
+		k.ids = map[*ir.Value]uint64{}
+	}
 	if id, ok := k.ids[v]; ok {
 		return id
 	}
@@ -382,18 +407,35 @@ func (k *kernel) id(v *ir.Value) uint64 {
 	return id
 }
 
-// key builds a memo key from a tag and values.
-func (k *kernel) key(tag string, vs ...*ir.Value) string {
-	buf := make([]byte, 0, len(tag)+8*len(vs))
-	buf = append(buf, tag...)
-	for _, v := range vs {
-		buf = append(buf, 0)
-		buf = binary.AppendUvarint(buf, k.id(v))
+// add appends v to the values of key.
+func (key *memoKey) add(k *kernel, i int, v *ir.Value) {
+	if i < len(key.vs) {
+		key.vs[i] = v
+		return
 	}
-	return string(buf)
+	key.more = string(binary.AppendUvarint([]byte(key.more), k.id(v)))
 }
 
-func (k *kernel) lookup(key string) *ir.Value {
+// opKey is the key of op tag (with aux and typ) on operands.
+func (k *kernel) opKey(tag string, aux uint64, typ ir.Type, operands []*ir.Value) memoKey {
+	key := memoKey{tag: tag, aux: aux, typ: typ}
+	for i, v := range operands {
+		key.add(k, i, v)
+	}
+	return key
+}
+
+// elemKey is the key of the element of v at idx under tag.
+func (k *kernel) elemKey(tag string, v *ir.Value, idx []*ir.Value) memoKey {
+	key := memoKey{tag: tag}
+	key.vs[0] = v
+	for i, x := range idx {
+		key.add(k, i+1, x)
+	}
+	return key
+}
+
+func (k *kernel) lookup(key memoKey) *ir.Value {
 	for i := len(k.memo) - 1; i >= 0; i-- {
 		if v, ok := k.memo[i][key]; ok {
 			return v
@@ -402,7 +444,7 @@ func (k *kernel) lookup(key string) *ir.Value {
 	return nil
 }
 
-func (k *kernel) remember(key string, v *ir.Value) { k.memo[len(k.memo)-1][key] = v }
+func (k *kernel) remember(key memoKey, v *ir.Value) { k.memo[len(k.memo)-1][key] = v }
 
 func (k *kernel) levelOf(vs ...*ir.Value) int {
 	l := k.floor
@@ -414,25 +456,40 @@ func (k *kernel) levelOf(vs ...*ir.Value) int {
 	return l
 }
 
-func (k *kernel) builderAt(l int) *ir.Builder {
+// placeAt moves b to where values of level l go.
+func (k *kernel) placeAt(b *ir.Builder, l int) {
 	s := k.scopes[l]
-	b := ir.NewBuilder(k.c.ctx)
 	if s.open != nil {
 		b.SetInsertionPointBefore(s.open)
 	} else {
 		b.SetInsertionPointToEnd(s.blk)
 	}
+}
+
+// builderAt returns a new builder for level l, for ops with regions whose
+// bodies are built while it is held.
+func (k *kernel) builderAt(l int) *ir.Builder {
+	b := ir.NewBuilder(k.c.ctx)
+	k.placeAt(b, l)
 	return b
 }
 
-// emit memoizes and places the scalar made by mk from operands.
-func (k *kernel) emit(tag string, operands []*ir.Value, mk func(b *ir.Builder) *ir.Value) *ir.Value {
-	key := k.key(tag, operands...)
+// place returns the kernel's builder moved to level l: for single ops,
+// which are made before anything else moves it.
+func (k *kernel) place(l int) *ir.Builder {
+	k.placeAt(k.at, l)
+	return k.at
+}
+
+// emit memoizes and places the scalar made by mk from operands: op tag
+// with aux and typ (see memoKey).
+func (k *kernel) emit(tag string, aux uint64, typ ir.Type, operands []*ir.Value, mk func(b *ir.Builder) *ir.Value) *ir.Value {
+	key := k.opKey(tag, aux, typ, operands)
 	if v := k.lookup(key); v != nil {
 		return v
 	}
 	l := k.levelOf(operands...)
-	v := mk(k.builderAt(l))
+	v := mk(k.place(l))
 	k.level[v] = l
 	k.remember(key, v)
 	return v
@@ -440,22 +497,22 @@ func (k *kernel) emit(tag string, operands []*ir.Value, mk func(b *ir.Builder) *
 
 // constant returns the scalar constant attribute a.
 func (k *kernel) constant(a ir.Attribute) *ir.Value {
-	var tag string
+	var key memoKey
 	switch c := a.(type) {
 	case ir.IntegerAttr:
-		tag = "ci " + c.Type.String() + " " + strconv.FormatInt(c.Value, 16)
+		key = memoKey{tag: "ci", typ: c.Type, aux: uint64(c.Value)}
 	case ir.FloatAttr:
-		tag = "cf " + c.Type.String() + " " + strconv.FormatUint(c.Bits, 16)
+		key = memoKey{tag: "cf", typ: c.Type, aux: c.Bits}
 	default:
-		tag = "c " + a.String()
+		key = memoKey{tag: "c", more: a.String()}
 	}
-	if v := k.lookup(tag); v != nil {
+	if v := k.lookup(key); v != nil {
 		return v
 	}
 	l := k.floor
-	v := arith.Constant(k.builderAt(l), k.loc, a)
+	v := arith.Constant(k.place(l), k.loc, a)
 	k.level[v] = l
-	k.remember(tag, v)
+	k.remember(key, v)
 	return v
 }
 
@@ -520,34 +577,42 @@ func constIndex(v *ir.Value) (int64, bool) {
 }
 
 func (k *kernel) binary(name string, a, b *ir.Value) *ir.Value {
-	return k.emit(name, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.Binary(bld, name, k.loc, a, b) })
+	return k.emit(name, 0, nil, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.Binary(bld, name, k.loc, a, b) })
 }
 
 func (k *kernel) unary(name string, a *ir.Value) *ir.Value {
-	return k.emit(name, []*ir.Value{a}, func(bld *ir.Builder) *ir.Value { return arith.Unary(bld, name, k.loc, a) })
+	return k.emit(name, 0, nil, []*ir.Value{a}, func(bld *ir.Builder) *ir.Value { return arith.Unary(bld, name, k.loc, a) })
 }
 
 func (k *kernel) cmpf(p arith.CmpFPredicate, a, b *ir.Value) *ir.Value {
-	return k.emit("cmpf"+string(rune('a'+p)), []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpF(bld, k.loc, p, a, b) })
+	return k.emit("arith.cmpf", uint64(p), nil, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpF(bld, k.loc, p, a, b) })
 }
 
 func (k *kernel) cmpi(p arith.CmpIPredicate, a, b *ir.Value) *ir.Value {
-	return k.emit("cmpi"+string(rune('a'+p)), []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpI(bld, k.loc, p, a, b) })
+	return k.emit("arith.cmpi", uint64(p), nil, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpI(bld, k.loc, p, a, b) })
 }
 
 func (k *kernel) sel(c, a, b *ir.Value) *ir.Value {
 	if a == b {
 		return a
 	}
-	return k.emit("select", []*ir.Value{c, a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewSelect(bld, k.loc, c, a, b) })
+	return k.emit("arith.select", 0, nil, []*ir.Value{c, a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewSelect(bld, k.loc, c, a, b) })
 }
 
 func (k *kernel) cast(name string, a *ir.Value, to ir.Type) *ir.Value {
-	return k.emit(name+" "+to.String(), []*ir.Value{a}, func(bld *ir.Builder) *ir.Value { return arith.NewCast(bld, name, k.loc, a, to) })
+	return k.emit(name, 0, to, []*ir.Value{a}, func(bld *ir.Builder) *ir.Value { return arith.NewCast(bld, name, k.loc, a, to) })
 }
 
 func (k *kernel) load(m *ir.Value, idx []*ir.Value) *ir.Value {
-	return k.emit("load", append([]*ir.Value{m}, idx...), func(b *ir.Builder) *ir.Value { return loop.Load(b, k.loc, m, idx...) })
+	key := k.elemKey("load", m, idx)
+	if v := k.lookup(key); v != nil {
+		return v
+	}
+	l := max(k.levelOf(m), k.levelOf(idx...))
+	v := loop.Load(k.place(l), k.loc, m, idx...)
+	k.level[v] = l
+	k.remember(key, v)
+	return v
 }
 
 // loops opens a nest of loop.for ops from 0 to each of ubs (step 1) at
@@ -614,7 +679,7 @@ func (k *kernel) ifElse(cond *ir.Value, deps []*ir.Value, t ir.Type, then, els f
 			k.scopes[l].open = blk.ParentOp()
 			k.scopes = append(k.scopes[:l+1], &scope{blk: blk})
 			k.floor = l + 1
-			k.memo = append(k.memo, map[string]*ir.Value{})
+			k.memo = append(k.memo, map[memoKey]*ir.Value{})
 			defer func() { k.memo = k.memo[:len(k.memo)-1] }()
 			v, e := f()
 			if e != nil {

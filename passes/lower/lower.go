@@ -119,6 +119,10 @@ type converter struct {
 	at        *ir.Builder             // before the op being lowered
 	lastStart *ir.Operation           // the last op of the constant buffers at function entry
 	kernels   int
+
+	// The memo and level maps of the kernel being built (see newKernel).
+	memo  map[memoKey]*ir.Value
+	level map[*ir.Value]int
 }
 
 func newConverter(ctx *ir.Context, fn *ir.Operation) *converter {

@@ -47,7 +47,7 @@ var (
 )
 
 func (k *kernel) mathOp(name string, operands ...*ir.Value) *ir.Value {
-	return k.emit(name, operands, func(b *ir.Builder) *ir.Value {
+	return k.emit(name, 0, nil, operands, func(b *ir.Builder) *ir.Value {
 		op, err := mathd.New(b, name, k.loc, operands...)
 		if err != nil {
 			panic(err) // names come from the tables above
