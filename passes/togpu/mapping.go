@@ -550,6 +550,10 @@ type rowThread struct {
 	lane    *ir.Value // index of the thread within its row's threads
 	tid     *ir.Value // index of the thread within the block
 	isFirst *ir.Value // lane == 0
+	// regs is what the row's unrolled loops share; rcp the reciprocals of
+	// the row's divisors, by divisor.
+	regs *rowRegs
+	rcp  map[*ir.Value]*ir.Value
 }
 
 func (r *row) emit(k *kernelGen, b *ir.Builder) error {
@@ -559,7 +563,7 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 	exts := extents(b, loc, lbs, ubs, steps)
 	rows := product(b, loc, exts)
 	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
-	th := rowThread{lane: tid, tid: tid}
+	th := rowThread{lane: tid, tid: tid, regs: newRowRegs(), rcp: map[*ir.Value]*ir.Value{}}
 	rowID := bid
 	if r.rows > 1 {
 		w := arith.ConstantIndex(b, loc, r.threads)
@@ -588,6 +592,7 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 				}
 			case op.Name() == loop.StoreOp:
 				// Every thread of the row computed the value; one writes it.
+				th.regs.forget(mapped(k.m, op.Operands()[1:2])[0])
 				loop.If(b, op.Loc(), th.isFirst, nil, func(b *ir.Builder) []*ir.Value {
 					b.Insert(op.Clone(k.m))
 					return nil
@@ -607,7 +612,9 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 // emitLoop distributes a row loop over the row's threads: thread lane runs
 // iterations lb + lane*step, lb + (lane+threads)*step, ..., accumulating
 // partial results from the identities; the partials are then reduced
-// across the row and combined with the loop's inits.
+// across the row and combined with the loop's inits. A loop whose share
+// per thread is at most RegisterRow elements is unrolled instead (see
+// registerSteps), so that later loops over the same row reuse its loads.
 func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) error {
 	loc := rl.op.Loc()
 	var lb, ub, step *ir.Value
@@ -622,14 +629,10 @@ func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) e
 	bounds := mapped(k.m, []*ir.Value{lb, ub, step})
 	lb, ub, step = bounds[0], bounds[1], bounds[2]
 	v := r.loopVector(rl, lb, ub, step)
-	// Thread lane takes the v consecutive iterations lb + (lane*v + j)*step
-	// each step, so that its v accesses of a buffer are adjacent (one vector
-	// access in targets/llvm); each of the v gets its own accumulators.
-	start := arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, arith.ConstantIndex(b, loc, v)))
-	stride := arith.ConstantIndex(b, loc, v*r.threads)
-	if v == 1 {
-		start = arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, step))
-		stride = arith.Binary(b, "arith.muli", loc, step, arith.ConstantIndex(b, loc, r.threads))
+	rcp := r.reciprocals(b, k, th, rl)
+	// Loads before the loop of what it stores are stale after it.
+	for mem := range buffers(rl.op, loop.StoreOp) {
+		th.regs.forget(mapped(k.m, []*ir.Value{mem})[0])
 	}
 	nred := len(rl.reds)
 	ids := make([]*ir.Value, nred*int(v))
@@ -640,53 +643,85 @@ func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) e
 		}
 	}
 	body := loop.Body(rl.op)
-	f := loop.For(b, loc, start, ub, stride, ids, func(b *ir.Builder, iv *ir.Value, iters []*ir.Value) []*ir.Value {
-		lanes := make([]map[*ir.Value]*ir.Value, v)
-		for j := range lanes {
-			m := k.m
-			if v > 1 {
-				m = maps.Clone(k.m)
-			}
-			m[body.Argument(0)] = iv
-			if j > 0 {
-				m[body.Argument(0)] = arith.Binary(b, "arith.addi", loc, iv, arith.ConstantIndex(b, loc, int64(j)))
-			}
+	// lanes maps the body of iteration iv+j (j < v) onto the accumulators
+	// accs, and clone clones it into b for each of them, op-major (so that
+	// the v accesses of a buffer are adjacent: one vector access in
+	// targets/llvm), returning the next accumulators.
+	lanes := func(at func(j int64) *ir.Value, accs []*ir.Value) []map[*ir.Value]*ir.Value {
+		ms := make([]map[*ir.Value]*ir.Value, v)
+		for j := range ms {
+			m := maps.Clone(k.m)
+			m[body.Argument(0)] = at(int64(j))
 			if rl.op.Name() == loop.ForOp {
 				for i := range nred {
-					m[body.Argument(1+i)] = iters[i*int(v)+j]
+					m[body.Argument(1+i)] = accs[i*int(v)+j]
 				}
 			}
-			lanes[j] = m
+			ms[j] = m
 		}
+		return ms
+	}
+	clone := func(b *ir.Builder, ms []map[*ir.Value]*ir.Value, accs []*ir.Value, regs *rowRegs) []*ir.Value {
 		var term *ir.Operation
 		for op := body.First(); op != nil; op = op.Next() {
 			if op.HasTrait(ir.Terminator) {
 				term = op
 				break
 			}
-			for _, m := range lanes {
-				b.Insert(op.Clone(m))
+			for _, m := range ms {
+				r.cloneOp(b, op, m, rcp, regs)
 			}
 		}
-		out := make([]*ir.Value, len(iters))
-		for j, m := range lanes {
+		out := make([]*ir.Value, len(accs))
+		for j, m := range ms {
 			vals := mapped(m, term.Operands())
 			for i, red := range rl.reds {
 				at := i*int(v) + j
 				if rl.op.Name() == loop.ForOp {
 					out[at] = vals[i]
 				} else {
-					out[at] = red.combine(b, iters[at], vals[i])
+					out[at] = red.combine(b, accs[at], vals[i])
 				}
 			}
 		}
 		return out
-	})
+	}
+	var accs []*ir.Value
+	if steps := r.registerSteps(lb, ub, v); steps > 0 {
+		// Unrolled: iteration lb + lane*v + s*v*threads + j of step s is
+		// one SSA value per (lb, v, s, j), shared by every loop of the row
+		// over the same range, so their loads of a buffer at it are one.
+		lbv, _ := staticInt(lb)
+		accs = ids
+		for s := range steps {
+			at := func(j int64) *ir.Value { return th.regs.position(b, loc, th.lane, lbv, v, r.threads, s, j) }
+			accs = clone(b, lanes(at, accs), accs, th.regs)
+		}
+	} else {
+		// Thread lane takes the v consecutive iterations lb + (lane*v + j)*step
+		// each step; each of the v gets its own accumulators.
+		start := arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, arith.ConstantIndex(b, loc, v)))
+		stride := arith.ConstantIndex(b, loc, v*r.threads)
+		if v == 1 {
+			start = arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, step))
+			stride = arith.Binary(b, "arith.muli", loc, step, arith.ConstantIndex(b, loc, r.threads))
+		}
+		f := loop.For(b, loc, start, ub, stride, ids, func(b *ir.Builder, iv *ir.Value, iters []*ir.Value) []*ir.Value {
+			at := func(j int64) *ir.Value {
+				if j == 0 {
+					return iv
+				}
+				return arith.Binary(b, "arith.addi", loc, iv, arith.ConstantIndex(b, loc, j))
+			}
+			return clone(b, lanes(at, iters), iters, nil)
+		})
+		accs = f.Results()
+	}
 	partial := make([]*ir.Value, nred)
 	for i, red := range rl.reds {
-		partial[i] = f.Result(i * int(v))
+		partial[i] = accs[i*int(v)]
 		for j := 1; j < int(v); j++ {
-			partial[i] = red.combine(b, partial[i], f.Result(i*int(v)+j))
+			partial[i] = red.combine(b, partial[i], accs[i*int(v)+j])
 		}
 	}
 	if r.barrierAfter[rl.op] {
@@ -697,6 +732,146 @@ func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) e
 		k.m[rl.op.Result(i)] = red.combine(b, mapped(k.m, inits)[i], total)
 	}
 	return nil
+}
+
+// RegisterRow is the most elements of a row loop one thread handles in an
+// unrolled loop (see registerSteps): 32 f32 registers per thread and
+// buffer, which leaves room for 3 blocks of 256 threads per SM.
+const RegisterRow = 32
+
+// registerSteps returns the number of steps of v iterations a thread takes
+// in a row loop that vector access allows (v > 1: static bounds, step 1,
+// no tail) when they come to at most RegisterRow iterations, and 0 when the
+// loop runs as a loop.for. Unrolled, the loop's loads are plain values: a
+// later loop over the same row at the same positions reuses them instead
+// of reading the row again (one read of each row from DRAM, not one per
+// pass).
+func (r *row) registerSteps(lb, ub *ir.Value, v int64) int64 {
+	l, _ := staticInt(lb)
+	u, _ := staticInt(ub)
+	if v <= 1 || (u-l)/r.threads > RegisterRow {
+		return 0
+	}
+	return (u - l) / (v * r.threads)
+}
+
+// rowRegs holds what the unrolled loops of one row share: the positions of
+// the thread's iterations and the values loaded at them.
+type rowRegs struct {
+	laneV map[int64]*ir.Value // lane*v, by v
+	pos   map[posKey]*ir.Value
+	loads map[loadKey]*ir.Value
+}
+
+type posKey struct{ lb, v, s, j int64 }
+
+// loadKey is a load's buffer and indices (kernel values); loads of more
+// than maxLoadRank indices are not shared.
+type loadKey struct {
+	mem *ir.Value
+	idx [maxLoadRank]*ir.Value
+}
+
+const maxLoadRank = 4
+
+func newRowRegs() *rowRegs {
+	return &rowRegs{laneV: map[int64]*ir.Value{}, pos: map[posKey]*ir.Value{}, loads: map[loadKey]*ir.Value{}}
+}
+
+// position returns iteration lb + lane*v + s*v*threads + j, built once.
+func (g *rowRegs) position(b *ir.Builder, loc ir.Location, lane *ir.Value, lb, v, threads, s, j int64) *ir.Value {
+	key := posKey{lb, v, s, j}
+	if p, ok := g.pos[key]; ok {
+		return p
+	}
+	lv, ok := g.laneV[v]
+	if !ok {
+		lv = arith.Binary(b, "arith.muli", loc, lane, arith.ConstantIndex(b, loc, v))
+		g.laneV[v] = lv
+	}
+	p := lv
+	if off := lb + s*v*threads + j; off != 0 {
+		p = arith.Binary(b, "arith.addi", loc, lv, arith.ConstantIndex(b, loc, off))
+	}
+	g.pos[key] = p
+	return p
+}
+
+// cloneOp clones op of a row loop's body at b through m. A divf whose
+// divisor the loop does not compute becomes a multiplication by its
+// reciprocal (rcp). With regs (an unrolled loop), a load of a buffer at
+// indices already loaded in the row reuses that value, and a store
+// forgets the loads of its buffer.
+func (r *row) cloneOp(b *ir.Builder, op *ir.Operation, m map[*ir.Value]*ir.Value, rcp map[*ir.Operation]*ir.Value, regs *rowRegs) {
+	if inv, ok := rcp[op]; ok {
+		m[op.Result(0)] = arith.Binary(b, "arith.mulf", op.Loc(), mapped(m, op.Operands()[:1])[0], inv)
+		return
+	}
+	if regs == nil {
+		b.Insert(op.Clone(m))
+		return
+	}
+	switch op.Name() {
+	case loop.LoadOp:
+		mem, idx := accessIndices(op)
+		if len(idx) > maxLoadRank {
+			break
+		}
+		key := loadKey{mem: mapped(m, []*ir.Value{mem})[0]}
+		copy(key.idx[:], mapped(m, idx))
+		if v, ok := regs.loads[key]; ok {
+			m[op.Result(0)] = v
+			return
+		}
+		c := op.Clone(m)
+		b.Insert(c)
+		regs.loads[key] = c.Result(0)
+		return
+	case loop.StoreOp:
+		regs.forget(mapped(m, op.Operands()[1:2])[0])
+	}
+	b.Insert(op.Clone(m))
+}
+
+// forget drops the loads of buffer mem.
+func (g *rowRegs) forget(mem *ir.Value) {
+	if g == nil {
+		return
+	}
+	for k := range g.loads {
+		if k.mem == mem {
+			delete(g.loads, k)
+		}
+	}
+}
+
+// reciprocals computes at b, once per divisor, 1/d for every f32 divf in
+// a row loop's body whose divisor d the loop does not compute (softmax's
+// division by the row's sum), and returns them by divf. The loop then
+// multiplies by the reciprocal: one division per row instead of one per
+// element. x·rn(1/d) differs from rn(x/d) by at most about 1.5 ulp
+// (2⁻²³·1.5 relative), far inside the f32 tolerance of the checks (1e-4);
+// a divisor below 2⁻¹²⁶ (1/d overflows) does not occur in a normalizing
+// sum, and d = 0 or ±inf give the same inf, 0 or NaN either way.
+func (r *row) reciprocals(b *ir.Builder, k *kernelGen, th rowThread, rl *rowLoop) map[*ir.Operation]*ir.Value {
+	var out map[*ir.Operation]*ir.Value
+	body := loop.Body(rl.op)
+	for op := body.First(); op != nil; op = op.Next() {
+		if op.Name() != "arith.divf" || op.Result(0).Type() != ir.F32 || definedIn(op.Operand(1), rl.op) {
+			continue
+		}
+		d := mapped(k.m, op.Operands()[1:])[0]
+		inv, ok := th.rcp[d]
+		if !ok {
+			inv = arith.Binary(b, "arith.divf", op.Loc(), arith.ConstantFloat(b, op.Loc(), 1, ir.F32), d)
+			th.rcp[d] = inv
+		}
+		if out == nil {
+			out = map[*ir.Operation]*ir.Value{}
+		}
+		out[op] = inv
+	}
+	return out
 }
 
 // loopVector returns how many consecutive iterations of a row loop a

@@ -105,6 +105,8 @@ var semanticsCases = []struct {
 	{"matmul.mlir", [][]int64{{5}, {}}},
 	{"pointwise3d.mlir", [][]int64{{3}, {}}},
 	{"reverse.mlir", [][]int64{{300}}},
+	{"softmax_static.mlir", [][]int64{{}}},
+	{"center_inplace.mlir", [][]int64{{}}},
 }
 
 var configs = []struct {
@@ -201,6 +203,33 @@ func TestMappings(t *testing.T) {
 		})
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s with %+v: got %v, want %v", tc.file, tc.cfg, got, tc.want)
+		}
+	}
+}
+
+// TestRegisterRow checks that a static softmax row of 512 (16 elements
+// per thread of a warp) is loaded once for its three passes and divides
+// once per row.
+func TestRegisterRow(t *testing.T) {
+	ctx, m := parse(t, "softmax_static.mlir")
+	if err := togpu.Run(ctx, m, togpu.DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	m.Walk(func(o *ir.Operation) bool {
+		if o.ParentOfType(gpu.FuncOp) != nil {
+			name := o.Name()
+			if name == "loop.load" && o.Operand(0).Type().(*ir.MemRefType).MemorySpace == nil {
+				name = "global load"
+			}
+			counts[name]++
+		}
+		return true
+	})
+	want := map[string]int{"global load": 512 / 32, "arith.divf": 1, "loop.store": 512 / 32, "loop.for": 0}
+	for name, n := range want {
+		if counts[name] != n {
+			t.Errorf("%d %s in the kernel, want %d\n%s", counts[name], name, n, m)
 		}
 	}
 }
