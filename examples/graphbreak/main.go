@@ -23,8 +23,8 @@ func main() {
 	}
 }
 
-// normalize scales x to unit norm, unless its norm is tiny: reading the
-// norm into Go (Item) ends the first graph.
+// normalize scales x to unit norm and squashes it with tanh, unless its
+// norm is tiny: reading the norm into Go (Item) ends the first graph.
 func normalize(x *frontend.Tensor) *frontend.Tensor {
 	norm := x.Mul(x).Sum(nil, false).Sqrt()
 	if norm.Item() < 1e-6 {
