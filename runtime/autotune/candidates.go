@@ -133,7 +133,7 @@ func ParseConfig(s string) (togpu.Config, error) {
 		}
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
-			return cfg, fmt.Errorf("autotune: configuration field %q: %v", f, err)
+			return cfg, fmt.Errorf("autotune: configuration field %q: %w", f, err)
 		}
 		*p = n
 		seen++

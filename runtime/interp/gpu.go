@@ -85,7 +85,7 @@ func launchRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	}
 	for i, a := range ls.args {
 		if err := checkValue(a, ft.Inputs[i]); err != nil {
-			return nil, fmt.Errorf("kernel argument %d: %v", i, err)
+			return nil, fmt.Errorf("kernel argument %d: %w", i, err)
 		}
 	}
 	for _, v := range gpu.WorkgroupBuffers(kernel) {
