@@ -276,6 +276,17 @@ func (d DictAttr) With(name string, v Attribute) DictAttr {
 
 // Dict builds a sorted DictAttr; a later duplicate name replaces an earlier one.
 func Dict(entries ...NamedAttr) DictAttr {
+	// Builders mostly pass a few entries already in order: one copy then.
+	sorted := len(entries) > 0
+	for i, e := range entries {
+		if e.Value == nil || i > 0 && entries[i-1].Name >= e.Name {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return slices.Clone(entries)
+	}
 	var d DictAttr
 	for _, e := range entries {
 		d = d.With(e.Name, e.Value)

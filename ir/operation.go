@@ -158,25 +158,23 @@ type OperationState struct {
 // NewOperation creates a detached op from st, looking its definition up in ctx
 // (ctx may be nil for an unregistered op). The regions in st are moved into it.
 func NewOperation(ctx *Context, st OperationState) *Operation {
-	op := &Operation{
-		name:       st.Name,
-		props:      st.Properties,
-		attrs:      st.Attributes,
-		successors: slices.Clone(st.Successors),
-		loc:        st.Loc,
-	}
+	op := allocOp(len(st.ResultTypes), len(st.Operands))
+	op.name = st.Name
+	op.props, op.attrs = st.Properties, st.Attributes
+	op.successors = slices.Clone(st.Successors)
+	op.loc = st.Loc
 	if op.loc == nil {
 		op.loc = UnknownLoc{}
 	}
 	if ctx != nil {
 		op.def = ctx.OpDef(st.Name)
 	}
-	op.SetOperands(st.Operands)
-	op.results = make([]*Value, len(st.ResultTypes))
-	vals := make([]Value, len(st.ResultTypes)) // one allocation for all results
 	for i, t := range st.ResultTypes {
-		vals[i] = Value{typ: t, op: op, index: i}
-		op.results[i] = &vals[i]
+		op.results[i].typ = t
+	}
+	for i, v := range st.Operands {
+		op.operands[i].value = v
+		op.operands[i].link()
 	}
 	for _, r := range st.Regions {
 		if r == nil {
@@ -185,6 +183,64 @@ func NewOperation(ctx *Context, st OperationState) *Operation {
 		r.parent = op
 		op.regions = append(op.regions, r)
 	}
+	return op
+}
+
+// Ops with one result (or none) and up to three operands, most of them, are
+// allocated as one object with their results and operand slots; the
+// garbage collector then has one object to track instead of five.
+type (
+	opWith1 struct {
+		op       Operation
+		results  [1]*Value
+		values   [1]Value
+		operands [1]*OpOperand
+		slots    [1]OpOperand
+	}
+	opWith3 struct {
+		op       Operation
+		results  [1]*Value
+		values   [1]Value
+		operands [3]*OpOperand
+		slots    [3]OpOperand
+	}
+)
+
+// allocOp returns a detached op with nResults results (typed later) and
+// nOperands unlinked operand slots.
+func allocOp(nResults, nOperands int) *Operation {
+	var (
+		op       *Operation
+		results  []*Value
+		values   []Value
+		operands []*OpOperand
+		slots    []OpOperand
+	)
+	switch {
+	case nResults <= 1 && nOperands <= 1:
+		s := new(opWith1)
+		op = &s.op
+		results, values = s.results[:nResults:nResults], s.values[:nResults:nResults]
+		operands, slots = s.operands[:nOperands:nOperands], s.slots[:nOperands:nOperands]
+	case nResults <= 1 && nOperands <= 3:
+		s := new(opWith3)
+		op = &s.op
+		results, values = s.results[:nResults:nResults], s.values[:nResults:nResults]
+		operands, slots = s.operands[:nOperands:nOperands], s.slots[:nOperands:nOperands]
+	default:
+		op = new(Operation)
+		results, values = make([]*Value, nResults), make([]Value, nResults)
+		operands, slots = make([]*OpOperand, nOperands), make([]OpOperand, nOperands)
+	}
+	for i := range values {
+		values[i] = Value{op: op, index: i}
+		results[i] = &values[i]
+	}
+	for i := range slots {
+		slots[i] = OpOperand{owner: op, index: i}
+		operands[i] = &slots[i]
+	}
+	op.results, op.operands = results, operands
 	return op
 }
 
@@ -455,11 +511,14 @@ func (op *Operation) clone(m map[*Value]*Value, blocks map[*Block]*Block) *Opera
 			operands[i] = n
 		}
 	}
-	c := &Operation{name: op.name, def: op.def, props: op.props, attrs: op.attrs, loc: op.loc}
-	c.SetOperands(operands)
-	c.results = make([]*Value, len(op.results))
+	c := allocOp(len(op.results), len(operands))
+	c.name, c.def, c.props, c.attrs, c.loc = op.name, op.def, op.props, op.attrs, op.loc
+	for i, v := range operands {
+		c.operands[i].value = v
+		c.operands[i].link()
+	}
 	for i, r := range op.results {
-		c.results[i] = &Value{typ: r.typ, op: c, index: i}
+		c.results[i].typ = r.typ
 		m[r] = c.results[i]
 	}
 	for _, r := range op.regions {

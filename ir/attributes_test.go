@@ -1,0 +1,73 @@
+package ir
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestDict(t *testing.T) {
+	a, b, c := Str("a"), Str("b"), Str("c")
+	tests := []struct {
+		name    string
+		entries []NamedAttr
+		want    DictAttr
+	}{
+		{"empty", nil, nil},
+		{"sorted", []NamedAttr{{"x", a}, {"y", b}}, DictAttr{{"x", a}, {"y", b}}},
+		{"unsorted", []NamedAttr{{"y", b}, {"x", a}}, DictAttr{{"x", a}, {"y", b}}},
+		{"later duplicate wins", []NamedAttr{{"x", a}, {"x", c}}, DictAttr{{"x", c}}},
+		{"nil removes", []NamedAttr{{"x", a}, {"y", b}, {"x", nil}}, DictAttr{{"y", b}}},
+		{"only nil", []NamedAttr{{"x", nil}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.entries)
+			got := Dict(in...)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Dict(%v) = %v, want %v", tt.entries, got, tt.want)
+			}
+			if len(in) > 0 && len(got) > 0 {
+				in[0].Value = Str("changed")
+				if got[0].Value == Str("changed") {
+					t.Errorf("Dict(%v) shares its entries with the caller", tt.entries)
+				}
+			}
+		})
+	}
+}
+
+func TestNewOperationSlots(t *testing.T) {
+	ctx := NewContext()
+	blk := NewBlock(I32, I32, I32, I32)
+	args := blk.Arguments()
+	for n := range len(args) + 1 {
+		for nr := range 3 {
+			types := slices.Repeat([]Type{I64}, nr)
+			op := NewOperation(ctx, OperationState{Name: "test.op", Operands: args[:n], ResultTypes: types})
+			if op.NumOperands() != n || op.NumResults() != nr {
+				t.Fatalf("%d operands, %d results: got %d and %d", n, nr, op.NumOperands(), op.NumResults())
+			}
+			for i, o := range op.OpOperands() {
+				if o.Get() != args[i] || o.Owner() != op || o.Index() != i {
+					t.Errorf("%d operands, %d results: operand %d is %v of %v at %d", n, nr, i, o.Get(), o.Owner(), o.Index())
+				}
+			}
+			for i, r := range op.Results() {
+				if r.Type() != I64 || r.DefiningOp() != op || r.Index() != i {
+					t.Errorf("%d operands, %d results: result %d is wrong", n, nr, i)
+				}
+			}
+			c := op.Clone(nil)
+			if !slices.Equal(c.Operands(), op.Operands()) || len(c.Results()) != nr {
+				t.Errorf("%d operands, %d results: the clone differs", n, nr)
+			}
+			c.Erase()
+			op.Erase()
+		}
+	}
+	for _, a := range args {
+		if a.HasUses() {
+			t.Errorf("argument %d still has uses after the ops are erased", a.Index())
+		}
+	}
+}
