@@ -41,6 +41,15 @@ type Program interface {
 	Kernels() int
 }
 
+// Transferrer is a Program that knows how much of its last Run was moving
+// data: converting the .npy arguments, uploading them, downloading and
+// converting the results. A first call is timed without it, as
+// torch.compile's first call is: inputs already on the device, outputs
+// left there.
+type Transferrer interface {
+	TransferS() float64
+}
+
 // Load parses an instance's program, verifies it, derives the gradient
 // function and symbolizes shapes where the workload asks for it. It is the
 // "trace" phase of a first call. Functions other than the entry are erased,

@@ -66,8 +66,8 @@ func (*GPU) Modes() []string {
 
 // Compile implements Engine: it records the entry's tensor signature, lowers
 // the module and compiles its kernels. The phases it reports are "lower",
-// "llvm" and "ptx"; loading the PTX happens on the first call (in the
-// runner's "first_run").
+// "llvm" and "ptx"; loading the PTX happens on the first call (its "load"
+// phase).
 func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string) (Program, error) {
 	m, err := exec.ParseMode(mode)
 	if err != nil {
@@ -144,6 +144,9 @@ type gpuProgram struct {
 	// until the max-autotune modes have tuned (on the first call).
 	tune   func(togpu.Config) (*exec.Program, error)
 	runner *exec.Runner // CUDA graphs of the graph modes, made on first use
+	// transfer is what the last Run spent converting, uploading and
+	// downloading (see Transferrer).
+	transfer time.Duration
 }
 
 // ready tunes on the first call of the max-autotune modes and makes the
@@ -186,31 +189,67 @@ func (p *gpuProgram) values(args []*npy.Array) ([]interp.Value, error) {
 	return vals, nil
 }
 
+// Run calls the program once. Apart from the CUDA-graph modes (whose
+// Runner uploads and launches in one), it takes the call in the steps a
+// first call with inputs already on the device is made of: module load
+// (the "load" phase, first call only), then the launch and the wait. The
+// conversions and copies around them are counted in TransferS instead.
 func (p *gpuProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
+	t0 := time.Now()
 	vals, err := p.values(args)
 	if err != nil {
 		return nil, err
 	}
+	p.transfer = time.Since(t0)
 	if err := p.ready(vals); err != nil {
 		return nil, err
 	}
 	var res []interp.Value
 	if p.runner != nil {
-		res, err = p.runner.Run(vals)
+		if res, err = p.runner.Run(vals); err != nil {
+			return nil, err
+		}
 	} else {
-		res, err = p.prog.Run(p.rt, p.entry, vals)
+		if _, ok := p.phases["load"]; !ok {
+			t := time.Now()
+			if err := p.prog.Load(p.rt, p.entry); err != nil {
+				return nil, err
+			}
+			p.phases["load"] = time.Since(t).Seconds()
+		}
+		t := time.Now()
+		b, err := p.prog.Prepare(p.rt, p.entry, vals)
+		if err != nil {
+			return nil, err
+		}
+		defer b.Free()
+		p.transfer += time.Since(t)
+		if err := b.Launch(); err != nil {
+			return nil, err
+		}
+		if err := b.Wait(); err != nil {
+			return nil, err
+		}
+		t = time.Now()
+		res, err = b.Results()
+		p.transfer += time.Since(t)
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
+	t1 := time.Now()
 	out := make([]*npy.Array, len(res))
 	for i, r := range res {
 		if out[i], err = interp.ToNPY(r); err != nil {
 			return nil, fmt.Errorf("result %d: %w", i, err)
 		}
 	}
+	p.transfer += time.Since(t1)
 	return out, nil
 }
+
+// TransferS implements Transferrer.
+func (p *gpuProgram) TransferS() float64 { return p.transfer.Seconds() }
 
 // Time uploads the arguments once and times the launches alone with CUDA
 // events (exec.Bound.Time), or the replays of the CUDA graph in the modes

@@ -67,7 +67,9 @@ type FileSpec struct {
 type StrataMode struct {
 	// Ms is the median milliseconds per call.
 	Ms float64 `json:"ms,omitempty"`
-	// FirstCallS is trace + compile + load + first call, in seconds.
+	// FirstCallS is trace + compile + module load + first launch and wait,
+	// in seconds, with the inputs already on the device (as torch.compile's
+	// first call): the conversions and copies are PhasesS["transfer"].
 	FirstCallS float64 `json:"first_call_s,omitempty"`
 	// PhasesS splits the first call, as far as known.
 	PhasesS map[string]float64 `json:"phases_s,omitempty"`

@@ -273,3 +273,41 @@ func TestMedian(t *testing.T) {
 		t.Error("median sorted its input")
 	}
 }
+
+// slowTransfer is an engine whose calls spend transferS of each Run moving
+// data, as the GPU engine's uploads and downloads.
+type slowTransfer struct{ transferS float64 }
+
+func (e slowTransfer) Name() string    { return "fake" }
+func (e slowTransfer) Modes() []string { return []string{"default"} }
+func (e slowTransfer) Compile(*ir.Context, *ir.Operation, string, string) (Program, error) {
+	return &slowProgram{e.transferS}, nil
+}
+
+type slowProgram struct{ transferS float64 }
+
+func (p *slowProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
+	time.Sleep(time.Duration(p.transferS * float64(time.Second)))
+	return nil, nil
+}
+func (p *slowProgram) Time([]*npy.Array, int, int) (float64, error) { return 1, nil }
+func (p *slowProgram) Phases() map[string]float64                   { return nil }
+func (p *slowProgram) Kernels() int                                 { return 1 }
+func (p *slowProgram) TransferS() float64                           { return p.transferS }
+
+// TestFirstCallLeavesOutTransfers checks that the first-call time leaves
+// out what the engine reports as data movement, and reports it apart.
+func TestFirstCallLeavesOutTransfers(t *testing.T) {
+	inst, err := Lookup("softmax").Build(Small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const transfer = 0.2
+	sm, _, err := runMode(Options{Engine: slowTransfer{transfer}, RepMs: 1}, inst, "default", [][]*npy.Array{nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sm.PhasesS["transfer"] < transfer || sm.FirstCallS >= transfer/2 {
+		t.Errorf("first call %.3f s with transfer %.3f s: want the %.1f s of transfer left out", sm.FirstCallS, sm.PhasesS["transfer"], transfer)
+	}
+}

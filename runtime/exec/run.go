@@ -191,6 +191,31 @@ type Bound struct {
 	held []*allocation
 }
 
+// Load loads the PTX modules of the kernels host function fn launches
+// (each distinct text once per Runtime), so that a caller can time module
+// loading apart from uploads; Prepare loads them too when needed.
+func (p *Program) Load(rt *Runtime, fn string) error {
+	pl, err := p.plan(fn)
+	if err != nil {
+		return err
+	}
+	_, err = p.kernels(rt, pl)
+	return err
+}
+
+// kernels returns the kernel of each launch of pl, loading its module.
+func (p *Program) kernels(rt *Runtime, pl *plan) ([]kernel, error) {
+	ks := make([]kernel, 0, len(pl.launches))
+	for _, l := range pl.launches {
+		k, err := rt.kernel(p.ptx[l.module], l.kernel)
+		if err != nil {
+			return nil, ir.Errorf(l.op.Loc(), "loading kernel @%s::@%s: %v", l.module, l.kernel, err)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
 // Prepare checks args against host function fn and its guards, loads the
 // kernels it launches and uploads the arguments.
 func (p *Program) Prepare(rt *Runtime, fn string, args []interp.Value) (*Bound, error) {
@@ -206,12 +231,8 @@ func (p *Program) Prepare(rt *Runtime, fn string, args []interp.Value) (*Bound, 
 	}
 	b := &Bound{rt: rt, plan: pl, state: runState{rt: rt}}
 	b.state.bound = b
-	for _, l := range pl.launches {
-		k, err := rt.kernel(p.ptx[l.module], l.kernel)
-		if err != nil {
-			return nil, ir.Errorf(l.op.Loc(), "loading kernel @%s::@%s: %v", l.module, l.kernel, err)
-		}
-		b.kernels = append(b.kernels, k)
+	if b.kernels, err = p.kernels(rt, pl); err != nil {
+		return nil, err
 	}
 	for i, a := range args {
 		v, err := b.bind(a, pl.params[i])
@@ -330,10 +351,18 @@ func (b *Bound) release() error {
 	return errors.Join(errs...)
 }
 
+// Wait waits for the last Launch to finish.
+func (b *Bound) Wait() error {
+	if err := b.rt.dev.Synchronize(); err != nil {
+		return fmt.Errorf("@%s: %w", b.plan.name, err)
+	}
+	return nil
+}
+
 // Results waits for the last Launch and copies its results to the host.
 func (b *Bound) Results() ([]interp.Value, error) {
-	if err := b.rt.dev.Synchronize(); err != nil {
-		return nil, fmt.Errorf("@%s: %w", b.plan.name, err)
+	if err := b.Wait(); err != nil {
+		return nil, err
 	}
 	out := make([]interp.Value, len(b.results))
 	ft, _ := b.plan.fn.Attr("function_type").(ir.TypeAttr)
