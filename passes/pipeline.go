@@ -363,30 +363,39 @@ func (p *pipelineParser) checkAnchors(pm *OpPassManager) error {
 
 // balanced returns the index of the '}' closing the '{' at open.
 func (p *pipelineParser) balanced(open int) (int, error) {
-	depth := 0
-	var quote byte
-	for i := open; i < len(p.src); i++ {
-		c := p.src[i]
+	end, _, quote := scanQuoted(p.src, open, func(c byte, depth int) bool { return c == '}' && depth == 1 })
+	switch {
+	case quote != 0:
+		return 0, p.errorf(open, "unterminated quoted option value")
+	case end == len(p.src):
+		return 0, p.errorf(open, "unbalanced '{': expected '}' to close the options")
+	}
+	return end, nil
+}
+
+// scanQuoted scans text from i up to the first byte c for which stop(c,
+// depth) holds, depth being the count of '{' open before c; quoted strings
+// are skipped whole. It returns that byte's index (len(text) if none), the
+// depth there, and the quote left open at the end of text, if any.
+func scanQuoted(text string, i int, stop func(c byte, depth int) bool) (end, depth int, quote byte) {
+	for ; i < len(text); i++ {
+		c := text[i]
 		switch {
 		case quote != 0:
 			if c == quote {
 				quote = 0
 			}
+		case stop(c, depth):
+			return i, depth, 0
 		case c == '"' || c == '\'':
 			quote = c
 		case c == '{':
 			depth++
 		case c == '}':
 			depth--
-			if depth == 0 {
-				return i, nil
-			}
 		}
 	}
-	if quote != 0 {
-		return 0, p.errorf(open, "unterminated quoted option value")
-	}
-	return 0, p.errorf(open, "unbalanced '{': expected '}' to close the options")
+	return i, depth, quote
 }
 
 // parseOptions reads "key=value key2=value2 flag" and returns every option
@@ -438,33 +447,16 @@ func (p *pipelineParser) parseOptions(info *PassInfo, text string, base int) (Op
 // scanValue returns the end of the option value starting at i: up to the
 // next space outside quotes and braces.
 func scanValue(text string, i int) (int, error) {
-	depth := 0
-	var quote byte
-	start := i
-	for ; i < len(text); i++ {
-		c := text[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '{':
-			depth++
-		case c == '}':
-			depth--
-		case depth == 0 && strings.IndexByte(" \t\n\r", c) >= 0:
-			return i, nil
-		}
-	}
-	if quote != 0 {
+	end, depth, quote := scanQuoted(text, i, func(c byte, depth int) bool {
+		return depth == 0 && strings.IndexByte(" \t\n\r", c) >= 0
+	})
+	switch {
+	case quote != 0:
 		return 0, fmt.Errorf("unterminated quoted value")
+	case depth != 0:
+		return 0, fmt.Errorf("unbalanced '{' in value %q", text[i:])
 	}
-	if depth != 0 {
-		return 0, fmt.Errorf("unbalanced '{' in value %q", text[start:])
-	}
-	return i, nil
+	return end, nil
 }
 
 func unknownPassMessage(name string) string {
