@@ -307,22 +307,19 @@ func (b *Bound) Launch() error {
 			return err
 		}
 	}
-	b.results = slices.Clone(r.results)
+	// The slices are reused launch after launch: the launch path of a
+	// small kernel allocates nothing it can avoid (tiny_chain's host
+	// overhead).
+	b.results = append(b.results[:0], r.results...)
 	// Keep what the results use; return every other plan allocation the
 	// plan did not deallocate itself, so a plan that leaks does not grow
-	// the device's memory launch after launch.
-	keep := map[*allocation]bool{}
-	for _, v := range b.results {
-		if v.b != nil && v.b.mem.owned {
-			keep[v.b.mem] = true
-		}
-	}
+	// the device's memory launch after launch. (Results are few: a scan
+	// is cheaper than a set.)
 	var errs []error
 	for _, m := range r.allocs {
 		switch {
-		case keep[m]:
+		case b.returns(m):
 			b.held = append(b.held, m)
-			delete(keep, m)
 		case !m.freed:
 			errs = append(errs, r.free(m))
 		}
@@ -338,6 +335,19 @@ func (b *Bound) Launch() error {
 	return nil
 }
 
+// returns reports whether the last results use plan allocation m.
+func (b *Bound) returns(m *allocation) bool {
+	if !m.owned {
+		return false
+	}
+	for _, v := range b.results {
+		if v.b != nil && v.b.mem == m {
+			return true
+		}
+	}
+	return false
+}
+
 // release frees the allocations the last results held.
 func (b *Bound) release() error {
 	var errs []error
@@ -347,7 +357,7 @@ func (b *Bound) release() error {
 			errs = append(errs, b.rt.alloc.Free(m.ptr))
 		}
 	}
-	b.held, b.results = b.held[:0], nil
+	b.held, b.results = b.held[:0], b.results[:0]
 	return errors.Join(errs...)
 }
 
