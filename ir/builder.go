@@ -45,5 +45,5 @@ func (b *Builder) Create(st OperationState) *Operation {
 
 // Op is a shorthand for Create with operands, result types and properties.
 func (b *Builder) Op(name string, loc Location, operands []*Value, results []Type, props ...NamedAttr) *Operation {
-	return b.Create(OperationState{Name: name, Loc: loc, Operands: operands, ResultTypes: results, Properties: Dict(props...)})
+	return b.Insert(newOperation(b.Ctx, name, loc, operands, results, Dict(props...), nil, nil, nil))
 }

@@ -158,25 +158,32 @@ type OperationState struct {
 // NewOperation creates a detached op from st, looking its definition up in ctx
 // (ctx may be nil for an unregistered op). The regions in st are moved into it.
 func NewOperation(ctx *Context, st OperationState) *Operation {
-	op := allocOp(len(st.ResultTypes), len(st.Operands))
-	op.name = st.Name
-	op.props, op.attrs = st.Properties, st.Attributes
-	op.successors = slices.Clone(st.Successors)
-	op.loc = st.Loc
+	return newOperation(ctx, st.Name, st.Loc, st.Operands, st.ResultTypes, st.Properties, st.Attributes, st.Regions, st.Successors)
+}
+
+// newOperation is NewOperation with the state spread out: escape analysis
+// then sees that only the elements of operands and types are kept, so the
+// slices callers build for them can stay on their stacks.
+func newOperation(ctx *Context, name string, loc Location, operands []*Value, types []Type, props, attrs DictAttr, regions []*Region, successors []*Block) *Operation {
+	op := allocOp(len(types), len(operands))
+	op.name = name
+	op.props, op.attrs = props, attrs
+	op.successors = slices.Clone(successors)
+	op.loc = loc
 	if op.loc == nil {
 		op.loc = UnknownLoc{}
 	}
 	if ctx != nil {
-		op.def = ctx.OpDef(st.Name)
+		op.def = ctx.OpDef(name)
 	}
-	for i, t := range st.ResultTypes {
+	for i, t := range types {
 		op.results[i].typ = t
 	}
-	for i, v := range st.Operands {
+	for i, v := range operands {
 		op.operands[i].value = v
 		op.operands[i].link()
 	}
-	for _, r := range st.Regions {
+	for _, r := range regions {
 		if r == nil {
 			r = &Region{}
 		}
