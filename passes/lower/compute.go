@@ -99,6 +99,9 @@ func isElementwise(op *ir.Operation) bool {
 func (k *kernel) operandIndex(o *ir.Value, out []int64, idx []*ir.Value) ([]*ir.Value, error) {
 	os := shapeOf(o)
 	off := len(out) - len(os)
+	if off == 0 && len(idx) == len(os) && !slices.ContainsFunc(os, func(n int64) bool { return n == 1 || n == ir.Dynamic }) {
+		return idx, nil // no broadcasting: the same index (which nobody modifies)
+	}
 	res := make([]*ir.Value, len(os))
 	for d, n := range os {
 		switch {

@@ -497,18 +497,38 @@ func (k *kernel) emit(tag string, aux uint64, typ ir.Type, operands []*ir.Value,
 
 // constant returns the scalar constant attribute a.
 func (k *kernel) constant(a ir.Attribute) *ir.Value {
-	var key memoKey
 	switch c := a.(type) {
 	case ir.IntegerAttr:
-		key = memoKey{tag: "ci", typ: c.Type, aux: uint64(c.Value)}
+		return k.intAttr(c)
 	case ir.FloatAttr:
-		key = memoKey{tag: "cf", typ: c.Type, aux: c.Bits}
-	default:
-		key = memoKey{tag: "c", more: a.String()}
+		return k.floatAttr(c)
 	}
+	key := memoKey{tag: "c", more: a.String()}
 	if v := k.lookup(key); v != nil {
 		return v
 	}
+	return k.newConstant(key, a)
+}
+
+// intAttr and floatAttr are constant for the common attributes: a hit in
+// the memo does not box the attribute.
+func (k *kernel) intAttr(c ir.IntegerAttr) *ir.Value {
+	key := memoKey{tag: "ci", typ: c.Type, aux: uint64(c.Value)}
+	if v := k.lookup(key); v != nil {
+		return v
+	}
+	return k.newConstant(key, c)
+}
+
+func (k *kernel) floatAttr(c ir.FloatAttr) *ir.Value {
+	key := memoKey{tag: "cf", typ: c.Type, aux: c.Bits}
+	if v := k.lookup(key); v != nil {
+		return v
+	}
+	return k.newConstant(key, c)
+}
+
+func (k *kernel) newConstant(key memoKey, a ir.Attribute) *ir.Value {
 	l := k.floor
 	v := arith.Constant(k.place(l), k.loc, a)
 	k.level[v] = l
@@ -517,15 +537,15 @@ func (k *kernel) constant(a ir.Attribute) *ir.Value {
 }
 
 func (k *kernel) index(n int64) *ir.Value {
-	return k.constant(ir.IntegerAttr{Value: n, Type: ir.Index})
+	return k.intAttr(ir.IntegerAttr{Value: n, Type: ir.Index})
 }
 
 func (k *kernel) intConst(n int64, t ir.Type) *ir.Value {
-	return k.constant(ir.IntegerAttr{Value: ir.TruncInt(n, t), Type: t})
+	return k.intAttr(ir.IntegerAttr{Value: ir.TruncInt(n, t), Type: t})
 }
 
 func (k *kernel) floatConst(f float64, t ir.Type) *ir.Value {
-	return k.constant(ir.Float(f, t.(*ir.FloatType)))
+	return k.floatAttr(ir.Float(f, t.(*ir.FloatType)))
 }
 
 // indexOp emits an arith op on index values, folding the common constant
