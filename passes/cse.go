@@ -1,9 +1,9 @@
 package passes
 
 import (
-	"fmt"
+	"cmp"
+	"encoding/binary"
 	"slices"
-	"strings"
 
 	"github.com/strata-ir/strata/ir"
 )
@@ -26,17 +26,29 @@ type cse struct{}
 
 func (cse) Name() string { return "cse" }
 
-// cseScope maps op keys to the op that first computed them, and falls back
-// on the scope of the dominating block or enclosing region.
+// cseScope maps op keys to the ops that first computed them, and falls
+// back on the scope of the dominating block or enclosing region.
 type cseScope struct {
 	parent *cseScope
-	known  map[string]*ir.Operation
+	known  map[cseKey][]*ir.Operation
 }
 
-func (s *cseScope) lookup(k string) *ir.Operation {
+// A cseKey is what an op computes, as far as a map can tell cheaply: its
+// name and operands (in a canonical order for commutative ops). Ops with
+// the same key are then told apart by properties, attributes and result
+// types (sameExtras), which are printed only when the keys match.
+type cseKey struct {
+	name     string
+	operands [3]*ir.Value
+	more     string // operands past the third, as value ids
+}
+
+func (s *cseScope) lookup(k cseKey, o *ir.Operation) *ir.Operation {
 	for ; s != nil; s = s.parent {
-		if op, ok := s.known[k]; ok {
-			return op
+		for _, prev := range s.known[k] {
+			if sameExtras(prev, o) {
+				return prev
+			}
 		}
 	}
 	return nil
@@ -44,11 +56,12 @@ func (s *cseScope) lookup(k string) *ir.Operation {
 
 type cseRun struct {
 	replaced, erased int
-	keyBuf           strings.Builder
+	ids              map[*ir.Value]uint64 // see id
+	scratch          []*ir.Value
 }
 
 func (cse) Run(op *ir.Operation, st *State) error {
-	r := &cseRun{}
+	r := &cseRun{ids: map[*ir.Value]uint64{}}
 	for _, reg := range op.Regions() {
 		r.region(reg, nil)
 	}
@@ -68,10 +81,10 @@ func (r *cseRun) region(reg *ir.Region, outer *cseScope) {
 	if len(blocks) == 0 {
 		return
 	}
-	entry := &cseScope{parent: outer, known: map[string]*ir.Operation{}}
+	entry := &cseScope{parent: outer, known: map[cseKey][]*ir.Operation{}}
 	r.block(blocks[0], entry)
 	for _, b := range blocks[1:] {
-		r.block(b, &cseScope{parent: entry, known: map[string]*ir.Operation{}})
+		r.block(b, &cseScope{parent: entry, known: map[cseKey][]*ir.Operation{}})
 	}
 }
 
@@ -103,7 +116,7 @@ func (r *cseRun) op(o *ir.Operation, scope *cseScope) {
 		return
 	}
 	k := r.key(o)
-	if prev := scope.lookup(k); prev != nil {
+	if prev := scope.lookup(k, o); prev != nil {
 		for i, res := range o.Results() {
 			res.ReplaceAllUsesWith(prev.Result(i))
 		}
@@ -111,30 +124,60 @@ func (r *cseRun) op(o *ir.Operation, scope *cseScope) {
 		r.replaced++
 		return
 	}
-	scope.known[k] = o
+	scope.known[k] = append(scope.known[k], o)
 }
 
-// key identifies what o computes. Values are identified by their address,
-// which is stable while the pass runs.
-func (r *cseRun) key(o *ir.Operation) string {
-	b := &r.keyBuf
-	b.Reset()
-	b.WriteString(o.Name())
-	operands := make([]string, o.NumOperands())
-	for i, v := range o.Operands() {
-		operands[i] = fmt.Sprintf("%p", v)
+// id numbers values in the order the run first asks for them: an order for
+// the operands of commutative ops, and a compact encoding of long operand
+// lists.
+func (r *cseRun) id(v *ir.Value) uint64 {
+	id, ok := r.ids[v]
+	if !ok {
+		id = uint64(len(r.ids) + 1)
+		r.ids[v] = id
 	}
+	return id
+}
+
+// key is o's name and operands.
+func (r *cseRun) key(o *ir.Operation) cseKey {
+	operands := r.scratch[:0]
+	for i := range o.NumOperands() {
+		operands = append(operands, o.Operand(i))
+	}
+	r.scratch = operands
 	if o.HasTrait(ir.Commutative) {
-		slices.Sort(operands)
+		slices.SortFunc(operands, func(a, b *ir.Value) int { return cmp.Compare(r.id(a), r.id(b)) })
 	}
-	b.WriteByte('(')
-	b.WriteString(strings.Join(operands, ","))
-	b.WriteString(")<")
-	b.WriteString(o.Properties().String())
-	b.WriteString(">")
-	b.WriteString(o.Attributes().String())
-	for _, t := range o.ResultTypes() {
-		b.WriteString(";" + t.String())
+	k := cseKey{name: o.Name()}
+	n := copy(k.operands[:], operands)
+	if n < len(operands) {
+		var buf []byte
+		for _, v := range operands[n:] {
+			buf = binary.AppendUvarint(buf, r.id(v))
+		}
+		k.more = string(buf)
 	}
-	return b.String()
+	return k
+}
+
+// sameExtras reports whether ops a and b, of the same key, have the same
+// properties, attributes and result types.
+func sameExtras(a, b *ir.Operation) bool {
+	if a.NumResults() != b.NumResults() {
+		return false
+	}
+	for i := range a.NumResults() {
+		if ta, tb := a.Result(i).Type(), b.Result(i).Type(); ta != tb && ta.String() != tb.String() {
+			return false
+		}
+	}
+	return sameDict(a.Properties(), b.Properties()) && sameDict(a.Attributes(), b.Attributes())
+}
+
+func sameDict(a, b ir.DictAttr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || a.String() == b.String()
 }
