@@ -131,8 +131,9 @@ type greedyDriver struct {
 	patterns []*Pattern
 	byRoot   map[string][]*Pattern
 
-	// worklist is a stack; index maps each op on it to its slot, and
-	// removed ops leave nil holes.
+	// worklist is a stack, and removed ops leave nil holes. index maps the
+	// ops on it to their slots; entries of ops popped since go stale rather
+	// than being deleted (see queued), which saves a map deletion per op.
 	worklist []*Operation
 	index    map[*Operation]int
 
@@ -163,16 +164,26 @@ func (d *greedyDriver) fillWorklist() {
 		}
 	}
 	slices.Reverse(ops)
+	if len(d.index) == 0 {
+		d.index = make(map[*Operation]int, len(ops))
+	}
+	d.worklist = slices.Grow(d.worklist, len(ops))
 	for _, o := range ops {
 		d.push(o)
 	}
+}
+
+// queued returns op's slot on the worklist, if it is there.
+func (d *greedyDriver) queued(op *Operation) (int, bool) {
+	i, ok := d.index[op]
+	return i, ok && i < len(d.worklist) && d.worklist[i] == op
 }
 
 func (d *greedyDriver) push(op *Operation) {
 	if op == nil || op == d.root || d.erased[op] {
 		return
 	}
-	if _, ok := d.index[op]; ok {
+	if _, ok := d.queued(op); ok {
 		return
 	}
 	d.index[op] = len(d.worklist)
@@ -180,9 +191,8 @@ func (d *greedyDriver) push(op *Operation) {
 }
 
 func (d *greedyDriver) remove(op *Operation) {
-	if i, ok := d.index[op]; ok {
+	if i, ok := d.queued(op); ok {
 		d.worklist[i] = nil
-		delete(d.index, op)
 	}
 }
 
@@ -191,7 +201,6 @@ func (d *greedyDriver) pop() *Operation {
 		op := d.worklist[len(d.worklist)-1]
 		d.worklist = d.worklist[:len(d.worklist)-1]
 		if op != nil {
-			delete(d.index, op)
 			return op
 		}
 	}
@@ -203,7 +212,7 @@ func (d *greedyDriver) pop() *Operation {
 func (d *greedyDriver) drain() bool {
 	for op := d.pop(); op != nil; op = d.pop() {
 		if d.cfg.MaxNumRewrites > 0 && d.numRewrites >= d.cfg.MaxNumRewrites {
-			d.worklist, d.index = d.worklist[:0], map[*Operation]int{}
+			d.worklist = d.worklist[:0]
 			return false
 		}
 		if op.block != nil { // a pattern may have detached it
