@@ -22,6 +22,14 @@ func AttrEqual(a, b Attribute) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
+	// Equal scalar attributes print the same: no need to print them. (Types
+	// are uniqued pointers, so these structs compare without panicking.)
+	switch a.(type) {
+	case IntegerAttr, FloatAttr, StringAttr, OpaqueAttr, TypeAttr, UnitAttr:
+		if a == b {
+			return true
+		}
+	}
 	return a.String() == b.String()
 }
 
@@ -245,6 +253,11 @@ func isBareIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// Equal reports whether d and e hold the same names with equal values.
+func (d DictAttr) Equal(e DictAttr) bool {
+	return slices.EqualFunc(d, e, func(a, b NamedAttr) bool { return a.Name == b.Name && AttrEqual(a.Value, b.Value) })
 }
 
 // Get returns the value named name, or nil.

@@ -71,3 +71,51 @@ func TestNewOperationSlots(t *testing.T) {
 		}
 	}
 }
+
+func TestAttrEqual(t *testing.T) {
+	tests := []struct {
+		a, b Attribute
+		want bool
+	}{
+		{IntegerAttr{Value: 1, Type: I32}, IntegerAttr{Value: 1, Type: I32}, true},
+		{IntegerAttr{Value: 1, Type: I32}, IntegerAttr{Value: 1, Type: I64}, false},
+		{IntegerAttr{Value: 1, Type: I32}, IntegerAttr{Value: 2, Type: I32}, false},
+		{Float(1.5, F32), Float(1.5, F32), true},
+		{Float(1.5, F32), Float(1.5, F64), false},
+		{Str("a"), Str("a"), true},
+		{Str("a"), OpaqueAttr{Text: `"a"`}, true}, // same text
+		{OpaqueAttr{Text: "#x<1>"}, OpaqueAttr{Text: "#x<1>"}, true},
+		{TypeAttr{Type: I32}, TypeAttr{Type: I32}, true},
+		{UnitAttr{}, UnitAttr{}, true},
+		{ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, true},
+		{ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, ArrayAttr{}, false},
+		{nil, nil, true},
+		{nil, UnitAttr{}, false},
+	}
+	for _, tt := range tests {
+		if got := AttrEqual(tt.a, tt.b); got != tt.want {
+			t.Errorf("AttrEqual(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestDictEqual(t *testing.T) {
+	d := Dict(NamedAttr{"a", IntegerAttr{Value: 1, Type: I64}}, NamedAttr{"b", Str("x")})
+	tests := []struct {
+		e    DictAttr
+		want bool
+	}{
+		{Dict(NamedAttr{"b", Str("x")}, NamedAttr{"a", IntegerAttr{Value: 1, Type: I64}}), true},
+		{Dict(NamedAttr{"a", IntegerAttr{Value: 1, Type: I64}}), false},
+		{Dict(NamedAttr{"a", IntegerAttr{Value: 1, Type: I64}}, NamedAttr{"c", Str("x")}), false},
+		{Dict(NamedAttr{"a", IntegerAttr{Value: 2, Type: I64}}, NamedAttr{"b", Str("x")}), false},
+	}
+	for _, tt := range tests {
+		if got := d.Equal(tt.e); got != tt.want {
+			t.Errorf("%v.Equal(%v) = %v, want %v", d, tt.e, got, tt.want)
+		}
+	}
+	if !DictAttr(nil).Equal(DictAttr{}) {
+		t.Error("nil and empty dictionaries differ")
+	}
+}

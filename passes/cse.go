@@ -36,7 +36,7 @@ type cseScope struct {
 // A cseKey is what an op computes, as far as a map can tell cheaply: its
 // name and operands (in a canonical order for commutative ops). Ops with
 // the same key are then told apart by properties, attributes and result
-// types (sameExtras), which are printed only when the keys match.
+// types (sameExtras).
 type cseKey struct {
 	name     string
 	operands [3]*ir.Value
@@ -172,12 +172,5 @@ func sameExtras(a, b *ir.Operation) bool {
 			return false
 		}
 	}
-	return sameDict(a.Properties(), b.Properties()) && sameDict(a.Attributes(), b.Attributes())
-}
-
-func sameDict(a, b ir.DictAttr) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	return len(a) == 0 || a.String() == b.String()
+	return a.Properties().Equal(b.Properties()) && a.Attributes().Equal(b.Attributes())
 }
