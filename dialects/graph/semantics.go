@@ -30,13 +30,17 @@ var unaryFloat = map[string]func(float64) float64{
 	"reciprocal": func(x float64) float64 { return 1 / x },
 }
 
+// sigmoid takes one exp and one division for every x: with e = e^-|x| in
+// (0, 1], r = 1/(1+e) is σ(|x|) and e·r is σ(-|x|), so nothing overflows.
+// NaN fails x >= 0 and propagates through e·r. The lowering computes the
+// same steps.
 func sigmoid(x float64) float64 {
-	// Written so that neither branch overflows.
+	e := math.Exp(-math.Abs(x))
+	r := 1 / (1 + e)
 	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
+		return r
 	}
-	e := math.Exp(x)
-	return e / (1 + e)
+	return e * r
 }
 
 func relu(x float64) float64 {
@@ -89,16 +93,15 @@ func ComputeType(elem ir.Type) *ir.FloatType {
 // arith/math ops of the lowered code compute them); single functions (exp,
 // tanh, erf) are the correctly rounded float32 results.
 
+// sigmoid32 is sigmoid's formula in float32.
 func sigmoid32(x float64) float64 {
 	v := float32(x)
+	e := float32(math.Exp(float64(-float32(math.Abs(float64(v))))))
+	r := float32(1 / float32(1+e))
 	if v >= 0 {
-		e := float32(math.Exp(float64(-v)))
-		d := float32(1 + e)
-		return float64(float32(1 / d))
+		return float64(r)
 	}
-	e := float32(math.Exp(float64(v)))
-	d := float32(1 + e)
-	return float64(float32(e / d))
+	return float64(float32(e * r))
 }
 
 func geluTanh32(x float64) float64 {

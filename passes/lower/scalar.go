@@ -103,9 +103,10 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 	var r *ir.Value
 	switch {
 	case name == "sigmoid":
-		pos := div(c(1), add(c(1), k.mathOp("math.exp", k.unary("arith.negf", w))))
-		e := k.mathOp("math.exp", w)
-		r = k.sel(k.cmpf(arith.CmpFOGE, w, c(0)), pos, div(e, add(c(1), e)))
+		// One exp and one division: e = e^-|w|, r = σ(|w|), e·r = σ(-|w|).
+		e := k.mathOp("math.exp", k.unary("arith.negf", k.mathOp("math.absf", w)))
+		r = div(c(1), add(c(1), e))
+		r = k.sel(k.cmpf(arith.CmpFOGE, w, c(0)), r, mul(e, r))
 	case name == "gelu" && approximate == "tanh":
 		cube := mul(mul(mul(c(geluC3), w), w), w)
 		r = mul(mul(c(0.5), w), add(c(1), k.mathOp("math.tanh", mul(c(geluC), add(w, cube)))))
