@@ -54,6 +54,8 @@ var binaryOps = []struct {
 const (
 	precisionNote = " Arithmetic is done in the element type: f32 in float32, f64 in float64; " +
 		"f16 and bf16 compute in float32 and round to nearest even. Integers wrap on overflow."
+	compositeNote = " f16 and bf16 inputs compute as PyTorch does: widened to f32, every step in f32, " +
+		"the result rounded to the element type once (graph-decompose casts to f32 and back)."
 	broadcastNote = " Operands broadcast as in NumPy: shapes are right-aligned and a size of 1 " +
 		"stretches to match; a `?` size broadcasts with anything."
 )
@@ -358,7 +360,7 @@ func opTable() []*opSpec {
 			name:    "softmax",
 			summary: "softmax along an axis (composite)",
 			description: "exp(x - max(x)) / sum(exp(x - max(x))) along `axis` (default -1); the max " +
-				"subtraction keeps it finite. graph-decompose expands it into primitives.",
+				"subtraction keeps it finite. graph-decompose expands it into primitives." + compositeNote,
 			operands: []operand{{"x", floatElem, "the input"}},
 			results:  resultDoc,
 			traits:   pure,
@@ -369,7 +371,7 @@ func opTable() []*opSpec {
 		&opSpec{
 			name:        "log_softmax",
 			summary:     "log of softmax along an axis (composite)",
-			description: "x - max(x) - log(sum(exp(x - max(x)))) along `axis` (default -1).",
+			description: "x - max(x) - log(sum(exp(x - max(x)))) along `axis` (default -1)." + compositeNote,
 			operands:    []operand{{"x", floatElem, "the input"}},
 			results:     resultDoc,
 			traits:      pure,
@@ -382,7 +384,7 @@ func opTable() []*opSpec {
 			summary: "layer normalization (composite)",
 			description: "Normalizes x over dims axis…rank-1: (x - mean) / sqrt(var + epsilon) · w + b, " +
 				"with the biased variance mean((x - mean)²) (PyTorch's layer_norm). w and b have the " +
-				"shape of the normalized dims.",
+				"shape of the normalized dims." + compositeNote,
 			operands: []operand{{"x", floatElem, "the input"}, {"weight", floatElem, "scale, shape x.shape[axis:]"}, {"bias", floatElem, "shift, shape x.shape[axis:]"}},
 			results:  resultDoc,
 			traits:   pure,
@@ -394,7 +396,7 @@ func opTable() []*opSpec {
 			name:    "rms_norm",
 			summary: "root-mean-square normalization (composite)",
 			description: "x / sqrt(mean(x²) + epsilon) · w, the mean taken over dims axis…rank-1; w has " +
-				"the shape of those dims.",
+				"the shape of those dims." + compositeNote,
 			operands: []operand{{"x", floatElem, "the input"}, {"weight", floatElem, "scale, shape x.shape[axis:]"}},
 			results:  resultDoc,
 			traits:   pure,
@@ -408,7 +410,11 @@ func opTable() []*opSpec {
 			description: "softmax(q·kᵀ·scale + mask) · v over the last two dims, batch dims broadcast. " +
 				"scale defaults to 1/√D (D = q's last dim). An i1 mask keeps scores where true " +
 				"(others become -inf); a float mask is added. With `causal`, scores with key index " +
-				"j > query index i are masked (PyTorch's is_causal, aligned at the top left).",
+				"j > query index i are masked (PyTorch's is_causal, aligned at the top left). Both " +
+				"products accumulate in f32 and round to the element type once; for f16 and bf16 the " +
+				"scores are then widened to f32, scaled, masked and normalized in f32, and the " +
+				"probabilities rounded to the element type once before the product with v (PyTorch's " +
+				"softmax(q·kᵀ·scale)·v in bf16).",
 			operands: []operand{
 				{"q", floatElem, "[..., Lq, D]"}, {"k", floatElem, "[..., Lk, D]"}, {"v", floatElem, "[..., Lk, Dv]"},
 				{"mask", anyElem, "i1 or q's type, broadcastable to [..., Lq, Lk]"},

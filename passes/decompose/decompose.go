@@ -2,12 +2,14 @@
 // graph dialect's composite ops (softmax, log_softmax, layer_norm, rms_norm,
 // attention) into graph primitives.
 //
-// Each expansion performs the same element-type operations, in the same
-// order, as the reference interpreter's rule for the composite, so that for
-// f32 and f64 the decomposed program usually gives bit-identical results and
-// otherwise differs only by the rounding of a constant (an epsilon given in a
-// wider type than the tensor's, say). Importing the package registers the
-// pass.
+// Each expansion performs the same operations, in the same order and in
+// the same type, as the reference interpreter's rule for the composite, so
+// that the decomposed program gives bit-identical results. Composites
+// compute in graph.ComputeType of their element type, as PyTorch does: an
+// f16 or bf16 composite casts its operands to f32 first and its result back
+// once at the end (attention casts the scores of its first product and
+// casts the probabilities back before the second). Importing the package
+// registers the pass.
 package decompose
 
 import (
@@ -26,6 +28,8 @@ func init() {
 		Description: "Rewrites graph.softmax, graph.log_softmax, graph.layer_norm, graph.rms_norm and " +
 			"graph.attention into graph primitives, numerically stable: softmax subtracts the maximum " +
 			"before exponentiating, layer_norm computes the variance of the centred values (two passes). " +
+			"f16 and bf16 composites are computed in f32 between a graph.cast to f32 and one back, as " +
+			"PyTorch computes them (attention keeps its two products in the element type). " +
 			"Afterwards no composite remains; a composite that cannot be expanded (a causal mask or " +
 			"default scale over dynamic sizes) is an error.",
 		Anchor: passes.AnyOp,
@@ -145,6 +149,28 @@ func (e *emitter) axisOf(op *ir.Operation, rank int) int64 {
 	return axis
 }
 
+// widen casts x to the type composites compute in for its element type
+// (f32 for f16 and bf16); x is returned as is when it is already there.
+func (e *emitter) widen(x *ir.Value) *ir.Value {
+	if e.Err != nil {
+		return nil
+	}
+	elem := ir.ElementTypeOf(x.Type())
+	ct := graph.ComputeType(elem)
+	if elem == ir.Type(ct) || !ir.IsFloat(elem) {
+		return x
+	}
+	return graph.Cast(e.B, e.Loc, x, ct)
+}
+
+// narrow casts x, computed by widen's type, back to elem.
+func (e *emitter) narrow(x *ir.Value, elem ir.Type) *ir.Value {
+	if e.Err != nil || ir.ElementTypeOf(x.Type()) == elem {
+		return x
+	}
+	return graph.Cast(e.B, e.Loc, x, elem)
+}
+
 func floatAttr(op *ir.Operation, name string, def float64) float64 {
 	if a, ok := op.Attr(name).(ir.FloatAttr); ok {
 		return a.Value()
@@ -167,11 +193,12 @@ func (e *emitter) softmax(x *ir.Value, axis int64, logForm bool) *ir.Value {
 
 func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
 	x := op.Operand(0)
-	shape, _ := e.ranked(x)
+	shape, elem := e.ranked(x)
 	if e.Err != nil {
 		return nil
 	}
-	return e.softmax(x, e.axisOf(op, len(shape)), op.Name() == "graph.log_softmax")
+	y := e.softmax(e.widen(x), e.axisOf(op, len(shape)), op.Name() == "graph.log_softmax")
+	return e.narrow(y, elem)
 }
 
 // expandNorm builds layer_norm as (x - mean)·(1/√(var + ε))·w + b with
@@ -179,11 +206,11 @@ func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
 // over the dims axis…rank-1. The reciprocal of a square root, rather than
 // rsqrt, is what the interpreter's rule rounds.
 func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
-	x := op.Operand(0)
-	shape, elem := e.ranked(x)
+	shape, elem := e.ranked(op.Operand(0))
 	if e.Err != nil {
 		return nil
 	}
+	x, w := e.widen(op.Operand(0)), e.widen(op.Operand(1))
 	axis := e.axisOf(op, len(shape))
 	var axes []int64
 	for d := axis; d < int64(len(shape)); d++ {
@@ -194,18 +221,20 @@ func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
 		centred = e.Binary("sub", x, e.Reduce("mean", x, axes, true))
 	}
 	variance := e.Reduce("mean", e.Binary("mul", centred, centred), axes, true)
-	eps := e.Scalar(elem, floatAttr(op, "epsilon", 1e-5))
+	eps := e.Scalar(graph.ComputeType(elem), floatAttr(op, "epsilon", 1e-5))
 	inv := e.Unary("reciprocal", e.Unary("sqrt", e.Binary("add", variance, eps)))
-	y := e.Binary("mul", e.Binary("mul", centred, inv), op.Operand(1))
+	y := e.Binary("mul", e.Binary("mul", centred, inv), w)
 	if op.Name() == "graph.layer_norm" {
-		y = e.Binary("add", y, op.Operand(2))
+		y = e.Binary("add", y, e.widen(op.Operand(2)))
 	}
-	return y
+	return e.narrow(y, elem)
 }
 
 // expandAttention builds softmax(q·kᵀ·scale + mask)·v: an i1 mask selects
 // -inf where it is false, a float mask is added, and causal selects -inf
-// above the diagonal, from two iotas compared.
+// above the diagonal, from two iotas compared. The products stay in the
+// element type (they accumulate in f32 and round once); what lies between
+// them runs in the compute type.
 func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 	q, k, v := op.Operand(0), op.Operand(1), op.Operand(2)
 	qs, elem := e.ranked(q)
@@ -223,7 +252,8 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 	}
 	perm[len(ks)-2], perm[len(ks)-1] = perm[len(ks)-1], perm[len(ks)-2]
 	kt := e.Op("transpose", []*ir.Value{k}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
-	scores := e.Binary("matmul", q, kt)
+	scores := e.widen(e.Binary("matmul", q, kt))
+	ct := graph.ComputeType(elem)
 
 	scale, ok := op.Attr("scale").(ir.FloatAttr)
 	factor := 0.0
@@ -235,20 +265,20 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 	default:
 		factor = 1 / math.Sqrt(float64(d))
 	}
-	scores = e.Binary("mul", scores, e.Scalar(elem, factor))
+	scores = e.Binary("mul", scores, e.Scalar(ct, factor))
 
 	if op.NumOperands() == 4 {
 		mask := op.Operand(3)
 		if _, me := e.ranked(mask); me == ir.I1 {
-			scores = e.Op("select", []*ir.Value{mask, scores, e.Scalar(elem, math.Inf(-1))})
+			scores = e.Op("select", []*ir.Value{mask, scores, e.Scalar(ct, math.Inf(-1))})
 		} else {
-			scores = e.Binary("add", scores, mask)
+			scores = e.Binary("add", scores, e.widen(mask))
 		}
 	}
 	if c, ok := op.Attr("causal").(ir.IntegerAttr); ok && c.Value != 0 {
-		scores = e.causal(scores, elem, qs[len(qs)-2], ks[len(ks)-2])
+		scores = e.causal(scores, ct, qs[len(qs)-2], ks[len(ks)-2])
 	}
-	return e.Binary("matmul", e.softmax(scores, -1, false), v)
+	return e.Binary("matmul", e.narrow(e.softmax(scores, -1, false), elem), v)
 }
 
 // causal keeps scores[..., i, j] where j <= i and puts -inf elsewhere.

@@ -1,13 +1,18 @@
 package decompose_test
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/decompose"
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 func run(t *testing.T, src string) (*ir.Operation, error) {
@@ -66,4 +71,85 @@ func.func @f(%x: `+tc.typ+`) -> `+tc.typ+` {
 			t.Errorf("%s %s: got %v, want a located error containing %q", tc.typ, tc.attrs, err, tc.want)
 		}
 	}
+}
+
+// compositeCases are programs of one composite each over %x (and %w, %b,
+// %m where the op takes them), with the text of x's type and of the weight
+// type substituted in.
+var compositeCases = []struct{ name, body string }{
+	{"softmax", `%0 = "graph.softmax"(%x) <{axis = 1 : i64}> : (X) -> X`},
+	{"log_softmax", `%0 = "graph.log_softmax"(%x) <{axis = -1 : i64}> : (X) -> X`},
+	{"layer_norm", `%0 = "graph.layer_norm"(%x, %w, %b) <{axis = -1 : i64, epsilon = 1.0e-05 : f64}> : (X, W, W) -> X`},
+	{"rms_norm", `%0 = "graph.rms_norm"(%x, %w) <{axis = -1 : i64, epsilon = 1.0e-01 : f32}> : (X, W) -> X`},
+	{"attention", `%0 = "graph.attention"(%x, %x, %x) <{causal = true}> : (X, X, X) -> X`},
+	{"attention_mask", `%0 = "graph.attention"(%x, %x, %x, %m) <{scale = 0.3 : f64}> : (X, X, X, M) -> X`},
+}
+
+// TestExpansionsAreBitIdentical runs each composite and its expansion in
+// the interpreter on random inputs of every float type and requires the
+// same bits: f16 and bf16 composites compute in f32 and round once in both
+// forms, and every step of the expansion rounds as the composite's rule.
+func TestExpansionsAreBitIdentical(t *testing.T) {
+	for _, tc := range compositeCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				elem := rapid.SampledFrom([]string{"f64", "f32", "f16", "bf16"}).Draw(rt, "elem")
+				rows := rapid.IntRange(1, 4).Draw(rt, "rows")
+				cols := rapid.IntRange(1, 40).Draw(rt, "cols")
+				x := fmt.Sprintf("tensor<2x%dx%dx%s>", rows, cols, elem)
+				w := fmt.Sprintf("tensor<%dx%s>", cols, elem)
+				m := fmt.Sprintf("tensor<%dx%dx%s>", rows, rows, elem)
+				body := strings.NewReplacer("X", x, "W", w, "M", m).Replace(tc.body)
+				src := fmt.Sprintf("func.func @f(%%x: %s, %%w: %s, %%b: %s, %%m: %s) -> %s {\n  %s\n  return %%0 : %s\n}", x, w, w, m, x, body, x)
+				ctx := dialects.NewContext()
+				whole, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				parts, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				pm, err := passes.Parse("func.func(graph-decompose)")
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if err := pm.Run(ctx, parts); err != nil {
+					rt.Fatal(err)
+				}
+				args := randomArgs(rt, floatTypes[elem], []int64{2, int64(rows), int64(cols)}, []int64{int64(cols)}, []int64{int64(cols)}, []int64{int64(rows), int64(rows)})
+				want, err := interp.New(whole).Call("f", args...)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				got, err := interp.New(parts).Call("f", args...)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				g, wv := got[0].(*interp.Tensor).Float64s(), want[0].(*interp.Tensor).Float64s()
+				for i := range g {
+					if math.Float64bits(g[i]) != math.Float64bits(wv[i]) && !(math.IsNaN(g[i]) && math.IsNaN(wv[i])) {
+						rt.Fatalf("element %d: decomposition %g, composite %g\n%s", i, g[i], wv[i], parts)
+					}
+				}
+			})
+		})
+	}
+}
+
+var floatTypes = map[string]*ir.FloatType{"f64": ir.F64, "f32": ir.F32, "f16": ir.F16, "bf16": ir.BF16}
+
+// randomArgs draws one tensor of elem for each shape, values in [-4, 4].
+func randomArgs(rt *rapid.T, elem *ir.FloatType, shapes ...[]int64) []interp.Value {
+	args := make([]interp.Value, len(shapes))
+	for i, shape := range shapes {
+		n := int(ir.NumElements(shape))
+		vs := rapid.SliceOfN(rapid.Float64Range(-4, 4), n, n).Draw(rt, fmt.Sprint("arg", i))
+		t, err := interp.FromFloat64s(elem, shape, vs)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		args[i] = t
+	}
+	return args
 }

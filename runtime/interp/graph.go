@@ -13,11 +13,14 @@ import (
 
 // The graph dialect. Every op computes on whole tensors in its element
 // type's precision: each primitive rounds its results to the element type
-// (f32 results are float32 values, f16 and bf16 round to nearest even), and
-// composites round after every step they are made of, as their
-// decompositions would. Sums, matmul and conv2d accumulate in float32 for
-// f32, f16 and bf16 (float64 for f64). Scalar semantics come from
-// dialects/graph, shared with its folder.
+// (f32 results are float32 values, f16 and bf16 round to nearest even).
+// Composites compute in graph.ComputeType of their element type, as
+// PyTorch does: f16 and bf16 operands are widened to f32, every step is
+// rounded to f32 as the decomposition's f32 primitives would round it, and
+// the result is rounded to the element type once (attention rounds its
+// probabilities once, before the second product). Sums, matmul and conv2d
+// accumulate in float32 for f32, f16 and bf16 (float64 for f64). Scalar
+// semantics come from dialects/graph, shared with its folder.
 func init() {
 	table := map[string]Rule{
 		"graph.constant":     graphConstant,
@@ -1109,7 +1112,8 @@ func graphSoftmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	x := ts[0]
 	outer, n, inner := axisLayout(x.shape, axis)
 	vs := x.Float64s()
-	softmaxRows(vs, outer, n, inner, opKind(op) == "log_softmax", rounder(x.elem), accRounder(x.elem))
+	ct := graph.ComputeType(x.elem)
+	softmaxRows(vs, outer, n, inner, opKind(op) == "log_softmax", rounder(ct), accRounder(ct))
 	return one(FromFloat64s(x.elem, x.shape, vs))
 }
 
@@ -1131,8 +1135,9 @@ func graphNorm(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if len(w) != n || (b != nil && len(b) != n) {
 		return nil, fmt.Errorf("weight and bias must have %d elements", n)
 	}
-	eps := floatAttr(op, "epsilon", 1e-5)
-	r, acc := rounder(x.elem), accRounder(x.elem)
+	ct := graph.ComputeType(x.elem)
+	r, acc := rounder(ct), accRounder(ct)
+	eps := r(floatAttr(op, "epsilon", 1e-5))
 	vs := x.Float64s()
 	rms := opKind(op) == "rms_norm"
 	for o := range outer {
@@ -1198,10 +1203,12 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := rounder(q.elem)
-	scale := floatAttr(op, "scale", 1/math.Sqrt(float64(d)))
+	// The scores are rounded to q's type by the product; scaling, masking
+	// and the softmax then run in the compute type.
+	ct := graph.ComputeType(q.elem)
+	r := rounder(ct)
+	scale := r(floatAttr(op, "scale", 1/math.Sqrt(float64(d))))
 	sv := scores.Float64s()
-	scale = r(scale)
 	for i := range sv {
 		sv[i] = r(sv[i] * scale)
 	}
@@ -1230,7 +1237,7 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			}
 		}
 	}
-	softmaxRows(sv, int(ir.NumElements(batch)*lq), int(lk), 1, false, r, accRounder(q.elem))
+	softmaxRows(sv, int(ir.NumElements(batch)*lq), int(lk), 1, false, r, accRounder(ct))
 	probs, err := FromFloat64s(q.elem, scoreShape, sv)
 	if err != nil {
 		return nil, err

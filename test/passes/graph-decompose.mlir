@@ -34,21 +34,27 @@ func.func @log_softmax(%x: tensor<2x8xf64>) -> tensor<2x8xf64> {
   return %0 : tensor<2x8xf64>
 }
 
-// Two passes: the variance is the mean of the centred squares. Epsilon
-// becomes a rank-0 constant of the element type.
+// Two passes: the variance is the mean of the centred squares. A bf16
+// layer_norm computes in f32 between casts, as PyTorch does: x, w and b are
+// widened, epsilon becomes a rank-0 f32 constant, and the result is rounded
+// to bf16 once.
 // CHECK-LABEL: func.func @layer_norm(
-// CHECK:         %[[MEAN:.*]] = "graph.reduce_mean"(%arg0) <{axes = [1, 2], keepdims = true}>
-// CHECK-NEXT:    %[[C:.*]] = "graph.sub"(%arg0, %[[MEAN]])
+// CHECK:         %[[X:.*]] = "graph.cast"(%arg0) : (tensor<2x3x4xbf16>) -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %[[WF:.*]] = "graph.cast"(%arg1) : (tensor<3x4xbf16>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %[[MEAN:.*]] = "graph.reduce_mean"(%[[X]]) <{axes = [1, 2], keepdims = true}>
+// CHECK-NEXT:    %[[C:.*]] = "graph.sub"(%[[X]], %[[MEAN]])
 // CHECK-NEXT:    %[[SQ:.*]] = "graph.mul"(%[[C]], %[[C]])
 // CHECK-NEXT:    %[[VAR:.*]] = "graph.reduce_mean"(%[[SQ]]) <{axes = [1, 2], keepdims = true}>
-// CHECK-NEXT:    %[[EPS:.*]] = "graph.constant"() <{value = dense<{{.*}}> : tensor<bf16>}>
+// CHECK-NEXT:    %[[EPS:.*]] = "graph.constant"() <{value = dense<{{.*}}> : tensor<f32>}>
 // CHECK-NEXT:    %[[VE:.*]] = "graph.add"(%[[VAR]], %[[EPS]])
 // CHECK-NEXT:    %[[SD:.*]] = "graph.sqrt"(%[[VE]])
 // CHECK-NEXT:    %[[INV:.*]] = "graph.reciprocal"(%[[SD]])
 // CHECK-NEXT:    %[[N:.*]] = "graph.mul"(%[[C]], %[[INV]])
-// CHECK-NEXT:    %[[W:.*]] = "graph.mul"(%[[N]], %arg1) : (tensor<2x3x4xbf16>, tensor<3x4xbf16>)
-// CHECK-NEXT:    %[[B:.*]] = "graph.add"(%[[W]], %arg2)
-// CHECK-NEXT:    return %[[B]]
+// CHECK-NEXT:    %[[W:.*]] = "graph.mul"(%[[N]], %[[WF]]) : (tensor<2x3x4xf32>, tensor<3x4xf32>)
+// CHECK-NEXT:    %[[BF:.*]] = "graph.cast"(%arg2) : (tensor<3x4xbf16>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %[[B:.*]] = "graph.add"(%[[W]], %[[BF]])
+// CHECK-NEXT:    %[[R:.*]] = "graph.cast"(%[[B]]) : (tensor<2x3x4xf32>) -> tensor<2x3x4xbf16>
+// CHECK-NEXT:    return %[[R]]
 func.func @layer_norm(%x: tensor<2x3x4xbf16>, %w: tensor<3x4xbf16>, %b: tensor<3x4xbf16>) -> tensor<2x3x4xbf16> {
   %0 = "graph.layer_norm"(%x, %w, %b) <{axis = 1 : i64, epsilon = 1.0e-05 : f32}> : (tensor<2x3x4xbf16>, tensor<3x4xbf16>, tensor<3x4xbf16>) -> tensor<2x3x4xbf16>
   return %0 : tensor<2x3x4xbf16>
@@ -90,11 +96,19 @@ func.func @attention(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x
   return %0 : tensor<2x4x3xf32>
 }
 
-// An i1 mask selects -inf where it is false; a float mask is added.
+// An i1 mask selects -inf where it is false; a float mask is added. In f16
+// the scores are widened to f32 after q·kᵀ and the probabilities rounded to
+// f16 before ·v.
 // CHECK-LABEL: func.func @masked(
-// CHECK:         %[[NINF:.*]] = "graph.constant"() <{value = dense<0xFC00> : tensor<f16>}>
+// CHECK:         %[[QK:.*]] = "graph.matmul"(%arg0, %{{.*}}) : (tensor<4x2xf16>, tensor<2x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT:    %[[S:.*]] = "graph.cast"(%[[QK]]) : (tensor<4x4xf16>) -> tensor<4x4xf32>
+// CHECK:         %[[NINF:.*]] = "graph.constant"() <{value = dense<0xFF800000> : tensor<f32>}>
 // CHECK-NEXT:    "graph.select"(%arg3, %{{.*}}, %[[NINF]])
-// CHECK:         "graph.add"(%{{.*}}, %arg4) : (tensor<4x4xf16>, tensor<4x4xf16>)
+// CHECK:         %[[P:.*]] = "graph.div"
+// CHECK-NEXT:    %[[PH:.*]] = "graph.cast"(%[[P]]) : (tensor<4x4xf32>) -> tensor<4x4xf16>
+// CHECK-NEXT:    "graph.matmul"(%[[PH]], %arg2) : (tensor<4x4xf16>, tensor<4x2xf16>)
+// CHECK:         %[[A:.*]] = "graph.cast"(%arg4) : (tensor<4x4xf16>) -> tensor<4x4xf32>
+// CHECK-NEXT:    "graph.add"(%{{.*}}, %[[A]]) : (tensor<4x4xf32>, tensor<4x4xf32>)
 func.func @masked(%q: tensor<4x2xf16>, %k: tensor<4x2xf16>, %v: tensor<4x2xf16>, %m: tensor<4x4xi1>, %a: tensor<4x4xf16>) -> (tensor<4x2xf16>, tensor<4x2xf16>) {
   %0 = "graph.attention"(%q, %k, %v, %m) <{scale = 5.0e-01 : f32}> : (tensor<4x2xf16>, tensor<4x2xf16>, tensor<4x2xf16>, tensor<4x4xi1>) -> tensor<4x2xf16>
   %1 = "graph.attention"(%q, %k, %v, %a) : (tensor<4x2xf16>, tensor<4x2xf16>, tensor<4x2xf16>, tensor<4x4xf16>) -> tensor<4x2xf16>
