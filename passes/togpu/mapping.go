@@ -243,7 +243,7 @@ func selectMinMax(sel *ir.Operation, acc *ir.Value) (reduction, bool) {
 	default:
 		return reduction{}, false
 	}
-	a := floatIdentity(id)(acc.Type())
+	a := floatIdentity(id, true)(acc.Type())
 	if a == nil {
 		return reduction{}, false
 	}
@@ -256,15 +256,18 @@ func selectMinMax(sel *ir.Operation, acc *ir.Value) (reduction, bool) {
 }
 
 // identities gives the identity of each combining op for an element type,
-// or nil for types the row mapping does not shuffle (anything but f32 and
-// i32; f16 and bf16 reductions accumulate in f32 after convert-graph-to-loop).
+// or nil for types the row mapping does not shuffle. Sums and products are
+// shuffled in f32 and i32 only (f16 and bf16 sums accumulate in f32 after
+// convert-graph-to-loop; combining narrow partials in another order would
+// round differently); maxima and minima also in f16 and bf16, since they
+// are exact in any order.
 var identities = map[string]func(t ir.Type) ir.Attribute{
-	"arith.addf":     floatIdentity(math.Copysign(0, -1)),
-	"arith.mulf":     floatIdentity(1),
-	"arith.maximumf": floatIdentity(math.Inf(-1)),
-	"arith.maxnumf":  floatIdentity(math.Inf(-1)),
-	"arith.minimumf": floatIdentity(math.Inf(1)),
-	"arith.minnumf":  floatIdentity(math.Inf(1)),
+	"arith.addf":     floatIdentity(math.Copysign(0, -1), false),
+	"arith.mulf":     floatIdentity(1, false),
+	"arith.maximumf": floatIdentity(math.Inf(-1), true),
+	"arith.maxnumf":  floatIdentity(math.Inf(-1), true),
+	"arith.minimumf": floatIdentity(math.Inf(1), true),
+	"arith.minnumf":  floatIdentity(math.Inf(1), true),
 	"arith.addi":     intIdentity(func(int) int64 { return 0 }),
 	"arith.ori":      intIdentity(func(int) int64 { return 0 }),
 	"arith.xori":     intIdentity(func(int) int64 { return 0 }),
@@ -276,16 +279,21 @@ var identities = map[string]func(t ir.Type) ir.Attribute{
 	"arith.minsi":    intIdentity(func(w int) int64 { return 1<<(w-1) - 1 }),
 }
 
-func floatIdentity(v float64) func(ir.Type) ir.Attribute {
+// floatIdentity returns v as an attribute of an accumulator type the row
+// mapping shuffles: f32, and f16 or bf16 when narrow (reduceRow moves those
+// widened to f32, which gpu.shuffle takes, and truncates back exactly).
+func floatIdentity(v float64, narrow bool) func(ir.Type) ir.Attribute {
 	return func(t ir.Type) ir.Attribute {
-		// gpu.shuffle takes i32, i64, f32 and f64; targets/llvm moves
-		// i32, f32, f16 and bf16: f32 and i32 are both.
-		if t != ir.F32 {
+		ft, ok := t.(*ir.FloatType)
+		if !ok || (t != ir.F32 && !(narrow && isNarrowFloat(t))) {
 			return nil
 		}
-		return ir.FloatAttr{Bits: ir.FloatToBits(v, ir.F32), Type: ir.F32}
+		return ir.FloatAttr{Bits: ir.FloatToBits(v, ft), Type: ft}
 	}
 }
+
+// isNarrowFloat reports whether t is f16 or bf16.
+func isNarrowFloat(t ir.Type) bool { return t == ir.F16 || t == ir.BF16 }
 
 func intIdentity(v func(width int) int64) func(ir.Type) ir.Attribute {
 	return func(t ir.Type) ir.Attribute {
@@ -913,7 +921,14 @@ func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, red reduct
 	width := min(r.threads, gpu.WarpSize)
 	w32 := arith.ConstantInt(b, loc, gpu.WarpSize, ir.I32)
 	for off := width / 2; off >= 1; off /= 2 {
-		o, _ := gpu.Shuffle(b, loc, "xor", v, arith.ConstantInt(b, loc, off, ir.I32), w32)
+		x := v
+		if isNarrowFloat(v.Type()) {
+			x = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
+		}
+		o, _ := gpu.Shuffle(b, loc, "xor", x, arith.ConstantInt(b, loc, off, ir.I32), w32)
+		if x != v {
+			o = arith.NewCast(b, "arith.truncf", loc, o, v.Type())
+		}
 		v = red.combine(b, v, o)
 	}
 	if r.threads <= gpu.WarpSize {

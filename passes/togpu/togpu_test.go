@@ -107,6 +107,10 @@ var semanticsCases = []struct {
 	{"reverse.mlir", [][]int64{{300}}},
 	{"softmax_static.mlir", [][]int64{{}}},
 	{"center_inplace.mlir", [][]int64{{}}},
+	{"softmax4d.mlir", [][]int64{{2}}},
+	{"softmax4d.mlir", [][]int64{{0}}},
+	{"softmax_cast.mlir", [][]int64{{}}},
+	{"softmax_bf16.mlir", [][]int64{{}}},
 }
 
 var configs = []struct {
@@ -186,6 +190,13 @@ func TestMappings(t *testing.T) {
 		{"matmul.mlir", togpu.DefaultConfig, []string{"pointwise/256/1/0", "pointwise/256/1/0", "pointwise/256/1/0"}},
 		{"pointwise3d.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
 		{"pointwise3d.mlir", togpu.Config{Block: 64, Vector: 1, MaxBlocks: 8}, []string{"pointwise/64/1/0"}},
+		// Rows of nests with several leading dims, and bf16 rows: f32
+		// reductions of extended loads, or a bf16 maximum.
+		{"softmax4d.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
+		{"softmax4d.mlir", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 8}, []string{"row/128/1/1"}},
+		{"softmax_cast.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
+		{"softmax_bf16.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
+		{"softmax_bf16.mlir", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 8}, []string{"row/128/1/1"}},
 	}
 	for _, tc := range tests {
 		ctx, m := parse(t, tc.file)
