@@ -26,6 +26,9 @@ type Options struct {
 	Seed   uint64
 	// Only restricts the run to these workloads (all when empty).
 	Only []string
+	// DefaultOnly names workloads measured in Strata's default mode alone
+	// (the others record "n/a"), for ones too slow to tune in one device call.
+	DefaultOnly []string
 	// WarmupMs and RepMs are the time spent warming up and measuring, as
 	// triton.testing.do_bench's warmup and rep (50 and 300 on the device).
 	WarmupMs, RepMs float64
@@ -119,6 +122,11 @@ func prepareWorkload(opts Options, w *Workload) (*PreparedWorkload, error) {
 	}
 	var defaults [][]*npy.Array // default mode's results, per variant
 	for _, mode := range AllModes {
+		if mode != "default" && slices.Contains(opts.DefaultOnly, w.Name) {
+			pw.Strata[mode] = &StrataMode{Error: "n/a (measured in default mode only)"}
+			fmt.Fprintf(opts.Log, "%-16s %-28s n/a (default only)\n", w.Name, mode)
+			continue
+		}
 		if !slices.Contains(opts.Engine.Modes(), mode) {
 			pw.Strata[mode] = &StrataMode{Error: "n/a"}
 			fmt.Fprintf(opts.Log, "%-16s %-28s n/a\n", w.Name, mode)

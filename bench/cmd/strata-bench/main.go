@@ -59,6 +59,7 @@ func prepare(args []string, stdout, stderr io.Writer) error {
 	size := fs.String("size", "full", "workload size: full or small")
 	seed := fs.Uint64("seed", 20261130, "seed of the random inputs")
 	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
+	defaultOnly := fs.String("default-only", "", "comma-separated workloads measured in the default mode only")
 	warmup := fs.Float64("warmup-ms", 50, "warm-up time per measurement, ms")
 	rep := fs.Float64("rep-ms", 300, "measuring time per measurement, ms")
 	if err := fs.Parse(args); err != nil {
@@ -88,8 +89,12 @@ func prepare(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	var defaults []string
+	if *defaultOnly != "" {
+		defaults = strings.Split(*defaultOnly, ",")
+	}
 	_, err = bench.Prepare(bench.Options{
-		Dir: *out, Engine: e, Size: sz, Seed: *seed, Only: names,
+		Dir: *out, Engine: e, Size: sz, Seed: *seed, Only: names, DefaultOnly: defaults,
 		WarmupMs: *warmup, RepMs: *rep, Commit: commit, Log: stdout,
 	})
 	return err
