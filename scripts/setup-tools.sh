@@ -64,6 +64,14 @@ setup_llvm() {
 	done
 }
 
+# setup_opt14 installs LLVM 14's opt, which the targets/llvm tests run as a
+# second verifier of the LLVM IR (the typed-pointer IR llir/llvm writes).
+setup_opt14() {
+	command -v opt-14 >/dev/null 2>&1 && return
+	apt_install llvm-14
+	command -v opt-14 >/dev/null 2>&1 || die "opt-14 still missing after installing llvm-14"
+}
+
 # --- ptxas -----------------------------------------------------------------
 
 # ptxas_ok reports whether $1 is a ptxas that runs.
@@ -138,6 +146,7 @@ exec 9>"$cache/.lock"
 flock 9
 
 setup_llvm
+setup_opt14
 setup_ptxas
 
 new_env=$(
