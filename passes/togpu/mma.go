@@ -32,7 +32,8 @@ const (
 //
 //	loop.parallel (%b…, %i, %j) {
 //	  %acc = loop.for %k = 0 to K step 1 iter(%a = 0.0 : f32) {
-//	    A[%b…, %i, %k], B[%b…, %k, %j] (or B[%b…, %j, %k]) of bf16, extf, mulf, addf %a, %p
+//	    A[%b…, %i, %k] (or A[%b…, %k, %i]), B[%b…, %k, %j] (or B[%b…, %j, %k])
+//	    of bf16, extf, mulf, addf %a, %p
 //	  }
 //	  epilogue(%b…, %i, %j, %acc) and stores
 //	}
@@ -41,25 +42,41 @@ const (
 // accumulator element (each guarded against the output's bounds unless
 // the sizes are multiples of the tile), so the bias, activation, residual
 // and cast stay fused. Leading (batch) dimensions are flattened into the
-// block index: block z·tiles + t computes tile t of matrix z.
+// block index: block z·tiles + t computes tile t of matrix z. Either
+// operand may be stored with K last or K first: the backward pass of a
+// linear layer reads xᵀ·dy (A stored [K, M]) and dy·wᵀ (B stored [N, K]).
 type mma struct {
-	kloop    *ir.Operation
-	lhs, rhs *ir.Value // A [b…, M, K] and B [b…, K, N] or [b…, N, K] on the host
-	elem     ir.Type
-	k        int64
-	transB   bool    // B is stored [N, K] (q·kᵀ)
-	batch    []int64 // static extents of the leading dimensions
-	m, n     int64   // static M and N, or ir.Dynamic
-	shapeA   []int64
-	shapeB   []int64
-	width    ir.Type // of the kernel's offset arithmetic: i32 when every offset fits
+	kloop *ir.Operation
+	a, b  operand // A (outer dimension M) and B (outer dimension N) on the host
+	elem  ir.Type
+	k     int64
+	batch []int64 // static extents of the leading dimensions
+	m, n  int64   // static M and N, or ir.Dynamic
+	width ir.Type // of the kernel's offset arithmetic: i32 when every offset fits
 }
 
+// operand is one factor of the product as the kernel reads it: a matrix
+// (of each batch) with an outer dimension (A's M, B's N) and K, stored
+// [outer, K] (kLast) or [K, outer].
+type operand struct {
+	mem   *ir.Value
+	shape []int64
+	// kLast: rows run along K (A [M, K], B [N, K]) and are read by plain
+	// ldmatrix; otherwise the rows run along the outer dimension (A
+	// [K, M], B [K, N]) and ldmatrix transposes them.
+	kLast bool
+	tile  int64 // the block tile's extent in the outer dimension
+}
+
+// ld is the stride between the stored rows of one matrix.
+func (o *operand) ld(nb int) int64 { return o.shape[nb+1] }
+
 // mmaPlan recognizes a matmul nest that tensor cores can run: bf16
-// operands, f32 accumulation from 0, a static K (and, for B stored [K, N],
-// a static N) that is a multiple of 8 (16-byte rows for cp.async), unit
-// steps from 0, and batch dimensions of static extent that index A and B
-// in order. Anything else keeps the SIMT mapping.
+// operands, f32 accumulation from 0, a static K that is a multiple of 8
+// (16-byte rows for cp.async), for an operand stored [K, outer] a static
+// outer extent that is a multiple of 8, unit steps from 0, and batch
+// dimensions of static extent that index A and B in order. Anything else
+// keeps the SIMT mapping.
 func mmaPlan(nest *ir.Operation) *mma {
 	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
 	rank := len(lbs)
@@ -128,7 +145,8 @@ func mmaPlan(nest *ir.Operation) *mma {
 	if mul == nil || mul.Name() != "arith.mulf" {
 		return nil
 	}
-	// The two factors: extf of loads A[b…, i, k] and B[b…, k, j] or B[b…, j, k].
+	// The two factors: extf of loads A[b…, i, k] or A[b…, k, i], and
+	// B[b…, k, j] or B[b…, j, k].
 	p.kloop = kloop
 	nb := len(p.batch)
 	iv, jv := body.Argument(nb), body.Argument(nb+1)
@@ -147,49 +165,54 @@ func mmaPlan(nest *ir.Operation) *mma {
 				return nil
 			}
 		}
+		var o *operand
 		switch r, c := idx[nb], idx[nb+1]; {
-		case r == iv && c == kv && p.lhs == nil:
-			p.lhs = mem
-		case r == kv && c == jv && p.rhs == nil:
-			p.rhs = mem
-		case r == jv && c == kv && p.rhs == nil:
-			p.rhs, p.transB = mem, true
+		case r == iv && c == kv || r == kv && c == iv:
+			o = &p.a
+		case r == jv && c == kv || r == kv && c == jv:
+			o = &p.b
 		default:
 			return nil
 		}
+		if o.mem != nil {
+			return nil
+		}
+		o.mem, o.kLast = mem, idx[nb+1] == kv
 		if p.elem == nil {
 			p.elem = ext.Operand(0).Type()
 		} else if p.elem != ext.Operand(0).Type() {
 			return nil
 		}
 	}
-	if p.lhs == nil || p.rhs == nil || p.elem != ir.BF16 || len(kb.Ops()) != 7 {
+	if p.a.mem == nil || p.b.mem == nil || p.elem != ir.BF16 || len(kb.Ops()) != 7 {
 		return nil
 	}
-	at, _ := p.lhs.Type().(*ir.MemRefType)
-	bt, _ := p.rhs.Type().(*ir.MemRefType)
-	if at == nil || bt == nil {
-		return nil
-	}
-	p.k, p.shapeA, p.shapeB = kk, at.Shape(), bt.Shape()
-	kDimB, nDimB := nb, nb+1
-	if p.transB {
-		kDimB, nDimB = nb+1, nb
-	}
-	if p.shapeA[nb+1] != kk || p.shapeB[kDimB] != kk {
-		return nil
-	}
-	if !p.transB && (p.shapeB[nDimB] == ir.Dynamic || p.shapeB[nDimB]%8 != 0) {
-		return nil
+	p.k, p.a.tile, p.b.tile = kk, tileM, tileN
+	for _, o := range []*operand{&p.a, &p.b} {
+		mt, _ := o.mem.Type().(*ir.MemRefType)
+		if mt == nil {
+			return nil
+		}
+		o.shape = mt.Shape()
+		kDim := nb
+		if o.kLast {
+			kDim = nb + 1
+		}
+		if o.shape[kDim] != kk {
+			return nil
+		}
+		if ld := o.ld(nb); !o.kLast && (ld == ir.Dynamic || ld%8 != 0) {
+			return nil
+		}
 	}
 	if nb > 0 {
 		// Batched operands are addressed by static strides.
 		for d, e := range p.batch {
-			if p.shapeA[d] != e || p.shapeB[d] != e {
+			if p.a.shape[d] != e || p.b.shape[d] != e {
 				return nil
 			}
 		}
-		if !allStatic(p.shapeA) || !allStatic(p.shapeB) || p.m == ir.Dynamic || p.n == ir.Dynamic {
+		if !allStatic(p.a.shape) || !allStatic(p.b.shape) || p.m == ir.Dynamic || p.n == ir.Dynamic {
 			return nil
 		}
 	}
@@ -214,7 +237,7 @@ func allStatic(shape []int64) bool {
 // computes, including those of the tiles' overhang past the matrices'
 // edges, is below 2³¹, so that 32-bit arithmetic is exact.
 func (p *mma) fitsI32() bool {
-	if !allStatic(p.shapeA) || !allStatic(p.shapeB) || p.m == ir.Dynamic || p.n == ir.Dynamic {
+	if !allStatic(p.a.shape) || !allStatic(p.b.shape) || p.m == ir.Dynamic || p.n == ir.Dynamic {
 		return false
 	}
 	elems := func(shape []int64) float64 {
@@ -224,10 +247,12 @@ func (p *mma) fitsI32() bool {
 		}
 		return n
 	}
-	over := float64(2*(tileM+tileN)) * float64(p.k+p.n+tileK)
+	// A tile's overhang is at most a tile of rows (or of k rows) past the
+	// matrix's end, plus a tile's width.
+	over := float64(2*(tileM+tileN)) * float64(p.k+p.m+p.n+tileK)
 	blocks := elems(p.batch) * float64(p.tilesM()*p.tilesN())
 	lim := float64(math.MaxInt32)
-	return elems(p.shapeA)+over < lim && elems(p.shapeB)+over < lim && blocks < lim
+	return elems(p.a.shape)+over < lim && elems(p.b.shape)+over < lim && blocks < lim
 }
 
 func (p *mma) tilesM() int64 { return (p.m + tileM - 1) / tileM }

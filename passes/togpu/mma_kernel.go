@@ -2,6 +2,7 @@ package togpu
 
 import (
 	"maps"
+	"math/bits"
 
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
@@ -109,7 +110,120 @@ type tileLoad struct {
 	src    *ir.Value // global offset at k tile 0
 	k      *ir.Value // the chunk's first k at k tile 0
 	kStep  int64     // global offset per k tile
-	inside *ir.Value // the chunk's rows (A, Bᵀ) or columns (B) are in range; nil when always
+	inside *ir.Value // the chunk's outer rows or columns are in range; nil when always
+}
+
+// A stage of an operand's tile in shared memory is stored as the operand
+// is in global memory, so that each 16-byte cp.async chunk is contiguous
+// at both ends: tile rows of tileK elements (4 chunks) along K when K is
+// last, else tileK rows of tile elements (16 chunks) along the outer
+// dimension. Chunks are swizzled so that ldmatrix's 8 rows hit 8
+// different 16-byte bank groups: chunk ^ ((row >> 1) & 3) in rows along
+// K (two rows share a 128-byte line), chunk ^ (row & 7) in k rows.
+// Both swizzles depend on the row's low 3 bits only and permute the low
+// chunk bits only, so the ldmatrix offsets of the other fragments and k16
+// steps are constants away from the first's (fragAt).
+
+// rowLen is the length of a stage's rows.
+func (o *operand) rowLen() int64 {
+	if o.kLast {
+		return tileK
+	}
+	return o.tile
+}
+
+// at is the offset in a stage of chunk c of row r.
+func (o *operand) at(x ix, r, c *ir.Value) *ir.Value {
+	var sw *ir.Value
+	if o.kLast {
+		sw = x.and(x.shr(r, 1), 3)
+	} else {
+		sw = x.and(r, 7)
+	}
+	return x.add(x.mulc(r, o.rowLen()), x.mulc(x.xor(c, sw), 8))
+}
+
+// copies returns one thread's share of filling a stage of o's tile: the
+// offset of its first chunk in the stage and its chunks. The 256
+// threads cover a 128 × 32 tile in two passes: 64 rows of 4 chunks each
+// pass when K is last, 16 k rows of 16 chunks otherwise. base is the
+// offset of batch z's matrix, outerBase the tile's first row (A) or
+// column (B), outer the matrix's extent there; tail says the tile can
+// overhang it.
+func (o *operand) copies(x ix, nb int, tid, z, outerBase, outer *ir.Value, tail bool) (*ir.Value, []tileLoad) {
+	base := x.c(0) // (shapes may be dynamic when there is no batch)
+	if nb > 0 {
+		stride := int64(1)
+		for _, d := range o.shape[nb:] {
+			stride *= d
+		}
+		base = x.mulc(z, stride)
+	}
+	chunks := o.rowLen() / 8
+	shift := int64(bits.TrailingZeros64(uint64(chunks)))
+	r, c := x.shr(tid, shift), x.and(tid, chunks-1)
+	rows := mmaThreads / chunks // per pass
+	dst, ld := o.at(x, r, c), o.ld(nb)
+	var ls []tileLoad
+	if o.kLast {
+		grow := x.add(outerBase, r)
+		src := x.add(base, x.add(x.mulc(grow, ld), x.mulc(c, 8)))
+		for q := range o.tile / rows {
+			l := tileLoad{dst: q * rows * tileK, src: x.addc(src, q*rows*ld), k: x.mulc(c, 8), kStep: tileK}
+			if tail {
+				l.inside = x.lt(x.addc(grow, q*rows), outer)
+			}
+			ls = append(ls, l)
+		}
+		return dst, ls
+	}
+	gcol := x.add(outerBase, x.mulc(c, 8))
+	src := x.add(base, x.add(x.mulc(r, ld), gcol))
+	var inside *ir.Value
+	if tail {
+		inside = x.lt(gcol, outer)
+	}
+	for q := range tileK / rows {
+		ls = append(ls, tileLoad{dst: q * rows * o.tile, src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: tileK * ld, inside: inside})
+	}
+	return dst, ls
+}
+
+// fragBase is this lane's ldmatrix.x4 offset in a stage for the warp's
+// first fragment (its 16 outer rows or columns from warpOuter) at k16
+// step 0. Lanes 8q…8q+7 give the rows of matrix q; bit outerBit of
+// the lane (3 or 4) picks its second 8 outer rows or columns, the other
+// of bits 3 and 4 its second 8 k. A's four matrices are the m16k16
+// fragment's (m0-7, k0-7), (m8-15, k0-7), (m0-7, k8-15), (m8-15, k8-15)
+// (outerBit 3); B's are the k16n8 fragments of two n8 tiles, (n0-7, k0-7),
+// (n0-7, k8-15), (n8-15, k0-7), (n8-15, k8-15) (outerBit 4). With K
+// last, the 8 rows are outer rows at one k chunk; otherwise they are k
+// rows at one outer chunk, read transposed.
+func (o *operand) fragBase(x ix, lane, warpOuter *ir.Value, outerBit int64) *ir.Value {
+	bit := func(s int64) *ir.Value {
+		if s == 4 {
+			return x.shr(lane, 4) // (lanes are below 32)
+		}
+		return x.and(x.shr(lane, s), 1)
+	}
+	r, outerHalf, kHalf := x.and(lane, 7), bit(outerBit), bit(7-outerBit)
+	if o.kLast {
+		return o.at(x, x.add(warpOuter, x.add(r, x.mulc(outerHalf, 8))), kHalf)
+	}
+	return o.at(x, x.add(r, x.mulc(kHalf, 8)), x.add(x.shr(warpOuter, 3), outerHalf))
+}
+
+// fragAt is the ldmatrix offset of fragment f (16 outer rows or columns
+// further) at k16 step ks, from st, the offset of fragment 0 at step 0.
+// With K last a k16 step is 2 chunks along the row (chunk bit 1: the
+// swizzle keeps it, XOR 16) and a fragment 16 rows down (same swizzle);
+// otherwise a k16 step is 16 k rows down and a fragment 2 chunks along
+// (XOR 16·f: the warp's first chunk is a multiple of 2·fragments).
+func (o *operand) fragAt(x ix, st *ir.Value, f, ks int64) *ir.Value {
+	if o.kLast {
+		return x.addc(x.xorc(st, 16*ks), f*16*tileK)
+	}
+	return x.addc(x.xorc(st, 16*f), ks*16*o.tile)
 }
 
 func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
@@ -119,7 +233,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	ubs = mapped(k.m, ubs)
 	nb := len(p.batch)
 	mRows, nCols := x.size(p.m, ubs[nb]), x.size(p.n, ubs[nb+1])
-	a, bm := k.m[p.lhs], k.m[p.rhs]
+	a, bm := k.m[p.a.mem], k.m[p.b.mem]
 	sa := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(mmaStages*tileM*tileK, p.elem))
 	sb := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(mmaStages*tileK*tileN, p.elem))
 	kTotal := x.c(p.k)
@@ -146,58 +260,9 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	colBase := x.mulc(x.div(in, gsz), tileN)
 	lane, warp := x.and(tid, 31), x.shr(tid, 5)
 	wm, wn := x.shr(warp, 2), x.and(warp, warpsN-1)
-	strideA, strideB := int64(1), int64(1)
-	for _, d := range p.shapeA[nb:] {
-		strideA *= d
-	}
-	for _, d := range p.shapeB[nb:] {
-		strideB *= d
-	}
-	if nb == 0 {
-		strideA, strideB = 0, 0 // (shapes may be dynamic; z is 0)
-	}
-	baseA, baseB := x.mulc(z, strideA), x.mulc(z, strideB)
 
-	// Each thread copies two 16-byte chunks of each tile per stage. Tiles
-	// whose rows run along k (A, and B stored [N, K]) have rows of 4
-	// chunks, swizzled by chunk ^ ((row >> 1) & 3); B stored [K, N] has
-	// k rows of 16 chunks, swizzled by chunk ^ (row & 7): ldmatrix's 8
-	// rows then hit 8 different bank groups. The second chunk is 64 rows
-	// (16 k rows) further, where the swizzle repeats.
-	kRows := func(base, rowBase, rows *ir.Value, tail bool) (*ir.Value, []tileLoad) {
-		r, c := x.shr(tid, 2), x.and(tid, 3)
-		dst := x.add(x.mulc(r, tileK), x.mulc(x.xor(c, x.and(x.shr(r, 1), 3)), 8))
-		grow := x.add(rowBase, r)
-		src := x.add(base, x.add(x.mulc(grow, p.k), x.mulc(c, 8)))
-		var ls []tileLoad
-		for q := range int64(2) {
-			l := tileLoad{dst: q * 64 * tileK, src: x.addc(src, q*64*p.k), k: x.mulc(c, 8), kStep: tileK}
-			if tail {
-				l.inside = x.lt(x.addc(grow, q*64), rows)
-			}
-			ls = append(ls, l)
-		}
-		return dst, ls
-	}
-	dstA, aLoads := kRows(baseA, rowBase, mRows, rowTail)
-	var dstB *ir.Value
-	var bLoads []tileLoad
-	if p.transB {
-		dstB, bLoads = kRows(baseB, colBase, nCols, colTail)
-	} else {
-		ldb := p.shapeB[nb+1]
-		kr, cb := x.shr(tid, 4), x.and(tid, 15)
-		dstB = x.add(x.mulc(kr, tileN), x.mulc(x.xor(cb, x.and(kr, 7)), 8))
-		gcol := x.add(colBase, x.mulc(cb, 8))
-		src := x.add(baseB, x.add(x.mulc(kr, ldb), gcol))
-		var inside *ir.Value
-		if colTail {
-			inside = x.lt(gcol, nCols)
-		}
-		for q := range int64(2) {
-			bLoads = append(bLoads, tileLoad{dst: q * 16 * tileN, src: x.addc(src, q*16*ldb), k: x.addc(kr, q*16), kStep: tileK * ldb, inside: inside})
-		}
-	}
+	dstA, aLoads := p.a.copies(x, nb, tid, z, rowBase, mRows, rowTail)
+	dstB, bLoads := p.b.copies(x, nb, tid, z, colBase, nCols, colTail)
 	zero32, full32 := arith.ConstantInt(b, loc, 0, ir.I32), arith.ConstantInt(b, loc, 16, ir.I32)
 	numK := (p.k + tileK - 1) / tileK
 	// load issues the copies of k tile kt into stage s (kt ≥ numK issues
@@ -240,29 +305,8 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		}
 		gpu.CpAsyncCommit(b, loc)
 	}
-	// ldmatrix offsets within a stage, for k16 step 0 and fragment 0; the
-	// others differ by constants: a k16 step flips chunk bit 1 (offset
-	// bit 4: XOR 16) in rows along k and adds 16 rows in B's k rows; the
-	// next fragment is 16 rows further (8 chunks along n flip bit 4 for
-	// B's k rows, where a pair of n8 tiles is 2 chunks).
-	//   A: x4 reads rows lane & 15 at chunk lane >> 4.
-	//   B [K, N]: x4.trans reads k rows (lane & 7) + 8·((lane >> 3) & 1) at
-	//     chunk lane >> 4 of a pair of n8 tiles.
-	//   B [N, K]: x4 reads n rows (lane & 7) + 8·(lane >> 4) at chunk
-	//     (lane >> 3) & 1: matrices (n0-7, k0-7), (n0-7, k8-15), (n8-15, …).
-	rowsAlongK := func(row, chunk *ir.Value) *ir.Value {
-		return x.add(x.mulc(row, tileK), x.mulc(x.xor(chunk, x.and(x.shr(row, 1), 3)), 8))
-	}
-	offA := rowsAlongK(x.add(x.mulc(wm, warpTileM), x.and(lane, 15)), x.shr(lane, 4))
-	var offB *ir.Value
-	if p.transB {
-		row := x.add(x.mulc(wn, warpTileN), x.add(x.and(lane, 7), x.mulc(x.shr(lane, 4), 8)))
-		offB = rowsAlongK(row, x.and(x.shr(lane, 3), 1))
-	} else {
-		krow := x.add(x.and(lane, 7), x.mulc(x.and(x.shr(lane, 3), 1), 8))
-		chunk := x.add(x.mulc(wn, warpTileN/8), x.shr(lane, 4))
-		offB = x.add(x.mulc(krow, tileN), x.mulc(x.xor(chunk, x.and(krow, 7)), 8))
-	}
+	offA := p.a.fragBase(x, lane, x.mulc(wm, warpTileM), 3)
+	offB := p.b.fragBase(x, lane, x.mulc(wn, warpTileN), 4)
 
 	for s := range int64(mmaStages - 1) {
 		load(b, arith.ConstantIndex(b, loc, s), constStage(s))
@@ -282,21 +326,14 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		s := x.rem(x.from(kt), x.c(mmaStages))
 		stA, stB := x.add(x.mulc(s, tileM*tileK), offA), x.add(x.mulc(s, tileK*tileN), offB)
 		out := append([]*ir.Value(nil), accs...)
-		for ks := range int64(2) {
+		for ks := range int64(tileK / 16) {
 			var af [fragsM][]*ir.Value
 			var bf [fragsN][]*ir.Value
-			rowA := x.xorc(stA, 16*ks)
 			for i := range int64(fragsM) {
-				af[i] = gpu.LdMatrix(b, loc, sa, x.index(x.addc(rowA, i*16*tileK)), 4, false)
+				af[i] = gpu.LdMatrix(b, loc, sa, x.index(p.a.fragAt(x, stA, i, ks)), 4, !p.a.kLast)
 			}
 			for jp := range int64(fragsN / 2) {
-				var at *ir.Value
-				if p.transB {
-					at = x.addc(x.xorc(stB, 16*ks), jp*16*tileK)
-				} else {
-					at = x.addc(x.xorc(stB, 16*jp), ks*16*tileN)
-				}
-				r := gpu.LdMatrix(b, loc, sb, x.index(at), 4, !p.transB)
+				r := gpu.LdMatrix(b, loc, sb, x.index(p.b.fragAt(x, stB, jp, ks)), 4, !p.b.kLast)
 				bf[2*jp], bf[2*jp+1] = r[:2], r[2:]
 			}
 			for i := range fragsM {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
@@ -13,8 +14,10 @@ import (
 
 // mmaCases are bf16 products the tensor-core mapping takes, at sizes that
 // exercise its variants: tails in M, N and K (predicated copies and a
-// guarded epilogue), exact tiles (neither), B stored [N, K], batch
-// dimensions, and a dynamic M (index rather than i32 offsets).
+// guarded epilogue), exact tiles (neither), A stored [K, M] and B stored
+// [N, K], each and both, batch dimensions, and a dynamic M (index rather
+// than i32 offsets); and one it must leave to the SIMT mapping (A stored
+// [K, M] with M not a multiple of 8: its rows are not 16-byte aligned).
 var mmaCases = []struct {
 	name    string
 	args    string // the function's arguments
@@ -33,6 +36,23 @@ var mmaCases = []struct {
 	{"b-transposed", "%x: tensor<130x40xbf16>, %w: tensor<20x40xbf16>", "tensor<130x20xbf16>", `
   %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<20x40xbf16>) -> tensor<40x20xbf16>
   %r = "graph.matmul"(%x, %t) : (tensor<130x40xbf16>, tensor<40x20xbf16>) -> tensor<130x20xbf16>`, 1},
+	{"a-transposed", "%x: tensor<40x136xbf16>, %w: tensor<40x72xbf16>", "tensor<136x72xbf16>", `
+  %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<40x136xbf16>) -> tensor<136x40xbf16>
+  %r = "graph.matmul"(%t, %w) : (tensor<136x40xbf16>, tensor<40x72xbf16>) -> tensor<136x72xbf16>`, 1},
+	{"a-transposed-exact", "%x: tensor<64x128xbf16>, %w: tensor<64x128xbf16>", "tensor<128x128xbf16>", `
+  %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<64x128xbf16>) -> tensor<128x64xbf16>
+  %r = "graph.matmul"(%t, %w) : (tensor<128x64xbf16>, tensor<64x128xbf16>) -> tensor<128x128xbf16>`, 1},
+	{"a-transposed-unaligned", "%x: tensor<16x20xbf16>, %w: tensor<16x8xbf16>", "tensor<20x8xbf16>", `
+  %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<16x20xbf16>) -> tensor<20x16xbf16>
+  %r = "graph.matmul"(%t, %w) : (tensor<20x16xbf16>, tensor<16x8xbf16>) -> tensor<20x8xbf16>`, 0},
+	{"both-transposed", "%x: tensor<24x136xbf16>, %w: tensor<20x24xbf16>, %b: tensor<20xbf16>", "tensor<136x20xbf16>", `
+  %tx = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<24x136xbf16>) -> tensor<136x24xbf16>
+  %tw = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<20x24xbf16>) -> tensor<24x20xbf16>
+  %0 = "graph.matmul"(%tx, %tw) : (tensor<136x24xbf16>, tensor<24x20xbf16>) -> tensor<136x20xbf16>
+  %r = "graph.add"(%0, %b) : (tensor<136x20xbf16>, tensor<20xbf16>) -> tensor<136x20xbf16>`, 1},
+	{"batched-a-transposed", "%x: tensor<2x3x16x24xbf16>, %w: tensor<2x3x16x40xbf16>", "tensor<2x3x24x40xbf16>", `
+  %t = "graph.transpose"(%x) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<2x3x16x24xbf16>) -> tensor<2x3x24x16xbf16>
+  %r = "graph.matmul"(%t, %w) : (tensor<2x3x24x16xbf16>, tensor<2x3x16x40xbf16>) -> tensor<2x3x24x40xbf16>`, 1},
 	{"batched", "%x: tensor<2x3x20x16xbf16>, %w: tensor<2x3x16x24xbf16>", "tensor<2x3x20x24xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<2x3x20x16xbf16>, tensor<2x3x16x24xbf16>) -> tensor<2x3x20x24xbf16>`, 1},
 	{"attention", "%q: tensor<2x2x24x16xbf16>, %k: tensor<2x2x24x16xbf16>, %v: tensor<2x2x24x16xbf16>", "tensor<2x2x24x16xbf16>", `
@@ -72,4 +92,42 @@ func mmaKernels(t *testing.T, p *passtest.Program) int {
 		t.Fatal(err)
 	}
 	return strings.Count(ir.Sprint(m, ir.PrintOptions{}), `mapping = "mma"`)
+}
+
+// mlpLoss is a two-layer MLP's loss, as bench's mlp_train: its gradient
+// has five products, h = x·w1 and y = h·w2 (A [M, K], B [K, N]),
+// dW2 = hᵀ·dy and dW1 = xᵀ·dh (A stored [K, M]) and dh = dy·w2ᵀ (B
+// stored [N, K]).
+const mlpLoss = `func.func @loss(%x: tensor<40x24xbf16>, %w1: tensor<24x48xbf16>, %w2: tensor<48x24xbf16>) -> tensor<f32> {
+  %0 = "graph.matmul"(%x, %w1) : (tensor<40x24xbf16>, tensor<24x48xbf16>) -> tensor<40x48xbf16>
+  %1 = "graph.gelu"(%0) <{approximate = "tanh"}> : (tensor<40x48xbf16>) -> tensor<40x48xbf16>
+  %2 = "graph.matmul"(%1, %w2) : (tensor<40x48xbf16>, tensor<48x24xbf16>) -> tensor<40x24xbf16>
+  %3 = "graph.cast"(%2) : (tensor<40x24xbf16>) -> tensor<40x24xf32>
+  %4 = "graph.mul"(%3, %3) : (tensor<40x24xf32>, tensor<40x24xf32>) -> tensor<40x24xf32>
+  %5 = "graph.reduce_mean"(%4) <{axes = [0, 1], keepdims = false}> : (tensor<40x24xf32>) -> tensor<f32>
+  return %5 : tensor<f32>
+}
+`
+
+// TestMMATrainingStep checks that every product of an MLP's gradient,
+// forward and backward, runs on tensor cores, and that the lowered
+// gradient computes what the graph does.
+func TestMMATrainingStep(t *testing.T) {
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, mlpLoss, ir.ParseOptions{Filename: "mlp.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := ir.NewSymTable(m).Lookup("loss")
+	if _, err := autodiff.Grad(ctx, fn, []int{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	ir.NewSymTable(m).Erase(fn)
+	p := &passtest.Program{Func: "loss_grad", Source: ir.Sprint(m, ir.PrintOptions{Generic: true})}
+	if got := mmaKernels(t, p); got != 5 {
+		t.Errorf("%d mma kernels, want 5", got)
+	}
+	if err := passtest.CheckSemantics(p, "builtin.module(lower-to-gpu)", 1); err != nil {
+		t.Error(err)
+	}
 }
