@@ -516,23 +516,30 @@ var intOps = map[string]intOp{
 	"ashr": {"shr", "s", "s", ""},
 }
 
+// binaryOperands returns the scalar kind of x's type and the registers of x
+// and y, lane by lane: what every two-operand instruction starts from.
+func (e *emitter) binaryOperands(x, y value.Value) (scalarKind, []reg, []reg, error) {
+	k, _, err := shapeOf(x.Type())
+	if err != nil {
+		return k, nil, nil, err
+	}
+	xs, err := e.operand(x)
+	if err != nil {
+		return k, nil, nil, err
+	}
+	ys, err := e.operand(y)
+	return k, xs, ys, err
+}
+
 // intBinary selects an integer binary op, lane by lane.
 func (e *emitter) intBinary(name string, in value.Value, x, y value.Value) error {
 	op := intOps[name]
-	k, _, err := shapeOf(x.Type())
+	k, xs, ys, err := e.binaryOperands(x, y)
 	if err != nil {
 		return err
 	}
 	if k.float || k.ptr {
 		return fmt.Errorf("%s needs integer operands", name)
-	}
-	xs, err := e.operand(x)
-	if err != nil {
-		return err
-	}
-	ys, err := e.operand(y)
-	if err != nil {
-		return err
 	}
 	shift := op.mnemonic == "shl" || op.mnemonic == "shr"
 	for i, d := range e.resultRegs(in) {
@@ -577,20 +584,12 @@ func (e *emitter) extend8(r reg, kind string) reg {
 // floatBinary selects a floating-point binary op with round-to-nearest,
 // which also keeps ptxas from contracting it into an fma.
 func (e *emitter) floatBinary(mnemonic string, in value.Value, x, y value.Value) error {
-	k, _, err := shapeOf(x.Type())
+	k, xs, ys, err := e.binaryOperands(x, y)
 	if err != nil {
 		return err
 	}
 	if !k.float || k.bits == 16 {
 		return fmt.Errorf("floating-point arithmetic on %s is not supported (extend to f32 first)", x.Type())
-	}
-	xs, err := e.operand(x)
-	if err != nil {
-		return err
-	}
-	ys, err := e.operand(y)
-	if err != nil {
-		return err
 	}
 	for i, d := range e.resultRegs(in) {
 		e.inst("%s%s %s, %s, %s;", mnemonic, k.floatSuffix(), d, xs[i], ys[i])
@@ -627,15 +626,7 @@ var icmpOps = map[enum.IPred]struct{ cmp, kind string }{
 
 func (e *emitter) icmp(in *llir.InstICmp) error {
 	op := icmpOps[in.Pred]
-	k, _, err := shapeOf(in.X.Type())
-	if err != nil {
-		return err
-	}
-	xs, err := e.operand(in.X)
-	if err != nil {
-		return err
-	}
-	ys, err := e.operand(in.Y)
+	k, xs, ys, err := e.binaryOperands(in.X, in.Y)
 	if err != nil {
 		return err
 	}
@@ -675,15 +666,7 @@ var fcmpOps = map[enum.FPred]string{
 }
 
 func (e *emitter) fcmp(in *llir.InstFCmp) error {
-	k, _, err := shapeOf(in.X.Type())
-	if err != nil {
-		return err
-	}
-	xs, err := e.operand(in.X)
-	if err != nil {
-		return err
-	}
-	ys, err := e.operand(in.Y)
+	k, xs, ys, err := e.binaryOperands(in.X, in.Y)
 	if err != nil {
 		return err
 	}
