@@ -1,0 +1,442 @@
+package togpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	mathd "github.com/strata-ir/strata/dialects/math"
+	"github.com/strata-ir/strata/ir"
+)
+
+// Flash-attention kernel (issue 12): softmax(q·kᵀ·scale)·v for one graph
+// attention in one kernel, without the score matrix in memory. A block of
+// flashWarps warps takes flashRows query rows of one (batch, head); each
+// warp owns 16 of them. The block walks the keys in tiles of flashKeys,
+// K and V tiles double-buffered in workgroup memory by cp.async. Per tile
+// each warp computes its 16 × flashKeys scores with mma.sync into f32
+// registers, rounds them to the element type (the graph's product does),
+// scales, masks (causal, and the keys past the end), and runs the online
+// softmax: the running row maximum m and the row sum l, both f32, and the
+// output accumulator rescaled by exp(m_old − m_new). The probabilities,
+// rounded to the element type once, are the A fragments of O += P·V
+// straight from the score registers (the m16n8 accumulator layout of two
+// n8 tiles is the m16k16 A layout), so they never leave registers. At the
+// end O / l is rounded to the element type and stored.
+//
+// The result differs from the decomposed graph only in rounding: the
+// graph rounds the normalised probability exp(s − m)/l once, the kernel
+// the unnormalised exp(s − m_running) once and divides by l after the
+// product, and the sums run in another order.
+const (
+	flashRows    = 64 // query rows per block (16 per warp)
+	flashKeys    = 64 // keys per tile
+	flashWarps   = flashRows / 16
+	flashThreads = 32 * flashWarps
+	flashPad     = 8 // elements after each workgroup row: ldmatrix's 8 rows hit different banks
+)
+
+// Flash is the shape of one flash-attention kernel: Batch independent
+// attentions (the batch and head dims flattened) of Lq query rows against
+// Lk keys, head dim D for q, k and v, in element type Elem.
+type Flash struct {
+	Batch, Lq, Lk, D int64
+	// Causal masks key j for query i when j > i (top-left aligned).
+	Causal bool
+	// Scale multiplies the scores (1/√D by default in graph.attention).
+	Scale float64
+	// Elem is bf16 or f16.
+	Elem ir.Type
+}
+
+// Check reports why the kernel cannot compute f, or nil.
+func (f Flash) Check() error {
+	switch {
+	case f.Elem != ir.BF16 && f.Elem != ir.F16:
+		return fmt.Errorf("flash attention: element type %s, want bf16 or f16", f.Elem)
+	case f.D <= 0 || f.D%16 != 0 || f.D > 64:
+		// 64 is the largest head dim whose tiles fit the 48 KB of static
+		// workgroup memory (Q, two K and two V stages).
+		return fmt.Errorf("flash attention: head dim %d, want a multiple of 16 up to 64", f.D)
+	case f.Batch <= 0 || f.Lq <= 0 || f.Lk <= 0:
+		return fmt.Errorf("flash attention: empty shape (batch %d, %d queries, %d keys)", f.Batch, f.Lq, f.Lk)
+	case f.Batch*max(f.Lq, f.Lk)*f.D >= 1<<31:
+		return fmt.Errorf("flash attention: %d×%d×%d elements need 64-bit offsets", f.Batch, max(f.Lq, f.Lk), f.D)
+	}
+	return nil
+}
+
+// Grid is the number of blocks of the launch (of FlashThreads threads).
+func (f Flash) Grid() int64 { return f.Batch * ceilDivInt(f.Lq, flashRows) }
+
+// FlashThreads is the block size of flash-attention kernels.
+const FlashThreads = flashThreads
+
+func ceilDivInt(a, b int64) int64 { return (a + b - 1) / b }
+
+// memref is the 1-D global buffer type of n elements.
+func (f Flash) memref(n int64) ir.Type { return ir.MemRefOf([]int64{n}, f.Elem) }
+
+// ArgTypes are the kernel's arguments: q [Batch·Lq·D], k and v [Batch·Lk·D]
+// and the output [Batch·Lq·D], row-major 1-D views.
+func (f Flash) ArgTypes() []ir.Type {
+	q, kv := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D)
+	return []ir.Type{q, kv, kv, q}
+}
+
+// Kernel inserts the kernel gpu.func name at b's insertion point (inside
+// a gpu.module) and returns it.
+func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operation, error) {
+	if err := f.Check(); err != nil {
+		return nil, err
+	}
+	kernel, entry := gpu.NewKernel(b, loc, name, f.ArgTypes())
+	kernel.SetAttr(LaunchAttr, ir.Dict(
+		ir.NamedAttr{Name: "block", Value: ir.Int(flashThreads, ir.I64)},
+		ir.NamedAttr{Name: "mapping", Value: ir.Str("flash")},
+	))
+	kb := ir.NewBuilder(b.Ctx)
+	kb.SetInsertionPointToEnd(entry)
+	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, ir.Index}}
+	args := entry.Arguments()
+	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
+	ld := f.D + flashPad
+	g.sq = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(flashRows*ld, f.Elem))
+	g.sk = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(2*flashKeys*ld, f.Elem))
+	g.sv = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(2*flashKeys*ld, f.Elem))
+	if err := g.emit(); err != nil {
+		return nil, err
+	}
+	gpu.Return(kb, loc)
+	return kernel, nil
+}
+
+// Launch inserts the launch of the kernel ref on the 1-D buffers q, k, v
+// and out (of ArgTypes) at b.
+func (f Flash) Launch(b *ir.Builder, loc ir.Location, ref ir.SymbolRefAttr, q, k, v, out *ir.Value) *ir.Operation {
+	one := arith.ConstantIndex(b, loc, 1)
+	grid := [3]*ir.Value{arith.ConstantIndex(b, loc, f.Grid()), one, one}
+	block := [3]*ir.Value{arith.ConstantIndex(b, loc, flashThreads), one, one}
+	return gpu.LaunchFunc(b, loc, ref, grid, block, []*ir.Value{q, k, v, out}, nil)
+}
+
+// flashGen builds one kernel body.
+type flashGen struct {
+	Flash
+	b          *ir.Builder
+	loc        ir.Location
+	x          ix
+	q, k, v, o *ir.Value // global 1-D buffers
+	sq, sk, sv *ir.Value // workgroup tiles
+}
+
+func (g *flashGen) f32(v float64) *ir.Value { return arith.ConstantFloat(g.b, g.loc, v, ir.F32) }
+
+// fop is a binary f32 op at b.
+func fop(b *ir.Builder, loc ir.Location, name string, x, y *ir.Value) *ir.Value {
+	return arith.Binary(b, name, loc, x, y)
+}
+
+// exp is math.exp of x.
+func exp(b *ir.Builder, loc ir.Location, x *ir.Value) *ir.Value {
+	op, err := mathd.New(b, "math.exp", loc, x)
+	if err != nil { // math.exp of one f32 always builds
+		panic(err)
+	}
+	return op.Result(0)
+}
+
+// copyTile issues this thread's cp.async copies of rows rows of D
+// elements from global offset src (row r at src + r·D) to the workgroup
+// tile dst at offset at (row r at at + r·(D+pad)); rows at or past valid
+// (an index) are zero filled.
+func (g *flashGen) copyTile(b *ir.Builder, dst, at, src, first, valid, tid *ir.Value, rows int64) {
+	x := g.x.at(b)
+	chunks := g.D / 8 // 16-byte chunks per row
+	ld := g.D + flashPad
+	full, none := arith.ConstantInt(b, g.loc, 16, ir.I32), arith.ConstantInt(b, g.loc, 0, ir.I32)
+	for i := range rows * chunks / flashThreads {
+		c := x.addc(tid, i*flashThreads)
+		r, col := x.div(c, x.c(chunks)), x.rem(c, x.c(chunks))
+		ok := x.lt(x.add(first, r), valid)
+		s := x.add(src, x.add(x.mulc(r, g.D), x.mulc(col, 8)))
+		s = arith.NewSelect(b, g.loc, ok, s, x.c(0))
+		n := arith.NewSelect(b, g.loc, ok, full, none)
+		d := x.add(at, x.add(x.mulc(r, ld), x.mulc(col, 8)))
+		gpu.CpAsync(b, g.loc, dst, d, g.gmemOf(dst), s, n, 16)
+	}
+}
+
+// gmemOf maps a workgroup tile to the global buffer it is filled from.
+func (g *flashGen) gmemOf(smem *ir.Value) *ir.Value {
+	switch smem {
+	case g.sq:
+		return g.q
+	case g.sk:
+		return g.k
+	}
+	return g.v
+}
+
+func (g *flashGen) emit() error {
+	b, loc, x := g.b, g.loc, g.x
+	ld := g.D + flashPad
+	tilesM := ceilDivInt(g.Lq, flashRows)
+	numK := ceilDivInt(g.Lk, flashKeys)
+	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
+	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
+	rowBase := x.mulc(mt, flashRows)
+	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
+	kvBase := x.mulc(z, g.Lk*g.D)
+	lq, lk := x.c(g.Lq), x.c(g.Lk)
+	lane, warp := x.and(tid, 31), x.shr(tid, 5)
+	gr, t2 := x.shr(lane, 2), x.mulc(x.and(lane, 3), 2)
+	q8, r8 := x.shr(lane, 3), x.and(lane, 7) // ldmatrix: matrix and row of this lane
+	lo, hi := x.and(q8, 1), x.shr(q8, 1)
+
+	// The number of key tiles: causal blocks stop at their last row.
+	var tiles *ir.Value = x.c(numK)
+	if g.Causal {
+		last := x.shr(x.addc(rowBase, flashRows+flashKeys-1), 6) // (flashKeys = 64)
+		tiles = x.op("arith.minui", last, tiles)
+	}
+	// load issues key tile kt's K and V into stage kt % 2.
+	load := func(b *ir.Builder, kt *ir.Value) {
+		x := x.at(b)
+		first := x.mulc(kt, flashKeys)
+		at := x.mulc(x.and(kt, 1), flashKeys*ld)
+		src := x.add(kvBase, x.mulc(first, g.D))
+		g.copyTile(b, g.sk, at, src, first, lk, tid, flashKeys)
+		g.copyTile(b, g.sv, at, src, first, lk, tid, flashKeys)
+	}
+	g.copyTile(b, g.sq, x.c(0), qBase, rowBase, lq, tid, flashRows)
+	load(b, x.c(0))
+	gpu.CpAsyncCommit(b, loc)
+	gpu.CpAsyncWait(b, loc, 0)
+	gpu.Barrier(b, loc)
+
+	// The warp's Q fragments, one m16k16 A per 16 of D: matrix q8 of
+	// ldmatrix.x4 is rows 8·(q8%2)…, columns 8·(q8/2)….
+	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
+	qOff := x.add(x.mulc(qRow, ld), x.mulc(hi, 8))
+	qf := make([][]*ir.Value, g.D/16)
+	for ks := range qf {
+		qf[ks] = gpu.LdMatrix(b, loc, g.sq, x.addc(qOff, int64(ks)*16), 4, false)
+	}
+	// K's B fragments (keys × D stored as K is): matrix q8 is keys
+	// 8·(q8/2)…, columns 8·(q8%2)…; V's (keys × D, read transposed):
+	// keys 8·(q8%2)…, columns 8·(q8/2)….
+	kOff := x.add(x.mulc(x.add(x.mulc(hi, 8), r8), ld), x.mulc(lo, 8))
+	vOff := x.add(x.mulc(x.add(x.mulc(lo, 8), r8), ld), x.mulc(hi, 8))
+	// This lane's two rows (g and g+8 of the warp's 16).
+	row0 := x.add(rowBase, x.add(x.mulc(warp, 16), gr))
+	rows := [2]*ir.Value{row0, x.addc(row0, 8)}
+
+	nO := int(g.D / 8) // n8 tiles of O
+	negInf := g.f32(math.Inf(-1))
+	inits := make([]*ir.Value, 0, 4*nO+4)
+	for range 4 * nO {
+		inits = append(inits, g.f32(0))
+	}
+	inits = append(inits, negInf, negInf, g.f32(0), g.f32(0)) // m, l per row
+	one := arith.ConstantIndex(b, loc, 1)
+	kl := loop.For(b, loc, x.c(0), tiles, one, inits, func(b *ir.Builder, kt *ir.Value, it []*ir.Value) []*ir.Value {
+		x := x.at(b)
+		next := x.addc(kt, 1)
+		loop.If(b, loc, x.lt(next, tiles), nil, func(b *ir.Builder) []*ir.Value {
+			load(b, next)
+			return nil
+		}, nil)
+		gpu.CpAsyncCommit(b, loc)
+		gpu.CpAsyncWait(b, loc, 1)
+		gpu.Barrier(b, loc)
+		at := x.mulc(x.and(kt, 1), flashKeys*ld)
+		s := g.scores(b, qf, x.add(at, kOff))
+		g.mask(b, s, x.mulc(kt, flashKeys), t2, rows)
+		o, m, l := it[:4*nO], it[4*nO:4*nO+2], it[4*nO+2:]
+		out := g.softmaxStep(b, s, o, m, l)
+		g.product(b, s, out[:4*nO], x.add(at, vOff))
+		gpu.Barrier(b, loc) // the stage is refilled by the next iteration
+		return out
+	})
+	gpu.CpAsyncWait(b, loc, 0)
+	g.store(kl, nO, t2, rows, lq)
+	return nil
+}
+
+// scores returns S = Q·Kᵀ for the warp's 16 rows and the tile's keys:
+// s[j][r] is the m16n8 accumulator value r of key tile j.
+func (g *flashGen) scores(b *ir.Builder, qf [][]*ir.Value, kAt *ir.Value) [][]*ir.Value {
+	x := g.x.at(b)
+	ld := g.D + flashPad
+	zero := arith.ConstantFloat(b, g.loc, 0, ir.F32)
+	s := make([][]*ir.Value, flashKeys/8)
+	for j := range s {
+		s[j] = []*ir.Value{zero, zero, zero, zero}
+	}
+	for ks := range qf {
+		for np := range int64(flashKeys / 16) {
+			r := gpu.LdMatrix(b, g.loc, g.sk, x.addc(kAt, np*16*ld+int64(ks)*16), 4, false)
+			// (Copies: mask and softmaxStep replace the values in place.)
+			s[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[:2], s[2*np]))
+			s[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[2:], s[2*np+1]))
+		}
+	}
+	return s
+}
+
+// mask rounds each score to the element type (the graph's q·kᵀ is in
+// it), scales it in f32 and replaces masked ones by −inf: keys past Lk
+// and, when causal, keys after the row. Value r of n8 tile j is row
+// rows[r/2], key first + 8j + t2 + r%2.
+func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first, t2 *ir.Value, rows [2]*ir.Value) {
+	x := g.x.at(b)
+	loc := g.loc
+	scale := arith.ConstantFloat(b, loc, float64(float32(g.Scale)), ir.F32)
+	negInf := arith.ConstantFloat(b, loc, math.Inf(-1), ir.F32)
+	keyTail := g.Lk%flashKeys != 0
+	base := x.add(first, t2)
+	for j := range s {
+		for r := range 4 {
+			v := arith.NewCast(b, "arith.truncf", loc, s[j][r], g.Elem)
+			v = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
+			v = fop(b, loc, "arith.mulf", v, scale)
+			key := x.addc(base, int64(8*j+r%2))
+			var masked *ir.Value
+			if keyTail {
+				masked = arith.NewCmpI(b, loc, arith.CmpIUGE, key, x.c(g.Lk))
+			}
+			if g.Causal {
+				after := arith.NewCmpI(b, loc, arith.CmpIUGT, key, rows[r/2])
+				if masked == nil {
+					masked = after
+				} else {
+					masked = arith.Binary(b, "arith.ori", loc, masked, after)
+				}
+			}
+			if masked != nil {
+				v = arith.NewSelect(b, loc, masked, negInf, v)
+			}
+			s[j][r] = v
+		}
+	}
+}
+
+// quadReduce combines v over the 4 lanes that share a row (lane bits 0
+// and 1) with op.
+func (g *flashGen) quadReduce(b *ir.Builder, op string, v *ir.Value) *ir.Value {
+	width := arith.ConstantInt(b, g.loc, 32, ir.I32)
+	for _, off := range []int64{1, 2} {
+		o, _ := gpu.Shuffle(b, g.loc, "xor", v, arith.ConstantInt(b, g.loc, off, ir.I32), width)
+		v = fop(b, g.loc, op, v, o)
+	}
+	return v
+}
+
+// softmaxStep updates the running maxima m and (this lane's partial)
+// sums l with the tile's scores, replaces s by exp(s − m_new) and
+// returns the rescaled accumulators followed by the new m and l.
+func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value) []*ir.Value {
+	loc := g.loc
+	var mNew, alpha, lNew [2]*ir.Value
+	for h := range 2 {
+		mx := m[h]
+		for j := range s {
+			for c := range 2 {
+				mx = fop(b, loc, "arith.maximumf", mx, s[j][2*h+c])
+			}
+		}
+		// (Lanes of a row all hold m[h], so the reduction may include it.)
+		mNew[h] = g.quadReduce(b, "arith.maximumf", mx)
+		// m_old = −inf only before the first tile, whose key 0 is never
+		// masked: m_new is finite and alpha is exp(−inf) = 0.
+		alpha[h] = exp(b, loc, fop(b, loc, "arith.subf", m[h], mNew[h]))
+		lNew[h] = fop(b, loc, "arith.mulf", l[h], alpha[h])
+	}
+	for j := range s {
+		for r := range 4 {
+			h := r / 2
+			p := exp(b, loc, fop(b, loc, "arith.subf", s[j][r], mNew[h]))
+			s[j][r] = p
+			lNew[h] = fop(b, loc, "arith.addf", lNew[h], p)
+		}
+	}
+	out := make([]*ir.Value, 0, len(o)+4)
+	for i, v := range o {
+		out = append(out, fop(b, loc, "arith.mulf", v, alpha[(i%4)/2]))
+	}
+	return append(out, mNew[0], mNew[1], lNew[0], lNew[1])
+}
+
+// pack rounds two f32 to the element type and packs them in an i32, x in
+// the lower half (a fragment register).
+func (g *flashGen) pack(b *ir.Builder, x, y *ir.Value) *ir.Value {
+	half := func(v *ir.Value) *ir.Value {
+		v = arith.NewCast(b, "arith.truncf", g.loc, v, g.Elem)
+		v = arith.NewCast(b, "arith.bitcast", g.loc, v, ir.I16)
+		return arith.NewCast(b, "arith.extui", g.loc, v, ir.I32)
+	}
+	hi := arith.Binary(b, "arith.shli", g.loc, half(y), arith.ConstantInt(b, g.loc, 16, ir.I32))
+	return arith.Binary(b, "arith.ori", g.loc, half(x), hi)
+}
+
+// product adds P·V to the accumulators o (in place): the probabilities
+// of n8 tiles 2j and 2j+1 are the m16k16 A fragment of key step j.
+func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o []*ir.Value, vAt *ir.Value) {
+	x := g.x.at(b)
+	ld := g.D + flashPad
+	for j := range int64(flashKeys / 16) {
+		a := []*ir.Value{
+			g.pack(b, p[2*j][0], p[2*j][1]), g.pack(b, p[2*j][2], p[2*j][3]),
+			g.pack(b, p[2*j+1][0], p[2*j+1][1]), g.pack(b, p[2*j+1][2], p[2*j+1][3]),
+		}
+		for dp := range g.D / 16 {
+			r := gpu.LdMatrix(b, g.loc, g.sv, x.addc(vAt, j*16*ld+dp*16), 4, true)
+			for h := range int64(2) {
+				at := (2*dp + h) * 4
+				copy(o[at:at+4], gpu.MMASync(b, g.loc, g.Elem, a, r[2*h:2*h+2], o[at:at+4]))
+			}
+		}
+	}
+}
+
+// store writes O / l, rounded to the element type, for the lane's rows
+// below Lq: accumulator value r of n8 tile j is row rows[r/2], column
+// 8j + t2 + r%2.
+func (g *flashGen) store(kl *ir.Operation, nO int, t2 *ir.Value, rows [2]*ir.Value, lq *ir.Value) {
+	b, loc, x := g.b, g.loc, g.x
+	var inv [2]*ir.Value
+	for h := range 2 {
+		l := g.quadReduce(b, "arith.addf", kl.Result(4*nO+2+h))
+		inv[h] = fop(b, loc, "arith.divf", g.f32(1), l)
+	}
+	for h := range 2 {
+		emit := func(b *ir.Builder) []*ir.Value {
+			x := x.at(b)
+			rowOff := x.add(x.mulc(g.batchOf(b), g.Lq*g.D), x.mulc(rows[h], g.D))
+			for j := range nO {
+				for c := range 2 {
+					r := 2*h + c
+					v := fop(b, loc, "arith.mulf", kl.Result(4*j+r), inv[h])
+					v = arith.NewCast(b, "arith.truncf", loc, v, g.Elem)
+					loop.Store(b, loc, v, g.o, x.add(rowOff, x.addc(t2, int64(8*j+c))))
+				}
+			}
+			return nil
+		}
+		if g.Lq%flashRows == 0 {
+			emit(b)
+		} else {
+			loop.If(b, loc, x.lt(rows[h], x.c(g.Lq)), nil, emit, nil)
+		}
+	}
+}
+
+// batchOf is the block's (batch, head) index.
+func (g *flashGen) batchOf(b *ir.Builder) *ir.Value {
+	x := g.x.at(b)
+	return x.div(gpu.BlockID(b, g.loc, "x"), x.c(ceilDivInt(g.Lq, flashRows)))
+}

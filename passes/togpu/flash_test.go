@@ -1,0 +1,221 @@
+package togpu_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
+)
+
+// flashCases are small attentions whose sizes are not multiples of the
+// 64-row and 64-key tiles (row and key tails, several row blocks and key
+// tiles, more keys than queries and fewer), causal and not.
+var flashCases = []struct {
+	b, h, lq, lk, d int64
+	causal          bool
+}{
+	{1, 2, 40, 40, 32, false},
+	{1, 2, 40, 40, 32, true},
+	{2, 1, 70, 70, 16, true},
+	{1, 1, 24, 90, 16, false},
+	{1, 1, 24, 90, 16, true},
+	{1, 1, 67, 33, 64, true},
+	{1, 1, 64, 128, 64, false},
+}
+
+// flashModule returns a module whose @main(q, k, v, out) launches the
+// flash kernel of f on 1-D buffers.
+func flashModule(t *testing.T, ctx *ir.Context, f togpu.Flash) *ir.Operation {
+	t.Helper()
+	ts := f.ArgTypes()
+	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%o: %s) {\n    return\n  }\n}\n", ts[0], ts[1], ts[2], ts[3])
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "flash.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := ir.NewSymTable(m).Lookup("main")
+	b := ir.NewBuilder(ctx)
+	b.SetInsertionPointAfter(fn)
+	gmod := gpu.NewModule(b, fn.Loc(), "main_kernels")
+	b.SetInsertionPointBefore(gmod.Region(0).Front().Last())
+	if _, err := f.Kernel(b, fn.Loc(), "flash"); err != nil {
+		t.Fatal(err)
+	}
+	body := fn.Region(0).Front()
+	b.SetInsertionPointBefore(body.Last())
+	args := body.Arguments()
+	f.Launch(b, fn.Loc(), gpu.KernelRef("main_kernels", "flash"), args[0], args[1], args[2], args[3])
+	if err := ir.Verify(m); err != nil {
+		t.Fatalf("%v\n%s", err, ir.Sprint(m, ir.PrintOptions{}))
+	}
+	return m
+}
+
+// randomBF16 returns n values in [-2, 2) as a bf16 tensor of shape.
+func randomBF16(t *testing.T, rng *rand.Rand, shape []int64) *interp.Tensor {
+	t.Helper()
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	vs := make([]float64, n)
+	for i := range vs {
+		vs[i] = 4*rng.Float64() - 2
+	}
+	x, err := interp.FromFloat64s(ir.BF16, shape, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// flat reshapes x to 1-D.
+func flat(t *testing.T, x *interp.Tensor) *interp.Buffer {
+	t.Helper()
+	y, err := interp.FromBits(x.ElemType(), []int64{int64(x.Len())}, x.Bits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interp.BufferFromTensor(y)
+}
+
+// TestFlashSemantics runs the kernel in the interpreter (which simulates
+// cp.async, ldmatrix, mma.sync and the shuffles lane by lane) and compares
+// it with the interpreter's graph.attention.
+//
+// Tolerance: the values of v are in [-2, 2), so each output, a convex
+// combination of them, is too. The graph rounds each normalised
+// probability p = e/l to bf16 once and the output once; the kernel
+// rounds the unnormalised e·α once and divides by l (f32) after the
+// product. Each probability may then differ by up to 2 bf16 half-ulps
+// (2·2⁻⁹ relative), which moves Σ p·v by at most 2⁻⁸·max|v| = 2⁻⁷, and
+// the final rounding adds up to one bf16 ulp of |out| ≤ 2 (2⁻⁶ near 2):
+// 2⁻⁷ + 2⁻⁶ ≈ 0.023 in all. A wrong mask, scale or rescaling moves
+// outputs by far more (a probability mass of 1/Lk at least on a
+// different v).
+func TestFlashSemantics(t *testing.T) {
+	const tol = 1.0/128 + 1.0/64
+	for _, tc := range flashCases {
+		name := fmt.Sprintf("%dx%dx%dx%d-d%d-causal=%v", tc.b, tc.h, tc.lq, tc.lk, tc.d, tc.causal)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(uint64(tc.lq), uint64(tc.lk)))
+			qs, ks := []int64{tc.b, tc.h, tc.lq, tc.d}, []int64{tc.b, tc.h, tc.lk, tc.d}
+			q, k, v := randomBF16(t, rng, qs), randomBF16(t, rng, ks), randomBF16(t, rng, ks)
+
+			ctx := dialects.NewContext()
+			typ := func(s []int64) string { return fmt.Sprintf("tensor<%dx%dx%dx%dxbf16>", s[0], s[1], s[2], s[3]) }
+			ref := fmt.Sprintf(`func.func @ref(%%q: %s, %%k: %s, %%v: %s) -> %s {
+  %%r = "graph.attention"(%%q, %%k, %%v) <{causal = %v}> : (%s, %s, %s) -> %s
+  return %%r : %s
+}`, typ(qs), typ(ks), typ(ks), typ(qs), tc.causal, typ(qs), typ(ks), typ(ks), typ(qs), typ(qs))
+			rm, err := ir.Parse(ctx, ref, ir.ParseOptions{Filename: "ref.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := interp.New(rm).Call("ref", q, k, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			f := togpu.Flash{Batch: tc.b * tc.h, Lq: tc.lq, Lk: tc.lk, D: tc.d, Causal: tc.causal, Scale: 1 / math.Sqrt(float64(tc.d)), Elem: ir.BF16}
+			m := flashModule(t, ctx, f)
+			out, err := interp.NewBuffer(ir.BF16, []int64{int64(q.Len())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := interp.New(m).Call("main", flat(t, q), flat(t, k), flat(t, v), out); err != nil {
+				t.Fatal(err)
+			}
+			got, err := out.Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs, ws := got.Float64s(), want[0].(*interp.Tensor).Float64s()
+			worst := 0.0
+			for i := range ws {
+				d := math.Abs(gs[i] - ws[i])
+				if !(d <= tol) { // (NaN fails)
+					t.Fatalf("element %d (row %d, col %d): kernel %g, graph %g", i, int64(i)/tc.d%tc.lq, int64(i)%tc.d, gs[i], ws[i])
+				}
+				worst = max(worst, d)
+			}
+			t.Logf("max |kernel − graph| = %.3g (tolerance %.3g)", worst, tol)
+		})
+	}
+}
+
+// TestFlashCheck rejects what the kernel cannot compute.
+func TestFlashCheck(t *testing.T) {
+	ok := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Elem: ir.BF16}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []togpu.Flash{
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Elem: ir.F32},
+		{Batch: 1, Lq: 8, Lk: 8, D: 24, Elem: ir.BF16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 128, Elem: ir.BF16},
+		{Batch: 0, Lq: 8, Lk: 8, D: 64, Elem: ir.BF16},
+	} {
+		if f.Check() == nil {
+			t.Errorf("%+v accepted", f)
+		}
+	}
+}
+
+// TestFlashPTX compiles the bench's attention kernel (b16 h16 s1024
+// d64, causal and not) with both PTX backends and assembles it with the
+// offline ptxas for sm_90.
+func TestFlashPTX(t *testing.T) {
+	ptxas := os.Getenv("STRATA_PTXAS")
+	if ptxas == "" {
+		ptxas, _ = filepath.Abs("../../.cache/tools/bin/ptxas")
+	}
+	if _, err := os.Stat(ptxas); err != nil {
+		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
+	}
+	for _, causal := range []bool{false, true} {
+		for _, name := range nvptx.BackendNames() {
+			t.Run(fmt.Sprintf("%s-causal=%v", name, causal), func(t *testing.T) {
+				ctx := dialects.NewContext()
+				f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Causal: causal, Scale: 0.125, Elem: ir.BF16}
+				m := flashModule(t, ctx, f)
+				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				be, err := nvptx.New(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ptx, err := be.Compile(mod, nvptx.Options{})
+				if err != nil {
+					if name == "llc" {
+						t.Skipf("llc backend unavailable: %v", err)
+					}
+					t.Fatal(err)
+				}
+				file := filepath.Join(t.TempDir(), "flash.ptx")
+				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
+				if err != nil {
+					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
+				}
+				t.Logf("ptxas: %s", out)
+			})
+		}
+	}
+}
