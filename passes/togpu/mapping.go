@@ -29,7 +29,7 @@ type mapping interface {
 // pointwise otherwise (always correct: each thread runs the whole body for
 // its points).
 func analyze(nest *ir.Operation, cfg Config) (mapping, error) {
-	if m := mmaPlan(nest); m != nil && cfg.TensorCores {
+	if m := mmaPlan(nest, cfg.mmaTile()); m != nil && cfg.TensorCores {
 		return m, nil
 	}
 	if r := rowPlan(nest, cfg); r != nil {

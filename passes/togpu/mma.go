@@ -1,7 +1,9 @@
 package togpu
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
@@ -10,23 +12,98 @@ import (
 // MappingMMA is the tensor-core mapping of matmul nests.
 const MappingMMA = "mma"
 
-// The tensor-core tiling: a block of mmaThreads threads (8 warps) computes
-// a tileM × tileN output tile, stepping over K by tileK with mmaStages
-// shared-memory stages filled by cp.async; warps form a 2 × 4 grid, each
-// owning a 64 × 32 tile of 4 × 4 m16n8 accumulators. Blocks walk the
-// output tiles in groups of groupM tile rows, column by column, so that
-// the blocks resident at one time share A's and B's tiles in L2.
+// MMATile is a tensor-core tiling: a block of Warps warps computes an M × N
+// output tile, stepping over K by K with Stages shared-memory stages
+// filled by cp.async. Each warp owns a 64 × 32 tile of 4 × 4 m16n8
+// accumulators (64 f32 registers a thread), so the warps form an
+// M/64 × N/32 grid. Blocks walk the output tiles in groups of groupM tile
+// rows, column by column, so that the blocks resident at one time share
+// A's and B's tiles in L2.
+type MMATile struct {
+	M, N, K int64
+	Stages  int64
+}
+
+// MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
+// the default first. Every stage buffer is static shared memory, which
+// ptxas caps at 48 KiB a kernel (sm_90 rejects more: larger stages need
+// dynamic shared memory, which the backends do not emit), so a BK = 64
+// tile has two stages of a 128 × 64 output tile (64 × 128 would take
+// 131 registers a thread in ptxas, over the 128 of 4 blocks an SM).
+var MMATiles = []MMATile{
+	{M: 128, N: 128, K: 32, Stages: 3}, // 8 warps, 48 KiB, 2 blocks an SM
+	{M: 128, N: 64, K: 64, Stages: 2},  // 4 warps, 48 KiB, 4 blocks an SM
+}
+
+// The warp tile, and the limits every MMATile keeps.
 const (
-	tileM, tileN, tileK = 128, 128, 32
-	mmaStages           = 3
-	mmaThreads          = 256
-	warpsN              = 4
-	warpTileM           = 64
-	warpTileN           = 32
-	fragsM              = warpTileM / 16 // m16 tiles per warp
-	fragsN              = warpTileN / 8  // n8 tiles per warp
-	groupM              = 8
+	warpTileM    = 64
+	warpTileN    = 32
+	fragsM       = warpTileM / 16 // m16 tiles per warp
+	fragsN       = warpTileN / 8  // n8 tiles per warp
+	groupM       = 8
+	maxStatic    = 48 << 10 // bytes of static shared memory a kernel may declare
+	mmaElemBytes = 2        // bf16
 )
+
+// mmaTile is cfg's tiling, MMATiles[0] when unset.
+func (c Config) mmaTile() MMATile {
+	if c.MMATile == (MMATile{}) {
+		return MMATiles[0]
+	}
+	return c.MMATile
+}
+
+// String is the tile's name in the mma-tile option: MxNxK, s and the stages.
+func (t MMATile) String() string {
+	return fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
+}
+
+// Warps is the number of warps of a block.
+func (t MMATile) Warps() int64 { return (t.M / warpTileM) * (t.N / warpTileN) }
+
+// threads is the number of threads of a block.
+func (t MMATile) threads() int64 { return 32 * t.Warps() }
+
+// SharedBytes is the shared memory of a block: every stage of both tiles.
+func (t MMATile) SharedBytes() int64 { return t.Stages * (t.M + t.N) * t.K * mmaElemBytes }
+
+// ParseMMATile returns the tile of MMATiles named s.
+func ParseMMATile(s string) (MMATile, error) {
+	for _, t := range MMATiles {
+		if t.String() == s {
+			return t, nil
+		}
+	}
+	return MMATile{}, fmt.Errorf("%s: mma-tile=%q is not one of %s", PassName, s, strings.Join(mmaTileNames(), ", "))
+}
+
+// mmaTileNames returns the names of MMATiles.
+func mmaTileNames() []string {
+	names := make([]string, len(MMATiles))
+	for i, t := range MMATiles {
+		names[i] = t.String()
+	}
+	return names
+}
+
+// check reports a tiling the kernel generator cannot build: the block
+// tile must be whole warp tiles (at most 32 warps), K 32 or 64 (one
+// 128-byte swizzle line holds two or one rows along K), and at least two
+// stages in 48 KiB. (A block then has at least M/2 threads, so each
+// cp.async pass of a stage covers whole rows of either operand's layout.)
+func (t MMATile) check() error {
+	pow2 := func(n int64) bool { return n > 0 && n&(n-1) == 0 }
+	switch {
+	case !pow2(t.M) || !pow2(t.N) || t.M < warpTileM || t.N < warpTileN || t.Warps() > 32:
+		return fmt.Errorf("mma tile %s: M and N must be powers of two, multiples of %d and %d, at most 32 warps", t, warpTileM, warpTileN)
+	case t.K != 32 && t.K != 64:
+		return fmt.Errorf("mma tile %s: K must be 32 or 64", t)
+	case t.Stages < 2 || t.SharedBytes() > maxStatic:
+		return fmt.Errorf("mma tile %s: needs at least 2 stages in %d bytes of shared memory, has %d", t, maxStatic, t.SharedBytes())
+	}
+	return nil
+}
 
 // mma is the mapping of a matmul nest: convert-graph-to-loop's
 //
@@ -50,6 +127,7 @@ type mma struct {
 	a, b  operand // A (outer dimension M) and B (outer dimension N) on the host
 	elem  ir.Type
 	k     int64
+	tile  MMATile
 	batch []int64 // static extents of the leading dimensions
 	m, n  int64   // static M and N, or ir.Dynamic
 	width ir.Type // of the kernel's offset arithmetic: i32 when every offset fits
@@ -66,6 +144,7 @@ type operand struct {
 	// [K, M], B [K, N]) and ldmatrix transposes them.
 	kLast bool
 	tile  int64 // the block tile's extent in the outer dimension
+	tileK int64 // and along K
 }
 
 // ld is the stride between the stored rows of one matrix.
@@ -77,13 +156,13 @@ func (o *operand) ld(nb int) int64 { return o.shape[nb+1] }
 // outer extent that is a multiple of 8, unit steps from 0, and batch
 // dimensions of static extent that index A and B in order. Anything else
 // keeps the SIMT mapping.
-func mmaPlan(nest *ir.Operation) *mma {
+func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
 	rank := len(lbs)
 	if err != nil || rank < 2 || len(inits) > 0 {
 		return nil
 	}
-	p := &mma{m: ir.Dynamic, n: ir.Dynamic}
+	p := &mma{m: ir.Dynamic, n: ir.Dynamic, tile: tile}
 	for d := range lbs {
 		lb, ok1 := staticInt(lbs[d])
 		st, ok2 := staticInt(steps[d])
@@ -187,7 +266,8 @@ func mmaPlan(nest *ir.Operation) *mma {
 	if p.a.mem == nil || p.b.mem == nil || p.elem != ir.BF16 || len(kb.Ops()) != 7 {
 		return nil
 	}
-	p.k, p.a.tile, p.b.tile = kk, tileM, tileN
+	p.k, p.a.tile, p.b.tile = kk, tile.M, tile.N
+	p.a.tileK, p.b.tileK = tile.K, tile.K
 	for _, o := range []*operand{&p.a, &p.b} {
 		mt, _ := o.mem.Type().(*ir.MemRefType)
 		if mt == nil {
@@ -249,14 +329,15 @@ func (p *mma) fitsI32() bool {
 	}
 	// A tile's overhang is at most a tile of rows (or of k rows) past the
 	// matrix's end, plus a tile's width.
-	over := float64(2*(tileM+tileN)) * float64(p.k+p.m+p.n+tileK)
+	t := p.tile
+	over := float64(2*(t.M+t.N)) * float64(p.k+p.m+p.n+t.K)
 	blocks := elems(p.batch) * float64(p.tilesM()*p.tilesN())
 	lim := float64(math.MaxInt32)
 	return elems(p.a.shape)+over < lim && elems(p.b.shape)+over < lim && blocks < lim
 }
 
-func (p *mma) tilesM() int64 { return (p.m + tileM - 1) / tileM }
-func (p *mma) tilesN() int64 { return (p.n + tileN - 1) / tileN }
+func (p *mma) tilesM() int64 { return (p.m + p.tile.M - 1) / p.tile.M }
+func (p *mma) tilesN() int64 { return (p.n + p.tile.N - 1) / p.tile.N }
 
 // isZeroF32 reports whether v is the constant +0.0 : f32.
 func isZeroF32(v *ir.Value) bool {

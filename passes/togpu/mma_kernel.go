@@ -10,7 +10,7 @@ import (
 	"github.com/strata-ir/strata/ir"
 )
 
-func (p *mma) block(Config) int64  { return mmaThreads }
+func (p *mma) block(Config) int64  { return p.tile.threads() }
 func (p *mma) mapping() string     { return MappingMMA }
 func (p *mma) rowsPerBlock() int64 { return 0 }
 func (p *mma) vector() int64       { return 1 }
@@ -19,8 +19,8 @@ func (p *mma) vector() int64       { return 1 }
 func (p *mma) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *ir.Value {
 	one := arith.ConstantIndex(b, loc, 1)
 	nb := len(p.batch)
-	tm := ceilDiv(b, loc, exts[nb], arith.ConstantIndex(b, loc, tileM), one)
-	tn := ceilDiv(b, loc, exts[nb+1], arith.ConstantIndex(b, loc, tileN), one)
+	tm := ceilDiv(b, loc, exts[nb], arith.ConstantIndex(b, loc, p.tile.M), one)
+	tn := ceilDiv(b, loc, exts[nb+1], arith.ConstantIndex(b, loc, p.tile.N), one)
 	tiles := arith.Binary(b, "arith.muli", loc, tm, tn)
 	for _, e := range p.batch {
 		tiles = arith.Binary(b, "arith.muli", loc, tiles, arith.ConstantIndex(b, loc, e))
@@ -115,42 +115,41 @@ type tileLoad struct {
 
 // A stage of an operand's tile in shared memory is stored as the operand
 // is in global memory, so that each 16-byte cp.async chunk is contiguous
-// at both ends: tile rows of tileK elements (4 chunks) along K when K is
-// last, else tileK rows of tile elements (16 chunks) along the outer
-// dimension. Chunks are swizzled so that ldmatrix's 8 rows hit 8
-// different 16-byte bank groups: chunk ^ ((row >> 1) & 3) in rows along
-// K (two rows share a 128-byte line), chunk ^ (row & 7) in k rows.
-// Both swizzles depend on the row's low 3 bits only and permute the low
-// chunk bits only, so the ldmatrix offsets of the other fragments and k16
+// at both ends: tile rows of tileK elements (4 or 8 chunks) along K when
+// K is last, else tileK rows of tile elements (8 or 16 chunks) along the
+// outer dimension. Chunks are swizzled so that ldmatrix's 8 rows hit 8
+// different 16-byte bank groups: chunk ^ ((row >> 1) & 3) in rows of 4
+// chunks (two rows share a 128-byte line), chunk ^ (row & 7) in longer
+// rows. Both swizzles depend on the row's low 3 bits only and permute
+// the low chunk bits only, so the ldmatrix offsets of the other fragments and k16
 // steps are constants away from the first's (fragAt).
 
 // rowLen is the length of a stage's rows.
 func (o *operand) rowLen() int64 {
 	if o.kLast {
-		return tileK
+		return o.tileK
 	}
 	return o.tile
 }
 
 // at is the offset in a stage of chunk c of row r.
 func (o *operand) at(x ix, r, c *ir.Value) *ir.Value {
-	var sw *ir.Value
-	if o.kLast {
+	sw := x.and(r, 7)
+	if o.rowLen() == 32 {
 		sw = x.and(x.shr(r, 1), 3)
-	} else {
-		sw = x.and(r, 7)
 	}
 	return x.add(x.mulc(r, o.rowLen()), x.mulc(x.xor(c, sw), 8))
 }
 
 // copies returns one thread's share of filling a stage of o's tile: the
-// offset of its first chunk in the stage and its chunks. The 256
-// threads cover a 128 × 32 tile in two passes: 64 rows of 4 chunks each
-// pass when K is last, 16 k rows of 16 chunks otherwise. base is the
+// offset of its first chunk in the stage and its chunks. The block's
+// threads cover the tile in passes of threads/chunks rows (e.g. 256
+// threads, a 128 × 32 tile: 64 rows of 4 chunks each pass when K is last,
+// 16 k rows of 16 chunks otherwise; MMATile.check keeps the passes whole). base is the
 // offset of batch z's matrix, outerBase the tile's first row (A) or
 // column (B), outer the matrix's extent there; tail says the tile can
 // overhang it.
-func (o *operand) copies(x ix, nb int, tid, z, outerBase, outer *ir.Value, tail bool) (*ir.Value, []tileLoad) {
+func (o *operand) copies(x ix, nb int, threads int64, tid, z, outerBase, outer *ir.Value, tail bool) (*ir.Value, []tileLoad) {
 	base := x.c(0) // (shapes may be dynamic when there is no batch)
 	if nb > 0 {
 		stride := int64(1)
@@ -162,14 +161,14 @@ func (o *operand) copies(x ix, nb int, tid, z, outerBase, outer *ir.Value, tail 
 	chunks := o.rowLen() / 8
 	shift := int64(bits.TrailingZeros64(uint64(chunks)))
 	r, c := x.shr(tid, shift), x.and(tid, chunks-1)
-	rows := mmaThreads / chunks // per pass
+	rows := threads / chunks // per pass
 	dst, ld := o.at(x, r, c), o.ld(nb)
 	var ls []tileLoad
 	if o.kLast {
 		grow := x.add(outerBase, r)
 		src := x.add(base, x.add(x.mulc(grow, ld), x.mulc(c, 8)))
 		for q := range o.tile / rows {
-			l := tileLoad{dst: q * rows * tileK, src: x.addc(src, q*rows*ld), k: x.mulc(c, 8), kStep: tileK}
+			l := tileLoad{dst: q * rows * o.tileK, src: x.addc(src, q*rows*ld), k: x.mulc(c, 8), kStep: o.tileK}
 			if tail {
 				l.inside = x.lt(x.addc(grow, q*rows), outer)
 			}
@@ -183,8 +182,8 @@ func (o *operand) copies(x ix, nb int, tid, z, outerBase, outer *ir.Value, tail 
 	if tail {
 		inside = x.lt(gcol, outer)
 	}
-	for q := range tileK / rows {
-		ls = append(ls, tileLoad{dst: q * rows * o.tile, src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: tileK * ld, inside: inside})
+	for q := range o.tileK / rows {
+		ls = append(ls, tileLoad{dst: q * rows * o.tile, src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: o.tileK * ld, inside: inside})
 	}
 	return dst, ls
 }
@@ -221,7 +220,7 @@ func (o *operand) fragBase(x ix, lane, warpOuter *ir.Value, outerBit int64) *ir.
 // (XOR 16·f: the warp's first chunk is a multiple of 2·fragments).
 func (o *operand) fragAt(x ix, st *ir.Value, f, ks int64) *ir.Value {
 	if o.kLast {
-		return x.addc(x.xorc(st, 16*ks), f*16*tileK)
+		return x.addc(x.xorc(st, 16*ks), f*16*o.tileK)
 	}
 	return x.addc(x.xorc(st, 16*f), ks*16*o.tile)
 }
@@ -234,8 +233,10 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	nb := len(p.batch)
 	mRows, nCols := x.size(p.m, ubs[nb]), x.size(p.n, ubs[nb+1])
 	a, bm := k.m[p.a.mem], k.m[p.b.mem]
-	sa := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(mmaStages*tileM*tileK, p.elem))
-	sb := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(mmaStages*tileK*tileN, p.elem))
+	tl := p.tile
+	tileM, tileN, tileK, stages := tl.M, tl.N, tl.K, tl.Stages
+	sa := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(stages*tileM*tileK, p.elem))
+	sb := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(stages*tileK*tileN, p.elem))
 	kTotal := x.c(p.k)
 	// Which checks the sizes make necessary.
 	rowTail := p.m == ir.Dynamic || p.m%tileM != 0
@@ -243,7 +244,8 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	kTail := p.k%tileK != 0
 
 	tid, bid := x.from(gpu.ThreadID(b, loc, "x")), x.from(gpu.BlockID(b, loc, "x"))
-	tilesM, tilesN := x.shr(x.addc(mRows, tileM-1), 7), x.shr(x.addc(nCols, tileN-1), 7)
+	log2 := func(n int64) int64 { return int64(bits.TrailingZeros64(uint64(n))) }
+	tilesM, tilesN := x.shr(x.addc(mRows, tileM-1), log2(tileM)), x.shr(x.addc(nCols, tileN-1), log2(tileN))
 	// The batch index z and the tile t of the matrix, then t in grouped
 	// order: groups of groupM tile rows, walked column by column.
 	t, z := bid, x.c(0)
@@ -259,10 +261,11 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	rowBase := x.mulc(x.add(first, x.rem(in, gsz)), tileM)
 	colBase := x.mulc(x.div(in, gsz), tileN)
 	lane, warp := x.and(tid, 31), x.shr(tid, 5)
-	wm, wn := x.shr(warp, 2), x.and(warp, warpsN-1)
+	warpsN := tileN / warpTileN
+	wm, wn := x.shr(warp, log2(warpsN)), x.and(warp, warpsN-1)
 
-	dstA, aLoads := p.a.copies(x, nb, tid, z, rowBase, mRows, rowTail)
-	dstB, bLoads := p.b.copies(x, nb, tid, z, colBase, nCols, colTail)
+	dstA, aLoads := p.a.copies(x, nb, tl.threads(), tid, z, rowBase, mRows, rowTail)
+	dstB, bLoads := p.b.copies(x, nb, tl.threads(), tid, z, colBase, nCols, colTail)
 	zero32, full32 := arith.ConstantInt(b, loc, 0, ir.I32), arith.ConstantInt(b, loc, 16, ir.I32)
 	numK := (p.k + tileK - 1) / tileK
 	// load issues the copies of k tile kt into stage s (kt ≥ numK issues
@@ -308,7 +311,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	offA := p.a.fragBase(x, lane, x.mulc(wm, warpTileM), 3)
 	offB := p.b.fragBase(x, lane, x.mulc(wn, warpTileN), 4)
 
-	for s := range int64(mmaStages - 1) {
+	for s := range stages - 1 {
 		load(b, arith.ConstantIndex(b, loc, s), constStage(s))
 	}
 	zf := arith.ConstantFloat(b, loc, 0, ir.F32)
@@ -319,11 +322,11 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	one := arith.ConstantIndex(b, loc, 1)
 	kl := loop.For(b, loc, arith.ConstantIndex(b, loc, 0), arith.ConstantIndex(b, loc, numK), one, inits, func(b *ir.Builder, kt *ir.Value, accs []*ir.Value) []*ir.Value {
 		x := x.at(b)
-		gpu.CpAsyncWait(b, loc, mmaStages-2)
+		gpu.CpAsyncWait(b, loc, stages-2)
 		gpu.Barrier(b, loc)
-		next := arith.Binary(b, "arith.addi", loc, kt, arith.ConstantIndex(b, loc, mmaStages-1))
-		load(b, next, func(x ix) *ir.Value { return x.rem(x.from(next), x.c(mmaStages)) })
-		s := x.rem(x.from(kt), x.c(mmaStages))
+		next := arith.Binary(b, "arith.addi", loc, kt, arith.ConstantIndex(b, loc, stages-1))
+		load(b, next, func(x ix) *ir.Value { return x.rem(x.from(next), x.c(stages)) })
+		s := x.rem(x.from(kt), x.c(stages))
 		stA, stB := x.add(x.mulc(s, tileM*tileK), offA), x.add(x.mulc(s, tileK*tileN), offB)
 		out := append([]*ir.Value(nil), accs...)
 		for ks := range int64(tileK / 16) {

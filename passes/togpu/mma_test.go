@@ -10,6 +10,7 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/passes/togpu"
 )
 
 // mmaCases are bf16 products the tensor-core mapping takes, at sizes that
@@ -31,6 +32,8 @@ var mmaCases = []struct {
   %r = "graph.gelu"(%1) <{approximate = "tanh"}> : (tensor<100x72xbf16>) -> tensor<100x72xbf16>`, 1},
 	{"exact-tiles", "%x: tensor<128x64xbf16>, %w: tensor<64x128xbf16>", "tensor<128x128xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<128x64xbf16>, tensor<64x128xbf16>) -> tensor<128x128xbf16>`, 1},
+	{"k-tiles-and-tail", "%x: tensor<130x104xbf16>, %w: tensor<104x72xbf16>", "tensor<130x72xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<130x104xbf16>, tensor<104x72xbf16>) -> tensor<130x72xbf16>`, 1},
 	{"k-tail", "%x: tensor<33x24xbf16>, %w: tensor<24x136xbf16>", "tensor<33x136xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<33x24xbf16>, tensor<24x136xbf16>) -> tensor<33x136xbf16>`, 1},
 	{"b-transposed", "%x: tensor<130x40xbf16>, %w: tensor<20x40xbf16>", "tensor<130x20xbf16>", `
@@ -59,39 +62,92 @@ var mmaCases = []struct {
   %r = "graph.attention"(%q, %k, %v) : (tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>) -> tensor<2x2x24x16xbf16>`, 2},
 }
 
-// TestMMASemantics runs each product before and after lower-to-gpu in the
-// interpreter (which simulates cp.async, ldmatrix and mma.sync lane by
-// lane) and checks that the mma mapping took its matmuls.
+// TestMMASemantics runs each product before and after lowering to the
+// gpu level with every tiling in the interpreter (which simulates
+// cp.async, ldmatrix and mma.sync lane by lane) and checks that the mma
+// mapping took its matmuls, with the tiling's block.
 func TestMMASemantics(t *testing.T) {
-	for _, tc := range mmaCases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)}
-			if got := mmaKernels(t, p); got != tc.kernels {
-				t.Errorf("%d mma kernels, want %d", got, tc.kernels)
-			}
-			if err := passtest.CheckSemantics(p, "builtin.module(lower-to-gpu)", 1); err != nil {
-				t.Error(err)
-			}
-		})
+	for _, tile := range togpu.MMATiles {
+		pipeline := mmaPipeline(tile)
+		for _, tc := range mmaCases {
+			t.Run(tile.String()+"/"+tc.name, func(t *testing.T) {
+				p := &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)}
+				if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != tc.kernels {
+					t.Errorf("%d mma kernels, want %d", got, tc.kernels)
+				}
+				if err := passtest.CheckSemantics(p, pipeline, 1); err != nil {
+					t.Error(err)
+				}
+			})
+		}
 	}
 }
 
-// mmaKernels lowers p to the gpu level and counts its mma kernels.
-func mmaKernels(t *testing.T, p *passtest.Program) int {
+// mmaPipeline is lower-to-gpu with the mma kernels tiled by tile.
+func mmaPipeline(tile togpu.MMATile) string {
+	return fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{mma-tile=%s},canonicalize,cse)", tile)
+}
+
+// mmaKernels lowers p to the gpu level with pipeline and counts its mma
+// kernels, each of which must have block threads.
+func mmaKernels(t *testing.T, p *passtest.Program, pipeline string, block int64) int {
 	t.Helper()
 	ctx := dialects.NewContext()
 	m, err := p.Parse(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pm, err := passes.Parse("builtin.module(lower-to-gpu)")
+	pm, err := passes.Parse(pipeline)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := pm.Run(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	return strings.Count(ir.Sprint(m, ir.PrintOptions{}), `mapping = "mma"`)
+	text := ir.Sprint(m, ir.PrintOptions{})
+	n := strings.Count(text, `mapping = "mma"`)
+	if want := fmt.Sprintf(`block = %d : i64, mapping = "mma"`, block); n > 0 && strings.Count(text, want) != n {
+		t.Errorf("mma kernels without %q:\n%s", want, text)
+	}
+	return n
+}
+
+// TestMMATiles checks the tilings' table: each is valid, fits the static
+// shared memory, and is found by its name; other names and tilings the
+// generator cannot build are rejected.
+func TestMMATiles(t *testing.T) {
+	if togpu.DefaultConfig.MMATile != togpu.MMATiles[0] {
+		t.Errorf("default tiling %s, want %s", togpu.DefaultConfig.MMATile, togpu.MMATiles[0])
+	}
+	for _, tile := range togpu.MMATiles {
+		got, err := togpu.ParseMMATile(tile.String())
+		if err != nil || got != tile {
+			t.Errorf("ParseMMATile(%q) = %v, %v", tile, got, err)
+		}
+		if tile.SharedBytes() > 48<<10 {
+			t.Errorf("%s: %d bytes of shared memory", tile, tile.SharedBytes())
+		}
+		if _, err := passes.Parse(mmaPipeline(tile)); err != nil {
+			t.Errorf("%s: %v", tile, err)
+		}
+	}
+	if _, err := togpu.ParseMMATile("128x128x64s3"); err == nil {
+		t.Error("ParseMMATile accepted a name not in the table")
+	}
+	for _, bad := range []togpu.MMATile{
+		{M: 128, N: 128, K: 64, Stages: 3}, // 96 KiB
+		{M: 128, N: 128, K: 32, Stages: 1},
+		{M: 96, N: 128, K: 32, Stages: 2},
+		{M: 128, N: 128, K: 16, Stages: 2},
+		{M: 256, N: 256, K: 32, Stages: 2}, // 32 warps but 64 KiB
+		{M: 512, N: 512, K: 32, Stages: 2}, // 128 warps
+	} {
+		cfg := togpu.DefaultConfig
+		cfg.MMATile = bad
+		if err := togpu.Run(dialects.NewContext(), nil, cfg); err == nil || !strings.Contains(err.Error(), "mma tile") {
+			t.Errorf("%s: got %v, want an mma tile error", bad, err)
+		}
+	}
 }
 
 // mlpLoss is a two-layer MLP's loss, as bench's mlp_train: its gradient
@@ -124,7 +180,7 @@ func TestMMATrainingStep(t *testing.T) {
 	}
 	ir.NewSymTable(m).Erase(fn)
 	p := &passtest.Program{Func: "loss_grad", Source: ir.Sprint(m, ir.PrintOptions{Generic: true})}
-	if got := mmaKernels(t, p); got != 5 {
+	if got := mmaKernels(t, p, "builtin.module(lower-to-gpu)", 256); got != 5 {
 		t.Errorf("%d mma kernels, want 5", got)
 	}
 	if err := passtest.CheckSemantics(p, "builtin.module(lower-to-gpu)", 1); err != nil {

@@ -66,13 +66,16 @@ type Config struct {
 	// TensorCores maps bf16 matmul nests to tiled mma.sync kernels (the
 	// mma mapping); without it they run on the SIMT pointwise mapping.
 	TensorCores bool
+	// MMATile is the tiling of the mma mapping's kernels, one of MMATiles;
+	// the zero value is the default, MMATiles[0].
+	MMATile MMATile
 }
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
 const ShortRow = 512
 
 // DefaultConfig is the configuration of the pass without options.
-var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true}
+var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true, MMATile: MMATiles[0]}
 
 func (c Config) check() error {
 	switch {
@@ -84,6 +87,9 @@ func (c Config) check() error {
 		return fmt.Errorf("%s: rows-per-block=%d must be in [0, 32]", PassName, c.RowsPerBlock)
 	case c.MaxBlocks < 1:
 		return fmt.Errorf("%s: max-blocks=%d must be positive", PassName, c.MaxBlocks)
+	}
+	if err := c.mmaTile().check(); err != nil {
+		return fmt.Errorf("%s: %w", PassName, err)
 	}
 	return nil
 }
@@ -112,9 +118,15 @@ func init() {
 				Doc: "rows per block of row kernels, a warp per row when above 1; 0 picks per nest"},
 			{Name: "max-blocks", Type: passes.Int, Default: d.MaxBlocks, Doc: "largest grid of pointwise kernels (threads loop beyond it)"},
 			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 matmul nests as tiled mma.sync kernels"},
+			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
+				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
-			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores")}
+			tile, err := ParseMMATile(o.String("mma-tile"))
+			if err != nil {
+				return nil, err
+			}
+			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile}
 			if err := c.check(); err != nil {
 				return nil, err
 			}
@@ -152,6 +164,10 @@ func (p *pass) run(ctx *ir.Context, module *ir.Operation) (int, error) {
 	body := module.Region(0).Front()
 	if body == nil {
 		return 0, nil
+	}
+	// The calls graph-attention-to-flash made become kernel launches.
+	if err := lowerFlashCalls(ctx, module); err != nil {
+		return 0, err
 	}
 	var errs ir.DiagnosticList
 	kernels := 0

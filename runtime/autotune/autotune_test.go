@@ -86,6 +86,10 @@ func TestCandidates(t *testing.T) {
 			}
 		})
 	}
+	mma := Candidates([]Kernel{{Mapping: togpu.MappingMMA, Block: 256}})
+	if len(mma) != len(togpu.MMATiles) || mma[0] != togpu.DefaultConfig || mma[1].MMATile != togpu.MMATiles[1] {
+		t.Errorf("mma kernels: candidates %v, want the default and every other tiling", mma)
+	}
 	short := Candidates([]Kernel{{Mapping: togpu.MappingRow, RowsPerBlock: 4}})
 	if !slices.ContainsFunc(short, func(c togpu.Config) bool { return c.RowsPerBlock == 8 }) || len(short) != 5 {
 		t.Errorf("short rows: %d candidates %v, want rows per block 0, 1, 2, 4, 8", len(short), short)
@@ -95,11 +99,14 @@ func TestCandidates(t *testing.T) {
 func TestConfigRoundTrip(t *testing.T) {
 	c := togpu.DefaultConfig
 	c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks = 512, 1, 8, 2048
-	got, err := ParseConfig(ConfigString(c))
-	if err != nil || got != c {
-		t.Errorf("round trip of %+v: %+v, %v", c, got, err)
+	for _, tile := range togpu.MMATiles {
+		c.MMATile = tile
+		got, err := ParseConfig(ConfigString(c))
+		if err != nil || got != c {
+			t.Errorf("round trip of %+v: %+v, %v", c, got, err)
+		}
 	}
-	for _, bad := range []string{"block=1", "block=x vector=1 rows-per-block=0 max-blocks=1", "warp=2 block=1 vector=1 rows-per-block=0 max-blocks=1"} {
+	for _, bad := range []string{"block=1", "block=1 vector=1 rows-per-block=0 max-blocks=1 mma-tile=1x1x1s1", "block=x vector=1 rows-per-block=0 max-blocks=1", "warp=2 block=1 vector=1 rows-per-block=0 max-blocks=1"} {
 		if _, err := ParseConfig(bad); err == nil {
 			t.Errorf("ParseConfig(%q) accepted", bad)
 		}

@@ -15,7 +15,7 @@ import (
 // recorded them in togpu.LaunchAttr.
 type Kernel struct {
 	Name         string
-	Mapping      string // togpu.MappingPointwise or togpu.MappingRow
+	Mapping      string // togpu.MappingPointwise, MappingRow or MappingMMA
 	Block        int64
 	Vector       int64
 	RowsPerBlock int64
@@ -69,9 +69,11 @@ var (
 // duplicates: a parameter varies only when some kernel uses it.
 func Candidates(kernels []Kernel) []togpu.Config {
 	def := togpu.DefaultConfig
-	var pointwise, vectorized, blockRows, warpRows bool
+	var pointwise, vectorized, blockRows, warpRows, mma bool
 	for _, k := range kernels {
 		switch k.Mapping {
+		case togpu.MappingMMA:
+			mma = true
 		case togpu.MappingPointwise:
 			pointwise = true
 			vectorized = vectorized || k.Vector > 1
@@ -97,15 +99,21 @@ func Candidates(kernels []Kernel) []togpu.Config {
 	if pointwise {
 		ms = maxBlocks
 	}
+	tiles := []togpu.MMATile{def.MMATile}
+	if mma {
+		tiles = togpu.MMATiles
+	}
 	out := []togpu.Config{def}
 	for _, b := range bs {
 		for _, v := range vs {
 			for _, r := range rs {
 				for _, m := range ms {
-					c := def // parameters not searched keep their defaults
-					c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks = b, v, r, m
-					if !slices.Contains(out, c) {
-						out = append(out, c)
+					for _, t := range tiles {
+						c := def // parameters not searched keep their defaults
+						c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks, c.MMATile = b, v, r, m, t
+						if !slices.Contains(out, c) {
+							out = append(out, c)
+						}
 					}
 				}
 			}
@@ -114,19 +122,33 @@ func Candidates(kernels []Kernel) []togpu.Config {
 	return out
 }
 
-// ConfigString prints cfg as convert-loop-to-gpu's options.
+// ConfigString prints cfg as convert-loop-to-gpu's options; mma-tile only
+// when it is not the default, so that decisions recorded before the
+// option existed read the same.
 func ConfigString(cfg togpu.Config) string {
-	return fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
+	s := fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
+	if cfg.MMATile != togpu.DefaultConfig.MMATile {
+		s += " mma-tile=" + cfg.MMATile.String()
+	}
+	return s
 }
 
-// ParseConfig reads ConfigString's form; every option must be present,
-// and parameters not searched keep their defaults.
+// ParseConfig reads ConfigString's form; every integer option must be
+// present, and parameters not searched keep their defaults.
 func ParseConfig(s string) (togpu.Config, error) {
 	cfg := togpu.DefaultConfig
 	fields := map[string]*int64{"block": &cfg.Block, "vector": &cfg.Vector, "rows-per-block": &cfg.RowsPerBlock, "max-blocks": &cfg.MaxBlocks}
 	seen := 0
 	for _, f := range strings.Fields(s) {
 		name, val, ok := strings.Cut(f, "=")
+		if ok && name == "mma-tile" {
+			t, err := togpu.ParseMMATile(val)
+			if err != nil {
+				return cfg, fmt.Errorf("autotune: configuration %q: %w", s, err)
+			}
+			cfg.MMATile = t
+			continue
+		}
 		p := fields[name]
 		if !ok || p == nil {
 			return cfg, fmt.Errorf("autotune: bad configuration field %q in %q", f, s)
