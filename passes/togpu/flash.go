@@ -6,10 +6,12 @@ import (
 	"slices"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
 )
 
 // Flash-attention kernel (issue 12): softmax(q·kᵀ·scale)·v for one graph
@@ -439,4 +441,222 @@ func (g *flashGen) store(kl *ir.Operation, nO int, t2 *ir.Value, rows [2]*ir.Val
 func (g *flashGen) batchOf(b *ir.Builder) *ir.Value {
 	x := g.x.at(b)
 	return x.div(gpu.BlockID(b, g.loc, "x"), x.c(ceilDivInt(g.Lq, flashRows)))
+}
+
+// The graph-attention-to-flash pass and its other half in
+// convert-loop-to-gpu. graph-decompose expands graph.attention into two
+// products and a softmax before lowering, so the pass runs first, on the
+// graph: each attention the kernel computes becomes a func.call of a
+// private declaration tagged FlashAttr, which convert-graph-to-loop
+// lowers like any call (buffers in, a buffer out) and convert-loop-to-gpu
+// replaces by the kernel's launch (lowerFlashCalls). Without the pass
+// nothing changes: it is off by default, enabled by naming it before
+// lower-to-gpu.
+const (
+	// FlashPassName is the pass's pipeline name.
+	FlashPassName = "graph-attention-to-flash"
+	// FlashAttr is the dictionary {causal, scale} on the declarations
+	// standing for flash kernels.
+	FlashAttr = "strata.flash"
+)
+
+func init() {
+	passes.Register(&passes.PassInfo{
+		Name:    FlashPassName,
+		Summary: "Run bf16/f16 graph.attention as one flash-attention kernel (before lower-to-gpu)",
+		Description: "Each `graph.attention` without a mask operand, on static bf16 or f16 q, k, v with the " +
+			"same batch dims (no broadcasting) and a head dim that is a multiple of 16 up to 64 for q, k " +
+			"and v, becomes a `func.call` of a private declaration tagged `strata.flash = {causal, scale}`. " +
+			"convert-loop-to-gpu replaces each such call by the launch of one kernel: 64 query rows per " +
+			"block of 4 warps, K and V tiles of 64 keys double-buffered by cp.async, scores and P·V on " +
+			"mma.sync with f32 accumulators, online softmax in f32 (the score matrix never reaches memory). " +
+			"The results match graph.attention within bf16 rounding (the probabilities are rounded before " +
+			"rather than after the division by the row sum). Other attentions are left to graph-decompose. " +
+			"Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`.",
+		Anchor: "builtin.module",
+		New:    func(passes.Options) (passes.Pass, error) { return flashPass{}, nil },
+	})
+}
+
+type flashPass struct{}
+
+func (flashPass) Name() string { return FlashPassName }
+
+// Run outlines every attention the kernel takes.
+func (flashPass) Run(module *ir.Operation, st *passes.State) error {
+	n := OutlineAttention(st.Ctx, module)
+	st.Stat("flash-kernels", "attentions run as flash kernels").Add(int64(n))
+	if n == 0 {
+		st.MarkUnchanged()
+	}
+	return nil
+}
+
+// OutlineAttention replaces each graph.attention of module's functions that
+// flashOf accepts by a call of a new declaration tagged FlashAttr, and
+// returns how many it replaced.
+func OutlineAttention(ctx *ir.Context, module *ir.Operation) int {
+	body := module.Region(0).Front()
+	if body == nil {
+		return 0
+	}
+	b := ir.NewBuilder(ctx)
+	n := 0
+	for _, fn := range body.Ops() {
+		if fn.Name() != funcs.FuncOp || funcs.IsExternal(fn) {
+			continue
+		}
+		var atts []*ir.Operation
+		fn.Walk(func(o *ir.Operation) bool {
+			if o.Name() == "graph.attention" {
+				if _, ok := flashOf(o); ok {
+					atts = append(atts, o)
+				}
+			}
+			return true
+		})
+		for _, a := range atts {
+			f, _ := flashOf(a)
+			b.SetInsertionPointBefore(fn)
+			name := uniqueSymbol(module, symName(fn)+"_flash")
+			ft := ir.FunctionOf([]ir.Type{a.Operand(0).Type(), a.Operand(1).Type(), a.Operand(2).Type()}, []ir.Type{a.Result(0).Type()})
+			decl := funcs.NewExternalFunc(b, name, ft, a.Loc())
+			decl.SetAttr(FlashAttr, ir.Dict(
+				ir.NamedAttr{Name: "causal", Value: ir.Bool(f.Causal)},
+				ir.NamedAttr{Name: "scale", Value: ir.Float(f.Scale, ir.F64)},
+			))
+			b.SetInsertionPointBefore(a)
+			call := funcs.Call(b, a.Loc(), name, []ir.Type{a.Result(0).Type()}, a.Operands()...)
+			a.Result(0).ReplaceAllUsesWith(call.Result(0))
+			a.Erase()
+			n++
+		}
+	}
+	return n
+}
+
+// flashOf returns the kernel computing the graph.attention op, if any.
+func flashOf(op *ir.Operation) (Flash, bool) {
+	if op.NumOperands() != 3 || op.NumResults() != 1 {
+		return Flash{}, false // (a mask operand)
+	}
+	var shapes [4][]int64
+	var elem ir.Type
+	for i, v := range append(op.Operands(), op.Result(0)) {
+		t, ok := v.Type().(*ir.TensorType)
+		if !ok || !t.Ranked() || len(t.Shape()) < 2 || slices.Contains(t.Shape(), ir.Dynamic) || (elem != nil && t.ElementType() != elem) {
+			return Flash{}, false
+		}
+		elem, shapes[i] = t.ElementType(), t.Shape()
+	}
+	q, k, v, r := shapes[0], shapes[1], shapes[2], shapes[3]
+	nb := len(q) - 2
+	if len(k) != len(q) || !slices.Equal(k, v) || !slices.Equal(q, r) || !slices.Equal(q[:nb], k[:nb]) || q[nb+1] != k[nb+1] {
+		return Flash{}, false
+	}
+	batch := int64(1)
+	for _, d := range q[:nb] {
+		batch *= d
+	}
+	f := Flash{Batch: batch, Lq: q[nb], Lk: k[nb], D: q[nb+1], Elem: elem, Scale: 1 / math.Sqrt(float64(q[nb+1]))}
+	if s, ok := op.Attr("scale").(ir.FloatAttr); ok {
+		f.Scale = s.Value()
+	}
+	if c, ok := op.Attr("causal").(ir.IntegerAttr); ok {
+		f.Causal = c.Value != 0
+	}
+	return f, f.Check() == nil
+}
+
+// lowerFlashCalls replaces, in every function of module, each call of a
+// declaration tagged FlashAttr (on buffers, after convert-graph-to-loop)
+// by an output buffer and the flash kernel's launch, then erases the
+// declarations.
+func lowerFlashCalls(ctx *ir.Context, module *ir.Operation) error {
+	body := module.Region(0).Front()
+	if body == nil {
+		return nil
+	}
+	var decls []*ir.Operation
+	for _, fn := range body.Ops() {
+		if fn.Name() == funcs.FuncOp && fn.Attr(FlashAttr) != nil {
+			decls = append(decls, fn)
+		}
+	}
+	if len(decls) == 0 {
+		return nil
+	}
+	b := ir.NewBuilder(ctx)
+	for _, fn := range body.Ops() {
+		if fn.Name() != funcs.FuncOp || funcs.IsExternal(fn) {
+			continue
+		}
+		var calls []*ir.Operation
+		fn.Walk(func(o *ir.Operation) bool {
+			if o.Name() == funcs.CallOp {
+				if ref, ok := o.Attr(funcs.CalleeAttr).(ir.SymbolRefAttr); ok && slices.ContainsFunc(decls, func(d *ir.Operation) bool { return symName(d) == ref.Root }) {
+					calls = append(calls, o)
+				}
+			}
+			return true
+		})
+		if len(calls) == 0 {
+			continue
+		}
+		gpu.MarkContainer(module)
+		b.SetInsertionPointAfter(fn)
+		gmod := gpu.NewModule(b, fn.Loc(), uniqueSymbol(module, symName(fn)+"_flash_kernels"))
+		for i, call := range calls {
+			if err := lowerFlashCall(b, module, gmod, call, fmt.Sprintf("flash_%d", i)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, d := range decls {
+		d.Erase()
+	}
+	return nil
+}
+
+// lowerFlashCall replaces call by the launch of a new kernel name in gmod.
+func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string) error {
+	loc := call.Loc()
+	callee := ir.LookupSymbol(module, call.Attr(funcs.CalleeAttr).(ir.SymbolRefAttr))
+	spec, _ := callee.Attr(FlashAttr).(ir.DictAttr)
+	var shapes [4][]int64
+	var elem ir.Type
+	for i, v := range append(call.Operands(), call.Result(0)) {
+		t, ok := v.Type().(*ir.MemRefType)
+		if !ok {
+			return ir.Errorf(loc, "%s: flash call operand %d is %s, want a static memref", PassName, i, v.Type())
+		}
+		elem, shapes[i] = t.ElementType(), t.Shape()
+	}
+	q, k := shapes[0], shapes[1]
+	nb := len(q) - 2
+	batch := int64(1)
+	for _, d := range q[:nb] {
+		batch *= d
+	}
+	f := Flash{Batch: batch, Lq: q[nb], Lk: k[nb], D: q[nb+1], Elem: elem}
+	if c, ok := spec.Get("causal").(ir.IntegerAttr); ok {
+		f.Causal = c.Value != 0
+	}
+	if s, ok := spec.Get("scale").(ir.FloatAttr); ok {
+		f.Scale = s.Value()
+	}
+	gb := ir.NewBuilder(b.Ctx)
+	gb.SetInsertionPointBefore(gmod.Region(0).Front().Last())
+	if _, err := f.Kernel(gb, loc, name); err != nil {
+		return ir.Errorf(loc, "%s: %v", PassName, err)
+	}
+	b.SetInsertionPointBefore(call)
+	out := loop.Alloc(b, loc, call.Result(0).Type().(*ir.MemRefType))
+	ts := f.ArgTypes()
+	flat := func(v *ir.Value, t ir.Type) *ir.Value { return loop.View(b, loc, v, t.(*ir.MemRefType)) }
+	f.Launch(b, loc, gpu.KernelRef(symName(gmod), name),
+		flat(call.Operand(0), ts[0]), flat(call.Operand(1), ts[1]), flat(call.Operand(2), ts[2]), flat(out, ts[3]))
+	call.Result(0).ReplaceAllUsesWith(out)
+	call.Erase()
+	return nil
 }

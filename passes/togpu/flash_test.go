@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/targets/llvm"
@@ -217,5 +220,56 @@ func TestFlashPTX(t *testing.T) {
 				t.Logf("ptxas: %s", out)
 			})
 		}
+	}
+}
+
+// TestFlashPipeline runs graph-attention-to-flash before lower-to-gpu:
+// the attentions it takes become one flash kernel each (and no mma
+// kernels), the others are decomposed as before, and the lowered
+// programs compute what the graph does (within passtest's bf16
+// tolerance, 1e-2 + 1e-2·|want|; see TestFlashSemantics for why the
+// results differ at all).
+func TestFlashPipeline(t *testing.T) {
+	for _, tc := range []struct {
+		name, args, result, body string
+		flash                    int
+	}{
+		{"causal-4d", "%q: tensor<1x2x70x32xbf16>, %k: tensor<1x2x40x32xbf16>, %v: tensor<1x2x40x32xbf16>", "tensor<1x2x70x32xbf16>", `
+  %r = "graph.attention"(%q, %k, %v) <{causal = true}> : (tensor<1x2x70x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>) -> tensor<1x2x70x32xbf16>`, 1},
+		{"scaled-3d-in-graph", "%q: tensor<3x20x16xbf16>, %b: tensor<16xbf16>", "tensor<3x20x16xbf16>", `
+  %x = "graph.add"(%q, %b) : (tensor<3x20x16xbf16>, tensor<16xbf16>) -> tensor<3x20x16xbf16>
+  %a = "graph.attention"(%x, %q, %q) <{scale = 0.5 : f64}> : (tensor<3x20x16xbf16>, tensor<3x20x16xbf16>, tensor<3x20x16xbf16>) -> tensor<3x20x16xbf16>
+  %r = "graph.add"(%a, %x) : (tensor<3x20x16xbf16>, tensor<3x20x16xbf16>) -> tensor<3x20x16xbf16>`, 1},
+		{"f32-left-alone", "%q: tensor<2x8x16xf32>", "tensor<2x8x16xf32>", `
+  %r = "graph.attention"(%q, %q, %q) : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>`, 0},
+		{"head-dim-8-left-alone", "%q: tensor<2x8x8xbf16>", "tensor<2x8x8xbf16>", `
+  %r = "graph.attention"(%q, %q, %q) : (tensor<2x8x8xbf16>, tensor<2x8x8xbf16>, tensor<2x8x8xbf16>) -> tensor<2x8x8xbf16>`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)}
+			const pipeline = "builtin.module(graph-attention-to-flash,lower-to-gpu)"
+			ctx := dialects.NewContext()
+			m, err := p.Parse(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := passes.Parse(pipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pm.Run(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			text := ir.Sprint(m, ir.PrintOptions{})
+			if got := strings.Count(text, `mapping = "flash"`); got != tc.flash {
+				t.Errorf("%d flash kernels, want %d", got, tc.flash)
+			}
+			if tc.flash > 0 && (strings.Contains(text, `mapping = "mma"`) || strings.Contains(text, togpu.FlashAttr)) {
+				t.Errorf("mma kernels or flash declarations left:\n%s", text)
+			}
+			if err := passtest.CheckSemantics(p, pipeline, 1); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
