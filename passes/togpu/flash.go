@@ -41,6 +41,10 @@ const (
 	flashPad     = 8 // elements after each workgroup row: ldmatrix's 8 rows hit different banks
 )
 
+// MappingFlash is the strata.launch mapping of flash-attention kernels
+// (fixed parameters: autotuning leaves them alone).
+const MappingFlash = "flash"
+
 // Flash is the shape of one flash-attention kernel: Batch independent
 // attentions (the batch and head dims flattened) of Lq query rows against
 // Lk keys, head dim D for q, k and v, in element type Elem.
@@ -98,7 +102,9 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	kernel, entry := gpu.NewKernel(b, loc, name, f.ArgTypes())
 	kernel.SetAttr(LaunchAttr, ir.Dict(
 		ir.NamedAttr{Name: "block", Value: ir.Int(flashThreads, ir.I64)},
-		ir.NamedAttr{Name: "mapping", Value: ir.Str("flash")},
+		ir.NamedAttr{Name: "vector", Value: ir.Int(1, ir.I64)},
+		ir.NamedAttr{Name: "rows_per_block", Value: ir.Int(flashRows, ir.I64)},
+		ir.NamedAttr{Name: "mapping", Value: ir.Str(MappingFlash)},
 	))
 	kb := ir.NewBuilder(b.Ctx)
 	kb.SetInsertionPointToEnd(entry)

@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +16,7 @@ import (
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
@@ -213,7 +214,7 @@ func TestFlashPTX(t *testing.T) {
 				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				out, err := exec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
+				out, err := osexec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
 				if err != nil {
 					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
 				}
@@ -270,6 +271,88 @@ func TestFlashPipeline(t *testing.T) {
 			if err := passtest.CheckSemantics(p, pipeline, 1); err != nil {
 				t.Error(err)
 			}
+		})
+	}
+}
+
+// TestGPUFlash runs graph-attention-to-flash + lower-to-gpu on the device
+// (skipped without one) for odd shapes, causal and not, and compares with
+// the interpreter's graph.attention within TestFlashSemantics's
+// tolerance; then it times the bench's attention (b16 h16 s1024 d64).
+func TestGPUFlash(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	const tol = 1.0/128 + 1.0/64
+	for _, tc := range append(flashCases, struct {
+		b, h, lq, lk, d int64
+		causal          bool
+	}{16, 16, 1024, 1024, 64, false}, struct {
+		b, h, lq, lk, d int64
+		causal          bool
+	}{16, 16, 1024, 1024, 64, true}) {
+		name := fmt.Sprintf("%dx%dx%dx%d-d%d-causal=%v", tc.b, tc.h, tc.lq, tc.lk, tc.d, tc.causal)
+		t.Run(name, func(t *testing.T) {
+			qs, ks := []int64{tc.b, tc.h, tc.lq, tc.d}, []int64{tc.b, tc.h, tc.lk, tc.d}
+			typ := func(s []int64) string { return fmt.Sprintf("tensor<%dx%dx%dx%dxbf16>", s[0], s[1], s[2], s[3]) }
+			src := fmt.Sprintf(`func.func @main(%%q: %s, %%k: %s, %%v: %s) -> %s {
+  %%r = "graph.attention"(%%q, %%k, %%v) <{causal = %v}> : (%s, %s, %s) -> %s
+  return %%r : %s
+}`, typ(qs), typ(ks), typ(ks), typ(qs), tc.causal, typ(qs), typ(ks), typ(ks), typ(qs), typ(qs))
+			rng := rand.New(rand.NewPCG(uint64(tc.lq), uint64(tc.lk)))
+			q, k, v := randomBF16(t, rng, qs), randomBF16(t, rng, ks), randomBF16(t, rng, ks)
+			ctx := dialects.NewContext()
+			ref, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "ref.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "flash.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := passes.Parse("builtin.module(graph-attention-to-flash,lower-to-gpu)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pm.Run(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			p, err := exec.Compile(m, exec.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.Run(rt, "main", []interp.Value{q, k, v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.lq < 1024 {
+				want, err := interp.New(ref).Call("main", q, k, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gt, err := got[0].(*interp.Buffer).Tensor()
+				if err != nil {
+					t.Fatal(err)
+				}
+				gs, ws := gt.Float64s(), want[0].(*interp.Tensor).Float64s()
+				for i := range ws {
+					if d := math.Abs(gs[i] - ws[i]); !(d <= tol) {
+						t.Fatalf("element %d: device %g, interpreter %g", i, gs[i], ws[i])
+					}
+				}
+				return
+			}
+			ms, err := p.RunTimed(rt, "main", []interp.Value{q, k, v}, 5, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %.3f ms", name, ms)
 		})
 	}
 }
