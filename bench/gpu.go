@@ -21,12 +21,14 @@ func init() {
 	engines["nvptx"] = func() (Engine, error) { return OpenGPU(0) }
 }
 
-// LowerPipeline is the lowering the GPU engine runs before PTX generation.
-const LowerPipeline = "builtin.module(lower-to-gpu)"
+// LowerPipeline is the lowering the GPU engine runs before PTX generation:
+// lower-to-gpu, with bf16/f16 attention as one flash kernel
+// (graph-attention-to-flash, which must run before decomposition).
+const LowerPipeline = "builtin.module(graph-attention-to-flash,lower-to-gpu)"
 
 // loopPipeline is the part of LowerPipeline that autotuning runs once; each
 // candidate configuration then lowers a clone of its output to the gpu level.
-const loopPipeline = "builtin.module(lower-to-loop)"
+const loopPipeline = "builtin.module(graph-attention-to-flash,lower-to-loop)"
 
 // GPU is the engine that lowers with lower-to-gpu, generates PTX with
 // runtime/exec (targets/llvm and the native nvptx backend) and runs on the
