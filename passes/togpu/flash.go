@@ -9,7 +9,6 @@ import (
 	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
-	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 )
@@ -69,8 +68,6 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: head dim %d, want a multiple of 16 up to 64", f.D)
 	case f.Batch <= 0 || f.Lq <= 0 || f.Lk <= 0:
 		return fmt.Errorf("flash attention: empty shape (batch %d, %d queries, %d keys)", f.Batch, f.Lq, f.Lk)
-	case f.Batch*max(f.Lq, f.Lk)*f.D >= 1<<31:
-		return fmt.Errorf("flash attention: %d×%d×%d elements need 64-bit offsets", f.Batch, max(f.Lq, f.Lk), f.D)
 	}
 	return nil
 }
@@ -115,9 +112,7 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	g.sq = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(flashRows*ld, f.Elem))
 	g.sk = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(2*flashKeys*ld, f.Elem))
 	g.sv = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(2*flashKeys*ld, f.Elem))
-	if err := g.emit(); err != nil {
-		return nil, err
-	}
+	g.emit()
 	gpu.Return(kb, loc)
 	return kernel, nil
 }
@@ -148,13 +143,10 @@ func fop(b *ir.Builder, loc ir.Location, name string, x, y *ir.Value) *ir.Value 
 	return arith.Binary(b, name, loc, x, y)
 }
 
-// exp is math.exp of x.
+// exp is math.exp of the f32 x.
 func exp(b *ir.Builder, loc ir.Location, x *ir.Value) *ir.Value {
-	op, err := mathd.New(b, "math.exp", loc, x)
-	if err != nil { // math.exp of one f32 always builds
-		panic(err)
-	}
-	return op.Result(0)
+	return b.Op("math.exp", loc, []*ir.Value{x}, []ir.Type{ir.F32},
+		ir.NamedAttr{Name: arith.FastMathAttr, Value: arith.FastMathNone}).Result(0)
 }
 
 // copyTile issues this thread's cp.async copies of rows rows of D
@@ -189,7 +181,8 @@ func (g *flashGen) gmemOf(smem *ir.Value) *ir.Value {
 	return g.v
 }
 
-func (g *flashGen) emit() error {
+// emit builds the kernel body.
+func (g *flashGen) emit() {
 	b, loc, x := g.b, g.loc, g.x
 	ld := g.D + flashPad
 	tilesM := ceilDivInt(g.Lq, flashRows)
@@ -206,9 +199,9 @@ func (g *flashGen) emit() error {
 	lo, hi := x.and(q8, 1), x.shr(q8, 1)
 
 	// The number of key tiles: causal blocks stop at their last row.
-	var tiles *ir.Value = x.c(numK)
+	tiles := x.c(numK)
 	if g.Causal {
-		last := x.shr(x.addc(rowBase, flashRows+flashKeys-1), 6) // (flashKeys = 64)
+		last := x.div(x.addc(rowBase, flashRows+flashKeys-1), x.c(flashKeys))
 		tiles = x.op("arith.minui", last, tiles)
 	}
 	// load issues key tile kt's K and V into stage kt % 2.
@@ -271,8 +264,7 @@ func (g *flashGen) emit() error {
 		return out
 	})
 	gpu.CpAsyncWait(b, loc, 0)
-	g.store(kl, nO, t2, rows, lq)
-	return nil
+	g.store(kl, nO, t2, rows)
 }
 
 // scores returns S = Q·Kᵀ for the warp's 16 rows and the tile's keys:
@@ -414,7 +406,7 @@ func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o []*ir.Value, vAt *i
 // store writes O / l, rounded to the element type, for the lane's rows
 // below Lq: accumulator value r of n8 tile j is row rows[r/2], column
 // 8j + t2 + r%2.
-func (g *flashGen) store(kl *ir.Operation, nO int, t2 *ir.Value, rows [2]*ir.Value, lq *ir.Value) {
+func (g *flashGen) store(kl *ir.Operation, nO int, t2 *ir.Value, rows [2]*ir.Value) {
 	b, loc, x := g.b, g.loc, g.x
 	var inv [2]*ir.Value
 	for h := range 2 {
