@@ -105,7 +105,13 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	))
 	kb := ir.NewBuilder(b.Ctx)
 	kb.SetInsertionPointToEnd(entry)
-	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, ir.Index}}
+	// Offsets in i32 when every one fits (fewer registers and integer
+	// instructions than 64-bit index arithmetic).
+	width := ir.Type(ir.I32)
+	if f.Batch*max(f.Lq, f.Lk)*f.D+(flashRows+flashKeys)*f.D >= 1<<31 {
+		width = ir.Index
+	}
+	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, width}}
 	args := entry.Arguments()
 	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
 	ld := f.D + flashPad
@@ -166,7 +172,7 @@ func (g *flashGen) copyTile(b *ir.Builder, dst, at, src, first, valid, tid *ir.V
 		s = arith.NewSelect(b, g.loc, ok, s, x.c(0))
 		n := arith.NewSelect(b, g.loc, ok, full, none)
 		d := x.add(at, x.add(x.mulc(r, ld), x.mulc(col, 8)))
-		gpu.CpAsync(b, g.loc, dst, d, g.gmemOf(dst), s, n, 16)
+		gpu.CpAsync(b, g.loc, dst, x.index(d), g.gmemOf(dst), x.index(s), n, 16)
 	}
 }
 
@@ -187,7 +193,7 @@ func (g *flashGen) emit() {
 	ld := g.D + flashPad
 	tilesM := ceilDivInt(g.Lq, flashRows)
 	numK := ceilDivInt(g.Lk, flashKeys)
-	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
+	tid, bid := x.from(gpu.ThreadID(b, loc, "x")), x.from(gpu.BlockID(b, loc, "x"))
 	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
 	rowBase := x.mulc(mt, flashRows)
 	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
@@ -225,7 +231,7 @@ func (g *flashGen) emit() {
 	qOff := x.add(x.mulc(qRow, ld), x.mulc(hi, 8))
 	qf := make([][]*ir.Value, g.D/16)
 	for ks := range qf {
-		qf[ks] = gpu.LdMatrix(b, loc, g.sq, x.addc(qOff, int64(ks)*16), 4, false)
+		qf[ks] = gpu.LdMatrix(b, loc, g.sq, x.index(x.addc(qOff, int64(ks)*16)), 4, false)
 	}
 	// K's B fragments (keys × D stored as K is): matrix q8 is keys
 	// 8·(q8/2)…, columns 8·(q8%2)…; V's (keys × D, read transposed):
@@ -244,8 +250,9 @@ func (g *flashGen) emit() {
 	}
 	inits = append(inits, negInf, negInf, g.f32(0), g.f32(0)) // m, l per row
 	one := arith.ConstantIndex(b, loc, 1)
-	kl := loop.For(b, loc, x.c(0), tiles, one, inits, func(b *ir.Builder, kt *ir.Value, it []*ir.Value) []*ir.Value {
+	kl := loop.For(b, loc, arith.ConstantIndex(b, loc, 0), x.index(tiles), one, inits, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
 		x := x.at(b)
+		kt := x.from(iv)
 		next := x.addc(kt, 1)
 		loop.If(b, loc, x.lt(next, tiles), nil, func(b *ir.Builder) []*ir.Value {
 			load(b, next)
@@ -279,7 +286,7 @@ func (g *flashGen) scores(b *ir.Builder, qf [][]*ir.Value, kAt *ir.Value) [][]*i
 	}
 	for ks := range qf {
 		for np := range int64(flashKeys / 16) {
-			r := gpu.LdMatrix(b, g.loc, g.sk, x.addc(kAt, np*16*ld+int64(ks)*16), 4, false)
+			r := gpu.LdMatrix(b, g.loc, g.sk, x.index(x.addc(kAt, np*16*ld+int64(ks)*16)), 4, false)
 			// (Copies: mask and softmaxStep replace the values in place.)
 			s[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[:2], s[2*np]))
 			s[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[2:], s[2*np+1]))
@@ -394,7 +401,7 @@ func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o []*ir.Value, vAt *i
 			g.pack(b, p[2*j+1][0], p[2*j+1][1]), g.pack(b, p[2*j+1][2], p[2*j+1][3]),
 		}
 		for dp := range g.D / 16 {
-			r := gpu.LdMatrix(b, g.loc, g.sv, x.addc(vAt, j*16*ld+dp*16), 4, true)
+			r := gpu.LdMatrix(b, g.loc, g.sv, x.index(x.addc(vAt, j*16*ld+dp*16)), 4, true)
 			for h := range int64(2) {
 				at := (2*dp + h) * 4
 				copy(o[at:at+4], gpu.MMASync(b, g.loc, g.Elem, a, r[2*h:2*h+2], o[at:at+4]))
@@ -422,7 +429,7 @@ func (g *flashGen) store(kl *ir.Operation, nO int, t2 *ir.Value, rows [2]*ir.Val
 					r := 2*h + c
 					v := fop(b, loc, "arith.mulf", kl.Result(4*j+r), inv[h])
 					v = arith.NewCast(b, "arith.truncf", loc, v, g.Elem)
-					loop.Store(b, loc, v, g.o, x.add(rowOff, x.addc(t2, int64(8*j+c))))
+					loop.Store(b, loc, v, g.o, x.index(x.add(rowOff, x.addc(t2, int64(8*j+c)))))
 				}
 			}
 			return nil
@@ -438,7 +445,7 @@ func (g *flashGen) store(kl *ir.Operation, nO int, t2 *ir.Value, rows [2]*ir.Val
 // batchOf is the block's (batch, head) index.
 func (g *flashGen) batchOf(b *ir.Builder) *ir.Value {
 	x := g.x.at(b)
-	return x.div(gpu.BlockID(b, g.loc, "x"), x.c(ceilDivInt(g.Lq, flashRows)))
+	return x.div(x.from(gpu.BlockID(b, g.loc, "x")), x.c(ceilDivInt(g.Lq, flashRows)))
 }
 
 // The graph-attention-to-flash pass and its other half in
