@@ -130,17 +130,27 @@ type interpProgram struct {
 	ft    *ir.FunctionType
 }
 
-func (p *interpProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
-	if len(args) != len(p.ft.Inputs) {
-		return nil, fmt.Errorf("@%s takes %d arguments, got %d", p.entry, len(p.ft.Inputs), len(args))
+// argValues converts the .npy arguments of a call of entry to the
+// interpreter values of its signature ft.
+func argValues(entry string, ft *ir.FunctionType, args []*npy.Array) ([]interp.Value, error) {
+	if len(args) != len(ft.Inputs) {
+		return nil, fmt.Errorf("@%s takes %d arguments, got %d", entry, len(ft.Inputs), len(args))
 	}
 	vals := make([]interp.Value, len(args))
 	for i, a := range args {
-		v, err := interp.FromNPY(a, p.ft.Inputs[i])
+		v, err := interp.FromNPY(a, ft.Inputs[i])
 		if err != nil {
 			return nil, fmt.Errorf("argument %d: %w", i, err)
 		}
 		vals[i] = v
+	}
+	return vals, nil
+}
+
+func (p *interpProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
+	vals, err := argValues(p.entry, p.ft, args)
+	if err != nil {
+		return nil, err
 	}
 	res, err := p.in.Call(p.entry, vals...)
 	if err != nil {

@@ -176,21 +176,6 @@ func (p *gpuProgram) ready(vals []interp.Value) error {
 	return nil
 }
 
-func (p *gpuProgram) values(args []*npy.Array) ([]interp.Value, error) {
-	if len(args) != len(p.ft.Inputs) {
-		return nil, fmt.Errorf("@%s takes %d arguments, got %d", p.entry, len(p.ft.Inputs), len(args))
-	}
-	vals := make([]interp.Value, len(args))
-	for i, a := range args {
-		v, err := interp.FromNPY(a, p.ft.Inputs[i])
-		if err != nil {
-			return nil, fmt.Errorf("argument %d: %w", i, err)
-		}
-		vals[i] = v
-	}
-	return vals, nil
-}
-
 // Run calls the program once. Apart from the CUDA-graph modes (whose
 // Runner uploads and launches in one), it takes the call in the steps a
 // first call with inputs already on the device is made of: module load
@@ -198,7 +183,7 @@ func (p *gpuProgram) values(args []*npy.Array) ([]interp.Value, error) {
 // conversions and copies around them are counted in TransferS instead.
 func (p *gpuProgram) Run(args []*npy.Array) ([]*npy.Array, error) {
 	t0 := time.Now()
-	vals, err := p.values(args)
+	vals, err := argValues(p.entry, p.ft, args)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +242,7 @@ func (p *gpuProgram) TransferS() float64 { return p.transfer.Seconds() }
 // events (exec.Bound.Time), or the replays of the CUDA graph in the modes
 // that use them.
 func (p *gpuProgram) Time(args []*npy.Array, warmup, iters int) (float64, error) {
-	vals, err := p.values(args)
+	vals, err := argValues(p.entry, p.ft, args)
 	if err != nil {
 		return 0, err
 	}
