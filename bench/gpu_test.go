@@ -36,30 +36,7 @@ func TestLoweredWorkloadsMatchReference(t *testing.T) {
 			if _, err := exec.Compile(module, exec.Options{}); err != nil {
 				t.Skipf("not supported yet (PTX): %v", err)
 			}
-			prog, err := Interp{}.Compile(ctx, module, inst.Entry, "default")
-			if err != nil {
-				t.Fatal(err)
-			}
-			arrs, vals := smallInputs(t, w, inst)
-			want, err := referenceOutputs(w, inst, vals)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for vi, v := range inst.Variants {
-				got, err := prog.Run(arrs[vi])
-				if err != nil {
-					t.Fatalf("variant %q: %v", v.Label, err)
-				}
-				for oi, o := range v.Outputs {
-					g, err := FromNPY(o, got[oi])
-					if err != nil {
-						t.Fatal(err)
-					}
-					if c, err := Compare(g, want[vi][oi], w.Tol); err != nil || !c.OK {
-						t.Errorf("variant %q output %s: %+v %v", v.Label, o.Name, c, err)
-					}
-				}
-			}
+			matchReference(t, w, inst, ctx, module)
 		})
 	}
 }

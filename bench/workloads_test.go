@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/npy"
 )
 
@@ -30,6 +31,44 @@ func smallInputs(t *testing.T, w *Workload, inst *Instance) ([][]*npy.Array, [][
 	return arrs, vals
 }
 
+// matchReference runs module (inst's program, at any level the interpreter
+// runs) on every variant's inputs and checks its outputs against the
+// float64 reference, within w's tolerance.
+func matchReference(t *testing.T, w *Workload, inst *Instance, ctx *ir.Context, module *ir.Operation) {
+	t.Helper()
+	prog, err := Interp{}.Compile(ctx, module, inst.Entry, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrs, vals := smallInputs(t, w, inst)
+	want, err := referenceOutputs(w, inst, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for vi, v := range inst.Variants {
+		got, err := prog.Run(arrs[vi])
+		if err != nil {
+			t.Fatalf("variant %q: %v", v.Label, err)
+		}
+		if len(got) != len(v.Outputs) {
+			t.Fatalf("variant %q: %d results, want %d", v.Label, len(got), len(v.Outputs))
+		}
+		for oi, o := range v.Outputs {
+			g, err := FromNPY(o, got[oi])
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Compare(g, want[vi][oi], w.Tol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.OK {
+				t.Errorf("variant %q output %s: %+v", v.Label, o.Name, c)
+			}
+		}
+	}
+}
+
 // Every workload parses, verifies and, at the small size, computes in the
 // interpreter what the float64 reference computes, within its tolerance.
 func TestWorkloadsMatchReference(t *testing.T) {
@@ -43,37 +82,7 @@ func TestWorkloadsMatchReference(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, inst.Program)
 			}
-			prog, err := Interp{}.Compile(ctx, module, inst.Entry, "default")
-			if err != nil {
-				t.Fatal(err)
-			}
-			arrs, vals := smallInputs(t, w, inst)
-			want, err := referenceOutputs(w, inst, vals)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for vi, v := range inst.Variants {
-				got, err := prog.Run(arrs[vi])
-				if err != nil {
-					t.Fatalf("variant %q: %v", v.Label, err)
-				}
-				if len(got) != len(v.Outputs) {
-					t.Fatalf("variant %q: %d results, want %d", v.Label, len(got), len(v.Outputs))
-				}
-				for oi, o := range v.Outputs {
-					g, err := FromNPY(o, got[oi])
-					if err != nil {
-						t.Fatal(err)
-					}
-					c, err := Compare(g, want[vi][oi], w.Tol)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !c.OK {
-						t.Errorf("variant %q output %s: %+v", v.Label, o.Name, c)
-					}
-				}
-			}
+			matchReference(t, w, inst, ctx, module)
 		})
 	}
 }
