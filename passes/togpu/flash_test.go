@@ -249,19 +249,7 @@ func TestFlashPipeline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)}
 			const pipeline = "builtin.module(graph-attention-to-flash,lower-to-gpu)"
-			ctx := dialects.NewContext()
-			m, err := p.Parse(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pm, err := passes.Parse(pipeline)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := pm.Run(ctx, m); err != nil {
-				t.Fatal(err)
-			}
-			text := ir.Sprint(m, ir.PrintOptions{})
+			text := lowerText(t, p, pipeline)
 			if got := strings.Count(text, `mapping = "flash"`); got != tc.flash {
 				t.Errorf("%d flash kernels, want %d", got, tc.flash)
 			}

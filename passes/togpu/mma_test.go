@@ -88,9 +88,8 @@ func mmaPipeline(tile togpu.MMATile) string {
 	return fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{mma-tile=%s},canonicalize,cse)", tile)
 }
 
-// mmaKernels lowers p to the gpu level with pipeline and counts its mma
-// kernels, each of which must have block threads.
-func mmaKernels(t *testing.T, p *passtest.Program, pipeline string, block int64) int {
+// lowerText runs pipeline on p and returns the result's text.
+func lowerText(t *testing.T, p *passtest.Program, pipeline string) string {
 	t.Helper()
 	ctx := dialects.NewContext()
 	m, err := p.Parse(ctx)
@@ -104,7 +103,14 @@ func mmaKernels(t *testing.T, p *passtest.Program, pipeline string, block int64)
 	if err := pm.Run(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	text := ir.Sprint(m, ir.PrintOptions{})
+	return ir.Sprint(m, ir.PrintOptions{})
+}
+
+// mmaKernels lowers p to the gpu level with pipeline and counts its mma
+// kernels, each of which must have block threads.
+func mmaKernels(t *testing.T, p *passtest.Program, pipeline string, block int64) int {
+	t.Helper()
+	text := lowerText(t, p, pipeline)
 	n := strings.Count(text, `mapping = "mma"`)
 	if want := fmt.Sprintf(`block = %d : i64, mapping = "mma"`, block); n > 0 && strings.Count(text, want) != n {
 		t.Errorf("mma kernels without %q:\n%s", want, text)
