@@ -23,11 +23,12 @@ const (
 // CaptureError says why a plan was not captured into a CUDA graph; the
 // plan then runs launch by launch.
 type CaptureError struct {
-	Func   string
+	Func   string // the host function whose plan was not captured
 	Reason string
 	Err    error // the driver's error, if one caused it
 }
 
+// Error implements error.
 func (e *CaptureError) Error() string {
 	s := fmt.Sprintf("@%s not captured into a CUDA graph: %s", e.Func, e.Reason)
 	if e.Err != nil {
@@ -36,6 +37,7 @@ func (e *CaptureError) Error() string {
 	return s
 }
 
+// Unwrap returns the driver's error, if one caused the failure.
 func (e *CaptureError) Unwrap() error { return e.Err }
 
 // GraphInfo describes a captured plan.
