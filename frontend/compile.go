@@ -304,10 +304,9 @@ func (c *Compiled) invoke(args []*Tensor) (outs []*Tensor, err error) {
 	return outs, err
 }
 
-// finish ends the session: the current graph runs with the results that
-// are pending in it as outputs.
-func (s *session) finish(outs []*Tensor, fnErr error) error {
-	defer func() { s.active = false }()
+// collect records the traced function's error and its results' errors in
+// the session and returns the session's error, if any.
+func (s *session) collect(outs []*Tensor, fnErr error) error {
 	if fnErr != nil {
 		s.fail(fnErr)
 	}
@@ -316,8 +315,15 @@ func (s *session) finish(outs []*Tensor, fnErr error) error {
 			s.fail(o.err)
 		}
 	}
-	if s.err != nil {
-		return s.err
+	return s.err
+}
+
+// finish ends the session: the current graph runs with the results that
+// are pending in it as outputs.
+func (s *session) finish(outs []*Tensor, fnErr error) error {
+	defer func() { s.active = false }()
+	if err := s.collect(outs, fnErr); err != nil {
+		return err
 	}
 	if g := s.cur; g != nil {
 		var fromG []*Tensor

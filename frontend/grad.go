@@ -244,36 +244,19 @@ func (g *gradCore) resolveWrt(vals []*interp.Tensor) ([]int, error) {
 // endTrace checks that fn's results come from gr, the session's only
 // graph, and makes them the results of its function.
 func (g *gradCore) endTrace(s *session, gr *graphTrace, outs []*Tensor, fnErr error) error {
-	if fnErr != nil {
-		s.fail(fnErr)
-	}
-	for _, o := range outs {
-		if o != nil && o.err != nil {
-			s.fail(o.err)
-		}
-	}
-	if s.err != nil {
-		return s.err
+	if err := s.collect(outs, fnErr); err != nil {
+		return err
 	}
 	if s.cur != gr || len(s.graphs) > 0 {
 		return fmt.Errorf("frontend: Grad: the function did not trace into one graph")
 	}
-	nodes := make([]*ir.Value, len(outs))
-	types := make([]ir.Type, len(outs))
 	for i, o := range outs {
 		if o.g != gr {
 			return fmt.Errorf("frontend: Grad: result %d is not computed from the arguments (a constant or a tensor made outside the function)", i)
 		}
-		nodes[i], types[i] = o.node, o.node.Type()
 	}
 	s.cur = nil
-	funcs.Return(gr.b, ir.UnknownLoc{}, nodes...)
-	inTypes := make([]ir.Type, gr.entry.NumArguments())
-	for i, a := range gr.entry.Arguments() {
-		inTypes[i] = a.Type()
-	}
-	gr.fn.SetProperty(funcs.FunctionTypeAttr, ir.TypeAttr{Type: ir.FunctionOf(inTypes, types)})
-	s.graphs = append(s.graphs, GraphInfo{Index: gr.index, Ops: gr.nops, OpCounts: gr.opCount, Inputs: len(gr.inputs), Outputs: len(outs)})
+	s.seal(gr, outs)
 	return nil
 }
 

@@ -355,15 +355,9 @@ func (s *session) graphBreak(g *graphTrace, reason string, loc ir.Location) erro
 	return s.flush(g, slices.Clone(g.pending))
 }
 
-// flush finishes g with outs as its results, compiles it, runs it and
-// gives the outputs their values. Pending tensors of g that are not
-// outputs are left without a value (errEscaped).
-func (s *session) flush(g *graphTrace, outs []*Tensor) error {
-	start := time.Now()
-	defer func() { s.spent += time.Since(start) }()
-	if s.cur == g {
-		s.cur = nil
-	}
+// seal ends g's function with outs, which g computes, as its results and
+// records g among the session's graphs.
+func (s *session) seal(g *graphTrace, outs []*Tensor) {
 	vals := make([]*ir.Value, len(outs))
 	types := make([]ir.Type, len(outs))
 	for i, t := range outs {
@@ -376,6 +370,18 @@ func (s *session) flush(g *graphTrace, outs []*Tensor) error {
 	}
 	g.fn.SetProperty(funcs.FunctionTypeAttr, ir.TypeAttr{Type: ir.FunctionOf(inTypes, types)})
 	s.graphs = append(s.graphs, GraphInfo{Index: g.index, Ops: g.nops, OpCounts: g.opCount, Inputs: len(g.inputs), Outputs: len(outs)})
+}
+
+// flush finishes g with outs as its results, compiles it, runs it and
+// gives the outputs their values. Pending tensors of g that are not
+// outputs are left without a value (errEscaped).
+func (s *session) flush(g *graphTrace, outs []*Tensor) error {
+	start := time.Now()
+	defer func() { s.spent += time.Since(start) }()
+	if s.cur == g {
+		s.cur = nil
+	}
+	s.seal(g, outs)
 	results, err := s.run(g)
 	for i, t := range outs {
 		if err != nil {
