@@ -3,6 +3,8 @@ package arith
 import (
 	"math"
 	"math/big"
+	"slices"
+	"strconv"
 
 	"github.com/strata-ir/strata/ir"
 )
@@ -39,10 +41,10 @@ var CmpIPredicateNames = [...]string{"eq", "ne", "slt", "sle", "sgt", "sge", "ul
 
 // String returns the predicate's keyword, or its number when out of range.
 func (p CmpIPredicate) String() string {
-	if p >= 0 && int(p) < len(CmpIPredicateNames) {
+	if p.Valid() {
 		return CmpIPredicateNames[p]
 	}
-	return "cmpi-predicate(" + itoa(int64(p)) + ")"
+	return "cmpi-predicate(" + strconv.FormatInt(int64(p), 10) + ")"
 }
 
 // Valid reports whether p is one of the ten predicates.
@@ -50,12 +52,8 @@ func (p CmpIPredicate) Valid() bool { return p >= 0 && int(p) < len(CmpIPredicat
 
 // ParseCmpIPredicate returns the predicate spelled s.
 func ParseCmpIPredicate(s string) (CmpIPredicate, bool) {
-	for i, n := range CmpIPredicateNames {
-		if n == s {
-			return CmpIPredicate(i), true
-		}
-	}
-	return 0, false
+	i := slices.Index(CmpIPredicateNames[:], s)
+	return CmpIPredicate(i), i >= 0
 }
 
 // Swapped returns the predicate q with a p b ⇔ b q a.
@@ -104,7 +102,7 @@ func (p CmpFPredicate) String() string {
 	if p.Valid() {
 		return CmpFPredicateNames[p]
 	}
-	return "cmpf-predicate(" + itoa(int64(p)) + ")"
+	return "cmpf-predicate(" + strconv.FormatInt(int64(p), 10) + ")"
 }
 
 // Valid reports whether p is one of the sixteen predicates.
@@ -112,15 +110,9 @@ func (p CmpFPredicate) Valid() bool { return p >= 0 && int(p) < len(CmpFPredicat
 
 // ParseCmpFPredicate returns the predicate spelled s.
 func ParseCmpFPredicate(s string) (CmpFPredicate, bool) {
-	for i, n := range CmpFPredicateNames {
-		if n == s {
-			return CmpFPredicate(i), true
-		}
-	}
-	return 0, false
+	i := slices.Index(CmpFPredicateNames[:], s)
+	return CmpFPredicate(i), i >= 0
 }
-
-func itoa(v int64) string { return big.NewInt(v).String() }
 
 // sext reads the low w bits of v as a two's-complement number.
 func sext(v int64, w int) int64 {

@@ -1,6 +1,8 @@
 package arith
 
 import (
+	"strconv"
+
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -100,7 +102,7 @@ func printCmp(names []string, flags *bitEnum) func(*ir.Printer, *ir.Operation) {
 		if pred.Value >= 0 && pred.Value < int64(len(names)) {
 			p.Write(" " + names[pred.Value] + ",")
 		} else {
-			p.Write(" " + itoa(pred.Value) + ",")
+			p.Write(" " + strconv.FormatInt(pred.Value, 10) + ",")
 		}
 		printElementwise(flags)(p, op)
 	}
