@@ -40,6 +40,7 @@ type driver struct {
 	cuMemcpyHtoDAsync         func(dst DevicePtr, src unsafe.Pointer, n uint64, s uintptr) Result
 	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src DevicePtr, n uint64, s uintptr) Result
 	cuMemsetD8                func(dst DevicePtr, v uint8, n uint64) Result
+	cuMemsetD32Async          func(dst DevicePtr, v uint32, n uint64, s uintptr) Result
 	cuModuleLoadDataEx        func(mod *uintptr, image unsafe.Pointer, nopts uint32, opts *int32, vals *uintptr) Result
 	cuModuleUnload            func(mod uintptr) Result
 	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name *byte) Result
@@ -100,6 +101,7 @@ func (d *driver) symbols() []struct {
 		{&d.cuMemcpyHtoDAsync, []string{"cuMemcpyHtoDAsync_v2"}},
 		{&d.cuMemcpyDtoHAsync, []string{"cuMemcpyDtoHAsync_v2"}},
 		{&d.cuMemsetD8, []string{"cuMemsetD8_v2"}},
+		{&d.cuMemsetD32Async, []string{"cuMemsetD32Async"}},
 		{&d.cuModuleLoadDataEx, []string{"cuModuleLoadDataEx"}},
 		{&d.cuModuleUnload, []string{"cuModuleUnload"}},
 		{&d.cuModuleGetFunction, []string{"cuModuleGetFunction"}},

@@ -49,6 +49,16 @@ func (s *Stream) CopyDtoH(dst *HostBuffer, src DevicePtr) error {
 	})
 }
 
+// MemsetD32 queues setting n 32-bit words at dst to v on stream (nil: the
+// default stream), ordered with the stream's other work.
+func (dev *Device) MemsetD32(dst DevicePtr, v uint32, n uint64, stream *Stream) error {
+	var s uintptr
+	if stream != nil {
+		s = stream.s
+	}
+	return dev.call("cuMemsetD32Async", func() Result { return dev.drv.cuMemsetD32Async(dst, v, n, s) })
+}
+
 // Event marks a point in a stream; two events time the work between them.
 type Event struct {
 	dev *Device
