@@ -50,6 +50,14 @@ type Transferrer interface {
 	TransferS() float64
 }
 
+// WallTimer is a Program that also times back-to-back calls with the host
+// clock: the median of Time is device time, which hides the host's cost of
+// a launch; WallTime returns the milliseconds per call a loop of calls
+// sees.
+type WallTimer interface {
+	WallTime(args []*npy.Array, iters int) (float64, error)
+}
+
 // Load parses an instance's program, verifies it, derives the gradient
 // function and symbolizes shapes where the workload asks for it. It is the
 // "trace" phase of a first call. Functions other than the entry are erased,

@@ -44,6 +44,21 @@ func Table(w io.Writer, r *Results) {
 	}
 }
 
+// WallTable writes the host clock's milliseconds per call over
+// back-to-back calls for the workloads both sides measured that way: the
+// device time of a call, or the host's cost of issuing it when larger.
+func WallTable(w io.Writer, r *Results) {
+	fmt.Fprintln(w, "| workload | Strata default | torch.compile default | Strata ÷ compile |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, wr := range r.Workloads {
+		sd, td := wr.Strata["default"], wr.Torch["default"]
+		if sd == nil || td == nil || sd.WallMs <= 0 || td.WallMs <= 0 {
+			continue
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %.2f× |\n", wr.Name, msCell(sd.WallMs), msCell(td.WallMs), sd.WallMs/td.WallMs)
+	}
+}
+
 func strataMs(sd *StrataMode, unsupported string) string {
 	switch {
 	case unsupported != "":
@@ -121,8 +136,10 @@ func Section(r *Results, plotPath string) string {
 	}
 	fmt.Fprintf(&b, ". Ceilings measured in the same run: device copy %.0f GB/s, bf16 GEMM %.0f TFLOP/s, fp32 GEMM %.1f TFLOP/s.\n\n",
 		r.Ceiling.CopyGBps, r.Ceiling.BF16TFLOPs, r.Ceiling.FP32TFLOPs)
-	b.WriteString("Medians of CUDA-event timings after warm-up (`triton.testing.do_bench` on the PyTorch side, the same budget on Strata's). Ratios are Strata's time over PyTorch's: below 1 is faster. The rate is Strata default's bytes or flops over its time, with the fraction of the measured ceiling. Every Strata result is checked against PyTorch eager on the same inputs first (normwise relative error shown). Regenerate with `make perf-doc` from the newest file in `bench/results/`.\n\n")
+	b.WriteString("Medians of CUDA-event timings after warm-up, taken alike on both sides (`triton.testing.do_bench` on PyTorch's; on Strata's `exec.Bound.Time`, which does what it does: a 256 MiB cache clear before each call, one event pair per call, no host wait between calls). Ratios are Strata's time over PyTorch's: below 1 is faster. The rate is Strata default's bytes or flops over its time, with the fraction of the measured ceiling. Every Strata result is checked against PyTorch eager on the same inputs first (normwise relative error shown). Regenerate with `make perf-doc` from the newest file in `bench/results/`.\n\n")
 	Table(&b, r)
+	b.WriteString("\nCalls in a loop: the host clock's time per call over back-to-back calls (no cache clearing, one wait at the end), on both sides. For a launch-bound workload it is the host's cost of issuing a call, which the event timings above hide.\n\n")
+	WallTable(&b, r)
 	if plotPath != "" {
 		fmt.Fprintf(&b, "\n![Strata and torch.compile per workload](%s)\n", plotPath)
 	}

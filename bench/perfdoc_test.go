@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"strings"
 	"testing"
@@ -85,5 +86,23 @@ func TestPlot(t *testing.T) {
 	}
 	if err := Plot(&Results{Workloads: []WorkloadResult{{Name: "x"}}}, &buf); err == nil {
 		t.Error("plot without times: no error")
+	}
+}
+
+func TestWallTable(t *testing.T) {
+	r := sampleResults(t)
+	var b strings.Builder
+	WallTable(&b, r)
+	if got := strings.Count(b.String(), "\n"); got != 2 {
+		t.Fatalf("sample results have no wall times, want only the header:\n%s", b.String())
+	}
+	sd := r.Workloads[0].Strata["default"]
+	sd.WallMs = 0.009
+	r.Workloads[0].Torch["default"].WallMs = 0.012
+	b.Reset()
+	WallTable(&b, r)
+	row := fmt.Sprintf("| `%s` | 0.009 ms | 0.012 ms | 0.75× |", r.Workloads[0].Name)
+	if !strings.Contains(b.String(), row) {
+		t.Errorf("want row %q in:\n%s", row, b.String())
 	}
 }

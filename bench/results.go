@@ -76,6 +76,9 @@ type StrataMode struct {
 	// TotalS is, for a dynamic workload, the seconds to compile once and call
 	// every variant once.
 	TotalS float64 `json:"total_s,omitempty"`
+	// WallMs is the host clock's milliseconds per call over back-to-back
+	// calls (see WallTimer): the launch cost of a launch-bound program.
+	WallMs float64 `json:"wall_ms,omitempty"`
 	// Kernels is the number of kernels one call launches (0: unknown).
 	Kernels int `json:"kernels,omitempty"`
 	// VsDefault compares this mode's results with the default mode's.
@@ -91,7 +94,9 @@ type TorchMode struct {
 	Ms         float64 `json:"ms,omitempty"`
 	FirstCallS float64 `json:"first_call_s,omitempty"`
 	TotalS     float64 `json:"total_s,omitempty"`
-	Error      string  `json:"error,omitempty"`
+	// WallMs is StrataMode.WallMs measured the same way.
+	WallMs float64 `json:"wall_ms,omitempty"`
+	Error  string  `json:"error,omitempty"`
 }
 
 // TorchSide is the JSON torch_side.py writes.

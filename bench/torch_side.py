@@ -132,6 +132,20 @@ def first_call(fn, args):
     return time.perf_counter() - t0
 
 
+def wall_ms(fn, ms):
+    """Host-clock milliseconds per call over back-to-back calls (about 20 ms
+    of device time, 10 to 2000 calls), as the Go runner's wall_ms: for a
+    launch-bound program, the cost of issuing a call."""
+    n = int(min(max(20 / max(ms, 1e-3), 10), 2000))
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3 / n
+
+
 def run_static(d, w, fn):
     variant = w["variants"][0]
     args = load_inputs(d, w, variant)
@@ -143,6 +157,7 @@ def run_static(d, w, fn):
             c = torch.compile(fn, **compile_kwargs(mode))
             row = {"first_call_s": first_call(c, args)}
             row["ms"] = median_ms(lambda: c(*args))
+            row["wall_ms"] = wall_ms(lambda: c(*args), row["ms"])
             modes[mode] = row
         except Exception as e:  # one mode failing must not lose the others
             traceback.print_exc()

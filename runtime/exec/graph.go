@@ -402,6 +402,18 @@ func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 	return e.b.Time(warmup, iters)
 }
 
+// WallTime times back-to-back calls of the prepared signature of args
+// with the host clock (see Bound.WallTime).
+func (r *Runner) WallTime(args []interp.Value, iters int) (float64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.entry(args)
+	if err != nil {
+		return 0, err
+	}
+	return e.b.WallTime(iters)
+}
+
 // Close frees every prepared Bound and graph.
 func (r *Runner) Close() error {
 	r.mu.Lock()

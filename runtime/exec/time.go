@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/strata-ir/strata/runtime/cuda"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -84,6 +85,33 @@ func (b *Bound) Time(warmup, iters int) (float64, error) {
 	}
 	slices.Sort(times)
 	return times[len(times)/2], nil
+}
+
+// WallTime launches the plan iters times back to back, waits once, and
+// returns the host clock's milliseconds per launch. Without the cache
+// clearing and the events of Time, it is the rate a caller issuing calls
+// in a loop sees: the device time of a call, or the host's cost of issuing
+// one when that is larger (a launch-bound program).
+func (b *Bound) WallTime(iters int) (float64, error) {
+	if iters < 1 {
+		return 0, fmt.Errorf("exec: timing needs at least one iteration, got %d", iters)
+	}
+	if err := b.Launch(); err != nil { // the allocator's cache warm, the device busy
+		return 0, err
+	}
+	if err := b.Wait(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for range iters {
+		if err := b.Launch(); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.Wait(); err != nil {
+		return 0, err
+	}
+	return float64(time.Since(start).Nanoseconds()) / 1e6 / float64(iters), nil
 }
 
 // RunTimed prepares host function fn on args, times it (see Bound.Time)
