@@ -736,7 +736,7 @@ func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) e
 		gpu.Barrier(b, loc)
 	}
 	for i, red := range rl.reds {
-		total := r.reduceRow(k, b, loc, red, partial[i], th)
+		total := r.reduceRow(k, b, loc, partial[i:i+1], single(red), th)[0]
 		k.m[rl.op.Result(i)] = red.combine(b, mapped(k.m, inits)[i], total)
 	}
 	return nil
@@ -914,40 +914,69 @@ func (r *row) loopVector(rl *rowLoop, lb, ub, step *ir.Value) int64 {
 	return r.vec
 }
 
-// reduceRow combines v over the row's threads and returns the result, the
-// same in every thread: a butterfly of xor shuffles within each warp, then,
-// for rows wider than a warp, the warps' results through workgroup memory.
-func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, red reduction, v *ir.Value, th rowThread) *ir.Value {
+// rowCombine combines two partial results of a row reduction, each a
+// tuple of values: x stands for nx threads' partials and y for ny.
+type rowCombine func(b *ir.Builder, x, y []*ir.Value, nx, ny int64) []*ir.Value
+
+// single is the rowCombine of one reduction (counts do not matter).
+func single(red reduction) rowCombine {
+	return func(b *ir.Builder, x, y []*ir.Value, _, _ int64) []*ir.Value {
+		return []*ir.Value{red.combine(b, x[0], y[0])}
+	}
+}
+
+// reduceRow combines the tuple vals over the row's threads and returns the
+// result, the same in every thread: a butterfly of xor shuffles within
+// each warp, then, for rows wider than a warp, the warps' results through
+// workgroup memory (one buffer per value, one barrier), which every
+// thread combines in warp order, unrolled (the loads are independent).
+func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir.Value, combine rowCombine, th rowThread) []*ir.Value {
 	width := min(r.threads, gpu.WarpSize)
 	w32 := arith.ConstantInt(b, loc, gpu.WarpSize, ir.I32)
 	for off := width / 2; off >= 1; off /= 2 {
-		x := v
-		if isNarrowFloat(v.Type()) {
-			x = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
+		other := make([]*ir.Value, len(vals))
+		for i, v := range vals {
+			x := v
+			if isNarrowFloat(v.Type()) {
+				x = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
+			}
+			o, _ := gpu.Shuffle(b, loc, "xor", x, arith.ConstantInt(b, loc, off, ir.I32), w32)
+			if x != v {
+				o = arith.NewCast(b, "arith.truncf", loc, o, v.Type())
+			}
+			other[i] = o
 		}
-		o, _ := gpu.Shuffle(b, loc, "xor", x, arith.ConstantInt(b, loc, off, ir.I32), w32)
-		if x != v {
-			o = arith.NewCast(b, "arith.truncf", loc, o, v.Type())
-		}
-		v = red.combine(b, v, o)
+		n := width / (2 * off)
+		vals = combine(b, vals, other, n, n)
 	}
 	if r.threads <= gpu.WarpSize {
-		return v
+		return vals
 	}
 	warps := r.threads / gpu.WarpSize
-	smem := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(warps, v.Type()))
+	smem := make([]*ir.Value, len(vals))
+	for i, v := range vals {
+		smem[i] = gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(warps, v.Type()))
+	}
 	ws := arith.ConstantIndex(b, loc, gpu.WarpSize)
 	warp := arith.Binary(b, "arith.divui", loc, th.tid, ws)
 	first := arith.NewCmpI(b, loc, arith.CmpIEQ, arith.Binary(b, "arith.remui", loc, th.tid, ws), arith.ConstantIndex(b, loc, 0))
 	loop.If(b, loc, first, nil, func(b *ir.Builder) []*ir.Value {
-		loop.Store(b, loc, v, smem, warp)
+		for i, v := range vals {
+			loop.Store(b, loc, v, smem[i], warp)
+		}
 		return nil
 	}, nil)
 	gpu.Barrier(b, loc)
-	acc := loop.Load(b, loc, smem, arith.ConstantIndex(b, loc, 0))
-	f := loop.For(b, loc, arith.ConstantIndex(b, loc, 1), arith.ConstantIndex(b, loc, warps), arith.ConstantIndex(b, loc, 1),
-		[]*ir.Value{acc}, func(b *ir.Builder, w *ir.Value, iters []*ir.Value) []*ir.Value {
-			return []*ir.Value{red.combine(b, iters[0], loop.Load(b, loc, smem, w))}
-		})
-	return f.Result(0)
+	load := func(w int64) []*ir.Value {
+		out := make([]*ir.Value, len(smem))
+		for i, m := range smem {
+			out[i] = loop.Load(b, loc, m, arith.ConstantIndex(b, loc, w))
+		}
+		return out
+	}
+	acc := load(0)
+	for w := int64(1); w < warps; w++ {
+		acc = combine(b, acc, load(w), w*gpu.WarpSize, gpu.WarpSize)
+	}
+	return acc
 }
