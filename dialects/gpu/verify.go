@@ -228,5 +228,24 @@ func verifyLaunchFunc(op *ir.Operation) error {
 			return fmt.Errorf("type of function argument %d does not match", i)
 		}
 	}
+	return verifyLaunchShared(l, fn)
+}
+
+// verifyLaunchShared checks that a launch passes the dynamic shared memory
+// its kernel's workgroup buffers need (a size computed at run time is
+// trusted): without it the kernel would address past its block's share.
+func verifyLaunchShared(l Launch, fn *ir.Operation) error {
+	need, err := DynamicSharedBytes(fn)
+	if err != nil || need == 0 {
+		return nil // the kernel's own problem, reported by the backends
+	}
+	if l.DynamicSharedBytes == nil {
+		return fmt.Errorf("kernel %s keeps its %d bytes of workgroup memory in dynamic shared memory (more than %d): the launch must pass dynamic_shared_memory_size", l.Kernel, need, MaxStaticSharedBytes)
+	}
+	if c := l.DynamicSharedBytes.DefiningOp(); c != nil && c.Name() == "arith.constant" {
+		if v, ok := c.Attr("value").(ir.IntegerAttr); ok && v.Value < need {
+			return fmt.Errorf("dynamic_shared_memory_size %d is less than the %d bytes of kernel %s's workgroup memory", v.Value, need, l.Kernel)
+		}
+	}
 	return nil
 }

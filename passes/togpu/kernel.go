@@ -257,13 +257,13 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 	if err := k.lower(); err != nil {
 		return err
 	}
-	k.launch(plan)
-	return nil
+	return k.launch(plan)
 }
 
 // launch replaces the nest by the host computation of the grid and the
-// gpu.launch_func.
-func (k *kernelGen) launch(plan mapping) {
+// gpu.launch_func, which passes the kernel's dynamic shared memory when
+// its workgroup buffers need it.
+func (k *kernelGen) launch(plan mapping) error {
 	b := ir.NewBuilder(k.ctx)
 	b.SetInsertionPointBefore(k.nest)
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(k.nest)
@@ -281,9 +281,14 @@ func (k *kernelGen) launch(plan mapping) {
 			args[i] = a.v
 		}
 	}
+	shared, err := gpu.DynamicSharedSize(b, k.loc, k.kernel)
+	if err != nil {
+		return ir.Errorf(k.loc, "%s: kernel %s: %v", PassName, k.name, err)
+	}
 	gpu.LaunchFunc(b, k.loc, gpu.KernelRef(symName(k.kernel.ParentOp()), k.name),
-		[3]*ir.Value{grid, one, one}, [3]*ir.Value{block, one, one}, args, nil)
+		[3]*ir.Value{grid, one, one}, [3]*ir.Value{block, one, one}, args, shared)
 	k.nest.Erase()
+	return nil
 }
 
 // extents returns the trip count of each dimension of a nest:

@@ -7,7 +7,9 @@
 // !nvvm.annotations whose parameters are, in order, `T addrspace(1)*` for
 // each global memref, i64 for index and the integer or float of each
 // scalar (bf16 travels as its i16 bits). Workgroup buffers become
-// addrspace(3) globals. Structured loop.for and loop.if become basic blocks
+// addrspace(3) globals, or, in a kernel whose buffers exceed the 48 KiB
+// of static shared memory, slices of the external zero-length array
+// DynamicShared (dynamic shared memory, sized by the launch). Structured loop.for and loop.if become basic blocks
 // with phis; math ops become sequences of NVVM intrinsics that both PTX
 // backends of targets/nvptx select (docs/ptx-math.md gives their error).
 package llvm
@@ -17,6 +19,7 @@ import (
 
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 
@@ -97,8 +100,9 @@ func symName(op *ir.Operation) string {
 
 // translator holds the module being built.
 type translator struct {
-	m     *llir.Module
-	decls map[string]*llir.Func // intrinsic declarations, by name
+	m       *llir.Module
+	decls   map[string]*llir.Func // intrinsic declarations, by name
+	dynamic *llir.Global          // DynamicShared, once a kernel uses it
 }
 
 // intrinsic returns the declaration of an intrinsic, adding it once.
@@ -222,9 +226,19 @@ func (t *translator) kernel(fn *ir.Operation) error {
 	for i, p := range params {
 		k.vals[entry.Argument(i)] = p
 	}
-	for i, buf := range gpu.WorkgroupBuffers(fn) {
-		if err := k.workgroupBuffer(fn, name, i, buf); err != nil {
+	dynamic, err := gpu.DynamicSharedBytes(fn)
+	if err != nil {
+		return ir.Errorf(fn.Loc(), "kernel @%s: %v", name, err)
+	}
+	if dynamic > 0 {
+		if err := k.dynamicBuffers(fn, name); err != nil {
 			return err
+		}
+	} else {
+		for i, buf := range gpu.WorkgroupBuffers(fn) {
+			if err := k.workgroupBuffer(fn, name, i, buf); err != nil {
+				return err
+			}
 		}
 	}
 	k.cur = f.NewBlock("entry")
@@ -268,5 +282,50 @@ func (k *kernelTranslator) workgroupBuffer(fn *ir.Operation, kernel string, i in
 	g.Align = 16
 	k.t.m.Globals = append(k.t.m.Globals, g)
 	k.vals[buf] = constant.NewBitCast(g, pointerTo(elem, 3))
+	return nil
+}
+
+// DynamicShared is the name of the external addrspace(3) array of a
+// module's dynamic shared memory, `@strata_dynamic_shared = external
+// addrspace(3) global [0 x i8], align 16`, which PTX declares as
+// `.extern .shared .align 16 .b8 strata_dynamic_shared[];`. Every kernel
+// of the module that uses dynamic shared memory sees its block's share
+// at that address.
+const DynamicShared = "strata_dynamic_shared"
+
+// dynamicShared returns the module's DynamicShared array, declared once.
+func (t *translator) dynamicShared() *llir.Global {
+	if t.dynamic == nil {
+		g := llir.NewGlobal(DynamicShared, types.NewArray(0, types.I8))
+		g.Linkage = enum.LinkageExternal
+		g.AddrSpace = 3
+		g.Typ = nil // llir caches the pointer type; recompute it in addrspace(3)
+		g.Align = gpu.SharedAlign
+		t.m.Globals = append(t.m.Globals, g)
+		t.dynamic = g
+	}
+	return t.dynamic
+}
+
+// dynamicBuffers addresses each workgroup buffer of fn at its offset in
+// dynamic shared memory (gpu.SharedLayout).
+func (k *kernelTranslator) dynamicBuffers(fn *ir.Operation, kernel string) error {
+	offsets, _, err := gpu.SharedLayout(fn)
+	if err != nil {
+		return ir.Errorf(fn.Loc(), "kernel @%s: %v", kernel, err)
+	}
+	g := k.t.dynamicShared()
+	for i, buf := range gpu.WorkgroupBuffers(fn) {
+		mt := buf.Type().(*ir.MemRefType) // (SharedLayout checked it)
+		if len(mt.Shape()) != 1 {
+			return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s must be a static 1-D memref, not %s", i, kernel, buf.Type())
+		}
+		elem, err := memType(mt.ElementType())
+		if err != nil {
+			return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s: %v", i, kernel, err)
+		}
+		at := constant.NewGetElementPtr(g.ContentType, g, constant.NewInt(types.I64, 0), constant.NewInt(types.I64, offsets[i]))
+		k.vals[buf] = constant.NewBitCast(at, pointerTo(elem, 3))
+	}
 	return nil
 }

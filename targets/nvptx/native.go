@@ -95,7 +95,8 @@ func kernelSet(m *llir.Module) map[*llir.Func]bool {
 }
 
 // sharedGlobal declares a global of the shared space (3), the only kind
-// kernels use; it cannot be initialized.
+// kernels use; it cannot be initialized. An external zero-length array is
+// the dynamic shared memory, sized by the launch.
 func sharedGlobal(g *llir.Global) (string, error) {
 	if g.AddrSpace != 3 {
 		return "", fmt.Errorf("global @%s: only addrspace(3) (shared) globals are supported, not addrspace(%d)", g.Name(), g.AddrSpace)
@@ -119,6 +120,13 @@ func sharedGlobal(g *llir.Global) (string, error) {
 		if align, err = alignOf(g.ContentType); err != nil {
 			return "", fmt.Errorf("global @%s: %w", g.Name(), err)
 		}
+	}
+	if g.Init == nil {
+		// A declaration: only the dynamic shared array may be external.
+		if arr, ok := g.ContentType.(*types.ArrayType); !ok || arr.Len != 0 || g.Linkage != enum.LinkageExternal {
+			return "", fmt.Errorf("global @%s: an external shared global must be a zero-length array (dynamic shared memory), not %s", g.Name(), g.ContentType)
+		}
+		return fmt.Sprintf(".extern .shared .align %d .b8 %s[];", align, ptxName(g.Name())), nil
 	}
 	return fmt.Sprintf(".shared .align %d .b8 %s[%d];", align, ptxName(g.Name()), size), nil
 }

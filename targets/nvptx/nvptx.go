@@ -8,7 +8,7 @@
 // text. Anything outside the native subset is reported as an error naming
 // the instruction, and no backend returns PTX holding an `.extern`
 // declaration (an unresolved call that only ptxas or the driver would
-// reject).
+// reject) but that of the dynamic shared memory array.
 package nvptx
 
 import (
@@ -115,15 +115,23 @@ func New(name string) (Backend, error) {
 // ErrExtern reports PTX that declares an external symbol.
 var ErrExtern = errors.New("PTX declares an unresolved .extern symbol")
 
-var externRE = regexp.MustCompile(`(?m)^\s*\.extern\b.*$`)
+var (
+	externRE = regexp.MustCompile(`(?m)^\s*\.extern\b.*$`)
+	// dynamicSharedRE is the one external declaration that is resolved:
+	// the dynamic shared memory array, sized by the launch.
+	dynamicSharedRE = regexp.MustCompile(`^\s*\.extern\s+\.shared\s+\.align\s+\d+\s+\.b8\s+[A-Za-z_$%][A-Za-z0-9_$]*\[\];\s*$`)
+)
 
 // CheckNoExtern returns an error wrapping ErrExtern, quoting the first
-// offending line, when ptx holds an `.extern` declaration. Such a symbol
+// offending line, when ptx holds an `.extern` declaration other than a
+// zero-length `.shared` byte array (dynamic shared memory). Such a symbol
 // is usually a misspelt or unsupported intrinsic that llc turned into a
 // call.
 func CheckNoExtern(ptx string) error {
-	if line := externRE.FindString(ptx); line != "" {
-		return fmt.Errorf("%w: %s", ErrExtern, strings.TrimSpace(line))
+	for _, line := range externRE.FindAllString(ptx, -1) {
+		if !dynamicSharedRE.MatchString(line) {
+			return fmt.Errorf("%w: %s", ErrExtern, strings.TrimSpace(line))
+		}
 	}
 	return nil
 }

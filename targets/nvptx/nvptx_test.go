@@ -396,4 +396,63 @@ func TestCheckNoExtern(t *testing.T) {
 	if err := CheckNoExtern(".version 7.8\n// .extern in a comment\n"); err != nil {
 		t.Errorf("comment flagged: %v", err)
 	}
+	// The dynamic shared memory array is the one resolved extern; a
+	// function after it is still caught.
+	dyn := ".version 7.8\n.extern .shared .align 16 .b8 strata_dynamic_shared[];\n"
+	if err := CheckNoExtern(dyn); err != nil {
+		t.Errorf("dynamic shared memory flagged: %v", err)
+	}
+	for _, bad := range []string{
+		dyn + ".extern .func (.param .b32 r) llvm.exp.f32\n",
+		".extern .shared .align 16 .b8 fixed[64];\n",
+		".extern .global .align 16 .b8 g[];\n",
+	} {
+		if err := CheckNoExtern(bad); !errors.Is(err, ErrExtern) {
+			t.Errorf("%q: got %v, want ErrExtern", bad, err)
+		}
+	}
+}
+
+// TestDynamicSharedGlobal checks the native backend's declarations of
+// external shared globals: a zero-length byte array is the dynamic shared
+// memory, which both backends declare alike and ptxas accepts; any other
+// external global is an error.
+func TestDynamicSharedGlobal(t *testing.T) {
+	build := func(content types.Type) *llir.Module {
+		m := newModule()
+		g := llir.NewGlobal("dyn", content)
+		g.Linkage = enum.LinkageExternal
+		g.AddrSpace = 3
+		g.Typ = nil
+		g.Align = 16
+		m.Globals = append(m.Globals, g)
+		s3 := types.NewPointer(types.Float)
+		s3.AddrSpace = 3
+		f := kernel(m, "k", llir.NewParam("out", gF32))
+		b := f.NewBlock("entry")
+		at := constant.NewGetElementPtr(g.ContentType, g, constant.NewInt(i64, 0), constant.NewInt(i64, 64))
+		p := constant.NewBitCast(at, s3)
+		b.NewStore(constant.NewFloat(f32, 1), p)
+		b.NewStore(b.NewLoad(f32, p), f.Params[0])
+		b.NewRet(nil)
+		return m
+	}
+	ptx, err := Native{}.Compile(build(types.NewArray(0, types.I8)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ptx, ".extern .shared .align 16 .b8 dyn[];") || CheckNoExtern(ptx) != nil {
+		t.Errorf("no dynamic shared declaration, or a rejected one:\n%s", ptx)
+	}
+	assemble(t, ptx)
+	if llc, err := (LLC{}).Compile(build(types.NewArray(0, types.I8)), Options{}); err == nil {
+		if !strings.Contains(llc, ".extern .shared .align 16 .b8 dyn[];") {
+			t.Errorf("llc declares it otherwise:\n%s", llc)
+		}
+	} else if !strings.Contains(err.Error(), "llc") {
+		t.Errorf("llc backend: %v", err)
+	}
+	if _, err := (Native{}).Compile(build(types.NewArray(4, types.I8)), Options{}); err == nil || !strings.Contains(err.Error(), "zero-length array") {
+		t.Errorf("external [4 x i8]: got %v, want an error", err)
+	}
 }
