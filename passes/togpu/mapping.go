@@ -341,6 +341,9 @@ type row struct {
 	// barrierAfter holds the row-level ops that store what later ops of
 	// the row may load: the block synchronizes after them.
 	barrierAfter map[*ir.Operation]bool
+	// meanVar holds the mean/variance pairs merged into one reduction
+	// (Config.RowWelford), by both loops.
+	meanVar map[*ir.Operation]meanVariance
 }
 
 // rowPlan returns the row mapping of a nest whose body is a sequence of
@@ -380,6 +383,12 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 	}
 	if len(order) == 0 || matmulLike(nest, order) {
 		return nil
+	}
+	if cfg.RowWelford {
+		r.meanVar = map[*ir.Operation]meanVariance{}
+		for _, mv := range meanVariancePairs(body, order) {
+			r.meanVar[mv.sum.op], r.meanVar[mv.sq.op] = mv, mv
+		}
 	}
 	// An op that stores into a buffer needs a barrier before any later
 	// load of that buffer in the row: the threads of the row do not all
@@ -562,6 +571,9 @@ type rowThread struct {
 	// the row's divisors, by divisor.
 	regs *rowRegs
 	rcp  map[*ir.Value]*ir.Value
+	// m2 holds the result of the variance loops whose mean loop computed
+	// it (emitMeanVariance), by loop.
+	m2 map[*ir.Operation]*ir.Value
 }
 
 func (r *row) emit(k *kernelGen, b *ir.Builder) error {
@@ -571,7 +583,7 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 	exts := extents(b, loc, lbs, ubs, steps)
 	rows := product(b, loc, exts)
 	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
-	th := rowThread{lane: tid, tid: tid, regs: newRowRegs(), rcp: map[*ir.Value]*ir.Value{}}
+	th := rowThread{lane: tid, tid: tid, regs: newRowRegs(), rcp: map[*ir.Value]*ir.Value{}, m2: map[*ir.Operation]*ir.Value{}}
 	rowID := bid
 	if r.rows > 1 {
 		w := arith.ConstantIndex(b, loc, r.threads)
@@ -594,7 +606,16 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 		}
 		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
 			switch {
+			case th.m2[op] != nil:
+				red := r.loops[op].reds[0]
+				k.m[op.Result(0)] = red.combine(b, mapped(k.m, rowInits(op))[0], th.m2[op])
 			case r.loops[op] != nil:
+				if mv, ok := r.meanVar[op]; ok && mv.sum.op == op {
+					if m2 := r.emitMeanVariance(k, b, th, mv); m2 != nil {
+						th.m2[mv.sq.op] = m2
+						continue
+					}
+				}
 				if err = r.emitLoop(k, b, th, r.loops[op]); err != nil {
 					return nil
 				}

@@ -69,6 +69,10 @@ type Config struct {
 	// MMATile is the tiling of the mma mapping's kernels, one of MMATiles;
 	// the zero value is the default, MMATiles[0].
 	MMATile MMATile
+	// RowWelford merges a row's mean and variance reductions into one
+	// (Chan's parallel variance, rowstats.go) where the row is held in
+	// registers: one trip across the row's threads instead of two.
+	RowWelford bool
 }
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
@@ -118,6 +122,8 @@ func init() {
 				Doc: "rows per block of row kernels, a warp per row when above 1; 0 picks per nest"},
 			{Name: "max-blocks", Type: passes.Int, Default: d.MaxBlocks, Doc: "largest grid of pointwise kernels (threads loop beyond it)"},
 			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 matmul nests as tiled mma.sync kernels"},
+			{Name: "row-welford", Type: passes.Bool, Default: d.RowWelford,
+				Doc: "merge a register-held row's mean and variance reductions into one (Chan's parallel variance)"},
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
 				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
 		},
@@ -126,7 +132,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile}
+			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile, RowWelford: o.Bool("row-welford")}
 			if err := c.check(); err != nil {
 				return nil, err
 			}
