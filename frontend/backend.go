@@ -37,6 +37,17 @@ type Describer interface {
 	Describe() string
 }
 
+// Starter is implemented by backends with a slow one-time set-up, such as
+// the nvptx backend's opening of the GPU (driver and context, about 0.2 s
+// on the H200). Compile calls Start when it selects the backend, so that
+// the set-up runs in the background while the program prepares its first
+// call, as a PyTorch program starts CUDA when it makes its first CUDA
+// tensor. Start must return at once; the backend's Compile waits for the
+// set-up and attributes the wait to PhaseDevice.
+type Starter interface {
+	Start()
+}
+
 // Executable runs a compiled graph on concrete inputs, in the order of the
 // graph function's arguments, and returns its results in order.
 type Executable interface {
@@ -75,12 +86,14 @@ type Phase uint8
 
 // The phases of a first call. Trace is measured by the frontend; backends
 // attribute their time to the others with Graph.Time (time they do not
-// attribute counts as Codegen).
+// attribute counts as Codegen). PhaseDevice is waiting for the backend's
+// device to open (see Starter).
 const (
 	PhaseTrace Phase = iota
 	PhasePasses
 	PhaseCodegen
 	PhaseLoad
+	PhaseDevice
 )
 
 // Time runs f and adds its duration to phase.
@@ -95,9 +108,12 @@ func (g *Graph) Time(phase Phase, f func() error) error {
 
 // CompileTimes splits the first call of a compiled function into its
 // phases: recording the graphs (Trace), running passes, generating code,
-// and loading it. Running the compiled graphs is not included.
+// loading it (the nvptx backend: the driver's JIT of the PTX) and waiting
+// for the device to open (Device: once a process, started in the
+// background by Compile, and zero when it was open by the first call).
+// Running the compiled graphs is not included.
 type CompileTimes struct {
-	Trace, Passes, Codegen, Load time.Duration
+	Trace, Passes, Codegen, Load, Device time.Duration
 }
 
 func (ct *CompileTimes) add(p Phase, d time.Duration) {
@@ -110,15 +126,20 @@ func (ct *CompileTimes) add(p Phase, d time.Duration) {
 		ct.Codegen += d
 	case PhaseLoad:
 		ct.Load += d
+	case PhaseDevice:
+		ct.Device += d
 	}
 }
 
 // Total returns the sum of the phases.
-func (ct CompileTimes) Total() time.Duration { return ct.Trace + ct.Passes + ct.Codegen + ct.Load }
+func (ct CompileTimes) Total() time.Duration {
+	return ct.Trace + ct.Passes + ct.Codegen + ct.Load + ct.Device
+}
 
 // String prints the phases.
 func (ct CompileTimes) String() string {
-	return fmt.Sprintf("trace %v, passes %v, codegen %v, load %v (total %v)", ct.Trace, ct.Passes, ct.Codegen, ct.Load, ct.Total())
+	return fmt.Sprintf("trace %v, passes %v, codegen %v, load %v, device %v (total %v)",
+		ct.Trace, ct.Passes, ct.Codegen, ct.Load, ct.Device, ct.Total())
 }
 
 // Names of the built-in backends.

@@ -170,6 +170,9 @@ func Compile(fn any, opts Options) (*Compiled, error) {
 	if rs.n == 0 {
 		return nil, fmt.Errorf("frontend: %v returns no tensors", t)
 	}
+	if st, ok := be.b.(Starter); ok {
+		st.Start() // e.g. open the GPU while the caller prepares its inputs
+	}
 	return &Compiled{
 		fn: v, nargs: t.NumIn(), variadic: t.IsVariadic(), results: rs, opts: opts, backend: be,
 		cache: map[string][]*cached{}, latest: map[int]*cached{}, compiles: map[int]int{},

@@ -1,0 +1,81 @@
+package frontend_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strata-ir/strata/frontend"
+)
+
+// startingBackend counts Start calls and attributes fixed times to the
+// device and load phases, as the nvptx backend does with real ones.
+type startingBackend struct {
+	starts atomic.Int32
+}
+
+func (b *startingBackend) Start() { b.starts.Add(1) }
+
+func (b *startingBackend) Compile(g *frontend.Graph) (frontend.Executable, error) {
+	sleep := func(d time.Duration) func() error { return func() error { time.Sleep(d); return nil } }
+	if err := g.Time(frontend.PhaseDevice, sleep(3*time.Millisecond)); err != nil {
+		return nil, err
+	}
+	if err := g.Time(frontend.PhaseLoad, sleep(2*time.Millisecond)); err != nil {
+		return nil, err
+	}
+	inner, _ := frontend.LookupBackend(frontend.EagerBackend)
+	return inner.Compile(g)
+}
+
+func TestStarterStartsAtCompile(t *testing.T) {
+	b := &startingBackend{}
+	name := "starting-" + t.Name()
+	frontend.RegisterBackend(name, b)
+	if _, err := frontend.Compile(42, frontend.Options{Backend: name}); err == nil {
+		t.Fatal("Compile accepted a non-function")
+	}
+	if n := b.starts.Load(); n != 0 {
+		t.Fatalf("a failed Compile started the backend %d times", n)
+	}
+	c := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor { return x.Exp() }, frontend.Options{Backend: name})
+	if n := b.starts.Load(); n != 1 {
+		t.Fatalf("Compile started the backend %d times before the first call, want 1", n)
+	}
+	call(t, c, frontend.Ones(frontend.Float32, 4))
+	ct := c.CompileTimes()
+	if ct.Device < 3*time.Millisecond || ct.Load < 2*time.Millisecond {
+		t.Errorf("device %v, load %v: want at least the backend's 3 ms and 2 ms", ct.Device, ct.Load)
+	}
+	if ct.Total() < ct.Trace+ct.Passes+ct.Codegen+ct.Load+ct.Device {
+		t.Errorf("Total %v leaves out a phase of %+v", ct.Total(), ct)
+	}
+	if s := ct.String(); !strings.Contains(s, "device 3") || !strings.Contains(s, "load 2") {
+		t.Errorf("String() = %q: want the device and load phases", s)
+	}
+}
+
+// On a GPU, the nvptx backend's first call reports the JIT of its PTX as
+// Load and the wait for the device as Device, and computes what the
+// interpreter does.
+func TestGPUNVPTXFirstCallPhases(t *testing.T) {
+	fn := func(x *frontend.Tensor) *frontend.Tensor { return x.Softmax(-1) }
+	x := frontend.Rand(7, 64, 96)
+	c := frontend.MustCompile(fn, frontend.Options{Backend: frontend.NVPTXBackend})
+	got, err := c.Call(x)
+	if errors.Is(err, frontend.ErrNoGPUBackend) {
+		t.Skipf("no GPU: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := call(t, frontend.MustCompile(fn, frontend.Options{Backend: frontend.InterpBackend}), x)
+	near(t, got[0].Float32s(), want[0].Float32s())
+	ct := c.CompileTimes()
+	t.Logf("first call: %v", ct)
+	if ct.Load <= 0 || ct.Codegen <= 0 || ct.Passes <= 0 {
+		t.Errorf("first call %v: want passes, codegen and load measured", ct)
+	}
+}
