@@ -42,8 +42,9 @@
 //   - Modes are validated; the CPU backends treat every mode as default.
 //
 // Logs: STRATA_LOGS=graph_breaks,recompiles,guards (package logs).
-// CompileTimes splits a function's first call into trace, passes, codegen
-// and load.
+// CompileTimes splits a function's first call into trace, passes, codegen,
+// load and the wait for the device (the nvptx backend opens the GPU in the
+// background from Compile on).
 //
 // Tracing assumes fn depends on its arguments only through tensor ops,
 // their shapes and values it reads: Go values fn captures are constants,
