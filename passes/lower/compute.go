@@ -54,8 +54,11 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 	if op == nil {
 		return nil, errorf(k.loc, "unknown dynamic size of %s", v.Type())
 	}
-	if op.Name() == "graph.fusion" {
+	switch op.Name() {
+	case "graph.fusion":
 		return k.size(op.Region(0).Front().Terminator().Operand(v.Index()), d)
+	case "graph.conv2d":
+		return k.convSize(op, d)
 	}
 	// Elementwise ops and reductions: a dynamic operand dim at the aligned
 	// position gives the size.
@@ -226,6 +229,8 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		return k.argmax(op, idx)
 	case "matmul":
 		return k.matmul(op, idx)
+	case "conv2d":
+		return k.conv2d(op, idx)
 	}
 	if isElementwise(op) {
 		vals, err := k.operands(op, idx)

@@ -77,7 +77,9 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 		case "neg":
 			return k.binary("arith.subi", zero, x), nil
 		case "abs":
-			return k.mathOp("math.absi", x), nil
+			// A select rather than math.absi, which the GPU targets lack;
+			// 0 - MIN wraps to MIN, as graph's abs.
+			return k.sel(k.cmpi(arith.CmpISLT, x, zero), k.binary("arith.subi", zero, x), x), nil
 		case "relu":
 			return k.binary("arith.maxsi", x, zero), nil
 		}
@@ -141,11 +143,37 @@ func (k *kernel) binaryElem(name string, a, b *ir.Value, elem ir.Type) (*ir.Valu
 		q := k.binary("arith.divsi", a, k.sel(k.ori(isZero, isM1), one, b))
 		return k.sel(isZero, zero, k.sel(isM1, k.binary("arith.subi", zero, a), q)), nil
 	case "pow":
-		// 0 to a negative power is 0 for graph, undefined for math.ipowi.
-		bad := k.andi(k.cmpi(arith.CmpISLT, b, zero), k.cmpi(arith.CmpIEQ, a, zero))
-		return k.sel(bad, zero, k.mathOp("math.ipowi", k.sel(bad, one, a), b)), nil
+		return k.intPow(a, b, elem)
 	}
 	return nil, errorf(k.loc, "cannot lower graph.%s", name)
+}
+
+// intPow is graph's integer power (graph.intPow): square-and-multiply
+// over the exponent's bits, wrapping, in a loop.for of one step per bit
+// (math.ipowi has no GPU lowering); a negative exponent gives 1 for a = 1,
+// ±1 for a = -1 and 0 otherwise.
+func (k *kernel) intPow(a, b *ir.Value, elem ir.Type) (*ir.Value, error) {
+	zero, one := k.intConst(0, elem), k.intConst(1, elem)
+	neg := k.cmpi(arith.CmpISLT, b, zero)
+	e0 := k.sel(neg, zero, b)
+	res, err := k.forLoop(k.levelOf(a, b), k.index(0), k.index(int64(ir.IntWidth(elem)-1)), []*ir.Value{one, a, e0},
+		func(_ *ir.Value, it []*ir.Value) ([]*ir.Value, error) {
+			r, base, e := it[0], it[1], it[2]
+			odd := k.cmpi(arith.CmpINE, k.binary("arith.andi", e, one), zero)
+			return []*ir.Value{
+				k.sel(odd, k.binary("arith.muli", r, base), r),
+				k.binary("arith.muli", base, base),
+				k.binary("arith.shrui", e, one),
+			}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	minusOne := k.intConst(-1, elem)
+	oddB := k.cmpi(arith.CmpINE, k.binary("arith.andi", b, one), zero)
+	negPow := k.sel(k.cmpi(arith.CmpIEQ, a, one), one,
+		k.sel(k.cmpi(arith.CmpIEQ, a, minusOne), k.sel(oddB, minusOne, one), zero))
+	return k.sel(neg, negPow, res[0]), nil
 }
 
 // compare emits graph.cmp.
@@ -155,7 +183,9 @@ func (k *kernel) compare(pred string, a, b *ir.Value) *ir.Value {
 	case ir.IsFloat(t):
 		return k.cmpf(cmpF[pred], a, b)
 	case t == ir.I1:
-		return k.cmpi(cmpI1[pred], a, b)
+		// i1 compares as 0 and 1, widened: PTX has no ordered compare of
+		// predicates.
+		return k.cmpi(cmpI1[pred], k.cast("arith.extui", a, ir.I32), k.cast("arith.extui", b, ir.I32))
 	}
 	return k.cmpi(cmpI[pred], a, b)
 }

@@ -1,0 +1,344 @@
+package lower_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
+
+	// lower-to-gpu.
+	_ "github.com/strata-ir/strata/passes/togpu"
+)
+
+// notRunAlone are the graph ops that the coverage test does not instantiate
+// on their own, with the reason. Every other op of the registry must lower
+// with lower-to-gpu, compile to PTX and match the interpreter in every
+// element type its verifier accepts.
+var notRunAlone = map[string]string{
+	"graph.fusion": "structural: made by graph-fuse around the other ops, which run here",
+	"graph.yield":  "structural: the terminator of graph.fusion",
+}
+
+// knownGaps are the instances (op and element type) that do not run on
+// the GPU yet, with the reason; docs/lowering.md lists them as limits. An
+// instance listed here that passes fails the test, so the list stays true.
+var knownGaps = func() map[string]string {
+	m := map[string]string{}
+	const f64 = "targets/llvm has no f64 exp, log, rsqrt, tanh, erf, sin or cos (the f32 sequences use PTX's approximate instructions)"
+	for _, op := range []string{"exp", "log", "rsqrt", "tanh", "sigmoid", "gelu", "erf", "sin", "cos", "softmax", "log_softmax", "attention"} {
+		m["graph."+op+"/f64"] = f64
+	}
+	for _, e := range []string{"f64", "f32", "f16", "bf16"} {
+		m["graph.pow/"+e] = "targets/llvm does not translate math.powf"
+	}
+	return m
+}()
+
+// extraInstances are programs beyond each op's docs example in every
+// element type: other attributes and operand types the example does not
+// reach. Each is the body line of @main, as in the docs examples.
+var extraInstances = map[string][]string{
+	"graph.constant": {
+		`%0 = "graph.constant"() <{value = dense<[1, -2, 3]> : tensor<3xi32>}> : () -> tensor<3xi32>`,
+		`%0 = "graph.constant"() <{value = dense<[7, 9]> : tensor<2xi64>}> : () -> tensor<2xi64>`,
+		`%0 = "graph.constant"() <{value = dense<[true, false]> : tensor<2xi1>}> : () -> tensor<2xi1>`,
+	},
+	"graph.gather": {
+		`%2 = "graph.gather"(%0, %1) <{axis = 1 : i64}> : (tensor<4x10xf32>, tensor<2x3xi32>) -> tensor<4x2x3xf32>`,
+	},
+	"graph.pad": {
+		`%1 = "graph.pad"(%0) <{high = [1, 0], low = [0, 2], value = 3 : i32}> : (tensor<2x3xi32>) -> tensor<3x5xi32>`,
+	},
+	"graph.conv2d": {
+		`%3 = "graph.conv2d"(%0, %1, %2) <{padding = [1, 0, 2, 1], strides = [2, 1], dilations = [1, 2], groups = 2 : i64}> : (tensor<2x4x7x6xf32>, tensor<6x2x3x2xf32>, tensor<6xf32>) -> tensor<2x6x4x5xf32>`,
+		`%2 = "graph.conv2d"(%0, %1) : (tensor<1x2x5x5xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x5x5xf32>`,
+	},
+	"graph.matmul": {
+		`%2 = "graph.matmul"(%0, %1) : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<5xf32>`,
+	},
+	"graph.argmax": {
+		`%1 = "graph.argmax"(%0) <{axis = 0 : i64, keepdims = true}> : (tensor<4x3xf32>) -> tensor<1x3xi64>`,
+	},
+	"graph.gelu": {
+		`%1 = "graph.gelu"(%0) : (tensor<4xf32>) -> tensor<4xf32>`,
+	},
+}
+
+// An instance is one program of the coverage test: @main computing one op.
+type instance struct {
+	op, elem string // the op, and the element type it is drawn in
+	src      string
+	// written: the line as written (not retyped), which must verify.
+	written bool
+}
+
+var (
+	signatureRE = regexp.MustCompile(`^%\S+ = "(graph\.\w+)"\((.*?)\)(.*) : \((.*)\) -> (.*)$`)
+	elemRE      = regexp.MustCompile(`([<x])(f64|f32|f16|bf16|i64|i32|i1)>`)
+	floatLitRE  = regexp.MustCompile(`\b(\d+)\.0\b`)
+)
+
+// instanceOf wraps the op line in a function taking its operands as
+// arguments and returning its result.
+func instanceOf(line, elem string) (instance, error) {
+	m := signatureRE.FindStringSubmatch(line)
+	if m == nil {
+		return instance{}, fmt.Errorf("the example %q is not one op with operands and one result", line)
+	}
+	var args []string
+	if m[2] != "" {
+		names := strings.Split(m[2], ", ")
+		types := strings.Split(m[4], ", ")
+		if len(names) != len(types) {
+			return instance{}, fmt.Errorf("the example %q has %d operands and %d operand types", line, len(names), len(types))
+		}
+		for i, n := range names {
+			args = append(args, n+": "+types[i])
+		}
+	}
+	res := strings.Fields(line)[0]
+	src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %s : %s\n}\n", strings.Join(args, ", "), m[5], line, res, m[5])
+	return instance{op: m[1], elem: elem, src: src}, nil
+}
+
+// retype rewrites the op line into element type to: the element type of
+// its first operand (or of its result) becomes to everywhere, attribute
+// types included, and for integers float literals such as 1.0 become 1.
+func retype(line, to string) string {
+	m := signatureRE.FindStringSubmatch(line)
+	if m == nil {
+		return line
+	}
+	// The main element type: the result's when an operand has it (select's
+	// values), else the first operand's (cmp, argmax), else the result's.
+	from := ""
+	if rm := elemRE.FindStringSubmatch(m[5]); rm != nil {
+		from = rm[2]
+	}
+	if ops := elemRE.FindAllStringSubmatch(m[4], -1); len(ops) > 0 && !slices.ContainsFunc(ops, func(o []string) bool { return o[2] == from }) {
+		from = ops[0][2]
+	}
+	if from == "" {
+		return line
+	}
+	out := elemRE.ReplaceAllStringFunc(line, func(s string) string {
+		sm := elemRE.FindStringSubmatch(s)
+		if sm[2] == from {
+			return sm[1] + to + ">"
+		}
+		return s
+	})
+	out = strings.ReplaceAll(out, " : "+from+"}", " : "+to+"}")
+	out = strings.ReplaceAll(out, " : "+from+",", " : "+to+",")
+	if !strings.HasPrefix(to, "f") && !strings.HasPrefix(to, "bf") {
+		out = floatLitRE.ReplaceAllString(out, "$1")
+	}
+	return out
+}
+
+// coverageInstances returns the programs of the coverage test for op: its
+// docs example and its extra instances in every graph element type (the
+// verifier later drops the types the op does not accept), and for cast
+// every pair of types.
+func coverageInstances(def *ir.OpDef) ([]instance, error) {
+	lines := append([]string{def.Example}, extraInstances[def.Name]...)
+	var out []instance
+	for _, line := range lines {
+		for _, e := range graph.ElementTypes {
+			l := retype(line, e.String())
+			if def.Name == "graph.cast" {
+				// Every conversion: from e to each element type.
+				for _, to := range graph.ElementTypes {
+					in, err := instanceOf(fmt.Sprintf(`%%1 = "graph.cast"(%%0) : (tensor<4x%s>) -> tensor<4x%s>`, e, to), e.String()+"->"+to.String())
+					if err != nil {
+						return nil, err
+					}
+					in.written = true // graph.cast accepts every pair
+					out = append(out, in)
+				}
+				continue
+			}
+			in, err := instanceOf(l, e.String())
+			if err != nil {
+				return nil, err
+			}
+			in.written = l == line
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// TestEveryGraphOpRunsOnTheGPU takes every op of the graph registry (but
+// notRunAlone) in every element type its verifier accepts through
+// lower-to-gpu, translates the kernels to PTX with the native backend (and
+// assembles them with ptxas when it is installed), and runs the launch plan
+// in the interpreter's GPU simulation against the op itself. An op added
+// without a lowering fails here.
+func TestEveryGraphOpRunsOnTheGPU(t *testing.T) {
+	ptxas := findPTXAS()
+	for name := range notRunAlone {
+		if !slices.ContainsFunc(graph.Dialect.Ops, func(d *ir.OpDef) bool { return d.Name == name }) {
+			t.Errorf("notRunAlone names %s, which the graph dialect does not have", name)
+		}
+	}
+	for _, def := range graph.Dialect.Ops {
+		if _, ok := notRunAlone[def.Name]; ok {
+			continue
+		}
+		instances, err := coverageInstances(def)
+		if err != nil {
+			t.Errorf("%s: %v", def.Name, err)
+			continue
+		}
+		t.Run(strings.TrimPrefix(def.Name, "graph."), func(t *testing.T) {
+			var accepted []string
+			for _, in := range instances {
+				ctx := dialects.NewContext()
+				m, err := ir.Parse(ctx, in.src, ir.ParseOptions{Filename: "instance.mlir"})
+				if err == nil {
+					err = ir.Verify(m)
+				}
+				if err != nil {
+					if in.written {
+						t.Errorf("an instance as written does not verify: %v\n%s", err, in.src)
+					}
+					continue // an element type the op does not accept
+				}
+				accepted = append(accepted, in.elem)
+				err = runsOnGPU(in, ptxas)
+				gap, known := knownGaps[in.op+"/"+in.elem]
+				switch {
+				case err != nil && !known:
+					t.Errorf("%s in %s: %v", in.op, in.elem, err)
+				case err == nil && known:
+					t.Errorf("%s in %s runs on the GPU now: remove it from knownGaps (and docs/lowering.md's limits)", in.op, in.elem)
+				case err != nil:
+					t.Logf("known gap, %s in %s: %s", in.op, in.elem, gap)
+				}
+			}
+			if len(accepted) == 0 {
+				t.Errorf("no instance of %s verifies", def.Name)
+			}
+			t.Logf("%s: %s", def.Name, strings.Join(slices.Compact(accepted), " "))
+		})
+	}
+}
+
+// runsOnGPU lowers the instance with lower-to-gpu, compiles its kernels to
+// PTX and compares the simulated launch plan with the interpreter's graph
+// result on random inputs.
+func runsOnGPU(in instance, ptxas string) error {
+	p := &passtest.Program{Source: in.src, Func: "main"}
+	ctx := dialects.NewContext()
+	m, err := p.Parse(ctx)
+	if err != nil {
+		return err
+	}
+	pm, err := passes.Parse("builtin.module(lower-to-gpu)")
+	if err != nil {
+		return err
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		return fmt.Errorf("lower-to-gpu: %w", err)
+	}
+	if err := ir.Verify(m); err != nil {
+		return fmt.Errorf("after lower-to-gpu: %w", err)
+	}
+	if mods := llvm.GPUModules(m); len(mods) > 0 {
+		lm, err := llvm.TranslateAll(mods)
+		if err != nil {
+			return fmt.Errorf("LLVM IR: %w\n%s", err, m)
+		}
+		ptx, err := nvptx.Native{}.Compile(lm, nvptx.Options{})
+		if err != nil {
+			return fmt.Errorf("native PTX: %w\n%s", err, m)
+		}
+		if ptxas != "" {
+			if err := assemble(ptxas, ptx); err != nil {
+				return err
+			}
+		}
+	}
+	want, err := callRandom(p, nil)
+	if err != nil {
+		// Random inputs the op rejects (gather's indices out of range):
+		// only the compilation is checked.
+		return nil
+	}
+	got, err := callRandom(p, m)
+	if err != nil {
+		return fmt.Errorf("running the launch plan: %w\n%s", err, m)
+	}
+	for i := range want {
+		if err := passtest.Compare(got[i], want[i]); err != nil {
+			return fmt.Errorf("result %d: %w\n%s", i, err, m)
+		}
+	}
+	return nil
+}
+
+// callRandom runs @main of lowered (or of p itself when lowered is nil) on
+// the random inputs of seed 1.
+func callRandom(p *passtest.Program, lowered *ir.Operation) ([]interp.Value, error) {
+	m := lowered
+	if m == nil {
+		var err error
+		if m, err = p.Parse(dialects.NewContext()); err != nil {
+			return nil, err
+		}
+	}
+	in := interp.New(m)
+	ft, err := interp.FuncType(in.Func("main"))
+	if err != nil {
+		return nil, err
+	}
+	args, err := interp.RandomInputs(ft, 1)
+	if err != nil {
+		return nil, err
+	}
+	return in.Call("main", args...)
+}
+
+// findPTXAS returns the offline ptxas of scripts/setup-tools.sh, or "".
+func findPTXAS() string {
+	if p := os.Getenv("STRATA_PTXAS"); p != "" {
+		return p
+	}
+	if p, err := filepath.Abs("../../.cache/tools/cuda/usr/bin/ptxas"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// assemble runs ptxas on ptx for sm_90.
+func assemble(ptxas, ptx string) error {
+	dir, err := os.MkdirTemp("", "coverage-ptx")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	in := filepath.Join(dir, "k.ptx")
+	if err := os.WriteFile(in, []byte(ptx), 0o644); err != nil {
+		return err
+	}
+	if out, err := exec.Command(ptxas, "-arch=sm_90", "-o", filepath.Join(dir, "k.cubin"), in).CombinedOutput(); err != nil {
+		return fmt.Errorf("ptxas: %v: %s", err, out)
+	}
+	return nil
+}
