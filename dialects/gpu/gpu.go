@@ -74,7 +74,7 @@ var Dialect = &ir.Dialect{
 		idDef(BlockDimOp, "Number of threads per block", "block_dim"),
 		idDef(GridDimOp, "Number of blocks per grid", "grid_dim"),
 		barrierDef, shuffleDef, launchFuncDef,
-	}, mmaOps...),
+	}, append(mmaOps, libraryOps...)...),
 }
 
 var moduleDef = &ir.OpDef{

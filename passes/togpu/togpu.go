@@ -69,10 +69,18 @@ type Config struct {
 	// MMATile is the tiling of the mma mapping's kernels, one of MMATiles;
 	// the zero value is the default, MMATiles[0].
 	MMATile MMATile
+	// CuBLASLt runs bf16 and f16 matmul nests as gpu.library_matmul ops
+	// (cuBLASLt) followed by their epilogue as a separate kernel: the
+	// option matmul=cublaslt (library.go).
+	CuBLASLt bool
 	// RowWelford merges a row's mean and variance reductions into one
 	// (Chan's parallel variance, rowstats.go) where the row is held in
 	// registers: one trip across the row's threads instead of two.
 	RowWelford bool
+	// RowPrefetch issues the loads of a register-held row's later loops
+	// (a layer norm's weight and bias) at the row's start, before its
+	// reductions: their latency overlaps the reductions, for registers.
+	RowPrefetch bool
 }
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
@@ -124,15 +132,20 @@ func init() {
 			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 matmul nests as tiled mma.sync kernels"},
 			{Name: "row-welford", Type: passes.Bool, Default: d.RowWelford,
 				Doc: "merge a register-held row's mean and variance reductions into one (Chan's parallel variance)"},
+			{Name: "row-prefetch", Type: passes.Bool, Default: d.RowPrefetch,
+				Doc: "issue the loads of a register-held row's later loops (a layer norm's weight and bias) before its reductions"},
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
 				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
+			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
+				Doc: "how bf16/f16 matmul nests run: Strata's kernels with the epilogue fused (mma), or gpu.library_matmul (cuBLASLt) and an epilogue kernel (cublaslt)"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			tile, err := ParseMMATile(o.String("mma-tile"))
 			if err != nil {
 				return nil, err
 			}
-			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile, RowWelford: o.Bool("row-welford")}
+			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile,
+				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), RowPrefetch: o.Bool("row-prefetch")}
 			if err := c.check(); err != nil {
 				return nil, err
 			}
@@ -218,6 +231,9 @@ func topLevelNests(fn *ir.Operation) []*ir.Operation {
 
 // convertFunc converts the nests of fn, returning how many kernels it made.
 func (p *pass) convertFunc(ctx *ir.Context, module, fn *ir.Operation) (int, error) {
+	if p.cfg.CuBLASLt {
+		lowerLibraryMatmuls(ctx, fn)
+	}
 	nests := topLevelNests(fn)
 	if len(nests) == 0 {
 		return 0, nil

@@ -122,13 +122,16 @@ func Candidates(kernels []Kernel) []togpu.Config {
 	return out
 }
 
-// ConfigString prints cfg as convert-loop-to-gpu's options; mma-tile only
-// when it is not the default, so that decisions recorded before the
-// option existed read the same.
+// ConfigString prints cfg as convert-loop-to-gpu's options; mma-tile and
+// matmul only when they are not the default, so that decisions recorded
+// before the options existed read the same.
 func ConfigString(cfg togpu.Config) string {
 	s := fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
 	if cfg.MMATile != togpu.DefaultConfig.MMATile {
 		s += " mma-tile=" + cfg.MMATile.String()
+	}
+	if cfg.CuBLASLt {
+		s += " matmul=" + togpu.MatmulCuBLASLt
 	}
 	return s
 }
@@ -147,6 +150,10 @@ func ParseConfig(s string) (togpu.Config, error) {
 				return cfg, fmt.Errorf("autotune: configuration %q: %w", s, err)
 			}
 			cfg.MMATile = t
+			continue
+		}
+		if ok && name == "matmul" && (val == togpu.MatmulCuBLASLt || val == togpu.MatmulMMA) {
+			cfg.CuBLASLt = val == togpu.MatmulCuBLASLt
 			continue
 		}
 		p := fields[name]

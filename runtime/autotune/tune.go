@@ -174,7 +174,8 @@ func Tune(rt *exec.Runtime, db *DB, key Key, fn string, args []interp.Value, com
 		}
 		return p.RunTimed(rt, fn, args, warmup, iters)
 	}
-	d, err := Search("@"+fn, Candidates(Kernels(def.Module())), measure, opts)
+	kernels := Kernels(def.Module())
+	d, err := Search("@"+fn, withLibrary("@"+fn, Candidates(kernels), kernels), measure, opts)
 	if err != nil {
 		return Result{}, err
 	}

@@ -95,6 +95,7 @@ var hostOps = map[string]hostOp{
 	loop.DimOp:           (*planner).dim,
 	loop.ViewOp:          (*planner).view,
 	gpu.LaunchFuncOp:     (*planner).launch,
+	gpu.LibraryMatmulOp:  (*planner).libraryMatmul,
 	"func.return":        (*planner).ret,
 	"arith.extsi":        (*planner).cast,
 	"arith.extui":        (*planner).cast,

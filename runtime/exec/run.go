@@ -69,6 +69,7 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	modules map[[32]byte]module
+	libs    libraries // cuBLASLt, for gpu.library_matmul (library.go)
 }
 
 // Open opens GPU ordinal and returns a Runtime that closes the device with
@@ -114,7 +115,7 @@ func (rt *Runtime) Close() error {
 		errs = append(errs, m.unload())
 		delete(rt.modules, k)
 	}
-	errs = append(errs, rt.alloc.EmptyCache())
+	errs = append(errs, rt.closeLibraries(), rt.alloc.EmptyCache())
 	if rt.owned && rt.cuda != nil {
 		errs = append(errs, rt.cuda.Close())
 	}

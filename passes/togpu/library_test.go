@@ -1,0 +1,146 @@
+package togpu_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// libraryPipeline is lower-to-gpu with the matmuls on cuBLASLt.
+const libraryPipeline = "builtin.module(lower-to-loop,convert-loop-to-gpu{matmul=cublaslt},canonicalize,cse)"
+
+// libraryCases are products matmul=cublaslt hands to gpu.library_matmul
+// (library: how many), with the kernels left (the epilogues, and any
+// other nest): odd sizes with a fused bias and gelu, a bare product the
+// library writes straight into the result, each operand stored
+// transposed, batches, f16, and an f32 product that stays a kernel.
+var libraryCases = []struct {
+	name, args, result, body string
+	library, kernels         int
+	transposes               string // the transpose properties expected, in order
+}{
+	{"odd-bias-gelu", "%x: tensor<37x19xbf16>, %w: tensor<19x23xbf16>, %b: tensor<23xbf16>", "tensor<37x23xbf16>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<37x19xbf16>, tensor<19x23xbf16>) -> tensor<37x23xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<37x23xbf16>, tensor<23xbf16>) -> tensor<37x23xbf16>
+  %r = "graph.gelu"(%1) <{approximate = "tanh"}> : (tensor<37x23xbf16>) -> tensor<37x23xbf16>`, 1, 1, ""},
+	{"bare", "%x: tensor<5x7xbf16>, %w: tensor<7x3xbf16>", "tensor<5x3xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<5x7xbf16>, tensor<7x3xbf16>) -> tensor<5x3xbf16>`, 1, 0, ""},
+	{"a-transposed", "%x: tensor<9x13xbf16>, %w: tensor<9x6xbf16>", "tensor<13x6xbf16>", `
+  %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<9x13xbf16>) -> tensor<13x9xbf16>
+  %0 = "graph.matmul"(%t, %w) : (tensor<13x9xbf16>, tensor<9x6xbf16>) -> tensor<13x6xbf16>
+  %r = "graph.relu"(%0) : (tensor<13x6xbf16>) -> tensor<13x6xbf16>`, 1, 1, "transpose_a"},
+	{"b-transposed-f16", "%x: tensor<11x8xf16>, %w: tensor<5x8xf16>", "tensor<11x5xf16>", `
+  %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<5x8xf16>) -> tensor<8x5xf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<11x8xf16>, tensor<8x5xf16>) -> tensor<11x5xf16>`, 1, 0, "transpose_b"},
+	{"batched-both-transposed", "%x: tensor<2x3x7x5xbf16>, %w: tensor<2x3x4x7xbf16>", "tensor<2x3x5x4xbf16>", `
+  %tx = "graph.transpose"(%x) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<2x3x7x5xbf16>) -> tensor<2x3x5x7xbf16>
+  %tw = "graph.transpose"(%w) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<2x3x4x7xbf16>) -> tensor<2x3x7x4xbf16>
+  %0 = "graph.matmul"(%tx, %tw) : (tensor<2x3x5x7xbf16>, tensor<2x3x7x4xbf16>) -> tensor<2x3x5x4xbf16>
+  %r = "graph.mul"(%0, %0) : (tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>) -> tensor<2x3x5x4xbf16>`, 1, 1, "transpose_a, transpose_b"},
+	{"f32-stays-a-kernel", "%x: tensor<6x4xf32>, %w: tensor<4x3xf32>", "tensor<6x3xf32>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<6x4xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>`, 0, 1, ""},
+}
+
+// TestLibraryMatmulLowering lowers each case with matmul=cublaslt, counts
+// the library ops and kernels, and runs the lowered program in the
+// interpreter (gpu.library_matmul's reference meaning) against the graph
+// program on random inputs.
+func TestLibraryMatmulLowering(t *testing.T) {
+	for _, tc := range libraryCases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)}
+			text := lowerText(t, p, libraryPipeline)
+			if got := strings.Count(text, `"gpu.library_matmul"`); got != tc.library {
+				t.Errorf("%d gpu.library_matmul ops, want %d:\n%s", got, tc.library, text)
+			}
+			if got := strings.Count(text, "gpu.launch_func"); got != tc.kernels {
+				t.Errorf("%d kernel launches, want %d:\n%s", got, tc.kernels, text)
+			}
+			if tc.transposes != "" && !strings.Contains(text, "<{"+tc.transposes+"}>") {
+				t.Errorf("no <{%s}> on the library op:\n%s", tc.transposes, text)
+			}
+			if strings.Contains(text, `mapping = "mma"`) {
+				t.Errorf("an mma kernel is left:\n%s", text)
+			}
+			if err := passtest.CheckSemantics(p, libraryPipeline, 3); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestLibraryMatmulF32Product checks the product buffer of an epilogue
+// that does not start by rounding the sum: it holds the f32 sum, which
+// the epilogue kernel reads.
+func TestLibraryMatmulF32Product(t *testing.T) {
+	const src = `func.func @main(%a: memref<3x5xbf16>, %b: memref<5x4xbf16>, %c: memref<3x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %z = arith.constant 0.0 : f32
+  "loop.parallel"(%c0, %c0, %c3, %c4, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  ^bb0(%i: index, %j: index):
+    %s = "loop.for"(%c0, %c5, %c1, %z) ({
+    ^bb0(%k: index, %acc: f32):
+      %x = loop.load %a[%i, %k] : memref<3x5xbf16>
+      %y = loop.load %b[%k, %j] : memref<5x4xbf16>
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %n = arith.addf %acc, %p : f32
+      loop.yield %n : f32
+    }) : (index, index, index, f32) -> f32
+    %d = arith.mulf %s, %s : f32
+    loop.store %d, %c[%i, %j] : memref<3x4xf32>
+    "loop.reduce"() : () -> ()
+  }) : (index, index, index, index, index, index) -> ()
+  return
+}
+`
+	run := func(pipeline string) []float64 {
+		ctx := dialects.NewContext()
+		p := &passtest.Program{Func: "main", Source: src}
+		m, err := p.Parse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pipeline != "" {
+			text := lowerText(t, p, pipeline)
+			if !strings.Contains(text, "loop.alloc() : memref<3x4xf32>") || !strings.Contains(text, `"gpu.library_matmul"`) {
+				t.Fatalf("no f32 product buffer:\n%s", text)
+			}
+			if m, err = ir.Parse(ctx, text, ir.ParseOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ft, err := interp.FuncType(ir.NewSymTable(m).Lookup("main"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, err := interp.RandomInputs(ft, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := interp.New(m).Call("main", args...); err != nil {
+			t.Fatal(err)
+		}
+		c, err := args[2].(*interp.Buffer).Tensor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Float64s()
+	}
+	want, got := run(""), run(libraryPipeline)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("c[%d] = %g after lowering, %g before", i, got[i], want[i])
+		}
+	}
+}

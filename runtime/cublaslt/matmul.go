@@ -1,0 +1,333 @@
+package cublaslt
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/strata-ir/strata/runtime/cuda"
+)
+
+// Status is a cublasStatus_t.
+type Status int32
+
+// statusNames name the cublasStatus_t codes, for when the library cannot
+// be asked (cublasLtGetStatusName).
+var statusNames = map[Status]string{
+	0:  "CUBLAS_STATUS_SUCCESS",
+	1:  "CUBLAS_STATUS_NOT_INITIALIZED",
+	3:  "CUBLAS_STATUS_ALLOC_FAILED",
+	7:  "CUBLAS_STATUS_INVALID_VALUE",
+	8:  "CUBLAS_STATUS_ARCH_MISMATCH",
+	11: "CUBLAS_STATUS_MAPPING_ERROR",
+	13: "CUBLAS_STATUS_EXECUTION_FAILED",
+	14: "CUBLAS_STATUS_INTERNAL_ERROR",
+	15: "CUBLAS_STATUS_NOT_SUPPORTED",
+	16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
+
+// String returns the status's CUBLAS_STATUS_* name.
+func (s Status) String() string {
+	if n, ok := statusNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("cublasStatus_t(%d)", int32(s))
+}
+
+// Error is a failed cuBLASLt call.
+type Error struct {
+	Op     string // the entry point
+	Status Status
+	Name   string // the library's name of Status
+}
+
+// Error implements error.
+func (e *Error) Error() string { return fmt.Sprintf("cuBLASLt: %s failed: %s", e.Op, e.Name) }
+
+// check turns a status into an *Error naming op, or nil on success.
+func (l *lib) check(op string, s Status) error {
+	if s == 0 {
+		return nil
+	}
+	name := s.String()
+	if p := l.cublasLtGetStatusName(s); p != nil {
+		name = goString(p)
+	}
+	return &Error{Op: op, Status: s, Name: name}
+}
+
+// goString copies a NUL-terminated C string owned by the library.
+func goString(p *byte) string {
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// DataType is a cudaDataType: the element type of a matrix.
+type DataType int32
+
+// The element types Matmul takes.
+const (
+	F32  DataType = 0  // CUDA_R_32F
+	F16  DataType = 2  // CUDA_R_16F
+	BF16 DataType = 14 // CUDA_R_16BF
+)
+
+// String returns the type's name as Strata's IR spells it.
+func (t DataType) String() string {
+	switch t {
+	case F32:
+		return "f32"
+	case F16:
+		return "f16"
+	case BF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("cudaDataType(%d)", int32(t))
+}
+
+// The cuBLASLt constants Matmul sets (cublasLt.h, cublas_api.h).
+const (
+	compute32F             = 68 // CUBLAS_COMPUTE_32F
+	descTransA             = 3  // CUBLASLT_MATMUL_DESC_TRANSA
+	descTransB             = 4  // CUBLASLT_MATMUL_DESC_TRANSB
+	layoutBatchCount       = 5  // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT (int32)
+	layoutBatchStride      = 6  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET (int64)
+	prefMaxWorkspaceBytes  = 1  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64)
+	opN                    = 0  // CUBLAS_OP_N
+	opT                    = 1  // CUBLAS_OP_T
+	heuristicAlgoDataWords = 8  // cublasLtMatmulAlgo_t: uint64_t data[8]
+)
+
+// heuristicResult is cublasLtMatmulHeuristicResult_t.
+type heuristicResult struct {
+	algo          [heuristicAlgoDataWords]uint64
+	workspaceSize uint64
+	state         Status
+	wavesCount    float32
+	reserved      [4]int32
+}
+
+// WorkspaceBytes is the workspace a Handle gives cuBLASLt, what PyTorch
+// gives it on Hopper (32 MiB): some of the fastest kernels split K and
+// need it.
+const WorkspaceBytes = 32 << 20
+
+// Matmul is one (batched) product in Strata's row-major terms: for each
+// of Batch matrices, D[M,N] = A[M,K]·B[K,N] with f32 accumulation (the
+// compute type CUBLAS_COMPUTE_32F), rounded once to DType. With TransA, A
+// is stored [K, M]; with TransB, B is stored [N, K]. The matrices of a
+// batch follow one another without gaps.
+type Matmul struct {
+	AType, DType   DataType // B has AType
+	M, N, K, Batch int64
+	TransA, TransB bool
+}
+
+// check reports a product cuBLASLt is not asked to do.
+func (m Matmul) check() error {
+	switch {
+	case m.AType != BF16 && m.AType != F16:
+		return fmt.Errorf("cuBLASLt matmul of %s: operands must be bf16 or f16", m.AType)
+	case m.DType != m.AType && m.DType != F32:
+		return fmt.Errorf("cuBLASLt matmul of %s into %s: the result must be %s or f32", m.AType, m.DType, m.AType)
+	case m.M < 1 || m.N < 1 || m.K < 1 || m.Batch < 1:
+		return fmt.Errorf("cuBLASLt matmul of sizes M=%d N=%d K=%d batch=%d: every size must be positive", m.M, m.N, m.K, m.Batch)
+	case m.M > 1<<31-1 || m.N > 1<<31-1 || m.K > 1<<31-1 || m.Batch > 1<<31-1:
+		return fmt.Errorf("cuBLASLt matmul of sizes M=%d N=%d K=%d batch=%d: sizes must fit in 32 bits", m.M, m.N, m.K, m.Batch)
+	}
+	return nil
+}
+
+// plan is a product's descriptors and chosen algorithm, made once per
+// distinct Matmul.
+type plan struct {
+	desc, a, b, d uintptr
+	algo          heuristicResult
+}
+
+// Handle is a cuBLASLt handle on one device with its workspace and the
+// plans of the products it has run. It is safe for concurrent use.
+type Handle struct {
+	lib       *lib
+	dev       *cuda.Device
+	alloc     *cuda.Allocator
+	h         uintptr
+	workspace cuda.DevicePtr
+
+	mu    sync.Mutex
+	plans map[Matmul]*plan
+	// alpha and beta are the host scalars of every call (D = 1·A·B + 0·D),
+	// read when a call is queued, also while a stream is captured.
+	alpha, beta float32
+}
+
+// New loads cuBLASLt (an error wrapping ErrNotFound when absent), creates
+// a handle on dev and takes its workspace of WorkspaceBytes from alloc.
+func New(dev *cuda.Device, alloc *cuda.Allocator) (*Handle, error) {
+	l, err := load()
+	if err != nil {
+		return nil, err
+	}
+	hd := &Handle{lib: l, dev: dev, alloc: alloc, plans: map[Matmul]*plan{}, alpha: 1}
+	if err := dev.WithContext(func() error { return l.check("cublasLtCreate", l.cublasLtCreate(&hd.h)) }); err != nil {
+		return nil, err
+	}
+	if hd.workspace, err = alloc.Alloc(WorkspaceBytes); err != nil {
+		_ = dev.WithContext(func() error { return l.check("cublasLtDestroy", l.cublasLtDestroy(hd.h)) })
+		return nil, fmt.Errorf("cuBLASLt workspace: %w", err)
+	}
+	return hd, nil
+}
+
+// Path returns the file the library was loaded from.
+func (hd *Handle) Path() string { return hd.lib.path }
+
+// Close destroys the plans and the handle and returns the workspace.
+func (hd *Handle) Close() error {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	l := hd.lib
+	errs := []error{hd.dev.WithContext(func() error {
+		var errs []error
+		for _, p := range hd.plans {
+			errs = append(errs, p.destroy(l))
+		}
+		errs = append(errs, l.check("cublasLtDestroy", l.cublasLtDestroy(hd.h)))
+		return errors.Join(errs...)
+	})}
+	errs = append(errs, hd.alloc.Free(hd.workspace))
+	hd.plans = nil
+	return errors.Join(errs...)
+}
+
+// Run queues the product m of the matrices at a and b into d on stream
+// (nil: the default stream). The first product of each shape asks
+// cuBLASLt's heuristic for an algorithm; later ones reuse it.
+func (hd *Handle) Run(m Matmul, a, b, d cuda.DevicePtr, stream *cuda.Stream) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	if hd.plans == nil {
+		return errors.New("cuBLASLt: handle used after Close")
+	}
+	l := hd.lib
+	return hd.dev.WithContext(func() error {
+		p := hd.plans[m]
+		if p == nil {
+			var err error
+			if p, err = hd.newPlan(m); err != nil {
+				return err
+			}
+			hd.plans[m] = p
+		}
+		// cuBLASLt's A is Strata's B and its B Strata's A (package doc).
+		return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
+			uint64(b), p.b, uint64(a), p.a, unsafe.Pointer(&hd.beta), uint64(d), p.d, uint64(d), p.d,
+			unsafe.Pointer(&p.algo.algo), uint64(hd.workspace), WorkspaceBytes, stream.Handle()))
+	})
+}
+
+// newPlan makes the descriptors of m and picks cuBLASLt's first
+// heuristic algorithm for it. The context is current.
+func (hd *Handle) newPlan(m Matmul) (_ *plan, err error) {
+	l := hd.lib
+	p := &plan{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, p.destroy(l))
+		}
+	}()
+	if err := l.check("cublasLtMatmulDescCreate", l.cublasLtMatmulDescCreate(&p.desc, compute32F, F32)); err != nil {
+		return nil, err
+	}
+	// Column-major: cuBLASLt computes Dᵀ[N,M] = op(Bᵀ)·op(Aᵀ). B stored
+	// [K, N] row-major is N×K column-major (no transpose), stored [N, K]
+	// it is K×N and transposed; A likewise with M.
+	transA, transB := int32(opN), int32(opN)
+	bRows, bCols, aRows, aCols := m.N, m.K, m.K, m.M
+	if m.TransB {
+		transA, bRows, bCols = opT, m.K, m.N
+	}
+	if m.TransA {
+		transB, aRows, aCols = opT, m.M, m.K
+	}
+	if err := hd.setDesc(p.desc, descTransA, transA); err != nil {
+		return nil, err
+	}
+	if err := hd.setDesc(p.desc, descTransB, transB); err != nil {
+		return nil, err
+	}
+	if p.b, err = hd.layout(m.AType, bRows, bCols, m.Batch); err != nil {
+		return nil, err
+	}
+	if p.a, err = hd.layout(m.AType, aRows, aCols, m.Batch); err != nil {
+		return nil, err
+	}
+	if p.d, err = hd.layout(m.DType, m.N, m.M, m.Batch); err != nil {
+		return nil, err
+	}
+	var pref uintptr
+	if err := l.check("cublasLtMatmulPreferenceCreate", l.cublasLtMatmulPreferenceCreate(&pref)); err != nil {
+		return nil, err
+	}
+	defer l.cublasLtMatmulPreferenceDestroy(pref)
+	ws := uint64(WorkspaceBytes)
+	if err := l.check("cublasLtMatmulPreferenceSetAttribute", l.cublasLtMatmulPreferenceSetAttribute(pref, prefMaxWorkspaceBytes, unsafe.Pointer(&ws), 8)); err != nil {
+		return nil, err
+	}
+	var n int32
+	if err := l.check("cublasLtMatmulAlgoGetHeuristic", l.cublasLtMatmulAlgoGetHeuristic(hd.h, p.desc, p.b, p.a, p.d, p.d, pref, 1, &p.algo, &n)); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("cuBLASLt has no algorithm for %s·%s → %s, M=%d N=%d K=%d batch=%d", m.AType, m.AType, m.DType, m.M, m.N, m.K, m.Batch)
+	}
+	return p, nil
+}
+
+// setDesc sets an int32 attribute of a matmul descriptor.
+func (hd *Handle) setDesc(desc uintptr, attr int32, v int32) error {
+	return hd.lib.check("cublasLtMatmulDescSetAttribute", hd.lib.cublasLtMatmulDescSetAttribute(desc, attr, unsafe.Pointer(&v), 4))
+}
+
+// layout makes the column-major layout of batch rows×cols matrices, each
+// following the previous one.
+func (hd *Handle) layout(t DataType, rows, cols, batch int64) (uintptr, error) {
+	l := hd.lib
+	var lay uintptr
+	if err := l.check("cublasLtMatrixLayoutCreate", l.cublasLtMatrixLayoutCreate(&lay, t, uint64(rows), uint64(cols), rows)); err != nil {
+		return 0, err
+	}
+	if batch > 1 {
+		count, stride := int32(batch), rows*cols
+		err := l.check("cublasLtMatrixLayoutSetAttribute", l.cublasLtMatrixLayoutSetAttribute(lay, layoutBatchCount, unsafe.Pointer(&count), 4))
+		if err == nil {
+			err = l.check("cublasLtMatrixLayoutSetAttribute", l.cublasLtMatrixLayoutSetAttribute(lay, layoutBatchStride, unsafe.Pointer(&stride), 8))
+		}
+		if err != nil {
+			l.cublasLtMatrixLayoutDestroy(lay)
+			return 0, err
+		}
+	}
+	return lay, nil
+}
+
+// destroy releases the descriptors p holds. The context is current.
+func (p *plan) destroy(l *lib) error {
+	var errs []error
+	for _, lay := range []uintptr{p.a, p.b, p.d} {
+		if lay != 0 {
+			errs = append(errs, l.check("cublasLtMatrixLayoutDestroy", l.cublasLtMatrixLayoutDestroy(lay)))
+		}
+	}
+	if p.desc != 0 {
+		errs = append(errs, l.check("cublasLtMatmulDescDestroy", l.cublasLtMatmulDescDestroy(p.desc)))
+	}
+	return errors.Join(errs...)
+}

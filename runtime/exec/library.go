@@ -1,0 +1,97 @@
+package exec
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cublaslt"
+)
+
+// libraries holds a Runtime's handles of vendor libraries, each made on
+// first use: a plan without library ops never loads one.
+type libraries struct {
+	once sync.Once
+	blas *cublaslt.Handle
+	err  error
+}
+
+// cublasLt returns the Runtime's cuBLASLt handle, loading the library and
+// taking its workspace from the allocator on first use.
+func (rt *Runtime) cublasLt() (*cublaslt.Handle, error) {
+	rt.libs.once.Do(func() {
+		if rt.cuda == nil {
+			rt.libs.err = errors.New("cuBLASLt needs a CUDA device")
+			return
+		}
+		rt.libs.blas, rt.libs.err = cublaslt.New(rt.cuda, rt.alloc)
+	})
+	return rt.libs.blas, rt.libs.err
+}
+
+// closeLibraries destroys the handles made so far, returning their
+// workspaces to the allocator.
+func (rt *Runtime) closeLibraries() error {
+	if rt.libs.blas == nil {
+		return nil
+	}
+	err := rt.libs.blas.Close()
+	rt.libs = libraries{}
+	return err
+}
+
+// libraryTypes are the element types gpu.library_matmul passes to cuBLASLt.
+var libraryTypes = map[ir.Type]cublaslt.DataType{ir.BF16: cublaslt.BF16, ir.F16: cublaslt.F16, ir.F32: cublaslt.F32}
+
+// libraryMatmul is gpu.library_matmul: cuBLASLt queues the product on the
+// plan's stream, between the kernels around it (and into a CUDA graph
+// when the plan is captured).
+func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
+	if op.NumOperands() != 3 || op.NumResults() != 0 {
+		return nil, ir.Errorf(op.Loc(), "%s must have three operands and no results", gpu.LibraryMatmulOp)
+	}
+	var types [3]cublaslt.DataType
+	for i, v := range op.Operands() {
+		mt, err := globalMemRef(op, v.Type())
+		if err != nil {
+			return nil, err
+		}
+		t, ok := libraryTypes[mt.ElementType()]
+		if !ok {
+			return nil, ir.Errorf(op.Loc(), "%s of %s: cuBLASLt takes bf16, f16 and f32 matrices", gpu.LibraryMatmulOp, mt.ElementType())
+		}
+		types[i] = t
+	}
+	in, err := c.uses(op)
+	if err != nil {
+		return nil, err
+	}
+	transA, transB := gpu.LibraryTransposes(op)
+	return func(r *runState) error {
+		a, b, d := r.slots[in[0]].b, r.slots[in[1]].b, r.slots[in[2]].b
+		if a.mem.freed || b.mem.freed || d.mem.freed {
+			return ir.Errorf(op.Loc(), "%s of a deallocated buffer", gpu.LibraryMatmulOp)
+		}
+		batch, m, n, k, err := gpu.MatmulDims(a.shape, b.shape, d.shape, transA, transB)
+		if err != nil {
+			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryMatmulOp, err)
+		}
+		count, err := elementCount(batch)
+		if err != nil {
+			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryMatmulOp, err)
+		}
+		if count == 0 || m == 0 || n == 0 {
+			return nil // an empty product writes nothing
+		}
+		h, err := r.rt.cublasLt()
+		if err == nil {
+			mm := cublaslt.Matmul{AType: types[0], DType: types[2], M: m, N: n, K: k, Batch: count, TransA: transA, TransB: transB}
+			err = h.Run(mm, a.mem.ptr, b.mem.ptr, d.mem.ptr, r.stream)
+		}
+		if err != nil {
+			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryMatmulOp, err)
+		}
+		return nil
+	}, nil
+}

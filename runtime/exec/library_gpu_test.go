@@ -1,0 +1,159 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/cublaslt"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// libraryProgram lowers a graph function with its matmuls on cuBLASLt.
+func libraryProgram(t *testing.T, src string) *Program {
+	t.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "library.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(lower-to-loop,convert-loop-to-gpu{matmul=cublaslt},canonicalize,cse)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ir.Sprint(m, ir.PrintOptions{}), "gpu.library_matmul") {
+		t.Fatalf("no gpu.library_matmul in the lowered program")
+	}
+	p, err := Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// randomHalf returns a bf16 or f16 buffer of the given shape, uniform in
+// [-1, 1).
+func randomHalf(t *testing.T, rng *rand.Rand, elem ir.Type, shape ...int64) *interp.Buffer {
+	t.Helper()
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	vs := make([]float64, n)
+	for i := range vs {
+		vs[i] = 2*rng.Float64() - 1
+	}
+	v, err := interp.FromFloat64s(elem, shape, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interp.BufferFromTensor(v)
+}
+
+// TestGPUCuBLASLt runs gpu.library_matmul through cuBLASLt on odd sizes,
+// both element types, transposed and batched operands, with and without
+// an epilogue kernel, launch by launch and captured in a CUDA graph, and
+// compares with the interpreter (the sum in order of k).
+func TestGPUCuBLASLt(t *testing.T) {
+	rt := openGPU(t)
+	if err := cublaslt.Load(); err != nil {
+		t.Skipf("no cuBLASLt: %v", err)
+	}
+	path, version, _ := cublaslt.Info()
+	t.Logf("cuBLASLt %d from %s", version, path)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	m, k, n := 1+rng.Int64N(300), 1+rng.Int64N(200), 1+rng.Int64N(300)
+	b := 1 + rng.Int64N(4)
+	cases := []struct {
+		name, elem string
+		args       [][]int64 // argument shapes
+		body       string    // uses %x, %w (and %b), defines %r
+		result     []int64
+		direct     bool // the library writes the result: no kernel to capture
+	}{
+		{"bias-gelu", "bf16", [][]int64{{m, k}, {k, n}, {n}}, `
+  %0 = "graph.matmul"(%x, %w) : (tensor<MxKxT>, tensor<KxNxT>) -> tensor<MxNxT>
+  %1 = "graph.add"(%0, %b) : (tensor<MxNxT>, tensor<NxT>) -> tensor<MxNxT>
+  %r = "graph.gelu"(%1) <{approximate = "tanh"}> : (tensor<MxNxT>) -> tensor<MxNxT>`, []int64{m, n}, false},
+		{"plain-f16", "f16", [][]int64{{m, k}, {k, n}}, `
+  %r = "graph.matmul"(%x, %w) : (tensor<MxKxT>, tensor<KxNxT>) -> tensor<MxNxT>`, []int64{m, n}, true},
+		{"a-and-b-transposed", "bf16", [][]int64{{k, m}, {n, k}}, `
+  %tx = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<KxMxT>) -> tensor<MxKxT>
+  %tw = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<NxKxT>) -> tensor<KxNxT>
+  %r = "graph.matmul"(%tx, %tw) : (tensor<MxKxT>, tensor<KxNxT>) -> tensor<MxNxT>`, []int64{m, n}, true},
+		{"batched-relu", "bf16", [][]int64{{b, m, k}, {b, k, n}}, `
+  %0 = "graph.matmul"(%x, %w) : (tensor<BxMxKxT>, tensor<BxKxNxT>) -> tensor<BxMxNxT>
+  %r = "graph.relu"(%0) : (tensor<BxMxNxT>) -> tensor<BxMxNxT>`, []int64{b, m, n}, false},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/b%d-%dx%dx%d", tc.name, b, m, k, n), func(t *testing.T) {
+			sizes := strings.NewReplacer("BxMxKxT", fmt.Sprintf("%dx%dx%dx%s", b, m, k, tc.elem),
+				"BxKxNxT", fmt.Sprintf("%dx%dx%dx%s", b, k, n, tc.elem), "BxMxNxT", fmt.Sprintf("%dx%dx%dx%s", b, m, n, tc.elem),
+				"MxKxT", fmt.Sprintf("%dx%dx%s", m, k, tc.elem), "KxNxT", fmt.Sprintf("%dx%dx%s", k, n, tc.elem),
+				"KxMxT", fmt.Sprintf("%dx%dx%s", k, m, tc.elem), "NxKxT", fmt.Sprintf("%dx%dx%s", n, k, tc.elem),
+				"MxNxT", fmt.Sprintf("%dx%dx%s", m, n, tc.elem), "NxT", fmt.Sprintf("%dx%s", n, tc.elem))
+			elem := ir.Type(ir.BF16)
+			if tc.elem == "f16" {
+				elem = ir.F16
+			}
+			names := []string{"%x", "%w", "%b"}
+			var params []string
+			var args []interp.Value
+			for i, s := range tc.args {
+				params = append(params, fmt.Sprintf("%s: %s", names[i], tensorText(s, tc.elem)))
+				args = append(args, randomHalf(t, rng, elem, s...))
+			}
+			res := tensorText(tc.result, tc.elem)
+			src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", strings.Join(params, ", "), res, sizes.Replace(tc.body), res)
+			p := libraryProgram(t, src)
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One ulp of the 16-bit result: cuBLASLt sums in another order
+			// than the interpreter, which can move the rounded value by one.
+			tol := 1.0 / 128
+			if elem == ir.F16 {
+				tol = 1.0 / 1024
+			}
+			compare(t, p, args, got, tol)
+			r := NewRunner(p, rt, "main", true)
+			defer r.Close()
+			info, err := r.Graph(args)
+			var ce *CaptureError
+			switch {
+			case errors.As(err, &ce) && tc.direct:
+				t.Logf("not captured (expected: no kernel launch): %v", err)
+			case err != nil:
+				t.Fatalf("capture: %v", err)
+			default:
+				t.Logf("%v", info)
+			}
+			if got, err = r.Run(args); err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, args, got, tol)
+		})
+	}
+}
+
+// tensorText is the tensor type of a shape and element type name.
+func tensorText(shape []int64, elem string) string {
+	var b strings.Builder
+	b.WriteString("tensor<")
+	for _, d := range shape {
+		fmt.Fprintf(&b, "%dx", d)
+	}
+	return b.String() + elem + ">"
+}

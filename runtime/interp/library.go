@@ -1,0 +1,93 @@
+package interp
+
+import (
+	"fmt"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+)
+
+// gpu.library_matmul, the product a vendor library computes on the host's
+// stream, has the meaning of the loop nest it replaces: each product of
+// two elements in f32 (exact for bf16 and f16), summed in f32 in order of
+// k from +0, rounded once to C's type. A library sums in another order,
+// so the GPU agrees with this within f32 rounding of the sum.
+func init() {
+	registerAll(map[string]Rule{gpu.LibraryMatmulOp: libraryMatmulRule})
+}
+
+func libraryMatmulRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("takes A, B and C, got %d operands", len(args))
+	}
+	var bufs [3]*Buffer
+	for i, v := range args {
+		b, err := bufferArg(v)
+		if err != nil {
+			return nil, err
+		}
+		bufs[i] = b
+	}
+	a, b, c := bufs[0], bufs[1], bufs[2]
+	transA, transB := gpu.LibraryTransposes(op)
+	batch, m, n, k, err := gpu.MatmulDims(a.shape, b.shape, c.shape, transA, transB)
+	if err != nil {
+		return nil, err
+	}
+	if k < 1 {
+		return nil, fmt.Errorf("K must be positive, not %d", k)
+	}
+	if a.elem != b.elem || (a.elem != ir.BF16 && a.elem != ir.F16) || (c.elem != a.elem && c.elem != ir.F32) {
+		return nil, fmt.Errorf("multiplies %s by %s into %s: A and B must both be bf16 or f16, C of their type or f32", a.elem, b.elem, c.elem)
+	}
+	out := c.elem.(*ir.FloatType)
+	av, bv := halfToF32(a), halfToF32(b)
+	count := int64(1)
+	for _, e := range batch {
+		count *= e
+	}
+	for z := range count {
+		ao, bo, co := z*m*k, z*k*n, z*m*n
+		for i := range m {
+			for j := range n {
+				var acc float32
+				for kk := range k {
+					x := av[ao+i*k+kk]
+					if transA {
+						x = av[ao+kk*m+i]
+					}
+					y := bv[bo+kk*n+j]
+					if transB {
+						y = bv[bo+j*k+kk]
+					}
+					// The conversion keeps Go from fusing the multiply into the add.
+					acc += float32(x * y)
+				}
+				storeF32(c, co+i*n+j, acc, out)
+			}
+		}
+	}
+	return nil, nil
+}
+
+// halfToF32 returns a bf16 or f16 buffer's elements as float32 values
+// (exactly).
+func halfToF32(b *Buffer) []float32 {
+	s := b.data.([]uint16)
+	out := make([]float32, len(s))
+	ft := b.elem.(*ir.FloatType)
+	for i, v := range s {
+		out[i] = float32(ir.FloatFromBits(uint64(v), ft))
+	}
+	return out
+}
+
+// storeF32 stores v, rounded once to t, at offset off of a float buffer.
+func storeF32(b *Buffer, off int64, v float32, t *ir.FloatType) {
+	switch s := b.data.(type) {
+	case []float32:
+		s[off] = v
+	case []uint16:
+		s[off] = uint16(ir.FloatToBits(float64(v), t))
+	}
+}
