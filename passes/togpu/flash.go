@@ -14,31 +14,43 @@ import (
 )
 
 // Flash-attention kernel (issue 12): softmax(q·kᵀ·scale)·v for one graph
-// attention in one kernel, without the score matrix in memory. A block of
-// flashWarps warps takes flashRows query rows of one (batch, head); each
-// warp owns 16 of them. The block walks the keys in tiles of flashKeys,
-// K and V tiles double-buffered in workgroup memory by cp.async. Per tile
-// each warp computes its 16 × flashKeys scores with mma.sync into f32
-// registers, rounds them to the element type (the graph's product does),
-// scales, masks (causal, and the keys past the end), and runs the online
-// softmax: the running row maximum m and the row sum l, both f32, and the
-// output accumulator rescaled by exp(m_old − m_new). The probabilities,
-// rounded to the element type once, are the A fragments of O += P·V
-// straight from the score registers (the m16n8 accumulator layout of two
-// n8 tiles is the m16k16 A layout), so they never leave registers. At the
-// end O / l is rounded to the element type and stored.
+// attention in one kernel, without the score matrix in memory. A block
+// of Rows/16 warps takes Rows query rows of one (batch, head); each warp
+// owns 16 of them. The block walks the keys in tiles of Keys, K and V
+// tiles double-buffered in workgroup memory by cp.async: one barrier per
+// tile, after which the next tile's copies are issued, so they overlap
+// this tile's arithmetic. Per tile each warp computes its 16 × Keys
+// scores with mma.sync into f32 registers, rounds them to the element
+// type (the graph's product does), masks them (causal, and the keys past
+// the end; only in the tiles that need it), and runs the online softmax:
+// the running row maximum m and the row sum l, both f32, and the output
+// accumulator rescaled by exp(m_old − m_new). The scale is folded into
+// the exponent: exp((s − m)·scale) = ex2(s·c − m·c) with c = scale·log₂e,
+// one fma and one ex2 per score, m the extreme of the unscaled scores
+// (the maximum for a positive scale, the minimum for a negative one). The
+// probabilities, rounded to the element type once, are the A fragments of
+// O += P·V straight from the score registers (the m16n8 accumulator
+// layout of two n8 tiles is the m16k16 A layout), so they never leave
+// registers. At the end O / l is rounded to the element type and stored.
 //
 // The result differs from the decomposed graph only in rounding: the
 // graph rounds the normalised probability exp(s − m)/l once, the kernel
 // the unnormalised exp(s − m_running) once and divides by l after the
-// product, and the sums run in another order.
+// product, the sums run in another order, and the exponent s·c − m·c is
+// rounded once rather than twice.
 const (
-	flashRows    = 64 // query rows per block (16 per warp)
-	flashKeys    = 64 // keys per tile
-	flashWarps   = flashRows / 16
-	flashThreads = 32 * flashWarps
-	flashPad     = 8 // elements after each workgroup row: ldmatrix's 8 rows hit different banks
+	flashPad       = 8        // elements after each workgroup row: ldmatrix's 8 rows hit different banks
+	flashMaxShared = 48 << 10 // static workgroup memory of a block
 )
+
+// FlashTile is how a flash-attention kernel splits its work: blocks of
+// Rows query rows (Rows/16 warps, 16 rows each) and key tiles of Keys.
+type FlashTile struct{ Rows, Keys int64 }
+
+// FlashTiles are the tilings Flash supports, the default first. 128 rows
+// halve the copies into workgroup memory per score against 64 (each K
+// and V tile serves 8 warps); both run 16 warps an SM.
+var FlashTiles = []FlashTile{{Rows: 128, Keys: 64}, {Rows: 64, Keys: 64}}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -55,28 +67,48 @@ type Flash struct {
 	Scale float64
 	// Elem is bf16 or f16.
 	Elem ir.Type
+	// Tile is one of FlashTiles; the zero value is the default.
+	Tile FlashTile
 }
+
+// tile is f's tiling.
+func (f Flash) tile() FlashTile {
+	if f.Tile == (FlashTile{}) {
+		return FlashTiles[0]
+	}
+	return f.Tile
+}
+
+// Threads is the block size of f's launch.
+func (f Flash) Threads() int64 { return 2 * f.tile().Rows }
+
+// shared is the number of workgroup elements: two stages of a K and a V
+// tile (the Q tile is staged in the second before the loop).
+func (f Flash) shared() int64 { return 4 * f.tile().Keys * (f.D + flashPad) }
 
 // Check reports why the kernel cannot compute f, or nil.
 func (f Flash) Check() error {
+	t := f.tile()
 	switch {
 	case f.Elem != ir.BF16 && f.Elem != ir.F16:
 		return fmt.Errorf("flash attention: element type %s, want bf16 or f16", f.Elem)
-	case f.D <= 0 || f.D%16 != 0 || f.D > 64:
-		// 64 is the largest head dim whose tiles fit the 48 KB of static
-		// workgroup memory (Q, two K and two V stages).
-		return fmt.Errorf("flash attention: head dim %d, want a multiple of 16 up to 64", f.D)
+	case !slices.Contains(FlashTiles, t):
+		return fmt.Errorf("flash attention: tile %d rows × %d keys is not one of FlashTiles", t.Rows, t.Keys)
+	case f.D <= 0 || f.D%16 != 0 || f.shared()*2 > flashMaxShared:
+		return fmt.Errorf("flash attention: head dim %d, want a multiple of 16 whose K and V stages fit %d KB of workgroup memory",
+			f.D, flashMaxShared>>10)
 	case f.Batch <= 0 || f.Lq <= 0 || f.Lk <= 0:
 		return fmt.Errorf("flash attention: empty shape (batch %d, %d queries, %d keys)", f.Batch, f.Lq, f.Lk)
+	case f.Scale == 0 || math.IsInf(f.Scale, 0) || math.IsNaN(f.Scale) || float32(f.Scale) == 0:
+		// The scale is folded into the exponent's fma, which needs the
+		// masked scores' ±inf times it to be −inf.
+		return fmt.Errorf("flash attention: scale %g, want a finite nonzero f32", f.Scale)
 	}
 	return nil
 }
 
-// Grid is the number of blocks of the launch (of FlashThreads threads).
-func (f Flash) Grid() int64 { return f.Batch * ceilDivInt(f.Lq, flashRows) }
-
-// FlashThreads is the block size of flash-attention kernels.
-const FlashThreads = flashThreads
+// Grid is the number of blocks of the launch (of Threads threads).
+func (f Flash) Grid() int64 { return f.Batch * ceilDivInt(f.Lq, f.tile().Rows) }
 
 func ceilDivInt(a, b int64) int64 { return (a + b - 1) / b }
 
@@ -96,11 +128,12 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	if err := f.Check(); err != nil {
 		return nil, err
 	}
+	f.Tile = f.tile()
 	kernel, entry := gpu.NewKernel(b, loc, name, f.ArgTypes())
 	kernel.SetAttr(LaunchAttr, ir.Dict(
-		ir.NamedAttr{Name: "block", Value: ir.Int(flashThreads, ir.I64)},
+		ir.NamedAttr{Name: "block", Value: ir.Int(f.Threads(), ir.I64)},
 		ir.NamedAttr{Name: "vector", Value: ir.Int(1, ir.I64)},
-		ir.NamedAttr{Name: "rows_per_block", Value: ir.Int(flashRows, ir.I64)},
+		ir.NamedAttr{Name: "rows_per_block", Value: ir.Int(f.Tile.Rows, ir.I64)},
 		ir.NamedAttr{Name: "mapping", Value: ir.Str(MappingFlash)},
 	))
 	kb := ir.NewBuilder(b.Ctx)
@@ -108,16 +141,13 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	// Offsets in i32 when every one fits (fewer registers and integer
 	// instructions than 64-bit index arithmetic).
 	width := ir.Type(ir.I32)
-	if f.Batch*max(f.Lq, f.Lk)*f.D+(flashRows+flashKeys)*f.D >= 1<<31 {
+	if f.Batch*max(f.Lq, f.Lk)*f.D+(f.Tile.Rows+f.Tile.Keys)*f.D >= 1<<31 {
 		width = ir.Index
 	}
-	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, width}}
+	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad}
 	args := entry.Arguments()
 	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
-	ld := f.D + flashPad
-	g.sq = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(flashRows*ld, f.Elem))
-	g.sk = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(2*flashKeys*ld, f.Elem))
-	g.sv = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(2*flashKeys*ld, f.Elem))
+	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(f.shared(), f.Elem))
 	g.emit()
 	gpu.Return(kb, loc)
 	return kernel, nil
@@ -128,7 +158,7 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 func (f Flash) Launch(b *ir.Builder, loc ir.Location, ref ir.SymbolRefAttr, q, k, v, out *ir.Value) *ir.Operation {
 	one := arith.ConstantIndex(b, loc, 1)
 	grid := [3]*ir.Value{arith.ConstantIndex(b, loc, f.Grid()), one, one}
-	block := [3]*ir.Value{arith.ConstantIndex(b, loc, flashThreads), one, one}
+	block := [3]*ir.Value{arith.ConstantIndex(b, loc, f.Threads()), one, one}
 	return gpu.LaunchFunc(b, loc, ref, grid, block, []*ir.Value{q, k, v, out}, nil)
 }
 
@@ -138,8 +168,229 @@ type flashGen struct {
 	b          *ir.Builder
 	loc        ir.Location
 	x          ix
+	ld         int64     // workgroup row length (D + flashPad)
 	q, k, v, o *ir.Value // global 1-D buffers
-	sq, sk, sv *ir.Value // workgroup tiles
+	smem       *ir.Value // workgroup memory: per stage a K then a V tile
+	tid, t2    *ir.Value
+	rows       [2]*ir.Value // this lane's two query rows (g and g+8 of its warp's 16)
+	kvBase     *ir.Value    // the block's (batch, head) offset in k and v
+	kvChunks   []chunk      // this thread's share of a K or V tile
+	tiles      *ir.Value    // key tiles the block visits
+}
+
+// stage is the offset of a stage's K tile; its V tile follows.
+func (g *flashGen) stage(i int64) int64 { return 2 * i * g.Tile.Keys * g.ld }
+
+// chunk is one 16-byte cp.async of a thread in a tile copy: tile row
+// row+rowC, workgroup offset dst+dstC from the tile's start and global
+// offset src+srcC from the tile's first row. The values are computed once
+// per thread, the constants fold into the instructions' immediates;
+// guard, when not nil, says whether the thread has the chunk at all
+// (tiles whose chunk count the block size does not divide).
+type chunk struct {
+	row, dst, src    *ir.Value
+	rowC, dstC, srcC int64
+	guard            *ir.Value
+}
+
+// chunks returns this thread's chunks of a tile of rows rows.
+func (g *flashGen) chunks(rows int64) []chunk {
+	x, T := g.x, g.Threads()
+	per := g.D / 8 // chunks per row
+	total := rows * per
+	var out []chunk
+	if T%per == 0 {
+		// Thread t copies chunk t%per of rows t/per + i·T/per.
+		r0, c0 := x.div(g.tid, x.c(per)), x.rem(g.tid, x.c(per))
+		dst, src := x.add(x.mulc(r0, g.ld), x.mulc(c0, 8)), x.add(x.mulc(r0, g.D), x.mulc(c0, 8))
+		for i := range ceilDivInt(total, T) {
+			ch := chunk{row: r0, dst: dst, src: src, rowC: i * T / per, dstC: i * T / per * g.ld, srcC: i * T / per * g.D}
+			if (i+1)*T > total {
+				ch.guard = x.lt(g.tid, x.c(total-i*T))
+			}
+			out = append(out, ch)
+		}
+		return out
+	}
+	for i := range ceilDivInt(total, T) {
+		c := x.addc(g.tid, i*T)
+		r, col := x.div(c, x.c(per)), x.rem(c, x.c(per))
+		ch := chunk{row: r, dst: x.add(x.mulc(r, g.ld), x.mulc(col, 8)), src: x.add(x.mulc(r, g.D), x.mulc(col, 8))}
+		if (i+1)*T > total {
+			ch.guard = x.lt(c, x.c(total))
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// copyTile issues this thread's cp.async copies of a tile from global
+// buffer src (tile row r at srcAt + r·D) to workgroup offset dstAt (row r
+// at dstAt + r·ld). When valid is not nil, rows first + r at or past it
+// are zero filled.
+func (g *flashGen) copyTile(b *ir.Builder, cs []chunk, src, srcAt, dstAt, first, valid *ir.Value) {
+	x := g.x.at(b)
+	for _, c := range cs {
+		issue := func(b *ir.Builder) []*ir.Value {
+			x := x.at(b)
+			s := x.addc(x.add(srcAt, c.src), c.srcC)
+			n := arith.ConstantInt(b, g.loc, 16, ir.I32)
+			if valid != nil {
+				ok := x.lt(x.addc(x.add(first, c.row), c.rowC), valid)
+				s = arith.NewSelect(b, g.loc, ok, s, x.c(0))
+				n = arith.NewSelect(b, g.loc, ok, n, arith.ConstantInt(b, g.loc, 0, ir.I32))
+			}
+			d := x.addc(x.add(dstAt, c.dst), c.dstC)
+			gpu.CpAsync(b, g.loc, g.smem, x.index(d), src, x.index(s), n, 16)
+			return nil
+		}
+		if c.guard == nil {
+			issue(b)
+		} else {
+			loop.If(b, g.loc, c.guard, nil, issue, nil)
+		}
+	}
+}
+
+// load issues the copies of key tile kt (an offset-typed value) into
+// stage kt % 2.
+func (g *flashGen) load(b *ir.Builder, kt *ir.Value) {
+	x := g.x.at(b)
+	first := x.mulc(kt, g.Tile.Keys)
+	at := x.mulc(x.and(kt, 1), g.stage(1))
+	src := x.add(g.kvBase, x.mulc(first, g.D))
+	var valid *ir.Value
+	if g.Lk%g.Tile.Keys != 0 {
+		valid = x.c(g.Lk)
+	}
+	g.copyTile(b, g.kvChunks, g.k, src, at, first, valid)
+	g.copyTile(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*g.ld), first, valid)
+}
+
+// softmax holds the constants of the folded softmax.
+type softmax struct {
+	c      *ir.Value // scale·log₂e
+	negC   *ir.Value // −scale·log₂e
+	masked *ir.Value // the value a masked score takes: −inf·sign(scale)
+	ext    string    // the row extreme: arith.maxnumf, or minnumf for a negative scale
+}
+
+// emit builds the kernel body.
+func (g *flashGen) emit() {
+	b, loc, x := g.b, g.loc, g.x
+	R, K := g.Tile.Rows, g.Tile.Keys
+	tilesM := ceilDivInt(g.Lq, R)
+	numK := ceilDivInt(g.Lk, K)
+	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
+	bid := x.from(gpu.BlockID(b, loc, "x"))
+	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
+	rowBase := x.mulc(mt, R)
+	g.kvBase = x.mulc(z, g.Lk*g.D)
+	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
+	gr := x.shr(lane, 2)
+	g.t2 = x.mulc(x.and(lane, 3), 2)
+	q8, r8 := x.shr(lane, 3), x.and(lane, 7) // ldmatrix: matrix and row of this lane
+	lo, hi := x.and(q8, 1), x.shr(q8, 1)
+	row0 := x.add(rowBase, x.add(x.mulc(warp, 16), gr))
+	g.rows = [2]*ir.Value{row0, x.addc(row0, 8)}
+	g.kvChunks = g.chunks(K)
+
+	// The key tiles: causal blocks stop at their last row's. The first
+	// full ones need no mask: below the key tail and, when causal, at or
+	// before the block's first row.
+	g.tiles = x.c(numK)
+	full := x.c(g.Lk / K)
+	if g.Causal {
+		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
+		g.tiles = x.op("arith.minui", last, g.tiles)
+		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
+	}
+
+	// Q is staged in stage 1 (R ≤ 2·K rows), which key tile 1 overwrites
+	// only after the first loop iteration's barrier.
+	var qValid *ir.Value
+	if g.Lq%R != 0 {
+		qValid = x.c(g.Lq)
+	}
+	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
+	g.copyTile(b, g.chunks(R), g.q, qBase, x.c(g.stage(1)), rowBase, qValid)
+	g.load(b, x.c(0))
+	gpu.CpAsyncCommit(b, loc)
+	gpu.CpAsyncWait(b, loc, 0)
+	gpu.Barrier(b, loc)
+
+	// The warp's Q fragments, one m16k16 A per 16 of D: matrix q8 of
+	// ldmatrix.x4 is rows 8·(q8%2)…, columns 8·(q8/2)….
+	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
+	qOff := x.addc(x.add(x.mulc(qRow, g.ld), x.mulc(hi, 8)), g.stage(1))
+	qf := make([][]*ir.Value, g.D/16)
+	qAt := x.index(qOff)
+	for ks := range qf {
+		qf[ks] = gpu.LdMatrix(b, loc, g.smem, indexAdd(b, loc, qAt, int64(ks)*16), 4, false)
+	}
+	// K's B fragments (keys × D stored as K is): matrix q8 is keys
+	// 8·(q8/2)…, columns 8·(q8%2)…; V's (keys × D, read transposed):
+	// keys 8·(q8%2)…, columns 8·(q8/2)…, after the stage's K tile.
+	kOff := x.add(x.mulc(x.add(x.mulc(hi, 8), r8), g.ld), x.mulc(lo, 8))
+	vOff := x.addc(x.add(x.mulc(x.add(x.mulc(lo, 8), r8), g.ld), x.mulc(hi, 8)), K*g.ld)
+
+	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
+	if g.Scale < 0 {
+		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
+	}
+	c := float64(float32(g.Scale * math.Log2E))
+	sm.c, sm.negC = g.f32(c), g.f32(-c)
+
+	nO := int(g.D / 8) // n8 tiles of O
+	inits := make([]*ir.Value, 0, 4*nO+4)
+	for range 4 * nO {
+		inits = append(inits, g.f32(0))
+	}
+	inits = append(inits, sm.masked, sm.masked, g.f32(0), g.f32(0)) // m, l per row
+	// tileLoop runs key tiles [from, to) on the carried values it.
+	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
+		one := arith.ConstantIndex(b, loc, 1)
+		l := loop.For(b, loc, x.index(from), x.index(to), one, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			kt := x.from(iv)
+			// The tile has landed, and every warp is done with the other
+			// stage, which the next tile's copies now refill.
+			gpu.CpAsyncWait(b, loc, 0)
+			gpu.Barrier(b, loc)
+			next := x.addc(kt, 1)
+			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+				g.load(b, next)
+				gpu.CpAsyncCommit(b, loc)
+				return nil
+			}, nil)
+			at := x.mulc(x.and(kt, 1), g.stage(1))
+			s := g.scores(b, qf, x.add(at, kOff))
+			g.round(b, s)
+			if masked {
+				g.mask(b, s, x.mulc(kt, K), sm)
+			}
+			o, m, l := it[:4*nO], it[4*nO:4*nO+2], it[4*nO+2:]
+			out := g.softmaxStep(b, s, o, m, l, sm)
+			g.product(b, s, out[:4*nO], x.add(at, vOff))
+			return out
+		})
+		return l.Results()
+	}
+	it := tileLoop(x.c(0), full, inits, false)
+	if g.Causal || g.Lk%K != 0 {
+		it = tileLoop(full, g.tiles, it, true)
+	}
+	g.store(it, nO)
+}
+
+// indexAdd is the index i + c. (Constants added in index rather than in
+// i32 become the immediate offsets of the shared-memory instructions: an
+// i32 sum is widened after the add, which hides the constant.)
+func indexAdd(b *ir.Builder, loc ir.Location, i *ir.Value, c int64) *ir.Value {
+	if c == 0 {
+		return i
+	}
+	return arith.Binary(b, "arith.addi", loc, i, arith.ConstantIndex(b, loc, c))
 }
 
 func (g *flashGen) f32(v float64) *ir.Value { return arith.ConstantFloat(g.b, g.loc, v, ir.F32) }
@@ -149,145 +400,25 @@ func fop(b *ir.Builder, loc ir.Location, name string, x, y *ir.Value) *ir.Value 
 	return arith.Binary(b, name, loc, x, y)
 }
 
-// exp is math.exp of the f32 x.
-func exp(b *ir.Builder, loc ir.Location, x *ir.Value) *ir.Value {
-	return b.Op("math.exp", loc, []*ir.Value{x}, []ir.Type{ir.F32},
+// mathOp is the f32 math op name (math.exp2, math.fma) of xs.
+func mathOp(b *ir.Builder, loc ir.Location, name string, xs ...*ir.Value) *ir.Value {
+	return b.Op(name, loc, xs, []ir.Type{ir.F32},
 		ir.NamedAttr{Name: arith.FastMathAttr, Value: arith.FastMathNone}).Result(0)
-}
-
-// copyTile issues this thread's cp.async copies of rows rows of D
-// elements from global offset src (row r at src + r·D) to the workgroup
-// tile dst at offset at (row r at at + r·(D+pad)); rows at or past valid
-// (an index) are zero filled.
-func (g *flashGen) copyTile(b *ir.Builder, dst, at, src, first, valid, tid *ir.Value, rows int64) {
-	x := g.x.at(b)
-	chunks := g.D / 8 // 16-byte chunks per row
-	ld := g.D + flashPad
-	full, none := arith.ConstantInt(b, g.loc, 16, ir.I32), arith.ConstantInt(b, g.loc, 0, ir.I32)
-	for i := range rows * chunks / flashThreads {
-		c := x.addc(tid, i*flashThreads)
-		r, col := x.div(c, x.c(chunks)), x.rem(c, x.c(chunks))
-		ok := x.lt(x.add(first, r), valid)
-		s := x.add(src, x.add(x.mulc(r, g.D), x.mulc(col, 8)))
-		s = arith.NewSelect(b, g.loc, ok, s, x.c(0))
-		n := arith.NewSelect(b, g.loc, ok, full, none)
-		d := x.add(at, x.add(x.mulc(r, ld), x.mulc(col, 8)))
-		gpu.CpAsync(b, g.loc, dst, x.index(d), g.gmemOf(dst), x.index(s), n, 16)
-	}
-}
-
-// gmemOf maps a workgroup tile to the global buffer it is filled from.
-func (g *flashGen) gmemOf(smem *ir.Value) *ir.Value {
-	switch smem {
-	case g.sq:
-		return g.q
-	case g.sk:
-		return g.k
-	}
-	return g.v
-}
-
-// emit builds the kernel body.
-func (g *flashGen) emit() {
-	b, loc, x := g.b, g.loc, g.x
-	ld := g.D + flashPad
-	tilesM := ceilDivInt(g.Lq, flashRows)
-	numK := ceilDivInt(g.Lk, flashKeys)
-	tid, bid := x.from(gpu.ThreadID(b, loc, "x")), x.from(gpu.BlockID(b, loc, "x"))
-	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
-	rowBase := x.mulc(mt, flashRows)
-	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
-	kvBase := x.mulc(z, g.Lk*g.D)
-	lq, lk := x.c(g.Lq), x.c(g.Lk)
-	lane, warp := x.and(tid, 31), x.shr(tid, 5)
-	gr, t2 := x.shr(lane, 2), x.mulc(x.and(lane, 3), 2)
-	q8, r8 := x.shr(lane, 3), x.and(lane, 7) // ldmatrix: matrix and row of this lane
-	lo, hi := x.and(q8, 1), x.shr(q8, 1)
-
-	// The number of key tiles: causal blocks stop at their last row.
-	tiles := x.c(numK)
-	if g.Causal {
-		last := x.div(x.addc(rowBase, flashRows+flashKeys-1), x.c(flashKeys))
-		tiles = x.op("arith.minui", last, tiles)
-	}
-	// load issues key tile kt's K and V into stage kt % 2.
-	load := func(b *ir.Builder, kt *ir.Value) {
-		x := x.at(b)
-		first := x.mulc(kt, flashKeys)
-		at := x.mulc(x.and(kt, 1), flashKeys*ld)
-		src := x.add(kvBase, x.mulc(first, g.D))
-		g.copyTile(b, g.sk, at, src, first, lk, tid, flashKeys)
-		g.copyTile(b, g.sv, at, src, first, lk, tid, flashKeys)
-	}
-	g.copyTile(b, g.sq, x.c(0), qBase, rowBase, lq, tid, flashRows)
-	load(b, x.c(0))
-	gpu.CpAsyncCommit(b, loc)
-	gpu.CpAsyncWait(b, loc, 0)
-	gpu.Barrier(b, loc)
-
-	// The warp's Q fragments, one m16k16 A per 16 of D: matrix q8 of
-	// ldmatrix.x4 is rows 8·(q8%2)…, columns 8·(q8/2)….
-	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
-	qOff := x.add(x.mulc(qRow, ld), x.mulc(hi, 8))
-	qf := make([][]*ir.Value, g.D/16)
-	for ks := range qf {
-		qf[ks] = gpu.LdMatrix(b, loc, g.sq, x.index(x.addc(qOff, int64(ks)*16)), 4, false)
-	}
-	// K's B fragments (keys × D stored as K is): matrix q8 is keys
-	// 8·(q8/2)…, columns 8·(q8%2)…; V's (keys × D, read transposed):
-	// keys 8·(q8%2)…, columns 8·(q8/2)….
-	kOff := x.add(x.mulc(x.add(x.mulc(hi, 8), r8), ld), x.mulc(lo, 8))
-	vOff := x.add(x.mulc(x.add(x.mulc(lo, 8), r8), ld), x.mulc(hi, 8))
-	// This lane's two rows (g and g+8 of the warp's 16).
-	row0 := x.add(rowBase, x.add(x.mulc(warp, 16), gr))
-	rows := [2]*ir.Value{row0, x.addc(row0, 8)}
-
-	nO := int(g.D / 8) // n8 tiles of O
-	negInf := g.f32(math.Inf(-1))
-	inits := make([]*ir.Value, 0, 4*nO+4)
-	for range 4 * nO {
-		inits = append(inits, g.f32(0))
-	}
-	inits = append(inits, negInf, negInf, g.f32(0), g.f32(0)) // m, l per row
-	one := arith.ConstantIndex(b, loc, 1)
-	kl := loop.For(b, loc, arith.ConstantIndex(b, loc, 0), x.index(tiles), one, inits, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
-		x := x.at(b)
-		kt := x.from(iv)
-		next := x.addc(kt, 1)
-		loop.If(b, loc, x.lt(next, tiles), nil, func(b *ir.Builder) []*ir.Value {
-			load(b, next)
-			return nil
-		}, nil)
-		gpu.CpAsyncCommit(b, loc)
-		gpu.CpAsyncWait(b, loc, 1)
-		gpu.Barrier(b, loc)
-		at := x.mulc(x.and(kt, 1), flashKeys*ld)
-		s := g.scores(b, qf, x.add(at, kOff))
-		g.mask(b, s, x.mulc(kt, flashKeys), t2, rows)
-		o, m, l := it[:4*nO], it[4*nO:4*nO+2], it[4*nO+2:]
-		out := g.softmaxStep(b, s, o, m, l)
-		g.product(b, s, out[:4*nO], x.add(at, vOff))
-		gpu.Barrier(b, loc) // the stage is refilled by the next iteration
-		return out
-	})
-	gpu.CpAsyncWait(b, loc, 0)
-	g.store(kl, nO, t2, rows)
 }
 
 // scores returns S = Q·Kᵀ for the warp's 16 rows and the tile's keys:
 // s[j][r] is the m16n8 accumulator value r of key tile j.
 func (g *flashGen) scores(b *ir.Builder, qf [][]*ir.Value, kAt *ir.Value) [][]*ir.Value {
-	x := g.x.at(b)
-	ld := g.D + flashPad
+	kAt = g.x.at(b).index(kAt)
 	zero := arith.ConstantFloat(b, g.loc, 0, ir.F32)
-	s := make([][]*ir.Value, flashKeys/8)
+	s := make([][]*ir.Value, g.Tile.Keys/8)
 	for j := range s {
 		s[j] = []*ir.Value{zero, zero, zero, zero}
 	}
 	for ks := range qf {
-		for np := range int64(flashKeys / 16) {
-			r := gpu.LdMatrix(b, g.loc, g.sk, x.index(x.addc(kAt, np*16*ld+int64(ks)*16)), 4, false)
-			// (Copies: mask and softmaxStep replace the values in place.)
+		for np := range g.Tile.Keys / 16 {
+			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, kAt, np*16*g.ld+int64(ks)*16), 4, false)
+			// (Copies: round, mask and softmaxStep replace the values in place.)
 			s[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[:2], s[2*np]))
 			s[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[2:], s[2*np+1]))
 		}
@@ -295,39 +426,54 @@ func (g *flashGen) scores(b *ir.Builder, qf [][]*ir.Value, kAt *ir.Value) [][]*i
 	return s
 }
 
-// mask rounds each score to the element type (the graph's q·kᵀ is in
-// it), scales it in f32 and replaces masked ones by −inf: keys past Lk
-// and, when causal, keys after the row. Value r of n8 tile j is row
-// rows[r/2], key first + 8j + t2 + r%2.
-func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first, t2 *ir.Value, rows [2]*ir.Value) {
-	x := g.x.at(b)
-	loc := g.loc
-	scale := arith.ConstantFloat(b, loc, float64(float32(g.Scale)), ir.F32)
-	negInf := arith.ConstantFloat(b, loc, math.Inf(-1), ir.F32)
-	keyTail := g.Lk%flashKeys != 0
-	base := x.add(first, t2)
+// roundElem rounds the f32 v to the element type, as an f32. For bf16 it
+// is Veltkamp's split with C = 2¹⁶ + 1 (three f32 operations instead of
+// the integer rounding of arith.truncf): γ = v·C, v' = γ + (v − γ) is v
+// rounded to 8 significant bits, to nearest even, for every normal |v| <
+// 2¹¹² (checked exhaustively over f32); subnormals keep their bits and
+// larger values become NaN. For f16 truncf and extf are one conversion
+// instruction each.
+func (g *flashGen) roundElem(b *ir.Builder, v *ir.Value) *ir.Value {
+	if g.Elem == ir.BF16 {
+		gamma := fop(b, g.loc, "arith.mulf", v, arith.ConstantFloat(b, g.loc, 65537, ir.F32))
+		return fop(b, g.loc, "arith.addf", gamma, fop(b, g.loc, "arith.subf", v, gamma))
+	}
+	v = arith.NewCast(b, "arith.truncf", g.loc, v, g.Elem)
+	return arith.NewCast(b, "arith.extf", g.loc, v, ir.F32)
+}
+
+// round rounds each score to the element type (the graph's q·kᵀ is in it).
+func (g *flashGen) round(b *ir.Builder, s [][]*ir.Value) {
 	for j := range s {
 		for r := range 4 {
-			v := arith.NewCast(b, "arith.truncf", loc, s[j][r], g.Elem)
-			v = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
-			v = fop(b, loc, "arith.mulf", v, scale)
+			s[j][r] = g.roundElem(b, s[j][r])
+		}
+	}
+}
+
+// mask replaces masked scores by sm.masked: keys past Lk and, when
+// causal, keys after the row. Value r of n8 tile j is row rows[r/2], key
+// first + 8j + t2 + r%2.
+func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm softmax) {
+	x := g.x.at(b)
+	keyTail := g.Lk%g.Tile.Keys != 0
+	base := x.add(first, g.t2)
+	for j := range s {
+		for r := range 4 {
 			key := x.addc(base, int64(8*j+r%2))
 			var masked *ir.Value
 			if keyTail {
-				masked = arith.NewCmpI(b, loc, arith.CmpIUGE, key, x.c(g.Lk))
+				masked = arith.NewCmpI(b, g.loc, arith.CmpIUGE, key, x.c(g.Lk))
 			}
 			if g.Causal {
-				after := arith.NewCmpI(b, loc, arith.CmpIUGT, key, rows[r/2])
+				after := arith.NewCmpI(b, g.loc, arith.CmpIUGT, key, g.rows[r/2])
 				if masked == nil {
 					masked = after
 				} else {
-					masked = arith.Binary(b, "arith.ori", loc, masked, after)
+					masked = arith.Binary(b, "arith.ori", g.loc, masked, after)
 				}
 			}
-			if masked != nil {
-				v = arith.NewSelect(b, loc, masked, negInf, v)
-			}
-			s[j][r] = v
+			s[j][r] = arith.NewSelect(b, g.loc, masked, sm.masked, s[j][r])
 		}
 	}
 }
@@ -343,30 +489,31 @@ func (g *flashGen) quadReduce(b *ir.Builder, op string, v *ir.Value) *ir.Value {
 	return v
 }
 
-// softmaxStep updates the running maxima m and (this lane's partial)
-// sums l with the tile's scores, replaces s by exp(s − m_new) and
+// softmaxStep updates the running extremes m and (this lane's partial)
+// sums l with the tile's scores, replaces s by ex2(s·c − m_new·c) and
 // returns the rescaled accumulators followed by the new m and l.
-func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value) []*ir.Value {
+func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value, sm softmax) []*ir.Value {
 	loc := g.loc
-	var mNew, alpha, lNew [2]*ir.Value
+	var mNew, negMC, alpha, lNew [2]*ir.Value
 	for h := range 2 {
 		mx := m[h]
 		for j := range s {
 			for c := range 2 {
-				mx = fop(b, loc, "arith.maximumf", mx, s[j][2*h+c])
+				mx = fop(b, loc, sm.ext, mx, s[j][2*h+c])
 			}
 		}
 		// (Lanes of a row all hold m[h], so the reduction may include it.)
-		mNew[h] = g.quadReduce(b, "arith.maximumf", mx)
-		// m_old = −inf only before the first tile, whose key 0 is never
-		// masked: m_new is finite and alpha is exp(−inf) = 0.
-		alpha[h] = exp(b, loc, fop(b, loc, "arith.subf", m[h], mNew[h]))
+		mNew[h] = g.quadReduce(b, sm.ext, mx)
+		negMC[h] = fop(b, loc, "arith.mulf", mNew[h], sm.negC)
+		// m_old = ∓inf only before the first tile, whose key 0 is never
+		// masked: m_new is finite and alpha is ex2(−inf) = 0.
+		alpha[h] = mathOp(b, loc, "math.exp2", mathOp(b, loc, "math.fma", m[h], sm.c, negMC[h]))
 		lNew[h] = fop(b, loc, "arith.mulf", l[h], alpha[h])
 	}
 	for j := range s {
 		for r := range 4 {
 			h := r / 2
-			p := exp(b, loc, fop(b, loc, "arith.subf", s[j][r], mNew[h]))
+			p := mathOp(b, loc, "math.exp2", mathOp(b, loc, "math.fma", s[j][r], sm.c, negMC[h]))
 			s[j][r] = p
 			lNew[h] = fop(b, loc, "arith.addf", lNew[h], p)
 		}
@@ -379,29 +526,43 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 }
 
 // pack rounds two f32 to the element type and packs them in an i32, x in
-// the lower half (a fragment register).
+// the lower half (a fragment register). For bf16 a probability p ≥ 0 is
+// rounded to nearest with ties away from zero, bits(p) + 2¹⁵, whose high
+// half is the bf16 (one integer add per value and one byte permute per
+// pair; the error bound, half an ulp, is round-to-nearest-even's). A NaN
+// probability may lose its NaN-ness here, but it is in l too, which the
+// output is divided by.
 func (g *flashGen) pack(b *ir.Builder, x, y *ir.Value) *ir.Value {
+	i32 := func(v int64) *ir.Value { return arith.ConstantInt(b, g.loc, v, ir.I32) }
+	if g.Elem == ir.BF16 {
+		bits := func(v *ir.Value) *ir.Value {
+			u := arith.NewCast(b, "arith.bitcast", g.loc, v, ir.I32)
+			return arith.Binary(b, "arith.addi", g.loc, u, i32(1<<15))
+		}
+		lo := arith.Binary(b, "arith.shrui", g.loc, bits(x), i32(16))
+		hi := arith.Binary(b, "arith.andi", g.loc, bits(y), i32(-1<<16))
+		return arith.Binary(b, "arith.ori", g.loc, lo, hi)
+	}
 	half := func(v *ir.Value) *ir.Value {
 		v = arith.NewCast(b, "arith.truncf", g.loc, v, g.Elem)
 		v = arith.NewCast(b, "arith.bitcast", g.loc, v, ir.I16)
 		return arith.NewCast(b, "arith.extui", g.loc, v, ir.I32)
 	}
-	hi := arith.Binary(b, "arith.shli", g.loc, half(y), arith.ConstantInt(b, g.loc, 16, ir.I32))
+	hi := arith.Binary(b, "arith.shli", g.loc, half(y), i32(16))
 	return arith.Binary(b, "arith.ori", g.loc, half(x), hi)
 }
 
 // product adds P·V to the accumulators o (in place): the probabilities
 // of n8 tiles 2j and 2j+1 are the m16k16 A fragment of key step j.
 func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o []*ir.Value, vAt *ir.Value) {
-	x := g.x.at(b)
-	ld := g.D + flashPad
-	for j := range int64(flashKeys / 16) {
+	vAt = g.x.at(b).index(vAt)
+	for j := range g.Tile.Keys / 16 {
 		a := []*ir.Value{
 			g.pack(b, p[2*j][0], p[2*j][1]), g.pack(b, p[2*j][2], p[2*j][3]),
 			g.pack(b, p[2*j+1][0], p[2*j+1][1]), g.pack(b, p[2*j+1][2], p[2*j+1][3]),
 		}
 		for dp := range g.D / 16 {
-			r := gpu.LdMatrix(b, g.loc, g.sv, x.index(x.addc(vAt, j*16*ld+dp*16)), 4, true)
+			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, vAt, j*16*g.ld+dp*16), 4, true)
 			for h := range int64(2) {
 				at := (2*dp + h) * 4
 				copy(o[at:at+4], gpu.MMASync(b, g.loc, g.Elem, a, r[2*h:2*h+2], o[at:at+4]))
@@ -412,40 +573,41 @@ func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o []*ir.Value, vAt *i
 
 // store writes O / l, rounded to the element type, for the lane's rows
 // below Lq: accumulator value r of n8 tile j is row rows[r/2], column
-// 8j + t2 + r%2.
-func (g *flashGen) store(kl *ir.Operation, nO int, t2 *ir.Value, rows [2]*ir.Value) {
+// 8j + t2 + r%2. it holds the tile loop's results.
+func (g *flashGen) store(it []*ir.Value, nO int) {
 	b, loc, x := g.b, g.loc, g.x
 	var inv [2]*ir.Value
 	for h := range 2 {
-		l := g.quadReduce(b, "arith.addf", kl.Result(4*nO+2+h))
+		l := g.quadReduce(b, "arith.addf", it[4*nO+2+h])
 		inv[h] = fop(b, loc, "arith.divf", g.f32(1), l)
 	}
 	for h := range 2 {
 		emit := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
-			rowOff := x.add(x.mulc(g.batchOf(b), g.Lq*g.D), x.mulc(rows[h], g.D))
+			rowOff := x.add(x.mulc(g.batchOf(b), g.Lq*g.D), x.mulc(g.rows[h], g.D))
 			for j := range nO {
 				for c := range 2 {
 					r := 2*h + c
-					v := fop(b, loc, "arith.mulf", kl.Result(4*j+r), inv[h])
+					v := fop(b, loc, "arith.mulf", it[4*j+r], inv[h])
 					v = arith.NewCast(b, "arith.truncf", loc, v, g.Elem)
-					loop.Store(b, loc, v, g.o, x.index(x.add(rowOff, x.addc(t2, int64(8*j+c)))))
+					loop.Store(b, loc, v, g.o, x.index(x.add(rowOff, x.addc(g.t2, int64(8*j+c)))))
 				}
 			}
 			return nil
 		}
-		if g.Lq%flashRows == 0 {
+		if g.Lq%g.Tile.Rows == 0 {
 			emit(b)
 		} else {
-			loop.If(b, loc, x.lt(rows[h], x.c(g.Lq)), nil, emit, nil)
+			loop.If(b, loc, x.lt(g.rows[h], x.c(g.Lq)), nil, emit, nil)
 		}
 	}
 }
 
-// batchOf is the block's (batch, head) index.
+// batchOf is the block's (batch, head) index (recomputed after the loop
+// rather than kept in a register through it).
 func (g *flashGen) batchOf(b *ir.Builder) *ir.Value {
 	x := g.x.at(b)
-	return x.div(x.from(gpu.BlockID(b, g.loc, "x")), x.c(ceilDivInt(g.Lq, flashRows)))
+	return x.div(x.from(gpu.BlockID(b, g.loc, "x")), x.c(ceilDivInt(g.Lq, g.Tile.Rows)))
 }
 
 // The graph-attention-to-flash pass and its other half in
@@ -470,13 +632,15 @@ func init() {
 		Name:    FlashPassName,
 		Summary: "Run bf16/f16 graph.attention as one flash-attention kernel (before lower-to-gpu)",
 		Description: "Each `graph.attention` without a mask operand, on static bf16 or f16 q, k, v with the " +
-			"same batch dims (no broadcasting) and a head dim that is a multiple of 16 up to 64 for q, k " +
-			"and v, becomes a `func.call` of a private declaration tagged `strata.flash = {causal, scale}`. " +
-			"convert-loop-to-gpu replaces each such call by the launch of one kernel: 64 query rows per " +
-			"block of 4 warps, K and V tiles of 64 keys double-buffered by cp.async, scores and P·V on " +
-			"mma.sync with f32 accumulators, online softmax in f32 (the score matrix never reaches memory). " +
-			"The results match graph.attention within bf16 rounding (the probabilities are rounded before " +
-			"rather than after the division by the row sum). Other attentions are left to graph-decompose. " +
+			"same batch dims (no broadcasting), a head dim that is a multiple of 16 up to 80 for q, k and v, " +
+			"and a finite nonzero scale, becomes a `func.call` of a private declaration tagged " +
+			"`strata.flash = {causal, scale}`. convert-loop-to-gpu replaces each such call by the launch of " +
+			"one kernel: 128 query rows per block of 8 warps, K and V tiles of 64 keys double-buffered by " +
+			"cp.async (one barrier per tile), scores and P·V on mma.sync with f32 accumulators, online softmax " +
+			"in f32 with the scale folded into one fma before each ex2 (the score matrix never reaches " +
+			"memory; only the causal diagonal and key-tail tiles are masked). The results match " +
+			"graph.attention within bf16 rounding (the probabilities are rounded before rather than after " +
+			"the division by the row sum). Other attentions are left to graph-decompose. " +
 			"Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`.",
 		Anchor: "builtin.module",
 		New:    func(passes.Options) (passes.Pass, error) { return flashPass{}, nil },

@@ -162,15 +162,22 @@ func TestFlashSemantics(t *testing.T) {
 
 // TestFlashCheck rejects what the kernel cannot compute.
 func TestFlashCheck(t *testing.T) {
-	ok := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Elem: ir.BF16}
-	if err := ok.Check(); err != nil {
-		t.Fatal(err)
+	for _, ok := range []togpu.Flash{
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 0.125, Elem: ir.BF16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 80, Scale: -2, Elem: ir.F16, Tile: togpu.FlashTiles[1]},
+	} {
+		if err := ok.Check(); err != nil {
+			t.Error(err)
+		}
 	}
 	for _, f := range []togpu.Flash{
-		{Batch: 1, Lq: 8, Lk: 8, D: 64, Elem: ir.F32},
-		{Batch: 1, Lq: 8, Lk: 8, D: 24, Elem: ir.BF16},
-		{Batch: 1, Lq: 8, Lk: 8, D: 128, Elem: ir.BF16},
-		{Batch: 0, Lq: 8, Lk: 8, D: 64, Elem: ir.BF16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.F32},
+		{Batch: 1, Lq: 8, Lk: 8, D: 24, Scale: 1, Elem: ir.BF16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 96, Scale: 1, Elem: ir.BF16}, // 52 KB of workgroup memory
+		{Batch: 0, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 0, Elem: ir.BF16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: math.Inf(1), Elem: ir.BF16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 32, Keys: 64}},
 	} {
 		if f.Check() == nil {
 			t.Errorf("%+v accepted", f)
