@@ -1,0 +1,86 @@
+package gpu_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/internal/mlirtest"
+	"github.com/strata-ir/strata/ir"
+)
+
+// libraryHost is a host function holding one gpu.library_matmul of the
+// given properties and operand types.
+func libraryHost(props, a, b, c string) string {
+	return fmt.Sprintf(`func.func @f(%%a: %[2]s, %%b: %[3]s, %%c: %[4]s) {
+  "gpu.library_matmul"(%%a, %%b, %%c) %[1]s : (%[2]s, %[3]s, %[4]s) -> ()
+  return
+}`, props, a, b, c)
+}
+
+// TestLibraryMatmulVerify checks the shapes and types gpu.library_matmul
+// accepts, with each transpose, and those it refuses.
+func TestLibraryMatmulVerify(t *testing.T) {
+	for _, src := range []string{
+		libraryHost("", "memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>"),
+		libraryHost("<{transpose_a, transpose_b}>", "memref<2x3x4xf16>", "memref<2x5x3xf16>", "memref<2x4x5xf32>"),
+		libraryHost("<{transpose_b}>", "memref<?x3xbf16>", "memref<?x3xbf16>", "memref<?x?xbf16>"),
+	} {
+		ctx := newCtx()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{})
+		if err == nil {
+			err = ir.Verify(m)
+		}
+		if err != nil {
+			t.Errorf("%s\n: %v", src, err)
+		}
+	}
+	for _, c := range []struct{ name, src, want string }{
+		{"k-mismatch", libraryHost("", "memref<4x3xbf16>", "memref<2x5xbf16>", "memref<4x5xbf16>"), "K is 3 in one operand and 2 in another"},
+		{"transposed-a-mismatch", libraryHost("<{transpose_a}>", "memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>"), "M is 3 in one operand and 4 in another"},
+		{"batch-mismatch", libraryHost("", "memref<2x4x3xbf16>", "memref<3x3x5xbf16>", "memref<2x4x5xbf16>"), "batch dimension 0 is 2"},
+		{"rank", libraryHost("", "memref<3xbf16>", "memref<3xbf16>", "memref<3xbf16>"), "one rank of at least 2"},
+		{"f32-operands", libraryHost("", "memref<4x3xf32>", "memref<3x5xf32>", "memref<4x5xf32>"), "A must hold bf16 or f16"},
+		{"mixed-operands", libraryHost("", "memref<4x3xbf16>", "memref<3x5xf16>", "memref<4x5xf32>"), "B must hold A's bf16"},
+		{"f16-result-of-bf16", libraryHost("", "memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xf16>"), "C must hold bf16 or f32"},
+		{"empty-k", libraryHost("", "memref<4x0xbf16>", "memref<0x5xbf16>", "memref<4x5xbf16>"), "K must be positive"},
+		{"not-unit", libraryHost("<{transpose_a = 1 : i64}>", "memref<3x4xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>"), "'transpose_a' must be a unit attribute"},
+		{"in-kernel", `module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%a: memref<4x3xbf16>, %b: memref<3x5xbf16>, %c: memref<4x5xbf16>) kernel {
+      "gpu.library_matmul"(%a, %b, %c) : (memref<4x3xbf16>, memref<3x5xbf16>, memref<4x5xbf16>) -> ()
+      gpu.return
+    }
+  }
+}`, "is a host op"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := mlirtest.VerifyError(t, newCtx(), c.src); !strings.Contains(got, c.want) {
+				t.Errorf("got error %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestLibraryMatmulBuilder builds the op with each transpose and reads the
+// properties back.
+func TestLibraryMatmulBuilder(t *testing.T) {
+	ctx := newCtx()
+	src := libraryHost("", "memref<3x4xbf16>", "memref<5x3xbf16>", "memref<4x5xbf16>")
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := ir.NewSymTable(m).Lookup("f").Region(0).Front().First()
+	b := ir.NewBuilder(ctx)
+	b.SetInsertionPointBefore(old)
+	op := gpu.LibraryMatmul(b, old.Loc(), old.Operand(0), old.Operand(1), old.Operand(2), true, true)
+	old.Erase()
+	if ta, tb := gpu.LibraryTransposes(op); !ta || !tb {
+		t.Errorf("LibraryTransposes = %v, %v", ta, tb)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Error(err)
+	}
+}
