@@ -260,3 +260,56 @@ func rowInits(op *ir.Operation) []*ir.Value {
 	_, _, _, inits, _ := loop.ParallelBounds(op)
 	return inits
 }
+
+// prefetchLoads issues, at the start of a row, the loads of the row's
+// unrolled loops that do not wait for anything the row computes: loads of
+// buffers the row never stores, at the loop's induction variable and at
+// values known before the row's first op (the row's indices, kernel
+// arguments). Their values are the row's registers (rowRegs), so the loops
+// reuse them; a layer norm's weight and bias then arrive during the row's
+// reductions instead of after them, for their registers.
+func (r *row) prefetchLoads(k *kernelGen, b *ir.Builder, th rowThread) {
+	body := loop.Body(k.nest)
+	stored := map[*ir.Value]bool{}
+	for op := body.First(); op != nil; op = op.Next() {
+		maps.Copy(stored, buffers(op, loop.StoreOp))
+	}
+	for op := body.First(); op != nil; op = op.Next() {
+		rl := r.loops[op]
+		if rl == nil {
+			continue
+		}
+		lb, ub, step := loopRange(op)
+		lbv, ok := staticInt(lb)
+		v := r.loopVector(rl, lb, ub, step)
+		steps := r.registerSteps(lb, ub, v)
+		if !ok || steps == 0 {
+			continue
+		}
+		iv := loop.Body(op).Argument(0)
+		for ld := loop.Body(op).First(); ld != nil; ld = ld.Next() {
+			if ld.Name() != loop.LoadOp || stored[ld.Operand(0)] || !knownIndices(k, ld, iv) {
+				continue
+			}
+			for s := range steps {
+				for j := range v {
+					m := maps.Clone(k.m)
+					m[iv] = th.regs.position(b, ld.Loc(), th.lane, lbv, v, r.threads, s, j)
+					r.cloneOp(b, ld, m, nil, th.regs)
+				}
+			}
+		}
+	}
+}
+
+// knownIndices reports whether every index of load ld is iv or a value
+// the kernel already maps.
+func knownIndices(k *kernelGen, ld *ir.Operation, iv *ir.Value) bool {
+	_, idx := accessIndices(ld)
+	for _, x := range idx {
+		if _, ok := k.m[x]; x != iv && !ok {
+			return false
+		}
+	}
+	return true
+}
