@@ -26,8 +26,8 @@ var gpuRuntime = sync.OnceValues(func() (*exec.Runtime, error) { return exec.Ope
 type nvptxBackend struct{}
 
 // Start opens the GPU runtime in the background: the driver and the
-// context take about 0.2 s, and exec.Open then warms the PTX JIT, so the
-// first Compile finds both ready unless it comes sooner.
+// context take about 0.2 s, which the program's own work until its first
+// call (and that call's passes and code generation) then hides.
 func (nvptxBackend) Start() { go gpuRuntime() }
 
 func (nvptxBackend) Describe() string {

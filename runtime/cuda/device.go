@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -35,9 +34,6 @@ type Device struct {
 	ccMinor int
 	total   uint64
 	sms     int
-	// warm counts WarmJIT's goroutines, which Close waits for: they
-	// use the context Close releases.
-	warm sync.WaitGroup
 }
 
 // Open retains the primary context of device ordinal (0 is the first GPU)
@@ -97,7 +93,6 @@ func (dev *Device) readProperties() error {
 // Close releases the primary context. Memory, modules, streams and events
 // of the device must not be used afterwards.
 func (dev *Device) Close() error {
-	dev.warm.Wait()
 	if r := dev.drv.cuDevicePrimaryCtxRelease(dev.dev); r != Success {
 		return dev.drv.errorFor("cuDevicePrimaryCtxRelease_v2", r)
 	}

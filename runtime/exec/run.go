@@ -74,14 +74,12 @@ type Runtime struct {
 
 // Open opens GPU ordinal and returns a Runtime that closes the device with
 // Close. Without a driver or a device the error wraps ErrNoGPU and says
-// why. It starts the driver's PTX JIT in the background (cuda.WarmJIT), so
-// that the first module load pays only for its own code.
+// why.
 func Open(ordinal int) (*Runtime, error) {
 	dev, err := cuda.Open(ordinal)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoGPU, err)
 	}
-	dev.WarmJIT() // a failure shows again, with the real PTX, at the first load
 	rt := NewRuntime(dev)
 	rt.owned = true
 	return rt, nil
