@@ -437,9 +437,9 @@ func (s *session) backendCompile(be backendEntry, g *graphTrace) (Executable, er
 		}
 	}
 	start := time.Now()
-	before := s.times.Passes + s.times.Load + s.times.Codegen
+	before := s.times.Total()
 	exe, err := be.b.Compile(graph)
-	attributed := s.times.Passes + s.times.Load + s.times.Codegen - before
+	attributed := s.times.Total() - before
 	s.times.Codegen += max(time.Since(start)-attributed, 0)
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", be.name, err)
