@@ -96,6 +96,8 @@ func TestGPURowVariants(t *testing.T) {
 	for _, blk := range []int{256, 512, 1024} {
 		variants = append(variants, rowVariant{opts: fmt.Sprintf("block=%d row-welford=true row-prefetch=true", blk)})
 	}
+	// A warp per row: 128 values a thread, looped (not in registers).
+	variants = append(variants, rowVariant{opts: "block=256 rows-per-block=8"})
 	for _, blk := range []int{256, 512} {
 		for _, e := range []string{"st.cs", "ld.cs", "ld.cs+st.cs", "ld.L2::256B"} {
 			variants = append(variants, rowVariant{opts: fmt.Sprintf("block=%d row-welford=true", blk), edit: e})
