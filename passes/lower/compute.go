@@ -54,11 +54,11 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 	if op == nil {
 		return nil, errorf(k.loc, "unknown dynamic size of %s", v.Type())
 	}
-	switch op.Name() {
-	case "graph.fusion":
+	if op.Name() == "graph.fusion" {
 		return k.size(op.Region(0).Front().Terminator().Operand(v.Index()), d)
-	case "graph.conv2d":
-		return k.convSize(op, d)
+	}
+	if s, ok, err := k.resultSize(op, d); ok {
+		return s, err
 	}
 	// Elementwise ops and reductions: a dynamic operand dim at the aligned
 	// position gives the size.
@@ -193,7 +193,19 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		}
 		return k.value(op.Operand(0), oi)
 	case "reshape":
-		oi, err := k.remap(out, idx, shapeOf(op.Operand(0)))
+		in := shapeOf(k.resolve(op.Operand(0)))
+		if !squeezeEqual(out, in) && (ir.NumElements(out) < 0 || ir.NumElements(in) < 0) {
+			from, err := k.sizes(op.Result(0))
+			if err != nil {
+				return nil, err
+			}
+			to, err := k.sizes(op.Operand(0))
+			if err != nil {
+				return nil, err
+			}
+			return k.value(op.Operand(0), k.remapDynamic(from, idx, to))
+		}
+		oi, err := k.remap(out, idx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +232,7 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	case "pad":
 		return k.pad(op, idx)
 	case "concat":
-		return k.concat(op, idx, 0, 0)
+		return k.concat(op, idx, 0, k.index(0))
 	case "gather":
 		return k.gather(op, idx)
 	case "reduce_sum", "reduce_max", "reduce_min", "reduce_mean":
@@ -319,12 +331,21 @@ func (k *kernel) pad(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	fill := k.constant(scalarAttr(op.Attr("value"), elem))
 	in := make([]*ir.Value, len(idx))
 	var cond *ir.Value
+	high, _ := graph.IntList(op.Attr("high"))
 	for d := range idx {
 		in[d] = k.indexOp("arith.subi", idx[d], k.index(low[d]))
-		if xs[d] == ir.Dynamic {
-			return nil, errorf(op.Loc(), "graph.pad of a dynamic dim is not supported")
+		if low[d] == 0 && high[d] == 0 {
+			continue
 		}
-		c := k.andi(k.cmpi(arith.CmpISGE, idx[d], k.index(low[d])), k.cmpi(arith.CmpISLT, idx[d], k.index(low[d]+xs[d])))
+		end := k.index(low[d] + xs[d])
+		if xs[d] == ir.Dynamic {
+			n, err := k.size(x, d)
+			if err != nil {
+				return nil, err
+			}
+			end = k.indexOp("arith.addi", n, k.index(low[d]))
+		}
+		c := k.andi(k.cmpi(arith.CmpISGE, idx[d], k.index(low[d])), k.cmpi(arith.CmpISLT, idx[d], end))
 		if cond == nil {
 			cond = c
 		} else {
@@ -343,24 +364,22 @@ func (k *kernel) ori(a, b *ir.Value) *ir.Value  { return k.binary("arith.ori", a
 
 // concat emits the element from input j onward, whose slice along the axis
 // starts at off.
-func (k *kernel) concat(op *ir.Operation, idx []*ir.Value, j int, off int64) (*ir.Value, error) {
-	axis := intAttr(op, "axis", 0)
-	if axis < 0 {
-		axis += int64(len(idx))
-	}
+func (k *kernel) concat(op *ir.Operation, idx []*ir.Value, j int, off *ir.Value) (*ir.Value, error) {
+	axis := concatAxis(op)
 	x := op.Operand(j)
 	in := slices.Clone(idx)
-	in[axis] = k.indexOp("arith.subi", idx[axis], k.index(off))
+	in[axis] = k.indexOp("arith.subi", idx[axis], off)
 	if j == op.NumOperands()-1 {
 		return k.value(x, in)
 	}
-	n := shapeOf(k.resolve(x))[axis]
-	if n == ir.Dynamic {
-		return nil, errorf(op.Loc(), "graph.concat along a dynamic dim is not supported")
+	n, err := k.size(x, int(axis))
+	if err != nil {
+		return nil, err
 	}
-	cond := k.cmpi(arith.CmpISLT, idx[axis], k.index(off+n))
+	end := k.indexOp("arith.addi", off, n)
+	cond := k.cmpi(arith.CmpISLT, idx[axis], end)
 	return k.ifElse(cond, idx, elemOf(op.Result(0)), func() (*ir.Value, error) { return k.value(x, in) },
-		func() (*ir.Value, error) { return k.concat(op, idx, j+1, off+n) })
+		func() (*ir.Value, error) { return k.concat(op, idx, j+1, end) })
 }
 
 func (k *kernel) gather(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
@@ -541,21 +560,38 @@ func (k *kernel) matmul(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		m, batch = batch[len(batch)-1], batch[:len(batch)-1]
 	}
 	batchShape := out[:len(batch)]
-	bidx := func(s []int64) []*ir.Value {
+	// bidx is the batch index into operand v of shape s: broadcast dims,
+	// static or dynamic, read index 0.
+	bidx := func(v *ir.Value, s []int64) ([]*ir.Value, error) {
 		if len(s) <= 2 {
-			return nil
+			return nil, nil
 		}
 		bsh := s[:len(s)-2]
 		res := make([]*ir.Value, len(bsh))
 		off := len(batchShape) - len(bsh)
 		for d, size := range bsh {
-			if size == 1 {
+			switch size {
+			case 1:
 				res[d] = k.index(0)
-			} else {
+			case ir.Dynamic:
+				n, err := k.size(v, d)
+				if err != nil {
+					return nil, err
+				}
+				res[d] = k.sel(k.cmpi(arith.CmpIEQ, n, k.index(1)), k.index(0), batch[off+d])
+			default:
 				res[d] = batch[off+d]
 			}
 		}
-		return res
+		return res, nil
+	}
+	ab, err := bidx(lhs, as)
+	if err != nil {
+		return nil, err
+	}
+	bb, err := bidx(rhs, bs)
+	if err != nil {
+		return nil, err
 	}
 	kdim, err := k.size(lhs, len(as)-1)
 	if err != nil {
@@ -564,13 +600,13 @@ func (k *kernel) matmul(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	acc := accType(elem)
 	res, err := k.forLoop(k.levelOf(idx...), k.index(0), kdim, []*ir.Value{k.zero(acc)},
 		func(p *ir.Value, iters []*ir.Value) ([]*ir.Value, error) {
-			ai := append(bidx(as), p)
+			ai := append(slices.Clip(ab), p)
 			if m != nil {
-				ai = append(bidx(as), m, p)
+				ai = append(slices.Clip(ab), m, p)
 			}
 			bi := []*ir.Value{p}
 			if n != nil {
-				bi = append(bidx(bs), p, n)
+				bi = append(slices.Clip(bb), p, n)
 			}
 			a, err := k.value(lhs, ai)
 			if err != nil {

@@ -55,15 +55,15 @@ func (k *kernel) conv2d(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	if !ir.IsFloat(elem) {
 		acc = ir.F64
 	}
-	ws := shapeOf(k.resolve(w))
 	n, o, oh, ow := idx[0], idx[1], idx[2], idx[3]
 	// The input channel block of output channel o: o / (O / groups).
 	grp := k.index(0)
 	if p.Groups > 1 {
-		if ws[0] == ir.Dynamic {
-			return nil, errorf(op.Loc(), "graph.conv2d with groups = %d and a dynamic number of output channels is not supported", p.Groups)
+		outs, err := k.size(w, 0)
+		if err != nil {
+			return nil, err
 		}
-		grp = k.indexOp("arith.divui", o, k.index(ws[0]/p.Groups))
+		grp = k.indexOp("arith.divui", o, k.outerOp("arith.divui", outs, k.outerIndex(p.Groups)))
 	}
 	ubs := make([]*ir.Value, 3)
 	for i, d := range []int{1, 2, 3} {

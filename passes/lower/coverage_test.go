@@ -342,3 +342,79 @@ func assemble(ptxas, ptx string) error {
 	}
 	return nil
 }
+
+// dynamicCases are programs with dynamic sizes: the op line of @main, its
+// arguments, its result type, and the run-time sizes of the arguments'
+// dynamic dims, in order.
+var dynamicCases = []struct {
+	line, args, result string
+	sizes              []int64
+}{
+	{`%r = "graph.matmul"(%a, %b) : (tensor<?x3xf32>, tensor<3x5xf32>) -> tensor<?x5xf32>`,
+		"%a: tensor<?x3xf32>, %b: tensor<3x5xf32>", "tensor<?x5xf32>", []int64{7}},
+	{`%r = "graph.matmul"(%a, %b) : (tensor<?x2x3xf32>, tensor<?x3x4xf32>) -> tensor<?x2x4xf32>`,
+		"%a: tensor<?x2x3xf32>, %b: tensor<?x3x4xf32>", "tensor<?x2x4xf32>", []int64{1, 3}},
+	{`%r = "graph.transpose"(%a) <{perm = [1, 0]}> : (tensor<?x3xf32>) -> tensor<3x?xf32>`,
+		"%a: tensor<?x3xf32>", "tensor<3x?xf32>", []int64{5}},
+	{`%r = "graph.concat"(%a, %b) <{axis = 0 : i64}> : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>`,
+		"%a: tensor<?x3xf32>, %b: tensor<?x3xf32>", "tensor<?x3xf32>", []int64{2, 3}},
+	{`%r = "graph.concat"(%a, %b) <{axis = 1 : i64}> : (tensor<?x3xf32>, tensor<?x2xf32>) -> tensor<?x5xf32>`,
+		"%a: tensor<?x3xf32>, %b: tensor<?x2xf32>", "tensor<?x5xf32>", []int64{4, 4}},
+	{`%r = "graph.pad"(%a) <{high = [2, 2], low = [1, 1], value = 0.5 : f32}> : (tensor<?x3xf32>) -> tensor<?x6xf32>`,
+		"%a: tensor<?x3xf32>", "tensor<?x6xf32>", []int64{3}},
+	{`%r = "graph.gather"(%a, %i) <{axis = 0 : i64}> : (tensor<10x4xf32>, tensor<?xi64>) -> tensor<?x4xf32>`,
+		"%a: tensor<10x4xf32>, %i: tensor<?xi64>", "tensor<?x4xf32>", []int64{6}},
+	{`%r = "graph.reshape"(%a) <{shape = [-1, 6]}> : (tensor<?x2x3xf32>) -> tensor<?x6xf32>`,
+		"%a: tensor<?x2x3xf32>", "tensor<?x6xf32>", []int64{5}},
+	{`%r = "graph.reshape"(%a) <{shape = [-1]}> : (tensor<?x3xf32>) -> tensor<?xf32>`,
+		"%a: tensor<?x3xf32>", "tensor<?xf32>", []int64{4}},
+	{`%r = "graph.conv2d"(%a, %b) <{groups = 2 : i64, padding = [0, 1, 1, 0]}> : (tensor<?x4x5x5xf32>, tensor<?x2x3x3xf32>) -> tensor<?x?x4x4xf32>`,
+		"%a: tensor<?x4x5x5xf32>, %b: tensor<?x2x3x3xf32>", "tensor<?x?x4x4xf32>", []int64{2, 6}},
+	{`%r = "graph.conv2d"(%a, %b) <{padding = [1, 1], strides = [2, 1]}> : (tensor<1x4x?x?xf32>, tensor<3x4x3x3xf32>) -> tensor<1x3x?x?xf32>`,
+		"%a: tensor<1x4x?x?xf32>, %b: tensor<3x4x3x3xf32>", "tensor<1x3x?x?xf32>", []int64{6, 5}},
+	{`%r = "graph.attention"(%q, %k, %v) : (tensor<?x16x8xf32>, tensor<?x16x8xf32>, tensor<?x16x8xf32>) -> tensor<?x16x8xf32>`,
+		"%q: tensor<?x16x8xf32>, %k: tensor<?x16x8xf32>, %v: tensor<?x16x8xf32>", "tensor<?x16x8xf32>", []int64{2, 2, 2}},
+}
+
+// TestDynamicShapesRunOnTheGPU takes the shape-changing ops with dynamic
+// sizes through lower-to-gpu and the native PTX backend, and compares the
+// simulated launch plan with the interpreter at the given sizes.
+func TestDynamicShapesRunOnTheGPU(t *testing.T) {
+	for _, tc := range dynamicCases {
+		src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.line, tc.result)
+		t.Run(strings.Fields(tc.line)[2], func(t *testing.T) {
+			graphM := lowerSource(t, src, "")
+			ft, err := interp.FuncType(interp.New(graphM).Func("main"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes := slices.Clone(tc.sizes)
+			static := make([]ir.Type, len(ft.Inputs))
+			for i, in := range ft.Inputs {
+				shape := slices.Clone(in.(*ir.TensorType).Shape())
+				for d := range shape {
+					if shape[d] == ir.Dynamic {
+						shape[d], sizes = sizes[0], sizes[1:]
+					}
+				}
+				static[i] = ir.TensorOf(shape, in.(*ir.TensorType).ElementType())
+			}
+			args, err := interp.RandomInputs(ir.FunctionOf(static, nil), 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := runConv(t, graphM, args, false)
+			gpuM := lowerSource(t, src, "builtin.module(lower-to-gpu)")
+			lm, err := llvm.TranslateAll(llvm.GPUModules(gpuM))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (nvptx.Native{}).Compile(lm, nvptx.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := passtest.Compare(runConv(t, gpuM, args, true), want); err != nil {
+				t.Errorf("%v\n%s", err, gpuM)
+			}
+		})
+	}
+}
