@@ -46,6 +46,7 @@ var searchGlobs = []string{
 	"/usr/lib/python3*/*-packages/nvidia/*/lib/libcublasLt.so.1[23]",
 	"/usr/local/lib/python3*/*-packages/nvidia/*/lib/libcublasLt.so.1[23]",
 	"/opt/conda/lib/python3*/site-packages/nvidia/*/lib/libcublasLt.so.1[23]",
+	"/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib/libcublasLt.so.1[23]",
 }
 
 // lib holds the bound entry points of one loaded libcublasLt. Handles and
