@@ -61,8 +61,10 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 		return s, err
 	}
 	// Elementwise ops and reductions: a dynamic operand dim at the aligned
-	// position gives the size.
+	// position gives the size; where several operands have one, the
+	// largest (the others are equal or 1, broadcast at run time).
 	rank := len(shapeOf(v))
+	var widest *ir.Value
 	for _, o := range op.Operands() {
 		os := shapeOf(o)
 		if isReduction(op) {
@@ -84,8 +86,18 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 			continue
 		}
 		if od := d - (rank - len(os)); od >= 0 && od < len(os) && os[od] == ir.Dynamic && isElementwise(op) {
-			return k.size(o, od)
+			s, err := k.size(o, od)
+			if err != nil {
+				return nil, err
+			}
+			if widest != nil {
+				s = k.outerOp("arith.maxui", widest, s)
+			}
+			widest = s
 		}
+	}
+	if widest != nil {
+		return widest, nil
 	}
 	return nil, errorf(op.Loc(), "unknown dynamic size of dim %d of '%s'", d, op.Name())
 }

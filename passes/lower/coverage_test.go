@@ -354,6 +354,8 @@ var dynamicCases = []struct {
 		"%a: tensor<?x3xf32>, %b: tensor<3x5xf32>", "tensor<?x5xf32>", []int64{7}},
 	{`%r = "graph.matmul"(%a, %b) : (tensor<?x2x3xf32>, tensor<?x3x4xf32>) -> tensor<?x2x4xf32>`,
 		"%a: tensor<?x2x3xf32>, %b: tensor<?x3x4xf32>", "tensor<?x2x4xf32>", []int64{1, 3}},
+	{`%r = "graph.add"(%a, %b) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>`,
+		"%a: tensor<?x3xf32>, %b: tensor<?x3xf32>", "tensor<?x3xf32>", []int64{1, 4}},
 	{`%r = "graph.transpose"(%a) <{perm = [1, 0]}> : (tensor<?x3xf32>) -> tensor<3x?xf32>`,
 		"%a: tensor<?x3xf32>", "tensor<3x?xf32>", []int64{5}},
 	{`%r = "graph.concat"(%a, %b) <{axis = 0 : i64}> : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>`,
