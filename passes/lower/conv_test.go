@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	_ "github.com/strata-ir/strata/autodiff" // graph-autodiff
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -24,8 +25,8 @@ type convCase struct {
 // strides, dilations and (possibly asymmetric) padding from small ranges,
 // spatial sizes the dilated kernel fits, sometimes a bias, a relu
 // epilogue and a dynamic batch size.
-func drawConv(t *rapid.T) convCase {
-	elem := rapid.SampledFrom([]ir.Type{ir.F32, ir.F16, ir.BF16, ir.F64, ir.I32}).Draw(t, "elem")
+func drawConv(t *rapid.T, elems []ir.Type, allowDynamic bool) convCase {
+	elem := rapid.SampledFrom(elems).Draw(t, "elem")
 	n := rapid.Int64Range(1, 2).Draw(t, "n")
 	g := rapid.Int64Range(1, 3).Draw(t, "groups")
 	cg := rapid.Int64Range(1, 3).Draw(t, "cg")
@@ -62,7 +63,7 @@ func drawConv(t *rapid.T) convCase {
 		in[i] = rapid.Int64Range(least, least+5).Draw(t, fmt.Sprint("in", i))
 		out[i] = (in[i]+pad[i]+pad[2+i]-dil[i]*(k[i]-1)-1)/str[i] + 1
 	}
-	dynamic := rapid.Bool().Draw(t, "dynamic")
+	dynamic := allowDynamic && rapid.Bool().Draw(t, "dynamic")
 	batch := fmt.Sprint(n)
 	if dynamic {
 		batch = "?"
@@ -139,7 +140,7 @@ func runConv(t fataler, m *ir.Operation, args []interp.Value, lowered bool) *int
 // thread, within passtest's tolerance.
 func TestConv2DLowering(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		c := drawConv(rt)
+		c := drawConv(rt, []ir.Type{ir.F32, ir.F16, ir.BF16, ir.F64, ir.I32}, true)
 		args, err := interp.RandomInputs(ir.FunctionOf(c.inputs, nil), 7)
 		if err != nil {
 			rt.Fatal(err)
@@ -156,6 +157,21 @@ func TestConv2DLowering(t *testing.T) {
 		gpu := runConv(rt, lowerSource(rt, c.src, "builtin.module(lower-to-gpu)"), args, true)
 		if err := passtest.Compare(gpu, want); err != nil {
 			rt.Fatalf("lower-to-gpu: %v\n%s", err, c.src)
+		}
+	})
+}
+
+// TestConv2DGradientLowering differentiates random convolutions with
+// graph-autodiff, whose backward pass holds convolutions of other shapes
+// (transposed, with the strides as dilations), and checks @main_grad after
+// lower-to-gpu against the interpreter.
+func TestConv2DGradientLowering(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c := drawConv(rt, []ir.Type{ir.F32, ir.F64}, false)
+		m := lowerSource(rt, c.src, "builtin.module(graph-autodiff)")
+		p := &passtest.Program{Source: ir.Sprint(m, ir.PrintOptions{Generic: true}), Func: "main_grad"}
+		if err := passtest.CheckSemantics(p, "builtin.module(lower-to-gpu)", 5); err != nil {
+			rt.Fatal(err)
 		}
 	})
 }
