@@ -344,9 +344,6 @@ type row struct {
 	// meanVar holds the mean/variance pairs merged into one reduction
 	// (Config.RowWelford), by both loops.
 	meanVar map[*ir.Operation]meanVariance
-	// prefetch issues the loads of every unrolled loop at the row's start
-	// (Config.RowPrefetch).
-	prefetch bool
 }
 
 // rowPlan returns the row mapping of a nest whose body is a sequence of
@@ -387,7 +384,6 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 	if len(order) == 0 || matmulLike(nest, order) {
 		return nil
 	}
-	r.prefetch = cfg.RowPrefetch
 	if cfg.RowWelford {
 		r.meanVar = map[*ir.Operation]meanVariance{}
 		for _, mv := range meanVariancePairs(body, order) {
@@ -607,9 +603,6 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 		body := loop.Body(k.nest)
 		for d, iv := range ivs {
 			k.m[body.Argument(d)] = iv
-		}
-		if r.prefetch {
-			r.prefetchLoads(k, b, th)
 		}
 		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
 			switch {

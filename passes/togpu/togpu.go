@@ -77,17 +77,13 @@ type Config struct {
 	// (Chan's parallel variance, rowstats.go) where the row is held in
 	// registers: one trip across the row's threads instead of two.
 	RowWelford bool
-	// RowPrefetch issues the loads of a register-held row's later loops
-	// (a layer norm's weight and bias) at the row's start, before its
-	// reductions: their latency overlaps the reductions, for registers.
-	RowPrefetch bool
 }
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
 const ShortRow = 512
 
 // DefaultConfig is the configuration of the pass without options.
-var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true, MMATile: MMATiles[0]}
+var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true, MMATile: MMATiles[0], RowWelford: true}
 
 func (c Config) check() error {
 	switch {
@@ -132,8 +128,6 @@ func init() {
 			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 matmul nests as tiled mma.sync kernels"},
 			{Name: "row-welford", Type: passes.Bool, Default: d.RowWelford,
 				Doc: "merge a register-held row's mean and variance reductions into one (Chan's parallel variance)"},
-			{Name: "row-prefetch", Type: passes.Bool, Default: d.RowPrefetch,
-				Doc: "issue the loads of a register-held row's later loops (a layer norm's weight and bias) before its reductions"},
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
 				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
@@ -145,7 +139,7 @@ func init() {
 				return nil, err
 			}
 			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile,
-				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), RowPrefetch: o.Bool("row-prefetch")}
+				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford")}
 			if err := c.check(); err != nil {
 				return nil, err
 			}
