@@ -227,13 +227,21 @@ var floatBinary = map[string]func(k *kernelTranslator, x, y llvmValue) llvmValue
 	"arith.divf":    func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFDiv(x, y) },
 	"arith.maxnumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.maxnum", x, y) },
 	"arith.minnumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.minnum", x, y) },
-	// maximumf and minimumf propagate NaN: x + y is NaN when either is.
-	"arith.maximumf": func(k *kernelTranslator, x, y llvmValue) llvmValue {
-		return k.cur.NewSelect(k.cur.NewFCmp(enum.FPredUNO, x, y), k.cur.NewFAdd(x, y), k.call2("llvm.maxnum", x, y))
-	},
-	"arith.minimumf": func(k *kernelTranslator, x, y llvmValue) llvmValue {
-		return k.cur.NewSelect(k.cur.NewFCmp(enum.FPredUNO, x, y), k.cur.NewFAdd(x, y), k.call2("llvm.minnum", x, y))
-	},
+	"arith.maximumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("maximum", x, y) },
+	"arith.minimumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("minimum", x, y) },
+}
+
+// nanMinMax is arith.maximumf (base "maximum") or arith.minimumf
+// ("minimum"): NaN-propagating, -0 below +0. On f32 it is llvm.maximum /
+// llvm.minimum, one max.NaN / min.NaN (sm_80) in both PTX backends. PTX
+// has no f64 form: there x + y, NaN when either is, carries a NaN past
+// maxnum/minnum.
+func (k *kernelTranslator) nanMinMax(base string, x, y llvmValue) llvmValue {
+	if types.Equal(x.Type(), types.Float) {
+		return k.call2("llvm."+base, x, y)
+	}
+	num := map[string]string{"maximum": "llvm.maxnum", "minimum": "llvm.minnum"}[base]
+	return k.cur.NewSelect(k.cur.NewFCmp(enum.FPredUNO, x, y), k.cur.NewFAdd(x, y), k.call2(num, x, y))
 }
 
 // typeSuffix is the overload suffix of a float intrinsic: f32 or f64.

@@ -13,6 +13,29 @@ type intrinsic struct {
 	args int
 }
 
+// isAddress reports whether argument i is a memory address, `[{i}]`, so
+// that an address plus a constant may be written there as [%rd+16].
+func (in intrinsic) isAddress(i int) bool {
+	return strings.Contains(in.ptx, fmt.Sprintf("[{%d}]", i))
+}
+
+// effectful are the prefixes of intrinsics that synchronize or move data.
+var effectful = []string{"llvm.nvvm.barrier0", "llvm.nvvm.shfl.", "llvm.nvvm.mma.", "llvm.nvvm.ldmatrix.", "llvm.nvvm.cp.async."}
+
+// isPure reports whether the intrinsic name is one of the table's that
+// has no effect but its result, so that an unused call may be dropped.
+func isPure(name string) bool {
+	if _, ok := intrinsics[name]; !ok {
+		return false
+	}
+	for _, p := range effectful {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
+	}
+	return true
+}
+
 // intrinsics are the calls the native backend selects. Each also lowers
 // with llc-19 for nvptx64 (the tests check both), so targets/llvm may use
 // any of them. LLVM's generic math such as llvm.exp.f32 is absent on
@@ -80,6 +103,12 @@ var intrinsics = func() map[string]intrinsic {
 		// PTX min/max return the non-NaN operand, as minnum/maxnum do.
 		m["llvm.minnum."+t] = intrinsic{"min." + t + " {d}, {0}, {1};", 2}
 		m["llvm.maxnum."+t] = intrinsic{"max." + t + " {d}, {0}, {1};", 2}
+		// max.NaN/min.NaN (sm_80) propagate NaN and order -0 below +0, as
+		// llvm.maximum/llvm.minimum do; PTX has them for f32 only.
+		if t == "f32" {
+			m["llvm.maximum."+t] = intrinsic{"max.NaN." + t + " {d}, {0}, {1};", 2}
+			m["llvm.minimum."+t] = intrinsic{"min.NaN." + t + " {d}, {0}, {1};", 2}
+		}
 		// PTX copysign takes the sign operand first.
 		m["llvm.copysign."+t] = intrinsic{"copysign." + t + " {d}, {1}, {0};", 2}
 		for name, mode := range map[string]string{"floor": "rmi", "ceil": "rpi", "trunc": "rzi", "rint": "rni", "nearbyint": "rni", "roundeven": "rni"} {

@@ -58,7 +58,8 @@ func (Native) Compile(m *llir.Module, opts Options) (string, error) {
 		if !kernels[f] {
 			return "", fmt.Errorf("function @%s is not a kernel: device functions are not supported", f.Name())
 		}
-		e := &emitter{fn: f, names: names, vals: map[value.Value][]reg{}, labels: map[*llir.Block]string{}}
+		e := &emitter{fn: f, names: names, vals: map[value.Value][]reg{}, labels: map[*llir.Block]string{},
+			consts: map[string][]reg{}, aliased: map[value.Value]bool{}}
 		text, err := e.kernel()
 		if err != nil {
 			return "", fmt.Errorf("kernel @%s: %w", f.Name(), err)
@@ -156,6 +157,12 @@ type emitter struct {
 	counts [numClasses]int
 	edges  int
 	body   strings.Builder
+	// consts holds the registers of the constants that instructions
+	// could not take as immediates, set once a block at the first use
+	// (once a kernel, in the entry block, would lengthen live ranges).
+	consts  map[string][]reg
+	plan    *plan
+	aliased map[value.Value]bool // results that share their operand's registers
 }
 
 // newReg allocates a fresh virtual register.
@@ -183,6 +190,13 @@ func (e *emitter) inst(format string, args ...any) {
 	e.body.WriteByte('\t')
 	fmt.Fprintf(&e.body, format, args...)
 	e.body.WriteByte('\n')
+}
+
+// label starts a block or an edge: constants set before it are not
+// known to be set on every path into it.
+func (e *emitter) label(l string) {
+	fmt.Fprintf(&e.body, "%s:\n", l)
+	e.consts = map[string][]reg{}
 }
 
 // kernel returns the `.entry` of e.fn.
@@ -218,25 +232,36 @@ func (e *emitter) kernel() (string, error) {
 			e.inst("ld.param%s %s, [%s];", pt, r, pname)
 		}
 	}
+	e.plan = analyze(f)
 	// Every result gets its registers up front: a use may come before its
 	// definition in block order (loops), and phis are written on edges.
+	// Dead and constant results get none; copies share their operand's.
+	var copies []llir.Instruction
 	for i, b := range f.Blocks {
 		e.labels[b] = fmt.Sprintf("$L__BB%d", i)
 		for _, in := range b.Insts {
 			v, ok := in.(value.Value)
-			if !ok || types.Equal(v.Type(), types.Void) {
+			if !ok || types.Equal(v.Type(), types.Void) || !e.plan.live[in] {
 				continue
 			}
-			rs, err := e.newRegs(v.Type())
-			if err != nil {
-				return "", fmt.Errorf("%s: %w", strings.TrimSpace(in.LLString()), err)
+			if _, ok := e.plan.folded[v]; ok {
+				continue
 			}
-			e.vals[v] = rs
+			if isCopy(in) {
+				copies = append(copies, in)
+				continue
+			}
+			if err := e.allocate(in); err != nil {
+				return "", err
+			}
 		}
+	}
+	if err := e.shareRegisters(copies); err != nil {
+		return "", err
 	}
 	for i, b := range f.Blocks {
 		if i > 0 {
-			fmt.Fprintf(&e.body, "%s:\n", e.labels[b])
+			e.label(e.labels[b])
 		}
 		for _, in := range b.Insts {
 			if err := e.instruction(in); err != nil {
@@ -287,16 +312,40 @@ func (e *emitter) operand(v value.Value) ([]reg, error) {
 	if rs, ok := e.vals[v]; ok {
 		return rs, nil
 	}
-	if name, ok := e.names[v]; ok {
+	// Constants and symbols get a register once a block.
+	var key string
+	switch c, folded := e.plan.folded[v]; {
+	case folded:
+		key = fmt.Sprintf("folded %d %#x", c.k.class, c.bits)
+	case e.names[v] != "":
+		key = "symbol " + e.names[v]
+	default:
+		if _, ok := v.(constant.Constant); !ok {
+			return nil, fmt.Errorf("operand %s is not supported", v.Ident())
+		}
+		key = v.String()
+	}
+	if rs, ok := e.consts[key]; ok {
+		return rs, nil
+	}
+	var rs []reg
+	switch c, folded := e.plan.folded[v]; {
+	case folded:
+		r := e.newReg(c.k.class)
+		e.inst("%s %s, %s;", classInfo[c.k.class].mov, r, immediate(c.k, c.bits))
+		rs = []reg{r}
+	case e.names[v] != "":
 		r := e.newReg(classB64)
-		e.inst("mov.u64 %s, %s;", r, name)
-		return []reg{r}, nil
+		e.inst("mov.u64 %s, %s;", r, e.names[v])
+		rs = []reg{r}
+	default:
+		var err error
+		if rs, err = e.constant(v.(constant.Constant)); err != nil {
+			return nil, err
+		}
 	}
-	c, ok := v.(constant.Constant)
-	if !ok {
-		return nil, fmt.Errorf("operand %s is not supported", v.Ident())
-	}
-	return e.constant(c)
+	e.consts[key] = rs
+	return rs, nil
 }
 
 // scalarOperand is operand for a value that must be a scalar.
@@ -337,7 +386,7 @@ func (e *emitter) constant(c constant.Constant) ([]reg, error) {
 			idx[i] = x
 		}
 		r := e.newReg(classB64)
-		return []reg{r}, e.gep(r, c.ElemType, c.Src, idx)
+		return []reg{r}, e.gep(r, c.ElemType, c.Src, idx, false)
 	}
 	k, lanes, err := shapeOf(c.Type())
 	if err != nil {
@@ -407,6 +456,14 @@ func (e *emitter) resultRegs(v value.Value) []reg { return e.vals[v] }
 
 // instruction selects one non-terminator instruction.
 func (e *emitter) instruction(in llir.Instruction) error {
+	if !e.plan.live[in] {
+		return nil
+	}
+	if v, ok := in.(value.Value); ok {
+		if _, folded := e.plan.folded[v]; folded || e.aliased[v] {
+			return nil
+		}
+	}
 	switch in := in.(type) {
 	case *llir.InstPhi:
 		return nil // written on the incoming edges
@@ -451,6 +508,9 @@ func (e *emitter) instruction(in llir.Instruction) error {
 	case *llir.InstFCmp:
 		return e.fcmp(in)
 	case *llir.InstSelect:
+		if m := e.plan.minmax[in]; m != "" {
+			return e.minMax(m, in)
+		}
 		return e.sel(in)
 	case *llir.InstFreeze:
 		return e.copyTo(e.resultRegs(in), in.X)
@@ -481,7 +541,8 @@ func (e *emitter) instruction(in llir.Instruction) error {
 	case *llir.InstAddrSpaceCast:
 		return e.convertTo(e.resultRegs(in), "addrspacecast", in.From, in.To)
 	case *llir.InstGetElementPtr:
-		return e.gep(e.resultRegs(in)[0], in.ElemType, in.Src, in.Indices)
+		_, inAddress := e.plan.memOff[in]
+		return e.gep(e.resultRegs(in)[0], in.ElemType, in.Src, in.Indices, inAddress)
 	case *llir.InstLoad:
 		return e.load(in)
 	case *llir.InstStore:
@@ -542,7 +603,7 @@ func (e *emitter) binaryOperands(x, y value.Value) (scalarKind, []reg, []reg, er
 // intBinary selects an integer binary op, lane by lane.
 func (e *emitter) intBinary(name string, in value.Value, x, y value.Value) error {
 	op := intOps[name]
-	k, xs, ys, err := e.binaryOperands(x, y)
+	k, _, err := shapeOf(x.Type())
 	if err != nil {
 		return err
 	}
@@ -550,6 +611,29 @@ func (e *emitter) intBinary(name string, in value.Value, x, y value.Value) error
 		return fmt.Errorf("%s needs integer operands", name)
 	}
 	shift := op.mnemonic == "shl" || op.mnemonic == "shr"
+	if k.bits >= 32 {
+		as, bs, err := e.sourcePair(x, y)
+		if err != nil {
+			return err
+		}
+		_, amountImm := e.immediates(y)
+		for i, d := range e.resultRegs(in) {
+			b := bs[i]
+			if shift && k.bits != 32 && !amountImm {
+				// PTX takes the shift amount as a .u32.
+				amt := e.newReg(classB32)
+				e.inst("cvt.u32%s %s, %s;", k.intSuffix("u"), amt, b)
+				b = amt.String()
+			}
+			e.inst("%s%s %s, %s, %s;", op.mnemonic, k.intSuffix(op.kind), d, as[i], b)
+		}
+		return nil
+	}
+	// Predicates and 8- and 16-bit integers, in registers.
+	_, xs, ys, err := e.binaryOperands(x, y)
+	if err != nil {
+		return err
+	}
 	for i, d := range e.resultRegs(in) {
 		a, b := xs[i], ys[i]
 		switch {
@@ -592,16 +676,31 @@ func (e *emitter) extend8(r reg, kind string) reg {
 // floatBinary selects a floating-point binary op with round-to-nearest,
 // which also keeps ptxas from contracting it into an fma.
 func (e *emitter) floatBinary(mnemonic string, in value.Value, x, y value.Value) error {
-	k, xs, ys, err := e.binaryOperands(x, y)
+	k, _, err := shapeOf(x.Type())
 	if err != nil {
 		return err
 	}
 	if !k.float || k.bits == 16 {
 		return fmt.Errorf("floating-point arithmetic on %s is not supported (extend to f32 first)", x.Type())
 	}
-	for i, d := range e.resultRegs(in) {
-		e.inst("%s%s %s, %s, %s;", mnemonic, k.floatSuffix(), d, xs[i], ys[i])
+	as, bs, err := e.sourcePair(x, y)
+	if err != nil {
+		return err
 	}
+	for i, d := range e.resultRegs(in) {
+		e.inst("%s%s %s, %s, %s;", mnemonic, k.floatSuffix(), d, as[i], bs[i])
+	}
+	return nil
+}
+
+// minMax selects a select that minMaxOf recognized as max.NaN.f32 or
+// min.NaN.f32.
+func (e *emitter) minMax(m string, in *llir.InstSelect) error {
+	as, bs, err := e.sourcePair(in.ValueTrue, in.ValueFalse)
+	if err != nil {
+		return err
+	}
+	e.inst("%s.NaN.f32 %s, %s, %s;", m, e.resultRegs(in)[0], as[0], bs[0])
 	return nil
 }
 
@@ -634,7 +733,21 @@ var icmpOps = map[enum.IPred]struct{ cmp, kind string }{
 
 func (e *emitter) icmp(in *llir.InstICmp) error {
 	op := icmpOps[in.Pred]
-	k, xs, ys, err := e.binaryOperands(in.X, in.Y)
+	k, _, err := shapeOf(in.X.Type())
+	if err != nil {
+		return err
+	}
+	if k.bits >= 32 {
+		as, bs, err := e.sourcePair(in.X, in.Y)
+		if err != nil {
+			return err
+		}
+		for i, d := range e.resultRegs(in) {
+			e.inst("setp.%s%s %s, %s, %s;", op.cmp, k.intSuffix(op.kind), d, as[i], bs[i])
+		}
+		return nil
+	}
+	_, xs, ys, err := e.binaryOperands(in.X, in.Y)
 	if err != nil {
 		return err
 	}
@@ -674,24 +787,35 @@ var fcmpOps = map[enum.FPred]string{
 }
 
 func (e *emitter) fcmp(in *llir.InstFCmp) error {
-	k, xs, ys, err := e.binaryOperands(in.X, in.Y)
+	k, _, err := shapeOf(in.X.Type())
+	if err != nil {
+		return err
+	}
+	if in.Pred == enum.FPredTrue || in.Pred == enum.FPredFalse {
+		for _, d := range e.resultRegs(in) {
+			e.inst("mov.pred %s, %d;", d, map[bool]int{true: 1}[in.Pred == enum.FPredTrue])
+		}
+		return nil
+	}
+	if k.bits == 16 { // compare exactly in f32
+		_, xs, ys, err := e.binaryOperands(in.X, in.Y)
+		if err != nil {
+			return err
+		}
+		for i, d := range e.resultRegs(in) {
+			a, b := e.newReg(classF32), e.newReg(classF32)
+			e.inst("cvt.f32.f16 %s, %s;", a, xs[i])
+			e.inst("cvt.f32.f16 %s, %s;", b, ys[i])
+			e.inst("setp.%s.f32 %s, %s, %s;", fcmpOps[in.Pred], d, a, b)
+		}
+		return nil
+	}
+	as, bs, err := e.sourcePair(in.X, in.Y)
 	if err != nil {
 		return err
 	}
 	for i, d := range e.resultRegs(in) {
-		switch in.Pred {
-		case enum.FPredTrue, enum.FPredFalse:
-			e.inst("mov.pred %s, %d;", d, map[bool]int{true: 1}[in.Pred == enum.FPredTrue])
-			continue
-		}
-		a, b := xs[i], ys[i]
-		if k.bits == 16 { // compare exactly in f32
-			a, b = e.newReg(classF32), e.newReg(classF32)
-			e.inst("cvt.f32.f16 %s, %s;", a, xs[i])
-			e.inst("cvt.f32.f16 %s, %s;", b, ys[i])
-			k = scalarKind{class: classF32, bits: 32, float: true}
-		}
-		e.inst("setp.%s%s %s, %s, %s;", fcmpOps[in.Pred], k.floatSuffix(), d, a, b)
+		e.inst("setp.%s%s %s, %s, %s;", fcmpOps[in.Pred], k.floatSuffix(), d, as[i], bs[i])
 	}
 	return nil
 }
@@ -702,11 +826,11 @@ func (e *emitter) sel(in *llir.InstSelect) error {
 	if err != nil {
 		return err
 	}
-	ts, err := e.operand(in.ValueTrue)
+	ts, err := e.sources(in.ValueTrue)
 	if err != nil {
 		return err
 	}
-	fs, err := e.operand(in.ValueFalse)
+	fs, err := e.sources(in.ValueFalse)
 	if err != nil {
 		return err
 	}
@@ -727,7 +851,7 @@ func (e *emitter) sel(in *llir.InstSelect) error {
 
 // copyTo moves v into the registers dst.
 func (e *emitter) copyTo(dst []reg, v value.Value) error {
-	src, err := e.operand(v)
+	src, err := e.sources(v)
 	if err != nil {
 		return err
 	}
@@ -856,13 +980,15 @@ func (e *emitter) addrSpaceCast(d, s reg, from, to types.AddrSpace) error {
 }
 
 // gep computes an address into d: the base plus each index scaled by the
-// size of what it steps over. Indices are signed, as in LLVM.
-func (e *emitter) gep(d reg, elem types.Type, src value.Value, indices []value.Value) error {
+// size of what it steps over. Indices are signed, as in LLVM. With
+// constInAddress, the constant part is left out: the uses add it in their
+// memory operands.
+func (e *emitter) gep(d reg, elem types.Type, src value.Value, indices []value.Value, constInAddress bool) error {
 	base, err := e.scalarOperand(src)
 	if err != nil {
 		return err
 	}
-	e.inst("mov.b64 %s, %s;", d, base)
+	sum := base // what d holds so far: base until the first index is added
 	var offset int64
 	t := elem
 	for i, x := range indices {
@@ -920,10 +1046,18 @@ func (e *emitter) gep(d reg, elem types.Type, src value.Value, indices []value.V
 			e.inst("cvt.s64%s %s, %s;", from, wide, r)
 			r = wide
 		}
-		e.inst("mad.lo.s64 %s, %s, %d, %s;", d, r, scale, d)
+		if scale == 1 {
+			e.inst("add.s64 %s, %s, %s;", d, r, sum)
+		} else {
+			e.inst("mad.lo.s64 %s, %s, %d, %s;", d, r, scale, sum)
+		}
+		sum = d
 	}
-	if offset != 0 {
-		e.inst("add.s64 %s, %s, %d;", d, d, offset)
+	switch {
+	case offset != 0 && !constInAddress:
+		e.inst("add.s64 %s, %s, %d;", d, sum, offset)
+	case sum != d:
+		e.inst("mov.b64 %s, %s;", d, sum)
 	}
 	return nil
 }
@@ -962,7 +1096,7 @@ func (e *emitter) load(in *llir.InstLoad) error {
 	if err != nil {
 		return err
 	}
-	addr, err := e.scalarOperand(in.Src)
+	addr, err := e.address(in.Src)
 	if err != nil {
 		return err
 	}
@@ -993,7 +1127,7 @@ func (e *emitter) store(in *llir.InstStore) error {
 	if err != nil {
 		return err
 	}
-	addr, err := e.scalarOperand(in.Dst)
+	addr, err := e.address(in.Dst)
 	if err != nil {
 		return err
 	}
@@ -1101,6 +1235,14 @@ func (e *emitter) call(in *llir.InstCall) error {
 			subst = append(subst, fmt.Sprintf("{c%d}", i), c.X.String())
 			continue
 		}
+		if in2.isAddress(i) {
+			addr, err := e.address(a)
+			if err != nil {
+				return err
+			}
+			subst = append(subst, fmt.Sprintf("{%d}", i), addr)
+			continue
+		}
 		r, err := e.scalarOperand(a)
 		if err != nil {
 			return err
@@ -1162,7 +1304,7 @@ func (e *emitter) terminator(b, next *llir.Block) error {
 			e.inst("bra.uni %s;", e.labels[fb])
 		}
 		if edge {
-			fmt.Fprintf(&e.body, "%s:\n", trueLabel)
+			e.label(trueLabel)
 			if err := e.edgeCopies(b, tb); err != nil {
 				return err
 			}
@@ -1193,9 +1335,15 @@ func (e *emitter) edgeCopies(pred, succ *llir.Block) error {
 			phis = append(phis, p)
 		}
 	}
-	type move struct{ dst, src []reg }
+	type move struct {
+		dst []reg
+		src []string
+	}
 	var moves []move
 	for _, p := range phis {
+		if !e.plan.live[p] {
+			continue
+		}
 		var inc value.Value
 		for _, c := range p.Incs {
 			if c.Pred == pred {
@@ -1206,15 +1354,18 @@ func (e *emitter) edgeCopies(pred, succ *llir.Block) error {
 		if inc == nil {
 			return fmt.Errorf("phi %s has no incoming value from %s", p.Ident(), pred.Ident())
 		}
-		src, err := e.operand(inc)
+		src, err := e.sources(inc)
 		if err != nil {
 			return fmt.Errorf("phi %s: %w", p.Ident(), err)
 		}
-		if len(phis) > 1 {
-			tmp := make([]reg, len(src))
+		if _, imm := e.immediates(inc); len(phis) > 1 && !imm && !e.isConstant(inc) {
+			// A constant's register is never written: no temporary.
+			tmp := make([]string, len(src))
 			for i, s := range src {
-				tmp[i] = e.newReg(s.class)
-				e.inst("%s %s, %s;", classInfo[s.class].mov, tmp[i], s)
+				c := e.vals[p][i].class
+				t := e.newReg(c)
+				e.inst("%s %s, %s;", classInfo[c].mov, t, s)
+				tmp[i] = t.String()
 			}
 			src = tmp
 		}

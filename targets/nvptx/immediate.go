@@ -1,0 +1,124 @@
+package nvptx
+
+import (
+	"fmt"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/value"
+)
+
+// immClasses are the register classes whose constants PTX arithmetic,
+// comparisons, selp and mov take as immediates. Predicates and 16-bit
+// values keep registers: i8 needs extending and half is converted.
+var immClasses = map[regClass]bool{classB32: true, classB64: true, classF32: true, classF64: true}
+
+// immediates returns the PTX immediate of each lane of v when v is a
+// constant (or a result folded to one) of an immediate class.
+func (e *emitter) immediates(v value.Value) ([]string, bool) {
+	if vec, ok := v.(*constant.Vector); ok {
+		var out []string
+		for _, el := range vec.Elems {
+			lane, ok := e.immediates(el)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, lane...)
+		}
+		return out, true
+	}
+	c, ok := e.plan.constOf(v)
+	if !ok {
+		switch v.(type) {
+		case *constant.Undef, *constant.Poison:
+			// Any value will do: zero.
+			k, err := scalarOf(v.Type())
+			if err != nil || k.ptr {
+				return nil, false
+			}
+			c = scalarConst{k: k}
+		default:
+			return nil, false
+		}
+	}
+	if !immClasses[c.k.class] {
+		return nil, false
+	}
+	return []string{immText(c)}, true
+}
+
+// immText writes a constant as an operand: integers in signed decimal of
+// their width, floats as bits (0f/0d), as llc writes them.
+func immText(c scalarConst) string {
+	switch c.k.class {
+	case classB32:
+		return fmt.Sprint(int32(uint32(c.bits)))
+	case classB64:
+		return fmt.Sprint(int64(c.bits))
+	}
+	return immediate(c.k, c.bits)
+}
+
+// sources returns the operand text of each lane of v: immediates for a
+// constant, else its registers.
+func (e *emitter) sources(v value.Value) ([]string, error) {
+	if imm, ok := e.immediates(v); ok {
+		return imm, nil
+	}
+	rs, err := e.operand(v)
+	if err != nil {
+		return nil, err
+	}
+	return regNames(rs), nil
+}
+
+// sourcePair is sources for the two operands of one instruction; at most
+// one of them is an immediate.
+func (e *emitter) sourcePair(x, y value.Value) ([]string, []string, error) {
+	ys, err := e.sources(y)
+	if err != nil {
+		return nil, nil, err
+	}
+	var xs []string
+	if _, yImm := e.immediates(y); yImm {
+		rs, err := e.operand(x)
+		if err != nil {
+			return nil, nil, err
+		}
+		xs = regNames(rs)
+	} else if xs, err = e.sources(x); err != nil {
+		return nil, nil, err
+	}
+	return xs, ys, nil
+}
+
+func regNames(rs []reg) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// address returns the text inside the brackets of a memory operand for
+// the pointer v: a register, a shared symbol, or either plus the constant
+// offset of a gep used only as an address ([%rd4+16]).
+func (e *emitter) address(v value.Value) (string, error) {
+	if name, ok := e.names[v]; ok {
+		return name, nil
+	}
+	g, ok := v.(*llir.InstGetElementPtr)
+	off, folded := e.plan.memOff[v]
+	if !ok || !folded {
+		r, err := e.scalarOperand(v)
+		return r.String(), err
+	}
+	if rs, ok := e.vals[v]; ok {
+		return fmt.Sprintf("%s+%d", rs[0], off), nil // the gep's variable part
+	}
+	base, err := e.address(g.Src)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s+%d", base, off), nil
+}

@@ -1,0 +1,407 @@
+package nvptx
+
+import (
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// The driver JIT-compiles PTX at module load in time roughly linear in its
+// lines (bench/NOTES.md), so the native backend writes as few as it can.
+// plan is what it learns about a kernel before selecting instructions:
+// which instructions matter, which results are known constants, which
+// are plain copies of an operand, and which addresses fold into a memory
+// operand. Nothing here changes the llir module.
+type plan struct {
+	// live holds the instructions whose results something with an effect
+	// (a store, a call with effects, a branch) depends on; the others
+	// are not emitted.
+	live map[llir.Instruction]bool
+	// folded holds the results computed at compile time from constant
+	// operands (the bf16 widening of a constant, a bitcast of one).
+	folded map[value.Value]scalarConst
+	// memOff holds the geps whose every use is the address of a load, a
+	// store or a `[{i}]` intrinsic operand, with their constant byte
+	// offset: the gep computes only the rest and the offset goes into the
+	// address, as [%rd+16].
+	memOff map[value.Value]int64
+	// minmax holds the selects that are a NaN-propagating maximum or
+	// minimum of f32 (see minMaxOf), as "max" or "min".
+	minmax map[*llir.InstSelect]string
+}
+
+// scalarConst is a scalar constant known as the bits of its kind.
+type scalarConst struct {
+	k    scalarKind
+	bits uint64
+}
+
+// operandsOf is implemented by every llir instruction and terminator.
+type operandsOf interface{ Operands() []*value.Value }
+
+// analyze builds the plan of f.
+func analyze(f *llir.Func) *plan {
+	p := &plan{
+		live:   map[llir.Instruction]bool{},
+		folded: map[value.Value]scalarConst{},
+		memOff: map[value.Value]int64{},
+		minmax: map[*llir.InstSelect]string{},
+	}
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			if s, ok := in.(*llir.InstSelect); ok {
+				if m := minMaxOf(s); m != "" {
+					p.minmax[s] = m
+				}
+			}
+		}
+	}
+	p.markLive(f)
+	// Folding follows definitions; a result used before its definition
+	// in block order (a loop) waits for the next round.
+	for changed := true; changed; {
+		changed = false
+		for _, b := range f.Blocks {
+			for _, in := range b.Insts {
+				v, ok := in.(value.Value)
+				if !ok || !p.live[in] {
+					continue
+				}
+				if _, done := p.folded[v]; done {
+					continue
+				}
+				if c, ok := p.fold(in); ok {
+					p.folded[v] = c
+					changed = true
+				}
+			}
+		}
+	}
+	p.findMemOffsets(f)
+	return p
+}
+
+// inputs returns the values an instruction reads: for a select selected
+// as max/min, only the two values.
+func (p *plan) inputs(in operandsOf) []value.Value {
+	if s, ok := in.(*llir.InstSelect); ok && p.minmax[s] != "" {
+		return []value.Value{s.ValueTrue, s.ValueFalse}
+	}
+	var vs []value.Value
+	for _, op := range in.Operands() {
+		vs = append(vs, *op)
+	}
+	return vs
+}
+
+// markLive marks, from the instructions with effects and the
+// terminators, every instruction whose result is needed.
+func (p *plan) markLive(f *llir.Func) {
+	var work []llir.Instruction
+	mark := func(in llir.Instruction) {
+		if !p.live[in] {
+			p.live[in] = true
+			work = append(work, in)
+		}
+	}
+	markValue := func(v value.Value) {
+		if in, ok := v.(llir.Instruction); ok {
+			mark(in)
+		}
+	}
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			if hasEffects(in) {
+				mark(in)
+			}
+		}
+		for _, v := range p.inputs(b.Term) {
+			markValue(v)
+		}
+	}
+	for len(work) > 0 {
+		in := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, v := range p.inputs(in) {
+			markValue(v)
+		}
+	}
+}
+
+// hasEffects reports whether an instruction must stay even when its
+// result is unused: stores, volatile loads and calls of intrinsics that
+// synchronize, move data or are not known to be pure.
+func hasEffects(in llir.Instruction) bool {
+	switch in := in.(type) {
+	case *llir.InstStore:
+		return true
+	case *llir.InstLoad:
+		return in.Volatile || in.Atomic
+	case *llir.InstCall:
+		f, ok := in.Callee.(*llir.Func)
+		return !ok || !isPure(f.Name())
+	}
+	return false
+}
+
+// minMaxOf recognizes the NaN-propagating f32 maximum (minimum) that
+// convert-graph-to-loop writes for reduce_max (reduce_min),
+//
+//	select(or(fcmp ogt (olt) x, y, fcmp uno x, x), x, y)
+//
+// which is max.NaN.f32 (min.NaN.f32) but for the sign of a zero result
+// when x and y are zeros of opposite signs: the select keeps y, max.NaN
+// orders -0 below +0. A reduction's zero sign already depends on the
+// order the GPU combines partial results in.
+func minMaxOf(s *llir.InstSelect) string {
+	if !types.Equal(s.Typ, types.Float) {
+		return ""
+	}
+	or, ok := s.Cond.(*llir.InstOr)
+	if !ok {
+		return ""
+	}
+	c, cok := or.X.(*llir.InstFCmp)
+	n, nok := or.Y.(*llir.InstFCmp)
+	x, y := s.ValueTrue, s.ValueFalse
+	if !cok || !nok || n.Pred != enum.FPredUNO || n.X != x || n.Y != x || c.X != x || c.Y != y {
+		return ""
+	}
+	switch c.Pred {
+	case enum.FPredOGT:
+		return "max"
+	case enum.FPredOLT:
+		return "min"
+	}
+	return ""
+}
+
+// constOf returns the scalar constant v is, if it is one.
+func (p *plan) constOf(v value.Value) (scalarConst, bool) {
+	if c, ok := p.folded[v]; ok {
+		return c, true
+	}
+	if ci, ok := v.(*constant.Index); ok {
+		v = ci.Constant
+	}
+	k, err := scalarOf(v.Type())
+	if err != nil || k.ptr {
+		return scalarConst{}, false
+	}
+	switch c := v.(type) {
+	case *constant.Int:
+		return scalarConst{k, intBits(c) & widthMask(k.bits)}, true
+	case *constant.Float:
+		bits, err := floatBits(c, k)
+		return scalarConst{k, bits}, err == nil
+	case *constant.ZeroInitializer:
+		return scalarConst{k, 0}, true
+	}
+	return scalarConst{}, false
+}
+
+// widthMask keeps the low n bits.
+func widthMask(n int) uint64 {
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<n - 1
+}
+
+// signExtend reads the low n bits of x as a signed number.
+func signExtend(x uint64, n int) uint64 {
+	if n >= 64 {
+		return x
+	}
+	s := 64 - n
+	return uint64(int64(x<<s) >> s)
+}
+
+// fold computes an integer operation or a cast of constants.
+func (p *plan) fold(in llir.Instruction) (scalarConst, bool) {
+	v := in.(value.Value)
+	k, err := scalarOf(v.Type())
+	if err != nil || k.class == classPred || k.ptr {
+		return scalarConst{}, false
+	}
+	ops := p.inputs(in)
+	cs := make([]scalarConst, len(ops))
+	for i, op := range ops {
+		c, ok := p.constOf(op)
+		if !ok {
+			return scalarConst{}, false
+		}
+		cs[i] = c
+	}
+	res := func(bits uint64) (scalarConst, bool) { return scalarConst{k, bits & widthMask(k.bits)}, true }
+	switch in.(type) {
+	case *llir.InstZExt, *llir.InstTrunc:
+		return res(cs[0].bits)
+	case *llir.InstSExt:
+		return res(signExtend(cs[0].bits, cs[0].k.bits))
+	case *llir.InstBitCast:
+		if cs[0].k.bits == k.bits {
+			return res(cs[0].bits)
+		}
+		return scalarConst{}, false
+	}
+	if k.float || len(cs) != 2 {
+		return scalarConst{}, false
+	}
+	x, y := cs[0].bits, cs[1].bits
+	switch in.(type) {
+	case *llir.InstAdd:
+		return res(x + y)
+	case *llir.InstSub:
+		return res(x - y)
+	case *llir.InstMul:
+		return res(x * y)
+	case *llir.InstAnd:
+		return res(x & y)
+	case *llir.InstOr:
+		return res(x | y)
+	case *llir.InstXor:
+		return res(x ^ y)
+	}
+	if y >= uint64(k.bits) {
+		return scalarConst{}, false // poison in LLVM: leave it to the instruction
+	}
+	switch in.(type) {
+	case *llir.InstShl:
+		return res(x << y)
+	case *llir.InstLShr:
+		return res(x >> y)
+	case *llir.InstAShr:
+		return res(uint64(int64(signExtend(x, k.bits)) >> y))
+	}
+	return scalarConst{}, false
+}
+
+// gepOffset returns the constant byte offset of a gep whose indices are
+// all constants.
+func gepOffset(elem types.Type, indices []value.Value) (int64, bool) {
+	var offset int64
+	t := elem
+	for i, x := range indices {
+		if ci, ok := x.(*constant.Index); ok {
+			x = ci.Constant
+		}
+		c, ok := x.(*constant.Int)
+		if !ok || !c.X.IsInt64() {
+			return 0, false
+		}
+		n := c.X.Int64()
+		if i > 0 {
+			switch tt := t.(type) {
+			case *types.ArrayType:
+				t = tt.ElemType
+			case *types.VectorType:
+				t = tt.ElemType
+			case *types.StructType:
+				if n < 0 || n >= int64(len(tt.Fields)) {
+					return 0, false
+				}
+				_, off, err := structLayout(tt, int(n))
+				if err != nil {
+					return 0, false
+				}
+				offset += off
+				t = tt.Fields[n]
+				continue
+			default:
+				return 0, false
+			}
+		}
+		size, err := sizeOf(t)
+		if err != nil {
+			return 0, false
+		}
+		offset += n * size
+	}
+	return offset, true
+}
+
+// findMemOffsets records the geps used only as memory addresses, with
+// their constant part (0 when an index is not a constant, or the gep
+// has no constant part: then it needs no entry).
+func (p *plan) findMemOffsets(f *llir.Func) {
+	addressOnly := map[value.Value]bool{}
+	use := func(v value.Value, asAddress bool) {
+		if _, ok := v.(*llir.InstGetElementPtr); !ok {
+			return
+		}
+		if prev, seen := addressOnly[v]; seen {
+			addressOnly[v] = prev && asAddress
+		} else {
+			addressOnly[v] = asAddress
+		}
+	}
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			if !p.live[in] {
+				continue
+			}
+			switch in := in.(type) {
+			case *llir.InstLoad:
+				use(in.Src, true)
+				continue
+			case *llir.InstStore:
+				use(in.Dst, true)
+				use(in.Src, false)
+				continue
+			case *llir.InstCall:
+				if f, ok := in.Callee.(*llir.Func); ok {
+					for i, a := range in.Args {
+						use(a, intrinsics[f.Name()].isAddress(i))
+					}
+					continue
+				}
+			}
+			for _, v := range p.inputs(in) {
+				use(v, false)
+			}
+		}
+		for _, v := range p.inputs(b.Term) {
+			use(v, false)
+		}
+	}
+	for v, only := range addressOnly {
+		if !only {
+			continue
+		}
+		g := v.(*llir.InstGetElementPtr)
+		if off := constPart(g); off != 0 {
+			p.memOff[v] = off
+		}
+	}
+}
+
+// constPart is the byte offset a gep's constant indices contribute, its
+// variable indices taken as zero: the part that can move into an address.
+func constPart(g *llir.InstGetElementPtr) int64 {
+	idx := make([]value.Value, len(g.Indices))
+	for i, x := range g.Indices {
+		if ci, ok := x.(*constant.Index); ok {
+			x = ci.Constant
+		}
+		if _, ok := x.(*constant.Int); !ok {
+			x = constant.NewInt(types.I64, 0)
+		}
+		idx[i] = x
+	}
+	off, ok := gepOffset(g.ElemType, idx)
+	if !ok {
+		return 0
+	}
+	return off
+}
+
+// intBits returns an integer constant as two's-complement bits.
+func intBits(c *constant.Int) uint64 {
+	if c.X.IsInt64() {
+		return uint64(c.X.Int64())
+	}
+	return c.X.Uint64()
+}

@@ -1,0 +1,70 @@
+package nvptx
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+)
+
+// shrinkable holds what the native backend writes short: constant
+// operands, a constant computed from constants, a gep with a constant
+// offset used only by loads, lanes of a vector load, unused address
+// arithmetic, and both forms of a NaN-propagating max.
+func shrinkable() *llir.Module {
+	m := newModule()
+	a, out := llir.NewParam("a", gF32), llir.NewParam("out", gF32)
+	f := kernel(m, "shrink", a, out)
+	b := f.NewBlock("entry")
+	tid := sreg(m, b, "tid.x")
+	i := b.NewMul(tid, c64(4))
+	b.NewAdd(i, c64(12345)) // unused
+	v := b.NewLoad(types.NewVector(4, f32), b.NewBitCast(b.NewGetElementPtr(f32, a, i), gV4))
+	x, y := b.NewExtractElement(v, c32(0)), b.NewExtractElement(v, c32(1))
+	next := b.NewLoad(f32, b.NewGetElementPtr(f32, a, c64(5)))
+	// select(x > y || x != x, x, y): reduce_max's form.
+	mx := b.NewSelect(b.NewOr(b.NewFCmp(enum.FPredOGT, x, y), b.NewFCmp(enum.FPredUNO, x, x)), x, y)
+	mn := b.NewCall(declare(m, "llvm.minimum.f32", f32, f32, f32), mx, next)
+	// bf16 1.0 widened to f32: (zext 0x3F80) << 16, bitcast.
+	one := b.NewBitCast(b.NewShl(b.NewZExt(constI16(0x3F80), i32), c32(16)), f32)
+	b.NewStore(b.NewFAdd(mn, one), b.NewGetElementPtr(f32, out, tid))
+	b.NewRet(nil)
+	return m
+}
+
+// TestShrink checks the short forms in the PTX and that ptxas takes it.
+func TestShrink(t *testing.T) {
+	ptx, err := Native{}.Compile(shrinkable(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"mul.lo.s64 %rd3, %rd2, 4;",                // an immediate operand
+		"ld.global.f32 %f4, [%rd0+20];",            // the gep's offset in the address
+		"max.NaN.f32 %f5, %f0, %f1;",               // the select, on the load's lanes
+		"min.NaN.f32 %f6, %f5, %f4;",               // llvm.minimum
+		"add.rn.f32 %f7, %f6, 0f3F800000;",         // the folded constant
+		"ld.global.v4.f32 {%f0, %f1, %f2, %f3}, [", // lanes shared, no copies
+	} {
+		if !strings.Contains(ptx, want) {
+			t.Errorf("PTX lacks %q\n%s", want, numbered(ptx))
+		}
+	}
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`12345`),                    // the unused add
+		regexp.MustCompile(`mov\.f32 %f\d+, %f\d+`),    // a lane copied
+		regexp.MustCompile(`setp|or\.pred|selp`),       // the select's parts
+		regexp.MustCompile(`mov\.b\d+ %r[sd]?\d+, 0x`), // a constant in a register
+	} {
+		if loc := bad.FindString(ptx); loc != "" {
+			t.Errorf("PTX holds %q\n%s", loc, numbered(ptx))
+		}
+	}
+	assemble(t, ptx)
+}
+
+func constI16(v int64) *constant.Int { return constant.NewInt(types.I16, v) }
