@@ -221,12 +221,12 @@ var fcmpPreds = map[string]enum.FPred{
 
 // floatBinary maps arith float ops to LLVM on f32 or f64 operands.
 var floatBinary = map[string]func(k *kernelTranslator, x, y llvmValue) llvmValue{
-	"arith.addf":    func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFAdd(x, y) },
-	"arith.subf":    func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFSub(x, y) },
-	"arith.mulf":    func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFMul(x, y) },
-	"arith.divf":    func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFDiv(x, y) },
-	"arith.maxnumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.maxnum", x, y) },
-	"arith.minnumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.minnum", x, y) },
+	"arith.addf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFAdd(x, y) },
+	"arith.subf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFSub(x, y) },
+	"arith.mulf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFMul(x, y) },
+	"arith.divf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFDiv(x, y) },
+	"arith.maxnumf":  func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.maxnum", x, y) },
+	"arith.minnumf":  func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.minnum", x, y) },
 	"arith.maximumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("maximum", x, y) },
 	"arith.minimumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("minimum", x, y) },
 }
