@@ -90,7 +90,8 @@ func TestGPURowVariants(t *testing.T) {
 	sq := func(op, out string) string {
 		return fmt.Sprintf("func.func @main(%%x: tensor<8192x8192xf32>) -> %[2]s {\n  %%0 = %[1]s : (tensor<8192x8192xf32>) -> %[2]s\n  return %%0 : %[2]s\n}", op, out)
 	}
-	lnVariants := []rowVariant{{opts: "block=256 row-welford=false"}, {opts: "block=256"}, {opts: "block=128"}}
+	lnVariants := []rowVariant{{opts: "block=256 row-welford=false"}, {opts: "block=256"}, {opts: "block=128"},
+		{opts: "block=256 row-max-blocks=792"}, {opts: "block=256 row-max-blocks=1584"}, {opts: "block=128 row-max-blocks=1188"}}
 	for _, e := range slices.Sorted(maps.Keys(ptxEdits)) {
 		lnVariants = append(lnVariants, rowVariant{opts: "block=256", edit: e})
 	}
@@ -112,9 +113,9 @@ func TestGPURowVariants(t *testing.T) {
 				return nil
 			}},
 		{name: "softmax 8192x8192", src: sq(`"graph.softmax"(%x) <{axis = -1 : i64}>`, "tensor<8192x8192xf32>"), args: []interp.Value{buf(xs, 8192, 8192)},
-			variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1},
+			variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}, {opts: "block=256 row-max-blocks=1056"}}, allEdits...), edited: -1},
 		{name: "rowsum 8192x8192", src: sq(`"graph.reduce_sum"(%x) <{axes = [1], keepdims = false}>`, "tensor<8192xf32>"),
-			args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1},
+			args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}, {opts: "block=256 row-max-blocks=1056"}}, allEdits...), edited: -1},
 	}
 	for _, wl := range workloads {
 		progs := make([]*exec.Program, len(wl.variants))
