@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
@@ -14,37 +15,44 @@ const MappingMMA = "mma"
 
 // MMATile is a tensor-core tiling: a block of Warps warps computes an M × N
 // output tile, stepping over K by K with Stages shared-memory stages
-// filled by cp.async. Each warp owns a 64 × 32 tile of 4 × 4 m16n8
-// accumulators (64 f32 registers a thread), so the warps form an
-// M/64 × N/32 grid. Blocks walk the output tiles in groups of groupM tile
-// rows, column by column, so that the blocks resident at one time share
-// A's and B's tiles in L2.
+// filled by cp.async. Each warp owns a 64 × WarpN tile of 4 × WarpN/8
+// m16n8 accumulators (64 or 128 f32 registers a thread), so the warps
+// form an M/64 × N/WarpN grid. Blocks walk the output tiles in groups of
+// groupM tile rows, column by column, so that the blocks resident at one
+// time share A's and B's tiles in L2.
 type MMATile struct {
 	M, N, K int64
 	Stages  int64
+	WarpN   int64 // the warp tile's N: 32 or 64
 }
 
 // MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
-// the default first. Every stage buffer is static shared memory, which
-// ptxas caps at 48 KiB a kernel (sm_90 rejects more: larger stages need
-// dynamic shared memory, which the backends do not emit), so a BK = 64
-// tile has two stages of a 128 × 64 output tile (64 × 128 would take
-// 131 registers a thread in ptxas, over the 128 of 4 blocks an SM).
+// the default first, with ptxas's registers a thread (offline, sm_90;
+// native backend / llc, none spilling) and mm_bias_gelu's time on the
+// H200 (bench/NOTES.md, H1). The 64 × 32 warp tile reads 3 KiB of
+// ldmatrix per 8 mma.sync, so shared-memory bandwidth caps it near 300
+// TFLOP/s; the 64 × 64 warp tiles halve that traffic but, at 8 warps an
+// SM, lose more to latency. Stages beyond 48 KiB live in dynamic shared
+// memory. A 64 × 128 tile with BK = 64 would take 131 registers, over
+// the 128 of 4 blocks an SM.
 var MMATiles = []MMATile{
-	{M: 128, N: 128, K: 32, Stages: 3}, // 8 warps, 48 KiB, 2 blocks an SM
-	{M: 128, N: 64, K: 64, Stages: 2},  // 4 warps, 48 KiB, 4 blocks an SM
+	{M: 128, N: 128, K: 64, Stages: 3, WarpN: 32}, // 8 warps, 96 KiB, 98 / 146 registers: 2 blocks an SM, 0.92 ms
+	{M: 128, N: 128, K: 32, Stages: 3, WarpN: 32}, // 8 warps, 48 KiB static, 99 / 122: 2 blocks an SM, 1.04 ms
+	{M: 128, N: 64, K: 64, Stages: 2, WarpN: 32},  // 4 warps, 48 KiB static, 118 / 134: 4 blocks an SM, 0.96 ms
+	{M: 128, N: 128, K: 64, Stages: 3, WarpN: 64}, // 4 warps of 64 × 64, 96 KiB, 212 / 215: 2 blocks an SM, 1.18 ms
+	{M: 128, N: 256, K: 64, Stages: 3, WarpN: 64}, // 8 warps of 64 × 64, 144 KiB, 212 / 216: 1 block an SM, 1.24 ms
 }
 
-// The warp tile, and the limits every MMATile keeps.
+// The warp tile's M, and the limits every MMATile keeps.
 const (
 	warpTileM    = 64
-	warpTileN    = 32
 	fragsM       = warpTileM / 16 // m16 tiles per warp
-	fragsN       = warpTileN / 8  // n8 tiles per warp
 	groupM       = 8
-	maxStatic    = 48 << 10 // bytes of static shared memory a kernel may declare
-	mmaElemBytes = 2        // bf16
+	mmaElemBytes = 2 // bf16
 )
+
+// fragsN is the number of n8 tiles of a warp.
+func (t MMATile) fragsN() int64 { return t.WarpN / 8 }
 
 // mmaTile is cfg's tiling, MMATiles[0] when unset.
 func (c Config) mmaTile() MMATile {
@@ -54,18 +62,24 @@ func (c Config) mmaTile() MMATile {
 	return c.MMATile
 }
 
-// String is the tile's name in the mma-tile option: MxNxK, s and the stages.
+// String is the tile's name in the mma-tile option: MxNxK, s and the
+// stages, and w and the warp tile's N when it is not 32.
 func (t MMATile) String() string {
-	return fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
+	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
+	if t.WarpN != 32 {
+		s += fmt.Sprintf("w%d", t.WarpN)
+	}
+	return s
 }
 
 // Warps is the number of warps of a block.
-func (t MMATile) Warps() int64 { return (t.M / warpTileM) * (t.N / warpTileN) }
+func (t MMATile) Warps() int64 { return (t.M / warpTileM) * (t.N / t.WarpN) }
 
 // threads is the number of threads of a block.
 func (t MMATile) threads() int64 { return 32 * t.Warps() }
 
-// SharedBytes is the shared memory of a block: every stage of both tiles.
+// SharedBytes is the shared memory of a block: every stage of both tiles
+// (dynamic shared memory above gpu.MaxStaticSharedBytes).
 func (t MMATile) SharedBytes() int64 { return t.Stages * (t.M + t.N) * t.K * mmaElemBytes }
 
 // ParseMMATile returns the tile of MMATiles named s.
@@ -88,19 +102,32 @@ func mmaTileNames() []string {
 }
 
 // check reports a tiling the kernel generator cannot build: the block
-// tile must be whole warp tiles (at most 32 warps), K 32 or 64 (one
-// 128-byte swizzle line holds two or one rows along K), and at least two
-// stages in 48 KiB. (A block then has at least M/2 threads, so each
-// cp.async pass of a stage covers whole rows of either operand's layout.)
+// tile must be whole warp tiles of 64 × 32 or 64 × 64 (at most 32 warps),
+// K 32 or 64 (one 128-byte swizzle line holds two or one rows along K),
+// at least two stages in the shared memory of a block, and a block must
+// fill a stage of either operand, in either layout, in whole passes of
+// whole rows (copies).
 func (t MMATile) check() error {
 	pow2 := func(n int64) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
-	case !pow2(t.M) || !pow2(t.N) || t.M < warpTileM || t.N < warpTileN || t.Warps() > 32:
-		return fmt.Errorf("mma tile %s: M and N must be powers of two, multiples of %d and %d, at most 32 warps", t, warpTileM, warpTileN)
+	case t.WarpN != 32 && t.WarpN != 64:
+		return fmt.Errorf("mma tile %s: the warp tile's N must be 32 or 64", t)
+	case !pow2(t.M) || !pow2(t.N) || t.M < warpTileM || t.N < t.WarpN || t.Warps() > 32:
+		return fmt.Errorf("mma tile %s: M and N must be powers of two, multiples of %d and %d, at most 32 warps", t, warpTileM, t.WarpN)
 	case t.K != 32 && t.K != 64:
 		return fmt.Errorf("mma tile %s: K must be 32 or 64", t)
-	case t.Stages < 2 || t.SharedBytes() > maxStatic:
-		return fmt.Errorf("mma tile %s: needs at least 2 stages in %d bytes of shared memory, has %d", t, maxStatic, t.SharedBytes())
+	case t.Stages < 2 || t.SharedBytes() > gpu.MaxSharedBytes:
+		return fmt.Errorf("mma tile %s: needs at least 2 stages in %d bytes of shared memory, has %d", t, gpu.MaxSharedBytes, t.SharedBytes())
+	}
+	for _, outer := range []int64{t.M, t.N} {
+		// Rows of K (K last) or of the outer extent (K first), in
+		// 16-byte chunks: a pass covers threads/chunks rows.
+		for _, l := range [][2]int64{{t.K, outer}, {outer, t.K}} {
+			chunks, rows := l[0]/8, l[1]
+			if t.threads() < chunks || t.threads()/chunks > rows {
+				return fmt.Errorf("mma tile %s: %d threads cannot copy %d rows of %d chunks in whole passes", t, t.threads(), rows, chunks)
+			}
+		}
 	}
 	return nil
 }

@@ -261,7 +261,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	rowBase := x.mulc(x.add(first, x.rem(in, gsz)), tileM)
 	colBase := x.mulc(x.div(in, gsz), tileN)
 	lane, warp := x.and(tid, 31), x.shr(tid, 5)
-	warpsN := tileN / warpTileN
+	warpsN := tileN / tl.WarpN
 	wm, wn := x.shr(warp, log2(warpsN)), x.and(warp, warpsN-1)
 
 	dstA, aLoads := p.a.copies(x, nb, tl.threads(), tid, z, rowBase, mRows, rowTail)
@@ -309,12 +309,13 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		gpu.CpAsyncCommit(b, loc)
 	}
 	offA := p.a.fragBase(x, lane, x.mulc(wm, warpTileM), 3)
-	offB := p.b.fragBase(x, lane, x.mulc(wn, warpTileN), 4)
+	offB := p.b.fragBase(x, lane, x.mulc(wn, tl.WarpN), 4)
 
 	for s := range stages - 1 {
 		load(b, arith.ConstantIndex(b, loc, s), constStage(s))
 	}
 	zf := arith.ConstantFloat(b, loc, 0, ir.F32)
+	fragsN := tl.fragsN()
 	inits := make([]*ir.Value, fragsM*fragsN*4)
 	for i := range inits {
 		inits[i] = zf
@@ -329,22 +330,36 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		s := x.rem(x.from(kt), x.c(stages))
 		stA, stB := x.add(x.mulc(s, tileM*tileK), offA), x.add(x.mulc(s, tileK*tileN), offB)
 		out := append([]*ir.Value(nil), accs...)
-		for ks := range int64(tileK / 16) {
-			var af [fragsM][]*ir.Value
-			var bf [fragsN][]*ir.Value
+		// The fragments of k16 step ks, loaded with ldmatrix.
+		type frags struct{ a, b [][]*ir.Value }
+		loadFrags := func(ks int64) frags {
+			var f frags
 			for i := range int64(fragsM) {
-				af[i] = gpu.LdMatrix(b, loc, sa, x.index(p.a.fragAt(x, stA, i, ks)), 4, !p.a.kLast)
+				f.a = append(f.a, gpu.LdMatrix(b, loc, sa, x.index(p.a.fragAt(x, stA, i, ks)), 4, !p.a.kLast))
 			}
-			for jp := range int64(fragsN / 2) {
+			for jp := range fragsN / 2 {
 				r := gpu.LdMatrix(b, loc, sb, x.index(p.b.fragAt(x, stB, jp, ks)), 4, !p.b.kLast)
-				bf[2*jp], bf[2*jp+1] = r[:2], r[2:]
+				f.b = append(f.b, r[:2], r[2:])
 			}
-			for i := range fragsM {
+			return f
+		}
+		// Register double-buffering: step ks+1's loads are issued before
+		// step ks's products, so the shared-memory latency hides behind
+		// the tensor cores.
+		steps := tileK / 16
+		cur := loadFrags(0)
+		for ks := range steps {
+			var next frags
+			if ks+1 < steps {
+				next = loadFrags(ks + 1)
+			}
+			for i := range int64(fragsM) {
 				for j := range fragsN {
 					at := (i*fragsN + j) * 4
-					copy(out[at:at+4], gpu.MMASync(b, loc, p.elem, af[i], bf[j], out[at:at+4]))
+					copy(out[at:at+4], gpu.MMASync(b, loc, p.elem, cur.a[i], cur.b[j], out[at:at+4]))
 				}
 			}
+			cur = next
 		}
 		return out
 	})
@@ -375,13 +390,14 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, z, rowBase, colBase
 	}
 	g, t2 := x.shr(lane, 2), x.mulc(x.and(lane, 3), 2)
 	rows0 := x.add(x.add(rowBase, x.mulc(wm, warpTileM)), g)
-	cols0 := x.add(x.add(colBase, x.mulc(wn, warpTileN)), t2)
-	for i := range fragsM {
+	cols0 := x.add(x.add(colBase, x.mulc(wn, p.tile.WarpN)), t2)
+	fragsN := p.tile.fragsN()
+	for i := range int64(fragsM) {
 		for j := range fragsN {
 			for r := range 4 {
-				row := x.addc(rows0, int64(i*16+8*(r/2)))
-				col := x.addc(cols0, int64(j*8+r%2))
-				acc := kl.Result((i*fragsN+j)*4 + r)
+				row := x.addc(rows0, i*16+int64(8*(r/2)))
+				col := x.addc(cols0, j*8+int64(r%2))
+				acc := kl.Result(int((i*fragsN+j)*4) + r)
 				emit := func(b *ir.Builder) []*ir.Value {
 					x := x.at(b)
 					m := maps.Clone(m)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
@@ -118,7 +119,7 @@ func mmaKernels(t *testing.T, p *passtest.Program, pipeline string, block int64)
 	return n
 }
 
-// TestMMATiles checks the tilings' table: each is valid, fits the static
+// TestMMATiles checks the tilings' table: each is valid, fits a block's
 // shared memory, and is found by its name; other names and tilings the
 // generator cannot build are rejected.
 func TestMMATiles(t *testing.T) {
@@ -130,28 +131,49 @@ func TestMMATiles(t *testing.T) {
 		if err != nil || got != tile {
 			t.Errorf("ParseMMATile(%q) = %v, %v", tile, got, err)
 		}
-		if tile.SharedBytes() > 48<<10 {
+		if tile.SharedBytes() > gpu.MaxSharedBytes {
 			t.Errorf("%s: %d bytes of shared memory", tile, tile.SharedBytes())
 		}
 		if _, err := passes.Parse(mmaPipeline(tile)); err != nil {
 			t.Errorf("%s: %v", tile, err)
 		}
 	}
-	if _, err := togpu.ParseMMATile("128x128x64s3"); err == nil {
+	if _, err := togpu.ParseMMATile("128x128x16s3"); err == nil {
 		t.Error("ParseMMATile accepted a name not in the table")
 	}
 	for _, bad := range []togpu.MMATile{
-		{M: 128, N: 128, K: 64, Stages: 3}, // 96 KiB
-		{M: 128, N: 128, K: 32, Stages: 1},
-		{M: 96, N: 128, K: 32, Stages: 2},
-		{M: 128, N: 128, K: 16, Stages: 2},
-		{M: 256, N: 256, K: 32, Stages: 2}, // 32 warps but 64 KiB
-		{M: 512, N: 512, K: 32, Stages: 2}, // 128 warps
+		{M: 256, N: 256, K: 64, Stages: 4, WarpN: 64}, // 256 KiB
+		{M: 128, N: 128, K: 32, Stages: 1, WarpN: 32},
+		{M: 96, N: 128, K: 32, Stages: 2, WarpN: 32},
+		{M: 128, N: 128, K: 16, Stages: 2, WarpN: 32},
+		{M: 128, N: 128, K: 32, Stages: 2, WarpN: 16},
+		{M: 128, N: 32, K: 32, Stages: 2, WarpN: 64},
+		{M: 512, N: 512, K: 32, Stages: 2, WarpN: 32}, // 128 warps
+		{M: 64, N: 1024, K: 32, Stages: 2, WarpN: 32}, // 1024 threads, 64 rows of A of 4 chunks: no whole pass
 	} {
 		cfg := togpu.DefaultConfig
 		cfg.MMATile = bad
 		if err := togpu.Run(dialects.NewContext(), nil, cfg); err == nil || !strings.Contains(err.Error(), "mma tile") {
 			t.Errorf("%s: got %v, want an mma tile error", bad, err)
+		}
+	}
+}
+
+// TestMMADynamicShared checks that a tiling whose stages exceed 48 KiB
+// launches its kernel with their size as dynamic shared memory, and one
+// within it with none.
+func TestMMADynamicShared(t *testing.T) {
+	p := &passtest.Program{Func: "main", Source: `func.func @main(%x: tensor<100x40xbf16>, %w: tensor<40x72xbf16>) -> tensor<100x72xbf16> {
+  %r = "graph.matmul"(%x, %w) : (tensor<100x40xbf16>, tensor<40x72xbf16>) -> tensor<100x72xbf16>
+  return %r : tensor<100x72xbf16>
+}
+`}
+	for _, tile := range togpu.MMATiles {
+		text := lowerText(t, p, mmaPipeline(tile))
+		want := fmt.Sprintf("arith.constant %d : i32", tile.SharedBytes())
+		dynamic := strings.Contains(text, "dynamic_shared_memory_size") && strings.Contains(text, want)
+		if dynamic != (tile.SharedBytes() > gpu.MaxStaticSharedBytes) {
+			t.Errorf("%s (%d bytes): dynamic shared memory %v in\n%s", tile, tile.SharedBytes(), dynamic, text)
 		}
 	}
 }

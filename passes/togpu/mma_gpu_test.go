@@ -1,0 +1,104 @@
+package togpu_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// TestGPUMMA runs every tiling's kernels on the device (skipped without
+// one) for mmaCases's odd shapes and compares them with the interpreter's
+// graph program, within one bf16 ulp (the f32 sums differ from the
+// interpreter's in rounding order only); then it times the bench's
+// mm_bias_gelu with each tiling.
+func TestGPUMMA(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, tile := range togpu.MMATiles {
+		for _, tc := range mmaCases {
+			t.Run(tile.String()+"/"+tc.name, func(t *testing.T) {
+				src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)
+				ref, p := gpuProgram(t, src, tile)
+				fn := ir.NewSymTable(ref).Lookup("main")
+				rng := rand.New(rand.NewPCG(uint64(len(tc.name)), 7))
+				var args []interp.Value
+				for _, in := range fn.Region(0).Front().Arguments() {
+					args = append(args, randomBF16(t, rng, in.Type().(*ir.TensorType).Shape()))
+				}
+				got, err := p.Run(rt, "main", args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := interp.New(ref).Call("main", args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gt, err := got[0].(*interp.Buffer).Tensor()
+				if err != nil {
+					t.Fatal(err)
+				}
+				gs, ws := gt.Float64s(), want[0].(*interp.Tensor).Float64s()
+				for i := range ws {
+					if d := math.Abs(gs[i] - ws[i]); !(d <= math.Max(1, math.Abs(ws[i]))/128) {
+						t.Fatalf("element %d: device %g, interpreter %g", i, gs[i], ws[i])
+					}
+				}
+			})
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	args := []interp.Value{randomBF16(t, rng, []int64{8192, 4096}), randomBF16(t, rng, []int64{4096, 4096}), randomBF16(t, rng, []int64{4096})}
+	for _, tile := range togpu.MMATiles {
+		t.Run("mm_bias_gelu/"+tile.String(), func(t *testing.T) {
+			_, p := gpuProgram(t, mmBiasGelu, tile)
+			ms, err := p.RunTimed(rt, "main", args, 5, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %.3f ms, %.0f TFLOP/s", tile, ms, 2*8192*4096*4096/ms/1e9)
+		})
+	}
+}
+
+// gpuProgram parses src twice, returning the graph program and the other
+// copy lowered to the gpu level with the mma kernels tiled by tile and
+// compiled for the device.
+func gpuProgram(t *testing.T, src string, tile togpu.MMATile) (*ir.Operation, *exec.Program) {
+	t.Helper()
+	ctx := dialects.NewContext()
+	ref, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "ref.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "mma.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse(mmaPipeline(tile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	p, err := exec.Compile(m, exec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref, p
+}
