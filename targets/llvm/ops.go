@@ -311,7 +311,8 @@ func (k *kernelTranslator) toF32(v *ir.Value) (llvmValue, error) {
 }
 
 // fromF32 narrows an f32 result to f16 or bf16 (round to nearest even,
-// NaN kept quiet).
+// NaN kept quiet). The native PTX backend selects the bf16 sequence as
+// one cvt.rn.bf16.f32, and toF32's as one cvt.f32.bf16 (TestShortPTX).
 func (k *kernelTranslator) fromF32(x llvmValue, to ir.Type) (llvmValue, error) {
 	b := k.cur
 	switch to {

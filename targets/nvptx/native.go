@@ -59,7 +59,7 @@ func (Native) Compile(m *llir.Module, opts Options) (string, error) {
 			return "", fmt.Errorf("function @%s is not a kernel: device functions are not supported", f.Name())
 		}
 		e := &emitter{fn: f, names: names, vals: map[value.Value][]reg{}, labels: map[*llir.Block]string{},
-			consts: map[string][]reg{}, aliased: map[value.Value]bool{}}
+			consts: map[string][]reg{}, aliased: map[value.Value]bool{}, target: opts.Target}
 		text, err := e.kernel()
 		if err != nil {
 			return "", fmt.Errorf("kernel @%s: %w", f.Name(), err)
@@ -162,6 +162,7 @@ type emitter struct {
 	// (once a kernel, in the entry block, would lengthen live ranges).
 	consts  map[string][]reg
 	plan    *plan
+	target  string               // the PTX target, such as sm_90
 	aliased map[value.Value]bool // results that share their operand's registers
 }
 
@@ -232,7 +233,7 @@ func (e *emitter) kernel() (string, error) {
 			e.inst("ld.param%s %s, [%s];", pt, r, pname)
 		}
 	}
-	e.plan = analyze(f)
+	e.plan = analyze(f, e.target)
 	// Every result gets its registers up front: a use may come before its
 	// definition in block order (loops), and phis are written on edges.
 	// Dead and constant results get none; copies share their operand's.
@@ -515,6 +516,9 @@ func (e *emitter) instruction(in llir.Instruction) error {
 	case *llir.InstFreeze:
 		return e.copyTo(e.resultRegs(in), in.X)
 	case *llir.InstTrunc:
+		if x := e.plan.bf16Round[in]; x != nil {
+			return e.bf16("cvt.rn.bf16.f32", in, x)
+		}
 		return e.convertTo(e.resultRegs(in), "trunc", in.From, in.To)
 	case *llir.InstZExt:
 		return e.convertTo(e.resultRegs(in), "zext", in.From, in.To)
@@ -533,6 +537,9 @@ func (e *emitter) instruction(in llir.Instruction) error {
 	case *llir.InstUIToFP:
 		return e.convertTo(e.resultRegs(in), "uitofp", in.From, in.To)
 	case *llir.InstBitCast:
+		if t := e.plan.bf16Widen[in]; t != nil {
+			return e.bf16("cvt.f32.bf16", in, t)
+		}
 		return e.convertTo(e.resultRegs(in), "bitcast", in.From, in.To)
 	case *llir.InstPtrToInt:
 		return e.convertTo(e.resultRegs(in), "ptrtoint", in.From, in.To)
@@ -690,6 +697,16 @@ func (e *emitter) floatBinary(mnemonic string, in value.Value, x, y value.Value)
 	for i, d := range e.resultRegs(in) {
 		e.inst("%s%s %s, %s, %s;", mnemonic, k.floatSuffix(), d, as[i], bs[i])
 	}
+	return nil
+}
+
+// bf16 selects a bf16 conversion that analyze recognized.
+func (e *emitter) bf16(cvt string, in value.Value, x value.Value) error {
+	r, err := e.scalarOperand(x)
+	if err != nil {
+		return err
+	}
+	e.inst("%s %s, %s;", cvt, e.resultRegs(in)[0], r)
 	return nil
 }
 

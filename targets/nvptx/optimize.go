@@ -30,6 +30,12 @@ type plan struct {
 	// minmax holds the selects that are a NaN-propagating maximum or
 	// minimum of f32 (see minMaxOf), as "max" or "min".
 	minmax map[*llir.InstSelect]string
+	// bf16Round holds the truncs that end targets/llvm's round of an f32
+	// to bf16 bits (see bf16RoundOf), with the f32: cvt.rn.bf16.f32.
+	bf16Round map[*llir.InstTrunc]value.Value
+	// bf16Widen holds the bitcasts that end the widening of bf16 bits to
+	// f32 (see bf16WidenOf), with the i16: cvt.f32.bf16 (sm_90).
+	bf16Widen map[*llir.InstBitCast]value.Value
 }
 
 // scalarConst is a scalar constant known as the bits of its kind.
@@ -41,19 +47,31 @@ type scalarConst struct {
 // operandsOf is implemented by every llir instruction and terminator.
 type operandsOf interface{ Operands() []*value.Value }
 
-// analyze builds the plan of f.
-func analyze(f *llir.Func) *plan {
+// analyze builds the plan of f for a target.
+func analyze(f *llir.Func, target string) *plan {
 	p := &plan{
-		live:   map[llir.Instruction]bool{},
-		folded: map[value.Value]scalarConst{},
-		memOff: map[value.Value]int64{},
-		minmax: map[*llir.InstSelect]string{},
+		live:      map[llir.Instruction]bool{},
+		folded:    map[value.Value]scalarConst{},
+		memOff:    map[value.Value]int64{},
+		minmax:    map[*llir.InstSelect]string{},
+		bf16Round: map[*llir.InstTrunc]value.Value{},
+		bf16Widen: map[*llir.InstBitCast]value.Value{},
 	}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
-			if s, ok := in.(*llir.InstSelect); ok {
-				if m := minMaxOf(s); m != "" {
-					p.minmax[s] = m
+			switch in := in.(type) {
+			case *llir.InstSelect:
+				if m := minMaxOf(in); m != "" {
+					p.minmax[in] = m
+				}
+			case *llir.InstTrunc:
+				if x := bf16RoundOf(in); x != nil {
+					p.bf16Round[in] = x
+				}
+			case *llir.InstBitCast:
+				// cvt.f32.bf16 is new in sm_90.
+				if t := bf16WidenOf(in); t != nil && target == "sm_90" {
+					p.bf16Widen[in] = t
 				}
 			}
 		}
@@ -86,8 +104,19 @@ func analyze(f *llir.Func) *plan {
 // inputs returns the values an instruction reads: for a select selected
 // as max/min, only the two values.
 func (p *plan) inputs(in operandsOf) []value.Value {
-	if s, ok := in.(*llir.InstSelect); ok && p.minmax[s] != "" {
-		return []value.Value{s.ValueTrue, s.ValueFalse}
+	switch in := in.(type) {
+	case *llir.InstSelect:
+		if p.minmax[in] != "" {
+			return []value.Value{in.ValueTrue, in.ValueFalse}
+		}
+	case *llir.InstTrunc:
+		if x := p.bf16Round[in]; x != nil {
+			return []value.Value{x}
+		}
+	case *llir.InstBitCast:
+		if t := p.bf16Widen[in]; t != nil {
+			return []value.Value{t}
+		}
 	}
 	var vs []value.Value
 	for _, op := range in.Operands() {
@@ -236,6 +265,12 @@ func (p *plan) fold(in llir.Instruction) (scalarConst, bool) {
 		cs[i] = c
 	}
 	res := func(bits uint64) (scalarConst, bool) { return scalarConst{k, bits & widthMask(k.bits)}, true }
+	if b, ok := in.(*llir.InstBitCast); ok && p.bf16Widen[b] != nil {
+		return res(cs[0].bits << 16)
+	}
+	if t, ok := in.(*llir.InstTrunc); ok && p.bf16Round[t] != nil {
+		return scalarConst{}, false // rounding a constant: rare, left to cvt
+	}
 	switch in.(type) {
 	case *llir.InstZExt, *llir.InstTrunc:
 		return res(cs[0].bits)
@@ -404,4 +439,86 @@ func intBits(c *constant.Int) uint64 {
 		return uint64(c.X.Int64())
 	}
 	return c.X.Uint64()
+}
+
+// isInt reports whether v is the integer constant n.
+func isInt(v value.Value, n int64) bool {
+	c, ok := v.(*constant.Int)
+	return ok && c.X.IsInt64() && c.X.Int64() == n
+}
+
+// bf16RoundOf recognizes the round to nearest even of an f32 x to bf16
+// bits that targets/llvm writes (fromF32),
+//
+//	u = bitcast x to i32
+//	rounded = (u + 0x7fff + ((u >> 16) & 1)) >> 16
+//	nan = (u | 0x400000) >> 16
+//	trunc (select (fcmp uno x, x), nan, rounded) to i16
+//
+// and returns x: the one cvt.rn.bf16.f32 (sm_80) gives the same bits but
+// for a NaN's (it returns a canonical NaN).
+func bf16RoundOf(t *llir.InstTrunc) value.Value {
+	if !types.Equal(t.To, types.I16) {
+		return nil
+	}
+	s, ok := t.From.(*llir.InstSelect)
+	if !ok {
+		return nil
+	}
+	c, ok := s.Cond.(*llir.InstFCmp)
+	if !ok || c.Pred != enum.FPredUNO || c.X != c.Y || !types.Equal(c.X.Type(), types.Float) {
+		return nil
+	}
+	x := c.X
+	isU := func(v value.Value) bool {
+		b, ok := v.(*llir.InstBitCast)
+		return ok && b.From == x && types.Equal(b.To, types.I32)
+	}
+	nan, ok := s.ValueTrue.(*llir.InstLShr)
+	if !ok || !isInt(nan.Y, 16) {
+		return nil
+	}
+	or, ok := nan.X.(*llir.InstOr)
+	if !ok || !isU(or.X) || !isInt(or.Y, 0x400000) {
+		return nil
+	}
+	rounded, ok := s.ValueFalse.(*llir.InstLShr)
+	if !ok || !isInt(rounded.Y, 16) {
+		return nil
+	}
+	sum, ok := rounded.X.(*llir.InstAdd)
+	if !ok {
+		return nil
+	}
+	bias, ok := sum.X.(*llir.InstAdd)
+	if !ok || !isU(bias.X) || !isInt(bias.Y, 0x7fff) {
+		return nil
+	}
+	lsb, ok := sum.Y.(*llir.InstAnd)
+	if !ok || !isInt(lsb.Y, 1) {
+		return nil
+	}
+	hi, ok := lsb.X.(*llir.InstLShr)
+	if !ok || !isU(hi.X) || !isInt(hi.Y, 16) {
+		return nil
+	}
+	return x
+}
+
+// bf16WidenOf recognizes the widening of bf16 bits t to f32 that
+// targets/llvm writes (toF32), bitcast (shl (zext t to i32), 16) to float,
+// and returns t: one cvt.f32.bf16 (sm_90), exact as the shift is.
+func bf16WidenOf(b *llir.InstBitCast) value.Value {
+	if !types.Equal(b.To, types.Float) {
+		return nil
+	}
+	shl, ok := b.From.(*llir.InstShl)
+	if !ok || !isInt(shl.Y, 16) {
+		return nil
+	}
+	z, ok := shl.X.(*llir.InstZExt)
+	if !ok || !types.Equal(z.From.Type(), types.I16) || !types.Equal(z.To, types.I32) {
+		return nil
+	}
+	return z.From
 }
