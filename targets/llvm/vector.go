@@ -148,6 +148,22 @@ func multipleOf(v *ir.Value, depth int) int64 {
 			return x * y
 		case "arith.addi":
 			return gcd(multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1))
+		case "arith.remui":
+			// a = g·a', c = g·c' ⇒ a mod c = g·(a' mod c'): the column
+			// of a flattened N-D index, x·V mod n, stays a multiple of V.
+			return gcd(multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1))
+		case "arith.andi":
+			// Low bits that are zero in either operand are zero in the result.
+			x, y := multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1)
+			if x == 0 || y == 0 {
+				return 0
+			}
+			return max(x&-x, y&-y)
+		case "arith.shli":
+			if c, ok := constIndex(d.Operand(1)); ok && c >= 0 && c < 30 {
+				x := multipleOf(d.Operand(0), depth+1)
+				return min(x<<c, 1<<30)
+			}
 		}
 		return 1
 	}

@@ -69,3 +69,53 @@ func TestVectorAccesses(t *testing.T) {
 		})
 	}
 }
+
+// TestVectorAccessesFlattenedIndex: the column of a flattened N-D index
+// (x·4 mod n, or x·4 & mask) keeps the alignment of x·4 as far as n or the
+// mask allow, so a 2-D elementwise kernel (a bias add) gets vector accesses.
+func TestVectorAccessesFlattenedIndex(t *testing.T) {
+	for _, tc := range []struct {
+		base       string // the computation of %b from %x = thread_id·4
+		want, deny string
+	}{
+		{"%n = arith.constant 4096 : index\n    %b = arith.remui %x, %n : index", "load <4 x float>", "load float"},
+		{"%n = arith.constant 6 : index\n    %b = arith.remui %x, %n : index", "load <2 x float>", "<4 x float>"},
+		{"%n = arith.constant 4095 : index\n    %b = arith.andi %x, %n : index", "load <4 x float>", "load float"},
+		{"%n = arith.constant 2 : index\n    %b = arith.shli %t, %n : index", "load <4 x float>", "load float"},
+		{"%n = arith.constant 4096 : index\n    %b = arith.divui %x, %n : index", "load float", "x float>"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			k := `gpu.module @m {
+  gpu.func @k(%a: memref<8192xf32>, %o: memref<8192xf32>) kernel {
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %t = gpu.thread_id x
+    %x = arith.muli %t, %c4 : index
+    ` + tc.base + `
+    %x0 = loop.load %a[%b] : memref<8192xf32>
+    %i1 = arith.addi %b, %c1 : index
+    %x1 = loop.load %a[%i1] : memref<8192xf32>
+    %i2 = arith.addi %b, %c2 : index
+    %x2 = loop.load %a[%i2] : memref<8192xf32>
+    %i3 = arith.addi %b, %c3 : index
+    %x3 = loop.load %a[%i3] : memref<8192xf32>
+    %y = arith.addf %x0, %x3 : f32
+    %z = arith.addf %x1, %x2 : f32
+    %w = arith.addf %y, %z : f32
+    loop.store %w, %o[%t] : memref<8192xf32>
+    gpu.return
+  }
+}`
+			m, err := llvm.Translate(parse(t, k).Region(0).Front().First())
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := m.String()
+			if !strings.Contains(text, tc.want) || strings.Contains(text, tc.deny) {
+				t.Errorf("want %q and no %q in\n%s", tc.want, tc.deny, text)
+			}
+		})
+	}
+}
