@@ -344,9 +344,6 @@ type row struct {
 	// meanVar holds the mean/variance pairs merged into one reduction
 	// (Config.RowWelford), by both loops.
 	meanVar map[*ir.Operation]meanVariance
-	// maxBlocks caps the grid (Config.RowMaxBlocks; 0: a block per group
-	// of rows).
-	maxBlocks int64
 }
 
 // rowPlan returns the row mapping of a nest whose body is a sequence of
@@ -387,7 +384,6 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 	if len(order) == 0 || matmulLike(nest, order) {
 		return nil
 	}
-	r.maxBlocks = cfg.RowMaxBlocks
 	if cfg.RowWelford {
 		r.meanVar = map[*ir.Operation]meanVariance{}
 		for _, mv := range meanVariancePairs(body, order) {
@@ -563,9 +559,6 @@ func (r *row) vector() int64       { return 1 }
 func (r *row) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *ir.Value {
 	one := arith.ConstantIndex(b, loc, 1)
 	g := ceilDiv(b, loc, product(b, loc, exts), arith.ConstantIndex(b, loc, r.rows), one)
-	if r.maxBlocks > 0 {
-		g = arith.Binary(b, "arith.minui", loc, g, arith.ConstantIndex(b, loc, r.maxBlocks))
-	}
 	return arith.Binary(b, "arith.maxui", loc, g, one)
 }
 
@@ -590,7 +583,7 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 	exts := extents(b, loc, lbs, ubs, steps)
 	rows := product(b, loc, exts)
 	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
-	th := rowThread{lane: tid, tid: tid}
+	th := rowThread{lane: tid, tid: tid, regs: newRowRegs(), rcp: map[*ir.Value]*ir.Value{}, m2: map[*ir.Operation]*ir.Value{}}
 	rowID := bid
 	if r.rows > 1 {
 		w := arith.ConstantIndex(b, loc, r.threads)
@@ -600,11 +593,12 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 			arith.Binary(b, "arith.divui", loc, tid, w))
 	}
 	th.isFirst = arith.NewCmpI(b, loc, arith.CmpIEQ, th.lane, arith.ConstantIndex(b, loc, 0))
+	// The condition is uniform across a block (one row) or a warp (whose
+	// row kernels have no barriers), so barriers and shuffles inside are
+	// reached by all the threads that must reach them.
+	inRange := arith.NewCmpI(b, loc, arith.CmpIULT, rowID, rows)
 	var err error
-	// emitRow emits the body for one row; each row has its own registers.
-	emitRow := func(b *ir.Builder, rowID *ir.Value) {
-		th := th
-		th.regs, th.rcp, th.m2 = newRowRegs(), map[*ir.Value]*ir.Value{}, map[*ir.Operation]*ir.Value{}
+	loop.If(b, loc, inRange, nil, func(b *ir.Builder) []*ir.Value {
 		ivs := delinearize(b, loc, rowID, lbs, steps, exts)
 		body := loop.Body(k.nest)
 		for d, iv := range ivs {
@@ -623,7 +617,7 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 					}
 				}
 				if err = r.emitLoop(k, b, th, r.loops[op]); err != nil {
-					return
+					return nil
 				}
 			case op.Name() == loop.StoreOp:
 				// Every thread of the row computed the value; one writes it.
@@ -639,29 +633,8 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 				b.Insert(op.Clone(k.m))
 			}
 		}
-	}
-	// The row index is uniform across a block (one row) or a warp (whose
-	// row kernels have no barriers), so barriers and shuffles inside are
-	// reached by all the threads that must reach them.
-	if r.maxBlocks == 0 {
-		inRange := arith.NewCmpI(b, loc, arith.CmpIULT, rowID, rows)
-		loop.If(b, loc, inRange, nil, func(b *ir.Builder) []*ir.Value {
-			emitRow(b, rowID)
-			return nil
-		}, nil)
-		return err
-	}
-	// A grid of at most maxBlocks blocks: each takes every gridDim-th
-	// group of rows in turn. The barrier ends a row's use of the
-	// workgroup buffers before the next row's partials overwrite them.
-	stride := arith.Binary(b, "arith.muli", loc, gpu.GridDim(b, loc, "x"), arith.ConstantIndex(b, loc, r.rows))
-	loop.For(b, loc, rowID, rows, stride, nil, func(b *ir.Builder, row *ir.Value, _ []*ir.Value) []*ir.Value {
-		emitRow(b, row)
-		if r.threads > gpu.WarpSize {
-			gpu.Barrier(b, loc)
-		}
 		return nil
-	})
+	}, nil)
 	return err
 }
 

@@ -43,8 +43,8 @@ func editPTX(ptx, edit string, n int) string {
 }
 
 // rowWorkload is a benchmark row program with its variants; check, when
-// set, judges a variant's output (else outputs must equal the first
-// variant's); edited is how many loads a PTX edit rewrites.
+// set, judges a variant's output (else outputs must match the first
+// variant's within rounding); edited is how many loads a PTX edit rewrites.
 type rowWorkload struct {
 	name, src string
 	args      []interp.Value
@@ -57,7 +57,7 @@ type rowWorkload struct {
 // norm (16384×4096 f32 with weight and bias), softmax (8192²) and row sums
 // (8192²) under variants of the row mapping and PTX cache-hint edits,
 // checks each (the layer norm against a float64 one on the host, the
-// others against their first variant) and logs the time of each: exec's
+// others against their first variant within rounding) and logs the time of each: exec's
 // do_bench-like timing, the median of three rounds of 100 launches. It is
 // the measurement behind the row defaults.
 func TestGPURowVariants(t *testing.T) {
@@ -90,8 +90,7 @@ func TestGPURowVariants(t *testing.T) {
 	sq := func(op, out string) string {
 		return fmt.Sprintf("func.func @main(%%x: tensor<8192x8192xf32>) -> %[2]s {\n  %%0 = %[1]s : (tensor<8192x8192xf32>) -> %[2]s\n  return %%0 : %[2]s\n}", op, out)
 	}
-	lnVariants := []rowVariant{{opts: "block=256 row-welford=false"}, {opts: "block=256"}, {opts: "block=128"},
-		{opts: "block=256 row-max-blocks=792"}, {opts: "block=256 row-max-blocks=1584"}, {opts: "block=128 row-max-blocks=1188"}}
+	lnVariants := []rowVariant{{opts: "block=256 row-welford=false"}, {opts: "block=256"}, {opts: "block=128"}}
 	for _, e := range slices.Sorted(maps.Keys(ptxEdits)) {
 		lnVariants = append(lnVariants, rowVariant{opts: "block=256", edit: e})
 	}
@@ -113,9 +112,9 @@ func TestGPURowVariants(t *testing.T) {
 				return nil
 			}},
 		{name: "softmax 8192x8192", src: sq(`"graph.softmax"(%x) <{axis = -1 : i64}>`, "tensor<8192x8192xf32>"), args: []interp.Value{buf(xs, 8192, 8192)},
-			variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}, {opts: "block=256 row-max-blocks=1056"}}, allEdits...), edited: -1},
+			variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1},
 		{name: "rowsum 8192x8192", src: sq(`"graph.reduce_sum"(%x) <{axes = [1], keepdims = false}>`, "tensor<8192xf32>"),
-			args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}, {opts: "block=256 row-max-blocks=1056"}}, allEdits...), edited: -1},
+			args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1},
 	}
 	for _, wl := range workloads {
 		progs := make([]*exec.Program, len(wl.variants))
@@ -150,8 +149,14 @@ func TestGPURowVariants(t *testing.T) {
 				err = wl.check(g)
 			case first == nil:
 				first = g
-			case !slices.Equal(g, first):
-				err = fmt.Errorf("output differs from %s's", wl.variants[0].opts)
+			default:
+				// Other block sizes sum in another order.
+				for j := range g {
+					if !(math.Abs(g[j]-first[j]) <= 1e-5*(1+math.Abs(first[j]))) {
+						err = fmt.Errorf("element %d: %g, but %g with %s", j, g[j], first[j], wl.variants[0].opts)
+						break
+					}
+				}
 			}
 			if err != nil {
 				t.Errorf("%s %s %s: %v", wl.name, v.opts, v.edit, err)

@@ -77,10 +77,6 @@ type Config struct {
 	// (Chan's parallel variance, rowstats.go) where the row is held in
 	// registers: one trip across the row's threads instead of two.
 	RowWelford bool
-	// RowMaxBlocks caps the grid of row kernels, whose blocks then take
-	// rows in turn (fewer, longer-lived blocks); 0 gives every block (or
-	// warp) one row.
-	RowMaxBlocks int64
 }
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
@@ -99,8 +95,6 @@ func (c Config) check() error {
 		return fmt.Errorf("%s: rows-per-block=%d must be in [0, 32]", PassName, c.RowsPerBlock)
 	case c.MaxBlocks < 1:
 		return fmt.Errorf("%s: max-blocks=%d must be positive", PassName, c.MaxBlocks)
-	case c.RowMaxBlocks < 0:
-		return fmt.Errorf("%s: row-max-blocks=%d must not be negative", PassName, c.RowMaxBlocks)
 	}
 	if err := c.mmaTile().check(); err != nil {
 		return fmt.Errorf("%s: %w", PassName, err)
@@ -134,8 +128,6 @@ func init() {
 			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 matmul nests as tiled mma.sync kernels"},
 			{Name: "row-welford", Type: passes.Bool, Default: d.RowWelford,
 				Doc: "merge a register-held row's mean and variance reductions into one (Chan's parallel variance)"},
-			{Name: "row-max-blocks", Type: passes.Int, Default: d.RowMaxBlocks,
-				Doc: "largest grid of row kernels, whose blocks then take rows in turn; 0: a block (or warp) per row"},
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
 				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
@@ -147,7 +139,7 @@ func init() {
 				return nil, err
 			}
 			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile,
-				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), RowMaxBlocks: o.Int("row-max-blocks")}
+				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford")}
 			if err := c.check(); err != nil {
 				return nil, err
 			}

@@ -121,8 +121,6 @@ var configs = []struct {
 	{"small", togpu.Config{Block: 64, Vector: 2, RowsPerBlock: 0, MaxBlocks: 2}},
 	{"warp-rows", togpu.Config{Block: 32, Vector: 1, RowsPerBlock: 2, MaxBlocks: 1}},
 	{"block-rows", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 65536}},
-	// Row kernels on a grid of 2 blocks that take rows in turn.
-	{"row-grid", togpu.Config{Block: 64, Vector: 2, RowsPerBlock: 0, MaxBlocks: 65536, RowWelford: true, RowMaxBlocks: 2}},
 }
 
 // TestPreservesSemantics runs hand-written loop-level programs before and
