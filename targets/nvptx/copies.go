@@ -19,8 +19,8 @@ import (
 // the copy, the copy dominates the use).
 
 // isCopy reports whether an instruction's result may share its operands'
-// registers.
-func isCopy(in llir.Instruction) bool {
+// registers (or those of an equal gep).
+func (p *plan) isCopy(in llir.Instruction) bool {
 	switch in := in.(type) {
 	case *llir.InstExtractElement, *llir.InstExtractValue, *llir.InstInsertElement, *llir.InstFreeze:
 		return true
@@ -34,7 +34,7 @@ func isCopy(in llir.Instruction) bool {
 		return sameRegisters(in.From.Type(), in.To)
 	case *llir.InstGetElementPtr:
 		_, ok := gepOffset(in.ElemType, in.Indices)
-		return ok
+		return ok || p.gepSame[in] != nil
 	}
 	return false
 }
@@ -126,12 +126,24 @@ func (e *emitter) shared(in llir.Instruction) (rs []reg, ok, wait bool) {
 		}
 		return xs[in.Indices[0] : in.Indices[0]+1], true, false
 	case *llir.InstInsertElement:
-		xs, ok, wait := src(in.X)
-		if !ok {
-			return nil, false, wait
-		}
 		el, ok, wait := src(in.Elem)
 		if !ok || len(el) != 1 {
+			return nil, false, wait
+		}
+		xs, ok, wait := src(in.X)
+		switch in.X.(type) {
+		case *constant.Undef, *constant.Poison:
+			// Any value will do for the other lanes: the element's.
+			xs, ok = make([]reg, 0, 4), true
+			_, lanes, err := shapeOf(in.X.Type())
+			if err != nil {
+				return nil, false, false
+			}
+			for range lanes {
+				xs = append(xs, el[0])
+			}
+		}
+		if !ok {
 			return nil, false, wait
 		}
 		i, err := laneIndex(in.Index, len(xs))
@@ -144,6 +156,9 @@ func (e *emitter) shared(in llir.Instruction) (rs []reg, ok, wait bool) {
 	case *llir.InstFreeze:
 		return src(in.X)
 	case *llir.InstBitCast:
+		if _, folded := e.plan.memOff[in.From]; folded && isPointerCast(in) {
+			return nil, true, false // the gep's address, at each use
+		}
 		return src(in.From)
 	case *llir.InstPtrToInt:
 		return src(in.From)
@@ -152,6 +167,9 @@ func (e *emitter) shared(in llir.Instruction) (rs []reg, ok, wait bool) {
 	case *llir.InstAddrSpaceCast:
 		return src(in.From)
 	case *llir.InstGetElementPtr:
+		if g := e.plan.gepSame[in]; g != nil {
+			return src(g)
+		}
 		off, _ := gepOffset(in.ElemType, in.Indices)
 		if _, folded := e.plan.memOff[in]; folded {
 			return nil, true, false // [base+off] at each use

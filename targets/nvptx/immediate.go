@@ -101,24 +101,51 @@ func regNames(rs []reg) []string {
 }
 
 // address returns the text inside the brackets of a memory operand for
-// the pointer v: a register, a shared symbol, or either plus the constant
-// offset of a gep used only as an address ([%rd4+16]).
+// the pointer v: a register or a shared symbol, plus the constant offset
+// of a gep used only as an address ([%rd4+16], [wg0+8]).
 func (e *emitter) address(v value.Value) (string, error) {
-	if name, ok := e.names[v]; ok {
-		return name, nil
-	}
-	g, ok := v.(*llir.InstGetElementPtr)
-	off, folded := e.plan.memOff[v]
-	if !ok || !folded {
-		r, err := e.scalarOperand(v)
-		return r.String(), err
-	}
-	if rs, ok := e.vals[v]; ok {
-		return fmt.Sprintf("%s+%d", rs[0], off), nil // the gep's variable part
-	}
-	base, err := e.address(g.Src)
-	if err != nil {
-		return "", err
+	base, off, err := e.addressParts(v)
+	if err != nil || off == 0 {
+		return base, err
 	}
 	return fmt.Sprintf("%s+%d", base, off), nil
+}
+
+// addressParts splits an address into a register or symbol and a
+// constant byte offset.
+func (e *emitter) addressParts(v value.Value) (string, int64, error) {
+	if name, ok := e.names[v]; ok {
+		return name, 0, nil
+	}
+	switch c := v.(type) {
+	case *constant.ExprBitCast:
+		if sameRegisters(c.From.Type(), c.To) {
+			return e.addressParts(c.From)
+		}
+	case *constant.ExprGetElementPtr:
+		idx := make([]value.Value, len(c.Indices))
+		for i, x := range c.Indices {
+			idx[i] = x
+		}
+		if off, ok := gepOffset(c.ElemType, idx); ok {
+			base, boff, err := e.addressParts(c.Src)
+			return base, boff + off, err
+		}
+	case *llir.InstBitCast:
+		if isPointerCast(c) {
+			if _, ok := e.plan.memOff[c.From]; ok {
+				return e.addressParts(c.From) // the gep's offset is not in its register
+			}
+		}
+	case *llir.InstGetElementPtr:
+		if off, ok := e.plan.memOff[v]; ok {
+			if rs, ok := e.vals[v]; ok {
+				return rs[0].String(), off, nil // the gep's register part
+			}
+			base, boff, err := e.addressParts(c.Src)
+			return base, boff + off, err
+		}
+	}
+	r, err := e.scalarOperand(v)
+	return r.String(), 0, err
 }

@@ -22,6 +22,23 @@ func (in intrinsic) isAddress(i int) bool {
 // effectful are the prefixes of intrinsics that synchronize or move data.
 var effectful = []string{"llvm.nvvm.barrier0", "llvm.nvvm.shfl.", "llvm.nvvm.mma.", "llvm.nvvm.ldmatrix.", "llvm.nvvm.cp.async."}
 
+// immediateArgs are the prefixes of intrinsics whose arguments may be
+// immediates: all of a shuffle's but the value, and all but the first of
+// the float math ones.
+var immediateArgs = map[string]int{"llvm.nvvm.shfl.": 0, "llvm.fma.": 1, "llvm.maxnum.": 1, "llvm.minnum.": 1,
+	"llvm.maximum.": 1, "llvm.minimum.": 1}
+
+// takesImmediate reports whether argument i of the intrinsic name may be
+// an immediate.
+func takesImmediate(name string, i int) bool {
+	for p, from := range immediateArgs {
+		if strings.HasPrefix(name, p) {
+			return i >= from && !(p == "llvm.nvvm.shfl." && i == 1)
+		}
+	}
+	return false
+}
+
 // isPure reports whether the intrinsic name is one of the table's that
 // has no effect but its result, so that an unused call may be dropped.
 func isPure(name string) bool {

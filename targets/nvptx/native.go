@@ -248,7 +248,7 @@ func (e *emitter) kernel() (string, error) {
 			if _, ok := e.plan.folded[v]; ok {
 				continue
 			}
-			if isCopy(in) {
+			if e.plan.isCopy(in) {
 				copies = append(copies, in)
 				continue
 			}
@@ -378,6 +378,9 @@ func (e *emitter) constant(c constant.Constant) ([]reg, error) {
 		}
 		return rs, nil
 	case *constant.ExprBitCast:
+		if sameRegisters(c.From.Type(), c.To) {
+			return e.operand(c.From)
+		}
 		return e.convert("bitcast", c.From, c.To)
 	case *constant.ExprAddrSpaceCast:
 		return e.convert("addrspacecast", c.From, c.To)
@@ -549,7 +552,11 @@ func (e *emitter) instruction(in llir.Instruction) error {
 		return e.convertTo(e.resultRegs(in), "addrspacecast", in.From, in.To)
 	case *llir.InstGetElementPtr:
 		_, inAddress := e.plan.memOff[in]
-		return e.gep(e.resultRegs(in)[0], in.ElemType, in.Src, in.Indices, inAddress)
+		indices := in.Indices
+		if x := e.plan.gepIndex[in]; x != nil {
+			indices = []value.Value{x}
+		}
+		return e.gep(e.resultRegs(in)[0], in.ElemType, in.Src, indices, inAddress)
 	case *llir.InstLoad:
 		return e.load(in)
 	case *llir.InstStore:
@@ -1250,6 +1257,10 @@ func (e *emitter) call(in *llir.InstCall) error {
 	for i, a := range in.Args {
 		if c, ok := a.(*constant.Int); ok && strings.Contains(in2.ptx, fmt.Sprintf("{c%d}", i)) {
 			subst = append(subst, fmt.Sprintf("{c%d}", i), c.X.String())
+			continue
+		}
+		if imm, ok := e.immediates(a); ok && len(imm) == 1 && takesImmediate(f.Name(), i) {
+			subst = append(subst, fmt.Sprintf("{%d}", i), imm[0])
 			continue
 		}
 		if in2.isAddress(i) {

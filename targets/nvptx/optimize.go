@@ -27,6 +27,13 @@ type plan struct {
 	// offset: the gep computes only the rest and the offset goes into the
 	// address, as [%rd+16].
 	memOff map[value.Value]int64
+	// gepIndex holds the address-only geps whose one index is rewritten
+	// (see rewriteIndex); their constant part is already in memOff.
+	gepIndex map[*llir.InstGetElementPtr]value.Value
+	// gepSame holds the address-only geps that compute the same register
+	// part as an earlier one of their block (same base, element type and
+	// index), with that gep: they share its register.
+	gepSame map[*llir.InstGetElementPtr]*llir.InstGetElementPtr
 	// minmax holds the selects that are a NaN-propagating maximum or
 	// minimum of f32 (see minMaxOf), as "max" or "min".
 	minmax map[*llir.InstSelect]string
@@ -53,6 +60,8 @@ func analyze(f *llir.Func, target string) *plan {
 		live:      map[llir.Instruction]bool{},
 		folded:    map[value.Value]scalarConst{},
 		memOff:    map[value.Value]int64{},
+		gepIndex:  map[*llir.InstGetElementPtr]value.Value{},
+		gepSame:   map[*llir.InstGetElementPtr]*llir.InstGetElementPtr{},
 		minmax:    map[*llir.InstSelect]string{},
 		bf16Round: map[*llir.InstTrunc]value.Value{},
 		bf16Widen: map[*llir.InstBitCast]value.Value{},
@@ -77,6 +86,11 @@ func analyze(f *llir.Func, target string) *plan {
 		}
 	}
 	p.markLive(f)
+	p.findMemOffsets(f)
+	p.rewriteIndices(f)
+	// The rewritten geps no longer read the adds they skipped.
+	p.live = map[llir.Instruction]bool{}
+	p.markLive(f)
 	// Folding follows definitions; a result used before its definition
 	// in block order (a loop) waits for the next round.
 	for changed := true; changed; {
@@ -97,7 +111,6 @@ func analyze(f *llir.Func, target string) *plan {
 			}
 		}
 	}
-	p.findMemOffsets(f)
 	return p
 }
 
@@ -116,6 +129,13 @@ func (p *plan) inputs(in operandsOf) []value.Value {
 	case *llir.InstBitCast:
 		if t := p.bf16Widen[in]; t != nil {
 			return []value.Value{t}
+		}
+	case *llir.InstGetElementPtr:
+		if g := p.gepSame[in]; g != nil {
+			return []value.Value{g}
+		}
+		if x := p.gepIndex[in]; x != nil {
+			return []value.Value{in.Src, x}
 		}
 	}
 	var vs []value.Value
@@ -359,19 +379,16 @@ func gepOffset(elem types.Type, indices []value.Value) (int64, bool) {
 }
 
 // findMemOffsets records the geps used only as memory addresses, with
-// their constant part (0 when an index is not a constant, or the gep
-// has no constant part: then it needs no entry).
+// their constant part. A pointer bitcast (to a vector's pointer) is
+// looked through: its uses count as the gep's.
 func (p *plan) findMemOffsets(f *llir.Func) {
-	addressOnly := map[value.Value]bool{}
-	use := func(v value.Value, asAddress bool) {
-		if _, ok := v.(*llir.InstGetElementPtr); !ok {
-			return
-		}
-		if prev, seen := addressOnly[v]; seen {
-			addressOnly[v] = prev && asAddress
-		} else {
-			addressOnly[v] = asAddress
-		}
+	type use struct {
+		user      llir.Instruction
+		asAddress bool
+	}
+	uses := map[value.Value][]use{}
+	add := func(user llir.Instruction, v value.Value, asAddress bool) {
+		uses[v] = append(uses[v], use{user, asAddress})
 	}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
@@ -380,37 +397,158 @@ func (p *plan) findMemOffsets(f *llir.Func) {
 			}
 			switch in := in.(type) {
 			case *llir.InstLoad:
-				use(in.Src, true)
+				add(in, in.Src, true)
 				continue
 			case *llir.InstStore:
-				use(in.Dst, true)
-				use(in.Src, false)
+				add(in, in.Dst, true)
+				add(in, in.Src, false)
 				continue
 			case *llir.InstCall:
 				if f, ok := in.Callee.(*llir.Func); ok {
 					for i, a := range in.Args {
-						use(a, intrinsics[f.Name()].isAddress(i))
+						add(in, a, intrinsics[f.Name()].isAddress(i))
 					}
 					continue
 				}
 			}
 			for _, v := range p.inputs(in) {
-				use(v, false)
+				add(in, v, false)
 			}
 		}
 		for _, v := range p.inputs(b.Term) {
-			use(v, false)
+			add(nil, v, false)
 		}
 	}
-	for v, only := range addressOnly {
-		if !only {
-			continue
+	var addressOnly func(v value.Value) bool
+	addressOnly = func(v value.Value) bool {
+		for _, u := range uses[v] {
+			if u.asAddress {
+				continue
+			}
+			if c, ok := u.user.(*llir.InstBitCast); ok && isPointerCast(c) && addressOnly(c) {
+				continue
+			}
+			return false
 		}
-		g := v.(*llir.InstGetElementPtr)
-		if off := constPart(g); off != 0 {
-			p.memOff[v] = off
+		return true
+	}
+	for v := range uses {
+		if g, ok := v.(*llir.InstGetElementPtr); ok && addressOnly(g) {
+			p.memOff[v] = constPart(g)
 		}
 	}
+}
+
+// isPointerCast reports whether a bitcast only retypes a pointer (same
+// address space): the address is the same register.
+func isPointerCast(c *llir.InstBitCast) bool {
+	from, fok := c.From.Type().(*types.PointerType)
+	to, tok := c.To.(*types.PointerType)
+	return fok && tok && from.AddrSpace == to.AddrSpace
+}
+
+// rewriteIndices moves the constants of address-only geps' indices into
+// their offsets and lets geps of a block that compute the same register
+// part share one. Unrolled loops index base + k: the loads of a row
+// become [%rd+0], [%rd+4096], ... of one address.
+func (p *plan) rewriteIndices(f *llir.Func) {
+	// Where each add is, and the adds by operands.
+	type place struct {
+		b *llir.Block
+		i int
+	}
+	at := map[value.Value]place{}
+	adds := map[[2]value.Value][]*llir.InstAdd{}
+	for _, b := range f.Blocks {
+		for i, in := range b.Insts {
+			if a, ok := in.(*llir.InstAdd); ok && p.live[in] {
+				at[a] = place{b, i}
+				adds[[2]value.Value{a.X, a.Y}] = append(adds[[2]value.Value{a.X, a.Y}], a)
+				if a.X != a.Y {
+					adds[[2]value.Value{a.Y, a.X}] = append(adds[[2]value.Value{a.Y, a.X}], a)
+				}
+			}
+		}
+	}
+	// sumBefore finds y + z computed before idx in idx's block: it
+	// dominates idx, so every use of idx.
+	sumBefore := func(y, z value.Value, idx value.Value) value.Value {
+		where := at[idx]
+		for _, a := range adds[[2]value.Value{y, z}] {
+			if w := at[a]; w.b == where.b && w.i < where.i {
+				return a
+			}
+		}
+		return nil
+	}
+	for _, b := range f.Blocks {
+		type key struct {
+			src, idx value.Value
+			elem     string
+		}
+		first := map[key]*llir.InstGetElementPtr{}
+		for _, in := range b.Insts {
+			g, ok := in.(*llir.InstGetElementPtr)
+			if !ok {
+				continue
+			}
+			if _, ok := p.memOff[g]; !ok || len(g.Indices) != 1 || !types.Equal(g.Indices[0].Type(), types.I64) {
+				continue
+			}
+			if _, ok := g.Indices[0].(constant.Constant); ok {
+				continue
+			}
+			idx := g.Indices[0]
+			if x, c, ok := rewriteIndex(idx, sumBefore); ok {
+				size, err := sizeOf(g.ElemType)
+				if err != nil {
+					continue
+				}
+				p.gepIndex[g] = x
+				p.memOff[g] += c * size
+				idx = x
+			}
+			k := key{g.Src, idx, g.ElemType.String()}
+			if prev := first[k]; prev != nil {
+				p.gepSame[g] = prev
+			} else {
+				first[k] = g
+			}
+		}
+	}
+}
+
+// rewriteIndex writes an i64 index as x + c, where x is an operand of the
+// index (x + c itself), or y + z for an index y + (z + c) when sumBefore
+// finds y + z. Adds wrap as addresses do, so the rewrite is exact.
+func rewriteIndex(idx value.Value, sumBefore func(y, z, idx value.Value) value.Value) (value.Value, int64, bool) {
+	split := func(v value.Value) (value.Value, int64, bool) {
+		a, ok := v.(*llir.InstAdd)
+		if !ok {
+			return nil, 0, false
+		}
+		for _, o := range [][2]value.Value{{a.X, a.Y}, {a.Y, a.X}} {
+			if c, ok := o[1].(*constant.Int); ok && c.X.IsInt64() {
+				return o[0], c.X.Int64(), true
+			}
+		}
+		return nil, 0, false
+	}
+	if x, c, ok := split(idx); ok {
+		return x, c, true
+	}
+	a, ok := idx.(*llir.InstAdd)
+	if !ok {
+		return nil, 0, false
+	}
+	for _, o := range [][2]value.Value{{a.X, a.Y}, {a.Y, a.X}} {
+		if z, c, ok := split(o[1]); ok {
+			if sum := sumBefore(o[0], z, idx); sum != nil {
+				return sum, c, true
+			}
+		}
+	}
+	return nil, 0, false
 }
 
 // constPart is the byte offset a gep's constant indices contribute, its

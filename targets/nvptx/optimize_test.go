@@ -32,6 +32,27 @@ func shrinkable() *llir.Module {
 	// bf16 1.0 widened to f32: (zext 0x3F80) << 16, bitcast.
 	one := b.NewBitCast(b.NewShl(b.NewZExt(constI16(0x3F80), i32), c32(16)), f32)
 	b.NewStore(b.NewFAdd(mn, one), b.NewGetElementPtr(f32, out, tid))
+	// An unrolled row: row + col, then row + (col + 8): one address.
+	row := b.NewMul(sreg(m, b, "ctaid.x"), c64(64))
+	b.NewStore(b.NewLoad(f32, b.NewGetElementPtr(f32, a, b.NewAdd(row, tid))), out)
+	w := b.NewLoad(f32, b.NewGetElementPtr(f32, a, b.NewAdd(row, b.NewAdd(tid, c64(8)))))
+	b.NewStore(b.NewLoad(f32, b.NewGetElementPtr(f32, a, b.NewAdd(tid, c64(3)))), b.NewGetElementPtr(f32, out, c64(1)))
+	// A shuffle and an fma with constant operands, a vector built from
+	// undef, a shared array at a constant offset.
+	shfl := declare(m, "llvm.nvvm.shfl.sync.bfly.f32", f32, i32, f32, i32, i32)
+	sh := b.NewCall(shfl, c32(-1), w, c32(16), c32(31))
+	fma := b.NewCall(declare(m, "llvm.fma.f32", f32, f32, f32, f32), sh, cf(0.5), cf(2))
+	vec := types.NewVector(4, f32)
+	var v4 llirValue = constant.NewUndef(vec)
+	for lane := int64(0); lane < 4; lane++ {
+		v4 = b.NewInsertElement(v4, fma, c32(lane))
+	}
+	b.NewStore(v4, b.NewBitCast(b.NewGetElementPtr(f32, out, c64(4)), gV4))
+	shared := m.NewGlobalDef("wg", constant.NewUndef(types.NewArray(8, f32)))
+	shared.AddrSpace = 3
+	shared.Typ = nil
+	shared.Align = 16
+	b.NewStore(fma, b.NewGetElementPtr(types.NewArray(8, f32), shared, c64(0), c64(2)))
 	b.NewRet(nil)
 	return m
 }
@@ -63,6 +84,21 @@ func TestShrink(t *testing.T) {
 		if loc := bad.FindString(ptx); loc != "" {
 			t.Errorf("PTX holds %q\n%s", loc, numbered(ptx))
 		}
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`ld\.global\.f32 %f\d+, \[(%rd\d+)\];[^$]*ld\.global\.f32 %f\d+, \[(%rd\d+)\+32\];`), // row + (col + 8)
+		regexp.MustCompile(`ld\.global\.f32 %f\d+, \[%rd\d+\+12\];`),                                            // tid + 3
+		regexp.MustCompile(`shfl\.sync\.bfly\.b32 %f\d+, %f\d+, 16, 31, -1;`),
+		regexp.MustCompile(`fma\.rn\.f32 %f\d+, %f\d+, 0f3F000000, 0f40000000;`),
+		regexp.MustCompile(`st\.global\.v4\.f32 \[%rd\d+\+16\], \{(%f\d+), %f\d+, %f\d+, %f\d+\};`),
+		regexp.MustCompile(`st\.shared\.f32 \[wg\+8\], %f\d+;`),
+	} {
+		if !want.MatchString(ptx) {
+			t.Errorf("PTX does not match %s\n%s", want, numbered(ptx))
+		}
+	}
+	if m := regexp.MustCompile(`ld\.global\.f32 %f\d+, \[(%rd\d+)\];[^$]*ld\.global\.f32 %f\d+, \[(%rd\d+)\+32\];`).FindStringSubmatch(ptx); m != nil && m[1] != m[2] {
+		t.Errorf("row + col and row + (col + 8) use two registers, %s and %s", m[1], m[2])
 	}
 	assemble(t, ptx)
 }
