@@ -191,7 +191,7 @@ func TestFlashSemantics(t *testing.T) {
 	const tol = 1.0/128 + 1.0/64
 	for _, tc := range flashCases {
 		for _, tile := range togpu.FlashTiles {
-			t.Run(fmt.Sprintf("%v-%dx%d", tc, tile.Rows, tile.Keys), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v-%v", tc, tile), func(t *testing.T) {
 				t.Parallel()
 				q, k, v := tc.inputs(t)
 				ctx := dialects.NewContext()
@@ -269,7 +269,7 @@ func TestFlashPTX(t *testing.T) {
 	fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 128, Causal: true, Scale: 0.125, Elem: ir.BF16, Tile: togpu.FlashTiles[0]})
 	for _, f := range fs {
 		for _, name := range nvptx.BackendNames() {
-			t.Run(fmt.Sprintf("%s-d%d-causal=%v-%dx%d", name, f.D, f.Causal, f.Tile.Rows, f.Tile.Keys), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-d%d-causal=%v-%v", name, f.D, f.Causal, f.Tile), func(t *testing.T) {
 				m := flashModule(t, dialects.NewContext(), f)
 				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
 				if err != nil {
@@ -403,7 +403,7 @@ func TestGPUFlash(t *testing.T) {
 	for _, causal := range []bool{false, true} {
 		for _, tile := range togpu.FlashTiles {
 			tc := flashCase{16, 16, 1024, 1024, 64, causal, 0, ir.BF16}
-			t.Run(fmt.Sprintf("time-%v-%dx%d", tc, tile.Rows, tile.Keys), func(t *testing.T) {
+			t.Run(fmt.Sprintf("time-%v-%v", tc, tile), func(t *testing.T) {
 				m := flashModule(t, dialects.NewContext(), tc.flash(tile))
 				p, err := exec.Compile(m, exec.Options{})
 				if err != nil {
