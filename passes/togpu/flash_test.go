@@ -400,30 +400,39 @@ func TestGPUFlash(t *testing.T) {
 			t.Logf("max |device − graph| = %.3g", compare(t, gt.Float64s(), want[0].(*interp.Tensor).Float64s(), tol))
 		})
 	}
-	for _, causal := range []bool{false, true} {
-		for _, tile := range togpu.FlashTiles {
-			tc := flashCase{16, 16, 1024, 1024, 64, causal, 0, ir.BF16}
-			t.Run(fmt.Sprintf("time-%v-%v", tc, tile), func(t *testing.T) {
-				m := flashModule(t, dialects.NewContext(), tc.flash(tile))
-				p, err := exec.Compile(m, exec.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				q, k, v := tc.inputs(t)
-				out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ms, err := p.RunTimed(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}, 5, 20)
-				if err != nil {
-					t.Fatal(err)
-				}
-				flops := 4 * float64(tc.b*tc.h*tc.lq*tc.lk*tc.d)
-				if causal {
-					flops /= 2
-				}
-				t.Logf("%.3f ms, %.0f TFLOP/s", ms, flops/ms/1e9)
-			})
+	type timed struct {
+		tc   flashCase
+		tile togpu.FlashTile
+	}
+	var times []timed
+	for _, tile := range togpu.FlashTiles {
+		for _, causal := range []bool{false, true} {
+			times = append(times, timed{flashCase{16, 16, 1024, 1024, 64, causal, 0, ir.BF16}, tile})
 		}
+	}
+	times = append(times, timed{flashCase{16, 16, 1024, 1024, 128, false, 0, ir.BF16}, togpu.FlashTiles[0]})
+	for _, tm := range times {
+		tc, tile := tm.tc, tm.tile
+		t.Run(fmt.Sprintf("time-%v-%v", tc, tile), func(t *testing.T) {
+			m := flashModule(t, dialects.NewContext(), tc.flash(tile))
+			p, err := exec.Compile(m, exec.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, k, v := tc.inputs(t)
+			out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := p.RunTimed(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}, 5, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flops := 4 * float64(tc.b*tc.h*tc.lq*tc.lk*tc.d)
+			if tc.causal {
+				flops /= 2
+			}
+			t.Logf("%.3f ms, %.0f TFLOP/s", ms, flops/ms/1e9)
+		})
 	}
 }
