@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"slices"
+
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
@@ -37,14 +39,25 @@ func convParams(op *ir.Operation) (graph.Conv2DParams, error) {
 	return p, nil
 }
 
-// conv2d emits the element idx = (n, o, oh, ow) of a convolution: a
-// loop.for nest over (c, kh, kw) of the group's input channels and the
-// window, in the interpreter's order, accumulating x·w in f32 (f16, bf16,
-// f32) or f64 (f64; integers, which the interpreter also sums in float64),
-// then the bias, then one rounding to the element type. Window positions in
-// the padding add nothing: the load reads a clamped index and a select
-// keeps the sum (no branch, and 0·inf never enters it).
+// conv2d emits the element idx = (n, o, oh, ow) of a convolution.
 func (k *kernel) conv2d(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	vs, err := k.conv2dChannels(op, idx[0], idx[1:2], idx[2], idx[3])
+	if err != nil {
+		return nil, err
+	}
+	return vs[0], nil
+}
+
+// conv2dChannels emits the elements (n, o, oh, ow) of a convolution for
+// each o of os, output channels of one group: one loop.for nest over
+// (c, kh, kw) of the group's input channels and the window, in the
+// interpreter's order, carrying one accumulator per channel, so each input
+// element loaded serves every channel. Each accumulates x·w in f32 (f16,
+// bf16, f32) or f64 (f64; integers, which the interpreter also sums in
+// float64), then the bias, then rounds once to the element type. Window
+// positions in the padding add nothing: the load reads a clamped index and
+// a select keeps the sum (no branch, and 0·inf never enters it).
+func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, oh, ow *ir.Value) ([]*ir.Value, error) {
 	p, err := convParams(op)
 	if err != nil {
 		return nil, err
@@ -55,15 +68,14 @@ func (k *kernel) conv2d(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	if !ir.IsFloat(elem) {
 		acc = ir.F64
 	}
-	n, o, oh, ow := idx[0], idx[1], idx[2], idx[3]
-	// The input channel block of output channel o: o / (O / groups).
+	// The input channel block of the output channels: o / (O / groups).
 	grp := k.index(0)
 	if p.Groups > 1 {
 		outs, err := k.size(w, 0)
 		if err != nil {
 			return nil, err
 		}
-		grp = k.indexOp("arith.divui", o, k.outerOp("arith.divui", outs, k.outerIndex(p.Groups)))
+		grp = k.indexOp("arith.divui", os[0], k.outerOp("arith.divui", outs, k.outerIndex(p.Groups)))
 	}
 	ubs := make([]*ir.Value, 3)
 	for i, d := range []int{1, 2, 3} {
@@ -83,7 +95,12 @@ func (k *kernel) conv2d(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		k.indexOp("arith.subi", k.indexOp("arith.muli", oh, k.index(p.Strides[0])), k.index(p.Padding[0])),
 		k.indexOp("arith.subi", k.indexOp("arith.muli", ow, k.index(p.Strides[1])), k.index(p.Padding[1])),
 	}
-	res, err := k.loops(k.levelOf(idx...), ubs, []*ir.Value{k.zero(acc)}, func(ivs, iters []*ir.Value) ([]*ir.Value, error) {
+	inits := make([]*ir.Value, len(os))
+	for i := range inits {
+		inits[i] = k.zero(acc)
+	}
+	level := k.levelOf(append([]*ir.Value{n, oh, ow}, os...)...)
+	res, err := k.loops(level, ubs, inits, func(ivs, iters []*ir.Value) ([]*ir.Value, error) {
 		c, kh, kw := ivs[0], ivs[1], ivs[2]
 		ci := k.indexOp("arith.addi", k.indexOp("arith.muli", grp, ubs[0]), c)
 		pos := [2]*ir.Value{
@@ -121,34 +138,105 @@ func (k *kernel) conv2d(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		wv, err := k.value(w, []*ir.Value{o, c, kh, kw})
-		if err != nil {
-			return nil, err
+		xa := k.convert(xv, elem, acc)
+		next := make([]*ir.Value, len(os))
+		for i, o := range os {
+			wv, err := k.value(w, []*ir.Value{o, c, kh, kw})
+			if err != nil {
+				return nil, err
+			}
+			next[i] = k.binary("arith.addf", iters[i], k.binary("arith.mulf", xa, k.convert(wv, elem, acc)))
+			if inside != nil {
+				next[i] = k.sel(inside, next[i], iters[i])
+			}
 		}
-		prod := k.binary("arith.mulf", k.convert(xv, elem, acc), k.convert(wv, elem, acc))
-		sum := k.binary("arith.addf", iters[0], prod)
-		if inside != nil {
-			sum = k.sel(inside, sum, iters[0])
-		}
-		return []*ir.Value{sum}, nil
+		return next, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := res[0]
-	if op.NumOperands() == 3 {
-		b, err := k.value(op.Operand(2), []*ir.Value{o})
-		if err != nil {
-			return nil, err
+	res = slices.Clone(res) // not the loop's own result list
+	for i, o := range os {
+		if op.NumOperands() == 3 {
+			b, err := k.value(op.Operand(2), []*ir.Value{o})
+			if err != nil {
+				return nil, err
+			}
+			res[i] = k.binary("arith.addf", res[i], k.convert(b, elem, acc))
 		}
-		s = k.binary("arith.addf", s, k.convert(b, elem, acc))
+		if ir.IsFloat(elem) {
+			res[i] = k.convert(res[i], acc, elem)
+		} else {
+			// The interpreter converts its float64 sum with Go's int64();
+			// then the integer wraps to the element type.
+			res[i] = k.convert(k.cast("arith.fptosi", res[i], ir.I64), ir.I64, elem)
+		}
 	}
-	if ir.IsFloat(elem) {
-		return k.convert(s, acc, elem), nil
+	return res, nil
+}
+
+// ConvChannelBlock is the most output channels one thread of a conv2d
+// kernel computes: they share each input element it loads.
+const ConvChannelBlock = 4
+
+// convBlock returns the fusion's convolution and the number of its output
+// channels each point of the nest computes: the largest of
+// ConvChannelBlock, ..., 2 that divides the channels of a group, when the
+// group has one convolution whose shape every output has; 1 otherwise.
+func (k *kernel) convBlock(outs []*ir.Value) (*ir.Operation, int64) {
+	var cv *ir.Operation
+	for op := range k.body.All() {
+		if op.Name() == "graph.conv2d" {
+			if cv != nil {
+				return nil, 1
+			}
+			cv = op
+		}
 	}
-	// The interpreter converts its float64 sum with Go's int64(); then the
-	// integer wraps to the element type.
-	return k.convert(k.cast("arith.fptosi", s, ir.I64), ir.I64, elem), nil
+	if cv == nil {
+		return nil, 1
+	}
+	shape := shapeOf(cv.Result(0))
+	for _, o := range outs {
+		if !slices.Equal(shapeOf(o), shape) {
+			return nil, 1
+		}
+	}
+	p, err := convParams(cv)
+	if err != nil || shape[1] == ir.Dynamic {
+		return nil, 1
+	}
+	for t := int64(ConvChannelBlock); t > 1; t-- {
+		if shape[1]%p.Groups == 0 && (shape[1]/p.Groups)%t == 0 {
+			return cv, t
+		}
+	}
+	return nil, 1
+}
+
+// writeConvBlock stores the outputs at the t output channels
+// idx[1]·t … idx[1]·t + t-1 of the point idx: it computes the convolution
+// for all of them in one nest and memoizes its elements, so the epilogue
+// of each output reads them.
+func (k *kernel) writeConvBlock(cv *ir.Operation, t int64, outs, bufs []*ir.Value, idx []*ir.Value) error {
+	os := make([]*ir.Value, t)
+	for i := range os {
+		os[i] = k.indexOp("arith.addi", k.indexOp("arith.muli", idx[1], k.index(t)), k.index(int64(i)))
+	}
+	vals, err := k.conv2dChannels(cv, idx[0], os, idx[2], idx[3])
+	if err != nil {
+		return err
+	}
+	for i, o := range os {
+		at := []*ir.Value{idx[0], o, idx[2], idx[3]}
+		k.remember(k.elemKey("value", cv.Result(0), at), vals[i])
+		for j, out := range outs {
+			if err := k.store(out, at, bufs[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // convSize returns dim d of a convolution's result at function level:

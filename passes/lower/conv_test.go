@@ -30,7 +30,7 @@ func drawConv(t *rapid.T, elems []ir.Type, allowDynamic bool) convCase {
 	n := rapid.Int64Range(1, 2).Draw(t, "n")
 	g := rapid.Int64Range(1, 3).Draw(t, "groups")
 	cg := rapid.Int64Range(1, 3).Draw(t, "cg")
-	og := rapid.Int64Range(1, 3).Draw(t, "og")
+	og := rapid.Int64Range(1, 4).Draw(t, "og")
 	var k, str, dil, in [2]int64
 	var pad [4]int64
 	for i := range 2 {
@@ -96,18 +96,23 @@ func drawConv(t *rapid.T, elems []ir.Type, allowDynamic bool) convCase {
 		props = " <{" + strings.Join(attrs, ", ") + "}>"
 	}
 	body := fmt.Sprintf("  %%0 = \"graph.conv2d\"(%s)%s : (%s) -> %s\n", operands, props, types, yt)
-	res := "%0"
-	if rapid.Bool().Draw(t, "relu") {
+	res, rt := "%0", yt
+	switch rapid.IntRange(0, 2).Draw(t, "epilogue") {
+	case 1: // relu
 		body += fmt.Sprintf("  %%1 = \"graph.relu\"(%%0) : (%s) -> %s\n", yt, yt)
 		res = "%1"
+	case 2: // relu, and the convolution too: a group with two outputs
+		body += fmt.Sprintf("  %%1 = \"graph.relu\"(%%0) : (%s) -> %s\n", yt, yt)
+		res, rt = "%1, %0", "("+yt+", "+yt+")"
+		yt += ", " + yt
 	}
-	src := fmt.Sprintf("func.func @main(%s) -> %s {\n%s  return %s : %s\n}\n", strings.Join(args, ", "), yt, body, res, yt)
+	src := fmt.Sprintf("func.func @main(%s) -> %s {\n%s  return %s : %s\n}\n", strings.Join(args, ", "), rt, body, res, yt)
 	return convCase{src: src, inputs: inputs}
 }
 
 // runConv runs @main of m on tensors (as buffers when the module is
-// lowered) and returns the result as a tensor.
-func runConv(t fataler, m *ir.Operation, args []interp.Value, lowered bool) *interp.Tensor {
+// lowered) and returns the results as tensors.
+func runConv(t fataler, m *ir.Operation, args []interp.Value, lowered bool) []*interp.Tensor {
 	t.Helper()
 	in := make([]interp.Value, len(args))
 	for i, a := range args {
@@ -120,18 +125,20 @@ func runConv(t fataler, m *ir.Operation, args []interp.Value, lowered bool) *int
 	if err != nil {
 		t.Fatalf("running:\n%s\n%v", m, err)
 	}
-	switch r := res[0].(type) {
-	case *interp.Tensor:
-		return r
-	case *interp.Buffer:
-		out, err := r.Tensor()
-		if err != nil {
-			t.Fatal(err)
+	out := make([]*interp.Tensor, len(res))
+	for i, r := range res {
+		switch r := r.(type) {
+		case *interp.Tensor:
+			out[i] = r
+		case *interp.Buffer:
+			if out[i], err = r.Tensor(); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("result of type %T", r)
 		}
-		return out
 	}
-	t.Fatalf("result of type %T", res[0])
-	return nil
+	return out
 }
 
 // TestConv2DLowering checks random convolutions against the interpreter's
@@ -147,16 +154,18 @@ func TestConv2DLowering(t *testing.T) {
 		}
 		want := runConv(rt, lowerSource(rt, c.src, ""), args, false)
 		loops := runConv(rt, lowerSource(rt, c.src, "lower-to-loop"), args, true)
-		gb, wb := loops.Bits(), want.Bits()
-		gf, wf := loops.Float64s(), want.Float64s()
-		for i := range wb {
-			if gb[i] != wb[i] && !(math.IsNaN(gf[i]) && math.IsNaN(wf[i])) {
-				rt.Fatalf("lower-to-loop: element %d is %v (%#x), the interpreter's %v (%#x)\n%s", i, gf[i], gb[i], wf[i], wb[i], c.src)
-			}
-		}
 		gpu := runConv(rt, lowerSource(rt, c.src, "builtin.module(lower-to-gpu)"), args, true)
-		if err := passtest.Compare(gpu, want); err != nil {
-			rt.Fatalf("lower-to-gpu: %v\n%s", err, c.src)
+		for r := range want {
+			gb, wb := loops[r].Bits(), want[r].Bits()
+			gf, wf := loops[r].Float64s(), want[r].Float64s()
+			for i := range wb {
+				if gb[i] != wb[i] && !(math.IsNaN(gf[i]) && math.IsNaN(wf[i])) {
+					rt.Fatalf("lower-to-loop: result %d, element %d is %v (%#x), the interpreter's %v (%#x)\n%s", r, i, gf[i], gb[i], wf[i], wb[i], c.src)
+				}
+			}
+			if err := passtest.Compare(gpu[r], want[r]); err != nil {
+				rt.Fatalf("lower-to-gpu: result %d: %v\n%s", r, err, c.src)
+			}
 		}
 	})
 }

@@ -146,11 +146,20 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 			return nil, errorf(k.loc, "result %d (%s) is neither in the iteration space %v nor in %v", i, o.Type(), space, fullSpace)
 		}
 	}
+	var conv *ir.Operation
+	block := int64(1)
+	if kind == "conv2d" {
+		conv, block = k.convBlock(outs)
+	}
 	ubs := make([]*ir.Value, 0, len(space))
 	for d := range space {
 		s, err := k.spaceSize(outs, space, d)
 		if err != nil {
 			return nil, err
+		}
+		if d == 1 && block > 1 {
+			// Each point computes block output channels (convBlock).
+			s = arith.ConstantIndex(k.c.at, k.loc, space[1]/block)
 		}
 		ubs = append(ubs, s)
 	}
@@ -172,7 +181,11 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 		if rank0 {
 			idx = nil
 		}
-		err = k.writeOutputs(outs, bufs, inSpace, inFull, space, fullSpace, axes, idx)
+		if block > 1 {
+			err = k.writeConvBlock(conv, block, outs, bufs, idx)
+		} else {
+			err = k.writeOutputs(outs, bufs, inSpace, inFull, space, fullSpace, axes, idx)
+		}
 		return nil
 	})
 	k.c.kernels++
