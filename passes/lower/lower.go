@@ -31,7 +31,8 @@ func init() {
 			"exactly one top-level `loop.parallel` nest writing its output buffers: pointwise groups " +
 			"iterate over the output, reduction and persistent-row groups over the kept dims with inner " +
 			"`loop.for` accumulations (f32 for f16 and bf16, as the interpreter), matmul groups over the " +
-			"output with an inner loop over K and the epilogue applied to the accumulator. Views are " +
+			"output with an inner loop over K and the epilogue applied to the accumulator, conv2d groups over " +
+			"the output (up to 4 channels a point) with inner loops over the window. Views are " +
 			"index remapping; splat constants become scalars and other constants buffers filled at " +
 			"function entry. Scalar code reproduces the graph semantics with arith and math ops (see " +
 			"docs/lowering.md). Composite groups must be decomposed first (graph-decompose).",
