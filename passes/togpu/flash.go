@@ -45,39 +45,20 @@ const (
 
 // FlashTile is how a flash-attention kernel splits its work: blocks of
 // Rows query rows (Rows/16 warps, 16 rows each) and key tiles of Keys.
-// A Pipelined kernel computes the next tile's scores before this tile's
-// softmax, so its mma.sync run while the softmax's f32 work issues (as
-// FlashAttention-3 overlaps them), at the price of the scores of two
-// tiles in registers and a third workgroup stage.
-type FlashTile struct {
-	Rows, Keys int64
-	Pipelined  bool
-}
+type FlashTile struct{ Rows, Keys int64 }
 
-// String is RowsxKeys, with a p when pipelined.
-func (t FlashTile) String() string {
-	p := ""
-	if t.Pipelined {
-		p = "p"
-	}
-	return fmt.Sprintf("%dx%d%s", t.Rows, t.Keys, p)
-}
-
-// stages is the number of workgroup stages of K and V tiles.
-func (t FlashTile) stages() int64 {
-	if t.Pipelined {
-		return 3
-	}
-	return 2
-}
+// String is RowsxKeys.
+func (t FlashTile) String() string { return fmt.Sprintf("%dx%d", t.Rows, t.Keys) }
 
 // FlashTiles are the tilings Flash supports, the default first. On the
 // H200 at b16 h16 s1024 d64 (TestGPUFlash), 64×64 (4 blocks = 16 warps
-// an SM) beat 128×64 (2 blocks of 8 warps, half the copies per score) by
-// 4% non-causal and 9% causal (a finer diagonal). 64×64p overlaps the
-// tensor cores with the softmax at 131 registers (3 blocks an SM); 64×128
-// halves the per-tile work (rescaling, row reductions, barrier) at 167.
-var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 64, Keys: 64, Pipelined: true}, {Rows: 64, Keys: 128}}
+// an SM) takes 0.319 ms non-causal and 0.198 causal; 128×64 (2 blocks of
+// 8 warps, half the copies per score) was 4% and 9% slower (a coarser
+// diagonal), 64×128 (167 registers, 3 blocks: half the rescaling, row
+// reductions and barriers per score) 1% faster and 16% slower. (A
+// pipelined 64×64, the next tile's QKᵀ issued before this tile's
+// softmax in three stages at 131 registers, was 10% slower: dropped.)
+var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -110,10 +91,10 @@ func (f Flash) tile() FlashTile {
 // Threads is the block size of f's launch.
 func (f Flash) Threads() int64 { return 2 * f.tile().Rows }
 
-// shared is the number of workgroup elements: the stages of a K and a V
-// tile (the Q tile is staged in the last before the loop). Beyond
+// shared is the number of workgroup elements: two stages of a K and a V
+// tile (the Q tile is staged in the second before the loop). Beyond
 // gpu.MaxStaticSharedBytes the kernel's workgroup memory is dynamic.
-func (f Flash) shared() int64 { t := f.tile(); return t.stages() * 2 * t.Keys * (f.D + flashPad) }
+func (f Flash) shared() int64 { return 4 * f.tile().Keys * (f.D + flashPad) }
 
 // Check reports why the kernel cannot compute f, or nil.
 func (f Flash) Check() error {
@@ -210,18 +191,8 @@ type flashGen struct {
 	tiles      *ir.Value    // key tiles the block visits
 }
 
-// stage is the offset of stage i's K tile; its V tile follows.
+// stage is the offset of a stage's K tile; its V tile follows.
 func (g *flashGen) stage(i int64) int64 { return 2 * i * g.Tile.Keys * g.ld }
-
-// stageOf is the offset of the stage of key tile kt (an offset-typed
-// value): kt mod stages.
-func (g *flashGen) stageOf(b *ir.Builder, kt *ir.Value) *ir.Value {
-	x := g.x.at(b)
-	if n := g.Tile.stages(); n&(n-1) != 0 {
-		return x.mulc(x.rem(kt, x.c(n)), g.stage(1))
-	}
-	return x.mulc(x.and(kt, g.Tile.stages()-1), g.stage(1))
-}
 
 // chunk is one 16-byte cp.async of a thread in a tile copy: tile row
 // row+rowC, workgroup offset dst+dstC from the tile's start and global
@@ -294,12 +265,12 @@ func (g *flashGen) copyTile(b *ir.Builder, cs []chunk, src, srcAt, dstAt, first,
 	}
 }
 
-// load issues the copies of key tile kt (an offset-typed value) into its
-// stage.
+// load issues the copies of key tile kt (an offset-typed value) into
+// stage kt % 2.
 func (g *flashGen) load(b *ir.Builder, kt *ir.Value) {
 	x := g.x.at(b)
 	first := x.mulc(kt, g.Tile.Keys)
-	at := g.stageOf(b, kt)
+	at := x.mulc(x.and(kt, 1), g.stage(1))
 	src := x.add(g.kvBase, x.mulc(first, g.D))
 	var valid *ir.Value
 	if g.Lk%g.Tile.Keys != 0 {
@@ -348,32 +319,23 @@ func (g *flashGen) emit() {
 		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
 	}
 
-	// Q is staged in the last stage (R ≤ 2·K rows), which its key tile
-	// overwrites only after the first loop iteration's barrier. The tiles
-	// before it are loaded here, a commit group each.
+	// Q is staged in stage 1 (R ≤ 2·K rows), which key tile 1 overwrites
+	// only after the first loop iteration's barrier.
 	var qValid *ir.Value
 	if g.Lq%R != 0 {
 		qValid = x.c(g.Lq)
 	}
-	last := g.Tile.stages() - 1
 	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
-	g.copyTile(b, g.chunks(R), g.q, qBase, x.c(g.stage(last)), rowBase, qValid)
+	g.copyTile(b, g.chunks(R), g.q, qBase, x.c(g.stage(1)), rowBase, qValid)
 	g.load(b, x.c(0))
 	gpu.CpAsyncCommit(b, loc)
-	for kt := int64(1); kt < last; kt++ {
-		loop.If(b, loc, x.lt(x.c(kt), g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-			g.load(b, g.x.at(b).c(kt))
-			return nil
-		}, nil)
-		gpu.CpAsyncCommit(b, loc)
-	}
-	gpu.CpAsyncWait(b, loc, last-1) // Q and tile 0
+	gpu.CpAsyncWait(b, loc, 0)
 	gpu.Barrier(b, loc)
 
 	// The warp's Q fragments, one m16k16 A per 16 of D: matrix q8 of
 	// ldmatrix.x4 is rows 8·(q8%2)…, columns 8·(q8/2)….
 	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
-	qOff := x.addc(x.add(x.mulc(qRow, g.ld), x.mulc(hi, 8)), g.stage(last))
+	qOff := x.addc(x.add(x.mulc(qRow, g.ld), x.mulc(hi, 8)), g.stage(1))
 	qf := make([][]*ir.Value, g.D/16)
 	qAt := x.index(qOff)
 	for ks := range qf {
@@ -398,39 +360,24 @@ func (g *flashGen) emit() {
 		inits = append(inits, g.f32(0))
 	}
 	inits = append(inits, sm.masked, sm.masked, g.f32(0), g.f32(0)) // m, l per row
-	if g.Tile.Pipelined {
-		// The scores of tile 0, then of each next tile.
-		for _, v := range g.scores(b, qf, kOff) {
-			inits = append(inits, v...)
-		}
-	}
 	// tileLoop runs key tiles [from, to) on the carried values it.
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		one := arith.ConstantIndex(b, loc, 1)
 		l := loop.For(b, loc, x.index(from), x.index(to), one, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
 			x := x.at(b)
 			kt := x.from(iv)
-			// The tiles this iteration reads have landed, and every warp
-			// is done with the stage of the previous iteration, which the
-			// copies of tile kt + stages − 1 now refill.
+			// The tile has landed, and every warp is done with the other
+			// stage, which the next tile's copies now refill.
 			gpu.CpAsyncWait(b, loc, 0)
 			gpu.Barrier(b, loc)
-			ahead := x.addc(kt, last)
-			loop.If(b, loc, x.lt(ahead, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-				g.load(b, ahead)
+			next := x.addc(kt, 1)
+			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+				g.load(b, next)
 				gpu.CpAsyncCommit(b, loc)
 				return nil
 			}, nil)
-			at := g.stageOf(b, kt)
-			var s, next [][]*ir.Value
-			if g.Tile.Pipelined {
-				// (After the last tile the next scores read a stale stage
-				// and are dropped.)
-				s = unflatten(it[4*nO+4:])
-				next = g.scores(b, qf, x.add(g.stageOf(b, x.addc(kt, 1)), kOff))
-			} else {
-				s = g.scores(b, qf, x.add(at, kOff))
-			}
+			at := x.mulc(x.and(kt, 1), g.stage(1))
+			s := g.scores(b, qf, x.add(at, kOff))
 			g.round(b, s)
 			if masked {
 				g.mask(b, s, x.mulc(kt, K), sm)
@@ -438,9 +385,6 @@ func (g *flashGen) emit() {
 			o, m, l := it[:4*nO], it[4*nO:4*nO+2], it[4*nO+2:]
 			out := g.softmaxStep(b, s, o, m, l, sm)
 			g.product(b, s, out[:4*nO], x.add(at, vOff))
-			for _, v := range next {
-				out = append(out, v...)
-			}
 			return out
 		})
 		return l.Results()
@@ -450,15 +394,6 @@ func (g *flashGen) emit() {
 		it = tileLoop(full, g.tiles, it, true)
 	}
 	g.store(it, nO)
-}
-
-// unflatten groups score registers by n8 tile (4 each), as copies.
-func unflatten(vs []*ir.Value) [][]*ir.Value {
-	s := make([][]*ir.Value, 0, len(vs)/4)
-	for i := 0; i < len(vs); i += 4 {
-		s = append(s, slices.Clone(vs[i:i+4]))
-	}
-	return s
 }
 
 // indexAdd is the index i + c. (Constants added in index rather than in
