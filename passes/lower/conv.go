@@ -175,13 +175,13 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 	return res, nil
 }
 
-// ConvChannelBlock is the most output channels one thread of a conv2d
+// convChannelBlock is the most output channels one thread of a conv2d
 // kernel computes: they share each input element it loads.
-const ConvChannelBlock = 4
+const convChannelBlock = 4
 
 // convBlock returns the fusion's convolution and the number of its output
 // channels each point of the nest computes: the largest of
-// ConvChannelBlock, ..., 2 that divides the channels of a group, when the
+// convChannelBlock, ..., 2 that divides the channels of a group, when the
 // group has one convolution whose shape every output has; 1 otherwise.
 func (k *kernel) convBlock(outs []*ir.Value) (*ir.Operation, int64) {
 	var cv *ir.Operation
@@ -206,7 +206,7 @@ func (k *kernel) convBlock(outs []*ir.Value) (*ir.Operation, int64) {
 	if err != nil || shape[1] == ir.Dynamic {
 		return nil, 1
 	}
-	for t := int64(ConvChannelBlock); t > 1; t-- {
+	for t := int64(convChannelBlock); t > 1; t-- {
 		if shape[1]%p.Groups == 0 && (shape[1]/p.Groups)%t == 0 {
 			return cv, t
 		}
