@@ -376,7 +376,11 @@ func constStage(s int64) int64Value { return func(x ix) *ir.Value { return x.c(s
 // epilogue runs the nest's body without the K loop once per accumulator
 // element, at row g + 8·(r/2) and column 2t + r%2 of its m16n8 tile
 // (g = lane/4, t = lane%4), guarded by the output's bounds where the
-// sizes are not multiples of the tile.
+// sizes are not multiples of the tile. The two elements of a row (r%2 =
+// 0, 1) share a guard when N is even (their first column is even), and
+// their bodies are then cloned op by op, each op for both in turn, so
+// that their loads and stores of a buffer are adjacent at columns c and
+// c + 1 and targets/llvm makes each pair one 4-byte access.
 func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, z, rowBase, colBase, lane, wm, wn, mRows, nCols *ir.Value, rowTail, colTail bool) {
 	b, loc := x.b, x.loc
 	body := loop.Body(k.nest)
@@ -392,35 +396,62 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, z, rowBase, colBase
 	rows0 := x.add(x.add(rowBase, x.mulc(wm, warpTileM)), g)
 	cols0 := x.add(x.add(colBase, x.mulc(wn, p.tile.WarpN)), t2)
 	fragsN := p.tile.fragsN()
+	paired := !colTail || (p.n != ir.Dynamic && p.n%2 == 0)
+	// emit clones the body for the elements at row and the given index
+	// columns with the given accumulators, op-major.
+	emit := func(b *ir.Builder, row *ir.Value, cols, accs []*ir.Value) {
+		ms := make([]map[*ir.Value]*ir.Value, len(cols))
+		for e := range ms {
+			ms[e] = maps.Clone(m)
+			ms[e][body.Argument(nb)], ms[e][body.Argument(nb+1)] = row, cols[e]
+			ms[e][p.kloop.Result(0)] = accs[e]
+		}
+		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+			if op != p.kloop {
+				for e := range ms {
+					b.Insert(op.Clone(ms[e]))
+				}
+			}
+		}
+	}
 	for i := range int64(fragsM) {
 		for j := range fragsN {
-			for r := range 4 {
-				row := x.addc(rows0, i*16+int64(8*(r/2)))
-				col := x.addc(cols0, j*8+int64(r%2))
-				acc := kl.Result(int((i*fragsN+j)*4) + r)
-				emit := func(b *ir.Builder) []*ir.Value {
-					x := x.at(b)
-					m := maps.Clone(m)
-					m[body.Argument(nb)], m[body.Argument(nb+1)] = x.index(row), x.index(col)
-					m[p.kloop.Result(0)] = acc
-					for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
-						if op != p.kloop {
-							b.Insert(op.Clone(m))
-						}
-					}
-					return nil
-				}
+			for h := range int64(2) {
+				row := x.addc(rows0, i*16+8*h)
+				col := x.addc(cols0, j*8)
+				at := int((i*fragsN+j)*4 + 2*h)
+				accs := []*ir.Value{kl.Result(at), kl.Result(at + 1)}
 				var ok *ir.Value
 				if rowTail {
 					ok = x.lt(row, mRows)
 				}
-				if colTail {
-					ok = x.both2(ok, x.lt(col, nCols))
+				guarded := func(ok *ir.Value, body func(b *ir.Builder)) {
+					if ok == nil {
+						body(b)
+						return
+					}
+					loop.If(b, loc, ok, nil, func(b *ir.Builder) []*ir.Value { body(b); return nil }, nil)
 				}
-				if ok == nil {
-					emit(b)
-				} else {
-					loop.If(b, loc, ok, nil, emit, nil)
+				if paired {
+					if colTail {
+						ok = x.both2(ok, x.lt(col, nCols))
+					}
+					guarded(ok, func(b *ir.Builder) {
+						x := x.at(b)
+						// 2·(col/2): col is even, and written so its
+						// alignment shows.
+						c0 := arith.Binary(b, "arith.muli", loc, x.index(x.shr(col, 1)), arith.ConstantIndex(b, loc, 2))
+						c1 := arith.Binary(b, "arith.addi", loc, c0, arith.ConstantIndex(b, loc, 1))
+						emit(b, x.index(row), []*ir.Value{c0, c1}, accs)
+					})
+					continue
+				}
+				for e := range int64(2) {
+					c := x.addc(col, e)
+					guarded(x.both2(ok, x.lt(c, nCols)), func(b *ir.Builder) {
+						x := x.at(b)
+						emit(b, x.index(row), []*ir.Value{x.index(c)}, accs[e:e+1])
+					})
 				}
 			}
 		}

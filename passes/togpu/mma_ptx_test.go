@@ -31,11 +31,14 @@ const mmBiasGelu = `func.func @main(%x: tensor<8192x4096xbf16>, %w: tensor<4096x
 var (
 	registersRE = regexp.MustCompile(`Used (\d+) registers`)
 	spillRE     = regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`)
+	// scalarStoreRE is a 2-byte store to global memory.
+	scalarStoreRE = regexp.MustCompile(`st\.global\.[bu]16\b.*`)
 )
 
 // TestMMAPTX compiles the bench's mm_bias_gelu kernel with every tiling
 // and both PTX backends, assembles it with the offline ptxas for sm_90
-// and checks that no register spills; it logs the registers a thread and
+// and checks that no register spills (and that the native backend stores
+// the results in pairs); it logs the registers a thread and
 // the blocks an SM they and the shared memory leave (65536 registers and
 // 228 KiB an SM, 1 KiB of it reserved a block; registers are allocated
 // 8 a thread at a time).
@@ -84,6 +87,11 @@ func TestMMAPTX(t *testing.T) {
 				out, err := osexec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
 				if err != nil {
 					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
+				}
+				// The epilogue writes each row's pair of bf16 results with
+				// one access.
+				if name == "native" && scalarStoreRE.MatchString(ptx) {
+					t.Errorf("bf16 results stored one by one: %s", scalarStoreRE.FindString(ptx))
 				}
 				regs, spills := registersRE.FindSubmatch(out), spillRE.FindSubmatch(out)
 				if regs == nil || spills == nil {

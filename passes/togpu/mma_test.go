@@ -16,9 +16,10 @@ import (
 
 // mmaCases are bf16 products the tensor-core mapping takes, at sizes that
 // exercise its variants: tails in M, N and K (predicated copies and a
-// guarded epilogue), exact tiles (neither), A stored [K, M] and B stored
-// [N, K], each and both, batch dimensions, and a dynamic M (index rather
-// than i32 offsets); and one it must leave to the SIMT mapping (A stored
+// guarded epilogue, by element pairs when N is even, else by element),
+// exact tiles (neither), A stored [K, M] and B stored [N, K], each and
+// both, batch dimensions, and a dynamic M (index rather than i32
+// offsets); and one it must leave to the SIMT mapping (A stored
 // [K, M] with M not a multiple of 8: its rows are not 16-byte aligned).
 var mmaCases = []struct {
 	name    string
@@ -40,6 +41,10 @@ var mmaCases = []struct {
 	{"b-transposed", "%x: tensor<130x40xbf16>, %w: tensor<20x40xbf16>", "tensor<130x20xbf16>", `
   %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<20x40xbf16>) -> tensor<40x20xbf16>
   %r = "graph.matmul"(%x, %t) : (tensor<130x40xbf16>, tensor<40x20xbf16>) -> tensor<130x20xbf16>`, 1},
+	{"b-transposed-odd-n", "%x: tensor<70x24xbf16>, %w: tensor<21x24xbf16>, %b: tensor<21xbf16>", "tensor<70x21xbf16>", `
+  %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<21x24xbf16>) -> tensor<24x21xbf16>
+  %0 = "graph.matmul"(%x, %t) : (tensor<70x24xbf16>, tensor<24x21xbf16>) -> tensor<70x21xbf16>
+  %r = "graph.add"(%0, %b) : (tensor<70x21xbf16>, tensor<21xbf16>) -> tensor<70x21xbf16>`, 1},
 	{"a-transposed", "%x: tensor<40x136xbf16>, %w: tensor<40x72xbf16>", "tensor<136x72xbf16>", `
   %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<40x136xbf16>) -> tensor<136x40xbf16>
   %r = "graph.matmul"(%t, %w) : (tensor<136x40xbf16>, tensor<40x72xbf16>) -> tensor<136x72xbf16>`, 1},
