@@ -106,6 +106,9 @@ func TestTranslateErrors(t *testing.T) {
 		{"device function", `gpu.func @f() {
       gpu.return
     }`, "device functions are not supported"},
+		{"too much shared memory", `gpu.func @k() workgroup(%b : memref<60000xf32, 3>) kernel {
+      gpu.return
+    }`, "kernel @k: 240000 bytes of workgroup memory, more than the 232448 a block may have"},
 		{"f64 exp", `gpu.func @k(%m: memref<?xf64>) kernel {
       %c = arith.constant 0 : index
       %x = loop.load %m[%c] : memref<?xf64>
