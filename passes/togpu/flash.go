@@ -243,18 +243,25 @@ func (g *flashGen) chunks(rows int64) []chunk {
 // are zero filled.
 func (g *flashGen) copyTile(b *ir.Builder, cs []chunk, src, srcAt, dstAt, first, valid *ir.Value) {
 	x := g.x.at(b)
+	// The chunks' index bases, once per distinct thread offset: their
+	// constants, added in index, become immediate offsets (see indexAdd).
+	srcBase, dstBase := map[*ir.Value]*ir.Value{}, map[*ir.Value]*ir.Value{}
+	for _, c := range cs {
+		if srcBase[c.src] == nil {
+			srcBase[c.src], dstBase[c.dst] = x.index(x.add(srcAt, c.src)), x.index(x.add(dstAt, c.dst))
+		}
+	}
 	for _, c := range cs {
 		issue := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
-			s := x.addc(x.add(srcAt, c.src), c.srcC)
+			s := indexAdd(b, g.loc, srcBase[c.src], c.srcC)
 			n := arith.ConstantInt(b, g.loc, 16, ir.I32)
 			if valid != nil {
 				ok := x.lt(x.addc(x.add(first, c.row), c.rowC), valid)
-				s = arith.NewSelect(b, g.loc, ok, s, x.c(0))
+				s = arith.NewSelect(b, g.loc, ok, s, arith.ConstantIndex(b, g.loc, 0))
 				n = arith.NewSelect(b, g.loc, ok, n, arith.ConstantInt(b, g.loc, 0, ir.I32))
 			}
-			d := x.addc(x.add(dstAt, c.dst), c.dstC)
-			gpu.CpAsync(b, g.loc, g.smem, x.index(d), src, x.index(s), n, 16)
+			gpu.CpAsync(b, g.loc, g.smem, indexAdd(b, g.loc, dstBase[c.dst], c.dstC), src, s, n, 16)
 			return nil
 		}
 		if c.guard == nil {
