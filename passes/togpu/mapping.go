@@ -119,10 +119,48 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 		}
 		return ok
 	})
-	if ok {
-		p.vec = cfg.Vector
+	if !ok {
+		return p
 	}
+	// The option counts 4-byte lanes (16 bytes a step by default): a nest
+	// that moves only 16-bit elements takes twice the points a step (one
+	// 16-byte access a buffer); one that also moves f32 keeps the width.
+	// (1-byte elements have no vector accesses.)
+	vec := cfg.Vector
+	if w := widestAccess(nest); w == 2 && (ub-lb)%(vec*2) == 0 {
+		vec *= 2
+	}
+	p.vec = vec
 	return p
+}
+
+// widestAccess returns the largest element size in bytes among the loads
+// and stores of nest (0 when one has an element of another kind, which
+// keeps the option's width).
+func widestAccess(nest *ir.Operation) int64 {
+	w := int64(0)
+	nest.Walk(func(o *ir.Operation) bool {
+		if o.Name() != loop.LoadOp && o.Name() != loop.StoreOp {
+			return true
+		}
+		mem, _ := accessIndices(o)
+		b := int64(0)
+		if mt, ok := mem.Type().(*ir.MemRefType); ok {
+			switch et := mt.ElementType().(type) {
+			case *ir.FloatType:
+				b = int64(et.Width) / 8
+			case *ir.IntegerType:
+				b = int64(et.Width) / 8
+			}
+		}
+		if b == 0 {
+			w = -1
+			return false
+		}
+		w = max(w, b)
+		return true
+	})
+	return max(w, 0)
 }
 
 func (p *pointwise) block(cfg Config) int64 { return cfg.Block }

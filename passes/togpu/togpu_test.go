@@ -95,6 +95,8 @@ var semanticsCases = []struct {
 }{
 	{"elementwise.mlir", [][]int64{{7}, {}}},
 	{"elementwise.mlir", [][]int64{{0}, {}}},
+	{"elementwise_bf16.mlir", [][]int64{{7}, {}}},
+	{"elementwise_mixed.mlir", [][]int64{{5}, {}}},
 	{"rowsum.mlir", [][]int64{{37}}},
 	{"rowsum.mlir", [][]int64{{600}}},
 	{"rowsum.mlir", [][]int64{{0}}},
@@ -181,6 +183,10 @@ func TestMappings(t *testing.T) {
 		want []string // per kernel: mapping/block/vector/rows_per_block
 	}{
 		{"elementwise.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
+		// The vector option counts 4-byte lanes: 16-bit nests take twice
+		// the points, unless they also move f32.
+		{"elementwise_bf16.mlir", togpu.DefaultConfig, []string{"pointwise/256/8/0"}},
+		{"elementwise_mixed.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
 		{"rowsum.mlir", togpu.DefaultConfig, []string{"row/256/1/1"}},
 		{"softmax.mlir", togpu.DefaultConfig, []string{"row/256/1/1"}},
 		// Short static rows: a warp per row, block/32 rows per block.

@@ -21,7 +21,9 @@ import (
 // Merging adjacent accesses of one buffer never reorders a load with a
 // store, so it is correct wherever the pattern appears.
 
-// maxVectorBytes is the widest access (ld.global.v4.f32, 16 bytes).
+// maxVectorBytes is the widest access (ld.global.v4.f32, 16 bytes): four
+// lanes of 4 bytes, two of 8, or eight of 2 (which PTX moves as four
+// 32-bit words).
 const maxVectorBytes = 16
 
 // vectorRun returns the accesses of the vector run starting at ops[i]
@@ -46,7 +48,7 @@ func vectorRun(ops []*ir.Operation, i int) []*ir.Operation {
 	}
 	base := linear(idx)
 	run := []*ir.Operation{first}
-	for j := i + 1; j < len(ops) && int64(len(run)+1)*size <= maxVectorBytes && len(run) < 4; j++ {
+	for j := i + 1; j < len(ops) && int64(len(run)+1)*size <= maxVectorBytes; j++ {
 		o := ops[j]
 		if pure(o) {
 			continue

@@ -1127,6 +1127,14 @@ func (e *emitter) load(in *llir.InstLoad) error {
 	dst := e.resultRegs(in)
 	vol := map[bool]string{true: ".volatile"}[in.Volatile]
 	switch {
+	case lanes == 8:
+		// PTX has no v8 access: eight 16-bit lanes travel as four
+		// 32-bit words, split into pairs after the load.
+		words := e.wordRegs()
+		e.inst("ld%s%s.v4.b32 %s, [%s];", vol, space, laneList(words), addr)
+		for i, w := range words {
+			e.inst("mov.b32 {%s, %s}, %s;", dst[2*i], dst[2*i+1], w)
+		}
 	case lanes > 1:
 		e.inst("ld%s%s.v%d%s %s, [%s];", vol, space, lanes, k.memSuffix(), laneList(dst), addr)
 	case k.class == classPred:
@@ -1161,6 +1169,12 @@ func (e *emitter) store(in *llir.InstStore) error {
 	}
 	vol := map[bool]string{true: ".volatile"}[in.Volatile]
 	switch {
+	case lanes == 8:
+		words := e.wordRegs()
+		for i, w := range words {
+			e.inst("mov.b32 %s, {%s, %s};", w, src[2*i], src[2*i+1])
+		}
+		e.inst("st%s%s.v4.b32 [%s], %s;", vol, space, addr, laneList(words))
 	case lanes > 1:
 		e.inst("st%s%s.v%d%s [%s], %s;", vol, space, lanes, k.memSuffix(), addr, laneList(src))
 	case k.class == classPred:
@@ -1171,6 +1185,16 @@ func (e *emitter) store(in *llir.InstStore) error {
 		e.inst("st%s%s%s [%s], %s;", vol, space, k.memSuffix(), addr, src[0])
 	}
 	return nil
+}
+
+// wordRegs returns four fresh 32-bit registers: the words of an access of
+// eight 16-bit lanes.
+func (e *emitter) wordRegs() []reg {
+	words := make([]reg, 4)
+	for i := range words {
+		words[i] = e.newReg(classB32)
+	}
+	return words
 }
 
 // laneIndex returns a constant vector index.

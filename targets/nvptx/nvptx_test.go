@@ -11,6 +11,7 @@ import (
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
 )
 
 // vectorAdd: c[i] = a[i] + b[i] for i = ctaid.x*ntid.x + tid.x < n.
@@ -211,7 +212,30 @@ func isTensorCore(name string) bool {
 	return false
 }
 
+// wideHalves reverses eight 16-bit lanes (bf16 bits) of a 16-byte vector:
+// PTX has no v8 access, so they travel as four 32-bit words.
+func wideHalves() *llir.Module {
+	m := newModule()
+	v8 := types.NewVector(8, types.I16)
+	g := types.NewPointer(v8)
+	g.AddrSpace = 1
+	src, dst := llir.NewParam("src", g), llir.NewParam("dst", g)
+	f := kernel(m, "wide_halves", src, dst)
+	b := f.NewBlock("entry")
+	x := b.NewLoad(v8, src)
+	x.Align = 16
+	var y value.Value = constant.NewUndef(v8)
+	for i := range 8 {
+		y = b.NewInsertElement(y, b.NewExtractElement(x, c32(int64(i))), c32(int64(7-i)))
+	}
+	st := b.NewStore(y, dst)
+	st.Align = 16
+	b.NewRet(nil)
+	return m
+}
+
 var testModules = map[string]func() *llir.Module{
+	"wide_halves":  wideHalves,
 	"vector_add":   vectorAdd,
 	"loop_sum":     loopSum,
 	"block_reduce": blockReduce,
@@ -278,6 +302,8 @@ func TestNativeSelection(t *testing.T) {
 			"div.s32", "rem.s32", "shr.s32", "selp.b32", "setp.lt.u32"}},
 		{"halves", []string{"ld.global.b16", "cvt.f32.f16", "cvt.rn.f16.f32", "st.global.b16", "ld.global.u8", "cvt.u16.u8", "div.u16",
 			"cvt.s16.s8", "ld.param.u8", ".param .u8 halves_param_3"}},
+		{"wide_halves", []string{"ld.global.v4.b32 {%r0, %r1, %r2, %r3}", "mov.b32 {%rs0, %rs1}, %r0;", "mov.b32 {%rs6, %rs7}, %r3;",
+			"st.global.v4.b32", "mov.b32 %r4, {%rs7, %rs6};"}},
 		{"block_reduce", []string{".shared .align 4 .b8 partial[32];", "ld.shared.f32", "st.shared.f32", "bar.sync 0;",
 			"shfl.sync.bfly.b32", "mov.u64 %rd"}},
 	}

@@ -110,11 +110,11 @@ func scalarOf(t types.Type) (scalarKind, error) {
 // up to 8 fields of one scalar type (the matrix intrinsics' fragments).
 func shapeOf(t types.Type) (k scalarKind, lanes int, err error) {
 	if v, ok := t.(*types.VectorType); ok {
-		if v.Scalable || (v.Len != 2 && v.Len != 4) {
-			return k, 0, fmt.Errorf("vector type %s is not supported (want 2 or 4 lanes)", t)
+		if v.Scalable || (v.Len != 2 && v.Len != 4 && v.Len != 8) {
+			return k, 0, fmt.Errorf("vector type %s is not supported (want 2, 4 or 8 lanes)", t)
 		}
 		k, err = scalarOf(v.ElemType)
-		if err == nil && (k.class == classPred || k.bits == 8) {
+		if err == nil && (k.class == classPred || k.bits == 8 || (v.Len == 8 && k.bits != 16)) {
 			err = fmt.Errorf("vector type %s is not supported", t)
 		}
 		return k, int(v.Len), err
