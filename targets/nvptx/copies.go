@@ -21,6 +21,9 @@ import (
 // isCopy reports whether an instruction's result may share its operands'
 // registers (or those of an equal gep).
 func (p *plan) isCopy(in llir.Instruction) bool {
+	if p.same[in] != nil {
+		return true
+	}
 	switch in := in.(type) {
 	case *llir.InstExtractElement, *llir.InstExtractValue, *llir.InstInsertElement, *llir.InstFreeze:
 		return true
@@ -107,6 +110,9 @@ func (e *emitter) shared(in llir.Instruction) (rs []reg, ok, wait bool) {
 			return nil, false, true
 		}
 		return nil, false, false // a constant, a symbol or a parameter not yet seen
+	}
+	if first := e.plan.same[in]; first != nil {
+		return src(first.(value.Value))
 	}
 	switch in := in.(type) {
 	case *llir.InstExtractElement:

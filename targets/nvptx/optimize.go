@@ -1,6 +1,8 @@
 package nvptx
 
 import (
+	"fmt"
+
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -34,6 +36,11 @@ type plan struct {
 	// part as an earlier one of their block (same base, element type and
 	// index), with that gep: they share its register.
 	gepSame map[*llir.InstGetElementPtr]*llir.InstGetElementPtr
+	// same holds the pure instructions that repeat an earlier one of their
+	// block (the same operation on the same operands), with that one:
+	// they share its registers. targets/llvm widens a bf16 value at each
+	// use, for one.
+	same map[llir.Instruction]llir.Instruction
 	// minmax holds the selects that are a NaN-propagating maximum or
 	// minimum of f32 (see minMaxOf), as "max" or "min".
 	minmax map[*llir.InstSelect]string
@@ -62,6 +69,7 @@ func analyze(f *llir.Func, target string) *plan {
 		memOff:    map[value.Value]int64{},
 		gepIndex:  map[*llir.InstGetElementPtr]value.Value{},
 		gepSame:   map[*llir.InstGetElementPtr]*llir.InstGetElementPtr{},
+		same:      map[llir.Instruction]llir.Instruction{},
 		minmax:    map[*llir.InstSelect]string{},
 		bf16Round: map[*llir.InstTrunc]value.Value{},
 		bf16Widen: map[*llir.InstBitCast]value.Value{},
@@ -111,12 +119,65 @@ func analyze(f *llir.Func, target string) *plan {
 			}
 		}
 	}
+	p.findRepeats(f)
 	return p
+}
+
+// findRepeats fills same: local value numbering of the pure instructions
+// of each block (geps are gepSame's, copies share registers anyway).
+func (p *plan) findRepeats(f *llir.Func) {
+	for _, b := range f.Blocks {
+		seen := map[string]llir.Instruction{}
+		for _, in := range b.Insts {
+			v, ok := in.(value.Value)
+			if !ok || !p.live[in] || p.isCopy(in) {
+				continue
+			}
+			if _, folded := p.folded[v]; folded {
+				continue
+			}
+			var extra string
+			switch in := in.(type) {
+			case *llir.InstICmp:
+				extra = in.Pred.String()
+			case *llir.InstFCmp:
+				extra = in.Pred.String()
+			case *llir.InstSelect:
+				extra = p.minmax[in]
+			case *llir.InstTrunc:
+				extra = fmt.Sprint(p.bf16Round[in] != nil)
+			case *llir.InstBitCast:
+				extra = fmt.Sprint(p.bf16Widen[in] != nil)
+			case *llir.InstCall:
+				if hasEffects(in) {
+					continue
+				}
+			case *llir.InstLoad, *llir.InstPhi, *llir.InstGetElementPtr, *llir.InstAlloca:
+				continue
+			}
+			key := fmt.Sprintf("%T %s %s", in, v.Type(), extra)
+			for _, x := range p.inputs(in) {
+				if _, isConst := x.(constant.Constant); isConst {
+					key += " " + x.String()
+				} else {
+					key += fmt.Sprintf(" %p", x)
+				}
+			}
+			if first, ok := seen[key]; ok {
+				p.same[in] = first
+			} else {
+				seen[key] = in
+			}
+		}
+	}
 }
 
 // inputs returns the values an instruction reads: for a select selected
 // as max/min, only the two values.
 func (p *plan) inputs(in operandsOf) []value.Value {
+	if i, ok := in.(llir.Instruction); ok && p.same[i] != nil {
+		return []value.Value{p.same[i].(value.Value)}
+	}
 	switch in := in.(type) {
 	case *llir.InstSelect:
 		if p.minmax[in] != "" {

@@ -53,6 +53,8 @@ func shrinkable() *llir.Module {
 	shared.Typ = nil
 	shared.Align = 16
 	b.NewStore(fma, b.NewGetElementPtr(types.NewArray(8, f32), shared, c64(0), c64(2)))
+	// The same product twice: one mul.
+	b.NewStore(b.NewFAdd(b.NewFMul(w, w), b.NewFMul(w, w)), b.NewGetElementPtr(f32, out, c64(2)))
 	b.NewRet(nil)
 	return m
 }
@@ -99,6 +101,9 @@ func TestShrink(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`ld\.global\.f32 %f\d+, \[(%rd\d+)\];[^$]*ld\.global\.f32 %f\d+, \[(%rd\d+)\+32\];`).FindStringSubmatch(ptx); m != nil && m[1] != m[2] {
 		t.Errorf("row + col and row + (col + 8) use two registers, %s and %s", m[1], m[2])
+	}
+	if n := strings.Count(ptx, "mul.rn.f32"); n != 1 {
+		t.Errorf("PTX has %d mul.rn.f32, want 1 (a repeated product shares the first)\n%s", n, numbered(ptx))
 	}
 	assemble(t, ptx)
 }
