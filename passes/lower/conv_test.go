@@ -27,7 +27,7 @@ type convCase struct {
 // epilogue and a dynamic batch size.
 func drawConv(t *rapid.T, elems []ir.Type, allowDynamic bool) convCase {
 	elem := rapid.SampledFrom(elems).Draw(t, "elem")
-	n := rapid.Int64Range(1, 2).Draw(t, "n")
+	n := rapid.Int64Range(0, 2).Draw(t, "n")
 	g := rapid.Int64Range(1, 3).Draw(t, "groups")
 	cg := rapid.Int64Range(1, 3).Draw(t, "cg")
 	og := rapid.Int64Range(1, 4).Draw(t, "og")
