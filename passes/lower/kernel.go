@@ -153,13 +153,14 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 	}
 	ubs := make([]*ir.Value, 0, len(space))
 	for d := range space {
+		if d == 1 && block > 1 {
+			// Each point computes block output channels (convBlock).
+			ubs = append(ubs, arith.ConstantIndex(k.c.at, k.loc, space[1]/block))
+			continue
+		}
 		s, err := k.spaceSize(outs, space, d)
 		if err != nil {
 			return nil, err
-		}
-		if d == 1 && block > 1 {
-			// Each point computes block output channels (convBlock).
-			s = arith.ConstantIndex(k.c.at, k.loc, space[1]/block)
 		}
 		ubs = append(ubs, s)
 	}
