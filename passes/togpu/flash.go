@@ -41,6 +41,9 @@ import (
 const (
 	flashPad  = 8   // elements after each workgroup row: ldmatrix's 8 rows hit different banks
 	flashMaxD = 128 // the largest head dim (its O and Q fragments take 96 registers a thread)
+	// flashRescale is how far (log₂) a row's probabilities may grow before
+	// its running extreme moves and its accumulators are rescaled.
+	flashRescale = 8
 )
 
 // FlashTile is how a flash-attention kernel splits its work: blocks of
@@ -292,6 +295,7 @@ type softmax struct {
 	c      *ir.Value // scale·log₂e
 	negC   *ir.Value // −scale·log₂e
 	masked *ir.Value // the value a masked score takes: −inf·sign(scale)
+	tau    *ir.Value // flashRescale
 	ext    string    // the row extreme: arith.maxnumf, or minnumf for a negative scale
 }
 
@@ -359,7 +363,7 @@ func (g *flashGen) emit() {
 		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
 	}
 	c := float64(float32(g.Scale * math.Log2E))
-	sm.c, sm.negC = g.f32(c), g.f32(-c)
+	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
 
 	nO := int(g.D / 8) // n8 tiles of O
 	inits := make([]*ir.Value, 0, 4*nO+4)
@@ -521,22 +525,30 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 }
 
 // softmaxStep updates the running extremes m and (this lane's partial)
-// sums l with the tile's scores, replaces s by ex2(s·c − m_new·c) and
-// returns the rescaled accumulators followed by the new m and l.
+// sums l with the tile's scores, replaces s by ex2(s·c − m·c) and returns
+// the accumulators followed by the new m and l. A row's m moves to the
+// tile's extreme only when that raises its probabilities above
+// 2^flashRescale (as FlashAttention-4 does): otherwise the stale m serves,
+// the probabilities stay at most 2^flashRescale (f32 and bf16 hold them as
+// precisely), and when no row of the lane moves, the rescaling of its
+// accumulators by ex2((m_old − m_new)·c) is skipped, which after the first
+// tiles is the common case.
 func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value, sm softmax) []*ir.Value {
 	loc := g.loc
-	var mNew, negMC, alpha, lNew [2]*ir.Value
+	var mUse, negMC, moved [2]*ir.Value
 	for h := range 2 {
 		// (Lanes of a row all hold m[h], so the reduction may include it.)
 		row := []*ir.Value{m[h]}
 		for j := range s {
 			row = append(row, s[j][2*h], s[j][2*h+1])
 		}
-		mNew[h] = g.quadReduce(b, sm.ext, tree(b, loc, sm.ext, row))
-		negMC[h] = fop(b, loc, "arith.mulf", mNew[h], sm.negC)
+		mNew := g.quadReduce(b, sm.ext, tree(b, loc, sm.ext, row))
 		// m_old = ∓inf only before the first tile, whose key 0 is never
-		// masked: m_new is finite and alpha is ex2(−inf) = 0.
-		alpha[h] = mathOp(b, loc, "math.exp2", mathOp(b, loc, "math.fma", m[h], sm.c, negMC[h]))
+		// masked: the growth is +inf and the row moves.
+		growth := fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", mNew, m[h]), sm.c)
+		moved[h] = arith.NewCmpF(b, loc, arith.CmpFOGT, growth, sm.tau)
+		mUse[h] = arith.NewSelect(b, loc, moved[h], mNew, m[h])
+		negMC[h] = fop(b, loc, "arith.mulf", mUse[h], sm.negC)
 	}
 	var ps [2][]*ir.Value
 	for j := range s {
@@ -546,14 +558,32 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 			ps[h] = append(ps[h], s[j][r])
 		}
 	}
+	// The rescaling; alpha is ex2(0) = 1 for a row that did not move
+	// (and ex2(−inf) = 0 before the first tile).
+	types := make([]ir.Type, len(o)+2)
+	for i := range types {
+		types[i] = ir.F32
+	}
+	kept := append(slices.Clone(o), l...)
+	rescaled := loop.If(b, loc, arith.Binary(b, "arith.ori", loc, moved[0], moved[1]), types, func(b *ir.Builder) []*ir.Value {
+		var alpha [2]*ir.Value
+		for h := range 2 {
+			alpha[h] = mathOp(b, loc, "math.exp2", fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mUse[h]), sm.c))
+		}
+		out := make([]*ir.Value, 0, len(kept))
+		for i, v := range o {
+			out = append(out, fop(b, loc, "arith.mulf", v, alpha[(i%4)/2]))
+		}
+		return append(out, fop(b, loc, "arith.mulf", l[0], alpha[0]), fop(b, loc, "arith.mulf", l[1], alpha[1]))
+	}, func(*ir.Builder) []*ir.Value { return kept }).Results()
+	out := slices.Clone(rescaled[:len(o)])
 	for h := range 2 {
-		lNew[h] = mathOp(b, loc, "math.fma", l[h], alpha[h], tree(b, loc, "arith.addf", ps[h]))
+		out = append(out, mUse[h])
 	}
-	out := make([]*ir.Value, 0, len(o)+4)
-	for i, v := range o {
-		out = append(out, fop(b, loc, "arith.mulf", v, alpha[(i%4)/2]))
+	for h := range 2 {
+		out = append(out, fop(b, loc, "arith.addf", rescaled[len(o)+h], tree(b, loc, "arith.addf", ps[h])))
 	}
-	return append(out, mNew[0], mNew[1], lNew[0], lNew[1])
+	return out
 }
 
 // pack rounds two f32 probabilities p ≥ 0 to bf16 and packs them in an

@@ -37,7 +37,7 @@ type flashCase struct {
 // and key tiles, more keys than queries and fewer), causal and not, every
 // head dim whose chunk count per row does not divide the block size (48,
 // 80), 128 (dynamic workgroup memory), a negative scale (the row minimum
-// instead of the maximum) and a large one.
+// instead of the maximum) and large ones.
 var flashCases = []flashCase{
 	{1, 2, 40, 40, 32, false, 0, ir.BF16},
 	{1, 2, 40, 40, 32, true, 0, ir.BF16},
@@ -50,7 +50,8 @@ var flashCases = []flashCase{
 	{1, 1, 130, 200, 48, false, 0, ir.BF16},
 	{1, 1, 33, 70, 80, true, 0, ir.BF16},
 	{1, 1, 40, 70, 32, false, -0.3, ir.BF16},
-	{1, 1, 40, 70, 64, false, 1, ir.BF16}, // scores up to ±30 at scale 1: their bf16 rounding shows
+	{1, 1, 40, 70, 64, false, 1, ir.BF16},  // scores up to ±30 at scale 1: their bf16 rounding shows
+	{1, 1, 40, 200, 32, false, 4, ir.BF16}, // sharp: rows' extremes move past 2^8 in later tiles (rescaling)
 	{1, 1, 70, 40, 128, true, 0.5, ir.BF16},
 }
 
