@@ -20,11 +20,12 @@ import (
 // tiles double-buffered in workgroup memory by cp.async: one barrier per
 // tile, after which the next tile's copies are issued, so they overlap
 // this tile's arithmetic. Per tile each warp computes its 16 × Keys
-// scores with mma.sync into f32 registers, rounds them to the element
-// type (the graph's product does), masks them (causal, and the keys past
+// scores with mma.sync into f32 registers, rounds them to bf16 (the
+// graph's product does), masks them (causal, and the keys past
 // the end; only in the tiles that need it), and runs the online softmax:
 // the running row maximum m and the row sum l, both f32, and the output
-// accumulator rescaled by exp(m_old − m_new). The scale is folded into
+// accumulator rescaled by exp(m_old − m_new) when m moves (lazily, see
+// softmaxStep). The scale is folded into
 // the exponent: exp((s − m)·scale) = ex2(s·c − m·c) with c = scale·log₂e,
 // one fma and one ex2 per score, m the extreme of the unscaled scores
 // (the maximum for a positive scale, the minimum for a negative one). The
@@ -530,9 +531,10 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 // tile's extreme only when that raises its probabilities above
 // 2^flashRescale (as FlashAttention-4 does): otherwise the stale m serves,
 // the probabilities stay at most 2^flashRescale (f32 and bf16 hold them as
-// precisely), and when no row of the lane moves, the rescaling of its
-// accumulators by ex2((m_old − m_new)·c) is skipped, which after the first
-// tiles is the common case.
+// precisely; the accumulators then overflow f32 only where Lk·max|v|
+// passes 10³⁶ rather than 10³⁸), and when no row of the lane moves, the
+// rescaling of its accumulators by ex2((m_old − m_new)·c) is skipped,
+// which after the first tiles is the common case.
 func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value, sm softmax) []*ir.Value {
 	loc := g.loc
 	var mUse, negMC, moved [2]*ir.Value
