@@ -10,8 +10,9 @@ import (
 	"github.com/llir/llvm/ir/value"
 )
 
-// The driver JIT-compiles PTX at module load in time roughly linear in its
-// lines (bench/NOTES.md), so the native backend writes as few as it can.
+// The driver JIT-compiles PTX at module load, in time that grows with its
+// length (bench/NOTES.md), so the native backend writes as few lines as
+// it can.
 // plan is what it learns about a kernel before selecting instructions:
 // which instructions matter, which results are known constants, which
 // are plain copies of an operand, and which addresses fold into a memory
