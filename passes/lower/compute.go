@@ -9,6 +9,7 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/sym"
 )
 
 // resolve follows a block argument of the fusion body to the operand.
@@ -65,6 +66,7 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 	// largest (the others are equal or 1, broadcast at run time).
 	rank := len(shapeOf(v))
 	var widest *ir.Value
+	var seen []sym.Expr // the symbolic sizes already in widest
 	for _, o := range op.Operands() {
 		os := shapeOf(o)
 		if isReduction(op) {
@@ -86,6 +88,17 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 			continue
 		}
 		if od := d - (rank - len(os)); od >= 0 && od < len(os) && os[od] == ir.Dynamic && isElementwise(op) {
+			// Operands whose types name the same symbolic size are equal:
+			// one of them gives it, with no maximum to take.
+			if tt, ok := o.Type().(*ir.TensorType); ok {
+				e := graph.DimsOf(tt)[od]
+				if !graph.IsUnknown(e) {
+					if slices.ContainsFunc(seen, e.Equal) {
+						continue
+					}
+					seen = append(seen, e)
+				}
+			}
 			s, err := k.size(o, od)
 			if err != nil {
 				return nil, err
