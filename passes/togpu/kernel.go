@@ -257,6 +257,9 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 	if err := k.lower(); err != nil {
 		return err
 	}
+	if k.cfg.IndexBits == 32 {
+		k.narrowIndices(plan)
+	}
 	return k.launch(plan)
 }
 

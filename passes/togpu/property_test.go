@@ -24,3 +24,9 @@ func TestLoopToGPUPreservesSemantics(t *testing.T) {
 	passtest.PreservesSemantics(t, "builtin.module(lower-to-loop,convert-loop-to-gpu{block=64 vector=2 max-blocks=3})",
 		passtest.GraphProgram(passtest.Config{MaxDim: 5, MaxOps: 8, Floats: []ir.Type{ir.F32, ir.F64}}))
 }
+
+func TestLoopToGPUIndex32PreservesSemantics(t *testing.T) {
+	passtest.PreservesSemantics(t, "builtin.module(lower-to-loop,convert-loop-to-gpu{index-bits=32},canonicalize,cse)", passtest.GraphProgram(small))
+	passtest.PreservesSemantics(t, "builtin.module(lower-to-loop,convert-loop-to-gpu{block=64 vector=2 max-blocks=3 index-bits=32})",
+		passtest.GraphProgram(passtest.Config{MaxDim: 5, MaxOps: 8, Floats: []ir.Type{ir.F32, ir.F64}}))
+}

@@ -78,13 +78,18 @@ type Config struct {
 	// (Chan's parallel variance, rowstats.go) where the row is held in
 	// registers: one trip across the row's threads instead of two.
 	RowWelford bool
+	// IndexBits is the width of the index arithmetic of pointwise and row
+	// kernels: 32 computes positions, N-D coordinates and offsets in i32
+	// where a range analysis proves every value fits (index32.go), 64 (or
+	// 0, the zero value) keeps index.
+	IndexBits int64
 }
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
 const ShortRow = 512
 
 // DefaultConfig is the configuration of the pass without options.
-var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true, MMATile: MMATiles[0], RowWelford: true}
+var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true, MMATile: MMATiles[0], RowWelford: true, IndexBits: 64}
 
 func (c Config) check() error {
 	switch {
@@ -96,6 +101,8 @@ func (c Config) check() error {
 		return fmt.Errorf("%s: rows-per-block=%d must be in [0, 32]", PassName, c.RowsPerBlock)
 	case c.MaxBlocks < 1:
 		return fmt.Errorf("%s: max-blocks=%d must be positive", PassName, c.MaxBlocks)
+	case c.IndexBits != 0 && c.IndexBits != 32 && c.IndexBits != 64:
+		return fmt.Errorf("%s: index-bits=%d must be 32 or 64", PassName, c.IndexBits)
 	}
 	if err := c.mmaTile().check(); err != nil {
 		return fmt.Errorf("%s: %w", PassName, err)
@@ -133,6 +140,8 @@ func init() {
 				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
 				Doc: "how bf16/f16 matmul nests run: Strata's kernels with the epilogue fused (mma), or gpu.library_matmul (cuBLASLt) and an epilogue kernel (cublaslt)"},
+			{Name: "index-bits", Type: passes.Int, Default: d.IndexBits,
+				Doc: "width of the index arithmetic of pointwise and row kernels: 32 uses i32 where a range analysis proves every index fits (static shapes, buffers under 2^31 elements), 64 keeps index"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			tile, err := ParseMMATile(o.String("mma-tile"))
@@ -140,7 +149,7 @@ func init() {
 				return nil, err
 			}
 			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile,
-				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford")}
+				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), IndexBits: o.Int("index-bits")}
 			if err := c.check(); err != nil {
 				return nil, err
 			}

@@ -123,6 +123,15 @@ var configs = []struct {
 	{"small", togpu.Config{Block: 64, Vector: 2, RowsPerBlock: 0, MaxBlocks: 2}},
 	{"warp-rows", togpu.Config{Block: 32, Vector: 1, RowsPerBlock: 2, MaxBlocks: 1}},
 	{"block-rows", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 65536}},
+	{"index32", index32(togpu.DefaultConfig)},
+	{"index32-small", index32(togpu.Config{Block: 64, Vector: 2, RowsPerBlock: 0, MaxBlocks: 2})},
+	{"index32-warp-rows", index32(togpu.Config{Block: 32, Vector: 1, RowsPerBlock: 2, MaxBlocks: 1})},
+}
+
+// index32 is cfg with 32-bit index arithmetic.
+func index32(cfg togpu.Config) togpu.Config {
+	cfg.IndexBits = 32
+	return cfg
 }
 
 // TestPreservesSemantics runs hand-written loop-level programs before and

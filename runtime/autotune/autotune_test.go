@@ -91,8 +91,8 @@ func TestCandidates(t *testing.T) {
 		t.Errorf("mma kernels: candidates %v, want the default and every other tiling", mma)
 	}
 	short := Candidates([]Kernel{{Mapping: togpu.MappingRow, RowsPerBlock: 4}})
-	if !slices.ContainsFunc(short, func(c togpu.Config) bool { return c.RowsPerBlock == 8 }) || len(short) != 5 {
-		t.Errorf("short rows: %d candidates %v, want rows per block 0, 1, 2, 4, 8", len(short), short)
+	if !slices.ContainsFunc(short, func(c togpu.Config) bool { return c.RowsPerBlock == 8 }) || len(short) != 10 {
+		t.Errorf("short rows: %d candidates %v, want rows per block 0, 1, 2, 4, 8 with 64- and 32-bit indices", len(short), short)
 	}
 }
 

@@ -62,6 +62,9 @@ var (
 	// maxBlocks: the default cap, and a grid of a few waves on a large GPU
 	// whose threads loop (fewer, longer-lived blocks).
 	maxBlocks = []int64{togpu.DefaultConfig.MaxBlocks, 2048}
+	// indexBits: 32-bit index arithmetic where it is provably exact
+	// (pointwise and row kernels).
+	indexBits = []int64{togpu.DefaultConfig.IndexBits, 32}
 )
 
 // Candidates returns the configurations worth timing for kernels (from
@@ -99,32 +102,46 @@ func Candidates(kernels []Kernel) []togpu.Config {
 	if pointwise {
 		ms = maxBlocks
 	}
+	ibs := []int64{def.IndexBits}
+	if pointwise || blockRows || warpRows {
+		ibs = indexBits
+	}
 	tiles := []togpu.MMATile{def.MMATile}
 	if mma {
 		tiles = togpu.MMATiles
 	}
 	out := []togpu.Config{def}
-	for _, b := range bs {
-		for _, v := range vs {
-			for _, r := range rs {
-				for _, m := range ms {
-					for _, t := range tiles {
-						c := def // parameters not searched keep their defaults
-						c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks, c.MMATile = b, v, r, m, t
-						if !slices.Contains(out, c) {
-							out = append(out, c)
+	for _, ib := range ibs {
+		for _, b := range bs {
+			for _, v := range vs {
+				for _, r := range rs {
+					for _, m := range ms {
+						for _, t := range tiles {
+							c := def // parameters not searched keep their defaults
+							c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks, c.MMATile, c.IndexBits = b, v, r, m, t, ib
+							if !slices.Contains(out, c) {
+								out = append(out, c)
+							}
 						}
 					}
 				}
 			}
 		}
 	}
+	// The default with 32-bit indices comes second, so that the time
+	// budget never skips it; its variations come last.
+	if len(ibs) > 1 {
+		c := def
+		c.IndexBits = ibs[1]
+		i := slices.Index(out, c)
+		out = slices.Insert(slices.Delete(out, i, i+1), 1, c)
+	}
 	return out
 }
 
-// ConfigString prints cfg as convert-loop-to-gpu's options; mma-tile and
-// matmul only when they are not the default, so that decisions recorded
-// before the options existed read the same.
+// ConfigString prints cfg as convert-loop-to-gpu's options; mma-tile,
+// matmul and index-bits only when they are not the default, so that
+// decisions recorded before the options existed read the same.
 func ConfigString(cfg togpu.Config) string {
 	s := fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
 	if cfg.MMATile != togpu.DefaultConfig.MMATile {
@@ -132,6 +149,9 @@ func ConfigString(cfg togpu.Config) string {
 	}
 	if cfg.CuBLASLt {
 		s += " matmul=" + togpu.MatmulCuBLASLt
+	}
+	if cfg.IndexBits != togpu.DefaultConfig.IndexBits {
+		s += fmt.Sprintf(" index-bits=%d", cfg.IndexBits)
 	}
 	return s
 }
@@ -154,6 +174,10 @@ func ParseConfig(s string) (togpu.Config, error) {
 		}
 		if ok && name == "matmul" && (val == togpu.MatmulCuBLASLt || val == togpu.MatmulMMA) {
 			cfg.CuBLASLt = val == togpu.MatmulCuBLASLt
+			continue
+		}
+		if ok && name == "index-bits" && (val == "32" || val == "64") {
+			cfg.IndexBits, _ = strconv.ParseInt(val, 10, 64)
 			continue
 		}
 		p := fields[name]

@@ -461,6 +461,11 @@ func intCast(signed bool) func(k *kernelTranslator, x *ir.Value, to ir.Type) (ll
 		case fromBits == tw:
 			return k.get(x), nil
 		case fromBits > tw:
+			// Narrowing a value just widened (a special register read as
+			// index, then as i32) gives back the narrow value.
+			if z, ok := k.get(x).(*llir.InstZExt); ok && z.From.Type().Equal(tt) {
+				return z.From, nil
+			}
 			return k.cur.NewTrunc(k.get(x), tt), nil
 		case signed:
 			return k.cur.NewSExt(k.get(x), tt), nil

@@ -161,6 +161,15 @@ func multipleOf(v *ir.Value, depth int) int64 {
 				return 0
 			}
 			return max(x&-x, y&-y)
+		case "arith.index_castui", "arith.index_cast", "arith.extui", "arith.extsi":
+			// A widened offset (convert-loop-to-gpu's index-bits=32): the
+			// power-of-two part of a multiple survives wrapping in the
+			// narrow type and the extension.
+			x := multipleOf(d.Operand(0), depth+1)
+			if x == 0 {
+				return 0
+			}
+			return x & -x
 		case "arith.shli":
 			if c, ok := constIndex(d.Operand(1)); ok && c >= 0 && c < 30 {
 				x := multipleOf(d.Operand(0), depth+1)

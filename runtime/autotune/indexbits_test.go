@@ -1,0 +1,50 @@
+package autotune
+
+import (
+	"testing"
+
+	"github.com/strata-ir/strata/passes/togpu"
+)
+
+// TestIndexBitsCandidates checks that programs with pointwise or row
+// kernels time 32-bit index arithmetic, the default's variant second (the
+// budget never skips it), and that mma-only programs do not.
+func TestIndexBitsCandidates(t *testing.T) {
+	for _, k := range []Kernel{{Mapping: togpu.MappingPointwise, Vector: 4}, {Mapping: togpu.MappingRow, RowsPerBlock: 1}, {Mapping: togpu.MappingRow, RowsPerBlock: 4}} {
+		cands := Candidates([]Kernel{k})
+		want := togpu.DefaultConfig
+		want.IndexBits = 32
+		if len(cands) < 2 || cands[0] != togpu.DefaultConfig || cands[1] != want {
+			t.Errorf("%s kernel: candidates start %v, want the default, then it with index-bits=32", k.Mapping, cands[:min(2, len(cands))])
+		}
+		n32 := 0
+		for _, c := range cands {
+			if c.IndexBits == 32 {
+				n32++
+			}
+		}
+		if n32 != len(cands)/2 {
+			t.Errorf("%s kernel: %d of %d candidates with index-bits=32, want half", k.Mapping, n32, len(cands))
+		}
+	}
+	for _, c := range Candidates([]Kernel{{Mapping: togpu.MappingMMA, Block: 256}}) {
+		if c.IndexBits != togpu.DefaultConfig.IndexBits {
+			t.Errorf("mma kernels: candidate %s varies index-bits", ConfigString(c))
+		}
+	}
+}
+
+func TestIndexBitsConfigString(t *testing.T) {
+	c := togpu.DefaultConfig
+	c.IndexBits = 32
+	s := ConfigString(c)
+	if got, err := ParseConfig(s); err != nil || got != c {
+		t.Errorf("round trip of %q: %+v, %v", s, got, err)
+	}
+	if s == ConfigString(togpu.DefaultConfig) {
+		t.Errorf("ConfigString drops index-bits=32: %q", s)
+	}
+	if _, err := ParseConfig(ConfigString(togpu.DefaultConfig) + " index-bits=16"); err == nil {
+		t.Error("ParseConfig accepted index-bits=16")
+	}
+}
