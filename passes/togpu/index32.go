@@ -54,7 +54,8 @@ var narrowableOps = map[string]func(x, y span) (span, bool){
 		return s, true
 	},
 	// Division and remainder need non-negative operands (the unsigned ops
-	// read a negative index differently at another width).
+	// read a negative index differently at another width); the unsigned
+	// maximum and minimum too, for their ranges.
 	"arith.divui": divSpan, "arith.divsi": divSpan,
 	"arith.remui": remSpan, "arith.remsi": remSpan,
 	"arith.maxsi": func(x, y span) (span, bool) { return span{max(x.lo, y.lo), max(x.hi, y.hi)}, true },
@@ -80,9 +81,6 @@ func remSpan(x, y span) (span, bool) {
 	}
 	return span{0, min(x.hi, y.hi-1)}, true
 }
-
-// unsignedPreds are the cmpi predicates that read their operands unsigned.
-var unsignedPreds = map[arith.CmpIPredicate]bool{arith.CmpIULT: true, arith.CmpIULE: true, arith.CmpIUGT: true, arith.CmpIUGE: true}
 
 // staticGrid returns the largest grid of a pointwise or row kernel over a
 // nest of static extents (as the plan's grid computes it on the host).
@@ -175,12 +173,11 @@ func (a *indexNarrowing) analyze(kernel *ir.Operation, block, grid int64) bool {
 			}
 		}
 		if o.Name() == "arith.cmpi" && o.Operand(0).Type() == ir.Index {
-			x, xok := a.rng[o.Operand(0)]
-			y, yok := a.rng[o.Operand(1)]
-			p, _ := o.Attr("predicate").(ir.IntegerAttr)
-			if !xok || !yok || (unsignedPreds[arith.CmpIPredicate(p.Value)] && (!x.nonNeg() || !y.nonNeg())) {
-				ok = false
-			}
+			// Every predicate, unsigned ones too, orders two values of
+			// i32 range alike in i32 and in their sign extensions.
+			_, xok := a.rng[o.Operand(0)]
+			_, yok := a.rng[o.Operand(1)]
+			ok = ok && xok && yok
 			a.narrowOps[o] = true
 		}
 		for _, res := range o.Results() {
@@ -264,7 +261,6 @@ func (a *indexNarrowing) rewrite(ctx *ir.Context) {
 		}
 		c := arith.NewCast(b, "arith.index_castui", r.Loc(), r, ir.I32)
 		narrow32[r], wideOf[c] = c, r
-		a.rng[c] = a.rng[r]
 	}
 	for _, r := range a.roots {
 		for u := range r.Uses() {
@@ -307,31 +303,29 @@ func (w widener) widen(v *ir.Value) *ir.Value {
 	if len(terms) == 0 {
 		return arith.ConstantIndex(w.b, loc, c)
 	}
-	s := w.a.rng[v]
-	base := v
-	if c != 0 && (span{s.lo - c, s.hi - c}).fits() {
-		base = terms[0]
+	base, s := v, w.a.rng[v]
+	if bs := (span{s.lo - c, s.hi - c}); c != 0 && bs.fits() {
+		base, s = terms[0], bs
 		for _, t := range terms[1:] {
 			base = arith.Binary(w.b, "arith.addi", loc, base, t)
 		}
-		w.a.rng[base] = span{s.lo - c, s.hi - c}
 	} else {
 		c = 0
 	}
-	wide := w.cast(base)
+	wide := w.cast(base, s)
 	if c != 0 {
 		wide = arith.Binary(w.b, "arith.addi", loc, wide, arith.ConstantIndex(w.b, loc, c))
 	}
 	return wide
 }
 
-// cast widens one i32 value: a root's copy is the root itself.
-func (w widener) cast(v *ir.Value) *ir.Value {
+// cast widens one i32 value of range s: a root's copy is the root itself.
+func (w widener) cast(v *ir.Value, s span) *ir.Value {
 	if r, ok := w.wideOf[v]; ok {
 		return r
 	}
 	name := "arith.index_castui"
-	if !w.a.rng[v].nonNeg() {
+	if !s.nonNeg() {
 		name = "arith.index_cast"
 	}
 	return arith.NewCast(w.b, name, v.Loc(), v, ir.Index)

@@ -113,6 +113,7 @@ var semanticsCases = []struct {
 	{"softmax4d.mlir", [][]int64{{0}}},
 	{"softmax_cast.mlir", [][]int64{{}}},
 	{"softmax_bf16.mlir", [][]int64{{}}},
+	{"index32_views.mlir", [][]int64{{}, {}, {}}}, // pad, concat, slice (negative offsets), gather
 }
 
 var configs = []struct {
