@@ -48,6 +48,18 @@ func FastMath(flags ...string) (ir.OpaqueAttr, error) {
 	return fastMath.attr(m), err
 }
 
+// HasFastMath reports whether op's fastmath property sets flag ("afn",
+// "nnan", …; "fast" sets them all).
+func HasFastMath(op *ir.Operation, flag string) bool {
+	a := op.Attr(FastMathAttr)
+	if a == nil {
+		return false
+	}
+	m, err := fastMath.mask(a)
+	want, err2 := fastMath.maskOf([]string{flag})
+	return err == nil && err2 == nil && want != 0 && m&want == want
+}
+
 // ParseFastMath reads an optional `fastmath<flags>` clause into st's
 // properties; without it the property takes its default, none, as
 // upstream's parser sets it.

@@ -197,3 +197,36 @@ func TestFastMath(t *testing.T) {
 		t.Error("FastMath accepted an unknown flag")
 	}
 }
+
+func TestHasFastMath(t *testing.T) {
+	src := `func.func @f(%x: f32) -> f32 {
+  %0 = arith.addf %x, %x fastmath<afn> : f32
+  %1 = arith.addf %0, %x fastmath<nnan,contract> : f32
+  %2 = arith.addf %1, %x fastmath<fast> : f32
+  %3 = arith.addf %2, %x : f32
+  return %3 : f32
+}`
+	m, err := ir.Parse(newContext(), src, ir.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []*ir.Operation
+	m.Walk(func(o *ir.Operation) bool {
+		if o.Name() == "arith.addf" {
+			adds = append(adds, o)
+		}
+		return true
+	})
+	for _, c := range []struct {
+		op   int
+		flag string
+		want bool
+	}{
+		{0, "afn", true}, {1, "afn", false}, {1, "nnan", true}, {2, "afn", true}, {3, "afn", false},
+		{0, "none", false}, {0, "quick", false},
+	} {
+		if got := arith.HasFastMath(adds[c.op], c.flag); got != c.want {
+			t.Errorf("HasFastMath(%s, %q) = %v, want %v", adds[c.op].Attr(arith.FastMathAttr), c.flag, got, c.want)
+		}
+	}
+}

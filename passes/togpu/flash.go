@@ -431,6 +431,16 @@ func mathOp(b *ir.Builder, loc ir.Location, name string, xs ...*ir.Value) *ir.Va
 		ir.NamedAttr{Name: arith.FastMathAttr, Value: arith.FastMathNone}).Result(0)
 }
 
+// approxExp2 is math.exp2 with fastmath<afn>: the backends may flush
+// subnormal results to zero (ex2.approx.ftz), which a probability below
+// 2^-126 never notices after its rounding to bf16.
+func approxExp2(b *ir.Builder, loc ir.Location, x *ir.Value) *ir.Value {
+	return b.Op("math.exp2", loc, []*ir.Value{x}, []ir.Type{ir.F32},
+		ir.NamedAttr{Name: arith.FastMathAttr, Value: afn}).Result(0)
+}
+
+var afn, _ = arith.FastMath("afn")
+
 // scores returns S = Q·Kᵀ for the warp's 16 rows and the tile's keys:
 // s[j][r] is the m16n8 accumulator value r of key tile j.
 func (g *flashGen) scores(b *ir.Builder, qf [][]*ir.Value, kAt *ir.Value) [][]*ir.Value {
@@ -556,7 +566,7 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	for j := range s {
 		for r := range 4 {
 			h := r / 2
-			s[j][r] = mathOp(b, loc, "math.exp2", mathOp(b, loc, "math.fma", s[j][r], sm.c, negMC[h]))
+			s[j][r] = approxExp2(b, loc, mathOp(b, loc, "math.fma", s[j][r], sm.c, negMC[h]))
 			ps[h] = append(ps[h], s[j][r])
 		}
 	}
@@ -570,7 +580,7 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	rescaled := loop.If(b, loc, arith.Binary(b, "arith.ori", loc, moved[0], moved[1]), types, func(b *ir.Builder) []*ir.Value {
 		var alpha [2]*ir.Value
 		for h := range 2 {
-			alpha[h] = mathOp(b, loc, "math.exp2", fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mUse[h]), sm.c))
+			alpha[h] = approxExp2(b, loc, fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mUse[h]), sm.c))
 		}
 		out := make([]*ir.Value, 0, len(kept))
 		for i, v := range o {

@@ -126,3 +126,34 @@ func TestTranslateErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestApproxExp2: math.exp2 with fastmath<afn> may flush subnormal
+// results, so it becomes the single-instruction ex2.approx.ftz; without
+// the flag it keeps ex2.approx (exact on subnormal results).
+func TestApproxExp2(t *testing.T) {
+	for _, tc := range []struct{ flags, want, deny string }{
+		{"fastmath<afn>", "@llvm.nvvm.ex2.approx.ftz.f(", "@llvm.nvvm.ex2.approx.f("},
+		{"fastmath<fast>", "@llvm.nvvm.ex2.approx.ftz.f(", "@llvm.nvvm.ex2.approx.f("},
+		{"fastmath<nnan>", "@llvm.nvvm.ex2.approx.f(", "ftz"},
+		{"", "@llvm.nvvm.ex2.approx.f(", "ftz"},
+	} {
+		t.Run(tc.flags, func(t *testing.T) {
+			m, err := llvm.Translate(parse(t, `gpu.module @m {
+  gpu.func @k(%a: memref<16xf32>) kernel {
+    %t = gpu.thread_id x
+    %x = loop.load %a[%t] : memref<16xf32>
+    %y = math.exp2 %x `+tc.flags+` : f32
+    loop.store %y, %a[%t] : memref<16xf32>
+    gpu.return
+  }
+}`).Region(0).Front().First())
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := m.String()
+			if !strings.Contains(text, tc.want) || strings.Contains(text, tc.deny) {
+				t.Errorf("want %q and no %q in\n%s", tc.want, tc.deny, text)
+			}
+		})
+	}
+}

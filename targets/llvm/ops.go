@@ -108,6 +108,12 @@ func (k *kernelTranslator) op(op *ir.Operation) error {
 	if f, ok := floatBinary[name]; ok {
 		return k.floatOp(op, func(xs []llvmValue) (llvmValue, error) { return f(k, xs[0], xs[1]), nil })
 	}
+	if name == "math.exp2" && arith.HasFastMath(op, "afn") && op.Result(0).Type() != ir.F64 {
+		// Approximate functions allowed: the flush-to-zero form, one MUFU
+		// instruction, without the scaling ex2.approx.f32 needs to get
+		// subnormal results right (flash attention's probabilities).
+		return k.floatOp(op, func(xs []llvmValue) (llvmValue, error) { return k.nvvm("ex2.approx.ftz.f", xs[0]) })
+	}
 	if f, ok := mathOps[name]; ok {
 		return k.floatOp(op, func(xs []llvmValue) (llvmValue, error) { return f(k, xs) })
 	}
