@@ -36,17 +36,7 @@ var notRunAlone = map[string]string{
 // knownGaps are the instances (op and element type) that do not run on
 // the GPU yet, with the reason; docs/lowering.md lists them as limits. An
 // instance listed here that passes fails the test, so the list stays true.
-var knownGaps = func() map[string]string {
-	m := map[string]string{}
-	const f64 = "targets/llvm has no f64 exp, log, rsqrt, tanh, erf, sin or cos (the f32 sequences use PTX's approximate instructions)"
-	for _, op := range []string{"exp", "log", "rsqrt", "tanh", "sigmoid", "gelu", "erf", "sin", "cos", "softmax", "log_softmax", "attention"} {
-		m["graph."+op+"/f64"] = f64
-	}
-	for _, e := range []string{"f64", "f32", "f16", "bf16"} {
-		m["graph.pow/"+e] = "targets/llvm does not translate math.powf"
-	}
-	return m
-}()
+var knownGaps = map[string]string{}
 
 // extraInstances are programs beyond each op's docs example in every
 // element type: other attributes and operand types the example does not

@@ -158,7 +158,7 @@ func init() {
 	})
 	passes.RegisterPipeline("lower-to-gpu",
 		"The full default lowering: lower-to-loop, then convert-loop-to-gpu and cleanups",
-		"lower-to-loop,convert-loop-to-gpu,canonicalize,cse")
+		"lower-to-loop,convert-loop-to-gpu,expand-math,canonicalize,cse")
 }
 
 type pass struct{ cfg Config }

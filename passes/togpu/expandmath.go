@@ -1,0 +1,435 @@
+package togpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+)
+
+// expand-math: PTX has no f64 approximations of exp, log, sin, … and no
+// pow in any type, so targets/llvm cannot translate those math ops. This
+// pass rewrites them inside gpu.func bodies into arith and exact math ops
+// (fma, roundeven, sqrt, absf, copysign, floor), which every target
+// translates and the interpreter simulates bit-exactly; the accuracy of
+// each sequence is therefore measured on the CPU (expandmath_test.go) and
+// listed in docs/ptx-math.md. f32, f16 and bf16 math other than powf stays
+// with targets/llvm's shorter sequences.
+
+// ExpandMathPassName is the pass's pipeline name.
+const ExpandMathPassName = "expand-math"
+
+func init() {
+	passes.Register(&passes.PassInfo{
+		Name:    ExpandMathPassName,
+		Summary: "Expand the math ops PTX cannot approximate into arith sequences inside gpu.func bodies",
+		Description: "Rewrites f64 `math.exp`, `math.log`, `math.rsqrt`, `math.tanh`, `math.erf`, " +
+			"`math.sin` and `math.cos`, and `math.powf` of every float type (f32, f16 and bf16 " +
+			"computed in f64), into arith ops and exact math ops. The error of each sequence is in " +
+			"docs/ptx-math.md.",
+		Anchor: passes.AnyOp,
+		New:    func(passes.Options) (passes.Pass, error) { return expandMathPass{}, nil },
+	})
+}
+
+type expandMathPass struct{}
+
+func (expandMathPass) Name() string { return ExpandMathPassName }
+
+// Run expands the math ops of every gpu.func nested in op.
+func (expandMathPass) Run(op *ir.Operation, st *passes.State) error {
+	var n int
+	var err error
+	op.Walk(func(o *ir.Operation) bool {
+		if err != nil {
+			return false
+		}
+		if o.Name() != gpu.FuncOp {
+			return true
+		}
+		var k int
+		k, err = ExpandMath(st.Ctx, o)
+		n += k
+		return false
+	})
+	st.Stat("num-expanded", "math ops expanded into arith").Add(int64(n))
+	if n == 0 {
+		st.MarkUnchanged()
+	}
+	return err
+}
+
+// f64Expansions are the f64 math ops expanded, by op name.
+var f64Expansions = map[string]func(e *expander, x *ir.Value) *ir.Value{
+	"math.exp":   (*expander).exp,
+	"math.log":   (*expander).log,
+	"math.rsqrt": (*expander).rsqrt,
+	"math.tanh":  (*expander).tanh,
+	"math.erf":   (*expander).erf,
+	"math.sin":   func(e *expander, x *ir.Value) *ir.Value { return e.sinCos(x, false) },
+	"math.cos":   func(e *expander, x *ir.Value) *ir.Value { return e.sinCos(x, true) },
+}
+
+// ExpandMath rewrites the expandable math ops nested in root (f64 math in
+// f64Expansions, powf of any float type) and returns how many it rewrote.
+// Other ops, and math ops of other types, are left alone.
+func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
+	var todo []*ir.Operation
+	root.Walk(func(o *ir.Operation) bool {
+		if o.NumResults() == 1 && (o.Name() == "math.powf" || f64Expansions[o.Name()] != nil && ir.ElementTypeOf(o.Result(0).Type()) == ir.F64) {
+			todo = append(todo, o)
+		}
+		return true
+	})
+	b := ir.NewBuilder(ctx)
+	for _, o := range todo {
+		b.SetInsertionPointBefore(o)
+		t := o.Result(0).Type()
+		ft, ok := ir.ElementTypeOf(t).(*ir.FloatType)
+		if !ok {
+			return 0, fmt.Errorf("%s: %s has a non-float result type %s", o.Loc(), o.Name(), t)
+		}
+		e := newExpander(b, o.Loc(), withElem(t, ir.F64))
+		var r *ir.Value
+		if o.Name() == "math.powf" {
+			// f32, f16 and bf16 go through f64: the f64 sequence's error
+			// is far below their ulp, so one rounding remains.
+			x, y := e.ext(o.Operand(0)), e.ext(o.Operand(1))
+			r = e.pow(x, y)
+			if ft != ir.F64 {
+				r = arith.NewCast(b, "arith.truncf", e.loc, r, t)
+			}
+		} else {
+			r = f64Expansions[o.Name()](e, o.Operand(0))
+		}
+		o.Result(0).ReplaceAllUsesWith(r)
+		o.Erase()
+	}
+	return len(todo), nil
+}
+
+// withElem returns t (a scalar, vector or ranked tensor type) with element
+// type elem. Kernels hold scalars and vectors; tensors let the tests run
+// many inputs through the interpreter at once.
+func withElem(t, elem ir.Type) ir.Type {
+	switch t := t.(type) {
+	case *ir.VectorType:
+		return ir.ScalableVectorOf(t.Shape(), t.Scalable, elem)
+	case *ir.TensorType:
+		return ir.TensorWithEncoding(t.Shape(), elem, t.Encoding)
+	}
+	return elem
+}
+
+// expander emits an f64 sequence before the op being expanded; t is f64 or
+// a vector of f64, it the i64 type of the same shape.
+type expander struct {
+	b     *ir.Builder
+	loc   ir.Location
+	t, it ir.Type
+}
+
+func newExpander(b *ir.Builder, loc ir.Location, t ir.Type) *expander {
+	return &expander{b: b, loc: loc, t: t, it: withElem(t, ir.I64)}
+}
+
+func (e *expander) ext(x *ir.Value) *ir.Value {
+	if x.Type() == e.t {
+		return x
+	}
+	return arith.NewCast(e.b, "arith.extf", e.loc, x, e.t)
+}
+
+func (e *expander) c(v float64) *ir.Value { return arith.ConstantFloat(e.b, e.loc, v, e.t) }
+func (e *expander) ci(v int64) *ir.Value  { return arith.ConstantInt(e.b, e.loc, v, e.it) }
+func (e *expander) bin(name string, x, y *ir.Value) *ir.Value {
+	return arith.Binary(e.b, name, e.loc, x, y)
+}
+func (e *expander) add(x, y *ir.Value) *ir.Value { return e.bin("arith.addf", x, y) }
+func (e *expander) sub(x, y *ir.Value) *ir.Value { return e.bin("arith.subf", x, y) }
+func (e *expander) mul(x, y *ir.Value) *ir.Value { return e.bin("arith.mulf", x, y) }
+func (e *expander) div(x, y *ir.Value) *ir.Value { return e.bin("arith.divf", x, y) }
+func (e *expander) neg(x *ir.Value) *ir.Value    { return arith.Unary(e.b, "arith.negf", e.loc, x) }
+
+// math emits the exact math op name on xs.
+func (e *expander) math(name string, xs ...*ir.Value) *ir.Value {
+	return e.b.Op(name, e.loc, xs, []ir.Type{xs[0].Type()},
+		ir.NamedAttr{Name: arith.FastMathAttr, Value: arith.FastMathNone}).Result(0)
+}
+func (e *expander) fma(x, y, z *ir.Value) *ir.Value { return e.math("math.fma", x, y, z) }
+func (e *expander) abs(x *ir.Value) *ir.Value       { return e.math("math.absf", x) }
+
+func (e *expander) cmp(p arith.CmpFPredicate, x, y *ir.Value) *ir.Value {
+	return arith.NewCmpF(e.b, e.loc, p, x, y)
+}
+func (e *expander) cmpi(p arith.CmpIPredicate, x, y *ir.Value) *ir.Value {
+	return arith.NewCmpI(e.b, e.loc, p, x, y)
+}
+func (e *expander) sel(c, x, y *ir.Value) *ir.Value { return arith.NewSelect(e.b, e.loc, c, x, y) }
+func (e *expander) and(x, y *ir.Value) *ir.Value    { return e.bin("arith.andi", x, y) }
+func (e *expander) or(x, y *ir.Value) *ir.Value     { return e.bin("arith.ori", x, y) }
+func (e *expander) bits(x *ir.Value) *ir.Value {
+	return arith.NewCast(e.b, "arith.bitcast", e.loc, x, e.it)
+}
+func (e *expander) float(i *ir.Value) *ir.Value {
+	return arith.NewCast(e.b, "arith.bitcast", e.loc, i, e.t)
+}
+
+// isNaN is x ≠ x.
+func (e *expander) isNaN(x *ir.Value) *ir.Value { return e.cmp(arith.CmpFUNO, x, x) }
+
+// poly is c[0] + x·(c[1] + x·(… + x·c[n])), Horner's rule with fma.
+func (e *expander) poly(x *ir.Value, c ...float64) *ir.Value {
+	p := e.c(c[len(c)-1])
+	for i := len(c) - 2; i >= 0; i-- {
+		p = e.fma(p, x, e.c(c[i]))
+	}
+	return p
+}
+
+// pow2 is 2^k for an integer k (i64) in [-1022, 1023], built from its
+// exponent bits.
+func (e *expander) pow2(k *ir.Value) *ir.Value {
+	return e.float(e.bin("arith.shli", e.bin("arith.addi", k, e.ci(1023)), e.ci(52)))
+}
+
+// Cody–Waite split of ln 2: ln2Hi has 32 trailing zero bits, so k·ln2Hi is
+// exact for |k| < 2^20 (fdlibm's constants).
+const (
+	ln2Hi = 6.93147180369123816490e-01
+	ln2Lo = 1.90821492927058770002e-10
+)
+
+// expTaylor are 1/i! for i = 0…13: e^r on |r| ≤ ln2/2 with truncation
+// below r^14/14! ≤ 5e-18.
+var expTaylor = func() []float64 {
+	c := make([]float64, 14)
+	f := 1.0
+	for i := range c {
+		if i > 0 {
+			f *= float64(i)
+		}
+		c[i] = 1 / f
+	}
+	return c
+}()
+
+// reduceExp returns k (f64, an integer) and r = x − k·ln2 with |r| ≤ ln2/2
+// (+ rounding), for x already clamped to [-746, 710].
+func (e *expander) reduceExp(x *ir.Value) (kf, r *ir.Value) {
+	kf = e.math("math.roundeven", e.mul(x, e.c(math.Log2E)))
+	r = e.fma(e.neg(kf), e.c(ln2Hi), x)
+	r = e.fma(e.neg(kf), e.c(ln2Lo), r)
+	return kf, r
+}
+
+// scale is p·2^k for k (f64, an integer in [-1078, 1026]) in two steps of
+// representable powers, so that a subnormal result is rounded once and an
+// overflow gives inf.
+func (e *expander) scale(p, kf *ir.Value) *ir.Value {
+	k := arith.NewCast(e.b, "arith.fptosi", e.loc, kf, e.it)
+	k1 := e.bin("arith.shrsi", k, e.ci(1))
+	k2 := e.bin("arith.subi", k, k1)
+	return e.mul(e.mul(p, e.pow2(k1)), e.pow2(k2))
+}
+
+// clampExp limits x to [-746, 710], beyond which e^x rounds to 0 or inf,
+// and maps NaN to 0 (the caller restores it), so k converts to an integer.
+func (e *expander) clampExp(x *ir.Value) *ir.Value {
+	x = e.sel(e.isNaN(x), e.c(0), x)
+	return e.bin("arith.minimumf", e.bin("arith.maximumf", x, e.c(-746)), e.c(710))
+}
+
+// exp: e^x = 2^k·e^r, r = x − k·ln2 (Cody–Waite), e^r by its Taylor series.
+func (e *expander) exp(x *ir.Value) *ir.Value {
+	kf, r := e.reduceExp(e.clampExp(x))
+	y := e.scale(e.poly(r, expTaylor...), kf)
+	return e.sel(e.isNaN(x), x, y)
+}
+
+// expm1 is e^x − 1: the Taylor series (without its 1) for |x| < ln2/2,
+// where subtracting 1 would cancel, else exp(x) − 1 (|result| ≥ 0.29, so
+// the subtraction at most triples the error).
+func (e *expander) expm1(x *ir.Value) *ir.Value {
+	small := e.mul(x, e.poly(x, expTaylor[1:]...))
+	return e.sel(e.cmp(arith.CmpFOLT, e.abs(x), e.c(math.Ln2/2)), small, e.sub(e.exp(x), e.c(1)))
+}
+
+// log: x = 2^k·m with m in [√2/2, √2) from the exponent bits (subnormals
+// scaled by 2^54 first), then fdlibm's log(1+f) = f − (f²/2 − s·(f²/2 + R))
+// with s = f/(2+f) and R(s²) the atanh series, plus k·ln2 in two parts.
+func (e *expander) log(x *ir.Value) *ir.Value {
+	sub := e.cmp(arith.CmpFOLT, x, e.c(0x1p-1022))
+	xs := e.sel(sub, e.mul(x, e.c(0x1p54)), x)
+	bits := e.bits(xs)
+	k := e.bin("arith.subi", e.bin("arith.shrui", bits, e.ci(52)), e.ci(1023))
+	k = e.bin("arith.subi", k, e.sel(sub, e.ci(54), e.ci(0)))
+	m := e.float(e.or(e.and(bits, e.ci(1<<52-1)), e.ci(1023<<52)))
+	big := e.cmp(arith.CmpFOGT, m, e.c(math.Sqrt2))
+	m = e.sel(big, e.mul(m, e.c(0.5)), m)
+	k = e.bin("arith.addi", k, e.sel(big, e.ci(1), e.ci(0)))
+	kf := arith.NewCast(e.b, "arith.sitofp", e.loc, k, e.t)
+	f := e.sub(m, e.c(1))
+	s := e.div(f, e.add(e.c(2), f))
+	z := e.mul(s, s)
+	// R = 2z/3 + 2z²/5 + …: |s| ≤ 0.172, z^12 < 2^-61.
+	c := make([]float64, 12)
+	for i := 1; i < len(c); i++ {
+		c[i] = 2 / float64(2*i+1)
+	}
+	R := e.poly(z, c...)
+	hfsq := e.mul(e.c(0.5), e.mul(f, f))
+	lm := e.sub(f, e.sub(hfsq, e.mul(s, e.add(hfsq, R))))
+	y := e.add(e.mul(kf, e.c(ln2Hi)), e.fma(kf, e.c(ln2Lo), lm))
+	// Specials: log(±0) = −inf, log(x<0) = NaN, log(inf) = inf, NaN stays.
+	y = e.sel(e.cmp(arith.CmpFOEQ, x, e.c(0)), e.c(math.Inf(-1)), y)
+	y = e.sel(e.cmp(arith.CmpFOLT, x, e.c(0)), e.c(math.NaN()), y)
+	y = e.sel(e.cmp(arith.CmpFOEQ, x, e.c(math.Inf(1))), x, y)
+	return e.sel(e.isNaN(x), x, y)
+}
+
+// rsqrt is 1/sqrt(x), both correctly rounded.
+func (e *expander) rsqrt(x *ir.Value) *ir.Value {
+	return e.div(e.c(1), e.math("math.sqrt", x))
+}
+
+// tanh(x) = sign(x)·u/(u+2), u = expm1(2|x|): no cancellation at small |x|;
+// 1 beyond |x| = 22, where tanh rounds to 1 (and u+2 would overflow first).
+func (e *expander) tanh(x *ir.Value) *ir.Value {
+	a := e.abs(x)
+	u := e.expm1(e.add(a, a))
+	t := e.div(u, e.add(u, e.c(2)))
+	t = e.sel(e.cmp(arith.CmpFOGT, a, e.c(22)), e.c(1), t)
+	return e.math("math.copysign", t, x)
+}
+
+// erf is fdlibm's (Go's math.Erf): rational approximations on [0, 0.84375),
+// [0.84375, 1.25), [1.25, 1/0.35) and [1/0.35, 6), 1 beyond; every piece is
+// computed and the one of |x| selected.
+func (e *expander) erf(x *ir.Value) *ir.Value {
+	a := e.abs(x)
+	z := e.mul(a, a)
+	small := e.fma(a, e.div(e.poly(z, erfPP...), e.poly(z, erfQQ...)), a)
+	s := e.sub(a, e.c(1))
+	mid := e.add(e.c(erfErx), e.div(e.poly(s, erfPA...), e.poly(s, erfQA...)))
+	w := e.div(e.c(1), z)
+	near := e.cmp(arith.CmpFOLT, a, e.c(1/0.35))
+	R := e.sel(near, e.poly(w, erfRA...), e.poly(w, erfRB...))
+	S := e.sel(near, e.poly(w, erfSA...), e.poly(w, erfSB...))
+	// zz is a with its low 32 bits cleared, so zz·zz is exact and
+	// e^(-a²) = e^(-zz²)·e^((zz-a)(zz+a)) loses nothing to the square.
+	zz := e.float(e.and(e.bits(a), e.ci(-1<<32)))
+	r := e.mul(e.exp(e.sub(e.neg(e.mul(zz, zz)), e.c(0.5625))),
+		e.exp(e.add(e.mul(e.sub(zz, a), e.add(zz, a)), e.div(R, S))))
+	large := e.sub(e.c(1), e.div(r, a))
+	y := e.sel(e.cmp(arith.CmpFOLT, a, e.c(1.25)), mid, large)
+	y = e.sel(e.cmp(arith.CmpFOLT, a, e.c(0.84375)), small, y)
+	y = e.sel(e.cmp(arith.CmpFOGE, a, e.c(6)), e.c(1), y)
+	return e.math("math.copysign", y, x)
+}
+
+// fdlibm's erf coefficients (s_erf.c), lowest degree first.
+const erfErx = 8.45062911510467529297e-01
+
+var (
+	erfPP = []float64{1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02, -5.77027029648944159157e-03, -2.37630166566501626084e-05}
+	erfQQ = []float64{1, 3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03, 1.32494738004321644526e-04, -3.96022827877536812320e-06}
+	erfPA = []float64{-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01, 3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02, -2.16637559486879084300e-03}
+	erfQA = []float64{1, 1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02, 1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02}
+	erfRA = []float64{-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01, -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02, -8.12874355063065934246e+01, -9.81432934416914548592e+00}
+	erfSA = []float64{1, 1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02, 6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02, 6.57024977031928170135e+00, -6.04244152148580987438e-02}
+	erfRB = []float64{-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01, -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03, -4.83519191608651397019e+02}
+	erfSB = []float64{1, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03, 3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02, -2.24409524465858183362e+01}
+)
+
+// π/2 as the sum of three doubles (the first two exact to 159 bits).
+const (
+	pio2A = 0x1.921fb54442d18p+00
+	pio2B = 0x1.1a62633145c07p-54
+	pio2C = -0x1.f1976b7ed8fbcp-110
+)
+
+// trigReduceMax bounds the Cody–Waite reduction: below it the quadrant q
+// is exact and x − q·pio2A is exact (one fma); above it the result is NaN
+// (docs/ptx-math.md), as Payne–Hanek reduction is out of scope.
+const trigReduceMax = 0x1p31
+
+// fdlibm's kernels (k_sin.c, k_cos.c) on [-π/4, π/4], lowest degree first.
+var (
+	sinS = []float64{-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04, 2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10}
+	cosC = []float64{4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05, -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11}
+)
+
+// sinCos is sin x (cos x when cos): x = q·π/2 + y + yl with the
+// reduced argument as a double-double (Cody–Waite, three-part π/2), then
+// fdlibm's kernels, chosen and signed by q mod 4.
+func (e *expander) sinCos(x *ir.Value, cos bool) *ir.Value {
+	inRange := e.cmp(arith.CmpFOLE, e.abs(x), e.c(trigReduceMax))
+	q := e.math("math.roundeven", e.mul(x, e.c(2/math.Pi)))
+	q = e.sel(inRange, q, e.c(0))
+	nq := e.neg(q)
+	r := e.fma(nq, e.c(pio2A), x) // exact: |r| < 2 and a multiple of 2^-52
+	t := e.mul(q, e.c(pio2B))
+	tl := e.fma(q, e.c(pio2B), e.neg(t))
+	// y + yl = r − t exactly (TwoSum), then the lower terms.
+	y := e.sub(r, t)
+	bb := e.sub(y, r)
+	yl := e.sub(e.sub(r, e.sub(y, bb)), e.add(t, bb))
+	yl = e.fma(nq, e.c(pio2C), e.sub(yl, tl))
+	y2 := e.add(y, yl)
+	yl = e.sub(yl, e.sub(y2, y))
+	y = y2
+
+	z := e.mul(y, y)
+	v := e.mul(z, y)
+	sr := e.poly(z, sinS[1:]...)
+	sinK := e.sub(y, e.sub(e.sub(e.mul(z, e.sub(e.mul(e.c(0.5), yl), e.mul(v, sr))), yl), e.mul(v, e.c(sinS[0]))))
+	cr := e.mul(z, e.poly(z, cosC...))
+	hz := e.mul(e.c(0.5), z)
+	w := e.sub(e.c(1), hz)
+	cosK := e.add(w, e.add(e.sub(e.sub(e.c(1), w), hz), e.sub(e.mul(z, cr), e.mul(y, yl))))
+
+	n := arith.NewCast(e.b, "arith.fptosi", e.loc, q, e.it)
+	if cos {
+		n = e.bin("arith.addi", n, e.ci(1)) // cos x = sin(x + π/2)
+	}
+	odd := e.cmpi(arith.CmpINE, e.and(n, e.ci(1)), e.ci(0))
+	negate := e.cmpi(arith.CmpINE, e.and(n, e.ci(2)), e.ci(0))
+	res := e.sel(odd, cosK, sinK)
+	res = e.sel(negate, e.neg(res), res)
+	res = e.sel(inRange, res, e.c(math.NaN()))
+	if !cos {
+		res = e.sel(e.cmp(arith.CmpFOEQ, x, e.c(0)), x, res) // sin(-0) = -0
+	}
+	return e.sel(e.isNaN(x), x, res)
+}
+
+// pow is x^y = e^(y·log|x|), signed by the parity of y, with the special
+// cases of Go's math.Pow (which the interpreter runs) as selects.
+func (e *expander) pow(x, y *ir.Value) *ir.Value {
+	ax := e.abs(x)
+	r := e.exp(e.mul(y, e.log(ax)))
+	fy := e.math("math.floor", y)
+	yInt := e.cmp(arith.CmpFOEQ, fy, y)
+	h := e.mul(y, e.c(0.5))
+	yOdd := e.and(yInt, e.cmp(arith.CmpFONE, e.math("math.floor", h), h))
+	signBit := e.cmpi(arith.CmpISLT, e.bits(x), e.ci(0))
+	r = e.sel(e.and(signBit, yOdd), e.neg(r), r)
+	inf := e.c(math.Inf(1))
+	finiteY := e.cmp(arith.CmpFOLT, e.abs(y), inf)
+	finiteNegX := e.and(e.cmp(arith.CmpFOLT, x, e.c(0)), e.cmp(arith.CmpFOGT, x, e.neg(inf)))
+	nonInt := e.cmp(arith.CmpFUNE, fy, y)
+	r = e.sel(e.and(e.and(finiteNegX, finiteY), nonInt), e.c(math.NaN()), r)
+	one := e.c(1)
+	r = e.sel(e.and(e.cmp(arith.CmpFOEQ, ax, one), e.cmp(arith.CmpFOEQ, e.abs(y), inf)), one, r)
+	// y = ±1/2 of a positive finite x: Go returns sqrt(x) and 1/sqrt(x).
+	posX := e.and(e.cmp(arith.CmpFOGT, x, e.c(0)), e.cmp(arith.CmpFOLT, x, inf))
+	sq := e.math("math.sqrt", x)
+	r = e.sel(e.and(posX, e.cmp(arith.CmpFOEQ, y, e.c(0.5))), sq, r)
+	r = e.sel(e.and(posX, e.cmp(arith.CmpFOEQ, y, e.c(-0.5))), e.div(one, sq), r)
+	r = e.sel(e.cmp(arith.CmpFOEQ, y, one), x, r)
+	return e.sel(e.or(e.cmp(arith.CmpFOEQ, y, e.c(0)), e.cmp(arith.CmpFOEQ, x, one)), one, r)
+}

@@ -1,0 +1,327 @@
+package togpu
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/interp"
+	"pgregory.net/rapid"
+)
+
+// expanded returns a function that runs op (a math op name) on tensors of
+// elem after ExpandMath, through the interpreter's simulation of the arith
+// sequence.
+func expanded(t testing.TB, op, elem string, arity int) func(args ...[]float64) []float64 {
+	t.Helper()
+	const n = 512
+	ty := fmt.Sprintf("tensor<%dx%s>", n, elem)
+	params := make([]string, arity)
+	names := make([]string, arity)
+	types := make([]string, arity)
+	for i := range params {
+		params[i] = fmt.Sprintf("%%a%d: %s", i, ty)
+		names[i] = fmt.Sprintf("%%a%d", i)
+		types[i] = ty
+	}
+	src := fmt.Sprintf("func.func @f(%s) -> %s {\n  %%r = %s %s : %s\n  return %%r : %s\n}\n",
+		strings.Join(params, ", "), ty, op, strings.Join(names, ", "), ty, ty)
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, src)
+	}
+	if k, err := ExpandMath(ctx, m); err != nil || k != 1 {
+		t.Fatalf("ExpandMath = %d, %v; want 1 op expanded", k, err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatalf("verify after expansion: %v", err)
+	}
+	m.Walk(func(o *ir.Operation) bool {
+		if o.Name() == op {
+			t.Fatalf("%s is still there after ExpandMath", op)
+		}
+		return true
+	})
+	ft := map[string]*ir.FloatType{"f64": ir.F64, "f32": ir.F32, "f16": ir.F16, "bf16": ir.BF16}[elem]
+	in := interp.New(m)
+	return func(args ...[]float64) []float64 {
+		vals := make([]interp.Value, arity)
+		for i, a := range args {
+			buf := make([]float64, n)
+			copy(buf, a)
+			x, err := interp.FromFloat64s(ft, []int64{n}, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals[i] = x
+		}
+		out, err := in.Call("f", vals...)
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		return out[0].(*interp.Tensor).Float64s()[:len(args[0])]
+	}
+}
+
+// ulps is the distance between got and want in units in the last place of
+// f64 (0 for two NaNs; infinite when only one is NaN or they differ in an
+// infinity).
+func ulps(got, want float64) float64 {
+	switch {
+	case math.IsNaN(got) || math.IsNaN(want):
+		if math.IsNaN(got) && math.IsNaN(want) {
+			return 0
+		}
+		return math.Inf(1)
+	case math.IsInf(got, 0) || math.IsInf(want, 0):
+		if got == want {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	// Ordered integers: adjacent floats differ by one, across zero too.
+	ord := func(x float64) int64 {
+		b := int64(math.Float64bits(x))
+		if b < 0 {
+			b = math.MinInt64 - b
+		}
+		return b
+	}
+	d := ord(got) - ord(want)
+	if d < 0 {
+		d = -d
+	}
+	return float64(d)
+}
+
+// specials are inputs every function is checked on.
+var specials = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, 2, -2, 3, -3, math.Inf(1), math.Inf(-1), math.NaN(),
+	5e-324, -5e-324, 0x1p-1022, 0x1.fffffffffffffp-1023, math.MaxFloat64, -math.MaxFloat64, 1e-300, 1e300,
+	709.782712893383, 709.79, -708.39, -745.13, -745.14, -746, 710, 22, -22, 0.84375, 1.25, 1 / 0.35, 6, -6,
+	math.Pi, math.Pi / 2, math.Pi / 4, -math.Pi, 1e5, 0x1p31, 0x1p31 + 1, 1e-8, -1e-8, 0.34657359027997264, 0.1733}
+
+// unaryCase is one f64 function, its reference and its bound in ulps on
+// the inputs drawn by gen.
+type unaryCase struct {
+	op   string
+	ref  func(float64) float64
+	ulps float64
+	gen  *rapid.Generator[float64]
+}
+
+// wide draws floats of every magnitude and sign, subnormals included.
+var wide = rapid.Custom(func(t *rapid.T) float64 {
+	x := math.Float64frombits(rapid.Uint64().Draw(t, "bits"))
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
+})
+
+func within(lo, hi float64) *rapid.Generator[float64] {
+	return rapid.Float64Range(lo, hi)
+}
+
+func TestExpandMathF64Accuracy(t *testing.T) {
+	for _, c := range []unaryCase{
+		{"math.exp", goodExp, 1, rapid.OneOf(wide, within(-746, 710), within(-1, 1))},
+		{"math.log", goodLog, 1, rapid.OneOf(wide, within(0, 4), within(0.5, 2))},
+		{"math.rsqrt", func(x float64) float64 { return 1 / math.Sqrt(x) }, 1, wide},
+		{"math.tanh", math.Tanh, 2, rapid.OneOf(wide, within(-25, 25), within(-1, 1), within(-0.4, 0.4))},
+		{"math.erf", math.Erf, 2, rapid.OneOf(wide, within(-7, 7), within(-1.5, 1.5))},
+		{"math.sin", func(x float64) float64 { s, _ := bigSinCos(x); return s }, 1, rapid.OneOf(within(-1e5, 1e5), within(-10, 10), within(-0x1p31, 0x1p31))},
+		{"math.cos", func(x float64) float64 { _, c := bigSinCos(x); return c }, 1, rapid.OneOf(within(-1e5, 1e5), within(-10, 10), within(-0x1p31, 0x1p31))},
+	} {
+		t.Run(c.op, func(t *testing.T) {
+			f := expanded(t, c.op, "f64", 1)
+			check := func(t interface{ Fatalf(string, ...any) }, xs []float64) float64 {
+				got := f(xs)
+				worst := 0.0
+				for i, x := range xs {
+					want := c.ref(x)
+					if c.op == "math.sin" || c.op == "math.cos" {
+						if math.Abs(x) > trigReduceMax {
+							want = math.NaN() // documented: no reduction beyond
+						}
+					}
+					u := ulps(got[i], want)
+					if u > c.ulps {
+						t.Fatalf("%s(%v) = %v, want %v (%v ulp > %v)", c.op, x, got[i], want, u, c.ulps)
+					}
+					worst = max(worst, u)
+				}
+				return worst
+			}
+			check(t, specials)
+			worst := 0.0
+			rapid.Check(t, func(rt *rapid.T) {
+				xs := rapid.SliceOfN(c.gen, 1, 512).Draw(rt, "xs")
+				worst = max(worst, check(rt, xs))
+			})
+			t.Logf("%s: max %v ulp", c.op, worst)
+		})
+	}
+}
+
+// goodLog is math.Log, except for subnormal x, where Go's amd64 Log returns
+// log(2^-1023) (so the interpreter is wrong there, not the expansion):
+// log(x·2^54) − 54·ln 2, which is exact enough for a 1-ulp test as the
+// result's ulp (2^-43 at |log| ≥ 708) dwarfs the subtraction's error.
+func goodLog(x float64) float64 {
+	if x > 0 && x < 0x1p-1022 {
+		return math.Log(x*0x1p54) - 54*math.Ln2
+	}
+	return math.Log(x)
+}
+
+// bigPi is π to 120 digits, far more than the reduction of |x| ≤ 2^31 needs.
+var bigPi, _, _ = big.ParseFloat("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798214808651328230664709", 10, 500, big.ToNearestEven)
+
+// bigSinCos is sin x and cos x correctly rounded (barring ties), by
+// reduction with 500-bit π/2 and Taylor series: Go's math.Sin and Cos lose
+// relative accuracy near their zeros (7 ulp at x = π), so they cannot be
+// the reference there.
+func bigSinCos(x float64) (float64, float64) {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return math.NaN(), math.NaN()
+	}
+	const prec = 500
+	half := new(big.Float).SetPrec(prec).Quo(bigPi, big.NewFloat(2))
+	bx := new(big.Float).SetPrec(prec).SetFloat64(x)
+	qf, _ := new(big.Float).SetPrec(prec).Quo(bx, half).Float64()
+	q := math.RoundToEven(qf)
+	r := new(big.Float).SetPrec(prec).Sub(bx, new(big.Float).SetPrec(prec).Mul(half, big.NewFloat(q)))
+	r2 := new(big.Float).SetPrec(prec).Mul(r, r)
+	series := func(term *big.Float, k int) *big.Float { // term·(1 − r²/((k+1)(k+2)) + …)
+		sum := new(big.Float).SetPrec(prec).Set(term)
+		t := new(big.Float).SetPrec(prec).Set(term)
+		for i := k; i < k+80; i += 2 {
+			t.Mul(t, r2)
+			t.Quo(t, big.NewFloat(float64((i+1)*(i+2))))
+			t.Neg(t)
+			sum.Add(sum, t)
+		}
+		return sum
+	}
+	s, _ := series(r, 1).Float64()
+	c, _ := series(new(big.Float).SetPrec(prec).SetFloat64(1), 0).Float64()
+	if x == 0 {
+		s = x
+	}
+	switch int64(q) & 3 {
+	case 1:
+		s, c = c, -s
+	case 2:
+		s, c = -s, -c
+	case 3:
+		s, c = -c, s
+	}
+	return s, c
+}
+
+// goodExp is math.Exp, except above 709.78, where Go's amd64 Exp returns
+// +Inf for results below MaxFloat64 (exp(709.782712893383) =
+// 1.7976931348604338e308): e^x = 2^1023·e^(x − 1023·ln 2) in 500 bits.
+func goodExp(x float64) float64 {
+	if !(x > 709.78 && x < 710) {
+		return math.Exp(x)
+	}
+	const prec = 500
+	ln2, _, _ := big.ParseFloat("0.693147180559945309417232121458176568075500134360255254120680009493393621969694715605863326996418687542001481021", 10, prec, big.ToNearestEven)
+	r := new(big.Float).SetPrec(prec).Sub(new(big.Float).SetPrec(prec).SetFloat64(x), new(big.Float).SetPrec(prec).Mul(ln2, big.NewFloat(1023)))
+	sum := new(big.Float).SetPrec(prec).SetFloat64(1)
+	t := new(big.Float).SetPrec(prec).SetFloat64(1)
+	for i := 1; i < 80; i++ {
+		t.Mul(t, r)
+		t.Quo(t, big.NewFloat(float64(i)))
+		sum.Add(sum, t)
+	}
+	v, _ := sum.SetMantExp(sum, 1023).Float64()
+	return v
+}
+
+// powInputs draws (x, y) pairs: wide bits, integer and half-integer
+// exponents, negative bases, and the specials of Go's math.Pow.
+var powInputs = rapid.Custom(func(t *rapid.T) [2]float64 {
+	x := rapid.OneOf(wide, within(-4, 4), within(0, 1e6), rapid.SampledFrom(specials)).Draw(t, "x")
+	y := rapid.OneOf(wide, within(-40, 40), rapid.SampledFrom(specials),
+		rapid.Custom(func(t *rapid.T) float64 { return float64(rapid.IntRange(-60, 60).Draw(t, "n")) / 2 })).Draw(t, "y")
+	return [2]float64{x, y}
+})
+
+// TestExpandPowF64 checks pow against Go's math.Pow: special cases exactly,
+// else within 8 + 3·|y·ln x| + |y| ulp: ours is 2 + 3·|y·ln x| (the
+// roundings of log and of y·log, amplified by exp; docs/ptx-math.md), and
+// Go's repeated squaring for the integer part of y compounds its roundings,
+// about |y| ulp (pow(1.0001220703125, 709.78…) is 38 ulp off in Go,
+// correctly rounded here).
+func TestExpandPowF64(t *testing.T) {
+	f := expanded(t, "math.powf", "f64", 2)
+	worst := 0.0
+	rapid.Check(t, func(rt *rapid.T) {
+		ps := rapid.SliceOfN(powInputs, 1, 512).Draw(rt, "ps")
+		xs, ys := make([]float64, len(ps)), make([]float64, len(ps))
+		for i, p := range ps {
+			xs[i], ys[i] = p[0], p[1]
+		}
+		got := f(xs, ys)
+		for i := range ps {
+			if xs[i] != 0 && math.Abs(xs[i]) < 0x1p-1022 {
+				continue // Go's Pow takes Log of a subnormal, wrong on amd64 (goodLog)
+			}
+			want := math.Pow(xs[i], ys[i])
+			bound := 8 + 3*math.Abs(ys[i]*math.Log(math.Abs(xs[i]))) + math.Abs(ys[i])
+			if math.IsInf(want, 0) && math.Abs(got[i]) > math.MaxFloat64/(1+bound*0x1p-52) {
+				continue // Go's Pow overflows a little early, as its Exp does
+			}
+			if want == 0 && math.Abs(got[i]) < 0x1p-1074*bound {
+				continue // and underflows a little early
+			}
+			u := ulps(got[i], want)
+			if u > bound {
+				rt.Fatalf("pow(%v, %v) = %v, want %v (%v ulp > %v)", xs[i], ys[i], got[i], want, u, bound)
+			}
+			if r := u / bound; !math.IsNaN(r) {
+				worst = max(worst, r)
+			}
+		}
+	})
+	t.Logf("pow f64: max error %.2f of the bound", worst)
+}
+
+// TestExpandPowNarrow checks f32, f16 and bf16 pow, computed in f64, against
+// math.Pow rounded once to the type: equal but for a double rounding.
+func TestExpandPowNarrow(t *testing.T) {
+	for _, elem := range []string{"f32", "f16", "bf16"} {
+		t.Run(elem, func(t *testing.T) {
+			f := expanded(t, "math.powf", elem, 2)
+			ft := map[string]*ir.FloatType{"f32": ir.F32, "f16": ir.F16, "bf16": ir.BF16}[elem]
+			round := func(v float64) float64 { return ir.FloatFromBits(ir.FloatToBits(v, ft), ft) }
+			rapid.Check(t, func(rt *rapid.T) {
+				ps := rapid.SliceOfN(powInputs, 1, 512).Draw(rt, "ps")
+				xs, ys := make([]float64, len(ps)), make([]float64, len(ps))
+				for i, p := range ps {
+					xs[i], ys[i] = round(p[0]), round(p[1])
+				}
+				got := f(xs, ys)
+				for i := range ps {
+					want := round(math.Pow(xs[i], ys[i]))
+					if got[i] == want || math.IsNaN(got[i]) && math.IsNaN(want) {
+						continue
+					}
+					// One ulp of the type: the neighbours of want.
+					bits := ir.FloatToBits(want, ft)
+					if !math.IsInf(want, 0) && (got[i] == ir.FloatFromBits(bits+1, ft) || got[i] == ir.FloatFromBits(bits-1, ft)) {
+						continue
+					}
+					rt.Fatalf("%s pow(%v, %v) = %v, want %v", elem, xs[i], ys[i], got[i], want)
+				}
+			})
+		})
+	}
+}
