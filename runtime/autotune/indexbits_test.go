@@ -48,3 +48,15 @@ func TestIndexBitsConfigString(t *testing.T) {
 		t.Error("ParseConfig accepted index-bits=16")
 	}
 }
+
+// TestIndexBitsCompiles checks that the candidate compiles through
+// GPUPipeline.
+func TestIndexBitsCompiles(t *testing.T) {
+	c := togpu.DefaultConfig
+	c.IndexBits = 32
+	for _, file := range []string{"elementwise.mlir", "softmax.mlir"} {
+		if _, err := compiler(t, file).Compile(c); err != nil {
+			t.Errorf("%s with %s: %v", file, ConfigString(c), err)
+		}
+	}
+}
