@@ -352,10 +352,11 @@ const (
 	pio2C = -0x1.f1976b7ed8fbcp-110
 )
 
-// trigReduceMax bounds the Cody–Waite reduction: below it the quadrant q
-// is exact and x − q·pio2A is exact (one fma); above it the result is NaN
-// (docs/ptx-math.md), as Payne–Hanek reduction is out of scope.
-const trigReduceMax = 0x1p31
+// trigReduceMax bounds the Cody–Waite reduction: below it x·2/π is off by
+// less than 0.1, so |x − q·pio2A| < 2 and the fma computing it is exact;
+// above it the result is NaN (docs/ptx-math.md), as Payne–Hanek reduction
+// is out of scope.
+const trigReduceMax = 0x1p50
 
 // fdlibm's kernels (k_sin.c, k_cos.c) on [-π/4, π/4], lowest degree first.
 var (
