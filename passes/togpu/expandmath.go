@@ -111,21 +111,18 @@ func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 	return len(todo), nil
 }
 
-// withElem returns t (a scalar, vector or ranked tensor type) with element
-// type elem. Kernels hold scalars and vectors; tensors let the tests run
-// many inputs through the interpreter at once.
+// withElem returns t (a scalar or ranked tensor type) with element type
+// elem. Kernels hold scalars (convert-loop-to-gpu emits no vector types);
+// tensors let the tests run many inputs through the interpreter at once.
 func withElem(t, elem ir.Type) ir.Type {
-	switch t := t.(type) {
-	case *ir.VectorType:
-		return ir.ScalableVectorOf(t.Shape(), t.Scalable, elem)
-	case *ir.TensorType:
+	if t, ok := t.(*ir.TensorType); ok {
 		return ir.TensorWithEncoding(t.Shape(), elem, t.Encoding)
 	}
 	return elem
 }
 
-// expander emits an f64 sequence before the op being expanded; t is f64 or
-// a vector of f64, it the i64 type of the same shape.
+// expander emits an f64 sequence before the op being expanded; t is f64 (a
+// tensor of f64 in tests), it the i64 type of the same shape.
 type expander struct {
 	b     *ir.Builder
 	loc   ir.Location

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/runtime/interp"
 	"pgregory.net/rapid"
 )
@@ -371,4 +372,66 @@ func nearPiOver2Multiples(n, count int, kmax float64) []float64 {
 		xs[i] = cs[i].x
 	}
 	return xs
+}
+
+// TestExpandMathScope runs the pass from a pipeline: it rewrites f64 math
+// and powf in kernels and leaves f32 math to targets/llvm and
+// host functions alone.
+func TestExpandMathScope(t *testing.T) {
+	const src = `module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @f(%a: memref<4xf64>, %b: memref<4xf32>, %h: memref<4xf16>) kernel {
+      %c0 = arith.constant 0 : index
+      %x = loop.load %a[%c0] : memref<4xf64>
+      %y = loop.load %b[%c0] : memref<4xf32>
+      %z = loop.load %h[%c0] : memref<4xf16>
+      %0 = math.exp %x : f64
+      %1 = math.exp %y : f32
+      %2 = math.sin %x : f64
+      %3 = math.powf %z, %z : f16
+      %s = arith.addf %0, %2 : f64
+      loop.store %s, %a[%c0] : memref<4xf64>
+      loop.store %1, %b[%c0] : memref<4xf32>
+      loop.store %3, %h[%c0] : memref<4xf16>
+      gpu.return
+    }
+  }
+  func.func @host(%x: f64) -> f64 {
+    %0 = math.exp %x : f64
+    return %0 : f64
+  }
+}`
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "k.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(expand-math)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	left := map[string][]string{}
+	m.Walk(func(o *ir.Operation) bool {
+		if strings.HasPrefix(o.Name(), "math.") && o.Name() != "math.fma" && o.NumResults() == 1 {
+			in := "kernel"
+			if p := o.ParentOp(); p != nil && p.Name() == "func.func" {
+				in = "host"
+			}
+			left[in] = append(left[in], o.Name()+" "+ir.ElementTypeOf(o.Result(0).Type()).String())
+		}
+		return true
+	})
+	kernel := strings.Join(left["kernel"], ",")
+	if strings.Contains(kernel, "exp f64") || strings.Contains(kernel, "sin") || strings.Contains(kernel, "powf") || !strings.Contains(kernel, "math.exp f32") {
+		t.Errorf("kernel math after expand-math: %s; want the f32 exp only (and exact ops)", kernel)
+	}
+	if got := strings.Join(left["host"], ","); got != "math.exp f64" {
+		t.Errorf("host math after expand-math: %s; want it untouched", got)
+	}
 }
