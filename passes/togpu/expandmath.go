@@ -241,24 +241,34 @@ func (e *expander) clampExp(x *ir.Value) *ir.Value {
 }
 
 // exp: e^x = 2^k·e^r, r = x − k·ln2 (Cody–Waite), e^r by its Taylor series.
-func (e *expander) exp(x *ir.Value) *ir.Value {
+func (e *expander) exp(x *ir.Value) *ir.Value { return e.expDD(x, nil) }
+
+// expDD is e^(x + lo) for a small lo (|lo| ≤ ulp(x), |x| < 1024: below
+// 2^-42), added to the reduced argument; nil lo is exp.
+func (e *expander) expDD(x, lo *ir.Value) *ir.Value {
 	kf, r := e.reduceExp(e.clampExp(x))
+	if lo != nil {
+		r = e.add(r, lo)
+	}
 	y := e.scale(e.poly(r, expTaylor...), kf)
 	return e.sel(e.isNaN(x), x, y)
 }
 
-// expm1 is e^x − 1: the Taylor series (without its 1) for |x| < ln2/2,
-// where subtracting 1 would cancel, else exp(x) − 1 (|result| ≥ 0.29, so
-// the subtraction at most triples the error).
+// expm1 is e^x − 1 as fma(2^k, p, 2^k − 1), with k and r = x − k·ln2 as in
+// exp and p = e^r − 1 by its Taylor series without the 1: 2^k − 1 is exact
+// for |k| ≤ 53, so one rounding joins the parts and nothing cancels at
+// small |x| (k = 0 gives p itself). For x ≤ 44, as tanh needs.
 func (e *expander) expm1(x *ir.Value) *ir.Value {
-	small := e.mul(x, e.poly(x, expTaylor[1:]...))
-	return e.sel(e.cmp(arith.CmpFOLT, e.abs(x), e.c(math.Ln2/2)), small, e.sub(e.exp(x), e.c(1)))
+	kf, r := e.reduceExp(e.clampExp(x))
+	p := e.mul(r, e.poly(r, expTaylor[1:]...))
+	t := e.scale(e.c(1), kf)
+	return e.fma(t, p, e.sub(t, e.c(1)))
 }
 
-// log: x = 2^k·m with m in [√2/2, √2) from the exponent bits (subnormals
-// scaled by 2^54 first), then fdlibm's log(1+f) = f − (f²/2 − s·(f²/2 + R))
-// with s = f/(2+f) and R(s²) the atanh series, plus k·ln2 in two parts.
-func (e *expander) log(x *ir.Value) *ir.Value {
+// logSplit writes x (positive, finite) as 2^k·(1+f) with 1+f in
+// [√2/2, √2), from the exponent bits (subnormals scaled by 2^54 first); f
+// is exact.
+func (e *expander) logSplit(x *ir.Value) (kf, f *ir.Value) {
 	sub := e.cmp(arith.CmpFOLT, x, e.c(0x1p-1022))
 	xs := e.sel(sub, e.mul(x, e.c(0x1p54)), x)
 	bits := e.bits(xs)
@@ -268,16 +278,26 @@ func (e *expander) log(x *ir.Value) *ir.Value {
 	big := e.cmp(arith.CmpFOGT, m, e.c(math.Sqrt2))
 	m = e.sel(big, e.mul(m, e.c(0.5)), m)
 	k = e.bin("arith.addi", k, e.sel(big, e.ci(1), e.ci(0)))
-	kf := arith.NewCast(e.b, "arith.sitofp", e.loc, k, e.t)
-	f := e.sub(m, e.c(1))
+	return arith.NewCast(e.b, "arith.sitofp", e.loc, k, e.t), e.sub(m, e.c(1))
+}
+
+// atanhTail are the coefficients of 2·atanh(s) = 2s + s·R(s²), R's
+// 2/3, 2/5, …: |s| ≤ 0.172, so z = s² ≤ 0.0295 and z^12 < 2^-61.
+var atanhTail = func() []float64 {
+	c := make([]float64, 11)
+	for i := range c {
+		c[i] = 2 / float64(2*i+3)
+	}
+	return c
+}()
+
+// log: fdlibm's log(1+f) = f − (f²/2 − s·(f²/2 + R)) with s = f/(2+f) and
+// R = z·atanhTail(z), plus k·ln2 in two parts.
+func (e *expander) log(x *ir.Value) *ir.Value {
+	kf, f := e.logSplit(x)
 	s := e.div(f, e.add(e.c(2), f))
 	z := e.mul(s, s)
-	// R = 2z/3 + 2z²/5 + …: |s| ≤ 0.172, z^12 < 2^-61.
-	c := make([]float64, 12)
-	for i := 1; i < len(c); i++ {
-		c[i] = 2 / float64(2*i+1)
-	}
-	R := e.poly(z, c...)
+	R := e.mul(z, e.poly(z, atanhTail...))
 	hfsq := e.mul(e.c(0.5), e.mul(f, f))
 	lm := e.sub(f, e.sub(hfsq, e.mul(s, e.add(hfsq, R))))
 	y := e.add(e.mul(kf, e.c(ln2Hi)), e.fma(kf, e.c(ln2Lo), lm))
@@ -288,20 +308,58 @@ func (e *expander) log(x *ir.Value) *ir.Value {
 	return e.sel(e.isNaN(x), x, y)
 }
 
+// twoSum returns a + b as hi + lo exactly (Knuth).
+func (e *expander) twoSum(a, b *ir.Value) (hi, lo *ir.Value) {
+	hi = e.add(a, b)
+	bb := e.sub(hi, a)
+	return hi, e.add(e.sub(a, e.sub(hi, bb)), e.sub(b, bb))
+}
+
+// logDD is log x (x positive, finite) as hi + lo with a relative error
+// near 2^-60, for pow, whose exp amplifies log's error by |y·log x|: 2·s
+// with s = f/(2+f) carried as a double-double (fma residual), the atanh
+// tail s·R(s²) in double (it is below 0.01·|2s|), k·ln2 in two parts.
+func (e *expander) logDD(x *ir.Value) (hi, lo *ir.Value) {
+	kf, f := e.logSplit(x)
+	two := e.c(2)
+	d := e.add(two, f)
+	dl := e.add(e.sub(two, d), f) // 2 + f = d + dl exactly (|f| < 2)
+	s := e.div(f, d)
+	sl := e.div(e.sub(e.fma(e.neg(s), d, f), e.mul(s, dl)), d)
+	z := e.mul(s, s)
+	tail := e.mul(e.mul(s, z), e.poly(z, atanhTail...))
+	hi, lo = e.twoSum(e.mul(kf, e.c(ln2Hi)), e.add(s, s))
+	lo = e.add(lo, e.fma(kf, e.c(ln2Lo), e.add(e.add(sl, sl), tail)))
+	h := e.add(hi, lo)
+	return h, e.sub(lo, e.sub(h, hi))
+}
+
 // rsqrt is 1/sqrt(x), both correctly rounded.
 func (e *expander) rsqrt(x *ir.Value) *ir.Value {
 	return e.div(e.c(1), e.math("math.sqrt", x))
 }
 
-// tanh(x) = sign(x)·u/(u+2), u = expm1(2|x|): no cancellation at small |x|;
-// 1 beyond |x| = 22, where tanh rounds to 1 (and u+2 would overflow first).
+// tanh: below |x| = 0.625, Cephes' x + x·z·P(z)/Q(z), z = x² (Go's
+// math.Tanh; the correction is under a fifth of x, so its rounding barely
+// shows); above, sign(x)·u/(u+2) with u = expm1(2|x|) ≥ 2.49; 1 beyond
+// |x| = 22, where tanh rounds to 1 (and u+2 would overflow first).
 func (e *expander) tanh(x *ir.Value) *ir.Value {
 	a := e.abs(x)
+	z := e.mul(x, x)
+	small := e.fma(e.mul(x, z), e.div(e.poly(z, tanhP...), e.poly(z, tanhQ...)), x)
 	u := e.expm1(e.add(a, a))
 	t := e.div(u, e.add(u, e.c(2)))
 	t = e.sel(e.cmp(arith.CmpFOGT, a, e.c(22)), e.c(1), t)
-	return e.math("math.copysign", t, x)
+	t = e.sel(e.isNaN(x), x, t) // expm1 clamps NaN to 0
+	t = e.math("math.copysign", t, x)
+	return e.sel(e.cmp(arith.CmpFOLT, a, e.c(0.625)), small, t)
 }
+
+// Cephes' tanh coefficients (Go's math.Tanh), lowest degree first.
+var (
+	tanhP = []float64{-1.61468768441708447952e3, -9.92877231001918586564e1, -9.64399179425052238628e-1}
+	tanhQ = []float64{4.84406305325125486048e3, 2.23548839060100448583e3, 1.12811678491632931402e2, 1}
+)
 
 // erf is fdlibm's (Go's math.Erf): rational approximations on [0, 0.84375),
 // [0.84375, 1.25), [1.25, 1/0.35) and [1/0.35, 6), 1 beyond; every piece is
@@ -409,14 +467,24 @@ func (e *expander) sinCos(x *ir.Value, cos bool) *ir.Value {
 // cases of Go's math.Pow (which the interpreter runs) as selects.
 func (e *expander) pow(x, y *ir.Value) *ir.Value {
 	ax := e.abs(x)
-	r := e.exp(e.mul(y, e.log(ax)))
+	// y·log|x| as ph + pl, so that exp does not amplify its rounding.
+	lh, ll := e.logDD(ax)
+	inf := e.c(math.Inf(1))
+	lh = e.sel(e.cmp(arith.CmpFOEQ, ax, e.c(0)), e.neg(inf), lh)
+	lh = e.sel(e.cmp(arith.CmpFOEQ, ax, inf), inf, lh)
+	lh = e.sel(e.isNaN(ax), ax, lh)
+	ph := e.mul(y, lh)
+	pl := e.add(e.fma(y, lh, e.neg(ph)), e.mul(y, ll))
+	// Beyond |ph| = 1024 the result is 0 or inf (exp clamps ph) and pl,
+	// up to ulp(ph), would swamp the reduced argument.
+	pl = e.sel(e.cmp(arith.CmpFOLT, e.abs(ph), e.c(1024)), pl, e.c(0))
+	r := e.expDD(ph, pl)
 	fy := e.math("math.floor", y)
 	yInt := e.cmp(arith.CmpFOEQ, fy, y)
 	h := e.mul(y, e.c(0.5))
 	yOdd := e.and(yInt, e.cmp(arith.CmpFONE, e.math("math.floor", h), h))
 	signBit := e.cmpi(arith.CmpISLT, e.bits(x), e.ci(0))
 	r = e.sel(e.and(signBit, yOdd), e.neg(r), r)
-	inf := e.c(math.Inf(1))
 	finiteY := e.cmp(arith.CmpFOLT, e.abs(y), inf)
 	finiteNegX := e.and(e.cmp(arith.CmpFOLT, x, e.c(0)), e.cmp(arith.CmpFOGT, x, e.neg(inf)))
 	nonInt := e.cmp(arith.CmpFUNE, fy, y)
