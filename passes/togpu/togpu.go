@@ -158,8 +158,14 @@ func init() {
 	})
 	passes.RegisterPipeline("lower-to-gpu",
 		"The full default lowering: lower-to-loop, then convert-loop-to-gpu and cleanups",
-		"lower-to-loop,convert-loop-to-gpu,expand-math,canonicalize,cse")
+		"lower-to-loop,"+PassName+","+AfterConversion)
 }
+
+// AfterConversion is what lower-to-gpu runs after convert-loop-to-gpu:
+// the f64 math expansion and the cleanups. A pipeline that runs the
+// conversion with its own options (the autotuner's candidates) follows it
+// with this, so that every candidate compiles what the default does.
+const AfterConversion = "expand-math,canonicalize,cse"
 
 type pass struct{ cfg Config }
 

@@ -198,8 +198,8 @@ func ParseConfig(s string) (togpu.Config, error) {
 }
 
 // GPUPipeline is the pipeline taking a loop-level module to the gpu level
-// with cfg: convert-loop-to-gpu with cfg's options and lower-to-gpu's
-// cleanups.
+// with cfg: convert-loop-to-gpu with cfg's options, then what lower-to-gpu
+// runs after it.
 func GPUPipeline(cfg togpu.Config) string {
-	return togpu.PassName + "{" + ConfigString(cfg) + "},canonicalize,cse"
+	return togpu.PassName + "{" + ConfigString(cfg) + "}," + togpu.AfterConversion
 }

@@ -60,3 +60,11 @@ func TestIndexBitsCompiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidatesExpandMath: a candidate compiles what the default pipeline
+// does, f64 math (expanded after the conversion) included.
+func TestCandidatesExpandMath(t *testing.T) {
+	if _, err := compiler(t, "tanh_f64.mlir").Compile(togpu.DefaultConfig); err != nil {
+		t.Errorf("f64 tanh through GPUPipeline: %v", err)
+	}
+}
