@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The whole device check in one call, on the GPU machine: the benchmark
+# suite in two groups (memory-bound and launch-bound first, then the
+# tensor-core workloads; a group that runs out of time does not take the
+# other's results with it), bench/e2e (interpreter vs GPU for every
+# program there) and the examples' first calls on the GPU. Build it here
+# with `scripts/device-suite.sh --build` (fills .device/suite/), then give
+# the device tool carry: [".device/suite"] and the command
+#
+#	bash .device/suite/device-suite.sh
+#
+# At most eight files come back: each group's results JSON and report, and
+# one log of the rest.
+set -uo pipefail
+if [ "${1:-}" = "--build" ]; then
+	set -e
+	export PATH=/usr/local/go/bin:$PATH
+	cd "$(dirname "$0")/.."
+	grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+	d=.device/suite
+	rm -rf "$d" && mkdir -p "$d"
+	commit=$(git rev-parse --short HEAD)
+	[ -n "$(git status --porcelain -- bench)" ] && commit="$commit+dirty"
+	CGO_ENABLED=0 go build -ldflags "-s -w -X main.commit=$commit" -o "$d/strata-bench" ./bench/cmd/strata-bench
+	CGO_ENABLED=0 go build -ldflags "-s -w" -o "$d/irc" ./tools/irc
+	for ex in mlp transformer graphbreak train; do
+		CGO_ENABLED=0 go build -ldflags "-s -w" -o "$d/$ex" ./examples/$ex
+	done
+	cp bench/torch_side.py bench/run-device.sh scripts/device-suite.sh "$d/"
+	cp -r bench/e2e "$d/e2e"
+	du -sh "$d"
+	exit 0
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/strata-suite-out}
+log=$OUT/suite.log
+mkdir -p "$OUT"
+group() { # group NAME SECONDS run-device.sh flags...
+	local name=$1 secs=$2; shift 2
+	echo "== bench $name: $*" >> "$log"
+	OUT=/tmp/suite-$name timeout "$secs" bash "$here/run-device.sh" "$@" >> "$log" 2>&1
+	echo "== bench $name exit $?" >> "$log"
+	cp /tmp/suite-$name/results/*.json "$OUT/$name.json" 2>/dev/null
+	cp /tmp/suite-$name/report.txt "$OUT/$name-report.txt" 2>/dev/null
+}
+group memory "${SUITE_MEMORY_S:-260}" --only pointwise,softmax,layernorm,rowsum,tiny_chain,softmax_dynamic
+group tensor "${SUITE_TENSOR_S:-260}" --only mm_bias_gelu,attention,mlp_train --default-only mlp_train
+{
+	echo "== e2e"
+	timeout 60 bash "$here/e2e/run.sh" "$here/irc"
+	echo "== examples (first call on the GPU)"
+	for ex in mlp transformer graphbreak train; do
+		echo "-- $ex"
+		timeout 30 "$here/$ex" -backend nvptx 2>&1 | tail -8
+	done
+} >> "$log" 2>&1
