@@ -22,21 +22,13 @@ const (
 // matmulOptions are the values of the matmul option, the default first.
 var matmulOptions = []string{MatmulMMA, MatmulCuBLASLt}
 
-// libraryMatmul is a matmul nest a library can compute: convert-graph-
-// to-loop's
-//
-//	loop.parallel (%b…, %i, %j) {
-//	  %acc = loop.for %k = 0 to K iter(%s = 0.0 : f32) {
-//	    %s + extf(A[%b…, %i, %k]) · extf(B[%b…, %k, %j])   (A or B may be stored transposed)
-//	  }
-//	  epilogue(%acc)
-//	}
-//
-// over bf16 or f16 operands of static shape whose extents are the nest's.
+// libraryMatmul is a matmul nest (see matmulNest) over bf16 or f16
+// operands of static shape whose extents are the nest's: one
+// gpu.library_matmul computes its product.
 type libraryMatmul struct {
 	nest, kloop    *ir.Operation
 	a, b           *ir.Value
-	transA, transB bool
+	transA, transB bool // stored [K, M] and [N, K]: the library's transposes of row-major A [M, K] and B [K, N]
 	elem           ir.Type
 	shape          []int64 // of the product: [b…, M, N]
 }
@@ -45,97 +37,27 @@ type libraryMatmul struct {
 // returns nil. Static shapes keep the check simple and exact: the op's
 // extents come from its operands, so they must be the nest's bounds.
 func libraryPlan(nest *ir.Operation) *libraryMatmul {
-	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
-	rank := len(lbs)
-	if err != nil || rank < 2 || len(inits) > 0 {
+	mm := matchMatmul(nest)
+	if mm == nil || (mm.elem != ir.BF16 && mm.elem != ir.F16) || slices.ContainsFunc(mm.extents, func(e int64) bool { return e < 1 }) {
 		return nil
 	}
-	p := &libraryMatmul{nest: nest}
-	for d := range lbs {
-		lb, ok1 := staticInt(lbs[d])
-		ub, ok2 := staticInt(ubs[d])
-		st, ok3 := staticInt(steps[d])
-		if !ok1 || !ok2 || !ok3 || lb != 0 || st != 1 || ub < 1 {
+	nb := mm.batch()
+	m, n := mm.extents[nb], mm.extents[nb+1]
+	p := &libraryMatmul{nest: nest, kloop: mm.kloop, a: mm.a.mem, b: mm.b.mem, transA: !mm.a.kLast, transB: mm.b.kLast,
+		elem: mm.elem, shape: mm.extents}
+	// The operands' shapes must be the ones the indices imply.
+	for _, f := range []struct {
+		factor
+		outer int64
+	}{{mm.a, m}, {mm.b, n}} {
+		want := []int64{mm.k, f.outer}
+		if f.kLast {
+			want = []int64{f.outer, mm.k}
+		}
+		mt, _ := f.mem.Type().(*ir.MemRefType)
+		if mt == nil || !slices.Equal(mt.Shape(), append(slices.Clone(mm.extents[:nb]), want...)) {
 			return nil
 		}
-		p.shape = append(p.shape, ub)
-	}
-	body := loop.Body(nest)
-	for _, o := range body.Ops() {
-		if o.Name() == loop.ForOp && o.NumResults() == 1 && p.kloop == nil {
-			p.kloop = o
-		}
-	}
-	if p.kloop == nil {
-		return nil
-	}
-	lb, ub, step := loop.ForBounds(p.kloop)
-	l, ok1 := staticInt(lb)
-	k, ok2 := staticInt(ub)
-	s, ok3 := staticInt(step)
-	if !ok1 || !ok2 || !ok3 || l != 0 || s != 1 || k < 1 || !isZeroF32(loop.ForInits(p.kloop)[0]) {
-		return nil
-	}
-	kb := p.kloop.Region(0).Front()
-	kv, acc := kb.Argument(0), kb.Argument(1)
-	y := kb.Terminator()
-	if y == nil || y.NumOperands() != 1 || len(kb.Ops()) != 7 {
-		return nil
-	}
-	add := y.Operand(0).DefiningOp()
-	if add == nil || add.Name() != "arith.addf" || add.Result(0).Type() != ir.F32 {
-		return nil
-	}
-	prod := add.Operand(1)
-	if prod == acc {
-		prod = add.Operand(0)
-	} else if add.Operand(0) != acc {
-		return nil
-	}
-	mul := prod.DefiningOp()
-	if mul == nil || mul.Name() != "arith.mulf" {
-		return nil
-	}
-	nb := rank - 2
-	iv, jv := body.Argument(nb), body.Argument(nb+1)
-	for _, f := range mul.Operands() {
-		ext := f.DefiningOp()
-		if ext == nil || ext.Name() != "arith.extf" {
-			return nil
-		}
-		ld := ext.Operand(0).DefiningOp()
-		if ld == nil || ld.Name() != loop.LoadOp || ld.NumOperands() != rank+1 || definedIn(ld.Operand(0), nest) {
-			return nil
-		}
-		mem, idx := ld.Operand(0), ld.Operands()[1:]
-		mt, _ := mem.Type().(*ir.MemRefType)
-		if mt == nil || !allStatic(mt.Shape()) || !slices.Equal(idx[:nb], body.Arguments()[:nb]) {
-			return nil
-		}
-		elem := mt.ElementType()
-		if p.elem == nil {
-			p.elem = elem
-		}
-		shape, r, c := mt.Shape(), idx[nb], idx[nb+1]
-		var want []int64 // the shape the indices imply
-		switch {
-		case p.a == nil && r == iv && c == kv:
-			p.a, want = mem, []int64{p.shape[nb], k}
-		case p.a == nil && r == kv && c == iv:
-			p.a, p.transA, want = mem, true, []int64{k, p.shape[nb]}
-		case p.b == nil && r == kv && c == jv:
-			p.b, want = mem, []int64{k, p.shape[nb+1]}
-		case p.b == nil && r == jv && c == kv:
-			p.b, p.transB, want = mem, true, []int64{p.shape[nb+1], k}
-		default:
-			return nil
-		}
-		if elem != p.elem || !slices.Equal(shape, append(slices.Clone(p.shape[:nb]), want...)) {
-			return nil
-		}
-	}
-	if p.a == nil || p.b == nil || (p.elem != ir.BF16 && p.elem != ir.F16) {
-		return nil
 	}
 	return p
 }

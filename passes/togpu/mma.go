@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/gpu"
-	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -185,117 +184,26 @@ func (o *operand) ld(nb int) int64 { return o.shape[nb+1] }
 // dimensions of static extent that index A and B in order. Anything else
 // keeps the SIMT mapping.
 func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
-	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
-	rank := len(lbs)
-	if err != nil || rank < 2 || len(inits) > 0 {
+	mm := matchMatmul(nest)
+	if mm == nil || mm.k%8 != 0 || mm.elem != ir.BF16 {
 		return nil
 	}
-	p := &mma{m: ir.Dynamic, n: ir.Dynamic, tile: tile}
-	for d := range lbs {
-		lb, ok1 := staticInt(lbs[d])
-		st, ok2 := staticInt(steps[d])
-		if !ok1 || !ok2 || lb != 0 || st != 1 {
-			return nil
-		}
-		ub, ok := staticInt(ubs[d])
-		switch {
-		case d == rank-2 && ok:
-			p.m = ub
-		case d == rank-1 && ok:
-			p.n = ub
-		case d < rank-2 && ok && ub > 0:
-			p.batch = append(p.batch, ub)
-		case d < rank-2:
-			return nil
-		}
-	}
-	body := loop.Body(nest)
-	var kloop *ir.Operation
+	// The K loop is the nest's only inner region: the kernel has no place
+	// for another loop.
 	nested := 0
 	nest.Walk(func(o *ir.Operation) bool {
 		if o != nest && o.NumRegions() > 0 {
 			nested++
-			if o.Name() == loop.ForOp && o.ParentOp() == nest {
-				kloop = o
-			}
 		}
 		return true
 	})
-	if kloop == nil || nested != 1 || kloop.NumResults() != 1 {
+	if nested != 1 {
 		return nil
 	}
-	lb, ub, step := loop.ForBounds(kloop)
-	l, ok1 := staticInt(lb)
-	kk, ok2 := staticInt(ub)
-	s, ok3 := staticInt(step)
-	init := loop.ForInits(kloop)[0]
-	if !ok1 || !ok2 || !ok3 || l != 0 || s != 1 || kk <= 0 || kk%8 != 0 || !isZeroF32(init) {
-		return nil
-	}
-	kb := kloop.Region(0).Front()
-	kv, acc := kb.Argument(0), kb.Argument(1)
-	y := kb.Terminator()
-	if y == nil || y.NumOperands() != 1 {
-		return nil
-	}
-	add := y.Operand(0).DefiningOp()
-	if add == nil || add.Name() != "arith.addf" || add.Result(0).Type() != ir.F32 {
-		return nil
-	}
-	prod := add.Operand(1)
-	if add.Operand(1) == acc {
-		prod = add.Operand(0)
-	} else if add.Operand(0) != acc {
-		return nil
-	}
-	mul := prod.DefiningOp()
-	if mul == nil || mul.Name() != "arith.mulf" {
-		return nil
-	}
-	// The two factors: extf of loads A[b…, i, k] or A[b…, k, i], and
-	// B[b…, k, j] or B[b…, j, k].
-	p.kloop = kloop
-	nb := len(p.batch)
-	iv, jv := body.Argument(nb), body.Argument(nb+1)
-	for _, f := range mul.Operands() {
-		ext := f.DefiningOp()
-		if ext == nil || ext.Name() != "arith.extf" {
-			return nil
-		}
-		ld := ext.Operand(0).DefiningOp()
-		if ld == nil || ld.Name() != loop.LoadOp || ld.NumOperands() != rank+1 || definedIn(ld.Operand(0), nest) {
-			return nil
-		}
-		mem, idx := ld.Operand(0), ld.Operands()[1:]
-		for d := range nb {
-			if idx[d] != body.Argument(d) {
-				return nil
-			}
-		}
-		var o *operand
-		switch r, c := idx[nb], idx[nb+1]; {
-		case r == iv && c == kv || r == kv && c == iv:
-			o = &p.a
-		case r == jv && c == kv || r == kv && c == jv:
-			o = &p.b
-		default:
-			return nil
-		}
-		if o.mem != nil {
-			return nil
-		}
-		o.mem, o.kLast = mem, idx[nb+1] == kv
-		if p.elem == nil {
-			p.elem = ext.Operand(0).Type()
-		} else if p.elem != ext.Operand(0).Type() {
-			return nil
-		}
-	}
-	if p.a.mem == nil || p.b.mem == nil || p.elem != ir.BF16 || len(kb.Ops()) != 7 {
-		return nil
-	}
-	p.k, p.a.tile, p.b.tile = kk, tile.M, tile.N
-	p.a.tileK, p.b.tileK = tile.K, tile.K
+	nb := mm.batch()
+	p := &mma{kloop: mm.kloop, elem: mm.elem, k: mm.k, tile: tile, batch: mm.extents[:nb], m: mm.extents[nb], n: mm.extents[nb+1],
+		a: operand{mem: mm.a.mem, kLast: mm.a.kLast, tile: tile.M, tileK: tile.K},
+		b: operand{mem: mm.b.mem, kLast: mm.b.kLast, tile: tile.N, tileK: tile.K}}
 	for _, o := range []*operand{&p.a, &p.b} {
 		mt, _ := o.mem.Type().(*ir.MemRefType)
 		if mt == nil {
@@ -306,7 +214,7 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 		if o.kLast {
 			kDim = nb + 1
 		}
-		if o.shape[kDim] != kk {
+		if o.shape[kDim] != p.k {
 			return nil
 		}
 		if ld := o.ld(nb); !o.kLast && (ld == ir.Dynamic || ld%8 != 0) {

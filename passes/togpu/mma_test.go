@@ -19,8 +19,9 @@ import (
 // guarded epilogue, by element pairs when N is even, else by element),
 // exact tiles (neither), A stored [K, M] and B stored [N, K], each and
 // both, batch dimensions, and a dynamic M (index rather than i32
-// offsets); and one it must leave to the SIMT mapping (A stored
-// [K, M] with M not a multiple of 8: its rows are not 16-byte aligned).
+// offsets); and two it must leave to the SIMT mapping, whose rows are
+// not 16-byte aligned for cp.async (A stored [K, M] with M not a
+// multiple of 8, and K not a multiple of 8).
 var mmaCases = []struct {
 	name    string
 	args    string // the function's arguments
@@ -54,6 +55,8 @@ var mmaCases = []struct {
 	{"a-transposed-unaligned", "%x: tensor<16x20xbf16>, %w: tensor<16x8xbf16>", "tensor<20x8xbf16>", `
   %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<16x20xbf16>) -> tensor<20x16xbf16>
   %r = "graph.matmul"(%t, %w) : (tensor<20x16xbf16>, tensor<16x8xbf16>) -> tensor<20x8xbf16>`, 0},
+	{"k-unaligned", "%x: tensor<20x12xbf16>, %w: tensor<12x8xbf16>", "tensor<20x8xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<20x12xbf16>, tensor<12x8xbf16>) -> tensor<20x8xbf16>`, 0},
 	{"both-transposed", "%x: tensor<24x136xbf16>, %w: tensor<20x24xbf16>, %b: tensor<20xbf16>", "tensor<136x20xbf16>", `
   %tx = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<24x136xbf16>) -> tensor<136x24xbf16>
   %tw = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<20x24xbf16>) -> tensor<24x20xbf16>

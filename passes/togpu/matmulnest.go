@@ -1,0 +1,146 @@
+package togpu
+
+import (
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// matmulNest is convert-graph-to-loop's matmul nest, the form both the
+// tensor-core mapping (mmaPlan) and gpu.library_matmul (libraryPlan) start
+// from:
+//
+//	loop.parallel (%b…, %i, %j) {
+//	  %acc = loop.for %k = 0 to K iter(%s = 0.0 : f32) {
+//	    %s + extf(A[%b…, %i, %k]) · extf(B[%b…, %k, %j])   (A or B may be stored transposed)
+//	  }
+//	  epilogue(%acc)
+//	}
+//
+// Each plan adds the constraints of its own lowering.
+type matmulNest struct {
+	kloop *ir.Operation
+	// extents are the nest's static extents, ir.Dynamic for a dynamic M
+	// or N (batch extents are static and positive).
+	extents []int64
+	k       int64   // the static K
+	elem    ir.Type // of both factors
+	a, b    factor  // A (outer dimension M) and B (outer dimension N)
+}
+
+// factor is one operand of the product as the nest loads it.
+type factor struct {
+	mem *ir.Value
+	// kLast: stored [outer, K] (A [M, K], B [N, K]); otherwise [K, outer].
+	kLast bool
+}
+
+// batch returns the number of batch dimensions.
+func (m *matmulNest) batch() int { return len(m.extents) - 2 }
+
+// matchMatmul recognizes a matmul nest with unit steps from 0, or returns
+// nil.
+func matchMatmul(nest *ir.Operation) *matmulNest {
+	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
+	rank := len(lbs)
+	if err != nil || rank < 2 || len(inits) > 0 {
+		return nil
+	}
+	m := &matmulNest{}
+	for d := range lbs {
+		lb, ok1 := staticInt(lbs[d])
+		st, ok2 := staticInt(steps[d])
+		if !ok1 || !ok2 || lb != 0 || st != 1 {
+			return nil
+		}
+		ub, ok := staticInt(ubs[d])
+		switch {
+		case ok:
+			m.extents = append(m.extents, ub)
+		case d >= rank-2:
+			m.extents = append(m.extents, ir.Dynamic)
+		default:
+			return nil
+		}
+		if d < rank-2 && ub <= 0 {
+			return nil
+		}
+	}
+	body := loop.Body(nest)
+	for _, o := range body.Ops() {
+		if o.Name() == loop.ForOp && o.NumResults() == 1 {
+			m.kloop = o
+			break
+		}
+	}
+	if m.kloop == nil {
+		return nil
+	}
+	lb, ub, step := loop.ForBounds(m.kloop)
+	l, ok1 := staticInt(lb)
+	k, ok2 := staticInt(ub)
+	s, ok3 := staticInt(step)
+	if !ok1 || !ok2 || !ok3 || l != 0 || s != 1 || k < 1 || !isZeroF32(loop.ForInits(m.kloop)[0]) {
+		return nil
+	}
+	m.k = k
+	kb := m.kloop.Region(0).Front()
+	kv, acc := kb.Argument(0), kb.Argument(1)
+	y := kb.Terminator()
+	if y == nil || y.NumOperands() != 1 || len(kb.Ops()) != 7 {
+		return nil
+	}
+	add := y.Operand(0).DefiningOp()
+	if add == nil || add.Name() != "arith.addf" || add.Result(0).Type() != ir.F32 {
+		return nil
+	}
+	prod := add.Operand(1)
+	if prod == acc {
+		prod = add.Operand(0)
+	} else if add.Operand(0) != acc {
+		return nil
+	}
+	mul := prod.DefiningOp()
+	if mul == nil || mul.Name() != "arith.mulf" {
+		return nil
+	}
+	nb := m.batch()
+	iv, jv := body.Argument(nb), body.Argument(nb+1)
+	for _, f := range mul.Operands() {
+		ext := f.DefiningOp()
+		if ext == nil || ext.Name() != "arith.extf" {
+			return nil
+		}
+		ld := ext.Operand(0).DefiningOp()
+		if ld == nil || ld.Name() != loop.LoadOp || ld.NumOperands() != rank+1 || definedIn(ld.Operand(0), nest) {
+			return nil
+		}
+		idx := ld.Operands()[1:]
+		for d := range nb {
+			if idx[d] != body.Argument(d) {
+				return nil
+			}
+		}
+		var o *factor
+		switch r, c := idx[nb], idx[nb+1]; {
+		case r == iv && c == kv || r == kv && c == iv:
+			o = &m.a
+		case r == jv && c == kv || r == kv && c == jv:
+			o = &m.b
+		default:
+			return nil
+		}
+		if o.mem != nil {
+			return nil
+		}
+		o.mem, o.kLast = ld.Operand(0), idx[nb+1] == kv
+		if m.elem == nil {
+			m.elem = ext.Operand(0).Type()
+		} else if m.elem != ext.Operand(0).Type() {
+			return nil
+		}
+	}
+	if m.a.mem == nil || m.b.mem == nil {
+		return nil
+	}
+	return m
+}
