@@ -127,11 +127,16 @@ func (dev *Device) Launch(fn *Function, grid, block [3]uint32, sharedBytes uint3
 	if stream != nil {
 		s = stream.s
 	}
-	err = dev.call("cuLaunchKernel("+fn.name+")", func() Result {
+	err = dev.call("cuLaunchKernel", func() Result {
 		return dev.drv.cuLaunchKernel(fn.fn,
 			grid[0], grid[1], grid[2], block[0], block[1], block[2],
 			sharedBytes, s, params.array(), nil)
 	})
 	runtime.KeepAlive(params)
+	// The kernel's name goes into the error only when there is one: the
+	// launch path of a small kernel allocates nothing it can avoid.
+	if e, ok := err.(*Error); ok && e.Op == "cuLaunchKernel" {
+		e.Op += "(" + fn.name + ")"
+	}
 	return err
 }
