@@ -10,15 +10,20 @@ GO ?= go
 # a PATH with LLVM's bin directory, for the lit tests under test/.
 TOOLS_ENV := .cache/tools/env.sh
 
-.PHONY: all tools test fmt-check vet build fuzz docs bench bench-gpu perf-doc
+.PHONY: all tools test race fmt-check vet build fuzz docs bench bench-gpu perf-doc
 
 all: build
 
 tools:
 	@bash scripts/setup-tools.sh
 
-test: tools fmt-check vet
+test: tools fmt-check vet race
 	. ./$(TOOLS_ENV) && $(GO) test ./...
+
+# The tests that make contexts and run passes on several goroutines, under
+# the race detector (dialects are package-level values shared by contexts).
+race:
+	$(GO) test -race -run Concurrently ./dialects
 
 fmt-check:
 	@bad=$$(find . -name '*.go' -not -path './.*' -not -path '*/testdata/*' -exec gofmt -l {} +); \

@@ -1,6 +1,7 @@
 package dialects_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
@@ -68,5 +69,37 @@ func TestFoldThroughArith(t *testing.T) {
 	}
 	if got := c.String(); got != "%0 = arith.constant 1.000000e+00 : f32" {
 		t.Errorf("got %s", got)
+	}
+}
+
+// TestContextsConcurrently makes, parses into and folds in contexts on
+// several goroutines at once, as tests and the autotuner do. The dialects
+// are shared package-level values, so loading one must not write to them
+// racily; `make test` runs this test under the race detector.
+func TestContextsConcurrently(t *testing.T) {
+	const src = `func.func @f(%x: f32) -> f32 {
+  %c = arith.constant 0.0 : f32
+  %r = math.cos %c : f32
+  %s = arith.addf %x, %r : f32
+  return %s : f32
+}`
+	errs := make(chan error, 8)
+	for range cap(errs) {
+		go func() {
+			ctx := dialects.NewContext()
+			m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
+			if err == nil {
+				err = ir.Verify(m)
+			}
+			if err == nil && ctx.OpDef("math.cos").Dialect() != ctx.Dialect("math") {
+				err = fmt.Errorf("math.cos is not bound to the math dialect")
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package ir
 import (
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Trait is a set of static properties of an op, as in MLIR's op traits.
@@ -145,9 +146,27 @@ func NewContext(dialects ...*Dialect) *Context {
 // Load registers a dialect and its ops. Loading a dialect twice is harmless.
 func (c *Context) Load(d *Dialect) {
 	c.dialects[d.Name] = d
+	bindOps(d)
 	for _, op := range d.Ops {
-		op.dialect = d
 		c.ops[op.Name] = op
+	}
+}
+
+// bindMu orders the one-time binding of ops to their dialect: dialects are
+// package-level values shared by every context, and contexts are made
+// concurrently (tests, the autotuner's candidates).
+var bindMu sync.Mutex
+
+// bindOps points d's ops at d. An op is written only the first time, so
+// a context made later reads it without a lock (the mutex orders that
+// read after the write).
+func bindOps(d *Dialect) {
+	bindMu.Lock()
+	defer bindMu.Unlock()
+	for _, op := range d.Ops {
+		if op.dialect != d {
+			op.dialect = d
+		}
 	}
 }
 
