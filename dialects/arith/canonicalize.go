@@ -1,6 +1,8 @@
 package arith
 
 import (
+	"math"
+
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -24,6 +26,7 @@ var patterns = map[string][]*ir.Pattern{
 	"arith.muli": {
 		reassoc("arith.muli-fold-constants-reassoc", "arith.muli", "arith.muli", "arith.muli", xc0c1, "arith.muli"),
 	},
+	"arith.divf":   {divfByPowerOfTwo},
 	"arith.xori":   {xorNotCmpI},
 	"arith.cmpi":   {cmpIConstantToRHS, cmpIOfExt("arith.extsi"), cmpIOfExt("arith.extui")},
 	"arith.select": {selectI1ToNot, selectToExtUI, selectRedundant, selectNotCond},
@@ -432,4 +435,36 @@ func indexCastRoundTrip(cast string) *ir.Pattern {
 			return true
 		},
 	}
+}
+
+// divfByPowerOfTwo rewrites divf(x, ±2^k) to mulf(x, ±2^-k) when 2^-k is
+// exactly representable in the element type. Both ops round the same real
+// number x·2^-k once, so the results are identical bit for bit, NaN, zeros
+// and infinities included; on the GPU the multiply is one instruction
+// where an IEEE division is a subroutine the driver's JIT compiles anew.
+var divfByPowerOfTwo = &ir.Pattern{
+	Name: "arith.divf-by-power-of-two", Root: "arith.divf",
+	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
+		bits, ok := splatOf(constValue(op.Operand(1)))
+		ft, isFloat := ir.ElementTypeOf(op.Result(0).Type()).(*ir.FloatType)
+		if !ok || !isFloat || !foldableFloat(ft) {
+			return false
+		}
+		c := ir.FloatFromBits(bits, ft)
+		if frac, _ := math.Frexp(c); math.Abs(frac) != 0.5 {
+			return false // not ±2^k (nor 0, inf or NaN)
+		}
+		inv := 1 / c
+		invBits := ir.FloatToBits(inv, ft)
+		if ir.FloatFromBits(invBits, ft) != inv {
+			return false // 2^-k overflows (or underflows) the type
+		}
+		a := makeConst(op.Operand(1).Type(), []uint64{invBits})
+		if a == nil {
+			return false
+		}
+		y := newConstant(r, op, a)
+		replaceWith(r, op, "arith.mulf", []*ir.Value{op.Operand(0), y}, op.Properties()...)
+		return true
+	},
 }

@@ -1,6 +1,7 @@
 package arith_test
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"strings"
@@ -344,4 +345,49 @@ func TestBuildersAndMaterialize(t *testing.T) {
 	if got := arith.Dialect.MaterializeConstant(b, ir.Bool(true), ir.I1, nil); got == nil || got.Name() != "arith.constant" {
 		t.Errorf("did not materialize true: %v", got)
 	}
+}
+
+// TestDivfByPowerOfTwo checks the canonicalization of divf by ±2^k: it
+// fires exactly when 2^-k is representable, and the multiplication it makes
+// gives the division's bits on every operand, subnormals, zeros, infinities
+// and NaN included.
+func TestDivfByPowerOfTwo(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ft := rapid.SampledFrom([]*ir.FloatType{ir.F16, ir.BF16, ir.F32, ir.F64}).Draw(rt, "type")
+		k := rapid.IntRange(-1100, 1100).Draw(rt, "k")
+		c := math.Ldexp(rapid.SampledFrom([]float64{1, -1}).Draw(rt, "sign"), k)
+		if ir.RoundToType(c, ft) != c || c == 1 || c == 0 || math.IsInf(c, 0) {
+			rt.Skip("±2^k is not a finite value of the type, or 1 (divf folds away)")
+		}
+		ctx := newContext()
+		m := parse(t, ctx, fmt.Sprintf(`func.func @f(%%x: %[1]s) -> %[1]s {
+  %%c = arith.constant %[2]s
+  %%r = arith.divf %%x, %%c : %[1]s
+  return %%r : %[1]s
+}`, ft, ir.Float(c, ft)))
+		canonicalize(t, ctx, m)
+		var rewritten *ir.Operation
+		m.Walk(func(op *ir.Operation) bool {
+			if op.Name() == "arith.mulf" {
+				rewritten = op
+			}
+			return true
+		})
+		representable := ir.RoundToType(1/c, ft) == 1/c
+		if (rewritten != nil) != representable {
+			rt.Fatalf("divf by %v in %s: rewritten %v, but 1/c representable is %v", c, ft, rewritten != nil, representable)
+		}
+		if rewritten == nil {
+			return
+		}
+		inv := rewritten.Operand(1).DefiningOp().Attr("value").(ir.FloatAttr).Value()
+		for range 20 {
+			x := ir.FloatFromBits(rapid.Uint64().Draw(rt, "xbits")&(1<<ft.Width-1), ft)
+			q, _ := arith.EvalFloat("arith.divf", ft, x, c)
+			p, _ := arith.EvalFloat("arith.mulf", ft, x, inv)
+			if math.Float64bits(q) != math.Float64bits(p) && !(math.IsNaN(q) && math.IsNaN(p)) {
+				rt.Fatalf("%s: %v / %v = %v but %v · %v = %v", ft, x, c, q, x, inv, p)
+			}
+		}
+	})
 }

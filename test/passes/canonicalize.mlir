@@ -46,3 +46,31 @@ func.func @dead(%x: i32) -> i32 {
   %0 = arith.muli %x, %x : i32
   return %x : i32
 }
+
+// Division by a power of two whose reciprocal the type holds exactly is a
+// multiplication (the same real number, rounded once); fastmath flags stay.
+// Other divisors, and 2^-24 in f16 (2^24 overflows), stay divisions.
+// CHECK-LABEL: func.func @divf_pow2(
+// CHECK-DAG:     %[[H:.*]] = arith.constant 5.96{{.*}}e-08 : f16
+// CHECK-DAG:     %[[THREE:.*]] = arith.constant 3.0{{.*}} : f32
+// CHECK-DAG:     %[[EIGHTH:.*]] = arith.constant dense<1.25{{0*}}e-01> : tensor<4xbf16>
+// CHECK-DAG:     %[[M2:.*]] = arith.constant -2.0{{.*}} : f32
+// CHECK-DAG:     %[[INV:.*]] = arith.constant 2.44140625{{[eE]}}-{{0*}}4 : f32
+// CHECK:         %[[A:.*]] = arith.mulf %arg0, %[[INV]] : f32
+// CHECK-NEXT:    %[[B:.*]] = arith.mulf %arg0, %[[M2]] fastmath<nnan> : f32
+// CHECK-NEXT:    %[[C:.*]] = arith.mulf %arg1, %[[EIGHTH]] : tensor<4xbf16>
+// CHECK-NEXT:    %[[D:.*]] = arith.divf %arg0, %[[THREE]] : f32
+// CHECK-NEXT:    %[[E:.*]] = arith.divf %arg2, %[[H]] : f16
+func.func @divf_pow2(%x: f32, %t: tensor<4xbf16>, %h: f16) -> (f32, f32, tensor<4xbf16>, f32, f16) {
+  %c4096 = arith.constant 4096.0 : f32
+  %a = arith.divf %x, %c4096 : f32
+  %cm = arith.constant -0.5 : f32
+  %b = arith.divf %x, %cm fastmath<nnan> : f32
+  %ct = arith.constant dense<8.0> : tensor<4xbf16>
+  %c = arith.divf %t, %ct : tensor<4xbf16>
+  %c3 = arith.constant 3.0 : f32
+  %d = arith.divf %x, %c3 : f32
+  %ch = arith.constant 5.9604644775390625E-8 : f16
+  %e = arith.divf %h, %ch : f16
+  return %a, %b, %c, %d, %e : f32, f32, tensor<4xbf16>, f32, f16
+}
