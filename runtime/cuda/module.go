@@ -3,12 +3,15 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"math"
 	"runtime"
+	"time"
 	"unsafe"
 )
 
 // CUjit_option values passed to cuModuleLoadDataEx.
 const (
+	jitWallTime                = 2
 	jitInfoLogBuffer           = 3
 	jitInfoLogBufferSizeBytes  = 4
 	jitErrorLogBuffer          = 5
@@ -26,6 +29,22 @@ type Module struct {
 	dev     *Device
 	mod     uintptr // CUmodule
 	infoLog string
+	stats   LoadStats
+}
+
+// LoadStats say what loading a module cost. JIT is the driver's own
+// account of its compiler and linker (CU_JIT_WALL_TIME; zero when the
+// driver took the binary from its ComputeCache instead of compiling); Wall
+// is the host clock around the whole cuModuleLoadDataEx, so Wall - JIT is
+// what the load spent outside the compiler (parsing the image, allocating
+// and copying code to the device, waiting for the context).
+type LoadStats struct {
+	// At is when the load started.
+	At time.Time
+	// Wall is the host clock's duration of the load.
+	Wall time.Duration
+	// JIT is the driver's compile and link time, as it reports it.
+	JIT time.Duration
 }
 
 // Function is a kernel of a Module.
@@ -46,23 +65,26 @@ func (dev *Device) LoadModule(ptx string) (*Module, error) {
 	opts := []int32{
 		jitInfoLogBuffer, jitInfoLogBufferSizeBytes,
 		jitErrorLogBuffer, jitErrorLogBufferSizeBytes,
-		jitLogVerbose,
+		jitLogVerbose, jitWallTime,
 	}
 	// Option values are void*-sized: buffer addresses, and the sizes and
-	// the verbosity flag as plain integers in pointer-sized slots. They are
+	// the verbosity flag as plain integers in pointer-sized slots; the
+	// driver writes the wall time back into its slot as a float. They are
 	// uintptr, not unsafe.Pointer, so the collector never sees integers as
 	// pointers; the buffers are Go heap memory (which does not move) kept
 	// alive until the call returns.
 	vals := []uintptr{
 		uintptr(unsafe.Pointer(&infoLog[0])), jitLogSize,
 		uintptr(unsafe.Pointer(&errorLog[0])), jitLogSize,
-		1,
+		1, 0,
 	}
 	m := &Module{dev: dev}
+	start := time.Now()
 	err := dev.call("cuModuleLoadDataEx", func() Result {
 		return dev.drv.cuModuleLoadDataEx(&m.mod, unsafe.Pointer(&image[0]),
 			uint32(len(opts)), &opts[0], &vals[0])
 	})
+	m.stats = LoadStats{At: start, Wall: time.Since(start), JIT: jitMillis(vals[len(vals)-1])}
 	runtime.KeepAlive(infoLog)
 	runtime.KeepAlive(errorLog)
 	runtime.KeepAlive(image)
@@ -74,6 +96,20 @@ func (dev *Device) LoadModule(ptx string) (*Module, error) {
 	m.infoLog = logText(infoLog)
 	return m, nil
 }
+
+// jitMillis reads the float milliseconds the driver wrote into the first
+// four bytes of an option slot (little-endian: the low half of the word).
+// A value that is not a finite non-negative float reads as zero.
+func jitMillis(slot uintptr) time.Duration {
+	ms := float64(math.Float32frombits(uint32(slot)))
+	if !(ms >= 0) || math.IsInf(ms, 0) {
+		return 0
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// LoadStats returns what loading the module cost.
+func (m *Module) LoadStats() LoadStats { return m.stats }
 
 // logText returns the NUL-terminated text the JIT wrote into buf.
 func logText(buf []byte) string {
@@ -107,6 +143,9 @@ func (m *Module) Unload() error {
 
 // Name returns the kernel's name.
 func (f *Function) Name() string { return f.name }
+
+// Module returns the module the kernel is in.
+func (f *Function) Module() *Module { return f.mod }
 
 // Launch queues kernel fn on stream (nil: the device's default stream) with
 // a grid of grid blocks of block threads and sharedBytes of dynamic shared
