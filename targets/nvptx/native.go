@@ -488,6 +488,9 @@ func (e *emitter) instruction(in llir.Instruction) error {
 	case *llir.InstAnd:
 		return e.intBinary("and", in, in.X, in.Y)
 	case *llir.InstOr:
+		if _, ok := e.plan.pack16[in]; ok {
+			return e.pack16(in)
+		}
 		return e.intBinary("or", in, in.X, in.Y)
 	case *llir.InstXor:
 		return e.intBinary("xor", in, in.X, in.Y)
@@ -714,6 +717,31 @@ func (e *emitter) bf16(cvt string, in value.Value, x value.Value) error {
 		return err
 	}
 	e.inst("%s %s, %s;", cvt, e.resultRegs(in)[0], r)
+	return nil
+}
+
+// pack16 selects an or that pack16Of recognized: the halves' registers
+// moved into one, or both halves' f32s rounded and packed at once.
+func (e *emitter) pack16(in *llir.InstOr) error {
+	mnemonic, lo, hi := "mov.b32", e.plan.pack16[in][0], e.plan.pack16[in][1]
+	if l, h := e.plan.bf16Pair(in); l != nil {
+		mnemonic, lo, hi = "cvt.rn.bf16x2.f32", l, h
+	}
+	l, err := e.scalarOperand(lo)
+	if err != nil {
+		return err
+	}
+	h, err := e.scalarOperand(hi)
+	if err != nil {
+		return err
+	}
+	d := e.resultRegs(in)[0]
+	if mnemonic == "mov.b32" {
+		e.inst("mov.b32 %s, {%s, %s};", d, l, h)
+	} else {
+		// The first source goes to the upper half.
+		e.inst("cvt.rn.bf16x2.f32 %s, %s, %s;", d, h, l)
+	}
 	return nil
 }
 

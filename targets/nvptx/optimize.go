@@ -51,6 +51,11 @@ type plan struct {
 	// bf16Widen holds the bitcasts that end the widening of bf16 bits to
 	// f32 (see bf16WidenOf), with the i16: cvt.f32.bf16 (sm_90).
 	bf16Widen map[*llir.InstBitCast]value.Value
+	// pack16 holds the ors that put two i16 values into the halves of an
+	// i32 (see pack16Of), with the low and the high half: one mov.b32
+	// from the pair, or one cvt.rn.bf16x2.f32 when both halves are
+	// bf16Round's (inputs then reads their f32s).
+	pack16 map[*llir.InstOr][2]value.Value
 }
 
 // scalarConst is a scalar constant known as the bits of its kind.
@@ -74,6 +79,7 @@ func analyze(f *llir.Func, target string) *plan {
 		minmax:    map[*llir.InstSelect]string{},
 		bf16Round: map[*llir.InstTrunc]value.Value{},
 		bf16Widen: map[*llir.InstBitCast]value.Value{},
+		pack16:    map[*llir.InstOr][2]value.Value{},
 	}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
@@ -85,6 +91,10 @@ func analyze(f *llir.Func, target string) *plan {
 			case *llir.InstTrunc:
 				if x := bf16RoundOf(in); x != nil {
 					p.bf16Round[in] = x
+				}
+			case *llir.InstOr:
+				if lo, hi := pack16Of(in); lo != nil {
+					p.pack16[in] = [2]value.Value{lo, hi}
 				}
 			case *llir.InstBitCast:
 				// cvt.f32.bf16 is new in sm_90.
@@ -149,6 +159,9 @@ func (p *plan) findRepeats(f *llir.Func) {
 				extra = fmt.Sprint(p.bf16Round[in] != nil)
 			case *llir.InstBitCast:
 				extra = fmt.Sprint(p.bf16Widen[in] != nil)
+			case *llir.InstOr:
+				_, pack := p.pack16[in]
+				extra = fmt.Sprint(pack)
 			case *llir.InstCall:
 				if hasEffects(in) {
 					continue
@@ -191,6 +204,13 @@ func (p *plan) inputs(in operandsOf) []value.Value {
 	case *llir.InstBitCast:
 		if t := p.bf16Widen[in]; t != nil {
 			return []value.Value{t}
+		}
+	case *llir.InstOr:
+		if pair, ok := p.pack16[in]; ok {
+			if lo, hi := p.bf16Pair(in); lo != nil {
+				return []value.Value{lo, hi}
+			}
+			return pair[:]
 		}
 	case *llir.InstGetElementPtr:
 		if g := p.gepSame[in]; g != nil {
@@ -352,6 +372,14 @@ func (p *plan) fold(in llir.Instruction) (scalarConst, bool) {
 	}
 	if t, ok := in.(*llir.InstTrunc); ok && p.bf16Round[t] != nil {
 		return scalarConst{}, false // rounding a constant: rare, left to cvt
+	}
+	if o, ok := in.(*llir.InstOr); ok {
+		if _, pack := p.pack16[o]; pack {
+			if lo, _ := p.bf16Pair(o); lo != nil {
+				return scalarConst{}, false // two constants rounded: left to cvt
+			}
+			return res(cs[0].bits&0xffff | cs[1].bits<<16)
+		}
 	}
 	switch in.(type) {
 	case *llir.InstZExt, *llir.InstTrunc:
@@ -721,4 +749,45 @@ func bf16WidenOf(b *llir.InstBitCast) value.Value {
 		return nil
 	}
 	return z.From
+}
+
+// pack16Of recognizes an i32 made of two i16 halves,
+//
+//	or (zext lo to i32), (shl (zext hi to i32), 16)
+//
+// (either operand order) and returns lo and hi: one mov.b32 from the
+// pair of 16-bit registers.
+func pack16Of(o *llir.InstOr) (lo, hi value.Value) {
+	if !types.Equal(o.Typ, types.I32) {
+		return nil, nil
+	}
+	half := func(v value.Value) value.Value {
+		z, ok := v.(*llir.InstZExt)
+		if !ok || !types.Equal(z.From.Type(), types.I16) || !types.Equal(z.To, types.I32) {
+			return nil
+		}
+		return z.From
+	}
+	for _, xy := range [2][2]value.Value{{o.X, o.Y}, {o.Y, o.X}} {
+		shl, ok := xy[1].(*llir.InstShl)
+		if !ok || !isInt(shl.Y, 16) {
+			continue
+		}
+		if l, h := half(xy[0]), half(shl.X); l != nil && h != nil {
+			return l, h
+		}
+	}
+	return nil, nil
+}
+
+// bf16Pair returns the f32 values a pack16 or rounds into its low and
+// high halves when both halves are bf16Round's: one cvt.rn.bf16x2.f32.
+func (p *plan) bf16Pair(o *llir.InstOr) (lo, hi value.Value) {
+	pair := p.pack16[o]
+	tl, lok := pair[0].(*llir.InstTrunc)
+	th, hok := pair[1].(*llir.InstTrunc)
+	if !lok || !hok || p.bf16Round[tl] == nil || p.bf16Round[th] == nil {
+		return nil, nil
+	}
+	return p.bf16Round[tl], p.bf16Round[th]
 }

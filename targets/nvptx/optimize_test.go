@@ -109,3 +109,72 @@ func TestShrink(t *testing.T) {
 }
 
 func constI16(v int64) *constant.Int { return constant.NewInt(types.I16, v) }
+
+// bf16RoundTo writes targets/llvm's round of the f32 x to bf16 bits (the
+// sequence bf16RoundOf recognizes).
+func bf16RoundTo(b *llir.Block, x llirValue) llirValue {
+	u := b.NewBitCast(x, i32)
+	hi := b.NewLShr(u, c32(16))
+	rounded := b.NewLShr(b.NewAdd(b.NewAdd(u, c32(0x7fff)), b.NewAnd(hi, c32(1))), c32(16))
+	nan := b.NewLShr(b.NewOr(u, c32(0x400000)), c32(16))
+	return b.NewTrunc(b.NewSelect(b.NewFCmp(enum.FPredUNO, x, x), nan, rounded), types.I16)
+}
+
+// TestPack16 checks that two i16 halves packed into an i32 are one
+// mov.b32 from the pair, and two rounded bf16 halves one
+// cvt.rn.bf16x2.f32 (whose first source is the upper half), in either
+// operand order of the or; an or of other shapes stays an or.
+func TestPack16(t *testing.T) {
+	m := newModule()
+	gI32 := types.NewPointer(types.I32)
+	gI32.AddrSpace = 1
+	a, out := llir.NewParam("a", gF32), llir.NewParam("out", gI32)
+	f := kernel(m, "pack", a, out)
+	b := f.NewBlock("entry")
+	tid := sreg(m, b, "tid.x")
+	x := b.NewLoad(f32, b.NewGetElementPtr(f32, a, tid))
+	y := b.NewLoad(f32, b.NewGetElementPtr(f32, a, b.NewAdd(tid, c64(1))))
+	half := func(v llirValue) llirValue { return b.NewZExt(v, i32) }
+	high := func(v llirValue) llirValue { return b.NewShl(half(v), c32(16)) }
+	// The rounded pair, low half first and high half first.
+	b.NewStore(b.NewOr(half(bf16RoundTo(b, x)), high(bf16RoundTo(b, y))), b.NewGetElementPtr(i32, out, c64(0)))
+	b.NewStore(b.NewOr(high(bf16RoundTo(b, x)), half(bf16RoundTo(b, y))), b.NewGetElementPtr(i32, out, c64(1)))
+	// Plain i16 halves (the f32 bits' top halves).
+	top := func(v llirValue) llirValue { return b.NewTrunc(b.NewLShr(b.NewBitCast(v, i32), c32(16)), types.I16) }
+	b.NewStore(b.NewOr(half(top(x)), high(top(y))), b.NewGetElementPtr(i32, out, c64(2)))
+	// A shift by 8 is no pack.
+	b.NewStore(b.NewOr(half(top(x)), b.NewShl(half(top(y)), c32(8))), b.NewGetElementPtr(i32, out, c64(3)))
+	b.NewRet(nil)
+	ptx, err := Native{}.Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`ld\.global\.f32 (%f\d+), \[%rd\d+\];\s+ld\.global\.f32 (%f\d+), \[%rd\d+\+4\];`),
+	} {
+		if !want.MatchString(ptx) {
+			t.Fatalf("PTX does not match %s\n%s", want, numbered(ptx))
+		}
+	}
+	loads := regexp.MustCompile(`ld\.global\.f32 (%f\d+), \[%rd\d+\];\s+ld\.global\.f32 (%f\d+), \[%rd\d+\+4\];`).FindStringSubmatch(ptx)
+	fx, fy := loads[1], loads[2]
+	for _, want := range []string{
+		"cvt.rn.bf16x2.f32 %r\\d+, " + fy + ", " + fx + ";", // x low, y high
+		"cvt.rn.bf16x2.f32 %r\\d+, " + fx + ", " + fy + ";", // x high, y low
+		`mov\.b32 %r\d+, \{%rs\d+, %rs\d+\};`,
+		`shl\.b32 %r\d+, %r\d+, 8;`,
+	} {
+		if !regexp.MustCompile(want).MatchString(ptx) {
+			t.Errorf("PTX does not match %s\n%s", want, numbered(ptx))
+		}
+	}
+	for _, bad := range []string{"cvt.rn.bf16.f32", "32767"} {
+		if strings.Contains(ptx, bad) {
+			t.Errorf("PTX holds %q (a rounding left beside its pack)\n%s", bad, numbered(ptx))
+		}
+	}
+	if n := strings.Count(ptx, "shl.b32"); n != 1 {
+		t.Errorf("PTX has %d shl.b32, want 1 (the non-pack)\n%s", n, numbered(ptx))
+	}
+	assemble(t, ptx)
+}
