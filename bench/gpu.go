@@ -21,10 +21,19 @@ func init() {
 	engines["nvptx"] = func() (Engine, error) { return OpenGPU(0) }
 }
 
-// LowerPipeline is the lowering the GPU engine runs before PTX generation:
-// lower-to-gpu, with bf16/f16 attention as one flash kernel
-// (graph-attention-to-flash, which must run before decomposition).
+// LowerPipeline is the lowering the GPU engine runs before PTX generation
+// when no library is used: lower-to-gpu, with bf16/f16 attention as one
+// flash kernel (graph-attention-to-flash, which must run before
+// decomposition). Lowering returns what a mode actually runs.
 const LowerPipeline = "builtin.module(graph-attention-to-flash,lower-to-gpu)"
+
+// Lowering is the pipeline the GPU engine runs in a mode that does not
+// search: LowerPipeline with the matmul policy of autotune.ModeConfig
+// (matmuls on cuBLASLt when it loads, as Inductor's default runs GEMMs on
+// cuBLAS).
+func Lowering(mode exec.Mode) string {
+	return "builtin.module(graph-attention-to-flash," + autotune.LowerPipeline(mode) + ")"
+}
 
 // loopPipeline is the part of LowerPipeline that autotuning runs once; each
 // candidate configuration then lowers a clone of its output to the gpu level.
@@ -32,9 +41,11 @@ const loopPipeline = "builtin.module(graph-attention-to-flash,lower-to-loop)"
 
 // GPU is the engine that lowers with lower-to-gpu, generates PTX with
 // runtime/exec (targets/llvm and the native nvptx backend) and runs on the
-// device, in each of exec's modes: reduce-overhead replays CUDA graphs, and
-// the max-autotune modes search launch parameters on the first call (which
-// its first-call time then includes, as torch.compile's does).
+// device, in each of exec's modes: default and reduce-overhead run matmuls
+// where autotune.ModeConfig puts them (cuBLASLt when it loads),
+// reduce-overhead replays CUDA graphs, and the max-autotune modes search
+// launch parameters and Strata's kernels against cuBLASLt on the first call
+// (which its first-call time then includes, as torch.compile's does).
 type GPU struct {
 	rt *exec.Runtime
 	// Options select the PTX backend and target.
@@ -80,7 +91,7 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 		return nil, err
 	}
 	t0 := time.Now()
-	pipeline := LowerPipeline
+	pipeline := Lowering(m)
 	if m.Autotunes() {
 		pipeline = loopPipeline
 	}

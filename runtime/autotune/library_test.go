@@ -3,13 +3,18 @@ package autotune
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/cublaslt"
+	"github.com/strata-ir/strata/runtime/exec"
 )
 
 // TestWithLibrary checks the cuBLASLt candidate: second, right after the
@@ -64,5 +69,81 @@ func TestConfigRoundTripLibrary(t *testing.T) {
 	}
 	if _, err := passes.Parse("builtin.module(" + GPUPipeline(c) + ")"); err != nil {
 		t.Errorf("the candidate's pipeline: %v", err)
+	}
+}
+
+// TestModeConfig checks the matmul policy of the modes that do not
+// search: with cuBLASLt loading, a bf16 matmul + bias + relu lowers to a
+// gpu.library_matmul and a pointwise epilogue kernel in every mode, and
+// the choice is logged; without it, the pipeline is lower-to-gpu and the
+// product runs on an mma kernel. lower-to-gpu itself keeps Strata's
+// kernels whatever the process can load.
+func TestModeConfig(t *testing.T) {
+	defer func(f func() error) { loadCuBLASLt = f }(loadCuBLASLt)
+	src := `func.func @main(%x: tensor<64x32xbf16>, %w: tensor<32x48xbf16>, %b: tensor<48xbf16>) -> tensor<64x48xbf16> {
+  %0 = "graph.matmul"(%x, %w) : (tensor<64x32xbf16>, tensor<32x48xbf16>) -> tensor<64x48xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<64x48xbf16>, tensor<48xbf16>) -> tensor<64x48xbf16>
+  %r = "graph.relu"(%1) : (tensor<64x48xbf16>) -> tensor<64x48xbf16>
+  return %r : tensor<64x48xbf16>
+}`
+	lower := func(pipeline string) (libs int, mappings []string) {
+		t.Helper()
+		ctx := dialects.NewContext()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "policy.mlir"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := passes.Parse("builtin.module(" + pipeline + ")")
+		if err != nil {
+			t.Fatalf("%s: %v", pipeline, err)
+		}
+		if err := pm.Run(ctx, m); err != nil {
+			t.Fatalf("%s: %v", pipeline, err)
+		}
+		m.Walk(func(op *ir.Operation) bool {
+			if op.Name() == gpu.LibraryMatmulOp {
+				libs++
+			}
+			return true
+		})
+		for _, k := range Kernels(m) {
+			mappings = append(mappings, k.Mapping)
+		}
+		return libs, mappings
+	}
+	var buf bytes.Buffer
+	defer logs.SetOutput(logs.SetOutput(&buf))
+	logs.Enable(Topic)
+	defer logs.Disable()
+
+	loadCuBLASLt = func() error { return nil }
+	for _, mode := range exec.Modes {
+		cfg := ModeConfig(mode)
+		if !cfg.CuBLASLt || cfg.MMATile != togpu.DefaultConfig.MMATile || !cfg.TensorCores {
+			t.Errorf("%s with cuBLASLt: %+v", mode, cfg)
+		}
+		p := LowerPipeline(mode)
+		if libs, maps := lower(p); libs != 1 || !slices.Equal(maps, []string{togpu.MappingPointwise}) {
+			t.Errorf("%s: %q made %d library products and kernels %v, want 1 and [pointwise]", mode, p, libs, maps)
+		}
+	}
+	if out := buf.String(); !strings.Contains(out, "autotune: default mode: bf16/f16 matmuls of static shape on cuBLASLt") {
+		t.Errorf("log %q", out)
+	}
+
+	buf.Reset()
+	loadCuBLASLt = func() error { return errors.Join(cublaslt.ErrNotFound, errors.New("tried 2 paths")) }
+	if cfg := ModeConfig(exec.ModeReduceOverhead); cfg != togpu.DefaultConfig {
+		t.Errorf("without cuBLASLt: %+v, want the default", cfg)
+	}
+	if p := LowerPipeline(exec.ModeDefault); p != "lower-to-gpu" {
+		t.Errorf("without cuBLASLt: pipeline %q, want lower-to-gpu", p)
+	}
+	if out := buf.String(); !strings.Contains(out, "autotune: reduce-overhead mode: matmuls on Strata's kernels: cuBLASLt not found") {
+		t.Errorf("log %q", out)
+	}
+	loadCuBLASLt = func() error { return nil }
+	if libs, maps := lower("lower-to-gpu"); libs != 0 || !slices.Equal(maps, []string{togpu.MappingMMA}) {
+		t.Errorf("lower-to-gpu with cuBLASLt loadable: %d library products, kernels %v, want 0 and [mma]", libs, maps)
 	}
 }
