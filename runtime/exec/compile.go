@@ -1,12 +1,14 @@
 package exec
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cuda"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
 )
@@ -166,4 +168,46 @@ func kernelOf(launch *ir.Operation) (module, kernel string, fn *ir.Operation, er
 		return "", "", nil, ir.Errorf(launch.Loc(), "gpu.launch_func: %s is not a gpu.func kernel of a gpu.module", l.Kernel)
 	}
 	return l.Kernel.Root, l.Kernel.Nested[0], fn, nil
+}
+
+// ModuleLoad is what loading one gpu.module of a program cost on a
+// Runtime: the host clock around the load and the driver's own account of
+// its PTX compiler (zero on a hit in the driver's ComputeCache, and on a
+// Runtime not on CUDA).
+type ModuleLoad struct {
+	// Module is the gpu.module's symbol name.
+	Module string
+	cuda.LoadStats
+}
+
+// Loads reports the loads of the gpu.modules whose kernels host function
+// fn launches, in launch order, for the modules rt has loaded so far. A
+// module is loaded once per Runtime and PTX text, by whichever program got
+// there first (Load, Prepare, Run, a Runner or the autotuner), so a caller
+// that wants one call's cost compares At with the call's start.
+func (p *Program) Loads(rt *Runtime, fn string) ([]ModuleLoad, error) {
+	pl, err := p.plan(fn)
+	if err != nil {
+		return nil, err
+	}
+	var out []ModuleLoad
+	seen := map[string]bool{}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, l := range pl.launches {
+		if seen[l.module] {
+			continue
+		}
+		seen[l.module] = true
+		m, ok := rt.modules[sha256.Sum256([]byte(p.ptx[l.module]))]
+		if !ok {
+			continue
+		}
+		ml := ModuleLoad{Module: l.module}
+		if s, ok := m.(interface{ LoadStats() cuda.LoadStats }); ok {
+			ml.LoadStats = s.LoadStats()
+		}
+		out = append(out, ml)
+	}
+	return out, nil
 }
