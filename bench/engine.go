@@ -58,6 +58,29 @@ type WallTimer interface {
 	WallTime(args []*npy.Array, iters int) (float64, error)
 }
 
+// Quiescer is an Engine that can wait for the work it queued earlier (the
+// previous measurement's launches), so that a first call starts on an
+// idle device instead of paying for what came before it.
+type Quiescer interface {
+	Quiesce() error
+}
+
+// LoadReporter is a Program that can say what loading its kernels cost:
+// the modules it loaded at or after a time, the host clock around those
+// loads and the driver's own PTX-compile time within them.
+type LoadReporter interface {
+	LoadsSince(t time.Time) (LoadReport, error)
+}
+
+// LoadReport sums module loads (see LoadReporter).
+type LoadReport struct {
+	// Modules is the number of modules loaded.
+	Modules int
+	// Wall is the host clock around the loads; JIT is the part the driver
+	// reports as compiling (zero for a hit in its ComputeCache).
+	Wall, JIT time.Duration
+}
+
 // Load parses an instance's program, verifies it, derives the gradient
 // function and symbolizes shapes where the workload asks for it. It is the
 // "trace" phase of a first call. Functions other than the entry are erased,

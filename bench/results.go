@@ -71,8 +71,15 @@ type StrataMode struct {
 	// in seconds, with the inputs already on the device (as torch.compile's
 	// first call): the conversions and copies are PhasesS["transfer"].
 	FirstCallS float64 `json:"first_call_s,omitempty"`
-	// PhasesS splits the first call, as far as known.
+	// PhasesS splits the first call, as far as known: "trace", "lower",
+	// "llvm", "ptx" (compile), "load" (the modules' load, host clock),
+	// "jit" (the part of "load" the driver reports as its PTX compiler),
+	// "first_run" (load, launch and wait), "autotune", and "transfer"
+	// (conversions and copies, not part of FirstCallS).
 	PhasesS map[string]float64 `json:"phases_s,omitempty"`
+	// GCCycles is the number of Go garbage collections that ended during
+	// the first call (transfers included); the runner collects before it.
+	GCCycles int `json:"gc_cycles,omitempty"`
 	// TotalS is, for a dynamic workload, the seconds to compile once and call
 	// every variant once.
 	TotalS float64 `json:"total_s,omitempty"`
