@@ -142,10 +142,19 @@ type capturedGraph struct {
 	info   GraphInfo
 }
 
-func (g *capturedGraph) launch() error { return g.exec.Launch(g.stream) }
+// launch replays the graph on the Runtime's work stream, which is ordered
+// with the default stream of plain launches, uploads and copies (the
+// capture stream is not: capturing needs a non-blocking one).
+func (g *capturedGraph) launch(rt *Runtime) error {
+	st, err := rt.workStream()
+	if err != nil {
+		return err
+	}
+	return g.exec.Launch(st)
+}
 
 func (g *capturedGraph) destroy(rt *Runtime) error {
-	errs := []error{g.stream.Synchronize(), g.exec.Destroy(), g.stream.Destroy()}
+	errs := []error{rt.syncWork(), g.stream.Synchronize(), g.exec.Destroy(), g.stream.Destroy()}
 	errs = append(errs, g.pool.release(rt.alloc))
 	return errors.Join(errs...)
 }
@@ -153,7 +162,8 @@ func (g *capturedGraph) destroy(rt *Runtime) error {
 // stream returns the stream Launch queues work on (nil: the default one).
 func (b *Bound) stream() *cuda.Stream {
 	if b.graph != nil {
-		return b.graph.stream
+		st, _ := b.rt.workStream() // an error here was the graph launch's first
+		return st
 	}
 	return nil
 }
@@ -236,7 +246,10 @@ func (b *Bound) Capture() (GraphInfo, error) {
 // Update copies new arguments into the buffers Prepare bound, so that the
 // next Launch (a graph replay included) runs on them. Memref arguments
 // must have the bound shapes and element types and scalars the bound
-// values: a captured graph has both built in.
+// values: a captured graph has both built in. An argument that is the
+// same Tensor or Array as last time is not copied again (both are
+// immutable); an Array is copied device to device, or passed by reference
+// by a Bound that aliases (a Runner without CUDA graphs).
 func (b *Bound) Update(args []interp.Value) error {
 	if len(args) != len(b.args) {
 		return fmt.Errorf("@%s takes %d arguments, got %d", b.plan.name, len(b.args), len(args))
@@ -244,6 +257,13 @@ func (b *Bound) Update(args []interp.Value) error {
 	for i, a := range args {
 		bv := b.args[i]
 		if bv.b == nil {
+			if arr, ok := a.(*Array); ok {
+				v, err := arr.Download()
+				if err != nil {
+					return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+				}
+				a = v
+			}
 			v, err := scalarValue(a, b.plan.params[i])
 			if err != nil {
 				return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
@@ -257,21 +277,7 @@ func (b *Bound) Update(args []interp.Value) error {
 			return fmt.Errorf("@%s argument %d: %v×%v does not match the bound %v×%v", b.plan.name, i,
 				a.Shape(), a.ElemType(), bv.b.shape, bv.b.elem)
 		}
-		tv, err := tensorOf(a, b.plan.params[i].(*ir.MemRefType))
-		if err != nil {
-			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
-		}
-		data, err := encode(tv)
-		if err != nil {
-			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
-		}
-		if st := b.stream(); st != nil {
-			// Ordered before the next replay on the same stream.
-			err = st.CopyHtoDBytes(bv.b.mem.ptr, data)
-		} else {
-			err = b.rt.dev.CopyHtoD(bv.b.mem.ptr, data)
-		}
-		if err != nil {
+		if err := b.bind(i, a); err != nil {
 			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
 		}
 	}
@@ -293,12 +299,53 @@ type Runner struct {
 
 	mu    sync.Mutex
 	bound map[string]*runnerEntry
+	last  *runnerEntry // the entry of the previous call, checked first
 }
 
 type runnerEntry struct {
 	b    *Bound
 	info GraphInfo
 	err  error // why the plan is not a graph, if it is not
+	// The signature: element type and shape of each argument, and the
+	// value of rank-0 Tensors (which a plan may take as scalars).
+	elems   []ir.Type
+	shapes  [][]int64
+	scalars []*interp.Tensor
+}
+
+// setSig records args' signature in e.
+func (e *runnerEntry) setSig(args []interp.Value) {
+	for _, a := range args {
+		e.elems = append(e.elems, a.ElemType())
+		e.shapes = append(e.shapes, slices.Clone(a.Shape()))
+		t, _ := a.(*interp.Tensor)
+		if t == nil || len(t.Shape()) != 0 {
+			t = nil
+		}
+		e.scalars = append(e.scalars, t)
+	}
+}
+
+// matches reports whether args have e's signature, without building the
+// key string (the steady-state call's check).
+func (e *runnerEntry) matches(args []interp.Value) bool {
+	if len(args) != len(e.elems) {
+		return false
+	}
+	for i, a := range args {
+		if a.ElemType() != e.elems[i] || !slices.Equal(a.Shape(), e.shapes[i]) {
+			return false
+		}
+		if s := e.scalars[i]; s != nil {
+			t, ok := a.(*interp.Tensor)
+			if !ok || !slices.Equal(t.Bits(), s.Bits()) {
+				return false
+			}
+		} else if t, ok := a.(*interp.Tensor); ok && len(t.Shape()) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // NewRunner returns a Runner of host function fn; graphs turns CUDA graph
@@ -325,15 +372,27 @@ func signature(args []interp.Value) string {
 // entry returns the prepared Bound of args' signature, preparing (and
 // capturing) it on first use and updating its inputs afterwards.
 func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
-	key := signature(args)
-	if e, ok := r.bound[key]; ok {
+	if e := r.last; e != nil && e.matches(args) {
 		return e, e.b.Update(args)
 	}
-	b, err := r.prog.Prepare(r.rt, r.fn, args)
+	key := signature(args)
+	if e, ok := r.bound[key]; ok {
+		r.last = e
+		return e, e.b.Update(args)
+	}
+	pl, err := r.prog.plan(r.fn)
+	if err != nil {
+		return nil, err
+	}
+	// Without graphs, Arrays are passed by reference: a call on device
+	// data copies nothing. A graph has its argument addresses built in,
+	// so Arrays are copied into them on the device.
+	b, err := r.prog.prepare(r.rt, pl, args, !r.graphs)
 	if err != nil {
 		return nil, err
 	}
 	e := &runnerEntry{b: b}
+	e.setSig(args)
 	if r.graphs {
 		e.info, e.err = b.Capture()
 		var ce *CaptureError
@@ -349,6 +408,7 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 		}
 	}
 	r.bound[key] = e
+	r.last = e
 	return e, nil
 }
 
@@ -372,6 +432,27 @@ func (r *Runner) Run(args []interp.Value) ([]interp.Value, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// RunDevice runs the function on args without waiting for it: memref
+// arguments may be host values (copied in, once per distinct Tensor) or
+// Arrays of r's Runtime (passed by reference, or copied device to device
+// into a CUDA graph's buffers), and memref results are Arrays that own
+// their memory (scalar results are rank-0 Tensors). Nothing is copied to
+// the host: reading a result (Array.Download) waits for the work queued
+// before it. A fault of the kernels surfaces at that read or at a later
+// call, as the driver reports it.
+func (r *Runner) RunDevice(args []interp.Value) ([]interp.Value, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.entry(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.b.Launch(); err != nil {
+		return nil, err
+	}
+	return e.b.takeResults()
 }
 
 // Graph returns the CUDA graph of args' signature, or why there is none
@@ -423,5 +504,6 @@ func (r *Runner) Close() error {
 		errs = append(errs, e.b.Free())
 		delete(r.bound, k)
 	}
+	r.last = nil
 	return errors.Join(errs...)
 }

@@ -124,6 +124,20 @@ func encode(t *interp.Tensor) ([]byte, error) {
 	return out, nil
 }
 
+// encodeView is encode without the copy when the tensor's storage already
+// is the device form: for an upload, which the driver stages before
+// returning (the tensor is immutable, and not kept).
+func encodeView(t *interp.Tensor) ([]byte, error) {
+	size, err := elemSize(t.ElemType())
+	if err != nil {
+		return nil, err
+	}
+	if raw := rawBytes(t.Data(), size); raw != nil {
+		return raw, nil
+	}
+	return encode(t)
+}
+
 // decode reads device storage into a tensor of elem and shape. Integers
 // are sign-extended from their width.
 func decode(elem ir.Type, shape []int64, data []byte) (*interp.Tensor, error) {

@@ -70,6 +70,15 @@ type Runtime struct {
 	mu      sync.Mutex
 	modules map[[32]byte]module
 	libs    libraries // cuBLASLt, for gpu.library_matmul (library.go)
+
+	// work is the stream of asynchronous uploads and CUDA graph replays
+	// (array.go): a blocking stream, so that it and the legacy default
+	// stream of plain launches and copies are ordered as one stream.
+	workOnce sync.Once
+	work     *cuda.Stream
+	workErr  error
+	// xfer counts copies between host and device (Transfers).
+	xfer transferCounters
 }
 
 // Open opens GPU ordinal and returns a Runtime that closes the device with
@@ -114,6 +123,10 @@ func (rt *Runtime) Close() error {
 		delete(rt.modules, k)
 	}
 	errs = append(errs, rt.closeLibraries(), rt.alloc.EmptyCache())
+	if rt.work != nil {
+		errs = append(errs, rt.work.Synchronize(), rt.work.Destroy())
+		rt.work = nil
+	}
 	if rt.owned && rt.cuda != nil {
 		errs = append(errs, rt.cuda.Close())
 	}
@@ -182,7 +195,19 @@ type Bound struct {
 	plan    *plan
 	kernels []kernel // per launch of the plan
 	args    []slotValue
-	inputs  []*allocation // the uploaded arguments
+	// own[i] is the buffer argument i was copied into (nil for scalars and
+	// for Arrays passed by reference); src[i] is the immutable value last
+	// copied there (an *interp.Tensor or *Array), so that passing the same
+	// value again copies nothing.
+	own []*allocation
+	src []interp.Value
+	// alias passes Array arguments by reference instead of copying them
+	// into own buffers (a Runner without CUDA graphs); arrays[i] is the
+	// Array argument i refers to.
+	alias  bool
+	arrays []*Array
+	// resTypes are the function's result types (resultTypes).
+	resTypes []ir.Type
 
 	state   runState
 	results []slotValue
@@ -224,53 +249,123 @@ func (p *Program) Prepare(rt *Runtime, fn string, args []interp.Value) (*Bound, 
 	if err != nil {
 		return nil, err
 	}
+	return p.prepare(rt, pl, args, false)
+}
+
+// prepare binds args to pl; alias passes Array arguments by reference.
+func (p *Program) prepare(rt *Runtime, pl *plan, args []interp.Value, alias bool) (*Bound, error) {
 	if len(args) != len(pl.params) {
-		return nil, fmt.Errorf("@%s takes %d arguments, got %d", fn, len(pl.params), len(args))
+		return nil, fmt.Errorf("@%s takes %d arguments, got %d", pl.name, len(pl.params), len(args))
 	}
 	if err := pl.checkGuards(args); err != nil {
 		return nil, err
 	}
-	b := &Bound{rt: rt, plan: pl, state: runState{rt: rt}}
+	b := &Bound{rt: rt, plan: pl, state: runState{rt: rt}, alias: alias}
 	b.state.bound = b
+	var err error
 	if b.kernels, err = p.kernels(rt, pl); err != nil {
 		return nil, err
 	}
+	n := len(args)
+	b.args, b.own, b.src, b.arrays = make([]slotValue, n), make([]*allocation, n), make([]interp.Value, n), make([]*Array, n)
 	for i, a := range args {
-		v, err := b.bind(a, pl.params[i])
-		if err != nil {
+		if err := b.bind(i, a); err != nil {
 			b.Free()
-			return nil, fmt.Errorf("@%s argument %d: %w", fn, i, err)
+			return nil, fmt.Errorf("@%s argument %d: %w", pl.name, i, err)
 		}
-		b.args = append(b.args, v)
 	}
 	return b, nil
 }
 
-// bind uploads or reads one argument.
-func (b *Bound) bind(a interp.Value, t ir.Type) (slotValue, error) {
+// bind sets argument i to a: a scalar is read; a memref is passed by
+// reference (an Array, when the Bound aliases) or copied into the
+// argument's own buffer, allocated on first use. A value copied there
+// last time is not copied again: Tensors and Arrays are immutable
+// (Buffers are not, and are copied every time).
+func (b *Bound) bind(i int, a interp.Value) error {
+	t := b.plan.params[i]
 	mt, ok := t.(*ir.MemRefType)
 	if !ok {
-		return scalarValue(a, t)
+		if arr, isArr := a.(*Array); isArr {
+			// A scalar parameter needs its value on the host.
+			v, err := arr.Download()
+			if err != nil {
+				return err
+			}
+			a = v
+		}
+		v, err := scalarValue(a, t)
+		if err != nil {
+			return err
+		}
+		b.args[i] = v
+		return nil
 	}
-	tv, err := tensorOf(a, mt)
+	if arr, isArr := a.(*Array); isArr {
+		if err := arr.check(b.rt, mt); err != nil {
+			return err
+		}
+		if b.alias {
+			b.arrays[i] = arr
+			b.args[i] = slotValue{b: &devBuffer{mem: arr.st.mem, elem: arr.elem, shape: arr.shape}}
+			return nil
+		}
+	}
+	if b.src[i] == a && b.own[i] != nil && !isBuffer(a) {
+		b.args[i] = slotValue{b: &devBuffer{mem: b.own[i], elem: a.ElemType(), shape: a.Shape()}}
+		b.arrays[i] = nil
+		return nil
+	}
+	var data []byte
+	var n uint64
+	arr, isArr := a.(*Array)
+	if isArr {
+		n = arr.bytes()
+	} else {
+		tv, err := tensorOf(a, mt)
+		if err != nil {
+			return err
+		}
+		if data, err = encodeView(tv); err != nil {
+			return err
+		}
+		n = uint64(len(data))
+	}
+	m := b.own[i]
+	if m != nil && m.bytes != n {
+		m.freed = true
+		err := b.rt.alloc.Free(m.ptr)
+		b.own[i], b.src[i] = nil, nil
+		if err != nil {
+			return err
+		}
+		m = nil
+	}
+	if m == nil {
+		p, err := b.rt.alloc.Alloc(n)
+		if err != nil {
+			return err
+		}
+		m = &allocation{ptr: p, bytes: n}
+		b.own[i] = m
+	}
+	b.src[i] = nil
+	var err error
+	if isArr {
+		err = b.rt.copyDtoD(m.ptr, arr.st.mem.ptr, n)
+	} else {
+		err = b.rt.upload(m.ptr, data)
+	}
 	if err != nil {
-		return slotValue{}, err
+		return err
 	}
-	data, err := encode(tv)
-	if err != nil {
-		return slotValue{}, err
-	}
-	p, err := b.rt.alloc.Alloc(uint64(len(data)))
-	if err != nil {
-		return slotValue{}, err
-	}
-	m := &allocation{ptr: p, bytes: uint64(len(data))}
-	b.inputs = append(b.inputs, m)
-	if err := b.rt.dev.CopyHtoD(p, data); err != nil {
-		return slotValue{}, err
-	}
-	return slotValue{b: &devBuffer{mem: m, elem: tv.ElemType(), shape: slices.Clone(tv.Shape())}}, nil
+	b.src[i] = a
+	b.arrays[i] = nil
+	b.args[i] = slotValue{b: &devBuffer{mem: m, elem: a.ElemType(), shape: slices.Clone(a.Shape())}}
+	return nil
 }
+
+func isBuffer(v interp.Value) bool { _, ok := v.(*interp.Buffer); return ok }
 
 // checkGuards checks the arguments against the graph guards of the plan's
 // function, if it has any.
@@ -292,7 +387,7 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 // the kernels. The results of the previous Launch are released.
 func (b *Bound) Launch() error {
 	if b.graph != nil {
-		return b.graph.launch()
+		return b.graph.launch(b.rt)
 	}
 	if err := b.release(); err != nil {
 		return err
@@ -376,12 +471,11 @@ func (b *Bound) Results() ([]interp.Value, error) {
 		return nil, err
 	}
 	out := make([]interp.Value, len(b.results))
-	ft, _ := b.plan.fn.Attr("function_type").(ir.TypeAttr)
-	fty := ft.Type.(*ir.FunctionType)
+	results := b.resultTypes()
 	for i, v := range b.results {
 		var err error
 		if v.b == nil {
-			out[i], err = scalarResult(v, fty.Results[i])
+			out[i], err = scalarResult(v, results[i])
 		} else {
 			var t *interp.Tensor
 			if t, err = b.download(v.b); err == nil {
@@ -397,21 +491,7 @@ func (b *Bound) Results() ([]interp.Value, error) {
 
 // download copies a device buffer to a tensor.
 func (b *Bound) download(d *devBuffer) (*interp.Tensor, error) {
-	size, err := elemSize(d.elem)
-	if err != nil {
-		return nil, err
-	}
-	n, err := elementCount(d.shape)
-	if err != nil {
-		return nil, err
-	}
-	data := make([]byte, n*int64(size))
-	if len(data) > 0 {
-		if err := b.rt.dev.CopyDtoH(data, d.mem.ptr); err != nil {
-			return nil, err
-		}
-	}
-	return decode(d.elem, d.shape, data)
+	return b.rt.downloadTensor(d.mem.ptr, d.elem, d.shape)
 }
 
 // writeBack copies the device contents of memref arguments given as
@@ -441,13 +521,13 @@ func (b *Bound) Free() error {
 		errs = append(errs, b.graph.destroy(b.rt))
 		b.graph, b.results = nil, nil
 	}
-	for _, m := range b.inputs {
-		if !m.freed {
+	for _, m := range b.own {
+		if m != nil && !m.freed {
 			m.freed = true
 			errs = append(errs, b.rt.alloc.Free(m.ptr))
 		}
 	}
-	b.inputs, b.args = nil, nil
+	b.own, b.src, b.arrays, b.args = nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,370 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cuda"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// Array is a tensor in the memory of a Runtime's GPU, as a PyTorch tensor
+// on "cuda" is: the result of Runtime.Upload or of Runner.RunDevice, and
+// an argument Runner.RunDevice takes without copying. An Array is
+// immutable. Its memory returns to the Runtime's caching allocator when
+// the last Array sharing it is released (Release) or becomes unreachable
+// (a cleanup of the garbage collector); that is safe while kernels that
+// read it are still queued, because every queue of the Runtime is ordered
+// as one stream, so the next user of the block runs after them.
+//
+// An Array implements interp.Value (its element type and shape).
+type Array struct {
+	st       *store
+	elem     ir.Type
+	shape    []int64
+	cleanup  runtime.Cleanup
+	released atomic.Bool
+}
+
+// store is device memory shared by Arrays (results that are views of one
+// buffer, or an argument returned as a result), freed with the last one.
+type store struct {
+	rt   *Runtime
+	mem  *allocation
+	refs atomic.Int32
+}
+
+func (s *store) unref() error {
+	if s.refs.Add(-1) != 0 {
+		return nil
+	}
+	return s.rt.alloc.Free(s.mem.ptr)
+}
+
+// newArray returns an Array viewing st.
+func newArray(st *store, elem ir.Type, shape []int64) *Array {
+	st.refs.Add(1)
+	a := &Array{st: st, elem: elem, shape: shape}
+	a.cleanup = runtime.AddCleanup(a, func(s *store) { _ = s.unref() }, st)
+	return a
+}
+
+// ElemType returns the element type.
+func (a *Array) ElemType() ir.Type { return a.elem }
+
+// Shape returns the sizes of the dims (not a copy: do not modify it).
+func (a *Array) Shape() []int64 { return a.shape }
+
+// String describes the array, as interp's values describe themselves.
+func (a *Array) String() string {
+	return fmt.Sprintf("device array %s of shape %v", a.elem, a.shape)
+}
+
+// Runtime returns the Runtime whose device holds a.
+func (a *Array) Runtime() *Runtime { return a.st.rt }
+
+// Ptr returns the device address of a's elements.
+func (a *Array) Ptr() DevicePtr { return a.st.mem.ptr }
+
+// bytes returns the size of a's elements in device memory.
+func (a *Array) bytes() uint64 {
+	size, _ := elemSize(a.elem)
+	n, _ := elementCount(a.shape)
+	return uint64(n) * uint64(size)
+}
+
+// errReleased is returned for an Array used after Release.
+var errReleased = errors.New("the device array was released")
+
+// check reports whether a can be argument of type mt on rt.
+func (a *Array) check(rt *Runtime, mt *ir.MemRefType) error {
+	if a.released.Load() {
+		return errReleased
+	}
+	if a.st.rt != rt {
+		return errors.New("the device array belongs to another runtime")
+	}
+	shape := mt.Shape()
+	ok := a.elem == mt.ElementType() && len(a.shape) == len(shape)
+	for i := 0; ok && i < len(shape); i++ {
+		ok = shape[i] == ir.Dynamic || shape[i] == a.shape[i]
+	}
+	if !ok {
+		return fmt.Errorf("expected %s, got %s", mt, a)
+	}
+	return nil
+}
+
+// Download waits for the work queued before it and copies a's elements
+// to the host. An error of that work (a kernel fault) surfaces here.
+func (a *Array) Download() (*interp.Tensor, error) {
+	if a.released.Load() {
+		return nil, errReleased
+	}
+	t, err := a.st.rt.downloadTensor(a.st.mem.ptr, a.elem, a.shape)
+	runtime.KeepAlive(a) // the memory must outlive the copy
+	return t, err
+}
+
+// Release returns a's memory to the allocator (once the last Array
+// sharing it is released) without waiting for the garbage collector. It
+// is idempotent; a released Array cannot be read or passed.
+func (a *Array) Release() error {
+	if a.released.Swap(true) {
+		return nil
+	}
+	a.cleanup.Stop()
+	return a.st.unref()
+}
+
+// Upload copies a host value (an *interp.Tensor or *interp.Buffer) to a
+// new Array. The copy is queued: Upload returns once the driver has
+// staged the host data, without waiting for the device.
+func (rt *Runtime) Upload(v interp.Value) (*Array, error) {
+	var t *interp.Tensor
+	switch v := v.(type) {
+	case *interp.Tensor:
+		t = v
+	case *interp.Buffer:
+		var err error
+		if t, err = v.Tensor(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("exec: cannot upload %s", v)
+	}
+	data, err := encodeView(t)
+	if err != nil {
+		return nil, err
+	}
+	st, err := rt.newStore(uint64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	a := newArray(st, t.ElemType(), slices.Clone(t.Shape()))
+	if err := rt.upload(st.mem.ptr, data); err != nil {
+		_ = a.Release()
+		return nil, err
+	}
+	return a, nil
+}
+
+// newStore allocates n bytes for Arrays to share.
+func (rt *Runtime) newStore(n uint64) (*store, error) {
+	p, err := rt.alloc.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	return &store{rt: rt, mem: &allocation{ptr: p, bytes: n}}, nil
+}
+
+// Synchronize waits for every queued kernel and copy of the Runtime and
+// returns the first error of that work.
+func (rt *Runtime) Synchronize() error {
+	return rt.dev.Synchronize()
+}
+
+// workStream returns the stream of uploads and graph replays, creating it
+// on first use (nil on a Runtime without CUDA: copies are synchronous).
+func (rt *Runtime) workStream() (*cuda.Stream, error) {
+	if rt.cuda == nil {
+		return nil, nil
+	}
+	rt.workOnce.Do(func() {
+		// Blocking (not CU_STREAM_NON_BLOCKING): the legacy default stream
+		// waits for its work and it for the default stream's.
+		rt.work, rt.workErr = rt.cuda.NewStream()
+		if rt.workErr != nil {
+			rt.workErr = fmt.Errorf("exec: creating the work stream: %w", rt.workErr)
+		}
+	})
+	return rt.work, rt.workErr
+}
+
+// syncWork waits for the work stream, if there is one.
+func (rt *Runtime) syncWork() error {
+	if rt.work == nil {
+		return nil
+	}
+	return rt.work.Synchronize()
+}
+
+// upload queues a copy of data to dst (pageable host memory, which the
+// driver stages before returning, so data may change afterwards).
+func (rt *Runtime) upload(dst DevicePtr, data []byte) error {
+	rt.xfer.htod.Add(1)
+	rt.xfer.htodBytes.Add(uint64(len(data)))
+	st, err := rt.workStream()
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		return st.CopyHtoDBytes(dst, data)
+	}
+	return rt.dev.CopyHtoD(dst, data)
+}
+
+// deviceCopier is a device that copies between device buffers (the CUDA
+// device does, on the default stream, without a host wait).
+type deviceCopier interface {
+	CopyDtoD(dst, src DevicePtr, n uint64) error
+}
+
+// copyDtoD queues a copy of n bytes between device buffers.
+func (rt *Runtime) copyDtoD(dst, src DevicePtr, n uint64) error {
+	c, ok := rt.dev.(deviceCopier)
+	if !ok {
+		return errors.New("exec: the device cannot copy between device buffers")
+	}
+	rt.xfer.dtod.Add(1)
+	rt.xfer.dtodBytes.Add(n)
+	return c.CopyDtoD(dst, src, n)
+}
+
+// downloadTensor copies device memory holding elements of elem and shape
+// to a new tensor, after the work queued before.
+func (rt *Runtime) downloadTensor(src DevicePtr, elem ir.Type, shape []int64) (*interp.Tensor, error) {
+	size, err := elemSize(elem)
+	if err != nil {
+		return nil, err
+	}
+	n, err := elementCount(shape)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, n*int64(size))
+	rt.xfer.dtoh.Add(1)
+	rt.xfer.dtohBytes.Add(uint64(len(data)))
+	if len(data) > 0 {
+		if err := rt.dev.CopyDtoH(data, src); err != nil {
+			return nil, err
+		}
+	}
+	return decode(elem, shape, data)
+}
+
+// Transfers counts the copies a Runtime made: host to device (uploads of
+// arguments and Upload), device to host (results read, Download) and
+// device to device (Arrays copied into a CUDA graph's buffers, results
+// copied out of them), with their bytes.
+type Transfers struct {
+	HtoD, DtoH, DtoD                int64
+	HtoDBytes, DtoHBytes, DtoDBytes uint64
+}
+
+// Sub returns the copies made between an earlier count o and t.
+func (t Transfers) Sub(o Transfers) Transfers {
+	return Transfers{t.HtoD - o.HtoD, t.DtoH - o.DtoH, t.DtoD - o.DtoD,
+		t.HtoDBytes - o.HtoDBytes, t.DtoHBytes - o.DtoHBytes, t.DtoDBytes - o.DtoDBytes}
+}
+
+// String prints the counts.
+func (t Transfers) String() string {
+	return fmt.Sprintf("%d uploads (%d B), %d downloads (%d B), %d device copies (%d B)",
+		t.HtoD, t.HtoDBytes, t.DtoH, t.DtoHBytes, t.DtoD, t.DtoDBytes)
+}
+
+type transferCounters struct {
+	htod, dtoh, dtod                atomic.Int64
+	htodBytes, dtohBytes, dtodBytes atomic.Uint64
+}
+
+// Transfers returns the copies made so far.
+func (rt *Runtime) Transfers() Transfers {
+	x := &rt.xfer
+	return Transfers{x.htod.Load(), x.dtoh.Load(), x.dtod.Load(), x.htodBytes.Load(), x.dtohBytes.Load(), x.dtodBytes.Load()}
+}
+
+// takeResults hands the last Launch's memref results to new Arrays
+// without copying them: a plan allocation becomes the Arrays' memory (the
+// Bound no longer frees it), a result that is an Array argument shares
+// that Array's memory, and anything else (an argument's own buffer, a
+// CUDA graph's static pool, which the next replay overwrites) is copied
+// device to device into new memory. Results that view one buffer share
+// it.
+func (b *Bound) takeResults() ([]interp.Value, error) {
+	out := make([]interp.Value, len(b.results))
+	type made struct {
+		mem *allocation
+		st  *store
+	}
+	var stores []made
+	fail := func(i int, err error) ([]interp.Value, error) {
+		// The Arrays made so far own what they took: drop it from held
+		// before releasing them, so it is freed once.
+		b.held = slices.DeleteFunc(b.held, func(m *allocation) bool {
+			return slices.ContainsFunc(stores, func(s made) bool { return s.mem == m })
+		})
+		for _, v := range out {
+			if a, ok := v.(*Array); ok {
+				_ = a.Release()
+			}
+		}
+		return nil, fmt.Errorf("@%s result %d: %w", b.plan.name, i, err)
+	}
+	results := b.resultTypes()
+	for i, v := range b.results {
+		if v.b == nil {
+			r, err := scalarResult(v, results[i])
+			if err != nil {
+				return fail(i, err)
+			}
+			out[i] = r
+			continue
+		}
+		var st *store
+		for _, m := range stores {
+			if m.mem == v.b.mem {
+				st = m.st
+			}
+		}
+		if st == nil {
+			st = b.resultStore(v.b.mem)
+		}
+		if st == nil {
+			var err error
+			if st, err = b.rt.newStore(v.b.mem.bytes); err != nil {
+				return fail(i, err)
+			}
+			if err := b.rt.copyDtoD(st.mem.ptr, v.b.mem.ptr, v.b.mem.bytes); err != nil {
+				_ = b.rt.alloc.Free(st.mem.ptr)
+				return fail(i, err)
+			}
+		}
+		stores = append(stores, made{v.b.mem, st})
+		out[i] = newArray(st, v.b.elem, slices.Clone(v.b.shape))
+	}
+	if b.graph == nil {
+		// Every held allocation is a result's, now owned by the Arrays.
+		b.held, b.results = b.held[:0], b.results[:0]
+	}
+	return out, nil
+}
+
+// resultStore returns the store a result in mem can own without a copy:
+// a plan allocation the results hold (outside a CUDA graph), or the
+// memory of an Array argument; nil when the result must be copied.
+func (b *Bound) resultStore(mem *allocation) *store {
+	if b.graph == nil && slices.Contains(b.held, mem) {
+		return &store{rt: b.rt, mem: mem}
+	}
+	for _, a := range b.arrays {
+		if a != nil && a.st.mem == mem {
+			return a.st
+		}
+	}
+	return nil
+}
+
+// resultTypes returns the types of the function's results.
+func (b *Bound) resultTypes() []ir.Type {
+	if b.resTypes == nil {
+		ft, _ := b.plan.fn.Attr("function_type").(ir.TypeAttr)
+		b.resTypes = ft.Type.(*ir.FunctionType).Results
+	}
+	return b.resTypes
+}

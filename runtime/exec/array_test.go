@@ -1,0 +1,251 @@
+package exec
+
+import (
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// CopyDtoD copies between blocks of the fake device.
+func (d *fakeDevice) CopyDtoD(dst, src DevicePtr, n uint64) error {
+	s, err := d.block(src, int(n))
+	if err != nil {
+		return err
+	}
+	t, err := d.block(dst, int(n))
+	if err != nil {
+		return err
+	}
+	copy(t, s[:n])
+	return nil
+}
+
+// arrayProgram is vadd.mlir with functions that return an argument and
+// one buffer twice.
+func arrayProgram(t *testing.T) *Program {
+	t.Helper()
+	src, err := testdata.ReadFile("testdata/vadd.mlir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.TrimSpace(string(src))
+	s = s[:len(s)-1] + `
+  func.func @ident(%a: memref<?xf32>) -> memref<?xf32> {
+    return %a : memref<?xf32>
+  }
+  func.func @twice(%a: memref<?xf32>, %b: memref<?xf32>) -> (memref<?xf32>, memref<?xf32>) {
+    %n = loop.dim %a, 0 : memref<?xf32>
+    %c = loop.alloc(%n) : memref<?xf32>
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %g = arith.ceildivui %n, %c256 : index
+    gpu.launch_func @k::@vadd blocks in (%g, %c1, %c1) threads in (%c256, %c1, %c1) args(%a : memref<?xf32>, %b : memref<?xf32>, %c : memref<?xf32>, %n : index)
+    return %c, %c : memref<?xf32>, memref<?xf32>
+  }
+}
+`
+	p, err := Compile(parse(t, "array.mlir", s), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func f32s(t *testing.T, v interp.Value) []float32 {
+	t.Helper()
+	a, ok := v.(*Array)
+	if !ok {
+		t.Fatalf("%v is not an Array", v)
+	}
+	x, err := a.Download()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interp.Elems[float32](x)
+}
+
+// TestArrayChain runs vadd on device-resident inputs and feeds its result
+// back: after the first upload nothing crosses between host and device
+// until the final read, and the values are the interpreter's.
+func TestArrayChain(t *testing.T) {
+	p := arrayProgram(t)
+	rt := newRuntime(newFake())
+	r := NewRunner(p, rt, "main", false)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ha, hb := randomF32(t, rng, 300, 1), randomF32(t, rng, 300, 1)
+	a, err := rt.Upload(ha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rt.Upload(hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := rt.Transfers(); x.HtoD != 2 || x.HtoDBytes != 2*300*4 {
+		t.Fatalf("two uploads: %v", x)
+	}
+	before := rt.Transfers()
+	x := interp.Value(a)
+	for range 3 {
+		res, err := r.RunDevice([]interp.Value{x, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x = res[0]
+	}
+	if d := rt.Transfers().Sub(before); d != (Transfers{}) {
+		t.Errorf("a chain of calls on device arrays copied: %v", d)
+	}
+	got := f32s(t, x)
+	want, wb := interp.Elems[float32](mustTensor(t, ha)), interp.Elems[float32](mustTensor(t, hb))
+	for i := range want {
+		w := want[i]
+		for range 6 { // three calls of (a+b)+b
+			w += wb[i]
+		}
+		if d := got[i] - w; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("element %d: %v, want %v", i, got[i], w)
+		}
+	}
+	if d := rt.Transfers().Sub(before); d.DtoH != 1 || d.HtoD != 0 {
+		t.Errorf("one read: %v", d)
+	}
+	// The same host tensor twice is uploaded once (tensors are immutable).
+	ta := mustTensor(t, ha)
+	before = rt.Transfers()
+	for range 2 {
+		if _, err := r.RunDevice([]interp.Value{ta, b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := rt.Transfers().Sub(before); d.HtoD != 1 {
+		t.Errorf("the same tensor passed twice: %v, want one upload", d)
+	}
+}
+
+func mustTensor(t *testing.T, b *interp.Buffer) *interp.Tensor {
+	t.Helper()
+	x, err := b.Tensor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// TestArrayResultsShare checks that results own plan memory without
+// copies: an argument returned is the argument's memory, a buffer
+// returned twice is shared, and memory is freed with the last Array.
+func TestArrayResultsShare(t *testing.T) {
+	p := arrayProgram(t)
+	rt := newRuntime(newFake())
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, err := rt.Upload(randomF32(t, rng, 64, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := NewRunner(p, rt, "ident", false)
+	res, err := id.RunDevice([]interp.Value{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0].(*Array); r.Ptr() != a.Ptr() || r == a {
+		t.Errorf("ident: a new Array on the argument's memory expected, got %v at %#x (argument at %#x)", r, r.Ptr(), a.Ptr())
+	}
+	tw := NewRunner(p, rt, "twice", false)
+	res2, err := tw.RunDevice([]interp.Value{a, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, r1 := res2[0].(*Array), res2[1].(*Array)
+	if r0.Ptr() != r1.Ptr() {
+		t.Errorf("twice: results at %#x and %#x, want one buffer", r0.Ptr(), r1.Ptr())
+	}
+	if x := rt.Transfers(); x.DtoD != 0 {
+		t.Errorf("results copied on the device: %v", x)
+	}
+	used := rt.Allocator().Stats().Allocated
+	if err := r0.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Allocator().Stats().Allocated; got != used {
+		t.Errorf("released one of two Arrays sharing memory: %d bytes allocated, want %d", got, used)
+	}
+	if err := r1.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Allocator().Stats().Allocated; got >= used {
+		t.Errorf("released both: %d bytes allocated, want less than %d", got, used)
+	}
+	if err := r1.Release(); err != nil {
+		t.Errorf("a second Release: %v", err)
+	}
+	if _, err := r1.Download(); !errors.Is(err, errReleased) {
+		t.Errorf("Download after Release: %v", err)
+	}
+	if _, err := tw.RunDevice([]interp.Value{r1, a}); err == nil || !strings.Contains(err.Error(), "released") {
+		t.Errorf("a released Array as argument: %v", err)
+	}
+}
+
+// TestArrayCleanup checks that unreachable Arrays return their memory.
+func TestArrayCleanup(t *testing.T) {
+	p := arrayProgram(t)
+	rt := newRuntime(newFake())
+	r := NewRunner(p, rt, "main", false)
+	rng := rand.New(rand.NewPCG(1, 1))
+	a, err := rt.Upload(randomF32(t, rng, 1000, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := rt.Allocator().Stats().Allocated
+	for range 10 {
+		if _, err := r.RunDevice([]interp.Value{a, a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rt.Allocator().Stats().Allocated; got < base+10*4000 {
+		t.Fatalf("%d bytes after ten results kept, want at least %d", got, base+10*4000)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rt.Allocator().Stats().Allocated > base && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := rt.Allocator().Stats().Allocated; got > base {
+		t.Errorf("%d bytes allocated after the results became unreachable, want %d", got, base)
+	}
+	runtime.KeepAlive(a)
+}
+
+// TestArrayErrors checks the located errors of misused Arrays.
+func TestArrayErrors(t *testing.T) {
+	p := arrayProgram(t)
+	rt := newRuntime(newFake())
+	rng := rand.New(rand.NewPCG(2, 2))
+	a, err := rt.Upload(randomF32(t, rng, 8, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newRuntime(newFake())
+	r := NewRunner(p, other, "main", false)
+	if _, err := r.RunDevice([]interp.Value{a, a}); err == nil || !strings.Contains(err.Error(), "another runtime") {
+		t.Errorf("an Array of another Runtime: %v", err)
+	}
+	if _, err := rt.Upload(a); err == nil || !strings.Contains(err.Error(), "cannot upload") {
+		t.Errorf("uploaded an Array: %v", err)
+	}
+	// Program.Prepare copies Arrays into its own buffers (device to device).
+	b, err := p.Prepare(rt, "main", []interp.Value{a, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	if b.args[0].b.mem == a.st.mem || rt.Transfers().DtoD != 2 {
+		t.Errorf("Prepare without aliasing: argument at the Array's memory, %v", rt.Transfers())
+	}
+}
