@@ -2,11 +2,11 @@ package main
 
 import (
 	"os"
-
-	"github.com/strata-ir/strata/runtime/cuda"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-ir/strata/runtime/cuda"
 )
 
 func TestPrepareSmallOnInterp(t *testing.T) {
