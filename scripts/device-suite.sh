@@ -43,6 +43,32 @@ group() { # group NAME SECONDS run-device.sh flags...
 	cp /tmp/suite-$name/results/*.json "$OUT/$name.json" 2>/dev/null
 	cp /tmp/suite-$name/report.txt "$OUT/$name-report.txt" 2>/dev/null
 }
+# Warm-up, for both sides, before anything is measured: the first CUDA
+# process on a machine just started pays a one-time cold start (the driver,
+# its PTX compiler and the CUDA libraries read from disk; ~100 ms more for
+# Strata's first module load in session 2) that no later process pays. A
+# process of Strata's that JIT-compiles a tiny kernel and one of PyTorch's
+# that runs a tiny torch.compile (throwaway Inductor and Triton caches, so
+# no workload's kernel is cached) pay it here. Each side still pays its own
+# per-process start-up inside its first measured workload.
+{
+	echo "== warm-up (machine cold start, both sides)"
+	timeout 60 "$here/strata-bench" warmup
+	wdir=$(mktemp -d)
+	TORCHINDUCTOR_CACHE_DIR=$wdir/inductor TRITON_CACHE_DIR=$wdir/triton timeout 120 python3 -c '
+import time
+t0 = time.perf_counter()
+import torch
+x = torch.ones(4096, device="cuda")
+torch.cuda.synchronize()
+t1 = time.perf_counter()
+f = torch.compile(lambda t: torch.sin(t) * 2 + 1)
+f(x)
+torch.cuda.synchronize()
+print(f"torch warm-up: import + cuda {t1 - t0:.2f} s, tiny torch.compile {time.perf_counter() - t1:.2f} s")
+'
+	rm -rf "$wdir"
+} >> "$log" 2>&1
 group memory "${SUITE_MEMORY_S:-260}" --only pointwise,softmax,layernorm,rowsum,tiny_chain,softmax_dynamic
 group tensor "${SUITE_TENSOR_S:-260}" --only mm_bias_gelu,attention,mlp_train --default-only mlp_train
 {
