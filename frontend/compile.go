@@ -10,7 +10,6 @@ import (
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
-	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/sym"
 )
 
@@ -217,12 +216,12 @@ func (c *Compiled) Call(inputs ...*Tensor) ([]*Tensor, error) {
 	if !c.variadic && len(inputs) != c.nargs || c.variadic && len(inputs) < c.nargs-1 {
 		return nil, fmt.Errorf("frontend: compiled function takes %d arguments, got %d", c.nargs, len(inputs))
 	}
-	vals := make([]*interp.Tensor, len(inputs))
+	vals := make([]tensorData, len(inputs))
 	for i, t := range inputs {
 		if t == nil {
 			return nil, fmt.Errorf("frontend: argument %d is nil", i)
 		}
-		v, err := t.value("argument of a compiled function")
+		v, err := t.data("argument of a compiled function")
 		if err != nil {
 			return nil, fmt.Errorf("frontend: argument %d: %w", i, err)
 		}
@@ -240,7 +239,7 @@ func (c *Compiled) Call(inputs ...*Tensor) ([]*Tensor, error) {
 }
 
 // trace runs fn on traced arguments.
-func (c *Compiled) trace(inputs []*Tensor, vals []*interp.Tensor) ([]*Tensor, error) {
+func (c *Compiled) trace(inputs []*Tensor, vals []tensorData) ([]*Tensor, error) {
 	start := time.Now()
 	first := c.times == nil
 	be := c.backend
@@ -252,7 +251,7 @@ func (c *Compiled) trace(inputs []*Tensor, vals []*interp.Tensor) ([]*Tensor, er
 	types := c.argTypes(inputs, vals)
 	args := make([]*Tensor, len(inputs))
 	for i, v := range vals {
-		args[i] = fromInterp(v)
+		args[i] = fromData(v)
 		args[i].sess = s
 	}
 	g0 := s.newGraph(args, types)
@@ -362,13 +361,14 @@ func (s *session) outsFrom(g *graphTrace, outs []*Tensor) bool {
 	return true
 }
 
-// run compiles g (or finds it in the cache) and runs it.
-func (s *session) run(g *graphTrace) ([]*interp.Tensor, error) {
+// run compiles g (or finds it in the cache) and runs it: on the data
+// itself, wherever it is, for a backend that keeps data on the GPU.
+func (s *session) run(g *graphTrace) ([]tensorData, error) {
 	exe, err := s.compile(g)
 	if err != nil {
 		return nil, err
 	}
-	return exe.Run(g.inputs)
+	return runExecutable(exe, g.inputs)
 }
 
 // compile returns the executable of g: cached by structure and guarded
@@ -452,7 +452,7 @@ func (s *session) backendCompile(be backendEntry, g *graphTrace) (Executable, er
 // shapes turns them into symbols before the graph is compiled). Under
 // DynamicAuto, the dims sym.AutoDynamic finds changed since the last call
 // stay dynamic from then on.
-func (c *Compiled) argTypes(inputs []*Tensor, vals []*interp.Tensor) []ir.Type {
+func (c *Compiled) argTypes(inputs []*Tensor, vals []tensorData) []ir.Type {
 	if len(c.dyn) < len(vals) {
 		c.dyn = append(c.dyn, make([]map[int]bool, len(vals)-len(c.dyn))...)
 	}
@@ -496,14 +496,14 @@ func (c *Compiled) argTypes(inputs []*Tensor, vals []*interp.Tensor) []ir.Type {
 type fastEntry struct {
 	guards   sym.Guards
 	exe      Executable
-	captured []*interp.Tensor // values of the tensors fn captured, after the arguments
+	captured []tensorData     // values of the tensors fn captured, after the arguments
 	outIdx   []int            // result i of fn is result outIdx[i] of exe
 	scratch  []sym.ShapeDtype // the inputs as the guards see them, reused
 }
 
 // passes reports whether args (followed by the captured tensors) pass the
 // entry's guards.
-func (e *fastEntry) passes(args []*interp.Tensor) bool {
+func (e *fastEntry) passes(args []tensorData) bool {
 	e.scratch = e.scratch[:0]
 	for _, v := range args {
 		e.scratch = append(e.scratch, shapeDtype(v))
@@ -515,14 +515,14 @@ func (e *fastEntry) passes(args []*interp.Tensor) bool {
 	return fail == nil
 }
 
-func (e *fastEntry) run(args []*interp.Tensor) ([]*Tensor, error) {
-	res, err := e.exe.Run(append(slices.Clip(args), e.captured...))
+func (e *fastEntry) run(args []tensorData) ([]*Tensor, error) {
+	res, err := runExecutable(e.exe, append(slices.Clip(args), e.captured...))
 	if err != nil {
 		return nil, err
 	}
 	outs := make([]*Tensor, len(e.outIdx))
 	for i, j := range e.outIdx {
-		outs[i] = fromInterp(res[j])
+		outs[i] = fromData(res[j])
 	}
 	return outs, nil
 }

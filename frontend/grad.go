@@ -171,7 +171,11 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		args[i] = fromInterp(v)
 		args[i].sess = s
 	}
-	gr := s.newGraph(args, c.argTypes(inputs, vals))
+	datas := make([]tensorData, len(vals))
+	for i, v := range vals {
+		datas[i] = hostData(v)
+	}
+	gr := s.newGraph(args, c.argTypes(inputs, datas))
 	outs, fnErr := c.invoke(args)
 	if err := g.endTrace(s, gr, outs, fnErr); err != nil {
 		return nil, nil, err
@@ -194,7 +198,11 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 	}
 	g.report = step.report
 
-	fwd, err := step.fwd.Run(gr.inputs)
+	ins, err := hostValues(gr.inputs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("frontend: Grad: %w", err)
+	}
+	fwd, err := step.fwd.Run(ins)
 	if err != nil {
 		return nil, nil, fmt.Errorf("frontend: Grad: forward pass: %w", err)
 	}

@@ -77,7 +77,7 @@ func dynamicDims(g *graphTrace) []sym.DimRef {
 }
 
 // staticGuards guards on the exact rank, sizes and dtype of every input.
-func staticGuards(inputs []*interp.Tensor) sym.Guards {
+func staticGuards(inputs []tensorData) sym.Guards {
 	var gs sym.Guards
 	for i, v := range inputs {
 		gs = append(gs, sym.RankGuard(i, len(v.Shape())))
@@ -90,11 +90,11 @@ func staticGuards(inputs []*interp.Tensor) sym.Guards {
 }
 
 // shapeDtype is what guards see of v.
-func shapeDtype(v *interp.Tensor) sym.ShapeDtype {
+func shapeDtype(v interp.Value) sym.ShapeDtype {
 	return sym.ShapeDtype{Shape: v.Shape(), Dtype: v.ElemType().String()}
 }
 
-func shapeDtypes(vs []*interp.Tensor) []sym.ShapeDtype {
+func shapeDtypes(vs []tensorData) []sym.ShapeDtype {
 	out := make([]sym.ShapeDtype, len(vs))
 	for i, v := range vs {
 		out[i] = shapeDtype(v)

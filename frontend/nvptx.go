@@ -3,6 +3,7 @@ package frontend
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
@@ -19,7 +20,22 @@ var ErrNoGPUBackend = exec.ErrNoGPU
 const LowerToGPUPipeline = "lower-to-gpu"
 
 // gpuRuntime is the process's runtime on GPU 0, opened on first use.
-var gpuRuntime = sync.OnceValues(func() (*exec.Runtime, error) { return exec.Open(0) })
+var gpuRuntime = sync.OnceValues(func() (*exec.Runtime, error) {
+	rt, err := exec.Open(0)
+	if err == nil {
+		opened.Store(rt)
+	}
+	return rt, err
+})
+
+// opened is gpuRuntime's runtime once it opened.
+var opened atomic.Pointer[exec.Runtime]
+
+// openedRuntime returns the GPU runtime if it is open, without opening it.
+func openedRuntime() (*exec.Runtime, bool) {
+	rt := opened.Load()
+	return rt, rt != nil
+}
 
 // nvptxBackend lowers graphs to the gpu level, compiles their kernels to
 // PTX and runs the launch plans on GPU 0 with runtime/exec.
@@ -92,29 +108,51 @@ func (nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if err := g.Time(PhaseLoad, func() error { return prog.Load(rt, name) }); err != nil {
 		return nil, err
 	}
-	runner := exec.NewRunner(prog, rt, name, mode.CUDAGraphs())
-	return ExecutableFunc(func(inputs []*interp.Tensor) ([]*interp.Tensor, error) {
-		args := make([]interp.Value, len(inputs))
-		for i, t := range inputs {
-			args[i] = t
-		}
-		res, err := runner.Run(args)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]*interp.Tensor, len(res))
-		for i, r := range res {
-			switch r := r.(type) {
-			case *interp.Tensor:
-				out[i] = r
-			case *interp.Buffer:
-				if out[i], err = r.Tensor(); err != nil {
-					return nil, err
-				}
-			default:
-				return nil, fmt.Errorf("result %d is %v, not a tensor", i, r)
+	return &nvptxExecutable{runner: exec.NewRunner(prog, rt, name, mode.CUDAGraphs()), name: name}, nil
+}
+
+// nvptxExecutable runs a compiled graph on the GPU: results stay there
+// (RunDevice), and a call returns without waiting for the kernels.
+type nvptxExecutable struct {
+	runner *exec.Runner
+	name   string
+}
+
+// RunDevice implements DeviceExecutable.
+func (e *nvptxExecutable) RunDevice(inputs []interp.Value) ([]interp.Value, error) {
+	gpuWork.queued(e.name, 1)
+	res, err := e.runner.RunDevice(inputs)
+	if err != nil {
+		// A fault of earlier, asynchronous work fails the next call.
+		return nil, gpuWork.explainAny(err)
+	}
+	return res, nil
+}
+
+// Run implements Executable: inputs and results on the host.
+func (e *nvptxExecutable) Run(inputs []*interp.Tensor) ([]*interp.Tensor, error) {
+	args := make([]interp.Value, len(inputs))
+	for i, t := range inputs {
+		args[i] = t
+	}
+	res, err := e.RunDevice(args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*interp.Tensor, len(res))
+	for i, r := range res {
+		switch r := r.(type) {
+		case *interp.Tensor:
+			out[i] = r
+		case *exec.Array:
+			out[i], err = (&devData{arr: r}).download()
+			_ = r.Release()
+			if err != nil {
+				return nil, err
 			}
+		default:
+			return nil, fmt.Errorf("result %d is %v, not a tensor", i, r)
 		}
-		return out, nil
-	}), nil
+	}
+	return out, nil
 }

@@ -23,7 +23,8 @@ import (
 // of ops needs one check at the end (Err) or at the compiled function's
 // Call.
 type Tensor struct {
-	val  *interp.Tensor // the elements, once known
+	val  *interp.Tensor // the elements on the host, once known
+	dev  *devData       // the elements in GPU memory (device.go), if there
 	g    *graphTrace    // the graph recording this tensor while pending
 	node *ir.Value      // the tensor's value in g
 	sess *session       // the session that made it, nil for user-made tensors
@@ -198,20 +199,31 @@ func (t *Tensor) String() string {
 	switch {
 	case t.err != nil:
 		return "Tensor(error: " + t.err.Error() + ")"
-	case t.val == nil && t.g != nil:
+	case t.val == nil && t.dev == nil && t.g != nil:
 		return fmt.Sprintf("Tensor(%s%v, pending)", t.dtype, t.shape)
+	case t.dev != nil:
+		return fmt.Sprintf("Tensor(%s%v, gpu)", t.dtype, t.shape)
 	}
 	return fmt.Sprintf("Tensor(%s%v)", t.dtype, t.shape)
 }
 
-// value returns t's elements, running its graph if t is pending. Inside
-// a compiled function that is a graph break with the given reason.
+// value returns t's elements on the host, running its graph if t is
+// pending (inside a compiled function that is a graph break with the
+// given reason) and downloading them once if they are on the GPU.
 func (t *Tensor) value(reason string) (*interp.Tensor, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
 	if t.val != nil {
 		return t.val, nil
+	}
+	if t.dev != nil {
+		v, err := t.dev.download()
+		if err != nil {
+			return nil, locatedWrap(callerLoc(), err, "reading a GPU tensor")
+		}
+		t.val = v
+		return v, nil
 	}
 	if t.g == nil {
 		return nil, errors.New("frontend: tensor has no value (it escaped from a compiled function without being returned)")

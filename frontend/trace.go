@@ -16,7 +16,6 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
-	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // irContext is the context every traced graph is built in: it holds no
@@ -69,7 +68,7 @@ type graphTrace struct {
 	fn      *ir.Operation
 	entry   *ir.Block
 	b       *ir.Builder
-	inputs  []*interp.Tensor
+	inputs  []tensorData
 	lifted  map[*Tensor]*ir.Value
 	pending []*Tensor
 	opCount map[string]int
@@ -115,7 +114,7 @@ func (s *session) newGraph(args []*Tensor, types []ir.Type) *graphTrace {
 	g.fn, g.entry = funcs.NewFunc(g.b, fmt.Sprintf("graph%d", g.index), ir.FunctionOf(nil, nil), ir.UnknownLoc{})
 	g.b.SetInsertionPointToEnd(g.entry)
 	for i, t := range args {
-		t.node = g.addInput(t.val, types[i])
+		t.node = g.addInput(tensorData{host: t.val, dev: t.dev}, types[i])
 		t.g = g
 		g.dynamic = g.dynamic || hasDynamic(types[i])
 	}
@@ -129,7 +128,7 @@ func hasDynamic(t ir.Type) bool {
 }
 
 // addInput adds a function argument bound to v.
-func (g *graphTrace) addInput(v *interp.Tensor, t ir.Type) *ir.Value {
+func (g *graphTrace) addInput(v tensorData, t ir.Type) *ir.Value {
 	arg := g.entry.AddArgument(t)
 	g.ids[arg] = len(g.ids)
 	g.inputs = append(g.inputs, v)
@@ -151,10 +150,11 @@ func (g *graphTrace) use(t *Tensor) (*ir.Value, error) {
 	if v, ok := g.lifted[t]; ok {
 		return v, nil
 	}
-	if t.val == nil {
+	if t.val == nil && t.dev == nil {
 		return nil, errEscaped
 	}
-	v := g.addInput(t.val, ir.TensorOf(t.val.Shape(), t.val.ElemType()))
+	d := tensorData{host: t.val, dev: t.dev}
+	v := g.addInput(d, ir.TensorOf(d.Shape(), d.ElemType()))
 	g.lifted[t] = v
 	if t.seq > g.sess.startSeq {
 		g.fresh = true
@@ -388,7 +388,7 @@ func (s *session) flush(g *graphTrace, outs []*Tensor) error {
 			t.err, t.g, t.node = err, nil, nil
 			continue
 		}
-		t.setValue(results[i])
+		t.setData(results[i])
 	}
 	for _, t := range g.pending {
 		if t.g == g {

@@ -1,0 +1,384 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cuda"
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// Device-resident tensors (docs/frontend.md, "Tensors on the GPU").
+//
+// A concrete Tensor holds its elements on the host, on the GPU, or both.
+// ToGPU uploads; results of a compiled call on the nvptx backend stay on
+// the GPU. Reading elements (Float32s, Item, Print, a graph break, an
+// interpreter backend) downloads them once, waiting for the GPU work
+// queued before. Passing a GPU tensor to a compiled call on the nvptx
+// backend passes its device memory without a copy, and the call returns
+// without waiting for the GPU.
+
+// DeviceExecutable is implemented by executables that keep data on a GPU
+// (the nvptx backend's). RunDevice takes each input as an *interp.Tensor
+// (host) or an *exec.Array (GPU memory of the backend's runtime) and
+// returns *exec.Array results that stay on the GPU (a rank-0 result may
+// be an *interp.Tensor); it need not wait for the GPU.
+type DeviceExecutable interface {
+	Executable
+	RunDevice(inputs []interp.Value) ([]interp.Value, error)
+}
+
+// devData is a tensor's elements in GPU memory, shared by the Tensors
+// that hold the same elements; the host copy is made once, on first read.
+type devData struct {
+	arr  *exec.Array
+	once sync.Once
+	host *interp.Tensor
+	err  error
+}
+
+// download returns the host copy of d, copying it on first use.
+func (d *devData) download() (*interp.Tensor, error) {
+	d.once.Do(func() {
+		d.host, d.err = d.arr.Download()
+		if d.err != nil {
+			d.err = gpuWork.explain(d.err)
+		} else {
+			gpuWork.synced()
+		}
+	})
+	return d.host, d.err
+}
+
+// tensorData is a concrete tensor's elements: on the host, on the GPU, or
+// both. It implements interp.Value (element type and shape).
+type tensorData struct {
+	host *interp.Tensor
+	dev  *devData
+}
+
+func hostData(v *interp.Tensor) tensorData { return tensorData{host: v} }
+
+// ElemType returns the element type.
+func (d tensorData) ElemType() ir.Type {
+	if d.host != nil {
+		return d.host.ElemType()
+	}
+	return d.dev.arr.ElemType()
+}
+
+// Shape returns the sizes of the dims.
+func (d tensorData) Shape() []int64 {
+	if d.host != nil {
+		return d.host.Shape()
+	}
+	return d.dev.arr.Shape()
+}
+
+// String describes d.
+func (d tensorData) String() string {
+	if d.host != nil {
+		return d.host.String()
+	}
+	return d.dev.arr.String()
+}
+
+// hostValue returns the elements on the host, downloading them once.
+func (d tensorData) hostValue() (*interp.Tensor, error) {
+	if d.host != nil {
+		return d.host, nil
+	}
+	return d.dev.download()
+}
+
+// arg is what a DeviceExecutable gets: the GPU copy when there is one.
+func (d tensorData) arg() interp.Value {
+	if d.dev != nil {
+		return d.dev.arr
+	}
+	return d.host
+}
+
+// hostValues returns the host elements of ds, downloading those on the
+// GPU only.
+func hostValues(ds []tensorData) ([]*interp.Tensor, error) {
+	out := make([]*interp.Tensor, len(ds))
+	for i, d := range ds {
+		v, err := d.hostValue()
+		if err != nil {
+			return nil, fmt.Errorf("input %d: %w", i, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// runExecutable runs exe on inputs: on the GPU data itself for a
+// DeviceExecutable, else on host copies.
+func runExecutable(exe Executable, inputs []tensorData) ([]tensorData, error) {
+	if de, ok := exe.(DeviceExecutable); ok {
+		args := make([]interp.Value, len(inputs))
+		for i, d := range inputs {
+			args[i] = d.arg()
+		}
+		res, err := de.RunDevice(args)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]tensorData, len(res))
+		for i, r := range res {
+			switch r := r.(type) {
+			case *exec.Array:
+				out[i] = tensorData{dev: &devData{arr: r}}
+			case *interp.Tensor:
+				out[i] = hostData(r)
+			default:
+				return nil, fmt.Errorf("result %d is %v, not a tensor", i, r)
+			}
+		}
+		return out, nil
+	}
+	vals, err := hostValues(inputs)
+	if err != nil {
+		return nil, err
+	}
+	res, err := exe.Run(vals)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tensorData, len(res))
+	for i, r := range res {
+		out[i] = hostData(r)
+	}
+	return out, nil
+}
+
+// data returns t's concrete elements; value (the host copy) is run only
+// when t has no GPU copy, so a GPU tensor is not downloaded.
+func (t *Tensor) data(reason string) (tensorData, error) {
+	if t.err == nil && t.dev != nil {
+		return tensorData{host: t.val, dev: t.dev}, nil
+	}
+	v, err := t.value(reason)
+	if err != nil {
+		return tensorData{}, err
+	}
+	return tensorData{host: v, dev: t.dev}, nil
+}
+
+// setData makes t concrete with d's elements.
+func (t *Tensor) setData(d tensorData) {
+	t.val, t.dev, t.g, t.node = d.host, d.dev, nil, nil
+	t.shape = slices.Clone(d.Shape())
+	t.dtype, _ = dtypeOf(d.ElemType())
+}
+
+func fromData(d tensorData) *Tensor {
+	t := newTensor()
+	t.setData(d)
+	return t
+}
+
+// ToGPU returns t with its elements in the memory of GPU 0, as torch's
+// .cuda() does: the copy is queued and ToGPU returns without waiting for
+// it. A tensor already on the GPU is returned as is; a pending one is
+// computed first (inside a compiled function that is a graph break). The
+// host copy, if any, is kept, so reading the result costs no download.
+// Without a GPU the result's Err wraps ErrNoGPUBackend, located at the
+// call.
+func (t *Tensor) ToGPU() *Tensor {
+	loc := callerLoc()
+	if t == nil {
+		return failed(located(loc, "ToGPU: nil tensor"))
+	}
+	if t.err != nil {
+		return failed(t.err)
+	}
+	if t.dev != nil {
+		return t
+	}
+	v, err := t.value("ToGPU")
+	if err != nil {
+		return failed(err)
+	}
+	rt, err := gpuRuntime()
+	if err != nil {
+		return failed(locatedWrap(loc, err, "ToGPU"))
+	}
+	arr, err := rt.Upload(v)
+	if err != nil {
+		return failed(locatedWrap(loc, gpuWork.explain(err), "ToGPU"))
+	}
+	out := fromData(tensorData{host: v, dev: &devData{arr: arr}})
+	out.sess, out.dyn = t.sess, slices.Clone(t.dyn)
+	return out
+}
+
+// CPU returns a tensor with t's elements on the host only (torch's
+// .cpu()): a GPU tensor is downloaded (once; t keeps the copy too).
+func (t *Tensor) CPU() *Tensor {
+	if t == nil {
+		return failed(located(callerLoc(), "CPU: nil tensor"))
+	}
+	v, err := t.value("CPU")
+	if err != nil {
+		return failed(err)
+	}
+	out := fromInterp(v)
+	out.dyn = slices.Clone(t.dyn)
+	return out
+}
+
+// IsGPU reports whether t's elements are in GPU memory.
+func (t *Tensor) IsGPU() bool { return t != nil && t.dev != nil }
+
+// Free releases t's GPU memory now instead of when t becomes unreachable
+// (the garbage collector releases it then). A tensor whose elements were
+// also on the host (read, or made by ToGPU) stays usable there; one that
+// was only on the GPU fails from then on with an error located at the
+// Free. Free on a host tensor does nothing.
+func (t *Tensor) Free() error {
+	if t == nil || t.dev == nil {
+		return nil
+	}
+	d := t.dev
+	t.dev = nil
+	if t.val == nil {
+		if d.host != nil { // read before: keep the host copy
+			t.val = d.host
+		} else {
+			t.err = located(callerLoc(), "tensor used after Free released its GPU memory")
+		}
+	}
+	return d.arr.Release()
+}
+
+// Synchronize waits for the GPU work queued by compiled calls and ToGPU
+// (torch.cuda.synchronize) and returns the first error of that work,
+// naming the calls that queued it. Without a GPU runtime opened it does
+// nothing.
+func Synchronize() error {
+	rt, ok := openedRuntime()
+	if !ok {
+		return nil
+	}
+	if err := rt.Synchronize(); err != nil {
+		return gpuWork.explain(err)
+	}
+	gpuWork.synced()
+	return nil
+}
+
+// GPUTransfers returns the copies between host and GPU (and within the
+// GPU) made so far by the nvptx backend's runtime: a chain of compiled
+// calls on GPU tensors makes none. Zero when no GPU was opened.
+func GPUTransfers() exec.Transfers {
+	if rt, ok := openedRuntime(); ok {
+		return rt.Transfers()
+	}
+	return exec.Transfers{}
+}
+
+// locatedError is an error located at a call in the user's code that
+// wraps its cause (errors.Is(err, ErrNoGPUBackend) holds without a GPU).
+type locatedError struct {
+	diag *ir.Diagnostic
+	err  error
+}
+
+func (e *locatedError) Error() string { return e.diag.Error() }
+func (e *locatedError) Unwrap() error { return e.err }
+
+// locatedWrap returns "loc: error: what: err", wrapping err.
+func locatedWrap(loc ir.Location, err error, what string) error {
+	return &locatedError{diag: ir.Errorf(loc, "%s: %v", what, err), err: err}
+}
+
+// workSite is a compiled call that queued GPU work: its graph and the
+// call stack (resolved only for an error message).
+type workSite struct {
+	graph string
+	pcs   [16]uintptr
+	n     int
+}
+
+func (w *workSite) String() string {
+	frames := runtime.CallersFrames(w.pcs[:w.n])
+	for {
+		f, more := frames.Next()
+		if !internalFrame(f.Function) {
+			return fmt.Sprintf("@%s called at %s:%d", w.graph, f.File, f.Line)
+		}
+		if !more {
+			return "@" + w.graph
+		}
+	}
+}
+
+// workLog remembers the compiled calls that queued GPU work since the
+// GPU last finished everything, so that an error of that asynchronous
+// work, which surfaces at a later read or call, names them.
+type workLog struct {
+	mu          sync.Mutex
+	n           int
+	first, last workSite
+}
+
+// gpuWork is the work log of the nvptx backend's runtime.
+var gpuWork workLog
+
+// queued records a call of graph; skip frames are above the caller's.
+func (l *workLog) queued(graph string, skip int) {
+	var w workSite
+	w.graph = graph
+	w.n = runtime.Callers(skip+2, w.pcs[:])
+	l.mu.Lock()
+	if l.n == 0 {
+		l.first = w
+	}
+	l.last = w
+	l.n++
+	l.mu.Unlock()
+}
+
+// synced forgets the work: the GPU finished it.
+func (l *workLog) synced() {
+	l.mu.Lock()
+	l.n = 0
+	l.mu.Unlock()
+}
+
+// explain adds to a driver error the calls whose queued work it may come
+// from; other errors are returned as they are.
+func (l *workLog) explain(err error) error {
+	var ce *cuda.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return l.explainAny(err)
+}
+
+// explainAny is explain for errors that lost the driver error's type (a
+// launch error located at its gpu.launch_func).
+func (l *workLog) explainAny(err error) error {
+	l.mu.Lock()
+	n, first, last := l.n, l.first, l.last
+	l.mu.Unlock()
+	if n == 0 {
+		return err
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "GPU work queued since the last synchronization: %d compiled calls, ", n)
+	if n == 1 {
+		sb.WriteString(first.String())
+	} else {
+		fmt.Fprintf(&sb, "the first %s, the last %s", first.String(), last.String())
+	}
+	return fmt.Errorf("%w (%s)", err, sb.String())
+}
