@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/cuda"
@@ -275,14 +276,58 @@ func Synchronize() error {
 	return nil
 }
 
-// GPUTransfers returns the copies between host and GPU (and within the
-// GPU) made so far by the nvptx backend's runtime: a chain of compiled
-// calls on GPU tensors makes none. Zero when no GPU was opened.
-func GPUTransfers() exec.Transfers {
-	if rt, ok := openedRuntime(); ok {
-		return rt.Transfers()
+// GPURuntime returns the nvptx backend's runtime on GPU 0, opening it if
+// needed: its Transfers count the copies between host and GPU (a chain
+// of compiled calls on GPU tensors makes none), its Allocator holds the
+// memory of GPU tensors. Without a GPU the error wraps ErrNoGPUBackend.
+func GPURuntime() (*exec.Runtime, error) {
+	rt, err := gpuRuntime()
+	if err != nil {
+		return nil, fmt.Errorf("frontend: %w", err)
 	}
-	return exec.Transfers{}
+	return rt, nil
+}
+
+// KernelTime returns the GPU time of one run of the cached graph that a
+// call on inputs runs: the median of iters runs between CUDA events,
+// timed as triton.testing.do_bench does (the L2 cache cleared before each
+// run, no host wait between runs), so a call's host overhead is its wall
+// time minus this. It needs c compiled to one graph without breaks on
+// the nvptx backend and called once on inputs of this signature.
+func (c *Compiled) KernelTime(iters int, inputs ...*Tensor) (time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vals := make([]tensorData, len(inputs))
+	for i, t := range inputs {
+		if t == nil {
+			return 0, fmt.Errorf("frontend: KernelTime: argument %d is nil", i)
+		}
+		v, err := t.data("argument of KernelTime")
+		if err != nil {
+			return 0, fmt.Errorf("frontend: KernelTime: argument %d: %w", i, err)
+		}
+		vals[i] = v
+	}
+	for _, e := range c.fast {
+		if !e.passes(vals) {
+			continue
+		}
+		ne, ok := e.exe.(*nvptxExecutable)
+		if !ok {
+			return 0, fmt.Errorf("frontend: KernelTime: the graph runs on backend %s, not %s", c.backend.name, NVPTXBackend)
+		}
+		all := append(slices.Clip(vals), e.captured...)
+		args := make([]interp.Value, len(all))
+		for i, d := range all {
+			args[i] = d.arg()
+		}
+		ms, err := ne.runner.Time(args, 3, iters)
+		if err != nil {
+			return 0, fmt.Errorf("frontend: KernelTime: %w", gpuWork.explainAny(err))
+		}
+		return time.Duration(ms * float64(time.Millisecond)), nil
+	}
+	return 0, errors.New("frontend: KernelTime: no cached graph for these inputs (call the function on them first; a function with graph breaks has no single graph)")
 }
 
 // locatedError is an error located at a call in the user's code that

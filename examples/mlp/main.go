@@ -1,10 +1,11 @@
 // Command mlp runs a two-layer perceptron compiled with frontend.Compile
 // and checks it against the same computation written in plain Go.
 //
-//	go run ./examples/mlp [-backend interp|eager|nvptx]
+//	go run ./examples/mlp [-backend interp|eager|nvptx] [-mode default|reduce-overhead]
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,12 +14,14 @@ import (
 	"time"
 
 	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/runtime/exec"
 )
 
 func main() {
 	backend := flag.String("backend", frontend.DefaultBackend, "the frontend backend")
+	mode := flag.String("mode", string(frontend.ModeDefault), "the compile mode (default, reduce-overhead, ...)")
 	flag.Parse()
-	if err := run(os.Stdout, *backend); err != nil {
+	if err := run(os.Stdout, *backend, frontend.Mode(*mode)); err != nil {
 		fmt.Fprintln(os.Stderr, "mlp:", err)
 		os.Exit(1)
 	}
@@ -26,14 +29,14 @@ func main() {
 
 const batch, in, hidden, out = 4, 16, 32, 10
 
-func run(w io.Writer, backend string) error {
+func run(w io.Writer, backend string, mode frontend.Mode) error {
 	w1, b1 := frontend.Rand(1, in, hidden), frontend.Rand(2, hidden)
 	w2, b2 := frontend.Rand(3, hidden, out), frontend.Rand(4, out)
 	mlp := func(x *frontend.Tensor) *frontend.Tensor {
 		h := x.MatMul(w1).Add(b1).Relu()
 		return h.MatMul(w2).Add(b2).Softmax(-1)
 	}
-	c, err := frontend.Compile(mlp, frontend.Options{Backend: backend})
+	c, err := frontend.Compile(mlp, frontend.Options{Backend: backend, Mode: mode})
 	if err != nil {
 		return err
 	}
@@ -48,24 +51,114 @@ func run(w io.Writer, backend string) error {
 	for i := range want {
 		worst = max(worst, math.Abs(float64(got[i]-want[i])))
 	}
-	fmt.Fprintf(w, "mlp %dx%d -> %d -> %d on %s: output %v\n", batch, in, hidden, out, backend, res[0].Shape())
+	fmt.Fprintf(w, "mlp %dx%d -> %d -> %d on %s (%s): output %v\n", batch, in, hidden, out, backend, mode, res[0].Shape())
 	fmt.Fprintf(w, "row 0: %.4f\n", got[:out])
 	fmt.Fprintf(w, "max |compiled - plain Go| = %.2g\n", worst)
 	fmt.Fprintf(w, "first call: %v\n", c.CompileTimes())
-	// Later calls pass the cached graph's guards and run it: the host cost
-	// of a call, with its copies in and out, when the kernels are tiny.
-	const calls = 200
-	start := time.Now()
-	for range calls {
-		if _, err := c.Call(x); err != nil {
-			return err
-		}
+	if err := timeCalls(w, c, x); err != nil {
+		return err
 	}
-	fmt.Fprintf(w, "cached call: %.1f µs (mean of %d)\n", float64(time.Since(start).Microseconds())/calls, calls)
 	if worst > 1e-5 {
 		return fmt.Errorf("compiled result differs from plain Go by %g", worst)
 	}
 	return nil
+}
+
+// timeCalls times calls that pass the cached graph's guards and run it.
+// On the GPU it separates what a call costs beyond its kernels: calls on
+// host inputs (each call uploads its input; "read" also downloads the
+// result), calls on inputs already on the GPU (nothing is copied, calls
+// queue their kernels without waiting), and the kernels' own GPU time.
+func timeCalls(w io.Writer, c *frontend.Compiled, x *frontend.Tensor) error {
+	const calls = 200
+	// Distinct host inputs, so that every call uploads one (a tensor
+	// passed again is not copied again).
+	xs := make([]*frontend.Tensor, 8)
+	for i := range xs {
+		xs[i] = frontend.Rand(uint64(10+i), batch, in)
+	}
+	loop := func(inputs []*frontend.Tensor, read bool) (time.Duration, error) {
+		for _, x := range inputs { // warm: each input's first call
+			if _, err := c.Call(x); err != nil {
+				return 0, err
+			}
+		}
+		if err := frontend.Synchronize(); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		for i := range calls {
+			res, err := c.Call(inputs[i%len(inputs)])
+			if err != nil {
+				return 0, err
+			}
+			if read {
+				if res[0].Float32s() == nil {
+					return 0, res[0].Err()
+				}
+			}
+		}
+		if err := frontend.Synchronize(); err != nil { // the queued kernels count
+			return 0, err
+		}
+		return time.Since(start) / calls, nil
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	hostRead, err := loop(xs, true)
+	if err != nil {
+		return err
+	}
+	xg := x.ToGPU()
+	switch {
+	case errors.Is(xg.Err(), frontend.ErrNoGPUBackend) || xg.Err() == nil && !onGPU(c, xg):
+		// No GPU, or a backend that runs on the host.
+		fmt.Fprintf(w, "cached call: %.1f µs (mean of %d)\n", us(hostRead), calls)
+		return nil
+	case xg.Err() != nil:
+		return xg.Err()
+	}
+	host, err := loop(xs, false)
+	if err != nil {
+		return err
+	}
+	gpus := make([]*frontend.Tensor, len(xs))
+	for i, x := range xs {
+		if gpus[i] = x.ToGPU(); gpus[i].Err() != nil {
+			return gpus[i].Err()
+		}
+	}
+	before := gpuTransfers()
+	dev, err := loop(gpus, false)
+	if err != nil {
+		return err
+	}
+	copies := gpuTransfers().Sub(before)
+	kernels, err := c.KernelTime(100, gpus[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "cached call, host input, result read: %.1f µs (mean of %d)\n", us(hostRead), calls)
+	fmt.Fprintf(w, "cached call, host input, result left on the GPU: %.1f µs\n", us(host))
+	fmt.Fprintf(w, "cached call, GPU-resident input and result: %.1f µs (copies: %v)\n", us(dev), copies)
+	fmt.Fprintf(w, "kernels' own GPU time: %.1f µs (median, do_bench method)\n", us(kernels))
+	fmt.Fprintf(w, "per-call overhead (GPU-resident call - kernels): %.1f µs\n", us(dev-kernels))
+	return nil
+}
+
+// onGPU reports whether c's results for x stay on the GPU (the nvptx
+// backend).
+func onGPU(c *frontend.Compiled, x *frontend.Tensor) bool {
+	res, err := c.Call(x)
+	return err == nil && res[0].IsGPU()
+}
+
+// gpuTransfers counts the runtime's copies (zero without a GPU).
+func gpuTransfers() exec.Transfers {
+	rt, err := frontend.GPURuntime()
+	if err != nil {
+		return exec.Transfers{}
+	}
+	return rt.Transfers()
 }
 
 // reference computes softmax(relu(x·w1 + b1)·w2 + b2) with loops.

@@ -10,7 +10,7 @@ import (
 func TestMLP(t *testing.T) {
 	for _, backend := range []string{frontend.InterpBackend, frontend.EagerBackend} {
 		var out strings.Builder
-		if err := run(&out, backend); err != nil {
+		if err := run(&out, backend, frontend.ModeDefault); err != nil {
 			t.Fatalf("%s: %v\n%s", backend, err, out.String())
 		}
 		if !strings.Contains(out.String(), "output [4 10]") {

@@ -1,0 +1,203 @@
+package frontend_test
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/runtime/exec"
+)
+
+// gpu returns the nvptx backend's runtime, or skips without a GPU.
+func gpu(t testing.TB) *exec.Runtime {
+	t.Helper()
+	rt, err := frontend.GPURuntime()
+	if errors.Is(err, frontend.ErrNoGPUBackend) {
+		t.Skipf("no GPU: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// nearTol compares with a relative tolerance (the GPU's exp and division
+// are approximations).
+func nearTol(t *testing.T, what string, got, want []float32, rel float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); d > rel*(1+math.Abs(float64(want[i]))) || math.IsNaN(float64(got[i])) {
+			t.Fatalf("%s: value %d: got %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+// twoLayers returns an MLP layer pair and a second function to chain.
+func twoLayers(seed uint64) (mlp, head func(x *frontend.Tensor) *frontend.Tensor) {
+	w1, b1 := frontend.Rand(seed+1, 16, 32), frontend.Rand(seed+2, 32)
+	w2, b2 := frontend.Rand(seed+3, 32, 10), frontend.Rand(seed+4, 10)
+	mlp = func(x *frontend.Tensor) *frontend.Tensor {
+		return x.MatMul(w1).Add(b1).Relu().MatMul(w2).Add(b2)
+	}
+	head = func(y *frontend.Tensor) *frontend.Tensor { return y.Tanh().Softmax(-1) }
+	return mlp, head
+}
+
+// TestGPUDeviceTensors checks, on fresh random data, that a chain of
+// compiled calls on GPU tensors computes what the interpreter does, keeps
+// its results on the GPU, copies nothing between host and GPU until a
+// result is read, and reads each result once; in both the default mode
+// and reduce-overhead (CUDA graphs, whose buffers take device copies).
+func TestGPUDeviceTensors(t *testing.T) {
+	rt := gpu(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	mlp, head := twoLayers(seed)
+	refM := frontend.MustCompile(mlp, frontend.Options{Backend: frontend.InterpBackend})
+	refH := frontend.MustCompile(head, frontend.Options{Backend: frontend.InterpBackend})
+	for _, mode := range []frontend.Mode{frontend.ModeDefault, frontend.ModeReduceOverhead} {
+		t.Run(string(mode), func(t *testing.T) {
+			opts := frontend.Options{Backend: frontend.NVPTXBackend, Mode: mode}
+			m, h := frontend.MustCompile(mlp, opts), frontend.MustCompile(head, opts)
+			for i := range 3 {
+				x := frontend.Rand(seed+10+uint64(i), 4, 16)
+				xg := x.ToGPU()
+				if !xg.IsGPU() || xg.Err() != nil {
+					t.Fatalf("ToGPU: %v", xg)
+				}
+				before := rt.Transfers()
+				y := call(t, m, xg)[0]
+				z := call(t, h, y)[0]
+				d := rt.Transfers().Sub(before)
+				if !y.IsGPU() || !z.IsGPU() {
+					t.Fatalf("results %v, %v: want them on the GPU", y, z)
+				}
+				// The first call of each compiles and uploads the captured weights.
+				if i > 0 && (d.HtoD != 0 || d.DtoH != 0) {
+					t.Errorf("call %d: a chain on GPU tensors copied between host and GPU: %v", i, d)
+				}
+				if i > 0 && mode == frontend.ModeDefault && d.DtoD != 0 {
+					t.Errorf("call %d: the default mode copied on the device: %v", i, d)
+				}
+				before = rt.Transfers()
+				got := z.Float32s()
+				_ = z.Item() // a second read downloads nothing
+				if d := rt.Transfers().Sub(before); d.DtoH != 1 || d.HtoD != 0 {
+					t.Errorf("two reads of one result: %v, want one download", d)
+				}
+				wantY := call(t, refM, x)[0]
+				nearTol(t, "mlp", y.Float32s(), wantY.Float32s(), 1e-5)
+				nearTol(t, "chain", got, call(t, refH, wantY)[0].Float32s(), 1e-5)
+				// A GPU tensor into an interpreter backend is downloaded.
+				nearTol(t, "interp on a GPU tensor", call(t, refH, y)[0].Float32s(), got, 1e-5)
+			}
+			if err := frontend.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestGPUFreeAndCleanup checks that GPU memory returns to the allocator
+// on Free and when results become unreachable.
+func TestGPUFreeAndCleanup(t *testing.T) {
+	rt := gpu(t)
+	mlp, _ := twoLayers(99)
+	c := frontend.MustCompile(mlp, frontend.Options{Backend: frontend.NVPTXBackend})
+	xg := frontend.Rand(5, 256, 16).ToGPU()
+	call(t, c, xg)
+	runtime.GC()
+	base := rt.Allocator().Stats().Allocated
+	y := call(t, c, xg)[0]
+	held := rt.Allocator().Stats().Allocated
+	if held <= base {
+		t.Fatalf("a result on the GPU: %d bytes allocated, want more than %d", held, base)
+	}
+	if err := y.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Allocator().Stats().Allocated; got >= held {
+		t.Errorf("after Free: %d bytes allocated, want less than %d", got, held)
+	}
+	if y.Float32s() != nil || y.Err() == nil || !strings.Contains(y.Err().Error(), "Free") {
+		t.Errorf("a result read after Free: %v", y.Err())
+	}
+	for range 20 {
+		call(t, c, xg) // results dropped
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rt.Allocator().Stats().Allocated > base && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := rt.Allocator().Stats().Allocated; got > base {
+		t.Errorf("%d bytes allocated after 20 dropped results, want %d", got, base)
+	}
+	if err := frontend.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// benchCall times cached calls of the MLP on x, after a warm-up, and
+// reports the GPU time of its kernels and the rest of a call (overhead).
+// Host inputs are eight distinct tensors in turn, so that every call
+// uploads one (the same tensor again would not be copied again).
+func benchCall(b *testing.B, mode frontend.Mode, onGPU, read bool) {
+	gpu(b)
+	mlp, _ := twoLayers(7)
+	c := frontend.MustCompile(mlp, frontend.Options{Backend: frontend.NVPTXBackend, Mode: mode})
+	xs := make([]*frontend.Tensor, 8)
+	for i := range xs {
+		xs[i] = frontend.Rand(uint64(i), 4, 16)
+		if onGPU {
+			xs[i] = xs[i].ToGPU()
+		}
+	}
+	for _, x := range xs {
+		if _, err := c.Call(x); err != nil {
+			b.Fatal(err)
+		}
+	}
+	kernels, err := c.KernelTime(50, xs[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := frontend.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		res, err := c.Call(xs[n%len(xs)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if read {
+			res[0].Float32s()
+		}
+		n++
+	}
+	if err := frontend.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+	per := time.Since(start) / time.Duration(n)
+	b.ReportMetric(float64(kernels.Nanoseconds())/1e3, "kernel-µs")
+	b.ReportMetric(float64((per-kernels).Nanoseconds())/1e3, "overhead-µs")
+}
+
+// BenchmarkGPUCachedCall is the per-call cost of a cached graph on the
+// GPU: inputs on the host (uploaded each call, result read) or on the GPU
+// (nothing copied), in the default mode and reduce-overhead.
+func BenchmarkGPUCachedCall(b *testing.B) {
+	b.Run("host-read", func(b *testing.B) { benchCall(b, frontend.ModeDefault, false, true) })
+	b.Run("host", func(b *testing.B) { benchCall(b, frontend.ModeDefault, false, false) })
+	b.Run("gpu", func(b *testing.B) { benchCall(b, frontend.ModeDefault, true, false) })
+	b.Run("gpu-reduce-overhead", func(b *testing.B) { benchCall(b, frontend.ModeReduceOverhead, true, false) })
+}

@@ -1,0 +1,43 @@
+package frontend
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/runtime/cuda"
+)
+
+// TestWorkLogExplains checks that a driver error after asynchronous work
+// names the calls that queued it, and that other errors, or errors after
+// a synchronization, are left alone.
+func TestWorkLogExplains(t *testing.T) {
+	var l workLog
+	fault := &cuda.Error{Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Op: "cuMemcpyDtoH_v2"}
+	if err := l.explain(fault); err != error(fault) {
+		t.Errorf("no work queued: %v", err)
+	}
+	l.queued("graph0", 0)
+	err := l.explain(fault)
+	if !errors.Is(err, &cuda.Error{Code: 700}) {
+		t.Errorf("the driver error is not wrapped: %v", err)
+	}
+	if s := err.Error(); !strings.Contains(s, "1 compiled calls, @graph0 called at ") || !strings.Contains(s, ".go:") {
+		t.Errorf("one call: %s", s)
+	}
+	l.queued("graph1", 0)
+	if s := l.explain(fault).Error(); !strings.Contains(s, "2 compiled calls, the first @graph0") || !strings.Contains(s, "the last @graph1") {
+		t.Errorf("two calls: %s", s)
+	}
+	plain := errors.New("not a driver error")
+	if err := l.explain(plain); err != plain {
+		t.Errorf("a non-driver error was changed: %v", err)
+	}
+	if err := l.explainAny(plain); !strings.Contains(err.Error(), "2 compiled calls") || !errors.Is(err, plain) {
+		t.Errorf("explainAny: %v", err)
+	}
+	l.synced()
+	if err := l.explain(fault); err != error(fault) {
+		t.Errorf("after a synchronization: %v", err)
+	}
+}
