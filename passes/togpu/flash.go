@@ -49,10 +49,33 @@ const (
 
 // FlashTile is how a flash-attention kernel splits its work: blocks of
 // Rows query rows (Rows/16 warps, 16 rows each) and key tiles of Keys.
-type FlashTile struct{ Rows, Keys int64 }
+type FlashTile struct {
+	Rows, Keys int64
+	// SumMMA takes the row sums of the probabilities on the tensor cores,
+	// as P times a matrix of ones (one mma.sync per 16 keys instead of an
+	// f32 add per score); they then sum the probabilities as rounded to
+	// the element type, which the product uses too.
+	SumMMA bool
+}
 
-// String is RowsxKeys.
-func (t FlashTile) String() string { return fmt.Sprintf("%dx%d", t.Rows, t.Keys) }
+// String is RowsxKeys, followed by s for SumMMA.
+func (t FlashTile) String() string {
+	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
+	if t.SumMMA {
+		s += "s"
+	}
+	return s
+}
+
+// sums is the number of row-sum registers a lane carries: its partial
+// sums of its two rows, or SumMMA's m16n8 accumulator (each row's sum
+// twice).
+func (t FlashTile) sums() int {
+	if t.SumMMA {
+		return 4
+	}
+	return 2
+}
 
 // FlashTiles are the tilings Flash supports, the default first. On the
 // H200 at b16 h16 s1024 d64 (TestGPUFlash), 64×64 (4 blocks = 16 warps
@@ -62,7 +85,7 @@ func (t FlashTile) String() string { return fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 // reductions and barriers per score) 1% faster and 16% slower. (A
 // pipelined 64×64, the next tile's QKᵀ issued before this tile's
 // softmax in three stages at 131 registers, was 10% slower: dropped.)
-var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
+var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 64, Keys: 64, SumMMA: true}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -367,11 +390,14 @@ func (g *flashGen) emit() {
 	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
 
 	nO := int(g.D / 8) // n8 tiles of O
-	inits := make([]*ir.Value, 0, 4*nO+4)
+	inits := make([]*ir.Value, 0, 4*nO+2+g.Tile.sums())
 	for range 4 * nO {
 		inits = append(inits, g.f32(0))
 	}
-	inits = append(inits, sm.masked, sm.masked, g.f32(0), g.f32(0)) // m, l per row
+	inits = append(inits, sm.masked, sm.masked) // m per row
+	for range g.Tile.sums() {
+		inits = append(inits, g.f32(0)) // l
+	}
 	// tileLoop runs key tiles [from, to) on the carried values it.
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		one := arith.ConstantIndex(b, loc, 1)
@@ -390,13 +416,12 @@ func (g *flashGen) emit() {
 			}, nil)
 			at := x.mulc(x.and(kt, 1), g.stage(1))
 			s := g.scores(b, qf, x.add(at, kOff))
-			g.round(b, s)
 			if masked {
 				g.mask(b, s, x.mulc(kt, K), sm)
 			}
 			o, m, l := it[:4*nO], it[4*nO:4*nO+2], it[4*nO+2:]
 			out := g.softmaxStep(b, s, o, m, l, sm)
-			g.product(b, s, out[:4*nO], x.add(at, vOff))
+			g.product(b, s, out[:4*nO], out[4*nO+2:], x.add(at, vOff))
 			return out
 		})
 		return l.Results()
@@ -461,24 +486,27 @@ func (g *flashGen) scores(b *ir.Builder, qf [][]*ir.Value, kAt *ir.Value) [][]*i
 	return s
 }
 
-// roundElem rounds the f32 v to bf16, as an f32, with Veltkamp's split
-// (C = 2¹⁶ + 1; three f32 operations instead of the integer rounding of
-// arith.truncf): γ = v·C, v' = γ + (v − γ) is v rounded to 8 significant
-// bits, to nearest even, for every normal |v| < 2¹¹² (checked
-// exhaustively over f32); subnormals keep their bits and larger values
-// become NaN. (Scores that large need q·k products beyond 10³³.)
-func (g *flashGen) roundElem(b *ir.Builder, v *ir.Value) *ir.Value {
-	gamma := fop(b, g.loc, "arith.mulf", v, arith.ConstantFloat(b, g.loc, 65537, ir.F32))
-	return fop(b, g.loc, "arith.addf", gamma, fop(b, g.loc, "arith.subf", v, gamma))
-}
-
-// round rounds each score to bf16 (the graph's q·kᵀ is in it).
+// round rounds each score to bf16 (the graph's q·kᵀ is in it), as f32:
+// truncf then extf, which the native backend selects as one
+// cvt.rn.bf16x2.f32 with a zero lower half.
 func (g *flashGen) round(b *ir.Builder, s [][]*ir.Value) {
 	for j := range s {
-		for r := range 4 {
-			s[j][r] = g.roundElem(b, s[j][r])
+		for r := range s[j] {
+			s[j][r] = arith.NewCast(b, "arith.extf", g.loc, arith.NewCast(b, "arith.truncf", g.loc, s[j][r], g.Elem), ir.F32)
 		}
 	}
+}
+
+// pair rounds the f32 values x and y to the element type and packs them
+// in an i32, x in the lower half (a fragment register).
+func (g *flashGen) pair(b *ir.Builder, x, y *ir.Value) *ir.Value {
+	half := func(v *ir.Value) *ir.Value {
+		e := arith.NewCast(b, "arith.truncf", g.loc, v, g.Elem)
+		u := arith.NewCast(b, "arith.bitcast", g.loc, e, ir.I16)
+		return arith.NewCast(b, "arith.extui", g.loc, u, ir.I32)
+	}
+	hi := arith.Binary(b, "arith.shli", g.loc, half(y), arith.ConstantInt(b, g.loc, 16, ir.I32))
+	return arith.Binary(b, "arith.ori", g.loc, half(x), hi)
 }
 
 // mask replaces masked scores by sm.masked: keys past Lk and, when
@@ -535,16 +563,21 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 	return vs[0]
 }
 
-// softmaxStep updates the running extremes m and (this lane's partial)
-// sums l with the tile's scores, replaces s by ex2(s·c − m·c) and returns
-// the accumulators followed by the new m and l. A row's m moves to the
-// tile's extreme only when that raises its probabilities above
+// softmaxStep updates the running extremes m and the sums l with the
+// tile's scores, rounds the scores to the element type and replaces them
+// by ex2(s·c − m·c), and returns the accumulators o and l rescaled with m
+// (l with the tile's probabilities added but for SumMMA, whose product
+// adds them) in the order of the loop's carried values. A row's m moves
+// to the tile's extreme only when that raises its probabilities above
 // 2^flashRescale (as FlashAttention-4 does): otherwise the stale m serves,
 // the probabilities stay at most 2^flashRescale (f32 and bf16 hold them as
 // precisely; the accumulators then overflow f32 only where Lk·max|v|
 // passes 10³⁶ rather than 10³⁸), and when no row of the lane moves, the
 // rescaling of its accumulators by ex2((m_old − m_new)·c) is skipped,
-// which after the first tiles is the common case.
+// which after the first tiles is the common case. The extreme is taken
+// before the rounding, which is monotonic: the rounded extreme's
+// probability is then within half an ulp of 1 instead of exactly 1, as
+// harmless, and the reduction does not wait for the rounding.
 func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value, sm softmax) []*ir.Value {
 	loc := g.loc
 	var mUse, negMC, moved [2]*ir.Value
@@ -562,6 +595,7 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 		mUse[h] = arith.NewSelect(b, loc, moved[h], mNew, m[h])
 		negMC[h] = fop(b, loc, "arith.mulf", mUse[h], sm.negC)
 	}
+	g.round(b, s)
 	var ps [2][]*ir.Value
 	for j := range s {
 		for r := range 4 {
@@ -572,7 +606,7 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	}
 	// The rescaling; alpha is ex2(0) = 1 for a row that did not move
 	// (and ex2(−inf) = 0 before the first tile).
-	types := make([]ir.Type, len(o)+2)
+	types := make([]ir.Type, len(o)+len(l))
 	for i := range types {
 		types[i] = ir.F32
 	}
@@ -586,43 +620,37 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 		for i, v := range o {
 			out = append(out, fop(b, loc, "arith.mulf", v, alpha[(i%4)/2]))
 		}
-		return append(out, fop(b, loc, "arith.mulf", l[0], alpha[0]), fop(b, loc, "arith.mulf", l[1], alpha[1]))
+		for i, v := range l {
+			out = append(out, fop(b, loc, "arith.mulf", v, alpha[i*2/len(l)]))
+		}
+		return out
 	}, func(*ir.Builder) []*ir.Value { return kept }).Results()
 	out := slices.Clone(rescaled[:len(o)])
-	for h := range 2 {
-		out = append(out, mUse[h])
-	}
-	for h := range 2 {
-		out = append(out, fop(b, loc, "arith.addf", rescaled[len(o)+h], tree(b, loc, "arith.addf", ps[h])))
+	out = append(out, mUse[:]...)
+	for h, v := range rescaled[len(o):] {
+		if !g.Tile.SumMMA {
+			v = fop(b, loc, "arith.addf", v, tree(b, loc, "arith.addf", ps[h]))
+		}
+		out = append(out, v)
 	}
 	return out
 }
 
-// pack rounds two f32 probabilities p ≥ 0 to bf16 and packs them in an
-// i32, x in the lower half (a fragment register): rounded to nearest with
-// ties away from zero, bits(p) + 2¹⁵, whose high half is the bf16 (one
-// integer add per value and one byte permute per pair; the error bound,
-// half an ulp, is round-to-nearest-even's). A NaN probability may lose
-// its NaN-ness here, but it is in l too, which the output is divided by.
-func (g *flashGen) pack(b *ir.Builder, x, y *ir.Value) *ir.Value {
-	i32 := func(v int64) *ir.Value { return arith.ConstantInt(b, g.loc, v, ir.I32) }
-	bits := func(v *ir.Value) *ir.Value {
-		u := arith.NewCast(b, "arith.bitcast", g.loc, v, ir.I32)
-		return arith.Binary(b, "arith.addi", g.loc, u, i32(1<<15))
-	}
-	lo := arith.Binary(b, "arith.shrui", g.loc, bits(x), i32(16))
-	hi := arith.Binary(b, "arith.andi", g.loc, bits(y), i32(-1<<16))
-	return arith.Binary(b, "arith.ori", g.loc, lo, hi)
-}
-
 // product adds P·V to the accumulators o (in place): the probabilities
-// of n8 tiles 2j and 2j+1 are the m16k16 A fragment of key step j.
-func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o []*ir.Value, vAt *ir.Value) {
+// of n8 tiles 2j and 2j+1 are the m16k16 A fragment of key step j. With
+// SumMMA it adds P's row sums to l (in place) too.
+func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o, l []*ir.Value, vAt *ir.Value) {
 	vAt = g.x.at(b).index(vAt)
+	// bf16 1.0 twice: every B fragment register of a matrix of ones.
+	ones := []*ir.Value{arith.ConstantInt(b, g.loc, 0x3F803F80, ir.I32)}
+	ones = append(ones, ones[0])
 	for j := range g.Tile.Keys / 16 {
 		a := []*ir.Value{
-			g.pack(b, p[2*j][0], p[2*j][1]), g.pack(b, p[2*j][2], p[2*j][3]),
-			g.pack(b, p[2*j+1][0], p[2*j+1][1]), g.pack(b, p[2*j+1][2], p[2*j+1][3]),
+			g.pair(b, p[2*j][0], p[2*j][1]), g.pair(b, p[2*j][2], p[2*j][3]),
+			g.pair(b, p[2*j+1][0], p[2*j+1][1]), g.pair(b, p[2*j+1][2], p[2*j+1][3]),
+		}
+		if g.Tile.SumMMA {
+			copy(l, gpu.MMASync(b, g.loc, g.Elem, a, ones, l))
 		}
 		for dp := range g.D / 16 {
 			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, vAt, j*16*g.ld+dp*16), 4, true)
@@ -641,7 +669,12 @@ func (g *flashGen) store(it []*ir.Value, nO int) {
 	b, loc, x := g.b, g.loc, g.x
 	var inv [2]*ir.Value
 	for h := range 2 {
-		l := g.quadReduce(b, "arith.addf", it[4*nO+2+h])
+		var l *ir.Value
+		if g.Tile.SumMMA {
+			l = it[4*nO+2+2*h] // (the accumulator's rows, complete)
+		} else {
+			l = g.quadReduce(b, "arith.addf", it[4*nO+2+h])
+		}
 		inv[h] = fop(b, loc, "arith.divf", g.f32(1), l)
 	}
 	for h := range 2 {

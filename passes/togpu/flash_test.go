@@ -287,7 +287,13 @@ func TestFlashPTX(t *testing.T) {
 					}
 					t.Fatal(err)
 				}
-				file := filepath.Join(t.TempDir(), "flash.ptx")
+				// STRATA_FLASH_PTX names a directory to keep the PTX in
+				// (to read the SASS: ptxas, then cuobjdump -sass).
+				dir := os.Getenv("STRATA_FLASH_PTX")
+				if dir == "" {
+					dir = t.TempDir()
+				}
+				file := filepath.Join(dir, strings.NewReplacer("/", "_", "=", "").Replace(t.Name())+".ptx")
 				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
 					t.Fatal(err)
 				}

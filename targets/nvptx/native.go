@@ -546,6 +546,9 @@ func (e *emitter) instruction(in llir.Instruction) error {
 		if t := e.plan.bf16Widen[in]; t != nil {
 			return e.bf16("cvt.f32.bf16", in, t)
 		}
+		if x := e.plan.bf16Snap[in]; x != nil {
+			return e.bf16Snap(in, x)
+		}
 		return e.convertTo(e.resultRegs(in), "bitcast", in.From, in.To)
 	case *llir.InstPtrToInt:
 		return e.convertTo(e.resultRegs(in), "ptrtoint", in.From, in.To)
@@ -742,6 +745,24 @@ func (e *emitter) pack16(in *llir.InstOr) error {
 		// The first source goes to the upper half.
 		e.inst("cvt.rn.bf16x2.f32 %s, %s, %s;", d, h, l)
 	}
+	return nil
+}
+
+// bf16Snap selects a widening of a bf16 round of the f32 x: x rounded to
+// bf16 into the upper half of a 32-bit register whose lower half is zero,
+// which is that f32.
+func (e *emitter) bf16Snap(in value.Value, x value.Value) error {
+	r, err := e.scalarOperand(x)
+	if err != nil {
+		return err
+	}
+	zero, err := e.scalarOperand(constant.NewFloat(types.Float, 0))
+	if err != nil {
+		return err
+	}
+	pair := e.newReg(classB32)
+	e.inst("cvt.rn.bf16x2.f32 %s, %s, %s;", pair, r, zero)
+	e.inst("mov.b32 %s, %s;", e.resultRegs(in)[0], pair)
 	return nil
 }
 

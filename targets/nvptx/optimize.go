@@ -56,6 +56,10 @@ type plan struct {
 	// from the pair, or one cvt.rn.bf16x2.f32 when both halves are
 	// bf16Round's (inputs then reads their f32s).
 	pack16 map[*llir.InstOr][2]value.Value
+	// bf16Snap holds the widenings to f32 (bf16WidenOf's form) of a
+	// bf16Round, with the f32 it rounds: the f32 rounded to bf16
+	// precision, one cvt.rn.bf16x2.f32 with a zero lower half.
+	bf16Snap map[*llir.InstBitCast]value.Value
 }
 
 // scalarConst is a scalar constant known as the bits of its kind.
@@ -80,6 +84,7 @@ func analyze(f *llir.Func, target string) *plan {
 		bf16Round: map[*llir.InstTrunc]value.Value{},
 		bf16Widen: map[*llir.InstBitCast]value.Value{},
 		pack16:    map[*llir.InstOr][2]value.Value{},
+		bf16Snap:  map[*llir.InstBitCast]value.Value{},
 	}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
@@ -100,6 +105,18 @@ func analyze(f *llir.Func, target string) *plan {
 				// cvt.f32.bf16 is new in sm_90.
 				if t := bf16WidenOf(in); t != nil && target == "sm_90" {
 					p.bf16Widen[in] = t
+				}
+			}
+		}
+	}
+	// (After the loop: a widening may come before its round in block
+	// order.)
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			if w, ok := in.(*llir.InstBitCast); ok {
+				if t, ok := bf16WidenOf(w).(*llir.InstTrunc); ok && p.bf16Round[t] != nil {
+					p.bf16Snap[w] = p.bf16Round[t]
+					delete(p.bf16Widen, w)
 				}
 			}
 		}
@@ -158,7 +175,7 @@ func (p *plan) findRepeats(f *llir.Func) {
 			case *llir.InstTrunc:
 				extra = fmt.Sprint(p.bf16Round[in] != nil)
 			case *llir.InstBitCast:
-				extra = fmt.Sprint(p.bf16Widen[in] != nil)
+				extra = fmt.Sprint(p.bf16Widen[in] != nil, p.bf16Snap[in] != nil)
 			case *llir.InstOr:
 				_, pack := p.pack16[in]
 				extra = fmt.Sprint(pack)
@@ -204,6 +221,9 @@ func (p *plan) inputs(in operandsOf) []value.Value {
 	case *llir.InstBitCast:
 		if t := p.bf16Widen[in]; t != nil {
 			return []value.Value{t}
+		}
+		if x := p.bf16Snap[in]; x != nil {
+			return []value.Value{x}
 		}
 	case *llir.InstOr:
 		if pair, ok := p.pack16[in]; ok {
@@ -369,6 +389,9 @@ func (p *plan) fold(in llir.Instruction) (scalarConst, bool) {
 	res := func(bits uint64) (scalarConst, bool) { return scalarConst{k, bits & widthMask(k.bits)}, true }
 	if b, ok := in.(*llir.InstBitCast); ok && p.bf16Widen[b] != nil {
 		return res(cs[0].bits << 16)
+	}
+	if b, ok := in.(*llir.InstBitCast); ok && p.bf16Snap[b] != nil {
+		return scalarConst{}, false // rounding a constant: left to cvt
 	}
 	if t, ok := in.(*llir.InstTrunc); ok && p.bf16Round[t] != nil {
 		return scalarConst{}, false // rounding a constant: rare, left to cvt

@@ -123,7 +123,9 @@ func bf16RoundTo(b *llir.Block, x llirValue) llirValue {
 // TestPack16 checks that two i16 halves packed into an i32 are one
 // mov.b32 from the pair, and two rounded bf16 halves one
 // cvt.rn.bf16x2.f32 (whose first source is the upper half), in either
-// operand order of the or; an or of other shapes stays an or.
+// operand order of the or; an or of other shapes stays an or. An f32
+// rounded to bf16 and widened back is one cvt.rn.bf16x2.f32 with a zero
+// lower half.
 func TestPack16(t *testing.T) {
 	m := newModule()
 	gI32 := types.NewPointer(types.I32)
@@ -144,6 +146,9 @@ func TestPack16(t *testing.T) {
 	b.NewStore(b.NewOr(half(top(x)), high(top(y))), b.NewGetElementPtr(i32, out, c64(2)))
 	// A shift by 8 is no pack.
 	b.NewStore(b.NewOr(half(top(x)), b.NewShl(half(top(y)), c32(8))), b.NewGetElementPtr(i32, out, c64(3)))
+	// y rounded to bf16 and widened: toF32's form.
+	snap := b.NewBitCast(b.NewShl(b.NewZExt(bf16RoundTo(b, y), i32), c32(16)), f32)
+	b.NewStore(b.NewBitCast(snap, i32), b.NewGetElementPtr(i32, out, c64(4)))
 	b.NewRet(nil)
 	ptx, err := Native{}.Compile(m, Options{})
 	if err != nil {
@@ -162,16 +167,20 @@ func TestPack16(t *testing.T) {
 		"cvt.rn.bf16x2.f32 %r\\d+, " + fy + ", " + fx + ";", // x low, y high
 		"cvt.rn.bf16x2.f32 %r\\d+, " + fx + ", " + fy + ";", // x high, y low
 		`mov\.b32 %r\d+, \{%rs\d+, %rs\d+\};`,
+		"cvt.rn.bf16x2.f32 %r\\d+, " + fy + ", %f\\d+;", // y, zero
 		`shl\.b32 %r\d+, %r\d+, 8;`,
 	} {
 		if !regexp.MustCompile(want).MatchString(ptx) {
 			t.Errorf("PTX does not match %s\n%s", want, numbered(ptx))
 		}
 	}
-	for _, bad := range []string{"cvt.rn.bf16.f32", "32767"} {
+	for _, bad := range []string{"cvt.rn.bf16.f32", "32767", "cvt.f32.bf16"} {
 		if strings.Contains(ptx, bad) {
 			t.Errorf("PTX holds %q (a rounding left beside its pack)\n%s", bad, numbered(ptx))
 		}
+	}
+	if n := strings.Count(ptx, "cvt.rn.bf16x2.f32"); n != 3 {
+		t.Errorf("PTX has %d cvt.rn.bf16x2.f32, want 3\n%s", n, numbered(ptx))
 	}
 	if n := strings.Count(ptx, "shl.b32"); n != 1 {
 		t.Errorf("PTX has %d shl.b32, want 1 (the non-pack)\n%s", n, numbered(ptx))
