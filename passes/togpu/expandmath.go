@@ -29,7 +29,9 @@ func init() {
 		Description: "Rewrites f64 `math.exp`, `math.log`, `math.rsqrt`, `math.tanh`, `math.erf`, " +
 			"`math.sin` and `math.cos`, and `math.powf` of every float type (f32, f16 and bf16 " +
 			"computed in f64), into arith ops and exact math ops. The error of each sequence is in " +
-			"docs/ptx-math.md.",
+			"docs/ptx-math.md. An f32 `arith.divf` of a constant (a reciprocal, computed once a row in " +
+			"softmax and layer_norm) becomes an exact f64 Newton sequence, so that the kernel needs no " +
+			"div.rn.f32 subroutine (bit-identical results, less work for the driver's JIT).",
 		Anchor: passes.AnyOp,
 		New:    func(passes.Options) (passes.Pass, error) { return expandMathPass{}, nil },
 	})
@@ -79,7 +81,8 @@ var f64Expansions = map[string]func(e *expander, x *ir.Value) *ir.Value{
 func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 	var todo []*ir.Operation
 	root.Walk(func(o *ir.Operation) bool {
-		if o.NumResults() == 1 && (o.Name() == "math.powf" || f64Expansions[o.Name()] != nil && ir.ElementTypeOf(o.Result(0).Type()) == ir.F64) {
+		if o.NumResults() == 1 && (o.Name() == "math.powf" || f64Expansions[o.Name()] != nil && ir.ElementTypeOf(o.Result(0).Type()) == ir.F64 ||
+			isF32Reciprocal(o)) {
 			todo = append(todo, o)
 		}
 		return true
@@ -94,7 +97,9 @@ func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 		}
 		e := newExpander(b, o.Loc(), withElem(t, ir.F64))
 		var r *ir.Value
-		if o.Name() == "math.powf" {
+		if o.Name() == "arith.divf" {
+			r = arith.NewCast(b, "arith.truncf", e.loc, e.quotient(e.ext(o.Operand(0)), e.ext(o.Operand(1))), t)
+		} else if o.Name() == "math.powf" {
 			// f32, f16 and bf16 go through f64: the f64 sequence's error
 			// is far below their ulp, so one rounding remains.
 			x, y := e.ext(o.Operand(0)), e.ext(o.Operand(1))
@@ -109,6 +114,67 @@ func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 		o.Erase()
 	}
 	return len(todo), nil
+}
+
+// isF32Reciprocal reports whether o is an f32 divf whose dividend is a
+// finite, nonzero constant (1 in softmax's and layer_norm's row scales).
+// PTX's div.rn.f32 carries an out-of-line slow path that the driver's JIT
+// compiles anew in every kernel that divides (about a fifth of the JIT's
+// work on a softmax kernel, measured with ptxas), while such a division
+// runs once a row: expanding it costs nothing at run time and keeps the
+// kernel free of the subroutine. Divisions by a variable dividend (one per
+// element) keep div.rn.f32.
+func isF32Reciprocal(o *ir.Operation) bool {
+	if o.Name() != "arith.divf" || ir.ElementTypeOf(o.Result(0).Type()) != ir.F32 {
+		return false
+	}
+	c := o.Operand(0).DefiningOp()
+	if c == nil || !c.HasTrait(ir.ConstantLike) {
+		return false
+	}
+	var bits uint64
+	switch a := c.Attr("value").(type) {
+	case ir.FloatAttr:
+		bits = a.Bits
+	case ir.DenseAttr:
+		if !a.Splat || len(a.Bits) != 1 {
+			return false
+		}
+		bits = a.Bits[0]
+	default:
+		return false
+	}
+	x := ir.FloatFromBits(bits, ir.F32)
+	return x != 0 && !math.IsInf(x, 0) && !math.IsNaN(x)
+}
+
+// quotient is x/y for f32 values x (finite, nonzero) and y held in f64,
+// accurate to about 2^-52: rounding it to f32 then gives the correctly
+// rounded f32 quotient, because the quotient of two 24-bit significands
+// is either an f32 value or at least 2^-49 (relative) away from every
+// rounding boundary of the f32 grid, subnormal results included.
+// 1/|y| comes from Newton's iteration started at an integer seed (the
+// exponent negated by one subtraction, at most 5.1% off), four quadratic
+// steps reach the f64 precision (0.051^16 ≪ 2^-53), and one correction by the residual
+// x − y·q (exact by fma) rounds the product. Zero, infinite and NaN
+// divisors take x·(1/y) with 1/±0 = ±∞, 1/±∞ = ±0.
+func (e *expander) quotient(x, y *ir.Value) *ir.Value {
+	ay := e.abs(y)
+	r := e.float(e.bin("arith.subi", e.ci(0x7FDE623822FC16E6), e.bits(ay)))
+	negY, one := e.neg(ay), e.c(1)
+	for range 4 {
+		r = e.fma(r, e.fma(negY, r, one), r)
+	}
+	r = e.math("math.copysign", r, y)
+	q := e.mul(x, r)
+	q = e.fma(e.fma(e.neg(y), q, x), r, q)
+
+	zero := e.cmp(arith.CmpFOEQ, y, e.c(0))
+	inf := e.cmp(arith.CmpFOEQ, ay, e.c(math.Inf(1)))
+	rs := e.math("math.copysign", e.sel(zero, e.c(math.Inf(1)), e.c(0)), y)
+	rs = e.sel(e.isNaN(y), y, rs)
+	special := e.or(e.or(zero, inf), e.isNaN(y))
+	return e.sel(special, e.mul(x, rs), q)
 }
 
 // withElem returns t (a scalar or ranked tensor type) with element type

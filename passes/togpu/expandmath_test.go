@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -485,4 +486,63 @@ func TestExpandPowF64Accuracy(t *testing.T) {
 		}
 	})
 	t.Logf("pow f64, half-integer y: max %v ulp", worst)
+}
+
+// TestExpandF32Reciprocal checks that an f32 divf of a constant expands
+// (and a divf of a variable does not) and that the expansion gives float32
+// division's bits on every divisor: all bit patterns at random, subnormals,
+// zeros, infinities, NaN and powers of two included.
+func TestExpandF32Reciprocal(t *testing.T) {
+	const n = 512
+	for _, x := range []float32{1, -1, 3, 0.1, -7.5e-41, math.MaxFloat32, 0x1p-126} {
+		src := fmt.Sprintf(`func.func @f(%%y: tensor<%[1]dxf32>, %%z: tensor<%[1]dxf32>) -> (tensor<%[1]dxf32>, tensor<%[1]dxf32>) {
+  %%c = arith.constant dense<%[2]v> : tensor<%[1]dxf32>
+  %%r = arith.divf %%c, %%y : tensor<%[1]dxf32>
+  %%s = arith.divf %%z, %%y : tensor<%[1]dxf32>
+  return %%r, %%s : tensor<%[1]dxf32>, tensor<%[1]dxf32>
+}`, n, strconv.FormatFloat(float64(x), 'e', 8, 32))
+		ctx := dialects.NewContext()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
+		if err != nil {
+			t.Fatalf("parse: %v\n%s", err, src)
+		}
+		if k, err := ExpandMath(ctx, m); err != nil || k != 1 {
+			t.Fatalf("ExpandMath = %d, %v; want the constant's divf expanded, the variable's kept", k, err)
+		}
+		if err := ir.Verify(m); err != nil {
+			t.Fatal(err)
+		}
+		in := interp.New(m)
+		check := func(ys []float32) {
+			buf := make([]float64, n)
+			for i, y := range ys {
+				buf[i] = float64(y)
+			}
+			yt, err := interp.FromFloat64s(ir.F32, []int64{n}, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := in.Call("f", yt, yt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out[0].(*interp.Tensor).Float64s()
+			for i, y := range ys {
+				want := x / y
+				if g := float32(got[i]); math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
+					t.Fatalf("%v / %v (bits %#x) = %v, want %v", x, y, math.Float32bits(y), g, want)
+				}
+			}
+		}
+		specialYs := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 3, float32(math.Inf(1)), float32(math.Inf(-1)),
+			float32(math.NaN()), 0x1p-149, -0x1p-149, 0x1p-126, 0x1.fffffep-127, math.MaxFloat32, 0x1p127, 0x1p-127, 7, 1e-38, 0.1}
+		check(specialYs)
+		rapid.Check(t, func(rt *rapid.T) {
+			ys := make([]float32, n)
+			for i := range ys {
+				ys[i] = math.Float32frombits(rapid.Uint32().Draw(rt, "y"))
+			}
+			check(ys)
+		})
+	}
 }
