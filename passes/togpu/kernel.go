@@ -2,6 +2,7 @@ package togpu
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -260,7 +261,69 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 	if k.cfg.IndexBits == 32 {
 		k.narrowIndices(plan)
 	}
+	reducePowerOfTwoDivisions(k.ctx, k.kernel)
 	return k.launch(plan)
+}
+
+// reducePowerOfTwoDivisions rewrites the unsigned divisions and
+// remainders of kernel by a constant power of two 2^s as arith.shrui by s
+// and arith.andi with 2^s - 1, exact for every unsigned operand at any
+// width. The coordinates of an N-D point (delinearize) and the lane and
+// warp of a thread divide by such extents. ptxas strength-reduces 32-bit
+// division by a constant but compiles div.u64 and rem.u64 into calls of
+// a ≈ 40-instruction subroutine even for an immediate power of two (seen
+// in the SASS of the cuBLASLt epilogue kernel: two calls a thread, about
+// a fifth of its instructions). Runs after narrowIndices, whose range
+// analysis reads divisions and remainders.
+func reducePowerOfTwoDivisions(ctx *ir.Context, kernel *ir.Operation) {
+	var ops []*ir.Operation
+	kernel.Walk(func(o *ir.Operation) bool {
+		if o.Name() == "arith.divui" || o.Name() == "arith.remui" {
+			ops = append(ops, o)
+		}
+		return true
+	})
+	b := ir.NewBuilder(ctx)
+	for _, o := range ops {
+		t := o.Result(0).Type()
+		switch t.(type) {
+		case *ir.IndexType, *ir.IntegerType:
+		default:
+			continue // vectors of integers: not made by the mappings
+		}
+		c, ok := foldedInt(o.Operand(1), 0)
+		if !ok || c < 2 || c&(c-1) != 0 {
+			continue
+		}
+		b.SetInsertionPointBefore(o)
+		var r *ir.Value
+		if o.Name() == "arith.divui" {
+			r = arith.Binary(b, "arith.shrui", o.Loc(), o.Operand(0), arith.ConstantInt(b, o.Loc(), int64(bits.TrailingZeros64(uint64(c))), t))
+		} else {
+			r = arith.Binary(b, "arith.andi", o.Loc(), o.Operand(0), arith.ConstantInt(b, o.Loc(), c-1, t))
+		}
+		o.Result(0).ReplaceAllUsesWith(r)
+		o.Erase()
+	}
+}
+
+// foldedInt returns the value of v when it is an integer constant or a
+// tree of binary integer arith ops over constants (a static extent as
+// extents computes it), as the folders will compute it.
+func foldedInt(v *ir.Value, depth int) (int64, bool) {
+	if c, ok := staticInt(v); ok {
+		return c, true
+	}
+	d := v.DefiningOp()
+	if d == nil || depth > 8 || d.NumOperands() != 2 || d.NumResults() != 1 || !arith.IsIntBinary(d.Name()) {
+		return 0, false
+	}
+	x, ok1 := foldedInt(d.Operand(0), depth+1)
+	y, ok2 := foldedInt(d.Operand(1), depth+1)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	return arith.EvalInt(d.Name(), v.Type(), x, y)
 }
 
 // launch replaces the nest by the host computation of the grid and the
