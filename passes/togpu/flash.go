@@ -56,13 +56,19 @@ type FlashTile struct {
 	// f32 add per score); they then sum the probabilities as rounded to
 	// the element type, which the product uses too.
 	SumMMA bool
+	// MinBlocks, when not 0, asks ptxas to fit the registers to that many
+	// blocks an SM (launch bounds; it may spill to get there).
+	MinBlocks int64
 }
 
-// String is RowsxKeys, followed by s for SumMMA.
+// String is RowsxKeys, followed by s for SumMMA and bN for MinBlocks N.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.SumMMA {
 		s += "s"
+	}
+	if t.MinBlocks > 0 {
+		s += fmt.Sprintf("b%d", t.MinBlocks)
 	}
 	return s
 }
@@ -85,7 +91,7 @@ func (t FlashTile) sums() int {
 // reductions and barriers per score) 1% faster and 16% slower. (A
 // pipelined 64×64, the next tile's QKᵀ issued before this tile's
 // softmax in three stages at 131 registers, was 10% slower: dropped.)
-var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 64, Keys: 64, SumMMA: true}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
+var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 64, Keys: 64, SumMMA: true}, {Rows: 64, Keys: 64, SumMMA: true, MinBlocks: 4}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -172,6 +178,11 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 		ir.NamedAttr{Name: "rows_per_block", Value: ir.Int(f.Tile.Rows, ir.I64)},
 		ir.NamedAttr{Name: "mapping", Value: ir.Str(MappingFlash)},
 	))
+	if f.Tile.MinBlocks > 0 {
+		// targets/llvm's MaxThreadsAttr and MinBlocksAttr.
+		kernel.SetAttr("nvvm.maxntid", ir.Int(f.Threads(), ir.I64))
+		kernel.SetAttr("nvvm.minctasm", ir.Int(f.Tile.MinBlocks, ir.I64))
+	}
 	kb := ir.NewBuilder(b.Ctx)
 	kb.SetInsertionPointToEnd(entry)
 	// Offsets in i32 when every one fits (fewer registers and integer

@@ -252,7 +252,8 @@ func TestFlashCheck(t *testing.T) {
 // TestFlashPTX compiles the bench's attention kernel (b16 h16 s1024
 // d64) in every tiling, causal and not, and a d128 one (in dynamic
 // workgroup memory) with both PTX backends, assembles each with the
-// offline ptxas for sm_90 and checks that nothing spills.
+// offline ptxas for sm_90 and checks that nothing spills (but to meet a
+// tiling's MinBlocks).
 func TestFlashPTX(t *testing.T) {
 	ptxas := os.Getenv("STRATA_PTXAS")
 	if ptxas == "" {
@@ -287,6 +288,9 @@ func TestFlashPTX(t *testing.T) {
 					}
 					t.Fatal(err)
 				}
+				if f.Tile.MinBlocks > 0 && !strings.Contains(ptx, fmt.Sprintf(".minnctapersm %d", f.Tile.MinBlocks)) {
+					t.Errorf("the PTX lacks the launch bounds of %v", f.Tile)
+				}
 				// STRATA_FLASH_PTX names a directory to keep the PTX in
 				// (to read the SASS: ptxas, then cuobjdump -sass).
 				dir := os.Getenv("STRATA_FLASH_PTX")
@@ -302,7 +306,12 @@ func TestFlashPTX(t *testing.T) {
 					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
 				}
 				if !strings.Contains(string(out), "0 bytes spill stores, 0 bytes spill loads") {
-					t.Errorf("the kernel spills:\n%s", out)
+					if f.Tile.MinBlocks == 0 {
+						t.Errorf("the kernel spills:\n%s", out)
+					} else {
+						// (Launch bounds may buy the blocks with spills.)
+						t.Logf("spills to fit %d blocks an SM:\n%s", f.Tile.MinBlocks, out)
+					}
 				}
 				if i := strings.Index(string(out), "Used "); i >= 0 {
 					t.Log(strings.TrimSpace(string(out[i:])))

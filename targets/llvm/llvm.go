@@ -119,9 +119,38 @@ func (t *translator) intrinsic(name string, ret types.Type, params ...types.Type
 	return f
 }
 
+// Launch bounds a gpu.func kernel may carry, as integer attributes: the
+// most threads of its (1-D) blocks and the fewest blocks an SM should
+// hold at once. They become the !nvvm.annotations "maxntidx" and
+// "minctasm" of the kernel (PTX .maxntid and .minnctapersm), which let
+// ptxas fit the registers to that many blocks.
+const (
+	MaxThreadsAttr = "nvvm.maxntid"
+	MinBlocksAttr  = "nvvm.minctasm"
+)
+
+// launchBounds annotates f with fn's launch bounds.
+func (t *translator) launchBounds(fn *ir.Operation, f *llir.Func) error {
+	for _, a := range []struct{ attr, key string }{{MaxThreadsAttr, "maxntidx"}, {MinBlocksAttr, "minctasm"}} {
+		v := fn.Attr(a.attr)
+		if v == nil {
+			continue
+		}
+		n, ok := v.(ir.IntegerAttr)
+		if !ok || n.Value <= 0 || n.Value > 1<<16 {
+			return ir.Errorf(fn.Loc(), "kernel @%s: %s is %v, want a positive integer up to 65536", symName(fn), a.attr, v)
+		}
+		t.annotate(f, a.key, n.Value)
+	}
+	return nil
+}
+
 // markKernel adds f to !nvvm.annotations as a kernel.
-func (t *translator) markKernel(f *llir.Func) {
-	node := &metadata.Tuple{MetadataID: -1, Fields: []metadata.Field{f, &metadata.String{Value: "kernel"}, constant.NewInt(types.I32, 1)}}
+func (t *translator) markKernel(f *llir.Func) { t.annotate(f, "kernel", 1) }
+
+// annotate adds the entry {f, key, value} to !nvvm.annotations.
+func (t *translator) annotate(f *llir.Func, key string, value int64) {
+	node := &metadata.Tuple{MetadataID: -1, Fields: []metadata.Field{f, &metadata.String{Value: key}, constant.NewInt(types.I32, value)}}
 	def, ok := t.m.NamedMetadataDefs["nvvm.annotations"]
 	if !ok {
 		def = &metadata.NamedDef{Name: "nvvm.annotations"}
@@ -222,6 +251,9 @@ func (t *translator) kernel(fn *ir.Operation) error {
 	}
 	f := t.m.NewFunc(name, types.Void, params...)
 	t.markKernel(f)
+	if err := t.launchBounds(fn, f); err != nil {
+		return err
+	}
 	k := &kernelTranslator{t: t, f: f, vals: map[*ir.Value]llvmValue{}, pending: map[*ir.Operation][]*ir.Operation{}}
 	for i, p := range params {
 		k.vals[entry.Argument(i)] = p

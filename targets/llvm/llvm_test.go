@@ -157,3 +157,50 @@ func TestApproxExp2(t *testing.T) {
 		})
 	}
 }
+
+// TestLaunchBounds: a kernel's nvvm.maxntid and nvvm.minctasm become its
+// "maxntidx" and "minctasm" annotations, which the native backend writes
+// as .maxntid and .minnctapersm (and llc reads); bad values are errors.
+func TestLaunchBounds(t *testing.T) {
+	src := `module attributes {gpu.container_module} {
+  gpu.module @g {
+    gpu.func @k(%m: memref<?xf32>) kernel attributes {nvvm.maxntid = 128 : i64, nvvm.minctasm = 4 : i64} {
+      gpu.return
+    }
+    gpu.func @plain(%m: memref<?xf32>) kernel {
+      gpu.return
+    }
+  }
+}
+`
+	m, err := llvm.Translate(llvm.GPUModules(parse(t, src))[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := m.String()
+	for _, want := range []string{`@k, !"maxntidx", i32 128}`, `@k, !"minctasm", i32 4}`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("module lacks %q\n%s", want, text)
+		}
+	}
+	ptx, err := nvptx.Native{}.Compile(m, nvptx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, plain, _ := strings.Cut(ptx, ".entry plain(")
+	if !strings.Contains(k, ")\n.maxntid 128, 1, 1\n.minnctapersm 4\n{") {
+		t.Errorf("native PTX lacks the launch bounds of @k\n%s", ptx)
+	}
+	if strings.Contains(plain, ".maxntid") || strings.Contains(plain, ".minnctapersm") {
+		t.Errorf("@plain got launch bounds\n%s", ptx)
+	}
+	if llc := run(t, text, "llc-19", "-march=nvptx64", "-mcpu=sm_90", "-o", "-"); !strings.Contains(llc, ".maxntid 128, 1, 1") || !strings.Contains(llc, ".minnctapersm 4") {
+		t.Errorf("llc's PTX lacks the launch bounds\n%s", llc)
+	}
+	for _, bad := range [][2]string{{`nvvm.maxntid = 128 : i64`, `nvvm.maxntid = 0 : i64`}, {`nvvm.minctasm = 4 : i64`, `nvvm.minctasm = "4"`}} {
+		src := strings.Replace(src, bad[0], bad[1], 1)
+		if _, err := llvm.Translate(llvm.GPUModules(parse(t, src))[0]); err == nil || !strings.Contains(err.Error(), "want a positive integer") {
+			t.Errorf("%s: got %v", bad[1], err)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (Native) Compile(m *llir.Module, opts Options) (string, error) {
 			return "", fmt.Errorf("function @%s is not a kernel: device functions are not supported", f.Name())
 		}
 		e := &emitter{fn: f, names: names, vals: map[value.Value][]reg{}, labels: map[*llir.Block]string{},
-			consts: map[string][]reg{}, aliased: map[value.Value]bool{}, target: opts.Target}
+			consts: map[string][]reg{}, aliased: map[value.Value]bool{}, target: opts.Target, bounds: annotations(m, f)}
 		text, err := e.kernel()
 		if err != nil {
 			return "", fmt.Errorf("kernel @%s: %w", f.Name(), err)
@@ -68,6 +68,28 @@ func (Native) Compile(m *llir.Module, opts Options) (string, error) {
 		b.WriteString(text)
 	}
 	return b.String(), nil
+}
+
+// annotations returns the integer !nvvm.annotations entries of f (such
+// as "maxntidx" and "minctasm", its launch bounds), by key.
+func annotations(m *llir.Module, f *llir.Func) map[string]int64 {
+	out := map[string]int64{}
+	ann, ok := m.NamedMetadataDefs["nvvm.annotations"]
+	if !ok {
+		return out
+	}
+	for _, n := range ann.Nodes {
+		t, ok := n.(*metadata.Tuple)
+		if !ok || len(t.Fields) != 3 || t.Fields[0] != metadata.Field(f) {
+			continue
+		}
+		s, sok := t.Fields[1].(*metadata.String)
+		c, cok := t.Fields[2].(*constant.Int)
+		if sok && cok && c.X.IsInt64() {
+			out[s.Value] = c.X.Int64()
+		}
+	}
+	return out
 }
 
 // kernelSet returns the functions marked as kernels, by calling
@@ -164,6 +186,7 @@ type emitter struct {
 	plan    *plan
 	target  string               // the PTX target, such as sm_90
 	aliased map[value.Value]bool // results that share their operand's registers
+	bounds  map[string]int64     // launch bounds: maxntidx, minctasm (nvvm.annotations)
 }
 
 // newReg allocates a fresh virtual register.
@@ -278,7 +301,14 @@ func (e *emitter) kernel() (string, error) {
 		}
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, ".visible .entry %s(\n%s\n)\n{\n", name, strings.Join(params, ",\n"))
+	fmt.Fprintf(&out, ".visible .entry %s(\n%s\n)\n", name, strings.Join(params, ",\n"))
+	if n, ok := e.bounds["maxntidx"]; ok {
+		fmt.Fprintf(&out, ".maxntid %d, 1, 1\n", n)
+	}
+	if n, ok := e.bounds["minctasm"]; ok {
+		fmt.Fprintf(&out, ".minnctapersm %d\n", n)
+	}
+	out.WriteString("{\n")
 	for c, n := range e.counts {
 		if n > 0 {
 			fmt.Fprintf(&out, "\t.reg %s %s<%d>;\n", classInfo[c].decl, classInfo[c].prefix, n)
