@@ -340,7 +340,8 @@ func (s *session) finish(outs []*Tensor, fnErr error) error {
 		}
 	}
 	for _, o := range outs {
-		if _, err := o.value("result of a compiled function"); err != nil {
+		// data, not value: a result on the GPU stays there until read.
+		if _, err := o.data("result of a compiled function"); err != nil {
 			return err
 		}
 	}

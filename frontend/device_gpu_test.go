@@ -148,8 +148,10 @@ func TestGPUFreeAndCleanup(t *testing.T) {
 // benchCall times cached calls of the MLP on x, after a warm-up, and
 // reports the GPU time of its kernels and the rest of a call (overhead).
 // Host inputs are eight distinct tensors in turn, so that every call
-// uploads one (the same tensor again would not be copied again).
-func benchCall(b *testing.B, mode frontend.Mode, onGPU, read bool) {
+// uploads one (the same tensor again would not be copied again). With
+// free, each result's GPU memory is released at once; without, it waits
+// for the garbage collector.
+func benchCall(b *testing.B, mode frontend.Mode, onGPU, read, free bool) {
 	gpu(b)
 	mlp, _ := twoLayers(7)
 	c := frontend.MustCompile(mlp, frontend.Options{Backend: frontend.NVPTXBackend, Mode: mode})
@@ -182,6 +184,11 @@ func benchCall(b *testing.B, mode frontend.Mode, onGPU, read bool) {
 		if read {
 			res[0].Float32s()
 		}
+		if free {
+			if err := res[0].Free(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		n++
 	}
 	if err := frontend.Synchronize(); err != nil {
@@ -196,8 +203,9 @@ func benchCall(b *testing.B, mode frontend.Mode, onGPU, read bool) {
 // GPU: inputs on the host (uploaded each call, result read) or on the GPU
 // (nothing copied), in the default mode and reduce-overhead.
 func BenchmarkGPUCachedCall(b *testing.B) {
-	b.Run("host-read", func(b *testing.B) { benchCall(b, frontend.ModeDefault, false, true) })
-	b.Run("host", func(b *testing.B) { benchCall(b, frontend.ModeDefault, false, false) })
-	b.Run("gpu", func(b *testing.B) { benchCall(b, frontend.ModeDefault, true, false) })
-	b.Run("gpu-reduce-overhead", func(b *testing.B) { benchCall(b, frontend.ModeReduceOverhead, true, false) })
+	b.Run("host-read", func(b *testing.B) { benchCall(b, frontend.ModeDefault, false, true, false) })
+	b.Run("host", func(b *testing.B) { benchCall(b, frontend.ModeDefault, false, false, true) })
+	b.Run("gpu", func(b *testing.B) { benchCall(b, frontend.ModeDefault, true, false, true) })
+	b.Run("gpu-gc", func(b *testing.B) { benchCall(b, frontend.ModeDefault, true, false, false) })
+	b.Run("gpu-reduce-overhead", func(b *testing.B) { benchCall(b, frontend.ModeReduceOverhead, true, false, true) })
 }

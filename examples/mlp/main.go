@@ -70,41 +70,50 @@ func run(w io.Writer, backend string, mode frontend.Mode) error {
 // result), calls on inputs already on the GPU (nothing is copied, calls
 // queue their kernels without waiting), and the kernels' own GPU time.
 func timeCalls(w io.Writer, c *frontend.Compiled, x *frontend.Tensor) error {
-	const calls = 200
+	const calls = 1000
 	// Distinct host inputs, so that every call uploads one (a tensor
 	// passed again is not copied again).
 	xs := make([]*frontend.Tensor, 8)
 	for i := range xs {
 		xs[i] = frontend.Rand(uint64(10+i), batch, in)
 	}
-	loop := func(inputs []*frontend.Tensor, read bool) (time.Duration, error) {
+	// loop returns the host's time to issue a call and the wall time per
+	// call, the queued GPU work included. With free, each result's GPU
+	// memory is released at once (as Python's reference counting does for
+	// torch); without, it waits for the garbage collector, and the caching
+	// allocator asks the driver for new blocks meanwhile.
+	loop := func(inputs []*frontend.Tensor, read, free bool) (issue, wall time.Duration, err error) {
 		for _, x := range inputs { // warm: each input's first call
 			if _, err := c.Call(x); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if err := frontend.Synchronize(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		start := time.Now()
 		for i := range calls {
 			res, err := c.Call(inputs[i%len(inputs)])
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			if read {
-				if res[0].Float32s() == nil {
-					return 0, res[0].Err()
+			if read && res[0].Float32s() == nil {
+				return 0, 0, res[0].Err()
+			}
+			if free {
+				if err := res[0].Free(); err != nil {
+					return 0, 0, err
 				}
 			}
 		}
+		issue = time.Since(start) / calls
 		if err := frontend.Synchronize(); err != nil { // the queued kernels count
-			return 0, err
+			return 0, 0, err
 		}
-		return time.Since(start) / calls, nil
+		return issue, time.Since(start) / calls, nil
 	}
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	hostRead, err := loop(xs, true)
+	_, hostRead, err := loop(xs, true, false)
 	if err != nil {
 		return err
 	}
@@ -117,7 +126,7 @@ func timeCalls(w io.Writer, c *frontend.Compiled, x *frontend.Tensor) error {
 	case xg.Err() != nil:
 		return xg.Err()
 	}
-	host, err := loop(xs, false)
+	_, host, err := loop(xs, false, true)
 	if err != nil {
 		return err
 	}
@@ -127,8 +136,12 @@ func timeCalls(w io.Writer, c *frontend.Compiled, x *frontend.Tensor) error {
 			return gpus[i].Err()
 		}
 	}
+	_, gcDev, err := loop(gpus, false, false)
+	if err != nil {
+		return err
+	}
 	before := gpuTransfers()
-	dev, err := loop(gpus, false)
+	issue, dev, err := loop(gpus, false, true)
 	if err != nil {
 		return err
 	}
@@ -139,7 +152,8 @@ func timeCalls(w io.Writer, c *frontend.Compiled, x *frontend.Tensor) error {
 	}
 	fmt.Fprintf(w, "cached call, host input, result read: %.1f µs (mean of %d)\n", us(hostRead), calls)
 	fmt.Fprintf(w, "cached call, host input, result left on the GPU: %.1f µs\n", us(host))
-	fmt.Fprintf(w, "cached call, GPU-resident input and result: %.1f µs (copies: %v)\n", us(dev), copies)
+	fmt.Fprintf(w, "cached call, GPU-resident input and result: %.1f µs (host issue %.1f µs; copies: %v)\n", us(dev), us(issue), copies)
+	fmt.Fprintf(w, "  the same, results left to the garbage collector: %.1f µs\n", us(gcDev))
 	fmt.Fprintf(w, "kernels' own GPU time: %.1f µs (median, do_bench method)\n", us(kernels))
 	fmt.Fprintf(w, "per-call overhead (GPU-resident call - kernels): %.1f µs\n", us(dev-kernels))
 	return nil

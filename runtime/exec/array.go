@@ -168,7 +168,7 @@ func (rt *Runtime) Synchronize() error {
 	return rt.dev.Synchronize()
 }
 
-// workStream returns the stream of uploads and graph replays, creating it
+// workStream returns the stream of asynchronous uploads, creating it
 // on first use (nil on a Runtime without CUDA: copies are synchronous).
 func (rt *Runtime) workStream() (*cuda.Stream, error) {
 	if rt.cuda == nil {
@@ -183,14 +183,6 @@ func (rt *Runtime) workStream() (*cuda.Stream, error) {
 		}
 	})
 	return rt.work, rt.workErr
-}
-
-// syncWork waits for the work stream, if there is one.
-func (rt *Runtime) syncWork() error {
-	if rt.work == nil {
-		return nil
-	}
-	return rt.work.Synchronize()
 }
 
 // upload queues a copy of data to dst (pageable host memory, which the

@@ -142,31 +142,28 @@ type capturedGraph struct {
 	info   GraphInfo
 }
 
-// launch replays the graph on the Runtime's work stream, which is ordered
-// with the default stream of plain launches, uploads and copies (the
-// capture stream is not: capturing needs a non-blocking one).
-func (g *capturedGraph) launch(rt *Runtime) error {
-	st, err := rt.workStream()
-	if err != nil {
-		return err
-	}
-	return g.exec.Launch(st)
-}
+// legacyStream is the default (legacy) stream, handle 0, for
+// GraphExec.Launch, which takes a *cuda.Stream and reads only its handle
+// (a zero Stream is the handle-0 stream, as the nil one is to Handle).
+var legacyStream = &cuda.Stream{}
+
+// launch replays the graph on the default stream, where plain launches,
+// device copies and downloads go too, so a chain of calls is one stream
+// without cross-stream dependencies (the capture stream cannot be it:
+// capturing needs a non-blocking stream).
+func (g *capturedGraph) launch() error { return g.exec.Launch(legacyStream) }
 
 func (g *capturedGraph) destroy(rt *Runtime) error {
-	errs := []error{rt.syncWork(), g.stream.Synchronize(), g.exec.Destroy(), g.stream.Destroy()}
+	// Replays run on the default stream: wait for them all before the
+	// graph and its pool go.
+	errs := []error{rt.dev.Synchronize(), g.exec.Destroy(), g.stream.Destroy()}
 	errs = append(errs, g.pool.release(rt.alloc))
 	return errors.Join(errs...)
 }
 
-// stream returns the stream Launch queues work on (nil: the default one).
-func (b *Bound) stream() *cuda.Stream {
-	if b.graph != nil {
-		st, _ := b.rt.workStream() // an error here was the graph launch's first
-		return st
-	}
-	return nil
-}
+// stream returns the stream Launch queues work on: the default one (nil),
+// for graph replays too.
+func (b *Bound) stream() *cuda.Stream { return nil }
 
 // Capture records the plan's launches into a CUDA graph, after one plain
 // launch that loads every kernel and surfaces faults outside the graph.

@@ -71,9 +71,9 @@ type Runtime struct {
 	modules map[[32]byte]module
 	libs    libraries // cuBLASLt, for gpu.library_matmul (library.go)
 
-	// work is the stream of asynchronous uploads and CUDA graph replays
-	// (array.go): a blocking stream, so that it and the legacy default
-	// stream of plain launches and copies are ordered as one stream.
+	// work is the stream of asynchronous uploads (array.go): a blocking
+	// stream, so that it and the legacy default stream of launches, graph
+	// replays and device copies are ordered as one stream.
 	workOnce sync.Once
 	work     *cuda.Stream
 	workErr  error
@@ -387,7 +387,7 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 // the kernels. The results of the previous Launch are released.
 func (b *Bound) Launch() error {
 	if b.graph != nil {
-		return b.graph.launch(b.rt)
+		return b.graph.launch()
 	}
 	if err := b.release(); err != nil {
 		return err
