@@ -91,9 +91,11 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 		return nil, err
 	}
 	t0 := time.Now()
-	pipeline := Lowering(m)
-	if m.Autotunes() {
-		pipeline = loopPipeline
+	// The modes that search lower to the loop level here and compile
+	// each candidate (Strata's kernels and cuBLASLt) on the first call.
+	pipeline := loopPipeline
+	if !m.Autotunes() {
+		pipeline = Lowering(m)
 	}
 	pm, err := passes.Parse(pipeline)
 	if err != nil {
