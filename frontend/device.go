@@ -254,10 +254,40 @@ func (t *Tensor) Free() error {
 		if d.host != nil { // read before: keep the host copy
 			t.val = d.host
 		} else {
-			t.err = located(callerLoc(), "tensor used after Free released its GPU memory")
+			// Located lazily: a loop that frees its results each call
+			// must not pay for resolving a location it never prints.
+			e := &freedError{}
+			e.n = runtime.Callers(2, e.pcs[:])
+			t.err = e
 		}
 	}
 	return d.arr.Release()
+}
+
+// freedError is the error of a tensor used after Free, located at the
+// Free.
+type freedError struct {
+	pcs [16]uintptr
+	n   int
+}
+
+func (e *freedError) Error() string {
+	return ir.Errorf(userLoc(e.pcs[:e.n]), "tensor used after Free released its GPU memory").Error()
+}
+
+// userLoc returns the location of the first frame of pcs outside this
+// package (callerLoc, resolved later).
+func userLoc(pcs []uintptr) ir.Location {
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if !internalFrame(f.Function) {
+			return ir.FileLineColLoc{File: f.File, Line: f.Line}
+		}
+		if !more {
+			return ir.UnknownLoc{}
+		}
+	}
 }
 
 // Synchronize waits for the GPU work queued by compiled calls and ToGPU
@@ -354,16 +384,10 @@ type workSite struct {
 }
 
 func (w *workSite) String() string {
-	frames := runtime.CallersFrames(w.pcs[:w.n])
-	for {
-		f, more := frames.Next()
-		if !internalFrame(f.Function) {
-			return fmt.Sprintf("@%s called at %s:%d", w.graph, f.File, f.Line)
-		}
-		if !more {
-			return "@" + w.graph
-		}
+	if loc, ok := userLoc(w.pcs[:w.n]).(ir.FileLineColLoc); ok {
+		return fmt.Sprintf("@%s called at %s:%d", w.graph, loc.File, loc.Line)
 	}
+	return "@" + w.graph
 }
 
 // workLog remembers the compiled calls that queued GPU work since the

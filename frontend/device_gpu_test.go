@@ -126,8 +126,9 @@ func TestGPUFreeAndCleanup(t *testing.T) {
 	if got := rt.Allocator().Stats().Allocated; got >= held {
 		t.Errorf("after Free: %d bytes allocated, want less than %d", got, held)
 	}
-	if y.Float32s() != nil || y.Err() == nil || !strings.Contains(y.Err().Error(), "Free") {
-		t.Errorf("a result read after Free: %v", y.Err())
+	if y.Float32s() != nil || y.Err() == nil || !strings.Contains(y.Err().Error(), "device_gpu_test.go:") ||
+		!strings.Contains(y.Err().Error(), "after Free") {
+		t.Errorf("a result read after Free: %v, want an error located at the Free", y.Err())
 	}
 	for range 20 {
 		call(t, c, xg) // results dropped

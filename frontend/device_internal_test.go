@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -39,5 +40,18 @@ func TestWorkLogExplains(t *testing.T) {
 	l.synced()
 	if err := l.explain(fault); err != error(fault) {
 		t.Errorf("after a synchronization: %v", err)
+	}
+}
+
+// TestFreedErrorLocated checks the lazily located error of a tensor used
+// after Free: at the first frame outside this package (here the testing
+// package, which calls this test; TestGPUFreeAndCleanup checks a user's
+// line).
+func TestFreedErrorLocated(t *testing.T) {
+	e := &freedError{}
+	e.n = runtime.Callers(1, e.pcs[:])
+	got := e.Error()
+	if !strings.Contains(got, "testing.go:") || !strings.Contains(got, ": error: tensor used after Free released its GPU memory") {
+		t.Errorf("got %q", got)
 	}
 }
