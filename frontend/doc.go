@@ -46,6 +46,16 @@
 // load and the wait for the device (the nvptx backend opens the GPU in the
 // background from Compile on).
 //
+// Tensors on the GPU (docs/frontend-gpu.md): ToGPU uploads a tensor to
+// GPU 0; the nvptx backend's results stay there until read (Float32s,
+// Item, a graph break, another backend: downloaded once) and pass into
+// the next compiled call by reference, with no copy and no wait for the
+// GPU. Free releases GPU memory at once (the garbage collector does it
+// for unreachable tensors), Synchronize waits for the queued work and
+// names the calls whose work failed, KernelTime separates a cached call's
+// kernels from its host overhead. Without a GPU, ToGPU's error wraps
+// ErrNoGPUBackend, located at the call.
+//
 // Tracing assumes fn depends on its arguments only through tensor ops,
 // their shapes and values it reads: Go values fn captures are constants,
 // and concrete tensors it captures (weights) become graph inputs whose
