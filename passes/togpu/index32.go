@@ -1,6 +1,12 @@
 package togpu
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
@@ -104,37 +110,296 @@ func staticGrid(plan mapping, exts []int64, cfg Config) (int64, bool) {
 
 // narrowIndices retypes the index arithmetic of the kernel to i32 when the
 // analysis proves it exact, and leaves the kernel as it is otherwise.
+//
+// A kernel over dynamic shapes is narrowed too when every dynamic size it
+// sees is a size symbol of the host function's graph guards (a dimension
+// of an argument, "argN.shape[D] == s0", or of a buffer allocated with
+// such sizes): the analysis then runs with every symbol bounded by the
+// largest B that keeps the kernel's index values in i32, and the host
+// function gets the guard "s0 <= B" for each symbol, which the executor
+// checks before every call (a call with larger sizes fails with the guard
+// named instead of overflowing).
 func (k *kernelGen) narrowIndices(plan mapping) {
-	for _, a := range k.entry.Arguments() {
-		switch t := a.Type().(type) {
+	hb := newHostBounds(k.nest)
+	hb.common = limit32 - 1
+	a, ok := k.analyzeWithin(plan, hb)
+	if len(hb.used) > 0 {
+		// The largest bound common to every symbol that still proves the
+		// kernel exact (the analysis only gets easier as bounds fall),
+		// then each symbol in turn, the first-seen first (an argument's
+		// leading dim: a batch), raised as far as the others allow.
+		least := int64(1)
+		for _, s := range hb.used {
+			least = max(least, hb.least[s])
+		}
+		largest := func(lo int64, set func(int64)) int64 {
+			best := int64(0)
+			for hi := limit32 - 1; lo <= hi; {
+				mid := lo + (hi-lo)/2
+				set(mid)
+				if _, ok := k.analyzeWithin(plan, hb); ok {
+					best, lo = mid, mid+1
+				} else {
+					hi = mid - 1
+				}
+			}
+			return best
+		}
+		hb.common = largest(least, func(b int64) { hb.common = b })
+		if hb.common < 1 {
+			return
+		}
+		for _, s := range slices.Clone(hb.used) {
+			hb.bounds[s] = largest(hb.common, func(b int64) { hb.bounds[s] = b })
+		}
+		if a, ok = k.analyzeWithin(plan, hb); !ok || !k.roomy(hb) {
+			return
+		}
+		hb.guard()
+	}
+	if ok {
+		a.rewrite(k.ctx)
+	}
+}
+
+// minGuardedElements is the least size (in elements) that the bounds of
+// a dynamic kernel's guard must leave its largest buffer: with one symbol
+// the bound only rules out buffers near 2^31 elements, which 64-bit
+// arithmetic would need anyway, but the interval analysis loses the link
+// between a flattened index and its div/rem by an extent (row = i / s1 ≤
+// i), so several symbols bound each other far below that. A guard that
+// would refuse calls on buffers smaller than this is not worth 32-bit
+// arithmetic: the kernel keeps 64-bit.
+const minGuardedElements = 1 << 27
+
+// roomy reports whether hb's bounds leave one of the kernel's buffers at
+// least minGuardedElements elements.
+func (k *kernelGen) roomy(hb *hostBounds) bool {
+	for i, arg := range k.entry.Arguments() {
+		if _, ok := arg.Type().(*ir.MemRefType); ok && i < len(k.hostArgs) {
+			if n, ok := hb.elements(k.hostArgs[i].v); ok && n >= minGuardedElements {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// analyzeWithin runs the analysis of the kernel with the size symbols of
+// the host function within hb's bounds; false when the kernel cannot be
+// narrowed so.
+func (k *kernelGen) analyzeWithin(plan mapping, hb *hostBounds) (*indexNarrowing, bool) {
+	args := map[*ir.Value]span{}
+	for i, arg := range k.entry.Arguments() {
+		if i >= len(k.hostArgs) {
+			break
+		}
+		h := k.hostArgs[i]
+		switch arg.Type().(type) {
 		case *ir.MemRefType:
-			if n := ir.NumElements(t.Shape()); n < 0 || n >= limit32 {
-				return
+			if n, ok := hb.elements(h.v); !ok || n >= limit32 {
+				return nil, false
 			}
 		case *ir.IndexType:
-			return // a dynamic size: no static bound
+			var r span
+			var ok bool
+			if h.dim >= 0 {
+				r, ok = hb.dim(h.v, h.dim)
+			} else {
+				r, ok = hb.value(h.v)
+			}
+			if !ok || !r.fits() {
+				return nil, false
+			}
+			args[arg] = r
 		}
 	}
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(k.nest)
 	exts := make([]int64, len(lbs))
 	for d := range lbs {
 		lb, ok1 := staticInt(lbs[d])
-		ub, ok2 := staticInt(ubs[d])
+		ub, ok2 := hb.value(ubs[d])
 		st, ok3 := staticInt(steps[d])
 		if !ok1 || !ok2 || !ok3 || st < 1 {
-			return
+			return nil, false
 		}
-		exts[d] = max(ub-lb+st-1, 0) / st
+		exts[d] = max(ub.hi-lb+st-1, 0) / st
 	}
 	grid, ok := staticGrid(plan, exts, k.cfg)
 	if !ok || grid >= limit32 {
-		return
+		return nil, false
 	}
 	a := &indexNarrowing{rng: map[*ir.Value]span{}, isRoot: map[*ir.Value]bool{}, narrowOps: map[*ir.Operation]bool{}}
-	if !a.analyze(k.kernel, plan.block(k.cfg), grid) {
-		return
+	for _, arg := range k.entry.Arguments() {
+		if s, ok := args[arg]; ok {
+			a.rng[arg], a.isRoot[arg] = s, true
+			a.roots = append(a.roots, arg)
+		}
 	}
-	a.rewrite(k.ctx)
+	if !a.analyze(k.kernel, plan.block(k.cfg), grid) {
+		return nil, false
+	}
+	return a, true
+}
+
+// hostBounds bounds the host's index values and buffer sizes under a bound
+// on the size symbols of the host function's guards.
+type hostBounds struct {
+	fn *ir.Operation // the host function, nil when not found
+	// syms maps "argN.shape[D]" to the size symbol the guards bind it to.
+	syms map[string]string
+	// least is each symbol's lower bound from the guards ("s0 >= 1"; 0
+	// when they have none: a size is never negative).
+	least map[string]int64
+	// bounds are the symbols' upper bounds, common where unset.
+	bounds map[string]int64
+	common int64
+	// used are the symbols some bound relied on, in first-use order.
+	used []string
+}
+
+// guardsAttr is where graph-symbolize-shapes keeps a function's guards
+// (passes/symbolize.GuardsAttr), which the executor checks on every call.
+const guardsAttr = "graph.guards"
+
+func newHostBounds(nest *ir.Operation) *hostBounds {
+	hb := &hostBounds{fn: nest.ParentOfType("func.func"), syms: map[string]string{}, least: map[string]int64{}, bounds: map[string]int64{}}
+	if hb.fn == nil {
+		return hb
+	}
+	arr, _ := hb.fn.Attr(guardsAttr).(ir.ArrayAttr)
+	for _, a := range arr {
+		s, ok := a.(ir.StringAttr)
+		if !ok {
+			continue
+		}
+		if lhs, rhs, ok := strings.Cut(s.Value, " == "); ok && strings.HasPrefix(lhs, "arg") && isSymbolName(rhs) {
+			hb.syms[lhs] = rhs
+			continue
+		}
+		// A lower bound: "s0 >= c" or "s0 > c".
+		for _, rel := range []struct {
+			op   string
+			plus int64
+		}{{" >= ", 0}, {" > ", 1}} {
+			lhs, rhs, ok := strings.Cut(s.Value, rel.op)
+			c, err := strconv.ParseInt(rhs, 10, 64)
+			if ok && err == nil && isSymbolName(lhs) && c < limit32 {
+				hb.least[lhs] = max(hb.least[lhs], c+rel.plus)
+			}
+		}
+	}
+	return hb
+}
+
+// isSymbolName reports whether s is a bare size symbol ("s0"), not a
+// number or an expression.
+func isSymbolName(s string) bool {
+	if s == "" || !(s[0] == '_' || unicode.IsLetter(rune(s[0]))) {
+		return false
+	}
+	for _, c := range s {
+		if c != '_' && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// value bounds a host index value: a constant, or a dimension of a buffer
+// (loop.dim).
+func (hb *hostBounds) value(v *ir.Value) (span, bool) {
+	if c, ok := staticInt(v); ok {
+		return span{c, c}, true
+	}
+	if d := v.DefiningOp(); d != nil && d.Name() == loop.DimOp && d.NumOperands() == 1 {
+		if i, ok := d.Attr(loop.IndexAttr).(ir.IntegerAttr); ok {
+			return hb.dim(d.Operand(0), int(i.Value))
+		}
+	}
+	return span{}, false
+}
+
+// dim bounds dimension d of host buffer m: static, an argument's size
+// symbol, or the size a loop.alloc was given.
+func (hb *hostBounds) dim(m *ir.Value, d int) (span, bool) {
+	t, ok := m.Type().(*ir.MemRefType)
+	if !ok || d < 0 || d >= len(t.Shape()) {
+		return span{}, false
+	}
+	if n := t.Shape()[d]; n != ir.Dynamic {
+		return span{n, n}, true
+	}
+	if m.IsBlockArgument() {
+		blk := m.ParentBlock()
+		if hb.fn == nil || blk == nil || blk.ParentOp() != hb.fn {
+			return span{}, false
+		}
+		s, ok := hb.syms[fmt.Sprintf("arg%d.shape[%d]", m.Index(), d)]
+		if !ok {
+			return span{}, false
+		}
+		if !slices.Contains(hb.used, s) {
+			hb.used = append(hb.used, s)
+		}
+		return span{hb.least[s], max(hb.least[s], hb.bound(s))}, true
+	}
+	if op := m.DefiningOp(); op != nil && op.Name() == loop.AllocOp {
+		// The operands are the dynamic sizes, in order.
+		j := 0
+		for _, n := range t.Shape()[:d] {
+			if n == ir.Dynamic {
+				j++
+			}
+		}
+		if j < op.NumOperands() {
+			return hb.value(op.Operand(j))
+		}
+	}
+	return span{}, false
+}
+
+// elements bounds the element count of host buffer m from above.
+func (hb *hostBounds) elements(m *ir.Value) (int64, bool) {
+	t, ok := m.Type().(*ir.MemRefType)
+	if !ok {
+		return 0, false
+	}
+	n := int64(1)
+	for d := range t.Shape() {
+		e, ok := hb.dim(m, d)
+		if !ok || e.lo < 0 {
+			return 0, false
+		}
+		if e.hi > 0 && n > limit32/e.hi {
+			return limit32, true
+		}
+		n *= e.hi
+	}
+	return n, true
+}
+
+// bound returns symbol s's upper bound.
+func (hb *hostBounds) bound(s string) int64 {
+	if b, ok := hb.bounds[s]; ok {
+		return b
+	}
+	return hb.common
+}
+
+// guard adds "s <= bound" to the host function's guards for every symbol
+// a bound relied on (once: a second kernel with the same bound adds
+// nothing; a tighter one adds its own).
+func (hb *hostBounds) guard() {
+	arr, _ := hb.fn.Attr(guardsAttr).(ir.ArrayAttr)
+	out := slices.Clone(arr)
+	for _, s := range hb.used {
+		g := ir.StringAttr{Value: fmt.Sprintf("%s <= %d", s, hb.bound(s))}
+		if !slices.ContainsFunc(out, func(a ir.Attribute) bool { return a == g }) {
+			out = append(out, g)
+		}
+	}
+	hb.fn.SetAttr(guardsAttr, out)
 }
 
 // analyze computes the ranges; false when some index value has no range

@@ -6,12 +6,19 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/passes/symbolize"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/sym"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
 )
@@ -184,4 +191,172 @@ func TestIndex32KeepsHugeBuffers(t *testing.T) {
 			return true
 		})
 	}
+}
+
+// index32Dynamic are programs over symbolic sizes (graph-symbolize-shapes):
+// a softmax over [s0, 4096] (a row kernel, its output allocated with s0
+// rows) and a bias add over [s0, 1000] (a pointwise kernel, N-D
+// coordinates by div/rem), narrowed under the bound the pass puts on s0;
+// and a bias add over [s0, s1], whose coordinates divide by the dynamic s1:
+// the interval analysis bounds s0 and s1 to about 1290 each, too tight a
+// guard (minGuardedElements), so it keeps 64-bit arithmetic.
+var index32Dynamic = []struct {
+	name, text, dims string
+	bound            string    // the guard the pass adds ("": none)
+	sizes            [][]int64 // per run: the dynamic sizes of the arguments, in order
+}{
+	{"softmax", `func.func @main(%x: tensor<8x4096xf32>) -> tensor<8x4096xf32> {
+  %0 = "graph.softmax"(%x) <{axis = -1 : i64}> : (tensor<8x4096xf32>) -> tensor<8x4096xf32>
+  return %0 : tensor<8x4096xf32>
+}`, "0:0", "s0 <= 524287", [][]int64{{3}, {1}}},
+	{"bias_add", biasAdd(6, 1000), "0:0", "s0 <= 2147483", [][]int64{{5}, {1}}},
+	{"bias_add_2d", biasAdd(6, 1000), "0:0,0:1,1:0", "", [][]int64{{5, 7, 7}, {3, 1000, 1000}}},
+}
+
+// lowerDynamic symbolizes text's dims and lowers it to loops.
+func lowerDynamic(t *testing.T, text, dims string) (*ir.Context, *ir.Operation) {
+	t.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, text, ir.ParseOptions{Filename: "index32_dynamic.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse(fmt.Sprintf("builtin.module(graph-symbolize-shapes{dims=%s},lower-to-loop)", dims))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, m
+}
+
+// TestIndex32DynamicShapes checks that kernels over symbolic sizes are
+// narrowed under a guard that bounds the symbols: no 64-bit index
+// arithmetic left in the PTX, the guard on the host function (parsed and
+// checked as the executor does: it holds at the bound, fails above), and
+// the same results as the loop-level program in the interpreter.
+func TestIndex32DynamicShapes(t *testing.T) {
+	for _, p := range index32Dynamic {
+		t.Run(p.name, func(t *testing.T) {
+			_, loopLevel := lowerDynamic(t, p.text, p.dims)
+			ctx, m := lowerDynamic(t, p.text, p.dims)
+			cfg := togpu.DefaultConfig
+			cfg.IndexBits = 32
+			if err := togpu.Run(ctx, m, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := ir.Verify(m); err != nil {
+				t.Fatal(err)
+			}
+			mod, err := llvm.TranslateAll(llvm.GPUModules(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			be, _ := nvptx.New("native")
+			ptx, err := be.Compile(mod, nvptx.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptxasAccepts(t, ptx)
+			gs, has, err := symbolize.Guards(interp.New(m).Func("main"))
+			if err != nil || !has {
+				t.Fatalf("guards: %v (present: %v)", err, has)
+			}
+			var bounds []string
+			for _, g := range gs.Strings() {
+				if strings.Contains(g, " <= ") {
+					bounds = append(bounds, g)
+				}
+			}
+			fn := interp.New(loopLevel).Func("main")
+			ft, err := interp.FuncType(fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.bound == "" {
+				if len(bounds) > 0 || len(wideIndexOps(ptx)) == 0 {
+					t.Errorf("narrowed under %q; want 64-bit arithmetic and no bound", bounds)
+				}
+			} else {
+				if got := wideIndexOps(ptx); len(got) > 0 {
+					t.Errorf("64-bit index arithmetic under index-bits=32: %v\n%s", got, ptx)
+				}
+				if !slices.Equal(bounds, []string{p.bound}) {
+					t.Fatalf("bound guards %q, want [%q]", bounds, p.bound)
+				}
+				checkBound(t, gs, ft, p.bound)
+			}
+			for _, sizes := range p.sizes {
+				// sizes lists the dynamic dims of all arguments in order.
+				dyn := make([][]int64, len(ft.Inputs))
+				k := 0
+				for i, it := range ft.Inputs {
+					for _, n := range it.(*ir.MemRefType).Shape() {
+						if n == ir.Dynamic {
+							dyn[i] = append(dyn[i], sizes[k])
+							k++
+						}
+					}
+				}
+				args := inputs(t, loopLevel, dyn, 3)
+				want := run(t, loopLevel, args)
+				got := run(t, m, args)
+				for i := range want {
+					if err := passtest.Compare(got[i], want[i]); err != nil {
+						t.Errorf("sizes %v, result %d: %v", sizes, i, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkBound checks the guard "s <= n" as the executor does: every
+// dynamic size at n passes the guards, n+1 fails naming s.
+func checkBound(t *testing.T, gs sym.Guards, ft *ir.FunctionType, bound string) {
+	t.Helper()
+	symbol, limitText, _ := strings.Cut(bound, " <= ")
+	limit, err := strconv.ParseInt(limitText, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := func(n int64) []sym.ShapeDtype {
+		in := make([]sym.ShapeDtype, len(ft.Inputs))
+		for i, it := range ft.Inputs {
+			mt := it.(*ir.MemRefType)
+			shape := slices.Clone(mt.Shape())
+			for d := range shape {
+				if shape[d] == ir.Dynamic {
+					shape[d] = n
+				}
+			}
+			in[i] = sym.ShapeDtype{Shape: shape, Dtype: mt.ElementType().String()}
+		}
+		return in
+	}
+	if _, fail := gs.Check(shapes(limit)); fail != nil {
+		t.Errorf("every size at the bound %d: %v", limit, fail)
+	}
+	if _, fail := gs.Check(shapes(limit + 1)); fail == nil || !strings.Contains(fail.Error(), symbol) {
+		t.Errorf("sizes of %d (past %s): guard failure %v, want one naming %s", limit+1, bound, fail, symbol)
+	}
+}
+
+// TestIndex32NeedsGuards checks that a dynamic kernel whose host function
+// has no guards (no size symbols to bound) keeps 64-bit index arithmetic.
+func TestIndex32NeedsGuards(t *testing.T) {
+	ctx, m := parse(t, "softmax.mlir")
+	cfg := togpu.DefaultConfig
+	cfg.IndexBits = 32
+	if err := togpu.Run(ctx, m, cfg); err != nil {
+		t.Fatal(err)
+	}
+	m.Walk(func(o *ir.Operation) bool {
+		if o.Name() == "arith.index_castui" || o.Name() == "arith.index_cast" {
+			t.Errorf("index arithmetic narrowed without guards: %s", o)
+			return false
+		}
+		return true
+	})
 }
