@@ -272,6 +272,22 @@ func (hd *Handle) newPlan(m Matmul) (_ *plan, err error) {
 	if p.d, err = hd.layout(m.DType, m.N, m.M, m.Batch); err != nil {
 		return nil, err
 	}
+	algos, err := hd.heuristics(p, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(algos) < 1 {
+		return nil, fmt.Errorf("cuBLASLt has no algorithm for %s·%s → %s, M=%d N=%d K=%d batch=%d", m.AType, m.AType, m.DType, m.M, m.N, m.K, m.Batch)
+	}
+	p.algo = algos[0]
+	return p, nil
+}
+
+// heuristics returns up to n algorithms cuBLASLt's heuristic proposes for
+// p's descriptors within the workspace, best first. The context is
+// current.
+func (hd *Handle) heuristics(p *plan, n int32) ([]heuristicResult, error) {
+	l := hd.lib
 	var pref uintptr
 	if err := l.check("cublasLtMatmulPreferenceCreate", l.cublasLtMatmulPreferenceCreate(&pref)); err != nil {
 		return nil, err
@@ -281,14 +297,12 @@ func (hd *Handle) newPlan(m Matmul) (_ *plan, err error) {
 	if err := l.check("cublasLtMatmulPreferenceSetAttribute", l.cublasLtMatmulPreferenceSetAttribute(pref, prefMaxWorkspaceBytes, unsafe.Pointer(&ws), 8)); err != nil {
 		return nil, err
 	}
-	var n int32
-	if err := l.check("cublasLtMatmulAlgoGetHeuristic", l.cublasLtMatmulAlgoGetHeuristic(hd.h, p.desc, p.b, p.a, p.d, p.d, pref, 1, &p.algo, &n)); err != nil {
+	out := make([]heuristicResult, n)
+	var got int32
+	if err := l.check("cublasLtMatmulAlgoGetHeuristic", l.cublasLtMatmulAlgoGetHeuristic(hd.h, p.desc, p.b, p.a, p.d, p.d, pref, n, &out[0], &got)); err != nil {
 		return nil, err
 	}
-	if n < 1 {
-		return nil, fmt.Errorf("cuBLASLt has no algorithm for %s·%s → %s, M=%d N=%d K=%d batch=%d", m.AType, m.AType, m.DType, m.M, m.N, m.K, m.Batch)
-	}
-	return p, nil
+	return out[:got], nil
 }
 
 // setDesc sets an int32 attribute of a matmul descriptor.

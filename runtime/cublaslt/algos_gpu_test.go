@@ -1,0 +1,168 @@
+package cublaslt
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/strata-ir/strata/runtime/cuda"
+)
+
+// TestGPUHeuristicAlgorithms (skipped without a GPU and cuBLASLt; ≈ 10 s of
+// device time with STRATA_CUBLASLT_ALGOS set, else a small product only)
+// times each of the first eight algorithms cuBLASLt's heuristic proposes
+// for the benchmark's products (mm_bias_gelu's and the five of
+// mlp_train's step, transposes included), every one checked to write the
+// same product as the first within bf16 rounding: how far the first
+// proposal, which Run uses, is from the best the heuristic offers.
+func TestGPUHeuristicAlgorithms(t *testing.T) {
+	dev, err := cuda.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	defer dev.Close()
+	if err := Load(); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			t.Skipf("no cuBLASLt: %v", err)
+		}
+		t.Fatal(err)
+	}
+	alloc := cuda.NewAllocator(dev)
+	defer alloc.EmptyCache()
+	hd, err := New(dev, alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := hd.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	shapes := []struct {
+		name string
+		mm   Matmul
+	}{{"small", Matmul{AType: BF16, DType: BF16, M: 200, N: 136, K: 72, Batch: 1}}}
+	if os.Getenv("STRATA_CUBLASLT_ALGOS") != "" {
+		shapes = []struct {
+			name string
+			mm   Matmul
+		}{
+			{"mm_bias_gelu x·w", Matmul{AType: BF16, DType: BF16, M: 8192, N: 4096, K: 4096, Batch: 1}},
+			{"mlp x·w1", Matmul{AType: BF16, DType: BF16, M: 8192, N: 16384, K: 4096, Batch: 1}},
+			{"mlp h·w2", Matmul{AType: BF16, DType: BF16, M: 8192, N: 4096, K: 16384, Batch: 1}},
+			{"mlp hᵀ·g", Matmul{AType: BF16, DType: BF16, M: 16384, N: 4096, K: 8192, Batch: 1, TransA: true}},
+			{"mlp g·w2ᵀ", Matmul{AType: BF16, DType: BF16, M: 8192, N: 16384, K: 4096, Batch: 1, TransB: true}},
+			{"mlp xᵀ·dh", Matmul{AType: BF16, DType: BF16, M: 4096, N: 16384, K: 8192, Batch: 1, TransA: true}},
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 9))
+	var host []byte // random bf16 values in [-1, 1), made once, uploaded in prefixes
+	random := func(n int64) cuda.DevicePtr {
+		for i := int64(len(host)) / 2; i < n; i++ {
+			host = binary.LittleEndian.AppendUint16(host, uint16(math.Float32bits(float32(2*rng.Float64()-1))>>16))
+		}
+		buf := host[:2*n]
+		p, err := alloc.Alloc(uint64(len(buf)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.CopyHtoD(p, buf); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	download := func(p cuda.DevicePtr, n int64) []float32 {
+		buf := make([]byte, 2*n)
+		if err := dev.CopyDtoH(buf, p); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16)
+		}
+		return out
+	}
+	for _, sh := range shapes {
+		m := sh.mm
+		a, b, d := random(m.M*m.K), random(m.K*m.N), random(m.M*m.N)
+		if err := hd.Run(m, a, b, d, nil); err != nil { // makes the plan
+			t.Fatal(err)
+		}
+		first := download(d, m.M*m.N)
+		var algos []heuristicResult
+		if err := dev.WithContext(func() (err error) { algos, err = hd.heuristics(hd.plans[m], 8); return err }); err != nil {
+			t.Fatal(err)
+		}
+		p := hd.plans[m]
+		for i, h := range algos {
+			p.algo = h
+			if err := hd.Run(m, a, b, d, nil); err != nil {
+				t.Errorf("%s algorithm %d: %v", sh.name, i, err)
+				continue
+			}
+			got := download(d, m.M*m.N)
+			for j := range got {
+				if diff := math.Abs(float64(got[j] - first[j])); !(diff <= math.Max(1, math.Abs(float64(first[j])))/64) {
+					t.Errorf("%s algorithm %d: element %d is %g, %g with the first", sh.name, i, j, got[j], first[j])
+					break
+				}
+			}
+			ms := timeRuns(t, dev, 20, func() error { return hd.Run(m, a, b, d, nil) })
+			t.Logf("ALGO %-18s #%d workspace %8d waves %.2f: %.4f ms (%.0f TFLOP/s)", sh.name, i, h.workspaceSize, h.wavesCount, ms, 2*float64(m.M*m.N*m.K)/ms/1e9)
+		}
+		p.algo = algos[0]
+		for _, x := range []cuda.DevicePtr{a, b, d} {
+			if err := alloc.Free(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// timeRuns returns the median milliseconds of iters calls of run, each
+// between two events on the default stream, after three warm-up calls.
+func timeRuns(t *testing.T, dev *cuda.Device, iters int, run func() error) float64 {
+	t.Helper()
+	for range 3 {
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var evs []*cuda.Event
+	for range 2 * iters {
+		e, err := dev.NewEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Destroy()
+		evs = append(evs, e)
+	}
+	for i := range iters {
+		if err := evs[2*i].Record(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+		if err := evs[2*i+1].Record(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := evs[len(evs)-1].Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	ms := make([]float64, iters)
+	for i := range ms {
+		v, err := cuda.Elapsed(evs[2*i], evs[2*i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms[i] = float64(v)
+	}
+	slices.Sort(ms)
+	return ms[iters/2]
+}
