@@ -48,9 +48,14 @@ const (
 )
 
 // FlashTile is how a flash-attention kernel splits its work: blocks of
-// Rows query rows (Rows/16 warps, 16 rows each) and key tiles of Keys.
+// Rows query rows (Rows/Warp warps, Warp rows each) and key tiles of Keys.
 type FlashTile struct {
 	Rows, Keys int64
+	// Warp is the query rows of a warp, 16 (the zero value) or 32: two
+	// m16 tiles share each K and V fragment a warp loads from workgroup
+	// memory, which halves that traffic per score (at the cost of twice
+	// the accumulator registers).
+	Warp int64
 	// SumMMA takes the row sums of the probabilities on the tensor cores,
 	// as P times a matrix of ones (one mma.sync per 16 keys instead of an
 	// f32 add per score); they then sum the probabilities as rounded to
@@ -61,9 +66,13 @@ type FlashTile struct {
 	MinBlocks int64
 }
 
-// String is RowsxKeys, followed by s for SumMMA and bN for MinBlocks N.
+// String is RowsxKeys, followed by wN for Warp N (not 16), s for SumMMA
+// and bN for MinBlocks N.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
+	if t.Warp != 0 && t.Warp != 16 {
+		s += fmt.Sprintf("w%d", t.Warp)
+	}
 	if t.SumMMA {
 		s += "s"
 	}
@@ -71,6 +80,14 @@ func (t FlashTile) String() string {
 		s += fmt.Sprintf("b%d", t.MinBlocks)
 	}
 	return s
+}
+
+// warpRows is the query rows of a warp.
+func (t FlashTile) warpRows() int64 {
+	if t.Warp == 0 {
+		return 16
+	}
+	return t.Warp
 }
 
 // sums is the number of row-sum registers a lane carries: its partial
@@ -91,7 +108,7 @@ func (t FlashTile) sums() int {
 // reductions and barriers per score) 1% faster and 16% slower. (A
 // pipelined 64×64, the next tile's QKᵀ issued before this tile's
 // softmax in three stages at 131 registers, was 10% slower: dropped.)
-var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 64, Keys: 64, SumMMA: true}, {Rows: 64, Keys: 64, SumMMA: true, MinBlocks: 4}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
+var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 64, Keys: 64, SumMMA: true}, {Rows: 64, Keys: 64, SumMMA: true, MinBlocks: 4}, {Rows: 128, Keys: 64, Warp: 32}, {Rows: 128, Keys: 32, Warp: 32}, {Rows: 64, Keys: 64, Warp: 32}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -122,12 +139,29 @@ func (f Flash) tile() FlashTile {
 }
 
 // Threads is the block size of f's launch.
-func (f Flash) Threads() int64 { return 2 * f.tile().Rows }
+func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows() }
 
 // shared is the number of workgroup elements: two stages of a K and a V
-// tile (the Q tile is staged in the second before the loop). Beyond
+// tile, and the Q tile (staged in the second stage before the loop when
+// it fits there, else after the stages). Beyond
 // gpu.MaxStaticSharedBytes the kernel's workgroup memory is dynamic.
-func (f Flash) shared() int64 { return 4 * f.tile().Keys * (f.D + flashPad) }
+func (f Flash) shared() int64 {
+	t := f.tile()
+	n := 4 * t.Keys * (f.D + flashPad)
+	if t.Rows > 2*t.Keys {
+		n += t.Rows * (f.D + flashPad)
+	}
+	return n
+}
+
+// qStage is the workgroup offset the Q tile is staged at.
+func (f Flash) qStage() int64 {
+	t := f.tile()
+	if t.Rows <= 2*t.Keys {
+		return 2 * t.Keys * (f.D + flashPad)
+	}
+	return 4 * t.Keys * (f.D + flashPad)
+}
 
 // Check reports why the kernel cannot compute f, or nil.
 func (f Flash) Check() error {
@@ -223,7 +257,7 @@ type flashGen struct {
 	q, k, v, o *ir.Value // global 1-D buffers
 	smem       *ir.Value // workgroup memory: per stage a K then a V tile
 	tid, t2    *ir.Value
-	rows       [2]*ir.Value // this lane's two query rows (g and g+8 of its warp's 16)
+	rows       [][2]*ir.Value // per m16 tile of the warp, this lane's two query rows (g and g+8)
 	kvBase     *ir.Value    // the block's (batch, head) offset in k and v
 	kvChunks   []chunk      // this thread's share of a K or V tile
 	tiles      *ir.Value    // key tiles the block visits
@@ -350,8 +384,12 @@ func (g *flashGen) emit() {
 	g.t2 = x.mulc(x.and(lane, 3), 2)
 	q8, r8 := x.shr(lane, 3), x.and(lane, 7) // ldmatrix: matrix and row of this lane
 	lo, hi := x.and(q8, 1), x.shr(q8, 1)
-	row0 := x.add(rowBase, x.add(x.mulc(warp, 16), gr))
-	g.rows = [2]*ir.Value{row0, x.addc(row0, 8)}
+	WR := g.Tile.warpRows()
+	mts := int(WR / 16) // m16 tiles a warp
+	for mi := range mts {
+		row0 := x.add(rowBase, x.add(x.mulc(warp, WR), x.addc(gr, int64(mi)*16)))
+		g.rows = append(g.rows, [2]*ir.Value{row0, x.addc(row0, 8)})
+	}
 	g.kvChunks = g.chunks(K)
 
 	// The key tiles: causal blocks stop at their last row's. The first
@@ -365,27 +403,30 @@ func (g *flashGen) emit() {
 		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
 	}
 
-	// Q is staged in stage 1 (R ≤ 2·K rows), which key tile 1 overwrites
-	// only after the first loop iteration's barrier.
+	// Q is staged in stage 1 when it fits (R ≤ 2·K rows), which key tile
+	// 1 overwrites only after the first loop iteration's barrier.
 	var qValid *ir.Value
 	if g.Lq%R != 0 {
 		qValid = x.c(g.Lq)
 	}
 	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
-	g.copyTile(b, g.chunks(R), g.q, qBase, x.c(g.stage(1)), rowBase, qValid)
+	g.copyTile(b, g.chunks(R), g.q, qBase, x.c(g.qStage()), rowBase, qValid)
 	g.load(b, x.c(0))
 	gpu.CpAsyncCommit(b, loc)
 	gpu.CpAsyncWait(b, loc, 0)
 	gpu.Barrier(b, loc)
 
-	// The warp's Q fragments, one m16k16 A per 16 of D: matrix q8 of
-	// ldmatrix.x4 is rows 8·(q8%2)…, columns 8·(q8/2)….
-	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
-	qOff := x.addc(x.add(x.mulc(qRow, g.ld), x.mulc(hi, 8)), g.stage(1))
-	qf := make([][]*ir.Value, g.D/16)
+	// The warp's Q fragments, per m16 tile one m16k16 A per 16 of D:
+	// matrix q8 of ldmatrix.x4 is rows 8·(q8%2)…, columns 8·(q8/2)….
+	qRow := x.add(x.mulc(warp, WR), x.add(x.mulc(lo, 8), r8))
+	qOff := x.addc(x.add(x.mulc(qRow, g.ld), x.mulc(hi, 8)), g.qStage())
 	qAt := x.index(qOff)
-	for ks := range qf {
-		qf[ks] = gpu.LdMatrix(b, loc, g.smem, indexAdd(b, loc, qAt, int64(ks)*16), 4, false)
+	qf := make([][][]*ir.Value, mts)
+	for mi := range qf {
+		qf[mi] = make([][]*ir.Value, g.D/16)
+		for ks := range qf[mi] {
+			qf[mi][ks] = gpu.LdMatrix(b, loc, g.smem, indexAdd(b, loc, qAt, int64(mi)*16*g.ld+int64(ks)*16), 4, false)
+		}
 	}
 	// K's B fragments (keys × D stored as K is): matrix q8 is keys
 	// 8·(q8/2)…, columns 8·(q8%2)…; V's (keys × D, read transposed):
@@ -400,14 +441,18 @@ func (g *flashGen) emit() {
 	c := float64(float32(g.Scale * math.Log2E))
 	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
 
+	// The carried values, per m16 tile: O's accumulators, m per row, l.
 	nO := int(g.D / 8) // n8 tiles of O
-	inits := make([]*ir.Value, 0, 4*nO+2+g.Tile.sums())
-	for range 4 * nO {
-		inits = append(inits, g.f32(0))
-	}
-	inits = append(inits, sm.masked, sm.masked) // m per row
-	for range g.Tile.sums() {
-		inits = append(inits, g.f32(0)) // l
+	per := 4*nO + 2 + g.Tile.sums()
+	inits := make([]*ir.Value, 0, mts*per)
+	for range mts {
+		for range 4 * nO {
+			inits = append(inits, g.f32(0))
+		}
+		inits = append(inits, sm.masked, sm.masked)
+		for range g.Tile.sums() {
+			inits = append(inits, g.f32(0))
+		}
 	}
 	// tileLoop runs key tiles [from, to) on the carried values it.
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
@@ -427,13 +472,19 @@ func (g *flashGen) emit() {
 			}, nil)
 			at := x.mulc(x.and(kt, 1), g.stage(1))
 			s := g.scores(b, qf, x.add(at, kOff))
-			if masked {
-				g.mask(b, s, x.mulc(kt, K), sm)
+			steps := make([][]*ir.Value, mts)
+			os, ls := make([][]*ir.Value, mts), make([][]*ir.Value, mts)
+			for mi := range mts {
+				if masked {
+					g.mask(b, s[mi], x.mulc(kt, K), sm, g.rows[mi])
+				}
+				seg := it[mi*per : (mi+1)*per]
+				steps[mi] = g.softmaxStep(b, s[mi], seg[:4*nO], seg[4*nO:4*nO+2], seg[4*nO+2:], sm)
+				os[mi], ls[mi] = steps[mi][:4*nO], steps[mi][4*nO+2:]
 			}
-			o, m, l := it[:4*nO], it[4*nO:4*nO+2], it[4*nO+2:]
-			out := g.softmaxStep(b, s, o, m, l, sm)
-			g.product(b, s, out[:4*nO], out[4*nO+2:], x.add(at, vOff))
-			return out
+			// (product updates steps' accumulators in place.)
+			g.product(b, s, os, ls, x.add(at, vOff))
+			return slices.Concat(steps...)
 		})
 		return l.Results()
 	}
@@ -441,7 +492,9 @@ func (g *flashGen) emit() {
 	if g.Causal || g.Lk%K != 0 {
 		it = tileLoop(full, g.tiles, it, true)
 	}
-	g.store(it, nO)
+	for mi := range mts {
+		g.store(it[mi*per:(mi+1)*per], nO, g.rows[mi])
+	}
 }
 
 // indexAdd is the index i + c. (Constants added in index rather than in
@@ -477,21 +530,27 @@ func approxExp2(b *ir.Builder, loc ir.Location, x *ir.Value) *ir.Value {
 
 var afn, _ = arith.FastMath("afn")
 
-// scores returns S = Q·Kᵀ for the warp's 16 rows and the tile's keys:
-// s[j][r] is the m16n8 accumulator value r of key tile j.
-func (g *flashGen) scores(b *ir.Builder, qf [][]*ir.Value, kAt *ir.Value) [][]*ir.Value {
+// scores returns S = Q·Kᵀ for the warp's rows and the tile's keys:
+// s[mi][j][r] is the m16n8 accumulator value r of m16 tile mi and key
+// tile j. Each K fragment serves every m16 tile.
+func (g *flashGen) scores(b *ir.Builder, qf [][][]*ir.Value, kAt *ir.Value) [][][]*ir.Value {
 	kAt = g.x.at(b).index(kAt)
 	zero := arith.ConstantFloat(b, g.loc, 0, ir.F32)
-	s := make([][]*ir.Value, g.Tile.Keys/8)
-	for j := range s {
-		s[j] = []*ir.Value{zero, zero, zero, zero}
+	s := make([][][]*ir.Value, len(qf))
+	for mi := range s {
+		s[mi] = make([][]*ir.Value, g.Tile.Keys/8)
+		for j := range s[mi] {
+			s[mi][j] = []*ir.Value{zero, zero, zero, zero}
+		}
 	}
-	for ks := range qf {
+	for ks := range qf[0] {
 		for np := range g.Tile.Keys / 16 {
 			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, kAt, np*16*g.ld+int64(ks)*16), 4, false)
-			// (Copies: round, mask and softmaxStep replace the values in place.)
-			s[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[:2], s[2*np]))
-			s[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[ks], r[2:], s[2*np+1]))
+			for mi, sm := range s {
+				// (Copies: round, mask and softmaxStep replace the values in place.)
+				sm[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[mi][ks], r[:2], sm[2*np]))
+				sm[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[mi][ks], r[2:], sm[2*np+1]))
+			}
 		}
 	}
 	return s
@@ -520,10 +579,10 @@ func (g *flashGen) pair(b *ir.Builder, x, y *ir.Value) *ir.Value {
 	return arith.Binary(b, "arith.ori", g.loc, half(x), hi)
 }
 
-// mask replaces masked scores by sm.masked: keys past Lk and, when
-// causal, keys after the row. Value r of n8 tile j is row rows[r/2], key
-// first + 8j + t2 + r%2.
-func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm softmax) {
+// mask replaces masked scores of one m16 tile by sm.masked: keys past Lk
+// and, when causal, keys after the row. Value r of n8 tile j is row
+// rows[r/2], key first + 8j + t2 + r%2.
+func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm softmax, rows [2]*ir.Value) {
 	x := g.x.at(b)
 	keyTail := g.Lk%g.Tile.Keys != 0
 	base := x.add(first, g.t2)
@@ -535,7 +594,7 @@ func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm soft
 				masked = arith.NewCmpI(b, g.loc, arith.CmpIUGE, key, x.c(g.Lk))
 			}
 			if g.Causal {
-				after := arith.NewCmpI(b, g.loc, arith.CmpIUGT, key, g.rows[r/2])
+				after := arith.NewCmpI(b, g.loc, arith.CmpIUGT, key, rows[r/2])
 				if masked == nil {
 					masked = after
 				} else {
@@ -647,36 +706,43 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	return out
 }
 
-// product adds P·V to the accumulators o (in place): the probabilities
-// of n8 tiles 2j and 2j+1 are the m16k16 A fragment of key step j. With
-// SumMMA it adds P's row sums to l (in place) too.
-func (g *flashGen) product(b *ir.Builder, p [][]*ir.Value, o, l []*ir.Value, vAt *ir.Value) {
+// product adds P·V to the accumulators o[mi] of each m16 tile mi (in
+// place): the probabilities of n8 tiles 2j and 2j+1 are the m16k16 A
+// fragment of key step j; each V fragment serves every m16 tile. With
+// SumMMA it adds P's row sums to l[mi] (in place) too.
+func (g *flashGen) product(b *ir.Builder, p [][][]*ir.Value, o, l [][]*ir.Value, vAt *ir.Value) {
 	vAt = g.x.at(b).index(vAt)
 	// bf16 1.0 twice: every B fragment register of a matrix of ones.
 	ones := []*ir.Value{arith.ConstantInt(b, g.loc, 0x3F803F80, ir.I32)}
 	ones = append(ones, ones[0])
 	for j := range g.Tile.Keys / 16 {
-		a := []*ir.Value{
-			g.pair(b, p[2*j][0], p[2*j][1]), g.pair(b, p[2*j][2], p[2*j][3]),
-			g.pair(b, p[2*j+1][0], p[2*j+1][1]), g.pair(b, p[2*j+1][2], p[2*j+1][3]),
-		}
-		if g.Tile.SumMMA {
-			copy(l, gpu.MMASync(b, g.loc, g.Elem, a, ones, l))
+		a := make([][]*ir.Value, len(p))
+		for mi, pm := range p {
+			a[mi] = []*ir.Value{
+				g.pair(b, pm[2*j][0], pm[2*j][1]), g.pair(b, pm[2*j][2], pm[2*j][3]),
+				g.pair(b, pm[2*j+1][0], pm[2*j+1][1]), g.pair(b, pm[2*j+1][2], pm[2*j+1][3]),
+			}
+			if g.Tile.SumMMA {
+				copy(l[mi], gpu.MMASync(b, g.loc, g.Elem, a[mi], ones, l[mi]))
+			}
 		}
 		for dp := range g.D / 16 {
 			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, vAt, j*16*g.ld+dp*16), 4, true)
-			for h := range int64(2) {
-				at := (2*dp + h) * 4
-				copy(o[at:at+4], gpu.MMASync(b, g.loc, g.Elem, a, r[2*h:2*h+2], o[at:at+4]))
+			for mi := range a {
+				for h := range int64(2) {
+					at := (2*dp + h) * 4
+					copy(o[mi][at:at+4], gpu.MMASync(b, g.loc, g.Elem, a[mi], r[2*h:2*h+2], o[mi][at:at+4]))
+				}
 			}
 		}
 	}
 }
 
-// store writes O / l, rounded to the element type, for the lane's rows
-// below Lq: accumulator value r of n8 tile j is row rows[r/2], column
-// 8j + t2 + r%2. it holds the tile loop's results.
-func (g *flashGen) store(it []*ir.Value, nO int) {
+// store writes O / l of one m16 tile, rounded to the element type, for
+// the lane's rows below Lq: accumulator value r of n8 tile j is row
+// rows[r/2], column 8j + t2 + r%2. it holds the tile's part of the tile
+// loop's results.
+func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 	b, loc, x := g.b, g.loc, g.x
 	var inv [2]*ir.Value
 	for h := range 2 {
@@ -691,7 +757,7 @@ func (g *flashGen) store(it []*ir.Value, nO int) {
 	for h := range 2 {
 		emit := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
-			rowOff := x.add(x.mulc(g.batchOf(b), g.Lq*g.D), x.mulc(g.rows[h], g.D))
+			rowOff := x.add(x.mulc(g.batchOf(b), g.Lq*g.D), x.mulc(rows[h], g.D))
 			for j := range nO {
 				for c := range 2 {
 					r := 2*h + c
@@ -705,7 +771,7 @@ func (g *flashGen) store(it []*ir.Value, nO int) {
 		if g.Lq%g.Tile.Rows == 0 {
 			emit(b)
 		} else {
-			loop.If(b, loc, x.lt(g.rows[h], x.c(g.Lq)), nil, emit, nil)
+			loop.If(b, loc, x.lt(rows[h], x.c(g.Lq)), nil, emit, nil)
 		}
 	}
 }

@@ -363,10 +363,10 @@ func TestFlashPipeline(t *testing.T) {
 }
 
 // TestGPUFlash runs graph-attention-to-flash + lower-to-gpu on the device
-// (skipped without one) for flashCases and compares with the
-// interpreter's graph.attention within TestFlashSemantics's tolerance;
-// then it times the kernel of each tiling at the bench's attention size
-// (b16 h16 s1024 d64 bf16), causal and not.
+// (skipped without one) for flashCases, and the kernel of every other
+// tiling, and compares with the interpreter's graph.attention within
+// TestFlashSemantics's tolerance; then it times the kernel of each tiling
+// at the bench's attention size (b16 h16 s1024 d64 bf16), causal and not.
 func TestGPUFlash(t *testing.T) {
 	rt, err := exec.Open(0)
 	if err != nil {
@@ -413,7 +413,30 @@ func TestGPUFlash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("max |device − graph| = %.3g", compare(t, gt.Float64s(), want[0].(*interp.Tensor).Float64s(), tol))
+			wantF := want[0].(*interp.Tensor).Float64s()
+			t.Logf("max |device − graph| = %.3g", compare(t, gt.Float64s(), wantF, tol))
+			// Every other tiling, launched directly.
+			for _, tile := range togpu.FlashTiles[1:] {
+				t.Run(tile.String(), func(t *testing.T) {
+					m := flashModule(t, dialects.NewContext(), tc.flash(tile))
+					p, err := exec.Compile(m, exec.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := p.Run(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}); err != nil {
+						t.Fatal(err)
+					}
+					got, err := out.Tensor()
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("max |device − graph| = %.3g", compare(t, got.Float64s(), wantF, tol))
+				})
+			}
 		})
 	}
 	type timed struct {
