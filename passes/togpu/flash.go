@@ -258,9 +258,9 @@ type flashGen struct {
 	smem       *ir.Value // workgroup memory: per stage a K then a V tile
 	tid, t2    *ir.Value
 	rows       [][2]*ir.Value // per m16 tile of the warp, this lane's two query rows (g and g+8)
-	kvBase     *ir.Value    // the block's (batch, head) offset in k and v
-	kvChunks   []chunk      // this thread's share of a K or V tile
-	tiles      *ir.Value    // key tiles the block visits
+	kvBase     *ir.Value      // the block's (batch, head) offset in k and v
+	kvChunks   []chunk        // this thread's share of a K or V tile
+	tiles      *ir.Value      // key tiles the block visits
 }
 
 // stage is the offset of a stage's K tile; its V tile follows.
