@@ -353,7 +353,7 @@ func (c *Compiled) KernelTime(iters int, inputs ...*Tensor) (time.Duration, erro
 		}
 		ms, err := ne.runner.Time(args, 3, iters)
 		if err != nil {
-			return 0, fmt.Errorf("frontend: KernelTime: %w", gpuWork.explainAny(err))
+			return 0, fmt.Errorf("frontend: KernelTime: %w", gpuWork.explain(err))
 		}
 		return time.Duration(ms * float64(time.Millisecond)), nil
 	}
@@ -430,12 +430,6 @@ func (l *workLog) explain(err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return l.explainAny(err)
-}
-
-// explainAny is explain for errors that lost the driver error's type (a
-// launch error located at its gpu.launch_func).
-func (l *workLog) explainAny(err error) error {
 	l.mu.Lock()
 	n, first, last := l.n, l.first, l.last
 	l.mu.Unlock()

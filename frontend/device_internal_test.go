@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/cuda"
+	"github.com/strata-ir/strata/runtime/exec"
 )
 
 // TestWorkLogExplains checks that a driver error after asynchronous work
@@ -34,8 +36,11 @@ func TestWorkLogExplains(t *testing.T) {
 	if err := l.explain(plain); err != plain {
 		t.Errorf("a non-driver error was changed: %v", err)
 	}
-	if err := l.explainAny(plain); !strings.Contains(err.Error(), "2 compiled calls") || !errors.Is(err, plain) {
-		t.Errorf("explainAny: %v", err)
+	// A launch error located at its gpu.launch_func keeps the driver's
+	// error in its chain.
+	launch := &exec.LaunchError{Diag: ir.Errorf(ir.UnknownLoc{}, "launching @k: %v", fault), Err: fault}
+	if err := l.explain(launch); !strings.Contains(err.Error(), "2 compiled calls") || !errors.As(err, new(*exec.LaunchError)) {
+		t.Errorf("a launch error: %v", err)
 	}
 	l.synced()
 	if err := l.explain(fault); err != error(fault) {

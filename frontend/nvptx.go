@@ -123,8 +123,9 @@ func (e *nvptxExecutable) RunDevice(inputs []interp.Value) ([]interp.Value, erro
 	gpuWork.queued(e.name, 1)
 	res, err := e.runner.RunDevice(inputs)
 	if err != nil {
-		// A fault of earlier, asynchronous work fails the next call.
-		return nil, gpuWork.explainAny(err)
+		// A fault of earlier, asynchronous work fails the next call with
+		// the driver's error: name the calls that queued work since.
+		return nil, gpuWork.explain(err)
 	}
 	return res, nil
 }

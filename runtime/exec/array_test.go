@@ -249,3 +249,26 @@ func TestArrayErrors(t *testing.T) {
 		t.Errorf("Prepare without aliasing: argument at the Array's memory, %v", rt.Transfers())
 	}
 }
+
+// TestLaunchErrorUnwraps checks that a refused launch is located at its
+// gpu.launch_func and keeps the driver's error, which after asynchronous
+// work is that work's fault.
+func TestLaunchErrorUnwraps(t *testing.T) {
+	p := arrayProgram(t)
+	d := newFake()
+	fault := errors.New("fake: an earlier kernel faulted")
+	d.kernels["vadd"] = func(*fakeDevice, [3]uint32, [3]uint32, []any) error { return fault }
+	rt := newRuntime(d)
+	a, err := rt.Upload(randomF32(t, rand.New(rand.NewPCG(1, 2)), 8, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewRunner(p, rt, "main", false).RunDevice([]interp.Value{a, a})
+	var le *LaunchError
+	if !errors.As(err, &le) || !errors.Is(err, fault) {
+		t.Fatalf("a refused launch: %v, want a *LaunchError wrapping the driver's error", err)
+	}
+	if s := err.Error(); !strings.Contains(s, "array.mlir:") || !strings.Contains(s, "launching @vadd") {
+		t.Errorf("error %q: want it located at the launch in array.mlir", s)
+	}
+}

@@ -624,7 +624,22 @@ func (r *runState) launch(l *launch) error {
 		r.argv = append(r.argv, marshal(l.kinds[i], args[i].Type(), v))
 	}
 	if err := r.rt.dev.launch(r.bound.kernels[l.index], grid, block, shared, r.stream, r.argv); err != nil {
-		return ir.Errorf(l.op.Loc(), "launching @%s: %v", l.kernel, err)
+		return &LaunchError{Diag: ir.Errorf(l.op.Loc(), "launching @%s: %v", l.kernel, err), Err: err}
 	}
 	return nil
 }
+
+// LaunchError is a kernel launch the driver refused, located at its
+// gpu.launch_func. Err is the driver's error: after asynchronous work
+// (a kernel fault of an earlier call) it is that work's error, which the
+// driver reports at the next call.
+type LaunchError struct {
+	Diag *ir.Diagnostic
+	Err  error
+}
+
+// Error prints the located diagnostic.
+func (e *LaunchError) Error() string { return e.Diag.Error() }
+
+// Unwrap returns the driver's error.
+func (e *LaunchError) Unwrap() error { return e.Err }
