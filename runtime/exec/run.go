@@ -281,7 +281,9 @@ func (p *Program) prepare(rt *Runtime, pl *plan, args []interp.Value, alias bool
 // reference (an Array, when the Bound aliases) or copied into the
 // argument's own buffer, allocated on first use. A value copied there
 // last time is not copied again: Tensors and Arrays are immutable
-// (Buffers are not, and are copied every time).
+// (Buffers are not, and are copied every time), and the plans of graph
+// functions never write their arguments (a hand-written function that
+// does writes into Buffers, as the interpreter's aliasing has it).
 func (b *Bound) bind(i int, a interp.Value) error {
 	t := b.plan.params[i]
 	mt, ok := t.(*ir.MemRefType)
