@@ -45,6 +45,10 @@ type indexNarrowing struct {
 	// (retyped arith ops and cmpi); every other reader gets the value
 	// widened back to index.
 	narrowOps map[*ir.Operation]bool
+	// ub is the upper bound (exclusive) of each loop.for induction
+	// variable: a grid-stride loop over a flattened space of P·Y points
+	// divides by Y and gets a quotient below P (see quotientBound).
+	ub map[*ir.Value]*ir.Value
 }
 
 // narrowableOps are the integer ops retyped to i32, with their ranges.
@@ -163,13 +167,13 @@ func (k *kernelGen) narrowIndices(plan mapping) {
 }
 
 // minGuardedElements is the least size (in elements) that the bounds of
-// a dynamic kernel's guard must leave its largest buffer: with one symbol
+// a dynamic kernel's guard must leave its largest buffer. With one symbol
 // the bound only rules out buffers near 2^31 elements, which 64-bit
-// arithmetic would need anyway, but the interval analysis loses the link
-// between a flattened index and its div/rem by an extent (row = i / s1 ≤
-// i), so several symbols bound each other far below that. A guard that
-// would refuse calls on buffers smaller than this is not worth 32-bit
-// arithmetic: the kernel keeps 64-bit.
+// arithmetic would need anyway; several symbols bound each other (s0 and
+// s1 about 46340 each for [s0, s1]), and where the interval analysis
+// cannot relate an index to the extents it was computed from, far below
+// that. A guard that would refuse calls on buffers smaller than this is
+// not worth 32-bit arithmetic: the kernel keeps 64-bit.
 const minGuardedElements = 1 << 27
 
 // roomy reports whether hb's bounds leave one of the kernel's buffers at
@@ -229,7 +233,7 @@ func (k *kernelGen) analyzeWithin(plan mapping, hb *hostBounds) (*indexNarrowing
 	if !ok || grid >= limit32 {
 		return nil, false
 	}
-	a := &indexNarrowing{rng: map[*ir.Value]span{}, isRoot: map[*ir.Value]bool{}, narrowOps: map[*ir.Operation]bool{}}
+	a := &indexNarrowing{rng: map[*ir.Value]span{}, isRoot: map[*ir.Value]bool{}, narrowOps: map[*ir.Operation]bool{}, ub: map[*ir.Value]*ir.Value{}}
 	for _, arg := range k.entry.Arguments() {
 		if s, ok := args[arg]; ok {
 			a.rng[arg], a.isRoot[arg] = s, true
@@ -426,7 +430,9 @@ func (a *indexNarrowing) analyze(kernel *ir.Operation, block, grid int64) bool {
 				ok = false
 				return false
 			}
-			root(loop.Body(o).Argument(0), span{lb.lo, max(lb.lo, ub.hi-1)})
+			iv := loop.Body(o).Argument(0)
+			root(iv, span{lb.lo, max(lb.lo, ub.hi-1)})
+			a.ub[iv] = o.Operand(1)
 		}
 		for _, r := range o.Regions() {
 			for _, blk := range r.Blocks() {
@@ -508,8 +514,68 @@ func (a *indexNarrowing) resultSpan(o *ir.Operation, block, grid int64) (span, b
 		return span{}, false, false
 	}
 	s, ok := f(x, y)
+	if ok && (o.Name() == "arith.divui" || o.Name() == "arith.divsi") {
+		if q, qok := a.quotientBound(o.Operand(0), o.Operand(1)); qok {
+			s.hi = min(s.hi, q)
+		}
+	}
 	return s, false, ok
 }
+
+// quotientBound bounds x / y from above when x is a loop induction
+// variable (non-negative) below an upper bound that is P·y: the quotient
+// is at most (P·y - 1) / y = P - 1. Interval arithmetic alone only knows
+// x / y <= x, which makes a flattened index over dynamic extents [s0, s1]
+// look s1 times larger than it is once multiplied back by s1.
+func (a *indexNarrowing) quotientBound(x, y *ir.Value) (int64, bool) {
+	u, ok := a.ub[x]
+	if xs := a.rng[x]; !ok || xs.lo < 0 {
+		return 0, false
+	}
+	m := a.peel(u).DefiningOp()
+	if m == nil || m.Name() != "arith.muli" {
+		return 0, false
+	}
+	p, q, yp := a.peel(m.Operand(0)), a.peel(m.Operand(1)), a.peel(y)
+	if q != yp {
+		p, q = q, p
+	}
+	ps, pok := a.rng[p]
+	if q != yp || !pok || a.rng[yp].lo < 1 {
+		return 0, false
+	}
+	return ps.hi - 1, true
+}
+
+// peel strips the identities the lowering leaves around an extent:
+// x·1, 1·x, x/1, x+0, x-0 and max(x, 0) of a non-negative x (with 0 and 1
+// known from the ranges), so that two computations of the same extent
+// meet at the same value.
+func (a *indexNarrowing) peel(v *ir.Value) *ir.Value {
+	is := func(w *ir.Value, c int64) bool { s, ok := a.rng[w]; return ok && s.lo == c && s.hi == c }
+	for {
+		d := v.DefiningOp()
+		if d == nil || d.NumOperands() != 2 {
+			return v
+		}
+		x, y := d.Operand(0), d.Operand(1)
+		switch {
+		case d.Name() == "arith.muli" && is(y, 1), d.Name() == "arith.divui" && is(y, 1),
+			d.Name() == "arith.divsi" && is(y, 1), d.Name() == "arith.addi" && is(y, 0),
+			d.Name() == "arith.subi" && is(y, 0):
+			v = x
+		case d.Name() == "arith.muli" && is(x, 1), d.Name() == "arith.addi" && is(x, 0):
+			v = y
+		case d.Name() == "arith.maxsi" && is(y, 0) && a.rng[x].lo >= 0 && a.has(x):
+			v = x
+		default:
+			return v
+		}
+	}
+}
+
+// has reports whether v has a range.
+func (a *indexNarrowing) has(v *ir.Value) bool { _, ok := a.rng[v]; return ok }
 
 // rewrite retypes the analyzed kernel: roots get an i32 copy that the
 // retyped ops read, retyped values become i32, and every other reader of

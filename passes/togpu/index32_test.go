@@ -2,6 +2,7 @@ package togpu_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -193,24 +194,23 @@ func TestIndex32KeepsHugeBuffers(t *testing.T) {
 	}
 }
 
-// index32Dynamic are programs over symbolic sizes (graph-symbolize-shapes):
-// a softmax over [s0, 4096] (a row kernel, its output allocated with s0
-// rows) and a bias add over [s0, 1000] (a pointwise kernel, N-D
-// coordinates by div/rem), narrowed under the bound the pass puts on s0;
-// and a bias add over [s0, s1], whose coordinates divide by the dynamic s1:
-// the interval analysis bounds s0 and s1 to about 1290 each, too tight a
-// guard (minGuardedElements), so it keeps 64-bit arithmetic.
+// index32Dynamic are programs over symbolic sizes (graph-symbolize-shapes),
+// narrowed under the bounds the pass puts on the symbols: a softmax over
+// [s0, 4096] (a row kernel, its output allocated with s0 rows), a bias add
+// over [s0, 1000] (a pointwise kernel, N-D coordinates by div/rem by 1000)
+// and one over [s0, s1] (div/rem by the dynamic s1: the grid-stride
+// loop's bound s0·s1 bounds the quotient by s1 below s0).
 var index32Dynamic = []struct {
 	name, text, dims string
-	bound            string    // the guard the pass adds ("": none)
+	bounds           []string  // the guards the pass adds
 	sizes            [][]int64 // per run: the dynamic sizes of the arguments, in order
 }{
 	{"softmax", `func.func @main(%x: tensor<8x4096xf32>) -> tensor<8x4096xf32> {
   %0 = "graph.softmax"(%x) <{axis = -1 : i64}> : (tensor<8x4096xf32>) -> tensor<8x4096xf32>
   return %0 : tensor<8x4096xf32>
-}`, "0:0", "s0 <= 524287", [][]int64{{3}, {1}}},
-	{"bias_add", biasAdd(6, 1000), "0:0", "s0 <= 2147483", [][]int64{{5}, {1}}},
-	{"bias_add_2d", biasAdd(6, 1000), "0:0,0:1,1:0", "", [][]int64{{5, 7, 7}, {3, 1000, 1000}}},
+}`, "0:0", []string{"s0 <= 524287"}, [][]int64{{3}, {1}}},
+	{"bias_add", biasAdd(6, 1000), "0:0", []string{"s0 <= 2147483"}, [][]int64{{5}, {1}}},
+	{"bias_add_2d", biasAdd(6, 1000), "0:0,0:1,1:0", []string{"s0 <= 46341", "s1 <= 46340"}, [][]int64{{5, 7, 7}, {3, 1000, 1000}, {1, 1, 1}}},
 }
 
 // lowerDynamic symbolizes text's dims and lowers it to loops.
@@ -274,19 +274,13 @@ func TestIndex32DynamicShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.bound == "" {
-				if len(bounds) > 0 || len(wideIndexOps(ptx)) == 0 {
-					t.Errorf("narrowed under %q; want 64-bit arithmetic and no bound", bounds)
-				}
-			} else {
-				if got := wideIndexOps(ptx); len(got) > 0 {
-					t.Errorf("64-bit index arithmetic under index-bits=32: %v\n%s", got, ptx)
-				}
-				if !slices.Equal(bounds, []string{p.bound}) {
-					t.Fatalf("bound guards %q, want [%q]", bounds, p.bound)
-				}
-				checkBound(t, gs, ft, p.bound)
+			if got := wideIndexOps(ptx); len(got) > 0 {
+				t.Errorf("64-bit index arithmetic under index-bits=32: %v\n%s", got, ptx)
 			}
+			if !slices.Equal(bounds, p.bounds) {
+				t.Fatalf("bound guards %q, want %q", bounds, p.bounds)
+			}
+			checkBounds(t, gs, ft, bounds)
 			for _, sizes := range p.sizes {
 				// sizes lists the dynamic dims of all arguments in order.
 				dyn := make([][]int64, len(ft.Inputs))
@@ -312,34 +306,50 @@ func TestIndex32DynamicShapes(t *testing.T) {
 	}
 }
 
-// checkBound checks the guard "s <= n" as the executor does: every
-// dynamic size at n passes the guards, n+1 fails naming s.
-func checkBound(t *testing.T, gs sym.Guards, ft *ir.FunctionType, bound string) {
+// checkBounds checks the guards "s <= n" as the executor does: every
+// symbol at its bound passes the guards, and each symbol one past its
+// bound fails naming it.
+func checkBounds(t *testing.T, gs sym.Guards, ft *ir.FunctionType, bounds []string) {
 	t.Helper()
-	symbol, limitText, _ := strings.Cut(bound, " <= ")
-	limit, err := strconv.ParseInt(limitText, 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	at := map[string]int64{}
+	for _, b := range bounds {
+		s, n, _ := strings.Cut(b, " <= ")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at[s] = v
 	}
-	shapes := func(n int64) []sym.ShapeDtype {
+	// dimSym maps "argN.shape[D]" to its symbol.
+	dimSym := map[string]string{}
+	for _, g := range gs.Strings() {
+		if l, r, ok := strings.Cut(g, " == "); ok && strings.Contains(l, ".shape[") {
+			dimSym[l] = r
+		}
+	}
+	shapes := func(vals map[string]int64) []sym.ShapeDtype {
 		in := make([]sym.ShapeDtype, len(ft.Inputs))
 		for i, it := range ft.Inputs {
 			mt := it.(*ir.MemRefType)
 			shape := slices.Clone(mt.Shape())
 			for d := range shape {
 				if shape[d] == ir.Dynamic {
-					shape[d] = n
+					shape[d] = vals[dimSym[fmt.Sprintf("arg%d.shape[%d]", i, d)]]
 				}
 			}
 			in[i] = sym.ShapeDtype{Shape: shape, Dtype: mt.ElementType().String()}
 		}
 		return in
 	}
-	if _, fail := gs.Check(shapes(limit)); fail != nil {
-		t.Errorf("every size at the bound %d: %v", limit, fail)
+	if _, fail := gs.Check(shapes(at)); fail != nil {
+		t.Errorf("every symbol at its bound %v: %v", at, fail)
 	}
-	if _, fail := gs.Check(shapes(limit + 1)); fail == nil || !strings.Contains(fail.Error(), symbol) {
-		t.Errorf("sizes of %d (past %s): guard failure %v, want one naming %s", limit+1, bound, fail, symbol)
+	for s := range at {
+		past := maps.Clone(at)
+		past[s]++
+		if _, fail := gs.Check(shapes(past)); fail == nil || !strings.Contains(fail.Error(), s+" <= ") {
+			t.Errorf("%s = %d, past its bound: guard failure %v, want its bound named", s, past[s], fail)
+		}
 	}
 }
 
