@@ -1,11 +1,13 @@
 package togpu
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
 )
 
 // The values of convert-loop-to-gpu's matmul option.
@@ -33,13 +35,20 @@ type libraryMatmul struct {
 	shape          []int64 // of the product: [b…, M, N]
 }
 
-// libraryPlan recognizes a nest that gpu.library_matmul can compute, or
-// returns nil. Static shapes keep the check simple and exact: the op's
-// extents come from its operands, so they must be the nest's bounds.
-func libraryPlan(nest *ir.Operation) *libraryMatmul {
+// libraryPlan recognizes a nest that gpu.library_matmul can compute. It
+// returns nil and why not for a matmul nest the library cannot take, and
+// nil and "" for a nest that is no matmul. Static shapes keep the check
+// simple and exact: the op's extents come from its operands, so they must
+// be the nest's bounds.
+func libraryPlan(nest *ir.Operation) (*libraryMatmul, string) {
 	mm := matchMatmul(nest)
-	if mm == nil || (mm.elem != ir.BF16 && mm.elem != ir.F16) || slices.ContainsFunc(mm.extents, func(e int64) bool { return e < 1 }) {
-		return nil
+	switch {
+	case mm == nil:
+		return nil, ""
+	case mm.elem != ir.BF16 && mm.elem != ir.F16:
+		return nil, fmt.Sprintf("%s operands (the library takes bf16 and f16)", mm.elem)
+	case slices.ContainsFunc(mm.extents, func(e int64) bool { return e < 1 }):
+		return nil, "a dynamic or empty M or N (the library plan needs static shapes)"
 	}
 	nb := mm.batch()
 	m, n := mm.extents[nb], mm.extents[nb+1]
@@ -56,11 +65,15 @@ func libraryPlan(nest *ir.Operation) *libraryMatmul {
 		}
 		mt, _ := f.mem.Type().(*ir.MemRefType)
 		if mt == nil || !slices.Equal(mt.Shape(), append(slices.Clone(mm.extents[:nb]), want...)) {
-			return nil
+			return nil, fmt.Sprintf("an operand of type %s read as a part of a larger buffer", f.mem.Type())
 		}
 	}
-	return p
+	return p, ""
 }
+
+// perfHints is the log topic of the nests left on Strata's kernels under
+// matmul=cublaslt (runtime/exec logs its own hints under the same one).
+const perfHints = "perf_hints"
 
 // lowerLibraryMatmuls replaces every library-computable matmul nest of fn
 // by a gpu.library_matmul into a product buffer and the nest's epilogue
@@ -69,11 +82,17 @@ func libraryPlan(nest *ir.Operation) *libraryMatmul {
 // buffer and the nest disappears; otherwise the product buffer holds the
 // rounded product when the epilogue starts by rounding it (as graph's
 // matmul does), the f32 sum when it does not, and is freed after the
-// nest.
+// nest. A matmul nest the library cannot take stays on Strata's kernels,
+// with the reason under STRATA_LOGS=perf_hints.
 func lowerLibraryMatmuls(ctx *ir.Context, fn *ir.Operation) {
 	for _, nest := range topLevelNests(fn) {
-		if p := libraryPlan(nest); p != nil {
+		p, why := libraryPlan(nest)
+		if p != nil {
 			p.lower(ctx)
+		} else if why != "" {
+			// A remark prints the location as diagnostics do (file:line:col).
+			logs.Printf(perfHints, "%s", (&ir.Diagnostic{Loc: nest.Loc(), Severity: ir.SevRemark,
+				Message: "matmul nest stays on Strata's kernels, not cuBLASLt: " + why}).Error())
 		}
 	}
 }

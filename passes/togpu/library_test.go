@@ -1,12 +1,15 @@
 package togpu_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
 	"pgregory.net/rapid"
@@ -195,4 +198,72 @@ func TestLibraryMatmulPreservesSemantics(t *testing.T) {
 		return &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%%x: %s, %%w: %s) -> %s {\n%s  return %%r : %s\n}\n", ta, tb, out, body.String(), out)}
 	})
 	passtest.PreservesSemantics(t, libraryPipeline, gen)
+}
+
+// TestLibraryMatmulHints checks that under matmul=cublaslt a matmul nest
+// the library cannot take (a dynamic M: the plan needs static shapes)
+// stays on Strata's kernels, with the reason and location under
+// STRATA_LOGS=perf_hints, and that a program whose matmuls all go to the
+// library logs nothing.
+func TestLibraryMatmulHints(t *testing.T) {
+	var buf bytes.Buffer
+	defer logs.SetOutput(logs.SetOutput(&buf))
+	logs.Enable("perf_hints")
+	defer logs.Disable()
+	dynamic := `func.func @main(%a: memref<?x32xbf16>, %b: memref<32x16xbf16>, %c: memref<?x16xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %m = "loop.dim"(%a) <{index = 0 : i64}> : (memref<?x32xbf16>) -> index
+  %zero = arith.constant 0.0 : f32
+  "loop.parallel"(%c0, %c0, %m, %c16, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  ^bb0(%i: index, %j: index):
+    %s = "loop.for"(%c0, %c32, %c1, %zero) ({
+    ^bb0(%k: index, %acc: f32):
+      %x = "loop.load"(%a, %i, %k) : (memref<?x32xbf16>, index, index) -> bf16
+      %y = "loop.load"(%b, %k, %j) : (memref<32x16xbf16>, index, index) -> bf16
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %acc, %p : f32
+      "loop.yield"(%t) : (f32) -> ()
+    }) : (index, index, index, f32) -> f32
+    %r = arith.truncf %s : f32 to bf16
+    "loop.store"(%r, %c, %i, %j) : (bf16, memref<?x16xbf16>, index, index) -> ()
+    "loop.reduce"() : () -> ()
+  }) : (index, index, index, index, index, index) -> ()
+  return
+}`
+	static := `func.func @main(%x: tensor<8x32xbf16>, %w: tensor<32x16xbf16>) -> tensor<8x16xbf16> {
+  %r = "graph.matmul"(%x, %w) : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> tensor<8x16xbf16>
+  return %r : tensor<8x16xbf16>
+}`
+	for _, tc := range []struct {
+		name, src, pipeline, want string
+	}{
+		{"dynamic", dynamic, "builtin.module(convert-loop-to-gpu{matmul=cublaslt},canonicalize,cse)", "hints.mlir:8:3: remark: matmul nest stays on Strata's kernels, not cuBLASLt: a dynamic or empty M or N"},
+		{"static", static, libraryPipeline, ""},
+	} {
+		buf.Reset()
+		ctx := dialects.NewContext()
+		m, err := ir.Parse(ctx, tc.src, ir.ParseOptions{Filename: "hints.mlir"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := passes.Parse(tc.pipeline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pm.Run(ctx, m); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		out := buf.String()
+		if tc.want == "" && out != "" || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: log %q, want %q", tc.name, out, tc.want)
+		}
+		if lib := strings.Contains(ir.Sprint(m, ir.PrintOptions{}), "gpu.library_matmul"); lib != (tc.want == "") {
+			t.Errorf("%s: library product %v", tc.name, lib)
+		}
+	}
 }
