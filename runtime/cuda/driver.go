@@ -37,6 +37,7 @@ type driver struct {
 	cuMemcpyHtoD              func(dst DevicePtr, src unsafe.Pointer, n uint64) Result
 	cuMemcpyDtoH              func(dst unsafe.Pointer, src DevicePtr, n uint64) Result
 	cuMemcpyDtoD              func(dst, src DevicePtr, n uint64) Result
+	cuMemcpyDtoDAsync         func(dst, src DevicePtr, n uint64, s uintptr) Result
 	cuMemcpyHtoDAsync         func(dst DevicePtr, src unsafe.Pointer, n uint64, s uintptr) Result
 	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src DevicePtr, n uint64, s uintptr) Result
 	cuMemsetD8                func(dst DevicePtr, v uint8, n uint64) Result
@@ -98,6 +99,7 @@ func (d *driver) symbols() []struct {
 		{&d.cuMemcpyHtoD, []string{"cuMemcpyHtoD_v2"}},
 		{&d.cuMemcpyDtoH, []string{"cuMemcpyDtoH_v2"}},
 		{&d.cuMemcpyDtoD, []string{"cuMemcpyDtoD_v2"}},
+		{&d.cuMemcpyDtoDAsync, []string{"cuMemcpyDtoDAsync_v2"}},
 		{&d.cuMemcpyHtoDAsync, []string{"cuMemcpyHtoDAsync_v2"}},
 		{&d.cuMemcpyDtoHAsync, []string{"cuMemcpyDtoHAsync_v2"}},
 		{&d.cuMemsetD8, []string{"cuMemsetD8_v2"}},

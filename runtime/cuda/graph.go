@@ -103,9 +103,10 @@ type GraphExec struct {
 	e   uintptr
 }
 
-// Launch queues the whole graph on stream.
+// Launch queues the whole graph on stream (nil: the default stream).
 func (e *GraphExec) Launch(stream *Stream) error {
-	return e.dev.call("cuGraphLaunch", func() Result { return e.dev.drv.cuGraphLaunch(e.e, stream.s) })
+	s := stream.Handle()
+	return e.dev.call("cuGraphLaunch", func() Result { return e.dev.drv.cuGraphLaunch(e.e, s) })
 }
 
 // Destroy destroys the executable graph.

@@ -200,10 +200,11 @@ func (rt *Runtime) upload(dst DevicePtr, data []byte) error {
 	return rt.dev.CopyHtoD(dst, data)
 }
 
-// deviceCopier is a device that copies between device buffers (the CUDA
-// device does, on the default stream, without a host wait).
+// deviceCopier is a device that queues copies between device buffers on
+// a stream (the CUDA device does; nil is the default stream, where
+// launches and downloads go too), without a host wait.
 type deviceCopier interface {
-	CopyDtoD(dst, src DevicePtr, n uint64) error
+	CopyDtoDAsync(dst, src DevicePtr, n uint64, stream *cuda.Stream) error
 }
 
 // copyDtoD queues a copy of n bytes between device buffers.
@@ -214,7 +215,7 @@ func (rt *Runtime) copyDtoD(dst, src DevicePtr, n uint64) error {
 	}
 	rt.xfer.dtod.Add(1)
 	rt.xfer.dtodBytes.Add(n)
-	return c.CopyDtoD(dst, src, n)
+	return c.CopyDtoDAsync(dst, src, n, nil)
 }
 
 // downloadTensor copies device memory holding elements of elem and shape

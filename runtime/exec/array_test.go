@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ir/strata/runtime/cuda"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
-// CopyDtoD copies between blocks of the fake device.
-func (d *fakeDevice) CopyDtoD(dst, src DevicePtr, n uint64) error {
+// CopyDtoDAsync copies between blocks of the fake device (at once: the
+// fake has no queue).
+func (d *fakeDevice) CopyDtoDAsync(dst, src DevicePtr, n uint64, _ *cuda.Stream) error {
 	s, err := d.block(src, int(n))
 	if err != nil {
 		return err

@@ -142,16 +142,11 @@ type capturedGraph struct {
 	info   GraphInfo
 }
 
-// legacyStream is the default (legacy) stream, handle 0, for
-// GraphExec.Launch, which takes a *cuda.Stream and reads only its handle
-// (a zero Stream is the handle-0 stream, as the nil one is to Handle).
-var legacyStream = &cuda.Stream{}
-
 // launch replays the graph on the default stream, where plain launches,
 // device copies and downloads go too, so a chain of calls is one stream
 // without cross-stream dependencies (the capture stream cannot be it:
 // capturing needs a non-blocking stream).
-func (g *capturedGraph) launch() error { return g.exec.Launch(legacyStream) }
+func (g *capturedGraph) launch() error { return g.exec.Launch(nil) }
 
 func (g *capturedGraph) destroy(rt *Runtime) error {
 	// Replays run on the default stream: wait for them all before the
