@@ -43,6 +43,13 @@ group() { # group NAME SECONDS run-device.sh flags...
 	cp /tmp/suite-$name/results/*.json "$OUT/$name.json" 2>/dev/null
 	cp /tmp/suite-$name/report.txt "$OUT/$name-report.txt" 2>/dev/null
 }
+# Cold compilers on both sides, whatever ran on this machine before: the
+# driver's ComputeCache would serve a PTX text an earlier call compiled
+# (a first call of ~1 ms), Triton's cache a kernel an earlier run built.
+# torch_side.py gives Inductor a fresh cache of its own.
+caches=$(mktemp -d)
+export CUDA_CACHE_PATH=$caches/cuda TRITON_CACHE_DIR=$caches/triton
+trap 'rm -rf "$caches"' EXIT
 # Warm-up, for both sides, before anything is measured: the first CUDA
 # process on a machine just started pays a one-time cold start (the driver,
 # its PTX compiler and the CUDA libraries read from disk; ~100 ms more for
