@@ -150,10 +150,6 @@ const (
 	NVPTXBackend    = "nvptx"
 )
 
-// DefaultBackend is the backend of Options with an empty Backend. It will
-// be nvptx on machines with a GPU once the GPU runtime exists.
-const DefaultBackend = InterpBackend
-
 // DefaultPipeline is the pass pipeline of the interp backend (its
 // "pipeline" backend option replaces it).
 const DefaultPipeline = "builtin.module(func.func(graph-decompose,canonicalize,cse))"
@@ -191,7 +187,7 @@ func LookupBackend(name string) (Backend, bool) {
 
 func lookupBackend(name string) (backendEntry, error) {
 	if name == "" {
-		name = DefaultBackend
+		return defaultBackendEntry(), nil
 	}
 	b, ok := LookupBackend(name)
 	if !ok {
@@ -339,6 +335,6 @@ func asTensor(v interp.Value) (*interp.Tensor, error) {
 func init() {
 	RegisterBackend(EagerBackend, interpBackend{doc: "captures each graph and runs it op by op in the reference interpreter, without passes"})
 	RegisterBackend(AOTEagerBackend, interpBackend{doc: "as eager; for Grad and ValueAndGrad, captures the joint forward and backward graph with autodiff, partitions it into a forward and a backward pass, and interprets both"})
-	RegisterBackend(InterpBackend, interpBackend{doc: "runs " + DefaultPipeline + " and then the reference interpreter (the default)", pipeline: DefaultPipeline})
+	RegisterBackend(InterpBackend, interpBackend{doc: "runs " + DefaultPipeline + " and then the reference interpreter (the default where no GPU is present)", pipeline: DefaultPipeline})
 	RegisterBackend(NVPTXBackend, nvptxBackend{})
 }

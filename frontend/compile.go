@@ -187,6 +187,16 @@ func MustCompile(fn any, opts Options) *Compiled {
 	return c
 }
 
+// Backend names the backend that compiles c's graphs: Options.Backend, or
+// the default's choice for this machine (interp once the default found no
+// GPU).
+func (c *Compiled) Backend() string {
+	if _, ok := c.backend.b.(defaultGPUBackend); ok && noGPU.Load() {
+		return InterpBackend
+	}
+	return c.backend.name
+}
+
 // Stats returns the counters of c.
 func (c *Compiled) Stats() Stats {
 	c.mu.Lock()

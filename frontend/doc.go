@@ -18,8 +18,9 @@
 //     an error naming its reason and line. Explain reports graphs, breaks
 //     and ops.
 //   - Graphs are compiled by a backend from a registry (RegisterBackend;
-//     built in: eager, aot_eager, interp, nvptx) and cached by structure
-//     and input types. A function captured as one graph without breaks is
+//     built in: eager, aot_eager, interp, nvptx; an empty Backend is
+//     nvptx where a GPU is present and interp elsewhere, see
+//     DefaultBackend) and cached by structure and input types. A function captured as one graph without breaks is
 //     guarded on its arguments' dtypes and shapes: a call that passes the
 //     guard runs the cached executable without running fn at all.
 //   - Every compiled graph carries sym guards (package sym: rank, size

@@ -12,6 +12,9 @@ const (
 	topicGraphBreaks = "graph_breaks"
 	topicRecompiles  = "recompiles"
 	topicGuards      = "guards"
+	// topicPerfHints is for choices that cost speed, such as running the
+	// default backend's graphs in the interpreter for want of a GPU.
+	topicPerfHints = "perf_hints"
 )
 
 // warnf logs a warning under topic, or to standard error when the topic

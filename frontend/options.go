@@ -44,7 +44,7 @@ func ListOptions() []OptionInfo {
 		{"Dynamic", "Dynamic (auto|true|false)", DynamicAuto.String(),
 			"dynamic shapes: auto compiles static sizes first and marks a dim dynamic after its size changes; true makes every dim of size ≥ 2 dynamic; false keeps all static"},
 		{"Fullgraph", "bool", "false", "make the first graph break an error naming its reason and file:line"},
-		{"Backend", "string", DefaultBackend, "the backend that compiles graphs (see ListBackends)"},
+		{"Backend", "string", `"" (nvptx with a GPU, else interp)`, "the backend that compiles graphs (see ListBackends); empty picks nvptx where the CUDA driver loads, falling back to interp with one warning when it finds no GPU"},
 		{"BackendOptions", "map[string]any", "nil", "options passed to the backend (interp, eager: pipeline, a pass pipeline string)"},
 		{"RecompileLimit", "int", "8", "graphs compiled per position in the function before it runs eagerly"},
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	backend := flag.String("backend", frontend.DefaultBackend, "the frontend backend")
+	backend := flag.String("backend", "", "the frontend backend (default: nvptx where a GPU is present, else interp)")
 	flag.Parse()
 	if err := run(os.Stdout, *backend); err != nil {
 		fmt.Fprintln(os.Stderr, "graphbreak:", err)

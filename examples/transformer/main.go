@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	backend := flag.String("backend", frontend.DefaultBackend, "the frontend backend")
+	backend := flag.String("backend", "", "the frontend backend (default: nvptx where a GPU is present, else interp)")
 	flag.Parse()
 	if err := run(os.Stdout, *backend); err != nil {
 		fmt.Fprintln(os.Stderr, "transformer:", err)
@@ -84,7 +84,7 @@ func run(w io.Writer, backend string) error {
 		if math.IsNaN(mean) || math.IsInf(mean, 0) {
 			return fmt.Errorf("seq %d: non-finite output", seq)
 		}
-		fmt.Fprintf(w, "transformer block on %s: input %v -> output %v, mean %.5f\n", backend, x.Shape(), y.Shape(), mean)
+		fmt.Fprintf(w, "transformer block on %s: input %v -> output %v, mean %.5f\n", c.Backend(), x.Shape(), y.Shape(), mean)
 	}
 	fmt.Fprintf(w, "first call: %v\n", c.CompileTimes())
 	fmt.Fprintf(w, "stats: %+v\n", c.Stats())
