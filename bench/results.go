@@ -72,8 +72,10 @@ type StrataMode struct {
 	// first call): the conversions and copies are PhasesS["transfer"].
 	FirstCallS float64 `json:"first_call_s,omitempty"`
 	// PhasesS splits the first call, as far as known: "trace", "lower",
-	// "llvm", "ptx" (compile), "load" (the modules' load, host clock),
-	// "jit" (the part of "load" the driver reports as its PTX compiler),
+	// "llvm", "ptx" (compile), "load" (loading the modules: the launch
+	// plan and the driver calls, host clock), "driver_load" (the
+	// cuModuleLoadDataEx calls within it), "jit" (the part of those the
+	// driver reports as its PTX compiler),
 	// "first_run" (load, launch and wait), "autotune", and "transfer"
 	// (conversions and copies, not part of FirstCallS).
 	PhasesS map[string]float64 `json:"phases_s,omitempty"`

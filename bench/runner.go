@@ -236,6 +236,7 @@ func runMode(opts Options, inst *Instance, mode string, args [][]*npy.Array) (*S
 		}
 		if rep.Modules > 0 {
 			sm.PhasesS["jit"] = rep.JIT.Seconds()
+			sm.PhasesS["driver_load"] = rep.Wall.Seconds()
 		}
 	}
 	if len(args) > 1 {
