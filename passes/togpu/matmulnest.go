@@ -1,6 +1,9 @@
 package togpu
 
 import (
+	"slices"
+
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
@@ -114,7 +117,10 @@ func matchMatmul(nest *ir.Operation) *matmulNest {
 		if ld == nil || ld.Name() != loop.LoadOp || ld.NumOperands() != rank+1 || definedIn(ld.Operand(0), nest) {
 			return nil
 		}
-		idx := ld.Operands()[1:]
+		idx := slices.Clone(ld.Operands()[1:])
+		for d := range idx {
+			idx[d] = throughUnitBroadcast(idx[d], body, ubs)
+		}
 		for d := range nb {
 			if idx[d] != body.Argument(d) {
 				return nil
@@ -143,4 +149,57 @@ func matchMatmul(nest *ir.Operation) *matmulNest {
 		return nil
 	}
 	return m
+}
+
+// throughUnitBroadcast returns the induction variable iv of the nest
+// (body's argument d) when v is convert-graph-to-loop's broadcast of a
+// dynamic dimension, select(D == 1, 0, iv), and D is the size the nest
+// runs dimension d over (the same value, or loop.dim of the same buffer
+// and dimension): D = 1 then bounds iv to 0, so v is iv whatever D. It
+// returns v otherwise. A graph matmul with a dynamic M or N loads its
+// operands through such selects (one per fused broadcasting op), which
+// hid it from both plans.
+func throughUnitBroadcast(v *ir.Value, body *ir.Block, ubs []*ir.Value) *ir.Value {
+	sel := v.DefiningOp()
+	if sel == nil || sel.Name() != "arith.select" {
+		return v
+	}
+	// Fused broadcasts nest: select(D == 1, 0, select(D' == 1, 0, iv)).
+	iv := throughUnitBroadcast(sel.Operand(2), body, ubs)
+	if c, ok := staticInt(sel.Operand(1)); !ok || c != 0 || !iv.IsBlockArgument() || iv.ParentBlock() != body {
+		return v
+	}
+	cmp := sel.Operand(0).DefiningOp()
+	if cmp == nil || cmp.Name() != "arith.cmpi" {
+		return v
+	}
+	if p, _ := cmp.Attr("predicate").(ir.IntegerAttr); arith.CmpIPredicate(p.Value) != arith.CmpIEQ {
+		return v
+	}
+	size := cmp.Operand(0)
+	if c, ok := staticInt(cmp.Operand(1)); !ok || c != 1 {
+		if c, ok := staticInt(size); !ok || c != 1 {
+			return v
+		}
+		size = cmp.Operand(1)
+	}
+	if d := iv.Index(); d < len(ubs) && sameSize(size, ubs[d]) {
+		return iv
+	}
+	return v
+}
+
+// sameSize reports whether a and b are the same size: one value, or
+// loop.dim of one buffer and dimension (a buffer's sizes do not change).
+func sameSize(a, b *ir.Value) bool {
+	if a == b {
+		return true
+	}
+	da, db := a.DefiningOp(), b.DefiningOp()
+	if da == nil || db == nil || da.Name() != loop.DimOp || db.Name() != loop.DimOp || da.Operand(0) != db.Operand(0) {
+		return false
+	}
+	ia, _ := da.Attr(loop.IndexAttr).(ir.IntegerAttr)
+	ib, _ := db.Attr(loop.IndexAttr).(ir.IntegerAttr)
+	return ia.Value == ib.Value
 }

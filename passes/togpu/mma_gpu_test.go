@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
@@ -101,4 +102,57 @@ func gpuProgram(t *testing.T, src string, tile togpu.MMATile) (*ir.Operation, *e
 		t.Fatal(err)
 	}
 	return ref, p
+}
+
+// TestGPUMMADynamic runs a bf16 matmul with bias and relu whose M is
+// dynamic (one compile; the mma mapping with index offsets) on the device
+// at several M, 1 and a partial last tile included, with every tiling,
+// and compares with the interpreter's graph program within one bf16 ulp.
+func TestGPUMMADynamic(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	src := `func.func @main(%x: tensor<?x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>) -> tensor<?x40xbf16> {
+  %0 = "graph.matmul"(%x, %w) : (tensor<?x72xbf16>, tensor<72x40xbf16>) -> tensor<?x40xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<?x40xbf16>, tensor<40xbf16>) -> tensor<?x40xbf16>
+  %r = "graph.relu"(%1) : (tensor<?x40xbf16>) -> tensor<?x40xbf16>
+  return %r : tensor<?x40xbf16>
+}`
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, tile := range togpu.MMATiles {
+		ref, p := gpuProgram(t, src, tile)
+		if !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `mapping = "mma"`) {
+			t.Fatalf("%s: no mma kernel", tile)
+		}
+		for _, m := range []int64{1, 127, 300} {
+			args := []interp.Value{randomBF16(t, rng, []int64{m, 72}), randomBF16(t, rng, []int64{72, 40}), randomBF16(t, rng, []int64{40})}
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatalf("%s M=%d: %v", tile, m, err)
+			}
+			want, err := interp.New(ref).Call("main", args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gt, err := got[0].(*interp.Buffer).Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs, ws := gt.Float64s(), want[0].(*interp.Tensor).Float64s()
+			if len(gs) != len(ws) {
+				t.Fatalf("%s M=%d: %d elements, want %d", tile, m, len(gs), len(ws))
+			}
+			for i := range ws {
+				if d := math.Abs(gs[i] - ws[i]); !(d <= math.Max(1, math.Abs(ws[i]))/128) {
+					t.Fatalf("%s M=%d: element %d: device %g, interpreter %g", tile, m, i, gs[i], ws[i])
+				}
+			}
+		}
+	}
 }

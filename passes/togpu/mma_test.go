@@ -2,6 +2,9 @@ package togpu_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // mmaCases are bf16 products the tensor-core mapping takes, at sizes that
@@ -221,5 +225,117 @@ func TestMMATrainingStep(t *testing.T) {
 	}
 	if err := passtest.CheckSemantics(p, "builtin.module(lower-to-gpu)", 1); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestMMADynamicShapes checks that a graph matmul with a dynamic M (whose
+// loads go through convert-graph-to-loop's unit-broadcast selects) takes
+// the mma mapping, with B stored transposed also with a dynamic N, and
+// computes what the graph program computes at several sizes, 1 (where
+// the selects pick 0) included; a dynamic N read along rows of B [K, N]
+// (no static 16-byte row stride for cp.async) keeps the SIMT mapping.
+func TestMMADynamicShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name, args, result, body string
+		kernels                  int
+		sizes                    [][]int64 // per call, the argument shapes
+	}{
+		{"dynamic-m-bias-relu", "%x: tensor<?x40xbf16>, %w: tensor<40x24xbf16>, %b: tensor<24xbf16>", "tensor<?x24xbf16>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<?x40xbf16>, tensor<40x24xbf16>) -> tensor<?x24xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<?x24xbf16>, tensor<24xbf16>) -> tensor<?x24xbf16>
+  %r = "graph.relu"(%1) : (tensor<?x24xbf16>) -> tensor<?x24xbf16>`, 1,
+			[][]int64{{1, 40}, {40, 24}, {24}, {130, 40}, {40, 24}, {24}, {7, 40}, {40, 24}, {24}}},
+		{"dynamic-m-n-b-transposed", "%x: tensor<?x16xbf16>, %w: tensor<?x16xbf16>", "tensor<?x?xbf16>", `
+  %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<?x16xbf16>) -> tensor<16x?xbf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<?x16xbf16>, tensor<16x?xbf16>) -> tensor<?x?xbf16>`, 1,
+			[][]int64{{1, 16}, {9, 16}, {33, 16}, {1, 16}, {20, 16}, {70, 16}}},
+		{"dynamic-n", "%x: tensor<8x16xbf16>, %w: tensor<16x?xbf16>", "tensor<8x?xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x?xbf16>) -> tensor<8x?xbf16>`, 0,
+			[][]int64{{8, 16}, {16, 24}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)
+			p := &passtest.Program{Func: "main", Source: src}
+			pipeline := mmaPipeline(togpu.DefaultConfig.MMATile)
+			if got := mmaKernels(t, p, pipeline, 32*togpu.DefaultConfig.MMATile.Warps()); got != tc.kernels {
+				t.Errorf("%d mma kernels, want %d", got, tc.kernels)
+			}
+			ctx := dialects.NewContext()
+			g, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "dyn.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := lowerGraph(t, src, pipeline)
+			nargs := strings.Count(tc.args, "%")
+			rng := rand.New(rand.NewPCG(5, uint64(nargs)))
+			for call := 0; call+nargs <= len(tc.sizes); call += nargs {
+				var args, bufs []interp.Value
+				for _, shape := range tc.sizes[call : call+nargs] {
+					x := randomBF16(t, rng, shape)
+					args = append(args, x)
+					bufs = append(bufs, interp.BufferFromTensor(x))
+				}
+				want, err := interp.New(g).Call("main", args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := interp.New(m).Call("main", bufs...)
+				if err != nil {
+					t.Fatalf("sizes %v: %v", tc.sizes[call:call+nargs], err)
+				}
+				gt, err := got[0].(*interp.Buffer).Tensor()
+				if err != nil {
+					t.Fatal(err)
+				}
+				wt := want[0].(*interp.Tensor)
+				if !slices.Equal(gt.Shape(), wt.Shape()) {
+					t.Fatalf("sizes %v: shape %v, want %v", tc.sizes[call:call+nargs], gt.Shape(), wt.Shape())
+				}
+				gs, ws := gt.Float64s(), wt.Float64s()
+				for i := range ws {
+					if d := math.Abs(gs[i] - ws[i]); !(d <= math.Max(1, math.Abs(ws[i]))/128) {
+						t.Fatalf("sizes %v: element %d: %g, want %g", tc.sizes[call:call+nargs], i, gs[i], ws[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMMABroadcastKept checks that a select that really broadcasts (a
+// row of A repeated over an M taken from another buffer) is not read as
+// the induction variable: the nest keeps the SIMT mapping.
+func TestMMABroadcastKept(t *testing.T) {
+	src := `func.func @main(%a: memref<?x16xbf16>, %b: memref<16x8xbf16>, %c: memref<?x8xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %m = "loop.dim"(%c) <{index = 0 : i64}> : (memref<?x8xbf16>) -> index
+  %ma = "loop.dim"(%a) <{index = 0 : i64}> : (memref<?x16xbf16>) -> index
+  %zero = arith.constant 0.0 : f32
+  "loop.parallel"(%c0, %c0, %m, %c8, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  ^bb0(%i: index, %j: index):
+    %one = arith.cmpi eq, %ma, %c1 : index
+    %ia = arith.select %one, %c0, %i : index
+    %s = "loop.for"(%c0, %c16, %c1, %zero) ({
+    ^bb0(%k: index, %acc: f32):
+      %x = "loop.load"(%a, %ia, %k) : (memref<?x16xbf16>, index, index) -> bf16
+      %y = "loop.load"(%b, %k, %j) : (memref<16x8xbf16>, index, index) -> bf16
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %acc, %p : f32
+      "loop.yield"(%t) : (f32) -> ()
+    }) : (index, index, index, f32) -> f32
+    %r = arith.truncf %s : f32 to bf16
+    "loop.store"(%r, %c, %i, %j) : (bf16, memref<?x8xbf16>, index, index) -> ()
+    "loop.reduce"() : () -> ()
+  }) : (index, index, index, index, index, index) -> ()
+  return
+}`
+	p := &passtest.Program{Func: "main", Source: src}
+	if n := mmaKernels(t, p, "builtin.module(convert-loop-to-gpu,canonicalize,cse)", 32*togpu.DefaultConfig.MMATile.Warps()); n != 0 {
+		t.Errorf("%d mma kernels for a broadcast row of A, want 0", n)
 	}
 }
