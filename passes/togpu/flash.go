@@ -64,14 +64,31 @@ type FlashTile struct {
 	// MinBlocks, when not 0, asks ptxas to fit the registers to that many
 	// blocks an SM (launch bounds; it may spill to get there).
 	MinBlocks int64
+	// Fused rescales the accumulators (when a row's extreme moved) before
+	// the exponentials rather than after, so that the exponentials, the
+	// packing of P and P·V of every key step follow in one basic block:
+	// ptxas may then overlap one step's ex2 (MUFU) with the previous
+	// step's mma.sync.
+	Fused bool
+	// PolyExp is how many of the 8 probabilities a lane takes a key step
+	// (per m16 tile) are computed on the FMA pipes by a polynomial (see
+	// polyExp2) instead of ex2.approx on the MUFU, which issues only 16 a
+	// clock an SM.
+	PolyExp int64
 }
 
-// String is RowsxKeys, followed by wN for Warp N (not 16), s for SumMMA
-// and bN for MinBlocks N.
+// String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
+// eN for PolyExp N, s for SumMMA and bN for MinBlocks N.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
 		s += fmt.Sprintf("w%d", t.Warp)
+	}
+	if t.Fused {
+		s += "f"
+	}
+	if t.PolyExp > 0 {
+		s += fmt.Sprintf("e%d", t.PolyExp)
 	}
 	if t.SumMMA {
 		s += "s"
@@ -108,7 +125,16 @@ func (t FlashTile) sums() int {
 // reductions and barriers per score) 1% faster and 16% slower. (A
 // pipelined 64×64, the next tile's QKᵀ issued before this tile's
 // softmax in three stages at 131 registers, was 10% slower: dropped.)
-var FlashTiles = []FlashTile{{Rows: 64, Keys: 64}, {Rows: 64, Keys: 64, SumMMA: true}, {Rows: 64, Keys: 64, SumMMA: true, MinBlocks: 4}, {Rows: 128, Keys: 64, Warp: 32}, {Rows: 128, Keys: 32, Warp: 32}, {Rows: 64, Keys: 64, Warp: 32}, {Rows: 128, Keys: 64}, {Rows: 64, Keys: 128}}
+var FlashTiles = []FlashTile{
+	{Rows: 64, Keys: 64, Fused: true},
+	{Rows: 64, Keys: 64},
+	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
+	{Rows: 64, Keys: 64, Fused: true, PolyExp: 4},
+	{Rows: 64, Keys: 64, Fused: true, SumMMA: true, MinBlocks: 4},
+	{Rows: 128, Keys: 64, Warp: 32},
+	{Rows: 128, Keys: 64, Warp: 32, Fused: true},
+	{Rows: 128, Keys: 64, Warp: 32, Fused: true, PolyExp: 4},
+}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -474,16 +500,22 @@ func (g *flashGen) emit() {
 			s := g.scores(b, qf, x.add(at, kOff))
 			steps := make([][]*ir.Value, mts)
 			os, ls := make([][]*ir.Value, mts), make([][]*ir.Value, mts)
+			var negMC [][2]*ir.Value
 			for mi := range mts {
 				if masked {
 					g.mask(b, s[mi], x.mulc(kt, K), sm, g.rows[mi])
 				}
 				seg := it[mi*per : (mi+1)*per]
-				steps[mi] = g.softmaxStep(b, s[mi], seg[:4*nO], seg[4*nO:4*nO+2], seg[4*nO+2:], sm)
+				var nmc [2]*ir.Value
+				steps[mi], nmc = g.softmaxStep(b, s[mi], seg[:4*nO], seg[4*nO:4*nO+2], seg[4*nO+2:], sm)
 				os[mi], ls[mi] = steps[mi][:4*nO], steps[mi][4*nO+2:]
+				negMC = append(negMC, nmc)
 			}
 			// (product updates steps' accumulators in place.)
-			g.product(b, s, os, ls, x.add(at, vOff))
+			if !g.Tile.Fused {
+				negMC = nil
+			}
+			g.product(b, s, os, ls, x.add(at, vOff), negMC, sm)
 			return slices.Concat(steps...)
 		})
 		return l.Results()
@@ -648,7 +680,7 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 // before the rounding, which is monotonic: the rounded extreme's
 // probability is then within half an ulp of 1 instead of exactly 1, as
 // harmless, and the reduction does not wait for the rounding.
-func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value, sm softmax) []*ir.Value {
+func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value, sm softmax) ([]*ir.Value, [2]*ir.Value) {
 	loc := g.loc
 	var mUse, negMC, moved [2]*ir.Value
 	for h := range 2 {
@@ -667,11 +699,12 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	}
 	g.round(b, s)
 	var ps [2][]*ir.Value
-	for j := range s {
-		for r := range 4 {
-			h := r / 2
-			s[j][r] = approxExp2(b, loc, mathOp(b, loc, "math.fma", s[j][r], sm.c, negMC[h]))
-			ps[h] = append(ps[h], s[j][r])
+	if !g.Tile.Fused {
+		for j := range s {
+			g.exps(b, s[j], j%2, negMC, sm)
+			for r := range 4 {
+				ps[r/2] = append(ps[r/2], s[j][r])
+			}
 		}
 	}
 	// The rescaling; alpha is ex2(0) = 1 for a row that did not move
@@ -698,26 +731,84 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	out := slices.Clone(rescaled[:len(o)])
 	out = append(out, mUse[:]...)
 	for h, v := range rescaled[len(o):] {
-		if !g.Tile.SumMMA {
+		if !g.Tile.SumMMA && !g.Tile.Fused {
 			v = fop(b, loc, "arith.addf", v, tree(b, loc, "arith.addf", ps[h]))
 		}
 		out = append(out, v)
 	}
-	return out
+	return out, negMC
 }
+
+// exps replaces the 4 (rounded) scores of n8 tile st of a key step (0 or
+// 1) by ex2(s·c − m·c), with negMC = −m·c of the lane's two rows: the
+// last PolyExp of the step's 8 by polyExp2, the others by ex2.approx.
+func (g *flashGen) exps(b *ir.Builder, s []*ir.Value, st int, negMC [2]*ir.Value, sm softmax) {
+	for r := range 4 {
+		x := mathOp(b, g.loc, "math.fma", s[r], sm.c, negMC[r/2])
+		if int64(4*st+r) >= 8-g.Tile.PolyExp {
+			s[r] = g.polyExp2(b, x)
+		} else {
+			s[r] = approxExp2(b, g.loc, x)
+		}
+	}
+}
+
+// polyExp2 is 2^x for x ≤ flashRescale (the bound of the probabilities)
+// on the FMA pipes, as FlashAttention-4 computes part of its
+// exponentials: x is clamped below at −126, split as n + f with n =
+// round(x) (adding and subtracting 1.5·2²³ rounds to an integer) and
+// |f| ≤ 1/2, 2^f is a cubic (minimax relative error 7.5e-5 ≈ 2^-13.7 over
+// [−1/2, 1/2] in f32 Horner form, against the 2^-9 of the bf16 rounding
+// that follows) and n is added to its exponent field. Below −125 the
+// result is a subnormal-sized garbage value < 2^-125 instead of 0 (a
+// masked score: nothing next to the row's largest probability, which is
+// at least 1); a NaN x gives such a value too rather than NaN.
+func (g *flashGen) polyExp2(b *ir.Builder, x *ir.Value) *ir.Value {
+	loc := g.loc
+	c := func(v float64) *ir.Value { return arith.ConstantFloat(b, loc, v, ir.F32) }
+	x = fop(b, loc, "arith.maxnumf", x, c(-126))
+	const magic = 12582912 // 1.5·2²³: x + magic holds round(x) in its low bits
+	t := fop(b, loc, "arith.addf", x, c(magic))
+	f := fop(b, loc, "arith.subf", x, fop(b, loc, "arith.subf", t, c(magic)))
+	p := c(polyExp2Coeffs[3])
+	for k := 2; k >= 0; k-- {
+		p = mathOp(b, loc, "math.fma", p, f, c(polyExp2Coeffs[k]))
+	}
+	// bits(p) + n·2²³: the low bits of bits(t) are n (two's complement),
+	// the rest shifts out.
+	i32 := func(v *ir.Value) *ir.Value { return arith.NewCast(b, "arith.bitcast", loc, v, ir.I32) }
+	n := arith.Binary(b, "arith.muli", loc, i32(t), arith.ConstantInt(b, loc, 1<<23, ir.I32))
+	return arith.NewCast(b, "arith.bitcast", loc, arith.Binary(b, "arith.addi", loc, n, i32(p)), ir.F32)
+}
+
+// polyExp2Coeffs are the f32 coefficients of the cubic (constant first)
+// that polyExp2 takes for 2^f on [−1/2, 1/2] (a minimax fit of the
+// relative error, made with Lawson's iteration).
+var polyExp2Coeffs = [4]float64{0.9999280571937561, 0.6932609677314758, 0.2426111400127411, 0.0551716685295105}
 
 // product adds P·V to the accumulators o[mi] of each m16 tile mi (in
 // place): the probabilities of n8 tiles 2j and 2j+1 are the m16k16 A
 // fragment of key step j; each V fragment serves every m16 tile. With
-// SumMMA it adds P's row sums to l[mi] (in place) too.
-func (g *flashGen) product(b *ir.Builder, p [][][]*ir.Value, o, l [][]*ir.Value, vAt *ir.Value) {
+// SumMMA it adds P's row sums to l[mi] (in place) too. With negMC (Fused)
+// p holds the rounded scores: it takes each key step's exponentials
+// right before its products, and adds P's row sums to l (but for SumMMA).
+func (g *flashGen) product(b *ir.Builder, p [][][]*ir.Value, o, l [][]*ir.Value, vAt *ir.Value, negMC [][2]*ir.Value, sm softmax) {
 	vAt = g.x.at(b).index(vAt)
 	// bf16 1.0 twice: every B fragment register of a matrix of ones.
 	ones := []*ir.Value{arith.ConstantInt(b, g.loc, 0x3F803F80, ir.I32)}
 	ones = append(ones, ones[0])
+	ps := make([][2][]*ir.Value, len(p))
 	for j := range g.Tile.Keys / 16 {
 		a := make([][]*ir.Value, len(p))
 		for mi, pm := range p {
+			if negMC != nil {
+				for st := range 2 {
+					g.exps(b, pm[2*j+int64(st)], st, negMC[mi], sm)
+					for r := range 4 {
+						ps[mi][r/2] = append(ps[mi][r/2], pm[2*j+int64(st)][r])
+					}
+				}
+			}
 			a[mi] = []*ir.Value{
 				g.pair(b, pm[2*j][0], pm[2*j][1]), g.pair(b, pm[2*j][2], pm[2*j][3]),
 				g.pair(b, pm[2*j+1][0], pm[2*j+1][1]), g.pair(b, pm[2*j+1][2], pm[2*j+1][3]),
@@ -733,6 +824,13 @@ func (g *flashGen) product(b *ir.Builder, p [][][]*ir.Value, o, l [][]*ir.Value,
 					at := (2*dp + h) * 4
 					copy(o[mi][at:at+4], gpu.MMASync(b, g.loc, g.Elem, a[mi], r[2*h:2*h+2], o[mi][at:at+4]))
 				}
+			}
+		}
+	}
+	if negMC != nil && !g.Tile.SumMMA {
+		for mi := range l {
+			for h := range 2 {
+				l[mi][h] = fop(b, g.loc, "arith.addf", l[mi][h], tree(b, g.loc, "arith.addf", ps[mi][h]))
 			}
 		}
 	}
