@@ -59,6 +59,10 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The default modes run matmuls on cuBLASLt (autotune.ModeConfig):
+	// its loading and handle are made now, in the background, as the
+	// device is opened before any first call.
+	rt.WarmLibraries()
 	return &GPU{rt: rt}, nil
 }
 

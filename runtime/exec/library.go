@@ -15,6 +15,24 @@ type libraries struct {
 	once sync.Once
 	blas *cublaslt.Handle
 	err  error
+	warm sync.WaitGroup // warm-ups in progress (WarmLibraries)
+}
+
+// WarmLibraries starts, in the background, what the first library product
+// of a program would otherwise pay inside its first call: loading cuBLASLt
+// (about 55 ms for the half-gigabyte library on the H200 machine) and
+// making the Runtime's handle and workspace. A caller whose programs run
+// matmuls on the library (autotune.ModeConfig) calls it right after
+// opening the Runtime, as the device itself is opened ahead of the first
+// call. An absent library is not reported here: the first library op
+// reports it, as without the warm-up. Close waits for a warm-up in
+// progress.
+func (rt *Runtime) WarmLibraries() {
+	rt.libs.warm.Add(1)
+	go func() {
+		defer rt.libs.warm.Done()
+		_, _ = rt.cublasLt()
+	}()
 }
 
 // cublasLt returns the Runtime's cuBLASLt handle, loading the library and
@@ -33,6 +51,7 @@ func (rt *Runtime) cublasLt() (*cublaslt.Handle, error) {
 // closeLibraries destroys the handles made so far, returning their
 // workspaces to the allocator.
 func (rt *Runtime) closeLibraries() error {
+	rt.libs.warm.Wait()
 	if rt.libs.blas == nil {
 		return nil
 	}

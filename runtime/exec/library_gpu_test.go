@@ -65,6 +65,7 @@ func randomHalf(t *testing.T, rng *rand.Rand, elem ir.Type, shape ...int64) *int
 // compares with the interpreter (the sum in order of k).
 func TestGPUCuBLASLt(t *testing.T) {
 	rt := openGPU(t)
+	rt.WarmLibraries() // the handle made in the background, as the bench's engine does
 	if err := cublaslt.Load(); err != nil {
 		t.Skipf("no cuBLASLt: %v", err)
 	}
@@ -189,4 +190,27 @@ func tensorText(shape []int64, elem string) string {
 		fmt.Fprintf(&b, "%dx", d)
 	}
 	return b.String() + elem + ">"
+}
+
+// TestWarmLibrariesWithoutCUDA checks that a warm-up on a Runtime without
+// a CUDA device neither fails nor blocks Close, and that the library op
+// then reports why it cannot run.
+func TestWarmLibrariesWithoutCUDA(t *testing.T) {
+	rt := newRuntime(newFake())
+	rt.WarmLibraries()
+	rt.WarmLibraries()
+	rt.libs.warm.Wait()
+	if _, err := rt.cublasLt(); err == nil || !strings.Contains(err.Error(), "needs a CUDA device") {
+		t.Errorf("cublasLt after the warm-up: %v", err)
+	}
+	done := make(chan error)
+	go func() { done <- rt.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close blocked after WarmLibraries")
+	}
 }
