@@ -134,6 +134,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 64, Warp: 32},
 	{Rows: 128, Keys: 64, Warp: 32, Fused: true},
 	{Rows: 128, Keys: 64, Warp: 32, Fused: true, PolyExp: 4},
+	{Rows: 64, Keys: 128, Fused: true, MinBlocks: 3},
 }
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
