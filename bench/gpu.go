@@ -24,16 +24,9 @@ func init() {
 // LowerPipeline is the lowering the GPU engine runs before PTX generation
 // when no library is used: lower-to-gpu, with bf16/f16 attention as one
 // flash kernel (graph-attention-to-flash, which must run before
-// decomposition). Lowering returns what a mode actually runs.
+// decomposition). The modes that do not search run it with the matmul
+// policy of autotune.ModeConfig (see Compile).
 const LowerPipeline = "builtin.module(graph-attention-to-flash,lower-to-gpu)"
-
-// Lowering is the pipeline the GPU engine runs in a mode that does not
-// search: LowerPipeline with the matmul policy of autotune.ModeConfig
-// (matmuls on cuBLASLt when it loads, as Inductor's default runs GEMMs on
-// cuBLAS).
-func Lowering(mode exec.Mode) string {
-	return "builtin.module(graph-attention-to-flash," + autotune.LowerPipeline(mode) + ")"
-}
 
 // loopPipeline is the part of LowerPipeline that autotuning runs once; each
 // candidate configuration then lowers a clone of its output to the gpu level.
@@ -59,10 +52,6 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The default modes run matmuls on cuBLASLt (autotune.ModeConfig):
-	// its loading and handle are made now, in the background, as the
-	// device is opened before any first call.
-	rt.WarmLibraries()
 	return &GPU{rt: rt}, nil
 }
 
@@ -99,7 +88,12 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 	// each candidate (Strata's kernels and cuBLASLt) on the first call.
 	pipeline := loopPipeline
 	if !m.Autotunes() {
-		pipeline = Lowering(m)
+		cfg := autotune.ModeConfig(m, module)
+		pipeline = "builtin.module(graph-attention-to-flash," + autotune.LowerPipelineFor(cfg) + ")"
+		if cfg.CuBLASLt {
+			// The handle and workspace are made while the rest compiles.
+			g.rt.WarmLibraries()
+		}
 	}
 	pm, err := passes.Parse(pipeline)
 	if err != nil {

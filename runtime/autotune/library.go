@@ -3,6 +3,7 @@ package autotune
 import (
 	"slices"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/cublaslt"
@@ -33,14 +34,21 @@ func withLibrary(name string, cands []togpu.Config, kernels []Kernel) []togpu.Co
 
 // ModeConfig is the policy that decides where a program's matmuls run
 // when it is compiled without a search: the convert-loop-to-gpu
-// configuration for mode. When cuBLASLt loads in this process it is
-// togpu.DefaultConfig with matmul=cublaslt: every bf16/f16 matmul nest of
-// static shape becomes a gpu.library_matmul and its epilogue a separate
-// kernel, as Inductor's default mode runs GEMMs on cuBLAS (measured on the
-// H200: 0.46 ms for mm_bias_gelu against 0.85 ms on Strata's mma.sync
-// kernels, which mma.sync caps near 350 TFLOP/s while cuBLAS reaches 800).
-// Nests the library plan rejects (dynamic shapes, f32) stay on Strata's
-// kernels in the same program, and without the library every nest does.
+// configuration for mode and module (the graph-level program about to be
+// lowered). When module has bf16 or f16 matmuls (graph.matmul, or
+// graph.attention, which decomposes into them) and cuBLASLt loads in this
+// process, it is togpu.DefaultConfig with matmul=cublaslt: every bf16/f16
+// matmul nest of static shape becomes a gpu.library_matmul and its
+// epilogue a separate kernel, as Inductor's default mode runs GEMMs on
+// cuBLAS (measured on the H200: 0.44 ms for mm_bias_gelu against 0.85 ms
+// on Strata's mma.sync kernels, which mma.sync caps near 350 TFLOP/s
+// while cuBLAS reaches 800). Nests the library plan rejects (dynamic
+// shapes) stay on Strata's kernels in the same program, and without the
+// library every nest does. A program without such matmuls gets the
+// default configuration without loading the library (a dlopen of a
+// library of hundreds of MB: 55–250 ms of a first call). A nil module
+// counts as one with matmuls.
+//
 // The mode does not change the answer today: default and reduce-overhead
 // take it as it is, and max-autotune callers that search (Tune) time the
 // library against Strata's tilings instead, while callers that do not
@@ -51,8 +59,11 @@ func withLibrary(name string, cands []togpu.Config, kernels []Kernel) []togpu.Co
 // mma.sync PTX for a bf16 matmul whatever the process can load): the
 // library is a property of the process, so the policy lives here, with
 // the runtime, not in the passes.
-func ModeConfig(mode exec.Mode) togpu.Config {
+func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 	cfg := togpu.DefaultConfig
+	if module != nil && !hasHalfMatmuls(module) {
+		return cfg
+	}
 	if err := loadCuBLASLt(); err != nil {
 		logs.Printf(Topic, "%s mode: matmuls on Strata's kernels: %v", modeName(mode), err)
 		return cfg
@@ -63,14 +74,38 @@ func ModeConfig(mode exec.Mode) togpu.Config {
 	return cfg
 }
 
-// LowerPipeline returns the pipeline that lowers a graph-level module to
-// the gpu level in mode under ModeConfig's policy: lower-to-gpu's passes
-// with convert-loop-to-gpu configured by ModeConfig(mode) (lower-to-gpu
-// itself when that is the default configuration). It is the body
-// of a module pipeline: run it as
-// passes.Parse("builtin.module(" + LowerPipeline(mode) + ")").
-func LowerPipeline(mode exec.Mode) string {
-	cfg := ModeConfig(mode)
+// hasHalfMatmuls reports whether module holds a graph.matmul or
+// graph.attention with a bf16 or f16 result: what can become a
+// library-computable matmul nest.
+func hasHalfMatmuls(module *ir.Operation) bool {
+	found := false
+	module.Walk(func(op *ir.Operation) bool {
+		if found {
+			return false
+		}
+		if (op.Name() == "graph.matmul" || op.Name() == "graph.attention") && op.NumResults() == 1 {
+			if e := ir.ElementTypeOf(op.Result(0).Type()); e == ir.BF16 || e == ir.F16 {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// LowerPipeline returns the pipeline that lowers module, a graph-level
+// module, to the gpu level in mode under ModeConfig's policy: lower-to-gpu's
+// passes with convert-loop-to-gpu configured by ModeConfig(mode, module)
+// (lower-to-gpu itself when that is the default configuration). It is the
+// body of a module pipeline: run it as
+// passes.Parse("builtin.module(" + LowerPipeline(mode, module) + ")").
+func LowerPipeline(mode exec.Mode, module *ir.Operation) string {
+	return LowerPipelineFor(ModeConfig(mode, module))
+}
+
+// LowerPipelineFor is lower-to-gpu's passes with convert-loop-to-gpu
+// configured by cfg: lower-to-gpu itself for the default configuration.
+func LowerPipelineFor(cfg togpu.Config) string {
 	if cfg == togpu.DefaultConfig {
 		return "lower-to-gpu" // the same passes, under their registered name
 	}

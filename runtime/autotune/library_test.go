@@ -76,8 +76,9 @@ func TestConfigRoundTripLibrary(t *testing.T) {
 // search: with cuBLASLt loading, a bf16 matmul + bias + relu lowers to a
 // gpu.library_matmul and a pointwise epilogue kernel in every mode, and
 // the choice is logged; without it, the pipeline is lower-to-gpu and the
-// product runs on an mma kernel. lower-to-gpu itself keeps Strata's
-// kernels whatever the process can load.
+// product runs on an mma kernel; a program without bf16/f16 matmuls does
+// not load the library at all. lower-to-gpu itself keeps Strata's kernels
+// whatever the process can load.
 func TestModeConfig(t *testing.T) {
 	defer func(f func() error) { loadCuBLASLt = f }(loadCuBLASLt)
 	src := `func.func @main(%x: tensor<64x32xbf16>, %w: tensor<32x48xbf16>, %b: tensor<48xbf16>) -> tensor<64x48xbf16> {
@@ -86,12 +87,21 @@ func TestModeConfig(t *testing.T) {
   %r = "graph.relu"(%1) : (tensor<64x48xbf16>) -> tensor<64x48xbf16>
   return %r : tensor<64x48xbf16>
 }`
-	lower := func(pipeline string) (libs int, mappings []string) {
+	parse := func(src string) (*ir.Context, *ir.Operation) {
 		t.Helper()
 		ctx := dialects.NewContext()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "policy.mlir"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		return ctx, m
+	}
+	// lower runs pipeline (nil: the policy's for mode) on a fresh parse of src.
+	lower := func(mode exec.Mode, pipeline string) (string, int, []string) {
+		t.Helper()
+		ctx, m := parse(src)
+		if pipeline == "" {
+			pipeline = LowerPipeline(mode, m)
 		}
 		pm, err := passes.Parse("builtin.module(" + pipeline + ")")
 		if err != nil {
@@ -100,50 +110,65 @@ func TestModeConfig(t *testing.T) {
 		if err := pm.Run(ctx, m); err != nil {
 			t.Fatalf("%s: %v", pipeline, err)
 		}
+		libs := 0
 		m.Walk(func(op *ir.Operation) bool {
 			if op.Name() == gpu.LibraryMatmulOp {
 				libs++
 			}
 			return true
 		})
+		var mappings []string
 		for _, k := range Kernels(m) {
 			mappings = append(mappings, k.Mapping)
 		}
-		return libs, mappings
+		return pipeline, libs, mappings
 	}
 	var buf bytes.Buffer
 	defer logs.SetOutput(logs.SetOutput(&buf))
 	logs.Enable(Topic)
 	defer logs.Disable()
 
-	loadCuBLASLt = func() error { return nil }
+	loads := 0
+	loadCuBLASLt = func() error { loads++; return nil }
 	for _, mode := range exec.Modes {
-		cfg := ModeConfig(mode)
+		_, m := parse(src)
+		cfg := ModeConfig(mode, m)
 		if !cfg.CuBLASLt || cfg.MMATile != togpu.DefaultConfig.MMATile || !cfg.TensorCores {
 			t.Errorf("%s with cuBLASLt: %+v", mode, cfg)
 		}
-		p := LowerPipeline(mode)
-		if libs, maps := lower(p); libs != 1 || !slices.Equal(maps, []string{togpu.MappingPointwise}) {
+		if p, libs, maps := lower(mode, ""); libs != 1 || !slices.Equal(maps, []string{togpu.MappingPointwise}) {
 			t.Errorf("%s: %q made %d library products and kernels %v, want 1 and [pointwise]", mode, p, libs, maps)
 		}
 	}
 	if out := buf.String(); !strings.Contains(out, "autotune: default mode: bf16/f16 matmuls of static shape on cuBLASLt") {
 		t.Errorf("log %q", out)
 	}
+	loads = 0
+	_, pointwise := parse(`func.func @main(%x: tensor<64x32xbf16>) -> tensor<64x32xbf16> {
+  %r = "graph.relu"(%x) : (tensor<64x32xbf16>) -> tensor<64x32xbf16>
+  return %r : tensor<64x32xbf16>
+}`)
+	if p := LowerPipeline(exec.ModeDefault, pointwise); p != "lower-to-gpu" || loads != 0 {
+		t.Errorf("no matmul: pipeline %q after %d library loads, want lower-to-gpu and none", p, loads)
+	}
+	if cfg := ModeConfig(exec.ModeDefault, nil); !cfg.CuBLASLt || loads != 1 {
+		t.Errorf("nil module: %+v after %d loads, want the library after one", cfg, loads)
+	}
 
 	buf.Reset()
 	loadCuBLASLt = func() error { return errors.Join(cublaslt.ErrNotFound, errors.New("tried 2 paths")) }
-	if cfg := ModeConfig(exec.ModeReduceOverhead); cfg != togpu.DefaultConfig {
+	_, m := parse(src)
+	if cfg := ModeConfig(exec.ModeReduceOverhead, m); cfg != togpu.DefaultConfig {
 		t.Errorf("without cuBLASLt: %+v, want the default", cfg)
 	}
-	if p := LowerPipeline(exec.ModeDefault); p != "lower-to-gpu" {
+	if p := LowerPipeline(exec.ModeDefault, m); p != "lower-to-gpu" {
 		t.Errorf("without cuBLASLt: pipeline %q, want lower-to-gpu", p)
 	}
 	if out := buf.String(); !strings.Contains(out, "autotune: reduce-overhead mode: matmuls on Strata's kernels: cuBLASLt not found") {
 		t.Errorf("log %q", out)
 	}
 	loadCuBLASLt = func() error { return nil }
-	if libs, maps := lower("lower-to-gpu"); libs != 0 || !slices.Equal(maps, []string{togpu.MappingMMA}) {
+	if _, libs, maps := lower(exec.ModeDefault, "lower-to-gpu"); libs != 0 || !slices.Equal(maps, []string{togpu.MappingMMA}) {
 		t.Errorf("lower-to-gpu with cuBLASLt loadable: %d library products, kernels %v, want 0 and [mma]", libs, maps)
 	}
 }
