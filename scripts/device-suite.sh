@@ -57,8 +57,10 @@ trap 'rm -rf "$caches"' EXIT
 # process of Strata's that JIT-compiles a tiny kernel and one of PyTorch's
 # that runs a tiny torch.compile (throwaway Inductor and Triton caches, so
 # no workload's kernel is cached) pay it here. Each side still pays its own
-# per-process start-up inside its first measured workload.
-{
+# per-process start-up inside its first measured workload. The PyTorch
+# part costs tens of seconds on a cold machine; SUITE_WARMUP=0 skips both
+# (the first workload's first call then includes the cold start).
+[ "${SUITE_WARMUP:-1}" = 0 ] || {
 	echo "== warm-up (machine cold start, both sides)"
 	timeout 60 "$here/strata-bench" warmup
 	wdir=$(mktemp -d)
