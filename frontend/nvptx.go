@@ -7,7 +7,8 @@ import (
 
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
-	_ "github.com/strata-ir/strata/passes/togpu" // lower-to-gpu
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/autotune"
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 )
@@ -47,7 +48,7 @@ type nvptxBackend struct{}
 func (nvptxBackend) Start() { go gpuRuntime() }
 
 func (nvptxBackend) Describe() string {
-	return "lowers with " + LowerToGPUPipeline + ", compiles the kernels to PTX and runs them on an NVIDIA GPU (options: ptx_backend native|llc, ptx_target sm_80|sm_90)"
+	return "lowers with " + LowerToGPUPipeline + " (bf16/f16 matmuls on cuBLASLt when it loads, as Inductor's default uses cuBLAS), compiles the kernels to PTX and runs them on an NVIDIA GPU (options: ptx_backend native|llc, ptx_target sm_80|sm_90)"
 }
 
 func (nvptxBackend) Compile(g *Graph) (Executable, error) {
@@ -76,8 +77,14 @@ func (nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if passes.LookupPipeline(LowerToGPUPipeline) == nil {
 		return nil, fmt.Errorf("nvptx backend: the %s pipeline is not registered in this program (import the packages of its passes)", LowerToGPUPipeline)
 	}
+	// As Inductor's default runs GEMMs on cuBLAS, bf16/f16 matmuls go to
+	// cuBLASLt when the process can load it (autotune.ModeConfig, logged
+	// under STRATA_LOGS=autotune), and to Strata's mma.sync kernels
+	// otherwise; the library's load counts as passes time.
+	var cfg togpu.Config
 	err = g.Time(PhasePasses, func() error {
-		pm, err := passes.Parse("builtin.module(" + LowerToGPUPipeline + ")")
+		cfg = autotune.ModeConfig(mode, g.Module)
+		pm, err := passes.Parse("builtin.module(" + autotune.LowerPipelineFor(cfg) + ")")
 		if err != nil {
 			return err
 		}
@@ -102,6 +109,9 @@ func (nvptxBackend) Compile(g *Graph) (Executable, error) {
 	var rt *exec.Runtime
 	if err := g.Time(PhaseDevice, func() (err error) { rt, err = gpuRuntime(); return err }); err != nil {
 		return nil, fmt.Errorf("nvptx backend %w", err)
+	}
+	if cfg.CuBLASLt {
+		rt.WarmLibraries() // the handle and workspace, while the PTX loads
 	}
 	name := g.Func
 	// The driver's JIT of the PTX, here rather than hidden in the first run.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/runtime/cublaslt"
 )
 
 // startingBackend counts Start calls and attributes fixed times to the
@@ -85,4 +87,38 @@ func TestGPUNVPTXFirstCallPhases(t *testing.T) {
 	if ct.Load <= 0 || ct.Codegen <= 0 || ct.Passes <= 0 {
 		t.Errorf("first call %v: want passes, codegen and load measured", ct)
 	}
+}
+
+// On a GPU, a bf16 matmul with a bias and relu through the nvptx backend
+// computes what the interpreter does, whether the matmul policy put it on
+// cuBLASLt (when the library loads) or on Strata's mma.sync kernel; the
+// autotune log names the choice.
+func TestGPUNVPTXHalfMatmulPolicy(t *testing.T) {
+	fn := func(x, w, b *frontend.Tensor) *frontend.Tensor {
+		return x.MatMul(w).Add(b).Relu()
+	}
+	x := frontend.Rand(3, 100, 72).Cast(frontend.BFloat16)
+	w := frontend.Rand(4, 72, 136).Cast(frontend.BFloat16)
+	b := frontend.Rand(5, 136).Cast(frontend.BFloat16)
+	var log strings.Builder
+	prev := logs.SetOutput(&log)
+	defer logs.SetOutput(prev)
+	logs.Enable("autotune")
+	defer logs.Disable()
+	c := frontend.MustCompile(fn, frontend.Options{Backend: frontend.NVPTXBackend})
+	got, err := c.Call(x, w, b)
+	if errors.Is(err, frontend.ErrNoGPUBackend) {
+		t.Skipf("no GPU: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := call(t, frontend.MustCompile(fn, frontend.Options{Backend: frontend.InterpBackend}), x, w, b)
+	// Both round the f32 product to bf16; the GPU sums K in another order.
+	nearTol(t, "bf16 matmul+bias+relu", got[0].Cast(frontend.Float32).Float32s(), want[0].Cast(frontend.Float32).Float32s(), 1e-2)
+	lib := cublaslt.Load() == nil
+	if onLib := strings.Contains(log.String(), "on cuBLASLt"); onLib != lib {
+		t.Errorf("cuBLASLt loads: %v, but the policy's log says on cuBLASLt: %v\n%s", lib, onLib, log.String())
+	}
+	t.Logf("cuBLASLt: %v; %s", lib, c.CompileTimes())
 }
