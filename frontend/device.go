@@ -15,7 +15,7 @@ import (
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
-// Device-resident tensors (docs/frontend.md, "Tensors on the GPU").
+// Device-resident tensors (docs/frontend-gpu.md).
 //
 // A concrete Tensor holds its elements on the host, on the GPU, or both.
 // ToGPU uploads; results of a compiled call on the nvptx backend stay on
