@@ -59,6 +59,44 @@ func WallTable(w io.Writer, r *Results) {
 	}
 }
 
+// FirstCallTable splits Strata's first calls (default mode; a dynamic
+// workload's compile and calls of every size) into what they spent: the
+// host compiler (trace, lowering, LLVM IR, PTX), the modules' load with
+// the driver's JIT inside it, and the launch and wait; next to PyTorch's
+// first call. Workloads whose run recorded no phases are left out.
+func FirstCallTable(w io.Writer, r *Results) {
+	fmt.Fprintln(w, "| workload | Strata first call | compile (trace, lower, LLVM, PTX) | module load | of which driver JIT | launch + wait | torch.compile first call |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, wr := range r.Workloads {
+		sd := wr.Strata["default"]
+		if sd == nil || len(sd.PhasesS) == 0 || sd.FirstCallS <= 0 && sd.TotalS <= 0 {
+			continue
+		}
+		p := sd.PhasesS
+		first, torch := sd.FirstCallS, ""
+		if td := wr.Torch["default"]; td != nil {
+			torch = secondsCell(td.FirstCallS + td.TotalS)
+		}
+		if sd.TotalS > 0 {
+			first = sd.TotalS
+		}
+		launch := ""
+		if p["first_run"] > 0 && p["load"] > 0 {
+			launch = secondsCell(p["first_run"] - p["load"])
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %s |\n", wr.Name, secondsCell(first),
+			secondsCell(p["trace"]+p["lower"]+p["llvm"]+p["ptx"]), secondsCell(p["load"]), secondsCell(p["jit"]), launch, torch)
+	}
+}
+
+// secondsCell prints seconds, or nothing for none.
+func secondsCell(s float64) string {
+	if s <= 0 {
+		return ""
+	}
+	return seconds(s)
+}
+
 func strataMs(sd *StrataMode, unsupported string) string {
 	switch {
 	case unsupported != "":
@@ -140,6 +178,8 @@ func Section(r *Results, plotPath string) string {
 	Table(&b, r)
 	b.WriteString("\nCalls in a loop: the host clock's time per call over back-to-back calls (no cache clearing, one wait at the end), on both sides. For a launch-bound workload it is the host's cost of issuing a call, which the event timings above hide.\n\n")
 	WallTable(&b, r)
+	b.WriteString("\nFirst calls, split (Strata's default mode; for a dynamic workload the compile and one call of every size). The module load is almost all the driver's PTX JIT, which runs on the host CPU and varies by ±40% with its recent load.\n\n")
+	FirstCallTable(&b, r)
 	if plotPath != "" {
 		fmt.Fprintf(&b, "\n![Strata and torch.compile per workload](%s)\n", plotPath)
 	}

@@ -106,3 +106,26 @@ func TestWallTable(t *testing.T) {
 		t.Errorf("want row %q in:\n%s", row, b.String())
 	}
 }
+
+// TestFirstCallTable checks the split of a first call: compile phases
+// summed, the load with its JIT, launch + wait as first_run − load, and
+// that workloads without phases are left out.
+func TestFirstCallTable(t *testing.T) {
+	r := sampleResults(t)
+	p := r.Workloads[0].Strata["default"].PhasesS
+	p["load"], p["jit"] = 0.012, 0.011
+	var b strings.Builder
+	FirstCallTable(&b, r)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want header, rule and softmax's row:\n%s", len(lines), b.String())
+	}
+	for _, c := range []string{"`softmax`", "31 ms", "16 ms", "12 ms", "11 ms", "3 ms", "927 ms"} {
+		if !strings.Contains(lines[2], "| "+c+" |") {
+			t.Errorf("softmax's row lacks %q: %s", c, lines[2])
+		}
+	}
+	if !strings.Contains(Section(r, ""), "of which driver JIT") {
+		t.Error("Section has no first-call table")
+	}
+}
