@@ -108,7 +108,7 @@ func TestWallTable(t *testing.T) {
 }
 
 // TestFirstCallTable checks the split of a first call: compile phases
-// summed, the load with its JIT, launch + wait as first_run − load, and
+// summed, the load with its JIT, the rest as first call − compile − load, and
 // that workloads without phases are left out.
 func TestFirstCallTable(t *testing.T) {
 	r := sampleResults(t)
