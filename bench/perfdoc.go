@@ -80,7 +80,7 @@ func FirstCallTable(w io.Writer, r *Results) {
 		if sd.TotalS > 0 {
 			first = sd.TotalS
 		}
-		compile := p["trace"] + p["lower"] + p["llvm"] + p["ptx"]
+		compile := p["trace"] + p["lower"] // lower includes llvm and ptx
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %s |\n", wr.Name, secondsCell(first),
 			secondsCell(compile), secondsCell(p["load"]), secondsCell(p["jit"]), secondsCell(first-compile-p["load"]), torch)
 	}

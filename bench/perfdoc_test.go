@@ -107,8 +107,8 @@ func TestWallTable(t *testing.T) {
 	}
 }
 
-// TestFirstCallTable checks the split of a first call: compile phases
-// summed, the load with its JIT, the rest as first call − compile − load, and
+// TestFirstCallTable checks the split of a first call: trace + lower
+// (which holds llvm and ptx), the load with its JIT, the rest as first call − compile − load, and
 // that workloads without phases are left out.
 func TestFirstCallTable(t *testing.T) {
 	r := sampleResults(t)
@@ -120,7 +120,7 @@ func TestFirstCallTable(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want header, rule and softmax's row:\n%s", len(lines), b.String())
 	}
-	for _, c := range []string{"`softmax`", "31 ms", "16 ms", "12 ms", "11 ms", "3 ms", "927 ms"} {
+	for _, c := range []string{"`softmax`", "31 ms", "11 ms", "12 ms", "11 ms", "8 ms", "927 ms"} {
 		if !strings.Contains(lines[2], "| "+c+" |") {
 			t.Errorf("softmax's row lacks %q: %s", c, lines[2])
 		}

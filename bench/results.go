@@ -71,8 +71,9 @@ type StrataMode struct {
 	// in seconds, with the inputs already on the device (as torch.compile's
 	// first call): the conversions and copies are PhasesS["transfer"].
 	FirstCallS float64 `json:"first_call_s,omitempty"`
-	// PhasesS splits the first call, as far as known: "trace", "lower",
-	// "llvm", "ptx" (compile), "load" (loading the modules: the launch
+	// PhasesS splits the first call, as far as known: "trace", "lower"
+	// (lowering and code generation, of which "llvm" and "ptx" are the
+	// LLVM IR and the PTX), "load" (loading the modules: the launch
 	// plan and the driver calls, host clock), "driver_load" (the
 	// cuModuleLoadDataEx calls within it), "jit" (the part of those the
 	// driver reports as its PTX compiler),
