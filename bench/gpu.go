@@ -88,8 +88,17 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 	// each candidate (Strata's kernels and cuBLASLt) on the first call.
 	pipeline := loopPipeline
 	if !m.Autotunes() {
+		// The flash rewrite first: an attention it takes needs no
+		// matmul library, whose load would cost the first call 50–250 ms.
+		flash, err := passes.Parse("builtin.module(graph-attention-to-flash)")
+		if err != nil {
+			return nil, err
+		}
+		if err := flash.Run(ctx, module); err != nil {
+			return nil, fmt.Errorf("graph-attention-to-flash: %w", err)
+		}
 		cfg := autotune.ModeConfig(m, module)
-		pipeline = "builtin.module(graph-attention-to-flash," + autotune.LowerPipelineFor(cfg) + ")"
+		pipeline = "builtin.module(" + autotune.LowerPipelineFor(cfg) + ")"
 		if cfg.CuBLASLt {
 			// The handle and workspace are made while the rest compiles.
 			g.rt.WarmLibraries()
