@@ -15,24 +15,25 @@ import (
 
 // Flash-attention kernel (issue 12): softmax(q·kᵀ·scale)·v for one graph
 // attention in one kernel, without the score matrix in memory. A block
-// of Rows/16 warps takes Rows query rows of one (batch, head); each warp
-// owns 16 of them. The block walks the keys in tiles of Keys, K and V
-// tiles double-buffered in workgroup memory by cp.async: one barrier per
-// tile, after which the next tile's copies are issued, so they overlap
-// this tile's arithmetic. Per tile each warp computes its 16 × Keys
-// scores with mma.sync into f32 registers, rounds them to bf16 (the
-// graph's product does), masks them (causal, and the keys past
-// the end; only in the tiles that need it), and runs the online softmax:
-// the running row maximum m and the row sum l, both f32, and the output
-// accumulator rescaled by exp(m_old − m_new) when m moves (lazily, see
-// softmaxStep). The scale is folded into
-// the exponent: exp((s − m)·scale) = ex2(s·c − m·c) with c = scale·log₂e,
-// one fma and one ex2 per score, m the extreme of the unscaled scores
-// (the maximum for a positive scale, the minimum for a negative one). The
-// probabilities, rounded to the element type once, are the A fragments of
-// O += P·V straight from the score registers (the m16n8 accumulator
-// layout of two n8 tiles is the m16k16 A layout), so they never leave
-// registers. At the end O / l is rounded to the element type and stored.
+// of Rows/Warp warps takes Rows query rows of one (batch, head); each warp
+// owns Warp of them (one or two m16 tiles). The block walks the keys in
+// tiles of Keys, K and V tiles double-buffered in workgroup memory by
+// cp.async: one barrier per tile, after which the next tile's copies are
+// issued, so they overlap this tile's arithmetic. Per tile each warp
+// computes its Warp × Keys scores with mma.sync into f32 registers, masks
+// them (causal, and the keys past the end; only in the tiles that need
+// it), rounds them to bf16 (the graph's product does; one
+// cvt.rn.bf16x2.f32 a score) and runs the online softmax: the running row
+// maximum m and the row sum l, both f32, and the output accumulator
+// rescaled by exp(m_old − m_new) when m moves (lazily, see softmaxStep).
+// The scale is folded into the exponent: exp((s − m)·scale) = ex2(s·c −
+// m·c) with c = scale·log₂e, one fma and one ex2 per score, m the extreme
+// of the unscaled scores (the maximum for a positive scale, the minimum
+// for a negative one). The probabilities, rounded to the element type
+// once (one cvt.rn.bf16x2.f32 a pair), are the A fragments of O += P·V
+// straight from the score registers (the m16n8 accumulator layout of two
+// n8 tiles is the m16k16 A layout), so they never leave registers. At the
+// end O / l is rounded to the element type and stored.
 //
 // The result differs from the decomposed graph only in rounding: the
 // graph rounds the normalised probability exp(s − m)/l once, the kernel
@@ -117,22 +118,27 @@ func (t FlashTile) sums() int {
 	return 2
 }
 
-// FlashTiles are the tilings Flash supports, the default first. On the
-// H200 at b16 h16 s1024 d64 (TestGPUFlash), 64×64 (4 blocks = 16 warps
-// an SM) takes 0.319 ms non-causal and 0.198 causal; 128×64 (2 blocks of
-// 8 warps, half the copies per score) was 4% and 9% slower (a coarser
-// diagonal), 64×128 (167 registers, 3 blocks: half the rescaling, row
-// reductions and barriers per score) 1% faster and 16% slower. (A
-// pipelined 64×64, the next tile's QKᵀ issued before this tile's
-// softmax in three stages at 131 registers, was 10% slower: dropped.)
+// FlashTiles are the tilings Flash supports; the first three are the
+// defaults (see Flash.tile). Measured on the H200 at b16 h16 s1024 d64
+// (TestGPUFlash, bench/NOTES.md session 3, non-causal / causal ms):
+// 128x64w32f 0.267 / 0.181, 64x64fsb4 0.271 / 0.173, 64x64f 0.273 /
+// 0.185, 64x64 0.285 / 0.180, 128x64w32 0.283 / 0.191; the polynomial
+// exponentials lost (64x64fe2 0.283, fe4 0.290, 128x64w32fe4 0.282) and
+// so did 64x128fb3 (0.287). Dropped after measurement: 64x64s and
+// 64x64sb4 (0.282), 128x32w32 (0.305), 64x64w32 (0.287), 128x64 with 16
+// rows a warp (0.293), 64x128 (0.293), and a pipelined 64x64 of session 2
+// (the next tile's QKᵀ before this tile's softmax: 10% slower). The
+// kernel is latency-bound at about 40% of the tensor pipe's mma.sync
+// peak (ncu): its phases (QKᵀ on the tensor pipe, the row extremes, ex2
+// on the MUFU, P·V) depend on each other within a warp.
 var FlashTiles = []FlashTile{
+	{Rows: 128, Keys: 64, Warp: 32, Fused: true},
+	{Rows: 64, Keys: 64, Fused: true, SumMMA: true, MinBlocks: 4},
 	{Rows: 64, Keys: 64, Fused: true},
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 4},
-	{Rows: 64, Keys: 64, Fused: true, SumMMA: true, MinBlocks: 4},
 	{Rows: 128, Keys: 64, Warp: 32},
-	{Rows: 128, Keys: 64, Warp: 32, Fused: true},
 	{Rows: 128, Keys: 64, Warp: 32, Fused: true, PolyExp: 4},
 	{Rows: 64, Keys: 128, Fused: true, MinBlocks: 3},
 }
@@ -153,17 +159,30 @@ type Flash struct {
 	// Elem is bf16. (The kernel's arithmetic is f16-ready, but the native
 	// PTX backend cannot yet pass <2 x half> mma operands.)
 	Elem ir.Type
-	// Tile is one of FlashTiles; the zero value is the default.
+	// Tile is one of FlashTiles; the zero value picks the measured best
+	// for the shape (see tile).
 	Tile FlashTile
 }
 
 // tile is f's tiling.
 func (f Flash) tile() FlashTile {
-	if f.Tile == (FlashTile{}) {
-		return FlashTiles[0]
+	if f.Tile != (FlashTile{}) {
+		return f.Tile
 	}
-	return f.Tile
+	switch {
+	case f.D > 64:
+		// (Two m16 tiles a warp, or launch bounds for 4 blocks, would
+		// spill: 64x64f takes 168 registers at d128.)
+		return FlashTiles[2]
+	case f.Causal:
+		return FlashTiles[1] // the finer diagonal of 64-row blocks
+	}
+	return FlashTiles[0]
 }
+
+// Tiling is the tiling f's kernel uses: Tile, or the default for f's
+// shape when Tile is the zero value.
+func (f Flash) Tiling() FlashTile { return f.tile() }
 
 // Threads is the block size of f's launch.
 func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows() }
@@ -907,7 +926,9 @@ func init() {
 			"batch dims (no broadcasting), a head dim that is a multiple of 16 up to 128 for q, k and v, and " +
 			"a finite nonzero scale, becomes a `func.call` of a private declaration tagged " +
 			"`strata.flash = {causal, scale}`. convert-loop-to-gpu replaces each such call by the launch of " +
-			"one kernel: 64 query rows per block of 4 warps, K and V tiles of 64 keys double-buffered by " +
+			"one kernel: blocks of 4 warps, 128 query rows (32 a warp) for non-causal attentions up to head " +
+			"dim 64, else 64 (16 a warp; causal up to 64 with launch bounds for 4 blocks an SM and the row " +
+			"sums on the tensor cores), K and V tiles of 64 keys double-buffered by " +
 			"cp.async (one barrier per tile; workgroup memory beyond 48 KB is dynamic), scores and P·V on " +
 			"mma.sync with f32 accumulators, online softmax in f32 with the scale folded into one fma before " +
 			"each ex2 (the score matrix never reaches memory; only the causal diagonal and key-tail tiles are " +

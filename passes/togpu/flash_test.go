@@ -249,6 +249,30 @@ func TestFlashCheck(t *testing.T) {
 	}
 }
 
+// TestFlashDefaultTiling: the zero Tile picks 128x64w32f for non-causal
+// attentions up to d64, 64x64fsb4 for causal ones, 64x64f beyond d64
+// (whose registers the others would spill); an explicit tile stays.
+func TestFlashDefaultTiling(t *testing.T) {
+	for _, tc := range []struct {
+		d      int64
+		causal bool
+		tile   togpu.FlashTile
+		want   string
+	}{
+		{64, false, togpu.FlashTile{}, "128x64w32f"},
+		{16, false, togpu.FlashTile{}, "128x64w32f"},
+		{64, true, togpu.FlashTile{}, "64x64fsb4"},
+		{128, false, togpu.FlashTile{}, "64x64f"},
+		{80, true, togpu.FlashTile{}, "64x64f"},
+		{64, false, togpu.FlashTile{Rows: 64, Keys: 64}, "64x64"},
+	} {
+		f := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: tc.d, Causal: tc.causal, Scale: 1, Elem: ir.BF16, Tile: tc.tile}
+		if got := f.Tiling().String(); got != tc.want {
+			t.Errorf("d%d causal=%v tile %v: tiling %s, want %s", tc.d, tc.causal, tc.tile, got, tc.want)
+		}
+	}
+}
+
 // TestFlashPTX compiles the bench's attention kernel (b16 h16 s1024
 // d64) in every tiling, causal and not, and a d128 one (in dynamic
 // workgroup memory) with both PTX backends, assembles each with the
@@ -268,10 +292,10 @@ func TestFlashPTX(t *testing.T) {
 			fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Causal: causal, Scale: 0.125, Elem: ir.BF16, Tile: tile})
 		}
 	}
-	fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 128, Causal: true, Scale: 0.125, Elem: ir.BF16, Tile: togpu.FlashTiles[0]})
+	fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 128, Causal: true, Scale: 0.125, Elem: ir.BF16})
 	for _, f := range fs {
 		for _, name := range nvptx.BackendNames() {
-			t.Run(fmt.Sprintf("%s-d%d-causal=%v-%v", name, f.D, f.Causal, f.Tile), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-d%d-causal=%v-%v", name, f.D, f.Causal, f.Tiling()), func(t *testing.T) {
 				m := flashModule(t, dialects.NewContext(), f)
 				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
 				if err != nil {
@@ -288,8 +312,8 @@ func TestFlashPTX(t *testing.T) {
 					}
 					t.Fatal(err)
 				}
-				if f.Tile.MinBlocks > 0 && !strings.Contains(ptx, fmt.Sprintf(".minnctapersm %d", f.Tile.MinBlocks)) {
-					t.Errorf("the PTX lacks the launch bounds of %v", f.Tile)
+				if mb := f.Tiling().MinBlocks; mb > 0 && !strings.Contains(ptx, fmt.Sprintf(".minnctapersm %d", mb)) {
+					t.Errorf("the PTX lacks the launch bounds of %v", f.Tiling())
 				}
 				// STRATA_FLASH_PTX names a directory to keep the PTX in
 				// (to read the SASS: ptxas, then cuobjdump -sass).
@@ -306,11 +330,11 @@ func TestFlashPTX(t *testing.T) {
 					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
 				}
 				if !strings.Contains(string(out), "0 bytes spill stores, 0 bytes spill loads") {
-					if f.Tile.MinBlocks == 0 {
+					if mb := f.Tiling().MinBlocks; mb == 0 {
 						t.Errorf("the kernel spills:\n%s", out)
 					} else {
 						// (Launch bounds may buy the blocks with spills.)
-						t.Logf("spills to fit %d blocks an SM:\n%s", f.Tile.MinBlocks, out)
+						t.Logf("spills to fit %d blocks an SM:\n%s", mb, out)
 					}
 				}
 				if i := strings.Index(string(out), "Used "); i >= 0 {
@@ -416,7 +440,10 @@ func TestGPUFlash(t *testing.T) {
 			wantF := want[0].(*interp.Tensor).Float64s()
 			t.Logf("max |device − graph| = %.3g", compare(t, gt.Float64s(), wantF, tol))
 			// Every other tiling, launched directly.
-			for _, tile := range togpu.FlashTiles[1:] {
+			for _, tile := range togpu.FlashTiles {
+				if tile == tc.flash(togpu.FlashTile{}).Tiling() {
+					continue // (the pipeline's, above)
+				}
 				t.Run(tile.String(), func(t *testing.T) {
 					m := flashModule(t, dialects.NewContext(), tc.flash(tile))
 					p, err := exec.Compile(m, exec.Options{})
@@ -449,12 +476,12 @@ func TestGPUFlash(t *testing.T) {
 			times = append(times, timed{flashCase{16, 16, 1024, 1024, 64, causal, 0, ir.BF16}, tile})
 		}
 	}
-	times = append(times, timed{flashCase{16, 16, 1024, 1024, 128, false, 0, ir.BF16}, togpu.FlashTiles[0]})
+	times = append(times, timed{flashCase{16, 16, 1024, 1024, 128, false, 0, ir.BF16}, togpu.FlashTile{}})
 	// The inputs of each shape, made once (16M random values each).
 	args := map[[4]int64][]interp.Value{}
 	for _, tm := range times {
 		tc, tile := tm.tc, tm.tile
-		t.Run(fmt.Sprintf("time-%v-%v", tc, tile), func(t *testing.T) {
+		t.Run(fmt.Sprintf("time-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
 			m := flashModule(t, dialects.NewContext(), tc.flash(tile))
 			p, err := exec.Compile(m, exec.Options{})
 			if err != nil {
