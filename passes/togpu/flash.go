@@ -122,25 +122,22 @@ func (t FlashTile) sums() int {
 // defaults (see Flash.tile). Measured on the H200 at b16 h16 s1024 d64
 // (TestGPUFlash, bench/NOTES.md session 3, non-causal / causal ms):
 // 128x64w32f 0.267 / 0.181, 64x64fsb4 0.271 / 0.173, 64x64f 0.273 /
-// 0.185, 64x64 0.285 / 0.180, 128x64w32 0.283 / 0.191; the polynomial
-// exponentials lost (64x64fe2 0.283, fe4 0.290, 128x64w32fe4 0.282) and
-// so did 64x128fb3 (0.287). Dropped after measurement: 64x64s and
-// 64x64sb4 (0.282), 128x32w32 (0.305), 64x64w32 (0.287), 128x64 with 16
-// rows a warp (0.293), 64x128 (0.293), and a pipelined 64x64 of session 2
-// (the next tile's QKᵀ before this tile's softmax: 10% slower). The
-// kernel is latency-bound at about 40% of the tensor pipe's mma.sync
-// peak (ncu): its phases (QKᵀ on the tensor pipe, the row extremes, ex2
-// on the MUFU, P·V) depend on each other within a warp.
+// 0.185, 64x64 0.285 / 0.180, 64x64fe2 0.283 / 0.182 (kept: the
+// polynomial exponentials lost, fe4 by 6%). Dropped after measurement:
+// 128x64w32 (0.283), 128x64w32fe4 (0.282), 64x128fb3 (0.287), 64x64s
+// and 64x64sb4 (0.282), 128x32w32 (0.305), 64x64w32 (0.287), 128x64 with
+// 16 rows a warp (0.293), 64x128 (0.293), and a pipelined 64x64 of
+// session 2 (the next tile's QKᵀ before this tile's softmax: 10%
+// slower). The kernel is latency-bound at about 40% of the tensor pipe's
+// mma.sync peak (ncu): its phases (QKᵀ on the tensor pipe, the row
+// extremes, ex2 on the MUFU, P·V) depend on each other within a warp, and
+// no one stall reason dominates.
 var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 64, Warp: 32, Fused: true},
 	{Rows: 64, Keys: 64, Fused: true, SumMMA: true, MinBlocks: 4},
 	{Rows: 64, Keys: 64, Fused: true},
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
-	{Rows: 64, Keys: 64, Fused: true, PolyExp: 4},
-	{Rows: 128, Keys: 64, Warp: 32},
-	{Rows: 128, Keys: 64, Warp: 32, Fused: true, PolyExp: 4},
-	{Rows: 64, Keys: 128, Fused: true, MinBlocks: 3},
 }
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
