@@ -683,10 +683,12 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 }
 
 // softmaxStep updates the running extremes m and the sums l with the
-// tile's scores, rounds the scores to the element type and replaces them
-// by ex2(s·c − m·c), and returns the accumulators o and l rescaled with m
-// (l with the tile's probabilities added but for SumMMA, whose product
-// adds them) in the order of the loop's carried values. A row's m moves
+// tile's scores (one m16 tile's), rounds the scores to the element type
+// and, but for Fused (whose product does it a key step at a time),
+// replaces them by ex2(s·c − m·c). It returns the accumulators o and l
+// rescaled with m (l with the tile's probabilities added but for SumMMA
+// and Fused, whose product adds them) in the order of the loop's carried
+// values, and −m·c of the lane's two rows. A row's m moves
 // to the tile's extreme only when that raises its probabilities above
 // 2^flashRescale (as FlashAttention-4 does): otherwise the stale m serves,
 // the probabilities stay at most 2^flashRescale (f32 and bf16 hold them as
