@@ -42,6 +42,13 @@ const (
 	SegmentsAttr = "operandSegmentSizes"
 )
 
+// NoUnrollAttr is a discardable unit attribute of loop.for: code
+// generation asks the target's compiler not to unroll the loop (PTX's
+// `.pragma "nounroll"`, LLVM's llvm.loop.unroll.disable). Unrolling never
+// changes results; the attribute trades a loop's speed for the size of
+// the code the driver's JIT compiles.
+const NoUnrollAttr = "loop.no_unroll"
+
 // Dialect is the loop dialect, ready to load into an ir.Context.
 var Dialect = &ir.Dialect{
 	Name:    "loop",
@@ -141,7 +148,8 @@ var forDef = &ir.OpDef{
 		"iteration when `lb >= ub`; `step` must be positive). The body is one block " +
 		"with arguments `(%iv: index, %iter...)`: the iter arguments start as the " +
 		"inits and take the values the body's `loop.yield` passes on. The results are " +
-		"the iter values after the last iteration (the inits when there is none).",
+		"the iter values after the last iteration (the inits when there is none). " +
+		"The discardable unit attribute `loop.no_unroll` asks code generation not to unroll it.",
 	Traits: ir.RecursiveEffects | ir.SingleBlock,
 	Operands: []ir.ArgDoc{
 		{Name: "lowerBound", Doc: "`index`"},

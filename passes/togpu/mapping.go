@@ -189,7 +189,7 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 	stride := arith.Binary(b, "arith.muli", loc, gdim, bdim)
 	body := loop.Body(k.nest)
 	n := len(lbs)
-	loop.For(b, loc, start, chunks, stride, nil, func(b *ir.Builder, c *ir.Value, _ []*ir.Value) []*ir.Value {
+	grid := loop.For(b, loc, start, chunks, stride, nil, func(b *ir.Builder, c *ir.Value, _ []*ir.Value) []*ir.Value {
 		lin := c
 		if p.vec > 1 {
 			lin = arith.Binary(b, "arith.muli", loc, c, vec)
@@ -223,7 +223,28 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 		}
 		return nil
 	})
+	if !k.cfg.UnrollInner {
+		markNoUnroll(grid)
+	}
 	return nil
+}
+
+// markNoUnroll marks the loop.for ops nested in grid (a pointwise kernel's
+// grid-stride loop, itself left alone) with at least NoUnrollMinTrips
+// static trips as loop.no_unroll.
+func markNoUnroll(grid *ir.Operation) {
+	grid.Walk(func(o *ir.Operation) bool {
+		if o == grid || o.Name() != loop.ForOp {
+			return true
+		}
+		lb, ok1 := staticInt(o.Operand(0))
+		ub, ok2 := staticInt(o.Operand(1))
+		step, ok3 := staticInt(o.Operand(2))
+		if ok1 && ok2 && ok3 && step > 0 && (ub-lb+step-1)/step >= NoUnrollMinTrips {
+			o.SetAttr(loop.NoUnrollAttr, ir.UnitAttr{})
+		}
+		return true
+	})
 }
 
 // reduction is one value a row loop reduces: combining ops (one, or the

@@ -83,7 +83,17 @@ type Config struct {
 	// where a range analysis proves every value fits (index32.go), 64 (or
 	// 0, the zero value) keeps index.
 	IndexBits int64
+	// UnrollInner leaves the sequential loops inside pointwise kernels (a
+	// SIMT matmul's or a convolution's reduction) to the target compiler's
+	// unrolling. Without it those of ≥ NoUnrollMinTrips static trips are
+	// marked loop.no_unroll: the driver's JIT unrolls them fully, which
+	// made most of the examples' first-call load (bench/NOTES.md, H4).
+	UnrollInner bool
 }
+
+// NoUnrollMinTrips is the fewest static trips of an inner loop that
+// UnrollInner = false marks: shorter loops unroll into little code.
+const NoUnrollMinTrips = 8
 
 // ShortRow is the longest static row that RowsPerBlock = 0 maps to a warp.
 const ShortRow = 512
@@ -141,7 +151,9 @@ func init() {
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
 				Doc: "how bf16/f16 matmul nests run: Strata's kernels with the epilogue fused (mma), or gpu.library_matmul (cuBLASLt) and an epilogue kernel (cublaslt)"},
 			{Name: "index-bits", Type: passes.Int, Default: d.IndexBits,
-				Doc: "width of the index arithmetic of pointwise and row kernels: 32 uses i32 where a range analysis proves every index fits (static shapes, buffers under 2^31 elements), 64 keeps index"},
+				Doc: "width of the index arithmetic of pointwise and row kernels: 32 uses i32 where a range analysis proves every index fits (static shapes, or dynamic ones under a size guard the function gets), 64 keeps index"},
+			{Name: "unroll-inner", Type: passes.Bool, Default: d.UnrollInner,
+				Doc: "let the target compiler unroll the sequential loops inside pointwise kernels (SIMT matmul and convolution reductions); off marks those of 8 or more static trips loop.no_unroll, for a smaller driver JIT at some cost in speed"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			tile, err := ParseMMATile(o.String("mma-tile"))
@@ -149,7 +161,8 @@ func init() {
 				return nil, err
 			}
 			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile,
-				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), IndexBits: o.Int("index-bits")}
+				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), IndexBits: o.Int("index-bits"),
+				UnrollInner: o.Bool("unroll-inner")}
 			if err := c.check(); err != nil {
 				return nil, err
 			}

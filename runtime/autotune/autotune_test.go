@@ -90,6 +90,13 @@ func TestCandidates(t *testing.T) {
 	if len(mma) != len(togpu.MMATiles) || mma[0] != togpu.DefaultConfig || mma[1].MMATile != togpu.MMATiles[1] {
 		t.Errorf("mma kernels: candidates %v, want the default and every other tiling", mma)
 	}
+	rolled := Candidates([]Kernel{{Mapping: togpu.MappingPointwise, Block: 256, NoUnroll: true}})
+	if len(rolled) < 2 || !rolled[1].UnrollInner || slices.ContainsFunc(rolled[2:], func(c togpu.Config) bool { return c.UnrollInner }) {
+		t.Errorf("rolled inner loops: the unrolled default must come second, once: %v", rolled)
+	}
+	if slices.ContainsFunc(Candidates([]Kernel{{Mapping: togpu.MappingPointwise, Block: 256}}), func(c togpu.Config) bool { return c.UnrollInner }) {
+		t.Error("no rolled loop, yet an unroll-inner candidate")
+	}
 	short := Candidates([]Kernel{{Mapping: togpu.MappingRow, RowsPerBlock: 4}})
 	if !slices.ContainsFunc(short, func(c togpu.Config) bool { return c.RowsPerBlock == 8 }) || len(short) != 10 {
 		t.Errorf("short rows: %d candidates %v, want rows per block 0, 1, 2, 4, 8 with 64- and 32-bit indices", len(short), short)
@@ -100,10 +107,12 @@ func TestConfigRoundTrip(t *testing.T) {
 	c := togpu.DefaultConfig
 	c.Block, c.Vector, c.RowsPerBlock, c.MaxBlocks = 512, 1, 8, 2048
 	for _, tile := range togpu.MMATiles {
-		c.MMATile = tile
-		got, err := ParseConfig(ConfigString(c))
-		if err != nil || got != c {
-			t.Errorf("round trip of %+v: %+v, %v", c, got, err)
+		for _, unroll := range []bool{false, true} {
+			c.MMATile, c.UnrollInner = tile, unroll
+			got, err := ParseConfig(ConfigString(c))
+			if err != nil || got != c {
+				t.Errorf("round trip of %+v: %+v, %v", c, got, err)
+			}
 		}
 	}
 	for _, bad := range []string{"block=1", "block=1 vector=1 rows-per-block=0 max-blocks=1 mma-tile=1x1x1s1", "block=x vector=1 rows-per-block=0 max-blocks=1", "warp=2 block=1 vector=1 rows-per-block=0 max-blocks=1"} {

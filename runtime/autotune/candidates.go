@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
 )
@@ -19,6 +20,9 @@ type Kernel struct {
 	Block        int64
 	Vector       int64
 	RowsPerBlock int64
+	// NoUnroll reports inner loops marked loop.no_unroll (the default
+	// without unroll-inner): the unrolled form is then a candidate.
+	NoUnroll bool
 }
 
 // Kernels returns the kernels of a gpu-level module that carry
@@ -38,6 +42,10 @@ func Kernels(module *ir.Operation) []Kernel {
 		k.Block = intOf(d.Get("block"))
 		k.Vector = intOf(d.Get("vector"))
 		k.RowsPerBlock = intOf(d.Get("rows_per_block"))
+		op.Walk(func(o *ir.Operation) bool {
+			k.NoUnroll = k.NoUnroll || o.Name() == loop.ForOp && o.Attr(loop.NoUnrollAttr) != nil
+			return !k.NoUnroll
+		})
 		ks = append(ks, k)
 		return false
 	})
@@ -72,8 +80,9 @@ var (
 // duplicates: a parameter varies only when some kernel uses it.
 func Candidates(kernels []Kernel) []togpu.Config {
 	def := togpu.DefaultConfig
-	var pointwise, vectorized, blockRows, warpRows, mma bool
+	var pointwise, vectorized, blockRows, warpRows, mma, noUnroll bool
 	for _, k := range kernels {
+		noUnroll = noUnroll || k.NoUnroll
 		switch k.Mapping {
 		case togpu.MappingMMA:
 			mma = true
@@ -136,11 +145,18 @@ func Candidates(kernels []Kernel) []togpu.Config {
 		i := slices.Index(out, c)
 		out = slices.Insert(slices.Delete(out, i, i+1), 1, c)
 	}
+	// Loops the default keeps rolled (a smaller JIT) are tried unrolled,
+	// right after the default.
+	if noUnroll {
+		c := def
+		c.UnrollInner = true
+		out = slices.Insert(out, 1, c)
+	}
 	return out
 }
 
 // ConfigString prints cfg as convert-loop-to-gpu's options; mma-tile,
-// matmul and index-bits only when they are not the default, so that
+// matmul, index-bits and unroll-inner only when they are not the default, so that
 // decisions recorded before the options existed read the same.
 func ConfigString(cfg togpu.Config) string {
 	s := fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
@@ -152,6 +168,9 @@ func ConfigString(cfg togpu.Config) string {
 	}
 	if cfg.IndexBits != togpu.DefaultConfig.IndexBits {
 		s += fmt.Sprintf(" index-bits=%d", cfg.IndexBits)
+	}
+	if cfg.UnrollInner != togpu.DefaultConfig.UnrollInner {
+		s += fmt.Sprintf(" unroll-inner=%v", cfg.UnrollInner)
 	}
 	return s
 }
@@ -178,6 +197,10 @@ func ParseConfig(s string) (togpu.Config, error) {
 		}
 		if ok && name == "index-bits" && (val == "32" || val == "64") {
 			cfg.IndexBits, _ = strconv.ParseInt(val, 10, 64)
+			continue
+		}
+		if ok && name == "unroll-inner" && (val == "true" || val == "false") {
+			cfg.UnrollInner = val == "true"
 			continue
 		}
 		p := fields[name]

@@ -145,6 +145,25 @@ func (t *translator) launchBounds(fn *ir.Operation, f *llir.Func) error {
 	return nil
 }
 
+// LoopMetadata is the name of the loop metadata attachment on a loop's
+// latch branch, and NoUnroll the property that disables unrolling
+// (loop.no_unroll), which targets/nvptx's native backend reads too.
+const (
+	LoopMetadata = "llvm.loop"
+	NoUnroll     = "llvm.loop.unroll.disable"
+)
+
+// noUnroll returns a new distinct loop identifier node, !{self,
+// !{"llvm.loop.unroll.disable"}}: LLVM's loop metadata names each loop
+// by a self-referencing distinct node.
+func (t *translator) noUnroll() *metadata.Tuple {
+	prop := &metadata.Tuple{MetadataID: -1, Fields: []metadata.Field{&metadata.String{Value: NoUnroll}}}
+	id := &metadata.Tuple{MetadataID: -1, Distinct: true}
+	id.Fields = []metadata.Field{id, prop}
+	t.m.MetadataDefs = append(t.m.MetadataDefs, id, prop)
+	return id
+}
+
 // markKernel adds f to !nvvm.annotations as a kernel.
 func (t *translator) markKernel(f *llir.Func) { t.annotate(f, "kernel", 1) }
 

@@ -7,6 +7,7 @@ import (
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -656,7 +657,10 @@ func (k *kernelTranslator) forOp(op *ir.Operation) error {
 	for i, p := range phis {
 		p.Incs = append(p.Incs, llir.NewIncoming(next[i], latch))
 	}
-	latch.NewBr(header)
+	br := latch.NewBr(header)
+	if op.Attr(loop.NoUnrollAttr) != nil {
+		br.Metadata = append(br.Metadata, &metadata.Attachment{Name: LoopMetadata, Node: k.t.noUnroll()})
+	}
 	k.cur = exit
 	return nil
 }

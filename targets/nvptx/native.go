@@ -14,6 +14,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	sir "github.com/strata-ir/strata/ir"
+	tollvm "github.com/strata-ir/strata/targets/llvm"
 )
 
 // Native is the Go instruction selector: it walks the llir module in
@@ -283,9 +284,13 @@ func (e *emitter) kernel() (string, error) {
 	if err := e.shareRegisters(copies); err != nil {
 		return "", err
 	}
+	noUnroll := noUnrollHeaders(f)
 	for i, b := range f.Blocks {
 		if i > 0 {
 			e.label(e.labels[b])
+		}
+		if noUnroll[b] {
+			e.inst(".pragma \"nounroll\";") // first in the loop's header, as PTX wants it
 		}
 		for _, in := range b.Insts {
 			if err := e.instruction(in); err != nil {
@@ -1508,4 +1513,44 @@ func (e *emitter) edgeCopies(pred, succ *llir.Block) error {
 		}
 	}
 	return nil
+}
+
+// noUnrollHeaders returns the header blocks of f's loops whose latch
+// branch carries targets/llvm's loop metadata with unrolling disabled
+// (loop.no_unroll).
+func noUnrollHeaders(f *llir.Func) map[*llir.Block]bool {
+	headers := map[*llir.Block]bool{}
+	for _, b := range f.Blocks {
+		br, ok := b.Term.(*llir.TermBr)
+		if !ok {
+			continue
+		}
+		for _, md := range br.Metadata {
+			if md.Name == tollvm.LoopMetadata && disablesUnroll(md.Node) {
+				if h, ok := br.Target.(*llir.Block); ok {
+					headers[h] = true
+				}
+			}
+		}
+	}
+	return headers
+}
+
+// disablesUnroll reports whether a loop identifier node lists the
+// llvm.loop.unroll.disable property.
+func disablesUnroll(n metadata.MDNode) bool {
+	id, ok := n.(*metadata.Tuple)
+	if !ok {
+		return false
+	}
+	for _, f := range id.Fields {
+		prop, ok := f.(*metadata.Tuple)
+		if !ok || prop == id || len(prop.Fields) == 0 {
+			continue
+		}
+		if s, ok := prop.Fields[0].(*metadata.String); ok && s.Value == tollvm.NoUnroll {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,119 @@
+package togpu_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
+)
+
+// TestNoUnrollInner checks that a SIMT matmul's reduction loop (K static
+// trips) is marked loop.no_unroll from NoUnrollMinTrips trips on unless
+// unroll-inner is set, that the grid-stride loop never is, that both PTX
+// backends then ask ptxas not to unroll it (an assembled .pragma in the
+// loop's header), and that the lowered program still computes the graph
+// program's product.
+func TestNoUnrollInner(t *testing.T) {
+	for _, tc := range []struct {
+		k      int
+		unroll bool
+		marked bool
+	}{
+		{64, false, true},
+		{64, true, false},
+		{togpu.NoUnrollMinTrips, false, true},
+		{togpu.NoUnrollMinTrips - 1, false, false},
+	} {
+		name := fmt.Sprintf("k%d/unroll-inner=%v", tc.k, tc.unroll)
+		src := fmt.Sprintf(`func.func @main(%%x: tensor<6x%[1]dxf32>, %%w: tensor<%[1]dx5xf32>) -> tensor<6x5xf32> {
+  %%0 = "graph.matmul"(%%x, %%w) : (tensor<6x%[1]dxf32>, tensor<%[1]dx5xf32>) -> tensor<6x5xf32>
+  return %%0 : tensor<6x5xf32>
+}`, tc.k)
+		pipeline := fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{unroll-inner=%v},expand-math,canonicalize,cse)", tc.unroll)
+		m := lowerGraph(t, src, pipeline)
+		var fors, marked int
+		m.Walk(func(o *ir.Operation) bool {
+			if o.Name() == loop.ForOp && o.ParentOfType("gpu.func") != nil {
+				fors++
+				if o.Attr(loop.NoUnrollAttr) != nil {
+					marked++
+				}
+			}
+			return true
+		})
+		want := 0
+		if tc.marked {
+			want = 1
+		}
+		if fors != 2 || marked != want {
+			t.Errorf("%s: %d loops in the kernel, %d marked; want 2 (grid-stride and K), %d marked", name, fors, marked, want)
+		}
+		checkAgainstGraph(t, name, src, m)
+		mod, err := llvm.TranslateAll(llvm.GPUModules(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(mod.String(), "llvm.loop.unroll.disable"); got != want {
+			t.Errorf("%s: %d llvm.loop.unroll.disable properties in the LLVM IR, want %d", name, got, want)
+		}
+		for _, backend := range []string{"native", "llc"} {
+			be, err := nvptx.New(backend)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptx, err := be.Compile(mod, nvptx.Options{})
+			if err != nil {
+				if backend == "llc" {
+					t.Logf("llc backend unavailable: %v", err)
+					continue
+				}
+				t.Fatal(err)
+			}
+			if got := strings.Count(ptx, `.pragma "nounroll";`); got != want {
+				t.Errorf("%s, %s: %d nounroll pragmas, want %d", name, backend, got, want)
+			}
+			ptxasAccepts(t, ptx)
+		}
+	}
+}
+
+// checkAgainstGraph runs the graph program src and its lowering m (whose
+// @main takes buffers) in the interpreter on the same random inputs and
+// fails unless the first results are equal element for element.
+func checkAgainstGraph(t *testing.T, name, src string, m *ir.Operation) {
+	t.Helper()
+	g, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "graph.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := ir.NewSymTable(g).Lookup("main")
+	ft, err := interp.FuncType(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := interp.RandomInputs(ft, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := interp.New(g).Call("main", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := make([]interp.Value, len(args))
+	for i, a := range args {
+		bufs[i] = interp.BufferFromTensor(a.(*interp.Tensor))
+	}
+	w := want[0].(*interp.Tensor).Float64s()
+	for i, v := range run(t, m, bufs)[0].Float64s() {
+		if v != w[i] {
+			t.Fatalf("%s: element %d: %g, want %g", name, i, v, w[i])
+		}
+	}
+}
