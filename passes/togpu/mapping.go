@@ -3,6 +3,7 @@ package togpu
 import (
 	"maps"
 	"math"
+	"slices"
 
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
@@ -224,27 +225,84 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 		return nil
 	})
 	if !k.cfg.UnrollInner {
-		markNoUnroll(grid)
+		rollInnerLoops(k.ctx, grid)
 	}
 	return nil
 }
 
-// markNoUnroll marks the loop.for ops nested in grid (a pointwise kernel's
-// grid-stride loop, itself left alone) with at least NoUnrollMinTrips
-// static trips as loop.no_unroll.
-func markNoUnroll(grid *ir.Operation) {
+// rollInnerLoops rewrites the loop.for ops nested in grid (a pointwise
+// kernel's grid-stride loop, itself left alone) with at least
+// NoUnrollMinTrips static trips into loops running NoUnrollFactor trips an
+// iteration, marked loop.no_unroll, and the remaining trips after them.
+// The driver's JIT would unroll them fully; four trips an iteration keep
+// four trips' loads in flight before their arithmetic waits, in about
+// NoUnrollFactor/trips of the code. Inner loops go first, so that an
+// outer loop copies its inner loops already rewritten.
+func rollInnerLoops(ctx *ir.Context, grid *ir.Operation) {
+	var fors []*ir.Operation
 	grid.Walk(func(o *ir.Operation) bool {
-		if o == grid || o.Name() != loop.ForOp {
-			return true
+		if o != grid && o.Name() == loop.ForOp {
+			fors = append(fors, o)
 		}
+		return true
+	})
+	for _, o := range slices.Backward(fors) {
 		lb, ok1 := staticInt(o.Operand(0))
 		ub, ok2 := staticInt(o.Operand(1))
 		step, ok3 := staticInt(o.Operand(2))
 		if ok1 && ok2 && ok3 && step > 0 && (ub-lb+step-1)/step >= NoUnrollMinTrips {
-			o.SetAttr(loop.NoUnrollAttr, ir.UnitAttr{})
+			unrollBy(ctx, o, lb, (ub-lb+step-1)/step, step, NoUnrollFactor)
 		}
-		return true
-	})
+	}
+}
+
+// NoUnrollFactor is the number of trips an iteration of a rolled inner
+// loop runs (rollInnerLoops).
+const NoUnrollFactor = 4
+
+// unrollBy replaces the loop.for o (trips trips of step from lb) by a
+// loop.no_unroll loop whose iteration runs f trips, then the trips left,
+// straight: the same ops in the same order.
+func unrollBy(ctx *ir.Context, o *ir.Operation, lb, trips, step, f int64) {
+	b := ir.NewBuilder(ctx)
+	b.SetInsertionPointBefore(o)
+	loc, body := o.Loc(), loop.Body(o)
+	iters := o.Operands()[3:]
+	groups := trips / f
+	if groups > 0 {
+		end := arith.ConstantIndex(b, loc, lb+groups*f*step)
+		main := loop.For(b, loc, o.Operand(0), end, arith.ConstantIndex(b, loc, f*step), iters,
+			func(b *ir.Builder, iv *ir.Value, args []*ir.Value) []*ir.Value {
+				for j := range f {
+					at := iv
+					if j > 0 {
+						at = arith.Binary(b, "arith.addi", loc, iv, arith.ConstantIndex(b, loc, j*step))
+					}
+					args = cloneTrip(b, body, at, args)
+				}
+				return args
+			})
+		main.SetAttr(loop.NoUnrollAttr, ir.UnitAttr{})
+		iters = main.Results()
+	}
+	for j := groups * f; j < trips; j++ {
+		iters = cloneTrip(b, body, arith.ConstantIndex(b, loc, lb+j*step), iters)
+	}
+	for i, r := range o.Results() {
+		r.ReplaceAllUsesWith(iters[i])
+	}
+	o.Erase()
+}
+
+// cloneTrip inserts one trip of a loop.for body at b, with induction
+// variable iv and iter values iters, and returns the values it yields.
+func cloneTrip(b *ir.Builder, body *ir.Block, iv *ir.Value, iters []*ir.Value) []*ir.Value {
+	m := map[*ir.Value]*ir.Value{body.Argument(0): iv}
+	for i, v := range iters {
+		m[body.Argument(i+1)] = v
+	}
+	yield := cloneOps(b, body, m)
+	return mapped(m, yield.Operands())
 }
 
 // reduction is one value a row loop reduces: combining ops (one, or the

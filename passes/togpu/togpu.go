@@ -85,9 +85,10 @@ type Config struct {
 	IndexBits int64
 	// UnrollInner leaves the sequential loops inside pointwise kernels (a
 	// SIMT matmul's or a convolution's reduction) to the target compiler's
-	// unrolling. Without it those of ≥ NoUnrollMinTrips static trips are
-	// marked loop.no_unroll: the driver's JIT unrolls them fully, which
-	// made most of the examples' first-call load (bench/NOTES.md, H4).
+	// unrolling. Without it those of ≥ NoUnrollMinTrips static trips run
+	// NoUnrollFactor trips an iteration of a loop.no_unroll loop: the
+	// driver's JIT unrolls them fully otherwise, which made most of the
+	// examples' first-call load (bench/NOTES.md, H4).
 	UnrollInner bool
 }
 
@@ -153,7 +154,7 @@ func init() {
 			{Name: "index-bits", Type: passes.Int, Default: d.IndexBits,
 				Doc: "width of the index arithmetic of pointwise and row kernels: 32 uses i32 where a range analysis proves every index fits (static shapes, or dynamic ones under a size guard the function gets), 64 keeps index"},
 			{Name: "unroll-inner", Type: passes.Bool, Default: d.UnrollInner,
-				Doc: "let the target compiler unroll the sequential loops inside pointwise kernels (SIMT matmul and convolution reductions); off marks those of 8 or more static trips loop.no_unroll, for a smaller driver JIT at some cost in speed"},
+				Doc: "let the target compiler unroll the sequential loops inside pointwise kernels (SIMT matmul and convolution reductions); off runs those of 8 or more static trips 4 trips an iteration of a loop.no_unroll loop, for a smaller driver JIT"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			tile, err := ParseMMATile(o.String("mma-tile"))

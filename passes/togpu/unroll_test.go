@@ -15,11 +15,12 @@ import (
 )
 
 // TestNoUnrollInner checks that a SIMT matmul's reduction loop (K static
-// trips) is marked loop.no_unroll from NoUnrollMinTrips trips on unless
-// unroll-inner is set, that the grid-stride loop never is, that both PTX
-// backends then ask ptxas not to unroll it (an assembled .pragma in the
-// loop's header), and that the lowered program still computes the graph
-// program's product.
+// trips) becomes, from NoUnrollMinTrips trips on and unless unroll-inner
+// is set, a loop.no_unroll loop of NoUnrollFactor trips an iteration and
+// the trips left after it; that the grid-stride loop stays as it is; that
+// both PTX backends then ask ptxas not to unroll it (an assembled .pragma
+// in the loop's header); and that the lowered program still computes the
+// graph program's product bit for bit (the same ops in the same order).
 func TestNoUnrollInner(t *testing.T) {
 	for _, tc := range []struct {
 		k      int
@@ -29,6 +30,7 @@ func TestNoUnrollInner(t *testing.T) {
 		{64, false, true},
 		{64, true, false},
 		{togpu.NoUnrollMinTrips, false, true},
+		{togpu.NoUnrollMinTrips + 3, false, true}, // three trips after the loop
 		{togpu.NoUnrollMinTrips - 1, false, false},
 	} {
 		name := fmt.Sprintf("k%d/unroll-inner=%v", tc.k, tc.unroll)
@@ -44,6 +46,9 @@ func TestNoUnrollInner(t *testing.T) {
 				fors++
 				if o.Attr(loop.NoUnrollAttr) != nil {
 					marked++
+					if step, ok := constIndex(o.Operand(2)); !ok || step != togpu.NoUnrollFactor {
+						t.Errorf("%s: the rolled loop's step is %v, want %d", name, o.Operand(2), togpu.NoUnrollFactor)
+					}
 				}
 			}
 			return true
@@ -116,4 +121,14 @@ func checkAgainstGraph(t *testing.T, name, src string, m *ir.Operation) {
 			t.Fatalf("%s: element %d: %g, want %g", name, i, v, w[i])
 		}
 	}
+}
+
+// constIndex returns the value of an arith.constant index.
+func constIndex(v *ir.Value) (int64, bool) {
+	d := v.DefiningOp()
+	if d == nil || d.Name() != "arith.constant" {
+		return 0, false
+	}
+	a, ok := d.Attr("value").(ir.IntegerAttr)
+	return a.Value, ok
 }
