@@ -26,7 +26,7 @@ if [ "${1:-}" = "--build" ]; then
 	for ex in mlp transformer graphbreak train; do
 		CGO_ENABLED=0 go build -ldflags "-s -w" -o "$d/$ex" ./examples/$ex
 	done
-	cp bench/torch_side.py bench/run-device.sh scripts/device-suite.sh "$d/"
+	cp bench/torch_side.py bench/examples_torch.py bench/run-device.sh scripts/device-suite.sh "$d/"
 	cp -r bench/e2e "$d/e2e"
 	du -sh "$d"
 	exit 0
@@ -88,4 +88,6 @@ group tensor "${SUITE_TENSOR_S:-260}" --only mm_bias_gelu,attention,mlp_train --
 		echo "-- $ex"
 		timeout 30 "$here/$ex" -backend nvptx 2>&1 | tail -8
 	done
+	echo "== the examples in PyTorch (torch.compile default, fresh caches; bench/examples_torch.py)"
+	timeout 240 python3 "$here/examples_torch.py"
 } >> "$log" 2>&1

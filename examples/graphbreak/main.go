@@ -52,6 +52,7 @@ func run(w io.Writer, backend string) error {
 		}
 		fmt.Fprintf(w, "normalize(%v) = %.4f\n", in, res[0].Float32s())
 	}
+	fmt.Fprintf(w, "first call: %v\n", c.CompileTimes())
 	fmt.Fprintf(w, "stats: %+v\n", c.Stats())
 
 	full, err := frontend.Compile(normalize, frontend.Options{Backend: backend, Fullgraph: true})
