@@ -122,7 +122,7 @@ func TestGPURowVariants(t *testing.T) {
 	if sweep {
 		workloads = append(workloads,
 			rowWorkload{name: "softmax 8192x8192", src: sq(`"graph.softmax"(%x) <{axis = -1 : i64}>`, "tensor<8192x8192xf32>"),
-				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1},
+				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}, {opts: "block=1024"}}, allEdits...), edited: -1},
 			rowWorkload{name: "rowsum 8192x8192", src: sq(`"graph.reduce_sum"(%x) <{axes = [1], keepdims = false}>`, "tensor<8192xf32>"),
 				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1})
 	} else {
