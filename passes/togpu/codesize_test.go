@@ -2,6 +2,7 @@ package togpu_test
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -94,6 +95,13 @@ func TestNoUnrollInner(t *testing.T) {
 // fails unless the first results are equal element for element.
 func checkAgainstGraph(t *testing.T, name, src string, m *ir.Operation) {
 	t.Helper()
+	checkAgainstGraphTol(t, name, src, m, 0)
+}
+
+// checkAgainstGraphTol is checkAgainstGraph with a relative tolerance (a
+// row reduction across threads sums in another order).
+func checkAgainstGraphTol(t *testing.T, name, src string, m *ir.Operation, rel float64) {
+	t.Helper()
 	g, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "graph.mlir"})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +125,7 @@ func checkAgainstGraph(t *testing.T, name, src string, m *ir.Operation) {
 	}
 	w := want[0].(*interp.Tensor).Float64s()
 	for i, v := range run(t, m, bufs)[0].Float64s() {
-		if v != w[i] {
+		if math.Abs(v-w[i]) > rel*math.Abs(w[i]) {
 			t.Fatalf("%s: element %d: %g, want %g", name, i, v, w[i])
 		}
 	}
@@ -131,4 +139,42 @@ func constIndex(v *ir.Value) (int64, bool) {
 	}
 	a, ok := d.Attr("value").(ir.IntegerAttr)
 	return a.Value, ok
+}
+
+// TestRegisterRowBlock checks the block of register-held rows: a softmax
+// row of 8192 floats takes 512 threads of 16 elements (not 256 of 32), one
+// of 4096 keeps 256 of 16, one of 1024 keeps the configured block, and an
+// explicit block that leaves more than RegisterRow elements a thread (a
+// loop, not registers) is kept; the lowered softmax computes the graph's.
+func TestRegisterRowBlock(t *testing.T) {
+	for _, tc := range []struct {
+		cols, block, want int64
+	}{
+		{8192, 256, 512},
+		{4096, 256, 256},
+		{1024, 256, 256},
+		{8192, 128, 128},
+		{8192, 1024, 1024},
+	} {
+		name := fmt.Sprintf("cols=%d/block=%d", tc.cols, tc.block)
+		src := fmt.Sprintf(`func.func @main(%%x: tensor<3x%[1]dxf32>) -> tensor<3x%[1]dxf32> {
+  %%0 = "graph.softmax"(%%x) <{axis = 1 : i64}> : (tensor<3x%[1]dxf32>) -> tensor<3x%[1]dxf32>
+  return %%0 : tensor<3x%[1]dxf32>
+}`, tc.cols)
+		m := lowerGraph(t, src, fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{block=%d},expand-math,canonicalize,cse)", tc.block))
+		var blocks []int64
+		m.Walk(func(o *ir.Operation) bool {
+			if d, ok := o.Attr(togpu.LaunchAttr).(ir.DictAttr); ok {
+				b, _ := d.Get("block").(ir.IntegerAttr)
+				blocks = append(blocks, b.Value)
+			}
+			return true
+		})
+		if len(blocks) != 1 || blocks[0] != tc.want {
+			t.Errorf("%s: kernel blocks %v, want [%d]", name, blocks, tc.want)
+		}
+		if tc.cols == 8192 && tc.block == 256 {
+			checkAgainstGraphTol(t, name, src, m, 1e-6)
+		}
+	}
 }
