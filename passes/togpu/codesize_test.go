@@ -2,15 +2,12 @@ package togpu_test
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
-	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
 )
@@ -86,47 +83,6 @@ func TestNoUnrollInner(t *testing.T) {
 				t.Errorf("%s, %s: %d nounroll pragmas, want %d", name, backend, got, want)
 			}
 			ptxasAccepts(t, ptx)
-		}
-	}
-}
-
-// checkAgainstGraph runs the graph program src and its lowering m (whose
-// @main takes buffers) in the interpreter on the same random inputs and
-// fails unless the first results are equal element for element.
-func checkAgainstGraph(t *testing.T, name, src string, m *ir.Operation) {
-	t.Helper()
-	checkAgainstGraphTol(t, name, src, m, 0)
-}
-
-// checkAgainstGraphTol is checkAgainstGraph with a relative tolerance (a
-// row reduction across threads sums in another order).
-func checkAgainstGraphTol(t *testing.T, name, src string, m *ir.Operation, rel float64) {
-	t.Helper()
-	g, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "graph.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn := ir.NewSymTable(g).Lookup("main")
-	ft, err := interp.FuncType(fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args, err := interp.RandomInputs(ft, 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := interp.New(g).Call("main", args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bufs := make([]interp.Value, len(args))
-	for i, a := range args {
-		bufs[i] = interp.BufferFromTensor(a.(*interp.Tensor))
-	}
-	w := want[0].(*interp.Tensor).Float64s()
-	for i, v := range run(t, m, bufs)[0].Float64s() {
-		if math.Abs(v-w[i]) > rel*math.Abs(w[i]) {
-			t.Fatalf("%s: element %d: %g, want %g", name, i, v, w[i])
 		}
 	}
 }

@@ -3,10 +3,6 @@ package togpu_test
 import (
 	"fmt"
 	"testing"
-
-	"github.com/strata-ir/strata/dialects"
-	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // TestPowerOfTwoDivisions checks that a kernel's coordinates divide by a
@@ -39,30 +35,6 @@ func TestPowerOfTwoDivisions(t *testing.T) {
 		if tc.wantShifts && (divs != 0 || shifts < 2) || !tc.wantShifts && (divs < 2 || shifts != 0) {
 			t.Errorf("%s: %d divisions and remainders, %d shifts and masks in the kernel", name, divs, shifts)
 		}
-		ctx := dialects.NewContext()
-		g, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "pow2.mlir"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		args, err := interp.RandomInputs(ir.FunctionOf([]ir.Type{ir.TensorOf([]int64{3, tc.cols}, ir.F32), ir.TensorOf([]int64{tc.cols}, ir.F32)}, nil), 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := interp.New(g).Call("main", args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs := make([]interp.Value, len(args))
-		for i, a := range args {
-			bufs[i] = interp.BufferFromTensor(a.(*interp.Tensor))
-		}
-		got := run(t, m, bufs)
-		w := want[0].(*interp.Tensor).Float64s()
-		for i, v := range got[0].Float64s() {
-			if v != w[i] {
-				t.Errorf("%s: element %d: %g, want %g", name, i, v, w[i])
-				break
-			}
-		}
+		checkAgainstGraph(t, name, src, m)
 	}
 }

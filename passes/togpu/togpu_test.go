@@ -2,6 +2,7 @@ package togpu_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,6 +313,47 @@ func TestOptions(t *testing.T) {
 		_, err := passes.Parse("builtin.module(" + p + ")")
 		if err == nil {
 			t.Errorf("%s: accepted", p)
+		}
+	}
+}
+
+// checkAgainstGraph runs the graph program src and its lowering m (whose
+// @main takes buffers) in the interpreter on the same random inputs and
+// fails unless the first results are equal element for element.
+func checkAgainstGraph(t *testing.T, name, src string, m *ir.Operation) {
+	t.Helper()
+	checkAgainstGraphTol(t, name, src, m, 0)
+}
+
+// checkAgainstGraphTol is checkAgainstGraph with a relative tolerance (a
+// row reduction across threads sums in another order).
+func checkAgainstGraphTol(t *testing.T, name, src string, m *ir.Operation, rel float64) {
+	t.Helper()
+	g, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "graph.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := ir.NewSymTable(g).Lookup("main")
+	ft, err := interp.FuncType(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := interp.RandomInputs(ft, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := interp.New(g).Call("main", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := make([]interp.Value, len(args))
+	for i, a := range args {
+		bufs[i] = interp.BufferFromTensor(a.(*interp.Tensor))
+	}
+	w := want[0].(*interp.Tensor).Float64s()
+	for i, v := range run(t, m, bufs)[0].Float64s() {
+		if math.Abs(v-w[i]) > rel*math.Abs(w[i]) {
+			t.Fatalf("%s: element %d: %g, want %g", name, i, v, w[i])
 		}
 	}
 }

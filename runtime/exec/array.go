@@ -125,16 +125,11 @@ func (a *Array) Release() error {
 // new Array. The copy is queued: Upload returns once the driver has
 // staged the host data, without waiting for the device.
 func (rt *Runtime) Upload(v interp.Value) (*Array, error) {
-	var t *interp.Tensor
-	switch v := v.(type) {
-	case *interp.Tensor:
-		t = v
-	case *interp.Buffer:
-		var err error
-		if t, err = v.Tensor(); err != nil {
-			return nil, err
-		}
-	default:
+	t, ok, err := hostTensor(v)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, fmt.Errorf("exec: cannot upload %s", v)
 	}
 	data, err := encodeView(t)

@@ -195,23 +195,31 @@ func scalarResult(v slotValue, t ir.Type) (interp.Value, error) {
 	return interp.ScalarInt(t, v.i)
 }
 
+// hostTensor returns the elements of a host value: a Tensor itself, or a
+// Buffer's contents; ok is false for any other value.
+func hostTensor(v interp.Value) (t *interp.Tensor, ok bool, err error) {
+	switch v := v.(type) {
+	case *interp.Tensor:
+		return v, true, nil
+	case *interp.Buffer:
+		t, err := v.Tensor()
+		return t, err == nil, err
+	}
+	return nil, false, nil
+}
+
 // tensorOf returns the elements of a memref argument, given as a Buffer
 // or a Tensor, checking them against the parameter type mt.
 func tensorOf(v interp.Value, mt *ir.MemRefType) (*interp.Tensor, error) {
-	var t *interp.Tensor
-	switch v := v.(type) {
-	case *interp.Tensor:
-		t = v
-	case *interp.Buffer:
-		var err error
-		if t, err = v.Tensor(); err != nil {
-			return nil, err
-		}
-	default:
+	t, ok, err := hostTensor(v)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, fmt.Errorf("expected a buffer of type %s, got %s", mt, v)
 	}
 	shape := mt.Shape()
-	ok := t.ElemType() == mt.ElementType() && len(t.Shape()) == len(shape)
+	ok = t.ElemType() == mt.ElementType() && len(t.Shape()) == len(shape)
 	for i := 0; ok && i < len(shape); i++ {
 		ok = shape[i] == ir.Dynamic || shape[i] == t.Shape()[i]
 	}
