@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -209,4 +210,29 @@ func BenchmarkGPUCachedCall(b *testing.B) {
 	b.Run("gpu", func(b *testing.B) { benchCall(b, frontend.ModeDefault, true, false, true) })
 	b.Run("gpu-gc", func(b *testing.B) { benchCall(b, frontend.ModeDefault, true, false, false) })
 	b.Run("gpu-reduce-overhead", func(b *testing.B) { benchCall(b, frontend.ModeReduceOverhead, true, false, true) })
+}
+
+// TestGPUGraphBreakReadsDeviceResult checks a graph break on the nvptx
+// backend: the value read into Go (Item) is a result of the first graph,
+// which stays on the GPU, and the second graph takes it as an input; the
+// output matches the interpreter's.
+func TestGPUGraphBreakReadsDeviceResult(t *testing.T) {
+	gpu(t)
+	normalize := func(x *frontend.Tensor) *frontend.Tensor {
+		norm := x.Mul(x).Sum(nil, false).Sqrt()
+		if norm.Item() < 1e-6 {
+			return x
+		}
+		return x.Div(norm).Tanh()
+	}
+	c := frontend.MustCompile(normalize, frontend.Options{Backend: frontend.NVPTXBackend})
+	ref := frontend.MustCompile(normalize, frontend.Options{Backend: frontend.InterpBackend})
+	for i, in := range [][]float32{{3, 4}, {0, 0}, {6, 8, 1}} {
+		x := frontend.FromSlice(in, len(in))
+		got, want := call(t, c, x)[0], call(t, ref, x)[0]
+		nearTol(t, fmt.Sprintf("call %d", i), got.Float32s(), want.Float32s(), 1e-6)
+	}
+	if s := c.Stats(); s.GraphBreaks == 0 {
+		t.Errorf("stats %+v: want graph breaks", s)
+	}
 }

@@ -232,10 +232,9 @@ func (t *Tensor) value(reason string) (*interp.Tensor, error) {
 		t.err = err
 		return nil, err
 	}
-	if t.err != nil {
-		return nil, t.err
-	}
-	return t.val, nil
+	// The graph ran: t is concrete now, on the host or (a GPU backend's
+	// result) on the GPU, which the second look downloads.
+	return t.value(reason)
 }
 
 // Float32s returns a copy of t's elements converted to float32 (nil when t
