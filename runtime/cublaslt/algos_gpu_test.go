@@ -2,7 +2,6 @@ package cublaslt
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,28 +19,7 @@ import (
 // same product as the first within bf16 rounding: how far the first
 // proposal, which Run uses, is from the best the heuristic offers.
 func TestGPUHeuristicAlgorithms(t *testing.T) {
-	dev, err := cuda.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	defer dev.Close()
-	if err := Load(); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			t.Skipf("no cuBLASLt: %v", err)
-		}
-		t.Fatal(err)
-	}
-	alloc := cuda.NewAllocator(dev)
-	defer alloc.EmptyCache()
-	hd, err := New(dev, alloc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := hd.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	dev, alloc, hd := gpuHandle(t)
 	shapes := []struct {
 		name string
 		mm   Matmul

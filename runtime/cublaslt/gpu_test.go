@@ -14,28 +14,7 @@ import (
 // integers make every product and sum exact, so any mix-up of layouts,
 // transposes or batch strides shows.
 func TestGPUMatmul(t *testing.T) {
-	dev, err := cuda.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	defer dev.Close()
-	if err := Load(); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			t.Skipf("no cuBLASLt: %v", err)
-		}
-		t.Fatal(err)
-	}
-	alloc := cuda.NewAllocator(dev)
-	defer alloc.EmptyCache()
-	hd, err := New(dev, alloc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := hd.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	dev, alloc, hd := gpuHandle(t)
 	t.Logf("cuBLASLt from %s", hd.Path())
 	const batch, m, n, k = 3, 5, 7, 9
 	// A stored [batch, K, M], B [batch, K, N]; bf16 of small integers.
@@ -88,4 +67,34 @@ func TestGPUMatmul(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gpuHandle opens GPU 0, loads cuBLASLt and makes a handle on a caching
+// allocator, all released when t ends; it skips t without a GPU or the
+// library.
+func gpuHandle(t *testing.T) (*cuda.Device, *cuda.Allocator, *Handle) {
+	t.Helper()
+	dev, err := cuda.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	if err := Load(); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			t.Skipf("no cuBLASLt: %v", err)
+		}
+		t.Fatal(err)
+	}
+	alloc := cuda.NewAllocator(dev)
+	t.Cleanup(func() { alloc.EmptyCache() })
+	hd, err := New(dev, alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hd.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return dev, alloc, hd
 }
