@@ -122,10 +122,18 @@ func isElementwise(op *ir.Operation) bool {
 	return u || b || slices.Contains([]string{"sigmoid", "relu", "gelu", "reciprocal", "cmp", "select", "cast", "broadcast_to"}, name)
 }
 
-// operandIndex maps idx of a result of shape out to the index of operand o
-// under NumPy broadcasting.
-func (k *kernel) operandIndex(o *ir.Value, out []int64, idx []*ir.Value) ([]*ir.Value, error) {
-	os := shapeOf(o)
+// operandIndex maps idx of the result r to the index of operand o under
+// NumPy broadcasting. A dynamic dim of o may be 1 at run time, broadcast,
+// so its index is selected by its size, unless the types name the same
+// symbolic size for it and r's dim: the sizes are then equal, and so are
+// the indices (a 1 included).
+func (k *kernel) operandIndex(o, r *ir.Value, idx []*ir.Value) ([]*ir.Value, error) {
+	// o's own type names its symbolic sizes; resolved (a fusion's block
+	// argument to the fusion's operand, which may be a memref by now) it
+	// gives the sizes.
+	typed := o
+	o = k.resolve(o)
+	os, out := shapeOf(o), shapeOf(r)
 	off := len(out) - len(os)
 	if off == 0 && len(idx) == len(os) && !slices.ContainsFunc(os, func(n int64) bool { return n == 1 || n == ir.Dynamic }) {
 		return idx, nil // no broadcasting: the same index (which nobody modifies)
@@ -135,6 +143,8 @@ func (k *kernel) operandIndex(o *ir.Value, out []int64, idx []*ir.Value) ([]*ir.
 		switch {
 		case n == 1:
 			res[d] = k.index(0)
+		case n == ir.Dynamic && sameSymbolicDim(typed, d, r, off+d):
+			res[d] = idx[off+d]
 		case n == ir.Dynamic:
 			s, err := k.size(o, d)
 			if err != nil {
@@ -148,13 +158,24 @@ func (k *kernel) operandIndex(o *ir.Value, out []int64, idx []*ir.Value) ([]*ir.
 	return res, nil
 }
 
+// sameSymbolicDim reports whether dim d of a and dim e of b are the same
+// symbolic size (#graph.dims), which makes them equal at run time.
+func sameSymbolicDim(a *ir.Value, d int, b *ir.Value, e int) bool {
+	at, ok1 := a.Type().(*ir.TensorType)
+	bt, ok2 := b.Type().(*ir.TensorType)
+	if !ok1 || !ok2 {
+		return false
+	}
+	x, y := graph.DimsOf(at)[d], graph.DimsOf(bt)[e]
+	return !graph.IsUnknown(x) && x.Equal(y)
+}
+
 // operands emits the broadcast operands of an elementwise op.
 func (k *kernel) operands(op *ir.Operation, idx []*ir.Value) ([]*ir.Value, error) {
-	out := shapeOf(op.Result(0))
 	vals := make([]*ir.Value, op.NumOperands())
 	for i := range vals {
 		o := op.Operand(i)
-		oi, err := k.operandIndex(k.resolve(o), out, idx)
+		oi, err := k.operandIndex(o, op.Result(0), idx)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +233,7 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		}
 		return k.convert(vals[0], elemOf(op.Operand(0)), elem), nil
 	case "broadcast_to":
-		oi, err := k.operandIndex(k.resolve(op.Operand(0)), out, idx)
+		oi, err := k.operandIndex(op.Operand(0), op.Result(0), idx)
 		if err != nil {
 			return nil, err
 		}

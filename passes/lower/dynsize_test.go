@@ -1,10 +1,12 @@
 package lower_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // TestDynamicSizeOfEqualSymbols: an elementwise op's dynamic size is the
@@ -30,6 +32,60 @@ func TestDynamicSizeOfEqualSymbols(t *testing.T) {
 			text := ir.Sprint(lowerSource(t, tc.src, "builtin.module(lower-to-loop)"), ir.PrintOptions{})
 			if got := strings.Contains(text, "arith.maxui"); got != tc.maxui {
 				t.Errorf("arith.maxui present: %v, want %v:\n%s", got, tc.maxui, text)
+			}
+		})
+	}
+}
+
+// TestBroadcastIndexOfEqualSymbols: an operand's dynamic dim is indexed
+// through a broadcast select (its size may be 1 at run time) unless its
+// type and the result's name the same symbol. In a symbolized softmax every
+// operand's row dim is s0, so no index select is left and the rows are
+// read at their own index (one load per element for the whole row kernel);
+// the lowered program computes the graph program's softmax, at one row
+// too. Without #graph.dims the selects stay.
+func TestBroadcastIndexOfEqualSymbols(t *testing.T) {
+	const symbolic = `func.func @main(%x: tensor<?x8xf32, #graph.dims<[s0, 8]>>) -> tensor<?x8xf32, #graph.dims<[s0, 8]>> {
+  %0 = "graph.softmax"(%x) <{axis = 1 : i64}> : (tensor<?x8xf32, #graph.dims<[s0, 8]>>) -> tensor<?x8xf32, #graph.dims<[s0, 8]>>
+  return %0 : tensor<?x8xf32, #graph.dims<[s0, 8]>>
+}`
+	const unnamed = `func.func @main(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = "graph.softmax"(%x) <{axis = 1 : i64}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}`
+	for _, tc := range []struct {
+		name, src string
+		selects   bool
+	}{{"symbolic", symbolic, false}, {"unnamed", unnamed, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := lowerSource(t, tc.src, "builtin.module(lower-to-loop,canonicalize,cse)")
+			selects := 0
+			m.Walk(func(o *ir.Operation) bool {
+				if o.Name() == "arith.select" && o.Result(0).Type() == ir.Index {
+					selects++
+				}
+				return true
+			})
+			if (selects > 0) != tc.selects {
+				t.Errorf("%d index selects, want some: %v\n%s", selects, tc.selects, ir.Sprint(m, ir.PrintOptions{}))
+			}
+			g := lowerSource(t, tc.src, "builtin.module(func.func(graph-decompose))")
+			for _, rows := range []int64{1, 3} {
+				xs := make([]float64, rows*8)
+				for i := range xs {
+					xs[i] = float64(i%7) - 2.5
+				}
+				x, err := interp.FromFloat64s(ir.F32, []int64{rows, 8}, xs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := runConv(t, g, []interp.Value{x}, false)[0].Float64s()
+				got := runConv(t, m, []interp.Value{x}, true)[0].Float64s()
+				for i := range want {
+					if math.Abs(got[i]-want[i]) > 1e-6*math.Abs(want[i]) {
+						t.Fatalf("%d rows, element %d: %g, want %g", rows, i, got[i], want[i])
+					}
+				}
 			}
 		})
 	}
