@@ -32,6 +32,9 @@ func TestWorkLogExplains(t *testing.T) {
 	if s := l.explain(fault).Error(); !strings.Contains(s, "2 compiled calls, the first @graph0") || !strings.Contains(s, "the last @graph1") {
 		t.Errorf("two calls: %s", s)
 	}
+	if l.first.n == 0 || l.last.n != 0 {
+		t.Errorf("stacks kept: first %d frames, last %d; want the first call's only (unwinding costs a cached call)", l.first.n, l.last.n)
+	}
 	plain := errors.New("not a driver error")
 	if err := l.explain(plain); err != plain {
 		t.Errorf("a non-driver error was changed: %v", err)
