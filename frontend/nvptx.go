@@ -157,7 +157,9 @@ func (e *nvptxExecutable) Run(inputs []*interp.Tensor) ([]*interp.Tensor, error)
 			out[i] = r
 		case *exec.Array:
 			out[i], err = (&devData{arr: r}).download()
-			_ = r.Release()
+			if rerr := r.Release(); err == nil {
+				err = rerr
+			}
 			if err != nil {
 				return nil, err
 			}
