@@ -124,7 +124,11 @@ func TestGPURowVariants(t *testing.T) {
 			rowWorkload{name: "softmax 8192x8192", src: sq(`"graph.softmax"(%x) <{axis = -1 : i64}>`, "tensor<8192x8192xf32>"),
 				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}, {opts: "block=1024"}}, allEdits...), edited: -1},
 			rowWorkload{name: "rowsum 8192x8192", src: sq(`"graph.reduce_sum"(%x) <{axes = [1], keepdims = false}>`, "tensor<8192xf32>"),
-				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1})
+				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1},
+			// The same layer norm with w = 1 and b = 0 as constants, which
+			// fold away: how much of its time the reads of w and b take.
+			rowWorkload{name: fmt.Sprintf("layernorm, no w and b, %dx%d", rows, cols), src: layerNormNoAffine(rows, cols),
+				args: []interp.Value{buf(xs, rows, cols)}, variants: []rowVariant{{opts: "block=256"}, {opts: "block=128"}, {opts: "block=512"}}, edited: -1})
 	} else {
 		workloads[0].variants = workloads[0].variants[:2]
 	}
@@ -220,4 +224,16 @@ func hostLayerNorm(x, w, b []float64, cols int) []float64 {
 		}
 	}
 	return out
+}
+
+// layerNormNoAffine is layerNormProgram with w = 1 and b = 0 as constants.
+func layerNormNoAffine(rows, cols int64) string {
+	x := fmt.Sprintf("tensor<%dx%dxf32>", rows, cols)
+	v := fmt.Sprintf("tensor<%dxf32>", cols)
+	return fmt.Sprintf(`func.func @main(%%x: %[1]s) -> %[1]s {
+  %%w = "graph.constant"() <{value = dense<1.0> : %[2]s}> : () -> %[2]s
+  %%b = "graph.constant"() <{value = dense<0.0> : %[2]s}> : () -> %[2]s
+  %%0 = "graph.layer_norm"(%%x, %%w, %%b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (%[1]s, %[2]s, %[2]s) -> %[1]s
+  return %%0 : %[1]s
+}`, x, v)
 }
