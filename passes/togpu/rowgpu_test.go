@@ -97,7 +97,7 @@ func TestGPURowVariants(t *testing.T) {
 	sq := func(op, out string) string {
 		return fmt.Sprintf("func.func @main(%%x: tensor<8192x8192xf32>) -> %[2]s {\n  %%0 = %[1]s : (tensor<8192x8192xf32>) -> %[2]s\n  return %%0 : %[2]s\n}", op, out)
 	}
-	lnVariants := []rowVariant{{opts: "block=256 row-welford=false"}, {opts: "block=256"}, {opts: "block=128"}}
+	lnVariants := []rowVariant{{opts: "block=256 row-welford=false"}, {opts: "block=256"}, {opts: "block=128"}, {opts: "block=512"}, {opts: "block=512 row-welford=false"}}
 	for _, e := range slices.Sorted(maps.Keys(ptxEdits)) {
 		lnVariants = append(lnVariants, rowVariant{opts: "block=256", edit: e})
 	}
