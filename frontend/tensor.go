@@ -232,6 +232,12 @@ func (t *Tensor) value(reason string) (*interp.Tensor, error) {
 		t.err = err
 		return nil, err
 	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.val == nil && t.dev == nil {
+		return nil, errors.New("frontend: the graph break ran the graph but left the tensor without a value")
+	}
 	// The graph ran: t is concrete now, on the host or (a GPU backend's
 	// result) on the GPU, which the second look downloads.
 	return t.value(reason)
