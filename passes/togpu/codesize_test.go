@@ -9,7 +9,6 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/targets/llvm"
-	"github.com/strata-ir/strata/targets/nvptx"
 )
 
 // TestNoUnrollInner checks that a SIMT matmul's reduction loop (K static
@@ -67,17 +66,9 @@ func TestNoUnrollInner(t *testing.T) {
 			t.Errorf("%s: %d llvm.loop.unroll.disable properties in the LLVM IR, want %d", name, got, want)
 		}
 		for _, backend := range []string{"native", "llc"} {
-			be, err := nvptx.New(backend)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ptx, err := be.Compile(mod, nvptx.Options{})
-			if err != nil {
-				if backend == "llc" {
-					t.Logf("llc backend unavailable: %v", err)
-					continue
-				}
-				t.Fatal(err)
+			ptx, ok := backendPTX(t, mod, backend)
+			if !ok {
+				continue
 			}
 			if got := strings.Count(ptx, `.pragma "nounroll";`); got != want {
 				t.Errorf("%s, %s: %d nounroll pragmas, want %d", name, backend, got, want)

@@ -87,32 +87,14 @@ func compileIndexBits(t *testing.T, text string, bits int) (*ir.Operation, strin
 // skips the test when llc is not installed.
 func compileIndexBitsWith(t *testing.T, text string, bits int, backend string) (*ir.Operation, string) {
 	t.Helper()
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, text, ir.ParseOptions{Filename: "index32.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse(fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{index-bits=%d},canonicalize,cse)", bits))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := lowerGraph(t, text, fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{index-bits=%d},canonicalize,cse)", bits))
 	mod, err := llvm.TranslateAll(llvm.GPUModules(m))
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, err := nvptx.New(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptx, err := be.Compile(mod, nvptx.Options{})
-	if err != nil {
-		if backend == "llc" {
-			t.Skipf("llc backend unavailable: %v", err)
-		}
-		t.Fatal(err)
+	ptx, ok := backendPTX(t, mod, backend)
+	if !ok {
+		t.Skip("llc backend unavailable")
 	}
 	return m, ptx
 }

@@ -9,10 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
-	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
@@ -51,34 +48,16 @@ func TestMMAPTX(t *testing.T) {
 		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
 	}
 	for _, tile := range togpu.MMATiles {
-		ctx := dialects.NewContext()
-		m, err := ir.Parse(ctx, mmBiasGelu, ir.ParseOptions{Filename: "mm.mlir"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pm, err := passes.Parse(fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{mma-tile=%s},canonicalize,cse)", tile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pm.Run(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		m := lowerGraph(t, mmBiasGelu, fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{mma-tile=%s},canonicalize,cse)", tile))
 		mod, err := llvm.TranslateAll(llvm.GPUModules(m))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range nvptx.BackendNames() {
 			t.Run(tile.String()+"/"+name, func(t *testing.T) {
-				be, err := nvptx.New(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ptx, err := be.Compile(mod, nvptx.Options{})
-				if err != nil {
-					if name == "llc" {
-						t.Skipf("llc backend unavailable: %v", err)
-					}
-					t.Fatal(err)
+				ptx, ok := backendPTX(t, mod, name)
+				if !ok {
+					t.Skip("llc backend unavailable")
 				}
 				file := filepath.Join(t.TempDir(), "mm.ptx")
 				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	llir "github.com/llir/llvm/ir"
+
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
@@ -15,6 +17,7 @@ import (
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/targets/nvptx"
 )
 
 // parse reads a testdata file into a fresh context.
@@ -356,4 +359,24 @@ func checkAgainstGraphTol(t *testing.T, name, src string, m *ir.Operation, rel f
 			t.Fatalf("%s: element %d: %g, want %g", name, i, v, w[i])
 		}
 	}
+}
+
+// backendPTX compiles mod with the named PTX backend; ok is false when the
+// backend is llc and LLVM's llc is not installed (the caller skips or goes
+// on), and any other failure fails the test.
+func backendPTX(t *testing.T, mod *llir.Module, backend string) (ptx string, ok bool) {
+	t.Helper()
+	be, err := nvptx.New(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx, err = be.Compile(mod, nvptx.Options{})
+	if err != nil {
+		if backend == "llc" {
+			t.Logf("llc backend unavailable: %v", err)
+			return "", false
+		}
+		t.Fatal(err)
+	}
+	return ptx, true
 }
