@@ -4,11 +4,14 @@
 #   - LLVM 19 (llc, opt, FileCheck, not, count) and MLIR 19 (mlir-opt), from the
 #     Debian packages llvm-19, llvm-19-tools and mlir-19-tools, installed
 #     system-wide into /usr/lib/llvm-19/bin.
-#   - ptxas, taken offline from Debian's non-free nvidia-cuda-toolkit package:
-#     the .deb is downloaded, and its ptxas alone unpacked (not installed)
-#     to $REPO/.cache/tools/cuda/usr/bin/ptxas, linked from
+#   - ptxas 12.4 (and nvdisasm, cuobjdump), taken offline from the non-free
+#     nvidia-cuda-toolkit package of the next Debian release (trixie):
+#     bookworm's own is CUDA 11.8, which cannot assemble sm_90a (wgmma).
+#     The .deb is downloaded through a private apt configuration on the
+#     system's own mirror (the system's sources stay as they are), and the
+#     three static binaries unpacked (not installed) under
+#     $REPO/.cache/tools/cuda/usr/bin, with ptxas linked from
 #     $REPO/.cache/tools/bin/ptxas. (.cache/ is gitignored.)
-#     Enabling "non-free" in the apt sources is done only when needed.
 #
 # It then writes $REPO/.cache/tools/env.sh, which exports STRATA_LLVM_BIN,
 # STRATA_PTXAS and a PATH that includes both; `make test` sources it.
@@ -74,43 +77,63 @@ setup_opt14() {
 
 # --- ptxas -----------------------------------------------------------------
 
-# ptxas_ok reports whether $1 is a ptxas that runs.
-ptxas_ok() { [[ -x $1 ]] && "$1" --version >/dev/null 2>&1; }
-
-# enable_non_free adds the "non-free" component to the Debian apt sources
-# when nvidia-cuda-toolkit is not already available, then updates the lists.
-enable_non_free() {
-	if [[ -n $(apt-cache madison nvidia-cuda-toolkit 2>/dev/null) ]]; then
-		return
-	fi
-	local sources=/etc/apt/sources.list.d/debian.sources
-	if [[ -f $sources ]]; then
-		log "enabling non-free in $sources"
-		as_root sed -i -E \
-			'/^Components:/{/[[:space:]]non-free([[:space:]]|$)/!s/[[:space:]]*$/ non-free/}' \
-			"$sources"
-	elif [[ -f /etc/apt/sources.list ]]; then
-		log "enabling non-free in /etc/apt/sources.list"
-		as_root sed -i -E \
-			'/^deb[[:space:]].*debian/{/[[:space:]]non-free([[:space:]]|$)/!s/[[:space:]]*$/ non-free/}' \
-			/etc/apt/sources.list
-	else
-		die "no Debian apt sources found to enable non-free in"
-	fi
-	as_root apt-get update
+# ptxas_ok reports whether $1 is a ptxas that runs and knows sm_90a (the
+# wgmma kernels need CUDA 12.0 or newer; bookworm's own package is 11.8).
+ptxas_ok() {
+	[[ -x $1 ]] || return 1
+	local release
+	release=$("$1" --version 2>/dev/null | sed -n -E 's/.*release ([0-9]+)\.([0-9]+).*/\1 \2/p')
+	[[ -n $release ]] || return 1
+	read -r major minor <<<"$release"
+	((major > 12 || (major == 12 && minor >= 4)))
 }
 
-# fetch_ptxas downloads nvidia-cuda-toolkit into a scratch folder and
-# unpacks only its ptxas (a static binary, ~19 MB of the 166 MB package)
-# into $cache/cuda, keeping the package's layout.
+# toolkit_suite is the Debian release whose nvidia-cuda-toolkit carries a
+# ptxas for sm_90a (12.4). Its ptxas is a static binary that runs on older
+# releases too, so only the package is taken from there, never installed.
+toolkit_suite=trixie
+
+# write_toolkit_sources writes, into $1, an apt sources file for the
+# non-free component of $toolkit_suite on the same mirror the system's
+# own Debian sources use (read from them, so no mirror is named here).
+write_toolkit_sources() {
+	local uri=""
+	if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+		uri=$(sed -n -E 's|^URIs:[[:space:]]*([^[:space:]]*/debian)/?[[:space:]]*$|\1|p' \
+			/etc/apt/sources.list.d/debian.sources | head -n1)
+	fi
+	if [[ -z $uri && -f /etc/apt/sources.list ]]; then
+		uri=$(sed -n -E 's|^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]*/debian)/?[[:space:]].*|\2|p' \
+			/etc/apt/sources.list | head -n1)
+	fi
+	[[ -n $uri ]] || die "no Debian mirror found in the apt sources"
+	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$uri" "$toolkit_suite" >"$1"
+}
+
+# fetch_ptxas downloads $toolkit_suite's nvidia-cuda-toolkit with a private
+# apt configuration (the system's sources and lists are left untouched) and
+# unpacks only its ptxas, nvdisasm and cuobjdump into $cache/cuda, keeping
+# the package's layout.
 fetch_ptxas() {
 	scratch=$(mktemp -d)
 	trap 'rm -rf "$scratch"' EXIT
-	(cd "$scratch" && apt-get download -o APT::Sandbox::User=root nvidia-cuda-toolkit)
+	mkdir -p "$scratch/sources" "$scratch/lists/partial" "$scratch/cache/archives/partial"
+	write_toolkit_sources "$scratch/sources/toolkit.sources"
+	local -a apt_opts=(
+		-o Dir::Etc::sourcelist=/dev/null
+		-o Dir::Etc::sourceparts="$scratch/sources"
+		-o Dir::State::Lists="$scratch/lists"
+		-o Dir::Cache="$scratch/cache"
+		-o APT::Sandbox::User=root
+	)
+	apt-get "${apt_opts[@]}" update >&2 || die "apt-get update for $toolkit_suite non-free failed"
+	(cd "$scratch" && apt-get "${apt_opts[@]}" download nvidia-cuda-toolkit) ||
+		die "downloading nvidia-cuda-toolkit from $toolkit_suite failed"
 	rm -rf "$cache/cuda"
 	mkdir -p "$cache/cuda"
 	dpkg-deb --fsys-tarfile "$scratch"/nvidia-cuda-toolkit_*.deb |
-		tar -x -C "$cache/cuda" --wildcards '*/bin/ptxas'
+		tar -x -C "$cache/cuda" --wildcards '*/bin/ptxas' '*/bin/nvdisasm' '*/bin/cuobjdump'
 	rm -rf "$scratch"
 }
 
@@ -125,14 +148,13 @@ setup_ptxas() {
 		ptxas=$(readlink -f "$link")
 		return
 	fi
-	log "fetching ptxas from Debian's non-free nvidia-cuda-toolkit (~85 MB download)"
-	enable_non_free
+	log "fetching ptxas from Debian $toolkit_suite's non-free nvidia-cuda-toolkit (~87 MB download)"
 	fetch_ptxas
 	ptxas=$(find "$cache/cuda" -type f -name ptxas | head -n1)
 	[[ -n $ptxas ]] || die "no ptxas in nvidia-cuda-toolkit"
 	ptxas_ok "$ptxas" || {
 		ldd "$ptxas" >&2 || true
-		die "$ptxas does not run"
+		die "$ptxas does not run or is older than 12.4"
 	}
 	mkdir -p "$cache/bin"
 	ln -sfn "../${ptxas#"$cache/"}" "$link" # relative: survives moving the repo
