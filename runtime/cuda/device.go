@@ -131,7 +131,7 @@ func (dev *Device) Attribute(attr int) (int, error) {
 func (dev *Device) call(op string, f func() Result) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if r := dev.drv.cuCtxSetCurrent(dev.ctx); r != Success {
+	if r := dev.drv.ctxSetCurrent(dev.ctx); r != Success {
 		return dev.drv.errorFor("cuCtxSetCurrent", r)
 	}
 	if r := f(); r != Success {

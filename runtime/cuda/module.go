@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"time"
@@ -12,6 +13,7 @@ import (
 // CUjit_option values passed to cuModuleLoadDataEx.
 const (
 	jitWallTime                = 2
+	jitOptimizationLevel       = 7
 	jitInfoLogBuffer           = 3
 	jitInfoLogBufferSizeBytes  = 4
 	jitErrorLogBuffer          = 5
@@ -57,8 +59,26 @@ type Function struct {
 
 // LoadModule JIT-compiles ptx for the device and loads it. When the JIT
 // rejects the PTX, the error is a *JITError whose log holds the compiler's
-// messages ("ptxas application ptx input, line 12; error : ...").
+// messages ("ptxas application ptx input, line 12; error : ..."). It may
+// be called from several goroutines at once: each load runs on its own OS
+// thread, and the driver compiles them concurrently.
 func (dev *Device) LoadModule(ptx string) (*Module, error) {
+	return dev.LoadModuleJIT(ptx, JITOptions{})
+}
+
+// JITOptions tune the driver's compile of a module (LoadModuleJIT).
+type JITOptions struct {
+	// OptLevel is the JIT's optimization level (CU_JIT_OPTIMIZATION_LEVEL)
+	// plus one: 0 leaves the driver's default (4, the most), 1 to 5 ask
+	// for levels 0 to 4.
+	OptLevel int
+}
+
+// LoadModuleJIT is LoadModule with options for the driver's JIT.
+func (dev *Device) LoadModuleJIT(ptx string, o JITOptions) (*Module, error) {
+	if o.OptLevel < 0 || o.OptLevel > 5 {
+		return nil, fmt.Errorf("cuda: JIT optimization level %d out of range (0: default, 1-5: levels 0-4)", o.OptLevel)
+	}
 	image := cBytes(ptx)
 	infoLog := make([]byte, jitLogSize)
 	errorLog := make([]byte, jitLogSize)
@@ -78,13 +98,18 @@ func (dev *Device) LoadModule(ptx string) (*Module, error) {
 		uintptr(unsafe.Pointer(&errorLog[0])), jitLogSize,
 		1, 0,
 	}
+	wall := len(vals) - 1
+	if o.OptLevel > 0 {
+		opts = append(opts, jitOptimizationLevel)
+		vals = append(vals, uintptr(o.OptLevel-1))
+	}
 	m := &Module{dev: dev}
 	start := time.Now()
 	err := dev.call("cuModuleLoadDataEx", func() Result {
 		return dev.drv.cuModuleLoadDataEx(&m.mod, unsafe.Pointer(&image[0]),
 			uint32(len(opts)), &opts[0], &vals[0])
 	})
-	m.stats = LoadStats{At: start, Wall: time.Since(start), JIT: jitMillis(vals[len(vals)-1])}
+	m.stats = LoadStats{At: start, Wall: time.Since(start), JIT: jitMillis(vals[wall])}
 	runtime.KeepAlive(infoLog)
 	runtime.KeepAlive(errorLog)
 	runtime.KeepAlive(image)
@@ -162,20 +187,30 @@ func (dev *Device) Launch(fn *Function, grid, block [3]uint32, sharedBytes uint3
 	if err != nil {
 		return err
 	}
+	defer params.release()
 	var s uintptr
 	if stream != nil {
 		s = stream.s
 	}
-	err = dev.call("cuLaunchKernel", func() Result {
-		return dev.drv.cuLaunchKernel(fn.fn,
-			grid[0], grid[1], grid[2], block[0], block[1], block[2],
-			sharedBytes, s, params.array(), nil)
-	})
-	runtime.KeepAlive(params)
-	// The kernel's name goes into the error only when there is one: the
-	// launch path of a small kernel allocates nothing it can avoid.
-	if e, ok := err.(*Error); ok && e.Op == "cuLaunchKernel" {
-		e.Op += "(" + fn.name + ")"
+	// The launch path of a small kernel allocates nothing it can avoid
+	// (tiny_chain's host overhead): no closure for call, raw entry points,
+	// pooled parameters, and the kernel's name goes into the error only
+	// when there is one.
+	runtime.LockOSThread()
+	op := "cuCtxSetCurrent"
+	r := dev.drv.ctxSetCurrent(dev.ctx)
+	if r == Success {
+		op = "cuLaunchKernel"
+		r = dev.drv.launchKernel(fn.fn, grid, block, sharedBytes, s, params.array())
 	}
-	return err
+	runtime.UnlockOSThread()
+	runtime.KeepAlive(params)
+	if r != Success {
+		e := dev.drv.errorFor(op, r)
+		if op == "cuLaunchKernel" {
+			e.Op += "(" + fn.name + ")"
+		}
+		return e
+	}
+	return nil
 }

@@ -4,17 +4,22 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 )
 
 // kernelParams is the kernelParams argument of cuLaunchKernel: one pointer
 // per kernel parameter, each to that parameter's value. The driver copies
-// the values at launch, so they need to live only for the call.
+// the values at launch, so they need to live only for the call; the
+// blocks are pooled, so that a launch allocates none.
 type kernelParams struct {
 	slots []uint64         // one 8-byte, 8-aligned slot per argument holds its value
 	ptrs  []unsafe.Pointer // ptrs[i] points at slots[i]
 	sizes []int            // the parameter's size in bytes, for tests and messages
 }
+
+// paramsPool holds parameter blocks between launches.
+var paramsPool = sync.Pool{New: func() any { return new(kernelParams) }}
 
 // packParams marshals Go values per the kernel ABI of docs/lowering.md:
 //
@@ -26,13 +31,17 @@ type kernelParams struct {
 //	float32, float64            .f32 / .f64
 //
 // Each value is stored little-endian at the start of its own slot; the
-// parameter's width decides how many bytes the driver reads.
+// parameter's width decides how many bytes the driver reads. The caller
+// releases the block after the launch.
 func packParams(args []any) (*kernelParams, error) {
-	p := &kernelParams{
-		slots: make([]uint64, len(args)),
-		ptrs:  make([]unsafe.Pointer, len(args)),
-		sizes: make([]int, len(args)),
+	p := paramsPool.Get().(*kernelParams)
+	n := len(args)
+	if cap(p.slots) < n {
+		p.slots = make([]uint64, n)
+		p.ptrs = make([]unsafe.Pointer, n)
+		p.sizes = make([]int, n)
 	}
+	p.slots, p.ptrs, p.sizes = p.slots[:n], p.ptrs[:n], p.sizes[:n]
 	for i, a := range args {
 		var bits uint64
 		size := 8
@@ -67,6 +76,7 @@ func packParams(args []any) (*kernelParams, error) {
 		case float64:
 			bits = math.Float64bits(v)
 		default:
+			p.release()
 			return nil, fmt.Errorf("cuda: kernel argument %d: unsupported type %T", i, a)
 		}
 		// Write the bytes rather than the integer so the image is
@@ -79,6 +89,12 @@ func packParams(args []any) (*kernelParams, error) {
 	return p, nil
 }
 
+// release returns the block to the pool; it must not be used afterwards.
+func (p *kernelParams) release() {
+	clear(p.ptrs) // no stale pointers kept reachable from the pool
+	paramsPool.Put(p)
+}
+
 // bytes returns the image of parameter i: the bytes the driver will read.
 func (p *kernelParams) bytes(i int) []byte {
 	return unsafe.Slice((*byte)(p.ptrs[i]), p.sizes[i])
@@ -86,9 +102,9 @@ func (p *kernelParams) bytes(i int) []byte {
 
 // array returns the pointer array to hand to cuLaunchKernel (nil for a
 // kernel without parameters).
-func (p *kernelParams) array() *unsafe.Pointer {
+func (p *kernelParams) array() unsafe.Pointer {
 	if len(p.ptrs) == 0 {
 		return nil
 	}
-	return &p.ptrs[0]
+	return unsafe.Pointer(&p.ptrs[0])
 }

@@ -50,6 +50,7 @@ type Program struct {
 
 	mu    sync.Mutex
 	plans map[string]*planResult
+	split map[string]*moduleTexts // by gpu.module, made on first load
 }
 
 // planResult memoises building a host function's plan, errors included.
@@ -173,10 +174,17 @@ func kernelOf(launch *ir.Operation) (module, kernel string, fn *ir.Operation, er
 // ModuleLoad is what loading one gpu.module of a program cost on a
 // Runtime: the host clock around the load and the driver's own account of
 // its PTX compiler (zero on a hit in the driver's ComputeCache, and on a
-// Runtime not on CUDA).
+// Runtime not on CUDA). A gpu.module loaded as one driver module per
+// kernel (LoadPolicy.Split) reports them together: At is the first one's
+// start, Wall runs to the last one's end (the loads overlap), JIT is the
+// sum of the driver's compile times (CPU time on several threads, so it
+// may exceed Wall).
 type ModuleLoad struct {
 	// Module is the gpu.module's symbol name.
 	Module string
+	// Parts is the number of driver modules the gpu.module was loaded as
+	// (kernels that are the same code share one).
+	Parts int
 	cuda.LoadStats
 }
 
@@ -192,22 +200,59 @@ func (p *Program) Loads(rt *Runtime, fn string) ([]ModuleLoad, error) {
 	}
 	var out []ModuleLoad
 	seen := map[string]bool{}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	for _, l := range pl.launches {
 		if seen[l.module] {
 			continue
 		}
 		seen[l.module] = true
-		m, ok := rt.modules[sha256.Sum256([]byte(p.ptx[l.module]))]
-		if !ok {
-			continue
+		texts := p.texts(l.module)
+		parts := []string{texts.whole}
+		if m, ok := rt.loaded(texts.whole); !ok || m == nil {
+			parts = parts[:0]
+			distinct := map[string]bool{}
+			for _, pc := range texts.byKernel {
+				if !distinct[pc.text] {
+					distinct[pc.text] = true
+					parts = append(parts, pc.text)
+				}
+			}
 		}
 		ml := ModuleLoad{Module: l.module}
-		if s, ok := m.(interface{ LoadStats() cuda.LoadStats }); ok {
-			ml.LoadStats = s.LoadStats()
+		var end time.Time
+		for _, t := range parts {
+			m, ok := rt.loaded(t)
+			if !ok {
+				continue
+			}
+			ml.Parts++
+			s, ok := m.(interface{ LoadStats() cuda.LoadStats })
+			if !ok {
+				continue
+			}
+			st := s.LoadStats()
+			if ml.At.IsZero() || st.At.Before(ml.At) {
+				ml.At = st.At
+			}
+			if e := st.At.Add(st.Wall); e.After(end) {
+				end = e
+			}
+			ml.JIT += st.JIT
+		}
+		if ml.Parts == 0 {
+			continue
+		}
+		if !ml.At.IsZero() {
+			ml.Wall = end.Sub(ml.At)
 		}
 		out = append(out, ml)
 	}
 	return out, nil
+}
+
+// loaded returns the module rt loaded from a PTX text, if any.
+func (rt *Runtime) loaded(text string) (module, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	m, ok := rt.modules[sha256.Sum256([]byte(text))]
+	return m, ok
 }

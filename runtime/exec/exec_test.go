@@ -89,6 +89,10 @@ var cases = []case_{
 		n := 1000 + rng.IntN(3000)
 		return []interp.Value{randomF32(t, rng, n, 1), randomF32(t, rng, n, 1)}
 	}, 1e-5},
+	{"twokernels.mlir", func(t testing.TB, rng *rand.Rand) []interp.Value {
+		n := 1000 + rng.IntN(3000)
+		return []interp.Value{randomF32(t, rng, n, 1), randomF32(t, rng, n, 1)}
+	}, 1e-5},
 	{"rowsum.mlir", matrix(37, 300), 1e-4},
 	{"softmax.mlir", matrix(19, 333), 1e-4},
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/strata-ir/strata/runtime/cuda"
 	"math"
 	"strings"
+	"sync"
 )
 
 // fakeDevice is a device in host memory whose kernels are Go functions,
@@ -15,8 +16,14 @@ type fakeDevice struct {
 	mem      map[DevicePtr][]byte
 	next     DevicePtr
 	kernels  map[string]fakeKernelFunc
-	loads    int
 	launches []fakeLaunch
+
+	// Loads may run on several goroutines at once (LoadPolicy.Parallel).
+	loadMu sync.Mutex
+	loads  int
+	texts  []string // the PTX of each load
+	// loadErr, when set, fails the loads of the texts it returns an error for.
+	loadErr func(ptx string) error
 }
 
 // fakeKernelFunc runs a kernel on the fake device.
@@ -33,9 +40,22 @@ type fakeKernel struct{ name string }
 
 func (k fakeKernel) Name() string { return k.name }
 
-type fakeModule struct{ d *fakeDevice }
+type fakeModule struct {
+	d   *fakeDevice
+	ptx string
+}
 
 func (m fakeModule) function(name string) (kernel, error) {
+	if name == sharedKernelName {
+		// A kernel in a module of its own, renamed (load.go): know it by
+		// its arithmetic.
+		switch {
+		case strings.Contains(m.ptx, "add.rn.f32"):
+			name = "vadd"
+		case strings.Contains(m.ptx, "mul.rn.f32"):
+			name = "vmul"
+		}
+	}
 	if m.d.kernels[name] == nil {
 		return nil, fmt.Errorf("fake: no kernel %q", name)
 	}
@@ -47,6 +67,7 @@ func (fakeModule) unload() error { return nil }
 func newFake() *fakeDevice {
 	return &fakeDevice{mem: map[DevicePtr][]byte{}, next: 1 << 20, kernels: map[string]fakeKernelFunc{
 		"vadd":    fakeVAdd,
+		"vmul":    fakeVMul,
 		"row_sum": fakeRowSum,
 		"softmax": fakeSoftmax,
 	}}
@@ -93,8 +114,16 @@ func (d *fakeDevice) load(ptx string) (module, error) {
 	if !strings.Contains(ptx, ".entry") {
 		return nil, fmt.Errorf("fake: no kernels in the PTX")
 	}
+	if d.loadErr != nil {
+		if err := d.loadErr(ptx); err != nil {
+			return nil, err
+		}
+	}
+	d.loadMu.Lock()
+	defer d.loadMu.Unlock()
 	d.loads++
-	return fakeModule{d}, nil
+	d.texts = append(d.texts, ptx)
+	return fakeModule{d, ptx}, nil
 }
 
 func (d *fakeDevice) launch(k kernel, grid, block [3]uint32, shared uint32, _ *cuda.Stream, args []any) error {
@@ -133,6 +162,21 @@ func fakeVAdd(d *fakeDevice, grid, block [3]uint32, args []any) error {
 	}
 	for i := range c {
 		c[i] = a[i] + b[i]
+	}
+	store()
+	return nil
+}
+
+func fakeVMul(d *fakeDevice, grid, block [3]uint32, args []any) error {
+	n := args[3].(int64)
+	a, _, err1 := d.f32s(args[0], n)
+	b, _, err2 := d.f32s(args[1], n)
+	c, store, err3 := d.f32s(args[2], n)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return err
+	}
+	for i := range c {
+		c[i] = a[i] * b[i]
 	}
 	store()
 	return nil

@@ -1,6 +1,10 @@
 package exec
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +37,150 @@ func TestLoads(t *testing.T) {
 	}
 	if _, err := p.Loads(rt, "nope"); err == nil {
 		t.Error("Loads of a missing host function: no error")
+	}
+}
+
+// TestLoadPolicies loads a gpu.module of two kernels whole and split, in
+// one thread and in several: split loads one module per kernel, each
+// holding that kernel only; whole loads one; every policy runs the program
+// to the interpreter's results, and Loads reports the gpu.module once with
+// the number of driver modules it took.
+func TestLoadPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		policy LoadPolicy
+		loads  int
+	}{
+		{LoadPolicy{}, 1},
+		{LoadPolicy{Parallel: 1}, 1},
+		{LoadPolicy{Split: true, Parallel: 1}, 2},
+		{LoadPolicy{Split: true, Parallel: 4}, 2},
+		{LoadPolicy{Split: true}, 2},
+	} {
+		t.Run(fmt.Sprintf("%+v", tc.policy), func(t *testing.T) {
+			p := compileFile(t, "twokernels.mlir")
+			d := newFake()
+			rt := newRuntime(d)
+			rt.SetLoadPolicy(tc.policy)
+			if err := p.Load(rt, "main"); err != nil {
+				t.Fatal(err)
+			}
+			if d.loads != tc.loads {
+				t.Fatalf("%d loads, want %d", d.loads, tc.loads)
+			}
+			for _, text := range d.texts {
+				if n := strings.Count(text, ".entry"); n != 3-tc.loads {
+					t.Errorf("a loaded text holds %d kernels, want %d:\n%s", n, 3-tc.loads, text)
+				}
+				if !strings.Contains(text, ".version") || !strings.Contains(text, ".target") {
+					t.Errorf("a loaded text lacks the header:\n%s", text)
+				}
+			}
+			loads, err := p.Loads(rt, "main")
+			if err != nil || len(loads) != 1 || loads[0].Module != "k" || loads[0].Parts != tc.loads {
+				t.Errorf("Loads = %+v, %v; want module k in %d parts", loads, err, tc.loads)
+			}
+			args := cases[1].args(t, rand.New(rand.NewPCG(3, 4)))
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, args, got, 1e-6)
+			// Loaded already: a second program with the same PTX loads nothing.
+			if err := compileFile(t, "twokernels.mlir").Load(rt, "main"); err != nil || d.loads != tc.loads {
+				t.Errorf("second program: %v, %d loads, want %d", err, d.loads, tc.loads)
+			}
+		})
+	}
+}
+
+// TestLoadErrorNamesKernel fails the load of one kernel's module: the
+// error names that kernel and its launch, under every policy, and a later
+// load retries it (a failed load is not cached).
+func TestLoadErrorNamesKernel(t *testing.T) {
+	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true, Parallel: 1}, {Split: true}} {
+		p := compileFile(t, "twokernels.mlir")
+		d := newFake()
+		d.loadErr = func(ptx string) error {
+			if strings.Contains(ptx, "mul.rn.f32") { // vmul, renamed or not
+				return errors.New("ptxas says no")
+			}
+			return nil
+		}
+		rt := newRuntime(d)
+		rt.SetLoadPolicy(policy)
+		err := p.Load(rt, "main")
+		// Split, only vmul's module fails; whole, the module holds vadd
+		// too and the first launch (vadd's) reports it.
+		want := "@k::@vmul"
+		if !policy.Split {
+			want = "@k::@vadd"
+		}
+		if err == nil || !strings.Contains(err.Error(), "loading kernel "+want+": ptxas says no") ||
+			!strings.Contains(err.Error(), "twokernels.mlir:") {
+			t.Errorf("%+v: got %v, want a located error naming %s", policy, err, want)
+		}
+		d.loadErr = nil
+		if err := p.Load(rt, "main"); err != nil {
+			t.Errorf("%+v: retry: %v", policy, err)
+		}
+	}
+}
+
+// TestParseLoadPolicy reads the STRATA_PTX_LOAD values and rejects others;
+// a bad value in the environment fails the first load with its message.
+func TestParseLoadPolicy(t *testing.T) {
+	for s, want := range map[string]LoadPolicy{
+		"whole":   {Parallel: 1},
+		"whole:3": {Parallel: 3},
+		"split":   {Split: true},
+		"split:2": {Split: true, Parallel: 2},
+	} {
+		if got, err := ParseLoadPolicy(s); err != nil || got != want {
+			t.Errorf("ParseLoadPolicy(%q) = %+v, %v; want %+v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "parallel", "split:0", "split:x", "whole:-1"} {
+		if _, err := ParseLoadPolicy(s); err == nil {
+			t.Errorf("ParseLoadPolicy(%q): no error", s)
+		}
+	}
+	t.Setenv(LoadPolicyEnv, "sideways")
+	rt := newRuntime(newFake())
+	err := compileFile(t, "vadd.mlir").Load(rt, "main")
+	if err == nil || !strings.Contains(err.Error(), LoadPolicyEnv) || !strings.Contains(err.Error(), "sideways") {
+		t.Errorf("bad %s: got %v", LoadPolicyEnv, err)
+	}
+	t.Setenv(LoadPolicyEnv, "")
+	if got := newRuntime(newFake()).LoadPolicy(); got != DefaultLoadPolicy {
+		t.Errorf("unset %s: policy %+v, want the default %+v", LoadPolicyEnv, got, DefaultLoadPolicy)
+	}
+}
+
+// TestLoadSharesEqualKernels loads a gpu.module whose two kernels are the
+// same code under two names: split, one module serves both launches.
+func TestLoadSharesEqualKernels(t *testing.T) {
+	src, err := testdata.ReadFile("testdata/twokernels.mlir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := strings.ReplaceAll(string(src), "arith.mulf", "arith.addf") // @vmul adds too
+	p, err := Compile(parse(t, "twice.mlir", twice), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newFake()
+	rt := newRuntime(d)
+	rt.SetLoadPolicy(LoadPolicy{Split: true})
+	args := cases[1].args(t, rand.New(rand.NewPCG(5, 6)))
+	got, err := p.Run(rt, "main", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, p, args, got, 1e-6)
+	if d.loads != 1 {
+		t.Errorf("%d loads, want 1 for two equal kernels", d.loads)
+	}
+	if loads, err := p.Loads(rt, "main"); err != nil || len(loads) != 1 || loads[0].Parts != 1 {
+		t.Errorf("Loads = %+v, %v; want module k in 1 part", loads, err)
 	}
 }

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -68,8 +67,14 @@ type Runtime struct {
 	owned bool
 
 	mu      sync.Mutex
-	modules map[[32]byte]module
-	libs    libraries // cuBLASLt, for gpu.library_matmul (library.go)
+	modules map[[32]byte]module // by the SHA-256 of the PTX text
+	libs    libraries           // cuBLASLt, for gpu.library_matmul (library.go)
+	// policy says how PTX is handed to the driver (load.go); policyErr is
+	// a bad LoadPolicyEnv, reported by the first load.
+	policy    LoadPolicy
+	policyErr error
+	// loadMu lets one batch of module loads run at a time.
+	loadMu sync.Mutex
 
 	// work is the stream of asynchronous uploads (array.go): a blocking
 	// stream, so that it and the legacy default stream of launches, graph
@@ -103,7 +108,9 @@ func NewRuntime(dev *cuda.Device) *Runtime {
 }
 
 func newRuntime(d device) *Runtime {
-	return &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}}
+	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}}
+	rt.policy, rt.policyErr = policyFromEnv()
+	return rt
 }
 
 // Device returns the CUDA device (nil for a Runtime not on CUDA).
@@ -131,22 +138,6 @@ func (rt *Runtime) Close() error {
 		errs = append(errs, rt.cuda.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// kernel returns a kernel of a PTX text, loading the text once.
-func (rt *Runtime) kernel(ptx, name string) (kernel, error) {
-	key := sha256.Sum256([]byte(ptx))
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	m, ok := rt.modules[key]
-	if !ok {
-		var err error
-		if m, err = rt.dev.load(ptx); err != nil {
-			return nil, err
-		}
-		rt.modules[key] = m
-	}
-	return m.function(ptxSymbol(name))
 }
 
 // ptxSymbol is the PTX name of a kernel: both PTX backends replace every
@@ -227,19 +218,6 @@ func (p *Program) Load(rt *Runtime, fn string) error {
 	}
 	_, err = p.kernels(rt, pl)
 	return err
-}
-
-// kernels returns the kernel of each launch of pl, loading its module.
-func (p *Program) kernels(rt *Runtime, pl *plan) ([]kernel, error) {
-	ks := make([]kernel, 0, len(pl.launches))
-	for _, l := range pl.launches {
-		k, err := rt.kernel(p.ptx[l.module], l.kernel)
-		if err != nil {
-			return nil, ir.Errorf(l.op.Loc(), "loading kernel @%s::@%s: %v", l.module, l.kernel, err)
-		}
-		ks = append(ks, k)
-	}
-	return ks, nil
 }
 
 // Prepare checks args against host function fn and its guards, loads the

@@ -1,0 +1,236 @@
+package exec
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cuda"
+)
+
+// LoadPolicy says how a Runtime hands a program's PTX to the driver. The
+// driver's JIT compiles the kernels of one module one after another (≈ 5–7
+// ms each on the H200 for the examples' small kernels, more for big ones),
+// so a gpu.module of 11 kernels costs 11 JITs in a row; split into one
+// module per kernel (cuda.SplitPTX) and loaded from several threads at
+// once, the kernels compile concurrently.
+type LoadPolicy struct {
+	// Split loads each kernel of a gpu.module as a module of its own
+	// (where cuda.SplitPTX can cut the text; otherwise the module whole).
+	Split bool
+	// Parallel is how many modules load at once: 1 loads one after
+	// another; 0 means one per CPU.
+	Parallel int
+}
+
+// LoadPolicyEnv is the environment variable that sets the load policy of
+// new Runtimes, for measurements: "whole" (one module per gpu.module, one
+// at a time), "split" (a module per kernel, one per CPU at once: the
+// default), "split:N" (N at once), "whole:N".
+const LoadPolicyEnv = "STRATA_PTX_LOAD"
+
+// DefaultLoadPolicy is the policy of a new Runtime when LoadPolicyEnv is
+// unset.
+var DefaultLoadPolicy = LoadPolicy{Split: true}
+
+// ParseLoadPolicy reads a LoadPolicyEnv value.
+func ParseLoadPolicy(s string) (LoadPolicy, error) {
+	kind, n, hasN := strings.Cut(s, ":")
+	var p LoadPolicy
+	switch kind {
+	case "whole":
+		p.Parallel = 1
+	case "split":
+		p.Split = true
+	default:
+		return LoadPolicy{}, fmt.Errorf("exec: load policy %q: want whole, split, whole:N or split:N", s)
+	}
+	if hasN {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 1 {
+			return LoadPolicy{}, fmt.Errorf("exec: load policy %q: %q is not a positive count of parallel loads", s, n)
+		}
+		p.Parallel = v
+	}
+	return p, nil
+}
+
+// policyFromEnv returns the policy LoadPolicyEnv sets, the default when
+// it is unset, and an error for a value it cannot read.
+func policyFromEnv() (LoadPolicy, error) {
+	s, ok := os.LookupEnv(LoadPolicyEnv)
+	if !ok || s == "" {
+		return DefaultLoadPolicy, nil
+	}
+	p, err := ParseLoadPolicy(s)
+	if err != nil {
+		return DefaultLoadPolicy, fmt.Errorf("%s: %w", LoadPolicyEnv, err)
+	}
+	return p, nil
+}
+
+// SetLoadPolicy sets how later loads of the Runtime hand PTX to the
+// driver; modules already loaded stay as they are.
+func (rt *Runtime) SetLoadPolicy(p LoadPolicy) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.policy, rt.policyErr = p, nil
+}
+
+// LoadPolicy returns the Runtime's load policy.
+func (rt *Runtime) LoadPolicy() LoadPolicy {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.policy
+}
+
+// moduleTexts are the PTX texts of one gpu.module as the runtime loads
+// it: the whole text, and, where it could be split, one per kernel.
+type moduleTexts struct {
+	whole    string
+	byKernel map[string]piece // by PTX kernel name
+}
+
+// piece is one kernel's own module: its text and the kernel's name there.
+// The kernel is renamed to sharedKernelName where it can be, so that the
+// kernels of a gpu.module that are the same code share one text (and one
+// load).
+type piece struct{ text, name string }
+
+// sharedKernelName is the name of every kernel in its own module.
+const sharedKernelName = "strata_kernel"
+
+// textFor returns the PTX text that holds kernel (a PTX name) under
+// policy p, and the kernel's name in it.
+func (m *moduleTexts) textFor(kernel string, p LoadPolicy) (text, name string) {
+	if p.Split {
+		if pc, ok := m.byKernel[kernel]; ok {
+			return pc.text, pc.name
+		}
+	}
+	return m.whole, kernel
+}
+
+// texts returns the gpu.module's texts, splitting it on first use.
+func (p *Program) texts(module string) *moduleTexts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.split == nil {
+		p.split = map[string]*moduleTexts{}
+	}
+	if m, ok := p.split[module]; ok {
+		return m
+	}
+	m := &moduleTexts{whole: p.ptx[module]}
+	if ks, ok, _ := cuda.SplitPTX(m.whole); ok && len(ks) > 1 {
+		m.byKernel = make(map[string]piece, len(ks))
+		for _, k := range ks {
+			pc := piece{text: k.PTX, name: k.Name}
+			if t, ok := cuda.RenameKernel(k.PTX, k.Name, sharedKernelName); ok {
+				pc = piece{text: t, name: sharedKernelName}
+			}
+			m.byKernel[k.Name] = pc
+		}
+	}
+	p.split[module] = m
+	return m
+}
+
+// kernels returns the kernel of each launch of pl, loading the modules
+// not loaded yet, concurrently as the Runtime's policy says. An error
+// names the first launch, in plan order, whose kernel did not load.
+func (p *Program) kernels(rt *Runtime, pl *plan) ([]kernel, error) {
+	policy := rt.LoadPolicy()
+	if rt.policyErr != nil {
+		return nil, rt.policyErr
+	}
+	texts := make([]string, len(pl.launches))
+	names := make([]string, len(pl.launches))
+	for i, l := range pl.launches {
+		texts[i], names[i] = p.texts(l.module).textFor(ptxSymbol(l.kernel), policy)
+	}
+	errs := rt.loadAll(texts, policy)
+	ks := make([]kernel, 0, len(pl.launches))
+	for i, l := range pl.launches {
+		key := sha256.Sum256([]byte(texts[i]))
+		err := errs[key]
+		var k kernel
+		if err == nil {
+			rt.mu.Lock()
+			m := rt.modules[key]
+			rt.mu.Unlock()
+			k, err = m.function(names[i])
+		}
+		if err != nil {
+			return nil, ir.Errorf(l.op.Loc(), "loading kernel @%s::@%s: %v", l.module, l.kernel, err)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// loadAll loads the texts the Runtime has not loaded yet, each once,
+// policy.Parallel at a time, and returns the error of each text that
+// failed, by its key. One batch loads at a time, so a text is never
+// compiled twice.
+func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error {
+	rt.loadMu.Lock()
+	defer rt.loadMu.Unlock()
+	var keys [][32]byte
+	var todo []string
+	seen := map[[32]byte]bool{}
+	rt.mu.Lock()
+	for _, t := range texts {
+		key := sha256.Sum256([]byte(t))
+		if _, loaded := rt.modules[key]; loaded || seen[key] {
+			continue
+		}
+		seen[key] = true
+		keys, todo = append(keys, key), append(todo, t)
+	}
+	rt.mu.Unlock()
+	mods := make([]module, len(todo))
+	errs := make([]error, len(todo))
+	parallel := policy.Parallel
+	if parallel <= 0 {
+		parallel = runtime.NumCPU()
+	}
+	if parallel <= 1 || len(todo) <= 1 {
+		for i, t := range todo {
+			mods[i], errs[i] = rt.dev.load(t)
+		}
+	} else {
+		// Each load locks its goroutine to an OS thread with the context
+		// current (cuda.Device.call), so the driver compiles on several
+		// threads; a load waiting in the driver does not hold a P, so
+		// GOMAXPROCS does not bound them.
+		sem := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		for i, t := range todo {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				mods[i], errs[i] = rt.dev.load(t)
+			}()
+		}
+		wg.Wait()
+	}
+	failed := map[[32]byte]error{}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for i, key := range keys {
+		if errs[i] != nil {
+			failed[key] = errs[i]
+			continue
+		}
+		rt.modules[key] = mods[i]
+	}
+	return failed
+}
