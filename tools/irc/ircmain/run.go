@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -69,8 +70,8 @@ func (t *tool) run(args []string) int {
 	fs := newFlagSet(t.name + " run")
 	f.register(fs)
 	fs.StringVar(&f.funcName, "func", "", "run the function `name` (default: main, or the only public function)")
-	fs.Var(&f.inputs, "input", "read the next argument from the .npy `file` (repeat, in argument order)")
-	fs.Var(&f.outputs, "output", "write the next result to the .npy `file` (repeat, in result order)")
+	fs.Var(&f.inputs, "input", "read the next argument from the .npy `file` (repeat, in argument order; bf16 arguments from float32, rounded)")
+	fs.Var(&f.outputs, "output", "write the next result to the .npy `file` (repeat, in result order; bf16 results as float32)")
 	fs.Var(&f.seed, "random-inputs", "make up the arguments from the random `seed` instead of --input files")
 	fs.Var(&f.shapes, "shape", "with --random-inputs, make argument N of a dynamic type with `argN=7x128` (repeat)")
 	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter) or nvptx")
@@ -242,7 +243,9 @@ func pickFunc(mod *ir.Operation, name string) (*ir.Operation, error) {
 }
 
 // dtypes pairs the element types that cross the .npy boundary with their
-// NumPy dtypes. index travels as int64; bf16 has no .npy dtype.
+// NumPy dtypes. index travels as int64, and bf16, which has no NumPy
+// dtype, as float32: exactly on the way out, rounded to the nearest bf16
+// (ties to even) on the way in.
 var dtypes = []struct {
 	elem ir.Type
 	dt   npy.DType
@@ -250,6 +253,7 @@ var dtypes = []struct {
 	{ir.F64, npy.Float64},
 	{ir.F32, npy.Float32},
 	{ir.F16, npy.Float16},
+	{ir.BF16, npy.Float32},
 	{ir.I64, npy.Int64},
 	{ir.Index, npy.Int64},
 	{ir.I32, npy.Int32},
@@ -345,7 +349,16 @@ func fromArray(arr *npy.Array, t ir.Type) (interp.Value, error) {
 		bits[i] = binary.LittleEndian.Uint64(buf[:])
 		clear(buf[:])
 	}
-	v, err := interp.FromBits(elem, arr.Shape, bits)
+	var v *interp.Tensor
+	if elem == ir.BF16 {
+		vals := make([]float64, len(bits))
+		for i, b := range bits {
+			vals[i] = float64(math.Float32frombits(uint32(b)))
+		}
+		v, err = interp.FromFloat64s(elem, arr.Shape, vals)
+	} else {
+		v, err = interp.FromBits(elem, arr.Shape, bits)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -387,8 +400,11 @@ func toArray(v interp.Value) (*npy.Array, error) {
 	data := make([]byte, len(bits)*size)
 	var buf [8]byte
 	for i, b := range bits {
-		if dt == npy.Bool {
+		switch {
+		case dt == npy.Bool:
 			b &= 1
+		case t.ElemType() == ir.BF16:
+			b <<= 16 // the float32 of the same value
 		}
 		binary.LittleEndian.PutUint64(buf[:], b)
 		copy(data[i*size:], buf[:size])

@@ -155,8 +155,23 @@ func TestNpyConversionsRoundTrip(t *testing.T) {
 			t.Errorf("%s: round trip gave %v %v %x, want %v %v %x", c.typ, back.DType, back.Shape, back.Data, c.arr.DType, c.arr.Shape, c.arr.Data)
 		}
 	}
-	if _, err := fromArray(must(npy.FromSlice([]int64{}, []float32{1})), ir.BF16); err == nil || !strings.Contains(err.Error(), "bf16 has no .npy dtype") {
-		t.Errorf("bf16: err = %v", err)
+	// bf16 travels as float32: in, rounded to the nearest bf16 (ties to
+	// even); out, exactly.
+	in := []float32{1, 1.00390625, 1.01171875, -3.140625}
+	want := []float32{1, 1, 1.015625, -3.140625}
+	v, err := fromArray(must(npy.FromSlice([]int64{4}, in)), ir.TensorOf([]int64{4}, ir.BF16))
+	if err != nil {
+		t.Fatalf("bf16 in: %v", err)
+	}
+	out, err := toArray(v)
+	if err != nil {
+		t.Fatalf("bf16 out: %v", err)
+	}
+	if wantArr := must(npy.FromSlice([]int64{4}, want)); out.DType != npy.Float32 || string(out.Data) != string(wantArr.Data) {
+		t.Errorf("bf16 round trip of %v gave %v %x, want float32 %v", in, out.DType, out.Data, want)
+	}
+	if _, err := fromArray(must(npy.FromSlice([]int64{}, []float64{1})), ir.BF16); err == nil || !strings.Contains(err.Error(), "dtype float32") {
+		t.Errorf("bf16 from float64: err = %v", err)
 	}
 }
 
