@@ -74,7 +74,7 @@ var Dialect = &ir.Dialect{
 		idDef(BlockDimOp, "Number of threads per block", "block_dim"),
 		idDef(GridDimOp, "Number of blocks per grid", "grid_dim"),
 		barrierDef, shuffleDef, launchFuncDef,
-	}, append(mmaOps, libraryOps...)...),
+	}, append(append(mmaOps, wgmmaOps...), libraryOps...)...),
 }
 
 var moduleDef = &ir.OpDef{

@@ -76,10 +76,15 @@ type FlashTile struct {
 	// polyExp2) instead of ex2.approx on the MUFU, which issues only 16 a
 	// clock an SM.
 	PolyExp int64
+	// WGMMA computes both products with gpu.wgmma, a warpgroup (4 warps,
+	// 64 rows) at a time (flash_wgmma.go): Hopper's sm_90a target only,
+	// head dim 64. Rows is a multiple of 64; Warp, SumMMA, Fused and
+	// PolyExp must be zero.
+	WGMMA bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
-// eN for PolyExp N, s for SumMMA and bN for MinBlocks N.
+// eN for PolyExp N, s for SumMMA, bN for MinBlocks N and g for WGMMA.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -96,6 +101,9 @@ func (t FlashTile) String() string {
 	}
 	if t.MinBlocks > 0 {
 		s += fmt.Sprintf("b%d", t.MinBlocks)
+	}
+	if t.WGMMA {
+		s += "g"
 	}
 	return s
 }
@@ -138,6 +146,10 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, Fused: true},
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
+	{Rows: 128, Keys: 64, WGMMA: true},
+	{Rows: 64, Keys: 64, WGMMA: true},
+	{Rows: 192, Keys: 64, WGMMA: true},
+	{Rows: 128, Keys: 128, WGMMA: true},
 }
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
@@ -190,6 +202,13 @@ func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows(
 // gpu.MaxStaticSharedBytes the kernel's workgroup memory is dynamic.
 func (f Flash) shared() int64 {
 	t := f.tile()
+	if t.WGMMA {
+		n := 4 * t.Keys * flashWGMMAD
+		if t.Rows > 2*t.Keys {
+			n += t.Rows * flashWGMMAD // (else Q is staged in stage 1)
+		}
+		return n
+	}
 	n := 4 * t.Keys * (f.D + flashPad)
 	if t.Rows > 2*t.Keys {
 		n += t.Rows * (f.D + flashPad)
@@ -216,6 +235,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case f.D <= 0 || f.D%16 != 0 || f.D > flashMaxD:
 		return fmt.Errorf("flash attention: head dim %d, want a multiple of 16 up to %d", f.D, flashMaxD)
+	case t.WGMMA && f.D != flashWGMMAD:
+		return fmt.Errorf("flash attention: tile %s (wgmma) takes head dim %d only, not %d", t, flashWGMMAD, f.D)
 	case f.Batch <= 0 || f.Lq <= 0 || f.Lk <= 0:
 		return fmt.Errorf("flash attention: empty shape (batch %d, %d queries, %d keys)", f.Batch, f.Lq, f.Lk)
 	case f.Scale == 0 || math.IsInf(f.Scale, 0) || math.IsNaN(f.Scale) || float32(f.Scale) == 0:
@@ -272,7 +293,11 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	args := entry.Arguments()
 	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
 	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(f.shared(), f.Elem))
-	g.emit()
+	if f.Tile.WGMMA {
+		g.emitWGMMA()
+	} else {
+		g.emit()
+	}
 	gpu.Return(kb, loc)
 	return kernel, nil
 }

@@ -53,6 +53,12 @@ var flashCases = []flashCase{
 	{1, 1, 40, 70, 64, false, 1, ir.BF16},  // scores up to ±30 at scale 1: their bf16 rounding shows
 	{1, 1, 40, 200, 32, false, 4, ir.BF16}, // sharp: rows' extremes move past 2^8 in later tiles (rescaling)
 	{1, 1, 70, 40, 128, true, 0.5, ir.BF16},
+	// Head dim 64 (the wgmma tiling's only one): several warpgroups and
+	// row blocks, row and key tails, causal diagonals, rescaling.
+	{2, 1, 200, 130, 64, false, 0, ir.BF16},
+	{1, 2, 130, 70, 64, true, 0, ir.BF16},
+	{1, 1, 40, 200, 64, false, 4, ir.BF16},
+	{1, 1, 64, 64, 64, false, -0.3, ir.BF16},
 }
 
 func (c flashCase) String() string {
@@ -194,6 +200,9 @@ func TestFlashSemantics(t *testing.T) {
 		for _, tile := range togpu.FlashTiles {
 			t.Run(fmt.Sprintf("%v-%v", tc, tile), func(t *testing.T) {
 				t.Parallel()
+				if err := tc.flash(tile).Check(); err != nil && tile.WGMMA {
+					t.Skipf("not for this tiling: %v", err)
+				}
 				q, k, v := tc.inputs(t)
 				ctx := dialects.NewContext()
 				rm, err := ir.Parse(ctx, tc.source(), ir.ParseOptions{Filename: "ref.mlir"})
@@ -305,7 +314,11 @@ func TestFlashPTX(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ptx, err := be.Compile(mod, nvptx.Options{})
+				opts, arch := nvptx.Options{}, "sm_90"
+				if f.Tiling().WGMMA {
+					opts.Target, arch = "sm_90a", "sm_90a"
+				}
+				ptx, err := be.Compile(mod, opts)
 				if err != nil {
 					if name == "llc" {
 						t.Skipf("llc backend unavailable: %v", err)
@@ -325,7 +338,7 @@ func TestFlashPTX(t *testing.T) {
 				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				out, err := osexec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
+				out, err := osexec.Command(ptxas, "-arch="+arch, "-v", "-o", os.DevNull, file).CombinedOutput()
 				if err != nil {
 					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
 				}
@@ -384,6 +397,15 @@ func TestFlashPipeline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flashExecOptions are the compile options of tiling t's kernel: the
+// wgmma tilings need the sm_90a target.
+func flashExecOptions(t togpu.FlashTile) exec.Options {
+	if t.WGMMA {
+		return exec.Options{Target: "sm_90a"}
+	}
+	return exec.Options{}
 }
 
 // TestGPUFlash runs graph-attention-to-flash + lower-to-gpu on the device
@@ -445,8 +467,11 @@ func TestGPUFlash(t *testing.T) {
 					continue // (the pipeline's, above)
 				}
 				t.Run(tile.String(), func(t *testing.T) {
+					if err := tc.flash(tile).Check(); err != nil && tile.WGMMA {
+						t.Skipf("not for this tiling: %v", err)
+					}
 					m := flashModule(t, dialects.NewContext(), tc.flash(tile))
-					p, err := exec.Compile(m, exec.Options{})
+					p, err := exec.Compile(m, flashExecOptions(tile))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -483,7 +508,7 @@ func TestGPUFlash(t *testing.T) {
 		tc, tile := tm.tc, tm.tile
 		t.Run(fmt.Sprintf("time-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
 			m := flashModule(t, dialects.NewContext(), tc.flash(tile))
-			p, err := exec.Compile(m, exec.Options{})
+			p, err := exec.Compile(m, flashExecOptions(tile))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -308,6 +308,10 @@ func (b *blockState) completeShuffle(w int) {
 	if op == nil {
 		return
 	}
+	if _, ok := warpgroupOps[op.Name()]; ok {
+		b.completeWarpgroup(op, w)
+		return
+	}
 	if op.Name() != gpu.ShuffleOp {
 		b.completeCollective(op, lanes)
 		return

@@ -331,6 +331,9 @@ func (k *kernelTranslator) workgroupBuffer(fn *ir.Operation, kernel string, i in
 	g.AddrSpace = 3
 	g.Typ = nil // llir caches the pointer type; recompute it in addrspace(3)
 	g.Align = 16
+	if readByWGMMA(buf) {
+		g.Align = wgmmaAlign
+	}
 	k.t.m.Globals = append(k.t.m.Globals, g)
 	k.vals[buf] = constant.NewBitCast(g, pointerTo(elem, 3))
 	return nil
@@ -374,6 +377,12 @@ func (k *kernelTranslator) dynamicBuffers(fn *ir.Operation, kernel string) error
 		elem, err := memType(mt.ElementType())
 		if err != nil {
 			return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s: %v", i, kernel, err)
+		}
+		if readByWGMMA(buf) {
+			if offsets[i]%wgmmaAlign != 0 {
+				return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s: a gpu.wgmma reads it, but its dynamic shared offset %d is not a multiple of %d", i, kernel, offsets[i], wgmmaAlign)
+			}
+			g.Align = max(g.Align, wgmmaAlign)
 		}
 		at := constant.NewGetElementPtr(g.ContentType, g, constant.NewInt(types.I64, 0), constant.NewInt(types.I64, offsets[i]))
 		k.vals[buf] = constant.NewBitCast(at, pointerTo(elem, 3))

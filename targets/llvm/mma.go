@@ -3,6 +3,7 @@ package llvm
 import (
 	"fmt"
 
+	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/types"
 
@@ -18,6 +19,13 @@ var tensorCoreOps = map[string]func(k *kernelTranslator, op *ir.Operation) error
 	gpu.MMASyncOp:  (*kernelTranslator).mmaSync,
 	gpu.LdMatrixOp: (*kernelTranslator).ldMatrix,
 	gpu.CpAsyncOp:  (*kernelTranslator).cpAsync,
+	gpu.WGMMAOp:    (*kernelTranslator).wgmma,
+	gpu.FenceProxyAsyncOp: func(k *kernelTranslator, _ *ir.Operation) error {
+		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), "fence.proxy.async.shared::cta;", "")
+		ia.SideEffect = true
+		k.cur.NewCall(ia)
+		return nil
+	},
 	gpu.CpAsyncCommitOp: func(k *kernelTranslator, _ *ir.Operation) error {
 		k.cur.NewCall(k.t.intrinsic("llvm.nvvm.cp.async.commit.group", types.Void))
 		return nil

@@ -1343,6 +1343,9 @@ func (e *emitter) insertElement(in *llir.InstInsertElement) error {
 }
 
 func (e *emitter) call(in *llir.InstCall) error {
+	if ia, ok := in.Callee.(*llir.InlineAsm); ok {
+		return e.inlineAsm(in, ia)
+	}
 	f, ok := in.Callee.(*llir.Func)
 	if !ok {
 		return fmt.Errorf("indirect calls are not supported")

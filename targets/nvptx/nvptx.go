@@ -23,11 +23,12 @@ import (
 
 // Options select the PTX that a backend emits.
 type Options struct {
-	// Target is the PTX target architecture: "sm_80" or "sm_90".
-	// Empty means DefaultTarget.
+	// Target is the PTX target architecture: "sm_80", "sm_90" or
+	// "sm_90a" (Hopper's architecture-specific features: the kernels of
+	// gpu.wgmma need it). Empty means DefaultTarget.
 	Target string
 	// PTXVersion is the ISA version written in `.version`, such as "7.8".
-	// Empty means DefaultPTXVersion.
+	// Empty means DefaultPTXVersion (WGMMAPTXVersion for sm_90a).
 	PTXVersion string
 }
 
@@ -39,11 +40,20 @@ const DefaultTarget = "sm_90"
 // current drivers accept, so both check the same text.
 const DefaultPTXVersion = "7.8"
 
-// Targets lists the supported values of Options.Target.
+// WGMMAPTXVersion is the `.version` used for sm_90a when
+// Options.PTXVersion is empty: ISA 8.0 is the first with sm_90a and
+// wgmma (CUDA 12.0's ptxas; the driver of CUDA 13 JITs it).
+const WGMMAPTXVersion = "8.0"
+
+// Targets lists the portable values of Options.Target.
 var Targets = []string{"sm_80", "sm_90"}
 
+// ArchTargets lists the architecture-specific values of Options.Target,
+// whose PTX runs only on that architecture: sm_90a for gpu.wgmma.
+var ArchTargets = []string{"sm_90a"}
+
 // minVersion is the oldest PTX ISA (times ten) that knows each target.
-var minVersion = map[string]int{"sm_80": 70, "sm_90": 78}
+var minVersion = map[string]int{"sm_80": 70, "sm_90": 78, "sm_90a": 80}
 
 var versionRE = regexp.MustCompile(`^[1-9][0-9]?\.[0-9]$`)
 
@@ -54,13 +64,17 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.PTXVersion == "" {
 		o.PTXVersion = DefaultPTXVersion
+		if o.Target == "sm_90a" {
+			o.PTXVersion = WGMMAPTXVersion
+		}
 	}
 	known := false
-	for _, t := range Targets {
+	all := append(append([]string{}, Targets...), ArchTargets...)
+	for _, t := range all {
 		known = known || t == o.Target
 	}
 	if !known {
-		return o, fmt.Errorf("unknown PTX target %q (want %s)", o.Target, strings.Join(Targets, " or "))
+		return o, fmt.Errorf("unknown PTX target %q (want %s)", o.Target, strings.Join(all, ", "))
 	}
 	if !versionRE.MatchString(o.PTXVersion) {
 		return o, fmt.Errorf("malformed PTX version %q (want MAJOR.MINOR, such as %s)", o.PTXVersion, DefaultPTXVersion)

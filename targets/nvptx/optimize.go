@@ -2,6 +2,7 @@ package nvptx
 
 import (
 	"fmt"
+	"strings"
 
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
@@ -103,7 +104,7 @@ func analyze(f *llir.Func, target string) *plan {
 				}
 			case *llir.InstBitCast:
 				// cvt.f32.bf16 is new in sm_90.
-				if t := bf16WidenOf(in); t != nil && target == "sm_90" {
+				if t := bf16WidenOf(in); t != nil && strings.HasPrefix(target, "sm_90") {
 					p.bf16Widen[in] = t
 				}
 			}

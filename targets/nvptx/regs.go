@@ -121,7 +121,7 @@ func shapeOf(t types.Type) (k scalarKind, lanes int, err error) {
 	}
 	if s, ok := t.(*types.StructType); ok {
 		// A flat struct of one scalar type: a fragment of registers.
-		if len(s.Fields) == 0 || len(s.Fields) > 8 || s.Packed {
+		if len(s.Fields) == 0 || len(s.Fields) > 128 || s.Packed { // (up to wgmma n256's)
 			return k, 0, fmt.Errorf("struct type %s is not supported", t)
 		}
 		for _, f := range s.Fields {

@@ -1,0 +1,147 @@
+package llvm
+
+import (
+	"fmt"
+	"strings"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/types"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+)
+
+// The warpgroup tensor-core ops (sm_90a). LLVM 19 has no intrinsic for
+// wgmma.mma_async, so gpu.wgmma becomes inline assembly, which llc passes
+// through and the native backend substitutes (targets/nvptx): the fence,
+// one wgmma.mma_async per k16 step, the commit and the wait, with the
+// accumulators tied to the outputs. Its B descriptors are computed here
+// from B's shared-memory address.
+
+// wgmmaAlign is the alignment in bytes of a workgroup buffer that a
+// gpu.wgmma reads: the 128-byte swizzle repeats every 1024 bytes, and the
+// descriptors' base offset field is left 0.
+const wgmmaAlign = 1024
+
+// readByWGMMA reports whether a gpu.wgmma reads the workgroup buffer buf.
+func readByWGMMA(buf *ir.Value) bool {
+	for _, u := range buf.Users() {
+		if u.Name() == gpu.WGMMAOp {
+			return true
+		}
+	}
+	return false
+}
+
+// wgmmaDescriptorBits are the constant fields of a 128-byte-swizzle
+// matrix descriptor: the leading dimension byte offset lbo and stride
+// dimension byte offset sbo (encoded as bytes >> 4) and the swizzle mode.
+func wgmmaDescriptorBits(lbo, sbo int64) int64 {
+	return (lbo>>4)<<16 | (sbo>>4)<<32 | 1<<62
+}
+
+// wgmma translates gpu.wgmma to inline PTX.
+func (k *kernelTranslator) wgmma(op *ir.Operation) error {
+	s := gpu.WGMMAShapeOf(op)
+	abType := "bf16"
+	if gpu.MMAElementType(op) == ir.F16 {
+		abType = "f16"
+	}
+	nA, nD := int(4*s.KSteps), int(s.N/2)
+	buf := op.Operand(nA)
+	if !wgmmaAligned(k.get(buf)) {
+		return fmt.Errorf("B must be a workgroup buffer aligned to %d bytes", wgmmaAlign)
+	}
+	p, err := k.bytePointer(buf, op.Operand(nA+1))
+	if err != nil {
+		return err
+	}
+	addr := k.cur.NewPtrToInt(p, types.I64)
+	enc := k.cur.NewLShr(k.cur.NewAnd(addr, constant.NewInt(types.I64, 0x3FFFF)), constant.NewInt(types.I64, 4))
+	// K-major: 8-row groups 1024 bytes apart, the leading offset unused
+	// (1); MN-major: the same groups along K, panels along N.
+	lbo := int64(16)
+	if s.TransB && s.Panel > 0 {
+		lbo = 2 * s.Panel
+	}
+	desc := k.cur.NewOr(enc, constant.NewInt(types.I64, wgmmaDescriptorBits(lbo, 1024)))
+
+	var asm strings.Builder
+	var cons []string
+	dregs := make([]string, nD)
+	for i := range dregs {
+		dregs[i] = fmt.Sprintf("$%d", i)
+		cons = append(cons, "=f")
+	}
+	args := make([]llvmValue, 0, nA+int(s.KSteps)+nD)
+	params := make([]types.Type, 0, cap(args))
+	for i := range nA {
+		args, params = append(args, k.get(op.Operand(i))), append(params, types.I32)
+		cons = append(cons, "r")
+	}
+	for ks := range s.KSteps {
+		// The step's first element: K-major, 16 columns on (in its
+		// panel); MN-major, 16 rows on.
+		var bytes int64
+		if s.TransB {
+			bytes = 2 * 16 * ks * gpu.WGMMASwizzleRow
+		} else {
+			col := 16 * ks
+			bytes = 2 * (col/gpu.WGMMASwizzleRow*s.Panel + col%gpu.WGMMASwizzleRow)
+		}
+		d := llvmValue(desc)
+		if bytes != 0 {
+			d = k.cur.NewAdd(desc, constant.NewInt(types.I64, bytes>>4))
+		}
+		args, params = append(args, d), append(params, types.I64)
+		cons = append(cons, "l")
+	}
+	if s.Acc {
+		for i := range nD {
+			args, params = append(args, k.get(op.Operand(nA+2+i))), append(params, types.Float)
+			cons = append(cons, fmt.Sprint(i))
+		}
+	}
+	trans := 0
+	if s.TransB {
+		trans = 1
+	}
+	asm.WriteString("wgmma.fence.sync.aligned;\n")
+	for ks := range int(s.KSteps) {
+		a := make([]string, 4)
+		for r := range a {
+			a[r] = fmt.Sprintf("$%d", nD+4*ks+r)
+		}
+		scaleD := 1
+		if ks == 0 && !s.Acc {
+			scaleD = 0
+		}
+		fmt.Fprintf(&asm, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%s}, $%d, %d, 1, 1, %d;\n",
+			s.N, abType, abType, strings.Join(dregs, ", "), strings.Join(a, ", "), nD+nA+ks, scaleD, trans)
+	}
+	asm.WriteString("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;")
+	ret := fragment(types.Float, nD)
+	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(ret, params...)), asm.String(), strings.Join(cons, ","))
+	ia.SideEffect = true
+	r := k.cur.NewCall(ia, args...)
+	k.unpack(op, r, nD)
+	return nil
+}
+
+// wgmmaAligned reports whether v addresses a workgroup buffer aligned to
+// wgmmaAlign: a static one (workgroupBuffer aligns those a gpu.wgmma
+// reads) or one in dynamic shared memory (dynamicBuffers checked its
+// offset and aligned the array).
+func wgmmaAligned(v llvmValue) bool {
+	bc, ok := v.(*constant.ExprBitCast)
+	if !ok {
+		return false
+	}
+	from := bc.From
+	if gep, ok := from.(*constant.ExprGetElementPtr); ok {
+		from = gep.Src
+	}
+	g, ok := from.(*llir.Global)
+	return ok && g.Align >= wgmmaAlign
+}
