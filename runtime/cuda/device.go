@@ -214,7 +214,9 @@ func (dev *Device) CopyDtoDAsync(dst, src DevicePtr, n uint64, stream *Stream) e
 		return nil
 	}
 	s := stream.Handle()
-	return dev.call("cuMemcpyDtoDAsync_v2", func() Result { return dev.drv.cuMemcpyDtoDAsync(dst, src, n, s) })
+	return dev.call("cuMemcpyDtoDAsync_v2", func() Result {
+		return dev.drv.raw(dev.drv.rawMemcpyDtoDAsync, uintptr(dst), uintptr(src), uintptr(n), s)
+	})
 }
 
 // Memset sets n bytes of device memory at dst to v.

@@ -65,13 +65,27 @@ type driver struct {
 	cuGraphDestroy       func(graph uintptr) Result
 	cuFuncSetAttribute   func(fn uintptr, attr, value int32) Result
 
-	// Raw addresses of the entry points every launch goes through, called
+	// Raw addresses of the entry points a cached call goes through, called
 	// with purego.SyscallN instead of the functions above: a function
 	// bound with RegisterFunc is called through reflection, which cost
-	// about 1 µs and 11 allocations per cuLaunchKernel on a 2-core host
-	// (BenchmarkCallPath), against 0.15 µs and one allocation here.
-	rawCtxSetCurrent uintptr
-	rawLaunchKernel  uintptr
+	// about 1 µs and 11 allocations per cuLaunchKernel on a 2-core host,
+	// against 0.15 µs and one allocation through SyscallN
+	// (TestGPULaunchCost compares the two paths on a GPU).
+	rawCtxSetCurrent   uintptr
+	rawLaunchKernel    uintptr
+	rawMemcpyHtoDAsync uintptr
+	rawMemcpyDtoDAsync uintptr
+	rawGraphLaunch     uintptr // 0 without CUDA graphs
+}
+
+// raw calls the entry point at addr with args; unsafe.Pointer arguments
+// are converted to uintptr in the call expression (uintptrescapes keeps
+// what they point at alive and in place until raw returns).
+//
+//go:uintptrescapes
+func (d *driver) raw(addr uintptr, args ...uintptr) Result {
+	r, _, _ := purego.SyscallN(addr, args...)
+	return Result(int32(r))
 }
 
 // ctxSetCurrent calls cuCtxSetCurrent through its raw address.
@@ -197,11 +211,18 @@ func openDriver(path string) (*driver, error) {
 			d.rawCtxSetCurrent = addr
 		case "cuLaunchKernel":
 			d.rawLaunchKernel = addr
+		case "cuMemcpyHtoDAsync_v2":
+			d.rawMemcpyHtoDAsync = addr
+		case "cuMemcpyDtoDAsync_v2":
+			d.rawMemcpyDtoDAsync = addr
 		}
 	}
 	for _, s := range d.optionalSymbols() {
 		if a, err := purego.Dlsym(h, s.names[0]); err == nil && a != 0 {
 			purego.RegisterFunc(s.fptr, a)
+			if s.names[0] == "cuGraphLaunch" {
+				d.rawGraphLaunch = a
+			}
 		}
 	}
 	return d, nil

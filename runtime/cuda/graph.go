@@ -43,7 +43,7 @@ func (s *Stream) CopyHtoDBytes(dst DevicePtr, src []byte) error {
 		return nil
 	}
 	return s.dev.call("cuMemcpyHtoDAsync_v2", func() Result {
-		return s.dev.drv.cuMemcpyHtoDAsync(dst, unsafe.Pointer(&src[0]), uint64(len(src)), s.s)
+		return s.dev.drv.raw(s.dev.drv.rawMemcpyHtoDAsync, uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)), s.s)
 	})
 }
 
@@ -106,7 +106,7 @@ type GraphExec struct {
 // Launch queues the whole graph on stream (nil: the default stream).
 func (e *GraphExec) Launch(stream *Stream) error {
 	s := stream.Handle()
-	return e.dev.call("cuGraphLaunch", func() Result { return e.dev.drv.cuGraphLaunch(e.e, s) })
+	return e.dev.call("cuGraphLaunch", func() Result { return e.dev.drv.raw(e.dev.drv.rawGraphLaunch, e.e, s) })
 }
 
 // Destroy destroys the executable graph.

@@ -18,6 +18,11 @@ func (dev *Device) NewStream() (*Stream, error) {
 	return st, nil
 }
 
+// DefaultStream returns the device's legacy default stream (the one a nil
+// *Stream means) as a Stream, for the methods only a Stream has. It must
+// not be destroyed.
+func (dev *Device) DefaultStream() *Stream { return &Stream{dev: dev} }
+
 // Synchronize waits until the work queued on the stream has finished.
 func (s *Stream) Synchronize() error {
 	return s.dev.call("cuStreamSynchronize", func() Result { return s.dev.drv.cuStreamSynchronize(s.s) })

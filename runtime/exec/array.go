@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -163,6 +164,11 @@ func (rt *Runtime) Synchronize() error {
 	return rt.dev.Synchronize()
 }
 
+// UploadStreamEnv set to "default" queues the Runtime's asynchronous
+// uploads on the legacy default stream instead of a blocking stream of
+// their own (for measuring what that stream costs the launches).
+const UploadStreamEnv = "STRATA_UPLOAD_STREAM"
+
 // workStream returns the stream of asynchronous uploads, creating it
 // on first use (nil on a Runtime without CUDA: copies are synchronous).
 func (rt *Runtime) workStream() (*cuda.Stream, error) {
@@ -170,9 +176,14 @@ func (rt *Runtime) workStream() (*cuda.Stream, error) {
 		return nil, nil
 	}
 	rt.workOnce.Do(func() {
+		if os.Getenv(UploadStreamEnv) == "default" {
+			rt.work = rt.cuda.DefaultStream()
+			return
+		}
 		// Blocking (not CU_STREAM_NON_BLOCKING): the legacy default stream
 		// waits for its work and it for the default stream's.
 		rt.work, rt.workErr = rt.cuda.NewStream()
+		rt.workOwned = true
 		if rt.workErr != nil {
 			rt.workErr = fmt.Errorf("exec: creating the work stream: %w", rt.workErr)
 		}

@@ -79,9 +79,10 @@ type Runtime struct {
 	// work is the stream of asynchronous uploads (array.go): a blocking
 	// stream, so that it and the legacy default stream of launches, graph
 	// replays and device copies are ordered as one stream.
-	workOnce sync.Once
-	work     *cuda.Stream
-	workErr  error
+	workOnce  sync.Once
+	work      *cuda.Stream
+	workOwned bool // work is a stream of its own, destroyed by Close
+	workErr   error
 	// xfer counts copies between host and device (Transfers).
 	xfer transferCounters
 }
@@ -131,7 +132,10 @@ func (rt *Runtime) Close() error {
 	}
 	errs = append(errs, rt.closeLibraries(), rt.alloc.EmptyCache())
 	if rt.work != nil {
-		errs = append(errs, rt.work.Synchronize(), rt.work.Destroy())
+		errs = append(errs, rt.work.Synchronize())
+		if rt.workOwned {
+			errs = append(errs, rt.work.Destroy())
+		}
 		rt.work = nil
 	}
 	if rt.owned && rt.cuda != nil {
