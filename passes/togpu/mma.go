@@ -172,20 +172,36 @@ type operand struct {
 	kLast bool
 	tile  int64 // the block tile's extent in the outer dimension
 	tileK int64 // and along K
+	// vec is the number of elements each copy into shared memory moves:
+	// 8 (one 16-byte cp.async a chunk) when the rows start on 16 bytes,
+	// else the largest of 4 and 2 that divides the row stride (8- or
+	// 4-byte cp.async), else 1 (plain loads and stores: cp.async has no
+	// 2-byte form).
+	vec int64
+}
+
+// copyVector returns the elements per copy of rows ld elements apart.
+func copyVector(ld int64) int64 {
+	for _, v := range []int64{8, 4, 2} {
+		if ld%v == 0 {
+			return v
+		}
+	}
+	return 1
 }
 
 // ld is the stride between the stored rows of one matrix.
 func (o *operand) ld(nb int) int64 { return o.shape[nb+1] }
 
-// mmaPlan recognizes a matmul nest that tensor cores can run: bf16
-// operands, f32 accumulation from 0, a static K that is a multiple of 8
-// (16-byte rows for cp.async), for an operand stored [K, outer] a static
-// outer extent that is a multiple of 8, unit steps from 0, and batch
+// mmaPlan recognizes a matmul nest that tensor cores can run: bf16 or
+// f16 operands, f32 accumulation from 0, a static K, for an operand
+// stored [K, outer] a static outer extent, unit steps from 0, and batch
 // dimensions of static extent that index A and B in order. Anything else
-// keeps the SIMT mapping.
+// keeps the SIMT mapping. Sizes need not be multiples of anything: rows
+// that do not start on 16 bytes are copied in smaller pieces (vec).
 func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 	mm := matchMatmul(nest)
-	if mm == nil || mm.k%8 != 0 || mm.elem != ir.BF16 {
+	if mm == nil || (mm.elem != ir.BF16 && mm.elem != ir.F16) {
 		return nil
 	}
 	// The K loop is the nest's only inner region: the kernel has no place
@@ -201,6 +217,9 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 		return nil
 	}
 	nb := mm.batch()
+	if mm.extents[nb] == 0 || mm.extents[nb+1] == 0 {
+		return nil // an empty product: nothing for the tensor cores
+	}
 	p := &mma{kloop: mm.kloop, elem: mm.elem, k: mm.k, tile: tile, batch: mm.extents[:nb], m: mm.extents[nb], n: mm.extents[nb+1],
 		a: operand{mem: mm.a.mem, kLast: mm.a.kLast, tile: tile.M, tileK: tile.K},
 		b: operand{mem: mm.b.mem, kLast: mm.b.kLast, tile: tile.N, tileK: tile.K}}
@@ -217,9 +236,11 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 		if o.shape[kDim] != p.k {
 			return nil
 		}
-		if ld := o.ld(nb); !o.kLast && (ld == ir.Dynamic || ld%8 != 0) {
+		ld := o.ld(nb)
+		if ld == ir.Dynamic {
 			return nil
 		}
+		o.vec = copyVector(ld)
 	}
 	if nb > 0 {
 		// Batched operands are addressed by static strides.

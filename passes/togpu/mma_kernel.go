@@ -110,7 +110,30 @@ type tileLoad struct {
 	src    *ir.Value // global offset at k tile 0
 	k      *ir.Value // the chunk's first k at k tile 0
 	kStep  int64     // global offset per k tile
-	inside *ir.Value // the chunk's outer rows or columns are in range; nil when always
+	inside *ir.Value // the chunk's outer rows are in range (K last); nil when always
+	// col is the chunk's first outer column when K is first and the tile
+	// can overhang the matrix (each piece of the chunk is checked
+	// against outer); nil otherwise.
+	col, outer *ir.Value
+}
+
+// piece is one copy of vec elements of a chunk: its offset in the chunk,
+// and whether it is in range (nil when always), given whether the k tile
+// can overhang K and k0, the tile's first k.
+func (l tileLoad) piece(x ix, o *operand, p int64, kTail bool, k0, kTotal *ir.Value) *ir.Value {
+	ok := l.inside
+	off := p * o.vec
+	if l.col != nil {
+		ok = x.both2(ok, x.lt(x.addc(l.col, off), l.outer))
+	}
+	if kTail {
+		k := x.add(k0, l.k)
+		if o.kLast {
+			k = x.addc(k, off)
+		}
+		ok = x.both2(ok, x.lt(k, kTotal))
+	}
+	return ok
 }
 
 // A stage of an operand's tile in shared memory is stored as the operand
@@ -178,12 +201,12 @@ func (o *operand) copies(x ix, nb int, threads int64, tid, z, outerBase, outer *
 	}
 	gcol := x.add(outerBase, x.mulc(c, 8))
 	src := x.add(base, x.add(x.mulc(r, ld), gcol))
-	var inside *ir.Value
-	if tail {
-		inside = x.lt(gcol, outer)
-	}
 	for q := range o.tileK / rows {
-		ls = append(ls, tileLoad{dst: q * rows * o.tile, src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: o.tileK * ld, inside: inside})
+		l := tileLoad{dst: q * rows * o.tile, src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: o.tileK * ld}
+		if tail {
+			l.col, l.outer = gcol, outer
+		}
+		ls = append(ls, l)
 	}
 	return dst, ls
 }
@@ -253,7 +276,8 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		per := x.mul(tilesM, tilesN)
 		z, t = x.div(bid, per), x.rem(bid, per)
 	}
-	width := x.mulc(tilesN, groupM)
+	// (tilesN is 0 for a dynamic N of 0; the block then stores nothing.)
+	width := x.mulc(x.op("arith.maxui", tilesN, x.c(1)), groupM)
 	first := x.mulc(x.div(t, width), groupM)
 	// (At least 1: an empty output still launches one block.)
 	gsz := x.op("arith.maxui", x.op("arith.minui", x.sub(tilesM, first), x.c(groupM)), x.c(1))
@@ -266,10 +290,13 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 
 	dstA, aLoads := p.a.copies(x, nb, tl.threads(), tid, z, rowBase, mRows, rowTail)
 	dstB, bLoads := p.b.copies(x, nb, tl.threads(), tid, z, colBase, nCols, colTail)
-	zero32, full32 := arith.ConstantInt(b, loc, 0, ir.I32), arith.ConstantInt(b, loc, 16, ir.I32)
+	zero32 := arith.ConstantInt(b, loc, 0, ir.I32)
+	zeroElem := arith.ConstantFloat(b, loc, 0, p.elem)
 	numK := (p.k + tileK - 1) / tileK
 	// load issues the copies of k tile kt into stage s (kt ≥ numK issues
-	// none) and commits the group.
+	// none) and commits the group. A chunk whose rows do not start on 16
+	// bytes is copied in pieces of o.vec elements; out-of-range pieces
+	// are zero-filled, so that the products over them add nothing.
 	load := func(b *ir.Builder, kt *ir.Value, s int64Value) {
 		x := x.at(b)
 		issue := func(b *ir.Builder) []*ir.Value {
@@ -278,23 +305,37 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 			k0 := x.mulc(kt, tileK)
 			stage := s(x)
 			for _, tile := range []struct {
+				o               *operand
 				smem, gmem, dst *ir.Value
 				loads           []tileLoad
 				size            int64
-			}{{sa, a, dstA, aLoads, tileM * tileK}, {sb, bm, dstB, bLoads, tileK * tileN}} {
+			}{{&p.a, sa, a, dstA, aLoads, tileM * tileK}, {&p.b, sb, bm, dstB, bLoads, tileK * tileN}} {
+				o := tile.o
 				dst := x.add(x.mulc(stage, tile.size), tile.dst)
+				full := arith.ConstantInt(b, loc, 2*o.vec, ir.I32)
 				for _, l := range tile.loads {
 					src := x.add(l.src, x.mulc(kt, l.kStep))
-					ok := l.inside
-					if kTail {
-						ok = x.both2(ok, x.lt(x.add(k0, l.k), kTotal))
+					for q := range 8 / o.vec {
+						off := q * o.vec
+						ok := l.piece(x, o, q, kTail, k0, kTotal)
+						from, at := x.addc(src, off), x.index(x.addc(dst, l.dst+off))
+						if ok != nil {
+							from = arith.NewSelect(b, loc, ok, from, x.c(0))
+						}
+						if o.vec == 1 {
+							v := loop.Load(b, loc, tile.gmem, x.index(from))
+							if ok != nil {
+								v = arith.NewSelect(b, loc, ok, v, zeroElem)
+							}
+							loop.Store(b, loc, v, tile.smem, at)
+							continue
+						}
+						bytes := full
+						if ok != nil {
+							bytes = arith.NewSelect(b, loc, ok, full, zero32)
+						}
+						gpu.CpAsync(b, loc, tile.smem, at, tile.gmem, x.index(from), bytes, 2*o.vec)
 					}
-					bytes := full32
-					if ok != nil {
-						src = arith.NewSelect(b, loc, ok, src, x.c(0))
-						bytes = arith.NewSelect(b, loc, ok, full32, zero32)
-					}
-					gpu.CpAsync(b, loc, tile.smem, x.index(x.addc(dst, l.dst)), tile.gmem, x.index(src), bytes, 16)
 				}
 			}
 			return nil

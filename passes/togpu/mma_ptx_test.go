@@ -40,13 +40,7 @@ var (
 // 228 KiB an SM, 1 KiB of it reserved a block; registers are allocated
 // 8 a thread at a time).
 func TestMMAPTX(t *testing.T) {
-	ptxas := os.Getenv("STRATA_PTXAS")
-	if ptxas == "" {
-		ptxas, _ = filepath.Abs("../../.cache/tools/bin/ptxas")
-	}
-	if _, err := os.Stat(ptxas); err != nil {
-		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
-	}
+	ptxas := ptxasPath(t)
 	for _, tile := range togpu.MMATiles {
 		m := lowerGraph(t, mmBiasGelu, fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{mma-tile=%s},canonicalize,cse)", tile))
 		mod, err := llvm.TranslateAll(llvm.GPUModules(m))
@@ -59,14 +53,7 @@ func TestMMAPTX(t *testing.T) {
 				if !ok {
 					t.Skip("llc backend unavailable")
 				}
-				file := filepath.Join(t.TempDir(), "mm.ptx")
-				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				out, err := osexec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
-				if err != nil {
-					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
-				}
+				out := assemble(t, ptxas, ptx)
 				// The epilogue writes each row's pair of bf16 results with
 				// one access.
 				if name == "native" && scalarStoreRE.MatchString(ptx) {
@@ -84,6 +71,69 @@ func TestMMAPTX(t *testing.T) {
 				bySmem := int64(gpu.MaxSharedBytes+1024) / (tile.SharedBytes() + 1024)
 				byRegs := int64(65536) / (threads * int64((r+7)/8*8))
 				t.Logf("%d registers, %d bytes of shared memory: %d blocks (%d warps) an SM", r, tile.SharedBytes(), min(byRegs, bySmem), min(byRegs, bySmem)*tile.Warps())
+			})
+		}
+	}
+}
+
+// ptxasPath returns the offline ptxas, skipping the test without one.
+func ptxasPath(t *testing.T) string {
+	t.Helper()
+	ptxas := os.Getenv("STRATA_PTXAS")
+	if ptxas == "" {
+		ptxas, _ = filepath.Abs("../../.cache/tools/bin/ptxas")
+	}
+	if _, err := os.Stat(ptxas); err != nil {
+		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
+	}
+	return ptxas
+}
+
+// assemble runs ptxas -v for sm_90 on ptx and returns its report.
+func assemble(t *testing.T, ptxas, ptx string) []byte {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "k.ptx")
+	if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := osexec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
+	}
+	return out
+}
+
+// mmaSyncRE is a tensor-core instruction of either element type.
+var mmaSyncRE = regexp.MustCompile(`mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)\.f32`)
+
+// TestMMAPTXOddSizes checks that every product mmaCases puts on the
+// tensor cores, at sizes that are not multiples of the tile nor of 8 and
+// in f16, becomes PTX with mma.sync that ptxas accepts, from both
+// backends, and that the copies match the rows' alignment: 16-byte
+// cp.async only where rows start on 16 bytes, plain loads where they do
+// not start on 4.
+func TestMMAPTXOddSizes(t *testing.T) {
+	ptxas := ptxasPath(t)
+	pipeline := mmaPipeline(togpu.DefaultConfig.MMATile)
+	for _, tc := range mmaCases {
+		if tc.kernels == 0 || tc.name == "attention" {
+			continue
+		}
+		src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)
+		mod, err := llvm.TranslateAll(llvm.GPUModules(lowerGraph(t, src, pipeline)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, name := range nvptx.BackendNames() {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				ptx, ok := backendPTX(t, mod, name)
+				if !ok {
+					t.Skip("llc backend unavailable")
+				}
+				if !mmaSyncRE.MatchString(ptx) {
+					t.Fatalf("no mma.sync in the PTX")
+				}
+				assemble(t, ptxas, ptx)
 			})
 		}
 	}

@@ -22,10 +22,10 @@ import (
 // exercise its variants: tails in M, N and K (predicated copies and a
 // guarded epilogue, by element pairs when N is even, else by element),
 // exact tiles (neither), A stored [K, M] and B stored [N, K], each and
-// both, batch dimensions, and a dynamic M (index rather than i32
-// offsets); and two it must leave to the SIMT mapping, whose rows are
-// not 16-byte aligned for cp.async (A stored [K, M] with M not a
-// multiple of 8, and K not a multiple of 8).
+// both, batch dimensions, a dynamic M (index rather than i32 offsets),
+// f16, and rows that do not start on 16 bytes (copied by 8-, 4-byte
+// cp.async or plain loads: A stored [K, M] with M not a multiple of 8,
+// K not a multiple of 8, 4 or 2, B stored [K, N] with an odd N).
 var mmaCases = []struct {
 	name    string
 	args    string // the function's arguments
@@ -58,9 +58,19 @@ var mmaCases = []struct {
   %r = "graph.matmul"(%t, %w) : (tensor<128x64xbf16>, tensor<64x128xbf16>) -> tensor<128x128xbf16>`, 1},
 	{"a-transposed-unaligned", "%x: tensor<16x20xbf16>, %w: tensor<16x8xbf16>", "tensor<20x8xbf16>", `
   %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<16x20xbf16>) -> tensor<20x16xbf16>
-  %r = "graph.matmul"(%t, %w) : (tensor<20x16xbf16>, tensor<16x8xbf16>) -> tensor<20x8xbf16>`, 0},
-	{"k-unaligned", "%x: tensor<20x12xbf16>, %w: tensor<12x8xbf16>", "tensor<20x8xbf16>", `
-  %r = "graph.matmul"(%x, %w) : (tensor<20x12xbf16>, tensor<12x8xbf16>) -> tensor<20x8xbf16>`, 0},
+  %r = "graph.matmul"(%t, %w) : (tensor<20x16xbf16>, tensor<16x8xbf16>) -> tensor<20x8xbf16>`, 1},
+	{"k-12", "%x: tensor<20x12xbf16>, %w: tensor<12x8xbf16>", "tensor<20x8xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<20x12xbf16>, tensor<12x8xbf16>) -> tensor<20x8xbf16>`, 1},
+	{"k-odd-n-odd-bias-relu", "%x: tensor<77x37xbf16>, %w: tensor<37x45xbf16>, %b: tensor<45xbf16>", "tensor<77x45xbf16>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<77x37xbf16>, tensor<37x45xbf16>) -> tensor<77x45xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<77x45xbf16>, tensor<45xbf16>) -> tensor<77x45xbf16>
+  %r = "graph.relu"(%1) : (tensor<77x45xbf16>) -> tensor<77x45xbf16>`, 1},
+	{"k-6-n-10", "%x: tensor<9x6xbf16>, %w: tensor<6x10xbf16>", "tensor<9x10xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<9x6xbf16>, tensor<6x10xbf16>) -> tensor<9x10xbf16>`, 1},
+	{"f16-odd-bias-relu", "%x: tensor<70x40xf16>, %w: tensor<40x36xf16>, %b: tensor<36xf16>", "tensor<70x36xf16>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<70x40xf16>, tensor<40x36xf16>) -> tensor<70x36xf16>
+  %1 = "graph.add"(%0, %b) : (tensor<70x36xf16>, tensor<36xf16>) -> tensor<70x36xf16>
+  %r = "graph.relu"(%1) : (tensor<70x36xf16>) -> tensor<70x36xf16>`, 1},
 	{"both-transposed", "%x: tensor<24x136xbf16>, %w: tensor<20x24xbf16>, %b: tensor<20xbf16>", "tensor<136x20xbf16>", `
   %tx = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<24x136xbf16>) -> tensor<136x24xbf16>
   %tw = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<20x24xbf16>) -> tensor<24x20xbf16>
@@ -232,7 +242,7 @@ func TestMMATrainingStep(t *testing.T) {
 // loads go through convert-graph-to-loop's unit-broadcast selects) takes
 // the mma mapping, with B stored transposed also with a dynamic N, and
 // computes what the graph program computes at several sizes, 1 (where
-// the selects pick 0) included; a dynamic N read along rows of B [K, N]
+// the selects pick 0) and an empty N included; a dynamic N read along rows of B [K, N]
 // (no static 16-byte row stride for cp.async) keeps the SIMT mapping.
 func TestMMADynamicShapes(t *testing.T) {
 	for _, tc := range []struct {
@@ -248,7 +258,7 @@ func TestMMADynamicShapes(t *testing.T) {
 		{"dynamic-m-n-b-transposed", "%x: tensor<?x16xbf16>, %w: tensor<?x16xbf16>", "tensor<?x?xbf16>", `
   %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<?x16xbf16>) -> tensor<16x?xbf16>
   %r = "graph.matmul"(%x, %t) : (tensor<?x16xbf16>, tensor<16x?xbf16>) -> tensor<?x?xbf16>`, 1,
-			[][]int64{{1, 16}, {9, 16}, {33, 16}, {1, 16}, {20, 16}, {70, 16}}},
+			[][]int64{{1, 16}, {9, 16}, {33, 16}, {1, 16}, {20, 16}, {70, 16}, {5, 16}, {0, 16}}},
 		{"dynamic-n", "%x: tensor<8x16xbf16>, %w: tensor<16x?xbf16>", "tensor<8x?xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x?xbf16>) -> tensor<8x?xbf16>`, 0,
 			[][]int64{{8, 16}, {16, 24}}},

@@ -144,7 +144,7 @@ func init() {
 			{Name: "rows-per-block", Type: passes.Int, Default: d.RowsPerBlock,
 				Doc: "rows per block of row kernels, a warp per row when above 1; 0 picks per nest"},
 			{Name: "max-blocks", Type: passes.Int, Default: d.MaxBlocks, Doc: "largest grid of pointwise kernels (threads loop beyond it)"},
-			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 matmul nests as tiled mma.sync kernels"},
+			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 and f16 matmul nests (any sizes) as tiled mma.sync kernels"},
 			{Name: "row-welford", Type: passes.Bool, Default: d.RowWelford,
 				Doc: "merge a register-held row's mean and variance reductions into one (Chan's parallel variance)"},
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),

@@ -92,6 +92,9 @@ var intrinsics = func() map[string]intrinsic {
 	// {c0} the value of a constant argument.
 	m["llvm.nvvm.mma.m16n8k16.row.col.bf16"] = intrinsic{"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 " +
 		"{{d0}, {d1}, {d2}, {d3}}, {{0}, {1}, {2}, {3}}, {{4}, {5}}, {{6}, {7}, {8}, {9}};", 10}
+	// f16 operands arrive as <2 x half> vectors, packed back into .b32.
+	m["llvm.nvvm.mma.m16n8k16.row.col.f32.f32"] = intrinsic{"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 " +
+		"{{d0}, {d1}, {d2}, {d3}}, {{0}, {1}, {2}, {3}}, {{4}, {5}}, {{6}, {7}, {8}, {9}};", 10}
 	for _, n := range []int{1, 2, 4} {
 		d := "{d}"
 		if n > 1 {

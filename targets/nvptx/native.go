@@ -396,6 +396,43 @@ func (e *emitter) scalarOperand(v value.Value) (reg, error) {
 	return rs[0], nil
 }
 
+// repack selects a bitcast between a 32-bit scalar and a vector of two
+// 16-bit lanes (the <2 x half> registers of f16 mma.sync), either way,
+// as one PTX vector move; ptxas keeps both in the same register.
+func (e *emitter) repack(dst, src []reg, sk, dk scalarKind) error {
+	switch {
+	case len(src) == 1 && len(dst) == 2 && sk.bits == 32 && dk.bits == 16:
+		e.inst("mov.b32 {%s, %s}, %s;", dst[0], dst[1], src[0])
+	case len(src) == 2 && len(dst) == 1 && sk.bits == 16 && dk.bits == 32:
+		e.inst("mov.b32 %s, {%s, %s};", dst[0], src[0], src[1])
+	default:
+		return fmt.Errorf("bitcast from %d lanes of %d bits to %d lanes of %d bits is not supported", len(src), sk.bits, len(dst), dk.bits)
+	}
+	return nil
+}
+
+// packedOperand is an intrinsic's operand as one register: a scalar, or
+// a vector of two 16-bit lanes packed into a .b32 (as PTX passes f16x2).
+func (e *emitter) packedOperand(v value.Value) (reg, error) {
+	rs, err := e.operand(v)
+	if err != nil {
+		return reg{}, err
+	}
+	if len(rs) == 2 {
+		if vt, ok := v.Type().(*types.VectorType); ok {
+			if k, _, err := shapeOf(vt.ElemType); err == nil && k.bits == 16 {
+				w := e.newReg(classB32)
+				e.inst("mov.b32 %s, {%s, %s};", w, rs[0], rs[1])
+				return w, nil
+			}
+		}
+	}
+	if len(rs) != 1 {
+		return reg{}, fmt.Errorf("operand %s must be a scalar", v.Ident())
+	}
+	return rs[0], nil
+}
+
 // constant moves a constant into fresh registers (ptxas folds them back
 // into immediates; this keeps every operand position valid).
 func (e *emitter) constant(c constant.Constant) ([]reg, error) {
@@ -993,6 +1030,9 @@ func (e *emitter) convertTo(dst []reg, op string, from value.Value, to types.Typ
 		return err
 	}
 	if len(src) != len(dst) {
+		if op == "bitcast" {
+			return e.repack(dst, src, sk, dk)
+		}
 		return fmt.Errorf("%s between vectors of different lengths is not supported", op)
 	}
 	for i, d := range dst {
@@ -1382,7 +1422,7 @@ func (e *emitter) call(in *llir.InstCall) error {
 			subst = append(subst, fmt.Sprintf("{%d}", i), addr)
 			continue
 		}
-		r, err := e.scalarOperand(a)
+		r, err := e.packedOperand(a)
 		if err != nil {
 			return err
 		}

@@ -483,3 +483,44 @@ func TestDynamicSharedGlobal(t *testing.T) {
 		t.Errorf("external [4 x i8]: got %v, want an error", err)
 	}
 }
+
+// TestPackedHalves checks the bitcasts between an i32 and <2 x half>
+// (how targets/llvm passes f16 fragments to mma.sync): one vector move
+// each way, and an f16 mma.sync whose <2 x half> operands are packed
+// back into .b32 registers, which ptxas accepts.
+func TestPackedHalves(t *testing.T) {
+	m := newModule()
+	gI32 := types.NewPointer(types.I32)
+	gI32.AddrSpace = 1
+	in, out := llir.NewParam("in", gI32), llir.NewParam("out", gF32)
+	f := kernel(m, "packed", in, out)
+	b := f.NewBlock("")
+	v2h := types.NewVector(2, types.Half)
+	var halves []value.Value
+	for i := range int64(6) {
+		w := b.NewLoad(i32, b.NewGetElementPtr(i32, in, c64(i)))
+		halves = append(halves, b.NewBitCast(w, v2h))
+	}
+	mma := declare(m, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", types.NewStruct(f32, f32, f32, f32),
+		v2h, v2h, v2h, v2h, v2h, v2h, f32, f32, f32, f32)
+	args := append(halves, cf(0), cf(0), cf(0), cf(0))
+	d := b.NewCall(mma, args...)
+	b.NewStore(b.NewExtractValue(d, 0), out)
+	back := b.NewBitCast(halves[0], i32)
+	b.NewStore(back, b.NewBitCast(out, gI32))
+	b.NewRet(nil)
+	ptx, err := Native{}.Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`mov\.b32 \{%rs\d+, %rs\d+\}, %r\d+;`, // i32 -> <2 x half>
+		`mov\.b32 %r\d+, \{%rs\d+, %rs\d+\};`, // and back
+		`mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32 \{%f\d+, %f\d+, %f\d+, %f\d+\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, \{%r\d+, %r\d+\}`,
+	} {
+		if !regexp.MustCompile(re).MatchString(ptx) {
+			t.Errorf("PTX lacks %s\n%s", re, numbered(ptx))
+		}
+	}
+	assemble(t, ptx)
+}
