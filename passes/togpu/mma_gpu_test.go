@@ -39,7 +39,8 @@ func TestGPUMMA(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(len(tc.name)), 7))
 				var args []interp.Value
 				for _, in := range fn.Region(0).Front().Arguments() {
-					args = append(args, randomBF16(t, rng, in.Type().(*ir.TensorType).Shape()))
+					tt := in.Type().(*ir.TensorType)
+					args = append(args, randomFloats(t, rng, tt.ElementType(), tt.Shape()))
 				}
 				got, err := p.Run(rt, "main", args)
 				if err != nil {
