@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -214,5 +215,38 @@ func TestAutomaticDynamicShapeReadSpecializes(t *testing.T) {
 	}
 	if b.count() != 2 {
 		t.Errorf("compiles = %d, want 2 (one per size read)", b.count())
+	}
+}
+
+// TestSpecializedGraphIsCompiledStatic checks that a graph whose code
+// reads the sizes of its dynamic inputs (so it holds for those sizes only)
+// reaches the backend with the static types of its inputs: no "?" sizes
+// for the backend to generate dynamic index math for. The results stay
+// right at every size, against the eager backend.
+func TestSpecializedGraphIsCompiledStatic(t *testing.T) {
+	b, name := recording(t, frontend.InterpBackend)
+	fn := func(x *frontend.Tensor) *frontend.Tensor {
+		rows := x.Shape()[0]
+		return x.Softmax(-1).Mul(frontend.Full(frontend.Float32, float64(rows), 1))
+	}
+	c := frontend.MustCompile(fn, frontend.Options{Backend: name, Dynamic: frontend.DynamicAuto})
+	ref := frontend.MustCompile(fn, frontend.Options{Backend: frontend.EagerBackend})
+	for i, rows := range []int{2, 3, 5} {
+		x := frontend.Rand(uint64(i+1), rows, 4)
+		got, want := call(t, c, x)[0], call(t, ref, x)[0]
+		nearTol(t, fmt.Sprintf("rows %d", rows), got.Float32s(), want.Float32s(), 1e-6)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.modules) != 3 {
+		t.Fatalf("%d compiles, want 3 (one per size read)", len(b.modules))
+	}
+	for i, m := range b.modules {
+		if strings.Contains(m, "?") {
+			t.Errorf("compile %d: the backend got dynamic sizes:\n%s", i, m)
+		}
+	}
+	if !strings.Contains(b.modules[1], "tensor<3x4xf32>") {
+		t.Errorf("compile 1: want the static type tensor<3x4xf32>:\n%s", b.modules[1])
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/symbolize"
@@ -28,7 +30,13 @@ type cached struct {
 // guarded on every input's exact rank, sizes and dtype.
 func (s *session) guard(g *graphTrace) (sym.Guards, error) {
 	dims := dynamicDims(g)
-	if len(dims) == 0 || g.specialized {
+	if len(dims) > 0 && g.specialized {
+		if err := specializeTypes(g); err != nil {
+			return nil, fmt.Errorf("frontend: specializing graph %d to its input sizes: %w", g.index, err)
+		}
+		return staticGuards(g.inputs), nil
+	}
+	if len(dims) == 0 {
 		return staticGuards(g.inputs), nil
 	}
 	refs := make([]string, len(dims))
@@ -57,6 +65,82 @@ func (s *session) guard(g *graphTrace) (sym.Guards, error) {
 		return nil, fmt.Errorf("frontend: symbolizing graph %d: %w", g.index, err)
 	}
 	return gs, nil
+}
+
+// specializeTypes gives a specialized graph (its code read the sizes of
+// dynamic inputs, so it holds for those sizes only and is guarded on them)
+// the static types of its inputs, and infers every op's result types
+// again, so that the backend compiles it as the static graph it is: no
+// dynamic extents, whose 64-bit division by a register the driver's JIT
+// pays for (the transformer example's second graph took twice its first
+// one's JIT with "?" sizes).
+func specializeTypes(g *graphTrace) error {
+	body := funcs.Body(g.fn)
+	if body == nil || body.NumArguments() != len(g.inputs) {
+		return fmt.Errorf("graph function has %d arguments for %d inputs", body.NumArguments(), len(g.inputs))
+	}
+	for i, a := range body.Arguments() {
+		if t, ok := a.Type().(*ir.TensorType); ok && t.Ranked() {
+			a.SetType(ir.TensorOf(g.inputs[i].Shape(), t.ElementType()))
+		}
+	}
+	var walk func(b *ir.Block) error
+	walk = func(b *ir.Block) error {
+		for _, op := range b.Ops() {
+			switch {
+			case op.Name() == graph.Name+".fusion":
+				inner := op.Region(0).Front()
+				for i, a := range inner.Arguments() {
+					a.SetType(op.Operand(i).Type())
+				}
+				if err := walk(inner); err != nil {
+					return err
+				}
+				if y := inner.Last(); y != nil {
+					for i, v := range y.Operands() {
+						op.Result(i).SetType(v.Type())
+					}
+				}
+			case op.Name() == graph.Name+".yield" || !strings.HasPrefix(op.Name(), graph.Name+"."):
+			default:
+				ts, cs, err := graph.InferSymbolic(op)
+				if err != nil {
+					return err
+				}
+				for _, c := range cs {
+					if holds, err := c.Eval(nil); err != nil || !holds {
+						return ir.Errorf(op.Loc(), "'%s' op needs %s at the traced sizes", op.Name(), c)
+					}
+				}
+				for i, t := range ts {
+					op.Result(i).SetType(t)
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(body); err != nil {
+		return err
+	}
+	ft := funcs.Type(g.fn)
+	if ft == nil {
+		return fmt.Errorf("graph function has no function_type")
+	}
+	ins := make([]ir.Type, body.NumArguments())
+	for i, a := range body.Arguments() {
+		ins[i] = a.Type()
+	}
+	results := ft.Results
+	if ret := body.Terminator(); ret != nil && ret.HasTrait(ir.ReturnLike) {
+		results = ret.OperandTypes()
+	}
+	t := ir.TypeAttr{Type: ir.FunctionOf(ins, results)}
+	if g.fn.Properties().Get(funcs.FunctionTypeAttr) != nil {
+		g.fn.SetProperty(funcs.FunctionTypeAttr, t)
+	} else {
+		g.fn.SetAttr(funcs.FunctionTypeAttr, t)
+	}
+	return nil
 }
 
 // dynamicDims lists the "?" dims of g's argument types.

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/ebitengine/purego"
 )
 
 // emptyPTX is a kernel that does nothing with four pointer parameters:
@@ -263,4 +266,116 @@ func fmtMs(xs []float64) string {
 		s[i] = fmt.Sprintf("%.1f", x)
 	}
 	return "[" + strings.Join(s, " ") + "]"
+}
+
+// linkCompile compiles ptx to a cubin with the driver's linker API
+// (cuLinkCreate, cuLinkAddData, cuLinkComplete) on the calling goroutine's
+// thread, with the device's context current, and returns a copy of it.
+func linkCompile(dev *Device, h uintptr, ptx string) ([]byte, error) {
+	sym := func(name string) uintptr {
+		a, err := purego.Dlsym(h, name)
+		if err != nil {
+			return 0
+		}
+		return a
+	}
+	create, add, complete, destroy := sym("cuLinkCreate_v2"), sym("cuLinkAddData_v2"), sym("cuLinkComplete"), sym("cuLinkDestroy")
+	if create == 0 || add == 0 || complete == 0 || destroy == 0 {
+		return nil, errors.New("no cuLink entry points")
+	}
+	image := cBytes(ptx)
+	name := cBytes("kernels")
+	var out []byte
+	err := dev.call("cuLink", func() Result {
+		var state uintptr
+		if r := dev.drv.raw(create, 0, 0, 0, uintptr(unsafe.Pointer(&state))); r != Success {
+			return r
+		}
+		defer dev.drv.raw(destroy, state)
+		if r := dev.drv.raw(add, state, 1 /* CU_JIT_INPUT_PTX */, uintptr(unsafe.Pointer(&image[0])), uintptr(len(image)),
+			uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); r != Success {
+			return r
+		}
+		var cubin unsafe.Pointer
+		var size uintptr
+		if r := dev.drv.raw(complete, state, uintptr(unsafe.Pointer(&cubin)), uintptr(unsafe.Pointer(&size))); r != Success {
+			return r
+		}
+		out = append([]byte(nil), unsafe.Slice((*byte)(cubin), size)...)
+		return Success
+	})
+	return out, err
+}
+
+// TestGPULinkSweep asks whether the driver's linker API compiles PTX on
+// several threads at once where cuModuleLoadDataEx does not (TestGPULoadSweep):
+// the distinct kernels of each file in STRATA_LOAD_SWEEP are compiled to
+// cubins one after another and all at once, then loaded (a cubin load
+// does no JIT). Skipped when STRATA_LOAD_SWEEP is unset.
+func TestGPULinkSweep(t *testing.T) {
+	dir := os.Getenv("STRATA_LOAD_SWEEP")
+	if dir == "" {
+		t.Skip("STRATA_LOAD_SWEEP not set")
+	}
+	dev := openGPU(t)
+	h, err := purego.Dlopen(libName, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.ptx"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks, ok, why := SplitPTX(string(b))
+		if !ok {
+			t.Fatalf("%s: %s", f, why)
+		}
+		var parts []string
+		seen := map[string]bool{}
+		for _, k := range ks {
+			text, _ := RenameKernel(k.PTX, k.Name, "strata_kernel")
+			if !seen[text] {
+				seen[text] = true
+				parts = append(parts, text)
+			}
+		}
+		var lines []string
+		for round := range 3 {
+			for _, parallel := range []bool{false, true} {
+				start := time.Now()
+				cubins := make([][]byte, len(parts))
+				errs := make([]error, len(parts))
+				if parallel {
+					var wg sync.WaitGroup
+					for i, p := range parts {
+						wg.Go(func() { cubins[i], errs[i] = linkCompile(dev, h, p) })
+					}
+					wg.Wait()
+				} else {
+					for i, p := range parts {
+						cubins[i], errs[i] = linkCompile(dev, h, p)
+					}
+				}
+				compiled := time.Since(start)
+				for i, c := range cubins {
+					if errs[i] != nil {
+						t.Fatalf("%s part %d: %v", filepath.Base(f), i, errs[i])
+					}
+					m, err := dev.LoadModuleJIT(string(c), JITOptions{})
+					if err != nil {
+						t.Fatalf("%s part %d: loading the cubin: %v", filepath.Base(f), i, err)
+					}
+					if _, err := m.Function("strata_kernel"); err != nil {
+						t.Fatal(err)
+					}
+					m.Unload()
+				}
+				lines = append(lines, fmt.Sprintf("r%d parallel=%v compile %.1f ms + load %.1f ms", round, parallel,
+					float64(compiled.Microseconds())/1e3, float64((time.Since(start)-compiled).Microseconds())/1e3))
+			}
+		}
+		t.Logf("link sweep %s (%d distinct kernels): %s", filepath.Base(f), len(parts), strings.Join(lines, "; "))
+	}
 }

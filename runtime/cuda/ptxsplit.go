@@ -26,49 +26,125 @@ type PTXKernel struct {
 // (.func, .global, .const, another directive) it returns ok false with the
 // reason, and the module is to be loaded whole.
 func SplitPTX(ptx string) (kernels []PTXKernel, ok bool, why string) {
-	var header []string
-	type decl struct{ name, text string }
-	var shared []decl
-	type entry struct {
-		name  string
-		lines []string
+	m, why := parsePTX(ptx)
+	if why != "" {
+		return nil, false, why
 	}
-	var entries []entry
-	var cur *entry
-	depth, opened := 0, false
+	head := strings.Join(m.header, "\n") + "\n\n"
+	for _, e := range m.entries {
+		var b strings.Builder
+		b.WriteString(head)
+		for _, d := range m.shared {
+			if mentions(e.text, d.name) {
+				b.WriteString(d.text)
+				b.WriteString("\n")
+			}
+		}
+		b.WriteString(e.text)
+		b.WriteString("\n")
+		kernels = append(kernels, PTXKernel{Name: e.name, PTX: b.String()})
+	}
+	return kernels, true, ""
+}
+
+// DedupPTX returns ptx without the kernels that are the same code as an
+// earlier kernel of the module once both carry the same name (see
+// RenameKernel), and, for each kernel left out, the name of the kept
+// kernel to launch instead. The driver's JIT then compiles each distinct
+// kernel once (the transformer example's graphs hold 8 and 9 distinct
+// kernels of 11: its q, k and v projections are one kernel, and so are
+// its two layer norms). ok is false, and ptx returned unchanged, when the
+// module has no duplicates or SplitPTX could not read it.
+func DedupPTX(ptx string) (out string, same map[string]string, ok bool) {
+	m, why := parsePTX(ptx)
+	if why != "" || len(m.entries) < 2 {
+		return ptx, nil, false
+	}
+	const canonical = "strata_dedup_kernel"
+	first := map[string]string{} // canonical text -> kept kernel
+	var kept []ptxEntry
+	for _, e := range m.entries {
+		text, renamed := RenameKernel(e.text, e.name, canonical)
+		if !renamed {
+			kept = append(kept, e)
+			continue
+		}
+		if k, dup := first[text]; dup {
+			if same == nil {
+				same = map[string]string{}
+			}
+			same[e.name] = k
+			continue
+		}
+		first[text] = e.name
+		kept = append(kept, e)
+	}
+	if len(same) == 0 {
+		return ptx, nil, false
+	}
+	var b strings.Builder
+	b.WriteString(strings.Join(m.header, "\n"))
+	b.WriteString("\n\n")
+	for _, d := range m.shared {
+		b.WriteString(d.text)
+		b.WriteString("\n")
+	}
+	for _, e := range kept {
+		b.WriteString(e.text)
+		b.WriteString("\n")
+	}
+	return b.String(), same, true
+}
+
+// ptxModule is a PTX module read at its top level.
+type ptxModule struct {
+	header  []string // .version, .target, .address_size
+	shared  []ptxDecl
+	entries []ptxEntry
+}
+
+// ptxDecl is a one-line shared-memory declaration.
+type ptxDecl struct{ name, text string }
+
+// ptxEntry is one kernel's text, from its .entry line to its closing brace.
+type ptxEntry struct{ name, text string }
+
+// parsePTX reads the top level of a module as SplitPTX describes; why
+// says what it could not read ("" when it could).
+func parsePTX(ptx string) (m ptxModule, why string) {
+	var cur []string
+	var name string
+	inEntry, depth, opened := false, 0, false
 	for i, line := range strings.Split(ptx, "\n") {
 		code := line
 		if j := strings.Index(code, "//"); j >= 0 {
 			code = code[:j]
 		}
 		trimmed := strings.TrimSpace(code)
-		if cur == nil {
+		if !inEntry {
 			switch {
 			case trimmed == "":
 				continue // blank lines and comments between kernels
 			case hasDirective(trimmed, ".version", ".target", ".address_size"):
-				header = append(header, trimmed)
+				m.header = append(m.header, trimmed)
 				continue
 			case hasDirective(trimmed, ".shared") || strings.HasPrefix(trimmed, ".extern") && hasDirective(strings.TrimSpace(strings.TrimPrefix(trimmed, ".extern")), ".shared"):
-				name := declName(trimmed)
-				if name == "" || !strings.HasSuffix(trimmed, ";") {
-					return nil, false, fmt.Sprintf("line %d: a shared declaration not on one line", i+1)
+				n := declName(trimmed)
+				if n == "" || !strings.HasSuffix(trimmed, ";") {
+					return m, fmt.Sprintf("line %d: a shared declaration not on one line", i+1)
 				}
-				shared = append(shared, decl{name, trimmed})
+				m.shared = append(m.shared, ptxDecl{n, trimmed})
 				continue
 			case strings.Contains(" "+trimmed, " .entry "):
-				name := entryName(trimmed)
-				if name == "" {
-					return nil, false, fmt.Sprintf("line %d: no kernel name after .entry", i+1)
+				if name = entryName(trimmed); name == "" {
+					return m, fmt.Sprintf("line %d: no kernel name after .entry", i+1)
 				}
-				entries = append(entries, entry{name: name})
-				cur = &entries[len(entries)-1]
-				depth, opened = 0, false
+				inEntry, depth, opened, cur = true, 0, false, nil
 			default:
-				return nil, false, fmt.Sprintf("line %d: %q at the top level", i+1, firstWords(trimmed))
+				return m, fmt.Sprintf("line %d: %q at the top level", i+1, firstWords(trimmed))
 			}
 		}
-		cur.lines = append(cur.lines, line)
+		cur = append(cur, line)
 		for _, c := range code {
 			switch c {
 			case '{':
@@ -79,37 +155,22 @@ func SplitPTX(ptx string) (kernels []PTXKernel, ok bool, why string) {
 			}
 		}
 		if depth < 0 {
-			return nil, false, fmt.Sprintf("line %d: unbalanced braces", i+1)
+			return m, fmt.Sprintf("line %d: unbalanced braces", i+1)
 		}
 		if opened && depth == 0 {
-			cur = nil
+			m.entries = append(m.entries, ptxEntry{name, strings.Join(cur, "\n")})
+			inEntry = false
 		}
 	}
-	if cur != nil {
-		return nil, false, fmt.Sprintf("kernel %s does not end", cur.name)
+	switch {
+	case inEntry:
+		return m, fmt.Sprintf("kernel %s does not end", name)
+	case len(m.entries) == 0:
+		return m, "no kernels"
+	case len(m.header) == 0:
+		return m, "no .version/.target header"
 	}
-	if len(entries) == 0 {
-		return nil, false, "no kernels"
-	}
-	if len(header) == 0 {
-		return nil, false, "no .version/.target header"
-	}
-	head := strings.Join(header, "\n") + "\n\n"
-	for _, e := range entries {
-		body := strings.Join(e.lines, "\n")
-		var b strings.Builder
-		b.WriteString(head)
-		for _, d := range shared {
-			if mentions(body, d.name) {
-				b.WriteString(d.text)
-				b.WriteString("\n")
-			}
-		}
-		b.WriteString(body)
-		b.WriteString("\n")
-		kernels = append(kernels, PTXKernel{Name: e.name, PTX: b.String()})
-	}
-	return kernels, true, ""
+	return m, ""
 }
 
 // hasDirective reports whether s starts with one of the directives as a

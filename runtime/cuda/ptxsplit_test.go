@@ -117,3 +117,33 @@ func TestRenameKernel(t *testing.T) {
 		t.Errorf("renaming to a name in use: ok %v, text changed %v", ok, got != src)
 	}
 }
+
+// TestDedupPTX drops a kernel that is another one's code under its own
+// name, keeps the rest in order with the header and shared declarations,
+// and names the kept kernel for the dropped one.
+func TestDedupPTX(t *testing.T) {
+	header := ".version 7.8\n.target sm_90\n.address_size 64\n\n.shared .align 4 .b8 buf[16];\n"
+	kernel := func(name, op string) string {
+		return ".visible .entry " + name + "(\n\t.param .u64 " + name + "_param_0\n)\n{\n\tld.param.u64 %rd1, [" + name + "_param_0];\n\t" + op + "\n\tret;\n}\n"
+	}
+	src := header + kernel("k_0", "add.s64 %rd2, %rd1, 1;") + kernel("k_1", "mul.lo.s64 %rd2, %rd1, 2;") + kernel("k_2", "add.s64 %rd2, %rd1, 1;")
+	out, same, ok := DedupPTX(src)
+	if !ok || len(same) != 1 || same["k_2"] != "k_0" {
+		t.Fatalf("DedupPTX: ok %v, same %v; want k_2 -> k_0", ok, same)
+	}
+	if strings.Contains(out, "k_2") || !strings.Contains(out, ".visible .entry k_0(") || !strings.Contains(out, ".visible .entry k_1(") ||
+		!strings.Contains(out, ".shared .align 4 .b8 buf[16];") || !strings.HasPrefix(out, ".version 7.8\n.target sm_90\n.address_size 64\n") {
+		t.Errorf("deduplicated module:\n%s", out)
+	}
+	if strings.Index(out, "k_0(") > strings.Index(out, "k_1(") {
+		t.Errorf("kernels out of order:\n%s", out)
+	}
+	for name, in := range map[string]string{
+		"no duplicates": header + kernel("k_0", "add.s64 %rd2, %rd1, 1;") + kernel("k_1", "mul.lo.s64 %rd2, %rd1, 2;"),
+		"unreadable":    header + ".func f()\n{\n}\n" + kernel("k_0", "ret;") + kernel("k_1", "ret;"),
+	} {
+		if out, same, ok := DedupPTX(in); ok || same != nil || out != in {
+			t.Errorf("%s: ok %v, same %v, text changed %v; want it unchanged", name, ok, same, out != in)
+		}
+	}
+}

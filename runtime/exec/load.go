@@ -14,11 +14,16 @@ import (
 )
 
 // LoadPolicy says how a Runtime hands a program's PTX to the driver. The
-// driver's JIT compiles the kernels of one module one after another (≈ 5–7
-// ms each on the H200 for the examples' small kernels, more for big ones),
-// so a gpu.module of 11 kernels costs 11 JITs in a row; split into one
-// module per kernel (cuda.SplitPTX) and loaded from several threads at
-// once, the kernels compile concurrently.
+// driver's JIT compiles the kernels of a module one after another, ≈ 5–15
+// ms each on the H200 for the examples' small kernels. Whatever the
+// policy, a kernel that is the same code as another kernel of its
+// gpu.module is compiled once (cuda.DedupPTX, cuda.RenameKernel).
+//
+// Measured on the H200 with driver 580 (bench/NOTES.md, session 4, H3):
+// the driver compiles one module at a time per process even when several
+// threads load at once, so a split module loaded in parallel takes as
+// long as the same parts one after another, and each part adds a load's
+// fixed cost; the default is therefore whole modules, one at a time.
 type LoadPolicy struct {
 	// Split loads each kernel of a gpu.module as a module of its own
 	// (where cuda.SplitPTX can cut the text; otherwise the module whole).
@@ -30,13 +35,13 @@ type LoadPolicy struct {
 
 // LoadPolicyEnv is the environment variable that sets the load policy of
 // new Runtimes, for measurements: "whole" (one module per gpu.module, one
-// at a time), "split" (a module per kernel, one per CPU at once: the
-// default), "split:N" (N at once), "whole:N".
+// at a time: the default), "split" (a module per kernel, one per CPU at
+// once), "split:N" (N at once), "whole:N".
 const LoadPolicyEnv = "STRATA_PTX_LOAD"
 
 // DefaultLoadPolicy is the policy of a new Runtime when LoadPolicyEnv is
 // unset.
-var DefaultLoadPolicy = LoadPolicy{Split: true}
+var DefaultLoadPolicy = LoadPolicy{Parallel: 1}
 
 // ParseLoadPolicy reads a LoadPolicyEnv value.
 func ParseLoadPolicy(s string) (LoadPolicy, error) {
@@ -46,7 +51,7 @@ func ParseLoadPolicy(s string) (LoadPolicy, error) {
 	case "whole":
 		p.Parallel = 1
 	case "split":
-		p.Split = true
+		p.Split = true // Parallel 0: one per CPU
 	default:
 		return LoadPolicy{}, fmt.Errorf("exec: load policy %q: want whole, split, whole:N or split:N", s)
 	}
@@ -90,10 +95,12 @@ func (rt *Runtime) LoadPolicy() LoadPolicy {
 }
 
 // moduleTexts are the PTX texts of one gpu.module as the runtime loads
-// it: the whole text, and, where it could be split, one per kernel.
+// it: the whole text without duplicate kernels, and, where it could be
+// split, one text per kernel.
 type moduleTexts struct {
 	whole    string
-	byKernel map[string]piece // by PTX kernel name
+	same     map[string]string // a kernel left out of whole -> the kept kernel it equals
+	byKernel map[string]piece  // by PTX kernel name
 }
 
 // piece is one kernel's own module: its text and the kernel's name there.
@@ -113,6 +120,9 @@ func (m *moduleTexts) textFor(kernel string, p LoadPolicy) (text, name string) {
 			return pc.text, pc.name
 		}
 	}
+	if k, ok := m.same[kernel]; ok {
+		return m.whole, k
+	}
 	return m.whole, kernel
 }
 
@@ -127,7 +137,10 @@ func (p *Program) texts(module string) *moduleTexts {
 		return m
 	}
 	m := &moduleTexts{whole: p.ptx[module]}
-	if ks, ok, _ := cuda.SplitPTX(m.whole); ok && len(ks) > 1 {
+	if text, same, ok := cuda.DedupPTX(m.whole); ok {
+		m.whole, m.same = text, same
+	}
+	if ks, ok, _ := cuda.SplitPTX(p.ptx[module]); ok && len(ks) > 1 {
 		m.byKernel = make(map[string]piece, len(ks))
 		for _, k := range ks {
 			pc := piece{text: k.PTX, name: k.Name}

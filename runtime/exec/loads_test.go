@@ -157,30 +157,38 @@ func TestParseLoadPolicy(t *testing.T) {
 }
 
 // TestLoadSharesEqualKernels loads a gpu.module whose two kernels are the
-// same code under two names: split, one module serves both launches.
+// same code under two names: whole, the module holds the first kernel
+// only and both launches run it; split, one module serves both.
 func TestLoadSharesEqualKernels(t *testing.T) {
 	src, err := testdata.ReadFile("testdata/twokernels.mlir")
 	if err != nil {
 		t.Fatal(err)
 	}
 	twice := strings.ReplaceAll(string(src), "arith.mulf", "arith.addf") // @vmul adds too
-	p, err := Compile(parse(t, "twice.mlir", twice), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newFake()
-	rt := newRuntime(d)
-	rt.SetLoadPolicy(LoadPolicy{Split: true})
-	args := cases[1].args(t, rand.New(rand.NewPCG(5, 6)))
-	got, err := p.Run(rt, "main", args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	compare(t, p, args, got, 1e-6)
-	if d.loads != 1 {
-		t.Errorf("%d loads, want 1 for two equal kernels", d.loads)
-	}
-	if loads, err := p.Loads(rt, "main"); err != nil || len(loads) != 1 || loads[0].Parts != 1 {
-		t.Errorf("Loads = %+v, %v; want module k in 1 part", loads, err)
+	for _, policy := range []LoadPolicy{DefaultLoadPolicy, {Split: true}} {
+		p, err := Compile(parse(t, "twice.mlir", twice), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := newFake()
+		rt := newRuntime(d)
+		rt.SetLoadPolicy(policy)
+		args := cases[1].args(t, rand.New(rand.NewPCG(5, 6)))
+		got, err := p.Run(rt, "main", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, p, args, got, 1e-6)
+		if d.loads != 1 || strings.Count(d.texts[0], ".entry") != 1 {
+			t.Errorf("%+v: %d loads, texts %q; want one load of one kernel", policy, d.loads, d.texts)
+		}
+		if loads, err := p.Loads(rt, "main"); err != nil || len(loads) != 1 || loads[0].Parts != 1 {
+			t.Errorf("%+v: Loads = %+v, %v; want module k in 1 part", policy, loads, err)
+		}
+		for _, l := range d.launches {
+			if l.kernel != "vadd" {
+				t.Errorf("%+v: launched %s, want vadd for both launches", policy, l.kernel)
+			}
+		}
 	}
 }
