@@ -152,7 +152,13 @@ func (d *Diagnostic) Error() string {
 
 func (d *Diagnostic) write(b *strings.Builder) {
 	if f, ok := fileLineCol(d.Loc); ok {
-		fmt.Fprintf(b, "%s:%d:%d: ", f.File, f.Line, f.Col)
+		// Column 0 is unknown (a Go caller's line, as the frontend
+		// records it): file:line, as the Go toolchain writes it.
+		if f.Col == 0 {
+			fmt.Fprintf(b, "%s:%d: ", f.File, f.Line)
+		} else {
+			fmt.Fprintf(b, "%s:%d:%d: ", f.File, f.Line, f.Col)
+		}
 	} else if d.Loc != nil {
 		if _, unknown := d.Loc.(UnknownLoc); !unknown {
 			fmt.Fprintf(b, "loc(%s): ", d.Loc)
