@@ -206,18 +206,21 @@ func TestGPULoadSweep(t *testing.T) {
 		{"whole", func(w string, _ []string) (time.Duration, time.Duration, error) {
 			return loadSet([]string{w}, false, JITOptions{})
 		}},
+		{"whole dedup", func(w string, _ []string) (time.Duration, time.Duration, error) {
+			d, _, _ := DedupPTX(w)
+			return loadSet([]string{d}, false, JITOptions{})
+		}},
 		{"split serial", func(_ string, p []string) (time.Duration, time.Duration, error) {
 			return loadSet(p, false, JITOptions{})
 		}},
 		{"split parallel", func(_ string, p []string) (time.Duration, time.Duration, error) {
 			return loadSet(p, true, JITOptions{})
 		}},
-		{"whole O1", func(w string, _ []string) (time.Duration, time.Duration, error) {
-			return loadSet([]string{w}, false, JITOptions{OptLevel: 2})
-		}},
-		{"whole O3", func(w string, _ []string) (time.Duration, time.Duration, error) {
-			return loadSet([]string{w}, false, JITOptions{OptLevel: 4})
-		}},
+	}
+	for level := range 4 { // the driver's default is level 4
+		variants = append(variants, variant{fmt.Sprintf("whole O%d", level), func(w string, _ []string) (time.Duration, time.Duration, error) {
+			return loadSet([]string{w}, false, JITOptions{OptLevel: level + 1})
+		}})
 	}
 	rounds := 3
 	for _, f := range files {

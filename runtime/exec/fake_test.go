@@ -110,7 +110,7 @@ func (d *fakeDevice) CopyDtoH(dst []byte, src DevicePtr) error {
 
 func (d *fakeDevice) Synchronize() error { return nil }
 
-func (d *fakeDevice) load(ptx string) (module, error) {
+func (d *fakeDevice) load(ptx string, _ cuda.JITOptions) (module, error) {
 	if !strings.Contains(ptx, ".entry") {
 		return nil, fmt.Errorf("fake: no kernels in the PTX")
 	}

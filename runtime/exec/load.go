@@ -31,12 +31,16 @@ type LoadPolicy struct {
 	// Parallel is how many modules load at once: 1 loads one after
 	// another; 0 means one per CPU.
 	Parallel int
+	// OptLevel is the JIT's optimization level plus one
+	// (cuda.JITOptions.OptLevel): 0 leaves the driver's default.
+	OptLevel int
 }
 
 // LoadPolicyEnv is the environment variable that sets the load policy of
 // new Runtimes, for measurements: "whole" (one module per gpu.module, one
 // at a time: the default), "split" (a module per kernel, one per CPU at
-// once), "split:N" (N at once), "whole:N".
+// once), "split:N" (N at once), "whole:N"; a suffix ",O<n>" asks the JIT
+// for optimization level n (0-4; the driver's default is 4).
 const LoadPolicyEnv = "STRATA_PTX_LOAD"
 
 // DefaultLoadPolicy is the policy of a new Runtime when LoadPolicyEnv is
@@ -45,8 +49,16 @@ var DefaultLoadPolicy = LoadPolicy{Parallel: 1}
 
 // ParseLoadPolicy reads a LoadPolicyEnv value.
 func ParseLoadPolicy(s string) (LoadPolicy, error) {
-	kind, n, hasN := strings.Cut(s, ":")
 	var p LoadPolicy
+	s, opt, hasOpt := strings.Cut(s, ",")
+	if hasOpt {
+		level, err := strconv.Atoi(strings.TrimPrefix(opt, "O"))
+		if err != nil || !strings.HasPrefix(opt, "O") || level < 0 || level > 4 {
+			return LoadPolicy{}, fmt.Errorf("exec: load policy suffix %q: want O0 to O4", opt)
+		}
+		p.OptLevel = level + 1
+	}
+	kind, n, hasN := strings.Cut(s, ":")
 	switch kind {
 	case "whole":
 		p.Parallel = 1
@@ -215,7 +227,7 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 	}
 	if parallel <= 1 || len(todo) <= 1 {
 		for i, t := range todo {
-			mods[i], errs[i] = rt.dev.load(t)
+			mods[i], errs[i] = rt.dev.load(t, cuda.JITOptions{OptLevel: policy.OptLevel})
 		}
 	} else {
 		// Each load locks its goroutine to an OS thread with the context
@@ -230,7 +242,7 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				mods[i], errs[i] = rt.dev.load(t)
+				mods[i], errs[i] = rt.dev.load(t, cuda.JITOptions{OptLevel: policy.OptLevel})
 			}()
 		}
 		wg.Wait()

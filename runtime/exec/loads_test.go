@@ -130,16 +130,18 @@ func TestLoadErrorNamesKernel(t *testing.T) {
 // a bad value in the environment fails the first load with its message.
 func TestParseLoadPolicy(t *testing.T) {
 	for s, want := range map[string]LoadPolicy{
-		"whole":   {Parallel: 1},
-		"whole:3": {Parallel: 3},
-		"split":   {Split: true},
-		"split:2": {Split: true, Parallel: 2},
+		"whole":    {Parallel: 1},
+		"whole:3":  {Parallel: 3},
+		"split":    {Split: true},
+		"split:2":  {Split: true, Parallel: 2},
+		"whole,O1": {Parallel: 1, OptLevel: 2},
+		"split,O0": {Split: true, OptLevel: 1},
 	} {
 		if got, err := ParseLoadPolicy(s); err != nil || got != want {
 			t.Errorf("ParseLoadPolicy(%q) = %+v, %v; want %+v", s, got, err, want)
 		}
 	}
-	for _, s := range []string{"", "parallel", "split:0", "split:x", "whole:-1"} {
+	for _, s := range []string{"", "parallel", "split:0", "split:x", "whole:-1", "whole,O5", "whole,3", "whole,Ox"} {
 		if _, err := ParseLoadPolicy(s); err == nil {
 			t.Errorf("ParseLoadPolicy(%q): no error", s)
 		}

@@ -19,7 +19,7 @@ type device interface {
 	CopyHtoD(dst DevicePtr, src []byte) error
 	CopyDtoH(dst []byte, src DevicePtr) error
 	Synchronize() error
-	load(ptx string) (module, error)
+	load(ptx string, jit cuda.JITOptions) (module, error)
 	// launch queues a kernel on stream (nil: the default stream).
 	launch(k kernel, grid, block [3]uint32, sharedBytes uint32, stream *cuda.Stream, args []any) error
 }
@@ -38,8 +38,8 @@ type cudaDevice struct{ *cuda.Device }
 
 type cudaModule struct{ *cuda.Module }
 
-func (d cudaDevice) load(ptx string) (module, error) {
-	m, err := d.LoadModule(ptx)
+func (d cudaDevice) load(ptx string, jit cuda.JITOptions) (module, error) {
+	m, err := d.LoadModuleJIT(ptx, jit)
 	if err != nil {
 		return nil, err
 	}
