@@ -55,6 +55,19 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	return &GPU{rt: rt}, nil
 }
 
+// flashPass is graph-attention-to-flash with the wgmma kernels on an
+// sm_90 device (compute capability 9.0, sm_90a PTX) when g's target
+// allows it: measured faster there (bench/NOTES.md session 4).
+func (g *GPU) flashPass() string {
+	if dev := g.rt.Device(); dev != nil {
+		major, minor := dev.ComputeCapability()
+		if major == 9 && minor == 0 && (g.Options.Target == "" || strings.HasPrefix(g.Options.Target, "sm_90")) {
+			return "graph-attention-to-flash{wgmma=true}"
+		}
+	}
+	return "graph-attention-to-flash"
+}
+
 // Close releases the device.
 func (g *GPU) Close() error { return g.rt.Close() }
 
@@ -86,11 +99,12 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 	t0 := time.Now()
 	// The modes that search lower to the loop level here and compile
 	// each candidate (Strata's kernels and cuBLASLt) on the first call.
-	pipeline := loopPipeline
+	flashPass := g.flashPass()
+	pipeline := strings.Replace(loopPipeline, "graph-attention-to-flash", flashPass, 1)
 	if !m.Autotunes() {
 		// The flash rewrite first: an attention it takes needs no
 		// matmul library, whose load would cost the first call 50–250 ms.
-		flash, err := passes.Parse("builtin.module(graph-attention-to-flash)")
+		flash, err := passes.Parse("builtin.module(" + flashPass + ")")
 		if err != nil {
 			return nil, err
 		}

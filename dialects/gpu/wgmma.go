@@ -34,6 +34,14 @@ const (
 	PanelAttr = "panel"
 )
 
+// PTXTargetAttr, on a gpu.module, names the PTX target its kernels need
+// when the default one will not do (WGMMATarget for gpu.wgmma); the GPU
+// runtime compiles that module for it.
+const PTXTargetAttr = "strata.ptx_target"
+
+// WGMMATarget is the PTX target of kernels with gpu.wgmma.
+const WGMMATarget = "sm_90a"
+
 // WarpgroupSize is the number of threads that execute a gpu.wgmma together.
 const WarpgroupSize = 4 * WarpSize
 

@@ -78,8 +78,8 @@ type FlashTile struct {
 	PolyExp int64
 	// WGMMA computes both products with gpu.wgmma, a warpgroup (4 warps,
 	// 64 rows) at a time (flash_wgmma.go): Hopper's sm_90a target only,
-	// head dim 64. Rows is a multiple of 64; Warp, SumMMA, Fused and
-	// PolyExp must be zero.
+	// head dim 64. Rows is a multiple of 64 up to 2·Keys; Warp, SumMMA,
+	// Fused and PolyExp must be zero.
 	WGMMA bool
 }
 
@@ -146,11 +146,20 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, Fused: true},
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
+	FlashTileWGMMA,
 	{Rows: 128, Keys: 64, WGMMA: true},
-	{Rows: 64, Keys: 64, WGMMA: true},
-	{Rows: 192, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 128, WGMMA: true},
+	{Rows: 64, Keys: 64, WGMMA: true, MinBlocks: 5},
 }
+
+// FlashTileWGMMA is the wgmma tiling graph-attention-to-flash takes with
+// its wgmma option (sm_90a devices), for head dim 64, causal or not.
+// Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash, bench/NOTES.md
+// session 4, non-causal / causal ms): 64x64g 0.216 / 0.153, 128x64g 0.230
+// / 0.211, 128x128g 0.285 / 0.190, against the mma.sync defaults' 0.265 /
+// 0.172. (192x64g, 3 warpgroups with Q staged after the stages, gave
+// wrong results on one shape on the device, 0.313 ms, and was dropped.)
+var FlashTileWGMMA = FlashTile{Rows: 64, Keys: 64, WGMMA: true}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -203,11 +212,7 @@ func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows(
 func (f Flash) shared() int64 {
 	t := f.tile()
 	if t.WGMMA {
-		n := 4 * t.Keys * flashWGMMAD
-		if t.Rows > 2*t.Keys {
-			n += t.Rows * flashWGMMAD // (else Q is staged in stage 1)
-		}
-		return n
+		return 4 * t.Keys * flashWGMMAD // (Q is staged in stage 1)
 	}
 	n := 4 * t.Keys * (f.D + flashPad)
 	if t.Rows > 2*t.Keys {
@@ -963,17 +968,20 @@ func init() {
 			"to 2e-4 on the end-to-end programs); the bench opts in. Other attentions are left to " +
 			"graph-decompose. Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`.",
 		Anchor: "builtin.module",
-		New:    func(passes.Options) (passes.Pass, error) { return flashPass{}, nil },
+		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
+			Doc: "Hopper (sm_90a) kernels: head-dim-64 attentions take the wgmma tiling (FlashTileWGMMA), " +
+				"whose gpu.module then asks for the sm_90a target (gpu.PTXTargetAttr)"}},
+		New: func(o passes.Options) (passes.Pass, error) { return flashPass{wgmma: o.Bool("wgmma")}, nil },
 	})
 }
 
-type flashPass struct{}
+type flashPass struct{ wgmma bool }
 
 func (flashPass) Name() string { return FlashPassName }
 
 // Run outlines every attention the kernel takes.
-func (flashPass) Run(module *ir.Operation, st *passes.State) error {
-	n := OutlineAttention(st.Ctx, module)
+func (p flashPass) Run(module *ir.Operation, st *passes.State) error {
+	n := OutlineAttention(st.Ctx, module, p.wgmma)
 	st.Stat("flash-kernels", "attentions run as flash kernels").Add(int64(n))
 	if n == 0 {
 		st.MarkUnchanged()
@@ -983,8 +991,9 @@ func (flashPass) Run(module *ir.Operation, st *passes.State) error {
 
 // OutlineAttention replaces each graph.attention of module's functions that
 // flashOf accepts by a call of a new declaration tagged FlashAttr, and
-// returns how many it replaced.
-func OutlineAttention(ctx *ir.Context, module *ir.Operation) int {
+// returns how many it replaced. With wgmma the attentions that
+// FlashTileWGMMA computes are marked for it.
+func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 	body := module.Region(0).Front()
 	if body == nil {
 		return 0
@@ -1010,10 +1019,16 @@ func OutlineAttention(ctx *ir.Context, module *ir.Operation) int {
 			name := uniqueSymbol(module, symName(fn)+"_flash")
 			ft := ir.FunctionOf([]ir.Type{a.Operand(0).Type(), a.Operand(1).Type(), a.Operand(2).Type()}, []ir.Type{a.Result(0).Type()})
 			decl := funcs.NewExternalFunc(b, name, ft, a.Loc())
-			decl.SetAttr(FlashAttr, ir.Dict(
-				ir.NamedAttr{Name: "causal", Value: ir.Bool(f.Causal)},
-				ir.NamedAttr{Name: "scale", Value: ir.Float(f.Scale, ir.F64)},
-			))
+			spec := []ir.NamedAttr{
+				{Name: "causal", Value: ir.Bool(f.Causal)},
+				{Name: "scale", Value: ir.Float(f.Scale, ir.F64)},
+			}
+			if g := f; wgmma {
+				if g.Tile = FlashTileWGMMA; g.Check() == nil {
+					spec = append(spec, ir.NamedAttr{Name: "wgmma", Value: ir.Bool(true)})
+				}
+			}
+			decl.SetAttr(FlashAttr, ir.Dict(spec...))
 			b.SetInsertionPointBefore(a)
 			call := funcs.Call(b, a.Loc(), name, []ir.Type{a.Result(0).Type()}, a.Operands()...)
 			a.Result(0).ReplaceAllUsesWith(call.Result(0))
@@ -1133,6 +1148,10 @@ func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string
 	}
 	if s, ok := spec.Get("scale").(ir.FloatAttr); ok {
 		f.Scale = s.Value()
+	}
+	if w, ok := spec.Get("wgmma").(ir.IntegerAttr); ok && w.Value != 0 {
+		f.Tile = FlashTileWGMMA
+		gmod.SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
 	}
 	gb := ir.NewBuilder(b.Ctx)
 	gb.SetInsertionPointBefore(gmod.Region(0).Front().Last())

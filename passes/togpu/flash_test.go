@@ -399,6 +399,62 @@ func TestFlashPipeline(t *testing.T) {
 	}
 }
 
+// TestFlashPipelineWGMMA runs graph-attention-to-flash{wgmma=true}: a
+// head-dim-64 attention takes FlashTileWGMMA (gpu.wgmma in a gpu.module
+// asking for sm_90a, which exec.Compile then targets), computes what the
+// graph does, and other head dims keep the mma.sync kernel.
+func TestFlashPipelineWGMMA(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		d     int64
+		wgmma bool
+	}{{"d64", 64, true}, {"d32", 32, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ty := fmt.Sprintf("tensor<1x2x70x%dxbf16>", tc.d)
+			p := &passtest.Program{Func: "main", Source: fmt.Sprintf(`func.func @main(%%q: %s, %%k: %s, %%v: %s) -> %s {
+  %%r = "graph.attention"(%%q, %%k, %%v) <{causal = true}> : (%s, %s, %s) -> %s
+  return %%r : %s
+}
+`, ty, ty, ty, ty, ty, ty, ty, ty, ty)}
+			const pipeline = "builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)"
+			text := lowerText(t, p, pipeline)
+			if got := strings.Contains(text, gpu.WGMMAOp); got != tc.wgmma {
+				t.Errorf("gpu.wgmma in the kernel: %v, want %v", got, tc.wgmma)
+			}
+			if got := strings.Contains(text, gpu.PTXTargetAttr); got != tc.wgmma {
+				t.Errorf("%s on the gpu.module: %v, want %v", gpu.PTXTargetAttr, got, tc.wgmma)
+			}
+			if err := passtest.CheckSemantics(p, pipeline, 1); err != nil {
+				t.Error(err)
+			}
+			ctx := dialects.NewContext()
+			m, err := ir.Parse(ctx, p.Source, ir.ParseOptions{Filename: "wgmma.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := passes.Parse(pipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pm.Run(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			prog, err := exec.Compile(m, exec.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, ptx := range prog.PTX() {
+				if strings.Contains(name, "flash") && strings.Contains(ptx, ".target sm_90a") != tc.wgmma {
+					t.Errorf("gpu.module @%s: PTX for sm_90a %v, want %v", name, !tc.wgmma, tc.wgmma)
+				}
+			}
+			if _, err := exec.Compile(m, exec.Options{Target: "sm_80"}); (err != nil) != tc.wgmma {
+				t.Errorf("compiling for sm_80: error %v, want one: %v", err, tc.wgmma)
+			}
+		})
+	}
+}
+
 // flashExecOptions are the compile options of tiling t's kernel: the
 // wgmma tilings need the sm_90a target.
 func flashExecOptions(t togpu.FlashTile) exec.Options {

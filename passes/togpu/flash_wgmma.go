@@ -99,18 +99,14 @@ func (g *flashGen) emitWGMMA() {
 		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
 	}
 
-	// Q is staged in stage 1 when it fits (Rows ≤ 2·Keys), which key
-	// tile 1 overwrites only after the first loop iteration's barrier,
-	// else after the stages.
+	// Q is staged in stage 1 (Rows ≤ 2·Keys rows of 64), which key tile
+	// 1 overwrites only after the first loop iteration's barrier.
 	var qValid *ir.Value
 	if g.Lq%R != 0 {
 		qValid = x.c(g.Lq)
 	}
 	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
 	qStage := g.wgStage(1)
-	if R > 2*K {
-		qStage = g.wgStage(2)
-	}
 	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
 	g.wgLoad(b, x.c(0))
 	gpu.CpAsyncCommit(b, loc)

@@ -3,6 +3,7 @@ package exec
 import (
 	"crypto/sha256"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,7 +79,11 @@ func Compile(module *ir.Operation, opts Options) (*Program, error) {
 			return nil, err
 		}
 		start = time.Now()
-		text, err := backend.Compile(m, nopts)
+		mopts, err := moduleTarget(g, nopts)
+		if err != nil {
+			return nil, err
+		}
+		text, err := backend.Compile(m, mopts)
 		times.PTX += time.Since(start)
 		if err != nil {
 			return nil, ir.Errorf(g.Loc(), "%s PTX backend: %v", backend.Name(), err)
@@ -91,6 +96,31 @@ func Compile(module *ir.Operation, opts Options) (*Program, error) {
 	}
 	p.times = times
 	return p, nil
+}
+
+// moduleTarget returns the PTX options of gpu.module g: opts, unless g
+// asks for an architecture-specific target (gpu.PTXTargetAttr, such as
+// sm_90a for gpu.wgmma) that opts' target (empty, or its base such as
+// sm_90) allows; then that target at its default ISA version unless
+// opts names one.
+func moduleTarget(g *ir.Operation, opts nvptx.Options) (nvptx.Options, error) {
+	attr, ok := g.Attr(gpu.PTXTargetAttr).(ir.StringAttr)
+	want := attr.Value
+	if !ok || want == opts.Target {
+		return opts, nil
+	}
+	base := nvptx.DefaultTarget
+	if opts.Target != "" {
+		base = opts.Target
+	}
+	if !strings.HasPrefix(want, base) {
+		return opts, ir.Errorf(g.Loc(), "gpu.module @%s needs the PTX target %s, which target %s cannot run", ir.SymbolName(g), want, base)
+	}
+	opts.Target = want
+	if opts.PTXVersion == nvptx.DefaultPTXVersion {
+		opts.PTXVersion = ""
+	}
+	return opts, nil
 }
 
 // NewProgram returns the Program of a module whose gpu.modules are already
