@@ -76,6 +76,7 @@ type driver struct {
 	rawMemcpyHtoDAsync uintptr
 	rawMemcpyDtoDAsync uintptr
 	rawGraphLaunch     uintptr // 0 without CUDA graphs
+	link               linker  // zero without the linker API (link.go)
 }
 
 // raw calls the entry point at addr with args; unsafe.Pointer arguments
@@ -217,6 +218,7 @@ func openDriver(path string) (*driver, error) {
 			d.rawMemcpyDtoDAsync = addr
 		}
 	}
+	d.bindLinker(h)
 	for _, s := range d.optionalSymbols() {
 		if a, err := purego.Dlsym(h, s.names[0]); err == nil && a != 0 {
 			purego.RegisterFunc(s.fptr, a)

@@ -125,7 +125,7 @@ func (e *OutOfMemoryError) Unwrap() error { return e.Err }
 
 // JITError reports PTX that the driver's JIT compiler rejected.
 type JITError struct {
-	Err *Error // the failed cuModuleLoadDataEx
+	Err *Error // the failed driver call (cuModuleLoadDataEx, cuLinkAddData_v2, cuLinkComplete, …)
 	Log string // the JIT's error log (ptxas-style "line N; error : ...")
 }
 

@@ -3,8 +3,11 @@ package cuda
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -140,17 +143,37 @@ func TestGPUPinnedAsyncCopy(t *testing.T) {
 // result.
 func TestGPUVectorAdd(t *testing.T) {
 	dev := openGPU(t)
-	mod, err := dev.LoadModule(vaddPTX)
-	if err != nil {
-		t.Fatal(err)
+	for name, load := range loaders(dev) {
+		t.Run(name, func(t *testing.T) {
+			mod, err := load(vaddPTX)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mod.Unload()
+			t.Logf("JIT info log:\n%s", mod.InfoLog())
+			checkVectorAdd(t, dev, mod, 1<<20)
+		})
 	}
-	defer mod.Unload()
-	t.Logf("JIT info log:\n%s", mod.InfoLog())
+}
+
+// loaders are the ways a Device loads PTX: through the module-load JIT
+// and, where the driver has it, through the linker.
+func loaders(dev *Device) map[string]func(string) (*Module, error) {
+	m := map[string]func(string) (*Module, error){"load": dev.LoadModule}
+	if dev.CanLink() {
+		m["linked"] = func(ptx string) (*Module, error) { return dev.LoadModuleLinked(ptx, JITOptions{}) }
+	}
+	return m
+}
+
+// checkVectorAdd runs vaddPTX's kernel of mod on n random elements and
+// checks every result.
+func checkVectorAdd(t *testing.T, dev *Device, mod *Module, n int) {
+	t.Helper()
 	fn, err := mod.Function("vadd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 1 << 20
 	rng := rand.New(rand.NewPCG(1, 2))
 	a, b := make([]float32, n), make([]float32, n)
 	for i := range a {
@@ -159,7 +182,7 @@ func TestGPUVectorAdd(t *testing.T) {
 	const scale = float32(0.5)
 	var ptrs [3]DevicePtr
 	for i := range ptrs {
-		if ptrs[i], err = dev.Alloc(4 * n); err != nil {
+		if ptrs[i], err = dev.Alloc(uint64(4 * n)); err != nil {
 			t.Fatal(err)
 		}
 		defer dev.Free(ptrs[i])
@@ -206,10 +229,16 @@ func TestGPUMissingKernel(t *testing.T) {
 
 func TestGPUJITErrorLog(t *testing.T) {
 	dev := openGPU(t)
-	_, err := dev.LoadModule(badPTX)
+	for name, load := range loaders(dev) {
+		t.Run(name, func(t *testing.T) { checkJITErrorLog(t, load) })
+	}
+}
+
+func checkJITErrorLog(t *testing.T, load func(string) (*Module, error)) {
+	_, err := load(badPTX)
 	var jit *JITError
 	if !errors.As(err, &jit) {
-		t.Fatalf("LoadModule(bad PTX) = %v, want a *JITError", err)
+		t.Fatalf("loading bad PTX = %v, want a *JITError", err)
 	}
 	t.Logf("%v", err)
 	if !strings.Contains(jit.Log, "line 8; error") || !strings.Contains(jit.Log, "%f7") {
@@ -334,4 +363,79 @@ func TestGPUAllocator(t *testing.T) {
 	if s := a.Stats(); s.Hits != 1 || s.Misses != 1 || s.Reserved() != 0 {
 		t.Errorf("stats %+v", s)
 	}
+}
+
+// TestGPULinkedConcurrent compiles eight distinct texts of the vadd
+// kernel through the linker from eight goroutines at once; every module
+// computes the right sums, and a bad text among them fails alone with its
+// log.
+func TestGPULinkedConcurrent(t *testing.T) {
+	dev := openGPU(t)
+	if !dev.CanLink() {
+		t.Skip("the driver has no cuLink API")
+	}
+	const n = 8
+	mods := make([]*Module, n+1)
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	for i := range n + 1 {
+		text := vaddPTX + fmt.Sprintf("// copy %d\n", i) // distinct texts: no cache shared between them
+		if i == n {
+			text = badPTX
+		}
+		wg.Go(func() { mods[i], errs[i] = dev.LoadModuleLinked(text, JITOptions{}) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("copy %d: %v", i, errs[i])
+		}
+		checkVectorAdd(t, dev, mods[i], 1000+i)
+		if s := mods[i].LoadStats(); s.JIT <= 0 || s.Wall < s.JIT {
+			t.Errorf("copy %d: load stats %+v: want a positive compile time within the wall time", i, s)
+		}
+		mods[i].Unload()
+	}
+	var jit *JITError
+	if !errors.As(errs[n], &jit) || !strings.Contains(jit.Log, "line 8; error") {
+		t.Errorf("bad text: %v, want a *JITError pointing at line 8", errs[n])
+	}
+	if _, err := dev.LoadModuleLinked(vaddPTX, JITOptions{OptLevel: 9}); err == nil {
+		t.Error("optimization level 9: no error")
+	}
+}
+
+// TestGPULinkCache compiles through the linker into a cubin cache: the
+// second load is served from it (no compile) and runs right; a damaged
+// file is compiled again and replaced.
+func TestGPULinkCache(t *testing.T) {
+	dev := openGPU(t)
+	if !dev.CanLink() {
+		t.Skip("the driver has no cuLink API")
+	}
+	cache := NewLinkCache(t.TempDir())
+	o := JITOptions{Cache: cache}
+	load := func(what string, wantCompile bool) {
+		t.Helper()
+		m, err := dev.LoadModuleLinked(vaddPTX, o)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		defer m.Unload()
+		if compiled := m.LoadStats().JIT > 0; compiled != wantCompile {
+			t.Errorf("%s: compiled %v, want %v (stats %+v)", what, compiled, wantCompile, m.LoadStats())
+		}
+		checkVectorAdd(t, dev, m, 4097)
+	}
+	load("first load", true)
+	files, _ := filepath.Glob(filepath.Join(cache.Dir(), "*.cubin"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v, want one", files)
+	}
+	load("second load", false)
+	if err := os.WriteFile(files[0], []byte("not a cubin"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load("damaged file", true)
+	load("after the damage", false)
 }

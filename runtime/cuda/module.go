@@ -72,6 +72,9 @@ type JITOptions struct {
 	// plus one: 0 leaves the driver's default (4, the most), 1 to 5 ask
 	// for levels 0 to 4.
 	OptLevel int
+	// Cache, when set, serves and keeps LoadModuleLinked's cubins
+	// (LoadModuleJIT has the driver's own cache).
+	Cache *LinkCache
 }
 
 // LoadModuleJIT is LoadModule with options for the driver's JIT.

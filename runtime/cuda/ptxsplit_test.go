@@ -147,3 +147,38 @@ func TestDedupPTX(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultLinkCache places the cubin cache as LinkCacheEnv,
+// CUDA_CACHE_PATH and CUDA_CACHE_DISABLE say, and files put there can be
+// read back under the same key only.
+func TestDefaultLinkCache(t *testing.T) {
+	t.Setenv("CUDA_CACHE_DISABLE", "")
+	t.Setenv(LinkCacheEnv, "/x/y")
+	if c := DefaultLinkCache(); c == nil || c.Dir() != "/x/y" {
+		t.Errorf("%s=/x/y: cache %+v", LinkCacheEnv, c)
+	}
+	t.Setenv(LinkCacheEnv, "off")
+	if c := DefaultLinkCache(); c != nil {
+		t.Errorf("%s=off: cache %+v, want none", LinkCacheEnv, c)
+	}
+	t.Setenv(LinkCacheEnv, "")
+	t.Setenv("CUDA_CACHE_PATH", "/cc")
+	if c := DefaultLinkCache(); c == nil || c.Dir() != "/cc/strata-link" {
+		t.Errorf("CUDA_CACHE_PATH=/cc: cache %+v", c)
+	}
+	t.Setenv("CUDA_CACHE_DISABLE", "1")
+	if c := DefaultLinkCache(); c != nil {
+		t.Errorf("CUDA_CACHE_DISABLE=1: cache %+v, want none", c)
+	}
+	c := NewLinkCache(t.TempDir() + "/sub")
+	if _, ok := c.get("k1"); ok {
+		t.Error("empty cache: hit")
+	}
+	c.put("k1", []byte("cubin"))
+	if b, ok := c.get("k1"); !ok || string(b) != "cubin" {
+		t.Errorf("get after put: %q, %v", b, ok)
+	}
+	if _, ok := c.get("k2"); ok {
+		t.Error("other key: hit")
+	}
+}

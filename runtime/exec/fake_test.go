@@ -21,6 +21,7 @@ type fakeDevice struct {
 	// Loads may run on several goroutines at once (LoadPolicy.Parallel).
 	loadMu sync.Mutex
 	loads  int
+	linked int      // loads that asked for the linker
 	texts  []string // the PTX of each load
 	// loadErr, when set, fails the loads of the texts it returns an error for.
 	loadErr func(ptx string) error
@@ -110,7 +111,7 @@ func (d *fakeDevice) CopyDtoH(dst []byte, src DevicePtr) error {
 
 func (d *fakeDevice) Synchronize() error { return nil }
 
-func (d *fakeDevice) load(ptx string, _ cuda.JITOptions) (module, error) {
+func (d *fakeDevice) load(ptx string, _ cuda.JITOptions, link bool) (module, error) {
 	if !strings.Contains(ptx, ".entry") {
 		return nil, fmt.Errorf("fake: no kernels in the PTX")
 	}
@@ -123,6 +124,9 @@ func (d *fakeDevice) load(ptx string, _ cuda.JITOptions) (module, error) {
 	defer d.loadMu.Unlock()
 	d.loads++
 	d.texts = append(d.texts, ptx)
+	if link {
+		d.linked++
+	}
 	return fakeModule{d, ptx}, nil
 }
 

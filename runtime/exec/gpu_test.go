@@ -144,3 +144,35 @@ func TestGPUGraphReplay(t *testing.T) {
 		t.Errorf("%d bytes still allocated", s.Allocated)
 	}
 }
+
+// TestGPULoadPolicies runs the testdata programs under every load policy
+// on the GPU (whole modules through the module-load JIT, a module per
+// kernel, a module per kernel through the linker at once) against the
+// interpreter, and checks that Loads reports each gpu.module once.
+func TestGPULoadPolicies(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	for _, policy := range []string{"whole", "split", "link", "link:1,O1"} {
+		p, err := ParseLoadPolicy(policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(policy, func(t *testing.T) {
+			rt := openGPU(t)
+			rt.SetLoadPolicy(p)
+			for _, c := range cases {
+				prog := compileFile(t, c.file)
+				args := c.args(t, rand.New(rand.NewPCG(seed, 3)))
+				got, err := prog.Run(rt, "main", args)
+				if err != nil {
+					t.Fatalf("%s: %v", c.file, err)
+				}
+				compare(t, prog, args, got, c.rel)
+				loads, err := prog.Loads(rt, "main")
+				if err != nil || len(loads) != 1 || loads[0].Parts < 1 {
+					t.Errorf("%s: Loads = %+v, %v", c.file, loads, err)
+				}
+			}
+		})
+	}
+}

@@ -13,17 +13,18 @@ import (
 	"github.com/strata-ir/strata/runtime/cuda"
 )
 
-// LoadPolicy says how a Runtime hands a program's PTX to the driver. The
-// driver's JIT compiles the kernels of a module one after another, ≈ 5–15
-// ms each on the H200 for the examples' small kernels. Whatever the
-// policy, a kernel that is the same code as another kernel of its
-// gpu.module is compiled once (cuda.DedupPTX, cuda.RenameKernel).
+// LoadPolicy says how a Runtime hands a program's PTX to the driver.
+// Whatever the policy, a kernel that is the same code as another kernel
+// of its gpu.module is compiled once (cuda.DedupPTX, cuda.RenameKernel).
 //
 // Measured on the H200 with driver 580 (bench/NOTES.md, session 4, H3):
-// the driver compiles one module at a time per process even when several
-// threads load at once, so a split module loaded in parallel takes as
-// long as the same parts one after another, and each part adds a load's
-// fixed cost; the default is therefore whole modules, one at a time.
+// the module-load JIT (cuModuleLoadDataEx) compiles one module at a time
+// per process, whatever the number of threads loading; the driver's
+// linker (cuLinkAddData, cuLinkComplete) compiles on every thread that
+// calls it at once. The default therefore cuts each gpu.module into one
+// module per distinct kernel and compiles them all at once through the
+// linker: the transformer example's graph of 8 distinct kernels took
+// 46–58 ms instead of 217–228.
 type LoadPolicy struct {
 	// Split loads each kernel of a gpu.module as a module of its own
 	// (where cuda.SplitPTX can cut the text; otherwise the module whole).
@@ -34,18 +35,25 @@ type LoadPolicy struct {
 	// OptLevel is the JIT's optimization level plus one
 	// (cuda.JITOptions.OptLevel): 0 leaves the driver's default.
 	OptLevel int
+	// Link compiles through the driver's linker
+	// (cuda.Device.LoadModuleLinked), where the driver has it, instead of
+	// the module-load JIT.
+	Link bool
 }
 
 // LoadPolicyEnv is the environment variable that sets the load policy of
-// new Runtimes, for measurements: "whole" (one module per gpu.module, one
-// at a time: the default), "split" (a module per kernel, one per CPU at
-// once), "split:N" (N at once), "whole:N"; a suffix ",O<n>" asks the JIT
-// for optimization level n (0-4; the driver's default is 4).
+// new Runtimes, for measurements: "link" (a module per distinct kernel,
+// compiled through the linker, one per CPU at once: the default), "whole"
+// (one module per gpu.module through the module-load JIT, one at a time),
+// "split" (a module per kernel through the module-load JIT, one per CPU
+// at once); ":N" after the name sets the loads at once ("link:4"), a
+// suffix ",O<n>" the JIT's optimization level n (0-4; the driver's
+// default is 4).
 const LoadPolicyEnv = "STRATA_PTX_LOAD"
 
 // DefaultLoadPolicy is the policy of a new Runtime when LoadPolicyEnv is
 // unset.
-var DefaultLoadPolicy = LoadPolicy{Parallel: 1}
+var DefaultLoadPolicy = LoadPolicy{Split: true, Link: true}
 
 // ParseLoadPolicy reads a LoadPolicyEnv value.
 func ParseLoadPolicy(s string) (LoadPolicy, error) {
@@ -64,8 +72,10 @@ func ParseLoadPolicy(s string) (LoadPolicy, error) {
 		p.Parallel = 1
 	case "split":
 		p.Split = true // Parallel 0: one per CPU
+	case "link":
+		p.Split, p.Link = true, true
 	default:
-		return LoadPolicy{}, fmt.Errorf("exec: load policy %q: want whole, split, whole:N or split:N", s)
+		return LoadPolicy{}, fmt.Errorf("exec: load policy %q: want link, whole or split, each with an optional :N", s)
 	}
 	if hasN {
 		v, err := strconv.Atoi(n)
@@ -221,13 +231,14 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 	rt.mu.Unlock()
 	mods := make([]module, len(todo))
 	errs := make([]error, len(todo))
+	jit := cuda.JITOptions{OptLevel: policy.OptLevel, Cache: rt.linkCache}
 	parallel := policy.Parallel
 	if parallel <= 0 {
 		parallel = runtime.NumCPU()
 	}
 	if parallel <= 1 || len(todo) <= 1 {
 		for i, t := range todo {
-			mods[i], errs[i] = rt.dev.load(t, cuda.JITOptions{OptLevel: policy.OptLevel})
+			mods[i], errs[i] = rt.dev.load(t, jit, policy.Link)
 		}
 	} else {
 		// Each load locks its goroutine to an OS thread with the context
@@ -242,7 +253,7 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				mods[i], errs[i] = rt.dev.load(t, cuda.JITOptions{OptLevel: policy.OptLevel})
+				mods[i], errs[i] = rt.dev.load(t, jit, policy.Link)
 			}()
 		}
 		wg.Wait()

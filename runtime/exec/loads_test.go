@@ -55,6 +55,7 @@ func TestLoadPolicies(t *testing.T) {
 		{LoadPolicy{Split: true, Parallel: 1}, 2},
 		{LoadPolicy{Split: true, Parallel: 4}, 2},
 		{LoadPolicy{Split: true}, 2},
+		{LoadPolicy{Split: true, Link: true}, 2},
 	} {
 		t.Run(fmt.Sprintf("%+v", tc.policy), func(t *testing.T) {
 			p := compileFile(t, "twokernels.mlir")
@@ -66,6 +67,9 @@ func TestLoadPolicies(t *testing.T) {
 			}
 			if d.loads != tc.loads {
 				t.Fatalf("%d loads, want %d", d.loads, tc.loads)
+			}
+			if want := map[bool]int{true: tc.loads}[tc.policy.Link]; d.linked != want {
+				t.Errorf("%d loads asked for the linker, want %d", d.linked, want)
 			}
 			for _, text := range d.texts {
 				if n := strings.Count(text, ".entry"); n != 3-tc.loads {
@@ -97,7 +101,7 @@ func TestLoadPolicies(t *testing.T) {
 // error names that kernel and its launch, under every policy, and a later
 // load retries it (a failed load is not cached).
 func TestLoadErrorNamesKernel(t *testing.T) {
-	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true, Parallel: 1}, {Split: true}} {
+	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true, Parallel: 1}, {Split: true}, DefaultLoadPolicy} {
 		p := compileFile(t, "twokernels.mlir")
 		d := newFake()
 		d.loadErr = func(ptx string) error {
@@ -167,7 +171,7 @@ func TestLoadSharesEqualKernels(t *testing.T) {
 		t.Fatal(err)
 	}
 	twice := strings.ReplaceAll(string(src), "arith.mulf", "arith.addf") // @vmul adds too
-	for _, policy := range []LoadPolicy{DefaultLoadPolicy, {Split: true}} {
+	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true}, DefaultLoadPolicy} {
 		p, err := Compile(parse(t, "twice.mlir", twice), Options{})
 		if err != nil {
 			t.Fatal(err)

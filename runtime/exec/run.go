@@ -19,7 +19,9 @@ type device interface {
 	CopyHtoD(dst DevicePtr, src []byte) error
 	CopyDtoH(dst []byte, src DevicePtr) error
 	Synchronize() error
-	load(ptx string, jit cuda.JITOptions) (module, error)
+	// load compiles and loads a PTX text; link asks for the driver's
+	// linker, whose compiles run concurrently, where the driver has it.
+	load(ptx string, jit cuda.JITOptions, link bool) (module, error)
 	// launch queues a kernel on stream (nil: the default stream).
 	launch(k kernel, grid, block [3]uint32, sharedBytes uint32, stream *cuda.Stream, args []any) error
 }
@@ -38,8 +40,12 @@ type cudaDevice struct{ *cuda.Device }
 
 type cudaModule struct{ *cuda.Module }
 
-func (d cudaDevice) load(ptx string, jit cuda.JITOptions) (module, error) {
-	m, err := d.LoadModuleJIT(ptx, jit)
+func (d cudaDevice) load(ptx string, jit cuda.JITOptions, link bool) (module, error) {
+	load := d.LoadModuleJIT
+	if link && d.CanLink() {
+		load = d.LoadModuleLinked
+	}
+	m, err := load(ptx, jit)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +79,9 @@ type Runtime struct {
 	// a bad LoadPolicyEnv, reported by the first load.
 	policy    LoadPolicy
 	policyErr error
+	// linkCache keeps the cubins of linked loads between processes
+	// (cuda.DefaultLinkCache; nil: none).
+	linkCache *cuda.LinkCache
 	// loadMu lets one batch of module loads run at a time.
 	loadMu sync.Mutex
 
@@ -111,6 +120,7 @@ func NewRuntime(dev *cuda.Device) *Runtime {
 func newRuntime(d device) *Runtime {
 	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}}
 	rt.policy, rt.policyErr = policyFromEnv()
+	rt.linkCache = cuda.DefaultLinkCache()
 	return rt
 }
 
