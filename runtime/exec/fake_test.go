@@ -23,8 +23,9 @@ type fakeDevice struct {
 	loads  int
 	linked int      // loads that asked for the linker
 	texts  []string // the PTX of each load
-	// loadErr, when set, fails the loads of the texts it returns an error for.
-	loadErr func(ptx string) error
+	// loadErr, when set, fails the loads of the texts it returns an error
+	// for; linkErr does so for the loads through the linker only.
+	loadErr, linkErr func(ptx string) error
 }
 
 // fakeKernelFunc runs a kernel on the fake device.
@@ -117,6 +118,14 @@ func (d *fakeDevice) load(ptx string, _ cuda.JITOptions, link bool) (module, err
 	}
 	if d.loadErr != nil {
 		if err := d.loadErr(ptx); err != nil {
+			return nil, err
+		}
+	}
+	if link && d.linkErr != nil {
+		if err := d.linkErr(ptx); err != nil {
+			d.loadMu.Lock()
+			d.linked++
+			d.loadMu.Unlock()
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -238,7 +239,7 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 	}
 	if parallel <= 1 || len(todo) <= 1 {
 		for i, t := range todo {
-			mods[i], errs[i] = rt.dev.load(t, jit, policy.Link)
+			mods[i], errs[i] = rt.loadOne(t, jit, policy.Link)
 		}
 	} else {
 		// Each load locks its goroutine to an OS thread with the context
@@ -253,7 +254,7 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				mods[i], errs[i] = rt.dev.load(t, jit, policy.Link)
+				mods[i], errs[i] = rt.loadOne(t, jit, policy.Link)
 			}()
 		}
 		wg.Wait()
@@ -269,4 +270,21 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 		rt.modules[key] = mods[i]
 	}
 	return failed
+}
+
+// loadOne loads one text, through the linker when link is set. A text the
+// linker refuses with a compile error is given to the module-load JIT,
+// which may take what the linker does not (the linker compiles for the
+// device's plain architecture, which may not take every .target an
+// arch-specific kernel names); when both refuse it, the module-load
+// JIT's error is the one reported.
+func (rt *Runtime) loadOne(text string, jit cuda.JITOptions, link bool) (module, error) {
+	if link {
+		m, err := rt.dev.load(text, jit, true)
+		var je *cuda.JITError
+		if err == nil || !errors.As(err, &je) {
+			return m, err
+		}
+	}
+	return rt.dev.load(text, jit, false)
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/strata-ir/strata/runtime/cuda"
 )
 
 // TestLoads checks that Loads lists the modules of a host function once
@@ -196,5 +198,37 @@ func TestLoadSharesEqualKernels(t *testing.T) {
 				t.Errorf("%+v: launched %s, want vadd for both launches", policy, l.kernel)
 			}
 		}
+	}
+}
+
+// TestLinkFallsBackToModuleLoad: a text the linker refuses with a compile
+// error is loaded through the module-load JIT instead; any other linker
+// error is reported as it is.
+func TestLinkFallsBackToModuleLoad(t *testing.T) {
+	p := compileFile(t, "twokernels.mlir")
+	d := newFake()
+	d.linkErr = func(ptx string) error {
+		if strings.Contains(ptx, "mul.rn.f32") {
+			return &cuda.JITError{Err: &cuda.Error{Op: "cuLinkComplete"}, Log: "not for the linker"}
+		}
+		return nil
+	}
+	rt := newRuntime(d)
+	rt.SetLoadPolicy(DefaultLoadPolicy)
+	args := cases[1].args(t, rand.New(rand.NewPCG(7, 8)))
+	got, err := p.Run(rt, "main", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, p, args, got, 1e-6)
+	if d.linked != 2 || d.loads != 2 {
+		t.Errorf("%d link attempts and %d loads, want 2 (vadd, and vmul refused) and 2 (vadd linked, vmul through the module-load JIT)", d.linked, d.loads)
+	}
+	d2 := newFake()
+	d2.linkErr = func(string) error { return errors.New("out of host memory") }
+	rt2 := newRuntime(d2)
+	rt2.SetLoadPolicy(DefaultLoadPolicy)
+	if err := compileFile(t, "twokernels.mlir").Load(rt2, "main"); err == nil || !strings.Contains(err.Error(), "out of host memory") {
+		t.Errorf("a linker error that is not a compile error: got %v", err)
 	}
 }
