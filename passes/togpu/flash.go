@@ -78,8 +78,8 @@ type FlashTile struct {
 	PolyExp int64
 	// WGMMA computes both products with gpu.wgmma, a warpgroup (4 warps,
 	// 64 rows) at a time (flash_wgmma.go): Hopper's sm_90a target only,
-	// head dim 64. Rows is a multiple of 64 up to 2·Keys; Warp, SumMMA,
-	// Fused and PolyExp must be zero.
+	// head dim 64. Rows is a multiple of 64; Warp, SumMMA, Fused and
+	// PolyExp must be zero.
 	WGMMA bool
 }
 
@@ -212,7 +212,7 @@ func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows(
 func (f Flash) shared() int64 {
 	t := f.tile()
 	if t.WGMMA {
-		return 4 * t.Keys * flashWGMMAD // (Q is staged in stage 1)
+		return 4*t.Keys*flashWGMMAD + t.Rows*flashWGMMAD // (Q after the stages)
 	}
 	n := 4 * t.Keys * (f.D + flashPad)
 	if t.Rows > 2*t.Keys {

@@ -455,6 +455,83 @@ func TestFlashPipelineWGMMA(t *testing.T) {
 	}
 }
 
+// TestGPUFlashLarge compares, on the device, every wgmma tiling with the
+// mma.sync kernel 64x64f (itself checked against the interpreter by
+// TestGPUFlash) on shapes too large for the interpreter: many key tiles,
+// many blocks, and the bench's size.
+func TestGPUFlashLarge(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	run := func(t *testing.T, tc flashCase, tile togpu.FlashTile, q, k, v *interp.Tensor) []float64 {
+		m := flashModule(t, dialects.NewContext(), tc.flash(tile))
+		p, err := exec.Compile(m, flashExecOptions(tile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := out.Tensor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Float64s()
+	}
+	ref := togpu.FlashTile{Rows: 64, Keys: 64, Fused: true}
+	for _, tc := range []flashCase{
+		{1, 1, 64, 1024, 64, false, 0, ir.BF16},
+		{1, 1, 1024, 64, 64, false, 0, ir.BF16},
+		{16, 16, 64, 64, 64, false, 0, ir.BF16},
+		{1, 1, 1024, 1024, 64, false, 0, ir.BF16},
+		{16, 16, 1024, 1024, 64, false, 0, ir.BF16},
+		{16, 16, 1024, 1024, 64, true, 0, ir.BF16},
+	} {
+		t.Run(tc.String(), func(t *testing.T) {
+			q, k, v := tc.inputs(t)
+			want := run(t, tc, ref, q, k, v)
+			for _, tile := range togpu.FlashTiles {
+				if !tile.WGMMA {
+					continue
+				}
+				t.Run(tile.String(), func(t *testing.T) {
+					got := run(t, tc, tile, q, k, v)
+					bad, worst, first := 0, 0.0, -1
+					for i := range want {
+						d := math.Abs(got[i] - want[i])
+						if !(d <= 1.0/64) {
+							bad++
+							if first < 0 {
+								first = i
+							}
+						}
+						if !(d <= worst) {
+							worst = d
+						}
+					}
+					if bad > 0 {
+						i := int64(first)
+						t.Errorf("%d of %d outputs differ from %v's by more than 1/64 (max %.3g); the first: batch %d, row %d, column %d: %g vs %g",
+							bad, len(want), ref, worst, i/(tc.lq*tc.d), i/tc.d%tc.lq, i%tc.d, got[first], want[first])
+					} else {
+						t.Logf("max |%v − %v| = %.3g", tile, ref, worst)
+					}
+				})
+			}
+		})
+	}
+}
+
 // flashExecOptions are the compile options of tiling t's kernel: the
 // wgmma tilings need the sm_90a target.
 func flashExecOptions(t togpu.FlashTile) exec.Options {

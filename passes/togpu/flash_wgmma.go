@@ -20,7 +20,8 @@ import (
 // r%8), double-buffered by cp.async; each thread fences its copies for
 // the tensor cores (gpu.fence_proxy_async) before the tile's barrier. Per
 // tile a warpgroup computes S = Q·Kᵀ with one gpu.wgmma (A = Q from
-// registers, loaded once by ldmatrix; B = the K tile, K-major), runs the
+// registers, loaded by ldmatrix from its own swizzled tile each key tile:
+// see emitWGMMA; B = the K tile, K-major), runs the
 // softmax on S's fragments and computes O += P·V with a second one (A =
 // the probabilities packed from S's registers, B = the V tile, MN-major).
 // Each gpu.wgmma waits for its result, so a warpgroup's phases follow
@@ -99,14 +100,13 @@ func (g *flashGen) emitWGMMA() {
 		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
 	}
 
-	// Q is staged in stage 1 (Rows ≤ 2·Keys rows of 64), which key tile
-	// 1 overwrites only after the first loop iteration's barrier.
+	// Q is staged after the stages, for the whole kernel.
 	var qValid *ir.Value
 	if g.Lq%R != 0 {
 		qValid = x.c(g.Lq)
 	}
 	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
-	qStage := g.wgStage(1)
+	qStage := g.wgStage(2)
 	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
 	g.wgLoad(b, x.c(0))
 	gpu.CpAsyncCommit(b, loc)
@@ -115,13 +115,19 @@ func (g *flashGen) emitWGMMA() {
 
 	// The warp's Q fragments, one m16k16 A per k16 step: matrix q8 of
 	// ldmatrix.x4 is rows 8·(q8%2)…, chunk 2·step + q8/2, swizzled with
-	// the row's r8 (rows are 16-aligned).
+	// the row's r8 (rows are 16-aligned). They are loaded again in every
+	// key tile rather than kept in registers through the loop: ptxas
+	// (12.4, and the CUDA 13 driver's JIT alike) reused the registers of
+	// loop-invariant wgmma A operands inside a constant-trip loop (the
+	// SASS overwrote them with the softmax's values), which gave wrong
+	// results on the device from the second key tile on (bench/NOTES.md,
+	// session 4).
 	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
 	qRowAt := x.addc(x.mulc(qRow, flashWGMMAD), qStage)
-	var qf []*ir.Value
+	var qAt []*ir.Value
 	for ks := range int64(flashWGMMAD / 16) {
 		chunkAt := x.mulc(x.xor(x.addc(hi, 2*ks), r8), 8)
-		qf = append(qf, gpu.LdMatrix(b, loc, g.smem, x.index(x.add(qRowAt, chunkAt)), 4, false)...)
+		qAt = append(qAt, x.index(x.add(qRowAt, chunkAt)))
 	}
 
 	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
@@ -158,6 +164,10 @@ func (g *flashGen) emitWGMMA() {
 				return nil
 			}, nil)
 			at := x.mulc(x.and(kt, 1), g.wgStage(1))
+			var qf []*ir.Value
+			for _, a := range qAt {
+				qf = append(qf, gpu.LdMatrix(b, loc, g.smem, a, 4, false)...)
+			}
 			sv := gpu.WGMMA(b, loc, g.Elem, sShape, qf, g.smem, x.index(at), nil)
 			s := make([][]*ir.Value, K/8)
 			for j := range s {
