@@ -439,3 +439,43 @@ func TestGPULinkCache(t *testing.T) {
 	load("damaged file", true)
 	load("after the damage", false)
 }
+
+// sm90aPTX needs the architecture-specific target sm_90a (wgmma).
+const sm90aPTX = `.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry fence()
+{
+	wgmma.fence.sync.aligned;
+	ret;
+}
+`
+
+// TestGPULinkedArchTarget loads a kernel of the sm_90a target through the
+// linker and through the module-load JIT. The module-load JIT must take
+// it on an sm_90 device; the linker may refuse it (it compiles for the
+// device's plain architecture), and then only with a *JITError, which is
+// what exec's fallback to the module-load JIT relies on.
+func TestGPULinkedArchTarget(t *testing.T) {
+	dev := openGPU(t)
+	if major, _ := dev.ComputeCapability(); major != 9 || !dev.CanLink() {
+		t.Skip("needs an sm_90 device and the linker")
+	}
+	m, err := dev.LoadModule(sm90aPTX)
+	if err != nil {
+		t.Fatalf("module-load JIT: %v", err)
+	}
+	m.Unload()
+	m, err = dev.LoadModuleLinked(sm90aPTX, JITOptions{})
+	var je *JITError
+	switch {
+	case err == nil:
+		t.Log("the linker takes sm_90a")
+		m.Unload()
+	case errors.As(err, &je):
+		t.Logf("the linker refuses sm_90a: %v", err)
+	default:
+		t.Errorf("the linker fails on sm_90a with %v, not a *JITError", err)
+	}
+}
