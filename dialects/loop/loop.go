@@ -49,6 +49,14 @@ const (
 // the code the driver's JIT compiles.
 const NoUnrollAttr = "loop.no_unroll"
 
+// EvictLastAttr is a discardable unit attribute of loop.load from global
+// memory: code generation loads with an evict-last cache policy (PTX's
+// ld.global.L1::evict_last.L2::cache_hint with an L2::evict_last
+// createpolicy) where it loads a vector of 32-bit elements, and plainly
+// otherwise. A cache hint never changes results; convert-loop-to-gpu puts
+// it on the loads of row kernels (option row-evict-last).
+const EvictLastAttr = "loop.evict_last"
+
 // Dialect is the loop dialect, ready to load into an ir.Context.
 var Dialect = &ir.Dialect{
 	Name:    "loop",

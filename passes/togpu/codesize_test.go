@@ -90,7 +90,8 @@ func constIndex(v *ir.Value) (int64, bool) {
 
 // TestRegisterRowBlock checks the block of register-held rows: a softmax
 // row of 8192 floats takes 512 threads of 16 elements (not 256 of 32), one
-// of 4096 keeps 256 of 16, one of 1024 keeps the configured block, and an
+// of 4096 512 of 8 (not 256 of 16), one of 2048 keeps 256 of 8, one of
+// 1024 keeps the configured block, and an
 // explicit block that leaves more than RegisterRow elements a thread (a
 // loop, not registers) is kept; the lowered softmax computes the graph's.
 func TestRegisterRowBlock(t *testing.T) {
@@ -98,7 +99,8 @@ func TestRegisterRowBlock(t *testing.T) {
 		cols, block, want int64
 	}{
 		{8192, 256, 512},
-		{4096, 256, 256},
+		{4096, 256, 512},
+		{2048, 256, 256},
 		{1024, 256, 256},
 		{8192, 128, 128},
 		{8192, 1024, 1024},

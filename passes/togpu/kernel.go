@@ -262,7 +262,23 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 		k.narrowIndices(plan)
 	}
 	reducePowerOfTwoDivisions(k.ctx, k.kernel)
+	if r, ok := plan.(*row); ok && k.cfg.RowEvictLast && r.writesRows() {
+		markEvictLast(k.kernel)
+	}
 	return k.launch(plan)
+}
+
+// markEvictLast puts loop.evict_last on the kernel's loads of global
+// buffers (Config.RowEvictLast): the kernels of rows with a write loop.
+func markEvictLast(kernel *ir.Operation) {
+	kernel.Walk(func(o *ir.Operation) bool {
+		if o.Name() == loop.LoadOp {
+			if mt, ok := o.Operand(0).Type().(*ir.MemRefType); ok && mt.MemorySpace == nil {
+				o.SetAttr(loop.EvictLastAttr, ir.UnitAttr{})
+			}
+		}
+		return true
+	})
 }
 
 // reducePowerOfTwoDivisions rewrites the unsigned divisions and

@@ -461,6 +461,21 @@ type row struct {
 	// meanVar holds the mean/variance pairs merged into one reduction
 	// (Config.RowWelford), by both loops.
 	meanVar map[*ir.Operation]meanVariance
+	// reread and shuffleMerge are Config.RowReread and
+	// Config.RowShuffleMerge.
+	reread, shuffleMerge bool
+}
+
+// writesRows reports whether a row loop stores (a softmax's or layer
+// norm's write loop), as against a row reduction that stores one value
+// a row.
+func (r *row) writesRows() bool {
+	for op := range r.loops {
+		if len(buffers(op, loop.StoreOp)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // rowPlan returns the row mapping of a nest whose body is a sequence of
@@ -473,7 +488,8 @@ type row struct {
 // thread per output exploits better than a block per output).
 func rowPlan(nest *ir.Operation, cfg Config) *row {
 	body := loop.Body(nest)
-	r := &row{vec: cfg.Vector, loops: map[*ir.Operation]*rowLoop{}, barrierAfter: map[*ir.Operation]bool{}}
+	r := &row{vec: cfg.Vector, loops: map[*ir.Operation]*rowLoop{}, barrierAfter: map[*ir.Operation]bool{},
+		reread: cfg.RowReread, shuffleMerge: cfg.RowShuffleMerge}
 	var order []*rowLoop
 	short := true
 	for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
@@ -543,21 +559,24 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 
 // RegisterRowPreferred is the most elements of a register-held row (see
 // RegisterRow) a thread takes when a larger block can hold the row with
-// fewer: up to RegisterRowBlock threads, the block grows. Measured on the
-// H200 (bench/NOTES.md, session 3): softmax over 8192 columns at 512
-// threads of 16 elements runs 0.1332 ms against 0.1343 at 256 of 32, and
-// the driver's JIT compiles it in 20 instead of 29 ms (half the unrolled
-// code); 1024 threads of 8 took 0.215 ms.
+// fewer: the block grows, up to RegisterRowBlock threads. Measured on the
+// H200 (bench/NOTES.md): softmax over 8192 columns at 512 threads of 16
+// ran 0.1332 ms against 0.1343 at 256 of 32, and the driver's JIT
+// compiles it in 20 instead of 29 ms (half the unrolled code); 1024
+// threads of 8 took 0.215 ms (session 3, the warps' partials combined in
+// order); the layer norm over 4096 columns at 512 threads of 8 ran 0.1290
+// ms against 0.1298 at 256 of 16 (session 4, with row-shuffle-merge and
+// row-evict-last).
 const (
-	RegisterRowPreferred = 16
+	RegisterRowPreferred = 8
 	RegisterRowBlock     = 512
 )
 
 // registerBlock returns the threads per row for a block-per-row plan:
 // r.threads, or more when every row loop is static and held in registers
-// with more than RegisterRowPreferred elements a thread and a block of at
-// most RegisterRowBlock threads holds it with that many, in whole vector
-// steps.
+// with more than RegisterRowPreferred elements a thread: then as many
+// threads as take RegisterRowPreferred each, at most RegisterRowBlock, in
+// whole vector steps.
 func (r *row) registerBlock(order []*rowLoop) int64 {
 	n := int64(0)
 	for _, rl := range order {
@@ -580,8 +599,8 @@ func (r *row) registerBlock(order []*rowLoop) int64 {
 	if per <= RegisterRowPreferred || per > RegisterRow {
 		return r.threads
 	}
-	t := n / RegisterRowPreferred
-	if t > RegisterRowBlock || t%gpu.WarpSize != 0 || n%(t*max(r.vec, 1)) != 0 {
+	t := min(n/RegisterRowPreferred, RegisterRowBlock)
+	if t <= r.threads || t%gpu.WarpSize != 0 || n%(t*max(r.vec, 1)) != 0 {
 		return r.threads
 	}
 	return t
@@ -780,6 +799,10 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 						th.m2[mv.sq.op] = m2
 						continue
 					}
+				}
+				if r.reread && len(buffers(op, loop.StoreOp)) > 0 {
+					// The write loop loads the row again (Config.RowReread).
+					th.regs.forgetLoads()
 				}
 				if err = r.emitLoop(k, b, th, r.loops[op]); err != nil {
 					return nil
@@ -1027,6 +1050,11 @@ func (r *row) cloneOp(b *ir.Builder, op *ir.Operation, m map[*ir.Value]*ir.Value
 	b.Insert(op.Clone(m))
 }
 
+// forgetLoads drops every load the row holds.
+func (g *rowRegs) forgetLoads() {
+	clear(g.loads)
+}
+
 // forget drops the loads of buffer mem.
 func (g *rowRegs) forget(mem *ir.Value) {
 	if g == nil {
@@ -1115,22 +1143,14 @@ func single(red reduction) rowCombine {
 // result, the same in every thread: a butterfly of xor shuffles within
 // each warp, then, for rows wider than a warp, the warps' results through
 // workgroup memory (one buffer per value, one barrier), which every
-// thread combines in warp order, unrolled (the loads are independent).
+// thread combines in warp order, unrolled (the loads are independent), or
+// with shuffleMerge in a second butterfly across the warps' partials.
 func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir.Value, combine rowCombine, th rowThread) []*ir.Value {
 	width := min(r.threads, gpu.WarpSize)
-	w32 := arith.ConstantInt(b, loc, gpu.WarpSize, ir.I32)
 	for off := width / 2; off >= 1; off /= 2 {
 		other := make([]*ir.Value, len(vals))
 		for i, v := range vals {
-			x := v
-			if isNarrowFloat(v.Type()) {
-				x = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
-			}
-			o, _ := gpu.Shuffle(b, loc, "xor", x, arith.ConstantInt(b, loc, off, ir.I32), w32)
-			if x != v {
-				o = arith.NewCast(b, "arith.truncf", loc, o, v.Type())
-			}
-			other[i] = o
+			other[i] = shuffleXor(b, loc, v, off)
 		}
 		n := width / (2 * off)
 		vals = combine(b, vals, other, n, n)
@@ -1153,16 +1173,46 @@ func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir
 		return nil
 	}, nil)
 	gpu.Barrier(b, loc)
-	load := func(w int64) []*ir.Value {
+	load := func(w *ir.Value) []*ir.Value {
 		out := make([]*ir.Value, len(smem))
 		for i, m := range smem {
-			out[i] = loop.Load(b, loc, m, arith.ConstantIndex(b, loc, w))
+			out[i] = loop.Load(b, loc, m, w)
 		}
 		return out
 	}
-	acc := load(0)
+	if r.shuffleMerge && warps&(warps-1) == 0 {
+		// Lane l of every warp takes warp l mod warps's partial; the
+		// butterfly over offsets below warps pairs lanes of equal l mod
+		// warps groups, so every lane ends with the whole row's result,
+		// the same in every thread (each combine is symmetric in its two
+		// operands, as the warp's own butterfly above).
+		acc := load(arith.Binary(b, "arith.remui", loc, th.tid, arith.ConstantIndex(b, loc, warps)))
+		for off := int64(1); off < warps; off *= 2 {
+			other := make([]*ir.Value, len(acc))
+			for i, v := range acc {
+				other[i] = shuffleXor(b, loc, v, off)
+			}
+			acc = combine(b, acc, other, off*gpu.WarpSize, off*gpu.WarpSize)
+		}
+		return acc
+	}
+	acc := load(arith.ConstantIndex(b, loc, 0))
 	for w := int64(1); w < warps; w++ {
-		acc = combine(b, acc, load(w), w*gpu.WarpSize, gpu.WarpSize)
+		acc = combine(b, acc, load(arith.ConstantIndex(b, loc, w)), w*gpu.WarpSize, gpu.WarpSize)
 	}
 	return acc
+}
+
+// shuffleXor returns v of the lane whose index is this lane's xor off
+// (16-bit floats travel as f32).
+func shuffleXor(b *ir.Builder, loc ir.Location, v *ir.Value, off int64) *ir.Value {
+	x := v
+	if isNarrowFloat(v.Type()) {
+		x = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
+	}
+	o, _ := gpu.Shuffle(b, loc, "xor", x, arith.ConstantInt(b, loc, off, ir.I32), arith.ConstantInt(b, loc, gpu.WarpSize, ir.I32))
+	if x != v {
+		o = arith.NewCast(b, "arith.truncf", loc, o, v.Type())
+	}
+	return o
 }

@@ -2,12 +2,11 @@ package togpu_test
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
-	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
@@ -16,53 +15,33 @@ import (
 )
 
 // rowVariant is one way of running a row workload: convert-loop-to-gpu
-// options, and optionally an edit of the PTX (cache hints the backends do
-// not emit, measured before any is built in).
+// options.
 type rowVariant struct {
 	opts string
-	edit string // "" or a key of ptxEdits
-}
-
-// ptxEdits rewrite the first n global vector loads of a row kernel's PTX
-// (n < 0: all; a row's own values are loaded first).
-var ptxEdits = map[string]string{
-	"ld.nc":                "ld.global.nc.v4.f32",
-	"ld.L1::no_allocate":   "ld.global.L1::no_allocate.v4.f32",
-	"ld.L1::evict_first":   "ld.global.L1::evict_first.v4.f32",
-	"ld.nc.L1::evict_last": "ld.global.nc.L1::evict_last.v4.f32",
-}
-
-func editPTX(ptx, edit string, n int) string {
-	i := 0
-	return regexp.MustCompile(regexp.QuoteMeta("ld.global.v4.f32")).ReplaceAllStringFunc(ptx, func(m string) string {
-		i++
-		if n < 0 || i <= n {
-			return ptxEdits[edit]
-		}
-		return m
-	})
 }
 
 // rowWorkload is a benchmark row program with its variants; check, when
 // set, judges a variant's output (else outputs must match the first
-// variant's within rounding); edited is how many loads a PTX edit rewrites.
+// variant's within rounding).
 type rowWorkload struct {
 	name, src string
 	args      []interp.Value
 	variants  []rowVariant
 	check     func(got []float64) error
-	edited    int
 }
 
 // TestGPURowVariants (skipped without a GPU) checks the layer norm's row
-// kernels, with and without row-welford, against a float64 layer norm on
-// the host (1024×4096). With STRATA_ROW_SWEEP set (about 40 s of device
+// kernels under the row options (row-welford, row-evict-last, row-reread,
+// row-shuffle-merge; 256 and 512 threads) against a float64 layer norm on
+// the host (1024×4096). With STRATA_ROW_SWEEP set (about 30 s of device
 // time) it is the measurement behind the row defaults: the benchmark's
 // layer norm (16384×4096 f32 with weight and bias), softmax (8192²) and
-// row sums (8192²) under variants of the row mapping and PTX cache-hint
-// edits, each checked (the layer norm against the host, the others
-// against their first variant within rounding) and timed with exec's
-// do_bench-like timing, the median of three rounds of 100 launches.
+// row sums (8192²) under those options, each checked (the layer norm
+// against the host, the others against their first variant within
+// rounding) and timed with exec's do_bench-like timing, the median of
+// three rounds of 100 launches. A value of STRATA_ROW_SWEEP other than 1
+// is a comma-separated list of workload name prefixes to sweep
+// ("layernorm 16384,softmax").
 func TestGPURowVariants(t *testing.T) {
 	rt, err := exec.Open(0)
 	if err != nil {
@@ -97,17 +76,17 @@ func TestGPURowVariants(t *testing.T) {
 	sq := func(op, out string) string {
 		return fmt.Sprintf("func.func @main(%%x: tensor<8192x8192xf32>) -> %[2]s {\n  %%0 = %[1]s : (tensor<8192x8192xf32>) -> %[2]s\n  return %%0 : %[2]s\n}", op, out)
 	}
-	lnVariants := []rowVariant{{opts: "block=256 row-welford=false"}, {opts: "block=256"}, {opts: "block=128"}, {opts: "block=512"}, {opts: "block=512 row-welford=false"}}
-	for _, e := range slices.Sorted(maps.Keys(ptxEdits)) {
-		lnVariants = append(lnVariants, rowVariant{opts: "block=256", edit: e})
-	}
-	var allEdits []rowVariant
-	for _, e := range slices.Sorted(maps.Keys(ptxEdits)) {
-		allEdits = append(allEdits, rowVariant{opts: "block=256", edit: e})
-	}
+	// The session-3 default first (block 256, the row held in registers,
+	// plain loads), then the evict-last loads (row-evict-last), the write
+	// loop reading the row again (row-reread) and the butterfly across
+	// warps (row-shuffle-merge) at 512 threads (bench/NOTES.md, session 4,
+	// H2).
+	lnVariants := []rowVariant{{opts: "block=256 row-evict-last=false"}, {opts: "block=256 row-evict-last=true"},
+		{opts: "block=256 row-welford=false row-evict-last=true"}, {opts: "block=512 row-shuffle-merge=true row-evict-last=true"},
+		{opts: "block=512 row-reread=true row-shuffle-merge=true row-evict-last=true"}, {opts: "block=512 row-reread=true row-shuffle-merge=true row-evict-last=false"}}
 	workloads := []rowWorkload{
 		{name: fmt.Sprintf("layernorm %dx%d", rows, cols), src: layerNormProgram(rows, cols), args: []interp.Value{buf(xs, rows, cols), buf(ws, cols), buf(bs, cols)},
-			variants: lnVariants, edited: int(cols / 4 / 256),
+			variants: lnVariants,
 			check: func(got []float64) error {
 				worst := 0.0
 				for j, g := range got {
@@ -121,16 +100,22 @@ func TestGPURowVariants(t *testing.T) {
 	}
 	if sweep {
 		workloads = append(workloads,
-			rowWorkload{name: "softmax 8192x8192", src: sq(`"graph.softmax"(%x) <{axis = -1 : i64}>`, "tensor<8192x8192xf32>"),
-				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}, {opts: "block=1024"}}, allEdits...), edited: -1},
-			rowWorkload{name: "rowsum 8192x8192", src: sq(`"graph.reduce_sum"(%x) <{axes = [1], keepdims = false}>`, "tensor<8192xf32>"),
-				args: []interp.Value{buf(xs, 8192, 8192)}, variants: append([]rowVariant{{opts: "block=256"}, {opts: "block=512"}}, allEdits...), edited: -1},
+			rowWorkload{name: "softmax 8192x8192", src: sq(`"graph.softmax"(%x) <{axis = -1 : i64}>`, "tensor<8192x8192xf32>"), args: []interp.Value{buf(xs, 8192, 8192)},
+				variants: []rowVariant{{opts: "block=512 row-evict-last=false"}, {opts: "block=512 row-evict-last=true"}, {opts: "block=512 row-shuffle-merge=true row-evict-last=true"},
+					{opts: "block=512 row-reread=true row-shuffle-merge=true row-evict-last=true"}}},
+			rowWorkload{name: "rowsum 8192x8192", src: sq(`"graph.reduce_sum"(%x) <{axes = [1], keepdims = false}>`, "tensor<8192xf32>"), args: []interp.Value{buf(xs, 8192, 8192)},
+				variants: []rowVariant{{opts: "block=512 row-evict-last=false"}, {opts: "block=512 row-evict-last=true"}, {opts: "block=512 row-shuffle-merge=true row-evict-last=true"}}},
 			// The same layer norm with w = 1 and b = 0 as constants, which
 			// fold away: how much of its time the reads of w and b take.
 			rowWorkload{name: fmt.Sprintf("layernorm, no w and b, %dx%d", rows, cols), src: layerNormNoAffine(rows, cols),
-				args: []interp.Value{buf(xs, rows, cols)}, variants: []rowVariant{{opts: "block=256"}, {opts: "block=128"}, {opts: "block=512"}}, edited: -1})
+				args: []interp.Value{buf(xs, rows, cols)}, variants: []rowVariant{{opts: "block=256"}, {opts: "block=128"}, {opts: "block=512"}}})
 	} else {
-		workloads[0].variants = workloads[0].variants[:2]
+		workloads[0].variants = []rowVariant{workloads[0].variants[0], workloads[0].variants[1], workloads[0].variants[2], workloads[0].variants[4]}
+	}
+	if only := os.Getenv("STRATA_ROW_SWEEP"); sweep && only != "1" {
+		workloads = slices.DeleteFunc(workloads, func(wl rowWorkload) bool {
+			return !slices.ContainsFunc(strings.Split(only, ","), func(p string) bool { return p != "" && strings.HasPrefix(wl.name, p) })
+		})
 	}
 	for _, wl := range workloads {
 		progs := make([]*exec.Program, len(wl.variants))
@@ -141,18 +126,9 @@ func TestGPURowVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v.edit != "" {
-				ptx := map[string]string{}
-				for name, text := range p.PTX() {
-					ptx[name] = editPTX(text, v.edit, wl.edited)
-				}
-				if p, err = exec.NewProgram(p.Module(), ptx); err != nil {
-					t.Fatal(err)
-				}
-			}
 			got, err := p.Run(rt, "main", wl.args)
 			if err != nil {
-				t.Errorf("%s %s %s: %v", wl.name, v.opts, v.edit, err)
+				t.Errorf("%s %s: %v", wl.name, v.opts, err)
 				continue
 			}
 			gt, err := got[0].(*interp.Buffer).Tensor()
@@ -175,7 +151,7 @@ func TestGPURowVariants(t *testing.T) {
 				}
 			}
 			if err != nil {
-				t.Errorf("%s %s %s: %v", wl.name, v.opts, v.edit, err)
+				t.Errorf("%s %s: %v", wl.name, v.opts, err)
 				continue
 			}
 			progs[i] = p
@@ -199,7 +175,7 @@ func TestGPURowVariants(t *testing.T) {
 		for i, v := range wl.variants {
 			if progs[i] != nil {
 				slices.Sort(times[i])
-				t.Logf("TIME %s %-28s %-20s %.4f ms (rounds %.4f–%.4f)", wl.name, v.opts, v.edit, times[i][1], times[i][0], times[i][2])
+				t.Logf("TIME %s %-28s %.4f ms (rounds %.4f–%.4f)", wl.name, v.opts, times[i][1], times[i][0], times[i][2])
 			}
 		}
 	}

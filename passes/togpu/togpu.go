@@ -78,6 +78,29 @@ type Config struct {
 	// (Chan's parallel variance, rowstats.go) where the row is held in
 	// registers: one trip across the row's threads instead of two.
 	RowWelford bool
+	// RowReread makes the write loop of a register-held row (the row loop
+	// that stores) load its operands again instead of reusing the values
+	// the row's reduction loops loaded: the row's values then die after the
+	// thread's own partial sums, before the reductions across the row, and
+	// the second read comes from the caches (the structure of Inductor's
+	// looped layer norm; bench/NOTES.md, session 4).
+	RowReread bool
+	// RowShuffleMerge combines the warps' partials of a row reduction with
+	// a shuffle butterfly (each lane reads one warp's partial; log2 of the
+	// warps steps) instead of every thread combining all of them in warp
+	// order, where the warps are a power of two: fewer instructions and
+	// registers (softmax over 8192 columns at 512 threads: 40 → 32), and
+	// what lets 512-thread rows run as fast as 256 (bench/NOTES.md,
+	// session 4).
+	RowShuffleMerge bool
+	// RowEvictLast marks the global loads of row kernels whose rows have a
+	// write loop (softmax, layer norm; not row reductions, which store a
+	// value a row) loop.evict_last: the backends load them with an
+	// evict-last L1 and L2 cache policy, as Triton's kernels for PyTorch
+	// load rows. Measured on the H200 (bench/NOTES.md, session 4), with the
+	// L2 holding dirty lines at the kernel's start: layer norm and softmax
+	// 3.6–4.1% faster, row sums 0.6% slower (so unmarked).
+	RowEvictLast bool
 	// IndexBits is the width of the index arithmetic of pointwise and row
 	// kernels: 32 computes positions, N-D coordinates and offsets in i32
 	// where a range analysis proves every value fits (index32.go), 64 (or
@@ -100,7 +123,7 @@ const NoUnrollMinTrips = 8
 const ShortRow = 512
 
 // DefaultConfig is the configuration of the pass without options.
-var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true, MMATile: MMATiles[0], RowWelford: true, IndexBits: 64}
+var DefaultConfig = Config{Block: 256, Vector: 4, RowsPerBlock: 0, MaxBlocks: 65536, TensorCores: true, MMATile: MMATiles[0], RowWelford: true, RowShuffleMerge: true, RowEvictLast: true, IndexBits: 64}
 
 func (c Config) check() error {
 	switch {
@@ -147,6 +170,12 @@ func init() {
 			{Name: "tensor-cores", Type: passes.Bool, Default: d.TensorCores, Doc: "run bf16 and f16 matmul nests (any sizes) as tiled mma.sync kernels"},
 			{Name: "row-welford", Type: passes.Bool, Default: d.RowWelford,
 				Doc: "merge a register-held row's mean and variance reductions into one (Chan's parallel variance)"},
+			{Name: "row-reread", Type: passes.Bool, Default: d.RowReread,
+				Doc: "the write loop of a register-held row loads its operands again (from the caches) instead of keeping the row in registers across its reductions"},
+			{Name: "row-shuffle-merge", Type: passes.Bool, Default: d.RowShuffleMerge,
+				Doc: "combine the warps' partials of a row reduction with a shuffle butterfly instead of a sequential combine in every thread (power-of-two warps)"},
+			{Name: "row-evict-last", Type: passes.Bool, Default: d.RowEvictLast,
+				Doc: "load the global operands of row kernels that write rows (softmax, layer norm) with an evict-last cache policy (loop.evict_last)"},
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
 				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
@@ -162,7 +191,7 @@ func init() {
 				return nil, err
 			}
 			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile,
-				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), IndexBits: o.Int("index-bits"),
+				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), RowReread: o.Bool("row-reread"), RowShuffleMerge: o.Bool("row-shuffle-merge"), RowEvictLast: o.Bool("row-evict-last"), IndexBits: o.Int("index-bits"),
 				UnrollInner: o.Bool("unroll-inner")}
 			if err := c.check(); err != nil {
 				return nil, err

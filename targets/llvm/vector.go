@@ -1,6 +1,7 @@
 package llvm
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 
@@ -250,6 +251,10 @@ func (k *kernelTranslator) vectorAccess(run []*ir.Operation) error {
 	vp := k.cur.NewBitCast(p, pointerTo(vt, space))
 	align := llir.Align(int64(v) * elemBytes(mem.Type().(*ir.MemRefType).ElementType()))
 	if first.Name() == loop.LoadOp {
+		if suffix, con, ok := evictLastLoad(run, elem, space); ok {
+			k.evictLastLoad(run, p, elem, suffix, con)
+			return nil
+		}
 		ld := k.cur.NewLoad(vt, vp)
 		ld.Align = align
 		for j, o := range run {
@@ -264,4 +269,47 @@ func (k *kernelTranslator) vectorAccess(run []*ir.Operation) error {
 	st := k.cur.NewStore(vec, vp)
 	st.Align = align
 	return nil
+}
+
+// evictLastLoad reports whether a load run carries loop.evict_last on
+// every load and reads a vector of 32-bit elements of global memory, with
+// the PTX type suffix and inline-asm constraint of its elements.
+func evictLastLoad(run []*ir.Operation, elem types.Type, space types.AddrSpace) (suffix, con string, ok bool) {
+	if space != 1 {
+		return "", "", false
+	}
+	for _, o := range run {
+		if o.Attr(loop.EvictLastAttr) == nil {
+			return "", "", false
+		}
+	}
+	switch {
+	case elem.Equal(types.Float):
+		return "f32", "=f", true
+	case elem.Equal(types.I32):
+		return "b32", "=r", true
+	}
+	return "", "", false
+}
+
+// evictLastLoad translates a load run as inline PTX: an L2::evict_last
+// cache policy, then ld.global.L1::evict_last.L2::cache_hint of the
+// run's lanes (bench/NOTES.md, session 4: the layer norm's rows ran 3%
+// faster so, as Triton loads them).
+func (k *kernelTranslator) evictLastLoad(run []*ir.Operation, p llvmValue, elem types.Type, suffix, con string) {
+	v := len(run)
+	regs, cons := make([]string, v), make([]string, v)
+	for j := range v {
+		regs[j], cons[j] = fmt.Sprintf("$%d", j), con
+	}
+	cons = append(cons, "l")
+	asm := fmt.Sprintf("{\n.reg .b64 %%evl;\ncreatepolicy.fractional.L2::evict_last.b64 %%evl, 1.0;\n"+
+		"ld.global.L1::evict_last.L2::cache_hint.v%d.%s {%s}, [$%d], %%evl;\n}", v, suffix, strings.Join(regs, ", "), v)
+	ret := fragment(elem, v)
+	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(ret, types.I64)), asm, strings.Join(cons, ","))
+	ia.SideEffect = true // a load: not moved across stores, not merged
+	r := k.cur.NewCall(ia, k.cur.NewPtrToInt(p, types.I64))
+	for j, o := range run {
+		k.set(o, k.cur.NewExtractValue(r, uint64(j)))
+	}
 }
