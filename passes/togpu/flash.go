@@ -155,10 +155,11 @@ var FlashTiles = []FlashTile{
 // FlashTileWGMMA is the wgmma tiling graph-attention-to-flash takes with
 // its wgmma option (sm_90a devices), for head dim 64, causal or not.
 // Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash, bench/NOTES.md
-// session 4, non-causal / causal ms): 64x64g 0.216 / 0.153, 128x64g 0.230
-// / 0.211, 128x128g 0.285 / 0.190, against the mma.sync defaults' 0.265 /
-// 0.172. (192x64g, 3 warpgroups with Q staged after the stages, gave
-// wrong results on one shape on the device, 0.313 ms, and was dropped.)
+// session 4, non-causal / causal ms): 64x64g 0.239 / 0.157, 128x64g 0.260
+// / 0.177, 128x128g 0.310 / 0.207, 64x64b5g 0.269 / 0.182 (launch bounds
+// for 5 blocks an SM: spills), against the mma.sync defaults' 0.268 /
+// 0.175; the bench's attention 0.227 ms (1.40× torch.compile). (192x64g,
+// 3 warpgroups, was dropped: slow, 0.313.)
 var FlashTileWGMMA = FlashTile{Rows: 64, Keys: 64, WGMMA: true}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
