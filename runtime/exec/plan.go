@@ -70,6 +70,7 @@ type launch struct {
 	shared         int // slot, or -1 without dynamic shared memory
 	args           []int
 	kinds          []argKind
+	types          []ir.Type // of the kernel arguments, for marshal
 }
 
 // planner builds a plan.
@@ -581,7 +582,7 @@ func (c *planner) launch(op *ir.Operation) (stepFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		la.args, la.kinds = append(la.args, s), append(la.kinds, k)
+		la.args, la.kinds, la.types = append(la.args, s), append(la.kinds, k), append(la.types, a.Type())
 	}
 	c.p.launches = append(c.p.launches, la)
 	return func(r *runState) error { return r.launch(la) }, nil

@@ -609,13 +609,12 @@ func (r *runState) launch(l *launch) error {
 		shared = uint32(s)
 	}
 	r.argv = r.argv[:0]
-	args := l.op.Operands()[len(l.op.Operands())-len(l.args):]
 	for i, s := range l.args {
 		v := r.slots[s]
 		if l.kinds[i] == argPtr && v.b.mem.freed {
 			return ir.Errorf(l.op.Loc(), "gpu.launch_func of @%s: argument %d was deallocated", l.kernel, i)
 		}
-		r.argv = append(r.argv, marshal(l.kinds[i], args[i].Type(), v))
+		r.argv = append(r.argv, marshal(l.kinds[i], l.types[i], v))
 	}
 	if err := r.rt.dev.launch(r.bound.kernels[l.index], grid, block, shared, r.stream, r.argv); err != nil {
 		return &LaunchError{Diag: ir.Errorf(l.op.Loc(), "launching @%s: %v", l.kernel, err), Err: err}
