@@ -76,7 +76,9 @@ type StrataMode struct {
 	// LLVM IR and the PTX), "load" (loading the modules: the launch
 	// plan and the driver calls, host clock), "driver_load" (the
 	// cuModuleLoadDataEx calls within it), "jit" (the part of those the
-	// driver reports as its PTX compiler),
+	// driver reports as its PTX compiler; both are sums over the modules,
+	// which the default load policy compiles concurrently, so they can
+	// exceed "load"),
 	// "first_run" (load, launch and wait), "autotune", and "transfer"
 	// (conversions and copies, not part of FirstCallS).
 	PhasesS map[string]float64 `json:"phases_s,omitempty"`
