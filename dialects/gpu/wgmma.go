@@ -17,6 +17,7 @@ import (
 // cores' reads of it (after a barrier).
 const (
 	WGMMAOp           = "gpu.wgmma"
+	WGMMAWaitOp       = "gpu.wgmma_wait"
 	FenceProxyAsyncOp = "gpu.fence_proxy_async"
 )
 
@@ -53,7 +54,7 @@ const WGMMASwizzleRow = 64
 // offset: the 1024 bytes over which the 128-byte swizzle repeats.
 const WGMMAAlign = 512
 
-var wgmmaOps = []*ir.OpDef{wgmmaDef, fenceProxyAsyncDef}
+var wgmmaOps = []*ir.OpDef{wgmmaDef, wgmmaWaitDef, fenceProxyAsyncDef}
 
 var wgmmaDef = &ir.OpDef{
 	Name:    WGMMAOp,
@@ -72,8 +73,11 @@ var wgmmaDef = &ir.OpDef{
 		"+ 64·row + 8·((col%64/8) xor (row%8)) + col%8, the stored matrix being B's N×K " +
 		"transpose (K-major: B(k, n) is element (n, k)) or, with trans_b, B itself (MN-major: " +
 		"B(k, n) is element (k, n)). Every thread of the warpgroup must execute it with the same " +
-		"buffer and offset. The kernel needs the sm_90a target.",
-	Inherent: []string{ABTypeAttr, WGMMANAttr, KStepsAttr, TransBAttr, PanelAttr},
+		"buffer and offset. With `pending` N > 0 the op waits only until N groups are pending " +
+		"(`wgmma.wait_group N`): its results may still be in flight, and only a gpu.wgmma_wait may use " +
+		"them; its A registers and B tile must not change until one with fewer pending groups. The " +
+		"kernel needs the sm_90a target.",
+	Inherent: []string{ABTypeAttr, WGMMANAttr, KStepsAttr, TransBAttr, PanelAttr, PendingAttr},
 	Operands: []ir.ArgDoc{
 		{Name: "a0..", Doc: "4·k_steps i32: the thread's A fragments"},
 		{Name: "b, offset", Doc: "1-D workgroup memref of ab_type and the index of B's first element"},
@@ -86,10 +90,26 @@ var wgmmaDef = &ir.OpDef{
 		{Name: "k_steps", Doc: "K/16, at least 1 (i64)"},
 		{Name: "trans_b", Doc: "present when B is stored MN-major (UnitAttr)"},
 		{Name: "panel", Doc: "element distance between B's 64-column panels, a multiple of 512; needed when the stored matrix is wider than 64 (i64)"},
+		{Name: "pending", Doc: "groups left in flight at the end, 0 when absent (i64)"},
 	},
 	Example: `%d:8 = "gpu.wgmma"(%a0, %a1, %a2, %a3, %smem, %off) <{ab_type = bf16, k_steps = 1 : i64, n = 16 : i64}> : ` +
 		`(i32, i32, i32, i32, memref<8192xbf16, 3>, index) -> (f32, f32, f32, f32, f32, f32, f32, f32)`,
 	Verify: verifyWGMMA,
+}
+
+var wgmmaWaitDef = &ir.OpDef{
+	Name:    WGMMAWaitOp,
+	Summary: "Waits for the warpgroup's gpu.wgmma groups and returns their results",
+	Description: "As PTX `wgmma.wait_group pending`: waits until at most `pending` of the warpgroup's " +
+		"committed gpu.wgmma groups are incomplete, then returns its operands (results of gpu.wgmma ops " +
+		"with a nonzero `pending`, now complete: the newest `pending` groups excepted) unchanged. Every " +
+		"thread of the warpgroup must execute it.",
+	Inherent: []string{PendingAttr},
+	Operands: []ir.ArgDoc{{Name: "v0..", Doc: "f32: results of gpu.wgmma"}},
+	Results:  []ir.ArgDoc{{Name: "r0..", Doc: "f32: the same values, complete"}},
+	Attrs:    []ir.ArgDoc{{Name: "pending", Doc: "non-negative i64"}},
+	Example:  `%r:2 = "gpu.wgmma_wait"(%d0, %d1) <{pending = 0 : i64}> : (f32, f32) -> (f32, f32)`,
+	Verify:   verifyWGMMAWait,
 }
 
 var fenceProxyAsyncDef = &ir.OpDef{
@@ -112,6 +132,8 @@ type WGMMAShape struct {
 	Panel int64
 	// Acc says the op takes C operands.
 	Acc bool
+	// Pending is the number of groups left in flight at the op's end.
+	Pending int64
 }
 
 // StoredRows is the number of rows of the stored B: N, or K with TransB.
@@ -157,7 +179,20 @@ func WGMMA(b *ir.Builder, loc ir.Location, abType ir.Type, s WGMMAShape, a []*ir
 	if s.Panel != 0 {
 		props = append(props, ir.NamedAttr{Name: PanelAttr, Value: ir.Int(s.Panel, ir.I64)})
 	}
+	if s.Pending != 0 {
+		props = append(props, ir.NamedAttr{Name: PendingAttr, Value: ir.Int(s.Pending, ir.I64)})
+	}
 	return b.Op(WGMMAOp, loc, ops, rs, props...).Results()
+}
+
+// WGMMAWait inserts gpu.wgmma_wait of vs leaving pending groups in flight
+// and returns the values, complete.
+func WGMMAWait(b *ir.Builder, loc ir.Location, pending int64, vs []*ir.Value) []*ir.Value {
+	rs := make([]ir.Type, len(vs))
+	for i, v := range vs {
+		rs[i] = v.Type()
+	}
+	return b.Op(WGMMAWaitOp, loc, vs, rs, ir.NamedAttr{Name: PendingAttr, Value: ir.Int(pending, ir.I64)}).Results()
 }
 
 // FenceProxyAsync inserts gpu.fence_proxy_async.
@@ -168,7 +203,8 @@ func FenceProxyAsync(b *ir.Builder, loc ir.Location) *ir.Operation {
 // WGMMAShapeOf returns the shape of a gpu.wgmma from its attributes and
 // operand count (not verified: see verifyWGMMA).
 func WGMMAShapeOf(op *ir.Operation) WGMMAShape {
-	s := WGMMAShape{N: IntProp(op, WGMMANAttr, 0), KSteps: IntProp(op, KStepsAttr, 0), Panel: IntProp(op, PanelAttr, 0)}
+	s := WGMMAShape{N: IntProp(op, WGMMANAttr, 0), KSteps: IntProp(op, KStepsAttr, 0), Panel: IntProp(op, PanelAttr, 0),
+		Pending: IntProp(op, PendingAttr, 0)}
 	_, s.TransB = op.Attr(TransBAttr).(ir.UnitAttr)
 	s.Acc = int64(op.NumOperands()) > 4*s.KSteps+2
 	return s
@@ -188,6 +224,18 @@ func verifyWGMMA(op *ir.Operation) error {
 	}
 	if s.KSteps < 1 {
 		return fmt.Errorf("requires '%s' to be at least 1", KStepsAttr)
+	}
+	if s.Pending < 0 {
+		return fmt.Errorf("requires '%s' to be non-negative", PendingAttr)
+	}
+	if s.Pending > 0 {
+		for _, r := range op.Results() {
+			for _, u := range r.Users() {
+				if u.Name() != WGMMAWaitOp {
+					return fmt.Errorf("result #%d is in flight ('%s' %d) but used by '%s', not '%s'", r.Index(), PendingAttr, s.Pending, u.Name(), WGMMAWaitOp)
+				}
+			}
+		}
 	}
 	nA := 4 * s.KSteps
 	if n := int64(op.NumOperands()); n != nA+2 && n != nA+2+s.N/2 {
@@ -237,6 +285,24 @@ func verifyWGMMA(op *ir.Operation) error {
 	// (The swizzle may move any chunk of the last row to its end.)
 	if mt := op.Operand(int(nA)).Type().(*ir.MemRefType); (cols-1)/WGMMASwizzleRow*s.Panel+rows*WGMMASwizzleRow > mt.Shape()[0] {
 		return fmt.Errorf("B (%d×%d stored) does not fit in %s", rows, cols, mt)
+	}
+	return nil
+}
+
+func verifyWGMMAWait(op *ir.Operation) error {
+	if err := inKernel(op); err != nil {
+		return err
+	}
+	if IntProp(op, PendingAttr, -1) < 0 {
+		return fmt.Errorf("requires '%s' to be a non-negative integer", PendingAttr)
+	}
+	if op.NumOperands() == 0 || op.NumOperands() != op.NumResults() {
+		return fmt.Errorf("expects as many results as operands, at least one")
+	}
+	for i, v := range op.Operands() {
+		if v.Type() != ir.F32 || op.Result(i).Type() != ir.F32 {
+			return fmt.Errorf("operand and result #%d must be f32", i)
+		}
 	}
 	return nil
 }

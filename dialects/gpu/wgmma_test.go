@@ -47,6 +47,9 @@ func TestWGMMAVerify(t *testing.T) {
 		// K-major over two panels (K = 128), MN-major N = 128.
 		wgmmaKernel("ab_type = bf16, k_steps = 8 : i64, n = 64 : i64, panel = 4096 : i64", 32, "memref<8192xbf16, 3>", 0, 32),
 		wgmmaKernel("ab_type = bf16, k_steps = 4 : i64, n = 128 : i64, panel = 4096 : i64, trans_b", 16, "memref<8192xbf16, 3>", 64, 64),
+		// In flight, then awaited.
+		strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = 1 : i64", 4, "memref<512xbf16, 3>", 0, 4),
+			`"gpu.fence_proxy_async"() : () -> ()`, `%w:4 = "gpu.wgmma_wait"(%d#0, %d#1, %d#2, %d#3) <{pending = 0 : i64}> : (f32, f32, f32, f32) -> (f32, f32, f32, f32)`, 1),
 	} {
 		m, err := ir.Parse(newCtx(), src, ir.ParseOptions{})
 		if err == nil {
@@ -78,6 +81,15 @@ func TestWGMMAVerify(t *testing.T) {
 		{"panel-overlap", wgmmaKernel("ab_type = bf16, k_steps = 8 : i64, n = 64 : i64, panel = 512 : i64", 32, "memref<8192xbf16, 3>", 0, 32), "overlaps the 64 rows"},
 		{"panel-align", wgmmaKernel("ab_type = bf16, k_steps = 8 : i64, n = 64 : i64, panel = 4100 : i64", 32, "memref<8192xbf16, 3>", 0, 32), "multiple of 512"},
 		{"too-small", wgmmaKernel("ab_type = bf16, k_steps = 4 : i64, n = 64 : i64", 16, "memref<2048xbf16, 3>", 0, 32), "does not fit in memref<2048xbf16, 3>"},
+		{"pending-use", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = 1 : i64", 4, "memref<512xbf16, 3>", 0, 4),
+			`"gpu.fence_proxy_async"() : () -> ()`, `%x = arith.addf %d#0, %c : f32`, 1), "result #0 is in flight ('pending' 1) but used by 'arith.addf', not 'gpu.wgmma_wait'"},
+		{"pending-negative", wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = -1 : i64", 4, "memref<512xbf16, 3>", 0, 4), "'pending' to be non-negative"},
+		{"wait-counts", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", 4, "memref<512xbf16, 3>", 0, 4),
+			`"gpu.fence_proxy_async"() : () -> ()`, `%w = "gpu.wgmma_wait"(%d#0, %d#1) <{pending = 0 : i64}> : (f32, f32) -> f32`, 1), "as many results as operands"},
+		{"wait-type", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", 4, "memref<512xbf16, 3>", 0, 4),
+			`"gpu.fence_proxy_async"() : () -> ()`, `%w = "gpu.wgmma_wait"(%a) <{pending = 0 : i64}> : (i32) -> i32`, 1), "operand and result #0 must be f32"},
+		{"wait-pending", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", 4, "memref<512xbf16, 3>", 0, 4),
+			`"gpu.fence_proxy_async"() : () -> ()`, `%w = "gpu.wgmma_wait"(%d#0) : (f32) -> f32`, 1), "'pending' to be a non-negative integer"},
 		{"outside-kernel", `func.func @f(%b: memref<512xbf16, 3>, %o: index, %a: i32) {
   %d:4 = "gpu.wgmma"(%a, %a, %a, %a, %b, %o) <{ab_type = bf16, k_steps = 1 : i64, n = 8 : i64}> : (i32, i32, i32, i32, memref<512xbf16, 3>, index) -> (f32, f32, f32, f32)
   return

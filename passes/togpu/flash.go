@@ -81,10 +81,15 @@ type FlashTile struct {
 	// head dim 64. Rows is a multiple of 64; Warp, SumMMA, Fused and
 	// PolyExp must be zero.
 	WGMMA bool
+	// Pipe (with WGMMA, Rows 64) overlaps each key tile's softmax with
+	// the previous tile's P·V on the tensor cores, as FlashAttention-3
+	// does within a warpgroup (flash_wgmma.go, emitWGMMAPipe).
+	Pipe bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
-// eN for PolyExp N, s for SumMMA, bN for MinBlocks N and g for WGMMA.
+// eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA and p
+// for Pipe.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -104,6 +109,9 @@ func (t FlashTile) String() string {
 	}
 	if t.WGMMA {
 		s += "g"
+	}
+	if t.Pipe {
+		s += "p"
 	}
 	return s
 }
@@ -149,17 +157,21 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA,
 	{Rows: 128, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 128, WGMMA: true},
-	{Rows: 64, Keys: 64, WGMMA: true, MinBlocks: 5},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 }
 
 // FlashTileWGMMA is the wgmma tiling graph-attention-to-flash takes with
 // its wgmma option (sm_90a devices), for head dim 64, causal or not.
 // Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash, bench/NOTES.md
 // session 4, non-causal / causal ms): 64x64g 0.239 / 0.157, 128x64g 0.260
-// / 0.177, 128x128g 0.310 / 0.207, 64x64b5g 0.269 / 0.182 (launch bounds
-// for 5 blocks an SM: spills), against the mma.sync defaults' 0.268 /
-// 0.175; the bench's attention 0.227 ms (1.40× torch.compile). (192x64g,
-// 3 warpgroups, was dropped: slow, 0.313.)
+// / 0.177, 128x128g 0.310 / 0.207, against the mma.sync defaults' 0.268 /
+// 0.175; the bench's attention 0.227 ms (1.40× torch.compile). Dropped
+// after measurement: 64x64b5g (launch bounds for 5 blocks an SM: 96
+// registers with spills, 0.269 / 0.182) and 192x64g (3 warpgroups, 0.313).
+// What ptxas makes of 64x64g's loop (≈ 380 instructions a warp-tile): 64
+// of them move O into and out of the registers of the S product's
+// accumulators (R24–R55 for both), and each gpu.wgmma waits for its
+// group, so a warpgroup's QKᵀ, softmax and P·V never overlap.
 var FlashTileWGMMA = FlashTile{Rows: 64, Keys: 64, WGMMA: true}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
@@ -299,9 +311,12 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	args := entry.Arguments()
 	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
 	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(f.shared(), f.Elem))
-	if f.Tile.WGMMA {
+	switch {
+	case f.Tile.Pipe:
+		g.emitWGMMAPipe()
+	case f.Tile.WGMMA:
 		g.emitWGMMA()
-	} else {
+	default:
 		g.emit()
 	}
 	gpu.Return(kb, loc)

@@ -196,3 +196,234 @@ func (g *flashGen) emitWGMMA() {
 	}
 	g.store(it, nO, g.rows[0])
 }
+
+// wgLoadK and wgLoadV issue the copies of key tile kt's K or V tile into
+// stage kt % 2.
+func (g *flashGen) wgLoadK(b *ir.Builder, kt *ir.Value) { g.wgLoadPart(b, kt, g.k, 0) }
+func (g *flashGen) wgLoadV(b *ir.Builder, kt *ir.Value) {
+	g.wgLoadPart(b, kt, g.v, g.Tile.Keys*flashWGMMAD)
+}
+
+func (g *flashGen) wgLoadPart(b *ir.Builder, kt *ir.Value, src *ir.Value, off int64) {
+	x := g.x.at(b)
+	first := x.mulc(kt, g.Tile.Keys)
+	at := x.addc(x.mulc(x.and(kt, 1), g.wgStage(1)), off)
+	var valid *ir.Value
+	if g.Lk%g.Tile.Keys != 0 {
+		valid = x.c(g.Lk)
+	}
+	g.copyTile(b, g.kvChunks, src, x.add(g.kvBase, x.mulc(first, g.D)), at, first, valid)
+}
+
+// emitWGMMAPipe builds the pipelined wgmma kernel (FlashTile.Pipe): one
+// warpgroup a block, as emitWGMMA, but key tile kt's S = Q·Kᵀ and the
+// previous tile's O += P·V are issued together, S is awaited alone
+// (gpu.wgmma with pending 1, then gpu.wgmma_wait), and the softmax of tile
+// kt runs while the tensor cores finish P·V; O is rescaled after that
+// group completes. Key tile 0 is peeled (its S, softmax and P only), and
+// the last P·V follows the loops. K and V tiles are copied separately:
+// K(kt+1) at the top of tile kt (its stage held K(kt−1), whose product
+// is done), V(kt+1) at the end of tile kt, once P·V(kt−1), the last
+// reader of its stage, has completed; a tile's copies are awaited with
+// one group (the newest V) left in flight.
+func (g *flashGen) emitWGMMAPipe() {
+	b, loc, x := g.b, g.loc, g.x
+	R, K := g.Tile.Rows, g.Tile.Keys
+	tilesM := ceilDivInt(g.Lq, R)
+	numK := ceilDivInt(g.Lk, K)
+	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
+	bid := x.from(gpu.BlockID(b, loc, "x"))
+	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
+	rowBase := x.mulc(mt, R)
+	g.kvBase = x.mulc(z, g.Lk*g.D)
+	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
+	gr := x.shr(lane, 2)
+	g.t2 = x.mulc(x.and(lane, 3), 2)
+	q8, r8 := x.shr(lane, 3), x.and(lane, 7)
+	lo, hi := x.and(q8, 1), x.shr(q8, 1)
+	row0 := x.add(rowBase, x.add(x.mulc(warp, 16), gr))
+	g.rows = [][2]*ir.Value{{row0, x.addc(row0, 8)}}
+	g.kvChunks = g.swizzledChunks(K)
+
+	g.tiles = x.c(numK)
+	full := x.c(g.Lk / K)
+	if g.Causal {
+		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
+		g.tiles = x.op("arith.minui", last, g.tiles)
+		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
+	}
+	anyMask := g.Causal || g.Lk%K != 0
+
+	var qValid *ir.Value
+	if g.Lq%R != 0 {
+		qValid = x.c(g.Lq)
+	}
+	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
+	qStage := g.wgStage(2)
+	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
+	g.wgLoadK(b, x.c(0))
+	g.wgLoadV(b, x.c(0))
+	gpu.CpAsyncCommit(b, loc)
+	gpu.CpAsyncWait(b, loc, 0)
+	gpu.FenceProxyAsync(b, loc)
+	gpu.Barrier(b, loc)
+
+	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
+	qRowAt := x.addc(x.mulc(qRow, flashWGMMAD), qStage)
+	var qAt []*ir.Value
+	for ks := range int64(flashWGMMAD / 16) {
+		qAt = append(qAt, x.index(x.add(qRowAt, x.mulc(x.xor(x.addc(hi, 2*ks), r8), 8))))
+	}
+	qFrags := func(b *ir.Builder) []*ir.Value {
+		var qf []*ir.Value
+		for _, a := range qAt {
+			qf = append(qf, gpu.LdMatrix(b, loc, g.smem, a, 4, false)...)
+		}
+		return qf
+	}
+
+	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
+	if g.Scale < 0 {
+		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
+	}
+	c := float64(float32(g.Scale * math.Log2E))
+	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
+
+	nO := int(g.D / 8)
+	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16}
+	oShape := gpu.WGMMAShape{N: flashWGMMAD, KSteps: K / 16, TransB: true, Acc: true}
+	vAt := func(x ix, kt *ir.Value) *ir.Value {
+		return x.index(x.addc(x.mulc(x.and(kt, 1), g.wgStage(1)), K*flashWGMMAD))
+	}
+	// softmaxP runs the softmax on the scores sv of key tile kt (masked
+	// when masked) with the extremes m and sums l, and returns the
+	// probabilities as the A fragments of P·V, the new extremes, the sums
+	// and each row's rescaling factor alpha = ex2((m − mNew)·c). As
+	// softmaxStep (the same lazy extremes, rounding and exponentials) but
+	// without branches: P·V of the previous tile is in flight meanwhile,
+	// and ptxas waits for it before a branch; l (and, after the wait, O)
+	// is multiplied by alpha whether or not the extreme moved (alpha is 1
+	// then).
+	softmaxP := func(b *ir.Builder, x ix, sv []*ir.Value, kt *ir.Value, m, l []*ir.Value, masked bool) (p, mNew, lNew, alpha []*ir.Value) {
+		s := make([][]*ir.Value, K/8)
+		for j := range s {
+			s[j] = slices.Clone(sv[4*j : 4*j+4])
+		}
+		if masked {
+			g.mask(b, s, x.mulc(kt, K), sm, g.rows[0])
+		}
+		var negMC [2]*ir.Value
+		for h := range 2 {
+			row := []*ir.Value{m[h]}
+			for j := range s {
+				row = append(row, s[j][2*h], s[j][2*h+1])
+			}
+			ext := g.quadReduce(b, sm.ext, tree(b, loc, sm.ext, row))
+			growth := fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", ext, m[h]), sm.c)
+			moved := arith.NewCmpF(b, loc, arith.CmpFOGT, growth, sm.tau)
+			mNew = append(mNew, arith.NewSelect(b, loc, moved, ext, m[h]))
+			negMC[h] = fop(b, loc, "arith.mulf", mNew[h], sm.negC)
+			alpha = append(alpha, approxExp2(b, loc, fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mNew[h]), sm.c)))
+		}
+		g.round(b, s)
+		var ps [2][]*ir.Value
+		for j := range s {
+			g.exps(b, s[j], j%2, negMC, sm)
+			for r := range 4 {
+				ps[r/2] = append(ps[r/2], s[j][r])
+			}
+		}
+		for h := range 2 {
+			lNew = append(lNew, fop(b, loc, "arith.addf", fop(b, loc, "arith.mulf", l[h], alpha[h]), tree(b, loc, "arith.addf", ps[h])))
+		}
+		for j := range K / 16 {
+			p = append(p,
+				g.pair(b, s[2*j][0], s[2*j][1]), g.pair(b, s[2*j][2], s[2*j][3]),
+				g.pair(b, s[2*j+1][0], s[2*j+1][1]), g.pair(b, s[2*j+1][2], s[2*j+1][3]))
+		}
+		return p, mNew, lNew, alpha
+	}
+	// rescaleO multiplies O's rows by alpha.
+	rescaleO := func(b *ir.Builder, o, alpha []*ir.Value) []*ir.Value {
+		out := make([]*ir.Value, len(o))
+		for i, v := range o {
+			out[i] = fop(b, loc, "arith.mulf", v, alpha[(i%4)/2])
+		}
+		return out
+	}
+
+	// Key tile 0.
+	one := x.c(1)
+	loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+		g.wgLoadK(b, x.at(b).c(1))
+		gpu.CpAsyncCommit(b, loc)
+		return nil
+	}, nil)
+	s0 := gpu.WGMMA(b, loc, g.Elem, sShape, qFrags(b), g.smem, x.index(x.c(0)), nil)
+	p0, m0, l0, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, []*ir.Value{g.f32(0), g.f32(0)}, anyMask)
+	loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+		g.wgLoadV(b, x.at(b).c(1))
+		gpu.CpAsyncCommit(b, loc)
+		return nil
+	}, nil)
+	it := slices.Concat(p0, m0, l0)
+	for range 4 * nO {
+		it = append(it, g.f32(0))
+	}
+	nP := len(p0)
+
+	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
+		step := arith.ConstantIndex(b, loc, 1)
+		l := loop.For(b, loc, x.index(from), x.index(to), step, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			kt := x.from(iv)
+			pPrev, m, l, o := it[:nP], it[nP:nP+2], it[nP+2:nP+4], it[nP+4:]
+			// K(kt) and V(kt−1) have landed (V(kt) may not have).
+			gpu.CpAsyncWait(b, loc, 1)
+			gpu.FenceProxyAsync(b, loc)
+			gpu.Barrier(b, loc)
+			next := x.addc(kt, 1)
+			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+				g.wgLoadK(b, next)
+				gpu.CpAsyncCommit(b, loc)
+				return nil
+			}, nil)
+			at := x.mulc(x.and(kt, 1), g.wgStage(1))
+			pS, pO := sShape, oShape
+			pS.Pending, pO.Pending = 1, 1
+			sIn := gpu.WGMMA(b, loc, g.Elem, pS, qFrags(b), g.smem, x.index(at), nil)
+			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
+			sv := gpu.WGMMAWait(b, loc, 1, sIn)
+			p, mNew, lNew, alpha := softmaxP(b, x, sv, kt, m, l, masked)
+			// P·V's wait, in both arms of the branch that copies V(kt+1)
+			// (whose stage P·V reads): ptxas schedules a wgmma wait as early
+			// as its block allows, which would end the overlap with the
+			// softmax above; a branch keeps it below.
+			types := make([]ir.Type, len(o))
+			for i := range types {
+				types[i] = ir.F32
+			}
+			o = loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
+				o := rescaleO(b, gpu.WGMMAWait(b, loc, 0, oIn), alpha)
+				g.wgLoadV(b, next)
+				gpu.CpAsyncCommit(b, loc)
+				return o
+			}, func(b *ir.Builder) []*ir.Value {
+				return rescaleO(b, gpu.WGMMAWait(b, loc, 0, oIn), alpha)
+			}).Results()
+			return slices.Concat(p, mNew, lNew, o)
+		})
+		return l.Results()
+	}
+	fullFrom := x.op("arith.maxui", full, one)
+	it = tileLoop(one, fullFrom, it, false)
+	if anyMask {
+		it = tileLoop(fullFrom, g.tiles, it, true)
+	}
+	// The last tile's P·V.
+	gpu.CpAsyncWait(b, loc, 0)
+	gpu.FenceProxyAsync(b, loc)
+	gpu.Barrier(b, loc)
+	o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
+	g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
+}

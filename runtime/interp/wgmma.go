@@ -12,12 +12,14 @@ import (
 // thread parks at it with its operands, as at gpu.mma_sync, and when the
 // 128 threads of its warpgroup (warps 4q to 4q+3) all wait at it, the
 // block's scheduler computes every thread's results (completeWarpgroup).
-// gpu.wgmma is one fenced and awaited group of PTX wgmma instructions, so
-// it completes there; gpu.fence_proxy_async orders memory for the tensor
-// cores, which the interpreter's memory needs no help with.
+// gpu.wgmma computes at once, so its results are complete whatever its
+// pending count and gpu.wgmma_wait passes them on; gpu.fence_proxy_async
+// orders memory for the tensor cores, which the interpreter's memory needs
+// no help with.
 func init() {
 	registerAll(map[string]Rule{
 		gpu.WGMMAOp:           collectiveRule,
+		gpu.WGMMAWaitOp:       passOperands,
 		gpu.FenceProxyAsyncOp: noResults,
 	})
 }

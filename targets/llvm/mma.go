@@ -16,10 +16,11 @@ import (
 
 // tensorCoreOps translates gpu.mma_sync, gpu.ldmatrix and the cp.async ops.
 var tensorCoreOps = map[string]func(k *kernelTranslator, op *ir.Operation) error{
-	gpu.MMASyncOp:  (*kernelTranslator).mmaSync,
-	gpu.LdMatrixOp: (*kernelTranslator).ldMatrix,
-	gpu.CpAsyncOp:  (*kernelTranslator).cpAsync,
-	gpu.WGMMAOp:    (*kernelTranslator).wgmma,
+	gpu.MMASyncOp:   (*kernelTranslator).mmaSync,
+	gpu.LdMatrixOp:  (*kernelTranslator).ldMatrix,
+	gpu.CpAsyncOp:   (*kernelTranslator).cpAsync,
+	gpu.WGMMAOp:     (*kernelTranslator).wgmma,
+	gpu.WGMMAWaitOp: (*kernelTranslator).wgmmaWait,
 	gpu.FenceProxyAsyncOp: func(k *kernelTranslator, _ *ir.Operation) error {
 		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), "fence.proxy.async.shared::cta;", "")
 		ia.SideEffect = true

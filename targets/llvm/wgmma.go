@@ -120,7 +120,7 @@ func (k *kernelTranslator) wgmma(op *ir.Operation) error {
 		fmt.Fprintf(&asm, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%s}, $%d, %d, 1, 1, %d;\n",
 			s.N, abType, abType, strings.Join(dregs, ", "), strings.Join(a, ", "), nD+nA+ks, scaleD, trans)
 	}
-	asm.WriteString("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;")
+	fmt.Fprintf(&asm, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned %d;", s.Pending)
 	ret := fragment(types.Float, nD)
 	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(ret, params...)), asm.String(), strings.Join(cons, ","))
 	ia.SideEffect = true
@@ -144,4 +144,28 @@ func wgmmaAligned(v llvmValue) bool {
 	}
 	g, ok := from.(*llir.Global)
 	return ok && g.Align >= wgmmaAlign
+}
+
+// wgmmaWait translates gpu.wgmma_wait to inline PTX whose outputs are its
+// operands (tied) and whose text only waits: the native backend gives the
+// outputs the operands' registers.
+func (k *kernelTranslator) wgmmaWait(op *ir.Operation) error {
+	n := op.NumOperands()
+	cons := make([]string, 0, 2*n)
+	params := make([]types.Type, n)
+	args := make([]llvmValue, n)
+	for range n {
+		cons = append(cons, "=f")
+	}
+	for i, v := range op.Operands() {
+		params[i], args[i] = types.Float, k.get(v)
+		cons = append(cons, fmt.Sprint(i))
+	}
+	ret := fragment(types.Float, n)
+	text := fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", gpu.IntProp(op, gpu.PendingAttr, 0))
+	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(ret, params...)), text, strings.Join(cons, ","))
+	ia.SideEffect = true
+	r := k.cur.NewCall(ia, args...)
+	k.unpack(op, r, n)
+	return nil
 }

@@ -38,8 +38,31 @@ func (p *plan) isCopy(in llir.Instruction) bool {
 	case *llir.InstGetElementPtr:
 		_, ok := gepOffset(in.ElemType, in.Indices)
 		return ok || p.gepSame[in] != nil
+	case *llir.InstCall:
+		return isWaitAsm(in)
 	}
 	return false
+}
+
+// isWaitAsm reports whether call is inline asm whose outputs are its
+// arguments (output i tied to argument i) and whose text names no operand
+// (gpu.wgmma_wait's wgmma.wait_group): its results are its arguments'
+// registers, and it is still emitted for its text.
+func isWaitAsm(call *llir.InstCall) bool {
+	ia, ok := call.Callee.(*llir.InlineAsm)
+	if !ok || strings.Contains(ia.Asm, "$") || len(call.Args) == 0 {
+		return false
+	}
+	cons := strings.Split(ia.Constraint, ",")
+	if len(cons) != 2*len(call.Args) {
+		return false
+	}
+	for i := range call.Args {
+		if !strings.HasPrefix(cons[i], "=") || cons[len(call.Args)+i] != fmt.Sprint(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameRegisters reports whether values of types a and b live in the same
@@ -115,6 +138,16 @@ func (e *emitter) shared(in llir.Instruction) (rs []reg, ok, wait bool) {
 		return src(first.(value.Value))
 	}
 	switch in := in.(type) {
+	case *llir.InstCall: // isWaitAsm: the arguments' registers
+		var rs []reg
+		for _, a := range in.Args {
+			xs, ok, wait := src(a)
+			if !ok || len(xs) != 1 {
+				return nil, false, wait
+			}
+			rs = append(rs, xs[0])
+		}
+		return rs, true, false
 	case *llir.InstExtractElement:
 		xs, ok, wait := src(in.X)
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/value"
 )
 
 // inlineAsm emits a call of inline PTX (targets/llvm writes gpu.wgmma
@@ -44,7 +45,9 @@ func (e *emitter) inlineAsm(in *llir.InstCall, ia *llir.InlineAsm) error {
 				return fmt.Errorf("inline asm argument %d is tied to output %d, which it does not match", i, tied)
 			}
 			d := outs[tied]
-			e.inst("%s %s, %s;", classInfo[d.class].mov, d, r)
+			if d != r { // (else tieInPlace gave the output the argument's register)
+				e.inst("%s %s, %s;", classInfo[d.class].mov, d, r)
+			}
 			ops = append(ops, d.String())
 			continue
 		}
@@ -80,4 +83,67 @@ func (e *emitter) inlineAsm(in *llir.InstCall, ia *llir.InlineAsm) error {
 		e.inst("%s", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// operands is what llir instructions and terminators list their operands
+// by.
+type operands interface{ Operands() []*value.Value }
+
+// tieInPlace gives a tied output of inline asm its argument's register
+// when the argument dies there: an instruction result (a phi included)
+// with registers of its own, used by nothing else, that no other value
+// shares (not a copy, not the first of a repeated pure instruction). The
+// asm then updates it in place, with no mov: gpu.wgmma's accumulators stay
+// in one register block through a loop, instead of ptxas moving them in
+// and out of the block of another product's accumulators. Called after
+// allocation and before copies share registers.
+func (e *emitter) tieInPlace(f *llir.Func) {
+	uses := map[value.Value]int{}
+	count := func(o any) {
+		if ops, ok := o.(operands); ok {
+			for _, op := range ops.Operands() {
+				uses[*op]++
+			}
+		}
+	}
+	shared := map[value.Value]bool{}
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			count(in)
+			if first := e.plan.same[in]; first != nil {
+				shared[first.(value.Value)] = true
+			}
+		}
+		count(b.Term)
+	}
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			call, ok := in.(*llir.InstCall)
+			if !ok {
+				continue
+			}
+			ia, ok := call.Callee.(*llir.InlineAsm)
+			outs := e.vals[call]
+			if !ok || len(outs) == 0 {
+				continue
+			}
+			cons := strings.Split(ia.Constraint, ",")
+			if len(cons) != len(outs)+len(call.Args) {
+				continue // (inlineAsm reports it)
+			}
+			for j, a := range call.Args {
+				i, err := strconv.Atoi(cons[len(outs)+j])
+				arg, isInst := a.(llir.Instruction)
+				if err != nil || i < 0 || i >= len(outs) || !isInst || uses[a] != 1 || shared[a] || e.plan.isCopy(arg) {
+					continue
+				}
+				if _, folded := e.plan.folded[a]; folded {
+					continue
+				}
+				if rs := e.vals[a]; len(rs) == 1 && rs[0].class == outs[i].class {
+					outs[i] = rs[0]
+				}
+			}
+		}
+	}
 }

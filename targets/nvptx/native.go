@@ -281,6 +281,7 @@ func (e *emitter) kernel() (string, error) {
 			}
 		}
 	}
+	e.tieInPlace(f)
 	if err := e.shareRegisters(copies); err != nil {
 		return "", err
 	}
@@ -536,7 +537,8 @@ func (e *emitter) instruction(in llir.Instruction) error {
 		return nil
 	}
 	if v, ok := in.(value.Value); ok {
-		if _, folded := e.plan.folded[v]; folded || e.aliased[v] {
+		_, call := in.(*llir.InstCall) // (a wait asm shares its arguments' registers but has a text)
+		if _, folded := e.plan.folded[v]; folded || (e.aliased[v] && !call) {
 			return nil
 		}
 	}

@@ -1,0 +1,121 @@
+package nvptx
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/types"
+)
+
+// asmModule is a kernel that loads two floats x and y, passes them to
+// inline asm with the given text and constraints (x tied or not, per
+// cons) and stores the results (and x again at p[2] with keepX).
+func asmModule(text, cons string, outs int, keepX ...bool) *llir.Module {
+	m := newModule()
+	p := llir.NewParam("p", gF32)
+	f := kernel(m, "k", p)
+	b := f.NewBlock("entry")
+	x := b.NewLoad(f32, p)
+	q := b.NewGetElementPtr(f32, p, constant.NewInt(i64, 1))
+	y := b.NewLoad(f32, q)
+	ret := types.Type(types.Void)
+	if outs == 1 {
+		ret = f32
+	} else if outs > 1 {
+		ret = types.NewStruct(f32, f32)
+	}
+	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(ret, f32, f32)), text, cons)
+	ia.SideEffect = true
+	r := b.NewCall(ia, x, y)
+	switch outs {
+	case 1:
+		b.NewStore(r, p)
+	case 2:
+		b.NewStore(b.NewExtractValue(r, 0), p)
+		b.NewStore(b.NewExtractValue(r, 1), q)
+	}
+	if len(keepX) > 0 && keepX[0] {
+		b.NewStore(x, b.NewGetElementPtr(f32, p, constant.NewInt(i64, 2)))
+	}
+	b.NewRet(nil)
+	return m
+}
+
+// TestInlineAsm selects inline PTX (targets/llvm writes gpu.wgmma so):
+// operands substituted, a tied argument copied into its output first,
+// "$$" a dollar sign, and the malformed ones refused. The PTX assembles.
+func TestInlineAsm(t *testing.T) {
+	// x used again: it is copied into its output before the text; y is
+	// read where it is.
+	ptx, err := Native{}.Compile(asmModule("add.rn.f32 $0, $0, $3; // $$ and $1", "=f,=f,0,f", 2, true), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(ptx, "\n")
+	var at int
+	for i, l := range lines {
+		if strings.Contains(l, "add.rn.f32") {
+			at = i
+		}
+	}
+	if at == 0 || !strings.HasPrefix(strings.TrimSpace(lines[at-1]), "mov.f32 %f") || !strings.Contains(lines[at], "// $ and %f") {
+		t.Errorf("inline asm not selected as expected:\n%s", ptx)
+	}
+	assemble(t, ptx)
+	// x dies at the asm: its output takes x's register, no mov (tieInPlace).
+	inPlace, err := Native{}.Compile(asmModule("add.rn.f32 $0, $0, $3;", "=f,=f,0,f", 2), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(inPlace, "mov.f32") || !strings.Contains(inPlace, "add.rn.f32 %f0, %f0, %f1;") {
+		t.Errorf("the dying tied argument was copied:\n%s", inPlace)
+	}
+	// A text that names no operand, outputs tied to the arguments in
+	// order (gpu.wgmma_wait): the outputs are the arguments' registers.
+	wait, err := Native{}.Compile(asmModule("wgmma.wait_group.sync.aligned 1;", "=f,=f,0,1", 2, true), Options{Target: "sm_90a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(wait, "mov.f32") || !strings.Contains(wait, "\twgmma.wait_group.sync.aligned 1;\n") || !strings.Contains(wait, "st.global.f32 [%rd0+4], %f1;") {
+		t.Errorf("wait asm not aliased:\n%s", wait)
+	}
+	assemble90a(t, wait)
+	fence, err := Native{}.Compile(asmModule("fence.proxy.async.shared::cta;", "f,f", 0), Options{Target: "sm_90a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fence, "\tfence.proxy.async.shared::cta;\n") || !strings.Contains(fence, ".target sm_90a\n") || !strings.Contains(fence, ".version "+WGMMAPTXVersion+"\n") {
+		t.Errorf("fence or target missing:\n%s", fence)
+	}
+	for _, c := range []struct{ text, cons, want string }{
+		{"mov.f32 $0, $5;", "=f,f,f", "bad operand reference"},
+		{"mov.f32 $0, $1;", "=f,f", "2 constraints for 1 outputs and 2 arguments"},
+		{"mov.f32 $0, $1;", "=f,3,f", "tied to output 3"},
+		{"mov.f32 $0, $1;", "=f,m,f", `constraint "m" is not supported`},
+	} {
+		if _, err := (Native{}).Compile(asmModule(c.text, c.cons, 1), Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q with %q: error %v, want %q", c.text, c.cons, err, c.want)
+		}
+	}
+	if _, err := (Native{}).Compile(asmModule("", "", 0), Options{Target: "sm_90a", PTXVersion: "7.8"}); err == nil || !strings.Contains(err.Error(), "too old for sm_90a") {
+		t.Errorf("sm_90a at PTX 7.8: error %v", err)
+	}
+}
+
+// assemble90a runs ptxas -arch=sm_90a on ptx.
+func assemble90a(t *testing.T, ptx string) {
+	t.Helper()
+	ptxas := tool(t, "STRATA_PTXAS", "ptxas")
+	f := filepath.Join(t.TempDir(), "k.ptx")
+	if err := os.WriteFile(f, []byte(ptx), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(ptxas, "-arch=sm_90a", "-o", os.DevNull, f).CombinedOutput(); err != nil {
+		t.Fatalf("ptxas rejected the PTX: %v\n%s\n%s", err, out, numbered(ptx))
+	}
+}
