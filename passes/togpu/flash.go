@@ -155,24 +155,27 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
 	FlashTileWGMMA,
+	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 128, WGMMA: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 }
 
 // FlashTileWGMMA is the wgmma tiling graph-attention-to-flash takes with
-// its wgmma option (sm_90a devices), for head dim 64, causal or not.
-// Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash, bench/NOTES.md
-// session 4, non-causal / causal ms): 64x64g 0.239 / 0.157, 128x64g 0.260
-// / 0.177, 128x128g 0.310 / 0.207, against the mma.sync defaults' 0.268 /
-// 0.175; the bench's attention 0.227 ms (1.40× torch.compile). Dropped
+// its wgmma option (sm_90a devices), for head dim 64, causal or not: the
+// pipelined 64x64gp. Measured on the H200 at b16 h16 s1024 d64
+// (TestGPUFlash, bench/NOTES.md session 4, non-causal / causal ms):
+// 64x64gp 0.223 / 0.149, 64x64g 0.240 / 0.156 (the bench's attention
+// with it 0.227 ms, 1.40× torch.compile), 128x64g 0.260 / 0.179,
+// 128x128g 0.312 / 0.208, against the mma.sync defaults' 0.270 / 0.175.
+// Dropped
 // after measurement: 64x64b5g (launch bounds for 5 blocks an SM: 96
 // registers with spills, 0.269 / 0.182) and 192x64g (3 warpgroups, 0.313).
 // What ptxas makes of 64x64g's loop (≈ 380 instructions a warp-tile): 64
 // of them move O into and out of the registers of the S product's
 // accumulators (R24–R55 for both), and each gpu.wgmma waits for its
-// group, so a warpgroup's QKᵀ, softmax and P·V never overlap.
-var FlashTileWGMMA = FlashTile{Rows: 64, Keys: 64, WGMMA: true}
+// group, so a warpgroup's QKᵀ, softmax and P·V never overlap; 64x64gp
+// overlaps the softmax with P·V and keeps S and O in separate blocks.
+var FlashTileWGMMA = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
