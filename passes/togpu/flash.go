@@ -985,7 +985,9 @@ func init() {
 			"the outputs differ from the decomposition's by an ulp (normwise-relative 8e-3 at 2x4x64x32). " +
 			"That is why lower-to-gpu does not run it by default (its GPU results match the interpreter's " +
 			"to 2e-4 on the end-to-end programs); the bench opts in. Other attentions are left to " +
-			"graph-decompose. Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`.",
+			"graph-decompose. Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`. With `wgmma=true` " +
+			"(the bench's GPU engine on sm_90 devices) head-dim-64 attentions take Hopper's warpgroup-MMA kernel " +
+			"instead (FlashTileWGMMA; docs/lowering.md), compiled for sm_90a.",
 		Anchor: "builtin.module",
 		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
 			Doc: "Hopper (sm_90a) kernels: head-dim-64 attentions take the wgmma tiling (FlashTileWGMMA), " +
