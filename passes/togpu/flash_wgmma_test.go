@@ -1,0 +1,154 @@
+package togpu_test
+
+import (
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
+)
+
+// wgmmaSASS returns the SASS instructions (opcode and operands) of the key
+// loop that the offline ptxas makes of f's native PTX for sm_90a, or
+// skips t without ptxas and cuobjdump.
+func wgmmaSASS(t *testing.T, f togpu.Flash) []string {
+	t.Helper()
+	ptxas := os.Getenv("STRATA_PTXAS")
+	if ptxas == "" {
+		ptxas, _ = filepath.Abs("../../.cache/tools/bin/ptxas")
+	}
+	real, err := filepath.EvalSymlinks(ptxas)
+	if err != nil {
+		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
+	}
+	cuobjdump := filepath.Join(filepath.Dir(real), "cuobjdump")
+	if _, err := os.Stat(cuobjdump); err != nil {
+		t.Skip("no cuobjdump beside ptxas")
+	}
+	m := flashModule(t, dialects.NewContext(), f)
+	mod, err := llvm.Translate(llvm.GPUModules(m)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx, err := nvptx.Native{}.Compile(mod, nvptx.Options{Target: "sm_90a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "k.ptx"), filepath.Join(dir, "k.cubin")
+	if err := os.WriteFile(src, []byte(ptx), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := osexec.Command(ptxas, "-arch=sm_90a", "-O3", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("ptxas: %v\n%s", err, out)
+	}
+	out, err := osexec.Command(cuobjdump, "-sass", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cuobjdump: %v\n%s", err, out)
+	}
+	// The key loop: the backward branch whose body holds the most HGMMA.
+	var addrs []int64
+	var sass []string
+	for _, m := range sassLine.FindAllStringSubmatch(string(out), -1) {
+		a, _ := strconv.ParseInt(m[1], 16, 64)
+		addrs, sass = append(addrs, a), append(sass, strings.TrimSpace(m[2]))
+	}
+	best, bestN := []string(nil), 0
+	for i, in := range sass {
+		m := branchTarget.FindStringSubmatch(in)
+		if m == nil {
+			continue
+		}
+		target, _ := strconv.ParseInt(m[1], 0, 64)
+		if target >= addrs[i] {
+			continue
+		}
+		from := i
+		for from > 0 && addrs[from-1] >= target {
+			from--
+		}
+		if n := countIn(sass[from:i+1], "HGMMA"); n > bestN {
+			best, bestN = sass[from:i+1], n
+		}
+	}
+	if best == nil {
+		t.Fatal("no loop with HGMMA in the kernel")
+	}
+	return best
+}
+
+var (
+	sassLine     = regexp.MustCompile(`(?m)^\s+/\*([0-9a-f]{4})\*/\s+(.*?)\s*;`)
+	branchTarget = regexp.MustCompile(`BRA (0x[0-9a-f]+)`)
+)
+
+// TestFlashWGMMASASS checks, in the SASS of the non-causal bench-sized
+// kernels, the two things about ptxas the wgmma kernels are built around
+// (bench/NOTES.md, session 4): 64x64g loads Q's fragments (LDSM) inside
+// the key loop, before the S product, so no wgmma A register is
+// loop-invariant; 64x64gp waits for P·V (WARPGROUP.DEPBAR 0) only after
+// every exponential of the tile, and keeps S's and O's accumulators in
+// different registers.
+func TestFlashWGMMASASS(t *testing.T) {
+	f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Scale: 0.125, Elem: ir.BF16}
+	t.Run("64x64g", func(t *testing.T) {
+		f.Tile = togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true}
+		loop := wgmmaSASS(t, f)
+		firstMMA := indexOf(loop, "HGMMA")
+		if n := countIn(loop[:max(firstMMA, 0)], "LDSM"); firstMMA < 0 || n != 4 {
+			t.Errorf("%d LDSM before the loop's first HGMMA, want Q's 4:\n%s", n, strings.Join(loop, "\n"))
+		}
+	})
+	t.Run("64x64gp", func(t *testing.T) {
+		f.Tile = togpu.FlashTileWGMMA
+		loop := wgmmaSASS(t, f)
+		lastExp, wait := -1, -1
+		for i, in := range loop {
+			if strings.HasPrefix(in, "MUFU.EX2") {
+				lastExp = i
+			}
+			if strings.HasPrefix(in, "WARPGROUP.DEPBAR.LE gsb0, 0x0") && wait < 0 {
+				wait = i
+			}
+		}
+		if wait < 0 || lastExp < 0 || wait < lastExp {
+			t.Errorf("P·V's wait (at %d) comes before the tile's last exponential (at %d)", wait, lastExp)
+		}
+		acc := map[string]bool{}
+		for _, in := range loop {
+			if strings.HasPrefix(in, "HGMMA") {
+				acc[strings.Fields(in)[1]] = true
+			}
+		}
+		if len(acc) != 2 {
+			t.Errorf("the loop's HGMMA accumulate into %v, want two blocks (S and O)", acc)
+		}
+	})
+}
+
+func indexOf(xs []string, prefix string) int {
+	for i, x := range xs {
+		if strings.HasPrefix(x, prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+func countIn(xs []string, prefix string) int {
+	n := 0
+	for _, x := range xs {
+		if strings.HasPrefix(x, prefix) {
+			n++
+		}
+	}
+	return n
+}
