@@ -51,22 +51,7 @@ func (nvptxBackend) Describe() string {
 	return "lowers with " + LowerToGPUPipeline + " (bf16/f16 matmuls on cuBLASLt when it loads, as Inductor's default uses cuBLAS), compiles the kernels to PTX and runs them on an NVIDIA GPU (options: ptx_backend native|llc, ptx_target sm_80|sm_90)"
 }
 
-func (nvptxBackend) Compile(g *Graph) (Executable, error) {
-	var opts exec.Options
-	for k, v := range g.Options {
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("backend option %s must be a string, got %T", k, v)
-		}
-		switch k {
-		case "ptx_backend":
-			opts.PTXBackend = s
-		case "ptx_target":
-			opts.Target = s
-		default:
-			return nil, fmt.Errorf("backend has no option %q (it takes: ptx_backend, ptx_target)", k)
-		}
-	}
+func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	// reduce-overhead and max-autotune replay a CUDA graph per input
 	// signature (runtime/exec.Runner); a plan that cannot be captured
 	// runs launch by launch with the reason under STRATA_LOGS=cudagraphs.
@@ -74,33 +59,7 @@ func (nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if err != nil {
 		return nil, err
 	}
-	if passes.LookupPipeline(LowerToGPUPipeline) == nil {
-		return nil, fmt.Errorf("nvptx backend: the %s pipeline is not registered in this program (import the packages of its passes)", LowerToGPUPipeline)
-	}
-	// As Inductor's default runs GEMMs on cuBLAS, bf16/f16 matmuls go to
-	// cuBLASLt when the process can load it (autotune.ModeConfig, logged
-	// under STRATA_LOGS=autotune), and to Strata's mma.sync kernels
-	// otherwise; the library's load counts as passes time.
-	var cfg togpu.Config
-	err = g.Time(PhasePasses, func() error {
-		cfg = autotune.ModeConfig(mode, g.Module)
-		pm, err := passes.Parse("builtin.module(" + autotune.LowerPipelineFor(cfg) + ")")
-		if err != nil {
-			return err
-		}
-		return pm.Run(g.Context, g.Module)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("running %s: %w", LowerToGPUPipeline, err)
-	}
-	var prog *exec.Program
-	err = g.Time(PhaseCodegen, func() error {
-		var err error
-		if prog, err = exec.Compile(g.Module, opts); err == nil {
-			err = prog.Check(g.Func)
-		}
-		return err
-	})
+	prog, cfg, err := b.generate(g, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +78,54 @@ func (nvptxBackend) Compile(g *Graph) (Executable, error) {
 		return nil, err
 	}
 	return &nvptxExecutable{runner: exec.NewRunner(prog, rt, name, mode.CUDAGraphs()), name: name}, nil
+}
+
+// generate is the host's part of Compile, before the device: it lowers
+// g's module to the gpu level and compiles its kernels to PTX.
+func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Config, error) {
+	var opts exec.Options
+	for k, v := range g.Options {
+		s, ok := v.(string)
+		if !ok {
+			return nil, togpu.Config{}, fmt.Errorf("backend option %s must be a string, got %T", k, v)
+		}
+		switch k {
+		case "ptx_backend":
+			opts.PTXBackend = s
+		case "ptx_target":
+			opts.Target = s
+		default:
+			return nil, togpu.Config{}, fmt.Errorf("backend has no option %q (it takes: ptx_backend, ptx_target)", k)
+		}
+	}
+	if passes.LookupPipeline(LowerToGPUPipeline) == nil {
+		return nil, togpu.Config{}, fmt.Errorf("nvptx backend: the %s pipeline is not registered in this program (import the packages of its passes)", LowerToGPUPipeline)
+	}
+	// As Inductor's default runs GEMMs on cuBLAS, bf16/f16 matmuls go to
+	// cuBLASLt when the process can load it (autotune.ModeConfig, logged
+	// under STRATA_LOGS=autotune), and to Strata's mma.sync kernels
+	// otherwise; the library's load counts as passes time.
+	var cfg togpu.Config
+	err := g.Time(PhasePasses, func() error {
+		cfg = autotune.ModeConfig(mode, g.Module)
+		pm, err := passes.Parse("builtin.module(" + autotune.LowerPipelineFor(cfg) + ")")
+		if err != nil {
+			return err
+		}
+		return pm.Run(g.Context, g.Module)
+	})
+	if err != nil {
+		return nil, cfg, fmt.Errorf("running %s: %w", LowerToGPUPipeline, err)
+	}
+	var prog *exec.Program
+	err = g.Time(PhaseCodegen, func() error {
+		var err error
+		if prog, err = exec.Compile(g.Module, opts); err == nil {
+			err = prog.Check(g.Func)
+		}
+		return err
+	})
+	return prog, cfg, err
 }
 
 // nvptxExecutable runs a compiled graph on the GPU: results stay there
