@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
 	"github.com/strata-ir/strata/passes/togpu"
@@ -112,7 +113,20 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 		if err != nil {
 			return err
 		}
-		return pm.Run(g.Context, g.Module)
+		// The verifier runs once, on the lowered module, rather than
+		// after each of the pipeline's ten passes (a fifth of the passes'
+		// time): the input is a traced graph, which is valid by
+		// construction, and a pass that breaks the IR is still caught
+		// before code generation (irc --pass-pipeline with the same
+		// passes names it).
+		pm.Instr.VerifyEach = false
+		if err := pm.Run(g.Context, g.Module); err != nil {
+			return err
+		}
+		if err := ir.Verify(g.Module); err != nil {
+			return fmt.Errorf("the lowered module does not verify: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, cfg, fmt.Errorf("running %s: %w", LowerToGPUPipeline, err)
