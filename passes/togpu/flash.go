@@ -190,8 +190,7 @@ type Flash struct {
 	Causal bool
 	// Scale multiplies the scores (1/√D by default in graph.attention).
 	Scale float64
-	// Elem is bf16. (The kernel's arithmetic is f16-ready, but the native
-	// PTX backend cannot yet pass <2 x half> mma operands.)
+	// Elem is bf16 or f16.
 	Elem ir.Type
 	// Tile is one of FlashTiles; the zero value picks the measured best
 	// for the shape (see tile).
@@ -250,8 +249,8 @@ func (f Flash) qStage() int64 {
 func (f Flash) Check() error {
 	t := f.tile()
 	switch {
-	case f.Elem != ir.BF16:
-		return fmt.Errorf("flash attention: element type %s, want bf16", f.Elem)
+	case f.Elem != ir.BF16 && f.Elem != ir.F16:
+		return fmt.Errorf("flash attention: element type %s, want bf16 or f16", f.Elem)
 	case !slices.Contains(FlashTiles, t):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case f.D <= 0 || f.D%16 != 0 || f.D > flashMaxD:
@@ -862,8 +861,12 @@ var polyExp2Coeffs = [4]float64{0.9999280571937561, 0.6932609677314758, 0.242611
 // right before its products, and adds P's row sums to l (but for SumMMA).
 func (g *flashGen) product(b *ir.Builder, p [][][]*ir.Value, o, l [][]*ir.Value, vAt *ir.Value, negMC [][2]*ir.Value, sm softmax) {
 	vAt = g.x.at(b).index(vAt)
-	// bf16 1.0 twice: every B fragment register of a matrix of ones.
-	ones := []*ir.Value{arith.ConstantInt(b, g.loc, 0x3F803F80, ir.I32)}
+	// 1.0 twice: every B fragment register of a matrix of ones.
+	one := int64(0x3F80) // bf16
+	if g.Elem == ir.F16 {
+		one = 0x3C00
+	}
+	ones := []*ir.Value{arith.ConstantInt(b, g.loc, one<<16|one, ir.I32)}
 	ones = append(ones, ones[0])
 	ps := make([][2][]*ir.Value, len(p))
 	for j := range g.Tile.Keys / 16 {
@@ -969,8 +972,8 @@ const (
 func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    FlashPassName,
-		Summary: "Run bf16 graph.attention as one flash-attention kernel (before lower-to-gpu)",
-		Description: "Each `graph.attention` without a mask operand, on static bf16 q, k, v with the same " +
+		Summary: "Run bf16 and f16 graph.attention as one flash-attention kernel (before lower-to-gpu)",
+		Description: "Each `graph.attention` without a mask operand, on static bf16 or f16 q, k, v with the same " +
 			"batch dims (no broadcasting), a head dim that is a multiple of 16 up to 128 for q, k and v, and " +
 			"a finite nonzero scale, becomes a `func.call` of a private declaration tagged " +
 			"`strata.flash = {causal, scale}`. convert-loop-to-gpu replaces each such call by the launch of " +
@@ -980,7 +983,7 @@ func init() {
 			"cp.async (one barrier per tile; workgroup memory beyond 48 KB is dynamic), scores and P·V on " +
 			"mma.sync with f32 accumulators, online softmax in f32 with the scale folded into one fma before " +
 			"each ex2 (the score matrix never reaches memory; only the causal diagonal and key-tail tiles are " +
-			"masked). The results match graph.attention within bf16 rounding, not bit for bit: the kernel " +
+			"masked). The results match graph.attention within the rounding of their element type, not bit for bit: the kernel " +
 			"rounds the probabilities before rather than after the division by the row sum, so about half " +
 			"the outputs differ from the decomposition's by an ulp (normwise-relative 8e-3 at 2x4x64x32). " +
 			"That is why lower-to-gpu does not run it by default (its GPU results match the interpreter's " +

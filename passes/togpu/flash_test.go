@@ -59,6 +59,11 @@ var flashCases = []flashCase{
 	{1, 2, 130, 70, 64, true, 0, ir.BF16},
 	{1, 1, 40, 200, 64, false, 4, ir.BF16},
 	{1, 1, 64, 64, 64, false, -0.3, ir.BF16},
+	// f16: the row sums on the tensor cores (causal), and the wgmma
+	// tilings with rescaling.
+	{1, 2, 40, 40, 32, true, 0, ir.F16},
+	{1, 1, 130, 200, 48, false, 0, ir.F16},
+	{1, 1, 40, 200, 64, false, 4, ir.F16},
 }
 
 func (c flashCase) String() string {
@@ -237,6 +242,7 @@ func TestFlashCheck(t *testing.T) {
 	for _, ok := range []togpu.Flash{
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 0.125, Elem: ir.BF16},
 		{Batch: 1, Lq: 8, Lk: 8, D: 128, Scale: -2, Elem: ir.BF16, Tile: togpu.FlashTiles[1]},
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.F16},
 	} {
 		if err := ok.Check(); err != nil {
 			t.Error(err)
@@ -244,7 +250,7 @@ func TestFlashCheck(t *testing.T) {
 	}
 	for _, f := range []togpu.Flash{
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.F32},
-		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.F16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.F64},
 		{Batch: 1, Lq: 8, Lk: 8, D: 24, Scale: 1, Elem: ir.BF16},
 		{Batch: 1, Lq: 8, Lk: 8, D: 144, Scale: 1, Elem: ir.BF16},
 		{Batch: 0, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16},
@@ -283,8 +289,8 @@ func TestFlashDefaultTiling(t *testing.T) {
 }
 
 // TestFlashPTX compiles the bench's attention kernel (b16 h16 s1024
-// d64) in every tiling, causal and not, and a d128 one (in dynamic
-// workgroup memory) with both PTX backends, assembles each with the
+// d64) in every tiling, causal and not, a d128 one (in dynamic
+// workgroup memory) and f16 ones with both PTX backends, assembles each with the
 // offline ptxas for sm_90 and checks that nothing spills (but to meet a
 // tiling's MinBlocks).
 func TestFlashPTX(t *testing.T) {
@@ -302,9 +308,15 @@ func TestFlashPTX(t *testing.T) {
 		}
 	}
 	fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 128, Causal: true, Scale: 0.125, Elem: ir.BF16})
+	// f16: the default tilings, and the wgmma one.
+	for _, tile := range []togpu.FlashTile{{}, togpu.FlashTileWGMMA} {
+		for _, causal := range []bool{false, true} {
+			fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Causal: causal, Scale: 0.125, Elem: ir.F16, Tile: tile})
+		}
+	}
 	for _, f := range fs {
 		for _, name := range nvptx.BackendNames() {
-			t.Run(fmt.Sprintf("%s-d%d-causal=%v-%v", name, f.D, f.Causal, f.Tiling()), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-d%d-causal=%v-%v-%s", name, f.D, f.Causal, f.Tiling(), f.Elem), func(t *testing.T) {
 				m := flashModule(t, dialects.NewContext(), f)
 				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
 				if err != nil {
