@@ -85,7 +85,9 @@ func captureBackend(t testing.TB) (string, *[]generated) {
 	name := fmt.Sprintf("capture-%s-%p", t.Name(), &out)
 	RegisterBackend(name, BackendFunc(func(g *Graph) (Executable, error) {
 		before := *g.times
+		release := holdGC()
 		prog, _, err := nvptxBackend{}.generate(g, "")
+		release()
 		if err != nil {
 			return nil, err
 		}
