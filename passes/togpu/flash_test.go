@@ -389,8 +389,8 @@ func TestFlashPipeline(t *testing.T) {
   %r = "graph.add"(%a, %x) : (tensor<3x20x16xbf16>, tensor<3x20x16xbf16>) -> tensor<3x20x16xbf16>`, 1},
 		{"f32-left-alone", "%q: tensor<2x8x16xf32>", "tensor<2x8x16xf32>", `
   %r = "graph.attention"(%q, %q, %q) : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>`, 0},
-		{"f16-left-alone", "%q: tensor<2x8x16xf16>", "tensor<2x8x16xf16>", `
-  %r = "graph.attention"(%q, %q, %q) : (tensor<2x8x16xf16>, tensor<2x8x16xf16>, tensor<2x8x16xf16>) -> tensor<2x8x16xf16>`, 0},
+		{"f16", "%q: tensor<2x8x16xf16>", "tensor<2x8x16xf16>", `
+  %r = "graph.attention"(%q, %q, %q) : (tensor<2x8x16xf16>, tensor<2x8x16xf16>, tensor<2x8x16xf16>) -> tensor<2x8x16xf16>`, 1},
 		{"head-dim-8-left-alone", "%q: tensor<2x8x8xbf16>", "tensor<2x8x8xbf16>", `
   %r = "graph.attention"(%q, %q, %q) : (tensor<2x8x8xbf16>, tensor<2x8x8xbf16>, tensor<2x8x8xbf16>) -> tensor<2x8x8xbf16>`, 0},
 	} {
