@@ -79,7 +79,7 @@ func Compile(module *ir.Operation, opts Options) (*Program, error) {
 			return nil, err
 		}
 		start = time.Now()
-		mopts, err := moduleTarget(g, nopts)
+		mopts, err := ModuleTarget(g, nopts)
 		if err != nil {
 			return nil, err
 		}
@@ -98,12 +98,12 @@ func Compile(module *ir.Operation, opts Options) (*Program, error) {
 	return p, nil
 }
 
-// moduleTarget returns the PTX options of gpu.module g: opts, unless g
+// ModuleTarget returns the PTX options of gpu.module g: opts, unless g
 // asks for an architecture-specific target (gpu.PTXTargetAttr, such as
 // sm_90a for gpu.wgmma) that opts' target (empty, or its base such as
 // sm_90) allows; then that target at its default ISA version unless
 // opts names one.
-func moduleTarget(g *ir.Operation, opts nvptx.Options) (nvptx.Options, error) {
+func ModuleTarget(g *ir.Operation, opts nvptx.Options) (nvptx.Options, error) {
 	attr, ok := g.Attr(gpu.PTXTargetAttr).(ir.StringAttr)
 	want := attr.Value
 	if !ok || want == opts.Target {
