@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
@@ -49,6 +52,7 @@ func (Native) Compile(m *llir.Module, opts Options) (string, error) {
 		fmt.Fprintf(&b, "\n%s\n", decl)
 	}
 	kernels := kernelSet(m)
+	var fns []*llir.Func
 	for _, f := range m.Funcs {
 		if f.Blocks == nil {
 			if _, ok := intrinsics[f.Name()]; !ok {
@@ -59,14 +63,44 @@ func (Native) Compile(m *llir.Module, opts Options) (string, error) {
 		if !kernels[f] {
 			return "", fmt.Errorf("function @%s is not a kernel: device functions are not supported", f.Name())
 		}
+		fns = append(fns, f)
+	}
+	// Each kernel's emitter reads the module and writes only its own
+	// state, so the kernels are generated at once and joined in order.
+	texts := make([]string, len(fns))
+	errs := make([]error, len(fns))
+	emit := func(i int) {
+		f := fns[i]
 		e := &emitter{fn: f, names: names, vals: map[value.Value][]reg{}, labels: map[*llir.Block]string{},
 			consts: map[string][]reg{}, aliased: map[value.Value]bool{}, target: opts.Target, bounds: annotations(m, f)}
-		text, err := e.kernel()
-		if err != nil {
-			return "", fmt.Errorf("kernel @%s: %w", f.Name(), err)
+		texts[i], errs[i] = e.kernel()
+	}
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	if jobs = min(jobs, len(fns)); jobs <= 1 {
+		for i := range fns {
+			emit(i)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range jobs {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < len(fns); i = int(next.Add(1) - 1) {
+					emit(i)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for i, f := range fns {
+		if errs[i] != nil {
+			return "", fmt.Errorf("kernel @%s: %w", f.Name(), errs[i])
 		}
 		b.WriteString("\n")
-		b.WriteString(text)
+		b.WriteString(texts[i])
 	}
 	return b.String(), nil
 }

@@ -30,6 +30,10 @@ type Options struct {
 	// PTXVersion is the ISA version written in `.version`, such as "7.8".
 	// Empty means DefaultPTXVersion (WGMMAPTXVersion for sm_90a).
 	PTXVersion string
+	// Jobs bounds the kernels the native backend generates at once, each
+	// on its own goroutine; 0 means GOMAXPROCS. The text does not depend
+	// on it.
+	Jobs int
 }
 
 // DefaultTarget is the target used when Options.Target is empty.

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 )
@@ -523,4 +525,88 @@ func TestPackedHalves(t *testing.T) {
 		}
 	}
 	assemble(t, ptx)
+}
+
+// mergedModule returns one module holding the kernels of every test
+// module, in name order, and each kernel's name.
+func mergedModule() (*llir.Module, []string) {
+	m := newModule()
+	var names, kernels []string
+	for name := range testModules {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	declared := map[string]bool{}
+	for _, name := range names {
+		part := testModules[name]()
+		m.Globals = append(m.Globals, part.Globals...)
+		for _, f := range part.Funcs {
+			if f.Blocks == nil {
+				if declared[f.Name()] {
+					continue
+				}
+				declared[f.Name()] = true
+			} else {
+				kernels = append(kernels, f.Name())
+			}
+			m.Funcs = append(m.Funcs, f)
+		}
+		if def, ok := part.NamedMetadataDefs["nvvm.annotations"]; ok {
+			mine, ok := m.NamedMetadataDefs["nvvm.annotations"]
+			if !ok {
+				mine = &metadata.NamedDef{Name: "nvvm.annotations"}
+				m.NamedMetadataDefs["nvvm.annotations"] = mine
+			}
+			mine.Nodes = append(mine.Nodes, def.Nodes...)
+			m.MetadataDefs = append(m.MetadataDefs, part.MetadataDefs...)
+		}
+	}
+	return m, kernels
+}
+
+// TestParallelKernels checks that the native backend writes the same text
+// whether it generates a module's kernels one at a time or at once, in the
+// module's order, and that an error names the first failing kernel.
+func TestParallelKernels(t *testing.T) {
+	m, kernels := mergedModule()
+	if len(kernels) < 4 {
+		t.Fatalf("merged module has %d kernels", len(kernels))
+	}
+	one, err := Native{}.Compile(m, Options{Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for _, k := range kernels {
+		at := strings.Index(one, ".entry "+k+"(")
+		if at < last {
+			t.Errorf("kernel %s is not in the module's order", k)
+		}
+		last = at
+	}
+	for _, jobs := range []int{0, 2, 3, 16} {
+		got, err := Native{}.Compile(m, Options{Jobs: jobs})
+		if err != nil {
+			t.Fatalf("jobs %d: %v", jobs, err)
+		}
+		if got != one {
+			t.Errorf("jobs %d: the PTX differs from one job's", jobs)
+		}
+	}
+	assemble(t, one)
+
+	// Two kernels the backend refuses: the error names the first.
+	for _, name := range []string{"bad1", "bad2"} {
+		p := llir.NewParam("p", gF32)
+		b := kernel(m, name, p).NewBlock("entry")
+		x := b.NewLoad(f32, p)
+		b.NewStore(b.NewFRem(x, x), p)
+		b.NewRet(nil)
+	}
+	for _, jobs := range []int{1, 4} {
+		_, err := Native{}.Compile(m, Options{Jobs: jobs})
+		if err == nil || !strings.Contains(err.Error(), "@bad1") {
+			t.Errorf("jobs %d: error %v, want one naming @bad1", jobs, err)
+		}
+	}
 }
