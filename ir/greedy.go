@@ -117,8 +117,34 @@ func (c *Context) CanonicalizationPatterns() []*Pattern {
 type constKey struct {
 	region  *Region
 	dialect *Dialect
-	attr    string
+	attr    any // attrKey of the value attribute
 	typ     Type
+}
+
+// attrKey returns a comparable key of attribute a, equal for two
+// attributes exactly when their texts are: integer and float attributes
+// are their own keys (their types are uniqued, their values normalized;
+// an i1 prints only its truth), others are their text. It spares the
+// printing of every constant the canonicalizer meets.
+func attrKey(a Attribute) any {
+	switch a := a.(type) {
+	case IntegerAttr:
+		if a.Type == I1 {
+			return IntegerAttr{Value: boolBit(a.Value != 0), Type: I1}
+		}
+		return a
+	case FloatAttr:
+		return a
+	}
+	return a.String()
+}
+
+// boolBit is 1 for true.
+func boolBit(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // greedyDriver is the state of one ApplyPatternsGreedily call. It is the
@@ -236,7 +262,9 @@ func (d *greedyDriver) process(op *Operation) {
 		} else if d.fold(op) {
 			d.numRewrites++
 			d.changed = true
-			d.logf("fold: '%s' at %s", op.Name(), locText(op.Loc()))
+			if d.cfg.Log != nil {
+				d.logf("fold: '%s' at %s", op.Name(), locText(op.Loc()))
+			}
 			return
 		}
 	}
@@ -245,7 +273,9 @@ func (d *greedyDriver) process(op *Operation) {
 		if p.Rewrite(d.rw, op) {
 			d.numRewrites++
 			d.changed = true
-			d.logf("rewrite: %s on '%s' at %s", p.Name, op.Name(), locText(op.Loc()))
+			if d.cfg.Log != nil {
+				d.logf("rewrite: %s on '%s' at %s", p.Name, op.Name(), locText(op.Loc()))
+			}
 			return
 		}
 	}
@@ -383,7 +413,7 @@ func (d *greedyDriver) materialize(op *Operation, a Attribute, t Type) (c *Opera
 		if dl == nil || dl.MaterializeConstant == nil {
 			continue
 		}
-		key := constKey{region: region, dialect: dl, attr: a.String(), typ: t}
+		key := constKey{region: region, dialect: dl, attr: attrKey(a), typ: t}
 		if c := d.constants[key]; c != nil {
 			return c, false
 		}
@@ -421,11 +451,13 @@ func (d *greedyDriver) insertKnownConstant(op *Operation) bool {
 	if a == nil || op.NumResults() != 1 || region == nil || op.def.dialect == nil {
 		return false
 	}
-	key := constKey{region: region, dialect: op.def.dialect, attr: a.String(), typ: op.results[0].typ}
+	key := constKey{region: region, dialect: op.def.dialect, attr: attrKey(a), typ: op.results[0].typ}
 	if c := d.constants[key]; c != nil && c != op {
 		d.rw.ReplaceOp(op, []*Value{c.results[0]})
 		d.changed = true
-		d.logf("fold: '%s' at %s", op.Name(), locText(op.Loc()))
+		if d.cfg.Log != nil {
+			d.logf("fold: '%s' at %s", op.Name(), locText(op.Loc()))
+		}
 		return true
 	}
 	// Only a constant that reads nothing and holds nothing may move up.
