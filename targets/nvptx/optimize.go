@@ -2,6 +2,7 @@ package nvptx
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	llir "github.com/llir/llvm/ir"
@@ -155,8 +156,11 @@ func analyze(f *llir.Func, target string) *plan {
 // findRepeats fills same: local value numbering of the pure instructions
 // of each block (geps are gepSame's, copies share registers anyway).
 func (p *plan) findRepeats(f *llir.Func) {
+	typeText := map[types.Type]string{} // texts of the result types
+	consts := map[value.Value]string{}  // texts of constant operands
+	seen := map[repeatKey]llir.Instruction{}
 	for _, b := range f.Blocks {
-		seen := map[string]llir.Instruction{}
+		clear(seen)
 		for _, in := range b.Insts {
 			v, ok := in.(value.Value)
 			if !ok || !p.live[in] || p.isCopy(in) {
@@ -165,21 +169,20 @@ func (p *plan) findRepeats(f *llir.Func) {
 			if _, folded := p.folded[v]; folded {
 				continue
 			}
-			var extra string
+			key := repeatKey{kind: reflect.TypeOf(in)}
 			switch in := in.(type) {
 			case *llir.InstICmp:
-				extra = in.Pred.String()
+				key.extra = in.Pred.String()
 			case *llir.InstFCmp:
-				extra = in.Pred.String()
+				key.extra = in.Pred.String()
 			case *llir.InstSelect:
-				extra = p.minmax[in]
+				key.extra = p.minmax[in]
 			case *llir.InstTrunc:
-				extra = fmt.Sprint(p.bf16Round[in] != nil)
+				key.flags[0] = p.bf16Round[in] != nil
 			case *llir.InstBitCast:
-				extra = fmt.Sprint(p.bf16Widen[in] != nil, p.bf16Snap[in] != nil)
+				key.flags = [2]bool{p.bf16Widen[in] != nil, p.bf16Snap[in] != nil}
 			case *llir.InstOr:
-				_, pack := p.pack16[in]
-				extra = fmt.Sprint(pack)
+				_, key.flags[0] = p.pack16[in]
 			case *llir.InstCall:
 				if hasEffects(in) {
 					continue
@@ -187,14 +190,32 @@ func (p *plan) findRepeats(f *llir.Func) {
 			case *llir.InstLoad, *llir.InstPhi, *llir.InstGetElementPtr, *llir.InstAlloca:
 				continue
 			}
-			key := fmt.Sprintf("%T %s %s", in, v.Type(), extra)
-			for _, x := range p.inputs(in) {
-				if _, isConst := x.(constant.Constant); isConst {
-					key += " " + x.String()
-				} else {
-					key += fmt.Sprintf(" %p", x)
-				}
+			t := v.Type()
+			text, ok := typeText[t]
+			if !ok {
+				text = t.String()
+				typeText[t] = text
 			}
+			key.typ = text
+			var more strings.Builder
+			for i, x := range p.inputs(in) {
+				arg := repeatArg{v: x}
+				if _, isConst := x.(constant.Constant); isConst {
+					c, ok := consts[x]
+					if !ok {
+						c = x.String()
+						consts[x] = c
+					}
+					arg = repeatArg{c: c}
+				}
+				if i < len(key.args) {
+					key.args[i] = arg
+				} else {
+					fmt.Fprintf(&more, " %p %q", arg.v, arg.c)
+				}
+				key.n++
+			}
+			key.more = more.String()
 			if first, ok := seen[key]; ok {
 				p.same[in] = first
 			} else {
@@ -202,6 +223,25 @@ func (p *plan) findRepeats(f *llir.Func) {
 			}
 		}
 	}
+}
+
+// repeatKey identifies a pure instruction for findRepeats: equal keys are
+// the same operation (Go type, result type, predicate or flags) on the
+// same operands (the same values, or constants of the same text).
+type repeatKey struct {
+	kind  reflect.Type
+	typ   string
+	extra string
+	flags [2]bool
+	n     int
+	args  [3]repeatArg
+	more  string // the operands past three
+}
+
+// repeatArg is an operand in a repeatKey: a value, or a constant's text.
+type repeatArg struct {
+	v value.Value
+	c string
 }
 
 // inputs returns the values an instruction reads: for a select selected

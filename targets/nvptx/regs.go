@@ -2,6 +2,7 @@ package nvptx
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/llir/llvm/ir/types"
 )
@@ -37,7 +38,7 @@ type reg struct {
 	n     int
 }
 
-func (r reg) String() string { return fmt.Sprintf("%s%d", classInfo[r.class].prefix, r.n) }
+func (r reg) String() string { return classInfo[r.class].prefix + strconv.Itoa(r.n) }
 
 // scalarKind describes how a scalar LLVM type lives in PTX.
 type scalarKind struct {
