@@ -454,9 +454,9 @@ var divfByPowerOfTwo = &ir.Pattern{
 		if frac, _ := math.Frexp(c); math.Abs(frac) != 0.5 {
 			return false // not ±2^k (nor 0, inf or NaN)
 		}
-		inv := 1 / c
+		inv := 1 / c // (+-inf when c is an f64 below 2^-1023)
 		invBits := ir.FloatToBits(inv, ft)
-		if ir.FloatFromBits(invBits, ft) != inv {
+		if math.IsInf(inv, 0) || ir.FloatFromBits(invBits, ft) != inv {
 			return false // 2^-k overflows (or underflows) the type
 		}
 		a := makeConst(op.Operand(1).Type(), []uint64{invBits})
