@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-ir/strata/ir"
 )
 
 // ptxDump names a folder to write the PTX of the first-call programs to
@@ -66,11 +68,12 @@ func firstCallPrograms() []firstCallProgram {
 	}
 }
 
-// generated is what the capturing backend kept of one graph: its PTX and
-// the phases of its compile.
+// generated is what the capturing backend kept of one graph: its PTX, the
+// phases of its compile and the lowered module.
 type generated struct {
-	ptx   map[string]string
-	times CompileTimes
+	ptx    map[string]string
+	times  CompileTimes
+	module string // the lowered module's text
 }
 
 // captureBackend registers, under a name of its own, a backend that runs
@@ -94,7 +97,7 @@ func captureBackend(t testing.TB) (string, *[]generated) {
 		ct := *g.times
 		ct.Trace, ct.Passes, ct.Codegen = ct.Trace-before.Trace, ct.Passes-before.Passes, ct.Codegen-before.Codegen
 		mu.Lock()
-		out = append(out, generated{ptx: prog.PTX(), times: ct})
+		out = append(out, generated{ptx: prog.PTX(), times: ct, module: ir.Sprint(g.Module, ir.PrintOptions{})})
 		mu.Unlock()
 		return nil, errGenerated
 	}))
@@ -131,6 +134,12 @@ func TestFirstCallPTX(t *testing.T) {
 				mods = append(mods, m)
 			}
 			sort.Strings(mods)
+			if *ptxDump != "" {
+				f := filepath.Join(*ptxDump, fmt.Sprintf("%s_graph%d.mlir", p.name, i))
+				if err := os.WriteFile(f, []byte(g.module), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, m := range mods {
 				if *ptxDump != "" {
 					f := filepath.Join(*ptxDump, fmt.Sprintf("%s_graph%d_%s.ptx", p.name, i, m))
