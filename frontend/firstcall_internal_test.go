@@ -73,7 +73,7 @@ func firstCallPrograms() []firstCallProgram {
 type generated struct {
 	ptx    map[string]string
 	times  CompileTimes
-	module string // the lowered module's text
+	module string // the lowered module's text, with -ptxdump
 }
 
 // captureBackend registers, under a name of its own, a backend that runs
@@ -97,7 +97,11 @@ func captureBackend(t testing.TB) (string, *[]generated) {
 		ct := *g.times
 		ct.Trace, ct.Passes, ct.Codegen = ct.Trace-before.Trace, ct.Passes-before.Passes, ct.Codegen-before.Codegen
 		mu.Lock()
-		out = append(out, generated{ptx: prog.PTX(), times: ct, module: ir.Sprint(g.Module, ir.PrintOptions{})})
+		gen := generated{ptx: prog.PTX(), times: ct}
+		if *ptxDump != "" {
+			gen.module = ir.Sprint(g.Module, ir.PrintOptions{})
+		}
+		out = append(out, gen)
 		mu.Unlock()
 		return nil, errGenerated
 	}))
