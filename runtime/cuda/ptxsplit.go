@@ -185,9 +185,16 @@ func hasDirective(s string, dirs ...string) bool {
 }
 
 // isIdent reports whether c may appear in a PTX identifier.
-func isIdent(c byte) bool {
-	return c == '_' || c == '$' || c == '%' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
+func isIdent(c byte) bool { return identBytes[c] }
+
+// identBytes marks the bytes of PTX identifiers (a table: RenameKernel
+// and parsePTX test every byte of a module).
+var identBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c == '_' || c == '$' || c == '%' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	return t
+}()
 
 // entryName returns the identifier after ".entry".
 func entryName(s string) string {
@@ -252,6 +259,7 @@ func RenameKernel(ptx, from, to string) (string, bool) {
 	}
 	var b strings.Builder
 	b.Grow(len(ptx))
+	params := from + "_param_"
 	for i := 0; i < len(ptx); {
 		if !isIdent(ptx[i]) {
 			b.WriteByte(ptx[i])
@@ -262,18 +270,19 @@ func RenameKernel(ptx, from, to string) (string, bool) {
 		for j < len(ptx) && isIdent(ptx[j]) {
 			j++
 		}
-		b.WriteString(renamed(ptx[i:j], from, to))
+		b.WriteString(renamed(ptx[i:j], from, params, to))
 		i = j
 	}
 	return b.String(), true
 }
 
-// renamed maps one identifier: the kernel's name and its parameters'.
-func renamed(id, from, to string) string {
+// renamed maps one identifier: the kernel's name and its parameters'
+// (params is from + "_param_").
+func renamed(id, from, params, to string) string {
 	if id == from {
 		return to
 	}
-	if rest, ok := strings.CutPrefix(id, from+"_param_"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+	if rest, ok := strings.CutPrefix(id, params); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
 		return to + "_param_" + rest
 	}
 	return id
