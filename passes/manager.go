@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-ir/strata/ir"
@@ -168,6 +169,7 @@ func (r *runner) runNested(pm *OpPassManager, op *ir.Operation, out io.Writer, t
 	bufs := make([]bytes.Buffer, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
+	var panicked atomic.Pointer[any]
 	for i, t := range targets {
 		select {
 		case slot := <-r.slots:
@@ -175,6 +177,14 @@ func (r *runner) runNested(pm *OpPassManager, op *ir.Operation, out io.Writer, t
 			go func() {
 				defer wg.Done()
 				defer func() { r.slots <- slot }()
+				// A pass that panics has a bug: the panic goes on in the
+				// caller's goroutine once the others are done, where irc
+				// and the bench runner report it.
+				defer func() {
+					if p := recover(); p != nil {
+						panicked.CompareAndSwap(nil, &p)
+					}
+				}()
 				errs[i] = r.runPipeline(pm, t, &bufs[i], slot)
 			}()
 		default:
@@ -184,6 +194,9 @@ func (r *runner) runNested(pm *OpPassManager, op *ir.Operation, out io.Writer, t
 		}
 	}
 	wg.Wait()
+	if p := panicked.Load(); p != nil {
+		panic(*p)
+	}
 	var firstWriteErr error
 	for i := range bufs {
 		if _, err := out.Write(bufs[i].Bytes()); err != nil && firstWriteErr == nil {

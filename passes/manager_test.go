@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -243,5 +244,24 @@ func TestReproducer(t *testing.T) {
 	os.WriteFile(repro, []byte(testFunc("a", 1)), 0o644)
 	if _, err := RunReproducer(testContext(), repro, Instrumentation{}); err == nil || !strings.Contains(err.Error(), "no mlir_reproducer") {
 		t.Errorf("RunReproducer on a plain file: %v", err)
+	}
+}
+
+// TestNestedPanicReachesCaller checks that a pass panicking on a worker
+// goroutine of a nested pipeline panics in the goroutine that called Run,
+// where irc and the bench runner recover it, and not in the worker, which
+// would end the process.
+func TestNestedPanicReachesCaller(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	// The first function goes to a worker: the slots start free.
+	src := testFunc("boom", 1) + manyFuncs(6)
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		_, err := run(t, "builtin.module(test.func(test-panic))", src, Instrumentation{}, true)
+		t.Errorf("Run returned %v instead of panicking", err)
+	}()
+	if got != "boom: boom" {
+		t.Errorf("recovered %v, want the pass's panic", got)
 	}
 }

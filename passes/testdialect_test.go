@@ -118,6 +118,18 @@ func init() {
 			return FuncPass{PassName: "test-module-only", Fn: func(*ir.Operation, *State) error { return nil }}, nil
 		},
 	})
+	// test-panic panics on symbols named "boom...".
+	Register(&PassInfo{
+		Name: "test-panic", Summary: "Panics on @boom", Anchor: "test.func",
+		New: func(Options) (Pass, error) {
+			return FuncPass{PassName: "test-panic", Fn: func(op *ir.Operation, st *State) error {
+				if strings.HasPrefix(ir.SymbolName(op), "boom") {
+					panic("boom: " + ir.SymbolName(op))
+				}
+				return nil
+			}}, nil
+		},
+	})
 	RegisterPipeline("test-pipeline", "Tags functions twice", "test.func(test-tag,test-tag)")
 	RegisterPipeline("test-loop-a", "Refers to test-loop-b", "test-loop-b")
 	RegisterPipeline("test-loop-b", "Refers to test-loop-a", "test-loop-a")

@@ -86,14 +86,25 @@ func (Native) Compile(m *llir.Module, opts Options) (string, error) {
 	} else {
 		var next atomic.Int64
 		var wg sync.WaitGroup
+		var panicked atomic.Pointer[any]
 		for range jobs {
 			wg.Go(func() {
+				// A panic is a bug: it goes on in the caller's goroutine,
+				// where irc and the bench runner report it.
+				defer func() {
+					if r := recover(); r != nil {
+						panicked.CompareAndSwap(nil, &r)
+					}
+				}()
 				for i := int(next.Add(1) - 1); i < len(fns); i = int(next.Add(1) - 1) {
 					emit(i)
 				}
 			})
 		}
 		wg.Wait()
+		if r := panicked.Load(); r != nil {
+			panic(*r)
+		}
 	}
 	for i, f := range fns {
 		if errs[i] != nil {
