@@ -407,16 +407,46 @@ func (s *session) flush(g *graphTrace, outs []*Tensor) error {
 func callerLoc() ir.Location {
 	var pcs [24]uintptr
 	n := runtime.Callers(2, pcs[:])
-	frames := runtime.CallersFrames(pcs[:n])
+	for _, pc := range pcs[:n] {
+		if e := pcLoc(pc); !e.internal {
+			return e.loc
+		}
+	}
+	return ir.UnknownLoc{}
+}
+
+// pcEntry is what callerLoc learns from one return address: whether all
+// its frames (the function and those inlined into it at that point) are
+// internal, and else the location of the first that is not.
+type pcEntry struct {
+	internal bool
+	loc      ir.Location
+}
+
+// pcLocs caches pcLoc by return address: a traced program records an op
+// per call, from a few call sites, and resolving frames is most of the
+// cost of recording it.
+var pcLocs sync.Map // uintptr -> pcEntry
+
+// pcLoc returns the pcEntry of a return address from runtime.Callers.
+func pcLoc(pc uintptr) pcEntry {
+	if e, ok := pcLocs.Load(pc); ok {
+		return e.(pcEntry)
+	}
+	e := pcEntry{internal: true}
+	frames := runtime.CallersFrames([]uintptr{pc})
 	for {
 		f, more := frames.Next()
 		if !internalFrame(f.Function) {
-			return ir.FileLineColLoc{File: f.File, Line: f.Line, Col: 0}
+			e = pcEntry{loc: ir.FileLineColLoc{File: f.File, Line: f.Line, Col: 0}}
+			break
 		}
 		if !more {
-			return ir.UnknownLoc{}
+			break
 		}
 	}
+	pcLocs.Store(pc, e)
+	return e
 }
 
 const pkgPath = "github.com/strata-ir/strata/frontend."
