@@ -466,6 +466,12 @@ var (
 	erfSB = []float64{1, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03, 3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02, -2.24409524465858183362e+01}
 )
 
+// 2/π as the sum of two doubles (to 2^-107 relative).
+const (
+	twoOverPiA = 0x1.45f306dc9c883p-1
+	twoOverPiB = -0x1.6b01ec5417056p-55
+)
+
 // π/2 as the sum of three doubles (the first two exact to 159 bits).
 const (
 	pio2A = 0x1.921fb54442d18p+00
@@ -490,7 +496,15 @@ var (
 // fdlibm's kernels, chosen and signed by q mod 4.
 func (e *expander) sinCos(x *ir.Value, cos bool) *ir.Value {
 	inRange := e.cmp(arith.CmpFOLE, e.abs(x), e.c(trigReduceMax))
-	q := e.math("math.roundeven", e.mul(x, e.c(2/math.Pi)))
+	// q is the integer nearest x·2/π, from x·2/π as a double-double: the
+	// rounded product alone can be off by 0.06 near 2^50, and then |y|
+	// reaches 0.88, beyond the kernels' [-π/4, π/4].
+	p := e.mul(x, e.c(twoOverPiA))
+	lo := e.fma(x, e.c(twoOverPiB), e.fma(x, e.c(twoOverPiA), e.neg(p)))
+	q := e.math("math.roundeven", p)
+	f := e.add(e.sub(p, q), lo) // (p − q exact: q is p's nearest integer)
+	q = e.add(q, e.sel(e.cmp(arith.CmpFOGT, f, e.c(0.5)), e.c(1), e.c(0)))
+	q = e.sub(q, e.sel(e.cmp(arith.CmpFOLT, f, e.c(-0.5)), e.c(1), e.c(0)))
 	q = e.sel(inRange, q, e.c(0))
 	nq := e.neg(q)
 	r := e.fma(nq, e.c(pio2A), x) // exact: |r| < 2 and a multiple of 2^-52

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,6 +165,7 @@ func TestExpandMathF64Accuracy(t *testing.T) {
 			check(t, specials)
 			if c.op == "math.sin" || c.op == "math.cos" {
 				t.Logf("%s hard cases: max %v ulp", c.op, check(t, nearPiOver2Multiples(20000, 512, trigReduceMax/2)))
+				t.Logf("%s midway cases: max %v ulp", c.op, check(t, midwayPiOver2(512)))
 			}
 			worst := 0.0
 			rapid.Check(t, func(rt *rapid.T) {
@@ -173,6 +175,21 @@ func TestExpandMathF64Accuracy(t *testing.T) {
 			t.Logf("%s: max %v ulp", c.op, worst)
 		})
 	}
+}
+
+// midwayPiOver2 returns n doubles up to 2^50 nearest to odd multiples of
+// π/4, where x·2/π lies midway between integers and its rounded double
+// may round to the far one (7.378273633716922e14, found by rapid, is one:
+// q one too large left |y| = 0.87), so the reduction must pick q from a
+// more exact product.
+func midwayPiOver2(n int) []float64 {
+	xs := []float64{7.378273633716922e+14}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for len(xs) < n {
+		k := math.Ldexp(1+rng.Float64(), 10+rng.IntN(38)) // [2^10, 2^49)
+		xs = append(xs, (math.Floor(k)+0.5)*math.Pi/2)
+	}
+	return xs
 }
 
 // goodLog is math.Log, except for subnormal x, where Go's amd64 Log returns
