@@ -122,8 +122,14 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 	if err != nil {
 		return nil, err
 	}
+	// The verifier runs once, on the lowered module, as the frontend's
+	// nvptx backend does: not after each pass of the pipeline.
+	pm.Instr.VerifyEach = false
 	if err := pm.Run(ctx, module); err != nil {
 		return nil, fmt.Errorf("%s: %w", pipeline, err)
+	}
+	if err := ir.Verify(module); err != nil {
+		return nil, fmt.Errorf("%s: the lowered module does not verify: %w", pipeline, err)
 	}
 	if err := checkLowered(module); err != nil {
 		return nil, err
