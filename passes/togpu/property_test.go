@@ -20,8 +20,10 @@ func TestLowerToGPUPreservesSemantics(t *testing.T) {
 	passtest.PreservesSemantics(t, "builtin.module(lower-to-gpu)", passtest.GraphProgram(small))
 }
 
+// TestLoopToGPUPreservesSemantics keeps index arithmetic 64-bit (the
+// default is 32 where provably exact: TestLoopToGPUIndex32PreservesSemantics).
 func TestLoopToGPUPreservesSemantics(t *testing.T) {
-	passtest.PreservesSemantics(t, "builtin.module(lower-to-loop,convert-loop-to-gpu{block=64 vector=2 max-blocks=3})",
+	passtest.PreservesSemantics(t, "builtin.module(lower-to-loop,convert-loop-to-gpu{block=64 vector=2 max-blocks=3 index-bits=64})",
 		passtest.GraphProgram(passtest.Config{MaxDim: 5, MaxOps: 8, Floats: []ir.Type{ir.F32, ir.F64}}))
 }
 

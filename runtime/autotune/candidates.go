@@ -70,9 +70,10 @@ var (
 	// maxBlocks: the default cap, and a grid of a few waves on a large GPU
 	// whose threads loop (fewer, longer-lived blocks).
 	maxBlocks = []int64{togpu.DefaultConfig.MaxBlocks, 2048}
-	// indexBits: 32-bit index arithmetic where it is provably exact
-	// (pointwise and row kernels).
-	indexBits = []int64{togpu.DefaultConfig.IndexBits, 32}
+	// indexBits: the default width of the pointwise and row kernels'
+	// index arithmetic, then the other one (32 is used only where it is
+	// provably exact).
+	indexBits = []int64{togpu.DefaultConfig.IndexBits, map[int64]int64{32: 64, 64: 32}[togpu.DefaultConfig.IndexBits]}
 )
 
 // Candidates returns the configurations worth timing for kernels (from
@@ -137,8 +138,8 @@ func Candidates(kernels []Kernel) []togpu.Config {
 			}
 		}
 	}
-	// The default with 32-bit indices comes second, so that the time
-	// budget never skips it; its variations come last.
+	// The default with the other index width comes second, so that the
+	// time budget never skips it; its variations come last.
 	if len(ibs) > 1 {
 		c := def
 		c.IndexBits = ibs[1]

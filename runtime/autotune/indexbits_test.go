@@ -6,25 +6,29 @@ import (
 	"github.com/strata-ir/strata/passes/togpu"
 )
 
+// otherIndexBits is the index width the default does not use.
+var otherIndexBits = map[int64]int64{32: 64, 64: 32}[togpu.DefaultConfig.IndexBits]
+
 // TestIndexBitsCandidates checks that programs with pointwise or row
-// kernels time 32-bit index arithmetic, the default's variant second (the
-// budget never skips it), and that mma-only programs do not.
+// kernels time both index widths, the default's variant with the other
+// width second (the budget never skips it), and that mma-only programs do
+// not.
 func TestIndexBitsCandidates(t *testing.T) {
 	for _, k := range []Kernel{{Mapping: togpu.MappingPointwise, Vector: 4}, {Mapping: togpu.MappingRow, RowsPerBlock: 1}, {Mapping: togpu.MappingRow, RowsPerBlock: 4}} {
 		cands := Candidates([]Kernel{k})
 		want := togpu.DefaultConfig
-		want.IndexBits = 32
+		want.IndexBits = otherIndexBits
 		if len(cands) < 2 || cands[0] != togpu.DefaultConfig || cands[1] != want {
-			t.Errorf("%s kernel: candidates start %v, want the default, then it with index-bits=32", k.Mapping, cands[:min(2, len(cands))])
+			t.Errorf("%s kernel: candidates start %v, want the default, then it with index-bits=%d", k.Mapping, cands[:min(2, len(cands))], otherIndexBits)
 		}
-		n32 := 0
+		n := 0
 		for _, c := range cands {
-			if c.IndexBits == 32 {
-				n32++
+			if c.IndexBits == otherIndexBits {
+				n++
 			}
 		}
-		if n32 != len(cands)/2 {
-			t.Errorf("%s kernel: %d of %d candidates with index-bits=32, want half", k.Mapping, n32, len(cands))
+		if n != len(cands)/2 {
+			t.Errorf("%s kernel: %d of %d candidates with index-bits=%d, want half", k.Mapping, n, len(cands), otherIndexBits)
 		}
 	}
 	for _, c := range Candidates([]Kernel{{Mapping: togpu.MappingMMA, Block: 256}}) {
@@ -36,13 +40,13 @@ func TestIndexBitsCandidates(t *testing.T) {
 
 func TestIndexBitsConfigString(t *testing.T) {
 	c := togpu.DefaultConfig
-	c.IndexBits = 32
+	c.IndexBits = otherIndexBits
 	s := ConfigString(c)
 	if got, err := ParseConfig(s); err != nil || got != c {
 		t.Errorf("round trip of %q: %+v, %v", s, got, err)
 	}
 	if s == ConfigString(togpu.DefaultConfig) {
-		t.Errorf("ConfigString drops index-bits=32: %q", s)
+		t.Errorf("ConfigString drops index-bits=%d: %q", otherIndexBits, s)
 	}
 	if _, err := ParseConfig(ConfigString(togpu.DefaultConfig) + " index-bits=16"); err == nil {
 		t.Error("ParseConfig accepted index-bits=16")
@@ -53,7 +57,7 @@ func TestIndexBitsConfigString(t *testing.T) {
 // GPUPipeline.
 func TestIndexBitsCompiles(t *testing.T) {
 	c := togpu.DefaultConfig
-	c.IndexBits = 32
+	c.IndexBits = otherIndexBits
 	for _, file := range []string{"elementwise.mlir", "softmax.mlir"} {
 		if _, err := compiler(t, file).Compile(c); err != nil {
 			t.Errorf("%s with %s: %v", file, ConfigString(c), err)
