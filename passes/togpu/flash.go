@@ -459,6 +459,17 @@ type softmax struct {
 	ext    string    // the row extreme: arith.maxnumf, or minnumf for a negative scale
 }
 
+// softmax returns the constants of the kernel's online softmax.
+func (g *flashGen) softmax() softmax {
+	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
+	if g.Scale < 0 {
+		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
+	}
+	c := float64(float32(g.Scale * math.Log2E))
+	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
+	return sm
+}
+
 // emit builds the kernel body.
 func (g *flashGen) emit() {
 	b, loc, x := g.b, g.loc, g.x
@@ -525,12 +536,7 @@ func (g *flashGen) emit() {
 	kOff := x.add(x.mulc(x.add(x.mulc(hi, 8), r8), g.ld), x.mulc(lo, 8))
 	vOff := x.addc(x.add(x.mulc(x.add(x.mulc(lo, 8), r8), g.ld), x.mulc(hi, 8)), K*g.ld)
 
-	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
-	if g.Scale < 0 {
-		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
-	}
-	c := float64(float32(g.Scale * math.Log2E))
-	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
+	sm := g.softmax()
 
 	// The carried values, per m16 tile: O's accumulators, m per row, l.
 	nO := int(g.D / 8) // n8 tiles of O

@@ -1,7 +1,6 @@
 package togpu
 
 import (
-	"math"
 	"slices"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -72,8 +71,17 @@ func (g *flashGen) wgLoad(b *ir.Builder, kt *ir.Value) {
 	g.copyTile(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*flashWGMMAD), first, valid)
 }
 
-// emitWGMMA builds the wgmma kernel's body.
-func (g *flashGen) emitWGMMA() {
+// wgStart is what the wgmma kernels' common start computes: the batch
+// z, the block's first query row, the thread's warp and ldmatrix lane
+// parts, and the number of key tiles that need no mask.
+type wgStart struct {
+	z, rowBase, warp, full *ir.Value
+	lo, hi, r8             *ir.Value // lane / 8 % 2, lane / 16, lane % 8
+}
+
+// wgBegin computes the block's and the thread's positions (setting g's
+// tid, kvBase, t2, rows, kvChunks and tiles) for a wgmma kernel.
+func (g *flashGen) wgBegin() wgStart {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
 	tilesM := ceilDivInt(g.Lq, R)
@@ -99,6 +107,29 @@ func (g *flashGen) emitWGMMA() {
 		g.tiles = x.op("arith.minui", last, g.tiles)
 		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
 	}
+	return wgStart{z: z, rowBase: rowBase, warp: warp, full: full, lo: lo, hi: hi, r8: r8}
+}
+
+// qFragments returns the ldmatrix.x4 offsets of the warp's Q fragments,
+// one m16k16 A per k16 step, in the Q tile staged at qStage: matrix q8
+// of ldmatrix.x4 is rows 8·(q8%2)…, chunk 2·step + q8/2, swizzled with
+// the row's r8 (rows are 16-aligned).
+func (w wgStart) qFragments(x ix, qStage int64) []*ir.Value {
+	qRow := x.add(x.mulc(w.warp, 16), x.add(x.mulc(w.lo, 8), w.r8))
+	qRowAt := x.addc(x.mulc(qRow, flashWGMMAD), qStage)
+	var qAt []*ir.Value
+	for ks := range int64(flashWGMMAD / 16) {
+		qAt = append(qAt, x.index(x.add(qRowAt, x.mulc(x.xor(x.addc(w.hi, 2*ks), w.r8), 8))))
+	}
+	return qAt
+}
+
+// emitWGMMA builds the wgmma kernel's body.
+func (g *flashGen) emitWGMMA() {
+	b, loc, x := g.b, g.loc, g.x
+	R, K := g.Tile.Rows, g.Tile.Keys
+	w := g.wgBegin()
+	z, rowBase, full := w.z, w.rowBase, w.full
 
 	// Q is staged after the stages, for the whole kernel.
 	var qValid *ir.Value
@@ -113,29 +144,16 @@ func (g *flashGen) emitWGMMA() {
 	gpu.CpAsyncWait(b, loc, 0)
 	gpu.Barrier(b, loc)
 
-	// The warp's Q fragments, one m16k16 A per k16 step: matrix q8 of
-	// ldmatrix.x4 is rows 8·(q8%2)…, chunk 2·step + q8/2, swizzled with
-	// the row's r8 (rows are 16-aligned). They are loaded again in every
+	// The warp's Q fragments are loaded again in every
 	// key tile rather than kept in registers through the loop: ptxas
 	// (12.4, and the CUDA 13 driver's JIT alike) reused the registers of
 	// loop-invariant wgmma A operands inside a constant-trip loop (the
 	// SASS overwrote them with the softmax's values), which gave wrong
 	// results on the device from the second key tile on (bench/NOTES.md,
 	// session 4).
-	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
-	qRowAt := x.addc(x.mulc(qRow, flashWGMMAD), qStage)
-	var qAt []*ir.Value
-	for ks := range int64(flashWGMMAD / 16) {
-		chunkAt := x.mulc(x.xor(x.addc(hi, 2*ks), r8), 8)
-		qAt = append(qAt, x.index(x.add(qRowAt, chunkAt)))
-	}
+	qAt := w.qFragments(x, qStage)
 
-	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
-	if g.Scale < 0 {
-		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
-	}
-	c := float64(float32(g.Scale * math.Log2E))
-	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
+	sm := g.softmax()
 
 	nO := int(g.D / 8)
 	per := 4*nO + 2 + 2
@@ -229,29 +247,8 @@ func (g *flashGen) wgLoadPart(b *ir.Builder, kt *ir.Value, src *ir.Value, off in
 func (g *flashGen) emitWGMMAPipe() {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
-	tilesM := ceilDivInt(g.Lq, R)
-	numK := ceilDivInt(g.Lk, K)
-	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
-	bid := x.from(gpu.BlockID(b, loc, "x"))
-	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
-	rowBase := x.mulc(mt, R)
-	g.kvBase = x.mulc(z, g.Lk*g.D)
-	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
-	gr := x.shr(lane, 2)
-	g.t2 = x.mulc(x.and(lane, 3), 2)
-	q8, r8 := x.shr(lane, 3), x.and(lane, 7)
-	lo, hi := x.and(q8, 1), x.shr(q8, 1)
-	row0 := x.add(rowBase, x.add(x.mulc(warp, 16), gr))
-	g.rows = [][2]*ir.Value{{row0, x.addc(row0, 8)}}
-	g.kvChunks = g.swizzledChunks(K)
-
-	g.tiles = x.c(numK)
-	full := x.c(g.Lk / K)
-	if g.Causal {
-		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
-		g.tiles = x.op("arith.minui", last, g.tiles)
-		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
-	}
+	w := g.wgBegin()
+	z, rowBase, full := w.z, w.rowBase, w.full
 	anyMask := g.Causal || g.Lk%K != 0
 
 	var qValid *ir.Value
@@ -268,12 +265,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	gpu.FenceProxyAsync(b, loc)
 	gpu.Barrier(b, loc)
 
-	qRow := x.add(x.mulc(warp, 16), x.add(x.mulc(lo, 8), r8))
-	qRowAt := x.addc(x.mulc(qRow, flashWGMMAD), qStage)
-	var qAt []*ir.Value
-	for ks := range int64(flashWGMMAD / 16) {
-		qAt = append(qAt, x.index(x.add(qRowAt, x.mulc(x.xor(x.addc(hi, 2*ks), r8), 8))))
-	}
+	qAt := w.qFragments(x, qStage)
 	qFrags := func(b *ir.Builder) []*ir.Value {
 		var qf []*ir.Value
 		for _, a := range qAt {
@@ -282,12 +274,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		return qf
 	}
 
-	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
-	if g.Scale < 0 {
-		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
-	}
-	c := float64(float32(g.Scale * math.Log2E))
-	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
+	sm := g.softmax()
 
 	nO := int(g.D / 8)
 	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16}
