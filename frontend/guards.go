@@ -84,42 +84,15 @@ func specializeTypes(g *graphTrace) error {
 			a.SetType(ir.TensorOf(g.inputs[i].Shape(), t.ElementType()))
 		}
 	}
-	var walk func(b *ir.Block) error
-	walk = func(b *ir.Block) error {
-		for _, op := range b.Ops() {
-			switch {
-			case op.Name() == graph.Name+".fusion":
-				inner := op.Region(0).Front()
-				for i, a := range inner.Arguments() {
-					a.SetType(op.Operand(i).Type())
-				}
-				if err := walk(inner); err != nil {
-					return err
-				}
-				if y := inner.Last(); y != nil {
-					for i, v := range y.Operands() {
-						op.Result(i).SetType(v.Type())
-					}
-				}
-			case op.Name() == graph.Name+".yield" || !strings.HasPrefix(op.Name(), graph.Name+"."):
-			default:
-				ts, cs, err := graph.InferSymbolic(op)
-				if err != nil {
-					return err
-				}
-				for _, c := range cs {
-					if holds, err := c.Eval(nil); err != nil || !holds {
-						return ir.Errorf(op.Loc(), "'%s' op needs %s at the traced sizes", op.Name(), c)
-					}
-				}
-				for i, t := range ts {
-					op.Result(i).SetType(t)
-				}
+	err := graph.ReinferSymbolic(body, func(op *ir.Operation, cs []sym.Constraint) error {
+		for _, c := range cs {
+			if holds, err := c.Eval(nil); err != nil || !holds {
+				return ir.Errorf(op.Loc(), "'%s' op needs %s at the traced sizes", op.Name(), c)
 			}
 		}
 		return nil
-	}
-	if err := walk(body); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	ft := funcs.Type(g.fn)

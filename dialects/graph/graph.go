@@ -17,6 +17,7 @@ package graph
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/sym"
@@ -161,6 +162,45 @@ func InferSymbolic(op *ir.Operation) ([]ir.Type, []sym.Constraint, error) {
 		return nil, nil, ir.Errorf(op.Loc(), "'%s' op %s", s.fullName(), err)
 	}
 	return ts, cs.List(), nil
+}
+
+// ReinferSymbolic re-infers, in order, the result types of every graph op
+// of b and of the graph.fusion bodies in it (a fusion's block arguments
+// take its operands' types and its results its yield's), as InferSymbolic
+// does, and hands each op's size constraints to check, whose error stops
+// the walk. It is how new argument types, with symbolic or with concrete
+// sizes, reach the rest of a graph function.
+func ReinferSymbolic(b *ir.Block, check func(op *ir.Operation, cs []sym.Constraint) error) error {
+	for _, op := range b.Ops() {
+		switch {
+		case op.Name() == Name+".fusion":
+			inner := op.Region(0).Front()
+			for i, a := range inner.Arguments() {
+				a.SetType(op.Operand(i).Type())
+			}
+			if err := ReinferSymbolic(inner, check); err != nil {
+				return err
+			}
+			if y := inner.Last(); y != nil {
+				for i, v := range y.Operands() {
+					op.Result(i).SetType(v.Type())
+				}
+			}
+		case op.Name() == Name+".yield" || !strings.HasPrefix(op.Name(), Name+"."):
+		default:
+			ts, cs, err := InferSymbolic(op)
+			if err != nil {
+				return err
+			}
+			for i, t := range ts {
+				op.Result(i).SetType(t)
+			}
+			if err := check(op, cs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // def turns the row into an OpDef.

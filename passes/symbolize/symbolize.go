@@ -237,40 +237,13 @@ func propagate(body *ir.Block, inputs [][]sym.Expr) ([]located, error) {
 		}
 	}
 	var out []located
-	var walkBlock func(b *ir.Block) error
-	walkBlock = func(b *ir.Block) error {
-		for _, op := range b.Ops() {
-			switch {
-			case op.Name() == graph.Name+".fusion":
-				inner := op.Region(0).Front()
-				for i, a := range inner.Arguments() {
-					a.SetType(op.Operand(i).Type())
-				}
-				if err := walkBlock(inner); err != nil {
-					return err
-				}
-				if y := inner.Last(); y != nil {
-					for i, v := range y.Operands() {
-						op.Result(i).SetType(v.Type())
-					}
-				}
-			case op.Name() == graph.Name+".yield" || !strings.HasPrefix(op.Name(), graph.Name+"."):
-			default:
-				ts, cs, err := graph.InferSymbolic(op)
-				if err != nil {
-					return err
-				}
-				for i, t := range ts {
-					op.Result(i).SetType(t)
-				}
-				for _, c := range cs {
-					out = append(out, located{c, op})
-				}
-			}
+	err := graph.ReinferSymbolic(body, func(op *ir.Operation, cs []sym.Constraint) error {
+		for _, c := range cs {
+			out = append(out, located{c, op})
 		}
 		return nil
-	}
-	return out, walkBlock(body)
+	})
+	return out, err
 }
 
 // substitute replaces name by value in every input size.
