@@ -459,6 +459,37 @@ type softmax struct {
 	ext    string    // the row extreme: arith.maxnumf, or minnumf for a negative scale
 }
 
+// keyTiles is the loop over key tiles [from, to) of the kernels whose
+// copies are double-buffered a whole tile ahead, on the carried values it.
+// At the top of tile kt it waits for the tile's copies (fenced for the
+// tensor cores' async proxy when fence: wgmma reads workgroup memory
+// there), synchronizes the block, so that every warp is done with the
+// other stage, and issues the next tile's copies into that stage with
+// load; then body computes the tile from stage offset at (stage elements
+// a stage).
+func (g *flashGen) keyTiles(from, to *ir.Value, it []*ir.Value, fence bool, load func(b *ir.Builder, kt *ir.Value), stage int64,
+	body func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value) []*ir.Value {
+	b, loc, x := g.b, g.loc, g.x
+	one := arith.ConstantIndex(b, loc, 1)
+	l := loop.For(b, loc, x.index(from), x.index(to), one, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
+		x := x.at(b)
+		kt := x.from(iv)
+		gpu.CpAsyncWait(b, loc, 0)
+		if fence {
+			gpu.FenceProxyAsync(b, loc)
+		}
+		gpu.Barrier(b, loc)
+		next := x.addc(kt, 1)
+		loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+			load(b, next)
+			gpu.CpAsyncCommit(b, loc)
+			return nil
+		}, nil)
+		return body(b, x, kt, x.mulc(x.and(kt, 1), stage), it)
+	})
+	return l.Results()
+}
+
 // softmax returns the constants of the kernel's online softmax.
 func (g *flashGen) softmax() softmax {
 	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
@@ -553,21 +584,7 @@ func (g *flashGen) emit() {
 	}
 	// tileLoop runs key tiles [from, to) on the carried values it.
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		one := arith.ConstantIndex(b, loc, 1)
-		l := loop.For(b, loc, x.index(from), x.index(to), one, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
-			x := x.at(b)
-			kt := x.from(iv)
-			// The tile has landed, and every warp is done with the other
-			// stage, which the next tile's copies now refill.
-			gpu.CpAsyncWait(b, loc, 0)
-			gpu.Barrier(b, loc)
-			next := x.addc(kt, 1)
-			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-				g.load(b, next)
-				gpu.CpAsyncCommit(b, loc)
-				return nil
-			}, nil)
-			at := x.mulc(x.and(kt, 1), g.stage(1))
+		return g.keyTiles(from, to, it, false, g.load, g.stage(1), func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			s := g.scores(b, qf, x.add(at, kOff))
 			steps := make([][]*ir.Value, mts)
 			os, ls := make([][]*ir.Value, mts), make([][]*ir.Value, mts)
@@ -589,7 +606,6 @@ func (g *flashGen) emit() {
 			g.product(b, s, os, ls, x.add(at, vOff), negMC, sm)
 			return slices.Concat(steps...)
 		})
-		return l.Results()
 	}
 	it := tileLoop(x.c(0), full, inits, false)
 	if g.Causal || g.Lk%K != 0 {

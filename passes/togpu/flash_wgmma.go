@@ -165,23 +165,7 @@ func (g *flashGen) emitWGMMA() {
 	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16}
 	oShape := gpu.WGMMAShape{N: flashWGMMAD, KSteps: K / 16, TransB: true, Acc: true}
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		one := arith.ConstantIndex(b, loc, 1)
-		l := loop.For(b, loc, x.index(from), x.index(to), one, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
-			x := x.at(b)
-			kt := x.from(iv)
-			// The tile has landed and is fenced for the tensor cores, and
-			// every warpgroup is done with the other stage, which the next
-			// tile's copies now refill.
-			gpu.CpAsyncWait(b, loc, 0)
-			gpu.FenceProxyAsync(b, loc)
-			gpu.Barrier(b, loc)
-			next := x.addc(kt, 1)
-			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-				g.wgLoad(b, next)
-				gpu.CpAsyncCommit(b, loc)
-				return nil
-			}, nil)
-			at := x.mulc(x.and(kt, 1), g.wgStage(1))
+		return g.keyTiles(from, to, it, true, g.wgLoad, g.wgStage(1), func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			var qf []*ir.Value
 			for _, a := range qAt {
 				qf = append(qf, gpu.LdMatrix(b, loc, g.smem, a, 4, false)...)
@@ -206,7 +190,6 @@ func (g *flashGen) emitWGMMA() {
 			o := gpu.WGMMA(b, loc, g.Elem, oShape, p, g.smem, x.index(x.addc(at, K*flashWGMMAD)), step[:4*nO])
 			return append(slices.Clone(o), step[4*nO:]...)
 		})
-		return l.Results()
 	}
 	it := tileLoop(x.c(0), full, inits, false)
 	if g.Causal || g.Lk%K != 0 {
