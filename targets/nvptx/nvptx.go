@@ -40,8 +40,9 @@ type Options struct {
 const DefaultTarget = "sm_90"
 
 // DefaultPTXVersion is the `.version` used when Options.PTXVersion is
-// empty: ISA 7.8 is the newest that both CUDA 11.8's offline ptxas and
-// current drivers accept, so both check the same text.
+// empty: ISA 7.8 (CUDA 11.8) knows sm_90 and every instruction the portable
+// kernels use, so their PTX loads on drivers back to CUDA 11.8; the
+// architecture-specific sm_90a needs WGMMAPTXVersion.
 const DefaultPTXVersion = "7.8"
 
 // WGMMAPTXVersion is the `.version` used for sm_90a when
