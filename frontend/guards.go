@@ -95,25 +95,7 @@ func specializeTypes(g *graphTrace) error {
 	if err != nil {
 		return err
 	}
-	ft := funcs.Type(g.fn)
-	if ft == nil {
-		return fmt.Errorf("graph function has no function_type")
-	}
-	ins := make([]ir.Type, body.NumArguments())
-	for i, a := range body.Arguments() {
-		ins[i] = a.Type()
-	}
-	results := ft.Results
-	if ret := body.Terminator(); ret != nil && ret.HasTrait(ir.ReturnLike) {
-		results = ret.OperandTypes()
-	}
-	t := ir.TypeAttr{Type: ir.FunctionOf(ins, results)}
-	if g.fn.Properties().Get(funcs.FunctionTypeAttr) != nil {
-		g.fn.SetProperty(funcs.FunctionTypeAttr, t)
-	} else {
-		g.fn.SetAttr(funcs.FunctionTypeAttr, t)
-	}
-	return nil
+	return funcs.UpdateType(g.fn)
 }
 
 // dynamicDims lists the "?" dims of g's argument types.

@@ -142,6 +142,32 @@ func Type(op *ir.Operation) *ir.FunctionType {
 	return nil
 }
 
+// UpdateType sets the function_type of the func.func op from its entry
+// block's argument types and the types its return passes (the results it
+// has when the body does not end in a return), as a property or, where
+// the op keeps it so, an attribute.
+func UpdateType(op *ir.Operation) error {
+	ft, body := Type(op), Body(op)
+	if ft == nil || body == nil {
+		return fmt.Errorf("%s @%s has no function_type or no body", op.Name(), ir.SymbolName(op))
+	}
+	ins := make([]ir.Type, body.NumArguments())
+	for i, a := range body.Arguments() {
+		ins[i] = a.Type()
+	}
+	results := ft.Results
+	if ret := body.Terminator(); ret != nil && ret.HasTrait(ir.ReturnLike) {
+		results = ret.OperandTypes()
+	}
+	t := ir.TypeAttr{Type: ir.FunctionOf(ins, results)}
+	if op.Properties().Get(FunctionTypeAttr) != nil {
+		op.SetProperty(FunctionTypeAttr, t)
+	} else {
+		op.SetAttr(FunctionTypeAttr, t)
+	}
+	return nil
+}
+
 // Body returns the entry block of a func.func, or nil for an external function.
 func Body(op *ir.Operation) *ir.Block {
 	if op.NumRegions() == 0 {

@@ -191,3 +191,32 @@ func TestBuilders(t *testing.T) {
 		t.Error("Type, Body or IsExternal disagree with the built function")
 	}
 }
+
+// TestUpdateType: after the entry block's arguments and the returned
+// values change type, UpdateType makes function_type say so; an external
+// function has no body to read it from.
+func TestUpdateType(t *testing.T) {
+	src := `func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> {
+  return %a : tensor<?xf32>
+}
+func.func private @ext(f32) -> f32
+`
+	m, err := ir.Parse(newCtx(), src, ir.ParseOptions{Filename: "in.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := ir.NewSymTable(m).Lookup("f")
+	funcs.Body(fn).Argument(0).SetType(ir.TensorOf([]int64{4}, ir.F32))
+	if err := funcs.UpdateType(fn); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := funcs.Type(fn).String(), "(tensor<4xf32>) -> tensor<4xf32>"; got != want {
+		t.Errorf("function_type %s, want %s", got, want)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Error(err)
+	}
+	if err := funcs.UpdateType(ir.NewSymTable(m).Lookup("ext")); err == nil || !strings.Contains(err.Error(), "no body") {
+		t.Errorf("external function: err = %v", err)
+	}
+}

@@ -173,7 +173,7 @@ func (p *pass) symbolize(fn *ir.Operation, st *passes.State) error {
 	fn.SetAttr(GuardsAttr, strings2Attr(guards.Strings()))
 	fn.SetAttr(ConstraintsAttr, strings2Attr(met.Strings()))
 	st.Stat("num-symbols", "Number of symbols left after unification").Add(int64(len(symbolsOf(inputs))))
-	return updateFuncType(fn, body)
+	return funcs.UpdateType(fn)
 }
 
 // inputDims returns the sizes of the function's tensor inputs with the
@@ -306,30 +306,6 @@ func strings2Attr(ss []string) ir.ArrayAttr {
 		out[i] = ir.StringAttr{Value: s}
 	}
 	return out
-}
-
-// updateFuncType sets function_type from the arguments and the returned
-// values.
-func updateFuncType(fn *ir.Operation, body *ir.Block) error {
-	ft := funcs.Type(fn)
-	if ft == nil {
-		return fmt.Errorf("func.func has no function_type")
-	}
-	ins := make([]ir.Type, body.NumArguments())
-	for i, a := range body.Arguments() {
-		ins[i] = a.Type()
-	}
-	results := ft.Results
-	if ret := body.Terminator(); ret != nil && ret.HasTrait(ir.ReturnLike) {
-		results = ret.OperandTypes()
-	}
-	t := ir.TypeAttr{Type: ir.FunctionOf(ins, results)}
-	if fn.Properties().Get(funcs.FunctionTypeAttr) != nil {
-		fn.SetProperty(funcs.FunctionTypeAttr, t)
-	} else {
-		fn.SetAttr(funcs.FunctionTypeAttr, t)
-	}
-	return nil
 }
 
 // Guards reads the guards graph-symbolize-shapes stored on fn; ok is false
