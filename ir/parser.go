@@ -1850,6 +1850,7 @@ func (p *Parser) parseDenseArray() Attribute {
 	if p.expect("<") != nil {
 		return nil
 	}
+	typePos := p.tok.pos
 	elem := p.parseType()
 	if p.err != nil {
 		return nil
@@ -1858,6 +1859,12 @@ func (p *Parser) parseDenseArray() Attribute {
 	_, isFloat := elem.(*FloatType)
 	if !isFloat && !IsInteger(elem) {
 		p.Errorf("expected integer or float element type in array attribute, found '%s'", elem)
+		return nil
+	}
+	if !isFloat && IntWidth(elem) > 64 {
+		// DenseArrayAttr holds int64 values, as MLIR's dense arrays hold at
+		// most i64 elements.
+		p.failAt(typePos, "array attribute element type '%s' is wider than 64 bits", elem)
 		return nil
 	}
 	if p.consumeIf(":") {

@@ -75,6 +75,7 @@ func TestParseErrors(t *testing.T) {
 		{"hex float with minus", `"t.op"() {a = -0x7F800000 : f32} : () -> ()`, "1:15", "leading minus"},
 		{"hex float too wide", `"t.op"() {a = 0x1FFFF : f16} : () -> ()`, "1:15", "out of range"},
 		{"float for integer type", `"t.op"() {a = 1.5 : i32} : () -> ()`, "1:15", ""},
+		{"array<i100>", `"t.op"() {a = array<i100: 0>} : () -> ()`, "1:21", "wider than 64 bits"},
 		{"array<i8> out of range", `"t.op"() {a = array<i8: 1, 1000>} : () -> ()`, "1:28", "out of range"},
 		{"block arg outside region", `"t.br"()[^bb1] : () -> ()`, "1:10", ""},
 	}
