@@ -85,11 +85,20 @@ type FlashTile struct {
 	// the previous tile's P·V on the tensor cores, as FlashAttention-3
 	// does within a warpgroup (flash_wgmma.go, emitWGMMAPipe).
 	Pipe bool
+	// Lazy (with Pipe) rescales O and the sums only in the threads whose
+	// rows' extremes moved this tile (a branch after P·V's wait) instead
+	// of multiplying by alpha = 1 every tile.
+	Lazy bool
+	// PrefetchV (with Pipe and Lazy) gives V a third stage, so that a
+	// tile's V is copied with its K at the top of the tile before: no
+	// copy is then in flight at a tile's fence.proxy.async (ptxas makes
+	// it a MEMBAR.ALL.CTA), and one cp.async group a tile suffices.
+	PrefetchV bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
-// eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA and p
-// for Pipe.
+// eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
+// for Pipe, l for Lazy and v for PrefetchV.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -112,6 +121,12 @@ func (t FlashTile) String() string {
 	}
 	if t.Pipe {
 		s += "p"
+	}
+	if t.Lazy {
+		s += "l"
+	}
+	if t.PrefetchV {
+		s += "v"
 	}
 	return s
 }
@@ -155,6 +170,8 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
 	FlashTileWGMMA,
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 128, WGMMA: true},
@@ -227,7 +244,11 @@ func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows(
 func (f Flash) shared() int64 {
 	t := f.tile()
 	if t.WGMMA {
-		return 4*t.Keys*flashWGMMAD + t.Rows*flashWGMMAD // (Q after the stages)
+		kv := 4 * t.Keys * flashWGMMAD
+		if t.PrefetchV {
+			kv += t.Keys * flashWGMMAD
+		}
+		return kv + t.Rows*flashWGMMAD // (Q after the stages)
 	}
 	n := 4 * t.Keys * (f.D + flashPad)
 	if t.Rows > 2*t.Keys {

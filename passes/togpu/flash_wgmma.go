@@ -198,17 +198,37 @@ func (g *flashGen) emitWGMMA() {
 	g.store(it, nO, g.rows[0])
 }
 
-// wgLoadK and wgLoadV issue the copies of key tile kt's K or V tile into
-// stage kt % 2.
-func (g *flashGen) wgLoadK(b *ir.Builder, kt *ir.Value) { g.wgLoadPart(b, kt, g.k, 0) }
-func (g *flashGen) wgLoadV(b *ir.Builder, kt *ir.Value) {
-	g.wgLoadPart(b, kt, g.v, g.Tile.Keys*flashWGMMAD)
+// pipeStages are the workgroup offsets of the pipelined kernel's K and V
+// stages and its Q tile: K(kt) at stage kt % 2 and V(kt) at stage kt % 2
+// (each stage a K then a V tile), or with PrefetchV two K stages, then
+// three V stages (V(kt) at kt % 3), then Q.
+func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value, qAt int64) {
+	tile := g.Tile.Keys * flashWGMMAD
+	if g.Tile.PrefetchV {
+		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), tile) }
+		numK := ceilDivInt(g.Lk, g.Tile.Keys)
+		vAt = func(x ix, kt *ir.Value) *ir.Value {
+			// kt % 3 as kt − 3·⌊kt·43691 / 2¹⁷⌋ (exact below 2¹⁷, and
+			// the product fits 32 bits below 49152): ptxas makes rem.u32
+			// by 3 a float reciprocal.
+			r := x.rem(kt, x.c(3))
+			if numK <= 49152 {
+				r = x.sub(kt, x.mulc(x.shr(x.mulc(kt, 43691), 17), 3))
+			}
+			return x.addc(x.mulc(r, tile), 2*tile)
+		}
+		return kAt, vAt, 5 * tile
+	}
+	kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), g.wgStage(1)) }
+	vAt = func(x ix, kt *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(kt, 1), g.wgStage(1)), tile) }
+	return kAt, vAt, g.wgStage(2)
 }
 
-func (g *flashGen) wgLoadPart(b *ir.Builder, kt *ir.Value, src *ir.Value, off int64) {
+// wgLoadTile issues the copies of key tile kt of src (k or v) to
+// workgroup offset at.
+func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
 	x := g.x.at(b)
 	first := x.mulc(kt, g.Tile.Keys)
-	at := x.addc(x.mulc(x.and(kt, 1), g.wgStage(1)), off)
 	var valid *ir.Value
 	if g.Lk%g.Tile.Keys != 0 {
 		valid = x.c(g.Lk)
@@ -239,10 +259,14 @@ func (g *flashGen) emitWGMMAPipe() {
 		qValid = x.c(g.Lq)
 	}
 	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
-	qStage := g.wgStage(2)
+	kAt, vStage, qStage := g.pipeStages(x)
+	loadK := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.k, kAt(x.at(b), kt)) }
+	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }
+	vAt := func(x ix, kt *ir.Value) *ir.Value { return x.index(vStage(x, kt)) }
+	pv := g.Tile.PrefetchV
 	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
-	g.wgLoadK(b, x.c(0))
-	g.wgLoadV(b, x.c(0))
+	loadK(b, x.c(0))
+	loadV(b, x.c(0))
 	gpu.CpAsyncCommit(b, loc)
 	gpu.CpAsyncWait(b, loc, 0)
 	gpu.FenceProxyAsync(b, loc)
@@ -258,13 +282,18 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 
 	sm := g.softmax()
+	// alphas are the rows' rescaling factors ex2((m − mNew)·c).
+	alphas := func(b *ir.Builder, m, mNew []*ir.Value) []*ir.Value {
+		var a []*ir.Value
+		for h := range m {
+			a = append(a, approxExp2(b, loc, fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mNew[h]), sm.c)))
+		}
+		return a
+	}
 
 	nO := int(g.D / 8)
 	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16}
 	oShape := gpu.WGMMAShape{N: flashWGMMAD, KSteps: K / 16, TransB: true, Acc: true}
-	vAt := func(x ix, kt *ir.Value) *ir.Value {
-		return x.index(x.addc(x.mulc(x.and(kt, 1), g.wgStage(1)), K*flashWGMMAD))
-	}
 	// softmaxP runs the softmax on the scores sv of key tile kt (masked
 	// when masked) with the extremes m and sums l, and returns the
 	// probabilities as the A fragments of P·V, the new extremes, the sums
@@ -274,7 +303,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	// and ptxas waits for it before a branch; l (and, after the wait, O)
 	// is multiplied by alpha whether or not the extreme moved (alpha is 1
 	// then).
-	softmaxP := func(b *ir.Builder, x ix, sv []*ir.Value, kt *ir.Value, m, l []*ir.Value, masked bool) (p, mNew, lNew, alpha []*ir.Value) {
+	softmaxP := func(b *ir.Builder, x ix, sv []*ir.Value, kt *ir.Value, m []*ir.Value, masked bool) (p, mNew, sums, alpha []*ir.Value, moved *ir.Value) {
 		s := make([][]*ir.Value, K/8)
 		for j := range s {
 			s[j] = slices.Clone(sv[4*j : 4*j+4])
@@ -290,10 +319,17 @@ func (g *flashGen) emitWGMMAPipe() {
 			}
 			ext := g.quadReduce(b, sm.ext, tree(b, loc, sm.ext, row))
 			growth := fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", ext, m[h]), sm.c)
-			moved := arith.NewCmpF(b, loc, arith.CmpFOGT, growth, sm.tau)
-			mNew = append(mNew, arith.NewSelect(b, loc, moved, ext, m[h]))
+			mv := arith.NewCmpF(b, loc, arith.CmpFOGT, growth, sm.tau)
+			mNew = append(mNew, arith.NewSelect(b, loc, mv, ext, m[h]))
 			negMC[h] = fop(b, loc, "arith.mulf", mNew[h], sm.negC)
-			alpha = append(alpha, approxExp2(b, loc, fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mNew[h]), sm.c)))
+			if moved == nil {
+				moved = mv
+			} else {
+				moved = arith.Binary(b, "arith.ori", loc, moved, mv)
+			}
+		}
+		if !g.Tile.Lazy {
+			alpha = alphas(b, m, mNew)
 		}
 		g.round(b, s)
 		var ps [2][]*ir.Value
@@ -304,38 +340,73 @@ func (g *flashGen) emitWGMMAPipe() {
 			}
 		}
 		for h := range 2 {
-			lNew = append(lNew, fop(b, loc, "arith.addf", fop(b, loc, "arith.mulf", l[h], alpha[h]), tree(b, loc, "arith.addf", ps[h])))
+			sums = append(sums, tree(b, loc, "arith.addf", ps[h]))
 		}
 		for j := range K / 16 {
 			p = append(p,
 				g.pair(b, s[2*j][0], s[2*j][1]), g.pair(b, s[2*j][2], s[2*j][3]),
 				g.pair(b, s[2*j+1][0], s[2*j+1][1]), g.pair(b, s[2*j+1][2], s[2*j+1][3]))
 		}
-		return p, mNew, lNew, alpha
+		return p, mNew, sums, alpha, moved
 	}
-	// rescaleO multiplies O's rows by alpha.
-	rescaleO := func(b *ir.Builder, o, alpha []*ir.Value) []*ir.Value {
-		out := make([]*ir.Value, len(o))
-		for i, v := range o {
-			out[i] = fop(b, loc, "arith.mulf", v, alpha[(i%4)/2])
+	// rescale waits for P·V (oIn, in flight), multiplies O's rows and
+	// the sums l by alpha and adds the tile's sums to l: with Lazy only
+	// where a row of the thread moved (alpha is 1 in the others; alpha is
+	// nil then and computed here), each arm waiting for P·V itself (see
+	// the loop below for why the wait needs a branch).
+	rescale := func(b *ir.Builder, oIn, l, m, mNew, sums, alpha []*ir.Value, moved *ir.Value) (oNew, lNew []*ir.Value) {
+		o := oIn
+		if !g.Tile.Lazy {
+			o = gpu.WGMMAWait(b, loc, 0, oIn)
 		}
-		return out
+		mul := func(b *ir.Builder, alpha []*ir.Value) []*ir.Value {
+			out := make([]*ir.Value, 0, len(o)+len(l))
+			for i, v := range o {
+				out = append(out, fop(b, loc, "arith.mulf", v, alpha[(i%4)/2]))
+			}
+			for h, v := range l {
+				out = append(out, fop(b, loc, "arith.mulf", v, alpha[h]))
+			}
+			return out
+		}
+		var r []*ir.Value
+		if g.Tile.Lazy {
+			types := make([]ir.Type, len(o)+len(l))
+			for i := range types {
+				types[i] = ir.F32
+			}
+			r = loop.If(b, loc, moved, types, func(b *ir.Builder) []*ir.Value {
+				o = gpu.WGMMAWait(b, loc, 0, oIn)
+				return mul(b, alphas(b, m, mNew))
+			}, func(b *ir.Builder) []*ir.Value { return slices.Concat(gpu.WGMMAWait(b, loc, 0, oIn), l) }).Results()
+		} else {
+			r = mul(b, alpha)
+		}
+		for h, v := range r[len(o):] {
+			lNew = append(lNew, fop(b, loc, "arith.addf", v, sums[h]))
+		}
+		return slices.Clone(r[:len(o)]), lNew
 	}
 
 	// Key tile 0.
 	one := x.c(1)
 	loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-		g.wgLoadK(b, x.at(b).c(1))
+		loadK(b, x.at(b).c(1))
+		if pv {
+			loadV(b, x.at(b).c(1))
+		}
 		gpu.CpAsyncCommit(b, loc)
 		return nil
 	}, nil)
 	s0 := gpu.WGMMA(b, loc, g.Elem, sShape, qFrags(b), g.smem, x.index(x.c(0)), nil)
-	p0, m0, l0, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, []*ir.Value{g.f32(0), g.f32(0)}, anyMask)
-	loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-		g.wgLoadV(b, x.at(b).c(1))
-		gpu.CpAsyncCommit(b, loc)
-		return nil
-	}, nil)
+	p0, m0, l0, _, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, anyMask)
+	if !pv {
+		loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+			loadV(b, x.at(b).c(1))
+			gpu.CpAsyncCommit(b, loc)
+			return nil
+		}, nil)
+	}
 	it := slices.Concat(p0, m0, l0)
 	for range 4 * nO {
 		it = append(it, g.f32(0))
@@ -348,40 +419,56 @@ func (g *flashGen) emitWGMMAPipe() {
 			x := x.at(b)
 			kt := x.from(iv)
 			pPrev, m, l, o := it[:nP], it[nP:nP+2], it[nP+2:nP+4], it[nP+4:]
-			// K(kt) and V(kt−1) have landed (V(kt) may not have).
-			gpu.CpAsyncWait(b, loc, 1)
+			// K(kt) and V(kt−1) have landed (V(kt) may not have; with
+			// PrefetchV it has, copied with K(kt)).
+			if pv {
+				gpu.CpAsyncWait(b, loc, 0)
+			} else {
+				gpu.CpAsyncWait(b, loc, 1)
+			}
 			gpu.FenceProxyAsync(b, loc)
 			gpu.Barrier(b, loc)
 			next := x.addc(kt, 1)
 			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-				g.wgLoadK(b, next)
+				loadK(b, next)
+				if pv {
+					// (V(kt+1)'s stage held V(kt−2), whose P·V completed
+					// in the tile before.)
+					loadV(b, next)
+				}
 				gpu.CpAsyncCommit(b, loc)
 				return nil
 			}, nil)
-			at := x.mulc(x.and(kt, 1), g.wgStage(1))
+			at := kAt(x, kt)
 			pS, pO := sShape, oShape
 			pS.Pending, pO.Pending = 1, 1
 			sIn := gpu.WGMMA(b, loc, g.Elem, pS, qFrags(b), g.smem, x.index(at), nil)
 			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
 			sv := gpu.WGMMAWait(b, loc, 1, sIn)
-			p, mNew, lNew, alpha := softmaxP(b, x, sv, kt, m, l, masked)
+			p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
 			// P·V's wait, in both arms of the branch that copies V(kt+1)
-			// (whose stage P·V reads): ptxas schedules a wgmma wait as early
-			// as its block allows, which would end the overlap with the
-			// softmax above; a branch keeps it below.
-			types := make([]ir.Type, len(o))
+			// (whose stage P·V reads) or, with PrefetchV, of Lazy's branch:
+			// ptxas schedules a wgmma wait as early as its block allows,
+			// which would end the overlap with the softmax above; a branch
+			// keeps it below.
+			if pv {
+				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+				return slices.Concat(p, mNew, l, o)
+			}
+			types := make([]ir.Type, len(o)+2)
 			for i := range types {
 				types[i] = ir.F32
 			}
-			o = loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
-				o := rescaleO(b, gpu.WGMMAWait(b, loc, 0, oIn), alpha)
-				g.wgLoadV(b, next)
+			ol := loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
+				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+				loadV(b, next)
 				gpu.CpAsyncCommit(b, loc)
-				return o
+				return append(o, l...)
 			}, func(b *ir.Builder) []*ir.Value {
-				return rescaleO(b, gpu.WGMMAWait(b, loc, 0, oIn), alpha)
+				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+				return append(o, l...)
 			}).Results()
-			return slices.Concat(p, mNew, lNew, o)
+			return slices.Concat(p, mNew, ol[len(o):], ol[:len(o)])
 		})
 		return l.Results()
 	}
@@ -390,10 +477,13 @@ func (g *flashGen) emitWGMMAPipe() {
 	if anyMask {
 		it = tileLoop(fullFrom, g.tiles, it, true)
 	}
-	// The last tile's P·V.
-	gpu.CpAsyncWait(b, loc, 0)
-	gpu.FenceProxyAsync(b, loc)
-	gpu.Barrier(b, loc)
+	// The last tile's P·V (with PrefetchV its V was awaited and fenced
+	// at the top of the last tile, or before tile 0).
+	if !pv {
+		gpu.CpAsyncWait(b, loc, 0)
+		gpu.FenceProxyAsync(b, loc)
+		gpu.Barrier(b, loc)
+	}
 	o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
 	g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
 }
