@@ -2,12 +2,15 @@ package sym
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
 // Parse reads an expression in the syntax String prints: integers,
 // symbols, + - * and parentheses, and the calls floordiv(a, b), mod(a, b),
 // max(a, b), min(a, b). The result is simplified under the default facts.
+// Text whose coefficients could leave the int64 range while it is
+// simplified (beyond ±2^62) is an error, not a wrapped result.
 func Parse(text string) (Expr, error) { return (*Facts)(nil).Parse(text) }
 
 // Parse is the package-level Parse, simplifying under f.
@@ -66,7 +69,9 @@ func (p *parser) sum() (Expr, error) {
 		}
 		var x Expr
 		if x, err = p.product(); err == nil {
-			e = addScaled(e, x, k)
+			if err = p.fits(magnitude(e) + magnitude(x)); err == nil {
+				e = addScaled(e, x, k)
+			}
 		}
 	}
 	return Expr{}, err
@@ -78,7 +83,9 @@ func (p *parser) product() (Expr, error) {
 	for err == nil && p.eat('*') {
 		var x Expr
 		if x, err = p.unary(); err == nil {
-			e = Mul(e, x)
+			if err = p.fits(magnitude(e) * magnitude(x)); err == nil {
+				e = Mul(e, x)
+			}
 		}
 	}
 	return e, err
@@ -146,7 +153,45 @@ func (p *parser) primary() (Expr, error) {
 	if !p.eat(')') {
 		return Expr{}, p.errorf("expected ')' closing %s(…)", name)
 	}
+	// Simplification may multiply a divisor into a nested one's
+	// (floordiv(floordiv(x, k), c) = floordiv(x, k·c)).
+	if err := p.fits((magnitude(a) + 1) * (magnitude(b) + 1)); err != nil {
+		return Expr{}, err
+	}
 	return op(a, b), nil
+}
+
+// maxMagnitude bounds the magnitude (see magnitude) of what the parser
+// builds, so that no coefficient or constant wraps around while the
+// expression is simplified.
+const maxMagnitude = 1 << 62
+
+// fits reports an error when a bound on the magnitude of the next
+// expression to build exceeds maxMagnitude.
+func (p *parser) fits(bound float64) error {
+	if bound > maxMagnitude {
+		return p.errorf("integer overflow: the expression's coefficients exceed 2^62")
+	}
+	return nil
+}
+
+// magnitude bounds the absolute values of e's coefficients and constants,
+// those inside its atoms included: the constant's magnitude plus, for each
+// term, the coefficient's times its atoms' magnitudes (an atom's is 1 for a
+// symbol, else its operands' plus one). The magnitude of a sum is at most
+// the sum of its operands', of a product at most their product.
+func magnitude(e Expr) float64 {
+	m := math.Abs(float64(e.constant()))
+	for _, t := range e.terms() {
+		c := math.Abs(float64(t.coef))
+		for _, a := range t.mono.atoms {
+			if a.op != opSym {
+				c *= magnitude(a.a) + magnitude(a.b) + 1
+			}
+		}
+		m += c
+	}
+	return m
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

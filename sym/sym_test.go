@@ -248,7 +248,9 @@ func TestSimplifyExamples(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	for _, text := range []string{"", "s0 +", "(s0", "foo(s0, 1)", "max(s0)", "s0 $ 1", "99999999999999999999"} {
+	for _, text := range []string{"", "s0 +", "(s0", "foo(s0, 1)", "max(s0)", "s0 $ 1", "99999999999999999999",
+		"9223372036854775807 + 1", "-9223372036854775807 - 2", "4611686018427387904*4", "s0*3037000500*3037000500",
+		"floordiv(floordiv(s0, 4611686018427387904), 4)"} {
 		if e, err := Parse(text); err == nil {
 			t.Errorf("Parse(%q) = %s, want an error", text, e)
 		}
