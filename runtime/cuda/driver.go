@@ -12,6 +12,14 @@ import (
 // installed with the toolkit, the .1 soname with every driver.
 const libName = "libcuda.so.1"
 
+// jitLibName is the driver's PTX compiler, which libcuda opens on its
+// first compile (it is not there on drivers that compile without it).
+const jitLibName = "libnvidia-ptxjitcompiler.so.1"
+
+// preloadJIT opens jitLibName in the background when the driver loads
+// (load); a test turns it off to measure without.
+var preloadJIT = true
+
 // driver holds the bound entry points of one loaded libcuda. Handles
 // (CUcontext, CUmodule, CUfunction, CUstream, CUevent) are opaque C
 // pointers kept as uintptr; CUdeviceptr and size_t are 64-bit.
@@ -245,6 +253,12 @@ func load() (*driver, error) {
 		if err != nil {
 			loadErr = err
 			return
+		}
+		if preloadJIT {
+			// The driver opens its PTX compiler (39 MB) on the first
+			// compile; opened now, on another thread, its loading overlaps
+			// cuInit and the context's creation instead of a first call.
+			go purego.Dlopen(jitLibName, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		}
 		if r := d.cuInit(0); r != Success {
 			err := d.errorFor("cuInit", r)

@@ -8,6 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -62,31 +66,12 @@ func (dev *Device) LoadModuleLinked(ptx string, o JITOptions) (*Module, error) {
 	if l.create == 0 {
 		return nil, ErrNoLinker
 	}
-	if o.OptLevel < 0 || o.OptLevel > 5 {
-		return nil, fmt.Errorf("cuda: JIT optimization level %d out of range (0: default, 1-5: levels 0-4)", o.OptLevel)
+	if err := checkOptLevel(o); err != nil {
+		return nil, err
 	}
 	image := cBytes(ptx)
 	name := cBytes("strata.ptx")
-	infoLog := make([]byte, jitLogSize)
-	errorLog := make([]byte, jitLogSize)
-	opts := []int32{
-		jitInfoLogBuffer, jitInfoLogBufferSizeBytes,
-		jitErrorLogBuffer, jitErrorLogBufferSizeBytes,
-		jitLogVerbose, jitWallTime,
-	}
-	// As in LoadModuleJIT: pointer-sized values, the buffers kept alive
-	// (the linker writes its logs until cuLinkDestroy), the wall time
-	// written back as a float.
-	vals := []uintptr{
-		uintptr(unsafe.Pointer(&infoLog[0])), jitLogSize,
-		uintptr(unsafe.Pointer(&errorLog[0])), jitLogSize,
-		1, 0,
-	}
-	wall := len(vals) - 1
-	if o.OptLevel > 0 {
-		opts = append(opts, jitOptimizationLevel)
-		vals = append(vals, uintptr(o.OptLevel-1))
-	}
+	j := newJITArgs(o)
 	m := &Module{dev: dev}
 	start := time.Now()
 	var key string
@@ -110,8 +95,8 @@ func (dev *Device) LoadModuleLinked(ptx string, o JITOptions) (*Module, error) {
 	var out []byte // a copy of the cubin, for the cache
 	err := dev.call("cuLink", func() Result {
 		var state uintptr
-		if r := dev.drv.raw(l.create, uintptr(len(opts)), uintptr(unsafe.Pointer(&opts[0])),
-			uintptr(unsafe.Pointer(&vals[0])), uintptr(unsafe.Pointer(&state))); r != Success {
+		if r := dev.drv.raw(l.create, uintptr(len(j.opts)), uintptr(unsafe.Pointer(&j.opts[0])),
+			uintptr(unsafe.Pointer(&j.vals[0])), uintptr(unsafe.Pointer(&state))); r != Success {
 			return r
 		}
 		defer dev.drv.raw(l.destroy, state)
@@ -137,25 +122,22 @@ func (dev *Device) LoadModuleLinked(ptx string, o JITOptions) (*Module, error) {
 		op = "cuModuleLoadData"
 		return dev.drv.cuModuleLoadDataEx(&m.mod, cubin, 0, nil, nil)
 	})
-	m.stats = LoadStats{At: start, Wall: time.Since(start), JIT: jitMillis(vals[wall])}
+	m.stats = LoadStats{At: start, Wall: time.Since(start), JIT: j.wallTime()}
 	if m.stats.JIT == 0 {
 		m.stats.JIT = compile // the driver did not report its time: the host's clock around the compile
 	}
-	runtime.KeepAlive(infoLog)
-	runtime.KeepAlive(errorLog)
 	runtime.KeepAlive(image)
 	runtime.KeepAlive(name)
-	runtime.KeepAlive(opts)
-	runtime.KeepAlive(vals)
+	defer j.keepAlive()
 	if err != nil {
 		var e *Error
 		errors.As(err, &e)
 		if e.Op == "cuLink" {
 			e.Op = op // the step that failed, not the context switch before it
 		}
-		return nil, &JITError{Err: e, Log: logText(errorLog)}
+		return nil, &JITError{Err: e, Log: logText(j.errorLog)}
 	}
-	m.infoLog = logText(infoLog)
+	m.infoLog = logText(j.infoLog)
 	if o.Cache != nil {
 		o.Cache.put(key, out)
 	}
@@ -167,17 +149,40 @@ func (dev *Device) LoadModuleLinked(ptx string, o JITOptions) (*Module, error) {
 // ComputeCache serves LoadModule's PTX, not the linker's. A cubin is
 // filed under the SHA-256 of the device, the driver, the JIT options and
 // the PTX. The cache is best effort: a file that cannot be read or
-// written costs a compile, never an error.
+// written costs a compile, never an error. It is bounded: every
+// pruneEvery writes (the first one of a process included), files unused
+// for MaxAge are removed, then the least recently used ones until the
+// rest fits in MaxBytes (a read marks a file used).
 type LinkCache struct {
 	dir string
+	// MaxBytes bounds the size of the cubins kept (DefaultLinkCacheBytes).
+	MaxBytes int64
+	// MaxAge removes cubins not used for that long (DefaultLinkCacheAge).
+	MaxAge time.Duration
+
+	puts atomic.Int64
+	mu   sync.Mutex // one prune at a time
 }
+
+// The default bounds of a LinkCache: the examples' kernels are 4–10 KB of
+// cubin each, the benchmark's largest ≈ 200 KB.
+const (
+	DefaultLinkCacheBytes = 256 << 20
+	DefaultLinkCacheAge   = 30 * 24 * time.Hour
+)
+
+// pruneEvery is how many writes a LinkCache makes between prunes.
+const pruneEvery = 64
 
 // LinkCacheEnv names the directory of the default LinkCache; "off"
 // disables it.
 const LinkCacheEnv = "STRATA_LINK_CACHE"
 
-// NewLinkCache returns a cache in dir (created on the first write).
-func NewLinkCache(dir string) *LinkCache { return &LinkCache{dir: dir} }
+// NewLinkCache returns a cache in dir (created on the first write) with
+// the default bounds.
+func NewLinkCache(dir string) *LinkCache {
+	return &LinkCache{dir: dir, MaxBytes: DefaultLinkCacheBytes, MaxAge: DefaultLinkCacheAge}
+}
 
 // DefaultLinkCache returns the cache of LinkCacheEnv's directory; without
 // it, "strata-link" under CUDA_CACHE_PATH where that is set (so that a
@@ -200,7 +205,7 @@ func DefaultLinkCache() *LinkCache {
 		}
 		dir = filepath.Join(user, "strata", "link")
 	}
-	return &LinkCache{dir: dir}
+	return NewLinkCache(dir)
 }
 
 // Dir returns the cache's directory.
@@ -218,10 +223,25 @@ func (c *LinkCache) key(dev *Device, ptx string, o JITOptions) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// get reads the cubin filed under key.
+// Has reports whether the cache holds the cubin of ptx compiled with o
+// for dev (LoadModuleLinked then compiles nothing).
+func (c *LinkCache) Has(dev *Device, ptx string, o JITOptions) bool {
+	fi, err := os.Stat(c.path(c.key(dev, ptx, o)))
+	return err == nil && fi.Size() > 0
+}
+
+// path is the file of key.
+func (c *LinkCache) path(key string) string { return filepath.Join(c.dir, key+".cubin") }
+
+// get reads the cubin filed under key and marks it used.
 func (c *LinkCache) get(key string) ([]byte, bool) {
-	b, err := os.ReadFile(filepath.Join(c.dir, key+".cubin"))
-	return b, err == nil && len(b) > 0
+	b, err := os.ReadFile(c.path(key))
+	if err != nil || len(b) == 0 {
+		return nil, false
+	}
+	now := time.Now()
+	os.Chtimes(c.path(key), now, now) // best effort: the last use, for prune
+	return b, true
 }
 
 // put files cubin under key: written to a temporary file and renamed, so
@@ -239,9 +259,66 @@ func (c *LinkCache) put(key string, cubin []byte) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(c.dir, key+".cubin"))
+		err = os.Rename(f.Name(), c.path(key))
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return
+	}
+	if c.puts.Add(1)%pruneEvery == 1 {
+		c.Prune()
+	}
+}
+
+// Prune removes the cubins unused for MaxAge, then the least recently
+// used ones until the others fit in MaxBytes (a bound ≤ 0 is no bound),
+// and leftover temporary files older than an hour. Errors are ignored:
+// the cache is best effort.
+func (c *LinkCache) Prune() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		return
+	}
+	type file struct {
+		path string
+		size int64
+		used time.Time
+	}
+	var files []file
+	var total int64
+	now := time.Now()
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		p := filepath.Join(c.dir, e.Name())
+		switch {
+		case strings.Contains(e.Name(), ".tmp"):
+			if now.Sub(info.ModTime()) > time.Hour { // a writer that died
+				os.Remove(p)
+			}
+		case strings.HasSuffix(e.Name(), ".cubin"):
+			if c.MaxAge > 0 && now.Sub(info.ModTime()) > c.MaxAge {
+				os.Remove(p)
+				continue
+			}
+			files = append(files, file{p, info.Size(), info.ModTime()})
+			total += info.Size()
+		}
+	}
+	if c.MaxBytes <= 0 || total <= c.MaxBytes {
+		return
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].used.Before(files[j].used) })
+	for _, f := range files {
+		if total <= c.MaxBytes {
+			break
+		}
+		if os.Remove(f.path) == nil {
+			total -= f.size
+		}
 	}
 }

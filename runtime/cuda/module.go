@@ -79,50 +79,85 @@ type JITOptions struct {
 
 // LoadModuleJIT is LoadModule with options for the driver's JIT.
 func (dev *Device) LoadModuleJIT(ptx string, o JITOptions) (*Module, error) {
-	if o.OptLevel < 0 || o.OptLevel > 5 {
-		return nil, fmt.Errorf("cuda: JIT optimization level %d out of range (0: default, 1-5: levels 0-4)", o.OptLevel)
+	if err := checkOptLevel(o); err != nil {
+		return nil, err
 	}
 	image := cBytes(ptx)
-	infoLog := make([]byte, jitLogSize)
-	errorLog := make([]byte, jitLogSize)
-	opts := []int32{
-		jitInfoLogBuffer, jitInfoLogBufferSizeBytes,
-		jitErrorLogBuffer, jitErrorLogBufferSizeBytes,
-		jitLogVerbose, jitWallTime,
-	}
-	// Option values are void*-sized: buffer addresses, and the sizes and
-	// the verbosity flag as plain integers in pointer-sized slots; the
-	// driver writes the wall time back into its slot as a float. They are
-	// uintptr, not unsafe.Pointer, so the collector never sees integers as
-	// pointers; the buffers are Go heap memory (which does not move) kept
-	// alive until the call returns.
-	vals := []uintptr{
-		uintptr(unsafe.Pointer(&infoLog[0])), jitLogSize,
-		uintptr(unsafe.Pointer(&errorLog[0])), jitLogSize,
-		1, 0,
-	}
-	wall := len(vals) - 1
-	if o.OptLevel > 0 {
-		opts = append(opts, jitOptimizationLevel)
-		vals = append(vals, uintptr(o.OptLevel-1))
-	}
+	j := newJITArgs(o)
 	m := &Module{dev: dev}
 	start := time.Now()
 	err := dev.call("cuModuleLoadDataEx", func() Result {
 		return dev.drv.cuModuleLoadDataEx(&m.mod, unsafe.Pointer(&image[0]),
-			uint32(len(opts)), &opts[0], &vals[0])
+			uint32(len(j.opts)), &j.opts[0], &j.vals[0])
 	})
-	m.stats = LoadStats{At: start, Wall: time.Since(start), JIT: jitMillis(vals[wall])}
-	runtime.KeepAlive(infoLog)
-	runtime.KeepAlive(errorLog)
+	m.stats = LoadStats{At: start, Wall: time.Since(start), JIT: j.wallTime()}
 	runtime.KeepAlive(image)
+	defer j.keepAlive()
 	if err != nil {
 		var e *Error
 		errors.As(err, &e)
-		return nil, &JITError{Err: e, Log: logText(errorLog)}
+		return nil, &JITError{Err: e, Log: logText(j.errorLog)}
 	}
-	m.infoLog = logText(infoLog)
+	m.infoLog = logText(j.infoLog)
 	return m, nil
+}
+
+// jitArgs are the option arrays LoadModuleJIT gives cuModuleLoadDataEx and
+// LoadModuleLinked gives cuLinkCreate, with the log buffers they point
+// to. Option values are void*-sized: buffer addresses, and the sizes and
+// the verbosity flag as plain integers in pointer-sized slots; the driver
+// writes the wall time back into its slot as a float. They are uintptr,
+// not unsafe.Pointer, so the collector never sees integers as pointers;
+// the buffers are Go heap memory (which does not move) that keepAlive
+// holds until the driver is done with them (cuLinkDestroy for the
+// linker, which writes its logs until then).
+type jitArgs struct {
+	opts              []int32
+	vals              []uintptr
+	infoLog, errorLog []byte
+	wall              int // the index of CU_JIT_WALL_TIME's slot
+}
+
+// newJITArgs returns the options for o: 64 KiB info and error logs,
+// verbose, the wall time, and the optimization level when o sets one.
+// o.OptLevel must have been checked (checkOptLevel).
+func newJITArgs(o JITOptions) *jitArgs {
+	j := &jitArgs{infoLog: make([]byte, jitLogSize), errorLog: make([]byte, jitLogSize)}
+	j.opts = []int32{
+		jitInfoLogBuffer, jitInfoLogBufferSizeBytes,
+		jitErrorLogBuffer, jitErrorLogBufferSizeBytes,
+		jitLogVerbose, jitWallTime,
+	}
+	j.vals = []uintptr{
+		uintptr(unsafe.Pointer(&j.infoLog[0])), jitLogSize,
+		uintptr(unsafe.Pointer(&j.errorLog[0])), jitLogSize,
+		1, 0,
+	}
+	j.wall = len(j.vals) - 1
+	if o.OptLevel > 0 {
+		j.opts = append(j.opts, jitOptimizationLevel)
+		j.vals = append(j.vals, uintptr(o.OptLevel-1))
+	}
+	return j
+}
+
+// wallTime returns the compile time the driver wrote back.
+func (j *jitArgs) wallTime() time.Duration { return jitMillis(j.vals[j.wall]) }
+
+// keepAlive keeps the arrays and the buffers reachable up to its call.
+func (j *jitArgs) keepAlive() {
+	runtime.KeepAlive(j.opts)
+	runtime.KeepAlive(j.vals)
+	runtime.KeepAlive(j.infoLog)
+	runtime.KeepAlive(j.errorLog)
+}
+
+// checkOptLevel refuses an optimization level the driver does not have.
+func checkOptLevel(o JITOptions) error {
+	if o.OptLevel < 0 || o.OptLevel > 5 {
+		return fmt.Errorf("cuda: JIT optimization level %d out of range (0: default, 1-5: levels 0-4)", o.OptLevel)
+	}
+	return nil
 }
 
 // jitMillis reads the float milliseconds the driver wrote into the first
