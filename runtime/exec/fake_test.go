@@ -26,6 +26,13 @@ type fakeDevice struct {
 	// loadErr, when set, fails the loads of the texts it returns an error
 	// for; linkErr does so for the loads through the linker only.
 	loadErr, linkErr func(ptx string) error
+	levels           []int           // the JIT level (plus one) of each load
+	cache            map[string]bool // texts the link cache holds (cached)
+	noLinker         bool            // canLink is false
+	// levelHook, when set, runs first in each load with its JIT level
+	// (plus one); an error fails the load. Set it before the first load:
+	// background loads read it.
+	levelHook func(level int) error
 }
 
 // fakeKernelFunc runs a kernel on the fake device.
@@ -33,18 +40,23 @@ type fakeKernelFunc func(d *fakeDevice, grid, block [3]uint32, args []any) error
 
 type fakeLaunch struct {
 	kernel      string
+	level       int // the JIT level (plus one) its module was loaded at
 	grid, block [3]uint32
 	shared      uint32
 	args        []any
 }
 
-type fakeKernel struct{ name string }
+type fakeKernel struct {
+	name  string
+	level int
+}
 
 func (k fakeKernel) Name() string { return k.name }
 
 type fakeModule struct {
-	d   *fakeDevice
-	ptx string
+	d     *fakeDevice
+	ptx   string
+	level int
 }
 
 func (m fakeModule) function(name string) (kernel, error) {
@@ -61,7 +73,7 @@ func (m fakeModule) function(name string) (kernel, error) {
 	if m.d.kernels[name] == nil {
 		return nil, fmt.Errorf("fake: no kernel %q", name)
 	}
-	return fakeKernel{name}, nil
+	return fakeKernel{name, m.level}, nil
 }
 
 func (fakeModule) unload() error { return nil }
@@ -112,9 +124,22 @@ func (d *fakeDevice) CopyDtoH(dst []byte, src DevicePtr) error {
 
 func (d *fakeDevice) Synchronize() error { return nil }
 
-func (d *fakeDevice) load(ptx string, _ cuda.JITOptions, link bool) (module, error) {
+func (d *fakeDevice) canLink() bool { return !d.noLinker }
+
+func (d *fakeDevice) cached(ptx string, jit cuda.JITOptions) bool {
+	d.loadMu.Lock()
+	defer d.loadMu.Unlock()
+	return d.cache[ptx] && jit.Cache != nil
+}
+
+func (d *fakeDevice) load(ptx string, jit cuda.JITOptions, link bool) (module, error) {
 	if !strings.Contains(ptx, ".entry") {
 		return nil, fmt.Errorf("fake: no kernels in the PTX")
+	}
+	if d.levelHook != nil {
+		if err := d.levelHook(jit.OptLevel); err != nil {
+			return nil, err
+		}
 	}
 	if d.loadErr != nil {
 		if err := d.loadErr(ptx); err != nil {
@@ -133,14 +158,15 @@ func (d *fakeDevice) load(ptx string, _ cuda.JITOptions, link bool) (module, err
 	defer d.loadMu.Unlock()
 	d.loads++
 	d.texts = append(d.texts, ptx)
+	d.levels = append(d.levels, jit.OptLevel)
 	if link {
 		d.linked++
 	}
-	return fakeModule{d, ptx}, nil
+	return fakeModule{d, ptx, jit.OptLevel}, nil
 }
 
 func (d *fakeDevice) launch(k kernel, grid, block [3]uint32, shared uint32, _ *cuda.Stream, args []any) error {
-	d.launches = append(d.launches, fakeLaunch{k.Name(), grid, block, shared, append([]any(nil), args...)})
+	d.launches = append(d.launches, fakeLaunch{k.Name(), k.(fakeKernel).level, grid, block, shared, append([]any(nil), args...)})
 	return d.kernels[k.Name()](d, grid, block, args)
 }
 

@@ -176,6 +176,7 @@ func (b *Bound) Capture() (GraphInfo, error) {
 	fail := func(reason string, err error) (GraphInfo, error) {
 		return GraphInfo{}, &CaptureError{Func: b.plan.name, Reason: reason, Err: err}
 	}
+	b.settle() // a graph keeps the code it captures: the final tier's
 	if err := b.Launch(); err != nil {
 		return GraphInfo{}, err
 	}

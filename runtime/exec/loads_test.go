@@ -103,7 +103,7 @@ func TestLoadPolicies(t *testing.T) {
 // error names that kernel and its launch, under every policy, and a later
 // load retries it (a failed load is not cached).
 func TestLoadErrorNamesKernel(t *testing.T) {
-	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true, Parallel: 1}, {Split: true}, DefaultLoadPolicy} {
+	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true, Parallel: 1}, {Split: true}, linkOnce, DefaultLoadPolicy} {
 		p := compileFile(t, "twokernels.mlir")
 		d := newFake()
 		d.loadErr = func(ptx string) error {
@@ -125,29 +125,39 @@ func TestLoadErrorNamesKernel(t *testing.T) {
 			!strings.Contains(err.Error(), "twokernels.mlir:") {
 			t.Errorf("%+v: got %v, want a located error naming %s", policy, err, want)
 		}
+		rt.Settle() // background loads read loadErr
 		d.loadErr = nil
 		if err := p.Load(rt, "main"); err != nil {
 			t.Errorf("%+v: retry: %v", policy, err)
 		}
+		rt.Settle()
 	}
 }
+
+// linkOnce is the default policy without tiers: each text compiled once.
+var linkOnce = LoadPolicy{Split: true, Link: true}
 
 // TestParseLoadPolicy reads the STRATA_PTX_LOAD values and rejects others;
 // a bad value in the environment fails the first load with its message.
 func TestParseLoadPolicy(t *testing.T) {
 	for s, want := range map[string]LoadPolicy{
-		"whole":    {Parallel: 1},
-		"whole:3":  {Parallel: 3},
-		"split":    {Split: true},
-		"split:2":  {Split: true, Parallel: 2},
-		"whole,O1": {Parallel: 1, OptLevel: 2},
-		"split,O0": {Split: true, OptLevel: 1},
+		"whole":             {Parallel: 1},
+		"whole:3":           {Parallel: 3},
+		"split":             {Split: true},
+		"split:2":           {Split: true, Parallel: 2},
+		"whole,O1":          {Parallel: 1, OptLevel: 2},
+		"split,O0":          {Split: true, OptLevel: 1},
+		"link":              DefaultLoadPolicy,
+		"link:4,O3,tier=O1": {Split: true, Link: true, Parallel: 4, OptLevel: 4, Tier: 2},
+		"link,tier=off":     linkOnce,
+		"link,tier=O2,O4":   {Split: true, Link: true, OptLevel: 5, Tier: 3},
 	} {
 		if got, err := ParseLoadPolicy(s); err != nil || got != want {
 			t.Errorf("ParseLoadPolicy(%q) = %+v, %v; want %+v", s, got, err, want)
 		}
 	}
-	for _, s := range []string{"", "parallel", "split:0", "split:x", "whole:-1", "whole,O5", "whole,3", "whole,Ox"} {
+	for _, s := range []string{"", "parallel", "split:0", "split:x", "whole:-1", "whole,O5", "whole,3", "whole,Ox",
+		"link,tier=O5", "link,tier=", "link,tier=on", "split,tier=O0", "whole,tier=O1", "link,,O1"} {
 		if _, err := ParseLoadPolicy(s); err == nil {
 			t.Errorf("ParseLoadPolicy(%q): no error", s)
 		}
@@ -173,7 +183,7 @@ func TestLoadSharesEqualKernels(t *testing.T) {
 		t.Fatal(err)
 	}
 	twice := strings.ReplaceAll(string(src), "arith.mulf", "arith.addf") // @vmul adds too
-	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true}, DefaultLoadPolicy} {
+	for _, policy := range []LoadPolicy{{Parallel: 1}, {Split: true}, linkOnce} {
 		p, err := Compile(parse(t, "twice.mlir", twice), Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -214,7 +224,7 @@ func TestLinkFallsBackToModuleLoad(t *testing.T) {
 		return nil
 	}
 	rt := newRuntime(d)
-	rt.SetLoadPolicy(DefaultLoadPolicy)
+	rt.SetLoadPolicy(linkOnce)
 	args := cases[1].args(t, rand.New(rand.NewPCG(7, 8)))
 	got, err := p.Run(rt, "main", args)
 	if err != nil {
@@ -227,7 +237,7 @@ func TestLinkFallsBackToModuleLoad(t *testing.T) {
 	d2 := newFake()
 	d2.linkErr = func(string) error { return errors.New("out of host memory") }
 	rt2 := newRuntime(d2)
-	rt2.SetLoadPolicy(DefaultLoadPolicy)
+	rt2.SetLoadPolicy(linkOnce)
 	if err := compileFile(t, "twokernels.mlir").Load(rt2, "main"); err == nil || !strings.Contains(err.Error(), "out of host memory") {
 		t.Errorf("a linker error that is not a compile error: got %v", err)
 	}

@@ -22,6 +22,11 @@ type device interface {
 	// load compiles and loads a PTX text; link asks for the driver's
 	// linker, whose compiles run concurrently, where the driver has it.
 	load(ptx string, jit cuda.JITOptions, link bool) (module, error)
+	// canLink reports whether load can use the linker.
+	canLink() bool
+	// cached reports whether jit.Cache holds the linker's cubin of ptx
+	// compiled with jit, so that a linked load needs no compile.
+	cached(ptx string, jit cuda.JITOptions) bool
 	// launch queues a kernel on stream (nil: the default stream).
 	launch(k kernel, grid, block [3]uint32, sharedBytes uint32, stream *cuda.Stream, args []any) error
 }
@@ -50,6 +55,12 @@ func (d cudaDevice) load(ptx string, jit cuda.JITOptions, link bool) (module, er
 		return nil, err
 	}
 	return cudaModule{m}, nil
+}
+
+func (d cudaDevice) canLink() bool { return d.CanLink() }
+
+func (d cudaDevice) cached(ptx string, jit cuda.JITOptions) bool {
+	return jit.Cache != nil && jit.Cache.Has(d.Device, ptx, jit)
 }
 
 func (d cudaDevice) launch(k kernel, grid, block [3]uint32, shared uint32, stream *cuda.Stream, args []any) error {
@@ -616,7 +627,7 @@ func (r *runState) launch(l *launch) error {
 		}
 		r.argv = append(r.argv, marshal(l.kinds[i], l.types[i], v))
 	}
-	if err := r.rt.dev.launch(r.bound.kernels[l.index], grid, block, shared, r.stream, r.argv); err != nil {
+	if err := r.rt.dev.launch(resolve(r.bound.kernels[l.index]), grid, block, shared, r.stream, r.argv); err != nil {
 		return &LaunchError{Diag: ir.Errorf(l.op.Loc(), "launching @%s: %v", l.kernel, err), Err: err}
 	}
 	return nil

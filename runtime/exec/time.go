@@ -34,6 +34,7 @@ func (b *Bound) Time(warmup, iters int) (float64, error) {
 	if iters < 1 {
 		return 0, fmt.Errorf("exec: timing needs at least one iteration, got %d", iters)
 	}
+	b.settle() // the final tier's code, not the first's
 	flush, err := dev.Alloc(flushBytes)
 	if err != nil {
 		return 0, fmt.Errorf("exec: timing: cache-flush buffer: %w", err)
@@ -96,6 +97,8 @@ func (b *Bound) WallTime(iters int) (float64, error) {
 	if iters < 1 {
 		return 0, fmt.Errorf("exec: timing needs at least one iteration, got %d", iters)
 	}
+	// The final tier's code, not the first's.
+	b.settle()
 	if err := b.Launch(); err != nil { // the allocator's cache warm, the device busy
 		return 0, err
 	}
