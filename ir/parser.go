@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"sort"
@@ -1333,7 +1334,25 @@ func (p *Parser) scanBalanced() string {
 	return ""
 }
 
+// staticSizeFits reports whether the product of shape's non-zero static
+// sizes fits in an int64, so that element counts and the shape arithmetic
+// of passes cannot wrap around.
+func staticSizeFits(shape []int64) bool {
+	n := int64(1)
+	for _, d := range shape {
+		if d == Dynamic || d == 0 {
+			continue
+		}
+		if n > math.MaxInt64/d {
+			return false
+		}
+		n *= d
+	}
+	return true
+}
+
 func (p *Parser) parseShapedType(kind string) Type {
+	start := p.tok.pos
 	p.advance()
 	if p.tok.kind != tokPunct || p.tok.text != "<" {
 		p.Errorf("expected '<' in %s type", kind)
@@ -1409,6 +1428,10 @@ func (p *Parser) parseShapedType(kind string) Type {
 		shape = append(shape, d)
 		scalable = append(scalable, isScalable)
 		i = k + 1
+	}
+	if !staticSizeFits(shape) {
+		p.failAt(start, "%s type has more than 2^63-1 elements", kind)
+		return nil
 	}
 	p.resetTo(i)
 	elem := p.parseType()

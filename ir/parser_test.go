@@ -76,6 +76,8 @@ func TestParseErrors(t *testing.T) {
 		{"hex float too wide", `"t.op"() {a = 0x1FFFF : f16} : () -> ()`, "1:15", "out of range"},
 		{"float for integer type", `"t.op"() {a = 1.5 : i32} : () -> ()`, "1:15", ""},
 		{"array<i100>", `"t.op"() {a = array<i100: 0>} : () -> ()`, "1:21", "wider than 64 bits"},
+		{"tensor too large", `"t.op"() : () -> tensor<4611686018427387904x0x4xf32>`, "1:18", "more than 2^63-1 elements"},
+		{"memref too large", `"t.op"() : () -> memref<?x3037000500x3037000500xf32>`, "1:18", "more than 2^63-1 elements"},
 		{"array<i8> out of range", `"t.op"() {a = array<i8: 1, 1000>} : () -> ()`, "1:28", "out of range"},
 		{"block arg outside region", `"t.br"()[^bb1] : () -> ()`, "1:10", ""},
 	}

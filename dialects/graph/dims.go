@@ -81,6 +81,30 @@ func encodedDims(t *ir.TensorType) ([]*sym.Expr, error) {
 	return dims, nil
 }
 
+// CheckDims reports a malformed #graph.dims encoding of t: text that does
+// not parse, an entry count other than t's rank, or an entry that differs
+// from a static size. DimsOf ignores such an encoding, so the verifier of
+// every graph op rejects it on its operands and results.
+func CheckDims(t *ir.TensorType) error {
+	dims, err := encodedDims(t)
+	if err != nil || dims == nil {
+		return err
+	}
+	shape := t.Shape()
+	if len(dims) != len(shape) {
+		return fmt.Errorf("%s has %d sizes for a tensor of rank %d", t.Encoding, len(dims), len(shape))
+	}
+	for i, d := range shape {
+		if d == ir.Dynamic || dims[i] == nil {
+			continue
+		}
+		if c, ok := dims[i].IsConst(); !ok || c != d {
+			return fmt.Errorf("%s gives dim %d the size %s, but the type's is %d", t.Encoding, i, dims[i], d)
+		}
+	}
+	return nil
+}
+
 // ParseDims parses the text of a #graph.dims<[…]> encoding; "?" entries
 // come back nil.
 func ParseDims(text string) ([]*sym.Expr, error) {

@@ -116,6 +116,20 @@ func (s *opSpec) infer(operandTypes []ir.Type, props, discardable ir.DictAttr, d
 
 // verifyOp is the OpDef.Verify of every graph op.
 func (s *opSpec) verifyOp(op *ir.Operation) error {
+	for i, t := range op.OperandTypes() {
+		if tt, ok := t.(*ir.TensorType); ok {
+			if err := CheckDims(tt); err != nil {
+				return fmt.Errorf("operand #%d: %w", i, err)
+			}
+		}
+	}
+	for i, t := range op.ResultTypes() {
+		if tt, ok := t.(*ir.TensorType); ok {
+			if err := CheckDims(tt); err != nil {
+				return fmt.Errorf("result #%d: %w", i, err)
+			}
+		}
+	}
 	props, rest := s.inherentView(op)
 	declared := op.ResultTypes()
 	want, err := s.infer(op.OperandTypes(), props, rest, declared, nil)

@@ -19,3 +19,18 @@ func.func @f() {
   "x.y"() {a = [1, 2} : () -> ()
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error@+1 {{array attribute element type 'i100' is wider than 64 bits}}
+  "x.y"() {a = array<i100: 1>} : () -> ()
+  return
+}
+
+// -----
+
+// expected-error@+1 {{tensor type has more than 2^63-1 elements}}
+func.func @f(%x: tensor<4294967296x4294967296xf32>) {
+  return
+}

@@ -184,3 +184,37 @@ func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A #graph.dims encoding must parse, list one size per dim and agree with
+// the static sizes.
+func.func @f(%a: tensor<?xf32, #graph.dims<[s0 +]>>) -> tensor<?xf32> {
+  // expected-error @+1 {{'graph.exp' op operand #0: in #graph.dims<[s0 +]>: sym: parsing "s0 +" at offset 4: unexpected end}}
+  %0 = "graph.exp"(%a) : (tensor<?xf32, #graph.dims<[s0 +]>>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<?x4xf32, #graph.dims<[s0]>>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'graph.exp' op operand #0: #graph.dims<[s0]> has 1 sizes for a tensor of rank 2}}
+  %0 = "graph.exp"(%a) : (tensor<?x4xf32, #graph.dims<[s0]>>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<?x4xf32>) -> tensor<?x4xf32, #graph.dims<[s0, 8]>> {
+  // expected-error @+1 {{'graph.exp' op result #0: #graph.dims<[s0, 8]> gives dim 1 the size 8, but the type's is 4}}
+  %0 = "graph.exp"(%a) : (tensor<?x4xf32>) -> tensor<?x4xf32, #graph.dims<[s0, 8]>>
+  return %0 : tensor<?x4xf32, #graph.dims<[s0, 8]>>
+}
+
+// -----
+
+func.func @f(%a: tensor<?xf32, #graph.dims<[s0*4611686018427387904*4]>>) -> tensor<?xf32> {
+  // expected-error-re @+1 {{'graph.exp' op operand #0: {{.*}}integer overflow: the expression's coefficients exceed 2^62}}
+  %0 = "graph.exp"(%a) : (tensor<?xf32, #graph.dims<[s0*4611686018427387904*4]>>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
