@@ -33,6 +33,9 @@ const (
 	// PanelAttr is the element distance between the 64-element-wide panels
 	// of B (see gpu.wgmma's description); required when B spans several.
 	PanelAttr = "panel"
+	// ASharedAttr marks an A read from workgroup memory (a buffer and an
+	// offset instead of registers; a unit attribute).
+	ASharedAttr = "a_shared"
 )
 
 // PTXTargetAttr, on a gpu.module, names the PTX target its kernels need
@@ -75,11 +78,15 @@ var wgmmaDef = &ir.OpDef{
 		"B(k, n) is element (k, n)). Every thread of the warpgroup must execute it with the same " +
 		"buffer and offset. With `pending` N > 0 the op waits only until N groups are pending " +
 		"(`wgmma.wait_group N`): its results may still be in flight, and only a gpu.wgmma_wait may use " +
-		"them; its A registers and B tile must not change until one with fewer pending groups. The " +
+		"them; its A registers and B tile must not change until one with fewer pending groups. With " +
+		"a_shared, A is read from workgroup memory instead (by a matrix descriptor): the A operands are " +
+		"a workgroup buffer of ab_type and the index of A's first element (a multiple of 512), element " +
+		"(m, k) of the 64×K A being at that offset + 64·m + 8·((k/8) xor (m%8)) + k%8 (K-major in the " +
+		"128-byte swizzle, K at most 64), the same for every thread of the warpgroup. The " +
 		"kernel needs the sm_90a target.",
-	Inherent: []string{ABTypeAttr, WGMMANAttr, KStepsAttr, TransBAttr, PanelAttr, PendingAttr},
+	Inherent: []string{ABTypeAttr, WGMMANAttr, KStepsAttr, TransBAttr, PanelAttr, PendingAttr, ASharedAttr},
 	Operands: []ir.ArgDoc{
-		{Name: "a0..", Doc: "4·k_steps i32: the thread's A fragments"},
+		{Name: "a0..", Doc: "4·k_steps i32: the thread's A fragments (with a_shared: a 1-D workgroup memref of ab_type and an index)"},
 		{Name: "b, offset", Doc: "1-D workgroup memref of ab_type and the index of B's first element"},
 		{Name: "c0..", Doc: "n/2 f32 (optional): the thread's accumulator fragment"},
 	},
@@ -91,6 +98,7 @@ var wgmmaDef = &ir.OpDef{
 		{Name: "trans_b", Doc: "present when B is stored MN-major (UnitAttr)"},
 		{Name: "panel", Doc: "element distance between B's 64-column panels, a multiple of 512; needed when the stored matrix is wider than 64 (i64)"},
 		{Name: "pending", Doc: "groups left in flight at the end, 0 when absent (i64)"},
+		{Name: "a_shared", Doc: "present when A is read from workgroup memory (UnitAttr)"},
 	},
 	Example: `%d:8 = "gpu.wgmma"(%a0, %a1, %a2, %a3, %smem, %off) <{ab_type = bf16, k_steps = 1 : i64, n = 16 : i64}> : ` +
 		`(i32, i32, i32, i32, memref<8192xbf16, 3>, index) -> (f32, f32, f32, f32, f32, f32, f32, f32)`,
@@ -134,6 +142,18 @@ type WGMMAShape struct {
 	Acc bool
 	// Pending is the number of groups left in flight at the op's end.
 	Pending int64
+	// AShared says A is read from workgroup memory (a buffer and an
+	// offset) rather than registers.
+	AShared bool
+}
+
+// NumA is the number of A operands: 4·KSteps registers, or a buffer and
+// an offset with AShared.
+func (s WGMMAShape) NumA() int64 {
+	if s.AShared {
+		return 2
+	}
+	return 4 * s.KSteps
 }
 
 // StoredRows is the number of rows of the stored B: N, or K with TransB.
@@ -159,8 +179,8 @@ func SwizzledOffset(row, col, panel int64) int64 {
 	return col/WGMMASwizzleRow*panel + WGMMASwizzleRow*row + 8*((c/8)^(row%8)) + c%8
 }
 
-// WGMMA inserts gpu.wgmma of shape s: a holds 4·s.KSteps i32, c (when
-// s.Acc) s.N/2 f32; B is buffer b from element offset off. It returns D's
+// WGMMA inserts gpu.wgmma of shape s: a holds 4·s.KSteps i32 (with
+// s.AShared a workgroup buffer and an offset), c (when s.Acc) s.N/2 f32; B is buffer b from element offset off. It returns D's
 // s.N/2 f32.
 func WGMMA(b *ir.Builder, loc ir.Location, abType ir.Type, s WGMMAShape, a []*ir.Value, buf, off *ir.Value, c []*ir.Value) []*ir.Value {
 	ops := append(append(append([]*ir.Value{}, a...), buf, off), c...)
@@ -181,6 +201,9 @@ func WGMMA(b *ir.Builder, loc ir.Location, abType ir.Type, s WGMMAShape, a []*ir
 	}
 	if s.Pending != 0 {
 		props = append(props, ir.NamedAttr{Name: PendingAttr, Value: ir.Int(s.Pending, ir.I64)})
+	}
+	if s.AShared {
+		props = append(props, ir.NamedAttr{Name: ASharedAttr, Value: ir.UnitAttr{}})
 	}
 	return b.Op(WGMMAOp, loc, ops, rs, props...).Results()
 }
@@ -206,7 +229,8 @@ func WGMMAShapeOf(op *ir.Operation) WGMMAShape {
 	s := WGMMAShape{N: IntProp(op, WGMMANAttr, 0), KSteps: IntProp(op, KStepsAttr, 0), Panel: IntProp(op, PanelAttr, 0),
 		Pending: IntProp(op, PendingAttr, 0)}
 	_, s.TransB = op.Attr(TransBAttr).(ir.UnitAttr)
-	s.Acc = int64(op.NumOperands()) > 4*s.KSteps+2
+	_, s.AShared = op.Attr(ASharedAttr).(ir.UnitAttr)
+	s.Acc = int64(op.NumOperands()) > s.NumA()+2
 	return s
 }
 
@@ -237,14 +261,38 @@ func verifyWGMMA(op *ir.Operation) error {
 			}
 		}
 	}
-	nA := 4 * s.KSteps
+	nA := s.NumA()
 	if n := int64(op.NumOperands()); n != nA+2 && n != nA+2+s.N/2 {
-		return fmt.Errorf("expects %d i32 A registers, a workgroup buffer, an index and optionally %d f32 accumulators; got %d operands",
-			nA, s.N/2, n)
+		a := fmt.Sprintf("%d i32 A registers", nA)
+		if s.AShared {
+			a = "A's workgroup buffer and index"
+		}
+		return fmt.Errorf("expects %s, a workgroup buffer, an index and optionally %d f32 accumulators; got %d operands",
+			a, s.N/2, n)
+	}
+	if s.AShared {
+		if 16*s.KSteps > WGMMASwizzleRow {
+			return fmt.Errorf("an A in workgroup memory is at most %d elements wide (k_steps ≤ %d), not k_steps %d",
+				WGMMASwizzleRow, WGMMASwizzleRow/16, s.KSteps)
+		}
+		ae, err := workgroup1D(op.Operand(0), "A", true)
+		if err != nil {
+			return err
+		}
+		if ae != elem {
+			return fmt.Errorf("A's elements are %s, not the ab_type %s", ae, elem)
+		}
+		if mt := op.Operand(0).Type().(*ir.MemRefType); 64*WGMMASwizzleRow > mt.Shape()[0] {
+			return fmt.Errorf("A (64 rows of %d elements) does not fit in %s", WGMMASwizzleRow, mt)
+		}
 	}
 	for i, v := range op.Operands() {
 		want := ir.Type(ir.I32)
 		switch {
+		case s.AShared && i == 0:
+			continue
+		case s.AShared && i == 1:
+			want = ir.Index
 		case int64(i) == nA:
 			continue
 		case int64(i) == nA+1:

@@ -37,6 +37,15 @@ func wgmmaKernel(props string, nA int, buf string, nC, nD int) string {
 }`, strings.Join(ops, ", "), props, strings.Join(types, ", "), strings.Join(res, ", "), buf, nD)
 }
 
+// wgmmaSharedA is wgmmaKernel with A read from the workgroup buffer aBuf
+// (the kernel's %abuf, at %off; a_shared added to props).
+func wgmmaSharedA(props, aBuf, buf string, nC, nD int) string {
+	src := wgmmaKernel(props+", a_shared", 0, buf, nC, nD)
+	src = strings.Replace(src, `"gpu.wgmma"(`, `"gpu.wgmma"(%abuf, %off, `, 1)
+	src = strings.Replace(src, `> : (`, `> : (`+aBuf+`, index, `, 1)
+	return strings.Replace(src, ") kernel {", ", %abuf : "+aBuf+") kernel {", 1)
+}
+
 // TestWGMMAVerify checks the shapes gpu.wgmma accepts and the errors of
 // those it refuses, and that the generic form reads back unchanged.
 func TestWGMMAVerify(t *testing.T) {
@@ -50,6 +59,9 @@ func TestWGMMAVerify(t *testing.T) {
 		// In flight, then awaited.
 		strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = 1 : i64", 4, "memref<512xbf16, 3>", 0, 4),
 			`"gpu.fence_proxy_async"() : () -> ()`, `%w:4 = "gpu.wgmma_wait"(%d#0, %d#1, %d#2, %d#3) <{pending = 0 : i64}> : (f32, f32, f32, f32) -> (f32, f32, f32, f32)`, 1),
+		// A from workgroup memory, with and without C.
+		wgmmaSharedA("ab_type = bf16, k_steps = 4 : i64, n = 64 : i64", "memref<4096xbf16, 3>", "memref<4096xbf16, 3>", 0, 32),
+		wgmmaSharedA("ab_type = f16, k_steps = 1 : i64, n = 8 : i64, trans_b", "memref<8192xf16, 3>", "memref<1024xf16, 3>", 4, 4),
 	} {
 		m, err := ir.Parse(newCtx(), src, ir.ParseOptions{})
 		if err == nil {
@@ -86,6 +98,14 @@ func TestWGMMAVerify(t *testing.T) {
 		{"pending-negative", wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = -1 : i64", 4, "memref<512xbf16, 3>", 0, 4), "'pending' to be non-negative"},
 		{"wait-counts", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", 4, "memref<512xbf16, 3>", 0, 4),
 			`"gpu.fence_proxy_async"() : () -> ()`, `%w = "gpu.wgmma_wait"(%d#0, %d#1) <{pending = 0 : i64}> : (f32, f32) -> f32`, 1), "as many results as operands"},
+		{"a-shared-wide", wgmmaSharedA("ab_type = bf16, k_steps = 8 : i64, n = 64 : i64, panel = 4096 : i64", "memref<4096xbf16, 3>", "memref<8192xbf16, 3>", 0, 32),
+			"an A in workgroup memory is at most 64 elements wide (k_steps ≤ 4), not k_steps 8"},
+		{"a-shared-type", wgmmaSharedA("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", "memref<4096xf16, 3>", "memref<512xbf16, 3>", 0, 4),
+			"A's elements are f16, not the ab_type bf16"},
+		{"a-shared-small", wgmmaSharedA("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", "memref<2048xbf16, 3>", "memref<512xbf16, 3>", 0, 4),
+			"A (64 rows of 64 elements) does not fit in memref<2048xbf16, 3>"},
+		{"a-shared-registers", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", 4, "memref<512xbf16, 3>", 0, 4), "n = 8 : i64", "n = 8 : i64, a_shared", 1),
+			"expects A's workgroup buffer and index, a workgroup buffer, an index and optionally 4 f32 accumulators; got 6 operands"},
 		{"wait-type", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", 4, "memref<512xbf16, 3>", 0, 4),
 			`"gpu.fence_proxy_async"() : () -> ()`, `%w = "gpu.wgmma_wait"(%a) <{pending = 0 : i64}> : (i32) -> i32`, 1), "operand and result #0 must be f32"},
 		{"wait-pending", strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64", 4, "memref<512xbf16, 3>", 0, 4),

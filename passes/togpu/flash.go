@@ -94,11 +94,16 @@ type FlashTile struct {
 	// copy is then in flight at a tile's fence.proxy.async (ptxas makes
 	// it a MEMBAR.ALL.CTA), and one cp.async group a tile suffices.
 	PrefetchV bool
+	// QShared (with Pipe) reads Q for S = Q·Kᵀ from workgroup memory by
+	// a matrix descriptor (gpu.wgmma's a_shared) instead of loading its
+	// fragments by ldmatrix in every key tile: 16 registers and 4
+	// ldmatrix a warp-tile fewer.
+	QShared bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
-// for Pipe, l for Lazy and v for PrefetchV.
+// for Pipe, l for Lazy, v for PrefetchV and q for QShared.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -127,6 +132,9 @@ func (t FlashTile) String() string {
 	}
 	if t.PrefetchV {
 		s += "v"
+	}
+	if t.QShared {
+		s += "q"
 	}
 	return s
 }
@@ -172,6 +180,10 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 128, WGMMA: true},

@@ -272,8 +272,16 @@ func (g *flashGen) emitWGMMAPipe() {
 	gpu.FenceProxyAsync(b, loc)
 	gpu.Barrier(b, loc)
 
-	qAt := w.qFragments(x, qStage)
+	var qAt []*ir.Value
+	if !g.Tile.QShared {
+		qAt = w.qFragments(x, qStage)
+	}
+	// qFrags are S's A operands: Q's fragments, loaded again for each
+	// product (see emitWGMMA for why), or with QShared Q's tile itself.
 	qFrags := func(b *ir.Builder) []*ir.Value {
+		if g.Tile.QShared {
+			return []*ir.Value{g.smem, x.at(b).index(x.at(b).c(qStage))}
+		}
 		var qf []*ir.Value
 		for _, a := range qAt {
 			qf = append(qf, gpu.LdMatrix(b, loc, g.smem, a, 4, false)...)
@@ -292,7 +300,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 
 	nO := int(g.D / 8)
-	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16}
+	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16, AShared: g.Tile.QShared}
 	oShape := gpu.WGMMAShape{N: flashWGMMAD, KSteps: K / 16, TransB: true, Acc: true}
 	// softmaxP runs the softmax on the scores sv of key tile kt (masked
 	// when masked) with the extremes m and sums l, and returns the

@@ -73,35 +73,14 @@ func wgmmaLanes(op *ir.Operation, args [][]Value) ([][]Value, error) {
 		return nil, errors.New("has no element type")
 	}
 	s := gpu.WGMMAShapeOf(op)
-	nA := int(4 * s.KSteps)
-	buf, err := bufferArg(args[0][nA])
+	nA := int(s.NumA())
+	bits, off, err := wgmmaShared(args, nA, "B")
 	if err != nil {
 		return nil, err
-	}
-	off, err := indexValue(args[0][nA+1])
-	if err != nil {
-		return nil, err
-	}
-	for l, as := range args {
-		ob, err := bufferArg(as[nA])
-		if err != nil {
-			return nil, err
-		}
-		o, err := indexValue(as[nA+1])
-		if err != nil {
-			return nil, err
-		}
-		if ob != buf || o != off {
-			return nil, fmt.Errorf("thread %d of the warpgroup reads B at offset %d of %s, thread 0 at %d of %s", l, o, ob, off, buf)
-		}
-	}
-	bits, ok := buf.data.([]uint16)
-	if !ok {
-		return nil, fmt.Errorf("reads %s, not a buffer of 16-bit floats", buf)
 	}
 	rows, cols := s.StoredRows(), s.StoredCols()
 	if off < 0 || off%gpu.WGMMAAlign != 0 || off+(cols-1)/gpu.WGMMASwizzleRow*s.Panel+rows*gpu.WGMMASwizzleRow > int64(len(bits)) {
-		return nil, fmt.Errorf("B at offset %d is not 1024-byte aligned inside %s", off, buf)
+		return nil, fmt.Errorf("B at offset %d is not 1024-byte aligned inside its buffer of %d elements", off, len(bits))
 	}
 	K, N := 16*s.KSteps, s.N
 	bAt := func(k, n int64) float64 {
@@ -123,9 +102,26 @@ func wgmmaLanes(op *ir.Operation, args [][]Value) ([][]Value, error) {
 	for i := range a {
 		a[i], d[i] = make([]float64, K), make([]float64, N)
 	}
+	if s.AShared {
+		aBits, aOff, err := wgmmaShared(args, 0, "A")
+		if err != nil {
+			return nil, err
+		}
+		if aOff < 0 || aOff%gpu.WGMMAAlign != 0 || aOff+64*gpu.WGMMASwizzleRow > int64(len(aBits)) {
+			return nil, fmt.Errorf("A at offset %d is not 1024-byte aligned inside its buffer of %d elements", aOff, len(aBits))
+		}
+		for row := range int64(64) {
+			for k := range K {
+				a[row][k] = ir.FloatFromBits(uint64(aBits[aOff+gpu.SwizzledOffset(row, k, 0)]), ft)
+			}
+		}
+	}
 	for l, as := range args {
 		w, g, t := l/gpu.WarpSize, l%gpu.WarpSize/4, l%4
 		for i := range nA {
+			if s.AShared {
+				break
+			}
 			ks, r := i/4, i%4
 			v, ok := as[i].(*Tensor)
 			if !ok || v.elem != ir.I32 {
@@ -168,6 +164,38 @@ func wgmmaLanes(op *ir.Operation, args [][]Value) ([][]Value, error) {
 		}
 	}
 	return out, nil
+}
+
+// wgmmaShared returns the 16-bit buffer and the offset of a gpu.wgmma's
+// workgroup operand what (A or B) at operand i, which every thread of the
+// warpgroup must pass alike.
+func wgmmaShared(args [][]Value, i int, what string) ([]uint16, int64, error) {
+	buf, err := bufferArg(args[0][i])
+	if err != nil {
+		return nil, 0, err
+	}
+	off, err := indexValue(args[0][i+1])
+	if err != nil {
+		return nil, 0, err
+	}
+	for l, as := range args {
+		ob, err := bufferArg(as[i])
+		if err != nil {
+			return nil, 0, err
+		}
+		o, err := indexValue(as[i+1])
+		if err != nil {
+			return nil, 0, err
+		}
+		if ob != buf || o != off {
+			return nil, 0, fmt.Errorf("thread %d of the warpgroup reads %s at offset %d of %s, thread 0 at %d of %s", l, what, o, ob, off, buf)
+		}
+	}
+	bits, ok := buf.data.([]uint16)
+	if !ok {
+		return nil, 0, fmt.Errorf("reads %s from %s, not a buffer of 16-bit floats", what, buf)
+	}
+	return bits, off, nil
 }
 
 // accPosition is the row and column of accumulator value i of lane (g,

@@ -12,7 +12,9 @@ import (
 // TestWGMMALanes computes a 64×16·64 gpu.wgmma (K-major B) and a 64×64·16
 // one (MN-major B, with C) from lane fragments laid out as the op's
 // description says, with B stored in the 128-byte swizzle as written
-// here (chunk c of row r at chunk c xor r%8), and checks every result.
+// here (chunk c of row r at chunk c xor r%8), and both again with A read
+// from workgroup memory (a_shared, A stored in the same swizzle, K-major),
+// and checks every result.
 func TestWGMMALanes(t *testing.T) {
 	pack := func(lo, hi float64) Value {
 		return i32Scalar(uint32(ir.FloatToBits(lo, ir.BF16)) | uint32(ir.FloatToBits(hi, ir.BF16))<<16)
@@ -20,18 +22,25 @@ func TestWGMMALanes(t *testing.T) {
 	av := func(m, k int) float64 { return float64((m*7+k*3)%11 - 5) }
 	bv := func(k, n int) float64 { return float64((k*5+n)%9 - 4) }
 	cv := func(m, n int) float64 { return float64(m - n) }
+	const aAt = 4096 // (A's offset in the buffer, with a_shared)
 	for _, c := range []struct {
-		n, kSteps int
-		trans     bool
-	}{{16, 4, false}, {64, 1, true}} {
-		t.Run(fmt.Sprintf("n%d-k%d-trans=%v", c.n, 16*c.kSteps, c.trans), func(t *testing.T) {
+		n, kSteps      int
+		trans, aShared bool
+	}{{16, 4, false, false}, {64, 1, true, false}, {16, 4, false, true}, {64, 1, true, true}} {
+		t.Run(fmt.Sprintf("n%d-k%d-trans=%v-a_shared=%v", c.n, 16*c.kSteps, c.trans, c.aShared), func(t *testing.T) {
 			nA, nD := 4*c.kSteps, c.n/2
 			props := fmt.Sprintf("ab_type = bf16, k_steps = %d : i64, n = %d : i64", c.kSteps, c.n)
 			var ops, types, res []string
-			for range nA {
-				ops, types = append(ops, "%a"), append(types, "i32")
+			if c.aShared {
+				nA = 2
+				props += ", a_shared"
+				ops, types = append(ops, "%b", "%o"), append(types, "memref<8192xbf16, 3>", "index")
+			} else {
+				for range nA {
+					ops, types = append(ops, "%a"), append(types, "i32")
+				}
 			}
-			ops, types = append(ops, "%b", "%o"), append(types, "memref<1536xbf16, 3>", "index")
+			ops, types = append(ops, "%b", "%o"), append(types, "memref<8192xbf16, 3>", "index")
 			if c.trans {
 				props += ", trans_b"
 				for range nD {
@@ -41,13 +50,13 @@ func TestWGMMALanes(t *testing.T) {
 			for range nD {
 				res = append(res, "f32")
 			}
-			op := warpOp(t, fmt.Sprintf(`func.func @f(%%a: i32, %%b: memref<1536xbf16, 3>, %%o: index, %%c: f32) {
+			op := warpOp(t, fmt.Sprintf(`func.func @f(%%a: i32, %%b: memref<8192xbf16, 3>, %%o: index, %%c: f32) {
   %%d:%d = "gpu.wgmma"(%s) <{%s}> : (%s) -> (%s)
   return
 }`, nD, strings.Join(ops, ", "), props, strings.Join(types, ", "), strings.Join(res, ", ")), gpu.WGMMAOp)
 			// B at offset 512: the stored matrix is N×K (K-major) or K×N.
 			K := 16 * c.kSteps
-			vals := make([]float64, 1536)
+			vals := make([]float64, 8192)
 			for k := range K {
 				for n := range c.n {
 					r, col := n, k
@@ -57,7 +66,14 @@ func TestWGMMALanes(t *testing.T) {
 					vals[512+r*64+((col/8)^(r%8))*8+col%8] = bv(k, n)
 				}
 			}
-			bt, err := FromFloat64s(ir.BF16, []int64{1536}, vals)
+			if c.aShared {
+				for m := range 64 {
+					for k := range K {
+						vals[aAt+m*64+((k/8)^(m%8))*8+k%8] = av(m, k)
+					}
+				}
+			}
+			bt, err := FromFloat64s(ir.BF16, []int64{8192}, vals)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,6 +82,10 @@ func TestWGMMALanes(t *testing.T) {
 			for l := range args {
 				w, g, t2 := l/32, l%32/4, 2*(l%4)
 				for i := range nA {
+					if c.aShared {
+						args[l] = append(args[l], buf, index(aAt))
+						break
+					}
 					ks, r := i/4, i%4
 					row, col := 16*w+g+8*(r%2), 16*ks+t2+8*(r/2)
 					args[l] = append(args[l], pack(av(row, col), av(row, col+1)))
@@ -109,6 +129,21 @@ func TestWGMMALanes(t *testing.T) {
 			}
 			if _, err := wgmmaLanes(op, args); err == nil || !strings.Contains(err.Error(), "1024-byte aligned") {
 				t.Errorf("misaligned B: error %v", err)
+			}
+			if c.aShared {
+				for l := range args {
+					args[l][nA+1] = index(512)
+				}
+				args[7][1] = index(0)
+				if _, err := wgmmaLanes(op, args); err == nil || !strings.Contains(err.Error(), "thread 7 of the warpgroup reads A") {
+					t.Errorf("mismatched A offsets: error %v", err)
+				}
+				for l := range args {
+					args[l][1] = index(aAt + 8)
+				}
+				if _, err := wgmmaLanes(op, args); err == nil || !strings.Contains(err.Error(), "A at offset 4104 is not 1024-byte aligned") {
+					t.Errorf("misaligned A: error %v", err)
+				}
 			}
 		})
 	}

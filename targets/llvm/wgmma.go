@@ -48,24 +48,24 @@ func (k *kernelTranslator) wgmma(op *ir.Operation) error {
 	if gpu.MMAElementType(op) == ir.F16 {
 		abType = "f16"
 	}
-	nA, nD := int(4*s.KSteps), int(s.N/2)
-	buf := op.Operand(nA)
-	if !wgmmaAligned(k.get(buf)) {
-		return fmt.Errorf("B must be a workgroup buffer aligned to %d bytes", wgmmaAlign)
-	}
-	p, err := k.bytePointer(buf, op.Operand(nA+1))
-	if err != nil {
-		return err
-	}
-	addr := k.cur.NewPtrToInt(p, types.I64)
-	enc := k.cur.NewLShr(k.cur.NewAnd(addr, constant.NewInt(types.I64, 0x3FFFF)), constant.NewInt(types.I64, 4))
+	nA, nD := int(s.NumA()), int(s.N/2)
 	// K-major: 8-row groups 1024 bytes apart, the leading offset unused
 	// (1); MN-major: the same groups along K, panels along N.
 	lbo := int64(16)
 	if s.TransB && s.Panel > 0 {
 		lbo = 2 * s.Panel
 	}
-	desc := k.cur.NewOr(enc, constant.NewInt(types.I64, wgmmaDescriptorBits(lbo, 1024)))
+	desc, err := k.wgmmaDescriptor(op.Operand(nA), op.Operand(nA+1), "B", lbo)
+	if err != nil {
+		return err
+	}
+	var aDesc wgmmaDesc
+	if s.AShared {
+		// A is K-major, one panel.
+		if aDesc, err = k.wgmmaDescriptor(op.Operand(0), op.Operand(1), "A", 16); err != nil {
+			return err
+		}
+	}
 
 	var asm strings.Builder
 	var cons []string
@@ -74,12 +74,28 @@ func (k *kernelTranslator) wgmma(op *ir.Operation) error {
 		dregs[i] = fmt.Sprintf("$%d", i)
 		cons = append(cons, "=f")
 	}
-	args := make([]llvmValue, 0, nA+int(s.KSteps)+nD)
+	args := make([]llvmValue, 0, nA+2*int(s.KSteps)+nD)
 	params := make([]types.Type, 0, cap(args))
-	for i := range nA {
-		args, params = append(args, k.get(op.Operand(i))), append(params, types.I32)
-		cons = append(cons, "r")
+	// The A operands: 4 registers a k-step, or a k-step's descriptor
+	// (16 columns on: 32 bytes).
+	aRegs := make([]string, s.KSteps)
+	for ks := range s.KSteps {
+		if s.AShared {
+			d := k.wgmmaDescriptorAt(aDesc, 2*16*ks)
+			aRegs[ks] = fmt.Sprintf("$%d", nD+len(args))
+			args, params = append(args, d), append(params, types.I64)
+			cons = append(cons, "l")
+			continue
+		}
+		a := make([]string, 4)
+		for r := range a {
+			a[r] = fmt.Sprintf("$%d", nD+len(args))
+			args, params = append(args, k.get(op.Operand(int(4*ks)+r))), append(params, types.I32)
+			cons = append(cons, "r")
+		}
+		aRegs[ks] = "{" + strings.Join(a, ", ") + "}"
 	}
+	firstB := nD + len(args)
 	for ks := range s.KSteps {
 		// The step's first element: K-major, 16 columns on (in its
 		// panel); MN-major, 16 rows on.
@@ -90,10 +106,7 @@ func (k *kernelTranslator) wgmma(op *ir.Operation) error {
 			col := 16 * ks
 			bytes = 2 * (col/gpu.WGMMASwizzleRow*s.Panel + col%gpu.WGMMASwizzleRow)
 		}
-		d := llvmValue(desc)
-		if bytes != 0 {
-			d = k.cur.NewAdd(desc, constant.NewInt(types.I64, bytes>>4))
-		}
+		d := k.wgmmaDescriptorAt(desc, bytes)
 		args, params = append(args, d), append(params, types.I64)
 		cons = append(cons, "l")
 	}
@@ -108,17 +121,17 @@ func (k *kernelTranslator) wgmma(op *ir.Operation) error {
 		trans = 1
 	}
 	asm.WriteString("wgmma.fence.sync.aligned;\n")
+	transA := ""
+	if s.AShared {
+		transA = "0, " // (A K-major)
+	}
 	for ks := range int(s.KSteps) {
-		a := make([]string, 4)
-		for r := range a {
-			a[r] = fmt.Sprintf("$%d", nD+4*ks+r)
-		}
 		scaleD := 1
 		if ks == 0 && !s.Acc {
 			scaleD = 0
 		}
-		fmt.Fprintf(&asm, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%s}, $%d, %d, 1, 1, %d;\n",
-			s.N, abType, abType, strings.Join(dregs, ", "), strings.Join(a, ", "), nD+nA+ks, scaleD, trans)
+		fmt.Fprintf(&asm, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, $%d, %d, 1, 1, %s%d;\n",
+			s.N, abType, abType, strings.Join(dregs, ", "), aRegs[ks], firstB+ks, scaleD, transA, trans)
 	}
 	fmt.Fprintf(&asm, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned %d;", s.Pending)
 	ret := fragment(types.Float, nD)
@@ -127,6 +140,42 @@ func (k *kernelTranslator) wgmma(op *ir.Operation) error {
 	r := k.cur.NewCall(ia, args...)
 	k.unpack(op, r, nD)
 	return nil
+}
+
+// wgmmaDesc is a 128-byte-swizzle matrix descriptor in parts: enc is
+// its start address field (bits 0–13: the shared address / 16, an i32),
+// bits its constant fields.
+type wgmmaDesc struct {
+	enc  llvmValue
+	bits int64
+}
+
+// wgmmaDescriptor returns the descriptor of the matrix what (A or B) at
+// offset off of workgroup buffer buf, with leading byte offset lbo and
+// 8-row groups 1024 bytes apart.
+func (k *kernelTranslator) wgmmaDescriptor(buf, off *ir.Value, what string, lbo int64) (wgmmaDesc, error) {
+	if !wgmmaAligned(k.get(buf)) {
+		return wgmmaDesc{}, fmt.Errorf("%s must be a workgroup buffer aligned to %d bytes", what, wgmmaAlign)
+	}
+	p, err := k.bytePointer(buf, off)
+	if err != nil {
+		return wgmmaDesc{}, err
+	}
+	addr := k.cur.NewTrunc(k.cur.NewPtrToInt(p, types.I64), types.I32)
+	enc := k.cur.NewLShr(k.cur.NewAnd(addr, constant.NewInt(types.I32, 0x3FFFF)), constant.NewInt(types.I32, 4))
+	return wgmmaDesc{enc: enc, bits: wgmmaDescriptorBits(lbo, 1024)}, nil
+}
+
+// wgmmaDescriptorAt is d's descriptor moved bytes on (a multiple of 16).
+// The start address field is added to in 32 bits: workgroup addresses
+// are below 2^18, so the field (address / 16) never carries past its 14
+// bits, and the upper word is the constant fields alone.
+func (k *kernelTranslator) wgmmaDescriptorAt(d wgmmaDesc, bytes int64) llvmValue {
+	enc := d.enc
+	if bytes != 0 {
+		enc = k.cur.NewAdd(enc, constant.NewInt(types.I32, bytes>>4))
+	}
+	return k.cur.NewOr(k.cur.NewZExt(enc, types.I64), constant.NewInt(types.I64, d.bits))
 }
 
 // wgmmaAligned reports whether v addresses a workgroup buffer aligned to
