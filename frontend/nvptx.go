@@ -2,6 +2,8 @@ package frontend
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/strata-ir/strata/runtime/autotune"
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/targets/nvptx"
 )
 
 // ErrNoGPUBackend is wrapped by the nvptx backend's error when it cannot
@@ -49,7 +52,15 @@ type nvptxBackend struct{}
 func (nvptxBackend) Start() { go gpuRuntime() }
 
 func (nvptxBackend) Describe() string {
-	return "lowers with " + LowerToGPUPipeline + " (bf16/f16 matmuls on cuBLASLt when it loads, as Inductor's default uses cuBLAS), compiles the kernels to PTX and runs them on an NVIDIA GPU (options: ptx_backend native|llc, ptx_target sm_80|sm_90)"
+	return "lowers with " + LowerToGPUPipeline + " (bf16/f16 matmuls on cuBLASLt when it loads, as Inductor's default uses cuBLAS), compiles the kernels to PTX and runs them on an NVIDIA GPU (options: ptx_backend native|llc, ptx_target " + ptxTargets() + ")"
+}
+
+// ptxTargets lists the values of the ptx_target option: the portable
+// targets, then the architecture-specific ones (sm_90a: every kernel
+// compiled for Hopper only, at PTX ISA 8.0; without the option, only the
+// gpu.modules that need sm_90a, the wgmma flash kernels, get it).
+func ptxTargets() string {
+	return strings.Join(append(append([]string{}, nvptx.Targets...), nvptx.ArchTargets...), "|")
 }
 
 func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
@@ -76,8 +87,16 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 		rt.WarmLibraries() // the handle and workspace, while the PTX loads
 	}
 	name := g.Func
-	// The driver's JIT of the PTX, here rather than hidden in the first run.
-	if err := g.Time(PhaseLoad, func() error { return prog.Load(rt, name) }); err != nil {
+	// The driver's JIT of the PTX, here rather than hidden in the first
+	// run: in tiers (exec.LoadPolicy.Tier) in the default mode, so that
+	// the first call runs quickly compiled code while the final code is
+	// compiled in the background; at the final level at once with CUDA
+	// graphs, whose capture would wait for it.
+	load := prog.Load
+	if mode.CUDAGraphs() {
+		load = prog.LoadFinal
+	}
+	if err := g.Time(PhaseLoad, func() error { return load(rt, name) }); err != nil {
 		return nil, err
 	}
 	return &nvptxExecutable{runner: exec.NewRunner(prog, rt, name, mode.CUDAGraphs()), name: name}, nil
@@ -96,6 +115,9 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 		case "ptx_backend":
 			opts.PTXBackend = s
 		case "ptx_target":
+			if !slices.Contains(nvptx.Targets, s) && !slices.Contains(nvptx.ArchTargets, s) {
+				return nil, togpu.Config{}, fmt.Errorf("backend option ptx_target %q: want one of %s", s, ptxTargets())
+			}
 			opts.Target = s
 		default:
 			return nil, togpu.Config{}, fmt.Errorf("backend has no option %q (it takes: ptx_backend, ptx_target)", k)

@@ -193,6 +193,7 @@ func TestLaunchMarshalling(t *testing.T) {
 	p := compileFile(t, "vadd.mlir")
 	d := newFake()
 	rt := newRuntime(d)
+	rt.SetLoadPolicy(linkOnce) // a load per text (tiers load twice: tier_test.go)
 	rng := rand.New(rand.NewPCG(3, 4))
 	b, err := p.Prepare(rt, "main", []interp.Value{randomF32(t, rng, 1000, 1), randomF32(t, rng, 1000, 1)})
 	if err != nil {

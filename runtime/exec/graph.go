@@ -380,7 +380,7 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 	// Without graphs, Arrays are passed by reference: a call on device
 	// data copies nothing. A graph has its argument addresses built in,
 	// so Arrays are copied into them on the device.
-	b, err := r.prog.prepare(r.rt, pl, args, !r.graphs)
+	b, err := r.prog.prepare(r.rt, pl, args, !r.graphs, !r.graphs) // a graph would wait for the final tier
 	if err != nil {
 		return nil, err
 	}

@@ -233,12 +233,17 @@ func (p *Program) texts(module string) *moduleTexts {
 }
 
 // kernels returns the kernel of each launch of pl, loading the modules
-// not loaded yet, concurrently as the Runtime's policy says. An error
+// not loaded yet, concurrently as the Runtime's policy says (without its
+// tiers unless tiers is set: a caller about to time the kernels would
+// only wait for the final tier). An error
 // names the first launch, in plan order, whose kernel did not load.
-func (p *Program) kernels(rt *Runtime, pl *plan) ([]kernel, error) {
+func (p *Program) kernels(rt *Runtime, pl *plan, tiers bool) ([]kernel, error) {
 	policy := rt.LoadPolicy()
 	if rt.policyErr != nil {
 		return nil, rt.policyErr
+	}
+	if !tiers {
+		policy.Tier = 0
 	}
 	texts := make([]string, len(pl.launches))
 	names := make([]string, len(pl.launches))
@@ -296,7 +301,10 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 	load := func(i int) {
 		text := todo[i]
 		if tiered && !rt.dev.cached(text, jit) {
-			first := cuda.JITOptions{OptLevel: policy.Tier} // not cached: the final tier will be
+			// The first tier is cached too: a process that ends before
+			// its upgrades finish (a short script) leaves it for the
+			// next, which loads it at once and upgrades again.
+			first := cuda.JITOptions{OptLevel: policy.Tier, Cache: jit.Cache}
 			m, err := rt.dev.load(text, first, true)
 			if err == nil {
 				mods[i] = newTieredModule(m)

@@ -241,7 +241,20 @@ func (p *Program) Load(rt *Runtime, fn string) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.kernels(rt, pl)
+	_, err = p.kernels(rt, pl, true)
+	return err
+}
+
+// LoadFinal is Load without tiers (LoadPolicy.Tier): each kernel not
+// loaded yet is compiled at the final JIT level only, for a caller that
+// captures CUDA graphs or times the kernels right away and would only
+// wait for that level.
+func (p *Program) LoadFinal(rt *Runtime, fn string) error {
+	pl, err := p.plan(fn)
+	if err != nil {
+		return err
+	}
+	_, err = p.kernels(rt, pl, false)
 	return err
 }
 
@@ -252,11 +265,12 @@ func (p *Program) Prepare(rt *Runtime, fn string, args []interp.Value) (*Bound, 
 	if err != nil {
 		return nil, err
 	}
-	return p.prepare(rt, pl, args, false)
+	return p.prepare(rt, pl, args, false, true)
 }
 
-// prepare binds args to pl; alias passes Array arguments by reference.
-func (p *Program) prepare(rt *Runtime, pl *plan, args []interp.Value, alias bool) (*Bound, error) {
+// prepare binds args to pl; alias passes Array arguments by reference;
+// tiers lets the kernels load in tiers (LoadPolicy.Tier).
+func (p *Program) prepare(rt *Runtime, pl *plan, args []interp.Value, alias, tiers bool) (*Bound, error) {
 	if len(args) != len(pl.params) {
 		return nil, fmt.Errorf("@%s takes %d arguments, got %d", pl.name, len(pl.params), len(args))
 	}
@@ -266,7 +280,7 @@ func (p *Program) prepare(rt *Runtime, pl *plan, args []interp.Value, alias bool
 	b := &Bound{rt: rt, plan: pl, state: runState{rt: rt}, alias: alias}
 	b.state.bound = b
 	var err error
-	if b.kernels, err = p.kernels(rt, pl); err != nil {
+	if b.kernels, err = p.kernels(rt, pl, tiers); err != nil {
 		return nil, err
 	}
 	n := len(args)

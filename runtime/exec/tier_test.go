@@ -191,3 +191,36 @@ func TestTieredKernelMissingInFinal(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestUntieredLoads: RunTimed (max-autotune's candidates), LoadFinal and
+// a Runner with CUDA graphs compile at the final level only.
+func TestUntieredLoads(t *testing.T) {
+	args := cases[1].args(t, rand.New(rand.NewPCG(7, 8)))
+	for name, load := range map[string]func(p *Program, rt *Runtime) error{
+		"RunTimed": func(p *Program, rt *Runtime) error {
+			_, err := p.RunTimed(rt, "main", args, 1, 1) // the fake cannot time: only the loads matter
+			if err == nil || !strings.Contains(err.Error(), "CUDA device") {
+				return err
+			}
+			return nil
+		},
+		"LoadFinal": func(p *Program, rt *Runtime) error { return p.LoadFinal(rt, "main") },
+		"Runner with graphs": func(p *Program, rt *Runtime) error {
+			_, err := NewRunner(p, rt, "main", true).Run(args)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newFake()
+			rt := newRuntime(d)
+			rt.SetLoadPolicy(DefaultLoadPolicy)
+			if err := load(compileFile(t, "twokernels.mlir"), rt); err != nil {
+				t.Fatal(err)
+			}
+			rt.Settle()
+			if levels := d.loadLevels(); len(levels) != 2 || levels[0] != 0 || levels[1] != 0 {
+				t.Errorf("loads at levels %v, want two at the final level", levels)
+			}
+		})
+	}
+}

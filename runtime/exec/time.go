@@ -118,9 +118,15 @@ func (b *Bound) WallTime(iters int) (float64, error) {
 }
 
 // RunTimed prepares host function fn on args, times it (see Bound.Time)
-// and frees it: the median milliseconds of one launch.
+// and frees it: the median milliseconds of one launch. Its kernels load
+// at the final JIT level at once (no tiers: the timing would wait for
+// that level anyway), as max-autotune's candidates do.
 func (p *Program) RunTimed(rt *Runtime, fn string, args []interp.Value, warmup, iters int) (float64, error) {
-	b, err := p.Prepare(rt, fn, args)
+	pl, err := p.plan(fn)
+	if err != nil {
+		return 0, err
+	}
+	b, err := p.prepare(rt, pl, args, false, false)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,47 @@
+package frontend
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestPTXTargetOption: the nvptx backend's ptx_target option takes the
+// portable targets and sm_90a (every kernel for Hopper only, at PTX ISA
+// 8.0), and names the values it takes when given another.
+func TestPTXTargetOption(t *testing.T) {
+	if want := "sm_80|sm_90|sm_90a"; ptxTargets() != want {
+		t.Errorf("ptxTargets() = %q, want %q", ptxTargets(), want)
+	}
+	if d := (nvptxBackend{}).Describe(); !strings.Contains(d, "ptx_target sm_80|sm_90|sm_90a") {
+		t.Errorf("Describe() = %q does not list the targets", d)
+	}
+	fn := func(x *Tensor) *Tensor { return x.Softmax(-1) }
+	for target, want := range map[string]string{
+		"sm_80":  ".target sm_80",
+		"sm_90":  ".target sm_90",
+		"sm_90a": ".version 8.0\n.target sm_90a",
+	} {
+		name, got := captureBackend(t)
+		c, err := Compile(fn, Options{Backend: name, BackendOptions: map[string]any{"ptx_target": target}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(Rand(1, 4, 8)); !errors.Is(err, errGenerated) {
+			t.Fatalf("%s: %v", target, err)
+		}
+		for _, ptx := range (*got)[0].ptx {
+			if !strings.Contains(ptx, want) {
+				t.Errorf("ptx_target %s: the PTX lacks %q:\n%.300s", target, want, ptx)
+			}
+		}
+	}
+	name, _ := captureBackend(t)
+	c, err := Compile(fn, Options{Backend: name, BackendOptions: map[string]any{"ptx_target": "sm_70"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(Rand(1, 4, 8)); err == nil || !strings.Contains(err.Error(), `ptx_target "sm_70": want one of sm_80|sm_90|sm_90a`) {
+		t.Errorf("ptx_target sm_70: got %v", err)
+	}
+}

@@ -1,0 +1,76 @@
+package exec
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestGPUTieredLoad runs each testdata program on the GPU under the
+// default policy with no link cache: the first launches run the code of
+// the first tier (JIT level 0), then, once the final tier is swapped in
+// (Bound.settle), the same Bound runs it. Both match the interpreter and
+// each other bit for bit: the PTX fixes every rounding, so the JIT level
+// changes speed, not values.
+func TestGPUTieredLoad(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rt := openGPU(t)
+	rt.linkCache = nil // compile every kernel, in two tiers
+	rt.SetLoadPolicy(DefaultLoadPolicy)
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			p := compileFile(t, c.file)
+			args := c.args(t, rand.New(rand.NewPCG(seed, 5)))
+			b, err := p.Prepare(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Free()
+			tiers := 0
+			for _, k := range b.kernels {
+				if _, ok := k.(*tieredKernel); ok {
+					tiers++
+				}
+			}
+			if tiers != len(b.kernels) {
+				t.Fatalf("%d of %d kernels loaded in tiers, want all", tiers, len(b.kernels))
+			}
+			run := func() [][]float64 {
+				t.Helper()
+				if err := b.Launch(); err != nil {
+					t.Fatal(err)
+				}
+				got, err := b.Results()
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, p, args, got, c.rel)
+				var out [][]float64
+				for _, g := range got {
+					out = append(out, tensor(t, g).Float64s())
+				}
+				return out
+			}
+			first := run()
+			b.settle()
+			for _, k := range b.kernels {
+				if !k.(*tieredKernel).mod.upgraded() {
+					t.Errorf("kernel %s still runs its first tier after settle", k.Name())
+				}
+			}
+			final := run()
+			for i := range first {
+				for j := range first[i] {
+					if math.Float64bits(first[i][j]) != math.Float64bits(final[i][j]) {
+						t.Fatalf("result %d[%d]: first tier %g, final %g", i, j, first[i][j], final[i][j])
+					}
+				}
+			}
+		})
+	}
+	if err := rt.Settle(); err != nil {
+		t.Errorf("Settle: %v", err)
+	}
+}
