@@ -359,14 +359,13 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	// rescale waits for P·V (oIn, in flight), multiplies O's rows and
 	// the sums l by alpha and adds the tile's sums to l: with Lazy only
-	// where a row of the thread moved (alpha is 1 in the others; alpha is
-	// nil then and computed here), each arm waiting for P·V itself (see
-	// the loop below for why the wait needs a branch).
+	// in the threads where a row moved (alpha is 1 in the others; alpha
+	// is nil then and computed here). The wait stays outside Lazy's
+	// branch, which threads take or not each on their own:
+	// wgmma.wait_group is .aligned, every thread of the warpgroup must
+	// execute the same one (the device hung otherwise).
 	rescale := func(b *ir.Builder, oIn, l, m, mNew, sums, alpha []*ir.Value, moved *ir.Value) (oNew, lNew []*ir.Value) {
-		o := oIn
-		if !g.Tile.Lazy {
-			o = gpu.WGMMAWait(b, loc, 0, oIn)
-		}
+		o := gpu.WGMMAWait(b, loc, 0, oIn)
 		mul := func(b *ir.Builder, alpha []*ir.Value) []*ir.Value {
 			out := make([]*ir.Value, 0, len(o)+len(l))
 			for i, v := range o {
@@ -384,9 +383,8 @@ func (g *flashGen) emitWGMMAPipe() {
 				types[i] = ir.F32
 			}
 			r = loop.If(b, loc, moved, types, func(b *ir.Builder) []*ir.Value {
-				o = gpu.WGMMAWait(b, loc, 0, oIn)
 				return mul(b, alphas(b, m, mNew))
-			}, func(b *ir.Builder) []*ir.Value { return slices.Concat(gpu.WGMMAWait(b, loc, 0, oIn), l) }).Results()
+			}, func(*ir.Builder) []*ir.Value { return slices.Concat(o, l) }).Results()
 		} else {
 			r = mul(b, alpha)
 		}
@@ -455,11 +453,16 @@ func (g *flashGen) emitWGMMAPipe() {
 			sv := gpu.WGMMAWait(b, loc, 1, sIn)
 			p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
 			// P·V's wait, in both arms of the branch that copies V(kt+1)
-			// (whose stage P·V reads) or, with PrefetchV, of Lazy's branch:
-			// ptxas schedules a wgmma wait as early as its block allows,
-			// which would end the overlap with the softmax above; a branch
-			// keeps it below.
+			// (whose stage P·V reads) or, with PrefetchV, after a branch
+			// that commits an empty cp.async group: ptxas schedules a wgmma
+			// wait as early as its block allows, which would end the overlap
+			// with the softmax above; a branch (on a condition the whole
+			// warpgroup shares) keeps it below.
 			if pv {
+				loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+					gpu.CpAsyncCommit(b, loc)
+					return nil
+				}, nil)
 				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
 				return slices.Concat(p, mNew, l, o)
 			}
