@@ -33,6 +33,9 @@ var gpuRuntime = sync.OnceValues(func() (*exec.Runtime, error) {
 	return rt, err
 })
 
+// findPTXAS is exec.FindPTXAS, looked up once.
+var findPTXAS = sync.OnceValues(exec.FindPTXAS)
+
 // opened is gpuRuntime's runtime once it opened.
 var opened atomic.Pointer[exec.Runtime]
 
@@ -77,8 +80,16 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// While the device opens (≈ 0.2 s, which Start began), the toolkit's
+	// ptxas compiles the kernels where it is installed: the driver can
+	// compile only once the context exists (exec.Program.Precompile).
+	if _, open := openedRuntime(); !open {
+		if path, ok := findPTXAS(); ok {
+			prog.Precompile(g.Func, path) // errors only for a missing function, which generate checked
+		}
+	}
 	// The device is needed from here on only: passes and code generation
-	// overlap its opening, which Start began.
+	// overlap its opening.
 	var rt *exec.Runtime
 	if err := g.Time(PhaseDevice, func() (err error) { rt, err = gpuRuntime(); return err }); err != nil {
 		return nil, fmt.Errorf("nvptx backend %w", err)

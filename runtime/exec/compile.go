@@ -52,6 +52,7 @@ type Program struct {
 	mu    sync.Mutex
 	plans map[string]*planResult
 	split map[string]*moduleTexts // by gpu.module, made on first load
+	pre   map[string]*precompiled // cubins from ptxas, by text (Precompile)
 }
 
 // planResult memoises building a host function's plan, errors included.

@@ -29,6 +29,8 @@ type fakeDevice struct {
 	levels           []int           // the JIT level (plus one) of each load
 	cache            map[string]bool // texts the link cache holds (cached)
 	noLinker         bool            // canLink is false
+	images           int             // loadImage's loads
+	imageErr         error           // fails loadImage
 	// levelHook, when set, runs first in each load with its JIT level
 	// (plus one); an error fails the load. Set it before the first load:
 	// background loads read it.
@@ -125,6 +127,20 @@ func (d *fakeDevice) CopyDtoH(dst []byte, src DevicePtr) error {
 func (d *fakeDevice) Synchronize() error { return nil }
 
 func (d *fakeDevice) canLink() bool { return !d.noLinker }
+
+// fakeCubinLevel marks the modules loadImage makes: the fake's "cubin"
+// is the PTX (a fake ptxas copies it).
+const fakeCubinLevel = -1
+
+func (d *fakeDevice) loadImage(cubin []byte) (module, error) {
+	if d.imageErr != nil {
+		return nil, d.imageErr
+	}
+	d.loadMu.Lock()
+	defer d.loadMu.Unlock()
+	d.images++
+	return fakeModule{d, string(cubin), fakeCubinLevel}, nil
+}
 
 func (d *fakeDevice) cached(ptx string, jit cuda.JITOptions) bool {
 	d.loadMu.Lock()

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/cuda"
 )
 
@@ -250,7 +251,7 @@ func (p *Program) kernels(rt *Runtime, pl *plan, tiers bool) ([]kernel, error) {
 	for i, l := range pl.launches {
 		texts[i], names[i] = p.texts(l.module).textFor(ptxSymbol(l.kernel), policy)
 	}
-	errs := rt.loadAll(texts, policy)
+	errs := rt.loadAll(texts, policy, p.cubinFor)
 	ks := make([]kernel, 0, len(pl.launches))
 	for i, l := range pl.launches {
 		key := sha256.Sum256([]byte(texts[i]))
@@ -272,9 +273,10 @@ func (p *Program) kernels(rt *Runtime, pl *plan, tiers bool) ([]kernel, error) {
 
 // loadAll loads the texts the Runtime has not loaded yet, each once,
 // policy.Parallel at a time, and returns the error of each text that
-// failed, by its key. One batch loads at a time, so a text is never
+// failed, by its key. A text for which cubin has a cubin (Precompile)
+// loads that instead, where the driver takes it. One batch loads at a time, so a text is never
 // compiled twice.
-func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error {
+func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text string) ([]byte, bool)) map[[32]byte]error {
 	rt.loadMu.Lock()
 	defer rt.loadMu.Unlock()
 	var keys [][32]byte
@@ -300,7 +302,19 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy) map[[32]byte]error
 	}
 	load := func(i int) {
 		text := todo[i]
-		if tiered && !rt.dev.cached(text, jit) {
+		// A cubin in the link cache beats waiting for ptxas.
+		cached := rt.dev.cached(text, jit)
+		if !cached {
+			if image, ok := cubin(text); ok {
+				m, err := rt.dev.loadImage(image)
+				if err == nil {
+					mods[i] = m
+					return
+				}
+				logs.Printf(TopicPerfHints, "the driver refused a cubin from ptxas: %v (it compiles the kernel itself)", err)
+			}
+		}
+		if tiered && !cached {
 			// The first tier is cached too: a process that ends before
 			// its upgrades finish (a short script) leaves it for the
 			// next, which loads it at once and upgrades again.

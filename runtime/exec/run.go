@@ -22,6 +22,8 @@ type device interface {
 	// load compiles and loads a PTX text; link asks for the driver's
 	// linker, whose compiles run concurrently, where the driver has it.
 	load(ptx string, jit cuda.JITOptions, link bool) (module, error)
+	// loadImage loads a cubin (no compile).
+	loadImage(cubin []byte) (module, error)
 	// canLink reports whether load can use the linker.
 	canLink() bool
 	// cached reports whether jit.Cache holds the linker's cubin of ptx
@@ -58,6 +60,14 @@ func (d cudaDevice) load(ptx string, jit cuda.JITOptions, link bool) (module, er
 }
 
 func (d cudaDevice) canLink() bool { return d.CanLink() }
+
+func (d cudaDevice) loadImage(cubin []byte) (module, error) {
+	m, err := d.LoadModuleJIT(string(cubin), cuda.JITOptions{}) // an ELF image: no JIT
+	if err != nil {
+		return nil, err
+	}
+	return cudaModule{m}, nil
+}
 
 func (d cudaDevice) cached(ptx string, jit cuda.JITOptions) bool {
 	return jit.Cache != nil && jit.Cache.Has(d.Device, ptx, jit)

@@ -74,3 +74,49 @@ func TestGPUTieredLoad(t *testing.T) {
 		t.Errorf("Settle: %v", err)
 	}
 }
+
+// TestGPUPrecompile compiles the testdata programs with the toolkit's
+// ptxas (FindPTXAS; skipped without one) and runs them on the GPU: the
+// driver loads the cubins without compiling (no module is tiered), and
+// the results match the interpreter.
+func TestGPUPrecompile(t *testing.T) {
+	path, ok := FindPTXAS()
+	if !ok {
+		t.Skip("no ptxas (STRATA_PTXAS, PATH, CUDA_HOME, /usr/local/cuda)")
+	}
+	t.Logf("ptxas: %s", path)
+	seed := uint64(time.Now().UnixNano())
+	rt := openGPU(t)
+	rt.linkCache = nil
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			p := compileFile(t, c.file)
+			if err := p.Precompile("main", path); err != nil {
+				t.Fatal(err)
+			}
+			args := c.args(t, rand.New(rand.NewPCG(seed, 7)))
+			start := time.Now()
+			if err := p.Load(rt, "main"); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("precompile + load: %v", time.Since(start))
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, args, got, c.rel)
+			for text := range p.pre {
+				if _, ok := p.cubinFor(text); !ok {
+					t.Errorf("ptxas failed: %v", p.pre[text].err)
+				}
+			}
+		})
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, m := range rt.modules {
+		if _, tiered := m.(*tieredModule); tiered {
+			t.Error("a module was compiled by the driver in tiers, not loaded from ptxas's cubin")
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package exec
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sync"
+
+	"github.com/strata-ir/strata/logs"
+)
+
+// Precompiling with the toolkit's ptxas (Program.Precompile).
+//
+// The driver compiles PTX only once a context exists, and creating the
+// primary context takes ≈ 200 ms on the H200 (cuInit ≈ 100 ms, the context
+// ≈ 100 ms; bench/NOTES.md, session 5, H2): a program's first call waits
+// for both, then for the compile. ptxas, the CUDA toolkit's assembler (as
+// Triton uses it), needs neither, so where it is installed the kernels
+// compile while the device opens, at ptxas's full optimization, and the
+// load is a cubin load of a few milliseconds.
+
+// PTXASEnv names the ptxas Program.Precompile runs (FindPTXAS); "off"
+// turns precompiling off.
+const PTXASEnv = "STRATA_PTXAS"
+
+// FindPTXAS returns the ptxas to precompile with: PTXASEnv's path, else
+// ptxas on PATH, else bin/ptxas under $CUDA_HOME, $CUDA_PATH or
+// /usr/local/cuda. It reports false when there is none or PTXASEnv is
+// "off".
+func FindPTXAS() (string, bool) {
+	switch env := os.Getenv(PTXASEnv); env {
+	case "off":
+		return "", false
+	case "":
+	default:
+		return env, true
+	}
+	if p, err := exec.LookPath("ptxas"); err == nil {
+		return p, true
+	}
+	for _, root := range []string{os.Getenv("CUDA_HOME"), os.Getenv("CUDA_PATH"), "/usr/local/cuda"} {
+		if root == "" {
+			continue
+		}
+		p := filepath.Join(root, "bin", "ptxas")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// precompiled is one text's cubin from ptxas, ready once done is closed.
+type precompiled struct {
+	done  chan struct{}
+	cubin []byte
+	err   error
+}
+
+// ptxTargetRE finds a PTX text's architecture.
+var ptxTargetRE = regexp.MustCompile(`(?m)^\.target\s+(sm_[0-9]+[a-z]?)`)
+
+// Precompile starts compiling, with ptxas at path, each distinct kernel
+// text that host function fn launches (a module per kernel, as the link
+// policy loads them), for the architecture its .target names, at ptxas's
+// default optimization (-O3); it returns at once. A later Load, Prepare
+// or Run of fn on any Runtime loads these cubins instead of compiling
+// with the driver, and with the final code (no tiers); a cubin the driver
+// refuses (a toolkit newer than the driver, another architecture) or a
+// failed ptxas leaves that text to the driver, logged under
+// STRATA_LOGS=perf_hints. It needs no device.
+func (p *Program) Precompile(fn, path string) error {
+	pl, err := p.plan(fn)
+	if err != nil {
+		return err
+	}
+	var todo []string
+	p.mu.Lock()
+	if p.pre == nil {
+		p.pre = map[string]*precompiled{}
+	}
+	p.mu.Unlock()
+	for _, l := range pl.launches {
+		text, _ := p.texts(l.module).textFor(ptxSymbol(l.kernel), LoadPolicy{Split: true})
+		p.mu.Lock()
+		if _, ok := p.pre[text]; !ok {
+			p.pre[text] = &precompiled{done: make(chan struct{})}
+			todo = append(todo, text)
+		}
+		p.mu.Unlock()
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "strata-ptxas-")
+	if err != nil {
+		p.abandon(todo, err)
+		return nil // the driver compiles them
+	}
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for i, text := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pc := p.precompiledFor(text)
+			pc.cubin, pc.err = runPTXAS(path, dir, i, text)
+			close(pc.done)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		os.RemoveAll(dir)
+	}()
+	return nil
+}
+
+// abandon marks texts as not precompiled, for err.
+func (p *Program) abandon(texts []string, err error) {
+	for _, t := range texts {
+		pc := p.precompiledFor(t)
+		pc.err = err
+		close(pc.done)
+	}
+}
+
+// precompiledFor returns the precompile of text, nil when none started.
+func (p *Program) precompiledFor(text string) *precompiled {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pre[text]
+}
+
+// cubinFor waits for text's precompile, if one started, and returns its
+// cubin; false when there is none.
+func (p *Program) cubinFor(text string) ([]byte, bool) {
+	pc := p.precompiledFor(text)
+	if pc == nil {
+		return nil, false
+	}
+	<-pc.done
+	if pc.err != nil {
+		logs.Printf(TopicPerfHints, "precompiling a kernel with ptxas: %v (the driver compiles it)", pc.err)
+		return nil, false
+	}
+	return pc.cubin, true
+}
+
+// runPTXAS assembles text with ptxas into a cubin, through files named
+// by i in dir.
+func runPTXAS(path, dir string, i int, text string) ([]byte, error) {
+	m := ptxTargetRE.FindStringSubmatch(text)
+	if m == nil {
+		return nil, fmt.Errorf("no .target in the PTX")
+	}
+	in := filepath.Join(dir, fmt.Sprintf("k%d.ptx", i))
+	out := filepath.Join(dir, fmt.Sprintf("k%d.cubin", i))
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(path, "-arch="+m[1], "-o", out, in)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s -arch=%s: %v: %s", path, m[1], err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	cubin, err := os.ReadFile(out)
+	if err == nil && len(cubin) == 0 {
+		err = fmt.Errorf("%s wrote an empty cubin", path)
+	}
+	return cubin, err
+}

@@ -1,0 +1,156 @@
+package exec
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/logs"
+)
+
+// fakePTXAS writes a ptxas stand-in into a temporary folder: it copies
+// the input PTX to the -o file (the fake device's "cubin" is the PTX), or
+// fails with a message when fail is set.
+func fakePTXAS(t *testing.T, fail bool) string {
+	t.Helper()
+	script := "#!/bin/sh\n# args: -arch=ARCH -o OUT IN\ncp \"$4\" \"$3\"\n"
+	if fail {
+		script = "#!/bin/sh\necho 'ptxas fatal: no' >&2\nexit 1\n"
+	}
+	path := filepath.Join(t.TempDir(), "ptxas")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestPrecompile: the kernels Precompile compiled load as cubins — no
+// driver compile, no tiers — and the program computes what the
+// interpreter does.
+func TestPrecompile(t *testing.T) {
+	p := compileFile(t, "twokernels.mlir")
+	if err := p.Precompile("main", fakePTXAS(t, false)); err != nil {
+		t.Fatal(err)
+	}
+	d := newFake()
+	rt := newRuntime(d)
+	rt.SetLoadPolicy(DefaultLoadPolicy)
+	args := cases[1].args(t, rand.New(rand.NewPCG(9, 10)))
+	got, err := p.Run(rt, "main", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, p, args, got, 1e-6)
+	rt.Settle()
+	if d.images != 2 || len(d.loadLevels()) != 0 {
+		t.Errorf("%d cubin loads and driver compiles at levels %v; want 2 cubins and no compile", d.images, d.loadLevels())
+	}
+	for _, l := range d.launches {
+		if l.level != fakeCubinLevel {
+			t.Errorf("%s ran code of level %d, not the precompiled cubin", l.kernel, l.level)
+		}
+	}
+	if err := p.Precompile("nope", "ptxas"); err == nil {
+		t.Error("Precompile of a missing function: no error")
+	}
+}
+
+// TestPrecompileFallsBack: a ptxas that fails, or a cubin the driver
+// refuses, leaves the kernels to the driver (in tiers), with the reason
+// under STRATA_LOGS=perf_hints.
+func TestPrecompileFallsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failing  bool
+		imageErr error
+		want     string
+	}{
+		{"ptxas fails", true, nil, "ptxas fatal: no"},
+		{"driver refuses", false, os.ErrInvalid, "refused a cubin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log strings.Builder
+			defer logs.SetOutput(logs.SetOutput(&log))
+			logs.Enable(TopicPerfHints)
+			defer logs.Disable()
+			p := compileFile(t, "twokernels.mlir")
+			if err := p.Precompile("main", fakePTXAS(t, tc.failing)); err != nil {
+				t.Fatal(err)
+			}
+			d := newFake()
+			d.imageErr = tc.imageErr
+			rt := newRuntime(d)
+			rt.SetLoadPolicy(DefaultLoadPolicy)
+			args := cases[1].args(t, rand.New(rand.NewPCG(11, 12)))
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, args, got, 1e-6)
+			rt.Settle()
+			if d.images != 0 || len(d.loadLevels()) != 4 {
+				t.Errorf("%d cubin loads, driver compiles at levels %v; want none and two kernels in two tiers", d.images, d.loadLevels())
+			}
+			if !strings.Contains(log.String(), tc.want) {
+				t.Errorf("perf_hints log %q lacks %q", log.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestPrecompileWithPTXAS runs the real ptxas (scripts/setup-tools.sh's,
+// through STRATA_PTXAS) on the testdata programs: ELF cubins come back
+// for each kernel's own module.
+func TestPrecompileWithPTXAS(t *testing.T) {
+	path := os.Getenv("STRATA_PTXAS")
+	if path == "" || path == "off" {
+		t.Skip("STRATA_PTXAS not set (source .cache/tools/env.sh)")
+	}
+	for _, c := range cases {
+		p := compileFile(t, c.file)
+		if err := p.Precompile("main", path); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for text := range p.pre {
+			cubin, ok := p.cubinFor(text)
+			if !ok || !bytes.HasPrefix(cubin, []byte("\x7fELF")) {
+				t.Errorf("%s: no ELF cubin (%v, %q)", c.file, ok, p.pre[text].err)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Errorf("%s: nothing precompiled", c.file)
+		}
+	}
+}
+
+// TestFindPTXAS: STRATA_PTXAS names the ptxas or, "off", turns it off;
+// otherwise PATH, then CUDA_HOME's bin.
+func TestFindPTXAS(t *testing.T) {
+	t.Setenv(PTXASEnv, "off")
+	if p, ok := FindPTXAS(); ok {
+		t.Errorf("%s=off: found %s", PTXASEnv, p)
+	}
+	t.Setenv(PTXASEnv, "/opt/x/ptxas")
+	if p, ok := FindPTXAS(); !ok || p != "/opt/x/ptxas" {
+		t.Errorf("%s set: %q, %v", PTXASEnv, p, ok)
+	}
+	t.Setenv(PTXASEnv, "")
+	fake := fakePTXAS(t, false)
+	t.Setenv("PATH", filepath.Dir(fake))
+	if p, ok := FindPTXAS(); !ok || p != fake {
+		t.Errorf("on PATH: %q, %v; want %s", p, ok, fake)
+	}
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, "bin"), 0o755)
+	os.WriteFile(filepath.Join(home, "bin", "ptxas"), []byte("#!/bin/sh\n"), 0o755)
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CUDA_HOME", home)
+	if p, ok := FindPTXAS(); !ok || p != filepath.Join(home, "bin", "ptxas") {
+		t.Errorf("under CUDA_HOME: %q, %v", p, ok)
+	}
+}
