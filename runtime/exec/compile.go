@@ -53,6 +53,8 @@ type Program struct {
 	plans map[string]*planResult
 	split map[string]*moduleTexts // by gpu.module, made on first load
 	pre   map[string]*precompiled // cubins from ptxas, by text (Precompile)
+	// preReady are closed when each Precompile has registered its texts.
+	preReady []chan struct{}
 }
 
 // planResult memoises building a host function's plan, errors included.

@@ -67,56 +67,59 @@ var ptxTargetRE = regexp.MustCompile(`(?m)^\.target\s+(sm_[0-9]+[a-z]?)`)
 // Precompile starts compiling, with ptxas at path, each distinct kernel
 // text that host function fn launches (a module per kernel, as the link
 // policy loads them), for the architecture its .target names, at ptxas's
-// default optimization (-O3); it returns at once. A later Load, Prepare
-// or Run of fn on any Runtime loads these cubins instead of compiling
-// with the driver, and with the final code (no tiers); a cubin the driver
-// refuses (a toolkit newer than the driver, another architecture) or a
-// failed ptxas leaves that text to the driver, logged under
-// STRATA_LOGS=perf_hints. It needs no device.
+// default optimization (-O3); it returns at once, the PTX split in the
+// background too. A later Load, Prepare or Run of fn on any Runtime
+// loads these cubins instead of compiling with the driver, and with the
+// final code (no tiers); a cubin the driver refuses (a toolkit newer than
+// the driver, another architecture) or a failed ptxas leaves that text to
+// the driver, logged under STRATA_LOGS=perf_hints. It needs no device.
 func (p *Program) Precompile(fn, path string) error {
 	pl, err := p.plan(fn)
 	if err != nil {
 		return err
 	}
-	var todo []string
+	ready := make(chan struct{})
 	p.mu.Lock()
 	if p.pre == nil {
 		p.pre = map[string]*precompiled{}
 	}
+	p.preReady = append(p.preReady, ready)
 	p.mu.Unlock()
-	for _, l := range pl.launches {
-		text, _ := p.texts(l.module).textFor(ptxSymbol(l.kernel), LoadPolicy{Split: true})
-		p.mu.Lock()
-		if _, ok := p.pre[text]; !ok {
-			p.pre[text] = &precompiled{done: make(chan struct{})}
-			todo = append(todo, text)
-		}
-		p.mu.Unlock()
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	dir, err := os.MkdirTemp("", "strata-ptxas-")
-	if err != nil {
-		p.abandon(todo, err)
-		return nil // the driver compiles them
-	}
-	sem := make(chan struct{}, runtime.NumCPU())
-	var wg sync.WaitGroup
-	for i, text := range todo {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			pc := p.precompiledFor(text)
-			pc.cubin, pc.err = runPTXAS(path, dir, i, text)
-			close(pc.done)
-		}()
-	}
 	go func() {
+		var todo []string
+		for _, l := range pl.launches {
+			text, _ := p.texts(l.module).textFor(ptxSymbol(l.kernel), LoadPolicy{Split: true})
+			p.mu.Lock()
+			if _, ok := p.pre[text]; !ok {
+				p.pre[text] = &precompiled{done: make(chan struct{})}
+				todo = append(todo, text)
+			}
+			p.mu.Unlock()
+		}
+		close(ready)
+		if len(todo) == 0 {
+			return
+		}
+		dir, err := os.MkdirTemp("", "strata-ptxas-")
+		if err != nil {
+			p.abandon(todo, err) // the driver compiles them
+			return
+		}
+		defer os.RemoveAll(dir)
+		sem := make(chan struct{}, runtime.NumCPU())
+		var wg sync.WaitGroup
+		for i, text := range todo {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				pc := p.precompiledFor(text)
+				pc.cubin, pc.err = runPTXAS(path, dir, i, text)
+				close(pc.done)
+			}()
+		}
 		wg.Wait()
-		os.RemoveAll(dir)
 	}()
 	return nil
 }
@@ -137,9 +140,21 @@ func (p *Program) precompiledFor(text string) *precompiled {
 	return p.pre[text]
 }
 
+// waitPrecompiles waits until every Precompile started has registered
+// its texts.
+func (p *Program) waitPrecompiles() {
+	p.mu.Lock()
+	ready := p.preReady
+	p.mu.Unlock()
+	for _, r := range ready {
+		<-r
+	}
+}
+
 // cubinFor waits for text's precompile, if one started, and returns its
 // cubin; false when there is none.
 func (p *Program) cubinFor(text string) ([]byte, bool) {
+	p.waitPrecompiles()
 	pc := p.precompiledFor(text)
 	if pc == nil {
 		return nil, false

@@ -114,6 +114,7 @@ func TestPrecompileWithPTXAS(t *testing.T) {
 		if err := p.Precompile("main", path); err != nil {
 			t.Fatal(err)
 		}
+		p.waitPrecompiles()
 		n := 0
 		for text := range p.pre {
 			cubin, ok := p.cubinFor(text)

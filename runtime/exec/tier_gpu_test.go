@@ -105,6 +105,7 @@ func TestGPUPrecompile(t *testing.T) {
 				t.Fatal(err)
 			}
 			compare(t, p, args, got, c.rel)
+			p.waitPrecompiles()
 			for text := range p.pre {
 				if _, ok := p.cubinFor(text); !ok {
 					t.Errorf("ptxas failed: %v", p.pre[text].err)
