@@ -235,6 +235,10 @@ func TestLoopIf(t *testing.T) {
 
 func TestLoopErrors(t *testing.T) {
 	m := parseLoop(t, loopPrograms)
+	// A machine of 4 GiB with 512 MiB free: allocations beyond either fail.
+	defer func(p, a func() uint64) { physicalMemory, availableMemory = p, a }(physicalMemory, availableMemory)
+	physicalMemory = func() uint64 { return 4 << 30 }
+	availableMemory = func() uint64 { return 512 << 20 }
 	buf := func() *Buffer { return f32Buffer(t, []int64{4}, 1, 2, 3, 4) }
 	one := must(ScalarFloat(ir.F32, 1))
 	for _, tc := range []struct {
@@ -249,6 +253,8 @@ func TestLoopErrors(t *testing.T) {
 		{"double_free", []Value{index(3)}, "'loop.dealloc' op use of deallocated buffer: freed twice"},
 		{"strided", []Value{buf(), index(0), index(4), index(0)}, "'loop.for' op step must be positive, got 0"},
 		{"load", []Value{f32s(t, []int64{4}, 1, 2, 3, 4), index(0)}, "expected memref<?xf32>, got f32 of shape [4]"},
+		{"double_free", []Value{index(1 << 28)}, "t.mlir:98:8: error: 'loop.alloc' op a tensor of shape [268435456] and element type f32 needs 1.0 GiB, more than the 512.0 MiB of memory available"},
+		{"double_free", []Value{index(1 << 32)}, "t.mlir:98:8: error: 'loop.alloc' op a tensor of shape [4294967296] and element type f32 needs 16.0 GiB, more than the 4.0 GiB of memory of this machine"},
 	} {
 		_, err := New(m).Call(tc.fn, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

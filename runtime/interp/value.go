@@ -143,8 +143,9 @@ func newStorage(elem ir.Type, n int) any {
 // shape is reported rather than attempted.
 const maxElements = 1 << 36
 
-// numElements returns the element count of a static shape.
-func numElements(shape []int64) (int, error) {
+// numElements returns the element count of a static shape of elem
+// elements, checking that one tensor of it fits in memory (CheckMemory).
+func numElements(elem ir.Type, shape []int64) (int, error) {
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
@@ -155,7 +156,83 @@ func numElements(shape []int64) (int, error) {
 		}
 		n *= d
 	}
+	if err := CheckMemory(uint64(n) * uint64(storageBytes(elem))); err != nil {
+		return 0, fmt.Errorf("a tensor of shape %v and element type %s %w", shape, elem, err)
+	}
 	return int(n), nil
+}
+
+// CheckSize reports an error when a tensor of elem elements and the static
+// shape cannot be allocated: an element type the interpreter does not
+// support, a negative size, more than 2^36 elements, or more bytes than
+// CheckMemory allows.
+func CheckSize(elem ir.Type, shape []int64) error {
+	if err := CheckElemType(elem); err != nil {
+		return err
+	}
+	_, err := numElements(elem, shape)
+	return err
+}
+
+// physicalMemory and availableMemory return the machine's memory and the
+// memory available now, in bytes (0: unknown); tests replace them.
+var physicalMemory, availableMemory = physicalMemoryOS, availableMemoryOS
+
+// largeAllocation is the size from which CheckMemory asks the system how
+// much memory is left; smaller allocations are not checked.
+const largeAllocation = 64 << 20
+
+// CheckMemory reports an error ("needs 3.0 TiB, more than ...") when an
+// allocation of n bytes cannot succeed: more than the machine's physical
+// memory or, for allocations of 64 MiB and more, than the memory available
+// now (the kernel's estimate, within the cgroup's limit). Go ends the
+// process when an allocation fails, so sizes that come from the input are
+// checked before they are allocated.
+func CheckMemory(n uint64) error {
+	if total := physicalMemory(); total > 0 && n > total {
+		return fmt.Errorf("needs %s, more than the %s of memory of this machine", formatBytes(n), formatBytes(total))
+	}
+	if n >= largeAllocation {
+		if avail := availableMemory(); avail > 0 && n > avail {
+			return fmt.Errorf("needs %s, more than the %s of memory available", formatBytes(n), formatBytes(avail))
+		}
+	}
+	return nil
+}
+
+// storageBytes is the size of one element of elem in newStorage's slices.
+func storageBytes(elem ir.Type) int {
+	switch elem {
+	case ir.F64:
+		return 8
+	case ir.F32:
+		return 4
+	case ir.F16, ir.BF16:
+		return 2
+	}
+	if it, ok := elem.(*ir.IntegerType); ok && it.Signedness != ir.Unsigned {
+		switch it.Width {
+		case 1, 8:
+			return 1
+		case 16, 32:
+			return it.Width / 8
+		}
+	}
+	return 8
+}
+
+// formatBytes writes a byte count for messages: "512 bytes", "3.0 TiB".
+func formatBytes(n uint64) string {
+	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
 }
 
 // NewTensor returns a zero-filled tensor of the given element type and shape.
@@ -163,7 +240,7 @@ func NewTensor(elem ir.Type, shape []int64) (*Tensor, error) {
 	if err := CheckElemType(elem); err != nil {
 		return nil, err
 	}
-	n, err := numElements(shape)
+	n, err := numElements(elem, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +253,7 @@ func FromData(elem ir.Type, shape []int64, data any) (*Tensor, error) {
 	if err := CheckElemType(elem); err != nil {
 		return nil, err
 	}
-	n, err := numElements(shape)
+	n, err := numElements(elem, shape)
 	if err != nil {
 		return nil, err
 	}

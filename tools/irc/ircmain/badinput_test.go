@@ -46,6 +46,11 @@ func TestBadInputEndToEnd(t *testing.T) {
   return %0 : tensor<4xf32>
 }
 `))
+	dyn := file("dyn.mlir", []byte(`func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = "graph.exp"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+`))
 	good := file("good.npy", rawNpy("<f4", false, "(4,)", vec(4)))
 	divide := file("div.mlir", []byte(`func.func @main(%a: i32) -> i32 {
   %z = arith.constant 0 : i32
@@ -122,7 +127,12 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"run wrong shape", "", []string{"run", neg, "--input", file("2x2.npy", rawNpy("<f4", false, "(2, 2)", vec(4)))}, ExitUsage,
 			[]string{"expected tensor<4xf32> (dtype float32, shape (4,)), got dtype float32, shape (2, 2)"}},
 		{"run too many inputs", "", []string{"run", neg, "--input", good, "--input", good}, ExitUsage, []string{"takes 1 argument, got 2 --input files"}},
-		{"run bad shape flag", "", []string{"run", neg, "--random-inputs", "1", "--shape", "arg0=4xq"}, ExitUsage, []string{"--shape"}},
+		{"run bad shape flag", "", []string{"run", neg, "--random-inputs", "1", "--shape", "arg0=4xq"}, ExitUsage, []string{`--shape "arg0=4xq": "q" is not a size`}},
+		{"run shape of no argument", "", []string{"run", neg, "--random-inputs", "1", "--shape", "arg3=4"}, ExitUsage, []string{"@main: --shape arg3: the function has 1 argument"}},
+		{"run shape twice", "", []string{"run", neg, "--random-inputs", "1", "--shape", "arg0=4", "--shape", "arg0=4"}, ExitUsage, []string{"--shape arg0 is given twice"}},
+		{"run shape without random inputs", "", []string{"run", neg, "--input", good, "--shape", "arg0=4"}, ExitUsage, []string{"--shape sets the shapes of --random-inputs arguments"}},
+		{"run shape too large", "", []string{"run", dyn, "--random-inputs", "1", "--shape", "arg0=99999999999x4"}, ExitUsage,
+			[]string{"@main: argument 0: shape [99999999999 4] is too large"}},
 		// Failures at run time are located at the op.
 		{"run division by zero", "", []string{"run", divide, "--random-inputs", "1"}, ExitDiagnostics,
 			[]string{"div.mlir:3:8: error: 'arith.divsi' op integer division by zero"}},

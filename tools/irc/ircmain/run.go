@@ -94,6 +94,9 @@ func (t *tool) run(args []string) int {
 	if f.seed.set && len(f.inputs) > 0 {
 		return t.usageErrorf("run: give either --input files or --random-inputs, not both")
 	}
+	if len(f.shapes) > 0 && !f.seed.set {
+		return t.usageErrorf("run: --shape sets the shapes of --random-inputs arguments; an --input file's shape is its own")
+	}
 	name, text, err := t.readInput(positional[0])
 	if err != nil {
 		return t.usageErrorf("run: %v", err)
@@ -159,6 +162,11 @@ func (t *tool) runArgs(f *runFlags, fnName string, ft *ir.FunctionType) (argv []
 		var shapes map[int][]int64
 		if shapes, err = parseShapes(f.shapes); err != nil {
 			return nil, t.usageErrorf("run: %v", err), false
+		}
+		for n := range shapes {
+			if n >= len(ft.Inputs) {
+				return nil, t.usageErrorf("run: @%s: --shape arg%d: the function has %s", fnName, n, count(len(ft.Inputs), "argument")), false
+			}
 		}
 		argv, err = randomArgs(ft.Inputs, f.seed.value, shapes)
 	} else {
@@ -434,9 +442,19 @@ func randomArgs(params []ir.Type, seed uint64, shapes map[int][]int64) ([]interp
 			if d == ir.Dynamic {
 				return nil, fmt.Errorf("argument %d has the dynamic type %s: give its shape with --shape arg%d=…, or --input files", i, p, i)
 			}
-			n *= d
 		}
 		elem := ir.ElementTypeOf(p)
+		if err := interp.CheckSize(elem, shape); err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i, err)
+		}
+		for _, d := range shape {
+			n *= d
+		}
+		// The values are drawn as float64 or int64 first: up to 16 bytes
+		// an element in all.
+		if err := interp.CheckMemory(16 * uint64(n)); err != nil {
+			return nil, fmt.Errorf("argument %d: %s of shape %s: making up its values %w", i, p, pyShape(shape), err)
+		}
 		var v *interp.Tensor
 		switch {
 		case ir.IsFloat(elem):
@@ -527,6 +545,9 @@ func parseShapes(flags []string) (map[int][]int64, error) {
 				return nil, fmt.Errorf("--shape %q: %q is not a size", f, d)
 			}
 			shape = append(shape, v)
+		}
+		if _, dup := out[n]; dup {
+			return nil, fmt.Errorf("--shape arg%d is given twice", n)
 		}
 		out[n] = shape
 	}
