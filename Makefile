@@ -35,8 +35,14 @@ vet:
 build:
 	$(GO) build -o bin/irc ./tools/irc
 
+# Every fuzz target in turn, FUZZTIME each (docs/robustness.md).
+FUZZTIME ?= 30s
+FUZZ_TARGETS = ir:FuzzParse dialects:FuzzParseVerifyPrint sym:FuzzParse tools/irc/ircmain:FuzzPipeline \
+	tools/irc/ircmain:FuzzIrc runtime/npy:FuzzRead runtime/interp:FuzzInterpret runtime/interp:FuzzMutatedModules
 fuzz:
-	$(GO) test ./ir -run XXX -fuzz FuzzParse -fuzztime 30s
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 docs:
 	$(GO) run ./tools/gendocs

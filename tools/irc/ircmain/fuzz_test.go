@@ -3,11 +3,13 @@ package ircmain
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-ir/strata/passes"
 )
@@ -93,6 +95,7 @@ func FuzzIrc(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, src, pipeline string, emit uint8) {
+		defer watchdog(src, pipeline)()
 		args := []string{"--emit=" + [...]string{"mlir", "llvm", "ptx"}[emit%3]}
 		if pipeline != "" {
 			args = append(args, "--pass-pipeline="+pipeline)
@@ -109,4 +112,18 @@ func FuzzIrc(f *testing.F) {
 			t.Fatalf("irc %q: status %d:\n%s", args, status, errOut.String())
 		}
 	})
+}
+
+// fuzzDeadline is how long one fuzzed input may take: a slower one is a
+// hang worth a report, so the watchdog crashes the fuzzing process, which
+// makes the fuzzer keep the input.
+const fuzzDeadline = 20 * time.Second
+
+// watchdog panics on another goroutine once fuzzDeadline has passed; the
+// returned function stops it.
+func watchdog(inputs ...string) (stop func()) {
+	timer := time.AfterFunc(fuzzDeadline, func() {
+		panic(fmt.Sprintf("input still running after %v: %q", fuzzDeadline, inputs))
+	})
+	return func() { timer.Stop() }
 }
