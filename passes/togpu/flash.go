@@ -178,34 +178,50 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
 	FlashTileWGMMA,
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true},
+	FlashTileWGMMACausal,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, MinBlocks: 5},
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 128, WGMMA: true},
 }
 
-// FlashTileWGMMA is the wgmma tiling graph-attention-to-flash takes with
-// its wgmma option (sm_90a devices), for head dim 64, causal or not: the
-// pipelined 64x64gp. Measured on the H200 at b16 h16 s1024 d64
-// (TestGPUFlash, bench/NOTES.md session 4, non-causal / causal ms):
-// 64x64gp 0.223 / 0.149, 64x64g 0.240 / 0.156 (the bench's attention
-// with it 0.227 ms, 1.40× torch.compile), 128x64g 0.260 / 0.179,
-// 128x128g 0.312 / 0.208, against the mma.sync defaults' 0.270 / 0.175.
-// Dropped
-// after measurement: 64x64b5g (launch bounds for 5 blocks an SM: 96
-// registers with spills, 0.269 / 0.182) and 192x64g (3 warpgroups, 0.313).
-// What ptxas makes of 64x64g's loop (≈ 380 instructions a warp-tile): 64
-// of them move O into and out of the registers of the S product's
-// accumulators (R24–R55 for both), and each gpu.wgmma waits for its
-// group, so a warpgroup's QKᵀ, softmax and P·V never overlap; 64x64gp
-// overlaps the softmax with P·V and keeps S and O in separate blocks.
-var FlashTileWGMMA = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}
+// FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
+// graph-attention-to-flash takes with its wgmma option (sm_90a devices)
+// for head dim 64, non-causal and causal: the pipelined kernel with Lazy
+// rescaling and Q read by descriptor, with 128-key tiles (64x128gplq:
+// 156 registers, 3 blocks an SM) for non-causal attentions, and with
+// 64-key tiles and V a tile ahead in a third stage (64x64gplvq: 106
+// registers, 4 blocks) for causal ones, whose diagonal is finer with
+// 64-key tiles. Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash,
+// bench/NOTES.md session 5, non-causal / causal ms): 64x128gplq 0.199 /
+// 0.144 (the bench's attention with it 0.196 ms, 1.19× torch.compile),
+// 64x64gplvq 0.205 / 0.138, 64x64gplq 0.207 / 0.140, and session 4's
+// 64x64gp 0.226 / 0.150 (1.37× in the bench), 64x64g 0.240 / 0.156,
+// 128x64g 0.260 / 0.179, 128x128g 0.312 / 0.208, against the mma.sync
+// defaults' 0.270 / 0.182. Dropped after measurement: 64x64gpl 0.218 /
+// 0.148, 64x64gplv 0.217 / 0.147, 64x128gpl (without q: 170 registers,
+// 2 blocks) 0.207 / 0.149, 64x64b5gplq (launch bounds for 5 blocks: 96
+// registers, P swapped through local memory) 0.268 / 0.187, 64x64b5g
+// 0.269 / 0.182 and 192x64g (3 warpgroups) 0.313. What ptxas makes of
+// 64x64g's loop (≈ 380 instructions a warp-tile): 64 of them move O
+// into and out of the registers of the S product's accumulators (R24–R55
+// for both), and each gpu.wgmma waits for its group, so a warpgroup's
+// QKᵀ, softmax and P·V never overlap; the pipelined tilings overlap the
+// softmax with P·V and keep S and O in separate blocks.
+var (
+	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
+	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}
+)
+
+// WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
+// attention, causal or not.
+func WGMMATile(causal bool) FlashTile {
+	if causal {
+		return FlashTileWGMMACausal
+	}
+	return FlashTileWGMMA
+}
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
 // (fixed parameters: autotuning leaves them alone).
@@ -1046,10 +1062,10 @@ func init() {
 			"to 2e-4 on the end-to-end programs); the bench opts in. Other attentions are left to " +
 			"graph-decompose. Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`. With `wgmma=true` " +
 			"(the bench's GPU engine on sm_90 devices) head-dim-64 attentions take Hopper's warpgroup-MMA kernel " +
-			"instead (FlashTileWGMMA; docs/lowering.md), compiled for sm_90a.",
+			"instead (FlashTileWGMMA, FlashTileWGMMACausal; docs/lowering.md), compiled for sm_90a.",
 		Anchor: "builtin.module",
 		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
-			Doc: "Hopper (sm_90a) kernels: head-dim-64 attentions take the wgmma tiling (FlashTileWGMMA), " +
+			Doc: "Hopper (sm_90a) kernels: head-dim-64 attentions take the wgmma tilings (WGMMATile), " +
 				"whose gpu.module then asks for the sm_90a target (gpu.PTXTargetAttr)"}},
 		New: func(o passes.Options) (passes.Pass, error) { return flashPass{wgmma: o.Bool("wgmma")}, nil },
 	})
@@ -1071,8 +1087,8 @@ func (p flashPass) Run(module *ir.Operation, st *passes.State) error {
 
 // OutlineAttention replaces each graph.attention of module's functions that
 // flashOf accepts by a call of a new declaration tagged FlashAttr, and
-// returns how many it replaced. With wgmma the attentions that
-// FlashTileWGMMA computes are marked for it.
+// returns how many it replaced. With wgmma the attentions that the
+// wgmma tiling (WGMMATile) computes are marked for it.
 func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 	body := module.Region(0).Front()
 	if body == nil {
@@ -1104,7 +1120,7 @@ func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 				{Name: "scale", Value: ir.Float(f.Scale, ir.F64)},
 			}
 			if g := f; wgmma {
-				if g.Tile = FlashTileWGMMA; g.Check() == nil {
+				if g.Tile = WGMMATile(g.Causal); g.Check() == nil {
 					spec = append(spec, ir.NamedAttr{Name: "wgmma", Value: ir.Bool(true)})
 				}
 			}
@@ -1230,7 +1246,7 @@ func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string
 		f.Scale = s.Value()
 	}
 	if w, ok := spec.Get("wgmma").(ir.IntegerAttr); ok && w.Value != 0 {
-		f.Tile = FlashTileWGMMA
+		f.Tile = WGMMATile(f.Causal)
 		gmod.SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
 	}
 	gb := ir.NewBuilder(b.Ctx)

@@ -308,9 +308,9 @@ func TestFlashPTX(t *testing.T) {
 		}
 	}
 	fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 128, Causal: true, Scale: 0.125, Elem: ir.BF16})
-	// f16: the default tilings, and the wgmma one.
-	for _, tile := range []togpu.FlashTile{{}, togpu.FlashTileWGMMA} {
-		for _, causal := range []bool{false, true} {
+	// f16: the default tilings, and the wgmma ones.
+	for _, causal := range []bool{false, true} {
+		for _, tile := range []togpu.FlashTile{{}, togpu.WGMMATile(causal)} {
 			fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Causal: causal, Scale: 0.125, Elem: ir.F16, Tile: tile})
 		}
 	}
@@ -412,26 +412,30 @@ func TestFlashPipeline(t *testing.T) {
 }
 
 // TestFlashPipelineWGMMA runs graph-attention-to-flash{wgmma=true}: a
-// head-dim-64 attention takes FlashTileWGMMA (gpu.wgmma in a gpu.module
-// asking for sm_90a, which exec.Compile then targets), computes what the
+// head-dim-64 attention takes the wgmma tiling (gpu.wgmma in a gpu.module
+// asking for sm_90a, which exec.Compile then targets) — with 128-key
+// tiles (an S product of n 128) when not causal —, computes what the
 // graph does, and other head dims keep the mma.sync kernel.
 func TestFlashPipelineWGMMA(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		d     int64
-		wgmma bool
-	}{{"d64", 64, true}, {"d32", 32, false}} {
+		name          string
+		d             int64
+		causal, wgmma bool
+	}{{"d64-causal", 64, true, true}, {"d64", 64, false, true}, {"d32", 32, true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ty := fmt.Sprintf("tensor<1x2x70x%dxbf16>", tc.d)
 			p := &passtest.Program{Func: "main", Source: fmt.Sprintf(`func.func @main(%%q: %s, %%k: %s, %%v: %s) -> %s {
-  %%r = "graph.attention"(%%q, %%k, %%v) <{causal = true}> : (%s, %s, %s) -> %s
+  %%r = "graph.attention"(%%q, %%k, %%v) <{causal = %v}> : (%s, %s, %s) -> %s
   return %%r : %s
 }
-`, ty, ty, ty, ty, ty, ty, ty, ty, ty)}
+`, ty, ty, ty, ty, tc.causal, ty, ty, ty, ty, ty)}
 			const pipeline = "builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)"
 			text := lowerText(t, p, pipeline)
 			if got := strings.Contains(text, gpu.WGMMAOp); got != tc.wgmma {
 				t.Errorf("gpu.wgmma in the kernel: %v, want %v", got, tc.wgmma)
+			}
+			if got, want := strings.Contains(text, "n = 128 : i64"), tc.wgmma && !tc.causal; got != want {
+				t.Errorf("an n-128 gpu.wgmma (128-key tiles) in the kernel: %v, want %v", got, want)
 			}
 			if got := strings.Contains(text, gpu.PTXTargetAttr); got != tc.wgmma {
 				t.Errorf("%s on the gpu.module: %v, want %v", gpu.PTXTargetAttr, got, tc.wgmma)

@@ -1,6 +1,7 @@
 package togpu_test
 
 import (
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/targets/llvm"
@@ -92,11 +95,12 @@ var (
 
 // TestFlashWGMMASASS checks, in the SASS of the non-causal bench-sized
 // kernels, the two things about ptxas the wgmma kernels are built around
-// (bench/NOTES.md, session 4): 64x64g loads Q's fragments (LDSM) inside
-// the key loop, before the S product, so no wgmma A register is
-// loop-invariant; 64x64gp waits for P·V (WARPGROUP.DEPBAR 0) only after
-// every exponential of the tile, and keeps S's and O's accumulators in
-// different registers.
+// (bench/NOTES.md, sessions 4 and 5): 64x64g loads Q's fragments (LDSM)
+// inside the key loop, before the S product, so no wgmma A register is
+// loop-invariant; the pipelined tilings (64x64gp and both defaults) wait
+// for P·V (WARPGROUP.DEPBAR 0) only after every exponential of the tile's
+// probabilities, and keep S's and O's accumulators in different
+// registers.
 func TestFlashWGMMASASS(t *testing.T) {
 	f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Scale: 0.125, Elem: ir.BF16}
 	t.Run("64x64g", func(t *testing.T) {
@@ -107,31 +111,33 @@ func TestFlashWGMMASASS(t *testing.T) {
 			t.Errorf("%d LDSM before the loop's first HGMMA, want Q's 4:\n%s", n, strings.Join(loop, "\n"))
 		}
 	})
-	t.Run("64x64gp", func(t *testing.T) {
-		f.Tile = togpu.FlashTileWGMMA
-		loop := wgmmaSASS(t, f)
-		lastExp, wait := -1, -1
-		for i, in := range loop {
-			if strings.HasPrefix(in, "MUFU.EX2") {
-				lastExp = i
+	for _, tile := range []togpu.FlashTile{{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}, togpu.FlashTileWGMMA, togpu.FlashTileWGMMACausal} {
+		t.Run(tile.String(), func(t *testing.T) {
+			f.Tile = tile
+			loop := wgmmaSASS(t, f)
+			// A thread's probabilities of a tile: 64 rows × Keys keys over
+			// 128 threads (Lazy's rescaling factors come after the wait).
+			wait := -1
+			for i, in := range loop {
+				if strings.HasPrefix(in, "WARPGROUP.DEPBAR.LE gsb0, 0x0") {
+					wait = i
+					break
+				}
 			}
-			if strings.HasPrefix(in, "WARPGROUP.DEPBAR.LE gsb0, 0x0") && wait < 0 {
-				wait = i
+			if n := countIn(loop[:max(wait, 0)], "MUFU.EX2"); wait < 0 || int64(n) < tile.Keys/2 {
+				t.Errorf("P·V's wait (at %d) comes after %d exponentials, want the tile's %d", wait, n, tile.Keys/2)
 			}
-		}
-		if wait < 0 || lastExp < 0 || wait < lastExp {
-			t.Errorf("P·V's wait (at %d) comes before the tile's last exponential (at %d)", wait, lastExp)
-		}
-		acc := map[string]bool{}
-		for _, in := range loop {
-			if strings.HasPrefix(in, "HGMMA") {
-				acc[strings.Fields(in)[1]] = true
+			acc := map[string]bool{}
+			for _, in := range loop {
+				if strings.HasPrefix(in, "HGMMA") {
+					acc[strings.Fields(in)[1]] = true
+				}
 			}
-		}
-		if len(acc) != 2 {
-			t.Errorf("the loop's HGMMA accumulate into %v, want two blocks (S and O)", acc)
-		}
-	})
+			if len(acc) != 2 {
+				t.Errorf("the loop's HGMMA accumulate into %v, want two blocks (S and O)", acc)
+			}
+		})
+	}
 }
 
 func indexOf(xs []string, prefix string) int {
@@ -151,4 +157,63 @@ func countIn(xs []string, prefix string) int {
 		}
 	}
 	return n
+}
+
+// TestFlashWGMMAUniform checks that no gpu.wgmma or gpu.wgmma_wait of a
+// wgmma kernel sits in a loop.if whose condition depends on a float: PTX's
+// wgmma instructions are .aligned (every thread of the warpgroup must
+// execute the same one), and a condition computed from the scores, such as
+// Lazy's "a row of this thread moved", differs between threads — the
+// device hung on that in session 5 while the interpreter, which does not
+// model .aligned, ran it. Conditions on the tile index and the shape are
+// the same in every thread.
+func TestFlashWGMMAUniform(t *testing.T) {
+	for _, tile := range togpu.FlashTiles {
+		if !tile.WGMMA {
+			continue
+		}
+		for _, causal := range []bool{false, true} {
+			f := togpu.Flash{Batch: 1, Lq: 40, Lk: 70, D: 64, Causal: causal, Scale: 0.125, Elem: ir.BF16, Tile: tile}
+			t.Run(fmt.Sprintf("%v-causal=%v", tile, causal), func(t *testing.T) {
+				m := flashModule(t, dialects.NewContext(), f)
+				checked := 0
+				m.Walk(func(op *ir.Operation) bool {
+					if op.Name() != gpu.WGMMAOp && op.Name() != gpu.WGMMAWaitOp {
+						return true
+					}
+					checked++
+					for p := op.ParentOp(); p != nil; p = p.ParentOp() {
+						if p.Name() == loop.IfOp && dependsOnFloat(p.Operand(0), map[*ir.Value]bool{}) {
+							t.Errorf("%s under a loop.if on a float-derived condition (%s)", op.Name(), p.Loc())
+						}
+					}
+					return true
+				})
+				if checked == 0 {
+					t.Fatal("no gpu.wgmma in the kernel")
+				}
+			})
+		}
+	}
+}
+
+// dependsOnFloat reports whether v is computed from a float value.
+func dependsOnFloat(v *ir.Value, seen map[*ir.Value]bool) bool {
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	if _, ok := v.Type().(*ir.FloatType); ok {
+		return true
+	}
+	op := v.DefiningOp()
+	if op == nil {
+		return false
+	}
+	for _, o := range op.Operands() {
+		if dependsOnFloat(o, seen) {
+			return true
+		}
+	}
+	return false
 }
