@@ -83,10 +83,9 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	// While the device opens (≈ 0.2 s, which Start began), the toolkit's
 	// ptxas compiles the kernels where it is installed: the driver can
 	// compile only once the context exists (exec.Program.Precompile).
-	precompiled := false
 	if _, open := openedRuntime(); !open {
 		if path, ok := findPTXAS(); ok {
-			precompiled = prog.Precompile(g.Func, path) == nil // errors only for a missing function, which generate checked
+			prog.Precompile(g.Func, path) // errors only for a missing function, which generate checked
 		}
 	}
 	// The device is needed from here on only: passes and code generation
@@ -97,11 +96,6 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	}
 	if cfg.CuBLASLt {
 		rt.WarmLibraries() // the handle and workspace, while the PTX loads
-	}
-	if precompiled {
-		// The driver has compiled nothing yet: its one-time set-up, in the
-		// background, so that the next graph's compile does not pay it.
-		rt.WarmJIT()
 	}
 	name := g.Func
 	// The driver's JIT of the PTX, here rather than hidden in the first

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/strata-ir/strata/logs"
-	"github.com/strata-ir/strata/runtime/cuda"
 )
 
 // Precompiling with the toolkit's ptxas (Program.Precompile).
@@ -191,27 +190,4 @@ func runPTXAS(path, dir string, i int, text string) ([]byte, error) {
 		err = fmt.Errorf("%s wrote an empty cubin", path)
 	}
 	return cubin, err
-}
-
-// warmPTX is a kernel that does nothing, for any architecture from sm_50.
-const warmPTX = ".version 7.0\n.target sm_50\n.address_size 64\n\n.visible .entry strata_warm()\n{\n\tret;\n}\n"
-
-// WarmJIT has the driver's linker compile a kernel that does nothing, in
-// the background and once per Runtime, and unloads it: the first compile
-// of a process costs 4–8 ms more than later ones (the driver sets its
-// compiler up; bench/NOTES.md, session 5, H2), which a program whose first
-// kernels came from ptxas (Precompile) would otherwise pay on its first
-// graph compiled after the device opened. It returns at once; errors are
-// ignored (the real compile reports its own).
-func (rt *Runtime) WarmJIT() {
-	rt.warmOnce.Do(func() {
-		if !rt.dev.canLink() {
-			return
-		}
-		go func() {
-			if m, err := rt.dev.load(warmPTX, cuda.JITOptions{OptLevel: DefaultTier}, true); err == nil {
-				m.unload()
-			}
-		}()
-	})
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strata-ir/strata/logs"
 )
@@ -154,31 +153,5 @@ func TestFindPTXAS(t *testing.T) {
 	t.Setenv("CUDA_HOME", home)
 	if p, ok := FindPTXAS(); !ok || p != filepath.Join(home, "bin", "ptxas") {
 		t.Errorf("under CUDA_HOME: %q, %v", p, ok)
-	}
-}
-
-// TestWarmJIT: WarmJIT compiles one throwaway kernel through the linker,
-// once per Runtime, and nothing without a linker.
-func TestWarmJIT(t *testing.T) {
-	d := newFake()
-	rt := newRuntime(d)
-	rt.WarmJIT()
-	rt.WarmJIT()
-	for range 200 {
-		if len(d.loadLevels()) > 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(5 * time.Millisecond)
-	if levels := d.loadLevels(); len(levels) != 1 || levels[0] != DefaultTier {
-		t.Errorf("loads at levels %v, want one at the first tier's", levels)
-	}
-	d2 := newFake()
-	d2.noLinker = true
-	newRuntime(d2).WarmJIT()
-	time.Sleep(5 * time.Millisecond)
-	if levels := d2.loadLevels(); len(levels) != 0 {
-		t.Errorf("without a linker: loads %v", levels)
 	}
 }

@@ -105,8 +105,6 @@ type Runtime struct {
 	linkCache *cuda.LinkCache
 	// loadMu lets one batch of module loads run at a time.
 	loadMu sync.Mutex
-	// warmOnce makes WarmJIT's compile once.
-	warmOnce sync.Once
 
 	// work is the stream of asynchronous uploads (array.go): a blocking
 	// stream, so that it and the legacy default stream of launches, graph
