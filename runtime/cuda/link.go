@@ -150,9 +150,10 @@ func (dev *Device) LoadModuleLinked(ptx string, o JITOptions) (*Module, error) {
 // filed under the SHA-256 of the device, the driver, the JIT options and
 // the PTX. The cache is best effort: a file that cannot be read or
 // written costs a compile, never an error. It is bounded: every
-// pruneEvery writes (the first one of a process included), files unused
-// for MaxAge are removed, then the least recently used ones until the
-// rest fits in MaxBytes (a read marks a file used).
+// pruneEvery writes (the first one of a process included) start a Prune
+// in the background: files unused for MaxAge are removed, then the least
+// recently used ones until the rest fits in MaxBytes (a read marks a file
+// used). Set the bounds before the first write.
 type LinkCache struct {
 	dir string
 	// MaxBytes bounds the size of the cubins kept (DefaultLinkCacheBytes).
@@ -266,7 +267,9 @@ func (c *LinkCache) put(key string, cubin []byte) {
 		return
 	}
 	if c.puts.Add(1)%pruneEvery == 1 {
-		c.Prune()
+		// In the background: a large directory takes milliseconds to
+		// read, and puts happen on first calls.
+		go c.Prune()
 	}
 }
 
