@@ -249,10 +249,24 @@ func (p *Printer) PrintRegion(r *Region, printEntryArgs, printTerminators bool) 
 func (p *Printer) printRegion(r *Region, printEntryArgs, printTerminators, printEmptyBlock bool) {
 	p.out.WriteByte('{')
 	p.indent += 2
+	// The predecessors of every block, in one pass over the terminators
+	// (Block.Predecessors per block would scan the region for each).
+	var preds map[*Block][]*Block
+	for b := r.first; b != nil; b = b.next {
+		if b.last == nil {
+			continue
+		}
+		for _, s := range b.last.successors {
+			if preds == nil {
+				preds = map[*Block][]*Block{}
+			}
+			preds[s] = append(preds[s], b)
+		}
+	}
 	for b := r.first; b != nil; b = b.next {
 		entry := b == r.first
 		if !entry || (printEntryArgs && len(b.args) > 0) || (printEmptyBlock && b.first == nil) {
-			p.printBlockHeader(b)
+			p.printBlockHeader(b, preds[b])
 		}
 		for o := b.first; o != nil; o = o.next {
 			if !printTerminators && o == b.last && r.first == r.last && o.HasTrait(Terminator) && len(o.operands) == 0 && len(o.results) == 0 {
@@ -267,7 +281,9 @@ func (p *Printer) printRegion(r *Region, printEntryArgs, printTerminators, print
 	p.out.WriteByte('}')
 }
 
-func (p *Printer) printBlockHeader(b *Block) {
+// printBlockHeader prints b's label, arguments and, in a comment, its
+// predecessors preds.
+func (p *Printer) printBlockHeader(b *Block, preds []*Block) {
 	p.indent -= 2
 	p.newline()
 	p.indent += 2
@@ -286,7 +302,6 @@ func (p *Printer) printBlockHeader(b *Block) {
 		p.out.WriteByte(')')
 	}
 	p.out.WriteByte(':')
-	preds := b.Predecessors()
 	if len(preds) == 0 {
 		return
 	}
