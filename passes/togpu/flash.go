@@ -99,17 +99,11 @@ type FlashTile struct {
 	// fragments by ldmatrix in every key tile: 16 registers and 4
 	// ldmatrix a warp-tile fewer.
 	QShared bool
-	// RoundPairs (with Pipe) rounds the scores to bf16 two at a time: one
-	// cvt.rn.bf16x2.f32 a pair, each half then widened back by a shift or
-	// a mask (integer instructions), instead of one conversion a score. The
-	// same roundings; f16 kernels round one at a time as before.
-	RoundPairs bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
-// for Pipe, l for Lazy, v for PrefetchV, q for QShared and r for
-// RoundPairs.
+// for Pipe, l for Lazy, v for PrefetchV and q for QShared.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -141,9 +135,6 @@ func (t FlashTile) String() string {
 	}
 	if t.QShared {
 		s += "q"
-	}
-	if t.RoundPairs {
-		s += "r"
 	}
 	return s
 }
@@ -189,8 +180,6 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA,
 	FlashTileWGMMACausal,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, RoundPairs: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, RoundPairs: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -214,7 +203,11 @@ var FlashTiles = []FlashTile{
 // 0.148, 64x64gplv 0.217 / 0.147, 64x128gpl (without q: 170 registers,
 // 2 blocks) 0.207 / 0.149, 64x64b5gplq (launch bounds for 5 blocks: 96
 // registers, P swapped through local memory) 0.268 / 0.187, 64x64b5g
-// 0.269 / 0.182 and 192x64g (3 warpgroups) 0.313. What ptxas makes of
+// 0.269 / 0.182, 192x64g (3 warpgroups) 0.313, and RoundPairs (the
+// scores rounded to bf16 two a conversion, widened back by shift and
+// mask: 96 → 64 F2FP per 128 keys, +17 instructions) 0.199 / 0.144 with
+// 64x128gplq, 0.206 / 0.140 with 64x64gplvq: the conversions are not
+// what limits the kernel. What ptxas makes of
 // 64x64g's loop (≈ 380 instructions a warp-tile): 64 of them move O
 // into and out of the registers of the S product's accumulators (R24–R55
 // for both), and each gpu.wgmma waits for its group, so a warpgroup's
@@ -743,26 +736,6 @@ func (g *flashGen) round(b *ir.Builder, s [][]*ir.Value) {
 	for j := range s {
 		for r := range s[j] {
 			s[j][r] = arith.NewCast(b, "arith.extf", g.loc, arith.NewCast(b, "arith.truncf", g.loc, s[j][r], g.Elem), ir.F32)
-		}
-	}
-}
-
-// roundPairs is round for bf16 two scores at a time: each pair (values
-// 2i and 2i+1 of an n8 tile) is packed by one rounding conversion, and the
-// halves are widened back exactly as bf16 widens, by moving their bits to
-// the top of an f32 (a shift for the lower, a mask for the upper).
-func (g *flashGen) roundPairs(b *ir.Builder, s [][]*ir.Value) {
-	if g.Elem != ir.BF16 {
-		g.round(b, s)
-		return
-	}
-	i32 := func(v int64) *ir.Value { return arith.ConstantInt(b, g.loc, v, ir.I32) }
-	f32 := func(v *ir.Value) *ir.Value { return arith.NewCast(b, "arith.bitcast", g.loc, v, ir.F32) }
-	for j := range s {
-		for r := 0; r+1 < len(s[j]); r += 2 {
-			p := g.pair(b, s[j][r], s[j][r+1])
-			s[j][r] = f32(arith.Binary(b, "arith.shli", g.loc, p, i32(16)))
-			s[j][r+1] = f32(arith.Binary(b, "arith.andi", g.loc, p, i32(-65536)))
 		}
 	}
 }

@@ -339,11 +339,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		if !g.Tile.Lazy {
 			alpha = alphas(b, m, mNew)
 		}
-		if g.Tile.RoundPairs {
-			g.roundPairs(b, s)
-		} else {
-			g.round(b, s)
-		}
+		g.round(b, s)
 		var ps [2][]*ir.Value
 		for j := range s {
 			g.exps(b, s[j], j%2, negMC, sm)
