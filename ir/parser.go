@@ -2064,6 +2064,10 @@ func (p *Parser) parseDense() Attribute {
 			return nil
 		}
 	}
+	if len(elems) == 0 {
+		// dense<[]>, dense<[[], []]>: no elements, as dense<>.
+		return DenseAttr{Type: st, Bits: []uint64{}}
+	}
 	if _, isOpaque := scalarT.(*OpaqueType); isOpaque || k == 1 && elems[0].isStr {
 		var strs []string
 		for _, e := range elems {

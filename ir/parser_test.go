@@ -133,6 +133,32 @@ func TestParseEmpty(t *testing.T) {
 	}
 }
 
+// TestParseEmptyDense checks that elements literals without elements, in
+// brackets or not, parse as the empty dense attribute (they indexed their
+// first element).
+func TestParseEmptyDense(t *testing.T) {
+	ctx := ir.NewContext()
+	ctx.AllowUnregistered = true
+	for src, want := range map[string]string{
+		"dense<[]> : tensor<0xf32>":          "dense<> : tensor<0xf32>",
+		"dense<[[], []]> : tensor<2x0xi32>":  "dense<> : tensor<2x0xi32>",
+		"dense<[]> : tensor<0xcomplex<f32>>": "dense<> : tensor<0xcomplex<f32>>",
+		"dense<[]> : tensor<0x!foo.bar>":     "dense<> : tensor<0x!foo.bar>",
+		"dense<[[]]> : tensor<0xf32>":        "error: inferred shape of elements literal ([1, 0]) does not match type ([0])",
+	} {
+		m, err := ir.Parse(ctx, `"t.op"() {a = `+src+`} : () -> ()`, ir.ParseOptions{Filename: "d.mlir"})
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = ir.Sprint(m, ir.PrintOptions{Generic: true})
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("%s: got\n%s\nwant it to contain %q", src, got, want)
+		}
+	}
+}
+
 // TestParseDeepOpaque checks that a dialect attribute body nested 100k deep,
 // which the parser keeps as text without recursing, parses without trouble.
 func TestParseDeepOpaque(t *testing.T) {
