@@ -133,6 +133,8 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"run shape without random inputs", "", []string{"run", neg, "--input", good, "--shape", "arg0=4"}, ExitUsage, []string{"--shape sets the shapes of --random-inputs arguments"}},
 		{"run shape too large", "", []string{"run", dyn, "--random-inputs", "1", "--shape", "arg0=99999999999x4"}, ExitUsage,
 			[]string{"@main: argument 0: shape [99999999999 4] is too large"}},
+		{"run result without dtype", "", []string{"run", file("u16.mlir", []byte("func.func @main(%x: tensor<2xui16>) -> tensor<2xui16> {\n  return %x : tensor<2xui16>\n}\n")), "--random-inputs", "1"},
+			ExitUsage, []string{"@main: result 0 of type tensor<2xui16>: element type ui16 has no .npy dtype"}},
 		// Failures at run time are located at the op.
 		{"run division by zero", "", []string{"run", divide, "--random-inputs", "1"}, ExitDiagnostics,
 			[]string{"div.mlir:3:8: error: 'arith.divsi' op integer division by zero"}},

@@ -157,6 +157,13 @@ func (t *tool) runArgs(f *runFlags, fnName string, ft *ir.FunctionType) (argv []
 	if len(f.outputs) > 0 && len(f.outputs) != len(ft.Results) {
 		return nil, t.usageErrorf("run: @%s has %s, got %d --output files", fnName, count(len(ft.Results), "result"), len(f.outputs)), false
 	}
+	// Results are shown and written through their .npy dtype: check before
+	// running rather than after.
+	for i, r := range ft.Results {
+		if _, err := dtypeOf(ir.ElementTypeOf(r)); err != nil {
+			return nil, t.usageErrorf("run: @%s: result %d of type %s: %v", fnName, i, r, err), false
+		}
+	}
 	var err error
 	if f.seed.set {
 		var shapes map[int][]int64
@@ -269,6 +276,12 @@ var dtypes = []struct {
 	{ir.I8, npy.Int8},
 	{ir.IntegerWithSign(8, ir.Unsigned), npy.Uint8},
 	{ir.I1, npy.Bool},
+	// The signed types hold the same values as the signless ones.
+	{ir.IntegerWithSign(64, ir.Signed), npy.Int64},
+	{ir.IntegerWithSign(32, ir.Signed), npy.Int32},
+	{ir.IntegerWithSign(16, ir.Signed), npy.Int16},
+	{ir.IntegerWithSign(8, ir.Signed), npy.Int8},
+	{ir.IntegerWithSign(1, ir.Unsigned), npy.Bool},
 }
 
 // dtypeOf returns the .npy dtype of elem.

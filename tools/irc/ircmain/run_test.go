@@ -139,6 +139,11 @@ func TestNpyConversionsRoundTrip(t *testing.T) {
 		{ir.TensorOf([]int64{2}, ir.IntegerWithSign(8, ir.Unsigned)), must(npy.FromSlice([]int64{2}, []uint8{0, 255}))},
 		{ir.TensorOf([]int64{ir.Dynamic}, ir.I64), must(npy.FromSlice([]int64{2}, []int64{-1 << 62, 7}))},
 		{ir.Index, must(npy.FromSlice([]int64{}, []int64{42}))},
+		{ir.TensorOf([]int64{2}, ir.IntegerWithSign(8, ir.Signed)), must(npy.FromSlice([]int64{2}, []int8{-128, 127}))},
+		{ir.TensorOf([]int64{2}, ir.IntegerWithSign(16, ir.Signed)), must(npy.FromSlice([]int64{2}, []int16{-32768, 5}))},
+		{ir.TensorOf([]int64{2}, ir.IntegerWithSign(32, ir.Signed)), must(npy.FromSlice([]int64{2}, []int32{-1 << 31, 9}))},
+		{ir.IntegerWithSign(64, ir.Signed), must(npy.FromSlice([]int64{}, []int64{-1 << 63}))},
+		{ir.TensorOf([]int64{2}, ir.IntegerWithSign(1, ir.Unsigned)), must(npy.FromSlice([]int64{2}, []bool{false, true}))},
 	}
 	for _, c := range cases {
 		v, err := fromArray(c.arr, c.typ)
