@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/strata-ir/strata/ir"
@@ -148,7 +149,7 @@ func (in *Interpreter) call(site *ir.Operation, fn *ir.Operation, args []Value, 
 	if err != nil {
 		var d *ir.Diagnostic
 		if site != nil && errors.As(err, &d) {
-			d.Note(site.Loc(), "called from here")
+			noteCallSite(d, site.Loc())
 		}
 		return nil, err
 	}
@@ -161,6 +162,32 @@ func (in *Interpreter) call(site *ir.Operation, fn *ir.Operation, args []Value, 
 		}
 	}
 	return results, nil
+}
+
+// maxCallNotes is how many "called from here" notes an error carries: the
+// innermost calls; the last note counts the calls further out.
+const maxCallNotes = 10
+
+// noteCallSite adds the call site at loc to d's call-stack notes, up to
+// maxCallNotes of them (a runaway recursion would add one per level).
+func noteCallSite(d *ir.Diagnostic, loc ir.Location) {
+	const here = "called from here"
+	n, last := 0, -1
+	for i, note := range d.Notes {
+		if strings.HasPrefix(note.Message, here) {
+			n, last = n+1, i
+		}
+	}
+	if n < maxCallNotes {
+		d.Note(loc, here)
+		return
+	}
+	more := 1
+	if _, rest, ok := strings.Cut(d.Notes[last].Message, "; "); ok {
+		fmt.Sscanf(rest, "and from %d", &more)
+		more++
+	}
+	d.Notes[last].Message = fmt.Sprintf("%s; and from %d calls further out", here, more)
 }
 
 // FuncType returns the type of the func.func fn.

@@ -128,6 +128,12 @@ func TestCallsAndRecursion(t *testing.T) {
 		!strings.Contains(err.Error(), "note: called from here") {
 		t.Errorf("unbounded recursion: %v", err)
 	}
+	// The innermost calls are noted, the rest counted in the last note.
+	var d *ir.Diagnostic
+	if !errors.As(err, &d) || len(d.Notes) != maxCallNotes ||
+		d.Notes[maxCallNotes-1].Message != fmt.Sprintf("called from here; and from %d calls further out", 49-maxCallNotes) {
+		t.Errorf("recursion notes: %v", err)
+	}
 }
 
 // TestBranches runs a multi-block function through a branch rule added with
