@@ -64,6 +64,14 @@ func FuzzParseVerifyPrint(f *testing.F) {
 	for _, chunk := range seedChunks(f) {
 		f.Add(chunk)
 	}
+	// Syntax the repository's files use rarely, for the mutator to splice.
+	f.Add(`func.func @f() attributes {a = dense<[]> : tensor<0xf32>, b = dense<> : tensor<0xi8>, c = dense<"0x0000803F"> : tensor<1xf32>,
+  d = dense<(1.0, 2.0)> : tensor<complex<f32>>, e = array<i1: true, false>, f = array<f16: 1.0>, g = 0x7FC0 : bf16,
+  h = sparse<[[0]], [1.0]> : tensor<4xf32>, i = dense_resource<blob> : tensor<4xf32>, j = @a::@b, k = affine_map<(d0) -> (d0)>,
+  l = -9223372036854775808 : index, m = [unit, "s", 1 : i1], n = tensor<?x4xf32, #graph.dims<[s0, 4]>>, o = tensor<*xf32>,
+  p = memref<?xf32, strided<[?], offset: ?>>, q = vector<[4]xf32>, r = complex<i32>, s = tuple<>, t = none, u = !t.x} {
+  return
+}`)
 	ctx := dialects.NewContext()
 	f.Fuzz(func(t *testing.T, src string) {
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "fuzz.mlir"})
