@@ -162,3 +162,36 @@ func.func @f(%a: i32) -> i32 {
 		})
 	}
 }
+
+// TestInlineSizeBudget inlines a call tree that doubles at every level: the
+// inliner must stop at its size budget, leaving calls, instead of growing
+// the module 2^30 times.
+func TestInlineSizeBudget(t *testing.T) {
+	defer func(b int) { inlineMinBudget = b }(inlineMinBudget)
+	inlineMinBudget = 5000
+	const depth = 30
+	var src strings.Builder
+	for i := range depth {
+		src.WriteString("func.func @f" + strconv.Itoa(i) + "(%x: i32) -> i32 {\n")
+		if i < depth-1 {
+			next := "@f" + strconv.Itoa(i+1)
+			src.WriteString("  %a = func.call " + next + "(%x) : (i32) -> i32\n")
+			src.WriteString("  %b = func.call " + next + "(%a) : (i32) -> i32\n")
+			src.WriteString("  return %b : i32\n}\n")
+		} else {
+			src.WriteString("  %y = arith.addi %x, %x : i32\n  return %y : i32\n}\n")
+		}
+	}
+	m, err := runReal(t, "inline{max-iterations=30 default-pipeline=\"\"}", src.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := opCounts(m)
+	total := 0
+	for _, n := range c {
+		total += n
+	}
+	if total > inlineMinBudget || total < inlineMinBudget/2 || c["func.call"] == 0 {
+		t.Errorf("after inlining: %d ops (budget %d): %s", total, inlineMinBudget, countsString(c))
+	}
+}

@@ -15,7 +15,9 @@ func init() {
 			"max-iterations rounds. Functions that take part in a recursive cycle are not inlined, " +
 			"nor are declarations and multi-block bodies. Private functions left unreferenced after " +
 			"being inlined are erased, and default-pipeline runs on every function that received " +
-			"inlined code, as upstream MLIR's inliner does.",
+			"inlined code, as upstream MLIR's inliner does. Inlining stops where it would grow the " +
+			"symbol table past 16 times its ops (and past 2^20 ops): the calls beyond stay calls, " +
+			"so a call tree that doubles at every level cannot exhaust memory.",
 		Anchor: AnyOp,
 		Options: []OptionDef{
 			{Name: "default-pipeline", Type: String, Default: "canonicalize",
@@ -60,7 +62,9 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 	inlined := map[*ir.Operation]bool{} // callees inlined at least once
 	receivers := []*ir.Operation{}      // callers that received code, in order
 	received := map[*ir.Operation]bool{}
-	count := 0
+	count, left := 0, 0
+	size := numOps(table)
+	budget := max(inlineMinBudget, inlineGrowth*size)
 	for range p.maxIter {
 		recursive := recursiveCallables(table)
 		var calls []*ir.Operation
@@ -76,6 +80,12 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 			if callee == nil || recursive[callee] || call.IsAncestor(callee) || !inlinable(callee, call) {
 				continue
 			}
+			grow := numOps(callee) - 2 // less the function and its return
+			if size+grow > budget {
+				left++
+				continue
+			}
+			size += grow
 			caller := enclosingCallable(call, table)
 			inlineCall(call, callee)
 			inlined[callee] = true
@@ -91,6 +101,7 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 		}
 	}
 	st.Stat("num-inlined-calls", "Number of inlined calls").Add(int64(count))
+	st.Stat("num-calls-over-budget", "Number of calls left because inlining them would grow the module too much").Add(int64(left))
 	erased := 0
 	for _, c := range tableChildren(table) {
 		if inlined[c] && ir.IsPrivate(c) && len(ir.SymbolUsesOf(c, table)) == 0 {
@@ -114,6 +125,19 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 		}
 	}
 	return nil
+}
+
+// The inliner's size budget: a symbol table may grow to inlineGrowth times
+// its ops, or to inlineMinBudget ops if that is more (a variable for tests).
+const inlineGrowth = 16
+
+var inlineMinBudget = 1 << 20
+
+// numOps counts op and the ops nested in it.
+func numOps(op *ir.Operation) int {
+	n := 0
+	op.Walk(func(*ir.Operation) bool { n++; return true })
+	return n
 }
 
 // calleeOf returns the op a direct call refers to, or nil.
