@@ -54,6 +54,12 @@ type Parser struct {
 	locAliases  map[string]Location
 	pendingLocs []pendingLoc
 	resources   string
+	// aliasSize bounds the text each attribute and type alias stands for,
+	// aliases it refers to expanded; expansion sums the sizes of the
+	// aliases used so far (in the alias definition being parsed, or outside
+	// definitions). See chargeAlias.
+	aliasSize map[string]int64
+	expansion int64
 
 	scopes      []*valueScope
 	blockScopes []*blockScope
@@ -101,6 +107,7 @@ func newParser(ctx *Context, src string, opts ParseOptions) *Parser {
 		attrAliases: map[string]Attribute{},
 		typeAliases: map[string]Type{},
 		locAliases:  map[string]Location{},
+		aliasSize:   map[string]int64{},
 	}
 	p.lines = append(p.lines, 0)
 	for i := 0; i < len(src); i++ {
@@ -283,10 +290,42 @@ func (p *Parser) parseAttrAliasDef() {
 		p.failAt(pos, "redefinition of attribute alias id '%s'", name[1:])
 		return
 	}
+	defer p.measureAlias(name)()
 	a := p.parseAttribute(nil)
 	if p.err == nil {
 		p.attrAliases[name] = a
 	}
+}
+
+// maxAliasExpansion is the least bound on how much text the aliases of a
+// module may stand for: an alias can refer to aliases, so 30 lines that
+// each use the previous alias twice stand for 2^30 copies of the first,
+// which printing (aliases are printed in place) or building a type's key
+// would expand. The bound is the larger of this and 64 times the input.
+const maxAliasExpansion = 256 << 20
+
+// measureAlias starts measuring the definition of the alias name, whose
+// value is the next thing parsed; the returned function records its size:
+// its text plus the sizes of the aliases it uses.
+func (p *Parser) measureAlias(name string) func() {
+	start, outer := p.tok.pos, p.expansion
+	p.expansion = 0
+	return func() {
+		p.aliasSize[name] = int64(p.prevEnd-start) + p.expansion
+		p.expansion = outer
+	}
+}
+
+// chargeAlias adds the size of the alias name, used at pos, to the
+// expansion so far, and fails when that exceeds the bound.
+func (p *Parser) chargeAlias(name string, pos int) bool {
+	p.expansion += p.aliasSize[name]
+	if limit := max(maxAliasExpansion, 64*int64(len(p.lex.src))); p.expansion > limit {
+		p.failAt(pos, "the aliases used here stand for more than %d MiB of text ('%s' alone for %d bytes), which printing would write out",
+			limit>>20, name, p.aliasSize[name])
+		return false
+	}
+	return true
 }
 
 func (p *Parser) parseTypeAliasDef() {
@@ -300,6 +339,7 @@ func (p *Parser) parseTypeAliasDef() {
 		p.failAt(pos, "redefinition of type alias id '%s'", name[1:])
 		return
 	}
+	defer p.measureAlias(name)()
 	t := p.parseType()
 	if p.err == nil {
 		p.typeAliases[name] = t
@@ -1274,6 +1314,9 @@ func (p *Parser) parseResultTypeList() []Type {
 func (p *Parser) parseDialectType() Type {
 	name, pos := p.tok.text, p.tok.pos
 	if t, ok := p.typeAliases[name]; ok {
+		if !p.chargeAlias(name, pos) {
+			return nil
+		}
 		p.advance()
 		return t
 	}
@@ -1625,6 +1668,9 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 	case tokHashIdent:
 		name := p.tok.text
 		if a, ok := p.attrAliases[name]; ok {
+			if !p.chargeAlias(name, p.tok.pos) {
+				return nil
+			}
 			p.advance()
 			return a
 		}

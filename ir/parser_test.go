@@ -1,6 +1,7 @@
 package ir_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,6 +79,7 @@ func TestParseErrors(t *testing.T) {
 		{"array<i100>", `"t.op"() {a = array<i100: 0>} : () -> ()`, "1:21", "wider than 64 bits"},
 		{"tensor too large", `"t.op"() : () -> tensor<4611686018427387904x0x4xf32>`, "1:18", "more than 2^63-1 elements"},
 		{"memref too large", `"t.op"() : () -> memref<?x3037000500x3037000500xf32>`, "1:18", "more than 2^63-1 elements"},
+		{"attribute alias bomb", aliasBomb("#a", "[", "]", 40) + `"t.op"() {x = #a39} : () -> ()`, "25:15", "stand for more than 256 MiB of text ('#a23' alone for"},
 		{"array<i8> out of range", `"t.op"() {a = array<i8: 1, 1000>} : () -> ()`, "1:28", "out of range"},
 		{"block arg outside region", `"t.br"()[^bb1] : () -> ()`, "1:10", ""},
 	}
@@ -106,6 +108,17 @@ func TestParseErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// aliasBomb returns n alias definitions, each using the previous one twice:
+// the last stands for 2^n copies of the first.
+func aliasBomb(prefix, open, close string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s0 = %si32, i32%s\n", prefix, open, close)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "%s%d = %s%s%d, %s%d%s\n", prefix, i, open, prefix, i-1, prefix, i-1, close)
+	}
+	return b.String()
 }
 
 func firstLine(s string) string {
