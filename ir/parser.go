@@ -54,7 +54,7 @@ type Parser struct {
 	locAliases  map[string]Location
 	pendingLocs []pendingLoc
 	resources   string
-	// aliasSize bounds the text each attribute and type alias stands for,
+	// aliasSize bounds the text each attribute, type and location alias stands for,
 	// aliases it refers to expanded; expansion sums the sizes of the
 	// aliases used so far (in the alias definition being parsed, or outside
 	// definitions). See chargeAlias.
@@ -279,7 +279,9 @@ func (p *Parser) parseAttrAliasDef() {
 		return
 	}
 	if p.is("loc") {
+		done := p.measureAlias(name)
 		loc := p.parseLocation()
+		done()
 		if _, dup := p.locAliases[name]; dup {
 			p.failAt(pos, "redefinition of attribute alias id '%s'", name[1:])
 		}
@@ -362,6 +364,9 @@ func (p *Parser) resolveLocs() {
 		l, ok := p.locAliases[pl.alias]
 		if !ok {
 			p.failAt(pl.pos, "undefined location alias '%s'", pl.alias[1:])
+			return
+		}
+		if !p.chargeAlias(pl.alias, pl.pos) {
 			return
 		}
 		pl.set(l)
@@ -966,6 +971,9 @@ func (p *Parser) parseLocationInto(set func(Location)) Location {
 			return nil
 		}
 		if l, ok := p.locAliases[name]; ok {
+			if !p.chargeAlias(name, pos) {
+				return nil
+			}
 			return l
 		}
 		if set == nil {
@@ -1030,9 +1038,12 @@ func (p *Parser) parseLocBody() Location {
 		}
 		return l
 	case p.tok.kind == tokHashIdent:
-		name := p.tok.text
+		name, pos := p.tok.text, p.tok.pos
 		p.advance()
 		if l, ok := p.locAliases[name]; ok {
+			if !p.chargeAlias(name, pos) {
+				return nil
+			}
 			return l
 		}
 		p.Errorf("undefined location alias '%s'", name[1:])
@@ -1675,6 +1686,9 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 			return a
 		}
 		if l, ok := p.locAliases[name]; ok { // a location used as an attribute
+			if !p.chargeAlias(name, p.tok.pos) {
+				return nil
+			}
 			p.advance()
 			return OpaqueAttr{Text: "loc(" + l.String() + ")"}
 		}

@@ -80,6 +80,7 @@ func TestParseErrors(t *testing.T) {
 		{"tensor too large", `"t.op"() : () -> tensor<4611686018427387904x0x4xf32>`, "1:18", "more than 2^63-1 elements"},
 		{"memref too large", `"t.op"() : () -> memref<?x3037000500x3037000500xf32>`, "1:18", "more than 2^63-1 elements"},
 		{"attribute alias bomb", aliasBomb("#a", "[", "]", 40) + `"t.op"() {x = #a39} : () -> ()`, "25:15", "stand for more than 256 MiB of text ('#a23' alone for"},
+		{"location alias bomb", `"t.op"() : () -> () loc(#loc39)` + "\n" + locBomb(40), "25:33", "stand for more than 256 MiB of text ('#loc22' alone for"},
 		{"array<i8> out of range", `"t.op"() {a = array<i8: 1, 1000>} : () -> ()`, "1:28", "out of range"},
 		{"block arg outside region", `"t.br"()[^bb1] : () -> ()`, "1:10", ""},
 	}
@@ -117,6 +118,17 @@ func aliasBomb(prefix, open, close string, n int) string {
 	fmt.Fprintf(&b, "%s0 = %si32, i32%s\n", prefix, open, close)
 	for i := 1; i < n; i++ {
 		fmt.Fprintf(&b, "%s%d = %s%s%d, %s%d%s\n", prefix, i, open, prefix, i-1, prefix, i-1, close)
+	}
+	return b.String()
+}
+
+// locBomb returns n location alias definitions, each a call site of the
+// previous one at itself.
+func locBomb(n int) string {
+	var b strings.Builder
+	b.WriteString(`#loc0 = loc("a":1:1)` + "\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "#loc%d = loc(callsite(#loc%d at #loc%d))\n", i, i-1, i-1)
 	}
 	return b.String()
 }
