@@ -46,6 +46,18 @@ var libraryCases = []struct {
   %tw = "graph.transpose"(%w) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<2x3x4x7xbf16>) -> tensor<2x3x7x4xbf16>
   %0 = "graph.matmul"(%tx, %tw) : (tensor<2x3x5x7xbf16>, tensor<2x3x7x4xbf16>) -> tensor<2x3x5x4xbf16>
   %r = "graph.mul"(%0, %0) : (tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>) -> tensor<2x3x5x4xbf16>`, 1, 1, "transpose_a, transpose_b"},
+	// Dimensions of size 1 are indexed by the constant 0, not the nest's
+	// induction variable (TestGPUCuBLASLt drew b=1 and found no library op).
+	{"batch-of-one-relu", "%x: tensor<1x27x6xbf16>, %w: tensor<1x6x15xbf16>", "tensor<1x27x15xbf16>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<1x27x6xbf16>, tensor<1x6x15xbf16>) -> tensor<1x27x15xbf16>
+  %r = "graph.relu"(%0) : (tensor<1x27x15xbf16>) -> tensor<1x27x15xbf16>`, 1, 1, ""},
+	{"m-one-b-transposed", "%x: tensor<1x9xbf16>, %w: tensor<4x9xbf16>", "tensor<1x4xbf16>", `
+  %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<4x9xbf16>) -> tensor<9x4xbf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<1x9xbf16>, tensor<9x4xbf16>) -> tensor<1x4xbf16>`, 1, 0, "transpose_b"},
+	{"k-one", "%x: tensor<7x1xf16>, %w: tensor<1x5xf16>", "tensor<7x5xf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<7x1xf16>, tensor<1x5xf16>) -> tensor<7x5xf16>`, 1, 0, ""},
+	{"all-one", "%x: tensor<1x1x1xbf16>, %w: tensor<1x1x1xbf16>", "tensor<1x1x1xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<1x1x1xbf16>, tensor<1x1x1xbf16>) -> tensor<1x1x1xbf16>`, 1, 0, ""},
 	{"f32-stays-a-kernel", "%x: tensor<6x4xf32>, %w: tensor<4x3xf32>", "tensor<6x3xf32>", `
   %r = "graph.matmul"(%x, %w) : (tensor<6x4xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>`, 0, 1, ""},
 }

@@ -122,23 +122,34 @@ func matchMatmul(nest *ir.Operation) *matmulNest {
 			idx[d] = throughUnitBroadcast(idx[d], body, ubs)
 		}
 		for d := range nb {
-			if idx[d] != body.Argument(d) {
+			if !indexes(idx[d], body.Argument(d), m.extents[d]) {
 				return nil
 			}
 		}
 		var o *factor
-		switch r, c := idx[nb], idx[nb+1]; {
-		case r == iv && c == kv || r == kv && c == iv:
-			o = &m.a
-		case r == jv && c == kv || r == kv && c == jv:
-			o = &m.b
-		default:
+		kLast := false
+		r, c := idx[nb], idx[nb+1]
+		for _, f := range []struct {
+			o      *factor
+			outer  *ir.Value
+			extent int64
+		}{{&m.a, iv, m.extents[nb]}, {&m.b, jv, m.extents[nb+1]}} {
+			if f.o.mem != nil {
+				continue
+			}
+			if indexes(r, f.outer, f.extent) && indexes(c, kv, m.k) {
+				o, kLast = f.o, true
+			} else if indexes(r, kv, m.k) && indexes(c, f.outer, f.extent) {
+				o = f.o
+			}
+			if o != nil {
+				break
+			}
+		}
+		if o == nil {
 			return nil
 		}
-		if o.mem != nil {
-			return nil
-		}
-		o.mem, o.kLast = ld.Operand(0), idx[nb+1] == kv
+		o.mem, o.kLast = ld.Operand(0), kLast
 		if m.elem == nil {
 			m.elem = ext.Operand(0).Type()
 		} else if m.elem != ext.Operand(0).Type() {
@@ -149,6 +160,18 @@ func matchMatmul(nest *ir.Operation) *matmulNest {
 		return nil
 	}
 	return m
+}
+
+// indexes reports whether index v runs over iv, an induction variable of
+// the given extent: v is iv, or the constant 0 where the extent is 1 (iv
+// is then always 0; convert-graph-to-loop indexes a dimension of size 1
+// by 0, so a batch of one or an M, N or K of 1 reads that way).
+func indexes(v, iv *ir.Value, extent int64) bool {
+	if v == iv {
+		return true
+	}
+	c, ok := staticInt(v)
+	return ok && c == 0 && extent == 1
 }
 
 // throughUnitBroadcast returns the induction variable iv of the nest

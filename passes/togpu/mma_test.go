@@ -81,6 +81,12 @@ var mmaCases = []struct {
   %r = "graph.matmul"(%t, %w) : (tensor<2x3x24x16xbf16>, tensor<2x3x16x40xbf16>) -> tensor<2x3x24x40xbf16>`, 1},
 	{"batched", "%x: tensor<2x3x20x16xbf16>, %w: tensor<2x3x16x24xbf16>", "tensor<2x3x20x24xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<2x3x20x16xbf16>, tensor<2x3x16x24xbf16>) -> tensor<2x3x20x24xbf16>`, 1},
+	// Dimensions of size 1 are indexed by the constant 0 (matchMatmul's
+	// indexes): a batch of one, and M = 1 with K = 1.
+	{"batch-of-one", "%x: tensor<1x20x16xbf16>, %w: tensor<1x16x24xbf16>", "tensor<1x20x24xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<1x20x16xbf16>, tensor<1x16x24xbf16>) -> tensor<1x20x24xbf16>`, 1},
+	{"m-one-k-one", "%x: tensor<1x1xbf16>, %w: tensor<1x24xbf16>", "tensor<1x24xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<1x1xbf16>, tensor<1x24xbf16>) -> tensor<1x24xbf16>`, 1},
 	{"attention", "%q: tensor<2x2x24x16xbf16>, %k: tensor<2x2x24x16xbf16>, %v: tensor<2x2x24x16xbf16>", "tensor<2x2x24x16xbf16>", `
   %r = "graph.attention"(%q, %k, %v) : (tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>) -> tensor<2x2x24x16xbf16>`, 2},
 }
