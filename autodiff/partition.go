@@ -317,7 +317,11 @@ func (j *jointFunc) describe(v *ir.Value) string {
 	if op == nil {
 		return fmt.Sprintf("argument %d", slices.Index(j.body.Arguments(), v))
 	}
-	return fmt.Sprintf("'%s' at %s", op.Name(), strings.ReplaceAll(op.Loc().String(), `"`, ""))
+	pos := ir.Position(op.Loc())
+	if pos == "" {
+		pos = strings.ReplaceAll(op.Loc().String(), `"`, "")
+	}
+	return fmt.Sprintf("'%s' at %s", op.Name(), pos)
 }
 
 // buildForward builds the forward pass: f's arguments to f's results and

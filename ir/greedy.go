@@ -318,10 +318,10 @@ func (d *greedyDriver) logf(format string, args ...any) {
 	}
 }
 
-// locText renders a location for logs: file:line:col when there is one.
+// locText renders a location for logs: its Position when it has one.
 func locText(l Location) string {
-	if f, ok := fileLineCol(l); ok {
-		return fmt.Sprintf("%s:%d:%d", f.File, f.Line, f.Col)
+	if pos := Position(l); pos != "" {
+		return pos
 	}
 	if l == nil {
 		return "unknown"

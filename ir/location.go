@@ -150,15 +150,25 @@ func (d *Diagnostic) Error() string {
 	return b.String()
 }
 
+// Position renders a location for people: "file:line:col" where it has
+// a file position, "file:line" where the column is 0 (unknown: a Go
+// caller's line, as the frontend records it; the Go toolchain writes it
+// so), and "" where it has none.
+func Position(l Location) string {
+	f, ok := fileLineCol(l)
+	switch {
+	case !ok:
+		return ""
+	case f.Col == 0:
+		return f.File + ":" + strconv.Itoa(f.Line)
+	}
+	return f.File + ":" + strconv.Itoa(f.Line) + ":" + strconv.Itoa(f.Col)
+}
+
 func (d *Diagnostic) write(b *strings.Builder) {
-	if f, ok := fileLineCol(d.Loc); ok {
-		// Column 0 is unknown (a Go caller's line, as the frontend
-		// records it): file:line, as the Go toolchain writes it.
-		if f.Col == 0 {
-			fmt.Fprintf(b, "%s:%d: ", f.File, f.Line)
-		} else {
-			fmt.Fprintf(b, "%s:%d:%d: ", f.File, f.Line, f.Col)
-		}
+	if pos := Position(d.Loc); pos != "" {
+		b.WriteString(pos)
+		b.WriteString(": ")
 	} else if d.Loc != nil {
 		if _, unknown := d.Loc.(UnknownLoc); !unknown {
 			fmt.Fprintf(b, "loc(%s): ", d.Loc)

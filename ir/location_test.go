@@ -23,3 +23,23 @@ func TestDiagnosticPositions(t *testing.T) {
 		t.Errorf("with a note: %q, want %q", got, want)
 	}
 }
+
+// TestPosition checks the position text logs and reports share with
+// diagnostics: through a name or call site to its file position, and
+// empty where there is none.
+func TestPosition(t *testing.T) {
+	for _, c := range []struct {
+		loc  Location
+		want string
+	}{
+		{FileLineColLoc{File: "a.mlir", Line: 3, Col: 7}, "a.mlir:3:7"},
+		{FileLineColLoc{File: "main.go", Line: 52}, "main.go:52"},
+		{NameLoc{Name: "x", Child: FileLineColLoc{File: "main.go", Line: 8}}, "main.go:8"},
+		{UnknownLoc{}, ""},
+		{nil, ""},
+	} {
+		if got := Position(c.loc); got != c.want {
+			t.Errorf("Position(%v) = %q, want %q", c.loc, got, c.want)
+		}
+	}
+}
