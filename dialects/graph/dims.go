@@ -204,3 +204,51 @@ func dimsFromShape(shape []int64) []sym.Expr {
 	}
 	return out
 }
+
+// CheckShapes checks concrete shapes against the symbolic sizes of the
+// tensor types they are values of (an argument list against a function's
+// inputs, say): a symbol that sizes several dims must have one value, and
+// a size that is an expression of bound symbols must equal it. shapes[i]
+// is nil where types[i] is not a ranked tensor; static sizes and ranks are
+// the caller's to check. It returns the symbols' values.
+func CheckShapes(types []ir.Type, shapes [][]int64) (map[string]int64, error) {
+	env := map[string]int64{}
+	from := map[string]string{}
+	type later struct {
+		i, d int
+		e    sym.Expr
+	}
+	var exprs []later
+	for i, t := range types {
+		tt, ok := t.(*ir.TensorType)
+		if !ok || shapes[i] == nil || !tt.Ranked() || len(shapes[i]) != len(tt.Shape()) {
+			continue
+		}
+		for d, e := range DimsOf(tt) {
+			if _, isConst := e.IsConst(); isConst || IsUnknown(e) {
+				continue
+			}
+			name, isSym := e.IsSym()
+			if !isSym {
+				exprs = append(exprs, later{i, d, e})
+				continue
+			}
+			got := shapes[i][d]
+			if v, bound := env[name]; bound && v != got {
+				return nil, fmt.Errorf("argument %d of type %s has size %d in dim %d, but %s = %d (%s)", i, t, got, d, name, v, from[name])
+			}
+			env[name] = got
+			from[name] = fmt.Sprintf("argument %d, dim %d", i, d)
+		}
+	}
+	for _, l := range exprs {
+		want, err := l.e.Eval(env)
+		if err != nil {
+			continue // a symbol no dim names alone: nothing to check against
+		}
+		if got := shapes[l.i][l.d]; got != want {
+			return nil, fmt.Errorf("argument %d of type %s has size %d in dim %d, but %s = %d", l.i, types[l.i], got, l.d, l.e, want)
+		}
+	}
+	return env, nil
+}

@@ -177,3 +177,28 @@ func findOp(root *ir.Operation, name string) *ir.Operation {
 	})
 	return found
 }
+
+// TestCheckShapes binds symbols from the argument shapes and rejects shapes
+// that give a symbol two values or miss a computed size.
+func TestCheckShapes(t *testing.T) {
+	types := []ir.Type{symTensor(t, "s0, 4"), symTensor(t, "s0*4"), ir.F32, symTensor(t, "s1, s0")}
+	for _, tc := range []struct {
+		shapes [][]int64
+		want   string // error substring; "" for success
+	}{
+		{[][]int64{{3, 4}, {12}, nil, {7, 3}}, ""},
+		{[][]int64{{3, 4}, {12}, nil, {7, 5}}, "argument 3 of type tensor<?x?xf32, #graph.dims<[s1, s0]>> has size 5 in dim 1, but s0 = 3 (argument 0, dim 0)"},
+		{[][]int64{{3, 4}, {13}, nil, {7, 3}}, "argument 1 of type tensor<?xf32, #graph.dims<[s0*4]>> has size 13 in dim 0, but s0*4 = 12"},
+		{[][]int64{{3, 4}, nil, nil, nil}, ""},
+	} {
+		env, err := graph.CheckShapes(types, tc.shapes)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.shapes, err)
+		case tc.want == "" && env["s0"] != 3:
+			t.Errorf("%v: s0 = %d, want 3", tc.shapes, env["s0"])
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%v: error %v, want %q", tc.shapes, err, tc.want)
+		}
+	}
+}

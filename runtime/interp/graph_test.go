@@ -2,6 +2,7 @@ package interp
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -302,5 +303,31 @@ func TestGraphSpeed(t *testing.T) {
 }`, m)
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("256³ matmul took %v", d)
+	}
+}
+
+// TestSymbolicSizesOfArguments checks that a call's arguments must agree
+// with the symbolic sizes of its parameter types: the graph ops would
+// otherwise broadcast a size-1 argument, or read part of a longer one
+// once lowered, where the types promise equal sizes.
+func TestSymbolicSizesOfArguments(t *testing.T) {
+	src := `func.func @f(%x: tensor<?x4xf32, #graph.dims<[s0, 4]>>, %y: tensor<?xf32, #graph.dims<[s0]>>) -> tensor<?xf32, #graph.dims<[s0]>> {
+  %s = "graph.reduce_sum"(%x) <{axes = array<i64: 1>}> : (tensor<?x4xf32, #graph.dims<[s0, 4]>>) -> tensor<?xf32, #graph.dims<[s0]>>
+  %a = "graph.add"(%s, %y) : (tensor<?xf32, #graph.dims<[s0]>>, tensor<?xf32, #graph.dims<[s0]>>) -> tensor<?xf32, #graph.dims<[s0]>>
+  return %a : tensor<?xf32, #graph.dims<[s0]>>
+}`
+	ctx := ir.NewContext(builtin.Dialect, funcd.Dialect, graph.Dialect)
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y1, y3 := f32s(t, []int64{3, 4}, make([]float64, 12)...), f32s(t, []int64{1}, 1), f32s(t, []int64{3}, 1, 2, 3)
+	if _, err := New(m).Call("f", x, y3); err != nil {
+		t.Errorf("consistent sizes: %v", err)
+	}
+	_, err = New(m).Call("f", x, y1)
+	want := "t.mlir:1:1: error: @f argument 1 of type tensor<?xf32, #graph.dims<[s0]>> has size 1 in dim 0, but s0 = 3 (argument 0, dim 0)"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("s0 = 3 and 1: error %v, want %q", err, want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -141,6 +142,9 @@ func (in *Interpreter) call(site *ir.Operation, fn *ir.Operation, args []Value, 
 			return nil, ir.Errorf(errAt, "@%s argument %d: %v", name, i, err)
 		}
 	}
+	if err := checkSymbolicSizes(ft.Inputs, args); err != nil {
+		return nil, ir.Errorf(errAt, "@%s %v", name, err)
+	}
 	if fn.NumRegions() == 0 || fn.Region(0).Empty() {
 		return nil, ir.Errorf(errAt, "@%s is a declaration without a body", name)
 	}
@@ -162,6 +166,26 @@ func (in *Interpreter) call(site *ir.Operation, fn *ir.Operation, args []Value, 
 		}
 	}
 	return results, nil
+}
+
+// checkSymbolicSizes checks arguments against the symbolic sizes of the
+// #graph.dims encodings of their types: one value for each symbol, and
+// sizes that are expressions of them computed right.
+func checkSymbolicSizes(types []ir.Type, args []Value) error {
+	var shapes [][]int64
+	for i, t := range types {
+		if tt, ok := t.(*ir.TensorType); ok && tt.Encoding != nil {
+			if shapes == nil {
+				shapes = make([][]int64, len(types))
+			}
+			shapes[i] = args[i].Shape()
+		}
+	}
+	if shapes == nil {
+		return nil
+	}
+	_, err := graph.CheckShapes(types, shapes)
+	return err
 }
 
 // maxCallNotes is how many "called from here" notes an error carries: the

@@ -51,6 +51,12 @@ func TestBadInputEndToEnd(t *testing.T) {
   return %0 : tensor<?x4xf32>
 }
 `))
+	symb := file("symb.mlir", []byte(`func.func @main(%x: tensor<?x4xf32, #graph.dims<[s0, 4]>>, %y: tensor<?xf32, #graph.dims<[s0]>>) -> tensor<?xf32, #graph.dims<[s0]>> {
+  %s = "graph.reduce_sum"(%x) <{axes = array<i64: 1>}> : (tensor<?x4xf32, #graph.dims<[s0, 4]>>) -> tensor<?xf32, #graph.dims<[s0]>>
+  %a = "graph.add"(%s, %y) : (tensor<?xf32, #graph.dims<[s0]>>, tensor<?xf32, #graph.dims<[s0]>>) -> tensor<?xf32, #graph.dims<[s0]>>
+  return %a : tensor<?xf32, #graph.dims<[s0]>>
+}
+`))
 	good := file("good.npy", rawNpy("<f4", false, "(4,)", vec(4)))
 	divide := file("div.mlir", []byte(`func.func @main(%a: i32) -> i32 {
   %z = arith.constant 0 : i32
@@ -135,6 +141,8 @@ func TestBadInputEndToEnd(t *testing.T) {
 			[]string{"@main: argument 0: shape [99999999999 4] is too large"}},
 		{"run result without dtype", "", []string{"run", file("u16.mlir", []byte("func.func @main(%x: tensor<2xui16>) -> tensor<2xui16> {\n  return %x : tensor<2xui16>\n}\n")), "--random-inputs", "1"},
 			ExitUsage, []string{"@main: result 0 of type tensor<2xui16>: element type ui16 has no .npy dtype"}},
+		{"run inconsistent symbolic sizes", "", []string{"run", symb, "--random-inputs", "1", "--shape", "arg0=3x4", "--shape", "arg1=5", "--pass-pipeline=builtin.module(lower-to-gpu)"},
+			ExitUsage, []string{"@main: argument 1 of type tensor<?xf32, #graph.dims<[s0]>> has size 5 in dim 0, but s0 = 3 (argument 0, dim 0)"}},
 		// Failures at run time are located at the op.
 		{"run division by zero", "", []string{"run", divide, "--random-inputs", "1"}, ExitDiagnostics,
 			[]string{"div.mlir:3:8: error: 'arith.divsi' op integer division by zero"}},

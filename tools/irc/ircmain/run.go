@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/symbolize"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -27,6 +28,9 @@ type runFlags struct {
 	shapes   stringList
 	backend  string
 	nvptx    nvptxFlags
+	// signatures are the types of the input's functions before any pass:
+	// their #graph.dims encodings say which sizes the arguments share.
+	signatures map[string]*ir.FunctionType
 }
 
 // stringList is a repeatable string flag.
@@ -118,6 +122,9 @@ func (t *tool) run(args []string) int {
 	if err == nil {
 		err = ir.Verify(mod)
 	}
+	if err == nil {
+		f.signatures = signatures(mod)
+	}
 	if err == nil && f.backend == "nvptx" {
 		return t.runNVPTX(ctx, &f, name, mod, pm, fail)
 	}
@@ -182,7 +189,41 @@ func (t *tool) runArgs(f *runFlags, fnName string, ft *ir.FunctionType) (argv []
 	if err != nil {
 		return nil, t.usageErrorf("run: @%s: %v", fnName, err), false
 	}
+	// Lowering turns tensors into memrefs without encodings: check the
+	// arguments' sizes against the symbolic sizes of the input's types.
+	if sig := f.signatures[fnName]; sig != nil && len(sig.Inputs) == len(argv) {
+		shapes := make([][]int64, len(argv))
+		for i, a := range argv {
+			shapes[i] = a.Shape()
+		}
+		if _, err := graph.CheckShapes(sig.Inputs, shapes); err != nil {
+			return nil, t.usageErrorf("run: @%s: %v", fnName, err), false
+		}
+	}
 	return argv, ExitOK, true
+}
+
+// signatures returns the types of the func.func ops directly in mod,
+// except those of functions with guards (graph-symbolize-shapes's), which
+// check the same and more.
+func signatures(mod *ir.Operation) map[string]*ir.FunctionType {
+	out := map[string]*ir.FunctionType{}
+	for _, r := range mod.Regions() {
+		for b := r.Front(); b != nil; b = b.Next() {
+			for op := b.First(); op != nil; op = op.Next() {
+				if op.Name() != "func.func" {
+					continue
+				}
+				if _, guarded, _ := symbolize.Guards(op); guarded {
+					continue
+				}
+				if ft, err := interp.FuncType(op); err == nil {
+					out[ir.SymbolName(op)] = ft
+				}
+			}
+		}
+	}
+	return out
 }
 
 // writeResults writes the results to the --output files, or their
