@@ -178,24 +178,25 @@ func CheckSize(elem ir.Type, shape []int64) error {
 // memory available now, in bytes (0: unknown); tests replace them.
 var physicalMemory, availableMemory = physicalMemoryOS, availableMemoryOS
 
-// largeAllocation is the size from which CheckMemory asks the system how
-// much memory is left; smaller allocations are not checked.
+// largeAllocation is the size from which CheckMemory asks the system about
+// its memory; smaller allocations are not checked.
 const largeAllocation = 64 << 20
 
 // CheckMemory reports an error ("needs 3.0 TiB, more than ...") when an
-// allocation of n bytes cannot succeed: more than the machine's physical
-// memory or, for allocations of 64 MiB and more, than the memory available
-// now (the kernel's estimate, within the cgroup's limit). Go ends the
+// allocation of n bytes, 64 MiB or more, cannot succeed: more than the
+// machine's physical memory or than the memory available now (the
+// kernel's estimate, within the cgroup's limit). Go ends the
 // process when an allocation fails, so sizes that come from the input are
 // checked before they are allocated.
 func CheckMemory(n uint64) error {
+	if n < largeAllocation {
+		return nil
+	}
 	if total := physicalMemory(); total > 0 && n > total {
 		return fmt.Errorf("needs %s, more than the %s of memory of this machine", formatBytes(n), formatBytes(total))
 	}
-	if n >= largeAllocation {
-		if avail := availableMemory(); avail > 0 && n > avail {
-			return fmt.Errorf("needs %s, more than the %s of memory available", formatBytes(n), formatBytes(avail))
-		}
+	if avail := availableMemory(); avail > 0 && n > avail {
+		return fmt.Errorf("needs %s, more than the %s of memory available", formatBytes(n), formatBytes(avail))
 	}
 	return nil
 }
