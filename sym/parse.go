@@ -55,9 +55,17 @@ func (p *parser) eat(c byte) bool {
 }
 
 // sum := product (('+' | '-') product)*
+//
+// The products' terms are gathered and merged once at the end, so a long
+// sum costs n log n, not n² as adding one product at a time would.
 func (p *parser) sum() (Expr, error) {
 	e, err := p.product()
-	for err == nil {
+	if err != nil {
+		return Expr{}, err
+	}
+	var ts []term
+	c, mag := e.constant(), magnitude(e)
+	for {
 		var k int64
 		switch {
 		case p.eat('+'):
@@ -65,16 +73,27 @@ func (p *parser) sum() (Expr, error) {
 		case p.eat('-'):
 			k = -1
 		default:
-			return e, nil
-		}
-		var x Expr
-		if x, err = p.product(); err == nil {
-			if err = p.fits(magnitude(e) + magnitude(x)); err == nil {
-				e = addScaled(e, x, k)
+			if ts == nil {
+				return e, nil
 			}
+			return normalize(ts, c), nil
 		}
+		x, err := p.product()
+		if err != nil {
+			return Expr{}, err
+		}
+		mag += magnitude(x)
+		if err := p.fits(mag); err != nil {
+			return Expr{}, err
+		}
+		if ts == nil {
+			ts = append(ts, e.terms()...)
+		}
+		for _, t := range x.terms() {
+			ts = append(ts, term{k * t.coef, t.mono})
+		}
+		c += k * x.constant()
 	}
-	return Expr{}, err
 }
 
 // product := unary ('*' unary)*
