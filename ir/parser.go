@@ -68,6 +68,7 @@ type Parser struct {
 	typeCache map[string]Type // top-level type text → type (see parseType)
 	inType    bool            // inside parseType, where nothing is cached
 	prevEnd   int             // end offset of the token before p.tok
+	lastCol   colMark         // the last position posLoc computed
 
 	// the op being parsed by a custom parser
 	numResults int
@@ -136,9 +137,20 @@ func (p *Parser) Ctx() *Context { return p.ctx }
 // posLoc converts a byte offset into a file:line:col location.
 func (p *Parser) posLoc(pos int) FileLineColLoc {
 	line := sort.Search(len(p.lines), func(i int) bool { return p.lines[i] > pos }) - 1
-	col := utf8.RuneCountInString(p.lex.src[p.lines[line]:pos]) + 1
+	// Columns count runes from the line's start; positions mostly come in
+	// order, so count on from the last one on the same line (a long line
+	// of n values would cost n² otherwise).
+	from, col := p.lines[line], 1
+	if m := p.lastCol; m.col > 0 && m.line == line && m.pos <= pos {
+		from, col = m.pos, m.col
+	}
+	col += utf8.RuneCountInString(p.lex.src[from:pos])
+	p.lastCol = colMark{line: line, pos: pos, col: col}
 	return FileLineColLoc{File: p.opts.Filename, Line: line + 1 + p.opts.LineOffset, Col: col}
 }
+
+// colMark is a position whose column posLoc has computed (col 0: none).
+type colMark struct{ line, pos, col int }
 
 // Loc returns the location of the current token.
 func (p *Parser) Loc() Location { return p.posLoc(p.tok.pos) }

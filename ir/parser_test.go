@@ -197,3 +197,24 @@ func TestParseDeepOpaque(t *testing.T) {
 		t.Errorf("opaque attribute not kept verbatim (%d bytes)", len(got))
 	}
 }
+
+// TestColumnsOnOneLine checks op locations on a line holding several ops
+// after multi-byte characters: the parser counts columns on from the last
+// position it located on the line.
+func TestColumnsOnOneLine(t *testing.T) {
+	ctx := ir.NewContext()
+	ctx.AllowUnregistered = true
+	src := `"t.a"() {s = "ééé"} : () -> () "t.b"() : () -> () "t.c"() {s = "€"} : () -> ()` + "\n" + `  "t.d"() : () -> ()`
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "cols.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for op := m.Region(0).Front().First(); op != nil; op = op.Next() {
+		got = append(got, op.Loc().String())
+	}
+	want := []string{`"cols.mlir":1:1`, `"cols.mlir":1:32`, `"cols.mlir":1:51`, `"cols.mlir":2:3`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("locations %v, want %v", got, want)
+	}
+}
