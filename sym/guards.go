@@ -70,16 +70,17 @@ func (g Guard) String() string {
 // ParseGuard reads a guard as Guard.String prints it.
 func ParseGuard(text string) (Guard, error) {
 	lhs, rhs, ok := strings.Cut(text, " == ")
-	if !ok || !strings.HasPrefix(lhs, "arg") {
+	argText, field, dotted := strings.Cut(strings.TrimPrefix(lhs, "arg"), ".")
+	if !ok || !strings.HasPrefix(lhs, "arg") || !dotted {
+		// A relation between sizes; its symbols may start with "arg" too.
 		c, err := ParseConstraint(text)
 		if err != nil {
 			return Guard{}, fmt.Errorf("sym: bad guard %q: %w", text, err)
 		}
 		return RelGuard(c), nil
 	}
-	argText, field, ok := strings.Cut(strings.TrimPrefix(lhs, "arg"), ".")
 	arg, err := strconv.Atoi(argText)
-	if !ok || err != nil || arg < 0 {
+	if err != nil || arg < 0 {
 		return Guard{}, fmt.Errorf("sym: bad guard %q: want argN.rank, argN.shape[D] or argN.dtype on the left", text)
 	}
 	switch {

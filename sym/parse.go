@@ -3,6 +3,7 @@ package sym
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -63,8 +64,8 @@ func (p *parser) sum() (Expr, error) {
 	if err != nil {
 		return Expr{}, err
 	}
-	var ts []term
-	c, mag := e.constant(), magnitude(e)
+	ts := slices.Clone(e.terms())
+	c, mag, single := e.constant(), magnitude(e), true
 	for {
 		var k int64
 		switch {
@@ -73,7 +74,7 @@ func (p *parser) sum() (Expr, error) {
 		case p.eat('-'):
 			k = -1
 		default:
-			if ts == nil {
+			if single {
 				return e, nil
 			}
 			return normalize(ts, c), nil
@@ -86,9 +87,7 @@ func (p *parser) sum() (Expr, error) {
 		if err := p.fits(mag); err != nil {
 			return Expr{}, err
 		}
-		if ts == nil {
-			ts = append(ts, e.terms()...)
-		}
+		single = false
 		for _, t := range x.terms() {
 			ts = append(ts, term{k * t.coef, t.mono})
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -407,5 +408,34 @@ func TestSolve(t *testing.T) {
 		if got != c.want {
 			t.Errorf("Solve(%s) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestParseSums checks sums that start with a constant or cancel out
+// (the parser merges a sum's terms once at its end).
+func TestParseSums(t *testing.T) {
+	for text, want := range map[string]string{
+		"(0+1)": "1", "0 - 3": "-3", "2 + s0*3 - 2": "s0*3", "s0 - s0": "0", "1 + 2 + s1 + s0": "s0 + s1 + 3",
+		"-(4) + (s0 + 4)": "s0", "s0": "s0", "7": "7",
+	} {
+		e, err := Parse(text)
+		if err != nil || e.String() != want {
+			t.Errorf("Parse(%q) = %s, %v; want %s", text, e, err, want)
+		}
+	}
+}
+
+// TestGuardOnSymbolNamedArg checks that a relation on a symbol whose name
+// starts with "arg" is a relation guard that prints and parses back, not a
+// malformed argN.field guard.
+func TestGuardOnSymbolNamedArg(t *testing.T) {
+	for _, text := range []string{"arg == 0", "args2 >= 2", "arg0 == s1*2"} {
+		g, err := ParseGuard(text)
+		if err != nil || g.String() != text {
+			t.Errorf("ParseGuard(%q) = %s, %v", text, g, err)
+		}
+	}
+	if _, err := ParseGuard("arg0.rnk == 2"); err == nil || !strings.Contains(err.Error(), `unknown field "rnk"`) {
+		t.Errorf("arg0.rnk: %v", err)
 	}
 }
