@@ -204,38 +204,48 @@ func (gs Guards) check(inputs []ShapeDtype, first bool) (map[string]int64, []Fai
 	return env, fails
 }
 
-// test checks one guard, returning what was seen when it fails.
+// test checks one guard, returning what was seen when it fails. The
+// text is built only for a failure: a cached call checks every guard.
 func (g Guard) test(inputs []ShapeDtype, env map[string]int64, size func(Guard) (int64, string, bool)) (string, bool) {
 	if g.kind != guardRel && g.arg >= len(inputs) {
 		return fmt.Sprintf("%d inputs", len(inputs)), false
 	}
 	switch g.kind {
 	case guardRank:
-		r := len(inputs[g.arg].Shape)
-		return strconv.Itoa(r), r == g.rank
+		if r := len(inputs[g.arg].Shape); r != g.rank {
+			return strconv.Itoa(r), false
+		}
+		return "", true
 	case guardDtype:
-		d := inputs[g.arg].Dtype
-		return d, d == g.dtype
+		if d := inputs[g.arg].Dtype; d != g.dtype {
+			return d, false
+		}
+		return "", true
 	case guardDim:
 		v, why, ok := size(g)
 		if !ok {
 			return why, false
 		}
 		want, err := g.expr.Eval(env)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err.Error(), false
+		case v == want:
+			return "", true
 		}
 		if _, isSym := g.expr.IsSym(); isSym || len(g.expr.Symbols()) == 0 {
-			return strconv.FormatInt(v, 10), v == want
+			return strconv.FormatInt(v, 10), false
 		}
-		return fmt.Sprintf("%d, %s", v, bindings(g.expr.Symbols(), env)), v == want
+		return fmt.Sprintf("%d, %s", v, bindings(g.expr.Symbols(), env)), false
 	}
 	holds, err := g.rel.Eval(env)
-	seen := bindings(append(g.rel.L.Symbols(), g.rel.R.Symbols()...), env)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err.Error(), false
+	case holds:
+		return "", true
 	}
-	return seen, holds
+	return bindings(append(g.rel.L.Symbols(), g.rel.R.Symbols()...), env), false
 }
 
 // bindings prints "s0 = 3, s1 = 4" for the named symbols, once each.

@@ -354,6 +354,32 @@ func TestGuards(t *testing.T) {
 	}
 }
 
+// TestGuardsCheckAllocations checks that guards which hold cost no
+// allocation each: a cached call checks all of them, and only a failure
+// needs the text of what was seen.
+func TestGuardsCheckAllocations(t *testing.T) {
+	allocs := func(n int) float64 {
+		var texts []string
+		for range n {
+			texts = append(texts, "arg0.rank == 2", "arg0.dtype == f32", "arg0.shape[1] == 128", "arg0.shape[0] == s0",
+				"arg1.shape[0] == s0*2", "s0 >= 2")
+		}
+		gs, err := ParseGuards(texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := []ShapeDtype{{[]int64{7, 128}, "f32"}, {[]int64{14}, "f32"}}
+		return testing.AllocsPerRun(100, func() {
+			if _, fail := gs.Check(in); fail != nil {
+				t.Fatal(fail)
+			}
+		})
+	}
+	if one, ten := allocs(1), allocs(10); ten > one {
+		t.Errorf("a passing Check allocates %v times for 6 guards and %v for 60", one, ten)
+	}
+}
+
 func TestAutoDynamic(t *testing.T) {
 	got := AutoDynamic([][]int64{{8, 128}, {4}, {2, 2}}, [][]int64{{9, 128}, {4, 1}, {2, 3}})
 	if fmt.Sprint(got) != "[0:0 2:1]" {
