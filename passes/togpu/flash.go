@@ -99,11 +99,21 @@ type FlashTile struct {
 	// fragments by ldmatrix in every key tile: 16 registers and 4
 	// ldmatrix a warp-tile fewer.
 	QShared bool
+	// LateCopy (with Pipe, not PrefetchV) issues a key tile's copies
+	// after its products rather than before S: K(kt+1) and V(kt) in tile
+	// kt, one cp.async group, with S = Q·Kᵀ and P·V both left in flight
+	// (P·V's gpu.wgmma pending 2) and S awaited after the copies, so that
+	// their address arithmetic and LDGSTS run while S is on the tensor
+	// cores, off the paths from the tile's barrier to S and from P·V's
+	// wait to the next barrier. V(kt)'s stage held V(kt−2), whose P·V
+	// every thread awaited before the tile's barrier.
+	LateCopy bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
-// for Pipe, l for Lazy, v for PrefetchV and q for QShared.
+// for Pipe, l for Lazy, v for PrefetchV, q for QShared and c for
+// LateCopy.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -135,6 +145,9 @@ func (t FlashTile) String() string {
 	}
 	if t.QShared {
 		s += "q"
+	}
+	if t.LateCopy {
+		s += "c"
 	}
 	return s
 }
@@ -180,6 +193,8 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA,
 	FlashTileWGMMACausal,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LateCopy: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LateCopy: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},

@@ -142,40 +142,66 @@ func (k *kernelTranslator) wgmma(op *ir.Operation) error {
 	return nil
 }
 
-// wgmmaDesc is a 128-byte-swizzle matrix descriptor in parts: enc is
-// its start address field (bits 0–13: the shared address / 16, an i32),
-// bits its constant fields.
+// wgmmaDesc is a 128-byte-swizzle matrix descriptor in parts: lo is its
+// lower word (an i32: the start address field, bits 0–13, the shared
+// address / 16, and the leading byte offset field), hi its upper word's
+// constant fields.
 type wgmmaDesc struct {
-	enc  llvmValue
-	bits int64
+	lo llvmValue
+	hi int64
 }
 
 // wgmmaDescriptor returns the descriptor of the matrix what (A or B) at
 // offset off of workgroup buffer buf, with leading byte offset lbo and
-// 8-row groups 1024 bytes apart.
+// 8-row groups 1024 bytes apart. The buffer's own address field (with
+// the leading offset's bits) and the offset's are added in 32 bits: the
+// buffer is 1024-aligned and workgroup addresses are below 2^18, so the
+// sum is the field of the element's address and never carries past its
+// 14 bits. The buffer's part does not depend on off, so in a loop only
+// the offset's shift and the add remain (the offset is a multiple of 16
+// bytes: gpu.wgmma's verifier and the swizzle's alignment).
 func (k *kernelTranslator) wgmmaDescriptor(buf, off *ir.Value, what string, lbo int64) (wgmmaDesc, error) {
 	if !wgmmaAligned(k.get(buf)) {
 		return wgmmaDesc{}, fmt.Errorf("%s must be a workgroup buffer aligned to %d bytes", what, wgmmaAlign)
 	}
-	p, err := k.bytePointer(buf, off)
-	if err != nil {
-		return wgmmaDesc{}, err
+	mt, ok := buf.Type().(*ir.MemRefType)
+	if !ok {
+		return wgmmaDesc{}, fmt.Errorf("%s must be a workgroup memref, not %s", what, buf.Type())
 	}
-	addr := k.cur.NewTrunc(k.cur.NewPtrToInt(p, types.I64), types.I32)
-	enc := k.cur.NewLShr(k.cur.NewAnd(addr, constant.NewInt(types.I32, 0x3FFFF)), constant.NewInt(types.I32, 4))
-	return wgmmaDesc{enc: enc, bits: wgmmaDescriptorBits(lbo, 1024)}, nil
+	var size int64
+	switch t := mt.ElementType().(type) {
+	case *ir.FloatType:
+		size = int64(t.Width) / 8
+	case *ir.IntegerType:
+		size = max(int64(t.Width)/8, 1)
+	}
+	if size <= 0 || 16%size != 0 {
+		return wgmmaDesc{}, fmt.Errorf("%s: elements of %d bytes do not divide a 16-byte descriptor unit", what, size)
+	}
+	bits := wgmmaDescriptorBits(lbo, 1024)
+	addr := k.cur.NewTrunc(k.cur.NewPtrToInt(k.get(buf), types.I64), types.I32)
+	base := k.cur.NewOr(k.cur.NewLShr(k.cur.NewAnd(addr, constant.NewInt(types.I32, 0x3FFFF)), constant.NewInt(types.I32, 4)),
+		constant.NewInt(types.I32, bits&0xFFFFFFFF))
+	var at llvmValue = k.get(off)
+	if t, ok := at.Type().(*types.IntType); ok && t.BitSize > 32 {
+		at = k.cur.NewTrunc(at, types.I32)
+	}
+	shift := int64(0)
+	for 16>>shift > size {
+		shift++
+	}
+	lo := k.cur.NewAdd(base, k.cur.NewLShr(at, constant.NewInt(types.I32, shift)))
+	return wgmmaDesc{lo: lo, hi: bits >> 32}, nil
 }
 
-// wgmmaDescriptorAt is d's descriptor moved bytes on (a multiple of 16).
-// The start address field is added to in 32 bits: workgroup addresses
-// are below 2^18, so the field (address / 16) never carries past its 14
-// bits, and the upper word is the constant fields alone.
+// wgmmaDescriptorAt is d's descriptor moved bytes on (a multiple of 16),
+// added to the lower word (see wgmmaDescriptor: no carry).
 func (k *kernelTranslator) wgmmaDescriptorAt(d wgmmaDesc, bytes int64) llvmValue {
-	enc := d.enc
+	lo := d.lo
 	if bytes != 0 {
-		enc = k.cur.NewAdd(enc, constant.NewInt(types.I32, bytes>>4))
+		lo = k.cur.NewAdd(lo, constant.NewInt(types.I32, bytes>>4))
 	}
-	return k.cur.NewOr(k.cur.NewZExt(enc, types.I64), constant.NewInt(types.I64, d.bits))
+	return k.cur.NewOr(k.cur.NewZExt(lo, types.I64), constant.NewInt(types.I64, d.hi<<32))
 }
 
 // wgmmaAligned reports whether v addresses a workgroup buffer aligned to
