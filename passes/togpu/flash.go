@@ -99,21 +99,11 @@ type FlashTile struct {
 	// fragments by ldmatrix in every key tile: 16 registers and 4
 	// ldmatrix a warp-tile fewer.
 	QShared bool
-	// LateCopy (with Pipe, not PrefetchV) issues a key tile's copies
-	// after its products rather than before S: K(kt+1) and V(kt) in tile
-	// kt, one cp.async group, with S = Q·Kᵀ and P·V both left in flight
-	// (P·V's gpu.wgmma pending 2) and S awaited after the copies, so that
-	// their address arithmetic and LDGSTS run while S is on the tensor
-	// cores, off the paths from the tile's barrier to S and from P·V's
-	// wait to the next barrier. V(kt)'s stage held V(kt−2), whose P·V
-	// every thread awaited before the tile's barrier.
-	LateCopy bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
-// for Pipe, l for Lazy, v for PrefetchV, q for QShared and c for
-// LateCopy.
+// for Pipe, l for Lazy, v for PrefetchV and q for QShared.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -145,9 +135,6 @@ func (t FlashTile) String() string {
 	}
 	if t.QShared {
 		s += "q"
-	}
-	if t.LateCopy {
-		s += "c"
 	}
 	return s
 }
@@ -193,8 +180,6 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA,
 	FlashTileWGMMACausal,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LateCopy: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LateCopy: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -211,7 +196,9 @@ var FlashTiles = []FlashTile{
 // 64-key tiles. Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash,
 // bench/NOTES.md session 5, non-causal / causal ms): 64x128gplq 0.199 /
 // 0.144 (the bench's attention with it 0.196 ms, 1.19× torch.compile),
-// 64x64gplvq 0.205 / 0.138, 64x64gplq 0.207 / 0.140, and session 4's
+// 64x64gplvq 0.205 / 0.138 (0.197 / 0.142 and 0.203 / 0.136 with the
+// descriptors' lower word built by one add a k-step, against 0.199 /
+// 0.143 and 0.204 / 0.137 in the same call), 64x64gplq 0.207 / 0.140, and session 4's
 // 64x64gp 0.226 / 0.150 (1.37× in the bench), 64x64g 0.240 / 0.156,
 // 128x64g 0.260 / 0.179, 128x128g 0.312 / 0.208, against the mma.sync
 // defaults' 0.270 / 0.182. Dropped after measurement: 64x64gpl 0.218 /
@@ -222,7 +209,11 @@ var FlashTiles = []FlashTile{
 // scores rounded to bf16 two a conversion, widened back by shift and
 // mask: 96 → 64 F2FP per 128 keys, +17 instructions) 0.199 / 0.144 with
 // 64x128gplq, 0.206 / 0.140 with 64x64gplvq: the conversions are not
-// what limits the kernel. What ptxas makes of
+// what limits the kernel, and LateCopy (K(kt+1) and V(kt) copied in
+// tile kt while S and P·V are in flight, P·V's gpu.wgmma pending 2 and S
+// awaited after the copies: nothing but the products between the
+// barrier and S, no copy after P·V's wait) 64x128gplqc 0.209 / 0.146,
+// 64x64gplqc 0.213 / 0.143: 5–6% slower. What ptxas makes of
 // 64x64g's loop (≈ 380 instructions a warp-tile): 64 of them move O
 // into and out of the registers of the S product's accumulators (R24–R55
 // for both), and each gpu.wgmma waits for its group, so a warpgroup's

@@ -246,9 +246,7 @@ func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
 // K(kt+1) at the top of tile kt (its stage held K(kt−1), whose product
 // is done), V(kt+1) at the end of tile kt, once P·V(kt−1), the last
 // reader of its stage, has completed; a tile's copies are awaited with
-// one group (the newest V) left in flight. With LateCopy, K(kt+1) and
-// V(kt) are copied in tile kt after both products are issued, while S is
-// still in flight, and a tile waits for all copies.
+// one group (the newest V) left in flight.
 func (g *flashGen) emitWGMMAPipe() {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
@@ -265,7 +263,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	loadK := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.k, kAt(x.at(b), kt)) }
 	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }
 	vAt := func(x ix, kt *ir.Value) *ir.Value { return x.index(vStage(x, kt)) }
-	pv, lc := g.Tile.PrefetchV, g.Tile.LateCopy
+	pv := g.Tile.PrefetchV
 	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
 	loadK(b, x.c(0))
 	loadV(b, x.c(0))
@@ -408,7 +406,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	}, nil)
 	s0 := gpu.WGMMA(b, loc, g.Elem, sShape, qFrags(b), g.smem, x.index(x.c(0)), nil)
 	p0, m0, l0, _, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, anyMask)
-	if !pv && !lc {
+	if !pv {
 		loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
 			loadV(b, x.at(b).c(1))
 			gpu.CpAsyncCommit(b, loc)
@@ -421,98 +419,69 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	nP := len(p0)
 
-	// tile computes key tile kt on the carried values it.
-	tile := func(b *ir.Builder, kt *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		x := x.at(b)
-		pPrev, m, l, o := it[:nP], it[nP:nP+2], it[nP+2:nP+4], it[nP+4:]
-		// K(kt) and V(kt−1) have landed (V(kt) may not have; with
-		// PrefetchV it has, copied with K(kt); with LateCopy every
-		// copy issued is awaited: the newest group holds K(kt) and
-		// V(kt−1)).
-		if pv || lc {
-			gpu.CpAsyncWait(b, loc, 0)
-		} else {
-			gpu.CpAsyncWait(b, loc, 1)
-		}
-		gpu.FenceProxyAsync(b, loc)
-		gpu.Barrier(b, loc)
-		next := x.addc(kt, 1)
-		if !lc {
+	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
+		step := arith.ConstantIndex(b, loc, 1)
+		l := loop.For(b, loc, x.index(from), x.index(to), step, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			kt := x.from(iv)
+			pPrev, m, l, o := it[:nP], it[nP:nP+2], it[nP+2:nP+4], it[nP+4:]
+			// K(kt) and V(kt−1) have landed (V(kt) may not have; with
+			// PrefetchV it has, copied with K(kt)).
+			if pv {
+				gpu.CpAsyncWait(b, loc, 0)
+			} else {
+				gpu.CpAsyncWait(b, loc, 1)
+			}
+			gpu.FenceProxyAsync(b, loc)
+			gpu.Barrier(b, loc)
+			next := x.addc(kt, 1)
 			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
 				loadK(b, next)
 				if pv {
-					// (V(kt+1)'s stage held V(kt−2), whose P·V
-					// completed in the tile before.)
+					// (V(kt+1)'s stage held V(kt−2), whose P·V completed
+					// in the tile before.)
 					loadV(b, next)
 				}
 				gpu.CpAsyncCommit(b, loc)
 				return nil
 			}, nil)
-		}
-		at := kAt(x, kt)
-		pS, pO := sShape, oShape
-		pS.Pending, pO.Pending = 1, 1
-		if lc {
-			// S stays in flight too until its own wait below, after the
-			// copies.
-			pO.Pending = 2
-		}
-		sIn := gpu.WGMMA(b, loc, g.Elem, pS, qFrags(b), g.smem, x.index(at), nil)
-		oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
-		if lc {
-			// With both products in flight: V(kt) (its stage held
-			// V(kt−2), whose P·V every thread awaited before this
-			// tile's barrier) and K(kt+1) (its stage held K(kt−1),
-			// whose S completed in the tile before). The V copy sits in
-			// both arms: ptxas moves a wgmma wait up to the start of its
-			// basic block, and S's wait belongs after the copies.
-			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-				loadV(b, kt)
-				loadK(b, next)
+			at := kAt(x, kt)
+			pS, pO := sShape, oShape
+			pS.Pending, pO.Pending = 1, 1
+			sIn := gpu.WGMMA(b, loc, g.Elem, pS, qFrags(b), g.smem, x.index(at), nil)
+			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
+			sv := gpu.WGMMAWait(b, loc, 1, sIn)
+			p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
+			// P·V's wait, in both arms of the branch that copies V(kt+1)
+			// (whose stage P·V reads) or, with PrefetchV, after a branch
+			// that commits an empty cp.async group: ptxas schedules a wgmma
+			// wait as early as its block allows, which would end the overlap
+			// with the softmax above; a branch (on a condition the whole
+			// warpgroup shares) keeps it below.
+			if pv {
+				loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+					gpu.CpAsyncCommit(b, loc)
+					return nil
+				}, nil)
+				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+				return slices.Concat(p, mNew, l, o)
+			}
+			types := make([]ir.Type, len(o)+2)
+			for i := range types {
+				types[i] = ir.F32
+			}
+			ol := loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
+				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+				loadV(b, next)
 				gpu.CpAsyncCommit(b, loc)
-				return nil
+				return append(o, l...)
 			}, func(b *ir.Builder) []*ir.Value {
-				loadV(b, kt)
-				gpu.CpAsyncCommit(b, loc)
-				return nil
-			})
-		}
-		sv := gpu.WGMMAWait(b, loc, 1, sIn)
-		p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
-		// P·V's wait, in both arms of the branch that copies V(kt+1)
-		// (whose stage P·V reads) or, with PrefetchV, after a branch
-		// that commits an empty cp.async group: ptxas schedules a wgmma
-		// wait as early as its block allows, which would end the overlap
-		// with the softmax above; a branch (on a condition the whole
-		// warpgroup shares) keeps it below.
-		if pv || lc {
-			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-				gpu.CpAsyncCommit(b, loc)
-				return nil
-			}, nil)
-			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
-			return slices.Concat(p, mNew, l, o)
-		}
-		types := make([]ir.Type, len(o)+2)
-		for i := range types {
-			types[i] = ir.F32
-		}
-		ol := loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
-			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
-			loadV(b, next)
-			gpu.CpAsyncCommit(b, loc)
-			return append(o, l...)
-		}, func(b *ir.Builder) []*ir.Value {
-			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
-			return append(o, l...)
-		}).Results()
-		return slices.Concat(p, mNew, ol[len(o):], ol[:len(o)])
-	}
-	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		step := arith.ConstantIndex(b, loc, 1)
-		return loop.For(b, loc, x.index(from), x.index(to), step, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
-			return tile(b, x.at(b).from(iv), it, masked)
-		}).Results()
+				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+				return append(o, l...)
+			}).Results()
+			return slices.Concat(p, mNew, ol[len(o):], ol[:len(o)])
+		})
+		return l.Results()
 	}
 	fullFrom := x.op("arith.maxui", full, one)
 	it = tileLoop(one, fullFrom, it, false)
