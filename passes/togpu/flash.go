@@ -561,22 +561,57 @@ func (g *flashGen) softmax() softmax {
 	return sm
 }
 
-// emit builds the kernel body.
-func (g *flashGen) emit() {
+// flashStart is what every flash kernel's start computes: the batch z,
+// the block's first query row, the thread's warp, its row in an m16
+// tile (gr), its ldmatrix lane parts, and the number of key tiles that
+// need no mask (keyTileBounds, once the kernel has set its rows).
+type flashStart struct {
+	z, rowBase, warp, gr, full *ir.Value
+	lo, hi, r8                 *ir.Value // lane / 8 % 2, lane / 16, lane % 8
+}
+
+// begin computes the block's and the thread's positions, setting g's
+// tid, kvBase and t2.
+func (g *flashGen) begin() flashStart {
 	b, loc, x := g.b, g.loc, g.x
-	R, K := g.Tile.Rows, g.Tile.Keys
-	tilesM := ceilDivInt(g.Lq, R)
-	numK := ceilDivInt(g.Lk, K)
+	tilesM := ceilDivInt(g.Lq, g.Tile.Rows)
 	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
 	bid := x.from(gpu.BlockID(b, loc, "x"))
 	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
-	rowBase := x.mulc(mt, R)
+	rowBase := x.mulc(mt, g.Tile.Rows)
 	g.kvBase = x.mulc(z, g.Lk*g.D)
 	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
 	gr := x.shr(lane, 2)
 	g.t2 = x.mulc(x.and(lane, 3), 2)
 	q8, r8 := x.shr(lane, 3), x.and(lane, 7) // ldmatrix: matrix and row of this lane
 	lo, hi := x.and(q8, 1), x.shr(q8, 1)
+	return flashStart{z: z, rowBase: rowBase, warp: warp, gr: gr, lo: lo, hi: hi, r8: r8}
+}
+
+// keyTileBounds sets g.tiles, the key tiles the block visits (causal
+// blocks stop at their last row's), and returns how many of the first
+// need no mask: below the key tail and, when causal, at or before the
+// block's first row.
+func (g *flashGen) keyTileBounds(rowBase *ir.Value) *ir.Value {
+	x := g.x
+	R, K := g.Tile.Rows, g.Tile.Keys
+	g.tiles = x.c(ceilDivInt(g.Lk, K))
+	full := x.c(g.Lk / K)
+	if g.Causal {
+		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
+		g.tiles = x.op("arith.minui", last, g.tiles)
+		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
+	}
+	return full
+}
+
+// emit builds the kernel body.
+func (g *flashGen) emit() {
+	b, loc, x := g.b, g.loc, g.x
+	R, K := g.Tile.Rows, g.Tile.Keys
+	st := g.begin()
+	z, rowBase, warp, gr := st.z, st.rowBase, st.warp, st.gr
+	lo, hi, r8 := st.lo, st.hi, st.r8
 	WR := g.Tile.warpRows()
 	mts := int(WR / 16) // m16 tiles a warp
 	for mi := range mts {
@@ -584,17 +619,7 @@ func (g *flashGen) emit() {
 		g.rows = append(g.rows, [2]*ir.Value{row0, x.addc(row0, 8)})
 	}
 	g.kvChunks = g.chunks(K)
-
-	// The key tiles: causal blocks stop at their last row's. The first
-	// full ones need no mask: below the key tail and, when causal, at or
-	// before the block's first row.
-	g.tiles = x.c(numK)
-	full := x.c(g.Lk / K)
-	if g.Causal {
-		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
-		g.tiles = x.op("arith.minui", last, g.tiles)
-		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
-	}
+	full := g.keyTileBounds(rowBase)
 
 	// Q is staged in stage 1 when it fits (R ≤ 2·K rows), which key tile
 	// 1 overwrites only after the first loop iteration's barrier.

@@ -71,50 +71,24 @@ func (g *flashGen) wgLoad(b *ir.Builder, kt *ir.Value) {
 	g.copyTile(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*flashWGMMAD), first, valid)
 }
 
-// wgStart is what the wgmma kernels' common start computes: the batch
-// z, the block's first query row, the thread's warp and ldmatrix lane
-// parts, and the number of key tiles that need no mask.
-type wgStart struct {
-	z, rowBase, warp, full *ir.Value
-	lo, hi, r8             *ir.Value // lane / 8 % 2, lane / 16, lane % 8
-}
-
-// wgBegin computes the block's and the thread's positions (setting g's
-// tid, kvBase, t2, rows, kvChunks and tiles) for a wgmma kernel.
-func (g *flashGen) wgBegin() wgStart {
-	b, loc, x := g.b, g.loc, g.x
-	R, K := g.Tile.Rows, g.Tile.Keys
-	tilesM := ceilDivInt(g.Lq, R)
-	numK := ceilDivInt(g.Lk, K)
-	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
-	bid := x.from(gpu.BlockID(b, loc, "x"))
-	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
-	rowBase := x.mulc(mt, R)
-	g.kvBase = x.mulc(z, g.Lk*g.D)
-	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
-	gr := x.shr(lane, 2)
-	g.t2 = x.mulc(x.and(lane, 3), 2)
-	q8, r8 := x.shr(lane, 3), x.and(lane, 7)
-	lo, hi := x.and(q8, 1), x.shr(q8, 1)
-	row0 := x.add(rowBase, x.add(x.mulc(warp, 16), gr))
+// wgBegin is begin for a wgmma kernel: a warp's one m16 tile of rows,
+// K and V copied into the 128-byte swizzle (setting g's rows, kvChunks
+// and tiles too).
+func (g *flashGen) wgBegin() flashStart {
+	x := g.x
+	w := g.begin()
+	row0 := x.add(w.rowBase, x.add(x.mulc(w.warp, 16), w.gr))
 	g.rows = [][2]*ir.Value{{row0, x.addc(row0, 8)}}
-	g.kvChunks = g.swizzledChunks(K)
-
-	g.tiles = x.c(numK)
-	full := x.c(g.Lk / K)
-	if g.Causal {
-		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
-		g.tiles = x.op("arith.minui", last, g.tiles)
-		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
-	}
-	return wgStart{z: z, rowBase: rowBase, warp: warp, full: full, lo: lo, hi: hi, r8: r8}
+	g.kvChunks = g.swizzledChunks(g.Tile.Keys)
+	w.full = g.keyTileBounds(w.rowBase)
+	return w
 }
 
 // qFragments returns the ldmatrix.x4 offsets of the warp's Q fragments,
 // one m16k16 A per k16 step, in the Q tile staged at qStage: matrix q8
 // of ldmatrix.x4 is rows 8·(q8%2)…, chunk 2·step + q8/2, swizzled with
 // the row's r8 (rows are 16-aligned).
-func (w wgStart) qFragments(x ix, qStage int64) []*ir.Value {
+func (w flashStart) qFragments(x ix, qStage int64) []*ir.Value {
 	qRow := x.add(x.mulc(w.warp, 16), x.add(x.mulc(w.lo, 8), w.r8))
 	qRowAt := x.addc(x.mulc(qRow, flashWGMMAD), qStage)
 	var qAt []*ir.Value
