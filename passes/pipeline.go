@@ -87,7 +87,7 @@ func (pm *OpPassManager) addInfo(info *PassInfo, opts Options) error {
 	}
 	p, err := info.New(opts)
 	if err != nil {
-		return fmt.Errorf("pass %q: %w", info.Name, err)
+		return &passOptionError{pass: info.Name, err: err}
 	}
 	pm.items = append(pm.items, item{pass: &passEntry{info: info, opts: opts, pass: p}})
 	return nil
@@ -509,3 +509,17 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// passOptionError is a pass constructor's refusal of its options, named
+// by the pass once: constructors that name themselves too ("canonicalize:
+// …") are not repeated.
+type passOptionError struct {
+	pass string
+	err  error
+}
+
+func (e *passOptionError) Error() string {
+	return fmt.Sprintf("pass %q: %s", e.pass, strings.TrimPrefix(e.err.Error(), e.pass+": "))
+}
+
+func (e *passOptionError) Unwrap() error { return e.err }

@@ -109,7 +109,7 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"unknown pass", "", []string{neg, "--pass-pipeline=builtin.module(frobnicate)"}, ExitUsage,
 			[]string{"'frobnicate' does not refer to a registered pass"}},
 		{"bad option value", "", []string{neg, "--pass-pipeline=builtin.module(convert-loop-to-gpu{block=33})"}, ExitUsage,
-			[]string{"block=33 must be a multiple of 32"}},
+			[]string{`pass "convert-loop-to-gpu": block=33 must be a multiple of 32`}},
 		{"option out of range", "", []string{neg, "--pass-pipeline=builtin.module(convert-loop-to-gpu{vector=99999999999999999999})"}, ExitUsage,
 			[]string{"bad value for option 'vector'"}},
 		{"unknown option", "", []string{neg, "--pass-pipeline=builtin.module(graph-fuse{row-limt=3})"}, ExitUsage,
