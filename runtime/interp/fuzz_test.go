@@ -84,15 +84,8 @@ func FuzzInterpret(f *testing.F) {
 		}
 		fuel := fuzzFuel
 		in := fuelled(m, &fuel)
-		for op := range topLevelFuncs(m) {
-			ft, err := FuncType(op)
-			if err != nil || op.NumRegions() == 0 || op.Region(0).Front() == nil {
-				continue
-			}
-			args, err := RandomInputs(ft, 1)
-			if err != nil {
-				continue
-			}
+		for op, ft := range runnableFuncs(m) {
+			args, _ := RandomInputs(ft, 1)
 			fuel = fuzzFuel
 			_, err = in.Call(ir.SymbolName(op), args...)
 			if err == nil || errors.Is(err, errOutOfFuel) {
@@ -105,13 +98,25 @@ func FuzzInterpret(f *testing.F) {
 	})
 }
 
-// topLevelFuncs yields the func.func ops directly in module m.
-func topLevelFuncs(m *ir.Operation) func(yield func(*ir.Operation) bool) {
-	return func(yield func(*ir.Operation) bool) {
+// runnableFuncs yields the func.func ops directly in module m that have a
+// body and a signature RandomInputs can make arguments for, each with its
+// type.
+func runnableFuncs(m *ir.Operation) func(yield func(*ir.Operation, *ir.FunctionType) bool) {
+	return func(yield func(*ir.Operation, *ir.FunctionType) bool) {
 		for _, r := range m.Regions() {
 			for b := r.Front(); b != nil; b = b.Next() {
 				for op := b.First(); op != nil; op = op.Next() {
-					if op.Name() == "func.func" && !yield(op) {
+					if op.Name() != "func.func" || op.NumRegions() == 0 || op.Region(0).Front() == nil {
+						continue
+					}
+					ft, err := FuncType(op)
+					if err != nil {
+						continue
+					}
+					if _, err := RandomInputs(ft, 1); err != nil {
+						continue
+					}
+					if !yield(op, ft) {
 						return
 					}
 				}
@@ -287,15 +292,8 @@ func FuzzMutatedModules(f *testing.F) {
 		canon, canonical := m.Clone(nil), false
 		fuel := fuzzFuel
 		in := fuelled(m, &fuel)
-		for op := range topLevelFuncs(m) {
-			ft, err := FuncType(op)
-			if err != nil || op.NumRegions() == 0 || op.Region(0).Front() == nil {
-				continue
-			}
-			args, err := RandomInputs(ft, 1)
-			if err != nil {
-				continue
-			}
+		for op, ft := range runnableFuncs(m) {
+			args, _ := RandomInputs(ft, 1)
 			fuel = fuzzFuel
 			want, err := in.Call(ir.SymbolName(op), args...)
 			if errors.Is(err, errOutOfFuel) {
