@@ -497,17 +497,22 @@ func (g *flashGen) copyTile(b *ir.Builder, cs []chunk, src, srcAt, dstAt, first,
 
 // load issues the copies of key tile kt (an offset-typed value) into
 // stage kt % 2.
-func (g *flashGen) load(b *ir.Builder, kt *ir.Value) {
+func (g *flashGen) load(b *ir.Builder, kt *ir.Value) { g.loadStage(b, kt, g.ld) }
+
+// loadStage issues the copies of key tile kt's K and V into stage kt % 2,
+// whose rows are row elements apart in workgroup memory (a stage is the K
+// tile, then the V tile).
+func (g *flashGen) loadStage(b *ir.Builder, kt *ir.Value, row int64) {
 	x := g.x.at(b)
 	first := x.mulc(kt, g.Tile.Keys)
-	at := x.mulc(x.and(kt, 1), g.stage(1))
+	at := x.mulc(x.and(kt, 1), 2*g.Tile.Keys*row)
 	src := x.add(g.kvBase, x.mulc(first, g.D))
 	var valid *ir.Value
 	if g.Lk%g.Tile.Keys != 0 {
 		valid = x.c(g.Lk)
 	}
 	g.copyTile(b, g.kvChunks, g.k, src, at, first, valid)
-	g.copyTile(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*g.ld), first, valid)
+	g.copyTile(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*row), first, valid)
 }
 
 // softmax holds the constants of the folded softmax.

@@ -58,18 +58,7 @@ func (g *flashGen) swizzledChunks(rows int64) []chunk {
 
 // wgLoad issues the copies of key tile kt (an offset-typed value) into
 // stage kt % 2.
-func (g *flashGen) wgLoad(b *ir.Builder, kt *ir.Value) {
-	x := g.x.at(b)
-	first := x.mulc(kt, g.Tile.Keys)
-	at := x.mulc(x.and(kt, 1), g.wgStage(1))
-	src := x.add(g.kvBase, x.mulc(first, g.D))
-	var valid *ir.Value
-	if g.Lk%g.Tile.Keys != 0 {
-		valid = x.c(g.Lk)
-	}
-	g.copyTile(b, g.kvChunks, g.k, src, at, first, valid)
-	g.copyTile(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*flashWGMMAD), first, valid)
-}
+func (g *flashGen) wgLoad(b *ir.Builder, kt *ir.Value) { g.loadStage(b, kt, flashWGMMAD) }
 
 // wgBegin is begin for a wgmma kernel: a warp's one m16 tile of rows,
 // K and V copied into the 128-byte swizzle (setting g's rows, kvChunks
