@@ -74,7 +74,7 @@ type Options struct {
 // are serialized.
 type Compiled struct {
 	fn       reflect.Value
-	nargs    int
+	in       []reflect.Type // parameter types (the last one a slice when variadic)
 	variadic bool
 	results  resultShape
 	opts     Options
@@ -84,26 +84,26 @@ type Compiled struct {
 	cache      map[string][]*cached // by graph position and structure
 	latest     map[int]*cached      // the last graph compiled per position
 	compiles   map[int]int          // compiled graphs per graph position
-	fast       []*fastEntry
-	eager      bool
-	dyn        []map[int]bool // dims marked dynamic, per argument
+	dyn        []map[int]bool       // dims marked dynamic, per input tensor
 	lastShapes [][]int64
 	stats      Stats
 	times      *CompileTimes
 	last       *session
+	disabled   bool
 }
 
 // Stats counts what a compiled function did.
 type Stats struct {
 	Calls, Compiles, Recompiles, GraphBreaks, CacheHits int
-	// Eager is set once the recompile limit sent the function to eager mode.
+	// Eager is set once the recompile limit made a graph run eagerly.
 	Eager bool
 }
 
-// resultShape says how fn returns its tensors.
+// resultShape says how fn returns its values.
 type resultShape struct {
-	n     int  // number of *Tensor results (-1: one []*Tensor)
-	withE bool // a trailing error result
+	types  []reflect.Type // the results, without a trailing error
+	withE  bool           // a trailing error result
+	simple bool           // every result is a *Tensor, or there is one []*Tensor
 }
 
 var (
@@ -112,16 +112,23 @@ var (
 	errorType  = reflect.TypeFor[error]()
 )
 
-// Compile returns fn compiled with opts. fn is an ordinary Go function of
-// *Tensor arguments (or ...*Tensor) returning one or more *Tensor, or a
-// []*Tensor, optionally followed by an error: func(x, w *Tensor) *Tensor,
-// func(...*Tensor) (*Tensor, *Tensor, error), ….
+// Compile returns fn compiled with opts. fn is an ordinary Go function;
+// its arguments and results are trees (see Invoke) of *Tensor and Go
+// scalars, with an optional trailing error result: func(x, w *Tensor)
+// *Tensor, func(...*Tensor) (*Tensor, *Tensor, error), func(m *Model, x
+// *Tensor, train bool) (*Tensor, error), ….
 //
-// Each call records the tensor ops fn performs into graph-dialect graphs,
-// compiles them with the backend (cached: a later call whose inputs pass
-// a compiled graph's guards reuses it) and runs them. fn must depend on its
-// arguments only through tensor ops, shapes and values read (a read is a
-// graph break); Go values it captures count as constants.
+// Every call runs fn. The tensor ops fn performs are recorded into
+// graph-dialect graphs, compiled by the backend (cached by the graph's
+// structure, its attributes and its inputs' types: a later call that
+// records the same graph on inputs passing its guards reuses it) and run
+// on the tensors the call read: arguments, tensors fn captures or reads
+// from struct fields, all by their value at this call. So a Go value fn
+// depends on (a captured bool, a learning rate, a loop count, a weight
+// replaced by w = w.Sub(…)) is never stale: a changed value records a
+// different graph, or feeds the same graph other inputs. A host read
+// (Item, Float32s, …) of a tensor computed in the graph, or of one of its
+// inputs, is a graph break. docs/frontend-state.md describes the design.
 func Compile(fn any, opts Options) (*Compiled, error) {
 	switch opts.Mode {
 	case "":
@@ -143,39 +150,57 @@ func Compile(fn any, opts Options) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := validateBackendOptions(be, opts); err != nil {
+		return nil, err
+	}
 	v := reflect.ValueOf(fn)
 	if v.Kind() != reflect.Func || v.IsNil() {
 		return nil, fmt.Errorf("frontend: Compile needs a function, got %T", fn)
 	}
 	t := v.Type()
+	c := &Compiled{
+		fn: v, variadic: t.IsVariadic(), opts: opts, backend: be,
+		cache: map[string][]*cached{}, latest: map[int]*cached{}, compiles: map[int]int{},
+	}
+	seen := map[reflect.Type]bool{}
 	for i := range t.NumIn() {
-		if in := t.In(i); in != tensorType && !(t.IsVariadic() && i == t.NumIn()-1 && in == sliceType) {
-			return nil, fmt.Errorf("frontend: argument %d of %v is %v, want *Tensor", i, t, in)
+		in := t.In(i)
+		if err := checkTree(in, seen); err != nil {
+			return nil, fmt.Errorf("frontend: argument %d of %v: %w", i, t, err)
+		}
+		c.in = append(c.in, in)
+	}
+	rs := resultShape{simple: true}
+	n := t.NumOut()
+	if n > 0 && t.Out(n-1) == errorType {
+		rs.withE, n = true, n-1
+	}
+	for i := range n {
+		out := t.Out(i)
+		if err := checkTree(out, seen); err != nil {
+			return nil, fmt.Errorf("frontend: result %d of %v: %w", i, t, err)
+		}
+		rs.types = append(rs.types, out)
+		if out != tensorType && !(n == 1 && out == sliceType) {
+			rs.simple = false
 		}
 	}
-	rs := resultShape{n: t.NumOut()}
-	if rs.n > 0 && t.Out(rs.n-1) == errorType {
-		rs.withE, rs.n = true, rs.n-1
-	}
-	if rs.n == 1 && t.Out(0) == sliceType {
-		rs.n = -1
-	} else {
-		for i := range rs.n {
-			if t.Out(i) != tensorType {
-				return nil, fmt.Errorf("frontend: result %d of %v is %v, want *Tensor, []*Tensor or a final error", i, t, t.Out(i))
-			}
-		}
-	}
-	if rs.n == 0 {
-		return nil, fmt.Errorf("frontend: %v returns no tensors", t)
-	}
+	c.results = rs
 	if st, ok := be.b.(Starter); ok {
 		st.Start() // e.g. open the GPU while the caller prepares its inputs
 	}
-	return &Compiled{
-		fn: v, nargs: t.NumIn(), variadic: t.IsVariadic(), results: rs, opts: opts, backend: be,
-		cache: map[string][]*cached{}, latest: map[int]*cached{}, compiles: map[int]int{},
-	}, nil
+	return c, nil
+}
+
+// simpleArgs reports whether fn takes only *Tensor arguments (or
+// ...*Tensor), as Call needs.
+func (c *Compiled) simpleArgs() bool {
+	for i, in := range c.in {
+		if in != tensorType && !(c.variadic && i == len(c.in)-1 && in == sliceType) {
+			return false
+		}
+	}
+	return true
 }
 
 // MustCompile is Compile for examples and tests: it panics on error.
@@ -215,57 +240,145 @@ func (c *Compiled) CompileTimes() CompileTimes {
 	return *c.times
 }
 
-// Call runs the compiled function on inputs and returns its results, or
-// the first error: a shape or dtype error found while tracing (located at
-// the offending line of fn), a graph break refused by Fullgraph, a backend
-// or run-time failure, or fn's own error.
+// Call runs the compiled function on inputs and returns its tensor
+// results, or the first error: a shape or dtype error found while tracing
+// (located at the offending line of fn), a graph break refused by
+// Fullgraph, a backend or run-time failure, or fn's own error. It is for
+// functions of *Tensor arguments (or ...*Tensor) returning *Tensor
+// results or one []*Tensor; Invoke takes any compiled function.
 func (c *Compiled) Call(inputs ...*Tensor) ([]*Tensor, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stats.Calls++
-	if !c.variadic && len(inputs) != c.nargs || c.variadic && len(inputs) < c.nargs-1 {
-		return nil, fmt.Errorf("frontend: compiled function takes %d arguments, got %d", c.nargs, len(inputs))
+	if !c.simpleArgs() || !c.results.simple {
+		return nil, fmt.Errorf("frontend: Call needs a function of tensors returning tensors, not %v: use Invoke", c.fn.Type())
 	}
-	vals := make([]tensorData, len(inputs))
+	nargs := len(c.in)
+	if !c.variadic && len(inputs) != nargs || c.variadic && len(inputs) < nargs-1 {
+		c.mu.Lock()
+		c.stats.Calls++
+		c.mu.Unlock()
+		return nil, fmt.Errorf("frontend: compiled function takes %d arguments, got %d", nargs, len(inputs))
+	}
 	for i, t := range inputs {
 		if t == nil {
 			return nil, fmt.Errorf("frontend: argument %d is nil", i)
 		}
+	}
+	args := make([]reflect.Value, len(inputs))
+	for i, t := range inputs {
+		args[i] = reflect.ValueOf(t)
+	}
+	res, err := c.call(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) == 1 && res[0].Type() == sliceType {
+		return res[0].Interface().([]*Tensor), nil
+	}
+	outs := make([]*Tensor, len(res))
+	for i, r := range res {
+		outs[i] = r.Interface().(*Tensor)
+	}
+	return outs, nil
+}
+
+// Invoke runs the compiled function on args and returns its results but
+// the trailing error, which it returns as err. Arguments and results are
+// trees: *Tensor, Go scalars (bool, integers, floats, strings), and
+// structs (their exported fields), pointers, slices, arrays, maps (in the
+// order of their sorted keys) and interfaces of them, such as a model's
+// parameters or an optimizer's state. The tensors of the arguments are
+// the graph's first inputs, in that order (their sizes are what the
+// Dynamic policy makes symbolic); scalars are passed to fn, which runs on
+// every call, so a changed scalar records a different graph where it
+// matters. The tensors of the results are computed before Invoke returns.
+//
+//	step := frontend.MustCompile(func(m *Model, x *Tensor, lr float32) (*Tensor, error) { … }, opts)
+//	res, err := step.Invoke(model, x, float32(0.1)) // res[0].(*Tensor) is the loss
+func (c *Compiled) Invoke(args ...any) ([]any, error) {
+	nargs := len(c.in)
+	if !c.variadic && len(args) != nargs || c.variadic && len(args) < nargs-1 {
+		c.mu.Lock()
+		c.stats.Calls++
+		c.mu.Unlock()
+		return nil, fmt.Errorf("frontend: compiled function takes %d arguments, got %d", nargs, len(args))
+	}
+	in := make([]reflect.Value, len(args))
+	for i, a := range args {
+		want := c.paramType(i)
+		if a == nil {
+			switch want.Kind() {
+			case reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Map:
+				in[i] = reflect.Zero(want)
+				continue
+			}
+			return nil, fmt.Errorf("frontend: argument %d is nil, want %v", i, want)
+		}
+		v := reflect.ValueOf(a)
+		if !v.Type().AssignableTo(want) {
+			if !v.Type().ConvertibleTo(want) || !scalarKind(want.Kind()) || !scalarKind(v.Kind()) {
+				return nil, fmt.Errorf("frontend: argument %d is %T, want %v", i, a, want)
+			}
+			v = v.Convert(want)
+		}
+		in[i] = v
+	}
+	res, err := c.call(in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(res))
+	for i, r := range res {
+		out[i] = r.Interface()
+	}
+	return out, nil
+}
+
+// paramType is the type of argument i (the element type for the
+// variadic part).
+func (c *Compiled) paramType(i int) reflect.Type {
+	if c.variadic && i >= len(c.in)-1 {
+		return c.in[len(c.in)-1].Elem()
+	}
+	return c.in[i]
+}
+
+func scalarKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.String, reflect.Complex64, reflect.Complex128:
+		return false
+	}
+	return k >= reflect.Int && k <= reflect.Float64
+}
+
+// call runs fn on args: it checks the tensors of the arguments, traces fn
+// into graphs, compiles or reuses them and runs them.
+func (c *Compiled) call(args []reflect.Value) ([]reflect.Value, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stats.Calls++
+	leaves := treeLeaves(args)
+	vals := make([]tensorData, len(leaves))
+	for i, t := range leaves {
 		v, err := t.data("argument of a compiled function")
 		if err != nil {
-			return nil, fmt.Errorf("frontend: argument %d: %w", i, err)
+			return nil, fmt.Errorf("frontend: argument tensor %d: %w", i, err)
 		}
 		vals[i] = v
 	}
-	if !c.eager {
-		for _, e := range c.fast {
-			if e.passes(vals) {
-				c.stats.CacheHits++
-				return e.run(vals)
-			}
-		}
+	if c.disabled || disabledAll.Load() {
+		return c.runEager(args)
 	}
-	return c.trace(inputs, vals)
+	return c.trace(args, leaves, vals)
 }
 
-// trace runs fn on traced arguments.
-func (c *Compiled) trace(inputs []*Tensor, vals []tensorData) ([]*Tensor, error) {
+// trace runs fn on args, recording its ops.
+func (c *Compiled) trace(args []reflect.Value, leaves []*Tensor, vals []tensorData) ([]reflect.Value, error) {
 	start := time.Now()
 	first := c.times == nil
-	be := c.backend
-	if c.eager {
-		be = mustBackend(EagerBackend)
-	}
-	s := newSession(c, be, c.opts.Fullgraph)
-	s.eager = c.eager
-	types := c.argTypes(inputs, vals)
-	args := make([]*Tensor, len(inputs))
-	for i, v := range vals {
-		args[i] = fromData(v)
-		args[i].sess = s
-	}
-	g0 := s.newGraph(args, types)
-	outs, fnErr := c.invoke(args)
+	s := newSession(c, c.backend, c.opts.Fullgraph)
+	defer s.end()
+	types := c.argTypes(leaves, vals)
+	s.newGraph(leaves, types)
+	res, outs, fnErr := c.invoke(args)
 	err := s.finish(outs, fnErr)
 	c.last = s
 	c.stats.GraphBreaks += len(s.breaks)
@@ -276,44 +389,56 @@ func (c *Compiled) trace(inputs []*Tensor, vals []tensorData) ([]*Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	if !s.eager && len(s.graphs) == 1 && len(s.breaks) == 0 && !g0.fresh && s.outsFrom(g0, outs) {
-		c.addFast(g0, types, outs)
-	}
-	return outs, nil
+	return res, nil
 }
 
-// invoke calls fn with args and collects its tensor results. A panic in
-// fn is returned as an error: it is user code.
-func (c *Compiled) invoke(args []*Tensor) (outs []*Tensor, err error) {
+// runEager runs fn as plain Go code on tensors computed op by op (a
+// disabled function).
+func (c *Compiled) runEager(args []reflect.Value) ([]reflect.Value, error) {
+	res, outs, err := c.invoke(args)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range outs {
+		if _, err := o.data("result of a disabled compiled function"); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// invoke calls fn with args and collects its results (without the
+// trailing error) and their tensors. A panic in fn is returned as an
+// error: it is user code.
+func (c *Compiled) invoke(args []reflect.Value) (res []reflect.Value, outs []*Tensor, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("frontend: compiled function panicked: %v", r)
 		}
 	}()
-	in := make([]reflect.Value, len(args))
-	for i, a := range args {
-		in[i] = reflect.ValueOf(a)
-	}
-	res := c.fn.Call(in)
+	res = c.fn.Call(args)
 	if c.results.withE {
 		if e := res[len(res)-1]; !e.IsNil() {
 			err = e.Interface().(error)
 		}
 		res = res[:len(res)-1]
 	}
-	if c.results.n < 0 {
-		outs = res[0].Interface().([]*Tensor)
-	} else {
-		for _, r := range res {
-			outs = append(outs, r.Interface().(*Tensor))
+	if c.results.simple {
+		for i, r := range res {
+			if r.Type() == tensorType && r.IsNil() && err == nil {
+				err = fmt.Errorf("frontend: result %d is nil", i)
+			}
+			if r.Type() == sliceType {
+				for j, t := range r.Interface().([]*Tensor) {
+					if t == nil && err == nil {
+						err = fmt.Errorf("frontend: result %d is nil", j)
+					}
+				}
+			}
 		}
 	}
-	for i, o := range outs {
-		if o == nil && err == nil {
-			err = fmt.Errorf("frontend: result %d is nil", i)
-		}
-	}
-	return outs, err
+	outs = treeLeaves(res)
+	return res, outs, err
 }
 
 // collect records the traced function's error and its results' errors in
@@ -344,6 +469,11 @@ func (s *session) finish(outs []*Tensor, fnErr error) error {
 				fromG = append(fromG, o)
 			}
 		}
+		for _, m := range s.mutated {
+			if m.t.g == g && !slices.Contains(fromG, m.t) {
+				fromG = append(fromG, m.t)
+			}
+		}
 		s.finalOuts = fromG
 		if err := s.flush(g, fromG); err != nil {
 			return err
@@ -358,20 +488,6 @@ func (s *session) finish(outs []*Tensor, fnErr error) error {
 	return s.err
 }
 
-// outsFrom reports whether every result is an output of g, the only
-// graph of the session.
-func (s *session) outsFrom(g *graphTrace, outs []*Tensor) bool {
-	if len(s.graphs) != 1 || s.graphs[0].Index != g.index {
-		return false
-	}
-	for _, o := range outs {
-		if !slices.Contains(s.finalOuts, o) {
-			return false
-		}
-	}
-	return true
-}
-
 // run compiles g (or finds it in the cache) and runs it: on the data
 // itself, wherever it is, for a backend that keeps data on the GPU.
 func (s *session) run(g *graphTrace) ([]tensorData, error) {
@@ -379,6 +495,7 @@ func (s *session) run(g *graphTrace) ([]tensorData, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.ran = append(s.ran, ranGraph{exe: exe, inputs: g.inputs})
 	return runExecutable(exe, g.inputs)
 }
 
@@ -386,7 +503,7 @@ func (s *session) run(g *graphTrace) ([]tensorData, error) {
 // by sym guards for compiled functions, compiled afresh for lazy eager code.
 func (s *session) compile(g *graphTrace) (Executable, error) {
 	c := s.c
-	if c == nil || s.eager {
+	if c == nil {
 		return s.backendCompile(s.backend, g)
 	}
 	key := fmt.Sprintf("%d:%x", g.index, g.fp.Sum64())
@@ -399,9 +516,11 @@ func (s *session) compile(g *graphTrace) (Executable, error) {
 		}
 	}
 	if c.compiles[g.index] >= c.opts.RecompileLimit {
-		if !c.eager {
-			c.eager, c.stats.Eager = true, true
-			warnf(topicRecompiles, "recompile limit (%d) reached for graph %d of %v; running it eagerly from now on", c.opts.RecompileLimit, g.index, c.fn.Type())
+		// The graphs compiled so far stay in the cache and keep serving
+		// the calls that record them; this one runs eagerly.
+		if !c.stats.Eager {
+			c.stats.Eager = true
+			warnf(topicRecompiles, "recompile limit (%d) reached for graph %d of %v; graphs not compiled yet run eagerly from now on (%s)", c.opts.RecompileLimit, g.index, c.fn.Type(), s.missReason(g, inputs))
 		}
 		return s.backendCompile(mustBackend(EagerBackend), g)
 	}
@@ -464,6 +583,9 @@ func (s *session) backendCompile(be backendEntry, g *graphTrace) (Executable, er
 // DynamicAuto, the dims sym.AutoDynamic finds changed since the last call
 // stay dynamic from then on.
 func (c *Compiled) argTypes(inputs []*Tensor, vals []tensorData) []ir.Type {
+	if len(c.lastShapes) != len(vals) {
+		c.lastShapes = nil // another structure: nothing to compare with
+	}
 	if len(c.dyn) < len(vals) {
 		c.dyn = append(c.dyn, make([]map[int]bool, len(vals)-len(c.dyn))...)
 	}
@@ -471,7 +593,7 @@ func (c *Compiled) argTypes(inputs []*Tensor, vals []tensorData) []ir.Type {
 	for i, v := range vals {
 		shapes[i] = slices.Clone(v.Shape())
 	}
-	if c.opts.Dynamic == DynamicAuto && !c.eager {
+	if c.opts.Dynamic == DynamicAuto {
 		for _, r := range sym.AutoDynamic(c.lastShapes, shapes) {
 			if c.dyn[r.Arg][r.Dim] {
 				continue
@@ -500,53 +622,6 @@ func (c *Compiled) argTypes(inputs []*Tensor, vals []tensorData) []ir.Type {
 	}
 	c.lastShapes = shapes
 	return types
-}
-
-// fastEntry is a function compiled to one graph without breaks: a call
-// whose arguments pass the graph's guards runs exe without running fn.
-type fastEntry struct {
-	guards   sym.Guards
-	exe      Executable
-	captured []tensorData     // values of the tensors fn captured, after the arguments
-	outIdx   []int            // result i of fn is result outIdx[i] of exe
-	scratch  []sym.ShapeDtype // the inputs as the guards see them, reused
-}
-
-// passes reports whether args (followed by the captured tensors) pass the
-// entry's guards.
-func (e *fastEntry) passes(args []tensorData) bool {
-	e.scratch = e.scratch[:0]
-	for _, v := range args {
-		e.scratch = append(e.scratch, shapeDtype(v))
-	}
-	for _, v := range e.captured {
-		e.scratch = append(e.scratch, shapeDtype(v))
-	}
-	_, fail := e.guards.Check(e.scratch)
-	return fail == nil
-}
-
-func (e *fastEntry) run(args []tensorData) ([]*Tensor, error) {
-	res, err := runExecutable(e.exe, append(slices.Clip(args), e.captured...))
-	if err != nil {
-		return nil, err
-	}
-	outs := make([]*Tensor, len(e.outIdx))
-	for i, j := range e.outIdx {
-		outs[i] = fromData(res[j])
-	}
-	return outs, nil
-}
-
-func (c *Compiled) addFast(g *graphTrace, types []ir.Type, outs []*Tensor) {
-	if g.compiled == nil {
-		return
-	}
-	e := &fastEntry{guards: g.compiled.guards, exe: g.compiled.exe, captured: slices.Clone(g.inputs[len(types):])}
-	for _, o := range outs {
-		e.outIdx = append(e.outIdx, slices.Index(c.last.finalOuts, o))
-	}
-	c.fast = append(c.fast, e)
 }
 
 // Print is a host callback: it writes t's dtype, shape and elements to

@@ -3,6 +3,7 @@ package frontend
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -325,39 +326,36 @@ func GPURuntime() (*exec.Runtime, error) {
 // time minus this. It needs c compiled to one graph without breaks on
 // the nvptx backend and called once on inputs of this signature.
 func (c *Compiled) KernelTime(iters int, inputs ...*Tensor) (time.Duration, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	vals := make([]tensorData, len(inputs))
+	args := make([]reflect.Value, len(inputs))
 	for i, t := range inputs {
 		if t == nil {
 			return 0, fmt.Errorf("frontend: KernelTime: argument %d is nil", i)
 		}
-		v, err := t.data("argument of KernelTime")
-		if err != nil {
-			return 0, fmt.Errorf("frontend: KernelTime: argument %d: %w", i, err)
-		}
-		vals[i] = v
+		args[i] = reflect.ValueOf(t)
 	}
-	for _, e := range c.fast {
-		if !e.passes(vals) {
-			continue
-		}
-		ne, ok := e.exe.(*nvptxExecutable)
-		if !ok {
-			return 0, fmt.Errorf("frontend: KernelTime: the graph runs on backend %s, not %s", c.backend.name, NVPTXBackend)
-		}
-		all := append(slices.Clip(vals), e.captured...)
-		args := make([]interp.Value, len(all))
-		for i, d := range all {
-			args[i] = d.arg()
-		}
-		ms, err := ne.runner.Time(args, 3, iters)
-		if err != nil {
-			return 0, fmt.Errorf("frontend: KernelTime: %w", gpuWork.explain(err))
-		}
-		return time.Duration(ms * float64(time.Millisecond)), nil
+	if _, err := c.call(args); err != nil {
+		return 0, fmt.Errorf("frontend: KernelTime: %w", err)
 	}
-	return 0, errors.New("frontend: KernelTime: no cached graph for these inputs (call the function on them first; a function with graph breaks has no single graph)")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.last
+	if s == nil || len(s.ran) != 1 || len(s.breaks) != 0 {
+		return 0, errors.New("frontend: KernelTime: the call did not run one compiled graph (a function with graph breaks has no single graph)")
+	}
+	r := s.ran[0]
+	ne, ok := r.exe.(*nvptxExecutable)
+	if !ok {
+		return 0, fmt.Errorf("frontend: KernelTime: the graph runs on backend %s, not %s", c.backend.name, NVPTXBackend)
+	}
+	vals := make([]interp.Value, len(r.inputs))
+	for i, d := range r.inputs {
+		vals[i] = d.arg()
+	}
+	ms, err := ne.runner.Time(vals, 3, iters)
+	if err != nil {
+		return 0, fmt.Errorf("frontend: KernelTime: %w", gpuWork.explain(err))
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
 }
 
 // locatedError is an error located at a call in the user's code that

@@ -110,7 +110,7 @@ func TestCompileSignatures(t *testing.T) {
 	if got := out[0].Shape(); got[0] != 9 {
 		t.Errorf("concat shape %v, want [9]", got)
 	}
-	for _, bad := range []any{42, func(int) *frontend.Tensor { return nil }, func(*frontend.Tensor) int { return 0 }} {
+	for _, bad := range []any{42, func(chan int) *frontend.Tensor { return nil }, func(*frontend.Tensor) func() { return nil }, func(map[[2]int]*frontend.Tensor) {}} {
 		if _, err := frontend.Compile(bad, frontend.Options{}); err == nil {
 			t.Errorf("Compile(%T) succeeded", bad)
 		}

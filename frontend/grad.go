@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -146,8 +147,11 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Calls++
-	if !c.variadic && len(inputs) != c.nargs || c.variadic && len(inputs) < c.nargs-1 {
-		return nil, nil, fmt.Errorf("frontend: Grad: the function takes %d arguments, got %d", c.nargs, len(inputs))
+	if !c.simpleArgs() || !c.results.simple {
+		return nil, nil, fmt.Errorf("frontend: Grad: the function must take and return tensors, not %v", c.fn.Type())
+	}
+	if nargs := len(c.in); !c.variadic && len(inputs) != nargs || c.variadic && len(inputs) < nargs-1 {
+		return nil, nil, fmt.Errorf("frontend: Grad: the function takes %d arguments, got %d", nargs, len(inputs))
 	}
 	vals := make([]*interp.Tensor, len(inputs))
 	for i, t := range inputs {
@@ -165,7 +169,7 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 
 	// Trace fn into one graph that returns its results.
 	s := newSession(c, c.backend, true)
-	defer func() { s.active = false }()
+	defer s.end()
 	args := make([]*Tensor, len(vals))
 	for i, v := range vals {
 		args[i] = fromInterp(v)
@@ -176,7 +180,11 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		datas[i] = hostData(v)
 	}
 	gr := s.newGraph(args, c.argTypes(inputs, datas))
-	outs, fnErr := c.invoke(args)
+	in := make([]reflect.Value, len(args))
+	for i, a := range args {
+		in[i] = reflect.ValueOf(a)
+	}
+	_, outs, fnErr := c.invoke(in)
 	if err := g.endTrace(s, gr, outs, fnErr); err != nil {
 		return nil, nil, err
 	}

@@ -33,8 +33,11 @@ type Tensor struct {
 	shape []int64
 	dtype DType
 	err   error
-	seq   uint64 // creation order: tensors made during a trace are "fresh"
+	seq   uint64 // creation order
 	dyn   []int  // dims marked with MarkDynamic
+	// in is the compiled call in flight whose graph reads t as an input
+	// (set by session.stamp), so that a host read of t is a graph break.
+	in atomic.Pointer[session]
 }
 
 // seqCounter numbers tensors in creation order.
@@ -168,14 +171,52 @@ func (t *Tensor) Err() error { return t.err }
 // tensor whose graph has dynamic dims specializes that graph on its input
 // sizes (the guard then checks them exactly).
 func (t *Tensor) Shape() []int {
-	if t.g != nil && t.g.dynamic {
-		t.g.specialize(callerLoc())
-	}
+	t.shapeRead()
 	out := make([]int, len(t.shape))
 	for i, d := range t.shape {
 		out[i] = int(d)
 	}
 	return out
+}
+
+// shapeRead notes that code read t's sizes: in a graph with dynamic dims
+// where t is pending or an input, that specializes the graph on its input
+// sizes.
+func (t *Tensor) shapeRead() {
+	if t.g != nil {
+		if t.g.dynamic {
+			t.g.specialize(callerLoc())
+		}
+		return
+	}
+	if s := t.in.Load(); s != nil && s.active && s.cur != nil && s.cur.dynamic {
+		if _, ok := s.cur.lifted[t]; ok {
+			s.cur.specialize(callerLoc())
+		}
+	}
+}
+
+// inputRead is a host read of t, an input of a graph of s: a graph break
+// when t is an input of the graph being recorded (its value decides what
+// the Go code does next), refused under Fullgraph.
+func (s *session) inputRead(t *Tensor, reason string) error {
+	if !s.active || s.c == nil || s.cur == nil {
+		return nil
+	}
+	g := s.cur
+	if _, ok := g.lifted[t]; !ok {
+		return nil
+	}
+	reason += " of an input of the graph"
+	if g.nops == 0 && len(g.pending) == 0 {
+		// Nothing recorded yet: no graph to run, but still a break.
+		if err := s.noteBreak(reason, callerLoc()); err != nil {
+			return err
+		}
+		s.cur = nil
+		return nil
+	}
+	return s.graphBreak(g, reason, callerLoc())
 }
 
 // Rank returns the number of dims.
@@ -213,6 +254,13 @@ func (t *Tensor) String() string {
 func (t *Tensor) value(reason string) (*interp.Tensor, error) {
 	if t.err != nil {
 		return nil, t.err
+	}
+	if t.g == nil {
+		if s := t.in.Load(); s != nil {
+			if err := s.inputRead(t, reason); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if t.val != nil {
 		return t.val, nil

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,14 +35,21 @@ type session struct {
 	c         *Compiled // nil for a lazy eager session
 	backend   backendEntry
 	fullgraph bool
-	eager     bool // a compiled function past its recompile limit: nothing is cached
 	finalOuts []*Tensor
-	active    bool
-	cur       *graphTrace
-	err       error // the first error, which every later op repeats
-	startSeq  uint64
-	breaks    []Break
-	graphs    []GraphInfo
+	// stamped are the concrete tensors whose in field names s: the
+	// inputs of its graphs (end clears it).
+	stamped []*Tensor
+	// mutated are the tensors Assign changed during the session, with
+	// their values before it (restored when the session fails).
+	mutated []mutation
+	// ran are the graphs run, in order, with their inputs.
+	ran      []ranGraph
+	active   bool
+	cur      *graphTrace
+	err      error // the first error, which every later op repeats
+	startSeq uint64
+	breaks   []Break
+	graphs   []GraphInfo
 	// spent is the time flushes spent compiling and running graphs, so
 	// that the rest of the call counts as tracing.
 	spent time.Duration
@@ -50,6 +58,30 @@ type session struct {
 
 func newSession(c *Compiled, be backendEntry, fullgraph bool) *session {
 	return &session{c: c, backend: be, fullgraph: fullgraph, active: true, startSeq: seqCounter.Load()}
+}
+
+// ranGraph is a graph a session ran: its executable and inputs.
+type ranGraph struct {
+	exe    Executable
+	inputs []tensorData
+}
+
+// end marks s finished: its tensors no longer name it, and the tensors
+// it mutated get their old values back if it failed.
+func (s *session) end() {
+	s.active = false
+	for _, t := range s.stamped {
+		t.in.CompareAndSwap(s, nil)
+	}
+	s.stamped = nil
+	if s.err != nil {
+		for i := len(s.mutated) - 1; i >= 0; i-- {
+			if m := s.mutated[i]; m.t.val == nil && m.t.dev == nil {
+				m.t.setData(m.old)
+			}
+		}
+	}
+	s.mutated = nil
 }
 
 // fail records err as the session's first error.
@@ -82,9 +114,6 @@ type graphTrace struct {
 	dynamic     bool
 	specialized bool
 	specializer ir.Location
-	// fresh is set when the graph reads a concrete tensor made during the
-	// session (not an argument, not a tensor captured from outside).
-	fresh bool
 	// compiled is the cache entry that ran g (nil for eager runs).
 	compiled *cached
 }
@@ -114,9 +143,12 @@ func (s *session) newGraph(args []*Tensor, types []ir.Type) *graphTrace {
 	g.fn, g.entry = funcs.NewFunc(g.b, fmt.Sprintf("graph%d", g.index), ir.FunctionOf(nil, nil), ir.UnknownLoc{})
 	g.b.SetInsertionPointToEnd(g.entry)
 	for i, t := range args {
-		t.node = g.addInput(tensorData{host: t.val, dev: t.dev}, types[i])
-		t.g = g
+		if _, ok := g.lifted[t]; ok {
+			continue // an argument given twice is one input
+		}
+		g.lifted[t] = g.addInput(tensorData{host: t.val, dev: t.dev}, types[i])
 		g.dynamic = g.dynamic || hasDynamic(types[i])
+		s.stamp(t)
 	}
 	s.cur = g
 	return g
@@ -134,6 +166,17 @@ func (g *graphTrace) addInput(v tensorData, t ir.Type) *ir.Value {
 	g.inputs = append(g.inputs, v)
 	g.fp.WriteString("in:" + t.String() + ";")
 	return arg
+}
+
+// stamp records that t is an input of one of s's graphs, so that a host
+// read of t during the session is a graph break.
+func (s *session) stamp(t *Tensor) {
+	if s.c == nil {
+		return
+	}
+	if t.in.Swap(s) != s {
+		s.stamped = append(s.stamped, t)
+	}
 }
 
 // use returns the value standing for t in g, making t an input of g when
@@ -156,9 +199,7 @@ func (g *graphTrace) use(t *Tensor) (*ir.Value, error) {
 	d := tensorData{host: t.val, dev: t.dev}
 	v := g.addInput(d, ir.TensorOf(d.Shape(), d.ElemType()))
 	g.lifted[t] = v
-	if t.seq > g.sess.startSeq {
-		g.fresh = true
-	}
+	g.sess.stamp(t)
 	return v, nil
 }
 
@@ -183,6 +224,9 @@ func pickSession(operands []*Tensor) *session {
 			if lazy == nil {
 				lazy = s
 			}
+		}
+		if s := t.in.Load(); s != nil && s.active {
+			return s
 		}
 	}
 	if lazy != nil {
@@ -364,6 +408,13 @@ func (s *session) seal(g *graphTrace, outs []*Tensor) {
 		vals[i], types[i] = t.node, t.node.Type()
 	}
 	funcs.Return(g.b, ir.UnknownLoc{}, vals...)
+	// The results are part of the graph's identity: the same ops
+	// returning other values are another graph.
+	g.fp.WriteString("out")
+	for _, v := range vals {
+		g.fp.WriteString(",")
+		g.fp.WriteString(strconv.Itoa(g.ids[v]))
+	}
 	inTypes := make([]ir.Type, g.entry.NumArguments())
 	for i, a := range g.entry.Arguments() {
 		inTypes[i] = a.Type()
