@@ -1,0 +1,257 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/strata-ir/strata/frontend"
+)
+
+// ConvBN is a convolution followed by batch norm (the conv has no bias).
+type ConvBN struct {
+	Conv *Conv2d
+	BN   *BatchNorm2d
+}
+
+// NewConvBN returns a k×k convolution from in to out channels with the
+// given stride and padding k/2, and its batch norm.
+func NewConvBN(g *RNG, in, out, k, stride int) *ConvBN {
+	return &ConvBN{Conv: NewConv2d(g, in, out, k, ConvOptions{Stride: stride, Padding: k / 2}), BN: NewBatchNorm2d(out)}
+}
+
+// Forward applies the convolution and the batch norm.
+func (c *ConvBN) Forward(x *frontend.Tensor) *frontend.Tensor { return c.BN.Forward(c.Conv.Forward(x)) }
+
+// BasicBlock is ResNet-18/34's residual block: relu(bn(conv3x3(relu(
+// bn(conv3x3(x))))) + shortcut(x)), the shortcut a strided 1×1 conv and
+// batch norm where the shape changes.
+type BasicBlock struct {
+	C1, C2     *ConvBN
+	Downsample *ConvBN // nil: identity
+}
+
+// NewBasicBlock returns a basic block from in to out channels.
+func NewBasicBlock(g *RNG, in, out, stride int) *BasicBlock {
+	b := &BasicBlock{C1: NewConvBN(g, in, out, 3, stride), C2: NewConvBN(g, out, out, 3, 1)}
+	if stride != 1 || in != out {
+		b.Downsample = NewConvBN(g, in, out, 1, stride)
+	}
+	return b
+}
+
+// Forward applies the block.
+func (b *BasicBlock) Forward(x *frontend.Tensor) *frontend.Tensor {
+	h := b.C2.Forward(b.C1.Forward(x).Relu())
+	sc := x
+	if b.Downsample != nil {
+		sc = b.Downsample.Forward(x)
+	}
+	return h.Add(sc).Relu()
+}
+
+// Bottleneck is ResNet-50's residual block: 1×1 down to width, 3×3 (with
+// the stride, as torchvision's v1.5), 1×1 up to 4·width, each with batch
+// norm, ReLU between, the residual added before the last ReLU.
+type Bottleneck struct {
+	C1, C2, C3 *ConvBN
+	Downsample *ConvBN // nil: identity
+}
+
+// Expansion is the ratio of a bottleneck's output channels to its width.
+const Expansion = 4
+
+// NewBottleneck returns a bottleneck block from in channels to
+// width·Expansion.
+func NewBottleneck(g *RNG, in, width, stride int) *Bottleneck {
+	out := width * Expansion
+	b := &Bottleneck{
+		C1: NewConvBN(g, in, width, 1, 1),
+		C2: NewConvBN(g, width, width, 3, stride),
+		C3: NewConvBN(g, width, out, 1, 1),
+	}
+	if stride != 1 || in != out {
+		b.Downsample = NewConvBN(g, in, out, 1, stride)
+	}
+	return b
+}
+
+// Forward applies the block.
+func (b *Bottleneck) Forward(x *frontend.Tensor) *frontend.Tensor {
+	h := b.C1.Forward(x).Relu()
+	h = b.C2.Forward(h).Relu()
+	h = b.C3.Forward(h)
+	sc := x
+	if b.Downsample != nil {
+		sc = b.Downsample.Forward(x)
+	}
+	return h.Add(sc).Relu()
+}
+
+// CausalSelfAttention is GPT-2's attention: one [d, 3d] projection to
+// queries, keys and values, causal scaled dot-product attention over
+// Heads heads (the frontend's attention op: the flash kernel on the GPU),
+// and an output projection. Field names follow GPT-2's checkpoints.
+type CausalSelfAttention struct {
+	CAttn *Linear `nn:"c_attn"`
+	CProj *Linear `nn:"c_proj"`
+	Heads int
+}
+
+// NewCausalSelfAttention returns an attention layer of width d, weights
+// drawn from N(0, 0.02²) as GPT-2 does (the output projection scaled by
+// 1/√(2·layers)), biases zero.
+func NewCausalSelfAttention(g *RNG, d, heads, layers int) *CausalSelfAttention {
+	return &CausalSelfAttention{
+		CAttn: &Linear{Weight: g.Normal(0.02, d, 3*d), Bias: frontend.Zeros(frontend.Float32, 3*d)},
+		CProj: &Linear{Weight: g.Normal(0.02/math.Sqrt(2*float64(layers)), d, d), Bias: frontend.Zeros(frontend.Float32, d)},
+		Heads: heads,
+	}
+}
+
+// qkv splits the projection of x [B, T, d] into q, k, v [B, H, T, d/H].
+func (a *CausalSelfAttention) qkv(x *frontend.Tensor) (q, k, v *frontend.Tensor, bad *frontend.Tensor) {
+	if f := firstErr(x); f != nil {
+		return nil, nil, nil, f
+	}
+	if x.Rank() != 3 {
+		return nil, nil, nil, errorf("CausalSelfAttention: input of shape %v, want [B, T, d]", x.Shape())
+	}
+	s := x.Shape()
+	b, t, d := s[0], s[1], s[2]
+	if a.Heads < 1 || d%a.Heads != 0 {
+		return nil, nil, nil, errorf("CausalSelfAttention: width %d is not a multiple of %d heads", d, a.Heads)
+	}
+	h := a.CAttn.Forward(x)
+	if h.Err() != nil {
+		return nil, nil, nil, h
+	}
+	// [B, T, 3, H, dh] → [3, B, H, T, dh]
+	h = h.Reshape(b, t, 3, a.Heads, d/a.Heads).Transpose(2, 0, 3, 1, 4)
+	part := func(i int) *frontend.Tensor {
+		return h.Slice([]int{i, 0, 0, 0, 0}, []int{i + 1, b, a.Heads, t, d / a.Heads}, nil).Reshape(b, a.Heads, t, d/a.Heads)
+	}
+	return part(0), part(1), part(2), nil
+}
+
+// merge maps attention output [B, H, T, dh] back to [B, T, d] and
+// projects it.
+func (a *CausalSelfAttention) merge(o *frontend.Tensor) *frontend.Tensor {
+	s := o.Shape()
+	return a.CProj.Forward(o.Transpose(0, 2, 1, 3).Reshape(s[0], s[2], s[1]*s[3]))
+}
+
+// Forward applies causal self-attention to x [B, T, d].
+func (a *CausalSelfAttention) Forward(x *frontend.Tensor) *frontend.Tensor {
+	q, k, v, bad := a.qkv(x)
+	if bad != nil {
+		return bad
+	}
+	return a.merge(frontend.Attention(q, k, v, frontend.AttentionOptions{Causal: true}))
+}
+
+// KVCache holds one layer's keys and values [B, H, MaxLen, dh] for
+// decoding; positions at or past the current length hold zeros.
+type KVCache struct {
+	K, V *frontend.Tensor `nn:"buffer"`
+}
+
+// NewKVCache returns an empty cache.
+func NewKVCache(dt frontend.DType, batch, heads, maxLen, headDim int) *KVCache {
+	return &KVCache{K: frontend.Zeros(dt, batch, heads, maxLen, headDim), V: frontend.Zeros(dt, batch, heads, maxLen, headDim)}
+}
+
+// Prefill applies causal attention to x [B, T, d] (the prompt, positions
+// 0…T-1) and stores its keys and values in the cache's first T positions.
+func (a *CausalSelfAttention) Prefill(x *frontend.Tensor, c *KVCache) *frontend.Tensor {
+	q, k, v, bad := a.qkv(x)
+	if bad != nil {
+		return bad
+	}
+	maxLen := c.K.Shape()[2]
+	t := k.Shape()[2]
+	if t > maxLen {
+		return errorf("CausalSelfAttention: prompt of %d tokens does not fit a cache of %d", t, maxLen)
+	}
+	pad := func(z *frontend.Tensor) *frontend.Tensor {
+		return z.Pad([]int{0, 0, 0, 0}, []int{0, 0, maxLen - t, 0}, 0)
+	}
+	c.K, c.V = pad(k), pad(v)
+	return a.merge(frontend.Attention(q, k, v, frontend.AttentionOptions{Causal: true}))
+}
+
+// Decode applies attention to one new token x [B, 1, d] at position pos
+// (an int64 scalar tensor, so that every step runs the same compiled
+// graph): it writes the token's key and value into the cache at pos and
+// attends over positions 0…pos.
+func (a *CausalSelfAttention) Decode(x, pos *frontend.Tensor, c *KVCache) *frontend.Tensor {
+	q, k, v, bad := a.qkv(x)
+	if bad != nil {
+		return bad
+	}
+	if f := firstErr(pos, c.K, c.V); f != nil {
+		return f
+	}
+	if k.Shape()[2] != 1 {
+		return errorf("CausalSelfAttention.Decode: %d tokens, want 1", k.Shape()[2])
+	}
+	maxLen := c.K.Shape()[2]
+	at := classes(maxLen).Cmp("eq", pos)   // [maxLen]
+	slot := at.Reshape(1, 1, maxLen, 1)    // where the new key goes
+	keep := classes(maxLen).Cmp("le", pos) // positions attended to
+	c.K = frontend.Where(slot, k, c.K)     // k broadcasts over maxLen
+	c.V = frontend.Where(slot, v, c.V)
+	o := frontend.Attention(q, c.K, c.V, frontend.AttentionOptions{Mask: keep.Reshape(1, 1, 1, maxLen)})
+	return a.merge(o)
+}
+
+// MLP is GPT-2's feed-forward layer: c_proj(gelu_tanh(c_fc(x))).
+type MLP struct {
+	CFc   *Linear `nn:"c_fc"`
+	CProj *Linear `nn:"c_proj"`
+}
+
+// Forward applies the MLP.
+func (m *MLP) Forward(x *frontend.Tensor) *frontend.Tensor {
+	return m.CProj.Forward(m.CFc.Forward(x).Gelu("tanh"))
+}
+
+// GPT2Block is a pre-norm transformer block: x + attn(ln_1(x)), then
+// x + mlp(ln_2(x)).
+type GPT2Block struct {
+	Ln1  *LayerNorm `nn:"ln_1"`
+	Attn *CausalSelfAttention
+	Ln2  *LayerNorm `nn:"ln_2"`
+	MLP  *MLP
+}
+
+// NewGPT2Block returns a block of width d with heads heads, initialised as
+// GPT-2 (layers is the model's depth, for the residual projections'
+// scale).
+func NewGPT2Block(g *RNG, d, heads, layers int) *GPT2Block {
+	return &GPT2Block{
+		Ln1:  NewLayerNorm(d),
+		Attn: NewCausalSelfAttention(g, d, heads, layers),
+		Ln2:  NewLayerNorm(d),
+		MLP: &MLP{
+			CFc:   &Linear{Weight: g.Normal(0.02, d, 4*d), Bias: frontend.Zeros(frontend.Float32, 4*d)},
+			CProj: &Linear{Weight: g.Normal(0.02/math.Sqrt(2*float64(layers)), 4*d, d), Bias: frontend.Zeros(frontend.Float32, d)},
+		},
+	}
+}
+
+// Forward applies the block to x [B, T, d].
+func (b *GPT2Block) Forward(x *frontend.Tensor) *frontend.Tensor {
+	x = x.Add(b.Attn.Forward(b.Ln1.Forward(x)))
+	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
+}
+
+// Prefill is Forward that also fills the layer's cache.
+func (b *GPT2Block) Prefill(x *frontend.Tensor, c *KVCache) *frontend.Tensor {
+	x = x.Add(b.Attn.Prefill(b.Ln1.Forward(x), c))
+	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
+}
+
+// Decode is Forward for one token at position pos, with the layer's cache.
+func (b *GPT2Block) Decode(x, pos *frontend.Tensor, c *KVCache) *frontend.Tensor {
+	x = x.Add(b.Attn.Decode(b.Ln1.Forward(x), pos, c))
+	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
+}

@@ -1,0 +1,416 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/strata-ir/strata/frontend"
+)
+
+// Layer is a module with one input and one output.
+type Layer interface {
+	Forward(x *frontend.Tensor) *frontend.Tensor
+}
+
+// full returns a rank-0 tensor holding v, of x's dtype.
+func full(x *frontend.Tensor, v float64) *frontend.Tensor { return frontend.Full(x.DType(), v) }
+
+// Linear is y = x·Weight + Bias. Weight is [in, out]: the transpose of
+// torch.nn.Linear's weight (and the layout of GPT-2's checkpoints), so
+// that the product needs no transpose.
+type Linear struct {
+	Weight *frontend.Tensor // [in, out]
+	Bias   *frontend.Tensor // [out], or nil
+}
+
+// NewLinear returns a Linear layer initialised as PyTorch does: weight
+// and bias uniform in ±1/√in.
+func NewLinear(g *RNG, in, out int, bias bool) *Linear {
+	l := &Linear{Weight: g.kaiming(in, in, out)}
+	if bias {
+		l.Bias = g.kaiming(in, out)
+	}
+	return l
+}
+
+// Forward maps x [..., in] to [..., out].
+func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x, l.Weight, l.Bias); f != nil {
+		return f
+	}
+	in := l.Weight.Shape()[0]
+	if x.Rank() == 0 || x.Shape()[x.Rank()-1] != in {
+		return errorf("Linear: input of shape %v, want [..., %d]", x.Shape(), in)
+	}
+	y := x.MatMul(l.Weight)
+	if l.Bias != nil {
+		y = y.Add(l.Bias)
+	}
+	return y
+}
+
+// Embedding maps int64 indices to rows of Weight [num, dim].
+type Embedding struct {
+	Weight *frontend.Tensor
+}
+
+// NewEmbedding returns an embedding with rows drawn from N(0, std²)
+// (PyTorch: std 1; GPT-2: 0.02).
+func NewEmbedding(g *RNG, num, dim int, std float64) *Embedding {
+	return &Embedding{Weight: g.Normal(std, num, dim)}
+}
+
+// Forward maps indices of any shape to [..., dim].
+func (e *Embedding) Forward(idx *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(idx, e.Weight); f != nil {
+		return f
+	}
+	if idx.DType() != frontend.Int64 && idx.DType() != frontend.Int32 {
+		return errorf("Embedding: indices are %v, want int64 or int32", idx.DType())
+	}
+	return e.Weight.Gather(idx, 0)
+}
+
+// LayerNorm normalizes over the last dim and applies Weight and Bias.
+type LayerNorm struct {
+	Weight, Bias *frontend.Tensor
+	Eps          float64
+}
+
+// NewLayerNorm returns a layer norm over dim features (weight 1, bias 0,
+// eps 1e-5).
+func NewLayerNorm(dim int) *LayerNorm {
+	return &LayerNorm{Weight: frontend.Ones(frontend.Float32, dim), Bias: frontend.Zeros(frontend.Float32, dim), Eps: 1e-5}
+}
+
+// Forward normalizes x [..., dim].
+func (l *LayerNorm) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x, l.Weight, l.Bias); f != nil {
+		return f
+	}
+	d := l.Weight.Shape()[0]
+	if x.Rank() == 0 || x.Shape()[x.Rank()-1] != d {
+		return errorf("LayerNorm: input of shape %v, want [..., %d]", x.Shape(), d)
+	}
+	return x.LayerNorm(l.Weight, l.Bias, -1, l.Eps)
+}
+
+// ConvOptions are Conv2d's optional settings; zero values are PyTorch's
+// defaults (stride 1, padding 0, dilation 1, groups 1, no bias).
+type ConvOptions struct {
+	Stride, Padding, Dilation int
+	Groups                    int
+	Bias                      bool
+}
+
+// Conv2d is a 2-D convolution of NCHW input with square kernels.
+type Conv2d struct {
+	Weight                            *frontend.Tensor // [out, in/groups, k, k]
+	Bias                              *frontend.Tensor // [out], or nil
+	Stride, Padding, Dilation, Groups int
+}
+
+// NewConv2d returns a convolution from in to out channels with a k×k
+// kernel, initialised as PyTorch does (uniform in ±1/√fan-in).
+func NewConv2d(g *RNG, in, out, k int, o ConvOptions) *Conv2d {
+	if o.Groups == 0 {
+		o.Groups = 1
+	}
+	fanIn := in / max(o.Groups, 1) * k * k
+	c := &Conv2d{
+		Weight: g.kaiming(fanIn, out, in/max(o.Groups, 1), k, k),
+		Stride: max(o.Stride, 1), Padding: o.Padding, Dilation: max(o.Dilation, 1), Groups: o.Groups,
+	}
+	if o.Bias {
+		c.Bias = g.kaiming(fanIn, out)
+	}
+	return c
+}
+
+// OutSize returns the output size of a convolution or pooling window
+// over n elements (PyTorch's floor rule).
+func OutSize(n, k, stride, padding, dilation int) int {
+	return (n+2*padding-dilation*(k-1)-1)/stride + 1
+}
+
+// Forward convolves x [N, C, H, W].
+func (c *Conv2d) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x, c.Weight, c.Bias); f != nil {
+		return f
+	}
+	ws := c.Weight.Shape()
+	groups := max(c.Groups, 1)
+	if x.Rank() != 4 {
+		return errorf("Conv2d: input of shape %v, want [N, C, H, W]", x.Shape())
+	}
+	xs := x.Shape()
+	if xs[1] != ws[1]*groups {
+		return errorf("Conv2d: input has %d channels, the layer takes %d", xs[1], ws[1]*groups)
+	}
+	stride, dil := max(c.Stride, 1), max(c.Dilation, 1)
+	for i, n := range xs[2:] {
+		k := ws[2+i]
+		if ext := dil*(k-1) + 1; n+2*c.Padding < ext {
+			return errorf("Conv2d: kernel extent %d is larger than the padded input (%d + 2·%d) in dim %d", ext, n, c.Padding, 2+i)
+		}
+	}
+	return frontend.Conv2D(x, c.Weight, c.Bias, frontend.Conv2DOptions{
+		Strides: []int{stride, stride}, Padding: []int{c.Padding, c.Padding},
+		Dilations: []int{dil, dil}, Groups: groups,
+	})
+}
+
+// BatchNorm2d normalizes each channel of NCHW input. In training mode it
+// uses the batch's mean and (biased) variance and updates RunningMean and
+// RunningVar in place: running = (1-Momentum)·running + Momentum·batch,
+// with the unbiased variance, as PyTorch does. In evaluation mode it uses
+// the running statistics.
+type BatchNorm2d struct {
+	Weight, Bias            *frontend.Tensor // [C]
+	RunningMean, RunningVar *frontend.Tensor `nn:"buffer"`
+	Eps, Momentum           float64
+	Training                bool
+}
+
+// NewBatchNorm2d returns a batch norm over c channels (weight 1, bias 0,
+// running mean 0 and variance 1, eps 1e-5, momentum 0.1), in training
+// mode.
+func NewBatchNorm2d(c int) *BatchNorm2d {
+	return &BatchNorm2d{
+		Weight: frontend.Ones(frontend.Float32, c), Bias: frontend.Zeros(frontend.Float32, c),
+		RunningMean: frontend.Zeros(frontend.Float32, c), RunningVar: frontend.Ones(frontend.Float32, c),
+		Eps: 1e-5, Momentum: 0.1, Training: true,
+	}
+}
+
+// Forward normalizes x [N, C, H, W].
+func (b *BatchNorm2d) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar); f != nil {
+		return f
+	}
+	c := b.Weight.Shape()[0]
+	if x.Rank() != 4 {
+		return errorf("BatchNorm2d: input of rank %d (shape %v), want [N, C, H, W]", x.Rank(), x.Shape())
+	}
+	xs := x.Shape()
+	if xs[1] != c {
+		return errorf("BatchNorm2d: input has %d channels, the layer has %d", xs[1], c)
+	}
+	per := func(t *frontend.Tensor) *frontend.Tensor { return t.Reshape(1, c, 1, 1) }
+	var mean, inv *frontend.Tensor
+	if b.Training {
+		n := xs[0] * xs[2] * xs[3]
+		if n < 2 {
+			return errorf("BatchNorm2d: training needs more than one value per channel, got input of shape %v", xs)
+		}
+		mean = x.Mean([]int{0, 2, 3}, true)
+		d := x.Sub(mean)
+		v := d.Mul(d).Mean([]int{0, 2, 3}, true)
+		inv = v.Add(full(x, b.Eps)).Rsqrt()
+		m := b.Momentum
+		unbiased := v.Reshape(c).Mul(full(x, float64(n)/float64(n-1)))
+		b.RunningMean = b.RunningMean.Mul(full(x, 1-m)).Add(mean.Reshape(c).Mul(full(x, m)))
+		b.RunningVar = b.RunningVar.Mul(full(x, 1-m)).Add(unbiased.Mul(full(x, m)))
+		return d.Mul(inv.Mul(per(b.Weight))).Add(per(b.Bias))
+	}
+	// y = x·s + t with s = w/√(var+eps), t = b - mean·s: one multiply-add
+	// over x (the affine form a conv epilogue can absorb).
+	s := b.RunningVar.Add(full(x, b.Eps)).Rsqrt().Mul(b.Weight)
+	t := b.Bias.Sub(b.RunningMean.Mul(s))
+	return x.Mul(per(s)).Add(per(t))
+}
+
+// FoldInto returns a copy of conv whose weight and bias include this batch
+// norm's evaluation-mode affine map, so that bn(conv(x)) = conv'(x) in
+// evaluation mode.
+func (b *BatchNorm2d) FoldInto(conv *Conv2d) *Conv2d {
+	s := b.RunningVar.Add(full(b.RunningVar, b.Eps)).Rsqrt().Mul(b.Weight)
+	t := b.Bias.Sub(b.RunningMean.Mul(s))
+	out := *conv
+	o := s.Shape()[0]
+	out.Weight = conv.Weight.Mul(s.Reshape(o, 1, 1, 1))
+	if conv.Bias != nil {
+		out.Bias = conv.Bias.Mul(s).Add(t)
+	} else {
+		out.Bias = t
+	}
+	return &out
+}
+
+// windows returns the k×k strided windows of x [N, C, H, W] (already
+// padded): term (i, j) holds x[:, :, i + s·oh, j + s·ow] for every output
+// position. Each is one strided slice, so pooling is an elementwise
+// reduction of k² tensors.
+func windows(x *frontend.Tensor, k, s, oh, ow int) []*frontend.Tensor {
+	xs := x.Shape()
+	var out []*frontend.Tensor
+	for i := range k {
+		for j := range k {
+			out = append(out, x.Slice(
+				[]int{0, 0, i, j},
+				[]int{xs[0], xs[1], i + s*(oh-1) + 1, j + s*(ow-1) + 1},
+				[]int{1, 1, s, s}))
+		}
+	}
+	return out
+}
+
+// pool checks a pooling layer's input and returns the output size.
+func poolShape(name string, x *frontend.Tensor, k, s, p int) (oh, ow int, bad *frontend.Tensor) {
+	if f := firstErr(x); f != nil {
+		return 0, 0, f
+	}
+	if x.Rank() != 4 {
+		return 0, 0, errorf("%s: input of shape %v, want [N, C, H, W]", name, x.Shape())
+	}
+	if k < 1 || s < 1 || p < 0 {
+		return 0, 0, errorf("%s: kernel %d, stride %d, padding %d: want kernel and stride ≥ 1, padding ≥ 0", name, k, s, p)
+	}
+	if 2*p > k {
+		return 0, 0, errorf("%s: padding %d is more than half the kernel %d", name, p, k)
+	}
+	xs := x.Shape()
+	if xs[2]+2*p < k || xs[3]+2*p < k {
+		return 0, 0, errorf("%s: kernel %d is larger than the padded input %dx%d (padding %d)", name, k, xs[2], xs[3], p)
+	}
+	return OutSize(xs[2], k, s, p, 1), OutSize(xs[3], k, s, p, 1), nil
+}
+
+// MaxPool2d takes the maximum over k×k windows (stride Stride, 0 meaning
+// Kernel; padding with -∞).
+type MaxPool2d struct{ Kernel, Stride, Padding int }
+
+// Forward pools x [N, C, H, W].
+func (m MaxPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
+	s := m.Stride
+	if s == 0 {
+		s = m.Kernel
+	}
+	oh, ow, bad := poolShape("MaxPool2d", x, m.Kernel, s, m.Padding)
+	if bad != nil {
+		return bad
+	}
+	p := m.Padding
+	if p > 0 {
+		x = x.Pad([]int{0, 0, p, p}, []int{0, 0, p, p}, math.Inf(-1))
+	}
+	ws := windows(x, m.Kernel, s, oh, ow)
+	y := ws[0]
+	for _, w := range ws[1:] {
+		y = y.Max(w)
+	}
+	return y
+}
+
+// AvgPool2d averages k×k windows (stride Stride, 0 meaning Kernel; zero
+// padding counted in the average, PyTorch's count_include_pad).
+type AvgPool2d struct{ Kernel, Stride, Padding int }
+
+// Forward pools x [N, C, H, W].
+func (m AvgPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
+	s := m.Stride
+	if s == 0 {
+		s = m.Kernel
+	}
+	oh, ow, bad := poolShape("AvgPool2d", x, m.Kernel, s, m.Padding)
+	if bad != nil {
+		return bad
+	}
+	p := m.Padding
+	if p > 0 {
+		x = x.Pad([]int{0, 0, p, p}, []int{0, 0, p, p}, 0)
+	}
+	ws := windows(x, m.Kernel, s, oh, ow)
+	y := ws[0]
+	for _, w := range ws[1:] {
+		y = y.Add(w)
+	}
+	return y.Mul(full(y, 1/float64(m.Kernel*m.Kernel)))
+}
+
+// AdaptiveAvgPool2d averages x [N, C, H, W] to [N, C, OutH, OutW]: output
+// cell i covers input rows ⌊i·H/OutH⌋ to ⌈(i+1)·H/OutH⌉, as PyTorch's.
+type AdaptiveAvgPool2d struct{ OutH, OutW int }
+
+// Forward pools x.
+func (m AdaptiveAvgPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x); f != nil {
+		return f
+	}
+	if x.Rank() != 4 {
+		return errorf("AdaptiveAvgPool2d: input of shape %v, want [N, C, H, W]", x.Shape())
+	}
+	if m.OutH < 1 || m.OutW < 1 {
+		return errorf("AdaptiveAvgPool2d: output size %dx%d, want ≥ 1", m.OutH, m.OutW)
+	}
+	xs := x.Shape()
+	if m.OutH == 1 && m.OutW == 1 {
+		return x.Mean([]int{2, 3}, true)
+	}
+	if xs[2]%m.OutH == 0 && xs[3]%m.OutW == 0 {
+		// Equal windows: one reshape and one mean.
+		kh, kw := xs[2]/m.OutH, xs[3]/m.OutW
+		return x.Reshape(xs[0], xs[1], m.OutH, kh, m.OutW, kw).Mean([]int{3, 5}, false)
+	}
+	rows := make([]*frontend.Tensor, m.OutH)
+	for i := range m.OutH {
+		h0, h1 := i*xs[2]/m.OutH, ceilDiv((i+1)*xs[2], m.OutH)
+		cols := make([]*frontend.Tensor, m.OutW)
+		for j := range m.OutW {
+			w0, w1 := j*xs[3]/m.OutW, ceilDiv((j+1)*xs[3], m.OutW)
+			cols[j] = x.Slice([]int{0, 0, h0, w0}, []int{xs[0], xs[1], h1, w1}, nil).Mean([]int{2, 3}, true)
+		}
+		rows[i] = frontend.Concat(3, cols...)
+	}
+	return frontend.Concat(2, rows...)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Flatten reshapes [N, ...] to [N, rest].
+type Flatten struct{}
+
+// Forward flattens x.
+func (Flatten) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x); f != nil {
+		return f
+	}
+	if x.Rank() < 1 {
+		return errorf("Flatten: input is a scalar")
+	}
+	return x.Reshape(x.Shape()[0], -1)
+}
+
+// ReLU is max(x, 0).
+type ReLU struct{}
+
+// Forward applies the activation.
+func (ReLU) Forward(x *frontend.Tensor) *frontend.Tensor { return x.Relu() }
+
+// GELU is x·Φ(x), exact ("none") or with the tanh approximation ("tanh").
+type GELU struct{ Approximate string }
+
+// Forward applies the activation.
+func (g GELU) Forward(x *frontend.Tensor) *frontend.Tensor {
+	a := g.Approximate
+	if a == "" {
+		a = "none"
+	}
+	return x.Gelu(a)
+}
+
+// SiLU is x·sigmoid(x).
+type SiLU struct{}
+
+// Forward applies the activation.
+func (SiLU) Forward(x *frontend.Tensor) *frontend.Tensor { return x.Mul(x.Sigmoid()) }
+
+// Sequential applies its layers in order.
+type Sequential struct{ Layers []Layer }
+
+// Forward applies every layer.
+func (s *Sequential) Forward(x *frontend.Tensor) *frontend.Tensor {
+	for _, l := range s.Layers {
+		x = l.Forward(x)
+	}
+	return x
+}

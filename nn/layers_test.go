@@ -1,0 +1,414 @@
+package nn_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/nn"
+	"pgregory.net/rapid"
+)
+
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// randND fills an nd of the shape with values uniform in [-1, 1).
+func randND(r *rand.Rand, shape ...int) *nd {
+	a := newND(shape...)
+	for i := range a.data {
+		a.data[i] = 2*r.Float64() - 1
+	}
+	return a
+}
+
+// tensor makes a tensor of dtype dt holding a.
+func tensor(a *nd, dt frontend.DType) *frontend.Tensor {
+	return frontend.FromSlice(a.data, a.shape...).Cast(dt)
+}
+
+// ndOf reads a concrete tensor.
+func ndOf(t tb, x *frontend.Tensor) *nd {
+	t.Helper()
+	d := x.Float64s()
+	if err := x.Err(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return &nd{shape: x.Shape(), data: d}
+}
+
+// near fails unless got and want agree elementwise within tol·(1+|want|).
+func near(t tb, what string, got *frontend.Tensor, wantShape []int, want []float64, tol float64) {
+	t.Helper()
+	g := ndOf(t, got)
+	if !slices.Equal(g.shape, wantShape) {
+		t.Fatalf("%s: shape %v, want %v", what, g.shape, wantShape)
+	}
+	for i := range want {
+		if d := math.Abs(g.data[i] - want[i]); !(d <= tol*(1+math.Abs(want[i]))) {
+			t.Fatalf("%s: element %d is %g, want %g (shape %v)", what, i, g.data[i], want[i], wantShape)
+		}
+	}
+}
+
+// gradCheck differentiates Σ fwd(x)·r in float64 with respect to x (when
+// withX) and every parameter of m, and compares a few elements of each
+// gradient with central differences.
+func gradCheck(t tb, r *rand.Rand, m any, fwd func(x *frontend.Tensor) *frontend.Tensor, x *frontend.Tensor, withX bool) {
+	t.Helper()
+	if err := nn.Cast(m, frontend.Float64); err != nil {
+		t.Fatalf("%v", err)
+	}
+	if x.DType().IsFloat() {
+		x = x.Cast(frontend.Float64)
+		x.Float64s()
+	}
+	y := fwd(x)
+	if err := y.Err(); err != nil {
+		t.Fatalf("forward: %v", err)
+	}
+	w := tensor(randND(r, y.Shape()...), frontend.Float64)
+	f, params, buffers := nn.Functional(m, 2, func(in []*frontend.Tensor) []*frontend.Tensor {
+		return []*frontend.Tensor{fwd(in[0]).Mul(in[1]).Sum(nil, false)}
+	})
+	var wrt []int
+	if withX {
+		wrt = append(wrt, 0)
+	}
+	for i := range params {
+		wrt = append(wrt, 2+i)
+	}
+	args := append([]*frontend.Tensor{x, w}, nn.Tensors(params)...)
+	args = append(args, nn.Tensors(buffers)...)
+	_, grads, err := frontend.ValueAndGrad(f, wrt...).Call(args...)
+	if err != nil {
+		t.Fatalf("gradient: %v", err)
+	}
+	eval := func(a []*frontend.Tensor) float64 {
+		outs, err := f(a...)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		v := outs[0].Item()
+		if err := outs[0].Err(); err != nil {
+			t.Fatalf("%v", err)
+		}
+		return v
+	}
+	const h = 1e-6
+	for gi, ai := range wrt {
+		g := ndOf(t, grads[gi])
+		base := args[ai].Float64s()
+		for range 3 {
+			j := r.IntN(len(base))
+			at := func(d float64) float64 {
+				vs := slices.Clone(base)
+				vs[j] += d
+				moved := slices.Clone(args)
+				moved[ai] = frontend.FromSlice(vs, args[ai].Shape()...)
+				return eval(moved)
+			}
+			num := (at(h) - at(-h)) / (2 * h)
+			if math.Abs(num-g.data[j]) > 1e-5*(1+math.Abs(num)) {
+				name := "x"
+				if ai >= 2 {
+					name = params[ai-2].Name
+				}
+				t.Fatalf("gradient of %s, element %d: %g, central difference %g", name, j, g.data[j], num)
+			}
+		}
+	}
+}
+
+func rng(rt *rapid.T) *rand.Rand {
+	return rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 7))
+}
+
+func TestConv2d(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		groups := rapid.IntRange(1, 2).Draw(rt, "groups")
+		cin, cout := groups*rapid.IntRange(1, 2).Draw(rt, "cin"), groups*rapid.IntRange(1, 2).Draw(rt, "cout")
+		k := rapid.IntRange(1, 3).Draw(rt, "k")
+		o := nn.ConvOptions{
+			Stride: rapid.IntRange(1, 2).Draw(rt, "stride"), Padding: rapid.IntRange(0, 1).Draw(rt, "pad"),
+			Dilation: rapid.IntRange(1, 2).Draw(rt, "dil"), Groups: groups, Bias: rapid.Bool().Draw(rt, "bias"),
+		}
+		ext := o.Dilation*(k-1) + 1
+		h := rapid.IntRange(max(ext-2*o.Padding, 1), 6).Draw(rt, "h")
+		w := rapid.IntRange(max(ext-2*o.Padding, 1), 6).Draw(rt, "w")
+		n := rapid.IntRange(1, 2).Draw(rt, "n")
+		c := nn.NewConv2d(nn.NewRNG(r.Uint64()), cin, cout, k, o)
+		x := randND(r, n, cin, h, w)
+		var b []float64
+		if c.Bias != nil {
+			b = c.Bias.Float64s()
+		}
+		want := refConv2d(x, ndOf(rt, c.Weight), b, o.Stride, o.Padding, o.Dilation, groups)
+		near(rt, "conv2d", c.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-5)
+		gradCheck(rt, r, c, c.Forward, tensor(x, frontend.Float64), true)
+	})
+}
+
+func TestPooling(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		k := rapid.IntRange(1, 3).Draw(rt, "k")
+		s := rapid.IntRange(1, 3).Draw(rt, "stride")
+		p := rapid.IntRange(0, k/2).Draw(rt, "pad")
+		h := rapid.IntRange(max(k-2*p, 1), 7).Draw(rt, "h")
+		w := rapid.IntRange(max(k-2*p, 1), 7).Draw(rt, "w")
+		x := randND(r, 2, 2, h, w)
+		isMax := rapid.Bool().Draw(rt, "max")
+		var layer nn.Layer = nn.AvgPool2d{Kernel: k, Stride: s, Padding: p}
+		if isMax {
+			layer = nn.MaxPool2d{Kernel: k, Stride: s, Padding: p}
+		}
+		want := refPool(x, k, s, p, isMax)
+		near(rt, "pool", layer.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-6)
+		gradCheck(rt, r, &struct{}{}, layer.Forward, tensor(x, frontend.Float64), true)
+	})
+}
+
+func TestAdaptiveAvgPool2d(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		oh, ow := rapid.IntRange(1, 4).Draw(rt, "oh"), rapid.IntRange(1, 4).Draw(rt, "ow")
+		h, w := rapid.IntRange(1, 8).Draw(rt, "h"), rapid.IntRange(1, 8).Draw(rt, "w")
+		x := randND(r, 2, 3, h, w)
+		l := nn.AdaptiveAvgPool2d{OutH: oh, OutW: ow}
+		want := refAdaptiveAvg(x, oh, ow)
+		near(rt, "adaptive avg pool", l.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-6)
+		gradCheck(rt, r, &struct{}{}, l.Forward, tensor(x, frontend.Float64), true)
+	})
+}
+
+func TestBatchNorm2d(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		n, c := rapid.IntRange(1, 3).Draw(rt, "n"), rapid.IntRange(1, 3).Draw(rt, "c")
+		h, w := rapid.IntRange(1, 4).Draw(rt, "h"), rapid.IntRange(2, 4).Draw(rt, "w")
+		x := randND(r, n, c, h, w)
+		bn := nn.NewBatchNorm2d(c)
+		g := nn.NewRNG(r.Uint64())
+		bn.Weight, bn.Bias = g.Uniform(0.5, 1.5, c), g.Uniform(-1, 1, c)
+		bn.RunningMean, bn.RunningVar = g.Uniform(-1, 1, c), g.Uniform(0.5, 2, c)
+		wv, bv, rm, rv := bn.Weight.Float64s(), bn.Bias.Float64s(), bn.RunningMean.Float64s(), bn.RunningVar.Float64s()
+		y, nm, nv := refBatchNormTrain(x, wv, bv, rm, rv, 1e-5, 0.1)
+		near(rt, "batch norm (train)", bn.Forward(tensor(x, frontend.Float32)), y.shape, y.data, 1e-4)
+		near(rt, "running mean", bn.RunningMean, []int{c}, nm, 1e-5)
+		near(rt, "running var", bn.RunningVar, []int{c}, nv, 1e-5)
+
+		// Evaluation mode: the running statistics, also folded into a conv.
+		nn.SetTraining(bn, false)
+		want := newND(x.shape...)
+		for i := range want.data {
+			ch := (i / (h * w)) % c
+			want.data[i] = (x.data[i]-nm[ch])/math.Sqrt(nv[ch]+1e-5)*wv[ch] + bv[ch]
+		}
+		near(rt, "batch norm (eval)", bn.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-4)
+		conv := nn.NewConv2d(g, c, c, 1, nn.ConvOptions{Bias: rapid.Bool().Draw(rt, "bias")})
+		xt := tensor(x, frontend.Float32)
+		ref := ndOf(rt, bn.Forward(conv.Forward(xt)))
+		near(rt, "folded conv", bn.FoldInto(conv).Forward(xt), ref.shape, ref.data, 1e-4)
+
+		nn.SetTraining(bn, rapid.Bool().Draw(rt, "train"))
+		gradCheck(rt, r, bn, bn.Forward, tensor(x, frontend.Float64), true)
+	})
+}
+
+func TestLinearEmbeddingLayerNorm(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		m, k, n := rapid.IntRange(1, 4).Draw(rt, "m"), rapid.IntRange(1, 5).Draw(rt, "k"), rapid.IntRange(1, 5).Draw(rt, "n")
+		g := nn.NewRNG(r.Uint64())
+		lin := nn.NewLinear(g, k, n, rapid.Bool().Draw(rt, "bias"))
+		x := randND(r, m, k)
+		var b []float64
+		if lin.Bias != nil {
+			b = lin.Bias.Float64s()
+		}
+		near(rt, "linear", lin.Forward(tensor(x, frontend.Float32)), []int{m, n}, refMatmul(x.data, m, k, lin.Weight.Float64s(), n, b), 1e-5)
+		gradCheck(rt, r, lin, lin.Forward, tensor(x, frontend.Float64), true)
+
+		ln := nn.NewLayerNorm(k)
+		ln.Weight, ln.Bias = g.Uniform(0.5, 1.5, k), g.Uniform(-1, 1, k)
+		if k > 1 {
+			near(rt, "layer norm", ln.Forward(tensor(x, frontend.Float32)), []int{m, k},
+				refLayerNorm(x.data, k, ln.Weight.Float64s(), ln.Bias.Float64s(), 1e-5), 1e-4)
+			gradCheck(rt, r, ln, ln.Forward, tensor(x, frontend.Float64), true)
+		}
+
+		emb := nn.NewEmbedding(g, n, k, 1)
+		idx := g.Int64s(n, m, 2)
+		want := newND(m, 2, k)
+		ev := emb.Weight.Float64s()
+		for i, id := range idx.Int64s() {
+			copy(want.data[i*k:(i+1)*k], ev[int(id)*k:(int(id)+1)*k])
+		}
+		near(rt, "embedding", emb.Forward(idx), want.shape, want.data, 0)
+		gradCheck(rt, r, emb, emb.Forward, idx, false)
+	})
+}
+
+func TestCrossEntropy(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		n, c := rapid.IntRange(1, 5).Draw(rt, "n"), rapid.IntRange(2, 6).Draw(rt, "c")
+		eps := rapid.SampledFrom([]float64{0, 0.1, 0.3}).Draw(rt, "smoothing")
+		x := randND(r, n, c)
+		labels := nn.NewRNG(r.Uint64()).Int64s(c, n)
+		want := 0.0
+		for i, l := range labels.Int64s() {
+			row := x.data[i*c : (i+1)*c]
+			mx := slices.Max(row)
+			z := 0.0
+			for _, v := range row {
+				z += math.Exp(v - mx)
+			}
+			lse := mx + math.Log(z)
+			nll, mean := lse-row[l], 0.0
+			for _, v := range row {
+				mean += (lse - v) / float64(c)
+			}
+			want += ((1-eps)*nll + eps*mean) / float64(n)
+		}
+		near(rt, "cross entropy", nn.CrossEntropy(tensor(x, frontend.Float32), labels, eps), []int{}, []float64{want}, 1e-5)
+		gradCheck(rt, r, &struct{}{}, func(x *frontend.Tensor) *frontend.Tensor { return nn.CrossEntropy(x, labels, eps) },
+			tensor(x, frontend.Float64), true)
+	})
+}
+
+func TestActivationsAndFlatten(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := randND(r, 2, 3, 2)
+	cases := []struct {
+		l nn.Layer
+		f func(float64) float64
+	}{
+		{nn.ReLU{}, func(v float64) float64 { return math.Max(v, 0) }},
+		{nn.SiLU{}, func(v float64) float64 { return v / (1 + math.Exp(-v)) }},
+		{nn.GELU{}, func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) }},
+		{nn.GELU{Approximate: "tanh"}, geluTanh},
+	}
+	for _, c := range cases {
+		want := make([]float64, len(x.data))
+		for i, v := range x.data {
+			want[i] = c.f(v)
+		}
+		near(t, "activation", c.l.Forward(tensor(x, frontend.Float32)), x.shape, want, 1e-6)
+		gradCheck(t, r, &struct{}{}, c.l.Forward, tensor(x, frontend.Float64), true)
+	}
+	near(t, "flatten", nn.Flatten{}.Forward(tensor(x, frontend.Float64)), []int{2, 6}, x.data, 0)
+}
+
+// TestResidualBlocks checks a bottleneck and a basic block (training-mode
+// batch norm) against a composition of the references, and their
+// gradients against central differences.
+func TestResidualBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	g := nn.NewRNG(5)
+	x := randND(r, 2, 4, 4, 4)
+	bnRef := func(y *nd) *nd {
+		c := y.shape[1]
+		ones, zeros := make([]float64, c), make([]float64, c)
+		for i := range ones {
+			ones[i] = 1
+		}
+		out, _, _ := refBatchNormTrain(y, ones, zeros, zeros, ones, 1e-5, 0.1)
+		return out
+	}
+	convBN := func(cb *nn.ConvBN, in *nd) *nd {
+		return bnRef(refConv2d(in, ndOf(t, cb.Conv.Weight), nil, cb.Conv.Stride, cb.Conv.Padding, 1, 1))
+	}
+	relu := func(a *nd) *nd {
+		for i, v := range a.data {
+			a.data[i] = math.Max(v, 0)
+		}
+		return a
+	}
+	add := func(a, b *nd) *nd {
+		for i := range a.data {
+			a.data[i] += b.data[i]
+		}
+		return a
+	}
+	bott := nn.NewBottleneck(g, 4, 2, 2)
+	want := relu(add(convBN(bott.C3, relu(convBN(bott.C2, relu(convBN(bott.C1, x))))), convBN(bott.Downsample, x)))
+	near(t, "bottleneck", bott.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-4)
+	gradCheck(t, r, bott, bott.Forward, tensor(x, frontend.Float64), true)
+
+	basic := nn.NewBasicBlock(g, 4, 4, 1)
+	if basic.Downsample != nil {
+		t.Fatal("a basic block keeping its shape has a downsampling shortcut")
+	}
+	want = relu(add(convBN(basic.C2, relu(convBN(basic.C1, x))), x))
+	near(t, "basic block", basic.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-4)
+	gradCheck(t, r, basic, basic.Forward, tensor(x, frontend.Float64), true)
+}
+
+// TestBadInput: mistakes are errors located at the caller's line, before
+// anything runs.
+func TestBadInput(t *testing.T) {
+	g := nn.NewRNG(1)
+	conv := nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{})
+	cases := []struct {
+		name string
+		y    *frontend.Tensor
+		want string
+	}{
+		{"channels", conv.Forward(frontend.Zeros(frontend.Float32, 1, 2, 5, 5)), "input has 2 channels, the layer takes 3"},
+		{"kernel", conv.Forward(frontend.Zeros(frontend.Float32, 1, 3, 2, 5)), "larger than the padded input"},
+		{"bn rank", nn.NewBatchNorm2d(3).Forward(frontend.Zeros(frontend.Float32, 4, 3)), "input of rank 2"},
+		{"pool", nn.MaxPool2d{Kernel: 3}.Forward(frontend.Zeros(frontend.Float32, 1, 1, 2, 2)), "larger than the padded input"},
+		{"linear", nn.NewLinear(g, 3, 2, true).Forward(frontend.Zeros(frontend.Float32, 2, 4)), "want [..., 3]"},
+		{"labels dtype", nn.CrossEntropy(frontend.Zeros(frontend.Float32, 2, 3), frontend.Zeros(frontend.Float32, 2), 0), "want int64"},
+	}
+	for _, c := range cases {
+		err := c.y.Err()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "layers_test.go:") {
+			t.Errorf("%s: error %v, want one containing %q located in layers_test.go", c.name, err, c.want)
+		}
+	}
+	if err := nn.CheckLabels(frontend.FromSlice([]int64{0, 3, 1}), 3); err == nil || !strings.Contains(err.Error(), "label 3 at position 1") {
+		t.Errorf("CheckLabels: %v", err)
+	}
+}
+
+func TestRefsAndTraining(t *testing.T) {
+	g := nn.NewRNG(1)
+	blk := nn.NewGPT2Block(g, 8, 2, 1)
+	var names []string
+	for _, r := range nn.Refs(blk) {
+		names = append(names, r.Name)
+	}
+	want := "ln_1.weight ln_1.bias attn.c_attn.weight attn.c_attn.bias attn.c_proj.weight attn.c_proj.bias " +
+		"ln_2.weight ln_2.bias mlp.c_fc.weight mlp.c_fc.bias mlp.c_proj.weight mlp.c_proj.bias"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("names:\n%s\nwant\n%s", got, want)
+	}
+	seq := &nn.Sequential{Layers: []nn.Layer{nn.NewConvBN(g, 1, 2, 3, 1), nn.ReLU{}, nn.NewBatchNorm2d(2)}}
+	var bufs []string
+	for _, r := range nn.Buffers(seq) {
+		bufs = append(bufs, r.Name)
+	}
+	if got := strings.Join(bufs, " "); got != "layers.0.bn.running_mean layers.0.bn.running_var layers.2.running_mean layers.2.running_var" {
+		t.Errorf("buffers: %s", got)
+	}
+	if n := len(nn.Parameters(seq)); n != 5 {
+		t.Errorf("%d parameters, want 5 (conv weight, 2×(bn weight, bias))", n)
+	}
+	nn.SetTraining(seq, false)
+	if seq.Layers[0].(*nn.ConvBN).BN.Training || seq.Layers[2].(*nn.BatchNorm2d).Training {
+		t.Error("SetTraining(false) left a batch norm in training mode")
+	}
+	// Same seed, same weights.
+	a, b := nn.NewLinear(nn.NewRNG(9), 3, 3, true), nn.NewLinear(nn.NewRNG(9), 3, 3, true)
+	if !slices.Equal(a.Weight.Float32s(), b.Weight.Float32s()) {
+		t.Error("the same seed gave different weights")
+	}
+}

@@ -1,0 +1,67 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/strata-ir/strata/frontend"
+)
+
+// CrossEntropy returns the mean over N of the cross-entropy of logits
+// [N, C] with int64 class labels [N], with label smoothing ε as PyTorch
+// defines it: (1-ε)·(-log p[label]) + ε·mean_c(-log p[c]). The label's
+// log-probability is picked with a one-hot mask (labels == class), so the
+// backward pass is elementwise; a label outside [0, C) picks nothing (see
+// CheckLabels to reject such labels before a step).
+func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.Tensor {
+	if f := firstErr(logits, labels); f != nil {
+		return f
+	}
+	if logits.Rank() != 2 {
+		return errorf("CrossEntropy: logits of shape %v, want [N, C]", logits.Shape())
+	}
+	if labels.DType() != frontend.Int64 {
+		return errorf("CrossEntropy: labels are %v, want int64", labels.DType())
+	}
+	ls := logits.Shape()
+	if labels.Rank() != 1 || labels.Shape()[0] != ls[0] {
+		return errorf("CrossEntropy: labels of shape %v, want [%d]", labels.Shape(), ls[0])
+	}
+	if smoothing < 0 || smoothing > 1 {
+		return errorf("CrossEntropy: label smoothing %g, want it in [0, 1]", smoothing)
+	}
+	n, c := ls[0], ls[1]
+	logp := logits.LogSoftmax(1)
+	hot := labels.Reshape(n, 1).Cmp("eq", classes(c)).Cast(logits.DType())
+	// Per row: -Σ_c w_c·log p_c with w = (1-ε)·onehot + ε/C.
+	w := hot
+	if smoothing > 0 {
+		w = hot.Mul(full(logits, 1-smoothing)).Add(full(logits, smoothing/float64(c)))
+	}
+	return logp.Mul(w).Sum(nil, false).Mul(full(logits, -1/float64(n)))
+}
+
+// classes returns the int64 tensor [0, 1, …, c-1].
+func classes(c int) *frontend.Tensor {
+	idx := make([]int64, c)
+	for i := range idx {
+		idx[i] = int64(i)
+	}
+	return frontend.FromSlice(idx, c)
+}
+
+// CheckLabels returns an error naming the first label of labels (a
+// concrete int64 tensor) outside [0, classes).
+func CheckLabels(labels *frontend.Tensor, numClasses int) error {
+	if err := labels.Err(); err != nil {
+		return err
+	}
+	if labels.DType() != frontend.Int64 {
+		return fmt.Errorf("nn: labels are %v, want int64", labels.DType())
+	}
+	for i, l := range labels.Int64s() {
+		if l < 0 || l >= int64(numClasses) {
+			return fmt.Errorf("nn: label %d at position %d is out of range [0, %d)", l, i, numClasses)
+		}
+	}
+	return nil
+}
