@@ -1,0 +1,220 @@
+// Package gpt2 is GPT-2 built with package nn: token and position
+// embeddings, pre-norm blocks (causal attention through the frontend's
+// attention op, a GELU MLP, residuals), a final layer norm, the output
+// head tied to the token embedding, and the cross-entropy loss; greedy
+// decoding with a KV cache. Parameter names follow the GPT-2 checkpoints
+// (wte.weight, h.0.attn.c_attn.weight, …), so a safetensors file of one
+// loads with nn/safetensors.
+//
+//	go run ./examples/models gpt2
+package gpt2
+
+import (
+	"fmt"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/nn"
+)
+
+// Config is the architecture.
+type Config struct {
+	Vocab, Ctx, D, Heads, Layers int
+	Seed                         uint64
+}
+
+// GPT2Small is the 124M model (vocabulary padded to 50304, as the
+// benchmarks' anchors).
+var GPT2Small = Config{Vocab: 50304, Ctx: 1024, D: 768, Heads: 12, Layers: 12, Seed: 1}
+
+// Toy is a two-layer model the interpreter trains in seconds.
+var Toy = Config{Vocab: 32, Ctx: 16, D: 16, Heads: 2, Layers: 2, Seed: 1}
+
+// Model is GPT-2.
+type Model struct {
+	Wte *nn.Embedding `nn:"wte"`
+	Wpe *nn.Embedding `nn:"wpe"`
+	H   []*nn.GPT2Block
+	LnF *nn.LayerNorm `nn:"ln_f"`
+	cfg Config
+}
+
+// New returns the model for cfg with GPT-2's initialisation from
+// cfg.Seed.
+func New(cfg Config) *Model {
+	g := nn.NewRNG(cfg.Seed)
+	m := &Model{
+		Wte: nn.NewEmbedding(g, cfg.Vocab, cfg.D, 0.02),
+		Wpe: nn.NewEmbedding(g, cfg.Ctx, cfg.D, 0.01),
+		LnF: nn.NewLayerNorm(cfg.D),
+		cfg: cfg,
+	}
+	for range cfg.Layers {
+		m.H = append(m.H, nn.NewGPT2Block(g, cfg.D, cfg.Heads, cfg.Layers))
+	}
+	return m
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// ParamCount returns the number of parameters of cfg's model (the tied
+// head counted once) without building it.
+func ParamCount(cfg Config) int {
+	d := cfg.D
+	block := 2*2*d + (d*3*d + 3*d) + (d*d + d) + (d*4*d + 4*d) + (4*d*d + d)
+	return cfg.Vocab*d + cfg.Ctx*d + cfg.Layers*block + 2*d
+}
+
+// positions returns the int64 tensor [start, …, start+n-1].
+func positions(start, n int) *frontend.Tensor {
+	p := make([]int64, n)
+	for i := range p {
+		p[i] = int64(start + i)
+	}
+	return frontend.FromSlice(p, n)
+}
+
+// embed maps tokens [B, T] at positions pos [T] to [B, T, D].
+func (m *Model) embed(idx, pos *frontend.Tensor) *frontend.Tensor {
+	return m.Wte.Forward(idx).Add(m.Wpe.Forward(pos))
+}
+
+// head maps [B, T, D] to logits [B, T, Vocab] with the tied embedding.
+func (m *Model) head(x *frontend.Tensor) *frontend.Tensor {
+	return m.LnF.Forward(x).MatMul(m.Wte.Weight.Transpose(1, 0))
+}
+
+// Logits maps tokens idx [B, T] (T ≤ Ctx) to logits [B, T, Vocab].
+func (m *Model) Logits(idx *frontend.Tensor) *frontend.Tensor {
+	if idx.Err() != nil {
+		return idx
+	}
+	if idx.Rank() != 2 || idx.Shape()[1] > m.cfg.Ctx {
+		return frontend.Failed(fmt.Errorf("gpt2: tokens of shape %v, want [B, T] with T ≤ %d", idx.Shape(), m.cfg.Ctx))
+	}
+	x := m.embed(idx, positions(0, idx.Shape()[1]))
+	for _, b := range m.H {
+		x = b.Forward(x)
+	}
+	return m.head(x)
+}
+
+// Loss is the mean cross-entropy of predicting targets [B, T] from tokens
+// [B, T] (in[0] and in[1]).
+func (m *Model) Loss(in ...*frontend.Tensor) []*frontend.Tensor {
+	logits := m.Logits(in[0])
+	if logits.Err() != nil {
+		return []*frontend.Tensor{logits}
+	}
+	s := logits.Shape()
+	return []*frontend.Tensor{nn.CrossEntropy(logits.Reshape(s[0]*s[1], s[2]), in[1].Reshape(s[0]*s[1]), 0)}
+}
+
+// Decoder is a model with a KV cache per layer, for generation. The
+// caches are its buffers: nn.Compile passes them into each compiled step
+// and writes the step's updated caches back.
+type Decoder struct {
+	M      *Model
+	Caches []*nn.KVCache
+}
+
+// NewDecoder returns m with empty caches for batch sequences of up to
+// m's context length, in dtype dt.
+func NewDecoder(m *Model, batch int, dt frontend.DType) *Decoder {
+	d := &Decoder{M: m}
+	for range m.cfg.Layers {
+		d.Caches = append(d.Caches, nn.NewKVCache(dt, batch, m.cfg.Heads, m.cfg.Ctx, m.cfg.D/m.cfg.Heads))
+	}
+	return d
+}
+
+// Prefill runs the prompt idx [B, T] through the model, fills the caches
+// and returns the logits of the last position [B, Vocab].
+func (d *Decoder) Prefill(idx *frontend.Tensor) *frontend.Tensor {
+	t := idx.Shape()[1]
+	x := d.M.embed(idx, positions(0, t))
+	for i, b := range d.M.H {
+		x = b.Prefill(x, d.Caches[i])
+	}
+	s := x.Shape()
+	last := x.Slice([]int{0, t - 1, 0}, []int{s[0], t, s[2]}, nil)
+	return d.M.head(last).Reshape(s[0], d.M.cfg.Vocab)
+}
+
+// Decode runs one token per sequence tok [B, 1] at position pos (an int64
+// scalar tensor) with the caches and returns the logits [B, Vocab].
+func (d *Decoder) Decode(tok, pos *frontend.Tensor) *frontend.Tensor {
+	x := d.M.embed(tok, pos.Reshape(1))
+	for i, b := range d.M.H {
+		x = b.Decode(x, pos, d.Caches[i])
+	}
+	return d.M.head(x).Reshape(tok.Shape()[0], d.M.cfg.Vocab)
+}
+
+// Generator is greedy decoding with compiled prefill and decode steps;
+// the next token is picked (argmax) inside the compiled step, on the
+// device.
+type Generator struct {
+	d               *Decoder
+	prefill, decode *nn.Compiled
+}
+
+// NewGenerator compiles d's prefill and decode steps with opts.
+func NewGenerator(d *Decoder, opts frontend.Options) (*Generator, error) {
+	pf, err := nn.Compile(d, func(in ...*frontend.Tensor) []*frontend.Tensor {
+		logits := d.Prefill(in[0])
+		return []*frontend.Tensor{logits.Argmax(1, true), logits}
+	}, 1, opts)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := nn.Compile(d, func(in ...*frontend.Tensor) []*frontend.Tensor {
+		logits := d.Decode(in[0], in[1])
+		return []*frontend.Tensor{logits.Argmax(1, true), logits}
+	}, 2, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Generator{d: d, prefill: pf, decode: dc}, nil
+}
+
+// Steps returns the compiled prefill and decode steps (for their stats).
+func (g *Generator) Steps() (prefill, decode *nn.Compiled) { return g.prefill, g.decode }
+
+// Generate appends n greedy tokens to prompt [B, T] and returns them
+// [B, n] with the logits of every generated token (n of [B, Vocab]).
+func (g *Generator) Generate(prompt *frontend.Tensor, n int) ([][]int64, []*frontend.Tensor, error) {
+	t := prompt.Shape()[1]
+	if t+n > g.d.M.cfg.Ctx {
+		return nil, nil, fmt.Errorf("gpt2: %d prompt tokens + %d new exceed the context of %d", t, n, g.d.M.cfg.Ctx)
+	}
+	res, err := g.prefill.Call(prompt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("prefill: %w", err)
+	}
+	// The tokens stay where the backend put them (the GPU) until the end.
+	tok, logits := res[0], []*frontend.Tensor{res[1]}
+	toks := []*frontend.Tensor{tok}
+	for i := 1; i < n; i++ {
+		pos := frontend.FromSlice([]int64{int64(t + i - 1)}, []int{}...)
+		res, err := g.decode.Call(tok, pos)
+		if err != nil {
+			return nil, nil, fmt.Errorf("decode step %d: %w", i, err)
+		}
+		tok = res[0]
+		logits = append(logits, res[1])
+		toks = append(toks, tok)
+	}
+	b := prompt.Shape()[0]
+	out := make([][]int64, b)
+	for _, step := range toks {
+		vs := step.Int64s()
+		if err := step.Err(); err != nil {
+			return nil, nil, err
+		}
+		for s := range b {
+			out[s] = append(out[s], vs[s])
+		}
+	}
+	return out, logits, nil
+}

@@ -1,0 +1,162 @@
+package gpt2
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/optim"
+)
+
+func TestParamCount(t *testing.T) {
+	if n := ParamCount(GPT2Small); n != 124475904 {
+		t.Errorf("GPT-2 124M (vocabulary 50304) has %d parameters, want 124475904", n)
+	}
+	if got, want := nn.NumElements(nn.Parameters(New(Toy))), ParamCount(Toy); got != want {
+		t.Errorf("the toy model has %d parameters, ParamCount says %d", got, want)
+	}
+	names := nn.Parameters(New(Toy))
+	if names[0].Name != "wte.weight" || names[2].Name != "h.0.ln_1.weight" || names[len(names)-1].Name != "ln_f.bias" {
+		t.Errorf("parameter names: %s, %s, …, %s", names[0].Name, names[2].Name, names[len(names)-1].Name)
+	}
+}
+
+// batch returns tokens and their next-token targets from a repeating
+// sequence.
+func batch(cfg Config, b, t int) (x, y *frontend.Tensor) {
+	xs, ys := make([]int64, b*t), make([]int64, b*t)
+	for i := range b {
+		for j := range t {
+			xs[i*t+j] = int64((3*i + 5*j) % cfg.Vocab)
+			ys[i*t+j] = int64((3*i + 5*(j+1)) % cfg.Vocab)
+		}
+	}
+	return frontend.FromSlice(xs, b, t), frontend.FromSlice(ys, b, t)
+}
+
+// TestTrainingStepGradients checks the toy model's fused forward and
+// backward pass in float64 against central differences of its loss, on
+// elements of the tied embedding, an attention projection, an MLP bias and
+// the final layer norm.
+func TestTrainingStepGradients(t *testing.T) {
+	m := New(Toy)
+	if err := nn.Cast(m, frontend.Float64); err != nil {
+		t.Fatal(err)
+	}
+	x, y := batch(Toy, 2, 8)
+	step := nn.NewGradStep(m, m.Loss, 2, frontend.Options{})
+	values, grads, err := step.Call(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := values[0].Item()
+	if math.Abs(loss-math.Log(float64(Toy.Vocab))) > 0.5 {
+		t.Errorf("initial loss %g, want about ln(vocab) = %g", loss, math.Log(float64(Toy.Vocab)))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	checked := 0
+	for pi, p := range step.Params() {
+		switch p.Name {
+		case "wte.weight", "wpe.weight", "h.0.attn.c_attn.weight", "h.1.mlp.c_fc.bias", "ln_f.weight", "h.1.attn.c_proj.weight":
+		default:
+			continue
+		}
+		checked++
+		g := grads[pi].Float64s()
+		base := p.Tensor()
+		vals := base.Float64s()
+		for range 3 {
+			j := r.IntN(len(vals))
+			at := func(d float64) float64 {
+				vs := slices.Clone(vals)
+				vs[j] += d
+				*p.Ptr = frontend.FromSlice(vs, base.Shape()...)
+				defer func() { *p.Ptr = base }()
+				return m.Loss(x, y)[0].Item()
+			}
+			num := (at(1e-6) - at(-1e-6)) / 2e-6
+			if math.Abs(num-g[j]) > 1e-6*(1+math.Abs(num))+1e-9 {
+				t.Errorf("%s[%d]: gradient %g, central difference %g", p.Name, j, g[j], num)
+			}
+		}
+	}
+	if checked != 6 {
+		t.Errorf("checked %d parameters, want 6", checked)
+	}
+}
+
+// TestTrainLossFalls: AdamW steps on a repeating sequence.
+func TestTrainLossFalls(t *testing.T) {
+	m := New(Toy)
+	x, y := batch(Toy, 2, 8)
+	step := nn.NewGradStep(m, m.Loss, 2, frontend.Options{})
+	opt, err := optim.NewAdamW(step.Params(), optim.AdamWConfig{LR: 1e-2, WeightDecay: 0.01}, frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float64
+	for range 15 {
+		v, grads, err := step.Call(x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, v[0].Item())
+		if err := opt.Step(grads); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("losses %.3f", losses)
+	if !(losses[len(losses)-1] < losses[0]/2) {
+		t.Errorf("loss did not halve: %v", losses)
+	}
+}
+
+// TestCachedDecodingMatchesRecompute generates greedily with compiled
+// prefill and decode steps (the KV cache written back after each), then
+// checks every generated token's logits against the full model run on
+// the whole sequence so far.
+func TestCachedDecodingMatchesRecompute(t *testing.T) {
+	m := New(Toy)
+	prompt, _ := batch(Toy, 2, 4)
+	gen, err := NewGenerator(NewDecoder(m, 2, frontend.Float32), frontend.Options{Backend: frontend.InterpBackend, Fullgraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	toks, logits, err := gen.Generate(prompt, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := [][]int64{}
+	for s, p := range [][]int64{prompt.Int64s()[:4], prompt.Int64s()[4:]} {
+		seqs = append(seqs, append(slices.Clone(p), toks[s]...))
+	}
+	for i := range n {
+		l := 4 + i // tokens known when token i was generated
+		ids := append(slices.Clone(seqs[0][:l]), seqs[1][:l]...)
+		full := m.Logits(frontend.FromSlice(ids, 2, l))
+		want := full.Slice([]int{0, l - 1, 0}, []int{2, l, Toy.Vocab}, nil).Float64s()
+		if err := full.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got := logits[i].Float64s()
+		for j := range want {
+			if math.Abs(got[j]-want[j]) > 1e-4 {
+				t.Fatalf("token %d, logit %d: cached %g, recomputed %g", i, j, got[j], want[j])
+			}
+		}
+		for s := range 2 {
+			row := want[s*Toy.Vocab : (s+1)*Toy.Vocab]
+			if best := int64(slices.Index(row, slices.Max(row))); best != toks[s][i] {
+				t.Fatalf("sequence %d, token %d: greedy %d, recomputed argmax %d", s, i, toks[s][i], best)
+			}
+		}
+	}
+	_, dec := gen.Steps()
+	if st := dec.Frontend().Stats(); st.Compiles != 1 {
+		t.Errorf("the decode step compiled %d times for %d tokens, want once", st.Compiles, n-1)
+	}
+}
