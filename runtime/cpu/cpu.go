@@ -1,0 +1,566 @@
+// Package cpu runs programs compiled by targets/cpu on the host: it
+// builds the shared library of a module's kernels (or finds it in the
+// compile cache), loads it with purego's dlopen, and executes each
+// function's host ops in Go, calling a kernel once per range of its outer
+// iteration space with the ranges spread over GOMAXPROCS goroutines.
+//
+// Buffers are Go slices of the interpreter's storage types (a result is
+// returned as an interp.Tensor owning its slice, without a copy), and the
+// kernels read and write them through pointers: Go's heap does not move
+// objects, and every buffer a call uses stays reachable until the call
+// returns.
+package cpu
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cache"
+	"github.com/strata-ir/strata/runtime/interp"
+	target "github.com/strata-ir/strata/targets/cpu"
+)
+
+// ErrNoTools is target.ErrNoTools: the compiler tools are missing.
+var ErrNoTools = target.ErrNoTools
+
+// Program is a module compiled for the host and loaded.
+type Program struct {
+	mod *target.Module
+	// LLVM is the module's LLVM IR text; Library the shared object.
+	LLVM, Library string
+	// Cached reports whether the library came from the compile cache.
+	Cached bool
+	// CPU is the -mcpu the library was compiled for.
+	CPU string
+	// Workers bounds the goroutines a kernel runs on (0: GOMAXPROCS).
+	Workers int
+	fns     map[*target.Kernel]uintptr
+}
+
+// cacheFormat changes when the library's ABI or the build changes.
+const cacheFormat = "strata-cpu-1"
+
+// Compile translates module (at the loop level), builds or reuses its
+// shared library and loads it. Without the tools the error wraps
+// ErrNoTools.
+func Compile(module *ir.Operation) (*Program, error) {
+	tools, err := target.FindTools()
+	if err != nil {
+		return nil, err
+	}
+	m, err := target.Translate(module)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{mod: m, LLVM: m.LLVM.String(), CPU: target.HostCPU(), fns: map[*target.Kernel]uintptr{}}
+	h := sha256.New()
+	for _, part := range []string{cacheFormat, p.CPU, tools.Opt, tools.LLC, tools.Linker, p.LLVM} {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	dir, err := cache.Dir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "cpu")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cpu: cache directory: %w", err)
+	}
+	p.Library = filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+".so")
+	if _, err := os.Stat(p.Library); err == nil {
+		p.Cached = true
+	} else if err := target.Build(tools, p.LLVM, p.CPU, p.Library); err != nil {
+		return nil, err
+	}
+	lib, err := purego.Dlopen(p.Library, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: loading %s: %w", p.Library, err)
+	}
+	for _, f := range m.Funcs {
+		for _, k := range f.Kernels {
+			sym, err := purego.Dlsym(lib, k.Name+"_packed")
+			if err != nil {
+				return nil, fmt.Errorf("cpu: %s: %w", p.Library, err)
+			}
+			p.fns[k] = sym
+		}
+	}
+	return p, nil
+}
+
+// Funcs returns the names of the program's functions.
+func (p *Program) Funcs() []string {
+	var out []string
+	for n := range p.mod.Funcs {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Params returns the parameter types of function name.
+func (p *Program) Params(name string) []ir.Type {
+	if f := p.mod.Funcs[name]; f != nil {
+		if ft := funcs.Type(f.Op); ft != nil {
+			return ft.Inputs
+		}
+	}
+	return nil
+}
+
+// hostBuf is a buffer: a Go slice of the interpreter's storage type.
+type hostBuf struct {
+	elem  ir.Type
+	shape []int64
+	data  any
+	ptr   unsafe.Pointer
+}
+
+// hostVal is an SSA value of a host function.
+type hostVal struct {
+	i   int64
+	f   float64
+	buf *hostBuf
+}
+
+func newBuf(elem ir.Type, shape []int64) (*hostBuf, error) {
+	t, err := interp.NewTensor(elem, shape)
+	if err != nil {
+		return nil, err
+	}
+	return bufOf(t), nil
+}
+
+func bufOf(t *interp.Tensor) *hostBuf {
+	return &hostBuf{elem: t.ElemType(), shape: t.Shape(), data: t.Data(), ptr: dataPtr(t.Data())}
+}
+
+// dataPtr returns the address of a storage slice's first element.
+func dataPtr(data any) unsafe.Pointer {
+	switch s := data.(type) {
+	case []float32:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	case []float64:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	case []uint16:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	case []bool:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	case []int8:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	case []int16:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	case []int32:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	case []int64:
+		return unsafe.Pointer(unsafe.SliceData(s))
+	}
+	return nil
+}
+
+// Run calls function name on inputs (a tensor per parameter: buffers'
+// elements, or rank-0 tensors for scalars) and returns its results. Input
+// tensors are read, never written.
+func (p *Program) Run(name string, inputs []*interp.Tensor) ([]*interp.Tensor, error) {
+	f := p.mod.Funcs[name]
+	if f == nil {
+		return nil, fmt.Errorf("cpu: no function @%s", name)
+	}
+	entry := f.Op.Region(0).Front()
+	if len(inputs) != entry.NumArguments() {
+		return nil, fmt.Errorf("cpu: @%s takes %d arguments, got %d", name, entry.NumArguments(), len(inputs))
+	}
+	r := &run{p: p, f: f, vals: make(map[*ir.Value]hostVal, 64)}
+	for i, arg := range entry.Arguments() {
+		in := inputs[i]
+		if mt, ok := arg.Type().(*ir.MemRefType); ok {
+			if err := checkInput(mt, in); err != nil {
+				return nil, fmt.Errorf("cpu: @%s argument %d: %w", name, i, err)
+			}
+			r.vals[arg] = hostVal{buf: bufOf(in)}
+			continue
+		}
+		if len(in.Shape()) != 0 || in.ElemType() != arg.Type() && !(isIndex(arg.Type()) && isIndex(in.ElemType())) {
+			return nil, fmt.Errorf("cpu: @%s argument %d: want a scalar %s, got %s", name, i, arg.Type(), in)
+		}
+		if _, ok := arg.Type().(*ir.FloatType); ok {
+			r.vals[arg] = hostVal{f: in.Float64s()[0]}
+		} else {
+			r.vals[arg] = hostVal{i: in.Int64s()[0]}
+		}
+	}
+	defer runtime.KeepAlive(inputs)
+	return r.body(entry)
+}
+
+func isIndex(t ir.Type) bool {
+	_, ok := t.(*ir.IndexType)
+	return ok
+}
+
+func checkInput(mt *ir.MemRefType, in *interp.Tensor) error {
+	if in.ElemType() != mt.ElementType() {
+		return fmt.Errorf("want %s elements, got %s", mt.ElementType(), in)
+	}
+	shape := mt.Shape()
+	if len(shape) != len(in.Shape()) {
+		return fmt.Errorf("want rank %d (%s), got %s", len(shape), mt, in)
+	}
+	for d, n := range shape {
+		if n != ir.Dynamic && n != in.Shape()[d] {
+			return fmt.Errorf("want %s, got %s", mt, in)
+		}
+	}
+	return nil
+}
+
+// run is one call of a host function.
+type run struct {
+	p    *Program
+	f    *target.Func
+	vals map[*ir.Value]hostVal
+	// live keeps every buffer of the call reachable until it returns.
+	live []*hostBuf
+}
+
+func (r *run) body(entry *ir.Block) ([]*interp.Tensor, error) {
+	defer runtime.KeepAlive(r.live)
+	for _, op := range entry.Ops() {
+		if op.Name() == "func.return" {
+			out := make([]*interp.Tensor, op.NumOperands())
+			for i, v := range op.Operands() {
+				hv := r.vals[v]
+				var err error
+				if hv.buf != nil {
+					out[i], err = interp.FromData(hv.buf.elem, hv.buf.shape, hv.buf.data)
+				} else if ft, ok := v.Type().(*ir.FloatType); ok {
+					out[i], err = interp.ScalarFloat(ft, hv.f)
+				} else {
+					out[i], err = interp.ScalarInt(v.Type(), hv.i)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("cpu: result %d: %w", i, err)
+				}
+			}
+			return out, nil
+		}
+		if err := r.op(op); err != nil {
+			var d *ir.Diagnostic
+			if errors.As(err, &d) {
+				return nil, err
+			}
+			return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+		}
+	}
+	return nil, fmt.Errorf("cpu: @%s has no func.return", r.f.Name)
+}
+
+func (r *run) op(op *ir.Operation) error {
+	name := op.Name()
+	get := func(i int) hostVal { return r.vals[op.Operand(i)] }
+	setI := func(v int64) { r.vals[op.Result(0)] = hostVal{i: ir.TruncInt(v, op.Result(0).Type())} }
+	switch name {
+	case "arith.constant":
+		switch a := op.Attr("value").(type) {
+		case ir.IntegerAttr:
+			setI(a.Value)
+		case ir.FloatAttr:
+			r.vals[op.Result(0)] = hostVal{f: a.Value()}
+		default:
+			return fmt.Errorf("unsupported constant %v", op.Attr("value"))
+		}
+		return nil
+	case "arith.addi":
+		setI(get(0).i + get(1).i)
+	case "arith.subi":
+		setI(get(0).i - get(1).i)
+	case "arith.muli":
+		setI(get(0).i * get(1).i)
+	case "arith.andi":
+		setI(get(0).i & get(1).i)
+	case "arith.ori":
+		setI(get(0).i | get(1).i)
+	case "arith.xori":
+		setI(get(0).i ^ get(1).i)
+	case "arith.maxsi":
+		setI(max(get(0).i, get(1).i))
+	case "arith.minsi":
+		setI(min(get(0).i, get(1).i))
+	case "arith.maxui":
+		setI(int64(max(uint64(get(0).i), uint64(get(1).i))))
+	case "arith.minui":
+		setI(int64(min(uint64(get(0).i), uint64(get(1).i))))
+	case "arith.divsi", "arith.remsi", "arith.ceildivsi", "arith.floordivsi", "arith.divui", "arith.remui":
+		x, y := get(0).i, get(1).i
+		if y == 0 {
+			return fmt.Errorf("division by zero")
+		}
+		switch name {
+		case "arith.divsi":
+			setI(x / y)
+		case "arith.remsi":
+			setI(x % y)
+		case "arith.divui":
+			setI(int64(uint64(x) / uint64(y)))
+		case "arith.remui":
+			setI(int64(uint64(x) % uint64(y)))
+		case "arith.ceildivsi":
+			q := x / y
+			if x%y != 0 && (x < 0) == (y < 0) {
+				q++
+			}
+			setI(q)
+		case "arith.floordivsi":
+			q := x / y
+			if x%y != 0 && (x < 0) != (y < 0) {
+				q--
+			}
+			setI(q)
+		}
+	case "arith.cmpi":
+		p, _ := op.Attr("predicate").(ir.IntegerAttr)
+		if p.Value < 0 || int(p.Value) >= len(arith.CmpIPredicateNames) {
+			return fmt.Errorf("bad predicate")
+		}
+		x, y := get(0).i, get(1).i
+		var c bool
+		switch arith.CmpIPredicateNames[p.Value] {
+		case "eq":
+			c = x == y
+		case "ne":
+			c = x != y
+		case "slt":
+			c = x < y
+		case "sle":
+			c = x <= y
+		case "sgt":
+			c = x > y
+		case "sge":
+			c = x >= y
+		case "ult":
+			c = uint64(x) < uint64(y)
+		case "ule":
+			c = uint64(x) <= uint64(y)
+		case "ugt":
+			c = uint64(x) > uint64(y)
+		case "uge":
+			c = uint64(x) >= uint64(y)
+		}
+		r.vals[op.Result(0)] = hostVal{i: b2i(c)}
+	case "arith.select":
+		if get(0).i != 0 {
+			r.vals[op.Result(0)] = get(1)
+		} else {
+			r.vals[op.Result(0)] = get(2)
+		}
+	case "arith.index_cast", "arith.extsi", "arith.trunci":
+		setI(get(0).i)
+	case "arith.index_castui", "arith.extui":
+		v := get(0).i
+		if it, ok := op.Operand(0).Type().(*ir.IntegerType); ok && it.Width < 64 {
+			v &= 1<<it.Width - 1
+		}
+		setI(v)
+	case loop.AllocOp:
+		mt := op.Result(0).Type().(*ir.MemRefType)
+		shape := make([]int64, len(mt.Shape()))
+		j := 0
+		for d, n := range mt.Shape() {
+			if n == ir.Dynamic {
+				n = get(j).i
+				j++
+			}
+			if n < 0 {
+				return fmt.Errorf("negative size %d in dimension %d", n, d)
+			}
+			shape[d] = n
+		}
+		b, err := newBuf(mt.ElementType(), shape)
+		if err != nil {
+			return err
+		}
+		r.live = append(r.live, b)
+		r.vals[op.Result(0)] = hostVal{buf: b}
+	case loop.DeallocOp:
+	case loop.DimOp:
+		b := get(0).buf
+		d, _ := op.Attr(loop.IndexAttr).(ir.IntegerAttr)
+		if b == nil || d.Value < 0 || int(d.Value) >= len(b.shape) {
+			return fmt.Errorf("bad dimension")
+		}
+		setI(b.shape[d.Value])
+	case loop.ViewOp:
+		b := get(0).buf
+		mt := op.Result(0).Type().(*ir.MemRefType)
+		n := int64(1)
+		for _, s := range b.shape {
+			n *= s
+		}
+		shape := append([]int64(nil), mt.Shape()...)
+		known, dyn := int64(1), -1
+		for d, s := range shape {
+			if s == ir.Dynamic {
+				dyn = d
+			} else {
+				known *= s
+			}
+		}
+		if dyn >= 0 && known > 0 {
+			shape[dyn] = n / known
+		} else if dyn >= 0 {
+			shape[dyn] = 0
+		}
+		r.vals[op.Result(0)] = hostVal{buf: &hostBuf{elem: b.elem, shape: shape, data: b.data, ptr: b.ptr}}
+	case loop.StoreOp:
+		return r.store(op)
+	case loop.ParallelOp:
+		return r.launch(r.f.Kernels[op])
+	default:
+		return fmt.Errorf("not supported on the host")
+	}
+	return nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// store writes one element of a buffer (constant buffers filled at
+// function entry).
+func (r *run) store(op *ir.Operation) error {
+	v := r.vals[op.Operand(0)]
+	b := r.vals[op.Operand(1)].buf
+	if b == nil {
+		return fmt.Errorf("store to a non-buffer")
+	}
+	off := int64(0)
+	for d, ix := range op.Operands()[2:] {
+		i := r.vals[ix].i
+		if i < 0 || i >= b.shape[d] {
+			return fmt.Errorf("index %d out of bounds for dimension %d of size %d", i, d, b.shape[d])
+		}
+		off = off*b.shape[d] + i
+	}
+	switch s := b.data.(type) {
+	case []float32:
+		s[off] = float32(v.f)
+	case []float64:
+		s[off] = v.f
+	case []uint16:
+		s[off] = uint16(ir.FloatToBits(v.f, b.elem.(*ir.FloatType)))
+	case []bool:
+		s[off] = v.i != 0
+	case []int8:
+		s[off] = int8(v.i)
+	case []int16:
+		s[off] = int16(v.i)
+	case []int32:
+		s[off] = int32(v.i)
+	case []int64:
+		s[off] = v.i
+	default:
+		return fmt.Errorf("store to %T", b.data)
+	}
+	return nil
+}
+
+// grain is the least work (estimated instructions) worth a goroutine.
+const grain = 1 << 16
+
+// launch runs a kernel over its outer range, split across goroutines.
+func (r *run) launch(k *target.Kernel) error {
+	fn := r.p.fns[k]
+	if k == nil || fn == 0 {
+		return fmt.Errorf("kernel not compiled")
+	}
+	trips := make([]int64, k.Dims)
+	for d := range k.Dims {
+		lb, ub, step := r.vals[k.Lbs[d]].i, r.vals[k.Ubs[d]].i, r.vals[k.Steps[d]].i
+		if step <= 0 {
+			return fmt.Errorf("loop.parallel step %d is not positive", step)
+		}
+		trips[d] = max(0, (ub-lb+step-1)/step)
+	}
+	total := int64(1)
+	outerDims := trips
+	if k.Dims > 1 {
+		outerDims = trips[:k.Dims-1]
+	}
+	for _, t := range outerDims {
+		total *= t
+	}
+	if k.Matmul {
+		total = (total + target.MatmulRows - 1) / target.MatmulRows
+	}
+	if total == 0 || (k.Dims > 1 && trips[k.Dims-1] == 0) {
+		return nil
+	}
+	words := make([]uint64, 0, 2*len(k.Args))
+	for _, a := range k.Args {
+		v := r.vals[a.Value]
+		if v.buf != nil {
+			words = append(words, uint64(uintptr(v.buf.ptr)))
+			for _, d := range a.DynDims {
+				words = append(words, uint64(v.buf.shape[d]))
+			}
+			continue
+		}
+		switch t := a.Value.Type().(type) {
+		case *ir.FloatType:
+			switch t {
+			case ir.F32:
+				words = append(words, uint64(math.Float32bits(float32(v.f))))
+			case ir.F64:
+				words = append(words, math.Float64bits(v.f))
+			default:
+				words = append(words, ir.FloatToBits(v.f, t))
+			}
+		default:
+			words = append(words, uint64(v.i))
+		}
+	}
+	if len(words) == 0 {
+		words = append(words, 0)
+	}
+	args := uintptr(unsafe.Pointer(&words[0]))
+	workers := r.p.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = int(min(int64(workers), total, max(1, total*k.Work/grain)))
+	if workers <= 1 {
+		purego.SyscallN(fn, args, 0, uintptr(total))
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			lo := total * int64(w) / int64(workers)
+			hi := total * int64(w+1) / int64(workers)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				purego.SyscallN(fn, args, uintptr(lo), uintptr(hi))
+			}()
+		}
+		wg.Wait()
+	}
+	runtime.KeepAlive(words)
+	return nil
+}
+
+// FindTools is target.FindTools.
+func FindTools() (target.Tools, error) { return target.FindTools() }
