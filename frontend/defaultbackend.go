@@ -9,15 +9,25 @@ import (
 )
 
 // DefaultBackend names the backend of Options with an empty Backend on
-// this machine: nvptx where the CUDA driver library loads, interp
-// elsewhere (DESIGN §9: nvptx is the default when a GPU is present). A
-// driver without a usable device is found only when the GPU opens, at the
-// first graph's compile; the graphs of a default Compile then run in the
-// interpreter, with one warning. A Backend named explicitly never falls
-// back: nvptx without a GPU is an error wrapping ErrNoGPUBackend.
+// this machine: nvptx where the CUDA driver library loads, cpu elsewhere
+// when its LLVM tools are installed, interp otherwise (DESIGN §9 and §12).
+// A driver without a usable device is found only when the GPU opens, at
+// the first graph's compile; the graphs of a default Compile then run on
+// the cpu backend (or in the interpreter), with one warning. A Backend
+// named explicitly never falls back: nvptx without a GPU is an error
+// wrapping ErrNoGPUBackend.
 func DefaultBackend() string {
 	if driverLoads() {
 		return NVPTXBackend
+	}
+	return noGPUBackend()
+}
+
+// noGPUBackend is the default backend without a GPU: cpu when its tools
+// are present, interp otherwise.
+func noGPUBackend() string {
+	if cpuToolsPresent() {
+		return CPUBackend
 	}
 	return InterpBackend
 }
@@ -45,7 +55,7 @@ func (defaultGPUBackend) Compile(g *Graph) (Executable, error) {
 		switch {
 		case errors.Is(err, ErrNoGPUBackend):
 			if noGPU.CompareAndSwap(false, true) {
-				warnf(topicPerfHints, "no usable GPU (%v): the default backend runs graphs in the interpreter", err)
+				warnf(topicPerfHints, "no usable GPU (%v): the default backend runs graphs on the %s backend", err, noGPUBackend())
 			}
 		case err != nil:
 			return nil, err
@@ -53,7 +63,7 @@ func (defaultGPUBackend) Compile(g *Graph) (Executable, error) {
 			return nvptxBackend{}.Compile(g)
 		}
 	}
-	return mustBackend(InterpBackend).b.Compile(g)
+	return mustBackend(noGPUBackend()).b.Compile(g)
 }
 
 // defaultBackendEntry is the entry of the backend an empty Backend picks.
@@ -61,5 +71,5 @@ func defaultBackendEntry() backendEntry {
 	if driverLoads() {
 		return backendEntry{NVPTXBackend, defaultGPUBackend{}}
 	}
-	return mustBackend(InterpBackend)
+	return mustBackend(noGPUBackend())
 }

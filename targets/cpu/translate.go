@@ -655,4 +655,3 @@ func (k *kt) markReductions(iters []*ir.Value, yield *ir.Operation) {
 		}
 	}
 }
-

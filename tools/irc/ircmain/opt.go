@@ -26,6 +26,7 @@ type optFlags struct {
 	listFrontend      string // "backends", "modes" or "options"
 	runReproducer     bool
 	emit              string
+	target            string // --target: nvptx64 or x86_64
 	targetFlags
 	version bool
 }
@@ -50,6 +51,7 @@ func (t *tool) opt(args []string) int {
 	}
 	fs.BoolVar(&f.runReproducer, "run-reproducer", false, "read the pipeline from the input, a reproducer written by --reproducer")
 	fs.StringVar(&f.emit, "emit", "mlir", "output `kind`: mlir, llvm or ptx")
+	fs.StringVar(&f.target, "target", "nvptx64", "the `target` of --emit=llvm: nvptx64 (the gpu.modules' kernels) or x86_64 (the host CPU's kernels of the loop level, docs/cpu-backend.md)")
 	f.targetFlags.register(fs)
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	positional, status, ok := t.parseFlags(fs, t.name+" [flags] [file|-]\n       "+t.name+" run FILE [flags]\n       "+t.name+" version", args)
@@ -72,6 +74,12 @@ func (t *tool) opt(args []string) int {
 	}
 	if err := f.targetFlags.check(); err != nil {
 		return t.usageErrorf("%v", err)
+	}
+	switch {
+	case f.target != "nvptx64" && f.target != "x86_64":
+		return t.usageErrorf("unknown --target %q (want nvptx64 or x86_64)", f.target)
+	case f.target == "x86_64" && f.emit == "ptx":
+		return t.usageErrorf("--emit=ptx is for --target=nvptx64; --target=x86_64 emits llvm")
 	}
 	input, err := singleInput(positional)
 	if err != nil {
@@ -114,7 +122,12 @@ func (t *tool) opt(args []string) int {
 			report(d)
 		}
 		if err == nil && f.emit != "mlir" {
-			if err = emitTarget(&out, mod, f.emit, &f.targetFlags); err != nil {
+			if f.target == "x86_64" {
+				err = emitCPU(&out, mod)
+			} else {
+				err = emitTarget(&out, mod, f.emit, &f.targetFlags)
+			}
+			if err != nil {
 				for _, d := range diagnostics(err) {
 					report(d)
 				}
@@ -163,8 +176,13 @@ func (t *tool) process(c chunk, filename string, f *optFlags, pm *passes.PassMan
 		return nil, err
 	}
 	if f.emit != "mlir" {
-		// --emit=llvm|ptx of a program above the gpu level lowers it first.
-		if err := lowerToGPUIfNeeded(ctx, mod, pm.Instr); err != nil {
+		// --emit=llvm|ptx of a program above the gpu level lowers it first
+		// (to the loop level for --target=x86_64).
+		lower := lowerToGPUIfNeeded
+		if f.target == "x86_64" {
+			lower = lowerToLoopIfNeeded
+		}
+		if err := lower(ctx, mod, pm.Instr); err != nil {
 			return nil, err
 		}
 	}

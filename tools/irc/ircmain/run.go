@@ -64,7 +64,7 @@ func (s *optionalSeed) Set(text string) error {
 // backends maps each --backend value to whether this build can run it.
 // eager and interp both run the reference interpreter: eager is the name
 // frontend.Compile uses for "capture, then interpret op by op".
-var backends = map[string]bool{"interp": true, "eager": true, "nvptx": true}
+var backends = map[string]bool{"interp": true, "eager": true, "nvptx": true, "cpu": true}
 
 // run is irc run: execute a function of a file with the reference
 // interpreter, reading arguments from .npy files and writing results to
@@ -78,14 +78,14 @@ func (t *tool) run(args []string) int {
 	fs.Var(&f.outputs, "output", "write the next result to the .npy `file` (repeat, in result order; bf16 results as float32)")
 	fs.Var(&f.seed, "random-inputs", "make up the arguments from the random `seed` instead of --input files")
 	fs.Var(&f.shapes, "shape", "with --random-inputs, make argument N of a dynamic type with `argN=7x128` (repeat)")
-	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter) or nvptx")
+	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter), nvptx or cpu")
 	f.nvptx.register(fs)
 	positional, status, ok := t.parseFlags(fs, t.name+" run FILE [--func NAME] [--input x.npy]... [--output y.npy]... [--random-inputs SEED] [flags]", args)
 	if !ok {
 		return status
 	}
 	if built, known := backends[f.backend]; !known {
-		return t.usageErrorf("run: unknown --backend %q (want interp, eager or nvptx)", f.backend)
+		return t.usageErrorf("run: unknown --backend %q (want interp, eager, nvptx or cpu)", f.backend)
 	} else if !built {
 		return t.usageErrorf("run: the %s backend is not built yet in this build; use --backend=interp", f.backend)
 	}
@@ -127,6 +127,9 @@ func (t *tool) run(args []string) int {
 	}
 	if err == nil && f.backend == "nvptx" {
 		return t.runNVPTX(ctx, &f, name, mod, pm, fail)
+	}
+	if err == nil && f.backend == "cpu" {
+		return t.runCPU(ctx, &f, name, mod, pm, fail)
 	}
 	if err == nil {
 		err = pm.Run(ctx, mod)
