@@ -3,6 +3,7 @@ package autodiff
 import (
 	"strings"
 
+	"github.com/strata-ir/strata/dialects/builtin"
 	funcd "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
@@ -26,7 +27,7 @@ func init() {
 			"matmul, conv2d, reduction and composite results are saved (see docs/autodiff.md). Each split " +
 			"is reported, with every saved value's type and size and the total against saving everything " +
 			"the backward pass reads, under the `partition` log topic.",
-		Anchor: "builtin.module",
+		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{
 			{Name: "func", Type: passes.String, Default: "", Doc: "partition only this joint function (default: every joint function)"},
 			{Name: "keep-joint", Type: passes.Bool, Default: false, Doc: "keep @f_joint next to @f_fwd and @f_bwd"},

@@ -3,6 +3,7 @@ package autodiff
 import (
 	"errors"
 
+	"github.com/strata-ir/strata/dialects/builtin"
 	funcd "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
@@ -22,7 +23,7 @@ func init() {
 			"differentiated path, a dynamic shape there, or an existing @f_grad. With `joint`, it adds " +
 			"@f_joint instead: the same arguments, f's results followed by the gradients, sharing the " +
 			"forward values with the backward sweep; graph-partition splits it into @f_fwd and @f_bwd.",
-		Anchor: "builtin.module",
+		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{
 			{Name: "wrt", Type: passes.IntList, Default: []int64{}, Doc: "argument indices to differentiate with respect to (default: every float argument)"},
 			{Name: "func", Type: passes.String, Default: "", Doc: "differentiate only this function (default: every public function)"},

@@ -22,68 +22,68 @@ type vjp func(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value
 var rules = map[string]vjp{
 	// Constants have no operands; comparisons and argmax are piecewise
 	// constant, so their operands get nothing.
-	"graph.constant": noGrad,
-	"graph.iota":     noGrad,
-	"graph.full":     noGrad,
-	"graph.argmax":   noGrad,
-	"graph.cmp":      noGrad,
+	graph.OpConstant: noGrad,
+	graph.OpIota:     noGrad,
+	graph.OpFull:     noGrad,
+	graph.OpArgmax:   noGrad,
+	graph.OpCmp:      noGrad,
 
-	"graph.neg": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.neg(g) }),
+	graph.OpNeg: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.neg(g) }),
 	// abs: sign(x)·g, with 0 at x = 0 as in PyTorch.
-	"graph.abs": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpAbs: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		zero := e.scalarLike(x, 0)
 		return e.sel(e.cmp("gt", x, zero), g, e.sel(e.cmp("lt", x, zero), e.neg(g), zero))
 	}),
-	"graph.exp": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.mul(g, y) }),
-	"graph.log": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.div(g, x) }),
+	graph.OpExp: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.mul(g, y) }),
+	graph.OpLog: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value { return e.div(g, x) }),
 	// sqrt: g / (2√x).
-	"graph.sqrt": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpSqrt: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.div(e.mulc(g, 0.5), y)
 	}),
 	// rsqrt: -½·x^(-3/2)·g = -½·y/x·g.
-	"graph.rsqrt": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpRsqrt: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.mul(e.mulc(g, -0.5), e.div(y, x))
 	}),
-	"graph.tanh": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpTanh: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.mul(g, e.sub(e.scalarLike(y, 1), e.mul(y, y)))
 	}),
-	"graph.sigmoid": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpSigmoid: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.mul(g, e.mul(y, e.sub(e.scalarLike(y, 1), y)))
 	}),
 	// relu: g where x > 0, else 0 (0 at x = 0, as in PyTorch).
-	"graph.relu": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpRelu: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		zero := e.scalarLike(x, 0)
 		return e.sel(e.cmp("gt", x, zero), g, zero)
 	}),
-	"graph.gelu": unary(geluGrad),
+	graph.OpGELU: unary(geluGrad),
 	// erf: 2/√π·e^(-x²)·g.
-	"graph.erf": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpErf: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.mul(e.mulc(g, 2/math.Sqrt(math.Pi)), e.Unary("exp", e.neg(e.mul(x, x))))
 	}),
-	"graph.sin": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpSin: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.mul(g, e.Unary("cos", x))
 	}),
-	"graph.cos": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpCos: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.neg(e.mul(g, e.Unary("sin", x)))
 	}),
 	// reciprocal: -g/x² = -g·y².
-	"graph.reciprocal": unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
+	graph.OpReciprocal: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.neg(e.mul(g, e.mul(y, y)))
 	}),
 
-	"graph.add": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) { return g, g }),
-	"graph.sub": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) { return g, e.neg(g) }),
-	"graph.mul": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+	graph.OpAdd: binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) { return g, g }),
+	graph.OpSub: binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) { return g, e.neg(g) }),
+	graph.OpMul: binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
 		return e.mul(g, b), e.mul(g, a)
 	}),
 	// div: g/b and -g·a/b² = -g·y/b.
-	"graph.div": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+	graph.OpDiv: binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
 		gb := e.div(g, b)
 		return gb, e.neg(e.mul(gb, y))
 	}),
 	// pow: g·b·a^(b-1), and g·y·ln a for the exponent, taken as 0 where
 	// a = 0 (PyTorch's convention; a < 0 gives NaN).
-	"graph.pow": binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
+	graph.OpPow: binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
 		one := e.scalarLike(b, 1)
 		ga := e.mul(e.mul(g, b), e.Op("pow", []*ir.Value{a, e.sub(b, one)}))
 		zero := e.scalarLike(a, 0)
@@ -92,32 +92,32 @@ var rules = map[string]vjp{
 	}),
 	// max and min: the gradient goes to the chosen operand; on a tie each
 	// gets half (PyTorch's torch.maximum); where either is NaN, neither.
-	"graph.max": binary(extremumGrad("gt", "lt")),
-	"graph.min": binary(extremumGrad("lt", "gt")),
+	graph.OpMax: binary(extremumGrad("gt", "lt")),
+	graph.OpMin: binary(extremumGrad("lt", "gt")),
 
-	"graph.select": selectGrad,
-	"graph.cast":   castGrad,
+	graph.OpSelect: selectGrad,
+	graph.OpCast:   castGrad,
 
-	"graph.reduce_sum":  reduceSumGrad,
-	"graph.reduce_mean": reduceSumGrad,
-	"graph.reduce_max":  reduceExtremumGrad,
-	"graph.reduce_min":  reduceExtremumGrad,
+	graph.OpReduceSum:  reduceSumGrad,
+	graph.OpReduceMean: reduceSumGrad,
+	graph.OpReduceMax:  reduceExtremumGrad,
+	graph.OpReduceMin:  reduceExtremumGrad,
 
-	"graph.reshape":      reshapeGrad,
-	"graph.transpose":    transposeGrad,
-	"graph.broadcast_to": broadcastGrad,
-	"graph.concat":       concatGrad,
-	"graph.slice":        sliceGrad,
-	"graph.pad":          padGrad,
-	"graph.gather":       gatherGrad,
-	"graph.matmul":       matmulGrad,
-	"graph.conv2d":       conv2dGrad,
+	graph.OpReshape:     reshapeGrad,
+	graph.OpTranspose:   transposeGrad,
+	graph.OpBroadcastTo: broadcastGrad,
+	graph.OpConcat:      concatGrad,
+	graph.OpSlice:       sliceGrad,
+	graph.OpPad:         padGrad,
+	graph.OpGather:      gatherGrad,
+	graph.OpMatmul:      matmulGrad,
+	graph.OpConv2D:      conv2dGrad,
 
-	"graph.softmax":     softmaxGrad,
-	"graph.log_softmax": softmaxGrad,
-	"graph.layer_norm":  normGrad,
-	"graph.rms_norm":    normGrad,
-	"graph.attention":   attentionGrad,
+	graph.OpSoftmax:    softmaxGrad,
+	graph.OpLogSoftmax: softmaxGrad,
+	graph.OpLayerNorm:  normGrad,
+	graph.OpRMSNorm:    normGrad,
+	graph.OpAttention:  attentionGrad,
 }
 
 // Differentiable reports whether ops named name have a VJP rule (noGrad
@@ -212,7 +212,7 @@ func reduceSumGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		return nil
 	}
 	gx := e.broadcast(e.reshape(g, keptShape(xs, axes)), xs)
-	if op.Name() == "graph.reduce_mean" {
+	if op.Name() == graph.OpReduceMean {
 		n := int64(1)
 		for _, a := range axes {
 			n *= xs[a]
@@ -555,7 +555,7 @@ func softmaxGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		return nil
 	}
 	axes := []int64{e.normAxis(intAttr(op, "axis", -1), len(ys))}
-	if op.Name() == "graph.log_softmax" {
+	if op.Name() == graph.OpLogSoftmax {
 		return []*ir.Value{e.sub(g, e.mul(e.Unary("exp", y), e.Reduce("sum", g, axes, true)))}
 	}
 	return []*ir.Value{e.mul(y, e.sub(g, e.Reduce("sum", e.mul(g, y), axes, true)))}
@@ -582,7 +582,7 @@ func normGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	}
 	eps := e.Scalar(elem, floatAttr(op, "epsilon", 1e-5))
 	gh := e.mul(g, w)
-	if op.Name() == "graph.rms_norm" {
+	if op.Name() == graph.OpRMSNorm {
 		r := e.Unary("reciprocal", e.Unary("sqrt", e.add(e.Reduce("mean", e.mul(x, x), axes, true), eps)))
 		gx := e.mul(r, e.sub(gh, e.mul(e.mul(x, e.mul(r, r)), e.Reduce("mean", e.mul(gh, x), axes, true))))
 		return []*ir.Value{gx, e.unbroadcast(e.mul(g, e.mul(x, r)), ws)}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/decompose" // graph-decompose
@@ -152,7 +153,7 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 	}
 	kernels := 0
 	host.Walk(func(op *ir.Operation) bool {
-		if op.Name() == "gpu.launch_func" {
+		if op.Name() == gpu.OpLaunchFunc {
 			kernels++
 		}
 		return true

@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -30,7 +31,7 @@ func init() {
 
 // callOps names, for each direct-call op, the attribute holding its callee.
 var callOps = map[string]string{
-	"func.call": "callee",
+	funcs.OpCall: "callee",
 }
 
 type inline struct {

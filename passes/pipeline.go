@@ -3,6 +3,7 @@ package passes
 import (
 	"cmp"
 	"fmt"
+	"github.com/strata-ir/strata/dialects/builtin"
 	"slices"
 	"strings"
 )
@@ -174,10 +175,10 @@ func ParsePipeline(text string) (*OpPassManager, error) {
 	if p.pos < len(p.src) {
 		return nil, p.errorf(p.pos, "unexpected '%c'", p.src[p.pos])
 	}
-	root := NewOpPassManager("builtin.module")
+	root := NewOpPassManager(builtin.OpModule)
 	root.items = scratch.items
 	if len(scratch.items) == 1 && scratch.items[0].nested != nil {
-		if a := scratch.items[0].nested.anchor; a == "builtin.module" || a == AnyOp {
+		if a := scratch.items[0].nested.anchor; a == builtin.OpModule || a == AnyOp {
 			root = scratch.items[0].nested
 		}
 	}

@@ -21,7 +21,7 @@ func materializeConstant(b *ir.Builder, a ir.Attribute, t ir.Type, loc ir.Locati
 	if typeOfAttr(a) != t || !(intOrFloatLike.matches(t) || signlessIntLike.matches(t)) {
 		return nil
 	}
-	return b.Op("arith.constant", loc, nil, []ir.Type{t}, ir.NamedAttr{Name: "value", Value: a})
+	return b.Op(OpConstant, loc, nil, []ir.Type{t}, ir.NamedAttr{Name: "value", Value: a})
 }
 
 // Constant inserts arith.constant with value a (an ir.IntegerAttr,
@@ -73,7 +73,7 @@ func defaultProps(name string) []ir.NamedAttr {
 		for _, p := range d.Inherent {
 			switch p {
 			case fastMath.prop:
-				if name != "arith.extf" && name != "arith.truncf" {
+				if name != OpExtF && name != OpTruncF {
 					return []ir.NamedAttr{{Name: p, Value: FastMathNone}}
 				}
 			case overflow.prop:
@@ -97,20 +97,20 @@ func Unary(b *ir.Builder, name string, loc ir.Location, x *ir.Value) *ir.Value {
 
 // NewCmpI inserts arith.cmpi p on x and y; the result is i1 of their shape.
 func NewCmpI(b *ir.Builder, loc ir.Location, p CmpIPredicate, x, y *ir.Value) *ir.Value {
-	return b.Op("arith.cmpi", loc, []*ir.Value{x, y}, []ir.Type{withElem(x.Type(), ir.I1)},
+	return b.Op(OpCmpI, loc, []*ir.Value{x, y}, []ir.Type{withElem(x.Type(), ir.I1)},
 		ir.NamedAttr{Name: "predicate", Value: ir.IntegerAttr{Value: int64(p), Type: ir.I64}}).Result(0)
 }
 
 // NewCmpF inserts arith.cmpf p on x and y; the result is i1 of their shape.
 func NewCmpF(b *ir.Builder, loc ir.Location, p CmpFPredicate, x, y *ir.Value) *ir.Value {
-	return b.Op("arith.cmpf", loc, []*ir.Value{x, y}, []ir.Type{withElem(x.Type(), ir.I1)},
+	return b.Op(OpCmpF, loc, []*ir.Value{x, y}, []ir.Type{withElem(x.Type(), ir.I1)},
 		ir.NamedAttr{Name: "predicate", Value: ir.IntegerAttr{Value: int64(p), Type: ir.I64}},
 		ir.NamedAttr{Name: "fastmath", Value: FastMathNone}).Result(0)
 }
 
 // NewSelect inserts arith.select c, x, y.
 func NewSelect(b *ir.Builder, loc ir.Location, c, x, y *ir.Value) *ir.Value {
-	return b.Op("arith.select", loc, []*ir.Value{c, x, y}, []ir.Type{x.Type()}).Result(0)
+	return b.Op(OpSelect, loc, []*ir.Value{c, x, y}, []ir.Type{x.Type()}).Result(0)
 }
 
 // NewCast inserts the cast op name ("arith.extf", "arith.index_cast", ...)

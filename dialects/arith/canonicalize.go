@@ -11,46 +11,46 @@ import (
 // does a few of them (constants to the right, in-place operand updates) in
 // its folders, which here only return values or constants.
 var patterns = map[string][]*ir.Pattern{
-	"arith.addi": {
-		reassoc("arith.addi-fold-constants-reassoc", "arith.addi", "arith.addi", "arith.addi", xc0c1, "arith.addi"),
-		reassoc("arith.addi-subi-rhs-constant", "arith.addi", "arith.subi", "arith.addi", xc1c0, "arith.subi"),
-		reassoc("arith.addi-subi-lhs-constant", "arith.addi", "arith.subi", "arith.subi", c0c1x, "arith.addi"),
+	OpAddI: {
+		reassoc("arith.addi-fold-constants-reassoc", OpAddI, OpAddI, OpAddI, xc0c1, OpAddI),
+		reassoc("arith.addi-subi-rhs-constant", OpAddI, OpSubI, OpAddI, xc1c0, OpSubI),
+		reassoc("arith.addi-subi-lhs-constant", OpAddI, OpSubI, OpSubI, c0c1x, OpAddI),
 		addMulNegOne,
 	},
-	"arith.subi": {
-		reassoc("arith.subi-addi-rhs-constant", "arith.subi", "arith.addi", "arith.addi", xc0c1, "arith.subi"),
-		reassoc("arith.subi-subi-rhs-constant", "arith.subi", "arith.subi", "arith.subi", xc0c1, "arith.addi"),
-		reassoc("arith.subi-subi-lhs-rhs-constant", "arith.subi", "arith.subi", "arith.subi", c0c1x, "arith.subi"),
+	OpSubI: {
+		reassoc("arith.subi-addi-rhs-constant", OpSubI, OpAddI, OpAddI, xc0c1, OpSubI),
+		reassoc("arith.subi-subi-rhs-constant", OpSubI, OpSubI, OpSubI, xc0c1, OpAddI),
+		reassoc("arith.subi-subi-lhs-rhs-constant", OpSubI, OpSubI, OpSubI, c0c1x, OpSubI),
 		subConstOfAddi, subConstOfSubi, subSubSameLHS,
 	},
-	"arith.muli": {
-		reassoc("arith.muli-fold-constants-reassoc", "arith.muli", "arith.muli", "arith.muli", xc0c1, "arith.muli"),
+	OpMulI: {
+		reassoc("arith.muli-fold-constants-reassoc", OpMulI, OpMulI, OpMulI, xc0c1, OpMulI),
 	},
-	"arith.divf":   {divfByPowerOfTwo},
-	"arith.xori":   {xorNotCmpI},
-	"arith.cmpi":   {cmpIConstantToRHS, cmpIOfExt("arith.extsi"), cmpIOfExt("arith.extui")},
-	"arith.select": {selectI1ToNot, selectToExtUI, selectRedundant, selectNotCond},
-	"arith.extsi": {
-		castOfCast("arith.extsi-of-extsi", "arith.extsi", "arith.extsi", "arith.extsi"),
-		castOfCast("arith.extsi-of-extui", "arith.extsi", "arith.extui", "arith.extui"),
+	OpDivF:   {divfByPowerOfTwo},
+	OpXOrI:   {xorNotCmpI},
+	OpCmpI:   {cmpIConstantToRHS, cmpIOfExt(OpExtSI), cmpIOfExt(OpExtUI)},
+	OpSelect: {selectI1ToNot, selectToExtUI, selectRedundant, selectNotCond},
+	OpExtSI: {
+		castOfCast("arith.extsi-of-extsi", OpExtSI, OpExtSI, OpExtSI),
+		castOfCast("arith.extsi-of-extui", OpExtSI, OpExtUI, OpExtUI),
 	},
-	"arith.extui": {castOfCast("arith.extui-of-extui", "arith.extui", "arith.extui", "arith.extui")},
-	"arith.extf":  {castOfCast("arith.extf-of-extf", "arith.extf", "arith.extf", "arith.extf")},
-	"arith.trunci": {
-		castOfCast("arith.trunci-of-trunci", "arith.trunci", "arith.trunci", "arith.trunci"),
-		truncOfExt("arith.trunci-of-extsi", "arith.trunci", "arith.extsi"),
-		truncOfExt("arith.trunci-of-extui", "arith.trunci", "arith.extui"),
+	OpExtUI: {castOfCast("arith.extui-of-extui", OpExtUI, OpExtUI, OpExtUI)},
+	OpExtF:  {castOfCast("arith.extf-of-extf", OpExtF, OpExtF, OpExtF)},
+	OpTruncI: {
+		castOfCast("arith.trunci-of-trunci", OpTruncI, OpTruncI, OpTruncI),
+		truncOfExt("arith.trunci-of-extsi", OpTruncI, OpExtSI),
+		truncOfExt("arith.trunci-of-extui", OpTruncI, OpExtUI),
 	},
-	"arith.truncf": {truncOfExt("arith.truncf-of-extf", "arith.truncf", "arith.extf")},
-	"arith.index_cast": {
-		indexCastRoundTrip("arith.index_cast"),
-		castOfCast("arith.index_cast-of-extsi", "arith.index_cast", "arith.extsi", "arith.index_cast"),
+	OpTruncF: {truncOfExt("arith.truncf-of-extf", OpTruncF, OpExtF)},
+	OpIndexCast: {
+		indexCastRoundTrip(OpIndexCast),
+		castOfCast("arith.index_cast-of-extsi", OpIndexCast, OpExtSI, OpIndexCast),
 	},
-	"arith.index_castui": {
-		indexCastRoundTrip("arith.index_castui"),
-		castOfCast("arith.index_castui-of-extui", "arith.index_castui", "arith.extui", "arith.index_castui"),
+	OpIndexCastUI: {
+		indexCastRoundTrip(OpIndexCastUI),
+		castOfCast("arith.index_castui-of-extui", OpIndexCastUI, OpExtUI, OpIndexCastUI),
 	},
-	"arith.bitcast": {castOfCast("arith.bitcast-of-bitcast", "arith.bitcast", "arith.bitcast", "arith.bitcast")},
+	OpBitcast: {castOfCast("arith.bitcast-of-bitcast", OpBitcast, OpBitcast, OpBitcast)},
 }
 
 func init() {
@@ -94,7 +94,7 @@ func constantToRHS(name string) *ir.Pattern {
 
 // cmpIConstantToRHS swaps cmpi's operands and predicate to put a constant on the right.
 var cmpIConstantToRHS = &ir.Pattern{
-	Name: "arith.cmpi-constant-to-rhs", Root: "arith.cmpi",
+	Name: "arith.cmpi-constant-to-rhs", Root: OpCmpI,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 		x, y := op.Operand(0), op.Operand(1)
 		p, ok := predicateOf(op)
@@ -176,27 +176,27 @@ func reassoc(name, outer, inner, result string, s shape, combine string) *ir.Pat
 
 // subConstOfAddi rewrites subi(c1, addi(x, c0)) to subi(c1 - c0, x).
 var subConstOfAddi = &ir.Pattern{
-	Name: "arith.subi-constant-minus-addi", Root: "arith.subi",
+	Name: "arith.subi-constant-minus-addi", Root: OpSubI,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
-		return constMinus(r, op, "arith.addi", func(x, cv *ir.Value) (string, []*ir.Value) {
-			return "arith.subi", []*ir.Value{cv, x}
-		}, "arith.subi", false)
+		return constMinus(r, op, OpAddI, func(x, cv *ir.Value) (string, []*ir.Value) {
+			return OpSubI, []*ir.Value{cv, x}
+		}, OpSubI, false)
 	},
 }
 
 // subConstOfSubi rewrites subi(c1, subi(x, c0)) to subi(c1 + c0, x) and
 // subi(c1, subi(c0, x)) to addi(x, c1 - c0).
 var subConstOfSubi = &ir.Pattern{
-	Name: "arith.subi-constant-minus-subi", Root: "arith.subi",
+	Name: "arith.subi-constant-minus-subi", Root: OpSubI,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
-		if constMinus(r, op, "arith.subi", func(x, cv *ir.Value) (string, []*ir.Value) {
-			return "arith.subi", []*ir.Value{cv, x}
-		}, "arith.addi", false) {
+		if constMinus(r, op, OpSubI, func(x, cv *ir.Value) (string, []*ir.Value) {
+			return OpSubI, []*ir.Value{cv, x}
+		}, OpAddI, false) {
 			return true
 		}
-		return constMinus(r, op, "arith.subi", func(x, cv *ir.Value) (string, []*ir.Value) {
-			return "arith.addi", []*ir.Value{x, cv}
-		}, "arith.subi", true)
+		return constMinus(r, op, OpSubI, func(x, cv *ir.Value) (string, []*ir.Value) {
+			return OpAddI, []*ir.Value{x, cv}
+		}, OpSubI, true)
 	},
 }
 
@@ -228,9 +228,9 @@ func constMinus(r *ir.Rewriter, op *ir.Operation, inner string, build func(x, cv
 
 // subSubSameLHS rewrites subi(subi(a, b), a) to subi(0, b).
 var subSubSameLHS = &ir.Pattern{
-	Name: "arith.subi-subi-same-lhs", Root: "arith.subi",
+	Name: "arith.subi-subi-same-lhs", Root: OpSubI,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
-		in := definedBy(op.Operand(0), "arith.subi")
+		in := definedBy(op.Operand(0), OpSubI)
 		if in == nil || in.Operand(0) != op.Operand(1) {
 			return false
 		}
@@ -238,7 +238,7 @@ var subSubSameLHS = &ir.Pattern{
 		if z == nil {
 			return false
 		}
-		replaceWith(r, op, "arith.subi", []*ir.Value{newConstant(r, op, z), in.Operand(1)}, overflowAnd(op, in)...)
+		replaceWith(r, op, OpSubI, []*ir.Value{newConstant(r, op, z), in.Operand(1)}, overflowAnd(op, in)...)
 		return true
 	},
 }
@@ -252,12 +252,12 @@ func isConstSplat(v *ir.Value, pred intPred) bool {
 // addMulNegOne rewrites addi(x, muli(y, -1)) to subi(x, y), and
 // addi(muli(y, -1), x) likewise.
 var addMulNegOne = &ir.Pattern{
-	Name: "arith.addi-muli-negative-one", Root: "arith.addi",
+	Name: "arith.addi-muli-negative-one", Root: OpAddI,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 		for i := range 2 {
-			m := definedBy(op.Operand(i), "arith.muli")
+			m := definedBy(op.Operand(i), OpMulI)
 			if m != nil && isConstSplat(m.Operand(1), isAllOnes) {
-				replaceWith(r, op, "arith.subi", []*ir.Value{op.Operand(1 - i), m.Operand(0)},
+				replaceWith(r, op, OpSubI, []*ir.Value{op.Operand(1 - i), m.Operand(0)},
 					ir.NamedAttr{Name: overflow.prop, Value: OverflowNone})
 				return true
 			}
@@ -268,9 +268,9 @@ var addMulNegOne = &ir.Pattern{
 
 // xorNotCmpI rewrites xori(cmpi(p, a, b), true) to cmpi(!p, a, b).
 var xorNotCmpI = &ir.Pattern{
-	Name: "arith.xori-not-cmpi", Root: "arith.xori",
+	Name: "arith.xori-not-cmpi", Root: OpXOrI,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
-		cmp := definedBy(op.Operand(0), "arith.cmpi")
+		cmp := definedBy(op.Operand(0), OpCmpI)
 		if cmp == nil || !isConstSplat(op.Operand(1), isOne) {
 			return false
 		}
@@ -278,7 +278,7 @@ var xorNotCmpI = &ir.Pattern{
 		if !ok || !CmpIPredicate(p).Valid() {
 			return false
 		}
-		replaceWith(r, op, "arith.cmpi", cmp.Operands(),
+		replaceWith(r, op, OpCmpI, cmp.Operands(),
 			ir.NamedAttr{Name: "predicate", Value: ir.IntegerAttr{Value: int64(CmpIPredicate(p).Inverted()), Type: ir.I64}})
 		return true
 	},
@@ -288,7 +288,7 @@ var xorNotCmpI = &ir.Pattern{
 // type) to the comparison of their sources: extensions are injective.
 func cmpIOfExt(ext string) *ir.Pattern {
 	return &ir.Pattern{
-		Name: "arith.cmpi-of-" + ext[len("arith."):], Root: "arith.cmpi",
+		Name: "arith.cmpi-of-" + ext[len("arith."):], Root: OpCmpI,
 		Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 			p, _ := predicateOf(op)
 			a, b := definedBy(op.Operand(0), ext), definedBy(op.Operand(1), ext)
@@ -296,7 +296,7 @@ func cmpIOfExt(ext string) *ir.Pattern {
 				a.Operand(0).Type() != b.Operand(0).Type() {
 				return false
 			}
-			replaceWith(r, op, "arith.cmpi", []*ir.Value{a.Operand(0), b.Operand(0)}, op.Properties()...)
+			replaceWith(r, op, OpCmpI, []*ir.Value{a.Operand(0), b.Operand(0)}, op.Properties()...)
 			return true
 		},
 	}
@@ -304,13 +304,13 @@ func cmpIOfExt(ext string) *ir.Pattern {
 
 // selectI1ToNot rewrites select(c, false, true) on i1 to xori(c, true).
 var selectI1ToNot = &ir.Pattern{
-	Name: "arith.select-i1-to-not", Root: "arith.select",
+	Name: "arith.select-i1-to-not", Root: OpSelect,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 		if op.Result(0).Type() != ir.I1 || !isConstSplat(op.Operand(1), isZero) || !isConstSplat(op.Operand(2), isOne) {
 			return false
 		}
 		one := newConstant(r, op, ir.Bool(true))
-		replaceWith(r, op, "arith.xori", []*ir.Value{op.Operand(0), one})
+		replaceWith(r, op, OpXOrI, []*ir.Value{op.Operand(0), one})
 		return true
 	},
 }
@@ -318,7 +318,7 @@ var selectI1ToNot = &ir.Pattern{
 // selectToExtUI rewrites select(c: i1, 1, 0) on a wider integer to
 // extui(c), and select(c, 0, 1) to extui(xori(c, true)).
 var selectToExtUI = &ir.Pattern{
-	Name: "arith.select-to-extui", Root: "arith.select",
+	Name: "arith.select-to-extui", Root: OpSelect,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 		it, ok := op.Result(0).Type().(*ir.IntegerType)
 		if !ok || it.Width == 1 || op.Operand(0).Type() != ir.I1 {
@@ -329,11 +329,11 @@ var selectToExtUI = &ir.Pattern{
 		case isConstSplat(op.Operand(1), isOne) && isConstSplat(op.Operand(2), isZero):
 		case isConstSplat(op.Operand(1), isZero) && isConstSplat(op.Operand(2), isOne):
 			r.SetInsertionPointBefore(op)
-			cond = Binary(&r.Builder, "arith.xori", op.Loc(), cond, newConstant(r, op, ir.Bool(true)))
+			cond = Binary(&r.Builder, OpXOrI, op.Loc(), cond, newConstant(r, op, ir.Bool(true)))
 		default:
 			return false
 		}
-		replaceWith(r, op, "arith.extui", []*ir.Value{cond})
+		replaceWith(r, op, OpExtUI, []*ir.Value{cond})
 		return true
 	},
 }
@@ -341,14 +341,14 @@ var selectToExtUI = &ir.Pattern{
 // selectRedundant rewrites select(c, select(c, a, b), d) to select(c, a, d)
 // and select(c, a, select(c, b, d)) to select(c, a, d).
 var selectRedundant = &ir.Pattern{
-	Name: "arith.select-redundant-inner-select", Root: "arith.select",
+	Name: "arith.select-redundant-inner-select", Root: OpSelect,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 		c := op.Operand(0)
-		if in := definedBy(op.Operand(1), "arith.select"); in != nil && in.Operand(0) == c {
+		if in := definedBy(op.Operand(1), OpSelect); in != nil && in.Operand(0) == c {
 			r.ModifyInPlace(op, func() { op.SetOperand(1, in.Operand(1)) })
 			return true
 		}
-		if in := definedBy(op.Operand(2), "arith.select"); in != nil && in.Operand(0) == c {
+		if in := definedBy(op.Operand(2), OpSelect); in != nil && in.Operand(0) == c {
 			r.ModifyInPlace(op, func() { op.SetOperand(2, in.Operand(2)) })
 			return true
 		}
@@ -358,9 +358,9 @@ var selectRedundant = &ir.Pattern{
 
 // selectNotCond rewrites select(xori(c, -1), a, b) to select(c, b, a).
 var selectNotCond = &ir.Pattern{
-	Name: "arith.select-not-cond", Root: "arith.select",
+	Name: "arith.select-not-cond", Root: OpSelect,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
-		x := definedBy(op.Operand(0), "arith.xori")
+		x := definedBy(op.Operand(0), OpXOrI)
 		if x == nil || !isConstSplat(x.Operand(1), isAllOnes) {
 			return false
 		}
@@ -443,7 +443,7 @@ func indexCastRoundTrip(cast string) *ir.Pattern {
 // and infinities included; on the GPU the multiply is one instruction
 // where an IEEE division is a subroutine the driver's JIT compiles anew.
 var divfByPowerOfTwo = &ir.Pattern{
-	Name: "arith.divf-by-power-of-two", Root: "arith.divf",
+	Name: "arith.divf-by-power-of-two", Root: OpDivF,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 		bits, ok := splatOf(constValue(op.Operand(1)))
 		ft, isFloat := ir.ElementTypeOf(op.Result(0).Type()).(*ir.FloatType)
@@ -464,7 +464,7 @@ var divfByPowerOfTwo = &ir.Pattern{
 			return false
 		}
 		y := newConstant(r, op, a)
-		replaceWith(r, op, "arith.mulf", []*ir.Value{op.Operand(0), y}, op.Properties()...)
+		replaceWith(r, op, OpMulF, []*ir.Value{op.Operand(0), y}, op.Properties()...)
 		return true
 	},
 }

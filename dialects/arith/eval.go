@@ -137,50 +137,50 @@ type intSem func(a, b int64, w int) (r int64, ok bool)
 
 // intOps is the semantics of every integer binary op.
 var intOps = map[string]intSem{
-	"arith.addi": func(a, b int64, _ int) (int64, bool) { return a + b, true },
-	"arith.subi": func(a, b int64, _ int) (int64, bool) { return a - b, true },
-	"arith.muli": func(a, b int64, _ int) (int64, bool) { return a * b, true },
-	"arith.andi": func(a, b int64, _ int) (int64, bool) { return a & b, true },
-	"arith.ori":  func(a, b int64, _ int) (int64, bool) { return a | b, true },
-	"arith.xori": func(a, b int64, _ int) (int64, bool) { return a ^ b, true },
-	"arith.divsi": func(a, b int64, w int) (int64, bool) {
+	OpAddI: func(a, b int64, _ int) (int64, bool) { return a + b, true },
+	OpSubI: func(a, b int64, _ int) (int64, bool) { return a - b, true },
+	OpMulI: func(a, b int64, _ int) (int64, bool) { return a * b, true },
+	OpAndI: func(a, b int64, _ int) (int64, bool) { return a & b, true },
+	OpOrI:  func(a, b int64, _ int) (int64, bool) { return a | b, true },
+	OpXOrI: func(a, b int64, _ int) (int64, bool) { return a ^ b, true },
+	OpDivSI: func(a, b int64, w int) (int64, bool) {
 		q, _, ok := sdivrem(a, b, w)
 		return q, ok
 	},
-	"arith.remsi": func(a, b int64, w int) (int64, bool) {
+	OpRemSI: func(a, b int64, w int) (int64, bool) {
 		if sext(b, w) == -1 { // the remainder is 0 even when the quotient overflows
 			return 0, true
 		}
 		_, r, ok := sdivrem(a, b, w)
 		return r, ok
 	},
-	"arith.ceildivsi": func(a, b int64, w int) (int64, bool) {
+	OpCeilDivSI: func(a, b int64, w int) (int64, bool) {
 		q, r, ok := sdivrem(a, b, w)
 		if r != 0 && (r < 0) == (sext(b, w) < 0) {
 			q++
 		}
 		return q, ok
 	},
-	"arith.floordivsi": func(a, b int64, w int) (int64, bool) {
+	OpFloorDivSI: func(a, b int64, w int) (int64, bool) {
 		q, r, ok := sdivrem(a, b, w)
 		if r != 0 && (r < 0) != (sext(b, w) < 0) {
 			q--
 		}
 		return q, ok
 	},
-	"arith.divui": func(a, b int64, w int) (int64, bool) {
+	OpDivUI: func(a, b int64, w int) (int64, bool) {
 		if zext(b, w) == 0 {
 			return 0, false
 		}
 		return int64(zext(a, w) / zext(b, w)), true
 	},
-	"arith.remui": func(a, b int64, w int) (int64, bool) {
+	OpRemUI: func(a, b int64, w int) (int64, bool) {
 		if zext(b, w) == 0 {
 			return 0, false
 		}
 		return int64(zext(a, w) % zext(b, w)), true
 	},
-	"arith.ceildivui": func(a, b int64, w int) (int64, bool) {
+	OpCeilDivUI: func(a, b int64, w int) (int64, bool) {
 		x, y := zext(a, w), zext(b, w)
 		if y == 0 {
 			return 0, false
@@ -191,19 +191,19 @@ var intOps = map[string]intSem{
 		}
 		return int64(q), true
 	},
-	"arith.maxsi": func(a, b int64, w int) (int64, bool) { return max(sext(a, w), sext(b, w)), true },
-	"arith.minsi": func(a, b int64, w int) (int64, bool) { return min(sext(a, w), sext(b, w)), true },
-	"arith.maxui": func(a, b int64, w int) (int64, bool) { return int64(max(zext(a, w), zext(b, w))), true },
-	"arith.minui": func(a, b int64, w int) (int64, bool) { return int64(min(zext(a, w), zext(b, w))), true },
-	"arith.shli": func(a, b int64, w int) (int64, bool) {
+	OpMaxSI: func(a, b int64, w int) (int64, bool) { return max(sext(a, w), sext(b, w)), true },
+	OpMinSI: func(a, b int64, w int) (int64, bool) { return min(sext(a, w), sext(b, w)), true },
+	OpMaxUI: func(a, b int64, w int) (int64, bool) { return int64(max(zext(a, w), zext(b, w))), true },
+	OpMinUI: func(a, b int64, w int) (int64, bool) { return int64(min(zext(a, w), zext(b, w))), true },
+	OpShLI: func(a, b int64, w int) (int64, bool) {
 		s := zext(b, w)
 		return a << s, s < uint64(w)
 	},
-	"arith.shrsi": func(a, b int64, w int) (int64, bool) {
+	OpShRSI: func(a, b int64, w int) (int64, bool) {
 		s := zext(b, w)
 		return sext(a, w) >> s, s < uint64(w)
 	},
-	"arith.shrui": func(a, b int64, w int) (int64, bool) {
+	OpShRUI: func(a, b int64, w int) (int64, bool) {
 		s := zext(b, w)
 		return int64(zext(a, w) >> s), s < uint64(w)
 	},
@@ -279,14 +279,14 @@ func arithmetic(f func(a, b float64) float64) floatSem {
 // f32 (float64 has more than twice their precision plus two bits); f32 ops
 // are nevertheless computed in float32 by EvalFloat.
 var floatOps = map[string]floatSem{
-	"arith.addf": arithmetic(func(a, b float64) float64 { return a + b }),
-	"arith.subf": arithmetic(func(a, b float64) float64 { return a - b }),
-	"arith.mulf": arithmetic(func(a, b float64) float64 { return a * b }),
-	"arith.divf": arithmetic(func(a, b float64) float64 { return a / b }),
-	"arith.remf": arithmetic(math.Mod),
-	"arith.negf": func(a, _ float64) float64 { return -a },
+	OpAddF: arithmetic(func(a, b float64) float64 { return a + b }),
+	OpSubF: arithmetic(func(a, b float64) float64 { return a - b }),
+	OpMulF: arithmetic(func(a, b float64) float64 { return a * b }),
+	OpDivF: arithmetic(func(a, b float64) float64 { return a / b }),
+	OpRemF: arithmetic(math.Mod),
+	OpNegF: func(a, _ float64) float64 { return -a },
 	// maximumf/minimumf propagate NaN and order -0 below +0 (llvm::maximum).
-	"arith.maximumf": func(a, b float64) float64 {
+	OpMaximumF: func(a, b float64) float64 {
 		switch {
 		case math.IsNaN(a):
 			return a
@@ -297,7 +297,7 @@ var floatOps = map[string]floatSem{
 		}
 		return math.Max(a, b)
 	},
-	"arith.minimumf": func(a, b float64) float64 {
+	OpMinimumF: func(a, b float64) float64 {
 		switch {
 		case math.IsNaN(a):
 			return a
@@ -309,7 +309,7 @@ var floatOps = map[string]floatSem{
 		return math.Min(a, b)
 	},
 	// maxnumf/minnumf ignore a NaN operand (IEEE maxNum, llvm::maxnum).
-	"arith.maxnumf": func(a, b float64) float64 {
+	OpMaxNumF: func(a, b float64) float64 {
 		switch {
 		case math.IsNaN(a):
 			return b
@@ -318,7 +318,7 @@ var floatOps = map[string]floatSem{
 		}
 		return math.Max(a, b)
 	},
-	"arith.minnumf": func(a, b float64) float64 {
+	OpMinNumF: func(a, b float64) float64 {
 		switch {
 		case math.IsNaN(a):
 			return b
@@ -331,10 +331,10 @@ var floatOps = map[string]floatSem{
 
 // float32Ops computes the rounding ops directly in float32.
 var float32Ops = map[string]func(a, b float32) float32{
-	"arith.addf": func(a, b float32) float32 { return a + b },
-	"arith.subf": func(a, b float32) float32 { return a - b },
-	"arith.mulf": func(a, b float32) float32 { return a * b },
-	"arith.divf": func(a, b float32) float32 { return a / b },
+	OpAddF: func(a, b float32) float32 { return a + b },
+	OpSubF: func(a, b float32) float32 { return a - b },
+	OpMulF: func(a, b float32) float32 { return a * b },
+	OpDivF: func(a, b float32) float32 { return a / b },
 }
 
 // foldableFloat reports whether values of t are exactly representable by
@@ -442,42 +442,42 @@ func Cast(opName string, from, to ir.Type, bits uint64) (uint64, bool) {
 	ft, _ := to.(*ir.FloatType)
 	v := int64(bits)
 	switch opName {
-	case "arith.extsi", "arith.trunci", "arith.index_cast":
+	case OpExtSI, OpTruncI, OpIndexCast:
 		if wf == 0 || wt == 0 {
 			return 0, false
 		}
 		return uint64(ir.TruncInt(sext(v, wf), to)), true
-	case "arith.extui", "arith.index_castui":
+	case OpExtUI, OpIndexCastUI:
 		if wf == 0 || wt == 0 {
 			return 0, false
 		}
 		return uint64(ir.TruncInt(int64(zext(v, wf)), to)), true
-	case "arith.extf", "arith.truncf":
+	case OpExtF, OpTruncF:
 		if !foldableFloat(ff) || !foldableFloat(ft) {
 			return 0, false
 		}
 		return ir.FloatToBits(ir.FloatFromBits(bits, ff), ft), true
-	case "arith.sitofp", "arith.uitofp":
+	case OpSIToFP, OpUIToFP:
 		if wf == 0 || !foldableFloat(ft) {
 			return 0, false
 		}
 		// big.Float rounds once, to the target's precision; converting through
 		// float64 first could round twice.
 		x := new(big.Float).SetPrec(uint(ft.Mantissa)).SetMode(big.ToNearestEven)
-		if opName == "arith.sitofp" {
+		if opName == OpSIToFP {
 			x.SetInt64(sext(v, wf))
 		} else {
 			x.SetUint64(zext(v, wf))
 		}
 		f, _ := x.Float64()
 		return ir.FloatToBits(f, ft), true
-	case "arith.fptosi", "arith.fptoui":
+	case OpFPToSI, OpFPToUI:
 		if !foldableFloat(ff) || wt == 0 {
 			return 0, false
 		}
 		f := math.Trunc(ir.FloatFromBits(bits, ff))
 		lo, hi := -math.Ldexp(1, wt-1), math.Ldexp(1, wt-1) // [lo, hi)
-		if opName == "arith.fptoui" {
+		if opName == OpFPToUI {
 			lo, hi = 0, math.Ldexp(1, wt)
 		}
 		if math.IsNaN(f) || f < lo || f >= hi {
@@ -487,7 +487,7 @@ func Cast(opName string, from, to ir.Type, bits uint64) (uint64, bool) {
 			return uint64(ir.TruncInt(int64(uint64(f)), to)), true
 		}
 		return uint64(ir.TruncInt(int64(f), to)), true
-	case "arith.bitcast":
+	case OpBitcast:
 		w := func(t ir.Type) int {
 			if f, ok := t.(*ir.FloatType); ok {
 				return f.Width

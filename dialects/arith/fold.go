@@ -18,37 +18,37 @@ type rule func(op *ir.Operation, lhs, rhs ir.Attribute) (r ir.FoldResult, ok boo
 
 // rules lists the simplifications of the binary ops, as upstream's folders do them.
 var rules = map[string][]rule{
-	"arith.addi":       {rhsIs(isZero, keepLHS), addSubCancel},
-	"arith.subi":       {sameOperands(zero), rhsIs(isZero, keepLHS), subAddCancel},
-	"arith.muli":       {rhsIs(isZero, keepRHS), rhsIs(isOne, keepLHS)},
-	"arith.divsi":      {rhsIs(isOne, keepLHS)},
-	"arith.divui":      {rhsIs(isOne, keepLHS)},
-	"arith.ceildivsi":  {rhsIs(isOne, keepLHS)},
-	"arith.ceildivui":  {rhsIs(isOne, keepLHS)},
-	"arith.floordivsi": {rhsIs(isOne, keepLHS)},
-	"arith.remsi":      {rhsIs(isOne, zero)},
-	"arith.remui":      {rhsIs(isOne, zero)},
-	"arith.andi":       {rhsIs(isZero, keepRHS), rhsIs(isAllOnes, keepLHS), sameOperands(keepLHS), complementOperands(zero)},
-	"arith.ori":        {rhsIs(isZero, keepLHS), rhsIs(isAllOnes, keepRHS), sameOperands(keepLHS), complementOperands(allOnes)},
-	"arith.xori":       {rhsIs(isZero, keepLHS), sameOperands(zero), xorCancel},
-	"arith.shli":       {rhsIs(isZero, keepLHS)},
-	"arith.shrsi":      {rhsIs(isZero, keepLHS)},
-	"arith.shrui":      {rhsIs(isZero, keepLHS)},
-	"arith.maxsi":      {sameOperands(keepLHS), rhsIs(isSignedMax, keepRHS), rhsIs(isSignedMin, keepLHS)},
-	"arith.minsi":      {sameOperands(keepLHS), rhsIs(isSignedMin, keepRHS), rhsIs(isSignedMax, keepLHS)},
-	"arith.maxui":      {sameOperands(keepLHS), rhsIs(isAllOnes, keepRHS), rhsIs(isZero, keepLHS)},
-	"arith.minui":      {sameOperands(keepLHS), rhsIs(isZero, keepRHS), rhsIs(isAllOnes, keepLHS)},
-	"arith.addf":       {rhsIs(isFloat(math.Copysign(0, -1)), keepLHS)},
-	"arith.subf":       {rhsIs(isFloat(0), keepLHS)},
-	"arith.mulf":       {rhsIs(isFloat(1), keepLHS)},
-	"arith.divf":       {rhsIs(isFloat(1), keepLHS)},
-	"arith.maximumf":   {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(-1)), keepLHS)},
-	"arith.minimumf":   {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(1)), keepLHS)},
+	OpAddI:       {rhsIs(isZero, keepLHS), addSubCancel},
+	OpSubI:       {sameOperands(zero), rhsIs(isZero, keepLHS), subAddCancel},
+	OpMulI:       {rhsIs(isZero, keepRHS), rhsIs(isOne, keepLHS)},
+	OpDivSI:      {rhsIs(isOne, keepLHS)},
+	OpDivUI:      {rhsIs(isOne, keepLHS)},
+	OpCeilDivSI:  {rhsIs(isOne, keepLHS)},
+	OpCeilDivUI:  {rhsIs(isOne, keepLHS)},
+	OpFloorDivSI: {rhsIs(isOne, keepLHS)},
+	OpRemSI:      {rhsIs(isOne, zero)},
+	OpRemUI:      {rhsIs(isOne, zero)},
+	OpAndI:       {rhsIs(isZero, keepRHS), rhsIs(isAllOnes, keepLHS), sameOperands(keepLHS), complementOperands(zero)},
+	OpOrI:        {rhsIs(isZero, keepLHS), rhsIs(isAllOnes, keepRHS), sameOperands(keepLHS), complementOperands(allOnes)},
+	OpXOrI:       {rhsIs(isZero, keepLHS), sameOperands(zero), xorCancel},
+	OpShLI:       {rhsIs(isZero, keepLHS)},
+	OpShRSI:      {rhsIs(isZero, keepLHS)},
+	OpShRUI:      {rhsIs(isZero, keepLHS)},
+	OpMaxSI:      {sameOperands(keepLHS), rhsIs(isSignedMax, keepRHS), rhsIs(isSignedMin, keepLHS)},
+	OpMinSI:      {sameOperands(keepLHS), rhsIs(isSignedMin, keepRHS), rhsIs(isSignedMax, keepLHS)},
+	OpMaxUI:      {sameOperands(keepLHS), rhsIs(isAllOnes, keepRHS), rhsIs(isZero, keepLHS)},
+	OpMinUI:      {sameOperands(keepLHS), rhsIs(isZero, keepRHS), rhsIs(isAllOnes, keepLHS)},
+	OpAddF:       {rhsIs(isFloat(math.Copysign(0, -1)), keepLHS)},
+	OpSubF:       {rhsIs(isFloat(0), keepLHS)},
+	OpMulF:       {rhsIs(isFloat(1), keepLHS)},
+	OpDivF:       {rhsIs(isFloat(1), keepLHS)},
+	OpMaximumF:   {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(-1)), keepLHS)},
+	OpMinimumF:   {sameOperands(keepLHS), rhsIs(isFloat(math.Inf(1)), keepLHS)},
 	// Upstream also folds maxnumf(x, -inf) and minnumf(x, +inf) to x, which
 	// is wrong for a NaN x (maxnum ignores the NaN and gives -inf).
-	"arith.maxnumf": {sameOperands(keepLHS)},
-	"arith.minnumf": {sameOperands(keepLHS)},
-	"arith.negf":    {involution},
+	OpMaxNumF: {sameOperands(keepLHS)},
+	OpMinNumF: {sameOperands(keepLHS)},
+	OpNegF:    {involution},
 }
 
 func init() {
@@ -58,9 +58,9 @@ func init() {
 	for _, c := range castOps {
 		folders["arith."+c.name] = foldCast("arith."+c.name, castRules["arith."+c.name])
 	}
-	folders["arith.cmpi"] = foldCmpI
-	folders["arith.cmpf"] = foldCmpF
-	folders["arith.select"] = foldSelect
+	folders[OpCmpI] = foldCmpI
+	folders[OpCmpF] = foldCmpF
+	folders[OpSelect] = foldSelect
 }
 
 func value(v *ir.Value) []ir.FoldResult { return []ir.FoldResult{{Value: v}} }
@@ -285,7 +285,7 @@ func definedBy(v *ir.Value, name string) *ir.Operation {
 
 // isNot reports whether v is xori(x, all-ones).
 func isNot(v, x *ir.Value) bool {
-	d := definedBy(v, "arith.xori")
+	d := definedBy(v, OpXOrI)
 	if d == nil || d.Operand(0) != x {
 		return false
 	}
@@ -307,10 +307,10 @@ func complementOperands(then outcome) rule {
 // addSubCancel folds addi(subi(a, b), b) and addi(b, subi(a, b)) to a.
 func addSubCancel(op *ir.Operation, _, _ ir.Attribute) (ir.FoldResult, bool) {
 	x, y := op.Operand(0), op.Operand(1)
-	if s := definedBy(x, "arith.subi"); s != nil && s.Operand(1) == y {
+	if s := definedBy(x, OpSubI); s != nil && s.Operand(1) == y {
 		return ir.FoldResult{Value: s.Operand(0)}, true
 	}
-	if s := definedBy(y, "arith.subi"); s != nil && s.Operand(1) == x {
+	if s := definedBy(y, OpSubI); s != nil && s.Operand(1) == x {
 		return ir.FoldResult{Value: s.Operand(0)}, true
 	}
 	return ir.FoldResult{}, false
@@ -318,7 +318,7 @@ func addSubCancel(op *ir.Operation, _, _ ir.Attribute) (ir.FoldResult, bool) {
 
 // subAddCancel folds subi(addi(a, b), b) to a and subi(addi(a, b), a) to b.
 func subAddCancel(op *ir.Operation, _, _ ir.Attribute) (ir.FoldResult, bool) {
-	if a := definedBy(op.Operand(0), "arith.addi"); a != nil {
+	if a := definedBy(op.Operand(0), OpAddI); a != nil {
 		switch op.Operand(1) {
 		case a.Operand(1):
 			return ir.FoldResult{Value: a.Operand(0)}, true
@@ -331,7 +331,7 @@ func subAddCancel(op *ir.Operation, _, _ ir.Attribute) (ir.FoldResult, bool) {
 
 // xorCancel folds xori(xori(a, b), b) to a and xori(xori(a, b), a) to b.
 func xorCancel(op *ir.Operation, _, _ ir.Attribute) (ir.FoldResult, bool) {
-	if x := definedBy(op.Operand(0), "arith.xori"); x != nil {
+	if x := definedBy(op.Operand(0), OpXOrI); x != nil {
 		switch op.Operand(1) {
 		case x.Operand(1):
 			return ir.FoldResult{Value: x.Operand(0)}, true
@@ -370,8 +370,8 @@ func sameResultValue(op *ir.Operation, x *ir.Value) []ir.FoldResult {
 // folding. They return nil when they do not apply.
 var castRules = map[string]func(op *ir.Operation) []ir.FoldResult{
 	// trunci(extsi(x)) and trunci(extui(x)) are x when x has the result type.
-	"arith.trunci": func(op *ir.Operation) []ir.FoldResult {
-		for _, ext := range []string{"arith.extsi", "arith.extui"} {
+	OpTruncI: func(op *ir.Operation) []ir.FoldResult {
+		for _, ext := range []string{OpExtSI, OpExtUI} {
 			if d := definedBy(op.Operand(0), ext); d != nil {
 				return sameResultValue(op, d.Operand(0))
 			}
@@ -379,14 +379,14 @@ var castRules = map[string]func(op *ir.Operation) []ir.FoldResult{
 		return nil
 	},
 	// truncf(extf(x)) is x when x has the result type: extf is exact.
-	"arith.truncf": func(op *ir.Operation) []ir.FoldResult {
-		if d := definedBy(op.Operand(0), "arith.extf"); d != nil {
+	OpTruncF: func(op *ir.Operation) []ir.FoldResult {
+		if d := definedBy(op.Operand(0), OpExtF); d != nil {
 			return sameResultValue(op, d.Operand(0))
 		}
 		return nil
 	},
 	// A bitcast to the same type is the identity.
-	"arith.bitcast": func(op *ir.Operation) []ir.FoldResult { return sameResultValue(op, op.Operand(0)) },
+	OpBitcast: func(op *ir.Operation) []ir.FoldResult { return sameResultValue(op, op.Operand(0)) },
 }
 
 // foldCast folds casts of constants elementwise with Cast, after the op's
@@ -405,8 +405,8 @@ func foldCast(name string, r func(*ir.Operation) []ir.FoldResult) foldFunc {
 		to := ir.ElementTypeOf(op.Result(0).Type())
 		return constant(mapConst(op.Result(0).Type(), operands, func(xs []uint64) (uint64, bool) {
 			r, ok := Cast(name, from, to, xs[0])
-			if ok && name == "arith.truncf" {
-				back, _ := Cast("arith.extf", to, from, r)
+			if ok && name == OpTruncF {
+				back, _ := Cast(OpExtF, to, from, r)
 				ok = back == xs[0]
 			}
 			return r, ok
@@ -437,7 +437,7 @@ func foldCmpI(op *ir.Operation, operands []ir.Attribute) []ir.FoldResult {
 	if c, ok := splatOf(operands[1]); ok {
 		isI1 := ir.ElementTypeOf(lhs.Type()) == ir.I1
 		if c == 0 && pred == CmpINE {
-			for _, ext := range []string{"arith.extsi", "arith.extui"} {
+			for _, ext := range []string{OpExtSI, OpExtUI} {
 				if d := definedBy(lhs, ext); d != nil && ir.ElementTypeOf(d.Operand(0).Type()) == ir.I1 {
 					return value(d.Operand(0))
 				}
@@ -507,7 +507,7 @@ func foldSelect(op *ir.Operation, operands []ir.Attribute) []ir.FoldResult {
 			return value(cond)
 		}
 	}
-	if cmp := definedBy(cond, "arith.cmpi"); cmp != nil {
+	if cmp := definedBy(cond, OpCmpI); cmp != nil {
 		p, _ := predicateOf(cmp)
 		l, r := cmp.Operand(0), cmp.Operand(1)
 		if (p == int64(CmpIEQ) || p == int64(CmpINE)) && ((l == tv && r == fv) || (r == tv && l == fv)) {

@@ -151,7 +151,7 @@ func init() {
 
 func constantDef() *ir.OpDef {
 	return &ir.OpDef{
-		Name:    "arith.constant",
+		Name:    OpConstant,
 		Summary: "integer, float or elements constant",
 		Description: "Produces the constant `value`, whose type is the result type: an integer, index or " +
 			"float attribute, or a dense elements attribute of a vector or tensor type.",
@@ -257,7 +257,7 @@ func arity(op *ir.Operation, operands, results int) error {
 
 func cmpIDef() *ir.OpDef {
 	return &ir.OpDef{
-		Name:    "arith.cmpi",
+		Name:    OpCmpI,
 		Summary: "integer comparison",
 		Description: "Compares two integers elementwise with `predicate` and returns i1 (of the operands' " +
 			"shape). The predicate is an i64 in upstream's encoding: " + predicateList(CmpIPredicateNames[:]) + ".",
@@ -277,7 +277,7 @@ func cmpIDef() *ir.OpDef {
 
 func cmpFDef() *ir.OpDef {
 	return &ir.OpDef{
-		Name:    "arith.cmpf",
+		Name:    OpCmpF,
 		Summary: "floating-point comparison",
 		Description: "Compares two floats elementwise with `predicate` and returns i1 (of the operands' " +
 			"shape). Ordered predicates (o…) are false and unordered ones (u…) true when an operand is NaN. " +
@@ -335,7 +335,7 @@ func verifyCmp(op *ir.Operation, class typeClass, npred int, flags *bitEnum) err
 
 func selectDef() *ir.OpDef {
 	return &ir.OpDef{
-		Name:    "arith.select",
+		Name:    OpSelect,
 		Summary: "select between two values on a condition",
 		Description: "Returns `true_value` where `condition` is true and `false_value` elsewhere. The condition " +
 			"is i1, or (for vectors and tensors) i1 elements of the result's shape choosing elementwise.",

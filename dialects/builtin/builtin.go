@@ -13,8 +13,8 @@ import (
 
 // Op names.
 const (
-	ModuleOp = "builtin.module"
-	CastOp   = "builtin.unrealized_conversion_cast"
+	ModuleOp = OpModule
+	CastOp   = OpUnrealizedConversionCast
 )
 
 // Dialect is the builtin dialect.

@@ -14,11 +14,11 @@ import (
 
 // Op names.
 const (
-	FuncOp         = "func.func"
-	ReturnOp       = "func.return"
-	CallOp         = "func.call"
-	CallIndirectOp = "func.call_indirect"
-	ConstantOp     = "func.constant"
+	FuncOp         = OpFunc
+	ReturnOp       = OpReturn
+	CallOp         = OpCall
+	CallIndirectOp = OpCallIndirect
+	ConstantOp     = OpConstant
 )
 
 // Names of func.func's properties (besides sym_name and sym_visibility).

@@ -12,17 +12,17 @@ import (
 
 // Op names.
 const (
-	ModuleOp     = "gpu.module"
-	ModuleEndOp  = "gpu.module_end"
-	FuncOp       = "gpu.func"
-	ReturnOp     = "gpu.return"
-	ThreadIDOp   = "gpu.thread_id"
-	BlockIDOp    = "gpu.block_id"
-	BlockDimOp   = "gpu.block_dim"
-	GridDimOp    = "gpu.grid_dim"
-	BarrierOp    = "gpu.barrier"
-	ShuffleOp    = "gpu.shuffle"
-	LaunchFuncOp = "gpu.launch_func"
+	ModuleOp     = OpModule
+	ModuleEndOp  = OpModuleEnd
+	FuncOp       = OpFunc
+	ReturnOp     = OpReturn
+	ThreadIDOp   = OpThreadID
+	BlockIDOp    = OpBlockID
+	BlockDimOp   = OpBlockDim
+	GridDimOp    = OpGridDim
+	BarrierOp    = OpBarrier
+	ShuffleOp    = OpShuffle
+	LaunchFuncOp = OpLaunchFunc
 )
 
 // Attribute and property names.
@@ -167,7 +167,7 @@ var barrierDef = &ir.OpDef{
 		"written before it is visible to every thread of the block after it. All threads " +
 		"of a block must reach the same barrier (the interpreter reports divergent " +
 		"barriers as errors).",
-	Example: "gpu.barrier",
+	Example: OpBarrier,
 	Verify:  inKernel,
 	Parse:   parseAttrDictOnly,
 	Print:   printAttrDictOnly,

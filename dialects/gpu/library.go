@@ -8,7 +8,7 @@ import (
 
 // LibraryMatmulOp is the host-side product that a vendor library
 // (cuBLASLt) computes: convert-loop-to-gpu's matmul=cublaslt lowering.
-const LibraryMatmulOp = "gpu.library_matmul"
+const LibraryMatmulOp = OpLibraryMatmul
 
 // The unit properties of gpu.library_matmul saying how A and B are stored.
 const (

@@ -13,11 +13,11 @@ import (
 // (Strata has no vector types): a fragment register is an i32 holding two
 // 16-bit elements, the lower one first.
 const (
-	MMASyncOp       = "gpu.mma_sync"
-	LdMatrixOp      = "gpu.ldmatrix"
-	CpAsyncOp       = "gpu.cp_async"
-	CpAsyncCommitOp = "gpu.cp_async_commit"
-	CpAsyncWaitOp   = "gpu.cp_async_wait"
+	MMASyncOp       = OpMMASync
+	LdMatrixOp      = OpLdMatrix
+	CpAsyncOp       = OpCpAsync
+	CpAsyncCommitOp = OpCpAsyncCommit
+	CpAsyncWaitOp   = OpCpAsyncWait
 )
 
 // Properties of the tensor-core ops.

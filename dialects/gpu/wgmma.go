@@ -16,9 +16,9 @@ import (
 // ordinary and cp.async writes to workgroup memory before the tensor
 // cores' reads of it (after a barrier).
 const (
-	WGMMAOp           = "gpu.wgmma"
-	WGMMAWaitOp       = "gpu.wgmma_wait"
-	FenceProxyAsyncOp = "gpu.fence_proxy_async"
+	WGMMAOp           = OpWGMMA
+	WGMMAWaitOp       = OpWGMMAWait
+	FenceProxyAsyncOp = OpFenceProxyAsync
 )
 
 // Properties of gpu.wgmma (besides ab_type, shared with gpu.mma_sync).

@@ -18,16 +18,16 @@ import "github.com/strata-ir/strata/ir"
 
 // Op names.
 const (
-	AllocOp    = "loop.alloc"
-	DeallocOp  = "loop.dealloc"
-	LoadOp     = "loop.load"
-	StoreOp    = "loop.store"
-	DimOp      = "loop.dim"
-	ForOp      = "loop.for"
-	ParallelOp = "loop.parallel"
-	ReduceOp   = "loop.reduce"
-	IfOp       = "loop.if"
-	YieldOp    = "loop.yield"
+	AllocOp    = OpAlloc
+	DeallocOp  = OpDealloc
+	LoadOp     = OpLoad
+	StoreOp    = OpStore
+	DimOp      = OpDim
+	ForOp      = OpFor
+	ParallelOp = OpParallel
+	ReduceOp   = OpReduce
+	IfOp       = OpIf
+	YieldOp    = OpYield
 )
 
 // Property names.

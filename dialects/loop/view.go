@@ -9,7 +9,7 @@ import (
 // ViewOp reinterprets a buffer with another shape of the same element
 // count. convert-loop-to-gpu uses it on the host to pass N-D buffers to
 // kernels, which see only 1-D memrefs (docs/lowering.md).
-const ViewOp = "loop.view"
+const ViewOp = OpView
 
 var viewDef = &ir.OpDef{
 	Name:    ViewOp,

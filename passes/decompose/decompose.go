@@ -41,11 +41,11 @@ func init() {
 // primitive form; data rather than a switch, so that Composites and the
 // pass agree by construction.
 var expansions = map[string]func(e *emitter, op *ir.Operation) *ir.Value{
-	"graph.softmax":     expandSoftmax,
-	"graph.log_softmax": expandSoftmax,
-	"graph.layer_norm":  expandNorm,
-	"graph.rms_norm":    expandNorm,
-	"graph.attention":   expandAttention,
+	graph.OpSoftmax:    expandSoftmax,
+	graph.OpLogSoftmax: expandSoftmax,
+	graph.OpLayerNorm:  expandNorm,
+	graph.OpRMSNorm:    expandNorm,
+	graph.OpAttention:  expandAttention,
 }
 
 // Composites returns the names of the ops graph-decompose expands, sorted.
@@ -197,7 +197,7 @@ func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
 	if e.Err != nil {
 		return nil
 	}
-	y := e.softmax(e.widen(x), e.axisOf(op, len(shape)), op.Name() == "graph.log_softmax")
+	y := e.softmax(e.widen(x), e.axisOf(op, len(shape)), op.Name() == graph.OpLogSoftmax)
 	return e.narrow(y, elem)
 }
 
@@ -217,14 +217,14 @@ func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
 		axes = append(axes, d)
 	}
 	centred := x
-	if op.Name() == "graph.layer_norm" {
+	if op.Name() == graph.OpLayerNorm {
 		centred = e.Binary("sub", x, e.Reduce("mean", x, axes, true))
 	}
 	variance := e.Reduce("mean", e.Binary("mul", centred, centred), axes, true)
 	eps := e.Scalar(graph.ComputeType(elem), floatAttr(op, "epsilon", 1e-5))
 	inv := e.Unary("reciprocal", e.Unary("sqrt", e.Binary("add", variance, eps)))
 	y := e.Binary("mul", e.Binary("mul", centred, inv), w)
-	if op.Name() == "graph.layer_norm" {
+	if op.Name() == graph.OpLayerNorm {
 		y = e.Binary("add", y, e.widen(op.Operand(2)))
 	}
 	return e.narrow(y, elem)

@@ -55,7 +55,7 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 	if op == nil {
 		return nil, errorf(k.loc, "unknown dynamic size of %s", v.Type())
 	}
-	if op.Name() == "graph.fusion" {
+	if op.Name() == graph.OpFusion {
 		return k.size(op.Region(0).Front().Terminator().Operand(v.Index()), d)
 	}
 	if s, ok, err := k.resultSize(op, d); ok {
@@ -104,7 +104,7 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 				return nil, err
 			}
 			if widest != nil {
-				s = k.outerOp("arith.maxui", widest, s)
+				s = k.outerOp(arith.OpMaxUI, widest, s)
 			}
 			widest = s
 		}
@@ -215,7 +215,7 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		if axis < 0 {
 			axis += int64(len(out))
 		}
-		i := k.cast("arith.index_cast", idx[axis], ir.I64)
+		i := k.cast(arith.OpIndexCast, idx[axis], ir.I64)
 		if ir.IsFloat(elem) {
 			return k.convert(i, ir.I64, elem), nil
 		}
@@ -272,7 +272,7 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			if ok {
 				step = steps[d]
 			}
-			in[d] = k.indexOp("arith.addi", k.indexOp("arith.muli", idx[d], k.index(step)), k.index(starts[d]))
+			in[d] = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, idx[d], k.index(step)), k.index(starts[d]))
 		}
 		return k.value(op.Operand(0), in)
 	case "pad":
@@ -379,7 +379,7 @@ func (k *kernel) pad(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	var cond *ir.Value
 	high, _ := graph.IntList(op.Attr("high"))
 	for d := range idx {
-		in[d] = k.indexOp("arith.subi", idx[d], k.index(low[d]))
+		in[d] = k.indexOp(arith.OpSubI, idx[d], k.index(low[d]))
 		if low[d] == 0 && high[d] == 0 {
 			continue
 		}
@@ -389,7 +389,7 @@ func (k *kernel) pad(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			end = k.indexOp("arith.addi", n, k.index(low[d]))
+			end = k.indexOp(arith.OpAddI, n, k.index(low[d]))
 		}
 		c := k.andi(k.cmpi(arith.CmpISGE, idx[d], k.index(low[d])), k.cmpi(arith.CmpISLT, idx[d], end))
 		if cond == nil {
@@ -405,8 +405,8 @@ func (k *kernel) pad(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		func() (*ir.Value, error) { return fill, nil })
 }
 
-func (k *kernel) andi(a, b *ir.Value) *ir.Value { return k.binary("arith.andi", a, b) }
-func (k *kernel) ori(a, b *ir.Value) *ir.Value  { return k.binary("arith.ori", a, b) }
+func (k *kernel) andi(a, b *ir.Value) *ir.Value { return k.binary(arith.OpAndI, a, b) }
+func (k *kernel) ori(a, b *ir.Value) *ir.Value  { return k.binary(arith.OpOrI, a, b) }
 
 // concat emits the element from input j onward, whose slice along the axis
 // starts at off.
@@ -414,7 +414,7 @@ func (k *kernel) concat(op *ir.Operation, idx []*ir.Value, j int, off *ir.Value)
 	axis := concatAxis(op)
 	x := op.Operand(j)
 	in := slices.Clone(idx)
-	in[axis] = k.indexOp("arith.subi", idx[axis], off)
+	in[axis] = k.indexOp(arith.OpSubI, idx[axis], off)
 	if j == op.NumOperands()-1 {
 		return k.value(x, in)
 	}
@@ -422,7 +422,7 @@ func (k *kernel) concat(op *ir.Operation, idx []*ir.Value, j int, off *ir.Value)
 	if err != nil {
 		return nil, err
 	}
-	end := k.indexOp("arith.addi", off, n)
+	end := k.indexOp(arith.OpAddI, off, n)
 	cond := k.cmpi(arith.CmpISLT, idx[axis], end)
 	return k.ifElse(cond, idx, elemOf(op.Result(0)), func() (*ir.Value, error) { return k.value(x, in) },
 		func() (*ir.Value, error) { return k.concat(op, idx, j+1, end) })
@@ -440,12 +440,12 @@ func (k *kernel) gather(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := k.cast("arith.index_cast", iv, ir.Index)
+	i := k.cast(arith.OpIndexCast, iv, ir.Index)
 	n, err := k.size(x, axis)
 	if err != nil {
 		return nil, err
 	}
-	i = k.sel(k.cmpi(arith.CmpISLT, i, k.index(0)), k.indexOp("arith.addi", i, n), i)
+	i = k.sel(k.cmpi(arith.CmpISLT, i, k.index(0)), k.indexOp(arith.OpAddI, i, n), i)
 	in := slices.Concat(idx[:axis], []*ir.Value{i}, idx[axis+r:])
 	return k.value(x, in)
 }
@@ -520,13 +520,13 @@ func (k *kernel) reduce(op *ir.Operation, name string, idx []*ir.Value) (*ir.Val
 		case name == "reduce_min" && isF:
 			return []*ir.Value{k.sel(k.ori(k.cmpf(arith.CmpFOLT, v, o), k.cmpf(arith.CmpFUNO, v, v)), v, o)}, nil
 		case name == "reduce_max":
-			return []*ir.Value{k.binary("arith.maxsi", o, v)}, nil
+			return []*ir.Value{k.binary(arith.OpMaxSI, o, v)}, nil
 		case name == "reduce_min":
-			return []*ir.Value{k.binary("arith.minsi", o, v)}, nil
+			return []*ir.Value{k.binary(arith.OpMinSI, o, v)}, nil
 		case isF:
-			return []*ir.Value{k.binary("arith.addf", o, k.convert(v, elem, acc))}, nil
+			return []*ir.Value{k.binary(arith.OpAddF, o, k.convert(v, elem, acc))}, nil
 		}
-		return []*ir.Value{k.binary("arith.addi", o, v)}, nil
+		return []*ir.Value{k.binary(arith.OpAddI, o, v)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -539,11 +539,11 @@ func (k *kernel) reduce(op *ir.Operation, name string, idx []*ir.Value) (*ir.Val
 		} else {
 			c := k.index(1)
 			for _, u := range ubs {
-				c = k.indexOp("arith.muli", c, u)
+				c = k.indexOp(arith.OpMulI, c, u)
 			}
-			n = k.convert(k.cast("arith.index_cast", c, ir.I64), ir.I64, acc)
+			n = k.convert(k.cast(arith.OpIndexCast, c, ir.I64), ir.I64, acc)
 		}
-		r = k.binary("arith.divf", r, n)
+		r = k.binary(arith.OpDivF, r, n)
 	}
 	return k.convert(r, acc, elem), nil
 }
@@ -587,7 +587,7 @@ func (k *kernel) argmax(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.cast("arith.index_cast", res[0], ir.I64), nil
+	return k.cast(arith.OpIndexCast, res[0], ir.I64), nil
 }
 
 // matmul accumulates over K in the accumulator type (f32 for f16 and bf16),
@@ -663,10 +663,10 @@ func (k *kernel) matmul(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 				return nil, err
 			}
 			if ir.IsFloat(elem) {
-				prod := k.binary("arith.mulf", k.convert(a, elem, acc), k.convert(b, elem, acc))
-				return []*ir.Value{k.binary("arith.addf", iters[0], prod)}, nil
+				prod := k.binary(arith.OpMulF, k.convert(a, elem, acc), k.convert(b, elem, acc))
+				return []*ir.Value{k.binary(arith.OpAddF, iters[0], prod)}, nil
 			}
-			return []*ir.Value{k.binary("arith.addi", iters[0], k.binary("arith.muli", a, b))}, nil
+			return []*ir.Value{k.binary(arith.OpAddI, iters[0], k.binary(arith.OpMulI, a, b))}, nil
 		})
 	if err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 		if err != nil {
 			return nil, err
 		}
-		grp = k.indexOp("arith.divui", os[0], k.outerOp("arith.divui", outs, k.outerIndex(p.Groups)))
+		grp = k.indexOp(arith.OpDivUI, os[0], k.outerOp(arith.OpDivUI, outs, k.outerIndex(p.Groups)))
 	}
 	ubs := make([]*ir.Value, 3)
 	for i, d := range []int{1, 2, 3} {
@@ -92,8 +92,8 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 		}
 	}
 	base := [2]*ir.Value{ // oh·stride - pad_lo, the window's first row (column)
-		k.indexOp("arith.subi", k.indexOp("arith.muli", oh, k.index(p.Strides[0])), k.index(p.Padding[0])),
-		k.indexOp("arith.subi", k.indexOp("arith.muli", ow, k.index(p.Strides[1])), k.index(p.Padding[1])),
+		k.indexOp(arith.OpSubI, k.indexOp(arith.OpMulI, oh, k.index(p.Strides[0])), k.index(p.Padding[0])),
+		k.indexOp(arith.OpSubI, k.indexOp(arith.OpMulI, ow, k.index(p.Strides[1])), k.index(p.Padding[1])),
 	}
 	inits := make([]*ir.Value, len(os))
 	for i := range inits {
@@ -102,10 +102,10 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 	level := k.levelOf(append([]*ir.Value{n, oh, ow}, os...)...)
 	res, err := k.loops(level, ubs, inits, func(ivs, iters []*ir.Value) ([]*ir.Value, error) {
 		c, kh, kw := ivs[0], ivs[1], ivs[2]
-		ci := k.indexOp("arith.addi", k.indexOp("arith.muli", grp, ubs[0]), c)
+		ci := k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, grp, ubs[0]), c)
 		pos := [2]*ir.Value{
-			k.indexOp("arith.addi", base[0], k.indexOp("arith.muli", kh, k.index(p.Dilations[0]))),
-			k.indexOp("arith.addi", base[1], k.indexOp("arith.muli", kw, k.index(p.Dilations[1]))),
+			k.indexOp(arith.OpAddI, base[0], k.indexOp(arith.OpMulI, kh, k.index(p.Dilations[0]))),
+			k.indexOp(arith.OpAddI, base[1], k.indexOp(arith.OpMulI, kw, k.index(p.Dilations[1]))),
 		}
 		var inside *ir.Value
 		for i, q := range pos {
@@ -145,7 +145,7 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 			if err != nil {
 				return nil, err
 			}
-			next[i] = k.binary("arith.addf", iters[i], k.binary("arith.mulf", xa, k.convert(wv, elem, acc)))
+			next[i] = k.binary(arith.OpAddF, iters[i], k.binary(arith.OpMulF, xa, k.convert(wv, elem, acc)))
 			if inside != nil {
 				next[i] = k.sel(inside, next[i], iters[i])
 			}
@@ -162,14 +162,14 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 			if err != nil {
 				return nil, err
 			}
-			res[i] = k.binary("arith.addf", res[i], k.convert(b, elem, acc))
+			res[i] = k.binary(arith.OpAddF, res[i], k.convert(b, elem, acc))
 		}
 		if ir.IsFloat(elem) {
 			res[i] = k.convert(res[i], acc, elem)
 		} else {
 			// The interpreter converts its float64 sum with Go's int64();
 			// then the integer wraps to the element type.
-			res[i] = k.convert(k.cast("arith.fptosi", res[i], ir.I64), ir.I64, elem)
+			res[i] = k.convert(k.cast(arith.OpFPToSI, res[i], ir.I64), ir.I64, elem)
 		}
 	}
 	return res, nil
@@ -186,7 +186,7 @@ const convChannelBlock = 4
 func (k *kernel) convBlock(outs []*ir.Value) (*ir.Operation, int64) {
 	var cv *ir.Operation
 	for op := range k.body.All() {
-		if op.Name() == "graph.conv2d" {
+		if op.Name() == graph.OpConv2D {
 			if cv != nil {
 				return nil, 1
 			}
@@ -221,7 +221,7 @@ func (k *kernel) convBlock(outs []*ir.Value) (*ir.Operation, int64) {
 func (k *kernel) writeConvBlock(cv *ir.Operation, t int64, outs, bufs []*ir.Value, idx []*ir.Value) error {
 	os := make([]*ir.Value, t)
 	for i := range os {
-		os[i] = k.indexOp("arith.addi", k.indexOp("arith.muli", idx[1], k.index(t)), k.index(int64(i)))
+		os[i] = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, idx[1], k.index(t)), k.index(int64(i)))
 	}
 	vals, err := k.conv2dChannels(cv, idx[0], os, idx[2], idx[3])
 	if err != nil {
@@ -270,7 +270,7 @@ func (k *kernel) convSize(op *ir.Operation, d int) (*ir.Value, error) {
 	bin := func(name string, x, y *ir.Value) *ir.Value { return arith.Binary(b, name, k.loc, x, y) }
 	// (in + pad_lo + pad_hi - dilation·(k-1) - 1) / stride + 1, where the
 	// numerator is non-negative for a verified op.
-	span := bin("arith.muli", bin("arith.subi", kn, c(1)), c(p.Dilations[i]))
-	num := bin("arith.subi", bin("arith.subi", bin("arith.addi", in, c(p.Padding[i]+p.Padding[2+i])), span), c(1))
-	return bin("arith.addi", bin("arith.divui", num, c(p.Strides[i])), c(1)), nil
+	span := bin(arith.OpMulI, bin(arith.OpSubI, kn, c(1)), c(p.Dilations[i]))
+	num := bin(arith.OpSubI, bin(arith.OpSubI, bin(arith.OpAddI, in, c(p.Padding[i]+p.Padding[2+i])), span), c(1))
+	return bin(arith.OpAddI, bin(arith.OpDivUI, num, c(p.Strides[i])), c(1)), nil
 }

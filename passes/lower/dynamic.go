@@ -12,19 +12,19 @@ import (
 func (k *kernel) resultSize(op *ir.Operation, d int) (v *ir.Value, ok bool, err error) {
 	var f func(*ir.Operation, int) (*ir.Value, error)
 	switch op.Name() {
-	case "graph.conv2d":
+	case graph.OpConv2D:
 		f = k.convSize
-	case "graph.transpose":
+	case graph.OpTranspose:
 		f = k.transposeSize
-	case "graph.pad":
+	case graph.OpPad:
 		f = k.padSize
-	case "graph.concat":
+	case graph.OpConcat:
 		f = k.concatSize
-	case "graph.gather":
+	case graph.OpGather:
 		f = k.gatherSize
-	case "graph.matmul":
+	case graph.OpMatmul:
 		f = k.matmulSize
-	case "graph.reshape":
+	case graph.OpReshape:
 		f = k.reshapeSize
 	default:
 		return nil, false, nil
@@ -53,7 +53,7 @@ func (k *kernel) padSize(op *ir.Operation, d int) (*ir.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.outerOp("arith.addi", s, k.outerIndex(low[d]+high[d])), nil
+	return k.outerOp(arith.OpAddI, s, k.outerIndex(low[d]+high[d])), nil
 }
 
 // concatSize is the sum of the inputs' sizes along the axis, the first
@@ -71,7 +71,7 @@ func (k *kernel) concatSize(op *ir.Operation, d int) (*ir.Value, error) {
 		if sum == nil {
 			sum = s
 		} else {
-			sum = k.outerOp("arith.addi", sum, s)
+			sum = k.outerOp(arith.OpAddI, sum, s)
 		}
 	}
 	return sum, nil
@@ -126,7 +126,7 @@ func (k *kernel) matmulSize(op *ir.Operation, d int) (*ir.Value, error) {
 		if res == nil {
 			res = s
 		} else {
-			res = k.outerOp("arith.maxui", res, s)
+			res = k.outerOp(arith.OpMaxUI, res, s)
 		}
 	}
 	if res == nil {
@@ -156,7 +156,7 @@ func (k *kernel) reshapeSize(op *ir.Operation, d int) (*ir.Value, error) {
 	if rest == 0 {
 		return k.outerIndex(0), nil
 	}
-	return k.outerOp("arith.divui", n, k.outerIndex(rest)), nil
+	return k.outerOp(arith.OpDivUI, n, k.outerIndex(rest)), nil
 }
 
 // numElements is the element count of tensor v, at function level.
@@ -167,7 +167,7 @@ func (k *kernel) numElements(v *ir.Value) (*ir.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		n = k.outerOp("arith.muli", n, s)
+		n = k.outerOp(arith.OpMulI, n, s)
 	}
 	return n, nil
 }
@@ -191,12 +191,12 @@ func (k *kernel) sizes(v *ir.Value) ([]*ir.Value, error) {
 func (k *kernel) remapDynamic(from []*ir.Value, idx []*ir.Value, to []*ir.Value) []*ir.Value {
 	lin := k.index(0)
 	for d, n := range from {
-		lin = k.indexOp("arith.addi", k.indexOp("arith.muli", lin, n), idx[d])
+		lin = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, lin, n), idx[d])
 	}
 	out := make([]*ir.Value, len(to))
 	for d := len(to) - 1; d >= 0; d-- {
-		out[d] = k.indexOp("arith.remui", lin, to[d])
-		lin = k.indexOp("arith.divui", lin, to[d])
+		out[d] = k.indexOp(arith.OpRemUI, lin, to[d])
+		lin = k.indexOp(arith.OpDivUI, lin, to[d])
 	}
 	return out
 }

@@ -285,14 +285,14 @@ func (k *kernel) firstReduction() *ir.Operation {
 }
 
 func isReduction(op *ir.Operation) bool {
-	return strings.HasPrefix(op.Name(), "graph.reduce_") || op.Name() == "graph.argmax"
+	return strings.HasPrefix(op.Name(), "graph.reduce_") || op.Name() == graph.OpArgmax
 }
 
 // reductionAxes are the normalized, sorted reduced axes of a reduction or
 // argmax over an input of the given rank.
 func reductionAxes(op *ir.Operation, rank int) []int {
 	var vs []int64
-	if op.Name() == "graph.argmax" {
+	if op.Name() == graph.OpArgmax {
 		a, _ := op.Attr("axis").(ir.IntegerAttr)
 		vs = []int64{a.Value}
 	} else if a, ok := graph.IntList(op.Attr("axes")); ok {
@@ -386,12 +386,12 @@ func (k *kernel) remap(from []int64, idx []*ir.Value, to []int64) ([]*ir.Value, 
 	}
 	lin := k.index(0)
 	for d, n := range from {
-		lin = k.indexOp("arith.addi", k.indexOp("arith.muli", lin, k.index(n)), idx[d])
+		lin = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, lin, k.index(n)), idx[d])
 	}
 	for d := len(to) - 1; d >= 0; d-- {
 		n := k.index(to[d])
-		out[d] = k.indexOp("arith.remui", lin, n)
-		lin = k.indexOp("arith.divui", lin, n)
+		out[d] = k.indexOp(arith.OpRemUI, lin, n)
+		lin = k.indexOp(arith.OpDivUI, lin, n)
 	}
 	return out, nil
 }
@@ -570,32 +570,32 @@ func (k *kernel) indexOp(name string, a, b *ir.Value) *ir.Value {
 	switch {
 	case aok && bok:
 		switch name {
-		case "arith.addi":
+		case arith.OpAddI:
 			return k.index(ca + cb)
-		case "arith.subi":
+		case arith.OpSubI:
 			return k.index(ca - cb)
-		case "arith.muli":
+		case arith.OpMulI:
 			return k.index(ca * cb)
-		case "arith.divui":
+		case arith.OpDivUI:
 			if cb != 0 {
 				return k.index(int64(uint64(ca) / uint64(cb)))
 			}
-		case "arith.remui":
+		case arith.OpRemUI:
 			if cb != 0 {
 				return k.index(int64(uint64(ca) % uint64(cb)))
 			}
 		}
-	case bok && cb == 0 && (name == "arith.addi" || name == "arith.subi"):
+	case bok && cb == 0 && (name == arith.OpAddI || name == arith.OpSubI):
 		return a
-	case aok && ca == 0 && name == "arith.addi":
+	case aok && ca == 0 && name == arith.OpAddI:
 		return b
-	case bok && cb == 1 && (name == "arith.muli" || name == "arith.divui"):
+	case bok && cb == 1 && (name == arith.OpMulI || name == arith.OpDivUI):
 		return a
-	case aok && ca == 1 && name == "arith.muli":
+	case aok && ca == 1 && name == arith.OpMulI:
 		return b
-	case (aok && ca == 0 || bok && cb == 0) && name == "arith.muli":
+	case (aok && ca == 0 || bok && cb == 0) && name == arith.OpMulI:
 		return k.index(0)
-	case bok && cb == 1 && name == "arith.remui":
+	case bok && cb == 1 && name == arith.OpRemUI:
 		return k.index(0)
 	}
 	return k.binary(name, a, b)
@@ -603,7 +603,7 @@ func (k *kernel) indexOp(name string, a, b *ir.Value) *ir.Value {
 
 func constIndex(v *ir.Value) (int64, bool) {
 	op := v.DefiningOp()
-	if op == nil || op.Name() != "arith.constant" || v.Type() != ir.Index {
+	if op == nil || op.Name() != arith.OpConstant || v.Type() != ir.Index {
 		return 0, false
 	}
 	a, ok := op.Attr("value").(ir.IntegerAttr)
@@ -619,18 +619,18 @@ func (k *kernel) unary(name string, a *ir.Value) *ir.Value {
 }
 
 func (k *kernel) cmpf(p arith.CmpFPredicate, a, b *ir.Value) *ir.Value {
-	return k.emit("arith.cmpf", uint64(p), nil, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpF(bld, k.loc, p, a, b) })
+	return k.emit(arith.OpCmpF, uint64(p), nil, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpF(bld, k.loc, p, a, b) })
 }
 
 func (k *kernel) cmpi(p arith.CmpIPredicate, a, b *ir.Value) *ir.Value {
-	return k.emit("arith.cmpi", uint64(p), nil, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpI(bld, k.loc, p, a, b) })
+	return k.emit(arith.OpCmpI, uint64(p), nil, []*ir.Value{a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewCmpI(bld, k.loc, p, a, b) })
 }
 
 func (k *kernel) sel(c, a, b *ir.Value) *ir.Value {
 	if a == b {
 		return a
 	}
-	return k.emit("arith.select", 0, nil, []*ir.Value{c, a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewSelect(bld, k.loc, c, a, b) })
+	return k.emit(arith.OpSelect, 0, nil, []*ir.Value{c, a, b}, func(bld *ir.Builder) *ir.Value { return arith.NewSelect(bld, k.loc, c, a, b) })
 }
 
 func (k *kernel) cast(name string, a *ir.Value, to ir.Type) *ir.Value {

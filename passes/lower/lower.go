@@ -17,6 +17,8 @@ import (
 	"github.com/strata-ir/strata/passes"
 	// lower-to-loop names graph-decompose and graph-fuse: importing this
 	// package makes the whole pipeline available.
+	"github.com/strata-ir/strata/dialects/builtin"
+	"github.com/strata-ir/strata/dialects/graph"
 	_ "github.com/strata-ir/strata/passes/decompose"
 	_ "github.com/strata-ir/strata/passes/fusion"
 )
@@ -36,7 +38,7 @@ func init() {
 			"index remapping; splat constants become scalars and other constants buffers filled at " +
 			"function entry. Scalar code reproduces the graph semantics with arith and math ops (see " +
 			"docs/lowering.md). Composite groups must be decomposed first (graph-decompose).",
-		Anchor: "builtin.module",
+		Anchor: builtin.OpModule,
 		New: func(passes.Options) (passes.Pass, error) {
 			return passes.FuncPass{PassName: "convert-graph-to-loop", Fn: func(op *ir.Operation, st *passes.State) error {
 				n, err := ConvertModule(st.Ctx, op)
@@ -151,7 +153,7 @@ func (c *converter) run() error {
 		c.at.SetInsertionPointBefore(op)
 		var err error
 		switch {
-		case op.Name() == "graph.fusion":
+		case op.Name() == graph.OpFusion:
 			err = c.lowerFusion(op)
 		case isGraph(op):
 			// Constants, views and leftovers are computed where they are
@@ -257,7 +259,7 @@ func (c *converter) lowerFusion(f *ir.Operation) error {
 	}
 	body := f.Region(0).Front()
 	yield := body.Terminator()
-	if yield == nil || yield.Name() != "graph.yield" {
+	if yield == nil || yield.Name() != graph.OpYield {
 		return ir.Errorf(f.Loc(), "convert-graph-to-loop: graph.fusion body does not end in graph.yield")
 	}
 	k := newKernel(c, f, f.Loc())

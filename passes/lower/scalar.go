@@ -17,22 +17,22 @@ import (
 // interpreter evaluates both sides with the same float64 function and
 // rounds once to the element type.
 var floatUnaryOps = map[string]string{
-	"neg": "arith.negf", "abs": "math.absf", "exp": "math.exp", "log": "math.log",
-	"sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "tanh": "math.tanh", "erf": "math.erf",
-	"sin": "math.sin", "cos": "math.cos",
+	"neg": arith.OpNegF, "abs": mathd.OpAbsF, "exp": mathd.OpExp, "log": mathd.OpLog,
+	"sqrt": mathd.OpSqrt, "rsqrt": mathd.OpRsqrt, "tanh": mathd.OpTanh, "erf": mathd.OpErf,
+	"sin": mathd.OpSin, "cos": mathd.OpCos,
 }
 
 // floatBinaryOps map float binary ops: IEEE operations in the element type
 // (graph computes in float64 and rounds once, which for these is the same),
 // NaN-propagating maximum and minimum, and math.powf for pow.
 var floatBinaryOps = map[string]string{
-	"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf",
-	"max": "arith.maximumf", "min": "arith.minimumf", "pow": "math.powf",
+	"add": arith.OpAddF, "sub": arith.OpSubF, "mul": arith.OpMulF, "div": arith.OpDivF,
+	"max": arith.OpMaximumF, "min": arith.OpMinimumF, "pow": mathd.OpPowF,
 }
 
 // intBinaryOps map the integer binary ops that need no guard.
 var intBinaryOps = map[string]string{
-	"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "max": "arith.maxsi", "min": "arith.minsi",
+	"add": arith.OpAddI, "sub": arith.OpSubI, "mul": arith.OpMulI, "max": arith.OpMaxSI, "min": arith.OpMinSI,
 }
 
 // cmpF and cmpI map graph.cmp predicates: comparisons with NaN are false
@@ -58,12 +58,12 @@ func (k *kernel) mathOp(name string, operands ...*ir.Value) *ir.Value {
 
 func (k *kernel) floatOp(name string, operands ...*ir.Value) *ir.Value {
 	if len(operands) == 1 {
-		if name == "arith.negf" {
+		if name == arith.OpNegF {
 			return k.unary(name, operands[0])
 		}
 		return k.mathOp(name, operands...)
 	}
-	if name == "math.powf" {
+	if name == mathd.OpPowF {
 		return k.mathOp(name, operands...)
 	}
 	return k.binary(name, operands[0], operands[1])
@@ -75,13 +75,13 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 		zero := k.intConst(0, elem)
 		switch name {
 		case "neg":
-			return k.binary("arith.subi", zero, x), nil
+			return k.binary(arith.OpSubI, zero, x), nil
 		case "abs":
 			// A select rather than math.absi, which the GPU targets lack;
 			// 0 - MIN wraps to MIN, as graph's abs.
-			return k.sel(k.cmpi(arith.CmpISLT, x, zero), k.binary("arith.subi", zero, x), x), nil
+			return k.sel(k.cmpi(arith.CmpISLT, x, zero), k.binary(arith.OpSubI, zero, x), x), nil
 		case "relu":
-			return k.binary("arith.maxsi", x, zero), nil
+			return k.binary(arith.OpMaxSI, x, zero), nil
 		}
 		return nil, errorf(k.loc, "graph.%s is not defined on %s", name, elem)
 	}
@@ -90,7 +90,7 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 	}
 	switch name {
 	case "reciprocal":
-		return k.binary("arith.divf", k.floatConst(1, elem), x), nil
+		return k.binary(arith.OpDivF, k.floatConst(1, elem), x), nil
 	case "relu":
 		return k.sel(k.cmpf(arith.CmpFOLT, x, k.zero(elem)), k.zero(elem), x), nil
 	}
@@ -99,21 +99,21 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 	ct := graph.ComputeType(elem)
 	w := k.convert(x, elem, ct)
 	c := func(v float64) *ir.Value { return k.floatConst(v, ct) }
-	mul := func(a, b *ir.Value) *ir.Value { return k.binary("arith.mulf", a, b) }
-	add := func(a, b *ir.Value) *ir.Value { return k.binary("arith.addf", a, b) }
-	div := func(a, b *ir.Value) *ir.Value { return k.binary("arith.divf", a, b) }
+	mul := func(a, b *ir.Value) *ir.Value { return k.binary(arith.OpMulF, a, b) }
+	add := func(a, b *ir.Value) *ir.Value { return k.binary(arith.OpAddF, a, b) }
+	div := func(a, b *ir.Value) *ir.Value { return k.binary(arith.OpDivF, a, b) }
 	var r *ir.Value
 	switch {
 	case name == "sigmoid":
 		// One exp and one division: e = e^-|w|, r = σ(|w|), e·r = σ(-|w|).
-		e := k.mathOp("math.exp", k.unary("arith.negf", k.mathOp("math.absf", w)))
+		e := k.mathOp(mathd.OpExp, k.unary(arith.OpNegF, k.mathOp(mathd.OpAbsF, w)))
 		r = div(c(1), add(c(1), e))
 		r = k.sel(k.cmpf(arith.CmpFOGE, w, c(0)), r, mul(e, r))
 	case name == "gelu" && approximate == "tanh":
 		cube := mul(mul(mul(c(geluC3), w), w), w)
-		r = mul(mul(c(0.5), w), add(c(1), k.mathOp("math.tanh", mul(c(geluC), add(w, cube)))))
+		r = mul(mul(c(0.5), w), add(c(1), k.mathOp(mathd.OpTanh, mul(c(geluC), add(w, cube)))))
 	case name == "gelu":
-		r = mul(mul(c(0.5), w), add(c(1), k.mathOp("math.erf", div(w, c(sqrt2)))))
+		r = mul(mul(c(0.5), w), add(c(1), k.mathOp(mathd.OpErf, div(w, c(sqrt2)))))
 	default:
 		return nil, errorf(k.loc, "cannot lower graph.%s", name)
 	}
@@ -140,8 +140,8 @@ func (k *kernel) binaryElem(name string, a, b *ir.Value, elem ir.Type) (*ir.Valu
 	case "div":
 		// x / 0 = 0, and MIN / -1 wraps to MIN: neither may reach divsi.
 		isZero, isM1 := k.cmpi(arith.CmpIEQ, b, zero), k.cmpi(arith.CmpIEQ, b, k.intConst(-1, elem))
-		q := k.binary("arith.divsi", a, k.sel(k.ori(isZero, isM1), one, b))
-		return k.sel(isZero, zero, k.sel(isM1, k.binary("arith.subi", zero, a), q)), nil
+		q := k.binary(arith.OpDivSI, a, k.sel(k.ori(isZero, isM1), one, b))
+		return k.sel(isZero, zero, k.sel(isM1, k.binary(arith.OpSubI, zero, a), q)), nil
 	case "pow":
 		return k.intPow(a, b, elem)
 	}
@@ -159,18 +159,18 @@ func (k *kernel) intPow(a, b *ir.Value, elem ir.Type) (*ir.Value, error) {
 	res, err := k.forLoop(k.levelOf(a, b), k.index(0), k.index(int64(ir.IntWidth(elem)-1)), []*ir.Value{one, a, e0},
 		func(_ *ir.Value, it []*ir.Value) ([]*ir.Value, error) {
 			r, base, e := it[0], it[1], it[2]
-			odd := k.cmpi(arith.CmpINE, k.binary("arith.andi", e, one), zero)
+			odd := k.cmpi(arith.CmpINE, k.binary(arith.OpAndI, e, one), zero)
 			return []*ir.Value{
-				k.sel(odd, k.binary("arith.muli", r, base), r),
-				k.binary("arith.muli", base, base),
-				k.binary("arith.shrui", e, one),
+				k.sel(odd, k.binary(arith.OpMulI, r, base), r),
+				k.binary(arith.OpMulI, base, base),
+				k.binary(arith.OpShRUI, e, one),
 			}, nil
 		})
 	if err != nil {
 		return nil, err
 	}
 	minusOne := k.intConst(-1, elem)
-	oddB := k.cmpi(arith.CmpINE, k.binary("arith.andi", b, one), zero)
+	oddB := k.cmpi(arith.CmpINE, k.binary(arith.OpAndI, b, one), zero)
 	negPow := k.sel(k.cmpi(arith.CmpIEQ, a, one), one,
 		k.sel(k.cmpi(arith.CmpIEQ, a, minusOne), k.sel(oddB, minusOne, one), zero))
 	return k.sel(neg, negPow, res[0]), nil
@@ -185,7 +185,7 @@ func (k *kernel) compare(pred string, a, b *ir.Value) *ir.Value {
 	case t == ir.I1:
 		// i1 compares as 0 and 1, widened: PTX has no ordered compare of
 		// predicates.
-		return k.cmpi(cmpI1[pred], k.cast("arith.extui", a, ir.I32), k.cast("arith.extui", b, ir.I32))
+		return k.cmpi(cmpI1[pred], k.cast(arith.OpExtUI, a, ir.I32), k.cast(arith.OpExtUI, b, ir.I32))
 	}
 	return k.cmpi(cmpI[pred], a, b)
 }
@@ -212,11 +212,11 @@ func (k *kernel) convert(x *ir.Value, from, to ir.Type) *ir.Value {
 		wf, wt := floatWidth(from), floatWidth(to)
 		switch {
 		case wf < wt:
-			return k.cast("arith.extf", x, to)
+			return k.cast(arith.OpExtF, x, to)
 		case wf > wt:
-			return k.cast("arith.truncf", x, to)
+			return k.cast(arith.OpTruncF, x, to)
 		}
-		return k.cast("arith.truncf", k.cast("arith.extf", x, ir.F32), to) // f16 ↔ bf16
+		return k.cast(arith.OpTruncF, k.cast(arith.OpExtF, x, ir.F32), to) // f16 ↔ bf16
 	case fromF && to == ir.I1:
 		return k.cmpf(arith.CmpFUNE, x, k.zero(from))
 	case fromF:
@@ -224,30 +224,30 @@ func (k *kernel) convert(x *ir.Value, from, to ir.Type) *ir.Value {
 		// in range.
 		w := ir.IntWidth(to)
 		v := k.convert(x, from, ir.F64)
-		t := k.mathOp("math.trunc", v)
+		t := k.mathOp(mathd.OpTrunc, v)
 		hi := math.Ldexp(1, w-1)
 		isHi := k.cmpf(arith.CmpFOGE, t, k.floatConst(hi, ir.F64))
 		isLo := k.cmpf(arith.CmpFOLT, t, k.floatConst(-hi, ir.F64))
 		isNaN := k.cmpf(arith.CmpFUNO, v, v)
 		safe := k.sel(k.ori(k.ori(isHi, isLo), isNaN), k.floatConst(0, ir.F64), t)
-		r := k.cast("arith.fptosi", safe, to)
+		r := k.cast(arith.OpFPToSI, safe, to)
 		r = k.sel(isHi, k.intConst(1<<(w-1)-1, to), r)
 		return k.sel(isLo, k.intConst(-1<<(w-1), to), r)
 	case toF:
 		// graph converts through float64, then rounds to the target.
 		var w *ir.Value
 		if from == ir.I1 {
-			w = k.cast("arith.uitofp", x, ir.F64)
+			w = k.cast(arith.OpUIToFP, x, ir.F64)
 		} else {
-			w = k.cast("arith.sitofp", x, ir.F64)
+			w = k.cast(arith.OpSIToFP, x, ir.F64)
 		}
 		return k.convert(w, ir.F64, to)
 	case to == ir.I1:
 		return k.cmpi(arith.CmpINE, x, k.intConst(0, from))
 	case from == ir.I1:
-		return k.cast("arith.extui", x, to)
+		return k.cast(arith.OpExtUI, x, to)
 	case ir.IntWidth(from) < ir.IntWidth(to):
-		return k.cast("arith.extsi", x, to)
+		return k.cast(arith.OpExtSI, x, to)
 	}
-	return k.cast("arith.trunci", x, to)
+	return k.cast(arith.OpTruncI, x, to)
 }

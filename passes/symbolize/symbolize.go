@@ -89,7 +89,7 @@ func (*pass) Name() string { return "graph-symbolize-shapes" }
 func (p *pass) Run(op *ir.Operation, st *passes.State) error {
 	var fns []*ir.Operation
 	op.Walk(func(o *ir.Operation) bool {
-		if o.Name() == "func.func" && !funcs.IsExternal(o) {
+		if o.Name() == funcs.OpFunc && !funcs.IsExternal(o) {
 			fns = append(fns, o)
 		}
 		return true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
+	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 )
@@ -66,13 +67,13 @@ func (expandMathPass) Run(op *ir.Operation, st *passes.State) error {
 
 // f64Expansions are the f64 math ops expanded, by op name.
 var f64Expansions = map[string]func(e *expander, x *ir.Value) *ir.Value{
-	"math.exp":   (*expander).exp,
-	"math.log":   (*expander).log,
-	"math.rsqrt": (*expander).rsqrt,
-	"math.tanh":  (*expander).tanh,
-	"math.erf":   (*expander).erf,
-	"math.sin":   func(e *expander, x *ir.Value) *ir.Value { return e.sinCos(x, false) },
-	"math.cos":   func(e *expander, x *ir.Value) *ir.Value { return e.sinCos(x, true) },
+	mathd.OpExp:   (*expander).exp,
+	mathd.OpLog:   (*expander).log,
+	mathd.OpRsqrt: (*expander).rsqrt,
+	mathd.OpTanh:  (*expander).tanh,
+	mathd.OpErf:   (*expander).erf,
+	mathd.OpSin:   func(e *expander, x *ir.Value) *ir.Value { return e.sinCos(x, false) },
+	mathd.OpCos:   func(e *expander, x *ir.Value) *ir.Value { return e.sinCos(x, true) },
 }
 
 // ExpandMath rewrites the expandable math ops nested in root (f64 math in
@@ -81,7 +82,7 @@ var f64Expansions = map[string]func(e *expander, x *ir.Value) *ir.Value{
 func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 	var todo []*ir.Operation
 	root.Walk(func(o *ir.Operation) bool {
-		if o.NumResults() == 1 && (o.Name() == "math.powf" || f64Expansions[o.Name()] != nil && ir.ElementTypeOf(o.Result(0).Type()) == ir.F64 ||
+		if o.NumResults() == 1 && (o.Name() == mathd.OpPowF || f64Expansions[o.Name()] != nil && ir.ElementTypeOf(o.Result(0).Type()) == ir.F64 ||
 			isF32Reciprocal(o)) {
 			todo = append(todo, o)
 		}
@@ -97,15 +98,15 @@ func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 		}
 		e := newExpander(b, o.Loc(), withElem(t, ir.F64))
 		var r *ir.Value
-		if o.Name() == "arith.divf" {
-			r = arith.NewCast(b, "arith.truncf", e.loc, e.quotient(e.ext(o.Operand(0)), e.ext(o.Operand(1))), t)
-		} else if o.Name() == "math.powf" {
+		if o.Name() == arith.OpDivF {
+			r = arith.NewCast(b, arith.OpTruncF, e.loc, e.quotient(e.ext(o.Operand(0)), e.ext(o.Operand(1))), t)
+		} else if o.Name() == mathd.OpPowF {
 			// f32, f16 and bf16 go through f64: the f64 sequence's error
 			// is far below their ulp, so one rounding remains.
 			x, y := e.ext(o.Operand(0)), e.ext(o.Operand(1))
 			r = e.pow(x, y)
 			if ft != ir.F64 {
-				r = arith.NewCast(b, "arith.truncf", e.loc, r, t)
+				r = arith.NewCast(b, arith.OpTruncF, e.loc, r, t)
 			}
 		} else {
 			r = f64Expansions[o.Name()](e, o.Operand(0))
@@ -125,7 +126,7 @@ func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 // kernel free of the subroutine. Divisions by a variable dividend (one per
 // element) keep div.rn.f32.
 func isF32Reciprocal(o *ir.Operation) bool {
-	if o.Name() != "arith.divf" || ir.ElementTypeOf(o.Result(0).Type()) != ir.F32 {
+	if o.Name() != arith.OpDivF || ir.ElementTypeOf(o.Result(0).Type()) != ir.F32 {
 		return false
 	}
 	c := o.Operand(0).DefiningOp()
@@ -160,18 +161,18 @@ func isF32Reciprocal(o *ir.Operation) bool {
 // divisors take x·(1/y) with 1/±0 = ±∞, 1/±∞ = ±0.
 func (e *expander) quotient(x, y *ir.Value) *ir.Value {
 	ay := e.abs(y)
-	r := e.float(e.bin("arith.subi", e.ci(0x7FDE623822FC16E6), e.bits(ay)))
+	r := e.float(e.bin(arith.OpSubI, e.ci(0x7FDE623822FC16E6), e.bits(ay)))
 	negY, one := e.neg(ay), e.c(1)
 	for range 4 {
 		r = e.fma(r, e.fma(negY, r, one), r)
 	}
-	r = e.math("math.copysign", r, y)
+	r = e.math(mathd.OpCopySign, r, y)
 	q := e.mul(x, r)
 	q = e.fma(e.fma(e.neg(y), q, x), r, q)
 
 	zero := e.cmp(arith.CmpFOEQ, y, e.c(0))
 	inf := e.cmp(arith.CmpFOEQ, ay, e.c(math.Inf(1)))
-	rs := e.math("math.copysign", e.sel(zero, e.c(math.Inf(1)), e.c(0)), y)
+	rs := e.math(mathd.OpCopySign, e.sel(zero, e.c(math.Inf(1)), e.c(0)), y)
 	rs = e.sel(e.isNaN(y), y, rs)
 	special := e.or(e.or(zero, inf), e.isNaN(y))
 	return e.sel(special, e.mul(x, rs), q)
@@ -203,7 +204,7 @@ func (e *expander) ext(x *ir.Value) *ir.Value {
 	if x.Type() == e.t {
 		return x
 	}
-	return arith.NewCast(e.b, "arith.extf", e.loc, x, e.t)
+	return arith.NewCast(e.b, arith.OpExtF, e.loc, x, e.t)
 }
 
 func (e *expander) c(v float64) *ir.Value { return arith.ConstantFloat(e.b, e.loc, v, e.t) }
@@ -211,19 +212,19 @@ func (e *expander) ci(v int64) *ir.Value  { return arith.ConstantInt(e.b, e.loc,
 func (e *expander) bin(name string, x, y *ir.Value) *ir.Value {
 	return arith.Binary(e.b, name, e.loc, x, y)
 }
-func (e *expander) add(x, y *ir.Value) *ir.Value { return e.bin("arith.addf", x, y) }
-func (e *expander) sub(x, y *ir.Value) *ir.Value { return e.bin("arith.subf", x, y) }
-func (e *expander) mul(x, y *ir.Value) *ir.Value { return e.bin("arith.mulf", x, y) }
-func (e *expander) div(x, y *ir.Value) *ir.Value { return e.bin("arith.divf", x, y) }
-func (e *expander) neg(x *ir.Value) *ir.Value    { return arith.Unary(e.b, "arith.negf", e.loc, x) }
+func (e *expander) add(x, y *ir.Value) *ir.Value { return e.bin(arith.OpAddF, x, y) }
+func (e *expander) sub(x, y *ir.Value) *ir.Value { return e.bin(arith.OpSubF, x, y) }
+func (e *expander) mul(x, y *ir.Value) *ir.Value { return e.bin(arith.OpMulF, x, y) }
+func (e *expander) div(x, y *ir.Value) *ir.Value { return e.bin(arith.OpDivF, x, y) }
+func (e *expander) neg(x *ir.Value) *ir.Value    { return arith.Unary(e.b, arith.OpNegF, e.loc, x) }
 
 // math emits the exact math op name on xs.
 func (e *expander) math(name string, xs ...*ir.Value) *ir.Value {
 	return e.b.Op(name, e.loc, xs, []ir.Type{xs[0].Type()},
 		ir.NamedAttr{Name: arith.FastMathAttr, Value: arith.FastMathNone}).Result(0)
 }
-func (e *expander) fma(x, y, z *ir.Value) *ir.Value { return e.math("math.fma", x, y, z) }
-func (e *expander) abs(x *ir.Value) *ir.Value       { return e.math("math.absf", x) }
+func (e *expander) fma(x, y, z *ir.Value) *ir.Value { return e.math(mathd.OpFMA, x, y, z) }
+func (e *expander) abs(x *ir.Value) *ir.Value       { return e.math(mathd.OpAbsF, x) }
 
 func (e *expander) cmp(p arith.CmpFPredicate, x, y *ir.Value) *ir.Value {
 	return arith.NewCmpF(e.b, e.loc, p, x, y)
@@ -232,13 +233,13 @@ func (e *expander) cmpi(p arith.CmpIPredicate, x, y *ir.Value) *ir.Value {
 	return arith.NewCmpI(e.b, e.loc, p, x, y)
 }
 func (e *expander) sel(c, x, y *ir.Value) *ir.Value { return arith.NewSelect(e.b, e.loc, c, x, y) }
-func (e *expander) and(x, y *ir.Value) *ir.Value    { return e.bin("arith.andi", x, y) }
-func (e *expander) or(x, y *ir.Value) *ir.Value     { return e.bin("arith.ori", x, y) }
+func (e *expander) and(x, y *ir.Value) *ir.Value    { return e.bin(arith.OpAndI, x, y) }
+func (e *expander) or(x, y *ir.Value) *ir.Value     { return e.bin(arith.OpOrI, x, y) }
 func (e *expander) bits(x *ir.Value) *ir.Value {
-	return arith.NewCast(e.b, "arith.bitcast", e.loc, x, e.it)
+	return arith.NewCast(e.b, arith.OpBitcast, e.loc, x, e.it)
 }
 func (e *expander) float(i *ir.Value) *ir.Value {
-	return arith.NewCast(e.b, "arith.bitcast", e.loc, i, e.t)
+	return arith.NewCast(e.b, arith.OpBitcast, e.loc, i, e.t)
 }
 
 // isNaN is x ≠ x.
@@ -256,7 +257,7 @@ func (e *expander) poly(x *ir.Value, c ...float64) *ir.Value {
 // pow2 is 2^k for an integer k (i64) in [-1022, 1023], built from its
 // exponent bits.
 func (e *expander) pow2(k *ir.Value) *ir.Value {
-	return e.float(e.bin("arith.shli", e.bin("arith.addi", k, e.ci(1023)), e.ci(52)))
+	return e.float(e.bin(arith.OpShLI, e.bin(arith.OpAddI, k, e.ci(1023)), e.ci(52)))
 }
 
 // Cody–Waite split of ln 2: ln2Hi has 32 trailing zero bits, so k·ln2Hi is
@@ -283,7 +284,7 @@ var expTaylor = func() []float64 {
 // reduceExp returns k (f64, an integer) and r = x − k·ln2 with |r| ≤ ln2/2
 // (+ rounding), for x already clamped to [-746, 710].
 func (e *expander) reduceExp(x *ir.Value) (kf, r *ir.Value) {
-	kf = e.math("math.roundeven", e.mul(x, e.c(math.Log2E)))
+	kf = e.math(mathd.OpRoundEven, e.mul(x, e.c(math.Log2E)))
 	r = e.fma(e.neg(kf), e.c(ln2Hi), x)
 	r = e.fma(e.neg(kf), e.c(ln2Lo), r)
 	return kf, r
@@ -293,9 +294,9 @@ func (e *expander) reduceExp(x *ir.Value) (kf, r *ir.Value) {
 // representable powers, so that a subnormal result is rounded once and an
 // overflow gives inf.
 func (e *expander) scale(p, kf *ir.Value) *ir.Value {
-	k := arith.NewCast(e.b, "arith.fptosi", e.loc, kf, e.it)
-	k1 := e.bin("arith.shrsi", k, e.ci(1))
-	k2 := e.bin("arith.subi", k, k1)
+	k := arith.NewCast(e.b, arith.OpFPToSI, e.loc, kf, e.it)
+	k1 := e.bin(arith.OpShRSI, k, e.ci(1))
+	k2 := e.bin(arith.OpSubI, k, k1)
 	return e.mul(e.mul(p, e.pow2(k1)), e.pow2(k2))
 }
 
@@ -303,7 +304,7 @@ func (e *expander) scale(p, kf *ir.Value) *ir.Value {
 // and maps NaN to 0 (the caller restores it), so k converts to an integer.
 func (e *expander) clampExp(x *ir.Value) *ir.Value {
 	x = e.sel(e.isNaN(x), e.c(0), x)
-	return e.bin("arith.minimumf", e.bin("arith.maximumf", x, e.c(-746)), e.c(710))
+	return e.bin(arith.OpMinimumF, e.bin(arith.OpMaximumF, x, e.c(-746)), e.c(710))
 }
 
 // exp: e^x = 2^k·e^r, r = x − k·ln2 (Cody–Waite), e^r by its Taylor series.
@@ -338,13 +339,13 @@ func (e *expander) logSplit(x *ir.Value) (kf, f *ir.Value) {
 	sub := e.cmp(arith.CmpFOLT, x, e.c(0x1p-1022))
 	xs := e.sel(sub, e.mul(x, e.c(0x1p54)), x)
 	bits := e.bits(xs)
-	k := e.bin("arith.subi", e.bin("arith.shrui", bits, e.ci(52)), e.ci(1023))
-	k = e.bin("arith.subi", k, e.sel(sub, e.ci(54), e.ci(0)))
+	k := e.bin(arith.OpSubI, e.bin(arith.OpShRUI, bits, e.ci(52)), e.ci(1023))
+	k = e.bin(arith.OpSubI, k, e.sel(sub, e.ci(54), e.ci(0)))
 	m := e.float(e.or(e.and(bits, e.ci(1<<52-1)), e.ci(1023<<52)))
 	big := e.cmp(arith.CmpFOGT, m, e.c(math.Sqrt2))
 	m = e.sel(big, e.mul(m, e.c(0.5)), m)
-	k = e.bin("arith.addi", k, e.sel(big, e.ci(1), e.ci(0)))
-	return arith.NewCast(e.b, "arith.sitofp", e.loc, k, e.t), e.sub(m, e.c(1))
+	k = e.bin(arith.OpAddI, k, e.sel(big, e.ci(1), e.ci(0)))
+	return arith.NewCast(e.b, arith.OpSIToFP, e.loc, k, e.t), e.sub(m, e.c(1))
 }
 
 // atanhTail are the coefficients of 2·atanh(s) = 2s + s·R(s²), R's
@@ -402,7 +403,7 @@ func (e *expander) logDD(x *ir.Value) (hi, lo *ir.Value) {
 
 // rsqrt is 1/sqrt(x), both correctly rounded.
 func (e *expander) rsqrt(x *ir.Value) *ir.Value {
-	return e.div(e.c(1), e.math("math.sqrt", x))
+	return e.div(e.c(1), e.math(mathd.OpSqrt, x))
 }
 
 // tanh: below |x| = 0.625, Cephes' x + x·z·P(z)/Q(z), z = x² (Go's
@@ -417,7 +418,7 @@ func (e *expander) tanh(x *ir.Value) *ir.Value {
 	t := e.div(u, e.add(u, e.c(2)))
 	t = e.sel(e.cmp(arith.CmpFOGT, a, e.c(22)), e.c(1), t)
 	t = e.sel(e.isNaN(x), x, t) // expm1 clamps NaN to 0
-	t = e.math("math.copysign", t, x)
+	t = e.math(mathd.OpCopySign, t, x)
 	return e.sel(e.cmp(arith.CmpFOLT, a, e.c(0.625)), small, t)
 }
 
@@ -449,7 +450,7 @@ func (e *expander) erf(x *ir.Value) *ir.Value {
 	y := e.sel(e.cmp(arith.CmpFOLT, a, e.c(1.25)), mid, large)
 	y = e.sel(e.cmp(arith.CmpFOLT, a, e.c(0.84375)), small, y)
 	y = e.sel(e.cmp(arith.CmpFOGE, a, e.c(6)), e.c(1), y)
-	return e.math("math.copysign", y, x)
+	return e.math(mathd.OpCopySign, y, x)
 }
 
 // fdlibm's erf coefficients (s_erf.c), lowest degree first.
@@ -501,7 +502,7 @@ func (e *expander) sinCos(x *ir.Value, cos bool) *ir.Value {
 	// reaches 0.88, beyond the kernels' [-π/4, π/4].
 	p := e.mul(x, e.c(twoOverPiA))
 	lo := e.fma(x, e.c(twoOverPiB), e.fma(x, e.c(twoOverPiA), e.neg(p)))
-	q := e.math("math.roundeven", p)
+	q := e.math(mathd.OpRoundEven, p)
 	f := e.add(e.sub(p, q), lo) // (p − q exact: q is p's nearest integer)
 	q = e.add(q, e.sel(e.cmp(arith.CmpFOGT, f, e.c(0.5)), e.c(1), e.c(0)))
 	q = e.sub(q, e.sel(e.cmp(arith.CmpFOLT, f, e.c(-0.5)), e.c(1), e.c(0)))
@@ -528,9 +529,9 @@ func (e *expander) sinCos(x *ir.Value, cos bool) *ir.Value {
 	w := e.sub(e.c(1), hz)
 	cosK := e.add(w, e.add(e.sub(e.sub(e.c(1), w), hz), e.sub(e.mul(z, cr), e.mul(y, yl))))
 
-	n := arith.NewCast(e.b, "arith.fptosi", e.loc, q, e.it)
+	n := arith.NewCast(e.b, arith.OpFPToSI, e.loc, q, e.it)
 	if cos {
-		n = e.bin("arith.addi", n, e.ci(1)) // cos x = sin(x + π/2)
+		n = e.bin(arith.OpAddI, n, e.ci(1)) // cos x = sin(x + π/2)
 	}
 	odd := e.cmpi(arith.CmpINE, e.and(n, e.ci(1)), e.ci(0))
 	negate := e.cmpi(arith.CmpINE, e.and(n, e.ci(2)), e.ci(0))
@@ -559,10 +560,10 @@ func (e *expander) pow(x, y *ir.Value) *ir.Value {
 	// up to ulp(ph), would swamp the reduced argument.
 	pl = e.sel(e.cmp(arith.CmpFOLT, e.abs(ph), e.c(1024)), pl, e.c(0))
 	r := e.expDD(ph, pl)
-	fy := e.math("math.floor", y)
+	fy := e.math(mathd.OpFloor, y)
 	yInt := e.cmp(arith.CmpFOEQ, fy, y)
 	h := e.mul(y, e.c(0.5))
-	yOdd := e.and(yInt, e.cmp(arith.CmpFONE, e.math("math.floor", h), h))
+	yOdd := e.and(yInt, e.cmp(arith.CmpFONE, e.math(mathd.OpFloor, h), h))
 	signBit := e.cmpi(arith.CmpISLT, e.bits(x), e.ci(0))
 	r = e.sel(e.and(signBit, yOdd), e.neg(r), r)
 	finiteY := e.cmp(arith.CmpFOLT, e.abs(y), inf)
@@ -573,7 +574,7 @@ func (e *expander) pow(x, y *ir.Value) *ir.Value {
 	r = e.sel(e.and(e.cmp(arith.CmpFOEQ, ax, one), e.cmp(arith.CmpFOEQ, e.abs(y), inf)), one, r)
 	// y = ±1/2 of a positive finite x: Go returns sqrt(x) and 1/sqrt(x).
 	posX := e.and(e.cmp(arith.CmpFOGT, x, e.c(0)), e.cmp(arith.CmpFOLT, x, inf))
-	sq := e.math("math.sqrt", x)
+	sq := e.math(mathd.OpSqrt, x)
 	r = e.sel(e.and(posX, e.cmp(arith.CmpFOEQ, y, e.c(0.5))), sq, r)
 	r = e.sel(e.and(posX, e.cmp(arith.CmpFOEQ, y, e.c(-0.5))), e.div(one, sq), r)
 	r = e.sel(e.cmp(arith.CmpFOEQ, y, one), x, r)

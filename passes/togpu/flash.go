@@ -6,9 +6,12 @@ import (
 	"slices"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/builtin"
 	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/loop"
+	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 )
@@ -557,9 +560,9 @@ func (g *flashGen) keyTiles(from, to *ir.Value, it []*ir.Value, fence bool, load
 
 // softmax returns the constants of the kernel's online softmax.
 func (g *flashGen) softmax() softmax {
-	sm := softmax{ext: "arith.maxnumf", masked: g.f32(math.Inf(-1))}
+	sm := softmax{ext: arith.OpMaxNumF, masked: g.f32(math.Inf(-1))}
 	if g.Scale < 0 {
-		sm.ext, sm.masked = "arith.minnumf", g.f32(math.Inf(1))
+		sm.ext, sm.masked = arith.OpMinNumF, g.f32(math.Inf(1))
 	}
 	c := float64(float32(g.Scale * math.Log2E))
 	sm.c, sm.negC, sm.tau = g.f32(c), g.f32(-c), g.f32(flashRescale)
@@ -604,8 +607,8 @@ func (g *flashGen) keyTileBounds(rowBase *ir.Value) *ir.Value {
 	full := x.c(g.Lk / K)
 	if g.Causal {
 		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
-		g.tiles = x.op("arith.minui", last, g.tiles)
-		full = x.op("arith.minui", x.div(x.addc(rowBase, 1), x.c(K)), full)
+		g.tiles = x.op(arith.OpMinUI, last, g.tiles)
+		full = x.op(arith.OpMinUI, x.div(x.addc(rowBase, 1), x.c(K)), full)
 	}
 	return full
 }
@@ -713,7 +716,7 @@ func indexAdd(b *ir.Builder, loc ir.Location, i *ir.Value, c int64) *ir.Value {
 	if c == 0 {
 		return i
 	}
-	return arith.Binary(b, "arith.addi", loc, i, arith.ConstantIndex(b, loc, c))
+	return arith.Binary(b, arith.OpAddI, loc, i, arith.ConstantIndex(b, loc, c))
 }
 
 func (g *flashGen) f32(v float64) *ir.Value { return arith.ConstantFloat(g.b, g.loc, v, ir.F32) }
@@ -733,7 +736,7 @@ func mathOp(b *ir.Builder, loc ir.Location, name string, xs ...*ir.Value) *ir.Va
 // subnormal results to zero (ex2.approx.ftz), which a probability below
 // 2^-126 never notices after its rounding to bf16.
 func approxExp2(b *ir.Builder, loc ir.Location, x *ir.Value) *ir.Value {
-	return b.Op("math.exp2", loc, []*ir.Value{x}, []ir.Type{ir.F32},
+	return b.Op(mathd.OpExp2, loc, []*ir.Value{x}, []ir.Type{ir.F32},
 		ir.NamedAttr{Name: arith.FastMathAttr, Value: afn}).Result(0)
 }
 
@@ -771,7 +774,7 @@ func (g *flashGen) scores(b *ir.Builder, qf [][][]*ir.Value, kAt *ir.Value) [][]
 func (g *flashGen) round(b *ir.Builder, s [][]*ir.Value) {
 	for j := range s {
 		for r := range s[j] {
-			s[j][r] = arith.NewCast(b, "arith.extf", g.loc, arith.NewCast(b, "arith.truncf", g.loc, s[j][r], g.Elem), ir.F32)
+			s[j][r] = arith.NewCast(b, arith.OpExtF, g.loc, arith.NewCast(b, arith.OpTruncF, g.loc, s[j][r], g.Elem), ir.F32)
 		}
 	}
 }
@@ -780,12 +783,12 @@ func (g *flashGen) round(b *ir.Builder, s [][]*ir.Value) {
 // in an i32, x in the lower half (a fragment register).
 func (g *flashGen) pair(b *ir.Builder, x, y *ir.Value) *ir.Value {
 	half := func(v *ir.Value) *ir.Value {
-		e := arith.NewCast(b, "arith.truncf", g.loc, v, g.Elem)
-		u := arith.NewCast(b, "arith.bitcast", g.loc, e, ir.I16)
-		return arith.NewCast(b, "arith.extui", g.loc, u, ir.I32)
+		e := arith.NewCast(b, arith.OpTruncF, g.loc, v, g.Elem)
+		u := arith.NewCast(b, arith.OpBitcast, g.loc, e, ir.I16)
+		return arith.NewCast(b, arith.OpExtUI, g.loc, u, ir.I32)
 	}
-	hi := arith.Binary(b, "arith.shli", g.loc, half(y), arith.ConstantInt(b, g.loc, 16, ir.I32))
-	return arith.Binary(b, "arith.ori", g.loc, half(x), hi)
+	hi := arith.Binary(b, arith.OpShLI, g.loc, half(y), arith.ConstantInt(b, g.loc, 16, ir.I32))
+	return arith.Binary(b, arith.OpOrI, g.loc, half(x), hi)
 }
 
 // mask replaces masked scores of one m16 tile by sm.masked: keys past Lk
@@ -807,7 +810,7 @@ func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm soft
 				if masked == nil {
 					masked = after
 				} else {
-					masked = arith.Binary(b, "arith.ori", g.loc, masked, after)
+					masked = arith.Binary(b, arith.OpOrI, g.loc, masked, after)
 				}
 			}
 			s[j][r] = arith.NewSelect(b, g.loc, masked, sm.masked, s[j][r])
@@ -871,10 +874,10 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 		mNew := g.quadReduce(b, sm.ext, tree(b, loc, sm.ext, row))
 		// m_old = ∓inf only before the first tile, whose key 0 is never
 		// masked: the growth is +inf and the row moves.
-		growth := fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", mNew, m[h]), sm.c)
+		growth := fop(b, loc, arith.OpMulF, fop(b, loc, arith.OpSubF, mNew, m[h]), sm.c)
 		moved[h] = arith.NewCmpF(b, loc, arith.CmpFOGT, growth, sm.tau)
 		mUse[h] = arith.NewSelect(b, loc, moved[h], mNew, m[h])
-		negMC[h] = fop(b, loc, "arith.mulf", mUse[h], sm.negC)
+		negMC[h] = fop(b, loc, arith.OpMulF, mUse[h], sm.negC)
 	}
 	g.round(b, s)
 	var ps [2][]*ir.Value
@@ -893,17 +896,17 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 		types[i] = ir.F32
 	}
 	kept := append(slices.Clone(o), l...)
-	rescaled := loop.If(b, loc, arith.Binary(b, "arith.ori", loc, moved[0], moved[1]), types, func(b *ir.Builder) []*ir.Value {
+	rescaled := loop.If(b, loc, arith.Binary(b, arith.OpOrI, loc, moved[0], moved[1]), types, func(b *ir.Builder) []*ir.Value {
 		var alpha [2]*ir.Value
 		for h := range 2 {
-			alpha[h] = approxExp2(b, loc, fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mUse[h]), sm.c))
+			alpha[h] = approxExp2(b, loc, fop(b, loc, arith.OpMulF, fop(b, loc, arith.OpSubF, m[h], mUse[h]), sm.c))
 		}
 		out := make([]*ir.Value, 0, len(kept))
 		for i, v := range o {
-			out = append(out, fop(b, loc, "arith.mulf", v, alpha[(i%4)/2]))
+			out = append(out, fop(b, loc, arith.OpMulF, v, alpha[(i%4)/2]))
 		}
 		for i, v := range l {
-			out = append(out, fop(b, loc, "arith.mulf", v, alpha[i*2/len(l)]))
+			out = append(out, fop(b, loc, arith.OpMulF, v, alpha[i*2/len(l)]))
 		}
 		return out
 	}, func(*ir.Builder) []*ir.Value { return kept }).Results()
@@ -911,7 +914,7 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	out = append(out, mUse[:]...)
 	for h, v := range rescaled[len(o):] {
 		if !g.Tile.SumMMA && !g.Tile.Fused {
-			v = fop(b, loc, "arith.addf", v, tree(b, loc, "arith.addf", ps[h]))
+			v = fop(b, loc, arith.OpAddF, v, tree(b, loc, arith.OpAddF, ps[h]))
 		}
 		out = append(out, v)
 	}
@@ -923,7 +926,7 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 // last PolyExp of the step's 8 by polyExp2, the others by ex2.approx.
 func (g *flashGen) exps(b *ir.Builder, s []*ir.Value, st int, negMC [2]*ir.Value, sm softmax) {
 	for r := range 4 {
-		x := mathOp(b, g.loc, "math.fma", s[r], sm.c, negMC[r/2])
+		x := mathOp(b, g.loc, mathd.OpFMA, s[r], sm.c, negMC[r/2])
 		if int64(4*st+r) >= 8-g.Tile.PolyExp {
 			s[r] = g.polyExp2(b, x)
 		} else {
@@ -945,19 +948,19 @@ func (g *flashGen) exps(b *ir.Builder, s []*ir.Value, st int, negMC [2]*ir.Value
 func (g *flashGen) polyExp2(b *ir.Builder, x *ir.Value) *ir.Value {
 	loc := g.loc
 	c := func(v float64) *ir.Value { return arith.ConstantFloat(b, loc, v, ir.F32) }
-	x = fop(b, loc, "arith.maxnumf", x, c(-126))
+	x = fop(b, loc, arith.OpMaxNumF, x, c(-126))
 	const magic = 12582912 // 1.5·2²³: x + magic holds round(x) in its low bits
-	t := fop(b, loc, "arith.addf", x, c(magic))
-	f := fop(b, loc, "arith.subf", x, fop(b, loc, "arith.subf", t, c(magic)))
+	t := fop(b, loc, arith.OpAddF, x, c(magic))
+	f := fop(b, loc, arith.OpSubF, x, fop(b, loc, arith.OpSubF, t, c(magic)))
 	p := c(polyExp2Coeffs[3])
 	for k := 2; k >= 0; k-- {
-		p = mathOp(b, loc, "math.fma", p, f, c(polyExp2Coeffs[k]))
+		p = mathOp(b, loc, mathd.OpFMA, p, f, c(polyExp2Coeffs[k]))
 	}
 	// bits(p) + n·2²³: the low bits of bits(t) are n (two's complement),
 	// the rest shifts out.
-	i32 := func(v *ir.Value) *ir.Value { return arith.NewCast(b, "arith.bitcast", loc, v, ir.I32) }
-	n := arith.Binary(b, "arith.muli", loc, i32(t), arith.ConstantInt(b, loc, 1<<23, ir.I32))
-	return arith.NewCast(b, "arith.bitcast", loc, arith.Binary(b, "arith.addi", loc, n, i32(p)), ir.F32)
+	i32 := func(v *ir.Value) *ir.Value { return arith.NewCast(b, arith.OpBitcast, loc, v, ir.I32) }
+	n := arith.Binary(b, arith.OpMulI, loc, i32(t), arith.ConstantInt(b, loc, 1<<23, ir.I32))
+	return arith.NewCast(b, arith.OpBitcast, loc, arith.Binary(b, arith.OpAddI, loc, n, i32(p)), ir.F32)
 }
 
 // polyExp2Coeffs are the f32 coefficients of the cubic (constant first)
@@ -1013,7 +1016,7 @@ func (g *flashGen) product(b *ir.Builder, p [][][]*ir.Value, o, l [][]*ir.Value,
 	if negMC != nil && !g.Tile.SumMMA {
 		for mi := range l {
 			for h := range 2 {
-				l[mi][h] = fop(b, g.loc, "arith.addf", l[mi][h], tree(b, g.loc, "arith.addf", ps[mi][h]))
+				l[mi][h] = fop(b, g.loc, arith.OpAddF, l[mi][h], tree(b, g.loc, arith.OpAddF, ps[mi][h]))
 			}
 		}
 	}
@@ -1031,9 +1034,9 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 		if g.Tile.SumMMA {
 			l = it[4*nO+2+2*h] // (the accumulator's rows, complete)
 		} else {
-			l = g.quadReduce(b, "arith.addf", it[4*nO+2+h])
+			l = g.quadReduce(b, arith.OpAddF, it[4*nO+2+h])
 		}
-		inv[h] = fop(b, loc, "arith.divf", g.f32(1), l)
+		inv[h] = fop(b, loc, arith.OpDivF, g.f32(1), l)
 	}
 	for h := range 2 {
 		emit := func(b *ir.Builder) []*ir.Value {
@@ -1042,8 +1045,8 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 			for j := range nO {
 				for c := range 2 {
 					r := 2*h + c
-					v := fop(b, loc, "arith.mulf", it[4*j+r], inv[h])
-					v = arith.NewCast(b, "arith.truncf", loc, v, g.Elem)
+					v := fop(b, loc, arith.OpMulF, it[4*j+r], inv[h])
+					v = arith.NewCast(b, arith.OpTruncF, loc, v, g.Elem)
 					loop.Store(b, loc, v, g.o, x.index(x.add(rowOff, x.addc(g.t2, int64(8*j+c)))))
 				}
 			}
@@ -1103,7 +1106,7 @@ func init() {
 			"graph-decompose. Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`. With `wgmma=true` " +
 			"(the bench's GPU engine on sm_90 devices) head-dim-64 attentions take Hopper's warpgroup-MMA kernel " +
 			"instead (FlashTileWGMMA, FlashTileWGMMACausal; docs/lowering.md), compiled for sm_90a.",
-		Anchor: "builtin.module",
+		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
 			Doc: "Hopper (sm_90a) kernels: head-dim-64 attentions take the wgmma tilings (WGMMATile), " +
 				"whose gpu.module then asks for the sm_90a target (gpu.PTXTargetAttr)"}},
@@ -1142,7 +1145,7 @@ func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 		}
 		var atts []*ir.Operation
 		fn.Walk(func(o *ir.Operation) bool {
-			if o.Name() == "graph.attention" {
+			if o.Name() == graph.OpAttention {
 				if _, ok := flashOf(o); ok {
 					atts = append(atts, o)
 				}

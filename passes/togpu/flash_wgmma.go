@@ -257,7 +257,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	alphas := func(b *ir.Builder, m, mNew []*ir.Value) []*ir.Value {
 		var a []*ir.Value
 		for h := range m {
-			a = append(a, approxExp2(b, loc, fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", m[h], mNew[h]), sm.c)))
+			a = append(a, approxExp2(b, loc, fop(b, loc, arith.OpMulF, fop(b, loc, arith.OpSubF, m[h], mNew[h]), sm.c)))
 		}
 		return a
 	}
@@ -289,14 +289,14 @@ func (g *flashGen) emitWGMMAPipe() {
 				row = append(row, s[j][2*h], s[j][2*h+1])
 			}
 			ext := g.quadReduce(b, sm.ext, tree(b, loc, sm.ext, row))
-			growth := fop(b, loc, "arith.mulf", fop(b, loc, "arith.subf", ext, m[h]), sm.c)
+			growth := fop(b, loc, arith.OpMulF, fop(b, loc, arith.OpSubF, ext, m[h]), sm.c)
 			mv := arith.NewCmpF(b, loc, arith.CmpFOGT, growth, sm.tau)
 			mNew = append(mNew, arith.NewSelect(b, loc, mv, ext, m[h]))
-			negMC[h] = fop(b, loc, "arith.mulf", mNew[h], sm.negC)
+			negMC[h] = fop(b, loc, arith.OpMulF, mNew[h], sm.negC)
 			if moved == nil {
 				moved = mv
 			} else {
-				moved = arith.Binary(b, "arith.ori", loc, moved, mv)
+				moved = arith.Binary(b, arith.OpOrI, loc, moved, mv)
 			}
 		}
 		if !g.Tile.Lazy {
@@ -311,7 +311,7 @@ func (g *flashGen) emitWGMMAPipe() {
 			}
 		}
 		for h := range 2 {
-			sums = append(sums, tree(b, loc, "arith.addf", ps[h]))
+			sums = append(sums, tree(b, loc, arith.OpAddF, ps[h]))
 		}
 		for j := range K / 16 {
 			p = append(p,
@@ -332,10 +332,10 @@ func (g *flashGen) emitWGMMAPipe() {
 		mul := func(b *ir.Builder, alpha []*ir.Value) []*ir.Value {
 			out := make([]*ir.Value, 0, len(o)+len(l))
 			for i, v := range o {
-				out = append(out, fop(b, loc, "arith.mulf", v, alpha[(i%4)/2]))
+				out = append(out, fop(b, loc, arith.OpMulF, v, alpha[(i%4)/2]))
 			}
 			for h, v := range l {
-				out = append(out, fop(b, loc, "arith.mulf", v, alpha[h]))
+				out = append(out, fop(b, loc, arith.OpMulF, v, alpha[h]))
 			}
 			return out
 		}
@@ -352,7 +352,7 @@ func (g *flashGen) emitWGMMAPipe() {
 			r = mul(b, alpha)
 		}
 		for h, v := range r[len(o):] {
-			lNew = append(lNew, fop(b, loc, "arith.addf", v, sums[h]))
+			lNew = append(lNew, fop(b, loc, arith.OpAddF, v, sums[h]))
 		}
 		return slices.Clone(r[:len(o)]), lNew
 	}
@@ -446,7 +446,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		})
 		return l.Results()
 	}
-	fullFrom := x.op("arith.maxui", full, one)
+	fullFrom := x.op(arith.OpMaxUI, full, one)
 	it = tileLoop(one, fullFrom, it, false)
 	if anyMask {
 		it = tileLoop(fullFrom, g.tiles, it, true)

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
@@ -53,9 +54,9 @@ type indexNarrowing struct {
 
 // narrowableOps are the integer ops retyped to i32, with their ranges.
 var narrowableOps = map[string]func(x, y span) (span, bool){
-	"arith.addi": func(x, y span) (span, bool) { return span{x.lo + y.lo, x.hi + y.hi}, true },
-	"arith.subi": func(x, y span) (span, bool) { return span{x.lo - y.hi, x.hi - y.lo}, true },
-	"arith.muli": func(x, y span) (span, bool) {
+	arith.OpAddI: func(x, y span) (span, bool) { return span{x.lo + y.lo, x.hi + y.hi}, true },
+	arith.OpSubI: func(x, y span) (span, bool) { return span{x.lo - y.hi, x.hi - y.lo}, true },
+	arith.OpMulI: func(x, y span) (span, bool) {
 		ps := [4]int64{x.lo * y.lo, x.lo * y.hi, x.hi * y.lo, x.hi * y.hi}
 		s := span{ps[0], ps[0]}
 		for _, p := range ps[1:] {
@@ -66,14 +67,14 @@ var narrowableOps = map[string]func(x, y span) (span, bool){
 	// Division and remainder need non-negative operands (the unsigned ops
 	// read a negative index differently at another width); the unsigned
 	// maximum and minimum too, for their ranges.
-	"arith.divui": divSpan, "arith.divsi": divSpan,
-	"arith.remui": remSpan, "arith.remsi": remSpan,
-	"arith.maxsi": func(x, y span) (span, bool) { return span{max(x.lo, y.lo), max(x.hi, y.hi)}, true },
-	"arith.minsi": func(x, y span) (span, bool) { return span{min(x.lo, y.lo), min(x.hi, y.hi)}, true },
-	"arith.maxui": func(x, y span) (span, bool) {
+	arith.OpDivUI: divSpan, arith.OpDivSI: divSpan,
+	arith.OpRemUI: remSpan, arith.OpRemSI: remSpan,
+	arith.OpMaxSI: func(x, y span) (span, bool) { return span{max(x.lo, y.lo), max(x.hi, y.hi)}, true },
+	arith.OpMinSI: func(x, y span) (span, bool) { return span{min(x.lo, y.lo), min(x.hi, y.hi)}, true },
+	arith.OpMaxUI: func(x, y span) (span, bool) {
 		return span{max(x.lo, y.lo), max(x.hi, y.hi)}, x.nonNeg() && y.nonNeg()
 	},
-	"arith.minui": func(x, y span) (span, bool) {
+	arith.OpMinUI: func(x, y span) (span, bool) {
 		return span{min(x.lo, y.lo), min(x.hi, y.hi)}, x.nonNeg() && y.nonNeg()
 	},
 }
@@ -267,7 +268,7 @@ type hostBounds struct {
 const guardsAttr = "graph.guards"
 
 func newHostBounds(nest *ir.Operation) *hostBounds {
-	hb := &hostBounds{fn: nest.ParentOfType("func.func"), syms: map[string]string{}, least: map[string]int64{}, bounds: map[string]int64{}}
+	hb := &hostBounds{fn: nest.ParentOfType(funcs.OpFunc), syms: map[string]string{}, least: map[string]int64{}, bounds: map[string]int64{}}
 	if hb.fn == nil {
 		return hb
 	}
@@ -443,7 +444,7 @@ func (a *indexNarrowing) analyze(kernel *ir.Operation, block, grid int64) bool {
 				}
 			}
 		}
-		if o.Name() == "arith.cmpi" && o.Operand(0).Type() == ir.Index {
+		if o.Name() == arith.OpCmpI && o.Operand(0).Type() == ir.Index {
 			// Every predicate, unsigned ones too, orders two values of
 			// i32 range alike in i32 and in their sign extensions.
 			_, xok := a.rng[o.Operand(0)]
@@ -477,7 +478,7 @@ func (a *indexNarrowing) analyze(kernel *ir.Operation, block, grid int64) bool {
 func (a *indexNarrowing) resultSpan(o *ir.Operation, block, grid int64) (span, bool, bool) {
 	operand := func(i int) (span, bool) { s, ok := a.rng[o.Operand(i)]; return s, ok }
 	switch o.Name() {
-	case "arith.constant":
+	case arith.OpConstant:
 		c, ok := staticInt(o.Result(0))
 		return span{c, c}, false, ok
 	case gpu.ThreadIDOp, gpu.BlockIDOp, gpu.BlockDimOp, gpu.GridDimOp:
@@ -489,17 +490,17 @@ func (a *indexNarrowing) resultSpan(o *ir.Operation, block, grid int64) (span, b
 			return span{0, n - 1}, true, true
 		}
 		return span{n, n}, true, true
-	case "arith.index_cast", "arith.index_castui":
+	case arith.OpIndexCast, arith.OpIndexCastUI:
 		it, ok := o.Operand(0).Type().(*ir.IntegerType)
 		if !ok || it.Width > 32 {
 			return span{}, false, false
 		}
 		w := int64(it.Width)
-		if o.Name() == "arith.index_castui" || w == 1 {
+		if o.Name() == arith.OpIndexCastUI || w == 1 {
 			return span{0, 1<<w - 1}, true, true
 		}
 		return span{-1 << (w - 1), 1<<(w-1) - 1}, true, true
-	case "arith.select":
+	case arith.OpSelect:
 		x, xok := operand(1)
 		y, yok := operand(2)
 		return span{min(x.lo, y.lo), max(x.hi, y.hi)}, false, xok && yok
@@ -514,7 +515,7 @@ func (a *indexNarrowing) resultSpan(o *ir.Operation, block, grid int64) (span, b
 		return span{}, false, false
 	}
 	s, ok := f(x, y)
-	if ok && (o.Name() == "arith.divui" || o.Name() == "arith.divsi") {
+	if ok && (o.Name() == arith.OpDivUI || o.Name() == arith.OpDivSI) {
 		if q, qok := a.quotientBound(o.Operand(0), o.Operand(1)); qok {
 			s.hi = min(s.hi, q)
 		}
@@ -533,7 +534,7 @@ func (a *indexNarrowing) quotientBound(x, y *ir.Value) (int64, bool) {
 		return 0, false
 	}
 	m := a.peel(u).DefiningOp()
-	if m == nil || m.Name() != "arith.muli" {
+	if m == nil || m.Name() != arith.OpMulI {
 		return 0, false
 	}
 	p, q, yp := a.peel(m.Operand(0)), a.peel(m.Operand(1)), a.peel(y)
@@ -560,13 +561,13 @@ func (a *indexNarrowing) peel(v *ir.Value) *ir.Value {
 		}
 		x, y := d.Operand(0), d.Operand(1)
 		switch {
-		case d.Name() == "arith.muli" && is(y, 1), d.Name() == "arith.divui" && is(y, 1),
-			d.Name() == "arith.divsi" && is(y, 1), d.Name() == "arith.addi" && is(y, 0),
-			d.Name() == "arith.subi" && is(y, 0):
+		case d.Name() == arith.OpMulI && is(y, 1), d.Name() == arith.OpDivUI && is(y, 1),
+			d.Name() == arith.OpDivSI && is(y, 1), d.Name() == arith.OpAddI && is(y, 0),
+			d.Name() == arith.OpSubI && is(y, 0):
 			v = x
-		case d.Name() == "arith.muli" && is(x, 1), d.Name() == "arith.addi" && is(x, 0):
+		case d.Name() == arith.OpMulI && is(x, 1), d.Name() == arith.OpAddI && is(x, 0):
 			v = y
-		case d.Name() == "arith.maxsi" && is(y, 0) && a.rng[x].lo >= 0 && a.has(x):
+		case d.Name() == arith.OpMaxSI && is(y, 0) && a.rng[x].lo >= 0 && a.has(x):
 			v = x
 		default:
 			return v
@@ -590,7 +591,7 @@ func (a *indexNarrowing) rewrite(ctx *ir.Context) {
 		} else {
 			b.SetInsertionPointToStart(r.ParentBlock())
 		}
-		c := arith.NewCast(b, "arith.index_castui", r.Loc(), r, ir.I32)
+		c := arith.NewCast(b, arith.OpIndexCastUI, r.Loc(), r, ir.I32)
 		narrow32[r], wideOf[c] = c, r
 	}
 	for _, r := range a.roots {
@@ -602,7 +603,7 @@ func (a *indexNarrowing) rewrite(ctx *ir.Context) {
 	}
 	for _, v := range a.narrow {
 		v.SetType(ir.I32)
-		if d := v.DefiningOp(); d.Name() == "arith.constant" {
+		if d := v.DefiningOp(); d.Name() == arith.OpConstant {
 			c, _ := d.Attr("value").(ir.IntegerAttr)
 			d.SetProperty("value", ir.IntegerAttr{Value: c.Value, Type: ir.I32})
 		}
@@ -638,14 +639,14 @@ func (w widener) widen(v *ir.Value) *ir.Value {
 	if bs := (span{s.lo - c, s.hi - c}); c != 0 && bs.fits() {
 		base, s = terms[0], bs
 		for _, t := range terms[1:] {
-			base = arith.Binary(w.b, "arith.addi", loc, base, t)
+			base = arith.Binary(w.b, arith.OpAddI, loc, base, t)
 		}
 	} else {
 		c = 0
 	}
 	wide := w.cast(base, s)
 	if c != 0 {
-		wide = arith.Binary(w.b, "arith.addi", loc, wide, arith.ConstantIndex(w.b, loc, c))
+		wide = arith.Binary(w.b, arith.OpAddI, loc, wide, arith.ConstantIndex(w.b, loc, c))
 	}
 	return wide
 }
@@ -655,9 +656,9 @@ func (w widener) cast(v *ir.Value, s span) *ir.Value {
 	if r, ok := w.wideOf[v]; ok {
 		return r
 	}
-	name := "arith.index_castui"
+	name := arith.OpIndexCastUI
 	if !s.nonNeg() {
-		name = "arith.index_cast"
+		name = arith.OpIndexCast
 	}
 	return arith.NewCast(w.b, name, v.Loc(), v, ir.Index)
 }
@@ -668,7 +669,7 @@ func (w widener) flatten(v *ir.Value) ([]*ir.Value, int64) {
 	if c, ok := staticInt(v); ok {
 		return nil, c
 	}
-	if d := v.DefiningOp(); d != nil && d.Name() == "arith.addi" {
+	if d := v.DefiningOp(); d != nil && d.Name() == arith.OpAddI {
 		xt, xc := w.flatten(d.Operand(0))
 		yt, yc := w.flatten(d.Operand(1))
 		return append(xt, yt...), xc + yc

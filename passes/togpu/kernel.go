@@ -146,7 +146,7 @@ func flatType(t *ir.MemRefType) *ir.MemRefType {
 // kernel recomputes rather than receives.
 func isConstant(v *ir.Value) bool {
 	d := v.DefiningOp()
-	return d != nil && d.Name() == "arith.constant"
+	return d != nil && d.Name() == arith.OpConstant
 }
 
 // build creates the kernel in gmod and replaces the nest by its launch.
@@ -294,7 +294,7 @@ func markEvictLast(kernel *ir.Operation) {
 func reducePowerOfTwoDivisions(ctx *ir.Context, kernel *ir.Operation) {
 	var ops []*ir.Operation
 	kernel.Walk(func(o *ir.Operation) bool {
-		if o.Name() == "arith.divui" || o.Name() == "arith.remui" {
+		if o.Name() == arith.OpDivUI || o.Name() == arith.OpRemUI {
 			ops = append(ops, o)
 		}
 		return true
@@ -313,10 +313,10 @@ func reducePowerOfTwoDivisions(ctx *ir.Context, kernel *ir.Operation) {
 		}
 		b.SetInsertionPointBefore(o)
 		var r *ir.Value
-		if o.Name() == "arith.divui" {
-			r = arith.Binary(b, "arith.shrui", o.Loc(), o.Operand(0), arith.ConstantInt(b, o.Loc(), int64(bits.TrailingZeros64(uint64(c))), t))
+		if o.Name() == arith.OpDivUI {
+			r = arith.Binary(b, arith.OpShRUI, o.Loc(), o.Operand(0), arith.ConstantInt(b, o.Loc(), int64(bits.TrailingZeros64(uint64(c))), t))
 		} else {
-			r = arith.Binary(b, "arith.andi", o.Loc(), o.Operand(0), arith.ConstantInt(b, o.Loc(), c-1, t))
+			r = arith.Binary(b, arith.OpAndI, o.Loc(), o.Operand(0), arith.ConstantInt(b, o.Loc(), c-1, t))
 		}
 		o.Result(0).ReplaceAllUsesWith(r)
 		o.Erase()
@@ -380,7 +380,7 @@ func extents(b *ir.Builder, loc ir.Location, lbs, ubs, steps []*ir.Value) []*ir.
 	one := arith.ConstantIndex(b, loc, 1)
 	out := make([]*ir.Value, len(lbs))
 	for d := range lbs {
-		span := arith.Binary(b, "arith.maxsi", loc, arith.Binary(b, "arith.subi", loc, ubs[d], lbs[d]), zero)
+		span := arith.Binary(b, arith.OpMaxSI, loc, arith.Binary(b, arith.OpSubI, loc, ubs[d], lbs[d]), zero)
 		out[d] = ceilDiv(b, loc, span, steps[d], one)
 	}
 	return out
@@ -388,15 +388,15 @@ func extents(b *ir.Builder, loc ir.Location, lbs, ubs, steps []*ir.Value) []*ir.
 
 // ceilDiv returns ceil(x / y) for x >= 0, y > 0.
 func ceilDiv(b *ir.Builder, loc ir.Location, x, y, one *ir.Value) *ir.Value {
-	return arith.Binary(b, "arith.divui", loc,
-		arith.Binary(b, "arith.addi", loc, x, arith.Binary(b, "arith.subi", loc, y, one)), y)
+	return arith.Binary(b, arith.OpDivUI, loc,
+		arith.Binary(b, arith.OpAddI, loc, x, arith.Binary(b, arith.OpSubI, loc, y, one)), y)
 }
 
 // product returns the product of vs (1 for none).
 func product(b *ir.Builder, loc ir.Location, vs []*ir.Value) *ir.Value {
 	p := arith.ConstantIndex(b, loc, 1)
 	for _, v := range vs {
-		p = arith.Binary(b, "arith.muli", loc, p, v)
+		p = arith.Binary(b, arith.OpMulI, loc, p, v)
 	}
 	return p
 }
@@ -410,10 +410,10 @@ func delinearize(b *ir.Builder, loc ir.Location, lin *ir.Value, lbs, steps, exts
 	for d := n - 1; d >= 0; d-- {
 		q := rem
 		if d > 0 {
-			q = arith.Binary(b, "arith.remui", loc, rem, exts[d])
-			rem = arith.Binary(b, "arith.divui", loc, rem, exts[d])
+			q = arith.Binary(b, arith.OpRemUI, loc, rem, exts[d])
+			rem = arith.Binary(b, arith.OpDivUI, loc, rem, exts[d])
 		}
-		ivs[d] = arith.Binary(b, "arith.addi", loc, lbs[d], arith.Binary(b, "arith.muli", loc, q, steps[d]))
+		ivs[d] = arith.Binary(b, arith.OpAddI, loc, lbs[d], arith.Binary(b, arith.OpMulI, loc, q, steps[d]))
 	}
 	return ivs
 }
@@ -505,7 +505,7 @@ func linearize(b *ir.Builder, loc ir.Location, idx, sizes []*ir.Value) *ir.Value
 	}
 	lin := idx[0]
 	for d := 1; d < len(idx); d++ {
-		lin = arith.Binary(b, "arith.addi", loc, arith.Binary(b, "arith.muli", loc, lin, sizes[d]), idx[d])
+		lin = arith.Binary(b, arith.OpAddI, loc, arith.Binary(b, arith.OpMulI, loc, lin, sizes[d]), idx[d])
 	}
 	return lin
 }

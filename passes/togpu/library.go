@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
@@ -105,7 +106,7 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 	// round is the epilogue's rounding of the sum to the operands' type.
 	var round *ir.Operation
 	if sum.HasOneUse() {
-		if u := sum.Users()[0]; u.Name() == "arith.truncf" && u.Result(0).Type() == p.elem {
+		if u := sum.Users()[0]; u.Name() == arith.OpTruncF && u.Result(0).Type() == p.elem {
 			round = u
 		}
 	}
@@ -149,7 +150,7 @@ func (p *libraryMatmul) directStore(round *ir.Operation) *ir.Value {
 		return nil
 	}
 	for _, o := range body.Ops() {
-		if o != p.kloop && o != round && o != st && !o.HasTrait(ir.Terminator) && o.Name() != "arith.constant" {
+		if o != p.kloop && o != round && o != st && !o.HasTrait(ir.Terminator) && o.Name() != arith.OpConstant {
 			return nil
 		}
 	}

@@ -171,10 +171,10 @@ func (p *pointwise) vector() int64          { return p.vec }
 
 func (p *pointwise) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, cfg Config) *ir.Value {
 	one := arith.ConstantIndex(b, loc, 1)
-	chunks := arith.Binary(b, "arith.divui", loc, product(b, loc, exts), arith.ConstantIndex(b, loc, p.vec))
+	chunks := arith.Binary(b, arith.OpDivUI, loc, product(b, loc, exts), arith.ConstantIndex(b, loc, p.vec))
 	g := ceilDiv(b, loc, chunks, arith.ConstantIndex(b, loc, cfg.Block), one)
-	g = arith.Binary(b, "arith.minui", loc, g, arith.ConstantIndex(b, loc, cfg.MaxBlocks))
-	return arith.Binary(b, "arith.maxui", loc, g, one)
+	g = arith.Binary(b, arith.OpMinUI, loc, g, arith.ConstantIndex(b, loc, cfg.MaxBlocks))
+	return arith.Binary(b, arith.OpMaxUI, loc, g, one)
 }
 
 func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
@@ -183,17 +183,17 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 	lbs, ubs, steps = mapped(k.m, lbs), mapped(k.m, ubs), mapped(k.m, steps)
 	exts := extents(b, loc, lbs, ubs, steps)
 	vec := arith.ConstantIndex(b, loc, p.vec)
-	chunks := arith.Binary(b, "arith.divui", loc, product(b, loc, exts), vec)
+	chunks := arith.Binary(b, arith.OpDivUI, loc, product(b, loc, exts), vec)
 	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
 	bdim, gdim := gpu.BlockDim(b, loc, "x"), gpu.GridDim(b, loc, "x")
-	start := arith.Binary(b, "arith.addi", loc, arith.Binary(b, "arith.muli", loc, bid, bdim), tid)
-	stride := arith.Binary(b, "arith.muli", loc, gdim, bdim)
+	start := arith.Binary(b, arith.OpAddI, loc, arith.Binary(b, arith.OpMulI, loc, bid, bdim), tid)
+	stride := arith.Binary(b, arith.OpMulI, loc, gdim, bdim)
 	body := loop.Body(k.nest)
 	n := len(lbs)
 	grid := loop.For(b, loc, start, chunks, stride, nil, func(b *ir.Builder, c *ir.Value, _ []*ir.Value) []*ir.Value {
 		lin := c
 		if p.vec > 1 {
-			lin = arith.Binary(b, "arith.muli", loc, c, vec)
+			lin = arith.Binary(b, arith.OpMulI, loc, c, vec)
 		}
 		ivs := delinearize(b, loc, lin, lbs, steps, exts)
 		if p.vec == 1 {
@@ -214,7 +214,7 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 				lanes[j][body.Argument(d)] = ivs[d]
 			}
 			if j > 0 {
-				lanes[j][body.Argument(n-1)] = arith.Binary(b, "arith.addi", loc, ivs[n-1], arith.ConstantIndex(b, loc, int64(j)))
+				lanes[j][body.Argument(n-1)] = arith.Binary(b, arith.OpAddI, loc, ivs[n-1], arith.ConstantIndex(b, loc, int64(j)))
 			}
 		}
 		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
@@ -276,7 +276,7 @@ func unrollBy(ctx *ir.Context, o *ir.Operation, lb, trips, step, f int64) {
 				for j := range f {
 					at := iv
 					if j > 0 {
-						at = arith.Binary(b, "arith.addi", loc, iv, arith.ConstantIndex(b, loc, j*step))
+						at = arith.Binary(b, arith.OpAddI, loc, iv, arith.ConstantIndex(b, loc, j*step))
 					}
 					args = cloneTrip(b, body, at, args)
 				}
@@ -334,16 +334,16 @@ func (r reduction) combine(b *ir.Builder, x, y *ir.Value) *ir.Value {
 //
 // with the identity -inf (+inf).
 func selectMinMax(sel *ir.Operation, acc *ir.Value) (reduction, bool) {
-	if sel.Name() != "arith.select" || sel.Operand(2) != acc {
+	if sel.Name() != arith.OpSelect || sel.Operand(2) != acc {
 		return reduction{}, false
 	}
 	x := sel.Operand(1)
 	or := sel.Operand(0).DefiningOp()
-	if or == nil || or.Name() != "arith.ori" {
+	if or == nil || or.Name() != arith.OpOrI {
 		return reduction{}, false
 	}
 	c, n := or.Operand(0).DefiningOp(), or.Operand(1).DefiningOp()
-	if c == nil || n == nil || c.Name() != "arith.cmpf" || n.Name() != "arith.cmpf" ||
+	if c == nil || n == nil || c.Name() != arith.OpCmpF || n.Name() != arith.OpCmpF ||
 		c.Operand(0) != x || c.Operand(1) != acc || n.Operand(0) != x || n.Operand(1) != x {
 		return reduction{}, false
 	}
@@ -379,21 +379,21 @@ func selectMinMax(sel *ir.Operation, acc *ir.Value) (reduction, bool) {
 // round differently); maxima and minima also in f16 and bf16, since they
 // are exact in any order.
 var identities = map[string]func(t ir.Type) ir.Attribute{
-	"arith.addf":     floatIdentity(math.Copysign(0, -1), false),
-	"arith.mulf":     floatIdentity(1, false),
-	"arith.maximumf": floatIdentity(math.Inf(-1), true),
-	"arith.maxnumf":  floatIdentity(math.Inf(-1), true),
-	"arith.minimumf": floatIdentity(math.Inf(1), true),
-	"arith.minnumf":  floatIdentity(math.Inf(1), true),
-	"arith.addi":     intIdentity(func(int) int64 { return 0 }),
-	"arith.ori":      intIdentity(func(int) int64 { return 0 }),
-	"arith.xori":     intIdentity(func(int) int64 { return 0 }),
-	"arith.maxui":    intIdentity(func(int) int64 { return 0 }),
-	"arith.muli":     intIdentity(func(int) int64 { return 1 }),
-	"arith.andi":     intIdentity(func(int) int64 { return -1 }),
-	"arith.minui":    intIdentity(func(int) int64 { return -1 }),
-	"arith.maxsi":    intIdentity(func(w int) int64 { return -1 << (w - 1) }),
-	"arith.minsi":    intIdentity(func(w int) int64 { return 1<<(w-1) - 1 }),
+	arith.OpAddF:     floatIdentity(math.Copysign(0, -1), false),
+	arith.OpMulF:     floatIdentity(1, false),
+	arith.OpMaximumF: floatIdentity(math.Inf(-1), true),
+	arith.OpMaxNumF:  floatIdentity(math.Inf(-1), true),
+	arith.OpMinimumF: floatIdentity(math.Inf(1), true),
+	arith.OpMinNumF:  floatIdentity(math.Inf(1), true),
+	arith.OpAddI:     intIdentity(func(int) int64 { return 0 }),
+	arith.OpOrI:      intIdentity(func(int) int64 { return 0 }),
+	arith.OpXOrI:     intIdentity(func(int) int64 { return 0 }),
+	arith.OpMaxUI:    intIdentity(func(int) int64 { return 0 }),
+	arith.OpMulI:     intIdentity(func(int) int64 { return 1 }),
+	arith.OpAndI:     intIdentity(func(int) int64 { return -1 }),
+	arith.OpMinUI:    intIdentity(func(int) int64 { return -1 }),
+	arith.OpMaxSI:    intIdentity(func(w int) int64 { return -1 << (w - 1) }),
+	arith.OpMinSI:    intIdentity(func(w int) int64 { return 1<<(w-1) - 1 }),
 }
 
 // floatIdentity returns v as an attribute of an accumulator type the row
@@ -743,7 +743,7 @@ func (r *row) vector() int64       { return 1 }
 func (r *row) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *ir.Value {
 	one := arith.ConstantIndex(b, loc, 1)
 	g := ceilDiv(b, loc, product(b, loc, exts), arith.ConstantIndex(b, loc, r.rows), one)
-	return arith.Binary(b, "arith.maxui", loc, g, one)
+	return arith.Binary(b, arith.OpMaxUI, loc, g, one)
 }
 
 // rowThread is the position of a thread in its row.
@@ -771,10 +771,10 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 	rowID := bid
 	if r.rows > 1 {
 		w := arith.ConstantIndex(b, loc, r.threads)
-		th.lane = arith.Binary(b, "arith.remui", loc, tid, w)
-		rowID = arith.Binary(b, "arith.addi", loc,
-			arith.Binary(b, "arith.muli", loc, bid, arith.ConstantIndex(b, loc, r.rows)),
-			arith.Binary(b, "arith.divui", loc, tid, w))
+		th.lane = arith.Binary(b, arith.OpRemUI, loc, tid, w)
+		rowID = arith.Binary(b, arith.OpAddI, loc,
+			arith.Binary(b, arith.OpMulI, loc, bid, arith.ConstantIndex(b, loc, r.rows)),
+			arith.Binary(b, arith.OpDivUI, loc, tid, w))
 	}
 	th.isFirst = arith.NewCmpI(b, loc, arith.CmpIEQ, th.lane, arith.ConstantIndex(b, loc, 0))
 	// The condition is uniform across a block (one row) or a warp (whose
@@ -917,18 +917,18 @@ func (r *row) emitLoop(k *kernelGen, b *ir.Builder, th rowThread, rl *rowLoop) e
 	} else {
 		// Thread lane takes the v consecutive iterations lb + (lane*v + j)*step
 		// each step; each of the v gets its own accumulators.
-		start := arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, arith.ConstantIndex(b, loc, v)))
+		start := arith.Binary(b, arith.OpAddI, loc, lb, arith.Binary(b, arith.OpMulI, loc, th.lane, arith.ConstantIndex(b, loc, v)))
 		stride := arith.ConstantIndex(b, loc, v*r.threads)
 		if v == 1 {
-			start = arith.Binary(b, "arith.addi", loc, lb, arith.Binary(b, "arith.muli", loc, th.lane, step))
-			stride = arith.Binary(b, "arith.muli", loc, step, arith.ConstantIndex(b, loc, r.threads))
+			start = arith.Binary(b, arith.OpAddI, loc, lb, arith.Binary(b, arith.OpMulI, loc, th.lane, step))
+			stride = arith.Binary(b, arith.OpMulI, loc, step, arith.ConstantIndex(b, loc, r.threads))
 		}
 		f := loop.For(b, loc, start, ub, stride, ids, func(b *ir.Builder, iv *ir.Value, iters []*ir.Value) []*ir.Value {
 			at := func(j int64) *ir.Value {
 				if j == 0 {
 					return iv
 				}
-				return arith.Binary(b, "arith.addi", loc, iv, arith.ConstantIndex(b, loc, j))
+				return arith.Binary(b, arith.OpAddI, loc, iv, arith.ConstantIndex(b, loc, j))
 			}
 			return clone(b, lanes(at, iters), iters, nil)
 		})
@@ -1003,12 +1003,12 @@ func (g *rowRegs) position(b *ir.Builder, loc ir.Location, lane *ir.Value, lb, v
 	}
 	lv, ok := g.laneV[v]
 	if !ok {
-		lv = arith.Binary(b, "arith.muli", loc, lane, arith.ConstantIndex(b, loc, v))
+		lv = arith.Binary(b, arith.OpMulI, loc, lane, arith.ConstantIndex(b, loc, v))
 		g.laneV[v] = lv
 	}
 	p := lv
 	if off := lb + s*v*threads + j; off != 0 {
-		p = arith.Binary(b, "arith.addi", loc, lv, arith.ConstantIndex(b, loc, off))
+		p = arith.Binary(b, arith.OpAddI, loc, lv, arith.ConstantIndex(b, loc, off))
 	}
 	g.pos[key] = p
 	return p
@@ -1021,7 +1021,7 @@ func (g *rowRegs) position(b *ir.Builder, loc ir.Location, lane *ir.Value, lb, v
 // forgets the loads of its buffer.
 func (r *row) cloneOp(b *ir.Builder, op *ir.Operation, m map[*ir.Value]*ir.Value, rcp map[*ir.Operation]*ir.Value, regs *rowRegs) {
 	if inv, ok := rcp[op]; ok {
-		m[op.Result(0)] = arith.Binary(b, "arith.mulf", op.Loc(), mapped(m, op.Operands()[:1])[0], inv)
+		m[op.Result(0)] = arith.Binary(b, arith.OpMulF, op.Loc(), mapped(m, op.Operands()[:1])[0], inv)
 		return
 	}
 	if regs == nil {
@@ -1079,13 +1079,13 @@ func (r *row) reciprocals(b *ir.Builder, k *kernelGen, th rowThread, rl *rowLoop
 	var out map[*ir.Operation]*ir.Value
 	body := loop.Body(rl.op)
 	for op := body.First(); op != nil; op = op.Next() {
-		if op.Name() != "arith.divf" || op.Result(0).Type() != ir.F32 || definedIn(op.Operand(1), rl.op) {
+		if op.Name() != arith.OpDivF || op.Result(0).Type() != ir.F32 || definedIn(op.Operand(1), rl.op) {
 			continue
 		}
 		d := mapped(k.m, op.Operands()[1:])[0]
 		inv, ok := th.rcp[d]
 		if !ok {
-			inv = arith.Binary(b, "arith.divf", op.Loc(), arith.ConstantFloat(b, op.Loc(), 1, ir.F32), d)
+			inv = arith.Binary(b, arith.OpDivF, op.Loc(), arith.ConstantFloat(b, op.Loc(), 1, ir.F32), d)
 			th.rcp[d] = inv
 		}
 		if out == nil {
@@ -1164,8 +1164,8 @@ func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir
 		smem[i] = gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(warps, v.Type()))
 	}
 	ws := arith.ConstantIndex(b, loc, gpu.WarpSize)
-	warp := arith.Binary(b, "arith.divui", loc, th.tid, ws)
-	first := arith.NewCmpI(b, loc, arith.CmpIEQ, arith.Binary(b, "arith.remui", loc, th.tid, ws), arith.ConstantIndex(b, loc, 0))
+	warp := arith.Binary(b, arith.OpDivUI, loc, th.tid, ws)
+	first := arith.NewCmpI(b, loc, arith.CmpIEQ, arith.Binary(b, arith.OpRemUI, loc, th.tid, ws), arith.ConstantIndex(b, loc, 0))
 	loop.If(b, loc, first, nil, func(b *ir.Builder) []*ir.Value {
 		for i, v := range vals {
 			loop.Store(b, loc, v, smem[i], warp)
@@ -1186,7 +1186,7 @@ func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir
 		// warps groups, so every lane ends with the whole row's result,
 		// the same in every thread (each combine is symmetric in its two
 		// operands, as the warp's own butterfly above).
-		acc := load(arith.Binary(b, "arith.remui", loc, th.tid, arith.ConstantIndex(b, loc, warps)))
+		acc := load(arith.Binary(b, arith.OpRemUI, loc, th.tid, arith.ConstantIndex(b, loc, warps)))
 		for off := int64(1); off < warps; off *= 2 {
 			other := make([]*ir.Value, len(acc))
 			for i, v := range acc {
@@ -1208,11 +1208,11 @@ func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir
 func shuffleXor(b *ir.Builder, loc ir.Location, v *ir.Value, off int64) *ir.Value {
 	x := v
 	if isNarrowFloat(v.Type()) {
-		x = arith.NewCast(b, "arith.extf", loc, v, ir.F32)
+		x = arith.NewCast(b, arith.OpExtF, loc, v, ir.F32)
 	}
 	o, _ := gpu.Shuffle(b, loc, "xor", x, arith.ConstantInt(b, loc, off, ir.I32), arith.ConstantInt(b, loc, gpu.WarpSize, ir.I32))
 	if x != v {
-		o = arith.NewCast(b, "arith.truncf", loc, o, v.Type())
+		o = arith.NewCast(b, arith.OpTruncF, loc, o, v.Type())
 	}
 	return o
 }

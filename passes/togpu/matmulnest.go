@@ -93,7 +93,7 @@ func matchMatmul(nest *ir.Operation) *matmulNest {
 		return nil
 	}
 	add := y.Operand(0).DefiningOp()
-	if add == nil || add.Name() != "arith.addf" || add.Result(0).Type() != ir.F32 {
+	if add == nil || add.Name() != arith.OpAddF || add.Result(0).Type() != ir.F32 {
 		return nil
 	}
 	prod := add.Operand(1)
@@ -103,14 +103,14 @@ func matchMatmul(nest *ir.Operation) *matmulNest {
 		return nil
 	}
 	mul := prod.DefiningOp()
-	if mul == nil || mul.Name() != "arith.mulf" {
+	if mul == nil || mul.Name() != arith.OpMulF {
 		return nil
 	}
 	nb := m.batch()
 	iv, jv := body.Argument(nb), body.Argument(nb+1)
 	for _, f := range mul.Operands() {
 		ext := f.DefiningOp()
-		if ext == nil || ext.Name() != "arith.extf" {
+		if ext == nil || ext.Name() != arith.OpExtF {
 			return nil
 		}
 		ld := ext.Operand(0).DefiningOp()
@@ -184,7 +184,7 @@ func indexes(v, iv *ir.Value, extent int64) bool {
 // hid it from both plans.
 func throughUnitBroadcast(v *ir.Value, body *ir.Block, ubs []*ir.Value) *ir.Value {
 	sel := v.DefiningOp()
-	if sel == nil || sel.Name() != "arith.select" {
+	if sel == nil || sel.Name() != arith.OpSelect {
 		return v
 	}
 	// Fused broadcasts nest: select(D == 1, 0, select(D' == 1, 0, iv)).
@@ -193,7 +193,7 @@ func throughUnitBroadcast(v *ir.Value, body *ir.Block, ubs []*ir.Value) *ir.Valu
 		return v
 	}
 	cmp := sel.Operand(0).DefiningOp()
-	if cmp == nil || cmp.Name() != "arith.cmpi" {
+	if cmp == nil || cmp.Name() != arith.OpCmpI {
 		return v
 	}
 	if p, _ := cmp.Attr("predicate").(ir.IntegerAttr); arith.CmpIPredicate(p.Value) != arith.CmpIEQ {

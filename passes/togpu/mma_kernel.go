@@ -21,11 +21,11 @@ func (p *mma) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *
 	nb := len(p.batch)
 	tm := ceilDiv(b, loc, exts[nb], arith.ConstantIndex(b, loc, p.tile.M), one)
 	tn := ceilDiv(b, loc, exts[nb+1], arith.ConstantIndex(b, loc, p.tile.N), one)
-	tiles := arith.Binary(b, "arith.muli", loc, tm, tn)
+	tiles := arith.Binary(b, arith.OpMulI, loc, tm, tn)
 	for _, e := range p.batch {
-		tiles = arith.Binary(b, "arith.muli", loc, tiles, arith.ConstantIndex(b, loc, e))
+		tiles = arith.Binary(b, arith.OpMulI, loc, tiles, arith.ConstantIndex(b, loc, e))
 	}
-	return arith.Binary(b, "arith.maxui", loc, tiles, one)
+	return arith.Binary(b, arith.OpMaxUI, loc, tiles, one)
 }
 
 // ix is offset arithmetic at one insertion point, in the kernel's offset
@@ -46,11 +46,11 @@ func (x ix) c(v int64) *ir.Value {
 func (x ix) op(name string, a, b *ir.Value) *ir.Value {
 	return arith.Binary(x.b, name, x.loc, a, b)
 }
-func (x ix) add(a, b *ir.Value) *ir.Value { return x.op("arith.addi", a, b) }
-func (x ix) sub(a, b *ir.Value) *ir.Value { return x.op("arith.subi", a, b) }
-func (x ix) mul(a, b *ir.Value) *ir.Value { return x.op("arith.muli", a, b) }
-func (x ix) div(a, b *ir.Value) *ir.Value { return x.op("arith.divui", a, b) }
-func (x ix) rem(a, b *ir.Value) *ir.Value { return x.op("arith.remui", a, b) }
+func (x ix) add(a, b *ir.Value) *ir.Value { return x.op(arith.OpAddI, a, b) }
+func (x ix) sub(a, b *ir.Value) *ir.Value { return x.op(arith.OpSubI, a, b) }
+func (x ix) mul(a, b *ir.Value) *ir.Value { return x.op(arith.OpMulI, a, b) }
+func (x ix) div(a, b *ir.Value) *ir.Value { return x.op(arith.OpDivUI, a, b) }
+func (x ix) rem(a, b *ir.Value) *ir.Value { return x.op(arith.OpRemUI, a, b) }
 func (x ix) addc(a *ir.Value, v int64) *ir.Value {
 	if v == 0 {
 		return a
@@ -58,9 +58,9 @@ func (x ix) addc(a *ir.Value, v int64) *ir.Value {
 	return x.add(a, x.c(v))
 }
 func (x ix) mulc(a *ir.Value, v int64) *ir.Value { return x.mul(a, x.c(v)) }
-func (x ix) shr(a *ir.Value, v int64) *ir.Value  { return x.op("arith.shrui", a, x.c(v)) }
-func (x ix) and(a *ir.Value, v int64) *ir.Value  { return x.op("arith.andi", a, x.c(v)) }
-func (x ix) xor(a, b *ir.Value) *ir.Value        { return x.op("arith.xori", a, b) }
+func (x ix) shr(a *ir.Value, v int64) *ir.Value  { return x.op(arith.OpShRUI, a, x.c(v)) }
+func (x ix) and(a *ir.Value, v int64) *ir.Value  { return x.op(arith.OpAndI, a, x.c(v)) }
+func (x ix) xor(a, b *ir.Value) *ir.Value        { return x.op(arith.OpXOrI, a, b) }
 func (x ix) xorc(a *ir.Value, v int64) *ir.Value {
 	if v == 0 {
 		return a
@@ -68,20 +68,20 @@ func (x ix) xorc(a *ir.Value, v int64) *ir.Value {
 	return x.xor(a, x.c(v))
 }
 func (x ix) lt(a, b *ir.Value) *ir.Value   { return arith.NewCmpI(x.b, x.loc, arith.CmpIULT, a, b) }
-func (x ix) both(a, b *ir.Value) *ir.Value { return x.op("arith.andi", a, b) }
+func (x ix) both(a, b *ir.Value) *ir.Value { return x.op(arith.OpAndI, a, b) }
 
 // from converts an index to the offset type; index converts back.
 func (x ix) from(v *ir.Value) *ir.Value {
 	if x.t == ir.Index {
 		return v
 	}
-	return arith.NewCast(x.b, "arith.index_castui", x.loc, v, x.t)
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, v, x.t)
 }
 func (x ix) index(v *ir.Value) *ir.Value {
 	if x.t == ir.Index {
 		return v
 	}
-	return arith.NewCast(x.b, "arith.index_castui", x.loc, v, ir.Index)
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, v, ir.Index)
 }
 
 // size is a matrix size: the constant when static, else the nest's bound.
@@ -277,10 +277,10 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		z, t = x.div(bid, per), x.rem(bid, per)
 	}
 	// (tilesN is 0 for a dynamic N of 0; the block then stores nothing.)
-	width := x.mulc(x.op("arith.maxui", tilesN, x.c(1)), groupM)
+	width := x.mulc(x.op(arith.OpMaxUI, tilesN, x.c(1)), groupM)
 	first := x.mulc(x.div(t, width), groupM)
 	// (At least 1: an empty output still launches one block.)
-	gsz := x.op("arith.maxui", x.op("arith.minui", x.sub(tilesM, first), x.c(groupM)), x.c(1))
+	gsz := x.op(arith.OpMaxUI, x.op(arith.OpMinUI, x.sub(tilesM, first), x.c(groupM)), x.c(1))
 	in := x.rem(t, width)
 	rowBase := x.mulc(x.add(first, x.rem(in, gsz)), tileM)
 	colBase := x.mulc(x.div(in, gsz), tileN)
@@ -366,7 +366,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		x := x.at(b)
 		gpu.CpAsyncWait(b, loc, stages-2)
 		gpu.Barrier(b, loc)
-		next := arith.Binary(b, "arith.addi", loc, kt, arith.ConstantIndex(b, loc, stages-1))
+		next := arith.Binary(b, arith.OpAddI, loc, kt, arith.ConstantIndex(b, loc, stages-1))
 		load(b, next, func(x ix) *ir.Value { return x.rem(x.from(next), x.c(stages)) })
 		s := x.rem(x.from(kt), x.c(stages))
 		stA, stB := x.add(x.mulc(s, tileM*tileK), offA), x.add(x.mulc(s, tileK*tileN), offB)
@@ -481,8 +481,8 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, z, rowBase, colBase
 						x := x.at(b)
 						// 2·(col/2): col is even, and written so its
 						// alignment shows.
-						c0 := arith.Binary(b, "arith.muli", loc, x.index(x.shr(col, 1)), arith.ConstantIndex(b, loc, 2))
-						c1 := arith.Binary(b, "arith.addi", loc, c0, arith.ConstantIndex(b, loc, 1))
+						c0 := arith.Binary(b, arith.OpMulI, loc, x.index(x.shr(col, 1)), arith.ConstantIndex(b, loc, 2))
+						c1 := arith.Binary(b, arith.OpAddI, loc, c0, arith.ConstantIndex(b, loc, 1))
 						emit(b, x.index(row), []*ir.Value{c0, c1}, accs)
 					})
 					continue

@@ -66,15 +66,15 @@ func matchMeanVariance(body *ir.Block, sum, sq *rowLoop) (*ir.Value, bool) {
 	}
 	x, y := iterValue(sum, 0), iterValue(sq, 0)
 	mul := y.DefiningOp()
-	if mul == nil || mul.Name() != "arith.mulf" || mul.Operand(0) != mul.Operand(1) || !definedIn(y, sq.op) {
+	if mul == nil || mul.Name() != arith.OpMulF || mul.Operand(0) != mul.Operand(1) || !definedIn(y, sq.op) {
 		return nil, false
 	}
 	sub := mul.Operand(0).DefiningOp()
-	if sub == nil || sub.Name() != "arith.subf" || !definedIn(sub.Result(0), sq.op) {
+	if sub == nil || sub.Name() != arith.OpSubF || !definedIn(sub.Result(0), sq.op) {
 		return nil, false
 	}
 	div := sub.Operand(1).DefiningOp()
-	if div == nil || div.Name() != "arith.divf" || div.Operand(0) != sum.op.Result(0) || div.Block() != body {
+	if div == nil || div.Name() != arith.OpDivF || div.Operand(0) != sum.op.Result(0) || div.Block() != body {
 		return nil, false
 	}
 	c, ok := div.Operand(1).DefiningOp().Attr("value").(ir.FloatAttr)
@@ -96,7 +96,7 @@ func matchMeanVariance(body *ir.Block, sum, sq *rowLoop) (*ir.Value, bool) {
 // simpleSum reports whether rl is one f32 addf reduction whose body has
 // no stores and no nested regions.
 func simpleSum(rl *rowLoop) bool {
-	if len(rl.reds) != 1 || len(rl.reds[0].ops) != 1 || rl.reds[0].op.Name() != "arith.addf" || rl.reds[0].acc.Type() != ir.F32 {
+	if len(rl.reds) != 1 || len(rl.reds[0].ops) != 1 || rl.reds[0].op.Name() != arith.OpAddF || rl.reds[0].acc.Type() != ir.F32 {
 		return false
 	}
 	for op := loop.Body(rl.op).First(); op != nil; op = op.Next() {
@@ -175,9 +175,9 @@ func chanMerge(loc ir.Location, n int64) rowCombine {
 		na, nb := float64(nx*n), float64(ny*n)
 		c := func(v float64) *ir.Value { return arith.ConstantFloat(b, loc, v, ir.F32) }
 		f := func(name string, p, q *ir.Value) *ir.Value { return arith.Binary(b, name, loc, p, q) }
-		delta := f("arith.subf", f("arith.mulf", y[0], c(1/nb)), f("arith.mulf", x[0], c(1/na)))
-		m2 := f("arith.addf", f("arith.addf", x[1], y[1]), f("arith.mulf", f("arith.mulf", delta, delta), c(na*nb/(na+nb))))
-		return []*ir.Value{f("arith.addf", x[0], y[0]), m2}
+		delta := f(arith.OpSubF, f(arith.OpMulF, y[0], c(1/nb)), f(arith.OpMulF, x[0], c(1/na)))
+		m2 := f(arith.OpAddF, f(arith.OpAddF, x[1], y[1]), f(arith.OpMulF, f(arith.OpMulF, delta, delta), c(na*nb/(na+nb))))
+		return []*ir.Value{f(arith.OpAddF, x[0], y[0]), m2}
 	}
 }
 
@@ -233,19 +233,19 @@ func (r *row) emitMeanVariance(k *kernelGen, b *ir.Builder, th rowThread, mv mea
 		}
 		out := accs[0]
 		for _, a := range accs[1:] {
-			out = arith.Binary(b, "arith.addf", loc, out, a)
+			out = arith.Binary(b, arith.OpAddF, loc, out, a)
 		}
 		return out
 	}
 	id := func(x *ir.Value) *ir.Value { return x }
-	sum := lanes(func(acc, x *ir.Value) *ir.Value { return arith.Binary(b, "arith.addf", loc, acc, x) }, id)
+	sum := lanes(func(acc, x *ir.Value) *ir.Value { return arith.Binary(b, arith.OpAddF, loc, acc, x) }, id)
 	n := int64(len(xs))
-	mean := arith.Binary(b, "arith.mulf", loc, sum, arith.ConstantFloat(b, loc, 1/float64(n), ir.F32))
+	mean := arith.Binary(b, arith.OpMulF, loc, sum, arith.ConstantFloat(b, loc, 1/float64(n), ir.F32))
 	sq := func(x *ir.Value) *ir.Value {
-		d := arith.Binary(b, "arith.subf", loc, x, mean)
-		return arith.Binary(b, "arith.mulf", loc, d, d)
+		d := arith.Binary(b, arith.OpSubF, loc, x, mean)
+		return arith.Binary(b, arith.OpMulF, loc, d, d)
 	}
-	m2 := lanes(func(acc, x *ir.Value) *ir.Value { return arith.Binary(b, "arith.addf", loc, acc, sq(x)) }, sq)
+	m2 := lanes(func(acc, x *ir.Value) *ir.Value { return arith.Binary(b, arith.OpAddF, loc, acc, sq(x)) }, sq)
 	total := r.reduceRow(k, b, loc, []*ir.Value{sum, m2}, chanMerge(loc, n), th)
 	init := mapped(k.m, rowInits(rl.op))[0]
 	k.m[rl.op.Result(0)] = red.combine(b, init, total[0])

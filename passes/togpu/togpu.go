@@ -27,6 +27,7 @@ package togpu
 import (
 	"fmt"
 
+	"github.com/strata-ir/strata/dialects/builtin"
 	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
@@ -163,7 +164,7 @@ func init() {
 			"reducing with `gpu.shuffle xor`, workgroup memory and `gpu.barrier`. Each kernel records " +
 			"its parameters in `strata.launch`. A nest that cannot run as a kernel (reductions " +
 			"returned to the host, allocation inside the nest, unsupported ops) is a located error.",
-		Anchor: "builtin.module",
+		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{
 			{Name: "block", Type: passes.Int, Default: d.Block, Doc: "threads per block (a multiple of 32, at most 1024)"},
 			{Name: "vector", Type: passes.Int, Default: d.Vector, Doc: "points per thread step of pointwise kernels, in 4-byte lanes: twice as many for nests of 16-bit elements (1 disables)"},
@@ -254,7 +255,7 @@ func (p *pass) run(ctx *ir.Context, module *ir.Operation) (int, error) {
 	var errs ir.DiagnosticList
 	kernels := 0
 	for _, fn := range body.Ops() {
-		if fn.Name() != "func.func" || funcs.IsExternal(fn) {
+		if fn.Name() != funcs.OpFunc || funcs.IsExternal(fn) {
 			continue
 		}
 		n, err := p.convertFunc(ctx, module, fn)

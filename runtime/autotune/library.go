@@ -3,6 +3,7 @@ package autotune
 import (
 	"slices"
 
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes/togpu"
@@ -83,7 +84,7 @@ func hasHalfMatmuls(module *ir.Operation) bool {
 		if found {
 			return false
 		}
-		if (op.Name() == "graph.matmul" || op.Name() == "graph.attention") && op.NumResults() == 1 {
+		if (op.Name() == graph.OpMatmul || op.Name() == graph.OpAttention) && op.NumResults() == 1 {
 			if e := ir.ElementTypeOf(op.Result(0).Type()); e == ir.BF16 || e == ir.F16 {
 				found = true
 			}

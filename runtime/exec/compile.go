@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/cuda"
@@ -157,7 +158,7 @@ func (p *Program) Func(name string) *ir.Operation {
 		return nil
 	}
 	for _, op := range p.module.Region(0).Front().Ops() {
-		if op.Name() == "func.func" && ir.SymbolName(op) == name {
+		if op.Name() == funcs.OpFunc && ir.SymbolName(op) == name {
 			return op
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
@@ -87,29 +88,29 @@ type hostOp func(c *planner, op *ir.Operation) (stepFunc, error)
 // and float operations are recognised through arith.IsIntBinary and
 // arith.IsFloatOp.
 var hostOps = map[string]hostOp{
-	"arith.constant":     (*planner).constant,
-	"arith.cmpi":         (*planner).cmpi,
-	"arith.cmpf":         (*planner).cmpf,
-	"arith.select":       (*planner).sel,
-	loop.AllocOp:         (*planner).alloc,
-	loop.DeallocOp:       (*planner).dealloc,
-	loop.DimOp:           (*planner).dim,
-	loop.ViewOp:          (*planner).view,
-	gpu.LaunchFuncOp:     (*planner).launch,
-	gpu.LibraryMatmulOp:  (*planner).libraryMatmul,
-	"func.return":        (*planner).ret,
-	"arith.extsi":        (*planner).cast,
-	"arith.extui":        (*planner).cast,
-	"arith.trunci":       (*planner).cast,
-	"arith.index_cast":   (*planner).cast,
-	"arith.extf":         (*planner).cast,
-	"arith.truncf":       (*planner).cast,
-	"arith.sitofp":       (*planner).cast,
-	"arith.uitofp":       (*planner).cast,
-	"arith.fptosi":       (*planner).cast,
-	"arith.fptoui":       (*planner).cast,
-	"arith.bitcast":      (*planner).cast,
-	"arith.index_castui": (*planner).cast,
+	arith.OpConstant:    (*planner).constant,
+	arith.OpCmpI:        (*planner).cmpi,
+	arith.OpCmpF:        (*planner).cmpf,
+	arith.OpSelect:      (*planner).sel,
+	loop.AllocOp:        (*planner).alloc,
+	loop.DeallocOp:      (*planner).dealloc,
+	loop.DimOp:          (*planner).dim,
+	loop.ViewOp:         (*planner).view,
+	gpu.LaunchFuncOp:    (*planner).launch,
+	gpu.LibraryMatmulOp: (*planner).libraryMatmul,
+	funcs.OpReturn:      (*planner).ret,
+	arith.OpExtSI:       (*planner).cast,
+	arith.OpExtUI:       (*planner).cast,
+	arith.OpTruncI:      (*planner).cast,
+	arith.OpIndexCast:   (*planner).cast,
+	arith.OpExtF:        (*planner).cast,
+	arith.OpTruncF:      (*planner).cast,
+	arith.OpSIToFP:      (*planner).cast,
+	arith.OpUIToFP:      (*planner).cast,
+	arith.OpFPToSI:      (*planner).cast,
+	arith.OpFPToUI:      (*planner).cast,
+	arith.OpBitcast:     (*planner).cast,
+	arith.OpIndexCastUI: (*planner).cast,
 }
 
 // supportedOps lists the host ops for error messages.

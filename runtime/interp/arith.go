@@ -15,56 +15,56 @@ import (
 // fastKind) and defer to arith for NaN results, whose bits they might not match.
 func init() {
 	registerAll(map[string]Rule{
-		"arith.constant": constantRule,
+		arith.OpConstant: constantRule,
 
-		"arith.addf":     floatBinary(fastAdd),
-		"arith.subf":     floatBinary(fastSub),
-		"arith.mulf":     floatBinary(fastMul),
-		"arith.divf":     floatBinary(fastDiv),
-		"arith.remf":     floatBinary(noFast),
-		"arith.maximumf": floatBinary(noFast),
-		"arith.minimumf": floatBinary(noFast),
-		"arith.maxnumf":  floatBinary(noFast),
-		"arith.minnumf":  floatBinary(noFast),
-		"arith.negf":     negfRule,
+		arith.OpAddF:     floatBinary(fastAdd),
+		arith.OpSubF:     floatBinary(fastSub),
+		arith.OpMulF:     floatBinary(fastMul),
+		arith.OpDivF:     floatBinary(fastDiv),
+		arith.OpRemF:     floatBinary(noFast),
+		arith.OpMaximumF: floatBinary(noFast),
+		arith.OpMinimumF: floatBinary(noFast),
+		arith.OpMaxNumF:  floatBinary(noFast),
+		arith.OpMinNumF:  floatBinary(noFast),
+		arith.OpNegF:     negfRule,
 
-		"arith.addi":       intBinary(fastAdd),
-		"arith.subi":       intBinary(fastSub),
-		"arith.muli":       intBinary(fastMul),
-		"arith.divsi":      intBinary(noFast),
-		"arith.divui":      intBinary(noFast),
-		"arith.remsi":      intBinary(noFast),
-		"arith.remui":      intBinary(noFast),
-		"arith.ceildivsi":  intBinary(noFast),
-		"arith.ceildivui":  intBinary(noFast),
-		"arith.floordivsi": intBinary(noFast),
-		"arith.maxsi":      intBinary(noFast),
-		"arith.maxui":      intBinary(noFast),
-		"arith.minsi":      intBinary(noFast),
-		"arith.minui":      intBinary(noFast),
-		"arith.andi":       intBinary(noFast),
-		"arith.ori":        intBinary(noFast),
-		"arith.xori":       intBinary(noFast),
-		"arith.shli":       intBinary(noFast),
-		"arith.shrsi":      intBinary(noFast),
-		"arith.shrui":      intBinary(noFast),
+		arith.OpAddI:       intBinary(fastAdd),
+		arith.OpSubI:       intBinary(fastSub),
+		arith.OpMulI:       intBinary(fastMul),
+		arith.OpDivSI:      intBinary(noFast),
+		arith.OpDivUI:      intBinary(noFast),
+		arith.OpRemSI:      intBinary(noFast),
+		arith.OpRemUI:      intBinary(noFast),
+		arith.OpCeilDivSI:  intBinary(noFast),
+		arith.OpCeilDivUI:  intBinary(noFast),
+		arith.OpFloorDivSI: intBinary(noFast),
+		arith.OpMaxSI:      intBinary(noFast),
+		arith.OpMaxUI:      intBinary(noFast),
+		arith.OpMinSI:      intBinary(noFast),
+		arith.OpMinUI:      intBinary(noFast),
+		arith.OpAndI:       intBinary(noFast),
+		arith.OpOrI:        intBinary(noFast),
+		arith.OpXOrI:       intBinary(noFast),
+		arith.OpShLI:       intBinary(noFast),
+		arith.OpShRSI:      intBinary(noFast),
+		arith.OpShRUI:      intBinary(noFast),
 
-		"arith.cmpi":   cmpiRule,
-		"arith.cmpf":   cmpfRule,
-		"arith.select": selectRule,
+		arith.OpCmpI:   cmpiRule,
+		arith.OpCmpF:   cmpfRule,
+		arith.OpSelect: selectRule,
 
-		"arith.extsi":        castRule,
-		"arith.extui":        castRule,
-		"arith.trunci":       castRule,
-		"arith.extf":         castRule,
-		"arith.truncf":       castRule,
-		"arith.sitofp":       castRule,
-		"arith.uitofp":       castRule,
-		"arith.fptosi":       castRule,
-		"arith.fptoui":       castRule,
-		"arith.index_cast":   castRule,
-		"arith.index_castui": castRule,
-		"arith.bitcast":      castRule,
+		arith.OpExtSI:       castRule,
+		arith.OpExtUI:       castRule,
+		arith.OpTruncI:      castRule,
+		arith.OpExtF:        castRule,
+		arith.OpTruncF:      castRule,
+		arith.OpSIToFP:      castRule,
+		arith.OpUIToFP:      castRule,
+		arith.OpFPToSI:      castRule,
+		arith.OpFPToUI:      castRule,
+		arith.OpIndexCast:   castRule,
+		arith.OpIndexCastUI: castRule,
+		arith.OpBitcast:     castRule,
 	})
 }
 
@@ -303,7 +303,7 @@ func intBinary(k fastKind) Rule {
 func intUndefined(name string, t ir.Type, y int64) string {
 	w := ir.IntWidth(t)
 	switch name {
-	case "arith.shli", "arith.shrsi", "arith.shrui":
+	case arith.OpShLI, arith.OpShRSI, arith.OpShRUI:
 		return fmt.Sprintf("shift amount %d is not less than the bit width %d (the result is poison)", zext(y, w), w)
 	}
 	if y == 0 {
@@ -427,15 +427,15 @@ func castRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	out := like(a, to)
 	// Integer to f32/f64 needs no arbitrary precision: Go's conversions
 	// round once, to nearest even.
-	if (name == "arith.sitofp" || name == "arith.uitofp") && (to == ir.F32 || to == ir.F64) {
+	if (name == arith.OpSIToFP || name == arith.OpUIToFP) && (to == ir.F32 || to == ir.F64) {
 		w := ir.IntWidth(from)
 		xs := a.Int64s()
 		fs := make([]float64, len(xs))
 		for i, x := range xs {
 			switch {
-			case name == "arith.uitofp" && to == ir.F32:
+			case name == arith.OpUIToFP && to == ir.F32:
 				fs[i] = float64(float32(zext(x, w)))
-			case name == "arith.uitofp":
+			case name == arith.OpUIToFP:
 				fs[i] = float64(zext(x, w))
 			case to == ir.F32:
 				fs[i] = float64(float32(x))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/strata-ir/strata/dialects/builtin"
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -11,11 +13,11 @@ import (
 // conversions leave behind (which has no meaning to run).
 func init() {
 	registerAll(map[string]Rule{
-		"func.return": func(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
+		funcs.OpReturn: func(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
 			return args, nil
 		},
-		"func.call": callRule,
-		"builtin.unrealized_conversion_cast": func(_ *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
+		funcs.OpCall: callRule,
+		builtin.OpUnrealizedConversionCast: func(_ *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
 			return nil, ir.Errorf(op.Loc(), "'%s' op has no run-time meaning: a conversion left it behind", op.Name())
 		},
 	})

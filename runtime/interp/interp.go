@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 )
@@ -107,7 +108,7 @@ func (in *Interpreter) Func(name string) *ir.Operation {
 	for _, r := range in.module.Regions() {
 		for b := r.Front(); b != nil; b = b.Next() {
 			for op := b.First(); op != nil; op = op.Next() {
-				if op.Name() == "func.func" && ir.SymbolName(op) == name {
+				if op.Name() == funcs.OpFunc && ir.SymbolName(op) == name {
 					return op
 				}
 			}

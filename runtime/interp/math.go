@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"math/bits"
 
+	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -16,58 +17,58 @@ import (
 // the next op. Fast-math flags are ignored (the precise result is allowed).
 func init() {
 	registerAll(map[string]Rule{
-		"math.absf":      floatUnary(math.Abs),
-		"math.acos":      floatUnary(math.Acos),
-		"math.acosh":     floatUnary(math.Acosh),
-		"math.asin":      floatUnary(math.Asin),
-		"math.asinh":     floatUnary(math.Asinh),
-		"math.atan":      floatUnary(math.Atan),
-		"math.atanh":     floatUnary(math.Atanh),
-		"math.cbrt":      floatUnary(math.Cbrt),
-		"math.ceil":      floatUnary(math.Ceil),
-		"math.cos":       floatUnary(math.Cos),
-		"math.cosh":      floatUnary(math.Cosh),
-		"math.erf":       floatUnary(math.Erf),
-		"math.exp":       floatUnary(math.Exp),
-		"math.exp2":      floatUnary(math.Exp2),
-		"math.expm1":     floatUnary(math.Expm1),
-		"math.floor":     floatUnary(math.Floor),
-		"math.log":       floatUnary(math.Log),
-		"math.log10":     floatUnary(math.Log10),
-		"math.log1p":     floatUnary(math.Log1p),
-		"math.log2":      floatUnary(math.Log2),
-		"math.round":     floatUnary(math.Round),
-		"math.roundeven": floatUnary(math.RoundToEven),
-		"math.rsqrt":     floatUnary(func(x float64) float64 { return 1 / math.Sqrt(x) }),
-		"math.sin":       floatUnary(math.Sin),
-		"math.sinh":      floatUnary(math.Sinh),
-		"math.sqrt":      floatUnary(math.Sqrt),
-		"math.tan":       floatUnary(math.Tan),
-		"math.tanh":      floatUnary(math.Tanh),
-		"math.trunc":     floatUnary(math.Trunc),
+		mathd.OpAbsF:      floatUnary(math.Abs),
+		mathd.OpAcos:      floatUnary(math.Acos),
+		mathd.OpAcosh:     floatUnary(math.Acosh),
+		mathd.OpAsin:      floatUnary(math.Asin),
+		mathd.OpAsinh:     floatUnary(math.Asinh),
+		mathd.OpAtan:      floatUnary(math.Atan),
+		mathd.OpAtanh:     floatUnary(math.Atanh),
+		mathd.OpCbrt:      floatUnary(math.Cbrt),
+		mathd.OpCeil:      floatUnary(math.Ceil),
+		mathd.OpCos:       floatUnary(math.Cos),
+		mathd.OpCosh:      floatUnary(math.Cosh),
+		mathd.OpErf:       floatUnary(math.Erf),
+		mathd.OpExp:       floatUnary(math.Exp),
+		mathd.OpExp2:      floatUnary(math.Exp2),
+		mathd.OpExpm1:     floatUnary(math.Expm1),
+		mathd.OpFloor:     floatUnary(math.Floor),
+		mathd.OpLog:       floatUnary(math.Log),
+		mathd.OpLog10:     floatUnary(math.Log10),
+		mathd.OpLog1p:     floatUnary(math.Log1p),
+		mathd.OpLog2:      floatUnary(math.Log2),
+		mathd.OpRound:     floatUnary(math.Round),
+		mathd.OpRoundEven: floatUnary(math.RoundToEven),
+		mathd.OpRsqrt:     floatUnary(func(x float64) float64 { return 1 / math.Sqrt(x) }),
+		mathd.OpSin:       floatUnary(math.Sin),
+		mathd.OpSinh:      floatUnary(math.Sinh),
+		mathd.OpSqrt:      floatUnary(math.Sqrt),
+		mathd.OpTan:       floatUnary(math.Tan),
+		mathd.OpTanh:      floatUnary(math.Tanh),
+		mathd.OpTrunc:     floatUnary(math.Trunc),
 
-		"math.atan2":    floatBinaryFn(math.Atan2),
-		"math.copysign": floatBinaryFn(math.Copysign),
-		"math.powf":     floatBinaryFn(math.Pow),
-		"math.fma":      fmaRule,
-		"math.fpowi":    fpowiRule,
+		mathd.OpAtan2:    floatBinaryFn(math.Atan2),
+		mathd.OpCopySign: floatBinaryFn(math.Copysign),
+		mathd.OpPowF:     floatBinaryFn(math.Pow),
+		mathd.OpFMA:      fmaRule,
+		mathd.OpFPowI:    fpowiRule,
 
-		"math.absi": intUnary(func(x int64, _ int) int64 {
+		mathd.OpAbsI: intUnary(func(x int64, _ int) int64 {
 			if x < 0 {
 				return -x // the most negative value wraps to itself
 			}
 			return x
 		}),
-		"math.ctlz": intUnary(func(x int64, w int) int64 {
+		mathd.OpCtlz: intUnary(func(x int64, w int) int64 {
 			return int64(bits.LeadingZeros64(zext(x, w)) - (64 - w))
 		}),
-		"math.cttz": intUnary(func(x int64, w int) int64 {
+		mathd.OpCttz: intUnary(func(x int64, w int) int64 {
 			return int64(min(bits.TrailingZeros64(zext(x, w)), w))
 		}),
-		"math.ctpop": intUnary(func(x int64, w int) int64 {
+		mathd.OpCtpop: intUnary(func(x int64, w int) int64 {
 			return int64(bits.OnesCount64(zext(x, w)))
 		}),
-		"math.ipowi": ipowiRule,
+		mathd.OpIPowI: ipowiRule,
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
+	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -109,7 +110,7 @@ func (k *kernelTranslator) op(op *ir.Operation) error {
 	if f, ok := floatBinary[name]; ok {
 		return k.floatOp(op, func(xs []llvmValue) (llvmValue, error) { return f(k, xs[0], xs[1]), nil })
 	}
-	if name == "math.exp2" && arith.HasFastMath(op, "afn") && op.Result(0).Type() != ir.F64 {
+	if name == mathd.OpExp2 && arith.HasFastMath(op, "afn") && op.Result(0).Type() != ir.F64 {
 		// Approximate functions allowed: the flush-to-zero form, one MUFU
 		// instruction, without the scaling ex2.approx.f32 needs to get
 		// subnormal results right (flash attention's probabilities).
@@ -127,16 +128,16 @@ func (k *kernelTranslator) op(op *ir.Operation) error {
 		return nil
 	}
 	switch name {
-	case "arith.constant":
+	case arith.OpConstant:
 		return k.constant(op)
-	case "arith.cmpi":
+	case arith.OpCmpI:
 		p, _ := op.Attr("predicate").(ir.IntegerAttr)
 		if p.Value < 0 || int(p.Value) >= len(arith.CmpIPredicateNames) {
 			return fmt.Errorf("bad predicate")
 		}
 		k.set(op, k.cur.NewICmp(icmpPreds[arith.CmpIPredicateNames[p.Value]], k.get(op.Operand(0)), k.get(op.Operand(1))))
 		return nil
-	case "arith.cmpf":
+	case arith.OpCmpF:
 		p, _ := op.Attr("predicate").(ir.IntegerAttr)
 		if p.Value < 0 || int(p.Value) >= len(arith.CmpFPredicateNames) {
 			return fmt.Errorf("bad predicate")
@@ -151,7 +152,7 @@ func (k *kernelTranslator) op(op *ir.Operation) error {
 		}
 		k.set(op, k.cur.NewFCmp(fcmpPreds[arith.CmpFPredicateNames[p.Value]], x, y))
 		return nil
-	case "arith.select":
+	case arith.OpSelect:
 		k.set(op, k.cur.NewSelect(k.get(op.Operand(0)), k.get(op.Operand(1)), k.get(op.Operand(2))))
 		return nil
 	case loop.LoadOp:
@@ -191,23 +192,23 @@ func (k *kernelTranslator) set(op *ir.Operation, vs ...llvmValue) {
 
 // intBinary maps arith integer ops (on index too) to LLVM.
 var intBinary = map[string]func(b *llir.Block, x, y llvmValue) llvmValue{
-	"arith.addi":  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAdd(x, y) },
-	"arith.subi":  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSub(x, y) },
-	"arith.muli":  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewMul(x, y) },
-	"arith.divsi": func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSDiv(x, y) },
-	"arith.divui": func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewUDiv(x, y) },
-	"arith.remsi": func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSRem(x, y) },
-	"arith.remui": func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewURem(x, y) },
-	"arith.andi":  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAnd(x, y) },
-	"arith.ori":   func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewOr(x, y) },
-	"arith.xori":  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewXor(x, y) },
-	"arith.shli":  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewShl(x, y) },
-	"arith.shrsi": func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAShr(x, y) },
-	"arith.shrui": func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewLShr(x, y) },
-	"arith.maxsi": minMax(enum.IPredSGT),
-	"arith.minsi": minMax(enum.IPredSLT),
-	"arith.maxui": minMax(enum.IPredUGT),
-	"arith.minui": minMax(enum.IPredULT),
+	arith.OpAddI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAdd(x, y) },
+	arith.OpSubI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSub(x, y) },
+	arith.OpMulI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewMul(x, y) },
+	arith.OpDivSI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSDiv(x, y) },
+	arith.OpDivUI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewUDiv(x, y) },
+	arith.OpRemSI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSRem(x, y) },
+	arith.OpRemUI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewURem(x, y) },
+	arith.OpAndI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAnd(x, y) },
+	arith.OpOrI:   func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewOr(x, y) },
+	arith.OpXOrI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewXor(x, y) },
+	arith.OpShLI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewShl(x, y) },
+	arith.OpShRSI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAShr(x, y) },
+	arith.OpShRUI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewLShr(x, y) },
+	arith.OpMaxSI: minMax(enum.IPredSGT),
+	arith.OpMinSI: minMax(enum.IPredSLT),
+	arith.OpMaxUI: minMax(enum.IPredUGT),
+	arith.OpMinUI: minMax(enum.IPredULT),
 }
 
 func minMax(p enum.IPred) func(b *llir.Block, x, y llvmValue) llvmValue {
@@ -228,14 +229,14 @@ var fcmpPreds = map[string]enum.FPred{
 
 // floatBinary maps arith float ops to LLVM on f32 or f64 operands.
 var floatBinary = map[string]func(k *kernelTranslator, x, y llvmValue) llvmValue{
-	"arith.addf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFAdd(x, y) },
-	"arith.subf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFSub(x, y) },
-	"arith.mulf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFMul(x, y) },
-	"arith.divf":     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFDiv(x, y) },
-	"arith.maxnumf":  func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.maxnum", x, y) },
-	"arith.minnumf":  func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.minnum", x, y) },
-	"arith.maximumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("maximum", x, y) },
-	"arith.minimumf": func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("minimum", x, y) },
+	arith.OpAddF:     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFAdd(x, y) },
+	arith.OpSubF:     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFSub(x, y) },
+	arith.OpMulF:     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFMul(x, y) },
+	arith.OpDivF:     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFDiv(x, y) },
+	arith.OpMaxNumF:  func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.maxnum", x, y) },
+	arith.OpMinNumF:  func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.call2("llvm.minnum", x, y) },
+	arith.OpMaximumF: func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("maximum", x, y) },
+	arith.OpMinimumF: func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.nanMinMax("minimum", x, y) },
 }
 
 // nanMinMax is arith.maximumf (base "maximum") or arith.minimumf
@@ -341,38 +342,38 @@ func f32c(v float64) *constant.Float { return constant.NewFloat(types.Float, flo
 // mathOps builds each math op from intrinsics both PTX backends select.
 // docs/ptx-math.md gives the error of each sequence.
 var mathOps = map[string]func(k *kernelTranslator, xs []llvmValue) (llvmValue, error){
-	"arith.negf": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.cur.NewFNeg(xs[0]), nil },
-	"math.absf":  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.fabs", xs[0]), nil },
-	"math.sqrt":  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.sqrt", xs[0]), nil },
-	"math.floor": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.floor", xs[0]), nil },
-	"math.ceil":  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.ceil", xs[0]), nil },
-	"math.trunc": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.trunc", xs[0]), nil },
-	"math.roundeven": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
+	arith.OpNegF:  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.cur.NewFNeg(xs[0]), nil },
+	mathd.OpAbsF:  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.fabs", xs[0]), nil },
+	mathd.OpSqrt:  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.sqrt", xs[0]), nil },
+	mathd.OpFloor: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.floor", xs[0]), nil },
+	mathd.OpCeil:  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.ceil", xs[0]), nil },
+	mathd.OpTrunc: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.call1("llvm.trunc", xs[0]), nil },
+	mathd.OpRoundEven: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
 		return k.call1("llvm.roundeven", xs[0]), nil
 	},
-	"math.copysign": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
+	mathd.OpCopySign: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
 		return k.call2("llvm.copysign", xs[0], xs[1]), nil
 	},
-	"math.fma": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
+	mathd.OpFMA: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
 		t := xs[0].Type()
 		return k.cur.NewCall(k.t.intrinsic("llvm.fma."+typeSuffix(t), t, t, t, t), xs[0], xs[1], xs[2]), nil
 	},
 	// round: half away from zero, as copysign(floor(|x| + 0.5), x).
-	"math.round": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
+	mathd.OpRound: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
 		a := k.call1("llvm.fabs", xs[0])
 		half := constant.NewFloat(xs[0].Type().(*types.FloatType), 0.5)
 		return k.call2("llvm.copysign", k.call1("llvm.floor", k.cur.NewFAdd(a, half)), xs[0]), nil
 	},
-	"math.rsqrt": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("rsqrt.approx.f", xs[0]) },
-	"math.exp2":  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("ex2.approx.f", xs[0]) },
-	"math.log2":  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("lg2.approx.f", xs[0]) },
-	"math.sin":   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("sin.approx.f", xs[0]) },
-	"math.cos":   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("cos.approx.f", xs[0]) },
-	"math.exp":   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.exp(xs[0]) },
-	"math.log":   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.logScaled(xs[0], math.Ln2) },
-	"math.log10": func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.logScaled(xs[0], math.Log10(2)) },
-	"math.tanh":  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.tanh(xs[0]) },
-	"math.erf":   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.erf(xs[0]) },
+	mathd.OpRsqrt: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("rsqrt.approx.f", xs[0]) },
+	mathd.OpExp2:  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("ex2.approx.f", xs[0]) },
+	mathd.OpLog2:  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("lg2.approx.f", xs[0]) },
+	mathd.OpSin:   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("sin.approx.f", xs[0]) },
+	mathd.OpCos:   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.nvvm("cos.approx.f", xs[0]) },
+	mathd.OpExp:   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.exp(xs[0]) },
+	mathd.OpLog:   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.logScaled(xs[0], math.Ln2) },
+	mathd.OpLog10: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.logScaled(xs[0], math.Log10(2)) },
+	mathd.OpTanh:  func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.tanh(xs[0]) },
+	mathd.OpErf:   func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) { return k.erf(xs[0]) },
 }
 
 // exp(x) = 2^(x·log2 e).
@@ -439,18 +440,18 @@ func (k *kernelTranslator) erf(x llvmValue) (llvmValue, error) {
 
 // castOps translates arith casts.
 var castOps = map[string]func(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error){
-	"arith.extsi":        intCast(true),
-	"arith.extui":        intCast(false),
-	"arith.trunci":       intCast(false),
-	"arith.index_cast":   intCast(true),
-	"arith.index_castui": intCast(false),
-	"arith.sitofp":       toFloat(true),
-	"arith.uitofp":       toFloat(false),
-	"arith.fptosi":       fromFloat(true),
-	"arith.fptoui":       fromFloat(false),
-	"arith.extf":         floatCast,
-	"arith.truncf":       floatCast,
-	"arith.bitcast":      bitCast,
+	arith.OpExtSI:       intCast(true),
+	arith.OpExtUI:       intCast(false),
+	arith.OpTruncI:      intCast(false),
+	arith.OpIndexCast:   intCast(true),
+	arith.OpIndexCastUI: intCast(false),
+	arith.OpSIToFP:      toFloat(true),
+	arith.OpUIToFP:      toFloat(false),
+	arith.OpFPToSI:      fromFloat(true),
+	arith.OpFPToUI:      fromFloat(false),
+	arith.OpExtF:        floatCast,
+	arith.OpTruncF:      floatCast,
+	arith.OpBitcast:     bitCast,
 }
 
 func intCast(signed bool) func(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/types"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
@@ -100,7 +101,7 @@ func linear(v *ir.Value) affine {
 			a.off += c
 			return
 		}
-		if d := v.DefiningOp(); d != nil && d.Name() == "arith.addi" && depth < 8 {
+		if d := v.DefiningOp(); d != nil && d.Name() == arith.OpAddI && depth < 8 {
 			walk(d.Operand(0), depth+1)
 			walk(d.Operand(1), depth+1)
 			return
@@ -140,7 +141,7 @@ func multipleOf(v *ir.Value, depth int) int64 {
 	}
 	if d := v.DefiningOp(); d != nil {
 		switch d.Name() {
-		case "arith.muli":
+		case arith.OpMulI:
 			x, y := multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1)
 			if x == 0 || y == 0 {
 				return 0
@@ -149,20 +150,20 @@ func multipleOf(v *ir.Value, depth int) int64 {
 				return 1 << 30
 			}
 			return x * y
-		case "arith.addi":
+		case arith.OpAddI:
 			return gcd(multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1))
-		case "arith.remui":
+		case arith.OpRemUI:
 			// a = g·a', c = g·c' ⇒ a mod c = g·(a' mod c'): the column
 			// of a flattened N-D index, x·V mod n, stays a multiple of V.
 			return gcd(multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1))
-		case "arith.andi":
+		case arith.OpAndI:
 			// Low bits that are zero in either operand are zero in the result.
 			x, y := multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1)
 			if x == 0 || y == 0 {
 				return 0
 			}
 			return max(x&-x, y&-y)
-		case "arith.index_castui", "arith.index_cast", "arith.extui", "arith.extsi":
+		case arith.OpIndexCastUI, arith.OpIndexCast, arith.OpExtUI, arith.OpExtSI:
 			// A widened offset (convert-loop-to-gpu's index-bits=32): the
 			// power-of-two part of a multiple survives wrapping in the
 			// narrow type and the extension.
@@ -171,7 +172,7 @@ func multipleOf(v *ir.Value, depth int) int64 {
 				return 0
 			}
 			return x & -x
-		case "arith.shli":
+		case arith.OpShLI:
 			if c, ok := constIndex(d.Operand(1)); ok && c >= 0 && c < 30 {
 				x := multipleOf(d.Operand(0), depth+1)
 				return min(x<<c, 1<<30)
@@ -229,7 +230,7 @@ func elemBytes(t ir.Type) int64 {
 // constIndex returns the value of an integer or index arith.constant.
 func constIndex(v *ir.Value) (int64, bool) {
 	d := v.DefiningOp()
-	if d == nil || d.Name() != "arith.constant" {
+	if d == nil || d.Name() != arith.OpConstant {
 		return 0, false
 	}
 	a, ok := d.Attr("value").(ir.IntegerAttr)

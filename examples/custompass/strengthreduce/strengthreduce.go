@@ -11,6 +11,7 @@ import (
 	"math/bits"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 )
@@ -22,7 +23,7 @@ func init() {
 		Description: "Replaces arith.muli x, 2^k (constant on either side, 0 < k < width) by " +
 			"arith.shli x, k. Wrapping multiplication and left shift agree bit for bit, so the " +
 			"rewrite is exact for every value of x.",
-		Anchor: "func.func",
+		Anchor: funcs.OpFunc,
 		Options: []passes.OptionDef{
 			{Name: "min-shift", Type: passes.Int, Default: 1,
 				Doc: "Only rewrite multiplications by 2^k with k at least this"},
@@ -47,7 +48,7 @@ func (p *pass) Run(fn *ir.Operation, st *passes.State) error {
 	rewrites := st.Stat("num-rewritten", "Number of multiplications turned into shifts")
 	pattern := &ir.Pattern{
 		Name: "muli-pow2-to-shli",
-		Root: "arith.muli",
+		Root: arith.OpMulI,
 		Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 			x, k, ok := p.match(op)
 			if !ok {
@@ -55,7 +56,7 @@ func (p *pass) Run(fn *ir.Operation, st *passes.State) error {
 			}
 			r.SetInsertionPointBefore(op)
 			shift := arith.ConstantInt(&r.Builder, op.Loc(), int64(k), x.Type())
-			y := arith.Binary(&r.Builder, "arith.shli", op.Loc(), x, shift)
+			y := arith.Binary(&r.Builder, arith.OpShLI, op.Loc(), x, shift)
 			r.ReplaceOp(op, []*ir.Value{y})
 			rewrites.Add(1)
 			return true
@@ -74,7 +75,7 @@ func (p *pass) match(op *ir.Operation) (*ir.Value, int, bool) {
 	for i := range 2 {
 		x, c := op.Operand(1-i), op.Operand(i)
 		def := c.DefiningOp()
-		if def == nil || def.Name() != "arith.constant" {
+		if def == nil || def.Name() != arith.OpConstant {
 			continue
 		}
 		a, ok := def.Attr("value").(ir.IntegerAttr)

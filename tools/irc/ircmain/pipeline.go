@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/strata-ir/strata/dialects/builtin"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
@@ -21,7 +22,7 @@ func (e usageError) Unwrap() error { return e.err }
 // as the flags ask. Without a pipeline it is empty, so that instrumentation
 // such as --timing still reports.
 func (t *tool) newPassManager(f *pipelineFlags) (*passes.PassManager, error) {
-	pm := passes.NewPassManager("builtin.module")
+	pm := passes.NewPassManager(builtin.OpModule)
 	if f.pipeline != "" {
 		var err error
 		if pm, err = passes.Parse(f.pipeline); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	funcd "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/symbolize"
@@ -214,7 +215,7 @@ func signatures(mod *ir.Operation) map[string]*ir.FunctionType {
 	for _, r := range mod.Regions() {
 		for b := r.Front(); b != nil; b = b.Next() {
 			for op := b.First(); op != nil; op = op.Next() {
-				if op.Name() != "func.func" {
+				if op.Name() != funcd.OpFunc {
 					continue
 				}
 				if _, guarded, _ := symbolize.Guards(op); guarded {
@@ -256,7 +257,7 @@ func pickFunc(mod *ir.Operation, name string) (*ir.Operation, error) {
 		return nil, errors.New("the module is empty")
 	}
 	for _, op := range mod.Region(0).Front().Ops() {
-		if op.Name() != "func.func" {
+		if op.Name() != funcd.OpFunc {
 			continue
 		}
 		funcs = append(funcs, op)
