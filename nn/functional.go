@@ -11,16 +11,19 @@ import (
 // (PyTorch's torch.func.functional_call): the returned function's
 // arguments are fn's nIn inputs, then m's parameters, then m's buffers
 // (in Refs order); it binds the module's fields to those arguments, calls
-// fn, and returns fn's results followed by the buffers' values after fn
-// (batch norm's updated running statistics, a KV cache written by a
-// decoding step). The module's fields are restored before it returns.
+// fn, and returns fn's results followed by the values of the buffers that
+// fn replaced (batch norm's updated running statistics, a KV cache written
+// by a decoding step), in Refs order; changed reports which buffers those
+// were in the latest call. The module's fields are restored before it
+// returns.
 //
 // It is how a module's tensors become graph inputs that can change
 // between calls (an optimizer replaces them) and that gradients are taken
 // with respect to.
-func Functional(m any, nIn int, fn func(in []*frontend.Tensor) []*frontend.Tensor) (f func(args ...*frontend.Tensor) ([]*frontend.Tensor, error), params, buffers []Ref) {
+func Functional(m any, nIn int, fn func(in []*frontend.Tensor) []*frontend.Tensor) (f func(args ...*frontend.Tensor) ([]*frontend.Tensor, error), params, buffers []Ref, changed func() []bool) {
 	params, buffers = Parameters(m), Buffers(m)
 	refs := append(append([]Ref(nil), params...), buffers...)
+	var last []bool
 	f = func(args ...*frontend.Tensor) ([]*frontend.Tensor, error) {
 		if len(args) != nIn+len(refs) {
 			return nil, fmt.Errorf("nn: Functional: %d arguments, want %d inputs + %d parameters + %d buffers",
@@ -32,22 +35,49 @@ func Functional(m any, nIn int, fn func(in []*frontend.Tensor) []*frontend.Tenso
 			return nil, err
 		}
 		outs := fn(args[:nIn])
-		for _, b := range buffers {
-			outs = append(outs, *b.Ptr)
+		last = make([]bool, len(buffers))
+		for i, b := range buffers {
+			if t := *b.Ptr; t != args[nIn+len(params)+i] {
+				last[i] = true
+				outs = append(outs, t)
+			}
 		}
 		return outs, nil
 	}
-	return f, params, buffers
+	return f, params, buffers, func() []bool { return last }
+}
+
+// writeBack stores the trailing results of a call of a Functional
+// function into the buffers that changed, and returns the leading ones.
+func writeBack(res []*frontend.Tensor, buffers []Ref, changed []bool) ([]*frontend.Tensor, error) {
+	n := 0
+	for _, c := range changed {
+		if c {
+			n++
+		}
+	}
+	k := len(res) - n
+	if k < 0 || len(changed) != len(buffers) {
+		return nil, fmt.Errorf("nn: %d results for %d changed buffers", len(res), n)
+	}
+	j := k
+	for i, c := range changed {
+		if c {
+			*buffers[i].Ptr = res[j]
+			j++
+		}
+	}
+	return res[:k], nil
 }
 
 // Compiled is a module's computation compiled with frontend.Compile: its
 // Call passes the module's current parameters and buffers along with the
 // inputs, and writes the buffers' new values back into the module.
 type Compiled struct {
-	c                *frontend.Compiled
-	m                any
-	params, buffers  []Ref
-	writeBackBuffers bool
+	c               *frontend.Compiled
+	m               any
+	params, buffers []Ref
+	changed         func() []bool
 }
 
 // Compile compiles fn, a computation on module m with inputs in, for
@@ -55,12 +85,12 @@ type Compiled struct {
 // fn replaces (batch norm's running statistics in training mode, a KV
 // cache) are written back into m after each call.
 func Compile(m any, fn func(in ...*frontend.Tensor) []*frontend.Tensor, nIn int, opts frontend.Options) (*Compiled, error) {
-	f, params, buffers := Functional(m, nIn, func(in []*frontend.Tensor) []*frontend.Tensor { return fn(in...) })
+	f, params, buffers, changed := Functional(m, nIn, func(in []*frontend.Tensor) []*frontend.Tensor { return fn(in...) })
 	c, err := frontend.Compile(f, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Compiled{c: c, m: m, params: params, buffers: buffers, writeBackBuffers: true}, nil
+	return &Compiled{c: c, m: m, params: params, buffers: buffers, changed: changed}, nil
 }
 
 // Frontend returns the underlying compiled function (for Stats,
@@ -81,14 +111,7 @@ func (c *Compiled) Call(inputs ...*frontend.Tensor) ([]*frontend.Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	n := len(res) - len(c.buffers)
-	if n < 0 {
-		return nil, fmt.Errorf("nn: Compiled: %d results, fewer than the %d buffers", len(res), len(c.buffers))
-	}
-	if err := SetTensors(c.buffers, res[n:]); err != nil {
-		return nil, err
-	}
-	return res[:n], nil
+	return writeBack(res, c.buffers, c.changed())
 }
 
 // GradStep is the forward and backward pass of a loss on a module,
@@ -99,6 +122,7 @@ type GradStep struct {
 	m               any
 	nIn             int
 	params, buffers []Ref
+	changed         func() []bool
 }
 
 // NewGradStep differentiates loss, a computation on module m whose first
@@ -106,13 +130,13 @@ type GradStep struct {
 // to m's parameters. opts are the gradient's backend options
 // (frontend.ValueAndGradFunc.WithOptions).
 func NewGradStep(m any, loss func(in ...*frontend.Tensor) []*frontend.Tensor, nIn int, opts frontend.Options) *GradStep {
-	f, params, buffers := Functional(m, nIn, func(in []*frontend.Tensor) []*frontend.Tensor { return loss(in...) })
+	f, params, buffers, changed := Functional(m, nIn, func(in []*frontend.Tensor) []*frontend.Tensor { return loss(in...) })
 	wrt := make([]int, len(params))
 	for i := range wrt {
 		wrt[i] = nIn + i
 	}
 	vg := frontend.ValueAndGrad(f, wrt...).WithOptions(opts)
-	return &GradStep{vg: vg, m: m, nIn: nIn, params: params, buffers: buffers}
+	return &GradStep{vg: vg, m: m, nIn: nIn, params: params, buffers: buffers, changed: changed}
 }
 
 // Params returns the parameters the gradients are taken with respect to,
@@ -133,11 +157,8 @@ func (s *GradStep) Call(inputs ...*frontend.Tensor) (values, grads []*frontend.T
 	if err != nil {
 		return nil, nil, err
 	}
-	n := len(values) - len(s.buffers)
-	if err := SetTensors(s.buffers, values[n:]); err != nil {
-		return nil, nil, err
-	}
-	return values[:n], grads, nil
+	values, err = writeBack(values, s.buffers, s.changed())
+	return values, grads, err
 }
 
 // Report is the partition report of the last call (what the forward pass

@@ -72,7 +72,7 @@ func gradCheck(t tb, r *rand.Rand, m any, fwd func(x *frontend.Tensor) *frontend
 		t.Fatalf("forward: %v", err)
 	}
 	w := tensor(randND(r, y.Shape()...), frontend.Float64)
-	f, params, buffers := nn.Functional(m, 2, func(in []*frontend.Tensor) []*frontend.Tensor {
+	f, params, buffers, _ := nn.Functional(m, 2, func(in []*frontend.Tensor) []*frontend.Tensor {
 		return []*frontend.Tensor{fwd(in[0]).Mul(in[1]).Sum(nil, false)}
 	})
 	var wrt []int
