@@ -1738,7 +1738,7 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 			if p.tok.kind == tokPunct && p.tok.text == "[" && kw == "distinct" {
 				// distinct[N]<...>
 				start := pos
-				for p.err == nil && !p.is("]") {
+				for p.err == nil && p.tok.kind != tokEOF && !p.is("]") {
 					p.advance()
 				}
 				if p.expect("]") != nil {

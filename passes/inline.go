@@ -17,8 +17,9 @@ func init() {
 			"nor are declarations and multi-block bodies. Private functions left unreferenced after " +
 			"being inlined are erased, and default-pipeline runs on every function that received " +
 			"inlined code, as upstream MLIR's inliner does. Inlining stops where it would grow the " +
-			"symbol table past 16 times its ops (and past 2^20 ops): the calls beyond stay calls, " +
-			"so a call tree that doubles at every level cannot exhaust memory.",
+			"symbol table past 16 times its ops (and past 2^16 ops): the calls beyond stay calls " +
+			"(num-calls-over-budget counts them), so a call tree that doubles at every level costs " +
+			"time and memory in proportion to the module, not to 2^depth.",
 		Anchor: AnyOp,
 		Options: []OptionDef{
 			{Name: "default-pipeline", Type: String, Default: "canonicalize",
@@ -132,7 +133,7 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 // its ops, or to inlineMinBudget ops if that is more (a variable for tests).
 const inlineGrowth = 16
 
-var inlineMinBudget = 1 << 20
+var inlineMinBudget = 1 << 16
 
 // numOps counts op and the ops nested in it.
 func numOps(op *ir.Operation) int {

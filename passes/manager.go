@@ -46,6 +46,9 @@ func (pm *PassManager) Run(ctx *ir.Context, root *ir.Operation) error {
 	if pm.anchor != AnyOp && root.Name() != pm.anchor {
 		return fmt.Errorf("can't run a pass pipeline anchored on '%s' on a '%s' op", pm.anchor, root.Name())
 	}
+	if err := checkAnchorsRun(ctx, pm.OpPassManager, root); err != nil {
+		return err
+	}
 	r := &runner{
 		ctx:   ctx,
 		instr: &pm.Instr,

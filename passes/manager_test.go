@@ -2,12 +2,14 @@ package passes
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-ir/strata/ir"
 )
@@ -63,6 +65,80 @@ func TestWrongRootAnchor(t *testing.T) {
 	err := pm.Run(ctx, mustParse(t, ctx, testFunc("a", 1)))
 	if err == nil || !strings.Contains(err.Error(), "anchored on 'test.inner' on a 'builtin.module' op") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestAnchorsThatMatchNothing checks the pipelines a run would skip in
+// silence: one nested on an op name no dialect registers, and one written
+// without the root's anchor on an op the root does not hold (mlir-opt
+// refuses both).
+func TestAnchorsThatMatchNothing(t *testing.T) {
+	for _, tt := range []struct {
+		pipeline, src string
+		offset        int
+		msg           string
+	}{
+		{"builtin.module(test.fnuc(test-tag))", testFunc("a", 1), 15, "'test.fnuc' is not a registered operation, so the pipeline nested on it would never run (did you mean 'test.func'?)"},
+		{"test.fnuc(test-tag)", testFunc("a", 1), 0, "'test.fnuc' is not a registered operation"},
+		{"builtin.module(test.inner(test.fnuc(test-tag)))", testFunc("a", 1), 26, "'test.fnuc' is not a registered operation"},
+		{"test.inner(test-tag)", testFunc("a", 1), 0, "can't run 'test.inner' pass manager on 'builtin.module' op (it holds no 'test.inner' op"},
+	} {
+		ctx := testContext()
+		m := mustParse(t, ctx, tt.src)
+		pm, err := Parse(tt.pipeline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pm.Run(ctx, m)
+		var pe *PipelineError
+		if !errors.As(err, &pe) || pe.Offset != tt.offset || !strings.Contains(pe.Msg, tt.msg) {
+			t.Errorf("%s: %v; want a PipelineError at %d: %s", tt.pipeline, err, tt.offset, tt.msg)
+		}
+	}
+	// Explicitly nested, a registered anchor that matches nothing is fine
+	// (as in mlir-opt); so is a lone one that matches, and an unregistered
+	// name when the context allows unregistered ops.
+	for _, pipeline := range []string{"builtin.module(test.inner(test-tag))", "test.func(test-tag)"} {
+		if _, err := run(t, pipeline, testFunc("a", 1), Instrumentation{}, false); err != nil {
+			t.Errorf("%s: %v", pipeline, err)
+		}
+	}
+	ctx := testContext()
+	ctx.AllowUnregistered = true
+	pm, _ := Parse("builtin.module(test.fnuc(test-tag))")
+	if err := pm.Run(ctx, mustParse(t, ctx, testFunc("a", 1))); err != nil {
+		t.Errorf("with unregistered ops allowed: %v", err)
+	}
+}
+
+// TestPipelineNestingBounds checks that deeply nested pipelines, in op
+// pipelines or in options (inline's default-pipeline), are errors, and
+// that parsing nested options stays fast.
+func TestPipelineNestingBounds(t *testing.T) {
+	deep := func(open, mid, close string, n int) string {
+		return strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	for _, tt := range []struct{ text, msg string }{
+		{deep("builtin.module(", "", ")", 100_000), "pipelines nested deeper than 64"},
+		{deep("any(", "test-tag", ")", MaxPipelineDepth+1), "pipelines nested deeper than 64"},
+		{deep("inline{default-pipeline={", "cse", "}}", 100_000), "options nested deeper than 64 braces"},
+		{"builtin.module(" + deep("inline{default-pipeline={", "cse", "}}", 2000) + ")", "options nested deeper than 64 braces"},
+		{deep(`inline{default-pipeline="inline{default-pipeline='`, "cse", `'}"}`, 3000), ""},
+	} {
+		start := time.Now()
+		_, err := ParsePipeline(tt.text)
+		if err == nil || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%.60s…: %.300v", tt.text, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%.60s…: %v", tt.text, d)
+		}
+	}
+	if _, err := ParsePipeline(deep("any(", "test-tag", ")", MaxPipelineDepth)); err != nil {
+		t.Errorf("%d nested pipelines: %v", MaxPipelineDepth, err)
+	}
+	if _, err := ParsePipeline(deep("inline{default-pipeline={", "cse", "}}", 20)); err != nil {
+		t.Errorf("20 nested inline pipelines: %v", err)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"github.com/strata-ir/strata/dialects/builtin"
 	"slices"
 	"strings"
+
+	"github.com/strata-ir/strata/ir"
 )
 
 // OpPassManager is a pipeline anchored on one op name: the passes and nested
@@ -13,6 +15,15 @@ import (
 type OpPassManager struct {
 	anchor string
 	items  []item
+	// src and at locate the anchor's name in the pipeline text it was
+	// parsed from (at is one past its offset; 0 for pipelines built in Go).
+	src string
+	at  int
+	// implicit marks a nested pipeline written as the whole pipeline
+	// text, which ParsePipeline nested in builtin.module: mlir-opt runs
+	// such a pipeline on the root op itself, so the root must hold ops
+	// it anchors on (checkAnchorsRun).
+	implicit bool
 }
 
 // item is one element of a pipeline: a pass or a nested pipeline.
@@ -180,6 +191,8 @@ func ParsePipeline(text string) (*OpPassManager, error) {
 	if len(scratch.items) == 1 && scratch.items[0].nested != nil {
 		if a := scratch.items[0].nested.anchor; a == builtin.OpModule || a == AnyOp {
 			root = scratch.items[0].nested
+		} else {
+			scratch.items[0].nested.implicit = true
 		}
 	}
 	if err := p.checkAnchors(root); err != nil {
@@ -270,8 +283,12 @@ func (p *pipelineParser) parseElement(pm *OpPassManager, depth int) error {
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] == '(' {
 		open := p.pos
+		if depth+1 > MaxPipelineDepth {
+			return p.errorf(open, "pipelines nested deeper than %d", MaxPipelineDepth)
+		}
 		p.pos++
 		nested := pm.Nest(name)
+		nested.src, nested.at = p.src, start+1
 		if err := p.parseList(nested, depth+1); err != nil {
 			return err
 		}
@@ -362,10 +379,92 @@ func (p *pipelineParser) checkAnchors(pm *OpPassManager) error {
 	return nil
 }
 
+// MaxPipelineDepth bounds how deeply a textual pipeline may nest op
+// pipelines, and how deeply braces may nest in a pass's options (where
+// inline's default-pipeline holds a pipeline of its own): real pipelines
+// nest a few levels; the bound keeps hostile text from exhausting the
+// stack, or from costing time quadratic in its length as each level
+// parses the text of the levels inside it again.
+const MaxPipelineDepth = 64
+
+// checkAnchorsRun checks, before pm runs on root, the anchors a run would
+// silently skip: a nested pipeline anchored on an op name no dialect
+// registers (a misspelling such as func.fnuc; unregistered ops are allowed
+// when ctx allows them), and a pipeline written without the root's anchor
+// on an op the root does not hold (mlir-opt runs it on the root itself and
+// refuses a mismatch).
+func checkAnchorsRun(ctx *ir.Context, pm *OpPassManager, root *ir.Operation) error {
+	for _, it := range pm.items {
+		n := it.nested
+		if n == nil {
+			continue
+		}
+		if n.anchor != AnyOp && ctx.OpDef(n.anchor) == nil && !ctx.AllowUnregistered {
+			return n.errorf("'%s' is not a registered operation, so the pipeline nested on it would never run%s",
+				n.anchor, suggestOp(ctx, n.anchor))
+		}
+		if n.implicit && !holdsOp(root, n.anchor) {
+			return n.errorf("can't run '%s' pass manager on '%s' op (it holds no '%s' op; write %s(%s(…)) to run on nested ones where there are any)",
+				n.anchor, root.Name(), n.anchor, root.Name(), n.anchor)
+		}
+		if err := checkAnchorsRun(ctx, n, root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errorf returns a PipelineError at pm's anchor, or a plain error for a
+// pipeline built in Go.
+func (pm *OpPassManager) errorf(format string, args ...any) error {
+	if pm.at == 0 {
+		return fmt.Errorf(format, args...)
+	}
+	return &PipelineError{Pipeline: pm.src, Offset: pm.at - 1, Msg: fmt.Sprintf(format, args...)}
+}
+
+// holdsOp reports whether an op named name is directly nested in op.
+func holdsOp(op *ir.Operation, name string) bool {
+	for _, reg := range op.Regions() {
+		for _, b := range reg.Blocks() {
+			for _, child := range b.Ops() {
+				if child.Name() == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// suggestOp returns " (did you mean 'x'?)" for the registered op name
+// closest to name, if one is close.
+func suggestOp(ctx *ir.Context, name string) string {
+	var names []string
+	for _, d := range ctx.Dialects() {
+		for _, def := range d.Ops {
+			names = append(names, def.Name)
+		}
+	}
+	if c := closest(name, names); c != "" {
+		return " (did you mean '" + c + "'?)"
+	}
+	return ""
+}
+
 // balanced returns the index of the '}' closing the '{' at open.
 func (p *pipelineParser) balanced(open int) (int, error) {
-	end, _, quote := scanQuoted(p.src, open, func(c byte, depth int) bool { return c == '}' && depth == 1 })
+	tooDeep := false
+	end, _, quote := scanQuoted(p.src, open, func(c byte, depth int) bool {
+		if c == '{' && depth >= MaxPipelineDepth {
+			tooDeep = true
+			return true
+		}
+		return c == '}' && depth == 1
+	})
 	switch {
+	case tooDeep:
+		return 0, p.errorf(end, "options nested deeper than %d braces", MaxPipelineDepth)
 	case quote != 0:
 		return 0, p.errorf(open, "unterminated quoted option value")
 	case end == len(p.src):

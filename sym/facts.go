@@ -289,20 +289,37 @@ func (f *Facts) upperBound(e Expr) (int64, bool) { return f.bound(e, true) }
 // bound bounds a sum term by term: a term's bound needs its monomial's
 // lower bound (positive coefficients, for a lower bound) or upper bound.
 func (f *Facts) bound(e Expr, upper bool) (int64, bool) {
-	s := e.constant()
-	for _, t := range e.terms() {
-		lo, loOK, hi, hiOK := f.monoRange(t.mono)
-		useHi := (t.coef > 0) == upper
-		switch {
-		case useHi && hiOK:
-			s += t.coef * hi
-		case !useHi && loOK:
-			s += t.coef * lo
-		default:
-			return 0, false
-		}
+	lo, loOK, hi, hiOK := f.exprRange(e)
+	if upper {
+		return hi, hiOK
 	}
-	return s, true
+	return lo, loOK
+}
+
+// exprRange bounds e from below and above at once. Computing both in one
+// walk keeps nested max and min linear: bounding each atom's operands
+// separately for each side would visit a chain of n nested atoms 2^n times.
+func (f *Facts) exprRange(e Expr) (lo int64, loOK bool, hi int64, hiOK bool) {
+	lo, hi = e.constant(), e.constant()
+	loOK, hiOK = true, true
+	for _, t := range e.terms() {
+		if !loOK && !hiOK {
+			break
+		}
+		l, lok, h, hok := f.monoRange(t.mono)
+		if t.coef < 0 {
+			l, lok, h, hok = h, hok, l, lok
+		}
+		lo, loOK = lo+t.coef*l, loOK && lok
+		hi, hiOK = hi+t.coef*h, hiOK && hok
+	}
+	if !loOK {
+		lo = 0
+	}
+	if !hiOK {
+		hi = 0
+	}
+	return lo, loOK, hi, hiOK
 }
 
 // monoRange bounds a product of atoms whose lower bounds are ≥ 0.
@@ -333,8 +350,7 @@ func (f *Facts) atomRange(a *atom) (lo int64, loOK bool, hi int64, hiOK bool) {
 		if !ok || c <= 0 {
 			return 0, false, 0, false
 		}
-		l, lok := f.lowerBound(a.a)
-		h, hok := f.upperBound(a.a)
+		l, lok, h, hok := f.exprRange(a.a)
 		return floorDiv(l, c), lok, floorDiv(h, c), hok
 	case opMod:
 		c, ok := a.b.IsConst()
@@ -343,10 +359,8 @@ func (f *Facts) atomRange(a *atom) (lo int64, loOK bool, hi int64, hiOK bool) {
 		}
 		return 0, true, c - 1, true
 	}
-	la, laOK := f.lowerBound(a.a)
-	lb, lbOK := f.lowerBound(a.b)
-	ha, haOK := f.upperBound(a.a)
-	hb, hbOK := f.upperBound(a.b)
+	la, laOK, ha, haOK := f.exprRange(a.a)
+	lb, lbOK, hb, hbOK := f.exprRange(a.b)
 	if a.op == opMax {
 		switch {
 		case laOK && lbOK:

@@ -11,7 +11,10 @@ import (
 // symbols, + - * and parentheses, and the calls floordiv(a, b), mod(a, b),
 // max(a, b), min(a, b). The result is simplified under the default facts.
 // Text whose coefficients could leave the int64 range while it is
-// simplified (beyond ±2^62) is an error, not a wrapped result.
+// simplified (beyond ±2^62) is an error, not a wrapped result, and so are
+// parentheses and calls nested more than MaxDepth deep (sizes do not nest
+// that far; the bound keeps hostile text from exhausting the stack) and
+// floordiv or mod by the constant 0.
 func Parse(text string) (Expr, error) { return (*Facts)(nil).Parse(text) }
 
 // Parse is the package-level Parse, simplifying under f.
@@ -27,11 +30,23 @@ func (f *Facts) Parse(text string) (Expr, error) {
 	return e, nil
 }
 
+// MaxDepth bounds how deeply Parse lets parentheses and calls nest.
+const MaxDepth = 200
+
 // parser is a recursive-descent parser over src.
 type parser struct {
-	src string
-	pos int
-	f   *Facts
+	src   string
+	pos   int
+	f     *Facts
+	depth int // parentheses and calls open at pos
+}
+
+// enter counts one more level of nesting, failing beyond MaxDepth.
+func (p *parser) enter() error {
+	if p.depth++; p.depth > MaxDepth {
+		return p.errorf("parentheses and calls nested deeper than %d", MaxDepth)
+	}
+	return nil
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -109,19 +124,27 @@ func (p *parser) product() (Expr, error) {
 	return e, err
 }
 
-// unary := '-' unary | primary
+// unary := '-'* primary (a loop: a long run of minus signs costs no stack)
 func (p *parser) unary() (Expr, error) {
-	if p.eat('-') {
-		e, err := p.unary()
-		return Neg(e), err
+	neg := false
+	for p.eat('-') {
+		neg = !neg
 	}
-	return p.primary()
+	e, err := p.primary()
+	if neg {
+		e = Neg(e)
+	}
+	return e, err
 }
 
 // primary := integer | symbol | call | '(' sum ')'
 func (p *parser) primary() (Expr, error) {
 	start := p.skip()
 	if p.eat('(') {
+		if err := p.enter(); err != nil {
+			return Expr{}, err
+		}
+		defer func() { p.depth-- }()
 		e, err := p.sum()
 		if err == nil && !p.eat(')') {
 			err = p.errorf("expected ')'")
@@ -157,6 +180,10 @@ func (p *parser) primary() (Expr, error) {
 	if !ok {
 		return Expr{}, p.errorf("unknown function %s (want floordiv, mod, max or min)", name)
 	}
+	if err := p.enter(); err != nil {
+		return Expr{}, err
+	}
+	defer func() { p.depth-- }()
 	a, err := p.sum()
 	if err != nil {
 		return Expr{}, err
@@ -164,9 +191,14 @@ func (p *parser) primary() (Expr, error) {
 	if !p.eat(',') {
 		return Expr{}, p.errorf("expected ',' in %s(…)", name)
 	}
+	bpos := p.skip()
 	b, err := p.sum()
 	if err != nil {
 		return Expr{}, err
+	}
+	if c, ok := b.IsConst(); ok && c == 0 && (name == "floordiv" || name == "mod") {
+		p.pos = bpos
+		return Expr{}, p.errorf("%s by zero", name)
 	}
 	if !p.eat(')') {
 		return Expr{}, p.errorf("expected ')' closing %s(…)", name)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -463,5 +464,71 @@ func TestGuardOnSymbolNamedArg(t *testing.T) {
 	}
 	if _, err := ParseGuard("arg0.rnk == 2"); err == nil || !strings.Contains(err.Error(), `unknown field "rnk"`) {
 		t.Errorf("arg0.rnk: %v", err)
+	}
+}
+
+// TestParseHostileNesting checks the bounds on nesting: deep parentheses
+// and calls are errors, not stack overflows, and nested max/min stay fast
+// (bounding them once visited a chain of n nested atoms 2^n times).
+func TestParseHostileNesting(t *testing.T) {
+	deep := func(open, mid, close string, n int) string {
+		return strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	for name, text := range map[string]string{
+		"parentheses":     deep("(", "s0", ")", 1_000_000),
+		"max":             deep("max(", "s0", ", 1)", 100_000),
+		"floordiv":        deep("floordiv(", "s0", ", 2)", 100_000),
+		"guard":           "s1 == " + deep("(", "s0", ")", 1_000_000),
+		"nested too deep": deep("(", "s0", ")", MaxDepth+1),
+	} {
+		_, err := Parse(text)
+		if name == "guard" {
+			_, err = ParseGuard(text)
+		}
+		if err == nil || !strings.Contains(err.Error(), "nested deeper than") {
+			t.Errorf("%s: %.200v", name, err)
+		}
+	}
+	if _, err := Parse(deep("(", "s0", ")", MaxDepth)); err != nil {
+		t.Errorf("%d parentheses: %v", MaxDepth, err)
+	}
+	// A minus sign per level costs no stack.
+	if e, err := Parse(strings.Repeat("-", 1_000_001) + "s0"); err != nil || e.String() != "-s0" {
+		t.Errorf("a million minus signs: %v, %v", e, err)
+	}
+	start := time.Now()
+	for _, op := range []string{"max", "min"} {
+		for _, text := range []string{
+			deep(op+"(", "s0", ", s1 + 1)", 60),
+			deep(op+"(s1 - 1, ", "s0", ")", 60),
+			deep(op+"(", "s0", ", "+op+"(s1, s2 + 3))", 60),
+		} {
+			e, err := Parse(text)
+			if err != nil {
+				t.Fatalf("%.80s…: %v", text, err)
+			}
+			if back, err := Parse(e.String()); err != nil || !back.Equal(e) {
+				t.Errorf("%.80s… does not print back: %v", text, err)
+			}
+			if _, err := ParseGuard("s9 <= " + text); err != nil {
+				t.Errorf("guard: %v", err)
+			}
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("60 nested max/min took %v", d)
+	}
+}
+
+// TestParseDivisionByZero checks that floordiv and mod by a divisor that is
+// the constant 0 are errors (they would only fail when evaluated).
+func TestParseDivisionByZero(t *testing.T) {
+	for _, text := range []string{"floordiv(s0, 0)", "mod(s0, 0)", "floordiv(s0, s1 - s1)", "s0 + mod(4, 2 - 2)"} {
+		if e, err := Parse(text); err == nil || !strings.Contains(err.Error(), "by zero") {
+			t.Errorf("Parse(%q) = %v, %v; want division by zero", text, e, err)
+		}
+	}
+	if _, err := ParseGuard("arg0.shape[0] == floordiv(s0, 0)"); err == nil {
+		t.Error("a guard dividing by zero parsed")
 	}
 }

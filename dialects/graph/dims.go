@@ -126,6 +126,9 @@ func ParseDims(text string) ([]*sym.Expr, error) {
 		if err != nil {
 			return nil, fmt.Errorf("in %s: %w", text, err)
 		}
+		if c, ok := e.IsConst(); ok && c < 0 {
+			return nil, fmt.Errorf("in %s: size %d is negative", text, c)
+		}
 		out = append(out, &e)
 	}
 	return out, nil

@@ -59,8 +59,10 @@ func TestTensorWithDims(t *testing.T) {
 	if _, err := graph.ParseDims("#graph.dims<[s0, max(s1, 2), ?]>"); err != nil {
 		t.Error(err)
 	}
-	if _, err := graph.ParseDims("#graph.dims<[s0 +]>"); err == nil {
-		t.Error("a bad encoding parsed")
+	for _, bad := range []string{"#graph.dims<[s0 +]>", "#graph.dims<[-5]>", "#graph.dims<[s0, 2 - 3]>", "#graph.dims<[floordiv(s0, 0)]>"} {
+		if _, err := graph.ParseDims(bad); err == nil {
+			t.Errorf("the bad encoding %s parsed", bad)
+		}
 	}
 }
 

@@ -51,6 +51,11 @@ func FromNPY(arr *npy.Array, want ir.Type) (Value, error) {
 	if arr.DType != dt {
 		return nil, fmt.Errorf("expected %s (a %s array), got a %s array of shape %v", want, dt, arr.DType, arr.Shape)
 	}
+	// Some element types are widened on the way (ui8 to int64, bf16 through
+	// float64): check what that costs before allocating.
+	if _, err := reserve(elem, arr.Shape); err != nil {
+		return nil, err
+	}
 	var (
 		t   *Tensor
 		err error

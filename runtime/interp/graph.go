@@ -199,6 +199,9 @@ func graphIota(_ *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := reserve(resultElem(op), shape); err != nil {
+		return nil, err
+	}
 	inner := ir.NumElements(shape[axis+1:])
 	n := ir.NumElements(shape)
 	elem := resultElem(op)
@@ -257,6 +260,9 @@ func broadcast2(a, b *Tensor) ([]int64, []int64, []int64, error) {
 	shape, ok := graph.BroadcastShape(a.shape, b.shape)
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("operands %s and %s do not broadcast", a, b)
+	}
+	if _, err := reserve(a.elem, shape); err != nil {
+		return nil, nil, nil, err
 	}
 	return shape, broadcastIdx(shape, a.shape), broadcastIdx(shape, b.shape), nil
 }
@@ -365,6 +371,9 @@ func graphSelect(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
 	}
 	if !ok {
 		return nil, fmt.Errorf("operands %s, %s and %s do not broadcast", c, a, b)
+	}
+	if _, err := reserve(a.elem, shape); err != nil {
+		return nil, err
 	}
 	ic, ia, ib := broadcastIdx(shape, c.shape), broadcastIdx(shape, a.shape), broadcastIdx(shape, b.shape)
 	xc, xa, xb := c.Int64s(), a.Bits(), b.Bits()
@@ -707,6 +716,9 @@ func graphBroadcastTo(_ *Frame, op *ir.Operation, args []Value) ([]Value, error)
 	if b, ok := graph.BroadcastShape(x.shape, shape); !ok || !slices.Equal(b, shape) {
 		return nil, fmt.Errorf("cannot broadcast %s to %v", x, shape)
 	}
+	if _, err := reserve(x.elem, shape); err != nil {
+		return nil, err
+	}
 	idx := graph.BroadcastIndex(shape, x.shape)
 	bits := x.Bits()
 	out := make([]uint64, len(idx))
@@ -781,9 +793,20 @@ func graphPad(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	x := ts[0]
 	low, _ := intsAttr(op, "low")
 	high, _ := intsAttr(op, "high")
+	if len(low) != len(x.shape) || len(high) != len(x.shape) {
+		return nil, fmt.Errorf("padding %v, %v does not fit %s", low, high, x)
+	}
 	shape := make([]int64, len(x.shape))
 	for d := range shape {
+		// Each term is below 2^63 but the sum may not be: add in float64
+		// to tell an overflow from a size.
+		if sz := float64(low[d]) + float64(x.shape[d]) + float64(high[d]); sz < 0 || sz >= 1<<62 {
+			return nil, fmt.Errorf("padding %v, %v of %s gives dim %d the size %.0f", low, high, x, d, sz)
+		}
 		shape[d] = low[d] + x.shape[d] + high[d]
+	}
+	if _, err := reserve(x.elem, shape); err != nil {
+		return nil, err
 	}
 	fill := uint64(0)
 	if v := op.Attr("value"); v != nil {
@@ -840,6 +863,10 @@ func graphGather(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			idx[i] = v + int64(n)
 		}
 	}
+	shape := slices.Concat(x.shape[:axis], indices.shape, x.shape[axis+1:])
+	if _, err := reserve(x.elem, shape); err != nil {
+		return nil, err
+	}
 	bits := x.Bits()
 	out := make([]uint64, 0, outer*len(idx)*inner)
 	for o := range outer {
@@ -848,7 +875,6 @@ func graphGather(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			out = append(out, bits[start:start+inner]...)
 		}
 	}
-	shape := slices.Concat(x.shape[:axis], indices.shape, x.shape[axis+1:])
 	return one(fromBitsExact(x.elem, shape, out))
 }
 
@@ -927,6 +953,10 @@ func graphMatmul(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 // matmulTensor runs batchedMatmul in the accumulation type of elem and
 // rounds the result to elem once.
 func matmulTensor(a, b *Tensor, elem ir.Type, shape, batch, batchA, batchB []int64, m, k, n int) (*Tensor, error) {
+	// The operands may hold nothing (k = 0) while the product is huge.
+	if _, err := reserve(elem, shape); err != nil {
+		return nil, err
+	}
 	switch {
 	case ir.IsFloat(elem):
 		fa, da := floatData(a)
@@ -989,6 +1019,10 @@ func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	OW := graph.ConvOutSize(W, KW, p.Padding[1], p.Padding[3], p.Strides[1], p.Dilations[1])
 	if OH < 1 || OW < 1 {
 		return nil, fmt.Errorf("kernel %s does not fit the input %s", w, x)
+	}
+	// The operands may hold nothing (no channels) while the result is huge.
+	if _, err := reserve(x.elem, []int64{N, O, OH, OW}); err != nil {
+		return nil, err
 	}
 	var xs, ws, bias []float64
 	if ir.IsFloat(x.elem) {

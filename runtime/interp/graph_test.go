@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -329,5 +330,77 @@ func TestSymbolicSizesOfArguments(t *testing.T) {
 	want := "t.mlir:1:1: error: @f argument 1 of type tensor<?xf32, #graph.dims<[s0]>> has size 1 in dim 0, but s0 = 3 (argument 0, dim 0)"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("s0 = 3 and 1: error %v, want %q", err, want)
+	}
+}
+
+// TestHugeResults runs tiny programs whose results would need terabytes:
+// each must end in a located error before anything is allocated (Go ends
+// the process when an allocation fails). Static result types are checked
+// before the op runs; computed ones (broadcasts of dynamic operands,
+// products of empty operands, padding) by the op's rule.
+func TestHugeResults(t *testing.T) {
+	defer func(p, a func() uint64) { physicalMemory, availableMemory = p, a }(physicalMemory, availableMemory)
+	physicalMemory = func() uint64 { return 4 << 30 }
+	availableMemory = func() uint64 { return 512 << 20 }
+	ctx := ir.NewContext(builtin.Dialect, funcd.Dialect, graph.Dialect)
+	f32 := func(shape ...int64) Value { return must(NewTensor(ir.F32, shape)) }
+	for _, tc := range []struct {
+		name, sig, body string
+		args            []Value
+		want            string
+	}{
+		{"iota", "() -> tensor<100000x100000xi64>",
+			`%0 = "graph.iota"() {axis = 0 : i64} : () -> tensor<100000x100000xi64>`, nil,
+			"'graph.iota' op a result of shape [100000 100000] and element type i64 needs 223.5 GiB, more than the 4.0 GiB of memory of this machine"},
+		{"iota of more than 2^36 elements", "() -> tensor<1000000000x1000000000xf32>",
+			`%0 = "graph.iota"() {axis = 0 : i64} : () -> tensor<1000000000x1000000000xf32>`, nil, "more than 2^36 elements"},
+		{"broadcast_to", "(%x: tensor<1xf32>) -> tensor<100000x100000xf32>",
+			`%0 = "graph.broadcast_to"(%x) {shape = [100000, 100000]} : (tensor<1xf32>) -> tensor<100000x100000xf32>`,
+			[]Value{f32(1)}, "'graph.broadcast_to' op a result of shape [100000 100000] and element type f32 needs 186.3 GiB"},
+		{"add of dynamic operands", "(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>) -> tensor<?x?xf32>",
+			`%0 = "graph.add"(%x, %y) : (tensor<?x1xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>`,
+			[]Value{f32(100000, 1), f32(1, 100000)}, "'graph.add' op a result of shape [100000 100000] and element type f32 needs"},
+		{"cmp of dynamic operands", "(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>) -> tensor<?x?xi1>",
+			`%0 = "graph.cmp"(%x, %y) {predicate = "lt"} : (tensor<?x1xf32>, tensor<1x?xf32>) -> tensor<?x?xi1>`,
+			[]Value{f32(100000, 1), f32(1, 100000)}, "'graph.cmp' op a result of shape [100000 100000]"},
+		{"select of dynamic operands", "(%c: tensor<?x1xi1>, %x: tensor<1x?xf32>, %y: tensor<1x1xf32>) -> tensor<?x?xf32>",
+			`%0 = "graph.select"(%c, %x, %y) : (tensor<?x1xi1>, tensor<1x?xf32>, tensor<1x1xf32>) -> tensor<?x?xf32>`,
+			[]Value{must(NewTensor(ir.I1, []int64{100000, 1})), f32(1, 100000), f32(1, 1)}, "'graph.select' op a result of shape [100000 100000]"},
+		{"matmul with k = 0", "(%x: tensor<?x0xf32>, %y: tensor<0x?xf32>) -> tensor<?x?xf32>",
+			`%0 = "graph.matmul"(%x, %y) : (tensor<?x0xf32>, tensor<0x?xf32>) -> tensor<?x?xf32>`,
+			[]Value{f32(1000000, 0), f32(0, 1000000)}, "'graph.matmul' op a result of shape [1000000 1000000]"},
+		{"conv2d with no channels", "(%x: tensor<?x0x?x?xf32>, %w: tensor<?x0x1x1xf32>) -> tensor<?x?x?x?xf32>",
+			`%0 = "graph.conv2d"(%x, %w) : (tensor<?x0x?x?xf32>, tensor<?x0x1x1xf32>) -> tensor<?x?x?x?xf32>`,
+			[]Value{f32(1, 0, 100000, 100000), f32(1000, 0, 1, 1)}, "'graph.conv2d' op a result of shape [1 1000 100000 100000]"},
+		{"attention with head dim 0", "(%q: tensor<1x?x0xf32>, %k: tensor<1x?x0xf32>, %v: tensor<1x?x0xf32>) -> tensor<1x?x0xf32>",
+			`%0 = "graph.attention"(%q, %k, %v) : (tensor<1x?x0xf32>, tensor<1x?x0xf32>, tensor<1x?x0xf32>) -> tensor<1x?x0xf32>`,
+			[]Value{f32(1, 1000000, 0), f32(1, 1000000, 0), f32(1, 1000000, 0)}, "'graph.attention' op a result of shape [1 1000000 1000000]"},
+		{"pad", "(%x: tensor<?xf32>) -> tensor<?xf32>",
+			`%0 = "graph.pad"(%x) {low = [1000000000000], high = [0]} : (tensor<?xf32>) -> tensor<?xf32>`,
+			[]Value{f32(2)}, "'graph.pad' op a result of shape [1000000000002] and element type f32"},
+		{"pad that overflows", "(%x: tensor<?xf32>) -> tensor<?xf32>",
+			`%0 = "graph.pad"(%x) {low = [9223372036854775807], high = [9223372036854775807]} : (tensor<?xf32>) -> tensor<?xf32>`,
+			[]Value{f32(2)}, "'graph.pad' op padding [9223372036854775807], [9223372036854775807] of f32 of shape [2] gives dim 0 the size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "func.func @f" + strings.Replace(tc.sig, " ->", " -> ", 1) + " {\n  " + tc.body + "\n  return %0 : " +
+				tc.sig[strings.LastIndex(tc.sig, "-> ")+3:] + "\n}\n"
+			m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
+			if err != nil {
+				t.Fatalf("parse: %v\n%s", err, src)
+			}
+			if err := ir.Verify(m); err != nil {
+				t.Fatalf("verify: %v\n%s", err, src)
+			}
+			start := time.Now()
+			_, err = New(m).Call("f", tc.args...)
+			var d *ir.Diagnostic
+			if err == nil || !errors.As(err, &d) || !strings.HasPrefix(err.Error(), "t.mlir:2:") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want a located error containing %q", err, tc.want)
+			}
+			if el := time.Since(start); el > 2*time.Second {
+				t.Errorf("took %v", el)
+			}
+		})
 	}
 }

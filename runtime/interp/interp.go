@@ -333,6 +333,9 @@ func (f *Frame) exec(op *ir.Operation) ([]Value, error) {
 			return nil, ir.Errorf(op.Loc(), "'%s' op operand %d is used before it is computed", op.Name(), i)
 		}
 	}
+	if err := reserveResults(op); err != nil {
+		return nil, ir.Errorf(op.Loc(), "'%s' op %v", op.Name(), err)
+	}
 	results, err := rule(f, op, args)
 	if err != nil {
 		var d *ir.Diagnostic

@@ -162,6 +162,65 @@ func numElements(elem ir.Type, shape []int64) (int, error) {
 	return int(n), nil
 }
 
+// scratchBytes is what a rule may hold for each element of a tensor it
+// computes, beyond the tensor's own storage: a float64, int64 or
+// bit-pattern copy of the elements and an index map.
+const scratchBytes = 16
+
+// reserve is the check every rule makes before it allocates a tensor whose
+// size does not come from the data of an operand (a static result type, a
+// broadcast, a padding, a product's rows and columns, the rows of
+// attention's scores, an input widened from a file): the element count of
+// shape must not overflow nor exceed 2^36, and the tensor with its scratch
+// (scratchBytes per element) must fit in memory (CheckMemory). exec makes
+// it for every static result type before the op's rule runs; rules whose
+// result shapes are computed make it themselves. Go ends the process when
+// an allocation fails, so without it a 200-byte program could ask for
+// terabytes and die with a stack trace instead of a diagnostic.
+func reserve(elem ir.Type, shape []int64) (int, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("invalid dimension %d in shape %v", d, shape)
+		}
+		if d != 0 && n > maxElements/d {
+			return 0, fmt.Errorf("a result of shape %v and element type %s has more than 2^36 elements", shape, elem)
+		}
+		n *= d
+	}
+	if err := CheckMemory(uint64(n) * uint64(storageBytes(elem)+scratchBytes)); err != nil {
+		return 0, fmt.Errorf("a result of shape %v and element type %s %w", shape, elem, err)
+	}
+	return int(n), nil
+}
+
+// reserveResults applies reserve to op's ranked, static tensor and vector
+// result types (memrefs are views but for loop.alloc, which checks its
+// own size).
+func reserveResults(op *ir.Operation) error {
+	for _, r := range op.Results() {
+		var shape []int64
+		switch t := r.Type().(type) {
+		case *ir.TensorType:
+			if !t.Ranked() {
+				continue
+			}
+			shape = t.Shape()
+		case *ir.VectorType:
+			shape = t.Shape()
+		default:
+			continue
+		}
+		if len(shape) == 0 || slices.Contains(shape, ir.Dynamic) {
+			continue
+		}
+		if _, err := reserve(ir.ElementTypeOf(r.Type()), shape); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CheckSize reports an error when a tensor of elem elements and the static
 // shape cannot be allocated: an element type the interpreter does not
 // support, a negative size, more than 2^36 elements, or more bytes than

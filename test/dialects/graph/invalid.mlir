@@ -197,6 +197,22 @@ func.func @f(%a: tensor<?xf32, #graph.dims<[s0 +]>>) -> tensor<?xf32> {
 
 // -----
 
+func.func @f(%a: tensor<?xf32, #graph.dims<[-5]>>) -> tensor<?xf32> {
+  // expected-error @+1 {{'graph.exp' op operand #0: in #graph.dims<[-5]>: size -5 is negative}}
+  %0 = "graph.exp"(%a) : (tensor<?xf32, #graph.dims<[-5]>>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<?xf32, #graph.dims<[floordiv(s0, 0)]>>) -> tensor<?xf32> {
+  // expected-error-re @+1 {{'graph.exp' op operand #0: {{.*}}floordiv by zero}}
+  %0 = "graph.exp"(%a) : (tensor<?xf32, #graph.dims<[floordiv(s0, 0)]>>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
 func.func @f(%a: tensor<?x4xf32, #graph.dims<[s0]>>) -> tensor<?x4xf32> {
   // expected-error @+1 {{'graph.exp' op operand #0: #graph.dims<[s0]> has 1 sizes for a tensor of rank 2}}
   %0 = "graph.exp"(%a) : (tensor<?x4xf32, #graph.dims<[s0]>>) -> tensor<?x4xf32>

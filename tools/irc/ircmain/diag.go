@@ -73,10 +73,13 @@ func (s *source) writeSnippet(w io.Writer, loc ir.Location) {
 		return
 	}
 	line := strings.TrimRight(s.lines[l.Line-1], "\r")
-	col := max(l.Col, 1)
+	runes := []rune(line)
+	// A location may point past the end of its line (a loc(...) written by
+	// hand): the caret goes just after the line's last character.
+	col := min(max(l.Col, 1), len(runes)+1)
 	// Show a window of a very long line (generated or minified input), so
 	// one diagnostic stays one screen.
-	if runes := []rune(line); len(runes) > 2*snippetContext+20 {
+	if len(runes) > 2*snippetContext+20 {
 		start := max(col-1-snippetContext, 0)
 		end := min(col-1+snippetContext, len(runes))
 		prefix, suffix := "", ""
