@@ -4,8 +4,9 @@
 // variable (comma separated, e.g. STRATA_LOGS=fusion) or by Enable (irc
 // --logs=fusion). Lines go to standard error unless SetOutput says otherwise.
 //
-// A disabled topic costs one atomic load: callers test Enabled before
-// building an expensive message.
+// A disabled topic costs a couple of atomic loads: callers test Enabled
+// before building an expensive message. Unknown topics are errors for irc
+// and a warning for library users (Check, EnvError); Topics lists them.
 package logs
 
 import (
@@ -26,8 +27,6 @@ var (
 	mu  sync.Mutex // serialises writes, as passes log from parallel goroutines
 	out io.Writer  = os.Stderr
 )
-
-func init() { Enable(Parse(os.Getenv(EnvVar))...) }
 
 // Parse splits a comma-separated topic list, dropping blanks.
 func Parse(list string) []string {
@@ -60,6 +59,9 @@ func Disable() { topics.Store(&map[string]bool{}) }
 
 // Enabled reports whether topic is on.
 func Enabled(topic string) bool {
+	if envWarn.Load() {
+		warnEnv()
+	}
 	cur := topics.Load()
 	return cur != nil && ((*cur)[topic] || (*cur)["all"])
 }

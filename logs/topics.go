@@ -1,0 +1,178 @@
+package logs
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Topic describes one log topic: its name, as given to STRATA_LOGS and
+// irc --logs, and what it logs.
+type Topic struct {
+	Name string
+	Doc  string
+}
+
+// builtin lists the topics Strata's own packages write. A package that
+// adds a topic adds it here (TestTopicsAreKnown checks that every topic
+// the repository logs under is listed).
+var builtin = []Topic{
+	{"all", "every topic"},
+	{"autotune", "max-autotune's search: each candidate's time, the budget, the choice (runtime/autotune)"},
+	{"cudagraphs", "CUDA graph capture and replay, and why a plan was not captured (runtime/exec)"},
+	{"fusion", "graph-fuse's decisions: each merge and each refusal, with its reason (passes/fusion)"},
+	{"graph_breaks", "where frontend tracing stopped a graph, and why (frontend)"},
+	{"guards", "the guards a compiled graph checks before it is reused (frontend)"},
+	{"partition", "graph-partition's split of a joint graph into forward and backward (autodiff)"},
+	{"perf_hints", "choices that cost speed: interpreter fallbacks, ptxas refusals, nests left off the fast kernels"},
+	{"recompiles", "why a compiled function was compiled again: the guard that failed (frontend)"},
+}
+
+var (
+	regMu sync.Mutex
+	extra []Topic // registered by Register
+)
+
+// Register adds topics written by code outside Strata (an out-of-tree
+// pass, say), so that Check and irc --logs accept them. Registering a
+// name twice is a no-op.
+func Register(name, doc string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if known(name) {
+		return
+	}
+	extra = append(extra, Topic{name, doc})
+}
+
+// Topics returns every known topic, sorted by name.
+func Topics() []Topic {
+	regMu.Lock()
+	out := append(slices.Clone(builtin), extra...)
+	regMu.Unlock()
+	slices.SortFunc(out, func(a, b Topic) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// known reports whether name is a topic; regMu is held.
+func known(name string) bool {
+	for _, ts := range [][]Topic{builtin, extra} {
+		for _, t := range ts {
+			if t.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Check returns an error naming each of names that is not a known topic,
+// with the closest known name where one is close, and listing the known
+// topics.
+func Check(names []string) error {
+	regMu.Lock()
+	var bad []string
+	for _, n := range names {
+		if !known(n) {
+			bad = append(bad, n)
+		}
+	}
+	regMu.Unlock()
+	if len(bad) == 0 {
+		return nil
+	}
+	var names2 []string
+	for _, t := range Topics() {
+		names2 = append(names2, t.Name)
+	}
+	var b strings.Builder
+	for i, n := range bad {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", n)
+		if s := Closest(n, names2); s != "" {
+			fmt.Fprintf(&b, " (did you mean %q?)", s)
+		}
+	}
+	word := "topic"
+	if len(bad) > 1 {
+		word = "topics"
+	}
+	return fmt.Errorf("unknown log %s %s; the known topics are %s", word, b.String(), strings.Join(names2, ", "))
+}
+
+// envErr is what Check found wrong in STRATA_LOGS when the process
+// started; envWarn is set until it has been reported.
+var (
+	envErr  error
+	envWarn atomic.Bool
+)
+
+// EnvError returns what is wrong with STRATA_LOGS (unknown topics, which
+// are ignored), or nil, and takes over reporting it: a command such as irc
+// refuses to run with it. Otherwise the first Enabled call prints it once
+// on the log output as a warning, so library users hear of it too.
+func EnvError() error {
+	envWarn.Store(false)
+	return envErr
+}
+
+// warnEnv prints the STRATA_LOGS error once, unless EnvError took it.
+func warnEnv() {
+	if !envWarn.Swap(false) {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Fprintf(out, "strata: warning: %v\n", envErr)
+}
+
+func init() {
+	names := Parse(os.Getenv(EnvVar))
+	if err := Check(names); err != nil {
+		envErr = fmt.Errorf("%s: %w", EnvVar, err)
+		envWarn.Store(true)
+	}
+	Enable(names...)
+}
+
+// Closest returns the candidate nearest to s in edit distance when it is
+// near enough to be a likely misspelling (at most a third of its length,
+// and at least one edit), else "".
+func Closest(s string, candidates []string) string {
+	best, bestD := "", len(s)/3+1
+	if bestD > 3 {
+		bestD = 3
+	}
+	for _, c := range candidates {
+		if d := editDistance(s, c); d <= bestD && (best == "" || d < editDistance(s, best)) {
+			best = c
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
