@@ -9,6 +9,7 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/decompose"
 	"github.com/strata-ir/strata/sym"
 )
 
@@ -299,6 +300,9 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			return k.unaryElem(name, strAttr(op, "approximate", "none"), vals[0], elem)
 		}
 		return k.binaryElem(name, vals[0], vals[1], elem)
+	}
+	if slices.Contains(decompose.Composites(), op.Name()) {
+		return nil, errorf(op.Loc(), "cannot lower '%s', a composite: run graph-decompose first (lower-to-loop does)", op.Name())
 	}
 	return nil, errorf(op.Loc(), "cannot lower '%s'", op.Name())
 }
