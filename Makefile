@@ -10,14 +10,14 @@ GO ?= go
 # a PATH with LLVM's bin directory, for the lit tests under test/.
 TOOLS_ENV := .cache/tools/env.sh
 
-.PHONY: all tools test race fmt-check vet build fuzz docs bench bench-gpu perf-doc
+.PHONY: all tools test race fmt-check vet tidy-check build fuzz docs bench bench-gpu perf-doc
 
 all: build
 
 tools:
 	@bash scripts/setup-tools.sh
 
-test: tools fmt-check vet race
+test: tools fmt-check vet tidy-check race
 	. ./$(TOOLS_ENV) && $(GO) test ./...
 
 # The tests that make contexts and run passes on several goroutines, under
@@ -31,6 +31,10 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# go.mod and go.sum are tidy: `go mod tidy` would change nothing.
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 
 build:
 	$(GO) build -o bin/irc ./tools/irc
