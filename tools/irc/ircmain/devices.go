@@ -14,6 +14,11 @@ import (
 // is missing but the CUDA driver is not, the driver API gives what it
 // knows (no UUID, no clocks).
 func (t *tool) devices(args []string) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintf(t.stdout, "usage: %s devices\n\nlists each NVIDIA GPU with its compute capability, memory and clocks, and the\n"+
+			"driver's version (through NVML, else the CUDA driver API); exits 1 when there is none\n", t.name)
+		return ExitOK
+	}
 	if len(args) > 0 {
 		return t.usageErrorf("devices takes no arguments, got %q", args[0])
 	}

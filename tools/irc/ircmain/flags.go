@@ -45,13 +45,18 @@ func newFlagSet(name string) *flag.FlagSet {
 func (t *tool) parseFlags(fs *flag.FlagSet, synopsis string, args []string) (positional []string, status int, ok bool) {
 	positional, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(t.stdout, "usage: %s\n\nflags:\n", synopsis)
+		if fs.Name() == t.name {
+			t.writeUsage(t.stdout)
+			fmt.Fprintf(t.stdout, "\nflags of %s [flags] [file|-]:\n", t.name)
+		} else {
+			fmt.Fprintf(t.stdout, "usage: %s\n\nflags:\n", synopsis)
+		}
 		fs.SetOutput(t.stdout)
 		fs.PrintDefaults()
 		return nil, ExitOK, false
 	}
 	if err != nil {
-		return nil, t.usageErrorf("%v (run '%s --help' for the flags)", err, fs.Name()), false
+		return nil, t.usageErrorf("%v%s (run '%s --help' for the flags)", err, suggestFlag(fs, err), fs.Name()), false
 	}
 	return positional, ExitOK, true
 }

@@ -105,7 +105,9 @@ type tool struct {
 //
 //	irc [flags] [file|-]        parse, verify, transform and print a .mlir file
 //	irc run FILE [flags]        execute a function of FILE
+//	irc npy make|show|compare   make, print and compare .npy files
 //	irc devices                 list the GPUs, their memory, clocks and driver
+//	irc help [TOPIC]            flags, passes, logs, backends, modes, options
 //	irc version                 print the version
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Option) (status int) {
 	t := &tool{
@@ -124,21 +126,43 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Opti
 			status = ExitInternal
 		}
 	}()
+	return t.dispatch(args)
+}
+
+// dispatch runs the subcommand args[0] names, or the default command.
+func (t *tool) dispatch(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "run":
 			return t.run(args[1:])
+		case "npy":
+			return t.npy(args[1:])
 		case "devices":
 			return t.devices(args[1:])
+		case "help":
+			return t.help(args[1:])
 		case "version":
-			if len(args) > 1 {
+			if len(args) > 1 && !isHelp(args[1]) {
 				return t.usageErrorf("version takes no arguments, got %q", args[1])
+			}
+			if len(args) > 1 {
+				fmt.Fprintf(t.stdout, "usage: %s version\n\nprints the version of %s and of the Go it was built with\n", t.name, t.name)
+				return ExitOK
 			}
 			t.printVersion()
 			return ExitOK
 		}
 	}
 	return t.opt(args)
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
 }
 
 // printVersion writes the version line.

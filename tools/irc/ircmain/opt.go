@@ -67,6 +67,9 @@ func (t *tool) opt(args []string) int {
 	case f.listFrontend != "":
 		return t.listFrontend(f.listFrontend)
 	}
+	if err := checkLogs(&f.pipelineFlags); err != nil {
+		return t.usageErrorf("%v", err)
+	}
 	if built, known := emitKinds[f.emit]; !known {
 		return t.usageErrorf("unknown --emit kind %q (want mlir, llvm or ptx)", f.emit)
 	} else if !built {
@@ -235,7 +238,7 @@ func (t *tool) writeOutput(output string, b []byte) error {
 // listFrontend prints the frontend's backends, modes or options.
 func (t *tool) listFrontend(what string) int {
 	write := map[string]func(io.Writer) error{
-		"backends": frontend.WriteBackends, "modes": frontend.WriteModes, "options": frontend.WriteOptions,
+		"backends": frontend.WriteBackends, "modes": frontend.WriteModes, "options": writeOptions,
 	}[what]
 	if err := write(t.stdout); err != nil {
 		return t.errorf("%v", err)

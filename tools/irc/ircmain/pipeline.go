@@ -18,6 +18,18 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// checkLogs checks the topics of --logs and of STRATA_LOGS: an unknown
+// topic is a usage error that lists the known ones.
+func checkLogs(f *pipelineFlags) error {
+	if err := logs.EnvError(); err != nil {
+		return err
+	}
+	if err := logs.Check(logs.Parse(f.logs)); err != nil {
+		return fmt.Errorf("--logs: %w (irc help logs describes them)", err)
+	}
+	return nil
+}
+
 // newPassManager builds the pass manager of --pass-pipeline, instrumented
 // as the flags ask. Without a pipeline it is empty, so that instrumentation
 // such as --timing still reports.

@@ -7,8 +7,12 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	funcd "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
@@ -29,6 +33,10 @@ type runFlags struct {
 	shapes   stringList
 	backend  string
 	nvptx    nvptxFlags
+	// saveInputs is the directory --save-inputs writes the arguments to.
+	saveInputs string
+	// repeat is how many more calls --repeat times after the first.
+	repeat int
 	// signatures are the types of the input's functions before any pass:
 	// their #graph.dims encodings say which sizes the arguments share.
 	signatures map[string]*ir.FunctionType
@@ -80,10 +88,15 @@ func (t *tool) run(args []string) int {
 	fs.Var(&f.seed, "random-inputs", "make up the arguments from the random `seed` instead of --input files")
 	fs.Var(&f.shapes, "shape", "with --random-inputs, make argument N of a dynamic type with `argN=7x128` (repeat)")
 	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter), nvptx or cpu")
+	fs.StringVar(&f.saveInputs, "save-inputs", "", "write the arguments (those --random-inputs drew, say) to `dir`/arg0.npy, arg1.npy, … after a successful run")
+	fs.IntVar(&f.repeat, "repeat", 0, "after the first call, time `N` more calls on the same inputs and print 'repeat: N calls, median X ms, min Y ms' on stderr")
 	f.nvptx.register(fs)
 	positional, status, ok := t.parseFlags(fs, t.name+" run FILE [--func NAME] [--input x.npy]... [--output y.npy]... [--random-inputs SEED] [flags]", args)
 	if !ok {
 		return status
+	}
+	if err := checkLogs(&f.pipelineFlags); err != nil {
+		return t.usageErrorf("run: %v", err)
 	}
 	if built, known := backends[f.backend]; !known {
 		return t.usageErrorf("run: unknown --backend %q (want interp, eager, nvptx or cpu)", f.backend)
@@ -98,6 +111,9 @@ func (t *tool) run(args []string) int {
 	}
 	if f.seed.set && len(f.inputs) > 0 {
 		return t.usageErrorf("run: give either --input files or --random-inputs, not both")
+	}
+	if f.repeat < 0 {
+		return t.usageErrorf("run: --repeat must be at least 0, got %d", f.repeat)
 	}
 	if len(f.shapes) > 0 && !f.seed.set {
 		return t.usageErrorf("run: --shape sets the shapes of --random-inputs arguments; an --input file's shape is its own")
@@ -154,11 +170,78 @@ func (t *tool) run(args []string) int {
 	if err := checkGuards(fn, argv); err != nil {
 		return t.errorf("run: @%s: %v", fnName, err)
 	}
-	results, err := interp.New(mod).Call(fnName, argv...)
+	saved, err := inputArrays(argv)
+	if err != nil {
+		return t.errorf("run: @%s: --save-inputs: %v", fnName, err)
+	}
+	in := interp.New(mod)
+	results, err := in.Call(fnName, argv...)
 	if err != nil {
 		return fail(err)
 	}
+	if err := t.repeatCalls(f.repeat, func() error { _, err := in.Call(fnName, argv...); return err }); err != nil {
+		return fail(err)
+	}
+	if status := t.saveInputs(&f, fnName, saved); status != ExitOK {
+		return status
+	}
 	return t.writeResults(&f, fnName, results)
+}
+
+// inputArrays converts the arguments to .npy arrays before a call (which
+// may write into memref arguments), for --save-inputs.
+func inputArrays(argv []interp.Value) ([]*npy.Array, error) {
+	out := make([]*npy.Array, len(argv))
+	for i, v := range argv {
+		arr, err := toArray(v)
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i, err)
+		}
+		out[i] = arr
+	}
+	return out, nil
+}
+
+// saveInputs writes the arguments to --save-inputs's directory as
+// arg0.npy, arg1.npy, …, each through a temporary file; a run without
+// the flag writes nothing.
+func (t *tool) saveInputs(f *runFlags, fnName string, arrays []*npy.Array) int {
+	if f.saveInputs == "" {
+		return ExitOK
+	}
+	if err := os.MkdirAll(f.saveInputs, 0o755); err != nil {
+		return t.errorf("run: --save-inputs: %v", err)
+	}
+	for i, arr := range arrays {
+		if err := writeNpyAtomically(filepath.Join(f.saveInputs, fmt.Sprintf("arg%d.npy", i)), arr); err != nil {
+			return t.errorf("run: @%s: --save-inputs: %v", fnName, err)
+		}
+	}
+	return ExitOK
+}
+
+// repeatCalls is --repeat: it times n more calls of call, then prints
+// "repeat: N calls, median X ms, min Y ms" on standard error. Every
+// backend calls it after its first call, on the inputs already loaded.
+func (t *tool) repeatCalls(n int, call func() error) error {
+	if n <= 0 {
+		return nil
+	}
+	ms := make([]float64, n)
+	for i := range ms {
+		start := time.Now()
+		if err := call(); err != nil {
+			return err
+		}
+		ms[i] = float64(time.Since(start).Nanoseconds()) / 1e6
+	}
+	slices.Sort(ms)
+	median := ms[n/2]
+	if n%2 == 0 {
+		median = (ms[n/2-1] + ms[n/2]) / 2
+	}
+	fmt.Fprintf(t.stderr, "repeat: %d calls, median %.4f ms, min %.4f ms\n", n, median, ms[0])
+	return nil
 }
 
 // runArgs checks the --output count and makes the arguments of fnName of

@@ -45,6 +45,10 @@ func (t *tool) runCPU(ctx *ir.Context, f *runFlags, name string, mod *ir.Operati
 	if err := checkGuards(fn, argv); err != nil {
 		return t.errorf("run: @%s: %v", fnName, err)
 	}
+	saved, err := inputArrays(argv)
+	if err != nil {
+		return t.errorf("run: @%s: --save-inputs: %v", fnName, err)
+	}
 	prog, err := cpu.Compile(mod)
 	if err != nil {
 		var d *ir.Diagnostic
@@ -56,9 +60,16 @@ func (t *tool) runCPU(ctx *ir.Context, f *runFlags, name string, mod *ir.Operati
 		default:
 			return fail(err)
 		}
-		results, err := interp.New(mod).Call(fnName, argv...)
+		in := interp.New(mod)
+		results, err := in.Call(fnName, argv...)
 		if err != nil {
 			return fail(err)
+		}
+		if err := t.repeatCalls(f.repeat, func() error { _, err := in.Call(fnName, argv...); return err }); err != nil {
+			return fail(err)
+		}
+		if status := t.saveInputs(f, fnName, saved); status != ExitOK {
+			return status
 		}
 		return t.writeResults(f, fnName, results)
 	}
@@ -78,6 +89,12 @@ func (t *tool) runCPU(ctx *ir.Context, f *runFlags, name string, mod *ir.Operati
 	outs, err := prog.Run(fnName, inputs)
 	if err != nil {
 		return fail(err)
+	}
+	if err := t.repeatCalls(f.repeat, func() error { _, err := prog.Run(fnName, inputs); return err }); err != nil {
+		return fail(err)
+	}
+	if status := t.saveInputs(f, fnName, saved); status != ExitOK {
+		return status
 	}
 	results := make([]interp.Value, len(outs))
 	for i, o := range outs {

@@ -102,9 +102,19 @@ func (t *tool) runNVPTX(ctx *ir.Context, f *runFlags, name string, mod *ir.Opera
 func (t *tool) runProgram(f *runFlags, mode exec.Mode, rt *exec.Runtime, prog *exec.Program, fnName string, argv []interp.Value, fail func(error) int) int {
 	r := exec.NewRunner(prog, rt, fnName, mode.CUDAGraphs())
 	defer r.Close()
+	saved, err := inputArrays(argv)
+	if err != nil {
+		return t.errorf("run: @%s: --save-inputs: %v", fnName, err)
+	}
 	results, err := r.Run(argv)
 	if err != nil {
 		return fail(err)
+	}
+	if err := t.repeatCalls(f.repeat, func() error { _, err := r.Run(argv); return err }); err != nil {
+		return fail(err)
+	}
+	if status := t.saveInputs(f, fnName, saved); status != ExitOK {
+		return status
 	}
 	if mode.CUDAGraphs() {
 		if info, err := r.Graph(argv); err != nil {
