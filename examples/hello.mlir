@@ -4,6 +4,9 @@
 //
 // or, with inputs of your own (0-d .npy files, one per argument):
 //
+//   go run ./tools/irc npy make x.npy 0.5      # also zeros, ones, rand, arange
+//   go run ./tools/irc npy make w.npy 2
+//   go run ./tools/irc npy make b.npy -1
 //   go run ./tools/irc run examples/hello.mlir --input x.npy --input w.npy --input b.npy
 //
 // @main computes a neuron: y = sigmoid(w*x + b), and its "confidence"

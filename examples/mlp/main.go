@@ -51,7 +51,7 @@ func run(w io.Writer, backend string, mode frontend.Mode) error {
 	for i := range want {
 		worst = max(worst, math.Abs(float64(got[i]-want[i])))
 	}
-	fmt.Fprintf(w, "mlp %dx%d -> %d -> %d on %s (%s): output %v\n", batch, in, hidden, out, c.Backend(), mode, res[0].Shape())
+	fmt.Fprintf(w, "mlp %dx%d -> %d -> %d, backend %s, mode %s: output %v\n", batch, in, hidden, out, c.Backend(), mode, res[0].Shape())
 	fmt.Fprintf(w, "row 0: %.4f\n", got[:out])
 	fmt.Fprintf(w, "max |compiled - plain Go| = %.2g\n", worst)
 	fmt.Fprintf(w, "first call: %v\n", c.CompileTimes())

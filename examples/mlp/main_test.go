@@ -13,7 +13,7 @@ func TestMLP(t *testing.T) {
 		if err := run(&out, backend, frontend.ModeDefault); err != nil {
 			t.Fatalf("%s: %v\n%s", backend, err, out.String())
 		}
-		if !strings.Contains(out.String(), "output [4 10]") {
+		if want := "backend " + backend + ", mode default: output [4 10]"; !strings.Contains(out.String(), want) {
 			t.Errorf("%s: output\n%s", backend, out.String())
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -126,6 +127,16 @@ func parseShape(s string) ([]int64, error) {
 func (t *tool) npyMake(args []string) int {
 	var shapeText, dtypeText string
 	var seed uint64
+	// A negative KIND (-1) is a value, not a flag.
+	var negative []string
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+		_, err := strconv.ParseFloat(a, 64)
+		if err == nil && strings.HasPrefix(a, "-") {
+			negative = append(negative, a)
+			return true
+		}
+		return false
+	})
 	positional, status, ok := t.npyFlags("make", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&shapeText, "shape", "", "the `shape`, e.g. 2x3 (default: a 0-d scalar)")
 		fs.StringVar(&dtypeText, "dtype", "float32", "the element `dtype`")
@@ -134,6 +145,7 @@ func (t *tool) npyMake(args []string) int {
 	if !ok {
 		return status
 	}
+	positional = append(positional, negative...)
 	if len(positional) != 2 {
 		return t.usageErrorf("npy make: want FILE KIND (zeros, ones, rand, arange or a number), got %q", positional)
 	}

@@ -18,6 +18,7 @@ func TestNpyMakeShowCompare(t *testing.T) {
 		{"make", at("a.npy"), "arange", "--shape", "2x3", "--dtype", "int32"},
 		{"make", at("b.npy"), "arange", "--shape=2,3", "--dtype=f64"},
 		{"make", at("s.npy"), "2.5"},
+		{"make", at("n.npy"), "-1", "--shape", "2", "--dtype", "int8"},
 		{"make", at("r1.npy"), "rand", "--shape", "4", "--seed", "9"},
 		{"make", at("r2.npy"), "rand", "--shape", "4", "--seed", "9"},
 		{"make", at("z.npy"), "zeros", "--shape", "3", "--dtype", "bool"},
@@ -41,10 +42,11 @@ func TestNpyMakeShowCompare(t *testing.T) {
 		t.Errorf("npy make arange (-want +got):\n%s", diff)
 	}
 
-	r := irc(t, "", "npy", "show", at("a.npy"), at("s.npy"), at("z.npy"))
+	r := irc(t, "", "npy", "show", at("a.npy"), at("s.npy"), at("z.npy"), at("n.npy"))
 	want := at("a.npy") + ": shape (2, 3) dtype int32\n[[0 1 2]\n [3 4 5]]\n" +
 		at("s.npy") + ": shape () dtype float32\n2.5\n" +
-		at("z.npy") + ": shape (3,) dtype bool\n[false false false]\n"
+		at("z.npy") + ": shape (3,) dtype bool\n[false false false]\n" +
+		at("n.npy") + ": shape (2,) dtype int8\n[-1 -1]\n"
 	if diff := cmp.Diff(want, r.stdout); diff != "" || r.status != ExitOK {
 		t.Errorf("npy show: status %d (-want +got):\n%s", r.status, diff)
 	}
