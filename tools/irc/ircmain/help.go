@@ -117,6 +117,7 @@ var backendDocs = map[string]string{
 	"interp": "the reference interpreter (runtime/interp), at whatever level the file is in (the default)",
 	"eager":  "the reference interpreter, as frontend.Compile's eager backend names it",
 	"nvptx":  "lower-to-gpu, PTX, and the kernels run on GPU 0 through the CUDA driver (irc devices lists the GPUs)",
+	"cpu":    "lower-to-loop, host LLVM IR compiled by LLVM's tools, the kernels run on every core (the interpreter where the tools are missing)",
 }
 
 // helpBackends lists irc run's backends, then the frontend's.
