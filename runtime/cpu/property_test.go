@@ -1,0 +1,120 @@
+package cpu_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/runtime/cpu"
+	"github.com/strata-ir/strata/runtime/interp"
+	target "github.com/strata-ir/strata/targets/cpu"
+)
+
+// TestRandomProgramsMatchTheInterpreter draws graph programs with
+// passtest's rapid generator (every op family, f64/f32/f16/bf16 and
+// integers, ranks up to 3), lowers each with lower-to-loop, compiles them
+// all into one library (one run of opt, llc and the linker) and checks
+// that each gives the interpreter's results on the graph, within the GPU
+// backend's tolerances (passtest.Compare).
+func TestRandomProgramsMatchTheInterpreter(t *testing.T) {
+	needTools(t)
+	n := 120
+	if testing.Short() {
+		n = 40
+	}
+	for _, cfg := range []passtest.Config{{MaxDim: 5, MaxOps: 8}, {MaxDim: 40, MaxOps: 6, Floats: []ir.Type{ir.F32}}} {
+		checkBatch(t, passtest.GraphProgram(cfg), n/2)
+	}
+}
+
+func checkBatch(t *testing.T, gen interface{ Example(...int) *passtest.Program }, n int) {
+	t.Helper()
+	ctx := dialects.NewContext()
+	combined, err := ir.ParseString(ctx, "module {\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := combined.Region(0).Front()
+	type prog struct {
+		src   *passtest.Program
+		graph *ir.Operation
+		name  string
+	}
+	var progs []prog
+	for i := range n {
+		p := gen.Example(i)
+		graph, err := p.Parse(ctx)
+		if err != nil {
+			t.Fatalf("seed %d: %v\n%s", i, err, p)
+		}
+		lowered, err := p.Parse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := passes.Parse("builtin.module(lower-to-loop)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pm.Run(ctx, lowered); err != nil {
+			t.Fatalf("seed %d: lower-to-loop: %v\n%s", i, err, p)
+		}
+		if _, err := target.Translate(lowered); err != nil {
+			t.Errorf("seed %d: %v\nprogram:\n%s", i, err, p)
+			continue
+		}
+		name := fmt.Sprintf("p%d", i)
+		for _, op := range lowered.Region(0).Front().Ops() {
+			if op.Name() == "func.func" && ir.SymbolName(op) == p.Func {
+				op.Remove()
+				op.SetProperty(ir.SymNameAttr, ir.StringAttr{Value: name})
+				body.Append(op)
+			}
+		}
+		progs = append(progs, prog{p, graph, name})
+	}
+	lib, err := cpu.Compile(combined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	defer func() {
+		t.Logf("%d of %d programs compared (the others fail in the interpreter)", compared, len(progs))
+		if compared < len(progs)/2 {
+			t.Errorf("only %d of %d programs ran in the interpreter", compared, len(progs))
+		}
+	}()
+	for i, p := range progs {
+		in := interp.New(p.graph)
+		ft, err := interp.FuncType(in.Func(p.src.Func))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, err := interp.RandomInputs(ft, int64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := in.Call(p.src.Func, args...)
+		if err != nil {
+			continue // the program fails in the interpreter (out of memory, …)
+		}
+		compared++
+		tensors := make([]*interp.Tensor, len(args))
+		for j, a := range args {
+			tensors[j] = a.(*interp.Tensor)
+		}
+		got, err := lib.Run(p.name, tensors)
+		if err != nil {
+			t.Errorf("%s: %v\nprogram:\n%s", p.name, err, p.src)
+			continue
+		}
+		for j := range want {
+			if err := passtest.Compare(got[j], want[j]); err != nil {
+				t.Errorf("%s result %d: %v\nprogram:\n%s", p.name, j, err, p.src)
+				break
+			}
+		}
+	}
+}
