@@ -30,7 +30,9 @@ func TestRandomProgramsMatchTheInterpreter(t *testing.T) {
 	}
 }
 
-func checkBatch(t *testing.T, gen interface{ Example(...int) *passtest.Program }, n int) {
+func checkBatch(t *testing.T, gen interface {
+	Example(...int) *passtest.Program
+}, n int) {
 	t.Helper()
 	ctx := dialects.NewContext()
 	combined, err := ir.ParseString(ctx, "module {\n}\n")
