@@ -49,6 +49,10 @@ type Program struct {
 	// Workers bounds the goroutines a kernel runs on (0: GOMAXPROCS).
 	Workers int
 	fns     map[*target.Kernel]uintptr
+	// packs are the matmul kernels' B-packing entries.
+	packs map[*target.Kernel]uintptr
+	// scratch holds the matmul kernels' packing buffers between calls.
+	scratch sync.Pool
 }
 
 // cacheFormat changes when the library's ABI or the build changes.
@@ -62,11 +66,12 @@ func Compile(module *ir.Operation) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := target.Translate(module)
+	cpuName := target.HostCPU()
+	m, err := target.TranslateFor(module, cpuName)
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{mod: m, LLVM: m.LLVM.String(), CPU: target.HostCPU(), fns: map[*target.Kernel]uintptr{}}
+	p := &Program{mod: m, LLVM: m.LLVM.String(), CPU: cpuName, fns: map[*target.Kernel]uintptr{}, packs: map[*target.Kernel]uintptr{}}
 	h := sha256.New()
 	for _, part := range []string{cacheFormat, p.CPU, tools.Opt, tools.LLC, tools.Linker, p.LLVM} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
@@ -96,6 +101,11 @@ func Compile(module *ir.Operation) (*Program, error) {
 				return nil, fmt.Errorf("cpu: %s: %w", p.Library, err)
 			}
 			p.fns[k] = sym
+			if k.Matmul {
+				if p.packs[k], err = purego.Dlsym(lib, k.Name+"_pack_packed"); err != nil {
+					return nil, fmt.Errorf("cpu: %s: %w", p.Library, err)
+				}
+			}
 		}
 	}
 	return p, nil
@@ -504,13 +514,26 @@ func (r *run) launch(k *target.Kernel) error {
 	for _, t := range outerDims {
 		total *= t
 	}
-	if k.Matmul {
-		total = (total + target.MatmulRows - 1) / target.MatmulRows
-	}
 	if total == 0 || (k.Dims > 1 && trips[k.Dims-1] == 0) {
 		return nil
 	}
-	words := make([]uint64, 0, 2*len(k.Args))
+	words := make([]uint64, 0, 2*len(k.Args)+1)
+	var scratch []byte
+	var panels, packWork int64
+	if k.Matmul {
+		kk := r.intValue(k.MatmulK)
+		if kk < 0 {
+			kk = 0
+		}
+		n := trips[1]
+		cols := int64(k.MatmulCols)
+		panels = (n + cols - 1) / cols
+		packWork = 4 * kk * cols
+		scratch = r.p.getScratch(int(max(1, panels*kk*cols) * int64(k.MatmulElemBytes)))
+		defer r.p.scratch.Put(&scratch)
+		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))))
+		total = (total + target.MatmulRows - 1) / target.MatmulRows
+	}
 	for _, a := range k.Args {
 		v := r.vals[a.Value]
 		if v.buf != nil {
@@ -538,28 +561,59 @@ func (r *run) launch(k *target.Kernel) error {
 		words = append(words, 0)
 	}
 	args := uintptr(unsafe.Pointer(&words[0]))
-	workers := r.p.Workers
+	if k.Matmul {
+		r.p.parallel(r.p.packs[k], args, panels, packWork)
+		r.p.parallel(fn, args, total, k.Work*target.MatmulRows)
+	} else {
+		r.p.parallel(fn, args, total, k.Work)
+	}
+	runtime.KeepAlive(words)
+	runtime.KeepAlive(scratch)
+	return nil
+}
+
+// intValue returns an index value: a constant's, or the run's.
+func (r *run) intValue(v *ir.Value) int64 {
+	if def := v.DefiningOp(); def != nil && def.Name() == "arith.constant" {
+		if a, ok := def.Attr("value").(ir.IntegerAttr); ok {
+			return a.Value
+		}
+	}
+	return r.vals[v].i
+}
+
+// getScratch returns a buffer of at least n bytes.
+func (p *Program) getScratch(n int) []byte {
+	if b, ok := p.scratch.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]byte, n+64)
+}
+
+// parallel calls the kernel fn on [0, total), split into contiguous
+// ranges over up to Workers goroutines, as many as the work (estimated
+// instructions a point) pays for.
+func (p *Program) parallel(fn, args uintptr, total, work int64) {
+	workers := p.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = int(min(int64(workers), total, max(1, total*k.Work/grain)))
+	workers = int(min(int64(workers), total, max(1, total*work/grain)))
 	if workers <= 1 {
 		purego.SyscallN(fn, args, 0, uintptr(total))
-	} else {
-		var wg sync.WaitGroup
-		for w := range workers {
-			lo := total * int64(w) / int64(workers)
-			hi := total * int64(w+1) / int64(workers)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				purego.SyscallN(fn, args, uintptr(lo), uintptr(hi))
-			}()
-		}
-		wg.Wait()
+		return
 	}
-	runtime.KeepAlive(words)
-	return nil
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo := total * int64(w) / int64(workers)
+		hi := total * int64(w+1) / int64(workers)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			purego.SyscallN(fn, args, uintptr(lo), uintptr(hi))
+		}()
+	}
+	wg.Wait()
 }
 
 // FindTools is target.FindTools.

@@ -3,6 +3,7 @@ package cpu_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -138,4 +139,71 @@ func TestMissingToolsAreNamed(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+
+
+func TestMatmulWithEpilogueMatchesTheInterpreter(t *testing.T) {
+	needTools(t)
+	for _, c := range []struct {
+		m, k, n int
+		elem    string
+	}{{1, 1, 1, "f32"}, {7, 5, 33, "f32"}, {13, 64, 40, "f32"}, {6, 0, 32, "f32"}, {37, 19, 70, "f64"}} {
+		src := fmt.Sprintf(`func.func @main(%%a: tensor<%[1]dx%[2]dx%[4]s>, %%b: tensor<%[2]dx%[3]dx%[4]s>, %%bias: tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s> {
+  %%c = "graph.matmul"(%%a, %%b) : (tensor<%[1]dx%[2]dx%[4]s>, tensor<%[2]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  %%bb = "graph.broadcast_to"(%%bias) <{shape = [%[1]d, %[3]d]}> : (tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  %%d = "graph.add"(%%c, %%bb) : (tensor<%[1]dx%[3]dx%[4]s>, tensor<%[1]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  %%e = "graph.gelu"(%%d) : (tensor<%[1]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  return %%e : tensor<%[1]dx%[3]dx%[4]s>
+}
+`, c.m, c.k, c.n, c.elem)
+		p, graph := compileSource(t, src)
+		if !strings.Contains(p.LLVM, "main_kernel_0_pack") {
+			t.Errorf("%dx%dx%d %s: no register-blocked matmul kernel", c.m, c.k, c.n, c.elem)
+		}
+		check(t, p, graph, "main", int64(c.m), nil)
+	}
+}
+
+// TestExpIsAccurate checks the inline f32 exp against float64's over its
+// whole range: within 2 ulp where the result is normal, the right zero,
+// infinity and NaN beyond.
+func TestExpIsAccurate(t *testing.T) {
+	needTools(t)
+	const n = 1 << 16
+	p, _ := compileSource(t, fmt.Sprintf(`func.func @main(%%x: tensor<%[1]dxf32>) -> tensor<%[1]dxf32> {
+  %%0 = "graph.exp"(%%x) : (tensor<%[1]dxf32>) -> tensor<%[1]dxf32>
+  return %%0 : tensor<%[1]dxf32>
+}`, n))
+	xs := make([]float32, n)
+	for i := range xs {
+		xs[i] = float32(-106 + 196*float64(i)/n)
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 88.72283, 88.7229, -87.33654, -103.9, -104, 1e-30, -1e-30}
+	copy(xs, special)
+	in, err := interp.FromData(ir.F32, []int64{n}, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run("main", []*interp.Tensor{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := interp.Elems[float32](out[0])
+	for i, x := range xs {
+		want := math.Exp(float64(x))
+		g := float64(got[i])
+		switch {
+		case math.IsNaN(want) || math.IsInf(want, 0) || want > math.MaxFloat32:
+			if !(math.IsNaN(want) && math.IsNaN(g) || g == math.Inf(1) && want > math.MaxFloat32 || g == want) {
+				t.Errorf("exp(%v) = %v, want %v", x, g, want)
+			}
+		case want < 0x1p-126:
+			if math.Abs(g-want) > 0x1p-149 {
+				t.Errorf("exp(%v) = %v, want %v (subnormal)", x, g, want)
+			}
+		default:
+			if ulp := math.Abs(g-want) / float64(math.Nextafter32(float32(want), float32(math.Inf(1)))-float32(want)); ulp > 2 {
+				t.Errorf("exp(%v) = %v, want %v (%.1f ulp)", x, g, want, ulp)
+			}
+		}
+	}
+}

@@ -52,8 +52,16 @@ type Kernel struct {
 	Lbs, Ubs, Steps []*ir.Value
 	Dims            int
 	// Matmul is set when the nest became a register-blocked matrix
-	// product: its outer range then counts blocks of MatmulRows rows.
-	Matmul bool
+	// product C[i, j] = epilogue(Σk A[i, k]·B[k, j]): its outer range then
+	// counts blocks of MatmulRows rows, and the first word of its
+	// arguments is a scratch buffer of ceil(N/MatmulCols)·K·MatmulCols
+	// elements of MatmulElemBytes bytes, which Name+"_pack" fills from B
+	// (its range: the panels of MatmulCols columns) before Name runs.
+	// MatmulK is the reduction's trip count (a constant or a host value).
+	Matmul          bool
+	MatmulK         *ir.Value
+	MatmulCols      int
+	MatmulElemBytes int
 	// Work estimates the instructions one point of the outer range runs
 	// (static trip counts of inner loops multiplied out, 64 for a dynamic
 	// one), for the runtime's choice of how many cores to use.
@@ -95,10 +103,16 @@ var HostOps = map[string]bool{
 // in module, which must be at the loop level (lower-to-loop). Anything it
 // cannot translate is a located diagnostic.
 func Translate(module *ir.Operation) (*Module, error) {
+	return TranslateFor(module, HostCPU())
+}
+
+// TranslateFor is Translate for the CPU named as llc's -mcpu names it
+// (its vector width sets the matmul kernels' register blocks).
+func TranslateFor(module *ir.Operation, cpu string) (*Module, error) {
 	m := llir.NewModule()
 	m.DataLayout = DataLayout
 	m.TargetTriple = Triple
-	t := &translator{m: m, decls: map[string]*llir.Func{}}
+	t := &translator{m: m, decls: map[string]*llir.Func{}, vectorBytes: VectorBytes(cpu)}
 	out := &Module{LLVM: m, Funcs: map[string]*Func{}}
 	var err error
 	module.Walk(func(op *ir.Operation) bool {
@@ -127,6 +141,8 @@ func Translate(module *ir.Operation) (*Module, error) {
 type translator struct {
 	m     *llir.Module
 	decls map[string]*llir.Func
+	// vectorBytes is the width of the target's vector registers.
+	vectorBytes int
 }
 
 func symName(op *ir.Operation) string {
@@ -281,15 +297,10 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 	}
 	kern := &Kernel{Name: name, Nest: nest, Lbs: lbs, Ubs: ubs, Steps: steps, Dims: len(lbs)}
 	k := &kt{t: t, vals: map[*ir.Value]value.Value{}, dims: map[*ir.Value][]value.Value{}, kern: kern}
-	var params []*llir.Param
-	type capturedConst struct {
-		v  *ir.Value
-		op *ir.Operation
-	}
-	var consts []capturedConst
+	var consts []*ir.Operation
 	for _, v := range captured(nest) {
 		if def := v.DefiningOp(); def != nil && def.Name() == "arith.constant" {
-			consts = append(consts, capturedConst{v, def})
+			consts = append(consts, def)
 			continue
 		}
 		a := Arg{Value: v}
@@ -297,16 +308,78 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 			if err := hostType(mt); err != nil {
 				return nil, ir.Errorf(nest.Loc(), "kernel @%s: %v", name, err)
 			}
+			for d, n := range mt.Shape() {
+				if n == ir.Dynamic {
+					a.DynDims = append(a.DynDims, d)
+				}
+			}
+		} else if _, err := scalarType(v.Type()); err != nil {
+			return nil, ir.Errorf(nest.Loc(), "kernel @%s: %v", name, err)
+		}
+		kern.Args = append(kern.Args, a)
+	}
+	kern.Work = work(nest)
+	mm := t.matchMatmul(nest)
+	var scratch types.Type
+	if mm != nil {
+		kern.Matmul = true
+		_, kern.MatmulK, _ = loop.ForBounds(mm.forOp)
+		kern.MatmulCols = mm.cols()
+		kern.MatmulElemBytes = int(elemBytes(mm.elem))
+		scratch = types.NewPointer(mm.elem)
+	}
+	f, lo, hi, err := k.begin(name, scratch, consts)
+	if err != nil {
+		return nil, err
+	}
+	if mm != nil {
+		err = k.matmul(mm, f.Params[0], lo, hi)
+	} else {
+		err = k.outer(nest, lo, hi)
+	}
+	if err != nil {
+		return nil, err
+	}
+	k.cur.NewRet(nil)
+	t.packed(f, name)
+	if mm != nil {
+		f, lo, hi, err := k.begin(name+"_pack", scratch, consts)
+		if err != nil {
+			return nil, err
+		}
+		if err := k.pack(mm, f.Params[0], lo, hi); err != nil {
+			return nil, err
+		}
+		k.cur.NewRet(nil)
+		t.packed(f, name+"_pack")
+	}
+	return kern, nil
+}
+
+// begin starts the function name of the kernel: its parameters (scratch,
+// when not nil, then the kernel's arguments, then lo and hi) and its entry
+// block, where the nest's captured constants are materialised.
+func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *llir.Func, lo, hi *llir.Param, err error) {
+	var params []*llir.Param
+	if scratch != nil {
+		p := llir.NewParam("scratch", scratch)
+		p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
+		params = append(params, p)
+	}
+	k.vals = map[*ir.Value]value.Value{}
+	k.dims = map[*ir.Value][]value.Value{}
+	for i, a := range k.kern.Args {
+		v := a.Value
+		if mt, ok := v.Type().(*ir.MemRefType); ok {
 			elem, _ := memType(mt.ElementType())
-			p := llir.NewParam(fmt.Sprintf("a%d", len(kern.Args)), types.NewPointer(elem))
+			p := llir.NewParam(fmt.Sprintf("a%d", i), types.NewPointer(elem))
 			p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
 			params = append(params, p)
 			k.vals[v] = p
 			sizes := make([]value.Value, len(mt.Shape()))
 			for d, n := range mt.Shape() {
 				if n == ir.Dynamic {
-					a.DynDims = append(a.DynDims, d)
-					dp := llir.NewParam(fmt.Sprintf("a%d_d%d", len(kern.Args), d), types.I64)
+					dp := llir.NewParam(fmt.Sprintf("a%d_d%d", i, d), types.I64)
 					params = append(params, dp)
 					sizes[d] = dp
 				} else {
@@ -314,43 +387,34 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 				}
 			}
 			k.dims[v] = sizes
-		} else {
-			st, err := scalarType(v.Type())
-			if err != nil {
-				return nil, ir.Errorf(nest.Loc(), "kernel @%s: %v", name, err)
-			}
-			p := llir.NewParam(fmt.Sprintf("a%d", len(kern.Args)), st)
-			params = append(params, p)
-			k.vals[v] = p
+			continue
 		}
-		kern.Args = append(kern.Args, a)
+		st, _ := scalarType(v.Type())
+		p := llir.NewParam(fmt.Sprintf("a%d", i), st)
+		params = append(params, p)
+		k.vals[v] = p
 	}
-	lo, hi := llir.NewParam("lo", types.I64), llir.NewParam("hi", types.I64)
+	lo, hi = llir.NewParam("lo", types.I64), llir.NewParam("hi", types.I64)
 	params = append(params, lo, hi)
-	f := t.m.NewFunc(name, types.Void, params...)
+	f = k.t.m.NewFunc(name, types.Void, params...)
 	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
 	k.f = f
+	k.blocks = 0
 	k.cur = f.NewBlock("entry")
 	for _, c := range consts {
-		if err := k.constant(c.op); err != nil {
-			return nil, ir.Errorf(c.op.Loc(), "'%s': %v", c.op.Name(), err)
+		if err := k.constant(c); err != nil {
+			return nil, nil, nil, ir.Errorf(c.Loc(), "'%s': %v", c.Name(), err)
 		}
 	}
-	kern.Work = work(nest)
-	if err := k.outer(nest, lo, hi); err != nil {
-		return nil, err
-	}
-	k.cur.NewRet(nil)
-	t.packed(f, kern)
-	return kern, nil
+	return f, lo, hi, nil
 }
 
 // packed adds name_packed(i64* args, i64 lo, i64 hi), which reads the
 // kernel's arguments from the array and calls it.
-func (t *translator) packed(f *llir.Func, kern *Kernel) {
+func (t *translator) packed(f *llir.Func, name string) {
 	args := llir.NewParam("args", types.NewPointer(types.I64))
 	lo, hi := llir.NewParam("lo", types.I64), llir.NewParam("hi", types.I64)
-	p := t.m.NewFunc(kern.Name+"_packed", types.Void, args, lo, hi)
+	p := t.m.NewFunc(name+"_packed", types.Void, args, lo, hi)
 	p.FuncAttrs = append(p.FuncAttrs, enum.FuncAttrNoUnwind)
 	b := p.NewBlock("entry")
 	var vals []value.Value
@@ -549,9 +613,6 @@ func (k *kt) trip(lb, ub, step value.Value) value.Value {
 // outer emits the kernel's loops over [lo, hi) of the outer range and the
 // last dimension, around the nest's body.
 func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
-	if isMatmul(nest) {
-		return k.matmul(nest, lo, hi)
-	}
 	body := loop.Body(nest)
 	n := k.kern.Dims
 	lbs := make([]value.Value, n)

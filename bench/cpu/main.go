@@ -1,0 +1,235 @@
+// Command cpu benchmarks the cpu backend (targets/cpu, runtime/cpu)
+// against the reference interpreter on the workloads of issue 26:
+//
+//	go run ./bench/cpu                 # every workload
+//	go run ./bench/cpu -only matmul    # one of them
+//	go run ./bench/cpu -reps 50 -interp=false
+//
+// For each workload it lowers the graph program with lower-to-loop,
+// compiles it for this CPU (the compile cache makes later runs start at
+// once), checks the results against the interpreter's (the GPU
+// tolerances), runs it -reps times and prints the median and minimum
+// time, the bandwidth or FLOP rate, and the interpreter's time for one
+// call. The memory-bound workloads are also given as a fraction of this
+// machine's copy bandwidth (all cores copying 256 MiB).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/runtime/cpu"
+	"github.com/strata-ir/strata/runtime/interp"
+	target "github.com/strata-ir/strata/targets/cpu"
+
+	_ "github.com/strata-ir/strata/passes/decompose"
+	_ "github.com/strata-ir/strata/passes/fusion"
+	_ "github.com/strata-ir/strata/passes/lower"
+)
+
+// workload is one benchmark: a graph program with main and its traffic.
+type workload struct {
+	name, shape, src string
+	// bytes moved (memory-bound) or flops (compute-bound) per call.
+	bytes, flops float64
+}
+
+func t2(r, c int) string { return fmt.Sprintf("tensor<%dx%dxf32>", r, c) }
+
+func workloads() []workload {
+	const n = 16 << 20
+	tv := fmt.Sprintf("tensor<%dxf32>", n)
+	pointwise := fmt.Sprintf(`func.func @main(%%x: %[1]s, %%a: %[1]s, %%b: %[1]s) -> %[1]s {
+  %%0 = "graph.mul"(%%x, %%a) : (%[1]s, %[1]s) -> %[1]s
+  %%1 = "graph.add"(%%0, %%b) : (%[1]s, %[1]s) -> %[1]s
+  %%2 = "graph.relu"(%%1) : (%[1]s) -> %[1]s
+  %%3 = "graph.sigmoid"(%%x) : (%[1]s) -> %[1]s
+  %%4 = "graph.mul"(%%2, %%3) : (%[1]s, %[1]s) -> %[1]s
+  return %%4 : %[1]s
+}`, tv)
+	softmax := fmt.Sprintf(`func.func @main(%%x: %[1]s) -> %[1]s {
+  %%0 = "graph.softmax"(%%x) <{axis = -1 : i64}> : (%[1]s) -> %[1]s
+  return %%0 : %[1]s
+}`, t2(2048, 4096))
+	layerNorm := fmt.Sprintf(`func.func @main(%%x: %[1]s, %%w: tensor<1024xf32>, %%b: tensor<1024xf32>) -> %[1]s {
+  %%0 = "graph.layer_norm"(%%x, %%w, %%b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (%[1]s, tensor<1024xf32>, tensor<1024xf32>) -> %[1]s
+  return %%0 : %[1]s
+}`, t2(4096, 1024))
+	rowsum := fmt.Sprintf(`func.func @main(%%x: %[1]s) -> tensor<4096xf32> {
+  %%0 = "graph.reduce_sum"(%%x) <{axes = [1], keepdims = false}> : (%[1]s) -> tensor<4096xf32>
+  return %%0 : tensor<4096xf32>
+}`, t2(4096, 4096))
+	matmul := fmt.Sprintf(`func.func @main(%%a: %[1]s, %%b: %[1]s) -> %[1]s {
+  %%0 = "graph.matmul"(%%a, %%b) : (%[1]s, %[1]s) -> %[1]s
+  return %%0 : %[1]s
+}`, t2(1024, 1024))
+	mlp := fmt.Sprintf(`func.func @main(%%x: %[1]s, %%w1: %[2]s, %%b1: tensor<4096xf32>, %%w2: %[3]s, %%b2: tensor<1024xf32>) -> %[1]s {
+  %%0 = "graph.matmul"(%%x, %%w1) : (%[1]s, %[2]s) -> %[4]s
+  %%1 = "graph.add"(%%0, %%b1) : (%[4]s, tensor<4096xf32>) -> %[4]s
+  %%2 = "graph.gelu"(%%1) : (%[4]s) -> %[4]s
+  %%3 = "graph.matmul"(%%2, %%w2) : (%[4]s, %[3]s) -> %[1]s
+  %%4 = "graph.add"(%%3, %%b2) : (%[1]s, tensor<1024xf32>) -> %[1]s
+  return %%4 : %[1]s
+}`, t2(256, 1024), t2(1024, 4096), t2(4096, 1024), t2(256, 4096))
+	return []workload{
+		{name: "pointwise", shape: "16M", src: pointwise, bytes: 4 * 4 * n},
+		{name: "softmax", shape: "2048×4096", src: softmax, bytes: 2 * 4 * 2048 * 4096},
+		{name: "layer_norm", shape: "4096×1024", src: layerNorm, bytes: 2 * 4 * 4096 * 1024},
+		{name: "rowsum", shape: "4096×4096", src: rowsum, bytes: 4 * 4096 * 4096},
+		{name: "matmul", shape: "1024³", src: matmul, flops: 2 * 1024 * 1024 * 1024},
+		{name: "mlp", shape: "256×1024→4096→1024", src: mlp, flops: 2 * 2 * 256 * 1024 * 4096},
+	}
+}
+
+func main() {
+	reps := flag.Int("reps", 20, "timed calls per workload (after one warm-up call)")
+	only := flag.String("only", "", "run only the workloads named (comma-separated)")
+	withInterp := flag.Bool("interp", true, "time one call of the reference interpreter too (seconds for the large workloads) and compare results")
+	workers := flag.Int("workers", 0, "goroutines per kernel (0: GOMAXPROCS)")
+	flag.Parse()
+	if _, err := cpu.FindTools(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/cpu:", err)
+		os.Exit(1)
+	}
+	copyBW := copyBandwidth()
+	fmt.Printf("cpu backend, GOMAXPROCS=%d, -mcpu=%s; copy bandwidth %.1f GB/s (all cores, 256 MiB)\n\n",
+		runtime.GOMAXPROCS(0), target.HostCPU(), copyBW/1e9)
+	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tshape\tfirst call\tmedian ms\tmin ms\trate\tof copy BW\tinterp ms\tspeedup\tvs interp\t")
+	for _, w := range workloads() {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), w.name) {
+			continue
+		}
+		r, err := measure(w, *reps, *withInterp, *workers)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench/cpu: %s: %v\n", w.name, err)
+			os.Exit(1)
+		}
+		rate, ofCopy := "", ""
+		if w.bytes > 0 {
+			bw := w.bytes / r.median.Seconds()
+			rate = fmt.Sprintf("%.1f GB/s", bw/1e9)
+			ofCopy = fmt.Sprintf("%.0f%%", 100*bw/copyBW)
+		} else {
+			rate = fmt.Sprintf("%.1f GFLOP/s", w.flops/r.median.Seconds()/1e9)
+		}
+		interpMS, speedup := "-", "-"
+		if r.interp > 0 {
+			interpMS = fmt.Sprintf("%.1f", ms(r.interp))
+			speedup = fmt.Sprintf("%.0f×", r.interp.Seconds()/r.median.Seconds())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f s\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t\n", w.name, w.shape, r.first.Seconds(),
+			ms(r.median), ms(r.min), rate, ofCopy, interpMS, speedup, r.check)
+		tw.Flush()
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+type result struct {
+	first, median, min, interp time.Duration
+	check                      string
+}
+
+func measure(w workload, reps int, withInterp bool, workers int) (result, error) {
+	var r result
+	ctx := dialects.NewContext()
+	graph, err := ir.ParseString(ctx, w.src)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	lowered := graph.Clone(nil)
+	pm, err := passes.Parse("builtin.module(lower-to-loop)")
+	if err != nil {
+		return r, err
+	}
+	if err := pm.Run(ctx, lowered); err != nil {
+		return r, err
+	}
+	prog, err := cpu.Compile(lowered)
+	if err != nil {
+		return r, err
+	}
+	prog.Workers = workers
+	in := interp.New(graph)
+	ft, err := interp.FuncType(in.Func("main"))
+	if err != nil {
+		return r, err
+	}
+	args, err := interp.RandomInputs(ft, 1)
+	if err != nil {
+		return r, err
+	}
+	inputs := make([]*interp.Tensor, len(args))
+	for i, a := range args {
+		inputs[i] = a.(*interp.Tensor)
+	}
+	got, err := prog.Run("main", inputs)
+	if err != nil {
+		return r, err
+	}
+	r.first = time.Since(start)
+	times := make([]time.Duration, reps)
+	for i := range times {
+		t0 := time.Now()
+		if _, err := prog.Run("main", inputs); err != nil {
+			return r, err
+		}
+		times[i] = time.Since(t0)
+	}
+	slices.Sort(times)
+	r.median, r.min = times[len(times)/2], times[0]
+	r.check = "not checked"
+	if withInterp {
+		t0 := time.Now()
+		want, err := in.Call("main", args...)
+		if err != nil {
+			return r, fmt.Errorf("interpreter: %w", err)
+		}
+		r.interp = time.Since(t0)
+		r.check = "matches"
+		for i := range want {
+			if err := passtest.Compare(got[i], want[i]); err != nil {
+				r.check = "DIFFERS: " + err.Error()
+			}
+		}
+	}
+	return r, nil
+}
+
+// copyBandwidth measures copying 256 MiB between two buffers with every
+// core (bytes read plus bytes written, per second; best of 5).
+func copyBandwidth() float64 {
+	const n = 256 << 20
+	src, dst := make([]byte, n), make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	copy(dst, src)
+	workers := runtime.GOMAXPROCS(0)
+	best := time.Duration(1 << 62)
+	for range 5 {
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for w := range workers {
+			lo, hi := n*w/workers, n*(w+1)/workers
+			wg.Add(1)
+			go func() { defer wg.Done(); copy(dst[lo:hi], src[lo:hi]) }()
+		}
+		wg.Wait()
+		best = min(best, time.Since(t0))
+	}
+	return 2 * n / best.Seconds()
+}

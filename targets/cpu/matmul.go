@@ -1,0 +1,331 @@
+package cpu
+
+import (
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// MatmulRows is MR, the rows of C one point of a matmul kernel's outer
+// range computes (a register block of MR × NR accumulators, NR =
+// MatmulVectors vectors of the CPU's width).
+const (
+	MatmulRows    = 6
+	MatmulVectors = 2
+)
+
+// mmMatch is a matmul nest: loop.parallel (i, j) from 0 by 1, whose body
+// holds one loop.for k from 0 by 1 to K carrying acc = acc + A[i, k] ·
+// B[k, j] in f32 or f64, and an epilogue of straight-line ops on its
+// result that stores C[i, j].
+type mmMatch struct {
+	nest, forOp *ir.Operation
+	a, b        *ir.Value // the buffers
+	i, j, kIV   *ir.Value
+	elem        types.Type
+	// vl is the number of elements of a vector register.
+	vl int
+}
+
+// Cols returns NR, the columns of a matmul kernel's register block.
+func (m *mmMatch) cols() int { return m.vl * MatmulVectors }
+
+func isConst(v *ir.Value, want int64) bool {
+	def := v.DefiningOp()
+	if def == nil || def.Name() != "arith.constant" {
+		return false
+	}
+	a, ok := def.Attr("value").(ir.IntegerAttr)
+	return ok && a.Value == want
+}
+
+// matchMatmul recognises a matmul nest, or returns nil.
+func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
+	lbs, _, steps, _, err := loop.ParallelBounds(nest)
+	if err != nil || len(lbs) != 2 {
+		return nil
+	}
+	for d := range 2 {
+		if !isConst(lbs[d], 0) || !isConst(steps[d], 1) {
+			return nil
+		}
+	}
+	body := loop.Body(nest)
+	var forOp *ir.Operation
+	loops := 0
+	body.ParentOp().Walk(func(op *ir.Operation) bool {
+		switch op.Name() {
+		case loop.ForOp, loop.ParallelOp, loop.IfOp:
+			if op != nest {
+				loops++
+				forOp = op
+			}
+		}
+		return true
+	})
+	if loops != 1 || forOp.Name() != loop.ForOp || forOp.Block() != body || forOp.NumResults() != 1 {
+		return nil
+	}
+	lb, ub, step := loop.ForBounds(forOp)
+	if !isConst(lb, 0) || !isConst(step, 1) {
+		return nil
+	}
+	if def := ub.DefiningOp(); def != nil && def.Name() != "arith.constant" && def.IsAncestor(nest) {
+		return nil // K must be known to the host
+	}
+	if init := loop.ForInits(forOp)[0]; inside(init, nest) && (init.DefiningOp() == nil || init.DefiningOp().Name() != "arith.constant") {
+		return nil
+	}
+	var elem types.Type
+	switch forOp.Result(0).Type() {
+	case ir.F32:
+		elem = types.Float
+	case ir.F64:
+		elem = types.Double
+	default:
+		return nil
+	}
+	fb := loop.Body(forOp)
+	ops := fb.Ops()
+	if len(ops) != 5 {
+		return nil
+	}
+	kIV, acc := fb.Argument(0), fb.Argument(1)
+	i, j := body.Argument(0), body.Argument(1)
+	var loads []*ir.Operation
+	var mul, add *ir.Operation
+	for _, op := range ops[:4] {
+		switch op.Name() {
+		case loop.LoadOp:
+			loads = append(loads, op)
+		case "arith.mulf":
+			mul = op
+		case "arith.addf":
+			add = op
+		default:
+			return nil
+		}
+	}
+	yield := ops[4]
+	if len(loads) != 2 || mul == nil || add == nil || yield.Name() != loop.YieldOp || yield.Operand(0) != add.Result(0) {
+		return nil
+	}
+	if !(add.Operand(0) == acc && add.Operand(1) == mul.Result(0) || add.Operand(1) == acc && add.Operand(0) == mul.Result(0)) {
+		return nil
+	}
+	l0, l1 := loads[0].Result(0), loads[1].Result(0)
+	if !(mul.Operand(0) == l0 && mul.Operand(1) == l1 || mul.Operand(0) == l1 && mul.Operand(1) == l0) {
+		return nil
+	}
+	m := &mmMatch{nest: nest, forOp: forOp, i: i, j: j, kIV: kIV, elem: elem}
+	for _, ld := range loads {
+		if ld.NumOperands() != 3 || inside(ld.Operand(0), nest) || ld.Operand(0).Type().(*ir.MemRefType).ElementType() != forOp.Result(0).Type() {
+			return nil
+		}
+		x, y := ld.Operand(1), ld.Operand(2)
+		switch {
+		case x == i && y == kIV && m.a == nil:
+			m.a = ld.Operand(0)
+		case x == kIV && y == j && m.b == nil:
+			m.b = ld.Operand(0)
+		default:
+			return nil
+		}
+	}
+	if m.a == nil || m.b == nil {
+		return nil
+	}
+	m.vl = t.vectorBytes / 4
+	if elem == types.Double {
+		m.vl = t.vectorBytes / 8
+	}
+	return m
+}
+
+// splat returns a vector of n copies of x.
+func (k *kt) splat(x value.Value, n int) value.Value {
+	vt := types.NewVector(uint64(n), x.Type())
+	ins := k.cur.NewInsertElement(constant.NewUndef(vt), x, constant.NewInt(types.I32, 0))
+	return k.cur.NewShuffleVector(ins, constant.NewUndef(vt), constant.NewZeroInitializer(types.NewVector(uint64(n), types.I32)))
+}
+
+// matmulSizes returns M, N and K as i64 values of the kernel.
+func (k *kt) matmulSizes(m *mmMatch) (mm, nn, kk value.Value) {
+	_, ubs, _, _, _ := loop.ParallelBounds(m.nest)
+	_, ub, _ := loop.ForBounds(m.forOp)
+	kk = k.get(ub)
+	if kk == nil { // a constant of the nest's body
+		_ = k.constant(ub.DefiningOp())
+		kk = k.get(ub)
+	}
+	return k.get(ubs[0]), k.get(ubs[1]), kk
+}
+
+// pack emits the pack kernel: panels [lo, hi) of B, each K rows of NR
+// consecutive columns (zero past N), contiguous in scratch at p·K·NR.
+func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
+	_, n, kk := k.matmulSizes(m)
+	nr := int64(m.cols())
+	_, err := k.loop(lo, hi, i64(1), nil, false, func(p value.Value, _ []value.Value) ([]value.Value, error) {
+		base := k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr))
+		j0 := k.cur.NewMul(p, i64(nr))
+		_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+			row := k.cur.NewAdd(base, k.cur.NewMul(kv, i64(nr)))
+			_, err := k.loop(i64(0), i64(nr), i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
+				col := k.cur.NewAdd(j0, c)
+				in := k.cur.NewICmp(enum.IPredSLT, col, n)
+				safe := k.cur.NewSelect(in, col, i64(0))
+				k.vals[m.kIV], k.vals[m.j] = kv, safe
+				ptr, elem, err := k.address(m.b, []*ir.Value{m.kIV, m.j})
+				if err != nil {
+					return nil, err
+				}
+				v := k.cur.NewSelect(in, k.cur.NewLoad(elem, ptr), constant.NewFloat(m.elem.(*types.FloatType), 0))
+				dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(row, c))
+				dst.InBounds = true
+				k.cur.NewStore(v, dst)
+				return nil, nil
+			})
+			return nil, err
+		})
+		return nil, err
+	})
+	return err
+}
+
+// matmul emits the main kernel: for each panel of NR columns, for each
+// block of MR rows in [lo, hi), MR × NR accumulators in vector registers
+// over k (A's elements broadcast, the packed panel's vectors loaded),
+// stored to a tile on the stack, then the epilogue for each element of
+// the tile inside C. Each element's sum runs over k in order, as the loop
+// level says (fused multiply-adds: `contract`).
+func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
+	mSize, n, kk := k.matmulSizes(m)
+	nr, vl := int64(m.cols()), m.vl
+	vt := types.NewVector(uint64(vl), m.elem)
+	tile := k.cur.NewAlloca(types.NewArray(uint64(MatmulRows*nr), m.elem))
+	tile.Align = 64
+	tileBase := k.cur.NewGetElementPtr(tile.ElemType, tile, i64(0), i64(0))
+	init := k.get(loop.ForInits(m.forOp)[0])
+	if init == nil {
+		if err := k.constant(loop.ForInits(m.forOp)[0].DefiningOp()); err != nil {
+			return err
+		}
+		init = k.get(loop.ForInits(m.forOp)[0])
+	}
+	initVec := k.splat(init, vl)
+	fma := k.t.intrinsic("llvm.fmuladd."+vecSuffix(vl, m.elem), vt, vt, vt, vt)
+	panels := k.cur.NewSDiv(k.cur.NewAdd(n, i64(nr-1)), i64(nr))
+	mLast := k.cur.NewSub(mSize, i64(1))
+	body := loop.Body(m.nest)
+	_, err := k.loop(i64(0), panels, i64(1), nil, false, func(p value.Value, _ []value.Value) ([]value.Value, error) {
+		panel := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
+		j0 := k.cur.NewMul(p, i64(nr))
+		ncols := k.cur.NewSub(n, j0)
+		ncols2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ncols, i64(nr)), ncols, i64(nr))
+		_, err := k.loop(lo, hi, i64(1), nil, false, func(ib value.Value, _ []value.Value) ([]value.Value, error) {
+			i0 := k.cur.NewMul(ib, i64(MatmulRows))
+			rows := make([]value.Value, MatmulRows)
+			for r := range MatmulRows {
+				ir0 := k.cur.NewAdd(i0, i64(int64(r)))
+				clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ir0, mLast), ir0, mLast)
+				k.vals[m.i], k.vals[m.kIV] = clamped, i64(0)
+				ptr, _, err := k.address(m.a, []*ir.Value{m.i, m.kIV})
+				if err != nil {
+					return nil, err
+				}
+				rows[r] = ptr
+			}
+			inits := make([]value.Value, MatmulRows*MatmulVectors)
+			for x := range inits {
+				inits[x] = initVec
+			}
+			accs, err := k.loop(i64(0), kk, i64(1), inits, false, func(kv value.Value, acc []value.Value) ([]value.Value, error) {
+				bs := make([]value.Value, MatmulVectors)
+				for v := range MatmulVectors {
+					at := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(k.cur.NewMul(kv, i64(nr)), i64(int64(v*vl))))
+					ld := k.cur.NewLoad(vt, k.cur.NewBitCast(at, types.NewPointer(vt)))
+					ld.Align = llir.Align(elemBytes(m.elem))
+					bs[v] = ld
+				}
+				next := make([]value.Value, len(acc))
+				for r := range MatmulRows {
+					ap := k.cur.NewGetElementPtr(m.elem, rows[r], kv)
+					a := k.splat(k.cur.NewLoad(m.elem, ap), vl)
+					for v := range MatmulVectors {
+						x := r*MatmulVectors + v
+						next[x] = k.cur.NewCall(fma, a, bs[v], acc[x])
+					}
+				}
+				return next, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			for r := range MatmulRows {
+				for v := range MatmulVectors {
+					at := k.cur.NewGetElementPtr(m.elem, tileBase, i64(int64(r)*nr+int64(v*vl)))
+					st := k.cur.NewStore(accs[r*MatmulVectors+v], k.cur.NewBitCast(at, types.NewPointer(vt)))
+					st.Align = llir.Align(elemBytes(m.elem))
+				}
+			}
+			// The epilogue, row by row of the tile.
+			nrows := k.cur.NewSub(mSize, i0)
+			nrows2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, nrows, i64(MatmulRows)), nrows, i64(MatmulRows))
+			_, err = k.loop(i64(0), nrows2, i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
+				i := k.cur.NewAdd(i0, r)
+				_, err := k.loop(i64(0), ncols2, i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
+					at := k.cur.NewGetElementPtr(m.elem, tileBase, k.cur.NewAdd(k.cur.NewMul(r, i64(nr)), c))
+					k.vals[m.forOp.Result(0)] = k.cur.NewLoad(m.elem, at)
+					k.vals[m.i], k.vals[m.j] = i, k.cur.NewAdd(j0, c)
+					for _, op := range body.Ops() {
+						if op == m.forOp {
+							continue
+						}
+						if op.Name() == loop.ReduceOp {
+							break
+						}
+						if err := k.op(op); err != nil {
+							if _, ok := err.(*ir.Diagnostic); ok {
+								return nil, err
+							}
+							return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+						}
+					}
+					return nil, nil
+				})
+				return nil, err
+			})
+			return nil, err
+		})
+		return nil, err
+	})
+	return err
+}
+
+func elemBytes(t types.Type) int64 {
+	if types.Equal(t, types.Double) {
+		return 8
+	}
+	return 4
+}
+
+func vecSuffix(n int, elem types.Type) string {
+	s := "f32"
+	if types.Equal(elem, types.Double) {
+		s = "f64"
+	}
+	return "v" + itoa(n) + s
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
