@@ -139,8 +139,6 @@ func TestMissingToolsAreNamed(t *testing.T) {
 	}
 }
 
-
-
 func TestMatmulWithEpilogueMatchesTheInterpreter(t *testing.T) {
 	needTools(t)
 	for _, c := range []struct {
