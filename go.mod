@@ -5,12 +5,13 @@ go 1.26
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/ebitengine/purego v0.11.3
-	github.com/google/go-cmp v0.6.0
+	github.com/google/go-cmp v0.7.0
 	github.com/llir/llvm v0.3.6
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.46.0
 	golang.org/x/term v0.44.0
 	gonum.org/v1/plot v0.17.0
+	google.golang.org/protobuf v1.36.12
 	pgregory.net/rapid v1.3.0
 )
 

@@ -106,6 +106,7 @@ type tool struct {
 //	irc [flags] [file|-]        parse, verify, transform and print a .mlir file
 //	irc run FILE [flags]        execute a function of FILE
 //	irc npy make|show|compare   make, print and compare .npy files
+//	irc import MODEL.onnx       import a model as a graph-dialect module
 //	irc devices                 list the GPUs, their memory, clocks and driver
 //	irc help [TOPIC]            flags, passes, logs, backends, modes, options
 //	irc version                 print the version
@@ -137,6 +138,8 @@ func (t *tool) dispatch(args []string) int {
 			return t.run(args[1:])
 		case "npy":
 			return t.npy(args[1:])
+		case "import":
+			return t.importCmd(args[1:])
 		case "devices":
 			return t.devices(args[1:])
 		case "help":

@@ -118,8 +118,14 @@ func (t *tool) run(args []string) int {
 	if len(f.shapes) > 0 && !f.seed.set {
 		return t.usageErrorf("run: --shape sets the shapes of --random-inputs arguments; an --input file's shape is its own")
 	}
-	name, text, err := t.readInput(positional[0])
-	if err != nil {
+	imp := importerFor(positional[0])
+	var name, text string
+	var err error
+	if imp == nil {
+		if name, text, err = t.readInput(positional[0]); err != nil {
+			return t.usageErrorf("run: %v", err)
+		}
+	} else if _, err = os.Stat(positional[0]); err != nil {
 		return t.usageErrorf("run: %v", err)
 	}
 	pm, err := t.newPassManager(&f.pipelineFlags)
@@ -135,7 +141,15 @@ func (t *tool) run(args []string) int {
 		return ExitDiagnostics
 	}
 	ctx := t.newContext(f.allowUnregistered)
-	mod, err := ir.Parse(ctx, text, ir.ParseOptions{Filename: name})
+	var mod *ir.Operation
+	if imp != nil { // a model file (.onnx): import it on the fly
+		mod, err = imp(ctx, positional[0], "main")
+		if err != nil {
+			return t.errorf("run: %v", err)
+		}
+	} else {
+		mod, err = ir.Parse(ctx, text, ir.ParseOptions{Filename: name})
+	}
 	if err == nil {
 		err = ir.Verify(mod)
 	}

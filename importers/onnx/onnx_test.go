@@ -1,0 +1,393 @@
+package onnx
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// TestMLPDynamicBatch imports Gemm(transB) → Relu → MatMul → Add →
+// Softmax with a dim_param batch once and runs it at two batch sizes
+// against a float64 reference.
+func TestMLPDynamicBatch(t *testing.T) {
+	b := newBuilder(17)
+	b.input("x", TypeFloat, "batch", 6)
+	w1 := b.weight("w1", 5, 6)
+	b1 := b.weight("b1", 5)
+	w2 := b.weight("w2", 5, 4)
+	b2 := b.weight("b2", 4)
+	b.node("Gemm", []string{"x", "w1", "b1"}, []string{"h"}, aInt("transB", 1))
+	b.node("Relu", []string{"h"}, []string{"r"})
+	b.node("MatMul", []string{"r", "w2"}, []string{"m"})
+	b.node("Add", []string{"m", "b2"}, []string{"a"})
+	b.node("Softmax", []string{"a"}, []string{"y"}, aInt("axis", -1))
+	b.output("y")
+	mod := importFile(t, b.write(t))
+	if s := mod.String(); !strings.Contains(s, "#graph.dims<[s0, 6]>") {
+		t.Fatalf("the batch is not a symbol:\n%s", s)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, batch := range []int64{2, 7} {
+		x, xs := randTensor(t, rng, batch, 6)
+		h := refMatmul(xs, refTranspose(w1, 5, 6), int(batch), 6, 5)
+		for i := range h {
+			h[i] = math.Max(h[i]+b1[i%5], 0)
+		}
+		m := refMatmul(h, w2, int(batch), 5, 4)
+		for i := range m {
+			m[i] += b2[i%4]
+		}
+		near(t, "mlp", call(t, mod, x)[0], []int64{batch, 4}, refSoftmaxRows(m, 4), 1e-5)
+	}
+}
+
+// TestCNN imports Conv (groups, stride, pads) → BatchNormalization → Relu
+// → MaxPool, AveragePool (pads, count_include_pad = 0) and
+// GlobalAveragePool → Flatten, with a dynamic batch.
+func TestCNN(t *testing.T) {
+	b := newBuilder(13)
+	b.input("x", TypeFloat, "N", 4, 9, 9)
+	w := b.weight("w", 6, 2, 3, 3)
+	bias := b.weight("bias", 6)
+	scale, shift := b.weight("scale", 6), b.weight("shift", 6)
+	mean := b.weight("mean", 6)
+	varr := make([]float32, 6)
+	for i := range varr {
+		varr[i] = float32(0.5 + float64(i)/10)
+	}
+	b.floats("var", []int64{6}, varr...)
+	b.node("Conv", []string{"x", "w", "bias"}, []string{"c"}, aInts("kernel_shape", 3, 3), aInts("strides", 2, 2), aInts("pads", 1, 1, 1, 1), aInt("group", 2))
+	b.node("BatchNormalization", []string{"c", "scale", "shift", "mean", "var"}, []string{"bn"}, aFloat("epsilon", 1e-3))
+	b.node("Relu", []string{"bn"}, []string{"r"})
+	b.node("MaxPool", []string{"r"}, []string{"mp"}, aInts("kernel_shape", 3, 3), aInts("strides", 2, 2), aInts("pads", 1, 1, 1, 1))
+	b.node("AveragePool", []string{"r"}, []string{"ap"}, aInts("kernel_shape", 2, 2), aInts("pads", 0, 0, 1, 1))
+	b.node("GlobalAveragePool", []string{"r"}, []string{"gp"})
+	b.node("Flatten", []string{"gp"}, []string{"f"})
+	b.output("mp", "ap", "f")
+	mod := importFile(t, b.write(t))
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int64{1, 3} {
+		x, xs := randTensor(t, rng, n, 4, 9, 9)
+		c, oh, ow := refConv(xs, int(n), 4, 9, 9, w, 6, 3, 3, bias, 2, 1, 2)
+		plane := oh * ow
+		for i := range c {
+			ch := (i / plane) % 6
+			v := (c[i]-mean[ch])/math.Sqrt(float64(varr[ch])+float64(float32(1e-3)))*scale[ch] + shift[ch]
+			c[i] = math.Max(v, 0)
+		}
+		got := call(t, mod, x)
+		mp, mh, mw := refPool(c, int(n)*6, oh, ow, 3, 2, [4]int{1, 1, 1, 1}, false)
+		near(t, "maxpool", got[0], []int64{n, 6, int64(mh), int64(mw)}, mp, 1e-5)
+		ap, ah, aw := refPool(c, int(n)*6, oh, ow, 2, 1, [4]int{0, 0, 1, 1}, true)
+		near(t, "avgpool", got[1], []int64{n, 6, int64(ah), int64(aw)}, ap, 1e-5)
+		gp := make([]float64, n*6)
+		for i := range c {
+			gp[i/plane] += c[i] / float64(plane)
+		}
+		near(t, "global pool", got[2], []int64{n, 6}, gp, 1e-5)
+	}
+}
+
+// TestShapeFolding: a transformer-style block whose reshape target comes
+// from Shape → Gather → Unsqueeze → Concat of a dynamic batch, with
+// LayerNormalization, an erf GELU, Pow and Sqrt, Where on Equal, Expand,
+// Cast, ConstantOfShape and Range. The shape computation folds at import:
+// no integer op remains.
+func TestShapeFolding(t *testing.T) {
+	b := newBuilder(18)
+	b.input("x", TypeFloat, "B", 3, 8)
+	lw, lb := b.weight("lw", 8), b.weight("lb", 8)
+	b.ints("zero", 0)
+	b.ints("minus1", -1)
+	b.ints("axes0", 0)
+	b.ints("shape3", 3, 8)
+	b.floats("half", nil, 0.5)
+	b.floats("one", nil, 1)
+	b.floats("rsqrt2", nil, float32(1/math.Sqrt2))
+	b.floats("two", nil, 2)
+	b.node("Shape", []string{"x"}, []string{"s"})
+	b.node("Gather", []string{"s", "zero"}, []string{"bdim"}, aInt("axis", 0))
+	b.node("Concat", []string{"bdim", "minus1"}, []string{"flat"}, aInt("axis", 0))
+	b.node("LayerNormalization", []string{"x", "lw", "lb"}, []string{"ln"}, aInt("axis", -1), aFloat("epsilon", 1e-5))
+	// gelu(ln) = ln · 0.5 · (1 + erf(ln/√2))
+	b.node("Mul", []string{"ln", "rsqrt2"}, []string{"g0"})
+	b.node("Erf", []string{"g0"}, []string{"g1"})
+	b.node("Add", []string{"g1", "one"}, []string{"g2"})
+	b.node("Mul", []string{"ln", "g2"}, []string{"g3"})
+	b.node("Mul", []string{"g3", "half"}, []string{"gelu"})
+	// sqrt(gelu² + 1)
+	b.node("Pow", []string{"gelu", "two"}, []string{"sq"})
+	b.node("Add", []string{"sq", "one"}, []string{"sq1"})
+	b.node("Sqrt", []string{"sq1"}, []string{"rt"})
+	b.node("Reshape", []string{"rt", "flat"}, []string{"y"})
+	// A mask from Range, Cast, Equal, Where and Expand over the batch.
+	b.node("ConstantOfShape", []string{"shape3"}, []string{"zeros"}, aTensor("value", &Tensor{Dims: []int64{1}, DataType: TypeFloat, FloatData: []float32{0}}))
+	b.node("Range", []string{"zero_s", "eight", "one_i"}, []string{"rng"})
+	b.g.Initializers = append(b.g.Initializers,
+		&Tensor{Name: "zero_s", DataType: TypeInt64, Int64Data: []int64{0}},
+		&Tensor{Name: "eight", DataType: TypeInt64, Int64Data: []int64{8}},
+		&Tensor{Name: "one_i", DataType: TypeInt64, Int64Data: []int64{1}})
+	b.ints("four", 4)
+	b.node("Less", []string{"rng", "four"}, []string{"lt"})
+	b.node("Cast", []string{"lt"}, []string{"ltf"}, aInt("to", TypeFloat))
+	b.node("Unsqueeze", []string{"ltf", "axes0"}, []string{"ltf2"})
+	b.node("Add", []string{"zeros", "ltf2"}, []string{"mask"}) // [3, 8]
+	b.node("Concat", []string{"bdim", "shape3"}, []string{"full"}, aInt("axis", 0))
+	b.node("Expand", []string{"mask", "full"}, []string{"emask"})
+	b.node("Equal", []string{"emask", "one"}, []string{"keep"})
+	b.node("Where", []string{"keep", "x", "zeros"}, []string{"masked"})
+	b.output("y", "masked")
+	mod := importFile(t, b.write(t))
+	mod.WalkPost(func(op *ir.Operation) {
+		if op.Name() != "graph.constant" && op.NumResults() == 1 && ir.ElementTypeOf(op.Result(0).Type()) == ir.I64 {
+			t.Errorf("an integer shape computation was not folded: %s", op)
+		}
+	})
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, batch := range []int64{2, 5} {
+		x, xs := randTensor(t, rng, batch, 3, 8)
+		ln := refLayerNormRows(xs, 8, lw, lb, 1e-5)
+		want := make([]float64, len(ln))
+		for i, v := range ln {
+			g := v * 0.5 * (1 + math.Erf(v/math.Sqrt2))
+			want[i] = math.Sqrt(g*g + 1)
+		}
+		masked := make([]float64, len(xs))
+		for i, v := range xs {
+			if i%8 < 4 {
+				masked[i] = v
+			}
+		}
+		got := call(t, mod, x)
+		near(t, "block", got[0], []int64{batch, 24}, want, 1e-5)
+		near(t, "mask", got[1], []int64{batch, 3, 8}, masked, 0)
+	}
+}
+
+// TestShapeOps: Slice (negative steps, clamped ends), Split, Transpose,
+// Squeeze, Gather of a tensor, Concat, Tile, Pad and Trilu.
+func TestShapeOps(t *testing.T) {
+	b := newBuilder(13)
+	b.input("x", TypeFloat, 4, 6)
+	b.ints("st", 5, 1)
+	b.ints("en", -100, 100)
+	b.ints("ax", 1, 0)
+	b.ints("stp", -2, 2)
+	b.ints("split", 2, 4)
+	b.ints("idx", 3, 0, 3)
+	b.ints("reps", 1, 2)
+	b.ints("pads", 0, 1, 1, 0)
+	b.ints("sq", 0)
+	b.node("Slice", []string{"x", "st", "en", "ax", "stp"}, []string{"sl"})        // rows 1,3; cols 5,3,1
+	b.node("Split", []string{"x", "split"}, []string{"p0", "p1"}, aInt("axis", 1)) // [4,2], [4,4]
+	b.node("Transpose", []string{"p0"}, []string{"tp"}, aInts("perm", 1, 0))       // [2,4]
+	b.node("Gather", []string{"x", "idx"}, []string{"ga"}, aInt("axis", 0))        // rows 3,0,3
+	b.node("Concat", []string{"p1", "p0"}, []string{"cc"}, aInt("axis", 1))        // [4,6] rotated
+	b.node("Tile", []string{"tp", "reps"}, []string{"ti"})                         // [2,8]
+	b.node("Pad", []string{"ti", "pads"}, []string{"pd"})                          // [3,9]
+	b.node("Trilu", []string{"x"}, []string{"tr"}, aInt("upper", 0))
+	b.node("Unsqueeze", []string{"tp", "sq"}, []string{"u"})
+	b.node("Squeeze", []string{"u", "sq"}, []string{"sqz"})
+	b.output("sl", "ga", "cc", "pd", "tr", "sqz")
+	mod := importFile(t, b.write(t))
+	x, xs := randTensor(t, rand.New(rand.NewPCG(9, 9)), 4, 6)
+	at := func(i, j int) float64 { return xs[i*6+j] }
+	got := call(t, mod, x)
+	var sl []float64
+	for _, i := range []int{1, 3} {
+		for _, j := range []int{5, 3, 1} {
+			sl = append(sl, at(i, j))
+		}
+	}
+	near(t, "slice", got[0], []int64{2, 3}, sl, 0)
+	var ga []float64
+	for _, i := range []int{3, 0, 3} {
+		ga = append(ga, xs[i*6:i*6+6]...)
+	}
+	near(t, "gather", got[1], []int64{3, 6}, ga, 0)
+	var cc []float64
+	for i := range 4 {
+		cc = append(cc, xs[i*6+2:i*6+6]...)
+		cc = append(cc, xs[i*6:i*6+2]...)
+	}
+	near(t, "concat", got[2], []int64{4, 6}, cc, 0)
+	pd := make([]float64, 3*9)
+	for i := range 2 {
+		for j := range 8 {
+			pd[i*9+j+1] = at(j%4, i)
+		}
+	}
+	near(t, "tile+pad", got[3], []int64{3, 9}, pd, 0)
+	tr := make([]float64, 24)
+	for i := range 4 {
+		for j := range 6 {
+			if j <= i {
+				tr[i*6+j] = at(i, j)
+			}
+		}
+	}
+	near(t, "trilu", got[4], []int64{4, 6}, tr, 0)
+	var tp []float64
+	for i := range 2 {
+		for j := range 4 {
+			tp = append(tp, at(j, i))
+		}
+	}
+	near(t, "squeeze", got[5], []int64{2, 4}, tp, 0)
+}
+
+// TestUnsupported: an unknown operator is an error naming the node, its
+// op_type and the opset; so is a foreign domain.
+func TestUnsupported(t *testing.T) {
+	for _, tc := range []struct {
+		op, domain, want string
+	}{
+		{"NonMaxSuppression", "", `node 1 "NonMaxSuppression_y" (op_type NonMaxSuppression, opset 17): unsupported operator`},
+		{"FusedGemm", "com.microsoft", `node 1 "FusedGemm_y" (op_type FusedGemm, domain "com.microsoft", opset 17): unsupported operator domain`},
+	} {
+		b := newBuilder(17)
+		b.input("x", TypeFloat, 2, 2)
+		b.node("Relu", []string{"x"}, []string{"r"})
+		b.node(tc.op, []string{"r"}, []string{"y"})
+		b.g.Nodes[1].Domain = tc.domain
+		b.output("y")
+		_, err := Import(dialects.NewContext(), b.write(t), Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "model.onnx: ") {
+			t.Errorf("error %v, want one containing %q", err, tc.want)
+		}
+	}
+	b := newBuilder(9)
+	b.input("x", TypeFloat, 2)
+	b.output("x")
+	if _, err := Import(dialects.NewContext(), b.write(t), Options{}); err == nil || !strings.Contains(err.Error(), "opset 9 is not supported") {
+		t.Errorf("opset 9: %v", err)
+	}
+}
+
+// TestBadFiles: truncated or garbage files are errors, never panics.
+func TestBadFiles(t *testing.T) {
+	b := newBuilder(17)
+	b.input("x", TypeFloat, 2, 3)
+	b.weight("w", 3, 2)
+	b.node("MatMul", []string{"x", "w"}, []string{"y"})
+	b.output("y")
+	data := b.model().Marshal()
+	for n := 0; n < len(data); n += 7 {
+		m, err := DecodeModel(data[:n])
+		if err == nil {
+			_, err = ImportModel(dialects.NewContext(), m, "cut.onnx", t.TempDir(), Options{})
+		}
+		_ = err // any result but a panic
+	}
+	if _, err := DecodeModel([]byte("not a model at all")); err == nil {
+		t.Error("garbage decoded")
+	}
+}
+
+// TestTextImport: WriteMLIR's streamed text parses back to a module that
+// computes what the in-memory import computes, with weights from external
+// data and typed fields.
+func TestTextImport(t *testing.T) {
+	dir := t.TempDir()
+	b := newBuilder(17)
+	b.input("x", TypeFloat, "n", 80)
+	w := b.weight("w", 80, 70) // 5600 elements: streamed
+	raw := b.g.Initializers[0].RawData
+	if err := os.WriteFile(filepath.Join(dir, "w.bin"), append(make([]byte, 16), raw...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.g.Initializers[0] = &Tensor{Name: "w", Dims: []int64{80, 70}, DataType: TypeFloat,
+		External: map[string]string{"location": "w.bin", "offset": "16", "length": "22400"}}
+	big := make([]float32, 70*72)
+	for i := range big {
+		big[i] = float32(i%13) - 6
+	}
+	b.floats("v", []int64{70, int64(len(big)) / 70}, big...) // float_data, streamed
+	b.node("MatMul", []string{"x", "w"}, []string{"h"})
+	b.node("MatMul", []string{"h", "v"}, []string{"y"})
+	b.output("y")
+	path := filepath.Join(dir, "m.onnx")
+	if err := os.WriteFile(path, b.model().Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	ctx := dialects.NewContext()
+	if err := WriteMLIR(&buf, ctx, path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	text := buf.String()
+	if strings.Contains(text, weightAttr) || strings.Count(text, `dense<"0x`) != 2 {
+		t.Fatalf("placeholders were not replaced:\n%.2000s", text)
+	}
+	parsed, err := ir.Parse(ctx, text, ir.ParseOptions{Filename: "m.mlir"})
+	if err == nil {
+		err = ir.Verify(parsed)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := importFile(t, path)
+	x, xs := randTensor(t, rand.New(rand.NewPCG(1, 2)), 3, 80)
+	h := refMatmul(xs, w, 3, 80, 70)
+	vs := make([]float64, len(big))
+	for i, v := range big {
+		vs[i] = float64(v)
+	}
+	want := refMatmul(h, vs, 3, 70, len(big)/70)
+	for name, mod := range map[string]*ir.Operation{"text": parsed, "direct": direct} {
+		near(t, name, call(t, mod, x)[0], []int64{3, int64(len(big)) / 70}, want, 1e-4)
+	}
+	// A bad external location is refused.
+	b.g.Initializers[0].External["location"] = "../w.bin"
+	if err := os.WriteFile(path, b.model().Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), "inside the model's directory") {
+		t.Errorf("external data outside the directory: %v", err)
+	}
+}
+
+// TestTorchExports runs models exported by PyTorch (testdata/torch, made
+// by testdata/export.py) and compares with PyTorch's outputs.
+func TestTorchExports(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/torch/*.onnx")
+	if len(paths) == 0 {
+		t.Fatal("no exported models in testdata/torch")
+	}
+	for _, path := range paths {
+		base := strings.TrimSuffix(path, ".onnx")
+		t.Run(filepath.Base(base), func(t *testing.T) {
+			mod := importFile(t, path)
+			for _, suffix := range []string{"", "2"} {
+				in, err := readNPY(base + ".in" + suffix + ".npy")
+				if os.IsNotExist(err) && suffix == "2" {
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := readNPY(base + ".out" + suffix + ".npy")
+				if err != nil {
+					t.Fatal(err)
+				}
+				near(t, "output"+suffix, call(t, mod, in)[0], want.Shape(), want.Float64s(), 1e-3)
+			}
+		})
+	}
+}
+
+func readNPY(path string) (*interp.Tensor, error) {
+	arr, err := npyRead(path)
+	if err != nil {
+		return nil, err
+	}
+	return arr, nil
+}

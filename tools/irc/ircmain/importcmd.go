@@ -1,0 +1,87 @@
+package ircmain
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/strata-ir/strata/importers/onnx"
+	"github.com/strata-ir/strata/ir"
+)
+
+// importers maps a model file's extension to the importer that turns it
+// into a module (irc import, and irc run FILE.onnx).
+var importers = map[string]func(ctx *ir.Context, path, funcName string) (*ir.Operation, error){
+	".onnx": func(ctx *ir.Context, path, funcName string) (*ir.Operation, error) {
+		return onnx.Import(ctx, path, onnx.Options{FuncName: funcName})
+	},
+}
+
+// importerFor returns the importer of a model file, or nil for a file irc
+// parses as IR.
+func importerFor(path string) func(ctx *ir.Context, path, funcName string) (*ir.Operation, error) {
+	return importers[strings.ToLower(filepath.Ext(path))]
+}
+
+// importCmd is irc import: convert a model file (ONNX) into a graph-dialect
+// module, written as text. The output file is written whole or not at all.
+func (t *tool) importCmd(args []string) int {
+	fs := newFlagSet(t.name + " import")
+	output := fs.String("o", "-", "write the module to `file` ('-': standard output)")
+	funcName := fs.String("func", "main", "name the imported function `name`")
+	positional, status, ok := t.parseFlags(fs, t.name+" import MODEL.onnx [-o OUT.mlir] [--func NAME]", args)
+	if !ok {
+		return status
+	}
+	if len(positional) != 1 {
+		return t.usageErrorf("import: expected one model file, got %d", len(positional))
+	}
+	path := positional[0]
+	if importerFor(path) == nil {
+		return t.usageErrorf("import: %s: unknown model format (want a .onnx file)", path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return t.usageErrorf("import: %v", err)
+	}
+	ctx := t.newContext(false)
+	write := func(w io.Writer) error {
+		return onnx.WriteMLIR(w, ctx, path, onnx.Options{FuncName: *funcName})
+	}
+	var err error
+	if *output == "-" {
+		err = write(t.stdout)
+	} else {
+		err = writeAtomic(*output, write)
+	}
+	if err != nil {
+		return t.errorf("import: %v", err)
+	}
+	return ExitOK
+}
+
+// writeAtomic writes a file through a temporary file in its directory,
+// renamed over it only when write succeeds: a failure leaves any existing
+// file as it was.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
