@@ -90,11 +90,19 @@ type Compiled struct {
 	times      *CompileTimes
 	last       *session
 	disabled   bool
+	// The recorded calls (replay.go), and the state of a replay, reused
+	// from call to call.
+	tapes    []*tape
+	rp       replay
+	rpLifted map[*Tensor]int32
 }
 
 // Stats counts what a compiled function did.
 type Stats struct {
 	Calls, Compiles, Recompiles, GraphBreaks, CacheHits int
+	// Replays counts the calls that matched a recorded call and ran its
+	// executable without recording a graph (replay.go).
+	Replays int
 	// Eager is set once the recompile limit made a graph run eagerly.
 	Eager bool
 }
@@ -161,6 +169,7 @@ func Compile(fn any, opts Options) (*Compiled, error) {
 	c := &Compiled{
 		fn: v, variadic: t.IsVariadic(), opts: opts, backend: be,
 		cache: map[string][]*cached{}, latest: map[int]*cached{}, compiles: map[int]int{},
+		rpLifted: map[*Tensor]int32{},
 	}
 	seen := map[reflect.Type]bool{}
 	for i := range t.NumIn() {
@@ -376,8 +385,9 @@ func (c *Compiled) trace(args []reflect.Value, leaves []*Tensor, vals []tensorDa
 	first := c.times == nil
 	s := newSession(c, c.backend, c.opts.Fullgraph)
 	defer s.end()
-	types := c.argTypes(leaves, vals)
-	s.newGraph(leaves, types)
+	if len(c.tapes) == 0 || !s.startReplay(leaves, vals) {
+		s.newGraph(leaves, c.argTypes(leaves, vals))
+	}
 	res, outs, fnErr := c.invoke(args)
 	err := s.finish(outs, fnErr)
 	c.last = s
@@ -388,6 +398,9 @@ func (c *Compiled) trace(args []reflect.Value, leaves []*Tensor, vals []tensorDa
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !s.replayed && s.first != nil {
+		c.addTape(s, s.first, len(leaves))
 	}
 	return res, nil
 }
@@ -458,9 +471,15 @@ func (s *session) collect(outs []*Tensor, fnErr error) error {
 // finish ends the session: the current graph runs with the results that
 // are pending in it as outputs.
 func (s *session) finish(outs []*Tensor, fnErr error) error {
-	defer func() { s.active = false }()
 	if err := s.collect(outs, fnErr); err != nil {
 		return err
+	}
+	if s.rp != nil {
+		done, err := s.finishReplay(outs)
+		if done {
+			s.replayed = true
+			return err
+		}
 	}
 	if g := s.cur; g != nil {
 		var fromG []*Tensor

@@ -116,6 +116,3 @@ func (c *Compiled) Reset() {
 	c.times, c.last = nil, nil
 	c.resetReplay()
 }
-
-// resetReplay forgets the recorded traces (none are kept yet).
-func (c *Compiled) resetReplay() {}

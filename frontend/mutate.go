@@ -28,33 +28,38 @@ type mutation struct {
 // compiled function the update is recorded in the graph and written back
 // to t when the graph has run; ops after it that read t see v.
 func (t *Tensor) Assign(v *Tensor) error {
-	return t.assign(callerLoc(), v, "Assign")
+	return t.assign(nil, v, "Assign")
 }
 
 // AddInPlace adds v to t in place (t.Assign(t.Add(v))); v broadcasts to
 // t's shape.
 func (t *Tensor) AddInPlace(v *Tensor) error {
-	return t.assignOp(callerLoc(), "add", v, "AddInPlace")
+	return t.assignOp(nil, "add", v, "AddInPlace")
 }
 
 // SubInPlace subtracts v from t in place (t.Assign(t.Sub(v))).
 func (t *Tensor) SubInPlace(v *Tensor) error {
-	return t.assignOp(callerLoc(), "sub", v, "SubInPlace")
+	return t.assignOp(nil, "sub", v, "SubInPlace")
 }
 
 // MulInPlace multiplies t by v in place (t.Assign(t.Mul(v))).
 func (t *Tensor) MulInPlace(v *Tensor) error {
-	return t.assignOp(callerLoc(), "mul", v, "MulInPlace")
+	return t.assignOp(nil, "mul", v, "MulInPlace")
 }
 
 func (t *Tensor) assignOp(loc ir.Location, name string, v *Tensor, what string) error {
 	if t == nil || v == nil {
+		loc = callerLoc()
 		return located(loc, "%s: nil tensor", what)
 	}
 	return t.assign(loc, apply(loc, op(name), t, v), what)
 }
 
+// A nil loc is the caller's location, found where needed.
 func (t *Tensor) assign(loc ir.Location, v *Tensor, what string) error {
+	if loc == nil && (t == nil || v == nil || t.err == nil && v.err == nil && (t.dtype != v.dtype || !slices.Equal(t.shape, v.shape))) {
+		loc = callerLoc()
+	}
 	switch {
 	case t == nil || v == nil:
 		return located(loc, "%s: nil tensor", what)
@@ -79,6 +84,7 @@ func (t *Tensor) assign(loc ir.Location, v *Tensor, what string) error {
 		g.pending = slices.DeleteFunc(g.pending, func(p *Tensor) bool { return p == t })
 	}
 	t.setData(d)
+	t.ver++
 	return nil
 }
 
@@ -102,6 +108,9 @@ func (s *session) assign(loc ir.Location, t, v *Tensor) error {
 	if s.err != nil {
 		return s.err
 	}
+	if s.rp != nil {
+		return s.replayAssign(loc, t, v)
+	}
 	g := s.graph()
 	node, err := g.use(v)
 	if err != nil {
@@ -109,6 +118,15 @@ func (s *session) assign(loc ir.Location, t, v *Tensor) error {
 	}
 	if g != s.cur { // using v ran the graph (a break): record in the next
 		return s.assign(loc, t, v)
+	}
+	target, slot := int32(-1), false
+	if t.g == g {
+		target = int32(g.ids[t.node])
+	} else {
+		slot = true
+		if a, ok := g.lifted[t]; ok {
+			target = int32(g.ids[a.v])
+		}
 	}
 	if t.g != g {
 		if t.g != nil {
@@ -123,8 +141,10 @@ func (s *session) assign(loc ir.Location, t, v *Tensor) error {
 		}
 		s.mutated = append(s.mutated, mutation{t: t, old: tensorData{host: t.val, dev: t.dev}})
 		t.val, t.dev = nil, nil
+		t.ver++
 		g.pending = append(g.pending, t)
 	}
+	g.tapeAssign(target, slot, int32(g.ids[node]))
 	t.g, t.node, t.sess = g, node, s
 	return nil
 }

@@ -21,9 +21,9 @@ func op(name string, attrs ...ir.NamedAttr) opSpec {
 	return opSpec{name: name, props: ir.Dict(attrs...)}
 }
 
-func (t *Tensor) unary(name string) *Tensor { return apply(callerLoc(), op(name), t) }
+func (t *Tensor) unary(name string) *Tensor { return apply(nil, op(name), t) }
 
-func (t *Tensor) binary(name string, y *Tensor) *Tensor { return apply(callerLoc(), op(name), t, y) }
+func (t *Tensor) binary(name string, y *Tensor) *Tensor { return apply(nil, op(name), t, y) }
 
 // Neg returns -t.
 func (t *Tensor) Neg() *Tensor { return t.unary("neg") }
@@ -66,7 +66,7 @@ func (t *Tensor) Reciprocal() *Tensor { return t.unary("reciprocal") }
 
 // Gelu returns the GELU of t; approximate is "none" (exact) or "tanh".
 func (t *Tensor) Gelu(approximate string) *Tensor {
-	return apply(callerLoc(), op("gelu", attr("approximate", ir.Str(approximate))), t)
+	return apply(nil, op("gelu", attr("approximate", ir.Str(approximate))), t)
 }
 
 // Add returns t + y, broadcast as in NumPy.
@@ -93,18 +93,18 @@ func (t *Tensor) Min(y *Tensor) *Tensor { return t.binary("min", y) }
 // Cmp compares t with y elementwise with pred ("eq", "ne", "lt", "le",
 // "gt", "ge") and returns a Bool tensor.
 func (t *Tensor) Cmp(pred string, y *Tensor) *Tensor {
-	return apply(callerLoc(), op("cmp", attr("predicate", ir.Str(pred))), t, y)
+	return apply(nil, op("cmp", attr("predicate", ir.Str(pred))), t, y)
 }
 
 // Where returns x where cond is true and y elsewhere (graph.select).
-func Where(cond, x, y *Tensor) *Tensor { return apply(callerLoc(), op("select"), cond, x, y) }
+func Where(cond, x, y *Tensor) *Tensor { return apply(nil, op("select"), cond, x, y) }
 
 // Cast converts t's elements to dt.
 func (t *Tensor) Cast(dt DType) *Tensor {
 	if dt.Elem() == nil {
 		return failed(located(callerLoc(), "Cast: unknown dtype %v", dt))
 	}
-	return apply(callerLoc(), opSpec{name: "cast", cast: dt.Elem()}, t)
+	return apply(nil, opSpec{name: "cast", cast: dt.Elem()}, t)
 }
 
 func (t *Tensor) reduce(name string, axes []int, keepdims bool) *Tensor {
@@ -112,7 +112,7 @@ func (t *Tensor) reduce(name string, axes []int, keepdims bool) *Tensor {
 	if axes != nil {
 		attrs = append(attrs, attr("axes", ints(axes)))
 	}
-	return apply(callerLoc(), op(name, attrs...), t)
+	return apply(nil, op(name, attrs...), t)
 }
 
 // Sum returns the sum over axes (every axis when axes is nil); keepdims
@@ -138,27 +138,27 @@ func (t *Tensor) ReduceMin(axes []int, keepdims bool) *Tensor {
 
 // Argmax returns the Int64 index of the maximum along axis.
 func (t *Tensor) Argmax(axis int, keepdims bool) *Tensor {
-	return apply(callerLoc(), op("argmax", attr("axis", i64(axis)), attr("keepdims", ir.Bool(keepdims))), t)
+	return apply(nil, op("argmax", attr("axis", i64(axis)), attr("keepdims", ir.Bool(keepdims))), t)
 }
 
 // Reshape returns t's elements in shape (one entry may be -1).
 func (t *Tensor) Reshape(shape ...int) *Tensor {
-	return apply(callerLoc(), op("reshape", attr("shape", ints(shape))), t)
+	return apply(nil, op("reshape", attr("shape", ints(shape))), t)
 }
 
 // Transpose permutes t's dims: result dim i is t's dim perm[i].
 func (t *Tensor) Transpose(perm ...int) *Tensor {
-	return apply(callerLoc(), op("transpose", attr("perm", ints(perm))), t)
+	return apply(nil, op("transpose", attr("perm", ints(perm))), t)
 }
 
 // BroadcastTo stretches t to shape as NumPy does.
 func (t *Tensor) BroadcastTo(shape ...int) *Tensor {
-	return apply(callerLoc(), op("broadcast_to", attr("shape", ints(shape))), t)
+	return apply(nil, op("broadcast_to", attr("shape", ints(shape))), t)
 }
 
 // Concat joins ts along axis.
 func Concat(axis int, ts ...*Tensor) *Tensor {
-	return apply(callerLoc(), op("concat", attr("axis", i64(axis))), ts...)
+	return apply(nil, op("concat", attr("axis", i64(axis))), ts...)
 }
 
 // Slice returns t[starts:limits:strides] per dim (strides nil: all 1).
@@ -167,7 +167,7 @@ func (t *Tensor) Slice(starts, limits, strides []int) *Tensor {
 	if strides != nil {
 		attrs = append(attrs, attr("strides", ints(strides)))
 	}
-	return apply(callerLoc(), op("slice", attrs...), t)
+	return apply(nil, op("slice", attrs...), t)
 }
 
 // Pad adds low[d] and high[d] elements equal to value around dim d.
@@ -176,19 +176,19 @@ func (t *Tensor) Pad(low, high []int, value float64) *Tensor {
 	if fe, ok := t.dtype.Elem().(*ir.FloatType); ok && t.dtype.IsFloat() {
 		v = ir.Float(value, fe)
 	}
-	return apply(callerLoc(), op("pad", attr("low", ints(low)), attr("high", ints(high)), attr("value", v)), t)
+	return apply(nil, op("pad", attr("low", ints(low)), attr("high", ints(high)), attr("value", v)), t)
 }
 
 // Gather picks slices of t along axis at indices (numpy.take).
 func (t *Tensor) Gather(indices *Tensor, axis int) *Tensor {
-	return apply(callerLoc(), op("gather", attr("axis", i64(axis))), t, indices)
+	return apply(nil, op("gather", attr("axis", i64(axis))), t, indices)
 }
 
 // MatMul returns the matrix product t·y (numpy.matmul).
 func (t *Tensor) MatMul(y *Tensor) *Tensor { return t.binary("matmul", y) }
 
 // MatMul returns x·y (numpy.matmul).
-func MatMul(x, y *Tensor) *Tensor { return apply(callerLoc(), op("matmul"), x, y) }
+func MatMul(x, y *Tensor) *Tensor { return apply(nil, op("matmul"), x, y) }
 
 // Conv2DOptions are the attributes of Conv2D; zero values are defaults.
 type Conv2DOptions struct {
@@ -216,28 +216,28 @@ func Conv2D(x, weight, bias *Tensor, o Conv2DOptions) *Tensor {
 	if bias != nil {
 		operands = append(operands, bias)
 	}
-	return apply(callerLoc(), op("conv2d", attrs...), operands...)
+	return apply(nil, op("conv2d", attrs...), operands...)
 }
 
 // Softmax returns the softmax of t along axis.
 func (t *Tensor) Softmax(axis int) *Tensor {
-	return apply(callerLoc(), op("softmax", attr("axis", i64(axis))), t)
+	return apply(nil, op("softmax", attr("axis", i64(axis))), t)
 }
 
 // LogSoftmax returns the log of the softmax of t along axis.
 func (t *Tensor) LogSoftmax(axis int) *Tensor {
-	return apply(callerLoc(), op("log_softmax", attr("axis", i64(axis))), t)
+	return apply(nil, op("log_softmax", attr("axis", i64(axis))), t)
 }
 
 // LayerNorm normalizes t over dims axis… with weight and bias.
 func (t *Tensor) LayerNorm(weight, bias *Tensor, axis int, epsilon float64) *Tensor {
-	return apply(callerLoc(), op("layer_norm", attr("axis", i64(axis)), attr("epsilon", f32(epsilon))), t, weight, bias)
+	return apply(nil, op("layer_norm", attr("axis", i64(axis)), attr("epsilon", f32(epsilon))), t, weight, bias)
 }
 
 // RMSNorm normalizes t by its root mean square over dims axis… and scales
 // by weight.
 func (t *Tensor) RMSNorm(weight *Tensor, axis int, epsilon float64) *Tensor {
-	return apply(callerLoc(), op("rms_norm", attr("axis", i64(axis)), attr("epsilon", f32(epsilon))), t, weight)
+	return apply(nil, op("rms_norm", attr("axis", i64(axis)), attr("epsilon", f32(epsilon))), t, weight)
 }
 
 // AttentionOptions are the optional parts of Attention.
@@ -262,5 +262,5 @@ func Attention(q, k, v *Tensor, o AttentionOptions) *Tensor {
 	if o.Mask != nil {
 		operands = append(operands, o.Mask)
 	}
-	return apply(callerLoc(), op("attention", attrs...), operands...)
+	return apply(nil, op("attention", attrs...), operands...)
 }

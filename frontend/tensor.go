@@ -33,6 +33,8 @@ type Tensor struct {
 	shape []int64
 	dtype DType
 	err   error
+	rid   int32  // 1 + the value id of a placeholder of a replay (replay.go)
+	ver   uint32 // bumped by an in-place update: see lift
 	seq   uint64 // creation order
 	dyn   []int  // dims marked with MarkDynamic
 	// in is the compiled call in flight whose graph reads t as an input
@@ -183,6 +185,21 @@ func (t *Tensor) Shape() []int {
 // where t is pending or an input, that specializes the graph on its input
 // sizes.
 func (t *Tensor) shapeRead() {
+	var s *session
+	if _, ok := t.replayID(); ok {
+		s = t.sess
+	} else if in := t.in.Load(); in != nil && in.rp != nil {
+		if _, ok := in.c.rpLifted[t]; ok {
+			s = in
+		}
+	}
+	if s != nil && s.rp.tp.dynamic {
+		if !s.rp.tp.specialized {
+			s.diverge() // the recorded call did not read sizes
+		} else if s.rp.specializer == nil {
+			s.rp.specializer = callerLoc() // for the graph if the replay diverges
+		}
+	}
 	if t.g != nil {
 		if t.g.dynamic {
 			t.g.specialize(callerLoc())
@@ -200,7 +217,16 @@ func (t *Tensor) shapeRead() {
 // when t is an input of the graph being recorded (its value decides what
 // the Go code does next), refused under Fullgraph.
 func (s *session) inputRead(t *Tensor, reason string) error {
-	if !s.active || s.c == nil || s.cur == nil {
+	if !s.active || s.c == nil {
+		return nil
+	}
+	if s.rp != nil {
+		if _, ok := s.c.rpLifted[t]; !ok {
+			return nil
+		}
+		s.diverge() // the recorded call had no break here
+	}
+	if s.cur == nil {
 		return nil
 	}
 	g := s.cur
@@ -254,6 +280,9 @@ func (t *Tensor) String() string {
 func (t *Tensor) value(reason string) (*interp.Tensor, error) {
 	if t.err != nil {
 		return nil, t.err
+	}
+	if _, ok := t.replayID(); ok {
+		t.sess.diverge() // a read the recorded call did not make
 	}
 	if t.g == nil {
 		if s := t.in.Load(); s != nil {

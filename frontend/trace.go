@@ -43,7 +43,12 @@ type session struct {
 	// their values before it (restored when the session fails).
 	mutated []mutation
 	// ran are the graphs run, in order, with their inputs.
-	ran      []ranGraph
+	ran []ranGraph
+	// rp is the replay in flight (nil: recording); first is the first
+	// graph recorded, whose tape a call may keep.
+	rp       *replay
+	first    *graphTrace
+	replayed bool // the call ran a tape's executable
 	active   bool
 	cur      *graphTrace
 	err      error // the first error, which every later op repeats
@@ -69,6 +74,18 @@ type ranGraph struct {
 // end marks s finished: its tensors no longer name it, and the tensors
 // it mutated get their old values back if it failed.
 func (s *session) end() {
+	if rp := s.rp; rp != nil {
+		s.rp = nil
+		for _, t := range rp.objs {
+			if t.rid != 0 {
+				if t.val == nil && t.dev == nil && t.err == nil {
+					t.err = errEscaped
+				}
+				t.rid = 0
+			}
+		}
+		clear(rp.objs)
+	}
 	s.active = false
 	for _, t := range s.stamped {
 		t.in.CompareAndSwap(s, nil)
@@ -101,7 +118,7 @@ type graphTrace struct {
 	entry   *ir.Block
 	b       *ir.Builder
 	inputs  []tensorData
-	lifted  map[*Tensor]*ir.Value
+	lifted  map[*Tensor]lift
 	pending []*Tensor
 	opCount map[string]int
 	nops    int
@@ -116,6 +133,10 @@ type graphTrace struct {
 	specializer ir.Location
 	// compiled is the cache entry that ran g (nil for eager runs).
 	compiled *cached
+	// tape records g's steps for replay (the first graph of a compiled
+	// call only).
+	tape   *tapeRecorder
+	outIDs []int32 // the value ids of the results, once sealed
 }
 
 var fpSeed = maphash.MakeSeed()
@@ -131,12 +152,22 @@ func (s *session) graph() *graphTrace {
 // newGraph starts a graph whose first arguments are args, of the given
 // types (which may have dynamic dims).
 func (s *session) newGraph(args []*Tensor, types []ir.Type) *graphTrace {
+	return s.newGraphData(args, nil, types)
+}
+
+// newGraphData is newGraph with the arguments' data given (nil: their
+// current data).
+func (s *session) newGraphData(args []*Tensor, datas []tensorData, types []ir.Type) *graphTrace {
 	ctx := irContext()
 	g := &graphTrace{
-		sess: s, index: len(s.graphs), lifted: map[*Tensor]*ir.Value{},
+		sess: s, index: len(s.graphs), lifted: map[*Tensor]lift{},
 		opCount: map[string]int{}, ids: map[*ir.Value]int{},
 	}
 	g.fp.SetSeed(fpSeed)
+	if s.c != nil && g.index == 0 && s.first == nil {
+		g.tape = &tapeRecorder{}
+		s.first = g
+	}
 	g.module = builtin.NewModule(ir.UnknownLoc{})
 	g.b = ir.NewBuilder(ctx)
 	g.b.SetInsertionPointToEnd(builtin.ModuleBody(g.module))
@@ -146,7 +177,11 @@ func (s *session) newGraph(args []*Tensor, types []ir.Type) *graphTrace {
 		if _, ok := g.lifted[t]; ok {
 			continue // an argument given twice is one input
 		}
-		g.lifted[t] = g.addInput(tensorData{host: t.val, dev: t.dev}, types[i])
+		d := tensorData{host: t.val, dev: t.dev}
+		if datas != nil {
+			d = datas[i]
+		}
+		g.lifted[t] = lift{g.addInput(d, types[i]), t.ver}
 		g.dynamic = g.dynamic || hasDynamic(types[i])
 		s.stamp(t)
 	}
@@ -165,6 +200,7 @@ func (g *graphTrace) addInput(v tensorData, t ir.Type) *ir.Value {
 	g.ids[arg] = len(g.ids)
 	g.inputs = append(g.inputs, v)
 	g.fp.WriteString("in:" + t.String() + ";")
+	g.tapeLift(t)
 	return arg
 }
 
@@ -190,15 +226,15 @@ func (g *graphTrace) use(t *Tensor) (*ir.Value, error) {
 			return nil, err
 		}
 	}
-	if v, ok := g.lifted[t]; ok {
-		return v, nil
+	if l, ok := g.lifted[t]; ok && l.ver == t.ver {
+		return l.v, nil
 	}
 	if t.val == nil && t.dev == nil {
 		return nil, errEscaped
 	}
 	d := tensorData{host: t.val, dev: t.dev}
 	v := g.addInput(d, ir.TensorOf(d.Shape(), d.ElemType()))
-	g.lifted[t] = v
+	g.lifted[t] = lift{v, t.ver}
 	g.sess.stamp(t)
 	return v, nil
 }
@@ -246,9 +282,16 @@ type opSpec struct {
 
 // apply records the op in the right graph and returns its result. Errors
 // (a failed operand, a shape or dtype mismatch) give a failed tensor.
+//
+// A nil loc stands for the caller's location (callerLoc), found only
+// where it is needed: a replayed op does not need it, and finding it is
+// most of the cost of a replayed op.
 func apply(loc ir.Location, spec opSpec, operands ...*Tensor) *Tensor {
 	for _, t := range operands {
 		if t == nil {
+			if loc == nil {
+				loc = callerLoc()
+			}
 			return failed(located(loc, "'graph.%s': nil tensor operand", spec.name))
 		}
 		if t.err != nil {
@@ -263,7 +306,14 @@ func (s *session) apply(loc ir.Location, spec opSpec, operands []*Tensor) *Tenso
 	if s.err != nil {
 		return failed(s.err)
 	}
+	if s.rp != nil && s.backend.supports("graph."+spec.name) {
+		return s.replayOp(loc, spec, operands)
+	}
+	if loc == nil {
+		loc = callerLoc()
+	}
 	if !s.backend.supports("graph." + spec.name) {
+		s.diverge()
 		return s.unsupported(loc, spec, operands)
 	}
 	g := s.graph()
@@ -303,6 +353,7 @@ func (s *session) apply(loc ir.Location, spec opSpec, operands []*Tensor) *Tenso
 	}
 	g.pending = append(g.pending, t)
 	g.record(v.DefiningOp(), vals)
+	g.tapeOp(spec, loc, vals, v)
 	return t
 }
 
@@ -411,7 +462,9 @@ func (s *session) seal(g *graphTrace, outs []*Tensor) {
 	// The results are part of the graph's identity: the same ops
 	// returning other values are another graph.
 	g.fp.WriteString("out")
-	for _, v := range vals {
+	g.outIDs = make([]int32, len(vals))
+	for i, v := range vals {
+		g.outIDs[i] = int32(g.ids[v])
 		g.fp.WriteString(",")
 		g.fp.WriteString(strconv.Itoa(g.ids[v]))
 	}
@@ -434,6 +487,9 @@ func (s *session) flush(g *graphTrace, outs []*Tensor) error {
 	}
 	s.seal(g, outs)
 	results, err := s.run(g)
+	if err == nil && len(results) != len(outs) {
+		err = errTooFewResults(len(results), len(outs))
+	}
 	for i, t := range outs {
 		if err != nil {
 			t.err, t.g, t.node = err, nil, nil
@@ -517,4 +573,13 @@ func locString(loc ir.Location) string {
 		return fmt.Sprintf("%s:%d", l.File, l.Line)
 	}
 	return loc.String()
+}
+
+// lift is a concrete tensor's input in a graph, and the version of the
+// tensor it holds: an in-place update outside any compiled function
+// (Assign) bumps the version, so a lazy graph that read the old value
+// reads the new one as another input.
+type lift struct {
+	v   *ir.Value
+	ver uint32
 }
