@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/internal/fuzzwatch"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -74,6 +75,7 @@ func FuzzParseVerifyPrint(f *testing.F) {
 }`)
 	ctx := dialects.NewContext()
 	f.Fuzz(func(t *testing.T, src string) {
+		defer fuzzwatch.Start(src)()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "fuzz.mlir"})
 		if err != nil {
 			if !located(err) {

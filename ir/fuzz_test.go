@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/strata-ir/strata/internal/fuzzwatch"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -26,6 +27,7 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, src string) {
+		defer fuzzwatch.Start(src)()
 		ctx := newUnregisteredContext()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "fuzz.mlir"})
 		if err != nil {

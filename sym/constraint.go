@@ -129,7 +129,7 @@ func ParseConstraint(text string) (Constraint, error) {
 		}
 		return Constraint{L: le, Rel: r, R: re}, nil
 	}
-	return Constraint{}, fmt.Errorf("sym: %q is not a constraint (want \"l == r\", !=, >=, >, <= or <)", text)
+	return Constraint{}, fmt.Errorf("sym: %q is not a constraint (want \"l == r\", !=, >=, >, <= or <)", Clip(text))
 }
 
 // Constraints is an ordered set of constraints, without repeats.

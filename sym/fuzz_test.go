@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strata-ir/strata/internal/fuzzwatch"
 )
 
 // FuzzParse parses arbitrary text as an expression, a constraint and a
@@ -21,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
+		defer fuzzwatch.Start(text)()
 		if g, err := ParseGuard(text); err == nil {
 			back, err := ParseGuard(g.String())
 			if err != nil || back.String() != g.String() {

@@ -75,19 +75,19 @@ func ParseGuard(text string) (Guard, error) {
 		// A relation between sizes; its symbols may start with "arg" too.
 		c, err := ParseConstraint(text)
 		if err != nil {
-			return Guard{}, fmt.Errorf("sym: bad guard %q: %w", text, err)
+			return Guard{}, fmt.Errorf("sym: bad guard %q: %w", Clip(text), err)
 		}
 		return RelGuard(c), nil
 	}
 	arg, err := strconv.Atoi(argText)
 	if err != nil || arg < 0 {
-		return Guard{}, fmt.Errorf("sym: bad guard %q: want argN.rank, argN.shape[D] or argN.dtype on the left", text)
+		return Guard{}, fmt.Errorf("sym: bad guard %q: want argN.rank, argN.shape[D] or argN.dtype on the left", Clip(text))
 	}
 	switch {
 	case field == "rank":
 		r, err := strconv.Atoi(rhs)
 		if err != nil || r < 0 {
-			return Guard{}, fmt.Errorf("sym: bad guard %q: the rank must be a non-negative integer", text)
+			return Guard{}, fmt.Errorf("sym: bad guard %q: the rank must be a non-negative integer", Clip(text))
 		}
 		return RankGuard(arg, r), nil
 	case field == "dtype":
@@ -95,15 +95,15 @@ func ParseGuard(text string) (Guard, error) {
 	case strings.HasPrefix(field, "shape[") && strings.HasSuffix(field, "]"):
 		d, err := strconv.Atoi(field[len("shape[") : len(field)-1])
 		if err != nil || d < 0 {
-			return Guard{}, fmt.Errorf("sym: bad guard %q: bad dim index", text)
+			return Guard{}, fmt.Errorf("sym: bad guard %q: bad dim index", Clip(text))
 		}
 		e, err := Parse(rhs)
 		if err != nil {
-			return Guard{}, fmt.Errorf("sym: bad guard %q: %w", text, err)
+			return Guard{}, fmt.Errorf("sym: bad guard %q: %w", Clip(text), err)
 		}
 		return DimGuard(arg, d, e), nil
 	}
-	return Guard{}, fmt.Errorf("sym: bad guard %q: unknown field %q (want rank, shape[D] or dtype)", text, field)
+	return Guard{}, fmt.Errorf("sym: bad guard %q: unknown field %q (want rank, shape[D] or dtype)", Clip(text), field)
 }
 
 // Guards is the list of guards of a compiled function.

@@ -22,7 +22,7 @@ func (f *Facts) Parse(text string) (Expr, error) {
 	p := &parser{src: text, f: f}
 	e, err := p.sum()
 	if err == nil && p.skip() < len(p.src) {
-		err = p.errorf("unexpected %q", p.src[p.pos:])
+		err = p.errorf("unexpected %q", Clip(p.src[p.pos:]))
 	}
 	if err != nil {
 		return Expr{}, err
@@ -50,7 +50,7 @@ func (p *parser) enter() error {
 }
 
 func (p *parser) errorf(format string, args ...any) error {
-	return fmt.Errorf("sym: parsing %q at offset %d: %s", p.src, p.pos, fmt.Sprintf(format, args...))
+	return fmt.Errorf("sym: parsing %q at offset %d: %s", Clip(p.src), p.pos, fmt.Sprintf(format, args...))
 }
 
 // skip moves past spaces and returns the position.
@@ -157,7 +157,7 @@ func (p *parser) primary() (Expr, error) {
 	if p.pos > start {
 		v, err := strconv.ParseInt(p.src[start:p.pos], 10, 64)
 		if err != nil {
-			return Expr{}, p.errorf("bad integer %q", p.src[start:p.pos])
+			return Expr{}, p.errorf("bad integer %q", Clip(p.src[start:p.pos]))
 		}
 		return Const(v), nil
 	}
@@ -242,6 +242,15 @@ func magnitude(e Expr) float64 {
 		m += c
 	}
 	return m
+}
+
+// Clip shortens text longer than 100 bytes for an error message: its
+// start and its end, joined by "…" (hostile text may be megabytes long).
+func Clip(text string) string {
+	if len(text) <= 100 {
+		return text
+	}
+	return text[:60] + "…" + text[len(text)-30:]
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -92,14 +92,14 @@ func CheckDims(t *ir.TensorType) error {
 	}
 	shape := t.Shape()
 	if len(dims) != len(shape) {
-		return fmt.Errorf("%s has %d sizes for a tensor of rank %d", t.Encoding, len(dims), len(shape))
+		return fmt.Errorf("%s has %d sizes for a tensor of rank %d", sym.Clip(t.Encoding.String()), len(dims), len(shape))
 	}
 	for i, d := range shape {
 		if d == ir.Dynamic || dims[i] == nil {
 			continue
 		}
 		if c, ok := dims[i].IsConst(); !ok || c != d {
-			return fmt.Errorf("%s gives dim %d the size %s, but the type's is %d", t.Encoding, i, dims[i], d)
+			return fmt.Errorf("%s gives dim %d the size %s, but the type's is %d", sym.Clip(t.Encoding.String()), i, sym.Clip(dims[i].String()), d)
 		}
 	}
 	return nil
@@ -124,10 +124,10 @@ func ParseDims(text string) ([]*sym.Expr, error) {
 		}
 		e, err := sym.Parse(part)
 		if err != nil {
-			return nil, fmt.Errorf("in %s: %w", text, err)
+			return nil, fmt.Errorf("in %s: %w", sym.Clip(text), err)
 		}
 		if c, ok := e.IsConst(); ok && c < 0 {
-			return nil, fmt.Errorf("in %s: size %d is negative", text, c)
+			return nil, fmt.Errorf("in %s: size %d is negative", sym.Clip(text), c)
 		}
 		out = append(out, &e)
 	}

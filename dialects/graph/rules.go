@@ -204,6 +204,13 @@ func ruleReshape(in []*ir.TensorType, a attrView, declared []ir.Type, cs *sym.Co
 		if err != nil {
 			return nil, fmt.Errorf("%v; give the 'shape' attribute to infer it", err)
 		}
+		// Without 'shape', a dynamic size would have to be inferred from the
+		// element count, which nothing checks divides evenly: the
+		// interpreter refused such a reshape while lowered code rounded
+		// the size down and returned a wrong shape.
+		if slices.Contains(t.Shape(), ir.Dynamic) {
+			return nil, fmt.Errorf("reshape to %s needs the 'shape' attribute (with -1 for the size to infer) to say how its dynamic sizes follow from the operand's", t)
+		}
 		shape = DimsOf(t)
 	}
 	if n, m := sym.Product(src...), sym.Product(shape...); !IsUnknown(n) && !IsUnknown(m) {

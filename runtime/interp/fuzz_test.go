@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/internal/fuzzwatch"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 )
@@ -78,6 +79,7 @@ func FuzzInterpret(f *testing.F) {
 	}
 	ctx := dialects.NewContext()
 	f.Fuzz(func(t *testing.T, src string) {
+		defer fuzzwatch.Start(src)()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "fuzz.mlir"})
 		if err != nil || ir.Verify(m) != nil || !small(m) {
 			return
@@ -274,6 +276,7 @@ func FuzzMutatedModules(f *testing.F) {
 	}
 	ctx := dialects.NewContext()
 	f.Fuzz(func(t *testing.T, src string, edits []byte) {
+		defer fuzzwatch.Start(src, edits)()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "fuzz.mlir"})
 		if err != nil || ir.Verify(m) != nil {
 			return

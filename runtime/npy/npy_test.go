@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/strata-ir/strata/internal/fuzzwatch"
 )
 
 // npyV1 builds a version 1.0 file by hand from a header dict and data, padded
@@ -246,6 +248,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add(npyV1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': ((((1,),),),), }", nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer fuzzwatch.Start(data)()
 		a, err := Read(bytes.NewReader(data))
 		if err != nil {
 			return

@@ -234,3 +234,12 @@ func.func @f(%a: tensor<?xf32, #graph.dims<[s0*4611686018427387904*4]>>) -> tens
   %0 = "graph.exp"(%a) : (tensor<?xf32, #graph.dims<[s0*4611686018427387904*4]>>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// A reshape to dynamic sizes says how they follow from the operand's.
+func.func @f(%a: tensor<?x4xf32>) -> tensor<?x3xf32> {
+  // expected-error @+1 {{'graph.reshape' op reshape to tensor<?x3xf32> needs the 'shape' attribute (with -1 for the size to infer) to say how its dynamic sizes follow from the operand's}}
+  %0 = "graph.reshape"(%a) : (tensor<?x4xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}

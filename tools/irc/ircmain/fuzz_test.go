@@ -3,14 +3,13 @@ package ircmain
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/strata-ir/strata/internal/fuzzwatch"
 	"github.com/strata-ir/strata/passes"
 )
 
@@ -36,6 +35,7 @@ func FuzzPipeline(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
+		defer fuzzwatch.Start(text)()
 		pm, err := passes.Parse(text)
 		if err != nil {
 			var pe *passes.PipelineError
@@ -95,7 +95,7 @@ func FuzzIrc(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, src, pipeline string, emit uint8) {
-		defer watchdog(src, pipeline)()
+		defer fuzzwatch.Start(src, pipeline, emit)()
 		args := []string{"--emit=" + [...]string{"mlir", "llvm", "ptx"}[emit%3]}
 		if pipeline != "" {
 			args = append(args, "--pass-pipeline="+pipeline)
@@ -112,18 +112,4 @@ func FuzzIrc(f *testing.F) {
 			t.Fatalf("irc %q: status %d:\n%s", args, status, errOut.String())
 		}
 	})
-}
-
-// fuzzDeadline is how long one fuzzed input may take: a slower one is a
-// hang worth a report, so the watchdog crashes the fuzzing process, which
-// makes the fuzzer keep the input.
-const fuzzDeadline = 20 * time.Second
-
-// watchdog panics on another goroutine once fuzzDeadline has passed; the
-// returned function stops it.
-func watchdog(inputs ...string) (stop func()) {
-	timer := time.AfterFunc(fuzzDeadline, func() {
-		panic(fmt.Sprintf("input still running after %v: %q", fuzzDeadline, inputs))
-	})
-	return func() { timer.Stop() }
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/frontend"
@@ -176,6 +174,10 @@ func (t *tool) process(c chunk, filename string, f *optFlags, pm *passes.PassMan
 		return nil, err
 	}
 	if err := pm.Run(ctx, mod); err != nil {
+		if pe := (*passes.PipelineError)(nil); errors.As(err, &pe) {
+			// An anchor that matches nothing: the pipeline's fault.
+			return nil, usageError{fmt.Errorf("--pass-pipeline: %w", err)}
+		}
 		return nil, err
 	}
 	if f.emit != "mlir" {
@@ -203,36 +205,27 @@ func (t *tool) newContext(allowUnregistered bool) *ir.Context {
 // name diagnostics use for it.
 func (t *tool) readInput(input string) (name, text string, err error) {
 	if input == "-" {
-		b, err := io.ReadAll(t.stdin)
+		b, err := readBounded(t.stdin, -1)
 		if err != nil {
-			return "", "", fmt.Errorf("reading standard input: %w", err)
+			return "", "", fmt.Errorf("standard input: %w", err)
 		}
 		return "<stdin>", string(b), nil
 	}
-	b, err := os.ReadFile(input)
-	if pe, ok := err.(*fs.PathError); ok {
-		err = pe.Err // the message names the file itself
-	}
+	b, err := readInputFile(input)
 	if err != nil {
 		return "", "", fmt.Errorf("cannot read input file %s: %w", input, err)
 	}
 	return input, string(b), nil
 }
 
-// writeOutput writes b to the named file, or standard output for "-".
+// writeOutput writes b to the named file (atomically: see writeFiles), or
+// standard output for "-".
 func (t *tool) writeOutput(output string, b []byte) error {
 	if output == "-" {
 		_, err := t.stdout.Write(b)
 		return err
 	}
-	err := os.WriteFile(output, b, 0o644)
-	if pe, ok := err.(*fs.PathError); ok {
-		err = pe.Err
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write output file %s: %w", output, err)
-	}
-	return nil
+	return writeFiles([]outputFile{bytesFile(output, b)})
 }
 
 // listFrontend prints the frontend's backends, modes or options.

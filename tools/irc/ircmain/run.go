@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,6 +18,7 @@ import (
 	funcd "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/symbolize"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/runtime/npy"
@@ -35,6 +37,8 @@ type runFlags struct {
 	nvptx    nvptxFlags
 	// saveInputs is the directory --save-inputs writes the arguments to.
 	saveInputs string
+	// pending are the --save-inputs files, written with the --output files.
+	pending []outputFile
 	// repeat is how many more calls --repeat times after the first.
 	repeat int
 	// signatures are the types of the input's functions before any pass:
@@ -165,6 +169,9 @@ func (t *tool) run(args []string) int {
 	if err == nil {
 		err = pm.Run(ctx, mod)
 	}
+	if pe := (*passes.PipelineError)(nil); errors.As(err, &pe) {
+		return t.usageErrorf("run: --pass-pipeline: %v", err)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -182,6 +189,9 @@ func (t *tool) run(args []string) int {
 		return status
 	}
 	if err := checkGuards(fn, argv); err != nil {
+		if d := (*ir.Diagnostic)(nil); errors.As(err, &d) {
+			return fail(err)
+		}
 		return t.errorf("run: @%s: %v", fnName, err)
 	}
 	saved, err := inputArrays(argv)
@@ -216,9 +226,9 @@ func inputArrays(argv []interp.Value) ([]*npy.Array, error) {
 	return out, nil
 }
 
-// saveInputs writes the arguments to --save-inputs's directory as
-// arg0.npy, arg1.npy, …, each through a temporary file; a run without
-// the flag writes nothing.
+// saveInputs prepares the arguments' files in --save-inputs's directory,
+// arg0.npy, arg1.npy, …: writeResults writes them with the --output files,
+// all or none (writeFiles); a run without the flag writes nothing.
 func (t *tool) saveInputs(f *runFlags, fnName string, arrays []*npy.Array) int {
 	if f.saveInputs == "" {
 		return ExitOK
@@ -227,9 +237,8 @@ func (t *tool) saveInputs(f *runFlags, fnName string, arrays []*npy.Array) int {
 		return t.errorf("run: --save-inputs: %v", err)
 	}
 	for i, arr := range arrays {
-		if err := writeNpyAtomically(filepath.Join(f.saveInputs, fmt.Sprintf("arg%d.npy", i)), arr); err != nil {
-			return t.errorf("run: @%s: --save-inputs: %v", fnName, err)
-		}
+		f.pending = append(f.pending, outputFile{filepath.Join(f.saveInputs, fmt.Sprintf("arg%d.npy", i)),
+			func(w io.Writer) error { return npy.Write(w, arr) }})
 	}
 	return ExitOK
 }
@@ -327,21 +336,24 @@ func signatures(mod *ir.Operation) map[string]*ir.FunctionType {
 	return out
 }
 
-// writeResults writes the results to the --output files, or their
-// summaries to standard output.
+// writeResults writes the results to the --output files, with the
+// --save-inputs files, all or none (writeFiles), or their summaries to
+// standard output.
 func (t *tool) writeResults(f *runFlags, fnName string, results []interp.Value) int {
+	files := f.pending
 	for i, r := range results {
 		arr, err := toArray(r)
 		if err != nil {
 			return t.errorf("run: @%s result %d: %v", fnName, i, err)
 		}
 		if len(f.outputs) > 0 {
-			if err := npy.WriteFile(f.outputs[i], arr); err != nil {
-				return t.errorf("run: @%s result %d: %v", fnName, i, err)
-			}
+			files = append(files, outputFile{f.outputs[i], func(w io.Writer) error { return npy.Write(w, arr) }})
 			continue
 		}
 		fmt.Fprintf(t.stdout, "result %d: %s\n", i, summary(r, arr))
+	}
+	if err := writeFiles(files); err != nil {
+		return t.errorf("run: @%s: %v", fnName, err)
 	}
 	return ExitOK
 }
@@ -473,6 +485,12 @@ func readArgs(params []ir.Type, files []string) ([]interp.Value, error) {
 	}
 	args := make([]interp.Value, len(params))
 	for i, p := range params {
+		// An array's data is read whole: check that it fits before.
+		if st, err := os.Stat(files[i]); err == nil && st.Mode().IsRegular() {
+			if err := interp.CheckMemory(uint64(st.Size())); err != nil {
+				return nil, fmt.Errorf("argument %d: %s %w", i, files[i], err)
+			}
+		}
 		arr, err := npy.ReadFile(files[i])
 		if err != nil {
 			return nil, fmt.Errorf("argument %d: %w", i, err)
@@ -731,7 +749,7 @@ func checkGuards(fn *ir.Operation, argv []interp.Value) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return ir.Errorf(fn.Loc(), "'%s' op %s: %v", fn.Name(), symbolize.GuardsAttr, err)
 	}
 	inputs := make([]sym.ShapeDtype, len(argv))
 	for i, v := range argv {

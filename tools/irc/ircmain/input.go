@@ -1,0 +1,75 @@
+package ircmain
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// maxInputBytes is the largest input irc reads (a variable for tests).
+// Reading stops there, so /dev/zero or an endless pipe gets an error, not
+// a process that grows until the system kills it.
+var maxInputBytes int64 = 1 << 30
+
+// parseBytesPerInputByte estimates the memory parsing takes per byte of
+// text (the IR, its types and attributes, the printer's buffer): an input
+// that would need more than the memory available is refused before it is
+// parsed, since Go ends the process when an allocation fails.
+const parseBytesPerInputByte = 16
+
+// readBounded reads r, of size bytes when known (else -1), up to
+// maxInputBytes, and checks that parsing what it read fits in memory.
+func readBounded(r io.Reader, size int64) ([]byte, error) {
+	if size > maxInputBytes {
+		return nil, fmt.Errorf("is %s, more than the %s irc reads", sizeString(size), sizeString(maxInputBytes))
+	}
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size) + 1)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r, maxInputBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > maxInputBytes {
+		return nil, fmt.Errorf("is larger than the %s irc reads", sizeString(maxInputBytes))
+	}
+	if err := interp.CheckMemory(uint64(n) * parseBytesPerInputByte); err != nil {
+		return nil, fmt.Errorf("is %s: parsing it %w", sizeString(n), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// readInputFile reads the named file (see readBounded).
+func readInputFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, pathless(err)
+	}
+	defer f.Close()
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	} else if err == nil && st.IsDir() {
+		return nil, fmt.Errorf("is a directory")
+	}
+	b, err := readBounded(f, size)
+	return b, pathless(err)
+}
+
+// sizeString formats a byte count: "512 bytes", "1.0 GiB".
+func sizeString(n int64) string {
+	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
+}
