@@ -3,11 +3,13 @@ package gpt2
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/nn/safetensors"
 	"github.com/strata-ir/strata/optim"
 )
 
@@ -158,5 +160,32 @@ func TestCachedDecodingMatchesRecompute(t *testing.T) {
 	_, dec := gen.Steps()
 	if st := dec.Frontend().Stats(); st.Compiles != 1 {
 		t.Errorf("the decode step compiled %d times for %d tokens, want once", st.Compiles, n-1)
+	}
+}
+
+// TestSafetensors saves the toy model under GPT-2's names and loads it
+// into a model initialised from another seed: the logits agree.
+func TestSafetensors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpt2.safetensors")
+	src := New(Toy)
+	if err := safetensors.Save(path, src, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Lookup("h.1.attn.c_attn.weight") == nil || f.Lookup("wte.weight") == nil {
+		t.Fatalf("names: %v", f.Names())
+	}
+	cfg := Toy
+	cfg.Seed = 99
+	dst := New(cfg)
+	if err := safetensors.Load(dst, f, safetensors.LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	x, _ := batch(Toy, 1, 5)
+	if a, b := src.Logits(x).Float32s(), dst.Logits(x).Float32s(); !slices.Equal(a, b) {
+		t.Error("the loaded model's logits differ from the saved model's")
 	}
 }
