@@ -11,45 +11,45 @@ import (
 // helpers gradient rules share on top of graph.Emitter's.
 type emitter struct{ graph.Emitter }
 
-func (e *emitter) add(x, y *ir.Value) *ir.Value { return e.Op("add", []*ir.Value{x, y}) }
-func (e *emitter) sub(x, y *ir.Value) *ir.Value { return e.Op("sub", []*ir.Value{x, y}) }
-func (e *emitter) mul(x, y *ir.Value) *ir.Value { return e.Op("mul", []*ir.Value{x, y}) }
-func (e *emitter) div(x, y *ir.Value) *ir.Value { return e.Op("div", []*ir.Value{x, y}) }
-func (e *emitter) neg(x *ir.Value) *ir.Value    { return e.Unary("neg", x) }
+func (e *emitter) add(x, y *ir.Value) *ir.Value { return e.Op(graph.OpAdd, []*ir.Value{x, y}) }
+func (e *emitter) sub(x, y *ir.Value) *ir.Value { return e.Op(graph.OpSub, []*ir.Value{x, y}) }
+func (e *emitter) mul(x, y *ir.Value) *ir.Value { return e.Op(graph.OpMul, []*ir.Value{x, y}) }
+func (e *emitter) div(x, y *ir.Value) *ir.Value { return e.Op(graph.OpDiv, []*ir.Value{x, y}) }
+func (e *emitter) neg(x *ir.Value) *ir.Value    { return e.Unary(graph.OpNeg, x) }
 
 // mulc multiplies x by the constant c.
 func (e *emitter) mulc(x *ir.Value, c float64) *ir.Value { return e.mul(x, e.scalarLike(x, c)) }
 
 // cmp compares x and y with predicate pred.
 func (e *emitter) cmp(pred string, x, y *ir.Value) *ir.Value {
-	return e.Op("cmp", []*ir.Value{x, y}, ir.NamedAttr{Name: "predicate", Value: ir.Str(pred)})
+	return e.Op(graph.OpCmp, []*ir.Value{x, y}, ir.NamedAttr{Name: "predicate", Value: ir.Str(pred)})
 }
 
 // sel builds select(cond, x, y).
 func (e *emitter) sel(cond, x, y *ir.Value) *ir.Value {
-	return e.Op("select", []*ir.Value{cond, x, y})
+	return e.Op(graph.OpSelect, []*ir.Value{cond, x, y})
 }
 
 func (e *emitter) reshape(x *ir.Value, shape []int64) *ir.Value {
 	if s, _ := e.shape(x); slices.Equal(s, shape) {
 		return x
 	}
-	return e.Op("reshape", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+	return e.Op(graph.OpReshape, []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
 }
 
 func (e *emitter) transpose(x *ir.Value, perm []int64) *ir.Value {
-	return e.Op("transpose", []*ir.Value{x}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+	return e.Op(graph.OpTranspose, []*ir.Value{x}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
 }
 
 func (e *emitter) broadcast(x *ir.Value, shape []int64) *ir.Value {
 	if s, _ := e.shape(x); slices.Equal(s, shape) {
 		return x
 	}
-	return e.Op("broadcast_to", []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+	return e.Op(graph.OpBroadcastTo, []*ir.Value{x}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
 }
 
 func (e *emitter) slice(x *ir.Value, starts, limits, strides []int64) *ir.Value {
-	return e.Op("slice", []*ir.Value{x},
+	return e.Op(graph.OpSlice, []*ir.Value{x},
 		ir.NamedAttr{Name: "starts", Value: graph.Ints(starts...)},
 		ir.NamedAttr{Name: "limits", Value: graph.Ints(limits...)},
 		ir.NamedAttr{Name: "strides", Value: graph.Ints(strides...)})
@@ -57,7 +57,7 @@ func (e *emitter) slice(x *ir.Value, starts, limits, strides []int64) *ir.Value 
 
 // pad pads x with zeros, low[d] before and high[d] after dim d.
 func (e *emitter) pad(x *ir.Value, low, high []int64) *ir.Value {
-	return e.Op("pad", []*ir.Value{x},
+	return e.Op(graph.OpPad, []*ir.Value{x},
 		ir.NamedAttr{Name: "low", Value: graph.Ints(low...)},
 		ir.NamedAttr{Name: "high", Value: graph.Ints(high...)})
 }
@@ -97,7 +97,7 @@ func (e *emitter) zeros(t ir.Type) *ir.Value {
 		e.Fail("expected a float element type, got %s", t)
 		return nil
 	}
-	return e.Typed("full", nil, t, ir.NamedAttr{Name: "fill", Value: ir.FloatAttr{Bits: ir.FloatToBits(0, ft), Type: ft}})
+	return e.Typed(graph.OpFull, nil, t, ir.NamedAttr{Name: "fill", Value: ir.FloatAttr{Bits: ir.FloatToBits(0, ft), Type: ft}})
 }
 
 // castTo converts x to element type elem, when it differs.
@@ -106,7 +106,7 @@ func (e *emitter) castTo(x *ir.Value, elem ir.Type) *ir.Value {
 	if e.Err != nil || xe == elem {
 		return x
 	}
-	return e.Typed("cast", []*ir.Value{x}, ir.TensorOf(s, elem))
+	return e.Typed(graph.OpCast, []*ir.Value{x}, ir.TensorOf(s, elem))
 }
 
 // unbroadcast sums g, a gradient of broadcast shape, back to shape: over
@@ -132,7 +132,7 @@ func (e *emitter) unbroadcast(g *ir.Value, shape []int64) *ir.Value {
 		}
 	}
 	if len(axes) > 0 {
-		g = e.Reduce("sum", g, axes, false)
+		g = e.Reduce(graph.OpReduceSum, g, axes, false)
 	}
 	return e.reshape(g, shape)
 }
@@ -179,32 +179,6 @@ func keptShape(shape []int64, axes []int64) []int64 {
 		out[a] = 1
 	}
 	return out
-}
-
-func intAttr(op *ir.Operation, name string, def int64) int64 {
-	if a, ok := op.Attr(name).(ir.IntegerAttr); ok {
-		return a.Value
-	}
-	return def
-}
-
-func floatAttr(op *ir.Operation, name string, def float64) float64 {
-	if a, ok := op.Attr(name).(ir.FloatAttr); ok {
-		return a.Value()
-	}
-	return def
-}
-
-func boolAttr(op *ir.Operation, name string) bool {
-	a, ok := op.Attr(name).(ir.IntegerAttr)
-	return ok && a.Value != 0
-}
-
-func strAttr(op *ir.Operation, name, def string) string {
-	if a, ok := op.Attr(name).(ir.StringAttr); ok {
-		return a.Value
-	}
-	return def
 }
 
 // intsAttr reads an integer-list attribute ([0, 1] or array<i64: 0, 1>).

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	funcd "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -19,12 +20,9 @@ var recomputable = map[string]bool{}
 
 func init() {
 	for _, name := range []string{
-		"constant", "iota", "full",
-		"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "erf", "sin", "cos", "reciprocal",
-		"add", "sub", "mul", "div", "pow", "max", "min", "cmp", "select", "cast",
-		"reshape", "transpose", "broadcast_to", "concat", "slice", "pad",
+		graph.OpConstant, graph.OpIota, graph.OpFull, graph.OpNeg, graph.OpAbs, graph.OpExp, graph.OpLog, graph.OpSqrt, graph.OpRsqrt, graph.OpTanh, graph.OpSigmoid, graph.OpRelu, graph.OpGELU, graph.OpErf, graph.OpSin, graph.OpCos, graph.OpReciprocal, graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpPow, graph.OpMax, graph.OpMin, graph.OpCmp, graph.OpSelect, graph.OpCast, graph.OpReshape, graph.OpTranspose, graph.OpBroadcastTo, graph.OpConcat, graph.OpSlice, graph.OpPad,
 	} {
-		recomputable["graph."+name] = true
+		recomputable[name] = true
 	}
 }
 

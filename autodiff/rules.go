@@ -1,7 +1,6 @@
 package autodiff
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
@@ -58,13 +57,13 @@ var rules = map[string]vjp{
 	graph.OpGELU: unary(geluGrad),
 	// erf: 2/√π·e^(-x²)·g.
 	graph.OpErf: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
-		return e.mul(e.mulc(g, 2/math.Sqrt(math.Pi)), e.Unary("exp", e.neg(e.mul(x, x))))
+		return e.mul(e.mulc(g, 2/math.Sqrt(math.Pi)), e.Unary(graph.OpExp, e.neg(e.mul(x, x))))
 	}),
 	graph.OpSin: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
-		return e.mul(g, e.Unary("cos", x))
+		return e.mul(g, e.Unary(graph.OpCos, x))
 	}),
 	graph.OpCos: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
-		return e.neg(e.mul(g, e.Unary("sin", x)))
+		return e.neg(e.mul(g, e.Unary(graph.OpSin, x)))
 	}),
 	// reciprocal: -g/x² = -g·y².
 	graph.OpReciprocal: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
@@ -85,9 +84,9 @@ var rules = map[string]vjp{
 	// a = 0 (PyTorch's convention; a < 0 gives NaN).
 	graph.OpPow: binary(func(e *emitter, a, b, y, g *ir.Value) (*ir.Value, *ir.Value) {
 		one := e.scalarLike(b, 1)
-		ga := e.mul(e.mul(g, b), e.Op("pow", []*ir.Value{a, e.sub(b, one)}))
+		ga := e.mul(e.mul(g, b), e.Op(graph.OpPow, []*ir.Value{a, e.sub(b, one)}))
 		zero := e.scalarLike(a, 0)
-		gb := e.sel(e.cmp("eq", a, zero), zero, e.mul(e.mul(g, y), e.Unary("log", a)))
+		gb := e.sel(e.cmp("eq", a, zero), zero, e.mul(e.mul(g, y), e.Unary(graph.OpLog, a)))
 		return ga, gb
 	}),
 	// max and min: the gradient goes to the chosen operand; on a tie each
@@ -129,6 +128,20 @@ func Differentiable(name string) bool {
 
 func noGrad(*emitter, *ir.Operation, *ir.Value) []*ir.Value { return nil }
 
+// notDifferentiable are the graph ops without a VJP, each with the reason.
+var notDifferentiable = map[string]string{
+	graph.OpFusion: "graph-autodiff runs before graph-fuse makes fusions",
+	graph.OpYield:  "it only ends a graph.fusion body",
+}
+
+// NotDifferentiable returns why ops named name have no VJP rule, when they
+// are marked so; an op with neither a rule nor a mark is an omission, which
+// the completeness test (test.TestEveryGraphOpHasItsRules) reports.
+func NotDifferentiable(name string) (reason string, ok bool) {
+	reason, ok = notDifferentiable[name]
+	return reason, ok
+}
+
 // unary lifts the gradient formula of an elementwise unary op, which sees
 // the operand x, the result y and the result's gradient g.
 func unary(f func(e *emitter, op *ir.Operation, x, y, g *ir.Value) *ir.Value) vjp {
@@ -158,16 +171,16 @@ func geluGrad(e *emitter, op *ir.Operation, x, _, g *ir.Value) *ir.Value {
 	half, one := e.scalarLike(x, 0.5), e.scalarLike(x, 1)
 	x2 := e.mul(x, x)
 	var d *ir.Value
-	if strAttr(op, "approximate", "none") == "tanh" {
+	if graph.Approximate(op) == "tanh" {
 		const a = 0.044715
 		c := math.Sqrt(2 / math.Pi)
-		t := e.Unary("tanh", e.mulc(e.add(x, e.mulc(e.mul(x2, x), a)), c))
+		t := e.Unary(graph.OpTanh, e.mulc(e.add(x, e.mulc(e.mul(x2, x), a)), c))
 		left := e.mul(half, e.add(one, t))
 		dt := e.mul(e.sub(one, e.mul(t, t)), e.mulc(e.add(one, e.mulc(x2, 3*a)), c))
 		d = e.add(left, e.mul(e.mul(half, x), dt))
 	} else {
-		cdf := e.mul(half, e.add(one, e.Unary("erf", e.mulc(x, 1/math.Sqrt2))))
-		pdf := e.mulc(e.Unary("exp", e.mulc(x2, -0.5)), 1/math.Sqrt(2*math.Pi))
+		cdf := e.mul(half, e.add(one, e.Unary(graph.OpErf, e.mulc(x, 1/math.Sqrt2))))
+		pdf := e.mulc(e.Unary(graph.OpExp, e.mulc(x2, -0.5)), 1/math.Sqrt(2*math.Pi))
 		d = e.add(cdf, e.mul(x, pdf))
 	}
 	return e.mul(g, d)
@@ -234,7 +247,7 @@ func reduceExtremumGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	}
 	kept := keptShape(xs, axes)
 	hit := e.cmp("eq", x, e.reshape(op.Result(0), kept))
-	count := e.Reduce("sum", e.castTo(hit, elem), axes, true)
+	count := e.Reduce(graph.OpReduceSum, e.castTo(hit, elem), axes, true)
 	share := e.div(e.reshape(g, kept), count)
 	return []*ir.Value{e.sel(hit, e.broadcast(share, xs), e.Scalar(elem, 0))}
 }
@@ -269,7 +282,7 @@ func concatGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if e.Err != nil {
 		return nil
 	}
-	axis := e.normAxis(intAttr(op, "axis", 0), len(gs))
+	axis := e.normAxis(graph.Axis(op), len(gs))
 	out := make([]*ir.Value, op.NumOperands())
 	starts, limits, strides := make([]int64, len(gs)), slices.Clone(gs), ones(len(gs))
 	for i, x := range op.Operands() {
@@ -363,7 +376,7 @@ func gatherGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if e.Err != nil {
 		return nil
 	}
-	axis := e.normAxis(intAttr(op, "axis", 0), len(xs))
+	axis := e.normAxis(graph.Axis(op), len(xs))
 	if e.Err != nil {
 		return nil
 	}
@@ -371,15 +384,15 @@ func gatherGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	flat := e.reshape(idx, []int64{n, 1})
 	// Negative indices count from the end.
 	flat = e.sel(e.cmp("lt", flat, e.intScalar(ie, 0)), e.add(flat, e.intScalar(ie, d)), flat)
-	positions := e.Typed("iota", nil, ir.TensorOf([]int64{n, d}, ie), ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
+	positions := e.Typed(graph.OpIota, nil, ir.TensorOf([]int64{n, d}, ie), ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
 	onehot := e.castTo(e.cmp("eq", flat, positions), elem)
-	gx := e.Op("matmul", []*ir.Value{e.transpose(onehot, []int64{1, 0}), e.reshape(g, []int64{a, n, b})})
+	gx := e.Op(graph.OpMatmul, []*ir.Value{e.transpose(onehot, []int64{1, 0}), e.reshape(g, []int64{a, n, b})})
 	return []*ir.Value{e.reshape(gx, xs), nil}
 }
 
 // intScalar builds a rank-0 integer constant of type elem.
 func (e *emitter) intScalar(elem ir.Type, v int64) *ir.Value {
-	return e.Op("constant", nil, ir.NamedAttr{Name: "value",
+	return e.Op(graph.OpConstant, nil, ir.NamedAttr{Name: "value",
 		Value: ir.DenseAttr{Type: ir.TensorOf(nil, elem), Bits: []uint64{uint64(v)}, Splat: true}})
 }
 
@@ -405,8 +418,8 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		return nil
 	}
 	a2, b2, g2 := e.reshape(a, as2), e.reshape(b, bs2), e.reshape(g, ys2)
-	ga := e.Op("matmul", []*ir.Value{g2, e.mT(b2)})
-	gb := e.Op("matmul", []*ir.Value{e.mT(a2), g2})
+	ga := e.Op(graph.OpMatmul, []*ir.Value{g2, e.mT(b2)})
+	gb := e.Op(graph.OpMatmul, []*ir.Value{e.mT(a2), g2})
 	return []*ir.Value{
 		e.reshape(e.unbroadcast(ga, as2), as),
 		e.reshape(e.unbroadcast(gb, bs2), bs),
@@ -430,7 +443,7 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	xs, _ := e.shape(x)
 	ws, _ := e.shape(w)
 	gs, _ := e.shape(g)
-	p, err := convParams(op)
+	p, err := graph.Conv2DParamsOf(op)
 	if err != nil {
 		e.Fail("%v", err)
 	}
@@ -461,45 +474,14 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 
 	out := []*ir.Value{gx, gw}
 	if op.NumOperands() == 3 {
-		out = append(out, e.Reduce("sum", g, []int64{0, 2, 3}, false))
+		out = append(out, e.Reduce(graph.OpReduceSum, g, []int64{0, 2, 3}, false))
 	}
 	return out
 }
 
-// convParams reads conv2d's attributes, with their defaults.
-func convParams(op *ir.Operation) (graph.Conv2DParams, error) {
-	p := graph.Conv2DParams{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: intAttr(op, "groups", 1)}
-	if v, ok := intsAttr(op, "strides"); ok {
-		if len(v) != 2 {
-			return p, fmt.Errorf("conv2d strides %v: want 2 entries", v)
-		}
-		p.Strides = [2]int64(v)
-	}
-	if v, ok := intsAttr(op, "dilations"); ok {
-		if len(v) != 2 {
-			return p, fmt.Errorf("conv2d dilations %v: want 2 entries", v)
-		}
-		p.Dilations = [2]int64(v)
-	}
-	if v, ok := intsAttr(op, "padding"); ok {
-		switch len(v) {
-		case 2:
-			p.Padding = [4]int64{v[0], v[1], v[0], v[1]}
-		case 4:
-			p.Padding = [4]int64(v)
-		default:
-			return p, fmt.Errorf("conv2d padding %v: want 2 or 4 entries", v)
-		}
-	}
-	if p.Groups < 1 {
-		return p, fmt.Errorf("conv2d groups %d: want a positive count", p.Groups)
-	}
-	return p, nil
-}
-
 // conv2d builds a convolution of x by w without bias.
 func (e *emitter) conv2d(x, w *ir.Value, strides [2]int64, padding [4]int64, dilations [2]int64, groups int64) *ir.Value {
-	return e.Op("conv2d", []*ir.Value{x, w},
+	return e.Op(graph.OpConv2D, []*ir.Value{x, w},
 		ir.NamedAttr{Name: "strides", Value: graph.Ints(strides[:]...)},
 		ir.NamedAttr{Name: "padding", Value: graph.Ints(padding[:]...)},
 		ir.NamedAttr{Name: "dilations", Value: graph.Ints(dilations[:]...)},
@@ -516,8 +498,8 @@ func (e *emitter) flip(x *ir.Value, d int) *ir.Value {
 	for i := range bits {
 		bits[i] = uint64(xs[d] - 1 - int64(i))
 	}
-	idx := e.Op("constant", nil, ir.NamedAttr{Name: "value", Value: ir.DenseAttr{Type: ir.TensorOf([]int64{xs[d]}, ir.I64), Bits: bits}})
-	return e.Op("gather", []*ir.Value{x, idx}, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(d), Type: ir.I64}})
+	idx := e.Op(graph.OpConstant, nil, ir.NamedAttr{Name: "value", Value: ir.DenseAttr{Type: ir.TensorOf([]int64{xs[d]}, ir.I64), Bits: bits}})
+	return e.Op(graph.OpGather, []*ir.Value{x, idx}, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(d), Type: ir.I64}})
 }
 
 // window returns the part of x of the given shape starting at start,
@@ -554,11 +536,11 @@ func softmaxGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if e.Err != nil {
 		return nil
 	}
-	axes := []int64{e.normAxis(intAttr(op, "axis", -1), len(ys))}
+	axes := []int64{e.normAxis(graph.Axis(op), len(ys))}
 	if op.Name() == graph.OpLogSoftmax {
-		return []*ir.Value{e.sub(g, e.mul(e.Unary("exp", y), e.Reduce("sum", g, axes, true)))}
+		return []*ir.Value{e.sub(g, e.mul(e.Unary(graph.OpExp, y), e.Reduce(graph.OpReduceSum, g, axes, true)))}
 	}
-	return []*ir.Value{e.mul(y, e.sub(g, e.Reduce("sum", e.mul(g, y), axes, true)))}
+	return []*ir.Value{e.mul(y, e.sub(g, e.Reduce(graph.OpReduceSum, e.mul(g, y), axes, true)))}
 }
 
 // normGrad differentiates layer_norm and rms_norm over dims axis…rank-1.
@@ -575,23 +557,23 @@ func normGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if e.Err != nil {
 		return nil
 	}
-	axis := e.normAxis(intAttr(op, "axis", -1), len(xs))
+	axis := e.normAxis(graph.Axis(op), len(xs))
 	var axes []int64
 	for d := axis; d < int64(len(xs)); d++ {
 		axes = append(axes, d)
 	}
-	eps := e.Scalar(elem, floatAttr(op, "epsilon", 1e-5))
+	eps := e.Scalar(elem, graph.Epsilon(op))
 	gh := e.mul(g, w)
 	if op.Name() == graph.OpRMSNorm {
-		r := e.Unary("reciprocal", e.Unary("sqrt", e.add(e.Reduce("mean", e.mul(x, x), axes, true), eps)))
-		gx := e.mul(r, e.sub(gh, e.mul(e.mul(x, e.mul(r, r)), e.Reduce("mean", e.mul(gh, x), axes, true))))
+		r := e.Unary(graph.OpReciprocal, e.Unary(graph.OpSqrt, e.add(e.Reduce(graph.OpReduceMean, e.mul(x, x), axes, true), eps)))
+		gx := e.mul(r, e.sub(gh, e.mul(e.mul(x, e.mul(r, r)), e.Reduce(graph.OpReduceMean, e.mul(gh, x), axes, true))))
 		return []*ir.Value{gx, e.unbroadcast(e.mul(g, e.mul(x, r)), ws)}
 	}
 	bs, _ := e.shape(op.Operand(2))
-	xc := e.sub(x, e.Reduce("mean", x, axes, true))
-	r := e.Unary("reciprocal", e.Unary("sqrt", e.add(e.Reduce("mean", e.mul(xc, xc), axes, true), eps)))
+	xc := e.sub(x, e.Reduce(graph.OpReduceMean, x, axes, true))
+	r := e.Unary(graph.OpReciprocal, e.Unary(graph.OpSqrt, e.add(e.Reduce(graph.OpReduceMean, e.mul(xc, xc), axes, true), eps)))
 	xh := e.mul(xc, r)
-	inner := e.sub(e.sub(gh, e.Reduce("mean", gh, axes, true)), e.mul(xh, e.Reduce("mean", e.mul(gh, xh), axes, true)))
+	inner := e.sub(e.sub(gh, e.Reduce(graph.OpReduceMean, gh, axes, true)), e.mul(xh, e.Reduce(graph.OpReduceMean, e.mul(gh, xh), axes, true)))
 	return []*ir.Value{e.mul(r, inner), e.unbroadcast(e.mul(g, xh), ws), e.unbroadcast(g, bs)}
 }
 
@@ -613,8 +595,11 @@ func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		e.Fail("q, k and v must have rank >= 2")
 		return nil
 	}
-	scale := floatAttr(op, "scale", 1/math.Sqrt(float64(qs[len(qs)-1])))
-	s := e.mulc(e.Op("matmul", []*ir.Value{q, e.mT(k)}), scale)
+	scale, ok := graph.Scale(op)
+	if !ok {
+		scale = 1 / math.Sqrt(float64(qs[len(qs)-1]))
+	}
+	s := e.mulc(e.Op(graph.OpMatmul, []*ir.Value{q, e.mT(k)}), scale)
 	var mask *ir.Value
 	if op.NumOperands() == 4 {
 		mask = op.Operand(3)
@@ -624,22 +609,22 @@ func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 			s = e.add(s, mask)
 		}
 	}
-	if boolAttr(op, "causal") {
+	if graph.Causal(op) {
 		lq, lk := qs[len(qs)-2], ks[len(ks)-2]
 		pos := ir.TensorOf([]int64{lq, lk}, ir.I64)
-		row := e.Typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 0, Type: ir.I64}})
-		col := e.Typed("iota", nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
+		row := e.Typed(graph.OpIota, nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 0, Type: ir.I64}})
+		col := e.Typed(graph.OpIota, nil, pos, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
 		s = e.sel(e.cmp("le", col, row), s, e.Scalar(elem, math.Inf(-1)))
 	}
 	last := []int64{-1}
-	ex := e.Unary("exp", e.sub(s, e.Reduce("max", s, last, true)))
-	p := e.div(ex, e.Reduce("sum", ex, last, true))
+	ex := e.Unary(graph.OpExp, e.sub(s, e.Reduce(graph.OpReduceMax, s, last, true)))
+	p := e.div(ex, e.Reduce(graph.OpReduceSum, ex, last, true))
 
-	gv := e.Op("matmul", []*ir.Value{e.mT(p), g})
-	gp := e.Op("matmul", []*ir.Value{g, e.mT(v)})
-	gs := e.mul(p, e.sub(gp, e.Reduce("sum", e.mul(gp, p), []int64{-1}, true)))
-	gq := e.mulc(e.Op("matmul", []*ir.Value{gs, k}), scale)
-	gk := e.mulc(e.Op("matmul", []*ir.Value{e.mT(gs), q}), scale)
+	gv := e.Op(graph.OpMatmul, []*ir.Value{e.mT(p), g})
+	gp := e.Op(graph.OpMatmul, []*ir.Value{g, e.mT(v)})
+	gs := e.mul(p, e.sub(gp, e.Reduce(graph.OpReduceSum, e.mul(gp, p), []int64{-1}, true)))
+	gq := e.mulc(e.Op(graph.OpMatmul, []*ir.Value{gs, k}), scale)
+	gk := e.mulc(e.Op(graph.OpMatmul, []*ir.Value{e.mT(gs), q}), scale)
 	out := []*ir.Value{e.unbroadcast(gq, qs), e.unbroadcast(gk, ks), e.unbroadcast(gv, vs)}
 	if mask != nil {
 		var gm *ir.Value

@@ -45,6 +45,11 @@ type attrSpec struct {
 	required bool
 	enum     []string // allowed values of a kindEnum attribute
 	doc      string
+	// def is the value an absent optional attribute stands for, as the
+	// accessors (accessors.go) return it: an int64, float64, bool or
+	// string; nil when the default is not a constant (attention's scale is
+	// 1/√D) or the attribute is required.
+	def any
 }
 
 // check reports whether a has the kind the spec asks for.

@@ -63,10 +63,10 @@ func (e *Emitter) Binary(name string, x, y *ir.Value) *ir.Value {
 	return e.Op(name, []*ir.Value{x, y})
 }
 
-// Reduce builds reduce_<kind> of x over axes, keeping the reduced dims as
-// size 1 when keep is set.
-func (e *Emitter) Reduce(kind string, x *ir.Value, axes []int64, keep bool) *ir.Value {
-	return e.Op("reduce_"+kind, []*ir.Value{x},
+// Reduce builds the reduction name (OpReduceSum…) of x over axes, keeping
+// the reduced dims as size 1 when keep is set.
+func (e *Emitter) Reduce(name string, x *ir.Value, axes []int64, keep bool) *ir.Value {
+	return e.Op(name, []*ir.Value{x},
 		ir.NamedAttr{Name: "axes", Value: Ints(axes...)}, ir.NamedAttr{Name: "keepdims", Value: ir.Bool(keep)})
 }
 

@@ -65,6 +65,8 @@ type opSpec struct {
 	fold    func(op *ir.Operation, operands []ir.Attribute) []ir.FoldResult
 	canon   []*ir.Pattern
 	example string
+	// class is what the op is to graph-fuse and the lowering (see Class).
+	class Class
 }
 
 func (s *opSpec) fullName() string { return Name + "." + s.name }

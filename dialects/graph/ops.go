@@ -73,6 +73,7 @@ func opTable() []*opSpec {
 			traits:  pure | ir.ConstantLike,
 			attrs:   []attrSpec{{name: "value", kind: kindDense, required: true, doc: "the elements, as `dense<...> : tensor<...>`"}},
 			rule:    ruleConstant,
+			class:   ClassConstant,
 			fold:    foldConstant,
 			example: `%0 = "graph.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> tensor<2xf32>`,
 		},
@@ -85,6 +86,7 @@ func opTable() []*opSpec {
 			traits:  pure,
 			attrs:   []attrSpec{{name: "axis", kind: kindInt, required: true, doc: "the axis to count along (negative counts from the end)"}},
 			rule:    ruleIota,
+			class:   ClassConstant,
 			example: `%0 = "graph.iota"() <{axis = 1 : i64}> : () -> tensor<2x3xi64>`,
 		},
 		&opSpec{
@@ -95,6 +97,7 @@ func opTable() []*opSpec {
 			traits:      pure,
 			attrs:       []attrSpec{{name: "fill", kind: kindScalar, required: true, doc: "the value (a float needs a float tensor; i1 takes 0 or 1)"}},
 			rule:        ruleFull,
+			class:       ClassConstant,
 			example:     `%0 = "graph.full"() <{fill = 0.0 : f32}> : () -> tensor<2x3xf32>`,
 		},
 	)
@@ -108,11 +111,12 @@ func opTable() []*opSpec {
 			results:  resultDoc,
 			traits:   pure, // SameOperandsAndResultType holds, but the shape rule reports it better
 			rule:     ruleSame,
+			class:    ClassPointwise,
 			fold:     foldElementwise,
 			example:  fmt.Sprintf(`%%1 = "graph.%s"(%%0) : (tensor<4xf32>) -> tensor<4xf32>`, u.name),
 		}
 		if u.name == "gelu" {
-			s.attrs = []attrSpec{{name: "approximate", kind: kindEnum, enum: []string{"none", "tanh"}, doc: `"none" (exact, the default) or "tanh"`}}
+			s.attrs = []attrSpec{{name: "approximate", kind: kindEnum, enum: []string{"none", "tanh"}, def: "none", doc: `"none" (exact, the default) or "tanh"`}}
 			s.example = `%1 = "graph.gelu"(%0) <{approximate = "tanh"}> : (tensor<4xf32>) -> tensor<4xf32>`
 		}
 		if u.name == "neg" {
@@ -132,6 +136,7 @@ func opTable() []*opSpec {
 			results:  resultDoc,
 			traits:   pure | bin.traits,
 			rule:     ruleBinary,
+			class:    ClassPointwise,
 			fold:     foldElementwise,
 			canon:    binaryPatterns[bin.name],
 			example:  fmt.Sprintf(`%%2 = "graph.%s"(%%0, %%1) : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>`, bin.name),
@@ -150,6 +155,7 @@ func opTable() []*opSpec {
 			attrs: []attrSpec{{name: "predicate", kind: kindEnum, required: true, enum: CmpPredicates,
 				doc: `one of "eq", "ne", "lt", "le", "gt", "ge"`}},
 			rule:    ruleCmp,
+			class:   ClassPointwise,
 			fold:    foldElementwise,
 			example: `%2 = "graph.cmp"(%0, %1) <{predicate = "lt"}> : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>`,
 		},
@@ -162,6 +168,7 @@ func opTable() []*opSpec {
 			results:  resultDoc,
 			traits:   pure,
 			rule:     ruleSelect,
+			class:    ClassPointwise,
 			fold:     foldElementwise,
 			canon:    []*ir.Pattern{selectConstCond, selectSame},
 			example:  `%3 = "graph.select"(%0, %1, %2) : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>`,
@@ -177,6 +184,7 @@ func opTable() []*opSpec {
 			results:  []ir.ArgDoc{{Name: "result", Doc: "the converted tensor; its element type is the target"}},
 			traits:   pure,
 			rule:     ruleCast,
+			class:    ClassPointwise,
 			fold:     foldElementwise,
 			canon:    []*ir.Pattern{castSame, castCast},
 			example:  `%1 = "graph.cast"(%0) : (tensor<4xf32>) -> tensor<4xi32>`,
@@ -202,6 +210,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    reduceAttrs,
 			rule:     ruleReduce,
+			class:    ClassReduction,
 			example:  fmt.Sprintf(`%%1 = "graph.%s"(%%0) <{axes = [1], keepdims = false}> : (tensor<4x3xf32>) -> tensor<4xf32>`, r.name),
 		})
 	}
@@ -216,9 +225,10 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs: []attrSpec{
 				{name: "axis", kind: kindInt, required: true, doc: "the axis (negative counts from the end)"},
-				{name: "keepdims", kind: kindBool, doc: "keep the axis as size 1 (default false)"},
+				{name: "keepdims", kind: kindBool, def: false, doc: "keep the axis as size 1 (default false)"},
 			},
 			rule:    ruleArgmax,
+			class:   ClassReduction,
 			example: `%1 = "graph.argmax"(%0) <{axis = 1 : i64, keepdims = false}> : (tensor<4x3xf32>) -> tensor<4xi64>`,
 		},
 		&opSpec{
@@ -232,6 +242,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    []attrSpec{{name: "shape", kind: kindInts, doc: "the new shape"}},
 			rule:     ruleReshape,
+			class:    ClassView,
 			fold:     foldSplatShape,
 			canon:    []*ir.Pattern{reshapeSame, reshapeReshape},
 			example:  `%1 = "graph.reshape"(%0) <{shape = [3, 2]}> : (tensor<2x3xf32>) -> tensor<3x2xf32>`,
@@ -246,6 +257,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    []attrSpec{{name: "perm", kind: kindInts, required: true, doc: "a permutation of 0…rank-1"}},
 			rule:     ruleTranspose,
+			class:    ClassView,
 			fold:     foldSplatShape,
 			canon:    []*ir.Pattern{transposeIdentity, transposeTranspose},
 			example:  `%1 = "graph.transpose"(%0) <{perm = [1, 0]}> : (tensor<2x3xf32>) -> tensor<3x2xf32>`,
@@ -260,6 +272,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    []attrSpec{{name: "shape", kind: kindInts, required: true, doc: "the target shape (rank >= x's rank)"}},
 			rule:     ruleBroadcastTo,
+			class:    ClassView,
 			fold:     foldSplatShape,
 			canon:    []*ir.Pattern{broadcastSame, broadcastBroadcast},
 			example:  `%1 = "graph.broadcast_to"(%0) <{shape = [4, 3]}> : (tensor<3xf32>) -> tensor<4x3xf32>`,
@@ -275,6 +288,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    []attrSpec{{name: "axis", kind: kindInt, required: true, doc: "the axis to join along"}},
 			rule:     ruleConcat,
+			class:    ClassPointwise,
 			example:  `%2 = "graph.concat"(%0, %1) <{axis = 0 : i64}> : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<3x3xf32>`,
 		},
 		&opSpec{
@@ -292,6 +306,7 @@ func opTable() []*opSpec {
 				{name: "strides", kind: kindInts, doc: "step per dim, >= 1 (default all 1)"},
 			},
 			rule:    ruleSlice,
+			class:   ClassView,
 			example: `%1 = "graph.slice"(%0) <{limits = [2, 3], starts = [0, 1], strides = [1, 1]}> : (tensor<4x3xf32>) -> tensor<2x2xf32>`,
 		},
 		&opSpec{
@@ -308,6 +323,7 @@ func opTable() []*opSpec {
 				{name: "value", kind: kindScalar, doc: "the padding value (default 0)"},
 			},
 			rule:    rulePad,
+			class:   ClassPointwise,
 			example: `%1 = "graph.pad"(%0) <{high = [0, 2], low = [1, 0], value = 0.0 : f32}> : (tensor<2x3xf32>) -> tensor<3x5xf32>`,
 		},
 		&opSpec{
@@ -321,6 +337,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    []attrSpec{{name: "axis", kind: kindInt, required: true, doc: "the axis indexed"}},
 			rule:     ruleGather,
+			class:    ClassPointwise,
 			example:  `%2 = "graph.gather"(%0, %1) <{axis = 0 : i64}> : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>`,
 		},
 		&opSpec{
@@ -334,6 +351,7 @@ func opTable() []*opSpec {
 			results:  []ir.ArgDoc{{Name: "result", Doc: "[..., M, N]"}},
 			traits:   pure,
 			rule:     ruleMatmul,
+			class:    ClassTemplate,
 			example:  `%2 = "graph.matmul"(%0, %1) : (tensor<8x4x3xf32>, tensor<3x5xf32>) -> tensor<8x4x5xf32>`,
 		},
 		&opSpec{
@@ -351,9 +369,10 @@ func opTable() []*opSpec {
 				{name: "strides", kind: kindInts, doc: "(h, w), default [1, 1]"},
 				{name: "padding", kind: kindInts, doc: "(h, w) on both sides, or (top, left, bottom, right); default zeros"},
 				{name: "dilations", kind: kindInts, doc: "(h, w), default [1, 1]"},
-				{name: "groups", kind: kindInt, doc: "channel groups, default 1"},
+				{name: "groups", kind: kindInt, def: int64(1), doc: "channel groups, default 1"},
 			},
 			rule:    ruleConv2D,
+			class:   ClassTemplate,
 			example: `%2 = "graph.conv2d"(%0, %1) <{padding = [1, 1], strides = [1, 1]}> : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>`,
 		},
 		&opSpec{
@@ -364,8 +383,9 @@ func opTable() []*opSpec {
 			operands: []operand{{"x", floatElem, "the input"}},
 			results:  resultDoc,
 			traits:   pure,
-			attrs:    []attrSpec{{name: "axis", kind: kindInt, doc: "the axis (default -1)"}},
+			attrs:    []attrSpec{{name: "axis", kind: kindInt, def: int64(-1), doc: "the axis (default -1)"}},
 			rule:     ruleSoftmax,
+			class:    ClassComposite,
 			example:  `%1 = "graph.softmax"(%0) <{axis = -1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>`,
 		},
 		&opSpec{
@@ -375,8 +395,9 @@ func opTable() []*opSpec {
 			operands:    []operand{{"x", floatElem, "the input"}},
 			results:     resultDoc,
 			traits:      pure,
-			attrs:       []attrSpec{{name: "axis", kind: kindInt, doc: "the axis (default -1)"}},
+			attrs:       []attrSpec{{name: "axis", kind: kindInt, def: int64(-1), doc: "the axis (default -1)"}},
 			rule:        ruleSoftmax,
+			class:       ClassComposite,
 			example:     `%1 = "graph.log_softmax"(%0) <{axis = -1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>`,
 		},
 		&opSpec{
@@ -390,6 +411,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    normAttrs,
 			rule:     ruleNorm,
+			class:    ClassComposite,
 			example:  `%3 = "graph.layer_norm"(%0, %1, %2) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>`,
 		},
 		&opSpec{
@@ -402,6 +424,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs:    normAttrs,
 			rule:     ruleNorm,
+			class:    ClassComposite,
 			example:  `%2 = "graph.rms_norm"(%0, %1) <{axis = -1 : i64, epsilon = 1.0e-06 : f32}> : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>`,
 		},
 		&opSpec{
@@ -424,9 +447,10 @@ func opTable() []*opSpec {
 			traits:   pure,
 			attrs: []attrSpec{
 				{name: "scale", kind: kindFloat, doc: "score scale (default 1/√D)"},
-				{name: "causal", kind: kindBool, doc: "apply a causal mask (default false)"},
+				{name: "causal", kind: kindBool, def: false, doc: "apply a causal mask (default false)"},
 			},
 			rule:    ruleAttention,
+			class:   ClassComposite,
 			example: `%3 = "graph.attention"(%0, %1, %2) <{causal = true}> : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>`,
 		},
 		&opSpec{
@@ -443,6 +467,7 @@ func opTable() []*opSpec {
 			attrs: []attrSpec{{name: "kind", kind: kindEnum, enum: FusionKinds,
 				doc: "what kernel the group becomes (set by graph-fuse): " + strings.Join(FusionKinds, ", ")}},
 			rule:   ruleRegion,
+			class:  ClassStructure,
 			verify: verifyFusion,
 			example: `%2 = "graph.fusion"(%0, %1) ({
 ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
@@ -460,6 +485,7 @@ func opTable() []*opSpec {
 			variadic:    true,
 			traits:      pure | ir.Terminator | ir.ReturnLike,
 			rule:        ruleYield,
+			class:       ClassStructure,
 			verify:      verifyYield,
 			example:     `"graph.yield"(%0) : (tensor<4xf32>) -> ()`,
 		},
@@ -479,10 +505,10 @@ var CmpPredicates = []string{"eq", "ne", "lt", "le", "gt", "ge"}
 
 var reduceAttrs = []attrSpec{
 	{name: "axes", kind: kindInts, doc: "the axes to reduce, distinct (negative count from the end; default all)"},
-	{name: "keepdims", kind: kindBool, doc: "keep reduced dims as size 1 (default false)"},
+	{name: "keepdims", kind: kindBool, def: false, doc: "keep reduced dims as size 1 (default false)"},
 }
 
 var normAttrs = []attrSpec{
-	{name: "axis", kind: kindInt, doc: "first normalized dim (default -1)"},
-	{name: "epsilon", kind: kindFloat, doc: "added to the variance (default 1e-05)"},
+	{name: "axis", kind: kindInt, def: int64(-1), doc: "first normalized dim (default -1)"},
+	{name: "epsilon", kind: kindFloat, def: 1e-5, doc: "added to the variance (default 1e-05)"},
 }

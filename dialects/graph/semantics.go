@@ -2,6 +2,7 @@ package graph
 
 import (
 	"math"
+	"strings"
 
 	"github.com/strata-ir/strata/ir"
 )
@@ -63,6 +64,7 @@ func GELUTanh(x float64) float64 {
 // in ComputeType(elem), each step rounded, as the compiled code computes them
 // (a GPU has no float64 exp or tanh worth using).
 func UnaryFloatFunc(name, approximate string, elem ir.Type) func(float64) float64 {
+	name = shortName(name)
 	if ComputeType(elem) == ir.F32 {
 		switch {
 		case name == "sigmoid":
@@ -122,6 +124,7 @@ func geluErf32(x float64) float64 {
 // UnaryIntFunc returns the function of an integer unary op (neg, abs, relu),
 // or nil. Results wrap to the element width.
 func UnaryIntFunc(name string) func(int64) int64 {
+	name = shortName(name)
 	switch name {
 	case "neg":
 		return func(x int64) int64 { return -x }
@@ -140,6 +143,7 @@ func UnaryIntFunc(name string) func(int64) int64 {
 
 // BinaryFloatFunc returns the function of a float binary op, or nil.
 func BinaryFloatFunc(name string) func(a, b float64) float64 {
+	name = shortName(name)
 	switch name {
 	case "add":
 		return func(a, b float64) float64 { return a + b }
@@ -172,6 +176,7 @@ func BinaryFloatFunc(name string) func(a, b float64) float64 {
 // BinaryIntFunc returns the function of an integer binary op, or nil.
 // Division truncates toward zero and x/0 is 0; results wrap to the width.
 func BinaryIntFunc(name string) func(a, b int64) int64 {
+	name = shortName(name)
 	switch name {
 	case "add":
 		return func(a, b int64) int64 { return a + b }
@@ -278,3 +283,7 @@ func FloatToInt(v float64, t ir.Type) int64 {
 		return int64(t)
 	}
 }
+
+// shortName strips the dialect prefix of a graph op name: the semantics
+// functions take OpExp as well as "exp".
+func shortName(name string) string { return strings.TrimPrefix(name, Name+".") }

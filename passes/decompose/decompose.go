@@ -134,12 +134,10 @@ func (e *emitter) ranked(v *ir.Value) ([]int64, ir.Type) {
 	return t.Shape(), t.ElementType()
 }
 
-// axisOf reads op's axis attribute (default -1) as a dim of a rank-r operand.
+// axisOf reads op's axis attribute (graph.Axis: -1 when absent) as a dim
+// of a rank-r operand.
 func (e *emitter) axisOf(op *ir.Operation, rank int) int64 {
-	axis := int64(-1)
-	if a, ok := op.Attr("axis").(ir.IntegerAttr); ok {
-		axis = a.Value
-	}
+	axis := graph.Axis(op)
 	if axis < 0 {
 		axis += int64(rank)
 	}
@@ -171,24 +169,17 @@ func (e *emitter) narrow(x *ir.Value, elem ir.Type) *ir.Value {
 	return graph.Cast(e.B, e.Loc, x, elem)
 }
 
-func floatAttr(op *ir.Operation, name string, def float64) float64 {
-	if a, ok := op.Attr(name).(ir.FloatAttr); ok {
-		return a.Value()
-	}
-	return def
-}
-
 // softmax builds softmax (or, with logForm, log_softmax) of x along axis:
 // d = x - max(x), then exp(d) / sum(exp(d)) or d - log(sum(exp(d))).
 func (e *emitter) softmax(x *ir.Value, axis int64, logForm bool) *ir.Value {
 	axes := []int64{axis}
-	d := e.Binary("sub", x, e.Reduce("max", x, axes, true))
-	exp := e.Unary("exp", d)
-	sum := e.Reduce("sum", exp, axes, true)
+	d := e.Binary(graph.OpSub, x, e.Reduce(graph.OpReduceMax, x, axes, true))
+	exp := e.Unary(graph.OpExp, d)
+	sum := e.Reduce(graph.OpReduceSum, exp, axes, true)
 	if logForm {
-		return e.Binary("sub", d, e.Unary("log", sum))
+		return e.Binary(graph.OpSub, d, e.Unary(graph.OpLog, sum))
 	}
-	return e.Binary("div", exp, sum)
+	return e.Binary(graph.OpDiv, exp, sum)
 }
 
 func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
@@ -218,14 +209,14 @@ func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
 	}
 	centred := x
 	if op.Name() == graph.OpLayerNorm {
-		centred = e.Binary("sub", x, e.Reduce("mean", x, axes, true))
+		centred = e.Binary(graph.OpSub, x, e.Reduce(graph.OpReduceMean, x, axes, true))
 	}
-	variance := e.Reduce("mean", e.Binary("mul", centred, centred), axes, true)
-	eps := e.Scalar(graph.ComputeType(elem), floatAttr(op, "epsilon", 1e-5))
-	inv := e.Unary("reciprocal", e.Unary("sqrt", e.Binary("add", variance, eps)))
-	y := e.Binary("mul", e.Binary("mul", centred, inv), w)
+	variance := e.Reduce(graph.OpReduceMean, e.Binary(graph.OpMul, centred, centred), axes, true)
+	eps := e.Scalar(graph.ComputeType(elem), graph.Epsilon(op))
+	inv := e.Unary(graph.OpReciprocal, e.Unary(graph.OpSqrt, e.Binary(graph.OpAdd, variance, eps)))
+	y := e.Binary(graph.OpMul, e.Binary(graph.OpMul, centred, inv), w)
 	if op.Name() == graph.OpLayerNorm {
-		y = e.Binary("add", y, e.widen(op.Operand(2)))
+		y = e.Binary(graph.OpAdd, y, e.widen(op.Operand(2)))
 	}
 	return e.narrow(y, elem)
 }
@@ -251,34 +242,32 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 		perm[i] = int64(i)
 	}
 	perm[len(ks)-2], perm[len(ks)-1] = perm[len(ks)-1], perm[len(ks)-2]
-	kt := e.Op("transpose", []*ir.Value{k}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
-	scores := e.widen(e.Binary("matmul", q, kt))
+	kt := e.Op(graph.OpTranspose, []*ir.Value{k}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+	scores := e.widen(e.Binary(graph.OpMatmul, q, kt))
 	ct := graph.ComputeType(elem)
 
-	scale, ok := op.Attr("scale").(ir.FloatAttr)
-	factor := 0.0
+	factor, ok := graph.Scale(op)
 	switch d := qs[len(qs)-1]; {
 	case ok:
-		factor = scale.Value()
 	case d == ir.Dynamic:
 		e.Fail("the default scale 1/√D needs a static D, got %s", q.Type())
 	default:
 		factor = 1 / math.Sqrt(float64(d))
 	}
-	scores = e.Binary("mul", scores, e.Scalar(ct, factor))
+	scores = e.Binary(graph.OpMul, scores, e.Scalar(ct, factor))
 
 	if op.NumOperands() == 4 {
 		mask := op.Operand(3)
 		if _, me := e.ranked(mask); me == ir.I1 {
-			scores = e.Op("select", []*ir.Value{mask, scores, e.Scalar(ct, math.Inf(-1))})
+			scores = e.Op(graph.OpSelect, []*ir.Value{mask, scores, e.Scalar(ct, math.Inf(-1))})
 		} else {
-			scores = e.Binary("add", scores, e.widen(mask))
+			scores = e.Binary(graph.OpAdd, scores, e.widen(mask))
 		}
 	}
-	if c, ok := op.Attr("causal").(ir.IntegerAttr); ok && c.Value != 0 {
+	if graph.Causal(op) {
 		scores = e.causal(scores, ct, qs[len(qs)-2], ks[len(ks)-2])
 	}
-	return e.Binary("matmul", e.narrow(e.softmax(scores, -1, false), elem), v)
+	return e.Binary(graph.OpMatmul, e.narrow(e.softmax(scores, -1, false), elem), v)
 }
 
 // causal keeps scores[..., i, j] where j <= i and puts -inf elsewhere.
@@ -292,13 +281,13 @@ func (e *emitter) causal(scores *ir.Value, elem ir.Type, lq, lk int64) *ir.Value
 	}
 	idx := ir.TensorOf([]int64{lq, lk}, ir.I64)
 	iota := func(axis int64) *ir.Value {
-		v, err := graph.BuildTyped(e.B, "iota", e.Loc, nil, ir.Dict(ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: axis, Type: ir.I64}}), idx)
+		v, err := graph.BuildTyped(e.B, graph.OpIota, e.Loc, nil, ir.Dict(ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: axis, Type: ir.I64}}), idx)
 		if err != nil && e.Err == nil {
 			e.Err = err
 		}
 		return v
 	}
 	row, col := iota(0), iota(1)
-	keep := e.Op("cmp", []*ir.Value{col, row}, ir.NamedAttr{Name: "predicate", Value: ir.Str("le")})
-	return e.Op("select", []*ir.Value{keep, scores, e.Scalar(elem, math.Inf(-1))})
+	keep := e.Op(graph.OpCmp, []*ir.Value{col, row}, ir.NamedAttr{Name: "predicate", Value: ir.Str("le")})
+	return e.Op(graph.OpSelect, []*ir.Value{keep, scores, e.Scalar(elem, math.Inf(-1))})
 }

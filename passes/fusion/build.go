@@ -60,11 +60,11 @@ func (p *planner) build(ctx *ir.Context, g *group) (*ir.Operation, []*ir.Value) 
 	for i, r := range results {
 		yielded[i], types[i] = m[r], r.Type()
 	}
-	body.Append(ir.NewOperation(ctx, ir.OperationState{Name: graph.Name + ".yield", Operands: yielded, Loc: g.last().Loc()}))
+	body.Append(ir.NewOperation(ctx, ir.OperationState{Name: graph.OpYield, Operands: yielded, Loc: g.last().Loc()}))
 	region := ir.NewRegion()
 	region.Append(body)
 	f := ir.NewOperation(ctx, ir.OperationState{
-		Name:        graph.Name + ".fusion",
+		Name:        graph.OpFusion,
 		Operands:    inputs,
 		ResultTypes: types,
 		Properties:  ir.Dict(ir.NamedAttr{Name: "kind", Value: ir.StringAttr{Value: string(g.kind)}}),

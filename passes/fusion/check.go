@@ -16,10 +16,10 @@ func Check(op *ir.Operation) error {
 	var errs ir.DiagnosticList
 	op.Walk(func(o *ir.Operation) bool {
 		parent := o.ParentOp()
-		inFusion := parent != nil && parent.Name() == graph.Name+".fusion"
+		inFusion := parent != nil && parent.Name() == graph.OpFusion
 		switch {
-		case o.Name() == graph.Name+".fusion":
-			if o.ParentOfType(graph.Name+".fusion") != nil {
+		case o.Name() == graph.OpFusion:
+			if o.ParentOfType(graph.OpFusion) != nil {
 				errs = append(errs, ir.Errorf(o.Loc(), "graph.fusion nested in another fusion"))
 			}
 			if _, ok := o.Attr("kind").(ir.StringAttr); !ok {

@@ -7,50 +7,29 @@ import (
 	"github.com/strata-ir/strata/ir"
 )
 
-// class is what an op is to the fusion planner.
-type class int
+// class is what an op is to the fusion planner: the graph dialect's
+// row fact (graph.Class). Ops of other dialects (func.return, arith,
+// unregistered ops) and existing fusions are other: never grouped, their
+// operands and results cross group boundaries.
+type class = graph.Class
 
+// The planner's names for the classes (see graph.Class).
 const (
-	// other ops (func.return, arith, unregistered ops, existing fusions) are
-	// never grouped; their operands and results cross group boundaries.
-	other class = iota
-	// constant ops compute nothing at run time: they are cloned into the
-	// groups that read them, or passed in when large.
-	constant
-	// view ops (reshape, transpose, broadcast_to, slice) only remap
-	// indices; they are cloned into each group that reads them.
-	view
-	// pointwise ops compute each output element from a fixed set of input
-	// elements: elementwise math, and the injective concat, pad, gather.
-	pointwise
-	// reduction ops fold one or more axes.
-	reduction
-	// template ops (matmul, conv2d) have their own kernel schedule.
-	template
-	// composite ops that graph-decompose did not expand.
-	composite
+	other     = graph.ClassNone
+	constant  = graph.ClassConstant
+	view      = graph.ClassView
+	pointwise = graph.ClassPointwise
+	reduction = graph.ClassReduction
+	template  = graph.ClassTemplate
+	composite = graph.ClassComposite
 )
 
-// classes is the op table of the planner.
-var classes = func() map[string]class {
-	m := map[string]class{}
-	set := func(c class, names ...string) {
-		for _, n := range names {
-			m[graph.Name+"."+n] = c
-		}
+func classify(op *ir.Operation) class {
+	if c := graph.ClassOf(op.Name()); c != graph.ClassStructure {
+		return c
 	}
-	set(constant, "constant", "iota", "full")
-	set(view, "reshape", "transpose", "broadcast_to", "slice")
-	set(pointwise, "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu",
-		"erf", "sin", "cos", "reciprocal", "add", "sub", "mul", "div", "pow", "max", "min",
-		"cmp", "select", "cast", "concat", "pad", "gather")
-	set(reduction, "reduce_sum", "reduce_max", "reduce_min", "reduce_mean", "argmax")
-	set(template, "matmul", "conv2d")
-	set(composite, "softmax", "log_softmax", "layer_norm", "rms_norm", "attention")
-	return m
-}()
-
-func classify(op *ir.Operation) class { return classes[op.Name()] }
+	return other
+}
 
 // computes reports whether op does run-time work and so must sit in a
 // fusion (views and constants need not).
@@ -90,7 +69,7 @@ const cloneLimit = 64
 
 // cloneable reports whether a constant op is cloned into its readers.
 func cloneable(op *ir.Operation) bool {
-	if op.Name() != graph.Name+".constant" {
+	if op.Name() != graph.OpConstant {
 		return true // iota and full are index formulas
 	}
 	d, ok := op.Attr("value").(ir.DenseAttr)
@@ -119,10 +98,8 @@ func intList(a ir.Attribute) []int64 {
 func reducedAxes(op *ir.Operation) []int64 {
 	rank := int64(len(shapeOf(op.Operand(0))))
 	var axes []int64
-	if op.Name() == graph.Name+".argmax" {
-		if a, ok := op.Attr("axis").(ir.IntegerAttr); ok {
-			axes = []int64{a.Value}
-		}
+	if op.Name() == graph.OpArgmax {
+		axes = []int64{graph.Axis(op)}
 	} else if a := op.Attr("axes"); a != nil {
 		axes = intList(a)
 	} else {

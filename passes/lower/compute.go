@@ -3,7 +3,6 @@ package lower
 import (
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/graph"
@@ -116,12 +115,32 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 	return nil, errorf(op.Loc(), "unknown dynamic size of dim %d of '%s'", d, op.Name())
 }
 
-func isElementwise(op *ir.Operation) bool {
-	name := strings.TrimPrefix(op.Name(), "graph.")
+func isElementwise(op *ir.Operation) bool { return isElementwiseName(op.Name()) }
+
+func isElementwiseName(name string) bool {
 	_, u := floatUnaryOps[name]
 	_, b := floatBinaryOps[name]
-	return u || b || slices.Contains([]string{"sigmoid", "relu", "gelu", "reciprocal", "cmp", "select", "cast", "broadcast_to"}, name)
+	return u || b || slices.Contains([]string{graph.OpSigmoid, graph.OpRelu, graph.OpGELU, graph.OpReciprocal, graph.OpCmp, graph.OpSelect, graph.OpCast, graph.OpBroadcastTo}, name)
 }
+
+// computed are the graph ops other than the elementwise ones whose
+// element compute emits (its switch): with isElementwiseName, the ops
+// lower-to-loop lowers itself.
+var computed = map[string]bool{
+	graph.OpConstant: true, graph.OpFull: true, graph.OpIota: true, graph.OpCmp: true, graph.OpSelect: true,
+	graph.OpCast: true, graph.OpBroadcastTo: true, graph.OpReshape: true, graph.OpTranspose: true,
+	graph.OpSlice: true, graph.OpPad: true, graph.OpConcat: true, graph.OpGather: true,
+	graph.OpReduceSum: true, graph.OpReduceMax: true, graph.OpReduceMin: true, graph.OpReduceMean: true,
+	graph.OpArgmax: true, graph.OpMatmul: true, graph.OpConv2D: true,
+}
+
+// Lowers reports whether lower-to-loop lowers the graph op named name to
+// loops itself (an element formula or a matmul or conv2d template).
+// Composites are expanded by graph-decompose first, and graph.fusion and
+// graph.yield are the kernels' structure; the completeness test
+// (test.TestEveryGraphOpHasItsRules) checks that every graph op is one of
+// these.
+func Lowers(name string) bool { return computed[name] || isElementwiseName(name) }
 
 // operandIndex maps idx of the result r to the index of operand o under
 // NumPy broadcasting. A dynamic dim of o may be 1 at run time, broadcast,
@@ -187,32 +206,21 @@ func (k *kernel) operands(op *ir.Operation, idx []*ir.Value) ([]*ir.Value, error
 	return vals, nil
 }
 
-func strAttr(op *ir.Operation, name, def string) string {
-	if s, ok := op.Attr(name).(ir.StringAttr); ok {
-		return s.Value
-	}
-	return def
-}
-
-func intAttr(op *ir.Operation, name string, def int64) int64 {
-	if a, ok := op.Attr(name).(ir.IntegerAttr); ok {
-		return a.Value
-	}
-	return def
-}
-
 // compute emits the element at idx of op's result.
 func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
-	name := strings.TrimPrefix(op.Name(), "graph.")
+	name := op.Name()
+	if !Lowers(name) {
+		return nil, errorf(op.Loc(), "cannot lower '%s'", op.Name())
+	}
 	out := shapeOf(op.Result(0))
 	elem := elemOf(op.Result(0))
 	switch name {
-	case "constant":
+	case graph.OpConstant:
 		return k.constantElem(op, idx)
-	case "full":
+	case graph.OpFull:
 		return k.constant(scalarAttr(op.Attr("fill"), elem)), nil
-	case "iota":
-		axis := intAttr(op, "axis", 0)
+	case graph.OpIota:
+		axis := graph.Axis(op)
 		if axis < 0 {
 			axis += int64(len(out))
 		}
@@ -221,25 +229,25 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			return k.convert(i, ir.I64, elem), nil
 		}
 		return k.convert(i, ir.I64, elem), nil
-	case "cmp", "select", "cast":
+	case graph.OpCmp, graph.OpSelect, graph.OpCast:
 		vals, err := k.operands(op, idx)
 		if err != nil {
 			return nil, err
 		}
 		switch name {
-		case "cmp":
-			return k.compare(strAttr(op, "predicate", ""), vals[0], vals[1]), nil
-		case "select":
+		case graph.OpCmp:
+			return k.compare(graph.Predicate(op), vals[0], vals[1]), nil
+		case graph.OpSelect:
 			return k.sel(vals[0], vals[1], vals[2]), nil
 		}
 		return k.convert(vals[0], elemOf(op.Operand(0)), elem), nil
-	case "broadcast_to":
+	case graph.OpBroadcastTo:
 		oi, err := k.operandIndex(op.Operand(0), op.Result(0), idx)
 		if err != nil {
 			return nil, err
 		}
 		return k.value(op.Operand(0), oi)
-	case "reshape":
+	case graph.OpReshape:
 		in := shapeOf(k.resolve(op.Operand(0)))
 		if !squeezeEqual(out, in) && (ir.NumElements(out) < 0 || ir.NumElements(in) < 0) {
 			from, err := k.sizes(op.Result(0))
@@ -257,14 +265,14 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			return nil, err
 		}
 		return k.value(op.Operand(0), oi)
-	case "transpose":
+	case graph.OpTranspose:
 		perm, _ := graph.IntList(op.Attr("perm"))
 		in := make([]*ir.Value, len(perm))
 		for i, p := range perm {
 			in[p] = idx[i]
 		}
 		return k.value(op.Operand(0), in)
-	case "slice":
+	case graph.OpSlice:
 		starts, _ := graph.IntList(op.Attr("starts"))
 		steps, ok := graph.IntList(op.Attr("strides"))
 		in := make([]*ir.Value, len(idx))
@@ -276,19 +284,19 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			in[d] = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, idx[d], k.index(step)), k.index(starts[d]))
 		}
 		return k.value(op.Operand(0), in)
-	case "pad":
+	case graph.OpPad:
 		return k.pad(op, idx)
-	case "concat":
+	case graph.OpConcat:
 		return k.concat(op, idx, 0, k.index(0))
-	case "gather":
+	case graph.OpGather:
 		return k.gather(op, idx)
-	case "reduce_sum", "reduce_max", "reduce_min", "reduce_mean":
+	case graph.OpReduceSum, graph.OpReduceMax, graph.OpReduceMin, graph.OpReduceMean:
 		return k.reduce(op, name, idx)
-	case "argmax":
+	case graph.OpArgmax:
 		return k.argmax(op, idx)
-	case "matmul":
+	case graph.OpMatmul:
 		return k.matmul(op, idx)
-	case "conv2d":
+	case graph.OpConv2D:
 		return k.conv2d(op, idx)
 	}
 	if isElementwise(op) {
@@ -297,7 +305,7 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			return nil, err
 		}
 		if len(vals) == 1 {
-			return k.unaryElem(name, strAttr(op, "approximate", "none"), vals[0], elem)
+			return k.unaryElem(name, graph.Approximate(op), vals[0], elem)
 		}
 		return k.binaryElem(name, vals[0], vals[1], elem)
 	}
@@ -435,7 +443,7 @@ func (k *kernel) concat(op *ir.Operation, idx []*ir.Value, j int, off *ir.Value)
 func (k *kernel) gather(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	x, indices := op.Operand(0), op.Operand(1)
 	xs := shapeOf(k.resolve(x))
-	axis := int(intAttr(op, "axis", 0))
+	axis := int(graph.Axis(op))
 	if axis < 0 {
 		axis += len(xs)
 	}
@@ -469,7 +477,7 @@ func (k *kernel) reduce(op *ir.Operation, name string, idx []*ir.Value) (*ir.Val
 	x := op.Operand(0)
 	xs := shapeOf(k.resolve(x))
 	axes := reductionAxes(op, len(xs))
-	keep := intAttr(op, "keepdims", 0) != 0
+	keep := graph.KeepDims(op)
 	kept := make([]*ir.Value, 0, len(xs))
 	for d := range xs {
 		if slices.Contains(axes, d) {
@@ -486,13 +494,13 @@ func (k *kernel) reduce(op *ir.Operation, name string, idx []*ir.Value) (*ir.Val
 	acc := elem
 	var init *ir.Value
 	switch {
-	case name == "reduce_max" && isF:
+	case name == graph.OpReduceMax && isF:
 		init = k.floatConst(math.Inf(-1), elem)
-	case name == "reduce_min" && isF:
+	case name == graph.OpReduceMin && isF:
 		init = k.floatConst(math.Inf(1), elem)
-	case name == "reduce_max":
+	case name == graph.OpReduceMax:
 		init = k.intConst(-1<<(ir.IntWidth(elem)-1), elem)
-	case name == "reduce_min":
+	case name == graph.OpReduceMin:
 		init = k.intConst(1<<(ir.IntWidth(elem)-1)-1, elem)
 	default:
 		acc = accType(elem)
@@ -519,13 +527,13 @@ func (k *kernel) reduce(op *ir.Operation, name string, idx []*ir.Value) (*ir.Val
 		}
 		o := iters[0]
 		switch {
-		case name == "reduce_max" && isF:
+		case name == graph.OpReduceMax && isF:
 			return []*ir.Value{k.sel(k.ori(k.cmpf(arith.CmpFOGT, v, o), k.cmpf(arith.CmpFUNO, v, v)), v, o)}, nil
-		case name == "reduce_min" && isF:
+		case name == graph.OpReduceMin && isF:
 			return []*ir.Value{k.sel(k.ori(k.cmpf(arith.CmpFOLT, v, o), k.cmpf(arith.CmpFUNO, v, v)), v, o)}, nil
-		case name == "reduce_max":
+		case name == graph.OpReduceMax:
 			return []*ir.Value{k.binary(arith.OpMaxSI, o, v)}, nil
-		case name == "reduce_min":
+		case name == graph.OpReduceMin:
 			return []*ir.Value{k.binary(arith.OpMinSI, o, v)}, nil
 		case isF:
 			return []*ir.Value{k.binary(arith.OpAddF, o, k.convert(v, elem, acc))}, nil
@@ -536,7 +544,7 @@ func (k *kernel) reduce(op *ir.Operation, name string, idx []*ir.Value) (*ir.Val
 		return nil, err
 	}
 	r := res[0]
-	if name == "reduce_mean" {
+	if name == graph.OpReduceMean {
 		var n *ir.Value
 		if count >= 0 {
 			n = k.floatConst(float64(count), acc)
@@ -558,7 +566,7 @@ func (k *kernel) argmax(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	xs := shapeOf(k.resolve(x))
 	axes := reductionAxes(op, len(xs))
 	a := axes[0]
-	keep := intAttr(op, "keepdims", 0) != 0
+	keep := graph.KeepDims(op)
 	kept := slices.Clone(idx)
 	if keep {
 		kept = slices.Delete(kept, a, a+1)

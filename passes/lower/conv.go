@@ -11,30 +11,9 @@ import (
 // convParams reads graph.conv2d's attributes with their defaults (the
 // verifier has checked them).
 func convParams(op *ir.Operation) (graph.Conv2DParams, error) {
-	p := graph.Conv2DParams{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: intAttr(op, "groups", 1)}
-	for _, f := range []struct {
-		name string
-		dst  []int64
-	}{{"strides", p.Strides[:]}, {"dilations", p.Dilations[:]}} {
-		if v, ok := graph.IntList(op.Attr(f.name)); ok {
-			if len(v) != 2 {
-				return p, errorf(op.Loc(), "graph.conv2d '%s' must have 2 entries, got %v", f.name, v)
-			}
-			copy(f.dst, v)
-		}
-	}
-	if v, ok := graph.IntList(op.Attr("padding")); ok {
-		switch len(v) {
-		case 2:
-			p.Padding = [4]int64{v[0], v[1], v[0], v[1]}
-		case 4:
-			p.Padding = [4]int64(v)
-		default:
-			return p, errorf(op.Loc(), "graph.conv2d 'padding' must have 2 or 4 entries, got %v", v)
-		}
-	}
-	if p.Groups < 1 {
-		return p, errorf(op.Loc(), "graph.conv2d 'groups' must be positive, got %d", p.Groups)
+	p, err := graph.Conv2DParamsOf(op)
+	if err != nil {
+		return p, errorf(op.Loc(), "%v", err)
 	}
 	return p, nil
 }

@@ -202,7 +202,7 @@ func (k *kernel) remapDynamic(from []*ir.Value, idx []*ir.Value, to []*ir.Value)
 }
 
 func concatAxis(op *ir.Operation) int64 {
-	axis := intAttr(op, "axis", 0)
+	axis := graph.Axis(op)
 	if axis < 0 {
 		axis += int64(len(shapeOf(op.Result(0))))
 	}
@@ -210,7 +210,7 @@ func concatAxis(op *ir.Operation) int64 {
 }
 
 func gatherAxis(op *ir.Operation, rank int) int {
-	axis := int(intAttr(op, "axis", 0))
+	axis := int(graph.Axis(op))
 	if axis < 0 {
 		axis += rank
 	}

@@ -3,7 +3,6 @@ package lower
 import (
 	"encoding/binary"
 	"slices"
-	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/graph"
@@ -285,7 +284,7 @@ func (k *kernel) firstReduction() *ir.Operation {
 }
 
 func isReduction(op *ir.Operation) bool {
-	return strings.HasPrefix(op.Name(), "graph.reduce_") || op.Name() == graph.OpArgmax
+	return graph.ClassOf(op.Name()) == graph.ClassReduction
 }
 
 // reductionAxes are the normalized, sorted reduced axes of a reduction or
@@ -293,8 +292,7 @@ func isReduction(op *ir.Operation) bool {
 func reductionAxes(op *ir.Operation, rank int) []int {
 	var vs []int64
 	if op.Name() == graph.OpArgmax {
-		a, _ := op.Attr("axis").(ir.IntegerAttr)
-		vs = []int64{a.Value}
+		vs = []int64{graph.Axis(op)}
 	} else if a, ok := graph.IntList(op.Attr("axes")); ok {
 		vs = a
 	} else {

@@ -1,10 +1,10 @@
 package lower
 
 import (
-	"github.com/strata-ir/strata/dialects/graph"
 	"math"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/graph"
 	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 )
@@ -17,22 +17,22 @@ import (
 // interpreter evaluates both sides with the same float64 function and
 // rounds once to the element type.
 var floatUnaryOps = map[string]string{
-	"neg": arith.OpNegF, "abs": mathd.OpAbsF, "exp": mathd.OpExp, "log": mathd.OpLog,
-	"sqrt": mathd.OpSqrt, "rsqrt": mathd.OpRsqrt, "tanh": mathd.OpTanh, "erf": mathd.OpErf,
-	"sin": mathd.OpSin, "cos": mathd.OpCos,
+	graph.OpNeg: arith.OpNegF, graph.OpAbs: mathd.OpAbsF, graph.OpExp: mathd.OpExp, graph.OpLog: mathd.OpLog,
+	graph.OpSqrt: mathd.OpSqrt, graph.OpRsqrt: mathd.OpRsqrt, graph.OpTanh: mathd.OpTanh, graph.OpErf: mathd.OpErf,
+	graph.OpSin: mathd.OpSin, graph.OpCos: mathd.OpCos,
 }
 
 // floatBinaryOps map float binary ops: IEEE operations in the element type
 // (graph computes in float64 and rounds once, which for these is the same),
 // NaN-propagating maximum and minimum, and math.powf for pow.
 var floatBinaryOps = map[string]string{
-	"add": arith.OpAddF, "sub": arith.OpSubF, "mul": arith.OpMulF, "div": arith.OpDivF,
-	"max": arith.OpMaximumF, "min": arith.OpMinimumF, "pow": mathd.OpPowF,
+	graph.OpAdd: arith.OpAddF, graph.OpSub: arith.OpSubF, graph.OpMul: arith.OpMulF, graph.OpDiv: arith.OpDivF,
+	graph.OpMax: arith.OpMaximumF, graph.OpMin: arith.OpMinimumF, graph.OpPow: mathd.OpPowF,
 }
 
 // intBinaryOps map the integer binary ops that need no guard.
 var intBinaryOps = map[string]string{
-	"add": arith.OpAddI, "sub": arith.OpSubI, "mul": arith.OpMulI, "max": arith.OpMaxSI, "min": arith.OpMinSI,
+	graph.OpAdd: arith.OpAddI, graph.OpSub: arith.OpSubI, graph.OpMul: arith.OpMulI, graph.OpMax: arith.OpMaxSI, graph.OpMin: arith.OpMinSI,
 }
 
 // cmpF and cmpI map graph.cmp predicates: comparisons with NaN are false
@@ -74,24 +74,24 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 	if !ir.IsFloat(elem) {
 		zero := k.intConst(0, elem)
 		switch name {
-		case "neg":
+		case graph.OpNeg:
 			return k.binary(arith.OpSubI, zero, x), nil
-		case "abs":
+		case graph.OpAbs:
 			// A select rather than math.absi, which the GPU targets lack;
 			// 0 - MIN wraps to MIN, as graph's abs.
 			return k.sel(k.cmpi(arith.CmpISLT, x, zero), k.binary(arith.OpSubI, zero, x), x), nil
-		case "relu":
+		case graph.OpRelu:
 			return k.binary(arith.OpMaxSI, x, zero), nil
 		}
-		return nil, errorf(k.loc, "graph.%s is not defined on %s", name, elem)
+		return nil, errorf(k.loc, "%s is not defined on %s", name, elem)
 	}
 	if m, ok := floatUnaryOps[name]; ok {
 		return k.floatOp(m, x), nil
 	}
 	switch name {
-	case "reciprocal":
+	case graph.OpReciprocal:
 		return k.binary(arith.OpDivF, k.floatConst(1, elem), x), nil
-	case "relu":
+	case graph.OpRelu:
 		return k.sel(k.cmpf(arith.CmpFOLT, x, k.zero(elem)), k.zero(elem), x), nil
 	}
 	// Formulas of several steps run in graph.ComputeType (f32 below f64),
@@ -104,18 +104,18 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 	div := func(a, b *ir.Value) *ir.Value { return k.binary(arith.OpDivF, a, b) }
 	var r *ir.Value
 	switch {
-	case name == "sigmoid":
+	case name == graph.OpSigmoid:
 		// One exp and one division: e = e^-|w|, r = σ(|w|), e·r = σ(-|w|).
 		e := k.mathOp(mathd.OpExp, k.unary(arith.OpNegF, k.mathOp(mathd.OpAbsF, w)))
 		r = div(c(1), add(c(1), e))
 		r = k.sel(k.cmpf(arith.CmpFOGE, w, c(0)), r, mul(e, r))
-	case name == "gelu" && approximate == "tanh":
+	case name == graph.OpGELU && approximate == "tanh":
 		cube := mul(mul(mul(c(geluC3), w), w), w)
 		r = mul(mul(c(0.5), w), add(c(1), k.mathOp(mathd.OpTanh, mul(c(geluC), add(w, cube)))))
-	case name == "gelu":
+	case name == graph.OpGELU:
 		r = mul(mul(c(0.5), w), add(c(1), k.mathOp(mathd.OpErf, div(w, c(sqrt2)))))
 	default:
-		return nil, errorf(k.loc, "cannot lower graph.%s", name)
+		return nil, errorf(k.loc, "cannot lower %s", name)
 	}
 	return k.convert(r, ct, elem), nil
 }
@@ -125,27 +125,27 @@ func (k *kernel) binaryElem(name string, a, b *ir.Value, elem ir.Type) (*ir.Valu
 	if ir.IsFloat(elem) {
 		m, ok := floatBinaryOps[name]
 		if !ok {
-			return nil, errorf(k.loc, "cannot lower graph.%s", name)
+			return nil, errorf(k.loc, "cannot lower %s", name)
 		}
 		return k.floatOp(m, a, b), nil
 	}
 	if elem == ir.I1 {
-		return nil, errorf(k.loc, "graph.%s is not defined on i1", name)
+		return nil, errorf(k.loc, "%s is not defined on i1", name)
 	}
 	if m, ok := intBinaryOps[name]; ok {
 		return k.binary(m, a, b), nil
 	}
 	zero, one := k.intConst(0, elem), k.intConst(1, elem)
 	switch name {
-	case "div":
+	case graph.OpDiv:
 		// x / 0 = 0, and MIN / -1 wraps to MIN: neither may reach divsi.
 		isZero, isM1 := k.cmpi(arith.CmpIEQ, b, zero), k.cmpi(arith.CmpIEQ, b, k.intConst(-1, elem))
 		q := k.binary(arith.OpDivSI, a, k.sel(k.ori(isZero, isM1), one, b))
 		return k.sel(isZero, zero, k.sel(isM1, k.binary(arith.OpSubI, zero, a), q)), nil
-	case "pow":
+	case graph.OpPow:
 		return k.intPow(a, b, elem)
 	}
-	return nil, errorf(k.loc, "cannot lower graph.%s", name)
+	return nil, errorf(k.loc, "cannot lower %s", name)
 }
 
 // intPow is graph's integer power (graph.intPow): square-and-multiply

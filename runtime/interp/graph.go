@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
@@ -51,17 +50,15 @@ func init() {
 		graph.OpFusion:      graphFusion,
 		graph.OpYield:       func(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) { return args, nil },
 	}
-	for _, name := range []string{"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "erf", "sin", "cos", "reciprocal"} {
-		table["graph."+name] = graphUnary(name)
+	for _, name := range []string{graph.OpNeg, graph.OpAbs, graph.OpExp, graph.OpLog, graph.OpSqrt, graph.OpRsqrt, graph.OpTanh,
+		graph.OpSigmoid, graph.OpRelu, graph.OpGELU, graph.OpErf, graph.OpSin, graph.OpCos, graph.OpReciprocal} {
+		table[name] = graphUnary(name)
 	}
-	for _, name := range []string{"add", "sub", "mul", "div", "pow", "max", "min"} {
-		table["graph."+name] = graphBinary(name)
+	for _, name := range []string{graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpPow, graph.OpMax, graph.OpMin} {
+		table[name] = graphBinary(name)
 	}
 	registerAll(table)
 }
-
-// opKind is the op name without its dialect prefix.
-func opKind(op *ir.Operation) string { return strings.TrimPrefix(op.Name(), "graph.") }
 
 // tensorArgs returns the operands as tensors.
 func tensorArgs(args []Value) ([]*Tensor, error) {
@@ -119,35 +116,10 @@ func resultElem(op *ir.Operation) ir.Type { return ir.ElementTypeOf(op.Result(0)
 // intsAttr reads op's integer-list attribute name.
 func intsAttr(op *ir.Operation, name string) ([]int64, bool) { return graph.IntList(op.Attr(name)) }
 
-func intAttr(op *ir.Operation, name string, def int64) int64 {
-	if v, ok := op.Attr(name).(ir.IntegerAttr); ok {
-		return v.Value
-	}
-	return def
-}
-
-func floatAttr(op *ir.Operation, name string, def float64) float64 {
-	if v, ok := op.Attr(name).(ir.FloatAttr); ok {
-		return v.Value()
-	}
-	return def
-}
-
-func boolAttr(op *ir.Operation, name string) bool {
-	v, ok := op.Attr(name).(ir.IntegerAttr)
-	return ok && v.Value != 0
-}
-
-func strAttr(op *ir.Operation, name, def string) string {
-	if v, ok := op.Attr(name).(ir.StringAttr); ok {
-		return v.Value
-	}
-	return def
-}
-
-// axisAttr reads and normalizes an axis attribute against rank.
-func axisAttr(op *ir.Operation, name string, def int64, rank int) (int, error) {
-	a := intAttr(op, name, def)
+// axisAttr reads op's axis attribute (graph.Axis, with the row's default)
+// and normalizes it against rank.
+func axisAttr(op *ir.Operation, rank int) (int, error) {
+	a := graph.Axis(op)
 	if a < -int64(rank) || a >= int64(rank) {
 		return 0, fmt.Errorf("axis %d is out of range for rank %d", a, rank)
 	}
@@ -195,7 +167,7 @@ func graphIota(_ *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
 	if !ok {
 		return nil, errors.New("needs a static result shape")
 	}
-	axis, err := axisAttr(op, "axis", 0, len(shape))
+	axis, err := axisAttr(op, len(shape))
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +199,7 @@ func graphUnary(name string) Rule {
 		}
 		x := ts[0]
 		if ir.IsFloat(x.elem) {
-			f := graph.UnaryFloatFunc(name, strAttr(op, "approximate", "none"), x.elem)
+			f := graph.UnaryFloatFunc(name, graph.Approximate(op), x.elem)
 			if o, ok := x.data.([]float32); ok { // the common case, without a float64 copy
 				out := make([]float32, len(o))
 				for i, v := range o {
@@ -335,7 +307,7 @@ func graphCmp(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	pred := strAttr(op, "predicate", "")
+	pred := graph.Predicate(op)
 	ff, fi := graph.CmpFloatFunc(pred), graph.CmpIntFunc(pred)
 	if ff == nil {
 		return nil, fmt.Errorf("unknown predicate %q", pred)
@@ -515,25 +487,25 @@ func graphReduce(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		return nil, err
 	}
 	reduced, slot := reduceLayout(x.shape, axes)
-	shape := keptShape(x.shape, axes, reduced, boolAttr(op, "keepdims"))
+	shape := keptShape(x.shape, axes, reduced, graph.KeepDims(op))
 	m := ir.NumElements(reduced)
 	count := float64(ir.NumElements(x.shape)) / float64(max(m, 1))
-	kind := opKind(op)
+	kind := op.Name()
 	if ir.IsFloat(x.elem) {
 		acc := accRounder(x.elem)
 		out := make([]float64, m)
-		init := map[string]float64{"reduce_max": math.Inf(-1), "reduce_min": math.Inf(1)}[kind]
+		init := map[string]float64{graph.OpReduceMax: math.Inf(-1), graph.OpReduceMin: math.Inf(1)}[kind]
 		for i := range out {
 			out[i] = init
 		}
 		for k, v := range x.Float64s() {
 			o := &out[slot[k]]
 			switch kind {
-			case "reduce_max":
+			case graph.OpReduceMax:
 				if v > *o || v != v {
 					*o = v
 				}
-			case "reduce_min":
+			case graph.OpReduceMin:
 				if v < *o || v != v {
 					*o = v
 				}
@@ -543,7 +515,7 @@ func graphReduce(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 				}
 			}
 		}
-		if kind == "reduce_mean" {
+		if kind == graph.OpReduceMean {
 			for i := range out {
 				out[i] = acc(out[i] / count)
 			}
@@ -555,18 +527,18 @@ func graphReduce(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1
 	for i := range out {
 		switch kind {
-		case "reduce_max":
+		case graph.OpReduceMax:
 			out[i] = lo
-		case "reduce_min":
+		case graph.OpReduceMin:
 			out[i] = hi
 		}
 	}
 	for k, v := range x.Int64s() {
 		o := &out[slot[k]]
 		switch kind {
-		case "reduce_max":
+		case graph.OpReduceMax:
 			*o = max(*o, v)
-		case "reduce_min":
+		case graph.OpReduceMin:
 			*o = min(*o, v)
 		default:
 			*o += v
@@ -586,7 +558,7 @@ func graphArgmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		return nil, err
 	}
 	x := ts[0]
-	axis, err := axisAttr(op, "axis", 0, len(x.shape))
+	axis, err := axisAttr(op, len(x.shape))
 	if err != nil {
 		return nil, err
 	}
@@ -622,7 +594,7 @@ func graphArgmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			out[o*inner+in] = int64(best)
 		}
 	}
-	shape := keptShape(x.shape, []int{axis}, slices.Delete(slices.Clone(x.shape), axis, axis+1), boolAttr(op, "keepdims"))
+	shape := keptShape(x.shape, []int{axis}, slices.Delete(slices.Clone(x.shape), axis, axis+1), graph.KeepDims(op))
 	return one(FromInt64s(ir.I64, shape, out))
 }
 
@@ -733,7 +705,7 @@ func graphConcat(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	axis, err := axisAttr(op, "axis", 0, len(ts[0].shape))
+	axis, err := axisAttr(op, len(ts[0].shape))
 	if err != nil {
 		return nil, err
 	}
@@ -849,7 +821,7 @@ func graphGather(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		return nil, err
 	}
 	x, indices := ts[0], ts[1]
-	axis, err := axisAttr(op, "axis", 0, len(x.shape))
+	axis, err := axisAttr(op, len(x.shape))
 	if err != nil {
 		return nil, err
 	}
@@ -979,26 +951,6 @@ func matmulTensor(a, b *Tensor, elem ir.Type, shape, batch, batchA, batchB []int
 	return FromInt64s(elem, shape, batchedMatmul(a.Int64s(), b.Int64s(), batch, batchA, batchB, m, k, n))
 }
 
-// convParams reads conv2d's attributes.
-func convParams(op *ir.Operation) graph.Conv2DParams {
-	p := graph.Conv2DParams{Strides: [2]int64{1, 1}, Dilations: [2]int64{1, 1}, Groups: intAttr(op, "groups", 1)}
-	if v, ok := intsAttr(op, "strides"); ok && len(v) == 2 {
-		p.Strides = [2]int64(v)
-	}
-	if v, ok := intsAttr(op, "dilations"); ok && len(v) == 2 {
-		p.Dilations = [2]int64(v)
-	}
-	if v, ok := intsAttr(op, "padding"); ok {
-		switch len(v) {
-		case 2:
-			p.Padding = [4]int64{v[0], v[1], v[0], v[1]}
-		case 4:
-			p.Padding = [4]int64(v)
-		}
-	}
-	return p
-}
-
 func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	ts, err := tensorArgs(args)
 	if err != nil {
@@ -1008,7 +960,10 @@ func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if len(x.shape) != 4 || len(w.shape) != 4 {
 		return nil, fmt.Errorf("expects rank-4 input and weight, got %s and %s", x, w)
 	}
-	p := convParams(op)
+	p, err := graph.Conv2DParamsOf(op)
+	if err != nil {
+		return nil, err
+	}
 	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
 	O, CG, KH, KW := w.shape[0], w.shape[1], w.shape[2], w.shape[3]
 	g := p.Groups
@@ -1134,7 +1089,7 @@ func floatAxisArgs(op *ir.Operation, args []Value) ([]*Tensor, int, error) {
 	if !ir.IsFloat(ts[0].elem) {
 		return nil, 0, fmt.Errorf("expects a float tensor, got %s", ts[0])
 	}
-	axis, err := axisAttr(op, "axis", -1, len(ts[0].shape))
+	axis, err := axisAttr(op, len(ts[0].shape))
 	return ts, axis, err
 }
 
@@ -1147,7 +1102,7 @@ func graphSoftmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	outer, n, inner := axisLayout(x.shape, axis)
 	vs := x.Float64s()
 	ct := graph.ComputeType(x.elem)
-	softmaxRows(vs, outer, n, inner, opKind(op) == "log_softmax", rounder(ct), accRounder(ct))
+	softmaxRows(vs, outer, n, inner, op.Name() == graph.OpLogSoftmax, rounder(ct), accRounder(ct))
 	return one(FromFloat64s(x.elem, x.shape, vs))
 }
 
@@ -1171,9 +1126,9 @@ func graphNorm(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	}
 	ct := graph.ComputeType(x.elem)
 	r, acc := rounder(ct), accRounder(ct)
-	eps := r(floatAttr(op, "epsilon", 1e-5))
+	eps := r(graph.Epsilon(op))
 	vs := x.Float64s()
-	rms := opKind(op) == "rms_norm"
+	rms := op.Name() == graph.OpRMSNorm
 	for o := range outer {
 		row := vs[o*n : (o+1)*n]
 		var mean float64
@@ -1241,7 +1196,11 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	// and the softmax then run in the compute type.
 	ct := graph.ComputeType(q.elem)
 	r := rounder(ct)
-	scale := r(floatAttr(op, "scale", 1/math.Sqrt(float64(d))))
+	scale, ok := graph.Scale(op)
+	if !ok {
+		scale = 1 / math.Sqrt(float64(d))
+	}
+	scale = r(scale)
 	sv := scores.Float64s()
 	for i := range sv {
 		sv[i] = r(sv[i] * scale)
@@ -1263,7 +1222,7 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			}
 		}
 	}
-	if boolAttr(op, "causal") {
+	if graph.Causal(op) {
 		for i := range sv {
 			row, col := int64(i)/lk%lq, int64(i)%lk
 			if col > row {
