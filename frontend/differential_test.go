@@ -75,6 +75,8 @@ func runDiffProg(prog []diffInstr, e *diffEnv, x *frontend.Tensor) (*frontend.Te
 			}
 		case 12:
 			regs[a] = regs[a].Max(regs[b])
+		case 13:
+			regs[a] = frontend.Dropout(regs[a], 0.5, e.flag)
 		}
 	}
 	return regs[0].Add(regs[1]).Sub(regs[2]), nil
@@ -107,7 +109,7 @@ func TestDifferentialCallSequences(t *testing.T) {
 func diffCheck(t *rapid.T, be string, dyn frontend.Dynamic) int {
 	n := rapid.IntRange(1, 5).Draw(t, "n")
 	prog := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) diffInstr {
-		return diffInstr{rapid.IntRange(0, 12).Draw(t, "kind"), rapid.IntRange(0, diffRegs-1).Draw(t, "a"), rapid.IntRange(0, diffRegs-1).Draw(t, "b")}
+		return diffInstr{rapid.IntRange(0, 13).Draw(t, "kind"), rapid.IntRange(0, diffRegs-1).Draw(t, "a"), rapid.IntRange(0, diffRegs-1).Draw(t, "b")}
 	}), 1, 12).Draw(t, "prog")
 	vals := func(label string, n int) []float32 {
 		return rapid.SliceOfN(rapid.Float32Range(-2, 2), n, n).Draw(t, label)
@@ -166,12 +168,14 @@ func diffCheck(t *rapid.T, be string, dyn frontend.Dynamic) int {
 			}
 		}
 		xs := vals("x", n)
+		seed, off := frontend.RandState()
 		want, werr := runDiffProg(prog, &envs[1], frontend.FromSlice(xs))
 		var wantVals []float32
 		if werr == nil {
 			wantVals = want.Float32s()
 			werr = want.Err()
 		}
+		frontend.SetRandState(seed, off) // the same random numbers
 		got, gerr := c.Call(frontend.FromSlice(xs))
 		if (werr != nil) != (gerr != nil) {
 			t.Fatalf("call %d: compiled error %v, eager error %v", call, gerr, werr)
