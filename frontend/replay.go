@@ -99,6 +99,7 @@ type replay struct {
 	nvals  int32 // values so far (lifts and ops)
 	inputs []tensorData
 	objs   []*Tensor // per step: the lifted tensor, the op's result, the assigned tensor
+	shapes [][]int64 // per value id: its type's shape in the tape (ir.Dynamic: symbolic)
 	leaves []*Tensor
 	vals   []tensorData // the leaves' data
 	// specializer is where fn read sizes of the (specialized) dynamic
@@ -135,9 +136,11 @@ func (s *session) startReplay(leaves []*Tensor, vals []tensorData) bool {
 		return false
 	}
 	rp := &c.rp
-	*rp = replay{c: c, tp: tp, inputs: rp.inputs[:0], objs: rp.objs[:0], leaves: leaves, vals: vals}
+	*rp = replay{c: c, tp: tp, inputs: rp.inputs[:0], objs: rp.objs[:0], shapes: rp.shapes, leaves: leaves, vals: vals}
 	clear(c.rpLifted)
+	rp.shapes = rp.shapes[:0]
 	for i, t := range leaves {
+		rp.shapes = append(rp.shapes, tp.steps[i].shape)
 		rp.inputs = append(rp.inputs, vals[i])
 		rp.objs = append(rp.objs, t)
 		c.rpLifted[t] = int32(i)
@@ -217,6 +220,7 @@ func (s *session) replayLift(t *Tensor) (int32, bool) {
 		return 0, false
 	}
 	id := rp.nvals
+	rp.shapes = append(rp.shapes, rp.tp.steps[rp.pos].shape)
 	rp.nvals++
 	rp.pos++
 	rp.inputs = append(rp.inputs, d)
@@ -270,6 +274,7 @@ func (s *session) replayOp(loc ir.Location, spec opSpec, operands []*Tensor) *Te
 	} else {
 		t.shape = rec.shape
 	}
+	rp.shapes = append(rp.shapes, rec.shape)
 	rp.nvals++
 	rp.pos++
 	rp.objs = append(rp.objs, t)

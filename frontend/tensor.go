@@ -169,11 +169,14 @@ func Rand(seed uint64, shape ...int) *Tensor {
 // by Fullgraph, or a failure running the graph.
 func (t *Tensor) Err() error { return t.err }
 
-// Shape returns the sizes of t's dims. Reading the shape of a pending
-// tensor whose graph has dynamic dims specializes that graph on its input
-// sizes (the guard then checks them exactly).
+// Shape returns the sizes of t's dims. Reading the shape of a tensor
+// with symbolic dims in a dynamic graph specializes that graph on its
+// input sizes (the guard then checks them exactly); Dim and Size read one
+// dim, and Size keeps it symbolic.
 func (t *Tensor) Shape() []int {
-	t.shapeRead()
+	if slices.Contains(t.symShape(), ir.Dynamic) {
+		t.shapeRead()
+	}
 	out := make([]int, len(t.shape))
 	for i, d := range t.shape {
 		out[i] = int(d)
