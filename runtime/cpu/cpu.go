@@ -56,16 +56,14 @@ type Program struct {
 }
 
 // cacheFormat changes when the library's ABI or the build changes.
-const cacheFormat = "strata-cpu-1"
+const cacheFormat = "strata-cpu-2"
 
 // Compile translates module (at the loop level), builds or reuses its
-// shared library and loads it. Without the tools the error wraps
-// ErrNoTools.
+// shared library and loads it. The library is cached under the compile
+// cache's directory (cache.Dir, subdirectory cpu) by the SHA-256 of the
+// LLVM IR and the -mcpu, so a cached library loads without the tools;
+// building one without them is an error wrapping ErrNoTools.
 func Compile(module *ir.Operation) (*Program, error) {
-	tools, err := target.FindTools()
-	if err != nil {
-		return nil, err
-	}
 	cpuName := target.HostCPU()
 	m, err := target.TranslateFor(module, cpuName)
 	if err != nil {
@@ -73,7 +71,7 @@ func Compile(module *ir.Operation) (*Program, error) {
 	}
 	p := &Program{mod: m, LLVM: m.LLVM.String(), CPU: cpuName, fns: map[*target.Kernel]uintptr{}, packs: map[*target.Kernel]uintptr{}}
 	h := sha256.New()
-	for _, part := range []string{cacheFormat, p.CPU, tools.Opt, tools.LLC, tools.Linker, p.LLVM} {
+	for _, part := range []string{cacheFormat, p.CPU, p.LLVM} {
 		fmt.Fprintf(h, "%d:%s;", len(part), part)
 	}
 	dir, err := cache.Dir()
@@ -87,8 +85,14 @@ func Compile(module *ir.Operation) (*Program, error) {
 	p.Library = filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+".so")
 	if _, err := os.Stat(p.Library); err == nil {
 		p.Cached = true
-	} else if err := target.Build(tools, p.LLVM, p.CPU, p.Library); err != nil {
-		return nil, err
+	} else {
+		tools, err := target.FindTools()
+		if err != nil {
+			return nil, err
+		}
+		if err := target.Build(tools, p.LLVM, p.CPU, p.Library); err != nil {
+			return nil, err
+		}
 	}
 	lib, err := purego.Dlopen(p.Library, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
@@ -532,7 +536,7 @@ func (r *run) launch(k *target.Kernel) error {
 		scratch = r.p.getScratch(int(max(1, panels*kk*cols) * int64(k.MatmulElemBytes)))
 		defer r.p.scratch.Put(&scratch)
 		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))))
-		total = (total + target.MatmulRows - 1) / target.MatmulRows
+		total = panels * ((trips[0] + target.MatmulRows - 1) / target.MatmulRows)
 	}
 	for _, a := range k.Args {
 		v := r.vals[a.Value]
@@ -563,7 +567,7 @@ func (r *run) launch(k *target.Kernel) error {
 	args := uintptr(unsafe.Pointer(&words[0]))
 	if k.Matmul {
 		r.p.parallel(r.p.packs[k], args, panels, packWork)
-		r.p.parallel(fn, args, total, k.Work*target.MatmulRows)
+		r.p.parallel(fn, args, total, 4*int64(k.MatmulCols)*target.MatmulRows*max(1, r.intValue(k.MatmulK)))
 	} else {
 		r.p.parallel(fn, args, total, k.Work)
 	}

@@ -120,6 +120,7 @@ func TestSoftmaxAndLayerNormMatchTheInterpreter(t *testing.T) {
 
 func TestMissingToolsAreNamed(t *testing.T) {
 	t.Setenv("STRATA_LLVM_BIN", t.TempDir())
+	t.Setenv("STRATA_CACHE_DIR", t.TempDir())
 	_, err := cpu.FindTools()
 	if !errors.Is(err, cpu.ErrNoTools) {
 		t.Fatalf("FindTools with an empty STRATA_LLVM_BIN: %v, want ErrNoTools", err)

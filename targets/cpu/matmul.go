@@ -198,8 +198,8 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 	return err
 }
 
-// matmul emits the main kernel: for each panel of NR columns, for each
-// block of MR rows in [lo, hi), MR × NR accumulators in vector registers
+// matmul emits the main kernel: for each (panel of NR columns, block of
+// MR rows) in [lo, hi) of their panel-major order, MR × NR accumulators in vector registers
 // over k (A's elements broadcast, the packed panel's vectors loaded),
 // stored to a tile on the stack, then the epilogue for each element of
 // the tile inside C. Each element's sum runs over k in order, as the loop
@@ -220,15 +220,20 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 	}
 	initVec := k.splat(init, vl)
 	fma := k.t.intrinsic("llvm.fmuladd."+vecSuffix(vl, m.elem), vt, vt, vt, vt)
-	panels := k.cur.NewSDiv(k.cur.NewAdd(n, i64(nr-1)), i64(nr))
 	mLast := k.cur.NewSub(mSize, i64(1))
 	body := loop.Body(m.nest)
-	_, err := k.loop(i64(0), panels, i64(1), nil, false, func(p value.Value, _ []value.Value) ([]value.Value, error) {
+	rowBlocks := k.cur.NewSDiv(k.cur.NewAdd(mSize, i64(MatmulRows-1)), i64(MatmulRows))
+	// One loop over [lo, hi) of the (panel, row block) pairs, panel-major:
+	// a worker's range covers a few panels, each over a run of row
+	// blocks, so its packed panel stays in cache across the run.
+	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
+		p := k.cur.NewSDiv(item, rowBlocks)
+		ib := k.cur.NewSRem(item, rowBlocks)
 		panel := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
 		j0 := k.cur.NewMul(p, i64(nr))
 		ncols := k.cur.NewSub(n, j0)
 		ncols2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ncols, i64(nr)), ncols, i64(nr))
-		_, err := k.loop(lo, hi, i64(1), nil, false, func(ib value.Value, _ []value.Value) ([]value.Value, error) {
+		{
 			i0 := k.cur.NewMul(ib, i64(MatmulRows))
 			rows := make([]value.Value, MatmulRows)
 			for r := range MatmulRows {
@@ -302,8 +307,7 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 				return nil, err
 			})
 			return nil, err
-		})
-		return nil, err
+		}
 	})
 	return err
 }

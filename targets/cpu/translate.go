@@ -53,7 +53,8 @@ type Kernel struct {
 	Dims            int
 	// Matmul is set when the nest became a register-blocked matrix
 	// product C[i, j] = epilogue(Σk A[i, k]·B[k, j]): its outer range then
-	// counts blocks of MatmulRows rows, and the first word of its
+	// counts (panel of MatmulCols columns, block of MatmulRows rows)
+	// pairs, panel-major, and the first word of its
 	// arguments is a scratch buffer of ceil(N/MatmulCols)·K·MatmulCols
 	// elements of MatmulElemBytes bytes, which Name+"_pack" fills from B
 	// (its range: the panels of MatmulCols columns) before Name runs.
