@@ -114,7 +114,8 @@ func VectorBytes(cpu string) int {
 }
 
 // Build compiles LLVM IR text into the shared library out, for -mcpu=cpu:
-// opt -O3 (with the C library's vector math, libmvec), llc -O3 into a
+// opt -O3 (with the C library's vector math, libmvec; full-width vectors
+// on AVX-512), llc -O3 into a
 // position-independent object, and the linker. Work files go to a
 // temporary directory next to out; out appears complete or not at all.
 func Build(t Tools, llvmIR, cpu, out string) error {
@@ -130,10 +131,16 @@ func Build(t Tools, llvmIR, cpu, out string) error {
 	if err := os.WriteFile(ll, []byte(llvmIR), 0o644); err != nil {
 		return fmt.Errorf("cpu target: %w", err)
 	}
-	if err := run(t.Opt, "-O3", "-mtriple="+Triple, "-mcpu="+cpu, "-vector-library=LIBMVEC-X86", ll, "-o", bc); err != nil {
+	target := []string{"-O3", "-mtriple=" + Triple, "-mcpu=" + cpu}
+	if VectorBytes(cpu) == 64 {
+		// LLVM vectorizes for 256-bit registers on AVX-512 CPUs unless
+		// told otherwise; the kernels want the full width.
+		target = append(target, "-mattr=-prefer-256-bit")
+	}
+	if err := run(t.Opt, append(target, "-vector-library=LIBMVEC-X86", ll, "-o", bc)...); err != nil {
 		return err
 	}
-	if err := run(t.LLC, "-O3", "-mtriple="+Triple, "-mcpu="+cpu, "-relocation-model=pic", "-filetype=obj", bc, "-o", obj); err != nil {
+	if err := run(t.LLC, append(target, "-relocation-model=pic", "-filetype=obj", bc, "-o", obj)...); err != nil {
 		return err
 	}
 	var link []string
