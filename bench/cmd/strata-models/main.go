@@ -1,0 +1,98 @@
+// Command strata-models runs the model rows of the benchmark suite
+// (bench.ModelRows: the small CNN, GPT-2 and ResNet-50 built with package
+// nn) and compares them with PyTorch:
+//
+//	strata-models run --out DIR [--only a,b] [--small] [--backend nvptx] [--iters 10]
+//	python3 bench/models_torch.py DIR
+//	strata-models report DIR RESULTS.json
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/strata-ir/strata/bench"
+	"github.com/strata-ir/strata/frontend"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "strata-models:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: strata-models run|report …")
+	}
+	switch args[0] {
+	case "run":
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		out := fs.String("out", "", "directory for the weights, inputs, outputs and timings")
+		only := fs.String("only", "", "comma-separated rows (default: all)")
+		small := fs.Bool("small", false, "the small sizes (for the interpreter)")
+		backend := fs.String("backend", frontend.DefaultBackend(), "frontend backend")
+		iters := fs.Int("iters", 10, "timed calls per row")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *out == "" {
+			return fmt.Errorf("run: --out is required")
+		}
+		var names []string
+		if *only != "" {
+			names = strings.Split(*only, ",")
+			for _, n := range names {
+				found := false
+				for _, r := range bench.ModelRows {
+					found = found || r.Name == n
+				}
+				if !found {
+					return fmt.Errorf("run: unknown row %q", n)
+				}
+			}
+		}
+		size := bench.Full
+		if *small {
+			size = bench.Small
+		}
+		_, err := bench.RunModels(*out, names, size, *backend, *iters, os.Stderr)
+		return err
+	case "report":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: strata-models report DIR RESULTS.json")
+		}
+		r, err := bench.ReportModels(args[1])
+		if err != nil {
+			return err
+		}
+		for _, w := range r.Workloads {
+			s := w.Strata["default"]
+			line := fmt.Sprintf("%-16s strata %8.3f ms (first call %.2f s)", w.Name, s.Ms, s.FirstCallS)
+			if s.Error != "" {
+				line = fmt.Sprintf("%-16s strata error: %s", w.Name, s.Error)
+			}
+			for _, m := range []string{"eager", "default", "reduce-overhead"} {
+				if t := w.Torch[m]; t != nil {
+					if t.Error != "" {
+						line += fmt.Sprintf(" | torch %s error: %.80s", m, t.Error)
+					} else {
+						line += fmt.Sprintf(" | torch %s %.3f ms", m, t.Ms)
+					}
+				}
+			}
+			if c := w.Correctness; c != nil {
+				line += fmt.Sprintf(" | max_scaled %.3g (tol %g) ok=%v", c.MaxScaled, c.Tol, c.OK)
+			}
+			if r, ok := w.Ratios["default"]; ok {
+				line += fmt.Sprintf(" | ratio %.2f", r)
+			}
+			fmt.Println(line)
+		}
+		return bench.WriteModelResults(args[2], r)
+	}
+	return fmt.Errorf("unknown command %q (want run or report)", args[0])
+}

@@ -1,0 +1,595 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/strata-ir/strata/examples/cnn"
+	"github.com/strata-ir/strata/examples/gpt2"
+	"github.com/strata-ir/strata/examples/resnet"
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/nn/safetensors"
+	"github.com/strata-ir/strata/optim"
+)
+
+// This file is the model rows of the suite (issues 20 and 21): whole
+// models built with package nn from examples/, run through the frontend
+// (not graph text like workloads.go's kernels). One device call runs
+//
+//	strata-models run --out DIR       weights and inputs (DIR/NAME.in.safetensors),
+//	                                  Strata's outputs (NAME.strata.safetensors)
+//	                                  and timings (models-strata.json)
+//	python3 models_torch.py DIR       the same models in PyTorch on the same weights:
+//	                                  NAME.torch.safetensors, models-torch.json
+//	strata-models report DIR OUT.json compares the outputs, writes rows in the
+//	                                  suite's results format
+//
+// The rows are the issues' names: cnn_small_train, gpt2_prefill,
+// gpt2_decode, resnet50_infer, gpt2_train.
+
+// ModelRow is one model workload.
+type ModelRow struct {
+	Name, Summary, Shape string
+	Tol                  float64
+	// Flops is one call's floating-point operations (0: unknown).
+	Flops int64
+	// run builds the model at size s, writes its weights and inputs to
+	// in, runs it with opts and returns its outputs (by name) and timings.
+	run func(s Size, opts frontend.Options, iters int, log io.Writer) (in, out map[string]*frontend.Tensor, m *StrataMode, err error)
+}
+
+// ModelRows lists the model rows in run order (cheapest first).
+var ModelRows = []*ModelRow{
+	{Name: "cnn_small_train", Summary: "small CNN training step (conv-bn-relu-pool ×2, linear; SGD momentum), f32", Shape: "batch 256, 3×32×32",
+		Tol: 2e-3, run: runCNNTrain},
+	{Name: "gpt2_prefill", Summary: "GPT-2 124M forward, logits of every position, bf16", Shape: "batch 8, seq 1024",
+		Tol: tolBF16 * 2, Flops: gpt2Flops(8, 1024), run: runGPT2Prefill},
+	{Name: "gpt2_decode", Summary: "GPT-2 124M greedy decoding with a KV cache, 128 new tokens after 128, bf16", Shape: "batch 1, 128+128",
+		Tol: tolBF16 * 2, run: runGPT2Decode},
+	{Name: "resnet50_infer", Summary: "ResNet-50 inference (eval batch norm), bf16", Shape: "batch 64, 3×224×224",
+		Tol: 5e-2, Flops: 64 * 2 * 4_089_184_256, run: runResNetInfer},
+	{Name: "gpt2_train", Summary: "GPT-2 124M training step (forward, backward; AdamW), f32", Shape: "batch 8, seq 1024",
+		Tol: 2e-2, Flops: 3 * gpt2Flops(8, 1024), run: runGPT2Train},
+}
+
+// gpt2Flops counts the matrix products of a GPT-2 124M forward pass.
+func gpt2Flops(b, t int64) int64 {
+	c := gpt2.GPT2Small
+	d, l, v := int64(c.D), int64(c.Layers), int64(c.Vocab)
+	perTok := l*(2*d*3*d+2*d*d+2*2*d*4*d) + 2*d*v
+	attn := l * 2 * 2 * t * t * d / 2 // causal: half of q·kᵀ and p·v
+	return b*t*perTok + b*attn
+}
+
+// timeCalls runs call iters times after one warm-up and returns the
+// median wall milliseconds per call, each followed by a wait for the GPU.
+func timeCalls(iters int, call func() error) (float64, error) {
+	if err := call(); err != nil {
+		return 0, err
+	}
+	if err := frontend.Synchronize(); err != nil {
+		return 0, err
+	}
+	var ms []float64
+	for range iters {
+		t0 := time.Now()
+		if err := call(); err != nil {
+			return 0, err
+		}
+		if err := frontend.Synchronize(); err != nil {
+			return 0, err
+		}
+		ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
+	}
+	sort.Float64s(ms)
+	return ms[len(ms)/2], nil
+}
+
+// onDevice uploads t when opts runs on the GPU.
+func onDevice(t *frontend.Tensor, opts frontend.Options) *frontend.Tensor {
+	if opts.Backend == frontend.NVPTXBackend {
+		return t.ToGPU()
+	}
+	return t
+}
+
+func paramsOf(m any, prefix string) map[string]*frontend.Tensor {
+	out := map[string]*frontend.Tensor{}
+	for _, r := range nn.Refs(m) {
+		out[prefix+r.Name] = r.Tensor()
+	}
+	return out
+}
+
+// cnnConfig is the CNN of the size.
+func cnnConfig(s Size) cnn.Config {
+	if s == Small {
+		return cnn.Tiny
+	}
+	return cnn.Bench
+}
+
+func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	cfg := cnnConfig(s)
+	m := cnn.New(cfg)
+	x, y := cnn.Data(cfg)
+	in := paramsOf(m, "")
+	in["input.x"], in["input.y"] = x, y
+	gopts := opts
+	if gopts.Backend == "" || gopts.Backend == frontend.InterpBackend {
+		gopts.Backend = frontend.AOTEagerBackend
+	}
+	step := nn.NewGradStep(m, m.Loss, 2, gopts)
+	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	xd, yd := onDevice(x, opts), onDevice(y, opts)
+	out := map[string]*frontend.Tensor{}
+	first := true
+	sm := &StrataMode{}
+	call := func() error {
+		t0 := time.Now()
+		v, grads, err := step.Call(xd, yd)
+		if err != nil {
+			return err
+		}
+		if first {
+			out["loss"] = v[0]
+			for i, p := range step.Params() {
+				if p.Name == "conv1.weight" || p.Name == "fc.weight" || p.Name == "bn2.bias" {
+					out["grad."+p.Name] = grads[i]
+				}
+			}
+			// Read them now: the step below replaces the parameters.
+			for _, t := range out {
+				t.Float64s()
+			}
+		}
+		if err := opt.Step(grads); err != nil {
+			return err
+		}
+		if first {
+			if err := frontend.Synchronize(); err != nil {
+				return err
+			}
+			sm.FirstCallS = time.Since(t0).Seconds()
+			first = false
+		}
+		return nil
+	}
+	ms, err := timeCalls(iters, call)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sm.Ms = ms
+	return in, out, sm, nil
+}
+
+func gpt2Config(s Size) gpt2.Config {
+	if s == Small {
+		return gpt2.Toy
+	}
+	return gpt2.GPT2Small
+}
+
+func tokens(g *nn.RNG, vocab, b, t int) *frontend.Tensor { return g.Int64s(vocab, b, t) }
+
+// newGPT2 builds the model in dt.
+func newGPT2(s Size, dt frontend.DType) (*gpt2.Model, error) {
+	m := gpt2.New(gpt2Config(s))
+	if dt != frontend.Float32 {
+		if err := nn.Cast(m, dt); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func runGPT2Prefill(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	cfg := gpt2Config(s)
+	b, t := 8, 1024
+	if s == Small {
+		b, t = 2, 8
+	}
+	m, err := newGPT2(s, frontend.BFloat16)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	idx := tokens(nn.NewRNG(5), cfg.Vocab, b, t)
+	in := paramsOf(m, "")
+	in["input.idx"] = idx
+	// The model's tensors go to the GPU once, as torch's .cuda().
+	for _, r := range nn.Refs(m) {
+		*r.Ptr = onDevice(r.Tensor(), opts)
+	}
+	c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor { return []*frontend.Tensor{m.Logits(in[0])} }, 1, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	last, err := frontend.Compile(func(l *frontend.Tensor) *frontend.Tensor {
+		return l.Slice([]int{0, t - 1, 0}, []int{b, t, cfg.Vocab}, nil).Cast(frontend.Float32)
+	}, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	idxd := onDevice(idx, opts)
+	sm := &StrataMode{}
+	t0 := time.Now()
+	res, err := c.Call(idxd)
+	if err == nil {
+		err = frontend.Synchronize()
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sm.FirstCallS = time.Since(t0).Seconds()
+	lr, err := last.Call(res[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out := map[string]*frontend.Tensor{"logits_last": lr[0]}
+	lr[0].Float64s()
+	if sm.Ms, err = timeCalls(iters, func() error { _, err := c.Call(idxd); return err }); err != nil {
+		return nil, nil, nil, err
+	}
+	if opts.Backend == frontend.NVPTXBackend {
+		if kt, err := c.Frontend().KernelTime(iters, c.Args(idxd)...); err == nil {
+			sm.WallMs, sm.Ms = sm.Ms, float64(kt.Microseconds())/1000
+		} else {
+			fmt.Fprintf(log, "gpt2_prefill: KernelTime: %v\n", err)
+		}
+	}
+	return in, out, sm, nil
+}
+
+func runGPT2Decode(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	cfg := gpt2Config(s)
+	prompt, n := 128, 128
+	if s == Small {
+		prompt, n = 4, 4
+	}
+	m, err := newGPT2(s, frontend.BFloat16)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	idx := tokens(nn.NewRNG(6), cfg.Vocab, 1, prompt)
+	in := paramsOf(m, "")
+	in["input.idx"] = idx
+	for _, r := range nn.Refs(m) {
+		*r.Ptr = onDevice(r.Tensor(), opts)
+	}
+	dec := gpt2.NewDecoder(m, 1, frontend.BFloat16)
+	for _, c := range dec.Caches {
+		c.K, c.V = onDevice(c.K, opts), onDevice(c.V, opts)
+	}
+	gen, err := gpt2.NewGenerator(dec, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	idxd := onDevice(idx, opts)
+	sm := &StrataMode{}
+	t0 := time.Now()
+	toks, logits, err := gen.Generate(idxd, n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sm.FirstCallS = time.Since(t0).Seconds()
+	ids := make([]int64, len(toks[0]))
+	copy(ids, toks[0])
+	out := map[string]*frontend.Tensor{
+		"tokens":       frontend.FromSlice(ids, 1, len(ids)),
+		"first_logits": logits[0].Cast(frontend.Float32),
+	}
+	out["first_logits"].Float64s()
+	ms, err := timeCalls(max(iters/4, 1), func() error { _, _, err := gen.Generate(idxd, n); return err })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Ms is per generated token (the issue's figure is tokens/s).
+	sm.WallMs = ms
+	sm.Ms = ms / float64(n)
+	return in, out, sm, nil
+}
+
+func runResNetInfer(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	cfg, b, hw := resnet.ResNet50, 64, 224
+	if s == Small {
+		cfg, b, hw = resnet.Tiny, 2, 32
+	}
+	m := resnet.New(cfg)
+	nn.SetTraining(m, false)
+	// Non-trivial running statistics, so that eval-mode batch norm matters.
+	g := nn.NewRNG(8)
+	for _, r := range nn.Buffers(m) {
+		n := r.Tensor().Shape()[0]
+		if filepath.Ext(r.Name) == ".running_mean" {
+			*r.Ptr = g.Uniform(-0.1, 0.1, n)
+		} else {
+			*r.Ptr = g.Uniform(0.5, 1.5, n)
+		}
+	}
+	if err := nn.Cast(m, frontend.BFloat16); err != nil {
+		return nil, nil, nil, err
+	}
+	x := g.Normal(1, b, 3, hw, hw).Cast(frontend.BFloat16)
+	in := paramsOf(m, "")
+	in["input.x"] = x
+	for _, r := range nn.Refs(m) {
+		*r.Ptr = onDevice(r.Tensor(), opts)
+	}
+	c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
+		return []*frontend.Tensor{m.Forward(in[0]).Cast(frontend.Float32)}
+	}, 1, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	xd := onDevice(x, opts)
+	sm := &StrataMode{}
+	t0 := time.Now()
+	res, err := c.Call(xd)
+	if err == nil {
+		err = frontend.Synchronize()
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sm.FirstCallS = time.Since(t0).Seconds()
+	out := map[string]*frontend.Tensor{"logits": res[0]}
+	res[0].Float64s()
+	if sm.Ms, err = timeCalls(iters, func() error { _, err := c.Call(xd); return err }); err != nil {
+		return nil, nil, nil, err
+	}
+	return in, out, sm, nil
+}
+
+func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	cfg := gpt2Config(s)
+	b, t := 8, 1024
+	if s == Small {
+		b, t = 2, 8
+	}
+	m := gpt2.New(cfg)
+	g := nn.NewRNG(9)
+	x, y := tokens(g, cfg.Vocab, b, t), tokens(g, cfg.Vocab, b, t)
+	in := paramsOf(m, "")
+	in["input.x"], in["input.y"] = x, y
+	gopts := opts
+	if gopts.Backend == "" || gopts.Backend == frontend.InterpBackend {
+		gopts.Backend = frontend.AOTEagerBackend
+	}
+	step := nn.NewGradStep(m, m.Loss, 2, gopts)
+	opt, err := optim.NewAdamW(step.Params(), optim.AdamWConfig{LR: 3e-4, WeightDecay: 0.1}, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	xd, yd := onDevice(x, opts), onDevice(y, opts)
+	out := map[string]*frontend.Tensor{}
+	sm := &StrataMode{}
+	first := true
+	call := func() error {
+		t0 := time.Now()
+		v, grads, err := step.Call(xd, yd)
+		if err != nil {
+			return err
+		}
+		if first {
+			out["loss"] = v[0]
+			for i, p := range step.Params() {
+				if p.Name == "h.0.attn.c_attn.weight" || p.Name == "ln_f.weight" {
+					out["grad."+p.Name] = grads[i]
+				}
+			}
+			for _, t := range out {
+				t.Float64s()
+			}
+		}
+		if err := opt.Step(grads); err != nil {
+			return err
+		}
+		if first {
+			if err := frontend.Synchronize(); err != nil {
+				return err
+			}
+			sm.FirstCallS = time.Since(t0).Seconds()
+			first = false
+		}
+		return nil
+	}
+	if sm.Ms, err = timeCalls(iters, call); err != nil {
+		return nil, nil, nil, err
+	}
+	return in, out, sm, nil
+}
+
+// ModelsStrataFile is the JSON RunModels writes.
+const ModelsStrataFile = "models-strata.json"
+
+// ModelsTorchFile is the JSON models_torch.py writes: like torch.json,
+// workload name → modes.
+const ModelsTorchFile = "models-torch.json"
+
+// ModelsManifest is what RunModels leaves for the PyTorch side and the
+// report.
+type ModelsManifest struct {
+	Date    string                 `json:"date"`
+	Size    string                 `json:"size"`
+	Backend string                 `json:"backend"`
+	Rows    map[string]*StrataMode `json:"rows"`
+	Order   []string               `json:"order"`
+}
+
+// RunModels runs the rows named in only (all when empty) at size s with
+// the frontend backend, writes their weights, inputs and outputs as
+// safetensors files and their timings to dir/models-strata.json. A row
+// that fails records its error and the others still run.
+func RunModels(dir string, only []string, s Size, backend string, iters int, log io.Writer) (*ModelsManifest, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	man := &ModelsManifest{Date: time.Now().UTC().Format(time.RFC3339), Size: sizeName(s), Backend: backend, Rows: map[string]*StrataMode{}}
+	opts := frontend.Options{Backend: backend}
+	for _, row := range ModelRows {
+		if len(only) > 0 && !slices.Contains(only, row.Name) {
+			continue
+		}
+		man.Order = append(man.Order, row.Name)
+		t0 := time.Now()
+		in, out, sm, err := row.run(s, opts, iters, log)
+		if err == nil {
+			err = writeTensors(filepath.Join(dir, row.Name+".in.safetensors"), in)
+		}
+		if err == nil {
+			err = writeTensors(filepath.Join(dir, row.Name+".strata.safetensors"), out)
+		}
+		if err != nil {
+			sm = &StrataMode{Error: err.Error()}
+		}
+		man.Rows[row.Name] = sm
+		fmt.Fprintf(log, "%s: %+v (%.1f s)\n", row.Name, *sm, time.Since(t0).Seconds())
+		// Write after every row: a later row that runs out of time
+		// leaves the earlier ones.
+		if err := writeJSON(filepath.Join(dir, ModelsStrataFile), man); err != nil {
+			return nil, err
+		}
+	}
+	return man, nil
+}
+
+
+// writeTensors writes named tensors: bf16 and f16 as they are, the other
+// floats as F32, integers as I64.
+func writeTensors(path string, ts map[string]*frontend.Tensor) error {
+	names := make([]string, 0, len(ts))
+	for n := range ts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*safetensors.Tensor
+	for _, n := range names {
+		t := ts[n]
+		dt := safetensors.F32
+		switch t.DType() {
+		case frontend.BFloat16:
+			dt = safetensors.BF16
+		case frontend.Float16:
+			dt = safetensors.F16
+		case frontend.Int64, frontend.Int32, frontend.Bool:
+			dt = safetensors.I64
+		}
+		st, err := safetensors.FromFrontend(n, t, dt)
+		if err != nil {
+			return err
+		}
+		out = append(out, st)
+	}
+	return safetensors.Write(path, out, nil)
+}
+
+// ReportModels compares Strata's outputs with PyTorch's (eager) and
+// returns the rows in the suite's results format.
+func ReportModels(dir string) (*Results, error) {
+	var man ModelsManifest
+	if err := readJSON(filepath.Join(dir, ModelsStrataFile), &man); err != nil {
+		return nil, err
+	}
+	var torch TorchSide
+	if err := readJSON(filepath.Join(dir, ModelsTorchFile), &torch); err != nil {
+		return nil, err
+	}
+	res := &Results{Date: man.Date, GPU: torch.GPU, CUDA: torch.CUDA, Torch: torch.Torch, Triton: torch.Triton,
+		Engine: "frontend/" + man.Backend, Size: man.Size, Ceiling: torch.Ceilings, Modes: []string{"default"}}
+	for _, name := range man.Order {
+		row := lookupModel(name)
+		sm := man.Rows[name]
+		wr := WorkloadResult{Name: name, Strata: map[string]*StrataMode{"default": sm}, Ratios: map[string]float64{}}
+		if row != nil {
+			wr.Summary, wr.Shape, wr.Flops = row.Summary, row.Shape, row.Flops
+		}
+		tw := torch.Workloads[name]
+		wr.Torch = tw.Modes
+		if tw.Error != "" && wr.Torch == nil {
+			wr.Torch = map[string]*TorchMode{"eager": {Error: tw.Error}}
+		}
+		if sm != nil && sm.Error == "" && row != nil {
+			if c, err := compareFiles(filepath.Join(dir, name+".strata.safetensors"), filepath.Join(dir, name+".torch.safetensors"), row.Tol); err == nil {
+				wr.Correctness = c
+			} else {
+				wr.Correctness = &Check{Tol: row.Tol}
+				wr.Unsupported = "comparison: " + err.Error()
+			}
+			if d := wr.Torch["default"]; d != nil && d.Ms > 0 {
+				wr.Ratios["default"] = sm.Ms / d.Ms
+			}
+			if e := wr.Torch["eager"]; e != nil && e.Ms > 0 {
+				wr.Ratios["eager"] = sm.Ms / e.Ms
+			}
+			if d := wr.Torch["default"]; d != nil && d.FirstCallS > 0 && sm.FirstCallS > 0 {
+				wr.Ratios["first_call"] = sm.FirstCallS / d.FirstCallS
+			}
+			if row.Flops > 0 && sm.Ms > 0 {
+				wr.Rate, wr.RateUnit = float64(row.Flops)/(sm.Ms*1e-3)/1e12, "TFLOP/s"
+			}
+		}
+		res.Workloads = append(res.Workloads, wr)
+	}
+	return res, nil
+}
+
+func lookupModel(name string) *ModelRow {
+	for _, r := range ModelRows {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// compareFiles compares every tensor of want's file with got's (the
+// worst check over the tensors).
+func compareFiles(gotPath, wantPath string, tol float64) (*Check, error) {
+	gf, err := safetensors.Read(gotPath)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := safetensors.Read(wantPath)
+	if err != nil {
+		return nil, err
+	}
+	var worst *Check
+	for _, w := range wf.Tensors {
+		g := gf.Lookup(w.Name)
+		if g == nil {
+			return nil, fmt.Errorf("Strata has no output %q", w.Name)
+		}
+		gt, err := safetensors.ToFrontend(g)
+		if err != nil {
+			return nil, err
+		}
+		wt, err := safetensors.ToFrontend(w)
+		if err != nil {
+			return nil, err
+		}
+		c, err := Compare(gt.Float64s(), wt.Float64s(), tol)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Name, err)
+		}
+		if worst == nil || c.MaxScaled > worst.MaxScaled || !c.OK {
+			cc := c
+			worst = &cc
+		}
+	}
+	if worst == nil {
+		return nil, fmt.Errorf("PyTorch wrote no outputs")
+	}
+	return worst, nil
+}
+
+// WriteModelResults writes r to path.
+func WriteModelResults(path string, r *Results) error { return writeJSON(path, r) }

@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""PyTorch side of Strata's model rows (bench/models.go).
+
+    python3 models_torch.py DIR
+
+DIR is what `strata-models run --out DIR` left: for each row NAME,
+NAME.in.safetensors holds the model's weights (under the names of package
+nn's Refs) and its inputs (input.*), and NAME.strata.safetensors Strata's
+outputs. This script builds the same model in PyTorch from those weights,
+writes eager PyTorch's outputs to NAME.torch.safetensors (the reference
+the report checks Strata against), times eager and torch.compile, and
+writes DIR/models-torch.json (workload -> modes -> ms, first_call_s).
+
+Times are medians of CUDA-event measurements after a warm-up; first calls
+start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
+torch._dynamo.reset()).
+"""
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="strata-models-inductor-"))
+
+import torch
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+DEV = "cuda"
+
+
+# --- safetensors (the format is small enough to read by hand) -------------
+
+DT = {"F32": torch.float32, "F64": torch.float64, "BF16": torch.bfloat16, "F16": torch.float16,
+      "I64": torch.int64, "I32": torch.int32, "BOOL": torch.bool}
+
+
+def read_st(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    n = int.from_bytes(b[:8], "little")
+    hdr = json.loads(b[8:8 + n])
+    data = bytearray(b[8 + n:])
+    out = {}
+    for name, e in hdr.items():
+        if name == "__metadata__":
+            continue
+        s, t = e["data_offsets"]
+        dt = DT[e["dtype"]]
+        x = torch.frombuffer(data[s:t], dtype=dt) if t > s else torch.empty(0, dtype=dt)
+        out[name] = x.reshape(e["shape"]).clone()
+    return out
+
+
+def write_st(path, tensors):
+    hdr, chunks, off = {}, [], 0
+    for name in sorted(tensors):
+        x = tensors[name].detach().float().contiguous().cpu()
+        raw = x.numpy().tobytes()
+        hdr[name] = {"dtype": "F32", "shape": list(x.shape), "data_offsets": [off, off + len(raw)]}
+        chunks.append(raw)
+        off += len(raw)
+    js = json.dumps(hdr).encode()
+    js += b" " * (-len(js) % 8)
+    with open(path, "wb") as f:
+        f.write(len(js).to_bytes(8, "little"))
+        f.write(js)
+        for c in chunks:
+            f.write(c)
+
+
+# --- timing ---------------------------------------------------------------
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def median_ms(fn, budget_ms=1500, max_iters=30):
+    fn()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    est = (time.perf_counter() - t0) * 1e3
+    n = int(max(3, min(max_iters, budget_ms / max(est, 1e-3))))
+    times = []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def first_call_s(fn):
+    torch._dynamo.reset()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - t0
+
+
+# --- the models -------------------------------------------------------------
+
+def to_dev(ts):
+    return {k: v.to(DEV) for k, v in ts.items()}
+
+
+def cnn_forward(p, x):
+    def block(h, i):
+        h = F.conv2d(h, p[f"conv{i}.weight"], p[f"conv{i}.bias"], padding=1)
+        h = F.batch_norm(h, p[f"bn{i}.running_mean"], p[f"bn{i}.running_var"], p[f"bn{i}.weight"], p[f"bn{i}.bias"],
+                         training=True, momentum=0.1, eps=1e-5)
+        return F.max_pool2d(F.relu(h), 2)
+    h = block(block(x, 1), 2)
+    return h.flatten(1) @ p["fc.weight"] + p["fc.bias"]
+
+
+def cnn_small_train(t):
+    p = to_dev({k: v for k, v in t.items() if not k.startswith("input.")})
+    x, y = t["input.x"].to(DEV), t["input.y"].to(DEV)
+    names = [k for k in p if not k.endswith(("running_mean", "running_var"))]
+    for k in names:
+        p[k].requires_grad_(True)
+
+    def loss_fn(p, x, y):
+        return F.cross_entropy(cnn_forward(p, x), y)
+
+    loss = loss_fn(p, x, y)
+    grads = torch.autograd.grad(loss, [p[k] for k in names])
+    g = dict(zip(names, grads))
+    outs = {"loss": loss, "grad.conv1.weight": g["conv1.weight"], "grad.fc.weight": g["fc.weight"], "grad.bn2.bias": g["bn2.bias"]}
+    opt = torch.optim.SGD([p[k] for k in names], lr=0.05, momentum=0.9, weight_decay=5e-4, foreach=True)
+
+    def make_step(f):
+        def step():
+            opt.zero_grad(set_to_none=True)
+            f(p, x, y).backward()
+            opt.step()
+        return step
+
+    modes = {"eager": {"ms": median_ms(make_step(loss_fn))}}
+    c = torch.compile(loss_fn)
+    modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
+    return outs, modes
+
+
+def gpt2_params(t, dtype):
+    return {k: v.to(DEV, dtype) for k, v in t.items() if not k.startswith("input.")}
+
+
+def gpt2_layers(p):
+    n = 0
+    while f"h.{n}.ln_1.weight" in p:
+        n += 1
+    return n
+
+
+def gpt2_block(p, i, x, heads, attend):
+    d = x.shape[-1]
+    pre = f"h.{i}."
+    h = F.layer_norm(x, (d,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], 1e-5)
+    qkv = h @ p[pre + "attn.c_attn.weight"] + p[pre + "attn.c_attn.bias"]
+    b, t = x.shape[0], x.shape[1]
+    q, k, v = qkv.view(b, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+    o = attend(i, q, k, v)
+    o = o.transpose(1, 2).reshape(b, t, d)
+    x = x + o @ p[pre + "attn.c_proj.weight"] + p[pre + "attn.c_proj.bias"]
+    h = F.layer_norm(x, (d,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], 1e-5)
+    h = F.gelu(h @ p[pre + "mlp.c_fc.weight"] + p[pre + "mlp.c_fc.bias"], approximate="tanh")
+    return x + h @ p[pre + "mlp.c_proj.weight"] + p[pre + "mlp.c_proj.bias"]
+
+
+def gpt2_logits(p, idx, heads=12):
+    t = idx.shape[1]
+    x = p["wte.weight"][idx] + p["wpe.weight"][:t]
+    causal = lambda i, q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    for i in range(gpt2_layers(p)):
+        x = gpt2_block(p, i, x, heads, causal)
+    d = x.shape[-1]
+    return F.layer_norm(x, (d,), p["ln_f.weight"], p["ln_f.bias"], 1e-5) @ p["wte.weight"].t()
+
+
+def heads_of(p):
+    d = p["wte.weight"].shape[1]
+    return 12 if d == 768 else 2
+
+
+def gpt2_prefill(t):
+    p = gpt2_params(t, torch.bfloat16)
+    idx = t["input.idx"].to(DEV)
+    h = heads_of(p)
+    with torch.no_grad():
+        f = lambda: gpt2_logits(p, idx, h)
+        outs = {"logits_last": f()[:, -1, :]}
+        modes = {"eager": {"ms": median_ms(f)}}
+        c = torch.compile(lambda: gpt2_logits(p, idx, h))
+        modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
+    return outs, modes
+
+
+def gpt2_train(t):
+    p = gpt2_params(t, torch.float32)
+    x, y = t["input.x"].to(DEV), t["input.y"].to(DEV)
+    h = heads_of(p)
+    names = list(p)
+    for k in names:
+        p[k].requires_grad_(True)
+
+    def loss_fn(p, x, y):
+        logits = gpt2_logits(p, x, h)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+    loss = loss_fn(p, x, y)
+    grads = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
+    outs = {"loss": loss, "grad.h.0.attn.c_attn.weight": grads["h.0.attn.c_attn.weight"], "grad.ln_f.weight": grads["ln_f.weight"]}
+    opt = torch.optim.AdamW([p[k] for k in names], lr=3e-4, weight_decay=0.1, fused=True)
+
+    def make_step(f):
+        def step():
+            opt.zero_grad(set_to_none=True)
+            f(p, x, y).backward()
+            opt.step()
+        return step
+
+    modes = {"eager": {"ms": median_ms(make_step(loss_fn), budget_ms=2000, max_iters=10)}}
+    c = torch.compile(loss_fn)
+    modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c), budget_ms=2000, max_iters=10)}
+    return outs, modes
+
+
+def gpt2_decode(t, new_tokens=128):
+    p = gpt2_params(t, torch.bfloat16)
+    prompt = t["input.idx"].to(DEV)
+    h = heads_of(p)
+    d = p["wte.weight"].shape[1]
+    ctx = p["wpe.weight"].shape[0]
+    layers = gpt2_layers(p)
+    b, tp = prompt.shape
+    kc = [torch.zeros(b, h, ctx, d // h, device=DEV, dtype=torch.bfloat16) for _ in range(layers)]
+    vc = [torch.zeros_like(kc[0]) for _ in range(layers)]
+    positions = torch.arange(ctx, device=DEV)
+
+    def head(x):
+        return F.layer_norm(x, (d,), p["ln_f.weight"], p["ln_f.bias"], 1e-5) @ p["wte.weight"].t()
+
+    def prefill(idx):
+        n = idx.shape[1]
+        x = p["wte.weight"][idx] + p["wpe.weight"][:n]
+
+        def attend(i, q, k, v):
+            kc[i][:, :, :n] = k
+            vc[i][:, :, :n] = v
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        for i in range(layers):
+            x = gpt2_block(p, i, x, h, attend)
+        logits = head(x[:, -1:, :]).reshape(b, -1)
+        return logits.argmax(-1, keepdim=True), logits
+
+    def decode(tok, pos):
+        x = p["wte.weight"][tok] + p["wpe.weight"][pos].view(1, 1, d)
+        mask = (positions <= pos).view(1, 1, 1, ctx)
+
+        def attend(i, q, k, v):
+            kc[i].index_copy_(2, pos.view(1), k)
+            vc[i].index_copy_(2, pos.view(1), v)
+            return F.scaled_dot_product_attention(q, kc[i], vc[i], attn_mask=mask)
+        for i in range(layers):
+            x = gpt2_block(p, i, x, h, attend)
+        logits = head(x).reshape(b, -1)
+        return logits.argmax(-1, keepdim=True), logits
+
+    def generate(step):
+        with torch.no_grad():
+            tok, logits = prefill(prompt)
+            first = logits
+            toks = [tok]
+            for j in range(1, new_tokens):
+                pos = torch.tensor(tp + j - 1, device=DEV)
+                tok, _ = step(tok, pos)
+                toks.append(tok.clone())
+            return torch.cat(toks, 1), first
+
+    toks, first = generate(decode)
+    outs = {"first_logits": first}
+    modes = {"eager": {"ms": median_ms(lambda: generate(decode), budget_ms=3000, max_iters=5) / new_tokens}}
+    c = torch.compile(decode, mode="reduce-overhead")
+    fc = first_call_s(lambda: generate(c))
+    modes["reduce-overhead"] = {"first_call_s": fc, "ms": median_ms(lambda: generate(c), budget_ms=3000, max_iters=5) / new_tokens}
+    modes["default"] = dict(modes["reduce-overhead"])
+    extra = {"tokens": toks.cpu().tolist()}
+    return outs, modes, extra
+
+
+def resnet_forward(p, x):
+    def cbn(pre, h, stride, pad):
+        h = F.conv2d(h, p[pre + ".conv.weight"], None, stride=stride, padding=pad)
+        return F.batch_norm(h, p[pre + ".bn.running_mean"], p[pre + ".bn.running_var"], p[pre + ".bn.weight"],
+                            p[pre + ".bn.bias"], training=False, eps=1e-5)
+    h = F.relu(cbn("stem", x, 2, 3))
+    h = F.max_pool2d(h, 3, 2, 1)
+    s = 0
+    while f"stages.{s}.0.c1.conv.weight" in p:
+        b = 0
+        while f"stages.{s}.{b}.c1.conv.weight" in p:
+            pre = f"stages.{s}.{b}"
+            stride = 2 if (s > 0 and b == 0) else 1
+            o = F.relu(cbn(pre + ".c1", h, 1, 0))
+            o = F.relu(cbn(pre + ".c2", o, stride, 1))
+            o = cbn(pre + ".c3", o, 1, 0)
+            sc = cbn(pre + ".downsample", h, stride, 0) if pre + ".downsample.conv.weight" in p else h
+            h = F.relu(o + sc)
+            b += 1
+        s += 1
+    h = h.mean((2, 3))
+    return h @ p["fc.weight"] + p["fc.bias"]
+
+
+def resnet50_infer(t):
+    p = {k: v.to(DEV) for k, v in t.items() if not k.startswith("input.")}
+    p = {k: (v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v) for k, v in p.items()}
+    x = t["input.x"].to(DEV).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        f = lambda: resnet_forward(p, x)
+        outs = {"logits": f()}
+        modes = {"eager": {"ms": median_ms(f)}}
+        c = torch.compile(lambda: resnet_forward(p, x))
+        modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
+    return outs, modes
+
+
+ROWS = {
+    "cnn_small_train": cnn_small_train,
+    "gpt2_prefill": gpt2_prefill,
+    "gpt2_decode": gpt2_decode,
+    "resnet50_infer": resnet50_infer,
+    "gpt2_train": gpt2_train,
+}
+
+
+def main():
+    d = sys.argv[1]
+    with open(os.path.join(d, "models-strata.json")) as f:
+        man = json.load(f)
+    out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "cuda": torch.version.cuda,
+           "triton": "", "ceilings": {"copy_GBps": 0, "bf16_mm_TFLOPs": 0, "fp32_mm_TFLOPs": 0}, "workloads": {}}
+    only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
+    for name in man["order"]:
+        if only and name not in only:
+            continue
+        path = os.path.join(d, name + ".in.safetensors")
+        if not os.path.exists(path):
+            out["workloads"][name] = {"modes": None, "error": "no inputs (Strata's side failed)"}
+            continue
+        t0 = time.time()
+        try:
+            res = ROWS[name](read_st(path))
+            outs, modes = res[0], res[1]
+            write_st(os.path.join(d, name + ".torch.safetensors"), outs)
+            w = {"modes": modes}
+            if len(res) > 2:
+                strata = read_st(os.path.join(d, name + ".strata.safetensors"))
+                if "tokens" in strata:
+                    a, b = strata["tokens"].view(-1).tolist(), res[2]["tokens"][0]
+                    same = 0
+                    while same < min(len(a), len(b)) and a[same] == b[same]:
+                        same += 1
+                    w["tokens_agree"] = same
+                    w["tokens_total"] = len(b)
+            out["workloads"][name] = w
+        except Exception as e:  # one row's failure must not lose the others
+            traceback.print_exc()
+            out["workloads"][name] = {"modes": None, "error": f"{type(e).__name__}: {e}"[:500]}
+        print(f"{name}: {json.dumps(out['workloads'][name])} ({time.time() - t0:.1f} s)", flush=True)
+        with open(os.path.join(d, "models-torch.json"), "w") as f:
+            json.dump(out, f, indent=1)
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
