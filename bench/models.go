@@ -462,7 +462,6 @@ func RunModels(dir string, only []string, s Size, backend string, iters int, log
 	return man, nil
 }
 
-
 // writeTensors writes named tensors: bf16 and f16 as they are, the other
 // floats as F32, integers as I64.
 func writeTensors(path string, ts map[string]*frontend.Tensor) error {
