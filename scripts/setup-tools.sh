@@ -4,6 +4,8 @@
 #   - LLVM 19 (llc, opt, FileCheck, not, count) and MLIR 19 (mlir-opt), from the
 #     Debian packages llvm-19, llvm-19-tools and mlir-19-tools, installed
 #     system-wide into /usr/lib/llvm-19/bin.
+#   - gcc (and libc6-dev) where no C compiler is installed: the cpu backend
+#     links its kernels into shared libraries with it.
 #   - ptxas 12.4 (and nvdisasm, cuobjdump), taken offline from the non-free
 #     nvidia-cuda-toolkit package of the next Debian release (trixie):
 #     bookworm's own is CUDA 11.8, which cannot assemble sm_90a (wgmma).
@@ -73,6 +75,17 @@ setup_opt14() {
 	command -v opt-14 >/dev/null 2>&1 && return
 	apt_install llvm-14
 	command -v opt-14 >/dev/null 2>&1 || die "opt-14 still missing after installing llvm-14"
+}
+
+# setup_cc installs the C compiler driver the cpu backend links its kernels
+# with (gcc -shared … -lmvec -lm; libmvec.so and libm.so come with
+# libc6-dev), where neither gcc nor cc is present.
+setup_cc() {
+	if command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1; then
+		return
+	fi
+	apt_install gcc libc6-dev
+	command -v gcc >/dev/null 2>&1 || die "gcc still missing after install"
 }
 
 # --- ptxas -----------------------------------------------------------------
@@ -169,6 +182,7 @@ flock 9
 
 setup_llvm
 setup_opt14
+setup_cc
 setup_ptxas
 
 new_env=$(
