@@ -39,14 +39,24 @@ tidy-check:
 build:
 	$(GO) build -o bin/irc ./tools/irc
 
-# Every fuzz target in turn, FUZZTIME each (docs/robustness.md).
+# Every fuzz target in turn, FUZZTIME each (docs/robustness.md), e.g.
+# `make fuzz FUZZTIME=10m` for a long run or `make fuzz FUZZ_TARGETS=sym:FuzzParse`
+# for one target. A failing target does not stop the others: the run fails at
+# the end, naming them, and each failing input stays in its package's
+# testdata/fuzz. A hang fails too (internal/fuzzwatch: 20 s per input).
 FUZZTIME ?= 30s
-FUZZ_TARGETS = ir:FuzzParse dialects:FuzzParseVerifyPrint sym:FuzzParse tools/irc/ircmain:FuzzPipeline \
-	tools/irc/ircmain:FuzzIrc runtime/npy:FuzzRead runtime/interp:FuzzInterpret runtime/interp:FuzzMutatedModules
+FUZZPARALLEL ?= 1
+FUZZMINIMIZE ?= 30s
+FUZZ_TARGETS = ir:FuzzParse dialects:FuzzParseVerifyPrint sym:FuzzParse dialects/graph:FuzzSymbolicAttributes \
+	tools/irc/ircmain:FuzzPipeline tools/irc/ircmain:FuzzIrc tools/irc/ircmain:FuzzRun runtime/npy:FuzzRead \
+	runtime/interp:FuzzInterpret runtime/interp:FuzzMutatedModules
 fuzz:
-	for t in $(FUZZ_TARGETS); do \
-		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) || exit 1; \
-	done
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+		echo "== $$t for $(FUZZTIME)"; \
+		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) \
+			-fuzzminimizetime $(FUZZMINIMIZE) -parallel $(FUZZPARALLEL) -timeout 0 || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: failures in:$$failed"; exit 1; fi
 
 docs:
 	$(GO) run ./tools/gendocs

@@ -19,6 +19,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
@@ -67,6 +68,8 @@ type Interpreter struct {
 	module   *ir.Operation
 	rules    map[string]Rule
 	maxDepth int
+	maxOps   int64        // 0: no limit
+	ops      atomic.Int64 // ops run so far, counted when maxOps is set
 }
 
 // Option configures an Interpreter.
@@ -75,6 +78,11 @@ type Option func(*Interpreter)
 // WithMaxDepth limits the depth of nested calls (DefaultMaxDepth by default);
 // deeper recursion is reported as an error.
 func WithMaxDepth(n int) Option { return func(in *Interpreter) { in.maxDepth = n } }
+
+// WithMaxOps limits the ops the interpreter runs, over all its calls, to
+// n (0: no limit); the op beyond fails with a located error. Fuzz targets
+// use it to bound programs that loop for long.
+func WithMaxOps(n int64) Option { return func(in *Interpreter) { in.maxOps = n } }
 
 // WithRule adds or replaces the rule for ops named name in this interpreter only.
 func WithRule(name string, r Rule) Option { return func(in *Interpreter) { in.rules[name] = r } }
@@ -326,6 +334,9 @@ func (f *Frame) exec(op *ir.Operation) ([]Value, error) {
 	rule := f.in.rules[op.Name()]
 	if rule == nil {
 		return nil, ir.Errorf(op.Loc(), "no interpreter rule for '%s'", op.Name())
+	}
+	if f.in.maxOps > 0 && f.in.ops.Add(1) > f.in.maxOps {
+		return nil, ir.Errorf(op.Loc(), "'%s' op: the run went past its limit of %d ops", op.Name(), f.in.maxOps)
 	}
 	args := make([]Value, op.NumOperands())
 	for i, v := range op.Operands() {

@@ -3,14 +3,20 @@ package ircmain
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/internal/fuzzwatch"
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // pipelineSeeds are pipelines that exercise every registered pass and
@@ -112,4 +118,136 @@ func FuzzIrc(f *testing.F) {
 			t.Fatalf("irc %q: status %d:\n%s", args, status, errOut.String())
 		}
 	})
+}
+
+// runPipelines are the pipelines FuzzRun runs before the interpreter.
+var runPipelines = []string{"", "builtin.module(canonicalize,cse)", "builtin.module(lower-to-loop)"}
+
+// FuzzRun runs `irc run` on mutated programs with random inputs of fuzzed
+// sizes, after one of runPipelines. Whatever the program and the sizes,
+// irc must end with ExitOK, with ExitDiagnostics and an "error:"
+// diagnostic, or with ExitUsage, within fuzzwatch's deadline: never with
+// ExitInternal nor by running out of memory (sizes beyond the machine's
+// memory must be refused before anything is allocated). The interpreter
+// stops after 200 000 ops, and modules with static shapes of more than
+// 4096 elements are skipped unless they are too large for any machine
+// (2^34 elements and up), so that each run is quick.
+func FuzzRun(f *testing.F) {
+	for _, root := range []string{"../../../test", "../../../examples"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".mlir") {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, chunk := range strings.Split(string(src), "\n// -----\n") {
+				if strings.Contains(chunk, "func.func") && !strings.Contains(chunk, "expected-error") {
+					f.Add(chunk, uint8(i), []byte{4, 3, 8, 15}, uint8(i%3))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			f.Fatal(err)
+		}
+	}
+	defer func(o []interp.Option) { interpOptions = o }(interpOptions)
+	interpOptions = []interp.Option{interp.WithMaxOps(200_000)}
+	ctx := dialects.NewContext()
+	f.Fuzz(func(t *testing.T, src string, seed uint8, dims []byte, pipeline uint8) {
+		defer fuzzwatch.Start(src, seed, dims, pipeline)()
+		args := []string{"run", "-", "--random-inputs", strconv.Itoa(int(seed))}
+		if m, err := ir.Parse(ctx, src, ir.ParseOptions{}); err == nil {
+			if !quickToRun(m) {
+				return
+			}
+			if fn, err := pickFunc(m, ""); err == nil {
+				args = append(args, fuzzedShapes(fn, dims)...)
+			}
+		}
+		if p := runPipelines[int(pipeline)%len(runPipelines)]; p != "" {
+			args = append(args, "--pass-pipeline="+p)
+		}
+		var out, errOut bytes.Buffer
+		status := Main(args, strings.NewReader(src), &out, &errOut)
+		switch status {
+		case ExitOK, ExitUsage:
+		case ExitDiagnostics:
+			if !strings.Contains(errOut.String(), "error: ") {
+				t.Fatalf("irc %q: status %d without an error diagnostic:\n%s", args, status, errOut.String())
+			}
+		default:
+			t.Fatalf("irc %q: status %d:\n%s", args, status, errOut.String())
+		}
+	})
+}
+
+// quickToRun reports whether every static shape in m is small (at most
+// 4096 elements) or hopelessly large (2^34 elements and up, refused before
+// anything is allocated).
+func quickToRun(m *ir.Operation) bool {
+	ok := true
+	check := func(t ir.Type) {
+		st, isShaped := t.(ir.ShapedType)
+		if !isShaped || !st.Ranked() {
+			return
+		}
+		n := 1.0
+		for _, d := range st.Shape() {
+			if d != ir.Dynamic {
+				n *= float64(d)
+			}
+		}
+		if n > 4096 && n < 1<<34 {
+			ok = false
+		}
+	}
+	m.Walk(func(op *ir.Operation) bool {
+		for _, r := range op.Results() {
+			check(r.Type())
+		}
+		if ft, err := interp.FuncType(op); err == nil {
+			for _, t := range ft.Inputs {
+				check(t)
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// fuzzedShapes returns --shape flags for fn's arguments of dynamic shape,
+// each size drawn from dims: mostly small, at times 2^34.
+func fuzzedShapes(fn *ir.Operation, dims []byte) []string {
+	ft, err := interp.FuncType(fn)
+	if err != nil {
+		return nil
+	}
+	var flags []string
+	k := 0
+	for i, t := range ft.Inputs {
+		st, ok := t.(ir.ShapedType)
+		if !ok || !st.Ranked() || !slices.Contains(st.Shape(), ir.Dynamic) {
+			continue
+		}
+		sizes := make([]string, len(st.Shape()))
+		for d, s := range st.Shape() {
+			if s == ir.Dynamic {
+				b := byte(3)
+				if k < len(dims) {
+					b = dims[k]
+				}
+				k++
+				s = int64(b % 65)
+				if b%16 == 15 {
+					s = 1 << 34
+				}
+			}
+			sizes[d] = strconv.FormatInt(s, 10)
+		}
+		flags = append(flags, fmt.Sprintf("--shape=arg%d=%s", i, strings.Join(sizes, "x")))
+	}
+	return flags
 }

@@ -198,7 +198,7 @@ func (t *tool) run(args []string) int {
 	if err != nil {
 		return t.errorf("run: @%s: --save-inputs: %v", fnName, err)
 	}
-	in := interp.New(mod)
+	in := interp.New(mod, interpOptions...)
 	results, err := in.Call(fnName, argv...)
 	if err != nil {
 		return fail(err)
@@ -211,6 +211,10 @@ func (t *tool) run(args []string) int {
 	}
 	return t.writeResults(&f, fnName, results)
 }
+
+// interpOptions configure the interpreter of irc run; FuzzRun bounds the
+// ops a fuzzed program may run with them.
+var interpOptions []interp.Option
 
 // inputArrays converts the arguments to .npy arrays before a call (which
 // may write into memref arguments), for --save-inputs.
