@@ -181,14 +181,24 @@ func gpt2Config(s Size) gpt2.Config {
 
 func tokens(g *nn.RNG, vocab, b, t int) *frontend.Tensor { return g.Int64s(vocab, b, t) }
 
-// newGPT2 builds the model in dt.
+// gpt2Models caches the models newGPT2 built: building and casting
+// GPT-2 124M on the host takes seconds, and two rows share it.
+var gpt2Models = map[[2]int]*gpt2.Model{}
+
+// newGPT2 builds the model in dt (the same model for the same size and
+// dtype: the rows do not change its parameters).
 func newGPT2(s Size, dt frontend.DType) (*gpt2.Model, error) {
+	key := [2]int{int(s), int(dt)}
+	if m := gpt2Models[key]; m != nil {
+		return m, nil
+	}
 	m := gpt2.New(gpt2Config(s))
 	if dt != frontend.Float32 {
 		if err := nn.Cast(m, dt); err != nil {
 			return nil, err
 		}
 	}
+	gpt2Models[key] = m
 	return m, nil
 }
 
