@@ -10,6 +10,7 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/dialects/math"
+	"github.com/strata-ir/strata/dialects/stablehlo"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -24,6 +25,7 @@ func All() []*ir.Dialect {
 		graph.Dialect,
 		gpu.Dialect,
 		loop.Dialect,
+		stablehlo.Dialect,
 	}
 }
 

@@ -301,13 +301,17 @@ func refLayerNormRows(x []float64, n int, w, b []float64, eps float64) []float64
 	return out
 }
 
-// npyRead reads a float32 .npy file as a tensor.
+// npyRead reads a float32 or int64 .npy file as a tensor.
 func npyRead(path string) (*interp.Tensor, error) {
 	arr, err := npy.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	v, err := interp.FromNPY(arr, ir.TensorOf(arr.Shape, ir.F32))
+	elem := ir.Type(ir.F32)
+	if arr.DType == npy.Int64 {
+		elem = ir.I64
+	}
+	v, err := interp.FromNPY(arr, ir.TensorOf(arr.Shape, elem))
 	if err != nil {
 		return nil, err
 	}

@@ -1042,7 +1042,7 @@ func reduce(kind string) converter {
 			}
 			axes[i] = int64(n)
 		}
-		return c.wrap(c.e.Reduce(kind, c.value(x), axes, c.int("keepdims", 1) != 0)), nil
+		return c.wrap(c.e.Reduce("reduce_"+kind, c.value(x), axes, c.int("keepdims", 1) != 0)), nil
 	}
 }
 
@@ -1056,7 +1056,7 @@ func globalPool(kind string) converter {
 			return nil, fmt.Errorf("the input must have rank >= 3, got %d", x.rank())
 		}
 		axes := iotaList(int64(x.rank()))[2:]
-		return c.wrap(c.e.Reduce(kind, c.value(x), axes, true)), nil
+		return c.wrap(c.e.Reduce("reduce_"+kind, c.value(x), axes, true)), nil
 	}
 }
 

@@ -39,7 +39,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	_ "github.com/strata-ir/strata/autodiff" // registers graph-autodiff
+	_ "github.com/strata-ir/strata/autodiff"            // registers graph-autodiff
+	_ "github.com/strata-ir/strata/importers/stablehlo" // registers convert-stablehlo-to-graph
 	"github.com/strata-ir/strata/ir"
 	_ "github.com/strata-ir/strata/passes/decompose" // registers graph-decompose
 	_ "github.com/strata-ir/strata/passes/fusion"    // registers graph-fuse
