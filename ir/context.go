@@ -110,6 +110,25 @@ type OpDef struct {
 	DefaultDialect string
 
 	dialect *Dialect
+	// unknown marks the stand-in definition of an op whose dialect is loaded
+	// but has no op of that name (arith.addff built in Go): the op is
+	// unregistered, and the verifier rejects it unless the context allowed
+	// unregistered ops when it was created (see unknownOpDef).
+	unknown bool
+}
+
+// unknownOpDef returns the stand-in definition newOperation gives an op
+// named name that ctx's loaded dialect does not define, or nil when ctx
+// has no such dialect or accepts unregistered ops.
+func unknownOpDef(ctx *Context, name string) *OpDef {
+	if ctx == nil || ctx.AllowUnregistered {
+		return nil
+	}
+	d := ctx.Dialect(DialectOf(name))
+	if d == nil {
+		return nil
+	}
+	return &OpDef{Name: name, dialect: d, unknown: true}
 }
 
 // Dialect returns the dialect the op belongs to.

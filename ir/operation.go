@@ -174,7 +174,9 @@ func newOperation(ctx *Context, name string, loc Location, operands []*Value, ty
 		op.loc = UnknownLoc{}
 	}
 	if ctx != nil {
-		op.def = ctx.OpDef(name)
+		if op.def = ctx.OpDef(name); op.def == nil {
+			op.def = unknownOpDef(ctx, name)
+		}
 	}
 	for i, t := range types {
 		op.results[i].typ = t
@@ -255,10 +257,15 @@ func allocOp(nResults, nOperands int) *Operation {
 func (op *Operation) Name() string { return op.name }
 
 // Def returns the op's registered definition, or nil.
-func (op *Operation) Def() *OpDef { return op.def }
+func (op *Operation) Def() *OpDef {
+	if op.def != nil && op.def.unknown {
+		return nil
+	}
+	return op.def
+}
 
 // Registered reports whether the op has a definition.
-func (op *Operation) Registered() bool { return op.def != nil }
+func (op *Operation) Registered() bool { return op.def != nil && !op.def.unknown }
 
 // HasTrait reports whether the op is registered with trait t.
 func (op *Operation) HasTrait(t Trait) bool { return op.def != nil && op.def.Traits&t != 0 }

@@ -6,8 +6,10 @@ import "fmt"
 // dominance, terminators, successors, block arguments, symbol tables), the
 // traits of registered ops, and each registered op's own OpDef.Verify. It
 // returns nil or a DiagnosticList holding every error found, each located at
-// the offending op. Unregistered ops are accepted as opaque: their own
-// structure is not checked, but the ops nested in them are.
+// the offending op. Ops of dialects the creating context did not load, or
+// of any dialect when it allowed unregistered ops, are accepted as opaque:
+// their own structure is not checked, but the ops nested in them are. An op
+// that a loaded dialect does not define (arith.addff) is an error.
 func Verify(op *Operation) error {
 	v := &verifier{
 		root: op,
@@ -57,8 +59,11 @@ func (v *verifier) verifyOp(op *Operation) {
 	if op.HasTrait(Terminator) && op.next != nil {
 		v.opError(op, "must be the last operation in the parent block")
 	}
-	if op.Registered() {
+	switch {
+	case op.Registered():
 		v.verifyTraits(op, hasNull)
+	case op.def != nil: // an op its loaded dialect does not define
+		v.opError(op, "is not registered in dialect '%s' (the dialect is loaded and has no such op; only a context that allows unregistered ops accepts it)", op.def.dialect.Name)
 	}
 
 	for i, r := range op.regions {

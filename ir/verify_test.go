@@ -378,3 +378,33 @@ func findOp(root *Operation, name string) *Operation {
 	}
 	return ops[0]
 }
+
+// TestVerifyUnknownOpOfLoadedDialect checks that an op built in Go with a
+// name its loaded dialect does not define is rejected, as the parser
+// rejects its text, unless the context allows unregistered ops; ops of
+// dialects the context did not load stay opaque.
+func TestVerifyUnknownOpOfLoadedDialect(t *testing.T) {
+	build := func(ctx *Context, name string) *Operation {
+		m := NewOperation(ctx, OperationState{Name: "test.module", Regions: []*Region{{}}})
+		body := &Block{}
+		m.Region(0).Append(body)
+		body.Append(NewOperation(ctx, OperationState{Name: name}))
+		return m
+	}
+	ctx := NewContext(testDialect)
+	err := Verify(build(ctx, "test.addd"))
+	if err == nil || !strings.Contains(err.Error(), "'test.addd' op is not registered in dialect 'test'") {
+		t.Errorf("Verify(test.addd) = %v, want the unknown op reported", err)
+	}
+	if op := build(ctx, "test.addd").Region(0).Front().First(); op.Registered() || op.Def() != nil {
+		t.Errorf("test.addd: Registered() = %v, Def() = %v; want an unregistered op", op.Registered(), op.Def())
+	}
+	if err := Verify(build(ctx, "other.op")); err != nil {
+		t.Errorf("Verify(other.op), dialect not loaded: %v, want it accepted as opaque", err)
+	}
+	allow := NewContext(testDialect)
+	allow.AllowUnregistered = true
+	if err := Verify(build(allow, "test.addd")); err != nil {
+		t.Errorf("Verify(test.addd) with AllowUnregistered: %v, want it accepted", err)
+	}
+}
