@@ -32,6 +32,9 @@ func init() {
 			{Name: "func", Type: passes.String, Default: "", Doc: "partition only this joint function (default: every joint function)"},
 			{Name: "keep-joint", Type: passes.Bool, Default: false, Doc: "keep @f_joint next to @f_fwd and @f_bwd"},
 		},
+		After: []passes.Order{
+			{Pass: "graph-autodiff", Reason: "it splits the @f_joint functions graph-autodiff{joint=true} adds"},
+		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			return partitionPass{fn: o.String("func"), keep: o.Bool("keep-joint")}, nil
 		},

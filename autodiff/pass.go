@@ -29,6 +29,9 @@ func init() {
 			{Name: "func", Type: passes.String, Default: "", Doc: "differentiate only this function (default: every public function)"},
 			{Name: "joint", Type: passes.Bool, Default: false, Doc: "add the joint forward and backward function @f_joint instead of @f_grad"},
 		},
+		Before: []passes.Order{
+			{Pass: "convert-graph-to-loop", Reason: "it differentiates graph ops, which convert-graph-to-loop replaces with loops"},
+		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			var wrt []int
 			for _, w := range o.Ints("wrt") {

@@ -22,7 +22,7 @@ func init() {
 			{Name: "top-down", Type: Bool, Default: true, Doc: "Seed the worklist in general top-down order"},
 			{Name: "region-simplify", Type: String, Default: "normal", Enum: []string{"disabled", "normal", "aggressive"},
 				Doc: "Perform control flow optimizations to the region tree"},
-			{Name: "test-convergence", Type: Bool, Default: false, Doc: "Fail the pass if the rewrites do not converge"},
+			{Name: "test-convergence", Type: Bool, Default: false, Doc: "Fail the pass if the rewrites do not converge, or if a second run still changes the IR"},
 			{Name: "disable-patterns", Type: StringList, Doc: "Labels of patterns that should be filtered out during application"},
 			{Name: "enable-patterns", Type: StringList, Doc: "Labels of patterns that should be used during application, all other patterns are filtered out"},
 		},
@@ -77,6 +77,17 @@ func (c *canonicalize) Run(op *ir.Operation, st *State) error {
 	}
 	if err != nil {
 		return ir.Errorf(op.Loc(), "canonicalizer failed to converge: %v", err)
+	}
+	if c.testConvergence && changed {
+		// A fixpoint is one: a second run must find nothing to do.
+		cfg.Log = nil
+		again, err := ir.ApplyPatternsGreedily(op, patterns, cfg)
+		if err == nil && again {
+			err = errors.New("a second run changed the IR again")
+		}
+		if err != nil {
+			return ir.Errorf(op.Loc(), "canonicalizer failed to converge: %v", err)
+		}
 	}
 	return nil
 }

@@ -18,7 +18,9 @@ import (
 // runs. The zero value observes nothing and does not verify; irc fills it
 // from its flags.
 type Instrumentation struct {
-	// VerifyEach runs the verifier on the op each pass ran on, after the pass.
+	// VerifyEach runs the verifier on the op each pass ran on, after the
+	// pass, unless the pass reported that it changed nothing
+	// (State.MarkUnchanged).
 	VerifyEach bool
 	// PrintBefore and PrintAfter dump the op before/after every pass;
 	// PrintAfterChange dumps it only when the pass changed it (compared by

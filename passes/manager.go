@@ -268,7 +268,9 @@ func (r *runner) runPass(pe *passEntry, op *ir.Operation, out io.Writer, tid int
 		}
 		return passFailure(op, name, err)
 	}
-	if in.VerifyEach {
+	// A pass that reports no change (State.MarkUnchanged) left IR that was
+	// verified before it, so it is not verified again, as in MLIR.
+	if in.VerifyEach && !st.unchanged {
 		if verr := ir.Verify(op); verr != nil {
 			if in.PrintAfterFailure {
 				printIR(out, "After", name+" Failed", op)

@@ -42,7 +42,8 @@ type State struct {
 func (s *State) Stat(name, desc string) *Statistic { return s.stats.get(name, desc) }
 
 // MarkUnchanged declares that the run left the IR as it found it, which
-// spares --print-ir-after-change from comparing the IR.
+// spares the verifier run after the pass (--verify-each) and
+// --print-ir-after-change's comparison of the IR.
 func (s *State) MarkUnchanged() { s.unchanged = true }
 
 // Statistic is a named counter a pass reports (--pass-statistics).

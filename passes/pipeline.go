@@ -179,6 +179,7 @@ func ParsePipeline(text string) (*OpPassManager, error) {
 	scratch := NewOpPassManager(AnyOp)
 	p.deferAnchors = true
 	p.where = map[*passEntry]int{}
+	p.posOf = map[*passEntry]int{}
 	if err := p.parseList(scratch, 0); err != nil {
 		return nil, err
 	}
@@ -194,6 +195,9 @@ func ParsePipeline(text string) (*OpPassManager, error) {
 		} else {
 			scratch.items[0].nested.implicit = true
 		}
+	}
+	if err := p.checkOrder(root); err != nil {
+		return nil, err
 	}
 	if err := p.checkAnchors(root); err != nil {
 		return nil, err
@@ -216,6 +220,9 @@ type pipelineParser struct {
 	// root anchor is known; positions of deferred passes are kept in where.
 	deferAnchors bool
 	where        map[*passEntry]int
+	// posOf holds the offset of every registered pass's name, for the
+	// ordering diagnostics (checkOrder).
+	posOf map[*passEntry]int
 	// at, when positive, is one past the offset in the outer text of the
 	// name of the registered pipeline being expanded; deferred errors point there.
 	at int
@@ -328,7 +335,7 @@ func (p *pipelineParser) parseElement(pm *OpPassManager, depth int) error {
 			return p.errorf(start, "pipeline '%s' refers to itself", name)
 		}
 		sub := &pipelineParser{src: pl.Text, expanding: append(slices.Clone(p.expanding), name),
-			deferAnchors: p.deferAnchors, where: p.where, at: cmp.Or(p.at, start+1)}
+			deferAnchors: p.deferAnchors, where: p.where, posOf: p.posOf, at: cmp.Or(p.at, start+1)}
 		if err := sub.parseList(pm, depth); err != nil {
 			return p.errorf(start, "in pipeline '%s': %s", name, err.(*PipelineError).Msg)
 		}
@@ -348,11 +355,18 @@ func (p *pipelineParser) addPass(pm *OpPassManager, info *PassInfo, opts Options
 			pos = p.at - 1
 		}
 		p.where[pe] = pos
+		p.posOf[pe] = pos
 		pm.items = append(pm.items, item{pass: pe})
 		return nil
 	}
 	if err := pm.addInfo(info, opts); err != nil {
 		return p.errorf(pos, "%s", err.Error())
+	}
+	if p.posOf != nil {
+		if p.at > 0 {
+			pos = p.at - 1
+		}
+		p.posOf[pm.items[len(pm.items)-1].pass] = pos
 	}
 	return nil
 }

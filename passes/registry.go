@@ -25,6 +25,10 @@ type PassInfo struct {
 	// New builds the pass from a complete set of option values (every option
 	// present, defaults filled in). It may reject inconsistent values.
 	New func(opts Options) (Pass, error)
+	// After lists the passes that, when a pipeline also names them, must
+	// run before this one; Before those that must run after it. Each says
+	// why. A textual pipeline that breaks one is rejected when parsed.
+	After, Before []Order
 }
 
 // AnyOp is the anchor of passes and nested pipelines that run on any op.

@@ -7,8 +7,12 @@ import (
 
 	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/decompose"
+	_ "github.com/strata-ir/strata/passes/fusion"
 	"github.com/strata-ir/strata/passes/lower"
+	_ "github.com/strata-ir/strata/passes/symbolize"
+	_ "github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -92,4 +96,25 @@ func TestEveryGraphOpHasItsRules(t *testing.T) {
 			t.Errorf("missingRules(exp, no VJP) = %q, want the VJP reported", got)
 		}
 	})
+}
+
+// TestPassOrdersNameRegisteredPasses checks that every ordering constraint
+// (PassInfo.After, Before) names a registered pass, so that a renamed pass
+// does not silently drop a constraint.
+func TestPassOrdersNameRegisteredPasses(t *testing.T) {
+	n := 0
+	for _, p := range passes.All() {
+		for _, o := range append(slices.Clone(p.After), p.Before...) {
+			n++
+			if passes.Lookup(o.Pass) == nil {
+				t.Errorf("pass %s: ordering constraint names %q, which is not a registered pass", p.Name, o.Pass)
+			}
+			if o.Reason == "" {
+				t.Errorf("pass %s: ordering constraint on %s gives no reason", p.Name, o.Pass)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no pass declares an ordering constraint")
+	}
 }

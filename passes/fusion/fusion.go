@@ -82,6 +82,10 @@ func init() {
 			{Name: "epilogue", Type: passes.Bool, Default: d.Epilogue, Doc: "fuse pointwise consumers into matmul and conv2d groups"},
 			{Name: "max-group-ops", Type: passes.Int, Default: int64(d.MaxGroupOps), Doc: "most ops in one group (0: no bound)"},
 		},
+		After: []passes.Order{
+			{Pass: "graph-decompose", Reason: "a composite fused before graph-decompose keeps a group of its own, which convert-graph-to-loop cannot lower"},
+			{Pass: "graph-autodiff", Reason: "graph-autodiff has no VJP for graph.fusion"},
+		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			opts := Options{
 				RowLimit:    o.Int("row-limit"),

@@ -39,6 +39,10 @@ func init() {
 			"function entry. Scalar code reproduces the graph semantics with arith and math ops (see " +
 			"docs/lowering.md). Composite groups must be decomposed first (graph-decompose).",
 		Anchor: builtin.OpModule,
+		After: []passes.Order{
+			{Pass: "graph-decompose", Reason: "composite groups are not lowered: graph-decompose expands them"},
+			{Pass: "graph-fuse", Reason: "it lowers the graph.fusion groups graph-fuse makes, one loop nest each"},
+		},
 		New: func(passes.Options) (passes.Pass, error) {
 			return passes.FuncPass{PassName: "convert-graph-to-loop", Fn: func(op *ir.Operation, st *passes.State) error {
 				n, err := ConvertModule(st.Ctx, op)

@@ -26,6 +26,9 @@ func init() {
 		Options: []passes.OptionDef{
 			{Name: "print-plan", Type: passes.Bool, Default: false, Doc: "print the memory plan of each function to stderr"},
 		},
+		After: []passes.Order{
+			{Pass: "convert-graph-to-loop", Reason: "it plans the loop.alloc buffers convert-graph-to-loop makes"},
+		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			print := o.Bool("print-plan")
 			return passes.FuncPass{PassName: "loop-buffer-reuse", Fn: func(op *ir.Operation, st *passes.State) error {

@@ -34,7 +34,10 @@ func init() {
 			"softmax and layer_norm) becomes an exact f64 Newton sequence, so that the kernel needs no " +
 			"div.rn.f32 subroutine (bit-identical results, less work for the driver's JIT).",
 		Anchor: passes.AnyOp,
-		New:    func(passes.Options) (passes.Pass, error) { return expandMathPass{}, nil },
+		After: []passes.Order{
+			{Pass: "convert-loop-to-gpu", Reason: "it rewrites math ops inside the gpu.func bodies convert-loop-to-gpu makes"},
+		},
+		New: func(passes.Options) (passes.Pass, error) { return expandMathPass{}, nil },
 	})
 }
 

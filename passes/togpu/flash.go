@@ -1110,6 +1110,10 @@ func init() {
 		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
 			Doc: "Hopper (sm_90a) kernels: head-dim-64 attentions take the wgmma tilings (WGMMATile), " +
 				"whose gpu.module then asks for the sm_90a target (gpu.PTXTargetAttr)"}},
+		Before: []passes.Order{
+			{Pass: "graph-decompose", Reason: "graph-decompose expands graph.attention, leaving nothing to match"},
+			{Pass: "convert-graph-to-loop", Reason: "it matches graph.attention, which convert-graph-to-loop replaces with loops"},
+		},
 		New: func(o passes.Options) (passes.Pass, error) { return flashPass{wgmma: o.Bool("wgmma")}, nil },
 	})
 }

@@ -189,6 +189,9 @@ func init() {
 			{Name: "unroll-inner", Type: passes.Bool, Default: d.UnrollInner,
 				Doc: "let the target compiler unroll the sequential loops inside pointwise kernels (SIMT matmul and convolution reductions); off runs those of 8 or more static trips 4 trips an iteration of a loop.no_unroll loop, for a smaller driver JIT"},
 		},
+		After: []passes.Order{
+			{Pass: "convert-graph-to-loop", Reason: "it turns the loop.parallel nests convert-graph-to-loop makes into kernels"},
+		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			tile, err := ParseMMATile(o.String("mma-tile"))
 			if err != nil {

@@ -1,6 +1,7 @@
 // RUN: irc %s --pass-pipeline='builtin.module(func.func(canonicalize))' | FileCheck %s
 // RUN: irc %s --pass-pipeline='builtin.module(func.func(canonicalize{max-iterations=10 top-down=false}))' | FileCheck %s
 // RUN: irc %s --pass-pipeline='builtin.module(func.func(canonicalize))' | mlir-opt | FileCheck %s
+// RUN: irc %s --pass-pipeline='builtin.module(func.func(canonicalize{test-convergence=true}))' | FileCheck %s
 
 // Constants fold, identities disappear.
 // CHECK-LABEL: func.func @fold(

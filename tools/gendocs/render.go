@@ -77,6 +77,9 @@ func renderPasses() string {
 			b.WriteString(strings.TrimSpace(p.Description) + "\n\n")
 		}
 		fmt.Fprintf(&b, "Runs on: `%s`.\n\n", p.Anchor)
+		if o := p.OrderDoc(); o != "" {
+			b.WriteString(o + "\n\n")
+		}
 		if len(p.Options) > 0 {
 			b.WriteString("| option | type | default | description |\n|---|---|---|---|\n")
 			for _, o := range p.Options {

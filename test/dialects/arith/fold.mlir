@@ -1,5 +1,6 @@
 // Folding evaluates constants the way the interpreter does.
 // RUN: irc %s --pass-pipeline='builtin.module(func.func(canonicalize))' | FileCheck %s
+// RUN: irc %s --pass-pipeline='builtin.module(func.func(canonicalize{test-convergence=true}))' | FileCheck %s
 
 // CHECK-LABEL: func.func @int_folds(
 // CHECK-DAG:     arith.constant 7 : i32
