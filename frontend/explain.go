@@ -33,15 +33,36 @@ type Explanation struct {
 
 // Explain runs fn once on inputs, as Compile would with the eager backend,
 // and reports the graphs it captured and the graph breaks between them.
-// It fails when the function cannot be compiled or run.
+// It fails when the function cannot be compiled or run. Breaks that come
+// from a backend's unsupported ops show with that backend only: use
+// ExplainWith or Compiled.Explain.
 func Explain(fn any, inputs ...*Tensor) (*Explanation, error) {
-	c, err := Compile(fn, Options{Backend: EagerBackend})
+	args := make([]any, len(inputs))
+	for i, t := range inputs {
+		args[i] = t
+	}
+	return ExplainWith(Options{Backend: EagerBackend}, fn, args...)
+}
+
+// ExplainWith is Explain with the options (the backend) of a Compile
+// call, and arguments as Invoke takes them.
+func ExplainWith(opts Options, fn any, args ...any) (*Explanation, error) {
+	c, err := Compile(fn, opts)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.Call(inputs...); err != nil {
+	return c.Explain(args...)
+}
+
+// Explain runs c once on args (as Invoke does) and reports the graphs
+// that call recorded and the graph breaks between them, with c's backend.
+// A call that replayed a recorded one reports that call's single graph.
+func (c *Compiled) Explain(args ...any) (*Explanation, error) {
+	if _, err := c.Invoke(args...); err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	s := c.last
 	return &Explanation{
 		GraphCount: len(s.graphs), BreakCount: len(s.breaks),

@@ -12,12 +12,13 @@ type ModeInfo struct {
 	Doc  string
 }
 
-// modes lists the modes, in the order ListModes prints them.
+// modes lists the modes, in the order ListModes prints them, with what
+// each does on each built-in backend.
 var modes = []ModeInfo{
-	{ModeDefault, "balance compile time and speed (the default)"},
-	{ModeReduceOverhead, "replay launches with CUDA graphs to cut per-call overhead (GPU; as default on CPU backends)"},
-	{ModeMaxAutotune, "autotune kernel configurations, then use CUDA graphs (GPU; as default on CPU backends)"},
-	{ModeMaxAutotuneNoCUDAGraphs, "autotune kernel configurations without CUDA graphs (GPU; as default on CPU backends)"},
+	{ModeDefault, "balance compile time and speed (the default). eager, aot_eager, interp: the graph runs in the reference interpreter (interp after " + DefaultPipeline + "). nvptx: kernels launched one by one; the driver's JIT compiles quick code first and the final code in the background (tiered); bf16/f16 matmuls on cuBLASLt when it loads"},
+	{ModeReduceOverhead, "cut per-call launch overhead. eager, aot_eager, interp: as default. nvptx: as default, but the final code is JIT-compiled at Compile and each call replays a CUDA graph captured per input signature (a launch plan that cannot be captured runs launch by launch; STRATA_LOGS=cudagraphs says why)"},
+	{ModeMaxAutotune, "eager, aot_eager, interp: as default. nvptx in the frontend: as reduce-overhead; kernel configurations are not autotuned by Compile (irc run --backend nvptx --mode max-autotune autotunes them, package runtime/autotune)"},
+	{ModeMaxAutotuneNoCUDAGraphs, "eager, aot_eager, interp: as default. nvptx in the frontend: as default (no CUDA graphs); kernel configurations are not autotuned by Compile (irc run --mode max-autotune-no-cudagraphs autotunes them)"},
 }
 
 // ListModes returns the compile modes.
@@ -46,7 +47,7 @@ func ListOptions() []OptionInfo {
 		{"Fullgraph", "bool", "false", "make the first graph break an error naming its reason and file:line"},
 		{"Backend", "string", `"" (nvptx with a GPU, else interp)`, "the backend that compiles graphs (see ListBackends); empty picks nvptx where the CUDA driver loads, falling back to interp with one warning when it finds no GPU"},
 		{"BackendOptions", "map[string]any", "nil", "options passed to the backend (interp, eager: pipeline, a pass pipeline string)"},
-		{"RecompileLimit", "int", "8", "graphs compiled per position in the function before it runs eagerly"},
+		{"RecompileLimit", "int", "8", "graphs compiled per position in the function; past it, graphs not compiled yet run eagerly (those compiled keep serving the calls that record them)"},
 	}
 }
 

@@ -79,6 +79,7 @@ type tape struct {
 	specialized bool
 	guards      sym.Guards
 	exe         Executable
+	info GraphInfo // what Explain reports of the graph
 	// lcp[j] is the number of leading steps this tape shares with tape j.
 	lcp []int
 }
@@ -446,6 +447,7 @@ func (s *session) finishReplay(outs []*Tensor) (bool, error) {
 	s.c.stats.CacheHits++
 	s.c.stats.Replays++
 	s.ran = append(s.ran, ranGraph{exe: rp.tp.exe, inputs: slices.Clone(rp.inputs)})
+	s.graphs = append(s.graphs, rp.tp.info)
 	res, err := runExecutable(rp.tp.exe, rp.inputs)
 	if err == nil && len(res) != len(outTs) {
 		err = errTooFewResults(len(res), len(outTs))
@@ -484,6 +486,7 @@ func (c *Compiled) addTape(s *session, g *graphTrace, nleaves int) {
 	}
 	tp := &tape{steps: g.tape.steps, nleaves: nleaves, dynamic: g.dynamic, specialized: g.specialized, guards: g.compiled.guards, exe: g.compiled.exe}
 	tp.outs = g.outIDs
+	tp.info = s.graphs[0]
 	for _, u := range c.tapes {
 		n := 0
 		for n < len(tp.steps) && n < len(u.steps) && tp.steps[n].equal(&u.steps[n]) {
