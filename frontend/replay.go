@@ -79,7 +79,7 @@ type tape struct {
 	specialized bool
 	guards      sym.Guards
 	exe         Executable
-	info GraphInfo // what Explain reports of the graph
+	info        GraphInfo // what Explain reports of the graph
 	// lcp[j] is the number of leading steps this tape shares with tape j.
 	lcp []int
 }
