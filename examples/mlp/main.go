@@ -1,7 +1,7 @@
 // Command mlp runs a two-layer perceptron compiled with frontend.Compile
 // and checks it against the same computation written in plain Go.
 //
-//	go run ./examples/mlp [-backend interp|eager|nvptx] [-mode default|reduce-overhead]
+//	go run ./examples/mlp [-backend interp|eager|nvptx|cpu] [-mode default|reduce-overhead]
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	backend := flag.String("backend", "", "the frontend backend (default: nvptx where a GPU is present, else interp)")
+	backend := flag.String("backend", "", "the frontend backend (default: nvptx where a GPU is present, else cpu where LLVM's tools are, else interp)")
 	mode := flag.String("mode", string(frontend.ModeDefault), "the compile mode (default, reduce-overhead, ...)")
 	flag.Parse()
 	if err := run(os.Stdout, *backend, frontend.Mode(*mode)); err != nil {
