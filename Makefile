@@ -10,7 +10,7 @@ GO ?= go
 # a PATH with LLVM's bin directory, for the lit tests under test/.
 TOOLS_ENV := .cache/tools/env.sh
 
-.PHONY: all tools test race fmt-check vet tidy-check build fuzz docs bench bench-gpu perf-doc
+.PHONY: all tools test test-long race fmt-check vet tidy-check build fuzz docs bench bench-gpu perf-doc
 
 all: build
 
@@ -19,6 +19,13 @@ tools:
 
 test: tools fmt-check vet tidy-check race
 	. ./$(TOOLS_ENV) && $(GO) test ./...
+
+# The full test matrices (every flash/mma tiling with every case, every
+# row-kernel variant with every shape; internal/testsize), which make test
+# samples so that it stays under three minutes on two cores. CI runs it
+# where time allows, with make fuzz.
+test-long: tools
+	. ./$(TOOLS_ENV) && STRATA_TEST_LONG=1 $(GO) test -timeout 60m ./...
 
 # The tests that make contexts and run passes on several goroutines, under
 # the race detector (dialects are package-level values shared by contexts).

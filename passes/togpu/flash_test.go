@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
@@ -201,8 +202,17 @@ func flat(t *testing.T, x *interp.Tensor) *interp.Buffer {
 // different v).
 func TestFlashSemantics(t *testing.T) {
 	const tol = 1.0/128 + 1.0/64
-	for _, tc := range flashCases {
-		for _, tile := range togpu.FlashTiles {
+	// Each case with one tiling and each tiling with one case, unless
+	// STRATA_TEST_LONG asks for every pair (make test-long).
+	usable := func(i, j int) bool {
+		return flashCases[i].flash(togpu.FlashTiles[j]).Check() == nil || !togpu.FlashTiles[j].WGMMA
+	}
+	run := testsize.Cover(len(flashCases), len(togpu.FlashTiles), usable)
+	for i, tc := range flashCases {
+		for j, tile := range togpu.FlashTiles {
+			if !run(i, j) && usable(i, j) {
+				continue
+			}
 			t.Run(fmt.Sprintf("%v-%v", tc, tile), func(t *testing.T) {
 				t.Parallel()
 				if err := tc.flash(tile).Check(); err != nil && tile.WGMMA {
@@ -314,9 +324,17 @@ func TestFlashPTX(t *testing.T) {
 			fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Causal: causal, Scale: 0.125, Elem: ir.F16, Tile: tile})
 		}
 	}
-	for _, f := range fs {
-		for _, name := range nvptx.BackendNames() {
+	// Each kernel through one backend, and each backend for some kernels,
+	// unless STRATA_TEST_LONG asks for every pair (make test-long).
+	backends := nvptx.BackendNames()
+	run := testsize.Cover(len(fs), len(backends), nil)
+	for i, f := range fs {
+		for j, name := range backends {
+			if !run(i, j) {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s-d%d-causal=%v-%v-%s", name, f.D, f.Causal, f.Tiling(), f.Elem), func(t *testing.T) {
+				t.Parallel()
 				m := flashModule(t, dialects.NewContext(), f)
 				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
 				if err != nil {

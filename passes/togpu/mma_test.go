@@ -11,6 +11,7 @@ import (
 	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
@@ -96,10 +97,17 @@ var mmaCases = []struct {
 // cp.async, ldmatrix and mma.sync lane by lane) and checks that the mma
 // mapping took its matmuls, with the tiling's block.
 func TestMMASemantics(t *testing.T) {
-	for _, tile := range togpu.MMATiles {
+	// Each case with one tiling and each tiling with one case, unless
+	// STRATA_TEST_LONG asks for every pair (make test-long).
+	run := testsize.Cover(len(mmaCases), len(togpu.MMATiles), nil)
+	for j, tile := range togpu.MMATiles {
 		pipeline := mmaPipeline(tile)
-		for _, tc := range mmaCases {
+		for i, tc := range mmaCases {
+			if !run(i, j) {
+				continue
+			}
 			t.Run(tile.String()+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
 				p := &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)}
 				if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != tc.kernels {
 					t.Errorf("%d mma kernels, want %d", got, tc.kernels)

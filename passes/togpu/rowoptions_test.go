@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -83,8 +84,14 @@ func TestRowRereadShuffleMerge(t *testing.T) {
 		"row-reread=true row-shuffle-merge=true row-evict-last=true",
 		"row-welford=false row-reread=true row-shuffle-merge=true",
 	}
-	for _, tc := range cases {
-		for _, variant := range variants {
+	// Each case with one variant and each variant with one case, unless
+	// STRATA_TEST_LONG asks for every pair (make test-long).
+	run := testsize.Cover(len(cases), len(variants), nil)
+	for i, tc := range cases {
+		for j, variant := range variants {
+			if !run(i, j) {
+				continue
+			}
 			rows := tc.rows
 			if rows < 0 {
 				rows = tc.dynRows
@@ -92,6 +99,7 @@ func TestRowRereadShuffleMerge(t *testing.T) {
 			name := fmt.Sprintf("%s-%s-%dx%d/dynamic=%v/%s", tc.op, tc.elt, rows, tc.cols, tc.rows < 0,
 				strings.ReplaceAll(strings.TrimSpace(tc.opts+" "+variant), " ", ","))
 			t.Run(name, func(t *testing.T) {
+				t.Parallel()
 				src := rowProgram(tc.op, tc.rows, tc.cols, tc.elt)
 				pipeline := fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{%s %s},canonicalize,cse)", tc.opts, variant)
 				m := lowerGraph(t, src, pipeline)
