@@ -256,6 +256,24 @@ func Product(es ...Expr) Expr {
 	return p
 }
 
+// MaxTerms bounds the terms of the products ProductWithin and Parse
+// expand: a product of n sums of two terms has 2^n of them.
+const MaxTerms = 1 << 14
+
+// ProductWithin returns the product of es, or false, without expanding
+// it, when the expansion could exceed MaxTerms terms. Sizes of tensors of
+// many symbolic dims such as s0 + 1 multiply to exponentially many terms;
+// callers treat such a product as unknown.
+func ProductWithin(es ...Expr) (Expr, bool) {
+	n := 1
+	for _, e := range es {
+		if n *= len(e.terms()) + 1; n > MaxTerms {
+			return Expr{}, false
+		}
+	}
+	return Product(es...), true
+}
+
 // addScaled returns a + k·b, merging terms with equal monomials.
 func addScaled(a, b Expr, k int64) Expr {
 	ta, tb := a.terms(), b.terms()

@@ -117,6 +117,11 @@ func (p *parser) product() (Expr, error) {
 		var x Expr
 		if x, err = p.unary(); err == nil {
 			if err = p.fits(magnitude(e) * magnitude(x)); err == nil {
+				// (s0 + 1)*(s1 + 1)*… would take time and memory
+				// exponential in the text's length.
+				if (len(e.terms())+1)*(len(x.terms())+1) > MaxTerms {
+					return Expr{}, p.errorf("the product expands to more than %d terms", MaxTerms)
+				}
 				e = Mul(e, x)
 			}
 		}

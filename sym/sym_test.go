@@ -521,6 +521,21 @@ func TestParseHostileNesting(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("60 nested max/min took %v", d)
 	}
+	// A product of sums expands: 22 factors of two terms once took 50 s.
+	var factors []string
+	for i := range 40 {
+		factors = append(factors, fmt.Sprintf("(s%d + 1)", i))
+	}
+	start = time.Now()
+	if _, err := Parse(strings.Join(factors, "*")); err == nil || !strings.Contains(err.Error(), "expands to more than 16384 terms") {
+		t.Errorf("40 factors: %v", err)
+	}
+	if e, err := Parse(strings.Join(factors[:10], "*")); err != nil || len(e.terms()) != 1023 {
+		t.Errorf("10 factors: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("products took %v", d)
+	}
 }
 
 // TestParseDivisionByZero checks that floordiv and mod by a divisor that is

@@ -213,7 +213,9 @@ func ruleReshape(in []*ir.TensorType, a attrView, declared []ir.Type, cs *sym.Co
 		}
 		shape = DimsOf(t)
 	}
-	if n, m := sym.Product(src...), sym.Product(shape...); !IsUnknown(n) && !IsUnknown(m) {
+	n, nOK := sym.ProductWithin(src...)
+	m, mOK := sym.ProductWithin(shape...)
+	if nOK && mOK && !IsUnknown(n) && !IsUnknown(m) {
 		if !holdsMaybe(sym.Eq(n, m)) {
 			return nil, fmt.Errorf("cannot reshape %s (%s elements) to %s (%s elements)", in[0], dimString(n), shapeString(shape), dimString(m))
 		}
@@ -246,8 +248,8 @@ func reshapeTarget(src []sym.Expr, shape []int64, cs *sym.Constraints) ([]sym.Ex
 	if infer < 0 {
 		return out, nil
 	}
-	n := sym.Product(src...)
-	if IsUnknown(n) {
+	n, ok := sym.ProductWithin(src...)
+	if !ok || IsUnknown(n) {
 		out[infer] = freshUnknown()
 		return out, nil
 	}

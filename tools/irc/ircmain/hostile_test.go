@@ -68,6 +68,8 @@ func TestHostileInputEndToEnd(t *testing.T) {
   return %x : tensor<?xf32>
 }
 `), "--random-inputs", "1", "--shape", "arg0=3", "--shape", "arg1=5"}, ExitOK, nil},
+		{"reshape of 40 symbolic dims", manyDims(40), nil, ExitOK, nil},
+		{"product of 40 sums in dims", dimsFunc(sumsProduct(40)), nil, ExitDiagnostics, []string{"expands to more than 16384 terms"}},
 		{"nested inline pipelines", "", []string{neg, "--pass-pipeline=builtin.module(" + deep("inline{default-pipeline={", "cse", "}}", 3000) + ")"}, ExitUsage,
 			[]string{"options nested deeper than 64 braces"}},
 		// Stack overflows.
@@ -177,4 +179,24 @@ func TestOutputsAllOrNone(t *testing.T) {
 			t.Errorf("a temporary file was left behind: %s", e.Name())
 		}
 	}
+}
+
+// manyDims is a reshape of a tensor of n dims of symbolic sizes s_i + 1,
+// whose element count has 2^n terms once expanded.
+func manyDims(n int) string {
+	dims := make([]string, n)
+	for i := range dims {
+		dims[i] = fmt.Sprintf("s%d + 1", i)
+	}
+	ty := "tensor<" + strings.Repeat("?x", n) + "f32, #graph.dims<[" + strings.Join(dims, ", ") + "]>>"
+	return "func.func @f(%x: " + ty + ") -> tensor<?xf32> {\n  %0 = \"graph.reshape\"(%x) {shape = [-1]} : (" + ty + ") -> tensor<?xf32>\n  return %0 : tensor<?xf32>\n}\n"
+}
+
+// sumsProduct is (s0 + 1)*(s1 + 1)*… of n factors: 2^n terms expanded.
+func sumsProduct(n int) string {
+	fs := make([]string, n)
+	for i := range fs {
+		fs[i] = fmt.Sprintf("(s%d + 1)", i)
+	}
+	return strings.Join(fs, "*")
 }
