@@ -204,6 +204,21 @@ func TestInlineDefaultBudget(t *testing.T) {
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("inlining took %v", d)
 	}
+	// Private callees inlined everywhere are erased, each dropping its
+	// calls, which may leave the next unreferenced (counting each one's
+	// uses walked the whole module once per function).
+	src := strings.ReplaceAll(doublingCallTree(40), "func.func @f", "func.func private @f")
+	src = strings.Replace(src, "func.func private @f0(", "func.func @f0(", 1)
+	start = time.Now()
+	if m, err = runReal(t, "inline", src); err != nil {
+		t.Fatal(err)
+	}
+	if n := opCounts(m)["func.func"]; n > 8 {
+		t.Errorf("%d functions left", n)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("inlining private functions took %v", d)
+	}
 }
 
 // doublingCallTree returns depth functions, each calling the next twice.

@@ -67,6 +67,18 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 	count, left := 0, 0
 	size := numOps(table)
 	budget := max(inlineMinBudget, inlineGrowth*size)
+	// The callees' sizes, counted once and kept up to date as code is
+	// inlined into them: counting a callee at each of its calls made a
+	// call tree that doubles at every level cost calls × callee size.
+	sizes := map[*ir.Operation]int{}
+	opsOf := func(fn *ir.Operation) int {
+		n, ok := sizes[fn]
+		if !ok {
+			n = numOps(fn)
+			sizes[fn] = n
+		}
+		return n
+	}
 	for range p.maxIter {
 		recursive := recursiveCallables(table)
 		var calls []*ir.Operation
@@ -82,13 +94,16 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 			if callee == nil || recursive[callee] || call.IsAncestor(callee) || !inlinable(callee, call) {
 				continue
 			}
-			grow := numOps(callee) - 2 // less the function and its return
+			grow := opsOf(callee) - 2 // less the function and its return
 			if size+grow > budget {
 				left++
 				continue
 			}
 			size += grow
 			caller := enclosingCallable(call, table)
+			if _, counted := sizes[caller]; counted {
+				sizes[caller] += grow - 1 // the call is gone
+			}
 			inlineCall(call, callee)
 			inlined[callee] = true
 			if caller != nil && !received[caller] {
@@ -105,8 +120,26 @@ func (p *inline) Run(table *ir.Operation, st *State) error {
 	st.Stat("num-inlined-calls", "Number of inlined calls").Add(int64(count))
 	st.Stat("num-calls-over-budget", "Number of calls left because inlining them would grow the module too much").Add(int64(left))
 	erased := 0
+	// One walk counts the references to each symbol and notes which
+	// function holds them (asking for each function's uses walked the whole
+	// table once per function); erasing a function drops its references,
+	// which may leave the next ones unreferenced in turn.
+	uses := map[*ir.Operation]int{}
+	refsIn := map[*ir.Operation][]*ir.Operation{}
+	if len(inlined) > 0 {
+		for _, u := range ir.SymbolUses(table) {
+			if target := ir.LookupSymbol(u.User, u.Ref); target != nil {
+				uses[target]++
+				holder := enclosingCallable(u.User, table)
+				refsIn[holder] = append(refsIn[holder], target)
+			}
+		}
+	}
 	for _, c := range tableChildren(table) {
-		if inlined[c] && ir.IsPrivate(c) && len(ir.SymbolUsesOf(c, table)) == 0 {
+		if inlined[c] && ir.IsPrivate(c) && uses[c] == 0 {
+			for _, target := range refsIn[c] {
+				uses[target]--
+			}
 			c.Erase()
 			erased++
 		}

@@ -84,8 +84,9 @@ func TestHostileInputEndToEnd(t *testing.T) {
 			[]string{"iota.mlir:2:8: error: 'graph.iota' op a result of shape [100000 100000] and element type f32 needs"}},
 		{"run broadcast of dynamic operands", "", []string{"run", bcast, "--random-inputs", "1", "--shape", "arg0=200000x1", "--shape", "arg1=1x200000"}, ExitDiagnostics,
 			[]string{"bcast.mlir:2:8: error: 'graph.add' op a result of shape [200000 200000] and element type f32 needs"}},
-		{"endless input", "", []string{"/dev/zero"}, ExitUsage, []string{"/dev/zero: is larger than the 1.0 MiB irc reads"}},
-		{"input over the limit", strings.Repeat(" ", 2<<20), []string{"-"}, ExitUsage, []string{"standard input: is larger than the 1.0 MiB irc reads"}},
+		{"endless input", "", []string{"/dev/zero"}, ExitUsage, []string{"/dev/zero: is larger than the 1.0 MiB irc reads from a stream"}},
+		{"file over the limit", "", []string{file("big.mlir", strings.Repeat(" ", 5<<20))}, ExitUsage, []string{"big.mlir: is 5.0 MiB, more than the 4.0 MiB irc reads"}},
+		{"input over the limit", strings.Repeat(" ", 2<<20), []string{"-"}, ExitUsage, []string{"standard input: is larger than the 1.0 MiB irc reads from a stream"}},
 		// Accepted nonsense.
 		{"negative size in dims", dimsFunc("-5"), nil, ExitDiagnostics, []string{"<stdin>:2:8: error: 'graph.exp' op operand #0: in #graph.dims<[-5]>: size -5 is negative"}},
 		{"floordiv by zero in dims", dimsFunc("floordiv(s0, 0)"), nil, ExitDiagnostics, []string{"<stdin>:2:8: error: ", "floordiv by zero"}},
@@ -100,8 +101,8 @@ func TestHostileInputEndToEnd(t *testing.T) {
 		{"run with a misspelled anchor", "", []string{"run", neg, "--random-inputs", "1", "--pass-pipeline=builtin.module(func.fnuc(cse))"}, ExitUsage,
 			[]string{"'func.fnuc' is not a registered operation"}},
 	}
-	defer func(n int64) { maxInputBytes = n }(maxInputBytes)
-	maxInputBytes = 1 << 20
+	defer func(n, m int64) { maxInputBytes, maxStreamBytes = n, m }(maxInputBytes, maxStreamBytes)
+	maxInputBytes, maxStreamBytes = 4<<20, 1<<20
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()

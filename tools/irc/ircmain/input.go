@@ -9,10 +9,12 @@ import (
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
-// maxInputBytes is the largest input irc reads (a variable for tests).
-// Reading stops there, so /dev/zero or an endless pipe gets an error, not
-// a process that grows until the system kills it.
-var maxInputBytes int64 = 1 << 30
+// maxInputBytes is the largest input file irc reads, and maxStreamBytes
+// the most it reads from a pipe, a device or standard input, whose size
+// is not known before reading (variables for tests). Reading stops there,
+// so /dev/zero or an endless pipe gets an error within seconds, not a
+// process that grows until the system kills it.
+var maxInputBytes, maxStreamBytes int64 = 1 << 30, 256 << 20
 
 // parseBytesPerInputByte estimates the memory parsing takes per byte of
 // text (the IR, its types and attributes, the printer's buffer): an input
@@ -26,16 +28,19 @@ func readBounded(r io.Reader, size int64) ([]byte, error) {
 	if size > maxInputBytes {
 		return nil, fmt.Errorf("is %s, more than the %s irc reads", sizeString(size), sizeString(maxInputBytes))
 	}
+	limit := maxInputBytes
 	var buf bytes.Buffer
-	if size > 0 {
+	if size >= 0 {
 		buf.Grow(int(size) + 1)
+	} else {
+		limit = min(limit, maxStreamBytes)
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r, maxInputBytes+1))
+	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if n > maxInputBytes {
-		return nil, fmt.Errorf("is larger than the %s irc reads", sizeString(maxInputBytes))
+	if n > limit {
+		return nil, fmt.Errorf("is larger than the %s irc reads from a stream", sizeString(limit))
 	}
 	if err := interp.CheckMemory(uint64(n) * parseBytesPerInputByte); err != nil {
 		return nil, fmt.Errorf("is %s: parsing it %w", sizeString(n), err)
