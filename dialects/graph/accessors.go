@@ -36,9 +36,14 @@ const (
 	ClassTemplate
 	// ClassComposite ops are expanded into primitives by graph-decompose.
 	ClassComposite
+	// ClassCollective ops (all_reduce, all_gather, reduce_scatter,
+	// broadcast, reduce_to) communicate among ranks: never fused, each is
+	// its own step of the launch plan, run by a communication library on
+	// the host's side rather than as a kernel.
+	ClassCollective
 )
 
-var classNamesByClass = [...]string{"none", "structure", "constant", "view", "pointwise", "reduction", "template", "composite"}
+var classNamesByClass = [...]string{"none", "structure", "constant", "view", "pointwise", "reduction", "template", "composite", "collective"}
 
 func (c Class) String() string {
 	if int(c) < len(classNamesByClass) {

@@ -26,6 +26,8 @@ const (
 	kindDense
 	// kindScalar is an integer or a float (a fill or padding value).
 	kindScalar
+	// kindString is any string ("world"); the row's verify checks more.
+	kindString
 )
 
 var kindNames = [...]string{
@@ -36,6 +38,7 @@ var kindNames = [...]string{
 	kindEnum:   "a string",
 	kindDense:  "a dense elements attribute (dense<...> : tensor<...>)",
 	kindScalar: "an integer or float scalar",
+	kindString: "a string",
 }
 
 // attrSpec describes one attribute of an op.
@@ -74,6 +77,8 @@ func (s attrSpec) check(a ir.Attribute) error {
 		ok = isStr
 	case kindDense:
 		_, ok = a.(ir.DenseAttr)
+	case kindString:
+		_, ok = a.(ir.StringAttr)
 	case kindScalar:
 		switch v := a.(type) {
 		case ir.FloatAttr:

@@ -101,4 +101,14 @@ const (
 	OpFusion = "graph.fusion"
 	// OpYield is graph.yield: ends a graph.fusion body.
 	OpYield = "graph.yield"
+	// OpAllReduce is graph.all_reduce: combines a tensor across the ranks of a group.
+	OpAllReduce = "graph.all_reduce"
+	// OpAllGather is graph.all_gather: concatenates the ranks' tensors along an axis.
+	OpAllGather = "graph.all_gather"
+	// OpReduceScatter is graph.reduce_scatter: combines tensors across ranks and gives each rank one slice.
+	OpReduceScatter = "graph.reduce_scatter"
+	// OpBroadcast is graph.broadcast: every rank receives the root rank's tensor.
+	OpBroadcast = "graph.broadcast"
+	// OpReduceTo is graph.reduce_to: sums the ranks' tensors on the root rank.
+	OpReduceTo = "graph.reduce_to"
 )

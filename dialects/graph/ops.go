@@ -490,6 +490,7 @@ func opTable() []*opSpec {
 			example:     `"graph.yield"(%0) : (tensor<4xf32>) -> ()`,
 		},
 	)
+	ops = append(ops, collectiveOps()...)
 	return ops
 }
 

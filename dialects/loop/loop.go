@@ -68,7 +68,7 @@ var Dialect = &ir.Dialect{
 		"uses `arith` on `index`. A fused graph group becomes one top-level " +
 		"`loop.parallel` nest, the unit that later becomes one GPU kernel " +
 		"(docs/lowering.md).",
-	Ops: []*ir.OpDef{allocDef, deallocDef, loadDef, storeDef, dimDef, viewDef, forDef, parallelDef, reduceDef, ifDef, yieldDef},
+	Ops: []*ir.OpDef{allocDef, deallocDef, loadDef, storeDef, dimDef, viewDef, forDef, parallelDef, reduceDef, ifDef, yieldDef, collectiveDef},
 }
 
 var allocDef = &ir.OpDef{

@@ -27,4 +27,6 @@ const (
 	OpIf = "loop.if"
 	// OpYield is loop.yield: Terminator of loop.for, loop.if and loop.reduce's combiners.
 	OpYield = "loop.yield"
+	// OpCollective is loop.collective: A collective among ranks, a host step of the launch plan.
+	OpCollective = "loop.collective"
 )

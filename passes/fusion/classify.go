@@ -9,8 +9,9 @@ import (
 
 // class is what an op is to the fusion planner: the graph dialect's
 // row fact (graph.Class). Ops of other dialects (func.return, arith,
-// unregistered ops) and existing fusions are other: never grouped, their
-// operands and results cross group boundaries.
+// unregistered ops), existing fusions and collectives (each its own step of
+// the launch plan) are other: never grouped, their operands and results
+// cross group boundaries.
 type class = graph.Class
 
 // The planner's names for the classes (see graph.Class).
@@ -25,7 +26,7 @@ const (
 )
 
 func classify(op *ir.Operation) class {
-	if c := graph.ClassOf(op.Name()); c != graph.ClassStructure {
+	if c := graph.ClassOf(op.Name()); c != graph.ClassStructure && c != graph.ClassCollective {
 		return c
 	}
 	return other

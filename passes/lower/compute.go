@@ -139,8 +139,11 @@ var computed = map[string]bool{
 // Composites are expanded by graph-decompose first, and graph.fusion and
 // graph.yield are the kernels' structure; the completeness test
 // (test.TestEveryGraphOpHasItsRules) checks that every graph op is one of
-// these.
-func Lowers(name string) bool { return computed[name] || isElementwiseName(name) }
+// these. Collectives lower to loop.collective, a host step rather than a
+// loop nest (collective.go).
+func Lowers(name string) bool {
+	return computed[name] || isElementwiseName(name) || graph.IsCollective(name)
+}
 
 // operandIndex maps idx of the result r to the index of operand o under
 // NumPy broadcasting. A dynamic dim of o may be 1 at run time, broadcast,

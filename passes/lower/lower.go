@@ -159,6 +159,8 @@ func (c *converter) run() error {
 		switch {
 		case op.Name() == graph.OpFusion:
 			err = c.lowerFusion(op)
+		case graph.IsCollective(op.Name()):
+			err = c.lowerCollective(op)
 		case isGraph(op):
 			// Constants, views and leftovers are computed where they are
 			// read (index remapping, scalars, or constant buffers).

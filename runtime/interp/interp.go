@@ -70,6 +70,9 @@ type Interpreter struct {
 	maxDepth int
 	maxOps   int64        // 0: no limit
 	ops      atomic.Int64 // ops run so far, counted when maxOps is set
+	// comm is the rank's process group world for the collectives
+	// (collective.go); nil is a world of one rank.
+	comm Communicator
 }
 
 // Option configures an Interpreter.
