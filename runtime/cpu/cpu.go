@@ -611,7 +611,7 @@ func (r *run) launch(k *target.Kernel) error {
 		scratch = r.p.getScratch(int(max(1, panels*kk*cols) * int64(k.MatmulElemBytes)))
 		defer r.p.scratch.Put(&scratch)
 		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))))
-		total = panels * ((trips[0] + target.MatmulRows - 1) / target.MatmulRows)
+		total = panels * ((trips[0] + int64(k.MatmulRows) - 1) / int64(k.MatmulRows))
 	}
 	for _, a := range k.Args {
 		v := r.vals[a.Value]
@@ -642,7 +642,7 @@ func (r *run) launch(k *target.Kernel) error {
 	args := uintptr(unsafe.Pointer(&words[0]))
 	if k.Matmul {
 		r.p.parallel(r.p.packs[k], args, panels, packWork)
-		r.p.parallel(fn, args, total, 4*int64(k.MatmulCols)*target.MatmulRows*max(1, r.intValue(k.MatmulK)))
+		r.p.parallel(fn, args, total, 4*int64(k.MatmulCols)*int64(k.MatmulRows)*max(1, r.intValue(k.MatmulK)))
 	} else {
 		r.p.parallel(fn, args, total, k.Work)
 	}

@@ -11,13 +11,19 @@ import (
 	"github.com/strata-ir/strata/ir"
 )
 
-// MatmulRows is MR, the rows of C one point of a matmul kernel's outer
-// range computes (a register block of MR × NR accumulators, NR =
-// MatmulVectors vectors of the CPU's width).
-const (
-	MatmulRows    = 6
-	MatmulVectors = 2
-)
+// matmulBlock returns the register block of a matmul kernel for vector
+// registers of vectorBytes: MR rows of C by NV vectors of columns. With
+// AVX-512 (32 registers) 24 × 1: each broadcast element of A feeds one
+// FMA, so LLVM folds it into the FMA's memory operand ({1to16}) and the
+// FP pipes run FMAs only (with 6 × 2, the broadcasts share them: llvm-mca
+// gives 18 cycles for 12 FMAs on Zen 4). With 16 registers (AVX2) 6 × 2:
+// 12 accumulators, two vectors of B and a broadcast.
+func matmulBlock(vectorBytes int) (mr, nv int) {
+	if vectorBytes >= 64 {
+		return 24, 1
+	}
+	return 6, 2
+}
 
 // mmMatch is a matmul nest: loop.parallel (i, j) from 0 by 1, whose body
 // holds one loop.for k from 0 by 1 to K carrying acc = acc + A[i, k] ·
@@ -28,12 +34,13 @@ type mmMatch struct {
 	a, b        *ir.Value // the buffers
 	i, j, kIV   *ir.Value
 	elem        types.Type
-	// vl is the number of elements of a vector register.
-	vl int
+	// vl is the number of elements of a vector register; mr × nv vectors
+	// the register block.
+	vl, mr, nv int
 }
 
 // Cols returns NR, the columns of a matmul kernel's register block.
-func (m *mmMatch) cols() int { return m.vl * MatmulVectors }
+func (m *mmMatch) cols() int { return m.vl * m.nv }
 
 func isConst(v *ir.Value, want int64) bool {
 	def := v.DefiningOp()
@@ -144,6 +151,7 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	if elem == types.Double {
 		m.vl = t.vectorBytes / 8
 	}
+	m.mr, m.nv = matmulBlock(t.vectorBytes)
 	return m
 }
 
@@ -207,8 +215,9 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 	mSize, n, kk := k.matmulSizes(m)
 	nr, vl := int64(m.cols()), m.vl
+	MR, NV := m.mr, m.nv
 	vt := types.NewVector(uint64(vl), m.elem)
-	tile := k.cur.NewAlloca(types.NewArray(uint64(MatmulRows*nr), m.elem))
+	tile := k.cur.NewAlloca(types.NewArray(uint64(int64(MR)*nr), m.elem))
 	tile.Align = 64
 	tileBase := k.cur.NewGetElementPtr(tile.ElemType, tile, i64(0), i64(0))
 	init := k.get(loop.ForInits(m.forOp)[0])
@@ -222,7 +231,7 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 	fma := k.t.intrinsic("llvm.fmuladd."+vecSuffix(vl, m.elem), vt, vt, vt, vt)
 	mLast := k.cur.NewSub(mSize, i64(1))
 	body := loop.Body(m.nest)
-	rowBlocks := k.cur.NewSDiv(k.cur.NewAdd(mSize, i64(MatmulRows-1)), i64(MatmulRows))
+	rowBlocks := k.cur.NewSDiv(k.cur.NewAdd(mSize, i64(int64(MR-1))), i64(int64(MR)))
 	// One loop over [lo, hi) of the (panel, row block) pairs, panel-major:
 	// a worker's range covers a few panels, each over a run of row
 	// blocks, so its packed panel stays in cache across the run.
@@ -234,9 +243,9 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 		ncols := k.cur.NewSub(n, j0)
 		ncols2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ncols, i64(nr)), ncols, i64(nr))
 		{
-			i0 := k.cur.NewMul(ib, i64(MatmulRows))
-			rows := make([]value.Value, MatmulRows)
-			for r := range MatmulRows {
+			i0 := k.cur.NewMul(ib, i64(int64(MR)))
+			rows := make([]value.Value, MR)
+			for r := range MR {
 				ir0 := k.cur.NewAdd(i0, i64(int64(r)))
 				clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ir0, mLast), ir0, mLast)
 				k.vals[m.i], k.vals[m.kIV] = clamped, i64(0)
@@ -246,24 +255,24 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 				}
 				rows[r] = ptr
 			}
-			inits := make([]value.Value, MatmulRows*MatmulVectors)
+			inits := make([]value.Value, MR*NV)
 			for x := range inits {
 				inits[x] = initVec
 			}
 			accs, err := k.loop(i64(0), kk, i64(1), inits, false, func(kv value.Value, acc []value.Value) ([]value.Value, error) {
-				bs := make([]value.Value, MatmulVectors)
-				for v := range MatmulVectors {
+				bs := make([]value.Value, NV)
+				for v := range NV {
 					at := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(k.cur.NewMul(kv, i64(nr)), i64(int64(v*vl))))
 					ld := k.cur.NewLoad(vt, k.cur.NewBitCast(at, types.NewPointer(vt)))
 					ld.Align = llir.Align(elemBytes(m.elem))
 					bs[v] = ld
 				}
 				next := make([]value.Value, len(acc))
-				for r := range MatmulRows {
+				for r := range MR {
 					ap := k.cur.NewGetElementPtr(m.elem, rows[r], kv)
 					a := k.splat(k.cur.NewLoad(m.elem, ap), vl)
-					for v := range MatmulVectors {
-						x := r*MatmulVectors + v
+					for v := range NV {
+						x := r*NV + v
 						next[x] = k.cur.NewCall(fma, a, bs[v], acc[x])
 					}
 				}
@@ -272,16 +281,16 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 			if err != nil {
 				return nil, err
 			}
-			for r := range MatmulRows {
-				for v := range MatmulVectors {
+			for r := range MR {
+				for v := range NV {
 					at := k.cur.NewGetElementPtr(m.elem, tileBase, i64(int64(r)*nr+int64(v*vl)))
-					st := k.cur.NewStore(accs[r*MatmulVectors+v], k.cur.NewBitCast(at, types.NewPointer(vt)))
+					st := k.cur.NewStore(accs[r*NV+v], k.cur.NewBitCast(at, types.NewPointer(vt)))
 					st.Align = llir.Align(elemBytes(m.elem))
 				}
 			}
 			// The epilogue, row by row of the tile.
 			nrows := k.cur.NewSub(mSize, i0)
-			nrows2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, nrows, i64(MatmulRows)), nrows, i64(MatmulRows))
+			nrows2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, nrows, i64(int64(MR))), nrows, i64(int64(MR)))
 			_, err = k.loop(i64(0), nrows2, i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
 				i := k.cur.NewAdd(i0, r)
 				_, err := k.loop(i64(0), ncols2, i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {

@@ -62,6 +62,7 @@ type Kernel struct {
 	Matmul          bool
 	MatmulK         *ir.Value
 	MatmulCols      int
+	MatmulRows      int
 	MatmulElemBytes int
 	// Work estimates the instructions one point of the outer range runs
 	// (static trip counts of inner loops multiplied out, 64 for a dynamic
@@ -326,6 +327,7 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		kern.Matmul = true
 		_, kern.MatmulK, _ = loop.ForBounds(mm.forOp)
 		kern.MatmulCols = mm.cols()
+		kern.MatmulRows = mm.mr
 		kern.MatmulElemBytes = int(elemBytes(mm.elem))
 		scratch = types.NewPointer(mm.elem)
 	}
