@@ -12,7 +12,8 @@
 // turns an ordinary Go function of tensors into a Compiled function:
 //
 //   - Each call traces fn into graphs. A data-dependent read (Item,
-//     Float32s, …), a host callback (Print) or an op the backend does not
+//     Float32s, …) of a value computed in the graph or of one of its
+//     inputs, a host callback (Print) or an op the backend does not
 //     support is a graph break: the graph so far is compiled and run, and
 //     tracing continues in a new graph. With Fullgraph the first break is
 //     an error naming its reason and line. Explain reports graphs, breaks
@@ -20,9 +21,21 @@
 //   - Graphs are compiled by a backend from a registry (RegisterBackend;
 //     built in: eager, aot_eager, interp, nvptx; an empty Backend is
 //     nvptx where a GPU is present and interp elsewhere, see
-//     DefaultBackend) and cached by structure and input types. A function captured as one graph without breaks is
-//     guarded on its arguments' dtypes and shapes: a call that passes the
-//     guard runs the cached executable without running fn at all.
+//     DefaultBackend) and cached by structure, attributes, results and
+//     input types.
+//   - Every call runs fn, so compiled calls are never stale
+//     (docs/frontend-state.md): a call recorded as one graph without
+//     breaks leaves a tape, and later calls replay fn against it without
+//     building IR, collecting the tensors fn uses (arguments, captured
+//     tensors, struct fields) by identity and current value as the
+//     graph's inputs; the first difference (a Go value took another
+//     branch, changed an attribute) switches the call to recording.
+//   - Arguments and results are trees (Invoke): structs, pointers,
+//     slices and maps of tensors and Go scalars. Assign, AddInPlace, …
+//     update tensors in place, functionally inside graphs and written
+//     back after them. Seed, RandUniform, RandLike, Bernoulli and Dropout
+//     draw from a Philox generator per call. Size, ReshapeS and Flatten
+//     keep dynamic sizes symbolic.
 //   - Every compiled graph carries sym guards (package sym: rank, size
 //     and dtype predicates over symbols, the graph.guards attribute),
 //     checked with sym.Guards.Check before a cached graph runs. A failing
@@ -57,9 +70,9 @@
 // kernels from its host overhead. Without a GPU, ToGPU's error wraps
 // ErrNoGPUBackend, located at the call.
 //
-// Tracing assumes fn depends on its arguments only through tensor ops,
-// their shapes and values it reads: Go values fn captures are constants,
-// and concrete tensors it captures (weights) become graph inputs whose
-// values are read again on every call. Tensors made during a trace and
-// not returned have no value afterwards.
+// Go values fn reads (captured scalars, loop counts, fields) are read
+// again on every call, since fn runs; concrete tensors it uses become
+// graph inputs read at each call. A host read of a tensor the graph
+// computes or reads is a graph break. Tensors made during a call and not
+// returned have no value afterwards.
 package frontend

@@ -2,8 +2,10 @@ package frontend
 
 import (
 	"math/bits"
+	"runtime"
 	"sync"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -79,12 +81,26 @@ func randomBits(n int) []uint32 {
 	generator.offset += blocks
 	generator.Unlock()
 	key := [2]uint32{uint32(seed), uint32(seed >> 32)}
-	out := make([]uint32, 0, blocks*4)
-	for b := range blocks {
-		i := off + b
-		r := philox4x32([4]uint32{uint32(i), uint32(i >> 32), 0, 0}, key)
-		out = append(out, r[:]...)
+	out := make([]uint32, blocks*4)
+	fill := func(lo, hi uint64) {
+		for b := lo; b < hi; b++ {
+			i := off + b
+			r := philox4x32([4]uint32{uint32(i), uint32(i >> 32), 0, 0}, key)
+			copy(out[b*4:], r[:])
+		}
 	}
+	// Blocks are independent: large draws are split across the cores.
+	workers := uint64(runtime.GOMAXPROCS(0))
+	if blocks < 1<<14 || workers < 2 {
+		fill(0, blocks)
+		return out[:n]
+	}
+	var wg sync.WaitGroup
+	per := (blocks + workers - 1) / workers
+	for lo := uint64(0); lo < blocks; lo += per {
+		wg.Go(func() { fill(lo, min(lo+per, blocks)) })
+	}
+	wg.Wait()
 	return out[:n]
 }
 
@@ -108,7 +124,17 @@ func fromFloats(what string, dt DType, shape []int, fs []float64) *Tensor {
 	if !dt.IsFloat() {
 		return failed(located(callerLoc(), "%s: dtype %v is not a floating-point type", what, dt))
 	}
-	v, err := interp.FromFloat64s(dt.Elem(), toInt64s(shape), fs)
+	var v *interp.Tensor
+	var err error
+	if dt == Float32 {
+		f32s := make([]float32, len(fs))
+		for i, f := range fs {
+			f32s[i] = float32(f)
+		}
+		v, err = interp.FromData(ir.F32, toInt64s(shape), f32s)
+	} else {
+		v, err = interp.FromFloat64s(dt.Elem(), toInt64s(shape), fs)
+	}
 	if err != nil {
 		return failed(located(callerLoc(), "%s: %v", what, err))
 	}

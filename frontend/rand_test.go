@@ -45,6 +45,17 @@ func TestRandState(t *testing.T) {
 	b := frontend.RandUniform(frontend.Float32, 3).Float32s()
 	frontend.SetRandState(7, 2)
 	near(t, frontend.RandUniform(frontend.Float32, 3).Float32s(), b)
+	// A large draw (split across cores) is the stream drawn piece by piece.
+	frontend.SetRandState(9, 5)
+	whole := frontend.RandUniform(frontend.Float32, 1<<17).Float32s()
+	frontend.SetRandState(9, 5)
+	var parts []float32
+	for range 4 {
+		parts = append(parts, frontend.RandUniform(frontend.Float32, 1<<15).Float32s()...)
+	}
+	if !slices.Equal(whole, parts) {
+		t.Errorf("a large draw differs from the same stream drawn in parts")
+	}
 	for _, v := range a {
 		if v < 0 || v >= 1 {
 			t.Errorf("uniform value %v out of [0, 1)", v)
