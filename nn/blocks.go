@@ -107,18 +107,27 @@ func NewCausalSelfAttention(g *RNG, d, heads, layers int) *CausalSelfAttention {
 	}
 }
 
-// qkv splits the projection of x [B, T, d] into q, k, v [B, H, T, d/H].
-func (a *CausalSelfAttention) qkv(x *frontend.Tensor) (q, k, v *frontend.Tensor, bad *frontend.Tensor) {
+// checkRows checks x [B·T, d] and returns d.
+func (a *CausalSelfAttention) checkRows(x *frontend.Tensor, b, t int) (int, *frontend.Tensor) {
 	if f := firstErr(x); f != nil {
-		return nil, nil, nil, f
+		return 0, f
 	}
-	if x.Rank() != 3 {
-		return nil, nil, nil, errorf("CausalSelfAttention: input of shape %v, want [B, T, d]", x.Shape())
+	if x.Rank() != 2 || x.Shape()[0] != b*t {
+		return 0, errorf("CausalSelfAttention: input of shape %v, want [%d·%d, d]", x.Shape(), b, t)
 	}
-	s := x.Shape()
-	b, t, d := s[0], s[1], s[2]
+	d := x.Shape()[1]
 	if a.Heads < 1 || d%a.Heads != 0 {
-		return nil, nil, nil, errorf("CausalSelfAttention: width %d is not a multiple of %d heads", d, a.Heads)
+		return 0, errorf("CausalSelfAttention: width %d is not a multiple of %d heads", d, a.Heads)
+	}
+	return d, nil
+}
+
+// qkv splits the projection of the rows x [B·T, d] into q, k, v
+// [B, H, T, d/H].
+func (a *CausalSelfAttention) qkv(x *frontend.Tensor, b, t int) (q, k, v *frontend.Tensor, bad *frontend.Tensor) {
+	d, bad := a.checkRows(x, b, t)
+	if bad != nil {
+		return nil, nil, nil, bad
 	}
 	h := a.CAttn.Forward(x)
 	if h.Err() != nil {
@@ -132,20 +141,43 @@ func (a *CausalSelfAttention) qkv(x *frontend.Tensor) (q, k, v *frontend.Tensor,
 	return part(0), part(1), part(2), nil
 }
 
-// merge maps attention output [B, H, T, dh] back to [B, T, d] and
-// projects it.
+// merge maps attention output [B, H, T, dh] back to rows [B·T, d] and
+// projects them.
 func (a *CausalSelfAttention) merge(o *frontend.Tensor) *frontend.Tensor {
 	s := o.Shape()
-	return a.CProj.Forward(o.Transpose(0, 2, 1, 3).Reshape(s[0], s[2], s[1]*s[3]))
+	return a.CProj.Forward(o.Transpose(0, 2, 1, 3).Reshape(s[0]*s[2], s[1]*s[3]))
 }
 
 // Forward applies causal self-attention to x [B, T, d].
 func (a *CausalSelfAttention) Forward(x *frontend.Tensor) *frontend.Tensor {
-	q, k, v, bad := a.qkv(x)
+	return asSeq(x, func(rows *frontend.Tensor, b, t int) *frontend.Tensor { return a.ForwardRows(rows, b, t) })
+}
+
+// ForwardRows applies causal self-attention to the rows x [B·T, d] of b
+// sequences of t tokens. Models keep their activations as rows: a 2-D
+// matmul is what the GPU lowering runs on tensor cores.
+func (a *CausalSelfAttention) ForwardRows(x *frontend.Tensor, b, t int) *frontend.Tensor {
+	q, k, v, bad := a.qkv(x, b, t)
 	if bad != nil {
 		return bad
 	}
 	return a.merge(frontend.Attention(q, k, v, frontend.AttentionOptions{Causal: true}))
+}
+
+// asSeq applies f, a function of rows [B·T, d], to x [B, T, d].
+func asSeq(x *frontend.Tensor, f func(rows *frontend.Tensor, b, t int) *frontend.Tensor) *frontend.Tensor {
+	if e := firstErr(x); e != nil {
+		return e
+	}
+	if x.Rank() != 3 {
+		return errorf("input of shape %v, want [B, T, d]", x.Shape())
+	}
+	s := x.Shape()
+	y := f(x.Reshape(s[0]*s[1], s[2]), s[0], s[1])
+	if y.Err() != nil {
+		return y
+	}
+	return y.Reshape(s[0], s[1], y.Shape()[1])
 }
 
 // KVCache holds one layer's keys and values [B, H, MaxLen, dh] for
@@ -162,12 +194,16 @@ func NewKVCache(dt frontend.DType, batch, heads, maxLen, headDim int) *KVCache {
 // Prefill applies causal attention to x [B, T, d] (the prompt, positions
 // 0…T-1) and stores its keys and values in the cache's first T positions.
 func (a *CausalSelfAttention) Prefill(x *frontend.Tensor, c *KVCache) *frontend.Tensor {
-	q, k, v, bad := a.qkv(x)
+	return asSeq(x, func(rows *frontend.Tensor, b, t int) *frontend.Tensor { return a.PrefillRows(rows, b, t, c) })
+}
+
+// PrefillRows is Prefill on rows [B·T, d].
+func (a *CausalSelfAttention) PrefillRows(x *frontend.Tensor, b, t int, c *KVCache) *frontend.Tensor {
+	q, k, v, bad := a.qkv(x, b, t)
 	if bad != nil {
 		return bad
 	}
 	maxLen := c.K.Shape()[2]
-	t := k.Shape()[2]
 	if t > maxLen {
 		return errorf("CausalSelfAttention: prompt of %d tokens does not fit a cache of %d", t, maxLen)
 	}
@@ -183,15 +219,22 @@ func (a *CausalSelfAttention) Prefill(x *frontend.Tensor, c *KVCache) *frontend.
 // graph): it writes the token's key and value into the cache at pos and
 // attends over positions 0…pos.
 func (a *CausalSelfAttention) Decode(x, pos *frontend.Tensor, c *KVCache) *frontend.Tensor {
-	q, k, v, bad := a.qkv(x)
-	if bad != nil {
-		return bad
-	}
-	if f := firstErr(pos, c.K, c.V); f != nil {
+	return asSeq(x, func(rows *frontend.Tensor, b, t int) *frontend.Tensor {
+		if t != 1 {
+			return errorf("CausalSelfAttention.Decode: %d tokens, want 1", t)
+		}
+		return a.DecodeRows(rows, pos, c)
+	})
+}
+
+// DecodeRows is Decode on rows [B, d], one token per sequence.
+func (a *CausalSelfAttention) DecodeRows(x, pos *frontend.Tensor, c *KVCache) *frontend.Tensor {
+	if f := firstErr(x, pos, c.K, c.V); f != nil {
 		return f
 	}
-	if k.Shape()[2] != 1 {
-		return errorf("CausalSelfAttention.Decode: %d tokens, want 1", k.Shape()[2])
+	q, k, v, bad := a.qkv(x, x.Shape()[0], 1)
+	if bad != nil {
+		return bad
 	}
 	maxLen := c.K.Shape()[2]
 	at := classes(maxLen).Cmp("eq", pos)   // [maxLen]
@@ -240,18 +283,39 @@ func NewGPT2Block(g *RNG, d, heads, layers int) *GPT2Block {
 
 // Forward applies the block to x [B, T, d].
 func (b *GPT2Block) Forward(x *frontend.Tensor) *frontend.Tensor {
-	x = x.Add(b.Attn.Forward(b.Ln1.Forward(x)))
+	return asSeq(x, b.ForwardRows)
+}
+
+// ForwardRows applies the block to the rows x [B·T, d] of bs sequences
+// of t tokens.
+func (b *GPT2Block) ForwardRows(x *frontend.Tensor, bs, t int) *frontend.Tensor {
+	x = x.Add(b.Attn.ForwardRows(b.Ln1.Forward(x), bs, t))
 	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
 }
 
 // Prefill is Forward that also fills the layer's cache.
 func (b *GPT2Block) Prefill(x *frontend.Tensor, c *KVCache) *frontend.Tensor {
-	x = x.Add(b.Attn.Prefill(b.Ln1.Forward(x), c))
+	return asSeq(x, func(rows *frontend.Tensor, bs, t int) *frontend.Tensor { return b.PrefillRows(rows, bs, t, c) })
+}
+
+// PrefillRows is Prefill on rows [B·T, d].
+func (b *GPT2Block) PrefillRows(x *frontend.Tensor, bs, t int, c *KVCache) *frontend.Tensor {
+	x = x.Add(b.Attn.PrefillRows(b.Ln1.Forward(x), bs, t, c))
 	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
 }
 
 // Decode is Forward for one token at position pos, with the layer's cache.
 func (b *GPT2Block) Decode(x, pos *frontend.Tensor, c *KVCache) *frontend.Tensor {
-	x = x.Add(b.Attn.Decode(b.Ln1.Forward(x), pos, c))
+	return asSeq(x, func(rows *frontend.Tensor, bs, t int) *frontend.Tensor {
+		if t != 1 {
+			return errorf("GPT2Block.Decode: %d tokens, want 1", t)
+		}
+		return b.DecodeRows(rows, pos, c)
+	})
+}
+
+// DecodeRows is Decode on rows [B, d].
+func (b *GPT2Block) DecodeRows(x, pos *frontend.Tensor, c *KVCache) *frontend.Tensor {
+	x = x.Add(b.Attn.DecodeRows(b.Ln1.Forward(x), pos, c))
 	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
 }

@@ -41,12 +41,35 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if x.Rank() == 0 || x.Shape()[x.Rank()-1] != in {
 		return errorf("Linear: input of shape %v, want [..., %d]", x.Shape(), in)
 	}
-	y := x.MatMul(l.Weight)
-	if l.Bias != nil {
-		y = y.Add(l.Bias)
+	return matmul2D(x, l.Weight, l.Bias)
+}
+
+// matmul2D returns x·w (+ b) for x [..., K] and w [K, N], as one 2-D
+// product of x's rows flattened to [rows, K]: a plain 2-D matmul is what
+// the GPU lowering hands to cuBLASLt or its tensor-core kernels (a batched
+// matmul with a broadcast weight is not).
+func matmul2D(x, w, b *frontend.Tensor) *frontend.Tensor {
+	xs := x.Shape()
+	if len(xs) > 2 {
+		rows := 1
+		for _, d := range xs[:len(xs)-1] {
+			rows *= d
+		}
+		x = x.Reshape(rows, xs[len(xs)-1])
+	}
+	y := x.MatMul(w)
+	if b != nil {
+		y = y.Add(b)
+	}
+	if len(xs) > 2 {
+		y = y.Reshape(append(xs[:len(xs)-1:len(xs)-1], w.Shape()[1])...)
 	}
 	return y
 }
+
+// MatMul2D returns x·w for x [..., K] and w [K, N] as one 2-D product
+// (see Linear), the form the GPU lowering runs on tensor cores.
+func MatMul2D(x, w *frontend.Tensor) *frontend.Tensor { return matmul2D(x, w, nil) }
 
 // Embedding maps int64 indices to rows of Weight [num, dim].
 type Embedding struct {

@@ -65,49 +65,72 @@ func ParamCount(cfg Config) int {
 	return cfg.Vocab*d + cfg.Ctx*d + cfg.Layers*block + 2*d
 }
 
-// positions returns the int64 tensor [start, …, start+n-1].
-func positions(start, n int) *frontend.Tensor {
-	p := make([]int64, n)
-	for i := range p {
-		p[i] = int64(start + i)
+// positions returns the int64 tensor [start, …, start+n-1] repeated
+// reps times.
+func positions(start, n, reps int) *frontend.Tensor {
+	p := make([]int64, 0, n*reps)
+	for range reps {
+		for i := range n {
+			p = append(p, int64(start+i))
+		}
 	}
-	return frontend.FromSlice(p, n)
+	return frontend.FromSlice(p, n*reps)
 }
 
-// embed maps tokens [B, T] at positions pos [T] to [B, T, D].
-func (m *Model) embed(idx, pos *frontend.Tensor) *frontend.Tensor {
-	return m.Wte.Forward(idx).Add(m.Wpe.Forward(pos))
+// embed maps tokens [B, T] to rows [B·T, D] (the model keeps its
+// activations as rows: 2-D matmuls run on tensor cores).
+func (m *Model) embed(idx *frontend.Tensor) *frontend.Tensor {
+	s := idx.Shape()
+	rows := m.Wte.Forward(idx.Reshape(s[0] * s[1]))
+	return rows.Add(m.Wpe.Forward(positions(0, s[1], s[0])))
 }
 
-// head maps [B, T, D] to logits [B, T, Vocab] with the tied embedding.
+// head maps rows [N, D] to logits [N, Vocab] with the tied embedding.
 func (m *Model) head(x *frontend.Tensor) *frontend.Tensor {
-	return m.LnF.Forward(x).MatMul(m.Wte.Weight.Transpose(1, 0))
+	return nn.MatMul2D(m.LnF.Forward(x), m.Wte.Weight.Transpose(1, 0))
 }
 
-// Logits maps tokens idx [B, T] (T ≤ Ctx) to logits [B, T, Vocab].
-func (m *Model) Logits(idx *frontend.Tensor) *frontend.Tensor {
+// check validates tokens [B, T].
+func (m *Model) check(idx *frontend.Tensor) *frontend.Tensor {
 	if idx.Err() != nil {
 		return idx
 	}
 	if idx.Rank() != 2 || idx.Shape()[1] > m.cfg.Ctx {
 		return frontend.Failed(fmt.Errorf("gpt2: tokens of shape %v, want [B, T] with T ≤ %d", idx.Shape(), m.cfg.Ctx))
 	}
-	x := m.embed(idx, positions(0, idx.Shape()[1]))
-	for _, b := range m.H {
-		x = b.Forward(x)
+	return nil
+}
+
+// rowLogits maps tokens [B, T] to logits [B·T, Vocab].
+func (m *Model) rowLogits(idx *frontend.Tensor) *frontend.Tensor {
+	if bad := m.check(idx); bad != nil {
+		return bad
+	}
+	b, t := idx.Shape()[0], idx.Shape()[1]
+	x := m.embed(idx)
+	for _, blk := range m.H {
+		x = blk.ForwardRows(x, b, t)
 	}
 	return m.head(x)
+}
+
+// Logits maps tokens idx [B, T] (T ≤ Ctx) to logits [B, T, Vocab].
+func (m *Model) Logits(idx *frontend.Tensor) *frontend.Tensor {
+	l := m.rowLogits(idx)
+	if l.Err() != nil {
+		return l
+	}
+	return l.Reshape(idx.Shape()[0], idx.Shape()[1], m.cfg.Vocab)
 }
 
 // Loss is the mean cross-entropy of predicting targets [B, T] from tokens
 // [B, T] (in[0] and in[1]).
 func (m *Model) Loss(in ...*frontend.Tensor) []*frontend.Tensor {
-	logits := m.Logits(in[0])
+	logits := m.rowLogits(in[0])
 	if logits.Err() != nil {
 		return []*frontend.Tensor{logits}
 	}
-	s := logits.Shape()
-	return []*frontend.Tensor{nn.CrossEntropy(logits.Reshape(s[0]*s[1], s[2]), in[1].Reshape(s[0]*s[1]), 0)}
+	return []*frontend.Tensor{nn.CrossEntropy(logits, in[1].Reshape(logits.Shape()[0]), 0)}
 }
 
 // Decoder is a model with a KV cache per layer, for generation. The
@@ -131,24 +154,26 @@ func NewDecoder(m *Model, batch int, dt frontend.DType) *Decoder {
 // Prefill runs the prompt idx [B, T] through the model, fills the caches
 // and returns the logits of the last position [B, Vocab].
 func (d *Decoder) Prefill(idx *frontend.Tensor) *frontend.Tensor {
-	t := idx.Shape()[1]
-	x := d.M.embed(idx, positions(0, t))
-	for i, b := range d.M.H {
-		x = b.Prefill(x, d.Caches[i])
+	if bad := d.M.check(idx); bad != nil {
+		return bad
 	}
-	s := x.Shape()
-	last := x.Slice([]int{0, t - 1, 0}, []int{s[0], t, s[2]}, nil)
-	return d.M.head(last).Reshape(s[0], d.M.cfg.Vocab)
+	b, t, dm := idx.Shape()[0], idx.Shape()[1], d.M.cfg.D
+	x := d.M.embed(idx)
+	for i, blk := range d.M.H {
+		x = blk.PrefillRows(x, b, t, d.Caches[i])
+	}
+	last := x.Reshape(b, t, dm).Slice([]int{0, t - 1, 0}, []int{b, t, dm}, nil).Reshape(b, dm)
+	return d.M.head(last)
 }
 
 // Decode runs one token per sequence tok [B, 1] at position pos (an int64
 // scalar tensor) with the caches and returns the logits [B, Vocab].
 func (d *Decoder) Decode(tok, pos *frontend.Tensor) *frontend.Tensor {
-	x := d.M.embed(tok, pos.Reshape(1))
+	x := d.M.Wte.Forward(tok.Reshape(tok.Shape()[0])).Add(d.M.Wpe.Forward(pos.Reshape(1)))
 	for i, b := range d.M.H {
-		x = b.Decode(x, pos, d.Caches[i])
+		x = b.DecodeRows(x, pos, d.Caches[i])
 	}
-	return d.M.head(x).Reshape(tok.Shape()[0], d.M.cfg.Vocab)
+	return d.M.head(x)
 }
 
 // Generator is greedy decoding with compiled prefill and decode steps;
