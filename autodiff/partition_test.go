@@ -3,12 +3,13 @@ package autodiff
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
 	"github.com/strata-ir/strata/dialects"
@@ -20,24 +21,25 @@ import (
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
-// sameValues reports the first difference between two lists of results,
-// bit for bit (NaNs equal): the joint and partitioned functions run the
-// same ops in the same order as f and f_grad.
+// sameValues reports how two lists of results differ, bit for bit (NaNs
+// equal): the joint and partitioned functions run the same ops in the
+// same order as f and f_grad.
 func sameValues(got, want []interp.Value) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d results, want %d", len(got), len(want))
+	type result struct {
+		Elem   string
+		Shape  []int64
+		Values []float64
 	}
-	for i := range got {
-		g, w := got[i].(*interp.Tensor), want[i].(*interp.Tensor)
-		if !slices.Equal(g.Shape(), w.Shape()) || g.ElemType() != w.ElemType() {
-			return fmt.Errorf("result %d: %s%v, want %s%v", i, g.ElemType(), g.Shape(), w.ElemType(), w.Shape())
+	view := func(vs []interp.Value) []result {
+		out := make([]result, len(vs))
+		for i, v := range vs {
+			t := v.(*interp.Tensor)
+			out[i] = result{t.ElemType().String(), t.Shape(), t.Float64s()}
 		}
-		gs, ws := g.Float64s(), w.Float64s()
-		for j := range gs {
-			if gs[j] != ws[j] && !(math.IsNaN(gs[j]) && math.IsNaN(ws[j])) {
-				return fmt.Errorf("result %d, element %d: %g, want %g", i, j, gs[j], ws[j])
-			}
-		}
+		return out
+	}
+	if diff := cmp.Diff(view(want), view(got), cmpopts.EquateNaNs()); diff != "" {
+		return fmt.Errorf("results differ (-want +got):\n%s", diff)
 	}
 	return nil
 }
@@ -215,8 +217,8 @@ func TestPartitionPolicy(t *testing.T) {
 		what = append(what, s.What)
 	}
 	want := []string{"argument 0", "argument 1", "argument 3", "'graph.add' at mlp.mlir:4:8", "'graph.matmul' at mlp.mlir:7:8"}
-	if !slices.Equal(what, want) {
-		t.Errorf("saved %q, want %q\n%s", what, want, d.report)
+	if diff := cmp.Diff(want, what); diff != "" {
+		t.Errorf("saved values (-want +got):\n%s\n%s", diff, d.report)
 	}
 	// x 128 + w1 256 + w2 128 + the add 512 + the matmul 64.
 	if d.report.SavedBytes != 1088 {

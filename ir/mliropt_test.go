@@ -6,10 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -136,20 +136,10 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// lineDiff reports the first differing line of want and got, with context.
+// lineDiff shows how got differs from want, line by line (-want +got).
 func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return "line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl
-		}
+	if diff := cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n")); diff != "" {
+		return "(-want +got):\n" + diff
 	}
 	return "(no line differs)"
 }

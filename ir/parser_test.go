@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -216,7 +217,7 @@ func TestColumnsOnOneLine(t *testing.T) {
 		got = append(got, op.Loc().String())
 	}
 	want := []string{`"cols.mlir":1:1`, `"cols.mlir":1:32`, `"cols.mlir":1:51`, `"cols.mlir":2:3`}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("locations %v, want %v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("locations (-want +got):\n%s", diff)
 	}
 }

@@ -3,10 +3,10 @@ package fusion_test
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
 	"github.com/strata-ir/strata/dialects"
@@ -283,8 +283,8 @@ func TestGroups(t *testing.T) {
 				c.opts(&opts)
 			}
 			m, log := fuse(t, c.src, opts)
-			if got := kinds(m); !slices.Equal(got, c.kinds) {
-				t.Errorf("fusion kinds %v, want %v\n%s\n%s", got, c.kinds, ir.Sprint(m, ir.PrintOptions{}), log)
+			if diff := cmp.Diff(c.kinds, kinds(m)); diff != "" {
+				t.Errorf("fusion kinds (-want +got):\n%s\n%s\n%s", diff, ir.Sprint(m, ir.PrintOptions{}), log)
 			}
 			for _, want := range c.log {
 				if !strings.Contains(log, want) {
@@ -317,8 +317,8 @@ func TestCompositeAlone(t *testing.T) {
 	if err := fusion.Check(m); err != nil {
 		t.Fatal(err)
 	}
-	if got := kinds(m); !slices.Equal(got, []string{"pointwise", "composite"}) {
-		t.Errorf("kinds %v\n%s", got, log.String())
+	if diff := cmp.Diff([]string{"pointwise", "composite"}, kinds(m)); diff != "" {
+		t.Errorf("fusion kinds (-want +got):\n%s\n%s", diff, log.String())
 	}
 	if !strings.Contains(log.String(), "a composite keeps a group of its own") {
 		t.Errorf("log:\n%s", log.String())

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	llir "github.com/llir/llvm/ir"
 
 	"github.com/strata-ir/strata/dialects"
@@ -232,8 +233,8 @@ func TestMappings(t *testing.T) {
 			}
 			return true
 		})
-		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("%s with %+v: got %v, want %v", tc.file, tc.cfg, got, tc.want)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s with %+v: kernels' mapping/block/vector/rows (-want +got):\n%s", tc.file, tc.cfg, diff)
 		}
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/strata-ir/strata/internal/fuzzwatch"
 )
 
@@ -125,8 +125,8 @@ func TestReadHandMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	vs, err := ToSlice[float64](a)
-	if err != nil || len(vs) != 1 || vs[0] != 2.5 || !reflect.DeepEqual(a.Shape, []int64{1}) {
-		t.Errorf("got %v %v (%v)", a.Shape, vs, err)
+	if diff := cmp.Diff(&Array{DType: Float64, Shape: []int64{1}, Data: data}, a); err != nil || diff != "" || vs[0] != 2.5 {
+		t.Errorf("read (-want +got):\n%s (%v)", diff, err)
 	}
 }
 
@@ -214,8 +214,11 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := ReadFile(path)
-	if err != nil || !reflect.DeepEqual(a, b) {
-		t.Fatalf("ReadFile = %+v, %v; want %+v", b, err, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("ReadFile of what WriteFile wrote (-written +read):\n%s", diff)
 	}
 	raw, _ := os.ReadFile(path)
 	os.WriteFile(path, append(raw, 0), 0o644)
