@@ -15,6 +15,7 @@ import (
 	_ "github.com/strata-ir/strata/autodiff" // registers graph-autodiff
 	"github.com/strata-ir/strata/dialects"
 	_ "github.com/strata-ir/strata/importers/stablehlo" // registers convert-stablehlo-to-graph
+	_ "github.com/strata-ir/strata/passes/dataparallel" // registers graph-data-parallel
 	_ "github.com/strata-ir/strata/passes/decompose"    // registers graph-decompose
 	_ "github.com/strata-ir/strata/passes/fusion"       // registers graph-fuse
 	_ "github.com/strata-ir/strata/passes/lower"        // registers convert-graph-to-loop, loop-buffer-reuse, lower-to-loop
