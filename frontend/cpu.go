@@ -32,29 +32,49 @@ func (cpuBackend) Describe() string {
 // cpuToolsWarning is printed once a process when the tools are missing.
 var cpuToolsWarning sync.Once
 
-func (cpuBackend) Compile(g *Graph) (Executable, error) {
+// ValidateOptions implements OptionValidator: the one option, workers,
+// bounds the goroutines a kernel runs on (0: GOMAXPROCS).
+func (cpuBackend) ValidateOptions(opts map[string]any) error {
+	_, err := cpuWorkers(opts)
+	return err
+}
+
+func cpuWorkers(opts map[string]any) (int, error) {
 	workers := 0
-	for k, v := range g.Options {
+	for k, v := range opts {
 		switch k {
 		case "workers":
 			n, ok := v.(int)
 			if !ok || n < 0 {
-				return nil, fmt.Errorf("cpu backend option workers must be a non-negative int, got %v", v)
+				return 0, fmt.Errorf("cpu backend option workers must be a non-negative int, got %v", v)
 			}
 			workers = n
 		default:
-			return nil, fmt.Errorf("cpu backend has no option %q (it takes: workers)", k)
+			return 0, fmt.Errorf("cpu backend has no option %q (it takes: workers)", k)
 		}
+	}
+	return workers, nil
+}
+
+func (cpuBackend) Compile(g *Graph) (Executable, error) {
+	workers, err := cpuWorkers(g.Options)
+	if err != nil {
+		return nil, err
+	}
+	// The interpreter, where it runs instead, takes none of the options.
+	interpret := func() (Executable, error) {
+		g.Options = nil
+		return mustBackend(InterpBackend).b.Compile(g)
 	}
 	if _, err := cpu.FindTools(); err != nil {
 		cpuToolsWarning.Do(func() {
 			warnf(topicPerfHints, "the cpu backend runs graphs in the interpreter: %v", err)
 		})
-		return mustBackend(InterpBackend).b.Compile(g)
+		return interpret()
 	}
 	// The interpreter fallback needs the graph as it is.
 	graph := g.Module.Clone(nil)
-	err := g.Time(PhasePasses, func() error {
+	err = g.Time(PhasePasses, func() error {
 		pm, err := passes.Parse(LowerToLoopPipeline)
 		if err != nil {
 			return err
@@ -71,7 +91,7 @@ func (cpuBackend) Compile(g *Graph) (Executable, error) {
 		}
 		warnf(topicPerfHints, "the cpu backend runs @%s in the interpreter: %v", g.Func, err)
 		g.Module = graph
-		return mustBackend(InterpBackend).b.Compile(g)
+		return interpret()
 	}
 	prog.Workers = workers
 	name := g.Func
