@@ -106,6 +106,18 @@ func TestDifferentialCallSequences(t *testing.T) {
 
 // diffCheck runs one drawn program and call sequence and returns the
 // number of calls replayed.
+// TestGPUDifferentialCallSequences is the differential test on the nvptx
+// backend (run it with a small -rapid.checks: every graph is compiled to
+// PTX).
+func TestGPUDifferentialCallSequences(t *testing.T) {
+	gpu(t)
+	var replays int
+	rapid.Check(t, func(t *rapid.T) { replays += diffCheck(t, frontend.NVPTXBackend, frontend.DynamicAuto) })
+	if replays == 0 {
+		t.Errorf("no call was replayed")
+	}
+}
+
 func diffCheck(t *rapid.T, be string, dyn frontend.Dynamic) int {
 	n := rapid.IntRange(1, 5).Draw(t, "n")
 	prog := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) diffInstr {

@@ -13,7 +13,7 @@ func TestRandCompiledMatchesEager(t *testing.T) {
 	fn := func(x *frontend.Tensor) *frontend.Tensor {
 		return frontend.Dropout(x, 0.5, true).Add(frontend.RandLike(x))
 	}
-	for _, be := range stateBackends {
+	for _, be := range withGPU(t, stateBackends) {
 		x := frontend.Ones(frontend.Float32, 64)
 		frontend.Seed(42)
 		var eager [][]float32

@@ -20,7 +20,7 @@ func attentionBlock(x, wq, wo *frontend.Tensor) *frontend.Tensor {
 }
 
 func TestSymbolicSizesCompileOnce(t *testing.T) {
-	for _, be := range stateBackends {
+	for _, be := range withGPU(t, stateBackends) {
 		b, name := recording(t, be)
 		c := frontend.MustCompile(attentionBlock, frontend.Options{Backend: name})
 		wq, wo := frontend.Rand(1, 8, 8), frontend.Rand(2, 8, 8)

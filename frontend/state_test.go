@@ -1,19 +1,31 @@
 package frontend_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
 )
 
-// stateBackends are the backends the state tests compile with.
+// stateBackends are the backends the state tests compile with (nvptx is
+// added by withGPU where a GPU is present).
 var stateBackends = []string{frontend.InterpBackend, frontend.AOTEagerBackend}
+
+// withGPU returns backends and nvptx when a GPU opens; without one it
+// logs why nvptx is left out.
+func withGPU(t testing.TB, backends []string) []string {
+	if _, err := frontend.GPURuntime(); err != nil {
+		t.Logf("nvptx left out: %v", err)
+		return backends
+	}
+	return append(slices.Clone(backends), frontend.NVPTXBackend)
+}
 
 func vec(xs ...float32) *frontend.Tensor { return frontend.FromSlice(xs) }
 
 func TestCapturedScalarFlip(t *testing.T) {
-	for _, be := range stateBackends {
+	for _, be := range withGPU(t, stateBackends) {
 		flag, n, scale := true, 1, float32(2)
 		fn := func(x *frontend.Tensor) *frontend.Tensor {
 			y := x
@@ -36,7 +48,7 @@ func TestCapturedScalarFlip(t *testing.T) {
 }
 
 func TestCapturedTensorRebinding(t *testing.T) {
-	for _, be := range stateBackends {
+	for _, be := range withGPU(t, stateBackends) {
 		w := vec(1, 1)
 		c := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(w) }, frontend.Options{Backend: be})
 		x := vec(3, 4)
@@ -58,7 +70,7 @@ type linear struct {
 func (l *linear) forward(x *frontend.Tensor) *frontend.Tensor { return x.MatMul(l.W).Add(l.B) }
 
 func TestStructFieldReplaced(t *testing.T) {
-	for _, be := range stateBackends {
+	for _, be := range withGPU(t, stateBackends) {
 		m := &linear{W: frontend.FromSlice([]float32{1, 0, 0, 1}, 2, 2), B: vec(0, 0)}
 		c := frontend.MustCompile(m.forward, frontend.Options{Backend: be})
 		x := frontend.FromSlice([]float32{1, 2}, 1, 2)
@@ -145,7 +157,7 @@ func TestPytreeArguments(t *testing.T) {
 		}
 		return map[string]*frontend.Tensor{"out": x}, []*frontend.Tensor{x.Neg()}, nil
 	}
-	for _, be := range stateBackends {
+	for _, be := range withGPU(t, stateBackends) {
 		c := frontend.MustCompile(fn, frontend.Options{Backend: be})
 		p := &params{Layers: []*linear{mk(1), mk(2)}, Scale: 1, Names: map[string]*frontend.Tensor{"bias": vec(10, 20)}}
 		x := frontend.FromSlice([]float32{1, 2}, 1, 2)
@@ -198,7 +210,7 @@ func TestAssignEager(t *testing.T) {
 }
 
 func TestAssignInCompiled(t *testing.T) {
-	for _, be := range stateBackends {
+	for _, be := range withGPU(t, stateBackends) {
 		type state struct{ W, M *frontend.Tensor }
 		st := &state{W: vec(1, 2), M: vec(0, 0)}
 		step := func(s *state, g *frontend.Tensor, lr float32) (*frontend.Tensor, error) {
