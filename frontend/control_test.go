@@ -166,3 +166,20 @@ func TestListModesSaysWhatEachBackendDoes(t *testing.T) {
 		}
 	}
 }
+
+func TestNestedCompiledCalls(t *testing.T) {
+	inner := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor { return x.Exp() }, frontend.Options{})
+	w := vec(2, 3)
+	outer := frontend.MustCompile(func(x *frontend.Tensor) (*frontend.Tensor, error) {
+		y, err := inner.Call(x.Mul(w))
+		if err != nil {
+			return nil, err
+		}
+		return y[0].Add(x), nil
+	}, frontend.Options{})
+	for i := range 3 {
+		x := vec(float32(i), 1)
+		got := call(t, outer, x)[0].Float32s()
+		near(t, got, x.Mul(w).Exp().Add(x).Float32s())
+	}
+}

@@ -261,6 +261,10 @@ func pickSession(operands []*Tensor) *session {
 				lazy = s
 			}
 		}
+	}
+	// A concrete tensor that is an input of a compiled call in flight
+	// (an argument, a captured weight it used) joins that call.
+	for _, t := range operands {
 		if s := t.in.Load(); s != nil && s.active {
 			return s
 		}
