@@ -57,6 +57,22 @@ const NoUnrollAttr = "loop.no_unroll"
 // it on the loads of row kernels (option row-evict-last).
 const EvictLastAttr = "loop.evict_last"
 
+// NestKindAttr is a discardable string attribute of a top-level
+// loop.parallel: what the nest is, as convert-graph-to-loop made it from a
+// graph.fusion of that kind ("pointwise", "reduction", "persistent_row",
+// "matmul", "conv2d", "copy"). Passes after it (convert-loop-to-gpu) read
+// it with NestKind instead of re-recognizing the nest from its shape; a
+// nest without it (written by hand, or by another producer) is recognized
+// by shape as before.
+const NestKindAttr = "loop.nest"
+
+// NestKind returns the kind NestKindAttr records on nest, or "" when it
+// has none.
+func NestKind(nest *ir.Operation) string {
+	s, _ := nest.Attr(NestKindAttr).(ir.StringAttr)
+	return s.Value
+}
+
 // Dialect is the loop dialect, ready to load into an ir.Context.
 var Dialect = &ir.Dialect{
 	Name:    "loop",

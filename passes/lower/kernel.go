@@ -188,6 +188,12 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 		}
 		return nil
 	})
+	if k.par != nil && kind != "" {
+		// What the nest is, for the passes after (loop.NestKind): the
+		// fusion's kind, so that convert-loop-to-gpu reads it rather than
+		// re-recognizing it from the nest's shape.
+		k.par.SetAttr(loop.NestKindAttr, ir.Str(kind))
+	}
 	k.c.kernels++
 	return bufs, err
 }

@@ -41,8 +41,13 @@ type factor struct {
 func (m *matmulNest) batch() int { return len(m.extents) - 2 }
 
 // matchMatmul recognizes a matmul nest with unit steps from 0, or returns
-// nil.
+// nil. A nest convert-graph-to-loop marked (loop.NestKind) is a matmul
+// only when marked so; the shape is then only read for its operands. An
+// unmarked nest (loop IR from elsewhere) is recognized by its shape.
 func matchMatmul(nest *ir.Operation) *matmulNest {
+	if kind := loop.NestKind(nest); kind != "" && kind != "matmul" {
+		return nil
+	}
 	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
 	rank := len(lbs)
 	if err != nil || rank < 2 || len(inits) > 0 {
