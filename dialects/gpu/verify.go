@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -242,7 +243,7 @@ func verifyLaunchShared(l Launch, fn *ir.Operation) error {
 	if l.DynamicSharedBytes == nil {
 		return fmt.Errorf("kernel %s keeps its %d bytes of workgroup memory in dynamic shared memory (more than %d): the launch must pass dynamic_shared_memory_size", l.Kernel, need, MaxStaticSharedBytes)
 	}
-	if c := l.DynamicSharedBytes.DefiningOp(); c != nil && c.Name() == "arith.constant" {
+	if c := l.DynamicSharedBytes.DefiningOp(); c != nil && c.Name() == arith.OpConstant {
 		if v, ok := c.Attr("value").(ir.IntegerAttr); ok && v.Value < need {
 			return fmt.Errorf("dynamic_shared_memory_size %d is less than the %d bytes of kernel %s's workgroup memory", v.Value, need, l.Kernel)
 		}

@@ -1,6 +1,9 @@
 package math
 
-import "github.com/strata-ir/strata/ir"
+import (
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/ir"
+)
 
 // fold evaluates the op on constant operands: scalars (FloatAttr,
 // IntegerAttr) or dense vectors and tensors, splat or not. Like upstream, it
@@ -121,12 +124,12 @@ func foldable(ft *ir.FloatType, prec precision) bool {
 // materializeConstant builds the arith.constant that folding produced,
 // as upstream's math dialect does; nil when arith is not loaded.
 func materializeConstant(b *ir.Builder, a ir.Attribute, t ir.Type, loc ir.Location) *ir.Operation {
-	if b.Ctx.OpDef("arith.constant") == nil {
+	if b.Ctx.OpDef(arith.OpConstant) == nil {
 		return nil
 	}
 	switch a.(type) {
 	case ir.FloatAttr, ir.IntegerAttr, ir.DenseAttr:
-		return b.Op("arith.constant", loc, nil, []ir.Type{t}, ir.NamedAttr{Name: "value", Value: a})
+		return b.Op(arith.OpConstant, loc, nil, []ir.Type{t}, ir.NamedAttr{Name: "value", Value: a})
 	}
 	return nil
 }

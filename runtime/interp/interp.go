@@ -3,7 +3,7 @@
 // the oracle that passes and the GPU backend are tested against.
 //
 // Each op's meaning is a Rule, registered by op name in a table kept per
-// dialect (arith.go, func.go, math.go, ...); grep for "arith.addf" to find it.
+// dialect (arith.go, func.go, math.go, ...); grep for arith.OpAddF to find it.
 // Rules compute on whole tensors with loops over typed storage (see Tensor),
 // so elementwise work runs at native speed in the element type's precision.
 // Scalar arithmetic is shared with the dialects' folders (dialects/arith's
