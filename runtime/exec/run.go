@@ -96,6 +96,7 @@ type Runtime struct {
 	mu      sync.Mutex
 	modules map[[32]byte]module // by the SHA-256 of the PTX text
 	libs    libraries           // cuBLASLt, for gpu.library_matmul (library.go)
+	comm    Communicator        // runs loop.collective (collective.go); nil: a world of one rank
 	// policy says how PTX is handed to the driver (load.go); policyErr is
 	// a bad LoadPolicyEnv, reported by the first load.
 	policy    LoadPolicy

@@ -1,0 +1,298 @@
+// Package nccl runs collectives among processes with NVIDIA's NCCL,
+// loaded at run time with purego as runtime/cuda loads the driver: a
+// Strata binary builds without cgo, and a machine without the library
+// reports ErrNotFound instead of failing to start.
+//
+// One process drives one GPU (one rank). The ranks of a job agree on a
+// communicator through a unique id that rank 0 makes and shares (Share:
+// through a file or a localhost TCP socket); FromEnv reads STRATA_RANK,
+// STRATA_WORLD_SIZE and the bootstrap from the environment. Every
+// collective is queued on the stream it is given and returns at once
+// (stream-ordered), so a plan holding them can be captured into a CUDA
+// graph.
+//
+// The library is searched in order: the file named by $STRATA_NCCL,
+// libnccl.so.2 through the dynamic loader's path, and the NVIDIA wheels of
+// a Python installation (PyTorch's nvidia/nccl/lib).
+package nccl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// ErrNotFound is wrapped by the error of Load when no usable NCCL library
+// is found.
+var ErrNotFound = errors.New("NCCL not found")
+
+// EnvPath names the environment variable that points at the library file,
+// searched first.
+const EnvPath = "STRATA_NCCL"
+
+const soname = "libnccl.so.2"
+
+// searchGlobs are the places outside the loader's path where toolkits and
+// Python wheels install the library.
+var searchGlobs = []string{
+	"/usr/local/cuda/lib64/libnccl.so.2",
+	"/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+	"/usr/lib/python3*/*-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/usr/local/lib/python3*/*-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/opt/conda/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+	"/opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+}
+
+// Result is an ncclResult_t.
+type Result int32
+
+// The results NCCL returns.
+const (
+	Success            Result = 0
+	UnhandledCudaError Result = 1
+	SystemError        Result = 2
+	InternalError      Result = 3
+	InvalidArgument    Result = 4
+	InvalidUsage       Result = 5
+	RemoteError        Result = 6
+	InProgress         Result = 7
+)
+
+// DataType is an ncclDataType_t.
+type DataType int32
+
+// The element types NCCL reduces.
+const (
+	Int8     DataType = 0
+	Uint8    DataType = 1
+	Int32    DataType = 2
+	Uint32   DataType = 3
+	Int64    DataType = 4
+	Uint64   DataType = 5
+	Float16  DataType = 6
+	Float32  DataType = 7
+	Float64  DataType = 8
+	BFloat16 DataType = 9
+)
+
+// RedOp is an ncclRedOp_t.
+type RedOp int32
+
+// The reductions.
+const (
+	Sum  RedOp = 0
+	Prod RedOp = 1
+	Max  RedOp = 2
+	Min  RedOp = 3
+	Avg  RedOp = 4
+)
+
+// UniqueIDBytes is the size of an ncclUniqueId.
+const UniqueIDBytes = 128
+
+// UniqueID is an ncclUniqueId: what rank 0 makes and every rank passes to
+// InitRank to join one communicator.
+type UniqueID struct{ Internal [UniqueIDBytes]byte }
+
+// Error is a failed NCCL call.
+type Error struct {
+	Op     string
+	Code   Result
+	Detail string // ncclGetErrorString, and ncclGetLastError when it says more
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s (ncclResult %d)", e.Op, e.Detail, e.Code) }
+
+// lib holds the bound entry points of one loaded libnccl.
+type lib struct {
+	path string
+
+	ncclGetVersion     func(v *int32) Result
+	ncclGetErrorString func(r Result) *byte
+	ncclGetLastError   func(comm uintptr) *byte
+	ncclGetUniqueId    func(id *UniqueID) Result
+	ncclCommInitRank   func(comm *uintptr, nranks int32, id UniqueID, rank int32) Result
+	ncclCommDestroy    func(comm uintptr) Result
+	ncclCommCount      func(comm uintptr, n *int32) Result
+	ncclCommUserRank   func(comm uintptr, r *int32) Result
+	ncclGroupStart     func() Result
+	ncclGroupEnd       func() Result
+
+	// The collectives, called through purego.SyscallN on their addresses
+	// (no reflection on the hot path).
+	allReduce, broadcast, reduce, allGather, reduceScatter uintptr
+}
+
+func (l *lib) symbols() []struct {
+	name string
+	fptr any
+} {
+	return []struct {
+		name string
+		fptr any
+	}{
+		{"ncclGetVersion", &l.ncclGetVersion},
+		{"ncclGetErrorString", &l.ncclGetErrorString},
+		{"ncclGetLastError", &l.ncclGetLastError},
+		{"ncclGetUniqueId", &l.ncclGetUniqueId},
+		{"ncclCommInitRank", &l.ncclCommInitRank},
+		{"ncclCommDestroy", &l.ncclCommDestroy},
+		{"ncclCommCount", &l.ncclCommCount},
+		{"ncclCommUserRank", &l.ncclCommUserRank},
+		{"ncclGroupStart", &l.ncclGroupStart},
+		{"ncclGroupEnd", &l.ncclGroupEnd},
+	}
+}
+
+// openLib loads the library at path and binds every entry point; a file
+// that is missing or lacks one of them is an error, not a panic.
+func openLib(path string) (*lib, error) {
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	l := &lib{path: path}
+	for _, s := range l.symbols() {
+		addr, err := purego.Dlsym(h, s.name)
+		if err != nil || addr == 0 {
+			purego.Dlclose(h)
+			return nil, fmt.Errorf("%s has no %s (not NCCL 2.19 or later)", path, s.name)
+		}
+		purego.RegisterFunc(s.fptr, addr)
+	}
+	for _, s := range []struct {
+		name string
+		addr *uintptr
+	}{{"ncclAllReduce", &l.allReduce}, {"ncclBroadcast", &l.broadcast}, {"ncclReduce", &l.reduce},
+		{"ncclAllGather", &l.allGather}, {"ncclReduceScatter", &l.reduceScatter}} {
+		addr, err := purego.Dlsym(h, s.name)
+		if err != nil || addr == 0 {
+			purego.Dlclose(h)
+			return nil, fmt.Errorf("%s has no %s", path, s.name)
+		}
+		*s.addr = addr
+	}
+	return l, nil
+}
+
+// candidates returns the paths Load tries, in order.
+func candidates() []string {
+	var out []string
+	if p := os.Getenv(EnvPath); p != "" {
+		out = append(out, p)
+	}
+	out = append(out, soname)
+	for _, g := range searchGlobs {
+		m, _ := filepath.Glob(g) // only ErrBadPattern, and the patterns are fixed
+		out = append(out, m...)
+	}
+	return out
+}
+
+var (
+	loadOnce sync.Once
+	theLib   *lib
+	loadErr  error
+)
+
+func load() (*lib, error) {
+	loadOnce.Do(func() { theLib, loadErr = search(candidates()) })
+	return theLib, loadErr
+}
+
+// search opens the first path of paths that is an NCCL library.
+func search(paths []string) (*lib, error) {
+	var why []error
+	for _, p := range paths {
+		l, err := openLib(p)
+		if err == nil {
+			return l, nil
+		}
+		why = append(why, err)
+	}
+	return nil, fmt.Errorf("%w: tried $%s, %d paths: %w", ErrNotFound, EnvPath, len(paths), errors.Join(why...))
+}
+
+// Load finds and loads NCCL without touching a device; the error wraps
+// ErrNotFound when no library is found.
+func Load() error {
+	_, err := load()
+	return err
+}
+
+// Info returns the loaded library's path and version (ncclGetVersion:
+// 10000·major + 100·minor + patch).
+func Info() (path string, version int, err error) {
+	l, err := load()
+	if err != nil {
+		return "", 0, err
+	}
+	var v int32
+	if r := l.ncclGetVersion(&v); r != Success {
+		return "", 0, l.errorFor("ncclGetVersion", r, 0)
+	}
+	return l.path, int(v), nil
+}
+
+func (l *lib) errorFor(op string, r Result, comm uintptr) error {
+	detail := goString(l.ncclGetErrorString(r))
+	if last := goString(l.ncclGetLastError(comm)); last != "" && last != detail {
+		detail += ": " + last
+	}
+	return &Error{Op: op, Code: r, Detail: detail}
+}
+
+// goString copies a NUL-terminated C string.
+func goString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	var n int
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// NewUniqueID makes the id of a new communicator (rank 0 calls it).
+func NewUniqueID() (UniqueID, error) {
+	l, err := load()
+	if err != nil {
+		return UniqueID{}, err
+	}
+	var id UniqueID
+	if r := l.ncclGetUniqueId(&id); r != Success {
+		return UniqueID{}, l.errorFor("ncclGetUniqueId", r, 0)
+	}
+	return id, nil
+}
+
+// GroupStart and GroupEnd bracket collectives that NCCL issues as one
+// (a bucket of several buffers, say).
+func GroupStart() error {
+	l, err := load()
+	if err != nil {
+		return err
+	}
+	if r := l.ncclGroupStart(); r != Success {
+		return l.errorFor("ncclGroupStart", r, 0)
+	}
+	return nil
+}
+
+// GroupEnd ends the group GroupStart began and issues its collectives.
+func GroupEnd() error {
+	l, err := load()
+	if err != nil {
+		return err
+	}
+	if r := l.ncclGroupEnd(); r != Success {
+		return l.errorFor("ncclGroupEnd", r, 0)
+	}
+	return nil
+}
