@@ -598,7 +598,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	words := make([]uint64, 0, 2*len(k.Args)+1)
 	var scratch []byte
-	var panels, packWork int64
+	var panels, rowBlocks, packWork int64
 	if k.Matmul {
 		kk := r.intValue(k.MatmulK)
 		if kk < 0 {
@@ -607,11 +607,12 @@ func (r *run) launch(k *target.Kernel) error {
 		n := trips[1]
 		cols := int64(k.MatmulCols)
 		panels = (n + cols - 1) / cols
-		packWork = 4 * kk * cols
-		scratch = r.p.getScratch(int(max(1, panels*kk*cols) * int64(k.MatmulElemBytes)))
+		rowBlocks = (trips[0] + int64(k.MatmulRows) - 1) / int64(k.MatmulRows)
+		packWork = 4 * kk * max(cols, int64(k.MatmulRows))
+		scratch = r.p.getScratch(int(max(1, (panels*cols+rowBlocks*int64(k.MatmulRows))*kk) * int64(k.MatmulElemBytes)))
 		defer r.p.scratch.Put(&scratch)
 		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))))
-		total = panels * ((trips[0] + int64(k.MatmulRows) - 1) / int64(k.MatmulRows))
+		total = panels * rowBlocks
 	}
 	for _, a := range k.Args {
 		v := r.vals[a.Value]
@@ -641,7 +642,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	args := uintptr(unsafe.Pointer(&words[0]))
 	if k.Matmul {
-		r.p.parallel(r.p.packs[k], args, panels, packWork)
+		r.p.parallel(r.p.packs[k], args, panels+rowBlocks, packWork)
 		r.p.parallel(fn, args, total, 4*int64(k.MatmulCols)*int64(k.MatmulRows)*max(1, r.intValue(k.MatmulK)))
 	} else {
 		r.p.parallel(fn, args, total, k.Work)

@@ -177,9 +177,18 @@ func (k *kt) matmulSizes(m *mmMatch) (mm, nn, kk value.Value) {
 // pack emits the pack kernel: panels [lo, hi) of B, each K rows of NR
 // consecutive columns (zero past N), contiguous in scratch at p·K·NR.
 func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
-	_, n, kk := k.matmulSizes(m)
-	nr := int64(m.cols())
-	_, err := k.loop(lo, hi, i64(1), nil, false, func(p value.Value, _ []value.Value) ([]value.Value, error) {
+	mSize, n, kk := k.matmulSizes(m)
+	nr, mr := int64(m.cols()), int64(m.mr)
+	panels := k.cur.NewSDiv(k.cur.NewAdd(n, i64(nr-1)), i64(nr))
+	aStart := k.cur.NewMul(k.cur.NewMul(panels, kk), i64(nr))
+	mLast := k.cur.NewSub(mSize, i64(1))
+	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
+		isB := k.cur.NewICmp(enum.IPredSLT, item, panels)
+		packB, packA, done := k.newBlock("packb"), k.newBlock("packa"), k.newBlock("packed")
+		k.cur.NewCondBr(isB, packB, packA)
+		// B: panel p, K rows of NR columns, zero past N.
+		k.cur = packB
+		p := item
 		base := k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr))
 		j0 := k.cur.NewMul(p, i64(nr))
 		_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
@@ -201,7 +210,39 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			})
 			return nil, err
 		})
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		k.cur.NewBr(done)
+		// A: block b of MR rows (past M: the last row again), k-major, so
+		// that the micro-kernel reads its MR elements of a k together.
+		k.moveToEnd(packA)
+		k.cur = packA
+		b := k.cur.NewSub(item, panels)
+		ablock := k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(b, kk), i64(mr)))
+		_, err = k.loop(i64(0), i64(mr), i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
+			row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
+			clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast)
+			_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+				k.vals[m.i], k.vals[m.kIV] = clamped, kv
+				ptr, elem, err := k.address(m.a, []*ir.Value{m.i, m.kIV})
+				if err != nil {
+					return nil, err
+				}
+				dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(ablock, k.cur.NewAdd(k.cur.NewMul(kv, i64(mr)), r)))
+				dst.InBounds = true
+				k.cur.NewStore(k.cur.NewLoad(elem, ptr), dst)
+				return nil, nil
+			})
+			return nil, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		k.cur.NewBr(done)
+		k.moveToEnd(done)
+		k.cur = done
+		return nil, nil
 	})
 	return err
 }
@@ -229,9 +270,10 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 	}
 	initVec := k.splat(init, vl)
 	fma := k.t.intrinsic("llvm.fmuladd."+vecSuffix(vl, m.elem), vt, vt, vt, vt)
-	mLast := k.cur.NewSub(mSize, i64(1))
 	body := loop.Body(m.nest)
 	rowBlocks := k.cur.NewSDiv(k.cur.NewAdd(mSize, i64(int64(MR-1))), i64(int64(MR)))
+	panels := k.cur.NewSDiv(k.cur.NewAdd(n, i64(nr-1)), i64(nr))
+	aStart := k.cur.NewMul(k.cur.NewMul(panels, kk), i64(nr))
 	// One loop over [lo, hi) of the (panel, row block) pairs, panel-major:
 	// a worker's range covers a few panels, each over a run of row
 	// blocks, so its packed panel stays in cache across the run.
@@ -244,17 +286,7 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 		ncols2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ncols, i64(nr)), ncols, i64(nr))
 		{
 			i0 := k.cur.NewMul(ib, i64(int64(MR)))
-			rows := make([]value.Value, MR)
-			for r := range MR {
-				ir0 := k.cur.NewAdd(i0, i64(int64(r)))
-				clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ir0, mLast), ir0, mLast)
-				k.vals[m.i], k.vals[m.kIV] = clamped, i64(0)
-				ptr, _, err := k.address(m.a, []*ir.Value{m.i, m.kIV})
-				if err != nil {
-					return nil, err
-				}
-				rows[r] = ptr
-			}
+			ablock := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(ib, kk), i64(int64(MR)))))
 			inits := make([]value.Value, MR*NV)
 			for x := range inits {
 				inits[x] = initVec
@@ -268,8 +300,9 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 					bs[v] = ld
 				}
 				next := make([]value.Value, len(acc))
+				arow := k.cur.NewGetElementPtr(m.elem, ablock, k.cur.NewMul(kv, i64(int64(MR))))
 				for r := range MR {
-					ap := k.cur.NewGetElementPtr(m.elem, rows[r], kv)
+					ap := k.cur.NewGetElementPtr(m.elem, arow, i64(int64(r)))
 					a := k.splat(k.cur.NewLoad(m.elem, ap), vl)
 					for v := range NV {
 						x := r*NV + v

@@ -54,10 +54,11 @@ type Kernel struct {
 	// Matmul is set when the nest became a register-blocked matrix
 	// product C[i, j] = epilogue(Σk A[i, k]·B[k, j]): its outer range then
 	// counts (panel of MatmulCols columns, block of MatmulRows rows)
-	// pairs, panel-major, and the first word of its
-	// arguments is a scratch buffer of ceil(N/MatmulCols)·K·MatmulCols
-	// elements of MatmulElemBytes bytes, which Name+"_pack" fills from B
-	// (its range: the panels of MatmulCols columns) before Name runs.
+	// pairs, panel-major, and the first word of its arguments is a scratch
+	// buffer of (P·MatmulCols + R·MatmulRows)·K elements of
+	// MatmulElemBytes bytes (P panels, R row blocks), which Name+"_pack"
+	// fills before Name runs (its range: the P panels of B, then the R
+	// blocks of A, each packed k-major).
 	// MatmulK is the reduction's trip count (a constant or a host value).
 	Matmul          bool
 	MatmulK         *ir.Value
