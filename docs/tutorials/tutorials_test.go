@@ -129,6 +129,7 @@ func transcript(page string) (cmds, outputs []string) {
 // every command the page shows, comparing the output with the page's. The
 // page's files are also those of examples/custompass.
 func TestCustomPassTutorial(t *testing.T) {
+	t.Parallel()
 	files, page := tutorialFiles(t, "custom-pass.md")
 	want := []string{"go.mod", "strengthreduce/strengthreduce.go", "strengthreduce/strengthreduce_test.go", "cmd/irc/main.go", "testdata/mul.mlir"}
 	for _, path := range want {
@@ -149,12 +150,13 @@ func TestCustomPassTutorial(t *testing.T) {
 	dir, env := module(t, files)
 	// examples/custompass, a module of its own inside the repository, is
 	// complete as it is: its go.mod and go.sum need no change.
-	example := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOPROXY=off")
-	if out, err := goCmd("../../examples/custompass", example, "list", "-deps", "-test", "./..."); err != nil {
-		t.Errorf("examples/custompass: go list -mod=readonly: %v\n%s", err, out)
-	}
-	if out, err := goCmd(dir, env, "vet", "./..."); err != nil {
-		t.Fatalf("go vet: %v\n%s", err, out)
+	list := exec.Command("go", "list", "-deps", "-test", "./...")
+	list.Dir = "../../examples/custompass"
+	list.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOPROXY=off")
+	var stderr bytes.Buffer
+	list.Stderr = &stderr
+	if err := list.Run(); err != nil {
+		t.Errorf("examples/custompass: go list -mod=readonly: %v (run go mod tidy there)\n%s", err, stderr.String())
 	}
 	if out, err := goCmd(dir, env, "test", "./..."); err != nil {
 		t.Fatalf("go test: %v\n%s", err, out)
@@ -184,6 +186,7 @@ func TestCustomPassTutorial(t *testing.T) {
 // module outside the repository and runs its test, then breaks the pass as
 // the page suggests and checks that the test fails with a shrunk program.
 func TestPropertyTestingTutorial(t *testing.T) {
+	t.Parallel()
 	files, _ := tutorialFiles(t, "property-testing.md")
 	for _, path := range []string{"go.mod", "subtoadd/subtoadd.go", "subtoadd/subtoadd_test.go"} {
 		if _, ok := files[path]; !ok {
@@ -192,9 +195,6 @@ func TestPropertyTestingTutorial(t *testing.T) {
 	}
 	pass := files["subtoadd/subtoadd.go"]
 	dir, env := module(t, files)
-	if out, err := goCmd(dir, env, "vet", "./..."); err != nil {
-		t.Fatalf("go vet: %v\n%s", err, out)
-	}
 	if out, err := goCmd(dir, env, "test", "./..."); err != nil {
 		t.Fatalf("go test: %v\n%s", err, out)
 	}
