@@ -139,8 +139,8 @@ type result struct {
 	// cpu is the process's CPU time (user and system, every thread) per
 	// call: on a machine shared with other jobs a steadier measure of the
 	// work than the wall clock.
-	cpu time.Duration
-	check                      string
+	cpu   time.Duration
+	check string
 }
 
 func measure(w workload, reps int, withInterp bool, workers int) (result, error) {
