@@ -85,13 +85,22 @@ func sqrt(n int) float64 { return math.Sqrt(float64(n)) }
 func Train(w io.Writer, cfg Config) ([]float64, error) {
 	opts := frontend.Options{Backend: cfg.Backend}
 	step := frontend.ValueAndGrad(Loss, Params...).WithOptions(opts)
-	update, err := frontend.Compile(func(p, g, lr *frontend.Tensor) *frontend.Tensor { return p.Sub(g.Mul(lr)) }, opts)
+	// One compiled SGD step updates every parameter in place (Assign's
+	// functionalization: the new values are the graph's outputs, written
+	// back into the parameters); lr is a Go value read at every call.
+	update, err := frontend.Compile(func(params, grads []*frontend.Tensor, lr float64) error {
+		for j, p := range params {
+			if err := p.SubInPlace(grads[j].Mul(frontend.Full(p.DType(), lr))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, opts)
 	if err != nil {
 		return nil, err
 	}
 	x, y := Data(cfg.DType)
 	params := Init(cfg.DType)
-	lr := frontend.Full(cfg.DType, cfg.LR)
 	var losses []float64
 	for i := range cfg.Steps {
 		values, grads, err := step.Call(append([]*frontend.Tensor{x, y}, params...)...)
@@ -106,12 +115,8 @@ func Train(w io.Writer, cfg Config) ([]float64, error) {
 		if i%10 == 0 {
 			fmt.Fprintf(w, "step %3d: loss %.6f\n", i, losses[i])
 		}
-		for j, p := range params {
-			res, err := update.Call(p, grads[j], lr)
-			if err != nil {
-				return nil, fmt.Errorf("step %d, parameter %d: %w", i, j, err)
-			}
-			params[j] = res[0]
+		if _, err := update.Invoke(params, grads, cfg.LR); err != nil {
+			return nil, fmt.Errorf("step %d, update: %w", i, err)
 		}
 	}
 	final := Loss(x, y, params[0], params[1], params[2], params[3])
