@@ -57,6 +57,7 @@ type driver struct {
 	cuStreamCreate            func(s *uintptr, flags uint32) Result
 	cuStreamDestroy           func(s uintptr) Result
 	cuStreamSynchronize       func(s uintptr) Result
+	cuStreamWaitEvent         func(s, e uintptr, flags uint32) Result
 	cuEventCreate             func(e *uintptr, flags uint32) Result
 	cuEventDestroy            func(e uintptr) Result
 	cuEventRecord             func(e, s uintptr) Result
@@ -160,6 +161,7 @@ func (d *driver) symbols() []struct {
 		{&d.cuStreamCreate, []string{"cuStreamCreate"}},
 		{&d.cuStreamDestroy, []string{"cuStreamDestroy_v2"}},
 		{&d.cuStreamSynchronize, []string{"cuStreamSynchronize"}},
+		{&d.cuStreamWaitEvent, []string{"cuStreamWaitEvent"}},
 		{&d.cuEventCreate, []string{"cuEventCreate"}},
 		{&d.cuEventDestroy, []string{"cuEventDestroy_v2"}},
 		{&d.cuEventRecord, []string{"cuEventRecord"}},

@@ -79,6 +79,24 @@ func (dev *Device) NewEvent() (*Event, error) {
 	return ev, nil
 }
 
+// NewSyncEvent creates an event without timing (CU_EVENT_DISABLE_TIMING),
+// the cheap kind that orders one stream after another (Stream.WaitEvent).
+func (dev *Device) NewSyncEvent() (*Event, error) {
+	const disableTiming = 2
+	ev := &Event{dev: dev}
+	if err := dev.call("cuEventCreate", func() Result { return dev.drv.cuEventCreate(&ev.e, disableTiming) }); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// WaitEvent makes the work queued on the stream after it wait for the work
+// before e's last Record (on any stream); the host does not wait. On the
+// nil Stream it orders the default stream.
+func (dev *Device) WaitEvent(stream *Stream, e *Event) error {
+	return dev.call("cuStreamWaitEvent", func() Result { return dev.drv.cuStreamWaitEvent(stream.Handle(), e.e, 0) })
+}
+
 // Record queues the event on stream (nil: the default stream).
 func (e *Event) Record(stream *Stream) error {
 	var s uintptr

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
@@ -64,7 +66,7 @@ func (c *planner) collective(op *ir.Operation) (stepFunc, error) {
 		if src.mem.freed || dst.mem.freed {
 			return ir.Errorf(op.Loc(), "%s of a deallocated buffer", loop.CollectiveOp)
 		}
-		if err := runCollective(r, spec, elem, src, dst); err != nil {
+		if err := runCollective(r, op, spec, elem, src, dst); err != nil {
 			return ir.Errorf(op.Loc(), "%s (%s): %v", loop.CollectiveOp, spec.Kind, err)
 		}
 		return nil
@@ -73,7 +75,7 @@ func (c *planner) collective(op *ir.Operation) (stepFunc, error) {
 
 // runCollective checks the buffers' sizes against the group's and queues
 // the collective.
-func runCollective(r *runState, s loop.Collective, elem ir.Type, src, dst *devBuffer) error {
+func runCollective(r *runState, op *ir.Operation, s loop.Collective, elem ir.Type, src, dst *devBuffer) error {
 	comm := r.rt.communicator()
 	rank, size := 0, 1
 	if comm != nil {
@@ -121,7 +123,20 @@ func runCollective(r *runState, s loop.Collective, elem ir.Type, src, dst *devBu
 		// A world of one rank: every collective gives the source back.
 		return r.rt.cuda.CopyDtoDAsync(dst.mem.ptr, src.mem.ptr, uint64(ns)*uint64(esize), r.stream)
 	}
-	if err := comm.Collective(s.Kind, s.Reduce, int(s.Root), elem, src.mem.ptr, dst.mem.ptr, int(count), r.stream); err != nil {
+	// The collective runs on the communication stream, after the work
+	// queued so far on the plan's; the plan's stream waits for it only
+	// where a later step touches its buffers (joinCollectives).
+	stream, ev, err := r.rt.collectiveStream(op)
+	if err != nil {
+		return err
+	}
+	if err := ev.issued.Record(r.stream); err != nil {
+		return err
+	}
+	if err := r.rt.cuda.WaitEvent(stream, ev.issued); err != nil {
+		return err
+	}
+	if err := comm.Collective(s.Kind, s.Reduce, int(s.Root), elem, src.mem.ptr, dst.mem.ptr, int(count), stream); err != nil {
 		return err
 	}
 	if s.Kind == "reduce_to" && int64(rank) != s.Root {
@@ -131,7 +146,125 @@ func runCollective(r *runState, s loop.Collective, elem ir.Type, src, dst *devBu
 		if bytes%4 != 0 {
 			return fmt.Errorf("reduce_to of %d %s elements: the zero fill needs a multiple of 4 bytes", nd, elem)
 		}
-		return r.rt.cuda.MemsetD32(dst.mem.ptr, 0, bytes/4, r.stream)
+		if err := r.rt.cuda.MemsetD32(dst.mem.ptr, 0, bytes/4, stream); err != nil {
+			return err
+		}
 	}
-	return nil
+	return ev.done.Record(stream)
+}
+
+// collEvents are the two events of one loop.collective: issued, recorded
+// on the plan's stream before it, and done, on the communication stream
+// after it.
+type collEvents struct{ issued, done *cuda.Event }
+
+// collectiveStream returns the runtime's communication stream (made on
+// first use: a non-blocking stream, so that the legacy default stream of
+// the plans does not wait for it implicitly) and op's events.
+func (rt *Runtime) collectiveStream(op *ir.Operation) (*cuda.Stream, *collEvents, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.commStream == nil {
+		s, err := rt.cuda.NewNonBlockingStream()
+		if err != nil {
+			return nil, nil, err
+		}
+		rt.commStream = s
+	}
+	if rt.collEvents == nil {
+		rt.collEvents = map[*ir.Operation]*collEvents{}
+	}
+	ev := rt.collEvents[op]
+	if ev == nil {
+		a, err := rt.cuda.NewSyncEvent()
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := rt.cuda.NewSyncEvent()
+		if err != nil {
+			return nil, nil, err
+		}
+		ev = &collEvents{issued: a, done: b}
+		rt.collEvents[op] = ev
+	}
+	return rt.commStream, ev, nil
+}
+
+// closeCollectivesLocked waits for the communication stream and destroys
+// it and the collectives' events; rt.mu is held.
+func (rt *Runtime) closeCollectivesLocked() error {
+	var errs []error
+	if rt.commStream != nil {
+		errs = append(errs, rt.commStream.Synchronize(), rt.commStream.Destroy())
+		rt.commStream = nil
+	}
+	for op, ev := range rt.collEvents {
+		errs = append(errs, ev.issued.Destroy(), ev.done.Destroy())
+		delete(rt.collEvents, op)
+	}
+	return errors.Join(errs...)
+}
+
+// join makes the plan's stream wait for op's collective.
+func (r *runState) join(op *ir.Operation) error {
+	r.rt.mu.Lock()
+	ev := r.rt.collEvents[op]
+	r.rt.mu.Unlock()
+	if ev == nil {
+		return nil // never issued on the communication stream
+	}
+	return r.rt.cuda.WaitEvent(r.stream, ev.done)
+}
+
+// collectiveJoins maps the index of each op of the host block b that must
+// wait for collectives to those collectives: the first op after each that
+// reads or frees its source or result (through any loop.view), else the
+// last op.
+func collectiveJoins(b *ir.Block) map[int][]*ir.Operation {
+	ops := b.Ops()
+	root := func(v *ir.Value) *ir.Value {
+		for {
+			d := v.DefiningOp()
+			if d == nil || d.Name() != loop.ViewOp {
+				return v
+			}
+			v = d.Operand(0)
+		}
+	}
+	joins := map[int][]*ir.Operation{}
+	for i, op := range ops {
+		if op.Name() != loop.CollectiveOp {
+			continue
+		}
+		mine := map[*ir.Value]bool{root(op.Operand(0)): true, root(op.Operand(1)): true}
+		at := len(ops) - 1
+		for j := i + 1; j < len(ops); j++ {
+			if slices.ContainsFunc(ops[j].Operands(), func(v *ir.Value) bool { return mine[root(v)] }) {
+				at = j
+				break
+			}
+		}
+		joins[at] = append(joins[at], op)
+	}
+	return joins
+}
+
+// joinCollectives makes each step that first touches a collective's
+// buffers after it (a kernel reading the result, the source's dealloc, the
+// return; through any loop.view of them) wait for the collective first,
+// and the last step wait for the ones nothing touches: a collective
+// overlaps the kernels in between.
+func (c *planner) joinCollectives(b *ir.Block) {
+	joins := collectiveJoins(b)
+	for j, waits := range joins {
+		run := c.p.steps[j]
+		c.p.steps[j] = func(r *runState) error {
+			for _, op := range waits {
+				if err := r.join(op); err != nil {
+					return ir.Errorf(op.Loc(), "%s: waiting for it: %v", loop.CollectiveOp, err)
+				}
+			}
+			return run(r)
+		}
+	}
 }

@@ -164,6 +164,7 @@ func buildPlan(prog *Program, fn *ir.Operation) (*plan, error) {
 		}
 		c.p.steps = append(c.p.steps, step)
 	}
+	c.joinCollectives(blocks[0]) // collective.go
 	gs, has, err := symbolize.Guards(fn)
 	if err != nil {
 		return nil, ir.Errorf(fn.Loc(), "@%s: %v", name, err)

@@ -97,6 +97,10 @@ type Runtime struct {
 	modules map[[32]byte]module // by the SHA-256 of the PTX text
 	libs    libraries           // cuBLASLt, for gpu.library_matmul (library.go)
 	comm    Communicator        // runs loop.collective (collective.go); nil: a world of one rank
+	// commStream and collEvents order the collectives' stream with the
+	// plan's (collective.go).
+	commStream *cuda.Stream
+	collEvents map[*ir.Operation]*collEvents
 	// policy says how PTX is handed to the driver (load.go); policyErr is
 	// a bad LoadPolicyEnv, reported by the first load.
 	policy    LoadPolicy
@@ -162,7 +166,7 @@ func (rt *Runtime) Close() error {
 		errs = append(errs, m.unload())
 		delete(rt.modules, k)
 	}
-	errs = append(errs, rt.closeLibraries(), rt.alloc.EmptyCache())
+	errs = append(errs, rt.closeLibraries(), rt.closeCollectivesLocked(), rt.alloc.EmptyCache())
 	if rt.work != nil {
 		errs = append(errs, rt.work.Synchronize())
 		if rt.workOwned {
