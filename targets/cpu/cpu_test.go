@@ -1,0 +1,102 @@
+package cpu_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	target "github.com/strata-ir/strata/targets/cpu"
+
+	_ "github.com/strata-ir/strata/passes/decompose"
+	_ "github.com/strata-ir/strata/passes/fusion"
+	_ "github.com/strata-ir/strata/passes/lower"
+)
+
+func lowered(t *testing.T, src string) *ir.Operation {
+	t.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.ParseString(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(lower-to-loop)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestMatmulNestsAreRecognised(t *testing.T) {
+	m := lowered(t, `func.func @mm(%a: tensor<20x30xf32>, %b: tensor<30x40xf32>) -> tensor<20x40xf32> {
+  %0 = "graph.matmul"(%a, %b) : (tensor<20x30xf32>, tensor<30x40xf32>) -> tensor<20x40xf32>
+  %1 = "graph.relu"(%0) : (tensor<20x40xf32>) -> tensor<20x40xf32>
+  return %1 : tensor<20x40xf32>
+}
+func.func @mt(%a: tensor<20x30xf32>, %b: tensor<40x30xf32>) -> tensor<20x40xf32> {
+  %t = "graph.transpose"(%b) <{perm = [1, 0]}> : (tensor<40x30xf32>) -> tensor<30x40xf32>
+  %0 = "graph.matmul"(%a, %t) : (tensor<20x30xf32>, tensor<30x40xf32>) -> tensor<20x40xf32>
+  return %0 : tensor<20x40xf32>
+}
+func.func @pw(%a: tensor<20x30xf32>) -> tensor<20x30xf32> {
+  %0 = "graph.exp"(%a) : (tensor<20x30xf32>) -> tensor<20x30xf32>
+  return %0 : tensor<20x30xf32>
+}`)
+	for _, cpu := range []string{"skylake-avx512", "haswell"} {
+		mod, err := target.TranslateFor(m, cpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{"mm": true, "mt": false, "pw": false}
+		for name, matmul := range want {
+			f := mod.Funcs[name]
+			if f == nil || len(f.Kernels) != 1 {
+				t.Fatalf("%s: @%s has no single kernel", cpu, name)
+			}
+			for _, k := range f.Kernels {
+				if k.Matmul != matmul {
+					t.Errorf("%s: @%s: Matmul = %v, want %v", cpu, name, k.Matmul, matmul)
+				}
+				if matmul && (k.MatmulCols*4 != target.VectorBytes(cpu)*map[bool]int{true: 1, false: 2}[cpu == "skylake-avx512"] || k.MatmulRows == 0) {
+					t.Errorf("%s: @%s: block %d rows × %d columns", cpu, name, k.MatmulRows, k.MatmulCols)
+				}
+			}
+		}
+		if ll := mod.LLVM.String(); !strings.Contains(ll, "@mm_kernel_0_pack_packed(") || strings.Contains(ll, "@mt_kernel_0_pack(") {
+			t.Errorf("%s: the packing kernels are wrong:\n%s", cpu, ll)
+		}
+	}
+}
+
+func TestTopLevelScalarMathIsALocatedError(t *testing.T) {
+	ctx := dialects.NewContext()
+	m, err := ir.ParseString(ctx, "func.func @f(%x: f32) -> f32 {\n  %0 = math.exp %x : f32\n  return %0 : f32\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = target.Translate(m)
+	var d *ir.Diagnostic
+	if !errors.As(err, &d) || !strings.Contains(err.Error(), "2:8") || !strings.Contains(err.Error(), "'math.exp' is not supported at the top level") {
+		t.Fatalf("got %v, want a located error about math.exp", err)
+	}
+}
+
+func TestFindToolsLooksOnlyInStrataLLVMBin(t *testing.T) {
+	t.Setenv("STRATA_LLVM_BIN", t.TempDir())
+	_, err := target.FindTools()
+	if !errors.Is(err, target.ErrNoTools) || !strings.Contains(err.Error(), "opt, llc not found in STRATA_LLVM_BIN=") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestHostCPUHonoursTheOverride(t *testing.T) {
+	t.Setenv("STRATA_CPU_MCPU", "znver4")
+	if got := target.HostCPU(); got != "znver4" {
+		t.Fatalf("HostCPU() = %q with STRATA_CPU_MCPU=znver4", got)
+	}
+}
