@@ -300,7 +300,7 @@ func (b interpBackend) Compile(g *Graph) (Executable, error) {
 func paramTypes(module *ir.Operation, name string) []ir.Type {
 	var params []ir.Type
 	module.Walk(func(op *ir.Operation) bool {
-		if params == nil && op.Name() == "func.func" && ir.SymbolName(op) == name {
+		if params == nil && op.Name() == funcs.OpFunc && ir.SymbolName(op) == name {
 			if ft := funcs.Type(op); ft != nil {
 				params = ft.Inputs
 			}
