@@ -100,3 +100,25 @@ func TestHostCPUHonoursTheOverride(t *testing.T) {
 		t.Fatalf("HostCPU() = %q with STRATA_CPU_MCPU=znver4", got)
 	}
 }
+
+// TestSoftmaxComputesExpOnce: the write pass of a softmax row loads the
+// exponentials its sum pass stored in the output row (reuse.go) instead
+// of computing them again; a layer norm, whose passes compute nothing
+// expensive, is unchanged.
+func TestSoftmaxComputesExpOnce(t *testing.T) {
+	m := lowered(t, `func.func @sm(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %0 = "graph.softmax"(%x) <{axis = 1 : i64}> : (tensor<8x64xf32>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}`)
+	mod, err := target.Translate(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ll := mod.LLVM.String()
+	if n := strings.Count(ll, "call float @llvm.rint.f32("); n != 1 {
+		t.Errorf("softmax computes exp %d times a row element, want 1:\n%s", n, ll)
+	}
+	if n := strings.Count(ll, "store float"); n != 2 {
+		t.Errorf("%d stores, want 2 (the exponential, the result):\n%s", n, ll)
+	}
+}

@@ -555,6 +555,15 @@ func (k *kt) constant(op *ir.Operation) error {
 
 // address returns the element pointer of mem[idx…] (row-major).
 func (k *kt) address(mem *ir.Value, idx []*ir.Value) (value.Value, types.Type, error) {
+	vals := make([]value.Value, len(idx))
+	for i, x := range idx {
+		vals[i] = k.get(x)
+	}
+	return k.addressOf(mem, vals)
+}
+
+// addressOf is address with the indices' values given.
+func (k *kt) addressOf(mem *ir.Value, idx []value.Value) (value.Value, types.Type, error) {
 	mt, ok := mem.Type().(*ir.MemRefType)
 	sizes, known := k.dims[mem]
 	if !ok || !known || len(idx) != len(sizes) {
@@ -567,12 +576,12 @@ func (k *kt) address(mem *ir.Value, idx []*ir.Value) (value.Value, types.Type, e
 	var lin value.Value = i64(0)
 	for d, ix := range idx {
 		if d == 0 {
-			lin = k.get(ix)
+			lin = ix
 			continue
 		}
 		m := k.cur.NewMul(lin, sizes[d])
 		m.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
-		a := k.cur.NewAdd(m, k.get(ix))
+		a := k.cur.NewAdd(m, ix)
 		a.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
 		lin = a
 	}

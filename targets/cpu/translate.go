@@ -372,6 +372,7 @@ func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *
 	}
 	k.vals = map[*ir.Value]value.Value{}
 	k.dims = map[*ir.Value][]value.Value{}
+	k.reuseStore, k.reuseLoad = map[*ir.Operation][]*reused{}, map[*ir.Operation]*reused{}
 	for i, a := range k.kern.Args {
 		v := a.Value
 		if mt, ok := v.Type().(*ir.MemRefType); ok {
@@ -524,6 +525,10 @@ type kt struct {
 	// maxmin maps a select that is a NaN-propagating max or min of an
 	// accumulator to the intrinsic that computes it.
 	maxmin map[*ir.Operation]string
+	// reuseStore and reuseLoad are the values an earlier row loop stores
+	// for a later one to load (reuse.go).
+	reuseStore map[*ir.Operation][]*reused
+	reuseLoad  map[*ir.Operation]*reused
 }
 
 func (k *kt) newBlock(hint string) *llir.Block {
@@ -626,6 +631,7 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 		lbs[d], ubs[d], steps[d] = k.get(k.kern.Lbs[d]), k.get(k.kern.Ubs[d]), k.get(k.kern.Steps[d])
 	}
 	innermost := !hasLoops(body)
+	k.findReuse(nest, body)
 	run := func() error {
 		_, err := k.region(body)
 		return err
@@ -682,7 +688,13 @@ func (k *kt) region(b *ir.Block) ([]value.Value, error) {
 			}
 			return out, nil
 		}
-		if err := k.op(op); err != nil {
+		var err error
+		if r := k.reuseLoad[op]; r != nil {
+			err = k.loadReused(op, r)
+		} else if err = k.op(op); err == nil && k.reuseStore[op] != nil {
+			err = k.storeReused(op)
+		}
+		if err != nil {
 			if _, ok := err.(*ir.Diagnostic); ok {
 				return nil, err
 			}
