@@ -174,7 +174,7 @@ func TestGPUDataParallelOverhead(t *testing.T) {
 			t.Errorf("result %d: the data-parallel step on one rank differs from the plain step", i)
 		}
 	}
-	const reps = 7
+	const reps = 5
 	measure := func(p *exec.Program, graphs bool) (float64, float64) {
 		bd, err := p.Prepare(rt, "loss_joint", args)
 		if err != nil {
@@ -186,11 +186,11 @@ func TestGPUDataParallelOverhead(t *testing.T) {
 				t.Fatalf("capture: %v", err)
 			}
 		}
-		ev, err := bd.Time(5, 50)
+		ev, err := bd.Time(3, 30)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wall, err := bd.WallTime(100)
+		wall, err := bd.WallTime(50)
 		if err != nil {
 			t.Fatal(err)
 		}
