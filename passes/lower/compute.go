@@ -212,6 +212,9 @@ func (k *kernel) operands(op *ir.Operation, idx []*ir.Value) ([]*ir.Value, error
 // compute emits the element at idx of op's result.
 func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	name := op.Name()
+	if slices.Contains(decompose.Composites(), name) {
+		return nil, errorf(op.Loc(), "cannot lower '%s', a composite: run graph-decompose first (lower-to-loop does)", name)
+	}
 	if !Lowers(name) {
 		return nil, errorf(op.Loc(), "cannot lower '%s'", op.Name())
 	}
@@ -311,9 +314,6 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			return k.unaryElem(name, graph.Approximate(op), vals[0], elem)
 		}
 		return k.binaryElem(name, vals[0], vals[1], elem)
-	}
-	if slices.Contains(decompose.Composites(), op.Name()) {
-		return nil, errorf(op.Loc(), "cannot lower '%s', a composite: run graph-decompose first (lower-to-loop does)", op.Name())
 	}
 	return nil, errorf(op.Loc(), "cannot lower '%s'", op.Name())
 }
