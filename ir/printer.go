@@ -26,24 +26,51 @@ type Printer struct {
 	blocks map[*Block]string
 	// dialects are the default dialects of the enclosing custom ops.
 	dialects []string
+	// w, when set, receives the text as it is printed (see flush); werr is
+	// its first error.
+	w    io.Writer
+	werr error
+}
+
+// flushSize is how much text Print gathers before writing it to its
+// writer, between ops: the text of a large module is never held whole.
+const flushSize = 64 << 10
+
+// flush writes the text gathered so far to p.w, when there is one and the
+// text has reached flushSize (or force).
+func (p *Printer) flush(force bool) {
+	if p.w == nil || (!force && p.out.Len() < flushSize) {
+		return
+	}
+	if p.werr == nil {
+		_, p.werr = io.WriteString(p.w, p.out.String())
+	}
+	p.out.Reset()
 }
 
 // Print writes op (usually a module) and a final newline to w.
 func Print(w io.Writer, op *Operation, opts PrintOptions) error {
-	_, err := io.WriteString(w, Sprint(op, opts))
-	return err
+	p := &Printer{opts: opts, names: map[*Value]string{}, blocks: map[*Block]string{}, w: w}
+	p.print(op)
+	p.flush(true)
+	return p.werr
 }
 
 // Sprint returns op in textual form, ending with a newline.
 func Sprint(op *Operation, opts PrintOptions) string {
 	p := &Printer{opts: opts, names: map[*Value]string{}, blocks: map[*Block]string{}}
+	p.print(op)
+	return p.out.String()
+}
+
+// print prints op, a newline and the file's resources, if op holds any.
+func (p *Printer) print(op *Operation) {
 	p.numberScope(op)
 	p.printOp(op)
 	p.out.WriteByte('\n')
 	if res, ok := op.Attributes().Get(resourcesAttr).(StringAttr); ok {
 		p.out.WriteString("\n" + res.Value + "\n")
 	}
-	return p.out.String()
 }
 
 // String returns op in the default textual form (without a final newline).
@@ -274,6 +301,7 @@ func (p *Printer) printRegion(r *Region, printEntryArgs, printTerminators, print
 			}
 			p.newline()
 			p.printOp(o)
+			p.flush(false)
 		}
 	}
 	p.indent -= 2

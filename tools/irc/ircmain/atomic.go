@@ -16,11 +16,6 @@ type outputFile struct {
 	write func(io.Writer) error
 }
 
-// bytesFile is an outputFile holding b.
-func bytesFile(path string, b []byte) outputFile {
-	return outputFile{path, func(w io.Writer) error { _, err := w.Write(b); return err }}
-}
-
 // writeFiles writes every file of a command's output, all or none
 // (DESIGN §12): each goes to a temporary file beside its destination, and
 // only when every one is written and synced are they renamed into place.

@@ -100,7 +100,7 @@ func (t *tool) opt(args []string) int {
 	}
 
 	src := newSource(name, text)
-	var out bytes.Buffer
+	var out output
 	failed := false
 	for i, c := range splitInput(text, f.splitInput) {
 		if i > 0 {
@@ -124,9 +124,9 @@ func (t *tool) opt(args []string) int {
 		}
 		if err == nil && f.emit != "mlir" {
 			if f.target == "x86_64" {
-				err = emitCPU(&out, mod)
+				err = emitCPU(&out.Buffer, mod)
 			} else {
-				err = emitTarget(&out, mod, f.emit, &f.targetFlags)
+				err = emitTarget(&out.Buffer, mod, f.emit, &f.targetFlags)
 			}
 			if err != nil {
 				for _, d := range diagnostics(err) {
@@ -134,7 +134,7 @@ func (t *tool) opt(args []string) int {
 				}
 			}
 		} else if err == nil {
-			ir.Print(&out, mod, ir.PrintOptions{Generic: f.generic, DebugInfo: f.debugInfo})
+			out.module(mod, ir.PrintOptions{Generic: f.generic, DebugInfo: f.debugInfo})
 			out.WriteByte('\n') // mlir-opt ends each output with a blank line
 		}
 		ok := err == nil
@@ -146,7 +146,7 @@ func (t *tool) opt(args []string) int {
 	// Like mlir-opt, a failed run still prints the chunks that succeeded
 	// but leaves no output file behind.
 	if !failed || f.output == "-" {
-		if err := t.writeOutput(f.output, out.Bytes()); err != nil {
+		if err := t.writeOutput(f.output, &out); err != nil {
 			return t.errorf("%v", err)
 		}
 	}
@@ -218,14 +218,48 @@ func (t *tool) readInput(input string) (name, text string, err error) {
 	return input, string(b), nil
 }
 
-// writeOutput writes b to the named file (atomically: see writeFiles), or
-// standard output for "-".
-func (t *tool) writeOutput(output string, b []byte) error {
+// writeOutput writes out to the named file (atomically: see writeFiles),
+// or standard output for "-".
+func (t *tool) writeOutput(output string, out *output) error {
 	if output == "-" {
-		_, err := t.stdout.Write(b)
-		return err
+		return out.writeTo(t.stdout)
 	}
-	return writeFiles([]outputFile{bytesFile(output, b)})
+	return writeFiles([]outputFile{{output, out.writeTo}})
+}
+
+// output is what irc prints: text, and modules printed straight to the
+// output file when it is written (ir.Print streams), so that the text of
+// a large module is never held whole.
+type output struct {
+	bytes.Buffer // text since the last module
+	parts        []func(io.Writer) error
+}
+
+// module appends mod, printed with opts.
+func (o *output) module(mod *ir.Operation, opts ir.PrintOptions) {
+	o.seal()
+	o.parts = append(o.parts, func(w io.Writer) error { return ir.Print(w, mod, opts) })
+}
+
+// seal makes the text gathered so far a part.
+func (o *output) seal() {
+	if o.Len() == 0 {
+		return
+	}
+	text := bytes.Clone(o.Bytes())
+	o.Reset()
+	o.parts = append(o.parts, func(w io.Writer) error { _, err := w.Write(text); return err })
+}
+
+// writeTo writes every part to w.
+func (o *output) writeTo(w io.Writer) error {
+	o.seal()
+	for _, part := range o.parts {
+		if err := part(w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // listFrontend prints the frontend's backends, modes or options.
