@@ -1,11 +1,17 @@
-// Package testsize says how much of a large test matrix a test run
-// covers. `make test` (and plain `go test`) runs the default size: every
-// case and every variant of a matrix at least once, not every pair;
-// `make test-long` sets STRATA_TEST_LONG=1 and runs every pair, as CI does
-// where time allows.
+// Package testsize says how much of a large test matrix, or of a slow
+// property test, a test run covers. `make test` (and plain `go test`) runs
+// the default size: every case and every variant of a matrix at least
+// once, not every pair, and the slowest rapid tests with fewer checks;
+// `make test-long` sets STRATA_TEST_LONG=1 and runs everything in full, as
+// CI does where time allows.
 package testsize
 
-import "os"
+import (
+	"flag"
+	"os"
+	"strconv"
+	"testing"
+)
 
 // EnvVar is the environment variable that asks for the full matrices.
 const EnvVar = "STRATA_TEST_LONG"
@@ -56,4 +62,29 @@ func Cover(n, m int, valid func(i, j int) bool) func(i, j int) bool {
 		}
 	}
 	return func(i, j int) bool { return chosen[[2]int{i, j}] }
+}
+
+// RapidChecks lowers rapid's number of checks (-rapid.checks, default
+// 100) to n for the rest of t, in a default run, unless the command line
+// or RAPID_CHECKS set it; Long runs keep it. It changes a process-wide
+// flag: call it only from a test that is not parallel (parallel tests
+// start after it ends, when the flag is back).
+func RapidChecks(t testing.TB, n int) {
+	if Long() || os.Getenv("RAPID_CHECKS") != "" {
+		return
+	}
+	f := flag.Lookup("rapid.checks")
+	if f == nil {
+		return
+	}
+	given := false
+	flag.Visit(func(v *flag.Flag) { given = given || v.Name == f.Name })
+	if given {
+		return
+	}
+	old := f.Value.String()
+	if err := f.Value.Set(strconv.Itoa(n)); err != nil {
+		t.Fatalf("testsize: -rapid.checks=%d: %v", n, err)
+	}
+	t.Cleanup(func() { f.Value.Set(old) })
 }

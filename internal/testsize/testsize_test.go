@@ -1,6 +1,9 @@
 package testsize
 
-import "testing"
+import (
+	"flag"
+	"testing"
+)
 
 func TestCover(t *testing.T) {
 	t.Setenv(EnvVar, "")
@@ -34,4 +37,30 @@ func TestCover(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestRapidChecks(t *testing.T) {
+	var checks int
+	if flag.Lookup("rapid.checks") == nil {
+		flag.IntVar(&checks, "rapid.checks", 100, "as rapid's")
+	}
+	f := flag.Lookup("rapid.checks")
+	t.Setenv(EnvVar, "")
+	t.Setenv("RAPID_CHECKS", "")
+	t.Run("default", func(t *testing.T) {
+		RapidChecks(t, 7)
+		if got := f.Value.String(); got != "7" {
+			t.Errorf("-rapid.checks %s, want 7", got)
+		}
+	})
+	if got := f.Value.String(); got != "100" {
+		t.Errorf("-rapid.checks %s after the test, want 100 back", got)
+	}
+	t.Setenv(EnvVar, "1")
+	t.Run("long", func(t *testing.T) {
+		RapidChecks(t, 7)
+		if got := f.Value.String(); got != "100" {
+			t.Errorf("-rapid.checks %s under %s, want 100", got, EnvVar)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	_ "github.com/strata-ir/strata/autodiff" // graph-autodiff
+	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -175,6 +176,7 @@ func TestConv2DLowering(t *testing.T) {
 // (transposed, with the strides as dilations), and checks @main_grad after
 // lower-to-gpu against the interpreter.
 func TestConv2DGradientLowering(t *testing.T) {
+	testsize.RapidChecks(t, 20) // each check lowers and simulates a gradient: 100 under make test-long
 	rapid.Check(t, func(rt *rapid.T) {
 		c := drawConv(rt, []ir.Type{ir.F32, ir.F64}, false)
 		m := lowerSource(rt, c.src, "builtin.module(graph-autodiff)")

@@ -225,6 +225,7 @@ func TestEveryGraphOpRunsOnTheGPU(t *testing.T) {
 			continue
 		}
 		t.Run(strings.TrimPrefix(def.Name, "graph."), func(t *testing.T) {
+			t.Parallel()
 			var accepted []string
 			for _, in := range instances {
 				ctx := dialects.NewContext()
