@@ -678,7 +678,9 @@ func (p *Program) parallel(fn, args uintptr, total, work int64) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = int(min(int64(workers), total, max(1, total*work/grain)))
+	// In float64: total·work may exceed int64 for deep static nests.
+	pays := max(1, min(float64(workers), float64(total)*float64(work)/grain))
+	workers = int(min(int64(workers), total, int64(pays)))
 	if workers <= 1 {
 		purego.SyscallN(fn, args, 0, uintptr(total))
 		return

@@ -476,7 +476,7 @@ func work(nest *ir.Operation) int64 {
 						trip *= staticTrip(lbs[i], ubs[i], steps[i])
 					}
 				}
-				n += trip * inner
+				n = min(n+satMul(trip, inner), workCap)
 			}
 		}
 		return n
@@ -484,9 +484,23 @@ func work(nest *ir.Operation) int64 {
 	n := count(loop.Body(nest))
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
 	if len(lbs) > 1 {
-		n *= staticTrip(lbs[len(lbs)-1], ubs[len(ubs)-1], steps[len(steps)-1])
+		n = satMul(n, staticTrip(lbs[len(lbs)-1], ubs[len(ubs)-1], steps[len(steps)-1]))
 	}
 	return max(n, 1)
+}
+
+// workCap bounds the work estimate (it only chooses how many cores run).
+const workCap = 1 << 40
+
+// satMul is a·b for non-negative a and b, at most workCap.
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > workCap/b {
+		return workCap
+	}
+	return a * b
 }
 
 // staticTrip is a loop's trip count when its bounds are constants, 64
