@@ -667,7 +667,7 @@ func (p *Program) getScratch(n int) []byte {
 	if b, ok := p.scratch.Get().(*[]byte); ok && cap(*b) >= n {
 		return (*b)[:n]
 	}
-	return make([]byte, n+64)
+	return unsafe.Slice((*byte)(rawAlloc(n+64)), n+64)[:n] // packed before it is read: no clearing
 }
 
 // parallel calls the kernel fn on [0, total), split into contiguous
