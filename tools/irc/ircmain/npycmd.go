@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -208,7 +206,7 @@ func (t *tool) npyMake(args []string) int {
 	}
 	arr, err := toArray(v)
 	if err == nil {
-		err = writeNpyAtomically(file, arr)
+		err = writeFiles([]outputFile{{file, func(w io.Writer) error { return npy.Write(w, arr) }}})
 	}
 	if err != nil {
 		return t.errorf("npy make: %v", err)
@@ -419,38 +417,4 @@ func slicesEqual(a, b []int64) bool {
 		}
 	}
 	return true
-}
-
-// writeNpyAtomically writes arr to path through a temporary file in the
-// same directory, renamed over path once complete: a failure leaves any
-// existing file as it was.
-func writeNpyAtomically(path string, arr *npy.Array) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
-	}
-	name := tmp.Name()
-	err = npy.Write(tmp, arr)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(name, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
-		return fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
-	}
-	return nil
-}
-
-// unwrapPath drops an *fs.PathError's path, which the caller names.
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
