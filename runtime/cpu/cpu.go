@@ -29,8 +29,10 @@ import (
 	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/symbolize"
 	"github.com/strata-ir/strata/runtime/cache"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/sym"
 	target "github.com/strata-ir/strata/targets/cpu"
 )
 
@@ -261,7 +263,9 @@ func dataPtr(data any) unsafe.Pointer {
 
 // Run calls function name on inputs (a tensor per parameter: buffers'
 // elements, or rank-0 tensors for scalars) and returns its results. Input
-// tensors are read, never written.
+// tensors are read, never written. A function with graph guards
+// (graph-symbolize-shapes) checks them first; the kernels trust the sizes
+// the lowering assumed equal (one symbol), as the GPU's do.
 func (p *Program) Run(name string, inputs []*interp.Tensor) ([]*interp.Tensor, error) {
 	f := p.mod.Funcs[name]
 	if f == nil {
@@ -270,6 +274,18 @@ func (p *Program) Run(name string, inputs []*interp.Tensor) ([]*interp.Tensor, e
 	entry := f.Op.Region(0).Front()
 	if len(inputs) != entry.NumArguments() {
 		return nil, fmt.Errorf("cpu: @%s takes %d arguments, got %d", name, entry.NumArguments(), len(inputs))
+	}
+	if gs, ok, err := symbolize.Guards(f.Op); ok {
+		if err != nil {
+			return nil, ir.Errorf(f.Op.Loc(), "'%s' op %s: %v", f.Op.Name(), symbolize.GuardsAttr, err)
+		}
+		shapes := make([]sym.ShapeDtype, len(inputs))
+		for i, t := range inputs {
+			shapes[i] = sym.ShapeDtype{Shape: t.Shape(), Dtype: t.ElemType().String()}
+		}
+		if _, fail := gs.Check(shapes); fail != nil {
+			return nil, fmt.Errorf("cpu: @%s: %w", name, fail)
+		}
 	}
 	r := &run{p: p, f: f, vals: make(map[*ir.Value]hostVal, 64)}
 	for i, arg := range entry.Arguments() {

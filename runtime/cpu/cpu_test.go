@@ -206,3 +206,42 @@ func TestExpIsAccurate(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardsAreChecked: a function symbolized by graph-symbolize-shapes
+// runs on every row count its guards allow, and refuses inputs that break
+// them (arguments that must share a size) instead of reading past a buffer.
+func TestGuardsAreChecked(t *testing.T) {
+	needTools(t)
+	ctx := dialects.NewContext()
+	m, err := ir.ParseString(ctx, `func.func @main(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %0 = "graph.add"(%x, %y) : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(func.func(graph-symbolize-shapes),lower-to-loop)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cpu.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func(n int64) *interp.Tensor {
+		x, err := interp.NewTensor(ir.F32, []int64{n, 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	if _, err := p.Run("main", []*interp.Tensor{rows(5), rows(5)}); err != nil {
+		t.Fatalf("5 rows: %v", err)
+	}
+	if _, err := p.Run("main", []*interp.Tensor{rows(5), rows(6)}); err == nil || !strings.Contains(err.Error(), "guard failed") {
+		t.Fatalf("5 and 6 rows: %v, want a failed guard", err)
+	}
+}
