@@ -437,3 +437,26 @@ func (s *Sequential) Forward(x *frontend.Tensor) *frontend.Tensor {
 	}
 	return x
 }
+
+// Dropout zeroes each element with probability P and scales the others
+// by 1/(1-P) in training mode, with masks drawn by the frontend's seeded
+// counter-based generator (frontend.Seed: the same seed gives the same
+// masks, compiled or eager); in evaluation mode it is the identity.
+type Dropout struct {
+	P        float64
+	Training bool
+}
+
+// NewDropout returns a dropout layer in training mode.
+func NewDropout(p float64) *Dropout { return &Dropout{P: p, Training: true} }
+
+// Forward applies dropout to x.
+func (d *Dropout) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x); f != nil {
+		return f
+	}
+	if d.P < 0 || d.P > 1 || d.P != d.P {
+		return errorf("Dropout: probability %v is not in [0, 1]", d.P)
+	}
+	return frontend.Dropout(x, d.P, d.Training)
+}

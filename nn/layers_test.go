@@ -412,3 +412,46 @@ func TestRefsAndTraining(t *testing.T) {
 		t.Error("the same seed gave different weights")
 	}
 }
+
+// TestDropout: evaluation mode is the identity; training keeps about
+// 1-p of the elements, scaled by 1/(1-p); the same seed gives the same
+// mask; the gradient is the mask.
+func TestDropout(t *testing.T) {
+	x := frontend.Ones(frontend.Float64, 4000)
+	d := nn.NewDropout(0.25)
+	nn.SetTraining(d, false)
+	if got := d.Forward(x).Float64s(); slices.Min(got) != 1 || slices.Max(got) != 1 {
+		t.Fatal("evaluation-mode dropout changed its input")
+	}
+	nn.SetTraining(d, true)
+	frontend.Seed(3)
+	a := d.Forward(x).Float64s()
+	kept := 0
+	for _, v := range a {
+		switch v {
+		case 0:
+		case 1 / 0.75:
+			kept++
+		default:
+			t.Fatalf("element %g, want 0 or %g", v, 1/0.75)
+		}
+	}
+	if f := float64(kept) / 4000; math.Abs(f-0.75) > 0.03 {
+		t.Errorf("kept %.3f of the elements, want about 0.75", f)
+	}
+	frontend.Seed(3)
+	if b := d.Forward(x).Float64s(); !slices.Equal(a, b) {
+		t.Error("the same seed gave another mask")
+	}
+	frontend.Seed(3)
+	_, grads, err := frontend.ValueAndGrad(func(x *frontend.Tensor) *frontend.Tensor { return d.Forward(x).Sum(nil, false) }, 0).Call(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := grads[0].Float64s(); !slices.Equal(g, a) {
+		t.Error("the gradient of Σ dropout(x) is not the mask")
+	}
+	if err := (&nn.Dropout{P: 2, Training: true}).Forward(x).Err(); err == nil || !strings.Contains(err.Error(), "layers_test.go") {
+		t.Errorf("p = 2: %v", err)
+	}
+}
