@@ -471,12 +471,15 @@ func TestVJPAgainstCentralDifferences(t *testing.T) {
 
 // TestEveryRuleIsTested keeps the cases and the rule table in step: every
 // rule but noGrad has a case, named after its op (gelu-tanh is a case of
-// gelu).
+// gelu), or a case over simulated ranks (collectiveCases).
 func TestEveryRuleIsTested(t *testing.T) {
 	tested := map[string]bool{}
 	for name := range cases {
 		op, _, _ := strings.Cut(name, "-")
 		tested["graph."+op] = true
+	}
+	for _, c := range collectiveCases {
+		tested["graph."+c.op] = true
 	}
 	none := reflect.ValueOf(noGrad).Pointer()
 	for name, rule := range rules {
