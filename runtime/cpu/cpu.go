@@ -620,10 +620,14 @@ func (r *run) launch(k *target.Kernel) error {
 		if kk < 0 {
 			kk = 0
 		}
-		n := trips[1]
+		n := trips[k.Dims-1]
+		rows := trips[0]
+		if k.Dims == 3 { // the batch folds into A's rows
+			rows *= trips[1]
+		}
 		cols := int64(k.MatmulCols)
 		panels = (n + cols - 1) / cols
-		rowBlocks = (trips[0] + int64(k.MatmulRows) - 1) / int64(k.MatmulRows)
+		rowBlocks = (rows + int64(k.MatmulRows) - 1) / int64(k.MatmulRows)
 		packWork = 4 * kk * max(cols, int64(k.MatmulRows))
 		scratch = r.p.getScratch(int(max(1, (panels*cols+rowBlocks*int64(k.MatmulRows))*kk) * int64(k.MatmulElemBytes)))
 		defer r.p.scratch.Put(&scratch)

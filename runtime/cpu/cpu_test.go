@@ -245,3 +245,23 @@ func TestGuardsAreChecked(t *testing.T) {
 		t.Fatalf("5 and 6 rows: %v, want a failed guard", err)
 	}
 }
+
+// TestBatchedMatmulFoldsTheBatchIntoRows: A[b, i, k] @ B[k, j] (a linear
+// layer on a batch of sequences) runs as one matmul of b·M rows.
+func TestBatchedMatmulFoldsTheBatchIntoRows(t *testing.T) {
+	needTools(t)
+	for _, c := range []struct{ b, m, k, n int }{{2, 5, 7, 9}, {3, 13, 32, 40}, {1, 1, 1, 1}} {
+		src := fmt.Sprintf(`func.func @main(%%a: tensor<%[1]dx%[2]dx%[3]dxf32>, %%w: tensor<%[3]dx%[4]dxf32>, %%bias: tensor<%[4]dxf32>) -> tensor<%[1]dx%[2]dx%[4]dxf32> {
+  %%0 = "graph.matmul"(%%a, %%w) : (tensor<%[1]dx%[2]dx%[3]dxf32>, tensor<%[3]dx%[4]dxf32>) -> tensor<%[1]dx%[2]dx%[4]dxf32>
+  %%1 = "graph.add"(%%0, %%bias) : (tensor<%[1]dx%[2]dx%[4]dxf32>, tensor<%[4]dxf32>) -> tensor<%[1]dx%[2]dx%[4]dxf32>
+  %%2 = "graph.tanh"(%%1) : (tensor<%[1]dx%[2]dx%[4]dxf32>) -> tensor<%[1]dx%[2]dx%[4]dxf32>
+  return %%2 : tensor<%[1]dx%[2]dx%[4]dxf32>
+}
+`, c.b, c.m, c.k, c.n)
+		p, graph := compileSource(t, src)
+		if !strings.Contains(p.LLVM, "main_kernel_0_pack") {
+			t.Errorf("%v: no register-blocked matmul kernel", c)
+		}
+		check(t, p, graph, "main", int64(c.m), nil)
+	}
+}

@@ -33,6 +33,9 @@ type mmMatch struct {
 	nest, forOp *ir.Operation
 	a, b        *ir.Value // the buffers
 	i, j, kIV   *ir.Value
+	// batch is the leading induction variable of a 3-D nest (A[b, i, k]
+	// with a 2-D B: the batch folds into A's rows), nil for a 2-D one.
+	batch *ir.Value
 	elem        types.Type
 	// vl is the number of elements of a vector register; mr × nv vectors
 	// the register block.
@@ -54,10 +57,10 @@ func isConst(v *ir.Value, want int64) bool {
 // matchMatmul recognises a matmul nest, or returns nil.
 func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	lbs, _, steps, _, err := loop.ParallelBounds(nest)
-	if err != nil || len(lbs) != 2 {
+	if err != nil || len(lbs) != 2 && len(lbs) != 3 {
 		return nil
 	}
-	for d := range 2 {
+	for d := range len(lbs) {
 		if !isConst(lbs[d], 0) || !isConst(steps[d], 1) {
 			return nil
 		}
@@ -103,7 +106,11 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 		return nil
 	}
 	kIV, acc := fb.Argument(0), fb.Argument(1)
-	i, j := body.Argument(0), body.Argument(1)
+	var batch *ir.Value
+	if len(lbs) == 3 {
+		batch = body.Argument(0)
+	}
+	i, j := body.Argument(len(lbs)-2), body.Argument(len(lbs)-1)
 	var loads []*ir.Operation
 	var mul, add *ir.Operation
 	for _, op := range ops[:4] {
@@ -129,16 +136,17 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	if !(mul.Operand(0) == l0 && mul.Operand(1) == l1 || mul.Operand(0) == l1 && mul.Operand(1) == l0) {
 		return nil
 	}
-	m := &mmMatch{nest: nest, forOp: forOp, i: i, j: j, kIV: kIV, elem: elem}
+	m := &mmMatch{nest: nest, forOp: forOp, batch: batch, i: i, j: j, kIV: kIV, elem: elem}
 	for _, ld := range loads {
-		if ld.NumOperands() != 3 || inside(ld.Operand(0), nest) || ld.Operand(0).Type().(*ir.MemRefType).ElementType() != forOp.Result(0).Type() {
+		if inside(ld.Operand(0), nest) || ld.Operand(0).Type().(*ir.MemRefType).ElementType() != forOp.Result(0).Type() {
 			return nil
 		}
-		x, y := ld.Operand(1), ld.Operand(2)
+		idx := ld.Operands()[1:]
 		switch {
-		case x == i && y == kIV && m.a == nil:
+		case batch == nil && len(idx) == 2 && idx[0] == i && idx[1] == kIV && m.a == nil,
+			batch != nil && len(idx) == 3 && idx[0] == batch && idx[1] == i && idx[2] == kIV && m.a == nil:
 			m.a = ld.Operand(0)
-		case x == kIV && y == j && m.b == nil:
+		case len(idx) == 2 && idx[0] == kIV && idx[1] == j && m.b == nil:
 			m.b = ld.Operand(0)
 		default:
 			return nil
@@ -162,7 +170,8 @@ func (k *kt) splat(x value.Value, n int) value.Value {
 	return k.cur.NewShuffleVector(ins, constant.NewUndef(vt), constant.NewZeroInitializer(types.NewVector(uint64(n), types.I32)))
 }
 
-// matmulSizes returns M, N and K as i64 values of the kernel.
+// matmulSizes returns M (rows of all batches), N and K as i64 values of
+// the kernel.
 func (k *kt) matmulSizes(m *mmMatch) (mm, nn, kk value.Value) {
 	_, ubs, _, _, _ := loop.ParallelBounds(m.nest)
 	_, ub, _ := loop.ForBounds(m.forOp)
@@ -171,7 +180,31 @@ func (k *kt) matmulSizes(m *mmMatch) (mm, nn, kk value.Value) {
 		_ = k.constant(ub.DefiningOp())
 		kk = k.get(ub)
 	}
+	if m.batch != nil {
+		return k.cur.NewMul(k.get(ubs[0]), k.get(ubs[1])), k.get(ubs[2]), kk
+	}
 	return k.get(ubs[0]), k.get(ubs[1]), kk
+}
+
+// setRow binds the nest's row induction variables (batch and i) to the
+// flattened row.
+func (k *kt) setRow(m *mmMatch, row value.Value) {
+	if m.batch == nil {
+		k.vals[m.i] = row
+		return
+	}
+	_, ubs, _, _, _ := loop.ParallelBounds(m.nest)
+	rows := k.get(ubs[1])
+	k.vals[m.batch] = k.cur.NewSDiv(row, rows)
+	k.vals[m.i] = k.cur.NewSRem(row, rows)
+}
+
+// aIndices are the indices of A's load.
+func (m *mmMatch) aIndices() []*ir.Value {
+	if m.batch != nil {
+		return []*ir.Value{m.batch, m.i, m.kIV}
+	}
+	return []*ir.Value{m.i, m.kIV}
 }
 
 // pack emits the pack kernel: panels [lo, hi) of B, each K rows of NR
@@ -224,8 +257,9 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
 			clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast)
 			_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
-				k.vals[m.i], k.vals[m.kIV] = clamped, kv
-				ptr, elem, err := k.address(m.a, []*ir.Value{m.i, m.kIV})
+				k.setRow(m, clamped)
+				k.vals[m.kIV] = kv
+				ptr, elem, err := k.address(m.a, m.aIndices())
 				if err != nil {
 					return nil, err
 				}
@@ -329,7 +363,8 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 				_, err := k.loop(i64(0), ncols2, i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
 					at := k.cur.NewGetElementPtr(m.elem, tileBase, k.cur.NewAdd(k.cur.NewMul(r, i64(nr)), c))
 					k.vals[m.forOp.Result(0)] = k.cur.NewLoad(m.elem, at)
-					k.vals[m.i], k.vals[m.j] = i, k.cur.NewAdd(j0, c)
+					k.setRow(m, i)
+					k.vals[m.j] = k.cur.NewAdd(j0, c)
 					for _, op := range body.Ops() {
 						if op == m.forOp {
 							continue

@@ -52,7 +52,8 @@ type Kernel struct {
 	Lbs, Ubs, Steps []*ir.Value
 	Dims            int
 	// Matmul is set when the nest became a register-blocked matrix
-	// product C[i, j] = epilogue(Σk A[i, k]·B[k, j]): its outer range then
+	// product C[i, j] = epilogue(Σk A[i, k]·B[k, j]) (or C[b, i, j] with
+	// A[b, i, k] and a 2-D B: the batch folds into the rows): its outer range then
 	// counts (panel of MatmulCols columns, block of MatmulRows rows)
 	// pairs, panel-major, and the first word of its arguments is a scratch
 	// buffer of (P·MatmulCols + R·MatmulRows)·K elements of
