@@ -376,6 +376,9 @@ func (s *session) diverge() {
 			t.g, t.node, t.rid = g, vals[st.value], 0
 		}
 	}
+	clear(rp.objs) // the buffers are reused; the tensors are not kept alive
+	clear(rp.inputs)
+	rp.leaves, rp.vals = nil, nil
 }
 
 // tapeLift records an input.
@@ -472,6 +475,8 @@ func (s *session) finishReplay(outs []*Tensor) (bool, error) {
 		}
 	}
 	clear(rp.objs)
+	clear(rp.inputs) // the buffers are reused; the tensors are not kept alive
+	rp.leaves, rp.vals = nil, nil
 	return true, err
 }
 

@@ -85,6 +85,8 @@ func (s *session) end() {
 			}
 		}
 		clear(rp.objs)
+		clear(rp.inputs)
+		rp.leaves, rp.vals = nil, nil
 	}
 	s.active = false
 	for _, t := range s.stamped {
