@@ -36,7 +36,7 @@ type mmMatch struct {
 	// batch is the leading induction variable of a 3-D nest (A[b, i, k]
 	// with a 2-D B: the batch folds into A's rows), nil for a 2-D one.
 	batch *ir.Value
-	elem        types.Type
+	elem  types.Type
 	// vl is the number of elements of a vector register; mr × nv vectors
 	// the register block.
 	vl, mr, nv int
