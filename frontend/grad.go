@@ -169,7 +169,12 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 
 	// Trace fn into one graph that returns its results.
 	s := newSession(c, c.backend, true)
-	defer s.end()
+	defer func() {
+		if err != nil {
+			s.fail(err) // tensors fn assigned in place get their old values back
+		}
+		s.end()
+	}()
 	args := make([]*Tensor, len(vals))
 	for i, v := range vals {
 		args[i] = fromInterp(v)
@@ -185,15 +190,23 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		in[i] = reflect.ValueOf(a)
 	}
 	_, outs, fnErr := c.invoke(in)
-	if err := g.endTrace(s, gr, outs, fnErr); err != nil {
+	// Tensors fn assigned in place are extra results of the graph, not
+	// differentiated (zero cotangents), written back once it has run.
+	all := slices.Clip(outs)
+	for _, m := range s.mutated {
+		if m.t.g == gr && !slices.Contains(all, m.t) {
+			all = append(all, m.t)
+		}
+	}
+	if err := g.endTrace(s, gr, all, fnErr); err != nil {
 		return nil, nil, err
 	}
 
-	cts, err := g.cotangents(gr, outs, cotangents)
+	cts, err := g.cotangents(gr, all, len(outs), cotangents)
 	if err != nil {
 		return nil, nil, err
 	}
-	key := fmt.Sprintf("%x|%v|%v", gr.fp.Sum64(), g.outIDs(gr, outs), wrt)
+	key := fmt.Sprintf("%x|%v|%v", gr.fp.Sum64(), g.outIDs(gr, all), wrt)
 	step, ok := g.cache[key]
 	if ok {
 		c.stats.CacheHits++
@@ -218,7 +231,7 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("frontend: Grad: backward pass: %w", err)
 	}
-	for i, o := range outs {
+	for i, o := range all {
 		o.setValue(fwd[i])
 	}
 	for _, t := range gr.pending {
@@ -286,15 +299,17 @@ func (g *gradCore) outIDs(gr *graphTrace, outs []*Tensor) []int {
 	return ids
 }
 
-// cotangents returns the given cotangents, checked against the results,
-// or, when given is nil, 1 for the scalar loss and zeros for the rest.
-func (g *gradCore) cotangents(gr *graphTrace, outs, given []*Tensor) ([]*interp.Tensor, error) {
+// cotangents returns the given cotangents of fn's nres results, checked
+// against them, or, when given is nil, 1 for the scalar loss and zeros for
+// the rest. The results after fn's own (tensors assigned in place) get
+// zeros.
+func (g *gradCore) cotangents(gr *graphTrace, outs []*Tensor, nres int, given []*Tensor) ([]*interp.Tensor, error) {
 	cts := make([]*interp.Tensor, len(outs))
 	for i, o := range outs {
 		tt := o.node.Type().(*ir.TensorType)
-		if given != nil {
-			if len(given) != len(outs) {
-				return nil, fmt.Errorf("frontend: VJP: %d cotangents for %d results", len(given), len(outs))
+		if given != nil && i < nres {
+			if len(given) != nres {
+				return nil, fmt.Errorf("frontend: VJP: %d cotangents for %d results", len(given), nres)
 			}
 			v, err := given[i].value("cotangent")
 			if err != nil {
@@ -310,7 +325,7 @@ func (g *gradCore) cotangents(gr *graphTrace, outs, given []*Tensor) ([]*interp.
 			return nil, fmt.Errorf("frontend: Grad: the function must return a floating-point scalar loss first, got %s (use ValueAndGrad(...).VJP with cotangents for other results)", tt)
 		}
 		seed := 0.0
-		if i == 0 {
+		if i == 0 && given == nil {
 			seed = 1
 		}
 		vs := make([]float64, ir.NumElements(tt.Shape()))
