@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
@@ -41,13 +42,20 @@ var (
 // 8 a thread at a time).
 func TestMMAPTX(t *testing.T) {
 	ptxas := ptxasPath(t)
-	for _, tile := range togpu.MMATiles {
+	// Each tiling through one backend and each backend for some tilings,
+	// unless STRATA_TEST_LONG asks for every pair (make test-long).
+	backends := nvptx.BackendNames()
+	run := testsize.Cover(len(togpu.MMATiles), len(backends), nil)
+	for i, tile := range togpu.MMATiles {
 		m := lowerGraph(t, mmBiasGelu, fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{mma-tile=%s},canonicalize,cse)", tile))
 		mod, err := llvm.TranslateAll(llvm.GPUModules(m))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range nvptx.BackendNames() {
+		for j, name := range backends {
+			if !run(i, j) {
+				continue
+			}
 			t.Run(tile.String()+"/"+name, func(t *testing.T) {
 				ptx, ok := backendPTX(t, mod, name)
 				if !ok {
@@ -115,7 +123,13 @@ var mmaSyncRE = regexp.MustCompile(`mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\
 func TestMMAPTXOddSizes(t *testing.T) {
 	ptxas := ptxasPath(t)
 	pipeline := mmaPipeline(togpu.DefaultConfig.MMATile)
-	for _, tc := range mmaCases {
+	// Each case through one backend and each backend for some cases,
+	// unless STRATA_TEST_LONG asks for every pair (make test-long).
+	backends := nvptx.BackendNames()
+	run := testsize.Cover(len(mmaCases), len(backends), func(i, _ int) bool {
+		return mmaCases[i].kernels != 0 && mmaCases[i].name != "attention"
+	})
+	for i, tc := range mmaCases {
 		if tc.kernels == 0 || tc.name == "attention" {
 			continue
 		}
@@ -124,7 +138,10 @@ func TestMMAPTXOddSizes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		for _, name := range nvptx.BackendNames() {
+		for j, name := range backends {
+			if !run(i, j) {
+				continue
+			}
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				ptx, ok := backendPTX(t, mod, name)
 				if !ok {
