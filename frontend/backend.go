@@ -164,6 +164,23 @@ func (e backendEntry) supports(op string) bool {
 	return !ok || s.SupportsOp(op)
 }
 
+// supportsGraphOp is supports("graph." + name), without building the
+// name for backends that compile every op (a replayed op's hot path).
+func (e backendEntry) supportsGraphOp(name string) bool {
+	s, ok := e.b.(OpSupporter)
+	if !ok {
+		return true
+	}
+	full, ok := graphOpNames.Load(name)
+	if !ok {
+		full, _ = graphOpNames.LoadOrStore(name, "graph."+name)
+	}
+	return s.SupportsOp(full.(string))
+}
+
+// graphOpNames caches "graph." + name by name.
+var graphOpNames sync.Map
+
 var (
 	backendsMu sync.RWMutex
 	backends   = map[string]Backend{}

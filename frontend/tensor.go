@@ -269,7 +269,7 @@ func (t *Tensor) String() string {
 	switch {
 	case t.err != nil:
 		return "Tensor(error: " + t.err.Error() + ")"
-	case t.val == nil && t.dev == nil && t.g != nil:
+	case t.val == nil && t.dev == nil && (t.g != nil || t.rid != 0):
 		return fmt.Sprintf("Tensor(%s%v, pending)", t.dtype, t.shape)
 	case t.dev != nil:
 		return fmt.Sprintf("Tensor(%s%v, gpu)", t.dtype, t.shape)

@@ -312,13 +312,13 @@ func (s *session) apply(loc ir.Location, spec opSpec, operands []*Tensor) *Tenso
 	if s.err != nil {
 		return failed(s.err)
 	}
-	if s.rp != nil && s.backend.supports("graph."+spec.name) {
+	if s.rp != nil && s.backend.supportsGraphOp(spec.name) {
 		return s.replayOp(loc, spec, operands)
 	}
 	if loc == nil {
 		loc = callerLoc()
 	}
-	if !s.backend.supports("graph." + spec.name) {
+	if !s.backend.supportsGraphOp(spec.name) {
 		s.diverge()
 		return s.unsupported(loc, spec, operands)
 	}
