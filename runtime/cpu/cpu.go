@@ -168,6 +168,13 @@ func newBuf(elem ir.Type, shape []int64) (*hostBuf, error) {
 	for _, d := range shape {
 		n *= int(d)
 	}
+	// Go ends the process when an allocation fails: check large ones
+	// against the memory available first (reading /proc costs ~20 µs).
+	if bytes := uint64(n) * storageBytes[storage(elem)]; bytes >= 64<<20 {
+		if err := interp.CheckMemory(bytes); err != nil {
+			return nil, fmt.Errorf("allocating %s of shape %v: %w", elem, shape, err)
+		}
+	}
 	var data any
 	if n > 0 {
 		switch storage(elem) {
@@ -199,6 +206,9 @@ func newBuf(elem ir.Type, shape []int64) (*hostBuf, error) {
 	}
 	return bufOf(t), nil
 }
+
+// storageBytes is the size of an element of each storage type.
+var storageBytes = map[string]uint64{"f32": 4, "f64": 8, "u16": 2, "bool": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
 
 // storage names the Go element type of elem's storage (interp.Tensor).
 func storage(elem ir.Type) string {
