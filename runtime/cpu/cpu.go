@@ -55,6 +55,129 @@ type Program struct {
 	packs map[*target.Kernel]uintptr
 	// scratch holds the matmul kernels' packing buffers between calls.
 	scratch sync.Pool
+	plansMu sync.Mutex
+	plans   map[*target.Func]*hostPlan
+}
+
+// hostPlan is what a function's calls share: its top-level constants,
+// evaluated once, and its constant buffers (loop.stores of constants at
+// entry, before any kernel) as templates copied in at the first store.
+type hostPlan struct {
+	consts    map[*ir.Value]hostVal
+	templates map[*ir.Operation]*hostBuf
+	covered   map[*ir.Operation]bool
+}
+
+// plan returns f's host plan, made at its first call.
+func (p *Program) plan(f *target.Func) *hostPlan {
+	p.plansMu.Lock()
+	defer p.plansMu.Unlock()
+	if h := p.plans[f]; h != nil {
+		return h
+	}
+	h := &hostPlan{consts: map[*ir.Value]hostVal{}, templates: map[*ir.Operation]*hostBuf{}, covered: map[*ir.Operation]bool{}}
+	tmpl := map[*ir.Value]*hostBuf{} // by buffer
+	isConst := func(v *ir.Value) bool { _, ok := h.consts[v]; return ok }
+	ops := f.Op.Region(0).Front().Ops()
+	for _, op := range ops {
+		if op.Name() != "arith.constant" {
+			continue
+		}
+		switch a := op.Attr("value").(type) {
+		case ir.IntegerAttr:
+			h.consts[op.Result(0)] = hostVal{i: ir.TruncInt(a.Value, op.Result(0).Type())}
+		case ir.FloatAttr:
+			h.consts[op.Result(0)] = hostVal{f: a.Value()}
+		}
+	}
+	scratch := &run{p: p, f: f, h: h, vals: map[*ir.Value]hostVal{}}
+	for _, op := range ops {
+		if op.Name() == loop.ParallelOp {
+			break // stores after a kernel keep their place
+		}
+		if op.Name() != loop.StoreOp {
+			continue
+		}
+		mem := op.Operand(1)
+		alloc := mem.DefiningOp()
+		mt, ok := mem.Type().(*ir.MemRefType)
+		if alloc == nil || alloc.Name() != loop.AllocOp || alloc.NumOperands() != 0 || !ok || !isConst(op.Operand(0)) {
+			continue
+		}
+		all := true
+		for _, ix := range op.Operands()[2:] {
+			all = all && isConst(ix)
+		}
+		if !all {
+			continue
+		}
+		t := tmpl[mem]
+		if t == nil {
+			var err error
+			if t, err = newBuf(mt.ElementType(), mt.Shape()); err != nil {
+				continue
+			}
+			clearStorage(t.data)
+			tmpl[mem] = t
+			h.templates[op] = t
+		} else {
+			h.covered[op] = true
+		}
+		scratch.vals[mem] = hostVal{buf: t}
+		if err := scratch.store(op); err != nil {
+			delete(h.templates, op) // cannot happen for a verified store; keep the op
+			delete(h.covered, op)
+		}
+	}
+	if p.plans == nil {
+		p.plans = map[*target.Func]*hostPlan{}
+	}
+	p.plans[f] = h
+	return h
+}
+
+// copyStorage copies src's elements into dst (storage slices of one type).
+func copyStorage(dst, src any) {
+	switch d := dst.(type) {
+	case []float32:
+		copy(d, src.([]float32))
+	case []float64:
+		copy(d, src.([]float64))
+	case []uint16:
+		copy(d, src.([]uint16))
+	case []bool:
+		copy(d, src.([]bool))
+	case []int8:
+		copy(d, src.([]int8))
+	case []int16:
+		copy(d, src.([]int16))
+	case []int32:
+		copy(d, src.([]int32))
+	case []int64:
+		copy(d, src.([]int64))
+	}
+}
+
+// clearStorage zeroes a storage slice.
+func clearStorage(data any) {
+	switch d := data.(type) {
+	case []float32:
+		clear(d)
+	case []float64:
+		clear(d)
+	case []uint16:
+		clear(d)
+	case []bool:
+		clear(d)
+	case []int8:
+		clear(d)
+	case []int16:
+		clear(d)
+	case []int32:
+		clear(d)
+	case []int64:
+		clear(d)
+	}
 }
 
 // cacheFormat changes when the library's ABI or the build changes.
@@ -297,7 +420,7 @@ func (p *Program) Run(name string, inputs []*interp.Tensor) ([]*interp.Tensor, e
 			return nil, fmt.Errorf("cpu: @%s: %w", name, fail)
 		}
 	}
-	r := &run{p: p, f: f, vals: make(map[*ir.Value]hostVal, 64)}
+	r := &run{p: p, f: f, h: p.plan(f), vals: make(map[*ir.Value]hostVal, 64)}
 	for i, arg := range entry.Arguments() {
 		in := inputs[i]
 		if mt, ok := arg.Type().(*ir.MemRefType); ok {
@@ -341,8 +464,17 @@ func checkInput(mt *ir.MemRefType, in *interp.Tensor) error {
 	return nil
 }
 
+// get returns an SSA value of the call: its own, or a constant.
+func (r *run) get(v *ir.Value) hostVal {
+	if hv, ok := r.vals[v]; ok {
+		return hv
+	}
+	return r.h.consts[v]
+}
+
 // run is one call of a host function.
 type run struct {
+	h    *hostPlan
 	p    *Program
 	f    *target.Func
 	vals map[*ir.Value]hostVal
@@ -353,10 +485,22 @@ type run struct {
 func (r *run) body(entry *ir.Block) ([]*interp.Tensor, error) {
 	defer runtime.KeepAlive(r.live)
 	for _, op := range entry.Ops() {
+		if op.Name() == "arith.constant" && op.NumResults() == 1 {
+			if _, ok := r.h.consts[op.Result(0)]; ok {
+				continue
+			}
+		}
+		if t := r.h.templates[op]; t != nil {
+			copyStorage(r.get(op.Operand(1)).buf.data, t.data)
+			continue
+		}
+		if r.h.covered[op] {
+			continue
+		}
 		if op.Name() == "func.return" {
 			out := make([]*interp.Tensor, op.NumOperands())
 			for i, v := range op.Operands() {
-				hv := r.vals[v]
+				hv := r.get(v)
 				var err error
 				if hv.buf != nil {
 					out[i], err = interp.FromData(hv.buf.elem, hv.buf.shape, hv.buf.data)
@@ -384,7 +528,7 @@ func (r *run) body(entry *ir.Block) ([]*interp.Tensor, error) {
 
 func (r *run) op(op *ir.Operation) error {
 	name := op.Name()
-	get := func(i int) hostVal { return r.vals[op.Operand(i)] }
+	get := func(i int) hostVal { return r.get(op.Operand(i)) }
 	setI := func(v int64) { r.vals[op.Result(0)] = hostVal{i: ir.TruncInt(v, op.Result(0).Type())} }
 	switch name {
 	case "arith.constant":
@@ -558,14 +702,14 @@ func b2i(b bool) int64 {
 // store writes one element of a buffer (constant buffers filled at
 // function entry).
 func (r *run) store(op *ir.Operation) error {
-	v := r.vals[op.Operand(0)]
-	b := r.vals[op.Operand(1)].buf
+	v := r.get(op.Operand(0))
+	b := r.get(op.Operand(1)).buf
 	if b == nil {
 		return fmt.Errorf("store to a non-buffer")
 	}
 	off := int64(0)
 	for d, ix := range op.Operands()[2:] {
-		i := r.vals[ix].i
+		i := r.get(ix).i
 		if i < 0 || i >= b.shape[d] {
 			return fmt.Errorf("index %d out of bounds for dimension %d of size %d", i, d, b.shape[d])
 		}
@@ -605,7 +749,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	trips := make([]int64, k.Dims)
 	for d := range k.Dims {
-		lb, ub, step := r.vals[k.Lbs[d]].i, r.vals[k.Ubs[d]].i, r.vals[k.Steps[d]].i
+		lb, ub, step := r.get(k.Lbs[d]).i, r.get(k.Ubs[d]).i, r.get(k.Steps[d]).i
 		if step <= 0 {
 			return fmt.Errorf("loop.parallel step %d is not positive", step)
 		}
@@ -645,7 +789,7 @@ func (r *run) launch(k *target.Kernel) error {
 		total = panels * rowBlocks
 	}
 	for _, a := range k.Args {
-		v := r.vals[a.Value]
+		v := r.get(a.Value)
 		if v.buf != nil {
 			words = append(words, uint64(uintptr(v.buf.ptr)))
 			for _, d := range a.DynDims {
@@ -689,7 +833,7 @@ func (r *run) intValue(v *ir.Value) int64 {
 			return a.Value
 		}
 	}
-	return r.vals[v].i
+	return r.get(v).i
 }
 
 // getScratch returns a buffer of at least n bytes.

@@ -265,3 +265,20 @@ func TestBatchedMatmulFoldsTheBatchIntoRows(t *testing.T) {
 		check(t, p, graph, "main", int64(c.m), nil)
 	}
 }
+
+// TestConstantBuffersAreFilledOnEveryCall: a dense constant becomes a
+// buffer filled at entry (from a template made at the first call); it is
+// right on every call, also when returned.
+func TestConstantBuffersAreFilledOnEveryCall(t *testing.T) {
+	needTools(t)
+	p, graph := compileSource(t, `func.func @main(%x: tensor<2x3xf32>, %i: tensor<3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xi32>) {
+  %c = "graph.constant"() <{value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]> : tensor<2x3xf32>}> : () -> tensor<2x3xf32>
+  %k = "graph.constant"() <{value = dense<[7, -8, 9]> : tensor<3xi32>}> : () -> tensor<3xi32>
+  %0 = "graph.mul"(%x, %c) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = "graph.add"(%i, %k) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  return %0, %c, %1 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xi32>
+}`)
+	for seed := range int64(3) {
+		check(t, p, graph, "main", seed, nil)
+	}
+}
