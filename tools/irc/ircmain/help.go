@@ -23,7 +23,7 @@ type command struct {
 // is the default command's (irc [flags] [file|-]).
 var commands = []command{
 	{"run", "FILE [flags]", "execute a function of FILE on .npy inputs (backends: irc help backends)"},
-	{"import", "MODEL.onnx [-o OUT.mlir]", "import an ONNX model as a graph-dialect module (docs/importers.md)"},
+	{"import", "MODEL.onnx|JAX.mlir [-o OUT.mlir]", "import an ONNX model or StableHLO as a graph-dialect module (docs/importers.md)"},
 	{"npy", "make|show|compare ...", "make, print and compare .npy files, without NumPy"},
 	{"devices", "", "list the GPUs, their memory, clocks and driver"},
 	{"help", "[TOPIC]", "describe flags, passes, logs, backends, modes, options or a command"},

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	hlo "github.com/strata-ir/strata/dialects/stablehlo"
 	"github.com/strata-ir/strata/importers/onnx"
+	"github.com/strata-ir/strata/importers/stablehlo"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -19,19 +21,37 @@ var importers = map[string]func(ctx *ir.Context, path, funcName string) (*ir.Ope
 	},
 }
 
+// convertStableHLO rewrites the stablehlo ops of mod, if it has any, into
+// graph ops (convert-stablehlo-to-graph).
+func convertStableHLO(ctx *ir.Context, mod *ir.Operation) error {
+	has := false
+	mod.Walk(func(op *ir.Operation) bool {
+		has = has || strings.HasPrefix(op.Name(), hlo.Name+".")
+		return !has
+	})
+	if !has {
+		return nil
+	}
+	if err := stablehlo.Convert(ctx, mod); err != nil {
+		return err
+	}
+	return ir.Verify(mod)
+}
+
 // importerFor returns the importer of a model file, or nil for a file irc
 // parses as IR.
 func importerFor(path string) func(ctx *ir.Context, path, funcName string) (*ir.Operation, error) {
 	return importers[strings.ToLower(filepath.Ext(path))]
 }
 
-// importCmd is irc import: convert a model file (ONNX) into a graph-dialect
-// module, written as text. The output file is written whole or not at all.
+// importCmd is irc import: convert a model file (ONNX, or StableHLO text
+// from JAX) into a graph-dialect module, written as text. The output file
+// is written whole or not at all.
 func (t *tool) importCmd(args []string) int {
 	fs := newFlagSet(t.name + " import")
 	output := fs.String("o", "-", "write the module to `file` ('-': standard output)")
 	funcName := fs.String("func", "main", "name the imported function `name`")
-	positional, status, ok := t.parseFlags(fs, t.name+" import MODEL.onnx [-o OUT.mlir] [--func NAME]", args)
+	positional, status, ok := t.parseFlags(fs, t.name+" import MODEL.onnx|JAX.mlir [-o OUT.mlir] [--func NAME]", args)
 	if !ok {
 		return status
 	}
@@ -39,8 +59,9 @@ func (t *tool) importCmd(args []string) int {
 		return t.usageErrorf("import: expected one model file, got %d", len(positional))
 	}
 	path := positional[0]
-	if importerFor(path) == nil {
-		return t.usageErrorf("import: %s: unknown model format (want a .onnx file)", path)
+	isMLIR := strings.EqualFold(filepath.Ext(path), ".mlir")
+	if importerFor(path) == nil && !isMLIR {
+		return t.usageErrorf("import: %s: unknown model format (want .onnx, or .mlir holding StableHLO)", path)
 	}
 	if _, err := os.Stat(path); err != nil {
 		return t.usageErrorf("import: %v", err)
@@ -48,6 +69,30 @@ func (t *tool) importCmd(args []string) int {
 	ctx := t.newContext(false)
 	write := func(w io.Writer) error {
 		return onnx.WriteMLIR(w, ctx, path, onnx.Options{FuncName: *funcName})
+	}
+	if isMLIR {
+		name, text, err := t.readInput(path)
+		if err != nil {
+			return t.usageErrorf("import: %v", err)
+		}
+		mod, err := ir.Parse(ctx, text, ir.ParseOptions{Filename: name})
+		if err == nil {
+			err = ir.Verify(mod)
+		}
+		if err == nil {
+			err = stablehlo.Convert(ctx, mod)
+		}
+		if err == nil {
+			err = ir.Verify(mod)
+		}
+		if err != nil {
+			src := newSource(name, text)
+			for _, d := range diagnostics(err) {
+				src.write(t.stderr, d)
+			}
+			return ExitDiagnostics
+		}
+		write = func(w io.Writer) error { return ir.Print(w, mod, ir.PrintOptions{Generic: true}) }
 	}
 	var err error
 	if *output == "-" {

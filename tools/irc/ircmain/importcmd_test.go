@@ -124,3 +124,45 @@ func TestImportUnsupportedWritesNothing(t *testing.T) {
 		t.Errorf("unknown format: status %d", r.status)
 	}
 }
+
+// TestImportStableHLO: irc import converts StableHLO text into graph ops,
+// irc run runs StableHLO directly, and custom_call is a located error.
+func TestImportStableHLO(t *testing.T) {
+	const prog = `func.func @main(%x: tensor<2x3xf32>) -> tensor<3xf32> {
+  %0 = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+  %1 = "stablehlo.reduce"(%x, %0) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = "stablehlo.add"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%s) : (tensor<f32>) -> ()
+  }) : (tensor<2x3xf32>, tensor<f32>) -> tensor<3xf32>
+  %2 = "stablehlo.negate"(%1) : (tensor<3xf32>) -> tensor<3xf32>
+  return %2 : tensor<3xf32>
+}
+`
+	path := writeFile(t, "jax.mlir", prog)
+	r := irc(t, "", "import", path)
+	if r.status != ExitOK || strings.Contains(r.stdout, "stablehlo.") || !strings.Contains(r.stdout, `"graph.reduce_sum"`) {
+		t.Fatalf("status %d, stderr %s, output:\n%s", r.status, r.stderr, r.stdout)
+	}
+	dir := t.TempDir()
+	x, _ := npy.FromSlice([]int64{2, 3}, []float32{1, 2, 3, 10, 20, 30})
+	xf, yf := filepath.Join(dir, "x.npy"), filepath.Join(dir, "y.npy")
+	if err := npy.WriteFile(xf, x); err != nil {
+		t.Fatal(err)
+	}
+	if r := irc(t, "", "run", path, "--input", xf, "--output", yf); r.status != ExitOK {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	y, _ := npy.ReadFile(yf)
+	if got, _ := npy.ToSlice[float32](y); !slices.Equal(got, []float32{-11, -22, -33}) {
+		t.Errorf("run: %v", got)
+	}
+	bad := writeFile(t, "bad.mlir", `func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = "stablehlo.custom_call"(%x) <{call_target_name = "Sharding"}> : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+`)
+	if r := irc(t, "", "import", bad); r.status != ExitDiagnostics || !strings.Contains(r.stderr, `bad.mlir:2:8: error: 'stablehlo.custom_call' op custom_call "Sharding" is not supported`) {
+		t.Errorf("custom_call: status %d, stderr %s", r.status, r.stderr)
+	}
+}

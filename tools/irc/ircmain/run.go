@@ -157,6 +157,9 @@ func (t *tool) run(args []string) int {
 	if err == nil {
 		err = ir.Verify(mod)
 	}
+	if err == nil { // StableHLO (from JAX) runs as the graph ops it converts to
+		err = convertStableHLO(ctx, mod)
+	}
 	if err == nil {
 		f.signatures = signatures(mod)
 	}
