@@ -355,16 +355,18 @@ func TestTextImport(t *testing.T) {
 	}
 }
 
-// TestTorchExports runs models exported by PyTorch (testdata/torch, made
-// by testdata/export.py) and compares with PyTorch's outputs.
+// TestTorchExports runs models exported by PyTorch (made by
+// testdata/export.py: testdata/torch by PyTorch 1.13's exporter,
+// testdata/torch211 by PyTorch 2.11's dynamo exporter, weights in external
+// data files) and compares with PyTorch's outputs.
 func TestTorchExports(t *testing.T) {
-	paths, _ := filepath.Glob("testdata/torch/*.onnx")
+	paths, _ := filepath.Glob("testdata/torch*/*.onnx")
 	if len(paths) == 0 {
 		t.Fatal("no exported models in testdata/torch")
 	}
 	for _, path := range paths {
 		base := strings.TrimSuffix(path, ".onnx")
-		t.Run(filepath.Base(base), func(t *testing.T) {
+		t.Run(filepath.Base(filepath.Dir(base))+"/"+filepath.Base(base), func(t *testing.T) {
 			mod := importFile(t, path)
 			for _, suffix := range []string{"", "2"} {
 				in, err := readNPY(base + ".in" + suffix + ".npy")

@@ -432,13 +432,14 @@ func (c *conv) bodyKind() (string, error) {
 	}
 	ops := blk.Ops()
 	if len(ops) != 2 || ops[1].Name() != "stablehlo.return" || ops[1].NumOperands() != 1 || ops[1].Operand(0) != ops[0].Result(0) {
-		return "", errors.New("only bodies of one add, maximum or minimum are supported")
+		return "", errors.New("only bodies of one add, maximum, minimum, and or or are supported")
 	}
-	kinds := map[string]string{"stablehlo.add": "sum", "stablehlo.maximum": "max", "stablehlo.minimum": "min"}
+	kinds := map[string]string{"stablehlo.add": "sum", "stablehlo.maximum": "max", "stablehlo.minimum": "min",
+		"stablehlo.and": "and", "stablehlo.or": "or"}
 	k, ok := kinds[ops[0].Name()]
 	a0, a1 := blk.Argument(0), blk.Argument(1)
 	if !ok || ops[0].NumOperands() != 2 || !(ops[0].Operand(0) == a0 && ops[0].Operand(1) == a1 || ops[0].Operand(0) == a1 && ops[0].Operand(1) == a0) {
-		return "", fmt.Errorf("a body of %s is not supported (one add, maximum or minimum of the two arguments)", ops[0].Name())
+		return "", fmt.Errorf("a body of %s is not supported (one add, maximum, minimum, and or or of the two arguments)", ops[0].Name())
 	}
 	return k, nil
 }
@@ -468,8 +469,32 @@ func (c *conv) reduce() (*ir.Value, error) {
 		return nil, err
 	}
 	dims, _ := c.ints("dimensions")
+	if kind == "and" || kind == "or" {
+		return c.reduceLogical(kind, dims)
+	}
 	y := c.e.Reduce("reduce_"+kind, c.in(0), dims, false)
 	return c.withInit(kind, y, c.in(1)), nil
+}
+
+// reduceLogical is all (and) or any (or) of i1 values: the minimum or
+// maximum of them as i32, compared with 0, then combined with the init.
+func (c *conv) reduceLogical(kind string, dims []int64) (*ir.Value, error) {
+	x := c.in(0)
+	if elemOf(x) != ir.I1 {
+		return nil, fmt.Errorf("a reduction by %s of %s is not supported (only i1)", kind, elemOf(x))
+	}
+	xi := c.e.Typed("cast", []*ir.Value{x}, ir.TensorOf(shapeOf(x), ir.I32))
+	red := map[string]string{"and": "reduce_min", "or": "reduce_max"}[kind]
+	y := c.e.Reduce(red, xi, dims, false)
+	y = c.e.Op("cmp", []*ir.Value{y, c.scalar(ir.I32, 0)}, named("predicate", ir.Str("ne")))
+	init := c.in(1)
+	if d, ok := constantOf(init); ok && d.Len() == 1 && (d.Int(0) != 0) == (kind == "and") {
+		return y, nil // true for and, false for or: the identity
+	}
+	if kind == "and" {
+		return c.e.Op("select", []*ir.Value{y, init, c.scalar(ir.I1, 0)}), nil
+	}
+	return c.e.Op("select", []*ir.Value{y, c.scalar(ir.I1, 1), init}), nil
 }
 
 // reduceWindow is pooling: the input padded with the init value, and for
@@ -481,6 +506,9 @@ func (c *conv) reduceWindow() (*ir.Value, error) {
 	kind, err := c.bodyKind()
 	if err != nil {
 		return nil, err
+	}
+	if kind == "and" || kind == "or" {
+		return nil, fmt.Errorf("a windowed reduction by %s is not supported", kind)
 	}
 	x, init := c.in(0), c.in(1)
 	xs := shapeOf(x)

@@ -2,6 +2,8 @@ package stablehlo
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/runtime/npy"
 )
 
 // convertText parses a StableHLO module, converts it and checks that no
@@ -317,4 +320,41 @@ func TestVerifier(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "differ in count") {
 		t.Errorf("got %v", err)
 	}
+}
+
+// TestJAXExports runs programs exported from JAX 0.11 (testdata, made by
+// testdata/export_jax.py: an MLP, a CNN with NCHW and NHWC convolutions
+// and reduce_window pooling, a causal attention block with an embedding
+// gather) and compares with JAX's outputs.
+func TestJAXExports(t *testing.T) {
+	for _, name := range []string{"mlp", "cnn", "attention"} {
+		t.Run(name, func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join("testdata", name+".mlir"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod := convertText(t, string(text))
+			var args []interp.Value
+			ins, _ := filepath.Glob(filepath.Join("testdata", name+".in*.npy"))
+			for _, in := range ins {
+				args = append(args, readNPY(t, in))
+			}
+			want := readNPY(t, filepath.Join("testdata", name+".out.npy"))
+			near(t, name, run(t, mod, args...), want.Shape(), want.Float64s(), 1e-4)
+		})
+	}
+}
+
+func readNPY(t *testing.T, path string) *interp.Tensor {
+	t.Helper()
+	arr, err := npy.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elem := map[npy.DType]ir.Type{npy.Float32: ir.F32, npy.Int32: ir.I32, npy.Int64: ir.I64}[arr.DType]
+	v, err := interp.FromNPY(arr, ir.TensorOf(arr.Shape, elem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(*interp.Tensor)
 }
