@@ -488,17 +488,19 @@ func (e *emitter) conv2d(x, w *ir.Value, strides [2]int64, padding [4]int64, dil
 		ir.NamedAttr{Name: "groups", Value: ir.IntegerAttr{Value: groups, Type: ir.I64}})
 }
 
-// flip reverses x along dim d, gathering with the indices n-1, …, 0.
+// flip reverses x along dim d, gathering with the indices n-1, …, 0. The
+// indices are computed (n-1 - iota), not a dense constant: a constant
+// index tensor would be filled by host-side stores, which a GPU launch
+// plan cannot run, while iota and a splat fuse into the gather's kernel.
 func (e *emitter) flip(x *ir.Value, d int) *ir.Value {
 	xs, _ := e.shape(x)
 	if e.Err != nil || xs[d] == 1 {
 		return x
 	}
-	bits := make([]uint64, xs[d])
-	for i := range bits {
-		bits[i] = uint64(xs[d] - 1 - int64(i))
-	}
-	idx := e.Op(graph.OpConstant, nil, ir.NamedAttr{Name: "value", Value: ir.DenseAttr{Type: ir.TensorOf([]int64{xs[d]}, ir.I64), Bits: bits}})
+	it := ir.TensorOf([]int64{xs[d]}, ir.I64)
+	last := e.Op(graph.OpConstant, nil, ir.NamedAttr{Name: "value", Value: ir.DenseAttr{Type: it, Bits: []uint64{uint64(xs[d] - 1)}, Splat: true}})
+	pos := e.Typed(graph.OpIota, nil, it, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 0, Type: ir.I64}})
+	idx := e.Binary(graph.OpSub, last, pos)
 	return e.Op(graph.OpGather, []*ir.Value{x, idx}, ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(d), Type: ir.I64}})
 }
 
