@@ -352,6 +352,6 @@ func asTensor(v interp.Value) (*interp.Tensor, error) {
 func init() {
 	RegisterBackend(EagerBackend, interpBackend{doc: "captures each graph and runs it op by op in the reference interpreter, without passes"})
 	RegisterBackend(AOTEagerBackend, interpBackend{doc: "as eager; for Grad and ValueAndGrad, captures the joint forward and backward graph with autodiff, partitions it into a forward and a backward pass, and interprets both"})
-	RegisterBackend(InterpBackend, interpBackend{doc: "runs " + DefaultPipeline + " and then the reference interpreter (the default where no GPU is present)", pipeline: DefaultPipeline})
+	RegisterBackend(InterpBackend, interpBackend{doc: "runs " + DefaultPipeline + " and then the reference interpreter (the default where neither a GPU nor LLVM's tools are present)", pipeline: DefaultPipeline})
 	RegisterBackend(NVPTXBackend, nvptxBackend{})
 }
