@@ -17,8 +17,11 @@ all: build
 tools:
 	@bash scripts/setup-tools.sh
 
+# A package's tests may take minutes on a loaded 2-core machine (passes/togpu:
+# 6 min under a load of 25); go test's default 10-minute limit per package
+# is too close.
 test: tools fmt-check vet tidy-check race
-	. ./$(TOOLS_ENV) && $(GO) test ./...
+	. ./$(TOOLS_ENV) && $(GO) test -timeout 30m ./...
 
 # The full test matrices (every flash/mma tiling with every case, every
 # row-kernel variant with every shape; internal/testsize), which make test
