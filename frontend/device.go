@@ -176,7 +176,7 @@ func (t *Tensor) data(reason string) (tensorData, error) {
 
 // setData makes t concrete with d's elements.
 func (t *Tensor) setData(d tensorData) {
-	t.val, t.dev, t.g, t.node = d.host, d.dev, nil, nil
+	t.val, t.dev, t.g, t.node, t.remat = d.host, d.dev, nil, nil, nil
 	t.shape = slices.Clone(d.Shape())
 	t.dtype, _ = dtypeOf(d.ElemType())
 }

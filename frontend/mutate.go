@@ -129,7 +129,7 @@ func (s *session) assign(loc ir.Location, t, v *Tensor) error {
 		}
 	}
 	if t.g != g {
-		if t.g != nil {
+		if t.g != nil || t.remat != nil {
 			// Pending in a graph that has not run: run it, so that t has
 			// a value to restore should the session fail.
 			if _, err := t.data("tensor assigned in place"); err != nil {

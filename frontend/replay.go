@@ -304,7 +304,7 @@ func (s *session) replayAssign(loc ir.Location, t, v *Tensor) error {
 		return s.assign(loc, t, v)
 	}
 	if st.slot {
-		if t.g != nil {
+		if t.g != nil || t.remat != nil {
 			if _, err := t.data("tensor assigned in place"); err != nil {
 				return err
 			}
@@ -466,10 +466,14 @@ func (s *session) finishReplay(outs []*Tensor) (bool, error) {
 			t.setData(res[i])
 		}
 	}
+	var src *rematSrc
+	if err == nil {
+		src = &rematSrc{steps: rp.tp.steps, inputs: s.ran[len(s.ran)-1].inputs}
+	}
 	for _, t := range rp.objs {
 		if t.rid != 0 {
 			if t.val == nil && t.dev == nil {
-				t.err = errEscaped
+				t.escape(src, t.rid-1)
 			}
 			t.rid = 0
 		}

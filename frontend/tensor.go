@@ -37,6 +37,10 @@ type Tensor struct {
 	ver   uint32 // bumped by an in-place update: see lift
 	seq   uint64 // creation order
 	dyn   []int  // dims marked with MarkDynamic
+	// remat is the recipe of a tensor that escaped a compiled call
+	// without being returned (remat.go): value rematID of its steps.
+	remat   *rematSrc
+	rematID int32
 	// in is the compiled call in flight whose graph reads t as an input
 	// (set by session.stamp), so that a host read of t is a graph break.
 	in atomic.Pointer[session]
@@ -283,6 +287,11 @@ func (t *Tensor) String() string {
 func (t *Tensor) value(reason string) (*interp.Tensor, error) {
 	if t.err != nil {
 		return nil, t.err
+	}
+	if t.remat != nil {
+		if err := t.rematerialize(); err != nil {
+			return nil, err
+		}
 	}
 	if _, ok := t.replayID(); ok {
 		t.sess.diverge() // a read the recorded call did not make

@@ -166,9 +166,14 @@ func (s *session) newGraphData(args []*Tensor, datas []tensorData, types []ir.Ty
 		opCount: map[string]int{}, ids: map[*ir.Value]int{},
 	}
 	g.fp.SetSeed(fpSeed)
-	if s.c != nil && g.index == 0 && s.first == nil {
+	if s.c != nil {
+		// Every graph of a compiled call records its steps: the first's
+		// tape may be replayed, and any graph's steps are the recipe of
+		// the tensors that escape it (remat.go).
 		g.tape = &tapeRecorder{}
-		s.first = g
+		if g.index == 0 && s.first == nil {
+			s.first = g
+		}
 	}
 	g.module = builtin.NewModule(ir.UnknownLoc{})
 	g.b = ir.NewBuilder(ctx)
@@ -220,6 +225,11 @@ func (s *session) stamp(t *Tensor) {
 // use returns the value standing for t in g, making t an input of g when
 // it is concrete (or pending in another graph, which then runs).
 func (g *graphTrace) use(t *Tensor) (*ir.Value, error) {
+	if t.remat != nil {
+		if err := t.rematerialize(); err != nil {
+			return nil, err
+		}
+	}
 	if t.g == g {
 		return t.node, nil
 	}
@@ -503,9 +513,13 @@ func (s *session) flush(g *graphTrace, outs []*Tensor) error {
 		}
 		t.setData(results[i])
 	}
+	var src *rematSrc
+	if err == nil && g.tape != nil {
+		src = &rematSrc{steps: g.tape.steps, inputs: g.inputs}
+	}
 	for _, t := range g.pending {
 		if t.g == g {
-			t.err, t.g, t.node = errEscaped, nil, nil
+			t.escape(src, int32(g.ids[t.node]))
 		}
 	}
 	if err != nil {

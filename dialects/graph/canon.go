@@ -187,13 +187,24 @@ func widens(a, b *ir.FloatType) bool {
 	return b == ir.F32 && (a == ir.F16 || a == ir.BF16)
 }
 
-// reshapeReshape merges reshape(reshape(x)) into one reshape.
+// reshapeReshape merges reshape(reshape(x)) into one reshape. With a
+// symbolic size the outer reshape's -1 is inferred again from x, which
+// may give the same size as another expression (x: [s0] through
+// [2, floordiv(s0, 2)] back to [-1] is floordiv(s0, 2)*2 from the inner
+// reshape but s0 from x): the verifier would then reject the op's
+// recorded type, so such a pair is left alone.
 var reshapeReshape = &ir.Pattern{
 	Name: "graph.reshape-reshape", Root: Name + ".reshape", Benefit: 1,
 	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
 		inner := definedBy(op.Operand(0), "reshape")
 		if inner == nil {
 			return false
+		}
+		if infer := op.Def().InferTypes; infer != nil && op.Attr("shape") != nil {
+			ts, err := infer([]ir.Type{inner.Operand(0).Type()}, op.Properties(), op.Loc())
+			if err != nil || len(ts) != 1 || ts[0] != op.Result(0).Type() {
+				return false
+			}
 		}
 		r.ModifyInPlace(op, func() { op.SetOperand(0, inner.Operand(0)) })
 		return true

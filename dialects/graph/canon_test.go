@@ -79,6 +79,12 @@ func TestCanonicalize(t *testing.T) {
 			%1 = "graph.reshape"(%0) {shape = [12]} : (tensor<3x4xf32>) -> tensor<12xf32>
 			"test.sink"(%1) : (tensor<12xf32>) -> ()`,
 			[]string{`"graph.reshape"(%0) <{shape = [12]}> : (tensor<2x6xf32>) -> tensor<12xf32>`}, []string{"tensor<3x4xf32>"}},
+		{"reshape-reshape-symbolic-kept", `%a = src tensor<?xf32, #graph.dims<[s0]>>
+			%0 = "graph.reshape"(%a) {shape = [2, -1]} : (tensor<?xf32, #graph.dims<[s0]>>) -> tensor<2x?xf32, #graph.dims<[2, floordiv(s0, 2)]>>
+			%1 = "graph.reshape"(%0) {shape = [-1]} : (tensor<2x?xf32, #graph.dims<[2, floordiv(s0, 2)]>>) -> tensor<?xf32, #graph.dims<[floordiv(s0, 2)*2]>>
+			"test.sink"(%1) : (tensor<?xf32, #graph.dims<[floordiv(s0, 2)*2]>>) -> ()`,
+			// Merged, the -1 would be s0, not the recorded floordiv(s0, 2)*2.
+			[]string{`"graph.reshape"(%1) <{shape = [-1]}> : (tensor<2x?xf32`}, nil},
 		{"reshape-same", `%a = src tensor<2x6xf32>
 			%0 = "graph.reshape"(%a) : (tensor<2x6xf32>) -> tensor<2x6xf32>
 			"test.sink"(%0) : (tensor<2x6xf32>) -> ()`,

@@ -1,0 +1,1327 @@
+package frontend_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/runtime/cpu"
+)
+
+// This file is an adversarial differential test of compiled calls
+// against eager ones (issue 19's "never stale"): Go programs in the style
+// of ordinary user code (closures, struct fields, methods, globals, host
+// reads, loops, in-place updates, randomness, shape changes, errors)
+// run a sequence of calls with their Go state changed between calls,
+// and every compiled call (every backend, Dynamic setting and Fullgraph)
+// must give what running the Go function eagerly on identical state
+// gives, or — only where the program reads tensors on the host under
+// Fullgraph — a graph-break error.
+
+// advProg is one program: a function and the Go state it reads. A case
+// builds two of them (two identical worlds), one run eagerly, one
+// compiled.
+type advProg struct {
+	fn any
+	// before changes the Go state before call i (identically in both
+	// worlds); nil: nothing.
+	before func(i int)
+	// args are the arguments of call i.
+	args func(i int) []any
+	// state is the tensors and Go values compared after every call (the
+	// state fn updates in place, rebinds or appends to).
+	state func() []any
+	// breaks: fn reads tensors on the host (Fullgraph may refuse it).
+	breaks bool
+	// opts adjusts the compile options.
+	opts func(*frontend.Options)
+}
+
+type advCase struct {
+	name  string
+	calls int
+	build func() *advProg
+}
+
+// advValues flattens results and state into comparable leaves.
+func advValues(t *testing.T, v any, out *[]string) {
+	t.Helper()
+	switch x := v.(type) {
+	case nil:
+		*out = append(*out, "nil")
+	case *frontend.Tensor:
+		if x == nil {
+			*out = append(*out, "nil-tensor")
+			return
+		}
+		if x.Err() != nil {
+			*out = append(*out, "tensor-error")
+			return
+		}
+		fs := x.Float64s()
+		if x.Err() != nil {
+			*out = append(*out, "tensor-error")
+			return
+		}
+		*out = append(*out, fmt.Sprintf("T%v%v", x.DType(), x.Shape()))
+		for _, f := range fs {
+			*out = append(*out, fmt.Sprintf("f%.4g", f))
+		}
+	case error:
+		*out = append(*out, "error")
+	default:
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Slice, reflect.Array:
+			*out = append(*out, fmt.Sprintf("[%d", rv.Len()))
+			for i := range rv.Len() {
+				advValues(t, rv.Index(i).Interface(), out)
+			}
+		case reflect.Map:
+			keys := rv.MapKeys()
+			sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+			*out = append(*out, fmt.Sprintf("{%d", rv.Len()))
+			for _, k := range keys {
+				*out = append(*out, fmt.Sprint(k))
+				advValues(t, rv.MapIndex(k).Interface(), out)
+			}
+		case reflect.Pointer:
+			if rv.IsNil() {
+				*out = append(*out, "nil")
+				return
+			}
+			advValues(t, rv.Elem().Interface(), out)
+		case reflect.Struct:
+			for i := range rv.NumField() {
+				if rv.Type().Field(i).IsExported() {
+					advValues(t, rv.Field(i).Interface(), out)
+				}
+			}
+		case reflect.Float32, reflect.Float64:
+			*out = append(*out, fmt.Sprintf("f%.4g", rv.Float()))
+		default:
+			*out = append(*out, fmt.Sprint(v))
+		}
+	}
+}
+
+// advClose compares two flattened leaves, numbers within a tolerance.
+func advClose(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if !strings.HasPrefix(a, "f") || !strings.HasPrefix(b, "f") {
+		return false
+	}
+	var x, y float64
+	if _, err := fmt.Sscan(a[1:], &x); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscan(b[1:], &y); err != nil {
+		return false
+	}
+	if math.IsNaN(x) && math.IsNaN(y) {
+		return true
+	}
+	return math.Abs(x-y) <= 2e-3*(1+math.Abs(x))
+}
+
+// runEagerly calls fn as plain Go code, a panic or a trailing error
+// being the error.
+func runEagerly(fn any, args []any) (res []any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	fv := reflect.ValueOf(fn)
+	in := make([]reflect.Value, len(args))
+	for i, a := range args {
+		if a == nil {
+			in[i] = reflect.Zero(fv.Type().In(i))
+		} else {
+			in[i] = reflect.ValueOf(a)
+		}
+	}
+	out := fv.Call(in)
+	if n := len(out); n > 0 && fv.Type().Out(n-1) == reflect.TypeFor[error]() {
+		if !out[n-1].IsNil() {
+			err = out[n-1].Interface().(error)
+		}
+		out = out[:n-1]
+	}
+	for _, o := range out {
+		res = append(res, o.Interface())
+	}
+	for _, r := range res {
+		if tt, ok := r.(*frontend.Tensor); ok && tt != nil && tt.Err() != nil && err == nil {
+			err = tt.Err()
+		}
+	}
+	return res, err
+}
+
+// advConfig is one way of compiling.
+type advConfig struct {
+	backend   string
+	dynamic   frontend.Dynamic
+	fullgraph bool
+}
+
+func advConfigs() []advConfig {
+	var cs []advConfig
+	for _, be := range []string{frontend.InterpBackend, frontend.EagerBackend, frontend.AOTEagerBackend} {
+		for _, d := range []frontend.Dynamic{frontend.DynamicAuto, frontend.DynamicTrue, frontend.DynamicFalse} {
+			for _, fg := range []bool{false, true} {
+				cs = append(cs, advConfig{be, d, fg})
+			}
+		}
+	}
+	// The cpu backend compiles every graph with LLVM (seconds each on
+	// this machine): one configuration, where the tools are present.
+	if _, err := cpu.FindTools(); err == nil && os.Getenv("STRATA_ADV_CPU") != "" {
+		cs = append(cs, advConfig{frontend.CPUBackend, frontend.DynamicAuto, false})
+	}
+	return cs
+}
+
+func runAdvCase(t *testing.T, tc advCase) {
+	for _, cfg := range advConfigs() {
+		name := fmt.Sprintf("%s/%s/dyn=%v/fg=%v", tc.name, cfg.backend, cfg.dynamic, cfg.fullgraph)
+		t.Run(name, func(t *testing.T) {
+			eager, comp := tc.build(), tc.build()
+			opts := frontend.Options{Backend: cfg.backend, Dynamic: cfg.dynamic, Fullgraph: cfg.fullgraph}
+			if comp.opts != nil {
+				comp.opts(&opts)
+			}
+			c, err := frontend.Compile(comp.fn, opts)
+			if err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+			frontend.Seed(7)
+			for i := range tc.calls {
+				if eager.before != nil {
+					eager.before(i)
+				}
+				seed, off := frontend.RandState()
+				eres, eerr := runEagerly(eager.fn, eager.args(i))
+				wantSeed, wantOff := frontend.RandState()
+				frontend.SetRandState(seed, off)
+				if comp.before != nil {
+					comp.before(i)
+				}
+				cres, cerr := c.Invoke(comp.args(i)...)
+				if gs, gof := frontend.RandState(); (gs != wantSeed || gof != wantOff) && cerr == nil {
+					t.Fatalf("call %d: random state %d/%d after the compiled call, %d/%d eagerly", i, gs, gof, wantSeed, wantOff)
+				}
+				frontend.SetRandState(wantSeed, wantOff)
+				if eerr != nil {
+					if cerr == nil {
+						t.Fatalf("call %d: eager failed (%v), compiled did not", i, eerr)
+					}
+					continue
+				}
+				if cerr != nil {
+					if cfg.fullgraph && eager.breaks && strings.Contains(cerr.Error(), "Fullgraph") {
+						return // the documented refusal: the worlds part here
+					}
+					t.Fatalf("call %d: compiled failed, eager did not: %v", i, cerr)
+				}
+				var ev, cv []string
+				advValues(t, eres, &ev)
+				advValues(t, cres, &cv)
+				var es, cs []string
+				if eager.state != nil {
+					advValues(t, eager.state(), &es)
+					advValues(t, comp.state(), &cs)
+				}
+				cmp := func(what string, e, g []string) {
+					t.Helper()
+					if len(e) != len(g) {
+						t.Fatalf("call %d: %s differ:\n eager    %v\n compiled %v", i, what, e, g)
+					}
+					for j := range e {
+						if !advClose(e[j], g[j]) {
+							t.Fatalf("call %d: %s differ at leaf %d:\n eager    %v\n compiled %v", i, what, j, e, g)
+						}
+					}
+				}
+				cmp("results", ev, cv)
+				cmp("state", es, cs)
+			}
+		})
+	}
+}
+
+func fs(xs ...float32) *frontend.Tensor { return frontend.FromSlice(xs) }
+
+// advSeq is a deterministic sequence of inputs: call i's vector of n
+// elements, signs varying.
+func advSeq(i, n int) *frontend.Tensor {
+	xs := make([]float32, n)
+	for j := range xs {
+		xs[j] = float32(math.Sin(float64(i*7+j*3+1))) * 2
+	}
+	return frontend.FromSlice(xs)
+}
+
+// Package-level state read by compiled functions.
+var (
+	advGlobalScale float32 = 1
+	advGlobalW     *frontend.Tensor
+	advGlobalMode  = "relu"
+)
+
+type advInner struct {
+	W *frontend.Tensor
+	K int
+}
+
+type advModel struct {
+	In     advInner
+	Bias   *frontend.Tensor
+	Layers []*frontend.Tensor
+	Named  map[string]*frontend.Tensor
+	Train  bool
+	Steps  *frontend.Tensor
+}
+
+func (m *advModel) Forward(x *frontend.Tensor) *frontend.Tensor {
+	h := x
+	for range m.In.K {
+		h = h.Mul(m.In.W).Tanh()
+	}
+	for _, l := range m.Layers {
+		h = h.Add(l)
+	}
+	for _, k := range sortedKeys(m.Named) {
+		h = h.Sub(m.Named[k])
+	}
+	if m.Train {
+		h = h.Add(m.Bias)
+	}
+	return h
+}
+
+func (m advModel) ValueForward(x *frontend.Tensor) *frontend.Tensor {
+	return x.Mul(m.In.W).Add(m.Bias)
+}
+
+func sortedKeys(m map[string]*frontend.Tensor) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func newAdvModel() *advModel {
+	return &advModel{
+		In:     advInner{W: fs(0.5, -1, 2), K: 1},
+		Bias:   fs(0.1, 0.2, 0.3),
+		Layers: []*frontend.Tensor{fs(1, 1, 1)},
+		Named:  map[string]*frontend.Tensor{"b": fs(0, 1, 0)},
+		Steps:  fs(0),
+	}
+}
+
+var advCases = []advCase{
+	{"bool-flip", 8, func() *advProg {
+		flag := false
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return pick(flag, x.Neg(), x.Abs()).Tanh() },
+			before: func(i int) { flag = i%3 == 1 },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"bool-branch-structure", 8, func() *advProg {
+		flag := false
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				if flag {
+					return x.Neg()
+				}
+				return x.Abs()
+			},
+			before: func(i int) { flag = i%2 == 0 },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"int-tripcount-incl-zero", 9, func() *advProg {
+		k := 0
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				for range k {
+					x = x.Mul(x).Sub(fs(0.5, 0.5, 0.5)).Tanh()
+				}
+				return x
+			},
+			before: func(i int) { k = []int{0, 2, 1, 0, 3, 2, 2, 0, 1}[i] },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"float32-scalar-const", 7, func() *advProg {
+		lr := float32(0.1)
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(frontend.Scalar(lr)).Add(frontend.Scalar(-lr)) },
+			before: func(i int) { lr = float32(i) * 0.37 },
+			args:   func(i int) []any { return []any{advSeq(i, 4)} },
+		}
+	}},
+	{"float64-attribute-pad-full", 7, func() *advProg {
+		v := 0.0
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return x.Pad([]int{1}, []int{2}, v).Add(frontend.Full(frontend.Float32, v*2, 7))
+			},
+			before: func(i int) { v = []float64{0, 1.5, 1.5, -2, 0, 1.5, 3}[i] },
+			args:   func(i int) []any { return []any{advSeq(i, 4)} },
+		}
+	}},
+	{"string-attribute", 6, func() *advProg {
+		mode := "tanh"
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Gelu(mode) },
+			before: func(i int) { mode = []string{"tanh", "none", "none", "tanh", "none", "tanh"}[i] },
+			args:   func(i int) []any { return []any{advSeq(i, 4)} },
+		}
+	}},
+	{"captured-tensor-rebound-outside", 7, func() *advProg {
+		w := fs(1, 2, 3)
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(w).Sum(nil, false) },
+			before: func(i int) { w = w.Sub(advSeq(i, 3).Mul(frontend.Scalar(0.1))) },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+			state:  func() []any { return []any{w} },
+		}
+	}},
+	{"captured-tensor-rebound-to-fresh", 7, func() *advProg {
+		w := fs(1, 2, 3)
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(w) },
+			before: func(i int) { w = fs(float32(i), -1, 2) },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"captured-tensor-rebound-inside-returned", 7, func() *advProg {
+		w := fs(1, 2, 3)
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				w = w.Sub(x.Mul(frontend.Scalar(0.1)))
+				return w
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 3)} },
+			state: func() []any { return []any{w} },
+		}
+	}},
+	{"captured-tensor-swap-two", 8, func() *advProg {
+		a, b := fs(1, 2, 3), fs(-1, 0, 1)
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(a).Add(b) },
+			before: func(i int) { a, b = b, a },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"captured-tensor-same-twice", 6, func() *advProg {
+		a, b := fs(1, 2, 3), fs(-1, 0, 1)
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(a).Add(b) },
+			before: func(i int) {
+				if i%2 == 1 {
+					b = a // the two captures alias
+				} else {
+					b = fs(float32(i), 1, 1)
+				}
+			},
+			args: func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"argument-aliases-capture", 6, func() *advProg {
+		w := fs(1, 2, 3)
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(w).Add(x) },
+			args: func(i int) []any {
+				if i%2 == 0 {
+					return []any{w}
+				}
+				return []any{advSeq(i, 3)}
+			},
+		}
+	}},
+	{"same-argument-twice", 6, func() *advProg {
+		return &advProg{
+			fn: func(x, y *frontend.Tensor) *frontend.Tensor { return x.Mul(y).Sub(y) },
+			args: func(i int) []any {
+				a := advSeq(i, 3)
+				if i%2 == 0 {
+					return []any{a, a}
+				}
+				return []any{a, advSeq(i+1, 3)}
+			},
+		}
+	}},
+	{"method-pointer-receiver-fields", 8, func() *advProg {
+		m := newAdvModel()
+		return &advProg{
+			fn: m.Forward,
+			before: func(i int) {
+				switch i % 4 {
+				case 1:
+					m.In.W = m.In.W.Mul(frontend.Scalar(0.9))
+					m.Train = true
+				case 2:
+					m.In.K = 3
+					m.Layers = append(m.Layers, fs(0, float32(i), 0))
+				case 3:
+					m.Named["a"] = fs(1, 2, 3)
+					m.Train = false
+				case 0:
+					delete(m.Named, "b")
+					m.Layers = m.Layers[:1]
+					m.In.K = 0
+				}
+			},
+			args: func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"method-value-receiver-bound-copy", 6, func() *advProg {
+		m := newAdvModel()
+		f := m.ValueForward // binds a copy of *m now
+		return &advProg{
+			fn:     f,
+			before: func(i int) { m.In.W = fs(9, 9, 9) }, // not seen, eagerly either
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"pytree-model-argument", 8, func() *advProg {
+		m := newAdvModel()
+		return &advProg{
+			fn: func(m *advModel, x *frontend.Tensor, k int, train bool) (*frontend.Tensor, error) {
+				m.In.K, m.Train = k, train
+				out := m.Forward(x)
+				if err := m.Steps.AddInPlace(frontend.Scalar(1)); err != nil {
+					return nil, err
+				}
+				return out, nil
+			},
+			before: func(i int) {
+				if i == 3 {
+					m.Named["c"] = fs(3, 3, 3)
+				}
+				if i == 5 {
+					m.Layers = nil
+				}
+			},
+			args:  func(i int) []any { return []any{m, advSeq(i, 3), i % 3, i%2 == 0} },
+			state: func() []any { return []any{m} },
+		}
+	}},
+	{"pytree-map-and-slice-results", 6, func() *advProg {
+		return &advProg{
+			fn: func(ts map[string]*frontend.Tensor, xs []*frontend.Tensor) (map[string]*frontend.Tensor, []*frontend.Tensor) {
+				out := map[string]*frontend.Tensor{}
+				for k, v := range ts {
+					out[k] = v.Mul(v)
+				}
+				var rs []*frontend.Tensor
+				for _, x := range xs {
+					rs = append(rs, x.Neg())
+				}
+				return out, rs
+			},
+			args: func(i int) []any {
+				m := map[string]*frontend.Tensor{"z": advSeq(i, 2), "a": advSeq(i+1, 2)}
+				if i%2 == 1 {
+					m["m"] = advSeq(i+2, 2)
+				}
+				xs := make([]*frontend.Tensor, i%3)
+				for j := range xs {
+					xs[j] = advSeq(i+j, 2)
+				}
+				return []any{m, xs}
+			},
+		}
+	}},
+	{"globals", 7, func() *advProg {
+		advGlobalScale, advGlobalW, advGlobalMode = 1, fs(1, 1, 1), "relu"
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x.Mul(advGlobalW).Mul(frontend.Scalar(advGlobalScale))
+				if advGlobalMode == "relu" {
+					return h.Relu()
+				}
+				return h.Sigmoid()
+			},
+			before: func(i int) {
+				advGlobalScale = float32(i) - 2
+				advGlobalW = advSeq(i+10, 3)
+				advGlobalMode = []string{"relu", "sigmoid"}[i%2]
+			},
+			args: func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"closure-over-loop-variable", 6, func() *advProg {
+		var fns []func(*frontend.Tensor) *frontend.Tensor
+		for k := range 3 {
+			fns = append(fns, func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(frontend.Scalar(float32(k + 1))) })
+		}
+		sel := 0
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return fns[sel](x).Add(fns[(sel+1)%3](x))
+			},
+			before: func(i int) { sel = i % 3 },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"host-read-argument-item", 8, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				if x.Sum(nil, false).Item() > 0 {
+					return x.Exp()
+				}
+				return x.Neg()
+			},
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+			breaks: true,
+		}
+	}},
+	{"host-read-argument-before-ops", 8, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				if x.Float32s()[0] > 0 {
+					return x.Exp()
+				}
+				return x.Neg()
+			},
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+			breaks: true,
+		}
+	}},
+	{"host-read-intermediate", 8, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x.Mul(x).Sub(frontend.Scalar(1))
+				n := 0
+				for h.ReduceMax(nil, false).Item() > 0.1 && n < 5 {
+					h = h.Mul(frontend.Scalar(0.5))
+					n++
+				}
+				return h.Add(frontend.Scalar(float32(n)))
+			},
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+			breaks: true,
+		}
+	}},
+	{"host-read-captured-tensor", 8, func() *advProg {
+		w := fs(1, -1)
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				if w.Float32s()[0] > 0 {
+					return x.Mul(w)
+				}
+				return x.Sub(w)
+			},
+			before: func(i int) { _ = w.AddInPlace(fs(-0.7, 0.3)) },
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+			state:  func() []any { return []any{w} },
+			breaks: true,
+		}
+	}},
+	{"host-read-captured-after-use", 8, func() *advProg {
+		w := fs(1, -1)
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x.Mul(w)
+				if w.Float32s()[0] > 0 {
+					return h.Exp()
+				}
+				return h
+			},
+			before: func(i int) { w = fs(float32(i%3)-1, 2) },
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+			breaks: true,
+		}
+	}},
+	{"host-read-len-and-shape-loops", 8, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x
+				for range len(x.Float32s()) {
+					h = h.Tanh()
+				}
+				for range x.Shape()[0] {
+					h = h.Add(frontend.Scalar(1))
+				}
+				return h
+			},
+			args:   func(i int) []any { return []any{advSeq(i, 1+i%4)} },
+			breaks: true,
+		}
+	}},
+	{"shape-driven-loop-dynamic", 8, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x
+				for j := 0; j < x.Shape()[0]; j++ {
+					h = h.Mul(frontend.Scalar(1.1))
+				}
+				return h.Sum(nil, false)
+			},
+			args: func(i int) []any { return []any{advSeq(i, []int{2, 3, 4, 3, 5, 2, 1, 6}[i])} },
+		}
+	}},
+	{"fromslice-of-mutated-go-slice", 8, func() *advProg {
+		data := []float32{1, 2, 3}
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return x.Mul(frontend.FromSlice(data))
+			},
+			before: func(i int) {
+				data[i%3] += float32(i) // mutated in place, same length
+			},
+			args: func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"fromslice-of-growing-go-slice", 7, func() *advProg {
+		data := []float32{1}
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return frontend.FromSlice(data).Sum(nil, false).Mul(x)
+			},
+			before: func(i int) { data = append(data, float32(i)) },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"gather-from-go-indices", 7, func() *advProg {
+		idx := []int64{0, 2}
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return x.Gather(frontend.FromSlice(idx), 0)
+			},
+			before: func(i int) { idx[i%2] = int64(i % 4) },
+			args:   func(i int) []any { return []any{advSeq(i, 4)} },
+		}
+	}},
+	{"assign-argument", 7, func() *advProg {
+		x := fs(1, 2, 3)
+		return &advProg{
+			fn: func(x, g *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := x.SubInPlace(g.Mul(frontend.Scalar(0.5))); err != nil {
+					return nil, err
+				}
+				return x.Sum(nil, false), nil
+			},
+			args:  func(i int) []any { return []any{x, advSeq(i, 3)} },
+			state: func() []any { return []any{x} },
+		}
+	}},
+	{"assign-captured-and-read-after", 7, func() *advProg {
+		s := fs(0, 0)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				before := s.Mul(frontend.Scalar(1))
+				if err := s.AddInPlace(x); err != nil {
+					return nil, err
+				}
+				after := s.Mul(frontend.Scalar(2))
+				if err := s.MulInPlace(frontend.Scalar(0.5)); err != nil {
+					return nil, err
+				}
+				return before.Add(after).Add(s), nil
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 2)} },
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"assign-in-branch", 8, func() *advProg {
+		s := fs(1, 1)
+		on := false
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				if on {
+					if err := s.Assign(x.Add(s)); err != nil {
+						return nil, err
+					}
+				}
+				return s.Mul(x), nil
+			},
+			before: func(i int) { on = i%3 != 0 },
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+			state:  func() []any { return []any{s} },
+		}
+	}},
+	{"assign-struct-field-and-alias", 7, func() *advProg {
+		m := newAdvModel()
+		alias := m.Bias
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := m.Bias.AddInPlace(x); err != nil {
+					return nil, err
+				}
+				return alias.Mul(frontend.Scalar(2)), nil // the same tensor, updated
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 3)} },
+			state: func() []any { return []any{m.Bias, alias} },
+		}
+	}},
+	{"assign-argument-aliased-twice", 7, func() *advProg {
+		x := fs(1, 2, 3)
+		return &advProg{
+			fn: func(a, b *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := a.AddInPlace(frontend.Scalar(1)); err != nil {
+					return nil, err
+				}
+				return b.Mul(frontend.Scalar(3)), nil // b is a: sees the update
+			},
+			args: func(i int) []any {
+				if i%2 == 0 {
+					return []any{x, x}
+				}
+				return []any{x, fs(1, 1, 1)}
+			},
+			state: func() []any { return []any{x} },
+		}
+	}},
+	{"assign-returned-target", 6, func() *advProg {
+		s := fs(1, 2)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, *frontend.Tensor, error) {
+				if err := s.Assign(x.Mul(s)); err != nil {
+					return nil, nil, err
+				}
+				return s, x, nil
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 2)} },
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"assign-target-replaced-between-calls", 7, func() *advProg {
+		s := fs(1, 2)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				return x, s.AddInPlace(x)
+			},
+			before: func(i int) {
+				if i%2 == 0 {
+					s = fs(float32(i), 0)
+				}
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 2)} },
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"assign-then-host-read", 7, func() *advProg {
+		s := fs(1, -2)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := s.AddInPlace(x); err != nil {
+					return nil, err
+				}
+				if s.Sum(nil, false).Item() > 0 {
+					return s.Neg(), nil
+				}
+				return s.Exp(), nil
+			},
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+			state:  func() []any { return []any{s} },
+			breaks: true,
+		}
+	}},
+	{"assign-shape-error-third-call", 6, func() *advProg {
+		s := fs(1, 2)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := s.Assign(x); err != nil {
+					return nil, err
+				}
+				return s.Add(frontend.Scalar(1)), nil
+			},
+			args: func(i int) []any {
+				if i == 2 {
+					return []any{advSeq(i, 3)}
+				}
+				return []any{advSeq(i, 2)}
+			},
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"optimizer-step", 8, func() *advProg {
+		w, b := fs(0.5, -0.5), fs(0)
+		mom := fs(0, 0)
+		lr := float32(0.1)
+		return &advProg{
+			fn: func(x, y *frontend.Tensor) (*frontend.Tensor, error) {
+				pred := x.MatMul(w.Reshape(2, 1)).Reshape(4).Add(b)
+				diff := pred.Sub(y)
+				loss := diff.Mul(diff).Mean(nil, false)
+				g := x.Transpose(1, 0).MatMul(diff.Reshape(4, 1)).Reshape(2)
+				if err := mom.Assign(mom.Mul(frontend.Scalar(0.9)).Add(g)); err != nil {
+					return nil, err
+				}
+				if err := w.SubInPlace(mom.Mul(frontend.Scalar(lr))); err != nil {
+					return nil, err
+				}
+				return loss, b.SubInPlace(diff.Mean(nil, false).Mul(frontend.Scalar(lr)))
+			},
+			before: func(i int) { lr = 0.1 / float32(i+1) },
+			args: func(i int) []any {
+				x := frontend.FromSlice([]float32{1, 2, 3, 4, 5, 6, 7, float32(i)}, 4, 2)
+				return []any{x, advSeq(i, 4)}
+			},
+			state: func() []any { return []any{w, b, mom} },
+		}
+	}},
+	{"dropout-and-seed", 8, func() *advProg {
+		train := true
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := frontend.Dropout(x, 0.5, train)
+				return h.Add(frontend.RandLike(x))
+			},
+			before: func(i int) {
+				train = i%3 != 2
+				if i == 4 {
+					frontend.Seed(99)
+				}
+			},
+			args: func(i int) []any { return []any{advSeq(i, 16)} },
+		}
+	}},
+	{"seed-inside-fn", 6, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				frontend.Seed(5)
+				return x.Mul(frontend.RandUniform(frontend.Float32, 8))
+			},
+			args: func(i int) []any { return []any{advSeq(i, 8)} },
+		}
+	}},
+	{"rand-shape-from-go", 6, func() *advProg {
+		n := 2
+		return &advProg{
+			fn: func() *frontend.Tensor {
+				return frontend.RandUniform(frontend.Float32, n).Add(frontend.Bernoulli(0.3, n))
+			},
+			before: func(i int) { n = 2 + i%3 },
+			args:   func(i int) []any { return nil },
+		}
+	}},
+	{"symbolic-reshape-shapes-change", 8, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				b, n := x.Size(0), x.Size(1)
+				return x.ReshapeS(b.Mul(n)).Tanh().ReshapeS(b, n).Sum([]int{1}, false)
+			},
+			args: func(i int) []any {
+				rows := []int{2, 3, 4, 2, 1, 5, 3, 2}[i]
+				xs := make([]float32, rows*4)
+				for j := range xs {
+					xs[j] = float32(j%5) - float32(i)
+				}
+				return []any{frontend.FromSlice(xs, rows, 4)}
+			},
+		}
+	}},
+	{"flatten-heads", 7, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				b, t, c := x.Size(0), x.Size(1), x.Size(2)
+				h := x.ReshapeS(b, t, frontend.Sz(2), c.DivInt(2)).Transpose(0, 2, 1, 3)
+				return h.Transpose(0, 2, 1, 3).Flatten(2, 3).Mul(frontend.Scalar(2))
+			},
+			args: func(i int) []any {
+				t := []int{3, 5, 2, 4, 4, 1, 6}[i]
+				xs := make([]float32, t*4)
+				for j := range xs {
+					xs[j] = float32(j) * 0.1
+				}
+				return []any{frontend.FromSlice(xs, 1, t, 4)}
+			},
+		}
+	}},
+	{"recompile-limit", 9, func() *advProg {
+		v := 0.0
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Pad([]int{0}, []int{1}, v).Exp() },
+			before: func(i int) { v = []float64{0, 1, 2, 3, 0, 4, 1, 5, 2}[i] },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+			opts:   func(o *frontend.Options) { o.RecompileLimit = 2 },
+		}
+	}},
+	{"panic-third-call", 7, func() *advProg {
+		n := 0
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				n++
+				h := x.Tanh()
+				if n == 3 {
+					panic("boom")
+				}
+				return h.Add(frontend.Scalar(float32(n)))
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 3)} },
+			state: func() []any { return []any{n} },
+		}
+	}},
+	{"error-third-call", 7, func() *advProg {
+		n := 0
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				n++
+				h := x.Tanh()
+				if n == 3 {
+					return nil, errors.New("third")
+				}
+				return h.Mul(frontend.Scalar(float32(n))), nil
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 3)} },
+			state: func() []any { return []any{n} },
+		}
+	}},
+	{"shape-error-third-call", 6, func() *advProg {
+		w := fs(1, 2, 3)
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(w) },
+			before: func(i int) { w = advSeq(i, map[bool]int{true: 4, false: 3}[i == 2]) },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"feed-result-back", 8, func() *advProg {
+		var prev *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return x.Mul(frontend.Scalar(0.9)).Add(frontend.Scalar(0.1))
+			},
+			args: func(i int) []any {
+				if prev == nil {
+					prev = advSeq(0, 3)
+				}
+				return []any{prev}
+			},
+			state: func() []any { return nil },
+		}
+	}},
+	{"return-input-and-capture-unchanged", 6, func() *advProg {
+		w := fs(4, 5)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, *frontend.Tensor, *frontend.Tensor, *frontend.Tensor) {
+				return x, w, x.Add(w), fs(7, 8)
+			},
+			before: func(i int) { w = advSeq(i+3, 2) },
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+	{"same-result-twice", 6, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) []*frontend.Tensor {
+				y := x.Exp()
+				return []*frontend.Tensor{y, y, x}
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+	{"kv-cache-concat-grows", 6, func() *advProg {
+		cache := fs(0)
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				cache = frontend.Concat(0, cache, x)
+				return cache.Sum(nil, false)
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 1)} },
+			state: func() []any { return []any{cache} },
+		}
+	}},
+	{"kv-cache-assign-slot", 7, func() *advProg {
+		cache := frontend.Zeros(frontend.Float32, 4)
+		return &advProg{
+			fn: func(x *frontend.Tensor, pos int) (*frontend.Tensor, error) {
+				mask := make([]float32, 4)
+				mask[pos%4] = 1
+				m := frontend.FromSlice(mask)
+				if err := cache.Assign(cache.Mul(frontend.Scalar(1).Sub(m)).Add(m.Mul(x))); err != nil {
+					return nil, err
+				}
+				return cache.Softmax(0), nil
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 1).Reshape(), i} },
+			state: func() []any { return []any{cache} },
+		}
+	}},
+	{"int-and-bool-arguments", 8, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor, k int, neg bool, s float32) *frontend.Tensor {
+				for range k {
+					x = x.Add(frontend.Scalar(s))
+				}
+				if neg {
+					x = x.Neg()
+				}
+				return x
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2), i % 3, i%2 == 0, float32(i) / 3} },
+		}
+	}},
+	{"where-cmp-captured-threshold", 7, func() *advProg {
+		th := float32(0)
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return frontend.Where(x.Cmp("gt", frontend.Scalar(th)), x, x.Mul(frontend.Scalar(-th)))
+			},
+			before: func(i int) { th = float32(i%3) - 1 },
+			args:   func(i int) []any { return []any{advSeq(i, 5)} },
+		}
+	}},
+	{"int-dtypes-argmax-cast", 6, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return x.Argmax(0, false).Cast(frontend.Float32).Add(x.Cast(frontend.Int64).Cast(frontend.Float32).Sum(nil, false))
+			},
+			args: func(i int) []any { return []any{advSeq(i, 5).Mul(frontend.Scalar(3))} },
+		}
+	}},
+	{"nested-compiled", 7, func() *advProg {
+		k := float32(1)
+		inner := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(frontend.Scalar(k)).Tanh() }, frontend.Options{})
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				r, err := inner.Call(x.Add(frontend.Scalar(1)))
+				if err != nil {
+					return nil, err
+				}
+				return r[0].Mul(x), nil
+			},
+			before: func(i int) { k = float32(i) - 3 },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+			breaks: true,
+		}
+	}},
+	{"memoized-tensor-in-closure", 6, func() *advProg {
+		var cache *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				if cache == nil {
+					cache = x.Mul(frontend.Scalar(2))
+					return cache
+				}
+				return x.Add(cache)
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+	{"escaping-intermediate-in-closure", 6, func() *advProg {
+		var last *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				out := x.Add(frontend.Scalar(1))
+				if last != nil {
+					out = out.Add(last)
+				}
+				last = x.Mul(frontend.Scalar(0.5)) // not returned
+				return out
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+	{"interface-argument", 6, func() *advProg {
+		return &advProg{
+			fn: func(v any, x *frontend.Tensor) *frontend.Tensor {
+				switch w := v.(type) {
+				case *frontend.Tensor:
+					return x.Mul(w)
+				case []*frontend.Tensor:
+					return x.Add(w[0])
+				}
+				return x
+			},
+			args: func(i int) []any {
+				switch i % 3 {
+				case 0:
+					return []any{advSeq(i+5, 2), advSeq(i, 2)}
+				case 1:
+					return []any{[]*frontend.Tensor{advSeq(i+5, 2)}, advSeq(i, 2)}
+				}
+				return []any{nil, advSeq(i, 2)}
+			},
+		}
+	}},
+	{"map-key-insertion-order", 6, func() *advProg {
+		m := map[string]*frontend.Tensor{}
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x
+				for _, k := range sortedKeys(m) {
+					h = h.Mul(m[k]).Add(frontend.Scalar(float32(len(k))))
+				}
+				return h
+			},
+			before: func(i int) {
+				clear(m)
+				keys := []string{"a", "bb", "ccc"}
+				for j := range keys {
+					k := keys[(j+i)%3]
+					if (i+j)%4 != 3 {
+						m[k] = advSeq(i+j, 2)
+					}
+				}
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+}
+
+// pick returns a if c, else b.
+func pick(c bool, a, b *frontend.Tensor) *frontend.Tensor {
+	if c {
+		return a
+	}
+	return b
+}
+
+func TestAdversarialNeverStale(t *testing.T) {
+	for _, tc := range advCases {
+		runAdvCase(t, tc)
+	}
+}
+
+// TestAdversarialConcurrentCalls calls one compiled function from
+// goroutines, each with its own inputs, and compares with eager.
+func TestAdversarialConcurrentCalls(t *testing.T) {
+	w := fs(0.5, -1, 2)
+	fn := func(x *frontend.Tensor, k int) *frontend.Tensor {
+		h := x
+		for range k {
+			h = h.Mul(w).Tanh()
+		}
+		return h.Sum(nil, false)
+	}
+	for _, be := range []string{frontend.InterpBackend, frontend.AOTEagerBackend} {
+		c := frontend.MustCompile(fn, frontend.Options{Backend: be})
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		want := make([][]float64, 8)
+		for g := range 8 {
+			for i := range 6 {
+				want[g] = append(want[g], fn(advSeq(g*10+i, 3), (g+i)%3).Item())
+			}
+		}
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 6 {
+					x := advSeq(g*10+i, 3)
+					want := want[g][i]
+					res, err := c.Invoke(x, (g+i)%3)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if got := res[0].(*frontend.Tensor).Item(); math.Abs(got-want) > 1e-4 {
+						errs <- fmt.Errorf("goroutine %d call %d: got %v, want %v", g, i, got, want)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("%s: %v", be, err)
+		}
+	}
+}
+
+// TestEscapedIntermediateIsComputedLater: a tensor fn keeps in Go state
+// without returning it (a KV cache rebound by Concat, the last
+// activation) is computed when it is read or used later — after a traced
+// call and after a replayed one — as eagerly, instead of failing with
+// "escaped … never computed".
+func TestEscapedIntermediateIsComputedLater(t *testing.T) {
+	for _, be := range []string{frontend.InterpBackend, frontend.AOTEagerBackend} {
+		var cache, last *frontend.Tensor
+		c := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor {
+			cache = frontend.Concat(0, cache, x.Mul(frontend.Scalar(2)))
+			out := x.Add(frontend.Scalar(1))
+			if last != nil {
+				out = out.Add(last)
+			}
+			last = x.Neg() // not returned
+			return out.Sum(nil, false)
+		}, frontend.Options{Backend: be, Dynamic: frontend.DynamicFalse})
+		cache = fs(0)
+		wantCache := []float64{0}
+		var wantLast []float64
+		for i := range 6 {
+			x := fs(float32(i), 1)
+			if i == 3 {
+				// read between calls: computed once, then used as an input
+				if got := last.Float64s(); len(got) != 2 || got[0] != -2 {
+					t.Fatalf("%s: last = %v (%v)", be, got, last.Err())
+				}
+			}
+			res, err := c.Call(x)
+			if err != nil {
+				t.Fatalf("%s call %d: %v", be, i, err)
+			}
+			want := float64(i) + 1 + 2
+			for _, v := range wantLast {
+				want += v
+			}
+			if got := res[0].Item(); got != want {
+				t.Fatalf("%s call %d: got %v, want %v", be, i, got, want)
+			}
+			wantCache = append(wantCache, float64(2*i), 2)
+			wantLast = []float64{-float64(i), -1}
+			if got := cache.Float64s(); fmt.Sprint(got) != fmt.Sprint(wantCache) {
+				t.Fatalf("%s call %d: cache %v (%v), want %v", be, i, got, cache.Err(), wantCache)
+			}
+		}
+		// The cache grows, so every call traces; the function without it
+		// replays: check the replayed path too.
+		var keep *frontend.Tensor
+		r := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor {
+			keep = x.Mul(frontend.Scalar(3))
+			return x.Neg()
+		}, frontend.Options{Backend: be})
+		for i := range 4 {
+			if _, err := r.Call(fs(float32(i))); err != nil {
+				t.Fatal(err)
+			}
+			if got := keep.Item(); got != 3*float64(i) {
+				t.Fatalf("%s replay %d: kept %v (%v), want %v", be, i, got, keep.Err(), 3*i)
+			}
+		}
+		if r.Stats().Replays == 0 {
+			t.Fatalf("%s: no call was replayed", be)
+		}
+	}
+}
+
+// TestFlattenHeadsSizeOneDynamic: a head split and merge (ReshapeS,
+// Flatten) on a dynamic graph whose batch and time are 1: canonicalize
+// merged the two reshapes into one whose -1 inferred from the input
+// (s0) differs from the recorded floordiv(s0, 2)*2, and the verifier
+// rejected the graph.
+func TestFlattenHeadsSizeOneDynamic(t *testing.T) {
+	c := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor {
+		b, tt, ch := x.Size(0), x.Size(1), x.Size(2)
+		h := x.ReshapeS(b, tt, frontend.Sz(2), ch.DivInt(2)).Transpose(0, 2, 1, 3)
+		return h.Transpose(0, 2, 1, 3).Flatten(2, 3)
+	}, frontend.Options{Backend: frontend.InterpBackend, Dynamic: frontend.DynamicTrue})
+	res, err := c.Call(frontend.FromSlice([]float32{1, 2, 3, 4}, 1, 1, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res[0].Float32s(); fmt.Sprint(got) != "[1 2 3 4]" {
+		t.Fatalf("got %v", got)
+	}
+}
