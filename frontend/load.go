@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/strata-ir/strata/dialects"
+	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/importers/onnx"
 	"github.com/strata-ir/strata/ir"
@@ -21,7 +22,8 @@ import (
 type Loaded struct {
 	name    string
 	backend string
-	inputs  []ir.Type // the argument types, with #graph.dims encodings
+	inputs  []ir.Type // the model's input types, with #graph.dims encodings
+	weights []*interp.Tensor
 	exe     Executable
 	mu      sync.Mutex
 }
@@ -59,12 +61,43 @@ func Load(path string, opts Options) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("frontend: Load: %s: %w", path, err)
 	}
+	weights, err := liftConstants(fn)
+	if err != nil {
+		return nil, fmt.Errorf("frontend: Load: %s: %w", path, err)
+	}
 	g := &Graph{Context: ctx, Module: mod, Func: "main", Mode: opts.Mode, Options: opts.BackendOptions}
 	exe, err := entry.b.Compile(g)
 	if err != nil {
 		return nil, fmt.Errorf("frontend: Load: %s: backend %s: %w", path, entry.name, err)
 	}
-	return &Loaded{name: filepath.Base(path), backend: entry.name, inputs: ft.Inputs, exe: exe}, nil
+	return &Loaded{name: filepath.Base(path), backend: entry.name, inputs: ft.Inputs, weights: weights, exe: exe}, nil
+}
+
+// liftConstants makes every non-splat graph.constant of fn's body a
+// trailing argument of fn and returns the tensors to bind to them: the
+// weights are bound at load, as the frontend binds a traced graph's
+// captured tensors, so backends see weights as buffers, not as literals.
+func liftConstants(fn *ir.Operation) ([]*interp.Tensor, error) {
+	body := funcs.Body(fn)
+	var weights []*interp.Tensor
+	for _, op := range body.Ops() {
+		if op.Name() != graph.OpConstant {
+			continue
+		}
+		d, ok := op.Attr("value").(ir.DenseAttr)
+		if !ok || d.Splat || len(d.Bits) <= 1 {
+			continue
+		}
+		t, err := interp.FromBits(d.Type.ElementType(), d.Type.Shape(), d.Bits)
+		if err != nil {
+			return nil, err
+		}
+		arg := body.AddArgument(op.Result(0).Type())
+		op.Result(0).ReplaceAllUsesWith(arg)
+		op.Erase()
+		weights = append(weights, t)
+	}
+	return weights, funcs.UpdateType(fn)
 }
 
 // Backend names the backend that compiled the model.
@@ -96,6 +129,7 @@ func (l *Loaded) Call(inputs ...*Tensor) ([]*Tensor, error) {
 	if _, err := graph.CheckShapes(l.inputs, shapes); err != nil {
 		return nil, fmt.Errorf("frontend: %s: %w", l.name, err)
 	}
+	args = append(args, l.weights...)
 	l.mu.Lock()
 	res, err := l.exe.Run(args)
 	l.mu.Unlock()

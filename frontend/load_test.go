@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/importers/onnx"
+	"github.com/strata-ir/strata/runtime/npy"
 )
 
 // TestLoadONNX loads a model with a dim_param batch once and calls it at
@@ -63,4 +64,49 @@ func TestLoadONNX(t *testing.T) {
 	if _, err := frontend.Load(filepath.Join(t.TempDir(), "m.txt"), frontend.Options{}); err == nil || !strings.Contains(err.Error(), "unknown model format") {
 		t.Errorf("unknown format: %v", err)
 	}
+}
+
+// TestLoadTorchCNN loads a CNN exported by PyTorch 2.11 (weights in an
+// external data file; they become arguments bound at load) and matches
+// PyTorch's output at two batch sizes.
+func TestLoadTorchCNN(t *testing.T) {
+	dir := filepath.Join("..", "importers", "onnx", "testdata", "torch211")
+	model, err := frontend.Load(filepath.Join(dir, "cnn_small.onnx"), frontend.Options{Backend: "eager"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "2"} {
+		x := readNPY(t, filepath.Join(dir, "cnn_small.in"+suffix+".npy"))
+		want := readNPY(t, filepath.Join(dir, "cnn_small.out"+suffix+".npy"))
+		out, err := model.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, w := out[0].Float32s(), want.Float32s()
+		if len(got) != len(w) {
+			t.Fatalf("%d outputs, want %d", len(got), len(w))
+		}
+		for i := range got {
+			if d := got[i] - w[i]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("batch %v: output %d is %v, want %v", out[0].Shape(), i, got[i], w[i])
+			}
+		}
+	}
+}
+
+func readNPY(t *testing.T, path string) *frontend.Tensor {
+	t.Helper()
+	arr, err := npy.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := npy.ToSlice[float32](arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := make([]int, len(arr.Shape))
+	for i, d := range arr.Shape {
+		shape[i] = int(d)
+	}
+	return frontend.FromSlice(vs, shape...)
 }
