@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/strata-ir/strata/dialects"
-	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/importers/onnx"
 	"github.com/strata-ir/strata/ir"
@@ -73,31 +72,20 @@ func Load(path string, opts Options) (*Loaded, error) {
 	return &Loaded{name: filepath.Base(path), backend: entry.name, inputs: ft.Inputs, weights: weights, exe: exe}, nil
 }
 
-// liftConstants makes every non-splat graph.constant of fn's body a
-// trailing argument of fn and returns the tensors to bind to them: the
-// weights are bound at load, as the frontend binds a traced graph's
-// captured tensors, so backends see weights as buffers, not as literals.
+// liftConstants lifts fn's weights to arguments (onnx.LiftWeights) and
+// returns the tensors to bind to them.
 func liftConstants(fn *ir.Operation) ([]*interp.Tensor, error) {
-	body := funcs.Body(fn)
-	var weights []*interp.Tensor
-	for _, op := range body.Ops() {
-		if op.Name() != graph.OpConstant {
-			continue
-		}
-		d, ok := op.Attr("value").(ir.DenseAttr)
-		if !ok || d.Splat || len(d.Bits) <= 1 {
-			continue
-		}
-		t, err := interp.FromBits(d.Type.ElementType(), d.Type.Shape(), d.Bits)
-		if err != nil {
+	ds, err := onnx.LiftWeights(fn)
+	if err != nil {
+		return nil, err
+	}
+	weights := make([]*interp.Tensor, len(ds))
+	for i, d := range ds {
+		if weights[i], err = interp.FromBits(d.Type.ElementType(), d.Type.Shape(), d.Bits); err != nil {
 			return nil, err
 		}
-		arg := body.AddArgument(op.Result(0).Type())
-		op.Result(0).ReplaceAllUsesWith(arg)
-		op.Erase()
-		weights = append(weights, t)
 	}
-	return weights, funcs.UpdateType(fn)
+	return weights, nil
 }
 
 // Backend names the backend that compiled the model.

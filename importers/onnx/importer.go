@@ -622,3 +622,29 @@ func (im *importer) value(x *val, loc ir.Location) (*ir.Value, error) {
 	x.v = v
 	return v, nil
 }
+
+// LiftWeights makes every non-splat graph.constant in the body of the
+// function fn a trailing argument of fn, and returns the constants'
+// values in argument order: weights bound at load, which backends see as
+// buffers rather than literals.
+func LiftWeights(fn *ir.Operation) ([]ir.DenseAttr, error) {
+	body := funcs.Body(fn)
+	if body == nil {
+		return nil, errors.New("the function has no body")
+	}
+	var weights []ir.DenseAttr
+	for _, op := range body.Ops() {
+		if op.Name() != graph.OpConstant {
+			continue
+		}
+		d, ok := op.Attr("value").(ir.DenseAttr)
+		if !ok || d.Splat || len(d.Bits) <= 1 {
+			continue
+		}
+		arg := body.AddArgument(op.Result(0).Type())
+		op.Result(0).ReplaceAllUsesWith(arg)
+		op.Erase()
+		weights = append(weights, d)
+	}
+	return weights, funcs.UpdateType(fn)
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-ir/strata/importers/onnx"
 	"github.com/strata-ir/strata/importers/stablehlo"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // importers maps a model file's extension to the importer that turns it
@@ -36,6 +37,28 @@ func convertStableHLO(ctx *ir.Context, mod *ir.Operation) error {
 		return err
 	}
 	return ir.Verify(mod)
+}
+
+// bindWeights lifts the weights of an imported model's @main to trailing
+// arguments and returns their values, for the backends that compile (the
+// lowering fills constant buffers on the host, which the nvptx executor
+// does not run).
+func bindWeights(mod *ir.Operation) ([]interp.Value, error) {
+	fn := ir.LookupSymbol(mod, ir.SymbolRef("main"))
+	if fn == nil {
+		return nil, nil
+	}
+	ds, err := onnx.LiftWeights(fn)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]interp.Value, len(ds))
+	for i, d := range ds {
+		if out[i], err = interp.FromBits(d.Type.ElementType(), d.Type.Shape(), d.Bits); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // importerFor returns the importer of a model file, or nil for a file irc

@@ -41,6 +41,9 @@ type runFlags struct {
 	pending []outputFile
 	// repeat is how many more calls --repeat times after the first.
 	repeat int
+	// bound are the weights of an imported model, lifted to trailing
+	// arguments for the compiling backends (see bindWeights).
+	bound []interp.Value
 	// signatures are the types of the input's functions before any pass:
 	// their #graph.dims encodings say which sizes the arguments share.
 	signatures map[string]*ir.FunctionType
@@ -150,6 +153,11 @@ func (t *tool) run(args []string) int {
 		mod, err = imp(ctx, positional[0], "main")
 		if err != nil {
 			return t.errorf("run: %v", err)
+		}
+		if f.backend != "interp" && f.backend != "eager" {
+			if f.bound, err = bindWeights(mod); err != nil {
+				return t.errorf("run: %v", err)
+			}
 		}
 	} else {
 		mod, err = ir.Parse(ctx, text, ir.ParseOptions{Filename: name})
@@ -299,10 +307,11 @@ func (t *tool) runArgs(f *runFlags, fnName string, ft *ir.FunctionType) (argv []
 				return nil, t.usageErrorf("run: @%s: --shape arg%d: the function has %s", fnName, n, count(len(ft.Inputs), "argument")), false
 			}
 		}
-		argv, err = randomArgs(ft.Inputs, f.seed.value, shapes)
+		argv, err = randomArgs(ft.Inputs[:len(ft.Inputs)-len(f.bound)], f.seed.value, shapes)
 	} else {
-		argv, err = readArgs(ft.Inputs, f.inputs)
+		argv, err = readArgs(ft.Inputs[:len(ft.Inputs)-len(f.bound)], f.inputs)
 	}
+	argv = append(argv, f.bound...)
 	if err != nil {
 		return nil, t.usageErrorf("run: @%s: %v", fnName, err), false
 	}
