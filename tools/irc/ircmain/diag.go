@@ -12,11 +12,12 @@ import (
 // point at.
 type source struct {
 	name  string
-	lines []string // without line ends
+	text  string
+	lines []string // without line ends, split at the first diagnostic
 }
 
 func newSource(name, text string) *source {
-	return &source{name: name, lines: strings.Split(text, "\n")}
+	return &source{name: name, text: text}
 }
 
 // fileLoc finds the file:line:col inside loc (the first one of a fused
@@ -69,7 +70,13 @@ const snippetContext = 60
 // column, if loc is a position in s.
 func (s *source) writeSnippet(w io.Writer, loc ir.Location) {
 	l, ok := fileLoc(loc)
-	if !ok || s == nil || l.File != s.name || l.Line < 1 || l.Line > len(s.lines) {
+	if !ok || s == nil || l.File != s.name {
+		return
+	}
+	if s.lines == nil {
+		s.lines = strings.Split(s.text, "\n")
+	}
+	if l.Line < 1 || l.Line > len(s.lines) {
 		return
 	}
 	line := strings.TrimRight(s.lines[l.Line-1], "\r")
