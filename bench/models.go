@@ -121,29 +121,44 @@ func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[s
 	x, y := cnn.Data(cfg)
 	in := paramsOf(m, "")
 	in["input.x"], in["input.y"] = x, y
-	gopts := opts
-	if gopts.Backend == "" || gopts.Backend == frontend.InterpBackend {
-		gopts.Backend = frontend.AOTEagerBackend
-	}
-	step := nn.NewGradStep(m, m.Loss, 2, gopts)
+	step := nn.NewGradStep(m, m.Loss, 2, stepOptions(opts))
 	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}, opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	xd, yd := onDevice(x, opts), onDevice(y, opts)
+	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, "conv1.weight", "fc.weight", "bn2.bias")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return in, out, sm, nil
+}
+
+// stepOptions are the options of a training row's gradient step: aot_eager
+// where the row asks for the interpreter or the default backend.
+func stepOptions(opts frontend.Options) frontend.Options {
+	if opts.Backend == "" || opts.Backend == frontend.InterpBackend {
+		opts.Backend = frontend.AOTEagerBackend
+	}
+	return opts
+}
+
+// timeTrain times iters training steps (a gradient step on x, y, then
+// opt's update) and returns the first step's loss and the gradients of
+// the parameters named keep, read before the update replaces them.
+func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, iters int, keep ...string) (map[string]*frontend.Tensor, *StrataMode, error) {
 	out := map[string]*frontend.Tensor{}
 	first := true
 	sm := &StrataMode{}
 	call := func() error {
 		t0 := time.Now()
-		v, grads, err := step.Call(xd, yd)
+		v, grads, err := step.Call(x, y)
 		if err != nil {
 			return err
 		}
 		if first {
 			out["loss"] = v[0]
 			for i, p := range step.Params() {
-				if p.Name == "conv1.weight" || p.Name == "fc.weight" || p.Name == "bn2.bias" {
+				if slices.Contains(keep, p.Name) {
 					out["grad."+p.Name] = grads[i]
 				}
 			}
@@ -166,10 +181,10 @@ func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[s
 	}
 	ms, err := timeCalls(iters, call)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	sm.Ms = ms
-	return in, out, sm, nil
+	return out, sm, nil
 }
 
 func gpt2Config(s Size) gpt2.Config {
@@ -370,49 +385,13 @@ func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[
 	x, y := tokens(g, cfg.Vocab, b, t), tokens(g, cfg.Vocab, b, t)
 	in := paramsOf(m, "")
 	in["input.x"], in["input.y"] = x, y
-	gopts := opts
-	if gopts.Backend == "" || gopts.Backend == frontend.InterpBackend {
-		gopts.Backend = frontend.AOTEagerBackend
-	}
-	step := nn.NewGradStep(m, m.Loss, 2, gopts)
+	step := nn.NewGradStep(m, m.Loss, 2, stepOptions(opts))
 	opt, err := optim.NewAdamW(step.Params(), optim.AdamWConfig{LR: 3e-4, WeightDecay: 0.1}, opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	xd, yd := onDevice(x, opts), onDevice(y, opts)
-	out := map[string]*frontend.Tensor{}
-	sm := &StrataMode{}
-	first := true
-	call := func() error {
-		t0 := time.Now()
-		v, grads, err := step.Call(xd, yd)
-		if err != nil {
-			return err
-		}
-		if first {
-			out["loss"] = v[0]
-			for i, p := range step.Params() {
-				if p.Name == "h.0.attn.c_attn.weight" || p.Name == "ln_f.weight" {
-					out["grad."+p.Name] = grads[i]
-				}
-			}
-			for _, t := range out {
-				t.Float64s()
-			}
-		}
-		if err := opt.Step(grads); err != nil {
-			return err
-		}
-		if first {
-			if err := frontend.Synchronize(); err != nil {
-				return err
-			}
-			sm.FirstCallS = time.Since(t0).Seconds()
-			first = false
-		}
-		return nil
-	}
-	if sm.Ms, err = timeCalls(iters, call); err != nil {
+	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, "h.0.attn.c_attn.weight", "ln_f.weight")
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	return in, out, sm, nil
