@@ -2,7 +2,6 @@ package nccl
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -132,5 +131,4 @@ func TestSearchNotFound(t *testing.T) {
 	if got := e.Error(); got != "ncclAllReduce: invalid argument (ncclResult 4)" {
 		t.Errorf("Error() = %q", got)
 	}
-	_ = fmt.Sprint()
 }
