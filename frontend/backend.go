@@ -154,18 +154,15 @@ const (
 // "pipeline" backend option replaces it).
 const DefaultPipeline = "builtin.module(func.func(graph-decompose,canonicalize,cse))"
 
+// backendEntry is a backend with the name it was picked by.
 type backendEntry struct {
 	name string
 	b    Backend
 }
 
-func (e backendEntry) supports(op string) bool {
-	s, ok := e.b.(OpSupporter)
-	return !ok || s.SupportsOp(op)
-}
-
-// supportsGraphOp is supports("graph." + name), without building the
-// name for backends that compile every op (a replayed op's hot path).
+// supportsGraphOp says whether the backend compiles "graph." + name (every
+// backend that is no OpSupporter does), building the name once per op
+// rather than per call: a replayed op's hot path asks it.
 func (e backendEntry) supportsGraphOp(name string) bool {
 	s, ok := e.b.(OpSupporter)
 	if !ok {
