@@ -393,3 +393,23 @@ func readNPY(path string) (*interp.Tensor, error) {
 	}
 	return arr, nil
 }
+
+// FuzzDecodeModel: any bytes decode and import to a module or an error,
+// never a panic.
+func FuzzDecodeModel(f *testing.F) {
+	b := newBuilder(17)
+	b.input("x", TypeFloat, "n", 3)
+	b.weight("w", 3, 2)
+	b.ints("shape", -1, 2)
+	b.node("MatMul", []string{"x", "w"}, []string{"h"})
+	b.node("Reshape", []string{"h", "shape"}, []string{"y"})
+	b.output("y")
+	f.Add(b.model().Marshal())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeModel(data)
+		if err != nil {
+			return
+		}
+		_, _ = ImportModel(dialects.NewContext(), m, "fuzz.onnx", t.TempDir(), Options{})
+	})
+}

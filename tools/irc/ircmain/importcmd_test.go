@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-ir/strata/importers/onnx"
 	"github.com/strata-ir/strata/runtime/npy"
+	"github.com/strata-ir/strata/targets/cpu"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of irc import")
@@ -164,5 +165,30 @@ func TestImportStableHLO(t *testing.T) {
 `)
 	if r := irc(t, "", "import", bad); r.status != ExitDiagnostics || !strings.Contains(r.stderr, `bad.mlir:2:8: error: 'stablehlo.custom_call' op custom_call "Sharding" is not supported`) {
 		t.Errorf("custom_call: status %d, stderr %s", r.status, r.stderr)
+	}
+}
+
+// TestRunONNXOnCPU runs an imported model on the cpu backend, whose
+// weights are bound as lifted arguments (skipped without the LLVM tools).
+func TestRunONNXOnCPU(t *testing.T) {
+	if _, err := cpu.FindTools(); err != nil {
+		t.Skipf("no LLVM tools: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.onnx")
+	if err := os.WriteFile(path, tinyModel("Relu"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	x, _ := npy.FromSlice([]int64{3, 2}, []float32{1, 0, 0, 1, -1, 0})
+	xf, yf := filepath.Join(dir, "x.npy"), filepath.Join(dir, "y.npy")
+	if err := npy.WriteFile(xf, x); err != nil {
+		t.Fatal(err)
+	}
+	if r := irc(t, "", "run", path, "--backend", "cpu", "--input", xf, "--output", yf); r.status != ExitOK {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	y, _ := npy.ReadFile(yf)
+	if got, _ := npy.ToSlice[float32](y); !slices.Equal(got, []float32{1.5, 0, 6, 2.5, 0, 7, 0, 0, 0}) {
+		t.Errorf("got %v", got)
 	}
 }
