@@ -100,6 +100,8 @@ func TestHostileInputEndToEnd(t *testing.T) {
 			[]string{"pass pipeline:1:1: error: can't run 'gpu.module' pass manager on 'builtin.module' op"}},
 		{"run with a misspelled anchor", "", []string{"run", neg, "--random-inputs", "1", "--pass-pipeline=builtin.module(func.fnuc(cse))"}, ExitUsage,
 			[]string{"'func.fnuc' is not a registered operation"}},
+		{"run --backend cpu with a misspelled anchor", "", []string{"run", neg, "--backend", "cpu", "--random-inputs", "1", "--pass-pipeline=builtin.module(func.fnuc(cse))"}, ExitUsage,
+			[]string{"'func.fnuc' is not a registered operation"}},
 	}
 	defer func(n, m int64) { maxInputBytes, maxStreamBytes = n, m }(maxInputBytes, maxStreamBytes)
 	maxInputBytes, maxStreamBytes = 4<<20, 1<<20

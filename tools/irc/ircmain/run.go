@@ -142,6 +142,11 @@ func (t *tool) run(args []string) int {
 
 	src := newSource(name, text)
 	fail := func(err error) int {
+		// An anchor that matches nothing (passes' check before a run), in
+		// the pipeline of any backend: the command line's fault.
+		if pe := (*passes.PipelineError)(nil); errors.As(err, &pe) {
+			return t.usageErrorf("run: --pass-pipeline: %v", err)
+		}
 		for _, d := range diagnostics(err) {
 			src.write(t.stderr, d)
 		}
@@ -179,9 +184,6 @@ func (t *tool) run(args []string) int {
 	}
 	if err == nil {
 		err = pm.Run(ctx, mod)
-	}
-	if pe := (*passes.PipelineError)(nil); errors.As(err, &pe) {
-		return t.usageErrorf("run: --pass-pipeline: %v", err)
 	}
 	if err != nil {
 		return fail(err)
