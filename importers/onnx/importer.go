@@ -45,6 +45,10 @@ const (
 type Options struct {
 	// FuncName names the function (default "main").
 	FuncName string
+	// Dims gives static sizes to dim_params by name: an import for those
+	// sizes only (what a model whose reshapes need several symbolic sizes
+	// needs).
+	Dims map[string]int64
 	// placeholders makes large initializers splat placeholders marked with
 	// weightAttr, whose data WriteMLIR streams into the text.
 	placeholders bool
@@ -360,7 +364,9 @@ func (im *importer) inputType(vi *ValueInfo) (ir.Type, error) {
 	}
 	dims := make([]sym.Expr, len(vi.Dims))
 	for i, d := range vi.Dims {
-		if d.HasValue && d.Value >= 0 {
+		if v, ok := im.opts.Dims[d.Param]; ok && d.Param != "" && !d.HasValue {
+			dims[i] = sym.Const(v)
+		} else if d.HasValue && d.Value >= 0 {
 			dims[i] = sym.Const(d.Value)
 		} else {
 			dims[i] = im.symbol(d.Param)
@@ -647,4 +653,38 @@ func LiftWeights(fn *ir.Operation) ([]ir.DenseAttr, error) {
 		weights = append(weights, d)
 	}
 	return weights, funcs.UpdateType(fn)
+}
+
+// DimsFor returns the dim_param sizes that graph inputs of the given
+// shapes (in graph-input order, initializers excluded) bind, for an
+// import specialised to those sizes.
+func DimsFor(m *Model, shapes [][]int64) (map[string]int64, error) {
+	inits := map[string]bool{}
+	for _, t := range m.Graph.Initializers {
+		inits[t.Name] = true
+	}
+	out := map[string]int64{}
+	k := 0
+	for _, in := range m.Graph.Inputs {
+		if inits[in.Name] {
+			continue
+		}
+		if k >= len(shapes) {
+			break
+		}
+		if len(in.Dims) != len(shapes[k]) {
+			return nil, fmt.Errorf("input %q has rank %d, got a shape %v", in.Name, len(in.Dims), shapes[k])
+		}
+		for j, d := range in.Dims {
+			if d.Param == "" || d.HasValue {
+				continue
+			}
+			if v, ok := out[d.Param]; ok && v != shapes[k][j] {
+				return nil, fmt.Errorf("dim_param %q is %d and %d", d.Param, v, shapes[k][j])
+			}
+			out[d.Param] = shapes[k][j]
+		}
+		k++
+	}
+	return out, nil
 }

@@ -413,3 +413,40 @@ func FuzzDecodeModel(f *testing.F) {
 		_, _ = ImportModel(dialects.NewContext(), m, "fuzz.onnx", t.TempDir(), Options{})
 	})
 }
+
+// TestDims: a reshape needing two symbolic sizes is refused; Dims (as
+// DimsFor derives them from input shapes) specialises the import.
+func TestDims(t *testing.T) {
+	b := newBuilder(17)
+	b.input("x", TypeFloat, "B", "T", 8)
+	b.ints("i0", 0)
+	b.ints("i1", 1)
+	b.ints("split", 2, 4)
+	b.node("Shape", []string{"x"}, []string{"s"})
+	b.node("Gather", []string{"s", "i0"}, []string{"b"}, aInt("axis", 0))
+	b.node("Gather", []string{"s", "i1"}, []string{"t"}, aInt("axis", 0))
+	b.node("Concat", []string{"b", "t", "split"}, []string{"shape"}, aInt("axis", 0))
+	b.node("Reshape", []string{"x", "shape"}, []string{"y"})
+	b.output("y")
+	path := b.write(t)
+	if _, err := Import(dialects.NewContext(), path, Options{}); err == nil || !strings.Contains(err.Error(), "--dim NAME=SIZE") {
+		t.Fatalf("two symbolic sizes: %v", err)
+	}
+	m, err := ReadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims, err := DimsFor(m, [][]int64{{2, 3, 8}})
+	if err != nil || dims["B"] != 2 || dims["T"] != 3 {
+		t.Fatalf("DimsFor: %v, %v", dims, err)
+	}
+	mod, err := Import(dialects.NewContext(), path, Options{Dims: map[string]int64{"T": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, xs := randTensor(t, rand.New(rand.NewPCG(4, 4)), 5, 3, 8)
+	near(t, "reshape", call(t, mod, x)[0], []int64{5, 3, 2, 4}, xs, 0)
+	if _, err := DimsFor(m, [][]int64{{2, 3}}); err == nil {
+		t.Error("a wrong rank was accepted")
+	}
+}

@@ -47,7 +47,8 @@ func (c *nodeCtx) reshapeValue(x *val, dims []sym.Expr) *ir.Value {
 		dynamic++
 	}
 	if dynamic > 1 {
-		c.e.Fail("a reshape of %s to a shape with several symbolic sizes %s is not supported (one may be symbolic)", shapeString(x.dims), shapeString(dims))
+		c.e.Fail("a reshape of %s to a shape with several symbolic sizes %s is not supported (one may be symbolic): "+
+			"give dim_params static sizes (irc import --dim NAME=SIZE, Options.Dims; irc run does it from its inputs)", shapeString(x.dims), shapeString(dims))
 		return nil
 	}
 	return c.e.Op("reshape", []*ir.Value{c.value(x)}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})

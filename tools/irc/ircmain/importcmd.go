@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	hlo "github.com/strata-ir/strata/dialects/stablehlo"
@@ -12,13 +13,39 @@ import (
 	"github.com/strata-ir/strata/importers/stablehlo"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/runtime/npy"
 )
 
 // importers maps a model file's extension to the importer that turns it
-// into a module (irc import, and irc run FILE.onnx).
-var importers = map[string]func(ctx *ir.Context, path, funcName string) (*ir.Operation, error){
-	".onnx": func(ctx *ir.Context, path, funcName string) (*ir.Operation, error) {
-		return onnx.Import(ctx, path, onnx.Options{FuncName: funcName})
+// into a module (irc import, and irc run FILE.onnx). inputs are the .npy
+// files irc run will pass: an import that fails with symbolic sizes (a
+// reshape needing several) is retried specialised to their shapes.
+var importers = map[string]func(ctx *ir.Context, path, funcName string, inputs []string) (*ir.Operation, error){
+	".onnx": func(ctx *ir.Context, path, funcName string, inputs []string) (*ir.Operation, error) {
+		mod, err := onnx.Import(ctx, path, onnx.Options{FuncName: funcName})
+		if err == nil || len(inputs) == 0 {
+			return mod, err
+		}
+		shapes := make([][]int64, len(inputs))
+		for i, in := range inputs {
+			arr, rerr := npy.ReadFile(in)
+			if rerr != nil {
+				return nil, err
+			}
+			shapes[i] = arr.Shape
+		}
+		m, rerr := onnx.ReadModel(path)
+		if rerr != nil {
+			return nil, err
+		}
+		dims, rerr := onnx.DimsFor(m, shapes)
+		if rerr != nil || len(dims) == 0 {
+			return nil, err
+		}
+		if mod, rerr := onnx.Import(ctx, path, onnx.Options{FuncName: funcName, Dims: dims}); rerr == nil {
+			return mod, nil
+		}
+		return nil, err
 	},
 }
 
@@ -63,7 +90,7 @@ func bindWeights(mod *ir.Operation) ([]interp.Value, error) {
 
 // importerFor returns the importer of a model file, or nil for a file irc
 // parses as IR.
-func importerFor(path string) func(ctx *ir.Context, path, funcName string) (*ir.Operation, error) {
+func importerFor(path string) func(ctx *ir.Context, path, funcName string, inputs []string) (*ir.Operation, error) {
 	return importers[strings.ToLower(filepath.Ext(path))]
 }
 
@@ -74,7 +101,9 @@ func (t *tool) importCmd(args []string) int {
 	fs := newFlagSet(t.name + " import")
 	output := fs.String("o", "-", "write the module to `file` ('-': standard output)")
 	funcName := fs.String("func", "main", "name the imported function `name`")
-	positional, status, ok := t.parseFlags(fs, t.name+" import MODEL.onnx|JAX.mlir [-o OUT.mlir] [--func NAME]", args)
+	var dimFlags stringList
+	fs.Var(&dimFlags, "dim", "give the ONNX dim_param `name=size` a static size (repeat): for models whose reshapes need several symbolic sizes")
+	positional, status, ok := t.parseFlags(fs, t.name+" import MODEL.onnx|JAX.mlir [-o OUT.mlir] [--func NAME] [--dim NAME=SIZE]...", args)
 	if !ok {
 		return status
 	}
@@ -89,9 +118,18 @@ func (t *tool) importCmd(args []string) int {
 	if _, err := os.Stat(path); err != nil {
 		return t.usageErrorf("import: %v", err)
 	}
+	dims := map[string]int64{}
+	for _, d := range dimFlags {
+		name, size, ok := strings.Cut(d, "=")
+		v, err := strconv.ParseInt(size, 10, 64)
+		if !ok || name == "" || err != nil || v < 0 {
+			return t.usageErrorf("import: --dim %q must be name=size with a size >= 0", d)
+		}
+		dims[name] = v
+	}
 	ctx := t.newContext(false)
 	write := func(w io.Writer) error {
-		return onnx.WriteMLIR(w, ctx, path, onnx.Options{FuncName: *funcName})
+		return onnx.WriteMLIR(w, ctx, path, onnx.Options{FuncName: *funcName, Dims: dims})
 	}
 	if isMLIR {
 		name, text, err := t.readInput(path)

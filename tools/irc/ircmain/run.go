@@ -155,7 +155,7 @@ func (t *tool) run(args []string) int {
 	ctx := t.newContext(f.allowUnregistered)
 	var mod *ir.Operation
 	if imp != nil { // a model file (.onnx): import it on the fly
-		mod, err = imp(ctx, positional[0], "main")
+		mod, err = imp(ctx, positional[0], "main", f.inputs)
 		if err != nil {
 			return t.errorf("run: %v", err)
 		}
