@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/runtime/cpu"
@@ -42,6 +43,8 @@ type advProg struct {
 	breaks bool
 	// opts adjusts the compile options.
 	opts func(*frontend.Options)
+	// ctl acts on the compiled function before call i (Disable, Reset…).
+	ctl func(c *frontend.Compiled, i int)
 }
 
 type advCase struct {
@@ -206,6 +209,29 @@ func runAdvCase(t *testing.T, tc advCase) {
 				t.Fatalf("Compile: %v", err)
 			}
 			frontend.Seed(7)
+			// Every result is kept and compared again after the last
+			// call (with eager's, kept too): a later call must not
+			// overwrite an earlier result.
+			type kept struct{ eager, comp []any }
+			var keep []kept
+			defer func() {
+				if t.Failed() {
+					return
+				}
+				for i, k := range keep {
+					var e, g []string
+					advValues(t, k.eager, &e)
+					advValues(t, k.comp, &g)
+					if len(e) != len(g) {
+						t.Fatalf("after the last call, the results of call %d differ:\n eager    %v\n compiled %v", i, e, g)
+					}
+					for j := range e {
+						if !advClose(e[j], g[j]) {
+							t.Fatalf("after the last call, the results of call %d differ:\n eager    %v\n compiled %v", i, e, g)
+						}
+					}
+				}
+			}()
 			for i := range tc.calls {
 				if eager.before != nil {
 					eager.before(i)
@@ -216,6 +242,9 @@ func runAdvCase(t *testing.T, tc advCase) {
 				frontend.SetRandState(seed, off)
 				if comp.before != nil {
 					comp.before(i)
+				}
+				if comp.ctl != nil {
+					comp.ctl(c, i)
 				}
 				cres, cerr := c.Invoke(comp.args(i)...)
 				if gs, gof := frontend.RandState(); (gs != wantSeed || gof != wantOff) && cerr == nil {
@@ -254,6 +283,7 @@ func runAdvCase(t *testing.T, tc advCase) {
 					}
 				}
 				cmp("results", ev, cv)
+				keep = append(keep, kept{eres, cres})
 				cmp("state", es, cs)
 			}
 		})
@@ -1176,6 +1206,282 @@ var advCases = []advCase{
 			args: func(i int) []any { return []any{advSeq(i, 2)} },
 		}
 	}},
+	{"escaped-used-as-argument-and-assign-value", 7, func() *advProg {
+		var kept *frontend.Tensor
+		s := fs(0, 0)
+		return &advProg{
+			fn: func(x, prev *frontend.Tensor) (*frontend.Tensor, error) {
+				if prev != nil {
+					if err := s.Assign(prev); err != nil {
+						return nil, err
+					}
+				}
+				kept = x.Mul(frontend.Scalar(2)).Add(s)
+				return s.Add(x), nil
+			},
+			args: func(i int) []any {
+				if kept == nil {
+					return []any{advSeq(i, 2), nil}
+				}
+				return []any{advSeq(i, 2), kept}
+			},
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"escaped-then-assigned-outside", 6, func() *advProg {
+		var kept *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				out := x.Neg()
+				if kept != nil {
+					out = out.Add(kept)
+				}
+				kept = x.Exp()
+				return out
+			},
+			before: func(i int) {
+				if kept != nil && i%2 == 0 {
+					_ = kept.AddInPlace(frontend.Scalar(1))
+				}
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+	{"shared-value-not-clobbered-by-inplace", 6, func() *advProg {
+		b := fs(1, 2, 3)
+		a := frontend.Zeros(frontend.Float32, 3)
+		_ = a.Assign(b) // a shares b's value
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				return a.Mul(x), a.AddInPlace(x)
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 3)} },
+			state: func() []any { return []any{a, b} },
+		}
+	}},
+	{"argument-shares-value-with-state", 6, func() *advProg {
+		s := fs(1, 2, 3)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				return x.Add(s), s.AddInPlace(x)
+			},
+			args: func(i int) []any {
+				x := frontend.Zeros(frontend.Float32, 3)
+				_ = x.Assign(s) // the argument's value is s's
+				return []any{x}
+			},
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"optimizer-over-param-slice-growing", 7, func() *advProg {
+		params := []*frontend.Tensor{fs(1, 2)}
+		return &advProg{
+			fn: func(ps []*frontend.Tensor, x *frontend.Tensor) (*frontend.Tensor, error) {
+				loss := frontend.Scalar(0)
+				for _, p := range ps {
+					loss = loss.Add(p.Mul(x).Sum(nil, false))
+					if err := p.SubInPlace(x.Mul(frontend.Scalar(0.1))); err != nil {
+						return nil, err
+					}
+				}
+				return loss, nil
+			},
+			before: func(i int) {
+				if i == 2 || i == 4 {
+					params = append(params, fs(float32(i), 1))
+				}
+			},
+			args:  func(i int) []any { return []any{params, advSeq(i, 2)} },
+			state: func() []any { return []any{params} },
+		}
+	}},
+	{"map-state-assign", 6, func() *advProg {
+		st := map[string]*frontend.Tensor{"m": fs(0, 0), "v": fs(1, 1)}
+		return &advProg{
+			fn: func(st map[string]*frontend.Tensor, g *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := st["m"].Assign(st["m"].Mul(frontend.Scalar(0.9)).Add(g)); err != nil {
+					return nil, err
+				}
+				if err := st["v"].Assign(st["v"].Mul(frontend.Scalar(0.99)).Add(g.Mul(g))); err != nil {
+					return nil, err
+				}
+				return st["m"].Div(st["v"].Sqrt()), nil
+			},
+			args:  func(i int) []any { return []any{st, advSeq(i, 2)} },
+			state: func() []any { return []any{st} },
+		}
+	}},
+	{"two-compiled-share-state", 7, func() *advProg {
+		s := fs(1, 1)
+		upd := frontend.MustCompile(func(x *frontend.Tensor) error { return s.AddInPlace(x) }, frontend.Options{})
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				return s.Mul(x), nil
+			},
+			before: func(i int) {
+				if _, err := upd.Invoke(advSeq(i+3, 2)); err != nil {
+					panic(err)
+				}
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 2)} },
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"zero-and-one-sized", 7, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				return x.Exp().Sum(nil, false).Add(frontend.Scalar(float32(x.Dim(0))))
+			},
+			args: func(i int) []any { return []any{advSeq(i, []int{0, 1, 3, 0, 2, 1, 4}[i])} },
+		}
+	}},
+	{"bool-and-int-tensors", 6, func() *advProg {
+		mask := []bool{true, false, true}
+		return &advProg{
+			fn: func(x *frontend.Tensor, idx *frontend.Tensor) *frontend.Tensor {
+				m := frontend.FromSlice(mask)
+				return frontend.Where(m, x, x.Neg()).Gather(idx, 0)
+			},
+			before: func(i int) { mask[i%3] = !mask[i%3] },
+			args: func(i int) []any {
+				return []any{advSeq(i, 3), frontend.FromSlice([]int32{int32(i % 3), 0})}
+			},
+		}
+	}},
+	{"pow-softmax-layernorm-captured", 6, func() *advProg {
+		gamma, beta := fs(1, 1, 1, 1), fs(0, 0, 0, 0)
+		eps := 1e-5
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x.LayerNorm(gamma, beta, -1, eps)
+				return h.Softmax(0).Pow(frontend.Scalar(2)).Add(h.RMSNorm(gamma, -1, eps))
+			},
+			before: func(i int) {
+				gamma = gamma.Mul(frontend.Scalar(1.1))
+				beta = beta.Add(frontend.Scalar(0.1))
+				eps = []float64{1e-5, 1e-3}[i%2]
+			},
+			args: func(i int) []any { return []any{frontend.FromSlice([]float32{1, 2, 3, float32(i), -1, 0, 2, 1}, 2, 4)} },
+		}
+	}},
+	{"disable-enable-reset-between-calls", 8, func() *advProg {
+		k := 1
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				for range k {
+					x = x.Tanh()
+				}
+				return x
+			},
+			before: func(i int) { k = 1 + i%2 },
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+			ctl: func(c *frontend.Compiled, i int) {
+				switch i % 4 {
+				case 1:
+					c.Disable()
+				case 2:
+					c.Enable()
+				case 3:
+					c.Reset()
+				}
+			},
+		}
+	}},
+	{"random-in-branch-and-host-read", 7, func() *advProg {
+		flag := true
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				if flag {
+					x = x.Add(frontend.RandLike(x))
+				}
+				r := frontend.RandUniform(frontend.Float32)
+				if r.Item() > 0.5 {
+					return x.Neg()
+				}
+				return x
+			},
+			before: func(i int) { flag = i%2 == 0 },
+			args:   func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"rand-state-restored-by-user", 6, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				s, o := frontend.RandState()
+				a := frontend.Dropout(x, 0.5, true)
+				frontend.SetRandState(s, o)
+				b := frontend.Dropout(x, 0.5, true)
+				return a.Sub(b) // zero
+			},
+			args: func(i int) []any { return []any{advSeq(i, 8)} },
+		}
+	}},
+	{"pending-eager-argument", 6, func() *advProg {
+		w := fs(1, 2)
+		return &advProg{
+			fn:   func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(w) },
+			args: func(i int) []any { return []any{advSeq(i, 2).Add(w).Tanh()} }, // pending outside
+		}
+	}},
+	{"return-only-go-made-tensor", 6, func() *advProg {
+		v := float32(0)
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return fs(v, v+1) },
+			before: func(i int) { v = float32(i) },
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+	{"assign-from-argument-directly", 6, func() *advProg {
+		s := fs(0, 0)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				old := s.Mul(frontend.Scalar(1))
+				if err := s.Assign(x); err != nil {
+					return nil, err
+				}
+				return old, nil
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 2)} },
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"assign-twice-and-self", 6, func() *advProg {
+		s := fs(1, 2)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := s.Assign(s); err != nil {
+					return nil, err
+				}
+				if err := s.AddInPlace(x); err != nil {
+					return nil, err
+				}
+				if err := s.MulInPlace(s); err != nil {
+					return nil, err
+				}
+				return x, nil
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 2).Mul(frontend.Scalar(0.1))} },
+			state: func() []any { return []any{s} },
+		}
+	}},
+	{"assign-argument-returned-and-state-alias", 6, func() *advProg {
+		s := fs(1, 2)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, *frontend.Tensor, error) {
+				if err := x.AddInPlace(frontend.Scalar(1)); err != nil {
+					return nil, nil, err
+				}
+				return x, x.Mul(x), nil
+			},
+			args: func(i int) []any {
+				if i%2 == 0 {
+					return []any{s}
+				}
+				return []any{advSeq(i, 2)}
+			},
+			state: func() []any { return []any{s} },
+		}
+	}},
 }
 
 // pick returns a if c, else b.
@@ -1323,5 +1629,82 @@ func TestFlattenHeadsSizeOneDynamic(t *testing.T) {
 	}
 	if got := res[0].Float32s(); fmt.Sprint(got) != "[1 2 3 4]" {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// TestConcurrentCallsOfTwoCompiledSharingWeights: two compiled functions
+// capturing the same weight, called from two goroutines at once. Each
+// call routes ops on the weight to the call using it as an input, so the
+// calls recorded each other's ops and crashed (nil placeholder in
+// finishReplay); compiled calls are now serialized process-wide.
+func TestConcurrentCallsOfTwoCompiledSharingWeights(t *testing.T) {
+	w := fs(1, 2, 3)
+	mk := func(k float32) *frontend.Compiled {
+		return frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor {
+			h := w.Mul(x)
+			for range 20 {
+				h = w.Mul(h.Mul(frontend.Scalar(k))).Tanh()
+			}
+			return h
+		}, frontend.Options{Backend: frontend.InterpBackend})
+	}
+	cs := []*frontend.Compiled{mk(0.5), mk(-0.25)}
+	var want []string
+	for _, c := range cs {
+		r, err := c.Call(fs(1, 1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprint(r[0].Float32s()))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 200 {
+				r, err := c.Call(fs(1, 1, 1))
+				if err == nil && fmt.Sprint(r[0].Float32s()) != want[i] {
+					err = fmt.Errorf("call %d: %v, want %v", n, r[0].Float32s(), want[i])
+				}
+				if err != nil {
+					errs <- fmt.Errorf("function %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestRecursiveCompiledCallIsAnError: a compiled function calling itself
+// deadlocked on its own lock; it is an error now. A compiled function
+// calling another one still works (nested-compiled in advCases).
+func TestRecursiveCompiledCallIsAnError(t *testing.T) {
+	var c *frontend.Compiled
+	c = frontend.MustCompile(func(x *frontend.Tensor) (*frontend.Tensor, error) {
+		r, err := c.Call(x)
+		if err != nil {
+			return nil, err
+		}
+		return r[0], nil
+	}, frontend.Options{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(fs(1))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "called itself") {
+			t.Fatalf("got %v, want the recursion error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a recursive compiled call deadlocked")
 	}
 }

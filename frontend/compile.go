@@ -361,8 +361,11 @@ func scalarKind(k reflect.Kind) bool {
 // call runs fn on args: it checks the tensors of the arguments, traces fn
 // into graphs, compiles or reuses them and runs them.
 func (c *Compiled) call(args []reflect.Value) ([]reflect.Value, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockCompiled()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	c.stats.Calls++
 	leaves := treeLeaves(args)
 	vals := make([]tensorData, len(leaves))

@@ -144,8 +144,11 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		return nil, nil, g.err
 	}
 	c := g.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockCompiled()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	c.stats.Calls++
 	if !c.simpleArgs() || !c.results.simple {
 		return nil, nil, fmt.Errorf("frontend: Grad: the function must take and return tensors, not %v", c.fn.Type())
