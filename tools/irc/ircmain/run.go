@@ -173,6 +173,12 @@ func (t *tool) run(args []string) int {
 	if err == nil { // StableHLO (from JAX) runs as the graph ops it converts to
 		err = convertStableHLO(ctx, mod)
 	}
+	if err == nil && imp == nil && f.backend == "nvptx" && (f.funcName == "" || f.funcName == "main") {
+		// An imported model's weights are constants; bound as arguments
+		// they become device buffers (the nvptx executor does not run the
+		// host stores that fill constant buffers).
+		f.bound, err = bindWeights(mod)
+	}
 	if err == nil {
 		f.signatures = signatures(mod)
 	}
