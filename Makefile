@@ -59,7 +59,7 @@ FUZZPARALLEL ?= 1
 FUZZMINIMIZE ?= 30s
 FUZZ_TARGETS = ir:FuzzParse dialects:FuzzParseVerifyPrint sym:FuzzParse dialects/graph:FuzzSymbolicAttributes \
 	tools/irc/ircmain:FuzzPipeline tools/irc/ircmain:FuzzIrc tools/irc/ircmain:FuzzRun runtime/npy:FuzzRead \
-	runtime/interp:FuzzInterpret runtime/interp:FuzzMutatedModules
+	runtime/interp:FuzzInterpret runtime/interp:FuzzMutatedModules nn/safetensors:FuzzParse
 fuzz:
 	@failed=""; for t in $(FUZZ_TARGETS); do \
 		echo "== $$t for $(FUZZTIME)"; \

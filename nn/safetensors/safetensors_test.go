@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -138,9 +139,17 @@ func TestBadFiles(t *testing.T) {
 // file that parses to the same tensors.
 func FuzzParse(f *testing.F) {
 	var buf bytes.Buffer
-	a, _ := FromFrontend("a", frontend.FromSlice([]float32{1, 2}, 2), F32)
-	b, _ := FromFrontend("b", frontend.FromSlice([]int64{3}, 1), I64)
-	_ = Encode(&buf, []*Tensor{a, b}, map[string]string{"k": "v"})
+	a, err := FromFrontend("a", frontend.FromSlice([]float32{1, 2}, 2), F32)
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := FromFrontend("b", frontend.FromSlice([]int64{3}, 1), I64)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := Encode(&buf, []*Tensor{a, b}, map[string]string{"k": "v"}); err != nil {
+		f.Fatal(err)
+	}
 	f.Add(buf.Bytes())
 	f.Add(file(`{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}`, []byte{0x80, 0x3f}))
 	f.Add([]byte{})
@@ -156,6 +165,9 @@ func FuzzParse(f *testing.F) {
 		again, err := Parse(out.Bytes())
 		if err != nil {
 			t.Fatalf("re-parsing: %v", err)
+		}
+		if len(again.Tensors) != len(file.Tensors) || !maps.Equal(again.Metadata, file.Metadata) {
+			t.Fatalf("re-parsed %d tensors and metadata %v, want %d and %v", len(again.Tensors), again.Metadata, len(file.Tensors), file.Metadata)
 		}
 		for i, t0 := range file.Tensors {
 			t1 := again.Tensors[i]
