@@ -195,6 +195,9 @@ func advConfigs() []advConfig {
 	return cs
 }
 
+// advReplays counts, per case, the calls replayed over all configs.
+var advReplays = map[string]int{}
+
 func runAdvCase(t *testing.T, tc advCase) {
 	for _, cfg := range advConfigs() {
 		name := fmt.Sprintf("%s/%s/dyn=%v/fg=%v", tc.name, cfg.backend, cfg.dynamic, cfg.fullgraph)
@@ -232,6 +235,7 @@ func runAdvCase(t *testing.T, tc advCase) {
 					}
 				}
 			}()
+			defer func() { advReplays[tc.name] += c.Stats().Replays }()
 			for i := range tc.calls {
 				if eager.before != nil {
 					eager.before(i)
@@ -1482,6 +1486,129 @@ var advCases = []advCase{
 			state: func() []any { return []any{s} },
 		}
 	}},
+	{"nested-inner-updates-outer-input", 7, func() *advProg {
+		st := fs(1, 1)
+		inner := frontend.MustCompile(func(x *frontend.Tensor) error { return st.AddInPlace(x) }, frontend.Options{})
+		return &advProg{
+			fn: func(y *frontend.Tensor) (*frontend.Tensor, error) {
+				h := y.Mul(st)
+				if _, err := inner.Invoke(fs(1, 2)); err != nil {
+					return nil, err
+				}
+				return h.Add(st), nil
+			},
+			args:  func(i int) []any { return []any{advSeq(i, 2)} },
+			state: func() []any { return []any{st} },
+		}
+	}},
+	{"pointer-to-captured-tensor-swapped", 6, func() *advProg {
+		a, b := fs(1, 2), fs(3, 4)
+		p := &a
+		return &advProg{
+			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(*p) },
+			before: func(i int) { p = map[bool]**frontend.Tensor{true: &a, false: &b}[i%2 == 0]; *p = (*p).Add(frontend.Scalar(1)) },
+			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+		}
+	}},
+	{"captured-func-value", 6, func() *advProg {
+		act := (*frontend.Tensor).Relu
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor { return act(x.Sub(frontend.Scalar(0.1))) },
+			before: func(i int) {
+				act = []func(*frontend.Tensor) *frontend.Tensor{(*frontend.Tensor).Relu, (*frontend.Tensor).Tanh, (*frontend.Tensor).Sigmoid}[i%3]
+			},
+			args: func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
+	{"attributes-from-mutated-go-slices", 8, func() *advProg {
+		perm := []int{0, 1}
+		axes := []int{0}
+		shape := []int{2, 3}
+		pred := "gt"
+		dt := frontend.Float32
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x.Reshape(shape...).Transpose(perm...)
+				m := h.Cmp(pred, frontend.Scalar(0)).Cast(dt).Cast(frontend.Float32)
+				return h.Mul(m).Sum(axes, false)
+			},
+			before: func(i int) {
+				perm[0], perm[1] = perm[1], perm[0]
+				axes[0] = i % 2
+				shape[0], shape[1] = shape[1], shape[0]
+				pred = []string{"gt", "lt", "ge"}[i%3]
+				dt = []frontend.DType{frontend.Float32, frontend.Int64, frontend.Float64}[i%3]
+			},
+			args: func(i int) []any { return []any{advSeq(i, 6)} },
+		}
+	}},
+	{"slice-concat-from-go-ints", 7, func() *advProg {
+		start, axis := 0, 0
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				s := x.Slice([]int{start, 0}, []int{start + 1, 2}, []int{1, 1})
+				return frontend.Concat(axis, s, s.Neg())
+			},
+			before: func(i int) { start, axis = i%3, i%2 },
+			args: func(i int) []any {
+				return []any{frontend.FromSlice([]float32{1, 2, 3, 4, 5, float32(i)}, 3, 2)}
+			},
+		}
+	}},
+	{"size-int-loop-markdynamic", 7, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x.Sum(nil, false)
+				for range x.Size(0).Int() {
+					h = h.Mul(frontend.Scalar(0.5))
+				}
+				return h
+			},
+			args: func(i int) []any { return []any{frontend.MarkDynamic(advSeq(i, []int{2, 3, 4, 2, 5, 3, 6}[i]), 0)} },
+		}
+	}},
+	{"struct-result-and-array-arg", 6, func() *advProg {
+		type out struct {
+			A *frontend.Tensor
+			B []*frontend.Tensor
+			N int
+		}
+		return &advProg{
+			fn: func(arr [2]*frontend.Tensor, pp **frontend.Tensor) out {
+				return out{A: arr[0].Add(arr[1]), B: []*frontend.Tensor{(*pp).Neg(), arr[1]}, N: 3}
+			},
+			args: func(i int) []any {
+				p := advSeq(i+1, 2)
+				return []any{[2]*frontend.Tensor{advSeq(i, 2), advSeq(i+2, 2)}, &p}
+			},
+		}
+	}},
+	{"host-read-argmax-drives-gather", 7, func() *advProg {
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				idx := x.Argmax(0, false).Int64s()
+				return x.Gather(frontend.FromSlice([]int64{idx[0], 0}), 0)
+			},
+			args:   func(i int) []any { return []any{advSeq(i, 4)} },
+			breaks: true,
+		}
+	}},
+	{"attention-captured-causal", 6, func() *advProg {
+		causal := false
+		return &advProg{
+			fn: func(q *frontend.Tensor) *frontend.Tensor {
+				return frontend.Attention(q, q.Mul(frontend.Scalar(0.5)), q, frontend.AttentionOptions{Causal: causal})
+			},
+			before: func(i int) { causal = i%2 == 1 },
+			args: func(i int) []any {
+				xs := make([]float32, 1*2*3*4)
+				for j := range xs {
+					xs[j] = float32(math.Sin(float64(i + j)))
+				}
+				return []any{frontend.FromSlice(xs, 1, 2, 3, 4)}
+			},
+		}
+	}},
 }
 
 // pick returns a if c, else b.
@@ -1493,8 +1620,18 @@ func pick(c bool, a, b *frontend.Tensor) *frontend.Tensor {
 }
 
 func TestAdversarialNeverStale(t *testing.T) {
+	replayed := 0
 	for _, tc := range advCases {
 		runAdvCase(t, tc)
+		if advReplays[tc.name] > 0 {
+			replayed++
+		} else {
+			t.Logf("%s: no call replayed", tc.name)
+		}
+	}
+	// Most programs must exercise the replay (else this tests tracing).
+	if replayed < len(advCases)*2/3 {
+		t.Fatalf("only %d of %d programs replayed a call", replayed, len(advCases))
 	}
 }
 
@@ -1706,5 +1843,73 @@ func TestRecursiveCompiledCallIsAnError(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a recursive compiled call deadlocked")
+	}
+}
+
+// TestAdversarialGradSequences: a gradient whose function reads a
+// captured flag and a captured weight, both changed between calls, is
+// the gradient of the function as it is at each call.
+func TestAdversarialGradSequences(t *testing.T) {
+	flag := false
+	w := fs(1, 2, 3)
+	loss := func(x *frontend.Tensor) *frontend.Tensor {
+		if flag {
+			return x.Mul(w).Sum(nil, false)
+		}
+		return x.Mul(x).Mul(w).Sum(nil, false)
+	}
+	for _, be := range []string{frontend.AOTEagerBackend, frontend.InterpBackend} {
+		g := frontend.ValueAndGrad(loss).WithOptions(frontend.Options{Backend: be})
+		for i := range 6 {
+			flag = i%2 == 1
+			w = advSeq(i+20, 3)
+			x := advSeq(i, 3)
+			vals, grads, err := g.Call(x)
+			if err != nil {
+				t.Fatalf("%s call %d: %v", be, i, err)
+			}
+			wv, xv := w.Float64s(), x.Float64s()
+			want, wantLoss := make([]float64, 3), 0.0
+			for j := range 3 {
+				if flag {
+					want[j], wantLoss = wv[j], wantLoss+xv[j]*wv[j]
+				} else {
+					want[j], wantLoss = 2*xv[j]*wv[j], wantLoss+xv[j]*xv[j]*wv[j]
+				}
+			}
+			if got := vals[0].Item(); math.Abs(got-wantLoss) > 1e-4 {
+				t.Fatalf("%s call %d: loss %v, want %v", be, i, got, wantLoss)
+			}
+			for j, v := range grads[0].Float64s() {
+				if math.Abs(v-want[j]) > 1e-4 {
+					t.Fatalf("%s call %d: grad %v, want %v", be, i, grads[0].Float64s(), want)
+				}
+			}
+		}
+	}
+}
+
+// TestAttentionDefaultScaleDynamicTrue: Attention's default scale 1/√D
+// under Dynamic true (every dim symbolic) failed in graph-decompose ("the
+// default scale 1/√D needs a static D"); the frontend reads D (which
+// specializes the graph) and passes the scale.
+func TestAttentionDefaultScaleDynamicTrue(t *testing.T) {
+	xs := make([]float32, 2*3*4)
+	for j := range xs {
+		xs[j] = float32(math.Sin(float64(j)))
+	}
+	fn := func(q *frontend.Tensor) *frontend.Tensor {
+		return frontend.Attention(q, q, q, frontend.AttentionOptions{Causal: true})
+	}
+	want := fn(frontend.FromSlice(xs, 1, 2, 3, 4)).Float32s()
+	c := frontend.MustCompile(fn, frontend.Options{Backend: frontend.InterpBackend, Dynamic: frontend.DynamicTrue})
+	for range 3 {
+		res, err := c.Call(frontend.FromSlice(xs, 1, 2, 3, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res[0].Float32s(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package frontend
 import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
+	"math"
 )
 
 // This file is the Tensor API over the graph dialect: one method or
@@ -251,6 +252,14 @@ type AttentionOptions struct {
 
 // Attention returns softmax(q·kᵀ·scale + mask)·v over the last two dims.
 func Attention(q, k, v *Tensor, o AttentionOptions) *Tensor {
+	if o.Scale == 0 && q != nil && q.err == nil && len(q.shape) > 0 {
+		// graph.attention's default scale needs a static D: with a
+		// symbolic D (Dynamic true) the frontend reads D, which
+		// specializes the graph on it, and passes the scale.
+		if sym := q.symShape(); len(sym) == len(q.shape) && sym[len(sym)-1] == ir.Dynamic {
+			o.Scale = 1 / math.Sqrt(float64(q.Dim(len(q.shape)-1)))
+		}
+	}
 	var attrs []ir.NamedAttr
 	if o.Scale != 0 {
 		attrs = append(attrs, attr("scale", f32(o.Scale)))
