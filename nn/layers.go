@@ -277,7 +277,7 @@ func windows(x *frontend.Tensor, k, s, oh, ow int) []*frontend.Tensor {
 	return out
 }
 
-// pool checks a pooling layer's input and returns the output size.
+// poolShape checks a pooling layer's input and returns the output size.
 func poolShape(name string, x *frontend.Tensor, k, s, p int) (oh, ow int, bad *frontend.Tensor) {
 	if f := firstErr(x); f != nil {
 		return 0, 0, f
@@ -304,24 +304,7 @@ type MaxPool2d struct{ Kernel, Stride, Padding int }
 
 // Forward pools x [N, C, H, W].
 func (m MaxPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
-	s := m.Stride
-	if s == 0 {
-		s = m.Kernel
-	}
-	oh, ow, bad := poolShape("MaxPool2d", x, m.Kernel, s, m.Padding)
-	if bad != nil {
-		return bad
-	}
-	p := m.Padding
-	if p > 0 {
-		x = x.Pad([]int{0, 0, p, p}, []int{0, 0, p, p}, math.Inf(-1))
-	}
-	ws := windows(x, m.Kernel, s, oh, ow)
-	y := ws[0]
-	for _, w := range ws[1:] {
-		y = y.Max(w)
-	}
-	return y
+	return pool2d("MaxPool2d", x, m.Kernel, m.Stride, m.Padding, math.Inf(-1), (*frontend.Tensor).Max)
 }
 
 // AvgPool2d averages k×k windows (stride Stride, 0 meaning Kernel; zero
@@ -330,24 +313,32 @@ type AvgPool2d struct{ Kernel, Stride, Padding int }
 
 // Forward pools x [N, C, H, W].
 func (m AvgPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
-	s := m.Stride
-	if s == 0 {
-		s = m.Kernel
+	y := pool2d("AvgPool2d", x, m.Kernel, m.Stride, m.Padding, 0, (*frontend.Tensor).Add)
+	if y.Err() != nil {
+		return y
 	}
-	oh, ow, bad := poolShape("AvgPool2d", x, m.Kernel, s, m.Padding)
+	return y.Mul(full(y, 1/float64(m.Kernel*m.Kernel)))
+}
+
+// pool2d combines the k×k windows of x [N, C, H, W], padded with pad, at
+// stride s (0 meaning k) with combine; name locates a bad shape.
+func pool2d(name string, x *frontend.Tensor, k, s, p int, pad float64, combine func(a, b *frontend.Tensor) *frontend.Tensor) *frontend.Tensor {
+	if s == 0 {
+		s = k
+	}
+	oh, ow, bad := poolShape(name, x, k, s, p)
 	if bad != nil {
 		return bad
 	}
-	p := m.Padding
 	if p > 0 {
-		x = x.Pad([]int{0, 0, p, p}, []int{0, 0, p, p}, 0)
+		x = x.Pad([]int{0, 0, p, p}, []int{0, 0, p, p}, pad)
 	}
-	ws := windows(x, m.Kernel, s, oh, ow)
+	ws := windows(x, k, s, oh, ow)
 	y := ws[0]
 	for _, w := range ws[1:] {
-		y = y.Add(w)
+		y = combine(y, w)
 	}
-	return y.Mul(full(y, 1/float64(m.Kernel*m.Kernel)))
+	return y
 }
 
 // AdaptiveAvgPool2d averages x [N, C, H, W] to [N, C, OutH, OutW]: output
