@@ -1505,9 +1505,12 @@ var advCases = []advCase{
 		a, b := fs(1, 2), fs(3, 4)
 		p := &a
 		return &advProg{
-			fn:     func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(*p) },
-			before: func(i int) { p = map[bool]**frontend.Tensor{true: &a, false: &b}[i%2 == 0]; *p = (*p).Add(frontend.Scalar(1)) },
-			args:   func(i int) []any { return []any{advSeq(i, 2)} },
+			fn: func(x *frontend.Tensor) *frontend.Tensor { return x.Mul(*p) },
+			before: func(i int) {
+				p = map[bool]**frontend.Tensor{true: &a, false: &b}[i%2 == 0]
+				*p = (*p).Add(frontend.Scalar(1))
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2)} },
 		}
 	}},
 	{"captured-func-value", 6, func() *advProg {
