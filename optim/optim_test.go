@@ -15,17 +15,16 @@ import (
 type model struct{ A, B *frontend.Tensor }
 
 func newModel(r *rand.Rand, dt frontend.DType) (*model, [][]float64) {
-	a, b := make([]float64, 6), make([]float64, 3)
-	for i := range a {
-		a[i] = 2*r.Float64() - 1
-	}
-	for i := range b {
-		b[i] = 2*r.Float64() - 1
-	}
-	return &model{A: frontend.FromSlice(a, 2, 3).Cast(dt), B: frontend.FromSlice(b, 3).Cast(dt)}, [][]float64{a, b}
+	ts, vs := pair(r, dt)
+	return &model{A: ts[0], B: ts[1]}, vs
 }
 
-func grads(r *rand.Rand, dt frontend.DType) ([]*frontend.Tensor, [][]float64) {
+// grads draws a gradient for each parameter of model.
+func grads(r *rand.Rand, dt frontend.DType) ([]*frontend.Tensor, [][]float64) { return pair(r, dt) }
+
+// pair draws a [2, 3] and a [3] tensor uniform in [-1, 1), as dt and as
+// float64 references.
+func pair(r *rand.Rand, dt frontend.DType) ([]*frontend.Tensor, [][]float64) {
 	a, b := make([]float64, 6), make([]float64, 3)
 	for i := range a {
 		a[i] = 2*r.Float64() - 1
@@ -41,6 +40,9 @@ func check(t *rapid.T, m *model, want [][]float64, tol float64) {
 		got := p.Float64s()
 		if err := p.Err(); err != nil {
 			t.Fatal(err)
+		}
+		if len(got) != len(want[i]) {
+			t.Fatalf("parameter %d: %d elements, want %d", i, len(got), len(want[i]))
 		}
 		for j := range got {
 			if math.Abs(got[j]-want[i][j]) > tol*(1+math.Abs(want[i][j])) {
