@@ -15,7 +15,10 @@ import (
 // kind on stream and returns (see nccl.Comm.Collective for the meaning of
 // count).
 type Communicator interface {
+	// Rank returns this process's rank in group and the group's size.
 	Rank(group string) (rank, size int, err error)
+	// Collective queues collective kind from send into recv on stream;
+	// count is as nccl.Comm.Collective reads it.
 	Collective(kind, reduce string, root int, elem ir.Type, send, recv cuda.DevicePtr, count int, stream *cuda.Stream) error
 }
 
@@ -41,9 +44,10 @@ func (rt *Runtime) communicator() Communicator {
 	return rt.comm
 }
 
-// collective is loop.collective: the communicator queues it on the plan's
-// stream, between the kernels around it (and into a CUDA graph when the
-// plan is captured).
+// collective is loop.collective: the communicator queues it on the
+// runtime's communication stream, ordered after the plan's earlier steps by
+// an event (runCollective); without a communicator it is a copy on the
+// plan's stream. Either way a CUDA-graph capture records it.
 func (c *planner) collective(op *ir.Operation) (stepFunc, error) {
 	if op.NumOperands() != 2 || op.NumResults() != 0 {
 		return nil, ir.Errorf(op.Loc(), "%s must have two operands and no results", loop.CollectiveOp)
