@@ -45,6 +45,8 @@ type advProg struct {
 	opts func(*frontend.Options)
 	// ctl acts on the compiled function before call i (Disable, Reset…).
 	ctl func(c *frontend.Compiled, i int)
+	// after sees the results of each successful call (to feed them back).
+	after func(res []any)
 }
 
 type advCase struct {
@@ -287,6 +289,10 @@ func runAdvCase(t *testing.T, tc advCase) {
 					}
 				}
 				cmp("results", ev, cv)
+				if eager.after != nil {
+					eager.after(eres)
+					comp.after(cres)
+				}
 				keep = append(keep, kept{eres, cres})
 				cmp("state", es, cs)
 			}
@@ -1030,10 +1036,32 @@ var advCases = []advCase{
 		}
 	}},
 	{"feed-result-back", 8, func() *advProg {
-		var prev *frontend.Tensor
+		var prev, prev2 *frontend.Tensor
 		return &advProg{
-			fn: func(x *frontend.Tensor) *frontend.Tensor {
-				return x.Mul(frontend.Scalar(0.9)).Add(frontend.Scalar(0.1))
+			fn: func(x, y *frontend.Tensor) (*frontend.Tensor, *frontend.Tensor) {
+				return x.Mul(frontend.Scalar(0.9)).Add(y), y.Tanh()
+			},
+			args: func(i int) []any {
+				if prev == nil {
+					prev, prev2 = advSeq(0, 3), advSeq(1, 3)
+				}
+				return []any{prev, prev2}
+			},
+			after: func(res []any) { prev, prev2 = res[0].(*frontend.Tensor), res[1].(*frontend.Tensor) },
+		}
+	}},
+	{"feed-result-back-with-inplace", 7, func() *advProg {
+		var prev *frontend.Tensor
+		s := fs(0, 0, 0)
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				if err := x.AddInPlace(s); err != nil { // the previous result, updated
+					return nil, err
+				}
+				if err := s.Assign(x.Mul(frontend.Scalar(0.5))); err != nil {
+					return nil, err
+				}
+				return x.Add(frontend.Scalar(1)), nil
 			},
 			args: func(i int) []any {
 				if prev == nil {
@@ -1041,7 +1069,60 @@ var advCases = []advCase{
 				}
 				return []any{prev}
 			},
-			state: func() []any { return nil },
+			after: func(res []any) { prev = res[0].(*frontend.Tensor) },
+			state: func() []any { return []any{s, prev} },
+		}
+	}},
+	{"escape-after-break-and-shapes-change", 7, func() *advProg {
+		var kept *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				h := x.Exp()
+				if h.Sum(nil, false).Item() > 3 {
+					h = h.Neg()
+				}
+				out := h.Sum(nil, false)
+				if kept != nil {
+					out = out.Add(kept.Sum(nil, false))
+				}
+				kept = h.Mul(frontend.Scalar(2)) // after the break: graph 2
+				return out
+			},
+			args:   func(i int) []any { return []any{advSeq(i, 2+i%3)} },
+			breaks: true,
+		}
+	}},
+	{"escape-shapes-change-replayed", 8, func() *advProg {
+		var kept *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) *frontend.Tensor {
+				out := x.Tanh().Sum(nil, false)
+				if kept != nil {
+					out = out.Add(kept)
+				}
+				kept = x.Mul(x).Sum(nil, false)
+				return out
+			},
+			args: func(i int) []any { return []any{advSeq(i, []int{2, 3, 4, 3, 5, 2, 2, 6}[i])} },
+		}
+	}},
+	{"assign-to-escaped-inside", 7, func() *advProg {
+		var kept *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				if kept != nil {
+					if err := kept.AddInPlace(x); err != nil {
+						return nil, err
+					}
+				}
+				out := x.Neg()
+				if kept != nil {
+					out = out.Add(kept)
+				}
+				kept = x.Exp()
+				return out, nil
+			},
+			args: func(i int) []any { return []any{advSeq(i, 2)} },
 		}
 	}},
 	{"return-input-and-capture-unchanged", 6, func() *advProg {
