@@ -17,12 +17,11 @@ package cublaslt
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/strata-ir/strata/internal/dynlib"
 )
 
 // ErrNotFound is wrapped by the error of Load when no usable cuBLASLt
@@ -121,18 +120,7 @@ func openLib(path string) (*lib, error) {
 }
 
 // candidates returns the paths Load tries, in order.
-func candidates() []string {
-	var out []string
-	if p := os.Getenv(EnvPath); p != "" {
-		out = append(out, p)
-	}
-	out = append(out, sonames...)
-	for _, g := range searchGlobs {
-		m, _ := filepath.Glob(g) // only ErrBadPattern, and the patterns are fixed
-		out = append(out, m...)
-	}
-	return out
-}
+func candidates() []string { return dynlib.Candidates(EnvPath, sonames, searchGlobs) }
 
 // The process-wide library, loaded once.
 var (
@@ -149,15 +137,7 @@ func load() (*lib, error) {
 
 // search opens the first path of paths that is a cuBLASLt library.
 func search(paths []string) (*lib, error) {
-	var why []error
-	for _, p := range paths {
-		l, err := openLib(p)
-		if err == nil {
-			return l, nil
-		}
-		why = append(why, err)
-	}
-	return nil, fmt.Errorf("%w: tried $%s, %d paths: %w", ErrNotFound, EnvPath, len(paths), errors.Join(why...))
+	return dynlib.Search(paths, openLib, ErrNotFound, EnvPath)
 }
 
 // Load finds and loads cuBLASLt without touching a device; the error wraps

@@ -19,12 +19,11 @@ package nccl
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/strata-ir/strata/internal/dynlib"
 )
 
 // ErrNotFound is wrapped by the error of Load when no usable NCCL library
@@ -181,25 +180,16 @@ func openLib(path string) (*lib, error) {
 }
 
 // candidates returns the paths Load tries, in order.
-func candidates() []string {
-	var out []string
-	if p := os.Getenv(EnvPath); p != "" {
-		out = append(out, p)
-	}
-	out = append(out, soname)
-	for _, g := range searchGlobs {
-		m, _ := filepath.Glob(g) // only ErrBadPattern, and the patterns are fixed
-		out = append(out, m...)
-	}
-	return out
-}
+func candidates() []string { return dynlib.Candidates(EnvPath, []string{soname}, searchGlobs) }
 
+// The process-wide library, loaded once.
 var (
 	loadOnce sync.Once
 	theLib   *lib
 	loadErr  error
 )
 
+// load returns the library, searching for it on first use.
 func load() (*lib, error) {
 	loadOnce.Do(func() { theLib, loadErr = search(candidates()) })
 	return theLib, loadErr
@@ -207,15 +197,7 @@ func load() (*lib, error) {
 
 // search opens the first path of paths that is an NCCL library.
 func search(paths []string) (*lib, error) {
-	var why []error
-	for _, p := range paths {
-		l, err := openLib(p)
-		if err == nil {
-			return l, nil
-		}
-		why = append(why, err)
-	}
-	return nil, fmt.Errorf("%w: tried $%s, %d paths: %w", ErrNotFound, EnvPath, len(paths), errors.Join(why...))
+	return dynlib.Search(paths, openLib, ErrNotFound, EnvPath)
 }
 
 // Load finds and loads NCCL without touching a device; the error wraps
