@@ -23,6 +23,7 @@ package optim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn"
@@ -123,7 +124,7 @@ func (f *fused) step(scalars []float64, grads []*frontend.Tensor) error {
 		if err := g.Err(); err != nil {
 			return fmt.Errorf("optim: gradient of %s: %w", r.Name, err)
 		}
-		if ps, gs := r.Tensor().Shape(), g.Shape(); !equal(ps, gs) {
+		if ps, gs := r.Tensor().Shape(), g.Shape(); !slices.Equal(ps, gs) {
 			return fmt.Errorf("optim: gradient of %s has shape %v, the parameter %v", r.Name, gs, ps)
 		}
 		args = append(args, r.Tensor())
@@ -150,18 +151,6 @@ func (f *fused) step(scalars []float64, grads []*frontend.Tensor) error {
 
 // Compiled returns the compiled update (for Stats and CompileTimes).
 func (f *fused) Compiled() *frontend.Compiled { return f.c }
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // scalarLike casts a float32 scalar input to p's dtype.
 func scalarLike(s, p *frontend.Tensor) *frontend.Tensor {
