@@ -65,7 +65,7 @@ func gradCheck(t tb, r *rand.Rand, m any, fwd func(x *frontend.Tensor) *frontend
 	}
 	if x.DType().IsFloat() {
 		x = x.Cast(frontend.Float64)
-		x.Float64s()
+		x.Float64s() // run the cast now: x is an argument of every call below
 	}
 	y := fwd(x)
 	if err := y.Err(); err != nil {

@@ -167,7 +167,10 @@ func TestDataParallelMatchesGlobalBatch(t *testing.T) {
 			w = append(w, random(s...))
 		}
 		wDDP, wOne := w, w
-		one, _ := interp.ScalarFloat(ir.F64, 1)
+		one, err := interp.ScalarFloat(ir.F64, 1)
+		if err != nil {
+			rt.Fatal(err)
+		}
 		const lr = 0.1
 		for range steps {
 			x := random(int64(n*local), int64(d))

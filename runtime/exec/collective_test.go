@@ -47,6 +47,9 @@ func TestCollectiveJoins(t *testing.T) {
 		}
 		return true
 	})
+	if host == nil {
+		t.Fatal("no @loss_joint after graph-autodiff{joint=true}")
+	}
 	ops := host.Region(0).Front().Ops()
 	joins := collectiveJoins(host.Region(0).Front())
 	at := map[*ir.Operation]int{}
