@@ -178,6 +178,7 @@ type advConfig struct {
 	backend   string
 	dynamic   frontend.Dynamic
 	fullgraph bool
+	mode      frontend.Mode
 }
 
 func advConfigs() []advConfig {
@@ -185,14 +186,17 @@ func advConfigs() []advConfig {
 	for _, be := range []string{frontend.InterpBackend, frontend.EagerBackend, frontend.AOTEagerBackend} {
 		for _, d := range []frontend.Dynamic{frontend.DynamicAuto, frontend.DynamicTrue, frontend.DynamicFalse} {
 			for _, fg := range []bool{false, true} {
-				cs = append(cs, advConfig{be, d, fg})
+				cs = append(cs, advConfig{be, d, fg, ""})
 			}
 		}
 	}
+	// The modes other than default, once each.
+	cs = append(cs, advConfig{frontend.AOTEagerBackend, frontend.DynamicAuto, false, frontend.ModeReduceOverhead},
+		advConfig{frontend.InterpBackend, frontend.DynamicTrue, false, frontend.ModeMaxAutotune})
 	// The cpu backend compiles every graph with LLVM (seconds each on
 	// this machine): one configuration, where the tools are present.
 	if _, err := cpu.FindTools(); err == nil && os.Getenv("STRATA_ADV_CPU") != "" {
-		cs = append(cs, advConfig{frontend.CPUBackend, frontend.DynamicAuto, false})
+		cs = append(cs, advConfig{frontend.CPUBackend, frontend.DynamicAuto, false, ""})
 	}
 	return cs
 }
@@ -203,9 +207,12 @@ var advReplays = map[string]int{}
 func runAdvCase(t *testing.T, tc advCase) {
 	for _, cfg := range advConfigs() {
 		name := fmt.Sprintf("%s/%s/dyn=%v/fg=%v", tc.name, cfg.backend, cfg.dynamic, cfg.fullgraph)
+		if cfg.mode != "" {
+			name += "/" + string(cfg.mode)
+		}
 		t.Run(name, func(t *testing.T) {
 			eager, comp := tc.build(), tc.build()
-			opts := frontend.Options{Backend: cfg.backend, Dynamic: cfg.dynamic, Fullgraph: cfg.fullgraph}
+			opts := frontend.Options{Backend: cfg.backend, Dynamic: cfg.dynamic, Fullgraph: cfg.fullgraph, Mode: cfg.mode}
 			if comp.opts != nil {
 				comp.opts(&opts)
 			}
@@ -1994,6 +2001,56 @@ func TestAttentionDefaultScaleDynamicTrue(t *testing.T) {
 		}
 		if got := res[0].Float32s(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+// TestFailedReplayRestoresInPlaceState: a replayed call that updates a
+// tensor in place and then fails (a panic, an error) must give the
+// tensor its value back, as a traced call does (docs/frontend-state.md);
+// it marked the tensor escaped, and every later call failed with
+// "tensor escaped … never computed".
+func TestFailedReplayRestoresInPlaceState(t *testing.T) {
+	for _, be := range []string{frontend.InterpBackend, frontend.AOTEagerBackend} {
+		for _, panics := range []bool{true, false} {
+			s := fs(1, 1)
+			n := 0
+			c := frontend.MustCompile(func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				n++
+				if err := s.AddInPlace(x); err != nil {
+					return nil, err
+				}
+				if n == 3 {
+					if panics {
+						panic("boom")
+					}
+					return nil, errors.New("third")
+				}
+				return s.Mul(x), nil
+			}, frontend.Options{Backend: be})
+			want := []float32{1, 1}
+			for i := range 6 {
+				res, err := c.Call(fs(1, 2))
+				if i == 2 {
+					if err == nil {
+						t.Fatalf("%s: call 2 did not fail", be)
+					}
+				} else {
+					if err != nil {
+						t.Fatalf("%s panics=%v call %d: %v", be, panics, i, err)
+					}
+					want = []float32{want[0] + 1, want[1] + 2}
+					if got := res[0].Float32s(); fmt.Sprint(got) != fmt.Sprint([]float32{want[0], want[1] * 2}) {
+						t.Fatalf("%s call %d: got %v", be, i, got)
+					}
+				}
+				if got := s.Float32s(); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("%s panics=%v call %d: state %v (%v), want %v", be, panics, i, got, s.Err(), want)
+				}
+			}
+			if c.Stats().Replays == 0 {
+				t.Fatalf("%s: no replay", be)
+			}
 		}
 	}
 }

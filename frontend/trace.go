@@ -74,6 +74,18 @@ type ranGraph struct {
 // end marks s finished: its tensors no longer name it, and the tensors
 // it mutated get their old values back if it failed.
 func (s *session) end() {
+	// A failed call gives the tensors it updated in place their values
+	// back first: a replay's placeholders below include them, and they
+	// must not be marked escaped.
+	if s.err != nil {
+		for i := len(s.mutated) - 1; i >= 0; i-- {
+			if m := s.mutated[i]; m.t.val == nil && m.t.dev == nil {
+				m.t.setData(m.old)
+				m.t.err, m.t.rid, m.t.sess = nil, 0, nil
+			}
+		}
+		s.mutated = nil
+	}
 	if rp := s.rp; rp != nil {
 		s.rp = nil
 		for _, t := range rp.objs {
@@ -93,13 +105,6 @@ func (s *session) end() {
 		t.in.CompareAndSwap(s, nil)
 	}
 	s.stamped = nil
-	if s.err != nil {
-		for i := len(s.mutated) - 1; i >= 0; i-- {
-			if m := s.mutated[i]; m.t.val == nil && m.t.dev == nil {
-				m.t.setData(m.old)
-			}
-		}
-	}
 	s.mutated = nil
 }
 
