@@ -2054,3 +2054,44 @@ func TestFailedReplayRestoresInPlaceState(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedCallKeepsStoredTensors: a tensor fn stores in Go state before
+// it fails (a panic on one call) stays usable, as eagerly, whether the
+// failing call was traced or replayed (a replayed one marked it escaped,
+// and every later call failed).
+func TestFailedCallKeepsStoredTensors(t *testing.T) {
+	for _, failAt := range []int{1, 3} {
+		var kept *frontend.Tensor
+		n := 0
+		c := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor {
+			n++
+			k := x.Mul(frontend.Scalar(2))
+			out := x.Neg()
+			if kept != nil {
+				out = out.Add(kept)
+			}
+			kept = k
+			if n == failAt {
+				panic("boom")
+			}
+			return out
+		}, frontend.Options{Backend: frontend.InterpBackend})
+		for i := range 5 {
+			r, err := c.Call(fs(float32(i), 1))
+			if (err != nil) != (i+1 == failAt) {
+				t.Fatalf("failAt %d call %d: err %v", failAt, i, err)
+			}
+			if err == nil && i > 0 {
+				if got := r[0].Float32s(); fmt.Sprint(got) != fmt.Sprint([]float32{float32(-i + 2*(i-1)), 1}) {
+					t.Fatalf("failAt %d call %d: got %v", failAt, i, got)
+				}
+			}
+			if got := kept.Float32s(); fmt.Sprint(got) != fmt.Sprint([]float32{float32(2 * i), 2}) {
+				t.Fatalf("failAt %d call %d: kept %v (%v)", failAt, i, got, kept.Err())
+			}
+		}
+		if failAt == 3 && c.Stats().Replays == 0 {
+			t.Fatal("no replay")
+		}
+	}
+}

@@ -88,10 +88,17 @@ func (s *session) end() {
 	}
 	if rp := s.rp; rp != nil {
 		s.rp = nil
+		// The call failed while replaying: what fn kept of it (a tensor
+		// stored in Go state) is computed when used, from the steps and
+		// inputs replayed so far, as after a traced call that failed.
+		var src *rematSrc
 		for _, t := range rp.objs {
 			if t.rid != 0 {
 				if t.val == nil && t.dev == nil && t.err == nil {
-					t.err = errEscaped
+					if src == nil {
+						src = &rematSrc{steps: rp.tp.steps, inputs: slices.Clone(rp.inputs)}
+					}
+					t.escape(src, t.rid-1)
 				}
 				t.rid = 0
 			}
