@@ -147,8 +147,12 @@ func (t *tool) run(args []string) int {
 		if pe := (*passes.PipelineError)(nil); errors.As(err, &pe) {
 			return t.usageErrorf("run: --pass-pipeline: %v", err)
 		}
-		for _, d := range diagnostics(err) {
+		ds := diagnostics(err)
+		for _, d := range ds {
 			src.write(t.stderr, d)
+		}
+		if len(ds) == 0 { // never fail silently
+			fmt.Fprintf(t.stderr, "%s: run: %v\n", t.name, err)
 		}
 		return ExitDiagnostics
 	}
