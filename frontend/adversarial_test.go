@@ -2095,3 +2095,53 @@ func TestFailedCallKeepsStoredTensors(t *testing.T) {
 		}
 	}
 }
+
+// TestFullgraphFailureMidSequence: a replayed call that diverges, updates
+// a tensor in place and is refused by Fullgraph at a host read: reading
+// what it stored in Go state crashed (nil IR value: the restored tensor
+// was still among the dead graph's pending ones); the state is restored
+// and later calls are right.
+func TestFullgraphFailureMidSequence(t *testing.T) {
+	for _, be := range []string{frontend.InterpBackend, frontend.AOTEagerBackend} {
+		s := fs(0, 0)
+		var kept *frontend.Tensor
+		flag := false
+		c := frontend.MustCompile(func(x *frontend.Tensor) (*frontend.Tensor, error) {
+			if err := s.AddInPlace(x); err != nil {
+				return nil, err
+			}
+			h := s.Mul(x)
+			kept = h.Add(frontend.Scalar(1))
+			if flag && h.Sum(nil, false).Item() > 0 {
+				return h.Neg(), nil
+			}
+			return h, nil
+		}, frontend.Options{Backend: be, Fullgraph: true})
+		want := []float32{0, 0}
+		for i := range 6 {
+			flag = i == 2
+			r, err := c.Call(fs(1, 2))
+			next := []float32{want[0] + 1, want[1] + 2}
+			wantKept := fmt.Sprint([]float32{next[0] + 1, next[1]*2 + 1})
+			if i == 2 {
+				if err == nil || !strings.Contains(err.Error(), "Fullgraph") {
+					t.Fatalf("%s call 2: %v, want the Fullgraph error", be, err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("%s call %d: %v", be, i, err)
+				}
+				want = next
+				if got := r[0].Float32s(); fmt.Sprint(got) != fmt.Sprint([]float32{want[0], want[1] * 2}) {
+					t.Fatalf("%s call %d: got %v", be, i, got)
+				}
+			}
+			if got := kept.Float32s(); fmt.Sprint(got) != wantKept {
+				t.Fatalf("%s call %d: kept %v (%v), want %v", be, i, got, kept.Err(), wantKept)
+			}
+			if got := s.Float32s(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s call %d: state %v, want %v", be, i, got, want)
+			}
+		}
+	}
+}

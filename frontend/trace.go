@@ -475,7 +475,10 @@ func (s *session) graphBreak(g *graphTrace, reason string, loc ir.Location) erro
 			return err
 		}
 	}
-	return s.flush(g, slices.Clone(g.pending))
+	// A tensor of g.pending may have left g since (a failed call gave a
+	// tensor it updated in place its value back).
+	outs := slices.DeleteFunc(slices.Clone(g.pending), func(t *Tensor) bool { return t.g != g })
+	return s.flush(g, outs)
 }
 
 // seal ends g's function with outs, which g computes, as its results and
