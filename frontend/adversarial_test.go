@@ -204,14 +204,51 @@ func advConfigs() []advConfig {
 // advReplays counts, per case, the calls replayed over all configs.
 var advReplays = map[string]int{}
 
+// advInject, when set, wraps every program's function so that call 2
+// fails (a panic on entry: fn does not run) in both worlds.
+var advInject bool
+
+// advInjectAfter makes the injected failure come after fn ran (its side
+// effects on Go state done).
+var advInjectAfter bool
+
+// advInjected returns fn wrapped to panic on its call number k (from 0).
+func advInjected(fn any, k int) any {
+	fv := reflect.ValueOf(fn)
+	n := 0
+	return reflect.MakeFunc(fv.Type(), func(args []reflect.Value) []reflect.Value {
+		n++
+		if n-1 == k && !advInjectAfter {
+			panic("injected failure")
+		}
+		var out []reflect.Value
+		if fv.Type().IsVariadic() {
+			out = fv.CallSlice(args)
+		} else {
+			out = fv.Call(args)
+		}
+		if n-1 == k {
+			panic("injected failure after fn ran")
+		}
+		return out
+	}).Interface()
+}
+
 func runAdvCase(t *testing.T, tc advCase) {
-	for _, cfg := range advConfigs() {
+	configs := advConfigs()
+	if advInject {
+		configs = []advConfig{{frontend.InterpBackend, frontend.DynamicAuto, false, ""}, {frontend.AOTEagerBackend, frontend.DynamicTrue, true, ""}}
+	}
+	for _, cfg := range configs {
 		name := fmt.Sprintf("%s/%s/dyn=%v/fg=%v", tc.name, cfg.backend, cfg.dynamic, cfg.fullgraph)
 		if cfg.mode != "" {
 			name += "/" + string(cfg.mode)
 		}
 		t.Run(name, func(t *testing.T) {
 			eager, comp := tc.build(), tc.build()
+			if advInject {
+				eager.fn, comp.fn = advInjected(eager.fn, 2), advInjected(comp.fn, 2)
+			}
 			opts := frontend.Options{Backend: cfg.backend, Dynamic: cfg.dynamic, Fullgraph: cfg.fullgraph, Mode: cfg.mode}
 			if comp.opts != nil {
 				comp.opts(&opts)
@@ -2143,5 +2180,60 @@ func TestFullgraphFailureMidSequence(t *testing.T) {
 				t.Fatalf("%s call %d: state %v, want %v", be, i, got, want)
 			}
 		}
+	}
+}
+
+// advInPlace names the programs that update tensors in place.
+var advInPlace = map[string]bool{
+	"argument-shares-value-with-state": true,
+	"assign-argument": true,
+	"assign-argument-aliased-twice": true,
+	"assign-argument-returned-and-state-alias": true,
+	"assign-captured-and-read-after": true,
+	"assign-from-argument-directly": true,
+	"assign-in-branch": true,
+	"assign-returned-target": true,
+	"assign-struct-field-and-alias": true,
+	"assign-target-replaced-between-calls": true,
+	"assign-twice-and-self": true,
+	"feed-result-back-with-inplace": true,
+	"kv-cache-assign-slot": true,
+	"map-state-assign": true,
+	"nested-inner-updates-outer-input": true,
+	"optimizer-over-param-slice-growing": true,
+	"optimizer-step": true,
+	"pytree-model-argument": true,
+	"shared-value-not-clobbered-by-inplace": true,
+	"assign-then-host-read": true,
+	"assign-shape-error-third-call": true,
+	"assign-to-escaped-inside": true,
+	"two-compiled-share-state": true,
+	"escaped-used-as-argument-and-assign-value": true,
+	"escaped-then-assigned-outside": true,
+}
+
+// TestAdversarialFailedCallMidSequence runs every program with its third
+// call failing on entry (in both worlds): the calls after it must be
+// right (the failed call must leave no replay state or stamps behind).
+func TestAdversarialFailedCallMidSequence(t *testing.T) {
+	advInject = true
+	defer func() { advInject = false }()
+	for _, tc := range advCases {
+		runAdvCase(t, tc)
+	}
+}
+
+// TestAdversarialFailureAfterFnRan: the third call fails after fn ran
+// (its Go side effects done), in both worlds, for the programs that do
+// not update tensors in place (a failed compiled call gives those their
+// values back, by design, where eagerly they stay updated).
+func TestAdversarialFailureAfterFnRan(t *testing.T) {
+	advInject, advInjectAfter = true, true
+	defer func() { advInject, advInjectAfter = false, false }()
+	for _, tc := range advCases {
+		if advInPlace[tc.name] {
+			continue
+		}
+		runAdvCase(t, tc)
 	}
 }
