@@ -1737,6 +1737,26 @@ var advCases = []advCase{
 			},
 		}
 	}},
+	{"escape-int-cast-and-assigned-intermediate", 7, func() *advProg {
+		var k1, k2, k3 *frontend.Tensor
+		return &advProg{
+			fn: func(x *frontend.Tensor) (*frontend.Tensor, error) {
+				out := x.Neg()
+				if k1 != nil {
+					out = out.Add(k1.Cast(frontend.Float32)).Add(k2.Cast(frontend.Float32)).Add(k3)
+				}
+				k1 = x.Argmax(0, true).BroadcastTo(3)
+				k2 = x.Mul(frontend.Scalar(3)).Cast(frontend.Int64)
+				h := x.Mul(frontend.Scalar(2))
+				if err := h.AddInPlace(frontend.Scalar(1)); err != nil { // a pending tensor updated
+					return nil, err
+				}
+				k3 = h
+				return out, nil
+			},
+			args: func(i int) []any { return []any{advSeq(i, 3)} },
+		}
+	}},
 }
 
 // pick returns a if c, else b.
