@@ -760,6 +760,33 @@ func convGemm(c *nodeCtx) ([]*val, error) {
 	return c.wrap(y), nil
 }
 
+// window reads a sliding window's attributes (strides and dilations,
+// default 1, then the pads) for a kernel of the given spatial sizes over
+// an input of spatial sizes in (-1 where not static), as Conv and the
+// pooling ops share them. ext is each dilated kernel's extent.
+func (c *nodeCtx) window(in, kernel []int64) (strides, dil, ext, pads []int64, err error) {
+	sp := len(in)
+	strides, dil = ones(sp), ones(sp)
+	if s, ok := c.ints("strides"); ok {
+		strides = s
+	}
+	if d, ok := c.ints("dilations"); ok {
+		dil = d
+	}
+	if len(strides) != sp || len(dil) != sp {
+		return nil, nil, nil, nil, fmt.Errorf("strides %v and dilations %v need %d entries", strides, dil, sp)
+	}
+	ext = make([]int64, sp)
+	for i := range sp {
+		ext[i] = (kernel[i]-1)*dil[i] + 1
+	}
+	pads, err = c.spatialPads(in, ext, strides)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return strides, dil, ext, pads, nil
+}
+
 // spatialPads resolves pads (begin…, end…) for n spatial dims from pads
 // or auto_pad, given the static input sizes, kernel extents (dilated) and
 // strides.
@@ -827,22 +854,7 @@ func convConv(c *nodeCtx) ([]*val, error) {
 	if !ok {
 		return nil, errors.New("the weight must have a static shape")
 	}
-	strides := ones(sp)
-	if s, ok := c.ints("strides"); ok {
-		strides = s
-	}
-	dil := ones(sp)
-	if d, ok := c.ints("dilations"); ok {
-		dil = d
-	}
-	if len(strides) != sp || len(dil) != sp {
-		return nil, fmt.Errorf("strides %v and dilations %v need %d entries", strides, dil, sp)
-	}
-	ext := make([]int64, sp)
-	for i := range sp {
-		ext[i] = (wshape[2+i]-1)*dil[i] + 1
-	}
-	pads, err := c.spatialPads(staticDims(x.dims[2:]), ext, strides)
+	strides, dil, _, pads, err := c.window(staticDims(x.dims[2:]), wshape[2:])
 	if err != nil {
 		return nil, err
 	}
@@ -1094,22 +1106,7 @@ func pool(kind string) converter {
 				return nil, errors.New("pooling needs static spatial sizes")
 			}
 		}
-		strides := ones(sp)
-		if s, ok := c.ints("strides"); ok {
-			strides = s
-		}
-		dil := ones(sp)
-		if d, ok := c.ints("dilations"); ok {
-			dil = d
-		}
-		if len(strides) != sp || len(dil) != sp {
-			return nil, fmt.Errorf("strides %v and dilations %v need %d entries", strides, dil, sp)
-		}
-		ext := make([]int64, sp)
-		for i := range sp {
-			ext[i] = (ks[i]-1)*dil[i] + 1
-		}
-		pads, err := c.spatialPads(in, ext, strides)
+		strides, dil, ext, pads, err := c.window(in, ks)
 		if err != nil {
 			return nil, err
 		}
