@@ -68,17 +68,6 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestClosest(t *testing.T) {
-	for _, c := range []struct{ s, want string }{
-		{"fusoin", "fusion"}, {"perf-hints", "perf_hints"}, {"recompile", "recompiles"},
-		{"xyz", ""}, {"cuda", ""},
-	} {
-		if got := Closest(c.s, []string{"fusion", "perf_hints", "recompiles", "cudagraphs"}); got != c.want {
-			t.Errorf("Closest(%q) = %q, want %q", c.s, got, c.want)
-		}
-	}
-}
-
 // TestTopicsAreKnown finds the topics the repository's packages log under
 // (the constants passed to Printf, Enabled and Writer) and checks that
 // each is listed in topics.go, so that irc --logs accepts it.

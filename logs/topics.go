@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/strata-ir/strata/internal/spelling"
 )
 
 // Topic describes one log topic: its name, as given to STRATA_LOGS and
@@ -95,7 +97,7 @@ func Check(names []string) error {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "%q", n)
-		if s := Closest(n, names2); s != "" {
+		if s := spelling.Likely(n, names2); s != "" {
 			fmt.Fprintf(&b, " (did you mean %q?)", s)
 		}
 	}
@@ -139,41 +141,4 @@ func init() {
 		envWarn.Store(true)
 	}
 	Enable(names...)
-}
-
-// Closest returns the candidate nearest to s in edit distance when it is
-// near enough to be a likely misspelling (at most a third of its length,
-// and at least one edit), else "".
-func Closest(s string, candidates []string) string {
-	best, bestD := "", len(s)/3+1
-	if bestD > 3 {
-		bestD = 3
-	}
-	for _, c := range candidates {
-		if d := editDistance(s, c); d <= bestD && (best == "" || d < editDistance(s, best)) {
-			best = c
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

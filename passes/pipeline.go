@@ -3,10 +3,11 @@ package passes
 import (
 	"cmp"
 	"fmt"
-	"github.com/strata-ir/strata/dialects/builtin"
 	"slices"
 	"strings"
 
+	"github.com/strata-ir/strata/dialects/builtin"
+	"github.com/strata-ir/strata/internal/spelling"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -595,33 +596,7 @@ func suggestOption(info *PassInfo, key string) string {
 // closest returns the candidate nearest to s in edit distance, if it is
 // close enough to be a plausible typo.
 func closest(s string, candidates []string) string {
-	best, bestDist := "", len(s)/2+2
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return spelling.Closest(s, candidates, len(s)/2+2)
 }
 
 // passOptionError is a pass constructor's refusal of its options, named

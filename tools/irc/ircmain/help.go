@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/internal/spelling"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/exec"
 )
@@ -95,7 +96,7 @@ func (t *tool) help(args []string) int {
 		}
 	}
 	msg := fmt.Sprintf("help: unknown topic %q", args[0])
-	if s := logs.Closest(topic, helpTopicNames()); s != "" {
+	if s := spelling.Likely(topic, helpTopicNames()); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return t.usageErrorf("%s; the topics are %s", msg, strings.Join(helpTopicNames(), ", "))
@@ -179,7 +180,7 @@ func suggestFlag(fs *flag.FlagSet, err error) string {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	if s := logs.Closest(m[1], names); s != "" {
+	if s := spelling.Likely(m[1], names); s != "" {
 		return fmt.Sprintf("; did you mean --%s?", s)
 	}
 	// A prefix of a longer flag (--pass for --pass-pipeline) is likely too.
