@@ -13,12 +13,13 @@ import (
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/targets/llvm"
 )
 
 // op translates one op, recording its results.
 func (k *kt) op(op *ir.Operation) error {
 	name := op.Name()
-	if f, ok := intBinary[name]; ok {
+	if f, ok := llvm.IntBinary(name); ok {
 		k.set(op, f(k.cur, k.get(op.Operand(0)), k.get(op.Operand(1))))
 		return nil
 	}
@@ -53,7 +54,7 @@ func (k *kt) op(op *ir.Operation) error {
 		if p.Value < 0 || int(p.Value) >= len(arith.CmpIPredicateNames) {
 			return fmt.Errorf("bad predicate")
 		}
-		k.set(op, k.cur.NewICmp(icmpPreds[arith.CmpIPredicateNames[p.Value]], k.get(op.Operand(0)), k.get(op.Operand(1))))
+		k.set(op, k.cur.NewICmp(llvm.ICmpPred(arith.CmpIPredicateNames[p.Value]), k.get(op.Operand(0)), k.get(op.Operand(1))))
 		return nil
 	case "arith.cmpf":
 		p, _ := op.Attr("predicate").(ir.IntegerAttr)
@@ -68,7 +69,7 @@ func (k *kt) op(op *ir.Operation) error {
 		if err != nil {
 			return err
 		}
-		k.set(op, k.cur.NewFCmp(fcmpPreds[arith.CmpFPredicateNames[p.Value]], x, y))
+		k.set(op, k.cur.NewFCmp(llvm.FCmpPred(arith.CmpFPredicateNames[p.Value]), x, y))
 		return nil
 	case "arith.select":
 		if kind := k.maxmin[op]; kind != "" {
@@ -158,42 +159,6 @@ func (k *kt) roundedDiv(ceil bool, x, y value.Value) value.Value {
 	return b.NewSelect(b.NewAnd(nonzero, b.NewXor(sameSign, constant.True)), b.NewSub(q, one), q)
 }
 
-var intBinary = map[string]func(b *llir.Block, x, y value.Value) value.Value{
-	"arith.addi":  func(b *llir.Block, x, y value.Value) value.Value { return b.NewAdd(x, y) },
-	"arith.subi":  func(b *llir.Block, x, y value.Value) value.Value { return b.NewSub(x, y) },
-	"arith.muli":  func(b *llir.Block, x, y value.Value) value.Value { return b.NewMul(x, y) },
-	"arith.divsi": func(b *llir.Block, x, y value.Value) value.Value { return b.NewSDiv(x, y) },
-	"arith.divui": func(b *llir.Block, x, y value.Value) value.Value { return b.NewUDiv(x, y) },
-	"arith.remsi": func(b *llir.Block, x, y value.Value) value.Value { return b.NewSRem(x, y) },
-	"arith.remui": func(b *llir.Block, x, y value.Value) value.Value { return b.NewURem(x, y) },
-	"arith.andi":  func(b *llir.Block, x, y value.Value) value.Value { return b.NewAnd(x, y) },
-	"arith.ori":   func(b *llir.Block, x, y value.Value) value.Value { return b.NewOr(x, y) },
-	"arith.xori":  func(b *llir.Block, x, y value.Value) value.Value { return b.NewXor(x, y) },
-	"arith.shli":  func(b *llir.Block, x, y value.Value) value.Value { return b.NewShl(x, y) },
-	"arith.shrsi": func(b *llir.Block, x, y value.Value) value.Value { return b.NewAShr(x, y) },
-	"arith.shrui": func(b *llir.Block, x, y value.Value) value.Value { return b.NewLShr(x, y) },
-	"arith.maxsi": minMax(enum.IPredSGT),
-	"arith.minsi": minMax(enum.IPredSLT),
-	"arith.maxui": minMax(enum.IPredUGT),
-	"arith.minui": minMax(enum.IPredULT),
-}
-
-func minMax(p enum.IPred) func(b *llir.Block, x, y value.Value) value.Value {
-	return func(b *llir.Block, x, y value.Value) value.Value { return b.NewSelect(b.NewICmp(p, x, y), x, y) }
-}
-
-var icmpPreds = map[string]enum.IPred{
-	"eq": enum.IPredEQ, "ne": enum.IPredNE, "slt": enum.IPredSLT, "sle": enum.IPredSLE, "sgt": enum.IPredSGT,
-	"sge": enum.IPredSGE, "ult": enum.IPredULT, "ule": enum.IPredULE, "ugt": enum.IPredUGT, "uge": enum.IPredUGE,
-}
-
-var fcmpPreds = map[string]enum.FPred{
-	"false": enum.FPredFalse, "oeq": enum.FPredOEQ, "ogt": enum.FPredOGT, "oge": enum.FPredOGE, "olt": enum.FPredOLT,
-	"ole": enum.FPredOLE, "one": enum.FPredONE, "ord": enum.FPredORD, "ueq": enum.FPredUEQ, "ugt": enum.FPredUGT,
-	"uge": enum.FPredUGE, "ult": enum.FPredULT, "ule": enum.FPredULE, "une": enum.FPredUNE, "uno": enum.FPredUNO,
-	"true": enum.FPredTrue,
-}
-
 var floatBinary = map[string]func(k *kt, x, y value.Value) value.Value{
 	"arith.addf":     func(k *kt, x, y value.Value) value.Value { return k.cur.NewFAdd(x, y) },
 	"arith.subf":     func(k *kt, x, y value.Value) value.Value { return k.cur.NewFSub(x, y) },
@@ -206,21 +171,14 @@ var floatBinary = map[string]func(k *kt, x, y value.Value) value.Value{
 	"arith.minimumf": func(k *kt, x, y value.Value) value.Value { return k.call2("llvm.minimum", x, y) },
 }
 
-func typeSuffix(t types.Type) string {
-	if types.Equal(t, types.Double) {
-		return "f64"
-	}
-	return "f32"
-}
-
 func (k *kt) call1(base string, x value.Value) value.Value {
 	t := x.Type()
-	return k.cur.NewCall(k.t.intrinsic(base+"."+typeSuffix(t), t, t), x)
+	return k.cur.NewCall(k.t.intrinsic(base+"."+llvm.TypeSuffix(t), t, t), x)
 }
 
 func (k *kt) call2(base string, x, y value.Value) value.Value {
 	t := x.Type()
-	return k.cur.NewCall(k.t.intrinsic(base+"."+typeSuffix(t), t, t, t), x, y)
+	return k.cur.NewCall(k.t.intrinsic(base+"."+llvm.TypeSuffix(t), t, t, t), x, y)
 }
 
 // libm calls the C library's function name (namef for f32).
@@ -314,7 +272,7 @@ var mathOps = map[string]func(k *kt, xs []value.Value) (value.Value, error){
 	},
 	"math.fma": func(k *kt, xs []value.Value) (value.Value, error) {
 		t := xs[0].Type()
-		return k.cur.NewCall(k.t.intrinsic("llvm.fma."+typeSuffix(t), t, t, t, t), xs[0], xs[1], xs[2]), nil
+		return k.cur.NewCall(k.t.intrinsic("llvm.fma."+llvm.TypeSuffix(t), t, t, t, t), xs[0], xs[1], xs[2]), nil
 	},
 	"math.rsqrt": func(k *kt, xs []value.Value) (value.Value, error) {
 		return k.cur.NewFDiv(fc(xs[0].Type(), 1), k.call1("llvm.sqrt", xs[0])), nil
@@ -429,7 +387,7 @@ var castOps = map[string]func(k *kt, x *ir.Value, to ir.Type) (value.Value, erro
 
 func intCast(signed bool) func(k *kt, x *ir.Value, to ir.Type) (value.Value, error) {
 	return func(k *kt, x *ir.Value, to ir.Type) (value.Value, error) {
-		tt, err := scalarType(to)
+		tt, err := llvm.ScalarType(to)
 		if err != nil {
 			return nil, err
 		}
@@ -469,7 +427,7 @@ func toFloat(signed bool) func(k *kt, x *ir.Value, to ir.Type) (value.Value, err
 
 func fromFloat(signed bool) func(k *kt, x *ir.Value, to ir.Type) (value.Value, error) {
 	return func(k *kt, x *ir.Value, to ir.Type) (value.Value, error) {
-		tt, err := scalarType(to)
+		tt, err := llvm.ScalarType(to)
 		if err != nil {
 			return nil, err
 		}
@@ -501,7 +459,7 @@ func floatCast(k *kt, x *ir.Value, to ir.Type) (value.Value, error) {
 }
 
 func bitCast(k *kt, x *ir.Value, to ir.Type) (value.Value, error) {
-	tt, err := scalarType(to)
+	tt, err := llvm.ScalarType(to)
 	if err != nil {
 		return nil, err
 	}
@@ -513,7 +471,7 @@ func bitCast(k *kt, x *ir.Value, to ir.Type) (value.Value, error) {
 
 func (k *kt) constant(op *ir.Operation) error {
 	t := op.Result(0).Type()
-	lt, err := scalarType(t)
+	lt, err := llvm.ScalarType(t)
 	if err != nil {
 		return err
 	}
@@ -569,7 +527,7 @@ func (k *kt) addressOf(mem *ir.Value, idx []value.Value) (value.Value, types.Typ
 	if !ok || !known || len(idx) != len(sizes) {
 		return nil, nil, fmt.Errorf("access to an unknown buffer or with the wrong number of indices")
 	}
-	elem, err := memType(mt.ElementType())
+	elem, err := llvm.MemType(mt.ElementType())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/targets/llvm"
 )
 
 // DataLayout and Triple are those of x86-64 Linux (System V ABI).
@@ -149,15 +150,8 @@ type translator struct {
 	vectorBytes int
 }
 
-func symName(op *ir.Operation) string {
-	if s, ok := op.Attr(ir.SymNameAttr).(ir.StringAttr); ok {
-		return s.Value
-	}
-	return ""
-}
-
 func (t *translator) function(fn *ir.Operation) (*Func, error) {
-	name := symName(fn)
+	name := ir.SymbolName(fn)
 	if len(fn.Region(0).Blocks()) != 1 {
 		return nil, ir.Errorf(fn.Loc(), "@%s has more than one block (only structured control flow is supported)", name)
 	}
@@ -191,10 +185,10 @@ func hostType(ty ir.Type) error {
 		if mt.Layout != nil || mt.MemorySpace != nil {
 			return fmt.Errorf("only identity-layout memrefs in the default memory space are supported, not %s", ty)
 		}
-		_, err := memType(mt.ElementType())
+		_, err := llvm.MemType(mt.ElementType())
 		return err
 	}
-	_, err := scalarType(ty)
+	_, err := llvm.ScalarType(ty)
 	return err
 }
 
@@ -222,41 +216,6 @@ func (t *translator) loopHint(key string, v int64, ty *types.IntType) *metadata.
 	id.Fields = []metadata.Field{id, prop}
 	t.m.MetadataDefs = append(t.m.MetadataDefs, id, prop)
 	return id
-}
-
-// scalarType maps a Strata scalar type to its LLVM register type: index
-// is i64, bf16 travels as its i16 bits (computed in f32).
-func scalarType(ty ir.Type) (types.Type, error) {
-	switch ty := ty.(type) {
-	case *ir.IndexType:
-		return types.I64, nil
-	case *ir.IntegerType:
-		switch ty.Width {
-		case 1, 8, 16, 32, 64:
-			return types.NewInt(uint64(ty.Width)), nil
-		}
-	case *ir.FloatType:
-		switch ty {
-		case ir.F16:
-			return types.Half, nil
-		case ir.BF16:
-			return types.I16, nil
-		case ir.F32:
-			return types.Float, nil
-		case ir.F64:
-			return types.Double, nil
-		}
-	}
-	return nil, fmt.Errorf("type %s is not supported by the cpu target", ty)
-}
-
-// memType is the in-memory type of a memref element: i1 is a byte (Go's
-// bool), index is i64.
-func memType(elem ir.Type) (types.Type, error) {
-	if it, ok := elem.(*ir.IntegerType); ok && it.Width == 1 {
-		return types.I8, nil
-	}
-	return scalarType(elem)
 }
 
 // inside reports whether v is defined within nest (by an op nested in it
@@ -317,7 +276,7 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 					a.DynDims = append(a.DynDims, d)
 				}
 			}
-		} else if _, err := scalarType(v.Type()); err != nil {
+		} else if _, err := llvm.ScalarType(v.Type()); err != nil {
 			return nil, ir.Errorf(nest.Loc(), "kernel @%s: %v", name, err)
 		}
 		kern.Args = append(kern.Args, a)
@@ -377,7 +336,7 @@ func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *
 	for i, a := range k.kern.Args {
 		v := a.Value
 		if mt, ok := v.Type().(*ir.MemRefType); ok {
-			elem, _ := memType(mt.ElementType())
+			elem, _ := llvm.MemType(mt.ElementType())
 			p := llir.NewParam(fmt.Sprintf("a%d", i), types.NewPointer(elem))
 			p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
 			params = append(params, p)
@@ -395,7 +354,7 @@ func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *
 			k.dims[v] = sizes
 			continue
 		}
-		st, _ := scalarType(v.Type())
+		st, _ := llvm.ScalarType(v.Type())
 		p := llir.NewParam(fmt.Sprintf("a%d", i), st)
 		params = append(params, p)
 		k.vals[v] = p

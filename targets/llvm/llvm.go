@@ -60,16 +60,16 @@ func TranslateAll(gpuModules []*ir.Operation) (*llir.Module, error) {
 			switch {
 			case op.Name() == gpu.ModuleEndOp:
 			case gpu.IsKernel(op):
-				if prev, dup := defined[symName(op)]; dup {
-					return nil, ir.Errorf(op.Loc(), "kernel @%s is defined in two gpu.modules", symName(op)).
+				if prev, dup := defined[ir.SymbolName(op)]; dup {
+					return nil, ir.Errorf(op.Loc(), "kernel @%s is defined in two gpu.modules", ir.SymbolName(op)).
 						Note(prev.Loc(), "first defined here")
 				}
-				defined[symName(op)] = op
+				defined[ir.SymbolName(op)] = op
 				if err := t.kernel(op); err != nil {
 					return nil, err
 				}
 			case op.Name() == gpu.FuncOp:
-				return nil, ir.Errorf(op.Loc(), "gpu.func @%s is not a kernel: device functions are not supported", symName(op))
+				return nil, ir.Errorf(op.Loc(), "gpu.func @%s is not a kernel: device functions are not supported", ir.SymbolName(op))
 			default:
 				return nil, ir.Errorf(op.Loc(), "'%s' is not supported in a gpu.module", op.Name())
 			}
@@ -89,13 +89,6 @@ func GPUModules(op *ir.Operation) []*ir.Operation {
 		return true
 	})
 	return mods
-}
-
-func symName(op *ir.Operation) string {
-	if s, ok := op.Attr(ir.SymNameAttr).(ir.StringAttr); ok {
-		return s.Value
-	}
-	return ""
 }
 
 // translator holds the module being built.
@@ -138,7 +131,7 @@ func (t *translator) launchBounds(fn *ir.Operation, f *llir.Func) error {
 		}
 		n, ok := v.(ir.IntegerAttr)
 		if !ok || n.Value <= 0 || n.Value > 1<<16 {
-			return ir.Errorf(fn.Loc(), "kernel @%s: %s is %v, want a positive integer up to 65536", symName(fn), a.attr, v)
+			return ir.Errorf(fn.Loc(), "kernel @%s: %s is %v, want a positive integer up to 65536", ir.SymbolName(fn), a.attr, v)
 		}
 		t.annotate(f, a.key, n.Value)
 	}
@@ -179,40 +172,6 @@ func (t *translator) annotate(f *llir.Func, key string, value int64) {
 	t.m.MetadataDefs = append(t.m.MetadataDefs, node)
 }
 
-// scalarType maps a Strata scalar type to its LLVM register type: index
-// is i64, bf16 is computed in f32 but stored as i16 bits.
-func scalarType(ty ir.Type) (types.Type, error) {
-	switch ty := ty.(type) {
-	case *ir.IndexType:
-		return types.I64, nil
-	case *ir.IntegerType:
-		switch ty.Width {
-		case 1, 8, 16, 32, 64:
-			return types.NewInt(uint64(ty.Width)), nil
-		}
-	case *ir.FloatType:
-		switch ty {
-		case ir.F16:
-			return types.Half, nil
-		case ir.BF16:
-			return types.I16, nil
-		case ir.F32:
-			return types.Float, nil
-		case ir.F64:
-			return types.Double, nil
-		}
-	}
-	return nil, fmt.Errorf("type %s is not supported in kernels", ty)
-}
-
-// memType is the in-memory type of a memref element: i1 is a byte.
-func memType(elem ir.Type) (types.Type, error) {
-	if it, ok := elem.(*ir.IntegerType); ok && it.Width == 1 {
-		return types.I8, nil
-	}
-	return scalarType(elem)
-}
-
 // memSpace returns a memref's address space: 1 (global) by default, 3
 // for workgroup memory.
 func memSpace(mt *ir.MemRefType) (types.AddrSpace, error) {
@@ -242,15 +201,15 @@ func (t *translator) kernel(fn *ir.Operation) error {
 	ft := gpu.FuncType(fn)
 	entry := gpu.Body(fn)
 	if ft == nil || entry == nil {
-		return ir.Errorf(fn.Loc(), "kernel @%s has no signature or body", symName(fn))
+		return ir.Errorf(fn.Loc(), "kernel @%s has no signature or body", ir.SymbolName(fn))
 	}
 	if len(ft.Results) > 0 {
-		return ir.Errorf(fn.Loc(), "kernel @%s returns values", symName(fn))
+		return ir.Errorf(fn.Loc(), "kernel @%s returns values", ir.SymbolName(fn))
 	}
 	if len(fn.Region(0).Blocks()) != 1 {
-		return ir.Errorf(fn.Loc(), "kernel @%s has more than one block (only structured control flow is supported)", symName(fn))
+		return ir.Errorf(fn.Loc(), "kernel @%s has more than one block (only structured control flow is supported)", ir.SymbolName(fn))
 	}
-	name := symName(fn)
+	name := ir.SymbolName(fn)
 	params := make([]*llir.Param, len(ft.Inputs))
 	for i, in := range ft.Inputs {
 		var pt types.Type
@@ -261,7 +220,7 @@ func (t *translator) kernel(fn *ir.Operation) error {
 				err = fmt.Errorf("a kernel parameter cannot be workgroup memory")
 			}
 		} else {
-			pt, err = scalarType(in)
+			pt, err = ScalarType(in)
 		}
 		if err != nil {
 			return ir.Errorf(fn.Loc(), "kernel @%s, parameter %d: %v", name, i, err)
@@ -304,7 +263,7 @@ func memrefPointer(mt *ir.MemRefType) (types.Type, error) {
 	if len(mt.Shape()) != 1 || mt.Layout != nil {
 		return nil, fmt.Errorf("kernels take 1-D identity-layout memrefs, not %s", mt)
 	}
-	elem, err := memType(mt.ElementType())
+	elem, err := MemType(mt.ElementType())
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +281,7 @@ func (k *kernelTranslator) workgroupBuffer(fn *ir.Operation, kernel string, i in
 	if !ok || len(mt.Shape()) != 1 || mt.Shape()[0] < 0 {
 		return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s must be a static 1-D memref, not %s", i, kernel, buf.Type())
 	}
-	elem, err := memType(mt.ElementType())
+	elem, err := MemType(mt.ElementType())
 	if err != nil {
 		return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s: %v", i, kernel, err)
 	}
@@ -374,7 +333,7 @@ func (k *kernelTranslator) dynamicBuffers(fn *ir.Operation, kernel string) error
 		if len(mt.Shape()) != 1 {
 			return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s must be a static 1-D memref, not %s", i, kernel, buf.Type())
 		}
-		elem, err := memType(mt.ElementType())
+		elem, err := MemType(mt.ElementType())
 		if err != nil {
 			return ir.Errorf(fn.Loc(), "workgroup buffer %d of @%s: %v", i, kernel, err)
 		}

@@ -190,43 +190,6 @@ func (k *kernelTranslator) set(op *ir.Operation, vs ...llvmValue) {
 	}
 }
 
-// intBinary maps arith integer ops (on index too) to LLVM.
-var intBinary = map[string]func(b *llir.Block, x, y llvmValue) llvmValue{
-	arith.OpAddI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAdd(x, y) },
-	arith.OpSubI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSub(x, y) },
-	arith.OpMulI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewMul(x, y) },
-	arith.OpDivSI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSDiv(x, y) },
-	arith.OpDivUI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewUDiv(x, y) },
-	arith.OpRemSI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSRem(x, y) },
-	arith.OpRemUI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewURem(x, y) },
-	arith.OpAndI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAnd(x, y) },
-	arith.OpOrI:   func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewOr(x, y) },
-	arith.OpXOrI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewXor(x, y) },
-	arith.OpShLI:  func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewShl(x, y) },
-	arith.OpShRSI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewAShr(x, y) },
-	arith.OpShRUI: func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewLShr(x, y) },
-	arith.OpMaxSI: minMax(enum.IPredSGT),
-	arith.OpMinSI: minMax(enum.IPredSLT),
-	arith.OpMaxUI: minMax(enum.IPredUGT),
-	arith.OpMinUI: minMax(enum.IPredULT),
-}
-
-func minMax(p enum.IPred) func(b *llir.Block, x, y llvmValue) llvmValue {
-	return func(b *llir.Block, x, y llvmValue) llvmValue { return b.NewSelect(b.NewICmp(p, x, y), x, y) }
-}
-
-var icmpPreds = map[string]enum.IPred{
-	"eq": enum.IPredEQ, "ne": enum.IPredNE, "slt": enum.IPredSLT, "sle": enum.IPredSLE, "sgt": enum.IPredSGT,
-	"sge": enum.IPredSGE, "ult": enum.IPredULT, "ule": enum.IPredULE, "ugt": enum.IPredUGT, "uge": enum.IPredUGE,
-}
-
-var fcmpPreds = map[string]enum.FPred{
-	"false": enum.FPredFalse, "oeq": enum.FPredOEQ, "ogt": enum.FPredOGT, "oge": enum.FPredOGE, "olt": enum.FPredOLT,
-	"ole": enum.FPredOLE, "one": enum.FPredONE, "ord": enum.FPredORD, "ueq": enum.FPredUEQ, "ugt": enum.FPredUGT,
-	"uge": enum.FPredUGE, "ult": enum.FPredULT, "ule": enum.FPredULE, "une": enum.FPredUNE, "uno": enum.FPredUNO,
-	"true": enum.FPredTrue,
-}
-
 // floatBinary maps arith float ops to LLVM on f32 or f64 operands.
 var floatBinary = map[string]func(k *kernelTranslator, x, y llvmValue) llvmValue{
 	arith.OpAddF:     func(k *kernelTranslator, x, y llvmValue) llvmValue { return k.cur.NewFAdd(x, y) },
@@ -252,22 +215,14 @@ func (k *kernelTranslator) nanMinMax(base string, x, y llvmValue) llvmValue {
 	return k.cur.NewSelect(k.cur.NewFCmp(enum.FPredUNO, x, y), k.cur.NewFAdd(x, y), k.call2(num, x, y))
 }
 
-// typeSuffix is the overload suffix of a float intrinsic: f32 or f64.
-func typeSuffix(t types.Type) string {
-	if types.Equal(t, types.Double) {
-		return "f64"
-	}
-	return "f32"
-}
-
 func (k *kernelTranslator) call1(base string, x llvmValue) llvmValue {
 	t := x.Type()
-	return k.cur.NewCall(k.t.intrinsic(base+"."+typeSuffix(t), t, t), x)
+	return k.cur.NewCall(k.t.intrinsic(base+"."+TypeSuffix(t), t, t), x)
 }
 
 func (k *kernelTranslator) call2(base string, x, y llvmValue) llvmValue {
 	t := x.Type()
-	return k.cur.NewCall(k.t.intrinsic(base+"."+typeSuffix(t), t, t, t), x, y)
+	return k.cur.NewCall(k.t.intrinsic(base+"."+TypeSuffix(t), t, t, t), x, y)
 }
 
 // nvvm calls an f32 NVVM intrinsic such as llvm.nvvm.ex2.approx.f.
@@ -356,7 +311,7 @@ var mathOps = map[string]func(k *kernelTranslator, xs []llvmValue) (llvmValue, e
 	},
 	mathd.OpFMA: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
 		t := xs[0].Type()
-		return k.cur.NewCall(k.t.intrinsic("llvm.fma."+typeSuffix(t), t, t, t, t), xs[0], xs[1], xs[2]), nil
+		return k.cur.NewCall(k.t.intrinsic("llvm.fma."+TypeSuffix(t), t, t, t, t), xs[0], xs[1], xs[2]), nil
 	},
 	// round: half away from zero, as copysign(floor(|x| + 0.5), x).
 	mathd.OpRound: func(k *kernelTranslator, xs []llvmValue) (llvmValue, error) {
@@ -456,7 +411,7 @@ var castOps = map[string]func(k *kernelTranslator, x *ir.Value, to ir.Type) (llv
 
 func intCast(signed bool) func(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) {
 	return func(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) {
-		tt, err := scalarType(to)
+		tt, err := ScalarType(to)
 		if err != nil {
 			return nil, err
 		}
@@ -501,7 +456,7 @@ func toFloat(signed bool) func(k *kernelTranslator, x *ir.Value, to ir.Type) (ll
 
 func fromFloat(signed bool) func(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) {
 	return func(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) {
-		tt, err := scalarType(to)
+		tt, err := ScalarType(to)
 		if err != nil {
 			return nil, err
 		}
@@ -532,7 +487,7 @@ func floatCast(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) 
 }
 
 func bitCast(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) {
-	tt, err := scalarType(to)
+	tt, err := ScalarType(to)
 	if err != nil {
 		return nil, err
 	}
@@ -545,7 +500,7 @@ func bitCast(k *kernelTranslator, x *ir.Value, to ir.Type) (llvmValue, error) {
 // constant translates arith.constant of a scalar.
 func (k *kernelTranslator) constant(op *ir.Operation) error {
 	t := op.Result(0).Type()
-	lt, err := scalarType(t)
+	lt, err := ScalarType(t)
 	if err != nil {
 		return err
 	}
@@ -587,7 +542,7 @@ func (k *kernelTranslator) address(mem, idx *ir.Value) (llvmValue, types.Type, e
 	if !ok || len(mt.Shape()) != 1 {
 		return nil, nil, fmt.Errorf("kernels access 1-D memrefs only, not %s", mem.Type())
 	}
-	elem, err := memType(mt.ElementType())
+	elem, err := MemType(mt.ElementType())
 	if err != nil {
 		return nil, nil, err
 	}
