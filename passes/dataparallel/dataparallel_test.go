@@ -20,6 +20,7 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/dataparallel"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -41,31 +42,6 @@ func mlp(b, d, h, o int) string {
 }`, b, d, h, o)
 }
 
-// compile parses src and runs pipeline on it.
-func compile(t interface {
-	Helper()
-	Fatal(...any)
-	Fatalf(string, ...any)
-}, src, pipeline string) *ir.Operation {
-	t.Helper()
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "mlp.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse(pipeline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatalf("%s: %v", pipeline, err)
-	}
-	if err := ir.Verify(m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // TestScheduleGolden checks the printed schedule of the MLP's joint
 // function: three buckets, each issued right after its last gradient, the
 // first ones overlapping the rest of the backward sweep.
@@ -73,7 +49,7 @@ func TestScheduleGolden(t *testing.T) {
 	var buf bytes.Buffer
 	dataparallel.SetScheduleOutput(&buf)
 	defer dataparallel.SetScheduleOutput(nil)
-	m := compile(t, mlp(8, 16, 32, 4), "builtin.module(graph-autodiff{joint=true wrt=0,1,2,3},graph-data-parallel{bucket-bytes=1100})")
+	m := passtest.Run(t, mlp(8, 16, 32, 4), "builtin.module(graph-autodiff{joint=true wrt=0,1,2,3},graph-data-parallel{bucket-bytes=1100})")
 	got := buf.String()
 	path := filepath.Join("testdata", "mlp_schedule.golden")
 	if *update {
@@ -144,8 +120,8 @@ func TestDataParallelMatchesGlobalBatch(t *testing.T) {
 		seed := rapid.Uint64().Draw(rt, "seed")
 		rng := rand.New(rand.NewPCG(seed, 1))
 		const joint = "builtin.module(graph-autodiff{joint=true wrt=0,1,2,3})"
-		ddp := compile(rt, mlp(local, d, h, o), fmt.Sprintf("builtin.module(graph-autodiff{joint=true wrt=0,1,2,3},graph-data-parallel{bucket-bytes=%d})", bucket))
-		single := compile(rt, mlp(local*n, d, h, o), joint)
+		ddp := passtest.Run(rt, mlp(local, d, h, o), fmt.Sprintf("builtin.module(graph-autodiff{joint=true wrt=0,1,2,3},graph-data-parallel{bucket-bytes=%d})", bucket))
+		single := passtest.Run(rt, mlp(local*n, d, h, o), joint)
 
 		random := func(shape ...int64) []float64 {
 			vs := make([]float64, ir.NumElements(shape))

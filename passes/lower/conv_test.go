@@ -113,7 +113,7 @@ func drawConv(t *rapid.T, elems []ir.Type, allowDynamic bool) convCase {
 
 // runConv runs @main of m on tensors (as buffers when the module is
 // lowered) and returns the results as tensors.
-func runConv(t fataler, m *ir.Operation, args []interp.Value, lowered bool) []*interp.Tensor {
+func runConv(t passtest.TB, m *ir.Operation, args []interp.Value, lowered bool) []*interp.Tensor {
 	t.Helper()
 	in := make([]interp.Value, len(args))
 	for i, a := range args {
@@ -153,9 +153,9 @@ func TestConv2DLowering(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		want := runConv(rt, lowerSource(rt, c.src, ""), args, false)
-		loops := runConv(rt, lowerSource(rt, c.src, "lower-to-loop"), args, true)
-		gpu := runConv(rt, lowerSource(rt, c.src, "builtin.module(lower-to-gpu)"), args, true)
+		want := runConv(rt, passtest.Run(rt, c.src, ""), args, false)
+		loops := runConv(rt, passtest.Run(rt, c.src, "lower-to-loop"), args, true)
+		gpu := runConv(rt, passtest.Run(rt, c.src, "builtin.module(lower-to-gpu)"), args, true)
 		for r := range want {
 			gb, wb := loops[r].Bits(), want[r].Bits()
 			gf, wf := loops[r].Float64s(), want[r].Float64s()
@@ -179,7 +179,7 @@ func TestConv2DGradientLowering(t *testing.T) {
 	testsize.RapidChecks(t, 20) // each check lowers and simulates a gradient: 100 under make test-long
 	rapid.Check(t, func(rt *rapid.T) {
 		c := drawConv(rt, []ir.Type{ir.F32, ir.F64}, false)
-		m := lowerSource(rt, c.src, "builtin.module(graph-autodiff)")
+		m := passtest.Run(rt, c.src, "builtin.module(graph-autodiff)")
 		p := &passtest.Program{Source: ir.Sprint(m, ir.PrintOptions{Generic: true}), Func: "main_grad"}
 		if err := passtest.CheckSemantics(p, "builtin.module(lower-to-gpu)", 5); err != nil {
 			rt.Fatal(err)

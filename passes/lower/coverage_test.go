@@ -409,7 +409,7 @@ func TestDynamicShapesRunOnTheGPU(t *testing.T) {
 	for _, tc := range dynamicCases {
 		src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.line, tc.result)
 		t.Run(strings.Fields(tc.line)[2], func(t *testing.T) {
-			graphM := lowerSource(t, src, "")
+			graphM := passtest.Run(t, src, "")
 			ft, err := interp.FuncType(interp.New(graphM).Func("main"))
 			if err != nil {
 				t.Fatal(err)
@@ -430,7 +430,7 @@ func TestDynamicShapesRunOnTheGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := runConv(t, graphM, args, false)[0]
-			gpuM := lowerSource(t, src, "builtin.module(lower-to-gpu)")
+			gpuM := passtest.Run(t, src, "builtin.module(lower-to-gpu)")
 			lm, err := llvm.TranslateAll(llvm.GPUModules(gpuM))
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -29,7 +30,7 @@ func TestDynamicSizeOfEqualSymbols(t *testing.T) {
 		maxui     bool
 	}{{"same", same, false}, {"different", different, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			text := ir.Sprint(lowerSource(t, tc.src, "builtin.module(lower-to-loop)"), ir.PrintOptions{})
+			text := ir.Sprint(passtest.Run(t, tc.src, "builtin.module(lower-to-loop)"), ir.PrintOptions{})
 			if got := strings.Contains(text, "arith.maxui"); got != tc.maxui {
 				t.Errorf("arith.maxui present: %v, want %v:\n%s", got, tc.maxui, text)
 			}
@@ -58,7 +59,7 @@ func TestBroadcastIndexOfEqualSymbols(t *testing.T) {
 		selects   bool
 	}{{"symbolic", symbolic, false}, {"unnamed", unnamed, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := lowerSource(t, tc.src, "builtin.module(lower-to-loop,canonicalize,cse)")
+			m := passtest.Run(t, tc.src, "builtin.module(lower-to-loop,canonicalize,cse)")
 			selects := 0
 			m.Walk(func(o *ir.Operation) bool {
 				if o.Name() == "arith.select" && o.Result(0).Type() == ir.Index {
@@ -69,7 +70,7 @@ func TestBroadcastIndexOfEqualSymbols(t *testing.T) {
 			if (selects > 0) != tc.selects {
 				t.Errorf("%d index selects, want some: %v\n%s", selects, tc.selects, ir.Sprint(m, ir.PrintOptions{}))
 			}
-			g := lowerSource(t, tc.src, "builtin.module(func.func(graph-decompose))")
+			g := passtest.Run(t, tc.src, "builtin.module(func.func(graph-decompose))")
 			for _, rows := range []int64{1, 3} {
 				xs := make([]float64, rows*8)
 				for i := range xs {

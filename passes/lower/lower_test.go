@@ -7,9 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 
 	_ "github.com/strata-ir/strata/passes/decompose"
@@ -50,38 +48,11 @@ func checkLoopLevel(m *ir.Operation) error {
 	return bad
 }
 
-// fataler is what testing.T and rapid.T share.
-type fataler interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-}
-
-func lowerSource(t fataler, src, pipeline string) *ir.Operation {
-	t.Helper()
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "test.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse(pipeline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatalf("%v\n%s", err, src)
-	}
-	if err := ir.Verify(m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestOnlyLoopLevelOpsRemain(t *testing.T) {
 	gen := passtest.GraphProgram(passtest.Config{})
 	rapid.Check(t, func(rt *rapid.T) {
 		p := gen.Draw(rt, "program")
-		m := lowerSource(rt, p.Source, "lower-to-loop")
+		m := passtest.Run(rt, p.Source, "lower-to-loop")
 		if err := checkLoopLevel(m); err != nil {
 			rt.Fatalf("%v\n%s", err, ir.Sprint(m, ir.PrintOptions{}))
 		}
@@ -94,7 +65,7 @@ func TestMemoryPlanNeverOverlaps(t *testing.T) {
 	gen := passtest.GraphProgram(passtest.Config{MaxOps: 16})
 	rapid.Check(t, func(rt *rapid.T) {
 		p := gen.Draw(rt, "program")
-		m := lowerSource(rt, p.Source, "builtin.module(func.func(graph-decompose,graph-fuse),convert-graph-to-loop)")
+		m := passtest.Run(rt, p.Source, "builtin.module(func.func(graph-decompose,graph-fuse),convert-graph-to-loop)")
 		for _, fn := range funcsOf(m) {
 			plan := lower.PlanBuffers(fn)
 			if err := plan.Check(); err != nil {

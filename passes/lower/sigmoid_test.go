@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -51,8 +52,8 @@ func checkSigmoidBits(t *testing.T, in *interp.Tensor) {
   %%0 = "graph.sigmoid"(%%x) : (%[1]s) -> %[1]s
   return %%0 : %[1]s
 }`, typ)
-	want := callMain(t, lowerSource(t, src, ""), in)
-	gotBuf, ok := callMain(t, lowerSource(t, src, "lower-to-loop"), interp.BufferFromTensor(in)).(*interp.Buffer)
+	want := callMain(t, passtest.Run(t, src, ""), in)
+	gotBuf, ok := callMain(t, passtest.Run(t, src, "lower-to-loop"), interp.BufferFromTensor(in)).(*interp.Buffer)
 	if !ok {
 		t.Fatal("the lowered function does not return a buffer")
 	}
