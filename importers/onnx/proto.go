@@ -174,62 +174,40 @@ func (d *decoder) skip(num protowire.Number, typ protowire.Type) {
 	d.b = d.b[n:]
 }
 
-func (d *decoder) bytes(typ protowire.Type) []byte {
-	if typ != protowire.BytesType {
-		d.err = fmt.Errorf("wire type %d where a length-delimited field was expected", typ)
-		return nil
+// consume reads one value of wire type want with read (a protowire
+// Consume function), or records why it cannot: a field of another wire
+// type, or a truncated or malformed value.
+func consume[T any](d *decoder, typ, want protowire.Type, what string, read func([]byte) (T, int)) T {
+	var zero T
+	if typ != want {
+		d.err = fmt.Errorf("wire type %d where a %s was expected", typ, what)
+		return zero
 	}
-	v, n := protowire.ConsumeBytes(d.b)
+	v, n := read(d.b)
 	if n < 0 {
 		d.fail(n)
-		return nil
+		return zero
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+func (d *decoder) bytes(typ protowire.Type) []byte {
+	return consume(d, typ, protowire.BytesType, "length-delimited field", protowire.ConsumeBytes)
 }
 
 func (d *decoder) str(typ protowire.Type) string { return string(d.bytes(typ)) }
 
 func (d *decoder) varint(typ protowire.Type) uint64 {
-	if typ != protowire.VarintType {
-		d.err = fmt.Errorf("wire type %d where a varint was expected", typ)
-		return 0
-	}
-	v, n := protowire.ConsumeVarint(d.b)
-	if n < 0 {
-		d.fail(n)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	return consume(d, typ, protowire.VarintType, "varint", protowire.ConsumeVarint)
 }
 
 func (d *decoder) fixed32(typ protowire.Type) uint32 {
-	if typ != protowire.Fixed32Type {
-		d.err = fmt.Errorf("wire type %d where a fixed32 was expected", typ)
-		return 0
-	}
-	v, n := protowire.ConsumeFixed32(d.b)
-	if n < 0 {
-		d.fail(n)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	return consume(d, typ, protowire.Fixed32Type, "fixed32", protowire.ConsumeFixed32)
 }
 
 func (d *decoder) fixed64(typ protowire.Type) uint64 {
-	if typ != protowire.Fixed64Type {
-		d.err = fmt.Errorf("wire type %d where a fixed64 was expected", typ)
-		return 0
-	}
-	v, n := protowire.ConsumeFixed64(d.b)
-	if n < 0 {
-		d.fail(n)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	return consume(d, typ, protowire.Fixed64Type, "fixed64", protowire.ConsumeFixed64)
 }
 
 // varints appends a repeated varint field, packed or not.
