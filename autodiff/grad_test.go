@@ -494,6 +494,9 @@ func TestEveryRuleIsTested(t *testing.T) {
 // compares the two gradients.
 func TestCompositeRulesAgreeWithDecompositions(t *testing.T) {
 	for _, name := range decompose.Composites() {
+		if _, ok := rules[name]; !ok {
+			continue // (attention_grad: not differentiated again)
+		}
 		op := name[len("graph."):]
 		t.Run(op, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
@@ -508,11 +511,11 @@ func TestCompositeRulesAgreeWithDecompositions(t *testing.T) {
 					rt.Fatal(err)
 				}
 				composite := funcd.Body(parts.fn).First()
-				v, err := decompose.Expand(ir.NewBuilder(ctx), composite)
+				vs, err := decompose.Expand(ir.NewBuilder(ctx), composite)
 				if err != nil {
 					rt.Fatal(err)
 				}
-				composite.Result(0).ReplaceAllUsesWith(v)
+				composite.Result(0).ReplaceAllUsesWith(vs[0])
 				composite.Erase()
 				for _, fx := range []*fixture{whole, parts} {
 					if _, err := Grad(ctx, fx.fn, fx.wrt); err != nil {

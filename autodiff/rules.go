@@ -132,6 +132,8 @@ func noGrad(*emitter, *ir.Operation, *ir.Value) []*ir.Value { return nil }
 var notDifferentiable = map[string]string{
 	graph.OpFusion: "graph-autodiff runs before graph-fuse makes fusions",
 	graph.OpYield:  "it only ends a graph.fusion body",
+	// (Second derivatives of attention would need it.)
+	graph.OpAttentionGrad: "attention's gradients are not differentiated again",
 }
 
 // NotDifferentiable returns why ops named name have no VJP rule, when they
@@ -579,8 +581,9 @@ func normGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	return []*ir.Value{e.mul(r, inner), e.unbroadcast(e.mul(g, xh), ws), e.unbroadcast(g, bs)}
 }
 
-// attentionGrad recomputes p = softmax(s), s = q·kᵀ·scale (+ mask), and
-// differentiates out = p·v:
+// attentionGrad emits graph.attention_grad for an attention without a
+// mask over equal batch dims; otherwise it recomputes p = softmax(s),
+// s = q·kᵀ·scale (+ mask), and differentiates out = p·v:
 //
 //	gv = pᵀ·g, gs = p·(g·vᵀ - Σ (g·vᵀ)·p), gq = gs·k·scale, gk = gsᵀ·q·scale
 //
@@ -596,6 +599,17 @@ func attentionGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if len(qs) < 2 || len(ks) < 2 || len(vs) < 2 {
 		e.Fail("q, k and v must have rank >= 2")
 		return nil
+	}
+	if op.NumOperands() == 3 && slices.Equal(qs[:len(qs)-2], ks[:len(ks)-2]) && slices.Equal(qs[:len(qs)-2], vs[:len(vs)-2]) {
+		// The fused form, which graph-attention-to-flash runs as kernels.
+		var attrs []ir.NamedAttr
+		if a := op.Attr("scale"); a != nil {
+			attrs = append(attrs, ir.NamedAttr{Name: "scale", Value: a})
+		}
+		if graph.Causal(op) {
+			attrs = append(attrs, ir.NamedAttr{Name: "causal", Value: ir.Bool(true)})
+		}
+		return e.Results(graph.OpAttentionGrad, []*ir.Value{q, k, v, op.Result(0), g}, attrs...)
 	}
 	scale, ok := graph.Scale(op)
 	if !ok {

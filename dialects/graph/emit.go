@@ -81,3 +81,13 @@ func (e *Emitter) Scalar(elem ir.Type, v float64) *ir.Value {
 	return e.Op("constant", nil, ir.NamedAttr{Name: "value",
 		Value: ir.DenseAttr{Type: ir.TensorOf(nil, ft), Bits: []uint64{ir.FloatToBits(v, ft)}, Splat: true}})
 }
+
+// Results builds graph op name on operands with attrs, its types inferred,
+// and returns all its results (Op returns the first).
+func (e *Emitter) Results(name string, operands []*ir.Value, attrs ...ir.NamedAttr) []*ir.Value {
+	v := e.Op(name, operands, attrs...)
+	if v == nil {
+		return nil
+	}
+	return v.DefiningOp().Results()
+}

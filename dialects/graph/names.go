@@ -97,6 +97,9 @@ const (
 	OpRMSNorm = "graph.rms_norm"
 	// OpAttention is graph.attention: scaled dot-product attention (composite).
 	OpAttention = "graph.attention"
+	// OpAttentionGrad is graph.attention_grad: attention's gradients with
+	// respect to q, k and v (composite).
+	OpAttentionGrad = "graph.attention_grad"
 	// OpFusion is graph.fusion: a group of ops that becomes one kernel.
 	OpFusion = "graph.fusion"
 	// OpYield is graph.yield: ends a graph.fusion body.

@@ -454,6 +454,35 @@ func opTable() []*opSpec {
 			example: `%3 = "graph.attention"(%0, %1, %2) <{causal = true}> : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>`,
 		},
 		&opSpec{
+			name:    "attention_grad",
+			summary: "gradients of scaled dot-product attention (composite)",
+			description: "The gradients (dq, dk, dv) of `graph.attention`(q, k, v) with the same `scale` and " +
+				"`causal` and no mask, for the result's gradient do, given the forward result o " +
+				"(graph-autodiff's VJP of an unmasked attention over equal batch dims emits it). With " +
+				"P = softmax(q·kᵀ·scale) as graph.attention computes it (the product rounded to the " +
+				"element type, the rest in the compute type) and D = Σ_j do·o along the last dim (in " +
+				"the compute type): dv = Pᵀ·do with P rounded to the element type once, " +
+				"dS = P·(do·vᵀ − D)·scale in the compute type (do·vᵀ a product of the widened " +
+				"operands), rounded to the element type once, then dq = dS·k and dk = dSᵀ·q. D is " +
+				"taken from o as given (a fused backward kernel reads it instead of recomputing " +
+				"P·v), so o must be the forward's result for the gradients to be attention's. " +
+				"graph-attention-to-flash runs it as fused kernels; graph-decompose expands it into " +
+				"primitives." + compositeNote,
+			operands: []operand{
+				{"q", floatElem, "[..., Lq, D]"}, {"k", floatElem, "[..., Lk, D]"}, {"v", floatElem, "[..., Lk, Dv]"},
+				{"o", floatElem, "the forward result, [..., Lq, Dv]"}, {"do", floatElem, "the result's gradient, [..., Lq, Dv]"},
+			},
+			results: []ir.ArgDoc{{Name: "dq", Doc: "q's type"}, {Name: "dk", Doc: "k's type"}, {Name: "dv", Doc: "v's type"}},
+			traits:  pure,
+			attrs: []attrSpec{
+				{name: "scale", kind: kindFloat, doc: "score scale (default 1/√D)"},
+				{name: "causal", kind: kindBool, def: false, doc: "the forward's causal mask (default false)"},
+			},
+			rule:    ruleAttentionGrad,
+			class:   ClassComposite,
+			example: `%5:3 = "graph.attention_grad"(%0, %1, %2, %3, %4) <{causal = true}> : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>)`,
+		},
+		&opSpec{
 			name:    "fusion",
 			summary: "a group of ops that becomes one kernel",
 			description: "Made by graph-fuse. The single-block region receives the operands as block " +

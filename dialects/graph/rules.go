@@ -636,6 +636,43 @@ func ruleAttention(in []*ir.TensorType, _ attrView, _ []ir.Type, cs *sym.Constra
 	return one(TensorWithDims(out, in[0].ElementType())), nil
 }
 
+// ruleAttentionGrad: q, k and v as for attention but with equal batch
+// dims (no broadcasting), o and do of attention's result type; the
+// results are q's, k's and v's types.
+func ruleAttentionGrad(in []*ir.TensorType, a attrView, d []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	if err := sameElem(in, 0, 1, 2, 3, 4); err != nil {
+		return nil, err
+	}
+	fwd, err := ruleAttention(in[:3], a, nil, cs)
+	if err != nil {
+		return nil, err
+	}
+	q, k, v := DimsOf(in[0]), DimsOf(in[1]), DimsOf(in[2])
+	if len(k) != len(q) || len(v) != len(q) {
+		return nil, fmt.Errorf("q, k and v must have the same rank (equal batch dims), got %s, %s and %s", in[0], in[1], in[2])
+	}
+	for i := range len(q) - 2 {
+		if _, ok := meet(q[i], k[i], cs); !ok {
+			return nil, fmt.Errorf("q and k batch dim %d differ: %s vs %s (broadcast batch dims are not supported)", i, dimString(q[i]), dimString(k[i]))
+		}
+		if _, ok := meet(q[i], v[i], cs); !ok {
+			return nil, fmt.Errorf("q and v batch dim %d differ: %s vs %s (broadcast batch dims are not supported)", i, dimString(q[i]), dimString(v[i]))
+		}
+	}
+	out := DimsOf(fwd[0].(*ir.TensorType))
+	for i, name := range []string{"o", "do"} {
+		t := DimsOf(in[3+i])
+		ok := len(t) == len(out)
+		for j := 0; ok && j < len(t); j++ {
+			_, ok = meet(t[j], out[j], cs)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s must have attention's result shape %s, got %s", name, fwd[0], in[3+i])
+		}
+	}
+	return []ir.Type{in[0], in[1], in[2]}, nil
+}
+
 // ruleRegion returns the declared results of fusion; the region's yield is
 // checked by verifyFusion.
 func ruleRegion(_ []*ir.TensorType, _ attrView, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {

@@ -1,6 +1,6 @@
 // Package decompose provides the graph-decompose pass, which rewrites the
 // graph dialect's composite ops (softmax, log_softmax, layer_norm, rms_norm,
-// attention) into graph primitives.
+// attention, attention_grad) into graph primitives.
 //
 // Each expansion performs the same operations, in the same order and in
 // the same type, as the reference interpreter's rule for the composite, so
@@ -25,8 +25,8 @@ func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    "graph-decompose",
 		Summary: "Decompose graph composites into primitives",
-		Description: "Rewrites graph.softmax, graph.log_softmax, graph.layer_norm, graph.rms_norm and " +
-			"graph.attention into graph primitives, numerically stable: softmax subtracts the maximum " +
+		Description: "Rewrites graph.softmax, graph.log_softmax, graph.layer_norm, graph.rms_norm, " +
+			"graph.attention and graph.attention_grad into graph primitives, numerically stable: softmax subtracts the maximum " +
 			"before exponentiating, layer_norm computes the variance of the centred values (two passes). " +
 			"f16 and bf16 composites are computed in f32 between a graph.cast to f32 and one back, as " +
 			"PyTorch computes them (attention keeps its two products in the element type). " +
@@ -40,12 +40,23 @@ func init() {
 // expansions maps each composite to the function that builds its
 // primitive form; data rather than a switch, so that Composites and the
 // pass agree by construction.
-var expansions = map[string]func(e *emitter, op *ir.Operation) *ir.Value{
-	graph.OpSoftmax:    expandSoftmax,
-	graph.OpLogSoftmax: expandSoftmax,
-	graph.OpLayerNorm:  expandNorm,
-	graph.OpRMSNorm:    expandNorm,
-	graph.OpAttention:  expandAttention,
+var expansions = map[string]func(e *emitter, op *ir.Operation) []*ir.Value{
+	graph.OpSoftmax:       single(expandSoftmax),
+	graph.OpLogSoftmax:    single(expandSoftmax),
+	graph.OpLayerNorm:     single(expandNorm),
+	graph.OpRMSNorm:       single(expandNorm),
+	graph.OpAttention:     single(expandAttention),
+	graph.OpAttentionGrad: expandAttentionGrad,
+}
+
+// single adapts the expansion of a one-result composite.
+func single(f func(e *emitter, op *ir.Operation) *ir.Value) func(e *emitter, op *ir.Operation) []*ir.Value {
+	return func(e *emitter, op *ir.Operation) []*ir.Value {
+		if v := f(e, op); v != nil {
+			return []*ir.Value{v}
+		}
+		return nil
+	}
 }
 
 // Composites returns the names of the ops graph-decompose expands, sorted.
@@ -80,12 +91,14 @@ func (decomposePass) Run(op *ir.Operation, st *passes.State) error {
 	count := st.Stat("num-decomposed", "Number of composite ops decomposed")
 	var errs ir.DiagnosticList
 	for _, c := range todo {
-		v, err := Expand(ir.NewBuilder(st.Ctx), c)
+		vs, err := Expand(ir.NewBuilder(st.Ctx), c)
 		if err != nil {
 			errs = append(errs, asDiagnostic(c, err))
 			continue
 		}
-		c.Result(0).ReplaceAllUsesWith(v)
+		for i, v := range vs {
+			c.Result(i).ReplaceAllUsesWith(v)
+		}
 		c.Erase()
 		count.Add(1)
 	}
@@ -103,22 +116,25 @@ func asDiagnostic(op *ir.Operation, err error) *ir.Diagnostic {
 }
 
 // Expand builds the primitive form of the composite op before it with b
-// and returns the value that replaces op's result; op itself is left in
-// place. It fails, creating nothing usable, when op is not a composite or
+// and returns the values that replace op's results, in order; op itself
+// is left in place. It fails, creating nothing usable, when op is not a composite or
 // cannot be expanded (unranked operands, dynamic sizes where a constant
 // needs them).
-func Expand(b *ir.Builder, op *ir.Operation) (*ir.Value, error) {
+func Expand(b *ir.Builder, op *ir.Operation) ([]*ir.Value, error) {
 	expand, ok := expansions[op.Name()]
 	if !ok {
 		return nil, ir.Errorf(op.Loc(), "'%s' is not a graph composite", op.Name())
 	}
 	b.SetInsertionPointBefore(op)
 	e := &emitter{graph.Emitter{B: b, Loc: op.Loc()}}
-	v := expand(e, op)
+	vs := expand(e, op)
 	if e.Err != nil {
 		return nil, e.Err
 	}
-	return v, nil
+	if len(vs) != op.NumResults() {
+		return nil, ir.Errorf(op.Loc(), "internal error: the expansion of '%s' gives %d values for %d results", op.Name(), len(vs), op.NumResults())
+	}
+	return vs, nil
 }
 
 // emitter is graph.Emitter with the helpers the expansions share.
@@ -237,25 +253,8 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 		e.Fail("q and k must have rank >= 2, got %s and %s", q.Type(), k.Type())
 		return nil
 	}
-	perm := make([]int64, len(ks))
-	for i := range perm {
-		perm[i] = int64(i)
-	}
-	perm[len(ks)-2], perm[len(ks)-1] = perm[len(ks)-1], perm[len(ks)-2]
-	kt := e.Op(graph.OpTranspose, []*ir.Value{k}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
-	scores := e.widen(e.Binary(graph.OpMatmul, q, kt))
 	ct := graph.ComputeType(elem)
-
-	factor, ok := graph.Scale(op)
-	switch d := qs[len(qs)-1]; {
-	case ok:
-	case d == ir.Dynamic:
-		e.Fail("the default scale 1/√D needs a static D, got %s", q.Type())
-	default:
-		factor = 1 / math.Sqrt(float64(d))
-	}
-	scores = e.Binary(graph.OpMul, scores, e.Scalar(ct, factor))
-
+	scores := e.scores(op, q, k, qs, ks, ct)
 	if op.NumOperands() == 4 {
 		mask := op.Operand(3)
 		if _, me := e.ranked(mask); me == ir.I1 {
@@ -268,6 +267,70 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 		scores = e.causal(scores, ct, qs[len(qs)-2], ks[len(ks)-2])
 	}
 	return e.Binary(graph.OpMatmul, e.narrow(e.softmax(scores, -1, false), elem), v)
+}
+
+// mT transposes the last two dims of x (of rank n).
+func (e *emitter) mT(x *ir.Value, n int) *ir.Value {
+	perm := make([]int64, n)
+	for i := range perm {
+		perm[i] = int64(i)
+	}
+	perm[n-2], perm[n-1] = perm[n-1], perm[n-2]
+	return e.Op(graph.OpTranspose, []*ir.Value{x}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+}
+
+// scores builds attention's q·kᵀ·scale (op's scale, else 1/√D), q and k
+// of shapes qs and ks: the
+// product in the element type, widened to ct, times the scale in ct.
+func (e *emitter) scores(op *ir.Operation, q, k *ir.Value, qs, ks []int64, ct ir.Type) *ir.Value {
+	s := e.widen(e.Binary(graph.OpMatmul, q, e.mT(k, len(ks))))
+	return e.Binary(graph.OpMul, s, e.Scalar(ct, e.scaleOf(op, q, qs)))
+}
+
+// scaleOf is attention op's score scale: its attribute, else 1/√D for q
+// of shape qs.
+func (e *emitter) scaleOf(op *ir.Operation, q *ir.Value, qs []int64) float64 {
+	factor, ok := graph.Scale(op)
+	switch d := qs[len(qs)-1]; {
+	case ok:
+	case d == ir.Dynamic:
+		e.Fail("the default scale 1/√D needs a static D, got %s", q.Type())
+	default:
+		factor = 1 / math.Sqrt(float64(d))
+	}
+	return factor
+}
+
+// expandAttentionGrad builds graph.attention_grad's gradients from
+// attention's probabilities p (as expandAttention computes them): dv =
+// pᵀ·do with p in the element type, dS = p·(do·vᵀ − Σ do·o)·scale in the
+// compute type, rounded to the element type, dq = dS·k, dk = dSᵀ·q.
+func expandAttentionGrad(e *emitter, op *ir.Operation) []*ir.Value {
+	q, k, v, o, do := op.Operand(0), op.Operand(1), op.Operand(2), op.Operand(3), op.Operand(4)
+	qs, elem := e.ranked(q)
+	ks, _ := e.ranked(k)
+	if e.Err != nil {
+		return nil
+	}
+	if len(qs) < 2 || len(ks) != len(qs) {
+		e.Fail("q and k must have one rank >= 2, got %s and %s", q.Type(), k.Type())
+		return nil
+	}
+	n := len(qs)
+	ct := graph.ComputeType(elem)
+	s := e.scores(op, q, k, qs, ks, ct)
+	if graph.Causal(op) {
+		s = e.causal(s, ct, qs[n-2], ks[n-2])
+	}
+	p := e.softmax(s, -1, false)
+	dv := e.Binary(graph.OpMatmul, e.mT(e.narrow(p, elem), n), do)
+	dp := e.Binary(graph.OpMatmul, e.widen(do), e.mT(e.widen(v), n))
+	dd := e.Reduce(graph.OpReduceSum, e.Binary(graph.OpMul, e.widen(do), e.widen(o)), []int64{-1}, true)
+	ds := e.Binary(graph.OpMul, e.Binary(graph.OpMul, p, e.Binary(graph.OpSub, dp, dd)), e.Scalar(ct, e.scaleOf(op, q, qs)))
+	dse := e.narrow(ds, elem)
+	dq := e.Binary(graph.OpMatmul, dse, k)
+	dk := e.Binary(graph.OpMatmul, e.mT(dse, n), q)
+	return []*ir.Value{dq, dk, dv}
 }
 
 // causal keeps scores[..., i, j] where j <= i and puts -inf elsewhere.

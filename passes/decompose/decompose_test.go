@@ -33,13 +33,14 @@ func run(t *testing.T, src string) (*ir.Operation, error) {
 // expansion are property-tested in passes/passtest.
 func TestCompositesExpand(t *testing.T) {
 	m, err := run(t, `
-func.func @f(%x: tensor<?x4xf32>, %w: tensor<4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
+func.func @f(%x: tensor<?x4xf32>, %w: tensor<4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
   %0 = "graph.softmax"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
   %1 = "graph.log_softmax"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
   %2 = "graph.layer_norm"(%x, %w, %w) : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
   %3 = "graph.rms_norm"(%x, %w) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
   %4 = "graph.attention"(%x, %x, %x) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
-  return %0, %1, %2, %3, %4 : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+  %5:3 = "graph.attention_grad"(%x, %x, %x, %x, %x) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>)
+  return %0, %1, %2, %3, %4, %5#1 : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
 }`)
 	if err != nil {
 		t.Fatal(err)
@@ -50,8 +51,8 @@ func.func @f(%x: tensor<?x4xf32>, %w: tensor<4xf32>) -> (tensor<?x4xf32>, tensor
 			t.Errorf("%s survived:\n%s", name, text)
 		}
 	}
-	if len(decompose.Composites()) != 5 {
-		t.Errorf("Composites() = %v, want the five composites", decompose.Composites())
+	if len(decompose.Composites()) != 6 {
+		t.Errorf("Composites() = %v, want the six composites", decompose.Composites())
 	}
 }
 
@@ -135,6 +136,63 @@ func TestExpansionsAreBitIdentical(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAttentionGradExpansionIsBitIdentical runs graph.attention_grad and
+// its expansion in the interpreter on random q, k, v, o and do (o need
+// not be attention's result: both forms take D from it) of every float
+// type, causal or not, and requires the same bits in dq, dk and dv.
+func TestAttentionGradExpansionIsBitIdentical(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		elem := rapid.SampledFrom([]string{"f64", "f32", "f16", "bf16"}).Draw(rt, "elem")
+		lq := int64(rapid.IntRange(1, 9).Draw(rt, "lq"))
+		lk := int64(rapid.IntRange(1, 9).Draw(rt, "lk"))
+		d := int64(rapid.IntRange(1, 6).Draw(rt, "d"))
+		dv := int64(rapid.IntRange(1, 6).Draw(rt, "dv"))
+		attrs := rapid.SampledFrom([]string{"", "<{causal = true}>", "<{scale = -0.7 : f64}>", "<{causal = true, scale = 2.0 : f64}>"}).Draw(rt, "attrs")
+		ty := func(a, b int64) string { return fmt.Sprintf("tensor<2x%dx%dx%s>", a, b, elem) }
+		tq, tk, tv, to := ty(lq, d), ty(lk, d), ty(lk, dv), ty(lq, dv)
+		src := fmt.Sprintf(`func.func @f(%%q: %[1]s, %%k: %[2]s, %%v: %[3]s, %%o: %[4]s, %%do: %[4]s) -> (%[1]s, %[2]s, %[3]s) {
+  %%0:3 = "graph.attention_grad"(%%q, %%k, %%v, %%o, %%do) %[5]s : (%[1]s, %[2]s, %[3]s, %[4]s, %[4]s) -> (%[1]s, %[2]s, %[3]s)
+  return %%0#0, %%0#1, %%0#2 : %[1]s, %[2]s, %[3]s
+}`, tq, tk, tv, to, attrs)
+		ctx := dialects.NewContext()
+		whole, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		parts, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		pm, err := passes.Parse("func.func(graph-decompose)")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := pm.Run(ctx, parts); err != nil {
+			rt.Fatal(err)
+		}
+		if strings.Contains(parts.String(), "attention_grad") {
+			rt.Fatalf("attention_grad survived:\n%s", parts)
+		}
+		args := randomArgs(rt, floatTypes[elem], []int64{2, lq, d}, []int64{2, lk, d}, []int64{2, lk, dv}, []int64{2, lq, dv}, []int64{2, lq, dv})
+		want, err := interp.New(whole).Call("f", args...)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		got, err := interp.New(parts).Call("f", args...)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for r := range want {
+			g, wv := got[r].(*interp.Tensor).Float64s(), want[r].(*interp.Tensor).Float64s()
+			for i := range g {
+				if math.Float64bits(g[i]) != math.Float64bits(wv[i]) && !(math.IsNaN(g[i]) && math.IsNaN(wv[i])) {
+					rt.Fatalf("result %d, element %d: decomposition %g, composite %g", r, i, g[i], wv[i])
+				}
+			}
+		}
+	})
 }
 
 var floatTypes = map[string]*ir.FloatType{"f64": ir.F64, "f32": ir.F32, "f16": ir.F16, "bf16": ir.BF16}

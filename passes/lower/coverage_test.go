@@ -110,8 +110,20 @@ func instanceOf(line, elem string) (instance, error) {
 			args = append(args, n+": "+types[i])
 		}
 	}
-	res := strings.Fields(line)[0]
-	src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %s : %s\n}\n", strings.Join(args, ", "), m[5], line, res, m[5])
+	res, types := strings.Fields(line)[0], m[5]
+	if name, n, ok := strings.Cut(res, ":"); ok {
+		// Several results: %r:n returns %r#0 … %r#(n-1).
+		count, err := strconv.Atoi(n)
+		if err != nil {
+			return instance{}, fmt.Errorf("the example %q has a bad result count %q", line, n)
+		}
+		var rs []string
+		for i := range count {
+			rs = append(rs, fmt.Sprintf("%s#%d", name, i))
+		}
+		res, types = strings.Join(rs, ", "), strings.TrimSuffix(strings.TrimPrefix(types, "("), ")")
+	}
+	src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %s : %s\n}\n", strings.Join(args, ", "), m[5], line, res, types)
 	return instance{op: m[1], elem: elem, src: src}, nil
 }
 

@@ -22,33 +22,34 @@ import (
 // semantics come from dialects/graph, shared with its folder.
 func init() {
 	table := map[string]Rule{
-		graph.OpConstant:    graphConstant,
-		graph.OpIota:        graphIota,
-		graph.OpFull:        graphFull,
-		graph.OpCmp:         graphCmp,
-		graph.OpSelect:      graphSelect,
-		graph.OpCast:        graphCast,
-		graph.OpReduceSum:   graphReduce,
-		graph.OpReduceMax:   graphReduce,
-		graph.OpReduceMin:   graphReduce,
-		graph.OpReduceMean:  graphReduce,
-		graph.OpArgmax:      graphArgmax,
-		graph.OpReshape:     graphReshape,
-		graph.OpTranspose:   graphTranspose,
-		graph.OpBroadcastTo: graphBroadcastTo,
-		graph.OpConcat:      graphConcat,
-		graph.OpSlice:       graphSlice,
-		graph.OpPad:         graphPad,
-		graph.OpGather:      graphGather,
-		graph.OpMatmul:      graphMatmul,
-		graph.OpConv2D:      graphConv2D,
-		graph.OpSoftmax:     graphSoftmax,
-		graph.OpLogSoftmax:  graphSoftmax,
-		graph.OpLayerNorm:   graphNorm,
-		graph.OpRMSNorm:     graphNorm,
-		graph.OpAttention:   graphAttention,
-		graph.OpFusion:      graphFusion,
-		graph.OpYield:       func(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) { return args, nil },
+		graph.OpConstant:      graphConstant,
+		graph.OpIota:          graphIota,
+		graph.OpFull:          graphFull,
+		graph.OpCmp:           graphCmp,
+		graph.OpSelect:        graphSelect,
+		graph.OpCast:          graphCast,
+		graph.OpReduceSum:     graphReduce,
+		graph.OpReduceMax:     graphReduce,
+		graph.OpReduceMin:     graphReduce,
+		graph.OpReduceMean:    graphReduce,
+		graph.OpArgmax:        graphArgmax,
+		graph.OpReshape:       graphReshape,
+		graph.OpTranspose:     graphTranspose,
+		graph.OpBroadcastTo:   graphBroadcastTo,
+		graph.OpConcat:        graphConcat,
+		graph.OpSlice:         graphSlice,
+		graph.OpPad:           graphPad,
+		graph.OpGather:        graphGather,
+		graph.OpMatmul:        graphMatmul,
+		graph.OpConv2D:        graphConv2D,
+		graph.OpSoftmax:       graphSoftmax,
+		graph.OpLogSoftmax:    graphSoftmax,
+		graph.OpLayerNorm:     graphNorm,
+		graph.OpRMSNorm:       graphNorm,
+		graph.OpAttention:     graphAttention,
+		graph.OpAttentionGrad: graphAttentionGrad,
+		graph.OpFusion:        graphFusion,
+		graph.OpYield:         func(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) { return args, nil },
 	}
 	for _, name := range []string{graph.OpNeg, graph.OpAbs, graph.OpExp, graph.OpLog, graph.OpSqrt, graph.OpRsqrt, graph.OpTanh,
 		graph.OpSigmoid, graph.OpRelu, graph.OpGELU, graph.OpErf, graph.OpSin, graph.OpCos, graph.OpReciprocal} {
@@ -1163,34 +1164,57 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	q, v := ts[0], ts[2]
+	at, err := attentionProbs(op, ts)
+	if err != nil {
+		return nil, err
+	}
+	probs, err := FromFloat64s(q.elem, at.scores, at.p)
+	if err != nil {
+		return nil, err
+	}
+	rv := len(v.shape)
+	outShape := append(slices.Clone(at.batch), at.lq, v.shape[rv-1])
+	return one(matmulTensor(probs, v, q.elem, outShape, at.batch, at.batch, v.shape[:rv-2], int(at.lq), int(at.lk), int(v.shape[rv-1])))
+}
+
+// attention is the softmax of graph.attention: p holds the probabilities
+// (rounded to the compute type) of the scores shape, batch dims then Lq
+// by Lk; scale is the score scale as the compute type holds it.
+type attention struct {
+	p             []float64
+	scores, batch []int64
+	lq, lk, d     int64
+	scale         float64
+}
+
+// attentionProbs computes softmax(q·kᵀ·scale + mask) of graph.attention
+// (or attention_grad, which has no mask) op on its operands ts: the
+// product rounded to q's type, the rest in the compute type.
+func attentionProbs(op *ir.Operation, ts []*Tensor) (attention, error) {
 	q, k, v := ts[0], ts[1], ts[2]
 	rq, rk, rv := len(q.shape), len(k.shape), len(v.shape)
 	if rq < 2 || rk < 2 || rv < 2 || !ir.IsFloat(q.elem) {
-		return nil, fmt.Errorf("expects float q, k, v of rank >= 2, got %s, %s, %s", q, k, v)
+		return attention{}, fmt.Errorf("expects float q, k, v of rank >= 2, got %s, %s, %s", q, k, v)
 	}
 	lq, d := q.shape[rq-2], q.shape[rq-1]
-	lk, dv := k.shape[rk-2], v.shape[rv-1]
+	lk := k.shape[rk-2]
 	// kᵀ as a tensor of shape [..., D, Lk].
-	perm := make([]int64, rk)
-	for i := range perm {
-		perm[i] = int64(i)
-	}
-	perm[rk-2], perm[rk-1] = perm[rk-1], perm[rk-2]
-	kt, err := transposeTensor(k, perm)
+	kt, err := transposeTensor(k, lastSwapped(rk))
 	if err != nil {
-		return nil, err
+		return attention{}, err
 	}
 	batch, ok := graph.BroadcastShape(q.shape[:rq-2], k.shape[:rk-2])
 	if ok {
 		batch, ok = graph.BroadcastShape(batch, v.shape[:rv-2])
 	}
 	if !ok {
-		return nil, fmt.Errorf("batch dims of %s, %s and %s do not broadcast", q, k, v)
+		return attention{}, fmt.Errorf("batch dims of %s, %s and %s do not broadcast", q, k, v)
 	}
 	scoreShape := append(slices.Clone(batch), lq, lk)
 	scores, err := matmulTensor(q, kt, q.elem, scoreShape, batch, q.shape[:rq-2], kt.shape[:rk-2], int(lq), int(d), int(lk))
 	if err != nil {
-		return nil, err
+		return attention{}, err
 	}
 	// The scores are rounded to q's type by the product; scaling, masking
 	// and the softmax then run in the compute type.
@@ -1205,7 +1229,7 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	for i := range sv {
 		sv[i] = r(sv[i] * scale)
 	}
-	if len(ts) == 4 {
+	if op.Name() == graph.OpAttention && len(ts) == 4 {
 		mask := ts[3]
 		idx := broadcastIdx(scoreShape, mask.shape)
 		if ir.IsFloat(mask.elem) {
@@ -1231,12 +1255,7 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		}
 	}
 	softmaxRows(sv, int(ir.NumElements(batch)*lq), int(lk), 1, false, r, accRounder(ct))
-	probs, err := FromFloat64s(q.elem, scoreShape, sv)
-	if err != nil {
-		return nil, err
-	}
-	outShape := append(slices.Clone(batch), lq, dv)
-	return one(matmulTensor(probs, v, q.elem, outShape, batch, batch, v.shape[:rv-2], int(lq), int(lk), int(dv)))
+	return attention{p: sv, scores: scoreShape, batch: batch, lq: lq, lk: lk, d: d, scale: scale}, nil
 }
 
 // transposeTensor permutes x's dims.
