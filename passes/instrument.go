@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-ir/strata/internal/atomicfile"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -149,7 +150,8 @@ func (r *runner) writeTrace(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+	data = append(data, '\n')
+	if err := atomicfile.Write(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return fmt.Errorf("writing trace: %w", err)
 	}
 	return nil
@@ -162,7 +164,7 @@ func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 func writeReproducer(path, ir, pipeline string, verifyEach bool) error {
 	text := fmt.Sprintf("%s\n{-#\n  external_resources: {\n    mlir_reproducer: {\n      pipeline: %s,\n      disable_threading: true,\n      verify_each: %t\n    }\n  }\n#-}\n",
 		strings.TrimRight(ir, "\n"), strconv.Quote(pipeline), verifyEach)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
 		return fmt.Errorf("writing reproducer: %w", err)
 	}
 	return nil

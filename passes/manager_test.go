@@ -292,8 +292,20 @@ func TestReproducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	pm.Instr.Reproducer = repro
+	// An old reproducer is replaced by a rename, never truncated and
+	// rewritten in place: a second name for it keeps the old text.
+	old := filepath.Join(dir, "old.mlir")
+	if err := os.WriteFile(repro, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(repro, old); err != nil {
+		t.Fatal(err)
+	}
 	if err := pm.Run(ctx, m); err == nil {
 		t.Fatal("the pipeline did not fail")
+	}
+	if data, err := os.ReadFile(old); err != nil || string(data) != "old" {
+		t.Errorf("the old reproducer was rewritten in place: %q %v", data, err)
 	}
 	data, err := os.ReadFile(repro)
 	if err != nil {

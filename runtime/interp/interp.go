@@ -83,9 +83,14 @@ type Option func(*Interpreter)
 func WithMaxDepth(n int) Option { return func(in *Interpreter) { in.maxDepth = n } }
 
 // WithMaxOps limits the ops the interpreter runs, over all its calls, to
-// n (0: no limit); the op beyond fails with a located error. Fuzz targets
-// use it to bound programs that loop for long.
+// n (0: no limit); the op beyond fails with a located error. irc run's
+// --max-ops and the fuzz targets use it to bound programs that loop for
+// long.
 func WithMaxOps(n int64) Option { return func(in *Interpreter) { in.maxOps = n } }
+
+// OpsRun returns the ops run so far over all calls; they are counted only
+// when WithMaxOps set a limit (0 otherwise).
+func (in *Interpreter) OpsRun() int64 { return in.ops.Load() }
 
 // WithRule adds or replaces the rule for ops named name in this interpreter only.
 func WithRule(name string, r Rule) Option { return func(in *Interpreter) { in.rules[name] = r } }
@@ -332,14 +337,23 @@ func isTerminator(op *ir.Operation) bool {
 	return op.HasTrait(ir.Terminator) || !op.Registered() && op.Next() == nil && op.NumResults() == 0
 }
 
+// count counts op against the limit of WithMaxOps, if one is set: every
+// op run, by exec or a loop body's fast path, goes through it.
+func (f *Frame) count(op *ir.Operation) error {
+	if f.in.maxOps > 0 && f.in.ops.Add(1) > f.in.maxOps {
+		return ir.Errorf(op.Loc(), "'%s' op: the run went past its limit of %d ops", op.Name(), f.in.maxOps)
+	}
+	return nil
+}
+
 // exec runs one op's rule.
 func (f *Frame) exec(op *ir.Operation) ([]Value, error) {
 	rule := f.in.rules[op.Name()]
 	if rule == nil {
 		return nil, ir.Errorf(op.Loc(), "no interpreter rule for '%s'", op.Name())
 	}
-	if f.in.maxOps > 0 && f.in.ops.Add(1) > f.in.maxOps {
-		return nil, ir.Errorf(op.Loc(), "'%s' op: the run went past its limit of %d ops", op.Name(), f.in.maxOps)
+	if err := f.count(op); err != nil {
+		return nil, err
 	}
 	args := make([]Value, op.NumOperands())
 	for i, v := range op.Operands() {

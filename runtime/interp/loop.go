@@ -226,6 +226,9 @@ func (bd *body) run(f *Frame, args []Value) ([]Value, error) {
 		return nil, err
 	}
 	for i, op := range bd.ops {
+		if err := f.count(op); err != nil {
+			return nil, err
+		}
 		operands := make([]Value, op.NumOperands())
 		for j, v := range op.Operands() {
 			if operands[j] = f.values[v]; operands[j] == nil {

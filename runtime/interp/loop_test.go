@@ -404,3 +404,31 @@ func BenchmarkLoopSoftmax256(b *testing.B) {
 		}
 	}
 }
+
+// TestMaxOpsInLoopBodies: WithMaxOps counts the ops of loop bodies (which
+// run on their own fast path, not through exec) and stops a loop of 10^12
+// iterations at the limit, located at the op that went past it.
+func TestMaxOpsInLoopBodies(t *testing.T) {
+	m := parseLoop(t, `func.func @spin() -> i64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 1000000000000 : index
+  %z = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %s = "loop.for"(%c0, %n, %c1, %z) ({
+  ^bb0(%i: index, %acc: i64):
+    %y = arith.addi %acc, %one : i64
+    loop.yield %y : i64
+  }) : (index, index, index, i64) -> i64
+  return %s : i64
+}
+`)
+	in := New(m, WithMaxOps(1000))
+	_, err := in.Call("spin")
+	if err == nil || !strings.Contains(err.Error(), "t.mlir:9:10: error: 'arith.addi' op: the run went past its limit of 1000 ops") {
+		t.Fatalf("err = %v, want the limit reported at the add", err)
+	}
+	if n := in.OpsRun(); n != 1001 {
+		t.Errorf("OpsRun = %d, want 1001 (the limit and the op refused)", n)
+	}
+}

@@ -153,12 +153,10 @@ func FuzzRun(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	defer func(o []interp.Option) { interpOptions = o }(interpOptions)
-	interpOptions = []interp.Option{interp.WithMaxOps(200_000)}
 	ctx := dialects.NewContext()
 	f.Fuzz(func(t *testing.T, src string, seed uint8, dims []byte, pipeline uint8) {
 		defer fuzzwatch.Start(src, seed, dims, pipeline)()
-		args := []string{"run", "-", "--random-inputs", strconv.Itoa(int(seed))}
+		args := []string{"run", "-", "--max-ops=200000", "--random-inputs", strconv.Itoa(int(seed))}
 		if m, err := ir.Parse(ctx, src, ir.ParseOptions{}); err == nil {
 			if !quickToRun(m) {
 				return

@@ -43,6 +43,20 @@ func TestHostileInputEndToEnd(t *testing.T) {
   return %0 : tensor<?x?xf32>
 }
 `)
+	spin := file("spin.mlir", `func.func @main() -> i64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 1000000000000 : index
+  %z = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %s = "loop.for"(%c0, %n, %c1, %z) ({
+  ^bb0(%i: index, %acc: i64):
+    %y = arith.addi %acc, %one : i64
+    loop.yield %y : i64
+  }) : (index, index, index, i64) -> i64
+  return %s : i64
+}
+`)
 	guards := 0
 	guarded := func(guard string) string {
 		guards++
@@ -72,6 +86,12 @@ func TestHostileInputEndToEnd(t *testing.T) {
 		{"product of 40 sums in dims", dimsFunc(sumsProduct(40)), nil, ExitDiagnostics, []string{"expands to more than 16384 terms"}},
 		{"nested inline pipelines", "", []string{neg, "--pass-pipeline=builtin.module(" + deep("inline{default-pipeline={", "cse", "}}", 3000) + ")"}, ExitUsage,
 			[]string{"options nested deeper than 64 braces"}},
+		{"run a loop of 10^12 iterations", "", []string{"run", spin}, ExitDiagnostics,
+			[]string{fmt.Sprintf("spin.mlir:9:10: error: 'arith.addi' op: the run went past its limit of %d ops", DefaultMaxOps),
+				fmt.Sprintf("spin.mlir:9:10: note: irc run stops after --max-ops=%d ops; raise the limit, or 0 for none", DefaultMaxOps)}},
+		{"run a loop with --max-ops", "", []string{"run", spin, "--max-ops=1000"}, ExitDiagnostics,
+			[]string{"spin.mlir:9:10: error: 'arith.addi' op: the run went past its limit of 1000 ops"}},
+		{"negative --max-ops", "", []string{"run", spin, "--max-ops=-1"}, ExitUsage, []string{"--max-ops must be at least 0, got -1"}},
 		// Stack overflows.
 		{"deep parentheses in dims", dimsFunc(deep("(", "s0", ")", 50_000)), nil, ExitDiagnostics,
 			[]string{"<stdin>:2:8: error: 'graph.exp' op operand #0: ", "nested deeper than 200"}},

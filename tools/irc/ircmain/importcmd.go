@@ -1,7 +1,7 @@
 package ircmain
 
 import (
-	"fmt"
+	"github.com/strata-ir/strata/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -159,35 +159,10 @@ func (t *tool) importCmd(args []string) int {
 	if *output == "-" {
 		err = write(t.stdout)
 	} else {
-		err = writeAtomic(*output, write)
+		err = atomicfile.Write(*output, write)
 	}
 	if err != nil {
 		return t.errorf("import: %v", err)
 	}
 	return ExitOK
-}
-
-// writeAtomic writes a file through a temporary file in its directory,
-// renamed over it only when write succeeds: a failure leaves any existing
-// file as it was.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

@@ -2,8 +2,10 @@ package ircmain
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/strata-ir/strata/runtime/interp"
@@ -77,4 +79,14 @@ func sizeString(n int64) string {
 		return fmt.Sprintf("%d bytes", n)
 	}
 	return fmt.Sprintf("%.1f %s", v, units[u])
+}
+
+// pathless drops an *fs.PathError's operation and path: the message that
+// reports it names the input already.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/strata-ir/strata/internal/atomicfile"
 	"io"
 	"math"
 	"slices"
@@ -206,7 +207,7 @@ func (t *tool) npyMake(args []string) int {
 	}
 	arr, err := toArray(v)
 	if err == nil {
-		err = writeFiles([]outputFile{{file, func(w io.Writer) error { return npy.Write(w, arr) }}})
+		err = atomicfile.Write(file, func(w io.Writer) error { return npy.Write(w, arr) })
 	}
 	if err != nil {
 		return t.errorf("npy make: %v", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/strata-ir/strata/internal/atomicfile"
 	"io"
 
 	"github.com/strata-ir/strata/dialects"
@@ -218,13 +219,13 @@ func (t *tool) readInput(input string) (name, text string, err error) {
 	return input, string(b), nil
 }
 
-// writeOutput writes out to the named file (atomically: see writeFiles),
+// writeOutput writes out to the named file (atomically: see atomicfile.WriteAll),
 // or standard output for "-".
 func (t *tool) writeOutput(output string, out *output) error {
 	if output == "-" {
 		return out.writeTo(t.stdout)
 	}
-	return writeFiles([]outputFile{{output, out.writeTo}})
+	return atomicfile.Write(output, out.writeTo)
 }
 
 // output is what irc prints: text, and modules printed straight to the

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/strata-ir/strata/internal/atomicfile"
 	"hash/fnv"
 	"io"
 	"math"
@@ -38,9 +39,11 @@ type runFlags struct {
 	// saveInputs is the directory --save-inputs writes the arguments to.
 	saveInputs string
 	// pending are the --save-inputs files, written with the --output files.
-	pending []outputFile
+	pending []atomicfile.File
 	// repeat is how many more calls --repeat times after the first.
 	repeat int
+	// maxOps bounds the ops the interpreter runs (--max-ops; 0: no bound).
+	maxOps int64
 	// bound are the weights of an imported model, lifted to trailing
 	// arguments for the compiling backends (see bindWeights).
 	bound []interp.Value
@@ -97,6 +100,7 @@ func (t *tool) run(args []string) int {
 	fs.StringVar(&f.backend, "backend", "interp", "execute with `backend`: interp, eager (both the reference interpreter), nvptx or cpu")
 	fs.StringVar(&f.saveInputs, "save-inputs", "", "write the arguments (those --random-inputs drew, say) to `dir`/arg0.npy, arg1.npy, … after a successful run")
 	fs.IntVar(&f.repeat, "repeat", 0, "after the first call, time `N` more calls on the same inputs and print 'repeat: N calls, median X ms, min Y ms' on stderr")
+	fs.Int64Var(&f.maxOps, "max-ops", DefaultMaxOps, "stop the interpreter with an error after it has run `N` ops, over all calls (0: no limit)")
 	f.nvptx.register(fs)
 	positional, status, ok := t.parseFlags(fs, t.name+" run FILE [--func NAME] [--input x.npy]... [--output y.npy]... [--random-inputs SEED] [flags]", args)
 	if !ok {
@@ -121,6 +125,9 @@ func (t *tool) run(args []string) int {
 	}
 	if f.repeat < 0 {
 		return t.usageErrorf("run: --repeat must be at least 0, got %d", f.repeat)
+	}
+	if f.maxOps < 0 {
+		return t.usageErrorf("run: --max-ops must be at least 0, got %d", f.maxOps)
 	}
 	if len(f.shapes) > 0 && !f.seed.set {
 		return t.usageErrorf("run: --shape sets the shapes of --random-inputs arguments; an --input file's shape is its own")
@@ -221,12 +228,19 @@ func (t *tool) run(args []string) int {
 	if err != nil {
 		return t.errorf("run: @%s: --save-inputs: %v", fnName, err)
 	}
-	in := interp.New(mod, interpOptions...)
-	results, err := in.Call(fnName, argv...)
+	in := interp.New(mod, interp.WithMaxOps(f.maxOps))
+	call := func() ([]interp.Value, error) {
+		results, err := in.Call(fnName, argv...)
+		if err != nil && f.maxOps > 0 && in.OpsRun() > f.maxOps {
+			err = withNote(err, fmt.Sprintf("irc run stops after --max-ops=%d ops; raise the limit, or 0 for none", f.maxOps))
+		}
+		return results, err
+	}
+	results, err := call()
 	if err != nil {
 		return fail(err)
 	}
-	if err := t.repeatCalls(f.repeat, func() error { _, err := in.Call(fnName, argv...); return err }); err != nil {
+	if err := t.repeatCalls(f.repeat, func() error { _, err := call(); return err }); err != nil {
 		return fail(err)
 	}
 	if status := t.saveInputs(&f, fnName, saved); status != ExitOK {
@@ -235,9 +249,22 @@ func (t *tool) run(args []string) int {
 	return t.writeResults(&f, fnName, results)
 }
 
-// interpOptions configure the interpreter of irc run; FuzzRun bounds the
-// ops a fuzzed program may run with them.
-var interpOptions []interp.Option
+// DefaultMaxOps is irc run's default --max-ops: about 3 to 10 seconds of
+// scalar ops in the interpreter, far more than any test or example runs,
+// so that a program looping for ever (or 10^12 times) ends with a located
+// error instead of running for hours.
+const DefaultMaxOps = 20_000_000
+
+// withNote adds a note to err's first diagnostic (a plain error gets the
+// note appended to its text).
+func withNote(err error, note string) error {
+	var d *ir.Diagnostic
+	if !errors.As(err, &d) {
+		return fmt.Errorf("%w (%s)", err, note)
+	}
+	d.Note(d.Loc, "%s", note)
+	return err
+}
 
 // inputArrays converts the arguments to .npy arrays before a call (which
 // may write into memref arguments), for --save-inputs.
@@ -255,7 +282,7 @@ func inputArrays(argv []interp.Value) ([]*npy.Array, error) {
 
 // saveInputs prepares the arguments' files in --save-inputs's directory,
 // arg0.npy, arg1.npy, …: writeResults writes them with the --output files,
-// all or none (writeFiles); a run without the flag writes nothing.
+// all or none (atomicfile.WriteAll); a run without the flag writes nothing.
 func (t *tool) saveInputs(f *runFlags, fnName string, arrays []*npy.Array) int {
 	if f.saveInputs == "" {
 		return ExitOK
@@ -264,8 +291,8 @@ func (t *tool) saveInputs(f *runFlags, fnName string, arrays []*npy.Array) int {
 		return t.errorf("run: --save-inputs: %v", err)
 	}
 	for i, arr := range arrays {
-		f.pending = append(f.pending, outputFile{filepath.Join(f.saveInputs, fmt.Sprintf("arg%d.npy", i)),
-			func(w io.Writer) error { return npy.Write(w, arr) }})
+		f.pending = append(f.pending, atomicfile.File{Path: filepath.Join(f.saveInputs, fmt.Sprintf("arg%d.npy", i)),
+			Write: func(w io.Writer) error { return npy.Write(w, arr) }})
 	}
 	return ExitOK
 }
@@ -365,7 +392,7 @@ func signatures(mod *ir.Operation) map[string]*ir.FunctionType {
 }
 
 // writeResults writes the results to the --output files, with the
-// --save-inputs files, all or none (writeFiles), or their summaries to
+// --save-inputs files, all or none (atomicfile.WriteAll), or their summaries to
 // standard output.
 func (t *tool) writeResults(f *runFlags, fnName string, results []interp.Value) int {
 	files := f.pending
@@ -375,12 +402,12 @@ func (t *tool) writeResults(f *runFlags, fnName string, results []interp.Value) 
 			return t.errorf("run: @%s result %d: %v", fnName, i, err)
 		}
 		if len(f.outputs) > 0 {
-			files = append(files, outputFile{f.outputs[i], func(w io.Writer) error { return npy.Write(w, arr) }})
+			files = append(files, atomicfile.File{Path: f.outputs[i], Write: func(w io.Writer) error { return npy.Write(w, arr) }})
 			continue
 		}
 		fmt.Fprintf(t.stdout, "result %d: %s\n", i, summary(r, arr))
 	}
-	if err := writeFiles(files); err != nil {
+	if err := atomicfile.WriteAll(files); err != nil {
 		return t.errorf("run: @%s: %v", fnName, err)
 	}
 	return ExitOK
