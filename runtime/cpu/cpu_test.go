@@ -282,3 +282,86 @@ func TestConstantBuffersAreFilledOnEveryCall(t *testing.T) {
 		check(t, p, graph, "main", seed, nil)
 	}
 }
+
+// TestLayerNormOfOffsetAndOutlierRows: the one-pass row statistics
+// (targets/cpu moments.go) shift by the row's first element; rows far
+// from zero, a first element far from the rest, constant, tiny and wide
+// rows, and a single column give the exact layer norm (computed here in
+// float64) within the GPU tolerances, in f32 and f64. (The interpreter's
+// f32 mean of the row near 1000 is off by 1.6e-4 of σ.)
+func TestLayerNormOfOffsetAndOutlierRows(t *testing.T) {
+	needTools(t)
+	const rows = 6
+	for _, c := range []struct {
+		elem string
+		cols int
+	}{{"f32", 300}, {"f64", 300}, {"f32", 1}, {"f32", 17}} {
+		ty := fmt.Sprintf("tensor<%dx%dx%s>", rows, c.cols, c.elem)
+		wt := fmt.Sprintf("tensor<%dx%s>", c.cols, c.elem)
+		p, _ := compileSource(t, fmt.Sprintf(`func.func @main(%%x: %[1]s, %%w: %[2]s, %%b: %[2]s) -> %[1]s {
+  %%0 = "graph.layer_norm"(%%x, %%w, %%b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (%[1]s, %[2]s, %[2]s) -> %[1]s
+  return %%0 : %[1]s
+}`, ty, wt))
+		if c.cols > 1 && !strings.Contains(p.LLVM, "shift") {
+			t.Errorf("%s×%d: the statistics are not one pass", c.elem, c.cols)
+		}
+		elem := map[string]ir.Type{"f32": ir.F32, "f64": ir.F64}[c.elem]
+		round := func(v float64) float64 {
+			if elem == ir.F32 {
+				return float64(float32(v))
+			}
+			return v
+		}
+		x := make([]float64, rows*c.cols)
+		for j := range c.cols {
+			noise := math.Sin(float64(7*j + 1))
+			for r, v := range []float64{1000 + noise, noise, 5, -3e-4 * noise, 0.5 * noise, 1e3 * noise} {
+				x[r*c.cols+j] = round(v)
+			}
+		}
+		x[4*c.cols] = 300 // the shift far from the rest of its row
+		w, b := make([]float64, c.cols), make([]float64, c.cols)
+		for j := range w {
+			w[j], b[j] = round(1+0.01*float64(j%7)), round(0.1*float64(j%3))
+		}
+		want := make([]float64, len(x))
+		for r := range rows {
+			row := x[r*c.cols : (r+1)*c.cols]
+			var mean, v float64
+			for _, e := range row {
+				mean += e
+			}
+			mean /= float64(c.cols)
+			for _, e := range row {
+				v += (e - mean) * (e - mean)
+			}
+			v /= float64(c.cols)
+			for j, e := range row {
+				want[r*c.cols+j] = (e-mean)/math.Sqrt(v+float64(float32(1e-5)))*w[j] + b[j]
+			}
+		}
+		mk := func(shape []int64, v []float64) *interp.Tensor {
+			var data any = v
+			if elem == ir.F32 {
+				f := make([]float32, len(v))
+				for i := range v {
+					f[i] = float32(v[i])
+				}
+				data = f
+			}
+			tt, err := interp.FromData(elem, shape, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tt
+		}
+		shape := []int64{rows, int64(c.cols)}
+		got, err := p.Run("main", []*interp.Tensor{mk(shape, x), mk(shape[1:], w), mk(shape[1:], b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := passtest.Compare(got[0], mk(shape, want)); err != nil {
+			t.Errorf("%s×%d: %v", c.elem, c.cols, err)
+		}
+	}
+}

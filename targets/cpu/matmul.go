@@ -207,66 +207,99 @@ func (m *mmMatch) aIndices() []*ir.Value {
 	return []*ir.Value{m.i, m.kIV}
 }
 
-// pack emits the pack kernel: panels [lo, hi) of B, each K rows of NR
-// consecutive columns (zero past N), contiguous in scratch at p·K·NR.
+// pack emits the pack kernel: items [lo, hi) of the P panels of B, then
+// the R row blocks of A. Panel p is K rows of NR consecutive columns
+// (zero past N), contiguous in scratch at p·K·NR: each row a straight
+// copy. Row block b is MR rows of A (past M: the last row again),
+// k-major at P·K·NR + b·K·MR, so that the micro-kernel reads its MR
+// elements of a k together; it is copied a cache line of k at a time
+// for each row, so that rows a page apart (one L1 set) are each read
+// once.
 func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 	mSize, n, kk := k.matmulSizes(m)
 	nr, mr := int64(m.cols()), int64(m.mr)
 	panels := k.cur.NewSDiv(k.cur.NewAdd(n, i64(nr-1)), i64(nr))
 	aStart := k.cur.NewMul(k.cur.NewMul(panels, kk), i64(nr))
 	mLast := k.cur.NewSub(mSize, i64(1))
+	line := 64 / elemBytes(m.elem)
+	zero := constant.NewFloat(m.elem.(*types.FloatType), 0)
 	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
 		isB := k.cur.NewICmp(enum.IPredSLT, item, panels)
 		packB, packA, done := k.newBlock("packb"), k.newBlock("packa"), k.newBlock("packed")
 		k.cur.NewCondBr(isB, packB, packA)
-		// B: panel p, K rows of NR columns, zero past N.
 		k.cur = packB
 		p := item
 		base := k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr))
 		j0 := k.cur.NewMul(p, i64(nr))
-		_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
-			row := k.cur.NewAdd(base, k.cur.NewMul(kv, i64(nr)))
-			_, err := k.loop(i64(0), i64(nr), i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
-				col := k.cur.NewAdd(j0, c)
-				in := k.cur.NewICmp(enum.IPredSLT, col, n)
-				safe := k.cur.NewSelect(in, col, i64(0))
-				k.vals[m.kIV], k.vals[m.j] = kv, safe
-				ptr, elem, err := k.address(m.b, []*ir.Value{m.kIV, m.j})
+		ncols := k.cur.NewSub(n, j0)
+		full := k.cur.NewICmp(enum.IPredSGE, ncols, i64(nr))
+		whole, part := k.newBlock("whole"), k.newBlock("part")
+		k.cur.NewCondBr(full, whole, part)
+		// copyRows copies each row k of the panel; tail pads with zeros.
+		copyRows := func(tail bool) error {
+			_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+				k.vals[m.kIV], k.vals[m.j] = kv, j0
+				src, elem, err := k.address(m.b, []*ir.Value{m.kIV, m.j})
 				if err != nil {
 					return nil, err
 				}
-				v := k.cur.NewSelect(in, k.cur.NewLoad(elem, ptr), constant.NewFloat(m.elem.(*types.FloatType), 0))
-				dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(row, c))
-				dst.InBounds = true
-				k.cur.NewStore(v, dst)
-				return nil, nil
+				row := k.cur.NewAdd(base, k.cur.NewMul(kv, i64(nr)))
+				_, err = k.loop(i64(0), i64(nr), i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
+					dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(row, c))
+					dst.InBounds = true
+					if !tail {
+						at := k.cur.NewGetElementPtr(elem, src, c)
+						at.InBounds = true
+						k.cur.NewStore(k.cur.NewLoad(elem, at), dst)
+						return nil, nil
+					}
+					in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
+					at := k.cur.NewGetElementPtr(elem, src, k.cur.NewSelect(in, c, i64(0)))
+					k.cur.NewStore(k.cur.NewSelect(in, k.cur.NewLoad(elem, at), zero), dst)
+					return nil, nil
+				})
+				return nil, err
 			})
-			return nil, err
-		})
-		if err != nil {
+			if err == nil {
+				k.cur.NewBr(done)
+			}
+			return err
+		}
+		k.cur = whole
+		if err := copyRows(false); err != nil {
 			return nil, err
 		}
-		k.cur.NewBr(done)
-		// A: block b of MR rows (past M: the last row again), k-major, so
-		// that the micro-kernel reads its MR elements of a k together.
+		k.moveToEnd(part)
+		k.cur = part
+		if err := copyRows(true); err != nil {
+			return nil, err
+		}
 		k.moveToEnd(packA)
 		k.cur = packA
 		b := k.cur.NewSub(item, panels)
 		ablock := k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(b, kk), i64(mr)))
-		_, err = k.loop(i64(0), i64(mr), i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
-			row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
-			clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast)
-			_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+		_, err := k.loop(i64(0), kk, i64(line), nil, false, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
+			left := k.cur.NewSub(kk, kc)
+			kn := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, i64(line)), left, i64(line))
+			_, err := k.loop(i64(0), i64(mr), i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
+				row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
+				clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast)
 				k.setRow(m, clamped)
-				k.vals[m.kIV] = kv
-				ptr, elem, err := k.address(m.a, m.aIndices())
+				k.vals[m.kIV] = kc
+				src, elem, err := k.address(m.a, m.aIndices())
 				if err != nil {
 					return nil, err
 				}
-				dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(ablock, k.cur.NewAdd(k.cur.NewMul(kv, i64(mr)), r)))
-				dst.InBounds = true
-				k.cur.NewStore(k.cur.NewLoad(elem, ptr), dst)
-				return nil, nil
+				first := k.cur.NewAdd(ablock, k.cur.NewAdd(k.cur.NewMul(kc, i64(mr)), r))
+				_, err = k.loop(i64(0), kn, i64(1), nil, false, func(x value.Value, _ []value.Value) ([]value.Value, error) {
+					at := k.cur.NewGetElementPtr(elem, src, x)
+					at.InBounds = true
+					dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(first, k.cur.NewMul(x, i64(mr))))
+					dst.InBounds = true
+					k.cur.NewStore(k.cur.NewLoad(elem, at), dst)
+					return nil, nil
+				})
+				return nil, err
 			})
 			return nil, err
 		})

@@ -333,6 +333,7 @@ func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *
 	k.vals = map[*ir.Value]value.Value{}
 	k.dims = map[*ir.Value][]value.Value{}
 	k.reuseStore, k.reuseLoad = map[*ir.Operation][]*reused{}, map[*ir.Operation]*reused{}
+	k.moments = map[*ir.Operation]*moments{}
 	for i, a := range k.kern.Args {
 		v := a.Value
 		if mt, ok := v.Type().(*ir.MemRefType); ok {
@@ -503,6 +504,9 @@ type kt struct {
 	// for a later one to load (reuse.go).
 	reuseStore map[*ir.Operation][]*reused
 	reuseLoad  map[*ir.Operation]*reused
+	// moments are the sum and sum-of-squares loops computed in one pass
+	// (moments.go), by both loops.
+	moments map[*ir.Operation]*moments
 }
 
 func (k *kt) newBlock(hint string) *llir.Block {
@@ -606,6 +610,7 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 	}
 	innermost := !hasLoops(body)
 	k.findReuse(nest, body)
+	k.findMoments(nest, body)
 	run := func() error {
 		_, err := k.region(body)
 		return err
@@ -663,7 +668,13 @@ func (k *kt) region(b *ir.Block) ([]value.Value, error) {
 			return out, nil
 		}
 		var err error
-		if r := k.reuseLoad[op]; r != nil {
+		if mo := k.moments[op]; mo != nil && op == mo.sum {
+			err = k.sumPass(mo)
+		} else if mo != nil && op == mo.mean {
+			k.meanPass(mo)
+		} else if mo != nil {
+			err = k.squaresPass(mo)
+		} else if r := k.reuseLoad[op]; r != nil {
 			err = k.loadReused(op, r)
 		} else if err = k.op(op); err == nil && k.reuseStore[op] != nil {
 			err = k.storeReused(op)
