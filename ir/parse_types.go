@@ -122,7 +122,12 @@ func (p *Parser) parseTypeUncached() Type {
 			return t
 		}
 		if len(text) > 1 && (text[0] == 'i' || strings.HasPrefix(text, "si") || strings.HasPrefix(text, "ui")) && isDigit(text[len(text)-1]) {
-			p.Errorf("invalid integer type width in '%s'", text)
+			digits := strings.TrimLeft(text, "isu")
+			if w, err := strconv.ParseUint(digits, 10, 32); err == nil && w >= 1<<24 {
+				p.Errorf("integer bitwidth is limited to %d bits, found '%s'", 1<<24-1, text)
+			} else {
+				p.Errorf("invalid integer width in '%s'", text)
+			}
 			return nil
 		}
 		switch text {
@@ -136,17 +141,30 @@ func (p *Parser) parseTypeUncached() Type {
 			return p.parseShapedType(text)
 		case "complex":
 			p.advance()
-			if p.expect("<") != nil {
+			if !p.consumeIf("<") {
+				p.Errorf("expected '<' in complex type, found %s", p.describe())
 				return nil
 			}
+			epos := p.tok.pos
 			e := p.parseType()
-			if p.expect(">") != nil {
+			if p.err != nil {
 				return nil
+			}
+			if !p.consumeIf(">") {
+				p.Errorf("expected '>' in complex type, found %s", p.describe())
+				return nil
+			}
+			if !IsFloat(e) {
+				if _, ok := e.(*IntegerType); !ok {
+					p.failAt(epos, "invalid element type for complex, found '%s'", e)
+					return nil
+				}
 			}
 			return ComplexOf(e)
 		case "tuple":
 			p.advance()
-			if p.expect("<") != nil {
+			if !p.consumeIf("<") {
+				p.Errorf("expected '<' in tuple type, found %s", p.describe())
 				return nil
 			}
 			var elems []Type
@@ -158,13 +176,19 @@ func (p *Parser) parseTypeUncached() Type {
 					}
 				}
 			}
-			if p.expect(">") != nil {
+			if p.err != nil {
+				return nil
+			}
+			if !p.consumeIf(">") {
+				p.Errorf("expected '>' in tuple type, found %s", p.describe())
 				return nil
 			}
 			return TupleOf(elems)
 		}
 	}
-	p.failAt(pos, "expected type, found %s", p.describe())
+	// A type that is not a function type was expected (a '(' would have
+	// begun one).
+	p.failAt(pos, "expected non-function type, found %s", p.describe())
 	return nil
 }
 
@@ -345,10 +369,14 @@ func (p *Parser) parseShapedType(kind string) Type {
 	var shape []int64
 	var scalable []bool
 	unranked := false
-	for {
+	skipSpace := func(i int) int {
 		for i < len(src) && (src[i] == ' ' || src[i] == '\n' || src[i] == '\t' || src[i] == '\r') {
 			i++
 		}
+		return i
+	}
+	for {
+		i = skipSpace(i)
 		if i >= len(src) {
 			break
 		}
@@ -369,13 +397,14 @@ func (p *Parser) parseShapedType(kind string) Type {
 			j++
 		}
 		if j < len(src) && src[j] == '?' && kind != "vector" {
-			if j+1 >= len(src) || src[j+1] != 'x' {
-				p.failAt(j+1, "expected 'x' in dimension list")
+			x := skipSpace(j + 1)
+			if x >= len(src) || src[x] != 'x' {
+				p.failAt(x, "expected 'x' in dimension list")
 				return nil
 			}
 			shape = append(shape, Dynamic)
 			scalable = append(scalable, false)
-			i = j + 2
+			i = x + 1
 			continue
 		}
 		k := j
@@ -396,11 +425,12 @@ func (p *Parser) parseShapedType(kind string) Type {
 		}
 		if isScalable {
 			if k >= len(src) || src[k] != ']' {
-				p.failAt(k, "expected ']' after scalable dimension")
+				p.failAt(k, "missing ']' closing scalable dimension")
 				return nil
 			}
 			k++
 		}
+		k = skipSpace(k)
 		if k >= len(src) || src[k] != 'x' {
 			// A bare integer here is not a dimension.
 			p.failAt(k, "expected 'x' in dimension list")
@@ -415,8 +445,17 @@ func (p *Parser) parseShapedType(kind string) Type {
 		return nil
 	}
 	p.resetTo(i)
+	elemPos := p.tok.pos
 	elem := p.parseType()
 	if p.err != nil {
+		return nil
+	}
+	if !validElementType(kind, elem) {
+		if kind == "vector" {
+			p.failAt(elemPos, "vector elements must be int/index/float type, found '%s'", elem)
+		} else {
+			p.failAt(elemPos, "invalid %s element type, found '%s'", kind, elem)
+		}
 		return nil
 	}
 	switch kind {
@@ -468,6 +507,20 @@ func (p *Parser) parseShapedType(kind string) Type {
 		}
 		return ScalableVectorOf(shape, scalable, elem)
 	}
+}
+
+// validElementType reports whether elem may be the element type of a
+// tensor, memref or vector type, as MLIR's builtin types allow.
+func validElementType(kind string, elem Type) bool {
+	switch elem.(type) {
+	case *IntegerType, *FloatType, *IndexType:
+		return true
+	case *ComplexType, *VectorType, *OpaqueType:
+		return kind != "vector"
+	case *MemRefType:
+		return kind == "memref"
+	}
+	return false
 }
 
 func isLayoutAttr(a Attribute) bool {

@@ -48,7 +48,7 @@ func TestParseErrors(t *testing.T) {
 		{"dense dynamic", `"t.op"() {a = dense<1> : tensor<?xi32>} : () -> ()`, "1:26", "static shape"},
 		{"dense float for int", `"t.op"() {a = dense<1.5> : tensor<2xi32>} : () -> ()`, "1:21", ""},
 		{"unknown type", `"t.op"() : () -> foo`, "1:18", "expected"},
-		{"unknown type in tensor", `"t.op"() : () -> tensor<4xbar>`, "1:27", "expected type"},
+		{"unknown type in tensor", `"t.op"() : () -> tensor<4xbar>`, "1:27", "expected non-function type, found 'bar'"},
 		{"missing function type", `"t.op"()`, "1:9", "expected ':'"},
 		{"not a function type", `"t.op"() : i32`, "1:12", "expected function type"},
 		{"operand count vs types", "%x = \"t.a\"() : () -> i32\n\"t.b\"(%x, %x) : (i32) -> ()", "2:17", "operand types"},

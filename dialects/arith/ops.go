@@ -361,6 +361,9 @@ func verifySelect(op *ir.Operation) error {
 	if t != f || t != r {
 		return fmt.Errorf("failed to verify that all of {true_value, false_value, result} have same type")
 	}
+	if c != ir.I1 && !sameShape(c, r) {
+		return fmt.Errorf("failed to verify that condition is signless i1 or has matching shape")
+	}
 	if c != ir.I1 && withElem(r, ir.I1) != c {
 		return fmt.Errorf("expected condition type to have the same shape as the result type, expected '%s', but got '%s'", withElem(r, ir.I1), c)
 	}
@@ -399,10 +402,13 @@ func castDef(c castOp) *ir.OpDef {
 		if err := c.to.check("result", 0, to); err != nil {
 			return err
 		}
-		if !sameShape(from, to) {
+		if !sameTensorDims(from, to) {
 			return fmt.Errorf("failed to verify that input and output have the same tensor dimensions")
 		}
-		if !c.widths(ir.ElementTypeOf(from), ir.ElementTypeOf(to)) {
+		if !sameShape(from, to) {
+			return fmt.Errorf("requires the same shape for all operands and results")
+		}
+		if !c.widths(ir.ElementTypeOf(from), ir.ElementTypeOf(to)) || !ir.AttrEqual(encoding(from), encoding(to)) {
 			return fmt.Errorf("operand type '%s' and result type '%s' are cast incompatible", from, to)
 		}
 		if m, ok := op.Properties().Get("roundingmode").(ir.IntegerAttr); c.rounding && op.Properties().Get("roundingmode") != nil &&

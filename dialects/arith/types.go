@@ -66,6 +66,37 @@ func sameShape(a, b ir.Type) bool {
 	return !shaped
 }
 
+// sameTensorDims is the first shape rule of the casts: when either side is
+// a tensor, the other is a tensor of the same dims (ranked alike), or a
+// scalar against a tensor of rank 0.
+func sameTensorDims(a, b ir.Type) bool {
+	_, at := a.(*ir.TensorType)
+	_, bt := b.(*ir.TensorType)
+	if !at && !bt {
+		return true
+	}
+	dims := func(t ir.Type) (shape []int64, ranked, ok bool) {
+		switch t := t.(type) {
+		case *ir.TensorType:
+			return t.Shape(), t.Ranked(), true
+		case ir.ShapedType:
+			return nil, false, false
+		}
+		return nil, true, true // a scalar has the dims of a rank-0 tensor
+	}
+	as, ar, aok := dims(a)
+	bs, br, bok := dims(b)
+	return aok && bok && ar == br && slices.Equal(as, bs)
+}
+
+// encoding returns a ranked tensor's encoding, nil for other types.
+func encoding(t ir.Type) ir.Attribute {
+	if tt, ok := t.(*ir.TensorType); ok {
+		return tt.Encoding
+	}
+	return nil
+}
+
 // withElem returns t with its element type replaced by e (e itself for a scalar).
 func withElem(t, e ir.Type) ir.Type {
 	switch t := t.(type) {

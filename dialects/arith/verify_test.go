@@ -34,7 +34,8 @@ func TestVerify(t *testing.T) {
 		{`%0 = arith.select %c, %t, %t : tensor<2xi32>`, ""},
 		{`%0 = "arith.select"(%a, %a, %a) : (i32, i32, i32) -> i32`, "operand #0 must be bool-like, but got 'i32'"},
 		{`%0 = "arith.select"(%c, %a, %i) : (i1, i32, index) -> i32`, "{true_value, false_value, result} have same type"},
-		{`%0 = "arith.select"(%cv, %t, %t) : (vector<4xi1>, tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>`, "same shape as the result type"},
+		{`%0 = "arith.select"(%cv, %t, %t) : (vector<4xi1>, tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>`, "condition is signless i1 or has matching shape"},
+		{`%0 = "arith.select"(%ce, %te2, %te2) : (tensor<2xi1, "b">, tensor<2xi32, "a">, tensor<2xi32, "a">) -> tensor<2xi32, "a">`, "same shape as the result type"},
 		{`%0 = arith.extsi %a : i32 to i64`, ""},
 		{`%0 = "arith.extsi"(%a) : (i32) -> i32`, "operand type 'i32' and result type 'i32' are cast incompatible"},
 		{`%0 = "arith.trunci"(%a) : (i32) -> i64`, "are cast incompatible"},
@@ -43,6 +44,10 @@ func TestVerify(t *testing.T) {
 		{`%0 = "arith.truncf"(%x) <{roundingmode = 9 : i32}> : (f32) -> f16`, "'roundingmode'"},
 		{`%0 = "arith.extsi"(%t) : (tensor<2xi32>) -> tensor<3xi64>`, "input and output have the same tensor dimensions"},
 		{`%0 = "arith.extsi"(%t) : (tensor<2xi32>) -> vector<2xi64>`, "input and output have the same tensor dimensions"},
+		{`%0 = "arith.extsi"(%v) : (vector<4xi32>) -> vector<2xi64>`, "requires the same shape for all operands and results"},
+		{`%0 = "arith.index_cast"(%t0) : (tensor<index>) -> i64`, "requires the same shape for all operands and results"},
+		{`%0 = "arith.index_cast"(%t0) : (tensor<index>) -> tensor<2xi64>`, "input and output have the same tensor dimensions"},
+		{`%0 = "arith.extf"(%te) : (tensor<2xf32, "a">) -> tensor<2xf64, "b">`, "are cast incompatible"},
 		{`%0 = "arith.extsi"(%i) : (index) -> i64`, "must be signless-fixed-width-integer-like"},
 		{`%0 = "arith.index_cast"(%a) : (i32) -> i64`, "are cast incompatible"},
 		{`%0 = "arith.index_cast"(%i) : (index) -> index`, "are cast incompatible"},
@@ -58,7 +63,7 @@ func TestVerify(t *testing.T) {
 		{`%0 = "arith.constant"() : () -> i32`, "requires attribute 'value'"},
 		{`%0 = "arith.constant"() <{value = 1 : ui32}> : () -> ui32`, "integer return type must be signless"},
 	}
-	const sig = `(%a: i32, %x: f32, %i: index, %c: i1, %t: tensor<2xi32>, %cv: vector<4xi1>, %h: f16, %u: ui32, %m: memref<2xi32>)`
+	const sig = `(%a: i32, %x: f32, %i: index, %c: i1, %t: tensor<2xi32>, %cv: vector<4xi1>, %h: f16, %u: ui32, %m: memref<2xi32>, %v: vector<4xi32>, %t0: tensor<index>, %te: tensor<2xf32, "a">, %ce: tensor<2xi1, "b">, %te2: tensor<2xi32, "a">)`
 	for _, c := range cases {
 		src := "func.func @f" + sig + " {\n  " + c.op + "\n  return\n}\n"
 		m := parse(t, newContext(), src)

@@ -242,7 +242,10 @@ func (g *gen) elemType(depth int) ir.Type {
 	if g.intn(0, 5, "nested elem") == 0 {
 		return pick[ir.Type](g, "elem", ir.ComplexOf(ir.F32), ir.VectorOf([]int64{4}, ir.F32), ir.OpaqueTypeOf("foo", "t", ""))
 	}
-	return g.scalar()
+	if t := g.scalar(); t != ir.None { // none is no element type
+		return t
+	}
+	return ir.F32
 }
 
 func (g *gen) stridedLayout(rank int) ir.Attribute {
@@ -371,7 +374,8 @@ func (g *gen) dense() ir.Attribute {
 	elem := pick[ir.Type](g, "dense elem", ir.I1, ir.I8, ir.I32, ir.I64, ir.Index, ir.F16, ir.BF16, ir.F32, ir.F64,
 		ir.ComplexOf(ir.F32), ir.ComplexOf(ir.I16))
 	t := ir.TensorOf(shape, elem)
-	if g.intn(0, 4, "vector") == 0 && len(shape) > 0 && ir.NumElements(shape) > 0 {
+	_, isComplex := elem.(*ir.ComplexType) // vectors hold no complex numbers
+	if g.intn(0, 4, "vector") == 0 && len(shape) > 0 && ir.NumElements(shape) > 0 && !isComplex {
 		t2 := ir.VectorOf(shape, elem)
 		return g.denseOf(t2)
 	}
