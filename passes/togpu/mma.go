@@ -19,10 +19,15 @@ const MappingMMA = "mma"
 // form an M/64 × N/WarpN grid. Blocks walk the output tiles in groups of
 // groupM tile rows, column by column, so that the blocks resident at one
 // time share A's and B's tiles in L2.
+//
+// With WGMMA the block's warpgroups (4 warps each) compute 64 × N rows of
+// the tile each with gpu.wgmma instead (gemm_wgmma.go; sm_90a only) and
+// WarpN is unused.
 type MMATile struct {
 	M, N, K int64
 	Stages  int64
 	WarpN   int64 // the warp tile's N: 32 or 64
+	WGMMA   bool
 }
 
 // MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
@@ -41,6 +46,13 @@ var MMATiles = []MMATile{
 	{M: 128, N: 64, K: 64, Stages: 2, WarpN: 32},  // 4 warps, 48 KiB static, 118 / 130: 4 blocks an SM, 0.96 ms
 	{M: 128, N: 128, K: 64, Stages: 3, WarpN: 64}, // 4 warps of 64 × 64, 96 KiB, 224 / 215: 2 blocks an SM, 1.18 ms
 	{M: 128, N: 256, K: 64, Stages: 3, WarpN: 64}, // 8 warps of 64 × 64, 144 KiB, 224 / 216: 1 block an SM, 1.24 ms
+	// Hopper's warpgroup MMA (gemm_wgmma.go, sm_90a): a thread holds N/2
+	// f32. Registers for sm_90a (native / llc), mm_bias_gelu's time and
+	// the 8192³ product's rate on the H200 (bench/NOTES.md, session 7).
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true}, // 2 warpgroups, 192 KiB, 160 / 164: 1 block an SM, 0.502 ms, 627 TFLOP/s
+	{M: 128, N: 256, K: 64, Stages: 3, WGMMA: true}, // 144 KiB, 162 / 168: 0.535 ms, 593 TFLOP/s
+	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true}, // 4 warpgroups of 64 × 128, 192 KiB, 94 / 96: 0.494 ms, 608 TFLOP/s
+	{M: 128, N: 128, K: 64, Stages: 3, WGMMA: true}, // 96 KiB, 96 / 96: 2 blocks an SM, 0.539 ms, 548 TFLOP/s
 }
 
 // The warp tile's M, and the limits every MMATile keeps.
@@ -63,9 +75,12 @@ func (c Config) mmaTile() MMATile {
 }
 
 // String is the tile's name in the mma-tile option: MxNxK, s and the
-// stages, and w and the warp tile's N when it is not 32.
+// stages, then g for WGMMA, or w and the warp tile's N when it is not 32.
 func (t MMATile) String() string {
 	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
+	if t.WGMMA {
+		return s + "g"
+	}
 	if t.WarpN != 32 {
 		s += fmt.Sprintf("w%d", t.WarpN)
 	}
@@ -73,7 +88,12 @@ func (t MMATile) String() string {
 }
 
 // Warps is the number of warps of a block.
-func (t MMATile) Warps() int64 { return (t.M / warpTileM) * (t.N / t.WarpN) }
+func (t MMATile) Warps() int64 {
+	if t.WGMMA {
+		return 4 * t.M / wgmmaTileM
+	}
+	return (t.M / warpTileM) * (t.N / t.WarpN)
+}
 
 // threads is the number of threads of a block.
 func (t MMATile) threads() int64 { return 32 * t.Warps() }
@@ -108,6 +128,9 @@ func mmaTileNames() []string {
 // fill a stage of either operand, in either layout, in whole passes of
 // whole rows (copies).
 func (t MMATile) check() error {
+	if t.WGMMA {
+		return t.checkWGMMA()
+	}
 	pow2 := func(n int64) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
 	case t.WarpN != 32 && t.WarpN != 64:
@@ -178,6 +201,10 @@ type operand struct {
 	// 4-byte cp.async), else 1 (plain loads and stores: cp.async has no
 	// 2-byte form).
 	vec int64
+	// panel, when nonzero, stores a stage in gpu.wgmma's 128-byte swizzle
+	// in panels of 64 columns this many elements apart (an MN-major B of
+	// the wgmma kernel wider than 64: see operand.at).
+	panel int64
 }
 
 // copyVector returns the elements per copy of rows ld elements apart.
@@ -203,6 +230,9 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 	mm := matchMatmul(nest)
 	if mm == nil || (mm.elem != ir.BF16 && mm.elem != ir.F16) {
 		return nil
+	}
+	if tile.WGMMA && !wgmmaFits(mm) {
+		tile = MMATiles[0]
 	}
 	// The K loop is the nest's only inner region: the kernel has no place
 	// for another loop.
@@ -241,6 +271,9 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 			return nil
 		}
 		o.vec = copyVector(ld)
+		if tile.WGMMA && !o.kLast && o.tile > gpu.WGMMASwizzleRow {
+			o.panel = o.tileK * gpu.WGMMASwizzleRow
+		}
 	}
 	if nb > 0 {
 		// Batched operands are addressed by static strides.

@@ -155,11 +155,25 @@ func (o *operand) rowLen() int64 {
 	return o.tile
 }
 
-// at is the offset in a stage of chunk c of row r.
+// rowStride is the distance between a stage's rows: rowLen, or in panels
+// the 64 elements of a panel's row.
+func (o *operand) rowStride() int64 {
+	if o.panel > 0 {
+		return gpu.WGMMASwizzleRow
+	}
+	return o.rowLen()
+}
+
+// at is the offset in a stage of chunk c of row r. In panels (the
+// 128-byte swizzle of gpu.wgmma), chunk c of row r is chunk (c%8) xor
+// (r%8) of row r of panel c/8; a row of 8 chunks is that with one panel.
 func (o *operand) at(x ix, r, c *ir.Value) *ir.Value {
 	sw := x.and(r, 7)
 	if o.rowLen() == 32 {
 		sw = x.and(x.shr(r, 1), 3)
+	}
+	if o.panel > 0 {
+		return x.add(x.add(x.mulc(x.shr(c, 3), o.panel), x.mulc(r, gpu.WGMMASwizzleRow)), x.mulc(x.xor(x.and(c, 7), sw), 8))
 	}
 	return x.add(x.mulc(r, o.rowLen()), x.mulc(x.xor(c, sw), 8))
 }
@@ -202,7 +216,7 @@ func (o *operand) copies(x ix, nb int, threads int64, tid, z, outerBase, outer *
 	gcol := x.add(outerBase, x.mulc(c, 8))
 	src := x.add(base, x.add(x.mulc(r, ld), gcol))
 	for q := range o.tileK / rows {
-		l := tileLoad{dst: q * rows * o.tile, src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: o.tileK * ld}
+		l := tileLoad{dst: q * rows * o.rowStride(), src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: o.tileK * ld}
 		if tail {
 			l.col, l.outer = gcol, outer
 		}
@@ -248,7 +262,28 @@ func (o *operand) fragAt(x ix, st *ir.Value, f, ks int64) *ir.Value {
 	return x.addc(x.xorc(st, 16*f), ks*16*o.tile)
 }
 
-func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
+// gemmBlock is what both tensor-core GEMM kernels (mma.sync here, wgmma
+// in gemm_wgmma.go) compute before their main loop: the block's batch
+// index and output tile, the shared-memory stages and the copies that
+// fill them.
+type gemmBlock struct {
+	x                   ix
+	tid, lane, warp     *ir.Value
+	z, rowBase, colBase *ir.Value
+	mRows, nCols        *ir.Value
+	rowTail, colTail    bool
+	sa, sb              *ir.Value // the stages of A's and B's tiles
+	numK                int64     // k tiles
+	load                func(b *ir.Builder, kt *ir.Value, s int64Value, checked bool)
+}
+
+// setup emits a GEMM kernel's prologue (see gemmBlock): the stages
+// (stages·M·K and stages·K·N elements of A and B), the block's tile in
+// grouped order and each thread's share of the copies. load(b, kt, s,
+// checked) issues the copies of k tile kt into stage s and commits the
+// group; with checked, a kt past the last k tile copies nothing (a
+// branch unless kt is constant), without it kt must be a k tile.
+func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	loc := k.loc
 	x := ix{b, loc, p.width}
 	_, ubs, _, _, _ := loop.ParallelBounds(k.nest)
@@ -285,8 +320,6 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	rowBase := x.mulc(x.add(first, x.rem(in, gsz)), tileM)
 	colBase := x.mulc(x.div(in, gsz), tileN)
 	lane, warp := x.and(tid, 31), x.shr(tid, 5)
-	warpsN := tileN / tl.WarpN
-	wm, wn := x.shr(warp, log2(warpsN)), x.and(warp, warpsN-1)
 
 	dstA, aLoads := p.a.copies(x, nb, tl.threads(), tid, z, rowBase, mRows, rowTail)
 	dstB, bLoads := p.b.copies(x, nb, tl.threads(), tid, z, colBase, nCols, colTail)
@@ -297,7 +330,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	// none) and commits the group. A chunk whose rows do not start on 16
 	// bytes is copied in pieces of o.vec elements; out-of-range pieces
 	// are zero-filled, so that the products over them add nothing.
-	load := func(b *ir.Builder, kt *ir.Value, s int64Value) {
+	load := func(b *ir.Builder, kt *ir.Value, s int64Value, checked bool) {
 		x := x.at(b)
 		issue := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
@@ -344,16 +377,35 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 			if c < numK {
 				issue(b)
 			}
+		} else if !checked {
+			issue(b)
 		} else {
 			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIULT, kt, arith.ConstantIndex(b, loc, numK)), nil, issue, nil)
 		}
 		gpu.CpAsyncCommit(b, loc)
 	}
+	return gemmBlock{x: x, tid: tid, lane: lane, warp: warp, z: z, rowBase: rowBase, colBase: colBase, mRows: mRows, nCols: nCols,
+		rowTail: rowTail, colTail: colTail, sa: sa, sb: sb, numK: numK, load: load}
+}
+
+func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
+	if p.tile.WGMMA {
+		return p.emitWGMMA(k, b)
+	}
+	loc := k.loc
+	g := p.setup(k, b)
+	x, lane, warp, sa, sb, load := g.x, g.lane, g.warp, g.sa, g.sb, g.load
+	tl := p.tile
+	tileM, tileN, tileK, stages := tl.M, tl.N, tl.K, tl.Stages
+	log2 := func(n int64) int64 { return int64(bits.TrailingZeros64(uint64(n))) }
+	warpsN := tileN / tl.WarpN
+	wm, wn := x.shr(warp, log2(warpsN)), x.and(warp, warpsN-1)
+	numK := g.numK
 	offA := p.a.fragBase(x, lane, x.mulc(wm, warpTileM), 3)
 	offB := p.b.fragBase(x, lane, x.mulc(wn, tl.WarpN), 4)
 
 	for s := range stages - 1 {
-		load(b, arith.ConstantIndex(b, loc, s), constStage(s))
+		load(b, arith.ConstantIndex(b, loc, s), constStage(s), true)
 	}
 	zf := arith.ConstantFloat(b, loc, 0, ir.F32)
 	fragsN := tl.fragsN()
@@ -367,7 +419,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		gpu.CpAsyncWait(b, loc, stages-2)
 		gpu.Barrier(b, loc)
 		next := arith.Binary(b, arith.OpAddI, loc, kt, arith.ConstantIndex(b, loc, stages-1))
-		load(b, next, func(x ix) *ir.Value { return x.rem(x.from(next), x.c(stages)) })
+		load(b, next, func(x ix) *ir.Value { return x.rem(x.from(next), x.c(stages)) }, true)
 		s := x.rem(x.from(kt), x.c(stages))
 		stA, stB := x.add(x.mulc(s, tileM*tileK), offA), x.add(x.mulc(s, tileK*tileN), offB)
 		out := append([]*ir.Value(nil), accs...)
@@ -405,7 +457,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		return out
 	})
 	gpu.CpAsyncWait(b, loc, 0)
-	p.epilogue(k, x, kl, z, rowBase, colBase, lane, wm, wn, mRows, nCols, rowTail, colTail)
+	p.epilogue(k, x, kl, g, x.mulc(wm, warpTileM), x.mulc(wn, tl.WarpN), fragsM, fragsN)
 	return nil
 }
 
@@ -415,15 +467,18 @@ type int64Value func(x ix) *ir.Value
 func constStage(s int64) int64Value { return func(x ix) *ir.Value { return x.c(s) } }
 
 // epilogue runs the nest's body without the K loop once per accumulator
-// element, at row g + 8·(r/2) and column 2t + r%2 of its m16n8 tile
-// (g = lane/4, t = lane%4), guarded by the output's bounds where the
+// element of the warp's fm × fn m16n8 tiles from (warpRow, warpCol) in
+// the block's tile, the accumulators of tile (i, j) being kl's results
+// 4·(i·fn + j) on: at row g + 8·(r/2) and column 2t + r%2 of its m16n8
+// tile (g = lane/4, t = lane%4), guarded by the output's bounds where the
 // sizes are not multiples of the tile. The two elements of a row (r%2 =
 // 0, 1) share a guard when N is even (their first column is even), and
 // their bodies are then cloned op by op, each op for both in turn, so
 // that their loads and stores of a buffer are adjacent at columns c and
 // c + 1 and targets/llvm makes each pair one 4-byte access.
-func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, z, rowBase, colBase, lane, wm, wn, mRows, nCols *ir.Value, rowTail, colTail bool) {
+func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, blk gemmBlock, warpRow, warpCol *ir.Value, fm, fn int64) {
 	b, loc := x.b, x.loc
+	z, rowBase, colBase, lane, mRows, nCols, rowTail, colTail := blk.z, blk.rowBase, blk.colBase, blk.lane, blk.mRows, blk.nCols, blk.rowTail, blk.colTail
 	body := loop.Body(k.nest)
 	nb := len(p.batch)
 	m := maps.Clone(k.m)
@@ -434,9 +489,9 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, z, rowBase, colBase
 		inner *= p.batch[d]
 	}
 	g, t2 := x.shr(lane, 2), x.mulc(x.and(lane, 3), 2)
-	rows0 := x.add(x.add(rowBase, x.mulc(wm, warpTileM)), g)
-	cols0 := x.add(x.add(colBase, x.mulc(wn, p.tile.WarpN)), t2)
-	fragsN := p.tile.fragsN()
+	rows0 := x.add(x.add(rowBase, warpRow), g)
+	cols0 := x.add(x.add(colBase, warpCol), t2)
+	fragsN := fn
 	paired := !colTail || (p.n != ir.Dynamic && p.n%2 == 0)
 	// emit clones the body for the elements at row and the given index
 	// columns with the given accumulators, op-major.
@@ -455,7 +510,7 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, z, rowBase, colBase
 			}
 		}
 	}
-	for i := range int64(fragsM) {
+	for i := range fm {
 		for j := range fragsN {
 			for h := range int64(2) {
 				row := x.addc(rows0, i*16+8*h)

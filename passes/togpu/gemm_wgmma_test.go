@@ -1,0 +1,79 @@
+package togpu_test
+
+import (
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
+)
+
+// TestWGMMAGemmPTX compiles the bench's mm_bias_gelu with every wgmma
+// tiling through both PTX backends for sm_90a, assembles it with the
+// offline ptxas and checks that the products are wgmma.mma_async reading
+// both operands from shared memory, that nothing spills, and that ptxas
+// does not serialize the wgmma (its "Potential Performance Loss" warning:
+// it would wait for each product before issuing the copies).
+func TestWGMMAGemmPTX(t *testing.T) {
+	ptxas := ptxasPath(t)
+	for _, tile := range togpu.MMATiles {
+		if !tile.WGMMA {
+			continue
+		}
+		m := lowerGraph(t, mmBiasGelu, mmaPipeline(tile))
+		gms := llvm.GPUModules(m)
+		if len(gms) != 1 || gms[0].Attr(gpu.PTXTargetAttr) == nil {
+			t.Fatalf("%s: the gpu.module does not ask for %s", tile, gpu.WGMMATarget)
+		}
+		mod, err := llvm.TranslateAll(gms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range nvptx.BackendNames() {
+			t.Run(tile.String()+"/"+name, func(t *testing.T) {
+				be, err := nvptx.New(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ptx, err := be.Compile(mod, nvptx.Options{Target: gpu.WGMMATarget})
+				if err != nil {
+					if name == "llc" {
+						t.Skipf("llc backend unavailable: %v", err)
+					}
+					t.Fatal(err)
+				}
+				want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", tile.N)
+				if n := strings.Count(ptx, want); n != 8 {
+					t.Errorf("%d %s in the PTX, want 8 (a k tile of the main loop and of the last tiles' loop)", n, want)
+				}
+				file := filepath.Join(t.TempDir(), "k.ptx")
+				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := osexec.Command(ptxas, "-arch=sm_90a", "-O3", "-v", "-o", os.DevNull, file).CombinedOutput()
+				if err != nil {
+					t.Fatalf("ptxas: %v\n%s", err, out)
+				}
+				if strings.Contains(string(out), "Performance Loss") {
+					t.Errorf("ptxas serializes the wgmma:\n%s", out)
+				}
+				regs, spills := registersRE.FindSubmatch(out), spillRE.FindSubmatch(out)
+				if regs == nil || spills == nil {
+					t.Fatalf("no register or spill count in\n%s", out)
+				}
+				if string(spills[1]) != "0" || string(spills[2]) != "0" {
+					t.Errorf("spills: %s", spills[0])
+				}
+				r, _ := strconv.Atoi(string(regs[1]))
+				t.Logf("%d registers a thread, %d threads, %d bytes of shared memory", r, 32*tile.Warps(), tile.SharedBytes())
+			})
+		}
+	}
+}
