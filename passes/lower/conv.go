@@ -185,6 +185,9 @@ func (k *kernel) convBlock(outs []*ir.Value) (*ir.Operation, int64) {
 	if err != nil || shape[1] == ir.Dynamic {
 		return nil, 1
 	}
+	if k.tensorCoreConv(cv, p) {
+		return nil, 1
+	}
 	for t := int64(convChannelBlock); t > 1; t-- {
 		if shape[1]%p.Groups == 0 && (shape[1]/p.Groups)%t == 0 {
 			return cv, t

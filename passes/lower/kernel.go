@@ -32,6 +32,7 @@ type kernel struct {
 	ids    map[*ir.Value]uint64
 	floor  int         // lowest level values may be placed at (inside loop.if regions)
 	at     *ir.Builder // for single ops placed by emit, store and constant
+	conv   *loop.Conv  // the geometry to record on a tensor-core conv2d nest
 }
 
 // A memoKey names a scalar the kernel has emitted: an op (tag is its name,
@@ -193,6 +194,9 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 		// fusion's kind, so that convert-loop-to-gpu reads it rather than
 		// re-recognizing it from the nest's shape.
 		k.par.SetAttr(loop.NestKindAttr, ir.Str(kind))
+		if k.conv != nil {
+			loop.SetConv(k.par, *k.conv)
+		}
 	}
 	k.c.kernels++
 	return bufs, err

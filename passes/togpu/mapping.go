@@ -33,6 +33,9 @@ func analyze(nest *ir.Operation, cfg Config) (mapping, error) {
 	if m := mmaPlan(nest, cfg.mmaTile()); m != nil && cfg.TensorCores {
 		return m, nil
 	}
+	if m := convPlan(nest, cfg.mmaTile()); m != nil && cfg.TensorCores {
+		return m, nil
+	}
 	if r := rowPlan(nest, cfg); r != nil {
 		return r, nil
 	}

@@ -181,6 +181,9 @@ type mma struct {
 	batch []int64 // static extents of the leading dimensions
 	m, n  int64   // static M and N, or ir.Dynamic
 	width ir.Type // of the kernel's offset arithmetic: i32 when every offset fits
+	// conv is set for a convolution's implicit GEMM (convPlan): B is then
+	// gathered from the input, and the N index q is the output position.
+	conv *convGeom
 }
 
 // operand is one factor of the product as the kernel reads it: a matrix
@@ -193,8 +196,10 @@ type operand struct {
 	// ldmatrix; otherwise the rows run along the outer dimension (A
 	// [K, M], B [K, N]) and ldmatrix transposes them.
 	kLast bool
-	tile  int64 // the block tile's extent in the outer dimension
-	tileK int64 // and along K
+	// shared: one matrix for every batch (its shape's batch dims are 1).
+	shared bool
+	tile   int64 // the block tile's extent in the outer dimension
+	tileK  int64 // and along K
 	// vec is the number of elements each copy into shared memory moves:
 	// 8 (one 16-byte cp.async a chunk) when the rows start on 16 bytes,
 	// else the largest of 4 and 2 that divides the row stride (8- or

@@ -17,6 +17,9 @@ func (p *mma) vector() int64       { return 1 }
 
 // grid is one block per output tile of each matrix of the batch.
 func (p *mma) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *ir.Value {
+	if p.conv != nil { // static: N images of tilesM × tilesN
+		return arith.ConstantIndex(b, loc, max(1, p.batch[0]*p.tilesM()*p.tilesN()))
+	}
 	one := arith.ConstantIndex(b, loc, 1)
 	nb := len(p.batch)
 	tm := ceilDiv(b, loc, exts[nb], arith.ConstantIndex(b, loc, p.tile.M), one)
@@ -188,7 +191,7 @@ func (o *operand) at(x ix, r, c *ir.Value) *ir.Value {
 // overhang it.
 func (o *operand) copies(x ix, nb int, threads int64, tid, z, outerBase, outer *ir.Value, tail bool) (*ir.Value, []tileLoad) {
 	base := x.c(0) // (shapes may be dynamic when there is no batch)
-	if nb > 0 {
+	if nb > 0 && !o.shared {
 		stride := int64(1)
 		for _, d := range o.shape[nb:] {
 			stride *= d
@@ -322,7 +325,13 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	lane, warp := x.and(tid, 31), x.shr(tid, 5)
 
 	dstA, aLoads := p.a.copies(x, nb, tl.threads(), tid, z, rowBase, mRows, rowTail)
-	dstB, bLoads := p.b.copies(x, nb, tl.threads(), tid, z, colBase, nCols, colTail)
+	var dstB *ir.Value
+	var bLoads []tileLoad
+	if p.conv != nil && !p.conv.direct {
+		dstB = p.conv.setup(x, &p.b, tl.threads(), tid, z, colBase, nCols)
+	} else {
+		dstB, bLoads = p.b.copies(x, nb, tl.threads(), tid, z, colBase, nCols, colTail)
+	}
 	zero32 := arith.ConstantInt(b, loc, 0, ir.I32)
 	zeroElem := arith.ConstantFloat(b, loc, 0, p.elem)
 	numK := (p.k + tileK - 1) / tileK
@@ -345,6 +354,10 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 			}{{&p.a, sa, a, dstA, aLoads, tileM * tileK}, {&p.b, sb, bm, dstB, bLoads, tileK * tileN}} {
 				o := tile.o
 				dst := x.add(x.mulc(stage, tile.size), tile.dst)
+				if o == &p.b && p.conv != nil && !p.conv.direct {
+					p.conv.fill(x, tile.smem, tile.gmem, dst, k0, kTotal, kTail, p.elem)
+					continue
+				}
 				full := arith.ConstantInt(b, loc, 2*o.vec, ir.I32)
 				for _, l := range tile.loads {
 					src := x.add(l.src, x.mulc(kt, l.kStep))
@@ -493,13 +506,18 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, blk gemmBlock, warp
 	cols0 := x.add(x.add(colBase, warpCol), t2)
 	fragsN := fn
 	paired := !colTail || (p.n != ir.Dynamic && p.n%2 == 0)
-	// emit clones the body for the elements at row and the given index
-	// columns with the given accumulators, op-major.
-	emit := func(b *ir.Builder, row *ir.Value, cols, accs []*ir.Value) {
+	if p.conv != nil {
+		paired = p.conv.ow%2 == 0 // a pair in one output row
+	}
+	// emit clones the body for the elements at row and the given columns
+	// (bound to the nest's arguments by cols) with the given accumulators,
+	// op-major.
+	emit := func(b *ir.Builder, row *ir.Value, cols []map[*ir.Value]*ir.Value, accs []*ir.Value) {
 		ms := make([]map[*ir.Value]*ir.Value, len(cols))
 		for e := range ms {
 			ms[e] = maps.Clone(m)
-			ms[e][body.Argument(nb)], ms[e][body.Argument(nb+1)] = row, cols[e]
+			maps.Copy(ms[e], cols[e])
+			ms[e][body.Argument(nb)] = row
 			ms[e][p.kloop.Result(0)] = accs[e]
 		}
 		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
@@ -534,11 +552,7 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, blk gemmBlock, warp
 					}
 					guarded(ok, func(b *ir.Builder) {
 						x := x.at(b)
-						// 2·(col/2): col is even, and written so its
-						// alignment shows.
-						c0 := arith.Binary(b, arith.OpMulI, loc, x.index(x.shr(col, 1)), arith.ConstantIndex(b, loc, 2))
-						c1 := arith.Binary(b, arith.OpAddI, loc, c0, arith.ConstantIndex(b, loc, 1))
-						emit(b, x.index(row), []*ir.Value{c0, c1}, accs)
+						emit(b, x.index(row), p.cols(x, body, col, true), accs)
 					})
 					continue
 				}
@@ -546,10 +560,28 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, blk gemmBlock, warp
 					c := x.addc(col, e)
 					guarded(x.both2(ok, x.lt(c, nCols)), func(b *ir.Builder) {
 						x := x.at(b)
-						emit(b, x.index(row), []*ir.Value{x.index(c)}, accs[e:e+1])
+						emit(b, x.index(row), p.cols(x, body, c, false), accs[e:e+1])
 					})
 				}
 			}
 		}
 	}
+}
+
+// cols binds the nest's column arguments for the epilogue's element at
+// column col, or for the pair at col and col + 1 (col even): the N index
+// itself for a matmul, 2·(col/2) and its successor written so that their
+// alignment shows; the output position for a convolution (convCols).
+func (p *mma) cols(x ix, body *ir.Block, col *ir.Value, pair bool) []map[*ir.Value]*ir.Value {
+	if p.conv != nil {
+		return p.conv.convCols(x, body, col, pair)
+	}
+	arg := body.Argument(len(p.batch) + 1)
+	if !pair {
+		return []map[*ir.Value]*ir.Value{{arg: x.index(col)}}
+	}
+	b, loc := x.b, x.loc
+	c0 := arith.Binary(b, arith.OpMulI, loc, x.index(x.shr(col, 1)), arith.ConstantIndex(b, loc, 2))
+	c1 := arith.Binary(b, arith.OpAddI, loc, c0, arith.ConstantIndex(b, loc, 1))
+	return []map[*ir.Value]*ir.Value{{arg: c0}, {arg: c1}}
 }
