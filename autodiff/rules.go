@@ -461,8 +461,10 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 
 	// gx.
 	gd := e.dilate(e.dilate(g, 2, p.Strides[0]), 3, p.Strides[1])
-	wf := e.flip(e.flip(w, 2), 3)
-	wt := e.reshape(e.transpose(e.reshape(wf, []int64{groups, og, cg, ws[2], ws[3]}), []int64{0, 2, 1, 3, 4}), []int64{c, og, ws[2], ws[3]})
+	// (Flipped last: the swap is views, the flips gathers, so that the
+	// kernel is one buffer the convolution reads.)
+	wt := e.reshape(e.transpose(e.reshape(w, []int64{groups, og, cg, ws[2], ws[3]}), []int64{0, 2, 1, 3, 4}), []int64{c, og, ws[2], ws[3]})
+	wt = e.flip(e.flip(wt, 2), 3)
 	full := e.conv2d(gd, wt, [2]int64{1, 1},
 		[4]int64{p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1), p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1)},
 		p.Dilations, groups)

@@ -24,6 +24,15 @@ func (p *planner) build(ctx *ir.Context, g *group) (*ir.Operation, []*ir.Value) 
 	body := ir.NewBlock()
 	m := map[*ir.Value]*ir.Value{}
 	var inputs []*ir.Value
+	input := func(v *ir.Value) *ir.Value {
+		if w, ok := m[v]; ok {
+			return w
+		}
+		arg := body.AddArgument(v.Type())
+		inputs = append(inputs, v)
+		m[v] = arg
+		return arg
+	}
 	var resolve func(v *ir.Value) *ir.Value
 	resolve = func(v *ir.Value) *ir.Value {
 		if w, ok := m[v]; ok {
@@ -38,14 +47,15 @@ func (p *planner) build(ctx *ir.Context, g *group) (*ir.Operation, []*ir.Value) 
 			body.Append(def.Clone(m))
 			return m[v]
 		}
-		arg := body.AddArgument(v.Type())
-		inputs = append(inputs, v)
-		m[v] = arg
-		return arg
+		return input(v)
 	}
 	var results []*ir.Value
 	for _, op := range g.ops {
 		for _, o := range op.Operands() {
+			if def := o.DefiningOp(); def != nil && convFactor(o, op) && p.groupOf[def] != nil && p.groupOf[def] != g {
+				input(o) // the view copies made for it (copies)
+				continue
+			}
 			resolve(o)
 		}
 		body.Append(op.Clone(m))

@@ -518,6 +518,12 @@ func (p *planner) copies() {
 			continue
 		}
 		for _, u := range op.Result(0).Users() {
+			if convFactor(op.Result(0), u) {
+				g := p.newGroup(op)
+				p.logf("group %d = %s: copy (a factor of %s, which reads buffers)", g.id, described{op}, described{u})
+				p.stats.Copies++
+				break
+			}
 			u = p.top(u)
 			if u == nil || classify(u) == view || p.groupOf[u] != nil {
 				continue
@@ -528,4 +534,14 @@ func (p *planner) copies() {
 			break
 		}
 	}
+}
+
+// convFactor reports whether v is the input or the weight of u, a
+// graph.conv2d in the block: a convolution reads each element of its
+// factors many times, and its tensor-core kernel gathers them from
+// buffers (not through a view's index arithmetic), so a view there is
+// materialized once (the weight gradient's transposed input and output
+// gradient, the data gradient's transposed weight).
+func convFactor(v *ir.Value, u *ir.Operation) bool {
+	return strings.HasSuffix(u.Name(), ".conv2d") && (u.Operand(0) == v || u.Operand(1) == v)
 }
