@@ -2,6 +2,7 @@ package arith
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/strata-ir/strata/ir"
@@ -270,7 +271,7 @@ func cmpIDef() *ir.OpDef {
 		Verify: func(op *ir.Operation) error {
 			return verifyCmp(op, signlessIntLike, len(CmpIPredicateNames), nil)
 		},
-		Parse: parseCmp(CmpIPredicateNames[:], nil),
+		Parse: parseCmp(CmpIPredicateNames[:], signlessIntLike, nil),
 		Print: printCmp(CmpIPredicateNames[:], nil),
 	}
 }
@@ -292,7 +293,7 @@ func cmpFDef() *ir.OpDef {
 		Verify: func(op *ir.Operation) error {
 			return verifyCmp(op, floatLike, len(CmpFPredicateNames), fastMath)
 		},
-		Parse: parseCmp(CmpFPredicateNames[:], fastMath),
+		Parse: parseCmp(CmpFPredicateNames[:], floatLike, fastMath),
 		Print: printCmp(CmpFPredicateNames[:], fastMath),
 	}
 }
@@ -309,23 +310,30 @@ func verifyCmp(op *ir.Operation, class typeClass, npred int, flags *bitEnum) err
 	if err := arity(op, 2, 1); err != nil {
 		return err
 	}
+	// Attributes first, then operands and results, as ODS verifies them.
+	switch pred, ok := op.Properties().Get("predicate").(ir.IntegerAttr); {
+	case op.Properties().Get("predicate") == nil:
+		return fmt.Errorf("requires attribute 'predicate'")
+	case !ok || pred.Type != ir.I64 || pred.Value < 0 || pred.Value >= int64(npred):
+		cases := make([]string, npred)
+		for i := range cases {
+			cases[i] = strconv.Itoa(i)
+		}
+		return fmt.Errorf("attribute 'predicate' failed to satisfy constraint: allowed 64-bit signless integer cases: %s", strings.Join(cases, ", "))
+	}
 	for i, v := range op.Operands() {
 		if err := class.check("operand", i, v.Type()); err != nil {
 			return err
 		}
 	}
 	if op.Operand(0).Type() != op.Operand(1).Type() {
-		return fmt.Errorf("failed to verify that all of {lhs, rhs} have same type")
+		return fmt.Errorf("requires all operands to have the same type")
 	}
 	if err := boolLike.check("result", 0, op.Result(0).Type()); err != nil {
 		return err
 	}
 	if want := withElem(op.Operand(0).Type(), ir.I1); op.Result(0).Type() != want {
 		return fmt.Errorf("failed to verify that result type has i1 element type and same shape as operands: expected '%s', but got '%s'", want, op.Result(0).Type())
-	}
-	pred, ok := op.Properties().Get("predicate").(ir.IntegerAttr)
-	if !ok || pred.Type != ir.I64 || pred.Value < 0 || pred.Value >= int64(npred) {
-		return fmt.Errorf("requires property 'predicate' to be an i64 in [0, %d), but got %v", npred, op.Properties().Get("predicate"))
 	}
 	if flags != nil {
 		return flags.verify(op)

@@ -2,6 +2,7 @@ package arith
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/strata-ir/strata/ir"
 )
@@ -67,22 +68,37 @@ func printElementwise(flags *bitEnum) func(*ir.Printer, *ir.Operation) {
 
 // parseCmp parses "pred, %a, %b [fastmath<...>] attr-dict : type"; the result
 // is i1 of the operands' shape.
-func parseCmp(names []string, flags *bitEnum) func(*ir.Parser, *ir.OperationState) error {
+func parseCmp(names []string, class typeClass, flags *bitEnum) func(*ir.Parser, *ir.OperationState) error {
 	return func(p *ir.Parser, st *ir.OperationState) error {
 		pos := p.Pos()
-		kw, err := p.ParseKeyword()
+		var kw string
+		var err error
+		switch {
+		case p.IsKeyword():
+			kw, err = p.ParseKeyword()
+		case p.IsString(): // "eq" is the predicate's string form
+			kw, err = p.ParseString()
+		}
 		if err != nil {
 			return err
 		}
 		pred := indexOf(names, kw)
 		if pred < 0 {
-			return p.ErrorAt(pos, "invalid predicate '%s'", kw)
+			return p.ErrorAt(pos, "expected string or keyword containing one of the following enum values for attribute 'predicate' [%s]", strings.Join(names, ", "))
 		}
 		st.Properties = st.Properties.With("predicate", ir.IntegerAttr{Value: int64(pred), Type: ir.I64})
 		if err := p.Expect(","); err != nil {
 			return err
 		}
-		return parseCmpOperands(p, st, flags)
+		if err := parseCmpOperands(p, st, flags); err != nil {
+			return err
+		}
+		// The result type is inferred from the operands', which must
+		// then be of the class (checked here, as the inference does).
+		if t := st.Operands[0].Type(); !class.matches(t) {
+			return ir.Errorf(st.Loc, "custom op '%s' 'lhs' must be %s, but got '%s'", st.Name, class.name, t)
+		}
+		return nil
 	}
 }
 

@@ -162,7 +162,8 @@ func TestGenericWithoutDefaults(t *testing.T) {
 
 func TestSyntaxErrors(t *testing.T) {
 	cases := []struct{ src, want string }{
-		{`%0 = arith.cmpi foo, %a, %a : i32`, "invalid predicate 'foo'"},
+		{`%0 = arith.cmpi foo, %a, %a : i32`, "expected string or keyword containing one of the following enum values for attribute 'predicate' [eq, ne, slt"},
+		{`%0 = arith.cmpi %a, %a : i32`, "one of the following enum values"},
 		{`%0 = arith.addf %x, %x fastmath<slow> : f32`, "unknown fastmath flag 'slow'"},
 		{`%0 = arith.addi %a, %a overflow<nsz> : i32`, "unknown overflow flag 'nsz'"},
 		{`%0 = arith.truncf %x sideways : f32 to f16`, "invalid rounding mode 'sideways'"},

@@ -305,7 +305,8 @@ func verifyArgAttrs(op *ir.Operation, name, what string, n int) error {
 //
 //	func.func [visibility] @name(%arg0: t {attrs}, ...) [-> (t {attrs}, ...)] [attributes {...}] [{ body }]
 //
-// where an external function may list bare argument types instead.
+// where the arguments may be bare types instead: then the body, if any,
+// names them in its entry block's header (^bb0(%a: t, ...):).
 func parseFunc(p *ir.Parser, st *ir.OperationState) error {
 	props := ir.DictAttr{}
 	if p.IsKeyword() {
@@ -336,6 +337,9 @@ func parseFunc(p *ir.Parser, st *ir.OperationState) error {
 				}
 			} else {
 				a.Pos = p.Pos()
+				if p.IsOperand() {
+					return p.ErrorAt(a.Pos, "expected type instead of SSA identifier")
+				}
 				if a.Type, err = p.ParseType(); err != nil {
 					return err
 				}
@@ -384,8 +388,10 @@ func parseFunc(p *ir.Parser, st *ir.OperationState) error {
 		st.Regions = []*ir.Region{ir.NewRegion()}
 		return nil
 	}
-	if !named && len(args) > 0 {
-		return p.ErrorAt(args[0].Pos, "expected SSA identifier")
+	if !named {
+		// Bare argument types: the body spells its entry block's
+		// arguments itself (the verifier compares them with the types).
+		args = nil
 	}
 	r, err := p.ParseRegion(args, true)
 	if err != nil {

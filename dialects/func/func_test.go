@@ -147,7 +147,7 @@ func TestVerifyErrors(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ src, want string }{
 		{"func.func @m() {}", "1:16: error: expected non-empty function body"},
-		{"func.func @m(f32) {\n return }", "expected SSA identifier"},
+		{"func.func @m(f32, %a: f32) {\n return }", "expected type instead of SSA identifier"},
 		{"func.func @m(%a: f32) -> (f32 {a.b} {\n return }", "expected ')'"},
 		{"func.func @m() { %0 = call @m : () -> () }", "expected '('"},
 		{"func.func @m() { call @m() : i32 }", "expected function type"},

@@ -14,7 +14,14 @@ func.func @use_before_def(%a: i32) {
 func.func @return_not_last() {
   // expected-error@+1 {{'func.return' op must be the last operation in the parent block}}
   "func.return"() : () -> ()
-  // expected-error@+1 {{block with no terminator}}
+  // The block's end is not blamed too (mlir-opt stops at the first error).
+  %0 = arith.constant 1 : i32
+}
+
+// -----
+
+func.func @no_terminator() {
+  // expected-error@+1 {{block with no terminator, has 'arith.constant' op}}
   %0 = arith.constant 1 : i32
 }
 

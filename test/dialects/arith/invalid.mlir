@@ -41,7 +41,7 @@ func.func @bad_constant() -> i32 {
 // -----
 
 func.func @bad_cmp_predicate(%a: i32) -> i1 {
-  // expected-error@+1 {{invalid predicate 'bogus'}}
+  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'predicate' [eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge]}}
   %0 = arith.cmpi bogus, %a, %a : i32
   return %0 : i1
 }
