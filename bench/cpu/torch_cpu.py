@@ -4,7 +4,7 @@
 # the process's CPU time per call (user + system, all threads), which on
 # a machine shared with other jobs is the steadier figure.
 #
-#   python3 bench/cpu/torch_cpu.py [--threads N] [--only a,b] [--reps N] [--compile]
+#   python3 bench/cpu/torch_cpu.py [--threads N] [--only a,b] [--reps N] [--compile all|a,b]
 import argparse
 import json
 import os
@@ -54,17 +54,20 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--only", default="", help="comma-separated workloads")
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--compile", action="store_true", help="also torch.compile (Inductor C++)")
+    ap.add_argument("--compile", default="", help="also torch.compile (Inductor C++) these workloads (comma-separated, or all)")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "numpy": np.__version__}), flush=True)
     names = args.only.split(",") if args.only else list(WORKLOADS)
+    if args.compile and not hasattr(torch, "compile"):
+        print(json.dumps({"note": "torch %s has no torch.compile: eager only" % torch.__version__}), flush=True)
+        args.compile = ""
     for name in names:
         fn, make = WORKLOADS[name]
         inputs = make()
         row = {"name": name, "eager": measure(lambda: fn(*inputs), args.reps)}
-        if args.compile:
+        if args.compile == "all" or name in args.compile.split(","):
             torch._dynamo.reset()
             compiled = torch.compile(fn)
             t = time.perf_counter()

@@ -558,7 +558,14 @@ func (r *run) op(op *ir.Operation) error {
 	case "arith.minsi":
 		setI(min(get(0).i, get(1).i))
 	case "arith.maxui":
-		setI(int64(max(uint64(get(0).i), uint64(get(1).i))))
+		x, y := uint64(get(0).i), uint64(get(1).i)
+		if x != y && x != 1 && y != 1 && isSize(op.Operand(0)) && isSize(op.Operand(1)) {
+			// lower-to-loop sizes a broadcast dimension as the maximum
+			// of the operands' sizes; unchecked, the kernels would read
+			// past the smaller operand.
+			return fmt.Errorf("sizes %d and %d do not broadcast (the sizes of a broadcast dimension must be equal or 1)", x, y)
+		}
+		setI(int64(max(x, y)))
 	case "arith.minui":
 		setI(int64(min(uint64(get(0).i), uint64(get(1).i))))
 	case "arith.divsi", "arith.remsi", "arith.ceildivsi", "arith.floordivsi", "arith.divui", "arith.remui":
@@ -692,6 +699,12 @@ func (r *run) op(op *ir.Operation) error {
 	return nil
 }
 
+// isSize reports whether v is a buffer's size, or the maximum of sizes.
+func isSize(v *ir.Value) bool {
+	def := v.DefiningOp()
+	return def != nil && (def.Name() == loop.DimOp || def.Name() == "arith.maxui")
+}
+
 func b2i(b bool) int64 {
 	if b {
 		return 1
@@ -773,6 +786,15 @@ func (r *run) launch(k *target.Kernel) error {
 		kk := r.intValue(k.MatmulK)
 		if kk < 0 {
 			kk = 0
+		}
+		// Sizes the lowering took from one operand: with dynamic shapes
+		// nothing else checks them, and the kernel would read past B.
+		a, b := r.get(k.MatmulA).buf, r.get(k.MatmulB).buf
+		if a == nil || b == nil || len(a.shape) < 2 || len(b.shape) != 2 {
+			return fmt.Errorf("matmul kernel without its operand buffers")
+		}
+		if ka, kb := a.shape[len(a.shape)-1], b.shape[0]; ka < kk || kb < kk || ka == kk && kb != kk {
+			return fmt.Errorf("matmul inner dimensions differ: lhs has %d columns, rhs %d rows", ka, kb)
 		}
 		n := trips[k.Dims-1]
 		rows := trips[0]

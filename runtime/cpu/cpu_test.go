@@ -365,3 +365,48 @@ func TestLayerNormOfOffsetAndOutlierRows(t *testing.T) {
 		}
 	}
 }
+
+// TestMismatchedDynamicSizesAreErrors: with dynamic shapes nothing before
+// the kernels checks that broadcast sizes agree or that a matmul's inner
+// dimensions do; the host side does, with the graph op's location,
+// instead of letting the kernels read past the smaller operand.
+func TestMismatchedDynamicSizesAreErrors(t *testing.T) {
+	needTools(t)
+	p, _ := compileSource(t, `func.func @add(%x: tensor<?x?xf32>, %y: tensor<?xf32>) -> tensor<?x?xf32> {
+  %0 = "graph.add"(%x, %y) : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %0 = "graph.matmul"(%a, %b) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}`)
+	f32 := func(shape ...int64) *interp.Tensor {
+		x, err := interp.NewTensor(ir.F32, shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct {
+		fn   string
+		args []*interp.Tensor
+		want string // "" for success
+	}{
+		{"add", []*interp.Tensor{f32(3, 5), f32(5)}, ""},
+		{"add", []*interp.Tensor{f32(3, 5), f32(1)}, ""},
+		{"add", []*interp.Tensor{f32(3, 1), f32(7)}, ""},
+		{"add", []*interp.Tensor{f32(3, 5), f32(4)}, "2:8: error: 'arith.maxui': sizes 5 and 4 do not broadcast"},
+		{"mm", []*interp.Tensor{f32(30, 50), f32(50, 61)}, ""},
+		{"mm", []*interp.Tensor{f32(3, 0), f32(0, 4)}, ""},
+		{"mm", []*interp.Tensor{f32(3, 5), f32(4, 6)}, "6:8: error: 'loop.parallel': matmul inner dimensions differ: lhs has 5 columns, rhs 4 rows"},
+		{"mm", []*interp.Tensor{f32(3, 5), f32(6, 6)}, "matmul inner dimensions differ: lhs has 5 columns, rhs 6 rows"},
+	} {
+		_, err := p.Run(c.fn, c.args)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("@%s %v: %v", c.fn, c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("@%s %v: got %v, want an error containing %q", c.fn, c.args, err, c.want)
+		}
+	}
+}

@@ -62,11 +62,14 @@ type Kernel struct {
 	// fills before Name runs (its range: the P panels of B, then the R
 	// blocks of A, each packed k-major).
 	// MatmulK is the reduction's trip count (a constant or a host value).
-	Matmul          bool
-	MatmulK         *ir.Value
-	MatmulCols      int
-	MatmulRows      int
-	MatmulElemBytes int
+	Matmul  bool
+	MatmulK *ir.Value
+	// MatmulA and MatmulB are the operands' buffers (their reduction
+	// dimension, A's last and B's first, must hold MatmulK elements).
+	MatmulA, MatmulB *ir.Value
+	MatmulCols       int
+	MatmulRows       int
+	MatmulElemBytes  int
 	// Work estimates the instructions one point of the outer range runs
 	// (static trip counts of inner loops multiplied out, 64 for a dynamic
 	// one), for the runtime's choice of how many cores to use.
@@ -287,6 +290,7 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 	if mm != nil {
 		kern.Matmul = true
 		_, kern.MatmulK, _ = loop.ForBounds(mm.forOp)
+		kern.MatmulA, kern.MatmulB = mm.a, mm.b
 		kern.MatmulCols = mm.cols()
 		kern.MatmulRows = mm.mr
 		kern.MatmulElemBytes = int(elemBytes(mm.elem))
