@@ -254,6 +254,11 @@ type Flash struct {
 	// Tile is one of FlashTiles; the zero value picks the measured best
 	// for the shape (see tile).
 	Tile FlashTile
+	// LSE adds an f32 output [Batch·Lq]: each row's log₂-sum-exp of its
+	// scaled scores, m·c + log₂ l with c = Scale·log₂e (the row's
+	// probabilities are then ex2(s·c − lse)), which the backward kernels
+	// (FlashGrad) read instead of recomputing the softmax's statistics.
+	LSE bool
 }
 
 // tile is f's tiling.
@@ -339,9 +344,13 @@ func ceilDivInt(a, b int64) int64 { return (a + b - 1) / b }
 func (f Flash) memref(n int64) ir.Type { return ir.MemRefOf([]int64{n}, f.Elem) }
 
 // ArgTypes are the kernel's arguments: q [Batch·Lq·D], k and v [Batch·Lk·D]
-// and the output [Batch·Lq·D], row-major 1-D views.
+// and the output [Batch·Lq·D], row-major 1-D views, then with LSE the
+// rows' log-sum-exp [Batch·Lq] in f32.
 func (f Flash) ArgTypes() []ir.Type {
 	q, kv := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D)
+	if f.LSE {
+		return []ir.Type{q, kv, kv, q, ir.MemRefOf([]int64{f.Batch * f.Lq}, ir.F32)}
+	}
 	return []ir.Type{q, kv, kv, q}
 }
 
@@ -375,6 +384,9 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad}
 	args := entry.Arguments()
 	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
+	if f.LSE {
+		g.lse = args[4]
+	}
 	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(f.shared(), f.Elem))
 	switch {
 	case f.Tile.Pipe:
@@ -389,8 +401,13 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 }
 
 // Launch inserts the launch of kernel (which Kernel made; ref names it)
-// on the 1-D buffers q, k, v and out (of ArgTypes) at b.
-func (f Flash) Launch(b *ir.Builder, loc ir.Location, kernel *ir.Operation, ref ir.SymbolRefAttr, q, k, v, out *ir.Value) (*ir.Operation, error) {
+// on the 1-D buffers q, k, v and out (of ArgTypes) at b, and with LSE the
+// log-sum-exp buffer lse[0].
+func (f Flash) Launch(b *ir.Builder, loc ir.Location, kernel *ir.Operation, ref ir.SymbolRefAttr, q, k, v, out *ir.Value, lse ...*ir.Value) (*ir.Operation, error) {
+	args := append([]*ir.Value{q, k, v, out}, lse...)
+	if len(args) != len(f.ArgTypes()) {
+		return nil, fmt.Errorf("flash attention: %d launch arguments for %d kernel parameters", len(args), len(f.ArgTypes()))
+	}
 	shared, err := gpu.DynamicSharedSize(b, loc, kernel)
 	if err != nil {
 		return nil, fmt.Errorf("flash attention: %w", err)
@@ -398,7 +415,7 @@ func (f Flash) Launch(b *ir.Builder, loc ir.Location, kernel *ir.Operation, ref 
 	one := arith.ConstantIndex(b, loc, 1)
 	grid := [3]*ir.Value{arith.ConstantIndex(b, loc, f.Grid()), one, one}
 	block := [3]*ir.Value{arith.ConstantIndex(b, loc, f.Threads()), one, one}
-	return gpu.LaunchFunc(b, loc, ref, grid, block, []*ir.Value{q, k, v, out}, shared), nil
+	return gpu.LaunchFunc(b, loc, ref, grid, block, args, shared), nil
 }
 
 // flashGen builds one kernel body.
@@ -409,6 +426,7 @@ type flashGen struct {
 	x          ix
 	ld         int64     // workgroup row length (D + flashPad)
 	q, k, v, o *ir.Value // global 1-D buffers
+	lse        *ir.Value // with LSE, the rows' log-sum-exp (f32)
 	smem       *ir.Value // workgroup memory: per stage a K then a V tile
 	tid, t2    *ir.Value
 	rows       [][2]*ir.Value // per m16 tile of the warp, this lane's two query rows (g and g+8)
@@ -1037,6 +1055,9 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 			l = g.quadReduce(b, arith.OpAddF, it[4*nO+2+h])
 		}
 		inv[h] = fop(b, loc, arith.OpDivF, g.f32(1), l)
+		if g.lse != nil {
+			g.storeLSE(b, rows[h], it[4*nO+h], l)
+		}
 	}
 	for h := range 2 {
 		emit := func(b *ir.Builder) []*ir.Value {
@@ -1058,6 +1079,24 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 			loop.If(b, loc, x.lt(rows[h], x.c(g.Lq)), nil, emit, nil)
 		}
 	}
+}
+
+// storeLSE writes row's log₂-sum-exp m·c + log₂ l (c = Scale·log₂e; m
+// the row's running extreme, l its total sum) from the first lane of the
+// row's quad, when the row is below Lq.
+func (g *flashGen) storeLSE(b *ir.Builder, row, m, l *ir.Value) {
+	x, loc := g.x.at(b), g.loc
+	c := arith.ConstantFloat(b, loc, float64(float32(g.Scale*math.Log2E)), ir.F32)
+	lse := fop(b, loc, arith.OpAddF, fop(b, loc, arith.OpMulF, m, c), mathOp(b, loc, mathd.OpLog2, l))
+	cond := arith.NewCmpI(b, loc, arith.CmpIEQ, g.t2, x.c(0))
+	if g.Lq%g.Tile.Rows != 0 {
+		cond = x.both(cond, x.lt(row, x.c(g.Lq)))
+	}
+	loop.If(b, loc, cond, nil, func(b *ir.Builder) []*ir.Value {
+		x := x.at(b)
+		loop.Store(b, loc, lse, g.lse, x.index(x.add(x.mulc(g.batchOf(b), g.Lq), row)))
+		return nil
+	}, nil)
 }
 
 // batchOf is the block's (batch, head) index (recomputed after the loop

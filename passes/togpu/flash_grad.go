@@ -1,0 +1,455 @@
+package togpu
+
+import (
+	"fmt"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	mathd "github.com/strata-ir/strata/dialects/math"
+	"github.com/strata-ir/strata/ir"
+)
+
+// The backward flash-attention kernels (graph.attention_grad): two
+// kernels that never hold a score matrix in memory, in the manner of
+// FlashAttention-2's backward pass, on mma.sync with f32 accumulators.
+// Both recompute the probabilities of a tile from the scores and the
+// rows' log₂-sum-exp that the forward kernel saved (Flash.LSE):
+// P = ex2(s·c − lse), s the score rounded to the element type and c =
+// Scale·log₂e, so no softmax statistics are recomputed.
+//
+// The dQ kernel is the forward kernel's shape: a block of 4 warps takes 64
+// query rows (16 a warp) and walks the key tiles (K and V double-buffered
+// by cp.async). Per tile it computes S = Q·Kᵀ and dP = dO·Vᵀ (Q's and
+// dO's fragments held in registers), dS = P·(dP − D)·scale in f32, D =
+// Σ dO·O of the row, and accumulates dQ += dS·K with dS rounded to the
+// element type in the registers that held S (the accumulator layout of
+// two n8 tiles is the A layout of one k16 step, as in the forward's P·V).
+// It first computes D for its rows from O and dO and writes it out for
+// the other kernel.
+//
+// The dK/dV kernel runs the same loop transposed: a block takes 64 keys
+// (16 a warp) and walks the query tiles (Q and dO double-buffered). Per
+// tile, with the keys as rows, Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, Pᵀ and dSᵀ as
+// above with each column's lse and D, and dV += Pᵀ·dO, dK += dSᵀ·Q. A
+// causal block skips the query tiles before its first key.
+//
+// The kernels round as graph.attention_grad does (the products' operands
+// in the element type, P and dS rounded once), but sum in another order
+// and take P from the saved lse rather than from a normalised softmax.
+
+// FlashGrad is the shape of one attention's backward kernels: Flash's
+// fields (its Tile and LSE are ignored; the backward tilings are fixed).
+type FlashGrad struct{ Flash }
+
+const (
+	flashGradRows = 64 // rows of a block: query rows (dQ) or keys (dK/dV), 16 a warp
+	flashGradKeys = 64 // key tile of the dQ kernel
+)
+
+// dqFlash is the dQ kernel's view of f: 64-row blocks over 64-key tiles.
+func (f FlashGrad) dqFlash() Flash {
+	g := f.Flash
+	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: flashGradKeys}, false
+	return g
+}
+
+// dkvFlash is the dK/dV kernel's view of f, queries and keys swapped: its
+// rows (Lq) are the keys and its key tiles (Lk) the query tiles, of 64
+// queries up to head dim 64 and of 32 above (the accumulators of dK and
+// dV take 8·D/8 registers a thread).
+func (f FlashGrad) dkvFlash() Flash {
+	g := f.Flash
+	g.Lq, g.Lk, g.LSE = f.Lk, f.Lq, false
+	g.Tile = FlashTile{Rows: flashGradRows, Keys: 64}
+	if f.D > 64 {
+		g.Tile.Keys = 32
+	}
+	return g
+}
+
+// Check reports why the kernels cannot compute f, or nil.
+func (f FlashGrad) Check() error {
+	if err := f.dqFlash().Check(); err != nil {
+		return fmt.Errorf("flash attention backward: %w", err)
+	}
+	return nil
+}
+
+// shared is the workgroup elements of both kernels: two stages of two
+// Keys-row tiles, then two tiles of Rows rows (Q and dO, or K and V).
+func gradShared(f Flash) int64 {
+	ld := f.D + flashPad
+	return 4*f.Tile.Keys*ld + 2*f.Tile.Rows*ld
+}
+
+// f32Buf is the type of an f32 buffer of n elements.
+func f32Buf(n int64) ir.Type { return ir.MemRefOf([]int64{n}, ir.F32) }
+
+// DQArgTypes are the dQ kernel's arguments: q, k, v, o, do, lse (f32),
+// dq and D (f32, written), row-major 1-D views.
+func (f FlashGrad) DQArgTypes() []ir.Type {
+	q, kv, rows := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D), f32Buf(f.Batch*f.Lq)
+	return []ir.Type{q, kv, kv, q, q, rows, q, rows}
+}
+
+// DKVArgTypes are the dK/dV kernel's arguments: q, k, v, do, lse and D
+// (f32), dk and dv (written), row-major 1-D views.
+func (f FlashGrad) DKVArgTypes() []ir.Type {
+	q, kv, rows := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D), f32Buf(f.Batch*f.Lq)
+	return []ir.Type{q, kv, kv, q, rows, rows, kv, kv}
+}
+
+// Kernels inserts the dQ kernel (named name+"_dq") and the dK/dV kernel
+// (name+"_dkv") at b's insertion point (inside a gpu.module).
+func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) (dq, dkv *ir.Operation, err error) {
+	if err := f.Check(); err != nil {
+		return nil, nil, err
+	}
+	dq = f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), (*flashGen).emitDQ)
+	dkv = f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), (*flashGen).emitDKV)
+	return dq, dkv, nil
+}
+
+// gradKernel builds one backward kernel of view v with emit.
+func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Flash, args []ir.Type, emit func(*flashGen, []*ir.Value)) *ir.Operation {
+	kernel, entry := gpu.NewKernel(b, loc, name, args)
+	kernel.SetAttr(LaunchAttr, ir.Dict(
+		ir.NamedAttr{Name: "block", Value: ir.Int(v.Threads(), ir.I64)},
+		ir.NamedAttr{Name: "vector", Value: ir.Int(1, ir.I64)},
+		ir.NamedAttr{Name: "rows_per_block", Value: ir.Int(v.Tile.Rows, ir.I64)},
+		ir.NamedAttr{Name: "mapping", Value: ir.Str(MappingFlash)},
+	))
+	kb := ir.NewBuilder(b.Ctx)
+	kb.SetInsertionPointToEnd(entry)
+	width := ir.Type(ir.I32)
+	if f.Batch*max(f.Lq, f.Lk)*f.D+(v.Tile.Rows+v.Tile.Keys)*f.D >= 1<<31 {
+		width = ir.Index
+	}
+	g := &flashGen{Flash: v, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad}
+	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(gradShared(v), f.Elem))
+	emit(g, entry.Arguments())
+	gpu.Return(kb, loc)
+	return kernel
+}
+
+// Launch inserts the launches of the dQ kernel (args of DQArgTypes) and
+// then of the dK/dV kernel (args of DKVArgTypes, which reads the D the
+// first writes) at b; ref names a kernel of the gpu.module.
+func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, dq, dkv *ir.Operation, ref func(name string) ir.SymbolRefAttr, dqArgs, dkvArgs []*ir.Value) error {
+	for _, l := range []struct {
+		kernel *ir.Operation
+		view   Flash
+		args   []*ir.Value
+		want   int
+	}{{dq, f.dqFlash(), dqArgs, len(f.DQArgTypes())}, {dkv, f.dkvFlash(), dkvArgs, len(f.DKVArgTypes())}} {
+		if len(l.args) != l.want {
+			return fmt.Errorf("flash attention backward: %d launch arguments for %d kernel parameters", len(l.args), l.want)
+		}
+		shared, err := gpu.DynamicSharedSize(b, loc, l.kernel)
+		if err != nil {
+			return fmt.Errorf("flash attention backward: %w", err)
+		}
+		one := arith.ConstantIndex(b, loc, 1)
+		grid := [3]*ir.Value{arith.ConstantIndex(b, loc, l.view.Grid()), one, one}
+		block := [3]*ir.Value{arith.ConstantIndex(b, loc, l.view.Threads()), one, one}
+		gpu.LaunchFunc(b, loc, ref(symName(l.kernel)), grid, block, l.args, shared)
+	}
+	return nil
+}
+
+// gradStart stages the block's two row tiles (from buffers a and b, at
+// workgroup offsets after the stages), issues the copies of the first key
+// tile the block visits (first of the block's start; into its stage) and
+// waits for all of them; it returns the block's start, the first tile and
+// the row tiles' workgroup offsets.
+func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value) (flashStart, *ir.Value, int64, int64) {
+	b, loc, x := g.b, g.loc, g.x
+	R, K := g.Tile.Rows, g.Tile.Keys
+	st := g.begin()
+	row0 := x.add(x.add(st.rowBase, x.mulc(st.warp, 16)), st.gr)
+	g.rows = [][2]*ir.Value{{row0, x.addc(row0, 8)}}
+	g.kvChunks = g.chunks(K)
+	aAt, bAt := 4*K*g.ld, 4*K*g.ld+R*g.ld
+	var valid *ir.Value
+	if g.Lq%R != 0 {
+		valid = x.c(g.Lq)
+	}
+	base := x.add(x.mulc(st.z, g.Lq*g.D), x.mulc(st.rowBase, g.D))
+	rc := g.chunks(R)
+	g.copyTile(b, rc, a, base, x.c(aAt), st.rowBase, valid)
+	g.copyTile(b, rc, b2, base, x.c(bAt), st.rowBase, valid)
+	ft := first(st)
+	if g.Causal {
+		// (A causal block may visit no tile: its rows start past the
+		// other side's end.)
+		loop.If(b, loc, x.lt(ft, g.tiles), nil, func(b *ir.Builder) []*ir.Value { g.load(b, ft); return nil }, nil)
+	} else {
+		g.load(b, ft)
+	}
+	gpu.CpAsyncCommit(b, loc)
+	gpu.CpAsyncWait(b, loc, 0)
+	gpu.Barrier(b, loc)
+	return st, ft, aAt, bAt
+}
+
+// gradOffsets are a lane's ldmatrix offsets within a tile: the A pattern
+// (rows of the warp's m16 tile; add warp·16·ld), the B pattern of a tile
+// stored n-major (as K for S = Q·Kᵀ), and of one stored k-major, read
+// transposed (as V for P·V).
+func (g *flashGen) gradOffsets(st flashStart) (a, nMajor, kMajor *ir.Value) {
+	x := g.x
+	lo, hi, r8 := st.lo, st.hi, st.r8
+	a = x.add(x.mulc(x.add(x.add(x.mulc(st.warp, 16), x.mulc(lo, 8)), r8), g.ld), x.mulc(hi, 8))
+	nMajor = x.add(x.mulc(x.add(x.mulc(hi, 8), r8), g.ld), x.mulc(lo, 8))
+	kMajor = x.add(x.mulc(x.add(x.mulc(lo, 8), r8), g.ld), x.mulc(hi, 8))
+	return a, nMajor, kMajor
+}
+
+// fragments loads the warp's m16k16 A fragments of a tile at workgroup
+// offset at (the A pattern added), one per 16 of D.
+func (g *flashGen) fragments(b *ir.Builder, at *ir.Value) [][][]*ir.Value {
+	at = g.x.at(b).index(at)
+	f := make([][]*ir.Value, g.D/16)
+	for ks := range f {
+		f[ks] = gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, at, int64(ks)*16), 4, false)
+	}
+	return [][][]*ir.Value{f}
+}
+
+// rowValues loads buffer buf (f32, Batch·n entries) at the block's batch
+// and index i of each of is (clamped to n−1: the rows and columns past the
+// end are masked or never stored).
+func (g *flashGen) rowValues(b *ir.Builder, buf *ir.Value, n int64, is []*ir.Value) []*ir.Value {
+	x := g.x.at(b)
+	base := x.mulc(g.batchOf(b), n)
+	out := make([]*ir.Value, len(is))
+	for j, i := range is {
+		i = x.op(arith.OpMinUI, i, x.c(n-1))
+		out[j] = loop.Load(b, g.loc, buf, x.index(x.add(base, i)))
+	}
+	return out
+}
+
+// gradProbs replaces the tile's rounded scores s (n8 tiles j, values r)
+// by the probabilities ex2(s·c − lse) and returns the dS of them for the
+// dP values dp: P·(dP − D)·scale; lse and dd give each value's row or
+// column statistic by (j, r).
+func (g *flashGen) gradProbs(b *ir.Builder, s, dp [][]*ir.Value, lse, dd func(j, r int) *ir.Value, c, scale *ir.Value) [][]*ir.Value {
+	loc := g.loc
+	ds := make([][]*ir.Value, len(s))
+	for j := range s {
+		ds[j] = make([]*ir.Value, 4)
+		for r := range 4 {
+			nl := fop(b, loc, arith.OpSubF, g.f32At(b, 0), lse(j, r))
+			s[j][r] = approxExp2(b, loc, mathOp(b, loc, mathd.OpFMA, s[j][r], c, nl))
+			d := fop(b, loc, arith.OpSubF, dp[j][r], dd(j, r))
+			ds[j][r] = fop(b, loc, arith.OpMulF, fop(b, loc, arith.OpMulF, s[j][r], d), scale)
+		}
+	}
+	return ds
+}
+
+// f32At is the f32 constant v at b.
+func (g *flashGen) f32At(b *ir.Builder, v float64) *ir.Value {
+	return arith.ConstantFloat(b, g.loc, v, ir.F32)
+}
+
+// storeRows writes accumulators acc (n8 tiles of D, 4 values each, as
+// the product leaves them) rounded to the element type into out, rows
+// g.rows[0] of the block's batch (those below g.Lq).
+func (g *flashGen) storeRows(acc []*ir.Value, out *ir.Value) {
+	b, loc, x := g.b, g.loc, g.x
+	for h := range 2 {
+		row := g.rows[0][h]
+		emit := func(b *ir.Builder) []*ir.Value {
+			x := x.at(b)
+			rowOff := x.add(x.mulc(g.batchOf(b), g.Lq*g.D), x.mulc(row, g.D))
+			for j := range g.D / 8 {
+				for c := range int64(2) {
+					v := arith.NewCast(b, arith.OpTruncF, loc, acc[4*j+2*int64(h)+c], g.Elem)
+					loop.Store(b, loc, v, out, x.index(x.add(rowOff, x.addc(g.t2, 8*j+c))))
+				}
+			}
+			return nil
+		}
+		if g.Lq%g.Tile.Rows == 0 {
+			emit(b)
+		} else {
+			loop.If(b, loc, x.lt(row, x.c(g.Lq)), nil, emit, nil)
+		}
+	}
+}
+
+// zeros returns n f32 zeros.
+func (g *flashGen) zeros(n int64) []*ir.Value {
+	out := make([]*ir.Value, n)
+	for i := range out {
+		out[i] = g.f32(0)
+	}
+	return out
+}
+
+// emitDQ builds the dQ kernel on args (DQArgTypes).
+func (g *flashGen) emitDQ(args []*ir.Value) {
+	b, loc, x := g.b, g.loc, g.x
+	q, o, do, lseBuf, dqBuf, ddBuf := args[0], args[3], args[4], args[5], args[6], args[7]
+	g.q, g.k, g.v = q, args[1], args[2]
+	K := g.Tile.Keys
+	var full *ir.Value
+	st, _, qAt, doAt := g.gradStart(q, do, func(st flashStart) *ir.Value {
+		full = g.keyTileBounds(st.rowBase)
+		return g.x.c(0)
+	})
+	aOff, nMajor, kMajor := g.gradOffsets(st)
+	qf := g.fragments(b, x.addc(aOff, qAt))
+	dof := g.fragments(b, x.addc(aOff, doAt))
+	sm := g.softmax()
+	scale := g.f32(g.Scale)
+	rows := g.rows[0]
+
+	// D of the lane's two rows: its columns' dO·O, summed over the quad;
+	// the quad's first lane writes it out for the dK/dV kernel.
+	var dd [2]*ir.Value
+	for h := range 2 {
+		row := x.op(arith.OpMinUI, rows[h], x.c(g.Lq-1))
+		off := x.add(x.mulc(st.z, g.Lq*g.D), x.add(x.mulc(row, g.D), g.t2))
+		offI := x.index(off)
+		var terms []*ir.Value
+		for j := range g.D / 8 {
+			for c := range int64(2) {
+				at := indexAdd(b, loc, offI, 8*j+c)
+				ov := arith.NewCast(b, arith.OpExtF, loc, loop.Load(b, loc, o, at), ir.F32)
+				dv := arith.NewCast(b, arith.OpExtF, loc, loop.Load(b, loc, do, at), ir.F32)
+				terms = append(terms, fop(b, loc, arith.OpMulF, ov, dv))
+			}
+		}
+		dd[h] = g.quadReduce(b, arith.OpAddF, tree(b, loc, arith.OpAddF, terms))
+		cond := x.both(arith.NewCmpI(b, loc, arith.CmpIEQ, g.t2, x.c(0)), x.lt(rows[h], x.c(g.Lq)))
+		loop.If(b, loc, cond, nil, func(b *ir.Builder) []*ir.Value {
+			x := x.at(b)
+			loop.Store(b, loc, dd[h], ddBuf, x.index(x.add(x.mulc(st.z, g.Lq), rows[h])))
+			return nil
+		}, nil)
+	}
+	lse := g.rowValues(b, lseBuf, g.Lq, rows[:])
+
+	nO := g.D / 8
+	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
+		return g.keyTiles(from, to, it, false, g.load, g.stage(1), func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
+			s := g.scores(b, qf, x.add(at, nMajor))
+			g.round(b, s[0])
+			if masked {
+				g.mask(b, s[0], x.mulc(kt, K), sm, rows)
+			}
+			dp := g.scores(b, dof, x.addc(x.add(at, nMajor), K*g.ld))
+			ds := g.gradProbs(b, s[0], dp[0], func(_, r int) *ir.Value { return lse[r/2] }, func(_, r int) *ir.Value { return dd[r/2] }, sm.c, scale)
+			acc := append([]*ir.Value(nil), it...)
+			g.product(b, [][][]*ir.Value{ds}, [][]*ir.Value{acc}, [][]*ir.Value{nil}, x.add(at, kMajor), nil, sm)
+			return acc
+		})
+	}
+	it := tileLoop(x.c(0), full, g.zeros(4*nO), false)
+	if g.Causal || g.Lk%K != 0 {
+		it = tileLoop(full, g.tiles, it, true)
+	}
+	g.storeRows(it, dqBuf)
+}
+
+// emitDKV builds the dK/dV kernel on args (DKVArgTypes) with g's view
+// transposed (dkvFlash): rows are keys, key tiles are query tiles.
+func (g *flashGen) emitDKV(args []*ir.Value) {
+	x := g.x
+	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
+	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
+	Qt := g.Tile.Keys
+	// The query tiles: a causal block starts at the tile of its first key
+	// (the tiles before it are masked whole) and masks the tiles up to its
+	// last key's; the query tail's tile is masked too. The loops run
+	// [from, full) masked, [full, last) unmasked, [last, tiles) masked.
+	g.tiles = x.c(ceilDivInt(g.Lk, Qt))
+	from, full := x.c(0), x.c(0)
+	st, _, kAt, vAt := g.gradStart(k, v, func(st flashStart) *ir.Value {
+		if g.Causal {
+			from = x.op(arith.OpMinUI, x.div(st.rowBase, x.c(Qt)), g.tiles)
+			full = x.op(arith.OpMinUI, x.div(x.addc(st.rowBase, g.Tile.Rows+Qt-2), x.c(Qt)), g.tiles)
+		}
+		return from
+	})
+	last := g.tiles
+	if g.Lk%Qt != 0 {
+		last = x.op(arith.OpMaxUI, x.c(g.Lk/Qt), full)
+	}
+	aOff, nMajor, kMajor := g.gradOffsets(st)
+	sm := g.softmax()
+	scale := g.f32(g.Scale)
+	rows := g.rows[0]
+	nO := g.D / 8
+	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
+		return g.keyTiles(lo, hi, it, false, g.load, g.stage(1), func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
+			kf := g.fragments(b, x.addc(aOff, kAt))
+			s := g.scores(b, kf, x.add(at, nMajor))
+			g.round(b, s[0])
+			first := x.mulc(qt, Qt)
+			if masked {
+				g.maskT(b, s[0], first, sm, rows)
+			}
+			cols := make([]*ir.Value, 0, 2*len(s[0]))
+			for j := range s[0] {
+				for c := range int64(2) {
+					cols = append(cols, x.add(first, x.addc(g.t2, 8*int64(j)+c)))
+				}
+			}
+			lse := g.rowValues(b, lseBuf, g.Lk, cols)
+			dd := g.rowValues(b, ddBuf, g.Lk, cols)
+			vf := g.fragments(b, x.addc(aOff, vAt))
+			dp := g.scores(b, vf, x.addc(x.add(at, nMajor), Qt*g.ld))
+			ds := g.gradProbs(b, s[0], dp[0], func(j, r int) *ir.Value { return lse[2*j+r%2] }, func(j, r int) *ir.Value { return dd[2*j+r%2] }, sm.c, scale)
+			dk, dv := append([]*ir.Value(nil), it[:4*nO]...), append([]*ir.Value(nil), it[4*nO:]...)
+			g.product(b, [][][]*ir.Value{s[0]}, [][]*ir.Value{dv}, [][]*ir.Value{nil}, x.addc(x.add(at, kMajor), Qt*g.ld), nil, sm)
+			g.product(b, [][][]*ir.Value{ds}, [][]*ir.Value{dk}, [][]*ir.Value{nil}, x.add(at, kMajor), nil, sm)
+			return append(dk, dv...)
+		})
+	}
+	it := g.zeros(8 * nO)
+	if g.Causal {
+		it = tileLoop(from, full, it, true)
+	}
+	it = tileLoop(full, last, it, false)
+	if g.Lk%Qt != 0 {
+		it = tileLoop(last, g.tiles, it, true)
+	}
+
+	g.storeRows(it[:4*nO], dkBuf)
+	g.storeRows(it[4*nO:], dvBuf)
+}
+
+// maskT replaces the masked scores of the transposed kernel's tile (rows
+// are keys, columns queries from first) by sm.masked: queries past the
+// end (g.Lk in the transposed view) and, when causal, queries before the
+// row's key. Value r of n8 tile j is row rows[r/2], column first + 8j +
+// t2 + r%2.
+func (g *flashGen) maskT(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm softmax, rows [2]*ir.Value) {
+	x := g.x.at(b)
+	base := x.add(first, g.t2)
+	for j := range s {
+		for r := range 4 {
+			col := x.addc(base, int64(8*j+r%2))
+			var masked *ir.Value
+			if g.Lk%g.Tile.Keys != 0 {
+				masked = arith.NewCmpI(b, g.loc, arith.CmpIUGE, col, x.c(g.Lk))
+			}
+			if g.Causal {
+				before := arith.NewCmpI(b, g.loc, arith.CmpIULT, col, rows[r/2])
+				if masked == nil {
+					masked = before
+				} else {
+					masked = arith.Binary(b, arith.OpOrI, g.loc, masked, before)
+				}
+			}
+			if masked != nil {
+				s[j][r] = arith.NewSelect(b, g.loc, masked, sm.masked, s[j][r])
+			}
+		}
+	}
+}
