@@ -69,6 +69,8 @@ var references = map[string]func(d []int64, in [][]float64) [][]float64{
 		}
 		return [][]float64{o}
 	},
+	"attention_train":      attentionTrainReference,
+	"attention_train_d128": attentionTrainReference,
 	"tiny_chain": func(d []int64, in [][]float64) [][]float64 {
 		y := append([]float64(nil), in[0]...)
 		for i := range y {
@@ -99,6 +101,42 @@ var references = map[string]func(d []int64, in [][]float64) [][]float64{
 		g1 := matmul(transpose(x, m, k), dh, k, m, h)
 		return [][]float64{g1, g2}
 	},
+}
+
+// attentionTrainReference differentiates Σ causal_attention(q, k, v)·w
+// with respect to q, k and v (inputs w, q, k, v): with P the
+// probabilities, dv = Pᵀ·w, dS = P·(w·vᵀ − rowsum(P·(w·vᵀ))), dq =
+// dS·k/√d, dk = dSᵀ·q/√d.
+func attentionTrainReference(d []int64, in [][]float64) [][]float64 {
+	bh, s, dh := int(d[0]*d[1]), int(d[2]), int(d[3])
+	scale := 1 / math.Sqrt(float64(dh))
+	var gq, gk, gv []float64
+	for i := range bh {
+		part := func(x []float64) []float64 { return x[i*s*dh : (i+1)*s*dh] }
+		w, q, k, v := part(in[0]), part(in[1]), part(in[2]), part(in[3])
+		sc := matmul(q, transpose(k, s, dh), s, dh, s)
+		for j := range sc {
+			sc[j] *= scale
+			if j%s > j/s {
+				sc[j] = math.Inf(-1)
+			}
+		}
+		p := softmaxRows(sc, s)
+		gv = append(gv, matmul(transpose(p, s, s), w, s, s, dh)...)
+		dp := matmul(w, transpose(v, s, dh), s, dh, s)
+		for r := range s {
+			sum := 0.0
+			for c := range s {
+				sum += dp[r*s+c] * p[r*s+c]
+			}
+			for c := range s {
+				dp[r*s+c] = p[r*s+c] * (dp[r*s+c] - sum) * scale
+			}
+		}
+		gq = append(gq, matmul(dp, k, s, s, dh)...)
+		gk = append(gk, matmul(transpose(dp, s, s), q, s, s, dh)...)
+	}
+	return [][]float64{gq, gk, gv}
 }
 
 // referenceOutputs runs the reference of w on every variant of in.

@@ -82,6 +82,13 @@ def mlp_train(x, w1, w2):
     return tuple(torch.autograd.grad(loss, (w1, w2)))
 
 
+def attention_train(w, q, k, v):
+    # The loss Strata differentiates: sum(causal_attention(q, k, v) · w) in f32.
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    loss = (o.float() * w).sum()
+    return tuple(torch.autograd.grad(loss, (q, k, v)))
+
+
 WORKLOADS = {
     "pointwise": pointwise,
     "softmax": softmax,
@@ -91,10 +98,12 @@ WORKLOADS = {
     "attention": attention,
     "tiny_chain": tiny_chain,
     "mlp_train": mlp_train,
+    "attention_train": attention_train,
+    "attention_train_d128": attention_train,
     "softmax_dynamic": softmax,
 }
 # Workloads whose inputs are differentiated.
-NEEDS_GRAD = {"mlp_train": (1, 2)}
+NEEDS_GRAD = {"mlp_train": (1, 2), "attention_train": (1, 2, 3), "attention_train_d128": (1, 2, 3)}
 
 
 def load_inputs(d, workload, variant):

@@ -161,6 +161,10 @@ var Workloads = []*Workload{
 		Full: []int64{4096}, Small: []int64{64}, build: buildTinyChain},
 	{Name: "mlp_train", TorchModes: torchDefault, Shape: "8192×4096→16384", Summary: "bf16 MLP training step (gradients of w1, w2)", Tol: tolBF16Train,
 		Full: []int64{8192, 4096, 16384}, Small: []int64{4, 8, 16}, build: buildMLPTrain},
+	{Name: "attention_train", TorchModes: torchDefault, Shape: "b16 h16 s1024 d64 causal", Summary: "bf16 causal attention, forward and backward (gradients of q, k, v)", Tol: tolBF16Train,
+		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 40, 16}, build: buildAttentionTrain},
+	{Name: "attention_train_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128 causal", Summary: "attention_train at head dim 128", Tol: tolBF16Train,
+		Full: []int64{16, 16, 1024, 128}, Small: []int64{2, 1, 24, 32}, build: buildAttentionTrain},
 	{Name: "softmax_dynamic", TorchModes: torchDefault, Shape: "{1000,2000,3001,4096,8191}×4096", Summary: "softmax over 5 row counts, one compile", Tol: tolReduction,
 		Full: []int64{1000, 2000, 3001, 4096, 8191, 4096}, Small: []int64{3, 5, 2, 8, 7, 16}, build: buildSoftmaxDynamic},
 }
@@ -353,6 +357,37 @@ func buildMLPTrain(d []int64) (*Instance, error) {
 		Variants: []Variant{{Inputs: gradIns, Outputs: outs}},
 		// forward (2 products), then dW2, dH, dW1.
 		Flops: 10 * m * k * h,
+	}, nil
+}
+
+// buildAttentionTrain is the loss Σ attention(q, k, v)·w (causal, in f32)
+// differentiated with respect to q, k and v: w, the data, is the
+// gradient of the attention's result.
+func buildAttentionTrain(d []int64) (*Instance, error) {
+	b, h, s, dh := d[0], d[1], d[2], d[3]
+	ins := []TensorSpec{
+		input("w", F32, 1, b, h, s, dh),
+		input("q", BF16, 1, b, h, s, dh), input("k", BF16, 1, b, h, s, dh), input("v", BF16, 1, b, h, s, dh),
+	}
+	loss := TensorSpec{Name: "loss", DType: F32}
+	t, tf := ins[1].Type(), ins[0].Type()
+	body := fmt.Sprintf(`  %%0 = "graph.attention"(%%q, %%k, %%v) <{causal = true}> : (%[1]s, %[1]s, %[1]s) -> %[1]s
+  %%1 = "graph.cast"(%%0) : (%[1]s) -> %[2]s
+  %%2 = "graph.mul"(%%1, %%w) : (%[2]s, %[2]s) -> %[2]s
+  %%3 = "graph.reduce_sum"(%%2) <{axes = [0, 1, 2, 3], keepdims = false}> : (%[2]s) -> tensor<f32>
+`, t, tf)
+	one := 1.0
+	seed := TensorSpec{Name: "dloss", DType: F32, Fill: &one}
+	gradIns := append(append([]TensorSpec(nil), ins...), seed)
+	outs := []TensorSpec{output("gq", BF16, b, h, s, dh), output("gk", BF16, b, h, s, dh), output("gv", BF16, b, h, s, dh)}
+	return &Instance{
+		Program:  funcText("loss", ins, []TensorSpec{loss}, body, "%3"),
+		Grad:     "loss",
+		Entry:    "loss_grad",
+		Variants: []Variant{{Inputs: gradIns, Outputs: outs}},
+		// The causal half of the forward's two products and the
+		// backward's five (FlashAttention's count: S again, dP, dV, dQ, dK).
+		Flops: 7 * b * h * s * s * dh,
 	}, nil
 }
 

@@ -4,13 +4,22 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
 )
 
 // flashGradCases are small attentions for the backward kernels: row and
@@ -25,6 +34,7 @@ var flashGradCases = []flashCase{
 	{1, 1, 130, 70, 64, true, 0, ir.BF16},
 	{1, 1, 100, 90, 64, false, 0, ir.BF16},
 	{1, 1, 64, 128, 64, true, 0, ir.BF16},
+	{1, 1, 150, 100, 64, false, 0.3, ir.BF16},
 	{1, 1, 40, 70, 32, false, -0.3, ir.BF16},
 	{1, 1, 70, 40, 128, true, 0.5, ir.BF16},
 	{1, 1, 67, 100, 128, false, 0, ir.BF16},
@@ -130,34 +140,22 @@ func gradClose(t *testing.T, name string, got, want []float64, tol float64) floa
 func TestFlashGradSemantics(t *testing.T) {
 	const tol = 1.0 / 64
 	for _, tc := range flashGradCases {
-		t.Run(tc.String(), func(t *testing.T) {
+		tile := togpu.FlashTile{}
+		if tc.d == 64 && tc.lq != 100 {
+			// The wgmma forward kernels' log-sum-exp (both tilings).
+			tile = togpu.WGMMATile(tc.causal)
+		}
+		t.Run(fmt.Sprintf("%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
 			t.Parallel()
 			q, k, v := tc.inputs(t)
 			rng := rand.New(rand.NewPCG(uint64(tc.d), 7))
 			do := randomFloats(t, rng, tc.elem, q.Shape())
-			ctx := dialects.NewContext()
-			m := flashGradModule(t, ctx, tc.flash(togpu.FlashTile{}))
-			buf := func(elem ir.Type, n int) *interp.Buffer {
-				b, err := interp.NewBuffer(elem, []int64{int64(n)})
-				if err != nil {
+			oq, dq, dk, dv := runFlashGrad(t, tc, tile, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+				if _, err := interp.New(m).Call("main", args...); err != nil {
 					t.Fatal(err)
 				}
-				return b
-			}
-			rows := int(tc.b * tc.h * tc.lq)
-			o, lse, dd := buf(tc.elem, q.Len()), buf(ir.F32, rows), buf(ir.F32, rows)
-			dq, dk, dv := buf(tc.elem, q.Len()), buf(tc.elem, k.Len()), buf(tc.elem, v.Len())
-			if _, err := interp.New(m).Call("main", flat(t, q), flat(t, k), flat(t, v), flat(t, do), o, lse, dq, dk, dv, dd); err != nil {
-				t.Fatal(err)
-			}
-			ot, err := o.Tensor()
-			if err != nil {
-				t.Fatal(err)
-			}
-			oq, err := interp.FromBits(tc.elem, q.Shape(), ot.Bits())
-			if err != nil {
-				t.Fatal(err)
-			}
+			})
+			ctx := dialects.NewContext()
 			rm, err := ir.Parse(ctx, tc.gradSource(), ir.ParseOptions{Filename: "ref.mlir"})
 			if err != nil {
 				t.Fatal(err)
@@ -166,17 +164,279 @@ func TestFlashGradSemantics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, g := range []*interp.Buffer{dq, dk, dv} {
-				gt, err := g.Tensor()
-				if err != nil {
-					t.Fatal(err)
-				}
-				rel := gradClose(t, []string{"dq", "dk", "dv"}[i], gt.Float64s(), want[i].(*interp.Tensor).Float64s(), tol)
-				t.Logf("%s: normwise error %.3g", []string{"dq", "dk", "dv"}[i], rel)
-				if i == 0 {
-					t.Logf("dq[0:4] kernel %v graph %v", gt.Float64s()[:4], want[0].(*interp.Tensor).Float64s()[:4])
-				}
+			for i, g := range []*interp.Tensor{dq, dk, dv} {
+				name := []string{"dq", "dk", "dv"}[i]
+				t.Logf("%s: normwise error %.3g", name, gradClose(t, name, g.Float64s(), want[i].(*interp.Tensor).Float64s(), tol))
 			}
 		})
 	}
+}
+
+// TestFlashGradPipeline runs graph-attention-to-flash and lower-to-gpu on
+// programs with graph.attention_grad: paired with the attention that
+// computes its o (one forward kernel, which also writes the log-sum-exp,
+// and the two backward kernels), or alone (a forward kernel of its own
+// for the log-sum-exp), or with a mask-free attention of other operands
+// (not paired); the simulated GPU results match the interpreter's.
+func TestFlashGradPipeline(t *testing.T) {
+	const ty = "tensor<1x2x40x32xbf16>"
+	grad := func(o string) string {
+		return fmt.Sprintf(`%%g:3 = "graph.attention_grad"(%%q, %%k, %%v, %s, %%do) <{causal = true}> : (%[2]s, %[2]s, %[2]s, %[2]s, %[2]s) -> (%[2]s, %[2]s, %[2]s)`, o, ty)
+	}
+	for _, tc := range []struct {
+		name, body string
+		kernels    int
+	}{
+		{"paired", `%o = "graph.attention"(%q, %k, %v) <{causal = true}> : (T, T, T) -> T
+  ` + grad("%o"), 3},
+		{"alone", grad("%do"), 3},
+		{"other-scale", `%o = "graph.attention"(%q, %k, %v) <{causal = true, scale = 0.5 : f64}> : (T, T, T) -> T
+  ` + grad("%o"), 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := strings.ReplaceAll(tc.body, "(T, T, T) -> T", fmt.Sprintf("(%[1]s, %[1]s, %[1]s) -> %[1]s", ty))
+			ret := "%g#0, %g#1, %g#2"
+			rty := ty + ", " + ty + ", " + ty
+			if strings.Contains(body, `%o = `) {
+				ret, rty = "%o, "+ret, ty+", "+rty
+			}
+			src := fmt.Sprintf("func.func @main(%%q: %[1]s, %%k: %[1]s, %%v: %[1]s, %%do: %[1]s) -> (%[2]s) {\n  %[3]s\n  return %[4]s : %[2]s\n}\n", ty, rty, body, ret)
+			p := &passtest.Program{Func: "main", Source: src}
+			const pipeline = "builtin.module(graph-attention-to-flash,lower-to-gpu)"
+			text := lowerText(t, p, pipeline)
+			if got := strings.Count(text, `mapping = "flash"`); got != tc.kernels {
+				t.Errorf("%d flash kernels, want %d", got, tc.kernels)
+			}
+			if strings.Contains(text, togpu.FlashAttr) || strings.Contains(text, togpu.FlashGradAttr) || strings.Contains(text, "graph.") {
+				t.Errorf("flash declarations or graph ops left:\n%s", text)
+			}
+			if err := passtest.CheckSemantics(p, pipeline, 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestFlashGradPTX compiles the bench's backward kernels (b16 h16 s1024,
+// head dims 64 and 128, causal and not) and the forward kernel with its
+// log-sum-exp with the native backend, assembles them with the offline
+// ptxas for sm_90 and checks that nothing spills.
+func TestFlashGradPTX(t *testing.T) {
+	ptxas := os.Getenv("STRATA_PTXAS")
+	if ptxas == "" {
+		ptxas, _ = filepath.Abs("../../.cache/tools/bin/ptxas")
+	}
+	if _, err := os.Stat(ptxas); err != nil {
+		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
+	}
+	for _, d := range []int64{64, 128} {
+		for _, causal := range []bool{false, true} {
+			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16}
+			t.Run(fmt.Sprintf("d%d-causal=%v", d, causal), func(t *testing.T) {
+				t.Parallel()
+				m := flashGradModule(t, dialects.NewContext(), f)
+				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				be, err := nvptx.New("native")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ptx, err := be.Compile(mod, nvptx.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir := os.Getenv("STRATA_FLASH_PTX")
+				if dir == "" {
+					dir = t.TempDir()
+				}
+				file := filepath.Join(dir, strings.NewReplacer("/", "_", "=", "").Replace(t.Name())+".ptx")
+				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := osexec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
+				if err != nil {
+					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
+				}
+				for _, line := range strings.Split(string(out), "\n") {
+					if strings.Contains(line, "spill") && !strings.Contains(line, "0 bytes spill stores, 0 bytes spill loads") {
+						t.Errorf("a kernel spills:\n%s", out)
+						break
+					}
+				}
+				t.Log(string(out))
+			})
+		}
+	}
+}
+
+// runFlashGrad runs flashGradModule of tc with tiling tile through run
+// (the interpreter's simulation or the device) and returns o, dq, dk, dv.
+func runFlashGrad(t *testing.T, tc flashCase, tile togpu.FlashTile, q, k, v, do *interp.Tensor,
+	run func(m *ir.Operation, args []interp.Value)) (o, dq, dk, dv *interp.Tensor) {
+	t.Helper()
+	m := flashGradModule(t, dialects.NewContext(), tc.flash(tile))
+	buf := func(elem ir.Type, n int) *interp.Buffer {
+		b, err := interp.NewBuffer(elem, []int64{int64(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	rows := int(tc.b * tc.h * tc.lq)
+	bufs := []*interp.Buffer{buf(tc.elem, q.Len()), buf(ir.F32, rows), buf(tc.elem, q.Len()), buf(tc.elem, k.Len()), buf(tc.elem, v.Len()), buf(ir.F32, rows)}
+	run(m, []interp.Value{flat(t, q), flat(t, k), flat(t, v), flat(t, do), bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5]})
+	var out [4]*interp.Tensor
+	for i, b := range []*interp.Buffer{bufs[0], bufs[2], bufs[3], bufs[4]} {
+		x, err := b.Tensor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := q.Shape()
+		if i == 2 || i == 3 {
+			shape = k.Shape()
+		}
+		if out[i], err = interp.FromBits(tc.elem, shape, x.Bits()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out[0], out[1], out[2], out[3]
+}
+
+// TestGPUFlashGrad runs the forward kernel with its log-sum-exp and the
+// backward kernels on the device (skipped without one): first against
+// the interpreter's graph.attention_grad (on the device's o) within
+// TestFlashGradSemantics's tolerance, for flashGradCases and larger
+// shapes, with the forward's default and wgmma tilings; then it times the
+// forward alone and forward plus backward at the bench's attention_train
+// sizes (b16 h16 s1024, head dims 64 and 128, causal).
+func TestGPUFlashGrad(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	const tol = 1.0 / 64
+	cases := append(slices.Clone(flashGradCases),
+		flashCase{2, 2, 300, 260, 64, true, 0, ir.BF16}, flashCase{1, 2, 257, 257, 128, true, 0, ir.BF16},
+		flashCase{1, 2, 512, 512, 64, false, 0, ir.BF16})
+	for _, tc := range cases {
+		tiles := []togpu.FlashTile{{}}
+		if tc.flash(togpu.WGMMATile(tc.causal)).Check() == nil {
+			tiles = append(tiles, togpu.WGMMATile(tc.causal))
+		}
+		for _, tile := range tiles {
+			t.Run(fmt.Sprintf("check-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
+				q, k, v := tc.inputs(t)
+				do := randomFloats(t, rand.New(rand.NewPCG(uint64(tc.d), 7)), tc.elem, q.Shape())
+				o, dq, dk, dv := runFlashGrad(t, tc, tile, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+					p, err := exec.Compile(m, flashExecOptions(tile))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := p.Run(rt, "main", args); err != nil {
+						t.Fatal(err)
+					}
+				})
+				rm, err := ir.Parse(dialects.NewContext(), tc.gradSource(), ir.ParseOptions{Filename: "ref.mlir"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := interp.New(rm).Call("main", q, k, v, o, do)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, g := range []*interp.Tensor{dq, dk, dv} {
+					name := []string{"dq", "dk", "dv"}[i]
+					t.Logf("%s: normwise error %.3g", name, gradClose(t, name, g.Float64s(), want[i].(*interp.Tensor).Float64s(), tol))
+				}
+			})
+		}
+	}
+	for _, d := range []int64{64, 128} {
+		tc := flashCase{16, 16, 1024, 1024, d, true, 0, ir.BF16}
+		tile := togpu.WGMMATile(true)
+		if tc.flash(tile).Check() != nil {
+			tile = togpu.FlashTile{}
+		}
+		q, k, v := tc.inputs(t)
+		do := randomFloats(t, rand.New(rand.NewPCG(uint64(tc.d), 7)), tc.elem, q.Shape())
+		flops := 4 * float64(tc.b*tc.h*tc.lq*tc.lk*tc.d) / 2
+		var fwd float64
+		t.Run(fmt.Sprintf("time-forward-lse-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
+			f := tc.flash(tile)
+			f.LSE = true
+			m := flashModuleLSE(t, f)
+			p, err := exec.Compile(m, flashExecOptions(tile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len()), newBuffer(t, ir.F32, int(tc.b*tc.h*tc.lq))}
+			if fwd, err = p.RunTimed(rt, "main", args, 5, 20); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
+		})
+		t.Run(fmt.Sprintf("time-train-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
+			runFlashGrad(t, tc, tile, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+				p, err := exec.Compile(m, flashExecOptions(tile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ms, err := p.RunTimed(rt, "main", args, 5, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Forward and backward: 2 + 5 products (FlashAttention's count).
+				t.Logf("forward+backward %.3f ms (backward %.3f), %.0f TFLOP/s", ms, ms-fwd, 3.5*flops/ms/1e9)
+			})
+		})
+	}
+}
+
+// newBuffer returns a buffer of n elements of elem.
+func newBuffer(t *testing.T, elem ir.Type, n int) *interp.Buffer {
+	t.Helper()
+	b, err := interp.NewBuffer(elem, []int64{int64(n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// flashModuleLSE is flashModule for a forward kernel with LSE: @main(q,
+// k, v, o, lse).
+func flashModuleLSE(t *testing.T, f togpu.Flash) *ir.Operation {
+	t.Helper()
+	ctx := dialects.NewContext()
+	ts := f.ArgTypes()
+	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%o: %s, %%lse: %s) {\n    return\n  }\n}\n", ts[0], ts[1], ts[2], ts[3], ts[4])
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "flash.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := ir.NewSymTable(m).Lookup("main")
+	b := ir.NewBuilder(ctx)
+	b.SetInsertionPointAfter(fn)
+	gmod := gpu.NewModule(b, fn.Loc(), "main_kernels")
+	b.SetInsertionPointBefore(gmod.Region(0).Front().Last())
+	kernel, err := f.Kernel(b, fn.Loc(), "flash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fn.Region(0).Front()
+	b.SetInsertionPointBefore(body.Last())
+	a := body.Arguments()
+	if _, err := f.Launch(b, fn.Loc(), kernel, gpu.KernelRef("main_kernels", "flash"), a[0], a[1], a[2], a[3], a[4]); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
