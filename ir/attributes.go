@@ -25,7 +25,7 @@ func AttrEqual(a, b Attribute) bool {
 	// Equal scalar attributes print the same: no need to print them. (Types
 	// are uniqued pointers, so these structs compare without panicking.)
 	switch a.(type) {
-	case IntegerAttr, FloatAttr, StringAttr, OpaqueAttr, TypeAttr, UnitAttr:
+	case IntegerAttr, FloatAttr, StringAttr, OpaqueAttr, TypeAttr, UnitAttr, WideAttr:
 		if a == b {
 			return true
 		}
@@ -79,7 +79,7 @@ func TruncInt(v int64, t Type) int64 {
 	if it, ok := t.(*IntegerType); ok && it.Signedness == Unsigned {
 		return int64(uint64(v) & (1<<w - 1))
 	}
-	if w == 1 { // i1 is a boolean: 0 or 1, never -1.
+	if w == 1 && t == I1 { // i1 is a boolean: 0 or 1, never -1 (si1 is 0 or -1).
 		return v & 1
 	}
 	shift := 64 - w

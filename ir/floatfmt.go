@@ -22,6 +22,9 @@ func FormatFloat(bits uint64, t *FloatType) string {
 			return s
 		}
 	}
+	if s, ok := wideSpecialHex(v, t); ok {
+		return s
+	}
 	return "0x" + strings.ToUpper(strconv.FormatUint(bits, 16))
 }
 

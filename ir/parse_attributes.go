@@ -170,7 +170,13 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 			p.failAt(pos, "undefined symbol alias id '%s'", name[1:])
 			return nil
 		}
-		return p.maybeTyped(OpaqueAttr{Text: name + body})
+		a := OpaqueAttr{Text: name + body}
+		if typ == nil && p.is(":") {
+			// A dialect attribute may carry a type, "#foo.attr : i32", as
+			// upstream reads it wherever no type is implied.
+			return p.typedOpaque(a)
+		}
+		return a
 	case tokBangIdent:
 		return TypeAttr{p.parseType()}
 	case tokBareIdent:
@@ -236,14 +242,19 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 // maybeTyped keeps the ": type" that may follow an opaque attribute.
 func (p *Parser) maybeTyped(a OpaqueAttr) Attribute {
 	if p.is(":") && (strings.HasPrefix(a.Text, "dense_resource") || strings.HasPrefix(a.Text, "sparse") || strings.HasPrefix(a.Text, "opaque")) {
-		p.advance()
-		t := p.parseType()
-		if t == nil {
-			return nil
-		}
-		return OpaqueAttr{Text: a.Text + " : " + t.String()}
+		return p.typedOpaque(a)
 	}
 	return a
+}
+
+// typedOpaque reads the ": type" after a, the parser at the colon.
+func (p *Parser) typedOpaque(a OpaqueAttr) Attribute {
+	p.advance()
+	t := p.parseType()
+	if t == nil {
+		return nil
+	}
+	return OpaqueAttr{Text: a.Text + " : " + t.String()}
 }
 
 func (p *Parser) symbolText() string {
@@ -295,6 +306,9 @@ func literalAttr(lit token, neg bool, typ Type) (Attribute, error) {
 				if neg {
 					return nil, errors.New("hexadecimal float literal should not have a leading minus")
 				}
+				if t.Width > 64 {
+					return wideHexFloat(lit.text, t)
+				}
 				bits, err := strconv.ParseUint(lit.text[2:], 16, 64)
 				if err != nil || (t.Width < 64 && bits>>uint(t.Width) != 0) {
 					return nil, fmt.Errorf("hexadecimal float constant out of range for type %s", t)
@@ -305,6 +319,14 @@ func literalAttr(lit token, neg bool, typ Type) (Attribute, error) {
 		v, err := strconv.ParseFloat(lit.text, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return nil, fmt.Errorf("invalid floating point literal '%s'", lit.text)
+		}
+		if err != nil && t.Width > 64 {
+			// f80 and f128 reach further than float64: keep the literal.
+			text := lit.text
+			if neg {
+				text = "-" + text
+			}
+			return WideAttr{Value: text, Type: t}, nil
 		}
 		if neg {
 			v = -v
@@ -323,11 +345,7 @@ func literalAttr(lit token, neg bool, typ Type) (Attribute, error) {
 		}
 		if IntWidth(typ) > 64 {
 			// IntegerAttr holds 64 bits; wider literals are kept as text.
-			n, err := wideIntLiteral(lit.text, neg, typ)
-			if err != nil {
-				return nil, err
-			}
-			return OpaqueAttr{Text: n.String() + " : " + typ.String()}, nil
+			return wideIntAttr(lit.text, neg, typ)
 		}
 		v, err := parseIntLiteral(lit.text, neg, typ)
 		if err != nil {
@@ -604,6 +622,14 @@ func (p *Parser) parseDense() Attribute {
 			strs = append(strs, e.str)
 		}
 		return DenseStringAttr{Type: st, Values: strs}
+	}
+	if IsInteger(scalarT) && k == 1 && IntWidth(scalarT) > 64 {
+		a, bad, err := wideDense(elems, st)
+		if err != nil {
+			p.failAt(elems[bad].pos, "%v", err)
+			return nil
+		}
+		return a
 	}
 	a := DenseAttr{Type: st, Splat: isSplat && n != 1}
 	for _, e := range elems {

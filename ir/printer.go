@@ -85,11 +85,18 @@ func (op *Operation) GenericString() string {
 
 // numberScope names the values and blocks of op's regions. Numbering starts
 // anew inside isolated ops that are direct children of a symbol table (such as
-// functions in a module), as MLIR does. Isolated ops nested deeper (such as
-// graph.fusion in a function) continue their parent's numbering, so tools that
-// do not know they are isolated (mlir-opt) still see unique names.
-func (p *Printer) numberScope(op *Operation) {
-	valueID, argID := 0, 0
+// functions in a module), as MLIR does, but from where the enclosing scope's
+// numbering ended, not from zero: names stay unique along every chain of
+// nested regions, which mlir-opt requires of generic text (its generic
+// parser does not know which ops are isolated), so a function in a module
+// nested in a function does not redefine the outer function's %arg0.
+// Isolated ops nested deeper (such as graph.fusion in a function) continue
+// their parent's numbering.
+func (p *Printer) numberScope(op *Operation) { p.numberScopeFrom(op, 0, 0) }
+
+// numberScopeFrom is numberScope with value and argument numbers starting
+// at valueID and argID.
+func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
 	queue := append([]*Region(nil), op.regions...)
 	var isolated []*Operation
 	if op.NumResults() > 0 && p.names[op.results[0]] == "" {
@@ -122,7 +129,7 @@ func (p *Printer) numberScope(op *Operation) {
 		}
 	}
 	for _, o := range isolated {
-		p.numberScope(o)
+		p.numberScopeFrom(o, valueID, argID)
 	}
 }
 

@@ -247,7 +247,9 @@ func (v *verifier) verifyUse(user *Operation, index int, val *Value) {
 		v.isolationError(user, index, isolated)
 		return
 	}
-	if p := defRegion.parent; p != nil && p.HasTrait(GraphRegion) {
+	if p := defRegion.parent; p != nil && (p.HasTrait(GraphRegion) || !p.Registered()) {
+		// An unregistered op's regions may be graph regions, as upstream
+		// assumes: nothing is known of their semantics.
 		return
 	}
 	useBlock := anc.block

@@ -268,6 +268,8 @@ func typeOfAttr(a ir.Attribute) ir.Type {
 		return a.Type
 	case ir.DenseAttr:
 		return a.Type
+	case ir.WideAttr:
+		return a.Type
 	}
 	return nil
 }

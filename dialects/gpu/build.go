@@ -133,6 +133,20 @@ func WorkgroupBuffers(fn *ir.Operation) []*ir.Value {
 	return entry.Arguments()[n:end]
 }
 
+// PrivateBuffers returns the entry block arguments of a gpu.func that are
+// its private buffers: those after the inputs and workgroup buffers.
+func PrivateBuffers(fn *ir.Operation) []*ir.Value {
+	ft, entry := FuncType(fn), Body(fn)
+	if ft == nil || entry == nil {
+		return nil
+	}
+	start := len(ft.Inputs) + NumWorkgroupAttributions(fn)
+	if start > entry.NumArguments() {
+		return nil
+	}
+	return entry.Arguments()[start:]
+}
+
 // MarkContainer sets gpu.container_module on module, the builtin.module that
 // holds (or will hold) gpu.module ops and gpu.launch_func ops.
 func MarkContainer(module *ir.Operation) { module.SetAttr(ContainerModuleAttr, ir.UnitAttr{}) }

@@ -51,6 +51,10 @@ const (
 // memory, as in NVVM's address space 3.
 const WorkgroupMemorySpace = 3
 
+// PrivateMemorySpace is the memref memory space of private attributions:
+// buffers each thread has for itself (NVVM's local memory).
+const PrivateMemorySpace = 5
+
 // WarpSize is the number of lanes gpu.shuffle exchanges values among.
 const WarpSize = 32
 
@@ -110,7 +114,9 @@ var funcDef = &ir.OpDef{
 		"which returns nothing. The entry block takes the inputs of `function_type` " +
 		"followed by the workgroup attributions, `workgroup(%buf : memref<256xf32, 3>)`: " +
 		"buffers in workgroup memory (memory space 3) that every block of a launch gets " +
-		"afresh and all its threads share; `workgroup_attributions` counts them. As " +
+		"afresh and all its threads share; `workgroup_attributions` counts them. The " +
+		"private attributions, `private(%p : memref<4xf32, 5>)`, come last: buffers in " +
+		"private memory (memory space 5) that every thread gets afresh. As " +
 		"upstream, `sym_name` and `workgroup_attributions` are discardable attributes and " +
 		"`function_type` a property.",
 	Traits:   ir.IsolatedFromAbove | ir.Symbol,

@@ -56,7 +56,8 @@ var funcElided = []string{ir.SymNameAttr, FunctionTypeAttr, KernelAttr, Workgrou
 
 // parseFunc reads
 //
-//	@name(%a: t {attrs}, ...) [-> (t, ...)] [workgroup(%w : t, ...)] [kernel] [attributes {...}] { body }
+//	@name(%a: t {attrs}, ...) [-> (t, ...)] [workgroup(%w : t, ...)] [private(%p : t, ...)]
+//	    [kernel] [attributes {...}] { body }
 func parseFunc(p *ir.Parser, st *ir.OperationState) error {
 	name, err := p.ParseSymbolName()
 	if err != nil {
@@ -81,8 +82,14 @@ func parseFunc(p *ir.Parser, st *ir.OperationState) error {
 			return err
 		}
 	}
+	var private []ir.RegionArg
 	if p.Is("private") {
-		return p.Errorf("private attributions are not supported")
+		if _, err := p.ParseKeyword(); err != nil {
+			return err
+		}
+		if private, err = parseArgList(p); err != nil {
+			return err
+		}
 	}
 	kernel := false
 	if p.Is("kernel") {
@@ -122,7 +129,7 @@ func parseFunc(p *ir.Parser, st *ir.OperationState) error {
 		attrs = attrs.With(KernelAttr, ir.UnitAttr{})
 	}
 	st.Properties, st.Attributes = props, attrs
-	r, err := p.ParseRegion(append(args, workgroup...), true)
+	r, err := p.ParseRegion(append(append(args, workgroup...), private...), true)
 	if err != nil {
 		return err
 	}
@@ -186,18 +193,8 @@ func printFunc(p *ir.Printer, op *ir.Operation) {
 		p.Write(" -> ")
 		p.PrintResultTypes(ft.Results)
 	}
-	if wg := WorkgroupBuffers(op); len(wg) > 0 {
-		p.Write(" workgroup(")
-		for i, v := range wg {
-			if i > 0 {
-				p.Write(", ")
-			}
-			p.PrintOperand(v)
-			p.Write(" : ")
-			p.PrintType(v.Type())
-		}
-		p.Write(")")
-	}
+	printAttributions(p, "workgroup", WorkgroupBuffers(op))
+	printAttributions(p, "private", PrivateBuffers(op))
 	if IsKernel(op) {
 		p.Write(" kernel")
 	}
@@ -206,6 +203,23 @@ func printFunc(p *ir.Printer, op *ir.Operation) {
 		p.Write(" ")
 		p.PrintRegion(op.Region(0), false, true)
 	}
+}
+
+// printAttributions prints ` keyword(%a : t, ...)`, nothing for no buffers.
+func printAttributions(p *ir.Printer, keyword string, bufs []*ir.Value) {
+	if len(bufs) == 0 {
+		return
+	}
+	p.Write(" " + keyword + "(")
+	for i, v := range bufs {
+		if i > 0 {
+			p.Write(", ")
+		}
+		p.PrintOperand(v)
+		p.Write(" : ")
+		p.PrintType(v.Type())
+	}
+	p.Write(")")
 }
 
 // --- gpu.return ---

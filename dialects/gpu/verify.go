@@ -72,8 +72,8 @@ func verifyFunc(op *ir.Operation) error {
 		return fmt.Errorf("expected body with at least one block")
 	}
 	entry := op.Region(0).Front()
-	if entry.NumArguments() != len(ft.Inputs)+nwg {
-		return fmt.Errorf("expected %d arguments to body region", len(ft.Inputs)+nwg)
+	if entry.NumArguments() < len(ft.Inputs)+nwg {
+		return fmt.Errorf("expected at least %d arguments to body region", len(ft.Inputs)+nwg)
 	}
 	for i, t := range ft.Inputs {
 		if entry.Argument(i).Type() != t {
@@ -81,24 +81,30 @@ func verifyFunc(op *ir.Operation) error {
 		}
 	}
 	for _, v := range WorkgroupBuffers(op) {
-		if !isWorkgroupMemRef(v.Type()) {
+		if !inMemorySpace(v.Type(), WorkgroupMemorySpace, "workgroup") {
 			return fmt.Errorf("expected memref type in address space %d in workgroup attribution, got %s", WorkgroupMemorySpace, v.Type())
+		}
+	}
+	for _, v := range PrivateBuffers(op) {
+		if !inMemorySpace(v.Type(), PrivateMemorySpace, "private") {
+			return fmt.Errorf("expected memref type in address space %d in private attribution, got %s", PrivateMemorySpace, v.Type())
 		}
 	}
 	return nil
 }
 
-// isWorkgroupMemRef reports whether t is a memref in workgroup memory.
-func isWorkgroupMemRef(t ir.Type) bool {
+// inMemorySpace reports whether t is a memref in memory space n, written
+// as the integer or as #gpu.address_space<name>.
+func inMemorySpace(t ir.Type, n int64, name string) bool {
 	m, ok := t.(*ir.MemRefType)
 	if !ok {
 		return false
 	}
 	switch s := m.MemorySpace.(type) {
 	case ir.IntegerAttr:
-		return s.Value == WorkgroupMemorySpace
+		return s.Value == n
 	case ir.OpaqueAttr:
-		return s.Text == "#gpu.address_space<workgroup>"
+		return s.Text == "#gpu.address_space<"+name+">"
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package interp
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,7 +17,8 @@ import (
 // every thread of the block and gpu.shuffle exchanges values among the 32
 // lanes of a warp. Every thread has its own Frame; kernel memref arguments
 // are the caller's Buffers (shared by reference, as device memory is), and
-// each block gets fresh zeroed workgroup Buffers.
+// each block gets fresh zeroed workgroup Buffers, each thread fresh zeroed
+// private Buffers.
 //
 // A barrier or shuffle that not all threads reach (divergence), or that
 // leaves every thread of a block waiting for one another, is reported as a
@@ -48,6 +50,7 @@ type launchState struct {
 	grid, block [3]int64
 	args        []Value
 	workgroup   []*ir.MemRefType
+	private     []*ir.MemRefType
 }
 
 func launchRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
@@ -94,6 +97,13 @@ func launchRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			return nil, ir.Errorf(kernel.Loc(), "workgroup buffer of type %s must be a memref of static shape", v.Type())
 		}
 		ls.workgroup = append(ls.workgroup, mt)
+	}
+	for _, v := range gpu.PrivateBuffers(kernel) {
+		mt, ok := v.Type().(*ir.MemRefType)
+		if !ok || !mt.Ranked() || ir.NumElements(mt.Shape()) < 0 {
+			return nil, ir.Errorf(kernel.Loc(), "private buffer of type %s must be a memref of static shape", v.Type())
+		}
+		ls.private = append(ls.private, mt)
 	}
 	for z := range ls.grid[2] {
 		for y := range ls.grid[1] {
@@ -167,6 +177,21 @@ func runBlock(f *Frame, ls *launchState, bid [3]int64) error {
 		bufs[i] = buf
 	}
 	kargs := append(append(make([]Value, 0, len(ls.args)+len(bufs)), ls.args...), bufs...)
+	threadArgs := make([][]Value, n)
+	for i := range threadArgs {
+		threadArgs[i] = kargs
+		if len(ls.private) == 0 {
+			continue
+		}
+		threadArgs[i] = slices.Clip(slices.Clone(kargs))
+		for j, mt := range ls.private {
+			buf, err := NewBuffer(mt.ElementType(), mt.Shape())
+			if err != nil {
+				return ir.Errorf(ls.kernel.Loc(), "private buffer %d: %v", j, err)
+			}
+			threadArgs[i] = append(threadArgs[i], buf)
+		}
+	}
 	b.thr = make([]*gpuThread, n)
 	for i := range b.thr {
 		b.thr[i] = &gpuThread{
@@ -184,7 +209,7 @@ func runBlock(f *Frame, ls *launchState, bid [3]int64) error {
 			defer wg.Done()
 			fr := &Frame{in: f.in, values: map[*ir.Value]Value{}, depth: f.depth + 1}
 			threads.Store(fr, t)
-			_, err := fr.RunRegion(ls.kernel.Region(0), kargs)
+			_, err := fr.RunRegion(ls.kernel.Region(0), threadArgs[t.id])
 			threads.Delete(fr)
 			t.exit(err)
 		}()

@@ -422,3 +422,55 @@ func BenchmarkGPUVectorAdd(b *testing.B) {
 		}
 	}
 }
+
+// TestGPUPrivateBuffers: every thread gets its own private attribution;
+// each reverses its 4 elements through it, with a barrier between the
+// writes and the reads, so shared buffers would mix the threads' values.
+func TestGPUPrivateBuffers(t *testing.T) {
+	m := parseGPU(t, `module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @rev(%in: memref<?xf32>, %out: memref<?xf32>) private(%tmp : memref<4xf32, 5>) kernel {
+      %tid = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %base = arith.muli %tid, %c4 : index
+      "loop.for"(%c0, %c4, %c1) ({
+      ^bb0(%i: index):
+        %j = arith.addi %base, %i : index
+        %x = loop.load %in[%j] : memref<?xf32>
+        loop.store %x, %tmp[%i] : memref<4xf32, 5>
+        loop.yield
+      }) : (index, index, index) -> ()
+      gpu.barrier
+      "loop.for"(%c0, %c4, %c1) ({
+      ^bb0(%i: index):
+        %r = arith.subi %c3, %i : index
+        %x = loop.load %tmp[%r] : memref<4xf32, 5>
+        %j = arith.addi %base, %i : index
+        loop.store %x, %out[%j] : memref<?xf32>
+        loop.yield
+      }) : (index, index, index) -> ()
+      gpu.return
+    }
+  }
+  func.func @main(%in: memref<?xf32>, %out: memref<?xf32>) -> memref<?xf32> {
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    gpu.launch_func @k::@rev blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1) args(%in : memref<?xf32>, %out : memref<?xf32>)
+    return %out : memref<?xf32>
+  }
+}
+`)
+	in, out := ramp(t, 32, 1), f32Buffer(t, []int64{32}, make([]float64, 32)...)
+	res, err := New(m).Call("main", in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range bufferFloats(t, res[0]) {
+		if want := float64(i/4*4 + 3 - i%4); v != want {
+			t.Fatalf("out[%d] = %v, want %v", i, v, want)
+		}
+	}
+}

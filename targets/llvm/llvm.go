@@ -173,7 +173,7 @@ func (t *translator) annotate(f *llir.Func, key string, value int64) {
 }
 
 // memSpace returns a memref's address space: 1 (global) by default, 3
-// for workgroup memory.
+// for workgroup memory, 5 for private memory.
 func memSpace(mt *ir.MemRefType) (types.AddrSpace, error) {
 	switch s := mt.MemorySpace.(type) {
 	case nil:
@@ -184,6 +184,8 @@ func memSpace(mt *ir.MemRefType) (types.AddrSpace, error) {
 			return 1, nil
 		case gpu.WorkgroupMemorySpace:
 			return 3, nil
+		case gpu.PrivateMemorySpace:
+			return gpu.PrivateMemorySpace, nil
 		}
 	}
 	return 0, fmt.Errorf("memory space of %s is not supported", mt)
@@ -252,6 +254,11 @@ func (t *translator) kernel(fn *ir.Operation) error {
 		}
 	}
 	k.cur = f.NewBlock("entry")
+	for i, buf := range gpu.PrivateBuffers(fn) {
+		if err := k.privateBuffer(fn, name, i, buf); err != nil {
+			return err
+		}
+	}
 	if err := k.block(entry); err != nil {
 		return err
 	}
@@ -295,6 +302,24 @@ func (k *kernelTranslator) workgroupBuffer(fn *ir.Operation, kernel string, i in
 	}
 	k.t.m.Globals = append(k.t.m.Globals, g)
 	k.vals[buf] = constant.NewBitCast(g, pointerTo(elem, 3))
+	return nil
+}
+
+// privateBuffer allocates a private attribution of fn on the thread's
+// stack (PTX local memory) and addresses it as addrspace(5), the memory
+// space of its memref type.
+func (k *kernelTranslator) privateBuffer(fn *ir.Operation, kernel string, i int, buf *ir.Value) error {
+	mt, ok := buf.Type().(*ir.MemRefType)
+	if !ok || len(mt.Shape()) != 1 || mt.Shape()[0] < 0 {
+		return ir.Errorf(fn.Loc(), "private buffer %d of @%s must be a static 1-D memref, not %s", i, kernel, buf.Type())
+	}
+	elem, err := MemType(mt.ElementType())
+	if err != nil {
+		return ir.Errorf(fn.Loc(), "private buffer %d of @%s: %v", i, kernel, err)
+	}
+	a := k.cur.NewAlloca(types.NewArray(uint64(mt.Shape()[0]), elem))
+	a.Align = 16
+	k.vals[buf] = k.cur.NewAddrSpaceCast(k.cur.NewBitCast(a, types.NewPointer(elem)), pointerTo(elem, gpu.PrivateMemorySpace))
 	return nil
 }
 

@@ -126,3 +126,12 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+gpu.module @m {
+  // expected-error@+1 {{'gpu.func' op expected memref type in address space 5 in private attribution, got memref<4xf32, 3>}}
+  gpu.func @k() private(%b : memref<4xf32, 3>) kernel {
+    gpu.return
+  }
+}

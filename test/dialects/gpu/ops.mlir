@@ -33,6 +33,15 @@ module attributes {gpu.container_module} {
       // CHECK: gpu.return
       gpu.return
     }
+    // Private attributions come after the workgroup ones, as upstream.
+    // CHECK: gpu.func @scratch(%{{.*}}: f32) workgroup(%{{.*}} : memref<8xf32, 3>) private(%{{.*}} : memref<2xf32, 5>, %{{.*}} : memref<1xi32, 5>) kernel {
+    gpu.func @scratch(%x: f32) workgroup(%w : memref<8xf32, 3>) private(%p : memref<2xf32, 5>, %q : memref<1xi32, 5>) kernel {
+      gpu.return
+    }
+    // CHECK: gpu.func @only_private() private(%{{.*}} : memref<4xf32, 5>) {
+    gpu.func @only_private() private(%p : memref<4xf32, 5>) {
+      gpu.return
+    }
     // CHECK: gpu.func @helper(%[[X:.*]]: f32) -> f32 {
     gpu.func @helper(%x: f32) -> f32 {
       // CHECK: gpu.return %[[X]] : f32
