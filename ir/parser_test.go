@@ -43,7 +43,7 @@ func TestParseErrors(t *testing.T) {
 		{"i67 dense out of range", `"t.op"() {a = dense<[1, -73786976294838206465]> : tensor<2xi67>} : () -> ()`, "1:25", "out of range"},
 		{"i128 dense of floats", `"t.op"() {a = dense<[1.5]> : tensor<1xi128>} : () -> ()`, "1:22", "expected integer elements of type i128"},
 		{"f80 hex too wide", `"t.op"() {a = 0x1FFFF8000000000000000 : f80} : () -> ()`, "1:15", "out of range for type f80"},
-		{"typed dialect attribute without a type", `"t.op"() {a = #foo.x : } : () -> ()`, "1:24", "expected type"},
+		{"typed dialect attribute without a type", `"t.op"() {a = #foo.x : } : () -> ()`, "1:24", "type, found '}'"},
 		{"si8 = 128", `"t.op"() {a = 128 : si8} : () -> ()`, "1:15", "out of range"},
 		{"i64 overflow", `"t.op"() {a = 18446744073709551616 : i64} : () -> ()`, "1:15", "out of range"},
 		{"dense element out of range", `"t.op"() {a = dense<[1, 300]> : tensor<2xi8>} : () -> ()`, "1:25", "out of range"},
