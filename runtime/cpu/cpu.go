@@ -781,7 +781,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	words := make([]uint64, 0, 2*len(k.Args)+1)
 	var scratch []byte
-	var panels, rowBlocks, packWork int64
+	var panels, rowBlocks, packWork, batches int64
 	if k.Matmul {
 		kk := r.intValue(k.MatmulK)
 		if kk < 0 {
@@ -790,25 +790,30 @@ func (r *run) launch(k *target.Kernel) error {
 		// Sizes the lowering took from one operand: with dynamic shapes
 		// nothing else checks them, and the kernel would read past B.
 		a, b := r.get(k.MatmulA).buf, r.get(k.MatmulB).buf
-		if a == nil || b == nil || len(a.shape) < 2 || len(b.shape) != 2 {
+		if a == nil || b == nil || k.MatmulAK >= len(a.shape) || k.MatmulBK >= len(b.shape) {
 			return fmt.Errorf("matmul kernel without its operand buffers")
 		}
-		if ka, kb := a.shape[len(a.shape)-1], b.shape[0]; ka < kk || kb < kk || ka == kk && kb != kk {
+		if ka, kb := a.shape[k.MatmulAK], b.shape[k.MatmulBK]; ka < kk || kb < kk || ka == kk && kb != kk {
 			return fmt.Errorf("matmul inner dimensions differ: lhs has %d columns, rhs %d rows", ka, kb)
 		}
+		nb := int64(1)
+		for _, t := range trips[:k.MatmulBatch] {
+			nb *= t
+		}
 		n := trips[k.Dims-1]
-		rows := trips[0]
-		if k.Dims == 3 { // the batch folds into A's rows
-			rows *= trips[1]
+		rows := trips[k.MatmulBatch]
+		if k.MatmulFold { // the batches fold into A's rows
+			rows, nb = rows*nb, 1
 		}
 		cols := int64(k.MatmulCols)
 		panels = (n + cols - 1) / cols
 		rowBlocks = (rows + int64(k.MatmulRows) - 1) / int64(k.MatmulRows)
 		packWork = 4 * kk * max(cols, int64(k.MatmulRows))
-		scratch = r.p.getScratch(int(max(1, (panels*cols+rowBlocks*int64(k.MatmulRows))*kk) * int64(k.MatmulElemBytes)))
+		scratch = r.p.getScratch(int(max(1, nb*(panels*cols+rowBlocks*int64(k.MatmulRows))*kk) * int64(k.MatmulElemBytes)))
 		defer r.p.scratch.Put(&scratch)
 		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))))
-		total = panels * rowBlocks
+		batches = nb
+		total = nb * panels * rowBlocks
 	}
 	for _, a := range k.Args {
 		v := r.get(a.Value)
@@ -838,7 +843,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	args := uintptr(unsafe.Pointer(&words[0]))
 	if k.Matmul {
-		r.p.parallel(r.p.packs[k], args, panels+rowBlocks, packWork)
+		r.p.parallel(r.p.packs[k], args, batches*(panels+rowBlocks), packWork)
 		r.p.parallel(fn, args, total, 4*int64(k.MatmulCols)*int64(k.MatmulRows)*max(1, r.intValue(k.MatmulK)))
 	} else {
 		r.p.parallel(fn, args, total, k.Work)

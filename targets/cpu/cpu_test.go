@@ -52,7 +52,7 @@ func.func @pw(%a: tensor<20x30xf32>) -> tensor<20x30xf32> {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]bool{"mm": true, "mt": false, "pw": false}
+		want := map[string]bool{"mm": true, "mt": true, "pw": false}
 		for name, matmul := range want {
 			f := mod.Funcs[name]
 			if f == nil || len(f.Kernels) != 1 {
@@ -67,7 +67,7 @@ func.func @pw(%a: tensor<20x30xf32>) -> tensor<20x30xf32> {
 				}
 			}
 		}
-		if ll := mod.LLVM.String(); !strings.Contains(ll, "@mm_kernel_0_pack_packed(") || strings.Contains(ll, "@mt_kernel_0_pack(") {
+		if ll := mod.LLVM.String(); !strings.Contains(ll, "@mm_kernel_0_pack_packed(") || !strings.Contains(ll, "@mt_kernel_0_pack(") || strings.Contains(ll, "@pw_kernel_0_pack(") {
 			t.Errorf("%s: the packing kernels are wrong:\n%s", cpu, ll)
 		}
 	}

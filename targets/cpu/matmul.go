@@ -25,18 +25,24 @@ func matmulBlock(vectorBytes int) (mr, nv int) {
 	return 6, 2
 }
 
-// mmMatch is a matmul nest: loop.parallel (i, j) from 0 by 1, whose body
-// holds one loop.for k from 0 by 1 to K carrying acc = acc + A[i, k] ·
-// B[k, j] in f32 or f64, and an epilogue of straight-line ops on its
-// result that stores C[i, j].
+// mmMatch is a matmul nest: loop.parallel (batch…, i, j) from 0 by 1,
+// whose body holds one loop.for k from 0 by 1 to K carrying acc = acc +
+// A[…] · B[…] in f32 or f64, and an epilogue of straight-line ops on its
+// result that stores C[batch…, i, j]. A is indexed [batch…, i, k] or,
+// transposed, [batch…, k, i]; B [batch…, k, j] or [batch…, j, k]; each
+// with all the batch indices or none (at least one of them with).
 type mmMatch struct {
 	nest, forOp *ir.Operation
 	a, b        *ir.Value // the buffers
+	aIdx, bIdx  []*ir.Value
 	i, j, kIV   *ir.Value
-	// batch is the leading induction variable of a 3-D nest (A[b, i, k]
-	// with a 2-D B: the batch folds into A's rows), nil for a 2-D one.
-	batch *ir.Value
-	elem  types.Type
+	// batch are the leading induction variables of the nest; fold is set
+	// when B has no batch indices: the batches then fold into A's rows
+	// (one matmul of batch·M rows, B packed once).
+	batch          []*ir.Value
+	fold           bool
+	aTrans, bTrans bool
+	elem           types.Type
 	// vl is the number of elements of a vector register; mr × nv vectors
 	// the register block.
 	vl, mr, nv int
@@ -57,7 +63,7 @@ func isConst(v *ir.Value, want int64) bool {
 // matchMatmul recognises a matmul nest, or returns nil.
 func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	lbs, _, steps, _, err := loop.ParallelBounds(nest)
-	if err != nil || len(lbs) != 2 && len(lbs) != 3 {
+	if err != nil || len(lbs) < 2 {
 		return nil
 	}
 	for d := range len(lbs) {
@@ -106,11 +112,8 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 		return nil
 	}
 	kIV, acc := fb.Argument(0), fb.Argument(1)
-	var batch *ir.Value
-	if len(lbs) == 3 {
-		batch = body.Argument(0)
-	}
-	i, j := body.Argument(len(lbs)-2), body.Argument(len(lbs)-1)
+	n := len(lbs)
+	m := &mmMatch{nest: nest, forOp: forOp, batch: body.Arguments()[:n-2], i: body.Argument(n - 2), j: body.Argument(n - 1), kIV: kIV, elem: elem}
 	var loads []*ir.Operation
 	var mul, add *ir.Operation
 	for _, op := range ops[:4] {
@@ -136,25 +139,35 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	if !(mul.Operand(0) == l0 && mul.Operand(1) == l1 || mul.Operand(0) == l1 && mul.Operand(1) == l0) {
 		return nil
 	}
-	m := &mmMatch{nest: nest, forOp: forOp, batch: batch, i: i, j: j, kIV: kIV, elem: elem}
+	aBatched, bBatched := false, false
 	for _, ld := range loads {
 		if inside(ld.Operand(0), nest) || ld.Operand(0).Type().(*ir.MemRefType).ElementType() != forOp.Result(0).Type() {
 			return nil
 		}
 		idx := ld.Operands()[1:]
+		batched := len(idx) == len(m.batch)+2 && len(m.batch) > 0
+		if !batched && len(idx) != 2 {
+			return nil
+		}
+		for d, v := range idx[:len(idx)-2] {
+			if v != m.batch[d] {
+				return nil
+			}
+		}
+		x, y := idx[len(idx)-2], idx[len(idx)-1]
 		switch {
-		case batch == nil && len(idx) == 2 && idx[0] == i && idx[1] == kIV && m.a == nil,
-			batch != nil && len(idx) == 3 && idx[0] == batch && idx[1] == i && idx[2] == kIV && m.a == nil:
-			m.a = ld.Operand(0)
-		case len(idx) == 2 && idx[0] == kIV && idx[1] == j && m.b == nil:
-			m.b = ld.Operand(0)
+		case m.a == nil && (x == m.i && y == kIV || x == kIV && y == m.i):
+			m.a, m.aIdx, m.aTrans, aBatched = ld.Operand(0), idx, x == kIV, batched
+		case m.b == nil && (x == kIV && y == m.j || x == m.j && y == kIV):
+			m.b, m.bIdx, m.bTrans, bBatched = ld.Operand(0), idx, x == m.j, batched
 		default:
 			return nil
 		}
 	}
-	if m.a == nil || m.b == nil {
+	if m.a == nil || m.b == nil || len(m.batch) > 0 && !aBatched && !bBatched {
 		return nil
 	}
+	m.fold = len(m.batch) > 0 && !bBatched
 	m.vl = t.vectorBytes / 4
 	if elem == types.Double {
 		m.vl = t.vectorBytes / 8
@@ -170,141 +183,184 @@ func (k *kt) splat(x value.Value, n int) value.Value {
 	return k.cur.NewShuffleVector(ins, constant.NewUndef(vt), constant.NewZeroInitializer(types.NewVector(uint64(n), types.I32)))
 }
 
-// matmulSizes returns M (rows of all batches), N and K as i64 values of
-// the kernel.
-func (k *kt) matmulSizes(m *mmMatch) (mm, nn, kk value.Value) {
-	_, ubs, _, _, _ := loop.ParallelBounds(m.nest)
-	_, ub, _ := loop.ForBounds(m.forOp)
-	kk = k.get(ub)
-	if kk == nil { // a constant of the nest's body
-		_ = k.constant(ub.DefiningOp())
-		kk = k.get(ub)
-	}
-	if m.batch != nil {
-		return k.cur.NewMul(k.get(ubs[0]), k.get(ubs[1])), k.get(ubs[2]), kk
-	}
-	return k.get(ubs[0]), k.get(ubs[1]), kk
+// mmSizes are a matmul kernel's sizes as i64 values: nb separate
+// batches (1 when they fold into the rows), M rows a batch, N columns, K,
+// and the P panels, R row blocks and scratch elements a batch.
+type mmSizes struct {
+	nb, rows, n, kk, panels, blocks, perBatch value.Value
 }
 
-// setRow binds the nest's row induction variables (batch and i) to the
-// flattened row.
+func (k *kt) matmulSizes(m *mmMatch) mmSizes {
+	_, ubs, _, _, _ := loop.ParallelBounds(m.nest)
+	_, ub, _ := loop.ForBounds(m.forOp)
+	var s mmSizes
+	s.kk = k.get(ub)
+	if s.kk == nil { // a constant of the nest's body
+		_ = k.constant(ub.DefiningOp())
+		s.kk = k.get(ub)
+	}
+	var nb value.Value = i64(1)
+	for d := range m.batch {
+		nb = k.cur.NewMul(nb, k.get(ubs[d]))
+	}
+	s.rows, s.nb = k.get(ubs[len(m.batch)]), nb
+	if m.fold {
+		s.rows, s.nb = k.cur.NewMul(nb, s.rows), i64(1)
+	}
+	s.n = k.get(ubs[len(ubs)-1])
+	nr, mr := int64(m.cols()), int64(m.mr)
+	s.panels = k.cur.NewSDiv(k.cur.NewAdd(s.n, i64(nr-1)), i64(nr))
+	s.blocks = k.cur.NewSDiv(k.cur.NewAdd(s.rows, i64(mr-1)), i64(mr))
+	s.perBatch = k.cur.NewMul(k.cur.NewAdd(k.cur.NewMul(s.panels, i64(nr)), k.cur.NewMul(s.blocks, i64(mr))), s.kk)
+	return s
+}
+
+// setBatch binds the batch induction variables to the flattened batch
+// bb (row-major).
+func (k *kt) setBatch(m *mmMatch, bb value.Value) {
+	_, ubs, _, _, _ := loop.ParallelBounds(m.nest)
+	for d := len(m.batch) - 1; d >= 0; d-- {
+		if d == 0 {
+			k.vals[m.batch[d]] = bb
+			break
+		}
+		k.vals[m.batch[d]] = k.cur.NewSRem(bb, k.get(ubs[d]))
+		bb = k.cur.NewSDiv(bb, k.get(ubs[d]))
+	}
+}
+
+// setRow binds i (and, when the batches fold into the rows, the batch
+// induction variables) to the row.
 func (k *kt) setRow(m *mmMatch, row value.Value) {
-	if m.batch == nil {
+	if !m.fold {
 		k.vals[m.i] = row
 		return
 	}
 	_, ubs, _, _, _ := loop.ParallelBounds(m.nest)
-	rows := k.get(ubs[1])
-	k.vals[m.batch] = k.cur.NewSDiv(row, rows)
+	rows := k.get(ubs[len(m.batch)])
+	k.setBatch(m, k.cur.NewSDiv(row, rows))
 	k.vals[m.i] = k.cur.NewSRem(row, rows)
 }
 
-// aIndices are the indices of A's load.
-func (m *mmMatch) aIndices() []*ir.Value {
-	if m.batch != nil {
-		return []*ir.Value{m.batch, m.i, m.kIV}
-	}
-	return []*ir.Value{m.i, m.kIV}
-}
-
-// pack emits the pack kernel: items [lo, hi) of the P panels of B, then
-// the R row blocks of A. Panel p is K rows of NR consecutive columns
-// (zero past N), contiguous in scratch at p·K·NR: each row a straight
-// copy. Row block b is MR rows of A (past M: the last row again),
-// k-major at P·K·NR + b·K·MR, so that the micro-kernel reads its MR
-// elements of a k together; it is copied a cache line of k at a time
-// for each row, so that rows a page apart (one L1 set) are each read
-// once.
+// pack emits the pack kernel: items [lo, hi) of nb × (P + R), for each
+// batch its P panels of B, then its R row blocks of A. Panel p is K rows
+// of NR consecutive columns (zero past N), contiguous at p·K·NR in the
+// batch's part of scratch; row block b is MR rows of A (past M: the last
+// row again), k-major at P·K·NR + b·K·MR, so that the micro-kernel reads
+// its MR elements of a k together. An operand whose elements along k are
+// contiguous (A, or B transposed) is copied a cache line of k at a time
+// for each row or column, so that rows a page apart (one L1 set) are each
+// read once.
 func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
-	mSize, n, kk := k.matmulSizes(m)
+	s := k.matmulSizes(m)
 	nr, mr := int64(m.cols()), int64(m.mr)
-	panels := k.cur.NewSDiv(k.cur.NewAdd(n, i64(nr-1)), i64(nr))
-	aStart := k.cur.NewMul(k.cur.NewMul(panels, kk), i64(nr))
-	mLast := k.cur.NewSub(mSize, i64(1))
+	items := k.cur.NewAdd(s.panels, s.blocks)
+	mLast := k.cur.NewSub(s.rows, i64(1))
 	line := 64 / elemBytes(m.elem)
 	zero := constant.NewFloat(m.elem.(*types.FloatType), 0)
 	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
-		isB := k.cur.NewICmp(enum.IPredSLT, item, panels)
+		bb := k.cur.NewSDiv(item, items)
+		it := k.cur.NewSRem(item, items)
+		if !m.fold {
+			k.setBatch(m, bb)
+		}
+		base := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
+		isB := k.cur.NewICmp(enum.IPredSLT, it, s.panels)
 		packB, packA, done := k.newBlock("packb"), k.newBlock("packa"), k.newBlock("packed")
 		k.cur.NewCondBr(isB, packB, packA)
 		k.cur = packB
-		p := item
-		base := k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr))
+		p := it
+		panel := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewMul(k.cur.NewMul(p, s.kk), i64(nr)))
 		j0 := k.cur.NewMul(p, i64(nr))
-		ncols := k.cur.NewSub(n, j0)
-		full := k.cur.NewICmp(enum.IPredSGE, ncols, i64(nr))
-		whole, part := k.newBlock("whole"), k.newBlock("part")
-		k.cur.NewCondBr(full, whole, part)
-		// copyRows copies each row k of the panel; tail pads with zeros.
-		copyRows := func(tail bool) error {
-			_, err := k.loop(i64(0), kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
-				k.vals[m.kIV], k.vals[m.j] = kv, j0
-				src, elem, err := k.address(m.b, []*ir.Value{m.kIV, m.j})
-				if err != nil {
-					return nil, err
-				}
-				row := k.cur.NewAdd(base, k.cur.NewMul(kv, i64(nr)))
-				_, err = k.loop(i64(0), i64(nr), i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
-					dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(row, c))
-					dst.InBounds = true
-					if !tail {
-						at := k.cur.NewGetElementPtr(elem, src, c)
-						at.InBounds = true
-						k.cur.NewStore(k.cur.NewLoad(elem, at), dst)
-						return nil, nil
-					}
-					in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
-					at := k.cur.NewGetElementPtr(elem, src, k.cur.NewSelect(in, c, i64(0)))
-					k.cur.NewStore(k.cur.NewSelect(in, k.cur.NewLoad(elem, at), zero), dst)
-					return nil, nil
-				})
+		ncols := k.cur.NewSub(s.n, j0)
+		if m.bTrans {
+			if err := k.packAlongK(m, m.b, m.bIdx, panel, nr, s.kk, line, func(c value.Value) value.Value {
+				in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
+				k.vals[m.j] = k.cur.NewSelect(in, k.cur.NewAdd(j0, c), i64(0))
+				return in
+			}, zero); err != nil {
 				return nil, err
-			})
-			if err == nil {
-				k.cur.NewBr(done)
 			}
-			return err
-		}
-		k.cur = whole
-		if err := copyRows(false); err != nil {
-			return nil, err
-		}
-		k.moveToEnd(part)
-		k.cur = part
-		if err := copyRows(true); err != nil {
-			return nil, err
+			k.cur.NewBr(done)
+		} else {
+			full := k.cur.NewICmp(enum.IPredSGE, ncols, i64(nr))
+			whole, part := k.newBlock("whole"), k.newBlock("part")
+			k.cur.NewCondBr(full, whole, part)
+			// copyRows copies each row k of the panel; tail pads with zeros.
+			copyRows := func(tail bool) error {
+				_, err := k.loop(i64(0), s.kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+					k.vals[m.kIV], k.vals[m.j] = kv, j0
+					src, elem, err := k.address(m.b, m.bIdx)
+					if err != nil {
+						return nil, err
+					}
+					row := k.cur.NewMul(kv, i64(nr))
+					_, err = k.loop(i64(0), i64(nr), i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
+						dst := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(row, c))
+						dst.InBounds = true
+						if !tail {
+							at := k.cur.NewGetElementPtr(elem, src, c)
+							at.InBounds = true
+							k.cur.NewStore(k.cur.NewLoad(elem, at), dst)
+							return nil, nil
+						}
+						in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
+						at := k.cur.NewGetElementPtr(elem, src, k.cur.NewSelect(in, c, i64(0)))
+						k.cur.NewStore(k.cur.NewSelect(in, k.cur.NewLoad(elem, at), zero), dst)
+						return nil, nil
+					})
+					return nil, err
+				})
+				if err == nil {
+					k.cur.NewBr(done)
+				}
+				return err
+			}
+			k.cur = whole
+			if err := copyRows(false); err != nil {
+				return nil, err
+			}
+			k.moveToEnd(part)
+			k.cur = part
+			if err := copyRows(true); err != nil {
+				return nil, err
+			}
 		}
 		k.moveToEnd(packA)
 		k.cur = packA
-		b := k.cur.NewSub(item, panels)
-		ablock := k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(b, kk), i64(mr)))
-		_, err := k.loop(i64(0), kk, i64(line), nil, false, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
-			left := k.cur.NewSub(kk, kc)
-			kn := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, i64(line)), left, i64(line))
-			_, err := k.loop(i64(0), i64(mr), i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
-				row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
-				clamped := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast)
-				k.setRow(m, clamped)
-				k.vals[m.kIV] = kc
-				src, elem, err := k.address(m.a, m.aIndices())
-				if err != nil {
-					return nil, err
-				}
-				first := k.cur.NewAdd(ablock, k.cur.NewAdd(k.cur.NewMul(kc, i64(mr)), r))
-				_, err = k.loop(i64(0), kn, i64(1), nil, false, func(x value.Value, _ []value.Value) ([]value.Value, error) {
-					at := k.cur.NewGetElementPtr(elem, src, x)
-					at.InBounds = true
-					dst := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(first, k.cur.NewMul(x, i64(mr))))
+		b := k.cur.NewSub(it, s.panels)
+		ablock := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewAdd(k.cur.NewMul(k.cur.NewMul(s.panels, s.kk), i64(nr)), k.cur.NewMul(k.cur.NewMul(b, s.kk), i64(mr))))
+		rowOf := func(r value.Value) {
+			row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
+			k.setRow(m, k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast))
+		}
+		if !m.aTrans {
+			if err := k.packAlongK(m, m.a, m.aIdx, ablock, mr, s.kk, line, func(r value.Value) value.Value {
+				rowOf(r)
+				return nil
+			}, zero); err != nil {
+				return nil, err
+			}
+		} else {
+			// A[…, k, i]: the MR rows of a k are (mostly) consecutive.
+			_, err := k.loop(i64(0), s.kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+				_, err := k.loop(i64(0), i64(mr), i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
+					rowOf(r)
+					k.vals[m.kIV] = kv
+					src, elem, err := k.address(m.a, m.aIdx)
+					if err != nil {
+						return nil, err
+					}
+					dst := k.cur.NewGetElementPtr(m.elem, ablock, k.cur.NewAdd(k.cur.NewMul(kv, i64(mr)), r))
 					dst.InBounds = true
-					k.cur.NewStore(k.cur.NewLoad(elem, at), dst)
+					k.cur.NewStore(k.cur.NewLoad(elem, src), dst)
 					return nil, nil
 				})
 				return nil, err
 			})
-			return nil, err
-		})
-		if err != nil {
-			return nil, err
+			if err != nil {
+				return nil, err
+			}
 		}
 		k.cur.NewBr(done)
 		k.moveToEnd(done)
@@ -314,14 +370,52 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 	return err
 }
 
-// matmul emits the main kernel: for each (panel of NR columns, block of
-// MR rows) in [lo, hi) of their panel-major order, MR × NR accumulators in vector registers
-// over k (A's elements broadcast, the packed panel's vectors loaded),
-// stored to a tile on the stack, then the epilogue for each element of
-// the tile inside C. Each element's sum runs over k in order, as the loop
-// level says (fused multiply-adds: `contract`).
+// packAlongK packs an operand whose elements are contiguous along k into
+// width interleaved lanes of dst (dst[k·width + lane]): a cache line of k
+// at a time, for each lane, sets the induction variables of the lane
+// (bind; it returns a condition that the lane is inside the operand, or
+// nil for always) and copies that lane's run of k (zeros outside).
+func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, idx []*ir.Value, dst value.Value, width int64, kk value.Value, line int64, bind func(lane value.Value) value.Value, zero value.Value) error {
+	_, err := k.loop(i64(0), kk, i64(line), nil, false, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
+		left := k.cur.NewSub(kk, kc)
+		kn := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, i64(line)), left, i64(line))
+		_, err := k.loop(i64(0), i64(width), i64(1), nil, false, func(lane value.Value, _ []value.Value) ([]value.Value, error) {
+			in := bind(lane)
+			k.vals[m.kIV] = kc
+			src, elem, err := k.address(mem, idx)
+			if err != nil {
+				return nil, err
+			}
+			first := k.cur.NewAdd(k.cur.NewMul(kc, i64(width)), lane)
+			_, err = k.loop(i64(0), kn, i64(1), nil, false, func(x value.Value, _ []value.Value) ([]value.Value, error) {
+				at := k.cur.NewGetElementPtr(elem, src, x)
+				at.InBounds = true
+				to := k.cur.NewGetElementPtr(m.elem, dst, k.cur.NewAdd(first, k.cur.NewMul(x, i64(width))))
+				to.InBounds = true
+				var v value.Value = k.cur.NewLoad(elem, at)
+				if in != nil {
+					v = k.cur.NewSelect(in, v, zero)
+				}
+				k.cur.NewStore(v, to)
+				return nil, nil
+			})
+			return nil, err
+		})
+		return nil, err
+	})
+	return err
+}
+
+// matmul emits the main kernel: for each (batch, panel of NR columns,
+// block of MR rows) in [lo, hi) of their batch- and panel-major order,
+// MR × NR accumulators in vector registers over k (A's elements
+// broadcast, the packed panel's vectors loaded), stored to a tile on the
+// stack, then the epilogue for each element of the tile inside C. Each
+// element's sum runs over k in order, as the loop level says (fused
+// multiply-adds: `contract`).
 func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
-	mSize, n, kk := k.matmulSizes(m)
+	s := k.matmulSizes(m)
+	mSize, n, kk := s.rows, s.n, s.kk
 	nr, vl := int64(m.cols()), m.vl
 	MR, NV := m.mr, m.nv
 	vt := types.NewVector(uint64(vl), m.elem)
@@ -338,22 +432,26 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 	initVec := k.splat(init, vl)
 	fma := k.t.intrinsic("llvm.fmuladd."+vecSuffix(vl, m.elem), vt, vt, vt, vt)
 	body := loop.Body(m.nest)
-	rowBlocks := k.cur.NewSDiv(k.cur.NewAdd(mSize, i64(int64(MR-1))), i64(int64(MR)))
-	panels := k.cur.NewSDiv(k.cur.NewAdd(n, i64(nr-1)), i64(nr))
+	rowBlocks, panels := s.blocks, s.panels
 	aStart := k.cur.NewMul(k.cur.NewMul(panels, kk), i64(nr))
-	// One loop over [lo, hi) of the (panel, row block) pairs, panel-major:
-	// a worker's range covers a few panels, each over a run of row
-	// blocks, so its packed panel stays in cache across the run.
+	perBatch := k.cur.NewMul(panels, rowBlocks)
+	// One loop over [lo, hi) of the (batch, panel, row block) triples,
+	// panel-major within a batch: a worker's range covers a few panels,
+	// each over a run of row blocks, so its packed panel stays in cache
+	// across the run.
 	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
-		p := k.cur.NewSDiv(item, rowBlocks)
-		ib := k.cur.NewSRem(item, rowBlocks)
-		panel := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
+		bb := k.cur.NewSDiv(item, perBatch)
+		rest := k.cur.NewSRem(item, perBatch)
+		p := k.cur.NewSDiv(rest, rowBlocks)
+		ib := k.cur.NewSRem(rest, rowBlocks)
+		bscratch := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
+		panel := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
 		j0 := k.cur.NewMul(p, i64(nr))
 		ncols := k.cur.NewSub(n, j0)
 		ncols2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ncols, i64(nr)), ncols, i64(nr))
 		{
 			i0 := k.cur.NewMul(ib, i64(int64(MR)))
-			ablock := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(ib, kk), i64(int64(MR)))))
+			ablock := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(ib, kk), i64(int64(MR)))))
 			inits := make([]value.Value, MR*NV)
 			for x := range inits {
 				inits[x] = initVec
@@ -396,6 +494,9 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 				_, err := k.loop(i64(0), ncols2, i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
 					at := k.cur.NewGetElementPtr(m.elem, tileBase, k.cur.NewAdd(k.cur.NewMul(r, i64(nr)), c))
 					k.vals[m.forOp.Result(0)] = k.cur.NewLoad(m.elem, at)
+					if !m.fold {
+						k.setBatch(m, bb)
+					}
 					k.setRow(m, i)
 					k.vals[m.j] = k.cur.NewAdd(j0, c)
 					for _, op := range body.Ops() {

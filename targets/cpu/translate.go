@@ -53,23 +53,30 @@ type Kernel struct {
 	Lbs, Ubs, Steps []*ir.Value
 	Dims            int
 	// Matmul is set when the nest became a register-blocked matrix
-	// product C[i, j] = epilogue(Σk A[i, k]·B[k, j]) (or C[b, i, j] with
-	// A[b, i, k] and a 2-D B: the batch folds into the rows): its outer range then
-	// counts (panel of MatmulCols columns, block of MatmulRows rows)
-	// pairs, panel-major, and the first word of its arguments is a scratch
-	// buffer of (P·MatmulCols + R·MatmulRows)·K elements of
-	// MatmulElemBytes bytes (P panels, R row blocks), which Name+"_pack"
-	// fills before Name runs (its range: the P panels of B, then the R
+	// product C[b…, i, j] = epilogue(Σk A[…]·B[…]), A indexed [b…, i, k]
+	// or [b…, k, i], B [b…, k, j] or [b…, j, k], each with all the batch
+	// indices b… (the first MatmulBatch dims of the nest) or none. With
+	// MatmulFold (B without batch indices) the batches fold into A's rows:
+	// one product of Π batch · M rows. Its outer range then counts (batch,
+	// panel of MatmulCols columns, block of MatmulRows rows) triples, batch-
+	// and panel-major (one batch when folded), and the first word of its
+	// arguments is a scratch buffer of batches · (P·MatmulCols +
+	// R·MatmulRows)·K elements of MatmulElemBytes bytes (P panels, R row
+	// blocks, a batch's share contiguous), which Name+"_pack" fills before
+	// Name runs (its range: for each batch, the P panels of B, then the R
 	// blocks of A, each packed k-major).
-	// MatmulK is the reduction's trip count (a constant or a host value).
-	Matmul  bool
-	MatmulK *ir.Value
-	// MatmulA and MatmulB are the operands' buffers (their reduction
-	// dimension, A's last and B's first, must hold MatmulK elements).
-	MatmulA, MatmulB *ir.Value
-	MatmulCols       int
-	MatmulRows       int
-	MatmulElemBytes  int
+	// MatmulK is the reduction's trip count (a constant or a host value);
+	// MatmulA and MatmulB are the operands' buffers, whose dimensions
+	// MatmulAK and MatmulBK must hold K elements.
+	Matmul             bool
+	MatmulBatch        int
+	MatmulFold         bool
+	MatmulK            *ir.Value
+	MatmulA, MatmulB   *ir.Value
+	MatmulAK, MatmulBK int
+	MatmulCols         int
+	MatmulRows         int
+	MatmulElemBytes    int
 	// Work estimates the instructions one point of the outer range runs
 	// (static trip counts of inner loops multiplied out, 64 for a dynamic
 	// one), for the runtime's choice of how many cores to use.
@@ -291,6 +298,14 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		kern.Matmul = true
 		_, kern.MatmulK, _ = loop.ForBounds(mm.forOp)
 		kern.MatmulA, kern.MatmulB = mm.a, mm.b
+		kern.MatmulBatch, kern.MatmulFold = len(mm.batch), mm.fold
+		kern.MatmulAK, kern.MatmulBK = len(mm.aIdx)-1, len(mm.bIdx)-2
+		if mm.aTrans {
+			kern.MatmulAK--
+		}
+		if mm.bTrans {
+			kern.MatmulBK++
+		}
 		kern.MatmulCols = mm.cols()
 		kern.MatmulRows = mm.mr
 		kern.MatmulElemBytes = int(elemBytes(mm.elem))
