@@ -46,6 +46,10 @@ const PTXTargetAttr = "strata.ptx_target"
 // WGMMATarget is the PTX target of kernels with gpu.wgmma.
 const WGMMATarget = "sm_90a"
 
+// loopYieldOp is loop.yield, which may carry gpu.wgmma results in flight
+// to a loop's next iteration (the loop dialect is not imported here).
+const loopYieldOp = "loop.yield"
+
 // WarpgroupSize is the number of threads that execute a gpu.wgmma together.
 const WarpgroupSize = 4 * WarpSize
 
@@ -77,8 +81,11 @@ var wgmmaDef = &ir.OpDef{
 		"transpose (K-major: B(k, n) is element (n, k)) or, with trans_b, B itself (MN-major: " +
 		"B(k, n) is element (k, n)). Every thread of the warpgroup must execute it with the same " +
 		"buffer and offset. With `pending` N > 0 the op waits only until N groups are pending " +
-		"(`wgmma.wait_group N`): its results may still be in flight, and only a gpu.wgmma_wait may use " +
-		"them; its A registers and B tile must not change until one with fewer pending groups. With " +
+		"(`wgmma.wait_group N`): its results may still be in flight, and only a gpu.wgmma_wait, a later " +
+		"gpu.wgmma of the warpgroup accumulating into them (as its C: the tensor cores run a warpgroup's " +
+		"groups in order) or a loop.yield carrying them to the next iteration (whose block argument is then " +
+		"in flight too, for the same uses) may use them; its A registers and B tile must not change until " +
+		"one with fewer pending groups. With " +
 		"a_shared, A is read from workgroup memory instead (by a matrix descriptor): the A operands are " +
 		"a workgroup buffer of ab_type and the index of A's first element (a multiple of 512), element " +
 		"(m, k) of the 64×K A being at that offset + 64·m + 8·((k/8) xor (m%8)) + k%8 (K-major in the " +
@@ -255,8 +262,9 @@ func verifyWGMMA(op *ir.Operation) error {
 	if s.Pending > 0 {
 		for _, r := range op.Results() {
 			for _, u := range r.Users() {
-				if u.Name() != WGMMAWaitOp {
-					return fmt.Errorf("result #%d is in flight ('%s' %d) but used by '%s', not '%s'", r.Index(), PendingAttr, s.Pending, u.Name(), WGMMAWaitOp)
+				if u.Name() != WGMMAWaitOp && u.Name() != WGMMAOp && u.Name() != loopYieldOp {
+					return fmt.Errorf("result #%d is in flight ('%s' %d) but used by '%s', not '%s', a '%s' accumulator or '%s'",
+						r.Index(), PendingAttr, s.Pending, u.Name(), WGMMAWaitOp, WGMMAOp, loopYieldOp)
 				}
 			}
 		}

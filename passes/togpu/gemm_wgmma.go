@@ -45,6 +45,8 @@ func (t MMATile) checkWGMMA() error {
 		return fmt.Errorf("mma tile %s: a wgmma tile's M must be 64, 128 or 256 (1 to 4 warpgroups)", t)
 	case !pow2(t.N) || t.N < gpu.WGMMASwizzleRow || t.N > 256:
 		return fmt.Errorf("mma tile %s: a wgmma tile's N must be 64, 128 or 256", t)
+	case t.Overlap && t.Stages < 3:
+		return fmt.Errorf("mma tile %s: a product in flight across tiles needs at least 3 stages", t)
 	case t.Stages < 2 || t.SharedBytes() > gpu.MaxSharedBytes:
 		return fmt.Errorf("mma tile %s: needs at least 2 stages in %d bytes of shared memory, has %d", t, gpu.MaxSharedBytes, t.SharedBytes())
 	}
@@ -75,8 +77,11 @@ func (p *mma) emitWGMMA(k *kernelGen, b *ir.Builder) error {
 		}
 		return x.rem(kt, x.c(stages))
 	}
+	if tl.Overlap {
+		return p.emitWGMMAOverlap(k, b, g, aWG, shape, stageOf)
+	}
 	for s := range stages - 1 {
-		g.load(b, arith.ConstantIndex(b, loc, s), constStage(s), true)
+		g.load(b, arith.ConstantIndex(b, loc, s), constStage(s), loadBranch)
 	}
 	zf := arith.ConstantFloat(b, loc, 0, ir.F32)
 	accs := make([]*ir.Value, tl.N/2)
@@ -99,7 +104,7 @@ func (p *mma) emitWGMMA(k *kernelGen, b *ir.Builder) error {
 				d := gpu.WGMMA(b, loc, p.elem, shape, []*ir.Value{g.sa, aAt}, g.sb, bAt, accs)
 				if copy {
 					next := arith.Binary(b, arith.OpAddI, loc, kt, arith.ConstantIndex(b, loc, stages-1))
-					g.load(b, next, func(x ix) *ir.Value { return stageOf(x, x.from(next)) }, false)
+					g.load(b, next, func(x ix) *ir.Value { return stageOf(x, x.from(next)) }, loadExisting)
 				} else {
 					gpu.CpAsyncCommit(b, loc)
 				}
@@ -112,7 +117,52 @@ func (p *mma) emitWGMMA(k *kernelGen, b *ir.Builder) error {
 	}
 	kl := kTiles(steady, g.numK, accs, false)
 	gpu.CpAsyncWait(b, loc, 0)
-	p.epilogue(k, x, kl, g, x.mulc(g.warp, 16), x.c(0), 1, tl.N/8)
+	p.epilogue(k, x, kl.Results(), g, x.mulc(g.warp, 16), x.c(0), 1, tl.N/8)
+	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
+	return nil
+}
+
+// emitWGMMAOverlap is emitWGMMA's main loop with Overlap: the product of
+// k tile kt is issued right after the tile's barrier and left in flight
+// (its accumulators carried to the next iteration and chained into the
+// next product, which the tensor cores run after it), so that they work
+// through the barrier and the copies. gpu.wgmma with pending 1 waits for
+// the product before, so when a thread reaches tile kt's barrier the
+// product of tile kt−2 is complete in every thread: the copies of tile
+// kt+stages−2 go to its stage, two tiles ahead of the product rather
+// than stages−1.
+func (p *mma) emitWGMMAOverlap(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, shape gpu.WGMMAShape, stageOf func(ix, *ir.Value) *ir.Value) error {
+	loc, x, tl := k.loc, g.x, p.tile
+	ahead := tl.Stages - 2
+	for s := range ahead {
+		g.load(b, arith.ConstantIndex(b, loc, s), constStage(s), loadBranch)
+	}
+	zf := arith.ConstantFloat(b, loc, 0, ir.F32)
+	accs := make([]*ir.Value, tl.N/2)
+	for i := range accs {
+		accs[i] = zf
+	}
+	// One loop over every k tile, without a branch: the copies of the
+	// tiles past the last fill their stages with zeros (no product reads
+	// them), since a second loop for the last tiles would copy the
+	// accumulators in flight from one loop's registers to the other's.
+	accs = loop.For(b, loc, arith.ConstantIndex(b, loc, 0), arith.ConstantIndex(b, loc, g.numK), arith.ConstantIndex(b, loc, 1), accs,
+		func(b *ir.Builder, kt *ir.Value, accs []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			gpu.CpAsyncWait(b, loc, ahead-1)
+			gpu.FenceProxyAsync(b, loc)
+			gpu.Barrier(b, loc)
+			s := stageOf(x, x.from(kt))
+			aAt := x.index(x.add(x.mulc(s, tl.M*tl.K), aWG))
+			bAt := x.index(x.mulc(s, tl.K*tl.N))
+			d := gpu.WGMMA(b, loc, p.elem, shape, []*ir.Value{g.sa, aAt}, g.sb, bAt, accs)
+			next := arith.Binary(b, arith.OpAddI, loc, kt, arith.ConstantIndex(b, loc, ahead))
+			g.load(b, next, func(x ix) *ir.Value { return stageOf(x, x.from(next)) }, loadZeros)
+			return d
+		}).Results()
+	done := gpu.WGMMAWait(b, loc, 0, accs)
+	gpu.CpAsyncWait(b, loc, 0)
+	p.epilogue(k, x, done, g, x.mulc(g.warp, 16), x.c(0), 1, tl.N/8)
 	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
 	return nil
 }

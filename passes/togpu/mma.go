@@ -22,12 +22,14 @@ const MappingMMA = "mma"
 //
 // With WGMMA the block's warpgroups (4 warps each) compute 64 × N rows of
 // the tile each with gpu.wgmma instead (gemm_wgmma.go; sm_90a only) and
-// WarpN is unused.
+// WarpN is unused; with Overlap too, each k tile's product stays in
+// flight until the next one's is issued.
 type MMATile struct {
 	M, N, K int64
 	Stages  int64
 	WarpN   int64 // the warp tile's N: 32 or 64
 	WGMMA   bool
+	Overlap bool
 }
 
 // MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
@@ -49,10 +51,14 @@ var MMATiles = []MMATile{
 	// Hopper's warpgroup MMA (gemm_wgmma.go, sm_90a): a thread holds N/2
 	// f32. Registers for sm_90a (native / llc), mm_bias_gelu's time and
 	// the 8192³ product's rate on the H200 (bench/NOTES.md, session 7).
-	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true}, // 2 warpgroups, 192 KiB, 160 / 164: 1 block an SM, 0.502 ms, 627 TFLOP/s
-	{M: 128, N: 256, K: 64, Stages: 3, WGMMA: true}, // 144 KiB, 162 / 168: 0.535 ms, 593 TFLOP/s
-	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true}, // 4 warpgroups of 64 × 128, 192 KiB, 94 / 96: 0.494 ms, 608 TFLOP/s
-	{M: 128, N: 128, K: 64, Stages: 3, WGMMA: true}, // 96 KiB, 96 / 96: 2 blocks an SM, 0.539 ms, 548 TFLOP/s
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true},
+	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true},
+	{M: 128, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 128 KiB
+	{M: 128, N: 128, K: 64, Stages: 3, WGMMA: true, Overlap: true}, // 96 KiB: 2 blocks an SM, copies one tile ahead
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 2 warpgroups, 192 KiB, 160 / 164: 1 block an SM, 0.502 ms, 627 TFLOP/s
+	{M: 128, N: 256, K: 64, Stages: 3, WGMMA: true},                // 144 KiB, 162 / 168: 0.535 ms, 593 TFLOP/s
+	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 192 KiB, 94 / 96: 0.494 ms, 608 TFLOP/s
+	{M: 128, N: 128, K: 64, Stages: 3, WGMMA: true},                // 96 KiB, 96 / 96: 2 blocks an SM, 0.539 ms, 548 TFLOP/s
 }
 
 // The warp tile's M, and the limits every MMATile keeps.
@@ -75,9 +81,12 @@ func (c Config) mmaTile() MMATile {
 }
 
 // String is the tile's name in the mma-tile option: MxNxK, s and the
-// stages, then g for WGMMA, or w and the warp tile's N when it is not 32.
+// stages, then g for WGMMA (go with Overlap), or w and the warp tile's N when it is not 32.
 func (t MMATile) String() string {
 	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
+	if t.Overlap {
+		return s + "go"
+	}
 	if t.WGMMA {
 		return s + "g"
 	}

@@ -277,15 +277,23 @@ type gemmBlock struct {
 	rowTail, colTail    bool
 	sa, sb              *ir.Value // the stages of A's and B's tiles
 	numK                int64     // k tiles
-	load                func(b *ir.Builder, kt *ir.Value, s int64Value, checked bool)
+	load                func(b *ir.Builder, kt *ir.Value, s int64Value, guard loadGuard)
 }
+
+// loadGuard is how gemmBlock.load treats a k tile past the last.
+type loadGuard int
+
+const (
+	loadExisting loadGuard = iota // the k tile exists: no check
+	loadBranch                    // past the last, copy nothing (a branch unless kt is constant)
+	loadZeros                     // past the last, fill the stage with zeros (no branch)
+)
 
 // setup emits a GEMM kernel's prologue (see gemmBlock): the stages
 // (stages·M·K and stages·K·N elements of A and B), the block's tile in
 // grouped order and each thread's share of the copies. load(b, kt, s,
-// checked) issues the copies of k tile kt into stage s and commits the
-// group; with checked, a kt past the last k tile copies nothing (a
-// branch unless kt is constant), without it kt must be a k tile.
+// guard) issues the copies of k tile kt into stage s and commits the
+// group; guard says what a kt past the last k tile does.
 func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	loc := k.loc
 	x := ix{b, loc, p.width}
@@ -339,12 +347,16 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	// none) and commits the group. A chunk whose rows do not start on 16
 	// bytes is copied in pieces of o.vec elements; out-of-range pieces
 	// are zero-filled, so that the products over them add nothing.
-	load := func(b *ir.Builder, kt *ir.Value, s int64Value, checked bool) {
+	load := func(b *ir.Builder, kt *ir.Value, s int64Value, guard loadGuard) {
 		x := x.at(b)
 		issue := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
 			kt := x.from(kt)
 			k0 := x.mulc(kt, tileK)
+			var exists *ir.Value
+			if guard == loadZeros {
+				exists = x.lt(kt, x.c(numK))
+			}
 			stage := s(x)
 			for _, tile := range []struct {
 				o               *operand
@@ -363,7 +375,7 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 					src := x.add(l.src, x.mulc(kt, l.kStep))
 					for q := range 8 / o.vec {
 						off := q * o.vec
-						ok := l.piece(x, o, q, kTail, k0, kTotal)
+						ok := x.both2(l.piece(x, o, q, kTail, k0, kTotal), exists)
 						from, at := x.addc(src, off), x.index(x.addc(dst, l.dst+off))
 						if ok != nil {
 							from = arith.NewSelect(b, loc, ok, from, x.c(0))
@@ -390,7 +402,7 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 			if c < numK {
 				issue(b)
 			}
-		} else if !checked {
+		} else if guard != loadBranch {
 			issue(b)
 		} else {
 			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIULT, kt, arith.ConstantIndex(b, loc, numK)), nil, issue, nil)
@@ -418,7 +430,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 	offB := p.b.fragBase(x, lane, x.mulc(wn, tl.WarpN), 4)
 
 	for s := range stages - 1 {
-		load(b, arith.ConstantIndex(b, loc, s), constStage(s), true)
+		load(b, arith.ConstantIndex(b, loc, s), constStage(s), loadBranch)
 	}
 	zf := arith.ConstantFloat(b, loc, 0, ir.F32)
 	fragsN := tl.fragsN()
@@ -432,7 +444,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		gpu.CpAsyncWait(b, loc, stages-2)
 		gpu.Barrier(b, loc)
 		next := arith.Binary(b, arith.OpAddI, loc, kt, arith.ConstantIndex(b, loc, stages-1))
-		load(b, next, func(x ix) *ir.Value { return x.rem(x.from(next), x.c(stages)) }, true)
+		load(b, next, func(x ix) *ir.Value { return x.rem(x.from(next), x.c(stages)) }, loadBranch)
 		s := x.rem(x.from(kt), x.c(stages))
 		stA, stB := x.add(x.mulc(s, tileM*tileK), offA), x.add(x.mulc(s, tileK*tileN), offB)
 		out := append([]*ir.Value(nil), accs...)
@@ -470,7 +482,7 @@ func (p *mma) emit(k *kernelGen, b *ir.Builder) error {
 		return out
 	})
 	gpu.CpAsyncWait(b, loc, 0)
-	p.epilogue(k, x, kl, g, x.mulc(wm, warpTileM), x.mulc(wn, tl.WarpN), fragsM, fragsN)
+	p.epilogue(k, x, kl.Results(), g, x.mulc(wm, warpTileM), x.mulc(wn, tl.WarpN), fragsM, fragsN)
 	return nil
 }
 
@@ -481,7 +493,7 @@ func constStage(s int64) int64Value { return func(x ix) *ir.Value { return x.c(s
 
 // epilogue runs the nest's body without the K loop once per accumulator
 // element of the warp's fm × fn m16n8 tiles from (warpRow, warpCol) in
-// the block's tile, the accumulators of tile (i, j) being kl's results
+// the block's tile, the accumulators of tile (i, j) being results
 // 4·(i·fn + j) on: at row g + 8·(r/2) and column 2t + r%2 of its m16n8
 // tile (g = lane/4, t = lane%4), guarded by the output's bounds where the
 // sizes are not multiples of the tile. The two elements of a row (r%2 =
@@ -489,7 +501,7 @@ func constStage(s int64) int64Value { return func(x ix) *ir.Value { return x.c(s
 // their bodies are then cloned op by op, each op for both in turn, so
 // that their loads and stores of a buffer are adjacent at columns c and
 // c + 1 and targets/llvm makes each pair one 4-byte access.
-func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, blk gemmBlock, warpRow, warpCol *ir.Value, fm, fn int64) {
+func (p *mma) epilogue(k *kernelGen, x ix, results []*ir.Value, blk gemmBlock, warpRow, warpCol *ir.Value, fm, fn int64) {
 	b, loc := x.b, x.loc
 	z, rowBase, colBase, lane, mRows, nCols, rowTail, colTail := blk.z, blk.rowBase, blk.colBase, blk.lane, blk.mRows, blk.nCols, blk.rowTail, blk.colTail
 	body := loop.Body(k.nest)
@@ -534,7 +546,7 @@ func (p *mma) epilogue(k *kernelGen, x ix, kl *ir.Operation, blk gemmBlock, warp
 				row := x.addc(rows0, i*16+8*h)
 				col := x.addc(cols0, j*8)
 				at := int((i*fragsN+j)*4 + 2*h)
-				accs := []*ir.Value{kl.Result(at), kl.Result(at + 1)}
+				accs := []*ir.Value{results[at], results[at+1]}
 				var ok *ir.Value
 				if rowTail {
 					ok = x.lt(row, mRows)

@@ -95,26 +95,85 @@ type operands interface{ Operands() []*value.Value }
 // shares (not a copy, not the first of a repeated pure instruction). The
 // asm then updates it in place, with no mov: gpu.wgmma's accumulators stay
 // in one register block through a loop, instead of ptxas moving them in
-// and out of the block of another product's accumulators. Called after
-// allocation and before copies share registers.
+// and out of the block of another product's accumulators. A loop header's
+// phi whose other uses follow the loop (its result) dies at the asm too:
+// no path from the asm reaches them but through the header, which gives
+// the phi its next value (the asm's, in the same registers) first; a
+// product in flight across iterations then stays in its registers, which
+// ptxas requires of a pipelined wgmma (a mov of them serializes it).
+// Called after allocation and before copies share registers.
 func (e *emitter) tieInPlace(f *llir.Func) {
 	uses := map[value.Value]int{}
-	count := func(o any) {
+	// at lists the blocks where each value is used: a phi's incoming
+	// value at the end of its predecessor, where the edge copies it.
+	at := map[value.Value][]*llir.Block{}
+	count := func(o any, b *llir.Block) {
 		if ops, ok := o.(operands); ok {
 			for _, op := range ops.Operands() {
 				uses[*op]++
+				at[*op] = append(at[*op], b)
+			}
+		}
+		if p, ok := o.(*llir.InstPhi); ok {
+			for _, inc := range p.Incs {
+				if pred, ok := inc.Pred.(*llir.Block); ok {
+					at[inc.X] = append(at[inc.X], pred)
+				}
 			}
 		}
 	}
 	shared := map[value.Value]bool{}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
-			count(in)
+			count(in, b)
 			if first := e.plan.same[in]; first != nil {
 				shared[first.(value.Value)] = true
 			}
 		}
-		count(b.Term)
+		count(b.Term, b)
+	}
+	block := map[llir.Instruction]*llir.Block{}
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			block[in] = b
+		}
+	}
+	// dies reports whether the argument a of call (in block b) dies there.
+	dies := func(a value.Value, call *llir.InstCall, b *llir.Block) bool {
+		if uses[a] == 1 {
+			return true
+		}
+		phi, ok := a.(*llir.InstPhi)
+		if !ok || block[phi] == b {
+			return false
+		}
+		// The blocks reached from the asm's without passing the phi's.
+		reach := map[*llir.Block]bool{}
+		work := []*llir.Block{b}
+		for len(work) > 0 {
+			x := work[len(work)-1]
+			work = work[:len(work)-1]
+			for _, s := range x.Term.Succs() {
+				if s != block[phi] && !reach[s] {
+					reach[s] = true
+					work = append(work, s)
+				}
+			}
+		}
+		if reach[b] {
+			return false // (the asm is in a loop of its own: it would see its own update)
+		}
+		seen := 0
+		for _, u := range at[a] {
+			if u == b {
+				seen++ // the call itself, or another use in its block
+				continue
+			}
+			if reach[u] {
+				return false
+			}
+		}
+		return seen == 1
 	}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
@@ -134,7 +193,7 @@ func (e *emitter) tieInPlace(f *llir.Func) {
 			for j, a := range call.Args {
 				i, err := strconv.Atoi(cons[len(outs)+j])
 				arg, isInst := a.(llir.Instruction)
-				if err != nil || i < 0 || i >= len(outs) || !isInst || uses[a] != 1 || shared[a] || e.plan.isCopy(arg) {
+				if err != nil || i < 0 || i >= len(outs) || !isInst || shared[a] || e.plan.isCopy(arg) || !dies(a, call, b) {
 					continue
 				}
 				if _, folded := e.plan.folded[a]; folded {

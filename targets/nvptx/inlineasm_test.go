@@ -9,6 +9,7 @@ import (
 
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 )
 
@@ -118,4 +119,74 @@ func assemble90a(t *testing.T, ptx string) {
 	if out, err := exec.Command(ptxas, "-arch=sm_90a", "-o", os.DevNull, f).CombinedOutput(); err != nil {
 		t.Fatalf("ptxas rejected the PTX: %v\n%s\n%s", err, out, numbered(ptx))
 	}
+}
+
+// TestInlineAsmLoopInPlace checks tieInPlace on a loop that carries a
+// tied asm output (gpu.wgmma's accumulators kept in flight across
+// iterations): the header's phis, read after the loop too, die at the asm
+// in the body, so the asm updates their registers in place and the back
+// edge copies nothing; the first phi's value is also read in the body
+// after the asm (there it may not be updated in place), the second's is not.
+func TestInlineAsmLoopInPlace(t *testing.T) {
+	m := newModule()
+	p := llir.NewParam("p", gF32)
+	f := kernel(m, "k", p)
+	entry, header, body, exit := f.NewBlock("entry"), f.NewBlock("header"), f.NewBlock("body"), f.NewBlock("exit")
+	init := entry.NewLoad(f32, p)
+	entry.NewBr(header)
+	i := header.NewPhi(llir.NewIncoming(constant.NewInt(i64, 0), entry))
+	x := header.NewPhi(llir.NewIncoming(init, entry))
+	y := header.NewPhi(llir.NewIncoming(init, entry))
+	header.NewCondBr(header.NewICmp(enum.IPredSLT, i, constant.NewInt(i64, 8)), body, exit)
+	asm := func(v *llir.InstPhi) *llir.InstCall {
+		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(f32, f32)), "max.f32 $0, $0, $0;", "=f,0")
+		ia.SideEffect = true
+		return body.NewCall(ia, v)
+	}
+	nx, ny := asm(x), asm(y)
+	body.NewStore(x, body.NewGetElementPtr(f32, p, constant.NewInt(i64, 1)))
+	next := body.NewAdd(i, constant.NewInt(i64, 1))
+	body.NewBr(header)
+	i.Incs = append(i.Incs, llir.NewIncoming(next, body))
+	x.Incs = append(x.Incs, llir.NewIncoming(nx, body))
+	y.Incs = append(y.Incs, llir.NewIncoming(ny, body))
+	exit.NewStore(exit.NewFAdd(x, y), p)
+	exit.NewRet(nil)
+	ptx, err := Native{}.Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []string
+	movs := 0
+	inBody := false
+	for _, l := range strings.Split(ptx, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "max.f32") {
+			adds = append(adds, l)
+			inBody = true
+		}
+		if inBody && strings.HasPrefix(l, "bra") {
+			inBody = false
+		}
+		if inBody && strings.HasPrefix(l, "mov.f32") {
+			movs++
+		}
+	}
+	if len(adds) != 2 {
+		t.Fatalf("%d asm texts, want 2:\n%s", len(adds), ptx)
+	}
+	// y's asm updates its phi's register: the same register on both sides
+	// of the add, and no copy back on the edge; x's gets a register of its
+	// own and its result one copy on the edge.
+	same := func(l string) bool {
+		f := strings.FieldsFunc(l, func(r rune) bool { return r == ' ' || r == ',' || r == ';' })
+		return len(f) == 4 && f[1] == f[2] && f[2] == f[3]
+	}
+	if !same(adds[1]) {
+		t.Errorf("the dying phi's asm is not in place: %s\n%s", adds[1], ptx)
+	}
+	if movs != 2 { // x into its asm's output, and its result onto x's phi
+		t.Errorf("%d movs after the asm in the loop body, want 2:\n%s", movs, ptx)
+	}
+	assemble(t, ptx)
 }

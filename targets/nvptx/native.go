@@ -1584,6 +1584,12 @@ func (e *emitter) edgeCopies(pred, succ *llir.Block) error {
 		if err != nil {
 			return fmt.Errorf("phi %s: %w", p.Ident(), err)
 		}
+		if inPlace(e.vals[p], src) {
+			// The incoming value is already in the phi's registers (an asm
+			// updated it in place: tieInPlace); reading them for a copy
+			// would also make ptxas wait for a wgmma still writing them.
+			continue
+		}
 		if _, imm := e.immediates(inc); len(phis) > 1 && !imm && !e.isConstant(inc) {
 			// A constant's register is never written: no temporary.
 			tmp := make([]string, len(src))
@@ -1603,6 +1609,19 @@ func (e *emitter) edgeCopies(pred, succ *llir.Block) error {
 		}
 	}
 	return nil
+}
+
+// inPlace reports whether the registers src are dst's.
+func inPlace(dst []reg, src []string) bool {
+	if len(dst) != len(src) {
+		return false
+	}
+	for i, d := range dst {
+		if d.String() != src[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // noUnrollHeaders returns the header blocks of f's loops whose latch
