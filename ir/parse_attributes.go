@@ -219,6 +219,12 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 				p.Errorf("expected '<' after '%s'", kw)
 				return nil
 			}
+			if kw == "affine_map" || kw == "affine_set" {
+				if _, err := checkAffine(p.lex.src, p.tok.pos, kw); err != nil {
+					p.failAt(err.pos, "%s", err.msg)
+					return nil
+				}
+			}
 			body := p.scanBalanced()
 			return p.maybeTyped(OpaqueAttr{Text: kw + body})
 		case "loc":

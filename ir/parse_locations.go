@@ -2,8 +2,6 @@ package ir
 
 // Parsing of locations: loc(...) and the forward-referenced #loc aliases.
 
-import ()
-
 // --- locations ---
 
 func (p *Parser) parseLocation() Location {
@@ -13,13 +11,13 @@ func (p *Parser) parseLocation() Location {
 // parseLocationInto parses loc(...). A reference to a location alias defined
 // later in the file returns nil and calls set once the alias is known.
 func (p *Parser) parseLocationInto(set func(Location)) Location {
-	if p.expect("loc") != nil || p.expect("(") != nil {
+	if p.expect("loc") != nil || !p.want("(", "expected '(' in location") {
 		return nil
 	}
 	if p.tok.kind == tokHashIdent {
 		name, pos := p.tok.text, p.tok.pos
 		p.advance()
-		if p.expect(")") != nil {
+		if !p.want(")", "expected ')' in location") {
 			return nil
 		}
 		if l, ok := p.locAliases[name]; ok {
@@ -28,18 +26,35 @@ func (p *Parser) parseLocationInto(set func(Location)) Location {
 			}
 			return l
 		}
+		if a, ok := p.attrAliases[name]; ok {
+			p.failAt(pos, "expected location, but found '%s'", a)
+			return nil
+		}
 		if set == nil {
-			p.failAt(pos, "undefined location alias '%s'", name[1:])
+			p.failAt(pos, "operation location alias was never defined: '%s'", name[1:])
 			return nil
 		}
 		p.pendingLocs = append(p.pendingLocs, pendingLoc{alias: name, pos: pos, set: set})
 		return nil
 	}
 	l := p.parseLocBody()
-	if p.expect(")") != nil {
+	if !p.want(")", "expected ')' in location") {
 		return nil
 	}
 	return l
+}
+
+// want consumes the punctuation or keyword s, or records msg (with what
+// was found) and returns false.
+func (p *Parser) want(s, msg string) bool {
+	if p.err != nil {
+		return false
+	}
+	if !p.consumeIf(s) {
+		p.wrongToken("%s, found %s", msg, p.describe())
+		return false
+	}
+	return true
 }
 
 func (p *Parser) parseLocBody() Location {
@@ -53,15 +68,15 @@ func (p *Parser) parseLocBody() Location {
 		return UnknownLoc{}
 	case p.is("callsite"):
 		p.advance()
-		if p.expect("(") != nil {
+		if !p.want("(", "expected '(' in callsite location") {
 			return nil
 		}
 		callee := p.parseLocBody()
-		if p.expect("at") != nil {
+		if !p.want("at", "expected 'at' in callsite location") {
 			return nil
 		}
 		caller := p.parseLocBody()
-		if p.expect(")") != nil {
+		if !p.want(")", "expected ')' in callsite location") {
 			return nil
 		}
 		return CallSiteLoc{Callee: callee, Caller: caller}
@@ -70,11 +85,11 @@ func (p *Parser) parseLocBody() Location {
 		var l FusedLoc
 		if p.consumeIf("<") {
 			l.Metadata = p.parseAttribute(nil)
-			if p.expect(">") != nil {
+			if !p.want(">", "expected '>' after fused location metadata") {
 				return nil
 			}
 		}
-		if p.expect("[") != nil {
+		if !p.want("[", "expected '[' in fused location") {
 			return nil
 		}
 		if !p.is("]") {
@@ -85,7 +100,7 @@ func (p *Parser) parseLocBody() Location {
 				}
 			}
 		}
-		if p.expect("]") != nil {
+		if !p.want("]", "expected ']' in fused location") {
 			return nil
 		}
 		return l
@@ -122,13 +137,13 @@ func (p *Parser) parseLocBody() Location {
 		}
 		if p.consumeIf("(") {
 			child := p.parseLocBody()
-			if p.expect(")") != nil {
+			if !p.want(")", "expected ')' after child location of NameLoc") {
 				return nil
 			}
 			return NameLoc{Name: s, Child: child}
 		}
 		return NameLoc{Name: s}
 	}
-	p.Errorf("expected location, found %s", p.describe())
+	p.wrongToken("expected location instance, found %s", p.describe())
 	return nil
 }

@@ -25,16 +25,21 @@ func (p *Parser) parseOperation() *Operation {
 	if p.tok.kind == tokValueID {
 		for {
 			if p.tok.kind != tokValueID {
-				p.Errorf("expected SSA value name, found %s", p.describe())
+				p.Errorf("expected valid ssa identifier, found %s", p.describe())
 				return nil
 			}
 			g := resultGroup{name: p.tok.text, count: 1, pos: p.tok.pos}
 			p.advance()
 			if p.is(":") {
 				p.advance()
+				countPos := p.tok.pos
 				n, ok := p.parseUint()
-				if !ok || n < 1 {
+				if !ok {
 					p.Errorf("expected integer number of results")
+					return nil
+				}
+				if n < 1 {
+					p.failAt(countPos, "expected named operation to have at least 1 result")
 					return nil
 				}
 				g.count = n
@@ -44,7 +49,8 @@ func (p *Parser) parseOperation() *Operation {
 				break
 			}
 		}
-		if p.expect("=") != nil {
+		if !p.consumeIf("=") {
+			p.wrongToken("expected '=' after SSA name, found %s", p.describe())
 			return nil
 		}
 	}
@@ -58,9 +64,14 @@ func (p *Parser) parseOperation() *Operation {
 	case tokString:
 		op = p.parseGenericOp()
 	case tokBareIdent:
+		if parseIntegerTypeName(p.tok.text) != nil {
+			// An integer type is a token of its own in MLIR, not an op name.
+			p.wrongToken("expected operation name in quotes, found %s", p.describe())
+			return nil
+		}
 		op = p.parseCustomOp(total)
 	default:
-		p.Errorf("expected operation name in quotes, found %s", p.describe())
+		p.wrongToken("expected operation name in quotes, found %s", p.describe())
 		return nil
 	}
 	if op == nil || p.err != nil {
@@ -71,6 +82,10 @@ func (p *Parser) parseOperation() *Operation {
 		if loc != nil {
 			op.loc = loc
 		}
+	}
+	if len(groups) > 0 && op.NumResults() == 0 {
+		p.failAt(namePos, "cannot name an operation with no results")
+		return nil
 	}
 	if len(groups) > 0 && total != op.NumResults() {
 		p.failAt(namePos, "operation defines %d results but was provided %d to bind", op.NumResults(), total)
@@ -229,7 +244,8 @@ func (p *Parser) parseGenericOp() *Operation {
 	if p.is("{") {
 		st.Attributes = p.parseDictBody()
 	}
-	if p.expect(":") != nil {
+	if !p.consumeIf(":") {
+		p.wrongToken("expected ':' followed by operation type, found %s", p.describe())
 		return nil
 	}
 	typePos := p.tok.pos
@@ -287,6 +303,8 @@ func (p *Parser) parseCustomOp(numResults int) *Operation {
 	if def == nil || def.Parse == nil {
 		if def == nil && p.ctx != nil && p.ctx.Dialect(DialectOf(name)) == nil && strings.Contains(name, ".") {
 			p.failAt(namePos, "custom op '%s' is unknown: its dialect is not loaded (generic syntax \"%s\"(...) works with --allow-unregistered-dialect)", name, name)
+		} else if def == nil && !strings.Contains(name, ".") && len(p.dialects) > 0 {
+			p.failAt(namePos, "custom op '%s' is unknown (tried '%s.%s' as well)", name, p.dialects[len(p.dialects)-1], name)
 		} else {
 			p.failAt(namePos, "custom op '%s' is unknown", name)
 		}
@@ -422,12 +440,13 @@ func (p *Parser) parseBlockHeader() *Block {
 		if !p.is(")") {
 			for {
 				if p.tok.kind != tokValueID {
-					p.Errorf("expected SSA value name for block argument, found %s", p.describe())
+					p.wrongToken("expected SSA operand, found %s", p.describe())
 					return nil
 				}
 				an, apos := p.tok.text, p.tok.pos
 				p.advance()
-				if p.expect(":") != nil {
+				if !p.consumeIf(":") {
+					p.wrongToken("expected ':' and type for SSA operand, found %s", p.describe())
 					return nil
 				}
 				t := p.parseType()
@@ -451,7 +470,8 @@ func (p *Parser) parseBlockHeader() *Block {
 			return nil
 		}
 	}
-	if p.expect(":") != nil {
+	if !p.consumeIf(":") {
+		p.wrongToken("expected ':' after block name, found %s", p.describe())
 		return nil
 	}
 	return b

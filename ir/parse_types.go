@@ -478,7 +478,14 @@ func (p *Parser) parseShapedType(kind string) Type {
 	case "memref":
 		var layout, space Attribute
 		if p.consumeIf(",") {
+			layoutPos := p.tok.pos
 			a := p.parseAttribute(nil)
+			if o, ok := a.(OpaqueAttr); ok && strings.HasPrefix(o.Text, "affine_map<") && !unranked {
+				if n, _ := checkAffine(o.Text, len("affine_map"), "affine_map"); n != len(shape) {
+					p.failAt(layoutPos, "memref layout mismatch between rank and affine map: %d != %d", len(shape), n)
+					return nil
+				}
+			}
 			if isLayoutAttr(a) && !unranked {
 				layout = a
 				if p.consumeIf(",") {

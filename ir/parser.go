@@ -215,9 +215,21 @@ func (p *Parser) expect(s string) error {
 		return p.err
 	}
 	if !p.consumeIf(s) {
-		return p.Errorf("expected '%s', found %s", s, p.describe())
+		return p.wrongToken("expected '%s', found %s", s, p.describe())
 	}
 	return nil
+}
+
+// wrongToken records an error about the current token being unexpected.
+// When the token starts a later line than the previous one ended, the
+// error is placed just after the previous token, as MLIR places it: what
+// is missing belongs to the line before.
+func (p *Parser) wrongToken(format string, args ...any) error {
+	pos := p.tok.pos
+	if p.prevEnd <= pos && strings.Contains(p.lex.src[p.prevEnd:pos], "\n") {
+		pos = p.prevEnd
+	}
+	return p.failAt(pos, format, args...)
 }
 
 func (p *Parser) enter() bool {
@@ -279,8 +291,13 @@ const resourcesAttr = "strata.file_resources"
 func (p *Parser) parseAttrAliasDef() {
 	name := p.tok.text
 	pos := p.tok.pos
+	if strings.Contains(name, ".") {
+		p.failAt(pos, "attribute names with a '.' are reserved for dialect-defined names")
+		return
+	}
 	p.advance()
-	if p.expect("=") != nil {
+	if !p.consumeIf("=") {
+		p.Errorf("expected '=' in attribute alias definition, found %s", p.describe())
 		return
 	}
 	if p.is("loc") {
@@ -338,8 +355,13 @@ func (p *Parser) chargeAlias(name string, pos int) bool {
 func (p *Parser) parseTypeAliasDef() {
 	name := p.tok.text
 	pos := p.tok.pos
+	if strings.Contains(name, ".") {
+		p.failAt(pos, "type names with a '.' are reserved for dialect-defined names")
+		return
+	}
 	p.advance()
-	if p.expect("=") != nil {
+	if !p.consumeIf("=") {
+		p.Errorf("expected '=' in type alias definition, found %s", p.describe())
 		return
 	}
 	if _, dup := p.typeAliases[name]; dup {
@@ -367,8 +389,12 @@ func (p *Parser) parseResources() {
 func (p *Parser) resolveLocs() {
 	for _, pl := range p.pendingLocs {
 		l, ok := p.locAliases[pl.alias]
+		if a, isAttr := p.attrAliases[pl.alias]; !ok && isAttr {
+			p.failAt(pl.pos, "expected location, but found '%s'", a)
+			return
+		}
 		if !ok {
-			p.failAt(pl.pos, "undefined location alias '%s'", pl.alias[1:])
+			p.failAt(pl.pos, "operation location alias was never defined: '%s'", pl.alias[1:])
 			return
 		}
 		if !p.chargeAlias(pl.alias, pl.pos) {
