@@ -415,7 +415,8 @@ func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // transposed views (x·Wᵀ, Aᵀ·B) or batched on both sides (attention's
 // q·kᵀ and p·v, with one or two batch dimensions), and a 2-D A against a
 // batched B, run on the register-blocked kernel and give the
-// interpreter's results, ragged sizes and f64 included.
+// interpreter's results, ragged sizes, f64 and f16/bf16 operands (widened
+// to f32 as they are packed) included.
 func TestTransposedAndBatchedMatmulsAreBlocked(t *testing.T) {
 	needTools(t)
 	tt := func(elem string, dims ...int) string {
@@ -437,6 +438,8 @@ func TestTransposedAndBatchedMatmulsAreBlocked(t *testing.T) {
 		{name: "bmm", a: []int{3, 25, 33}, b: []int{3, 33, 18}, elem: "f32"},
 		{name: "q·kᵀ", a: []int{2, 3, 17, 8}, b: []int{2, 3, 19, 8}, tb: true, elem: "f32", perm: "[0, 1, 3, 2]"},
 		{name: "A·B batched", a: []int{26, 7}, b: []int{4, 7, 20}, elem: "f64"},
+		{name: "bf16 x·Wᵀ", a: []int{37, 29}, b: []int{41, 29}, tb: true, elem: "bf16", perm: "[1, 0]"},
+		{name: "f16 bmm", a: []int{2, 25, 33}, b: []int{2, 33, 18}, elem: "f16"},
 	} {
 		at, bt := tt(c.elem, c.a...), tt(c.elem, c.b...)
 		lhs, rhs := c.a, c.b

@@ -42,7 +42,10 @@ type mmMatch struct {
 	batch          []*ir.Value
 	fold           bool
 	aTrans, bTrans bool
-	elem           types.Type
+	// aFrom and bFrom are the operands' element types: elem's, or a
+	// narrower float type the body widens (f16, bf16; f32 for f64).
+	aFrom, bFrom ir.Type
+	elem         types.Type
 	// vl is the number of elements of a vector register; mr × nv vectors
 	// the register block.
 	vl, mr, nv int
@@ -108,18 +111,16 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	}
 	fb := loop.Body(forOp)
 	ops := fb.Ops()
-	if len(ops) != 5 {
+	if len(ops) < 5 || len(ops) > 7 {
 		return nil
 	}
 	kIV, acc := fb.Argument(0), fb.Argument(1)
 	n := len(lbs)
 	m := &mmMatch{nest: nest, forOp: forOp, batch: body.Arguments()[:n-2], i: body.Argument(n - 2), j: body.Argument(n - 1), kIV: kIV, elem: elem}
-	var loads []*ir.Operation
 	var mul, add *ir.Operation
-	for _, op := range ops[:4] {
+	for _, op := range ops[:len(ops)-1] {
 		switch op.Name() {
-		case loop.LoadOp:
-			loads = append(loads, op)
+		case loop.LoadOp, "arith.extf":
 		case "arith.mulf":
 			mul = op
 		case "arith.addf":
@@ -128,20 +129,32 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 			return nil
 		}
 	}
-	yield := ops[4]
-	if len(loads) != 2 || mul == nil || add == nil || yield.Name() != loop.YieldOp || yield.Operand(0) != add.Result(0) {
+	yield := ops[len(ops)-1]
+	if mul == nil || add == nil || yield.Name() != loop.YieldOp || yield.Operand(0) != add.Result(0) {
 		return nil
 	}
 	if !(add.Operand(0) == acc && add.Operand(1) == mul.Result(0) || add.Operand(1) == acc && add.Operand(0) == mul.Result(0)) {
 		return nil
 	}
-	l0, l1 := loads[0].Result(0), loads[1].Result(0)
-	if !(mul.Operand(0) == l0 && mul.Operand(1) == l1 || mul.Operand(0) == l1 && mul.Operand(1) == l0) {
+	// Each factor is a load of the body, widened by an extf or not.
+	var loads []*ir.Operation
+	for _, v := range mul.Operands() {
+		def := v.DefiningOp()
+		if def != nil && def.Name() == "arith.extf" && def.Block() == fb {
+			def = def.Operand(0).DefiningOp()
+		}
+		if def == nil || def.Name() != loop.LoadOp || def.Block() != fb {
+			return nil
+		}
+		loads = append(loads, def)
+	}
+	if len(loads) != 2 || loads[0] == loads[1] || len(ops) != 5+countExt(mul) {
 		return nil
 	}
 	aBatched, bBatched := false, false
 	for _, ld := range loads {
-		if inside(ld.Operand(0), nest) || ld.Operand(0).Type().(*ir.MemRefType).ElementType() != forOp.Result(0).Type() {
+		from := ld.Operand(0).Type().(*ir.MemRefType).ElementType()
+		if inside(ld.Operand(0), nest) || !widens(from, forOp.Result(0).Type()) {
 			return nil
 		}
 		idx := ld.Operands()[1:]
@@ -157,9 +170,9 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 		x, y := idx[len(idx)-2], idx[len(idx)-1]
 		switch {
 		case m.a == nil && (x == m.i && y == kIV || x == kIV && y == m.i):
-			m.a, m.aIdx, m.aTrans, aBatched = ld.Operand(0), idx, x == kIV, batched
+			m.a, m.aIdx, m.aTrans, aBatched, m.aFrom = ld.Operand(0), idx, x == kIV, batched, from
 		case m.b == nil && (x == kIV && y == m.j || x == m.j && y == kIV):
-			m.b, m.bIdx, m.bTrans, bBatched = ld.Operand(0), idx, x == m.j, batched
+			m.b, m.bIdx, m.bTrans, bBatched, m.bFrom = ld.Operand(0), idx, x == m.j, batched, from
 		default:
 			return nil
 		}
@@ -174,6 +187,46 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	}
 	m.mr, m.nv = matmulBlock(t.vectorBytes)
 	return m
+}
+
+// countExt counts the extf ops among mul's operands.
+func countExt(mul *ir.Operation) int {
+	n := 0
+	for _, v := range mul.Operands() {
+		if def := v.DefiningOp(); def != nil && def.Name() == "arith.extf" {
+			n++
+		}
+	}
+	return n
+}
+
+// widens reports whether elements of type from reach an accumulator of
+// type to: the same type, or an extf the packing does.
+func widens(from, to ir.Type) bool {
+	switch from {
+	case to:
+		return true
+	case ir.F16, ir.BF16:
+		return to == ir.F32
+	case ir.F32:
+		return to == ir.F64
+	}
+	return false
+}
+
+// widen converts a loaded element of type from to the kernel's type.
+func (k *kt) widen(v value.Value, from ir.Type, to types.Type) value.Value {
+	switch from {
+	case ir.BF16:
+		return k.cur.NewBitCast(k.cur.NewShl(k.cur.NewZExt(v, types.I32), constant.NewInt(types.I32, 16)), types.Float)
+	case ir.F16:
+		return k.cur.NewFPExt(v, types.Float)
+	case ir.F32:
+		if types.Equal(to, types.Double) {
+			return k.cur.NewFPExt(v, types.Double)
+		}
+	}
+	return v
 }
 
 // splat returns a vector of n copies of x.
@@ -274,7 +327,7 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 		j0 := k.cur.NewMul(p, i64(nr))
 		ncols := k.cur.NewSub(s.n, j0)
 		if m.bTrans {
-			if err := k.packAlongK(m, m.b, m.bIdx, panel, nr, s.kk, line, func(c value.Value) value.Value {
+			if err := k.packAlongK(m, m.b, m.bFrom, m.bIdx, panel, nr, s.kk, line, func(c value.Value) value.Value {
 				in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
 				k.vals[m.j] = k.cur.NewSelect(in, k.cur.NewAdd(j0, c), i64(0))
 				return in
@@ -301,12 +354,12 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 						if !tail {
 							at := k.cur.NewGetElementPtr(elem, src, c)
 							at.InBounds = true
-							k.cur.NewStore(k.cur.NewLoad(elem, at), dst)
+							k.cur.NewStore(k.widen(k.cur.NewLoad(elem, at), m.bFrom, m.elem), dst)
 							return nil, nil
 						}
 						in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
 						at := k.cur.NewGetElementPtr(elem, src, k.cur.NewSelect(in, c, i64(0)))
-						k.cur.NewStore(k.cur.NewSelect(in, k.cur.NewLoad(elem, at), zero), dst)
+						k.cur.NewStore(k.cur.NewSelect(in, k.widen(k.cur.NewLoad(elem, at), m.bFrom, m.elem), zero), dst)
 						return nil, nil
 					})
 					return nil, err
@@ -335,7 +388,7 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			k.setRow(m, k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast))
 		}
 		if !m.aTrans {
-			if err := k.packAlongK(m, m.a, m.aIdx, ablock, mr, s.kk, line, func(r value.Value) value.Value {
+			if err := k.packAlongK(m, m.a, m.aFrom, m.aIdx, ablock, mr, s.kk, line, func(r value.Value) value.Value {
 				rowOf(r)
 				return nil
 			}, zero); err != nil {
@@ -353,7 +406,7 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 					}
 					dst := k.cur.NewGetElementPtr(m.elem, ablock, k.cur.NewAdd(k.cur.NewMul(kv, i64(mr)), r))
 					dst.InBounds = true
-					k.cur.NewStore(k.cur.NewLoad(elem, src), dst)
+					k.cur.NewStore(k.widen(k.cur.NewLoad(elem, src), m.aFrom, m.elem), dst)
 					return nil, nil
 				})
 				return nil, err
@@ -375,7 +428,7 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 // at a time, for each lane, sets the induction variables of the lane
 // (bind; it returns a condition that the lane is inside the operand, or
 // nil for always) and copies that lane's run of k (zeros outside).
-func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, idx []*ir.Value, dst value.Value, width int64, kk value.Value, line int64, bind func(lane value.Value) value.Value, zero value.Value) error {
+func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value, dst value.Value, width int64, kk value.Value, line int64, bind func(lane value.Value) value.Value, zero value.Value) error {
 	_, err := k.loop(i64(0), kk, i64(line), nil, false, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
 		left := k.cur.NewSub(kk, kc)
 		kn := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, i64(line)), left, i64(line))
@@ -392,7 +445,7 @@ func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, idx []*ir.Value, dst value.Va
 				at.InBounds = true
 				to := k.cur.NewGetElementPtr(m.elem, dst, k.cur.NewAdd(first, k.cur.NewMul(x, i64(width))))
 				to.InBounds = true
-				var v value.Value = k.cur.NewLoad(elem, at)
+				v := k.widen(k.cur.NewLoad(elem, at), from, m.elem)
 				if in != nil {
 					v = k.cur.NewSelect(in, v, zero)
 				}
