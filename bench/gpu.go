@@ -60,13 +60,25 @@ func OpenGPU(ordinal int) (*GPU, error) {
 // sm_90 device (compute capability 9.0, sm_90a PTX) when g's target
 // allows it: measured faster there (bench/NOTES.md session 4).
 func (g *GPU) flashPass() string {
-	if dev := g.rt.Device(); dev != nil {
-		major, minor := dev.ComputeCapability()
-		if major == 9 && minor == 0 && (g.Options.Target == "" || strings.HasPrefix(g.Options.Target, "sm_90")) {
-			return "graph-attention-to-flash{wgmma=true}"
-		}
+	if major, minor := g.capability(); major == 9 && minor == 0 {
+		return "graph-attention-to-flash{wgmma=true}"
 	}
 	return "graph-attention-to-flash"
+}
+
+// capability is the device's compute capability as far as g's target
+// lets kernels use it: 9.0 only when the target is sm_90's (or unset),
+// 0.0 without a device.
+func (g *GPU) capability() (major, minor int) {
+	dev := g.rt.Device()
+	if dev == nil {
+		return 0, 0
+	}
+	major, minor = dev.ComputeCapability()
+	if major == 9 && minor == 0 && g.Options.Target != "" && !strings.HasPrefix(g.Options.Target, "sm_90") {
+		return 0, 0
+	}
+	return major, minor
 }
 
 // Close releases the device.
@@ -112,7 +124,10 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 		if err := flash.Run(ctx, module); err != nil {
 			return nil, fmt.Errorf("graph-attention-to-flash: %w", err)
 		}
-		cfg := autotune.ModeConfig(m, module)
+		// Strata's own matmul kernels take the device's tiling (wgmma on
+		// sm_90).
+		major, minor := g.capability()
+		cfg := autotune.ForDevice(autotune.ModeConfig(m, module), major, minor)
 		pipeline = "builtin.module(" + autotune.LowerPipelineFor(cfg) + ")"
 		if cfg.CuBLASLt {
 			// The handle and workspace are made while the rest compiles.

@@ -56,6 +56,9 @@ var references = map[string]func(d []int64, in [][]float64) [][]float64{
 		}
 		return [][]float64{y}
 	},
+	"gemm_own_bf16": func(d []int64, in [][]float64) [][]float64 {
+		return [][]float64{matmul(in[0], in[1], int(d[0]), int(d[1]), int(d[2]))}
+	},
 	"attention": func(d []int64, in [][]float64) [][]float64 {
 		bh, s, dh := int(d[0]*d[1]), int(d[2]), int(d[3])
 		o := make([]float64, 0, bh*s*dh)

@@ -64,6 +64,10 @@ def mm_bias_gelu(x, w, b):
     return (F.gelu(x @ w + b, approximate="tanh"),)
 
 
+def gemm(x, w):
+    return (x @ w,)
+
+
 def attention(q, k, v):
     s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
     return (torch.softmax(s, dim=-1) @ v,)
@@ -95,6 +99,7 @@ WORKLOADS = {
     "layernorm": layernorm,
     "rowsum": rowsum,
     "mm_bias_gelu": mm_bias_gelu,
+    "gemm_own_bf16": gemm,
     "attention": attention,
     "tiny_chain": tiny_chain,
     "mlp_train": mlp_train,

@@ -155,6 +155,8 @@ var Workloads = []*Workload{
 		Full: []int64{16384, 8192}, Small: []int64{6, 50}, build: buildRowSum},
 	{Name: "mm_bias_gelu", Shape: "8192×4096×4096", Summary: "gelu_tanh(x@w+b), bf16", Tol: tolBF16, TorchModes: torchAutotune,
 		Full: []int64{8192, 4096, 4096}, Small: []int64{8, 16, 12}, build: buildMMBiasGelu},
+	{Name: "gemm_own_bf16", Shape: "8192×8192×8192", Summary: "x@w, bf16, Strata's own kernels (strata.matmul = \"mma\": no library)", Tol: tolBF16, TorchModes: torchDefault,
+		Full: []int64{8192, 8192, 8192}, Small: []int64{8, 16, 12}, build: buildGemmOwn},
 	{Name: "attention", TorchModes: torchModes, Shape: "b16 h16 s1024 d64", Summary: "softmax(q·kᵀ/√d)·v, bf16", Tol: tolBF16,
 		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 8, 4}, build: buildAttention},
 	{Name: "tiny_chain", Shape: "4096", Summary: "10× x = sin(x)·1.01+0.1, f32", Tol: tolApprox, TorchModes: torchAutotune,
@@ -294,6 +296,21 @@ func buildMMBiasGelu(d []int64) (*Instance, error) {
   %%2 = "graph.gelu"(%%1) <{approximate = "tanh"}> : (%[3]s) -> %[3]s
 `, ins[0].Type(), ins[1].Type(), t, ins[2].Type())
 	in := single(funcText("main", ins, outs, body, "%2"), ins, outs)
+	in.Flops = 2 * m * k * n
+	return in, nil
+}
+
+// buildGemmOwn is a plain bf16 product whose function asks for Strata's
+// own matmul kernels in every mode (autotune.MatmulAttr): what they reach
+// against the library torch runs (cuBLAS, the GEMM ceiling).
+func buildGemmOwn(d []int64) (*Instance, error) {
+	m, k, n := d[0], d[1], d[2]
+	ins := []TensorSpec{input("x", BF16, 1, m, k), input("w", BF16, 1/math.Sqrt(float64(k)), k, n)}
+	outs := []TensorSpec{output("y", BF16, m, n)}
+	body := fmt.Sprintf("  %%0 = \"graph.matmul\"(%%x, %%w) : (%s, %s) -> %s\n", ins[0].Type(), ins[1].Type(), outs[0].Type())
+	text := funcText("main", ins, outs, body, "%0")
+	text = strings.Replace(text, " {\n", " attributes {strata.matmul = \"mma\"} {\n", 1)
+	in := single(text, ins, outs)
 	in.Flops = 2 * m * k * n
 	return in, nil
 }

@@ -99,6 +99,7 @@ func TestFullSizes(t *testing.T) {
 		"layernorm":            {bytes: 2*16384*4096*4 + 2*4096*4, shape: "tensor<16384x4096xf32>"},
 		"rowsum":               {bytes: 16384*8192*4 + 16384*4, shape: "tensor<16384x8192xf32>"},
 		"mm_bias_gelu":         {flops: 2 * 8192 * 4096 * 4096, shape: "tensor<8192x4096xbf16>"},
+		"gemm_own_bf16":        {flops: 2 * 8192 * 8192 * 8192, shape: "tensor<8192x8192xbf16>"},
 		"attention":            {flops: 4 * 16 * 16 * 1024 * 1024 * 64, shape: "tensor<16x16x1024x64xbf16>"},
 		"tiny_chain":           {bytes: 2 * 4096 * 4, shape: "tensor<4096xf32>"},
 		"mlp_train":            {flops: 10 * 8192 * 4096 * 16384, shape: "tensor<4096x16384xbf16>"},

@@ -50,6 +50,9 @@ func withLibrary(name string, cands []togpu.Config, kernels []Kernel) []togpu.Co
 // library of hundreds of MB: 55–250 ms of a first call). A nil module
 // counts as one with matmuls.
 //
+// A function with MatmulAttr = "mma" keeps its matmuls on Strata's
+// kernels whatever loads.
+//
 // The mode does not change the answer today: default and reduce-overhead
 // take it as it is, and max-autotune callers that search (Tune) time the
 // library against Strata's tilings instead, while callers that do not
@@ -63,6 +66,10 @@ func withLibrary(name string, cands []togpu.Config, kernels []Kernel) []togpu.Co
 func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 	cfg := togpu.DefaultConfig
 	if module != nil && !hasHalfMatmuls(module) {
+		return cfg
+	}
+	if module != nil && ownMatmuls(module) {
+		logs.Printf(Topic, "%s mode: matmuls on Strata's kernels (%s = %q)", modeName(mode), MatmulAttr, togpu.MatmulMMA)
 		return cfg
 	}
 	if err := loadCuBLASLt(); err != nil {

@@ -137,7 +137,9 @@ type Result struct {
 
 // Tune returns the best configuration for host function fn on args: from
 // db when it holds key (only the chosen configuration is compiled), else
-// by a Search over the Candidates of the default compile's kernels, each
+// by a Search over the Candidates of the default compile's kernels (for
+// rt's device: the wgmma tilings first on sm_90, none elsewhere) and
+// cuBLASLt's unless the program asks for Strata's kernels (MatmulAttr), each
 // compiled with compile and timed on rt with events; the decision is then
 // stored in db (nil: not kept).
 func Tune(rt *exec.Runtime, db *DB, key Key, fn string, args []interp.Value, compile func(togpu.Config) (*exec.Program, error), opts Options) (Result, error) {
@@ -175,7 +177,11 @@ func Tune(rt *exec.Runtime, db *DB, key Key, fn string, args []interp.Value, com
 		return p.RunTimed(rt, fn, args, warmup, iters)
 	}
 	kernels := Kernels(def.Module())
-	d, err := Search("@"+fn, withLibrary("@"+fn, Candidates(kernels), kernels), measure, opts)
+	var major, minor int
+	if dev := rt.Device(); dev != nil {
+		major, minor = dev.ComputeCapability()
+	}
+	d, err := Search("@"+fn, withPolicy("@"+fn, def.Module(), kernels, major, minor), measure, opts)
 	if err != nil {
 		return Result{}, err
 	}

@@ -1,0 +1,96 @@
+package autotune
+
+import (
+	"slices"
+
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes/togpu"
+)
+
+// MatmulAttr is a string attribute of a func.func that overrides where
+// its bf16/f16 matmuls run: togpu.MatmulMMA ("mma") keeps them on
+// Strata's own kernels in every mode (ModeConfig then ignores the library
+// and the search leaves it out), as the bench's gemm_own_bf16 measures
+// them; another value, or none, leaves the choice to the policy.
+const MatmulAttr = "strata.matmul"
+
+// ownMatmuls reports whether a function of module asks for Strata's own
+// matmul kernels (MatmulAttr = "mma").
+func ownMatmuls(module *ir.Operation) bool {
+	own := false
+	module.Walk(func(op *ir.Operation) bool {
+		if op.Name() == funcs.OpFunc {
+			if s, ok := op.Attr(MatmulAttr).(ir.StringAttr); ok && s.Value == togpu.MatmulMMA {
+				own = true
+			}
+			return false
+		}
+		return !own
+	})
+	return own
+}
+
+// HopperTile is the tiling of Strata's own matmul kernels on a device of
+// compute capability 9.0 (H100, H200): the wgmma kernel, 2.4× the
+// mma.sync default's rate for the 8192³ bf16 product on the H200
+// (bench/NOTES.md, session 7).
+var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true}
+
+// hopper reports whether compute capability major.minor runs sm_90a code
+// (gpu.wgmma).
+func hopper(major, minor int) bool { return major == 9 && minor == 0 }
+
+// ForDevice adapts cfg to a device of compute capability major.minor:
+// on 9.0 the default tiling of the mma kernels becomes HopperTile; on any
+// other device a wgmma tiling, which needs sm_90a, becomes the default
+// mma.sync one.
+func ForDevice(cfg togpu.Config, major, minor int) togpu.Config {
+	switch {
+	case hopper(major, minor) && cfg.MMATile == togpu.DefaultConfig.MMATile:
+		cfg.MMATile = HopperTile
+	case !hopper(major, minor) && cfg.MMATile.WGMMA:
+		cfg.MMATile = togpu.DefaultConfig.MMATile
+	}
+	return cfg
+}
+
+// forDevice orders the search's candidates for a device of compute
+// capability major.minor: on 9.0 the wgmma tilings come right after the
+// default (the fastest there, so that the time budget never skips them);
+// elsewhere they are dropped.
+func forDevice(cands []togpu.Config, major, minor int) []togpu.Config {
+	wgmma := func(c togpu.Config) bool { return c.MMATile.WGMMA }
+	if !hopper(major, minor) {
+		return slices.DeleteFunc(slices.Clone(cands), wgmma)
+	}
+	if len(cands) == 0 {
+		return cands
+	}
+	out := []togpu.Config{cands[0]}
+	for _, c := range cands[1:] {
+		if wgmma(c) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range cands[1:] {
+		if !wgmma(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// withPolicy returns the search's candidates for the kernels of module
+// (the default configuration's compile) on a device of compute capability
+// major.minor: Candidates, ordered or trimmed for the device, and
+// cuBLASLt's unless module asks for Strata's own kernels (MatmulAttr).
+func withPolicy(name string, module *ir.Operation, kernels []Kernel, major, minor int) []togpu.Config {
+	cands := forDevice(Candidates(kernels), major, minor)
+	if ownMatmuls(module) {
+		logs.Printf(Topic, "%s: %s = %q: Strata's own matmul kernels only, no library candidate", name, MatmulAttr, togpu.MatmulMMA)
+		return cands
+	}
+	return withLibrary(name, cands, kernels)
+}
