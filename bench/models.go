@@ -54,7 +54,7 @@ var ModelRows = []*ModelRow{
 		Tol: tolBF16 * 2, run: runGPT2Decode},
 	{Name: "resnet50_infer", Summary: "ResNet-50 inference (eval batch norm), bf16", Shape: "batch 64, 3×224×224",
 		Tol: 5e-2, Flops: 64 * 2 * 4_089_184_256, run: runResNetInfer},
-	{Name: "gpt2_train", Summary: "GPT-2 124M training step (forward, backward; AdamW), f32", Shape: "batch 8, seq 1024",
+	{Name: "gpt2_train", Summary: "GPT-2 124M training step (forward, backward; AdamW), bf16 mixed precision with f32 master weights", Shape: "batch 8, seq 1024",
 		Tol: 2e-2, Flops: 3 * gpt2Flops(8, 1024), run: runGPT2Train},
 }
 
@@ -385,7 +385,12 @@ func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[
 	x, y := tokens(g, cfg.Vocab, b, t), tokens(g, cfg.Vocab, b, t)
 	in := paramsOf(m, "")
 	in["input.x"], in["input.y"] = x, y
-	step := nn.NewGradStep(m, m.Loss, 2, stepOptions(opts))
+	// The float32 master weights live on the GPU, as torch's .cuda();
+	// the step computes in bf16 (torch.autocast on the PyTorch side).
+	for _, r := range nn.Refs(m) {
+		*r.Ptr = onDevice(r.Tensor(), opts)
+	}
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, stepOptions(opts))
 	opt, err := optim.NewAdamW(step.Params(), optim.AdamWConfig{LR: 3e-4, WeightDecay: 0.1}, opts)
 	if err != nil {
 		return nil, nil, nil, err

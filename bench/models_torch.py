@@ -194,6 +194,12 @@ def heads_of(p):
     return 12 if d == 768 else 2
 
 
+# REFS holds, per row, float32 references of its outputs computed from the
+# same (bf16) weights: the accuracy of Strata's and PyTorch's bf16 results
+# is reported against them (main, "vs_f32").
+REFS = {}
+
+
 def gpt2_prefill(t):
     p = gpt2_params(t, torch.bfloat16)
     idx = t["input.idx"].to(DEV)
@@ -201,9 +207,13 @@ def gpt2_prefill(t):
     with torch.no_grad():
         f = lambda: gpt2_logits(p, idx, h)
         outs = {"logits_last": f()[:, -1, :]}
+        p32 = {k: v.float() for k, v in p.items()}
+        REFS["gpt2_prefill"] = {"logits_last": gpt2_logits(p32, idx, h)[:, -1, :].float()}
+        del p32
         modes = {"eager": {"ms": median_ms(f)}}
-        c = torch.compile(lambda: gpt2_logits(p, idx, h))
-        modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
+        if compiles("gpt2_prefill"):
+            c = torch.compile(lambda: gpt2_logits(p, idx, h))
+            modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
     return outs, modes
 
 
@@ -216,8 +226,10 @@ def gpt2_train(t):
         p[k].requires_grad_(True)
 
     def loss_fn(p, x, y):
-        logits = gpt2_logits(p, x, h)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        # bf16 mixed precision (AMP): f32 master weights, autocast compute.
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = gpt2_logits(p, x, h)
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
     loss = loss_fn(p, x, y)
     grads = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
@@ -232,8 +244,9 @@ def gpt2_train(t):
         return step
 
     modes = {"eager": {"ms": median_ms(make_step(loss_fn), budget_ms=2000, max_iters=10)}}
-    c = torch.compile(loss_fn)
-    modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c), budget_ms=2000, max_iters=10)}
+    if compiles("gpt2_train"):
+        c = torch.compile(loss_fn)
+        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c), budget_ms=2000, max_iters=10)}
     return outs, modes
 
 
@@ -292,10 +305,11 @@ def gpt2_decode(t, new_tokens=128):
     toks, first = generate(decode)
     outs = {"first_logits": first}
     modes = {"eager": {"ms": median_ms(lambda: generate(decode), budget_ms=3000, max_iters=5) / new_tokens}}
-    c = torch.compile(decode, mode="reduce-overhead")
-    fc = first_call_s(lambda: generate(c))
-    modes["reduce-overhead"] = {"first_call_s": fc, "ms": median_ms(lambda: generate(c), budget_ms=3000, max_iters=5) / new_tokens}
-    modes["default"] = dict(modes["reduce-overhead"])
+    if compiles("gpt2_decode"):
+        c = torch.compile(decode, mode="reduce-overhead")
+        fc = first_call_s(lambda: generate(c))
+        modes["reduce-overhead"] = {"first_call_s": fc, "ms": median_ms(lambda: generate(c), budget_ms=3000, max_iters=5) / new_tokens}
+        modes["default"] = dict(modes["reduce-overhead"])
     extra = {"tokens": toks.cpu().tolist()}
     return outs, modes, extra
 
@@ -346,6 +360,24 @@ ROWS = {
 }
 
 
+def compiles(row):
+    """Whether to time torch.compile for row: STRATA_TORCH_COMPILE lists
+    the rows (comma-separated; unset: all), so that a short device call can
+    check outputs against eager PyTorch without Inductor's compile times."""
+    rows = os.environ.get("STRATA_TORCH_COMPILE")
+    return rows is None or row in rows.split(",")
+
+
+def scaled_error(got, want):
+    """bench.Compare's max_scaled (|g - w| / (|w| + rms(w))) and the
+    normwise relative error of got against want."""
+    got, want = got.double().flatten(), want.double().flatten()
+    rms = want.pow(2).mean().sqrt()
+    d = (got - want).abs()
+    return {"max_scaled": (d / (want.abs() + rms)).max().item(),
+            "norm_rel": (d.norm() / want.norm()).item()}
+
+
 def main():
     d = sys.argv[1]
     with open(os.path.join(d, "models-strata.json")) as f:
@@ -375,6 +407,11 @@ def main():
                         same += 1
                     w["tokens_agree"] = same
                     w["tokens_total"] = len(b)
+            if name in REFS:
+                strata = read_st(os.path.join(d, name + ".strata.safetensors"))
+                w["vs_f32"] = {k: {"strata": scaled_error(strata[k].to(DEV).float(), ref),
+                                   "torch": scaled_error(outs[k].float(), ref)}
+                               for k, ref in REFS[name].items()}
             out["workloads"][name] = w
         except Exception as e:  # one row's failure must not lose the others
             traceback.print_exc()

@@ -156,16 +156,18 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 	if nargs := len(c.in); !c.variadic && len(inputs) != nargs || c.variadic && len(inputs) < nargs-1 {
 		return nil, nil, fmt.Errorf("frontend: Grad: the function takes %d arguments, got %d", nargs, len(inputs))
 	}
-	vals := make([]*interp.Tensor, len(inputs))
+	// The arguments stay where they are: a GPU tensor (a parameter kept
+	// on the device) is passed to the passes without a copy.
+	datas := make([]tensorData, len(inputs))
 	for i, t := range inputs {
 		if t == nil {
 			return nil, nil, fmt.Errorf("frontend: Grad: argument %d is nil", i)
 		}
-		if vals[i], err = t.value("argument of a differentiated function"); err != nil {
+		if datas[i], err = t.data("argument of a differentiated function"); err != nil {
 			return nil, nil, fmt.Errorf("frontend: Grad: argument %d: %w", i, err)
 		}
 	}
-	wrt, err := g.resolveWrt(vals)
+	wrt, err := g.resolveWrt(datas)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,14 +180,10 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		}
 		s.end()
 	}()
-	args := make([]*Tensor, len(vals))
-	for i, v := range vals {
-		args[i] = fromInterp(v)
+	args := make([]*Tensor, len(datas))
+	for i, d := range datas {
+		args[i] = fromData(d)
 		args[i].sess = s
-	}
-	datas := make([]tensorData, len(vals))
-	for i, v := range vals {
-		datas[i] = hostData(v)
 	}
 	gr := s.newGraph(args, c.argTypes(inputs, datas))
 	in := make([]reflect.Value, len(args))
@@ -222,34 +220,37 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 	}
 	g.report = step.report
 
-	ins, err := hostValues(gr.inputs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("frontend: Grad: %w", err)
-	}
-	fwd, err := step.fwd.Run(ins)
+	// On a device backend the passes read and return GPU memory: the
+	// saved values go from one pass to the other there, and the values
+	// and gradients stay on the GPU (read them like any GPU tensor).
+	fwd, err := runExecutable(step.fwd, gr.inputs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("frontend: Grad: forward pass: %w", err)
 	}
-	bwd, err := step.bwd.Run(slices.Concat(fwd[step.results:], cts))
+	bwdIn := slices.Clip(fwd[step.results:])
+	for _, ct := range cts {
+		bwdIn = append(bwdIn, hostData(ct))
+	}
+	bwd, err := runExecutable(step.bwd, bwdIn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("frontend: Grad: backward pass: %w", err)
 	}
 	for i, o := range all {
-		o.setValue(fwd[i])
+		o.setData(fwd[i])
 	}
 	for _, t := range gr.pending {
 		if t.g == gr {
 			t.err, t.g, t.node = errEscaped, nil, nil
 		}
 	}
-	for _, v := range bwd {
-		grads = append(grads, fromInterp(v))
+	for _, d := range bwd {
+		grads = append(grads, fromData(d))
 	}
 	return outs, grads, nil
 }
 
 // resolveWrt checks wrt against the arguments, or picks every float one.
-func (g *gradCore) resolveWrt(vals []*interp.Tensor) ([]int, error) {
+func (g *gradCore) resolveWrt(vals []tensorData) ([]int, error) {
 	if len(g.wrt) == 0 {
 		var wrt []int
 		for i, v := range vals {

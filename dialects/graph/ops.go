@@ -352,6 +352,7 @@ func opTable() []*opSpec {
 			traits:   pure,
 			rule:     ruleMatmul,
 			class:    ClassTemplate,
+			canon:    []*ir.Pattern{matmulFoldBatch},
 			example:  `%2 = "graph.matmul"(%0, %1) : (tensor<8x4x3xf32>, tensor<3x5xf32>) -> tensor<8x4x5xf32>`,
 		},
 		&opSpec{

@@ -124,13 +124,26 @@ func (m *Model) Logits(idx *frontend.Tensor) *frontend.Tensor {
 }
 
 // Loss is the mean cross-entropy of predicting targets [B, T] from tokens
-// [B, T] (in[0] and in[1]).
+// [B, T] (in[0] and in[1]), computed in float32 or wider whatever the
+// model's precision (as PyTorch's autocast computes cross_entropy).
 func (m *Model) Loss(in ...*frontend.Tensor) []*frontend.Tensor {
 	logits := m.rowLogits(in[0])
 	if logits.Err() != nil {
 		return []*frontend.Tensor{logits}
 	}
+	if dt := logits.DType(); dt == frontend.BFloat16 || dt == frontend.Float16 {
+		logits = logits.Cast(frontend.Float32)
+	}
 	return []*frontend.Tensor{nn.CrossEntropy(logits, in[1].Reshape(logits.Shape()[0]), 0)}
+}
+
+// MixedLoss is Loss computed in dt with the model's float32 parameters
+// as master weights (nn.Autocast): the training step of bf16 mixed
+// precision, whose gradients are float32.
+func (m *Model) MixedLoss(dt frontend.DType) func(in ...*frontend.Tensor) []*frontend.Tensor {
+	return func(in ...*frontend.Tensor) []*frontend.Tensor {
+		return nn.Autocast(m, dt, func() []*frontend.Tensor { return m.Loss(in...) })
+	}
 }
 
 // Decoder is a model with a KV cache per layer, for generation. The

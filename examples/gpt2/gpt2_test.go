@@ -189,3 +189,42 @@ func TestSafetensors(t *testing.T) {
 		t.Error("the loaded model's logits differ from the saved model's")
 	}
 }
+
+// TestMixedPrecisionStep checks the bf16 mixed-precision training step of
+// the toy model: float32 gradients for the float32 master weights, within
+// bf16's rounding of the float32 step's, the same loss to bf16 accuracy,
+// and the parameters left float32.
+func TestMixedPrecisionStep(t *testing.T) {
+	m := New(Toy)
+	x, y := batch(Toy, 2, 8)
+	ref := nn.NewGradStep(m, m.Loss, 2, frontend.Options{})
+	mixed := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, frontend.Options{})
+	want, wantGrads, err := ref.Call(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, grads, err := mixed.Call(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].DType() != frontend.Float32 || math.Abs(got[0].Item()-want[0].Item()) > 0.02*want[0].Item() {
+		t.Errorf("mixed loss %v %g, want float32 near %g", got[0].DType(), got[0].Item(), want[0].Item())
+	}
+	if got[0].Item() == want[0].Item() {
+		t.Errorf("mixed loss %g equals the float32 loss: the step did not compute in bf16", got[0].Item())
+	}
+	for i, p := range mixed.Params() {
+		if p.Tensor().DType() != frontend.Float32 || grads[i].DType() != frontend.Float32 {
+			t.Fatalf("%s: parameter %v, gradient %v: want both float32", p.Name, p.Tensor().DType(), grads[i].DType())
+		}
+		g, w := grads[i].Float64s(), wantGrads[i].Float64s()
+		var diff, norm float64
+		for j := range w {
+			diff += (g[j] - w[j]) * (g[j] - w[j])
+			norm += w[j] * w[j]
+		}
+		if norm > 0 && math.Sqrt(diff/norm) > 0.05 {
+			t.Errorf("%s: gradient off by %.3g (normwise relative) from the float32 step's", p.Name, math.Sqrt(diff/norm))
+		}
+	}
+}

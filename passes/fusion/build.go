@@ -39,7 +39,7 @@ func (p *planner) build(ctx *ir.Context, g *group) (*ir.Operation, []*ir.Value) 
 			return w
 		}
 		def := v.DefiningOp()
-		if def != nil && p.groupOf[def] != g && p.top(def) == def &&
+		if def != nil && p.groupOf[def] != g && p.top(def) == def && (p.staged[def] == 0 || g.id < p.staged[def]) &&
 			(classify(def) == view || classify(def) == constant && cloneable(def)) {
 			for _, o := range def.Operands() {
 				resolve(o)

@@ -65,7 +65,9 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"smaller, broadcast space that nothing else reads is recomputed inside its consumer; composites stay " +
 	"alone. No merge may create a cycle between groups (a path through another group) or exceed " +
 	"`max-group-ops`. Then siblings that read the same input over the same space merge (`horizontal`). " +
-	"A view that leaves the function is materialized as a `copy` group. Each fusion's `kind` says what " +
+	"A view that leaves the function is materialized as a `copy` group, and so is the view a bf16 or f16 " +
+	"matmul would read its operand through when it is not a reshape or a transpose of the last two dims " +
+	"(the tensor-core plans read buffers). Each fusion's `kind` says what " +
 	"kernel it becomes. Every decision and refusal is logged under the `fusion` topic (STRATA_LOGS=fusion, " +
 	"irc --logs=fusion). See docs/fusion.md."
 

@@ -55,6 +55,11 @@ type planner struct {
 	block   *ir.Block
 	pos     map[*ir.Operation]int
 	groupOf map[*ir.Operation]*group
+	// staged are the views given a copy group for a matmul to read
+	// (stageOperands), with the copy group's id: groups made after it
+	// read the copy; those made before clone the view, as any group
+	// does (reading the copy could make a cycle through their producer).
+	staged  map[*ir.Operation]int
 	groups  []*group // live groups, in creation order
 	nextID  int
 	logging bool // decisions are wanted (Options.Log or the topic is on)
@@ -63,7 +68,7 @@ type planner struct {
 }
 
 func newPlanner(block *ir.Block, opts Options) *planner {
-	p := &planner{opts: opts, block: block, pos: map[*ir.Operation]int{}, groupOf: map[*ir.Operation]*group{},
+	p := &planner{opts: opts, block: block, pos: map[*ir.Operation]int{}, groupOf: map[*ir.Operation]*group{}, staged: map[*ir.Operation]int{},
 		logging: opts.Log != nil || logs.Enabled(Topic)}
 	for i, op := range block.Ops() {
 		p.pos[op] = i
@@ -115,7 +120,7 @@ func (p *planner) sources(v *ir.Value, f func(*ir.Operation)) {
 	if def == nil {
 		return
 	}
-	if classify(def) == view {
+	if classify(def) == view && p.staged[def] == 0 {
 		p.sources(def.Operand(0), f)
 		return
 	}
@@ -414,6 +419,7 @@ func (p *planner) plan() {
 		if !computes(op) {
 			continue
 		}
+		p.stageOperands(op)
 		c := p.newGroup(op)
 		p.logf("group %d = %s: %s", c.id, described{op}, c.kind)
 		if c.kind == Composite {
@@ -514,7 +520,7 @@ func valueName(v *ir.Value) string {
 // is a view materialized, as a copy.
 func (p *planner) copies() {
 	for _, op := range p.block.Ops() {
-		if classify(op) != view {
+		if classify(op) != view || p.groupOf[op] != nil {
 			continue
 		}
 		for _, u := range op.Result(0).Users() {

@@ -659,6 +659,8 @@ func (k *kernel) matmul(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 		return nil, err
 	}
 	acc := accType(elem)
+	av, aView := k.operandView(lhs)
+	bv, bView := k.operandView(rhs)
 	res, err := k.forLoop(k.levelOf(idx...), k.index(0), kdim, []*ir.Value{k.zero(acc)},
 		func(p *ir.Value, iters []*ir.Value) ([]*ir.Value, error) {
 			ai := append(slices.Clip(ab), p)
@@ -669,12 +671,16 @@ func (k *kernel) matmul(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			if n != nil {
 				bi = append(slices.Clip(bb), p, n)
 			}
-			a, err := k.value(lhs, ai)
-			if err != nil {
+			var a, b *ir.Value
+			var err error
+			if aView {
+				a = k.read(av, ai)
+			} else if a, err = k.value(lhs, ai); err != nil {
 				return nil, err
 			}
-			b, err := k.value(rhs, bi)
-			if err != nil {
+			if bView {
+				b = k.read(bv, bi)
+			} else if b, err = k.value(rhs, bi); err != nil {
 				return nil, err
 			}
 			if ir.IsFloat(elem) {

@@ -33,6 +33,9 @@ type kernel struct {
 	floor  int         // lowest level values may be placed at (inside loop.if regions)
 	at     *ir.Builder // for single ops placed by emit, store and constant
 	conv   *loop.Conv  // the geometry to record on a tensor-core conv2d nest
+	// outViews are views of the output buffers in the iteration space's
+	// shape, stored through instead of the buffers (matmulSpace), or nil.
+	outViews []*ir.Value
 }
 
 // A memoKey names a scalar the kernel has emitted: an op (tag is its name,
@@ -117,6 +120,12 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 			}
 		}
 	}
+	var ms []int64
+	if kind == "matmul" {
+		if ms = k.matmulSpace(outs); ms != nil {
+			space, fullSpace = ms, ms
+		}
+	}
 	bufs := make([]*ir.Value, len(outs))
 	for i, o := range outs {
 		tt, ok := o.Type().(*ir.TensorType)
@@ -134,6 +143,9 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 			}
 		}
 		bufs[i] = loopAlloc(k.c.at, k.loc, bufferType(tt).(*ir.MemRefType), dyn)
+	}
+	if ms != nil {
+		k.outViews = k.outputViews(bufs, ms)
 	}
 	var inSpace, inFull []int
 	for i, o := range outs {
@@ -210,6 +222,15 @@ func (k *kernel) writeOutputs(outs, bufs []*ir.Value, inSpace, inFull []int, spa
 		oi, err := k.remap(space, idx, shapeOf(outs[i]))
 		if err != nil {
 			return err
+		}
+		if i < len(k.outViews) && k.outViews[i] != nil {
+			// Stored through the view in the space's shape (matmulSpace).
+			v, err := k.value(outs[i], oi)
+			if err != nil {
+				return err
+			}
+			loop.Store(k.place(len(k.scopes)-1), k.loc, v, k.outViews[i], idx...)
+			continue
 		}
 		if err := k.store(outs[i], oi, bufs[i]); err != nil {
 			return err
@@ -392,16 +413,99 @@ func (k *kernel) remap(from []int64, idx []*ir.Value, to []int64) ([]*ir.Value, 
 	if ir.NumElements(from) < 0 || ir.NumElements(to) < 0 {
 		return nil, errorf(k.loc, "cannot remap indices between dynamic shapes %v and %v", from, to)
 	}
-	lin := k.index(0)
-	for d, n := range from {
-		lin = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, lin, k.index(n)), idx[d])
-	}
-	for d := len(to) - 1; d >= 0; d-- {
-		n := k.index(to[d])
-		out[d] = k.indexOp(arith.OpRemUI, lin, n)
-		lin = k.indexOp(arith.OpDivUI, lin, n)
+	// Dim by dim where the shapes agree, merging and splitting only the
+	// runs of dims whose products match ([B, T, N] to [B·T, N]: b·T + t,
+	// then n as it is).
+	for _, g := range reshapeGroups(from, to) {
+		copy(out[g.to[0]:g.to[1]], k.regroup(from[g.from[0]:g.from[1]], idx[g.from[0]:g.from[1]], to[g.to[0]:g.to[1]]))
 	}
 	return out, nil
+}
+
+// dimGroup pairs the dims [from[0], from[1]) of one shape with the dims
+// [to[0], to[1]) of another that hold the same number of elements.
+type dimGroup struct{ from, to [2]int }
+
+// reshapeGroups splits two static shapes of the same element count into
+// the shortest runs of dims with equal products, in order.
+func reshapeGroups(from, to []int64) []dimGroup {
+	var gs []dimGroup
+	i, j := 0, 0
+	for i < len(from) || j < len(to) {
+		g := dimGroup{from: [2]int{i, i}, to: [2]int{j, j}}
+		pf, pt := int64(1), int64(1)
+		if i < len(from) {
+			pf *= from[i]
+			i++
+		}
+		if j < len(to) {
+			pt *= to[j]
+			j++
+		}
+		for pf != pt {
+			switch {
+			case i == len(from) || j == len(to):
+				// One side is spent (a count of 0): the rest is one run.
+				i, j = len(from), len(to)
+			case pf < pt:
+				pf *= from[i]
+				i++
+			default:
+				pt *= to[j]
+				j++
+			}
+			if i == len(from) && j == len(to) {
+				break
+			}
+		}
+		g.from[1], g.to[1] = i, j
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+// regroup maps the index idx over dims from to the index of the same
+// element over dims to (the same count): the linear index, then its
+// digits. A run that splits one index is recorded, so that merging the
+// digits back gives that index itself rather than arithmetic on it: the
+// epilogue of a matmul nest over [B·T, N] that reads its product through
+// [B, T, N] then reads the product at the nest's own index.
+func (k *kernel) regroup(from []int64, idx []*ir.Value, to []int64) []*ir.Value {
+	if len(from) == 1 && len(to) == 1 {
+		return idx
+	}
+	var lin *ir.Value
+	if len(idx) > 0 {
+		lin = k.lookup(k.splitKey(idx, from))
+	}
+	if lin == nil {
+		lin = k.index(0)
+		for d, n := range from {
+			lin = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, lin, k.index(n)), idx[d])
+		}
+	}
+	out := make([]*ir.Value, len(to))
+	if len(to) == 1 {
+		out[0] = lin
+		return out
+	}
+	rest := lin
+	for d := len(to) - 1; d >= 0; d-- {
+		n := k.index(to[d])
+		out[d] = k.indexOp(arith.OpRemUI, rest, n)
+		rest = k.indexOp(arith.OpDivUI, rest, n)
+	}
+	k.remember(k.splitKey(out, to), lin)
+	return out
+}
+
+// splitKey is the memo key of the digits idx over dims shape.
+func (k *kernel) splitKey(idx []*ir.Value, shape []int64) memoKey {
+	ops := slices.Clone(idx)
+	for _, n := range shape {
+		ops = append(ops, k.index(n))
+	}
+	return k.opKey("split", uint64(len(idx)), nil, ops)
 }
 
 // store writes v at idx into buf, in the scope of the current innermost

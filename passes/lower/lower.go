@@ -268,6 +268,12 @@ func (c *converter) lowerFusion(f *ir.Operation) error {
 	if yield == nil || yield.Name() != graph.OpYield {
 		return ir.Errorf(f.Loc(), "convert-graph-to-loop: graph.fusion body does not end in graph.yield")
 	}
+	if kind.Value == "copy" {
+		if v := c.copyView(f); v != nil {
+			c.bufs[f.Result(0)] = v
+			return nil
+		}
+	}
 	k := newKernel(c, f, f.Loc())
 	bufs, err := k.build(yield.Operands(), kind.Value)
 	if err != nil {

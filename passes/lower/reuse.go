@@ -121,18 +121,25 @@ func PlanBuffers(fn *ir.Operation) *Plan {
 			continue
 		}
 		b := &Buffer{Alloc: op, Def: i, Last: i, Bytes: bufferBytes(op.Result(0).Type())}
-		for _, user := range op.Result(0).Users() {
-			top := user
-			for top.Block() != body {
-				top = top.ParentOp()
+		// A loop.view aliases the buffer: its uses are the buffer's.
+		var visit func(v *ir.Value)
+		visit = func(v *ir.Value) {
+			for _, user := range v.Users() {
+				top := user
+				for top.Block() != body {
+					top = top.ParentOp()
+				}
+				switch user.Name() {
+				case loop.LoadOp, loop.StoreOp, loop.DimOp:
+				case loop.ViewOp:
+					visit(user.Result(0))
+				default:
+					b.Escapes = true
+				}
+				b.Last = max(b.Last, pos[top])
 			}
-			switch user.Name() {
-			case loop.LoadOp, loop.StoreOp, loop.DimOp:
-			default:
-				b.Escapes = true
-			}
-			b.Last = max(b.Last, pos[top])
 		}
+		visit(op.Result(0))
 		if b.Escapes {
 			b.Last = p.numOps
 		}

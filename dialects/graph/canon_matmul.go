@@ -1,0 +1,55 @@
+package graph
+
+import "github.com/strata-ir/strata/ir"
+
+// matmulFoldBatch rewrites a batched matmul whose rhs is one matrix
+// shared by every batch, lhs [b…, M, K] · rhs [K, N] (or rhs [1…, K, N]),
+// into one 2-D matmul of the rows, reshape(reshape(lhs, [b…·M, K]) · rhs,
+// [b…, M, N]): a linear layer applied to [batch, tokens, features]. Each
+// result element is the same sum in the same order, so the values do not
+// change; the 2-D product is what the tensor-core and library lowerings
+// take (a batched nest with a broadcast operand is neither). Static shapes
+// only: the row count is then a constant.
+var matmulFoldBatch = &ir.Pattern{
+	Name: "graph.matmul-fold-batch", Root: Name + ".matmul", Benefit: 1,
+	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
+		lt, ok1 := op.Operand(0).Type().(*ir.TensorType)
+		rt, ok2 := op.Operand(1).Type().(*ir.TensorType)
+		res, ok3 := op.Result(0).Type().(*ir.TensorType)
+		if !ok1 || !ok2 || !ok3 || !lt.Ranked() || !rt.Ranked() || !res.Ranked() {
+			return false
+		}
+		ls, rs := lt.Shape(), rt.Shape()
+		if len(ls) < 3 || len(rs) < 2 || len(rs) > len(ls) || ir.NumElements(ls) < 0 || numElements(res.Shape()) < 0 {
+			return false
+		}
+		for _, n := range rs[:len(rs)-2] {
+			if n != 1 {
+				return false // rhs has batches of its own
+			}
+		}
+		rows := ir.NumElements(ls[:len(ls)-1])
+		k := ls[len(ls)-1]
+		r.SetInsertionPointBefore(op)
+		a, err := Build(&r.Builder, "reshape", op.Loc(), []*ir.Value{op.Operand(0)}, ir.Dict(ir.NamedAttr{Name: "shape", Value: Ints(rows, k)}))
+		if err != nil {
+			return false
+		}
+		b := op.Operand(1)
+		if len(rs) > 2 {
+			if b, err = Build(&r.Builder, "reshape", op.Loc(), []*ir.Value{b}, ir.Dict(ir.NamedAttr{Name: "shape", Value: Ints(rs[len(rs)-2:]...)})); err != nil {
+				return false
+			}
+		}
+		mm, err := Build(&r.Builder, "matmul", op.Loc(), []*ir.Value{a, b}, nil)
+		if err != nil {
+			return false
+		}
+		out, err := Build(&r.Builder, "reshape", op.Loc(), []*ir.Value{mm}, ir.Dict(ir.NamedAttr{Name: "shape", Value: Ints(res.Shape()...)}))
+		if err != nil || out.Type() != op.Result(0).Type() {
+			return false
+		}
+		r.ReplaceOp(op, []*ir.Value{out})
+		return true
+	},
+}

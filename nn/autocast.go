@@ -1,0 +1,24 @@
+package nn
+
+import "github.com/strata-ir/strata/frontend"
+
+// Autocast runs fn with each float32 parameter of m replaced by its cast
+// to dt, and restores them afterwards: mixed-precision training with
+// float32 master weights. Inside a traced function (a GradStep's loss)
+// the casts are ops of the graph, so fn computes in dt (bf16 matmuls on
+// the tensor cores) while the gradients, through the casts, come out
+// float32 for the float32 parameters the optimizer updates. Buffers keep
+// their type. Unlike PyTorch's autocast, which picks a precision per op,
+// every op of fn then runs in dt: a loss that needs float32 (a softmax
+// over a large vocabulary) casts its input back itself.
+func Autocast(m any, dt frontend.DType, fn func() []*frontend.Tensor) []*frontend.Tensor {
+	params := Parameters(m)
+	saved := Tensors(params)
+	defer func() { _ = SetTensors(params, saved) }()
+	for _, r := range params {
+		if t := *r.Ptr; t.DType() == frontend.Float32 && dt != frontend.Float32 {
+			*r.Ptr = t.Cast(dt)
+		}
+	}
+	return fn()
+}

@@ -1,0 +1,67 @@
+package fusion_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/strata-ir/strata/passes/fusion"
+	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
+	"github.com/strata-ir/strata/passes/passtest"
+)
+
+// stagedCases are matmul operands graph-fuse gives a copy group of their
+// own (or not), with the kinds of the fusions it makes.
+var stagedCases = []struct {
+	name, src string
+	kinds     []string
+	log       string // a line the log must hold
+}{
+	{"attention-heads-merged", fn("%o: tensor<2x4x8x16xbf16>, %w: tensor<64x32xbf16>", "tensor<16x32xbf16>", `
+  %t = "graph.transpose"(%o) <{perm = [0, 2, 1, 3]}> : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+  %r = "graph.reshape"(%t) <{shape = [16, 64]}> : (tensor<2x8x4x16xbf16>) -> tensor<16x64xbf16>
+  %y = "graph.matmul"(%r, %w) : (tensor<16x64xbf16>, tensor<64x32xbf16>) -> tensor<16x32xbf16>
+  return %y : tensor<16x32xbf16>`), []string{"copy", "matmul"}, "cannot read in place"},
+	// A reshape, or a transpose of the last two dims, is read in place.
+	{"reshape-read-in-place", fn("%x: tensor<2x8x64xbf16>, %w: tensor<64x32xbf16>", "tensor<16x32xbf16>", `
+  %r = "graph.reshape"(%x) <{shape = [16, 64]}> : (tensor<2x8x64xbf16>) -> tensor<16x64xbf16>
+  %y = "graph.matmul"(%r, %w) : (tensor<16x64xbf16>, tensor<64x32xbf16>) -> tensor<16x32xbf16>
+  return %y : tensor<16x32xbf16>`), []string{"matmul"}, ""},
+	// f32 products run on no tensor core: nothing is copied.
+	{"f32-not-staged", fn("%o: tensor<2x4x8x16xf32>, %w: tensor<64x32xf32>", "tensor<16x32xf32>", `
+  %t = "graph.transpose"(%o) <{perm = [0, 2, 1, 3]}> : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  %r = "graph.reshape"(%t) <{shape = [16, 64]}> : (tensor<2x8x4x16xf32>) -> tensor<16x64xf32>
+  %y = "graph.matmul"(%r, %w) : (tensor<16x64xf32>, tensor<64x32xf32>) -> tensor<16x32xf32>
+  return %y : tensor<16x32xf32>`), []string{"matmul"}, ""},
+	// The bias gradient (a reduction whose prologue computes the view's
+	// source) reads the view before the matmuls do: it keeps reading it as
+	// index arithmetic, the products read the copy (reading the copy from
+	// the reduction's group would make a cycle through it).
+	{"earlier-reader-keeps-the-view", fn("%a: tensor<2x8x3x16xbf16>, %b: tensor<2x8x3x16xbf16>, %w: tensor<48x32xbf16>", "tensor<48xbf16>, tensor<16x32xbf16>", `
+  %s = "graph.add"(%a, %b) : (tensor<2x8x3x16xbf16>, tensor<2x8x3x16xbf16>) -> tensor<2x8x3x16xbf16>
+  %t = "graph.transpose"(%s) <{perm = [1, 0, 2, 3]}> : (tensor<2x8x3x16xbf16>) -> tensor<8x2x3x16xbf16>
+  %r = "graph.reshape"(%t) <{shape = [16, 48]}> : (tensor<8x2x3x16xbf16>) -> tensor<16x48xbf16>
+  %g = "graph.reduce_sum"(%r) <{axes = [0], keepdims = false}> : (tensor<16x48xbf16>) -> tensor<48xbf16>
+  %y = "graph.matmul"(%r, %w) : (tensor<16x48xbf16>, tensor<48x32xbf16>) -> tensor<16x32xbf16>
+  return %g, %y : tensor<48xbf16>, tensor<16x32xbf16>`), []string{"reduction", "copy", "matmul"}, "cannot read in place"},
+}
+
+// TestStagedMatmulOperands checks which half-precision matmul operands
+// graph-fuse materializes for the tensor-core plans, and that the fused
+// programs compute what the graphs do.
+func TestStagedMatmulOperands(t *testing.T) {
+	for _, c := range stagedCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, log := fuse(t, c.src, fusion.DefaultOptions())
+			if got := kinds(m); strings.Join(got, ",") != strings.Join(c.kinds, ",") {
+				t.Errorf("fusion kinds %v, want %v\n%s", got, c.kinds, log)
+			}
+			if c.log != "" && !strings.Contains(log, c.log) {
+				t.Errorf("log lacks %q:\n%s", c.log, log)
+			}
+			p := &passtest.Program{Source: c.src, Func: "f"}
+			if err := passtest.CheckSemantics(p, "lower-to-loop", 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
