@@ -764,22 +764,32 @@ var afn, _ = arith.FastMath("afn")
 // s[mi][j][r] is the m16n8 accumulator value r of m16 tile mi and key
 // tile j. Each K fragment serves every m16 tile.
 func (g *flashGen) scores(b *ir.Builder, qf [][][]*ir.Value, kAt *ir.Value) [][][]*ir.Value {
+	return g.scoresWith(b, len(qf), func(_ *ir.Builder, mi int, ks int64) []*ir.Value { return qf[mi][ks] }, kAt)
+}
+
+// scoresWith is scores for m16 tiles whose A fragment of k16 step ks
+// a returns when the step begins (from registers, or loaded then).
+func (g *flashGen) scoresWith(b *ir.Builder, mts int, a func(b *ir.Builder, mi int, ks int64) []*ir.Value, kAt *ir.Value) [][][]*ir.Value {
 	kAt = g.x.at(b).index(kAt)
 	zero := arith.ConstantFloat(b, g.loc, 0, ir.F32)
-	s := make([][][]*ir.Value, len(qf))
+	s := make([][][]*ir.Value, mts)
 	for mi := range s {
 		s[mi] = make([][]*ir.Value, g.Tile.Keys/8)
 		for j := range s[mi] {
 			s[mi][j] = []*ir.Value{zero, zero, zero, zero}
 		}
 	}
-	for ks := range qf[0] {
+	for ks := range g.D / 16 {
+		af := make([][]*ir.Value, mts)
+		for mi := range af {
+			af[mi] = a(b, mi, ks)
+		}
 		for np := range g.Tile.Keys / 16 {
-			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, kAt, np*16*g.ld+int64(ks)*16), 4, false)
+			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, kAt, np*16*g.ld+ks*16), 4, false)
 			for mi, sm := range s {
 				// (Copies: round, mask and softmaxStep replace the values in place.)
-				sm[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[mi][ks], r[:2], sm[2*np]))
-				sm[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, qf[mi][ks], r[2:], sm[2*np+1]))
+				sm[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, af[mi], r[:2], sm[2*np]))
+				sm[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, af[mi], r[2:], sm[2*np+1]))
 			}
 		}
 	}

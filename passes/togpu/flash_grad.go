@@ -39,8 +39,30 @@ import (
 // and take P from the saved lse rather than from a normalised softmax.
 
 // FlashGrad is the shape of one attention's backward kernels: Flash's
-// fields (its Tile and LSE are ignored; the backward tilings are fixed).
-type FlashGrad struct{ Flash }
+// fields (its Tile and LSE are ignored).
+type FlashGrad struct {
+	Flash
+	// QueryTile is the query tile of the dK/dV kernel, 16, 32 or 64; 0
+	// picks the default (queryTile).
+	QueryTile int64
+	// Reload has the dQ kernel load its Q and dO fragments from workgroup
+	// memory by ldmatrix in every key tile instead of holding them in
+	// registers through the loop (D/2 registers a thread fewer).
+	Reload bool
+}
+
+// queryTile is the dK/dV kernel's query tile: QueryTile, else 64 up to
+// head dim 64 and 32 above (the accumulators of dK and dV take D
+// registers a thread).
+func (f FlashGrad) queryTile() int64 {
+	switch {
+	case f.QueryTile != 0:
+		return f.QueryTile
+	case f.D > 64:
+		return 32
+	}
+	return 64
+}
 
 const (
 	flashGradRows = 64 // rows of a block: query rows (dQ) or keys (dK/dV), 16 a warp
@@ -55,16 +77,11 @@ func (f FlashGrad) dqFlash() Flash {
 }
 
 // dkvFlash is the dK/dV kernel's view of f, queries and keys swapped: its
-// rows (Lq) are the keys and its key tiles (Lk) the query tiles, of 64
-// queries up to head dim 64 and of 32 above (the accumulators of dK and
-// dV take 8·D/8 registers a thread).
+// rows (Lq) are the keys and its key tiles (Lk) the query tiles.
 func (f FlashGrad) dkvFlash() Flash {
 	g := f.Flash
 	g.Lq, g.Lk, g.LSE = f.Lk, f.Lq, false
-	g.Tile = FlashTile{Rows: flashGradRows, Keys: 64}
-	if f.D > 64 {
-		g.Tile.Keys = 32
-	}
+	g.Tile = FlashTile{Rows: flashGradRows, Keys: f.queryTile()}
 	return g
 }
 
@@ -72,6 +89,9 @@ func (f FlashGrad) dkvFlash() Flash {
 func (f FlashGrad) Check() error {
 	if err := f.dqFlash().Check(); err != nil {
 		return fmt.Errorf("flash attention backward: %w", err)
+	}
+	if qt := f.QueryTile; qt != 0 && qt != 16 && qt != 32 && qt != 64 {
+		return fmt.Errorf("flash attention backward: query tile %d, want 16, 32 or 64", qt)
 	}
 	return nil
 }
@@ -106,7 +126,7 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) (dq, dkv
 	if err := f.Check(); err != nil {
 		return nil, nil, err
 	}
-	dq = f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), (*flashGen).emitDQ)
+	dq = f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDQ(args, f.Reload) })
 	dkv = f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), (*flashGen).emitDKV)
 	return dq, dkv, nil
 }
@@ -206,15 +226,22 @@ func (g *flashGen) gradOffsets(st flashStart) (a, nMajor, kMajor *ir.Value) {
 	return a, nMajor, kMajor
 }
 
-// fragments loads the warp's m16k16 A fragments of a tile at workgroup
-// offset at (the A pattern added), one per 16 of D.
-func (g *flashGen) fragments(b *ir.Builder, at *ir.Value) [][][]*ir.Value {
-	at = g.x.at(b).index(at)
+// fragment returns the loader of the warp's m16k16 A fragments of a tile
+// at workgroup offset at (the A pattern added): k16 step ks's, by one
+// ldmatrix.x4 when called (scoresWith's a).
+func (g *flashGen) fragment(at *ir.Value) func(b *ir.Builder, mi int, ks int64) []*ir.Value {
+	return func(b *ir.Builder, _ int, ks int64) []*ir.Value {
+		return gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, g.x.at(b).index(at), ks*16), 4, false)
+	}
+}
+
+// held loads every A fragment of a with b now, to be held in registers.
+func (g *flashGen) held(b *ir.Builder, a func(b *ir.Builder, mi int, ks int64) []*ir.Value) func(b *ir.Builder, mi int, ks int64) []*ir.Value {
 	f := make([][]*ir.Value, g.D/16)
 	for ks := range f {
-		f[ks] = gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, at, int64(ks)*16), 4, false)
+		f[ks] = a(b, 0, int64(ks))
 	}
-	return [][][]*ir.Value{f}
+	return func(_ *ir.Builder, _ int, ks int64) []*ir.Value { return f[ks] }
 }
 
 // rowValues loads buffer buf (f32, Batch·n entries) at the block's batch
@@ -290,8 +317,9 @@ func (g *flashGen) zeros(n int64) []*ir.Value {
 	return out
 }
 
-// emitDQ builds the dQ kernel on args (DQArgTypes).
-func (g *flashGen) emitDQ(args []*ir.Value) {
+// emitDQ builds the dQ kernel on args (DQArgTypes), with reload its Q and
+// dO fragments loaded in every key tile (FlashGrad.Reload).
+func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 	b, loc, x := g.b, g.loc, g.x
 	q, o, do, lseBuf, dqBuf, ddBuf := args[0], args[3], args[4], args[5], args[6], args[7]
 	g.q, g.k, g.v = q, args[1], args[2]
@@ -302,8 +330,10 @@ func (g *flashGen) emitDQ(args []*ir.Value) {
 		return g.x.c(0)
 	})
 	aOff, nMajor, kMajor := g.gradOffsets(st)
-	qf := g.fragments(b, x.addc(aOff, qAt))
-	dof := g.fragments(b, x.addc(aOff, doAt))
+	qf, dof := g.fragment(x.addc(aOff, qAt)), g.fragment(x.addc(aOff, doAt))
+	if !reload {
+		qf, dof = g.held(b, qf), g.held(b, dof)
+	}
 	sm := g.softmax()
 	scale := g.f32(g.Scale)
 	rows := g.rows[0]
@@ -337,12 +367,12 @@ func (g *flashGen) emitDQ(args []*ir.Value) {
 	nO := g.D / 8
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.keyTiles(from, to, it, false, g.load, g.stage(1), func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
-			s := g.scores(b, qf, x.add(at, nMajor))
+			s := g.scoresWith(b, 1, qf, x.add(at, nMajor))
 			g.round(b, s[0])
 			if masked {
 				g.mask(b, s[0], x.mulc(kt, K), sm, rows)
 			}
-			dp := g.scores(b, dof, x.addc(x.add(at, nMajor), K*g.ld))
+			dp := g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))
 			ds := g.gradProbs(b, s[0], dp[0], func(_, r int) *ir.Value { return lse[r/2] }, func(_, r int) *ir.Value { return dd[r/2] }, sm.c, scale)
 			acc := append([]*ir.Value(nil), it...)
 			g.product(b, [][][]*ir.Value{ds}, [][]*ir.Value{acc}, [][]*ir.Value{nil}, x.add(at, kMajor), nil, sm)
@@ -387,8 +417,7 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 	nO := g.D / 8
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.keyTiles(lo, hi, it, false, g.load, g.stage(1), func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
-			kf := g.fragments(b, x.addc(aOff, kAt))
-			s := g.scores(b, kf, x.add(at, nMajor))
+			s := g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))
 			g.round(b, s[0])
 			first := x.mulc(qt, Qt)
 			if masked {
@@ -402,8 +431,7 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 			}
 			lse := g.rowValues(b, lseBuf, g.Lk, cols)
 			dd := g.rowValues(b, ddBuf, g.Lk, cols)
-			vf := g.fragments(b, x.addc(aOff, vAt))
-			dp := g.scores(b, vf, x.addc(x.add(at, nMajor), Qt*g.ld))
+			dp := g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))
 			ds := g.gradProbs(b, s[0], dp[0], func(j, r int) *ir.Value { return lse[2*j+r%2] }, func(j, r int) *ir.Value { return dd[2*j+r%2] }, sm.c, scale)
 			dk, dv := append([]*ir.Value(nil), it[:4*nO]...), append([]*ir.Value(nil), it[4*nO:]...)
 			g.product(b, [][][]*ir.Value{s[0]}, [][]*ir.Value{dv}, [][]*ir.Value{nil}, x.addc(x.add(at, kMajor), Qt*g.ld), nil, sm)

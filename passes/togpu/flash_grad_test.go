@@ -57,10 +57,19 @@ func (c flashCase) gradSource() string {
 // flashGradModule returns a module whose @main(q, k, v, do, o, lse, dq,
 // dk, dv, dd) launches the forward kernel of f with LSE (writing o and
 // lse), then the backward kernels.
-func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash) *ir.Operation {
+// gradTiling is the FlashGrad options of a test: the dK/dV kernel's query
+// tile and the dQ kernel's fragment reloads.
+type gradTiling struct {
+	qt     int64
+	reload bool
+}
+
+func (g gradTiling) String() string { return fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload) }
+
+func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%do: %s, %%o: %s, %%lse: %s, %%dq: %s, %%dk: %s, %%dv: %s, %%dd: %s) {\n    return\n  }\n}\n",
@@ -139,18 +148,21 @@ func gradClose(t *testing.T, name string, got, want []float64, tol float64) floa
 // tile or statistic moves gradients by far more.
 func TestFlashGradSemantics(t *testing.T) {
 	const tol = 1.0 / 64
-	for _, tc := range flashGradCases {
+	for i, tc := range flashGradCases {
 		tile := togpu.FlashTile{}
 		if tc.d == 64 && tc.lq != 100 {
 			// The wgmma forward kernels' log-sum-exp (both tilings).
 			tile = togpu.WGMMATile(tc.causal)
 		}
-		t.Run(fmt.Sprintf("%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
+		// The dK/dV kernel's query tiles (the default, 16 or 32) and
+		// the dQ kernel's fragments (held or reloaded).
+		gt := gradTiling{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}
+		t.Run(fmt.Sprintf("%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 			t.Parallel()
 			q, k, v := tc.inputs(t)
 			rng := rand.New(rand.NewPCG(uint64(tc.d), 7))
 			do := randomFloats(t, rng, tc.elem, q.Shape())
-			oq, dq, dk, dv := runFlashGrad(t, tc, tile, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+			oq, dq, dk, dv := runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
 				if _, err := interp.New(m).Call("main", args...); err != nil {
 					t.Fatal(err)
 				}
@@ -230,11 +242,12 @@ func TestFlashGradPTX(t *testing.T) {
 		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
 	}
 	for _, d := range []int64{64, 128} {
-		for _, causal := range []bool{false, true} {
+		for i, causal := range []bool{false, true} {
 			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16}
-			t.Run(fmt.Sprintf("d%d-causal=%v", d, causal), func(t *testing.T) {
+			gt := []gradTiling{{}, {qt: 32, reload: true}}[i] // (the defaults, and the other options)
+			t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
 				t.Parallel()
-				m := flashGradModule(t, dialects.NewContext(), f)
+				m := flashGradModule(t, dialects.NewContext(), f, gt)
 				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
 				if err != nil {
 					t.Fatal(err)
@@ -273,10 +286,10 @@ func TestFlashGradPTX(t *testing.T) {
 
 // runFlashGrad runs flashGradModule of tc with tiling tile through run
 // (the interpreter's simulation or the device) and returns o, dq, dk, dv.
-func runFlashGrad(t *testing.T, tc flashCase, tile togpu.FlashTile, q, k, v, do *interp.Tensor,
+func runFlashGrad(t *testing.T, tc flashCase, tile togpu.FlashTile, gt gradTiling, q, k, v, do *interp.Tensor,
 	run func(m *ir.Operation, args []interp.Value)) (o, dq, dk, dv *interp.Tensor) {
 	t.Helper()
-	m := flashGradModule(t, dialects.NewContext(), tc.flash(tile))
+	m := flashGradModule(t, dialects.NewContext(), tc.flash(tile), gt)
 	buf := func(elem ir.Type, n int) *interp.Buffer {
 		b, err := interp.NewBuffer(elem, []int64{int64(n)})
 		if err != nil {
@@ -324,17 +337,18 @@ func TestGPUFlashGrad(t *testing.T) {
 	const tol = 1.0 / 64
 	cases := append(slices.Clone(flashGradCases),
 		flashCase{2, 2, 300, 260, 64, true, 0, ir.BF16}, flashCase{1, 2, 257, 257, 128, true, 0, ir.BF16},
-		flashCase{1, 2, 512, 512, 64, false, 0, ir.BF16})
-	for _, tc := range cases {
+		flashCase{1, 1, 384, 384, 64, false, 0, ir.BF16})
+	for i, tc := range cases {
 		tiles := []togpu.FlashTile{{}}
 		if tc.flash(togpu.WGMMATile(tc.causal)).Check() == nil {
 			tiles = append(tiles, togpu.WGMMATile(tc.causal))
 		}
+		gt := gradTiling{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}
 		for _, tile := range tiles {
-			t.Run(fmt.Sprintf("check-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
+			t.Run(fmt.Sprintf("check-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 				q, k, v := tc.inputs(t)
 				do := randomFloats(t, rand.New(rand.NewPCG(uint64(tc.d), 7)), tc.elem, q.Shape())
-				o, dq, dk, dv := runFlashGrad(t, tc, tile, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+				o, dq, dk, dv := runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
 					p, err := exec.Compile(m, flashExecOptions(tile))
 					if err != nil {
 						t.Fatal(err)
@@ -382,20 +396,22 @@ func TestGPUFlashGrad(t *testing.T) {
 			}
 			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
 		})
-		t.Run(fmt.Sprintf("time-train-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
-			runFlashGrad(t, tc, tile, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
-				p, err := exec.Compile(m, flashExecOptions(tile))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ms, err := p.RunTimed(rt, "main", args, 5, 20)
-				if err != nil {
-					t.Fatal(err)
-				}
-				// Forward and backward: 2 + 5 products (FlashAttention's count).
-				t.Logf("forward+backward %.3f ms (backward %.3f), %.0f TFLOP/s", ms, ms-fwd, 3.5*flops/ms/1e9)
+		for _, gt := range []gradTiling{{16, false}, {32, false}, {64, false}, {16, true}, {32, true}, {64, true}} {
+			t.Run(fmt.Sprintf("time-train-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
+				runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+					p, err := exec.Compile(m, flashExecOptions(tile))
+					if err != nil {
+						t.Fatal(err)
+					}
+					ms, err := p.RunTimed(rt, "main", args, 5, 20)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Forward and backward: 2 + 5 products (FlashAttention's count).
+					t.Logf("forward+backward %.3f ms (backward %.3f), %.0f TFLOP/s", ms, ms-fwd, 3.5*flops/ms/1e9)
+				})
 			})
-		})
+		}
 	}
 }
 
