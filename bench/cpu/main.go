@@ -9,9 +9,17 @@
 // compiles it for this CPU (the compile cache makes later runs start at
 // once), checks the results against the interpreter's (the GPU
 // tolerances), runs it -reps times and prints the median and minimum
-// time, the bandwidth or FLOP rate, and the interpreter's time for one
-// call. The memory-bound workloads are also given as a fraction of this
-// machine's copy bandwidth (all cores copying 256 MiB).
+// time, the CPU time a call (all threads), the bandwidth or FLOP rate,
+// and the interpreter's wall and CPU time for one call, with the speedup
+// over it by wall time (against the minimum) and by CPU time. The
+// memory-bound workloads are also given as a fraction of this machine's
+// copy bandwidth (all cores copying 256 MiB).
+//
+// torch_cpu.py times the same workloads with PyTorch eager (and, with
+// --compile, torch.compile's Inductor C++ backend) and NumPy's matmul,
+// with the same figures, for a comparison in one run:
+//
+//	go run ./bench/cpu -interp=false && python3 bench/cpu/torch_cpu.py --threads 2
 package main
 
 import (
@@ -104,7 +112,7 @@ func main() {
 	fmt.Printf("cpu backend, GOMAXPROCS=%d, -mcpu=%s; copy bandwidth %.1f GB/s (all cores, 256 MiB)\n\n",
 		runtime.GOMAXPROCS(0), target.HostCPU(), copyBW/1e9)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tshape\tcompile\tmedian ms\tmin ms\tcpu ms\trate\tof copy BW\tinterp ms\tspeedup\tvs interp\t")
+	fmt.Fprintln(tw, "workload\tshape\tcompile\tmedian ms\tmin ms\tcpu ms\trate\tof copy BW\tinterp ms\tinterp cpu ms\tspeedup (min, cpu)\tvs interp\t")
 	for _, w := range workloads() {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), w.name) {
 			continue
@@ -122,13 +130,13 @@ func main() {
 		} else {
 			rate = fmt.Sprintf("%.1f GFLOP/s", w.flops/r.median.Seconds()/1e9)
 		}
-		interpMS, speedup := "-", "-"
+		interpMS, interpCPU, speedup := "-", "-", "-"
 		if r.interp > 0 {
-			interpMS = fmt.Sprintf("%.1f", ms(r.interp))
-			speedup = fmt.Sprintf("%.0f×", r.interp.Seconds()/r.median.Seconds())
+			interpMS, interpCPU = fmt.Sprintf("%.1f", ms(r.interp)), fmt.Sprintf("%.1f", ms(r.interpCPU))
+			speedup = fmt.Sprintf("%.0f×, %.0f×", r.interp.Seconds()/r.min.Seconds(), r.interpCPU.Seconds()/r.cpu.Seconds())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.2f s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t\n", w.name, w.shape, r.first.Seconds(),
-			ms(r.median), ms(r.min), ms(r.cpu), rate, ofCopy, interpMS, speedup, r.check)
+		fmt.Fprintf(tw, "%s\t%s\t%.2f s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", w.name, w.shape, r.first.Seconds(),
+			ms(r.median), ms(r.min), ms(r.cpu), rate, ofCopy, interpMS, interpCPU, speedup, r.check)
 	}
 	tw.Flush()
 }
@@ -137,6 +145,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 type result struct {
 	first, median, min, interp time.Duration
+	// interpCPU is the CPU time of the interpreter's one call.
+	interpCPU time.Duration
 	// cpu is the process's CPU time (user and system, every thread) per
 	// call: on a machine shared with other jobs a steadier measure of the
 	// work than the wall clock.
@@ -197,12 +207,12 @@ func measure(w workload, reps int, withInterp bool, workers int) (result, error)
 	r.median, r.min = times[len(times)/2], times[0]
 	r.check = "not checked"
 	if withInterp {
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		want, err := in.Call("main", args...)
 		if err != nil {
 			return r, fmt.Errorf("interpreter: %w", err)
 		}
-		r.interp = time.Since(t0)
+		r.interp, r.interpCPU = time.Since(t0), cpuTime()-c0
 		r.check = "matches"
 		for i := range want {
 			if err := passtest.Compare(got[i], want[i]); err != nil {
