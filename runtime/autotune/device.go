@@ -33,10 +33,11 @@ func ownMatmuls(module *ir.Operation) bool {
 }
 
 // HopperTile is the tiling of Strata's own matmul kernels on a device of
-// compute capability 9.0 (H100, H200): the wgmma kernel, 2.4× the
-// mma.sync default's rate for the 8192³ bf16 product on the H200
+// compute capability 9.0 (H100, H200): the wgmma kernel with its products
+// kept in flight, 653 TFLOP/s for the 8192³ bf16 product on the H200,
+// 1.8× the mma.sync default and 81% of cuBLASLt in the same process
 // (bench/NOTES.md, session 7).
-var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true}
+var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true}
 
 // hopper reports whether compute capability major.minor runs sm_90a code
 // (gpu.wgmma).
