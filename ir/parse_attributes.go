@@ -100,7 +100,7 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 					}
 				}
 			}
-			if p.expect("]") != nil {
+			if !p.want("]", "expected ',' or ']'") {
 				return nil
 			}
 			return arr
@@ -295,6 +295,10 @@ func (p *Parser) parseNumberAttr(typ Type) Attribute {
 			typ = I64
 		}
 	}
+	if IsFloat(typ) && lit.kind == tokInteger && !strings.HasPrefix(lit.text, "0x") {
+		p.failLiteral(pos, errDecimalForFloat)
+		return nil
+	}
 	a, err := literalAttr(lit, neg, typ)
 	if err != nil {
 		p.failAt(pos, "%v", err)
@@ -395,9 +399,12 @@ func wideIntLiteral(text string, neg bool, typ Type) (*big.Int, error) {
 	if it, ok := typ.(*IntegerType); ok {
 		sign = it.Signedness
 	}
+	if neg && sign == Unsigned && n.Sign() != 0 {
+		return nil, errors.New("negative integer literal not valid for unsigned integer type")
+	}
 	if width == 0 {
 		if n.Sign() != 0 {
-			return nil, errors.New("integer constant out of range for attribute")
+			return nil, errIntOutOfRange
 		}
 		return n, nil
 	}
@@ -413,14 +420,31 @@ func wideIntLiteral(text string, neg bool, typ Type) (*big.Int, error) {
 		lo = big.NewInt(-1)
 	}
 	if n.Cmp(lo) < 0 || n.Cmp(hi) > 0 {
-		return nil, errors.New("integer constant out of range for attribute")
+		return nil, errIntOutOfRange
 	}
 	return n, nil
 }
 
+var (
+	// errIntOutOfRange is an integer literal too large for its type.
+	errIntOutOfRange = errors.New("integer constant out of range for attribute")
+	// errDecimalForFloat is an integer literal (not hex) given a float type.
+	errDecimalForFloat = errors.New("unexpected decimal integer literal for a floating point value")
+)
+
+// failLiteral records a literal's error at pos; a decimal integer given a
+// float type gets a note saying how to write the float.
+func (p *Parser) failLiteral(pos int, err error) {
+	if errors.Is(err, errDecimalForFloat) {
+		p.failWithNote(p.posLoc(pos), "add a trailing dot to make the literal a float", pos, "%v", err)
+		return
+	}
+	p.failAt(pos, "%v", err)
+}
+
 func (p *Parser) parseDenseArray() Attribute {
 	p.advance()
-	if p.expect("<") != nil {
+	if !p.want("<", "expected '<' after 'array'") {
 		return nil
 	}
 	typePos := p.tok.pos
@@ -431,7 +455,11 @@ func (p *Parser) parseDenseArray() Attribute {
 	a := DenseArrayAttr{Elem: elem}
 	_, isFloat := elem.(*FloatType)
 	if !isFloat && !IsInteger(elem) {
-		p.Errorf("expected integer or float element type in array attribute, found '%s'", elem)
+		p.failAt(typePos, "expected integer or float type, got: '%s'", elem)
+		return nil
+	}
+	if w := IntWidth(elem); !isFloat && w != 1 && w%8 != 0 {
+		p.failAt(typePos, "element type bitwidth must be a multiple of 8, found '%s'", elem)
 		return nil
 	}
 	if !isFloat && IntWidth(elem) > 64 {
@@ -440,7 +468,10 @@ func (p *Parser) parseDenseArray() Attribute {
 		p.failAt(typePos, "array attribute element type '%s' is wider than 64 bits", elem)
 		return nil
 	}
-	if p.consumeIf(":") {
+	if !p.is(">") {
+		if !p.want(":", "expected ':' after dense array type") {
+			return nil
+		}
 		for {
 			pos := p.tok.pos
 			if elem == I1 && (p.is("true") || p.is("false")) {
@@ -471,7 +502,7 @@ func (p *Parser) parseDenseArray() Attribute {
 			}
 		}
 	}
-	if p.expect(">") != nil {
+	if !p.want(">", "expected '>' to close an array attribute") {
 		return nil
 	}
 	if isFloat && a.Floats == nil {
@@ -549,8 +580,12 @@ func (p *Parser) parseDense() Attribute {
 		return nil
 	}
 	st, ok := t.(ShapedType)
-	if !ok || !st.Ranked() {
-		p.failAt(typePos, "elements literal must be a ranked shaped type, found '%s'", t)
+	if !ok {
+		p.failAt(typePos, "elements literal must be a shaped type, found '%s'", t)
+		return nil
+	}
+	if !st.Ranked() {
+		p.failAt(typePos, "elements literal type must have static shape, found '%s'", t)
 		return nil
 	}
 	if _, isMemref := t.(*MemRefType); isMemref {
@@ -559,7 +594,7 @@ func (p *Parser) parseDense() Attribute {
 	}
 	n := NumElements(st.Shape())
 	if n < 0 {
-		p.failAt(typePos, "elements literal type must have a static shape, found '%s'", t)
+		p.failAt(typePos, "elements literal type must have static shape, found '%s'", t)
 		return nil
 	}
 	elemT := st.ElementType()
@@ -570,7 +605,7 @@ func (p *Parser) parseDense() Attribute {
 	}
 	if empty {
 		if n != 0 {
-			p.failAt(typePos, "empty elements literal for type '%s' with %d elements", t, n)
+			p.failAt(typePos, "parsed zero elements, but type ('%s') expected at least 1", t)
 			return nil
 		}
 		return DenseAttr{Type: st, Bits: []uint64{}}
@@ -693,7 +728,10 @@ func denseScalar(e denseLit, t Type) (uint64, error) {
 	}
 	if e.boolean != 0 {
 		if t != I1 {
-			return 0, fmt.Errorf("expected %s element, found a boolean", t)
+			if IsFloat(t) {
+				return 0, errors.New("expected floating-point elements, but parsed integer")
+			}
+			return 0, errors.New("expected i1 type for 'true' or 'false' values")
 		}
 		return uint64(e.boolean - 1), nil
 	}
@@ -703,7 +741,13 @@ func denseScalar(e denseLit, t Type) (uint64, error) {
 	if IsIntOrIndex(t) && e.tok.kind == tokFloat {
 		return 0, errors.New("expected integer elements, but parsed floating-point")
 	}
+	if it, ok := t.(*IntegerType); ok && it.Signedness == Unsigned && e.neg {
+		return 0, errors.New("expected unsigned integer elements, but parsed negative value")
+	}
 	a, err := literalAttr(e.tok, e.neg, t)
+	if errors.Is(err, errIntOutOfRange) {
+		return 0, errors.New("integer constant out of range for type")
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -736,11 +780,11 @@ func (p *Parser) parseDenseElem() (denseLit, bool) {
 	case p.is("("):
 		p.advance()
 		re, ok1 := p.parseDenseElem()
-		if !ok1 || p.expect(",") != nil {
+		if !ok1 || !p.want(",", "expected ',' between complex elements") {
 			return e, false
 		}
 		im, ok2 := p.parseDenseElem()
-		if !ok2 || p.expect(")") != nil {
+		if !ok2 || !p.want(")", "expected ')' after complex elements") {
 			return e, false
 		}
 		e.complex = []denseLit{re, im}

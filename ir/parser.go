@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -164,6 +165,16 @@ func (p *Parser) ErrorAt(pos int, format string, args ...any) error {
 	return p.failAt(pos, format, args...)
 }
 
+// failWithNote records an error at pos with a note at noteLoc, unless an
+// error is recorded already.
+func (p *Parser) failWithNote(noteLoc Location, note string, pos int, format string, args ...any) {
+	if p.err == nil {
+		d := Errorf(p.posLoc(pos), format, args...)
+		d.Note(noteLoc, "%s", note)
+		p.err = d
+	}
+}
+
 func (p *Parser) failAt(pos int, format string, args ...any) error {
 	if p.err == nil {
 		p.err = Errorf(p.posLoc(pos), format, args...)
@@ -226,7 +237,7 @@ func (p *Parser) expect(s string) error {
 // is missing belongs to the line before.
 func (p *Parser) wrongToken(format string, args ...any) error {
 	pos := p.tok.pos
-	if p.prevEnd <= pos && strings.Contains(p.lex.src[p.prevEnd:pos], "\n") {
+	if 0 < p.prevEnd && p.prevEnd <= pos && strings.Contains(p.lex.src[p.prevEnd:pos], "\n") {
 		pos = p.prevEnd
 	}
 	return p.failAt(pos, format, args...)
@@ -457,7 +468,7 @@ func (p *Parser) lookupValue(name string, idx int, t Type, pos int) *Value {
 			}
 			v := vs[idx]
 			if t != nil && v.Type() != t {
-				p.failAt(pos, "use of value '%s' expects different type than prior uses: '%s' vs '%s'", name, t, v.Type())
+				p.failWithNote(v.Loc(), "prior use here", pos, "use of value '%s' expects different type than prior uses: '%s' vs '%s'", name, t, v.Type())
 				return nil
 			}
 			return v
@@ -475,7 +486,7 @@ func (p *Parser) lookupValue(name string, idx int, t Type, pos int) *Value {
 	}
 	if v, ok := fr.vals[idx]; ok {
 		if t != nil && v.Type() != t {
-			p.failAt(pos, "use of value '%s' expects different type than prior uses: '%s' vs '%s'", name, t, v.Type())
+			p.failWithNote(p.posLoc(fr.pos), "prior use here", pos, "use of value '%s' expects different type than prior uses: '%s' vs '%s'", name, t, v.Type())
 			return nil
 		}
 		return v
@@ -492,8 +503,12 @@ func (p *Parser) lookupValue(name string, idx int, t Type, pos int) *Value {
 // defineValues binds name to vs in the innermost scope, resolving forward uses.
 func (p *Parser) defineValues(name string, vs []*Value, pos int) {
 	for i := len(p.scopes) - 1; i >= 0; i-- {
-		if _, dup := p.scopes[i].defs[name]; dup {
-			p.failAt(pos, "redefinition of SSA value '%s'", name)
+		if prev, dup := p.scopes[i].defs[name]; dup {
+			var at Location = UnknownLoc{}
+			if len(prev) > 0 {
+				at = prev[0].Loc()
+			}
+			p.failWithNote(at, "previously defined here", pos, "redefinition of SSA value '%s'", name)
 			return
 		}
 		if p.scopes[i].isolated {
@@ -511,7 +526,8 @@ func (p *Parser) defineValues(name string, vs []*Value, pos int) {
 				return
 			}
 			if ph.Type() != vs[idx].Type() {
-				p.failAt(fr.pos, "use of value '%s' expects different type than prior uses: '%s' vs '%s'", name, ph.Type(), vs[idx].Type())
+				p.failWithNote(p.posLoc(fr.pos), fmt.Sprintf("previously used here with type '%s'", ph.Type()),
+					pos, "definition of SSA value '%s#%d' has type '%s'", name, idx, vs[idx].Type())
 				return
 			}
 			ph.ReplaceAllUsesWith(vs[idx])

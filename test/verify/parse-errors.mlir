@@ -23,8 +23,8 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error@+1 {{array attribute element type 'i100' is wider than 64 bits}}
-  "x.y"() {a = array<i100: 1>} : () -> ()
+  // expected-error@+1 {{array attribute element type 'i128' is wider than 64 bits}}
+  "x.y"() {a = array<i128: 1>} : () -> ()
   return
 }
 

@@ -21,7 +21,7 @@ func.func @return_not_last() {
 // -----
 
 func.func @no_terminator() {
-  // expected-error@+1 {{block with no terminator, has 'arith.constant' op}}
+  // expected-error@+1 {{block with no terminator}}
   %0 = arith.constant 1 : i32
 }
 
@@ -35,6 +35,7 @@ func.func @unknown_successor() {
 // -----
 
 func.func @redefined(%a: i32) {
+  // expected-note@+1 {{previously defined here}}
   %0 = arith.addi %a, %a : i32
   // expected-error@+1 {{redefinition of SSA value '%0'}}
   %0 = arith.addi %a, %a : i32
@@ -43,6 +44,7 @@ func.func @redefined(%a: i32) {
 
 // -----
 
+// expected-note@+1 {{prior use here}}
 func.func @type_mismatch(%a: i32) {
   // expected-error@+1 {{use of value '%a' expects different type than prior uses: 'i64' vs 'i32'}}
   %0 = arith.addi %a, %a : i64

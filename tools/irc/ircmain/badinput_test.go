@@ -92,9 +92,9 @@ func TestBadInputEndToEnd(t *testing.T) {
 		want   []string
 	}{
 		// Malformed IR and wrong shapes: located diagnostics.
-		{"wide dense array", `func.func @f() attributes {a = array<i100: 0>} {
+		{"wide dense array", `func.func @f() attributes {a = array<i128: 0>} {
   return
-}`, nil, ExitDiagnostics, []string{"<stdin>:1:38: error: array attribute element type 'i100' is wider than 64 bits"}},
+}`, nil, ExitDiagnostics, []string{"<stdin>:1:38: error: array attribute element type 'i128' is wider than 64 bits"}},
 		{"type too large", "func.func @f(%x: tensor<4294967296x4294967296xf32>) {\n  return\n}", nil, ExitDiagnostics,
 			[]string{"<stdin>:1:18: error: tensor type has more than 2^63-1 elements"}},
 		{"wrong result shape", `func.func @f(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
