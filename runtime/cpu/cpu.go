@@ -57,6 +57,73 @@ type Program struct {
 	scratch sync.Pool
 	plansMu sync.Mutex
 	plans   map[*target.Func]*hostPlan
+	// spare holds the buffers earlier calls allocated and did not
+	// return, by storage type and length, for later calls to reuse.
+	spareMu sync.Mutex
+	spare   map[spareKey][]*hostBuf
+}
+
+// spareKey identifies interchangeable buffers.
+type spareKey struct {
+	storage string
+	n       int
+}
+
+// maxSpare bounds the buffers kept of one kind (a function that allocates
+// more of one size than this per call allocates the rest).
+const maxSpare = 8
+
+// takeSpare returns a buffer of elem and shape from an earlier call, or
+// nil.
+func (p *Program) takeSpare(elem ir.Type, shape []int64) *hostBuf {
+	n := 1
+	for _, d := range shape {
+		n *= int(d)
+	}
+	key := spareKey{storage(elem), n}
+	p.spareMu.Lock()
+	defer p.spareMu.Unlock()
+	list := p.spare[key]
+	if len(list) == 0 {
+		return nil
+	}
+	b := list[len(list)-1]
+	p.spare[key] = list[:len(list)-1]
+	return &hostBuf{elem: elem, shape: append([]int64(nil), shape...), data: b.data, ptr: b.ptr}
+}
+
+// keepSpares keeps the call's buffers that its results do not use: they
+// are dead once the call returns, and reusing them spares the next call
+// fresh memory (page faults, and cache misses on the first write).
+func (p *Program) keepSpares(live []*hostBuf, results []*interp.Tensor) {
+	used := map[unsafe.Pointer]bool{}
+	for _, t := range results {
+		if t != nil && len(t.Shape()) > 0 {
+			used[dataPtr(t.Data())] = true
+		}
+	}
+	p.spareMu.Lock()
+	defer p.spareMu.Unlock()
+	for _, b := range live {
+		if b.ptr == nil || used[b.ptr] {
+			continue
+		}
+		used[b.ptr] = true // a buffer listed twice is kept once
+		if _, ok := b.data.([]bool); ok {
+			continue // booleans are cleared when allocated
+		}
+		n := 1
+		for _, d := range b.shape {
+			n *= int(d)
+		}
+		key := spareKey{storage(b.elem), n}
+		if p.spare == nil {
+			p.spare = map[spareKey][]*hostBuf{}
+		}
+		if len(p.spare[key]) < maxSpare {
+			p.spare[key] = append(p.spare[key], b)
+		}
+	}
 }
 
 // hostPlan is what a function's calls share: its top-level constants,
@@ -513,6 +580,7 @@ func (r *run) body(entry *ir.Block) ([]*interp.Tensor, error) {
 					return nil, fmt.Errorf("cpu: result %d: %w", i, err)
 				}
 			}
+			r.p.keepSpares(r.live, out)
 			return out, nil
 		}
 		if err := r.op(op); err != nil {
@@ -653,9 +721,12 @@ func (r *run) op(op *ir.Operation) error {
 			}
 			shape[d] = n
 		}
-		b, err := newBuf(mt.ElementType(), shape)
-		if err != nil {
-			return err
+		b := r.p.takeSpare(mt.ElementType(), shape)
+		if b == nil {
+			var err error
+			if b, err = newBuf(mt.ElementType(), shape); err != nil {
+				return err
+			}
 		}
 		r.live = append(r.live, b)
 		r.vals[op.Result(0)] = hostVal{buf: b}

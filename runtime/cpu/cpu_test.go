@@ -475,3 +475,48 @@ func TestTransposedAndBatchedMatmulsAreBlocked(t *testing.T) {
 		}
 	}
 }
+
+// TestIntermediateBuffersAreReused: a call's buffers that its results do
+// not use are handed to the next call; results stay the caller's — a
+// later call does not overwrite them — and every call is right, also
+// when a result is a view (reshape) of a buffer.
+func TestIntermediateBuffersAreReused(t *testing.T) {
+	needTools(t)
+	p, graph := compileSource(t, `func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<128xf32>) {
+  %0 = "graph.matmul"(%x, %w) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %1 = "graph.tanh"(%0) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %2 = "graph.matmul"(%1, %w) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %3 = "graph.exp"(%2) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %4 = "graph.reshape"(%3) <{shape = array<i64: 128>}> : (tensor<8x16xf32>) -> tensor<128xf32>
+  return %2, %4 : tensor<8x16xf32>, tensor<128xf32>
+}`)
+	in := interp.New(graph)
+	ft, err := interp.FuncType(in.Func("main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]*interp.Tensor
+	var wants [][]interp.Value
+	for seed := range int64(4) {
+		args, err := interp.RandomInputs(ft, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := in.Call("main", args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run("main", []*interp.Tensor{args[0].(*interp.Tensor), args[1].(*interp.Tensor)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, wants = append(kept, got), append(wants, want)
+	}
+	for call := range kept {
+		for i := range wants[call] {
+			if err := passtest.Compare(kept[call][i], wants[call][i]); err != nil {
+				t.Errorf("call %d result %d, checked after the last call: %v", call, i, err)
+			}
+		}
+	}
+}
