@@ -957,8 +957,10 @@ func (p *Program) parallel(fn, args uintptr, total, work int64) {
 		purego.SyscallN(fn, args, 0, uintptr(total))
 		return
 	}
+	// The calling goroutine runs the last range itself: one wake-up fewer,
+	// on a thread that is already running.
 	var wg sync.WaitGroup
-	for w := range workers {
+	for w := range workers - 1 {
 		lo := total * int64(w) / int64(workers)
 		hi := total * int64(w+1) / int64(workers)
 		wg.Add(1)
@@ -967,6 +969,7 @@ func (p *Program) parallel(fn, args uintptr, total, work int64) {
 			purego.SyscallN(fn, args, uintptr(lo), uintptr(hi))
 		}()
 	}
+	purego.SyscallN(fn, args, uintptr(total*int64(workers-1)/int64(workers)), uintptr(total))
 	wg.Wait()
 }
 
