@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
@@ -132,6 +133,9 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 	p := &mma{kloop: kl, elem: elem, k: k, tile: tile, batch: ext[:1], m: ext[1], n: ext[2] * ext[3], conv: g,
 		a: operand{mem: w.Operand(0), shape: []int64{1, ext[1], k}, kLast: true, shared: true, tile: tile.M, tileK: tile.K, vec: copyVector(k)},
 		b: operand{mem: x.Operand(0), shape: xs, tile: tile.N, tileK: tile.K, vec: 1}}
+	if tile.WGMMA && p.b.tile > gpu.WGMMASwizzleRow { // B is stored [K, N] (see mmaPlan)
+		p.b.panel = p.b.tileK * gpu.WGMMASwizzleRow
+	}
 	if g.kh == 1 && g.kw == 1 && geo.Strides == [2]int64{1, 1} && geo.Padding == [4]int64{} {
 		g.direct = true
 		p.b.shape, p.b.vec = []int64{xs[0], xs[1], xs[2] * xs[3]}, copyVector(xs[2]*xs[3])
@@ -169,7 +173,7 @@ func (g *convGeom) setup(x ix, o *operand, threads int64, tid, z, colBase, nCols
 	g.passK, g.passDst = nil, nil
 	for q := range o.tileK / rows {
 		g.passK = append(g.passK, x.addc(r, q*rows))
-		g.passDst = append(g.passDst, q*rows*o.tile)
+		g.passDst = append(g.passDst, q*rows*o.rowStride())
 	}
 	g.base = x.mulc(z, g.c*g.h*g.w)
 	col := x.add(colBase, x.mulc(c, 8))

@@ -2,13 +2,17 @@ package togpu_test
 
 import (
 	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects"
-	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/internal/testsize"
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/targets/llvm"
@@ -251,5 +255,53 @@ func TestConvMMATrainingStep(t *testing.T) {
 	}
 	if err := passtest.CheckSemantics(p, "builtin.module(lower-to-gpu)", 1); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestConvWGMMAPTX compiles ResNet-50's convolutions with the wgmma
+// tiling mm_bias_gelu runs fastest with (256 × 128) for sm_90a through
+// the native backend, assembles them with the offline ptxas and checks
+// that they are wgmma kernels that neither spill nor serialize the wgmma.
+func TestConvWGMMAPTX(t *testing.T) {
+	ptxas := ptxasPath(t)
+	tile := togpu.MMATile{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true}
+	for _, tc := range resnetConvs {
+		t.Run(tc.name, func(t *testing.T) {
+			src := resnetConv(tc.c, tc.h, tc.o, tc.k, tc.s, tc.p, tc.q)
+			mod, err := llvm.TranslateAll(llvm.GPUModules(lowerGraph(t, src, mmaPipeline(tile))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			be, err := nvptx.New("native")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptx, err := be.Compile(mod, nvptx.Options{Target: gpu.WGMMATarget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(ptx, "wgmma.mma_async") {
+				t.Fatal("no wgmma.mma_async in the PTX")
+			}
+			file := filepath.Join(t.TempDir(), "k.ptx")
+			if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := osexec.Command(ptxas, "-arch=sm_90a", "-O3", "-v", "-o", os.DevNull, file).CombinedOutput()
+			if err != nil {
+				t.Fatalf("ptxas: %v\n%s", err, out)
+			}
+			if strings.Contains(string(out), "Performance Loss") {
+				t.Errorf("ptxas serializes the wgmma:\n%s", out)
+			}
+			regs, spills := registersRE.FindSubmatch(out), spillRE.FindSubmatch(out)
+			if regs == nil || spills == nil {
+				t.Fatalf("no register or spill count in\n%s", out)
+			}
+			if string(spills[1]) != "0" || string(spills[2]) != "0" {
+				t.Errorf("spills: %s", spills[0])
+			}
+			t.Logf("%s registers", regs[1])
+		})
 	}
 }
