@@ -104,6 +104,37 @@ var references = map[string]func(d []int64, in [][]float64) [][]float64{
 		g1 := matmul(transpose(x, m, k), dh, k, m, h)
 		return [][]float64{g1, g2}
 	},
+	"conv3x3_bn_relu": convBNReLU,
+	"conv1x1_bn_relu": convBNReLU,
+}
+
+// convBNReLU is relu(conv(x, w)·s + t) with stride 1 and padding k/2, by
+// the definition: out-of-image taps add nothing.
+func convBNReLU(d []int64, in [][]float64) [][]float64 {
+	n, c, h, o, k := int(d[0]), int(d[1]), int(d[2]), int(d[3]), int(d[4])
+	x, w, s, t := in[0], in[1], in[2], in[3]
+	y := make([]float64, n*o*h*h)
+	for b := range n {
+		for oc := range o {
+			for i := range h {
+				for j := range h {
+					sum := 0.0
+					for ic := range c {
+						for u := range k {
+							for v := range k {
+								r, q := i+u-k/2, j+v-k/2
+								if r >= 0 && r < h && q >= 0 && q < h {
+									sum += x[((b*c+ic)*h+r)*h+q] * w[((oc*c+ic)*k+u)*k+v]
+								}
+							}
+						}
+					}
+					y[((b*o+oc)*h+i)*h+j] = math.Max(sum*s[oc]+t[oc], 0)
+				}
+			}
+		}
+	}
+	return [][]float64{y}
 }
 
 // attentionTrainReference differentiates Σ causal_attention(q, k, v)·w

@@ -93,6 +93,11 @@ def attention_train(w, q, k, v):
     return tuple(torch.autograd.grad(loss, (q, k, v)))
 
 
+def conv_bn_relu(x, w, s, t):
+    # stride 1, padding k/2: the size is kept (bench/workloads.go).
+    return (F.relu(F.conv2d(x, w, padding=w.shape[-1] // 2) * s + t),)
+
+
 WORKLOADS = {
     "pointwise": pointwise,
     "softmax": softmax,
@@ -106,6 +111,8 @@ WORKLOADS = {
     "attention_train": attention_train,
     "attention_train_d128": attention_train,
     "softmax_dynamic": softmax,
+    "conv3x3_bn_relu": conv_bn_relu,
+    "conv1x1_bn_relu": conv_bn_relu,
 }
 # Workloads whose inputs are differentiated.
 NEEDS_GRAD = {"mlp_train": (1, 2), "attention_train": (1, 2, 3), "attention_train_d128": (1, 2, 3)}

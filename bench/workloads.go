@@ -177,6 +177,10 @@ var Workloads = []*Workload{
 		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 40, 16}, build: buildAttentionTrain},
 	{Name: "attention_train_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128 causal", Summary: "attention_train at head dim 128", Tol: tolAttentionTrain,
 		Full: []int64{16, 16, 1024, 128}, Small: []int64{2, 1, 24, 32}, build: buildAttentionTrain},
+	{Name: "conv3x3_bn_relu", TorchModes: torchAutotune, Shape: "64×64×56×56, 3×3×64", Summary: "relu(conv3x3(x, w)·s+t), ResNet-50's layer-1 3×3, bf16", Tol: tolBF16,
+		Full: []int64{64, 64, 56, 64, 3}, Small: []int64{2, 8, 9, 12, 3}, build: buildConvBNReLU},
+	{Name: "conv1x1_bn_relu", TorchModes: torchAutotune, Shape: "64×256×56×56, 1×1×64", Summary: "relu(conv1x1(x, w)·s+t), ResNet-50's layer-1 reduce, bf16", Tol: tolBF16,
+		Full: []int64{64, 256, 56, 64, 1}, Small: []int64{2, 16, 5, 8, 1}, build: buildConvBNReLU},
 	{Name: "softmax_dynamic", TorchModes: torchDefault, Shape: "{1000,2000,3001,4096,8191}×4096", Summary: "softmax over 5 row counts, one compile", Tol: tolReduction,
 		Full: []int64{1000, 2000, 3001, 4096, 8191, 4096}, Small: []int64{3, 5, 2, 8, 7, 16}, build: buildSoftmaxDynamic},
 }
@@ -322,6 +326,26 @@ func buildGemmOwn(d []int64) (*Instance, error) {
 	text = strings.Replace(text, " {\n", " attributes {strata.matmul = \"mma\"} {\n", 1)
 	in := single(text, ins, outs)
 	in.Flops = 2 * m * k * n
+	return in, nil
+}
+
+// buildConvBNReLU is a convolution of stride 1 that keeps the size (a
+// k×k window, padding k/2) with an inference batch norm's affine (s, t
+// per channel) and a ReLU: x [n, c, h, h], w [o, c, k, k].
+func buildConvBNReLU(d []int64) (*Instance, error) {
+	n, c, h, o, k := d[0], d[1], d[2], d[3], d[4]
+	// w is scaled by 1/√(c·k²) so that the sums stay O(1).
+	ins := []TensorSpec{input("x", BF16, 1, n, c, h, h), input("w", BF16, 1/math.Sqrt(float64(c*k*k)), o, c, k, k),
+		input("s", BF16, 1, 1, o, 1, 1), input("t", BF16, 1, 1, o, 1, 1)}
+	outs := []TensorSpec{output("y", BF16, n, o, h, h)}
+	y, ch := outs[0].Type(), ins[2].Type()
+	body := fmt.Sprintf(`  %%0 = "graph.conv2d"(%%x, %%w) <{padding = [%[5]d, %[5]d]}> : (%[1]s, %[2]s) -> %[3]s
+  %%1 = "graph.mul"(%%0, %%s) : (%[3]s, %[4]s) -> %[3]s
+  %%2 = "graph.add"(%%1, %%t) : (%[3]s, %[4]s) -> %[3]s
+  %%3 = "graph.relu"(%%2) : (%[3]s) -> %[3]s
+`, ins[0].Type(), ins[1].Type(), y, ch, k/2)
+	in := single(funcText("main", ins, outs, body, "%3"), ins, outs)
+	in.Flops = 2 * n * o * h * h * c * k * k
 	return in, nil
 }
 

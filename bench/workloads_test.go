@@ -105,6 +105,8 @@ func TestFullSizes(t *testing.T) {
 		"mlp_train":            {flops: 10 * 8192 * 4096 * 16384, shape: "tensor<4096x16384xbf16>"},
 		"attention_train":      {flops: 7 * 16 * 16 * 1024 * 1024 * 64, shape: "tensor<16x16x1024x64xbf16>"},
 		"attention_train_d128": {flops: 7 * 16 * 16 * 1024 * 1024 * 128, shape: "tensor<16x16x1024x128xbf16>"},
+		"conv3x3_bn_relu":      {flops: 2 * 64 * 64 * 56 * 56 * 64 * 9, shape: "tensor<64x64x56x56xbf16>"},
+		"conv1x1_bn_relu":      {flops: 2 * 64 * 64 * 56 * 56 * 256, shape: "tensor<64x256x56x56xbf16>"},
 		"softmax_dynamic":      {bytes: 2 * (1000 + 2000 + 3001 + 4096 + 8191) * 4096 * 4, shape: "tensor<1000x4096xf32>"},
 	}
 	if len(want) != len(Workloads) {
