@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/internal/testsize"
@@ -240,11 +239,7 @@ func TestConvMMATrainingStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := ir.NewSymTable(m).Lookup("loss")
-	if _, err := autodiff.Grad(ctx, fn, []int{0, 1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
-	ir.NewSymTable(m).Erase(fn)
+	gradOf(t, ctx, m, "loss", []int{0, 1, 2, 3})
 	p := &passtest.Program{Func: "loss_grad", Source: ir.Sprint(m, ir.PrintOptions{Generic: true})}
 	// Two forward convolutions, the first's weight gradient and both
 	// data gradients but the input's... every conv2d of the gradient.

@@ -1,0 +1,103 @@
+package resnet
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/internal/testsize"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/optim"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
+	_ "github.com/strata-ir/strata/passes/togpu" // lower-to-gpu
+)
+
+// loweringCheck is a frontend backend that checks each graph it is given
+// through the nvptx backend's pipeline (lower-to-gpu) in the interpreter,
+// on random inputs, counting its conv2d nests and the tensor-core
+// kernels they became, then runs the graph on the interpreter backend.
+type loweringCheck struct {
+	t           *testing.T
+	mu          sync.Mutex
+	convs, mmas int
+}
+
+func (c *loweringCheck) Compile(g *frontend.Graph) (frontend.Executable, error) {
+	src := ir.Sprint(g.Module, ir.PrintOptions{Generic: true})
+	count := func(pipeline, what string) int {
+		ctx := dialects.NewContext()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "graph.mlir"})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		pm, err := passes.Parse(pipeline)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if err := pm.Run(ctx, m); err != nil {
+			c.t.Fatal(err)
+		}
+		return strings.Count(ir.Sprint(m, ir.PrintOptions{}), what)
+	}
+	convs := count("builtin.module(lower-to-loop)", `loop.nest = "conv2d"`)
+	mmas := count("builtin.module(lower-to-gpu)", `mapping = "mma"`)
+	if err := passtest.CheckSemantics(&passtest.Program{Func: g.Func, Source: src}, "builtin.module(lower-to-gpu)", 1); err != nil {
+		c.t.Errorf("%s: %.2000v", g.Func, err)
+	}
+	c.mu.Lock()
+	c.convs, c.mmas = c.convs+convs, c.mmas+mmas
+	c.mu.Unlock()
+	be, _ := frontend.LookupBackend(frontend.InterpBackend)
+	return be.Compile(g)
+}
+
+// TestTinyResNetLowered runs the tiny ResNet in bf16, inference and a
+// training step (forward, data and weight gradients, SGD), through
+// lower-to-gpu in the interpreter: every convolution runs the tensor-core
+// kernel and the lowered graphs compute what the graphs do.
+func TestTinyResNetLowered(t *testing.T) {
+	if !testsize.Long() {
+		t.Skipf("simulates every kernel thread by thread (minutes): set %s=1", testsize.EnvVar)
+	}
+	chk := &loweringCheck{t: t}
+	frontend.RegisterBackend("resnet-lowering-check", chk)
+	opts := frontend.Options{Backend: "resnet-lowering-check", Fullgraph: true}
+	m := New(Tiny)
+	if err := nn.Cast(m, frontend.BFloat16); err != nil {
+		t.Fatal(err)
+	}
+	g := nn.NewRNG(3)
+	x, y := g.Normal(1, 2, 3, 32, 32).Cast(frontend.BFloat16), g.Int64s(Tiny.Classes, 2)
+
+	nn.SetTraining(m, false)
+	c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor { return []*frontend.Tensor{m.Forward(in[0])} }, 1, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	nn.SetTraining(m, true)
+	step := nn.NewGradStep(m, m.Loss, 2, opts)
+	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, grads, err := step.Call(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opt.Step(grads); err != nil {
+		t.Fatal(err)
+	}
+	// The forward convolutions, then in the step each forward one and its
+	// data and weight gradients (but the stem's data gradient).
+	if chk.convs < 3*5 || chk.mmas < chk.convs {
+		t.Errorf("%d tensor-core kernels for %d conv2d nests", chk.mmas, chk.convs)
+	}
+	t.Logf("%d conv2d nests, %d tensor-core kernels", chk.convs, chk.mmas)
+}
