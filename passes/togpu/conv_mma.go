@@ -38,6 +38,11 @@ type convGeom struct {
 	// image n itself, [C, H·W]: B is copied as a matrix stored [K, N]
 	// (cp.async where rows start on 16 bytes), not gathered.
 	direct bool
+	// fold: one GEMM for the whole batch, its N index (n, q) over N·OH·OW
+	// (no batch dims), for outputs too small to fill the N tiles of a GEMM
+	// per image (foldBatch).
+	fold     bool
+	imgs, oq int64 // with fold: the batch, and OH·OW
 	// Filled per thread by setup: the chunk's smem offset, its passes'
 	// first k and smem offsets, and each of its 8 output positions' first
 	// input row and column (a far negative row where q ≥ OH·OW, so that
@@ -46,7 +51,7 @@ type convGeom struct {
 	passK    []*ir.Value
 	passDst  []int64
 	ih0, iw0 [8]*ir.Value
-	base     *ir.Value // image n's offset in x
+	img      [8]*ir.Value // each position's image's offset in x
 }
 
 // farRow is the first input row of an output position past the end: any
@@ -133,10 +138,14 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 	p := &mma{kloop: kl, elem: elem, k: k, tile: tile, batch: ext[:1], m: ext[1], n: ext[2] * ext[3], conv: g,
 		a: operand{mem: w.Operand(0), shape: []int64{1, ext[1], k}, kLast: true, shared: true, tile: tile.M, tileK: tile.K, vec: copyVector(k)},
 		b: operand{mem: x.Operand(0), shape: xs, tile: tile.N, tileK: tile.K, vec: 1}}
+	if foldBatch(ext[2]*ext[3], ext[0], tile.N) {
+		g.fold, g.imgs, g.oq = true, ext[0], ext[2]*ext[3]
+		p.batch, p.n, p.a.shape = nil, ext[0]*ext[2]*ext[3], p.a.shape[1:]
+	}
 	if tile.WGMMA && p.b.tile > gpu.WGMMASwizzleRow { // B is stored [K, N] (see mmaPlan)
 		p.b.panel = p.b.tileK * gpu.WGMMASwizzleRow
 	}
-	if g.kh == 1 && g.kw == 1 && geo.Strides == [2]int64{1, 1} && geo.Padding == [4]int64{} {
+	if !g.fold && g.kh == 1 && g.kw == 1 && geo.Strides == [2]int64{1, 1} && geo.Padding == [4]int64{} {
 		g.direct = true
 		p.b.shape, p.b.vec = []int64{xs[0], xs[1], xs[2] * xs[3]}, copyVector(xs[2]*xs[3])
 	}
@@ -145,6 +154,16 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 		p.width = ir.I32
 	}
 	return p
+}
+
+// foldBatch reports whether a convolution's GEMMs run as one over the
+// batch: when the output positions of an image, q of them, leave more
+// than an eighth of their last N tile (of n) empty and those of the whole
+// batch fewer (ResNet-50's 28×28, 14×14 and 7×7 outputs: 784, 196 and 49
+// in tiles of 128).
+func foldBatch(q, images, n int64) bool {
+	waste := func(q int64) int64 { return (q+n-1)/n*n - q }
+	return images > 1 && 8*waste(q) > q && waste(images*q)*q < waste(q)*images*q
 }
 
 // convFitsI32 reports whether every offset a convolution kernel computes
@@ -156,7 +175,7 @@ func (p *mma) convFitsI32(xs, ws []int64) bool {
 	over := float64(2*(t.M+t.N)) * float64(p.k+p.m+p.n+t.K)
 	lim := float64(math.MaxInt32)
 	far := float64(-farRow) * float64(p.conv.w+1)
-	blocks := float64(p.batch[0]) * float64(p.tilesM()*p.tilesN())
+	blocks := float64(ir.NumElements(p.batch)) * float64(p.tilesM()*p.tilesN())
 	return float64(ir.NumElements(xs))+over+far < lim && float64(ir.NumElements(ws))+over < lim && blocks < lim
 }
 
@@ -175,17 +194,24 @@ func (g *convGeom) setup(x ix, o *operand, threads int64, tid, z, colBase, nCols
 		g.passK = append(g.passK, x.addc(r, q*rows))
 		g.passDst = append(g.passDst, q*rows*o.rowStride())
 	}
-	g.base = x.mulc(z, g.c*g.h*g.w)
+	image := g.c * g.h * g.w
+	base := x.mulc(z, image) // (z is 0 with fold)
 	col := x.add(colBase, x.mulc(c, 8))
 	for e := range int64(8) {
 		if e > 0 && g.oneRow() {
-			g.ih0[e], g.iw0[e] = g.ih0[0], x.addc(g.iw0[0], e*g.Strides[1])
+			g.ih0[e], g.iw0[e], g.img[e] = g.ih0[0], x.addc(g.iw0[0], e*g.Strides[1]), g.img[0]
 			continue
 		}
-		q := x.addc(col, e)
+		col := x.addc(col, e)
+		q := col
+		g.img[e] = base
+		if g.fold {
+			g.img[e] = x.mulc(x.div(col, x.c(g.oq)), image)
+			q = x.rem(col, x.c(g.oq))
+		}
 		oh, ow := x.div(q, x.c(g.ow)), x.rem(q, x.c(g.ow))
 		ih := x.sub(x.mulc(oh, g.Strides[0]), x.c(g.Padding[0]))
-		g.ih0[e] = arith.NewSelect(x.b, x.loc, x.lt(q, nCols), ih, x.c(farRow))
+		g.ih0[e] = arith.NewSelect(x.b, x.loc, x.lt(col, nCols), ih, x.c(farRow))
 		g.iw0[e] = x.sub(x.mulc(ow, g.Strides[1]), x.c(g.Padding[1]))
 	}
 	return g.dst
@@ -211,7 +237,7 @@ func (g *convGeom) fill(x ix, smem, gmem, dst, k0 *ir.Value, kTotal *ir.Value, k
 		c, rest := x.div(k, x.c(window)), x.rem(k, x.c(window))
 		kh, kw := x.div(rest, x.c(g.kw)), x.rem(rest, x.c(g.kw))
 		dh, dw := x.mulc(kh, g.Dilations[0]), x.mulc(kw, g.Dilations[1])
-		plane := x.add(g.base, x.mulc(c, g.h*g.w))
+		plane := x.mulc(c, g.h*g.w)
 		var kOK *ir.Value
 		if kTail {
 			kOK = x.lt(k, kTotal)
@@ -219,7 +245,7 @@ func (g *convGeom) fill(x ix, smem, gmem, dst, k0 *ir.Value, kTotal *ir.Value, k
 		for e := range int64(8) {
 			ih, iw := x.add(g.ih0[e], dh), x.add(g.iw0[e], dw)
 			ok := x.both2(kOK, x.both(x.lt(ih, hC), x.lt(iw, wC)))
-			from := arith.NewSelect(b, loc, ok, x.add(plane, x.add(x.mul(ih, wC), iw)), x.c(0))
+			from := arith.NewSelect(b, loc, ok, x.add(x.add(g.img[e], plane), x.add(x.mul(ih, wC), iw)), x.c(0))
 			v := arith.NewSelect(b, loc, ok, loop.Load(b, loc, gmem, x.index(from)), zero)
 			loop.Store(b, loc, v, smem, x.index(x.addc(dst, g.passDst[i]+e)))
 		}
@@ -232,19 +258,38 @@ func (g *convGeom) fill(x ix, smem, gmem, dst, k0 *ir.Value, kTotal *ir.Value, k
 // that the first column's evenness shows (targets/llvm pairs the
 // accesses).
 func (g *convGeom) convCols(x ix, body *ir.Block, col *ir.Value, pair bool) []map[*ir.Value]*ir.Value {
+	// With fold, the image first: n = col / (OH·OW), then q in it.
+	var n *ir.Value
 	if !pair {
-		return []map[*ir.Value]*ir.Value{{
-			body.Argument(2): x.index(x.div(col, x.c(g.ow))),
-			body.Argument(3): x.index(x.rem(col, x.c(g.ow))),
-		}}
+		q := col
+		if g.fold {
+			n, q = x.index(x.div(col, x.c(g.oq))), x.rem(col, x.c(g.oq))
+		}
+		m := map[*ir.Value]*ir.Value{
+			body.Argument(2): x.index(x.div(q, x.c(g.ow))),
+			body.Argument(3): x.index(x.rem(q, x.c(g.ow))),
+		}
+		if n != nil {
+			m[body.Argument(0)] = n
+		}
+		return []map[*ir.Value]*ir.Value{m}
 	}
 	b, loc := x.b, x.loc
-	half := x.shr(col, 1)
+	half := x.shr(col, 1) // (OW and so OH·OW are even)
+	if g.fold {
+		n, half = x.index(x.div(half, x.c(g.oq/2))), x.rem(half, x.c(g.oq/2))
+	}
 	oh := x.index(x.div(half, x.c(g.ow/2)))
 	ow0 := arith.Binary(b, arith.OpMulI, loc, x.index(x.rem(half, x.c(g.ow/2))), arith.ConstantIndex(b, loc, 2))
 	ow1 := arith.Binary(b, arith.OpAddI, loc, ow0, arith.ConstantIndex(b, loc, 1))
-	return []map[*ir.Value]*ir.Value{
+	ms := []map[*ir.Value]*ir.Value{
 		{body.Argument(2): oh, body.Argument(3): ow0},
 		{body.Argument(2): oh, body.Argument(3): ow1},
 	}
+	if n != nil {
+		for _, m := range ms {
+			m[body.Argument(0)] = n
+		}
+	}
+	return ms
 }

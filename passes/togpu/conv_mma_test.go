@@ -38,8 +38,9 @@ func convSource(elem string, n, c, h, w, o, kh, kw int64, attrs string, oh, ow i
 // convCases exercise the implicit-GEMM conv kernel: padding on each side,
 // strides, dilations, 1×1 windows, channel counts and output sizes that
 // are not multiples of the tiles (tails in M, N and K), odd output widths
-// (the epilogue by element), a batch of one, f16, and fused epilogues
-// (bias, batch-norm affine, residual add, ReLU).
+// (the epilogue by element), a batch of one, batches whose outputs fill
+// the N tiles (a GEMM per image) or do not (one GEMM over the batch), f16,
+// and fused epilogues (bias, batch-norm affine, residual add, ReLU).
 var convCases = []struct {
 	name string
 	src  string
@@ -62,6 +63,8 @@ var convCases = []struct {
   %2 = "graph.add"(%1, %res) : (tensor<2x20x6x6xbf16>, tensor<2x20x6x6xbf16>) -> tensor<2x20x6x6xbf16>
   %r = "graph.relu"(%2) : (tensor<2x20x6x6xbf16>) -> tensor<2x20x6x6xbf16>`)},
 	{"many-channels", convSource("bf16", 1, 40, 12, 12, 136, 3, 3, "padding = [1, 1]", 12, 12, "", "")},
+	{"batched-unfolded", convSource("bf16", 2, 8, 16, 16, 16, 3, 3, "padding = [1, 1]", 16, 16, "", "")},
+	{"folded-1x1", convSource("bf16", 3, 16, 7, 7, 24, 1, 1, "", 7, 7, "", "")},
 }
 
 // TestConvMMASemantics lowers each convolution to the gpu level with a

@@ -17,8 +17,8 @@ func (p *mma) vector() int64       { return 1 }
 
 // grid is one block per output tile of each matrix of the batch.
 func (p *mma) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *ir.Value {
-	if p.conv != nil { // static: N images of tilesM × tilesN
-		return arith.ConstantIndex(b, loc, max(1, p.batch[0]*p.tilesM()*p.tilesN()))
+	if p.conv != nil { // static: tilesM × tilesN for each image, or for all (fold)
+		return arith.ConstantIndex(b, loc, max(1, ir.NumElements(p.batch)*p.tilesM()*p.tilesN()))
 	}
 	one := arith.ConstantIndex(b, loc, 1)
 	nb := len(p.batch)
@@ -529,7 +529,7 @@ func (p *mma) epilogue(k *kernelGen, x ix, results []*ir.Value, blk gemmBlock, w
 		for e := range ms {
 			ms[e] = maps.Clone(m)
 			maps.Copy(ms[e], cols[e])
-			ms[e][body.Argument(nb)] = row
+			ms[e][p.rowArg(body)] = row
 			ms[e][p.kloop.Result(0)] = accs[e]
 		}
 		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
@@ -578,6 +578,15 @@ func (p *mma) epilogue(k *kernelGen, x ix, results []*ir.Value, blk gemmBlock, w
 			}
 		}
 	}
+}
+
+// rowArg is the nest's argument the GEMM's row (M) index binds: the one
+// after the batch dims of a matmul, a convolution's output channel.
+func (p *mma) rowArg(body *ir.Block) *ir.Value {
+	if p.conv != nil {
+		return body.Argument(1)
+	}
+	return body.Argument(len(p.batch))
 }
 
 // cols binds the nest's column arguments for the epilogue's element at
