@@ -259,7 +259,9 @@ func TestConvMMATrainingStep(t *testing.T) {
 // TestConvWGMMAPTX compiles ResNet-50's convolutions with the wgmma
 // tiling mm_bias_gelu runs fastest with (256 × 128) for sm_90a through
 // the native backend, assembles them with the offline ptxas and checks
-// that they are wgmma kernels that neither spill nor serialize the wgmma.
+// that they are wgmma kernels bounded to their 512 threads (so that they
+// launch: TestGPUConv's many-channels failed without) that neither spill
+// nor serialize the wgmma.
 func TestConvWGMMAPTX(t *testing.T) {
 	ptxas := ptxasPath(t)
 	tile := togpu.MMATile{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true}
@@ -280,6 +282,10 @@ func TestConvWGMMAPTX(t *testing.T) {
 			}
 			if !strings.Contains(ptx, "wgmma.mma_async") {
 				t.Fatal("no wgmma.mma_async in the PTX")
+			}
+			// 512 threads launch only within 128 registers a thread.
+			if !strings.Contains(ptx, ".maxntid 512, 1, 1") {
+				t.Error("no .maxntid 512 on the kernel")
 			}
 			file := filepath.Join(t.TempDir(), "k.ptx")
 			if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {

@@ -296,6 +296,13 @@ const (
 // group; guard says what a kt past the last k tile does.
 func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	loc := k.loc
+	// Above 256 threads a block cannot launch with ptxas's default
+	// register cap (255 a thread, of 65536): the block's size bounds the
+	// registers a thread may take (512 threads: 128), which ptxas must
+	// know (targets/llvm's MaxThreadsAttr).
+	if p.tile.threads() > 256 {
+		k.kernel.SetAttr("nvvm.maxntid", ir.Int(p.tile.threads(), ir.I64))
+	}
 	x := ix{b, loc, p.width}
 	_, ubs, _, _, _ := loop.ParallelBounds(k.nest)
 	ubs = mapped(k.m, ubs)
