@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/strata-ir/strata/examples/cnn"
@@ -517,6 +520,14 @@ func ReportModels(dir string) (*Results, error) {
 				wr.Correctness = &Check{Tol: row.Tol}
 				wr.Unsupported = "comparison: " + err.Error()
 			}
+			if ref, err := referenceCheck(dir, name, row.Tol); err != nil {
+				wr.Unsupported = strings.TrimPrefix(wr.Unsupported+"; ", "; ") + "float32 reference: " + err.Error()
+			} else if ref != nil {
+				wr.Reference = ref
+				if wr.Unsupported == "" && !wr.Correctness.OK && ref.AsAccurate {
+					wr.Correctness.OK = true
+				}
+			}
 			if d := wr.Torch["default"]; d != nil && d.Ms > 0 {
 				wr.Ratios["default"] = sm.Ms / d.Ms
 			}
@@ -582,6 +593,25 @@ func compareFiles(gotPath, wantPath string, tol float64) (*Check, error) {
 		return nil, fmt.Errorf("PyTorch wrote no outputs")
 	}
 	return worst, nil
+}
+
+// referenceCheck compares Strata's and PyTorch's outputs of row name with
+// PyTorch's float32 run (dir/name.f32.safetensors), or returns nil when
+// there is none.
+func referenceCheck(dir, name string, tol float64) (*ReferenceCheck, error) {
+	ref := filepath.Join(dir, name+".f32.safetensors")
+	if _, err := os.Stat(ref); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	s, err := compareFiles(filepath.Join(dir, name+".strata.safetensors"), ref, tol)
+	if err != nil {
+		return nil, err
+	}
+	t, err := compareFiles(filepath.Join(dir, name+".torch.safetensors"), ref, tol)
+	if err != nil {
+		return nil, err
+	}
+	return &ReferenceCheck{Strata: *s, Torch: *t, AsAccurate: s.MaxScaled <= t.MaxScaled && s.NormRel <= t.NormRel}, nil
 }
 
 // WriteModelResults writes r to path.

@@ -9,7 +9,9 @@ nn's Refs) and its inputs (input.*), and NAME.strata.safetensors Strata's
 outputs. This script builds the same model in PyTorch from those weights,
 writes eager PyTorch's outputs to NAME.torch.safetensors (the reference
 the report checks Strata against), times eager and torch.compile, and
-writes DIR/models-torch.json (workload -> modes -> ms, first_call_s).
+writes DIR/models-torch.json (workload -> modes -> ms, first_call_s). For
+gpt2_prefill it also runs the model in float32 on the same weights and
+writes NAME.f32.safetensors, the reference both bf16 results are held to.
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -195,8 +197,9 @@ def heads_of(p):
 
 
 # REFS holds, per row, float32 references of its outputs computed from the
-# same (bf16) weights: the accuracy of Strata's and PyTorch's bf16 results
-# is reported against them (main, "vs_f32").
+# same (bf16) weights: main writes them to NAME.f32.safetensors, and the
+# report holds Strata's and PyTorch's bf16 results against them (a bf16 row
+# passes when Strata is no further from float32 than PyTorch is).
 REFS = {}
 
 
@@ -408,6 +411,7 @@ def main():
                     w["tokens_agree"] = same
                     w["tokens_total"] = len(b)
             if name in REFS:
+                write_st(os.path.join(d, name + ".f32.safetensors"), REFS[name])
                 strata = read_st(os.path.join(d, name + ".strata.safetensors"))
                 w["vs_f32"] = {k: {"strata": scaled_error(strata[k].to(DEV).float(), ref),
                                    "torch": scaled_error(outs[k].float(), ref)}

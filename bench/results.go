@@ -165,6 +165,13 @@ type WorkloadResult struct {
 	// Correctness compares Strata's default-mode results with PyTorch's
 	// eager results on the same inputs (the worst over all outputs).
 	Correctness *Check `json:"correctness,omitempty"`
+	// Reference, for the rows PyTorch also runs in float32 (models_torch.py
+	// writes NAME.f32.safetensors), holds Strata's and PyTorch's errors
+	// against that float32 result: a bf16 row whose two bf16 results differ
+	// by more than Tol passes when Strata's is no further from float32 than
+	// PyTorch's own (the difference is then PyTorch's rounding as much as
+	// Strata's).
+	Reference *ReferenceCheck `json:"reference,omitempty"`
 	// Ratios are Strata time over PyTorch time (below 1: Strata is faster):
 	// "default" (Strata default ÷ torch.compile default), "best" (fastest
 	// Strata mode ÷ fastest torch.compile mode), "eager" (Strata default ÷
@@ -210,4 +217,13 @@ func ReadResults(path string) (*Results, error) {
 		return nil, fmt.Errorf("%s: no workloads", path)
 	}
 	return &r, nil
+}
+
+// ReferenceCheck compares Strata's and PyTorch's results with a float32
+// PyTorch run of the same model and inputs.
+type ReferenceCheck struct {
+	Strata Check `json:"strata"`
+	Torch  Check `json:"torch"`
+	// AsAccurate: Strata's max_scaled and norm_rel are at most PyTorch's.
+	AsAccurate bool `json:"as_accurate"`
 }

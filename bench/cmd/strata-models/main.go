@@ -87,6 +87,9 @@ func run(args []string) error {
 			if c := w.Correctness; c != nil {
 				line += fmt.Sprintf(" | max_scaled %.3g (tol %g) ok=%v", c.MaxScaled, c.Tol, c.OK)
 			}
+			if r := w.Reference; r != nil {
+				line += fmt.Sprintf(" | vs f32: strata %.3g, torch %.3g", r.Strata.MaxScaled, r.Torch.MaxScaled)
+			}
 			if r, ok := w.Ratios["default"]; ok {
 				line += fmt.Sprintf(" | ratio %.2f", r)
 			}
