@@ -1159,7 +1159,7 @@ func init() {
 			"(the bench's GPU engine on sm_90 devices) head-dim-64 attentions take Hopper's warpgroup-MMA kernel " +
 			"instead (FlashTileWGMMA, FlashTileWGMMACausal; docs/lowering.md), compiled for sm_90a. Each " +
 			"`graph.attention_grad` of the same shapes becomes two backward kernels (FlashGrad: dQ, which also " +
-			"writes D = rowsum(dO∘O), then dK and dV over query tiles; mma.sync, 64-row blocks) that read the " +
+			"writes D = rowsum(dO∘O), then dK and dV over 32-query tiles; mma.sync, 64-row blocks) that read the " +
 			"rows' log-sum-exp the forward kernel of its o writes (its declaration then has it as a second " +
 			"result); a gradient whose o comes from elsewhere gets a forward kernel of its own for it.",
 		Anchor: builtin.OpModule,
@@ -1473,7 +1473,7 @@ func lowerFlashGradCall(b *ir.Builder, module, gmod, call *ir.Operation, name st
 	if err != nil {
 		return err
 	}
-	fg := FlashGrad{Flash: f}
+	fg := DefaultFlashGrad(f)
 	gb := ir.NewBuilder(b.Ctx)
 	gb.SetInsertionPointBefore(gmod.Region(0).Front().Last())
 	dqK, dkvK, err := fg.Kernels(gb, loc, name)

@@ -51,17 +51,26 @@ type FlashGrad struct {
 	Reload bool
 }
 
-// queryTile is the dK/dV kernel's query tile: QueryTile, else 64 up to
-// head dim 64 and 32 above (the accumulators of dK and dV take D
-// registers a thread).
+// queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
+// Measured on the H200 at b16 h16 s1024 causal (bench/NOTES.md, session
+// 7; backward ms for query tiles 16 / 32 / 64): d64 0.651 / 0.618 / 0.639
+// (0.628 / 0.599 / 0.620 with Reload), d128 1.222 / 1.149 / 1.160 (1.298
+// / 1.224 / 1.238 with Reload). At d64 the dK/dV kernel takes 126 / 168 /
+// 236 registers (4 / 3 / 2 blocks an SM); at d128 about 248 at any tile
+// (the dK and dV accumulators alone are 128).
 func (f FlashGrad) queryTile() int64 {
-	switch {
-	case f.QueryTile != 0:
+	if f.QueryTile != 0 {
 		return f.QueryTile
-	case f.D > 64:
-		return 32
 	}
-	return 64
+	return 32
+}
+
+// DefaultFlashGrad is the backward kernels graph-attention-to-flash takes
+// for f: 32-query tiles, and Reload up to head dim 64 (the dQ kernel's
+// registers then fit 4 blocks an SM; at d128 it stays at 2 and the
+// reloads only cost).
+func DefaultFlashGrad(f Flash) FlashGrad {
+	return FlashGrad{Flash: f, Reload: f.D <= 64}
 }
 
 const (
