@@ -5,7 +5,9 @@ import "github.com/strata-ir/strata/ir"
 // matmulFoldBatch rewrites a batched matmul whose rhs is one matrix
 // shared by every batch, lhs [b…, M, K] · rhs [K, N] (or rhs [1…, K, N]),
 // into one 2-D matmul of the rows, reshape(reshape(lhs, [b…·M, K]) · rhs,
-// [b…, M, N]): a linear layer applied to [batch, tokens, features]. Each
+// [b…, M, N]): a linear layer applied to [batch, tokens, features]; and
+// a matrix times a batch of one, [M, K] · [1…, K, N] (an embedding's
+// gradient), into the 2-D product reshaped to [1…, M, N]. Each
 // result element is the same sum in the same order, so the values do not
 // change; the 2-D product is what the tensor-core and library lowerings
 // take (a batched nest with a broadcast operand is neither). Static shapes
@@ -20,7 +22,7 @@ var matmulFoldBatch = &ir.Pattern{
 			return false
 		}
 		ls, rs := lt.Shape(), rt.Shape()
-		if len(ls) < 3 || len(rs) < 2 || len(rs) > len(ls) || ir.NumElements(ls) < 0 || numElements(res.Shape()) < 0 {
+		if len(ls) < 2 || len(rs) < 2 || max(len(ls), len(rs)) < 3 || ir.NumElements(ls) < 0 || numElements(res.Shape()) < 0 {
 			return false
 		}
 		for _, n := range rs[:len(rs)-2] {

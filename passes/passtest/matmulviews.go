@@ -15,7 +15,8 @@ import (
 // differently shaped argument, the transpose of its last two dims, a
 // transpose then a reshape (attention heads merged before a projection),
 // a slice, or a permutation undone by a transpose; rhs [K, N] (a weight
-// shared by the batch), [1…, K, N], a reshape or a transposed [N, K]; then
+// shared by the batch), [1…, K, N] (with one more unit dim than lhs has
+// batch dims at most), a reshape or a transposed [N, K]; then
 // no epilogue, a bias over the last dim, a relu, or a residual add. The
 // element type is one of elems. The function returns the result.
 func MatmulViewProgram(elems ...ir.Type) *rapid.Generator[*Program] {
@@ -29,14 +30,19 @@ func MatmulViewProgram(elems ...ir.Type) *rapid.Generator[*Program] {
 		b.elem = elem.String()
 		lhs := b.operand(t, "lhs", append(append([]int64{}, batch...), m, k), true)
 		rhsShape := []int64{k, n}
-		if extra := rapid.IntRange(0, len(batch)).Draw(t, "rhs unit dims"); extra > 0 {
+		out := append(append([]int64{}, batch...), m, n)
+		// Unit batch dims on rhs, up to one more than lhs has (the
+		// product then gains a leading 1).
+		if extra := rapid.IntRange(0, len(batch)+1).Draw(t, "rhs unit dims"); extra > 0 {
 			rhsShape = append(make([]int64, extra), k, n)
 			for i := range extra {
 				rhsShape[i] = 1
 			}
+			for len(out) < len(rhsShape) {
+				out = append([]int64{1}, out...)
+			}
 		}
 		rhs := b.operand(t, "rhs", rhsShape, false)
-		out := append(append([]int64{}, batch...), m, n)
 		res := b.op("graph.matmul", []string{lhs, rhs}, "", out)
 		// An epilogue over the product's shape: a bias over the last dim,
 		// an activation, a residual of the full shape.

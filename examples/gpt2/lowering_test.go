@@ -1,0 +1,115 @@
+package gpt2
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// errLowered stops a call once the lowering backend has lowered its graphs.
+var errLowered = errors.New("lowered")
+
+// lowered is one graph the lowering backend saw: its graph.matmul count
+// and its kernels by mapping.
+type lowered struct {
+	matmuls  int
+	mappings map[string]int
+}
+
+// loweringBackend registers a backend that lowers each graph with the
+// nvptx backend's passes (graph-attention-to-flash, lower-to-gpu) and
+// records what the kernels became; its executables fail with errLowered.
+func loweringBackend(t *testing.T) (string, func() []lowered) {
+	var (
+		mu  sync.Mutex
+		got []lowered
+	)
+	name := "lowering-" + t.Name()
+	frontend.RegisterBackend(name, frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		l := lowered{matmuls: strings.Count(ir.Sprint(g.Module, ir.PrintOptions{}), `"graph.matmul"`), mappings: map[string]int{}}
+		pm, err := passes.Parse("builtin.module(" + togpu.FlashPassName + ",lower-to-gpu)")
+		if err != nil {
+			return nil, err
+		}
+		if err := pm.Run(g.Context, g.Module); err != nil {
+			return nil, err
+		}
+		text := ir.Sprint(g.Module, ir.PrintOptions{})
+		for _, m := range []string{togpu.MappingMMA, togpu.MappingFlash} {
+			l.mappings[m] = strings.Count(text, fmt.Sprintf("mapping = %q", m))
+		}
+		mu.Lock()
+		got = append(got, l)
+		mu.Unlock()
+		return stopped{}, nil
+	}))
+	return name, func() []lowered { mu.Lock(); defer mu.Unlock(); return got }
+}
+
+type stopped struct{}
+
+func (stopped) Run([]*interp.Tensor) ([]*interp.Tensor, error) { return nil, errLowered }
+
+// small is a GPT-2 whose head dim (32) the flash kernel takes.
+var small = Config{Vocab: 96, Ctx: 64, D: 64, Heads: 2, Layers: 2, Seed: 1}
+
+// TestLoweredOnTensorCores checks what the GPU lowering makes of the
+// graphs GPT-2 traces in bf16: every product of the forward pass (four a
+// layer and the head) an mma kernel, every attention a flash kernel; in
+// the mixed-precision training step, every product of the backward pass
+// too, the embeddings' one-hot gradients included. The attention output's projection (a transpose and a reshape
+// before it) and products on reshaped operands were scalar nests before.
+func TestLoweredOnTensorCores(t *testing.T) {
+	name, got := loweringBackend(t)
+	opts := frontend.Options{Backend: name}
+	m := New(small)
+	x, y := batch(small, 2, 32)
+
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, opts)
+	if _, _, err := step.Call(x, y); !errors.Is(err, errLowered) {
+		t.Fatalf("training step: %v, want the backend's stop", err)
+	}
+	bf := New(small)
+	if err := nn.Cast(bf, frontend.BFloat16); err != nil {
+		t.Fatal(err)
+	}
+	c, err := nn.Compile(bf, func(in ...*frontend.Tensor) []*frontend.Tensor { return []*frontend.Tensor{bf.Logits(in[0])} }, 1, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(x); !errors.Is(err, errLowered) {
+		t.Fatalf("prefill: %v, want the backend's stop", err)
+	}
+	gs := got()
+	if len(gs) != 3 {
+		t.Fatalf("%d graphs lowered, want 3 (forward and backward of the step, prefill)", len(gs))
+	}
+	products := 4*small.Layers + 1
+	for i, want := range []struct {
+		name     string
+		matmuls  int
+		mma      int
+		flashMin int
+	}{
+		{"training forward", products, products, small.Layers},
+		// Two products per forward product, and the embeddings' gradients
+		// (one-hot products [V, B·T]·[1, B·T, D]).
+		{"training backward", 2*products + 2, 2*products + 2, small.Layers},
+		{"prefill", products, products, small.Layers},
+	} {
+		g := gs[i]
+		if g.matmuls != want.matmuls || g.mappings[togpu.MappingMMA] != want.mma || g.mappings[togpu.MappingFlash] < want.flashMin {
+			t.Errorf("%s: %d graph.matmul, kernels %v; want %d products, %d mma kernels, at least %d flash kernels",
+				want.name, g.matmuls, g.mappings, want.matmuls, want.mma, want.flashMin)
+		}
+	}
+}
