@@ -248,7 +248,7 @@ func clearStorage(data any) {
 }
 
 // cacheFormat changes when the library's ABI or the build changes.
-const cacheFormat = "strata-cpu-3"
+const cacheFormat = "strata-cpu-4"
 
 // Compile translates module (at the loop level), builds or reuses its
 // shared library and loads it. The library is cached under the compile
@@ -882,7 +882,7 @@ func (r *run) launch(k *target.Kernel) error {
 		packWork = 4 * kk * max(cols, int64(k.MatmulRows))
 		scratch = r.p.getScratch(int(max(1, nb*(panels*cols+rowBlocks*int64(k.MatmulRows))*kk) * int64(k.MatmulElemBytes)))
 		defer r.p.scratch.Put(&scratch)
-		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))))
+		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))), uint64(r.p.rowGroup(rowBlocks)))
 		batches = nb
 		total = nb * panels * rowBlocks
 	}
@@ -922,6 +922,25 @@ func (r *run) launch(k *target.Kernel) error {
 	runtime.KeepAlive(words)
 	runtime.KeepAlive(scratch)
 	return nil
+}
+
+// rowGroup returns how many row blocks of a matmul form a group (see
+// target.Kernel): all of them on up to two cores, where every worker
+// streams all of A through its cache once per panel; with more, about
+// √workers groups, so that each worker's A blocks stay in its L2 while it
+// runs its panels (BLIS splits both the rows and the columns across
+// cores the same way).
+func (p *Program) rowGroup(rowBlocks int64) int64 {
+	workers := p.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	groups := int64(1)
+	if workers > 2 {
+		groups = int64(math.Ceil(math.Sqrt(float64(workers))))
+	}
+	groups = max(1, min(groups, rowBlocks))
+	return (rowBlocks + groups - 1) / groups
 }
 
 // intValue returns an index value: a constant's, or the run's.

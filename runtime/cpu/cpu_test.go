@@ -145,7 +145,7 @@ func TestMatmulWithEpilogueMatchesTheInterpreter(t *testing.T) {
 	for _, c := range []struct {
 		m, k, n int
 		elem    string
-	}{{1, 1, 1, "f32"}, {7, 5, 33, "f32"}, {13, 64, 40, "f32"}, {6, 0, 32, "f32"}, {37, 19, 70, "f64"}} {
+	}{{1, 1, 1, "f32"}, {7, 5, 33, "f32"}, {13, 64, 40, "f32"}, {6, 0, 32, "f32"}, {37, 19, 70, "f64"}, {250, 40, 90, "f32"}} {
 		src := fmt.Sprintf(`func.func @main(%%a: tensor<%[1]dx%[2]dx%[4]s>, %%b: tensor<%[2]dx%[3]dx%[4]s>, %%bias: tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s> {
   %%c = "graph.matmul"(%%a, %%b) : (tensor<%[1]dx%[2]dx%[4]s>, tensor<%[2]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
   %%bb = "graph.broadcast_to"(%%bias) <{shape = [%[1]d, %[3]d]}> : (tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
@@ -158,7 +158,11 @@ func TestMatmulWithEpilogueMatchesTheInterpreter(t *testing.T) {
 		if !strings.Contains(p.LLVM, "main_kernel_0_pack") {
 			t.Errorf("%dx%dx%d %s: no register-blocked matmul kernel", c.m, c.k, c.n, c.elem)
 		}
-		check(t, p, graph, "main", int64(c.m), nil)
+		// 16 workers split the row blocks into groups (Program.rowGroup).
+		for _, workers := range []int{0, 1, 16} {
+			p.Workers = workers
+			check(t, p, graph, "main", int64(c.m), nil)
+		}
 	}
 }
 
@@ -471,6 +475,7 @@ func TestTransposedAndBatchedMatmulsAreBlocked(t *testing.T) {
 			t.Errorf("%s: no register-blocked matmul kernel:\n%s", c.name, src)
 		}
 		for seed := range int64(2) {
+			p.Workers = []int{0, 16}[seed] // 16: the row blocks in groups
 			check(t, p, graph, "main", seed, nil)
 		}
 	}

@@ -466,7 +466,7 @@ func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value
 // stack, then the epilogue for each element of the tile inside C. Each
 // element's sum runs over k in order, as the loop level says (fused
 // multiply-adds: `contract`).
-func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
+func (k *kt) matmul(m *mmMatch, scratch, group, lo, hi value.Value) error {
 	s := k.matmulSizes(m)
 	mSize, n, kk := s.rows, s.n, s.kk
 	nr, vl := int64(m.cols()), m.vl
@@ -489,14 +489,23 @@ func (k *kt) matmul(m *mmMatch, scratch, lo, hi value.Value) error {
 	aStart := k.cur.NewMul(k.cur.NewMul(panels, kk), i64(nr))
 	perBatch := k.cur.NewMul(panels, rowBlocks)
 	// One loop over [lo, hi) of the (batch, panel, row block) triples,
-	// panel-major within a batch: a worker's range covers a few panels,
-	// each over a run of row blocks, so its packed panel stays in cache
-	// across the run.
+	// in groups of row blocks, panel-major within a group: a worker's range
+	// covers a few panels, each over the group's row blocks, so its packed
+	// panel stays in cache across them, and the group's A blocks across
+	// the panels.
 	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
 		bb := k.cur.NewSDiv(item, perBatch)
 		rest := k.cur.NewSRem(item, perBatch)
-		p := k.cur.NewSDiv(rest, rowBlocks)
-		ib := k.cur.NewSRem(rest, rowBlocks)
+		// Group g of G row blocks (all full but the last): its P·size
+		// items, panel-major.
+		full := k.cur.NewMul(panels, group)
+		g := k.cur.NewSDiv(rest, full)
+		r2 := k.cur.NewSub(rest, k.cur.NewMul(g, full))
+		start := k.cur.NewMul(g, group)
+		left := k.cur.NewSub(rowBlocks, start)
+		size := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, group), left, group)
+		p := k.cur.NewSDiv(r2, size)
+		ib := k.cur.NewAdd(start, k.cur.NewSRem(r2, size))
 		bscratch := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
 		panel := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
 		j0 := k.cur.NewMul(p, i64(nr))

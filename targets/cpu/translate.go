@@ -58,9 +58,13 @@ type Kernel struct {
 	// indices b… (the first MatmulBatch dims of the nest) or none. With
 	// MatmulFold (B without batch indices) the batches fold into A's rows:
 	// one product of Π batch · M rows. Its outer range then counts (batch,
-	// panel of MatmulCols columns, block of MatmulRows rows) triples, batch-
-	// and panel-major (one batch when folded), and the first word of its
-	// arguments is a scratch buffer of batches · (P·MatmulCols +
+	// panel of MatmulCols columns, block of MatmulRows rows) triples (one
+	// batch when folded): batch-major; within a batch, the row blocks in
+	// groups of G (the second word of the arguments; the last group may
+	// be smaller), group-major, then panel-major, so that a worker's
+	// contiguous range covers the A blocks of one group and a run of
+	// panels, each reused from cache (G = R: panel-major over all rows).
+	// The first word is a scratch buffer of batches · (P·MatmulCols +
 	// R·MatmulRows)·K elements of MatmulElemBytes bytes (P panels, R row
 	// blocks, a batch's share contiguous), which Name+"_pack" fills before
 	// Name runs (its range: for each batch, the P panels of B, then the R
@@ -316,7 +320,7 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		return nil, err
 	}
 	if mm != nil {
-		err = k.matmul(mm, f.Params[0], lo, hi)
+		err = k.matmul(mm, f.Params[0], f.Params[1], lo, hi)
 	} else {
 		err = k.outer(nest, lo, hi)
 	}
@@ -339,15 +343,16 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 	return kern, nil
 }
 
-// begin starts the function name of the kernel: its parameters (scratch,
-// when not nil, then the kernel's arguments, then lo and hi) and its entry
+// begin starts the function name of the kernel: its parameters (scratch
+// and the matmul's row-block group, when scratch is not nil, then the
+// kernel's arguments, then lo and hi) and its entry
 // block, where the nest's captured constants are materialised.
 func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *llir.Func, lo, hi *llir.Param, err error) {
 	var params []*llir.Param
 	if scratch != nil {
 		p := llir.NewParam("scratch", scratch)
 		p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
-		params = append(params, p)
+		params = append(params, p, llir.NewParam("group", types.I64))
 	}
 	k.vals = map[*ir.Value]value.Value{}
 	k.dims = map[*ir.Value][]value.Value{}
