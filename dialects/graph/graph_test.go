@@ -286,6 +286,21 @@ func TestVerifyErrors(t *testing.T) {
 		  %m = src tensor<3x12xi1>
 		  %0 = "graph.attention"(%q, %q, %q, %m) : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<3x12xi1>) -> tensor<4x16x8xf32>`,
 			"mask tensor<3x12xi1> does not broadcast to the scores shape [4, 16, 16]"},
+		{`%q = src tensor<4x16x8xf32>
+		  %k = src tensor<1x16x8xf32>
+		  %0:3 = "graph.attention_grad"(%q, %k, %k, %q, %q) : (tensor<4x16x8xf32>, tensor<1x16x8xf32>, tensor<1x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> (tensor<4x16x8xf32>, tensor<1x16x8xf32>, tensor<1x16x8xf32>)`,
+			"q and k batch dim 0 differ: 4 vs 1 (broadcast batch dims are not supported)"},
+		{`%q = src tensor<4x16x8xf32>
+		  %o = src tensor<4x16x4xf32>
+		  %0:3 = "graph.attention_grad"(%q, %q, %q, %o, %q) : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x4xf32>, tensor<4x16x8xf32>) -> (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>)`,
+			"o must have attention's result shape tensor<4x16x8xf32>, got tensor<4x16x4xf32>"},
+		{`%q = src tensor<4x16x8xf32>
+		  %d = src tensor<4x16x8xf16>
+		  %0:3 = "graph.attention_grad"(%q, %q, %q, %q, %d) : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf16>) -> (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>)`,
+			"operands 0 and 4 have different element types: f32 vs f16"},
+		{`%q = src tensor<4x16x8xf32>
+		  %0 = "graph.attention_grad"(%q, %q, %q, %q, %q) : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<4x16x8xf32>`,
+			"expects 3 results, got 1"},
 		{`%0 = "graph.constant"() {value = dense<[1, 2]> : tensor<2xi8>} : () -> tensor<2xi8>`,
 			"attribute 'value' must be a ranked tensor of"},
 		{`%0 = "graph.constant"() : () -> tensor<2xi8>`,

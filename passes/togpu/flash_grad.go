@@ -21,7 +21,8 @@ import (
 // The dQ kernel is the forward kernel's shape: a block of 4 warps takes 64
 // query rows (16 a warp) and walks the key tiles (K and V double-buffered
 // by cp.async). Per tile it computes S = Q·Kᵀ and dP = dO·Vᵀ (Q's and
-// dO's fragments held in registers), dS = P·(dP − D)·scale in f32, D =
+// dO's fragments held in registers, or loaded every tile with Reload),
+// dS = P·(dP − D)·scale in f32, D =
 // Σ dO·O of the row, and accumulates dQ += dS·K with dS rounded to the
 // element type in the registers that held S (the accumulator layout of
 // two n8 tiles is the A layout of one k16 step, as in the forward's P·V).
@@ -105,8 +106,9 @@ func (f FlashGrad) Check() error {
 	return nil
 }
 
-// shared is the workgroup elements of both kernels: two stages of two
-// Keys-row tiles, then two tiles of Rows rows (Q and dO, or K and V).
+// gradShared is the workgroup elements of a backward kernel of view f:
+// two stages of two Keys-row tiles, then two tiles of Rows rows (Q and
+// dO, or K and V).
 func gradShared(f Flash) int64 {
 	ld := f.D + flashPad
 	return 4*f.Tile.Keys*ld + 2*f.Tile.Rows*ld
@@ -190,9 +192,9 @@ func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, dq, dkv *ir.Operation,
 // gradStart stages the block's two row tiles (from buffers a and b, at
 // workgroup offsets after the stages), issues the copies of the first key
 // tile the block visits (first of the block's start; into its stage) and
-// waits for all of them; it returns the block's start, the first tile and
-// the row tiles' workgroup offsets.
-func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value) (flashStart, *ir.Value, int64, int64) {
+// waits for all of them; it returns the block's start and the row tiles'
+// workgroup offsets.
+func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value) (flashStart, int64, int64) {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
 	st := g.begin()
@@ -219,7 +221,7 @@ func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value) 
 	gpu.CpAsyncCommit(b, loc)
 	gpu.CpAsyncWait(b, loc, 0)
 	gpu.Barrier(b, loc)
-	return st, ft, aAt, bAt
+	return st, aAt, bAt
 }
 
 // gradOffsets are a lane's ldmatrix offsets within a tile: the A pattern
@@ -334,7 +336,7 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 	g.q, g.k, g.v = q, args[1], args[2]
 	K := g.Tile.Keys
 	var full *ir.Value
-	st, _, qAt, doAt := g.gradStart(q, do, func(st flashStart) *ir.Value {
+	st, qAt, doAt := g.gradStart(q, do, func(st flashStart) *ir.Value {
 		full = g.keyTileBounds(st.rowBase)
 		return g.x.c(0)
 	})
@@ -408,7 +410,7 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 	// [from, full) masked, [full, last) unmasked, [last, tiles) masked.
 	g.tiles = x.c(ceilDivInt(g.Lk, Qt))
 	from, full := x.c(0), x.c(0)
-	st, _, kAt, vAt := g.gradStart(k, v, func(st flashStart) *ir.Value {
+	st, kAt, vAt := g.gradStart(k, v, func(st flashStart) *ir.Value {
 		if g.Causal {
 			from = x.op(arith.OpMinUI, x.div(st.rowBase, x.c(Qt)), g.tiles)
 			full = x.op(arith.OpMinUI, x.div(x.addc(st.rowBase, g.Tile.Rows+Qt-2), x.c(Qt)), g.tiles)
