@@ -2,6 +2,7 @@ package ir
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -148,6 +149,13 @@ func (l *lexer) next() token {
 			l.pos += 2
 		}
 		return tok(tokPunct)
+	case c == '.':
+		if strings.HasPrefix(l.src[l.pos:], "...") {
+			l.pos += 3
+			return tok(tokPunct)
+		}
+		l.pos++
+		return token{kind: tokError, text: "expected three consecutive dots for an ellipsis", pos: start}
 	case c == '(' || c == ')' || c == '[' || c == ']' || c == '}' || c == '<' || c == '>' ||
 		c == ',' || c == '=' || c == '?' || c == '*' || c == '+' || c == '|':
 		l.pos++

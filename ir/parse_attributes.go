@@ -195,25 +195,11 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 		case "affine_map", "affine_set", "strided", "dense_resource", "sparse", "opaque", "distinct":
 			kw := p.tok.text
 			p.advance()
-			if p.tok.kind == tokPunct && p.tok.text == "[" && kw == "distinct" {
-				// distinct[N]<...>
-				start := pos
-				for p.err == nil && p.tok.kind != tokEOF && !p.is("]") {
-					p.advance()
-				}
-				if p.expect("]") != nil {
-					return nil
-				}
-				bodyPos := p.tok.pos
-				if !p.is("<") {
-					p.Errorf("expected '<' after 'distinct[...]'")
-					return nil
-				}
-				body := p.scanBalanced()
-				if p.err != nil {
-					return nil
-				}
-				return OpaqueAttr{Text: p.lex.src[start:bodyPos] + body}
+			if kw == "distinct" {
+				return p.parseDistinct(pos)
+			}
+			if kw == "dense_resource" {
+				return p.parseDenseResource(pos)
 			}
 			if !p.is("<") {
 				p.Errorf("expected '<' after '%s'", kw)
@@ -234,6 +220,10 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 			}
 			return OpaqueAttr{Text: "loc(" + l.String() + ")"}
 		}
+		if !startsType(p.tok.text) {
+			p.wrongToken("expected attribute value, found %s", p.describe())
+			return nil
+		}
 		t := p.parseType()
 		if t == nil {
 			p.failAt(pos, "expected attribute value")
@@ -243,6 +233,81 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 	}
 	p.failAt(pos, "expected attribute value, found %s", p.describe())
 	return nil
+}
+
+// parseDistinct parses distinct[N]<attr> after the keyword (at pos),
+// checking that every use of an ID refers to the same attribute. The
+// attribute is kept as its text.
+func (p *Parser) parseDistinct(pos int) Attribute {
+	if !p.want("[", "expected '[' after 'distinct'") {
+		return nil
+	}
+	if p.tok.kind != tokInteger {
+		p.wrongToken("expected distinct ID, found %s", p.describe())
+		return nil
+	}
+	id, err := strconv.ParseUint(p.tok.text, 0, 64)
+	if err != nil {
+		p.Errorf("expected an unsigned 64-bit integer, found %s", p.describe())
+		return nil
+	}
+	p.advance()
+	if !p.want("]", "expected ']' to close distinct ID") || !p.want("<", "expected '<' after distinct ID") {
+		return nil
+	}
+	a := p.parseAttribute(nil)
+	if p.err != nil || !p.want(">", "expected '>' to close distinct attribute") {
+		return nil
+	}
+	if p.distinct == nil {
+		p.distinct = map[uint64]string{}
+	}
+	if prev, ok := p.distinct[id]; ok && prev != a.String() {
+		p.failAt(pos, "referenced attribute does not match previous definition: %s", prev)
+		return nil
+	}
+	p.distinct[id] = a.String()
+	return OpaqueAttr{Text: p.lex.src[pos:p.prevEnd]}
+}
+
+// parseDenseResource parses dense_resource<name> : shaped-type after the
+// keyword (at pos), kept as its text.
+func (p *Parser) parseDenseResource(pos int) Attribute {
+	if !p.want("<", "expected '<' after 'dense_resource'") {
+		return nil
+	}
+	if p.tok.kind != tokBareIdent && p.tok.kind != tokString {
+		p.wrongToken("expected resource handle, found %s", p.describe())
+		return nil
+	}
+	p.advance()
+	if !p.want(">", "expected '>'") {
+		return nil
+	}
+	text := p.lex.src[pos:p.prevEnd]
+	if !p.want(":", "expected ':'") {
+		return nil
+	}
+	typePos := p.tok.pos
+	t := p.parseType()
+	if p.err != nil {
+		return nil
+	}
+	if _, ok := t.(ShapedType); !ok {
+		p.failAt(typePos, "`dense_resource` expected a shaped type, found '%s'", t)
+		return nil
+	}
+	return OpaqueAttr{Text: text + " : " + t.String()}
+}
+
+// startsType reports whether a bare identifier begins a builtin type.
+func startsType(id string) bool {
+	switch id {
+	case "index", "none", "tensor", "memref", "vector", "complex", "tuple":
+		return true
+	}
+	_, isFloat := floatTypes[id]
+	return isFloat || parseIntegerTypeName(id) != nil
 }
 
 // maybeTyped keeps the ": type" that may follow an opaque attribute.

@@ -100,7 +100,7 @@ func (p *Parser) ParseSymbolName() (string, error) {
 		return "", p.err
 	}
 	if p.tok.kind != tokSymbol {
-		return "", p.Errorf("expected symbol name, found %s", p.describe())
+		return "", p.Errorf("expected valid '@'-identifier for symbol name, found %s", p.describe())
 	}
 	s := p.symbolText()
 	p.advance()

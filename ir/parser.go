@@ -44,6 +44,8 @@ type Parser struct {
 	depth int
 
 	attrAliases map[string]Attribute
+	// distinct maps the IDs of distinct[N]<...> attributes to their text.
+	distinct    map[uint64]string
 	typeAliases map[string]Type
 	locAliases  map[string]Location
 	pendingLocs []pendingLoc

@@ -93,7 +93,7 @@ func TestParseErrors(t *testing.T) {
 		{"location alias bomb", `"t.op"() : () -> () loc(#loc39)` + "\n" + locBomb(40), "25:33", "stand for more than 256 MiB of text ('#loc22' alone for"},
 		{"array<i8> out of range", `"t.op"() {a = array<i8: 1, 1000>} : () -> ()`, "1:28", "out of range"},
 		{"block arg outside region", `"t.br"()[^bb1] : () -> ()`, "1:10", ""},
-		{"unterminated distinct[", `#a = distinct[`, "1:15", "expected ']'"},
+		{"unterminated distinct[", `#a = distinct[`, "1:15", "expected distinct ID"},
 		{"unterminated distinct[ in a dictionary", `"t.op"() {x = distinct[0`, "1:25", "expected ']'"},
 	}
 	for _, tt := range tests {

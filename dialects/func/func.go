@@ -372,9 +372,15 @@ func parseFunc(p *ir.Parser, st *ir.OperationState) error {
 	props = props.With(ArgAttrsAttr, attrArray(argAttrs))
 	props = props.With(ResAttrsAttr, attrArray(resAttrs))
 
+	attrsPos := p.Pos()
 	attrs, err := p.ParseOptionalAttrDictWithKeyword()
 	if err != nil {
 		return err
+	}
+	for _, n := range []string{ir.SymNameAttr, FunctionTypeAttr, ir.SymVisibilityAttr} {
+		if attrs.Get(n) != nil {
+			return p.ErrorAt(attrsPos, "'%s' is an inferred attribute and should not be specified in the explicit attribute dictionary", n)
+		}
 	}
 	for _, n := range funcInherent {
 		if a := attrs.Get(n); a != nil {
@@ -726,7 +732,7 @@ func verifyConstant(op *ir.Operation) error {
 	}
 	fn := ir.LookupSymbol(op, ref)
 	if fn == nil || fn.Name() != FuncOp {
-		return fmt.Errorf("'%s' does not reference a valid function", ref.Root)
+		return fmt.Errorf("reference to undefined function '%s'", ref.Root)
 	}
 	if ft := Type(fn); ft != nil && ir.Type(ft) != op.Result(0).Type() {
 		return fmt.Errorf("reference to function with mismatched type")
@@ -736,6 +742,14 @@ func verifyConstant(op *ir.Operation) error {
 
 // parseConstant reads `@f [attr-dict] : type`.
 func parseConstant(p *ir.Parser, st *ir.OperationState) error {
+	if !p.IsSymbol() {
+		// Any other attribute is the wrong kind: say so where it is.
+		pos := p.Pos()
+		if _, err := p.ParseAttribute(nil); err != nil {
+			return err
+		}
+		return p.ErrorAt(pos, "invalid kind of attribute specified: func.constant takes a symbol reference (@f)")
+	}
 	name, err := p.ParseSymbolName()
 	if err != nil {
 		return err

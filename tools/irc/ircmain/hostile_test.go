@@ -75,7 +75,7 @@ func TestHostileInputEndToEnd(t *testing.T) {
 		want   []string
 	}{
 		// Hangs.
-		{"unterminated distinct[", "#a = distinct[", nil, ExitDiagnostics, []string{"<stdin>:1:15: error: expected ']'"}},
+		{"unterminated distinct[", "#a = distinct[", nil, ExitDiagnostics, []string{"<stdin>:1:15: error: expected distinct ID"}},
 		{"nested max in dims", dimsFunc(deep("max(", "s0", ", s1 + 1)", 40)), []string{"-", "--pass-pipeline=builtin.module(canonicalize)"}, ExitOK, nil},
 		{"nested min in a guard", "", []string{"run", file("guards2.mlir", `func.func @main(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> attributes {graph.guards = ["arg0.shape[0] == s0", "arg1.shape[0] == s1", "s0 >= `+
 			deep("min(", "s0", ", s1 + 1)", 40)+`"]} {
