@@ -111,6 +111,9 @@ func (l *lexer) next() token {
 				return tok(kind)
 			}
 			l.pos = start + 1
+			if c == '!' {
+				return token{kind: tokError, text: "invalid type identifier: expected an identifier after '!'", pos: start}
+			}
 			return token{kind: tokError, text: "expected identifier after '" + string(c) + "'", pos: start}
 		}
 		return tok(kind)

@@ -237,7 +237,7 @@ func (p *Parser) parseGenericOp() *Operation {
 				break
 			}
 		}
-		if p.expect(")") != nil {
+		if !p.want(")", "expected ')' to end region list") {
 			return nil
 		}
 	}

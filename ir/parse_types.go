@@ -188,7 +188,11 @@ func (p *Parser) parseTypeUncached() Type {
 	}
 	// A type that is not a function type was expected (a '(' would have
 	// begun one).
-	p.failAt(pos, "expected non-function type, found %s", p.describe())
+	if p.tok.kind == tokEOF {
+		p.wrongToken("expected non-function type, found %s", p.describe())
+	} else {
+		p.failAt(pos, "expected non-function type, found %s", p.describe())
+	}
 	return nil
 }
 

@@ -27,10 +27,22 @@ func parseElementwise(n int, flags *bitEnum) func(*ir.Parser, *ir.OperationState
 // all n operands to that one type, which it returns.
 func parseUniformOperands(p *ir.Parser, st *ir.OperationState, n int, flags *bitEnum) (ir.Type, error) {
 	pos := p.Pos()
-	ops, err := p.ParseOperandList()
-	if err != nil {
-		return nil, err
+	// Exactly n operands: a missing one is "expected SSA operand", an extra
+	// one is found where the ':' should be.
+	ops := make([]ir.UnresolvedOperand, n)
+	for i := range ops {
+		if i > 0 {
+			if err := p.Expect(","); err != nil {
+				return nil, err
+			}
+		}
+		o, err := p.ParseOperand()
+		if err != nil {
+			return nil, err
+		}
+		ops[i] = o
 	}
+	var err error
 	if flags != nil {
 		if err := flags.parse(p, st, true); err != nil {
 			return nil, err

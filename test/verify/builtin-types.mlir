@@ -77,3 +77,8 @@ func.func private @tuple(tuple)
 
 // expected-error@+1 {{expected '>' in tuple type}}
 func.func private @tuple(tuple<i1, i2)
+
+// -----
+
+// expected-error@+1 {{invalid type identifier}}
+func.func private @f(!<"x">)

@@ -92,3 +92,16 @@ func.func @f() {
   }) : () -> ()
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error@+1 {{expected ')' to end region list}}
+  "t.r"() ({}, {} : () -> ()
+  return
+}
+
+// -----
+
+// expected-error@+1 {{expected non-function type}}
+!t =

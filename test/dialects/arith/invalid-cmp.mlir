@@ -57,3 +57,19 @@ func.func @f(%a: i8) {
   // expected-error@+1 {{'arith.cmpf' op operand #0 must be floating-point-like, but got 'i8'}}
   %0 = "arith.cmpf"(%a, %a) {predicate = 1} : (i8, i8) -> i1
 }
+
+// -----
+
+func.func @f(%a: i32) -> i32 {
+  // expected-error@+1 {{expected ':'}}
+  %0 = arith.muli %a, %a, %a : i32
+  return %0 : i32
+}
+
+// -----
+
+func.func @f(%a: i32) -> i32 {
+  // expected-error@+1 {{expected SSA operand}}
+  %0 = arith.muli %a, : i32
+  return %0 : i32
+}
