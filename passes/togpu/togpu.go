@@ -22,6 +22,21 @@
 // The launch parameters are options of the pass and are recorded on each
 // kernel as `strata.launch = {block, vector, rows_per_block, mapping}`, so
 // that autotuning can vary them.
+//
+// Besides these, the kernel families, one file group each:
+//
+//   - GEMM (matmul nests, the mma mapping): gemm_match.go recognizes
+//     convert-graph-to-loop's matmul nest for every GEMM plan; gemm.go holds
+//     the tilings (MMATiles) and the plan; gemm_kernel.go the pieces the
+//     tensor-core kernels share (the block's tile in grouped order, the
+//     cp.async stages, the fused epilogue) and the mma.sync kernel;
+//     gemm_wgmma.go the wgmma kernel (sm_90a); gemm_library.go hands nests
+//     to cuBLASLt (gpu.library_matmul); conv_mma.go runs convolutions as
+//     implicit GEMMs on the mma.sync kernel.
+//   - flash attention: flash.go (forward, mma.sync), flash_wgmma.go
+//     (forward, wgmma), flash_grad.go (backward).
+//   - pointwise and row kernels: mapping.go, rowstats.go, index32.go;
+//     kernel.go builds every kernel's signature and launch.
 package togpu
 
 import (
@@ -73,7 +88,7 @@ type Config struct {
 	MMATile MMATile
 	// CuBLASLt runs bf16 and f16 matmul nests as gpu.library_matmul ops
 	// (cuBLASLt) followed by their epilogue as a separate kernel: the
-	// option matmul=cublaslt (library.go).
+	// option matmul=cublaslt (gemm_library.go).
 	CuBLASLt bool
 	// RowWelford merges a row's mean and variance reductions into one
 	// (Chan's parallel variance, rowstats.go) where the row is held in
@@ -181,7 +196,7 @@ func init() {
 			{Name: "row-evict-last", Type: passes.Bool, Default: d.RowEvictLast,
 				Doc: "load the global operands of row kernels that write rows (softmax, layer norm) with an evict-last cache policy (loop.evict_last)"},
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
-				Doc: "tiling of the mma.sync kernels: block tile MxNxK, s, shared-memory stages"},
+				Doc: "tiling of the tensor-core matmul kernels: block tile MxNxK, s and the shared-memory stages; then w64 for mma.sync warp tiles 64 wide, g for Hopper's wgmma kernel (sm_90a), go for it with each product in flight across k tiles"},
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
 				Doc: "how bf16/f16 matmul nests run: Strata's kernels with the epilogue fused (mma), or gpu.library_matmul (cuBLASLt) and an epilogue kernel (cublaslt)"},
 			{Name: "index-bits", Type: passes.Int, Default: d.IndexBits,
