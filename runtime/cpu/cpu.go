@@ -886,6 +886,11 @@ func (r *run) launch(k *target.Kernel) error {
 		batches = nb
 		total = nb * panels * rowBlocks
 	}
+	var fault []int64
+	if k.Checked {
+		fault = make([]int64, target.FaultWords)
+		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(fault)))))
+	}
 	for _, a := range k.Args {
 		v := r.get(a.Value)
 		if v.buf != nil {
@@ -921,6 +926,10 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	runtime.KeepAlive(words)
 	runtime.KeepAlive(scratch)
+	runtime.KeepAlive(fault)
+	if fault != nil && fault[0] != 0 {
+		return fmt.Errorf("an index is out of range: %d for dimension %d of size %d (negative indices counted from the end)", fault[1], fault[2], fault[3])
+	}
 	return nil
 }
 

@@ -525,3 +525,56 @@ func TestIntermediateBuffersAreReused(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherIndicesOutOfRangeAreErrors: indices computed from data are
+// checked in the kernel (targets/cpu checked.go): out of range, the call
+// fails with the gather's location instead of reading past the buffer;
+// in range, negative ones included, it gives the interpreter's result.
+func TestGatherIndicesOutOfRangeAreErrors(t *testing.T) {
+	needTools(t)
+	p, graph := compileSource(t, `func.func @main(%a: tensor<6x4xf32>, %i: tensor<5xi64>) -> tensor<5x4xf32> {
+  %0 = "graph.gather"(%a, %i) <{axis = 0 : i64}> : (tensor<6x4xf32>, tensor<5xi64>) -> tensor<5x4xf32>
+  return %0 : tensor<5x4xf32>
+}`)
+	if !strings.Contains(p.LLVM, "outofrange") {
+		t.Error("the gather's load is not checked")
+	}
+	data := make([]float32, 24)
+	for i := range data {
+		data[i] = float32(i)
+	}
+	a, err := interp.FromData(ir.F32, []int64{6, 4}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		idx  []int64
+		want string
+	}{
+		{[]int64{5, 0, -1, 3, -6}, ""},
+		{[]int64{5, 0, 100000000, 3, 2}, "2:8: error: 'loop.parallel': an index is out of range: 100000000 for dimension 0 of size 6"},
+		{[]int64{1, -7, 0, 0, 0}, "an index is out of range: -1 for dimension 0 of size 6"},
+	} {
+		idx, err := interp.FromData(ir.I64, []int64{5}, c.idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run("main", []*interp.Tensor{a, idx})
+		if c.want != "" {
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: got %v, want an error containing %q", c.idx, err, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", c.idx, err)
+		}
+		want, err := interp.New(graph).Call("main", a, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := passtest.Compare(got[0], want[0]); err != nil {
+			t.Errorf("%v: %v", c.idx, err)
+		}
+	}
+}

@@ -549,6 +549,31 @@ func (k *kt) addressOf(mem *ir.Value, idx []value.Value) (value.Value, types.Typ
 }
 
 func (k *kt) load(op *ir.Operation) error {
+	if k.checked[op] {
+		idx := k.indexValues(op.Operands()[1:])
+		mt := op.Operand(0).Type().(*ir.MemRefType)
+		elem, err := llvm.MemType(mt.ElementType())
+		if err != nil {
+			return err
+		}
+		var aerr error
+		v := k.checkedAccess(op.Operand(0), idx, elem, func() value.Value {
+			p, elem, err := k.addressOf(op.Operand(0), idx)
+			if err != nil {
+				aerr = err
+				return constant.NewZeroInitializer(elem)
+			}
+			return k.cur.NewLoad(elem, p)
+		})
+		if aerr != nil {
+			return aerr
+		}
+		if it, ok := op.Result(0).Type().(*ir.IntegerType); ok && it.Width == 1 {
+			v = k.cur.NewTrunc(v, types.I1)
+		}
+		k.set(op, v)
+		return nil
+	}
 	p, elem, err := k.address(op.Operand(0), op.Operands()[1:])
 	if err != nil {
 		return err
@@ -561,16 +586,42 @@ func (k *kt) load(op *ir.Operation) error {
 	return nil
 }
 
+// indexValues returns the translated values of idx.
+func (k *kt) indexValues(idx []*ir.Value) []value.Value {
+	out := make([]value.Value, len(idx))
+	for i, x := range idx {
+		out[i] = k.get(x)
+	}
+	return out
+}
+
 func (k *kt) store(op *ir.Operation) error {
+	put := func(p value.Value, elem types.Type) {
+		v := k.get(op.Operand(0))
+		if it, ok := op.Operand(0).Type().(*ir.IntegerType); ok && it.Width == 1 {
+			v = k.cur.NewZExt(v, elem)
+		}
+		k.cur.NewStore(v, p)
+	}
+	if k.checked[op] {
+		idx := k.indexValues(op.Operands()[2:])
+		var aerr error
+		k.checkedAccess(op.Operand(1), idx, nil, func() value.Value {
+			p, elem, err := k.addressOf(op.Operand(1), idx)
+			if err != nil {
+				aerr = err
+				return nil
+			}
+			put(p, elem)
+			return nil
+		})
+		return aerr
+	}
 	p, elem, err := k.address(op.Operand(1), op.Operands()[2:])
 	if err != nil {
 		return err
 	}
-	v := k.get(op.Operand(0))
-	if it, ok := op.Operand(0).Type().(*ir.IntegerType); ok && it.Width == 1 {
-		v = k.cur.NewZExt(v, elem)
-	}
-	k.cur.NewStore(v, p)
+	put(p, elem)
 	return nil
 }
 

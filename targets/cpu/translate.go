@@ -81,6 +81,12 @@ type Kernel struct {
 	MatmulCols         int
 	MatmulRows         int
 	MatmulElemBytes    int
+	// Checked is set when the nest has loads or stores at indices
+	// computed from data: the kernel then takes, after the scratch words
+	// (if any), a pointer to FaultWords words, zero on entry, which hold
+	// the first out-of-range access it skipped (flag, index, dimension,
+	// size).
+	Checked bool
 	// Work estimates the instructions one point of the outer range runs
 	// (static trip counts of inner loops multiplied out, 64 for a dynamic
 	// one), for the runtime's choice of how many cores to use.
@@ -296,6 +302,8 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		kern.Args = append(kern.Args, a)
 	}
 	kern.Work = work(nest)
+	k.checked = dataIndexed(nest)
+	kern.Checked = len(k.checked) > 0
 	mm := t.matchMatmul(nest)
 	var scratch types.Type
 	if mm != nil {
@@ -344,8 +352,9 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 }
 
 // begin starts the function name of the kernel: its parameters (scratch
-// and the matmul's row-block group, when scratch is not nil, then the
-// kernel's arguments, then lo and hi) and its entry
+// and the matmul's row-block group, when scratch is not nil; the fault
+// words of a checked kernel; then the kernel's arguments, then lo and hi)
+// and its entry
 // block, where the nest's captured constants are materialised.
 func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *llir.Func, lo, hi *llir.Param, err error) {
 	var params []*llir.Param
@@ -353,6 +362,12 @@ func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *
 		p := llir.NewParam("scratch", scratch)
 		p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
 		params = append(params, p, llir.NewParam("group", types.I64))
+	}
+	if k.kern.Checked {
+		p := llir.NewParam("fault", types.NewPointer(types.I64))
+		p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
+		params = append(params, p)
+		k.fault = p
 	}
 	k.vals = map[*ir.Value]value.Value{}
 	k.dims = map[*ir.Value][]value.Value{}
@@ -531,6 +546,10 @@ type kt struct {
 	// moments are the sum and sum-of-squares loops computed in one pass
 	// (moments.go), by both loops.
 	moments map[*ir.Operation]*moments
+	// checked are the loads and stores with data-dependent indices, and
+	// fault the kernel's fault words (checked.go).
+	checked map[*ir.Operation]bool
+	fault   value.Value
 }
 
 func (k *kt) newBlock(hint string) *llir.Block {

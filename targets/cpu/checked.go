@@ -1,0 +1,105 @@
+package cpu
+
+import (
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// Most indices of a nest are affine in its induction variables and in
+// range by construction. An index computed from loaded data (graph.gather's
+// indices) is not: a value out of range would read or write past the
+// buffer. Such accesses are checked: out of range, a load gives zero and
+// a store is skipped, and the kernel records the index, the dimension and
+// its size in its fault words (a kernel parameter), which the runtime
+// turns into an error after the call.
+
+// FaultWords is the number of 64-bit words of a kernel's fault record:
+// a flag (nonzero after a fault), the index, the dimension and its size.
+const FaultWords = 4
+
+// dataIndexed returns the loads and stores of nest that have an index
+// computed from a loaded value.
+func dataIndexed(nest *ir.Operation) map[*ir.Operation]bool {
+	tainted := map[*ir.Value]bool{}
+	out := map[*ir.Operation]bool{}
+	nest.Walk(func(op *ir.Operation) bool {
+		first := 1 // a load's indices follow its buffer
+		if op.Name() == loop.StoreOp {
+			first = 2
+		}
+		if op.Name() == loop.LoadOp || op.Name() == loop.StoreOp {
+			for _, v := range op.Operands()[first:] {
+				if tainted[v] {
+					out[op] = true
+				}
+			}
+		}
+		if op.Name() == loop.LoadOp {
+			tainted[op.Result(0)] = true
+			return true
+		}
+		for _, v := range op.Operands() {
+			if tainted[v] {
+				for _, r := range op.Results() {
+					tainted[r] = true
+				}
+				break
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// checkedAccess emits access (a load or a store at the given indices of
+// mem) only where every index is within its dimension, and records a
+// fault otherwise; it returns the loaded value (zero when out of range)
+// for a load.
+func (k *kt) checkedAccess(mem *ir.Value, idx []value.Value, elem types.Type, access func() value.Value) value.Value {
+	sizes := k.dims[mem]
+	b := k.cur
+	var ok value.Value = constant.True
+	for d, x := range idx {
+		in := b.NewICmp(enum.IPredULT, x, sizes[d])
+		ok = b.NewAnd(ok, in)
+	}
+	inside, outside, join := k.newBlock("inrange"), k.newBlock("outofrange"), k.newBlock("checked")
+	b.NewCondBr(ok, inside, outside)
+	k.cur = inside
+	v := access()
+	from := k.cur
+	k.cur.NewBr(join)
+	k.moveToEnd(outside)
+	k.cur = outside
+	// The first index out of range, in dimension order.
+	var bad, dim, size value.Value = idx[0], i64(0), sizes[0]
+	for d := len(idx) - 1; d >= 0; d-- {
+		in := k.cur.NewICmp(enum.IPredULT, idx[d], sizes[d])
+		bad = k.cur.NewSelect(in, bad, idx[d])
+		dim = k.cur.NewSelect(in, dim, i64(int64(d)))
+		size = k.cur.NewSelect(in, size, sizes[d])
+	}
+	for w, x := range []value.Value{i64(1), bad, dim, size} {
+		k.cur.NewStore(x, k.cur.NewGetElementPtr(types.I64, k.fault, i64(int64(w))))
+	}
+	k.cur.NewBr(join)
+	k.moveToEnd(join)
+	k.cur = join
+	if v == nil {
+		return nil
+	}
+	var zero value.Value
+	switch t := elem.(type) {
+	case *types.FloatType:
+		zero = constant.NewFloat(t, 0)
+	case *types.IntType:
+		zero = constant.NewInt(t, 0)
+	}
+	return join.NewPhi(llir.NewIncoming(v, from), llir.NewIncoming(zero, outside))
+}
