@@ -129,7 +129,7 @@ func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[s
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, "conv1.weight", "fc.weight", "bn2.bias")
+	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, "conv1.weight", "fc.weight", "bn2.bias")
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -148,7 +148,7 @@ func stepOptions(opts frontend.Options) frontend.Options {
 // timeTrain times iters training steps (a gradient step on x, y, then
 // opt's update) and returns the first step's loss and the gradients of
 // the parameters named keep, read before the update replaces them.
-func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, iters int, keep ...string) (map[string]*frontend.Tensor, *StrataMode, error) {
+func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, iters int, log io.Writer, keep ...string) (map[string]*frontend.Tensor, *StrataMode, error) {
 	out := map[string]*frontend.Tensor{}
 	first := true
 	sm := &StrataMode{}
@@ -157,6 +157,11 @@ func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, it
 		v, grads, err := step.Call(x, y)
 		if err != nil {
 			return err
+		}
+		if first {
+			// Progress, so that a row cut short by a timeout shows where
+			// its time went.
+			fmt.Fprintf(log, "  first gradient step queued in %.1f s\n", time.Since(t0).Seconds())
 		}
 		if first {
 			out["loss"] = v[0]
@@ -178,6 +183,7 @@ func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, it
 				return err
 			}
 			sm.FirstCallS = time.Since(t0).Seconds()
+			fmt.Fprintf(log, "  first step (gradients, optimizer) done in %.1f s\n", sm.FirstCallS)
 			first = false
 		}
 		return nil
@@ -401,7 +407,7 @@ func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, "h.0.attn.c_attn.weight", "ln_f.weight")
+	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, "h.0.attn.c_attn.weight", "ln_f.weight")
 	if err != nil {
 		return nil, nil, nil, err
 	}
