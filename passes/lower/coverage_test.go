@@ -89,7 +89,7 @@ var (
 	elemRE      = regexp.MustCompile(`([<x])(f64|f32|f16|bf16|i64|i32|i1)>`)
 	floatLitRE  = regexp.MustCompile(`\b(\d+)\.0\b`)
 	denseRE     = regexp.MustCompile(`dense<[^>]*>`)
-	scalarRE    = regexp.MustCompile(`((?:fill|value) = [-+0-9.eE]+ : )(\w+)`)
+	scalarRE    = regexp.MustCompile(`((?:fill|value) = )([-+0-9.eE]+)( : )(\w+)`)
 )
 
 // instanceOf wraps the op line in a function taking its operands as
@@ -156,8 +156,12 @@ func retype(line, to string) string {
 	})
 	// The scalar attributes of the element type (full's fill, pad's value).
 	out = scalarRE.ReplaceAllStringFunc(out, func(s string) string {
-		if sm := scalarRE.FindStringSubmatch(s); sm[2] == from {
-			return sm[1] + to
+		if sm := scalarRE.FindStringSubmatch(s); sm[4] == from {
+			lit := sm[2]
+			if isFloat(to) && !strings.ContainsAny(lit, ".eE") {
+				lit += ".0" // MLIR reads -1 : f32 as an error, not as -1.0
+			}
+			return sm[1] + lit + sm[3] + to
 		}
 		return s
 	})
@@ -167,10 +171,15 @@ func retype(line, to string) string {
 			return floatLitRE.ReplaceAllStringFunc(d, func(s string) string { return strconv.FormatBool(s != "0.0") })
 		})
 	}
-	if !strings.HasPrefix(to, "f") && !strings.HasPrefix(to, "bf") {
+	if !isFloat(to) {
 		out = floatLitRE.ReplaceAllString(out, "$1")
 	}
 	return out
+}
+
+// isFloat reports whether the element type named elem is a float type.
+func isFloat(elem string) bool {
+	return strings.HasPrefix(elem, "f") || strings.HasPrefix(elem, "bf")
 }
 
 // coverageInstances returns the programs of the coverage test for op: its
