@@ -133,6 +133,9 @@ func (l *lexer) next() token {
 		if l.pos == n {
 			return token{kind: tokError, text: "expected symbol name after '@'", pos: start}
 		}
+		if c := l.src[n]; !isLetter(c) && c != '_' {
+			return token{kind: tokError, text: "@ identifier expected to start with letter or '_'", pos: start}
+		}
 		return tok(tokSymbol)
 	case c == '-':
 		l.pos++

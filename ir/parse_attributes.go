@@ -231,7 +231,7 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 		}
 		return TypeAttr{t}
 	}
-	p.failAt(pos, "expected attribute value, found %s", p.describe())
+	p.wrongToken("expected attribute value, found %s", p.describe())
 	return nil
 }
 

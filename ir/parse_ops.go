@@ -155,7 +155,7 @@ func (p *Parser) lookupOpDef(name string, pos int) *OpDef {
 		return nil
 	}
 	if p.ctx != nil && p.ctx.Dialect(DialectOf(name)) != nil {
-		p.failAt(pos, "operation '%s' is not registered in dialect '%s'", name, DialectOf(name))
+		p.failAt(pos, "unregistered operation '%s' found in dialect ('%s') that does not allow unknown operations", name, DialectOf(name))
 	} else {
 		p.failAt(pos, "operation '%s' is unregistered: its dialect '%s' is not loaded (use --allow-unregistered-dialect to accept it)", name, DialectOf(name))
 	}

@@ -499,6 +499,10 @@ func (p *Parser) parseShapedType(kind string) Type {
 				space = a
 			}
 		}
+		if _, isType := space.(TypeAttr); isType {
+			p.failAt(start, "unsupported memory space Attribute: '%s'", space)
+			return nil
+		}
 		if p.expect(">") != nil {
 			return nil
 		}

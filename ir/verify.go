@@ -63,7 +63,8 @@ func (v *verifier) verifyOp(op *Operation) {
 	case op.Registered():
 		v.verifyTraits(op, hasNull)
 	case op.def != nil: // an op its loaded dialect does not define
-		v.opError(op, "is not registered in dialect '%s' (the dialect is loaded and has no such op; only a context that allows unregistered ops accepts it)", op.def.dialect.Name)
+		d := Errorf(op.Loc(), "unregistered operation '%s' found in dialect ('%s') that does not allow unknown operations", op.Name(), op.def.dialect.Name)
+		v.diags = append(v.diags, d)
 	}
 
 	for i, r := range op.regions {

@@ -415,7 +415,7 @@ func TestVerifyUnknownOpOfLoadedDialect(t *testing.T) {
 	}
 	ctx := NewContext(testDialect)
 	err := Verify(build(ctx, "test.addd"))
-	if err == nil || !strings.Contains(err.Error(), "'test.addd' op is not registered in dialect 'test'") {
+	if err == nil || !strings.Contains(err.Error(), "unregistered operation 'test.addd' found in dialect ('test') that does not allow unknown operations") {
 		t.Errorf("Verify(test.addd) = %v, want the unknown op reported", err)
 	}
 	if op := build(ctx, "test.addd").Region(0).Front().First(); op.Registered() || op.Def() != nil {

@@ -185,6 +185,18 @@ func verifyConstant(op *ir.Operation) error {
 	if !intOrFloatLike.matches(t) && !signlessIntLike.matches(t) {
 		return fmt.Errorf("value must be an integer, float, or elements attribute")
 	}
+	if vt, ok := t.(*ir.VectorType); ok && vt.Scalable != nil {
+		// A scalable vector's length is known only at run time: only a
+		// splat says what every element is.
+		if d, ok := v.(ir.DenseAttr); ok && !d.Splat {
+			for i := int64(1); i < d.Len(); i++ {
+				if d.At(i) != d.At(0) {
+					// (upstream's message, spelling included)
+					return fmt.Errorf("intializing scalable vectors with elements attribute is not supported unless it's a vector splat")
+				}
+			}
+		}
+	}
 	return nil
 }
 

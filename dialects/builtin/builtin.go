@@ -69,6 +69,12 @@ var castDef = &ir.OpDef{
 	Parse:    parseCast,
 	Print:    printCast,
 	Fold:     foldCast,
+	Verify: func(op *ir.Operation) error {
+		if op.NumResults() == 0 {
+			return fmt.Errorf("expected at least one result for cast operation")
+		}
+		return nil
+	},
 }
 
 // ctx registers the ops this package creates without a caller's context.

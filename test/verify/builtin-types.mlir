@@ -82,3 +82,19 @@ func.func private @tuple(tuple<i1, i2)
 
 // expected-error@+1 {{invalid type identifier}}
 func.func private @f(!<"x">)
+
+// -----
+
+// expected-error@+1 {{unsupported memory space Attribute}}
+func.func private @f(memref<4xf32, f16>)
+
+// -----
+
+// expected-error@+1 {{@ identifier expected to start with letter or '_'}}
+func.func private @9lives()
+
+// -----
+
+// expected-error@+1 {{expected at least one result for cast operation}}
+"builtin.unrealized_conversion_cast"() : () -> ()
+

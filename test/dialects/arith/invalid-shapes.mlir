@@ -56,3 +56,20 @@ func.func @f(%c: tensor<3xi1, "b">, %x: tensor<3xf32, "a">) {
   %0 = arith.select %c, %x, %x : tensor<3xi1, "b">, tensor<3xf32, "a">
   return
 }
+
+// -----
+
+func.func @f() {
+  %ok = arith.constant dense<[7, 7]> : vector<[2]xi8>
+  // expected-error@+1 {{'arith.constant' op intializing scalable vectors with elements attribute is not supported unless it's a vector splat}}
+  %0 = arith.constant dense<[7, 8]> : vector<[2]xi8>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error@+1 {{expected attribute value}}
+  %0 = arith.constant
+  return
+}

@@ -41,3 +41,11 @@ func.func @f() {
   %0 = func.constant @g : () -> ()
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error@+1 {{unregistered operation 'func.frobnicate' found in dialect ('func') that does not allow unknown operations}}
+  "func.frobnicate"() : () -> ()
+  return
+}
