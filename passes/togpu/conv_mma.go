@@ -228,31 +228,42 @@ func (g *convGeom) setup(x ix, o *operand, threads int64, tid, z, colBase, nCols
 // multiple of 8 too: a chunk is wholly past the end or not at all).
 func (g *convGeom) oneRow() bool { return g.ow%8 == 0 }
 
-// fill gathers this thread's elements of k tile kt (first k k0) of B into
-// the stage at dst (this thread's chunk in it): per pass, k splits into
-// (c, kh, kw); each of the chunk's 8 positions loads its tap, or stores 0
-// where the tap is out of the image or k past K (kTail).
-func (g *convGeom) fill(x ix, smem, gmem, dst, k0 *ir.Value, kTotal *ir.Value, kTail bool, elem ir.Type) {
+// fetch loads this thread's elements of B's k tile from k0 (per pass, k
+// splits into (c, kh, kw); each of the chunk's 8 positions loads its
+// tap), 0 where the tap is out of the image, k is past K (kTail) or the
+// tile does not exist (exists false; nil: it does).
+func (g *convGeom) fetch(x ix, gmem, k0, kTotal *ir.Value, kTail bool, exists *ir.Value, elem ir.Type) []*ir.Value {
 	b, loc := x.b, x.loc
 	zero := arith.ConstantFloat(b, loc, 0, elem)
 	hC, wC := x.c(g.h), x.c(g.w)
-	for i, kr := range g.passK {
+	var vs []*ir.Value
+	for _, kr := range g.passK {
 		k := x.add(k0, kr)
 		window := g.kh * g.kw
 		c, rest := x.div(k, x.c(window)), x.rem(k, x.c(window))
 		kh, kw := x.div(rest, x.c(g.kw)), x.rem(rest, x.c(g.kw))
 		dh, dw := x.mulc(kh, g.Dilations[0]), x.mulc(kw, g.Dilations[1])
 		plane := x.mulc(c, g.h*g.w)
-		var kOK *ir.Value
+		kOK := exists
 		if kTail {
-			kOK = x.lt(k, kTotal)
+			kOK = x.both2(kOK, x.lt(k, kTotal))
 		}
 		for e := range int64(8) {
 			ih, iw := x.add(g.ih0[e], dh), x.add(g.iw0[e], dw)
 			ok := x.both2(kOK, x.both(x.lt(ih, hC), x.lt(iw, wC)))
 			from := arith.NewSelect(b, loc, ok, x.add(x.add(g.img[e], plane), x.add(x.mul(ih, wC), iw)), x.c(0))
-			v := arith.NewSelect(b, loc, ok, loop.Load(b, loc, gmem, x.index(from)), zero)
-			loop.Store(b, loc, v, smem, x.index(x.addc(dst, g.passDst[i]+e)))
+			vs = append(vs, arith.NewSelect(b, loc, ok, loop.Load(b, loc, gmem, x.index(from)), zero))
+		}
+	}
+	return vs
+}
+
+// store writes what fetch loaded into the B stage at dst (this thread's
+// chunk in it).
+func (g *convGeom) store(x ix, smem, dst *ir.Value, vs []*ir.Value) {
+	for i := range g.passK {
+		for e := range int64(8) {
+			loop.Store(x.b, x.loc, vs[i*8+int(e)], smem, x.index(x.addc(dst, g.passDst[i]+e)))
 		}
 	}
 }

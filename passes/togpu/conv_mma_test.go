@@ -318,3 +318,31 @@ func TestConvWGMMAPTX(t *testing.T) {
 		})
 	}
 }
+
+// TestConvMMAOverlapZeroTiles runs a convolution whose K is a multiple of
+// the k tile (64·3·3) with the wgmma tilings that overlap their products
+// (their copies of the k tiles past the last fill stages with zeros,
+// without a branch): the gather must read nothing there, where its taps
+// would fall past the input's last image.
+func TestConvMMAOverlapZeroTiles(t *testing.T) {
+	src := convSource("bf16", 2, 64, 6, 6, 16, 3, 3, "padding = [1, 1]", 6, 6, "", "")
+	n := 0
+	for _, tile := range togpu.MMATiles {
+		if !tile.Overlap {
+			continue
+		}
+		n++
+		t.Run(tile.String(), func(t *testing.T) {
+			p := &passtest.Program{Func: "main", Source: src}
+			if got := mmaKernels(t, p, mmaPipeline(tile), 32*tile.Warps()); got != 1 {
+				t.Errorf("%d mma kernels, want 1", got)
+			}
+			if err := passtest.CheckSemantics(p, mmaPipeline(tile), 5); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no overlapping wgmma tiling")
+	}
+}

@@ -374,7 +374,7 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 				o := tile.o
 				dst := x.add(x.mulc(stage, tile.size), tile.dst)
 				if o == &p.b && p.conv != nil && !p.conv.direct {
-					p.conv.fill(x, tile.smem, tile.gmem, dst, k0, kTotal, kTail, p.elem)
+					p.conv.store(x, tile.smem, dst, p.conv.fetch(x, tile.gmem, k0, kTotal, kTail, exists, p.elem))
 					continue
 				}
 				full := arith.ConstantInt(b, loc, 2*o.vec, ir.I32)
