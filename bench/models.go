@@ -70,13 +70,18 @@ func gpt2Flops(b, t int64) int64 {
 	return b*t*perTok + b*attn
 }
 
-// timeCalls runs call iters times after one warm-up and returns the
+// timeCalls runs call iters times after one warm-up and the final JIT
+// tier (frontend.Settle) and returns the
 // median wall milliseconds per call, each followed by a wait for the GPU.
 func timeCalls(iters int, call func() error) (float64, error) {
 	if err := call(); err != nil {
 		return 0, err
 	}
 	if err := frontend.Synchronize(); err != nil {
+		return 0, err
+	}
+	// The final JIT tier's code, not the first's (frontend.Settle).
+	if err := frontend.Settle(); err != nil {
 		return 0, err
 	}
 	var ms []float64
