@@ -46,7 +46,7 @@ func (c flashCase) gradSource() string {
 	q, k := c.types()
 	attrs := fmt.Sprintf("causal = %v", c.causal)
 	if c.scale != 0 {
-		attrs += fmt.Sprintf(", scale = %g : f64", c.scale)
+		attrs += fmt.Sprintf(", scale = %e : f64", c.scale) // (a float literal: 4 alone is an integer)
 	}
 	return fmt.Sprintf(`func.func @main(%%q: %[1]s, %%k: %[2]s, %%v: %[2]s, %%o: %[1]s, %%do: %[1]s) -> (%[1]s, %[2]s, %[2]s) {
   %%r:3 = "graph.attention_grad"(%%q, %%k, %%v, %%o, %%do) <{%[3]s}> : (%[1]s, %[2]s, %[2]s, %[1]s, %[1]s) -> (%[1]s, %[2]s, %[2]s)

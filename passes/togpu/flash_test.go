@@ -82,7 +82,7 @@ func (c flashCase) source() string {
 	q, k := c.types()
 	attrs := fmt.Sprintf("causal = %v", c.causal)
 	if c.scale != 0 {
-		attrs += fmt.Sprintf(", scale = %g : f64", c.scale)
+		attrs += fmt.Sprintf(", scale = %e : f64", c.scale) // (a float literal: 4 alone is an integer)
 	}
 	return fmt.Sprintf(`func.func @main(%%q: %s, %%k: %s, %%v: %s) -> %s {
   %%r = "graph.attention"(%%q, %%k, %%v) <{%s}> : (%s, %s, %s) -> %s
