@@ -68,11 +68,6 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 	if !ok || loop.NestKind(nest) != "conv2d" {
 		return nil
 	}
-	if tile.WGMMA {
-		// The gathered B stages are laid out for mma.sync's ldmatrix,
-		// not in gpu.wgmma's panels: the default mma.sync tiling.
-		tile = MMATiles[0]
-	}
 	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
 	if err != nil || len(lbs) != 4 || len(inits) > 0 {
 		return nil

@@ -74,16 +74,11 @@ var convCases = []struct {
 func TestConvMMASemantics(t *testing.T) {
 	for i, tc := range convCases {
 		tile := togpu.MMATiles[i%len(togpu.MMATiles)]
-		// A wgmma tiling leaves convolutions to the default mma.sync one.
-		used := tile
-		if tile.WGMMA {
-			used = togpu.MMATiles[0]
-		}
 		t.Run(tile.String()+"/"+tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := &passtest.Program{Func: "main", Source: tc.src}
 			pipeline := mmaPipeline(tile)
-			if got := mmaKernels(t, p, pipeline, 32*used.Warps()); got != 1 {
+			if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != 1 {
 				t.Errorf("%d mma kernels, want 1", got)
 			}
 			if err := passtest.CheckSemantics(p, pipeline, int64(i+1)); err != nil {
@@ -214,11 +209,7 @@ func TestConvMMAProperty(t *testing.T) {
 		if groups == 1 {
 			want = 1
 		}
-		used := tile // (a wgmma tiling leaves convolutions to the default one)
-		if tile.WGMMA {
-			used = togpu.MMATiles[0]
-		}
-		if got := mmaKernels(t, p, pipeline, 32*used.Warps()); got != want {
+		if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != want {
 			rt.Fatalf("%d mma kernels, want %d:\n%s", got, want, src)
 		}
 		if err := passtest.CheckSemantics(p, pipeline, rapid.Int64().Draw(rt, "seed")); err != nil {
