@@ -24,10 +24,6 @@ import (
 // is the mma.sync kernel's: a warp's accumulators are 16 rows in the
 // m16n8 fragment layout, N/8 tiles wide.
 
-// maxThreadsAttr is targets/llvm's MaxThreadsAttr: a kernel's most
-// threads a block (PTX .maxntid).
-const maxThreadsAttr = "nvvm.maxntid"
-
 // wgmmaTileM is the rows of the tile a warpgroup computes.
 const wgmmaTileM = 64
 
@@ -81,9 +77,6 @@ func (p *mma) emitWGMMA(k *kernelGen, b *ir.Builder) error {
 		}
 		return x.rem(kt, x.c(stages))
 	}
-	// The block's size caps the registers (ptxas otherwise gave a 512-thread
-	// kernel more than 128 a thread, which no launch could run).
-	k.kernel.SetAttr(maxThreadsAttr, ir.Int(tl.threads(), ir.I64))
 	if tl.Overlap {
 		return p.emitWGMMAOverlap(k, b, g, aWG, shape, stageOf)
 	}

@@ -58,7 +58,8 @@ func TestWGMMAGemmPTX(t *testing.T) {
 				if n := strings.Count(ptx, want); n != 4*loops {
 					t.Errorf("%d %s in the PTX, want %d", n, want, 4*loops)
 				}
-				if want := fmt.Sprintf(".maxntid %d, 1, 1", 32*tile.Warps()); !strings.Contains(ptx, want) {
+				// (setup bounds the registers of a block above 256 threads.)
+				if want := fmt.Sprintf(".maxntid %d, 1, 1", 32*tile.Warps()); tile.Warps() > 8 && !strings.Contains(ptx, want) {
 					t.Errorf("no %q: the JIT may give the kernel more registers than a block of it can have", want)
 				}
 				file := filepath.Join(t.TempDir(), "k.ptx")
