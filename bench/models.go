@@ -49,8 +49,8 @@ type ModelRow struct {
 
 // ModelRows lists the model rows in run order (cheapest first).
 var ModelRows = []*ModelRow{
-	{Name: "cnn_small_train", Summary: "small CNN training step (conv-bn-relu-pool ×2, linear; SGD momentum), f32", Shape: "batch 256, 3×32×32",
-		Tol: 2e-3, run: runCNNTrain},
+	{Name: "cnn_small_train", Summary: "small CNN training step (conv-bn-relu-pool ×2, linear; SGD momentum), bf16 mixed precision (f32 master weights)", Shape: "batch 256, 3×32×32",
+		Tol: 5e-2, run: runCNNTrain},
 	{Name: "gpt2_prefill", Summary: "GPT-2 124M forward, logits of every position, bf16", Shape: "batch 8, seq 1024",
 		Tol: tolBF16 * 2, Flops: gpt2Flops(8, 1024), run: runGPT2Prefill},
 	{Name: "gpt2_decode", Summary: "GPT-2 124M greedy decoding with a KV cache, 128 new tokens after 128, bf16, reduce-overhead (CUDA graphs) on both sides", Shape: "batch 1, 128+128",
@@ -129,7 +129,7 @@ func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[s
 	x, y := cnn.Data(cfg)
 	in := paramsOf(m, "")
 	in["input.x"], in["input.y"] = x, y
-	step := nn.NewGradStep(m, m.Loss, 2, stepOptions(opts))
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, stepOptions(opts))
 	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}, opts)
 	if err != nil {
 		return nil, nil, nil, err

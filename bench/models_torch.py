@@ -134,7 +134,11 @@ def cnn_small_train(t):
         p[k].requires_grad_(True)
 
     def loss_fn(p, x, y):
-        return F.cross_entropy(cnn_forward(p, x), y)
+        # bf16 mixed precision (AMP): f32 master weights, autocast compute,
+        # the cross-entropy on f32 logits (Strata's cnn.MixedLoss).
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = cnn_forward(p, x)
+        return F.cross_entropy(logits.float(), y)
 
     loss = loss_fn(p, x, y)
     grads = torch.autograd.grad(loss, [p[k] for k in names])

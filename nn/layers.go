@@ -218,6 +218,9 @@ func (b *BatchNorm2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if xs[1] != c {
 		return errorf("BatchNorm2d: input has %d channels, the layer has %d", xs[1], c)
 	}
+	if half(x.DType()) && b.RunningMean.DType() == frontend.Float32 {
+		return b.mixed(x)
+	}
 	per := func(t *frontend.Tensor) *frontend.Tensor { return t.Reshape(1, c, 1, 1) }
 	var mean, inv *frontend.Tensor
 	if b.Training {
@@ -240,6 +243,31 @@ func (b *BatchNorm2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 	s := b.RunningVar.Add(full(x, b.Eps)).Rsqrt().Mul(b.Weight)
 	t := b.Bias.Sub(b.RunningMean.Mul(s))
 	return x.Mul(per(s)).Add(per(t))
+}
+
+// half reports whether dt is a 16-bit float type.
+func half(dt frontend.DType) bool { return dt == frontend.BFloat16 || dt == frontend.Float16 }
+
+// mixed is Forward for a bf16 or f16 input with float32 running
+// statistics (mixed precision, nn.Autocast): as PyTorch's autocast runs
+// batch norm, the statistics and the running averages are computed in
+// float32 (from the input and the weight and bias cast to float32), and
+// the result is the input's type. In evaluation mode only the affine
+// map's s and t are float32 computations, applied in the input's type
+// (the form a conv epilogue absorbs).
+func (b *BatchNorm2d) mixed(x *frontend.Tensor) *frontend.Tensor {
+	dt := x.DType()
+	f32 := *b
+	f32.Weight, f32.Bias = b.Weight.Cast(frontend.Float32), b.Bias.Cast(frontend.Float32)
+	if b.Training {
+		y := f32.Forward(x.Cast(frontend.Float32))
+		b.RunningMean, b.RunningVar = f32.RunningMean, f32.RunningVar
+		return y.Cast(dt)
+	}
+	c := b.Weight.Shape()[0]
+	s := b.RunningVar.Add(full(b.RunningVar, b.Eps)).Rsqrt().Mul(f32.Weight)
+	t := f32.Bias.Sub(b.RunningMean.Mul(s))
+	return x.Mul(s.Cast(dt).Reshape(1, c, 1, 1)).Add(t.Cast(dt).Reshape(1, c, 1, 1))
 }
 
 // FoldInto returns a copy of conv whose weight and bias include this batch

@@ -455,3 +455,39 @@ func TestDropout(t *testing.T) {
 		t.Errorf("p = 2: %v", err)
 	}
 }
+
+// TestBatchNorm2dMixed: a bf16 input with float32 statistics (mixed
+// precision) normalizes with statistics computed in float32 from the
+// input's values, updates float32 running averages, and returns bf16; in
+// evaluation mode it applies the running statistics' affine map in bf16.
+func TestBatchNorm2dMixed(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		n, c := rapid.IntRange(1, 3).Draw(rt, "n"), rapid.IntRange(1, 3).Draw(rt, "c")
+		h, w := rapid.IntRange(1, 4).Draw(rt, "h"), rapid.IntRange(2, 4).Draw(rt, "w")
+		x := randND(r, n, c, h, w)
+		xb := tensor(x, frontend.BFloat16)
+		copy(x.data, xb.Float64s()) // the reference sees the rounded input
+		bn := nn.NewBatchNorm2d(c)
+		g := nn.NewRNG(r.Uint64())
+		bn.Weight, bn.Bias = g.Uniform(0.5, 1.5, c), g.Uniform(-1, 1, c)
+		bn.RunningMean, bn.RunningVar = g.Uniform(-1, 1, c), g.Uniform(0.5, 2, c)
+		wv, bv, rm, rv := bn.Weight.Float64s(), bn.Bias.Float64s(), bn.RunningMean.Float64s(), bn.RunningVar.Float64s()
+		y, nm, nv := refBatchNormTrain(x, wv, bv, rm, rv, 1e-5, 0.1)
+		out := bn.Forward(xb)
+		if out.DType() != frontend.BFloat16 || bn.RunningMean.DType() != frontend.Float32 {
+			rt.Fatalf("output %v, running mean %v: want bf16 and f32", out.DType(), bn.RunningMean.DType())
+		}
+		near(rt, "batch norm (train, bf16)", out, y.shape, y.data, 2e-2)
+		near(rt, "running mean", bn.RunningMean, []int{c}, nm, 1e-5)
+		near(rt, "running var", bn.RunningVar, []int{c}, nv, 1e-5)
+
+		nn.SetTraining(bn, false)
+		want := newND(x.shape...)
+		for i := range want.data {
+			ch := (i / (h * w)) % c
+			want.data[i] = (x.data[i]-nm[ch])/math.Sqrt(nv[ch]+1e-5)*wv[ch] + bv[ch]
+		}
+		near(rt, "batch norm (eval, bf16)", bn.Forward(xb), want.shape, want.data, 3e-2)
+	})
+}

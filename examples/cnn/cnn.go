@@ -63,6 +63,20 @@ func (m *CNN) Loss(in ...*frontend.Tensor) []*frontend.Tensor {
 	return []*frontend.Tensor{nn.CrossEntropy(m.Forward(in[0]), in[1], 0)}
 }
 
+// MixedLoss is Loss computed in dt (bf16 mixed precision, as PyTorch's
+// autocast trains): the images and the float32 parameters are cast to dt
+// (nn.Autocast; the parameters stay float32 master weights, their
+// gradients float32), batch norm keeps its statistics in float32, and the
+// logits are cast back to float32 for the cross-entropy.
+func (m *CNN) MixedLoss(dt frontend.DType) func(in ...*frontend.Tensor) []*frontend.Tensor {
+	return func(in ...*frontend.Tensor) []*frontend.Tensor {
+		return nn.Autocast(m, dt, func() []*frontend.Tensor {
+			logits := m.Forward(in[0].Cast(dt)).Cast(frontend.Float32)
+			return []*frontend.Tensor{nn.CrossEntropy(logits, in[1], 0)}
+		})
+	}
+}
+
 // Data returns a synthetic dataset: each class has a fixed random
 // template, and an image is its class's template plus noise of the same
 // scale, so the classes are learnable but not trivially.

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/optim"
 )
 
 // TestTrainLossFalls trains the tiny CNN on the interpreter: the loss
@@ -32,5 +34,37 @@ func TestTrainLossFalls(t *testing.T) {
 	// Batch norm's running statistics moved from their initial values.
 	if rm := m.BN1.RunningMean.Float32s(); rm[0] == 0 {
 		t.Errorf("running mean not updated: %v", rm)
+	}
+}
+
+// TestMixedTrainLossFalls trains the tiny CNN in bf16 mixed precision
+// (MixedLoss) on the interpreter: the loss falls, and the parameters
+// and batch norm's running statistics stay float32.
+func TestMixedTrainLossFalls(t *testing.T) {
+	m := New(Tiny)
+	x, y := Data(Tiny)
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, frontend.Options{})
+	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9}, frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float64
+	for i := range 10 {
+		v, grads, err := step.Call(x, y)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		losses = append(losses, v[0].Item())
+		if err := opt.Step(grads); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first, last := losses[0], losses[len(losses)-1]; !(last < first/2) {
+		t.Fatalf("loss %v: did not fall below half of %g", losses, first)
+	}
+	for _, r := range nn.Refs(m) {
+		if dt := r.Tensor().DType(); dt != frontend.Float32 {
+			t.Errorf("%s is %v after mixed-precision steps, want float32", r.Name, dt)
+		}
 	}
 }

@@ -211,6 +211,11 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 			return "", fmt.Sprintf("only pointwise consumers form a %s epilogue, not a %s group", pr.kind, c.kind), false
 		case !sameSpace(c.space, pr.out):
 			return "", fmt.Sprintf("the epilogue's space %v differs from the %s output %v", c.space, pr.kind, pr.out), false
+		case pr.kind == Conv2D && !slices.Equal(c.space, pr.out):
+			// The conv kernels compute one output element a point of the
+			// output's own shape (a transposed epilogue, such as the weight
+			// gradient's, would iterate another).
+			return "", fmt.Sprintf("the epilogue's shape %v is not the conv2d output's %v", c.space, pr.out), false
 		}
 		return pr.kind, fmt.Sprintf("epilogue (pointwise consumer of the %s of group %d)", pr.kind, pr.id), true
 	case pr.kind == Pointwise && c.kind == Pointwise:
