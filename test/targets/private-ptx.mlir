@@ -2,7 +2,7 @@
 // RUN: irc --emit=ptx --ptx-backend=llc %s > %t.ptx && ptxas -arch=sm_90 %t.ptx -o %t.cubin
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: not irc --emit=ptx %s 2>&1 | FileCheck %s --check-prefix=NATIVE
-// RUN: irc --print-op-generic %s | mlir-opt --mlir-print-op-generic > /dev/null
+// RUN: irc --print-op-generic %s | mlir-opt --allow-unregistered-dialect --mlir-print-op-generic > /dev/null
 // REQUIRES: ptxas, llc
 
 // A private attribution is a per-thread array on the stack (PTX local
