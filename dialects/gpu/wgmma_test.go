@@ -59,6 +59,11 @@ func TestWGMMAVerify(t *testing.T) {
 		// In flight, then awaited.
 		strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = 1 : i64", 4, "memref<512xbf16, 3>", 0, 4),
 			`"gpu.fence_proxy_async"() : () -> ()`, `%w:4 = "gpu.wgmma_wait"(%d#0, %d#1, %d#2, %d#3) <{pending = 0 : i64}> : (f32, f32, f32, f32) -> (f32, f32, f32, f32)`, 1),
+		// In flight, accumulated into by a second product (its C), which is
+		// awaited.
+		strings.Replace(wgmmaKernel("ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = 1 : i64", 4, "memref<512xbf16, 3>", 0, 4),
+			`"gpu.fence_proxy_async"() : () -> ()`, `%e:4 = "gpu.wgmma"(%a, %a, %a, %a, %buf, %off, %d#0, %d#1, %d#2, %d#3) <{ab_type = bf16, k_steps = 1 : i64, n = 8 : i64, pending = 1 : i64}> : (i32, i32, i32, i32, memref<512xbf16, 3>, index, f32, f32, f32, f32) -> (f32, f32, f32, f32)
+      %w:4 = "gpu.wgmma_wait"(%e#0, %e#1, %e#2, %e#3) <{pending = 0 : i64}> : (f32, f32, f32, f32) -> (f32, f32, f32, f32)`, 1),
 		// A from workgroup memory, with and without C.
 		wgmmaSharedA("ab_type = bf16, k_steps = 4 : i64, n = 64 : i64", "memref<4096xbf16, 3>", "memref<4096xbf16, 3>", 0, 32),
 		wgmmaSharedA("ab_type = f16, k_steps = 1 : i64, n = 8 : i64, trans_b", "memref<8192xf16, 3>", "memref<1024xf16, 3>", 4, 4),
