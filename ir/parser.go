@@ -429,6 +429,31 @@ func (p *Parser) popScope() {
 	if p.err != nil || len(s.forward) == 0 {
 		return
 	}
+	if !s.isolated && len(p.scopes) > 0 {
+		// A region may use a value its enclosing region defines later
+		// (the verifier then checks dominance): the enclosing scope
+		// resolves the uses still open.
+		parent := p.scopes[len(p.scopes)-1]
+		for name, fr := range s.forward {
+			pf := parent.forward[name]
+			if pf == nil {
+				parent.forward[name] = fr
+				continue
+			}
+			for idx, ph := range fr.vals {
+				if prev, ok := pf.vals[idx]; !ok {
+					pf.vals[idx] = ph
+				} else if prev.Type() != ph.Type() {
+					p.failWithNote(p.posLoc(pf.pos), "prior use here", fr.pos, "use of value '%s' expects different type than prior uses: '%s' vs '%s'", name, ph.Type(), prev.Type())
+					return
+				} else {
+					ph.ReplaceAllUsesWith(prev)
+				}
+			}
+			pf.pos = min(pf.pos, fr.pos)
+		}
+		return
+	}
 	// Report the earliest undefined use.
 	names := make([]string, 0, len(s.forward))
 	for n := range s.forward {

@@ -279,10 +279,58 @@ func (v *verifier) inVerifiedTree(r *Region) bool {
 
 func (v *verifier) dominanceError(user *Operation, index int, val *Value) {
 	d := Errorf(user.Loc(), "operand #%d does not dominate this use", index)
-	if def := val.op; def != nil {
+	defBlock := val.ParentBlock()
+	var defRegion, useRegion *Region
+	if defBlock != nil {
+		defRegion = defBlock.parent
+	}
+	if user.block != nil {
+		useRegion = user.block.parent
+	}
+	// Where the definition is, seen from the use.
+	where := "in a sibling region"
+	switch {
+	case val.op != nil && defBlock == user.block:
+		where = "in the same block"
+	case defRegion == useRegion:
+		where = "in the same region"
+	case encloses(defRegion, useRegion):
+		where = "in a parent region"
+	case encloses(useRegion, defRegion):
+		where = "in a child region"
+	}
+	switch def := val.op; {
+	case def != nil && defBlock == nil: // a definition no longer in the IR
 		d.Note(def.Loc(), "operand defined here")
+	case def != nil:
+		d.Note(def.Loc(), "operand defined here (op %s)", where)
+	case defBlock != nil:
+		n := 0
+		for b := defRegion.first; b != nil && b != defBlock; b = b.next {
+			n++
+		}
+		// At the op that holds the block, as MLIR places it.
+		var at Location = val.Loc()
+		if owner := defRegion.parent; owner != nil {
+			at = owner.Loc()
+		}
+		d.Note(at, "operand defined as a block argument (block #%d %s)", n, where)
 	}
 	v.diags = append(v.diags, d)
+}
+
+// encloses reports whether inner is nested (at any depth) inside outer.
+func encloses(outer, inner *Region) bool {
+	if outer == nil {
+		return false
+	}
+	for r := inner; r != nil && r.parent != nil && r.parent.block != nil; {
+		r = r.parent.block.parent
+		if r == outer {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *verifier) isolationError(user *Operation, index int, isolated *Operation) {

@@ -39,7 +39,7 @@ func TestVerify(t *testing.T) {
   %1 = "test.add"(%a, %a) : (i32, i32) -> i32
   "test.return"(%0) : (i32) -> ()
 }) : () -> ()`, want: []string{
-			"in.mlir:4:8: error: operand #0 does not dominate this use | in.mlir:5:8: note: operand defined here",
+			"in.mlir:4:8: error: operand #0 does not dominate this use | in.mlir:5:8: note: operand defined here (op in the same block)",
 		}},
 		{name: "use of own result", src: `
 "test.func"() <{sym_name = "f", function_type = (i32) -> i32}> ({
@@ -47,7 +47,7 @@ func TestVerify(t *testing.T) {
   %0 = "test.add"(%0, %a) : (i32, i32) -> i32
   "test.return"(%0) : (i32) -> ()
 }) : () -> ()`, want: []string{
-			"in.mlir:4:8: error: operand #0 does not dominate this use | in.mlir:4:8: note: operand defined here",
+			"in.mlir:4:8: error: operand #0 does not dominate this use | in.mlir:4:8: note: operand defined here (op in the same block)",
 		}},
 		{name: "dominance across blocks", src: `
 "test.func"() <{sym_name = "f", function_type = (i32) -> i32}> ({
@@ -63,7 +63,7 @@ func TestVerify(t *testing.T) {
   %2 = "test.add"(%0, %1) : (i32, i32) -> i32
   "test.return"(%2) : (i32) -> ()
 }) : () -> ()`, want: []string{
-			"in.mlir:12:8: error: operand #1 does not dominate this use | in.mlir:7:8: note: operand defined here",
+			"in.mlir:12:8: error: operand #1 does not dominate this use | in.mlir:7:8: note: operand defined here (op in the same region)",
 		}},
 		{name: "unreachable block uses anything", src: `
 "test.func"() <{sym_name = "f", function_type = (i32) -> i32}> ({
@@ -139,7 +139,7 @@ func TestVerify(t *testing.T) {
     "test.yield"() : () -> ()
   }) : () -> ()
 }) : () -> ()`, want: []string{
-			"in.mlir:6:10: error: operand #0 does not dominate this use | in.mlir:7:10: note: operand defined here",
+			"in.mlir:6:10: error: operand #0 does not dominate this use | in.mlir:7:10: note: operand defined here (op in the same block)",
 		}},
 		{name: "single block", src: `
 "test.single"() ({
@@ -199,7 +199,7 @@ func TestVerify(t *testing.T) {
 }) : () -> ()
 "test.bad"() : () -> ()`, want: []string{
 			"in.mlir:4:8: error: 'test.bad' op is always bad",
-			"in.mlir:5:8: error: operand #0 does not dominate this use | in.mlir:6:8: note: operand defined here",
+			"in.mlir:5:8: error: operand #0 does not dominate this use | in.mlir:6:8: note: operand defined here (op in the same block)",
 			"in.mlir:6:8: error: 'test.constant' op requires attribute 'value'",
 			"in.mlir:7:3: error: 'test.return' op has 1 operands, but enclosing function returns 2",
 			"in.mlir:9:1: error: 'test.bad' op is always bad",
@@ -260,7 +260,7 @@ func TestVerifyBuiltIR(t *testing.T) {
 		}, "in.mlir:6:10: error: operand #0 does not dominate this use | note: operand defined here"},
 		{"later op in an enclosing region", func(m *Operation) {
 			findOp(m, "test.print").SetOperand(0, findOps(m, "test.constant")[1].Result(0))
-		}, "in.mlir:10:5: error: operand #0 does not dominate this use | in.mlir:18:11: note: operand defined here"},
+		}, "in.mlir:10:5: error: operand #0 does not dominate this use | in.mlir:18:11: note: operand defined here (op in a parent region)"},
 		{"successor in another region", func(m *Operation) {
 			regions := findOps(m, "test.region")
 			br := findOp(m, "test.br")

@@ -1,5 +1,6 @@
 // The verifier's structural checks, as in MLIR.
 // RUN: irc %s --split-input-file --verify-diagnostics --allow-unregistered-dialect
+// RUN: mlir-opt %s --split-input-file --verify-diagnostics --allow-unregistered-dialect
 
 func.func @use_before_def(%a: i32) {
   // expected-error@+1 {{operand #0 does not dominate this use}}
@@ -48,5 +49,33 @@ func.func @redefined(%a: i32) {
 func.func @type_mismatch(%a: i32) {
   // expected-error@+1 {{use of value '%a' expects different type than prior uses: 'i64' vs 'i32'}}
   %0 = arith.addi %a, %a : i64
+  return
+}
+
+// -----
+
+// A region may name a value its enclosing region defines later; the
+// verifier then finds that the definition does not dominate the use.
+func.func @later_in_parent() {
+  "t.r"() ({
+    // expected-error@+1 {{operand #0 does not dominate this use}}
+    "t.use"(%x) : (i32) -> ()
+  }) : () -> ()
+  // expected-note@+1 {{operand defined here (op in a parent region)}}
+  %x = arith.constant 1 : i32
+  return
+}
+
+// -----
+
+// expected-note@+1 {{operand defined as a block argument (block #1 in a parent region)}}
+func.func @arg_of_later_block() {
+^bb0:
+  "t.r"() ({
+    // expected-error@+1 {{operand #0 does not dominate this use}}
+    "t.use"(%a) : (i32) -> ()
+  }) : () -> ()
+  "t.br"()[^bb1] : () -> ()
+^bb1(%a: i32):
   return
 }
