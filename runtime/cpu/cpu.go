@@ -886,6 +886,17 @@ func (r *run) launch(k *target.Kernel) error {
 		batches = nb
 		total = nb * panels * rowBlocks
 	}
+	for _, c := range k.Bounds {
+		b := r.get(c.Buf).buf
+		lb, ub, step := r.intValue(c.Lb), r.intValue(c.Ub), r.intValue(c.Step)
+		if b == nil || c.Dim >= len(b.shape) || step <= 0 || ub <= lb {
+			continue
+		}
+		last := lb + (ub-lb-1)/step*step
+		if lb < 0 || last >= b.shape[c.Dim] {
+			return fmt.Errorf("sizes differ: the loop over [%d, %d) indexes dimension %d of a %v operand", lb, ub, c.Dim, b.shape)
+		}
+	}
 	var fault []int64
 	if k.Checked {
 		fault = make([]int64, target.FaultWords)

@@ -373,7 +373,9 @@ func TestLayerNormOfOffsetAndOutlierRows(t *testing.T) {
 // TestMismatchedDynamicSizesAreErrors: with dynamic shapes nothing before
 // the kernels checks that broadcast sizes agree or that a matmul's inner
 // dimensions do; the host side does, with the graph op's location,
-// instead of letting the kernels read past the smaller operand.
+// instead of letting the kernels read past the smaller operand — for any
+// kernel, a loop whose induction variable indexes a buffer directly must
+// stay inside it (targets/cpu BoundCheck).
 func TestMismatchedDynamicSizesAreErrors(t *testing.T) {
 	needTools(t)
 	p, _ := compileSource(t, `func.func @add(%x: tensor<?x?xf32>, %y: tensor<?xf32>) -> tensor<?x?xf32> {
@@ -383,14 +385,21 @@ func TestMismatchedDynamicSizesAreErrors(t *testing.T) {
 func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %0 = "graph.matmul"(%a, %b) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
+}
+func.func @imm(%a: tensor<?x?xi32>, %b: tensor<?x?xi32>) -> tensor<?x?xi32> {
+  %0 = "graph.matmul"(%a, %b) : (tensor<?x?xi32>, tensor<?x?xi32>) -> tensor<?x?xi32>
+  return %0 : tensor<?x?xi32>
 }`)
-	f32 := func(shape ...int64) *interp.Tensor {
-		x, err := interp.NewTensor(ir.F32, shape)
-		if err != nil {
-			t.Fatal(err)
+	tensor := func(elem ir.Type) func(shape ...int64) *interp.Tensor {
+		return func(shape ...int64) *interp.Tensor {
+			x, err := interp.NewTensor(elem, shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x
 		}
-		return x
 	}
+	f32, i32 := tensor(ir.F32), tensor(ir.I32)
 	for _, c := range []struct {
 		fn   string
 		args []*interp.Tensor
@@ -404,6 +413,9 @@ func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
 		{"mm", []*interp.Tensor{f32(3, 0), f32(0, 4)}, ""},
 		{"mm", []*interp.Tensor{f32(3, 5), f32(4, 6)}, "6:8: error: 'loop.parallel': matmul inner dimensions differ: lhs has 5 columns, rhs 4 rows"},
 		{"mm", []*interp.Tensor{f32(3, 5), f32(6, 6)}, "matmul inner dimensions differ: lhs has 5 columns, rhs 6 rows"},
+		// The generic path (integers): the loops' bounds against the buffers.
+		{"imm", []*interp.Tensor{i32(3, 5), i32(5, 6)}, ""},
+		{"imm", []*interp.Tensor{i32(3, 50000), i32(4, 6)}, "10:8: error: 'loop.parallel': sizes differ: the loop over [0, 50000) indexes dimension 0 of a [4 6] operand"},
 	} {
 		_, err := p.Run(c.fn, c.args)
 		switch {

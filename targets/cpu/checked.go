@@ -103,3 +103,91 @@ func (k *kt) checkedAccess(mem *ir.Value, idx []value.Value, elem types.Type, ac
 	}
 	return join.NewPhi(llir.NewIncoming(v, from), llir.NewIncoming(zero, outside))
 }
+
+// BoundCheck is a size relation the runtime checks before a kernel runs:
+// an access of buffer Buf whose index in dimension Dim is a loop's
+// induction variable (from Lb by Step below Ub, host values or constants)
+// stays inside the buffer. The lowering derives such bounds from one
+// operand's sizes; with dynamic shapes another operand may be smaller.
+type BoundCheck struct {
+	Buf          *ir.Value
+	Dim          int
+	Lb, Ub, Step *ir.Value
+}
+
+// boundChecks returns the checks of nest's unconditional accesses
+// (those under a loop.if may be guarded by it, as concat's are).
+func boundChecks(nest *ir.Operation) []BoundCheck {
+	hostValue := func(v *ir.Value) bool {
+		if def := v.DefiningOp(); def != nil && def.Name() == "arith.constant" {
+			return true
+		}
+		return !inside(v, nest)
+	}
+	bounds := func(iv *ir.Value) (lb, ub, step *ir.Value, ok bool) {
+		b := iv.ParentBlock()
+		if b == nil {
+			return nil, nil, nil, false
+		}
+		l := b.ParentOp()
+		switch {
+		case l == nil:
+			return nil, nil, nil, false
+		case l.Name() == loop.ForOp:
+			if iv != b.Argument(0) {
+				return nil, nil, nil, false
+			}
+			lb, ub, step = loop.ForBounds(l)
+		case l.Name() == loop.ParallelOp:
+			lbs, ubs, steps, _, err := loop.ParallelBounds(l)
+			if err != nil || iv.Index() >= len(lbs) {
+				return nil, nil, nil, false
+			}
+			lb, ub, step = lbs[iv.Index()], ubs[iv.Index()], steps[iv.Index()]
+		default:
+			return nil, nil, nil, false
+		}
+		if l != nest && !l.IsAncestor(nest) {
+			return nil, nil, nil, false
+		}
+		return lb, ub, step, hostValue(lb) && hostValue(ub) && hostValue(step)
+	}
+	type key struct {
+		buf        *ir.Value
+		dim        int
+		lb, ub, st *ir.Value
+	}
+	seen := map[key]bool{}
+	var out []BoundCheck
+	nest.Walk(func(op *ir.Operation) bool {
+		first := 1
+		switch op.Name() {
+		case loop.IfOp:
+			return false
+		case loop.StoreOp:
+			first = 2
+		case loop.LoadOp:
+		default:
+			return true
+		}
+		buf := op.Operand(first - 1)
+		if inside(buf, nest) {
+			return true
+		}
+		for d, v := range op.Operands()[first:] {
+			if !v.IsBlockArgument() {
+				continue
+			}
+			lb, ub, step, ok := bounds(v)
+			if !ok {
+				continue
+			}
+			if k := (key{buf, d, lb, ub, step}); !seen[k] {
+				seen[k] = true
+				out = append(out, BoundCheck{Buf: buf, Dim: d, Lb: lb, Ub: ub, Step: step})
+			}
+		}
+		return true
+	})
+	return out
+}

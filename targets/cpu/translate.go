@@ -87,6 +87,9 @@ type Kernel struct {
 	// the first out-of-range access it skipped (flag, index, dimension,
 	// size).
 	Checked bool
+	// Bounds are the accesses whose range the runtime checks against
+	// the buffers' sizes before the kernel runs.
+	Bounds []BoundCheck
 	// Work estimates the instructions one point of the outer range runs
 	// (static trip counts of inner loops multiplied out, 64 for a dynamic
 	// one), for the runtime's choice of how many cores to use.
@@ -304,6 +307,7 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 	kern.Work = work(nest)
 	k.checked = dataIndexed(nest)
 	kern.Checked = len(k.checked) > 0
+	kern.Bounds = boundChecks(nest)
 	mm := t.matchMatmul(nest)
 	var scratch types.Type
 	if mm != nil {
