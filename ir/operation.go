@@ -206,6 +206,13 @@ type (
 		operands [1]*OpOperand
 		slots    [1]OpOperand
 	}
+	opWith2 struct {
+		op       Operation
+		results  [1]*Value
+		values   [1]Value
+		operands [2]*OpOperand
+		slots    [2]OpOperand
+	}
 	opWith3 struct {
 		op       Operation
 		results  [1]*Value
@@ -228,6 +235,11 @@ func allocOp(nResults, nOperands int) *Operation {
 	switch {
 	case nResults <= 1 && nOperands <= 1:
 		s := new(opWith1)
+		op = &s.op
+		results, values = s.results[:nResults:nResults], s.values[:nResults:nResults]
+		operands, slots = s.operands[:nOperands:nOperands], s.slots[:nOperands:nOperands]
+	case nResults <= 1 && nOperands == 2: // binary ops, the most common: 384 bytes, not 416
+		s := new(opWith2)
 		op = &s.op
 		results, values = s.results[:nResults:nResults], s.values[:nResults:nResults]
 		operands, slots = s.operands[:nOperands:nOperands], s.slots[:nOperands:nOperands]

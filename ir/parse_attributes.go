@@ -23,7 +23,58 @@ func (p *Parser) ParseAttribute(typ Type) (Attribute, error) {
 	return a, p.err
 }
 
+// parseDictBody reads `{name = value, ...}`. Dictionaries are cached by
+// their source text, as top-level types are (see parseType): ops repeat the
+// same few property and attribute dictionaries, and equal ones then share
+// one DictAttr (attributes are immutable values), which saves both the
+// parsing and the memory of a copy per op. A dictionary that uses aliases
+// is not cached, so that every use is charged to the expansion bound.
 func (p *Parser) parseDictBody() DictAttr {
+	start, end := p.tok.pos, -1
+	if p.err == nil && p.is("{") {
+		end = dictExtent(p.lex.src, start)
+	}
+	if end > start {
+		if d, ok := p.dictCache[p.lex.src[start:end]]; ok {
+			p.resetTo(end)
+			return d
+		}
+	}
+	expansion := p.expansion
+	d := p.parseDictBodyUncached()
+	if p.err == nil && end > start && p.prevEnd == end && p.expansion == expansion {
+		if p.dictCache == nil {
+			p.dictCache = map[string]DictAttr{}
+		}
+		p.dictCache[p.lex.src[start:end]] = d
+	}
+	return d
+}
+
+// dictExtent returns the end of the `{...}` text starting at pos, by
+// matching braces outside string literals, or -1.
+func dictExtent(src string, pos int) int {
+	depth := 0
+	for i := pos; i < len(src); i++ {
+		switch src[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case '"':
+			for i++; i < len(src) && src[i] != '"'; i++ {
+				if src[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return -1
+}
+
+func (p *Parser) parseDictBodyUncached() DictAttr {
 	if p.expect("{") != nil {
 		return nil
 	}
@@ -35,7 +86,7 @@ func (p *Parser) parseDictBody() DictAttr {
 			pos := p.tok.pos
 			switch p.tok.kind {
 			case tokBareIdent:
-				name = p.tok.text
+				name = p.keep(p.tok.text)
 			case tokString:
 				s, ok := unquote(p.tok.text)
 				if !ok {
@@ -143,7 +194,7 @@ func (p *Parser) parseAttribute(typ Type) Attribute {
 		}
 		return ref
 	case tokHashIdent:
-		name := p.tok.text
+		name := p.keep(p.tok.text)
 		if a, ok := p.attrAliases[name]; ok {
 			if !p.chargeAlias(name, p.tok.pos) {
 				return nil
@@ -334,7 +385,7 @@ func (p *Parser) symbolText() string {
 		u, _ := unquote(s)
 		return u
 	}
-	return s
+	return strings.Clone(s)
 }
 
 // parseNumberAttr parses [-]literal [: type].

@@ -86,7 +86,7 @@ func (p *Parser) ParseKeyword() (string, error) {
 	if p.tok.kind != tokBareIdent {
 		return "", p.Errorf("expected keyword, found %s", p.describe())
 	}
-	s := p.tok.text
+	s := p.keep(p.tok.text)
 	p.advance()
 	return s, nil
 }

@@ -164,10 +164,17 @@ func (p *Parser) lookupOpDef(name string, pos int) *OpDef {
 
 func (p *Parser) parseGenericOp() *Operation {
 	namePos := p.tok.pos
-	name, ok := unquote(p.tok.text)
+	// Op names repeat: each distinct one is unquoted and allocated once.
+	name, ok := p.opNames[p.tok.text]
 	if !ok {
-		p.Errorf("invalid escape in operation name")
-		return nil
+		if name, ok = unquote(p.tok.text); !ok {
+			p.Errorf("invalid escape in operation name")
+			return nil
+		}
+		if p.opNames == nil {
+			p.opNames = map[string]string{}
+		}
+		p.opNames[p.tok.text] = name
 	}
 	if name == "" {
 		p.Errorf("empty operation name is invalid")

@@ -61,10 +61,13 @@ type Parser struct {
 	blockScopes []*blockScope
 	dialects    []string // default dialects of enclosing custom ops
 
-	typeCache map[string]Type // top-level type text → type (see parseType)
-	inType    bool            // inside parseType, where nothing is cached
-	prevEnd   int             // end offset of the token before p.tok
-	lastCol   colMark         // the last position posLoc computed
+	typeCache map[string]Type     // top-level type text → type (see parseType)
+	kept      map[string]string   // see keep
+	dictCache map[string]DictAttr // dictionary text → dictionary (see parseDictBody)
+	opNames   map[string]string   // quoted op name → name (see parseGenericOp)
+	inType    bool                // inside parseType, where nothing is cached
+	prevEnd   int                 // end offset of the token before p.tok
+	lastCol   colMark             // the last position posLoc computed
 
 	// the op being parsed by a custom parser
 	numResults int
@@ -561,4 +564,20 @@ func (p *Parser) defineValues(name string, vs []*Value, pos int) {
 		}
 		delete(s.forward, name)
 	}
+}
+
+// keep returns s, a slice of the source that the IR is about to hold (an
+// attribute name, a keyword), as a string of its own: a slice would keep
+// the whole source text alive as long as the IR. The copies are shared
+// within one parse, so each distinct name is allocated once.
+func (p *Parser) keep(s string) string {
+	if k, ok := p.kept[s]; ok {
+		return k
+	}
+	if p.kept == nil {
+		p.kept = map[string]string{}
+	}
+	k := strings.Clone(s)
+	p.kept[k] = k
+	return k
 }

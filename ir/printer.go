@@ -24,6 +24,13 @@ type Printer struct {
 	indent int
 	names  map[*Value]string
 	blocks map[*Block]string
+	// deferred are the isolated ops whose scopes are numbered only when
+	// they are printed, from the numbers given; named lists what has a
+	// name, so that a scope's names are dropped once it is printed (the
+	// names of a large module are never held all at once).
+	deferred    map[*Operation][2]int
+	namedValues []*Value
+	namedBlocks []*Block
 	// dialects are the default dialects of the enclosing custom ops.
 	dialects []string
 	// w, when set, receives the text as it is printed (see flush); werr is
@@ -95,7 +102,8 @@ func (op *Operation) GenericString() string {
 func (p *Printer) numberScope(op *Operation) { p.numberScopeFrom(op, 0, 0) }
 
 // numberScopeFrom is numberScope with value and argument numbers starting
-// at valueID and argID.
+// at valueID and argID. The scopes of the isolated children of a symbol
+// table are numbered only when they are printed (enterScope).
 func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
 	queue := append([]*Region(nil), op.regions...)
 	var isolated []*Operation
@@ -108,6 +116,7 @@ func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
 		blockID := 0
 		for b := r.first; b != nil; b = b.next {
 			p.blocks[b] = "^bb" + strconv.Itoa(blockID)
+			p.namedBlocks = append(p.namedBlocks, b)
 			blockID++
 			for _, a := range b.args {
 				if b == r.first {
@@ -117,6 +126,7 @@ func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
 					p.names[a] = "%" + strconv.Itoa(valueID)
 					valueID++
 				}
+				p.namedValues = append(p.namedValues, a)
 			}
 			for o := b.first; o != nil; o = o.next {
 				p.nameResults(o, &valueID)
@@ -129,7 +139,31 @@ func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
 		}
 	}
 	for _, o := range isolated {
-		p.numberScopeFrom(o, valueID, argID)
+		if p.deferred == nil {
+			p.deferred = map[*Operation][2]int{}
+		}
+		p.deferred[o] = [2]int{valueID, argID}
+	}
+}
+
+// enterScope numbers op's scope if it was deferred (see numberScopeFrom)
+// and returns the function that drops its names once op is printed.
+func (p *Printer) enterScope(op *Operation) func() {
+	start, ok := p.deferred[op]
+	if !ok {
+		return nil
+	}
+	delete(p.deferred, op)
+	nv, nb := len(p.namedValues), len(p.namedBlocks)
+	p.numberScopeFrom(op, start[0], start[1])
+	return func() {
+		for _, v := range p.namedValues[nv:] {
+			delete(p.names, v)
+		}
+		for _, b := range p.namedBlocks[nb:] {
+			delete(p.blocks, b)
+		}
+		p.namedValues, p.namedBlocks = p.namedValues[:nv], p.namedBlocks[:nb]
 	}
 }
 
@@ -139,6 +173,7 @@ func (p *Printer) nameResults(o *Operation, id *int) {
 	}
 	base := "%" + strconv.Itoa(*id)
 	*id++
+	p.namedValues = append(p.namedValues, o.results...)
 	if len(o.results) == 1 {
 		p.names[o.results[0]] = base
 		return
@@ -164,6 +199,9 @@ func (p *Printer) newline() {
 }
 
 func (p *Printer) printOp(op *Operation) {
+	if leave := p.enterScope(op); leave != nil {
+		defer leave()
+	}
 	if n := len(op.results); n > 0 {
 		base := p.ValueName(op.results[0])
 		if n > 1 {

@@ -409,6 +409,8 @@ func (t *OpaqueType) String() string { return t.text }
 
 // OpaqueTypeOf returns the dialect type !dialect.name<body>.
 func OpaqueTypeOf(dialect, name, body string) *OpaqueType {
+	// The interned type outlives the text it may be read from: copy.
+	dialect, name, body = strings.Clone(dialect), strings.Clone(name), strings.Clone(body)
 	text := "!" + dialect
 	if name != "" {
 		text += "." + name

@@ -13,11 +13,19 @@ import (
 type source struct {
 	name  string
 	text  string
+	path  string   // a file read again for the first snippet, when text is not kept
 	lines []string // without line ends, split at the first diagnostic
 }
 
 func newSource(name, text string) *source {
 	return &source{name: name, text: text}
+}
+
+// newFileSource is the source of the file at path, which is not kept in
+// memory while the IR read from it is (a large input would be held twice):
+// the first diagnostic that shows a line reads the file again.
+func newFileSource(name, path string) *source {
+	return &source{name: name, path: path}
 }
 
 // fileLoc finds the file:line:col inside loc (the first one of a fused
@@ -74,7 +82,13 @@ func (s *source) writeSnippet(w io.Writer, loc ir.Location) {
 		return
 	}
 	if s.lines == nil {
-		s.lines = strings.Split(s.text, "\n")
+		text := s.text
+		if text == "" && s.path != "" {
+			if t, err := readInputFile(s.path); err == nil {
+				text = t
+			}
+		}
+		s.lines = strings.Split(text, "\n")
 	}
 	if l.Line < 1 || l.Line > len(s.lines) {
 		return

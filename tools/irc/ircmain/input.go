@@ -1,12 +1,12 @@
 package ircmain
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/strata-ir/strata/runtime/interp"
 )
@@ -25,46 +25,48 @@ var maxInputBytes, maxStreamBytes int64 = 1 << 30, 256 << 20
 const parseBytesPerInputByte = 16
 
 // readBounded reads r, of size bytes when known (else -1), up to
-// maxInputBytes, and checks that parsing what it read fits in memory.
-func readBounded(r io.Reader, size int64) ([]byte, error) {
+// maxInputBytes, and checks that parsing what it read fits in memory. The
+// text is read straight into its string: a file's is allocated once, at
+// its size (no byte slice to convert, no buffer doubling past the end).
+func readBounded(r io.Reader, size int64) (string, error) {
 	if size > maxInputBytes {
-		return nil, fmt.Errorf("is %s, more than the %s irc reads", sizeString(size), sizeString(maxInputBytes))
+		return "", fmt.Errorf("is %s, more than the %s irc reads", sizeString(size), sizeString(maxInputBytes))
 	}
 	limit := maxInputBytes
-	var buf bytes.Buffer
+	var b strings.Builder
 	if size >= 0 {
-		buf.Grow(int(size) + 1)
+		b.Grow(int(size) + 1)
 	} else {
 		limit = min(limit, maxStreamBytes)
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	n, err := io.Copy(&b, io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if n > limit {
-		return nil, fmt.Errorf("is larger than the %s irc reads from a stream", sizeString(limit))
+		return "", fmt.Errorf("is larger than the %s irc reads from a stream", sizeString(limit))
 	}
 	if err := interp.CheckMemory(uint64(n) * parseBytesPerInputByte); err != nil {
-		return nil, fmt.Errorf("is %s: parsing it %w", sizeString(n), err)
+		return "", fmt.Errorf("is %s: parsing it %w", sizeString(n), err)
 	}
-	return buf.Bytes(), nil
+	return b.String(), nil
 }
 
 // readInputFile reads the named file (see readBounded).
-func readInputFile(path string) ([]byte, error) {
+func readInputFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, pathless(err)
+		return "", pathless(err)
 	}
 	defer f.Close()
 	size := int64(-1)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
 	} else if err == nil && st.IsDir() {
-		return nil, fmt.Errorf("is a directory")
+		return "", fmt.Errorf("is a directory")
 	}
-	b, err := readBounded(f, size)
-	return b, pathless(err)
+	text, err := readBounded(f, size)
+	return text, pathless(err)
 }
 
 // sizeString formats a byte count: "512 bytes", "1.0 GiB".

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"github.com/strata-ir/strata/internal/atomicfile"
 	"io"
+	"os"
+	"runtime/debug"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/frontend"
@@ -91,6 +93,9 @@ func (t *tool) opt(args []string) int {
 	if err != nil {
 		return t.usageErrorf("%v", err)
 	}
+	if limit := memoryLimitFor(len(text)); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+	}
 	var pm *passes.PassManager
 	if !f.runReproducer {
 		if pm, err = t.newPassManager(&f.pipelineFlags); err != nil {
@@ -101,9 +106,18 @@ func (t *tool) opt(args []string) int {
 	}
 
 	src := newSource(name, text)
+	if input != "-" {
+		src = newFileSource(name, input)
+	}
 	var out output
 	failed := false
-	for i, c := range splitInput(text, f.splitInput) {
+	// Each chunk's text is dropped once it is parsed: the IR of a large
+	// input should not share the memory with its text (see keep in ir).
+	chunks := splitInput(text, f.splitInput)
+	text = ""
+	for i := range chunks {
+		c := chunks[i]
+		chunks[i].text = ""
 		if i > 0 {
 			out.WriteString(splitMarker + "\n")
 		}
@@ -155,6 +169,30 @@ func (t *tool) opt(args []string) int {
 		return ExitDiagnostics
 	}
 	return ExitOK
+}
+
+// Large inputs get a soft memory limit (runtime/debug.SetMemoryLimit) in
+// proportion to their size: the collector then runs when the heap nears
+// what the IR needs, instead of letting it grow to twice its live size
+// (GOGC's default). The IR takes about 3 bytes per byte of text (ir's
+// op storage), and the text is live while it is parsed: 4.5 times the
+// input plus 64 MiB leaves room for the parser's garbage. Below 16 MiB the
+// default pacing costs little memory and no limit is set. The limit is
+// soft: a pipeline whose IR outgrows it makes the collector run more
+// often (at most half the CPU), never fails. GOMEMLIMIT overrides it.
+const (
+	memoryLimitFrom    = 16 << 20
+	memoryLimitPerByte = 4.5
+	memoryLimitBase    = 64 << 20
+)
+
+// memoryLimitFor returns the soft memory limit for an input of n bytes,
+// 0 for none.
+func memoryLimitFor(n int) int64 {
+	if n < memoryLimitFrom {
+		return 0
+	}
+	return int64(memoryLimitPerByte*float64(n)) + memoryLimitBase
 }
 
 // process parses, verifies and transforms one chunk. A module that failed
@@ -210,13 +248,13 @@ func (t *tool) readInput(input string) (name, text string, err error) {
 		if err != nil {
 			return "", "", fmt.Errorf("standard input: %w", err)
 		}
-		return "<stdin>", string(b), nil
+		return "<stdin>", b, nil
 	}
 	b, err := readInputFile(input)
 	if err != nil {
 		return "", "", fmt.Errorf("cannot read input file %s: %w", input, err)
 	}
-	return input, string(b), nil
+	return input, b, nil
 }
 
 // writeOutput writes out to the named file (atomically: see atomicfile.WriteAll),
