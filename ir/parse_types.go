@@ -483,6 +483,10 @@ func (p *Parser) parseShapedType(kind string) Type {
 		var layout, space Attribute
 		if p.consumeIf(",") {
 			layoutPos := p.tok.pos
+			if p.is(">") {
+				p.Errorf("expected list element, found %s", p.describe())
+				return nil
+			}
 			a := p.parseAttribute(nil)
 			if o, ok := a.(OpaqueAttr); ok && strings.HasPrefix(o.Text, "affine_map<") && !unranked {
 				if n, _ := checkAffine(o.Text, len("affine_map"), "affine_map"); n != len(shape) {
@@ -497,6 +501,16 @@ func (p *Parser) parseShapedType(kind string) Type {
 				}
 			} else {
 				space = a
+			}
+			// Nothing may follow the memory space.
+			if space != nil && p.consumeIf(",") {
+				extraPos := p.tok.pos
+				if extra := p.parseAttribute(nil); p.err == nil && isLayoutAttr(extra) {
+					p.failAt(extraPos, "expected memory space to be last in memref type")
+				} else {
+					p.failAt(extraPos, "multiple memory spaces specified in memref type")
+				}
+				return nil
 			}
 		}
 		if _, isType := space.(TypeAttr); isType {

@@ -98,3 +98,18 @@ func.func private @9lives()
 // expected-error@+1 {{expected at least one result for cast operation}}
 "builtin.unrealized_conversion_cast"() : () -> ()
 
+
+// -----
+
+// expected-error@+1 {{multiple memory spaces specified in memref type}}
+func.func private @f(memref<4xf32, 1, 2>)
+
+// -----
+
+// expected-error@+1 {{expected memory space to be last in memref type}}
+func.func private @f(memref<4xf32, affine_map<(d0) -> (d0)>, 1, affine_map<(d0) -> (d0)>>)
+
+// -----
+
+// expected-error@+1 {{expected list element}}
+func.func private @f(memref<4xf32, >)
