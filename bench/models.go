@@ -34,7 +34,7 @@ import (
 //	                                  suite's results format
 //
 // The rows are the issues' names: cnn_small_train, gpt2_prefill,
-// gpt2_decode, resnet50_infer, gpt2_train.
+// gpt2_decode, resnet50_infer, resnet50_train, gpt2_train.
 
 // ModelRow is one model workload.
 type ModelRow struct {
@@ -57,6 +57,8 @@ var ModelRows = []*ModelRow{
 		Tol: tolBF16 * 2, run: runGPT2Decode},
 	{Name: "resnet50_infer", Summary: "ResNet-50 inference (eval batch norm), bf16", Shape: "batch 64, 3×224×224",
 		Tol: 5e-2, Flops: 64 * 2 * 4_089_184_256, run: runResNetInfer},
+	{Name: "resnet50_train", Summary: "ResNet-50 training step (forward, backward, batch-norm running statistics; SGD momentum), bf16 mixed precision (f32 master weights)", Shape: "batch 64, 3×224×224",
+		Tol: 5e-2, Flops: 3 * 64 * 2 * 4_089_184_256, run: runResNetTrain},
 	{Name: "gpt2_train", Summary: "GPT-2 124M training step (forward, backward; AdamW), bf16 mixed precision with f32 master weights", Shape: "batch 8, seq 1024",
 		Tol: 2e-2, Flops: 3 * gpt2Flops(8, 1024), run: runGPT2Train},
 }
@@ -134,7 +136,7 @@ func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[s
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, "conv1.weight", "fc.weight", "bn2.bias")
+	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, trainOutputs{grads: []string{"conv1.weight", "fc.weight", "bn2.bias"}})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -150,10 +152,19 @@ func stepOptions(opts frontend.Options) frontend.Options {
 	return opts
 }
 
-// timeTrain times iters training steps (a gradient step on x, y, then
-// opt's update) and returns the first step's loss and the gradients of
-// the parameters named keep, read before the update replaces them.
-func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, iters int, log io.Writer, keep ...string) (map[string]*frontend.Tensor, *StrataMode, error) {
+// trainOutputs names what a training row compares with PyTorch besides
+// the first step's loss: the gradients of the parameters grads (as
+// "grad.NAME"), and the parameters and buffers after (as "after.NAME")
+// as the first step left them (updated weights, batch norm's running
+// statistics).
+type trainOutputs struct {
+	grads, after []string
+}
+
+// timeTrain times iters training steps of m (a gradient step on x, y,
+// then opt's update) and returns the outputs keep names, read before the
+// next step replaces them.
+func timeTrain(m any, step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, iters int, log io.Writer, keep trainOutputs) (map[string]*frontend.Tensor, *StrataMode, error) {
 	out := map[string]*frontend.Tensor{}
 	first := true
 	sm := &StrataMode{}
@@ -171,7 +182,7 @@ func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, it
 		if first {
 			out["loss"] = v[0]
 			for i, p := range step.Params() {
-				if slices.Contains(keep, p.Name) {
+				if slices.Contains(keep.grads, p.Name) {
 					out["grad."+p.Name] = grads[i]
 				}
 			}
@@ -189,6 +200,18 @@ func timeTrain(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, it
 			}
 			sm.FirstCallS = time.Since(t0).Seconds()
 			fmt.Fprintf(log, "  first step (gradients, optimizer) done in %.1f s\n", sm.FirstCallS)
+			for _, r := range nn.Refs(m) {
+				if slices.Contains(keep.after, r.Name) {
+					// A host copy: the next steps replace (on the GPU
+					// possibly reuse) the tensor's storage.
+					t := r.Tensor()
+					v := t.Float32s()
+					if err := t.Err(); err != nil {
+						return fmt.Errorf("%s after the first step: %w", r.Name, err)
+					}
+					out["after."+r.Name] = frontend.FromSlice(v, t.Shape()...)
+				}
+			}
 			first = false
 		}
 		return nil
@@ -391,6 +414,46 @@ func runResNetInfer(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 	return in, out, sm, nil
 }
 
+// resnetTrainOutputs are what resnet50_train compares with PyTorch: the
+// gradients of the stem, the first block's last batch norm and the
+// classifier, and after the first step the updated stem and classifier
+// weights and the stem's and the last block's running statistics.
+func resnetTrainOutputs(cfg resnet.Config) trainOutputs {
+	s, b := len(cfg.Blocks)-1, cfg.Blocks[len(cfg.Blocks)-1]-1
+	last := fmt.Sprintf("stages.%d.%d.c3.bn.", s, b)
+	return trainOutputs{
+		grads: []string{"stem.conv.weight", "stages.0.0.c3.bn.weight", "fc.weight"},
+		after: []string{"stem.conv.weight", "fc.bias", "stem.bn.running_mean", "stem.bn.running_var", last + "running_mean", last + "running_var"},
+	}
+}
+
+func runResNetTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	cfg, b, hw := resnet.ResNet50, 64, 224
+	if s == Small {
+		cfg, b, hw = resnet.Tiny, 4, 32
+	}
+	m := resnet.New(cfg)
+	g := nn.NewRNG(10)
+	x, y := g.Normal(1, b, 3, hw, hw), g.Int64s(cfg.Classes, b)
+	in := paramsOf(m, "")
+	in["input.x"], in["input.y"] = x, y
+	// The float32 master weights and running statistics live on the GPU;
+	// the step computes in bf16 (torch.autocast on the PyTorch side).
+	for _, r := range nn.Refs(m) {
+		*r.Ptr = onDevice(r.Tensor(), opts)
+	}
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, stepOptions(opts))
+	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4}, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, resnetTrainOutputs(cfg))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return in, out, sm, nil
+}
+
 func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg := gpt2Config(s)
 	b, t := 8, 1024
@@ -412,7 +475,7 @@ func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, "h.0.attn.c_attn.weight", "ln_f.weight")
+	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, trainOutputs{grads: []string{"h.0.attn.c_attn.weight", "ln_f.weight"}})
 	if err != nil {
 		return nil, nil, nil, err
 	}

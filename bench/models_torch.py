@@ -321,11 +321,14 @@ def gpt2_decode(t, new_tokens=128):
     return outs, modes, extra
 
 
-def resnet_forward(p, x):
+def resnet_forward(p, x, training=False):
+    """torchvision's resnet50 on the flat parameters p (package nn's names).
+    training: batch norm on the batch's statistics, updating the running
+    averages in place (momentum 0.1, as nn.BatchNorm2d)."""
     def cbn(pre, h, stride, pad):
         h = F.conv2d(h, p[pre + ".conv.weight"], None, stride=stride, padding=pad)
         return F.batch_norm(h, p[pre + ".bn.running_mean"], p[pre + ".bn.running_var"], p[pre + ".bn.weight"],
-                            p[pre + ".bn.bias"], training=False, eps=1e-5)
+                            p[pre + ".bn.bias"], training=training, momentum=0.1, eps=1e-5)
     h = F.relu(cbn("stem", x, 2, 3))
     h = F.max_pool2d(h, 3, 2, 1)
     s = 0
@@ -358,11 +361,67 @@ def resnet50_infer(t):
     return outs, modes
 
 
+def resnet50_train(t):
+    # Channels-last float32 master weights and images on the GPU, as
+    # Strata's row; the step computes under bf16 autocast.
+    p = {k: v.to(DEV) for k, v in t.items() if not k.startswith("input.")}
+    p = {k: (v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v) for k, v in p.items()}
+    x = t["input.x"].to(DEV).contiguous(memory_format=torch.channels_last)
+    y = t["input.y"].to(DEV)
+    names = [k for k in p if not k.endswith(("running_mean", "running_var"))]
+    for k in names:
+        p[k].requires_grad_(True)
+
+    def loss_fn(p, x, y):
+        # bf16 mixed precision (AMP): f32 master weights, autocast compute,
+        # the cross-entropy (label smoothing 0.1) on f32 logits, as
+        # Strata's resnet.MixedLoss.
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = resnet_forward(p, x, training=True)
+        return F.cross_entropy(logits.float(), y, label_smoothing=0.1)
+
+    opt = torch.optim.SGD([p[k] for k in names], lr=0.1, momentum=0.9, weight_decay=1e-4, foreach=True)
+    # The first step, as Strata's: loss and gradients (the running
+    # statistics updated once), then the optimizer's update.
+    loss = loss_fn(p, x, y)
+    grads = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
+    outs = {"loss": loss}
+    for k in ("stem.conv.weight", "stages.0.0.c3.bn.weight", "fc.weight"):
+        outs["grad." + k] = grads[k]
+    for k in names:
+        p[k].grad = grads[k]
+    opt.step()
+    s = 0
+    while f"stages.{s + 1}.0.c1.conv.weight" in p:
+        s += 1
+    b = 0
+    while f"stages.{s}.{b + 1}.c1.conv.weight" in p:
+        b += 1
+    last = f"stages.{s}.{b}.c3.bn."
+    for k in ("stem.conv.weight", "fc.bias", "stem.bn.running_mean", "stem.bn.running_var",
+              last + "running_mean", last + "running_var"):
+        outs["after." + k] = p[k].detach().clone()
+
+    def make_step(f):
+        def step():
+            opt.zero_grad(set_to_none=True)
+            f(p, x, y).backward()
+            opt.step()
+        return step
+
+    modes = {"eager": {"ms": median_ms(make_step(loss_fn))}}
+    if compiles("resnet50_train"):
+        c = torch.compile(loss_fn)
+        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
+    return outs, modes
+
+
 ROWS = {
     "cnn_small_train": cnn_small_train,
     "gpt2_prefill": gpt2_prefill,
     "gpt2_decode": gpt2_decode,
     "resnet50_infer": resnet50_infer,
+    "resnet50_train": resnet50_train,
     "gpt2_train": gpt2_train,
 }
 

@@ -82,6 +82,21 @@ func (m *ResNet) Loss(in ...*frontend.Tensor) []*frontend.Tensor {
 	return []*frontend.Tensor{nn.CrossEntropy(m.Forward(in[0]), in[1], 0.1)}
 }
 
+// MixedLoss is Loss computed in dt (bf16 mixed precision, as PyTorch's
+// autocast trains): the images and the float32 parameters are cast to dt
+// (nn.Autocast: the parameters stay float32 master weights and their
+// gradients come out float32), batch norm keeps its statistics and
+// running averages in float32, and the logits are cast back to float32
+// for the cross-entropy.
+func (m *ResNet) MixedLoss(dt frontend.DType) func(in ...*frontend.Tensor) []*frontend.Tensor {
+	return func(in ...*frontend.Tensor) []*frontend.Tensor {
+		return nn.Autocast(m, dt, func() []*frontend.Tensor {
+			logits := m.Forward(in[0].Cast(dt)).Cast(frontend.Float32)
+			return []*frontend.Tensor{nn.CrossEntropy(logits, in[1], 0.1)}
+		})
+	}
+}
+
 // ParamCount returns the number of parameters of cfg's model without
 // building it.
 func ParamCount(cfg Config) int {
