@@ -209,7 +209,12 @@ func TestConvMMAProperty(t *testing.T) {
 		if groups == 1 {
 			want = 1
 		}
-		if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != want {
+		// With n = o = 1 the nest reads both operands at index 0 of its
+		// first two dimensions, and convPlan leaves such an ambiguous nest
+		// to the SIMT mapping (unless another route, such as the 1×1 conv
+		// as a matmul, takes it): either count is right there.
+		ambiguous := n == 1 && o == 1
+		if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != want && !(ambiguous && got == 0) {
 			rt.Fatalf("%d mma kernels, want %d:\n%s", got, want, src)
 		}
 		if err := passtest.CheckSemantics(p, pipeline, rapid.Int64().Draw(rt, "seed")); err != nil {
