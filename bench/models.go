@@ -34,7 +34,7 @@ import (
 //	                                  suite's results format
 //
 // The rows are the issues' names: cnn_small_train, gpt2_prefill,
-// gpt2_decode, resnet50_infer, resnet50_train, gpt2_train.
+// gpt2_decode, gpt2_dynamic, resnet50_infer, resnet50_train, gpt2_train.
 
 // ModelRow is one model workload.
 type ModelRow struct {
@@ -55,6 +55,8 @@ var ModelRows = []*ModelRow{
 		Tol: tolBF16 * 2, Flops: gpt2Flops(8, 1024), run: runGPT2Prefill},
 	{Name: "gpt2_decode", Summary: "GPT-2 124M greedy decoding with a KV cache, 128 new tokens after 128, bf16, reduce-overhead (CUDA graphs) on both sides", Shape: "batch 1, 128+128",
 		Tol: tolBF16 * 2, run: runGPT2Decode},
+	{Name: "gpt2_dynamic", Summary: "GPT-2 124M forward at 10 sequence lengths compiled once (dynamic sequence length), logits of the last position, bf16; ms is one pass over the lengths, total_s the first pass (compiles included)", Shape: "batch 8, seq 128…1024 (10 lengths)",
+		Tol: tolBF16 * 2, Flops: gpt2DynamicFlops(), run: runGPT2Dynamic},
 	{Name: "resnet50_infer", Summary: "ResNet-50 inference (eval batch norm), bf16", Shape: "batch 64, 3×224×224",
 		Tol: 5e-2, Flops: 64 * 2 * 4_089_184_256, run: runResNetInfer},
 	{Name: "resnet50_train", Summary: "ResNet-50 training step (forward, backward, batch-norm running statistics; SGD momentum), bf16 mixed precision (f32 master weights)", Shape: "batch 64, 3×224×224",
@@ -70,6 +72,25 @@ func gpt2Flops(b, t int64) int64 {
 	perTok := l*(2*d*3*d+2*d*d+2*2*d*4*d) + 2*d*v
 	attn := l * 2 * 2 * t * t * d / 2 // causal: half of q·kᵀ and p·v
 	return b*t*perTok + b*attn
+}
+
+// gpt2DynamicLengths are gpt2_dynamic's sequence lengths at size s
+// (all ≥ 2: a length of 1 is specialized, as in PyTorch).
+func gpt2DynamicLengths(s Size) []int {
+	if s == Small {
+		return []int{2, 3, 4, 5, 6, 8, 10, 12, 14, 16}
+	}
+	return []int{128, 200, 256, 384, 448, 512, 640, 768, 900, 1024}
+}
+
+// gpt2DynamicFlops counts the products of one pass of gpt2_dynamic (as
+// gpt2Flops, causal attention's half of the scores).
+func gpt2DynamicFlops() int64 {
+	var f int64
+	for _, t := range gpt2DynamicLengths(Full) {
+		f += gpt2Flops(8, int64(t))
+	}
+	return f
 }
 
 // timeCalls runs call iters times after one warm-up and the final JIT
@@ -363,6 +384,100 @@ func runGPT2Decode(s Size, opts frontend.Options, iters int, log io.Writer) (map
 	return in, out, sm, nil
 }
 
+// runGPT2Dynamic runs GPT-2's prefill compiled once for every sequence
+// length (gpt2.DynamicPrefill) over the lengths of gpt2DynamicLengths:
+// the tokens of each are the first T of one [B, Tmax] draw. FirstCallS is
+// the first length's call, TotalS the first pass (compile and one call
+// per length), Ms a later pass, Compiles the graphs compiled; the outputs
+// are each length's logits at its last position.
+func runGPT2Dynamic(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	cfg := gpt2Config(s)
+	lengths := gpt2DynamicLengths(s)
+	b, tmax := 8, slices.Max(lengths)
+	if s == Small {
+		b = 2
+	}
+	m, err := newGPT2(s, frontend.BFloat16)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	all := tokens(nn.NewRNG(7), cfg.Vocab, b, tmax)
+	in := paramsOf(m, "")
+	in["input.idx"] = all
+	lens := make([]int64, len(lengths))
+	for i, t := range lengths {
+		lens[i] = int64(t)
+	}
+	in["input.lengths"] = frontend.FromSlice(lens, len(lens))
+	for _, r := range nn.Refs(m) {
+		*r.Ptr = onDevice(r.Tensor(), opts)
+	}
+	ids := all.Int64s()
+	idxs := make([]*frontend.Tensor, len(lengths))
+	for i, t := range lengths {
+		p := make([]int64, 0, b*t)
+		for r := range b {
+			p = append(p, ids[r*tmax:r*tmax+t]...)
+		}
+		idxs[i] = onDevice(frontend.FromSlice(p, b, t), opts)
+	}
+	pf, err := gpt2.NewDynamicPrefill(m, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The last position's logits, by a gather of index T-1 (a slice would
+	// need a static T): one graph for every length too.
+	last, err := frontend.Compile(func(l, i *frontend.Tensor) *frontend.Tensor {
+		return l.Gather(i, 1).Flatten(1, 2).Cast(frontend.Float32)
+	}, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sm := &StrataMode{}
+	out := map[string]*frontend.Tensor{}
+	logits := make([]*frontend.Tensor, len(lengths))
+	t0 := time.Now()
+	for i, idx := range idxs {
+		if logits[i], err = pf.Call(idx); err == nil {
+			err = frontend.Synchronize()
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("gpt2_dynamic: length %d: %w", lengths[i], err)
+		}
+		if i == 0 {
+			sm.FirstCallS = time.Since(t0).Seconds()
+		}
+	}
+	sm.TotalS = time.Since(t0).Seconds()
+	for i, t := range lengths {
+		at := onDevice(frontend.FromSlice([]int64{int64(t - 1)}, 1), opts)
+		lr, err := last.Call(frontend.MarkDynamic(logits[i], 1), at)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		out[fmt.Sprintf("logits_last.%d", t)] = lr[0]
+		lr[0].Float64s()
+	}
+	if st := last.Stats(); st.Compiles != 1 {
+		fmt.Fprintf(log, "gpt2_dynamic: the last-position gather compiled %d times\n", st.Compiles)
+	}
+	pass := func() error {
+		for _, idx := range idxs {
+			if _, err := pf.Call(idx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if sm.Ms, err = timeCalls(max(iters/4, 1), pass); err != nil {
+		return nil, nil, nil, err
+	}
+	st := pf.Compiled().Frontend().Stats()
+	sm.Compiles = st.Compiles
+	fmt.Fprintf(log, "gpt2_dynamic: %d lengths, stats %+v\n", len(lengths), st)
+	return in, out, sm, nil
+}
+
 func runResNetInfer(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg, b, hw := resnet.ResNet50, 64, 224
 	if s == Small {
@@ -613,6 +728,9 @@ func ReportModels(dir string) (*Results, error) {
 			}
 			if d := wr.Torch["default"]; d != nil && d.FirstCallS > 0 && sm.FirstCallS > 0 {
 				wr.Ratios["first_call"] = sm.FirstCallS / d.FirstCallS
+			}
+			if d := wr.Torch["default"]; d != nil && d.TotalS > 0 && sm.TotalS > 0 {
+				wr.Ratios["total"] = sm.TotalS / d.TotalS
 			}
 			if row.Flops > 0 && sm.Ms > 0 {
 				wr.Rate, wr.RateUnit = float64(row.Flops)/(sm.Ms*1e-3)/1e12, "TFLOP/s"

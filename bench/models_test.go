@@ -32,6 +32,9 @@ func TestModelRowsSmall(t *testing.T) {
 		if sm.Error != "" || sm.Ms <= 0 || sm.FirstCallS <= 0 {
 			t.Fatalf("%s: %+v", name, sm)
 		}
+		if name == "gpt2_dynamic" && (sm.Compiles != 1 || sm.TotalS < sm.FirstCallS) {
+			t.Errorf("%s: %+v, want one compile for %d lengths", name, sm, len(gpt2DynamicLengths(Small)))
+		}
 		in, err := safetensors.Read(filepath.Join(dir, name+".in.safetensors"))
 		if err != nil {
 			t.Fatal(err)

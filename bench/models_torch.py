@@ -9,9 +9,10 @@ nn's Refs) and its inputs (input.*), and NAME.strata.safetensors Strata's
 outputs. This script builds the same model in PyTorch from those weights,
 writes eager PyTorch's outputs to NAME.torch.safetensors (the reference
 the report checks Strata against), times eager and torch.compile, and
-writes DIR/models-torch.json (workload -> modes -> ms, first_call_s). For
-gpt2_prefill it also runs the model in float32 on the same weights and
-writes NAME.f32.safetensors, the reference both bf16 results are held to.
+writes DIR/models-torch.json (workload -> modes -> ms, first_call_s; for
+gpt2_dynamic also total_s and compiles). For gpt2_prefill and gpt2_dynamic
+it also runs the model in float32 on the same weights and writes
+NAME.f32.safetensors, the reference both bf16 results are held to.
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -224,6 +225,49 @@ def gpt2_prefill(t):
     return outs, modes
 
 
+def gpt2_dynamic(t):
+    """GPT-2's prefill at every length of input.lengths (tokens: the first T
+    of input.idx), torch.compile(dynamic=True) over them all: the first pass
+    from a cold cache (total_s, first_call_s: its first length), the graphs
+    Inductor compiled on the way (compiles), and a later pass (ms)."""
+    p = gpt2_params(t, torch.bfloat16)
+    full = t["input.idx"].to(DEV)
+    lengths = [int(n) for n in t["input.lengths"].tolist()]
+    idxs = [full[:, :n].contiguous() for n in lengths]
+    h = heads_of(p)
+    with torch.no_grad():
+        f = lambda idx: gpt2_logits(p, idx, h)
+        outs = {f"logits_last.{n}": f(idx)[:, -1, :] for n, idx in zip(lengths, idxs)}
+        p32 = {k: v.float() for k, v in p.items()}
+        REFS["gpt2_dynamic"] = {f"logits_last.{n}": gpt2_logits(p32, idx, h)[:, -1, :].float()
+                                for n, idx in zip(lengths, idxs)}
+        del p32
+        run_pass = lambda g: [g(idx) for idx in idxs]
+        modes = {"eager": {"ms": median_ms(lambda: run_pass(f))}}
+        if compiles("gpt2_dynamic"):
+            from torch._inductor.compile_fx import compile_fx
+            graphs = [0]
+
+            def inductor(gm, example_inputs):  # the default backend, counted
+                graphs[0] += 1
+                return compile_fx(gm, example_inputs)
+
+            torch._dynamo.reset()
+            c = torch.compile(f, dynamic=True, backend=inductor)
+            sync()
+            t0 = time.perf_counter()
+            first = None
+            for idx in idxs:
+                c(idx)
+                sync()
+                if first is None:
+                    first = time.perf_counter() - t0
+            total = time.perf_counter() - t0
+            modes["default"] = {"first_call_s": first, "total_s": total, "compiles": graphs[0],
+                                "ms": median_ms(lambda: run_pass(c))}
+    return outs, modes
+
+
 def gpt2_train(t):
     p = gpt2_params(t, torch.float32)
     x, y = t["input.x"].to(DEV), t["input.y"].to(DEV)
@@ -420,6 +464,7 @@ ROWS = {
     "cnn_small_train": cnn_small_train,
     "gpt2_prefill": gpt2_prefill,
     "gpt2_decode": gpt2_decode,
+    "gpt2_dynamic": gpt2_dynamic,
     "resnet50_infer": resnet50_infer,
     "resnet50_train": resnet50_train,
     "gpt2_train": gpt2_train,

@@ -91,6 +91,9 @@ type StrataMode struct {
 	// WallMs is the host clock's milliseconds per call over back-to-back
 	// calls (see WallTimer): the launch cost of a launch-bound program.
 	WallMs float64 `json:"wall_ms,omitempty"`
+	// Compiles is, for a dynamic workload, the number of graphs compiled
+	// over all its variants (the target is one).
+	Compiles int `json:"compiles,omitempty"`
 	// Kernels is the number of kernels one call launches (0: unknown).
 	Kernels int `json:"kernels,omitempty"`
 	// VsDefault compares this mode's results with the default mode's.
@@ -108,7 +111,9 @@ type TorchMode struct {
 	TotalS     float64 `json:"total_s,omitempty"`
 	// WallMs is StrataMode.WallMs measured the same way.
 	WallMs float64 `json:"wall_ms,omitempty"`
-	Error  string  `json:"error,omitempty"`
+	// Compiles is StrataMode.Compiles: the graphs Dynamo compiled.
+	Compiles int    `json:"compiles,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // TorchSide is the JSON torch_side.py writes.

@@ -164,6 +164,54 @@ func (a *CausalSelfAttention) ForwardRows(x *frontend.Tensor, b, t int) *fronten
 	return a.merge(frontend.Attention(q, k, v, frontend.AttentionOptions{Causal: true}))
 }
 
+// ForwardRowsMasked is ForwardRows for a sequence length t that may be
+// symbolic (frontend.Size, in a graph compiled for every length): keep
+// is the causal mask, Bool [1, 1, T, T] true where key j ≤ query i (see
+// CausalMask). Nothing reads t as a Go int, so the graph stays dynamic:
+// q, k and v come from column slices of c_attn's (static) weight rather
+// than slices of its product (a slice has static sizes), and attention
+// takes the mask instead of its causal flag (whose mask the lowering
+// builds from static lengths only).
+func (a *CausalSelfAttention) ForwardRowsMasked(x *frontend.Tensor, b, t frontend.Size, keep *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x, keep, a.CAttn.Weight, a.CAttn.Bias); f != nil {
+		return f
+	}
+	d := a.CAttn.Weight.Dim(0)
+	if x.Rank() != 2 || x.Dim(1) != d {
+		return errorf("CausalSelfAttention: input of shape %v, want [B·T, %d]", x.Shape(), d)
+	}
+	if a.Heads < 1 || d%a.Heads != 0 || a.CAttn.Weight.Dim(1) != 3*d {
+		return errorf("CausalSelfAttention: width %d, c_attn %v and %d heads do not fit", d, a.CAttn.Weight.Shape(), a.Heads)
+	}
+	dh := d / a.Heads
+	part := func(i int) *frontend.Tensor {
+		w := a.CAttn.Weight.Slice([]int{0, i * d}, []int{d, (i + 1) * d}, nil)
+		y := x.MatMul(w)
+		if a.CAttn.Bias != nil {
+			y = y.Add(a.CAttn.Bias.Slice([]int{i * d}, []int{(i + 1) * d}, nil))
+		}
+		// [B·T, d] → [B, H, T, dh]
+		return y.ReshapeS(b, t, frontend.Sz(a.Heads), frontend.Sz(dh)).Transpose(0, 2, 1, 3)
+	}
+	o := frontend.Attention(part(0), part(1), part(2), frontend.AttentionOptions{Mask: keep})
+	return a.CProj.Forward(o.Transpose(0, 2, 1, 3).ReshapeS(b.Mul(t), frontend.Sz(d)))
+}
+
+// CausalMask returns the Bool mask [1, 1, T, T] that keeps key j for
+// query i when pos[j] ≤ pos[i], from the int64 positions pos [T]: with
+// pos 0…T-1 it is the causal mask, built from an argument so that T may
+// stay symbolic.
+func CausalMask(pos *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(pos); f != nil {
+		return f
+	}
+	if pos.Rank() != 1 {
+		return errorf("CausalMask: positions of shape %v, want [T]", pos.Shape())
+	}
+	t, one := pos.Size(0), frontend.Sz(1)
+	return pos.ReshapeS(one, one, one, t).Cmp("le", pos.ReshapeS(one, one, t, one))
+}
+
 // asSeq applies f, a function of rows [B·T, d], to x [B, T, d].
 func asSeq(x *frontend.Tensor, f func(rows *frontend.Tensor, b, t int) *frontend.Tensor) *frontend.Tensor {
 	if e := firstErr(x); e != nil {
@@ -290,6 +338,14 @@ func (b *GPT2Block) Forward(x *frontend.Tensor) *frontend.Tensor {
 // of t tokens.
 func (b *GPT2Block) ForwardRows(x *frontend.Tensor, bs, t int) *frontend.Tensor {
 	x = x.Add(b.Attn.ForwardRows(b.Ln1.Forward(x), bs, t))
+	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
+}
+
+// ForwardRowsMasked is ForwardRows with a sequence length that may be
+// symbolic and the causal mask keep (see
+// CausalSelfAttention.ForwardRowsMasked).
+func (b *GPT2Block) ForwardRowsMasked(x *frontend.Tensor, bs, t frontend.Size, keep *frontend.Tensor) *frontend.Tensor {
+	x = x.Add(b.Attn.ForwardRowsMasked(b.Ln1.Forward(x), bs, t, keep))
 	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
 }
 

@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -55,6 +56,43 @@ func TestCausalSelfAttention(t *testing.T) {
 		near(rt, "attention", a.Forward(tensor(x, frontend.Float32)), x.shape, refSelfAttention(rt, a, x), 1e-4)
 		gradCheck(rt, r, a, a.Forward, tensor(x, frontend.Float64), true)
 	})
+}
+
+// TestCausalSelfAttentionMasked checks the form that keeps the sequence
+// length symbolic (weight slices, an explicit causal mask from the
+// positions) against the float64 reference, on rows [B·T, d].
+func TestCausalSelfAttentionMasked(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		heads := rapid.IntRange(1, 3).Draw(rt, "heads")
+		d := heads * rapid.IntRange(1, 3).Draw(rt, "dh")
+		b, tt := rapid.IntRange(1, 2).Draw(rt, "b"), rapid.IntRange(1, 5).Draw(rt, "t")
+		a := nn.NewCausalSelfAttention(nn.NewRNG(r.Uint64()), d, heads, 1)
+		g := nn.NewRNG(r.Uint64())
+		a.CAttn.Weight, a.CAttn.Bias = g.Uniform(-1, 1, d, 3*d), g.Uniform(-1, 1, 3*d)
+		x := randND(r, b, tt, d)
+		rows := tensor(x, frontend.Float32).Reshape(b*tt, d)
+		keep := nn.CausalMask(frontend.Arange(tt))
+		got := a.ForwardRowsMasked(rows, frontend.Sz(b), frontend.Sz(tt), keep).Reshape(b, tt, d)
+		near(rt, "masked attention", got, x.shape, refSelfAttention(rt, a, x), 1e-4)
+	})
+}
+
+func TestCausalMaskErrors(t *testing.T) {
+	if err := nn.CausalMask(frontend.Zeros(frontend.Int64, 2, 2)).Err(); err == nil {
+		t.Error("CausalMask of a [2, 2] tensor: no error")
+	}
+	a := nn.NewCausalSelfAttention(nn.NewRNG(1), 4, 2, 1)
+	keep := nn.CausalMask(frontend.Arange(3))
+	if err := a.ForwardRowsMasked(frontend.Zeros(frontend.Float32, 3, 5), frontend.Sz(1), frontend.Sz(3), keep).Err(); err == nil {
+		t.Error("rows of width 5 for a layer of width 4: no error")
+	}
+	if got := fmt.Sprint(keep.Shape()); got != "[1 1 3 3]" {
+		t.Errorf("mask shape %s", got)
+	}
+	if got := fmt.Sprint(keep.Reshape(9).Float64s()); got != "[1 0 0 1 1 0 1 1 1]" {
+		t.Errorf("mask %s, want the lower triangle", got)
+	}
 }
 
 // TestGPT2Block checks the block against its parts' references and its

@@ -37,8 +37,10 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if f := firstErr(x, l.Weight, l.Bias); f != nil {
 		return f
 	}
-	in := l.Weight.Shape()[0]
-	if x.Rank() == 0 || x.Shape()[x.Rank()-1] != in {
+	// Only the last size is read (static in a model whose sequence
+	// length is symbolic: reading the others would specialize the graph).
+	in := l.Weight.Dim(0)
+	if x.Rank() == 0 || x.Dim(-1) != in {
 		return errorf("Linear: input of shape %v, want [..., %d]", x.Shape(), in)
 	}
 	return matmul2D(x, l.Weight, l.Bias)
@@ -48,21 +50,21 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 // product of x's rows flattened to [rows, K]: a plain 2-D matmul is what
 // the GPU lowering hands to cuBLASLt or its tensor-core kernels (a batched
 // matmul with a broadcast weight is not).
+// Sizes stay symbolic where they are (frontend.Size): a dynamic sequence
+// length is not specialized.
 func matmul2D(x, w, b *frontend.Tensor) *frontend.Tensor {
-	xs := x.Shape()
-	if len(xs) > 2 {
-		rows := 1
-		for _, d := range xs[:len(xs)-1] {
-			rows *= d
-		}
-		x = x.Reshape(rows, xs[len(xs)-1])
+	r := x.Rank()
+	var lead []frontend.Size
+	if r > 2 {
+		lead = x.Sizes()[:r-1]
+		x = x.Flatten(0, r-2)
 	}
 	y := x.MatMul(w)
 	if b != nil {
 		y = y.Add(b)
 	}
-	if len(xs) > 2 {
-		y = y.Reshape(append(xs[:len(xs)-1:len(xs)-1], w.Shape()[1])...)
+	if r > 2 {
+		y = y.ReshapeS(append(lead, w.Size(1))...)
 	}
 	return y
 }
@@ -110,8 +112,8 @@ func (l *LayerNorm) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if f := firstErr(x, l.Weight, l.Bias); f != nil {
 		return f
 	}
-	d := l.Weight.Shape()[0]
-	if x.Rank() == 0 || x.Shape()[x.Rank()-1] != d {
+	d := l.Weight.Dim(0)
+	if x.Rank() == 0 || x.Dim(-1) != d {
 		return errorf("LayerNorm: input of shape %v, want [..., %d]", x.Shape(), d)
 	}
 	return x.LayerNorm(l.Weight, l.Bias, -1, l.Eps)

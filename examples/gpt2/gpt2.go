@@ -123,6 +123,73 @@ func (m *Model) Logits(idx *frontend.Tensor) *frontend.Tensor {
 	return l.Reshape(idx.Shape()[0], idx.Shape()[1], m.cfg.Vocab)
 }
 
+// LogitsAt is Logits for tokens idx [B, T] at positions pos (int64 [T],
+// 0…T-1) written so that the sequence length may stay symbolic: compiled
+// with T dynamic (DynamicPrefill), one graph serves every length. It reads
+// no size of T as a Go int: the positions come in as an argument (a range
+// made in the graph has a static size), the causal mask is built from
+// them (nn.CausalMask), and the blocks run nn.GPT2Block.ForwardRowsMasked.
+// The caller checks T ≤ Ctx (DynamicPrefill.Call does).
+func (m *Model) LogitsAt(idx, pos *frontend.Tensor) *frontend.Tensor {
+	if idx.Err() != nil {
+		return idx
+	}
+	if pos.Err() != nil {
+		return pos
+	}
+	if idx.Rank() != 2 || pos.Rank() != 1 {
+		return frontend.Failed(fmt.Errorf("gpt2: tokens of shape %v and positions of shape %v, want [B, T] and [T]", idx.Shape(), pos.Shape()))
+	}
+	b, t := idx.Size(0), idx.Size(1)
+	// [B, T, D] + [T, D], as rows [B·T, D]
+	x := m.Wte.Forward(idx).Add(m.Wpe.Forward(pos)).Flatten(0, 1)
+	keep := nn.CausalMask(pos)
+	for _, blk := range m.H {
+		x = blk.ForwardRowsMasked(x, b, t, keep)
+	}
+	return m.head(x).ReshapeS(b, t, frontend.Sz(m.cfg.Vocab))
+}
+
+// DynamicPrefill is the model's logits compiled once for every sequence
+// length (as torch.compile(dynamic=True)): the tokens' dim 1 and the
+// positions are marked dynamic, and LogitsAt keeps them symbolic.
+type DynamicPrefill struct {
+	m *Model
+	c *nn.Compiled
+}
+
+// NewDynamicPrefill compiles m.LogitsAt with opts.
+func NewDynamicPrefill(m *Model, opts frontend.Options) (*DynamicPrefill, error) {
+	c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
+		return []*frontend.Tensor{m.LogitsAt(in[0], in[1])}
+	}, 2, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &DynamicPrefill{m: m, c: c}, nil
+}
+
+// Compiled returns the compiled function (for its Stats).
+func (p *DynamicPrefill) Compiled() *nn.Compiled { return p.c }
+
+// Call returns the logits [B, T, Vocab] of tokens idx [B, T], T ≤ Ctx
+// (it marks idx's dim 1 dynamic).
+func (p *DynamicPrefill) Call(idx *frontend.Tensor) (*frontend.Tensor, error) {
+	if bad := p.m.check(idx); bad != nil {
+		return nil, bad.Err()
+	}
+	t := idx.Shape()[1]
+	pos := frontend.Arange(t)
+	if idx.IsGPU() {
+		pos = pos.ToGPU()
+	}
+	res, err := p.c.Call(frontend.MarkDynamic(idx, 1), frontend.MarkDynamic(pos, 0))
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
 // Loss is the mean cross-entropy of predicting targets [B, T] from tokens
 // [B, T] (in[0] and in[1]), computed in float32 or wider whatever the
 // model's precision (as PyTorch's autocast computes cross_entropy).

@@ -18,10 +18,11 @@ import (
 // errLowered stops a call once the lowering backend has lowered its graphs.
 var errLowered = errors.New("lowered")
 
-// lowered is one graph the lowering backend saw: its graph.matmul count
-// and its kernels by mapping.
+// lowered is one graph the lowering backend saw: its graph.matmul count,
+// whether some size is symbolic ("?"), and its kernels by mapping.
 type lowered struct {
 	matmuls  int
+	dynamic  bool
 	mappings map[string]int
 }
 
@@ -35,7 +36,8 @@ func loweringBackend(t *testing.T) (string, func() []lowered) {
 	)
 	name := "lowering-" + t.Name()
 	frontend.RegisterBackend(name, frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
-		l := lowered{matmuls: strings.Count(ir.Sprint(g.Module, ir.PrintOptions{}), `"graph.matmul"`), mappings: map[string]int{}}
+		in := ir.Sprint(g.Module, ir.PrintOptions{})
+		l := lowered{matmuls: strings.Count(in, `"graph.matmul"`), dynamic: strings.Contains(in, "?"), mappings: map[string]int{}}
 		pm, err := passes.Parse("builtin.module(" + togpu.FlashPassName + ",lower-to-gpu)")
 		if err != nil {
 			return nil, err

@@ -72,6 +72,9 @@ func run(args []string) error {
 		for _, w := range r.Workloads {
 			s := w.Strata["default"]
 			line := fmt.Sprintf("%-16s strata %8.3f ms (first call %.2f s)", w.Name, s.Ms, s.FirstCallS)
+			if s.Compiles > 0 {
+				line += fmt.Sprintf(" (total %.2f s, %d compiles)", s.TotalS, s.Compiles)
+			}
 			if s.Error != "" {
 				line = fmt.Sprintf("%-16s strata error: %s", w.Name, s.Error)
 			}
@@ -81,6 +84,9 @@ func run(args []string) error {
 						line += fmt.Sprintf(" | torch %s error: %.80s", m, t.Error)
 					} else {
 						line += fmt.Sprintf(" | torch %s %.3f ms", m, t.Ms)
+						if t.Compiles > 0 {
+							line += fmt.Sprintf(" (total %.2f s, %d compiles)", t.TotalS, t.Compiles)
+						}
 					}
 				}
 			}

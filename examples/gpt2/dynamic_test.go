@@ -1,0 +1,105 @@
+package gpt2
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/passes/togpu"
+)
+
+// TestDynamicPrefillCompilesOnce calls the compiled prefill of the toy
+// model at several sequence lengths: one compile serves them all, and
+// every call's logits equal the static model's (Logits, run eagerly).
+func TestDynamicPrefillCompilesOnce(t *testing.T) {
+	for _, be := range []string{frontend.InterpBackend, frontend.CPUBackend} {
+		t.Run(be, func(t *testing.T) {
+			m := New(Toy)
+			p, err := NewDynamicPrefill(m, frontend.Options{Backend: be})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lengths := []int{5, 9, 16, 2, 7, 9}
+			for i, n := range lengths {
+				idx := nn.NewRNG(uint64(10+i)).Int64s(Toy.Vocab, 2, n)
+				got, err := p.Call(idx)
+				if err != nil {
+					t.Fatalf("T=%d: %v", n, err)
+				}
+				want := m.Logits(idx)
+				if fmt.Sprint(got.Shape()) != fmt.Sprint(want.Shape()) {
+					t.Fatalf("T=%d: logits of shape %v, want %v", n, got.Shape(), want.Shape())
+				}
+				if d := maxDiff(got.Float64s(), want.Float64s()); d > 1e-4 {
+					t.Errorf("T=%d: logits differ from the static model's by %g", n, d)
+				}
+			}
+			st := p.Compiled().Frontend().Stats()
+			if st.Compiles != 1 || st.Recompiles != 0 || st.Calls != len(lengths) {
+				t.Errorf("stats %+v, want 1 compile for %d calls", st, len(lengths))
+			}
+		})
+	}
+}
+
+// TestDynamicPrefillChecksLength: a sequence longer than the context is
+// an error, not a call.
+func TestDynamicPrefillChecksLength(t *testing.T) {
+	p, err := NewDynamicPrefill(New(Toy), frontend.Options{Backend: frontend.InterpBackend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Call(nn.NewRNG(1).Int64s(Toy.Vocab, 1, Toy.Ctx+1)); err == nil {
+		t.Errorf("%d tokens in a context of %d: no error", Toy.Ctx+1, Toy.Ctx)
+	}
+}
+
+// maxDiff is the largest |a[i] - b[i]|.
+func maxDiff(a, b []float64) float64 {
+	if len(a) != len(b) {
+		return 1e300
+	}
+	d := 0.0
+	for i := range a {
+		d = max(d, abs(a[i]-b[i]))
+	}
+	return d
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestDynamicPrefillLowersForTheGPU lowers the dynamic prefill's graph
+// (bf16, the sequence length symbolic) with the nvptx backend's passes.
+func TestDynamicPrefillLowersForTheGPU(t *testing.T) {
+	name, got := loweringBackend(t)
+	m := New(small)
+	if err := nn.Cast(m, frontend.BFloat16); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewDynamicPrefill(m, frontend.Options{Backend: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := batch(small, 2, 32)
+	if _, err := p.Call(x); !errors.Is(err, errLowered) {
+		t.Fatalf("prefill: %v, want the backend's stop", err)
+	}
+	gs := got()
+	if len(gs) != 1 {
+		t.Fatalf("%d graphs lowered, want 1", len(gs))
+	}
+	// Six products a layer (q, k, v, the output projection, the MLP's two)
+	// and the head, every one an mma kernel whatever the length; the
+	// attention is decomposed (flash kernels need static lengths).
+	products := 6*small.Layers + 1
+	if g := gs[0]; !g.dynamic || g.matmuls != products || g.mappings[togpu.MappingMMA] != products {
+		t.Errorf("lowered %+v; want a dynamic graph, %d products, as many mma kernels", g, products)
+	}
+}
