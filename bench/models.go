@@ -175,11 +175,13 @@ func stepOptions(opts frontend.Options) frontend.Options {
 
 // trainOutputs names what a training row compares with PyTorch besides
 // the first step's loss: the gradients of the parameters grads (as
-// "grad.NAME"), and the parameters and buffers after (as "after.NAME")
-// as the first step left them (updated weights, batch norm's running
-// statistics).
+// "grad.NAME"), and the changes the first step made to the parameters
+// and buffers moved (as "step.NAME": new value - old value; the
+// optimizer's update, batch norm's running statistics' update). The
+// changes, not the new values: a wrong learning rate or momentum hides
+// in a new weight at bf16 tolerances, not in its update.
 type trainOutputs struct {
-	grads, after []string
+	grads, moved []string
 }
 
 // timeTrain times iters training steps of m (a gradient step on x, y,
@@ -189,6 +191,24 @@ func timeTrain(m any, step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Ten
 	out := map[string]*frontend.Tensor{}
 	first := true
 	sm := &StrataMode{}
+	// moved holds the first step's changes: the old values until then.
+	moved := map[string][]float32{}
+	hostCopies := func(f func(name string, old, v []float32, shape []int)) error {
+		for _, r := range nn.Refs(m) {
+			if slices.Contains(keep.moved, r.Name) {
+				t := r.Tensor()
+				v := t.Float32s()
+				if err := t.Err(); err != nil {
+					return fmt.Errorf("%s: %w", r.Name, err)
+				}
+				f(r.Name, moved[r.Name], v, t.Shape())
+			}
+		}
+		return nil
+	}
+	if err := hostCopies(func(name string, _, v []float32, _ []int) { moved[name] = v }); err != nil {
+		return nil, nil, err
+	}
 	call := func() error {
 		t0 := time.Now()
 		v, grads, err := step.Call(x, y)
@@ -221,17 +241,14 @@ func timeTrain(m any, step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Ten
 			}
 			sm.FirstCallS = time.Since(t0).Seconds()
 			fmt.Fprintf(log, "  first step (gradients, optimizer) done in %.1f s\n", sm.FirstCallS)
-			for _, r := range nn.Refs(m) {
-				if slices.Contains(keep.after, r.Name) {
-					// A host copy: the next steps replace (on the GPU
-					// possibly reuse) the tensor's storage.
-					t := r.Tensor()
-					v := t.Float32s()
-					if err := t.Err(); err != nil {
-						return fmt.Errorf("%s after the first step: %w", r.Name, err)
-					}
-					out["after."+r.Name] = frontend.FromSlice(v, t.Shape()...)
+			err := hostCopies(func(name string, old, v []float32, shape []int) {
+				for i := range v {
+					v[i] -= old[i]
 				}
+				out["step."+name] = frontend.FromSlice(v, shape...)
+			})
+			if err != nil {
+				return fmt.Errorf("after the first step: %w", err)
 			}
 			first = false
 		}
@@ -531,14 +548,15 @@ func runResNetInfer(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 
 // resnetTrainOutputs are what resnet50_train compares with PyTorch: the
 // gradients of the stem, the first block's last batch norm and the
-// classifier, and after the first step the updated stem and classifier
-// weights and the stem's and the last block's running statistics.
+// classifier, and the first step's changes to the stem's and the
+// classifier's parameters and to the stem's and the last block's running
+// statistics.
 func resnetTrainOutputs(cfg resnet.Config) trainOutputs {
 	s, b := len(cfg.Blocks)-1, cfg.Blocks[len(cfg.Blocks)-1]-1
 	last := fmt.Sprintf("stages.%d.%d.c3.bn.", s, b)
 	return trainOutputs{
 		grads: []string{"stem.conv.weight", "stages.0.0.c3.bn.weight", "fc.weight"},
-		after: []string{"stem.conv.weight", "fc.bias", "stem.bn.running_mean", "stem.bn.running_var", last + "running_mean", last + "running_var"},
+		moved: []string{"stem.conv.weight", "fc.bias", "stem.bn.running_mean", "stem.bn.running_var", last + "running_mean", last + "running_var"},
 	}
 }
 

@@ -12,7 +12,8 @@ the report checks Strata against), times eager and torch.compile, and
 writes DIR/models-torch.json (workload -> modes -> ms, first_call_s; for
 gpt2_dynamic also total_s and compiles). For gpt2_prefill and gpt2_dynamic
 it also runs the model in float32 on the same weights and writes
-NAME.f32.safetensors, the reference both bf16 results are held to.
+NAME.f32.safetensors, the reference both bf16 results are held to; for
+resnet50_train, the first training step in float32.
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -155,8 +156,9 @@ def cnn_small_train(t):
         return step
 
     modes = {"eager": {"ms": median_ms(make_step(loss_fn))}}
-    c = torch.compile(loss_fn)
-    modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
+    if compiles("cnn_small_train"):
+        c = torch.compile(loss_fn)
+        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
     return outs, modes
 
 
@@ -400,41 +402,47 @@ def resnet50_infer(t):
         f = lambda: resnet_forward(p, x)
         outs = {"logits": f()}
         modes = {"eager": {"ms": median_ms(f)}}
-        c = torch.compile(lambda: resnet_forward(p, x))
-        modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
+        if compiles("resnet50_infer"):
+            c = torch.compile(lambda: resnet_forward(p, x))
+            modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
     return outs, modes
 
 
-def resnet50_train(t):
-    # Channels-last float32 master weights and images on the GPU, as
-    # Strata's row; the step computes under bf16 autocast.
-    p = {k: v.to(DEV) for k, v in t.items() if not k.startswith("input.")}
-    p = {k: (v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v) for k, v in p.items()}
-    x = t["input.x"].to(DEV).contiguous(memory_format=torch.channels_last)
-    y = t["input.y"].to(DEV)
+RESNET_SGD = dict(lr=0.1, momentum=0.9, weight_decay=1e-4)
+
+
+def resnet_loss(amp):
+    """The training loss of resnet50_train: with amp, bf16 mixed precision
+    (f32 master weights, autocast compute, the cross-entropy with label
+    smoothing 0.1 on f32 logits, as Strata's resnet.MixedLoss); without,
+    all float32 (the reference)."""
+    def loss_fn(p, x, y):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            logits = resnet_forward(p, x, training=True)
+        return F.cross_entropy(logits.float(), y, label_smoothing=0.1)
+    return loss_fn
+
+
+def resnet_first_step(p0, x, y, amp):
+    """One training step from the weights and running statistics p0 (left
+    unchanged): the loss and gradients (the running statistics updated
+    once), then SGD's update. Returns the parameters after it, their
+    names, the optimizer (momentum buffers filled) and the outputs Strata's
+    row records (bench/models.go resnetTrainOutputs)."""
+    p = {k: v.clone() for k, v in p0.items()}
     names = [k for k in p if not k.endswith(("running_mean", "running_var"))]
     for k in names:
         p[k].requires_grad_(True)
-
-    def loss_fn(p, x, y):
-        # bf16 mixed precision (AMP): f32 master weights, autocast compute,
-        # the cross-entropy (label smoothing 0.1) on f32 logits, as
-        # Strata's resnet.MixedLoss.
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = resnet_forward(p, x, training=True)
-        return F.cross_entropy(logits.float(), y, label_smoothing=0.1)
-
-    opt = torch.optim.SGD([p[k] for k in names], lr=0.1, momentum=0.9, weight_decay=1e-4, foreach=True)
-    # The first step, as Strata's: loss and gradients (the running
-    # statistics updated once), then the optimizer's update.
-    loss = loss_fn(p, x, y)
+    loss = resnet_loss(amp)(p, x, y)
     grads = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
-    outs = {"loss": loss}
+    outs = {"loss": loss.detach()}
     for k in ("stem.conv.weight", "stages.0.0.c3.bn.weight", "fc.weight"):
         outs["grad." + k] = grads[k]
+    opt = torch.optim.SGD([p[k] for k in names], foreach=True, **RESNET_SGD)
     for k in names:
         p[k].grad = grads[k]
     opt.step()
+    # The first step's changes (bench/models.go trainOutputs).
     s = 0
     while f"stages.{s + 1}.0.c1.conv.weight" in p:
         s += 1
@@ -444,7 +452,23 @@ def resnet50_train(t):
     last = f"stages.{s}.{b}.c3.bn."
     for k in ("stem.conv.weight", "fc.bias", "stem.bn.running_mean", "stem.bn.running_var",
               last + "running_mean", last + "running_var"):
-        outs["after." + k] = p[k].detach().clone()
+        outs["step." + k] = p[k].detach() - p0[k]
+    return p, names, opt, outs
+
+
+def resnet50_train(t):
+    # Channels-last float32 master weights and images on the GPU, as
+    # Strata's row.
+    p0 = {k: v.to(DEV) for k, v in t.items() if not k.startswith("input.")}
+    p0 = {k: (v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v) for k, v in p0.items()}
+    x = t["input.x"].to(DEV).contiguous(memory_format=torch.channels_last)
+    y = t["input.y"].to(DEV)
+    # The float32 step on the same weights: the reference both bf16 steps
+    # are held to.
+    REFS["resnet50_train"] = resnet_first_step(p0, x, y, False)[3]
+    p, names, opt, outs = resnet_first_step(p0, x, y, True)
+    del p0
+    loss_fn = resnet_loss(True)
 
     def make_step(f):
         def step():

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Runs bench/models_torch.py's rows on the CPU, for bench's
+TestModelsTorchCPU: the rows' PyTorch code (the same model on the same
+weights, the outputs Strata's report compares) checked without a GPU.
+
+    python3 models_torch_cpu.py BENCH_DIR DIR ROWS
+
+It points models_torch.py at the CPU (autocast on the CPU, no CUDA events:
+one untimed call stands for the median) and skips torch.compile, so only
+the outputs mean anything, not the times.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, sys.argv[1])
+os.environ["STRATA_TORCH_COMPILE"] = ""
+
+import torch
+
+cuda_autocast = torch.autocast
+torch.autocast = lambda device, dtype=None, enabled=True: cuda_autocast("cpu", dtype=dtype, enabled=enabled)
+torch.cuda.get_device_name = lambda: "cpu"
+
+import models_torch as mt
+
+mt.DEV = "cpu"
+mt.sync = lambda: None
+
+
+def one_call_ms(fn, budget_ms=0, max_iters=0):
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e3
+
+
+mt.median_ms = one_call_ms
+sys.argv = [sys.argv[0], sys.argv[2], sys.argv[3]]
+mt.main()
