@@ -239,9 +239,10 @@ def gpt2_dynamic(t):
     h = heads_of(p)
     with torch.no_grad():
         f = lambda idx: gpt2_logits(p, idx, h)
-        outs = {f"logits_last.{n}": f(idx)[:, -1, :] for n, idx in zip(lengths, idxs)}
+        # clone: a view of the last position would keep all the logits.
+        outs = {f"logits_last.{n}": f(idx)[:, -1, :].clone() for n, idx in zip(lengths, idxs)}
         p32 = {k: v.float() for k, v in p.items()}
-        REFS["gpt2_dynamic"] = {f"logits_last.{n}": gpt2_logits(p32, idx, h)[:, -1, :].float()
+        REFS["gpt2_dynamic"] = {f"logits_last.{n}": gpt2_logits(p32, idx, h)[:, -1, :].float().clone()
                                 for n, idx in zip(lengths, idxs)}
         del p32
         run_pass = lambda g: [g(idx) for idx in idxs]
