@@ -13,7 +13,7 @@ writes DIR/models-torch.json (workload -> modes -> ms, first_call_s; for
 gpt2_dynamic also total_s and compiles). For gpt2_prefill and gpt2_dynamic
 it also runs the model in float32 on the same weights and writes
 NAME.f32.safetensors, the reference both bf16 results are held to; for
-resnet50_train, the first training step in float32.
+cnn_small_train and resnet50_train, the first training step in float32.
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -125,27 +125,43 @@ def cnn_forward(p, x):
                          training=True, momentum=0.1, eps=1e-5)
         return F.max_pool2d(F.relu(h), 2)
     h = block(block(x, 1), 2)
-    return h.flatten(1) @ p["fc.weight"] + p["fc.bias"]
+    # F.linear, as nn.Linear: under autocast the bias is added in bf16 too.
+    return F.linear(h.flatten(1), p["fc.weight"].t(), p["fc.bias"])
+
+
+def cnn_loss(amp):
+    """cnn_small_train's loss: with amp, bf16 mixed precision (f32 master
+    weights, autocast compute, the cross-entropy on f32 logits, as
+    Strata's cnn.MixedLoss); without, all float32 (the reference)."""
+    def loss_fn(p, x, y):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            logits = cnn_forward(p, x)
+        return F.cross_entropy(logits.float(), y)
+    return loss_fn
 
 
 def cnn_small_train(t):
     p = to_dev({k: v for k, v in t.items() if not k.startswith("input.")})
     x, y = t["input.x"].to(DEV), t["input.y"].to(DEV)
     names = [k for k in p if not k.endswith(("running_mean", "running_var"))]
+    keep = ("conv1.weight", "fc.weight", "bn2.bias")
+
+    def first(p, amp):
+        loss = cnn_loss(amp)(p, x, y)
+        g = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
+        return {"loss": loss.detach(), **{"grad." + k: g[k] for k in keep}}
+
+    # The float32 gradients on the same weights (copies: the forward
+    # updates the running statistics): the reference of both bf16 steps.
+    p32 = {k: v.clone() for k, v in p.items()}
+    for k in names:
+        p32[k].requires_grad_(True)
+    REFS["cnn_small_train"] = first(p32, False)
+    del p32
     for k in names:
         p[k].requires_grad_(True)
-
-    def loss_fn(p, x, y):
-        # bf16 mixed precision (AMP): f32 master weights, autocast compute,
-        # the cross-entropy on f32 logits (Strata's cnn.MixedLoss).
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = cnn_forward(p, x)
-        return F.cross_entropy(logits.float(), y)
-
-    loss = loss_fn(p, x, y)
-    grads = torch.autograd.grad(loss, [p[k] for k in names])
-    g = dict(zip(names, grads))
-    outs = {"loss": loss, "grad.conv1.weight": g["conv1.weight"], "grad.fc.weight": g["fc.weight"], "grad.bn2.bias": g["bn2.bias"]}
+    outs = first(p, True)
+    loss_fn = cnn_loss(True)
     opt = torch.optim.SGD([p[k] for k in names], lr=0.05, momentum=0.9, weight_decay=5e-4, foreach=True)
 
     def make_step(f):
@@ -392,7 +408,7 @@ def resnet_forward(p, x, training=False):
             b += 1
         s += 1
     h = h.mean((2, 3))
-    return h @ p["fc.weight"] + p["fc.bias"]
+    return F.linear(h, p["fc.weight"].t(), p["fc.bias"])
 
 
 def resnet50_infer(t):
