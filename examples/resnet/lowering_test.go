@@ -21,7 +21,10 @@ import (
 // on random inputs, counting its conv2d nests and the tensor-core
 // kernels they became, then runs the graph on the interpreter backend.
 type loweringCheck struct {
-	t           *testing.T
+	t *testing.T
+	// noSemantics skips the lane-by-lane run of the lowered graphs
+	// (minutes): only the kernel counts.
+	noSemantics bool
 	mu          sync.Mutex
 	convs, mmas int
 }
@@ -45,8 +48,10 @@ func (c *loweringCheck) Compile(g *frontend.Graph) (frontend.Executable, error) 
 	}
 	convs := count("builtin.module(lower-to-loop)", `loop.nest = "conv2d"`)
 	mmas := count("builtin.module(lower-to-gpu)", `mapping = "mma"`)
-	if err := passtest.CheckSemantics(&passtest.Program{Func: g.Func, Source: src}, "builtin.module(lower-to-gpu)", 1); err != nil {
-		c.t.Errorf("%s: %.2000v", g.Func, err)
+	if !c.noSemantics {
+		if err := passtest.CheckSemantics(&passtest.Program{Func: g.Func, Source: src}, "builtin.module(lower-to-gpu)", 1); err != nil {
+			c.t.Errorf("%s: %.2000v", g.Func, err)
+		}
 	}
 	c.mu.Lock()
 	c.convs, c.mmas = c.convs+convs, c.mmas+mmas
@@ -97,6 +102,42 @@ func TestTinyResNetLowered(t *testing.T) {
 	// The forward convolutions, then in the step each forward one and its
 	// data and weight gradients (but the stem's data gradient).
 	if chk.convs < 3*5 || chk.mmas < chk.convs {
+		t.Errorf("%d tensor-core kernels for %d conv2d nests", chk.mmas, chk.convs)
+	}
+	t.Logf("%d conv2d nests, %d tensor-core kernels", chk.convs, chk.mmas)
+}
+
+// TestTinyResNetMixedLowersToMMA lowers the tiny ResNet's bf16
+// mixed-precision training step (resnet50_train's: MixedLoss, float32
+// master weights, SGD with momentum) through lower-to-gpu: every
+// convolution of the step, forward and both gradients, runs the
+// tensor-core kernel. TestTinyResNetLowered checks what lowered graphs
+// compute (long tests only); this one only counts, so it runs in short
+// tests too.
+func TestTinyResNetMixedLowersToMMA(t *testing.T) {
+	chk := &loweringCheck{t: t, noSemantics: true}
+	frontend.RegisterBackend("resnet-mixed-lowering-count", chk)
+	opts := frontend.Options{Backend: "resnet-mixed-lowering-count", Fullgraph: true}
+	m := New(Tiny)
+	g := nn.NewRNG(3)
+	x, y := g.Normal(1, 2, 3, 32, 32), g.Int64s(Tiny.Classes, 2)
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, opts)
+	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, grads, err := step.Call(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opt.Step(grads); err != nil {
+		t.Fatal(err)
+	}
+	// Nine forward convolutions (the stem; three and a downsample in
+	// each block), their weight gradients and all but the stem's data
+	// gradients; tensor-core kernels for each and for the classifier's
+	// three products (forward, both gradients).
+	if chk.convs != 3*9-1 || chk.mmas < chk.convs+3 {
 		t.Errorf("%d tensor-core kernels for %d conv2d nests", chk.mmas, chk.convs)
 	}
 	t.Logf("%d conv2d nests, %d tensor-core kernels", chk.convs, chk.mmas)
