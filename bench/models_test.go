@@ -153,21 +153,21 @@ func torchPython() string {
 	return ""
 }
 
-// TestModelsTorchCPU runs the CNN rows' PyTorch side (models_torch.py,
-// through testdata/models_torch_cpu.py on the CPU) on the weights and
-// inputs Strata's small rows wrote, and checks the report: the same
-// models, the same training step (loss, gradients, the updates of the
-// weights and of batch norm's running statistics), within the rows'
-// tolerances or, for the training rows, no further from their float32
-// step than PyTorch's bf16 step is. It skips where no python3 imports
-// torch.
+// TestModelsTorchCPU runs the PyTorch side of the CNN rows and
+// gpt2_dynamic (models_torch.py, through testdata/models_torch_cpu.py on
+// the CPU) on the weights and inputs Strata's small rows wrote, and
+// checks the report: the same models, the same training step (loss,
+// gradients, the updates of the weights and of batch norm's running
+// statistics), within the rows' tolerances or, for the training rows, no
+// further from their float32 step than PyTorch's bf16 step is. It skips
+// where no python3 imports torch.
 func TestModelsTorchCPU(t *testing.T) {
 	py := torchPython()
 	if py == "" {
 		t.Skip("no python3 with torch")
 	}
 	dir := t.TempDir()
-	rows := []string{"cnn_small_train", "resnet50_infer", "resnet50_train"}
+	rows := []string{"cnn_small_train", "gpt2_dynamic", "resnet50_infer", "resnet50_train"}
 	if _, err := RunModels(dir, rows, Small, frontend.InterpBackend, 1, io.Discard); err != nil {
 		t.Fatal(err)
 	}

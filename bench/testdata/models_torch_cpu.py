@@ -24,6 +24,22 @@ torch.cuda.get_device_name = lambda: "cpu"
 
 import models_torch as mt
 
+if not hasattr(mt.F, "scaled_dot_product_attention"):
+    # PyTorch before 2.0 (a CPU-only install): the attention the GPT-2 rows
+    # call, written out (scores in float32, causal aligned at the top left).
+    import math
+
+    def sdpa(q, k, v, attn_mask=None, is_causal=False):
+        s = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        if is_causal:
+            n, m = q.shape[-2], k.shape[-2]
+            s = s.masked_fill(torch.ones(n, m, dtype=torch.bool).triu(1), float("-inf"))
+        if attn_mask is not None:
+            s = s.masked_fill(~attn_mask, float("-inf"))
+        return s.softmax(-1).to(q.dtype) @ v
+
+    mt.F.scaled_dot_product_attention = sdpa
+
 mt.DEV = "cpu"
 mt.sync = lambda: None
 
