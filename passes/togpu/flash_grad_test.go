@@ -387,7 +387,7 @@ func TestGPUFlashGrad(t *testing.T) {
 		t.Run(fmt.Sprintf("time-forward-lse-%v-%v", tc, tc.flash(tile).Tiling()), func(t *testing.T) {
 			f := tc.flash(tile)
 			f.LSE = true
-			m := flashModuleLSE(t, f)
+			m := flashModule(t, dialects.NewContext(), f)
 			p, err := exec.Compile(m, flashExecOptions(tile))
 			if err != nil {
 				t.Fatal(err)
@@ -425,36 +425,4 @@ func newBuffer(t *testing.T, elem ir.Type, n int) *interp.Buffer {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// flashModuleLSE is flashModule for a forward kernel with LSE: @main(q,
-// k, v, o, lse).
-func flashModuleLSE(t *testing.T, f togpu.Flash) *ir.Operation {
-	t.Helper()
-	ctx := dialects.NewContext()
-	ts := f.ArgTypes()
-	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%o: %s, %%lse: %s) {\n    return\n  }\n}\n", ts[0], ts[1], ts[2], ts[3], ts[4])
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "flash.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn := ir.NewSymTable(m).Lookup("main")
-	b := ir.NewBuilder(ctx)
-	b.SetInsertionPointAfter(fn)
-	gmod := gpu.NewModule(b, fn.Loc(), "main_kernels")
-	b.SetInsertionPointBefore(gmod.Region(0).Front().Last())
-	kernel, err := f.Kernel(b, fn.Loc(), "flash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := fn.Region(0).Front()
-	b.SetInsertionPointBefore(body.Last())
-	a := body.Arguments()
-	if _, err := f.Launch(b, fn.Loc(), kernel, gpu.KernelRef("main_kernels", "flash"), a[0], a[1], a[2], a[3], a[4]); err != nil {
-		t.Fatal(err)
-	}
-	if err := ir.Verify(m); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }

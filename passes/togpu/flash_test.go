@@ -121,12 +121,16 @@ func compare(t *testing.T, got, want []float64, tol float64) float64 {
 	return worst
 }
 
-// flashModule returns a module whose @main(q, k, v, out) launches the
-// flash kernel of f on 1-D buffers.
+// flashModule returns a module whose @main(q, k, v, out), or @main(q, k,
+// v, out, lse) when f saves the log-sum-exp, launches the flash kernel of f
+// on 1-D buffers.
 func flashModule(t *testing.T, ctx *ir.Context, f togpu.Flash) *ir.Operation {
 	t.Helper()
-	ts := f.ArgTypes()
-	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%o: %s) {\n    return\n  }\n}\n", ts[0], ts[1], ts[2], ts[3])
+	var params []string
+	for i, ty := range f.ArgTypes() {
+		params = append(params, fmt.Sprintf("%%%s: %s", []string{"q", "k", "v", "o", "lse"}[i], ty))
+	}
+	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%s) {\n    return\n  }\n}\n", strings.Join(params, ", "))
 	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "flash.mlir"})
 	if err != nil {
 		t.Fatal(err)
@@ -142,8 +146,8 @@ func flashModule(t *testing.T, ctx *ir.Context, f togpu.Flash) *ir.Operation {
 	}
 	body := fn.Region(0).Front()
 	b.SetInsertionPointBefore(body.Last())
-	args := body.Arguments()
-	if _, err := f.Launch(b, fn.Loc(), kernel, gpu.KernelRef("main_kernels", "flash"), args[0], args[1], args[2], args[3]); err != nil {
+	a := body.Arguments()
+	if _, err := f.Launch(b, fn.Loc(), kernel, gpu.KernelRef("main_kernels", "flash"), a[0], a[1], a[2], a[3], a[4:]...); err != nil {
 		t.Fatal(err)
 	}
 	if err := ir.Verify(m); err != nil {
