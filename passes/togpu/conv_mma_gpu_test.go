@@ -9,7 +9,6 @@ import (
 	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -39,7 +38,7 @@ func TestGPUConv(t *testing.T) {
 		}
 	})
 	check := func(t *testing.T, src, fn string, tile togpu.MMATile, pipeline string, seed uint64) {
-		ref, p := convGPUProgram(t, src, pipeline)
+		ref, p := gpuProgram(t, src, pipeline)
 		if !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `mapping = "mma"`) {
 			t.Fatalf("%s: no mma kernel", tile)
 		}
@@ -102,7 +101,7 @@ func TestGPUConv(t *testing.T) {
 			flops := float64(2 * 64 * tc.o * tc.q * tc.q * tc.c * tc.k * tc.k)
 			for _, tile := range convGPUTiles {
 				t.Run(tile.String(), func(t *testing.T) {
-					_, p := convGPUProgram(t, resnetConv(tc.c, tc.h, tc.o, tc.k, tc.s, tc.p, tc.q), mmaPipeline(tile))
+					_, p := gpuProgram(t, resnetConv(tc.c, tc.h, tc.o, tc.k, tc.s, tc.p, tc.q), mmaPipeline(tile))
 					ms, err := p.RunTimed(rt, "main", args, 3, 20)
 					if err != nil {
 						t.Fatal(err)
@@ -123,31 +122,4 @@ func gradOf(t *testing.T, ctx *ir.Context, m *ir.Operation, fn string, wrt []int
 		t.Fatal(err)
 	}
 	ir.NewSymTable(m).Erase(f)
-}
-
-// convGPUProgram parses src twice, returning the graph program and the
-// other copy lowered by pipeline and compiled for the device.
-func convGPUProgram(t *testing.T, src, pipeline string) (*ir.Operation, *exec.Program) {
-	t.Helper()
-	ctx := dialects.NewContext()
-	ref, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "ref.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "conv.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse(pipeline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	p, err := exec.Compile(m, exec.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ref, p
 }

@@ -34,7 +34,7 @@ func TestGPUMMA(t *testing.T) {
 		for _, tc := range mmaCases {
 			t.Run(tile.String()+"/"+tc.name, func(t *testing.T) {
 				src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)
-				ref, p := gpuProgram(t, src, tile)
+				ref, p := gpuProgram(t, src, mmaPipeline(tile))
 				fn := ir.NewSymTable(ref).Lookup("main")
 				rng := rand.New(rand.NewPCG(uint64(len(tc.name)), 7))
 				var args []interp.Value
@@ -67,7 +67,7 @@ func TestGPUMMA(t *testing.T) {
 	args := []interp.Value{randomBF16(t, rng, []int64{8192, 4096}), randomBF16(t, rng, []int64{4096, 4096}), randomBF16(t, rng, []int64{4096})}
 	for _, tile := range togpu.MMATiles {
 		t.Run("mm_bias_gelu/"+tile.String(), func(t *testing.T) {
-			_, p := gpuProgram(t, mmBiasGelu, tile)
+			_, p := gpuProgram(t, mmBiasGelu, mmaPipeline(tile))
 			ms, err := p.RunTimed(rt, "main", args, 5, 20)
 			if err != nil {
 				t.Fatal(err)
@@ -78,20 +78,19 @@ func TestGPUMMA(t *testing.T) {
 }
 
 // gpuProgram parses src twice, returning the graph program and the other
-// copy lowered to the gpu level with the mma kernels tiled by tile and
-// compiled for the device.
-func gpuProgram(t *testing.T, src string, tile togpu.MMATile) (*ir.Operation, *exec.Program) {
+// copy lowered to the gpu level by pipeline and compiled for the device.
+func gpuProgram(t *testing.T, src, pipeline string) (*ir.Operation, *exec.Program) {
 	t.Helper()
 	ctx := dialects.NewContext()
 	ref, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "ref.mlir"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "mma.mlir"})
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "gpu.mlir"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pm, err := passes.Parse(mmaPipeline(tile))
+	pm, err := passes.Parse(pipeline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +126,7 @@ func TestGPUMMADynamic(t *testing.T) {
 }`
 	rng := rand.New(rand.NewPCG(4, 4))
 	for _, tile := range togpu.MMATiles {
-		ref, p := gpuProgram(t, src, tile)
+		ref, p := gpuProgram(t, src, mmaPipeline(tile))
 		if !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `mapping = "mma"`) {
 			t.Fatalf("%s: no mma kernel", tile)
 		}
