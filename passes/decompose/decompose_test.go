@@ -102,37 +102,8 @@ func TestExpansionsAreBitIdentical(t *testing.T) {
 				m := fmt.Sprintf("tensor<%dx%dx%s>", rows, rows, elem)
 				body := strings.NewReplacer("X", x, "W", w, "M", m).Replace(tc.body)
 				src := fmt.Sprintf("func.func @f(%%x: %s, %%w: %s, %%b: %s, %%m: %s) -> %s {\n  %s\n  return %%0 : %s\n}", x, w, w, m, x, body, x)
-				ctx := dialects.NewContext()
-				whole, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
-				if err != nil {
-					rt.Fatal(err)
-				}
-				parts, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
-				if err != nil {
-					rt.Fatal(err)
-				}
-				pm, err := passes.Parse("func.func(graph-decompose)")
-				if err != nil {
-					rt.Fatal(err)
-				}
-				if err := pm.Run(ctx, parts); err != nil {
-					rt.Fatal(err)
-				}
 				args := randomArgs(rt, floatTypes[elem], []int64{2, int64(rows), int64(cols)}, []int64{int64(cols)}, []int64{int64(cols)}, []int64{int64(rows), int64(rows)})
-				want, err := interp.New(whole).Call("f", args...)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				got, err := interp.New(parts).Call("f", args...)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				g, wv := got[0].(*interp.Tensor).Float64s(), want[0].(*interp.Tensor).Float64s()
-				for i := range g {
-					if math.Float64bits(g[i]) != math.Float64bits(wv[i]) && !(math.IsNaN(g[i]) && math.IsNaN(wv[i])) {
-						rt.Fatalf("element %d: decomposition %g, composite %g\n%s", i, g[i], wv[i], parts)
-					}
-				}
+				sameBitsAfterDecompose(rt, src, args)
 			})
 		})
 	}
@@ -156,43 +127,50 @@ func TestAttentionGradExpansionIsBitIdentical(t *testing.T) {
   %%0:3 = "graph.attention_grad"(%%q, %%k, %%v, %%o, %%do) %[5]s : (%[1]s, %[2]s, %[3]s, %[4]s, %[4]s) -> (%[1]s, %[2]s, %[3]s)
   return %%0#0, %%0#1, %%0#2 : %[1]s, %[2]s, %[3]s
 }`, tq, tk, tv, to, attrs)
-		ctx := dialects.NewContext()
-		whole, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		parts, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		pm, err := passes.Parse("func.func(graph-decompose)")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		if err := pm.Run(ctx, parts); err != nil {
-			rt.Fatal(err)
-		}
-		if strings.Contains(parts.String(), "attention_grad") {
+		args := randomArgs(rt, floatTypes[elem], []int64{2, lq, d}, []int64{2, lk, d}, []int64{2, lk, dv}, []int64{2, lq, dv}, []int64{2, lq, dv})
+		if parts := sameBitsAfterDecompose(rt, src, args); strings.Contains(parts.String(), "attention_grad") {
 			rt.Fatalf("attention_grad survived:\n%s", parts)
 		}
-		args := randomArgs(rt, floatTypes[elem], []int64{2, lq, d}, []int64{2, lk, d}, []int64{2, lk, dv}, []int64{2, lq, dv}, []int64{2, lq, dv})
-		want, err := interp.New(whole).Call("f", args...)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		got, err := interp.New(parts).Call("f", args...)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		for r := range want {
-			g, wv := got[r].(*interp.Tensor).Float64s(), want[r].(*interp.Tensor).Float64s()
-			for i := range g {
-				if math.Float64bits(g[i]) != math.Float64bits(wv[i]) && !(math.IsNaN(g[i]) && math.IsNaN(wv[i])) {
-					rt.Fatalf("result %d, element %d: decomposition %g, composite %g", r, i, g[i], wv[i])
-				}
+	})
+}
+
+// sameBitsAfterDecompose parses src twice, runs graph-decompose on one
+// copy, calls @f of both on args in the interpreter and requires the same
+// bits in every result. It returns the decomposed module.
+func sameBitsAfterDecompose(rt *rapid.T, src string, args []interp.Value) *ir.Operation {
+	ctx := dialects.NewContext()
+	whole, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	parts, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "in.mlir"})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	pm, err := passes.Parse("func.func(graph-decompose)")
+	if err != nil {
+		rt.Fatal(err)
+	}
+	if err := pm.Run(ctx, parts); err != nil {
+		rt.Fatal(err)
+	}
+	want, err := interp.New(whole).Call("f", args...)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	got, err := interp.New(parts).Call("f", args...)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	for r := range want {
+		g, wv := got[r].(*interp.Tensor).Float64s(), want[r].(*interp.Tensor).Float64s()
+		for i := range g {
+			if math.Float64bits(g[i]) != math.Float64bits(wv[i]) && !(math.IsNaN(g[i]) && math.IsNaN(wv[i])) {
+				rt.Fatalf("result %d, element %d: decomposition %g, composite %g\n%s", r, i, g[i], wv[i], parts)
 			}
 		}
-	})
+	}
+	return parts
 }
 
 var floatTypes = map[string]*ir.FloatType{"f64": ir.F64, "f32": ir.F32, "f16": ir.F16, "bf16": ir.BF16}
