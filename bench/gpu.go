@@ -56,15 +56,9 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	return &GPU{rt: rt}, nil
 }
 
-// flashPass is graph-attention-to-flash with the wgmma kernels on an
-// sm_90 device (compute capability 9.0, sm_90a PTX) when g's target
-// allows it: measured faster there (bench/NOTES.md session 4).
-func (g *GPU) flashPass() string {
-	if major, minor := g.capability(); major == 9 && minor == 0 {
-		return "graph-attention-to-flash{wgmma=true}"
-	}
-	return "graph-attention-to-flash"
-}
+// flashPass is graph-attention-to-flash for the device as g's target
+// lets kernels use it.
+func (g *GPU) flashPass() string { return autotune.FlashPass(g.capability()) }
 
 // capability is the device's compute capability as far as g's target
 // lets kernels use it: 9.0 only when the target is sm_90's (or unset),

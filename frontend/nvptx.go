@@ -195,17 +195,16 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 // first compile) on a device of compute capability 9.0. Otherwise the
 // mma.sync kernels, which every target runs.
 func flashPass(target string) string {
-	wgmma := target == "sm_90a"
+	var major, minor int
+	if target == "sm_90a" {
+		major = 9
+	}
 	if rt, open := openedRuntime(); open && target == "" {
 		if dev := rt.Device(); dev != nil {
-			major, minor := dev.ComputeCapability()
-			wgmma = major == 9 && minor == 0
+			major, minor = dev.ComputeCapability()
 		}
 	}
-	if wgmma {
-		return togpu.FlashPassName + "{wgmma=true}"
-	}
-	return togpu.FlashPassName
+	return autotune.FlashPass(major, minor)
 }
 
 // nvptxExecutable runs a compiled graph on the GPU: results stay there

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/strata-ir/strata/passes/togpu"
 )
 
 // TestPTXTargetOption: the nvptx backend's ptx_target option takes the
@@ -43,5 +45,20 @@ func TestPTXTargetOption(t *testing.T) {
 	}
 	if _, err := c.Call(Rand(1, 4, 8)); err == nil || !strings.Contains(err.Error(), `ptx_target "sm_70": want one of sm_80|sm_90|sm_90a`) {
 		t.Errorf("ptx_target sm_70: got %v", err)
+	}
+}
+
+// TestFlashPassTarget checks that the ptx_target option picks the flash
+// kernels: wgmma only for sm_90a, whose PTX is Hopper's alone (no GPU
+// runtime is open in this test, so no device is asked).
+func TestFlashPassTarget(t *testing.T) {
+	for target, want := range map[string]string{
+		"sm_90a": togpu.FlashPassName + "{wgmma=true}",
+		"sm_90":  togpu.FlashPassName,
+		"sm_80":  togpu.FlashPassName,
+	} {
+		if got := flashPass(target); got != want {
+			t.Errorf("flashPass(%q) = %q, want %q", target, got, want)
+		}
 	}
 }

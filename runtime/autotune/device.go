@@ -57,6 +57,16 @@ func ForDevice(cfg togpu.Config, major, minor int) togpu.Config {
 	return cfg
 }
 
+// FlashPass is the graph-attention-to-flash pass for a device of compute
+// capability major.minor: the wgmma kernels on 9.0 (sm_90a PTX), measured
+// faster there (bench/NOTES.md session 4), the mma.sync ones elsewhere.
+func FlashPass(major, minor int) string {
+	if hopper(major, minor) {
+		return togpu.FlashPassName + "{wgmma=true}"
+	}
+	return togpu.FlashPassName
+}
+
 // forDevice orders the search's candidates for a device of compute
 // capability major.minor: on 9.0 the wgmma tilings come right after the
 // default (the fastest there, so that the time budget never skips them);

@@ -77,6 +77,23 @@ const ownGemm = `func.func @main(%x: tensor<64x32xbf16>, %w: tensor<32x48xbf16>)
 }
 `
 
+// TestFlashPass checks that the flash pass asks for the wgmma kernels on
+// compute capability 9.0 only, and that every choice parses as a pipeline.
+func TestFlashPass(t *testing.T) {
+	for _, tc := range []struct {
+		major, minor int
+		wgmma        bool
+	}{{9, 0, true}, {8, 0, false}, {9, 1, false}, {10, 0, false}, {0, 0, false}} {
+		p := FlashPass(tc.major, tc.minor)
+		if got := strings.Contains(p, "wgmma=true"); got != tc.wgmma {
+			t.Errorf("FlashPass(%d, %d) = %q: wgmma %v, want %v", tc.major, tc.minor, p, got, tc.wgmma)
+		}
+		if _, err := passes.Parse("builtin.module(" + p + ")"); err != nil {
+			t.Errorf("FlashPass(%d, %d) = %q: %v", tc.major, tc.minor, p, err)
+		}
+	}
+}
+
 // TestMatmulAttr checks strata.matmul = "mma": ModeConfig keeps such a
 // program's matmuls on Strata's kernels although the library loads, the
 // attribute survives lowering to the gpu level (where the search reads
