@@ -182,18 +182,8 @@ func openLib(path string) (*lib, error) {
 // candidates returns the paths Load tries, in order.
 func candidates() []string { return dynlib.Candidates(EnvPath, []string{soname}, searchGlobs) }
 
-// The process-wide library, loaded once.
-var (
-	loadOnce sync.Once
-	theLib   *lib
-	loadErr  error
-)
-
-// load returns the library, searching for it on first use.
-func load() (*lib, error) {
-	loadOnce.Do(func() { theLib, loadErr = search(candidates()) })
-	return theLib, loadErr
-}
+// load returns the process-wide library, searching for it on first use.
+var load = sync.OnceValues(func() (*lib, error) { return search(candidates()) })
 
 // search opens the first path of paths that is an NCCL library.
 func search(paths []string) (*lib, error) {
