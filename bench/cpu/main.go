@@ -197,9 +197,13 @@ func measure(w workload, reps int, withInterp bool, workers int) (result, error)
 	cpu0 := cpuTime()
 	for i := range times {
 		t0 := time.Now()
-		if _, err := prog.Run("main", inputs); err != nil {
+		out, err := prog.Run("main", inputs)
+		if err != nil {
 			return r, err
 		}
+		// As a PyTorch loop frees each call's result (its allocator hands
+		// the memory to the next call), give the results back.
+		prog.Release(out...)
 		times[i] = time.Since(t0)
 	}
 	r.cpu = (cpuTime() - cpu0) / time.Duration(reps)

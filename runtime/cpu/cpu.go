@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/ebitengine/purego"
 
@@ -61,7 +62,17 @@ type Program struct {
 	// return, by storage type and length, for later calls to reuse.
 	spareMu sync.Mutex
 	spare   map[spareKey][]*hostBuf
+	// recent are the results of recent calls whose storage the call
+	// allocated and no other result shares, for Release to recognise
+	// (weakly held: a result the caller drops is collected as usual);
+	// next is where the next one goes. Guarded by spareMu.
+	recent [maxRecent]weak.Pointer[interp.Tensor]
+	next   int
 }
+
+// maxRecent is how many recent results Release recognises; an older one
+// it ignores (its memory is then collected as usual).
+const maxRecent = 64
 
 // spareKey identifies interchangeable buffers.
 type spareKey struct {
@@ -94,34 +105,77 @@ func (p *Program) takeSpare(elem ir.Type, shape []int64) *hostBuf {
 
 // keepSpares keeps the call's buffers that its results do not use: they
 // are dead once the call returns, and reusing them spares the next call
-// fresh memory (page faults, and cache misses on the first write).
+// fresh memory (page faults, and cache misses on the first write). It
+// also records the results that Release may take back: those whose
+// storage the call allocated (not an input's) and that share it with no
+// other result.
 func (p *Program) keepSpares(live []*hostBuf, results []*interp.Tensor) {
-	used := map[unsafe.Pointer]bool{}
+	used := map[unsafe.Pointer]int{}
 	for _, t := range results {
 		if t != nil && len(t.Shape()) > 0 {
-			used[dataPtr(t.Data())] = true
+			used[dataPtr(t.Data())]++
 		}
 	}
+	allocated := map[unsafe.Pointer]bool{}
 	p.spareMu.Lock()
 	defer p.spareMu.Unlock()
 	for _, b := range live {
-		if b.ptr == nil || used[b.ptr] {
+		if b.ptr == nil || allocated[b.ptr] {
+			continue // a buffer listed twice is kept once
+		}
+		allocated[b.ptr] = true
+		if used[b.ptr] == 0 {
+			p.addSpare(b)
+		}
+	}
+	for _, t := range results {
+		if t != nil && len(t.Shape()) > 0 && allocated[dataPtr(t.Data())] && used[dataPtr(t.Data())] == 1 {
+			p.recent[p.next] = weak.Make(t)
+			p.next = (p.next + 1) % maxRecent
+		}
+	}
+}
+
+// addSpare keeps b for a later call (p.spareMu held). Booleans are not
+// kept (they are cleared when allocated).
+func (p *Program) addSpare(b *hostBuf) {
+	if _, ok := b.data.([]bool); ok || b.ptr == nil {
+		return
+	}
+	n := 1
+	for _, d := range b.shape {
+		n *= int(d)
+	}
+	key := spareKey{storage(b.elem), n}
+	if p.spare == nil {
+		p.spare = map[spareKey][]*hostBuf{}
+	}
+	if len(p.spare[key]) < maxSpare {
+		p.spare[key] = append(p.spare[key], b)
+	}
+}
+
+// Release gives results of recent calls back to the program: their
+// memory becomes the buffers of later calls (as PyTorch's caching
+// allocator does with a freed tensor's), which spares a later call fresh
+// pages and cold cache lines for its results. The caller must not use a
+// released tensor, nor any view of its data, afterwards. Tensors that
+// are not such results (inputs, results that share storage with another
+// result or an input, results released before, results of calls long
+// past) are left alone, so releasing them is harmless.
+func (p *Program) Release(results ...*interp.Tensor) {
+	p.spareMu.Lock()
+	defer p.spareMu.Unlock()
+	for _, t := range results {
+		if t == nil {
 			continue
 		}
-		used[b.ptr] = true // a buffer listed twice is kept once
-		if _, ok := b.data.([]bool); ok {
-			continue // booleans are cleared when allocated
-		}
-		n := 1
-		for _, d := range b.shape {
-			n *= int(d)
-		}
-		key := spareKey{storage(b.elem), n}
-		if p.spare == nil {
-			p.spare = map[spareKey][]*hostBuf{}
-		}
-		if len(p.spare[key]) < maxSpare {
-			p.spare[key] = append(p.spare[key], b)
+		for i := range p.recent {
+			if p.recent[i].Value() == t {
+				p.recent[i] = weak.Pointer[interp.Tensor]{}
+				p.addSpare(bufOf(t))
+				break
+			}
 		}
 	}
 }
@@ -983,7 +1037,8 @@ func (p *Program) getScratch(n int) []byte {
 
 // parallel calls the kernel fn on [0, total), split into contiguous
 // ranges over up to Workers goroutines, as many as the work (estimated
-// instructions a point) pays for.
+// instructions a point) pays for: the pool's where it is free and large
+// enough, new ones otherwise.
 func (p *Program) parallel(fn, args uintptr, total, work int64) {
 	workers := p.Workers
 	if workers <= 0 {
@@ -994,6 +1049,9 @@ func (p *Program) parallel(fn, args uintptr, total, work int64) {
 	workers = int(min(int64(workers), total, int64(pays)))
 	if workers <= 1 {
 		purego.SyscallN(fn, args, 0, uintptr(total))
+		return
+	}
+	if getPool().run(fn, args, total, workers) {
 		return
 	}
 	// The calling goroutine runs the last range itself: one wake-up fewer,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -588,5 +589,77 @@ func TestGatherIndicesOutOfRangeAreErrors(t *testing.T) {
 		if err := passtest.Compare(got[0], want[0]); err != nil {
 			t.Errorf("%v: %v", c.idx, err)
 		}
+	}
+}
+
+// TestReleasedResultsAreReused: a released result's memory becomes a
+// later call's result; results that share storage with another result or
+// with an input, inputs, and a tensor released twice are left alone, and
+// every call stays right.
+func TestReleasedResultsAreReused(t *testing.T) {
+	needTools(t)
+	p, graph := compileSource(t, `func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<32xf32>, tensor<4x8xf32>) {
+  %0 = "graph.exp"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "graph.tanh"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = "graph.reshape"(%1) <{shape = array<i64: 32>}> : (tensor<4x8xf32>) -> tensor<32xf32>
+  return %0, %1, %2, %x : tensor<4x8xf32>, tensor<4x8xf32>, tensor<32xf32>, tensor<4x8xf32>
+}`)
+	in := interp.New(graph)
+	ft, err := interp.FuncType(in.Func("main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr := func(x *interp.Tensor) *float32 { return &x.Data().([]float32)[0] }
+	call := func(seed int64) ([]*interp.Tensor, []interp.Value) {
+		t.Helper()
+		args, err := interp.RandomInputs(ft, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := in.Call("main", args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run("main", []*interp.Tensor{args[0].(*interp.Tensor)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, want
+	}
+	same := func(what string, got []*interp.Tensor, want []interp.Value) {
+		t.Helper()
+		for i := range want {
+			if err := passtest.Compare(got[i], want[i]); err != nil {
+				t.Errorf("%s, result %d: %v", what, i, err)
+			}
+		}
+	}
+	got1, want1 := call(1)
+	input := got1[3]
+	inputBefore := append([]float32(nil), input.Data().([]float32)...)
+	p.Release(got1...)
+	got2, want2 := call(2)
+	same("the call after Release", got2, want2)
+	if ptr(got2[0]) != ptr(got1[0]) {
+		t.Error("the released result's memory was not reused")
+	}
+	for i, r := range got2[:3] {
+		if ptr(r) == ptr(input) {
+			t.Errorf("result %d of the second call is the first call's input", i)
+		}
+	}
+	if ptr(got2[1]) == ptr(got1[1]) {
+		t.Error("a result sharing storage with another result was reused")
+	}
+	same("the first call's shared results, after the second call", got1[1:3], want1[1:3])
+	if got := input.Data().([]float32); !slices.Equal(got, inputBefore) {
+		t.Error("a released input was overwritten")
+	}
+	p.Release(got1[0]) // again: its memory is got2[0]'s now
+	got3, want3 := call(3)
+	same("the third call", got3, want3)
+	same("the second call's results, after the third call", got2, want2)
+	if ptr(got3[0]) == ptr(got2[0]) {
+		t.Error("a result released twice was reused twice")
 	}
 }

@@ -90,7 +90,15 @@ func (t *tool) runCPU(ctx *ir.Context, f *runFlags, name string, mod *ir.Operati
 	if err != nil {
 		return fail(err)
 	}
-	if err := t.repeatCalls(f.repeat, func() error { _, err := prog.Run(fnName, inputs); return err }); err != nil {
+	// The repeated calls' results are dropped: each is given back to the
+	// program for the next call's results (as PyTorch's caching allocator
+	// does with a freed tensor).
+	repeat := func() error {
+		outs, err := prog.Run(fnName, inputs)
+		prog.Release(outs...)
+		return err
+	}
+	if err := t.repeatCalls(f.repeat, repeat); err != nil {
 		return fail(err)
 	}
 	if status := t.saveInputs(f, fnName, saved); status != ExitOK {
