@@ -293,6 +293,12 @@ type Runner struct {
 	mu    sync.Mutex
 	bound map[string]*runnerEntry
 	last  *runnerEntry // the entry of the previous call, checked first
+	// scalar[i] reports whether parameter i of fn is a scalar (not a
+	// memref): its value is built into a plan, so it is part of the
+	// signature; a rank-0 memref is a buffer like any other, updated in
+	// place (a decoding step's position must not prepare and capture a
+	// plan per value).
+	scalar []bool
 }
 
 type runnerEntry struct {
@@ -300,19 +306,19 @@ type runnerEntry struct {
 	info GraphInfo
 	err  error // why the plan is not a graph, if it is not
 	// The signature: element type and shape of each argument, and the
-	// value of rank-0 Tensors (which a plan may take as scalars).
+	// value of the rank-0 Tensors passed as scalar parameters.
 	elems   []ir.Type
 	shapes  [][]int64
 	scalars []*interp.Tensor
 }
 
-// setSig records args' signature in e.
-func (e *runnerEntry) setSig(args []interp.Value) {
-	for _, a := range args {
+// setSig records args' signature in e; scalar is Runner.scalar.
+func (e *runnerEntry) setSig(args []interp.Value, scalar []bool) {
+	for i, a := range args {
 		e.elems = append(e.elems, a.ElemType())
 		e.shapes = append(e.shapes, slices.Clone(a.Shape()))
 		t, _ := a.(*interp.Tensor)
-		if t == nil || len(t.Shape()) != 0 {
+		if t == nil || len(t.Shape()) != 0 || !scalar[i] {
 			t = nil
 		}
 		e.scalars = append(e.scalars, t)
@@ -320,8 +326,8 @@ func (e *runnerEntry) setSig(args []interp.Value) {
 }
 
 // matches reports whether args have e's signature, without building the
-// key string (the steady-state call's check).
-func (e *runnerEntry) matches(args []interp.Value) bool {
+// key string (the steady-state call's check); scalar is Runner.scalar.
+func (e *runnerEntry) matches(args []interp.Value, scalar []bool) bool {
 	if len(args) != len(e.elems) {
 		return false
 	}
@@ -334,7 +340,7 @@ func (e *runnerEntry) matches(args []interp.Value) bool {
 			if !ok || !slices.Equal(t.Bits(), s.Bits()) {
 				return false
 			}
-		} else if t, ok := a.(*interp.Tensor); ok && len(t.Shape()) == 0 {
+		} else if t, ok := a.(*interp.Tensor); ok && len(t.Shape()) == 0 && scalar[i] {
 			return false
 		}
 	}
@@ -347,14 +353,15 @@ func NewRunner(p *Program, rt *Runtime, fn string, graphs bool) *Runner {
 	return &Runner{prog: p, rt: rt, fn: fn, graphs: graphs, bound: map[string]*runnerEntry{}}
 }
 
-// signature keys the prepared Bounds of a Runner.
-func signature(args []interp.Value) string {
+// signature keys the prepared Bounds of a Runner; scalar is
+// Runner.scalar.
+func signature(args []interp.Value, scalar []bool) string {
 	var sb strings.Builder
-	for _, a := range args {
+	for i, a := range args {
 		fmt.Fprintf(&sb, "%v%v", a.ElemType(), a.Shape())
-		if len(a.Shape()) == 0 {
+		if len(a.Shape()) == 0 && scalar[i] {
 			if t, ok := a.(*interp.Tensor); ok {
-				fmt.Fprintf(&sb, "=%v", t)
+				fmt.Fprintf(&sb, "=%x", t.Bits())
 			}
 		}
 		sb.WriteByte(';')
@@ -365,17 +372,27 @@ func signature(args []interp.Value) string {
 // entry returns the prepared Bound of args' signature, preparing (and
 // capturing) it on first use and updating its inputs afterwards.
 func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
-	if e := r.last; e != nil && e.matches(args) {
-		return e, e.b.Update(args)
-	}
-	key := signature(args)
-	if e, ok := r.bound[key]; ok {
-		r.last = e
-		return e, e.b.Update(args)
-	}
 	pl, err := r.prog.plan(r.fn)
 	if err != nil {
 		return nil, err
+	}
+	if len(args) != len(pl.params) {
+		return nil, fmt.Errorf("@%s takes %d arguments, got %d", pl.name, len(pl.params), len(args))
+	}
+	if r.scalar == nil {
+		r.scalar = make([]bool, len(pl.params))
+		for i, t := range pl.params {
+			_, mem := t.(*ir.MemRefType)
+			r.scalar[i] = !mem
+		}
+	}
+	if e := r.last; e != nil && e.matches(args, r.scalar) {
+		return e, e.b.Update(args)
+	}
+	key := signature(args, r.scalar)
+	if e, ok := r.bound[key]; ok {
+		r.last = e
+		return e, e.b.Update(args)
 	}
 	// Without graphs, Arrays are passed by reference: a call on device
 	// data copies nothing. A graph has its argument addresses built in,
@@ -385,7 +402,7 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 		return nil, err
 	}
 	e := &runnerEntry{b: b}
-	e.setSig(args)
+	e.setSig(args, r.scalar)
 	if r.graphs {
 		e.info, e.err = b.Capture()
 		var ce *CaptureError
@@ -454,11 +471,14 @@ func (r *Runner) RunDevice(args []interp.Value) ([]interp.Value, error) {
 func (r *Runner) Graph(args []interp.Value) (GraphInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.bound[signature(args)]
-	switch {
-	case !r.graphs:
+	if !r.graphs {
 		return GraphInfo{}, errors.New("CUDA graphs are off")
-	case !ok:
+	}
+	var e *runnerEntry
+	if len(args) == len(r.scalar) {
+		e = r.bound[signature(args, r.scalar)]
+	}
+	if e == nil {
 		return GraphInfo{}, fmt.Errorf("@%s has not run on these shapes", r.fn)
 	}
 	return e.info, e.err

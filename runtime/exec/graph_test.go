@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/cuda"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -140,6 +141,79 @@ func TestRunnerReusesBound(t *testing.T) {
 	if s := r.rt.Allocator().Stats(); s.Allocated != 0 {
 		t.Errorf("%d bytes allocated after Close", s.Allocated)
 	}
+}
+
+// TestRunnerRankZeroBuffer runs a Runner on a function whose rank-0
+// argument is a memref: calls with other values of it (a decoding step's
+// position) reuse one prepared Bound, whose buffer each call updates,
+// where a plan would be prepared (and, with graphs on, captured) per
+// value if the value keyed the signature as a scalar parameter's does.
+func TestRunnerRankZeroBuffer(t *testing.T) {
+	p := compileFile(t, "addscalar.mlir")
+	d := newFake()
+	d.kernels["add_scalar"] = fakeAddScalar
+	for _, graphs := range []bool{false, true} {
+		r := NewRunner(p, newRuntime(d), "main", graphs)
+		rng := rand.New(rand.NewPCG(3, 4))
+		a := randomF32(t, rng, 300, 1)
+		for _, v := range []float64{1.5, -2.25, 1.5, 7} {
+			s, err := interp.FromFloat64s(ir.F32, []int64{}, []float64{v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A rank-0 Tensor, as the frontend passes it; the
+			// interpreter takes a memref argument as a Buffer.
+			got, err := r.Run([]interp.Value{a, s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, []interp.Value{a, interp.BufferFromTensor(s)}, got, 1e-6)
+		}
+		if len(r.bound) != 1 {
+			t.Errorf("graphs %v: %d prepared signatures for one shape, want 1", graphs, len(r.bound))
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRunnerScalarValues runs a Runner on a function with scalar
+// parameters: a call with other values of them (the same buffer shape)
+// prepares a plan of its own, and a call with the first values again
+// reuses the first.
+func TestRunnerScalarValues(t *testing.T) {
+	p := compileFile(t, "rowsum.mlir")
+	r := NewRunner(p, newRuntime(newFake()), "main", false)
+	defer r.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, rc := range [][2]int64{{37, 30}, {30, 37}, {37, 30}} {
+		args := []interp.Value{randomF32(t, rng, 37*30, 4), index(t, rc[0]), index(t, rc[1])}
+		got, err := r.Run(args)
+		if err != nil {
+			t.Fatalf("%d×%d: %v", rc[0], rc[1], err)
+		}
+		compare(t, p, args, got, 1e-4)
+	}
+	if len(r.bound) != 2 {
+		t.Errorf("%d prepared signatures, want 2 (one per value of the scalars)", len(r.bound))
+	}
+}
+
+// fakeAddScalar is add_scalar of addscalar.mlir: c[i] = a[i] + s.
+func fakeAddScalar(d *fakeDevice, grid, block [3]uint32, args []any) error {
+	n := args[3].(int64)
+	a, _, err1 := d.f32s(args[0], n)
+	s, _, err2 := d.f32s(args[1], 1)
+	c, store, err3 := d.f32s(args[2], n)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return err
+	}
+	for i := range c {
+		c[i] = a[i] + s[0]
+	}
+	store()
+	return nil
 }
 
 // TestUpdateChecksShapes refuses new inputs of another shape.
