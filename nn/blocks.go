@@ -232,11 +232,25 @@ func asSeq(x *frontend.Tensor, f func(rows *frontend.Tensor, b, t int) *frontend
 // decoding; positions at or past the current length hold zeros.
 type KVCache struct {
 	K, V *frontend.Tensor `nn:"buffer"`
+	// positions is [0, 1, …, MaxLen-1], made once: a compiled decoding
+	// step then reads the same tensor every call (one upload to the
+	// device, none per step and layer).
+	positions *frontend.Tensor
 }
 
 // NewKVCache returns an empty cache.
 func NewKVCache(dt frontend.DType, batch, heads, maxLen, headDim int) *KVCache {
-	return &KVCache{K: frontend.Zeros(dt, batch, heads, maxLen, headDim), V: frontend.Zeros(dt, batch, heads, maxLen, headDim)}
+	return &KVCache{K: frontend.Zeros(dt, batch, heads, maxLen, headDim), V: frontend.Zeros(dt, batch, heads, maxLen, headDim),
+		positions: classes(maxLen)}
+}
+
+// slots returns the cache's positions [0, 1, …, maxLen-1], made on first
+// use when the cache was not built by NewKVCache.
+func (c *KVCache) slots(maxLen int) *frontend.Tensor {
+	if c.positions == nil || c.positions.Shape()[0] != maxLen {
+		c.positions = classes(maxLen)
+	}
+	return c.positions
 }
 
 // Prefill applies causal attention to x [B, T, d] (the prompt, positions
@@ -285,10 +299,11 @@ func (a *CausalSelfAttention) DecodeRows(x, pos *frontend.Tensor, c *KVCache) *f
 		return bad
 	}
 	maxLen := c.K.Shape()[2]
-	at := classes(maxLen).Cmp("eq", pos)   // [maxLen]
-	slot := at.Reshape(1, 1, maxLen, 1)    // where the new key goes
-	keep := classes(maxLen).Cmp("le", pos) // positions attended to
-	c.K = frontend.Where(slot, k, c.K)     // k broadcasts over maxLen
+	slots := c.slots(maxLen)
+	at := slots.Cmp("eq", pos)          // [maxLen]
+	slot := at.Reshape(1, 1, maxLen, 1) // where the new key goes
+	keep := slots.Cmp("le", pos)        // positions attended to
+	c.K = frontend.Where(slot, k, c.K)  // k broadcasts over maxLen
 	c.V = frontend.Where(slot, v, c.V)
 	o := frontend.Attention(q, c.K, c.V, frontend.AttentionOptions{Mask: keep.Reshape(1, 1, 1, maxLen)})
 	return a.merge(o)

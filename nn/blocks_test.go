@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/runtime/interp"
 	"pgregory.net/rapid"
 )
 
@@ -157,5 +158,61 @@ func TestDecodeMatchesFullRecompute(t *testing.T) {
 		if err := cache.K.Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestCompiledDecodeReadsCachedPositions compiles a block's decoding
+// step and runs it at several positions: every call's graph reads one
+// positions tensor, the cache's (the same host tensor each call, so a GPU
+// backend uploads it once rather than per step and layer), and each step
+// matches the eager one.
+func TestCompiledDecodeReadsCachedPositions(t *testing.T) {
+	const d, heads, maxLen = 8, 2, 6
+	g := nn.NewRNG(31)
+	blk := nn.NewGPT2Block(g, d, heads, 1)
+	ref, ok := frontend.LookupBackend(frontend.InterpBackend)
+	if !ok {
+		t.Fatal("no interp backend")
+	}
+	positions := map[any]bool{} // the int64 [maxLen] inputs seen
+	name := "recording-" + t.Name()
+	frontend.RegisterBackend(name, frontend.BackendFunc(func(gr *frontend.Graph) (frontend.Executable, error) {
+		exe, err := ref.Compile(gr)
+		if err != nil {
+			return nil, err
+		}
+		return frontend.ExecutableFunc(func(in []*interp.Tensor) ([]*interp.Tensor, error) {
+			for _, v := range in {
+				if v.ElemType().String() == "i64" && fmt.Sprint(v.Shape()) == fmt.Sprint([]int64{maxLen}) {
+					positions[v] = true
+				}
+			}
+			return exe.Run(in)
+		}), nil
+	}))
+	cache := nn.NewKVCache(frontend.Float32, 1, heads, maxLen, d/heads)
+	eager := nn.NewKVCache(frontend.Float32, 1, heads, maxLen, d/heads)
+	step, err := nn.Compile(cache, func(in ...*frontend.Tensor) []*frontend.Tensor {
+		return []*frontend.Tensor{blk.DecodeRows(in[0], in[1], cache)}
+	}, 2, frontend.Options{Backend: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := range 4 {
+		x := g.Uniform(-1, 1, 1, d)
+		p := frontend.FromSlice([]int64{int64(pos)}, []int{}...)
+		got, err := step.Call(x, p)
+		if err != nil {
+			t.Fatalf("position %d: %v", pos, err)
+		}
+		want := ndOf(t, blk.DecodeRows(x, p, eager))
+		for i, v := range ndOf(t, got[0]).data {
+			if diff := v - want.data[i]; diff > 1e-5 || diff < -1e-5 {
+				t.Fatalf("position %d, feature %d: compiled %g, eager %g", pos, i, v, want.data[i])
+			}
+		}
+	}
+	if len(positions) != 1 {
+		t.Errorf("the compiled steps read %d distinct positions tensors, want the cache's one", len(positions))
 	}
 }
