@@ -24,13 +24,35 @@ func AttrEqual(a, b Attribute) bool {
 	}
 	// Equal scalar attributes print the same: no need to print them. (Types
 	// are uniqued pointers, so these structs compare without panicking.)
-	switch a.(type) {
+	switch a := a.(type) {
 	case IntegerAttr, FloatAttr, StringAttr, OpaqueAttr, TypeAttr, UnitAttr, WideAttr:
 		if a == b {
 			return true
 		}
+	case ArrayAttr:
+		// Arrays of equal integers (shapes, permutations, slice bounds)
+		// are equal without printing them: a traced op compared with a
+		// recorded one takes this path for most of its attributes.
+		if b, ok := b.(ArrayAttr); ok && sameInts(a, b) {
+			return true
+		}
 	}
 	return a.String() == b.String()
+}
+
+// sameInts reports whether a and b are arrays of the same IntegerAttrs.
+func sameInts(a, b ArrayAttr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, x := range a {
+		xi, ok1 := x.(IntegerAttr)
+		yi, ok2 := b[i].(IntegerAttr)
+		if !ok1 || !ok2 || xi != yi {
+			return false
+		}
+	}
+	return true
 }
 
 // IntegerAttr is an integer or index constant ("5 : i32"). Value holds the

@@ -89,6 +89,10 @@ func TestAttrEqual(t *testing.T) {
 		{UnitAttr{}, UnitAttr{}, true},
 		{ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, true},
 		{ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, ArrayAttr{}, false},
+		{ArrayAttr{IntegerAttr{Value: 1, Type: I64}, IntegerAttr{Value: 2, Type: I64}}, ArrayAttr{IntegerAttr{Value: 1, Type: I64}, IntegerAttr{Value: 3, Type: I64}}, false},
+		{ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, ArrayAttr{IntegerAttr{Value: 1, Type: I32}}, false},
+		{ArrayAttr{IntegerAttr{Value: 1, Type: I64}}, ArrayAttr{OpaqueAttr{Text: "1"}}, true}, // same text
+		{ArrayAttr{Str("a")}, ArrayAttr{OpaqueAttr{Text: `"a"`}}, true},
 		{nil, nil, true},
 		{nil, UnitAttr{}, false},
 	}
