@@ -16,7 +16,7 @@ const (
 	TransposeBAttr = "transpose_b" // B stored [b…, N, K]
 )
 
-var libraryOps = []*ir.OpDef{libraryMatmulDef}
+var libraryOps = []*ir.OpDef{libraryMatmulDef, libraryConv2DDef}
 
 var libraryMatmulDef = &ir.OpDef{
 	Name:    LibraryMatmulOp,
@@ -146,4 +146,138 @@ func verifyLibraryMatmul(op *ir.Operation) error {
 		err = fmt.Errorf("K must be positive")
 	}
 	return err
+}
+
+// LibraryConv2DOp is the host-side convolution that a vendor library
+// (cuDNN) computes: convert-loop-to-gpu's conv=cudnn lowering.
+const LibraryConv2DOp = OpLibraryConv2D
+
+// The properties of gpu.library_conv2d: each an array<i64> of the two
+// spatial dimensions (height, width).
+const (
+	ConvStridesAttr   = "strides"
+	ConvPaddingAttr   = "padding" // on both sides of the dimension
+	ConvDilationsAttr = "dilations"
+)
+
+var libraryConv2DDef = &ir.OpDef{
+	Name:    LibraryConv2DOp,
+	Summary: "A 2-D convolution computed by a vendor library on the host's stream",
+	Description: "Writes y[n, o, i, j] = Σ x[n, c, i·sh - ph + a·dh, j·sw - pw + b·dw] · w[o, c, a, b] " +
+		"into y, summed over the input channels c and the window (a, b), a term being 0 where the " +
+		"window reaches past x (one group, no flip: PyTorch's conv2d). x is [N, C, H, W], w " +
+		"[O, C, KH, KW] and y [N, O, OH, OW] with OH = (H + 2·ph - dh·(KH-1) - 1)/sh + 1 (OW " +
+		"likewise), all of one element type, bf16 or f16, with static shapes. Each product is exact " +
+		"in f32, the sum is accumulated in f32 (in an order the library chooses) and rounded once to " +
+		"y's type. The padding is the same on both sides of a dimension. It is a host op of the " +
+		"launch plan, between kernel launches: the nvptx executor runs it with cuDNN on the plan's " +
+		"stream, the interpreter sums in order of (c, a, b). convert-loop-to-gpu emits it for " +
+		"convolution nests with `conv=cudnn`; the nest's epilogue becomes a pointwise kernel reading y.",
+	Inherent: []string{ConvStridesAttr, ConvPaddingAttr, ConvDilationsAttr},
+	Operands: []ir.ArgDoc{
+		{Name: "x", Doc: "memref [N, C, H, W]"},
+		{Name: "w", Doc: "memref [O, C, KH, KW]"},
+		{Name: "y", Doc: "memref [N, O, OH, OW], written"},
+	},
+	Attrs: []ir.ArgDoc{
+		{Name: ConvStridesAttr, Doc: "array<i64: sh, sw>, positive"},
+		{Name: ConvPaddingAttr, Doc: "array<i64: ph, pw>, at least 0: zeros on both sides"},
+		{Name: ConvDilationsAttr, Doc: "array<i64: dh, dw>, positive"},
+	},
+	Example: `"gpu.library_conv2d"(%x, %w, %y) <{strides = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilations = array<i64: 1, 1>}> : (memref<8x64x56x56xbf16>, memref<64x64x3x3xbf16>, memref<8x64x56x56xbf16>) -> ()`,
+	Verify:  verifyLibraryConv2D,
+}
+
+// ConvGeometry is gpu.library_conv2d's strides, padding and dilations,
+// each (height, width).
+type ConvGeometry struct {
+	Strides, Padding, Dilations [2]int64
+}
+
+// LibraryConv2D inserts gpu.library_conv2d writing the convolution of x
+// by w into y.
+func LibraryConv2D(b *ir.Builder, loc ir.Location, x, w, y *ir.Value, g ConvGeometry) *ir.Operation {
+	return b.Op(LibraryConv2DOp, loc, []*ir.Value{x, w, y}, nil,
+		ir.NamedAttr{Name: ConvStridesAttr, Value: ir.I64Array(g.Strides[:]...)},
+		ir.NamedAttr{Name: ConvPaddingAttr, Value: ir.I64Array(g.Padding[:]...)},
+		ir.NamedAttr{Name: ConvDilationsAttr, Value: ir.I64Array(g.Dilations[:]...)})
+}
+
+// LibraryConvGeometry returns gpu.library_conv2d's properties, or an
+// error naming the one that is missing or out of range.
+func LibraryConvGeometry(op *ir.Operation) (ConvGeometry, error) {
+	var g ConvGeometry
+	for _, f := range []struct {
+		name string
+		dst  *[2]int64
+		min  int64
+	}{{ConvStridesAttr, &g.Strides, 1}, {ConvPaddingAttr, &g.Padding, 0}, {ConvDilationsAttr, &g.Dilations, 1}} {
+		a, ok := op.Attr(f.name).(ir.DenseArrayAttr)
+		if !ok || a.Elem != ir.I64 || len(a.Values) != 2 {
+			return g, fmt.Errorf("'%s' must be an array<i64> of two values (height, width)", f.name)
+		}
+		if a.Values[0] < f.min || a.Values[1] < f.min {
+			return g, fmt.Errorf("'%s' must be at least %d, not %v", f.name, f.min, a.Values)
+		}
+		copy(f.dst[:], a.Values)
+	}
+	return g, nil
+}
+
+// ConvOutSize is the output extent of a convolution along one dimension
+// of input extent in, window k, padding p on both sides, stride s and
+// dilation d (at most 0 when the window does not fit).
+func ConvOutSize(in, k, p, s, d int64) int64 {
+	span := in + 2*p - d*(k-1) - 1
+	if span < 0 {
+		return 0
+	}
+	return span/s + 1
+}
+
+func verifyLibraryConv2D(op *ir.Operation) error {
+	if op.ParentOfType(FuncOp) != nil {
+		return fmt.Errorf("is a host op: it cannot be nested in a '%s'", FuncOp)
+	}
+	if op.NumOperands() != 3 || op.NumResults() != 0 {
+		return fmt.Errorf("expects three memref operands (x, w, y) and no results")
+	}
+	g, err := LibraryConvGeometry(op)
+	if err != nil {
+		return err
+	}
+	var shapes [3][]int64
+	for i, v := range op.Operands() {
+		mt, ok := v.Type().(*ir.MemRefType)
+		if !ok || !mt.Ranked() || mt.Layout != nil || mt.MemorySpace != nil || len(mt.Shape()) != 4 {
+			return fmt.Errorf("operand #%d must be a 4-D memref of global memory with the identity layout, not %s", i, v.Type())
+		}
+		if e := mt.ElementType(); e != ir.BF16 && e != ir.F16 {
+			return fmt.Errorf("operand #%d must hold bf16 or f16, not %s", i, e)
+		}
+		if e0 := ir.ElementTypeOf(op.Operand(0).Type()); mt.ElementType() != e0 {
+			return fmt.Errorf("operand #%d must hold x's %s, not %s", i, e0, mt.ElementType())
+		}
+		shapes[i] = mt.Shape()
+		for _, e := range shapes[i] {
+			if e < 1 {
+				return fmt.Errorf("operand #%d must have a static shape of positive extents, not %s", i, v.Type())
+			}
+		}
+	}
+	x, w, y := shapes[0], shapes[1], shapes[2]
+	if w[1] != x[1] {
+		return fmt.Errorf("w has %d input channels and x %d", w[1], x[1])
+	}
+	want := []int64{x[0], w[0], ConvOutSize(x[2], w[2], g.Padding[0], g.Strides[0], g.Dilations[0]),
+		ConvOutSize(x[3], w[3], g.Padding[1], g.Strides[1], g.Dilations[1])}
+	if want[2] < 1 || want[3] < 1 {
+		return fmt.Errorf("the window [%d, %d] (dilated) does not fit in x's padded [%d, %d]", w[2], w[3], x[2]+2*g.Padding[0], x[3]+2*g.Padding[1])
+	}
+	for d := range 4 {
+		if y[d] != want[d] {
+			return fmt.Errorf("y must be %v, not %v", want, y)
+		}
+	}
+	return nil
 }

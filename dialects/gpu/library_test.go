@@ -84,3 +84,51 @@ func TestLibraryMatmulBuilder(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// convHost is a host function holding one gpu.library_conv2d of the given
+// properties and operand types.
+func convHost(props, x, w, y string) string {
+	return fmt.Sprintf(`func.func @f(%%x: %[2]s, %%w: %[3]s, %%y: %[4]s) {
+  "gpu.library_conv2d"(%%x, %%w, %%y) %[1]s : (%[2]s, %[3]s, %[4]s) -> ()
+  return
+}`, props, x, w, y)
+}
+
+// TestLibraryConv2DVerify checks the shapes, types and properties
+// gpu.library_conv2d accepts and those it refuses.
+func TestLibraryConv2DVerify(t *testing.T) {
+	geo := func(s, p, d string) string {
+		return fmt.Sprintf("<{strides = array<i64: %s>, padding = array<i64: %s>, dilations = array<i64: %s>}>", s, p, d)
+	}
+	std := geo("1, 1", "1, 1", "1, 1")
+	for _, src := range []string{
+		convHost(std, "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x8x8xbf16>"),
+		convHost(geo("2, 1", "3, 0", "1, 2"), "memref<1x3x9x8xf16>", "memref<5x3x7x2xf16>", "memref<1x5x5x6xf16>"),
+	} {
+		ctx := newCtx()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{})
+		if err == nil {
+			err = ir.Verify(m)
+		}
+		if err != nil {
+			t.Errorf("%s\n: %v", src, err)
+		}
+	}
+	for _, c := range []struct{ name, src, want string }{
+		{"channels", convHost(std, "memref<2x3x8x8xbf16>", "memref<4x5x3x3xbf16>", "memref<2x4x8x8xbf16>"), "w has 5 input channels and x 3"},
+		{"out-shape", convHost(std, "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x6x6xbf16>"), "y must be [2 4 8 8], not [2 4 6 6]"},
+		{"window", convHost(geo("1, 1", "0, 0", "1, 1"), "memref<2x3x2x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x1x6xbf16>"), "does not fit in x's padded [2, 8]"},
+		{"f32", convHost(std, "memref<2x3x8x8xf32>", "memref<4x3x3x3xf32>", "memref<2x4x8x8xf32>"), "must hold bf16 or f16, not f32"},
+		{"mixed", convHost(std, "memref<2x3x8x8xbf16>", "memref<4x3x3x3xf16>", "memref<2x4x8x8xbf16>"), "must hold x's bf16, not f16"},
+		{"dynamic", convHost(std, "memref<?x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x8x8xbf16>"), "static shape"},
+		{"rank", convHost(std, "memref<3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x8x8xbf16>"), "must be a 4-D memref"},
+		{"stride-0", convHost(geo("0, 1", "1, 1", "1, 1"), "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x8x8xbf16>"), "'strides' must be at least 1"},
+		{"padding-missing", convHost("<{strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}>", "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x8x8xbf16>"), "'padding' must be an array<i64> of two values"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := mlirtest.VerifyError(t, newCtx(), c.src); !strings.Contains(got, c.want) {
+				t.Errorf("got error %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -45,4 +45,6 @@ const (
 	OpFenceProxyAsync = "gpu.fence_proxy_async"
 	// OpLibraryMatmul is gpu.library_matmul: A (batched) matrix product computed by a vendor library on the host's stream.
 	OpLibraryMatmul = "gpu.library_matmul"
+	// OpLibraryConv2D is gpu.library_conv2d: A 2-D convolution computed by a vendor library on the host's stream.
+	OpLibraryConv2D = "gpu.library_conv2d"
 )

@@ -90,6 +90,10 @@ type Config struct {
 	// (cuBLASLt) followed by their epilogue as a separate kernel: the
 	// option matmul=cublaslt (gemm_library.go).
 	CuBLASLt bool
+	// CuDNN runs bf16 and f16 convolution nests as gpu.library_conv2d ops
+	// (cuDNN) followed by their epilogue as a pointwise kernel: the option
+	// conv=cudnn (conv_library.go).
+	CuDNN bool
 	// RowWelford merges a row's mean and variance reductions into one
 	// (Chan's parallel variance, rowstats.go) where the row is held in
 	// registers: one trip across the row's threads instead of two.
@@ -199,6 +203,8 @@ func init() {
 				Doc: "tiling of the tensor-core matmul kernels: block tile MxNxK, s and the shared-memory stages; then w64 for mma.sync warp tiles 64 wide, g for Hopper's wgmma kernel (sm_90a), go for it with each product in flight across k tiles"},
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
 				Doc: "how bf16/f16 matmul nests run: Strata's kernels with the epilogue fused (mma), or gpu.library_matmul (cuBLASLt) and an epilogue kernel (cublaslt)"},
+			{Name: "conv", Type: passes.String, Default: ConvMMA, Enum: convOptions,
+				Doc: "how bf16/f16 convolution nests run: Strata's implicit-GEMM kernels with the epilogue fused (mma), or gpu.library_conv2d (cuDNN) and a pointwise epilogue kernel (cudnn)"},
 			{Name: "index-bits", Type: passes.Int, Default: d.IndexBits,
 				Doc: "width of the index arithmetic of pointwise and row kernels: 32 uses i32 where a range analysis proves every index fits (static shapes, or dynamic ones under a size guard the function gets), 64 keeps index"},
 			{Name: "unroll-inner", Type: passes.Bool, Default: d.UnrollInner,
@@ -213,7 +219,7 @@ func init() {
 				return nil, err
 			}
 			c := Config{Block: o.Int("block"), Vector: o.Int("vector"), RowsPerBlock: o.Int("rows-per-block"), MaxBlocks: o.Int("max-blocks"), TensorCores: o.Bool("tensor-cores"), MMATile: tile,
-				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, RowWelford: o.Bool("row-welford"), RowReread: o.Bool("row-reread"), RowShuffleMerge: o.Bool("row-shuffle-merge"), RowEvictLast: o.Bool("row-evict-last"), IndexBits: o.Int("index-bits"),
+				CuBLASLt: o.String("matmul") == MatmulCuBLASLt, CuDNN: o.String("conv") == ConvCuDNN, RowWelford: o.Bool("row-welford"), RowReread: o.Bool("row-reread"), RowShuffleMerge: o.Bool("row-shuffle-merge"), RowEvictLast: o.Bool("row-evict-last"), IndexBits: o.Int("index-bits"),
 				UnrollInner: o.Bool("unroll-inner")}
 			if err := c.check(); err != nil {
 				return nil, err
@@ -315,6 +321,9 @@ func topLevelNests(fn *ir.Operation) []*ir.Operation {
 func (p *pass) convertFunc(ctx *ir.Context, module, fn *ir.Operation) (int, error) {
 	if p.cfg.CuBLASLt {
 		lowerLibraryMatmuls(ctx, fn)
+	}
+	if p.cfg.CuDNN {
+		lowerLibraryConvs(ctx, fn)
 	}
 	nests := topLevelNests(fn)
 	if len(nests) == 0 {

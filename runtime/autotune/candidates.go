@@ -157,7 +157,7 @@ func Candidates(kernels []Kernel) []togpu.Config {
 }
 
 // ConfigString prints cfg as convert-loop-to-gpu's options; mma-tile,
-// matmul, index-bits and unroll-inner only when they are not the default, so that
+// matmul, conv, index-bits and unroll-inner only when they are not the default, so that
 // decisions recorded before the options existed read the same.
 func ConfigString(cfg togpu.Config) string {
 	s := fmt.Sprintf("block=%d vector=%d rows-per-block=%d max-blocks=%d", cfg.Block, cfg.Vector, cfg.RowsPerBlock, cfg.MaxBlocks)
@@ -166,6 +166,9 @@ func ConfigString(cfg togpu.Config) string {
 	}
 	if cfg.CuBLASLt {
 		s += " matmul=" + togpu.MatmulCuBLASLt
+	}
+	if cfg.CuDNN {
+		s += " conv=" + togpu.ConvCuDNN
 	}
 	if cfg.IndexBits != togpu.DefaultConfig.IndexBits {
 		s += fmt.Sprintf(" index-bits=%d", cfg.IndexBits)
@@ -194,6 +197,10 @@ func ParseConfig(s string) (togpu.Config, error) {
 		}
 		if ok && name == "matmul" && (val == togpu.MatmulCuBLASLt || val == togpu.MatmulMMA) {
 			cfg.CuBLASLt = val == togpu.MatmulCuBLASLt
+			continue
+		}
+		if ok && name == "conv" && (val == togpu.ConvCuDNN || val == togpu.ConvMMA) {
+			cfg.CuDNN = val == togpu.ConvCuDNN
 			continue
 		}
 		if ok && name == "index-bits" && (val == "32" || val == "64") {

@@ -2,17 +2,26 @@ package autotune
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/cublaslt"
+	"github.com/strata-ir/strata/runtime/cudnn"
 	"github.com/strata-ir/strata/runtime/exec"
 )
 
 // loadCuBLASLt finds cuBLASLt; a variable so that tests can take it away.
 var loadCuBLASLt = cublaslt.Load
+
+// loadCuDNN finds cuDNN; a variable so that tests can take it away.
+var loadCuDNN = cudnn.Load
+
+// noCuDNN logs, once a process, that convolutions stay on Strata's
+// kernels because cuDNN does not load.
+var noCuDNN sync.Once
 
 // withLibrary returns cands with, right after the default (so that the
 // time budget does not skip it), the configuration that runs the matmul
@@ -65,6 +74,7 @@ func withLibrary(name string, cands []togpu.Config, kernels []Kernel) []togpu.Co
 // the runtime, not in the passes.
 func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 	cfg := togpu.DefaultConfig
+	cfg.CuDNN = convPolicy(mode, module)
 	if module != nil && !hasHalfMatmuls(module) {
 		return cfg
 	}
@@ -80,6 +90,49 @@ func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 		modeName(mode), togpu.MatmulCuBLASLt)
 	cfg.CuBLASLt = true
 	return cfg
+}
+
+// convPolicy is ModeConfig's choice for convolutions: when module has
+// bf16 or f16 graph.conv2d ops and cuDNN loads in this process, they run
+// on cuDNN (conv=cudnn) with their epilogue as one pointwise kernel, as
+// Inductor's default runs convolutions on cuDNN: measured on the H200
+// (bench/NOTES.md, session 7), cuDNN's 3×3 convolutions of ResNet-50 run
+// at 335–469 TFLOP/s in channels-last, Strata's implicit-GEMM kernels at
+// 54–104. Convolutions the library plan rejects (padding that differs
+// between the sides, a bias added before the rounding) stay on Strata's
+// kernels in the same program, and without the library all do: that is
+// logged once a process under STRATA_LOGS=autotune. A program without
+// such convolutions does not load the library.
+func convPolicy(mode exec.Mode, module *ir.Operation) bool {
+	if module != nil && !hasHalfConvs(module) {
+		return false
+	}
+	if err := loadCuDNN(); err != nil {
+		noCuDNN.Do(func() {
+			logs.Printf(Topic, "%s mode: convolutions on Strata's kernels (cuDNN does not load): %v", modeName(mode), err)
+		})
+		return false
+	}
+	logs.Printf(Topic, "%s mode: bf16/f16 convolutions on cuDNN, epilogues as kernels (conv=%s)", modeName(mode), togpu.ConvCuDNN)
+	return true
+}
+
+// hasHalfConvs reports whether module holds a graph.conv2d with a bf16 or
+// f16 result.
+func hasHalfConvs(module *ir.Operation) bool {
+	found := false
+	module.Walk(func(op *ir.Operation) bool {
+		if found {
+			return false
+		}
+		if op.Name() == graph.OpConv2D && op.NumResults() == 1 {
+			if e := ir.ElementTypeOf(op.Result(0).Type()); e == ir.BF16 || e == ir.F16 {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // hasHalfMatmuls reports whether module holds a graph.matmul or

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
@@ -170,5 +171,85 @@ func TestModeConfig(t *testing.T) {
 	loadCuBLASLt = func() error { return nil }
 	if _, libs, maps := lower(exec.ModeDefault, "lower-to-gpu"); libs != 0 || !slices.Equal(maps, []string{togpu.MappingMMA}) {
 		t.Errorf("lower-to-gpu with cuBLASLt loadable: %d library products, kernels %v, want 0 and [mma]", libs, maps)
+	}
+}
+
+// TestConvPolicy checks ModeConfig's convolution policy: a bf16
+// convolution + ReLU lowers to a gpu.library_conv2d and a pointwise
+// epilogue kernel when cuDNN loads; without it, to Strata's mma kernel,
+// with one log line a process however often it is asked; a program
+// without convolutions does not load the library. The configuration
+// round-trips through ConfigString.
+func TestConvPolicy(t *testing.T) {
+	defer func(f func() error) { loadCuDNN = f }(loadCuDNN)
+	const conv = `func.func @main(%x: tensor<2x8x6x6xbf16>, %w: tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16> {
+  %y = "graph.conv2d"(%x, %w) <{padding = [1, 1]}> : (tensor<2x8x6x6xbf16>, tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16>
+  %r = "graph.relu"(%y) : (tensor<2x16x6x6xbf16>) -> tensor<2x16x6x6xbf16>
+  return %r : tensor<2x16x6x6xbf16>
+}`
+	const plain = `func.func @main(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %r = "graph.relu"(%x) : (tensor<8xbf16>) -> tensor<8xbf16>
+  return %r : tensor<8xbf16>
+}`
+	lower := func(src string) (togpu.Config, int, []string) {
+		t.Helper()
+		ctx := dialects.NewContext()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := ModeConfig(exec.ModeDefault, m)
+		pm, err := passes.Parse("builtin.module(" + LowerPipelineFor(cfg) + ")")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pm.Run(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		libs := 0
+		m.Walk(func(op *ir.Operation) bool {
+			if op.Name() == gpu.LibraryConv2DOp {
+				libs++
+			}
+			return true
+		})
+		var mappings []string
+		for _, k := range Kernels(m) {
+			mappings = append(mappings, k.Mapping)
+		}
+		return cfg, libs, mappings
+	}
+	var buf bytes.Buffer
+	defer logs.SetOutput(logs.SetOutput(&buf))
+	logs.Enable(Topic)
+	defer logs.Disable()
+
+	loads := 0
+	loadCuDNN = func() error { loads++; return nil }
+	if cfg, libs, maps := lower(conv); !cfg.CuDNN || libs != 1 || !slices.Equal(maps, []string{togpu.MappingPointwise}) {
+		t.Errorf("with cuDNN: conv=cudnn %v, %d library convolutions, kernels %v; want true, 1, [pointwise]", cfg.CuDNN, libs, maps)
+	}
+	if !strings.Contains(buf.String(), "default mode: bf16/f16 convolutions on cuDNN") {
+		t.Errorf("log %q", buf.String())
+	}
+	c := togpu.DefaultConfig
+	c.CuDNN = true
+	if got, err := ParseConfig(ConfigString(c)); err != nil || got != c || !strings.HasSuffix(ConfigString(c), " conv=cudnn") {
+		t.Errorf("round trip of %q: %+v, %v", ConfigString(c), got, err)
+	}
+	if loads = 0; func() bool { cfg, _, _ := lower(plain); return cfg.CuDNN }() || loads != 0 {
+		t.Errorf("a program without convolutions: conv=cudnn or %d loads", loads)
+	}
+
+	buf.Reset()
+	noCuDNN = sync.Once{} // another test may have logged it
+	loadCuDNN = func() error { return errors.New("cuDNN not found: tried 3 paths") }
+	for range 2 {
+		if cfg, libs, maps := lower(conv); cfg.CuDNN || libs != 0 || !slices.Equal(maps, []string{togpu.MappingMMA}) {
+			t.Errorf("without cuDNN: conv=cudnn %v, %d library convolutions, kernels %v; want false, 0, [mma]", cfg.CuDNN, libs, maps)
+		}
+	}
+	if out := buf.String(); strings.Count(out, "convolutions on Strata's kernels (cuDNN does not load): cuDNN not found") != 1 {
+		t.Errorf("want one log line saying why, got %q", out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/cublaslt"
+	"github.com/strata-ir/strata/runtime/cudnn"
 )
 
 // libraries holds a Runtime's handles of vendor libraries, each made on
@@ -15,7 +16,12 @@ type libraries struct {
 	once sync.Once
 	blas *cublaslt.Handle
 	err  error
-	warm sync.WaitGroup // warm-ups in progress (WarmLibraries)
+	// dnn is the cuDNN handle, made by dnnOnce (with dnnErr) on the first
+	// library convolution.
+	dnnOnce sync.Once
+	dnn     *cudnn.Handle
+	dnnErr  error
+	warm    sync.WaitGroup // warm-ups in progress (WarmLibraries)
 }
 
 // WarmLibraries starts, in the background, what the first library product
@@ -48,16 +54,32 @@ func (rt *Runtime) cublasLt() (*cublaslt.Handle, error) {
 	return rt.libs.blas, rt.libs.err
 }
 
+// cuDNN returns the Runtime's cuDNN handle, loading the library and
+// taking its workspace from the allocator on first use.
+func (rt *Runtime) cuDNN() (*cudnn.Handle, error) {
+	rt.libs.dnnOnce.Do(func() {
+		if rt.cuda == nil {
+			rt.libs.dnnErr = errors.New("cuDNN needs a CUDA device")
+			return
+		}
+		rt.libs.dnn, rt.libs.dnnErr = cudnn.New(rt.cuda, rt.alloc)
+	})
+	return rt.libs.dnn, rt.libs.dnnErr
+}
+
 // closeLibraries destroys the handles made so far, returning their
 // workspaces to the allocator.
 func (rt *Runtime) closeLibraries() error {
 	rt.libs.warm.Wait()
-	if rt.libs.blas == nil {
-		return nil
+	var errs []error
+	if rt.libs.blas != nil {
+		errs = append(errs, rt.libs.blas.Close())
 	}
-	err := rt.libs.blas.Close()
+	if rt.libs.dnn != nil {
+		errs = append(errs, rt.libs.dnn.Close())
+	}
 	rt.libs = libraries{}
-	return err
+	return errors.Join(errs...)
 }
 
 // libraryTypes are the element types gpu.library_matmul passes to cuBLASLt.
@@ -110,6 +132,56 @@ func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
 		}
 		if err != nil {
 			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryMatmulOp, err)
+		}
+		return nil
+	}, nil
+}
+
+// convTypes are the element types gpu.library_conv2d passes to cuDNN.
+var convTypes = map[ir.Type]cudnn.DataType{ir.BF16: cudnn.BF16, ir.F16: cudnn.F16}
+
+// libraryConv2D is gpu.library_conv2d: cuDNN queues the convolution on
+// the plan's stream, between the kernels around it (and into a CUDA graph
+// when the plan is captured).
+func (c *planner) libraryConv2D(op *ir.Operation) (stepFunc, error) {
+	if op.NumOperands() != 3 || op.NumResults() != 0 {
+		return nil, ir.Errorf(op.Loc(), "%s must have three operands and no results", gpu.LibraryConv2DOp)
+	}
+	geo, err := gpu.LibraryConvGeometry(op)
+	if err != nil {
+		return nil, ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryConv2DOp, err)
+	}
+	var shapes [3][]int64
+	var dt cudnn.DataType
+	for i, v := range op.Operands() {
+		mt, err := globalMemRef(op, v.Type())
+		if err != nil {
+			return nil, err
+		}
+		t, ok := convTypes[mt.ElementType()]
+		if !ok || len(mt.Shape()) != 4 {
+			return nil, ir.Errorf(op.Loc(), "%s of %s: cuDNN takes 4-D bf16 and f16 tensors", gpu.LibraryConv2DOp, mt)
+		}
+		shapes[i], dt = mt.Shape(), t
+	}
+	x, w := shapes[0], shapes[1]
+	conv := cudnn.Conv{Type: dt, Layout: cudnn.NCHW, N: x[0], C: x[1], H: x[2], W: x[3], O: w[0], KH: w[2], KW: w[3],
+		Pad: geo.Padding, Stride: geo.Strides, Dilate: geo.Dilations}
+	in, err := c.uses(op)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *runState) error {
+		xb, wb, yb := r.slots[in[0]].b, r.slots[in[1]].b, r.slots[in[2]].b
+		if xb.mem.freed || wb.mem.freed || yb.mem.freed {
+			return ir.Errorf(op.Loc(), "%s of a deallocated buffer", gpu.LibraryConv2DOp)
+		}
+		h, err := r.rt.cuDNN()
+		if err == nil {
+			err = h.Forward(conv, xb.mem.ptr, wb.mem.ptr, yb.mem.ptr, r.stream)
+		}
+		if err != nil {
+			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryConv2DOp, err)
 		}
 		return nil
 	}, nil

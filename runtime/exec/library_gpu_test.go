@@ -203,6 +203,9 @@ func TestWarmLibrariesWithoutCUDA(t *testing.T) {
 	if _, err := rt.cublasLt(); err == nil || !strings.Contains(err.Error(), "needs a CUDA device") {
 		t.Errorf("cublasLt after the warm-up: %v", err)
 	}
+	if _, err := rt.cuDNN(); err == nil || !strings.Contains(err.Error(), "cuDNN needs a CUDA device") {
+		t.Errorf("cuDNN without a device: %v", err)
+	}
 	done := make(chan error)
 	go func() { done <- rt.Close() }()
 	select {

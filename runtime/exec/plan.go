@@ -98,6 +98,7 @@ var hostOps = map[string]hostOp{
 	loop.ViewOp:         (*planner).view,
 	gpu.LaunchFuncOp:    (*planner).launch,
 	gpu.LibraryMatmulOp: (*planner).libraryMatmul,
+	gpu.LibraryConv2DOp: (*planner).libraryConv2D,
 	funcs.OpReturn:      (*planner).ret,
 	arith.OpExtSI:       (*planner).cast,
 	arith.OpExtUI:       (*planner).cast,

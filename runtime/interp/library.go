@@ -13,7 +13,7 @@ import (
 // k from +0, rounded once to C's type. A library sums in another order,
 // so the GPU agrees with this within f32 rounding of the sum.
 func init() {
-	registerAll(map[string]Rule{gpu.LibraryMatmulOp: libraryMatmulRule})
+	registerAll(map[string]Rule{gpu.LibraryMatmulOp: libraryMatmulRule, gpu.LibraryConv2DOp: libraryConv2DRule})
 }
 
 func libraryMatmulRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
@@ -90,4 +90,66 @@ func storeF32(b *Buffer, off int64, v float32, t *ir.FloatType) {
 	case []uint16:
 		s[off] = uint16(ir.FloatToBits(float64(v), t))
 	}
+}
+
+// libraryConv2DRule is gpu.library_conv2d with the meaning of the
+// convolution nest it replaces: the products in f32 (exact for bf16 and
+// f16), summed in f32 from +0 in order of (c, a, b), the terms of the
+// padding left out, rounded once to y's type.
+func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("takes x, w and y, got %d operands", len(args))
+	}
+	g, err := gpu.LibraryConvGeometry(op)
+	if err != nil {
+		return nil, err
+	}
+	var bufs [3]*Buffer
+	for i, v := range args {
+		b, err := bufferArg(v)
+		if err != nil {
+			return nil, err
+		}
+		if len(b.shape) != 4 || (b.elem != ir.BF16 && b.elem != ir.F16) {
+			return nil, fmt.Errorf("operand #%d must be a 4-D bf16 or f16 buffer, not %v of %s", i, b.shape, b.elem)
+		}
+		bufs[i] = b
+	}
+	x, w, y := bufs[0], bufs[1], bufs[2]
+	xs, ws, ys := x.shape, w.shape, y.shape
+	if x.elem != w.elem || x.elem != y.elem || ws[1] != xs[1] || ys[0] != xs[0] || ys[1] != ws[0] ||
+		ys[2] != gpu.ConvOutSize(xs[2], ws[2], g.Padding[0], g.Strides[0], g.Dilations[0]) ||
+		ys[3] != gpu.ConvOutSize(xs[3], ws[3], g.Padding[1], g.Strides[1], g.Dilations[1]) {
+		return nil, fmt.Errorf("x %v of %s, w %v of %s and y %v of %s are not one convolution's", xs, x.elem, ws, w.elem, ys, y.elem)
+	}
+	xv, wv := halfToF32(x), halfToF32(w)
+	out := y.elem.(*ir.FloatType)
+	c, h, wd, kh, kw := xs[1], xs[2], xs[3], ws[2], ws[3]
+	for n := range ys[0] {
+		for o := range ys[1] {
+			for i := range ys[2] {
+				for j := range ys[3] {
+					var acc float32
+					for ch := range c {
+						for a := range kh {
+							r := i*g.Strides[0] - g.Padding[0] + a*g.Dilations[0]
+							if r < 0 || r >= h {
+								continue
+							}
+							for b := range kw {
+								s := j*g.Strides[1] - g.Padding[1] + b*g.Dilations[1]
+								if s < 0 || s >= wd {
+									continue
+								}
+								// The conversion keeps Go from fusing the multiply into the add.
+								acc += float32(xv[((n*c+ch)*h+r)*wd+s] * wv[((o*c+ch)*kh+a)*kw+b])
+							}
+						}
+					}
+					storeF32(y, ((n*ys[1]+o)*ys[2]+i)*ys[3]+j, acc, out)
+				}
+			}
+		}
+	}
+	return nil, nil
 }

@@ -1,0 +1,166 @@
+package cudnn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/strata-ir/strata/runtime/cuda"
+)
+
+// TestGPUConv runs each direction of a padded, strided and dilated
+// convolution in both layouts on the GPU and checks it against sums in
+// float64: operands in {-1, 0, 1} make every product and sum exact in f32
+// and in bf16, so any mix-up of layouts, padding, strides or directions
+// shows.
+func TestGPUConv(t *testing.T) {
+	dev, alloc, hd := gpuHandle(t)
+	t.Logf("cuDNN from %s", hd.Path())
+	for _, layout := range []Layout{NCHW, NHWC} {
+		c := Conv{Type: BF16, Layout: layout, N: 2, C: 3, H: 9, W: 8, O: 5, KH: 3, KW: 2,
+			Pad: [2]int64{1, 2}, Stride: [2]int64{2, 1}, Dilate: [2]int64{1, 2}}
+		oh, ow := c.Out()
+		xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
+		x, w, g := ternary(xs, 1), ternary(ws, 2), ternary(ys, 3)
+		// The sums of the three directions over (n, o, i, j, c, a, b).
+		y, dx, dw := make([]float64, len(g)), make([]float64, len(x)), make([]float64, len(w))
+		for n := range c.N {
+			for o := range c.O {
+				for i := range oh {
+					for j := range ow {
+						yi := at(ys, n, o, i, j)
+						for ch := range c.C {
+							for a := range c.KH {
+								for b := range c.KW {
+									r, s := i*c.Stride[0]-c.Pad[0]+a*c.Dilate[0], j*c.Stride[1]-c.Pad[1]+b*c.Dilate[1]
+									if r < 0 || r >= c.H || s < 0 || s >= c.W {
+										continue
+									}
+									xi, wi := at(xs, n, ch, r, s), at(ws, o, ch, a, b)
+									y[yi] += x[xi] * w[wi]
+									dx[xi] += g[yi] * w[wi]
+									dw[wi] += x[xi] * g[yi]
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		px, pw, pg := upload(t, dev, alloc, x, xs, layout), upload(t, dev, alloc, w, ws, layout), upload(t, dev, alloc, g, ys, layout)
+		for _, d := range []struct {
+			name  string
+			run   func(out cuda.DevicePtr) error
+			want  []float64
+			shape [4]int64
+		}{
+			{"forward", func(out cuda.DevicePtr) error { return hd.Forward(c, px, pw, out, nil) }, y, ys},
+			{"backward data", func(out cuda.DevicePtr) error { return hd.BackwardData(c, pw, pg, out, nil) }, dx, xs},
+			{"backward filter", func(out cuda.DevicePtr) error { return hd.BackwardFilter(c, px, pg, out, nil) }, dw, ws},
+		} {
+			t.Run(fmt.Sprintf("%s/layout%d", d.name, layout), func(t *testing.T) {
+				out := upload(t, dev, alloc, make([]float64, len(d.want)), d.shape, layout)
+				for range 2 { // the second call reuses the plan
+					if err := d.run(out); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got := download(t, dev, out, d.shape, layout)
+				for i := range got {
+					if got[i] != d.want[i] {
+						t.Fatalf("element %d (NCHW order) = %g, want %g", i, got[i], d.want[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// ternary returns the elements of an NCHW shape, each in {-1, 0, 1}.
+func ternary(shape [4]int64, seed int64) []float64 {
+	out := make([]float64, shape[0]*shape[1]*shape[2]*shape[3])
+	for i := range out {
+		out[i] = float64((int64(i)*7+seed*5)%3 - 1)
+	}
+	return out
+}
+
+// at is the offset of (a, b, c, d) in an NCHW-ordered shape.
+func at(s [4]int64, a, b, c, d int64) int64 { return ((a*s[1]+b)*s[2]+c)*s[3] + d }
+
+// stored is the offset in memory of the element at NCHW offset i of
+// shape s in layout (NHWC moves dimension 1 last).
+func stored(s [4]int64, i int64, layout Layout) int64 {
+	if layout == NCHW {
+		return i
+	}
+	d := i % s[3]
+	c := i / s[3] % s[2]
+	b := i / (s[2] * s[3]) % s[1]
+	a := i / (s[1] * s[2] * s[3])
+	return ((a*s[2]+c)*s[3]+d)*s[1] + b
+}
+
+// upload copies NCHW-ordered values as bf16 to the device in layout.
+func upload(t *testing.T, dev *cuda.Device, alloc *cuda.Allocator, vs []float64, s [4]int64, layout Layout) cuda.DevicePtr {
+	t.Helper()
+	data := make([]byte, 2*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint16(data[2*stored(s, int64(i), layout):], uint16(math.Float32bits(float32(v))>>16))
+	}
+	p, err := alloc.Alloc(uint64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.CopyHtoD(p, data); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// download reads a bf16 tensor stored in layout back in NCHW order.
+func download(t *testing.T, dev *cuda.Device, p cuda.DevicePtr, s [4]int64, layout Layout) []float64 {
+	t.Helper()
+	n := s[0] * s[1] * s[2] * s[3]
+	data := make([]byte, 2*n)
+	if err := dev.CopyDtoH(data, p); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(data[2*stored(s, int64(i), layout):])) << 16))
+	}
+	return out
+}
+
+// gpuHandle opens GPU 0, loads cuDNN and makes a handle on a caching
+// allocator, all released when t ends; it skips t without a GPU or the
+// library.
+func gpuHandle(t *testing.T) (*cuda.Device, *cuda.Allocator, *Handle) {
+	t.Helper()
+	dev, err := cuda.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	if err := Load(); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			t.Skipf("no cuDNN: %v", err)
+		}
+		t.Fatal(err)
+	}
+	alloc := cuda.NewAllocator(dev)
+	t.Cleanup(func() { alloc.EmptyCache() })
+	hd, err := New(dev, alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hd.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return dev, alloc, hd
+}

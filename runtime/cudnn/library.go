@@ -1,0 +1,200 @@
+// Package cudnn runs convolutions with NVIDIA's cuDNN 9, loaded at run
+// time with purego as runtime/cublaslt loads cuBLASLt: a Strata binary
+// builds without cgo and without the CUDA toolkit, and a machine without
+// the library reports ErrNotFound instead of failing to start. Strata's
+// own convolution kernels run everywhere; cuDNN is a candidate the
+// compiler's policy may choose where it loads.
+//
+// The library is searched in order: the file named by $STRATA_CUDNN (the
+// value "off" disables the library), libcudnn.so.9 through the dynamic
+// loader's path, the CUDA toolkit's lib64 directories, and the NVIDIA
+// wheels of a Python installation (PyTorch's nvidia/cudnn/lib).
+//
+// cuDNN 9's libcudnn.so.9 is a shim that opens its sub-libraries
+// (libcudnn_graph, _ops, _cnn, _engines_*) by name on first use. Where
+// they are not on the loader's path (a Python wheel's directory) the shim
+// would not find them, so Load first opens those in the shim's directory
+// with global visibility: the shim's later dlopen of a sub-library then
+// finds it loaded.
+package cudnn
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/strata-ir/strata/internal/dynlib"
+)
+
+// ErrNotFound is wrapped by the error of Load when no usable cuDNN library
+// is found (or $STRATA_CUDNN is "off").
+var ErrNotFound = errors.New("cuDNN not found")
+
+// EnvPath names the environment variable that points at the library file,
+// searched first; its value Off disables the library.
+const EnvPath = "STRATA_CUDNN"
+
+// Off is the value of $STRATA_CUDNN that keeps the library unloaded: the
+// compiler then runs every convolution on Strata's own kernels.
+const Off = "off"
+
+// sonames are the library names the dynamic loader resolves.
+var sonames = []string{"libcudnn.so.9"}
+
+// searchGlobs are the places outside the loader's path where toolkits and
+// Python wheels install the library.
+var searchGlobs = []string{
+	"/usr/local/cuda/lib64/libcudnn.so.9",
+	"/usr/local/cuda-1[23]*/lib64/libcudnn.so.9",
+	"/usr/lib/x86_64-linux-gnu/libcudnn.so.9",
+	"/usr/lib/python3*/*-packages/nvidia/cudnn/lib/libcudnn.so.9",
+	"/usr/local/lib/python3*/*-packages/nvidia/cudnn/lib/libcudnn.so.9",
+	"/opt/conda/lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
+	"/opt/*/.venv/lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
+}
+
+// subLibraries are cuDNN 9's sub-libraries in the order of their
+// dependencies (each needs only those before it), opened from the shim's
+// directory before the shim. A missing one is skipped: the shim reports
+// what it needs and cannot find when it is called.
+var subLibraries = []string{
+	"libcudnn_graph.so.9",
+	"libcudnn_engines_precompiled.so.9",
+	"libcudnn_engines_runtime_compiled.so.9",
+	"libcudnn_heuristic.so.9",
+	"libcudnn_ops.so.9",
+	"libcudnn_cnn.so.9",
+}
+
+// lib holds the bound entry points of one loaded cuDNN. Handles and
+// descriptors are opaque C pointers kept as uintptr.
+type lib struct {
+	path string
+
+	cudnnGetVersion                  func() uint64
+	cudnnGetErrorString              func(s Status) *byte
+	cudnnCreate                      func(h *uintptr) Status
+	cudnnDestroy                     func(h uintptr) Status
+	cudnnSetStream                   func(h, stream uintptr) Status
+	cudnnCreateTensorDescriptor      func(d *uintptr) Status
+	cudnnSetTensor4dDescriptor       func(d uintptr, format, dtype int32, n, c, h, w int32) Status
+	cudnnDestroyTensorDescriptor     func(d uintptr) Status
+	cudnnCreateFilterDescriptor      func(d *uintptr) Status
+	cudnnSetFilter4dDescriptor       func(d uintptr, dtype, format int32, k, c, h, w int32) Status
+	cudnnDestroyFilterDescriptor     func(d uintptr) Status
+	cudnnCreateConvolutionDescriptor func(d *uintptr) Status
+	cudnnSetConvolution2dDescriptor  func(d uintptr, padH, padW, strideH, strideW, dilH, dilW, mode, compute int32) Status
+	cudnnSetConvolutionMathType      func(d uintptr, math int32) Status
+	cudnnDestroyConvolutionDesc      func(d uintptr) Status
+	cudnnGetConvolutionForwardAlgo   func(h, x, w, conv, y uintptr, requested int32, returned *int32, perf *algoPerf) Status
+	cudnnGetConvolutionBwdDataAlgo   func(h, w, dy, conv, dx uintptr, requested int32, returned *int32, perf *algoPerf) Status
+	cudnnGetConvolutionBwdFilterAlgo func(h, x, dy, conv, dw uintptr, requested int32, returned *int32, perf *algoPerf) Status
+	cudnnConvolutionForward          func(h uintptr, alpha unsafe.Pointer, xd uintptr, x uint64, wd uintptr, w uint64, conv uintptr, algo int32,
+		ws, wsBytes uint64, beta unsafe.Pointer, yd uintptr, y uint64) Status
+	cudnnConvolutionBackwardData func(h uintptr, alpha unsafe.Pointer, wd uintptr, w uint64, dyd uintptr, dy uint64, conv uintptr, algo int32,
+		ws, wsBytes uint64, beta unsafe.Pointer, dxd uintptr, dx uint64) Status
+	cudnnConvolutionBackwardFilter func(h uintptr, alpha unsafe.Pointer, xd uintptr, x uint64, dyd uintptr, dy uint64, conv uintptr, algo int32,
+		ws, wsBytes uint64, beta unsafe.Pointer, dwd uintptr, dw uint64) Status
+}
+
+// symbols pairs each entry point with its field.
+func (l *lib) symbols() []struct {
+	name string
+	fptr any
+} {
+	return []struct {
+		name string
+		fptr any
+	}{
+		{"cudnnGetVersion", &l.cudnnGetVersion},
+		{"cudnnGetErrorString", &l.cudnnGetErrorString},
+		{"cudnnCreate", &l.cudnnCreate},
+		{"cudnnDestroy", &l.cudnnDestroy},
+		{"cudnnSetStream", &l.cudnnSetStream},
+		{"cudnnCreateTensorDescriptor", &l.cudnnCreateTensorDescriptor},
+		{"cudnnSetTensor4dDescriptor", &l.cudnnSetTensor4dDescriptor},
+		{"cudnnDestroyTensorDescriptor", &l.cudnnDestroyTensorDescriptor},
+		{"cudnnCreateFilterDescriptor", &l.cudnnCreateFilterDescriptor},
+		{"cudnnSetFilter4dDescriptor", &l.cudnnSetFilter4dDescriptor},
+		{"cudnnDestroyFilterDescriptor", &l.cudnnDestroyFilterDescriptor},
+		{"cudnnCreateConvolutionDescriptor", &l.cudnnCreateConvolutionDescriptor},
+		{"cudnnSetConvolution2dDescriptor", &l.cudnnSetConvolution2dDescriptor},
+		{"cudnnSetConvolutionMathType", &l.cudnnSetConvolutionMathType},
+		{"cudnnDestroyConvolutionDescriptor", &l.cudnnDestroyConvolutionDesc},
+		{"cudnnGetConvolutionForwardAlgorithm_v7", &l.cudnnGetConvolutionForwardAlgo},
+		{"cudnnGetConvolutionBackwardDataAlgorithm_v7", &l.cudnnGetConvolutionBwdDataAlgo},
+		{"cudnnGetConvolutionBackwardFilterAlgorithm_v7", &l.cudnnGetConvolutionBwdFilterAlgo},
+		{"cudnnConvolutionForward", &l.cudnnConvolutionForward},
+		{"cudnnConvolutionBackwardData", &l.cudnnConvolutionBackwardData},
+		{"cudnnConvolutionBackwardFilter", &l.cudnnConvolutionBackwardFilter},
+	}
+}
+
+// openLib opens the sub-libraries next to path, then the library at path,
+// and binds every entry point; a file that is missing or lacks one of them
+// is an error, not a panic.
+func openLib(path string) (*lib, error) {
+	if filepath.IsAbs(path) {
+		dir := filepath.Dir(path)
+		for _, sub := range subLibraries {
+			p := filepath.Join(dir, sub)
+			if _, err := os.Stat(p); err == nil {
+				// Kept open for the process's life, as the shim's own
+				// dlopen would keep it; a failure is the shim's to report.
+				_, _ = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+			}
+		}
+	}
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	l := &lib{path: path}
+	for _, s := range l.symbols() {
+		// Dlsym reports a miss as an error; RegisterLibFunc would panic.
+		addr, err := purego.Dlsym(h, s.name)
+		if err != nil || addr == 0 {
+			purego.Dlclose(h)
+			return nil, fmt.Errorf("%s has no %s (not cuDNN 9)", path, s.name)
+		}
+		purego.RegisterFunc(s.fptr, addr)
+	}
+	return l, nil
+}
+
+// candidates returns the paths Load tries, in order.
+func candidates() []string { return dynlib.Candidates(EnvPath, sonames, searchGlobs) }
+
+// load returns the process-wide library, searching for it on first use.
+var load = sync.OnceValues(func() (*lib, error) {
+	if os.Getenv(EnvPath) == Off {
+		return nil, fmt.Errorf("%w: disabled by $%s=%s", ErrNotFound, EnvPath, Off)
+	}
+	return search(candidates())
+})
+
+// search opens the first path of paths that is a cuDNN library.
+func search(paths []string) (*lib, error) {
+	return dynlib.Search(paths, openLib, ErrNotFound, EnvPath)
+}
+
+// Load finds and loads cuDNN without touching a device; the error wraps
+// ErrNotFound when no library is found.
+func Load() error {
+	_, err := load()
+	return err
+}
+
+// Info returns the loaded library's path and version (cudnnGetVersion:
+// 10000·major + 100·minor + patch).
+func Info() (path string, version int, err error) {
+	l, err := load()
+	if err != nil {
+		return "", 0, err
+	}
+	return l.path, int(l.cudnnGetVersion()), nil
+}

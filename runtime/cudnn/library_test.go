@@ -1,0 +1,96 @@
+package cudnn
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestSearchMissing checks that a search finding nothing is ErrNotFound
+// and says what it tried.
+func TestSearchMissing(t *testing.T) {
+	_, err := search([]string{"libstrata-no-such-cudnn.so.9"})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v, want an error wrapping ErrNotFound", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "cuDNN not found: tried $STRATA_CUDNN, 1 paths: libstrata-no-such-cudnn.so.9: ") {
+		t.Errorf("unclear message %q", msg)
+	}
+}
+
+// TestSearchNotCuDNN checks that a library without cuDNN's entry points
+// is refused cleanly (not by a panic while binding), and that the search
+// goes on to the next candidate.
+func TestSearchNotCuDNN(t *testing.T) {
+	_, err := search([]string{"libc.so.6", "libstrata-no-such-cudnn.so.9"})
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "libc.so.6 has no cudnnGetVersion") ||
+		!strings.Contains(err.Error(), "libstrata-no-such-cudnn.so.9") {
+		t.Fatalf("got %v, want ErrNotFound naming libc's missing cudnnGetVersion and the second path", err)
+	}
+}
+
+// TestCandidates checks the search order: $STRATA_CUDNN first, then the
+// soname.
+func TestCandidates(t *testing.T) {
+	t.Setenv(EnvPath, "/opt/x/libcudnn.so.9")
+	c := candidates()
+	if len(c) < 2 || c[0] != "/opt/x/libcudnn.so.9" || c[1] != "libcudnn.so.9" {
+		t.Errorf("candidates() = %q", c)
+	}
+}
+
+// TestConvOut checks the output sizes against PyTorch's formula on
+// ResNet-50's stem and a dilated, padded window.
+func TestConvOut(t *testing.T) {
+	for _, tc := range []struct {
+		c      Conv
+		oh, ow int64
+	}{
+		{Conv{H: 224, W: 224, KH: 7, KW: 7, Pad: [2]int64{3, 3}, Stride: [2]int64{2, 2}, Dilate: [2]int64{1, 1}}, 112, 112},
+		{Conv{H: 10, W: 9, KH: 3, KW: 2, Pad: [2]int64{2, 0}, Stride: [2]int64{1, 3}, Dilate: [2]int64{2, 1}}, 10, 3},
+	} {
+		if oh, ow := tc.c.Out(); oh != tc.oh || ow != tc.ow {
+			t.Errorf("%v: Out() = %d×%d, want %d×%d", tc.c, oh, ow, tc.oh, tc.ow)
+		}
+	}
+}
+
+// TestConvCheck checks the convolutions the handle refuses before calling
+// the library.
+func TestConvCheck(t *testing.T) {
+	ok := Conv{Type: BF16, Layout: NHWC, N: 2, C: 3, H: 8, W: 8, O: 4, KH: 3, KW: 3, Pad: [2]int64{1, 1}, Stride: [2]int64{1, 1}, Dilate: [2]int64{1, 1}}
+	if err := ok.check(); err != nil {
+		t.Fatalf("%v: %v", ok, err)
+	}
+	for _, tc := range []struct {
+		m    func(*Conv)
+		want string
+	}{
+		{func(c *Conv) { c.Type = 0 }, "tensors must be bf16 or f16"},
+		{func(c *Conv) { c.Layout = 5 }, "unknown layout 5"},
+		{func(c *Conv) { c.Stride[1] = 0 }, "must be positive"},
+		{func(c *Conv) { c.KH = 11 }, "the output's 0×8, must be positive"},
+		{func(c *Conv) { c.N = 1 << 31 }, "sizes must fit in 32 bits"},
+	} {
+		c := ok
+		tc.m(&c)
+		if err := c.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", c, err, tc.want)
+		}
+	}
+}
+
+// TestStatusNames checks the names of statuses the library cannot be
+// asked about.
+func TestStatusNames(t *testing.T) {
+	if got := Status(3000).String(); got != "CUDNN_STATUS_NOT_SUPPORTED" {
+		t.Errorf("Status(3000) = %q", got)
+	}
+	if got := Status(99).String(); got != "cudnnStatus_t(99)" {
+		t.Errorf("Status(99) = %q", got)
+	}
+	e := &Error{Op: "cudnnConvolutionForward", Status: 2000, Name: "CUDNN_STATUS_BAD_PARAM"}
+	if got := e.Error(); got != "cuDNN: cudnnConvolutionForward failed: CUDNN_STATUS_BAD_PARAM" {
+		t.Errorf("Error() = %q", got)
+	}
+}

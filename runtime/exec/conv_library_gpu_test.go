@@ -1,0 +1,243 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/cudnn"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// convProgram lowers a graph function with its convolutions on cuDNN
+// (library) or on Strata's own kernels with tiling tile (mma-tile's
+// spelling; "" the default).
+func convProgram(t *testing.T, src string, library bool, tile string) *Program {
+	t.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "conv.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := "conv=mma"
+	if library {
+		opts = "conv=cudnn"
+	}
+	if tile != "" {
+		opts += " mma-tile=" + tile
+	}
+	pm, err := passes.Parse("builtin.module(lower-to-loop,convert-loop-to-gpu{" + opts + "},canonicalize,cse)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if has := strings.Contains(ir.Sprint(m, ir.PrintOptions{}), "gpu.library_conv2d"); has != library {
+		t.Fatalf("gpu.library_conv2d in the lowered program: %v, want %v", has, library)
+	}
+	p, err := Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// convFunc is a function of one convolution of x [n, c, h, w] by w
+// [o, c, k, k] (stride s, padding p, dilation d) in elem, followed by
+// epilogue ("": none, the library writes the result; "bn-relu": a per-channel scale and shift and ReLU;
+// "bn-add-relu": with a residual added before the ReLU).
+func convFunc(elem string, n, c, h, w, o, k, s, p, d int64, epilogue string) string {
+	oh, ow := (h+2*p-d*(k-1)-1)/s+1, (w+2*p-d*(k-1)-1)/s+1
+	y := fmt.Sprintf("tensor<%dx%dx%dx%dx%s>", n, o, oh, ow, elem)
+	ch := fmt.Sprintf("tensor<1x%dx1x1x%s>", o, elem)
+	xt, wt := fmt.Sprintf("tensor<%dx%dx%dx%dx%s>", n, c, h, w, elem), fmt.Sprintf("tensor<%dx%dx%dx%dx%s>", o, c, k, k, elem)
+	args, body := "", ""
+	switch epilogue {
+	case "bn-relu", "bn-add-relu":
+		args = ", %s: C, %t: C"
+		body = "  %0 = \"graph.mul\"(%y, %s) : (Y, C) -> Y\n  %1 = \"graph.add\"(%0, %t) : (Y, C) -> Y\n"
+		last := "%1"
+		if epilogue == "bn-add-relu" {
+			args += ", %res: Y"
+			body += "  %2 = \"graph.add\"(%1, %res) : (Y, Y) -> Y\n"
+			last = "%2"
+		}
+		body += "  %r = \"graph.relu\"(" + last + ") : (Y) -> Y\n"
+	}
+	res := "%r"
+	if body == "" {
+		res = "%y"
+	}
+	src := fmt.Sprintf("func.func @main(%%x: X, %%w: W%s) -> Y {\n  %%y = \"graph.conv2d\"(%%x, %%w) <{padding = [%d, %d], strides = [%d, %d], dilations = [%d, %d]}> : (X, W) -> Y\n%s  return %s : Y\n}\n",
+		args, p, p, s, s, d, d, body, res)
+	return strings.NewReplacer("X", xt, "W", wt, "Y", y, "C", ch).Replace(src)
+}
+
+// argsOf returns random inputs in [-1, 1) for main's parameters.
+func argsOf(t *testing.T, p *Program, rng *rand.Rand) []interp.Value {
+	t.Helper()
+	ft, err := interp.FuncType(ir.NewSymTable(p.Module()).Lookup("main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []interp.Value
+	for _, in := range ft.Inputs {
+		mt := in.(*ir.MemRefType)
+		args = append(args, randomHalf(t, rng, mt.ElementType(), mt.Shape()...))
+	}
+	return args
+}
+
+// TestGPUCuDNN runs gpu.library_conv2d through cuDNN on odd sizes, both
+// element types, strides, padding, dilation, 1×1 and 7×7 windows, with
+// and without an epilogue kernel, launch by launch and captured in a CUDA
+// graph, and compares with the interpreter (the sum in order of (c, a,
+// b)).
+func TestGPUCuDNN(t *testing.T) {
+	rt := openGPU(t)
+	if err := cudnn.Load(); err != nil {
+		t.Skipf("no cuDNN: %v", err)
+	}
+	path, version, _ := cudnn.Info()
+	t.Logf("cuDNN %d from %s", version, path)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	r := func(lo, hi int64) int64 { return lo + rng.Int64N(hi-lo+1) }
+	for _, tc := range []struct {
+		name     string
+		src      string
+		elem     ir.Type
+		epilogue bool
+	}{
+		{"3x3-bn-relu", convFunc("bf16", r(1, 3), r(1, 40), r(3, 20), r(3, 20), r(1, 70), 3, 1, 1, 1, "bn-relu"), ir.BF16, true},
+		{"3x3-s2-bn-add-relu", convFunc("bf16", r(1, 3), r(1, 40), r(3, 20), r(3, 20), r(1, 70), 3, 2, 1, 1, "bn-add-relu"), ir.BF16, true},
+		{"1x1-bare", convFunc("bf16", r(1, 3), r(1, 64), r(1, 16), r(1, 16), r(1, 70), 1, 1, 0, 1, ""), ir.BF16, false},
+		{"7x7-s2-stem", convFunc("bf16", r(1, 2), 3, r(7, 30), r(7, 30), r(1, 32), 7, 2, 3, 1, "bn-relu"), ir.BF16, true},
+		{"f16-dilated", convFunc("f16", r(1, 3), r(1, 24), r(5, 16), r(5, 16), r(1, 40), 3, 1, 2, 2, "bn-relu"), ir.F16, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := convProgram(t, tc.src, true, "")
+			args := argsOf(t, p, rng)
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Two ulps of the 16-bit result (relative to the largest):
+			// cuDNN sums in another order than the interpreter, which can
+			// move the rounded convolution by one and the epilogue's
+			// result by another.
+			tol := 2.0 / 128
+			if tc.elem == ir.F16 {
+				tol = 2.0 / 1024
+			}
+			compare(t, p, args, got, tol)
+			rn := NewRunner(p, rt, "main", true)
+			defer rn.Close()
+			if got, err = rn.Run(args); err != nil {
+				t.Fatal(err)
+			}
+			info, err := rn.Graph(args)
+			var ce *CaptureError
+			switch {
+			case errors.As(err, &ce) && !tc.epilogue:
+				t.Logf("not captured (expected: no kernel launch): %v", err)
+			case err != nil:
+				t.Fatalf("capture: %v", err)
+			default:
+				t.Logf("%v", info)
+			}
+			compare(t, p, args, got, tol)
+		})
+	}
+}
+
+// resnetShapes are ResNet-50's convolutions at batch 64 (as
+// passes/togpu's TestGPUConv times them): in channels, size, out
+// channels, window, stride, padding.
+var resnetShapes = []struct {
+	name             string
+	c, h, o, k, s, p int64
+}{
+	{"stem", 3, 224, 64, 7, 2, 3},
+	{"layer1-3x3", 64, 56, 64, 3, 1, 1},
+	{"layer2-3x3-s2", 128, 56, 128, 3, 2, 1},
+	{"layer3-3x3", 256, 14, 256, 3, 1, 1},
+	{"layer4-3x3", 512, 7, 512, 3, 1, 1},
+	{"layer1-1x1", 256, 56, 64, 1, 1, 0},
+	{"downsample-1x1-s2", 512, 28, 1024, 1, 2, 0},
+}
+
+// TestGPUCuDNNResNet times ResNet-50's convolutions with a batch-norm
+// affine and ReLU epilogue on cuDNN (convolution + one pointwise kernel)
+// and on Strata's own implicit-GEMM kernels (the epilogue fused), after
+// checking that both agree on the same random inputs, and the bare
+// convolution on cuDNN. It logs ms and TFLOP/s of each.
+func TestGPUCuDNNResNet(t *testing.T) {
+	rt := openGPU(t)
+	if err := cudnn.Load(); err != nil {
+		t.Skipf("no cuDNN: %v", err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 6))
+	for _, s := range resnetShapes {
+		t.Run(s.name, func(t *testing.T) {
+			q := (s.h+2*s.p-s.k)/s.s + 1
+			flops := 2 * float64(64*s.o*q*q) * float64(s.c*s.k*s.k)
+			src := convFunc("bf16", 64, s.c, s.h, s.h, s.o, s.k, s.s, s.p, 1, "bn-relu")
+			lib, own := convProgram(t, src, true, ""), convProgram(t, src, false, "128x256x64s4go")
+			args := argsOf(t, lib, rng)
+			a, err := lib.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := own.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same(t, a[0], b[0], 2.0/128)
+			bare := convProgram(t, convFunc("bf16", 64, s.c, s.h, s.h, s.o, s.k, s.s, s.p, 1, ""), true, "")
+			var line strings.Builder
+			for _, v := range []struct {
+				name string
+				p    *Program
+				args []interp.Value
+			}{{"cudnn+epilogue", lib, args}, {"own-fused", own, args}, {"cudnn-bare", bare, args[:2]}} {
+				ms, err := v.p.RunTimed(rt, "main", v.args, 3, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&line, " %s %.4f ms (%.0f TFLOP/s);", v.name, ms, flops/ms/1e9)
+			}
+			t.Logf("conv %s:%s", s.name, line.String())
+		})
+	}
+}
+
+// same checks that two results of one program agree within rel of the
+// largest magnitude.
+func same(t *testing.T, a, b interp.Value, rel float64) {
+	t.Helper()
+	x, y := tensor(t, a).Float64s(), tensor(t, b).Float64s()
+	scale := 0.0
+	for _, v := range y {
+		scale = max(scale, v, -v)
+	}
+	bad := 0
+	for i := range x {
+		if d := x[i] - y[i]; d > rel*scale || -d > rel*scale || x[i] != x[i] {
+			if bad++; bad <= 5 {
+				t.Errorf("element %d: cuDNN %g, Strata's kernel %g", i, x[i], y[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d elements differ", bad, len(x))
+	}
+}
