@@ -34,7 +34,8 @@ import (
 //	                                  suite's results format
 //
 // The rows are the issues' names: cnn_small_train, gpt2_prefill,
-// gpt2_decode, gpt2_dynamic, resnet50_infer, resnet50_train, gpt2_train.
+// gpt2_decode (and gpt2_decode_b8), gpt2_dynamic, resnet50_infer,
+// resnet50_train, gpt2_train.
 
 // ModelRow is one model workload.
 type ModelRow struct {
@@ -53,8 +54,10 @@ var ModelRows = []*ModelRow{
 		Tol: 5e-2, run: runCNNTrain},
 	{Name: "gpt2_prefill", Summary: "GPT-2 124M forward, logits of every position, bf16", Shape: "batch 8, seq 1024",
 		Tol: tolBF16 * 2, Flops: gpt2Flops(8, 1024), run: runGPT2Prefill},
-	{Name: "gpt2_decode", Summary: "GPT-2 124M greedy decoding with a KV cache, 128 new tokens after 128, bf16, reduce-overhead (CUDA graphs) on both sides", Shape: "batch 1, 128+128",
-		Tol: tolBF16 * 2, run: runGPT2Decode},
+	{Name: "gpt2_decode", Summary: "GPT-2 124M greedy decoding with a KV cache, 128 new tokens after 128, bf16, reduce-overhead (CUDA graphs) on both sides; ms per token", Shape: "batch 1, 128+128",
+		Tol: tolBF16 * 2, run: gpt2Decode(1)},
+	{Name: "gpt2_decode_b8", Summary: "gpt2_decode on 8 sequences at once; ms per step (8 tokens)", Shape: "batch 8, 128+128",
+		Tol: tolBF16 * 2, run: gpt2Decode(8)},
 	{Name: "gpt2_dynamic", Summary: "GPT-2 124M forward at 10 sequence lengths compiled once (dynamic sequence length), logits of the last position, bf16; ms is one pass over the lengths, total_s the first pass (compiles included)", Shape: "batch 8, seq 128…1024 (10 lengths)",
 		Tol: tolBF16 * 2, Flops: gpt2DynamicFlops(), run: runGPT2Dynamic},
 	{Name: "resnet50_infer", Summary: "ResNet-50 inference (eval batch norm), bf16", Shape: "batch 64, 3×224×224",
@@ -349,7 +352,18 @@ func runGPT2Prefill(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 	return in, out, sm, nil
 }
 
-func runGPT2Decode(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+// gpt2Decode returns the run of a gpt2_decode row on batch sequences:
+// greedy decoding of 128 tokens after a 128-token prompt (4 after 4 at
+// the small size). The outputs are the prompt's logits, the first
+// decoding step's (the KV cache the prefill wrote, read by the decoding
+// step) and the first sequence's tokens; Ms is per decoding step.
+func gpt2Decode(batch int) func(Size, frontend.Options, int, io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	return func(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+		return runGPT2Decode(s, batch, opts, iters, log)
+	}
+}
+
+func runGPT2Decode(s Size, batch int, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg := gpt2Config(s)
 	prompt, n := 128, 128
 	if s == Small {
@@ -359,13 +373,14 @@ func runGPT2Decode(s Size, opts frontend.Options, iters int, log io.Writer) (map
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	idx := tokens(nn.NewRNG(6), cfg.Vocab, 1, prompt)
+	idx := tokens(nn.NewRNG(6), cfg.Vocab, batch, prompt)
 	in := paramsOf(m, "")
 	in["input.idx"] = idx
+	in["input.new_tokens"] = frontend.FromSlice([]int64{int64(n)}, []int{}...)
 	for _, r := range nn.Refs(m) {
 		*r.Ptr = onDevice(r.Tensor(), opts)
 	}
-	dec := gpt2.NewDecoder(m, 1, frontend.BFloat16)
+	dec := gpt2.NewDecoder(m, batch, frontend.BFloat16)
 	for _, c := range dec.Caches {
 		c.K, c.V = onDevice(c.K, opts), onDevice(c.V, opts)
 	}
@@ -387,17 +402,40 @@ func runGPT2Decode(s Size, opts frontend.Options, iters int, log io.Writer) (map
 	ids := make([]int64, len(toks[0]))
 	copy(ids, toks[0])
 	out := map[string]*frontend.Tensor{
-		"tokens":       frontend.FromSlice(ids, 1, len(ids)),
-		"first_logits": logits[0].Cast(frontend.Float32),
+		"tokens":        frontend.FromSlice(ids, 1, len(ids)),
+		"first_logits":  logits[0].Cast(frontend.Float32),
+		"decode_logits": logits[1].Cast(frontend.Float32),
 	}
-	out["first_logits"].Float64s()
+	for _, o := range out {
+		if o.Float64s(); o.Err() != nil {
+			return nil, nil, nil, o.Err()
+		}
+	}
 	ms, err := timeCalls(max(iters/4, 1), func() error { _, _, err := gen.Generate(idxd, n); return err })
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// Ms is per generated token (the figure is tokens/s).
+	// Ms is per decoding step (the figure is tokens/s: batch/Ms).
 	sm.WallMs = ms
 	sm.Ms = ms / float64(n)
+	_, dc := gen.Steps()
+	fmt.Fprintf(log, "gpt2_decode b%d: decoding step %+v\n", batch, dc.Frontend().Stats())
+	if opts.Backend == frontend.NVPTXBackend {
+		// What one generation copies (uploads of the positions, device
+		// copies into and out of the CUDA graphs' buffers), per step.
+		rt, err := frontend.GPURuntime()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		before := rt.Transfers()
+		if _, _, err := gen.Generate(idxd, n); err != nil {
+			return nil, nil, nil, err
+		}
+		x := rt.Transfers().Sub(before)
+		fmt.Fprintf(log, "gpt2_decode b%d: per step %.1f uploads (%.0f B), %.1f downloads, %.1f device copies (%.0f B)\n", batch,
+			float64(x.HtoD)/float64(n), float64(x.HtoDBytes)/float64(n), float64(x.DtoH)/float64(n),
+			float64(x.DtoD)/float64(n), float64(x.DtoDBytes)/float64(n))
+	}
 	return in, out, sm, nil
 }
 

@@ -153,10 +153,12 @@ func torchPython() string {
 	return ""
 }
 
-// TestModelsTorchCPU runs the PyTorch side of the CNN rows and
-// gpt2_dynamic (models_torch.py, through testdata/models_torch_cpu.py on
-// the CPU) on the weights and inputs Strata's small rows wrote, and
-// checks the report: the same models, the same training step (loss,
+// TestModelsTorchCPU runs the PyTorch side of the CNN rows, the
+// decoding rows and gpt2_dynamic (models_torch.py, through
+// testdata/models_torch_cpu.py on the CPU) on the weights and inputs
+// Strata's small rows wrote, and checks the report: the same models, the
+// same logits of the prompt and of the first decoding step (KV cache
+// included), the same training step (loss,
 // gradients, the updates of the weights and of batch norm's running
 // statistics), within the rows' tolerances or, for the training rows, no
 // further from their float32 step than PyTorch's bf16 step is. It skips
@@ -167,7 +169,7 @@ func TestModelsTorchCPU(t *testing.T) {
 		t.Skip("no python3 with torch")
 	}
 	dir := t.TempDir()
-	rows := []string{"cnn_small_train", "gpt2_dynamic", "resnet50_infer", "resnet50_train"}
+	rows := []string{"cnn_small_train", "gpt2_decode", "gpt2_decode_b8", "gpt2_dynamic", "resnet50_infer", "resnet50_train"}
 	if _, err := RunModels(dir, rows, Small, frontend.InterpBackend, 1, io.Discard); err != nil {
 		t.Fatal(err)
 	}
