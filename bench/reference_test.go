@@ -59,21 +59,12 @@ var references = map[string]func(d []int64, in [][]float64) [][]float64{
 	"gemm_own_bf16": func(d []int64, in [][]float64) [][]float64 {
 		return [][]float64{matmul(in[0], in[1], int(d[0]), int(d[1]), int(d[2]))}
 	},
-	"attention": func(d []int64, in [][]float64) [][]float64 {
-		bh, s, dh := int(d[0]*d[1]), int(d[2]), int(d[3])
-		o := make([]float64, 0, bh*s*dh)
-		for i := range bh {
-			q, k, v := in[0][i*s*dh:(i+1)*s*dh], in[1][i*s*dh:(i+1)*s*dh], in[2][i*s*dh:(i+1)*s*dh]
-			sc := matmul(q, transpose(k, s, dh), s, dh, s)
-			for j := range sc {
-				sc[j] /= math.Sqrt(float64(dh))
-			}
-			o = append(o, matmul(softmaxRows(sc, s), v, s, s, dh)...)
-		}
-		return [][]float64{o}
-	},
-	"attention_train":      attentionTrainReference,
-	"attention_train_d128": attentionTrainReference,
+	"attention":             attentionReference(false),
+	"attention_d128":        attentionReference(false),
+	"attention_causal":      attentionReference(true),
+	"attention_causal_d128": attentionReference(true),
+	"attention_train":       attentionTrainReference,
+	"attention_train_d128":  attentionTrainReference,
 	"tiny_chain": func(d []int64, in [][]float64) [][]float64 {
 		y := append([]float64(nil), in[0]...)
 		for i := range y {
@@ -135,6 +126,27 @@ func convBNReLU(d []int64, in [][]float64) [][]float64 {
 		}
 	}
 	return [][]float64{y}
+}
+
+// attentionReference is softmax(q·kᵀ/√d)·v per batch and head, with
+// key j masked for query i > j when causal.
+func attentionReference(causal bool) func(d []int64, in [][]float64) [][]float64 {
+	return func(d []int64, in [][]float64) [][]float64 {
+		bh, s, dh := int(d[0]*d[1]), int(d[2]), int(d[3])
+		o := make([]float64, 0, bh*s*dh)
+		for i := range bh {
+			q, k, v := in[0][i*s*dh:(i+1)*s*dh], in[1][i*s*dh:(i+1)*s*dh], in[2][i*s*dh:(i+1)*s*dh]
+			sc := matmul(q, transpose(k, s, dh), s, dh, s)
+			for j := range sc {
+				sc[j] /= math.Sqrt(float64(dh))
+				if causal && j%s > j/s {
+					sc[j] = math.Inf(-1)
+				}
+			}
+			o = append(o, matmul(softmaxRows(sc, s), v, s, s, dh)...)
+		}
+		return [][]float64{o}
+	}
 }
 
 // attentionTrainReference differentiates Σ causal_attention(q, k, v)·w

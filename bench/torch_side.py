@@ -73,6 +73,14 @@ def attention(q, k, v):
     return (torch.softmax(s, dim=-1) @ v,)
 
 
+def attention_sdpa(q, k, v):
+    return (F.scaled_dot_product_attention(q, k, v),)
+
+
+def attention_causal(q, k, v):
+    return (F.scaled_dot_product_attention(q, k, v, is_causal=True),)
+
+
 def tiny_chain(x):
     for _ in range(10):
         x = torch.sin(x) * 1.01 + 0.1
@@ -106,6 +114,9 @@ WORKLOADS = {
     "mm_bias_gelu": mm_bias_gelu,
     "gemm_own_bf16": gemm,
     "attention": attention,
+    "attention_d128": attention_sdpa,
+    "attention_causal": attention_causal,
+    "attention_causal_d128": attention_causal,
     "tiny_chain": tiny_chain,
     "mlp_train": mlp_train,
     "attention_train": attention_train,

@@ -169,6 +169,12 @@ var Workloads = []*Workload{
 		Full: []int64{8192, 8192, 8192}, Small: []int64{8, 16, 12}, build: buildGemmOwn},
 	{Name: "attention", TorchModes: torchModes, Shape: "b16 h16 s1024 d64", Summary: "softmax(q·kᵀ/√d)·v, bf16", Tol: tolBF16,
 		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 8, 4}, build: buildAttention},
+	{Name: "attention_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128", Summary: "attention at head dim 128; torch side scaled_dot_product_attention", Tol: tolBF16,
+		Full: []int64{16, 16, 1024, 128}, Small: []int64{2, 1, 24, 32}, build: buildAttention},
+	{Name: "attention_causal", TorchModes: torchDefault, Shape: "b16 h16 s1024 d64 causal", Summary: "causal attention; torch side scaled_dot_product_attention(is_causal=True)", Tol: tolBF16,
+		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 40, 16}, build: buildAttentionCausal},
+	{Name: "attention_causal_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128 causal", Summary: "attention_causal at head dim 128", Tol: tolBF16,
+		Full: []int64{16, 16, 1024, 128}, Small: []int64{2, 1, 24, 32}, build: buildAttentionCausal},
 	{Name: "tiny_chain", Shape: "4096", Summary: "10× x = sin(x)·1.01+0.1, f32", Tol: tolApprox, TorchModes: torchAutotune,
 		Full: []int64{4096}, Small: []int64{64}, build: buildTinyChain},
 	{Name: "mlp_train", TorchModes: torchDefault, Shape: "8192×4096→16384", Summary: "bf16 MLP training step (gradients of w1, w2)", Tol: tolBF16Train,
@@ -349,15 +355,28 @@ func buildConvBNReLU(d []int64) (*Instance, error) {
 	return in, nil
 }
 
-func buildAttention(d []int64) (*Instance, error) {
+func buildAttention(d []int64) (*Instance, error) { return attentionInstance(d, false), nil }
+
+func buildAttentionCausal(d []int64) (*Instance, error) { return attentionInstance(d, true), nil }
+
+// attentionInstance is graph.attention of q, k, v [b, h, s, dh] (d),
+// causal or not; a causal one counts half the products' flops.
+func attentionInstance(d []int64, causal bool) *Instance {
 	b, h, s, dh := d[0], d[1], d[2], d[3]
 	ins := []TensorSpec{input("q", BF16, 1, b, h, s, dh), input("k", BF16, 1, b, h, s, dh), input("v", BF16, 1, b, h, s, dh)}
 	outs := []TensorSpec{output("o", BF16, b, h, s, dh)}
 	t := ins[0].Type()
-	body := fmt.Sprintf("  %%0 = \"graph.attention\"(%%q, %%k, %%v) : (%[1]s, %[1]s, %[1]s) -> %[1]s\n", t)
+	attrs := ""
+	if causal {
+		attrs = " <{causal = true}>"
+	}
+	body := fmt.Sprintf("  %%0 = \"graph.attention\"(%%q, %%k, %%v)%[2]s : (%[1]s, %[1]s, %[1]s) -> %[1]s\n", t, attrs)
 	in := single(funcText("main", ins, outs, body, "%0"), ins, outs)
 	in.Flops = 4 * b * h * s * s * dh
-	return in, nil
+	if causal {
+		in.Flops /= 2
+	}
+	return in
 }
 
 func buildTinyChain(d []int64) (*Instance, error) {

@@ -94,20 +94,23 @@ func TestFullSizes(t *testing.T) {
 		bytes, flops int64
 		shape        string
 	}{
-		"pointwise":            {bytes: 4 * 64 << 20 * 4, shape: "tensor<67108864xf32>"},
-		"softmax":              {bytes: 2 * 8192 * 8192 * 4, shape: "tensor<8192x8192xf32>"},
-		"layernorm":            {bytes: 2*16384*4096*4 + 2*4096*4, shape: "tensor<16384x4096xf32>"},
-		"rowsum":               {bytes: 16384*8192*4 + 16384*4, shape: "tensor<16384x8192xf32>"},
-		"mm_bias_gelu":         {flops: 2 * 8192 * 4096 * 4096, shape: "tensor<8192x4096xbf16>"},
-		"gemm_own_bf16":        {flops: 2 * 8192 * 8192 * 8192, shape: "tensor<8192x8192xbf16>"},
-		"attention":            {flops: 4 * 16 * 16 * 1024 * 1024 * 64, shape: "tensor<16x16x1024x64xbf16>"},
-		"tiny_chain":           {bytes: 2 * 4096 * 4, shape: "tensor<4096xf32>"},
-		"mlp_train":            {flops: 10 * 8192 * 4096 * 16384, shape: "tensor<4096x16384xbf16>"},
-		"attention_train":      {flops: 7 * 16 * 16 * 1024 * 1024 * 64, shape: "tensor<16x16x1024x64xbf16>"},
-		"attention_train_d128": {flops: 7 * 16 * 16 * 1024 * 1024 * 128, shape: "tensor<16x16x1024x128xbf16>"},
-		"conv3x3_bn_relu":      {flops: 2 * 64 * 64 * 56 * 56 * 64 * 9, shape: "tensor<64x64x56x56xbf16>"},
-		"conv1x1_bn_relu":      {flops: 2 * 64 * 64 * 56 * 56 * 256, shape: "tensor<64x256x56x56xbf16>"},
-		"softmax_dynamic":      {bytes: 2 * (1000 + 2000 + 3001 + 4096 + 8191) * 4096 * 4, shape: "tensor<1000x4096xf32>"},
+		"pointwise":             {bytes: 4 * 64 << 20 * 4, shape: "tensor<67108864xf32>"},
+		"softmax":               {bytes: 2 * 8192 * 8192 * 4, shape: "tensor<8192x8192xf32>"},
+		"layernorm":             {bytes: 2*16384*4096*4 + 2*4096*4, shape: "tensor<16384x4096xf32>"},
+		"rowsum":                {bytes: 16384*8192*4 + 16384*4, shape: "tensor<16384x8192xf32>"},
+		"mm_bias_gelu":          {flops: 2 * 8192 * 4096 * 4096, shape: "tensor<8192x4096xbf16>"},
+		"gemm_own_bf16":         {flops: 2 * 8192 * 8192 * 8192, shape: "tensor<8192x8192xbf16>"},
+		"attention":             {flops: 4 * 16 * 16 * 1024 * 1024 * 64, shape: "tensor<16x16x1024x64xbf16>"},
+		"attention_d128":        {flops: 4 * 16 * 16 * 1024 * 1024 * 128, shape: "tensor<16x16x1024x128xbf16>"},
+		"attention_causal":      {flops: 2 * 16 * 16 * 1024 * 1024 * 64, shape: "tensor<16x16x1024x64xbf16>"},
+		"attention_causal_d128": {flops: 2 * 16 * 16 * 1024 * 1024 * 128, shape: "tensor<16x16x1024x128xbf16>"},
+		"tiny_chain":            {bytes: 2 * 4096 * 4, shape: "tensor<4096xf32>"},
+		"mlp_train":             {flops: 10 * 8192 * 4096 * 16384, shape: "tensor<4096x16384xbf16>"},
+		"attention_train":       {flops: 7 * 16 * 16 * 1024 * 1024 * 64, shape: "tensor<16x16x1024x64xbf16>"},
+		"attention_train_d128":  {flops: 7 * 16 * 16 * 1024 * 1024 * 128, shape: "tensor<16x16x1024x128xbf16>"},
+		"conv3x3_bn_relu":       {flops: 2 * 64 * 64 * 56 * 56 * 64 * 9, shape: "tensor<64x64x56x56xbf16>"},
+		"conv1x1_bn_relu":       {flops: 2 * 64 * 64 * 56 * 56 * 256, shape: "tensor<64x256x56x56xbf16>"},
+		"softmax_dynamic":       {bytes: 2 * (1000 + 2000 + 3001 + 4096 + 8191) * 4096 * 4, shape: "tensor<1000x4096xf32>"},
 	}
 	if len(want) != len(Workloads) {
 		t.Fatalf("%d workloads, the test knows %d", len(Workloads), len(want))

@@ -81,12 +81,15 @@ type FlashTile struct {
 	PolyExp int64
 	// WGMMA computes both products with gpu.wgmma, a warpgroup (4 warps,
 	// 64 rows) at a time (flash_wgmma.go): Hopper's sm_90a target only,
-	// head dim 64. Rows is a multiple of 64; Warp, SumMMA, Fused and
-	// PolyExp must be zero.
+	// head dim 64, or 128 with QShared. Rows is a multiple of 64; Warp,
+	// SumMMA, Fused and PolyExp must be zero.
 	WGMMA bool
-	// Pipe (with WGMMA, Rows 64) overlaps each key tile's softmax with
-	// the previous tile's P·V on the tensor cores, as FlashAttention-3
-	// does within a warpgroup (flash_wgmma.go, emitWGMMAPipe).
+	// Pipe (with WGMMA) overlaps each key tile's softmax with the
+	// previous tile's P·V on the tensor cores, as FlashAttention-3 does
+	// within a warpgroup (flash_wgmma.go, emitWGMMAPipe). With several
+	// warpgroups (Rows > 64) it needs PrefetchV: without it a thread
+	// copies the next V tile once its own warpgroup's P·V of the stage's
+	// last V has completed, while another warpgroup's may still read it.
 	Pipe bool
 	// Lazy (with Pipe) rescales O and the sums only in the threads whose
 	// rows' extremes moved this tile (a branch after P·V's wait) instead
@@ -183,6 +186,7 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA,
 	FlashTileWGMMACausal,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -227,10 +231,18 @@ var (
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}
 )
 
+// FlashTileWGMMA128 is the wgmma tiling of head dim 128, causal or not:
+// 64-key tiles (a K or V tile is 16 KiB), Q read by descriptor.
+var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
+
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
-// attention, causal or not.
-func WGMMATile(causal bool) FlashTile {
-	if causal {
+// attention of head dim d, causal or not (for a head dim no wgmma tiling
+// takes, FlashTileWGMMA, which Flash.Check then refuses).
+func WGMMATile(d int64, causal bool) FlashTile {
+	switch {
+	case d == 2*wgPanel:
+		return FlashTileWGMMA128
+	case causal:
 		return FlashTileWGMMACausal
 	}
 	return FlashTileWGMMA
@@ -291,11 +303,11 @@ func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows(
 func (f Flash) shared() int64 {
 	t := f.tile()
 	if t.WGMMA {
-		kv := 4 * t.Keys * flashWGMMAD
+		kv := 4 * t.Keys * f.D
 		if t.PrefetchV {
-			kv += t.Keys * flashWGMMAD
+			kv += t.Keys * f.D
 		}
-		return kv + t.Rows*flashWGMMAD // (Q after the stages)
+		return kv + t.Rows*f.D // (Q after the stages)
 	}
 	n := 4 * t.Keys * (f.D + flashPad)
 	if t.Rows > 2*t.Keys {
@@ -319,12 +331,17 @@ func (f Flash) Check() error {
 	switch {
 	case f.Elem != ir.BF16 && f.Elem != ir.F16:
 		return fmt.Errorf("flash attention: element type %s, want bf16 or f16", f.Elem)
+	case t.Pipe && t.Rows > 64 && !t.PrefetchV:
+		return fmt.Errorf("flash attention: tile %s pipelines several warpgroups without PrefetchV (a V stage would be copied while read)", t)
 	case !slices.Contains(FlashTiles, t):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case f.D <= 0 || f.D%16 != 0 || f.D > flashMaxD:
 		return fmt.Errorf("flash attention: head dim %d, want a multiple of 16 up to %d", f.D, flashMaxD)
-	case t.WGMMA && f.D != flashWGMMAD:
-		return fmt.Errorf("flash attention: tile %s (wgmma) takes head dim %d only, not %d", t, flashWGMMAD, f.D)
+	case t.WGMMA && f.D != wgPanel && !(t.QShared && f.D == 2*wgPanel):
+		if t.QShared {
+			return fmt.Errorf("flash attention: tile %s (wgmma) takes head dims %d and %d only, not %d", t, wgPanel, 2*wgPanel, f.D)
+		}
+		return fmt.Errorf("flash attention: tile %s (wgmma) takes head dim %d only, not %d", t, wgPanel, f.D)
 	case f.Batch <= 0 || f.Lq <= 0 || f.Lk <= 0:
 		return fmt.Errorf("flash attention: empty shape (batch %d, %d queries, %d keys)", f.Batch, f.Lq, f.Lk)
 	case f.Scale == 0 || math.IsInf(f.Scale, 0) || math.IsNaN(f.Scale) || float32(f.Scale) == 0:
@@ -1156,15 +1173,15 @@ func init() {
 			"That is why lower-to-gpu does not run it by default (its GPU results match the interpreter's " +
 			"to 2e-4 on the end-to-end programs); the bench opts in. Other attentions are left to " +
 			"graph-decompose. Use as `builtin.module(graph-attention-to-flash,lower-to-gpu)`. With `wgmma=true` " +
-			"(the bench's GPU engine on sm_90 devices) head-dim-64 attentions take Hopper's warpgroup-MMA kernel " +
-			"instead (FlashTileWGMMA, FlashTileWGMMACausal; docs/lowering.md), compiled for sm_90a. Each " +
+			"(the bench's GPU engine on sm_90 devices) attentions of head dim 64 and 128 take Hopper's warpgroup-MMA kernel " +
+			"instead (WGMMATile; docs/lowering.md), compiled for sm_90a. Each " +
 			"`graph.attention_grad` of the same shapes becomes two backward kernels (FlashGrad: dQ, which also " +
 			"writes D = rowsum(dO∘O), then dK and dV over 32-query tiles; mma.sync, 64-row blocks) that read the " +
 			"rows' log-sum-exp the forward kernel of its o writes (its declaration then has it as a second " +
 			"result); a gradient whose o comes from elsewhere gets a forward kernel of its own for it.",
 		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
-			Doc: "Hopper (sm_90a) kernels: head-dim-64 attentions take the wgmma tilings (WGMMATile), " +
+			Doc: "Hopper (sm_90a) kernels: attentions of head dim 64 and 128 take the wgmma tilings (WGMMATile), " +
 				"whose gpu.module then asks for the sm_90a target (gpu.PTXTargetAttr)"}},
 		Before: []passes.Order{
 			{Pass: "graph-decompose", Reason: "graph-decompose expands graph.attention, leaving nothing to match"},
@@ -1288,7 +1305,7 @@ func outlineFlash(b *ir.Builder, module, fn, op *ir.Operation, f Flash, wgmma, l
 		spec = append(spec, ir.NamedAttr{Name: "lse", Value: ir.Bool(true)})
 	}
 	if g := f; wgmma {
-		if g.Tile = WGMMATile(g.Causal); g.Check() == nil {
+		if g.Tile = WGMMATile(g.D, g.Causal); g.Check() == nil {
 			spec = append(spec, ir.NamedAttr{Name: "wgmma", Value: ir.Bool(true)})
 		}
 	}
@@ -1435,7 +1452,7 @@ func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string
 		return err
 	}
 	if w, ok := spec.Get("wgmma").(ir.IntegerAttr); ok && w.Value != 0 {
-		f.Tile = WGMMATile(f.Causal)
+		f.Tile = WGMMATile(f.D, f.Causal)
 		gmod.SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
 	}
 	if l, ok := spec.Get("lse").(ir.IntegerAttr); ok && l.Value != 0 {

@@ -150,9 +150,9 @@ func TestFlashGradSemantics(t *testing.T) {
 	const tol = 1.0 / 64
 	for i, tc := range flashGradCases {
 		tile := togpu.FlashTile{}
-		if tc.d == 64 && tc.lq != 100 {
+		if (tc.d == 64 || tc.d == 128) && tc.lq != 100 {
 			// The wgmma forward kernels' log-sum-exp (both tilings).
-			tile = togpu.WGMMATile(tc.causal)
+			tile = togpu.WGMMATile(tc.d, tc.causal)
 		}
 		// The dK/dV kernel's query tiles (the default, 16 or 32) and
 		// the dQ kernel's fragments (held or reloaded).
@@ -342,8 +342,8 @@ func TestGPUFlashGrad(t *testing.T) {
 		flashCase{1, 1, 384, 384, 64, false, 0, ir.BF16})
 	for i, tc := range cases {
 		tiles := []togpu.FlashTile{{}}
-		if tc.flash(togpu.WGMMATile(tc.causal)).Check() == nil {
-			tiles = append(tiles, togpu.WGMMATile(tc.causal))
+		if tc.flash(togpu.WGMMATile(tc.d, tc.causal)).Check() == nil {
+			tiles = append(tiles, togpu.WGMMATile(tc.d, tc.causal))
 		}
 		gt := gradTiling{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}
 		for _, tile := range tiles {
@@ -376,7 +376,7 @@ func TestGPUFlashGrad(t *testing.T) {
 	}
 	for _, d := range []int64{64, 128} {
 		tc := flashCase{16, 16, 1024, 1024, d, true, 0, ir.BF16}
-		tile := togpu.WGMMATile(true)
+		tile := togpu.WGMMATile(d, true)
 		if tc.flash(tile).Check() != nil {
 			tile = togpu.FlashTile{}
 		}

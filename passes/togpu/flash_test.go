@@ -60,11 +60,16 @@ var flashCases = []flashCase{
 	{1, 2, 130, 70, 64, true, 0, ir.BF16},
 	{1, 1, 40, 200, 64, false, 4, ir.BF16},
 	{1, 1, 64, 64, 64, false, -0.3, ir.BF16},
+	// Head dim 128 for the wgmma tilings (two panels): row and key
+	// tails, causal diagonals across two warpgroups, rescaling.
+	{1, 1, 130, 200, 128, false, 0, ir.BF16},
+	{1, 2, 150, 140, 128, true, 0, ir.BF16},
 	// f16: the row sums on the tensor cores (causal), and the wgmma
 	// tilings with rescaling.
 	{1, 2, 40, 40, 32, true, 0, ir.F16},
 	{1, 1, 130, 200, 48, false, 0, ir.F16},
 	{1, 1, 40, 200, 64, false, 4, ir.F16},
+	{1, 1, 40, 200, 128, false, 4, ir.F16},
 }
 
 func (c flashCase) String() string {
@@ -257,6 +262,7 @@ func TestFlashCheck(t *testing.T) {
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 0.125, Elem: ir.BF16},
 		{Batch: 1, Lq: 8, Lk: 8, D: 128, Scale: -2, Elem: ir.BF16, Tile: togpu.FlashTiles[1]},
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.F16},
+		{Batch: 1, Lq: 8, Lk: 8, D: 128, Scale: 1, Elem: ir.BF16, Tile: togpu.WGMMATile(128, false)},
 	} {
 		if err := ok.Check(); err != nil {
 			t.Error(err)
@@ -271,10 +277,18 @@ func TestFlashCheck(t *testing.T) {
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 0, Elem: ir.BF16},
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: math.Inf(1), Elem: ir.BF16},
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 32, Keys: 64}},
+		{Batch: 1, Lq: 8, Lk: 8, D: 128, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}},
+		{Batch: 1, Lq: 8, Lk: 8, D: 96, Scale: 1, Elem: ir.BF16, Tile: togpu.WGMMATile(128, false)},
 	} {
 		if f.Check() == nil {
 			t.Errorf("%+v accepted", f)
 		}
+	}
+	// Several pipelined warpgroups without PrefetchV: refused for what
+	// it is, not only as a tiling outside FlashTiles.
+	f := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}}
+	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "PrefetchV") {
+		t.Errorf("128x64gplq: %v, want an error about PrefetchV", err)
 	}
 }
 
@@ -322,10 +336,20 @@ func TestFlashPTX(t *testing.T) {
 		}
 	}
 	fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 128, Causal: true, Scale: 0.125, Elem: ir.BF16})
+	// Head dim 128: every wgmma tiling that takes it.
+	for _, tile := range togpu.FlashTiles {
+		for _, causal := range []bool{false, true} {
+			if f := (togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 128, Causal: causal, Scale: 0.125, Elem: ir.BF16, Tile: tile}); tile.WGMMA && f.Check() == nil {
+				fs = append(fs, f)
+			}
+		}
+	}
 	// f16: the default tilings, and the wgmma ones.
 	for _, causal := range []bool{false, true} {
-		for _, tile := range []togpu.FlashTile{{}, togpu.WGMMATile(causal)} {
-			fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Causal: causal, Scale: 0.125, Elem: ir.F16, Tile: tile})
+		for _, d := range []int64{64, 128} {
+			for _, tile := range []togpu.FlashTile{{}, togpu.WGMMATile(d, causal)} {
+				fs = append(fs, togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: d, Causal: causal, Scale: 0.125, Elem: ir.F16, Tile: tile})
+			}
 		}
 	}
 	// Each kernel through one backend, and each backend for some kernels,
@@ -443,7 +467,7 @@ func TestFlashPipelineWGMMA(t *testing.T) {
 		name          string
 		d             int64
 		causal, wgmma bool
-	}{{"d64-causal", 64, true, true}, {"d64", 64, false, true}, {"d32", 32, true, false}} {
+	}{{"d64-causal", 64, true, true}, {"d64", 64, false, true}, {"d128-causal", 128, true, true}, {"d32", 32, true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ty := fmt.Sprintf("tensor<1x2x70x%dxbf16>", tc.d)
 			p := &passtest.Program{Func: "main", Source: fmt.Sprintf(`func.func @main(%%q: %s, %%k: %s, %%v: %s) -> %s {
@@ -456,7 +480,7 @@ func TestFlashPipelineWGMMA(t *testing.T) {
 			if got := strings.Contains(text, gpu.WGMMAOp); got != tc.wgmma {
 				t.Errorf("gpu.wgmma in the kernel: %v, want %v", got, tc.wgmma)
 			}
-			if got, want := strings.Contains(text, "n = 128 : i64"), tc.wgmma && !tc.causal; got != want {
+			if got, want := strings.Contains(text, "n = 128 : i64"), tc.wgmma && !tc.causal; tc.d == 64 && got != want {
 				t.Errorf("an n-128 gpu.wgmma (128-key tiles) in the kernel: %v, want %v", got, want)
 			}
 			if got := strings.Contains(text, gpu.PTXTargetAttr); got != tc.wgmma {
@@ -534,12 +558,15 @@ func TestGPUFlashLarge(t *testing.T) {
 		{1, 1, 1024, 1024, 64, false, 0, ir.BF16},
 		{16, 16, 1024, 1024, 64, false, 0, ir.BF16},
 		{16, 16, 1024, 1024, 64, true, 0, ir.BF16},
+		{1, 1, 1024, 1024, 128, false, 0, ir.BF16},
+		{16, 16, 1024, 1024, 128, false, 0, ir.BF16},
+		{16, 16, 1024, 1024, 128, true, 0, ir.BF16},
 	} {
 		t.Run(tc.String(), func(t *testing.T) {
 			q, k, v := tc.inputs(t)
 			want := run(t, tc, ref, q, k, v)
 			for _, tile := range togpu.FlashTiles {
-				if !tile.WGMMA {
+				if !tile.WGMMA || tc.flash(tile).Check() != nil {
 					continue
 				}
 				t.Run(tile.String(), func(t *testing.T) {
@@ -583,7 +610,8 @@ func flashExecOptions(t togpu.FlashTile) exec.Options {
 // (skipped without one) for flashCases, and the kernel of every other
 // tiling, and compares with the interpreter's graph.attention within
 // TestFlashSemantics's tolerance; then it times the kernel of each tiling
-// at the bench's attention size (b16 h16 s1024 d64 bf16), causal and not.
+// at the bench's attention size (b16 h16 s1024 bf16, d64 and d128: every
+// wgmma tiling that takes it and the mma.sync default), causal and not.
 func TestGPUFlash(t *testing.T) {
 	rt, err := exec.Open(0)
 	if err != nil {
@@ -667,12 +695,16 @@ func TestGPUFlash(t *testing.T) {
 		tile togpu.FlashTile
 	}
 	var times []timed
-	for _, tile := range togpu.FlashTiles {
-		for _, causal := range []bool{false, true} {
-			times = append(times, timed{flashCase{16, 16, 1024, 1024, 64, causal, 0, ir.BF16}, tile})
+	for _, d := range []int64{64, 128} {
+		for _, tile := range togpu.FlashTiles {
+			for _, causal := range []bool{false, true} {
+				tc := flashCase{16, 16, 1024, 1024, d, causal, 0, ir.BF16}
+				if d == 64 || tile == (togpu.FlashTile{Rows: 64, Keys: 64, Fused: true}) || tile.WGMMA && tc.flash(tile).Check() == nil {
+					times = append(times, timed{tc, tile})
+				}
+			}
 		}
 	}
-	times = append(times, timed{flashCase{16, 16, 1024, 1024, 128, false, 0, ir.BF16}, togpu.FlashTile{}})
 	// The inputs of each shape, made once (16M random values each).
 	args := map[[4]int64][]interp.Value{}
 	for _, tm := range times {

@@ -1,6 +1,7 @@
 package togpu
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -14,40 +15,44 @@ import (
 // products on Hopper's warpgroup MMA. A block is Rows/64 warpgroups of 4
 // warps, each warpgroup 64 query rows (a warp 16, in the m16 accumulator
 // layout the mma.sync kernel has, so the softmax code is shared). K and V
-// tiles of Keys keys are stored in the 128-byte swizzle gpu.wgmma reads (a
-// 64-element row is 128 bytes: 16-byte chunk c of row r at chunk c xor
-// r%8), double-buffered by cp.async; each thread fences its copies for
-// the tensor cores (gpu.fence_proxy_async) before the tile's barrier. Per
-// tile a warpgroup computes S = Q·Kᵀ with one gpu.wgmma (A = Q from
-// registers, loaded by ldmatrix from its own swizzled tile each key tile:
-// see emitWGMMA; B = the K tile, K-major), runs the
+// tiles of Keys keys are stored in the 128-byte swizzle gpu.wgmma reads,
+// in panels of 64 columns (a 64-element row is 128 bytes: 16-byte chunk c
+// of row r at chunk c xor r%8; a head dim of 128 is two panels, the
+// second after all rows of the first), double-buffered by cp.async; each
+// thread fences its copies for the tensor cores (gpu.fence_proxy_async)
+// before the tile's barrier. Per tile a warpgroup computes S = Q·Kᵀ with
+// gpu.wgmma (A = Q, from registers loaded by ldmatrix from its own
+// swizzled tile each key tile — see emitWGMMA — or with QShared read by
+// descriptor, one gpu.wgmma a panel; B = the K tile, K-major), runs the
 // softmax on S's fragments and computes O += P·V with a second one (A =
 // the probabilities packed from S's registers, B = the V tile, MN-major).
-// Each gpu.wgmma waits for its result, so a warpgroup's phases follow
-// one another; the warpgroups of a block and the blocks of an SM overlap.
-// The head dim must be 64 (one 128-byte row).
+// The unpipelined kernel (emitWGMMA) takes head dim 64; the pipelined one
+// (emitWGMMAPipe) 64 and, with QShared, 128.
 
-// flashWGMMAD is the head dim the wgmma kernel supports.
-const flashWGMMAD = 64
+// wgPanel is the width in elements of a panel of a swizzled tile: one
+// 128-byte row.
+const wgPanel = gpu.WGMMASwizzleRow
 
 // wgStage is the element offset of stage i's K tile; its V tile follows.
-func (g *flashGen) wgStage(i int64) int64 { return 2 * i * g.Tile.Keys * flashWGMMAD }
+func (g *flashGen) wgStage(i int64) int64 { return 2 * i * g.Tile.Keys * g.D }
 
 // swizzledChunks returns this thread's 16-byte chunks of a tile of rows
-// rows (D = 64: 8 chunks a row) copied into the 128-byte swizzle: thread
-// t copies chunk t%8 of rows t/8 + i·T/8, and since T/8 is a multiple of
-// 8, its chunk lands at the same swizzled column in every row it copies.
+// rows copied into the 128-byte swizzle, D/64 panels of rows × 64
+// elements: thread t copies chunk t%(D/8) of rows t/(D/8) + i·T/(D/8),
+// and since T/(D/8) is a multiple of 8 (T ≥ 128, D ≤ 128), its chunk lands
+// at the same swizzled column in every row it copies.
 func (g *flashGen) swizzledChunks(rows int64) []chunk {
 	x, T := g.x, g.Threads()
-	const per = flashWGMMAD / 8
-	r0, c0 := x.shr(g.tid, 3), x.and(g.tid, per-1)
-	dst := x.add(x.mulc(r0, flashWGMMAD), x.mulc(x.xor(c0, x.and(r0, 7)), 8))
+	per := g.D / 8
+	r0, c0 := x.shr(g.tid, int64(bits.TrailingZeros64(uint64(per)))), x.and(g.tid, per-1)
+	cp := x.and(c0, wgPanel/8-1) // (the chunk in its panel)
+	dst := x.add(x.mulc(x.shr(c0, 3), rows*wgPanel), x.add(x.mulc(r0, wgPanel), x.mulc(x.xor(cp, x.and(r0, 7)), 8)))
 	src := x.add(x.mulc(r0, g.D), x.mulc(c0, 8))
 	total := rows * per
 	var out []chunk
 	for i := range ceilDivInt(total, T) {
 		rc := i * T / per
-		ch := chunk{row: r0, dst: dst, src: src, rowC: rc, dstC: rc * flashWGMMAD, srcC: rc * g.D}
+		ch := chunk{row: r0, dst: dst, src: src, rowC: rc, dstC: rc * wgPanel, srcC: rc * g.D}
 		if (i+1)*T > total {
 			ch.guard = x.lt(g.tid, x.c(total-i*T))
 		}
@@ -58,7 +63,7 @@ func (g *flashGen) swizzledChunks(rows int64) []chunk {
 
 // wgLoad issues the copies of key tile kt (an offset-typed value) into
 // stage kt % 2.
-func (g *flashGen) wgLoad(b *ir.Builder, kt *ir.Value) { g.loadStage(b, kt, flashWGMMAD) }
+func (g *flashGen) wgLoad(b *ir.Builder, kt *ir.Value) { g.loadStage(b, kt, g.D) }
 
 // wgBegin is begin for a wgmma kernel: a warp's one m16 tile of rows,
 // K and V copied into the 128-byte swizzle (setting g's rows, kvChunks
@@ -74,14 +79,14 @@ func (g *flashGen) wgBegin() flashStart {
 }
 
 // qFragments returns the ldmatrix.x4 offsets of the warp's Q fragments,
-// one m16k16 A per k16 step, in the Q tile staged at qStage: matrix q8
-// of ldmatrix.x4 is rows 8·(q8%2)…, chunk 2·step + q8/2, swizzled with
-// the row's r8 (rows are 16-aligned).
+// one m16k16 A per k16 step, in the Q tile staged at qStage (head dim
+// 64: one panel): matrix q8 of ldmatrix.x4 is rows 8·(q8%2)…, chunk
+// 2·step + q8/2, swizzled with the row's r8 (rows are 16-aligned).
 func (w flashStart) qFragments(x ix, qStage int64) []*ir.Value {
 	qRow := x.add(x.mulc(w.warp, 16), x.add(x.mulc(w.lo, 8), w.r8))
-	qRowAt := x.addc(x.mulc(qRow, flashWGMMAD), qStage)
+	qRowAt := x.addc(x.mulc(qRow, wgPanel), qStage)
 	var qAt []*ir.Value
-	for ks := range int64(flashWGMMAD / 16) {
+	for ks := range int64(wgPanel / 16) {
 		qAt = append(qAt, x.index(x.add(qRowAt, x.mulc(x.xor(x.addc(w.hi, 2*ks), w.r8), 8))))
 	}
 	return qAt
@@ -125,8 +130,8 @@ func (g *flashGen) emitWGMMA() {
 		inits = append(inits, g.f32(0))
 	}
 	inits = append(inits, sm.masked, sm.masked, g.f32(0), g.f32(0))
-	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16}
-	oShape := gpu.WGMMAShape{N: flashWGMMAD, KSteps: K / 16, TransB: true, Acc: true}
+	sShape := gpu.WGMMAShape{N: K, KSteps: wgPanel / 16}
+	oShape := gpu.WGMMAShape{N: wgPanel, KSteps: K / 16, TransB: true, Acc: true}
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.keyTiles(from, to, it, true, g.wgLoad, g.wgStage(1), func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			var qf []*ir.Value
@@ -150,7 +155,7 @@ func (g *flashGen) emitWGMMA() {
 					g.pair(b, s[2*j][0], s[2*j][1]), g.pair(b, s[2*j][2], s[2*j][3]),
 					g.pair(b, s[2*j+1][0], s[2*j+1][1]), g.pair(b, s[2*j+1][2], s[2*j+1][3]))
 			}
-			o := gpu.WGMMA(b, loc, g.Elem, oShape, p, g.smem, x.index(x.addc(at, K*flashWGMMAD)), step[:4*nO])
+			o := gpu.WGMMA(b, loc, g.Elem, oShape, p, g.smem, x.index(x.addc(at, K*wgPanel)), step[:4*nO])
 			return append(slices.Clone(o), step[4*nO:]...)
 		})
 	}
@@ -166,7 +171,7 @@ func (g *flashGen) emitWGMMA() {
 // (each stage a K then a V tile), or with PrefetchV two K stages, then
 // three V stages (V(kt) at kt % 3), then Q.
 func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value, qAt int64) {
-	tile := g.Tile.Keys * flashWGMMAD
+	tile := g.Tile.Keys * g.D
 	if g.Tile.PrefetchV {
 		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), tile) }
 		numK := ceilDivInt(g.Lk, g.Tile.Keys)
@@ -199,8 +204,9 @@ func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
 	g.copyTile(b, g.kvChunks, src, x.add(g.kvBase, x.mulc(first, g.D)), at, first, valid)
 }
 
-// emitWGMMAPipe builds the pipelined wgmma kernel (FlashTile.Pipe): one
-// warpgroup a block, as emitWGMMA, but key tile kt's S = Q·Kᵀ and the
+// emitWGMMAPipe builds the pipelined wgmma kernel (FlashTile.Pipe): as
+// emitWGMMA (Rows/64 warpgroups a block sharing the K and V tiles), but
+// key tile kt's S = Q·Kᵀ and the
 // previous tile's O += P·V are issued together, S is awaited alone
 // (gpu.wgmma with pending 1, then gpu.wgmma_wait), and the softmax of tile
 // kt runs while the tensor cores finish P·V; O is rescaled after that
@@ -239,17 +245,41 @@ func (g *flashGen) emitWGMMAPipe() {
 	if !g.Tile.QShared {
 		qAt = w.qFragments(x, qStage)
 	}
-	// qFrags are S's A operands: Q's fragments, loaded again for each
-	// product (see emitWGMMA for why), or with QShared Q's tile itself.
-	qFrags := func(b *ir.Builder) []*ir.Value {
-		if g.Tile.QShared {
-			return []*ir.Value{g.smem, x.at(b).index(x.at(b).c(qStage))}
+	// The warpgroup's 64 rows of the Q tile (with QShared, read by
+	// descriptor: a panel of the tile is R rows of 64 elements).
+	qRows := x.addc(x.mulc(x.shr(w.warp, 2), 64*wgPanel), qStage)
+	panels := g.D / wgPanel
+	// scores issues S = Q·Kᵀ for the K tile at kAt, complete at its end or,
+	// when inFlight, still in flight: one gpu.wgmma whose A is Q's
+	// fragments (loaded again for each product: see emitWGMMA for why),
+	// or with QShared one a panel of Q's tile and K's, each accumulating
+	// into the one before, which stays in flight.
+	scores := func(b *ir.Builder, kAt *ir.Value, inFlight bool) []*ir.Value {
+		x := x.at(b)
+		s := gpu.WGMMAShape{N: K, KSteps: wgPanel / 16}
+		if inFlight {
+			s.Pending = 1
 		}
-		var qf []*ir.Value
-		for _, a := range qAt {
-			qf = append(qf, gpu.LdMatrix(b, loc, g.smem, a, 4, false)...)
+		if !g.Tile.QShared {
+			var qf []*ir.Value
+			for _, a := range qAt {
+				qf = append(qf, gpu.LdMatrix(b, loc, g.smem, a, 4, false)...)
+			}
+			return gpu.WGMMA(b, loc, g.Elem, s, qf, g.smem, x.index(kAt), nil)
 		}
-		return qf
+		s.AShared = true
+		var acc []*ir.Value
+		for p := range panels {
+			s.Acc = p > 0
+			// (Every group of S so far may stay in flight, but the
+			// last's when S completes here.)
+			if s.Pending = p + 1; p == panels-1 && !inFlight {
+				s.Pending = 0
+			}
+			a := []*ir.Value{g.smem, x.index(x.addc(qRows, p*R*wgPanel))}
+			acc = gpu.WGMMA(b, loc, g.Elem, s, a, g.smem, x.index(x.addc(kAt, p*K*wgPanel)), acc)
+		}
+		return acc
 	}
 
 	sm := g.softmax()
@@ -263,8 +293,10 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 
 	nO := int(g.D / 8)
-	sShape := gpu.WGMMAShape{N: K, KSteps: flashWGMMAD / 16, AShared: g.Tile.QShared}
-	oShape := gpu.WGMMAShape{N: flashWGMMAD, KSteps: K / 16, TransB: true, Acc: true}
+	oShape := gpu.WGMMAShape{N: g.D, KSteps: K / 16, TransB: true, Acc: true}
+	if panels > 1 {
+		oShape.Panel = K * wgPanel
+	}
 	// softmaxP runs the softmax on the scores sv of key tile kt (masked
 	// when masked) with the extremes m and sums l, and returns the
 	// probabilities as the A fragments of P·V, the new extremes, the sums
@@ -367,7 +399,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		gpu.CpAsyncCommit(b, loc)
 		return nil
 	}, nil)
-	s0 := gpu.WGMMA(b, loc, g.Elem, sShape, qFrags(b), g.smem, x.index(x.c(0)), nil)
+	s0 := scores(b, x.c(0), false)
 	p0, m0, l0, _, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, anyMask)
 	if !pv {
 		loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
@@ -409,9 +441,9 @@ func (g *flashGen) emitWGMMAPipe() {
 				return nil
 			}, nil)
 			at := kAt(x, kt)
-			pS, pO := sShape, oShape
-			pS.Pending, pO.Pending = 1, 1
-			sIn := gpu.WGMMA(b, loc, g.Elem, pS, qFrags(b), g.smem, x.index(at), nil)
+			pO := oShape
+			pO.Pending = 1
+			sIn := scores(b, at, true)
 			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
 			sv := gpu.WGMMAWait(b, loc, 1, sIn)
 			p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)

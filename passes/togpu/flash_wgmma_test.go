@@ -172,9 +172,15 @@ func TestFlashWGMMAUniform(t *testing.T) {
 		if !tile.WGMMA {
 			continue
 		}
-		for _, causal := range []bool{false, true} {
-			f := togpu.Flash{Batch: 1, Lq: 40, Lk: 70, D: 64, Causal: causal, Scale: 0.125, Elem: ir.BF16, Tile: tile}
-			t.Run(fmt.Sprintf("%v-causal=%v", tile, causal), func(t *testing.T) {
+		for _, c := range []struct {
+			d      int64
+			causal bool
+		}{{64, false}, {64, true}, {128, false}, {128, true}} {
+			f := togpu.Flash{Batch: 1, Lq: 40, Lk: 70, D: c.d, Causal: c.causal, Scale: 0.125, Elem: ir.BF16, Tile: tile}
+			if f.Check() != nil {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v-d%d-causal=%v", tile, c.d, c.causal), func(t *testing.T) {
 				m := flashModule(t, dialects.NewContext(), f)
 				checked := 0
 				m.Walk(func(op *ir.Operation) bool {
