@@ -107,6 +107,7 @@ func main() {
 	only := flag.String("only", "", "run only the workloads named (comma-separated)")
 	withInterp := flag.Bool("interp", true, "time one call of the reference interpreter too (seconds for the large workloads) and compare results")
 	workers := flag.Int("workers", 0, "goroutines per kernel (0: GOMAXPROCS)")
+	kc := flag.Int("kc", 0, "the matmul kernels' k block (0: the default; at least K: none)")
 	flag.Parse()
 	copyBW := copyBandwidth()
 	fmt.Printf("cpu backend, GOMAXPROCS=%d, -mcpu=%s; copy bandwidth %.1f GB/s (all cores, 256 MiB)\n\n",
@@ -117,7 +118,7 @@ func main() {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), w.name) {
 			continue
 		}
-		r, err := measure(w, *reps, *withInterp, *workers)
+		r, err := measure(w, *reps, *withInterp, *workers, *kc)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench/cpu: %s: %v\n", w.name, err)
 			os.Exit(1)
@@ -154,7 +155,7 @@ type result struct {
 	check string
 }
 
-func measure(w workload, reps int, withInterp bool, workers int) (result, error) {
+func measure(w workload, reps int, withInterp bool, workers, kc int) (result, error) {
 	var r result
 	ctx := dialects.NewContext()
 	graph, err := ir.ParseString(ctx, w.src)
@@ -187,7 +188,7 @@ func measure(w workload, reps int, withInterp bool, workers int) (result, error)
 	if err != nil {
 		return r, err
 	}
-	prog.Workers = workers
+	prog.Workers, prog.MatmulKC = workers, kc
 	r.first = time.Since(start)
 	got, err := prog.Run("main", inputs)
 	if err != nil {

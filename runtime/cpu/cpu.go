@@ -51,6 +51,9 @@ type Program struct {
 	CPU string
 	// Workers bounds the goroutines a kernel runs on (0: GOMAXPROCS).
 	Workers int
+	// MatmulKC is the matmul kernels' k block (0: target.MatmulKC; at
+	// least K: no blocking).
+	MatmulKC int
 	fns     map[*target.Kernel]uintptr
 	// packs are the matmul kernels' B-packing entries.
 	packs map[*target.Kernel]uintptr
@@ -934,9 +937,17 @@ func (r *run) launch(k *target.Kernel) error {
 		panels = (n + cols - 1) / cols
 		rowBlocks = (rows + int64(k.MatmulRows) - 1) / int64(k.MatmulRows)
 		packWork = 4 * kk * max(cols, int64(k.MatmulRows))
-		scratch = r.p.getScratch(int(max(1, nb*(panels*cols+rowBlocks*int64(k.MatmulRows))*kk) * int64(k.MatmulElemBytes)))
+		kc := int64(r.p.MatmulKC)
+		if kc <= 0 {
+			kc = target.MatmulKC
+		}
+		elems := nb * (panels*cols + rowBlocks*int64(k.MatmulRows)) * kk
+		if kk > kc { // the partial sums between k blocks
+			elems += nb * panels * rowBlocks * int64(k.MatmulRows) * cols
+		}
+		scratch = r.p.getScratch(int(max(1, elems) * int64(k.MatmulElemBytes)))
 		defer r.p.scratch.Put(&scratch)
-		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))), uint64(r.p.rowGroup(rowBlocks)))
+		words = append(words, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))), uint64(r.p.rowGroup(rowBlocks)), uint64(kc))
 		batches = nb
 		total = nb * panels * rowBlocks
 	}

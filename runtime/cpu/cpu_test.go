@@ -15,6 +15,7 @@ import (
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/cpu"
 	"github.com/strata-ir/strata/runtime/interp"
+	target "github.com/strata-ir/strata/targets/cpu"
 
 	_ "github.com/strata-ir/strata/passes/decompose"
 	_ "github.com/strata-ir/strata/passes/fusion"
@@ -146,7 +147,7 @@ func TestMatmulWithEpilogueMatchesTheInterpreter(t *testing.T) {
 	for _, c := range []struct {
 		m, k, n int
 		elem    string
-	}{{1, 1, 1, "f32"}, {7, 5, 33, "f32"}, {13, 64, 40, "f32"}, {6, 0, 32, "f32"}, {37, 19, 70, "f64"}, {250, 40, 90, "f32"}} {
+	}{{1, 1, 1, "f32"}, {7, 5, 33, "f32"}, {13, 64, 40, "f32"}, {6, 0, 32, "f32"}, {37, 19, 70, "f64"}, {250, 40, 90, "f32"}, {61, 2*target.MatmulKC + 37, 50, "f32"}, {30, target.MatmulKC, 20, "f64"}, {50, target.MatmulKC + 1, 17, "f64"}} {
 		src := fmt.Sprintf(`func.func @main(%%a: tensor<%[1]dx%[2]dx%[4]s>, %%b: tensor<%[2]dx%[3]dx%[4]s>, %%bias: tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s> {
   %%c = "graph.matmul"(%%a, %%b) : (tensor<%[1]dx%[2]dx%[4]s>, tensor<%[2]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
   %%bb = "graph.broadcast_to"(%%bias) <{shape = [%[1]d, %[3]d]}> : (tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
@@ -159,10 +160,13 @@ func TestMatmulWithEpilogueMatchesTheInterpreter(t *testing.T) {
 		if !strings.Contains(p.LLVM, "main_kernel_0_pack") {
 			t.Errorf("%dx%dx%d %s: no register-blocked matmul kernel", c.m, c.k, c.n, c.elem)
 		}
-		// 16 workers split the row blocks into groups (Program.rowGroup).
+		// 16 workers split the row blocks into groups (Program.rowGroup);
+		// k blocks of 7 leave a partial last one.
 		for _, workers := range []int{0, 1, 16} {
-			p.Workers = workers
-			check(t, p, graph, "main", int64(c.m), nil)
+			for _, kc := range []int{0, 7} {
+				p.Workers, p.MatmulKC = workers, kc
+				check(t, p, graph, "main", int64(c.m), nil)
+			}
 		}
 	}
 }
@@ -488,7 +492,9 @@ func TestTransposedAndBatchedMatmulsAreBlocked(t *testing.T) {
 			t.Errorf("%s: no register-blocked matmul kernel:\n%s", c.name, src)
 		}
 		for seed := range int64(2) {
-			p.Workers = []int{0, 16}[seed] // 16: the row blocks in groups
+			// 16: the row blocks in groups; k blocks of 5 (the batches'
+			// partial sums in their own slots).
+			p.Workers, p.MatmulKC = []int{0, 16}[seed], []int{0, 5}[seed]
 			check(t, p, graph, "main", seed, nil)
 		}
 	}

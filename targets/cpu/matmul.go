@@ -459,14 +459,26 @@ func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value
 	return err
 }
 
+// MatmulKC is the matmul kernels' k block by default (the runtime passes
+// it; see Kernel): a worker runs KC steps of k for every row block of a
+// run sharing one panel before the next KC steps, so that the panel's
+// KC × NR block (16 KiB for f32 with NR = 16) stays in L1 while the row
+// blocks' A blocks stream from L2 (BLIS's kc). The partial sums between
+// blocks wait in scratch.
+const MatmulKC = 256
+
 // matmul emits the main kernel: for each (batch, panel of NR columns,
 // block of MR rows) in [lo, hi) of their batch- and panel-major order,
 // MR × NR accumulators in vector registers over k (A's elements
 // broadcast, the packed panel's vectors loaded), stored to a tile on the
-// stack, then the epilogue for each element of the tile inside C. Each
-// element's sum runs over k in order, as the loop level says (fused
-// multiply-adds: `contract`).
-func (k *kt) matmul(m *mmMatch, scratch, group, lo, hi value.Value) error {
+// stack, then the epilogue for each element of the tile inside C. A
+// worker's consecutive items that share a panel (a run: the row blocks
+// of one group) go through k together, MatmulKC steps at a time, each
+// item's partial sums kept in its slot of scratch between the blocks
+// (kc steps: the kernel's k-block parameter, at least 1).
+// Each element's sum runs over k in order, as the loop level says (fused
+// multiply-adds: `contract`), whatever the blocking.
+func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 	s := k.matmulSizes(m)
 	mSize, n, kk := s.rows, s.n, s.kk
 	nr, vl := int64(m.cols()), m.vl
@@ -488,11 +500,18 @@ func (k *kt) matmul(m *mmMatch, scratch, group, lo, hi value.Value) error {
 	rowBlocks, panels := s.blocks, s.panels
 	aStart := k.cur.NewMul(k.cur.NewMul(panels, kk), i64(nr))
 	perBatch := k.cur.NewMul(panels, rowBlocks)
+	// The items' partial sums, MR·NR elements an item, after the packed
+	// operands of every batch.
+	partials := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(s.nb, s.perBatch))
+	kLimit := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSGT, kk, i64(1)), kk, i64(1)) // K = 0 still runs the epilogue
+	minI := func(a, b value.Value) value.Value {
+		return k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, a, b), a, b)
+	}
 	// One loop over [lo, hi) of the (batch, panel, row block) triples,
 	// in groups of row blocks, panel-major within a group: a worker's range
 	// covers a few panels, each over the group's row blocks, so its packed
 	// panel stays in cache across them, and the group's A blocks across
-	// the panels.
+	// the panels. The first item of each run in [lo, hi) runs the run.
 	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
 		bb := k.cur.NewSDiv(item, perBatch)
 		rest := k.cur.NewSRem(item, perBatch)
@@ -502,85 +521,141 @@ func (k *kt) matmul(m *mmMatch, scratch, group, lo, hi value.Value) error {
 		g := k.cur.NewSDiv(rest, full)
 		r2 := k.cur.NewSub(rest, k.cur.NewMul(g, full))
 		start := k.cur.NewMul(g, group)
-		left := k.cur.NewSub(rowBlocks, start)
-		size := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, group), left, group)
+		size := minI(k.cur.NewSub(rowBlocks, start), group)
 		p := k.cur.NewSDiv(r2, size)
-		ib := k.cur.NewAdd(start, k.cur.NewSRem(r2, size))
+		inRun := k.cur.NewSRem(r2, size)
+		first := k.cur.NewOr(k.cur.NewICmp(enum.IPredEQ, item, lo), k.cur.NewICmp(enum.IPredEQ, inRun, i64(0)))
+		runBlk, next := k.newBlock("run"), k.newBlock("next")
+		k.cur.NewCondBr(first, runBlk, next)
+		k.cur = runBlk
+		runEnd := minI(hi, k.cur.NewAdd(item, k.cur.NewSub(size, inRun)))
+		ib0 := k.cur.NewAdd(start, inRun)
 		bscratch := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
 		panel := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
 		j0 := k.cur.NewMul(p, i64(nr))
-		ncols := k.cur.NewSub(n, j0)
-		ncols2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, ncols, i64(nr)), ncols, i64(nr))
-		{
-			i0 := k.cur.NewMul(ib, i64(int64(MR)))
-			ablock := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(ib, kk), i64(int64(MR)))))
-			inits := make([]value.Value, MR*NV)
-			for x := range inits {
-				inits[x] = initVec
-			}
-			accs, err := k.loop(i64(0), kk, i64(1), inits, false, func(kv value.Value, acc []value.Value) ([]value.Value, error) {
-				bs := make([]value.Value, NV)
-				for v := range NV {
-					at := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(k.cur.NewMul(kv, i64(nr)), i64(int64(v*vl))))
-					ld := k.cur.NewLoad(vt, k.cur.NewBitCast(at, types.NewPointer(vt)))
+		ncols2 := minI(k.cur.NewSub(n, j0), i64(nr))
+		_, err := k.loop(i64(0), kLimit, kc, nil, false, func(kb value.Value, _ []value.Value) ([]value.Value, error) {
+			kEnd := minI(k.cur.NewAdd(kb, kc), kk)
+			last := k.cur.NewICmp(enum.IPredSGE, kEnd, kk)
+			fromStart := k.cur.NewICmp(enum.IPredEQ, kb, i64(0))
+			_, err := k.loop(item, runEnd, i64(1), nil, false, func(it value.Value, _ []value.Value) ([]value.Value, error) {
+				ib := k.cur.NewAdd(ib0, k.cur.NewSub(it, item))
+				i0 := k.cur.NewMul(ib, i64(int64(MR)))
+				ablock := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(ib, kk), i64(int64(MR)))))
+				partial := k.cur.NewGetElementPtr(m.elem, partials, k.cur.NewMul(it, i64(int64(MR)*nr)))
+				accAt := func(x int) value.Value {
+					at := k.cur.NewGetElementPtr(m.elem, partial, i64(int64(x*vl)))
+					return k.cur.NewBitCast(at, types.NewPointer(vt))
+				}
+				// The accumulators start at the init value, or at the
+				// partial sums of the k blocks before.
+				fresh, resume, join := k.newBlock("fresh"), k.newBlock("resume"), k.newBlock("acc")
+				k.cur.NewCondBr(fromStart, fresh, resume)
+				k.cur = fresh
+				k.cur.NewBr(join)
+				k.moveToEnd(resume)
+				k.cur = resume
+				loaded := make([]value.Value, MR*NV)
+				for x := range loaded {
+					ld := k.cur.NewLoad(vt, accAt(x))
 					ld.Align = llir.Align(elemBytes(m.elem))
-					bs[v] = ld
+					loaded[x] = ld
 				}
-				next := make([]value.Value, len(acc))
-				arow := k.cur.NewGetElementPtr(m.elem, ablock, k.cur.NewMul(kv, i64(int64(MR))))
-				for r := range MR {
-					ap := k.cur.NewGetElementPtr(m.elem, arow, i64(int64(r)))
-					a := k.splat(k.cur.NewLoad(m.elem, ap), vl)
+				k.cur.NewBr(join)
+				k.moveToEnd(join)
+				k.cur = join
+				inits := make([]value.Value, MR*NV)
+				for x := range inits {
+					inits[x] = k.cur.NewPhi(llir.NewIncoming(initVec, fresh), llir.NewIncoming(loaded[x], resume))
+				}
+				accs, err := k.loop(kb, kEnd, i64(1), inits, false, func(kv value.Value, acc []value.Value) ([]value.Value, error) {
+					bs := make([]value.Value, NV)
 					for v := range NV {
-						x := r*NV + v
-						next[x] = k.cur.NewCall(fma, a, bs[v], acc[x])
+						at := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(k.cur.NewMul(kv, i64(nr)), i64(int64(v*vl))))
+						ld := k.cur.NewLoad(vt, k.cur.NewBitCast(at, types.NewPointer(vt)))
+						ld.Align = llir.Align(elemBytes(m.elem))
+						bs[v] = ld
 					}
+					next := make([]value.Value, len(acc))
+					arow := k.cur.NewGetElementPtr(m.elem, ablock, k.cur.NewMul(kv, i64(int64(MR))))
+					for r := range MR {
+						ap := k.cur.NewGetElementPtr(m.elem, arow, i64(int64(r)))
+						a := k.splat(k.cur.NewLoad(m.elem, ap), vl)
+						for v := range NV {
+							x := r*NV + v
+							next[x] = k.cur.NewCall(fma, a, bs[v], acc[x])
+						}
+					}
+					return next, nil
+				})
+				if err != nil {
+					return nil, err
 				}
-				return next, nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			for r := range MR {
-				for v := range NV {
-					at := k.cur.NewGetElementPtr(m.elem, tileBase, i64(int64(r)*nr+int64(v*vl)))
-					st := k.cur.NewStore(accs[r*NV+v], k.cur.NewBitCast(at, types.NewPointer(vt)))
+				save, epilogue, done := k.newBlock("save"), k.newBlock("epilogue"), k.newBlock("done")
+				k.cur.NewCondBr(last, epilogue, save)
+				k.moveToEnd(save)
+				k.cur = save
+				for x, acc := range accs {
+					st := k.cur.NewStore(acc, accAt(x))
 					st.Align = llir.Align(elemBytes(m.elem))
 				}
-			}
-			// The epilogue, row by row of the tile.
-			nrows := k.cur.NewSub(mSize, i0)
-			nrows2 := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, nrows, i64(int64(MR))), nrows, i64(int64(MR)))
-			_, err = k.loop(i64(0), nrows2, i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
-				i := k.cur.NewAdd(i0, r)
-				_, err := k.loop(i64(0), ncols2, i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
-					at := k.cur.NewGetElementPtr(m.elem, tileBase, k.cur.NewAdd(k.cur.NewMul(r, i64(nr)), c))
-					k.vals[m.forOp.Result(0)] = k.cur.NewLoad(m.elem, at)
-					if !m.fold {
-						k.setBatch(m, bb)
+				k.cur.NewBr(done)
+				k.moveToEnd(epilogue)
+				k.cur = epilogue
+				for r := range MR {
+					for v := range NV {
+						at := k.cur.NewGetElementPtr(m.elem, tileBase, i64(int64(r)*nr+int64(v*vl)))
+						st := k.cur.NewStore(accs[r*NV+v], k.cur.NewBitCast(at, types.NewPointer(vt)))
+						st.Align = llir.Align(elemBytes(m.elem))
 					}
-					k.setRow(m, i)
-					k.vals[m.j] = k.cur.NewAdd(j0, c)
-					for _, op := range body.Ops() {
-						if op == m.forOp {
-							continue
+				}
+				// The epilogue, row by row of the tile.
+				nrows2 := minI(k.cur.NewSub(mSize, i0), i64(int64(MR)))
+				_, err = k.loop(i64(0), nrows2, i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
+					i := k.cur.NewAdd(i0, r)
+					_, err := k.loop(i64(0), ncols2, i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
+						at := k.cur.NewGetElementPtr(m.elem, tileBase, k.cur.NewAdd(k.cur.NewMul(r, i64(nr)), c))
+						k.vals[m.forOp.Result(0)] = k.cur.NewLoad(m.elem, at)
+						if !m.fold {
+							k.setBatch(m, bb)
 						}
-						if op.Name() == loop.ReduceOp {
-							break
-						}
-						if err := k.op(op); err != nil {
-							if _, ok := err.(*ir.Diagnostic); ok {
-								return nil, err
+						k.setRow(m, i)
+						k.vals[m.j] = k.cur.NewAdd(j0, c)
+						for _, op := range body.Ops() {
+							if op == m.forOp {
+								continue
 							}
-							return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+							if op.Name() == loop.ReduceOp {
+								break
+							}
+							if err := k.op(op); err != nil {
+								if _, ok := err.(*ir.Diagnostic); ok {
+									return nil, err
+								}
+								return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+							}
 						}
-					}
-					return nil, nil
+						return nil, nil
+					})
+					return nil, err
 				})
-				return nil, err
+				if err != nil {
+					return nil, err
+				}
+				k.cur.NewBr(done)
+				k.moveToEnd(done)
+				k.cur = done
+				return nil, nil
 			})
 			return nil, err
+		})
+		if err != nil {
+			return nil, err
 		}
+		k.cur.NewBr(next)
+		k.moveToEnd(next)
+		k.cur = next
+		return nil, nil
 	})
 	return err
 }

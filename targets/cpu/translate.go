@@ -68,7 +68,10 @@ type Kernel struct {
 	// R·MatmulRows)·K elements of MatmulElemBytes bytes (P panels, R row
 	// blocks, a batch's share contiguous), which Name+"_pack" fills before
 	// Name runs (its range: for each batch, the P panels of B, then the R
-	// blocks of A, each packed k-major).
+	// blocks of A, each packed k-major); when K exceeds KC (the third
+	// word, at least 1: the k block, see MatmulKC), followed by
+	// MatmulRows·MatmulCols elements for each item of the range (its
+	// partial sums between k blocks).
 	// MatmulK is the reduction's trip count (a constant or a host value);
 	// MatmulA and MatmulB are the operands' buffers, whose dimensions
 	// MatmulAK and MatmulBK must hold K elements.
@@ -332,7 +335,7 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		return nil, err
 	}
 	if mm != nil {
-		err = k.matmul(mm, f.Params[0], f.Params[1], lo, hi)
+		err = k.matmul(mm, f.Params[0], f.Params[1], f.Params[2], lo, hi)
 	} else {
 		err = k.outer(nest, lo, hi)
 	}
@@ -355,8 +358,8 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 	return kern, nil
 }
 
-// begin starts the function name of the kernel: its parameters (scratch
-// and the matmul's row-block group, when scratch is not nil; the fault
+// begin starts the function name of the kernel: its parameters (scratch,
+// the matmul's row-block group and its k block, when scratch is not nil; the fault
 // words of a checked kernel; then the kernel's arguments, then lo and hi)
 // and its entry
 // block, where the nest's captured constants are materialised.
@@ -365,7 +368,7 @@ func (k *kt) begin(name string, scratch types.Type, consts []*ir.Operation) (f *
 	if scratch != nil {
 		p := llir.NewParam("scratch", scratch)
 		p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
-		params = append(params, p, llir.NewParam("group", types.I64))
+		params = append(params, p, llir.NewParam("group", types.I64), llir.NewParam("kc", types.I64))
 	}
 	if k.kern.Checked {
 		p := llir.NewParam("fault", types.NewPointer(types.I64))

@@ -20,7 +20,7 @@
 // CHECK: !llvm.loop
 // CHECK-LABEL: define void @softmax_kernel_0_packed(i64* %args, i64 %lo, i64 %hi)
 // CHECK: inttoptr i64 {{.*}} to float*
-// CHECK-LABEL: define void @mm_kernel_0(float* noalias %scratch, i64 %group, float* noalias %a0, float* noalias %a1, float* noalias %a2, float* noalias %a3, i64 %lo, i64 %hi)
+// CHECK-LABEL: define void @mm_kernel_0(float* noalias %scratch, i64 %group, i64 %kc, float* noalias %a0, float* noalias %a1, float* noalias %a2, float* noalias %a3, i64 %lo, i64 %hi)
 // CHECK: call <{{[0-9]+}} x float> @llvm.fmuladd.v{{[0-9]+}}f32(
 // CHECK-LABEL: define void @mm_kernel_0_pack(
 // CHECK: !{!"llvm.loop.vectorize.enable", i1 true}
