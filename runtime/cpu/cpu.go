@@ -54,7 +54,7 @@ type Program struct {
 	// MatmulKC is the matmul kernels' k block (0: target.MatmulKC; at
 	// least K: no blocking).
 	MatmulKC int
-	fns     map[*target.Kernel]uintptr
+	fns      map[*target.Kernel]uintptr
 	// packs are the matmul kernels' B-packing entries.
 	packs map[*target.Kernel]uintptr
 	// scratch holds the matmul kernels' packing buffers between calls.
