@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
@@ -84,5 +86,69 @@ func TestWGMMAGemmPTX(t *testing.T) {
 				t.Logf("%d registers a thread, %d threads, %d bytes of shared memory", r, 32*tile.Warps(), tile.SharedBytes())
 			})
 		}
+	}
+}
+
+// TestWGMMAOverlapLoop checks the order of the Overlap kernels' main
+// loop, which decides which stage the copies may overwrite: the wait for
+// the copies of the tile (leaving the groups of the tiles ahead), the
+// barrier, the product; with Refill a second barrier after the product,
+// then the copies of the tile Stages−1 ahead (Stages−2 without Refill).
+// A copy before the second barrier would overwrite a stage the other
+// warpgroups' products may still read.
+func TestWGMMAOverlapLoop(t *testing.T) {
+	for _, tile := range togpu.MMATiles {
+		if !tile.Overlap {
+			continue
+		}
+		t.Run(tile.String(), func(t *testing.T) {
+			m := lowerGraph(t, mmBiasGelu, mmaPipeline(tile))
+			var body *ir.Block
+			m.Walk(func(o *ir.Operation) bool {
+				if o.Name() == gpu.WGMMAOp {
+					body = o.Block()
+				}
+				return true
+			})
+			if body == nil || body.ParentOp().Name() != loop.ForOp {
+				t.Fatal("no gpu.wgmma in a loop.for")
+			}
+			ahead := tile.Stages - 2
+			if tile.Refill {
+				ahead = tile.Stages - 1
+			}
+			var barriers, products, copies []int
+			wait := int64(-1)
+			for i, o := range body.Ops() {
+				switch o.Name() {
+				case gpu.BarrierOp:
+					barriers = append(barriers, i)
+				case gpu.WGMMAOp:
+					products = append(products, i)
+				case gpu.CpAsyncWaitOp:
+					wait = gpu.IntProp(o, gpu.PendingAttr, -1)
+				}
+				o.Walk(func(in *ir.Operation) bool {
+					if in.Name() == gpu.CpAsyncOp {
+						copies = append(copies, i)
+					}
+					return true
+				})
+			}
+			wantBarriers := 1
+			if tile.Refill {
+				wantBarriers = 2
+			}
+			switch {
+			case len(barriers) != wantBarriers || len(products) != 1 || len(copies) == 0:
+				t.Fatalf("%d barriers, %d products, %d copies in the loop; want %d, 1 and some", len(barriers), len(products), len(copies), wantBarriers)
+			case wait != ahead-1:
+				t.Errorf("the loop waits for the copies leaving %d groups, want %d (copies %d tiles ahead)", wait, ahead-1, ahead)
+			case products[0] < barriers[0] || (tile.Refill && products[0] > barriers[1]):
+				t.Errorf("the product (op %d) is not between the barriers %v", products[0], barriers)
+			case copies[0] < barriers[len(barriers)-1] || copies[0] < products[0]:
+				t.Errorf("a copy (op %d) before the last barrier (%v) or the product (op %d)", copies[0], barriers, products[0])
+			}
+		})
 	}
 }
