@@ -42,6 +42,10 @@ var mmaCases = []struct {
   %r = "graph.matmul"(%x, %w) : (tensor<128x64xbf16>, tensor<64x128xbf16>) -> tensor<128x128xbf16>`, 1},
 	{"k-tiles-and-tail", "%x: tensor<130x104xbf16>, %w: tensor<104x72xbf16>", "tensor<130x72xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<130x104xbf16>, tensor<104x72xbf16>) -> tensor<130x72xbf16>`, 1},
+	// Nine k tiles of 64 and a tail: every stage is refilled while the
+	// products of the other warpgroups run (the wgmma kernels' hazards).
+	{"many-k-tiles", "%x: tensor<70x584xbf16>, %w: tensor<584x40xbf16>", "tensor<70x40xbf16>", `
+  %r = "graph.matmul"(%x, %w) : (tensor<70x584xbf16>, tensor<584x40xbf16>) -> tensor<70x40xbf16>`, 1},
 	{"k-tail", "%x: tensor<33x24xbf16>, %w: tensor<24x136xbf16>", "tensor<33x136xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<33x24xbf16>, tensor<24x136xbf16>) -> tensor<33x136xbf16>`, 1},
 	{"b-transposed", "%x: tensor<130x40xbf16>, %w: tensor<20x40xbf16>", "tensor<130x20xbf16>", `
