@@ -45,8 +45,6 @@ func (t MMATile) checkWGMMA() error {
 		return fmt.Errorf("mma tile %s: a wgmma tile's M must be 64, 128 or 256 (1 to 4 warpgroups)", t)
 	case !pow2(t.N) || t.N < gpu.WGMMASwizzleRow || t.N > 256:
 		return fmt.Errorf("mma tile %s: a wgmma tile's N must be 64, 128 or 256", t)
-	case t.Refill && !t.Overlap:
-		return fmt.Errorf("mma tile %s: refilling the stage before needs the product in flight (Overlap)", t)
 	case t.Overlap && t.Stages < 3:
 		return fmt.Errorf("mma tile %s: a product in flight across tiles needs at least 3 stages", t)
 	case t.Stages < 2 || t.SharedBytes() > gpu.MaxSharedBytes:
@@ -132,16 +130,10 @@ func (p *mma) emitWGMMA(k *kernelGen, b *ir.Builder) error {
 // the product before, so when a thread reaches tile kt's barrier the
 // product of tile kt−2 is complete in every thread: the copies of tile
 // kt+stages−2 go to its stage, two tiles ahead of the product rather
-// than stages−1. With Refill a second barrier follows the issue: past
-// it, tile kt−1's product is complete in every thread (each waited for
-// it in issuing kt's), so the copies of tile kt+stages−1 go to kt−1's
-// stage, stages−1 tiles ahead, while kt's product runs.
+// than stages−1.
 func (p *mma) emitWGMMAOverlap(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, shape gpu.WGMMAShape, stageOf func(ix, *ir.Value) *ir.Value) error {
 	loc, x, tl := k.loc, g.x, p.tile
 	ahead := tl.Stages - 2
-	if tl.Refill {
-		ahead = tl.Stages - 1
-	}
 	for s := range ahead {
 		g.load(b, arith.ConstantIndex(b, loc, s), constStage(s), loadBranch)
 	}
@@ -164,9 +156,6 @@ func (p *mma) emitWGMMAOverlap(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir
 			aAt := x.index(x.add(x.mulc(s, tl.M*tl.K), aWG))
 			bAt := x.index(x.mulc(s, tl.K*tl.N))
 			d := gpu.WGMMA(b, loc, p.elem, shape, []*ir.Value{g.sa, aAt}, g.sb, bAt, accs)
-			if tl.Refill {
-				gpu.Barrier(b, loc)
-			}
 			next := arith.Binary(b, arith.OpAddI, loc, kt, arith.ConstantIndex(b, loc, ahead))
 			g.load(b, next, func(x ix) *ir.Value { return stageOf(x, x.from(next)) }, loadZeros)
 			return d

@@ -92,10 +92,10 @@ func TestWGMMAGemmPTX(t *testing.T) {
 // TestWGMMAOverlapLoop checks the order of the Overlap kernels' main
 // loop, which decides which stage the copies may overwrite: the wait for
 // the copies of the tile (leaving the groups of the tiles ahead), the
-// barrier, the product; with Refill a second barrier after the product,
-// then the copies of the tile Stages−1 ahead (Stages−2 without Refill).
-// A copy before the second barrier would overwrite a stage the other
-// warpgroups' products may still read.
+// barrier, the product, then the copies of the tile Stages−2 ahead, into
+// the stage of the product two tiles back (complete in every thread once
+// each has issued the product before). Copies before the barrier, or
+// further ahead, would overwrite a stage a product may still read.
 func TestWGMMAOverlapLoop(t *testing.T) {
 	for _, tile := range togpu.MMATiles {
 		if !tile.Overlap {
@@ -114,9 +114,6 @@ func TestWGMMAOverlapLoop(t *testing.T) {
 				t.Fatal("no gpu.wgmma in a loop.for")
 			}
 			ahead := tile.Stages - 2
-			if tile.Refill {
-				ahead = tile.Stages - 1
-			}
 			var barriers, products, copies []int
 			wait := int64(-1)
 			for i, o := range body.Ops() {
@@ -135,19 +132,15 @@ func TestWGMMAOverlapLoop(t *testing.T) {
 					return true
 				})
 			}
-			wantBarriers := 1
-			if tile.Refill {
-				wantBarriers = 2
-			}
 			switch {
-			case len(barriers) != wantBarriers || len(products) != 1 || len(copies) == 0:
-				t.Fatalf("%d barriers, %d products, %d copies in the loop; want %d, 1 and some", len(barriers), len(products), len(copies), wantBarriers)
+			case len(barriers) != 1 || len(products) != 1 || len(copies) == 0:
+				t.Fatalf("%d barriers, %d products, %d copies in the loop; want 1, 1 and some", len(barriers), len(products), len(copies))
 			case wait != ahead-1:
 				t.Errorf("the loop waits for the copies leaving %d groups, want %d (copies %d tiles ahead)", wait, ahead-1, ahead)
-			case products[0] < barriers[0] || (tile.Refill && products[0] > barriers[1]):
-				t.Errorf("the product (op %d) is not between the barriers %v", products[0], barriers)
-			case copies[0] < barriers[len(barriers)-1] || copies[0] < products[0]:
-				t.Errorf("a copy (op %d) before the last barrier (%v) or the product (op %d)", copies[0], barriers, products[0])
+			case products[0] < barriers[0]:
+				t.Errorf("the product (op %d) before the barrier (op %d)", products[0], barriers[0])
+			case copies[0] < products[0]:
+				t.Errorf("a copy (op %d) before the product (op %d)", copies[0], products[0])
 			}
 		})
 	}
