@@ -205,7 +205,9 @@ var FlashTiles = []FlashTile{
 // 0.144 (the bench's attention with it 0.196 ms, 1.19× torch.compile),
 // 64x64gplvq 0.205 / 0.138 (0.197 / 0.142 and 0.203 / 0.136 with the
 // descriptors' lower word built by one add a k-step, against 0.199 /
-// 0.143 and 0.204 / 0.137 in the same call), 64x64gplq 0.207 / 0.140, and session 4's
+// 0.143 and 0.204 / 0.137 in the same call), 64x64gplq 0.207 / 0.140,
+// 128x64gplvq (two warpgroups a block sharing K and V; session 8) 0.219 /
+// 0.155, and session 4's
 // 64x64gp 0.226 / 0.150 (1.37× in the bench), 64x64g 0.240 / 0.156,
 // 128x64g 0.260 / 0.179, 128x128g 0.312 / 0.208, against the mma.sync
 // defaults' 0.270 / 0.182. Dropped after measurement: 64x64gpl 0.218 /
@@ -232,7 +234,13 @@ var (
 )
 
 // FlashTileWGMMA128 is the wgmma tiling of head dim 128, causal or not:
-// 64-key tiles (a K or V tile is 16 KiB), Q read by descriptor.
+// 64-key tiles (a K or V tile is 16 KiB; 80 KiB in all, 2 blocks an SM),
+// Q read by descriptor. Measured on the H200 at b16 h16 s1024 d128
+// (TestGPUFlash, bench/NOTES.md session 8, non-causal / causal ms):
+// 64x64gplq 0.405 / 0.260, 64x64gplvq 0.408 / 0.261, 128x64gplvq (two
+// warpgroups a block, 1 block an SM at 168 registers) 0.426 / 0.295,
+// 64x128gplq (144 KiB, 1 block) 0.535 / 0.372, against the mma.sync
+// kernel 64x64f's 0.525 / 0.342.
 var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
