@@ -152,59 +152,102 @@ func verifyLibraryMatmul(op *ir.Operation) error {
 // (cuDNN) computes: convert-loop-to-gpu's conv=cudnn lowering.
 const LibraryConv2DOp = OpLibraryConv2D
 
-// The properties of gpu.library_conv2d: each an array<i64> of the two
-// spatial dimensions (height, width).
+// The properties of gpu.library_conv2d: strides, padding and dilations
+// are each an array<i64> of the two spatial dimensions (height, width);
+// direction is a ConvDirection.
 const (
 	ConvStridesAttr   = "strides"
 	ConvPaddingAttr   = "padding" // on both sides of the dimension
 	ConvDilationsAttr = "dilations"
+	ConvDirectionAttr = "direction"
 )
+
+// ConvDirection is what gpu.library_conv2d computes, and so which of its
+// operands it writes.
+type ConvDirection string
+
+// The directions of gpu.library_conv2d.
+const (
+	// ConvForward writes y from x and w (the default).
+	ConvForward ConvDirection = "forward"
+	// ConvBackwardData writes x, the gradient of the input, from w and y
+	// (the gradient of the output).
+	ConvBackwardData ConvDirection = "backward_data"
+	// ConvBackwardFilter writes w, the gradient of the weight, from x and
+	// y (the gradient of the output).
+	ConvBackwardFilter ConvDirection = "backward_filter"
+)
+
+// Written returns the index of the operand (x 0, w 1, y 2) direction d
+// writes.
+func (d ConvDirection) Written() int {
+	switch d {
+	case ConvBackwardData:
+		return 0
+	case ConvBackwardFilter:
+		return 1
+	}
+	return 2
+}
 
 var libraryConv2DDef = &ir.OpDef{
 	Name:    LibraryConv2DOp,
-	Summary: "A 2-D convolution computed by a vendor library on the host's stream",
-	Description: "Writes y[n, o, i, j] = Σ x[n, c, i·sh - ph + a·dh, j·sw - pw + b·dw] · w[o, c, a, b] " +
+	Summary: "A 2-D convolution, or one of its gradients, computed by a vendor library on the host's stream",
+	Description: "With `direction` \"forward\" (or none) it writes y[n, o, i, j] = Σ x[n, c, i·sh - ph + a·dh, j·sw - pw + b·dw] · w[o, c, a, b] " +
 		"into y, summed over the input channels c and the window (a, b), a term being 0 where the " +
-		"window reaches past x (one group, no flip: PyTorch's conv2d). x is [N, C, H, W], w " +
+		"window reaches past x (one group, no flip: PyTorch's conv2d). With \"backward_data\" it writes " +
+		"into x the gradient of that convolution's input for the output's gradient held in y " +
+		"(x[n, c, r, q] = Σ y[n, o, i, j]·w[o, c, a, b] over the terms where x[n, c, r, q] is read), and " +
+		"with \"backward_filter\" into w the gradient of its weight (w[o, c, a, b] = Σ x[…]·y[n, o, i, j] over " +
+		"n, i, j). x is [N, C, H, W], w " +
 		"[O, C, KH, KW] and y [N, O, OH, OW] with OH = (H + 2·ph - dh·(KH-1) - 1)/sh + 1 (OW " +
 		"likewise), all of one element type, bf16 or f16, with static shapes. Each product is exact " +
 		"in f32, the sum is accumulated in f32 (in an order the library chooses) and rounded once to " +
-		"y's type. The padding is the same on both sides of a dimension. It is a host op of the " +
+		"the written operand's type. The padding is the same on both sides of a dimension. It is a host op of the " +
 		"launch plan, between kernel launches: the nvptx executor runs it with cuDNN on the plan's " +
-		"stream, the interpreter sums in order of (c, a, b). convert-loop-to-gpu emits it for " +
-		"convolution nests with `conv=cudnn`; the nest's epilogue becomes a pointwise kernel reading y.",
-	Inherent: []string{ConvStridesAttr, ConvPaddingAttr, ConvDilationsAttr},
+		"stream, the interpreter sums in the order of the convolution nest it replaces. convert-loop-to-gpu " +
+		"emits it for convolution nests with `conv=cudnn` (the nest's epilogue becomes a pointwise kernel " +
+		"reading y), and backward_filter for a weight gradient's convolution of transposed copies.",
+	Inherent: []string{ConvStridesAttr, ConvPaddingAttr, ConvDilationsAttr, ConvDirectionAttr},
 	Operands: []ir.ArgDoc{
 		{Name: "x", Doc: "memref [N, C, H, W]"},
 		{Name: "w", Doc: "memref [O, C, KH, KW]"},
-		{Name: "y", Doc: "memref [N, O, OH, OW], written"},
+		{Name: "y", Doc: "memref [N, O, OH, OW]"},
 	},
 	Attrs: []ir.ArgDoc{
 		{Name: ConvStridesAttr, Doc: "array<i64: sh, sw>, positive"},
 		{Name: ConvPaddingAttr, Doc: "array<i64: ph, pw>, at least 0: zeros on both sides"},
 		{Name: ConvDilationsAttr, Doc: "array<i64: dh, dw>, positive"},
+		{Name: ConvDirectionAttr, Doc: "\"forward\" (the default: writes y), \"backward_data\" (writes x) or \"backward_filter\" (writes w)"},
 	},
 	Example: `"gpu.library_conv2d"(%x, %w, %y) <{strides = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilations = array<i64: 1, 1>}> : (memref<8x64x56x56xbf16>, memref<64x64x3x3xbf16>, memref<8x64x56x56xbf16>) -> ()`,
 	Verify:  verifyLibraryConv2D,
 }
 
 // ConvGeometry is gpu.library_conv2d's strides, padding and dilations,
-// each (height, width).
+// each (height, width), and its direction.
 type ConvGeometry struct {
 	Strides, Padding, Dilations [2]int64
+	Direction                   ConvDirection
 }
 
-// LibraryConv2D inserts gpu.library_conv2d writing the convolution of x
-// by w into y.
+// LibraryConv2D inserts gpu.library_conv2d computing g.Direction of the
+// convolution of x by w into y.
 func LibraryConv2D(b *ir.Builder, loc ir.Location, x, w, y *ir.Value, g ConvGeometry) *ir.Operation {
-	return b.Op(LibraryConv2DOp, loc, []*ir.Value{x, w, y}, nil,
-		ir.NamedAttr{Name: ConvStridesAttr, Value: ir.I64Array(g.Strides[:]...)},
-		ir.NamedAttr{Name: ConvPaddingAttr, Value: ir.I64Array(g.Padding[:]...)},
-		ir.NamedAttr{Name: ConvDilationsAttr, Value: ir.I64Array(g.Dilations[:]...)})
+	attrs := []ir.NamedAttr{
+		{Name: ConvStridesAttr, Value: ir.I64Array(g.Strides[:]...)},
+		{Name: ConvPaddingAttr, Value: ir.I64Array(g.Padding[:]...)},
+		{Name: ConvDilationsAttr, Value: ir.I64Array(g.Dilations[:]...)},
+	}
+	if g.Direction != "" && g.Direction != ConvForward {
+		attrs = append(attrs, ir.NamedAttr{Name: ConvDirectionAttr, Value: ir.StringAttr{Value: string(g.Direction)}})
+	}
+	return b.Op(LibraryConv2DOp, loc, []*ir.Value{x, w, y}, nil, attrs...)
 }
 
-// LibraryConvGeometry returns gpu.library_conv2d's properties, or an
-// error naming the one that is missing or out of range.
+// LibraryConvGeometry returns gpu.library_conv2d's properties (the
+// direction ConvForward when it has none), or an error naming the one
+// that is missing or out of range.
 func LibraryConvGeometry(op *ir.Operation) (ConvGeometry, error) {
 	var g ConvGeometry
 	for _, f := range []struct {
@@ -220,6 +263,17 @@ func LibraryConvGeometry(op *ir.Operation) (ConvGeometry, error) {
 			return g, fmt.Errorf("'%s' must be at least %d, not %v", f.name, f.min, a.Values)
 		}
 		copy(f.dst[:], a.Values)
+	}
+	g.Direction = ConvForward
+	if a := op.Attr(ConvDirectionAttr); a != nil {
+		d, ok := a.(ir.StringAttr)
+		switch {
+		case !ok:
+			return g, fmt.Errorf("'%s' must be a string", ConvDirectionAttr)
+		case ConvDirection(d.Value) != ConvForward && ConvDirection(d.Value) != ConvBackwardData && ConvDirection(d.Value) != ConvBackwardFilter:
+			return g, fmt.Errorf("'%s' must be %q, %q or %q, not %q", ConvDirectionAttr, ConvForward, ConvBackwardData, ConvBackwardFilter, d.Value)
+		}
+		g.Direction = ConvDirection(d.Value)
 	}
 	return g, nil
 }

@@ -132,3 +132,28 @@ func TestLibraryConv2DVerify(t *testing.T) {
 		})
 	}
 }
+
+// TestLibraryConv2DDirection checks the direction property: the three
+// values verify, another value or type does not.
+func TestLibraryConv2DDirection(t *testing.T) {
+	geo := "strides = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilations = array<i64: 1, 1>"
+	for _, d := range []string{"forward", "backward_data", "backward_filter"} {
+		src := convHost(fmt.Sprintf("<{%s, direction = %q}>", geo, d), "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x8x8xbf16>")
+		m, err := ir.Parse(newCtx(), src, ir.ParseOptions{})
+		if err == nil {
+			err = ir.Verify(m)
+		}
+		if err != nil {
+			t.Errorf("direction %s: %v", d, err)
+		}
+	}
+	for _, c := range []struct{ attr, want string }{
+		{`direction = "sideways"`, `'direction' must be "forward", "backward_data" or "backward_filter", not "sideways"`},
+		{`direction = 1 : i64`, `'direction' must be a string`},
+	} {
+		src := convHost("<{"+geo+", "+c.attr+"}>", "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x8x8xbf16>")
+		if got := mlirtest.VerifyError(t, newCtx(), src); !strings.Contains(got, c.want) {
+			t.Errorf("%s: got error %q, want %q", c.attr, got, c.want)
+		}
+	}
+}

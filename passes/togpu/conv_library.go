@@ -40,9 +40,10 @@ type libraryConv struct {
 	geo         gpu.ConvGeometry
 }
 
-// convLibraryPlan recognizes a nest that gpu.library_conv2d can compute.
-// It returns nil and why not for a convolution nest the library cannot
-// take, and nil and "" for a nest that is no convolution nest.
+// convLibraryPlan recognizes a nest that gpu.library_conv2d computes
+// faster than Strata's kernel. It returns nil and why not for a
+// convolution nest the library cannot (or should not) take, and nil and
+// "" for a nest that is no convolution nest.
 func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 	geo, ok := loop.ConvOf(nest)
 	if !ok || loop.NestKind(nest) != "conv2d" {
@@ -53,6 +54,13 @@ func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 	m := convPlan(nest, DefaultConfig.MMATile)
 	if m == nil {
 		return nil, "the nest is not one sum of products of two buffers over static extents"
+	}
+	if ws := m.a.mem.Type().(*ir.MemRefType).Shape(); ws[2] == 1 && ws[3] == 1 {
+		// Measured on the H200 (bench/NOTES.md, session 8): ResNet-50's
+		// 1×1 convolutions with batch-norm and ReLU take 0.10–0.22 ms on
+		// Strata's kernel (x copied as a matrix) and 0.52–0.56 ms on cuDNN
+		// in NCHW.
+		return nil, "a 1×1 window (in NCHW Strata's kernel is 2.5–5× faster than cuDNN's)"
 	}
 	if geo.Padding[0] != geo.Padding[2] || geo.Padding[1] != geo.Padding[3] {
 		return nil, fmt.Sprintf("padding (top, left, bottom, right) %v differs between the sides of a dimension (cuDNN pads both alike)", geo.Padding)
@@ -81,7 +89,9 @@ func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 func lowerLibraryConvs(ctx *ir.Context, fn *ir.Operation) {
 	for _, nest := range topLevelNests(fn) {
 		p, why := convLibraryPlan(nest)
-		if p != nil {
+		if f := filterGradientPlan(p); f != nil {
+			f.lower(ctx)
+		} else if p != nil {
 			p.lower(ctx)
 		} else if why != "" {
 			logs.Printf(perfHints, "%s", (&ir.Diagnostic{Loc: nest.Loc(), Severity: ir.SevRemark,
@@ -142,4 +152,283 @@ func (p *libraryConv) directStore() *ir.Value {
 		}
 	}
 	return out
+}
+
+// A weight gradient reaches convert-loop-to-gpu as autodiff builds it
+// (autodiff's conv2dGrad): a convolution of xt = transpose(x) [C, N, H,
+// W] by gt = transpose(g) [O, N, OH, OW], each a copy nest of its own,
+// with the forward's stride as dilation, its dilation as stride and its
+// padding, into r [C, O, KH', KW'] whose first KH×KW positions are the
+// gradient. As a forward convolution that is a GEMM whose reduction (N·OH·OW)
+// dwarfs its outputs; cuDNN's filter gradient reads x and g themselves
+// and splits that reduction.
+
+// filterGradient is such a convolution nest, rewritten as a
+// gpu.library_conv2d of direction backward_filter.
+type filterGradient struct {
+	conv  *libraryConv
+	r     *ir.Value       // the nest's result buffer [C, O, KH', KW']
+	x, g  *transposed     // what wrote xt and gt
+	moved []*ir.Operation // deallocations of x and g to move after the library op
+	geo   gpu.ConvGeometry
+}
+
+// transposed is the nest that wrote a transposed operand buf [D1, D0, D2,
+// D3] of the weight gradient's convolution. A copy of a buffer src [D0,
+// D1, D2, D3] (src set) goes: the library reads src. A nest computing the
+// value (a fused producer; store set) stores it untransposed into a new
+// buffer instead, which the library reads.
+type transposed struct {
+	buf, src *ir.Value
+	nest     *ir.Operation
+	store    *ir.Operation
+}
+
+// filterGradientPlan recognizes p as a weight gradient's convolution of
+// transposed operands, or returns nil.
+func filterGradientPlan(p *libraryConv) *filterGradient {
+	if p == nil {
+		return nil
+	}
+	r := p.directStore()
+	if r == nil || p.nest.Block() == nil {
+		return nil
+	}
+	x, g := transposedSource(p.x, p.nest), transposedSource(p.w, p.nest)
+	if x == nil || g == nil || x.nest == g.nest {
+		return nil
+	}
+	xt, gt, rs := p.x.Type().(*ir.MemRefType).Shape(), p.w.Type().(*ir.MemRefType).Shape(), p.shape
+	geo := gpu.ConvGeometry{Strides: p.geo.Dilations, Padding: p.geo.Padding, Dilations: p.geo.Strides, Direction: gpu.ConvBackwardFilter}
+	// xt [C, N, H, W], gt [O, N, OH, OW], r [C, O, KH', KW']: the forward
+	// convolution of x [N, C, H, W] with a KH'×KW' window must have g's
+	// extents.
+	// Any convolution reads as the filter gradient of its operands
+	// transposed; it is one (and the library's filter gradient the faster
+	// way) when the window, g's extents, is at least as large as the
+	// result, the forward's window. A data gradient's window is the
+	// forward's, smaller than its result.
+	if xt[1] != gt[1] || rs[0] != xt[0] || rs[1] != gt[0] || gt[2] < rs[2] || gt[3] < rs[3] {
+		return nil
+	}
+	for d := range 2 {
+		if gpu.ConvOutSize(xt[2+d], rs[2+d], geo.Padding[d], geo.Strides[d], geo.Dilations[d]) != gt[2+d] {
+			return nil
+		}
+	}
+	f := &filterGradient{conv: p, r: r, x: x, g: g, geo: geo}
+	// A copied buffer must hold what the copy read until the nest:
+	// nothing between writes it; its deallocations move after the
+	// library op.
+	for _, c := range []*transposed{x, g} {
+		if c.src == nil {
+			continue
+		}
+		for _, u := range c.src.Users() {
+			top := topLevel(u, p.nest.Block())
+			if top == nil || !c.nest.IsBeforeInBlock(top) || !top.IsBeforeInBlock(p.nest) {
+				continue
+			}
+			switch {
+			case u.Name() == loop.DeallocOp && u == top:
+				f.moved = append(f.moved, u)
+			case u.Name() == loop.LoadOp && u.Operand(0) == c.src:
+			default:
+				return nil
+			}
+		}
+	}
+	return f
+}
+
+// topLevel returns the ancestor of op (or op) in block, or nil.
+func topLevel(op *ir.Operation, block *ir.Block) *ir.Operation {
+	for o := op; o != nil; o = o.ParentOp() {
+		if o.Block() == block {
+			return o
+		}
+	}
+	return nil
+}
+
+// transposedSource returns what wrote buf, a 4-D buffer that reader
+// reads: the last top-level nest before reader storing into buf, over
+// buf's static extents, storing once an iteration into buf at its
+// induction variables and nothing else anywhere, where nothing else
+// touches buf between that nest and reader and nothing reads it after
+// reader before it is written again (loop-buffer-reuse gives a slot to
+// several buffers in turn). A nest that only loads src[i1, i0, i2, i3]
+// and stores it is a copy of src. Otherwise nil.
+func transposedSource(buf *ir.Value, reader *ir.Operation) *transposed {
+	block := reader.Block()
+	var nest *ir.Operation
+	for _, u := range buf.Users() {
+		top := topLevel(u, block)
+		if top == nil {
+			return nil
+		}
+		if u.Name() == loop.StoreOp && top.Name() == loop.ParallelOp && top.IsBeforeInBlock(reader) &&
+			(nest == nil || nest.IsBeforeInBlock(top)) {
+			nest = top
+		}
+	}
+	if nest == nil {
+		return nil
+	}
+	// What uses buf after reader first must write it (a nest that stores
+	// into it before loading it is not told apart: any load fails) or
+	// free it.
+	var next *ir.Operation
+	for _, u := range buf.Users() {
+		top := topLevel(u, block)
+		switch {
+		case top == nest || top == reader || top.IsBeforeInBlock(nest):
+		case top.IsBeforeInBlock(reader):
+			return nil // read or written between the writer and reader
+		case next == nil || top.IsBeforeInBlock(next):
+			next = top
+		}
+	}
+	if next != nil && next.Name() != loop.DeallocOp {
+		reads := false
+		next.Walk(func(o *ir.Operation) bool {
+			reads = reads || (o.Name() != loop.StoreOp && slices.Contains(o.Operands(), buf))
+			return !reads
+		})
+		if reads {
+			return nil
+		}
+	}
+	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
+	bt, _ := buf.Type().(*ir.MemRefType)
+	if err != nil || len(lbs) != 4 || len(inits) > 0 || bt == nil {
+		return nil
+	}
+	shape := bt.Shape()
+	for d := range lbs {
+		lb, ok1 := staticInt(lbs[d])
+		st, ok2 := staticInt(steps[d])
+		ub, ok3 := staticInt(ubs[d])
+		if !ok1 || !ok2 || !ok3 || lb != 0 || st != 1 || ub != shape[d] {
+			return nil
+		}
+	}
+	body := loop.Body(nest)
+	iv := body.Arguments()
+	var stores []*ir.Operation
+	nest.Walk(func(o *ir.Operation) bool {
+		if o.Name() == loop.StoreOp || o.Name() == loop.CollectiveOp {
+			stores = append(stores, o)
+		}
+		return true
+	})
+	if len(stores) != 1 {
+		return nil
+	}
+	st := stores[0]
+	if st.Name() != loop.StoreOp || st.Block() != body || st.Operand(1) != buf || !slices.Equal(st.Operands()[2:], iv) {
+		return nil
+	}
+	t := &transposed{buf: buf, nest: nest, store: st}
+	ld := st.Operand(0).DefiningOp()
+	if ld == nil || ld.Name() != loop.LoadOp || ld.Block() != body || ld.NumOperands() != 5 || definedIn(ld.Operand(0), nest) {
+		return t
+	}
+	for _, o := range body.Ops() {
+		if o != ld && o != st && o.Name() != arith.OpConstant && o.Name() != loop.ReduceOp && !o.HasTrait(ir.Terminator) {
+			return t
+		}
+	}
+	for d, want := range []*ir.Value{iv[1], iv[0], iv[2], iv[3]} {
+		if !indexes(ld.Operand(1+d), want, shape[[]int{1, 0, 2, 3}[d]]) {
+			return t
+		}
+	}
+	src := ld.Operand(0)
+	if mt, _ := src.Type().(*ir.MemRefType); mt == nil || mt.ElementType() != bt.ElementType() ||
+		!slices.Equal(mt.Shape(), []int64{shape[1], shape[0], shape[2], shape[3]}) {
+		return t
+	}
+	return &transposed{buf: buf, src: src, nest: nest}
+}
+
+// lower replaces the convolution nest by the library's filter gradient
+// into a buffer [O, C, KH', KW'] and a copy nest transposing it into r.
+// A copy of x or g goes when nothing else reads what it wrote; a nest
+// computing x or g stores into an untransposed buffer instead.
+func (f *filterGradient) lower(ctx *ir.Context) {
+	p := f.conv
+	loc := p.nest.Loc()
+	b := ir.NewBuilder(ctx)
+	var fresh []*ir.Value // the untransposed buffers made here
+	for _, t := range []*transposed{f.x, f.g} {
+		if t.src != nil {
+			continue
+		}
+		s := t.buf.Type().(*ir.MemRefType).Shape()
+		b.SetInsertionPointBefore(t.nest)
+		t.src = loop.Alloc(b, loc, ir.MemRefOf([]int64{s[1], s[0], s[2], s[3]}, p.elem))
+		fresh = append(fresh, t.src)
+		b.SetInsertionPointBefore(t.store)
+		iv := t.store.Operands()[2:]
+		loop.Store(b, t.store.Loc(), t.store.Operand(0), t.src, iv[1], iv[0], iv[2], iv[3])
+		t.store.Erase()
+		t.store = nil
+	}
+	b.SetInsertionPointBefore(p.nest)
+	rs := p.shape
+	dw := loop.Alloc(b, loc, ir.MemRefOf([]int64{rs[1], rs[0], rs[2], rs[3]}, p.elem))
+	lib := gpu.LibraryConv2D(b, loc, f.x.src, dw, f.g.src, f.geo)
+	for _, d := range f.moved {
+		d.MoveAfter(lib)
+	}
+	for _, s := range fresh {
+		loop.Dealloc(b, loc, s)
+	}
+	zero, one := arith.ConstantIndex(b, loc, 0), arith.ConstantIndex(b, loc, 1)
+	var ubs []*ir.Value
+	for _, e := range rs {
+		ubs = append(ubs, arith.ConstantIndex(b, loc, e))
+	}
+	t := loop.Parallel(b, loc, []*ir.Value{zero, zero, zero, zero}, ubs, []*ir.Value{one, one, one, one}, nil,
+		func(nb *ir.Builder, iv []*ir.Value) []*ir.Value {
+			loop.Store(nb, loc, loop.Load(nb, loc, dw, iv[1], iv[0], iv[2], iv[3]), f.r, iv...)
+			return nil
+		})
+	t.SetAttr(loop.NestKindAttr, ir.StringAttr{Value: "copy"})
+	b.SetInsertionPointAfter(t)
+	loop.Dealloc(b, loc, dw)
+	p.nest.Erase()
+	for _, c := range []*transposed{f.x, f.g} {
+		removeUnread(c.buf, c.nest)
+	}
+}
+
+// removeUnread erases nest when it still writes buf (a copy whose
+// result only the replaced convolution read), and buf's allocation and
+// deallocations once nothing else uses buf.
+func removeUnread(buf *ir.Value, nest *ir.Operation) {
+	writes := false
+	nest.Walk(func(o *ir.Operation) bool {
+		writes = writes || (o.Name() == loop.StoreOp && o.Operand(1) == buf)
+		return !writes
+	})
+	if writes {
+		nest.Erase()
+	}
+	alloc := buf.DefiningOp()
+	if alloc == nil || alloc.Name() != loop.AllocOp {
+		return
+	}
+	var deallocs []*ir.Operation
+	for _, u := range buf.Users() {
+		if u.Name() != loop.DeallocOp {
+			return // another occupant of the slot
+		}
+		deallocs = append(deallocs, u)
+	}
+	for _, d := range deallocs {
+		d.Erase()
+	}
+	alloc.Erase()
 }

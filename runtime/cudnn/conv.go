@@ -100,6 +100,9 @@ const (
 	crossCorrelation = 1 // CUDNN_CROSS_CORRELATION: no flip of the window
 	tensorOpMath     = 1 // CUDNN_TENSOR_OP_MATH
 	algosRequested   = 8
+
+	statusBadParam     Status = 2000 // CUDNN_STATUS_BAD_PARAM
+	statusNotSupported Status = 3000 // CUDNN_STATUS_NOT_SUPPORTED
 )
 
 // algoPerf is cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t, which
@@ -179,12 +182,13 @@ type planKey struct {
 	Conv
 }
 
-// plan is a convolution's descriptors and chosen algorithm, made once per
-// planKey.
+// plan is a convolution's descriptors and algorithms, made once per
+// planKey: the heuristic's candidates that fit the workspace, best first,
+// until a call succeeds with one (chosen), which is kept.
 type plan struct {
 	x, y, w, conv uintptr
-	algo          int32
-	workspace     uint64
+	algos         []int32
+	chosen        bool
 }
 
 // Handle is a cuDNN handle on one device with its workspace and the plans
@@ -246,32 +250,37 @@ func (hd *Handle) Close() error {
 // first convolution of each shape asks cuDNN's heuristic for an algorithm;
 // later ones reuse it.
 func (hd *Handle) Forward(c Conv, x, w, y cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{forward, c}, stream, func(l *lib, p *plan, ws uint64) Status {
-		return l.cudnnConvolutionForward(hd.h, unsafe.Pointer(&hd.alpha), p.x, uint64(x), p.w, uint64(w), p.conv, p.algo,
-			ws, p.workspace, unsafe.Pointer(&hd.beta), p.y, uint64(y))
+	return hd.run(planKey{forward, c}, stream, func(l *lib, p *plan, algo int32, ws uint64) Status {
+		return l.cudnnConvolutionForward(hd.h, unsafe.Pointer(&hd.alpha), p.x, uint64(x), p.w, uint64(w), p.conv, algo,
+			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.y, uint64(y))
 	})
 }
 
 // BackwardData queues dx, the gradient of Forward's x, from the output's
 // gradient dy and w.
 func (hd *Handle) BackwardData(c Conv, w, dy, dx cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{backwardData, c}, stream, func(l *lib, p *plan, ws uint64) Status {
-		return l.cudnnConvolutionBackwardData(hd.h, unsafe.Pointer(&hd.alpha), p.w, uint64(w), p.y, uint64(dy), p.conv, p.algo,
-			ws, p.workspace, unsafe.Pointer(&hd.beta), p.x, uint64(dx))
+	return hd.run(planKey{backwardData, c}, stream, func(l *lib, p *plan, algo int32, ws uint64) Status {
+		return l.cudnnConvolutionBackwardData(hd.h, unsafe.Pointer(&hd.alpha), p.w, uint64(w), p.y, uint64(dy), p.conv, algo,
+			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.x, uint64(dx))
 	})
 }
 
 // BackwardFilter queues dw, the gradient of Forward's w, from x and the
 // output's gradient dy.
 func (hd *Handle) BackwardFilter(c Conv, x, dy, dw cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{backwardFilter, c}, stream, func(l *lib, p *plan, ws uint64) Status {
-		return l.cudnnConvolutionBackwardFilter(hd.h, unsafe.Pointer(&hd.alpha), p.x, uint64(x), p.y, uint64(dy), p.conv, p.algo,
-			ws, p.workspace, unsafe.Pointer(&hd.beta), p.w, uint64(dw))
+	return hd.run(planKey{backwardFilter, c}, stream, func(l *lib, p *plan, algo int32, ws uint64) Status {
+		return l.cudnnConvolutionBackwardFilter(hd.h, unsafe.Pointer(&hd.alpha), p.x, uint64(x), p.y, uint64(dy), p.conv, algo,
+			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.w, uint64(dw))
 	})
 }
 
-// run makes or finds key's plan and queues call on stream.
-func (hd *Handle) run(key planKey, stream *cuda.Stream, call func(l *lib, p *plan, ws uint64) Status) error {
+// run makes or finds key's plan and queues call on stream with the
+// plan's algorithm. Until one call succeeds, a candidate the library
+// refuses (CUDNN_STATUS_BAD_PARAM or _NOT_SUPPORTED: it checks before it
+// launches anything) gives way to the next: the heuristic ranks
+// algorithms it cannot run for some shapes (ResNet-50's 3-channel stem in
+// NCHW) first.
+func (hd *Handle) run(key planKey, stream *cuda.Stream, call func(l *lib, p *plan, algo int32, ws uint64) Status) error {
 	if err := key.check(); err != nil {
 		return err
 	}
@@ -294,13 +303,23 @@ func (hd *Handle) run(key planKey, stream *cuda.Stream, call func(l *lib, p *pla
 			return err
 		}
 		op := "cudnnConvolution" + [...]string{"Forward", "BackwardData", "BackwardFilter"}[key.dir]
-		return l.check(op, call(l, p, uint64(hd.workspace)))
+		for {
+			s := call(l, p, p.algos[0], uint64(hd.workspace))
+			if s == 0 {
+				p.chosen = true
+				return nil
+			}
+			if p.chosen || len(p.algos) == 1 || (s != statusBadParam && s != statusNotSupported) {
+				return fmt.Errorf("%s: %w", key.Conv, l.check(op, s))
+			}
+			p.algos = p.algos[1:]
+		}
 	})
 }
 
-// newPlan makes the descriptors of key and picks the first algorithm
-// cuDNN's heuristic ranks that succeeds within the workspace. The context
-// is current.
+// newPlan makes the descriptors of key and lists the algorithms cuDNN's
+// heuristic ranks, best first, that support them within the workspace.
+// The context is current.
 func (hd *Handle) newPlan(key planKey) (_ *plan, err error) {
 	l, c := hd.lib, key.Conv
 	p := &plan{}
@@ -355,10 +374,22 @@ func (hd *Handle) newPlan(key planKey) (_ *plan, err error) {
 		return nil, err
 	}
 	for _, a := range perf[:got] {
-		if a.status == 0 && a.memory <= WorkspaceBytes {
-			p.algo, p.workspace = a.algo, a.memory
-			return p, nil
+		var need uint64
+		var s Status
+		switch key.dir {
+		case forward:
+			s = l.cudnnGetConvolutionForwardWorkspaceSize(hd.h, p.x, p.w, p.conv, p.y, a.algo, &need)
+		case backwardData:
+			s = l.cudnnGetConvolutionBwdDataWorkspaceSize(hd.h, p.w, p.y, p.conv, p.x, a.algo, &need)
+		case backwardFilter:
+			s = l.cudnnGetConvolutionBwdFilterWorkspaceSize(hd.h, p.x, p.y, p.conv, p.w, a.algo, &need)
 		}
+		if a.status == 0 && s == 0 && need <= WorkspaceBytes {
+			p.algos = append(p.algos, a.algo)
+		}
+	}
+	if len(p.algos) > 0 {
+		return p, nil
 	}
 	return nil, fmt.Errorf("cuDNN has no %s algorithm within %d MiB of workspace for %s", directionNames[key.dir], WorkspaceBytes>>20, c)
 }

@@ -24,31 +24,7 @@ func TestGPUConv(t *testing.T) {
 		oh, ow := c.Out()
 		xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
 		x, w, g := ternary(xs, 1), ternary(ws, 2), ternary(ys, 3)
-		// The sums of the three directions over (n, o, i, j, c, a, b).
-		y, dx, dw := make([]float64, len(g)), make([]float64, len(x)), make([]float64, len(w))
-		for n := range c.N {
-			for o := range c.O {
-				for i := range oh {
-					for j := range ow {
-						yi := at(ys, n, o, i, j)
-						for ch := range c.C {
-							for a := range c.KH {
-								for b := range c.KW {
-									r, s := i*c.Stride[0]-c.Pad[0]+a*c.Dilate[0], j*c.Stride[1]-c.Pad[1]+b*c.Dilate[1]
-									if r < 0 || r >= c.H || s < 0 || s >= c.W {
-										continue
-									}
-									xi, wi := at(xs, n, ch, r, s), at(ws, o, ch, a, b)
-									y[yi] += x[xi] * w[wi]
-									dx[xi] += g[yi] * w[wi]
-									dw[wi] += x[xi] * g[yi]
-								}
-							}
-						}
-					}
-				}
-			}
-		}
+		y, dx, dw := convLoops(c, x, w, g)
 		px, pw, pg := upload(t, dev, alloc, x, xs, layout), upload(t, dev, alloc, w, ws, layout), upload(t, dev, alloc, g, ys, layout)
 		for _, d := range []struct {
 			name  string
@@ -76,6 +52,39 @@ func TestGPUConv(t *testing.T) {
 			})
 		}
 	}
+}
+
+// convLoops returns the three directions of c in float64 from x, w and
+// the output's gradient g (NCHW-ordered), summed over every (n, o, i, j,
+// c, a, b).
+func convLoops(c Conv, x, w, g []float64) (y, dx, dw []float64) {
+	oh, ow := c.Out()
+	xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
+	y, dx, dw = make([]float64, len(g)), make([]float64, len(x)), make([]float64, len(w))
+	for n := range c.N {
+		for o := range c.O {
+			for i := range oh {
+				for j := range ow {
+					yi := at(ys, n, o, i, j)
+					for ch := range c.C {
+						for a := range c.KH {
+							for b := range c.KW {
+								r, s := i*c.Stride[0]-c.Pad[0]+a*c.Dilate[0], j*c.Stride[1]-c.Pad[1]+b*c.Dilate[1]
+								if r < 0 || r >= c.H || s < 0 || s >= c.W {
+									continue
+								}
+								xi, wi := at(xs, n, ch, r, s), at(ws, o, ch, a, b)
+								y[yi] += x[xi] * w[wi]
+								dx[xi] += g[yi] * w[wi]
+								dw[wi] += x[xi] * g[yi]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return y, dx, dw
 }
 
 // ternary returns the elements of an NCHW shape, each in {-1, 0, 1}.

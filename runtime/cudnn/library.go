@@ -75,25 +75,28 @@ var subLibraries = []string{
 type lib struct {
 	path string
 
-	cudnnGetVersion                  func() uint64
-	cudnnGetErrorString              func(s Status) *byte
-	cudnnCreate                      func(h *uintptr) Status
-	cudnnDestroy                     func(h uintptr) Status
-	cudnnSetStream                   func(h, stream uintptr) Status
-	cudnnCreateTensorDescriptor      func(d *uintptr) Status
-	cudnnSetTensor4dDescriptor       func(d uintptr, format, dtype int32, n, c, h, w int32) Status
-	cudnnDestroyTensorDescriptor     func(d uintptr) Status
-	cudnnCreateFilterDescriptor      func(d *uintptr) Status
-	cudnnSetFilter4dDescriptor       func(d uintptr, dtype, format int32, k, c, h, w int32) Status
-	cudnnDestroyFilterDescriptor     func(d uintptr) Status
-	cudnnCreateConvolutionDescriptor func(d *uintptr) Status
-	cudnnSetConvolution2dDescriptor  func(d uintptr, padH, padW, strideH, strideW, dilH, dilW, mode, compute int32) Status
-	cudnnSetConvolutionMathType      func(d uintptr, math int32) Status
-	cudnnDestroyConvolutionDesc      func(d uintptr) Status
-	cudnnGetConvolutionForwardAlgo   func(h, x, w, conv, y uintptr, requested int32, returned *int32, perf *algoPerf) Status
-	cudnnGetConvolutionBwdDataAlgo   func(h, w, dy, conv, dx uintptr, requested int32, returned *int32, perf *algoPerf) Status
-	cudnnGetConvolutionBwdFilterAlgo func(h, x, dy, conv, dw uintptr, requested int32, returned *int32, perf *algoPerf) Status
-	cudnnConvolutionForward          func(h uintptr, alpha unsafe.Pointer, xd uintptr, x uint64, wd uintptr, w uint64, conv uintptr, algo int32,
+	cudnnGetVersion                           func() uint64
+	cudnnGetErrorString                       func(s Status) *byte
+	cudnnCreate                               func(h *uintptr) Status
+	cudnnDestroy                              func(h uintptr) Status
+	cudnnSetStream                            func(h, stream uintptr) Status
+	cudnnCreateTensorDescriptor               func(d *uintptr) Status
+	cudnnSetTensor4dDescriptor                func(d uintptr, format, dtype int32, n, c, h, w int32) Status
+	cudnnDestroyTensorDescriptor              func(d uintptr) Status
+	cudnnCreateFilterDescriptor               func(d *uintptr) Status
+	cudnnSetFilter4dDescriptor                func(d uintptr, dtype, format int32, k, c, h, w int32) Status
+	cudnnDestroyFilterDescriptor              func(d uintptr) Status
+	cudnnCreateConvolutionDescriptor          func(d *uintptr) Status
+	cudnnSetConvolution2dDescriptor           func(d uintptr, padH, padW, strideH, strideW, dilH, dilW, mode, compute int32) Status
+	cudnnSetConvolutionMathType               func(d uintptr, math int32) Status
+	cudnnDestroyConvolutionDesc               func(d uintptr) Status
+	cudnnGetConvolutionForwardAlgo            func(h, x, w, conv, y uintptr, requested int32, returned *int32, perf *algoPerf) Status
+	cudnnGetConvolutionBwdDataAlgo            func(h, w, dy, conv, dx uintptr, requested int32, returned *int32, perf *algoPerf) Status
+	cudnnGetConvolutionBwdFilterAlgo          func(h, x, dy, conv, dw uintptr, requested int32, returned *int32, perf *algoPerf) Status
+	cudnnGetConvolutionForwardWorkspaceSize   func(h, x, w, conv, y uintptr, algo int32, size *uint64) Status
+	cudnnGetConvolutionBwdDataWorkspaceSize   func(h, w, dy, conv, dx uintptr, algo int32, size *uint64) Status
+	cudnnGetConvolutionBwdFilterWorkspaceSize func(h, x, dy, conv, dw uintptr, algo int32, size *uint64) Status
+	cudnnConvolutionForward                   func(h uintptr, alpha unsafe.Pointer, xd uintptr, x uint64, wd uintptr, w uint64, conv uintptr, algo int32,
 		ws, wsBytes uint64, beta unsafe.Pointer, yd uintptr, y uint64) Status
 	cudnnConvolutionBackwardData func(h uintptr, alpha unsafe.Pointer, wd uintptr, w uint64, dyd uintptr, dy uint64, conv uintptr, algo int32,
 		ws, wsBytes uint64, beta unsafe.Pointer, dxd uintptr, dx uint64) Status
@@ -128,6 +131,9 @@ func (l *lib) symbols() []struct {
 		{"cudnnGetConvolutionForwardAlgorithm_v7", &l.cudnnGetConvolutionForwardAlgo},
 		{"cudnnGetConvolutionBackwardDataAlgorithm_v7", &l.cudnnGetConvolutionBwdDataAlgo},
 		{"cudnnGetConvolutionBackwardFilterAlgorithm_v7", &l.cudnnGetConvolutionBwdFilterAlgo},
+		{"cudnnGetConvolutionForwardWorkspaceSize", &l.cudnnGetConvolutionForwardWorkspaceSize},
+		{"cudnnGetConvolutionBackwardDataWorkspaceSize", &l.cudnnGetConvolutionBwdDataWorkspaceSize},
+		{"cudnnGetConvolutionBackwardFilterWorkspaceSize", &l.cudnnGetConvolutionBwdFilterWorkspaceSize},
 		{"cudnnConvolutionForward", &l.cudnnConvolutionForward},
 		{"cudnnConvolutionBackwardData", &l.cudnnConvolutionBackwardData},
 		{"cudnnConvolutionBackwardFilter", &l.cudnnConvolutionBackwardFilter},

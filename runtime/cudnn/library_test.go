@@ -2,6 +2,8 @@ package cudnn
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -92,5 +94,46 @@ func TestStatusNames(t *testing.T) {
 	e := &Error{Op: "cudnnConvolutionForward", Status: 2000, Name: "CUDNN_STATUS_BAD_PARAM"}
 	if got := e.Error(); got != "cuDNN: cudnnConvolutionForward failed: CUDNN_STATUS_BAD_PARAM" {
 		t.Errorf("Error() = %q", got)
+	}
+}
+
+// TestConvAt checks the sampled reference of TestGPUConvTiming (one
+// element at a time, each direction) against the loops over every term
+// that TestGPUConv checks whole results with, on a strided, padded and
+// dilated convolution.
+func TestConvAt(t *testing.T) {
+	for _, c := range []Conv{
+		{N: 2, C: 3, H: 9, W: 8, O: 5, KH: 3, KW: 2, Pad: [2]int64{1, 2}, Stride: [2]int64{2, 1}, Dilate: [2]int64{1, 2}},
+		{N: 1, C: 2, H: 11, W: 7, O: 3, KH: 7, KW: 3, Pad: [2]int64{3, 1}, Stride: [2]int64{2, 3}, Dilate: [2]int64{1, 1}},
+	} {
+		oh, ow := c.Out()
+		xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
+		rng := rand.New(rand.NewPCG(1, 2))
+		x, w, g := randomBF16(rng, xs), randomBF16(rng, ws), randomBF16(rng, ys)
+		y, dx, dw := convLoops(c, x, w, g)
+		for _, d := range []struct {
+			dir   direction
+			want  []float64
+			shape [4]int64
+		}{{forward, y, ys}, {backwardData, dx, xs}, {backwardFilter, dw, ws}} {
+			s := d.shape
+			for i := range d.want {
+				idx := [4]int64{int64(i) / (s[1] * s[2] * s[3]), int64(i) / (s[2] * s[3]) % s[1], int64(i) / s[3] % s[2], int64(i) % s[3]}
+				if got := convAt(c, x, w, g, idx, d.dir); math.Abs(got-d.want[i]) > 1e-9 {
+					t.Fatalf("%v %s: element %v = %g, want %g", c, directionNames[d.dir], idx, got, d.want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestStored checks the NHWC offsets the GPU tests lay tensors out with.
+func TestStored(t *testing.T) {
+	s := [4]int64{2, 3, 4, 5}
+	if got := stored(s, at(s, 1, 2, 3, 4), NHWC); got != ((1*4+3)*5+4)*3+2 {
+		t.Errorf("NHWC offset of (1, 2, 3, 4) in %v = %d", s, got)
+	}
+	if got := stored(s, at(s, 1, 2, 3, 4), NCHW); got != at(s, 1, 2, 3, 4) {
+		t.Errorf("NCHW offset of (1, 2, 3, 4) in %v = %d", s, got)
 	}
 }

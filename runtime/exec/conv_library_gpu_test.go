@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ir/strata/autodiff"
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
@@ -156,6 +157,87 @@ func TestGPUCuDNN(t *testing.T) {
 			}
 			compare(t, p, args, got, tol)
 		})
+	}
+}
+
+// TestGPUCuDNNGradient differentiates a two-convolution loss (a strided
+// 3×3 and a 1×1 after a ReLU, random sizes), lowers the gradient with
+// conv=cudnn, checks that the weight gradients run as the library's
+// filter gradients, and compares the device's gradients with the
+// interpreter's.
+func TestGPUCuDNNGradient(t *testing.T) {
+	rt := openGPU(t)
+	if err := cudnn.Load(); err != nil {
+		t.Skipf("no cuDNN: %v", err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	n, c, h, o1, o2 := 1+rng.Int64N(4), 8+rng.Int64N(24), 8+rng.Int64N(12), 8+rng.Int64N(40), 8+rng.Int64N(40)
+	q := (h+2-3)/2 + 1
+	src := strings.NewReplacer("X", fmt.Sprintf("tensor<%dx%dx%dx%dxbf16>", n, c, h, h), "W1", fmt.Sprintf("tensor<%dx%dx3x3xbf16>", o1, c),
+		"W2", fmt.Sprintf("tensor<%dx%dx1x1xbf16>", o2, o1), "Y1", fmt.Sprintf("tensor<%dx%dx%dx%dxbf16>", n, o1, q, q),
+		"Y2", fmt.Sprintf("tensor<%dx%dx%dx%dxbf16>", n, o2, q, q), "F", fmt.Sprintf("tensor<%dx%dx%dx%dxf32>", n, o2, q, q)).Replace(`func.func @loss(%x: X, %w1: W1, %w2: W2) -> tensor<f32> {
+  %0 = "graph.conv2d"(%x, %w1) <{padding = [1, 1], strides = [2, 2]}> : (X, W1) -> Y1
+  %1 = "graph.relu"(%0) : (Y1) -> Y1
+  %2 = "graph.conv2d"(%1, %w2) : (Y1, W2) -> Y2
+  %3 = "graph.cast"(%2) : (Y2) -> F
+  %4 = "graph.mul"(%3, %3) : (F, F) -> F
+  %5 = "graph.reduce_mean"(%4) <{axes = [0, 1, 2, 3], keepdims = false}> : (F) -> tensor<f32>
+  return %5 : tensor<f32>
+}
+`)
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "loss.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := autodiff.Grad(ctx, ir.NewSymTable(m).Lookup("loss"), []int{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(lower-to-loop,convert-loop-to-gpu{conv=cudnn},canonicalize,cse)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(ir.Sprint(m, ir.PrintOptions{}), `direction = "backward_filter"`); got != 2 {
+		t.Fatalf("%d filter gradients on the library, want 2", got)
+	}
+	p, err := Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := interp.FuncType(ir.NewSymTable(m).Lookup("loss_grad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []interp.Value
+	for _, in := range ft.Inputs {
+		mt := in.(*ir.MemRefType)
+		if mt.ElementType() == ir.F32 { // the loss's seed gradient
+			v, err := interp.FromFloat64s(ir.F32, mt.Shape(), []float64{1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, interp.BufferFromTensor(v))
+			continue
+		}
+		args = append(args, randomHalf(t, rng, mt.ElementType(), mt.Shape()...))
+	}
+	got, err := p.Run(rt, "loss_grad", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := interp.New(p.Module()).Call("loss_grad", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		// The weight gradients are sums over N·OH·OW terms rounded to bf16
+		// in another order: a few ulps of the largest.
+		same(t, got[i], want[i], 4.0/128)
 	}
 }
 

@@ -140,8 +140,8 @@ func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
 // convTypes are the element types gpu.library_conv2d passes to cuDNN.
 var convTypes = map[ir.Type]cudnn.DataType{ir.BF16: cudnn.BF16, ir.F16: cudnn.F16}
 
-// libraryConv2D is gpu.library_conv2d: cuDNN queues the convolution on
-// the plan's stream, between the kernels around it (and into a CUDA graph
+// libraryConv2D is gpu.library_conv2d: cuDNN queues the convolution (or
+// its data or filter gradient) on the plan's stream, between the kernels around it (and into a CUDA graph
 // when the plan is captured).
 func (c *planner) libraryConv2D(op *ir.Operation) (stepFunc, error) {
 	if op.NumOperands() != 3 || op.NumResults() != 0 {
@@ -178,7 +178,14 @@ func (c *planner) libraryConv2D(op *ir.Operation) (stepFunc, error) {
 		}
 		h, err := r.rt.cuDNN()
 		if err == nil {
-			err = h.Forward(conv, xb.mem.ptr, wb.mem.ptr, yb.mem.ptr, r.stream)
+			switch geo.Direction {
+			case gpu.ConvBackwardData:
+				err = h.BackwardData(conv, wb.mem.ptr, yb.mem.ptr, xb.mem.ptr, r.stream)
+			case gpu.ConvBackwardFilter:
+				err = h.BackwardFilter(conv, xb.mem.ptr, yb.mem.ptr, wb.mem.ptr, r.stream)
+			default:
+				err = h.Forward(conv, xb.mem.ptr, wb.mem.ptr, yb.mem.ptr, r.stream)
+			}
 		}
 		if err != nil {
 			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryConv2DOp, err)

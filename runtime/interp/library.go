@@ -92,10 +92,13 @@ func storeF32(b *Buffer, off int64, v float32, t *ir.FloatType) {
 	}
 }
 
-// libraryConv2DRule is gpu.library_conv2d with the meaning of the
-// convolution nest it replaces: the products in f32 (exact for bf16 and
-// f16), summed in f32 from +0 in order of (c, a, b), the terms of the
-// padding left out, rounded once to y's type.
+// libraryConv2DRule is gpu.library_conv2d with the meaning of the nest
+// it replaces: the products in f32 (exact for bf16 and f16), summed in
+// f32 from +0, the terms of the padding left out, rounded once to the
+// written operand's type. The forward convolution sums in order of (c, a,
+// b) as a convolution nest does; the filter gradient in order of (n, i,
+// j), as the convolution of transposed copies that autodiff makes of it
+// does; the data gradient in order of (o, a, b).
 func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if len(args) != 3 {
 		return nil, fmt.Errorf("takes x, w and y, got %d operands", len(args))
@@ -122,33 +125,87 @@ func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 		ys[3] != gpu.ConvOutSize(xs[3], ws[3], g.Padding[1], g.Strides[1], g.Dilations[1]) {
 		return nil, fmt.Errorf("x %v of %s, w %v of %s and y %v of %s are not one convolution's", xs, x.elem, ws, w.elem, ys, y.elem)
 	}
-	xv, wv := halfToF32(x), halfToF32(w)
-	out := y.elem.(*ir.FloatType)
-	c, h, wd, kh, kw := xs[1], xs[2], xs[3], ws[2], ws[3]
-	for n := range ys[0] {
-		for o := range ys[1] {
-			for i := range ys[2] {
-				for j := range ys[3] {
-					var acc float32
-					for ch := range c {
-						for a := range kh {
-							r := i*g.Strides[0] - g.Padding[0] + a*g.Dilations[0]
-							if r < 0 || r >= h {
-								continue
+	xv, wv, yv := halfToF32(x), halfToF32(w), halfToF32(y)
+	n, c, h, wd, o, kh, kw, oh, ow := xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], ys[2], ys[3]
+	// in returns the input row (or column) a window tap reads, and whether
+	// it is inside x.
+	in := func(out, tap int64, d int) (int64, bool) {
+		r := out*g.Strides[d] - g.Padding[d] + tap*g.Dilations[d]
+		return r, r >= 0 && r < []int64{h, wd}[d]
+	}
+	xAt := func(ni, ci, r, q int64) int64 { return ((ni*c+ci)*h+r)*wd + q }
+	wAt := func(oi, ci, a, b int64) int64 { return ((oi*c+ci)*kh+a)*kw + b }
+	yAt := func(ni, oi, i, j int64) int64 { return ((ni*o+oi)*oh+i)*ow + j }
+	// The conversions keep Go from fusing a multiply into an add.
+	switch g.Direction {
+	case gpu.ConvForward:
+		for ni := range n {
+			for oi := range o {
+				for i := range oh {
+					for j := range ow {
+						var acc float32
+						for ci := range c {
+							for a := range kh {
+								for b := range kw {
+									r, ok1 := in(i, a, 0)
+									q, ok2 := in(j, b, 1)
+									if ok1 && ok2 {
+										acc += float32(xv[xAt(ni, ci, r, q)] * wv[wAt(oi, ci, a, b)])
+									}
+								}
 							}
-							for b := range kw {
-								s := j*g.Strides[1] - g.Padding[1] + b*g.Dilations[1]
-								if s < 0 || s >= wd {
+						}
+						storeF32(y, yAt(ni, oi, i, j), acc, y.elem.(*ir.FloatType))
+					}
+				}
+			}
+		}
+	case gpu.ConvBackwardFilter:
+		for oi := range o {
+			for ci := range c {
+				for a := range kh {
+					for b := range kw {
+						var acc float32
+						for ni := range n {
+							for i := range oh {
+								for j := range ow {
+									r, ok1 := in(i, a, 0)
+									q, ok2 := in(j, b, 1)
+									if ok1 && ok2 {
+										acc += float32(xv[xAt(ni, ci, r, q)] * yv[yAt(ni, oi, i, j)])
+									}
+								}
+							}
+						}
+						storeF32(w, wAt(oi, ci, a, b), acc, w.elem.(*ir.FloatType))
+					}
+				}
+			}
+		}
+	case gpu.ConvBackwardData:
+		acc := make([]float32, len(xv))
+		for oi := range o {
+			for a := range kh {
+				for b := range kw {
+					for ni := range n {
+						for i := range oh {
+							for j := range ow {
+								r, ok1 := in(i, a, 0)
+								q, ok2 := in(j, b, 1)
+								if !ok1 || !ok2 {
 									continue
 								}
-								// The conversion keeps Go from fusing the multiply into the add.
-								acc += float32(xv[((n*c+ch)*h+r)*wd+s] * wv[((o*c+ch)*kh+a)*kw+b])
+								for ci := range c {
+									acc[xAt(ni, ci, r, q)] += float32(yv[yAt(ni, oi, i, j)] * wv[wAt(oi, ci, a, b)])
+								}
 							}
 						}
 					}
-					storeF32(y, ((n*ys[1]+o)*ys[2]+i)*ys[3]+j, acc, out)
 				}
 			}
+		}
+		for i, v := range acc {
+			storeF32(x, int64(i), v, x.elem.(*ir.FloatType))
 		}
 	}
 	return nil, nil
