@@ -151,7 +151,7 @@ func (rt *Runtime) Upload(v interp.Value) (*Array, error) {
 
 // newStore allocates n bytes for Arrays to share.
 func (rt *Runtime) newStore(n uint64) (*store, error) {
-	p, err := rt.alloc.Alloc(n)
+	p, err := rt.allocate(n)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ type fakeDevice struct {
 	noLinker         bool            // canLink is false
 	images           int             // loadImage's loads
 	imageErr         error           // fails loadImage
+	// capacity, when set, is the device memory in bytes: an allocation
+	// past it fails as the driver's out-of-memory does.
+	capacity uint64
 	// levelHook, when set, runs first in each load with its JIT level
 	// (plus one); an error fails the load. Set it before the first load:
 	// background loads read it.
@@ -90,6 +93,15 @@ func newFake() *fakeDevice {
 }
 
 func (d *fakeDevice) Alloc(n uint64) (DevicePtr, error) {
+	if d.capacity > 0 {
+		used := uint64(0)
+		for _, b := range d.mem {
+			used += uint64(len(b))
+		}
+		if used+n > d.capacity {
+			return 0, &cuda.OutOfMemoryError{Requested: n, Free: d.capacity - used, Total: d.capacity}
+		}
+	}
 	p := d.next
 	d.next += DevicePtr(n+255) &^ 255
 	d.mem[p] = make([]byte, n)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/cuda"
@@ -120,6 +121,14 @@ type Runtime struct {
 	workErr   error
 	// xfer counts copies between host and device (Transfers).
 	xfer transferCounters
+	// sinceGC is the device memory allocate handed out since it last
+	// started a collection (gcpace.go), collecting is set while that
+	// collection runs, and gcStarted counts them; gcEveryBytes, when not
+	// zero, replaces the package's bound.
+	sinceGC      atomic.Uint64
+	collecting   atomic.Bool
+	gcStarted    atomic.Int64
+	gcEveryBytes uint64
 }
 
 // Open opens GPU ordinal and returns a Runtime that closes the device with
@@ -376,7 +385,7 @@ func (b *Bound) bind(i int, a interp.Value) error {
 		m = nil
 	}
 	if m == nil {
-		p, err := b.rt.alloc.Alloc(n)
+		p, err := b.rt.allocate(n)
 		if err != nil {
 			return err
 		}
@@ -606,7 +615,7 @@ func (r *runState) alloc(n uint64) (*allocation, error) {
 		}
 		return m, err
 	}
-	p, err := r.rt.alloc.Alloc(n)
+	p, err := r.rt.allocate(n)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,65 @@
+package exec
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/strata-ir/strata/runtime/cuda"
+)
+
+// An Array's memory returns to the caching allocator when the Array is
+// released or when the garbage collector finds it unreachable. The
+// collector paces itself by the host heap, which device results hardly
+// grow: a loop that replaces its device tensors every call (a decoding
+// step's new KV caches, a prefill's logits) would fill the device, each
+// allocation a new cuMemAlloc, long before a collection ran (GPT-2's
+// batch-8 decoding ran out of 140 GB at step 98). So the Runtime starts a
+// collection in the background after every gcEveryBytes it hands out,
+// and an allocation that does not fit collects and waits for the
+// cleanups before it gives up.
+
+// gcEveryBytes is the device memory handed out between two collections
+// the Runtime starts.
+const gcEveryBytes = 1 << 30
+
+// oomRetries is how many times an allocation that does not fit collects
+// and tries again; the waits between tries double from oomWait.
+const (
+	oomRetries = 6
+	oomWait    = time.Millisecond
+)
+
+// allocate returns n bytes of device memory from the caching allocator,
+// starting a collection after every gcEveryBytes handed out, and
+// collecting before it reports that n bytes do not fit.
+func (rt *Runtime) allocate(n uint64) (DevicePtr, error) {
+	if rt.sinceGC.Add(n) >= rt.gcEvery() && rt.collecting.CompareAndSwap(false, true) {
+		rt.sinceGC.Store(0)
+		rt.gcStarted.Add(1)
+		go func() {
+			runtime.GC()
+			rt.collecting.Store(false)
+		}()
+	}
+	p, err := rt.alloc.Alloc(n)
+	var oom *cuda.OutOfMemoryError
+	wait := oomWait
+	for i := 0; i < oomRetries && errors.As(err, &oom); i++ {
+		// The cleanups of the Arrays found unreachable run on their
+		// own goroutine after the collection: give them the time.
+		runtime.GC()
+		time.Sleep(wait)
+		wait *= 2
+		p, err = rt.alloc.Alloc(n)
+	}
+	return p, err
+}
+
+// gcEvery is gcEveryBytes, or the Runtime's own bound (tests).
+func (rt *Runtime) gcEvery() uint64 {
+	if rt.gcEveryBytes != 0 {
+		return rt.gcEveryBytes
+	}
+	return gcEveryBytes
+}
