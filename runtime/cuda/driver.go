@@ -67,6 +67,7 @@ type driver struct {
 	// Optional entry points (optionalSymbols): nil when the driver lacks
 	// them, and the features that need them report so.
 	cuStreamBeginCapture func(s uintptr, mode int32) Result
+	cuStreamIsCapturing  func(s uintptr, status *int32) Result
 	cuStreamEndCapture   func(s uintptr, graph *uintptr) Result
 	cuGraphInstantiate   func(exec *uintptr, graph uintptr, flags uint64) Result
 	cuGraphLaunch        func(exec, s uintptr) Result
@@ -185,6 +186,7 @@ func (d *driver) optionalSymbols() []struct {
 	return []sym{
 		{&d.cuStreamBeginCapture, []string{"cuStreamBeginCapture_v2"}},
 		{&d.cuStreamEndCapture, []string{"cuStreamEndCapture"}},
+		{&d.cuStreamIsCapturing, []string{"cuStreamIsCapturing"}},
 		{&d.cuGraphInstantiate, []string{"cuGraphInstantiateWithFlags"}},
 		{&d.cuGraphLaunch, []string{"cuGraphLaunch"}},
 		{&d.cuGraphExecDestroy, []string{"cuGraphExecDestroy"}},

@@ -64,6 +64,18 @@ func (s *Stream) BeginCapture() error {
 	})
 }
 
+// Capturing reports whether the stream (nil: the default stream) is being
+// captured into a graph: work queued on it then does not run, and the
+// host must not wait for it. A driver without graphs never captures.
+func (dev *Device) Capturing(s *Stream) (bool, error) {
+	if dev.drv.cuStreamIsCapturing == nil {
+		return false, nil
+	}
+	var status int32 // CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated
+	err := dev.call("cuStreamIsCapturing", func() Result { return dev.drv.cuStreamIsCapturing(s.Handle(), &status) })
+	return status != 0, err
+}
+
 // EndCapture ends the stream's capture and returns the recorded graph.
 func (s *Stream) EndCapture() (*Graph, error) {
 	if !s.dev.drv.hasGraphs() {

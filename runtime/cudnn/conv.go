@@ -3,9 +3,11 @@ package cudnn
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/cuda"
 )
 
@@ -119,7 +121,7 @@ type algoPerf struct {
 
 // WorkspaceBytes is the workspace a Handle gives cuDNN: the algorithms
 // that need more are not chosen.
-const WorkspaceBytes = 64 << 20
+const WorkspaceBytes = 256 << 20
 
 // Conv is one 2-D convolution (cross-correlation, as PyTorch's and
 // Strata's conv2d), one group, f32 accumulation and one rounding to Type:
@@ -303,6 +305,11 @@ func (hd *Handle) run(key planKey, stream *cuda.Stream, call func(l *lib, p *pla
 			return err
 		}
 		op := "cudnnConvolution" + [...]string{"Forward", "BackwardData", "BackwardFilter"}[key.dir]
+		if !p.chosen && len(p.algos) > 1 {
+			if err := hd.choose(key, p, stream, call); err != nil {
+				return err
+			}
+		}
 		for {
 			s := call(l, p, p.algos[0], uint64(hd.workspace))
 			if s == 0 {
@@ -315,6 +322,65 @@ func (hd *Handle) run(key planKey, stream *cuda.Stream, call func(l *lib, p *pla
 			p.algos = p.algos[1:]
 		}
 	})
+}
+
+// choose times each of p's candidate algorithms on stream, twice (the
+// first run of an algorithm loads its kernels), and keeps the fastest, as
+// cudnnFind does: cuDNN's heuristic ranks first, for ResNet-50's 1×1
+// convolutions in NCHW, algorithms several times slower than others. The
+// runs write the operand the call writes; the caller's run after them
+// writes it again. On a stream being captured (nothing runs, the host
+// cannot wait) the heuristic's order stands. The context is current.
+func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, call func(l *lib, p *plan, algo int32, ws uint64) Status) error {
+	if capturing, err := hd.dev.Capturing(stream); err != nil || capturing {
+		return err
+	}
+	start, err := hd.dev.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer start.Destroy()
+	end, err := hd.dev.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer end.Destroy()
+	best, bestMS := int32(-1), float32(0)
+	var times []string
+	for _, algo := range p.algos {
+		var ms float32
+		ok := true
+		for range 2 {
+			if err := start.Record(stream); err != nil {
+				return err
+			}
+			if call(hd.lib, p, algo, uint64(hd.workspace)) != 0 {
+				ok = false // refused (it launches nothing): not a candidate
+				break
+			}
+			if err := end.Record(stream); err != nil {
+				return err
+			}
+			if err := end.Synchronize(); err != nil {
+				return err
+			}
+			if ms, err = cuda.Elapsed(start, end); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			continue
+		}
+		times = append(times, fmt.Sprintf("%d: %.4f ms", algo, ms))
+		if best < 0 || ms < bestMS {
+			best, bestMS = algo, ms
+		}
+	}
+	if best >= 0 {
+		p.algos = []int32{best}
+		logs.Printf("autotune", "cuDNN %s of %s: algorithm %d (%s)", directionNames[key.dir], key.Conv, best, strings.Join(times, ", "))
+	}
+	return nil
 }
 
 // newPlan makes the descriptors of key and lists the algorithms cuDNN's

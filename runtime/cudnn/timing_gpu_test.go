@@ -24,6 +24,7 @@ var resnetConvs = []struct {
 	{"layer3-3x3", 256, 14, 256, 3, 1, 1},
 	{"layer4-3x3", 512, 7, 512, 3, 1, 1},
 	{"layer1-1x1", 256, 56, 64, 1, 1, 0},
+	{"downsample-1x1-s2", 512, 28, 1024, 1, 2, 0},
 }
 
 // TestGPUConvTiming times each direction of ResNet-50's convolutions in
