@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,6 +80,32 @@ func TestPoolRunsEveryPointOnce(t *testing.T) {
 			if n := c[i].Load(); n != 1 {
 				t.Fatalf("job %d: point %d of %d ran %d times", j, i, len(c), n)
 			}
+		}
+	}
+}
+
+// TestSpinTime: the workers poll for spinFor with more than one of them,
+// not at all with one, and STRATA_CPU_SPIN overrides both; a value that
+// is not a duration is an error naming it.
+func TestSpinTime(t *testing.T) {
+	for _, c := range []struct {
+		env     string
+		workers int
+		want    time.Duration
+		err     bool
+	}{
+		{"", 15, spinFor, false},
+		{"", 1, 0, false},
+		{"0", 15, 0, false},
+		{"50us", 1, 50 * time.Microsecond, false},
+		{"1ms", 15, time.Millisecond, false},
+		{"fast", 15, spinFor, true},
+		{"-3us", 15, spinFor, true},
+	} {
+		t.Setenv("STRATA_CPU_SPIN", c.env)
+		got, err := spinTime(c.workers)
+		if got != c.want || (err != nil) != c.err || err != nil && !strings.Contains(err.Error(), c.env) {
+			t.Errorf("STRATA_CPU_SPIN=%q, %d workers: %v, %v; want %v (error: %v)", c.env, c.workers, got, err, c.want, c.err)
 		}
 	}
 }
