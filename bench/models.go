@@ -427,14 +427,16 @@ func runGPT2Decode(s Size, batch int, opts frontend.Options, iters int, log io.W
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		before := rt.Transfers()
+		before, mem := rt.Transfers(), rt.Allocator().Stats()
 		if _, _, err := gen.Generate(idxd, n); err != nil {
 			return nil, nil, nil, err
 		}
-		x := rt.Transfers().Sub(before)
-		fmt.Fprintf(log, "gpt2_decode b%d: per step %.1f uploads (%.0f B), %.1f downloads, %.1f device copies (%.0f B)\n", batch,
+		x, now := rt.Transfers().Sub(before), rt.Allocator().Stats()
+		// A miss is a cuMemAlloc, which synchronises the device.
+		fmt.Fprintf(log, "gpt2_decode b%d: per step %.1f uploads (%.0f B), %.1f downloads, %.1f device copies (%.0f B), %.1f allocator misses; device memory allocated %.2f GiB, cached %.2f GiB, peak %.2f GiB\n", batch,
 			float64(x.HtoD)/float64(n), float64(x.HtoDBytes)/float64(n), float64(x.DtoH)/float64(n),
-			float64(x.DtoD)/float64(n), float64(x.DtoDBytes)/float64(n))
+			float64(x.DtoD)/float64(n), float64(x.DtoDBytes)/float64(n), float64(now.Misses-mem.Misses)/float64(n),
+			float64(now.Allocated)/(1<<30), float64(now.Cached)/(1<<30), float64(now.Peak)/(1<<30))
 	}
 	return in, out, sm, nil
 }

@@ -320,6 +320,13 @@ def gpt2_train(t):
     return outs, modes
 
 
+def mark_step():
+    """torch.compiler.cudagraph_mark_step_begin where there is one: the
+    outputs of the step before may be overwritten from here on."""
+    if hasattr(torch, "compiler") and hasattr(torch.compiler, "cudagraph_mark_step_begin"):
+        torch.compiler.cudagraph_mark_step_begin()
+
+
 def gpt2_decode(t, row="gpt2_decode"):
     p = gpt2_params(t, torch.bfloat16)
     prompt = t["input.idx"].to(DEV)
@@ -350,7 +357,9 @@ def gpt2_decode(t, row="gpt2_decode"):
         return logits.argmax(-1, keepdim=True), logits
 
     def decode(tok, pos):
-        x = p["wte.weight"][tok] + p["wpe.weight"][pos].view(1, 1, d)
+        # pos.view(1), not pos: indexing by a 0-d tensor reads it on the host
+        # (a graph break before everything else of the step).
+        x = p["wte.weight"][tok] + p["wpe.weight"][pos.view(1)].view(1, 1, d)
         mask = (positions <= pos).view(1, 1, 1, ctx)
 
         def attend(i, q, k, v):
@@ -369,10 +378,15 @@ def gpt2_decode(t, row="gpt2_decode"):
             toks = [tok]
             for j in range(1, new_tokens):
                 pos = torch.tensor(tp + j - 1, device=DEV)
+                # A CUDA graph's outputs are overwritten by its next replay:
+                # each replay starts a step, and what outlives it is cloned
+                # (the token fed back too, as gpt-fast does).
+                mark_step()
                 tok, logits = step(tok, pos)
                 if second is None:
-                    second = logits.clone()  # a CUDA graph's output is overwritten by its next replay
-                toks.append(tok.clone())
+                    second = logits.clone()
+                tok = tok.clone()
+                toks.append(tok)
             return torch.cat(toks, 1), first, second
 
     toks, first, second = generate(decode)
@@ -393,7 +407,8 @@ def gpt2_decode(t, row="gpt2_decode"):
         # Inductor counts the graphs it did not capture: 0 when the
         # decoding step replays a CUDA graph.
         modes["reduce-overhead"]["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"]
-        print(f"{row}: cudagraph skips {counters['inductor']['cudagraph_skips']}", file=sys.stderr)
+        print(f"{row}: cudagraph skips {counters['inductor']['cudagraph_skips']}, graph breaks {dict(counters['graph_break'])}",
+              file=sys.stderr)
     extra = {"tokens": toks[0:1].cpu().tolist()}
     return outs, modes, extra
 
