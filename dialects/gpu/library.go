@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ir/strata/ir"
 )
@@ -22,7 +23,8 @@ var libraryMatmulDef = &ir.OpDef{
 	Name:    LibraryMatmulOp,
 	Summary: "A (batched) matrix product computed by a vendor library on the host's stream",
 	Description: "Writes C[b…, i, j] = Σₖ A[b…, i, k]·B[b…, k, j] into C for every batch " +
-		"index b… (the leading dimensions, equal in A, B and C), with `transpose_a` A stored " +
+		"index b… (the leading dimensions, equal in A, B and C; an A of rank 2 is shared by " +
+		"every batch), with `transpose_a` A stored " +
 		"[b…, K, M] and with `transpose_b` B stored [b…, N, K]. A and B are bf16 or f16 (the " +
 		"same), C is their type or f32; each product is exact in f32, the sum is accumulated " +
 		"in f32 (in an order the library chooses) and rounded once to C's type. K must be " +
@@ -32,7 +34,7 @@ var libraryMatmulDef = &ir.OpDef{
 		"nest's epilogue becomes a pointwise kernel reading C.",
 	Inherent: []string{TransposeAAttr, TransposeBAttr},
 	Operands: []ir.ArgDoc{
-		{Name: "a", Doc: "memref of rank r ≥ 2: [b…, M, K], or [b…, K, M] with transpose_a"},
+		{Name: "a", Doc: "memref of rank r ≥ 2: [b…, M, K], or [b…, K, M] with transpose_a; or of rank 2 ([M, K] or [K, M]), shared by every batch"},
 		{Name: "b", Doc: "memref of rank r: [b…, K, N], or [b…, N, K] with transpose_b"},
 		{Name: "c", Doc: "memref of rank r: [b…, M, N], written"},
 	},
@@ -56,6 +58,10 @@ func LibraryMatmul(b *ir.Builder, loc ir.Location, a, bm, c *ir.Value, transA, t
 	return b.Op(LibraryMatmulOp, loc, []*ir.Value{a, bm, c}, nil, attrs...)
 }
 
+// SharedA reports whether gpu.library_matmul's A of shape a is shared by
+// every batch of B, of shape b: A has rank 2, B a higher one.
+func SharedA(a, b []int64) bool { return len(a) == 2 && len(b) > 2 }
+
 // LibraryTransposes returns gpu.library_matmul's transpose_a and
 // transpose_b.
 func LibraryTransposes(op *ir.Operation) (transA, transB bool) {
@@ -66,8 +72,12 @@ func LibraryTransposes(op *ir.Operation) (transA, transB bool) {
 
 // MatmulDims returns the sizes of gpu.library_matmul's product from the
 // shapes of A, B and C (ir.Dynamic where unknown): the batch extents, M,
-// N and K, or an error when two known sizes disagree.
+// N and K, or an error when two known sizes disagree. An A of rank 2 with
+// B and C of a higher rank is shared by every batch.
 func MatmulDims(a, b, c []int64, transA, transB bool) (batch []int64, m, n, k int64, err error) {
+	if SharedA(a, b) {
+		a = append(slices.Clone(b[:len(b)-2]), a...)
+	}
 	r := len(a)
 	if r < 2 || len(b) != r || len(c) != r {
 		return nil, 0, 0, 0, fmt.Errorf("A, B and C must have one rank of at least 2, not %d, %d and %d", len(a), len(b), len(c))

@@ -26,6 +26,8 @@ func TestLibraryMatmulVerify(t *testing.T) {
 		libraryHost("", "memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>"),
 		libraryHost("<{transpose_a, transpose_b}>", "memref<2x3x4xf16>", "memref<2x5x3xf16>", "memref<2x4x5xf32>"),
 		libraryHost("<{transpose_b}>", "memref<?x3xbf16>", "memref<?x3xbf16>", "memref<?x?xbf16>"),
+		// A shared by every batch (an unstrided 1×1 convolution).
+		libraryHost("", "memref<4x3xbf16>", "memref<2x3x5xbf16>", "memref<2x4x5xbf16>"),
 	} {
 		ctx := newCtx()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{})
@@ -40,6 +42,7 @@ func TestLibraryMatmulVerify(t *testing.T) {
 		{"k-mismatch", libraryHost("", "memref<4x3xbf16>", "memref<2x5xbf16>", "memref<4x5xbf16>"), "K is 3 in one operand and 2 in another"},
 		{"transposed-a-mismatch", libraryHost("<{transpose_a}>", "memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>"), "M is 3 in one operand and 4 in another"},
 		{"batch-mismatch", libraryHost("", "memref<2x4x3xbf16>", "memref<3x3x5xbf16>", "memref<2x4x5xbf16>"), "batch dimension 0 is 2"},
+		{"shared-a-mismatch", libraryHost("", "memref<4x3xbf16>", "memref<2x3x5xbf16>", "memref<2x6x5xbf16>"), "M is 4 in one operand and 6 in another"},
 		{"rank", libraryHost("", "memref<3xbf16>", "memref<3xbf16>", "memref<3xbf16>"), "one rank of at least 2"},
 		{"f32-operands", libraryHost("", "memref<4x3xf32>", "memref<3x5xf32>", "memref<4x5xf32>"), "A must hold bf16 or f16"},
 		{"mixed-operands", libraryHost("", "memref<4x3xbf16>", "memref<3x5xf16>", "memref<4x5xf32>"), "B must hold A's bf16"},

@@ -38,6 +38,10 @@ type libraryConv struct {
 	elem        ir.Type
 	shape       []int64 // of the output: [N, O, OH, OW], the nest's extents
 	geo         gpu.ConvGeometry
+	// gemm: a 1×1 window without stride or padding, a batch of products
+	// y[n] [O, H·W] = w [O, C] · x[n] [C, H·W], which one
+	// gpu.library_matmul (cuBLASLt) computes, w shared by the batch.
+	gemm bool
 }
 
 // convLibraryPlan recognizes a nest that gpu.library_conv2d computes
@@ -55,13 +59,6 @@ func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 	if m == nil {
 		return nil, "the nest is not one sum of products of two buffers over static extents"
 	}
-	if ws := m.a.mem.Type().(*ir.MemRefType).Shape(); ws[2] == 1 && ws[3] == 1 {
-		// Measured on the H200 (bench/NOTES.md, session 8): ResNet-50's
-		// 1×1 convolutions with batch-norm and ReLU take 0.10–0.22 ms on
-		// Strata's kernel (x copied as a matrix) and 0.52–0.56 ms on cuDNN
-		// in NCHW.
-		return nil, "a 1×1 window (in NCHW Strata's kernel is 2.5–5× faster than cuDNN's)"
-	}
 	if geo.Padding[0] != geo.Padding[2] || geo.Padding[1] != geo.Padding[3] {
 		return nil, fmt.Sprintf("padding (top, left, bottom, right) %v differs between the sides of a dimension (cuDNN pads both alike)", geo.Padding)
 	}
@@ -69,18 +66,30 @@ func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 	if !sum.HasOneUse() || sum.Users()[0].Name() != arith.OpTruncF || sum.Users()[0].Result(0).Type() != m.elem {
 		return nil, fmt.Sprintf("the f32 sum is not rounded to %s before the epilogue reads it (a bias added inside the convolution)", m.elem)
 	}
+	gemm := false
+	if ws := m.a.mem.Type().(*ir.MemRefType).Shape(); ws[2] == 1 && ws[3] == 1 {
+		// Measured on the H200 (bench/NOTES.md, session 8): ResNet-50's
+		// 1×1 convolutions with batch-norm and ReLU take 0.10–0.22 ms on
+		// Strata's kernel (x copied as a matrix) and 0.52–0.56 ms on
+		// cuDNN in NCHW. Unstrided and unpadded, one is a batch of
+		// products W[O, C]·x[n] [C, H·W]: cuBLASLt's.
+		if geo.Strides != [2]int64{1, 1} || geo.Padding != [4]int64{} {
+			return nil, "a strided or padded 1×1 window (in NCHW Strata's kernel is 2.5–5× faster than cuDNN's)"
+		}
+		gemm = true
+	}
 	lbs, ubs, _, _, _ := loop.ParallelBounds(nest)
 	shape := make([]int64, len(lbs))
 	for d := range ubs {
 		shape[d], _ = staticInt(ubs[d]) // convPlan checked they are static
 	}
-	return &libraryConv{nest: nest, kloop: m.kloop, round: sum.Users()[0], x: m.b.mem, w: m.a.mem, elem: m.elem, shape: shape,
+	return &libraryConv{nest: nest, kloop: m.kloop, round: sum.Users()[0], x: m.b.mem, w: m.a.mem, elem: m.elem, shape: shape, gemm: gemm,
 		geo: gpu.ConvGeometry{Strides: geo.Strides, Padding: [2]int64{geo.Padding[0], geo.Padding[1]}, Dilations: geo.Dilations}}, ""
 }
 
 // lowerLibraryConvs replaces every library-computable convolution nest
-// of fn by a gpu.library_conv2d and the nest's epilogue reading its
-// output. When the epilogue only stores the rounded sum into a buffer of
+// of fn by a gpu.library_conv2d (a gpu.library_matmul for an unstrided,
+// unpadded 1×1 window) and the nest's epilogue reading its output. When the epilogue only stores the rounded sum into a buffer of
 // the output's shape, the library writes that buffer and the nest
 // disappears; otherwise the output is a new buffer, freed after the
 // nest, and the nest becomes a pointwise one. A convolution nest the
@@ -105,12 +114,12 @@ func (p *libraryConv) lower(ctx *ir.Context) {
 	b := ir.NewBuilder(ctx)
 	b.SetInsertionPointBefore(p.nest)
 	if out := p.directStore(); out != nil {
-		gpu.LibraryConv2D(b, loc, p.x, p.w, out, p.geo)
+		p.library(b, loc, out)
 		p.nest.Erase()
 		return
 	}
 	y := loop.Alloc(b, loc, ir.MemRefOf(p.shape, p.elem))
-	gpu.LibraryConv2D(b, loc, p.x, p.w, y, p.geo)
+	p.library(b, loc, y)
 	in := ir.NewBuilder(ctx)
 	in.SetInsertionPointBefore(p.kloop)
 	p.round.Result(0).ReplaceAllUsesWith(loop.Load(in, loc, y, loop.Body(p.nest).Arguments()...))
@@ -121,6 +130,19 @@ func (p *libraryConv) lower(ctx *ir.Context) {
 	p.nest.SetAttr(loop.NestKindAttr, ir.StringAttr{Value: "pointwise"})
 	b.SetInsertionPointAfter(p.nest)
 	loop.Dealloc(b, loc, y)
+}
+
+// library inserts the library op writing the convolution into y.
+func (p *libraryConv) library(b *ir.Builder, loc ir.Location, y *ir.Value) {
+	if !p.gemm {
+		gpu.LibraryConv2D(b, loc, p.x, p.w, y, p.geo)
+		return
+	}
+	xs, sh := p.x.Type().(*ir.MemRefType).Shape(), p.shape
+	w := loop.View(b, loc, p.w, ir.MemRefOf([]int64{sh[1], xs[1]}, p.elem))
+	x := loop.View(b, loc, p.x, ir.MemRefOf([]int64{xs[0], xs[1], xs[2] * xs[3]}, p.elem))
+	yv := loop.View(b, loc, y, ir.MemRefOf([]int64{sh[0], sh[1], sh[2] * sh[3]}, p.elem))
+	gpu.LibraryMatmul(b, loc, w, x, yv, false, false)
 }
 
 // directStore returns the buffer the nest stores the rounded sum into at

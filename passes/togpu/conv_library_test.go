@@ -18,13 +18,14 @@ import (
 const convLibraryPipeline = "builtin.module(lower-to-loop,convert-loop-to-gpu{conv=cudnn},canonicalize,cse)"
 
 // convLibraryCases are convCases that conv=cudnn hands to
-// gpu.library_conv2d (library: how many) with the kernels left: the
-// epilogue, or none when the library writes the result itself. The 1×1
-// windows, the asymmetric padding and the bias added before the rounding
-// stay on Strata's kernel.
+// gpu.library_conv2d, or gpu.library_matmul for unstrided 1×1 windows
+// (library: how many) with the kernels left: the epilogue, or none when
+// the library writes the result itself. The strided 1×1 window, the
+// asymmetric padding and the bias added before the rounding stay on
+// Strata's kernel.
 var convLibraryCases = map[string]struct{ library, kernels int }{
 	"3x3-pad1":          {1, 0},
-	"1x1":               {0, 1},
+	"1x1":               {1, 0},
 	"1x1-stride2":       {0, 1},
 	"3x3-stride2-odd":   {1, 0},
 	"asym-pad-dilation": {0, 1},
@@ -33,7 +34,7 @@ var convLibraryCases = map[string]struct{ library, kernels int }{
 	"bn-residual-relu":  {1, 1},
 	"many-channels":     {1, 0},
 	"batched-unfolded":  {1, 0},
-	"folded-1x1":        {0, 1},
+	"folded-1x1":        {1, 0},
 }
 
 // TestLibraryConvLowering lowers each convolution case with conv=cudnn,
@@ -49,8 +50,8 @@ func TestLibraryConvLowering(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &passtest.Program{Func: "main", Source: tc.src}
 			text := lowerText(t, p, convLibraryPipeline)
-			if got := strings.Count(text, `"gpu.library_conv2d"`); got != want.library {
-				t.Errorf("%d gpu.library_conv2d ops, want %d:\n%s", got, want.library, text)
+			if got := strings.Count(text, `"gpu.library_conv2d"`) + strings.Count(text, `"gpu.library_matmul"`); got != want.library {
+				t.Errorf("%d library ops, want %d:\n%s", got, want.library, text)
 			}
 			if got := strings.Count(text, "gpu.launch_func"); got != want.kernels {
 				t.Errorf("%d kernel launches, want %d:\n%s", got, want.kernels, text)
@@ -116,7 +117,7 @@ func TestLibraryConvHints(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"asym-pad-dilation", "convolution nest stays on Strata's kernels, not cuDNN: padding (top, left, bottom, right) [2 0 1 3] differs between the sides"},
 		{"f16-bias", "not cuDNN: the f32 sum is not rounded to f16 before the epilogue reads it"},
-		{"1x1", "not cuDNN: a 1×1 window (in NCHW Strata's kernel is 2.5–5× faster than cuDNN's)"},
+		{"1x1-stride2", "not cuDNN: a strided or padded 1×1 window (in NCHW Strata's kernel is 2.5–5× faster than cuDNN's)"},
 		{"3x3-pad1", ""},
 	} {
 		buf.Reset()

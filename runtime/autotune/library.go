@@ -93,12 +93,13 @@ func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 }
 
 // convPolicy is ModeConfig's choice for convolutions: when module has
-// bf16 or f16 graph.conv2d ops and cuDNN loads in this process, they run
-// on cuDNN (conv=cudnn) with their epilogue as one pointwise kernel, as
+// bf16 or f16 graph.conv2d ops and cuDNN and cuBLASLt load in this
+// process, they run on cuDNN (conv=cudnn; unstrided 1×1 windows as
+// cuBLASLt products) with their epilogue as one pointwise kernel, as
 // Inductor's default runs convolutions on cuDNN: measured on the H200
-// (bench/NOTES.md, session 7), cuDNN's 3×3 convolutions of ResNet-50 run
-// at 335–469 TFLOP/s in channels-last, Strata's implicit-GEMM kernels at
-// 54–104. Convolutions the library plan rejects (padding that differs
+// (bench/NOTES.md, session 8), ResNet-50's 3×3 convolutions with their
+// batch-norm and ReLU take 0.07–0.11 ms on cuDNN in NCHW and 0.21–0.42
+// on Strata's implicit-GEMM kernels. Convolutions the library plan rejects (padding that differs
 // between the sides, a bias added before the rounding) stay on Strata's
 // kernels in the same program, and without the library all do: that is
 // logged once a process under STRATA_LOGS=autotune. A program without
@@ -107,9 +108,14 @@ func convPolicy(mode exec.Mode, module *ir.Operation) bool {
 	if module != nil && !hasHalfConvs(module) {
 		return false
 	}
-	if err := loadCuDNN(); err != nil {
+	// Unstrided 1×1 convolutions run on cuBLASLt under conv=cudnn.
+	err := loadCuDNN()
+	if err == nil {
+		err = loadCuBLASLt()
+	}
+	if err != nil {
 		noCuDNN.Do(func() {
-			logs.Printf(Topic, "%s mode: convolutions on Strata's kernels (cuDNN does not load): %v", modeName(mode), err)
+			logs.Printf(Topic, "%s mode: convolutions on Strata's kernels (cuDNN or cuBLASLt does not load): %v", modeName(mode), err)
 		})
 		return false
 	}

@@ -182,6 +182,8 @@ func TestModeConfig(t *testing.T) {
 // round-trips through ConfigString.
 func TestConvPolicy(t *testing.T) {
 	defer func(f func() error) { loadCuDNN = f }(loadCuDNN)
+	defer func(f func() error) { loadCuBLASLt = f }(loadCuBLASLt)
+	loadCuBLASLt = func() error { return nil }
 	const conv = `func.func @main(%x: tensor<2x8x6x6xbf16>, %w: tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16> {
   %y = "graph.conv2d"(%x, %w) <{padding = [1, 1]}> : (tensor<2x8x6x6xbf16>, tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16>
   %r = "graph.relu"(%y) : (tensor<2x16x6x6xbf16>) -> tensor<2x16x6x6xbf16>
@@ -249,7 +251,7 @@ func TestConvPolicy(t *testing.T) {
 			t.Errorf("without cuDNN: conv=cudnn %v, %d library convolutions, kernels %v; want false, 0, [mma]", cfg.CuDNN, libs, maps)
 		}
 	}
-	if out := buf.String(); strings.Count(out, "convolutions on Strata's kernels (cuDNN does not load): cuDNN not found") != 1 {
+	if out := buf.String(); strings.Count(out, "convolutions on Strata's kernels (cuDNN or cuBLASLt does not load): cuDNN not found") != 1 {
 		t.Errorf("want one log line saying why, got %q", out)
 	}
 }

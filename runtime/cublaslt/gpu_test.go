@@ -98,3 +98,56 @@ func gpuHandle(t *testing.T) (*cuda.Device, *cuda.Allocator, *Handle) {
 	})
 	return dev, alloc, hd
 }
+
+// TestGPUMatmulSharedA runs a batched product whose A, one matrix, every
+// batch multiplies (batch stride 0: an unstrided 1×1 convolution's
+// weight), and checks it exactly against sums in float64.
+func TestGPUMatmulSharedA(t *testing.T) {
+	dev, alloc, hd := gpuHandle(t)
+	const batch, m, n, k = 3, 6, 10, 4
+	a, b := make([]float64, m*k), make([]float64, batch*k*n)
+	for i := range a {
+		a[i] = float64(i%5 - 2)
+	}
+	for i := range b {
+		b[i] = float64(i%7 - 3)
+	}
+	bf16 := func(vs []float64) []byte {
+		out := make([]byte, 2*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint16(out[2*i:], uint16(math.Float32bits(float32(v))>>16))
+		}
+		return out
+	}
+	upload := func(data []byte) cuda.DevicePtr {
+		p, err := alloc.Alloc(uint64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.CopyHtoD(p, data); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pa, pb, pd := upload(bf16(a)), upload(bf16(b)), upload(make([]byte, 4*batch*m*n))
+	if err := hd.Run(Matmul{AType: BF16, DType: F32, M: m, N: n, K: k, Batch: batch, SharedA: true}, pa, pb, pd, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 4*batch*m*n)
+	if err := dev.CopyDtoH(out, pd); err != nil {
+		t.Fatal(err)
+	}
+	for z := range batch {
+		for i := range m {
+			for j := range n {
+				want := 0.0
+				for kk := range k {
+					want += a[i*k+kk] * b[z*k*n+kk*n+j]
+				}
+				if got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*(z*m*n+i*n+j):])); float64(got) != want {
+					t.Fatalf("D[%d, %d, %d] = %g, want %g", z, i, j, got, want)
+				}
+			}
+		}
+	}
+}

@@ -120,11 +120,13 @@ const WorkspaceBytes = 32 << 20
 // of Batch matrices, D[M,N] = A[M,K]·B[K,N] with f32 accumulation (the
 // compute type CUBLAS_COMPUTE_32F), rounded once to DType. With TransA, A
 // is stored [K, M]; with TransB, B is stored [N, K]. The matrices of a
-// batch follow one another without gaps.
+// batch follow one another without gaps; with SharedA, A is one matrix
+// that every batch multiplies.
 type Matmul struct {
 	AType, DType   DataType // B has AType
 	M, N, K, Batch int64
 	TransA, TransB bool
+	SharedA        bool
 }
 
 // check reports a product cuBLASLt is not asked to do.
@@ -263,13 +265,17 @@ func (hd *Handle) newPlan(m Matmul) (_ *plan, err error) {
 	if err := hd.setDesc(p.desc, descTransB, transB); err != nil {
 		return nil, err
 	}
-	if p.b, err = hd.layout(m.AType, bRows, bCols, m.Batch); err != nil {
+	if p.b, err = hd.layout(m.AType, bRows, bCols, m.Batch, bRows*bCols); err != nil {
 		return nil, err
 	}
-	if p.a, err = hd.layout(m.AType, aRows, aCols, m.Batch); err != nil {
+	aStride := aRows * aCols
+	if m.SharedA {
+		aStride = 0
+	}
+	if p.a, err = hd.layout(m.AType, aRows, aCols, m.Batch, aStride); err != nil {
 		return nil, err
 	}
-	if p.d, err = hd.layout(m.DType, m.N, m.M, m.Batch); err != nil {
+	if p.d, err = hd.layout(m.DType, m.N, m.M, m.Batch, m.N*m.M); err != nil {
 		return nil, err
 	}
 	algos, err := hd.heuristics(p, 1)
@@ -311,15 +317,15 @@ func (hd *Handle) setDesc(desc uintptr, attr int32, v int32) error {
 }
 
 // layout makes the column-major layout of batch rows×cols matrices, each
-// following the previous one.
-func (hd *Handle) layout(t DataType, rows, cols, batch int64) (uintptr, error) {
+// stride elements after the previous one (0: one matrix for every batch).
+func (hd *Handle) layout(t DataType, rows, cols, batch, stride int64) (uintptr, error) {
 	l := hd.lib
 	var lay uintptr
 	if err := l.check("cublasLtMatrixLayoutCreate", l.cublasLtMatrixLayoutCreate(&lay, t, uint64(rows), uint64(cols), rows)); err != nil {
 		return 0, err
 	}
 	if batch > 1 {
-		count, stride := int32(batch), rows*cols
+		count := int32(batch)
 		err := l.check("cublasLtMatrixLayoutSetAttribute", l.cublasLtMatrixLayoutSetAttribute(lay, layoutBatchCount, unsafe.Pointer(&count), 4))
 		if err == nil {
 			err = l.check("cublasLtMatrixLayoutSetAttribute", l.cublasLtMatrixLayoutSetAttribute(lay, layoutBatchStride, unsafe.Pointer(&stride), 8))

@@ -40,8 +40,9 @@ func convProgram(t *testing.T, src string, library bool, tile string) *Program {
 	if err := pm.Run(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if has := strings.Contains(ir.Sprint(m, ir.PrintOptions{}), "gpu.library_conv2d"); has != library {
-		t.Fatalf("gpu.library_conv2d in the lowered program: %v, want %v", has, library)
+	text := ir.Sprint(m, ir.PrintOptions{})
+	if has := strings.Contains(text, "gpu.library_conv2d") || strings.Contains(text, "gpu.library_matmul"); has != library {
+		t.Fatalf("a library op in the lowered program: %v, want %v", has, library)
 	}
 	p, err := Compile(m, Options{})
 	if err != nil {
@@ -259,9 +260,10 @@ var resnetShapes = []struct {
 
 // TestGPUCuDNNResNet times ResNet-50's convolutions with a batch-norm
 // affine and ReLU epilogue on Strata's own implicit-GEMM kernels (the
-// epilogue fused) and, for the windows conv=cudnn takes (not 1×1), on
-// cuDNN (convolution + one pointwise kernel) after checking that both
-// agree on the same random inputs, and the bare convolution on cuDNN. It
+// epilogue fused) and, for the convolutions conv=cudnn takes (not the
+// strided 1×1), on the library (cuDNN, or cuBLASLt for a 1×1 window;
+// the convolution + one pointwise kernel) after checking that both agree
+// on the same random inputs, and the bare convolution on the library. It
 // logs ms and TFLOP/s of each.
 func TestGPUCuDNNResNet(t *testing.T) {
 	rt := openGPU(t)
@@ -282,7 +284,7 @@ func TestGPUCuDNNResNet(t *testing.T) {
 				args []interp.Value
 			}
 			vs := []variant{{"own-fused", own, args}}
-			if s.k > 1 { // conv=cudnn keeps 1×1 windows on Strata's kernels
+			if s.k > 1 || s.s == 1 { // conv=cudnn keeps strided 1×1 windows on Strata's kernels
 				lib := convProgram(t, src, true, "")
 				a, err := lib.Run(rt, "main", args)
 				if err != nil {
@@ -294,7 +296,7 @@ func TestGPUCuDNNResNet(t *testing.T) {
 				}
 				same(t, a[0], b[0], 2.0/128)
 				bare := convProgram(t, convFunc("bf16", 64, s.c, s.h, s.h, s.o, s.k, s.s, s.p, 1, ""), true, "")
-				vs = append(vs, variant{"cudnn+epilogue", lib, args}, variant{"cudnn-bare", bare, args[:2]})
+				vs = append(vs, variant{"library+epilogue", lib, args}, variant{"library-bare", bare, args[:2]})
 			}
 			var line strings.Builder
 			for _, v := range vs {

@@ -127,7 +127,8 @@ func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
 		}
 		h, err := r.rt.cublasLt()
 		if err == nil {
-			mm := cublaslt.Matmul{AType: types[0], DType: types[2], M: m, N: n, K: k, Batch: count, TransA: transA, TransB: transB}
+			mm := cublaslt.Matmul{AType: types[0], DType: types[2], M: m, N: n, K: k, Batch: count, TransA: transA, TransB: transB,
+				SharedA: gpu.SharedA(a.shape, b.shape)}
 			err = h.Run(mm, a.mem.ptr, b.mem.ptr, d.mem.ptr, r.stream)
 		}
 		if err != nil {

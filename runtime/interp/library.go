@@ -46,8 +46,12 @@ func libraryMatmulRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 	for _, e := range batch {
 		count *= e
 	}
+	shared := gpu.SharedA(a.shape, b.shape)
 	for z := range count {
 		ao, bo, co := z*m*k, z*k*n, z*m*n
+		if shared {
+			ao = 0
+		}
 		for i := range m {
 			for j := range n {
 				var acc float32
