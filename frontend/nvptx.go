@@ -139,8 +139,9 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 	}
 	// As Inductor's default runs GEMMs on cuBLAS, bf16/f16 matmuls go to
 	// cuBLASLt when the process can load it (autotune.ModeConfig, logged
-	// under STRATA_LOGS=autotune), and to Strata's mma.sync kernels
-	// otherwise; the library's load counts as passes time.
+	// under STRATA_LOGS=autotune), and to Strata's kernels otherwise
+	// (deviceConfig: wgmma on Hopper); the library's load counts as
+	// passes time.
 	var cfg togpu.Config
 	err := g.Time(PhasePasses, func() error {
 		// bf16/f16 attention runs as one flash kernel, as the bench's
@@ -154,7 +155,7 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 		if err := flash.Run(g.Context, g.Module); err != nil {
 			return fmt.Errorf("%s: %w", togpu.FlashPassName, err)
 		}
-		cfg = autotune.ModeConfig(mode, g.Module)
+		cfg = deviceConfig(mode, g.Module, opts.Target)
 		pm, err := passes.Parse("builtin.module(" + autotune.LowerPipelineFor(cfg) + ")")
 		if err != nil {
 			return err
@@ -188,23 +189,38 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 	return prog, cfg, err
 }
 
-// flashPass is graph-attention-to-flash, with Hopper's wgmma kernels
-// (wgmma=true) when the kernels are compiled for sm_90a: with the
-// ptx_target option sm_90a, or without a target when the GPU runtime is
-// open already (a model's parameters on the device open it before its
-// first compile) on a device of compute capability 9.0. Otherwise the
-// mma.sync kernels, which every target runs.
-func flashPass(target string) string {
-	var major, minor int
+// targetCapability is the compute capability the kernels are compiled
+// for: 9.0 with the ptx_target option sm_90a, the device's without a
+// target when the GPU runtime is open already (a model's parameters on
+// the device open it before its first compile), else 0.0 (none known:
+// kernels every target runs).
+func targetCapability(target string) (major, minor int) {
 	if target == "sm_90a" {
-		major = 9
+		return 9, 0
 	}
 	if rt, open := openedRuntime(); open && target == "" {
 		if dev := rt.Device(); dev != nil {
-			major, minor = dev.ComputeCapability()
+			return dev.ComputeCapability()
 		}
 	}
-	return autotune.FlashPass(major, minor)
+	return 0, 0
+}
+
+// flashPass is graph-attention-to-flash, with Hopper's wgmma kernels
+// (wgmma=true) when the kernels are compiled for sm_90a
+// (targetCapability 9.0), otherwise the mma.sync kernels, which every
+// target runs.
+func flashPass(target string) string {
+	return autotune.FlashPass(targetCapability(target))
+}
+
+// deviceConfig is the lowering's configuration in mode: the library
+// policy's (autotune.ModeConfig), with the tiling of Strata's own matmul
+// kernels for the target's compute capability (autotune.ForDevice: the
+// wgmma kernel on Hopper).
+func deviceConfig(mode exec.Mode, module *ir.Operation, target string) togpu.Config {
+	major, minor := targetCapability(target)
+	return autotune.ForDevice(autotune.ModeConfig(mode, module), major, minor)
 }
 
 // nvptxExecutable runs a compiled graph on the GPU: results stay there

@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/autotune"
+	"github.com/strata-ir/strata/runtime/exec"
 )
 
 // TestPTXTargetOption: the nvptx backend's ptx_target option takes the
@@ -59,6 +63,33 @@ func TestFlashPassTarget(t *testing.T) {
 	} {
 		if got := flashPass(target); got != want {
 			t.Errorf("flashPass(%q) = %q, want %q", target, got, want)
+		}
+	}
+}
+
+// TestDeviceConfigTarget checks that the ptx_target option picks the
+// tiling of Strata's own matmul kernels: the wgmma one
+// (autotune.HopperTile) only for sm_90a, the default elsewhere (no GPU
+// runtime is open in this test, so no device is asked).
+func TestDeviceConfigTarget(t *testing.T) {
+	const own = `func.func @main(%x: tensor<64x32xbf16>, %w: tensor<32x48xbf16>) -> tensor<64x48xbf16> attributes {strata.matmul = "mma"} {
+  %r = "graph.matmul"(%x, %w) : (tensor<64x32xbf16>, tensor<32x48xbf16>) -> tensor<64x48xbf16>
+  return %r : tensor<64x48xbf16>
+}
+`
+	m, err := ir.Parse(dialects.NewContext(), own, ir.ParseOptions{Filename: "own.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for target, want := range map[string]togpu.MMATile{
+		"sm_90a": autotune.HopperTile,
+		"sm_90":  togpu.DefaultConfig.MMATile,
+		"sm_80":  togpu.DefaultConfig.MMATile,
+		"":       togpu.DefaultConfig.MMATile,
+	} {
+		cfg := deviceConfig(exec.ModeDefault, m, target)
+		if cfg.MMATile != want || cfg.CuBLASLt {
+			t.Errorf("deviceConfig(%q): tile %s, cuBLASLt %v; want %s on Strata's kernels", target, cfg.MMATile, cfg.CuBLASLt, want)
 		}
 	}
 }
