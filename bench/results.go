@@ -88,6 +88,10 @@ type StrataMode struct {
 	// TotalS is, for a dynamic workload, the seconds to compile once and call
 	// every variant once.
 	TotalS float64 `json:"total_s,omitempty"`
+	// KernelMs is the GPU time of one call (frontend.Compiled.KernelTime:
+	// CUDA events around the launches, the L2 cache cleared before), where
+	// a row measures it apart from Ms.
+	KernelMs float64 `json:"kernel_ms,omitempty"`
 	// WallMs is the host clock's milliseconds per call over back-to-back
 	// calls (see WallTimer): the launch cost of a launch-bound program.
 	WallMs float64 `json:"wall_ms,omitempty"`
