@@ -52,11 +52,11 @@ func init() {
 		},
 	})
 	passes.RegisterPipeline("lower-to-loop",
-		"Graph to loops: decompose, cleanups, fuse, convert-graph-to-loop, buffer reuse",
+		"Graph to loops: decompose, cleanups, split reductions, fuse, convert-graph-to-loop, buffer reuse",
 		// No builtin.module(...) around it: a named pipeline is spliced where
 		// it is named, so an anchor here would nest inside the caller's
 		// module pipeline and run on nothing.
-		"func.func(graph-decompose,canonicalize,cse,graph-fuse),convert-graph-to-loop,"+
+		"func.func(graph-decompose,canonicalize,cse,graph-split-reductions,graph-fuse),convert-graph-to-loop,"+
 			"func.func(loop-buffer-reuse)")
 }
 

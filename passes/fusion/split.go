@@ -1,0 +1,203 @@
+package fusion
+
+import (
+	"fmt"
+	"slices"
+
+	funcs "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+)
+
+// Splitting reductions (graph-split-reductions).
+//
+// A kernel of a reduction runs its kept elements in parallel: a thread,
+// a warp or a block each (the row mapping). A reduction that keeps few
+// elements but folds many, the mean of a loss over every token and class
+// ([8192, 50304] → a scalar: 412 million elements), then runs on one
+// thread or one block, seconds on a GPU that would read its input in a
+// fraction of a millisecond. Such a reduction becomes two: the first
+// folds the innermost part of its axes and keeps at least SplitRows
+// elements (rows the kernel runs in parallel), the second folds those.
+// The rows are the input's own when an axis boundary gives enough of
+// them (the loss: its 8192 rows of 50304 classes, then the 8192 row
+// sums); otherwise the folded elements are viewed as [P, Q] rows
+// (graph.reshape, an index remapping in the kernel). Half-precision
+// sums and means run both halves in float32 and round once at the end,
+// as the unsplit reduction accumulates in float32; max and min are exact
+// in any order. A sum in two halves adds the same elements in another
+// order, as the GPU's tree reductions already do.
+
+// SplitRows is the fewest elements the first half of a split reduction
+// keeps: a grid of that many rows fills the device.
+const SplitRows = 1024
+
+// SplitMinElements is the fewest elements a reduction folds before it is
+// split: a block folds fewer in microseconds.
+const SplitMinElements = 1 << 16
+
+// splitMinRowElements is the fewest elements a row of a [P, Q] view
+// folds: rows shorter than a warp would waste most of its lanes.
+const splitMinRowElements = 32
+
+// splitMaxRowFactor bounds the rows of a [P, Q] view: at most this many
+// times the rows needed.
+const splitMaxRowFactor = 16
+
+func init() {
+	passes.Register(&passes.PassInfo{
+		Name:    "graph-split-reductions",
+		Summary: "Split reductions that keep few elements but fold many into two, so that their kernels run in parallel",
+		Description: fmt.Sprintf("A reduction (sum, mean, max, min) over a trailing run of axes of a static input that "+
+			"keeps fewer than %d elements and folds at least %d becomes two reductions: the first folds the "+
+			"innermost axes and keeps at least %d elements, at an axis boundary of the input where one gives "+
+			"enough, else on a [P, Q] reshape of the folded elements; the second folds the rest. Half-precision "+
+			"sums and means run both in float32 and round once. The result's type does not change; sums add "+
+			"the same elements in another order.", SplitRows, SplitMinElements, SplitRows),
+		Anchor: funcs.FuncOp,
+		After: []passes.Order{
+			{Pass: "graph-decompose", Reason: "the reductions of composites exist only once graph-decompose expanded them"},
+		},
+		New: func(passes.Options) (passes.Pass, error) { return splitPass{}, nil },
+	})
+}
+
+type splitPass struct{}
+
+func (splitPass) Name() string { return "graph-split-reductions" }
+
+func (splitPass) Run(op *ir.Operation, st *passes.State) error {
+	n, err := SplitReductions(st.Ctx, op)
+	st.Stat("num-split", "Number of reductions split in two").Add(int64(n))
+	if err == nil && n == 0 {
+		st.MarkUnchanged()
+	}
+	return err
+}
+
+// splitKinds are the reductions SplitReductions splits.
+var splitKinds = map[string]bool{graph.OpReduceSum: true, graph.OpReduceMean: true, graph.OpReduceMax: true, graph.OpReduceMin: true}
+
+// SplitReductions splits the reductions of fn as graph-split-reductions
+// describes and returns how many it split (a half that still qualifies is
+// split again, and counted).
+func SplitReductions(ctx *ir.Context, fn *ir.Operation) (int, error) {
+	var work []*ir.Operation
+	fn.Walk(func(op *ir.Operation) bool {
+		if splitKinds[op.Name()] {
+			work = append(work, op)
+		}
+		return true
+	})
+	b := ir.NewBuilder(ctx)
+	n := 0
+	for len(work) > 0 {
+		op := work[len(work)-1]
+		work = work[:len(work)-1]
+		p, ok := planSplit(op)
+		if !ok {
+			continue
+		}
+		second, err := p.rewrite(b, op)
+		if err != nil {
+			return n, err
+		}
+		n++
+		work = append(work, second)
+	}
+	return n, nil
+}
+
+// split is the plan of one split: the input viewed as shape (nil: as it
+// is), the first half folding axes first of it, the second folding
+// axes second of the first's result.
+type split struct {
+	shape         []int64
+	first, second []int64
+}
+
+// planSplit returns the split of reduction op, or false when it keeps
+// enough elements, folds too few, has symbolic sizes or folds axes that
+// are not the input's last ones.
+func planSplit(op *ir.Operation) (split, bool) {
+	in, ok1 := op.Operand(0).Type().(*ir.TensorType)
+	out, ok2 := op.Result(0).Type().(*ir.TensorType)
+	if !ok1 || !ok2 || !in.Ranked() || !out.Ranked() || ir.NumElements(in.Shape()) < 0 {
+		return split{}, false
+	}
+	shape := in.Shape()
+	axes := reducedAxes(op)
+	r := len(shape)
+	k := r - len(axes)
+	for i, a := range axes {
+		if a != int64(k+i) {
+			return split{}, false // not a trailing run
+		}
+	}
+	kept, folded := ir.NumElements(shape[:k]), ir.NumElements(shape[k:])
+	if len(axes) == 0 || kept >= SplitRows || folded < SplitMinElements {
+		return split{}, false
+	}
+	// An axis boundary j: the first half folds shape[j:], keeping
+	// shape[:j]; the smallest j with enough rows folds the longest rows.
+	for j := k + 1; j < r; j++ {
+		if ir.NumElements(shape[:j]) >= SplitRows {
+			return split{first: span(j, r), second: span(k, j)}, true
+		}
+	}
+	// Otherwise the folded elements as [p, q]: p the fewest rows that
+	// make SplitRows with the kept elements, q a row.
+	// The search stops at splitMaxRowFactor times the rows needed: a
+	// count with no divisor near it is not split.
+	need := (SplitRows + kept - 1) / kept
+	for p := need; p <= need*splitMaxRowFactor && p*splitMinRowElements <= folded; p++ {
+		if folded%p == 0 {
+			view := append(append([]int64(nil), shape[:k]...), p, folded/p)
+			return split{shape: view, first: []int64{int64(k + 1)}, second: []int64{int64(k)}}, true
+		}
+	}
+	return split{}, false
+}
+
+// span returns the axes lo, …, hi-1.
+func span(lo, hi int) []int64 {
+	out := make([]int64, 0, hi-lo)
+	for a := lo; a < hi; a++ {
+		out = append(out, int64(a))
+	}
+	return out
+}
+
+// rewrite replaces op by the two reductions of p (and the casts and
+// reshapes around them) and returns the second reduction.
+func (p split) rewrite(b *ir.Builder, op *ir.Operation) (*ir.Operation, error) {
+	loc := op.Loc()
+	b.SetInsertionPointBefore(op)
+	x := op.Operand(0)
+	elem := x.Type().(*ir.TensorType).ElementType()
+	wide := op.Name() != graph.OpReduceMax && op.Name() != graph.OpReduceMin && (elem == ir.BF16 || elem == ir.F16)
+	if wide {
+		x = graph.Cast(b, loc, x, ir.F32)
+	}
+	if p.shape != nil {
+		x = graph.Reshape(b, loc, x, p.shape)
+	}
+	name := op.Name()
+	x = graph.Reduce(b, name, loc, x, p.first, false)
+	y := graph.Reduce(b, name, loc, x, p.second, false)
+	second := y.DefiningOp()
+	if wide {
+		y = graph.Cast(b, loc, y, elem)
+	}
+	want := op.Result(0).Type().(*ir.TensorType)
+	if !slices.Equal(y.Type().(*ir.TensorType).Shape(), want.Shape()) {
+		y = graph.Reshape(b, loc, y, want.Shape()) // keepdims: the folded axes as 1s
+	}
+	if y.Type() != op.Result(0).Type() {
+		return nil, ir.Errorf(loc, "graph-split-reductions: the split %s is %s, not %s", name, y.Type(), op.Result(0).Type())
+	}
+	op.Result(0).ReplaceAllUsesWith(y)
+	op.Erase()
+	return second, nil
+}

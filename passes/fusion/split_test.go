@@ -1,0 +1,210 @@
+package fusion_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// fataler is what the helpers need of *testing.T and *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// splitRun parses src, runs graph-split-reductions on it and returns the
+// module before and after.
+func splitRun(t fataler, src string) (before, after *ir.Operation) {
+	t.Helper()
+	parse := func() *ir.Operation {
+		m, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "t.mlir"})
+		if err != nil {
+			t.Fatalf("parse: %v\n%s", err, src)
+		}
+		return m
+	}
+	before, after = parse(), parse()
+	pm, err := passes.Parse("builtin.module(func.func(graph-split-reductions))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(dialects.NewContext(), after); err != nil {
+		t.Fatalf("graph-split-reductions: %v\n%s", err, src)
+	}
+	if err := ir.Verify(after); err != nil {
+		t.Fatalf("verify: %v\n%s", err, ir.Sprint(after, ir.PrintOptions{}))
+	}
+	return before, after
+}
+
+// reductions lists the reductions of m as "name axes → result type".
+func reductions(m *ir.Operation) []string {
+	var out []string
+	m.Walk(func(op *ir.Operation) bool {
+		if strings.HasPrefix(op.Name(), "graph.reduce_") {
+			out = append(out, fmt.Sprintf("%s %v -> %s", strings.TrimPrefix(op.Name(), "graph."), op.Attr("axes"), op.Result(0).Type()))
+		}
+		return true
+	})
+	return out
+}
+
+// TestSplitReductionsPlans checks where graph-split-reductions splits: at
+// the input's own axis boundary when one keeps SplitRows rows (the loss
+// of a language model: every token's row of classes first), on a [P, Q]
+// view of the folded elements otherwise, and not at all when the
+// reduction keeps enough elements, folds few, or folds leading axes.
+func TestSplitReductionsPlans(t *testing.T) {
+	for _, c := range []struct {
+		name, in, attrs, out string
+		want                 []string
+	}{
+		{"loss", "tensor<8192x50304xf32>", "", "tensor<f32>", []string{
+			"reduce_sum [1] -> tensor<8192xf32>", "reduce_sum [0] -> tensor<f32>"}},
+		{"tokens", "tensor<8x1024x64xf32>", "", "tensor<f32>", []string{
+			"reduce_sum [2] -> tensor<8x1024xf32>", "reduce_sum [0, 1] -> tensor<f32>"}},
+		{"flat", "tensor<1048576xf32>", "", "tensor<f32>", []string{
+			"reduce_sum [1] -> tensor<1024xf32>", "reduce_sum [0] -> tensor<f32>"}},
+		{"two rows", "tensor<2x65536xf32>", "<{axes = [1], keepdims = true}>", "tensor<2x1xf32>", []string{
+			"reduce_sum [2] -> tensor<2x512xf32>", "reduce_sum [1] -> tensor<2xf32>"}},
+		{"enough rows", "tensor<1024x4096xf32>", "<{axes = [1]}>", "tensor<1024xf32>", []string{
+			"reduce_sum [1] -> tensor<1024xf32>"}},
+		{"small", "tensor<64x64xf32>", "", "tensor<f32>", []string{
+			"reduce_sum <nil> -> tensor<f32>"}},
+		{"columns", "tensor<65536x4xf32>", "<{axes = [0]}>", "tensor<4xf32>", []string{
+			"reduce_sum [0] -> tensor<4xf32>"}},
+		{"prime", "tensor<65537xf32>", "", "tensor<f32>", []string{
+			"reduce_sum <nil> -> tensor<f32>"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := fmt.Sprintf(`func.func @f(%%x: %s) -> %s {
+  %%0 = "graph.reduce_sum"(%%x) %s : (%s) -> %s
+  return %%0 : %s
+}`, c.in, c.out, c.attrs, c.in, c.out, c.out)
+			_, after := splitRun(t, src)
+			got := reductions(after)
+			if strings.Join(got, "; ") != strings.Join(c.want, "; ") {
+				t.Errorf("reductions after the pass:\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(c.want, "\n  "))
+			}
+		})
+	}
+}
+
+// TestSplitReductionsSemantics checks on random reductions that qualify
+// (sum, mean, max, min over a trailing run of axes, f32 and bf16, with
+// and without keepdims) that the split computes what the reduction does:
+// max and min exactly; sums and means within the rounding of two
+// summation orders, 2·n·u·Σ|x| (u the unit roundoff of f32), plus half
+// an ulp of the result's type for bf16, which both round once.
+func TestSplitReductionsSemantics(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		// Kept dims first (fewer than SplitRows elements), then the folded
+		// ones (SplitMinElements to 2^20 elements).
+		keptDims := rapid.SampledFrom([][]int64{{}, {1}, {2}, {3}, {8}, {48}, {2, 3}}).Draw(rt, "kept")
+		foldDims := rapid.SampledFrom([][]int64{{65536}, {262144}, {65537}, {256, 256}, {48, 2048}, {3, 65536}, {1024, 64}, {8, 3, 4096}}).Draw(rt, "folded")
+		shape := append(append([]int64(nil), keptDims...), foldDims...)
+		rank, folded := len(shape), len(foldDims)
+		n, kept := int64(1), int64(1)
+		for _, d := range shape {
+			n *= d
+		}
+		for _, d := range keptDims {
+			kept *= d
+		}
+		kind := rapid.SampledFrom([]string{"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}).Draw(rt, "kind")
+		elem := rapid.SampledFrom([]string{"f32", "bf16"}).Draw(rt, "elem")
+		keep := rapid.Bool().Draw(rt, "keepdims")
+		var axes, outDims []string
+		for i, d := range shape {
+			switch {
+			case i >= rank-folded:
+				axes = append(axes, fmt.Sprint(i))
+				if keep {
+					outDims = append(outDims, "1")
+				}
+			default:
+				outDims = append(outDims, fmt.Sprint(d))
+			}
+		}
+		tensor := func(dims []string) string {
+			if len(dims) == 0 {
+				return "tensor<" + elem + ">"
+			}
+			return "tensor<" + strings.Join(dims, "x") + "x" + elem + ">"
+		}
+		inDims := make([]string, rank)
+		for i, d := range shape {
+			inDims[i] = fmt.Sprint(d)
+		}
+		in, out := tensor(inDims), tensor(outDims)
+		src := fmt.Sprintf(`func.func @f(%%x: %s) -> %s {
+  %%0 = "graph.%s"(%%x) <{axes = [%s], keepdims = %v}> : (%s) -> %s
+  return %%0 : %s
+}`, in, out, kind, strings.Join(axes, ", "), keep, in, out, out)
+		before, after := splitRun(rt, src)
+		// 65537 (a prime) has no [P, Q] view: the reduction stays whole.
+		wantSplit := n/kept != 65537
+		if got := len(reductions(after)); (got >= 2) != wantSplit {
+			rt.Fatalf("%d reductions after the pass (split wanted: %v):\n%s", got, wantSplit, ir.Sprint(after, ir.PrintOptions{}))
+		}
+		seed := rapid.Int64().Draw(rt, "seed")
+		want, x := runF(rt, before, seed)
+		got, _ := runF(rt, after, seed)
+		if !equalInts(got.Shape(), want.Shape()) || got.ElemType() != want.ElemType() {
+			rt.Fatalf("result %s, want %s", got, want)
+		}
+		per := n / kept
+		xs := x.Float64s()
+		gs, ws := got.Float64s(), want.Float64s()
+		for i := range ws {
+			tol := 0.0
+			if kind == "reduce_sum" || kind == "reduce_mean" {
+				var abs float64
+				for _, v := range xs[int64(i)*per : int64(i+1)*per] {
+					abs += math.Abs(v)
+				}
+				tol = 2 * float64(per) * 0x1p-24 * abs
+				if kind == "reduce_mean" {
+					tol /= float64(per)
+				}
+				if elem == "bf16" {
+					tol += math.Abs(ws[i]) * 0x1p-8
+				}
+			}
+			if math.Abs(gs[i]-ws[i]) > tol {
+				rt.Fatalf("element %d: split %v, unsplit %v (tolerance %g)\n%s", i, gs[i], ws[i], tol, ir.Sprint(after, ir.PrintOptions{}))
+			}
+		}
+	})
+}
+
+// runF runs @f of m in the interpreter on the random input of seed and
+// returns its result and the input.
+func runF(t fataler, m *ir.Operation, seed int64) (*interp.Tensor, *interp.Tensor) {
+	t.Helper()
+	in := interp.New(m)
+	ft, err := interp.FuncType(in.Func("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := interp.RandomInputs(ft, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := in.Call("f", args...)
+	if err != nil {
+		t.Fatalf("interpreter: %v", err)
+	}
+	return res[0].(*interp.Tensor), args[0].(*interp.Tensor)
+}
+
+func equalInts(a, b []int64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
