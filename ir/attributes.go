@@ -158,6 +158,19 @@ func Str(s string) StringAttr { return StringAttr{Value: s} }
 func QuoteString(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
+	writeQuoted(&b, s)
+	return b.String()
+}
+
+// textWriter is what the IR's text is written into: a strings.Builder, or
+// the printer's bytes.Buffer.
+type textWriter interface {
+	WriteString(s string) (int, error)
+	WriteByte(c byte) error
+}
+
+// writeQuoted writes QuoteString(s) to b.
+func writeQuoted(b textWriter, s string) {
 	b.WriteByte('"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -173,7 +186,6 @@ func QuoteString(s string) string {
 		}
 	}
 	b.WriteByte('"')
-	return b.String()
 }
 
 // TypeAttr wraps a type as an attribute.
@@ -239,7 +251,7 @@ func (d DictAttr) String() string {
 	return b.String()
 }
 
-func (d DictAttr) writeEntries(b *strings.Builder) {
+func (d DictAttr) writeEntries(b textWriter) {
 	for i, na := range d {
 		if i > 0 {
 			b.WriteString(", ")

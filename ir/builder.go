@@ -45,5 +45,5 @@ func (b *Builder) Create(st OperationState) *Operation {
 
 // Op is a shorthand for Create with operands, result types and properties.
 func (b *Builder) Op(name string, loc Location, operands []*Value, results []Type, props ...NamedAttr) *Operation {
-	return b.Insert(newOperation(b.Ctx, name, loc, operands, results, Dict(props...), nil, nil, nil))
+	return b.Insert(newOperation(b.Ctx, name, loc, operands, results, dictRef(Dict(props...)), nil, nil, nil))
 }

@@ -178,7 +178,7 @@ type greedyDriver struct {
 // (or pre-order when TopDown).
 func (d *greedyDriver) fillWorklist() {
 	var ops []*Operation
-	for _, r := range d.root.regions {
+	for _, r := range d.root.Regions() {
 		for b := r.first; b != nil; b = b.next {
 			for o := b.first; o != nil; o = o.next {
 				if d.cfg.TopDown {
@@ -461,7 +461,7 @@ func (d *greedyDriver) insertKnownConstant(op *Operation) bool {
 		return true
 	}
 	// Only a constant that reads nothing and holds nothing may move up.
-	if len(op.operands) > 0 || len(op.regions) > 0 || !op.HasTrait(Pure) {
+	if len(op.operands) > 0 || len(op.Regions()) > 0 || !op.HasTrait(Pure) {
 		return false
 	}
 	d.constants[key] = op
@@ -501,7 +501,7 @@ func (d *greedyDriver) forgetConstant(op *Operation) {
 func (d *greedyDriver) simplifyRegions() bool {
 	erased := false
 	d.root.Walk(func(o *Operation) bool {
-		for _, r := range o.regions {
+		for _, r := range o.Regions() {
 			if r.first == nil || r.first == r.last {
 				continue
 			}

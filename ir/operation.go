@@ -128,19 +128,57 @@ func (o *OpOperand) unlink() {
 }
 
 // Operation is the unit of the IR.
+//
+// A large module holds millions of ops, so the struct keeps what most ops
+// lack out of line: regions and successors live in nested (nil for an op
+// with neither), and each attribute dictionary is a pointer (nil when
+// empty) that the parser shares among the ops whose dictionaries have the
+// same text.
 type Operation struct {
-	name       string
-	def        *OpDef // nil when unregistered
-	operands   []*OpOperand
-	results    []*Value
-	props      DictAttr
-	attrs      DictAttr
-	regions    []*Region
-	successors []*Block
-	loc        Location
+	name         string
+	def          *OpDef // nil when unregistered
+	operands     []*OpOperand
+	results      []*Value
+	props, attrs *DictAttr
+	loc          Location
+	nested       *opNested
 
 	block      *Block
 	prev, next *Operation
+}
+
+// opNested holds an op's regions and successors.
+type opNested struct {
+	regions    []*Region
+	successors []*Block
+}
+
+// dictRef returns a pointer to d for an op to keep, nil for an empty d.
+func dictRef(d DictAttr) *DictAttr {
+	if len(d) == 0 {
+		return nil
+	}
+	r := new(DictAttr) // not &d, which would move d to the heap on every call
+	*r = d
+	return r
+}
+
+// deref returns the dictionary r points to, nil for nil.
+func (r *DictAttr) deref() DictAttr {
+	if r == nil {
+		return nil
+	}
+	return *r
+}
+
+// setNested sets the op's regions and successors, dropping the out-of-line
+// part when both are empty.
+func (op *Operation) setNested(regions []*Region, successors []*Block) {
+	if len(regions) == 0 && len(successors) == 0 {
+		op.nested = nil
+		return
+	}
+	op.nested = &opNested{regions: regions, successors: successors}
 }
 
 // OperationState collects what an op is made of, before it is created.
@@ -158,17 +196,16 @@ type OperationState struct {
 // NewOperation creates a detached op from st, looking its definition up in ctx
 // (ctx may be nil for an unregistered op). The regions in st are moved into it.
 func NewOperation(ctx *Context, st OperationState) *Operation {
-	return newOperation(ctx, st.Name, st.Loc, st.Operands, st.ResultTypes, st.Properties, st.Attributes, st.Regions, st.Successors)
+	return newOperation(ctx, st.Name, st.Loc, st.Operands, st.ResultTypes, dictRef(st.Properties), dictRef(st.Attributes), st.Regions, st.Successors)
 }
 
 // newOperation is NewOperation with the state spread out: escape analysis
 // then sees that only the elements of operands and types are kept, so the
 // slices callers build for them can stay on their stacks.
-func newOperation(ctx *Context, name string, loc Location, operands []*Value, types []Type, props, attrs DictAttr, regions []*Region, successors []*Block) *Operation {
+func newOperation(ctx *Context, name string, loc Location, operands []*Value, types []Type, props, attrs *DictAttr, regions []*Region, successors []*Block) *Operation {
 	op := allocOp(len(types), len(operands))
 	op.name = name
 	op.props, op.attrs = props, attrs
-	op.successors = slices.Clone(successors)
 	op.loc = loc
 	if op.loc == nil {
 		op.loc = UnknownLoc{}
@@ -185,13 +222,15 @@ func newOperation(ctx *Context, name string, loc Location, operands []*Value, ty
 		op.operands[i].value = v
 		op.operands[i].link()
 	}
+	var rs []*Region
 	for _, r := range regions {
 		if r == nil {
 			r = &Region{}
 		}
 		r.parent = op
-		op.regions = append(op.regions, r)
+		rs = append(rs, r)
 	}
+	op.setNested(rs, slices.Clone(successors))
 	return op
 }
 
@@ -351,45 +390,59 @@ func (op *Operation) OperandTypes() []Type {
 }
 
 // Properties returns the inherent attributes, printed in <{...}>.
-func (op *Operation) Properties() DictAttr { return op.props }
+func (op *Operation) Properties() DictAttr { return op.props.deref() }
 
 // Attributes returns the discardable attributes, printed in {...}.
-func (op *Operation) Attributes() DictAttr { return op.attrs }
+func (op *Operation) Attributes() DictAttr { return op.attrs.deref() }
 
 // Attr returns the property or, failing that, the discardable attribute named name.
 func (op *Operation) Attr(name string) Attribute {
-	if a := op.props.Get(name); a != nil {
+	if a := op.props.deref().Get(name); a != nil {
 		return a
 	}
-	return op.attrs.Get(name)
+	return op.attrs.deref().Get(name)
 }
 
 // SetProperty sets (or with nil removes) an inherent attribute.
-func (op *Operation) SetProperty(name string, v Attribute) { op.props = op.props.With(name, v) }
+func (op *Operation) SetProperty(name string, v Attribute) {
+	op.props = dictRef(op.props.deref().With(name, v))
+}
 
 // SetAttr sets (or with nil removes) a discardable attribute.
-func (op *Operation) SetAttr(name string, v Attribute) { op.attrs = op.attrs.With(name, v) }
+func (op *Operation) SetAttr(name string, v Attribute) {
+	op.attrs = dictRef(op.attrs.deref().With(name, v))
+}
 
 // SetAttributes replaces the discardable attributes.
-func (op *Operation) SetAttributes(d DictAttr) { op.attrs = d }
+func (op *Operation) SetAttributes(d DictAttr) { op.attrs = dictRef(d) }
 
 // SetProperties replaces the inherent attributes.
-func (op *Operation) SetProperties(d DictAttr) { op.props = d }
+func (op *Operation) SetProperties(d DictAttr) { op.props = dictRef(d) }
 
 // Regions returns the op's regions.
-func (op *Operation) Regions() []*Region { return op.regions }
+func (op *Operation) Regions() []*Region {
+	if op.nested == nil {
+		return nil
+	}
+	return op.nested.regions
+}
 
 // Region returns region i.
-func (op *Operation) Region(i int) *Region { return op.regions[i] }
+func (op *Operation) Region(i int) *Region { return op.Regions()[i] }
 
 // NumRegions returns the number of regions.
-func (op *Operation) NumRegions() int { return len(op.regions) }
+func (op *Operation) NumRegions() int { return len(op.Regions()) }
 
 // Successors returns the successor blocks of a terminator.
-func (op *Operation) Successors() []*Block { return op.successors }
+func (op *Operation) Successors() []*Block {
+	if op.nested == nil {
+		return nil
+	}
+	return op.nested.successors
+}
 
 // SetSuccessor replaces successor i.
-func (op *Operation) SetSuccessor(i int, b *Block) { op.successors[i] = b }
+func (op *Operation) SetSuccessor(i int, b *Block) { op.Successors()[i] = b }
 
 // Block returns the block containing op, or nil when detached.
 func (op *Operation) Block() *Block { return op.block }
@@ -455,7 +508,7 @@ func (op *Operation) dropAllReferences() {
 		o.unlink()
 		o.value = nil
 	}
-	for _, r := range op.regions {
+	for _, r := range op.Regions() {
 		for _, b := range r.Blocks() {
 			for _, nested := range b.Ops() {
 				nested.dropAllReferences()
@@ -492,7 +545,7 @@ func (op *Operation) Walk(f func(*Operation) bool) {
 	if !f(op) {
 		return
 	}
-	for _, r := range op.regions {
+	for _, r := range op.Regions() {
 		for b := r.first; b != nil; b = b.next {
 			for o := b.first; o != nil; {
 				next := o.next
@@ -506,7 +559,7 @@ func (op *Operation) Walk(f func(*Operation) bool) {
 // WalkPost visits every op nested in op and then op itself (post-order). It
 // tolerates f erasing the op it is given.
 func (op *Operation) WalkPost(f func(*Operation)) {
-	for _, r := range op.regions {
+	for _, r := range op.Regions() {
 		for b := r.first; b != nil; b = b.next {
 			for o := b.first; o != nil; {
 				next := o.next
@@ -547,18 +600,19 @@ func (op *Operation) clone(m map[*Value]*Value, blocks map[*Block]*Block) *Opera
 		c.results[i].typ = r.typ
 		m[r] = c.results[i]
 	}
-	for _, r := range op.regions {
+	var regions []*Region
+	for _, r := range op.Regions() {
 		nr := &Region{parent: c}
-		c.regions = append(c.regions, nr)
+		regions = append(regions, nr)
 		r.cloneInto(nr, m, blocks)
 	}
-	c.successors = make([]*Block, len(op.successors))
-	for i, s := range op.successors {
-		c.successors[i] = s
+	successors := slices.Clone(op.Successors())
+	for i, s := range successors {
 		if n, ok := blocks[s]; ok {
-			c.successors[i] = n
+			successors[i] = n
 		}
 	}
+	c.setNested(regions, successors)
 	return c
 }
 
@@ -705,7 +759,7 @@ func (b *Block) Predecessors() []*Block {
 		if p.last == nil {
 			continue
 		}
-		for _, s := range p.last.successors {
+		for _, s := range p.last.Successors() {
 			if s == b {
 				preds = append(preds, p)
 			}
@@ -830,9 +884,9 @@ func (r *Region) cloneInto(dst *Region, m map[*Value]*Value, blocks map[*Block]*
 	for _, b := range src {
 		for o := blocks[b].first; o != nil; o = o.next {
 			o.Walk(func(n *Operation) bool {
-				for i, s := range n.successors {
+				for i, s := range n.Successors() {
 					if nb, ok := blocks[s]; ok {
-						n.successors[i] = nb
+						n.SetSuccessor(i, nb)
 					}
 				}
 				for _, opd := range n.operands {

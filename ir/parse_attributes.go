@@ -27,7 +27,8 @@ func (p *Parser) ParseAttribute(typ Type) (Attribute, error) {
 // their source text, as top-level types are (see parseType): ops repeat the
 // same few property and attribute dictionaries, and equal ones then share
 // one DictAttr (attributes are immutable values), which saves both the
-// parsing and the memory of a copy per op. A dictionary that uses aliases
+// parsing and the memory of a copy per op; ops share the pointer to it too
+// (Parser.newOperation). A dictionary that uses aliases
 // is not cached, so that every use is charged to the expansion bound.
 func (p *Parser) parseDictBody() DictAttr {
 	start, end := p.tok.pos, -1
@@ -45,8 +46,12 @@ func (p *Parser) parseDictBody() DictAttr {
 	if p.err == nil && end > start && p.prevEnd == end && p.expansion == expansion {
 		if p.dictCache == nil {
 			p.dictCache = map[string]DictAttr{}
+			p.dictRefs = map[*NamedAttr]*DictAttr{}
 		}
 		p.dictCache[p.lex.src[start:end]] = d
+		if len(d) > 0 {
+			p.dictRefs[&d[0]] = dictRef(d)
+		}
 	}
 	return d
 }

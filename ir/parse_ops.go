@@ -280,7 +280,24 @@ func (p *Parser) parseGenericOp() *Operation {
 	if def != nil {
 		moveInherent(def, &st)
 	}
-	return NewOperation(p.ctx, st)
+	return p.newOperation(st)
+}
+
+// newOperation creates the op st describes, sharing the pointer to each
+// dictionary that parseDictBody cached among the ops that use it.
+func (p *Parser) newOperation(st OperationState) *Operation {
+	return newOperation(p.ctx, st.Name, st.Loc, st.Operands, st.ResultTypes, p.dictRef(st.Properties), p.dictRef(st.Attributes), st.Regions, st.Successors)
+}
+
+// dictRef is the package's dictRef, returning the shared pointer for a
+// dictionary of parseDictBody's cache.
+func (p *Parser) dictRef(d DictAttr) *DictAttr {
+	if len(d) > 0 {
+		if r := p.dictRefs[&d[0]]; r != nil && len(*r) == len(d) {
+			return r
+		}
+	}
+	return dictRef(d)
 }
 
 // moveInherent moves inherent attributes given as discardable ones into the
@@ -337,7 +354,7 @@ func (p *Parser) parseCustomOp(numResults int) *Operation {
 	if p.err != nil {
 		return nil
 	}
-	return NewOperation(p.ctx, st)
+	return p.newOperation(st)
 }
 
 // NumResults returns how many results the op being parsed must define.

@@ -17,7 +17,19 @@ type ParseOptions struct {
 	Filename string
 	// LineOffset is added to every line number (for --split-input-file chunks).
 	LineOffset int
+	// Progress, if set, is called as the parser moves through the source,
+	// every ProgressStep bytes or so, with an offset that it has left
+	// behind: the IR keeps nothing of the text before it (see keep) and
+	// the parser seldom reads it again. A caller holding a large source in
+	// pages it can drop and read back (irc maps its input file) releases
+	// them there. The text must stay readable: diagnostics, for one, look
+	// back at it.
+	Progress func(offset int)
 }
+
+// ProgressStep is about how many bytes the parser reads between two calls
+// of ParseOptions.Progress.
+const ProgressStep = 4 << 20
 
 // Parse reads a module in MLIR's textual format (generic or custom syntax).
 // Top-level ops are wrapped in a builtin.module unless the source is exactly
@@ -61,13 +73,15 @@ type Parser struct {
 	blockScopes []*blockScope
 	dialects    []string // default dialects of enclosing custom ops
 
-	typeCache map[string]Type     // top-level type text → type (see parseType)
-	kept      map[string]string   // see keep
-	dictCache map[string]DictAttr // dictionary text → dictionary (see parseDictBody)
-	opNames   map[string]string   // quoted op name → name (see parseGenericOp)
-	inType    bool                // inside parseType, where nothing is cached
-	prevEnd   int                 // end offset of the token before p.tok
-	lastCol   colMark             // the last position posLoc computed
+	typeCache  map[string]Type          // top-level type text → type (see parseType)
+	kept       map[string]string        // see keep
+	dictCache  map[string]DictAttr      // dictionary text → dictionary (see parseDictBody)
+	dictRefs   map[*NamedAttr]*DictAttr // a cached dictionary's first entry → the ops' pointer to it (see newOperation)
+	progressAt int                      // offset at which advance next calls opts.Progress
+	opNames    map[string]string        // quoted op name → name (see parseGenericOp)
+	inType     bool                     // inside parseType, where nothing is cached
+	prevEnd    int                      // end offset of the token before p.tok
+	lastCol    colMark                  // the last position posLoc computed
 
 	// the op being parsed by a custom parser
 	numResults int
@@ -109,7 +123,7 @@ func newParser(ctx *Context, src string, opts ParseOptions) *Parser {
 		locAliases:  map[string]Location{},
 		aliasSize:   map[string]int64{},
 	}
-	p.lines = append(p.lines, 0)
+	p.lines = make([]int, 1, strings.Count(src, "\n")+1)
 	for i := 0; i < len(src); i++ {
 		if src[i] == '\n' {
 			p.lines = append(p.lines, i+1)
@@ -197,6 +211,10 @@ func (p *Parser) advance() {
 	if p.tok.kind == tokError {
 		p.failAt(p.tok.pos, "%s", p.tok.text)
 		p.tok.kind = tokEOF
+	}
+	if p.tok.pos >= p.progressAt && p.opts.Progress != nil {
+		p.opts.Progress(p.tok.pos)
+		p.progressAt = p.tok.pos + ProgressStep
 	}
 }
 

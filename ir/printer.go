@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"bytes"
 	"io"
 	"sort"
 	"strconv"
@@ -20,7 +21,7 @@ type PrintOptions struct {
 // syntax receive it in OpDef.Print and use its exported methods.
 type Printer struct {
 	opts   PrintOptions
-	out    strings.Builder
+	out    bytes.Buffer
 	indent int
 	names  map[*Value]string
 	blocks map[*Block]string
@@ -33,6 +34,11 @@ type Printer struct {
 	namedBlocks []*Block
 	// dialects are the default dialects of the enclosing custom ops.
 	dialects []string
+	// valueNames and argNames are the names "%N" and "%argN" given so far,
+	// by N (see numbered).
+	valueNames, argNames []string
+	// sharedDicts maps the dictionaries of ops to their text (see writeShared).
+	sharedDicts map[*DictAttr]string
 	// w, when set, receives the text as it is printed (see flush); werr is
 	// its first error.
 	w    io.Writer
@@ -50,9 +56,9 @@ func (p *Printer) flush(force bool) {
 		return
 	}
 	if p.werr == nil {
-		_, p.werr = io.WriteString(p.w, p.out.String())
+		_, p.werr = p.w.Write(p.out.Bytes())
 	}
-	p.out.Reset()
+	p.out.Reset() // keeps the buffer: printing a large module makes little garbage
 }
 
 // Print writes op (usually a module) and a final newline to w.
@@ -105,7 +111,7 @@ func (p *Printer) numberScope(op *Operation) { p.numberScopeFrom(op, 0, 0) }
 // at valueID and argID. The scopes of the isolated children of a symbol
 // table are numbered only when they are printed (enterScope).
 func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
-	queue := append([]*Region(nil), op.regions...)
+	queue := append([]*Region(nil), op.Regions()...)
 	var isolated []*Operation
 	if op.NumResults() > 0 && p.names[op.results[0]] == "" {
 		p.nameResults(op, &valueID)
@@ -120,10 +126,10 @@ func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
 			blockID++
 			for _, a := range b.args {
 				if b == r.first {
-					p.names[a] = "%arg" + strconv.Itoa(argID)
+					p.names[a] = p.numbered(&p.argNames, "%arg", argID)
 					argID++
 				} else {
-					p.names[a] = "%" + strconv.Itoa(valueID)
+					p.names[a] = p.numbered(&p.valueNames, "%", valueID)
 					valueID++
 				}
 				p.namedValues = append(p.namedValues, a)
@@ -133,7 +139,7 @@ func (p *Printer) numberScopeFrom(op *Operation, valueID, argID int) {
 				if o.HasTrait(IsolatedFromAbove) && b.ParentOp() != nil && b.ParentOp().HasTrait(SymbolTable) {
 					isolated = append(isolated, o)
 				} else {
-					queue = append(queue, o.regions...)
+					queue = append(queue, o.Regions()...)
 				}
 			}
 		}
@@ -171,7 +177,7 @@ func (p *Printer) nameResults(o *Operation, id *int) {
 	if len(o.results) == 0 {
 		return
 	}
-	base := "%" + strconv.Itoa(*id)
+	base := p.numbered(&p.valueNames, "%", *id)
 	*id++
 	p.namedValues = append(p.namedValues, o.results...)
 	if len(o.results) == 1 {
@@ -181,6 +187,16 @@ func (p *Printer) nameResults(o *Operation, id *int) {
 	for i, r := range o.results {
 		p.names[r] = base + "#" + strconv.Itoa(i)
 	}
+}
+
+// numbered returns prefix followed by n, from the names in *names (indexed
+// by n), which it extends. The functions of a module number their values
+// from the same start, so the same names come back in each.
+func (p *Printer) numbered(names *[]string, prefix string, n int) string {
+	for len(*names) <= n {
+		*names = append(*names, prefix+strconv.Itoa(len(*names)))
+	}
+	return (*names)[n]
 }
 
 // ValueName returns how v is spelled in the output.
@@ -240,7 +256,7 @@ func (p *Printer) customName(op *Operation) string {
 }
 
 func (p *Printer) printGeneric(op *Operation) {
-	p.out.WriteString(QuoteString(op.name))
+	writeQuoted(&p.out, op.name)
 	p.out.WriteByte('(')
 	for i, o := range op.operands {
 		if i > 0 {
@@ -249,9 +265,9 @@ func (p *Printer) printGeneric(op *Operation) {
 		p.out.WriteString(p.ValueName(o.value))
 	}
 	p.out.WriteByte(')')
-	if len(op.successors) > 0 {
+	if len(op.Successors()) > 0 {
 		p.out.WriteByte('[')
-		for i, s := range op.successors {
+		for i, s := range op.Successors() {
 			if i > 0 {
 				p.out.WriteString(", ")
 			}
@@ -259,16 +275,16 @@ func (p *Printer) printGeneric(op *Operation) {
 		}
 		p.out.WriteByte(']')
 	}
-	if len(op.props) > 0 {
+	if op.props != nil {
 		p.out.WriteString(" <{")
-		op.props.writeEntries(&p.out)
+		p.writeShared(op.props)
 		p.out.WriteString("}>")
 	}
-	if len(op.regions) > 0 {
+	if len(op.Regions()) > 0 {
 		saved := p.dialects
 		p.dialects = append(p.dialects, "")
 		p.out.WriteString(" (")
-		for i, r := range op.regions {
+		for i, r := range op.Regions() {
 			if i > 0 {
 				p.out.WriteString(", ")
 			}
@@ -277,7 +293,13 @@ func (p *Printer) printGeneric(op *Operation) {
 		p.out.WriteByte(')')
 		p.dialects = saved
 	}
-	p.PrintAttrDict(op.attrs)
+	if op.attrs != nil && op.attrs.Get(resourcesAttr) == nil {
+		p.out.WriteString(" {")
+		p.writeShared(op.attrs)
+		p.out.WriteByte('}')
+	} else {
+		p.PrintAttrDict(op.Attributes())
+	}
 	p.out.WriteString(" : (")
 	// Written directly rather than through FunctionOf, which would intern a
 	// type per op: printing is dominated by this signature.
@@ -290,6 +312,34 @@ func (p *Printer) printGeneric(op *Operation) {
 	p.out.WriteString(") -> ")
 	p.writeResultTypes(op.results)
 }
+
+// writeShared writes the entries of an op's dictionary. The parser gives
+// ops with equal dictionaries one pointer (Parser.newOperation), so the
+// text of a pointer met before is kept and written again rather than
+// formatted anew, which is most of the work of printing such an op. A
+// pointer's text is kept the second time it is met; ops built one by one
+// have a dictionary each, and the cache is cleared when it reaches
+// maxSharedDicts.
+func (p *Printer) writeShared(d *DictAttr) {
+	text, seen := p.sharedDicts[d]
+	if text != "" {
+		p.out.WriteString(text)
+		return
+	}
+	start := p.out.Len()
+	d.writeEntries(&p.out)
+	if seen {
+		p.sharedDicts[d] = string(p.out.Bytes()[start:])
+		return
+	}
+	if p.sharedDicts == nil || len(p.sharedDicts) >= maxSharedDicts {
+		p.sharedDicts = map[*DictAttr]string{}
+	}
+	p.sharedDicts[d] = ""
+}
+
+// maxSharedDicts bounds the dictionaries writeShared remembers.
+const maxSharedDicts = 1024
 
 // writeResultTypes writes op results as a function type's results.
 func (p *Printer) writeResultTypes(rs []*Value) {
@@ -328,7 +378,7 @@ func (p *Printer) printRegion(r *Region, printEntryArgs, printTerminators, print
 		if b.last == nil {
 			continue
 		}
-		for _, s := range b.last.successors {
+		for _, s := range b.last.Successors() {
 			if preds == nil {
 				preds = map[*Block][]*Block{}
 			}

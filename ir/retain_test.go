@@ -58,3 +58,66 @@ func testRetain(t *testing.T, line string) {
 	}
 	runtime.KeepAlive(m)
 }
+
+// maxLiveBytesPerOp bounds the memory a parsed op of the benchmark module
+// keeps: the op with its results and operand slots, its location, its
+// share of the dictionaries and types. It was about 380 bytes before ops
+// kept their rare parts out of line and shared their dictionaries.
+const maxLiveBytesPerOp = 320
+
+// TestParsedIRSize: the IR of the benchmark module stays within
+// maxLiveBytesPerOp bytes an op once parsed (the text dropped), so that a
+// 1M-op file is not held in several times its size (docs/performance.md).
+func TestParsedIRSize(t *testing.T) {
+	const n = 20_000
+	src := benchSource(n)
+	live := liveHeap()
+	m, err := ir.Parse(newUnregisteredContext(), strings.Clone(src), ir.ParseOptions{Filename: "size.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perOp := float64(liveHeap()-live) / n
+	runtime.KeepAlive(m)
+	t.Logf("%.0f live bytes per op", perOp)
+	if perOp > maxLiveBytesPerOp {
+		t.Errorf("the parsed IR keeps %.0f bytes per op, more than %d", perOp, maxLiveBytesPerOp)
+	}
+}
+
+// liveHeap returns the bytes of the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestParseProgress: ParseOptions.Progress hears of the parser's way through
+// the source about every ProgressStep bytes, in increasing offsets within
+// the text, and does not change what is parsed.
+func TestParseProgress(t *testing.T) {
+	src := benchSource(100_000)
+	var offsets []int
+	m, err := ir.Parse(newUnregisteredContext(), src, ir.ParseOptions{
+		Filename: "progress.mlir",
+		Progress: func(offset int) { offsets = append(offsets, offset) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(src) / ir.ProgressStep; len(offsets) < want || len(offsets) > want+1 {
+		t.Errorf("Progress called %d times for %d bytes, want %d or %d", len(offsets), len(src), want, want+1)
+	}
+	for i, off := range offsets {
+		if off < 0 || off > len(src) || i > 0 && off < offsets[i-1]+ir.ProgressStep {
+			t.Fatalf("offsets %v: not every ProgressStep within the %d bytes", offsets, len(src))
+		}
+	}
+	plain, err := ir.Parse(newUnregisteredContext(), src, ir.ParseOptions{Filename: "progress.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ir.Sprint(m, ir.PrintOptions{}), ir.Sprint(plain, ir.PrintOptions{}); got != want {
+		t.Error("parsing with Progress gives another module")
+	}
+}

@@ -76,7 +76,7 @@ func (t *SymTable) Insert(sym *Operation) string {
 		}
 		// Keep the name where the op had it: a discardable attribute on
 		// ops that do not declare it inherent, else a property.
-		if sym.attrs.Get(SymNameAttr) != nil {
+		if sym.Attributes().Get(SymNameAttr) != nil {
 			sym.SetAttr(SymNameAttr, Str(name))
 		} else {
 			sym.SetProperty(SymNameAttr, Str(name))
@@ -168,7 +168,7 @@ type SymbolUse struct {
 func SymbolUses(op *Operation) []SymbolUse {
 	var uses []SymbolUse
 	op.Walk(func(o *Operation) bool {
-		for _, d := range []DictAttr{o.props, o.attrs} {
+		for _, d := range []DictAttr{o.Properties(), o.Attributes()} {
 			for _, na := range d {
 				collectSymbolRefs(na.Value, func(r SymbolRefAttr) {
 					uses = append(uses, SymbolUse{User: o, Ref: r})

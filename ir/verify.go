@@ -48,7 +48,7 @@ func (v *verifier) verifyOp(op *Operation) {
 			hasNull = true
 		}
 	}
-	for i, s := range op.successors {
+	for i, s := range op.Successors() {
 		switch {
 		case s == nil:
 			v.opError(op, "null successor found (successor #%d)", i)
@@ -67,7 +67,7 @@ func (v *verifier) verifyOp(op *Operation) {
 		v.diags = append(v.diags, d)
 	}
 
-	for i, r := range op.regions {
+	for i, r := range op.Regions() {
 		v.verifyRegion(op, i, r)
 	}
 }
@@ -91,7 +91,7 @@ func (v *verifier) verifyTraits(op *Operation, hasNull bool) {
 		v.opError(op, "requires attribute 'value'")
 	}
 	if op.HasTrait(SingleBlock) {
-		for i, r := range op.regions {
+		for i, r := range op.Regions() {
 			if r.first != r.last {
 				v.opError(op, "expects region #%d to have 0 or 1 blocks", i)
 			}
@@ -133,12 +133,12 @@ func (v *verifier) addOpDefError(op *Operation, err error) {
 // verifySymbolTable checks that a symbol table op has one region of at most
 // one block, and that the symbols directly inside it have unique names.
 func (v *verifier) verifySymbolTable(op *Operation) {
-	if len(op.regions) != 1 {
+	if len(op.Regions()) != 1 {
 		v.opError(op, "operations with a 'SymbolTable' must have exactly one region")
 		return
 	}
 	seen := map[string]*Operation{}
-	for b := op.regions[0].first; b != nil; b = b.next {
+	for b := op.Regions()[0].first; b != nil; b = b.next {
 		for o := b.first; o != nil; o = o.next {
 			name, ok := o.Attr(SymNameAttr).(StringAttr)
 			if !ok {
@@ -487,5 +487,5 @@ func blockSuccessors(b *Block) []*Block {
 	if b.last == nil {
 		return nil
 	}
-	return b.last.successors
+	return b.last.Successors()
 }

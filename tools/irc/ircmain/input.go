@@ -46,27 +46,66 @@ func readBounded(r io.Reader, size int64) (string, error) {
 	if n > limit {
 		return "", fmt.Errorf("is larger than the %s irc reads from a stream", sizeString(limit))
 	}
-	if err := interp.CheckMemory(uint64(n) * parseBytesPerInputByte); err != nil {
-		return "", fmt.Errorf("is %s: parsing it %w", sizeString(n), err)
+	if err := checkParseMemory(n); err != nil {
+		return "", err
 	}
 	return b.String(), nil
 }
 
 // readInputFile reads the named file (see readBounded).
 func readInputFile(path string) (string, error) {
+	text, _, err := openInputFile(path, false)
+	return text, err
+}
+
+// mapFrom is the size from which openInputFile maps a file rather than
+// reading it (a variable for tests): the same size from which irc sets a
+// memory limit, where the text's share of the memory starts to matter.
+var mapFrom int64 = memoryLimitFrom
+
+// openInputFile returns the named file's text, read as readBounded does
+// or, with mapLarge, for a regular file of mapFrom bytes or more where the
+// system allows, mapped (m non-nil; see mappedText). Bounds are checked
+// either way.
+func openInputFile(path string, mapLarge bool) (text string, m *mappedText, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", pathless(err)
+		return "", nil, pathless(err)
 	}
 	defer f.Close()
 	size := int64(-1)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
 	} else if err == nil && st.IsDir() {
-		return "", fmt.Errorf("is a directory")
+		return "", nil, fmt.Errorf("is a directory")
 	}
-	text, err := readBounded(f, size)
-	return text, pathless(err)
+	if mapLarge && size >= mapFrom && size <= maxInputBytes {
+		if err := checkParseMemory(size); err != nil {
+			return "", nil, err
+		}
+		if m, err := mapText(f, size); err == nil {
+			return m.text(), m, nil
+		}
+		// Mapping failed (not supported, say): read the file instead.
+	}
+	text, err = readBounded(f, size)
+	return text, nil, pathless(err)
+}
+
+// faulted reports whether r, a recovered panic, is a fault on m's pages
+// (under debug.SetPanicOnFault): a read past the end of a file that shrank
+// while mapped.
+func (m *mappedText) faulted(r any) bool {
+	fault, ok := r.(interface{ Addr() uintptr })
+	return ok && m.contains(fault.Addr())
+}
+
+// checkParseMemory checks that parsing n bytes of text fits in memory.
+func checkParseMemory(n int64) error {
+	if err := interp.CheckMemory(uint64(n) * parseBytesPerInputByte); err != nil {
+		return fmt.Errorf("is %s: parsing it %w", sizeString(n), err)
+	}
+	return nil
 }
 
 // sizeString formats a byte count: "512 bytes", "1.0 GiB".

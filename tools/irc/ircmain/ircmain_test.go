@@ -234,7 +234,7 @@ func TestSplitInputFile(t *testing.T) {
 
 func TestSplitInput(t *testing.T) {
 	chunks := splitInput("a\n// -----\nb\nc\n  // ----- x\n", true)
-	want := []chunk{{"a\n", 0}, {"b\nc\n", 2}, {"", 5}}
+	want := []chunk{{"a\n", 0, 0}, {"b\nc\n", 11, 2}, {"", 28, 5}}
 	if len(chunks) != len(want) {
 		t.Fatalf("got %d chunks %+v, want %+v", len(chunks), chunks, want)
 	}

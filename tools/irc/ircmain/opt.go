@@ -37,7 +37,7 @@ var emitKinds = map[string]bool{"mlir": true, "llvm": true, "ptx": true}
 
 // opt is the mlir-opt-like default command: read a file, verify it, run
 // the pipeline over it and print the result.
-func (t *tool) opt(args []string) int {
+func (t *tool) opt(args []string) (status int) {
 	var f optFlags
 	fs := newFlagSet(t.name)
 	f.pipelineFlags.register(fs)
@@ -89,11 +89,24 @@ func (t *tool) opt(args []string) int {
 	if err != nil {
 		return t.usageErrorf("%v", err)
 	}
-	name, text, err := t.readInput(input)
+	name, text, mapped, err := t.readOptInput(input)
 	if err != nil {
 		return t.usageErrorf("%v", err)
 	}
-	if limit := memoryLimitFor(len(text)); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	if mapped != nil {
+		// A file that shrinks while mapped faults when its lost pages
+		// are read: a located error, not a crash.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if !mapped.faulted(r) {
+					panic(r)
+				}
+				status = t.errorf("%s: the file changed while it was read", name)
+			}
+		}()
+	}
+	if limit := memoryLimitFor(len(text), mapped != nil); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 	}
 	var pm *passes.PassManager
@@ -129,7 +142,7 @@ func (t *tool) opt(args []string) int {
 		} else {
 			report = func(d *ir.Diagnostic) { src.write(t.stderr, d) }
 		}
-		mod, err := t.process(c, name, &f, pm)
+		mod, err := t.process(c, name, &f, pm, mapped)
 		var usage usageError
 		if errors.As(err, &usage) {
 			return t.usageErrorf("%s: %v", name, usage.err)
@@ -174,33 +187,48 @@ func (t *tool) opt(args []string) int {
 // Large inputs get a soft memory limit (runtime/debug.SetMemoryLimit) in
 // proportion to their size: the collector then runs when the heap nears
 // what the IR needs, instead of letting it grow to twice its live size
-// (GOGC's default). The IR takes about 3 bytes per byte of text (ir's
-// op storage), and the text is live while it is parsed: 4.5 times the
-// input plus 64 MiB leaves room for the parser's garbage. Below 16 MiB the
+// (GOGC's default). The IR takes a little over 2 bytes per byte of text
+// (ir's op storage); a text read into the heap is live while it is parsed,
+// one mapped is not (see mappedText). The limit leaves about 0.8 bytes per
+// byte of input and 64 MiB for the parser's garbage. Below 16 MiB the
 // default pacing costs little memory and no limit is set. The limit is
 // soft: a pipeline whose IR outgrows it makes the collector run more
 // often (at most half the CPU), never fails. GOMEMLIMIT overrides it.
 const (
 	memoryLimitFrom    = 16 << 20
-	memoryLimitPerByte = 4.5
+	memoryLimitPerByte = 3.0
 	memoryLimitBase    = 64 << 20
 )
 
 // memoryLimitFor returns the soft memory limit for an input of n bytes,
-// 0 for none.
-func memoryLimitFor(n int) int64 {
+// mapped or read into the heap, 0 for none.
+func memoryLimitFor(n int, mapped bool) int64 {
 	if n < memoryLimitFrom {
 		return 0
 	}
-	return int64(memoryLimitPerByte*float64(n)) + memoryLimitBase
+	perByte := memoryLimitPerByte
+	if !mapped {
+		perByte++
+	}
+	return int64(perByte*float64(n)) + memoryLimitBase
 }
 
 // process parses, verifies and transforms one chunk. A module that failed
 // is never returned, so half-rewritten IR is not printed as if it were
 // fine. pm is nil under --run-reproducer: the module brings its own.
-func (t *tool) process(c chunk, filename string, f *optFlags, pm *passes.PassManager) (*ir.Operation, error) {
+//
+// A chunk of a mapped input releases the pages the parser has left behind
+// (see ir.ParseOptions.Progress), and all of its pages once parsed.
+func (t *tool) process(c chunk, filename string, f *optFlags, pm *passes.PassManager, mapped *mappedText) (*ir.Operation, error) {
 	ctx := t.newContext(f.allowUnregistered)
-	mod, err := ir.Parse(ctx, c.text, ir.ParseOptions{Filename: filename, LineOffset: c.lineOffset})
+	opts := ir.ParseOptions{Filename: filename, LineOffset: c.lineOffset}
+	if mapped != nil {
+		opts.Progress = func(offset int) { mapped.release(c.offset + offset - releaseLag) }
+	}
+	mod, err := ir.Parse(ctx, c.text, opts)
+	if mapped != nil {
+		mapped.release(c.offset + len(c.text))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +266,25 @@ func (t *tool) newContext(allowUnregistered bool) *ir.Context {
 	ctx := ir.NewContext(append(dialects.All(), t.dialects...)...)
 	ctx.AllowUnregistered = allowUnregistered
 	return ctx
+}
+
+// releaseLag is how far behind the parser a mapped input's pages are
+// released: the parser looks back a little now and then (the start of the
+// current line, for a column).
+const releaseLag = 1 << 20
+
+// readOptInput is readInput for the default command, which maps a large
+// input file (mapped non-nil) rather than reading it into the heap.
+func (t *tool) readOptInput(input string) (name, text string, mapped *mappedText, err error) {
+	if input == "-" {
+		name, text, err = t.readInput(input)
+		return name, text, nil, err
+	}
+	text, mapped, err = openInputFile(input, true)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("cannot read input file %s: %w", input, err)
+	}
+	return input, text, mapped, nil
 }
 
 // readInput reads the named file, or standard input for "-", returning the

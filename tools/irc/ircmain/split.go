@@ -9,6 +9,8 @@ const splitMarker = "// -----"
 // chunk is a piece of an input file processed on its own.
 type chunk struct {
 	text string
+	// offset is where the chunk starts in the file, in bytes.
+	offset int
 	// lineOffset is the number of lines of the file before the chunk's
 	// first line, so that diagnostics name lines of the whole file.
 	lineOffset int
@@ -30,10 +32,10 @@ func splitInput(src string, split bool) []chunk {
 			next = pos + end + 1
 		}
 		if strings.HasPrefix(strings.TrimSpace(src[pos:next]), splitMarker) {
-			chunks = append(chunks, chunk{text: src[start:pos], lineOffset: startLine})
+			chunks = append(chunks, chunk{text: src[start:pos], offset: start, lineOffset: startLine})
 			start, startLine = next, line+1
 		}
 		pos = next
 	}
-	return append(chunks, chunk{text: src[start:], lineOffset: startLine})
+	return append(chunks, chunk{text: src[start:], offset: start, lineOffset: startLine})
 }
