@@ -10,9 +10,9 @@ outputs. This script builds the same model in PyTorch from those weights,
 writes eager PyTorch's outputs to NAME.torch.safetensors (the reference
 the report checks Strata against), times eager and torch.compile, and
 writes DIR/models-torch.json (workload -> modes -> ms, first_call_s; for
-gpt2_dynamic also total_s and compiles). For gpt2_prefill and gpt2_dynamic
-it also runs the model in float32 on the same weights and writes
-NAME.f32.safetensors, the reference both bf16 results are held to; for
+gpt2_dynamic also total_s and compiles). For gpt2_prefill, gpt2_dynamic and
+the decoding rows it also runs the model in float32 on the same weights and
+writes NAME.f32.safetensors, the reference both bf16 results are held to; for
 cnn_small_train and resnet50_train, the first training step in float32.
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
@@ -391,6 +391,15 @@ def gpt2_decode(t, row="gpt2_decode"):
 
     toks, first, second = generate(decode)
     outs = {"first_logits": first, "decode_logits": second}
+    with torch.no_grad():
+        # The float32 reference both bf16 runs are held to, as gpt2_prefill's:
+        # the prompt's last logits and the first decoding step's, given this
+        # side's first token (the same as Strata's unless the two round a
+        # near-tie apart: tokens_agree is then 0).
+        p32 = {k: v.float() for k, v in p.items()}
+        lg = gpt2_logits(p32, torch.cat([prompt, toks[:, :1]], 1), h)
+        REFS[row] = {"first_logits": lg[:, -2, :].clone(), "decode_logits": lg[:, -1, :].clone()}
+        del p32, lg
     modes = {"eager": {"ms": median_ms(lambda: generate(decode), budget_ms=3000, max_iters=5) / new_tokens}}
     if compiles(row):
         # gpt-fast's setup: the weights and the caches have static addresses
