@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
@@ -24,7 +26,18 @@ type lowered struct {
 	matmuls  int
 	dynamic  bool
 	mappings map[string]int
+	// narrow lists the SIMT kernels (not mma, not flash) with a buffer
+	// of narrowPerBlock or more elements a block.
+	narrow []string
 }
+
+// narrowPerBlock is the most elements of one of its buffers a SIMT
+// kernel may have per block: more is a grid too small for its data (a
+// one-block kernel over a large buffer is how the training loss's mean
+// ran before graph-split-reductions). A row of the logits is 50304
+// elements; a gather's table counts whole though the kernel reads a few
+// rows of it.
+const narrowPerBlock = 1 << 16
 
 // loweringBackend registers a backend that lowers each graph with the
 // nvptx backend's passes (graph-attention-to-flash, lower-to-gpu) and
@@ -49,12 +62,72 @@ func loweringBackend(t *testing.T) (string, func() []lowered) {
 		for _, m := range []string{togpu.MappingMMA, togpu.MappingFlash} {
 			l.mappings[m] = strings.Count(text, fmt.Sprintf("mapping = %q", m))
 		}
+		l.narrow = narrowKernels(g.Module)
 		mu.Lock()
 		got = append(got, l)
 		mu.Unlock()
 		return stopped{}, nil
 	}))
 	return name, func() []lowered { mu.Lock(); defer mu.Unlock(); return got }
+}
+
+// narrowKernels returns the SIMT kernels of module (at the gpu level)
+// with narrowPerBlock or more elements of a buffer a block, or a grid
+// that is not a constant.
+func narrowKernels(module *ir.Operation) []string {
+	mapping := map[string]string{}
+	module.Walk(func(op *ir.Operation) bool {
+		if op.Name() == gpu.FuncOp {
+			if d, ok := op.Attr(togpu.LaunchAttr).(ir.DictAttr); ok {
+				if m, ok := d.Get("mapping").(ir.StringAttr); ok {
+					mapping[ir.SymbolName(op)] = m.Value
+				}
+			}
+			return false
+		}
+		return true
+	})
+	var out []string
+	module.Walk(func(op *ir.Operation) bool {
+		if op.Name() != gpu.LaunchFuncOp {
+			return true
+		}
+		l, ok := gpu.LaunchOf(op)
+		if !ok {
+			return true
+		}
+		name := l.Kernel.Root
+		if n := len(l.Kernel.Nested); n > 0 {
+			name = l.Kernel.Nested[n-1]
+		}
+		if m := mapping[name]; m != togpu.MappingPointwise && m != togpu.MappingRow {
+			return true
+		}
+		var most int64
+		for _, v := range l.Args {
+			if mt, ok := v.Type().(*ir.MemRefType); ok {
+				most = max(most, ir.NumElements(mt.Shape()))
+			}
+		}
+		blocks := int64(1)
+		for _, g := range l.Grid {
+			var v ir.IntegerAttr
+			ok := false
+			if c := g.DefiningOp(); c != nil && c.Name() == arith.OpConstant {
+				v, ok = c.Attr("value").(ir.IntegerAttr)
+			}
+			if !ok {
+				blocks = -1
+				break
+			}
+			blocks *= v.Value
+		}
+		if blocks < 1 || most/blocks >= narrowPerBlock {
+			out = append(out, fmt.Sprintf("%s: %d elements on %d blocks", name, most, blocks))
+		}
+		return true
+	})
+	return out
 }
 
 type stopped struct{}
@@ -112,6 +185,32 @@ func TestLoweredOnTensorCores(t *testing.T) {
 		if g.matmuls != want.matmuls || g.mappings[togpu.MappingMMA] != want.mma || g.mappings[togpu.MappingFlash] < want.flashMin {
 			t.Errorf("%s: %d graph.matmul, kernels %v; want %d products, %d mma kernels, at least %d flash kernels",
 				want.name, g.matmuls, g.mappings, want.matmuls, want.mma, want.flashMin)
+		}
+	}
+}
+
+// TestTrainingStepFillsTheGrid lowers the mixed-precision training step
+// of a GPT-2 whose loss folds 262144 elements (64 tokens, 4096 classes)
+// and checks that no SIMT kernel of its forward or backward pass runs a
+// large buffer on a few blocks: the loss's mean, one kernel of one thread
+// over every token and class, took GPT-2's step tens of seconds on the
+// H200 before graph-split-reductions.
+func TestTrainingStepFillsTheGrid(t *testing.T) {
+	name, got := loweringBackend(t)
+	cfg := Config{Vocab: 4096, Ctx: 64, D: 64, Heads: 2, Layers: 1, Seed: 1}
+	m := New(cfg)
+	x, y := batch(cfg, 2, 32)
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, frontend.Options{Backend: name})
+	if _, _, err := step.Call(x, y); !errors.Is(err, errLowered) {
+		t.Fatalf("training step: %v, want the backend's stop", err)
+	}
+	gs := got()
+	if len(gs) != 2 {
+		t.Fatalf("%d graphs lowered, want the step's forward and backward", len(gs))
+	}
+	for i, g := range gs {
+		if len(g.narrow) > 0 {
+			t.Errorf("graph %d: kernels with ≥ %d elements of a buffer a block: %v", i, narrowPerBlock, g.narrow)
 		}
 	}
 }
