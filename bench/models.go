@@ -346,6 +346,7 @@ func runGPT2Prefill(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 		return nil, nil, nil, err
 	}
 	sm.FirstCallS = time.Since(t0).Seconds()
+	fmt.Fprintf(log, "  gpt2_prefill: first call %.2f s (%v; the rest is the first run)\n", sm.FirstCallS, c.Frontend().CompileTimes())
 	lr, err := last.Call(res[0])
 	if err != nil {
 		return nil, nil, nil, err
