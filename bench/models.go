@@ -43,6 +43,9 @@ type ModelRow struct {
 	Tol                  float64
 	// Flops is one call's floating-point operations (0: unknown).
 	Flops int64
+	// Tokens is the tokens one call generates, for a decoding row (whose
+	// Ms is per decoding step): the report's rate is then tokens/s.
+	Tokens int
 	// run builds the model at size s, writes its weights and inputs to
 	// in, runs it with opts and returns its outputs (by name) and timings.
 	run func(s Size, opts frontend.Options, iters int, log io.Writer) (in, out map[string]*frontend.Tensor, m *StrataMode, err error)
@@ -55,9 +58,9 @@ var ModelRows = []*ModelRow{
 	{Name: "gpt2_prefill", Summary: "GPT-2 124M forward, logits of every position, bf16", Shape: "batch 8, seq 1024",
 		Tol: tolBF16 * 2, Flops: gpt2Flops(8, 1024), run: runGPT2Prefill},
 	{Name: "gpt2_decode", Summary: "GPT-2 124M greedy decoding with a KV cache, 128 new tokens after 128, bf16, reduce-overhead (CUDA graphs) on both sides; ms per token", Shape: "batch 1, 128+128",
-		Tol: tolBF16 * 2, run: gpt2Decode(1)},
+		Tol: tolBF16 * 2, Tokens: 1, run: gpt2Decode(1)},
 	{Name: "gpt2_decode_b8", Summary: "gpt2_decode on 8 sequences at once; ms per step (8 tokens)", Shape: "batch 8, 128+128",
-		Tol: tolBF16 * 2, run: gpt2Decode(8)},
+		Tol: tolBF16 * 2, Tokens: 8, run: gpt2Decode(8)},
 	{Name: "gpt2_dynamic", Summary: "GPT-2 124M forward at 10 sequence lengths compiled once (dynamic sequence length), logits of the last position, bf16; ms is one pass over the lengths, total_s the first pass (compiles included)", Shape: "batch 8, seq 128…1024 (10 lengths)",
 		Tol: tolBF16 * 2, Flops: gpt2DynamicFlops(), run: runGPT2Dynamic},
 	{Name: "resnet50_infer", Summary: "ResNet-50 inference (eval batch norm), bf16", Shape: "batch 64, 3×224×224",
@@ -847,6 +850,12 @@ func ReportModels(dir string) (*Results, error) {
 			}
 			if row.Flops > 0 && sm.Ms > 0 {
 				wr.Rate, wr.RateUnit = float64(row.Flops)/(sm.Ms*1e-3)/1e12, "TFLOP/s"
+			}
+			if row.Tokens > 0 && sm.Ms > 0 {
+				wr.Rate, wr.RateUnit = float64(row.Tokens)/(sm.Ms*1e-3), "tokens/s"
+				if d := wr.Torch["default"]; d != nil && d.Ms > 0 {
+					wr.TorchRate = float64(row.Tokens) / (d.Ms * 1e-3)
+				}
 			}
 		}
 		res.Workloads = append(res.Workloads, wr)

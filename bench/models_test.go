@@ -81,6 +81,13 @@ func TestModelRowsSmall(t *testing.T) {
 		if r := w.Ratios["default"]; r < 0.99 || r > 1.01 {
 			t.Errorf("%s: ratio %g, want 1", w.Name, r)
 		}
+		// The decoding rows' rate is tokens/s: batch tokens per step, on
+		// both sides (the stand-in torch takes as long).
+		tokens := map[string]float64{"gpt2_decode": 1, "gpt2_decode_b8": 8}[w.Name]
+		sm := man.Rows[w.Name]
+		if want := tokens / (sm.Ms * 1e-3); tokens > 0 && (w.RateUnit != "tokens/s" || math.Abs(w.Rate-want) > 1e-6*want || math.Abs(w.TorchRate-want) > 1e-6*want) {
+			t.Errorf("%s: rate %g %s, torch %g; want %g tokens/s on both sides", w.Name, w.Rate, w.RateUnit, w.TorchRate, want)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, ModelsStrataFile)); err != nil {
 		t.Error(err)

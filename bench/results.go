@@ -186,7 +186,8 @@ type WorkloadResult struct {
 	// Strata mode ÷ fastest torch.compile mode), "eager" (Strata default ÷
 	// eager), "first_call" and, for dynamic workloads, "total".
 	Ratios map[string]float64 `json:"ratios,omitempty"`
-	// Rate is Strata default's GB/s (memory-bound workloads) or TFLOP/s, and
+	// Rate is Strata default's GB/s (memory-bound workloads), TFLOP/s or,
+	// for a decoding row, tokens/s (TorchRate torch.compile's), and
 	// CeilingFraction that rate over the measured copy bandwidth or bf16
 	// matrix rate.
 	Rate            float64 `json:"rate,omitempty"`

@@ -99,6 +99,9 @@ func run(args []string) error {
 			if r, ok := w.Ratios["default"]; ok {
 				line += fmt.Sprintf(" | ratio %.2f", r)
 			}
+			if w.RateUnit == "tokens/s" {
+				line += fmt.Sprintf(" | %.0f tokens/s (torch %.0f)", w.Rate, w.TorchRate)
+			}
 			fmt.Println(line)
 		}
 		return bench.WriteModelResults(args[2], r)
