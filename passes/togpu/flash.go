@@ -100,6 +100,12 @@ type FlashTile struct {
 	// copy is then in flight at a tile's fence.proxy.async (ptxas makes
 	// it a MEMBAR.ALL.CTA), and one cp.async group a tile suffices.
 	PrefetchV bool
+	// OneK (with Pipe, one warpgroup a block and no PrefetchV) keeps a
+	// single K stage: K(kt+1) is copied into it in tile kt once S(kt),
+	// its last reader, has completed (during the softmax), one tile of
+	// shared memory less (at head dim 128, 64 KiB instead of 80 with
+	// 64-key tiles: 3 blocks an SM instead of 2).
+	OneK bool
 	// QShared (with Pipe) reads Q for S = Q·Kᵀ from workgroup memory by
 	// a matrix descriptor (gpu.wgmma's a_shared) instead of loading its
 	// fragments by ldmatrix in every key tile: 16 registers and 4
@@ -109,7 +115,7 @@ type FlashTile struct {
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
-// for Pipe, l for Lazy, v for PrefetchV and q for QShared.
+// for Pipe, l for Lazy, v for PrefetchV, q for QShared and k for OneK.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -141,6 +147,9 @@ func (t FlashTile) String() string {
 	}
 	if t.QShared {
 		s += "q"
+	}
+	if t.OneK {
+		s += "k"
 	}
 	return s
 }
@@ -187,6 +196,7 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMACausal,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -312,8 +322,11 @@ func (f Flash) shared() int64 {
 	t := f.tile()
 	if t.WGMMA {
 		kv := 4 * t.Keys * f.D
-		if t.PrefetchV {
+		switch {
+		case t.PrefetchV:
 			kv += t.Keys * f.D
+		case t.OneK:
+			kv -= t.Keys * f.D
 		}
 		return kv + t.Rows*f.D // (Q after the stages)
 	}
@@ -341,6 +354,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: element type %s, want bf16 or f16", f.Elem)
 	case t.Pipe && t.Rows > 64 && !t.PrefetchV:
 		return fmt.Errorf("flash attention: tile %s pipelines several warpgroups without PrefetchV (a V stage would be copied while read)", t)
+	case t.OneK && (!t.Pipe || t.Rows > 64 || t.PrefetchV):
+		return fmt.Errorf("flash attention: tile %s: OneK needs the pipelined kernel with one warpgroup a block and without PrefetchV", t)
 	case !slices.Contains(FlashTiles, t):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case f.D <= 0 || f.D%16 != 0 || f.D > flashMaxD:

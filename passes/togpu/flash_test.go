@@ -290,6 +290,12 @@ func TestFlashCheck(t *testing.T) {
 	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "PrefetchV") {
 		t.Errorf("128x64gplq: %v, want an error about PrefetchV", err)
 	}
+	// One K stage with V prefetched (whose copy at the top of a tile
+	// would need K's other stage).
+	f.Tile = togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, OneK: true}
+	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "OneK") {
+		t.Errorf("64x64gplvqk: %v, want an error about OneK", err)
+	}
 }
 
 // TestFlashDefaultTiling: the zero Tile picks 128x64w32f for non-causal

@@ -169,9 +169,15 @@ func (g *flashGen) emitWGMMA() {
 // pipeStages are the workgroup offsets of the pipelined kernel's K and V
 // stages and its Q tile: K(kt) at stage kt % 2 and V(kt) at stage kt % 2
 // (each stage a K then a V tile), or with PrefetchV two K stages, then
-// three V stages (V(kt) at kt % 3), then Q.
+// three V stages (V(kt) at kt % 3), then Q, or with OneK the K stage, two
+// V stages (V(kt) at kt % 2), then Q.
 func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value, qAt int64) {
 	tile := g.Tile.Keys * g.D
+	if g.Tile.OneK {
+		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.c(0) }
+		vAt = func(x ix, kt *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(kt, 1), tile), tile) }
+		return kAt, vAt, 3 * tile
+	}
 	if g.Tile.PrefetchV {
 		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), tile) }
 		numK := ceilDivInt(g.Lk, g.Tile.Keys)
@@ -206,16 +212,16 @@ func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
 
 // emitWGMMAPipe builds the pipelined wgmma kernel (FlashTile.Pipe): as
 // emitWGMMA (Rows/64 warpgroups a block sharing the K and V tiles), but
-// key tile kt's S = Q·Kᵀ and the
-// previous tile's O += P·V are issued together, S is awaited alone
-// (gpu.wgmma with pending 1, then gpu.wgmma_wait), and the softmax of tile
-// kt runs while the tensor cores finish P·V; O is rescaled after that
-// group completes. Key tile 0 is peeled (its S, softmax and P only), and
-// the last P·V follows the loops. K and V tiles are copied separately:
-// K(kt+1) at the top of tile kt (its stage held K(kt−1), whose product
-// is done), V(kt+1) at the end of tile kt, once P·V(kt−1), the last
-// reader of its stage, has completed; a tile's copies are awaited with
-// one group (the newest V) left in flight.
+// key tile kt's S = Q·Kᵀ and the previous tile's O += P·V are issued
+// together, S is awaited alone (gpu.wgmma with pending 1, then
+// gpu.wgmma_wait), and the softmax of tile kt runs while the tensor cores
+// finish P·V; O is rescaled after that group completes. Key tile 0 is
+// peeled (its S, softmax and P only), and the last P·V follows the loops.
+// K and V tiles are copied separately: K(kt+1) at the top of tile kt (its
+// stage held K(kt−1), whose product is done; with OneK, into the one K
+// stage once S(kt) has completed), V(kt+1) at the end of tile kt, once
+// P·V(kt−1), the last reader of its stage, has completed; a tile's copies
+// are awaited with one group (the newest V) left in flight.
 func (g *flashGen) emitWGMMAPipe() {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
@@ -389,17 +395,32 @@ func (g *flashGen) emitWGMMAPipe() {
 		return slices.Clone(r[:len(o)]), lNew
 	}
 
+	// nextK issues the copies of K(next) (with PrefetchV and V(next))
+	// when next is a key tile: at the top of the tile before, or with
+	// OneK once that tile's S, the K stage's last reader, has completed.
+	nextK := func(b *ir.Builder, next *ir.Value) {
+		loop.If(b, loc, x.at(b).lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+			loadK(b, next)
+			if pv {
+				// (V(next)'s stage held V(next−3), whose P·V completed
+				// in the tile before.)
+				loadV(b, next)
+			}
+			gpu.CpAsyncCommit(b, loc)
+			return nil
+		}, nil)
+	}
+	oneK := g.Tile.OneK
+
 	// Key tile 0.
 	one := x.c(1)
-	loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-		loadK(b, x.at(b).c(1))
-		if pv {
-			loadV(b, x.at(b).c(1))
-		}
-		gpu.CpAsyncCommit(b, loc)
-		return nil
-	}, nil)
+	if !oneK {
+		nextK(b, one)
+	}
 	s0 := scores(b, x.c(0), false)
+	if oneK {
+		nextK(b, one)
+	}
 	p0, m0, l0, _, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, anyMask)
 	if !pv {
 		loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
@@ -430,22 +451,18 @@ func (g *flashGen) emitWGMMAPipe() {
 			gpu.FenceProxyAsync(b, loc)
 			gpu.Barrier(b, loc)
 			next := x.addc(kt, 1)
-			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-				loadK(b, next)
-				if pv {
-					// (V(kt+1)'s stage held V(kt−2), whose P·V completed
-					// in the tile before.)
-					loadV(b, next)
-				}
-				gpu.CpAsyncCommit(b, loc)
-				return nil
-			}, nil)
+			if !oneK {
+				nextK(b, next)
+			}
 			at := kAt(x, kt)
 			pO := oShape
 			pO.Pending = 1
 			sIn := scores(b, at, true)
 			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
 			sv := gpu.WGMMAWait(b, loc, 1, sIn)
+			if oneK {
+				nextK(b, next)
+			}
 			p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
 			// P·V's wait, in both arms of the branch that copies V(kt+1)
 			// (whose stage P·V reads) or, with PrefetchV, after a branch

@@ -97,10 +97,11 @@ var (
 // kernels, the two things about ptxas the wgmma kernels are built around
 // (bench/NOTES.md, sessions 4 and 5): 64x64g loads Q's fragments (LDSM)
 // inside the key loop, before the S product, so no wgmma A register is
-// loop-invariant; the pipelined tilings (64x64gp and both defaults) wait
-// for P·V (WARPGROUP.DEPBAR 0) only after every exponential of the tile's
-// probabilities, and keep S's and O's accumulators in different
-// registers.
+// loop-invariant; the pipelined tilings (64x64gp and the defaults, d64
+// and d128) wait for P·V (WARPGROUP.DEPBAR 0) only after every
+// exponential of the tile's probabilities, and keep S's and O's
+// accumulators in different registers; with OneK the next K tile is
+// copied only after S's wait.
 func TestFlashWGMMASASS(t *testing.T) {
 	f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Scale: 0.125, Elem: ir.BF16}
 	t.Run("64x64g", func(t *testing.T) {
@@ -111,10 +112,26 @@ func TestFlashWGMMASASS(t *testing.T) {
 			t.Errorf("%d LDSM before the loop's first HGMMA, want Q's 4:\n%s", n, strings.Join(loop, "\n"))
 		}
 	})
-	for _, tile := range []togpu.FlashTile{{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}, togpu.FlashTileWGMMA, togpu.FlashTileWGMMACausal} {
-		t.Run(tile.String(), func(t *testing.T) {
-			f.Tile = tile
+	oneK := togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
+	for _, c := range []struct {
+		d    int64
+		tile togpu.FlashTile
+	}{
+		{64, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}}, {64, togpu.FlashTileWGMMA}, {64, togpu.FlashTileWGMMACausal},
+		{128, togpu.FlashTileWGMMA128}, {128, oneK},
+	} {
+		tile := c.tile
+		t.Run(fmt.Sprintf("d%d-%v", c.d, tile), func(t *testing.T) {
+			f.Tile, f.D = tile, c.d
 			loop := wgmmaSASS(t, f)
+			if tile.OneK {
+				// K(kt+1) is copied into the one K stage only after S(kt)
+				// (P·V's wait_group 1, which waits for S) in SASS too.
+				sWait, copy := indexOf(loop, "WARPGROUP.DEPBAR.LE gsb0, 0x1"), indexOf(loop, "LDGSTS")
+				if sWait < 0 || copy < sWait {
+					t.Errorf("the loop's first copy (at %d) comes before S's wait (at %d)", copy, sWait)
+				}
+			}
 			// A thread's probabilities of a tile: 64 rows × Keys keys over
 			// 128 threads (Lazy's rescaling factors come after the wait).
 			wait := -1

@@ -101,6 +101,9 @@ type operands interface{ Operands() []*value.Value }
 // the phi its next value (the asm's, in the same registers) first; a
 // product in flight across iterations then stays in its registers, which
 // ptxas requires of a pipelined wgmma (a mov of them serializes it).
+// So does a field of another asm's results (a gpu.wgmma in flight
+// accumulated into by the next) that nothing else reads: the output takes
+// that asm's register, which the field's copy shares.
 // Called after allocation and before copies share registers.
 func (e *emitter) tieInPlace(f *llir.Func) {
 	uses := map[value.Value]int{}
@@ -123,11 +126,24 @@ func (e *emitter) tieInPlace(f *llir.Func) {
 		}
 	}
 	shared := map[value.Value]bool{}
+	// fields counts the copies of each field of an inline asm's results,
+	// and extracts the copies of any of its fields.
+	type field struct {
+		call  *llir.InstCall
+		index uint64
+	}
+	fields, extracts := map[field]int{}, map[*llir.InstCall]int{}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
 			count(in, b)
 			if first := e.plan.same[in]; first != nil {
 				shared[first.(value.Value)] = true
+			}
+			if ev, ok := in.(*llir.InstExtractValue); ok && len(ev.Indices) == 1 {
+				if call, ok := ev.X.(*llir.InstCall); ok {
+					fields[field{call, ev.Indices[0]}]++
+					extracts[call]++
+				}
 			}
 		}
 		count(b.Term, b)
@@ -137,6 +153,28 @@ func (e *emitter) tieInPlace(f *llir.Func) {
 		for _, in := range b.Insts {
 			block[in] = b
 		}
+	}
+	// asmField returns the register of an asm result's field that a
+	// copies and that dies at its one use, in block b: the asm, the copy
+	// and the use in one block (not a value from outside a loop, which
+	// each iteration would read again).
+	asmField := func(a value.Value, b *llir.Block) (reg, bool) {
+		ev, ok := a.(*llir.InstExtractValue)
+		if !ok || len(ev.Indices) != 1 || uses[a] != 1 || shared[a] || block[ev] != b {
+			return reg{}, false
+		}
+		call, ok := ev.X.(*llir.InstCall)
+		if !ok || block[call] != b || uses[call] != extracts[call] || fields[field{call, ev.Indices[0]}] != 1 {
+			return reg{}, false
+		}
+		if _, ok := call.Callee.(*llir.InlineAsm); !ok || isWaitAsm(call) {
+			return reg{}, false
+		}
+		rs := e.vals[call]
+		if ev.Indices[0] >= uint64(len(rs)) {
+			return reg{}, false
+		}
+		return rs[ev.Indices[0]], true
 	}
 	// dies reports whether the argument a of call (in block b) dies there.
 	dies := func(a value.Value, call *llir.InstCall, b *llir.Block) bool {
@@ -192,6 +230,10 @@ func (e *emitter) tieInPlace(f *llir.Func) {
 			}
 			for j, a := range call.Args {
 				i, err := strconv.Atoi(cons[len(outs)+j])
+				if r, ok := asmField(a, b); ok && err == nil && i >= 0 && i < len(outs) && r.class == outs[i].class {
+					outs[i] = r
+					continue
+				}
 				arg, isInst := a.(llir.Instruction)
 				if err != nil || i < 0 || i >= len(outs) || !isInst || shared[a] || e.plan.isCopy(arg) || !dies(a, call, b) {
 					continue

@@ -190,3 +190,57 @@ func TestInlineAsmLoopInPlace(t *testing.T) {
 	}
 	assemble(t, ptx)
 }
+
+// TestInlineAsmChainInPlace checks tieInPlace on a field of one asm's
+// results tied to the next asm's output (a gpu.wgmma in flight
+// accumulated into by the next): a field read by nothing else gives the
+// output its register, no mov (ptxas serializes every wgmma of a kernel
+// that moves an in-flight accumulator); a field also stored elsewhere is
+// copied into the output first.
+func TestInlineAsmChainInPlace(t *testing.T) {
+	m := newModule()
+	p := llir.NewParam("p", gF32)
+	f := kernel(m, "k", p)
+	b := f.NewBlock("entry")
+	x := b.NewLoad(f32, p)
+	pair := types.NewStruct(f32, f32)
+	first := llir.NewInlineAsm(types.NewPointer(types.NewFunc(pair, f32)), "mov.f32 $0, $2;\nmov.f32 $1, $2;", "=f,=f,f")
+	first.SideEffect = true
+	r := b.NewCall(first, x)
+	a0, a1 := b.NewExtractValue(r, 0), b.NewExtractValue(r, 1)
+	second := llir.NewInlineAsm(types.NewPointer(types.NewFunc(pair, f32, f32)), "add.rn.f32 $0, $0, $0;\nadd.rn.f32 $1, $1, $1;", "=f,=f,0,1")
+	second.SideEffect = true
+	s := b.NewCall(second, a0, a1)
+	b.NewStore(b.NewExtractValue(s, 0), p)
+	b.NewStore(b.NewExtractValue(s, 1), b.NewGetElementPtr(f32, p, constant.NewInt(i64, 1)))
+	b.NewStore(a1, b.NewGetElementPtr(f32, p, constant.NewInt(i64, 2)))
+	b.NewRet(nil)
+	ptx, err := Native{}.Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first asm's text: two movs from the load; then the second's
+	// adds, and between them the copy of the field read again.
+	var movs [][]string
+	var adds []string
+	for _, l := range strings.Split(ptx, "\n") {
+		f := strings.FieldsFunc(strings.TrimSpace(l), func(r rune) bool { return r == ' ' || r == ',' || r == ';' })
+		switch {
+		case len(f) == 3 && f[0] == "mov.f32":
+			movs = append(movs, f[1:])
+		case len(f) == 4 && f[0] == "add.rn.f32":
+			adds = append(adds, f[1])
+		}
+	}
+	if len(movs) < 2 || len(adds) != 2 {
+		t.Fatalf("asm texts not found:\n%s", ptx)
+	}
+	out0, out1 := movs[0][0], movs[1][0]
+	if adds[0] != out0 {
+		t.Errorf("the dying field is not updated in place (%s, the first asm's %s):\n%s", adds[0], out0, ptx)
+	}
+	if len(movs) != 3 || movs[2][1] != out1 || movs[2][0] != adds[1] || adds[1] == out1 {
+		t.Errorf("the field read again is not copied into the output (and only it):\n%s", ptx)
+	}
+	assemble(t, ptx)
+}
