@@ -246,11 +246,13 @@ var (
 // FlashTileWGMMA128 is the wgmma tiling of head dim 128, causal or not:
 // 64-key tiles (a K or V tile is 16 KiB; 80 KiB in all, 2 blocks an SM),
 // Q read by descriptor. Measured on the H200 at b16 h16 s1024 d128
-// (TestGPUFlash, bench/NOTES.md session 8, non-causal / causal ms):
-// 64x64gplq 0.405 / 0.260, 64x64gplvq 0.408 / 0.261, 128x64gplvq (two
-// warpgroups a block, 1 block an SM at 168 registers) 0.426 / 0.295,
-// 64x128gplq (144 KiB, 1 block) 0.535 / 0.372, against the mma.sync
-// kernel 64x64f's 0.525 / 0.342.
+// (TestGPUFlash, bench/NOTES.md session 8, non-causal / causal ms) before
+// the native backend kept S's chained products in place, with every
+// wgmma serialized by ptxas: 64x64gplq 0.405 / 0.260, 64x64gplvq 0.408 /
+// 0.261, 128x64gplvq (two warpgroups a block, 1 block an SM at 168
+// registers) 0.426 / 0.295, 64x128gplq (144 KiB, 1 block) 0.535 / 0.372,
+// against the mma.sync kernel 64x64f's 0.525 / 0.342. 64x64gplqk (OneK:
+// 3 blocks an SM) is not measured yet.
 var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
