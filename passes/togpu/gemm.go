@@ -58,7 +58,11 @@ var MMATiles = []MMATile{
 	// and 256x128x64s4gor (a second barrier after each product's issue, the
 	// copies three tiles ahead instead of two: 652 and 576 TFLOP/s against
 	// go's 658 and 639 in the same process, so the copies' lead is not what
-	// bounds the loop).
+	// bounds the loop), and 192x256x64s4go (3 warpgroups of 64 × 256, the
+	// first two copying: 24% fewer bytes L2 → shared a flop, but 622 TFLOP/s
+	// against 128x256x64s4go's 645 in the same process — about equal a wave
+	// of blocks, so L2 bandwidth is not the bound either — and mm_bias_gelu
+	// 0.573 ms).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 2 warpgroups, 192 KiB, 160 / 158: 1 block an SM, 653 TFLOP/s, 0.493 ms
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 96 / 94: 608 / 631 TFLOP/s, 0.494 / 0.480 ms
