@@ -296,8 +296,8 @@ type Runner struct {
 	// scalar[i] reports whether parameter i of fn is a scalar (not a
 	// memref): its value is built into a plan, so it is part of the
 	// signature; a rank-0 memref is a buffer like any other, updated in
-	// place (a decoding step's position must not prepare and capture a
-	// plan per value).
+	// place (a decoding step's position, whose every call takes the
+	// steady-state path).
 	scalar []bool
 }
 
@@ -372,19 +372,19 @@ func signature(args []interp.Value, scalar []bool) string {
 // entry returns the prepared Bound of args' signature, preparing (and
 // capturing) it on first use and updating its inputs afterwards.
 func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
-	pl, err := r.prog.plan(r.fn)
-	if err != nil {
-		return nil, err
-	}
-	if len(args) != len(pl.params) {
-		return nil, fmt.Errorf("@%s takes %d arguments, got %d", pl.name, len(pl.params), len(args))
-	}
 	if r.scalar == nil {
+		pl, err := r.prog.plan(r.fn)
+		if err != nil {
+			return nil, err
+		}
 		r.scalar = make([]bool, len(pl.params))
 		for i, t := range pl.params {
 			_, mem := t.(*ir.MemRefType)
 			r.scalar[i] = !mem
 		}
+	}
+	if len(args) != len(r.scalar) {
+		return nil, fmt.Errorf("@%s takes %d arguments, got %d", r.fn, len(r.scalar), len(args))
 	}
 	if e := r.last; e != nil && e.matches(args, r.scalar) {
 		return e, e.b.Update(args)
@@ -393,6 +393,10 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 	if e, ok := r.bound[key]; ok {
 		r.last = e
 		return e, e.b.Update(args)
+	}
+	pl, err := r.prog.plan(r.fn)
+	if err != nil {
+		return nil, err
 	}
 	// Without graphs, Arrays are passed by reference: a call on device
 	// data copies nothing. A graph has its argument addresses built in,
