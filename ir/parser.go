@@ -70,6 +70,7 @@ type Parser struct {
 	expansion int64
 
 	scopes      []*valueScope
+	freeScopes  []*valueScope // closed scopes, emptied, for pushScope to reuse
 	blockScopes []*blockScope
 	dialects    []string // default dialects of enclosing custom ops
 
@@ -96,6 +97,7 @@ type pendingLoc struct {
 type valueScope struct {
 	isolated bool
 	defs     map[string][]*Value // name → values (result groups)
+	names    []string            // the keys of defs, for reuse (see popScope)
 	forward  map[string]*forwardRef
 }
 
@@ -441,12 +443,39 @@ func (p *Parser) resolveLocs() {
 // --- scopes ---
 
 func (p *Parser) pushScope(isolated bool) {
+	if n := len(p.freeScopes); n > 0 {
+		s := p.freeScopes[n-1]
+		p.freeScopes = p.freeScopes[:n-1]
+		s.isolated = isolated
+		p.scopes = append(p.scopes, s)
+		return
+	}
 	p.scopes = append(p.scopes, &valueScope{isolated: isolated, defs: map[string][]*Value{}, forward: map[string]*forwardRef{}})
 }
 
+// popScope closes the innermost scope, handing its open forward uses to
+// the enclosing one or reporting them. The scope is emptied and kept for
+// the next pushScope: a module's functions then fill the same map, grown
+// once, instead of growing one each (garbage the size of the IR's names).
+// Emptying it costs one deletion per name it defined.
 func (p *Parser) popScope() {
 	s := p.scopes[len(p.scopes)-1]
 	p.scopes = p.scopes[:len(p.scopes)-1]
+	p.resolveOpenUses(s)
+	for _, name := range s.names {
+		delete(s.defs, name)
+	}
+	s.names = s.names[:0]
+	if len(s.forward) > 0 {
+		s.forward = map[string]*forwardRef{}
+	}
+	p.freeScopes = append(p.freeScopes, s)
+}
+
+// resolveOpenUses hands the forward uses still open in s, a scope being
+// closed, to the enclosing scope, or reports the first one when they
+// cannot be resolved there.
+func (p *Parser) resolveOpenUses(s *valueScope) {
 	if p.err != nil || len(s.forward) == 0 {
 		return
 	}
@@ -565,6 +594,7 @@ func (p *Parser) defineValues(name string, vs []*Value, pos int) {
 	}
 	s := p.scopes[len(p.scopes)-1]
 	s.defs[name] = vs
+	s.names = append(s.names, name)
 	// Forward references may sit in this scope or in nested ones already closed
 	// (they were moved up on close); resolve them here.
 	if fr, ok := s.forward[name]; ok {

@@ -78,13 +78,21 @@ func (v *verifier) verifyTraits(op *Operation, hasNull bool) {
 	def := op.def
 	if op.HasTrait(SameOperandsAndResultType) && !hasNull {
 		var first Type
-		for _, t := range append(op.OperandTypes(), op.ResultTypes()...) {
+		same := func(t Type) bool {
 			if first == nil {
 				first = t
-			} else if t != first {
-				v.opError(op, "requires the same type for all operands and results")
-				break
 			}
+			return t == first
+		}
+		ok := true
+		for _, o := range op.operands {
+			ok = ok && same(o.value.typ)
+		}
+		for _, r := range op.results {
+			ok = ok && same(r.typ)
+		}
+		if !ok {
+			v.opError(op, "requires the same type for all operands and results")
 		}
 	}
 	if op.HasTrait(ConstantLike) && op.Attr("value") == nil {
@@ -187,6 +195,12 @@ func (v *verifier) verifyRegion(op *Operation, index int, r *Region) {
 			n++
 			v.verifyOperands(o)
 			v.verifyOp(o)
+		}
+		// Positions matter only while the block is verified (its ops and
+		// the ones nested in them): the map holds the blocks on the way
+		// down, not the whole module.
+		for o := b.first; o != nil; o = o.next {
+			delete(v.pos, o)
 		}
 		// As in MLIR, the terminator is checked once the block's ops are,
 		// and a block whose ops failed is not blamed for its end too (a
