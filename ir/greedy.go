@@ -176,8 +176,13 @@ type greedyDriver struct {
 
 // fillWorklist queues every op under root so that they pop in post-order
 // (or pre-order when TopDown).
+//
+// The walk meets each op once and no erased one, so the ops go straight
+// onto the worklist, with no copy of them to push one by one; only the ops
+// left on it (by simplifyRegions) are skipped.
 func (d *greedyDriver) fillWorklist() {
-	var ops []*Operation
+	base := len(d.worklist)
+	ops := d.worklist
 	for _, r := range d.root.Regions() {
 		for b := r.first; b != nil; b = b.next {
 			for o := b.first; o != nil; o = o.next {
@@ -189,14 +194,20 @@ func (d *greedyDriver) fillWorklist() {
 			}
 		}
 	}
-	slices.Reverse(ops)
+	slices.Reverse(ops[base:])
 	if len(d.index) == 0 {
 		d.index = make(map[*Operation]int, len(ops))
 	}
-	d.worklist = slices.Grow(d.worklist, len(ops))
-	for _, o := range ops {
-		d.push(o)
+	n := base
+	for _, o := range ops[base:] {
+		if _, ok := d.queued(o); !ok {
+			d.index[o] = n
+			ops[n] = o
+			n++
+		}
 	}
+	clear(ops[n:])
+	d.worklist = ops[:n]
 }
 
 // queued returns op's slot on the worklist, if it is there.

@@ -105,7 +105,13 @@ func (r *cseRun) op(o *ir.Operation, scope *cseScope) {
 	if o.NumRegions() > 0 {
 		inner := scope
 		if o.HasTrait(ir.IsolatedFromAbove) {
+			// Keys inside never meet keys outside, so the values inside
+			// are numbered apart: the ids of a large module's functions
+			// are then not all held at once.
 			inner = nil
+			outer := r.ids
+			r.ids = map[*ir.Value]uint64{}
+			defer func() { r.ids = outer }()
 		}
 		for _, reg := range o.Regions() {
 			r.region(reg, inner)
