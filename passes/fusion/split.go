@@ -191,7 +191,7 @@ func (p split) rewrite(b *ir.Builder, op *ir.Operation) (*ir.Operation, error) {
 		y = graph.Cast(b, loc, y, elem)
 	}
 	want := op.Result(0).Type().(*ir.TensorType)
-	if !slices.Equal(y.Type().(*ir.TensorType).Shape(), want.Shape()) {
+	if yt, ok := y.Type().(*ir.TensorType); ok && !slices.Equal(yt.Shape(), want.Shape()) {
 		y = graph.Reshape(b, loc, y, want.Shape()) // keepdims: the folded axes as 1s
 	}
 	if y.Type() != op.Result(0).Type() {
