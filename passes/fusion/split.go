@@ -99,12 +99,12 @@ func SplitReductions(ctx *ir.Context, fn *ir.Operation) (int, error) {
 		if !ok {
 			continue
 		}
-		second, err := p.rewrite(b, op)
+		first, second, err := p.rewrite(b, op)
 		if err != nil {
 			return n, err
 		}
 		n++
-		work = append(work, second)
+		work = append(work, first, second)
 	}
 	return n, nil
 }
@@ -118,8 +118,8 @@ type split struct {
 }
 
 // planSplit returns the split of reduction op, or false when it keeps
-// enough elements, folds too few, has symbolic sizes or folds axes that
-// are not the input's last ones.
+// enough elements, folds too few, has symbolic sizes or does not fold the
+// input's last axis.
 func planSplit(op *ir.Operation) (split, bool) {
 	in, ok1 := op.Operand(0).Type().(*ir.TensorType)
 	out, ok2 := op.Result(0).Type().(*ir.TensorType)
@@ -129,21 +129,39 @@ func planSplit(op *ir.Operation) (split, bool) {
 	shape := in.Shape()
 	axes := reducedAxes(op)
 	r := len(shape)
-	k := r - len(axes)
-	for i, a := range axes {
-		if a != int64(k+i) {
-			return split{}, false // not a trailing run
+	kept, folded := int64(1), int64(1)
+	for i, d := range shape {
+		if slices.Contains(axes, int64(i)) {
+			folded *= d
+		} else {
+			kept *= d
 		}
 	}
-	kept, folded := ir.NumElements(shape[:k]), ir.NumElements(shape[k:])
 	if len(axes) == 0 || kept >= SplitRows || folded < SplitMinElements {
 		return split{}, false
 	}
-	// An axis boundary j: the first half folds shape[j:], keeping
-	// shape[:j]; the smallest j with enough rows folds the longest rows.
-	for j := k + 1; j < r; j++ {
+	// t: the start of the trailing run of folded axes.
+	t := r
+	for t > 0 && slices.Contains(axes, int64(t-1)) {
+		t--
+	}
+	if t == r {
+		return split{}, false // the last axis is kept: columns
+	}
+	// earlier: the folded axes before the run; they keep their numbers.
+	earlier := axes[:len(axes)-(r-t)]
+	if ir.NumElements(shape[:t]) > kept {
+		// Batch norm's statistics over N, H and W of [N, C, H, W]: the run
+		// first, its rows shape[:t] more than kept, then the rest.
+		return split{first: span(t, r), second: earlier}, true
+	}
+	// The folded axes are the run shape[t:] (and earlier ones of size 1,
+	// folded by the second half). An axis boundary j: the first half
+	// folds shape[j:], keeping shape[:j]; the smallest j with enough rows
+	// folds the longest rows.
+	for j := t + 1; j < r; j++ {
 		if ir.NumElements(shape[:j]) >= SplitRows {
-			return split{first: span(j, r), second: span(k, j)}, true
+			return split{first: span(j, r), second: append(slices.Clone(earlier), span(t, j)...)}, true
 		}
 	}
 	// Otherwise the folded elements as [p, q]: p the fewest rows that
@@ -153,8 +171,8 @@ func planSplit(op *ir.Operation) (split, bool) {
 	need := (SplitRows + kept - 1) / kept
 	for p := need; p <= need*splitMaxRowFactor && p*splitMinRowElements <= folded; p++ {
 		if folded%p == 0 {
-			view := append(append([]int64(nil), shape[:k]...), p, folded/p)
-			return split{shape: view, first: []int64{int64(k + 1)}, second: []int64{int64(k)}}, true
+			view := append(slices.Clone(shape[:t]), p, folded/p)
+			return split{shape: view, first: []int64{int64(t + 1)}, second: append(slices.Clone(earlier), int64(t))}, true
 		}
 	}
 	return split{}, false
@@ -170,8 +188,8 @@ func span(lo, hi int) []int64 {
 }
 
 // rewrite replaces op by the two reductions of p (and the casts and
-// reshapes around them) and returns the second reduction.
-func (p split) rewrite(b *ir.Builder, op *ir.Operation) (*ir.Operation, error) {
+// reshapes around them) and returns them.
+func (p split) rewrite(b *ir.Builder, op *ir.Operation) (first, second *ir.Operation, err error) {
 	loc := op.Loc()
 	b.SetInsertionPointBefore(op)
 	x := op.Operand(0)
@@ -186,7 +204,7 @@ func (p split) rewrite(b *ir.Builder, op *ir.Operation) (*ir.Operation, error) {
 	name := op.Name()
 	x = graph.Reduce(b, name, loc, x, p.first, false)
 	y := graph.Reduce(b, name, loc, x, p.second, false)
-	second := y.DefiningOp()
+	first, second = x.DefiningOp(), y.DefiningOp()
 	if wide {
 		y = graph.Cast(b, loc, y, elem)
 	}
@@ -195,9 +213,9 @@ func (p split) rewrite(b *ir.Builder, op *ir.Operation) (*ir.Operation, error) {
 		y = graph.Reshape(b, loc, y, want.Shape()) // keepdims: the folded axes as 1s
 	}
 	if y.Type() != op.Result(0).Type() {
-		return nil, ir.Errorf(loc, "graph-split-reductions: the split %s is %s, not %s", name, y.Type(), op.Result(0).Type())
+		return nil, nil, ir.Errorf(loc, "graph-split-reductions: the split %s is %s, not %s", name, y.Type(), op.Result(0).Type())
 	}
 	op.Result(0).ReplaceAllUsesWith(y)
 	op.Erase()
-	return second, nil
+	return first, second, nil
 }

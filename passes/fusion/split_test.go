@@ -3,6 +3,7 @@ package fusion_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,12 @@ func TestSplitReductionsPlans(t *testing.T) {
 			"reduce_sum <nil> -> tensor<f32>"}},
 		{"columns", "tensor<65536x4xf32>", "<{axes = [0]}>", "tensor<4xf32>", []string{
 			"reduce_sum [0] -> tensor<4xf32>"}},
+		{"batch norm", "tensor<64x64x112x112xf32>", "<{axes = [0, 2, 3], keepdims = true}>", "tensor<1x64x1x1xf32>", []string{
+			"reduce_sum [2, 3] -> tensor<64x64xf32>", "reduce_sum [0] -> tensor<64xf32>"}},
+		{"batch norm, large images", "tensor<1x64x512x512xf32>", "<{axes = [0, 2, 3]}>", "tensor<64xf32>", []string{
+			"reduce_sum [3] -> tensor<1x64x512xf32>", "reduce_sum [0, 2] -> tensor<64xf32>"}},
+		{"channels last", "tensor<64x56x56x64xf32>", "<{axes = [0, 1, 2]}>", "tensor<64xf32>", []string{
+			"reduce_sum [0, 1, 2] -> tensor<64xf32>"}},
 		{"prime", "tensor<65537xf32>", "", "tensor<f32>", []string{
 			"reduce_sum <nil> -> tensor<f32>"}},
 	} {
@@ -107,18 +114,26 @@ func TestSplitReductionsPlans(t *testing.T) {
 // an ulp of the result's type for bf16, which both round once.
 func TestSplitReductionsSemantics(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		// Kept dims first (fewer than SplitRows elements), then the folded
-		// ones (SplitMinElements to 2^20 elements).
-		keptDims := rapid.SampledFrom([][]int64{{}, {1}, {2}, {3}, {8}, {48}, {2, 3}}).Draw(rt, "kept")
-		foldDims := rapid.SampledFrom([][]int64{{65536}, {262144}, {65537}, {256, 256}, {48, 2048}, {3, 65536}, {1024, 64}, {8, 3, 4096}}).Draw(rt, "folded")
-		shape := append(append([]int64(nil), keptDims...), foldDims...)
-		rank, folded := len(shape), len(foldDims)
+		// A shape and the axes folded: fewer than SplitRows elements kept,
+		// 65536 to 2^20 folded, over a trailing run or with folded axes
+		// before it (batch norm's statistics).
+		c := rapid.SampledFrom([]struct {
+			shape []int64
+			axes  []int
+		}{
+			{[]int64{65536}, []int{0}}, {[]int64{262144}, []int{0}}, {[]int64{65537}, []int{0}},
+			{[]int64{256, 256}, []int{0, 1}}, {[]int64{48, 2048}, []int{0, 1}}, {[]int64{2, 65536}, []int{1}},
+			{[]int64{3, 1024, 64}, []int{1, 2}}, {[]int64{8, 3, 4096}, []int{0, 1, 2}},
+			{[]int64{16, 8, 64, 64}, []int{0, 2, 3}}, {[]int64{4, 3, 128, 128}, []int{0, 2, 3}},
+			{[]int64{64, 2, 1024}, []int{0, 2}}, {[]int64{1, 4, 512, 128}, []int{0, 2, 3}},
+		}).Draw(rt, "case")
+		shape, rank := c.shape, len(c.shape)
 		n, kept := int64(1), int64(1)
-		for _, d := range shape {
+		for i, d := range shape {
 			n *= d
-		}
-		for _, d := range keptDims {
-			kept *= d
+			if !slices.Contains(c.axes, i) {
+				kept *= d
+			}
 		}
 		kind := rapid.SampledFrom([]string{"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}).Draw(rt, "kind")
 		elem := rapid.SampledFrom([]string{"f32", "bf16"}).Draw(rt, "elem")
@@ -126,7 +141,7 @@ func TestSplitReductionsSemantics(t *testing.T) {
 		var axes, outDims []string
 		for i, d := range shape {
 			switch {
-			case i >= rank-folded:
+			case slices.Contains(c.axes, i):
 				axes = append(axes, fmt.Sprint(i))
 				if keep {
 					outDims = append(outDims, "1")
@@ -162,17 +177,25 @@ func TestSplitReductionsSemantics(t *testing.T) {
 		if !equalInts(got.Shape(), want.Shape()) || got.ElemType() != want.ElemType() {
 			rt.Fatalf("result %s, want %s", got, want)
 		}
+		// per and abs: the elements folded into each result and the sum
+		// of their magnitudes.
 		per := n / kept
-		xs := x.Float64s()
+		abs := make([]float64, kept)
+		for f, v := range x.Float64s() {
+			out, rest := int64(0), int64(f)
+			for d := rank - 1; d >= 0; d-- {
+				if !slices.Contains(c.axes, d) {
+					out += rest % shape[d] * keptStride(shape, c.axes, d)
+				}
+				rest /= shape[d]
+			}
+			abs[out] += math.Abs(v)
+		}
 		gs, ws := got.Float64s(), want.Float64s()
 		for i := range ws {
 			tol := 0.0
 			if kind == "reduce_sum" || kind == "reduce_mean" {
-				var abs float64
-				for _, v := range xs[int64(i)*per : int64(i+1)*per] {
-					abs += math.Abs(v)
-				}
-				tol = 2 * float64(per) * 0x1p-24 * abs
+				tol = 2 * float64(per) * 0x1p-24 * abs[i]
 				if kind == "reduce_mean" {
 					tol /= float64(per)
 				}
@@ -208,3 +231,15 @@ func runF(t fataler, m *ir.Operation, seed int64) (*interp.Tensor, *interp.Tenso
 }
 
 func equalInts(a, b []int64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// keptStride is the stride of kept dim d in a reduction's result, the kept
+// dims of shape in order (folded: the folded dims).
+func keptStride(shape []int64, folded []int, d int) int64 {
+	s := int64(1)
+	for e := d + 1; e < len(shape); e++ {
+		if !slices.Contains(folded, e) {
+			s *= shape[e]
+		}
+	}
+	return s
+}
