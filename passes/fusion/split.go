@@ -17,9 +17,12 @@ import (
 // elements but folds many, the mean of a loss over every token and class
 // ([8192, 50304] → a scalar: 412 million elements), then runs on one
 // thread or one block, seconds on a GPU that would read its input in a
-// fraction of a millisecond. Such a reduction becomes two: the first
+// fraction of a millisecond; so does batch norm's mean over N, H and W of
+// [N, C, H, W] (C threads). Such a reduction becomes two: the first
 // folds the innermost part of its axes and keeps at least SplitRows
-// elements (rows the kernel runs in parallel), the second folds those.
+// elements (rows the kernel runs in parallel), or, with folded axes
+// before the trailing run of folded axes, folds that run (N·C rows of
+// H·W for batch norm); the second folds the rest.
 // The rows are the input's own when an axis boundary gives enough of
 // them (the loss: its 8192 rows of 50304 classes, then the 8192 row
 // sums); otherwise the folded elements are viewed as [P, Q] rows
@@ -49,12 +52,14 @@ func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    "graph-split-reductions",
 		Summary: "Split reductions that keep few elements but fold many into two, so that their kernels run in parallel",
-		Description: fmt.Sprintf("A reduction (sum, mean, max, min) over a trailing run of axes of a static input that "+
-			"keeps fewer than %d elements and folds at least %d becomes two reductions: the first folds the "+
-			"innermost axes and keeps at least %d elements, at an axis boundary of the input where one gives "+
-			"enough, else on a [P, Q] reshape of the folded elements; the second folds the rest. Half-precision "+
-			"sums and means run both in float32 and round once. The result's type does not change; sums add "+
-			"the same elements in another order.", SplitRows, SplitMinElements, SplitRows),
+		Description: fmt.Sprintf("A reduction (sum, mean, max, min) of a static input that folds its last axis, keeps fewer "+
+			"than %d elements and folds at least %d becomes two reductions. With folded axes before the trailing run "+
+			"of folded axes (batch norm's statistics over N, H, W of [N, C, H, W]), the first folds the run and the "+
+			"second the earlier axes. Otherwise the first folds the innermost axes and keeps at least %d elements, at "+
+			"an axis boundary of the input where one gives enough, else on a [P, Q] reshape of the folded elements; "+
+			"the second folds the rest. Halves that qualify are split again. Half-precision sums and means run both "+
+			"in float32 and round once. The result's type does not change; sums add the same elements in another "+
+			"order.", SplitRows, SplitMinElements, SplitRows),
 		Anchor: funcs.FuncOp,
 		After: []passes.Order{
 			{Pass: "graph-decompose", Reason: "the reductions of composites exist only once graph-decompose expanded them"},
