@@ -162,13 +162,13 @@ func flashModule(t *testing.T, ctx *ir.Context, f togpu.Flash) *ir.Operation {
 }
 
 // randomBF16 returns n values in [-2, 2) as a bf16 tensor of shape.
-func randomBF16(t *testing.T, rng *rand.Rand, shape []int64) *interp.Tensor {
+func randomBF16(t testing.TB, rng *rand.Rand, shape []int64) *interp.Tensor {
 	t.Helper()
 	return randomFloats(t, rng, ir.BF16, shape)
 }
 
 // randomFloats returns values in [-2, 2) as a tensor of elem and shape.
-func randomFloats(t *testing.T, rng *rand.Rand, elem ir.Type, shape []int64) *interp.Tensor {
+func randomFloats(t testing.TB, rng *rand.Rand, elem ir.Type, shape []int64) *interp.Tensor {
 	t.Helper()
 	n := int64(1)
 	for _, d := range shape {

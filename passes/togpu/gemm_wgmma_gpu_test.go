@@ -22,95 +22,157 @@ const gemm8192 = `func.func @main(%x: tensor<8192x8192xbf16>, %w: tensor<8192x81
 }
 `
 
-// TestGPUWGMMAGemm runs the 8192³ bf16 product on the device (skipped
-// without one, or without cuBLASLt) with cuBLASLt, the default mma.sync
-// tiling and every wgmma tiling, on fresh random inputs (the seed is
-// logged); each of Strata's results is compared
-// with cuBLASLt's (both accumulate in f32: within one bf16 ulp) before
-// it is timed, and the log gives each one's TFLOP/s and its ratio to
-// cuBLASLt's in the same process.
-func TestGPUWGMMAGemm(t *testing.T) {
+// gemmFlops is the arithmetic of gemm8192.
+const gemmFlops = 2 * 8192 * 8192 * 8192
+
+// gemmDevice is gemm8192 on the device: the runtime, fresh random
+// inputs and cuBLASLt's product of them, the reference.
+type gemmDevice struct {
+	rt   *exec.Runtime
+	args []interp.Value
+	lib  *exec.Program // the product on cuBLASLt
+	ref  []float64
+}
+
+// openGemm opens the device and computes the reference (skipping without
+// a device or cuBLASLt); the inputs' seed is logged.
+func openGemm(tb testing.TB) *gemmDevice {
+	tb.Helper()
 	rt, err := exec.Open(0)
 	if err != nil {
-		t.Skipf("no GPU: %v", err)
+		tb.Skipf("no GPU: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := rt.Close(); err != nil {
-			t.Error(err)
+			tb.Error(err)
 		}
 	})
-	const flops = 2 * 8192 * 8192 * 8192
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("inputs from seed %d", seed)
+	tb.Logf("inputs from seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 5))
-	args := []interp.Value{randomBF16(t, rng, []int64{8192, 8192}), randomBF16(t, rng, []int64{8192, 8192})}
-	compile := func(options string) *exec.Program {
-		t.Helper()
-		ctx := dialects.NewContext()
-		m, err := ir.Parse(ctx, gemm8192, ir.ParseOptions{Filename: "gemm.mlir"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pm, err := passes.Parse("builtin.module(lower-to-loop,convert-loop-to-gpu{" + options + "},canonicalize,cse)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pm.Run(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-		p, err := exec.Compile(m, exec.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	output := func(p *exec.Program) []float64 {
-		t.Helper()
-		got, err := p.Run(rt, "main", args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gt, err := got[0].(*interp.Buffer).Tensor()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return gt.Float64s()
-	}
-	lib := compile("matmul=" + togpu.MatmulCuBLASLt)
-	want, err := lib.Run(rt, "main", args)
+	g := &gemmDevice{rt: rt, args: []interp.Value{randomBF16(tb, rng, []int64{8192, 8192}), randomBF16(tb, rng, []int64{8192, 8192})}}
+	g.lib = g.compile(tb, "matmul="+togpu.MatmulCuBLASLt)
+	want, err := g.lib.Run(rt, "main", g.args)
 	if err != nil {
-		t.Skipf("no cuBLASLt: %v", err)
+		tb.Skipf("no cuBLASLt: %v", err)
 	}
 	wt, err := want[0].(*interp.Buffer).Tensor()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	ref := wt.Float64s()
-	libMS, err := lib.RunTimed(rt, "main", args, 5, 20)
+	g.ref = wt.Float64s()
+	return g
+}
+
+// compile lowers gemm8192 with the convert-loop-to-gpu options.
+func (g *gemmDevice) compile(tb testing.TB, options string) *exec.Program {
+	tb.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, gemm8192, ir.ParseOptions{Filename: "gemm.mlir"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(lower-to-loop,convert-loop-to-gpu{" + options + "},canonicalize,cse)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		tb.Fatal(err)
+	}
+	p, err := exec.Compile(m, exec.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// check runs p and compares its product with cuBLASLt's (both accumulate
+// in f32: within one bf16 ulp), returning the largest difference.
+func (g *gemmDevice) check(tb testing.TB, name string, p *exec.Program) float64 {
+	tb.Helper()
+	got, err := p.Run(g.rt, "main", g.args)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gt, err := got[0].(*interp.Buffer).Tensor()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	worst := 0.0
+	for i, v := range gt.Float64s() {
+		w := g.ref[i]
+		d := math.Abs(v - w)
+		if !(d <= math.Max(1, math.Abs(w))/128) {
+			tb.Fatalf("element %d: %s %g, cuBLASLt %g", i, name, v, w)
+		}
+		worst = math.Max(worst, d)
+	}
+	return worst
+}
+
+// mmaTilesOnGPU are the tilings the device tests time: the default and
+// every wgmma one.
+func mmaTilesOnGPU() []togpu.MMATile {
+	var ts []togpu.MMATile
+	for _, tile := range togpu.MMATiles {
+		if tile.WGMMA || tile == togpu.DefaultConfig.MMATile {
+			ts = append(ts, tile)
+		}
+	}
+	return ts
+}
+
+// TestGPUWGMMAGemm runs the 8192³ bf16 product on the device (skipped
+// without one, or without cuBLASLt) with cuBLASLt, the default mma.sync
+// tiling and every wgmma tiling, on fresh random inputs (the seed is
+// logged); each of Strata's results is compared with cuBLASLt's before
+// it is timed, and the log gives each one's TFLOP/s and its ratio to
+// cuBLASLt's in the same process.
+func TestGPUWGMMAGemm(t *testing.T) {
+	g := openGemm(t)
+	libMS, err := g.lib.RunTimed(g.rt, "main", g.args, 5, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("gemm 8192³ cuBLASLt: %.4f ms, %.0f TFLOP/s", libMS, flops/libMS/1e9)
-	for _, tile := range togpu.MMATiles {
-		if !tile.WGMMA && tile != togpu.DefaultConfig.MMATile {
-			continue
-		}
+	t.Logf("gemm 8192³ cuBLASLt: %.4f ms, %.0f TFLOP/s", libMS, gemmFlops/libMS/1e9)
+	for _, tile := range mmaTilesOnGPU() {
 		t.Run(tile.String(), func(t *testing.T) {
-			p := compile(fmt.Sprintf("mma-tile=%s", tile))
-			got := output(p)
-			worst := 0.0
-			for i, w := range ref {
-				d := math.Abs(got[i] - w)
-				if !(d <= math.Max(1, math.Abs(w))/128) {
-					t.Fatalf("element %d: %s %g, cuBLASLt %g", i, tile, got[i], w)
-				}
-				worst = math.Max(worst, d)
-			}
-			ms, err := p.RunTimed(rt, "main", args, 5, 20)
+			p := g.compile(t, fmt.Sprintf("mma-tile=%s", tile))
+			worst := g.check(t, tile.String(), p)
+			ms, err := p.RunTimed(g.rt, "main", g.args, 5, 20)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("gemm 8192³ %s: %.4f ms, %.0f TFLOP/s, %.1f%% of cuBLASLt (max |diff| %g)", tile, ms, flops/ms/1e9, 100*libMS/ms, worst)
+			t.Logf("gemm 8192³ %s: %.4f ms, %.0f TFLOP/s, %.1f%% of cuBLASLt (max |diff| %g)", tile, ms, gemmFlops/ms/1e9, 100*libMS/ms, worst)
+		})
+	}
+}
+
+// BenchmarkGPUWGMMAGemm times b.N launches of the 8192³ bf16 product
+// (exec.Bound.Time: each after a cache clear, the median reported as
+// ms/launch and TFLOP/s) on cuBLASLt and on each tiling of
+// mmaTilesOnGPU, whose product is first compared with cuBLASLt's on the
+// same fresh inputs. Long runs (-test.benchtime 800x) show the device's
+// steady clock and power under each kernel (nvidia-smi beside it).
+func BenchmarkGPUWGMMAGemm(b *testing.B) {
+	g := openGemm(b)
+	measure := func(b *testing.B, p *exec.Program) {
+		ms, err := p.RunTimed(g.rt, "main", g.args, 5, b.N)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(ms, "ms/launch")
+		b.ReportMetric(gemmFlops/ms/1e9, "TFLOP/s")
+	}
+	b.Run("cublaslt", func(b *testing.B) { measure(b, g.lib) })
+	for _, tile := range mmaTilesOnGPU() {
+		var p *exec.Program // compiled and checked at the first call
+		b.Run(tile.String(), func(b *testing.B) {
+			if p == nil {
+				p = g.compile(b, fmt.Sprintf("mma-tile=%s", tile))
+				g.check(b, tile.String(), p)
+			}
+			measure(b, p)
 		})
 	}
 }
