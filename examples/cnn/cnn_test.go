@@ -1,12 +1,16 @@
 package cnn
 
 import (
+	"errors"
 	"io"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn"
 	"github.com/strata-ir/strata/optim"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // TestTrainLossFalls trains the tiny CNN on the interpreter: the loss
@@ -65,6 +69,46 @@ func TestMixedTrainLossFalls(t *testing.T) {
 	for _, r := range nn.Refs(m) {
 		if dt := r.Tensor().DType(); dt != frontend.Float32 {
 			t.Errorf("%s is %v after mixed-precision steps, want float32", r.Name, dt)
+		}
+	}
+}
+
+// errLowered stops a training step once its graphs are lowered.
+var errLowered = errors.New("lowered")
+
+// TestBenchStepFillsTheGrid lowers the bench's mixed-precision training
+// step (batch 256 of 32×32: batch norm's statistics fold 262144 elements
+// per channel) with the nvptx backend's passes and checks that no SIMT
+// kernel of its forward or backward pass runs a large buffer on a few
+// blocks (togpu.NarrowLaunches): the statistics ran on one block of 32
+// or 64 working threads each before graph-split-reductions, twelve such
+// kernels a step.
+func TestBenchStepFillsTheGrid(t *testing.T) {
+	var narrow [][]string
+	name := "lowering-" + t.Name()
+	frontend.RegisterBackend(name, frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		pm, err := passes.Parse("builtin.module(" + togpu.FlashPassName + ",lower-to-gpu)")
+		if err != nil {
+			return nil, err
+		}
+		if err := pm.Run(g.Context, g.Module); err != nil {
+			return nil, err
+		}
+		narrow = append(narrow, togpu.NarrowLaunches(g.Module))
+		return frontend.ExecutableFunc(func([]*interp.Tensor) ([]*interp.Tensor, error) { return nil, errLowered }), nil
+	}))
+	m := New(Bench)
+	x, y := Data(Bench)
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, frontend.Options{Backend: name})
+	if _, _, err := step.Call(x, y); !errors.Is(err, errLowered) {
+		t.Fatalf("training step: %v, want the backend's stop", err)
+	}
+	if len(narrow) != 2 {
+		t.Fatalf("%d graphs lowered, want the step's forward and backward", len(narrow))
+	}
+	for i, n := range narrow {
+		if len(n) > 0 {
+			t.Errorf("graph %d: kernels with ≥ %d elements of a buffer a block: %v", i, togpu.NarrowPerBlock, n)
 		}
 	}
 }

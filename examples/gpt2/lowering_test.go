@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/strata-ir/strata/dialects/arith"
-	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
@@ -26,18 +24,10 @@ type lowered struct {
 	matmuls  int
 	dynamic  bool
 	mappings map[string]int
-	// narrow lists the SIMT kernels (not mma, not flash) with a buffer
-	// of narrowPerBlock or more elements a block.
+	// narrow lists the SIMT kernels on grids too small for their data
+	// (togpu.NarrowLaunches).
 	narrow []string
 }
-
-// narrowPerBlock is the most elements of one of its buffers a SIMT
-// kernel may have per block: more is a grid too small for its data (a
-// one-block kernel over a large buffer is how the training loss's mean
-// ran before graph-split-reductions). A row of the logits is 50304
-// elements; a gather's table counts whole though the kernel reads a few
-// rows of it.
-const narrowPerBlock = 1 << 16
 
 // loweringBackend registers a backend that lowers each graph with the
 // nvptx backend's passes (graph-attention-to-flash, lower-to-gpu) and
@@ -62,72 +52,13 @@ func loweringBackend(t *testing.T) (string, func() []lowered) {
 		for _, m := range []string{togpu.MappingMMA, togpu.MappingFlash} {
 			l.mappings[m] = strings.Count(text, fmt.Sprintf("mapping = %q", m))
 		}
-		l.narrow = narrowKernels(g.Module)
+		l.narrow = togpu.NarrowLaunches(g.Module)
 		mu.Lock()
 		got = append(got, l)
 		mu.Unlock()
 		return stopped{}, nil
 	}))
 	return name, func() []lowered { mu.Lock(); defer mu.Unlock(); return got }
-}
-
-// narrowKernels returns the SIMT kernels of module (at the gpu level)
-// with narrowPerBlock or more elements of a buffer a block, or a grid
-// that is not a constant.
-func narrowKernels(module *ir.Operation) []string {
-	mapping := map[string]string{}
-	module.Walk(func(op *ir.Operation) bool {
-		if op.Name() == gpu.FuncOp {
-			if d, ok := op.Attr(togpu.LaunchAttr).(ir.DictAttr); ok {
-				if m, ok := d.Get("mapping").(ir.StringAttr); ok {
-					mapping[ir.SymbolName(op)] = m.Value
-				}
-			}
-			return false
-		}
-		return true
-	})
-	var out []string
-	module.Walk(func(op *ir.Operation) bool {
-		if op.Name() != gpu.LaunchFuncOp {
-			return true
-		}
-		l, ok := gpu.LaunchOf(op)
-		if !ok {
-			return true
-		}
-		name := l.Kernel.Root
-		if n := len(l.Kernel.Nested); n > 0 {
-			name = l.Kernel.Nested[n-1]
-		}
-		if m := mapping[name]; m != togpu.MappingPointwise && m != togpu.MappingRow {
-			return true
-		}
-		var most int64
-		for _, v := range l.Args {
-			if mt, ok := v.Type().(*ir.MemRefType); ok {
-				most = max(most, ir.NumElements(mt.Shape()))
-			}
-		}
-		blocks := int64(1)
-		for _, g := range l.Grid {
-			var v ir.IntegerAttr
-			ok := false
-			if c := g.DefiningOp(); c != nil && c.Name() == arith.OpConstant {
-				v, ok = c.Attr("value").(ir.IntegerAttr)
-			}
-			if !ok {
-				blocks = -1
-				break
-			}
-			blocks *= v.Value
-		}
-		if blocks < 1 || most/blocks >= narrowPerBlock {
-			out = append(out, fmt.Sprintf("%s: %d elements on %d blocks", name, most, blocks))
-		}
-		return true
-	})
-	return out
 }
 
 type stopped struct{}
@@ -210,7 +141,7 @@ func TestTrainingStepFillsTheGrid(t *testing.T) {
 	}
 	for i, g := range gs {
 		if len(g.narrow) > 0 {
-			t.Errorf("graph %d: kernels with ≥ %d elements of a buffer a block: %v", i, narrowPerBlock, g.narrow)
+			t.Errorf("graph %d: kernels with ≥ %d elements of a buffer a block: %v", i, togpu.NarrowPerBlock, g.narrow)
 		}
 	}
 }

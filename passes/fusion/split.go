@@ -158,7 +158,7 @@ func planSplit(op *ir.Operation) (split, bool) {
 	if ir.NumElements(shape[:t]) > kept {
 		// Batch norm's statistics over N, H and W of [N, C, H, W]: the run
 		// first, its rows shape[:t] more than kept, then the rest.
-		return split{first: span(t, r), second: earlier}, true
+		return flatFirst(shape, split{first: span(t, r), second: earlier}), true
 	}
 	// The folded axes are the run shape[t:] (and earlier ones of size 1,
 	// folded by the second half). An axis boundary j: the first half
@@ -166,7 +166,7 @@ func planSplit(op *ir.Operation) (split, bool) {
 	// folds the longest rows.
 	for j := t + 1; j < r; j++ {
 		if ir.NumElements(shape[:j]) >= SplitRows {
-			return split{first: span(j, r), second: append(slices.Clone(earlier), span(t, j)...)}, true
+			return flatFirst(shape, split{first: span(j, r), second: append(slices.Clone(earlier), span(t, j)...)}), true
 		}
 	}
 	// Otherwise the folded elements as [p, q]: p the fewest rows that
@@ -181,6 +181,20 @@ func planSplit(op *ir.Operation) (split, bool) {
 		}
 	}
 	return split{}, false
+}
+
+// flatFirst views the trailing axes p.first folds as one (a reshape of
+// shape), so that the first half is a row reduction over one axis: the
+// row mapping takes one loop over a row, not a nest of them (a thread per
+// row would loop over H and W of batch norm's [N·C, H, W] alone).
+func flatFirst(shape []int64, p split) split {
+	if len(p.first) < 2 {
+		return p
+	}
+	j := int(p.first[0])
+	p.shape = append(slices.Clone(shape[:j]), ir.NumElements(shape[j:]))
+	p.first = []int64{int64(j)}
+	return p
 }
 
 // span returns the axes lo, …, hi-1.
