@@ -37,12 +37,18 @@ import (
 const SplitRows = 1024
 
 // SplitMinElements is the fewest elements a reduction folds before it is
-// split: a block folds fewer in microseconds.
+// split (and, with folded axes before its trailing run, the fewest in its
+// input): a block folds fewer in microseconds.
 const SplitMinElements = 1 << 16
 
 // splitMinRowElements is the fewest elements a row of a [P, Q] view
 // folds: rows shorter than a warp would waste most of its lanes.
 const splitMinRowElements = 32
+
+// splitMinFolded is the fewest elements a reduction with folded axes
+// before its trailing run folds per result before it is split: fewer
+// make a short loop for the thread of each result.
+const splitMinFolded = 1024
 
 // splitMaxRowFactor bounds the rows of a [P, Q] view: at most this many
 // times the rows needed.
@@ -52,14 +58,16 @@ func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    "graph-split-reductions",
 		Summary: "Split reductions that keep few elements but fold many into two, so that their kernels run in parallel",
-		Description: fmt.Sprintf("A reduction (sum, mean, max, min) of a static input that folds its last axis, keeps fewer "+
-			"than %d elements and folds at least %d becomes two reductions. With folded axes before the trailing run "+
-			"of folded axes (batch norm's statistics over N, H, W of [N, C, H, W]), the first folds the run and the "+
-			"second the earlier axes. Otherwise the first folds the innermost axes and keeps at least %d elements, at "+
-			"an axis boundary of the input where one gives enough, else on a [P, Q] reshape of the folded elements; "+
-			"the second folds the rest. Halves that qualify are split again. Half-precision sums and means run both "+
-			"in float32 and round once. The result's type does not change; sums add the same elements in another "+
-			"order.", SplitRows, SplitMinElements, SplitRows),
+		Description: fmt.Sprintf("A reduction (sum, mean, max, min) of a static input that folds its last axis becomes two "+
+			"reductions when its kernel would run on too few threads or blocks. With folded axes before the trailing "+
+			"run of folded axes (batch norm's statistics over N, H, W of [N, C, H, W]), which run a thread a result, "+
+			"when it folds at least 1024 elements a result and its input has at least %d: the first folds the run "+
+			"(viewed as one axis) and the second the earlier axes. Otherwise, when it keeps fewer than %d elements "+
+			"and folds at least %d: the first folds the innermost axes and keeps at least %d elements, at an axis "+
+			"boundary of the input where one gives enough, else on a [P, Q] reshape of the folded elements; the "+
+			"second folds the rest. Halves that qualify are split again. Half-precision sums and means run both in "+
+			"float32 and round once. The result's type does not change; sums add the same elements in another order.",
+			SplitMinElements, SplitRows, SplitMinElements, SplitRows),
 		Anchor: funcs.FuncOp,
 		After: []passes.Order{
 			{Pass: "graph-decompose", Reason: "the reductions of composites exist only once graph-decompose expanded them"},
@@ -142,7 +150,7 @@ func planSplit(op *ir.Operation) (split, bool) {
 			kept *= d
 		}
 	}
-	if len(axes) == 0 || kept >= SplitRows || folded < SplitMinElements {
+	if len(axes) == 0 || kept*folded < SplitMinElements {
 		return split{}, false
 	}
 	// t: the start of the trailing run of folded axes.
@@ -156,9 +164,17 @@ func planSplit(op *ir.Operation) (split, bool) {
 	// earlier: the folded axes before the run; they keep their numbers.
 	earlier := axes[:len(axes)-(r-t)]
 	if ir.NumElements(shape[:t]) > kept {
-		// Batch norm's statistics over N, H and W of [N, C, H, W]: the run
-		// first, its rows shape[:t] more than kept, then the rest.
+		// Batch norm's statistics over N, H and W of [N, C, H, W]: no row
+		// mapping takes them, a thread a result loops over all it folds.
+		// The run first (its rows shape[:t], more than kept), then the
+		// rest, whatever the number kept.
+		if folded < splitMinFolded {
+			return split{}, false
+		}
 		return flatFirst(shape, split{first: span(t, r), second: earlier}), true
+	}
+	if kept >= SplitRows || folded < SplitMinElements {
+		return split{}, false // enough rows for the row mapping, or few elements
 	}
 	// The folded axes are the run shape[t:] (and earlier ones of size 1,
 	// folded by the second half). An axis boundary j: the first half
