@@ -838,11 +838,22 @@ func (g *flashGen) scoresWith(b *ir.Builder, mts int, a func(b *ir.Builder, mi i
 	return s
 }
 
-// round rounds each score to bf16 (the graph's q·kᵀ is in it), as f32:
-// truncf then extf, which the native backend selects as one
-// cvt.rn.bf16x2.f32 with a zero lower half.
+// round rounds each score to the element type (the graph's q·kᵀ is in
+// it), as f32: truncf then extf, which the native backend selects for
+// bf16 as one cvt.rn.bf16x2.f32 with a zero lower half. The wgmma kernels
+// round f16 scores two at a time (packed as pair does, then unpacked:
+// one cvt.rn.f16x2.f32 and two cvt.f32.f16): rounded one by one
+// (cvt.rn.f16.f32, cvt.f32.f16), ptxas serializes every wgmma of the
+// kernel (info C7514; bench/NOTES.md, session 8).
 func (g *flashGen) round(b *ir.Builder, s [][]*ir.Value) {
 	for j := range s {
+		if g.Tile.WGMMA && g.Elem == ir.F16 {
+			for r := 0; r+1 < len(s[j]); r += 2 {
+				p := g.pair(b, s[j][r], s[j][r+1])
+				s[j][r], s[j][r+1] = g.unpack(b, p, 0), g.unpack(b, p, 16)
+			}
+			continue
+		}
 		for r := range s[j] {
 			s[j][r] = arith.NewCast(b, arith.OpExtF, g.loc, arith.NewCast(b, arith.OpTruncF, g.loc, s[j][r], g.Elem), ir.F32)
 		}
@@ -859,6 +870,15 @@ func (g *flashGen) pair(b *ir.Builder, x, y *ir.Value) *ir.Value {
 	}
 	hi := arith.Binary(b, arith.OpShLI, g.loc, half(y), arith.ConstantInt(b, g.loc, 16, ir.I32))
 	return arith.Binary(b, arith.OpOrI, g.loc, half(x), hi)
+}
+
+// unpack widens the 16-bit half of p (a pair's) at bit shift to f32.
+func (g *flashGen) unpack(b *ir.Builder, p *ir.Value, shift int64) *ir.Value {
+	if shift > 0 {
+		p = arith.Binary(b, arith.OpShRUI, g.loc, p, arith.ConstantInt(b, g.loc, shift, ir.I32))
+	}
+	u := arith.NewCast(b, arith.OpTruncI, g.loc, p, ir.I16)
+	return arith.NewCast(b, arith.OpExtF, g.loc, arith.NewCast(b, arith.OpBitcast, g.loc, u, g.Elem), ir.F32)
 }
 
 // mask replaces masked scores of one m16 tile by sm.masked: keys past Lk

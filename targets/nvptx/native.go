@@ -846,8 +846,8 @@ func (e *emitter) bf16(cvt string, in value.Value, x value.Value) error {
 // moved into one, or both halves' f32s rounded and packed at once.
 func (e *emitter) pack16(in *llir.InstOr) error {
 	mnemonic, lo, hi := "mov.b32", e.plan.pack16[in][0], e.plan.pack16[in][1]
-	if l, h := e.plan.bf16Pair(in); l != nil {
-		mnemonic, lo, hi = "cvt.rn.bf16x2.f32", l, h
+	if l, h, cvt := e.plan.roundPair(in); l != nil {
+		mnemonic, lo, hi = cvt, l, h
 	}
 	l, err := e.scalarOperand(lo)
 	if err != nil {
@@ -862,7 +862,7 @@ func (e *emitter) pack16(in *llir.InstOr) error {
 		e.inst("mov.b32 %s, {%s, %s};", d, l, h)
 	} else {
 		// The first source goes to the upper half.
-		e.inst("cvt.rn.bf16x2.f32 %s, %s, %s;", d, h, l)
+		e.inst("%s %s, %s, %s;", mnemonic, d, h, l)
 	}
 	return nil
 }

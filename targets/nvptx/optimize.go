@@ -55,8 +55,9 @@ type plan struct {
 	bf16Widen map[*llir.InstBitCast]value.Value
 	// pack16 holds the ors that put two i16 values into the halves of an
 	// i32 (see pack16Of), with the low and the high half: one mov.b32
-	// from the pair, or one cvt.rn.bf16x2.f32 when both halves are
-	// bf16Round's (inputs then reads their f32s).
+	// from the pair, or one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) when
+	// both halves are bf16Round's (f32s truncated to half: roundPair;
+	// inputs then reads their f32s).
 	pack16 map[*llir.InstOr][2]value.Value
 	// bf16Snap holds the widenings to f32 (bf16WidenOf's form) of a
 	// bf16Round, with the f32 it rounds: the f32 rounded to bf16
@@ -182,7 +183,11 @@ func (p *plan) findRepeats(f *llir.Func) {
 			case *llir.InstBitCast:
 				key.flags = [2]bool{p.bf16Widen[in] != nil, p.bf16Snap[in] != nil}
 			case *llir.InstOr:
-				_, key.flags[0] = p.pack16[in]
+				if _, key.flags[0] = p.pack16[in]; key.flags[0] {
+					// (Its inputs may be the f32s of a rounded pair:
+					// which rounding tells bf16 and f16 pairs apart.)
+					_, _, key.extra = p.roundPair(in)
+				}
 			case *llir.InstCall:
 				if hasEffects(in) {
 					continue
@@ -268,7 +273,7 @@ func (p *plan) inputs(in operandsOf) []value.Value {
 		}
 	case *llir.InstOr:
 		if pair, ok := p.pack16[in]; ok {
-			if lo, hi := p.bf16Pair(in); lo != nil {
+			if lo, hi, _ := p.roundPair(in); lo != nil {
 				return []value.Value{lo, hi}
 			}
 			return pair[:]
@@ -439,7 +444,7 @@ func (p *plan) fold(in llir.Instruction) (scalarConst, bool) {
 	}
 	if o, ok := in.(*llir.InstOr); ok {
 		if _, pack := p.pack16[o]; pack {
-			if lo, _ := p.bf16Pair(o); lo != nil {
+			if lo, _, _ := p.roundPair(o); lo != nil {
 				return scalarConst{}, false // two constants rounded: left to cvt
 			}
 			return res(cs[0].bits&0xffff | cs[1].bits<<16)
@@ -844,14 +849,33 @@ func pack16Of(o *llir.InstOr) (lo, hi value.Value) {
 	return nil, nil
 }
 
-// bf16Pair returns the f32 values a pack16 or rounds into its low and
-// high halves when both halves are bf16Round's: one cvt.rn.bf16x2.f32.
-func (p *plan) bf16Pair(o *llir.InstOr) (lo, hi value.Value) {
+// roundPair returns the f32 values a pack16 or rounds into its low and
+// high halves, and the conversion that rounds and packs both at once:
+// cvt.rn.bf16x2.f32 when both halves are bf16Round's, cvt.rn.f16x2.f32
+// when both are the bits of f32s truncated to half.
+func (p *plan) roundPair(o *llir.InstOr) (lo, hi value.Value, cvt string) {
 	pair := p.pack16[o]
 	tl, lok := pair[0].(*llir.InstTrunc)
 	th, hok := pair[1].(*llir.InstTrunc)
-	if !lok || !hok || p.bf16Round[tl] == nil || p.bf16Round[th] == nil {
-		return nil, nil
+	if lok && hok && p.bf16Round[tl] != nil && p.bf16Round[th] != nil {
+		return p.bf16Round[tl], p.bf16Round[th], "cvt.rn.bf16x2.f32"
 	}
-	return p.bf16Round[tl], p.bf16Round[th]
+	if l, h := f16BitsOf(pair[0]), f16BitsOf(pair[1]); l != nil && h != nil {
+		return l, h, "cvt.rn.f16x2.f32"
+	}
+	return nil, nil, ""
+}
+
+// f16BitsOf returns the f32 x when v is bitcast(fptrunc x to half) to
+// i16, else nil.
+func f16BitsOf(v value.Value) value.Value {
+	b, ok := v.(*llir.InstBitCast)
+	if !ok || !types.Equal(b.To, types.I16) {
+		return nil
+	}
+	t, ok := b.From.(*llir.InstFPTrunc)
+	if !ok || !types.Equal(t.From.Type(), types.Float) || !types.Equal(t.To, types.Half) {
+		return nil
+	}
+	return t.From
 }

@@ -125,7 +125,8 @@ func bf16RoundTo(b *llir.Block, x llirValue) llirValue {
 // cvt.rn.bf16x2.f32 (whose first source is the upper half), in either
 // operand order of the or; an or of other shapes stays an or. An f32
 // rounded to bf16 and widened back is one cvt.rn.bf16x2.f32 with a zero
-// lower half.
+// lower half. Two f32s truncated to half and packed are one
+// cvt.rn.f16x2.f32.
 func TestPack16(t *testing.T) {
 	m := newModule()
 	gI32 := types.NewPointer(types.I32)
@@ -149,6 +150,9 @@ func TestPack16(t *testing.T) {
 	// y rounded to bf16 and widened: toF32's form.
 	snap := b.NewBitCast(b.NewShl(b.NewZExt(bf16RoundTo(b, y), i32), c32(16)), f32)
 	b.NewStore(b.NewBitCast(snap, i32), b.NewGetElementPtr(i32, out, c64(4)))
+	// x and y truncated to half, their bits packed (x low).
+	f16Bits := func(v llirValue) llirValue { return b.NewBitCast(b.NewFPTrunc(v, types.Half), types.I16) }
+	b.NewStore(b.NewOr(half(f16Bits(x)), high(f16Bits(y))), b.NewGetElementPtr(i32, out, c64(5)))
 	b.NewRet(nil)
 	ptx, err := Native{}.Compile(m, Options{})
 	if err != nil {
@@ -169,12 +173,13 @@ func TestPack16(t *testing.T) {
 		`mov\.b32 %r\d+, \{%rs\d+, %rs\d+\};`,
 		"cvt.rn.bf16x2.f32 %r\\d+, " + fy + ", %f\\d+;", // y, zero
 		`shl\.b32 %r\d+, %r\d+, 8;`,
+		"cvt.rn.f16x2.f32 %r\\d+, " + fy + ", " + fx + ";", // x low, y high
 	} {
 		if !regexp.MustCompile(want).MatchString(ptx) {
 			t.Errorf("PTX does not match %s\n%s", want, numbered(ptx))
 		}
 	}
-	for _, bad := range []string{"cvt.rn.bf16.f32", "32767", "cvt.f32.bf16"} {
+	for _, bad := range []string{"cvt.rn.bf16.f32", "32767", "cvt.f32.bf16", "cvt.rn.f16.f32"} {
 		if strings.Contains(ptx, bad) {
 			t.Errorf("PTX holds %q (a rounding left beside its pack)\n%s", bad, numbered(ptx))
 		}
