@@ -111,9 +111,9 @@ func TestTinyResNetLowered(t *testing.T) {
 // mixed-precision training step (resnet50_train's: MixedLoss, float32
 // master weights, SGD with momentum) through lower-to-gpu: every
 // convolution of the step, forward and both gradients, runs the
-// tensor-core kernel. TestTinyResNetLowered checks what lowered graphs
-// compute (long tests only); this one only counts, so it runs in short
-// tests too.
+// tensor-core kernel but one (below). TestTinyResNetLowered checks what
+// lowered graphs compute (long tests only); this one only counts, so it
+// runs in short tests too.
 func TestTinyResNetMixedLowersToMMA(t *testing.T) {
 	chk := &loweringCheck{t: t, noSemantics: true}
 	frontend.RegisterBackend("resnet-mixed-lowering-count", chk)
@@ -135,9 +135,13 @@ func TestTinyResNetMixedLowersToMMA(t *testing.T) {
 	}
 	// Nine forward convolutions (the stem; three and a downsample in
 	// each block), their weight gradients and all but the stem's data
-	// gradients; tensor-core kernels for each and for the classifier's
-	// three products (forward, both gradients).
-	if chk.convs != 3*9-1 || chk.mmas < chk.convs+3 {
+	// gradients; tensor-core kernels for each but one and for the
+	// classifier's three products (forward, both gradients). The one is a
+	// weight gradient whose transposing epilogue graph-fuse fused into it
+	// (its nest reads the window from the other operand): the implicit
+	// GEMM kernel computed it wrong, and it stays a SIMT nest (conv=cudnn
+	// runs it as cuDNN's filter gradient: library_test.go).
+	if chk.convs != 3*9-1 || chk.mmas < chk.convs+3-1 {
 		t.Errorf("%d tensor-core kernels for %d conv2d nests", chk.mmas, chk.convs)
 	}
 	t.Logf("%d conv2d nests, %d tensor-core kernels", chk.convs, chk.mmas)

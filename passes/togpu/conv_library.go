@@ -42,6 +42,91 @@ type libraryConv struct {
 	// y[n] [O, H·W] = w [O, C] · x[n] [C, H·W], which one
 	// gpu.library_matmul (cuBLASLt) computes, w shared by the batch.
 	gemm bool
+	// permuted: the nest runs over the output's first two dimensions
+	// swapped, (o, n, i, j) (permutedConvPlan); only a filter gradient
+	// takes it.
+	permuted bool
+}
+
+// permutedConvPlan recognizes a convolution nest whose output is stored
+// with its first two dimensions swapped, as when graph-fuse fuses the
+// transpose of a weight gradient (and its cast to the master weight's
+// f32) into the convolution: the nest runs over (o, n, i, j) and reads
+// x [N, C, H, W] at [iv1, c, window…] and w [O, C, KH, KW] at [iv0, c,
+// kh, kw]. Its sum must be rounded first and its padding alike on both
+// sides, as convLibraryPlan's. Otherwise nil.
+func permutedConvPlan(nest *ir.Operation) *libraryConv {
+	geo, ok := loop.ConvOf(nest)
+	if !ok || loop.NestKind(nest) != "conv2d" || geo.Padding[0] != geo.Padding[2] || geo.Padding[1] != geo.Padding[3] {
+		return nil
+	}
+	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
+	if err != nil || len(lbs) != 4 || len(inits) > 0 {
+		return nil
+	}
+	ext := make([]int64, 4)
+	for d := range lbs {
+		lb, ok1 := staticInt(lbs[d])
+		st, ok2 := staticInt(steps[d])
+		ub, ok3 := staticInt(ubs[d])
+		if !ok1 || !ok2 || !ok3 || lb != 0 || st != 1 || ub < 1 {
+			return nil
+		}
+		ext[d] = ub
+	}
+	body := loop.Body(nest)
+	var kl *ir.Operation
+	for _, o := range body.Ops() {
+		if o.Name() == loop.ForOp {
+			if kl != nil {
+				return nil
+			}
+			kl = o
+		}
+	}
+	if kl == nil || kl.NumResults() != 1 || !isZeroF32(loop.ForInits(kl)[0]) {
+		return nil
+	}
+	var loads []*ir.Operation
+	kl.Walk(func(o *ir.Operation) bool {
+		if o.Name() == loop.LoadOp {
+			loads = append(loads, o)
+		}
+		return true
+	})
+	if len(loads) != 2 {
+		return nil
+	}
+	for _, pair := range [][2]*ir.Operation{{loads[0], loads[1]}, {loads[1], loads[0]}} {
+		x, w := pair[0], pair[1]
+		xt, ok1 := x.Operand(0).Type().(*ir.MemRefType)
+		wt, ok2 := w.Operand(0).Type().(*ir.MemRefType)
+		if !ok1 || !ok2 || x.NumOperands() != 5 || w.NumOperands() != 5 || definedIn(x.Operand(0), nest) || definedIn(w.Operand(0), nest) {
+			return nil
+		}
+		elem := xt.ElementType()
+		xs, ws := xt.Shape(), wt.Shape()
+		if (elem != ir.BF16 && elem != ir.F16) || wt.ElementType() != elem || !allStatic(xs) || !allStatic(ws) ||
+			xs[0] != ext[1] || ws[0] != ext[0] || xs[1] != ws[1] ||
+			!indexes(x.Operand(1), body.Argument(1), ext[1]) || !indexes(w.Operand(1), body.Argument(0), ext[0]) ||
+			!windowIndices(kl, w, x, ws) {
+			continue
+		}
+		for d := range 2 {
+			span := geo.Dilations[d] * (ws[2+d] - 1)
+			if (xs[2+d]+geo.Padding[d]+geo.Padding[2+d]-span-1)/geo.Strides[d]+1 != ext[2+d] {
+				return nil
+			}
+		}
+		sum := kl.Result(0)
+		if !sum.HasOneUse() || sum.Users()[0].Name() != arith.OpTruncF || sum.Users()[0].Result(0).Type() != elem {
+			return nil
+		}
+		return &libraryConv{nest: nest, kloop: kl, round: sum.Users()[0], x: x.Operand(0), w: w.Operand(0), elem: elem,
+			shape: []int64{ext[1], ext[0], ext[2], ext[3]}, permuted: true,
+			geo: gpu.ConvGeometry{Strides: geo.Strides, Padding: [2]int64{geo.Padding[0], geo.Padding[1]}, Dilations: geo.Dilations}}
+	}
+	return nil
 }
 
 // convLibraryPlan recognizes a nest that gpu.library_conv2d computes
@@ -98,9 +183,14 @@ func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 func lowerLibraryConvs(ctx *ir.Context, fn *ir.Operation) {
 	for _, nest := range topLevelNests(fn) {
 		p, why := convLibraryPlan(nest)
+		if p == nil {
+			if q := permutedConvPlan(nest); q != nil {
+				p, why = q, "a permuted output that is no weight gradient"
+			}
+		}
 		if f := filterGradientPlan(p); f != nil {
 			f.lower(ctx)
-		} else if p != nil {
+		} else if p != nil && !p.permuted {
 			p.lower(ctx)
 		} else if why != "" {
 			logs.Printf(perfHints, "%s", (&ir.Diagnostic{Loc: nest.Loc(), Severity: ir.SevRemark,
@@ -189,17 +279,17 @@ func (p *libraryConv) directStore() *ir.Value {
 // gpu.library_conv2d of direction backward_filter.
 type filterGradient struct {
 	conv  *libraryConv
-	r     *ir.Value       // the nest's result buffer [C, O, KH', KW']
 	x, g  *transposed     // what wrote xt and gt
 	moved []*ir.Operation // deallocations of x and g to move after the library op
 	geo   gpu.ConvGeometry
 }
 
 // transposed is the nest that wrote a transposed operand buf [D1, D0, D2,
-// D3] of the weight gradient's convolution. A copy of a buffer src [D0,
-// D1, D2, D3] (src set) goes: the library reads src. A nest computing the
-// value (a fused producer; store set) stores it untransposed into a new
-// buffer instead, which the library reads.
+// D3] of the weight gradient's convolution with store. A copy of a
+// buffer src [D0, D1, D2, D3] (src set) goes: the library reads src. A
+// nest computing the value (a fused producer, perhaps of other values
+// too) also stores it untransposed into a new buffer, which the library
+// reads.
 type transposed struct {
 	buf, src *ir.Value
 	nest     *ir.Operation
@@ -212,8 +302,7 @@ func filterGradientPlan(p *libraryConv) *filterGradient {
 	if p == nil {
 		return nil
 	}
-	r := p.directStore()
-	if r == nil || p.nest.Block() == nil {
+	if p.nest.Block() == nil {
 		return nil
 	}
 	x, g := transposedSource(p.x, p.nest), transposedSource(p.w, p.nest)
@@ -238,14 +327,17 @@ func filterGradientPlan(p *libraryConv) *filterGradient {
 			return nil
 		}
 	}
-	f := &filterGradient{conv: p, r: r, x: x, g: g, geo: geo}
+	f := &filterGradient{conv: p, x: x, g: g, geo: geo}
 	// A copied buffer must hold what the copy read until the nest:
 	// nothing between writes it; its deallocations move after the
 	// library op.
+	// A copied buffer written again before the convolution is copied
+	// untransposed instead.
 	for _, c := range []*transposed{x, g} {
 		if c.src == nil {
 			continue
 		}
+		var moved []*ir.Operation
 		for _, u := range c.src.Users() {
 			top := topLevel(u, p.nest.Block())
 			if top == nil || !c.nest.IsBeforeInBlock(top) || !top.IsBeforeInBlock(p.nest) {
@@ -253,14 +345,35 @@ func filterGradientPlan(p *libraryConv) *filterGradient {
 			}
 			switch {
 			case u.Name() == loop.DeallocOp && u == top:
-				f.moved = append(f.moved, u)
-			case u.Name() == loop.LoadOp && u.Operand(0) == c.src:
-			default:
-				return nil
+				moved = append(moved, u)
+			case !readsOnly(u, c.src):
+				c.src, moved = nil, nil
+			}
+			if c.src == nil {
+				break
 			}
 		}
+		f.moved = append(f.moved, moved...)
 	}
 	return f
+}
+
+// readsOnly reports whether op only reads buf: a load, a library op
+// taking it as an operand it does not write, or a view of it that only
+// such ops use.
+func readsOnly(op *ir.Operation, buf *ir.Value) bool {
+	switch op.Name() {
+	case loop.LoadOp:
+		return op.Operand(0) == buf
+	case loop.ViewOp:
+		return !slices.ContainsFunc(op.Result(0).Users(), func(u *ir.Operation) bool { return !readsOnly(u, op.Result(0)) })
+	case gpu.LibraryMatmulOp:
+		return op.Operand(2) != buf
+	case gpu.LibraryConv2DOp:
+		g, err := gpu.LibraryConvGeometry(op)
+		return err == nil && op.Operand(g.Direction.Written()) != buf
+	}
+	return false
 }
 
 // topLevel returns the ancestor of op (or op) in block, or nil.
@@ -274,13 +387,12 @@ func topLevel(op *ir.Operation, block *ir.Block) *ir.Operation {
 }
 
 // transposedSource returns what wrote buf, a 4-D buffer that reader
-// reads: the last top-level nest before reader storing into buf, over
-// buf's static extents, storing once an iteration into buf at its
-// induction variables and nothing else anywhere, where nothing else
-// touches buf between that nest and reader and nothing reads it after
-// reader before it is written again (loop-buffer-reuse gives a slot to
-// several buffers in turn). A nest that only loads src[i1, i0, i2, i3]
-// and stores it is a copy of src. Otherwise nil.
+// reads: the last top-level nest before reader storing into buf
+// (loop-buffer-reuse gives a slot to several buffers in turn), over buf's
+// static extents, storing once an iteration into buf at its induction
+// variables and nothing else anywhere, where nothing writes buf between
+// that nest and reader. A nest that only loads src[i1, i0, i2, i3] and
+// stores it is a copy of src. Otherwise nil.
 func transposedSource(buf *ir.Value, reader *ir.Operation) *transposed {
 	block := reader.Block()
 	var nest *ir.Operation
@@ -297,28 +409,10 @@ func transposedSource(buf *ir.Value, reader *ir.Operation) *transposed {
 	if nest == nil {
 		return nil
 	}
-	// What uses buf after reader first must write it (a nest that stores
-	// into it before loading it is not told apart: any load fails) or
-	// free it.
-	var next *ir.Operation
 	for _, u := range buf.Users() {
 		top := topLevel(u, block)
-		switch {
-		case top == nest || top == reader || top.IsBeforeInBlock(nest):
-		case top.IsBeforeInBlock(reader):
-			return nil // read or written between the writer and reader
-		case next == nil || top.IsBeforeInBlock(next):
-			next = top
-		}
-	}
-	if next != nil && next.Name() != loop.DeallocOp {
-		reads := false
-		next.Walk(func(o *ir.Operation) bool {
-			reads = reads || (o.Name() != loop.StoreOp && slices.Contains(o.Operands(), buf))
-			return !reads
-		})
-		if reads {
-			return nil
+		if top != nest && top != reader && nest.IsBeforeInBlock(top) && top.IsBeforeInBlock(reader) && !readsOnly(u, buf) {
+			return nil // written between the writer and reader
 		}
 	}
 	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
@@ -337,23 +431,24 @@ func transposedSource(buf *ir.Value, reader *ir.Operation) *transposed {
 	}
 	body := loop.Body(nest)
 	iv := body.Arguments()
-	var stores []*ir.Operation
-	nest.Walk(func(o *ir.Operation) bool {
-		if o.Name() == loop.StoreOp || o.Name() == loop.CollectiveOp {
-			stores = append(stores, o)
+	var st *ir.Operation // the store into buf
+	others := 0          // other writes
+	for _, o := range nestWrites(nest) {
+		if o.Name() == loop.StoreOp && o.Operand(1) == buf {
+			if st != nil {
+				return nil
+			}
+			st = o
+		} else {
+			others++
 		}
-		return true
-	})
-	if len(stores) != 1 {
-		return nil
 	}
-	st := stores[0]
-	if st.Name() != loop.StoreOp || st.Block() != body || st.Operand(1) != buf || !slices.Equal(st.Operands()[2:], iv) {
+	if st == nil || st.Block() != body || !slices.Equal(st.Operands()[2:], iv) {
 		return nil
 	}
 	t := &transposed{buf: buf, nest: nest, store: st}
 	ld := st.Operand(0).DefiningOp()
-	if ld == nil || ld.Name() != loop.LoadOp || ld.Block() != body || ld.NumOperands() != 5 || definedIn(ld.Operand(0), nest) {
+	if others > 0 || ld == nil || ld.Name() != loop.LoadOp || ld.Block() != body || ld.NumOperands() != 5 || definedIn(ld.Operand(0), nest) {
 		return t
 	}
 	for _, o := range body.Ops() {
@@ -371,13 +466,27 @@ func transposedSource(buf *ir.Value, reader *ir.Operation) *transposed {
 		!slices.Equal(mt.Shape(), []int64{shape[1], shape[0], shape[2], shape[3]}) {
 		return t
 	}
-	return &transposed{buf: buf, src: src, nest: nest}
+	t.src = src
+	return t
 }
 
-// lower replaces the convolution nest by the library's filter gradient
-// into a buffer [O, C, KH', KW'] and a copy nest transposing it into r.
-// A copy of x or g goes when nothing else reads what it wrote; a nest
-// computing x or g stores into an untransposed buffer instead.
+// nestWrites returns the ops in nest that write memory.
+func nestWrites(nest *ir.Operation) []*ir.Operation {
+	var out []*ir.Operation
+	nest.Walk(func(o *ir.Operation) bool {
+		if o.Name() == loop.StoreOp || o.Name() == loop.CollectiveOp {
+			out = append(out, o)
+		}
+		return true
+	})
+	return out
+}
+
+// lower computes the convolution with the library's filter gradient into
+// a buffer dw [O, C, KH', KW'] that the nest, its K loop gone, reads
+// transposed for its epilogue. A copy of x or g goes when nothing else
+// reads what it wrote; a nest computing x or g also stores its value
+// untransposed into a new buffer, which the library reads.
 func (f *filterGradient) lower(ctx *ir.Context) {
 	p := f.conv
 	loc := p.nest.Loc()
@@ -391,11 +500,9 @@ func (f *filterGradient) lower(ctx *ir.Context) {
 		b.SetInsertionPointBefore(t.nest)
 		t.src = loop.Alloc(b, loc, ir.MemRefOf([]int64{s[1], s[0], s[2], s[3]}, p.elem))
 		fresh = append(fresh, t.src)
-		b.SetInsertionPointBefore(t.store)
+		b.SetInsertionPointAfter(t.store)
 		iv := t.store.Operands()[2:]
 		loop.Store(b, t.store.Loc(), t.store.Operand(0), t.src, iv[1], iv[0], iv[2], iv[3])
-		t.store.Erase()
-		t.store = nil
 	}
 	b.SetInsertionPointBefore(p.nest)
 	rs := p.shape
@@ -407,36 +514,62 @@ func (f *filterGradient) lower(ctx *ir.Context) {
 	for _, s := range fresh {
 		loop.Dealloc(b, loc, s)
 	}
-	zero, one := arith.ConstantIndex(b, loc, 0), arith.ConstantIndex(b, loc, 1)
-	var ubs []*ir.Value
-	for _, e := range rs {
-		ubs = append(ubs, arith.ConstantIndex(b, loc, e))
+	// The nest's epilogue (a store, a cast to the master weight's f32)
+	// reads dw transposed.
+	iv := loop.Body(p.nest).Arguments()
+	in := ir.NewBuilder(ctx)
+	in.SetInsertionPointBefore(p.kloop)
+	at := []*ir.Value{iv[1], iv[0], iv[2], iv[3]} // the nest runs over r [C, O, …]
+	if p.permuted {
+		at = iv // over dw [O, C, …] itself
 	}
-	t := loop.Parallel(b, loc, []*ir.Value{zero, zero, zero, zero}, ubs, []*ir.Value{one, one, one, one}, nil,
-		func(nb *ir.Builder, iv []*ir.Value) []*ir.Value {
-			loop.Store(nb, loc, loop.Load(nb, loc, dw, iv[1], iv[0], iv[2], iv[3]), f.r, iv...)
-			return nil
-		})
-	t.SetAttr(loop.NestKindAttr, ir.StringAttr{Value: "copy"})
-	b.SetInsertionPointAfter(t)
+	p.round.Result(0).ReplaceAllUsesWith(loop.Load(in, loc, dw, at...))
+	p.round.Erase()
+	p.kloop.Erase()
+	p.nest.SetAttr(loop.ConvAttr, nil)
+	p.nest.SetAttr(loop.NestKindAttr, ir.StringAttr{Value: "pointwise"})
+	b.SetInsertionPointAfter(p.nest)
 	loop.Dealloc(b, loc, dw)
-	p.nest.Erase()
 	for _, c := range []*transposed{f.x, f.g} {
 		removeUnread(c.buf, c.nest)
 	}
 }
 
-// removeUnread erases nest when it still writes buf (a copy whose
-// result only the replaced convolution read), and buf's allocation and
-// deallocations once nothing else uses buf.
+// removeUnread removes what nest stores into buf (the nest itself when
+// that is all it does: a copy) when nothing reads what it stored, and
+// buf's allocation and deallocations once nothing else uses buf.
 func removeUnread(buf *ir.Value, nest *ir.Operation) {
-	writes := false
-	nest.Walk(func(o *ir.Operation) bool {
-		writes = writes || (o.Name() == loop.StoreOp && o.Operand(1) == buf)
-		return !writes
-	})
-	if writes {
-		nest.Erase()
+	block := nest.Block()
+	// Readers after nest and before the next write of buf read it.
+	var next *ir.Operation
+	var stores []*ir.Operation
+	for _, u := range buf.Users() {
+		top := topLevel(u, block)
+		switch {
+		case top == nest && u.Name() == loop.StoreOp:
+			stores = append(stores, u)
+		case top == nest || top.IsBeforeInBlock(nest):
+		case next == nil || top.IsBeforeInBlock(next):
+			next = top
+		}
+	}
+	if next != nil && next.Name() != loop.DeallocOp {
+		reads := false
+		next.Walk(func(o *ir.Operation) bool {
+			reads = reads || (o.Name() != loop.StoreOp && slices.Contains(o.Operands(), buf))
+			return !reads
+		})
+		if reads {
+			return
+		}
+	}
+	for _, st := range stores {
+		st.Erase()
+	}
+	if onlyStores := !slices.ContainsFunc(loop.Body(nest).Ops(), func(o *ir.Operation) bool {
+		return o.Name() == loop.StoreOp || o.Name() == loop.CollectiveOp || o.NumRegions() > 0 && o.Name() != loop.ReduceOp
+	}); onlyStores {
+		nest.Erase() // nothing left to do: a copy
 	}
 	alloc := buf.DefiningOp()
 	if alloc == nil || alloc.Name() != loop.AllocOp {

@@ -121,6 +121,13 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 	if !ok1 || !ok2 || definedIn(x.Operand(0), nest) || definedIn(w.Operand(0), nest) || x.NumOperands() != 5 || w.NumOperands() != 5 {
 		return nil
 	}
+	// w is read at [o, c, kh, kw], the K loops' variables, and x at
+	// channel c: the window's offsets are x's. A nest whose output is
+	// permuted (an epilogue transposing a weight gradient fused into it)
+	// reads its operands the other way round and is no such convolution.
+	if !windowIndices(kl, w, x, wt.Shape()) {
+		return nil
+	}
 	elem := xt.ElementType()
 	xs, ws := xt.Shape(), wt.Shape()
 	if (elem != ir.BF16 && elem != ir.F16) || wt.ElementType() != elem || !allStatic(xs) || !allStatic(ws) ||
@@ -154,6 +161,35 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 		p.width = ir.I32
 	}
 	return p
+}
+
+// windowIndices reports whether w is loaded at [·, c, kh, kw] and x at
+// [·, c, ·, ·], with c, kh and kw the induction variables of kl and of
+// the loops nested in it, in order (a constant 0 for a window extent of
+// one, which convert-graph-to-loop may index without a loop).
+func windowIndices(kl, w, x *ir.Operation, ws []int64) bool {
+	var ivs []*ir.Value
+	for l := kl; l != nil && len(ivs) < 3; {
+		blk := l.Region(0).Front()
+		ivs = append(ivs, blk.Argument(0))
+		var next *ir.Operation
+		for _, o := range blk.Ops() {
+			if o.Name() == loop.ForOp {
+				next = o
+			}
+		}
+		l = next
+	}
+	for d := 1; d <= 3; d++ {
+		var iv *ir.Value
+		if d <= len(ivs) {
+			iv = ivs[d-1]
+		}
+		if !indexes(w.Operand(1+d), iv, ws[d]) {
+			return false
+		}
+	}
+	return len(ivs) > 0 && indexes(x.Operand(2), ivs[0], ws[1])
 }
 
 // foldBatch reports whether a convolution's GEMMs run as one over the
