@@ -187,3 +187,44 @@ func TestLibraryConvFilterGradient(t *testing.T) {
 		})
 	}
 }
+
+// castLoss convolves with a bf16 copy of float32 master weights: the
+// weight gradient's transpose and cast back to f32 fuse into its
+// convolution, whose nest then runs over the output's first two
+// dimensions swapped and reads the window from its other operand.
+const castLoss = `func.func @loss(%x: tensor<2x4x6x6xbf16>, %w: tensor<4x4x3x3xf32>) -> tensor<f32> {
+  %wb = "graph.cast"(%w) : (tensor<4x4x3x3xf32>) -> tensor<4x4x3x3xbf16>
+  %0 = "graph.conv2d"(%x, %wb) <{padding = [1, 1]}> : (tensor<2x4x6x6xbf16>, tensor<4x4x3x3xbf16>) -> tensor<2x4x6x6xbf16>
+  %3 = "graph.cast"(%0) : (tensor<2x4x6x6xbf16>) -> tensor<2x4x6x6xf32>
+  %4 = "graph.mul"(%3, %3) : (tensor<2x4x6x6xf32>, tensor<2x4x6x6xf32>) -> tensor<2x4x6x6xf32>
+  %5 = "graph.reduce_mean"(%4) <{axes = [0, 1, 2, 3], keepdims = false}> : (tensor<2x4x6x6xf32>) -> tensor<f32>
+  return %5 : tensor<f32>
+}
+`
+
+// TestConvPermutedWeightGradient checks castLoss's gradient: the
+// tensor-core kernel leaves the permuted weight-gradient nest alone (it
+// computed it with the operands' roles swapped: a wrong gradient) and
+// conv=cudnn runs it as the library's filter gradient; both lowered
+// gradients compute what the graph does.
+func TestConvPermutedWeightGradient(t *testing.T) {
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, castLoss, ir.ParseOptions{Filename: "conv.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gradOf(t, ctx, m, "loss", []int{0, 1})
+	p := &passtest.Program{Func: "loss_grad", Source: ir.Sprint(m, ir.PrintOptions{Generic: true})}
+	convs := strings.Count(lowerText(t, p, "builtin.module(lower-to-loop)"), `loop.nest = "conv2d"`)
+	if got := mmaKernels(t, p, "builtin.module(lower-to-gpu)", 256); got != convs-1 {
+		t.Errorf("%d mma kernels for %d conv2d nests, want all but the permuted weight gradient", got, convs)
+	}
+	if got := strings.Count(lowerText(t, p, convLibraryPipeline), `direction = "backward_filter"`); got != 1 {
+		t.Errorf("%d filter gradients on the library, want 1", got)
+	}
+	for _, pipeline := range []string{"builtin.module(lower-to-gpu)", convLibraryPipeline} {
+		if err := passtest.CheckSemantics(p, pipeline, 3); err != nil {
+			t.Errorf("%s: %v", pipeline, err)
+		}
+	}
+}
