@@ -61,13 +61,13 @@ func init() {
 		Description: fmt.Sprintf("A reduction (sum, mean, max, min) of a static input that folds its last axis becomes two "+
 			"reductions when its kernel would run on too few threads or blocks. With folded axes before the trailing "+
 			"run of folded axes (batch norm's statistics over N, H, W of [N, C, H, W]), which run a thread a result, "+
-			"when it folds at least 1024 elements a result and its input has at least %d: the first folds the run "+
+			"when it folds at least %d elements a result and its input has at least %d: the first folds the run "+
 			"(viewed as one axis) and the second the earlier axes. Otherwise, when it keeps fewer than %d elements "+
 			"and folds at least %d: the first folds the innermost axes and keeps at least %d elements, at an axis "+
 			"boundary of the input where one gives enough, else on a [P, Q] reshape of the folded elements; the "+
 			"second folds the rest. Halves that qualify are split again. Half-precision sums and means run both in "+
 			"float32 and round once. The result's type does not change; sums add the same elements in another order.",
-			SplitMinElements, SplitRows, SplitMinElements, SplitRows),
+			splitMinFolded, SplitMinElements, SplitRows, SplitMinElements, SplitRows),
 		Anchor: funcs.FuncOp,
 		After: []passes.Order{
 			{Pass: "graph-decompose", Reason: "the reductions of composites exist only once graph-decompose expanded them"},
