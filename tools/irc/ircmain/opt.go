@@ -107,7 +107,7 @@ func (t *tool) opt(args []string) (status int) {
 		}()
 	}
 	if limit := memoryLimitFor(len(text), mapped != nil); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+		defer tuneMemoryLimit(limit)()
 	}
 	var pm *passes.PassManager
 	if !f.runReproducer {
@@ -192,8 +192,8 @@ func (t *tool) opt(args []string) (status int) {
 // one mapped is not (see mappedText). The limit leaves about 0.8 bytes per
 // byte of input and 64 MiB for the parser's garbage. Below 16 MiB the
 // default pacing costs little memory and no limit is set. The limit is
-// soft: a pipeline whose IR outgrows it makes the collector run more
-// often (at most half the CPU), never fails. GOMEMLIMIT overrides it.
+// soft, and raised when the live heap outgrows it (tuneMemoryLimit).
+// GOMEMLIMIT overrides it.
 const (
 	memoryLimitFrom    = 16 << 20
 	memoryLimitPerByte = 3.0
