@@ -12,11 +12,11 @@ import (
 // the generic text the guess was made on. A live heap above the limit
 // would make the collector run back to back (up to half the CPU, for the
 // rest of the run), so the limit follows the live heap: never below the
-// live heap plus a quarter and memoryLimitBase. The tuner reads the live
+// live heap plus an eighth and memoryLimitBase. The tuner reads the live
 // heap every memoryTuneEvery.
 const (
 	memoryTuneEvery    = 50 * time.Millisecond
-	memoryLiveHeadroom = 0.25
+	memoryLiveHeadroom = 0.125
 )
 
 // liveHeapMetric is the runtime metric of the heap the last collection

@@ -8,15 +8,15 @@ import (
 )
 
 // TestTunedMemoryLimit: the input's limit while the live heap fits under
-// it with a quarter and 64 MiB to spare, above that the live heap plus
+// it with an eighth and 64 MiB to spare, above that the live heap plus
 // those.
 func TestTunedMemoryLimit(t *testing.T) {
 	for _, tc := range []struct{ input, live, want int64 }{
 		{500 << 20, 0, 500 << 20},
 		{500 << 20, 300 << 20, 500 << 20},
-		{500 << 20, 348 << 20, 500 << 20},
-		{500 << 20, 400 << 20, 500<<20 + 64<<20},
-		{500 << 20, 800 << 20, 1000<<20 + 64<<20},
+		{500 << 20, 384 << 20, 500 << 20},
+		{500 << 20, 400 << 20, 450<<20 + 64<<20},
+		{500 << 20, 800 << 20, 900<<20 + 64<<20},
 	} {
 		if got := tunedMemoryLimit(tc.input, tc.live); got != tc.want {
 			t.Errorf("tunedMemoryLimit(%d, %d) = %d, want %d", tc.input, tc.live, got, tc.want)
