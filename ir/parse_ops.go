@@ -4,6 +4,7 @@ package ir
 // and successors.
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -290,15 +291,54 @@ func (p *Parser) newOperation(st OperationState) *Operation {
 }
 
 // dictRef is the package's dictRef, returning the shared pointer for a
-// dictionary of parseDictBody's cache.
+// dictionary of parseDictBody's cache. Other dictionaries (custom parsers
+// build one per op, with a default fastmath flag, say) are shared by their
+// text when it is short: at most maxSharedDictText bytes, and up to
+// maxSharedDicts different ones before the table starts afresh.
 func (p *Parser) dictRef(d DictAttr) *DictAttr {
-	if len(d) > 0 {
-		if r := p.dictRefs[&d[0]]; r != nil && len(*r) == len(d) {
-			return r
-		}
+	if len(d) == 0 {
+		return nil
 	}
-	return dictRef(d)
+	if r := p.dictRefs[&d[0]]; r != nil && len(*r) == len(d) {
+		return r
+	}
+	if len(d) > 2 || slices.ContainsFunc(d, func(na NamedAttr) bool { return !smallAttr(na.Value) }) {
+		return dictRef(d)
+	}
+	p.dictText.Reset()
+	d.writeEntries(&p.dictText)
+	if p.dictText.Len() > maxSharedDictText {
+		return dictRef(d)
+	}
+	if r := p.builtDicts[string(p.dictText.Bytes())]; r != nil {
+		return r
+	}
+	if p.builtDicts == nil || len(p.builtDicts) >= maxSharedDicts {
+		p.builtDicts = map[string]*DictAttr{}
+	}
+	r := dictRef(d)
+	p.builtDicts[p.dictText.String()] = r
+	return r
 }
+
+// smallAttr reports whether a is of a kind whose text is short, or as
+// long as it was in the source at most, so that printing it to share its
+// dictionary costs little: not an array, a dictionary or dense data.
+func smallAttr(a Attribute) bool {
+	switch a := a.(type) {
+	case ArrayAttr, DictAttr, DenseArrayAttr, DenseAttr, DenseStringAttr, WideAttr:
+		return false
+	case StringAttr:
+		return len(a.Value) <= maxSharedDictText
+	case OpaqueAttr: // dialect attributes such as #arith.fastmath<fast>
+		return len(a.Text) <= maxSharedDictText
+	}
+	return true
+}
+
+// maxSharedDictText is the longest text of a dictionary Parser.dictRef
+// shares by text.
+const maxSharedDictText = 64
 
 // moveInherent moves inherent attributes given as discardable ones into the
 // properties, as MLIR does for registered ops.

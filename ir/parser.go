@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -78,6 +79,8 @@ type Parser struct {
 	kept       map[string]string        // see keep
 	dictCache  map[string]DictAttr      // dictionary text → dictionary (see parseDictBody)
 	dictRefs   map[*NamedAttr]*DictAttr // a cached dictionary's first entry → the ops' pointer to it (see newOperation)
+	builtDicts map[string]*DictAttr     // short dictionaries built by custom parsers, by text (see dictRef)
+	dictText   bytes.Buffer             // scratch for dictRef
 	progressAt int                      // offset at which advance next calls opts.Progress
 	opNames    map[string]string        // quoted op name → name (see parseGenericOp)
 	inType     bool                     // inside parseType, where nothing is cached
