@@ -17,6 +17,17 @@
 // The report gives, per file, the chunks with expectations, those mlir-opt
 // passes and those irc passes of these, then the failing chunks with the
 // first line irc printed about each.
+//
+// With -roundtrip it measures the round trip instead, on the files not
+// named invalid*.mlir: each chunk mlir-opt accepts (with
+// --allow-unregistered-dialect when the RUN line asks) passes when irc
+// accepts it and mlir-opt prints irc's generic output exactly as it prints
+// the chunk (--mlir-print-op-generic both times, no locations): irc
+// changed no value and printed valid MLIR. Chunks with expected-error
+// comments, and chunks using dialects irc lacks (as in the diagnostics
+// mode), are not counted; the RUN lines' passes are ignored.
+//
+//	go run ./tools/mlirparity -roundtrip -irc bin/irc -mlir-opt mlir-opt-19 DIR...
 package main
 
 import (
@@ -48,6 +59,7 @@ func main() {
 	flag.IntVar(&cfg.jobs, "j", 2, "chunks run at once")
 	flag.BoolVar(&cfg.verbose, "v", false, "print all of irc's output for each failing chunk")
 	flag.BoolVar(&cfg.passing, "passing", false, "also list the chunks irc passes")
+	flag.BoolVar(&cfg.roundTrip, "roundtrip", false, "measure the round trip of the chunks of the files not named invalid*.mlir")
 	min := flag.Float64("min", 0, "exit 1 when irc passes fewer than this percentage of mlir-opt's chunks")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: mlirparity [flags] file-or-dir...")
@@ -64,12 +76,16 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.foreign = foreignDialects(theirs, dialects.All())
-	files, err := inputFiles(flag.Args())
+	match, measureFn := isDiagnosticsFile, measure
+	if cfg.roundTrip {
+		match, measureFn = isRoundTripFile, measureRoundTrip
+	}
+	files, err := inputFiles(flag.Args(), match)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mlirparity:", err)
 		os.Exit(2)
 	}
-	rep, err := measure(cfg, files, runTool)
+	rep, err := measureFn(cfg, files, runTool)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mlirparity:", err)
 		os.Exit(2)
@@ -83,6 +99,10 @@ func main() {
 
 // write prints the per-file table, the failures and the total.
 func (r *report) write(w io.Writer, cfg config) {
+	what := "passes"
+	if cfg.roundTrip {
+		what = "accepts"
+	}
 	fmt.Fprintf(w, "%-40s %7s %8s %9s %5s\n", "file", "chunks", "foreign", "mlir-opt", "irc")
 	for _, f := range r.files {
 		fmt.Fprintf(w, "%-40s %7d %8d %9d %5d\n", r.short(f.name), f.chunks, f.outside, f.reference, f.passed)
@@ -98,7 +118,7 @@ func (r *report) write(w io.Writer, cfg config) {
 				fmt.Fprintf(w, "PASS %s:%d\n", r.short(f.name), c.line)
 			}
 			if !c.irc {
-				if cfg.verbose {
+				if cfg.verbose && !cfg.roundTrip {
 					fmt.Fprintf(w, "FAIL %s:%d\n%s\n", r.short(f.name), c.line, indent(c.output))
 				} else {
 					fmt.Fprintf(w, "FAIL %s:%d: %s\n", r.short(f.name), c.line, firstLine(c.output))
@@ -106,6 +126,11 @@ func (r *report) write(w io.Writer, cfg config) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nirc passes %d of the %d chunks mlir-opt passes (%.1f%%); %d chunks have expected-error comments, %d more that mlir-opt passes use dialects irc lacks\n",
-		r.passed(), r.reference(), r.percent(), r.chunks(), r.outside())
+	if cfg.roundTrip {
+		fmt.Fprintf(w, "\n%d of the %d chunks mlir-opt %s round-trip through irc (%.1f%%); %d chunks measured, %d more that mlir-opt %s use dialects irc lacks\n",
+			r.passed(), r.reference(), what, r.percent(), r.chunks(), r.outside(), what)
+		return
+	}
+	fmt.Fprintf(w, "\nirc passes %d of the %d chunks mlir-opt %s (%.1f%%); %d chunks have expected-error comments, %d more that mlir-opt %s use dialects irc lacks\n",
+		r.passed(), r.reference(), what, r.percent(), r.chunks(), r.outside(), what)
 }

@@ -20,6 +20,9 @@ type config struct {
 	jobs         int
 	verbose      bool
 	passing      bool
+	// roundTrip selects the round-trip measurement instead of the
+	// diagnostics one.
+	roundTrip bool
 	// foreign names the dialects mlir-opt registers and irc does not: a
 	// chunk using an op of one of them is out of scope.
 	foreign map[string]bool
@@ -92,9 +95,9 @@ func runFlags(text string) []string {
 	return nil
 }
 
-// inputFiles expands directories into the invalid*.mlir files below them,
-// sorted; files are kept as given.
-func inputFiles(args []string) ([]string, error) {
+// inputFiles expands directories into the files below them whose names
+// match, sorted; files are kept as given.
+func inputFiles(args []string, match func(name string) bool) ([]string, error) {
 	var files []string
 	for _, a := range args {
 		st, err := os.Stat(a)
@@ -110,8 +113,7 @@ func inputFiles(args []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			name := d.Name()
-			if !d.IsDir() && strings.HasPrefix(name, "invalid") && strings.HasSuffix(name, ".mlir") {
+			if !d.IsDir() && match(d.Name()) {
 				found = append(found, p)
 			}
 			return nil

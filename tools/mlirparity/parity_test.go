@@ -82,7 +82,7 @@ func TestMeasure(t *testing.T) {
 		lines = append(lines, strings.TrimLeft(chunk, "\n"))
 		return strings.Contains(chunk, "ours"), "error: mismatch\n", nil
 	}
-	files, err := inputFiles([]string{dir})
+	files, err := inputFiles([]string{dir}, isDiagnosticsFile)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("inputFiles = %v, %v", files, err)
 	}
