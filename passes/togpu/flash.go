@@ -196,7 +196,7 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMACausal,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true},
+	FlashTileWGMMA128,
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -244,16 +244,17 @@ var (
 )
 
 // FlashTileWGMMA128 is the wgmma tiling of head dim 128, causal or not:
-// 64-key tiles (a K or V tile is 16 KiB; 80 KiB in all, 2 blocks an SM),
-// Q read by descriptor. Measured on the H200 at b16 h16 s1024 d128
-// (TestGPUFlash, bench/NOTES.md session 8, non-causal / causal ms) before
-// the native backend kept S's chained products in place, with every
-// wgmma serialized by ptxas: 64x64gplq 0.405 / 0.260, 64x64gplvq 0.408 /
-// 0.261, 128x64gplvq (two warpgroups a block, 1 block an SM at 168
-// registers) 0.426 / 0.295, 64x128gplq (144 KiB, 1 block) 0.535 / 0.372,
-// against the mma.sync kernel 64x64f's 0.525 / 0.342. 64x64gplqk (OneK:
-// 3 blocks an SM) is not measured yet.
-var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
+// 64-key tiles (a K or V tile is 16 KiB), Q read by descriptor, one K
+// stage (OneK: 64 KiB in all, 168 registers, 3 blocks an SM). Measured on
+// the H200 at b16 h16 s1024 d128 (TestGPUFlash, bench/NOTES.md session 8,
+// non-causal / causal ms): 64x64gplqk 0.365 / 0.238, 64x64gplq (two K
+// stages, 80 KiB: 2 blocks) 0.401 / 0.263, 64x64gplvq 0.404 / 0.265,
+// against the mma.sync kernel 64x64f's 0.525 / 0.342; with every wgmma
+// serialized by ptxas (before the native backend kept S's chained
+// products in place) 64x64gplq 0.405 / 0.260, 128x64gplvq (two
+// warpgroups a block, 1 block an SM at 168 registers) 0.426 / 0.295,
+// 64x128gplq (144 KiB, 1 block) 0.535 / 0.372.
+var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
 // attention of head dim d, causal or not (for a head dim no wgmma tiling

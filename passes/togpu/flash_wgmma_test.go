@@ -112,13 +112,13 @@ func TestFlashWGMMASASS(t *testing.T) {
 			t.Errorf("%d LDSM before the loop's first HGMMA, want Q's 4:\n%s", n, strings.Join(loop, "\n"))
 		}
 	})
-	oneK := togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
+	twoK := togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
 	for _, c := range []struct {
 		d    int64
 		tile togpu.FlashTile
 	}{
 		{64, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}}, {64, togpu.FlashTileWGMMA}, {64, togpu.FlashTileWGMMACausal},
-		{128, togpu.FlashTileWGMMA128}, {128, oneK},
+		{128, togpu.FlashTileWGMMA128}, {128, twoK},
 	} {
 		tile := c.tile
 		t.Run(fmt.Sprintf("d%d-%v", c.d, tile), func(t *testing.T) {
