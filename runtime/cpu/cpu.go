@@ -112,10 +112,15 @@ func (p *Program) takeSpare(elem ir.Type, shape []int64) *hostBuf {
 // also records the results that Release may take back: those whose
 // storage the call allocated (not an input's) and that share it with no
 // other result.
+//
+// Rank-0 results count as any other: a scalar computed into a buffer (a
+// loss) is returned as a view of it, so handing that buffer on would let
+// the next call overwrite a result the caller holds. (Scalars made from
+// a host value have storage of their own, which no buffer matches.)
 func (p *Program) keepSpares(live []*hostBuf, results []*interp.Tensor) {
 	used := map[unsafe.Pointer]int{}
 	for _, t := range results {
-		if t != nil && len(t.Shape()) > 0 {
+		if t != nil {
 			used[dataPtr(t.Data())]++
 		}
 	}
@@ -132,7 +137,7 @@ func (p *Program) keepSpares(live []*hostBuf, results []*interp.Tensor) {
 		}
 	}
 	for _, t := range results {
-		if t != nil && len(t.Shape()) > 0 && allocated[dataPtr(t.Data())] && used[dataPtr(t.Data())] == 1 {
+		if t != nil && allocated[dataPtr(t.Data())] && used[dataPtr(t.Data())] == 1 {
 			p.recent[p.next] = weak.Make(t)
 			p.next = (p.next + 1) % maxRecent
 		}

@@ -545,6 +545,51 @@ func TestIntermediateBuffersAreReused(t *testing.T) {
 	}
 }
 
+// TestScalarResultsStayTheCallers: a rank-0 result computed into a
+// buffer (a training step's loss) is the caller's as a larger result is:
+// the next call neither reuses its buffer nor overwrites it.
+func TestScalarResultsStayTheCallers(t *testing.T) {
+	needTools(t)
+	p, graph := compileSource(t, `func.func @main(%x: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %0 = "graph.exp"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "graph.reduce_sum"(%0) <{axes = [0, 1], keepdims = false}> : (tensor<4x8xf32>) -> tensor<f32>
+  %2 = "graph.tanh"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %1, %2 : tensor<f32>, tensor<4x8xf32>
+}`)
+	in := interp.New(graph)
+	ft, err := interp.FuncType(in.Func("main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]*interp.Tensor
+	var wants [][]interp.Value
+	for seed := range int64(3) {
+		args, err := interp.RandomInputs(ft, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := in.Call("main", args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run("main", []*interp.Tensor{args[0].(*interp.Tensor)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got[0].Shape()) != 0 {
+			t.Fatalf("result 0 has shape %v, want a scalar", got[0].Shape())
+		}
+		kept, wants = append(kept, got), append(wants, want)
+	}
+	for call := range kept {
+		for i := range wants[call] {
+			if err := passtest.Compare(kept[call][i], wants[call][i]); err != nil {
+				t.Errorf("call %d result %d, checked after the last call: %v", call, i, err)
+			}
+		}
+	}
+}
+
 // TestGatherIndicesOutOfRangeAreErrors: indices computed from data are
 // checked in the kernel (targets/cpu checked.go): out of range, the call
 // fails with the gather's location instead of reading past the buffer;
