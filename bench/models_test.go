@@ -161,7 +161,7 @@ func torchPython() string {
 }
 
 // TestModelsTorchCPU runs the PyTorch side of the CNN rows, the
-// decoding rows and gpt2_dynamic (models_torch.py, through
+// decoding rows, gpt2_dynamic and gpt2_train (models_torch.py, through
 // testdata/models_torch_cpu.py on the CPU) on the weights and inputs
 // Strata's small rows wrote, and checks the report: the same models, the
 // same logits of the prompt and of the first decoding step (KV cache
@@ -176,7 +176,7 @@ func TestModelsTorchCPU(t *testing.T) {
 		t.Skip("no python3 with torch")
 	}
 	dir := t.TempDir()
-	rows := []string{"cnn_small_train", "gpt2_decode", "gpt2_decode_b8", "gpt2_dynamic", "resnet50_infer", "resnet50_train"}
+	rows := []string{"cnn_small_train", "gpt2_decode", "gpt2_decode_b8", "gpt2_dynamic", "resnet50_infer", "resnet50_train", "gpt2_train"}
 	if _, err := RunModels(dir, rows, Small, frontend.InterpBackend, 1, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +212,25 @@ func TestModelsTorchCPU(t *testing.T) {
 			g, want := readOne(t, filepath.Join(dir, w.Name+".strata.safetensors"), "loss"), readOne(t, filepath.Join(dir, w.Name+".torch.safetensors"), "loss")
 			if c, err := Compare(g, want, w.Correctness.Tol); err != nil || !c.OK {
 				t.Errorf("%s: loss %v, PyTorch's %v (%v)", w.Name, g, want, err)
+			}
+			continue
+		}
+		if w.Name == "gpt2_train" {
+			// Strata's mixed precision runs every op in bf16 (nn.Autocast),
+			// the residual stream and layer norms included, where
+			// PyTorch's autocast keeps them in float32 (the bias adds
+			// promote): at this size Strata's gradients are further from
+			// float32 than PyTorch's (max_scaled 0.032 against 0.023 for
+			// h.0's c_attn, 0.0077 against 0.0025 for ln_f), as PyTorch's
+			// own all-bf16 step is (0.032, 0.0091). Held here: the loss to
+			// the row's tolerance against PyTorch, every output to 0.05
+			// against float32.
+			g, want := readOne(t, filepath.Join(dir, w.Name+".strata.safetensors"), "loss"), readOne(t, filepath.Join(dir, w.Name+".torch.safetensors"), "loss")
+			if c, err := Compare(g, want, w.Correctness.Tol); err != nil || !c.OK {
+				t.Errorf("%s: loss %v, PyTorch's %v (%v)", w.Name, g, want, err)
+			}
+			if c, err := compareFiles(filepath.Join(dir, w.Name+".strata.safetensors"), filepath.Join(dir, w.Name+".f32.safetensors"), 0.05); err != nil || !c.OK {
+				t.Errorf("%s: against float32 %+v (%v)", w.Name, c, err)
 			}
 			continue
 		}

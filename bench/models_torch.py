@@ -13,7 +13,8 @@ writes DIR/models-torch.json (workload -> modes -> ms, first_call_s; for
 gpt2_dynamic also total_s and compiles). For gpt2_prefill, gpt2_dynamic and
 the decoding rows it also runs the model in float32 on the same weights and
 writes NAME.f32.safetensors, the reference both bf16 results are held to; for
-cnn_small_train and resnet50_train, the first training step in float32.
+cnn_small_train, resnet50_train and gpt2_train, the first training step in
+float32.
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -287,6 +288,17 @@ def gpt2_dynamic(t):
     return outs, modes
 
 
+def gpt2_loss(h, amp):
+    """gpt2_train's loss: with amp, bf16 mixed precision (f32 master
+    weights, autocast compute, the cross-entropy on f32 logits, as Strata's
+    gpt2.MixedLoss); without, all float32 (the reference)."""
+    def loss_fn(p, x, y):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            logits = gpt2_logits(p, x, h)
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
+    return loss_fn
+
+
 def gpt2_train(t):
     p = gpt2_params(t, torch.float32)
     x, y = t["input.x"].to(DEV), t["input.y"].to(DEV)
@@ -295,15 +307,17 @@ def gpt2_train(t):
     for k in names:
         p[k].requires_grad_(True)
 
-    def loss_fn(p, x, y):
-        # bf16 mixed precision (AMP): f32 master weights, autocast compute.
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = gpt2_logits(p, x, h)
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    def first(amp):
+        loss = gpt2_loss(h, amp)(p, x, y)
+        g = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
+        return {"loss": loss.detach(), **{"grad." + k: g[k] for k in ("h.0.attn.c_attn.weight", "ln_f.weight")}}
 
-    loss = loss_fn(p, x, y)
-    grads = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
-    outs = {"loss": loss, "grad.h.0.attn.c_attn.weight": grads["h.0.attn.c_attn.weight"], "grad.ln_f.weight": grads["ln_f.weight"]}
+    # The float32 loss and gradients on the same weights and batch (the
+    # master weights themselves: autograd.grad leaves them unchanged): the
+    # reference both bf16 steps are held to.
+    REFS["gpt2_train"] = first(False)
+    outs = first(True)
+    loss_fn = gpt2_loss(h, True)
     opt = torch.optim.AdamW([p[k] for k in names], lr=3e-4, weight_decay=0.1, fused=True)
 
     def make_step(f):

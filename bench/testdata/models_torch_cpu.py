@@ -40,6 +40,12 @@ if not hasattr(mt.F, "scaled_dot_product_attention"):
 
     mt.F.scaled_dot_product_attention = sdpa
 
+if "fused" not in torch.optim.AdamW.__init__.__code__.co_varnames:
+    # PyTorch before 2.0: AdamW has no fused CUDA kernel to ask for (nor
+    # is there one on the CPU); the same update, unfused.
+    cpu_adamw = torch.optim.AdamW
+    torch.optim.AdamW = lambda params, fused=False, **kw: cpu_adamw(params, **kw)
+
 mt.DEV = "cpu"
 mt.sync = lambda: None
 
