@@ -127,3 +127,11 @@ func TestFirstDifference(t *testing.T) {
 		}
 	}
 }
+
+// TestPercentOfNothing: a run that measured no chunk is 0%, so that a
+// -min gate fails on it instead of passing.
+func TestPercentOfNothing(t *testing.T) {
+	if p := (&report{files: []fileResult{{name: "x.mlir", chunks: 3}}}).percent(); p != 0 {
+		t.Errorf("percent of no chunks mlir-opt accepts = %v, want 0", p)
+	}
+}
