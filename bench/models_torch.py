@@ -14,7 +14,9 @@ gpt2_dynamic also total_s and compiles). For gpt2_prefill, gpt2_dynamic and
 the decoding rows it also runs the model in float32 on the same weights and
 writes NAME.f32.safetensors, the reference both bf16 results are held to; for
 cnn_small_train, resnet50_train and gpt2_train, the first training step in
-float32.
+float32 (and for gpt2_train PyTorch's step with every op in bf16, Strata's
+mixed precision, whose distance from float32 models-torch.json's vs_f32
+reports as torch_all_bf16).
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -226,6 +228,11 @@ def heads_of(p):
 # passes when Strata is no further from float32 than PyTorch is).
 REFS = {}
 
+# ALT_BF16 holds, per row, the outputs of other bf16 policies in PyTorch
+# (policy name -> outputs): main reports their distance from REFS beside
+# Strata's and PyTorch's in vs_f32; the report does not judge them.
+ALT_BF16 = {}
+
 
 def gpt2_prefill(t):
     p = gpt2_params(t, torch.bfloat16)
@@ -299,6 +306,19 @@ def gpt2_loss(h, amp):
     return loss_fn
 
 
+def gpt2_loss_all_bf16(h):
+    """gpt2_train's loss with Strata's mixed precision (nn.Autocast): every
+    parameter cast to bf16 and every op in bf16 (the residual stream,
+    layer norms and GELU too, which autocast keeps in float32), the logits
+    cast to float32 for the cross-entropy. A diagnostic: how far bf16 with
+    Strata's policy is from float32 in PyTorch (main reports it beside the
+    row's vs_f32 as torch_all_bf16)."""
+    def loss_fn(p, x, y):
+        logits = gpt2_logits({k: v.to(torch.bfloat16) for k, v in p.items()}, x, h)
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
+    return loss_fn
+
+
 def gpt2_train(t):
     p = gpt2_params(t, torch.float32)
     x, y = t["input.x"].to(DEV), t["input.y"].to(DEV)
@@ -307,17 +327,18 @@ def gpt2_train(t):
     for k in names:
         p[k].requires_grad_(True)
 
-    def first(amp):
-        loss = gpt2_loss(h, amp)(p, x, y)
+    def first(loss_fn):
+        loss = loss_fn(p, x, y)
         g = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
         return {"loss": loss.detach(), **{"grad." + k: g[k] for k in ("h.0.attn.c_attn.weight", "ln_f.weight")}}
 
     # The float32 loss and gradients on the same weights and batch (the
     # master weights themselves: autograd.grad leaves them unchanged): the
     # reference both bf16 steps are held to.
-    REFS["gpt2_train"] = first(False)
-    outs = first(True)
+    REFS["gpt2_train"] = first(gpt2_loss(h, False))
+    ALT_BF16["gpt2_train"] = {"torch_all_bf16": first(gpt2_loss_all_bf16(h))}
     loss_fn = gpt2_loss(h, True)
+    outs = first(loss_fn)
     opt = torch.optim.AdamW([p[k] for k in names], lr=3e-4, weight_decay=0.1, fused=True)
 
     def make_step(f):
@@ -618,6 +639,9 @@ def main():
                 w["vs_f32"] = {k: {"strata": scaled_error(strata[k].to(DEV).float(), ref),
                                    "torch": scaled_error(outs[k].float(), ref)}
                                for k, ref in REFS[name].items()}
+                for alt, alt_outs in ALT_BF16.get(name, {}).items():
+                    for k, ref in REFS[name].items():
+                        w["vs_f32"][k][alt] = scaled_error(alt_outs[k].float(), ref)
             out["workloads"][name] = w
         except Exception as e:  # one row's failure must not lose the others
             traceback.print_exc()
