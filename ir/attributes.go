@@ -671,6 +671,9 @@ func FloatToBits(v float64, t *FloatType) uint64 {
 	case BF16:
 		return uint64(floatToBF16(v))
 	}
+	if r, ok := roundNarrow(v, t); ok {
+		v = r
+	}
 	return math.Float64bits(v)
 }
 

@@ -25,6 +25,9 @@ func FormatFloat(bits uint64, t *FloatType) string {
 	if s, ok := wideSpecialHex(v, t); ok {
 		return s
 	}
+	if s, ok := narrowSpecialHex(v, t); ok {
+		return s
+	}
 	return "0x" + strings.ToUpper(strconv.FormatUint(bits, 16))
 }
 

@@ -444,6 +444,9 @@ func literalAttr(lit token, neg bool, typ Type) (Attribute, error) {
 				if err != nil || (t.Width < 64 && bits>>uint(t.Width) != 0) {
 					return nil, fmt.Errorf("hexadecimal float constant out of range for type %s", t)
 				}
+				if f64, ok := narrowBitsToFloat64(bits, t); ok {
+					bits = f64
+				}
 				return FloatAttr{Bits: bits, Type: t}, nil
 			}
 		}
@@ -759,6 +762,11 @@ func (p *Parser) parseDense() Attribute {
 			}
 			if IsInteger(scalarT) {
 				bits = uint64(TruncInt(int64(bits), scalarT))
+			}
+			if ft, ok := scalarT.(*FloatType); ok {
+				if f64, ok := narrowBitsToFloat64(bits, ft); ok {
+					bits = f64
+				}
 			}
 			a.Bits = append(a.Bits, bits)
 		}

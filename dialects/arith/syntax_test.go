@@ -73,6 +73,8 @@ func.func @f(%a: i32, %b: i32, %x: f32, %y: f32, %v: vector<4xf32>, %c: i1, %t: 
   %57 = arith.constant 0x7FC00000 : f32
   %58 = arith.constant -0.0 : f16
   %59 = arith.constant dense<[[true, false]]> : tensor<1x2xi1>
+  %60 = arith.constant dense<[(1.0, 2.0), (3.0, -4.5)]> : tensor<2xcomplex<f32>>
+  %61 = arith.constant dense<(1, -2)> : tensor<2x2xcomplex<i16>>
   return
 }
 `

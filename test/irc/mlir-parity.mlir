@@ -67,3 +67,24 @@ func.func @outer(%a: i32) -> i32 {
   %2 = arith.addi %0, %a : i32
   return %2 : i32
 }
+
+// Hexadecimal literals of the 8-bit float types and tf32 are the type's own
+// bits (they were read as float64's: 0x1 : f8E4M3FN became 4.9e-324), and
+// arith.constant takes dense complex tensors, as MLIR's does (session 8,
+// found by tools/mlirparity -roundtrip).
+// CHECK-LABEL: sym_name = "narrow"
+// CHECK: value = 1.953130e-03 : f8E4M3FN
+// CHECK: value = 0x7F : f8E4M3FN
+// CHECK: value = 0xFD : f8E5M2
+// CHECK: value = 1.147940e-41 : tf32
+// CHECK: value = dense<[1.953130e-03, 0x7F]> : tensor<2xf8E4M3FN>
+// CHECK: value = dense<[(1.000000e+00,2.000000e+00), (3.000000e+00,-4.500000e+00)]> : tensor<2xcomplex<f32>>
+func.func @narrow() {
+  %0 = arith.constant 0x1 : f8E4M3FN
+  %1 = arith.constant 0x7F : f8E4M3FN
+  %2 = arith.constant 0xFD : f8E5M2
+  %3 = arith.constant 0x1 : tf32
+  %4 = arith.constant dense<"0x017F"> : tensor<2xf8E4M3FN>
+  %5 = arith.constant dense<[(1.0, 2.0), (3.0, -4.5)]> : tensor<2xcomplex<f32>>
+  return
+}

@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&cfg.mlirOpt, "mlir-opt", "mlir-opt", "the mlir-opt to compare with")
 	flag.StringVar(&cfg.irc, "irc", "irc", "the irc binary to measure")
 	flag.IntVar(&cfg.jobs, "j", 2, "chunks run at once")
-	flag.BoolVar(&cfg.verbose, "v", false, "print all of irc's output for each failing chunk")
+	flag.BoolVar(&cfg.verbose, "v", false, "print all of irc's output for each failing chunk (diagnostics mode)")
 	flag.BoolVar(&cfg.passing, "passing", false, "also list the chunks irc passes")
 	flag.BoolVar(&cfg.roundTrip, "roundtrip", false, "measure the round trip of the chunks of the files not named invalid*.mlir")
 	min := flag.Float64("min", 0, "exit 1 when irc passes fewer than this percentage of mlir-opt's chunks")
