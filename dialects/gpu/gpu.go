@@ -39,6 +39,10 @@ const (
 	WorkgroupAttributionsAttr = "workgroup_attributions"
 	// DimensionAttr is the x, y or z of the id and size ops (#gpu<dim x>).
 	DimensionAttr = "dimension"
+	// UpperBoundAttr is the optional index attribute of the id ops: the
+	// result is below it (a larger one is undefined behaviour; the
+	// interpreter reports it).
+	UpperBoundAttr = "upper_bound"
 	// ModeAttr is gpu.shuffle's mode (#gpu<shuffle_mode xor>).
 	ModeAttr = "mode"
 	// KernelRefAttr is gpu.launch_func's kernel, @module::@func.
@@ -156,9 +160,12 @@ func idDef(name, summary, word string) *ir.OpDef {
 		Description: "Returns the " + word + " along `dimension` (x, y or z) as an `index`. " +
 			"It is meaningful only inside a gpu.func.",
 		Traits:   ir.Pure,
-		Inherent: []string{DimensionAttr},
+		Inherent: []string{DimensionAttr, UpperBoundAttr},
 		Results:  []ir.ArgDoc{{Name: "result", Doc: "index"}},
-		Attrs:    []ir.ArgDoc{{Name: "dimension", Doc: "`#gpu<dim x>`, `y` or `z`"}},
+		Attrs: []ir.ArgDoc{
+			{Name: "dimension", Doc: "`#gpu<dim x>`, `y` or `z`"},
+			{Name: "upper_bound", Doc: "optional index: the result is below it (`x upper_bound 64`)"},
+		},
 		Example:  "%0 = " + name + "  x",
 		Verify:   verifyID,
 		Parse:    parseID,

@@ -24,6 +24,7 @@ var roundTrips = []struct{ name, src string }{
   gpu.module @mod {
     gpu.func @k(%arg0: memref<?xf32>, %arg1: index) workgroup(%buf : memref<32xf32, 3>) kernel {
       %t = gpu.thread_id x
+      %tb = gpu.thread_id y upper_bound 64
       %b = gpu.block_id y
       %bd = gpu.block_dim z
       %gd = gpu.grid_dim x
@@ -217,6 +218,12 @@ var verifyErrors = []struct{ name, src, want string }{
   %0 = gpu.thread_id x
   return %0 : index
 }`, "must be nested in a 'gpu.func'"},
+	{"upper_bound of i32", `gpu.module @m {
+  gpu.func @k() kernel {
+    %0 = "gpu.thread_id"() <{dimension = #gpu<dim x>, upper_bound = 64 : i32}> : () -> index
+    gpu.return
+  }
+}`, "attribute 'upper_bound' failed to satisfy constraint: index attribute"},
 	{"barrier outside gpu.func", `func.func @f() {
   gpu.barrier
   return

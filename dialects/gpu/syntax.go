@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"strconv"
+
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -248,6 +250,13 @@ func parseID(p *ir.Parser, st *ir.OperationState) error {
 		return err
 	}
 	st.Properties = st.Properties.With(DimensionAttr, DimAttr(d))
+	if p.ConsumeIf(UpperBoundAttr) {
+		n, err := p.ParseInteger()
+		if err != nil {
+			return err
+		}
+		st.Properties = st.Properties.With(UpperBoundAttr, ir.IntegerAttr{Value: n, Type: ir.Index})
+	}
 	if st.Attributes, err = p.ParseOptionalAttrDict(); err != nil {
 		return err
 	}
@@ -257,6 +266,9 @@ func parseID(p *ir.Parser, st *ir.OperationState) error {
 
 func printID(p *ir.Printer, op *ir.Operation) {
 	p.Write("  " + Dimension(op))
+	if b, ok := op.Properties().Get(UpperBoundAttr).(ir.IntegerAttr); ok {
+		p.Write(" " + UpperBoundAttr + " " + strconv.FormatInt(b.Value, 10))
+	}
 	p.PrintAttrDict(op.Attributes())
 }
 

@@ -138,6 +138,11 @@ func verifyID(op *ir.Operation) error {
 	if op.NumResults() != 1 || op.Result(0).Type() != ir.Index {
 		return fmt.Errorf("requires one result of type index")
 	}
+	if b := op.Properties().Get(UpperBoundAttr); b != nil {
+		if ib, ok := b.(ir.IntegerAttr); !ok || ib.Type != ir.Index {
+			return fmt.Errorf("attribute '%s' failed to satisfy constraint: index attribute", UpperBoundAttr)
+		}
+	}
 	return inKernel(op)
 }
 

@@ -454,7 +454,11 @@ func idRule(get func(*gpuThread) [3]int64) Rule {
 		if d < 0 {
 			return nil, errors.New("has no dimension")
 		}
-		return []Value{indexScalar(get(t)[d])}, nil
+		v := get(t)[d]
+		if b, ok := op.Properties().Get(gpu.UpperBoundAttr).(ir.IntegerAttr); ok && v >= b.Value {
+			return nil, fmt.Errorf("is %d, not below its upper_bound %d (undefined behaviour)", v, b.Value)
+		}
+		return []Value{indexScalar(v)}, nil
 	}
 }
 

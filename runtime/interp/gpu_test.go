@@ -474,3 +474,42 @@ func TestGPUPrivateBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUUpperBound: an id op's upper_bound is a promise; a launch that
+// breaks it is reported instead of running on.
+func TestGPUUpperBound(t *testing.T) {
+	m := parseGPU(t, `module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @ids() kernel {
+      %t = gpu.thread_id x upper_bound 4
+      %b = gpu.block_id x upper_bound 2
+      gpu.return
+    }
+  }
+  func.func @main(%blocks: index, %threads: index) {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @k::@ids blocks in (%blocks, %c1, %c1) threads in (%threads, %c1, %c1)
+    return
+  }
+}
+`)
+	for _, c := range []struct {
+		name            string
+		blocks, threads int64
+		want            string // "" when the launch runs
+	}{
+		{"within", 2, 4, ""},
+		{"threads", 1, 5, "is 4, not below its upper_bound 4"},
+		{"blocks", 3, 1, "is 2, not below its upper_bound 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(m).Call("main", indexScalar(c.blocks), indexScalar(c.threads))
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatal(err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}
