@@ -39,6 +39,8 @@ const (
 	WorkgroupAttributionsAttr = "workgroup_attributions"
 	// DimensionAttr is the x, y or z of the id and size ops (#gpu<dim x>).
 	DimensionAttr = "dimension"
+	// TargetsAttr is gpu.module's optional array of target attributes.
+	TargetsAttr = "targets"
 	// UpperBoundAttr is the optional index attribute of the id ops: the
 	// result is below it (a larger one is undefined behaviour; the
 	// interpreter reports it).
@@ -92,8 +94,13 @@ var moduleDef = &ir.OpDef{
 		"with an implicit `gpu.module_end` (left out of the custom syntax). It is a " +
 		"symbol named `sym_name`, referred to by gpu.launch_func as `@module::@kernel`.",
 	Traits:   ir.IsolatedFromAbove | ir.SymbolTable | ir.Symbol | ir.SingleBlock,
-	Inherent: []string{ir.SymNameAttr},
-	Attrs:    []ir.ArgDoc{{Name: "sym_name", Doc: "the module's name (StringAttr)"}},
+	Inherent: []string{ir.SymNameAttr, TargetsAttr},
+	Attrs: []ir.ArgDoc{
+		{Name: "sym_name", Doc: "the module's name (StringAttr)"},
+		{Name: "targets", Doc: "optional non-empty array of target attributes, written after the name " +
+			"(`gpu.module @m [#nvvm.target<chip = \"sm_90\">]`); kept and printed, not used: " +
+			"Strata picks its PTX target itself (strata.ptx_target, --ptx-arch)"},
+	},
 	Example: "gpu.module @kernels {\n" +
 		"  gpu.func @k(%arg0: memref<?xf32>) kernel {\n    gpu.return\n  }\n}",
 	Verify: verifyModule,
@@ -166,10 +173,10 @@ func idDef(name, summary, word string) *ir.OpDef {
 			{Name: "dimension", Doc: "`#gpu<dim x>`, `y` or `z`"},
 			{Name: "upper_bound", Doc: "optional index: the result is below it (`x upper_bound 64`)"},
 		},
-		Example:  "%0 = " + name + "  x",
-		Verify:   verifyID,
-		Parse:    parseID,
-		Print:    printID,
+		Example: "%0 = " + name + "  x",
+		Verify:  verifyID,
+		Parse:   parseID,
+		Print:   printID,
 	}
 }
 

@@ -20,6 +20,10 @@ func newCtx() *ir.Context {
 
 // roundTrips are programs whose generic form must equal mlir-opt's.
 var roundTrips = []struct{ name, src string }{
+	{"targets", `gpu.module @a [#nvvm.target<chip = "sm_90">, #nvvm.target] {
+}
+gpu.module @b [#rocdl.target]  attributes {foo = 1 : i64} {
+}`},
 	{"all ops", `module attributes {gpu.container_module} {
   gpu.module @mod {
     gpu.func @k(%arg0: memref<?xf32>, %arg1: index) workgroup(%buf : memref<32xf32, 3>) kernel {
@@ -218,6 +222,8 @@ var verifyErrors = []struct{ name, src, want string }{
   %0 = gpu.thread_id x
   return %0 : index
 }`, "must be nested in a 'gpu.func'"},
+	{"empty targets", `gpu.module @m [] {
+}`, "attribute 'targets' failed to satisfy constraint: array of GPU target attributes with at least 1 elements"},
 	{"upper_bound of i32", `gpu.module @m {
   gpu.func @k() kernel {
     %0 = "gpu.thread_id"() <{dimension = #gpu<dim x>, upper_bound = 64 : i32}> : () -> index

@@ -19,6 +19,17 @@ func parseModule(p *ir.Parser, st *ir.OperationState) error {
 		return err
 	}
 	st.Properties = st.Properties.With(ir.SymNameAttr, ir.Str(name))
+	if p.Is("[") {
+		pos := p.Pos()
+		a, err := p.ParseAttribute(nil)
+		if err != nil {
+			return err
+		}
+		if _, ok := a.(ir.ArrayAttr); !ok {
+			return p.ErrorAt(pos, "expected an array of target attributes")
+		}
+		st.Properties = st.Properties.With(TargetsAttr, a)
+	}
 	if st.Attributes, err = p.ParseOptionalAttrDictWithKeyword(); err != nil {
 		return err
 	}
@@ -42,6 +53,11 @@ func parseModule(p *ir.Parser, st *ir.OperationState) error {
 func printModule(p *ir.Printer, op *ir.Operation) {
 	p.Write(" ")
 	p.PrintSymbolName(ir.SymbolName(op))
+	if t, ok := op.Properties().Get(TargetsAttr).(ir.ArrayAttr); ok {
+		// Two spaces after the list, as upstream: its empty offloading
+		// handler leaves one.
+		p.Write(" " + t.String() + " ")
+	}
 	p.PrintAttrDictWithKeyword(op.Attributes(), ir.SymNameAttr)
 	p.Write(" ")
 	p.PrintRegion(op.Region(0), false, false)

@@ -31,6 +31,11 @@ func verifyModule(op *ir.Operation) error {
 	if _, ok := op.Attr(ir.SymNameAttr).(ir.StringAttr); !ok {
 		return fmt.Errorf("requires attribute 'sym_name'")
 	}
+	if t := op.Properties().Get(TargetsAttr); t != nil {
+		if a, ok := t.(ir.ArrayAttr); !ok || len(a) == 0 {
+			return fmt.Errorf("attribute '%s' failed to satisfy constraint: array of GPU target attributes with at least 1 elements", TargetsAttr)
+		}
+	}
 	if op.NumRegions() != 1 || op.Region(0).Empty() {
 		return fmt.Errorf("requires one region with one block")
 	}
