@@ -99,7 +99,7 @@ var moduleDef = &ir.OpDef{
 		{Name: "sym_name", Doc: "the module's name (StringAttr)"},
 		{Name: "targets", Doc: "optional non-empty array of target attributes, written after the name " +
 			"(`gpu.module @m [#nvvm.target<chip = \"sm_90\">]`); kept and printed, not used: " +
-			"Strata picks its PTX target itself (strata.ptx_target, --ptx-arch)"},
+			"Strata picks its PTX target itself (strata.ptx_target, --ptx-target)"},
 	},
 	Example: "gpu.module @kernels {\n" +
 		"  gpu.func @k(%arg0: memref<?xf32>) kernel {\n    gpu.return\n  }\n}",
