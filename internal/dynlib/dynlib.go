@@ -1,7 +1,8 @@
-// Package dynlib finds a shared library that runtime packages load at run
-// time (NCCL, cuBLASLt): an environment variable's path first, then the
-// dynamic loader's names, then the places toolkits and Python wheels
-// install to.
+// Package dynlib finds and binds a shared library that runtime packages
+// load at run time (NCCL, cuBLASLt, cuDNN): an environment variable's path
+// first, then the dynamic loader's names, then the places toolkits and
+// Python wheels install to. Open binds a library's entry points to Go
+// function variables, and GoString copies the C strings they return.
 package dynlib
 
 import (

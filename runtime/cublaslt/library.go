@@ -16,11 +16,9 @@ package cublaslt
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/strata-ir/strata/internal/dynlib"
 )
 
@@ -73,48 +71,32 @@ type lib struct {
 }
 
 // symbols pairs each entry point with its field.
-func (l *lib) symbols() []struct {
-	name string
-	fptr any
-} {
-	return []struct {
-		name string
-		fptr any
-	}{
-		{"cublasLtCreate", &l.cublasLtCreate},
-		{"cublasLtDestroy", &l.cublasLtDestroy},
-		{"cublasLtGetVersion", &l.cublasLtGetVersion},
-		{"cublasLtGetStatusName", &l.cublasLtGetStatusName},
-		{"cublasLtMatmulDescCreate", &l.cublasLtMatmulDescCreate},
-		{"cublasLtMatmulDescDestroy", &l.cublasLtMatmulDescDestroy},
-		{"cublasLtMatmulDescSetAttribute", &l.cublasLtMatmulDescSetAttribute},
-		{"cublasLtMatrixLayoutCreate", &l.cublasLtMatrixLayoutCreate},
-		{"cublasLtMatrixLayoutDestroy", &l.cublasLtMatrixLayoutDestroy},
-		{"cublasLtMatrixLayoutSetAttribute", &l.cublasLtMatrixLayoutSetAttribute},
-		{"cublasLtMatmulPreferenceCreate", &l.cublasLtMatmulPreferenceCreate},
-		{"cublasLtMatmulPreferenceDestroy", &l.cublasLtMatmulPreferenceDestroy},
-		{"cublasLtMatmulPreferenceSetAttribute", &l.cublasLtMatmulPreferenceSetAttribute},
-		{"cublasLtMatmulAlgoGetHeuristic", &l.cublasLtMatmulAlgoGetHeuristic},
-		{"cublasLtMatmul", &l.cublasLtMatmul},
+func (l *lib) symbols() []dynlib.Symbol {
+	return []dynlib.Symbol{
+		{Name: "cublasLtCreate", Fn: &l.cublasLtCreate},
+		{Name: "cublasLtDestroy", Fn: &l.cublasLtDestroy},
+		{Name: "cublasLtGetVersion", Fn: &l.cublasLtGetVersion},
+		{Name: "cublasLtGetStatusName", Fn: &l.cublasLtGetStatusName},
+		{Name: "cublasLtMatmulDescCreate", Fn: &l.cublasLtMatmulDescCreate},
+		{Name: "cublasLtMatmulDescDestroy", Fn: &l.cublasLtMatmulDescDestroy},
+		{Name: "cublasLtMatmulDescSetAttribute", Fn: &l.cublasLtMatmulDescSetAttribute},
+		{Name: "cublasLtMatrixLayoutCreate", Fn: &l.cublasLtMatrixLayoutCreate},
+		{Name: "cublasLtMatrixLayoutDestroy", Fn: &l.cublasLtMatrixLayoutDestroy},
+		{Name: "cublasLtMatrixLayoutSetAttribute", Fn: &l.cublasLtMatrixLayoutSetAttribute},
+		{Name: "cublasLtMatmulPreferenceCreate", Fn: &l.cublasLtMatmulPreferenceCreate},
+		{Name: "cublasLtMatmulPreferenceDestroy", Fn: &l.cublasLtMatmulPreferenceDestroy},
+		{Name: "cublasLtMatmulPreferenceSetAttribute", Fn: &l.cublasLtMatmulPreferenceSetAttribute},
+		{Name: "cublasLtMatmulAlgoGetHeuristic", Fn: &l.cublasLtMatmulAlgoGetHeuristic},
+		{Name: "cublasLtMatmul", Fn: &l.cublasLtMatmul},
 	}
 }
 
 // openLib loads the library at path and binds every entry point; a file
 // that is missing or lacks one of them is an error, not a panic.
 func openLib(path string) (*lib, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
 	l := &lib{path: path}
-	for _, s := range l.symbols() {
-		// Dlsym reports a miss as an error; RegisterLibFunc would panic.
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil || addr == 0 {
-			purego.Dlclose(h)
-			return nil, fmt.Errorf("%s has no %s (not cuBLASLt 12 or later)", path, s.name)
-		}
-		purego.RegisterFunc(s.fptr, addr)
+	if _, err := dynlib.Open(path, l.symbols(), "cuBLASLt 12 or later"); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

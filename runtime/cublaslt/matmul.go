@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/strata-ir/strata/internal/dynlib"
 	"github.com/strata-ir/strata/runtime/cuda"
 )
 
@@ -52,18 +53,9 @@ func (l *lib) check(op string, s Status) error {
 	}
 	name := s.String()
 	if p := l.cublasLtGetStatusName(s); p != nil {
-		name = goString(p)
+		name = dynlib.GoString(p)
 	}
 	return &Error{Op: op, Status: s, Name: name}
-}
-
-// goString copies a NUL-terminated C string owned by the library.
-func goString(p *byte) string {
-	n := 0
-	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice(p, n))
 }
 
 // DataType is a cudaDataType: the element type of a matrix.

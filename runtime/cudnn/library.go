@@ -105,38 +105,32 @@ type lib struct {
 }
 
 // symbols pairs each entry point with its field.
-func (l *lib) symbols() []struct {
-	name string
-	fptr any
-} {
-	return []struct {
-		name string
-		fptr any
-	}{
-		{"cudnnGetVersion", &l.cudnnGetVersion},
-		{"cudnnGetErrorString", &l.cudnnGetErrorString},
-		{"cudnnCreate", &l.cudnnCreate},
-		{"cudnnDestroy", &l.cudnnDestroy},
-		{"cudnnSetStream", &l.cudnnSetStream},
-		{"cudnnCreateTensorDescriptor", &l.cudnnCreateTensorDescriptor},
-		{"cudnnSetTensor4dDescriptor", &l.cudnnSetTensor4dDescriptor},
-		{"cudnnDestroyTensorDescriptor", &l.cudnnDestroyTensorDescriptor},
-		{"cudnnCreateFilterDescriptor", &l.cudnnCreateFilterDescriptor},
-		{"cudnnSetFilter4dDescriptor", &l.cudnnSetFilter4dDescriptor},
-		{"cudnnDestroyFilterDescriptor", &l.cudnnDestroyFilterDescriptor},
-		{"cudnnCreateConvolutionDescriptor", &l.cudnnCreateConvolutionDescriptor},
-		{"cudnnSetConvolution2dDescriptor", &l.cudnnSetConvolution2dDescriptor},
-		{"cudnnSetConvolutionMathType", &l.cudnnSetConvolutionMathType},
-		{"cudnnDestroyConvolutionDescriptor", &l.cudnnDestroyConvolutionDesc},
-		{"cudnnGetConvolutionForwardAlgorithm_v7", &l.cudnnGetConvolutionForwardAlgo},
-		{"cudnnGetConvolutionBackwardDataAlgorithm_v7", &l.cudnnGetConvolutionBwdDataAlgo},
-		{"cudnnGetConvolutionBackwardFilterAlgorithm_v7", &l.cudnnGetConvolutionBwdFilterAlgo},
-		{"cudnnGetConvolutionForwardWorkspaceSize", &l.cudnnGetConvolutionForwardWorkspaceSize},
-		{"cudnnGetConvolutionBackwardDataWorkspaceSize", &l.cudnnGetConvolutionBwdDataWorkspaceSize},
-		{"cudnnGetConvolutionBackwardFilterWorkspaceSize", &l.cudnnGetConvolutionBwdFilterWorkspaceSize},
-		{"cudnnConvolutionForward", &l.cudnnConvolutionForward},
-		{"cudnnConvolutionBackwardData", &l.cudnnConvolutionBackwardData},
-		{"cudnnConvolutionBackwardFilter", &l.cudnnConvolutionBackwardFilter},
+func (l *lib) symbols() []dynlib.Symbol {
+	return []dynlib.Symbol{
+		{Name: "cudnnGetVersion", Fn: &l.cudnnGetVersion},
+		{Name: "cudnnGetErrorString", Fn: &l.cudnnGetErrorString},
+		{Name: "cudnnCreate", Fn: &l.cudnnCreate},
+		{Name: "cudnnDestroy", Fn: &l.cudnnDestroy},
+		{Name: "cudnnSetStream", Fn: &l.cudnnSetStream},
+		{Name: "cudnnCreateTensorDescriptor", Fn: &l.cudnnCreateTensorDescriptor},
+		{Name: "cudnnSetTensor4dDescriptor", Fn: &l.cudnnSetTensor4dDescriptor},
+		{Name: "cudnnDestroyTensorDescriptor", Fn: &l.cudnnDestroyTensorDescriptor},
+		{Name: "cudnnCreateFilterDescriptor", Fn: &l.cudnnCreateFilterDescriptor},
+		{Name: "cudnnSetFilter4dDescriptor", Fn: &l.cudnnSetFilter4dDescriptor},
+		{Name: "cudnnDestroyFilterDescriptor", Fn: &l.cudnnDestroyFilterDescriptor},
+		{Name: "cudnnCreateConvolutionDescriptor", Fn: &l.cudnnCreateConvolutionDescriptor},
+		{Name: "cudnnSetConvolution2dDescriptor", Fn: &l.cudnnSetConvolution2dDescriptor},
+		{Name: "cudnnSetConvolutionMathType", Fn: &l.cudnnSetConvolutionMathType},
+		{Name: "cudnnDestroyConvolutionDescriptor", Fn: &l.cudnnDestroyConvolutionDesc},
+		{Name: "cudnnGetConvolutionForwardAlgorithm_v7", Fn: &l.cudnnGetConvolutionForwardAlgo},
+		{Name: "cudnnGetConvolutionBackwardDataAlgorithm_v7", Fn: &l.cudnnGetConvolutionBwdDataAlgo},
+		{Name: "cudnnGetConvolutionBackwardFilterAlgorithm_v7", Fn: &l.cudnnGetConvolutionBwdFilterAlgo},
+		{Name: "cudnnGetConvolutionForwardWorkspaceSize", Fn: &l.cudnnGetConvolutionForwardWorkspaceSize},
+		{Name: "cudnnGetConvolutionBackwardDataWorkspaceSize", Fn: &l.cudnnGetConvolutionBwdDataWorkspaceSize},
+		{Name: "cudnnGetConvolutionBackwardFilterWorkspaceSize", Fn: &l.cudnnGetConvolutionBwdFilterWorkspaceSize},
+		{Name: "cudnnConvolutionForward", Fn: &l.cudnnConvolutionForward},
+		{Name: "cudnnConvolutionBackwardData", Fn: &l.cudnnConvolutionBackwardData},
+		{Name: "cudnnConvolutionBackwardFilter", Fn: &l.cudnnConvolutionBackwardFilter},
 	}
 }
 
@@ -155,19 +149,9 @@ func openLib(path string) (*lib, error) {
 			}
 		}
 	}
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
 	l := &lib{path: path}
-	for _, s := range l.symbols() {
-		// Dlsym reports a miss as an error; RegisterLibFunc would panic.
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil || addr == 0 {
-			purego.Dlclose(h)
-			return nil, fmt.Errorf("%s has no %s (not cuDNN 9)", path, s.name)
-		}
-		purego.RegisterFunc(s.fptr, addr)
+	if _, err := dynlib.Open(path, l.symbols(), "cuDNN 9"); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

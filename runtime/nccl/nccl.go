@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/ebitengine/purego"
 	"github.com/strata-ir/strata/internal/dynlib"
@@ -127,42 +126,28 @@ type lib struct {
 	allReduce, broadcast, reduce, allGather, reduceScatter uintptr
 }
 
-func (l *lib) symbols() []struct {
-	name string
-	fptr any
-} {
-	return []struct {
-		name string
-		fptr any
-	}{
-		{"ncclGetVersion", &l.ncclGetVersion},
-		{"ncclGetErrorString", &l.ncclGetErrorString},
-		{"ncclGetLastError", &l.ncclGetLastError},
-		{"ncclGetUniqueId", &l.ncclGetUniqueId},
-		{"ncclCommInitRank", &l.ncclCommInitRank},
-		{"ncclCommDestroy", &l.ncclCommDestroy},
-		{"ncclCommCount", &l.ncclCommCount},
-		{"ncclCommUserRank", &l.ncclCommUserRank},
-		{"ncclGroupStart", &l.ncclGroupStart},
-		{"ncclGroupEnd", &l.ncclGroupEnd},
+func (l *lib) symbols() []dynlib.Symbol {
+	return []dynlib.Symbol{
+		{Name: "ncclGetVersion", Fn: &l.ncclGetVersion},
+		{Name: "ncclGetErrorString", Fn: &l.ncclGetErrorString},
+		{Name: "ncclGetLastError", Fn: &l.ncclGetLastError},
+		{Name: "ncclGetUniqueId", Fn: &l.ncclGetUniqueId},
+		{Name: "ncclCommInitRank", Fn: &l.ncclCommInitRank},
+		{Name: "ncclCommDestroy", Fn: &l.ncclCommDestroy},
+		{Name: "ncclCommCount", Fn: &l.ncclCommCount},
+		{Name: "ncclCommUserRank", Fn: &l.ncclCommUserRank},
+		{Name: "ncclGroupStart", Fn: &l.ncclGroupStart},
+		{Name: "ncclGroupEnd", Fn: &l.ncclGroupEnd},
 	}
 }
 
 // openLib loads the library at path and binds every entry point; a file
 // that is missing or lacks one of them is an error, not a panic.
 func openLib(path string) (*lib, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
 	l := &lib{path: path}
-	for _, s := range l.symbols() {
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil || addr == 0 {
-			purego.Dlclose(h)
-			return nil, fmt.Errorf("%s has no %s (not NCCL 2.19 or later)", path, s.name)
-		}
-		purego.RegisterFunc(s.fptr, addr)
+	h, err := dynlib.Open(path, l.symbols(), "NCCL 2.19 or later")
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range []struct {
 		name string
@@ -212,23 +197,11 @@ func Info() (path string, version int, err error) {
 }
 
 func (l *lib) errorFor(op string, r Result, comm uintptr) error {
-	detail := goString(l.ncclGetErrorString(r))
-	if last := goString(l.ncclGetLastError(comm)); last != "" && last != detail {
+	detail := dynlib.GoString(l.ncclGetErrorString(r))
+	if last := dynlib.GoString(l.ncclGetLastError(comm)); last != "" && last != detail {
 		detail += ": " + last
 	}
 	return &Error{Op: op, Code: r, Detail: detail}
-}
-
-// goString copies a NUL-terminated C string.
-func goString(p *byte) string {
-	if p == nil {
-		return ""
-	}
-	var n int
-	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice(p, n))
 }
 
 // NewUniqueID makes the id of a new communicator (rank 0 calls it).
