@@ -56,47 +56,11 @@ type libraryConv struct {
 // kh, kw]. Its sum must be rounded first and its padding alike on both
 // sides, as convLibraryPlan's. Otherwise nil.
 func permutedConvPlan(nest *ir.Operation) *libraryConv {
-	geo, ok := loop.ConvOf(nest)
-	if !ok || loop.NestKind(nest) != "conv2d" || geo.Padding[0] != geo.Padding[2] || geo.Padding[1] != geo.Padding[3] {
+	geo, ext, kl, loads, ok := convNest(nest)
+	if !ok || geo.Padding[0] != geo.Padding[2] || geo.Padding[1] != geo.Padding[3] {
 		return nil
-	}
-	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
-	if err != nil || len(lbs) != 4 || len(inits) > 0 {
-		return nil
-	}
-	ext := make([]int64, 4)
-	for d := range lbs {
-		lb, ok1 := staticInt(lbs[d])
-		st, ok2 := staticInt(steps[d])
-		ub, ok3 := staticInt(ubs[d])
-		if !ok1 || !ok2 || !ok3 || lb != 0 || st != 1 || ub < 1 {
-			return nil
-		}
-		ext[d] = ub
 	}
 	body := loop.Body(nest)
-	var kl *ir.Operation
-	for _, o := range body.Ops() {
-		if o.Name() == loop.ForOp {
-			if kl != nil {
-				return nil
-			}
-			kl = o
-		}
-	}
-	if kl == nil || kl.NumResults() != 1 || !isZeroF32(loop.ForInits(kl)[0]) {
-		return nil
-	}
-	var loads []*ir.Operation
-	kl.Walk(func(o *ir.Operation) bool {
-		if o.Name() == loop.LoadOp {
-			loads = append(loads, o)
-		}
-		return true
-	})
-	if len(loads) != 2 {
-		return nil
-	}
 	for _, pair := range [][2]*ir.Operation{{loads[0], loads[1]}, {loads[1], loads[0]}} {
 		x, w := pair[0], pair[1]
 		xt, ok1 := x.Operand(0).Type().(*ir.MemRefType)
@@ -210,12 +174,20 @@ func (p *libraryConv) lower(ctx *ir.Context) {
 	}
 	y := loop.Alloc(b, loc, ir.MemRefOf(p.shape, p.elem))
 	p.library(b, loc, y)
+	p.readBack(ctx, b, y, loop.Body(p.nest).Arguments())
+}
+
+// readBack makes the nest its epilogue, a pointwise nest reading the
+// convolution from y at the nest's variables at (in y's order of
+// dimensions) instead of computing the rounded sum, and frees y after it
+// with b.
+func (p *libraryConv) readBack(ctx *ir.Context, b *ir.Builder, y *ir.Value, at []*ir.Value) {
+	loc := p.nest.Loc()
 	in := ir.NewBuilder(ctx)
 	in.SetInsertionPointBefore(p.kloop)
-	p.round.Result(0).ReplaceAllUsesWith(loop.Load(in, loc, y, loop.Body(p.nest).Arguments()...))
+	p.round.Result(0).ReplaceAllUsesWith(loop.Load(in, loc, y, at...))
 	p.round.Erase()
 	p.kloop.Erase()
-	// What is left is the epilogue: a pointwise nest.
 	p.nest.SetAttr(loop.ConvAttr, nil)
 	p.nest.SetAttr(loop.NestKindAttr, ir.StringAttr{Value: "pointwise"})
 	b.SetInsertionPointAfter(p.nest)
@@ -517,19 +489,11 @@ func (f *filterGradient) lower(ctx *ir.Context) {
 	// The nest's epilogue (a store, a cast to the master weight's f32)
 	// reads dw transposed.
 	iv := loop.Body(p.nest).Arguments()
-	in := ir.NewBuilder(ctx)
-	in.SetInsertionPointBefore(p.kloop)
 	at := []*ir.Value{iv[1], iv[0], iv[2], iv[3]} // the nest runs over r [C, O, …]
 	if p.permuted {
 		at = iv // over dw [O, C, …] itself
 	}
-	p.round.Result(0).ReplaceAllUsesWith(loop.Load(in, loc, dw, at...))
-	p.round.Erase()
-	p.kloop.Erase()
-	p.nest.SetAttr(loop.ConvAttr, nil)
-	p.nest.SetAttr(loop.NestKindAttr, ir.StringAttr{Value: "pointwise"})
-	b.SetInsertionPointAfter(p.nest)
-	loop.Dealloc(b, loc, dw)
+	p.readBack(ctx, b, dw, at)
 	for _, c := range []*transposed{f.x, f.g} {
 		removeUnread(c.buf, c.nest)
 	}

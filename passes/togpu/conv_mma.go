@@ -58,45 +58,41 @@ type convGeom struct {
 // tap row (at most farRow + (KH-1)·dh) stays negative, out of range.
 const farRow = -(1 << 24)
 
-// convPlan recognizes a convolution nest convert-graph-to-loop marked for
-// tensor cores (loop.ConvAttr): a 4-D nest (n, o, oh, ow) over static
-// extents whose body holds one K loop (c, kh, kw nested) summing x·w in
-// f32 from 0, with x [N, C, H, W] and w [O, C, KH, KW] of bf16 or f16
-// read from buffers. Anything else keeps the SIMT mapping.
-func convPlan(nest *ir.Operation, tile MMATile) *mma {
-	geo, ok := loop.ConvOf(nest)
+// convNest matches what every convolution mapping requires of a nest
+// convert-graph-to-loop marked (loop.ConvAttr): a 4-D conv2d nest over
+// static extents from 0 by 1, without inits, whose body holds exactly one
+// K loop summing in f32 from 0, with exactly two loads in it. It returns
+// the convolution, the nest's extents, the K loop and its two loads; ok is
+// false for any other nest.
+func convNest(nest *ir.Operation) (geo loop.Conv, ext [4]int64, kl *ir.Operation, loads []*ir.Operation, ok bool) {
+	geo, ok = loop.ConvOf(nest)
 	if !ok || loop.NestKind(nest) != "conv2d" {
-		return nil
+		return geo, ext, nil, nil, false
 	}
 	lbs, ubs, steps, inits, err := loop.ParallelBounds(nest)
 	if err != nil || len(lbs) != 4 || len(inits) > 0 {
-		return nil
+		return geo, ext, nil, nil, false
 	}
-	var ext [4]int64
 	for d := range lbs {
 		lb, ok1 := staticInt(lbs[d])
 		st, ok2 := staticInt(steps[d])
 		ub, ok3 := staticInt(ubs[d])
 		if !ok1 || !ok2 || !ok3 || lb != 0 || st != 1 || ub < 1 {
-			return nil
+			return geo, ext, nil, nil, false
 		}
 		ext[d] = ub
 	}
-	body := loop.Body(nest)
-	var kl *ir.Operation
-	for _, o := range body.Ops() {
+	for _, o := range loop.Body(nest).Ops() {
 		if o.Name() == loop.ForOp {
 			if kl != nil {
-				return nil
+				return geo, ext, nil, nil, false
 			}
 			kl = o
 		}
 	}
 	if kl == nil || kl.NumResults() != 1 || !isZeroF32(loop.ForInits(kl)[0]) {
-		return nil
+		return geo, ext, nil, nil, false
 	}
-	var x, w *ir.Operation // the loads of each
-	var loads []*ir.Operation
 	kl.Walk(func(o *ir.Operation) bool {
 		if o.Name() == loop.LoadOp {
 			loads = append(loads, o)
@@ -104,8 +100,23 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 		return true
 	})
 	if len(loads) != 2 {
+		return geo, ext, nil, nil, false
+	}
+	return geo, ext, kl, loads, true
+}
+
+// convPlan recognizes a convolution nest convert-graph-to-loop marked for
+// tensor cores (loop.ConvAttr): a 4-D nest (n, o, oh, ow) over static
+// extents whose body holds one K loop (c, kh, kw nested) summing x·w in
+// f32 from 0, with x [N, C, H, W] and w [O, C, KH, KW] of bf16 or f16
+// read from buffers. Anything else keeps the SIMT mapping.
+func convPlan(nest *ir.Operation, tile MMATile) *mma {
+	geo, ext, kl, loads, ok := convNest(nest)
+	if !ok {
 		return nil
 	}
+	body := loop.Body(nest)
+	var x, w *ir.Operation // the loads of each
 	// x is indexed by the nest's n (or 0 for a batch of one), w by its o.
 	reads := func(ld *ir.Operation, d int) bool { return indexes(ld.Operand(1), body.Argument(d), ext[d]) }
 	switch {
