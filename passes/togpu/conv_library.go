@@ -211,21 +211,11 @@ func (p *libraryConv) library(b *ir.Builder, loc ir.Location, y *ir.Value) {
 // (n, o, i, j) when that is all the nest does besides pure arithmetic
 // (constants, the K loop's window origin), or nil.
 func (p *libraryConv) directStore() *ir.Value {
-	r := p.round.Result(0)
-	if !r.HasOneUse() {
+	st, out := storeOf(p.nest, p.round.Result(0), p.shape, p.elem)
+	if st == nil {
 		return nil
 	}
-	st := r.Users()[0]
-	body := loop.Body(p.nest)
-	if st.Name() != loop.StoreOp || st.Operand(0) != r || definedIn(st.Operand(1), p.nest) ||
-		!slices.Equal(st.Operands()[2:], body.Arguments()) {
-		return nil
-	}
-	out := st.Operand(1)
-	if mt, _ := out.Type().(*ir.MemRefType); mt == nil || !slices.Equal(mt.Shape(), p.shape) || mt.ElementType() != p.elem {
-		return nil
-	}
-	for _, o := range body.Ops() {
+	for _, o := range loop.Body(p.nest).Ops() {
 		if o == p.kloop || o == p.round || o == st || o.HasTrait(ir.Terminator) || o.Name() == loop.ReduceOp {
 			continue
 		}

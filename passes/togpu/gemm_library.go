@@ -133,23 +133,36 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 	loop.Dealloc(b, loc, prod)
 }
 
+// storeOf returns the store that is r's only use, storing r at the nest's
+// variables into a buffer from outside the nest of the given shape and
+// element type, and that buffer; or nils.
+func storeOf(nest *ir.Operation, r *ir.Value, shape []int64, elem ir.Type) (*ir.Operation, *ir.Value) {
+	if !r.HasOneUse() {
+		return nil, nil
+	}
+	st := r.Users()[0]
+	if st.Name() != loop.StoreOp || st.Operand(0) != r || definedIn(st.Operand(1), nest) ||
+		!slices.Equal(st.Operands()[2:], loop.Body(nest).Arguments()) {
+		return nil, nil
+	}
+	out := st.Operand(1)
+	if mt, _ := out.Type().(*ir.MemRefType); mt == nil || !slices.Equal(mt.Shape(), shape) || mt.ElementType() != elem {
+		return nil, nil
+	}
+	return st, out
+}
+
 // directStore returns the buffer the nest stores the rounded product into
 // at [b…, i, j] when that is all the nest does besides constants, or nil.
 func (p *libraryMatmul) directStore(round *ir.Operation) *ir.Value {
-	if round == nil || !round.Result(0).HasOneUse() {
+	if round == nil {
 		return nil
 	}
-	st := round.Result(0).Users()[0]
-	body := loop.Body(p.nest)
-	if st.Name() != loop.StoreOp || st.Operand(0) != round.Result(0) || definedIn(st.Operand(1), p.nest) ||
-		!slices.Equal(st.Operands()[2:], body.Arguments()) {
+	st, out := storeOf(p.nest, round.Result(0), p.shape, p.elem)
+	if st == nil {
 		return nil
 	}
-	out := st.Operand(1)
-	if mt, _ := out.Type().(*ir.MemRefType); mt == nil || !slices.Equal(mt.Shape(), p.shape) || mt.ElementType() != p.elem {
-		return nil
-	}
-	for _, o := range body.Ops() {
+	for _, o := range loop.Body(p.nest).Ops() {
 		if o != p.kloop && o != round && o != st && !o.HasTrait(ir.Terminator) && o.Name() != arith.OpConstant {
 			return nil
 		}
