@@ -223,65 +223,31 @@ func measure(cfg config, files []string, run runner) (*report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	type job struct {
-		file, path int
-		c          chunk
-		flags      []string
-		chunkFile  string
-	}
 	rep := &report{files: make([]fileResult, len(files))}
-	var jobs []job
-	for i, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		text := string(b)
-		rep.files[i].name = name
-		flags := runFlags(text)
-		for _, c := range splitChunks(text) {
-			if !expectsError(c.text) {
-				continue
-			}
-			// Blank lines in front keep the file's line numbers.
-			padded := strings.Repeat("\n", c.line-1) + c.text
-			path := filepath.Join(dir, fmt.Sprintf("%d-%s-%d.mlir", i, filepath.Base(name), c.line))
-			if err := os.WriteFile(path, []byte(padded), 0o644); err != nil {
-				return nil, err
-			}
-			jobs = append(jobs, job{file: i, c: c, flags: flags, chunkFile: path})
-		}
+	jobs, err := writeChunks(files, rep, expectsError, func(i int, c chunk) string {
+		return filepath.Join(dir, fmt.Sprintf("%d-%s-%d.mlir", i, filepath.Base(files[i]), c.line))
+	})
+	if err != nil {
+		return nil, err
 	}
-	results := make([]chunkResult, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(cfg.jobs, 1))
-	for k, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			args := append(append([]string{"--verify-diagnostics"}, j.flags...), j.chunkFile, "-o", os.DevNull)
-			res := chunkResult{line: j.c.line, foreign: foreignDialect(j.c.text, cfg.foreign, len(j.flags) > 0)}
-			var err error
-			if res.reference, _, err = run(cfg.mlirOpt, args); err != nil {
-				errs[k] = err
-				return
+	results, errs := runChunks(jobs, cfg.jobs, func(j chunkJob) (chunkResult, error) {
+		args := append(append([]string{"--verify-diagnostics"}, j.flags...), j.path, "-o", os.DevNull)
+		res := chunkResult{line: j.c.line, foreign: foreignDialect(j.c.text, cfg.foreign, len(j.flags) > 0)}
+		var err error
+		if res.reference, _, err = run(cfg.mlirOpt, args); err != nil {
+			return chunkResult{}, err
+		}
+		if res.reference && res.foreign == "" {
+			var out string
+			if res.irc, out, err = run(cfg.irc, args); err != nil {
+				return chunkResult{}, err
 			}
-			if res.reference && res.foreign == "" {
-				var out string
-				if res.irc, out, err = run(cfg.irc, args); err != nil {
-					errs[k] = err
-					return
-				}
-				if !res.irc {
-					res.output = strings.ReplaceAll(out, j.chunkFile, files[j.file])
-				}
+			if !res.irc {
+				res.output = strings.ReplaceAll(out, j.path, files[j.file])
 			}
-			results[k] = res
-		}()
-	}
-	wg.Wait()
+		}
+		return res, nil
+	})
 	for k, j := range jobs {
 		if errs[k] != nil {
 			return nil, errs[k]
@@ -301,6 +267,62 @@ func measure(cfg config, files []string, run runner) (*report, error) {
 		f.results = append(f.results, res)
 	}
 	return rep, nil
+}
+
+// chunkJob is one chunk of one of the files, written to a file of its own.
+type chunkJob struct {
+	file  int // the index of the chunk's file
+	c     chunk
+	flags []string // the file's RUN-line flags
+	path  string   // the file holding the chunk
+}
+
+// writeChunks reads files, names them in rep, and writes each of their
+// chunks that keep accepts to the path that name gives it, after blank
+// lines that keep the file's line numbers. It returns the chunks written,
+// in order.
+func writeChunks(files []string, rep *report, keep func(text string) bool, name func(file int, c chunk) string) ([]chunkJob, error) {
+	var jobs []chunkJob
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		text := string(b)
+		rep.files[i].name = f
+		flags := runFlags(text)
+		for _, c := range splitChunks(text) {
+			if !keep(c.text) {
+				continue
+			}
+			path := name(i, c)
+			padded := strings.Repeat("\n", c.line-1) + c.text
+			if err := os.WriteFile(path, []byte(padded), 0o644); err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, chunkJob{file: i, c: c, flags: flags, path: path})
+		}
+	}
+	return jobs, nil
+}
+
+// runChunks runs check on every job, at most n at a time (at least one),
+// and returns each job's result and error, in the jobs' order.
+func runChunks(jobs []chunkJob, n int, check func(chunkJob) (chunkResult, error)) ([]chunkResult, []error) {
+	results := make([]chunkResult, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(n, 1))
+	for k, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[k], errs[k] = check(j)
+		}()
+	}
+	wg.Wait()
+	return results, errs
 }
 
 // firstLine returns the first non-empty line of s.

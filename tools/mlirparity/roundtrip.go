@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // isRoundTripFile reports whether a file named name is measured by the
@@ -41,51 +40,22 @@ func measureRoundTrip(cfg config, files []string, run runner) (*report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	type job struct {
-		file  int
-		c     chunk
-		flags []string
-		base  string // path prefix of the job's files
-	}
 	rep := &report{files: make([]fileResult, len(files))}
-	var jobs []job
-	for i, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		text := string(b)
-		rep.files[i].name = name
-		flags := runFlags(text)
-		for _, c := range splitChunks(text) {
-			if expectsError(c.text) || strings.TrimSpace(stripComments(c.text)) == "" {
-				continue
-			}
-			base := filepath.Join(dir, fmt.Sprintf("%d-%d", i, c.line))
-			// Blank lines in front keep the file's line numbers.
-			padded := strings.Repeat("\n", c.line-1) + c.text
-			if err := os.WriteFile(base+".mlir", []byte(padded), 0o644); err != nil {
-				return nil, err
-			}
-			jobs = append(jobs, job{file: i, c: c, flags: flags, base: base})
-		}
+	keep := func(text string) bool { return !expectsError(text) && strings.TrimSpace(stripComments(text)) != "" }
+	jobs, err := writeChunks(files, rep, keep, func(i int, c chunk) string {
+		return filepath.Join(dir, fmt.Sprintf("%d-%d.mlir", i, c.line))
+	})
+	if err != nil {
+		return nil, err
 	}
-	results := make([]chunkResult, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(cfg.jobs, 1))
-	for k, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res := chunkResult{line: j.c.line, foreign: foreignDialect(j.c.text, cfg.foreign, len(j.flags) > 0)}
-			res.reference, res.irc, res.output, errs[k] = roundTrip(cfg, run, j.flags, j.base, res.foreign != "")
-			res.output = strings.ReplaceAll(res.output, j.base+".mlir", files[j.file])
-			results[k] = res
-		}()
-	}
-	wg.Wait()
+	results, errs := runChunks(jobs, cfg.jobs, func(j chunkJob) (chunkResult, error) {
+		base := strings.TrimSuffix(j.path, ".mlir") // the prefix of the chunk's files
+		res := chunkResult{line: j.c.line, foreign: foreignDialect(j.c.text, cfg.foreign, len(j.flags) > 0)}
+		var err error
+		res.reference, res.irc, res.output, err = roundTrip(cfg, run, j.flags, base, res.foreign != "")
+		res.output = strings.ReplaceAll(res.output, j.path, files[j.file])
+		return res, err
+	})
 	for k, j := range jobs {
 		if errs[k] != nil {
 			return nil, fmt.Errorf("%s:%d: %w", files[j.file], j.c.line, errs[k])
