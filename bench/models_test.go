@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"io"
 	"math"
 	"os"
@@ -216,21 +217,30 @@ func TestModelsTorchCPU(t *testing.T) {
 			continue
 		}
 		if w.Name == "gpt2_train" {
-			// Strata's mixed precision runs every op in bf16 (nn.Autocast),
-			// the residual stream and layer norms included, where
-			// PyTorch's autocast keeps them in float32 (the bias adds
-			// promote): at this size Strata's gradients are further from
-			// float32 than PyTorch's (max_scaled 0.032 against 0.023 for
-			// h.0's c_attn, 0.0077 against 0.0025 for ln_f), as PyTorch's
-			// own all-bf16 step is (0.032, 0.0091). Held here: the loss to
-			// the row's tolerance against PyTorch, every output to 0.05
-			// against float32.
-			g, want := readOne(t, filepath.Join(dir, w.Name+".strata.safetensors"), "loss"), readOne(t, filepath.Join(dir, w.Name+".torch.safetensors"), "loss")
+			// gpt2.Model.MixedLoss follows PyTorch autocast's policy
+			// (bf16 products and attention, float32 residual stream,
+			// layer norms, GELU, bias adds and loss). Held here: the loss
+			// to the row's tolerance against PyTorch; each gradient no
+			// further from the float32 step than twice PyTorch autocast's
+			// (at this size, max_scaled 0.012 against 0.023 for h.0's
+			// c_attn, 0.0039 against 0.0025 for ln_f; the all-bf16 policy
+			// MixedLoss had before gave 0.0077 for ln_f, failing this).
+			file := func(side string) string { return filepath.Join(dir, w.Name+"."+side+".safetensors") }
+			g, want := readOne(t, file("strata"), "loss"), readOne(t, file("torch"), "loss")
 			if c, err := Compare(g, want, w.Correctness.Tol); err != nil || !c.OK {
 				t.Errorf("%s: loss %v, PyTorch's %v (%v)", w.Name, g, want, err)
 			}
-			if c, err := compareFiles(filepath.Join(dir, w.Name+".strata.safetensors"), filepath.Join(dir, w.Name+".f32.safetensors"), 0.05); err != nil || !c.OK {
-				t.Errorf("%s: against float32 %+v (%v)", w.Name, c, err)
+			for _, name := range []string{"grad.h.0.attn.c_attn.weight", "grad.ln_f.weight"} {
+				ref := readOne(t, file("f32"), name)
+				s, err1 := Compare(readOne(t, file("strata"), name), ref, 0)
+				p, err2 := Compare(readOne(t, file("torch"), name), ref, 0)
+				if err := errors.Join(err1, err2); err != nil {
+					t.Fatalf("%s %s: %v", w.Name, name, err)
+				}
+				t.Logf("%s %s against float32: Strata max_scaled %.4f norm_rel %.4f, PyTorch autocast %.4f %.4f", w.Name, name, s.MaxScaled, s.NormRel, p.MaxScaled, p.NormRel)
+				if s.MaxScaled > 2*p.MaxScaled || s.NormRel > 2*p.NormRel {
+					t.Errorf("%s %s: against float32 max_scaled %.4f norm_rel %.4f, want at most twice PyTorch autocast's %.4f %.4f", w.Name, name, s.MaxScaled, s.NormRel, p.MaxScaled, p.NormRel)
+				}
 			}
 			continue
 		}

@@ -14,9 +14,10 @@ gpt2_dynamic also total_s and compiles). For gpt2_prefill, gpt2_dynamic and
 the decoding rows it also runs the model in float32 on the same weights and
 writes NAME.f32.safetensors, the reference both bf16 results are held to; for
 cnn_small_train, resnet50_train and gpt2_train, the first training step in
-float32 (and for gpt2_train PyTorch's step with every op in bf16, Strata's
-mixed precision, whose distance from float32 models-torch.json's vs_f32
-reports as torch_all_bf16).
+float32 (and for gpt2_train PyTorch's step with every op in bf16, the
+mixed precision Strata's gpt2.MixedLoss had before it followed autocast,
+whose distance from float32 models-torch.json's vs_f32 reports as
+torch_all_bf16).
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -307,12 +308,13 @@ def gpt2_loss(h, amp):
 
 
 def gpt2_loss_all_bf16(h):
-    """gpt2_train's loss with Strata's mixed precision (nn.Autocast): every
-    parameter cast to bf16 and every op in bf16 (the residual stream,
-    layer norms and GELU too, which autocast keeps in float32), the logits
-    cast to float32 for the cross-entropy. A diagnostic: how far bf16 with
-    Strata's policy is from float32 in PyTorch (main reports it beside the
-    row's vs_f32 as torch_all_bf16)."""
+    """gpt2_train's loss with every parameter cast to bf16 and every op in
+    bf16 (nn.Autocast's policy, which gpt2.MixedLoss used before it
+    followed autocast: the residual stream, layer norms and GELU too, which
+    autocast keeps in float32), the logits cast to float32 for the
+    cross-entropy. A diagnostic: how far the all-bf16 policy is from
+    float32 in PyTorch (main reports it beside the row's vs_f32 as
+    torch_all_bf16)."""
     def loss_fn(p, x, y):
         logits = gpt2_logits({k: v.to(torch.bfloat16) for k, v in p.items()}, x, h)
         return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))

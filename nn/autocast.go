@@ -10,7 +10,9 @@ import "github.com/strata-ir/strata/frontend"
 // float32 for the float32 parameters the optimizer updates. Buffers keep
 // their type. Unlike PyTorch's autocast, which picks a precision per op,
 // every op of fn then runs in dt: a loss that needs float32 (a softmax
-// over a large vocabulary) casts its input back itself.
+// over a large vocabulary) casts its input back itself. For autocast's
+// per-op policy see Linear.Autocast and GPT2Block.SetAutocast (used by
+// examples/gpt2's MixedLoss).
 func Autocast(m any, dt frontend.DType, fn func() []*frontend.Tensor) []*frontend.Tensor {
 	params := Parameters(m)
 	saved := Tensors(params)

@@ -94,6 +94,20 @@ type CausalSelfAttention struct {
 	CAttn *Linear `nn:"c_attn"`
 	CProj *Linear `nn:"c_proj"`
 	Heads int
+	// Autocast, when BFloat16 or Float16, is the dtype attention runs in
+	// (queries, keys and values are cast to it, as PyTorch's autocast
+	// runs scaled_dot_product_attention); otherwise attention runs in
+	// its inputs' dtype. The projections have their own (Linear.Autocast).
+	Autocast frontend.DType
+}
+
+// attend is causal attention of q, k, v [B, H, T, dh] with o, in
+// a.Autocast where that is a 16-bit float type.
+func (a *CausalSelfAttention) attend(q, k, v *frontend.Tensor, o frontend.AttentionOptions) *frontend.Tensor {
+	if half(a.Autocast) {
+		q, k, v = castTo(q, a.Autocast), castTo(k, a.Autocast), castTo(v, a.Autocast)
+	}
+	return frontend.Attention(q, k, v, o)
 }
 
 // NewCausalSelfAttention returns an attention layer of width d, weights
@@ -161,7 +175,7 @@ func (a *CausalSelfAttention) ForwardRows(x *frontend.Tensor, b, t int) *fronten
 	if bad != nil {
 		return bad
 	}
-	return a.merge(frontend.Attention(q, k, v, frontend.AttentionOptions{Causal: true}))
+	return a.merge(a.attend(q, k, v, frontend.AttentionOptions{Causal: true}))
 }
 
 // ForwardRowsMasked is ForwardRows for a sequence length t that may be
@@ -186,14 +200,15 @@ func (a *CausalSelfAttention) ForwardRowsMasked(x *frontend.Tensor, b, t fronten
 	dh := d / a.Heads
 	part := func(i int) *frontend.Tensor {
 		w := a.CAttn.Weight.Slice([]int{0, i * d}, []int{d, (i + 1) * d}, nil)
-		y := x.MatMul(w)
+		var bias *frontend.Tensor
 		if a.CAttn.Bias != nil {
-			y = y.Add(a.CAttn.Bias.Slice([]int{i * d}, []int{(i + 1) * d}, nil))
+			bias = a.CAttn.Bias.Slice([]int{i * d}, []int{(i + 1) * d}, nil)
 		}
+		y := matmul2D(x, w, bias, a.CAttn.Autocast)
 		// [B·T, d] → [B, H, T, dh]
 		return y.ReshapeS(b, t, frontend.Sz(a.Heads), frontend.Sz(dh)).Transpose(0, 2, 1, 3)
 	}
-	o := frontend.Attention(part(0), part(1), part(2), frontend.AttentionOptions{Mask: keep})
+	o := a.attend(part(0), part(1), part(2), frontend.AttentionOptions{Mask: keep})
 	return a.CProj.Forward(o.Transpose(0, 2, 1, 3).ReshapeS(b.Mul(t), frontend.Sz(d)))
 }
 
@@ -273,7 +288,7 @@ func (a *CausalSelfAttention) PrefillRows(x *frontend.Tensor, b, t int, c *KVCac
 		return z.Pad([]int{0, 0, 0, 0}, []int{0, 0, maxLen - t, 0}, 0)
 	}
 	c.K, c.V = pad(k), pad(v)
-	return a.merge(frontend.Attention(q, k, v, frontend.AttentionOptions{Causal: true}))
+	return a.merge(a.attend(q, k, v, frontend.AttentionOptions{Causal: true}))
 }
 
 // Decode applies attention to one new token x [B, 1, d] at position pos
@@ -342,6 +357,20 @@ func NewGPT2Block(g *RNG, d, heads, layers int) *GPT2Block {
 			CProj: &Linear{Weight: g.Normal(0.02/math.Sqrt(2*float64(layers)), 4*d, d), Bias: frontend.Zeros(frontend.Float32, d)},
 		},
 	}
+}
+
+// SetAutocast sets the Autocast dtype of the block's projections and
+// attention to dt (PyTorch autocast's policy for the block: matmuls and
+// attention in dt, layer norms, GELU, bias adds and the residual stream
+// in float32 for float32 parameters and input) and returns the previous
+// one. A 16-bit dt turns autocast on, anything else off.
+func (b *GPT2Block) SetAutocast(dt frontend.DType) frontend.DType {
+	prev := b.Attn.Autocast
+	b.Attn.Autocast = dt
+	for _, l := range []*Linear{b.Attn.CAttn, b.Attn.CProj, b.MLP.CFc, b.MLP.CProj} {
+		l.Autocast = dt
+	}
+	return prev
 }
 
 // Forward applies the block to x [B, T, d].

@@ -20,6 +20,12 @@ func full(x *frontend.Tensor, v float64) *frontend.Tensor { return frontend.Full
 type Linear struct {
 	Weight *frontend.Tensor // [in, out]
 	Bias   *frontend.Tensor // [out], or nil
+	// Autocast, when BFloat16 or Float16, is the dtype the product runs
+	// in, as under PyTorch's autocast: x and Weight are cast to it, and a
+	// float32 Bias promotes the product back to float32 before it is
+	// added. Any other value (the zero value) computes in the inputs'
+	// dtypes. GPT2Block.SetAutocast sets it.
+	Autocast frontend.DType
 }
 
 // NewLinear returns a Linear layer initialised as PyTorch does: weight
@@ -43,7 +49,7 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if x.Rank() == 0 || x.Dim(-1) != in {
 		return errorf("Linear: input of shape %v, want [..., %d]", x.Shape(), in)
 	}
-	return matmul2D(x, l.Weight, l.Bias)
+	return matmul2D(x, l.Weight, l.Bias, l.Autocast)
 }
 
 // matmul2D returns x·w (+ b) for x [..., K] and w [K, N], as one 2-D
@@ -51,16 +57,24 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 // the GPU lowering hands to cuBLASLt or its tensor-core kernels (a batched
 // matmul with a broadcast weight is not).
 // Sizes stay symbolic where they are (frontend.Size): a dynamic sequence
-// length is not specialized.
-func matmul2D(x, w, b *frontend.Tensor) *frontend.Tensor {
+// length is not specialized. With amp a 16-bit float type (autocast) the
+// product runs in amp, and a float32 b promotes it to float32 (see
+// Linear.Autocast).
+func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType) *frontend.Tensor {
 	r := x.Rank()
 	var lead []frontend.Size
 	if r > 2 {
 		lead = x.Sizes()[:r-1]
 		x = x.Flatten(0, r-2)
 	}
+	if half(amp) {
+		x, w = castTo(x, amp), castTo(w, amp)
+	}
 	y := x.MatMul(w)
 	if b != nil {
+		if half(amp) && b.DType() == frontend.Float32 {
+			y = y.Cast(frontend.Float32)
+		}
 		y = y.Add(b)
 	}
 	if r > 2 {
@@ -71,7 +85,15 @@ func matmul2D(x, w, b *frontend.Tensor) *frontend.Tensor {
 
 // MatMul2D returns x·w for x [..., K] and w [K, N] as one 2-D product
 // (see Linear), the form the GPU lowering runs on tensor cores.
-func MatMul2D(x, w *frontend.Tensor) *frontend.Tensor { return matmul2D(x, w, nil) }
+func MatMul2D(x, w *frontend.Tensor) *frontend.Tensor { return matmul2D(x, w, nil, frontend.Float32) }
+
+// castTo returns x cast to dt, or x itself when it already is dt.
+func castTo(x *frontend.Tensor, dt frontend.DType) *frontend.Tensor {
+	if x.DType() == dt {
+		return x
+	}
+	return x.Cast(dt)
+}
 
 // Embedding maps int64 indices to rows of Weight [num, dim].
 type Embedding struct {

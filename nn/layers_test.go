@@ -491,3 +491,30 @@ func TestBatchNorm2dMixed(t *testing.T) {
 		near(rt, "batch norm (eval, bf16)", bn.Forward(xb), want.shape, want.data, 3e-2)
 	})
 }
+
+// TestLinearAutocast checks Linear's autocast: the product of x and the
+// weight rounded to bf16, promoted to float32 by a float32 bias (equal to
+// the bf16 product widened plus the bias), bf16 without a bias, and in
+// float32 with Autocast off.
+func TestLinearAutocast(t *testing.T) {
+	g := nn.NewRNG(3)
+	l := nn.NewLinear(g, 8, 4, true)
+	x := g.Normal(1, 5, 8)
+	want := x.Cast(frontend.BFloat16).MatMul(l.Weight.Cast(frontend.BFloat16)).Cast(frontend.Float32).Add(l.Bias)
+	l.Autocast = frontend.BFloat16
+	got := l.Forward(x)
+	if got.Err() != nil || got.DType() != frontend.Float32 {
+		t.Fatalf("autocast with a float32 bias: %v %v, want float32", got.DType(), got.Err())
+	}
+	if g, w := got.Float64s(), want.Float64s(); !slices.Equal(g, w) {
+		t.Errorf("autocast product %v, want %v", g, w)
+	}
+	exact := (&nn.Linear{Weight: l.Weight, Bias: l.Bias}).Forward(x)
+	if slices.Equal(exact.Float64s(), got.Float64s()) {
+		t.Errorf("autocast product equals the float32 one: not computed in bf16")
+	}
+	nb := &nn.Linear{Weight: l.Weight, Autocast: frontend.BFloat16}
+	if y := nb.Forward(x); y.Err() != nil || y.DType() != frontend.BFloat16 {
+		t.Errorf("autocast without a bias: %v %v, want bf16", y.DType(), y.Err())
+	}
+}

@@ -36,6 +36,9 @@ type Model struct {
 	H   []*nn.GPT2Block
 	LnF *nn.LayerNorm `nn:"ln_f"`
 	cfg Config
+	// autocast is the head's matmul dtype under MixedLoss (see
+	// nn.Linear.Autocast); Float32 otherwise.
+	autocast frontend.DType
 }
 
 // New returns the model for cfg with GPT-2's initialisation from
@@ -79,15 +82,44 @@ func positions(start, n, reps int) *frontend.Tensor {
 
 // embed maps tokens [B, T] to rows [B·T, D] (the model keeps its
 // activations as rows: 2-D matmuls run on tensor cores).
+//
+// Under MixedLoss the rows are gathered from the tables cast to the
+// autocast dtype and widened back to float32 for the residual stream: the
+// gather's gradient is a one-hot product, which the GPU lowering runs on
+// tensor cores in bf16 but not in float32 (PyTorch's autocast gathers in
+// float32; the rows differ by bf16's rounding of the tables).
 func (m *Model) embed(idx *frontend.Tensor) *frontend.Tensor {
 	s := idx.Shape()
-	rows := m.Wte.Forward(idx.Reshape(s[0] * s[1]))
-	return rows.Add(m.Wpe.Forward(positions(0, s[1], s[0])))
+	wte, wpe := m.Wte, m.Wpe
+	if dt := m.autocast; half(dt) {
+		wte, wpe = &nn.Embedding{Weight: castTo(wte.Weight, dt)}, &nn.Embedding{Weight: castTo(wpe.Weight, dt)}
+	}
+	rows := wte.Forward(idx.Reshape(s[0] * s[1]))
+	pos := wpe.Forward(positions(0, s[1], s[0]))
+	if half(m.autocast) {
+		rows, pos = castTo(rows, m.Wte.Weight.DType()), castTo(pos, m.Wpe.Weight.DType())
+	}
+	return rows.Add(pos)
+}
+
+// half reports whether dt is a 16-bit float type (an autocast dtype).
+func half(dt frontend.DType) bool { return dt == frontend.BFloat16 || dt == frontend.Float16 }
+
+// castTo returns x cast to dt, or x itself when it already is dt.
+func castTo(x *frontend.Tensor, dt frontend.DType) *frontend.Tensor {
+	if x.Err() != nil || x.DType() == dt {
+		return x
+	}
+	return x.Cast(dt)
 }
 
 // head maps rows [N, D] to logits [N, Vocab] with the tied embedding.
 func (m *Model) head(x *frontend.Tensor) *frontend.Tensor {
-	return nn.MatMul2D(m.LnF.Forward(x), m.Wte.Weight.Transpose(1, 0))
+	x, w := m.LnF.Forward(x), m.Wte.Weight.Transpose(1, 0)
+	if dt := m.autocast; half(dt) {
+		x, w = castTo(x, dt), castTo(w, dt)
+	}
+	return nn.MatMul2D(x, w)
 }
 
 // check validates tokens [B, T].
@@ -204,12 +236,29 @@ func (m *Model) Loss(in ...*frontend.Tensor) []*frontend.Tensor {
 	return []*frontend.Tensor{nn.CrossEntropy(logits, in[1].Reshape(logits.Shape()[0]), 0)}
 }
 
-// MixedLoss is Loss computed in dt with the model's float32 parameters
-// as master weights (nn.Autocast): the training step of bf16 mixed
-// precision, whose gradients are float32.
+// MixedLoss is Loss under PyTorch autocast's policy for dt (bf16 mixed
+// precision), the model's float32 parameters the master weights: the
+// matmuls (projections, MLP, the tied head) and attention take dt inputs
+// (the weights cast in the graph, so their gradients come out float32),
+// a product joined by a float32 bias is promoted back to float32, and the
+// embeddings, residual stream, layer norms, GELU and the cross-entropy
+// stay float32. The model is switched back to plain computation when the
+// loss returns; m must not be traced concurrently meanwhile.
 func (m *Model) MixedLoss(dt frontend.DType) func(in ...*frontend.Tensor) []*frontend.Tensor {
 	return func(in ...*frontend.Tensor) []*frontend.Tensor {
-		return nn.Autocast(m, dt, func() []*frontend.Tensor { return m.Loss(in...) })
+		prev := m.autocast
+		prevs := make([]frontend.DType, len(m.H))
+		m.autocast = dt
+		for i, b := range m.H {
+			prevs[i] = b.SetAutocast(dt)
+		}
+		defer func() {
+			m.autocast = prev
+			for i, b := range m.H {
+				b.SetAutocast(prevs[i])
+			}
+		}()
+		return m.Loss(in...)
 	}
 }
 
