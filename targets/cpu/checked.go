@@ -75,8 +75,7 @@ func (k *kt) checkedAccess(mem *ir.Value, idx []value.Value, elem types.Type, ac
 	v := access()
 	from := k.cur
 	k.cur.NewBr(join)
-	k.moveToEnd(outside)
-	k.cur = outside
+	k.enter(outside)
 	// The first index out of range, in dimension order.
 	var bad, dim, size value.Value = idx[0], i64(0), sizes[0]
 	for d := len(idx) - 1; d >= 0; d-- {
@@ -89,8 +88,7 @@ func (k *kt) checkedAccess(mem *ir.Value, idx []value.Value, elem types.Type, ac
 		k.cur.NewStore(x, k.cur.NewGetElementPtr(types.I64, k.fault, i64(int64(w))))
 	}
 	k.cur.NewBr(join)
-	k.moveToEnd(join)
-	k.cur = join
+	k.enter(join)
 	if v == nil {
 		return nil
 	}

@@ -373,14 +373,12 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			if err := copyRows(false); err != nil {
 				return nil, err
 			}
-			k.moveToEnd(part)
-			k.cur = part
+			k.enter(part)
 			if err := copyRows(true); err != nil {
 				return nil, err
 			}
 		}
-		k.moveToEnd(packA)
-		k.cur = packA
+		k.enter(packA)
 		b := k.cur.NewSub(it, s.panels)
 		ablock := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewAdd(k.cur.NewMul(k.cur.NewMul(s.panels, s.kk), i64(nr)), k.cur.NewMul(k.cur.NewMul(b, s.kk), i64(mr))))
 		rowOf := func(r value.Value) {
@@ -416,8 +414,7 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			}
 		}
 		k.cur.NewBr(done)
-		k.moveToEnd(done)
-		k.cur = done
+		k.enter(done)
 		return nil, nil
 	})
 	return err
@@ -553,8 +550,7 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 				k.cur.NewCondBr(fromStart, fresh, resume)
 				k.cur = fresh
 				k.cur.NewBr(join)
-				k.moveToEnd(resume)
-				k.cur = resume
+				k.enter(resume)
 				loaded := make([]value.Value, MR*NV)
 				for x := range loaded {
 					ld := k.cur.NewLoad(vt, accAt(x))
@@ -562,8 +558,7 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 					loaded[x] = ld
 				}
 				k.cur.NewBr(join)
-				k.moveToEnd(join)
-				k.cur = join
+				k.enter(join)
 				inits := make([]value.Value, MR*NV)
 				for x := range inits {
 					inits[x] = k.cur.NewPhi(llir.NewIncoming(initVec, fresh), llir.NewIncoming(loaded[x], resume))
@@ -593,15 +588,13 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 				}
 				save, epilogue, done := k.newBlock("save"), k.newBlock("epilogue"), k.newBlock("done")
 				k.cur.NewCondBr(last, epilogue, save)
-				k.moveToEnd(save)
-				k.cur = save
+				k.enter(save)
 				for x, acc := range accs {
 					st := k.cur.NewStore(acc, accAt(x))
 					st.Align = llir.Align(elemBytes(m.elem))
 				}
 				k.cur.NewBr(done)
-				k.moveToEnd(epilogue)
-				k.cur = epilogue
+				k.enter(epilogue)
 				for r := range MR {
 					for v := range NV {
 						at := k.cur.NewGetElementPtr(m.elem, tileBase, i64(int64(r)*nr+int64(v*vl)))
@@ -643,8 +636,7 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 					return nil, err
 				}
 				k.cur.NewBr(done)
-				k.moveToEnd(done)
-				k.cur = done
+				k.enter(done)
 				return nil, nil
 			})
 			return nil, err
@@ -653,8 +645,7 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 			return nil, err
 		}
 		k.cur.NewBr(next)
-		k.moveToEnd(next)
-		k.cur = next
+		k.enter(next)
 		return nil, nil
 	})
 	return err

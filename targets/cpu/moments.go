@@ -208,8 +208,7 @@ func (k *kt) sumPass(mo *moments) error {
 	}
 	c0 := k.cur.NewLoad(elem, p)
 	k.cur.NewBr(join)
-	k.moveToEnd(join)
-	k.cur = join
+	k.enter(join)
 	c := join.NewPhi(llir.NewIncoming(zero, pre), llir.NewIncoming(c0, first))
 	sums, err := k.loop(lb, ub, step, []value.Value{zero, zero}, true, func(iv value.Value, acc []value.Value) ([]value.Value, error) {
 		idx[len(idx)-1] = iv

@@ -730,16 +730,14 @@ func (k *kt) ifOp(op *ir.Operation) error {
 	arms = append(arms, arm{k.cur, vals})
 	k.cur.NewBr(merge)
 	if hasElse {
-		k.moveToEnd(elseB)
-		k.cur = elseB
+		k.enter(elseB)
 		if vals, err = k.region(op.Region(1).Front()); err != nil {
 			return err
 		}
 		arms = append(arms, arm{k.cur, vals})
 		k.cur.NewBr(merge)
 	}
-	k.moveToEnd(merge)
-	k.cur = merge
+	k.enter(merge)
 	for i := range op.NumResults() {
 		if len(arms) != 2 {
 			return fmt.Errorf("a loop.if with results needs an else region")

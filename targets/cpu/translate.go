@@ -608,14 +608,14 @@ func (k *kt) loop(lb, ub, step value.Value, inits []value.Value, hint bool, body
 	if hint {
 		br.Metadata = append(br.Metadata, &metadata.Attachment{Name: "llvm.loop", Node: k.t.loopHint("llvm.loop.vectorize.enable", 1, types.I1)})
 	}
-	k.moveToEnd(exit)
-	k.cur = exit
+	k.enter(exit)
 	return iters, nil
 }
 
-// moveToEnd moves b after every block created so far, so that blocks
-// print in a readable order.
-func (k *kt) moveToEnd(b *llir.Block) {
+// enter makes b the block the translation writes to, moving it after
+// every block created so far so that blocks print in a readable order.
+func (k *kt) enter(b *llir.Block) {
+	k.cur = b
 	bs := k.f.Blocks
 	for i, x := range bs {
 		if x == b {
