@@ -8,7 +8,6 @@ import (
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/logs"
 )
 
 // The values of convert-loop-to-gpu's conv option.
@@ -157,8 +156,7 @@ func lowerLibraryConvs(ctx *ir.Context, fn *ir.Operation) {
 		} else if p != nil && !p.permuted {
 			p.lower(ctx)
 		} else if why != "" {
-			logs.Printf(perfHints, "%s", (&ir.Diagnostic{Loc: nest.Loc(), Severity: ir.SevRemark,
-				Message: "convolution nest stays on Strata's kernels, not cuDNN: " + why}).Error())
+			perfHint(nest, "convolution nest stays on Strata's kernels, not cuDNN: "+why)
 		}
 	}
 }

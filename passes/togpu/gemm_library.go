@@ -73,8 +73,15 @@ func libraryPlan(nest *ir.Operation) (*libraryMatmul, string) {
 }
 
 // perfHints is the log topic of the nests left on Strata's kernels under
-// matmul=cublaslt (runtime/exec logs its own hints under the same one).
+// matmul=cublaslt or conv=cudnn (runtime/exec logs its own hints under the
+// same one).
 const perfHints = "perf_hints"
+
+// perfHint logs under perfHints a remark on nest, which prints its
+// location as diagnostics do (file:line:col).
+func perfHint(nest *ir.Operation, msg string) {
+	logs.Printf(perfHints, "%s", (&ir.Diagnostic{Loc: nest.Loc(), Severity: ir.SevRemark, Message: msg}).Error())
+}
 
 // lowerLibraryMatmuls replaces every library-computable matmul nest of fn
 // by a gpu.library_matmul into a product buffer and the nest's epilogue
@@ -91,9 +98,7 @@ func lowerLibraryMatmuls(ctx *ir.Context, fn *ir.Operation) {
 		if p != nil {
 			p.lower(ctx)
 		} else if why != "" {
-			// A remark prints the location as diagnostics do (file:line:col).
-			logs.Printf(perfHints, "%s", (&ir.Diagnostic{Loc: nest.Loc(), Severity: ir.SevRemark,
-				Message: "matmul nest stays on Strata's kernels, not cuBLASLt: " + why}).Error())
+			perfHint(nest, "matmul nest stays on Strata's kernels, not cuBLASLt: "+why)
 		}
 	}
 }
