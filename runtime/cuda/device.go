@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"unsafe"
+
+	"github.com/strata-ir/strata/internal/dynlib"
 )
 
 // DevicePtr is an address in device memory (a CUdeviceptr). Pointer
@@ -75,7 +77,7 @@ func (dev *Device) readProperties() error {
 	if r := d.cuDeviceGetName(&buf[0], int32(len(buf)), dev.dev); r != Success {
 		return d.errorFor("cuDeviceGetName", r)
 	}
-	dev.name = cString(&buf[0])
+	dev.name = dynlib.GoString(&buf[0])
 	if r := d.cuDeviceTotalMem(&dev.total, dev.dev); r != Success {
 		return d.errorFor("cuDeviceTotalMem_v2", r)
 	}

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/strata-ir/strata/internal/dynlib"
 )
 
 // libName is the driver library; the unversioned libcuda.so is only
@@ -322,23 +323,13 @@ func (d *driver) errorFor(op string, r Result) *Error {
 	}
 	var s *byte
 	if d.cuGetErrorName(r, &s) == Success && s != nil {
-		e.Name = cString(s)
+		e.Name = dynlib.GoString(s)
 	}
 	s = nil
 	if d.cuGetErrorString(r, &s) == Success && s != nil {
-		e.Message = cString(s)
+		e.Message = dynlib.GoString(s)
 	}
 	return e
-}
-
-// cString copies the NUL-terminated C string at p (driver-owned static
-// memory) into a Go string.
-func cString(p *byte) string {
-	n := 0
-	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice(p, n))
 }
 
 // cBytes returns s as a NUL-terminated byte slice for the driver.
