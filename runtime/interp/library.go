@@ -131,11 +131,12 @@ func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 	}
 	xv, wv, yv := halfToF32(x), halfToF32(w), halfToF32(y)
 	n, c, h, wd, o, kh, kw, oh, ow := xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], ys[2], ys[3]
-	// in returns the input row (or column) a window tap reads, and whether
-	// it is inside x.
-	in := func(out, tap int64, d int) (int64, bool) {
-		r := out*g.Strides[d] - g.Padding[d] + tap*g.Dilations[d]
-		return r, r >= 0 && r < []int64{h, wd}[d]
+	// in returns the input row r and column q that tap (a, b) of output
+	// (i, j)'s window reads, and whether they are inside x.
+	in := func(i, j, a, b int64) (r, q int64, ok bool) {
+		r = i*g.Strides[0] - g.Padding[0] + a*g.Dilations[0]
+		q = j*g.Strides[1] - g.Padding[1] + b*g.Dilations[1]
+		return r, q, r >= 0 && r < h && q >= 0 && q < wd
 	}
 	xAt := func(ni, ci, r, q int64) int64 { return ((ni*c+ci)*h+r)*wd + q }
 	wAt := func(oi, ci, a, b int64) int64 { return ((oi*c+ci)*kh+a)*kw + b }
@@ -151,9 +152,7 @@ func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 						for ci := range c {
 							for a := range kh {
 								for b := range kw {
-									r, ok1 := in(i, a, 0)
-									q, ok2 := in(j, b, 1)
-									if ok1 && ok2 {
+									if r, q, ok := in(i, j, a, b); ok {
 										acc += float32(xv[xAt(ni, ci, r, q)] * wv[wAt(oi, ci, a, b)])
 									}
 								}
@@ -173,9 +172,7 @@ func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 						for ni := range n {
 							for i := range oh {
 								for j := range ow {
-									r, ok1 := in(i, a, 0)
-									q, ok2 := in(j, b, 1)
-									if ok1 && ok2 {
+									if r, q, ok := in(i, j, a, b); ok {
 										acc += float32(xv[xAt(ni, ci, r, q)] * yv[yAt(ni, oi, i, j)])
 									}
 								}
@@ -194,9 +191,8 @@ func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 					for ni := range n {
 						for i := range oh {
 							for j := range ow {
-								r, ok1 := in(i, a, 0)
-								q, ok2 := in(j, b, 1)
-								if !ok1 || !ok2 {
+								r, q, ok := in(i, j, a, b)
+								if !ok {
 									continue
 								}
 								for ci := range c {
