@@ -514,35 +514,7 @@ func TestIntermediateBuffersAreReused(t *testing.T) {
   %4 = "graph.reshape"(%3) <{shape = array<i64: 128>}> : (tensor<8x16xf32>) -> tensor<128xf32>
   return %2, %4 : tensor<8x16xf32>, tensor<128xf32>
 }`)
-	in := interp.New(graph)
-	ft, err := interp.FuncType(in.Func("main"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kept [][]*interp.Tensor
-	var wants [][]interp.Value
-	for seed := range int64(4) {
-		args, err := interp.RandomInputs(ft, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := in.Call("main", args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.Run("main", []*interp.Tensor{args[0].(*interp.Tensor), args[1].(*interp.Tensor)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		kept, wants = append(kept, got), append(wants, want)
-	}
-	for call := range kept {
-		for i := range wants[call] {
-			if err := passtest.Compare(kept[call][i], wants[call][i]); err != nil {
-				t.Errorf("call %d result %d, checked after the last call: %v", call, i, err)
-			}
-		}
-	}
+	checkKeptResults(t, p, graph, 4)
 }
 
 // TestScalarResultsStayTheCallers: a rank-0 result computed into a
@@ -556,36 +528,9 @@ func TestScalarResultsStayTheCallers(t *testing.T) {
   %2 = "graph.tanh"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return %1, %2 : tensor<f32>, tensor<4x8xf32>
 }`)
-	in := interp.New(graph)
-	ft, err := interp.FuncType(in.Func("main"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kept [][]*interp.Tensor
-	var wants [][]interp.Value
-	for seed := range int64(3) {
-		args, err := interp.RandomInputs(ft, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := in.Call("main", args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := p.Run("main", []*interp.Tensor{args[0].(*interp.Tensor)})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for call, got := range checkKeptResults(t, p, graph, 3) {
 		if len(got[0].Shape()) != 0 {
-			t.Fatalf("result 0 has shape %v, want a scalar", got[0].Shape())
-		}
-		kept, wants = append(kept, got), append(wants, want)
-	}
-	for call := range kept {
-		for i := range wants[call] {
-			if err := passtest.Compare(kept[call][i], wants[call][i]); err != nil {
-				t.Errorf("call %d result %d, checked after the last call: %v", call, i, err)
-			}
+			t.Errorf("call %d: result 0 has shape %v, want a scalar", call, got[0].Shape())
 		}
 	}
 }
@@ -713,4 +658,46 @@ func TestReleasedResultsAreReused(t *testing.T) {
 	if ptr(got3[0]) == ptr(got2[0]) {
 		t.Error("a result released twice was reused twice")
 	}
+}
+
+// checkKeptResults calls p's main on fresh random inputs calls times,
+// keeping every result, and compares each with the interpreter's only
+// after the last call: a result whose memory a later call reused or
+// overwrote fails. It returns the kept results.
+func checkKeptResults(t *testing.T, p *cpu.Program, graph *ir.Operation, calls int) [][]*interp.Tensor {
+	t.Helper()
+	in := interp.New(graph)
+	ft, err := interp.FuncType(in.Func("main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]*interp.Tensor
+	var wants [][]interp.Value
+	for seed := range int64(calls) {
+		args, err := interp.RandomInputs(ft, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := in.Call("main", args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tensors := make([]*interp.Tensor, len(args))
+		for i, a := range args {
+			tensors[i] = a.(*interp.Tensor)
+		}
+		got, err := p.Run("main", tensors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, wants = append(kept, got), append(wants, want)
+	}
+	for call := range kept {
+		for i := range wants[call] {
+			if err := passtest.Compare(kept[call][i], wants[call][i]); err != nil {
+				t.Errorf("call %d result %d, checked after the last call: %v", call, i, err)
+			}
+		}
+	}
+	return kept
 }
