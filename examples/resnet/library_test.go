@@ -9,8 +9,6 @@ import (
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/nn"
-	"github.com/strata-ir/strata/optim"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 )
@@ -70,22 +68,7 @@ func (c *libraryCount) Compile(g *frontend.Graph) (frontend.Executable, error) {
 func TestTinyResNetMixedFilterGradients(t *testing.T) {
 	chk := &libraryCount{t: t, semantics: testsize.Long()}
 	frontend.RegisterBackend("resnet-library-count", chk)
-	opts := frontend.Options{Backend: "resnet-library-count", Fullgraph: true}
-	m := New(Tiny)
-	g := nn.NewRNG(3)
-	x, y := g.Normal(1, 2, 3, 32, 32), g.Int64s(Tiny.Classes, 2)
-	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, opts)
-	opt, err := optim.NewSGD(step.Params(), optim.SGDConfig{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, grads, err := step.Call(x, y)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := opt.Step(grads); err != nil {
-		t.Fatal(err)
-	}
+	mixedStep(t, "resnet-library-count")
 	if chk.filters != 9 {
 		t.Errorf("%d filter gradients on the library, want 9", chk.filters)
 	}

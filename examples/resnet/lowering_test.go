@@ -117,7 +117,28 @@ func TestTinyResNetLowered(t *testing.T) {
 func TestTinyResNetMixedLowersToMMA(t *testing.T) {
 	chk := &loweringCheck{t: t, noSemantics: true}
 	frontend.RegisterBackend("resnet-mixed-lowering-count", chk)
-	opts := frontend.Options{Backend: "resnet-mixed-lowering-count", Fullgraph: true}
+	mixedStep(t, "resnet-mixed-lowering-count")
+	// Nine forward convolutions (the stem; three and a downsample in
+	// each block), their weight gradients and all but the stem's data
+	// gradients; tensor-core kernels for each but one and for the
+	// classifier's three products (forward, both gradients). The one is a
+	// weight gradient whose transposing epilogue graph-fuse fused into it
+	// (its nest reads the window from the other operand): the implicit
+	// GEMM kernel computed it wrong, and it stays a SIMT nest (conv=cudnn
+	// runs it as cuDNN's filter gradient: library_test.go).
+	if chk.convs != 3*9-1 || chk.mmas < chk.convs+3-1 {
+		t.Errorf("%d tensor-core kernels for %d conv2d nests", chk.mmas, chk.convs)
+	}
+	t.Logf("%d conv2d nests, %d tensor-core kernels", chk.convs, chk.mmas)
+}
+
+// mixedStep runs one step of the tiny ResNet's bf16 mixed-precision
+// training (resnet50_train's: MixedLoss, float32 master weights, SGD with
+// momentum) through the registered backend: the gradient step and the
+// optimizer's update.
+func mixedStep(t *testing.T, backend string) {
+	t.Helper()
+	opts := frontend.Options{Backend: backend, Fullgraph: true}
 	m := New(Tiny)
 	g := nn.NewRNG(3)
 	x, y := g.Normal(1, 2, 3, 32, 32), g.Int64s(Tiny.Classes, 2)
@@ -133,16 +154,4 @@ func TestTinyResNetMixedLowersToMMA(t *testing.T) {
 	if err := opt.Step(grads); err != nil {
 		t.Fatal(err)
 	}
-	// Nine forward convolutions (the stem; three and a downsample in
-	// each block), their weight gradients and all but the stem's data
-	// gradients; tensor-core kernels for each but one and for the
-	// classifier's three products (forward, both gradients). The one is a
-	// weight gradient whose transposing epilogue graph-fuse fused into it
-	// (its nest reads the window from the other operand): the implicit
-	// GEMM kernel computed it wrong, and it stays a SIMT nest (conv=cudnn
-	// runs it as cuDNN's filter gradient: library_test.go).
-	if chk.convs != 3*9-1 || chk.mmas < chk.convs+3-1 {
-		t.Errorf("%d tensor-core kernels for %d conv2d nests", chk.mmas, chk.convs)
-	}
-	t.Logf("%d conv2d nests, %d tensor-core kernels", chk.convs, chk.mmas)
 }
