@@ -229,6 +229,21 @@ func permOf(op *ir.Operation) []int64 {
 	return p
 }
 
+// SwapsLastTwo reports whether op is a graph.transpose that exchanges its
+// last two dims only: a matrix transpose of every batch element, which a
+// product can read in place by swapping its indices.
+func SwapsLastTwo(op *ir.Operation) bool {
+	if op == nil || op.Name() != OpTranspose {
+		return false
+	}
+	perm := permOf(op)
+	n := len(perm)
+	if n < 2 || perm[n-2] != int64(n-1) || perm[n-1] != int64(n-2) {
+		return false
+	}
+	return isIdentityPerm(perm[:n-2])
+}
+
 func isIdentityPerm(p []int64) bool {
 	for i, v := range p {
 		if v != int64(i) {

@@ -247,3 +247,35 @@ func TestDocsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestSwapsLastTwo: only a graph.transpose whose permutation keeps every
+// dim but the last two, which it exchanges, is a batched matrix transpose.
+func TestSwapsLastTwo(t *testing.T) {
+	m := parse(t, `%x = src tensor<2x3x4xf32>
+  %y = src tensor<3x4xf32>
+  %0 = "graph.transpose"(%x) <{perm = array<i64: 0, 2, 1>}> : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %1 = "graph.transpose"(%y) <{perm = array<i64: 1, 0>}> : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  %2 = "graph.transpose"(%x) <{perm = array<i64: 1, 0, 2>}> : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %3 = "graph.transpose"(%x) <{perm = array<i64: 2, 1, 0>}> : (tensor<2x3x4xf32>) -> tensor<4x3x2xf32>
+  %4 = "graph.transpose"(%x) <{perm = array<i64: 0, 1, 2>}> : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %5 = "graph.neg"(%y) : (tensor<3x4xf32>) -> tensor<3x4xf32>`)
+	want := []bool{true, true, false, false, false, false}
+	var got []bool
+	m.Walk(func(op *ir.Operation) bool {
+		if strings.HasPrefix(op.Name(), "graph.") {
+			got = append(got, graph.SwapsLastTwo(op))
+		}
+		return true
+	})
+	if len(got) != len(want) {
+		t.Fatalf("%d graph ops, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("op %%%d: SwapsLastTwo = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if graph.SwapsLastTwo(nil) {
+		t.Error("SwapsLastTwo(nil) = true")
+	}
+}

@@ -57,7 +57,7 @@ func (p *planner) stagedView(v *ir.Value) *ir.Operation {
 		return d
 	}
 	d := viewOf(v)
-	if d != nil && d.Name() == graph.OpTranspose && swapsLastTwo(d) {
+	if graph.SwapsLastTwo(d) {
 		d = viewOf(d.Operand(0))
 	}
 	for d != nil && d.Name() == graph.OpReshape {
@@ -72,20 +72,4 @@ func (p *planner) stagedView(v *ir.Value) *ir.Operation {
 		}
 	}
 	return d
-}
-
-// swapsLastTwo reports whether the graph.transpose op exchanges its last
-// two dims only.
-func swapsLastTwo(op *ir.Operation) bool {
-	perm := intList(op.Attr("perm"))
-	n := len(perm)
-	if n < 2 || perm[n-2] != int64(n-1) || perm[n-1] != int64(n-2) {
-		return false
-	}
-	for i := range n - 2 {
-		if perm[i] != int64(i) {
-			return false
-		}
-	}
-	return true
 }

@@ -29,7 +29,7 @@ type matmulView struct {
 func (k *kernel) operandView(v *ir.Value) (matmulView, bool) {
 	v = k.resolve(v)
 	swap := false
-	if op := v.DefiningOp(); op != nil && op.Name() == graph.OpTranspose && swapsLastTwo(permOf(op)) {
+	if op := v.DefiningOp(); graph.SwapsLastTwo(op) {
 		v, swap = k.resolve(op.Operand(0)), true
 	}
 	if k.c.bufs[v] != nil {
@@ -105,26 +105,6 @@ func (k *kernel) read(mv matmulView, idx []*ir.Value) *ir.Value {
 		idx[n-2], idx[n-1] = idx[n-1], idx[n-2]
 	}
 	return k.load(mv.view, idx)
-}
-
-// swapsLastTwo reports whether perm exchanges the last two dims only.
-func swapsLastTwo(perm []int64) bool {
-	n := len(perm)
-	if n < 2 || perm[n-2] != int64(n-1) || perm[n-1] != int64(n-2) {
-		return false
-	}
-	for i := range n - 2 {
-		if perm[i] != int64(i) {
-			return false
-		}
-	}
-	return true
-}
-
-// permOf returns a graph.transpose's permutation.
-func permOf(op *ir.Operation) []int64 {
-	p, _ := graph.IntList(op.Attr("perm"))
-	return p
 }
 
 // matmulSpace returns the shape of the product of a matmul group whose
