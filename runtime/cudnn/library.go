@@ -160,12 +160,16 @@ func openLib(path string) (*lib, error) {
 func candidates() []string { return dynlib.Candidates(EnvPath, sonames, searchGlobs) }
 
 // load returns the process-wide library, searching for it on first use.
-var load = sync.OnceValues(func() (*lib, error) {
-	if os.Getenv(EnvPath) == Off {
+var load = sync.OnceValues(func() (*lib, error) { return find(os.Getenv(EnvPath)) })
+
+// find searches the candidates for the library, unless env (the value
+// of $STRATA_CUDNN) is Off.
+func find(env string) (*lib, error) {
+	if env == Off {
 		return nil, fmt.Errorf("%w: disabled by $%s=%s", ErrNotFound, EnvPath, Off)
 	}
 	return search(candidates())
-})
+}
 
 // search opens the first path of paths that is a cuDNN library.
 func search(paths []string) (*lib, error) {

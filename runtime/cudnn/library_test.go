@@ -20,6 +20,15 @@ func TestSearchMissing(t *testing.T) {
 	}
 }
 
+// TestFindOff checks that $STRATA_CUDNN=off turns the library off
+// without a search: ErrNotFound, saying why.
+func TestFindOff(t *testing.T) {
+	_, err := find(Off)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "disabled by $STRATA_CUDNN=off") {
+		t.Fatalf("got %v, want ErrNotFound saying $STRATA_CUDNN=off disabled it", err)
+	}
+}
+
 // TestSearchNotCuDNN checks that a library without cuDNN's entry points
 // is refused cleanly (not by a panic while binding), and that the search
 // goes on to the next candidate.
