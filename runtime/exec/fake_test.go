@@ -38,6 +38,63 @@ type fakeDevice struct {
 	// (plus one); an error fails the load. Set it before the first load:
 	// background loads read it.
 	levelHook func(level int) error
+	// graphs lets the device capture graphs: the launches queued on
+	// capturing are recorded, not run, and a replay runs them in order
+	// (replays counts them).
+	graphs    bool
+	capturing *cuda.Stream
+	recorded  []fakeLaunch
+	replays   int
+}
+
+func (d *fakeDevice) graphBlocker() string {
+	if !d.graphs {
+		return "the runtime has no CUDA device"
+	}
+	return ""
+}
+
+func (d *fakeDevice) beginCapture() (*cuda.Stream, error) {
+	d.capturing, d.recorded = new(cuda.Stream), nil
+	return d.capturing, nil
+}
+
+func (d *fakeDevice) endCapture(st *cuda.Stream, ok bool) (graphExec, error) {
+	if st != d.capturing {
+		return nil, &CaptureError{Reason: "fake: not the capture stream"}
+	}
+	g := &fakeGraph{d: d, launches: d.recorded}
+	d.capturing, d.recorded = nil, nil
+	if !ok {
+		return nil, nil
+	}
+	return g, nil
+}
+
+// fakeGraph is a captured sequence of launches.
+type fakeGraph struct {
+	d         *fakeDevice
+	launches  []fakeLaunch
+	destroyed bool
+}
+
+func (g *fakeGraph) launch() error {
+	if g.destroyed {
+		return fmt.Errorf("fake: replay of a destroyed graph")
+	}
+	g.d.replays++
+	for _, l := range g.launches {
+		g.d.launches = append(g.d.launches, l)
+		if err := g.d.kernels[l.kernel](g.d, l.grid, l.block, l.args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *fakeGraph) destroy() error {
+	g.destroyed = true
+	return nil
 }
 
 // fakeKernelFunc runs a kernel on the fake device.
@@ -193,8 +250,13 @@ func (d *fakeDevice) load(ptx string, jit cuda.JITOptions, link bool) (module, e
 	return fakeModule{d, ptx, jit.OptLevel}, nil
 }
 
-func (d *fakeDevice) launch(k kernel, grid, block [3]uint32, shared uint32, _ *cuda.Stream, args []any) error {
-	d.launches = append(d.launches, fakeLaunch{k.Name(), k.(fakeKernel).level, grid, block, shared, append([]any(nil), args...)})
+func (d *fakeDevice) launch(k kernel, grid, block [3]uint32, shared uint32, st *cuda.Stream, args []any) error {
+	l := fakeLaunch{k.Name(), k.(fakeKernel).level, grid, block, shared, append([]any(nil), args...)}
+	if st != nil && st == d.capturing {
+		d.recorded = append(d.recorded, l)
+		return nil
+	}
+	d.launches = append(d.launches, l)
 	return d.kernels[k.Name()](d, grid, block, args)
 }
 

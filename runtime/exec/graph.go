@@ -77,13 +77,7 @@ func (b *Bound) captureBlocker() string {
 			return fmt.Sprintf("'%s' at %v needs the host between launches", op.Name(), op.Loc())
 		}
 	}
-	switch {
-	case b.rt.cuda == nil:
-		return "the runtime has no CUDA device"
-	case !b.rt.cuda.SupportsGraphs():
-		return cuda.ErrNoGraphs.Error()
-	}
-	return ""
+	return b.rt.dev.graphBlocker()
 }
 
 // isArithHostOp reports whether name is one of arith's scalar ops the
@@ -133,27 +127,29 @@ func (p *staticPool) release(a *cuda.Allocator) error {
 	return errors.Join(errs...)
 }
 
-// capturedGraph is a plan recorded as a CUDA graph with its stream and
-// static pool.
+// capturedGraph is a plan recorded as a CUDA graph with its static pool.
 type capturedGraph struct {
-	exec   *cuda.GraphExec
-	stream *cuda.Stream
-	pool   *staticPool
-	info   GraphInfo
+	exec graphExec
+	pool *staticPool
+	info GraphInfo
 }
-
-// launch replays the graph on the default stream, where plain launches,
-// device copies and downloads go too, so a chain of calls is one stream
-// without cross-stream dependencies (the capture stream cannot be it:
-// capturing needs a non-blocking stream).
-func (g *capturedGraph) launch() error { return g.exec.Launch(nil) }
 
 func (g *capturedGraph) destroy(rt *Runtime) error {
 	// Replays run on the default stream: wait for them all before the
 	// graph and its pool go.
-	errs := []error{rt.dev.Synchronize(), g.exec.Destroy(), g.stream.Destroy()}
+	errs := []error{rt.dev.Synchronize(), g.exec.destroy()}
 	errs = append(errs, g.pool.release(rt.alloc))
 	return errors.Join(errs...)
+}
+
+// captureFailed names b's function in err, a *CaptureError of the
+// device's.
+func (b *Bound) captureFailed(err error) (GraphInfo, error) {
+	var ce *CaptureError
+	if errors.As(err, &ce) {
+		ce.Func = b.plan.name
+	}
+	return GraphInfo{}, err
 }
 
 // stream returns the stream Launch queues work on: the default one (nil),
@@ -173,9 +169,6 @@ func (b *Bound) Capture() (GraphInfo, error) {
 	if reason := b.captureBlocker(); reason != "" {
 		return GraphInfo{}, &CaptureError{Func: b.plan.name, Reason: reason}
 	}
-	fail := func(reason string, err error) (GraphInfo, error) {
-		return GraphInfo{}, &CaptureError{Func: b.plan.name, Reason: reason, Err: err}
-	}
 	b.settle() // a graph keeps the code it captures: the final tier's
 	if err := b.Launch(); err != nil {
 		return GraphInfo{}, err
@@ -186,52 +179,34 @@ func (b *Bound) Capture() (GraphInfo, error) {
 	if err := b.release(); err != nil {
 		return GraphInfo{}, err
 	}
-	dev := b.rt.cuda
-	st, err := dev.NewNonBlockingStream()
-	if err != nil {
-		return fail("creating the capture stream", err)
-	}
 	pool := &staticPool{}
-	abandon := func() {
-		_ = st.Destroy()
-		_ = pool.release(b.rt.alloc)
-	}
 	r := &b.state
 	r.reset(b.plan.nslots)
 	for i, s := range b.plan.args {
 		r.slots[s] = b.args[i]
 	}
+	st, err := b.rt.dev.beginCapture()
+	if err != nil {
+		return b.captureFailed(err)
+	}
 	r.stream, r.pool = st, pool
 	defer func() { r.stream, r.pool = nil, nil }()
-	if err := st.BeginCapture(); err != nil {
-		abandon()
-		return fail("the driver refused to capture", err)
-	}
 	var runErr error
 	for _, step := range b.plan.steps {
 		if runErr = step(r); runErr != nil {
 			break
 		}
 	}
-	g, endErr := st.EndCapture()
+	ge, endErr := b.rt.dev.endCapture(st, runErr == nil)
 	if runErr != nil || endErr != nil {
-		if g != nil {
-			_ = g.Destroy()
-		}
-		abandon()
+		_ = pool.release(b.rt.alloc)
 		if runErr != nil {
 			return GraphInfo{}, runErr
 		}
-		return fail("the capture was invalidated", endErr)
-	}
-	ge, err := g.Instantiate()
-	_ = g.Destroy()
-	if err != nil {
-		abandon()
-		return fail("instantiating the graph", err)
+		return b.captureFailed(endErr)
 	}
 	info := GraphInfo{Kernels: len(b.plan.launches), PoolBytes: pool.bytes}
-	b.graph = &capturedGraph{exec: ge, stream: st, pool: pool, info: info}
+	b.graph = &capturedGraph{exec: ge, pool: pool, info: info}
 	b.results = slices.Clone(r.results)
 	return info, nil
 }

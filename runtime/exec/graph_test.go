@@ -104,7 +104,7 @@ func TestCaptureFallback(t *testing.T) {
 	if got := b.captureBlocker(); got != "the plan launches no kernel" {
 		t.Errorf("blocker of a plan without launches: %q", got)
 	}
-	b.rt.cuda = &cuda.Device{} // a device whose driver has no graph entry points
+	b.rt.dev = cudaDevice{&cuda.Device{}} // a device whose driver has no graph entry points
 	if b.plan, err = p.plan("main"); err != nil {
 		t.Fatal(err)
 	}
@@ -228,5 +228,61 @@ func TestUpdateChecksShapes(t *testing.T) {
 	err = b.Update([]interp.Value{randomF32(t, rng, 11, 1), randomF32(t, rng, 10, 1)})
 	if err == nil || !strings.Contains(err.Error(), "does not match the bound") {
 		t.Errorf("Update with another shape: %v", err)
+	}
+}
+
+// TestRunnerReplaysGraph captures a plan on a device that records graphs
+// and checks that later calls replay the recording (no kernel launched
+// one by one) on each call's new inputs, host values and Arrays alike,
+// and match the interpreter.
+func TestRunnerReplaysGraph(t *testing.T) {
+	p := compileFile(t, "vadd.mlir")
+	d := newFake()
+	d.graphs = true
+	rt := newRuntime(d)
+	r := NewRunner(p, rt, "main", true)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for call := range 4 {
+		args := []interp.Value{randomF32(t, rng, 300, 1), randomF32(t, rng, 300, 1)}
+		if call%2 == 1 {
+			arr, err := rt.Upload(args[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			args[0] = arr
+		}
+		got, err := r.RunDevice(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := make([]interp.Value, len(got))
+		for i, v := range got {
+			tv, err := v.(*Array).Download()
+			if err != nil {
+				t.Fatal(err)
+			}
+			host[i] = interp.BufferFromTensor(tv)
+		}
+		if a, ok := args[0].(*Array); ok {
+			tv, err := a.Download()
+			if err != nil {
+				t.Fatal(err)
+			}
+			args[0] = interp.BufferFromTensor(tv)
+		}
+		compare(t, p, args, host, 1e-6)
+	}
+	info, err := r.Graph([]interp.Value{randomF32(t, rng, 300, 1), randomF32(t, rng, 300, 1)})
+	if err != nil || info.Kernels != 2 {
+		t.Fatalf("Graph: %v, %v; want vadd.mlir's two kernels captured", info, err)
+	}
+	if d.replays != 4 {
+		t.Errorf("%d replays for 4 calls", d.replays)
+	}
+	if n := len(d.launches); n != 2+2*4 {
+		t.Errorf("%d launches, want 2 plain (before the capture) + 2×4 replayed", n)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

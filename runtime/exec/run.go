@@ -32,6 +32,25 @@ type device interface {
 	cached(ptx string, jit cuda.JITOptions) bool
 	// launch queues a kernel on stream (nil: the default stream).
 	launch(k kernel, grid, block [3]uint32, sharedBytes uint32, stream *cuda.Stream, args []any) error
+	// graphBlocker returns why the device cannot capture CUDA graphs, or
+	// "" when it can.
+	graphBlocker() string
+	// beginCapture returns a new stream whose queued work is recorded
+	// into a graph instead of run. Its error is a *CaptureError.
+	beginCapture() (*cuda.Stream, error)
+	// endCapture ends st's capture and returns the recorded graph,
+	// instantiated; it owns st from then on. With ok false (the
+	// recording failed) it only discards the capture and st. Its error
+	// is a *CaptureError.
+	endCapture(st *cuda.Stream, ok bool) (graphExec, error)
+}
+
+// graphExec is a captured graph the device replays.
+type graphExec interface {
+	// launch replays the graph on the default stream.
+	launch() error
+	// destroy frees the graph and its capture stream.
+	destroy() error
 }
 
 // module is a loaded PTX module.
@@ -77,6 +96,60 @@ func (d cudaDevice) cached(ptx string, jit cuda.JITOptions) bool {
 func (d cudaDevice) launch(k kernel, grid, block [3]uint32, shared uint32, stream *cuda.Stream, args []any) error {
 	return d.Launch(k.(*cuda.Function), grid, block, shared, stream, args...)
 }
+
+func (d cudaDevice) graphBlocker() string {
+	if !d.SupportsGraphs() {
+		return cuda.ErrNoGraphs.Error()
+	}
+	return ""
+}
+
+func (d cudaDevice) beginCapture() (*cuda.Stream, error) {
+	st, err := d.NewNonBlockingStream()
+	if err != nil {
+		return nil, &CaptureError{Reason: "creating the capture stream", Err: err}
+	}
+	if err := st.BeginCapture(); err != nil {
+		_ = st.Destroy()
+		return nil, &CaptureError{Reason: "the driver refused to capture", Err: err}
+	}
+	return st, nil
+}
+
+func (d cudaDevice) endCapture(st *cuda.Stream, ok bool) (graphExec, error) {
+	g, err := st.EndCapture()
+	if err != nil || !ok {
+		if g != nil {
+			_ = g.Destroy()
+		}
+		_ = st.Destroy()
+		if err != nil {
+			return nil, &CaptureError{Reason: "the capture was invalidated", Err: err}
+		}
+		return nil, nil
+	}
+	ge, err := g.Instantiate()
+	_ = g.Destroy()
+	if err != nil {
+		_ = st.Destroy()
+		return nil, &CaptureError{Reason: "instantiating the graph", Err: err}
+	}
+	return cudaGraph{ge, st}, nil
+}
+
+// cudaGraph is a CUDA graph and the stream it was captured on.
+type cudaGraph struct {
+	exec   *cuda.GraphExec
+	stream *cuda.Stream
+}
+
+// launch replays the graph on the default stream, where plain launches,
+// device copies and downloads go too, so a chain of calls is one stream
+// without cross-stream dependencies (the capture stream cannot be it:
+// capturing needs a non-blocking stream).
+func (g cudaGraph) launch() error { return g.exec.Launch(nil) }
+
+func (g cudaGraph) destroy() error { return errors.Join(g.exec.Destroy(), g.stream.Destroy()) }
 
 func (m cudaModule) function(name string) (kernel, error) { return m.Function(name) }
 func (m cudaModule) unload() error                        { return m.Unload() }
@@ -430,7 +503,7 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 // the kernels. The results of the previous Launch are released.
 func (b *Bound) Launch() error {
 	if b.graph != nil {
-		return b.graph.launch()
+		return b.graph.exec.launch()
 	}
 	if err := b.release(); err != nil {
 		return err
