@@ -43,6 +43,14 @@ const (
 	OpWGMMAWait = "gpu.wgmma_wait"
 	// OpFenceProxyAsync is gpu.fence_proxy_async: Orders the thread's workgroup-memory writes before the tensor cores' reads.
 	OpFenceProxyAsync = "gpu.fence_proxy_async"
+	// OpMbarrierInit is gpu.mbarrier_init: Initializes an asynchronous barrier in workgroup memory.
+	OpMbarrierInit = "gpu.mbarrier_init"
+	// OpMbarrierArrive is gpu.mbarrier_arrive: Arrives at an asynchronous barrier.
+	OpMbarrierArrive = "gpu.mbarrier_arrive"
+	// OpMbarrierWait is gpu.mbarrier_wait: Waits for a phase of an asynchronous barrier to complete.
+	OpMbarrierWait = "gpu.mbarrier_wait"
+	// OpSetMaxNReg is gpu.setmaxnreg: Changes the register count of the warpgroup's threads (sm_90a).
+	OpSetMaxNReg = "gpu.setmaxnreg"
 	// OpLibraryMatmul is gpu.library_matmul: A (batched) matrix product computed by a vendor library on the host's stream.
 	OpLibraryMatmul = "gpu.library_matmul"
 	// OpLibraryConv2D is gpu.library_conv2d: A 2-D convolution computed by a vendor library on the host's stream.

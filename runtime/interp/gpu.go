@@ -126,6 +126,7 @@ const (
 	running = iota
 	atBarrier
 	atShuffle
+	atMbarrier
 	exited
 )
 
@@ -147,6 +148,9 @@ type gpuThread struct {
 	// The operands given to, then the results of, a warp-collective op
 	// other than gpu.shuffle (mma.go).
 	collective []Value
+	// The mbarrier and the parity of the phase the thread waits for.
+	mbar       mbarKey
+	mbarParity int64
 }
 
 // blockState is one block of threads and the synchronization among them.
@@ -158,8 +162,9 @@ type blockState struct {
 	mu      sync.Mutex
 	err     error
 	abort   chan struct{} // closed on the first error
-	counts  [4]int        // threads per state
+	counts  [5]int        // threads per state
 	aborted bool
+	mbars   map[mbarKey]*mbarState
 }
 
 // errAborted ends a thread whose block failed elsewhere.
@@ -386,7 +391,7 @@ func (b *blockState) divergence(op *ir.Operation, other *gpuThread) error {
 func (b *blockState) deadlock() error {
 	var first *gpuThread
 	for _, t := range b.thr {
-		if t.state == atBarrier || t.state == atShuffle {
+		if t.state == atBarrier || t.state == atShuffle || t.state == atMbarrier {
 			first = t
 			break
 		}

@@ -1,0 +1,146 @@
+package interp
+
+import (
+	"fmt"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+)
+
+// The asynchronous barriers. An mbarrier's state (arrivals a phase,
+// arrivals still missing, the phase) lives in the block, keyed by its
+// workgroup buffer and index, not in the i64 word itself, which the
+// kernel does not read. gpu.mbarrier_wait parks its thread until the
+// phase of its parity completes; the arrival that completes a phase
+// releases the threads waiting for it. A block whose threads all wait
+// (at barriers of either kind) is reported as a deadlock, as at
+// gpu.barrier. gpu.setmaxnreg is a warpgroup collective with no effect:
+// running it checks that the whole warpgroup executes it together.
+func init() {
+	registerAll(map[string]Rule{
+		gpu.MbarrierInitOp:   mbarrierInitRule,
+		gpu.MbarrierArriveOp: mbarrierArriveRule,
+		gpu.MbarrierWaitOp:   mbarrierWaitRule,
+		gpu.SetMaxNRegOp:     collectiveRule,
+	})
+	warpgroupOps[gpu.SetMaxNRegOp] = func(_ *ir.Operation, args [][]Value) ([][]Value, error) {
+		return make([][]Value, len(args)), nil
+	}
+}
+
+// mbarKey names an mbarrier: its workgroup buffer and index.
+type mbarKey struct {
+	buf *Buffer
+	i   int64
+}
+
+// mbarState is an mbarrier's state.
+type mbarState struct {
+	expected, pending int64
+	phase             int64
+}
+
+// mbarOf returns the thread, the key of the mbarrier its op addresses
+// with args[0] and args[1], and the i32 operand args[2] when present.
+func mbarOf(f *Frame, args []Value) (*gpuThread, mbarKey, int64, error) {
+	t, err := threadOf(f)
+	if err != nil {
+		return nil, mbarKey{}, 0, err
+	}
+	buf, err := bufferArg(args[0])
+	if err != nil {
+		return nil, mbarKey{}, 0, err
+	}
+	ints, err := indexValues(args[1:])
+	if err != nil {
+		return nil, mbarKey{}, 0, err
+	}
+	if n := buf.shape[0]; ints[0] < 0 || ints[0] >= n {
+		return nil, mbarKey{}, 0, fmt.Errorf("barrier index %d is outside the %d barriers of %s", ints[0], n, buf)
+	}
+	var x int64
+	if len(ints) > 1 {
+		x = ints[1]
+	}
+	return t, mbarKey{buf, ints[0]}, x, nil
+}
+
+func mbarrierInitRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
+	t, key, count, err := mbarOf(f, args)
+	if err != nil {
+		return nil, err
+	}
+	if count < 1 || count >= 1<<20 {
+		return nil, fmt.Errorf("count %d is not in [1, 2^20)", count)
+	}
+	b := t.blk
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, w := range b.thr {
+		if w.state == atMbarrier && w.mbar == key {
+			return nil, fmt.Errorf("initializes barrier %d while thread %d waits at it", key.i, w.id)
+		}
+	}
+	if b.mbars == nil {
+		b.mbars = map[mbarKey]*mbarState{}
+	}
+	b.mbars[key] = &mbarState{expected: count, pending: count}
+	return nil, nil
+}
+
+// state returns the initialized mbarrier key. b.mu is held.
+func (b *blockState) state(key mbarKey) (*mbarState, error) {
+	s := b.mbars[key]
+	if s == nil {
+		return nil, fmt.Errorf("barrier %d of %s is used before gpu.mbarrier_init", key.i, key.buf)
+	}
+	return s, nil
+}
+
+func mbarrierArriveRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
+	t, key, _, err := mbarOf(f, args)
+	if err != nil {
+		return nil, err
+	}
+	b := t.blk
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, err := b.state(key)
+	if err != nil {
+		return nil, err
+	}
+	if s.pending--; s.pending > 0 {
+		return nil, nil
+	}
+	s.phase++
+	s.pending = s.expected
+	for _, w := range b.thr {
+		if w.state == atMbarrier && w.mbar == key && s.phase&1 != w.mbarParity {
+			b.release(w)
+		}
+	}
+	return nil, nil
+}
+
+func mbarrierWaitRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	t, key, parity, err := mbarOf(f, args)
+	if err != nil {
+		return nil, err
+	}
+	if parity != 0 && parity != 1 {
+		return nil, fmt.Errorf("parity %d is not 0 or 1", parity)
+	}
+	b := t.blk
+	b.mu.Lock()
+	s, err := b.state(key)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	if s.phase&1 != parity {
+		b.mu.Unlock()
+		return nil, nil
+	}
+	t.mbar, t.mbarParity = key, parity
+	return nil, t.wait(atMbarrier, op)
+}
