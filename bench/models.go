@@ -19,6 +19,7 @@ import (
 	"github.com/strata-ir/strata/nn"
 	"github.com/strata-ir/strata/nn/safetensors"
 	"github.com/strata-ir/strata/optim"
+	"github.com/strata-ir/strata/runtime/exec"
 )
 
 // This file is the model rows of the suite (issues 20 and 21): whole
@@ -48,7 +49,7 @@ type ModelRow struct {
 	Tokens int
 	// run builds the model at size s, writes its weights and inputs to
 	// in, runs it with opts and returns its outputs (by name) and timings.
-	run func(s Size, opts frontend.Options, iters int, log io.Writer) (in, out map[string]*frontend.Tensor, m *StrataMode, err error)
+	run func(s Size, opts frontend.Options, tm timing, log io.Writer) (in, out map[string]*frontend.Tensor, m *StrataMode, err error)
 }
 
 // ModelRows lists the model rows in run order (cheapest first).
@@ -99,10 +100,25 @@ func gpt2DynamicFlops() int64 {
 	return f
 }
 
-// timeCalls runs call iters times after one warm-up and the final JIT
-// tier (frontend.Settle) and returns the
-// median wall milliseconds per call, each followed by a wait for the GPU.
-func timeCalls(iters int, call func() error) (float64, error) {
+// timing says how a row times its calls: iters timed calls, then
+// profile more under a device profile (exec.Runtime.StartProfile), whose
+// ops are added to *profiled (by the row's first timed calls only).
+type timing struct {
+	iters, profile int
+	profiled       *[]exec.ProfileEntry
+}
+
+// with returns tm timing iters calls.
+func (tm timing) with(iters int) timing {
+	tm.iters = iters
+	return tm
+}
+
+// calls runs call tm.iters times after one warm-up and the final JIT tier
+// (frontend.Settle) and returns the median wall milliseconds per call,
+// each followed by a wait for the GPU; then tm.profile more calls under a
+// profile.
+func (tm timing) calls(call func() error) (float64, error) {
 	if err := call(); err != nil {
 		return 0, err
 	}
@@ -114,7 +130,7 @@ func timeCalls(iters int, call func() error) (float64, error) {
 		return 0, err
 	}
 	var ms []float64
-	for range iters {
+	for range tm.iters {
 		t0 := time.Now()
 		if err := call(); err != nil {
 			return 0, err
@@ -125,7 +141,39 @@ func timeCalls(iters int, call func() error) (float64, error) {
 		ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
 	}
 	sort.Float64s(ms)
+	if tm.profile > 0 && len(*tm.profiled) == 0 { // a row's first timed calls only
+		if err := tm.profileCalls(call); err != nil {
+			return 0, fmt.Errorf("profile: %w", err)
+		}
+	}
 	return ms[len(ms)/2], nil
+}
+
+// profileCalls runs call tm.profile times under a device profile and adds
+// its ops, each divided by tm.profile (per call), to *tm.profiled.
+func (tm timing) profileCalls(call func() error) error {
+	rt, err := frontend.GPURuntime()
+	if err != nil {
+		return err
+	}
+	if err := rt.StartProfile(); err != nil {
+		return err
+	}
+	for range tm.profile {
+		if err = call(); err != nil {
+			break
+		}
+	}
+	entries, perr := rt.StopProfile()
+	if err != nil || perr != nil {
+		return errors.Join(err, perr)
+	}
+	for _, e := range entries {
+		e.Ms /= float64(tm.profile)
+		e.Calls /= tm.profile
+		*tm.profiled = append(*tm.profiled, e)
+	}
+	return nil
 }
 
 // onDevice uploads t when opts runs on the GPU.
@@ -152,7 +200,7 @@ func cnnConfig(s Size) cnn.Config {
 	return cnn.Bench
 }
 
-func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+func runCNNTrain(s Size, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg := cnnConfig(s)
 	m := cnn.New(cfg)
 	x, y := cnn.Data(cfg)
@@ -163,7 +211,7 @@ func runCNNTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[s
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, trainOutputs{grads: []string{"conv1.weight", "fc.weight", "bn2.bias"}})
+	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), tm, log, trainOutputs{grads: []string{"conv1.weight", "fc.weight", "bn2.bias"}})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -193,7 +241,7 @@ type trainOutputs struct {
 // timeTrain times iters training steps of m (a gradient step on x, y,
 // then opt's update) and returns the outputs keep names, read before the
 // next step replaces them.
-func timeTrain(m any, step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, iters int, log io.Writer, keep trainOutputs) (map[string]*frontend.Tensor, *StrataMode, error) {
+func timeTrain(m any, step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor, tm timing, log io.Writer, keep trainOutputs) (map[string]*frontend.Tensor, *StrataMode, error) {
 	out := map[string]*frontend.Tensor{}
 	first := true
 	sm := &StrataMode{}
@@ -272,7 +320,7 @@ func timeTrain(m any, step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Ten
 		return nil, nil, err
 	}
 	fmt.Fprintf(log, "  final JIT tier settled in %.1f s\n", time.Since(t0).Seconds())
-	ms, err := timeCalls(iters, call)
+	ms, err := tm.calls(call)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -311,7 +359,7 @@ func newGPT2(s Size, dt frontend.DType) (*gpt2.Model, error) {
 	return m, nil
 }
 
-func runGPT2Prefill(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+func runGPT2Prefill(s Size, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg := gpt2Config(s)
 	b, t := 8, 1024
 	if s == Small {
@@ -379,18 +427,18 @@ func runGPT2Prefill(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 			return nil
 		}
 	}
-	if sm.Ms, err = timeCalls(iters, call(true)); err != nil {
+	if sm.Ms, err = tm.calls(call(true)); err != nil {
 		return nil, nil, nil, err
 	}
 	fmt.Fprintf(log, "  gpt2_prefill: %.2f ms a call and its wait (logits freed; the host queues a call in %.2f ms)\n", sm.Ms, median(queued))
 	queued = queued[:0]
-	kept, err := timeCalls(iters, call(false))
+	kept, err := tm.calls(call(false))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	fmt.Fprintf(log, "  gpt2_prefill: %.2f ms a call with its logits left to the collector (queued in %.2f ms)\n", kept, median(queued))
 	if opts.Backend == frontend.NVPTXBackend {
-		if kt, err := c.Frontend().KernelTime(iters, c.Args(idxd)...); err == nil {
+		if kt, err := c.Frontend().KernelTime(tm.iters, c.Args(idxd)...); err == nil {
 			sm.KernelMs = float64(kt.Microseconds()) / 1000
 			fmt.Fprintf(log, "  gpt2_prefill: kernels %.2f ms a call (CUDA events, cold L2)\n", sm.KernelMs)
 		} else {
@@ -415,13 +463,13 @@ func median(ms []float64) float64 {
 // the small size). The outputs are the prompt's logits, the first
 // decoding step's (the KV cache the prefill wrote, read by the decoding
 // step) and the first sequence's tokens; Ms is per decoding step.
-func gpt2Decode(batch int) func(Size, frontend.Options, int, io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
-	return func(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
-		return runGPT2Decode(s, batch, opts, iters, log)
+func gpt2Decode(batch int) func(Size, frontend.Options, timing, io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+	return func(s Size, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+		return runGPT2Decode(s, batch, opts, tm, log)
 	}
 }
 
-func runGPT2Decode(s Size, batch int, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+func runGPT2Decode(s Size, batch int, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg := gpt2Config(s)
 	prompt, n := 128, 128
 	if s == Small {
@@ -469,7 +517,7 @@ func runGPT2Decode(s Size, batch int, opts frontend.Options, iters int, log io.W
 			return nil, nil, nil, o.Err()
 		}
 	}
-	ms, err := timeCalls(max(iters/4, 1), func() error { _, _, err := gen.Generate(idxd, n); return err })
+	ms, err := tm.with(max(tm.iters/4, 1)).calls(func() error { _, _, err := gen.Generate(idxd, n); return err })
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -505,7 +553,7 @@ func runGPT2Decode(s Size, batch int, opts frontend.Options, iters int, log io.W
 // the first length's call, TotalS the first pass (compile and one call
 // per length), Ms a later pass, Compiles the graphs compiled; the outputs
 // are each length's logits at its last position.
-func runGPT2Dynamic(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+func runGPT2Dynamic(s Size, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg := gpt2Config(s)
 	lengths := gpt2DynamicLengths(s)
 	b, tmax := 8, slices.Max(lengths)
@@ -584,7 +632,7 @@ func runGPT2Dynamic(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 		}
 		return nil
 	}
-	if sm.Ms, err = timeCalls(max(iters/4, 1), pass); err != nil {
+	if sm.Ms, err = tm.with(max(tm.iters/4, 1)).calls(pass); err != nil {
 		return nil, nil, nil, err
 	}
 	st := pf.Compiled().Frontend().Stats()
@@ -593,7 +641,7 @@ func runGPT2Dynamic(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 	return in, out, sm, nil
 }
 
-func runResNetInfer(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+func runResNetInfer(s Size, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg, b, hw := resnet.ResNet50, 64, 224
 	if s == Small {
 		cfg, b, hw = resnet.Tiny, 2, 32
@@ -638,7 +686,7 @@ func runResNetInfer(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 	sm.FirstCallS = time.Since(t0).Seconds()
 	out := map[string]*frontend.Tensor{"logits": res[0]}
 	res[0].Float64s()
-	if sm.Ms, err = timeCalls(iters, func() error { _, err := c.Call(xd); return err }); err != nil {
+	if sm.Ms, err = tm.calls(func() error { _, err := c.Call(xd); return err }); err != nil {
 		return nil, nil, nil, err
 	}
 	return in, out, sm, nil
@@ -658,7 +706,7 @@ func resnetTrainOutputs(cfg resnet.Config) trainOutputs {
 	}
 }
 
-func runResNetTrain(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+func runResNetTrain(s Size, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg, b, hw := resnet.ResNet50, 64, 224
 	if s == Small {
 		cfg, b, hw = resnet.Tiny, 4, 32
@@ -678,14 +726,14 @@ func runResNetTrain(s Size, opts frontend.Options, iters int, log io.Writer) (ma
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, resnetTrainOutputs(cfg))
+	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), tm, log, resnetTrainOutputs(cfg))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return in, out, sm, nil
 }
 
-func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
+func runGPT2Train(s Size, opts frontend.Options, tm timing, log io.Writer) (map[string]*frontend.Tensor, map[string]*frontend.Tensor, *StrataMode, error) {
 	cfg := gpt2Config(s)
 	b, t := 8, 1024
 	if s == Small {
@@ -706,7 +754,7 @@ func runGPT2Train(s Size, opts frontend.Options, iters int, log io.Writer) (map[
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), iters, log, trainOutputs{grads: []string{"h.0.attn.c_attn.weight", "ln_f.weight"}})
+	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), tm, log, trainOutputs{grads: []string{"h.0.attn.c_attn.weight", "ln_f.weight"}})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -733,8 +781,14 @@ type ModelsManifest struct {
 // RunModels runs the rows named in only (all when empty) at size s with
 // the frontend backend, writes their weights, inputs and outputs as
 // safetensors files and their timings to dir/models-strata.json. A row
-// that fails records its error and the others still run.
-func RunModels(dir string, only []string, s Size, backend string, iters int, log io.Writer) (*ModelsManifest, error) {
+// that fails records its error and the others still run. With profile >
+// 0 (nvptx only), each row then runs profile more calls under a device
+// profile, whose ops (per call, longest first) go to log (the top 30) and
+// to dir/NAME.profile.txt; the timings are the calls before.
+func RunModels(dir string, only []string, s Size, backend string, iters, profile int, log io.Writer) (*ModelsManifest, error) {
+	if profile > 0 && backend != frontend.NVPTXBackend {
+		return nil, fmt.Errorf("a device profile needs the %s backend, not %s", frontend.NVPTXBackend, backend)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -746,7 +800,12 @@ func RunModels(dir string, only []string, s Size, backend string, iters int, log
 		}
 		man.Order = append(man.Order, row.Name)
 		t0 := time.Now()
-		in, out, sm, err := row.run(s, opts, iters, log)
+		var profiled []exec.ProfileEntry
+		in, out, sm, err := row.run(s, opts, timing{iters: iters, profile: profile, profiled: &profiled}, log)
+		if err == nil && len(profiled) > 0 {
+			fmt.Fprintf(log, "%s: device profile of one call (%d calls averaged):\n%s", row.Name, profile, exec.FormatProfile(profiled, 30))
+			err = os.WriteFile(filepath.Join(dir, row.Name+".profile.txt"), []byte(exec.FormatProfile(profiled, 0)), 0o644)
+		}
 		if err == nil {
 			err = writeTensors(filepath.Join(dir, row.Name+".in.safetensors"), in)
 		}

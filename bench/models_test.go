@@ -21,7 +21,7 @@ import (
 // weights to the results rows.
 func TestModelRowsSmall(t *testing.T) {
 	dir := t.TempDir()
-	man, err := RunModels(dir, nil, Small, frontend.InterpBackend, 1, io.Discard)
+	man, err := RunModels(dir, nil, Small, frontend.InterpBackend, 1, 0, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestModelRowsSmall(t *testing.T) {
 // at the gradient, weight decay) from the initial weight with the
 // recorded gradient, the running statistics moved once, and the loss is near ln(classes) for a fresh model.
 func TestResNetTrainFirstStep(t *testing.T) {
-	in, out, sm, err := runResNetTrain(Small, frontend.Options{Backend: frontend.InterpBackend}, 2, io.Discard)
+	in, out, sm, err := runResNetTrain(Small, frontend.Options{Backend: frontend.InterpBackend}, timing{iters: 2}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestModelsTorchCPU(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rows := []string{"cnn_small_train", "gpt2_decode", "gpt2_decode_b8", "gpt2_dynamic", "resnet50_infer", "resnet50_train", "gpt2_train"}
-	if _, err := RunModels(dir, rows, Small, frontend.InterpBackend, 1, io.Discard); err != nil {
+	if _, err := RunModels(dir, rows, Small, frontend.InterpBackend, 1, 0, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(py, filepath.Join("testdata", "models_torch_cpu.py"), ".", dir, strings.Join(rows, ","))

@@ -107,6 +107,24 @@ def median_ms(fn, budget_ms=1500, max_iters=30):
     return times[len(times) // 2]
 
 
+def eager_ms(row, fn):
+    """median_ms of eager fn; for a row STRATA_TORCH_PROFILE lists
+    (comma-separated), then three more calls under torch.profiler, whose
+    device time by kernel goes to DIR/ROW.torch-profile.txt (strata-models
+    run --profile writes Strata's side as DIR/ROW.profile.txt)."""
+    ms = median_ms(fn)
+    if row in os.environ.get("STRATA_TORCH_PROFILE", "").split(","):
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                fn()
+            sync()
+        table = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=60, max_name_column_width=90)
+        with open(os.path.join(OUT_DIR, row + ".torch-profile.txt"), "w") as f:
+            f.write(f"{row}: eager, 3 calls under torch.profiler (median {ms:.3f} ms a call without)\n{table}")
+    return ms
+
+
 def first_call_s(fn):
     torch._dynamo.reset()
     sync()
@@ -175,7 +193,7 @@ def cnn_small_train(t):
             opt.step()
         return step
 
-    modes = {"eager": {"ms": median_ms(make_step(loss_fn))}}
+    modes = {"eager": {"ms": eager_ms("cnn_small_train", make_step(loss_fn))}}
     if compiles("cnn_small_train"):
         c = torch.compile(loss_fn)
         modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
@@ -493,7 +511,7 @@ def resnet50_infer(t):
     with torch.no_grad():
         f = lambda: resnet_forward(p, x)
         outs = {"logits": f()}
-        modes = {"eager": {"ms": median_ms(f)}}
+        modes = {"eager": {"ms": eager_ms("resnet50_infer", f)}}
         if compiles("resnet50_infer"):
             c = torch.compile(lambda: resnet_forward(p, x))
             modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
@@ -569,7 +587,7 @@ def resnet50_train(t):
             opt.step()
         return step
 
-    modes = {"eager": {"ms": median_ms(make_step(loss_fn))}}
+    modes = {"eager": {"ms": eager_ms("resnet50_train", make_step(loss_fn))}}
     if compiles("resnet50_train"):
         c = torch.compile(loss_fn)
         modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
@@ -606,8 +624,12 @@ def scaled_error(got, want):
             "norm_rel": (d.norm() / want.norm()).item()}
 
 
+OUT_DIR = "."  # the models' directory (main's argument)
+
+
 def main():
-    d = sys.argv[1]
+    global OUT_DIR
+    d = OUT_DIR = sys.argv[1]
     with open(os.path.join(d, "models-strata.json")) as f:
         man = json.load(f)
     out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "cuda": torch.version.cuda,

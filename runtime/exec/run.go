@@ -202,6 +202,8 @@ type Runtime struct {
 	collecting   atomic.Bool
 	gcStarted    atomic.Int64
 	gcEveryBytes uint64
+	// prof is the running profile, or nil (profile.go).
+	prof atomic.Pointer[profiler]
 }
 
 // Open opens GPU ordinal and returns a Runtime that closes the device with
@@ -502,7 +504,11 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 // Launch runs the plan once on the bound arguments, without waiting for
 // the kernels. The results of the previous Launch are released.
 func (b *Bound) Launch() error {
+	p := b.rt.prof.Load()
 	if b.graph != nil {
+		if p != nil {
+			return p.timed(b.rt.cuda, profileKey{b.plan, -1}, &b.state, b.graph.exec.launch)
+		}
 		return b.graph.exec.launch()
 	}
 	if err := b.release(); err != nil {
@@ -513,10 +519,17 @@ func (b *Bound) Launch() error {
 	for i, s := range b.plan.args {
 		r.slots[s] = b.args[i]
 	}
-	for _, step := range b.plan.steps {
-		if err := step(r); err != nil {
+	if p != nil {
+		if err := b.runProfiled(p, r); err != nil {
 			r.abandon()
 			return err
+		}
+	} else {
+		for _, step := range b.plan.steps {
+			if err := step(r); err != nil {
+				r.abandon()
+				return err
+			}
 		}
 	}
 	// The slices are reused launch after launch: the launch path of a
