@@ -914,7 +914,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	words := make([]uint64, 0, 2*len(k.Args)+1)
 	var scratch []byte
-	var panels, rowBlocks, packWork, batches int64
+	var panels, rowBlocks, bItems, packWork, batches int64
 	if k.Matmul {
 		kk := r.intValue(k.MatmulK)
 		if kk < 0 {
@@ -942,6 +942,11 @@ func (r *run) launch(k *target.Kernel) error {
 		panels = (n + cols - 1) / cols
 		rowBlocks = (rows + int64(k.MatmulRows) - 1) / int64(k.MatmulRows)
 		packWork = 4 * kk * max(cols, int64(k.MatmulRows))
+		bItems = panels
+		if pk := int64(k.MatmulPackK); pk > 0 {
+			bItems = (kk + pk - 1) / pk
+			packWork = 4 * max(kk*int64(k.MatmulRows), pk*panels*cols)
+		}
 		kc := int64(r.p.MatmulKC)
 		if kc <= 0 {
 			kc = target.MatmulKC
@@ -1000,7 +1005,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	args := uintptr(unsafe.Pointer(&words[0]))
 	if k.Matmul {
-		r.p.parallel(r.p.packs[k], args, batches*(panels+rowBlocks), packWork)
+		r.p.parallel(r.p.packs[k], args, batches*(bItems+rowBlocks), packWork)
 		r.p.parallel(fn, args, total, 4*int64(k.MatmulCols)*int64(k.MatmulRows)*max(1, r.intValue(k.MatmulK)))
 	} else {
 		r.p.parallel(fn, args, total, k.Work)

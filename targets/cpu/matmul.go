@@ -295,38 +295,52 @@ func (k *kt) setRow(m *mmMatch, row value.Value) {
 	k.vals[m.i] = k.cur.NewSRem(row, rows)
 }
 
-// pack emits the pack kernel: items [lo, hi) of nb × (P + R), for each
-// batch its P panels of B, then its R row blocks of A. Panel p is K rows
-// of NR consecutive columns (zero past N), contiguous at p·K·NR in the
-// batch's part of scratch; row block b is MR rows of A (past M: the last
-// row again), k-major at P·K·NR + b·K·MR, so that the micro-kernel reads
-// its MR elements of a k together. An operand whose elements along k are
-// contiguous (A, or B transposed) is copied a cache line of k at a time
-// for each row or column, so that rows a page apart (one L1 set) are each
-// read once.
+// MatmulPackK is how many rows of k one item of a matmul's pack kernel
+// copies of a B indexed [b…, k, j]: the row block's part of every panel,
+// reading each row of B front to back (a panel at a time, B's rows are
+// N elements apart: one cache line a row, a page apart once N ≥ 1024,
+// which the hardware prefetcher does not follow).
+const MatmulPackK = 16
+
+// pack emits the pack kernel: items [lo, hi) of nb × (Q + R), for each
+// batch its Q items of B, then its R row blocks of A. B is packed into P
+// panels: panel p is K rows of NR consecutive columns (zero past N),
+// contiguous at p·K·NR in the batch's part of scratch. A B indexed
+// [b…, k, j] is packed by blocks of MatmulPackK rows of k (Q = ⌈K /
+// MatmulPackK⌉; each item fills those rows of every panel), a transposed
+// one panel by panel (Q = P). Row block b is MR rows of A (past M: the
+// last row again), k-major at P·K·NR + b·K·MR, so that the micro-kernel
+// reads its MR elements of a k together. An operand whose elements along
+// k are contiguous (A, or B transposed) is copied a cache line of k at a
+// time for each row or column, so that rows a page apart (one L1 set) are
+// each read once.
 func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 	s := k.matmulSizes(m)
 	nr, mr := int64(m.cols()), int64(m.mr)
-	items := k.cur.NewAdd(s.panels, s.blocks)
+	bItems := s.panels
+	if !m.bTrans {
+		bItems = k.cur.NewSDiv(k.cur.NewAdd(s.kk, i64(MatmulPackK-1)), i64(MatmulPackK))
+	}
+	items := k.cur.NewAdd(bItems, s.blocks)
 	mLast := k.cur.NewSub(s.rows, i64(1))
 	line := 64 / elemBytes(m.elem)
 	zero := constant.NewFloat(m.elem.(*types.FloatType), 0)
-	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
+	_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(item value.Value, _ []value.Value) ([]value.Value, error) {
 		bb := k.cur.NewSDiv(item, items)
 		it := k.cur.NewSRem(item, items)
 		if !m.fold {
 			k.setBatch(m, bb)
 		}
 		base := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
-		isB := k.cur.NewICmp(enum.IPredSLT, it, s.panels)
+		isB := k.cur.NewICmp(enum.IPredSLT, it, bItems)
 		packB, packA, done := k.newBlock("packb"), k.newBlock("packa"), k.newBlock("packed")
 		k.cur.NewCondBr(isB, packB, packA)
 		k.cur = packB
-		p := it
-		panel := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewMul(k.cur.NewMul(p, s.kk), i64(nr)))
-		j0 := k.cur.NewMul(p, i64(nr))
-		ncols := k.cur.NewSub(s.n, j0)
 		if m.bTrans {
+			p := it
+			panel := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewMul(k.cur.NewMul(p, s.kk), i64(nr)))
+			j0 := k.cur.NewMul(p, i64(nr))
+			ncols := k.cur.NewSub(s.n, j0)
 			if err := k.packAlongK(m, m.b, m.bFrom, m.bIdx, panel, nr, s.kk, line, func(c value.Value) value.Value {
 				in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
 				k.vals[m.j] = k.cur.NewSelect(in, k.cur.NewAdd(j0, c), i64(0))
@@ -334,21 +348,24 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			}, zero); err != nil {
 				return nil, err
 			}
-			k.cur.NewBr(done)
 		} else {
-			full := k.cur.NewICmp(enum.IPredSGE, ncols, i64(nr))
-			whole, part := k.newBlock("whole"), k.newBlock("part")
-			k.cur.NewCondBr(full, whole, part)
-			// copyRows copies each row k of the panel; tail pads with zeros.
-			copyRows := func(tail bool) error {
-				_, err := k.loop(i64(0), s.kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+			k0 := k.cur.NewMul(it, i64(MatmulPackK))
+			var k1 value.Value = k.cur.NewAdd(k0, i64(MatmulPackK))
+			k1 = k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, k1, s.kk), k1, s.kk)
+			// copyRows copies rows [k0, k1) of panel p; tail pads the
+			// columns past N with zeros.
+			copyRows := func(p value.Value, tail bool) error {
+				panel := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewMul(k.cur.NewMul(p, s.kk), i64(nr)))
+				j0 := k.cur.NewMul(p, i64(nr))
+				ncols := k.cur.NewSub(s.n, j0)
+				_, err := k.loop(k0, k1, i64(1), nil, vecAny, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
 					k.vals[m.kIV], k.vals[m.j] = kv, j0
 					src, elem, err := k.address(m.b, m.bIdx)
 					if err != nil {
 						return nil, err
 					}
 					row := k.cur.NewMul(kv, i64(nr))
-					_, err = k.loop(i64(0), i64(nr), i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
+					_, err = k.loop(i64(0), i64(nr), i64(1), nil, vecOn, func(c value.Value, _ []value.Value) ([]value.Value, error) {
 						dst := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(row, c))
 						dst.InBounds = true
 						if !tail {
@@ -364,22 +381,27 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 					})
 					return nil, err
 				})
-				if err == nil {
-					k.cur.NewBr(done)
-				}
 				return err
 			}
-			k.cur = whole
-			if err := copyRows(false); err != nil {
+			// The panels of NR columns, then the last, partial one.
+			whole := k.cur.NewSDiv(s.n, i64(nr))
+			if _, err := k.loop(i64(0), whole, i64(1), nil, vecAny, func(p value.Value, _ []value.Value) ([]value.Value, error) {
+				return nil, copyRows(p, false)
+			}); err != nil {
 				return nil, err
 			}
-			k.enter(part)
-			if err := copyRows(true); err != nil {
+			part, after := k.newBlock("part"), k.newBlock("parted")
+			k.cur.NewCondBr(k.cur.NewICmp(enum.IPredSLT, whole, s.panels), part, after)
+			k.cur = part
+			if err := copyRows(whole, true); err != nil {
 				return nil, err
 			}
+			k.cur.NewBr(after)
+			k.enter(after)
 		}
+		k.cur.NewBr(done)
 		k.enter(packA)
-		b := k.cur.NewSub(it, s.panels)
+		b := k.cur.NewSub(it, bItems)
 		ablock := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewAdd(k.cur.NewMul(k.cur.NewMul(s.panels, s.kk), i64(nr)), k.cur.NewMul(k.cur.NewMul(b, s.kk), i64(mr))))
 		rowOf := func(r value.Value) {
 			row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
@@ -394,8 +416,8 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			}
 		} else {
 			// A[…, k, i]: the MR rows of a k are (mostly) consecutive.
-			_, err := k.loop(i64(0), s.kk, i64(1), nil, false, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
-				_, err := k.loop(i64(0), i64(mr), i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
+			_, err := k.loop(i64(0), s.kk, i64(1), nil, vecAny, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+				_, err := k.loop(i64(0), i64(mr), i64(1), nil, vecAny, func(r value.Value, _ []value.Value) ([]value.Value, error) {
 					rowOf(r)
 					k.vals[m.kIV] = kv
 					src, elem, err := k.address(m.a, m.aIdx)
@@ -424,12 +446,14 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 // width interleaved lanes of dst (dst[k·width + lane]): a cache line of k
 // at a time, for each lane, sets the induction variables of the lane
 // (bind; it returns a condition that the lane is inside the operand, or
-// nil for always) and copies that lane's run of k (zeros outside).
+// nil for always) and copies that lane's run of k (zeros outside). The
+// loops stay scalar: vectorized across the lanes they become gathers,
+// which cost Zen 4 about four times the scalar loads' time.
 func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value, dst value.Value, width int64, kk value.Value, line int64, bind func(lane value.Value) value.Value, zero value.Value) error {
-	_, err := k.loop(i64(0), kk, i64(line), nil, false, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
+	_, err := k.loop(i64(0), kk, i64(line), nil, vecAny, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
 		left := k.cur.NewSub(kk, kc)
 		kn := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, i64(line)), left, i64(line))
-		_, err := k.loop(i64(0), i64(width), i64(1), nil, false, func(lane value.Value, _ []value.Value) ([]value.Value, error) {
+		_, err := k.loop(i64(0), i64(width), i64(1), nil, vecOff, func(lane value.Value, _ []value.Value) ([]value.Value, error) {
 			in := bind(lane)
 			k.vals[m.kIV] = kc
 			src, elem, err := k.address(mem, idx)
@@ -437,7 +461,7 @@ func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value
 				return nil, err
 			}
 			first := k.cur.NewAdd(k.cur.NewMul(kc, i64(width)), lane)
-			_, err = k.loop(i64(0), kn, i64(1), nil, false, func(x value.Value, _ []value.Value) ([]value.Value, error) {
+			_, err = k.loop(i64(0), kn, i64(1), nil, vecOff, func(x value.Value, _ []value.Value) ([]value.Value, error) {
 				at := k.cur.NewGetElementPtr(elem, src, x)
 				at.InBounds = true
 				to := k.cur.NewGetElementPtr(m.elem, dst, k.cur.NewAdd(first, k.cur.NewMul(x, i64(width))))
@@ -509,7 +533,7 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 	// covers a few panels, each over the group's row blocks, so its packed
 	// panel stays in cache across them, and the group's A blocks across
 	// the panels. The first item of each run in [lo, hi) runs the run.
-	_, err := k.loop(lo, hi, i64(1), nil, false, func(item value.Value, _ []value.Value) ([]value.Value, error) {
+	_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(item value.Value, _ []value.Value) ([]value.Value, error) {
 		bb := k.cur.NewSDiv(item, perBatch)
 		rest := k.cur.NewSRem(item, perBatch)
 		// Group g of G row blocks (all full but the last): its P·size
@@ -531,11 +555,11 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 		panel := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
 		j0 := k.cur.NewMul(p, i64(nr))
 		ncols2 := minI(k.cur.NewSub(n, j0), i64(nr))
-		_, err := k.loop(i64(0), kLimit, kc, nil, false, func(kb value.Value, _ []value.Value) ([]value.Value, error) {
+		_, err := k.loop(i64(0), kLimit, kc, nil, vecAny, func(kb value.Value, _ []value.Value) ([]value.Value, error) {
 			kEnd := minI(k.cur.NewAdd(kb, kc), kk)
 			last := k.cur.NewICmp(enum.IPredSGE, kEnd, kk)
 			fromStart := k.cur.NewICmp(enum.IPredEQ, kb, i64(0))
-			_, err := k.loop(item, runEnd, i64(1), nil, false, func(it value.Value, _ []value.Value) ([]value.Value, error) {
+			_, err := k.loop(item, runEnd, i64(1), nil, vecAny, func(it value.Value, _ []value.Value) ([]value.Value, error) {
 				ib := k.cur.NewAdd(ib0, k.cur.NewSub(it, item))
 				i0 := k.cur.NewMul(ib, i64(int64(MR)))
 				ablock := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(ib, kk), i64(int64(MR)))))
@@ -563,7 +587,7 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 				for x := range inits {
 					inits[x] = k.cur.NewPhi(llir.NewIncoming(initVec, fresh), llir.NewIncoming(loaded[x], resume))
 				}
-				accs, err := k.loop(kb, kEnd, i64(1), inits, false, func(kv value.Value, acc []value.Value) ([]value.Value, error) {
+				accs, err := k.loop(kb, kEnd, i64(1), inits, vecAny, func(kv value.Value, acc []value.Value) ([]value.Value, error) {
 					bs := make([]value.Value, NV)
 					for v := range NV {
 						at := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(k.cur.NewMul(kv, i64(nr)), i64(int64(v*vl))))
@@ -602,40 +626,56 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 						st.Align = llir.Align(elemBytes(m.elem))
 					}
 				}
-				// The epilogue, row by row of the tile.
-				nrows2 := minI(k.cur.NewSub(mSize, i0), i64(int64(MR)))
-				_, err = k.loop(i64(0), nrows2, i64(1), nil, false, func(r value.Value, _ []value.Value) ([]value.Value, error) {
-					i := k.cur.NewAdd(i0, r)
-					_, err := k.loop(i64(0), ncols2, i64(1), nil, true, func(c value.Value, _ []value.Value) ([]value.Value, error) {
-						at := k.cur.NewGetElementPtr(m.elem, tileBase, k.cur.NewAdd(k.cur.NewMul(r, i64(nr)), c))
-						k.vals[m.forOp.Result(0)] = k.cur.NewLoad(m.elem, at)
-						if !m.fold {
-							k.setBatch(m, bb)
-						}
-						k.setRow(m, i)
-						k.vals[m.j] = k.cur.NewAdd(j0, c)
-						for _, op := range body.Ops() {
-							if op == m.forOp {
-								continue
+				// The epilogue, row by row of the tile: over MR × NR
+				// (constant trip counts, so that each row is a few vector
+				// operations) when the tile lies inside C, else over its
+				// part inside.
+				rows := minI(k.cur.NewSub(mSize, i0), i64(int64(MR)))
+				emit := func(nrows, ncols value.Value) error {
+					_, err := k.loop(i64(0), nrows, i64(1), nil, vecAny, func(r value.Value, _ []value.Value) ([]value.Value, error) {
+						i := k.cur.NewAdd(i0, r)
+						_, err := k.loop(i64(0), ncols, i64(1), nil, vecOn, func(c value.Value, _ []value.Value) ([]value.Value, error) {
+							at := k.cur.NewGetElementPtr(m.elem, tileBase, k.cur.NewAdd(k.cur.NewMul(r, i64(nr)), c))
+							k.vals[m.forOp.Result(0)] = k.cur.NewLoad(m.elem, at)
+							if !m.fold {
+								k.setBatch(m, bb)
 							}
-							if op.Name() == loop.ReduceOp {
-								break
-							}
-							if err := k.op(op); err != nil {
-								if _, ok := err.(*ir.Diagnostic); ok {
-									return nil, err
+							k.setRow(m, i)
+							k.vals[m.j] = k.cur.NewAdd(j0, c)
+							for _, op := range body.Ops() {
+								if op == m.forOp {
+									continue
 								}
-								return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+								if op.Name() == loop.ReduceOp {
+									break
+								}
+								if err := k.op(op); err != nil {
+									if _, ok := err.(*ir.Diagnostic); ok {
+										return nil, err
+									}
+									return nil, ir.Errorf(op.Loc(), "'%s': %v", op.Name(), err)
+								}
 							}
-						}
-						return nil, nil
+							return nil, nil
+						})
+						return nil, err
 					})
-					return nil, err
-				})
-				if err != nil {
+					if err == nil {
+						k.cur.NewBr(done)
+					}
+					return err
+				}
+				whole, part := k.newBlock("whole"), k.newBlock("part")
+				inside := k.cur.NewAnd(k.cur.NewICmp(enum.IPredEQ, rows, i64(int64(MR))), k.cur.NewICmp(enum.IPredEQ, ncols2, i64(nr)))
+				k.cur.NewCondBr(inside, whole, part)
+				k.cur = whole
+				if err := emit(i64(int64(MR)), i64(nr)); err != nil {
 					return nil, err
 				}
-				k.cur.NewBr(done)
+				k.enter(part)
+				if err := emit(rows, ncols2); err != nil {
+					return nil, err
+				}
 				k.enter(done)
 				return nil, nil
 			})

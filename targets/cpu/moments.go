@@ -210,7 +210,7 @@ func (k *kt) sumPass(mo *moments) error {
 	k.cur.NewBr(join)
 	k.enter(join)
 	c := join.NewPhi(llir.NewIncoming(zero, pre), llir.NewIncoming(c0, first))
-	sums, err := k.loop(lb, ub, step, []value.Value{zero, zero}, true, func(iv value.Value, acc []value.Value) ([]value.Value, error) {
+	sums, err := k.loop(lb, ub, step, []value.Value{zero, zero}, vecOn, func(iv value.Value, acc []value.Value) ([]value.Value, error) {
 		idx[len(idx)-1] = iv
 		p, elem, err := k.addressOf(mo.x, idx)
 		if err != nil {

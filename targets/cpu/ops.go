@@ -633,7 +633,7 @@ func (k *kt) forOp(op *ir.Operation) error {
 		inits = append(inits, k.get(v))
 	}
 	k.markReductions(body.Arguments()[1:], body.Terminator())
-	res, err := k.loop(lb, ub, step, inits, !hasLoops(body), func(iv value.Value, iters []value.Value) ([]value.Value, error) {
+	res, err := k.loop(lb, ub, step, inits, vecIf(!hasLoops(body)), func(iv value.Value, iters []value.Value) ([]value.Value, error) {
 		k.vals[body.Argument(0)] = iv
 		for i, it := range iters {
 			k.vals[body.Argument(i+1)] = it
@@ -673,7 +673,7 @@ func (k *kt) parallelOp(op *ir.Operation) error {
 	innermost := !hasLoops(body)
 	var nest func(d int, accs []value.Value) ([]value.Value, error)
 	nest = func(d int, accs []value.Value) ([]value.Value, error) {
-		return k.loop(k.get(lbs[d]), k.get(ubs[d]), k.get(steps[d]), accs, innermost && d == len(lbs)-1,
+		return k.loop(k.get(lbs[d]), k.get(ubs[d]), k.get(steps[d]), accs, vecIf(innermost && d == len(lbs)-1),
 			func(iv value.Value, iters []value.Value) ([]value.Value, error) {
 				k.vals[body.Argument(d)] = iv
 				if d+1 < len(lbs) {

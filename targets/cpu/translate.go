@@ -67,8 +67,9 @@ type Kernel struct {
 	// The first word is a scratch buffer of batches · (P·MatmulCols +
 	// R·MatmulRows)·K elements of MatmulElemBytes bytes (P panels, R row
 	// blocks, a batch's share contiguous), which Name+"_pack" fills before
-	// Name runs (its range: for each batch, the P panels of B, then the R
-	// blocks of A, each packed k-major); when K exceeds KC (the third
+	// Name runs (its range: for each batch, the Q items of B, then the R
+	// blocks of A, each packed k-major; Q is ⌈K / MatmulPackK⌉ blocks of
+	// k rows when MatmulPackK is set, else P, a panel each); when K exceeds KC (the third
 	// word, at least 1: the k block, see MatmulKC), followed by
 	// MatmulRows·MatmulCols elements for each item of the range (its
 	// partial sums between k blocks).
@@ -84,6 +85,7 @@ type Kernel struct {
 	MatmulCols         int
 	MatmulRows         int
 	MatmulElemBytes    int
+	MatmulPackK        int
 	// Checked is set when the nest has loads or stores at indices
 	// computed from data: the kernel then takes, after the scratch words
 	// (if any), a pointer to FaultWords words, zero on entry, which hold
@@ -234,8 +236,8 @@ func (t *translator) intrinsic(name string, ret types.Type, params ...types.Type
 	return f
 }
 
-// vectorizeLoop returns a new loop identifier asking LLVM to vectorize
-// the loop: !{self, !{"llvm.loop.vectorize.enable", i1 true}}.
+// loopHint returns a new loop identifier with one property, such as
+// !{self, !{"llvm.loop.vectorize.enable", i1 true}}.
 func (t *translator) loopHint(key string, v int64, ty *types.IntType) *metadata.Tuple {
 	prop := &metadata.Tuple{MetadataID: -1, Fields: []metadata.Field{&metadata.String{Value: key}, constant.NewInt(ty, v)}}
 	id := &metadata.Tuple{MetadataID: -1, Distinct: true}
@@ -328,6 +330,9 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		kern.MatmulCols = mm.cols()
 		kern.MatmulRows = mm.mr
 		kern.MatmulElemBytes = int(elemBytes(mm.elem))
+		if !mm.bTrans {
+			kern.MatmulPackK = MatmulPackK
+		}
 		scratch = types.NewPointer(mm.elem)
 	}
 	f, lo, hi, err := k.begin(name, scratch, consts)
@@ -578,9 +583,31 @@ func i64(v int64) *constant.Int { return constant.NewInt(types.I64, v) }
 // and returns the next iteration values.
 type loopBody func(iv value.Value, iters []value.Value) ([]value.Value, error)
 
+// vecHint is what a loop asks of LLVM's loop vectorizer.
+type vecHint int
+
+const (
+	// vecAny leaves the choice to the vectorizer's cost model.
+	vecAny vecHint = iota
+	// vecOn asks for the loop to be vectorized.
+	vecOn
+	// vecOff keeps the loop scalar (where the cost model would choose
+	// gathers that are slower than scalar loads).
+	vecOff
+)
+
+// vecIf returns vecOn when b holds, else vecAny.
+func vecIf(b bool) vecHint {
+	if b {
+		return vecOn
+	}
+	return vecAny
+}
+
 // loop emits `for iv = lb; iv < ub; iv += step` carrying inits and
-// returns the final iteration values; hint asks LLVM to vectorize it.
-func (k *kt) loop(lb, ub, step value.Value, inits []value.Value, hint bool, body loopBody) ([]value.Value, error) {
+// returns the final iteration values; hint says whether LLVM should
+// vectorize it.
+func (k *kt) loop(lb, ub, step value.Value, inits []value.Value, hint vecHint, body loopBody) ([]value.Value, error) {
 	pre := k.cur
 	header, entry, exit := k.newBlock("loop"), k.newBlock("body"), k.newBlock("exit")
 	pre.NewBr(header)
@@ -605,8 +632,11 @@ func (k *kt) loop(lb, ub, step value.Value, inits []value.Value, hint bool, body
 		p.Incs = append(p.Incs, llir.NewIncoming(next[i], latch))
 	}
 	br := latch.NewBr(header)
-	if hint {
+	switch hint {
+	case vecOn:
 		br.Metadata = append(br.Metadata, &metadata.Attachment{Name: "llvm.loop", Node: k.t.loopHint("llvm.loop.vectorize.enable", 1, types.I1)})
+	case vecOff:
+		br.Metadata = append(br.Metadata, &metadata.Attachment{Name: "llvm.loop", Node: k.t.loopHint("llvm.loop.vectorize.width", 1, types.I32)})
 	}
 	k.enter(exit)
 	return iters, nil
@@ -666,7 +696,7 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 		return err
 	}
 	if n == 1 {
-		_, err := k.loop(lo, hi, i64(1), nil, innermost, func(t value.Value, _ []value.Value) ([]value.Value, error) {
+		_, err := k.loop(lo, hi, i64(1), nil, vecIf(innermost), func(t value.Value, _ []value.Value) ([]value.Value, error) {
 			m := k.cur.NewMul(t, steps[0])
 			m.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
 			iv := k.cur.NewAdd(lbs[0], m)
@@ -680,7 +710,7 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 	for d := range n - 1 {
 		trips[d] = k.trip(lbs[d], ubs[d], steps[d])
 	}
-	_, err := k.loop(lo, hi, i64(1), nil, false, func(t value.Value, _ []value.Value) ([]value.Value, error) {
+	_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(t value.Value, _ []value.Value) ([]value.Value, error) {
 		rem := t
 		for d := n - 2; d >= 0; d-- {
 			var td value.Value = rem
@@ -691,7 +721,7 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 			iv := k.cur.NewAdd(lbs[d], k.cur.NewMul(td, steps[d]))
 			k.vals[body.Argument(d)] = iv
 		}
-		_, err := k.loop(lbs[n-1], ubs[n-1], steps[n-1], nil, innermost, func(iv value.Value, _ []value.Value) ([]value.Value, error) {
+		_, err := k.loop(lbs[n-1], ubs[n-1], steps[n-1], nil, vecIf(innermost), func(iv value.Value, _ []value.Value) ([]value.Value, error) {
 			k.vals[body.Argument(n-1)] = iv
 			return nil, run()
 		})
