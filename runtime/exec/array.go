@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/strata-ir/strata/ir"
@@ -33,17 +34,93 @@ type Array struct {
 
 // store is device memory shared by Arrays (results that are views of one
 // buffer, or an argument returned as a result), freed with the last one.
+//
+// A store may borrow its memory from a CUDA graph's static pool (lender):
+// a result of a replay is handed out where the replay wrote it, without
+// a copy. The graph's next replay would overwrite it, so before that
+// replay the graph reclaims the block: a store no Array refers to any
+// more (all released, a donated argument among them) just lets it go, and
+// one still referred to moves to memory of its own first (a copy). So
+// an Array stays immutable, and a loop that releases or donates what it
+// does not keep copies nothing out of the graph.
 type store struct {
 	rt   *Runtime
-	mem  *allocation
 	refs atomic.Int32
+	// mu guards mem and lender, which reclaim changes while Arrays of
+	// the store may be read on other goroutines.
+	mu     sync.Mutex
+	mem    *allocation
+	lender *capturedGraph
 }
 
 func (s *store) unref() error {
 	if s.refs.Add(-1) != 0 {
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lender != nil || s.mem == nil {
+		return nil // the graph's block, which reclaim lets go
+	}
 	return s.rt.alloc.Free(s.mem.ptr)
+}
+
+// reclaim ends s's loan of a block of g's pool before g overwrites it:
+// when Arrays still refer to s, its elements are copied to memory of its
+// own (queued before the replay, on the one stream).
+func (s *store) reclaim(g *capturedGraph) error {
+	var p DevicePtr
+	if s.refs.Load() > 0 {
+		// Allocated outside the lock: an allocation that does not fit
+		// waits for the collector's cleanups, which may unref s.
+		var err error
+		if p, err = s.rt.allocate(s.mem.bytes); err != nil {
+			return fmt.Errorf("moving a result out of the CUDA graph's pool: %w", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lender != g {
+		return s.freeUnused(p)
+	}
+	s.lender = nil
+	if s.refs.Load() == 0 {
+		s.mem = nil // nothing refers to it: the block stays the graph's
+		return s.freeUnused(p)
+	}
+	if err := s.rt.copyDtoD(p, s.mem.ptr, s.mem.bytes); err != nil {
+		s.mem = nil
+		return errors.Join(err, s.rt.alloc.Free(p))
+	}
+	s.mem = &allocation{ptr: p, bytes: s.mem.bytes}
+	return nil
+}
+
+// freeUnused frees p, memory reclaim allocated and did not need.
+func (s *store) freeUnused(p DevicePtr) error {
+	if p == 0 {
+		return nil
+	}
+	return s.rt.alloc.Free(p)
+}
+
+// claim gives s memory of its own now if it borrows a graph's block.
+func (s *store) claim() error {
+	s.mu.Lock()
+	g := s.lender
+	s.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	return s.reclaim(g)
+}
+
+// memory returns s's memory now; a borrowed block may move before the
+// lender's next replay.
+func (s *store) memory() *allocation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mem
 }
 
 // newArray returns an Array viewing st.
@@ -68,8 +145,10 @@ func (a *Array) String() string {
 // Runtime returns the Runtime whose device holds a.
 func (a *Array) Runtime() *Runtime { return a.st.rt }
 
-// Ptr returns the device address of a's elements.
-func (a *Array) Ptr() DevicePtr { return a.st.mem.ptr }
+// Ptr returns the device address of a's elements now: a result of a CUDA
+// graph moves out of the graph's pool before its next replay if a is
+// still in use then.
+func (a *Array) Ptr() DevicePtr { return a.st.memory().ptr }
 
 // bytes returns the size of a's elements in device memory.
 func (a *Array) bytes() uint64 {
@@ -106,7 +185,11 @@ func (a *Array) Download() (*interp.Tensor, error) {
 	if a.released.Load() {
 		return nil, errReleased
 	}
+	// The store's lock keeps a borrowed block where it is until the
+	// copy is done.
+	a.st.mu.Lock()
 	t, err := a.st.rt.downloadTensor(a.st.mem.ptr, a.elem, a.shape)
+	a.st.mu.Unlock()
 	runtime.KeepAlive(a) // the memory must outlive the copy
 	return t, err
 }
@@ -281,10 +364,10 @@ func (rt *Runtime) Transfers() Transfers {
 // takeResults hands the last Launch's memref results to new Arrays
 // without copying them: a plan allocation becomes the Arrays' memory (the
 // Bound no longer frees it), a result that is an Array argument shares
-// that Array's memory, and anything else (an argument's own buffer, a
-// CUDA graph's static pool, which the next replay overwrites) is copied
-// device to device into new memory. Results that view one buffer share
-// it.
+// that Array's memory, a result in a CUDA graph's static pool borrows its
+// block until the next replay (store.reclaim), and anything else (an
+// argument's own buffer, which the next call overwrites) is copied device
+// to device into new memory. Results that view one buffer share it.
 func (b *Bound) takeResults() ([]interp.Value, error) {
 	out := make([]interp.Value, len(b.results))
 	type made struct {
@@ -323,6 +406,11 @@ func (b *Bound) takeResults() ([]interp.Value, error) {
 		}
 		if st == nil {
 			st = b.resultStore(v.b.mem)
+		}
+		if st == nil && b.graph != nil && b.graph.pool.holds(v.b.mem) {
+			// Lent where the replay wrote it, until the next replay.
+			st = &store{rt: b.rt, mem: &allocation{ptr: v.b.mem.ptr, bytes: v.b.mem.bytes}, lender: b.graph}
+			b.graph.lent = append(b.graph.lent, st)
 		}
 		if st == nil {
 			var err error

@@ -117,6 +117,11 @@ func (p *staticPool) free(m *allocation) {
 	p.spare[m.bytes] = append(p.spare[m.bytes], m.ptr)
 }
 
+// holds reports whether m is one of the pool's blocks.
+func (p *staticPool) holds(m *allocation) bool {
+	return m.owned && slices.Contains(p.blocks, m.ptr)
+}
+
 // release returns the pool's blocks to the allocator.
 func (p *staticPool) release(a *cuda.Allocator) error {
 	var errs []error
@@ -127,17 +132,31 @@ func (p *staticPool) release(a *cuda.Allocator) error {
 	return errors.Join(errs...)
 }
 
-// capturedGraph is a plan recorded as a CUDA graph with its static pool.
+// capturedGraph is a plan recorded as a CUDA graph with its static pool
+// and the results of the last replay lent out of the pool.
 type capturedGraph struct {
 	exec graphExec
 	pool *staticPool
 	info GraphInfo
+	lent []*store
+}
+
+// reclaim ends the loans of the last replay's results (store.reclaim),
+// before a replay or the pool's release overwrites them.
+func (g *capturedGraph) reclaim() error {
+	var errs []error
+	for _, s := range g.lent {
+		errs = append(errs, s.reclaim(g))
+	}
+	clear(g.lent)
+	g.lent = g.lent[:0]
+	return errors.Join(errs...)
 }
 
 func (g *capturedGraph) destroy(rt *Runtime) error {
-	// Replays run on the default stream: wait for them all before the
-	// graph and its pool go.
-	errs := []error{rt.dev.Synchronize(), g.exec.destroy()}
+	// Results still in use move out first; replays run on the default
+	// stream: wait for them all before the graph and its pool go.
+	errs := []error{g.reclaim(), rt.dev.Synchronize(), g.exec.destroy()}
 	errs = append(errs, g.pool.release(rt.alloc))
 	return errors.Join(errs...)
 }
@@ -426,8 +445,10 @@ func (r *Runner) Run(args []interp.Value) ([]interp.Value, error) {
 // RunDevice runs the function on args without waiting for it: memref
 // arguments may be host values (copied in, once per distinct Tensor) or
 // Arrays of r's Runtime (passed by reference, or copied device to device
-// into a CUDA graph's buffers), and memref results are Arrays that own
-// their memory (scalar results are rank-0 Tensors). Nothing is copied to
+// into a CUDA graph's buffers), and memref results are Arrays (scalar
+// results are rank-0 Tensors). The results of a CUDA graph borrow its
+// static pool until the next replay, which first moves those still in
+// use to memory of their own (a copy each): Release what is not kept. Nothing is copied to
 // the host: reading a result (Array.Download) waits for the work queued
 // before it. A fault of the kernels surfaces at that read or at a later
 // call, as the driver reports it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -284,5 +285,101 @@ func TestRunnerReplaysGraph(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// download returns the elements of a as a Buffer, as the interpreter
+// takes and returns memrefs.
+func download(t *testing.T, a interp.Value) *interp.Buffer {
+	t.Helper()
+	tv, err := a.(*Array).Download()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interp.BufferFromTensor(tv)
+}
+
+// TestGraphResultsLent checks that the results of a replay are handed out
+// in the graph's pool without a copy, that the next replay first moves a
+// result still in use to memory of its own (one copy; its elements stay
+// the first call's) and lets a released one go (no copy), that a lent
+// result passed by reference to a plan without a graph is moved out
+// first, and that closing the Runner keeps a lent result readable.
+func TestGraphResultsLent(t *testing.T) {
+	p := compileFile(t, "vadd.mlir")
+	d := newFake()
+	d.graphs = true
+	rt := newRuntime(d)
+	r := NewRunner(p, rt, "main", true)
+	rng := rand.New(rand.NewPCG(13, 14))
+	call := func() ([]interp.Value, interp.Value, Transfers) {
+		t.Helper()
+		args := []interp.Value{randomF32(t, rng, 300, 1), randomF32(t, rng, 300, 1)}
+		before := rt.Transfers()
+		res, err := r.RunDevice(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return args, res[0], rt.Transfers().Sub(before)
+	}
+	args0, kept, x := call()
+	if x.DtoD != 0 {
+		t.Errorf("first call: %d device copies, want none (the result is lent)", x.DtoD)
+	}
+	want0 := download(t, kept)
+	compare(t, p, args0, []interp.Value{want0}, 1e-6)
+
+	args1, dropped, x := call()
+	if x.DtoD != 1 {
+		t.Errorf("second call: %d device copies, want 1 (the kept result moved out)", x.DtoD)
+	}
+	compare(t, p, args0, []interp.Value{download(t, kept)}, 1e-6)
+	compare(t, p, args1, []interp.Value{download(t, dropped)}, 1e-6)
+	if err := dropped.(*Array).Release(); err != nil {
+		t.Fatal(err)
+	}
+	args2, lent, x := call()
+	if x.DtoD != 0 {
+		t.Errorf("third call: %d device copies, want none (the second result was released)", x.DtoD)
+	}
+
+	// The lent result, passed by reference to a Runner without graphs
+	// (alias), moves out of the pool before that plan reads it: the next
+	// replay then leaves it alone.
+	plain := NewRunner(p, rt, "main", false)
+	defer plain.Close()
+	other := randomF32(t, rng, 300, 1)
+	out, err := plain.RunDevice([]interp.Value{lent, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, x = call(); x.DtoD != 0 {
+		t.Errorf("after the move: %d device copies, want none", x.DtoD)
+	}
+	first := download(t, lent)
+	compare(t, p, args2, []interp.Value{first}, 1e-6)
+	compare(t, p, []interp.Value{first, other}, []interp.Value{download(t, out[0])}, 1e-6)
+
+	_, last, _ := call()
+	lastWant, err := last.(*Array).Download()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := last.(*Array).Download(); err != nil || !slices.Equal(got.Bits(), lastWant.Bits()) {
+		t.Errorf("a lent result changed when its Runner closed")
+	}
+	for _, a := range []interp.Value{kept, lent, last, out[0]} {
+		if err := a.(*Array).Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := plain.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := rt.Allocator().Stats(); s.Allocated != 0 {
+		t.Errorf("%d bytes allocated after the Runners closed and the results were released", s.Allocated)
 	}
 }

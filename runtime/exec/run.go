@@ -424,8 +424,14 @@ func (b *Bound) bind(i int, a interp.Value) error {
 			return err
 		}
 		if b.alias {
+			// Passed by reference: a result borrowing a CUDA graph's
+			// pool gets memory of its own first, so that no replay of
+			// that graph can overwrite what this plan reads.
+			if err := arr.st.claim(); err != nil {
+				return err
+			}
 			b.arrays[i] = arr
-			b.args[i] = slotValue{b: &devBuffer{mem: arr.st.mem, elem: arr.elem, shape: arr.shape}}
+			b.args[i] = slotValue{b: &devBuffer{mem: arr.st.memory(), elem: arr.elem, shape: arr.shape}}
 			return nil
 		}
 	}
@@ -470,7 +476,11 @@ func (b *Bound) bind(i int, a interp.Value) error {
 	b.src[i] = nil
 	var err error
 	if isArr {
+		// Under the store's lock: a borrowed block stays put until the
+		// copy is queued.
+		arr.st.mu.Lock()
 		err = b.rt.copyDtoD(m.ptr, arr.st.mem.ptr, n)
+		arr.st.mu.Unlock()
 	} else {
 		err = b.rt.upload(m.ptr, data)
 	}
@@ -506,6 +516,9 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 func (b *Bound) Launch() error {
 	p := b.rt.prof.Load()
 	if b.graph != nil {
+		if err := b.graph.reclaim(); err != nil {
+			return fmt.Errorf("@%s: %w", b.plan.name, err)
+		}
 		if p != nil {
 			return p.timed(b.rt.cuda, profileKey{b.plan, -1}, &b.state, b.graph.exec.launch)
 		}
