@@ -1222,13 +1222,15 @@ func init() {
 			"(the bench's GPU engine on sm_90 devices) attentions of head dim 64 and 128 take Hopper's warpgroup-MMA kernel " +
 			"instead (WGMMATile; docs/lowering.md), compiled for sm_90a. Each " +
 			"`graph.attention_grad` of the same shapes becomes two backward kernels (FlashGrad: dQ, which also " +
-			"writes D = rowsum(dO∘O), then dK and dV over 32-query tiles; mma.sync, 64-row blocks) that read the " +
+			"writes D = rowsum(dO∘O), then dK and dV over 32-query tiles; mma.sync, 64-row blocks; with `wgmma=true` " +
+			"at head dims 64 and 128 every product on gpu.wgmma, one warpgroup a block) that read the " +
 			"rows' log-sum-exp the forward kernel of its o writes (its declaration then has it as a second " +
 			"result); a gradient whose o comes from elsewhere gets a forward kernel of its own for it.",
 		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
 			Doc: "Hopper (sm_90a) kernels: attentions of head dim 64 and 128 take the wgmma tilings (WGMMATile), " +
-				"whose gpu.module then asks for the sm_90a target (gpu.PTXTargetAttr)"}},
+				"and their gradients the wgmma backward kernels (FlashGrad.WGMMA), whose gpu.module then asks for " +
+				"the sm_90a target (gpu.PTXTargetAttr)"}},
 		Before: []passes.Order{
 			{Pass: "graph-decompose", Reason: "graph-decompose expands graph.attention, leaving nothing to match"},
 			{Pass: "convert-graph-to-loop", Reason: "it matches graph.attention, which convert-graph-to-loop replaces with loops"},
@@ -1259,7 +1261,8 @@ func (p flashPass) Run(module *ir.Operation, st *passes.State) error {
 // scale and causality takes that kernel's log-sum-exp (the forward's
 // declaration then has it as a second result); another gets a forward
 // kernel of its own for it. With wgmma the attentions that the wgmma
-// tiling (WGMMATile) computes are marked for it.
+// tiling (WGMMATile) computes, and the gradients that the wgmma backward
+// kernels compute (DefaultFlashGrad), are marked for them.
 func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 	body := module.Region(0).Front()
 	if body == nil {
@@ -1313,10 +1316,14 @@ func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 			name := uniqueSymbol(module, symName(fn)+"_flash_grad")
 			ins := append(valueTypes(g.Operands()), l.Type())
 			decl := funcs.NewExternalFunc(b, name, ir.FunctionOf(ins, valueTypes(g.Results())), g.Loc())
-			decl.SetAttr(FlashGradAttr, ir.Dict(
-				ir.NamedAttr{Name: "causal", Value: ir.Bool(f.Causal)},
-				ir.NamedAttr{Name: "scale", Value: ir.Float(f.Scale, ir.F64)},
-			))
+			spec := []ir.NamedAttr{
+				{Name: "causal", Value: ir.Bool(f.Causal)},
+				{Name: "scale", Value: ir.Float(f.Scale, ir.F64)},
+			}
+			if DefaultFlashGrad(f.Flash, wgmma).WGMMA {
+				spec = append(spec, ir.NamedAttr{Name: "wgmma", Value: ir.Bool(true)})
+			}
+			decl.SetAttr(FlashGradAttr, ir.Dict(spec...))
 			b.SetInsertionPointBefore(g)
 			call := funcs.Call(b, g.Loc(), name, valueTypes(g.Results()), append(g.Operands(), l)...)
 			for i, r := range g.Results() {
@@ -1532,11 +1539,15 @@ func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string
 // name+"_dkv", in gmod, with D in a buffer of its own.
 func lowerFlashGradCall(b *ir.Builder, module, gmod, call *ir.Operation, name string) error {
 	loc := call.Loc()
-	f, _, err := flashCallShape(module, call, FlashGradAttr)
+	f, spec, err := flashCallShape(module, call, FlashGradAttr)
 	if err != nil {
 		return err
 	}
-	fg := DefaultFlashGrad(f)
+	w, _ := spec.Get("wgmma").(ir.IntegerAttr)
+	fg := DefaultFlashGrad(f, w.Value != 0)
+	if fg.WGMMA {
+		gmod.SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
+	}
 	gb := ir.NewBuilder(b.Ctx)
 	gb.SetInsertionPointBefore(gmod.Region(0).Front().Last())
 	dqK, dkvK, err := fg.Kernels(gb, loc, name)

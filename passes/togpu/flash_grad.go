@@ -35,6 +35,15 @@ import (
 // above with each column's lse and D, and dV += Pᵀ·dO, dK += dSᵀ·Q. A
 // causal block skips the query tiles before its first key.
 //
+// With FlashGrad.WGMMA (sm_90a, head dims 64 and 128; flash_grad_wgmma.go)
+// a block is one warpgroup and every product is a gpu.wgmma: the block's
+// two row tiles (Q and dO, or K and V) are the A operands of S and dP,
+// read by descriptor, the streamed tiles (K and V, or Q and dO) are
+// stored once in the 128-byte swizzle and serve as B both K-major (S =
+// Q·Kᵀ, dP = dO·Vᵀ) and MN-major (dQ += dS·K, dV += Pᵀ·dO, dK += dSᵀ·Q),
+// and P and dS are the A operands from registers, packed from the
+// accumulators as in the forward's P·V.
+//
 // The kernels round as graph.attention_grad does (the products' operands
 // in the element type, P and dS rounded once), but sum in another order
 // and take P from the saved lse rather than from a normalised softmax.
@@ -48,8 +57,13 @@ type FlashGrad struct {
 	QueryTile int64
 	// Reload has the dQ kernel load its Q and dO fragments from workgroup
 	// memory by ldmatrix in every key tile instead of holding them in
-	// registers through the loop (D/2 registers a thread fewer).
+	// registers through the loop (D/2 registers a thread fewer; mma.sync
+	// only).
 	Reload bool
+	// WGMMA computes every product of both kernels with gpu.wgmma
+	// (Hopper's sm_90a target only; head dims 64 and 128, query tiles 32
+	// and 64): see flash_grad_wgmma.go.
+	WGMMA bool
 }
 
 // queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
@@ -69,8 +83,17 @@ func (f FlashGrad) queryTile() int64 {
 // DefaultFlashGrad is the backward kernels graph-attention-to-flash takes
 // for f: 32-query tiles, and Reload up to head dim 64 (the dQ kernel's
 // registers then fit 4 blocks an SM; at d128 it stays at 2 and the
-// reloads only cost).
-func DefaultFlashGrad(f Flash) FlashGrad {
+// reloads only cost); with wgmma (an sm_90a device) at head dims 64 and
+// 128 the wgmma kernels, over 32-query tiles at d64 (128 and 142
+// registers non-causal and causal: 3 blocks an SM) and 64-query tiles at
+// d128 (250 and 255 registers, 2 blocks an SM at either tile).
+func DefaultFlashGrad(f Flash, wgmma bool) FlashGrad {
+	if w := (FlashGrad{Flash: f, WGMMA: true, QueryTile: 32}); wgmma && w.Check() == nil {
+		if f.D > wgPanel {
+			w.QueryTile = 64
+		}
+		return w
+	}
 	return FlashGrad{Flash: f, Reload: f.D <= 64}
 }
 
@@ -82,7 +105,7 @@ const (
 // dqFlash is the dQ kernel's view of f: 64-row blocks over 64-key tiles.
 func (f FlashGrad) dqFlash() Flash {
 	g := f.Flash
-	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: flashGradKeys}, false
+	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: flashGradKeys, WGMMA: f.WGMMA}, false
 	return g
 }
 
@@ -91,26 +114,43 @@ func (f FlashGrad) dqFlash() Flash {
 func (f FlashGrad) dkvFlash() Flash {
 	g := f.Flash
 	g.Lq, g.Lk, g.LSE = f.Lk, f.Lq, false
-	g.Tile = FlashTile{Rows: flashGradRows, Keys: f.queryTile()}
+	g.Tile = FlashTile{Rows: flashGradRows, Keys: f.queryTile(), WGMMA: f.WGMMA}
 	return g
 }
 
 // Check reports why the kernels cannot compute f, or nil.
 func (f FlashGrad) Check() error {
-	if err := f.dqFlash().Check(); err != nil {
+	plain := f.dqFlash()
+	plain.Tile.WGMMA = false // (the views' wgmma tiles are no FlashTiles)
+	if err := plain.Check(); err != nil {
 		return fmt.Errorf("flash attention backward: %w", err)
 	}
 	if qt := f.QueryTile; qt != 0 && qt != 16 && qt != 32 && qt != 64 {
 		return fmt.Errorf("flash attention backward: query tile %d, want 16, 32 or 64", qt)
+	}
+	if f.WGMMA {
+		if f.D != wgPanel && f.D != 2*wgPanel {
+			return fmt.Errorf("flash attention backward: wgmma kernels take head dims %d and %d only, not %d", wgPanel, 2*wgPanel, f.D)
+		}
+		if f.Reload {
+			return fmt.Errorf("flash attention backward: Reload is for the mma.sync kernels (wgmma reads Q and dO by descriptor)")
+		}
+		if qt := f.queryTile(); qt < 32 {
+			return fmt.Errorf("flash attention backward: wgmma kernels take query tiles 32 and 64, not %d", qt)
+		}
 	}
 	return nil
 }
 
 // gradShared is the workgroup elements of a backward kernel of view f:
 // two stages of two Keys-row tiles, then two tiles of Rows rows (Q and
-// dO, or K and V).
+// dO, or K and V); rows of D + flashPad, or with wgmma of D in the
+// 128-byte swizzle.
 func gradShared(f Flash) int64 {
 	ld := f.D + flashPad
+	if f.Tile.WGMMA {
+		ld = f.D
+	}
 	return 4*f.Tile.Keys*ld + 2*f.Tile.Rows*ld
 }
 
@@ -193,35 +233,53 @@ func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, dq, dkv *ir.Operation,
 // workgroup offsets after the stages), issues the copies of the first key
 // tile the block visits (first of the block's start; into its stage) and
 // waits for all of them; it returns the block's start and the row tiles'
-// workgroup offsets.
+// workgroup offsets. The wgmma kernels' tiles are in the 128-byte
+// swizzle, fenced for the tensor cores.
 func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value) (flashStart, int64, int64) {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
 	st := g.begin()
 	row0 := x.add(x.add(st.rowBase, x.mulc(st.warp, 16)), st.gr)
 	g.rows = [][2]*ir.Value{{row0, x.addc(row0, 8)}}
-	g.kvChunks = g.chunks(K)
-	aAt, bAt := 4*K*g.ld, 4*K*g.ld+R*g.ld
+	chunks, ld := g.chunks, g.ld
+	if g.Tile.WGMMA {
+		chunks, ld = g.swizzledChunks, g.D
+	}
+	g.kvChunks = chunks(K)
+	aAt, bAt := 4*K*ld, 4*K*ld+R*ld
 	var valid *ir.Value
 	if g.Lq%R != 0 {
 		valid = x.c(g.Lq)
 	}
 	base := x.add(x.mulc(st.z, g.Lq*g.D), x.mulc(st.rowBase, g.D))
-	rc := g.chunks(R)
+	rc := chunks(R)
 	g.copyTile(b, rc, a, base, x.c(aAt), st.rowBase, valid)
 	g.copyTile(b, rc, b2, base, x.c(bAt), st.rowBase, valid)
 	ft := first(st)
+	load := func(b *ir.Builder) []*ir.Value { g.loadStage(b, ft, ld); return nil }
 	if g.Causal {
 		// (A causal block may visit no tile: its rows start past the
 		// other side's end.)
-		loop.If(b, loc, x.lt(ft, g.tiles), nil, func(b *ir.Builder) []*ir.Value { g.load(b, ft); return nil }, nil)
+		loop.If(b, loc, x.lt(ft, g.tiles), nil, load, nil)
 	} else {
-		g.load(b, ft)
+		load(b)
 	}
 	gpu.CpAsyncCommit(b, loc)
 	gpu.CpAsyncWait(b, loc, 0)
+	if g.Tile.WGMMA {
+		gpu.FenceProxyAsync(b, loc)
+	}
 	gpu.Barrier(b, loc)
 	return st, aAt, bAt
+}
+
+// gradTiles is keyTiles for the backward kernels: stages of rows of
+// D + flashPad, or with wgmma of D in the 128-byte swizzle (fenced).
+func (g *flashGen) gradTiles(from, to *ir.Value, it []*ir.Value, body func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value) []*ir.Value {
+	if g.Tile.WGMMA {
+		return g.keyTiles(from, to, it, true, g.wgLoad, g.wgStage(1), body)
+	}
+	return g.keyTiles(from, to, it, false, g.load, g.stage(1), body)
 }
 
 // gradOffsets are a lane's ldmatrix offsets within a tile: the A pattern
@@ -340,10 +398,16 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 		full = g.keyTileBounds(st.rowBase)
 		return g.x.c(0)
 	})
-	aOff, nMajor, kMajor := g.gradOffsets(st)
-	qf, dof := g.fragment(x.addc(aOff, qAt)), g.fragment(x.addc(aOff, doAt))
-	if !reload {
-		qf, dof = g.held(b, qf), g.held(b, dof)
+	wg := g.Tile.WGMMA
+	var nMajor, kMajor *ir.Value
+	var qf, dof func(b *ir.Builder, mi int, ks int64) []*ir.Value
+	if !wg {
+		var aOff *ir.Value
+		aOff, nMajor, kMajor = g.gradOffsets(st)
+		qf, dof = g.fragment(x.addc(aOff, qAt)), g.fragment(x.addc(aOff, doAt))
+		if !reload {
+			qf, dof = g.held(b, qf), g.held(b, dof)
+		}
 	}
 	sm := g.softmax()
 	scale := g.f32(g.Scale)
@@ -377,14 +441,22 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 
 	nO := g.D / 8
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		return g.keyTiles(from, to, it, false, g.load, g.stage(1), func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
-			s := g.scoresWith(b, 1, qf, x.add(at, nMajor))
-			g.round(b, s[0])
-			if masked {
-				g.mask(b, s[0], x.mulc(kt, K), sm, rows)
+		return g.gradTiles(from, to, it, func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
+			var s, dp [][]*ir.Value
+			if wg {
+				s, dp = g.wgScorePair(b, x, qAt, doAt, at)
+			} else {
+				s = g.scoresWith(b, 1, qf, x.add(at, nMajor))[0]
+				dp = g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))[0]
 			}
-			dp := g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))
-			ds := g.gradProbs(b, s[0], dp[0], func(_, r int) *ir.Value { return lse[r/2] }, func(_, r int) *ir.Value { return dd[r/2] }, sm.c, scale)
+			g.round(b, s)
+			if masked {
+				g.mask(b, s, x.mulc(kt, K), sm, rows)
+			}
+			ds := g.gradProbs(b, s, dp, func(_, r int) *ir.Value { return lse[r/2] }, func(_, r int) *ir.Value { return dd[r/2] }, sm.c, scale)
+			if wg {
+				return g.wgAccumulate(b, x, []wgTerm{{ds, at, it}})[0]
+			}
 			acc := append([]*ir.Value(nil), it...)
 			g.product(b, [][][]*ir.Value{ds}, [][]*ir.Value{acc}, [][]*ir.Value{nil}, x.add(at, kMajor), nil, sm)
 			return acc
@@ -421,31 +493,47 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 	if g.Lk%Qt != 0 {
 		last = x.op(arith.OpMaxUI, x.c(g.Lk/Qt), full)
 	}
-	aOff, nMajor, kMajor := g.gradOffsets(st)
+	wg := g.Tile.WGMMA
+	var aOff, nMajor, kMajor *ir.Value
+	if !wg {
+		aOff, nMajor, kMajor = g.gradOffsets(st)
+	}
 	sm := g.softmax()
 	scale := g.f32(g.Scale)
 	rows := g.rows[0]
 	nO := g.D / 8
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		return g.keyTiles(lo, hi, it, false, g.load, g.stage(1), func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
-			s := g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))
-			g.round(b, s[0])
+		return g.gradTiles(lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
+			// The columns' statistics, loaded before the products (whose
+			// latency then covers the loads').
 			first := x.mulc(qt, Qt)
-			if masked {
-				g.maskT(b, s[0], first, sm, rows)
-			}
-			cols := make([]*ir.Value, 0, 2*len(s[0]))
-			for j := range s[0] {
+			cols := make([]*ir.Value, 0, Qt/4)
+			for j := range Qt / 8 {
 				for c := range int64(2) {
-					cols = append(cols, x.add(first, x.addc(g.t2, 8*int64(j)+c)))
+					cols = append(cols, x.add(first, x.addc(g.t2, 8*j+c)))
 				}
 			}
 			lse := g.rowValues(b, lseBuf, g.Lk, cols)
 			dd := g.rowValues(b, ddBuf, g.Lk, cols)
-			dp := g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))
-			ds := g.gradProbs(b, s[0], dp[0], func(j, r int) *ir.Value { return lse[2*j+r%2] }, func(j, r int) *ir.Value { return dd[2*j+r%2] }, sm.c, scale)
+			var s, dp [][]*ir.Value
+			if wg {
+				s, dp = g.wgScorePair(b, x, kAt, vAt, at)
+			} else {
+				s = g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))[0]
+				dp = g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))[0]
+			}
+			g.round(b, s)
+			if masked {
+				g.maskT(b, s, first, sm, rows)
+			}
+			ds := g.gradProbs(b, s, dp, func(j, r int) *ir.Value { return lse[2*j+r%2] }, func(j, r int) *ir.Value { return dd[2*j+r%2] }, sm.c, scale)
+			if wg {
+				// (dO is the stage's second tile, Q its first.)
+				acc := g.wgAccumulate(b, x, []wgTerm{{s, x.addc(at, Qt*g.D), it[4*nO:]}, {ds, at, it[:4*nO]}})
+				return append(acc[1], acc[0]...)
+			}
 			dk, dv := append([]*ir.Value(nil), it[:4*nO]...), append([]*ir.Value(nil), it[4*nO:]...)
-			g.product(b, [][][]*ir.Value{s[0]}, [][]*ir.Value{dv}, [][]*ir.Value{nil}, x.addc(x.add(at, kMajor), Qt*g.ld), nil, sm)
+			g.product(b, [][][]*ir.Value{s}, [][]*ir.Value{dv}, [][]*ir.Value{nil}, x.addc(x.add(at, kMajor), Qt*g.ld), nil, sm)
 			g.product(b, [][][]*ir.Value{ds}, [][]*ir.Value{dk}, [][]*ir.Value{nil}, x.add(at, kMajor), nil, sm)
 			return append(dk, dv...)
 		})

@@ -58,18 +58,42 @@ func (c flashCase) gradSource() string {
 // dk, dv, dd) launches the forward kernel of f with LSE (writing o and
 // lse), then the backward kernels.
 // gradTiling is the FlashGrad options of a test: the dK/dV kernel's query
-// tile and the dQ kernel's fragment reloads.
+// tile, the dQ kernel's fragment reloads and the wgmma kernels.
 type gradTiling struct {
-	qt     int64
-	reload bool
+	qt            int64
+	reload, wgmma bool
 }
 
-func (g gradTiling) String() string { return fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload) }
+func (g gradTiling) String() string {
+	if g.wgmma {
+		return fmt.Sprintf("qt%d-wgmma", g.qt)
+	}
+	return fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload)
+}
+
+// gradTilings are the backward options a test of case i takes: the
+// mma.sync kernels with one of the query tiles (the default, 16 or 32)
+// and held or reloaded fragments, and for head dims 64 and 128 the wgmma
+// kernels with 64- or 32-query tiles.
+func gradTilings(i int, tc flashCase) []gradTiling {
+	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
+	if tc.d == 64 || tc.d == 128 {
+		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true})
+	}
+	return gts
+}
+
+// gradExecOptions are the exec options of a forward tiling and backward
+// options: the sm_90a target when either takes wgmma.
+func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
+	tile.WGMMA = tile.WGMMA || gt.wgmma
+	return flashExecOptions(tile)
+}
 
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%do: %s, %%o: %s, %%lse: %s, %%dq: %s, %%dk: %s, %%dv: %s, %%dd: %s) {\n    return\n  }\n}\n",
@@ -154,33 +178,74 @@ func TestFlashGradSemantics(t *testing.T) {
 			// The wgmma forward kernels' log-sum-exp (both tilings).
 			tile = togpu.WGMMATile(tc.d, tc.causal)
 		}
-		// The dK/dV kernel's query tiles (the default, 16 or 32) and
-		// the dQ kernel's fragments (held or reloaded).
-		gt := gradTiling{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}
-		t.Run(fmt.Sprintf("%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
-			t.Parallel()
-			q, k, v := tc.inputs(t)
-			rng := rand.New(rand.NewPCG(uint64(tc.d), 7))
-			do := randomFloats(t, rng, tc.elem, q.Shape())
-			oq, dq, dk, dv := runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
-				if _, err := interp.New(m).Call("main", args...); err != nil {
+		for _, gt := range gradTilings(i, tc) {
+			t.Run(fmt.Sprintf("%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
+				t.Parallel()
+				q, k, v := tc.inputs(t)
+				rng := rand.New(rand.NewPCG(uint64(tc.d), 7))
+				do := randomFloats(t, rng, tc.elem, q.Shape())
+				oq, dq, dk, dv := runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+					if _, err := interp.New(m).Call("main", args...); err != nil {
+						t.Fatal(err)
+					}
+				})
+				ctx := dialects.NewContext()
+				rm, err := ir.Parse(ctx, tc.gradSource(), ir.ParseOptions{Filename: "ref.mlir"})
+				if err != nil {
 					t.Fatal(err)
 				}
+				want, err := interp.New(rm).Call("main", q, k, v, oq, do)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, g := range []*interp.Tensor{dq, dk, dv} {
+					name := []string{"dq", "dk", "dv"}[i]
+					t.Logf("%s: normwise error %.3g", name, gradClose(t, name, g.Float64s(), want[i].(*interp.Tensor).Float64s(), tol))
+				}
 			})
-			ctx := dialects.NewContext()
-			rm, err := ir.Parse(ctx, tc.gradSource(), ir.ParseOptions{Filename: "ref.mlir"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := interp.New(rm).Call("main", q, k, v, oq, do)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, g := range []*interp.Tensor{dq, dk, dv} {
-				name := []string{"dq", "dk", "dv"}[i]
-				t.Logf("%s: normwise error %.3g", name, gradClose(t, name, g.Float64s(), want[i].(*interp.Tensor).Float64s(), tol))
-			}
-		})
+		}
+	}
+}
+
+// TestFlashGradCheck: the backward options each refused for what they
+// are (a query tile not 16, 32 or 64; wgmma at a head dim, query tile or
+// with Reload it does not take), and DefaultFlashGrad's wgmma choice.
+func TestFlashGradCheck(t *testing.T) {
+	f := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16}
+	d32 := f
+	d32.D = 32
+	for _, tc := range []struct {
+		g    togpu.FlashGrad
+		want string // "" when accepted
+	}{
+		{togpu.FlashGrad{Flash: f}, ""},
+		{togpu.FlashGrad{Flash: f, QueryTile: 48}, "query tile 48"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true}, ""},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64}, ""},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 16}, "query tiles 32 and 64"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, Reload: true}, "Reload"},
+		{togpu.FlashGrad{Flash: d32, WGMMA: true}, "head dims 64 and 128 only, not 32"},
+	} {
+		err := tc.g.Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.g, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want an error about %q", tc.g, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		f     togpu.Flash
+		wgmma bool
+		want  togpu.FlashGrad
+	}{
+		{f, false, togpu.FlashGrad{Flash: f, Reload: true}},
+		{f, true, togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 32}},
+		{d32, true, togpu.FlashGrad{Flash: d32, Reload: true}},
+	} {
+		if got := togpu.DefaultFlashGrad(tc.f, tc.wgmma); got != tc.want {
+			t.Errorf("DefaultFlashGrad(d%d, %v) = %+v, want %+v", tc.f.D, tc.wgmma, got, tc.want)
+		}
 	}
 }
 
@@ -229,10 +294,57 @@ func TestFlashGradPipeline(t *testing.T) {
 	}
 }
 
+// TestFlashGradPipelineWGMMA runs graph-attention-to-flash{wgmma=true}
+// on an attention and its gradient: at head dims 64 and 128 both backward
+// kernels compute their products with gpu.wgmma (and the gpu.module asks
+// for sm_90a), at 32 they keep mma.sync; the simulated results match the
+// interpreter's.
+func TestFlashGradPipelineWGMMA(t *testing.T) {
+	for _, tc := range []struct {
+		d     int64
+		wgmma bool
+	}{{64, true}, {128, true}, {32, false}} {
+		t.Run(fmt.Sprintf("d%d", tc.d), func(t *testing.T) {
+			ty := fmt.Sprintf("tensor<1x1x70x%dxbf16>", tc.d)
+			src := fmt.Sprintf(`func.func @main(%%q: %[1]s, %%k: %[1]s, %%v: %[1]s, %%do: %[1]s) -> (%[1]s, %[1]s, %[1]s, %[1]s) {
+  %%o = "graph.attention"(%%q, %%k, %%v) <{causal = true}> : (%[1]s, %[1]s, %[1]s) -> %[1]s
+  %%g:3 = "graph.attention_grad"(%%q, %%k, %%v, %%o, %%do) <{causal = true}> : (%[1]s, %[1]s, %[1]s, %[1]s, %[1]s) -> (%[1]s, %[1]s, %[1]s)
+  return %%o, %%g#0, %%g#1, %%g#2 : %[1]s, %[1]s, %[1]s, %[1]s
+}
+`, ty)
+			p := &passtest.Program{Func: "main", Source: src}
+			const pipeline = "builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)"
+			text := lowerText(t, p, pipeline)
+			// (Each kernel's text runs to the next gpu.func.)
+			kernels := 0
+			for _, body := range strings.Split(text, "gpu.func @")[1:] {
+				name, _, _ := strings.Cut(body, "(")
+				if !strings.HasSuffix(name, "_dq") && !strings.HasSuffix(name, "_dkv") {
+					continue
+				}
+				kernels++
+				if got := strings.Contains(body, gpu.WGMMAOp); got != tc.wgmma {
+					t.Errorf("gpu.wgmma in kernel %s: %v, want %v", name, got, tc.wgmma)
+				}
+			}
+			if kernels != 2 {
+				t.Errorf("%d backward kernels, want 2:\n%s", kernels, text)
+			}
+			if got := strings.Contains(text, gpu.PTXTargetAttr); got != tc.wgmma {
+				t.Errorf("%s on the gpu.module: %v, want %v", gpu.PTXTargetAttr, got, tc.wgmma)
+			}
+			if err := passtest.CheckSemantics(p, pipeline, 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // TestFlashGradPTX compiles the bench's backward kernels (b16 h16 s1024,
-// head dims 64 and 128, causal and not) and the forward kernel with its
-// log-sum-exp with the native backend, assembles them with the offline
-// ptxas for sm_90 and checks that nothing spills.
+// head dims 64 and 128, causal and not; mma.sync and wgmma) and the
+// forward kernel with its log-sum-exp with the native backend, assembles
+// them with the offline ptxas for sm_90 (sm_90a with wgmma) and checks
+// that nothing spills and that ptxas does not serialize the wgmma.
 func TestFlashGradPTX(t *testing.T) {
 	ptxas := os.Getenv("STRATA_PTXAS")
 	if ptxas == "" {
@@ -246,42 +358,56 @@ func TestFlashGradPTX(t *testing.T) {
 			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16}
 			// DefaultFlashGrad's options, and the other query tile that
 			// does not spill (64 queries spill at d128: 255 registers).
-			gt := []gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i]
-			t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
-				t.Parallel()
-				m := flashGradModule(t, dialects.NewContext(), f, gt)
-				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				be, err := nvptx.New("native")
-				if err != nil {
-					t.Fatal(err)
-				}
-				ptx, err := be.Compile(mod, nvptx.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				dir := os.Getenv("STRATA_FLASH_PTX")
-				if dir == "" {
-					dir = t.TempDir()
-				}
-				file := filepath.Join(dir, strings.NewReplacer("/", "_", "=", "").Replace(t.Name())+".ptx")
-				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				out, err := osexec.Command(ptxas, "-arch=sm_90", "-v", "-o", os.DevNull, file).CombinedOutput()
-				if err != nil {
-					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
-				}
-				for _, line := range strings.Split(string(out), "\n") {
-					if strings.Contains(line, "spill") && !strings.Contains(line, "0 bytes spill stores, 0 bytes spill loads") {
-						t.Errorf("a kernel spills:\n%s", out)
-						break
+			// The wgmma kernels with both query tiles.
+			for _, gt := range []gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i],
+				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}} {
+				t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
+					t.Parallel()
+					m := flashGradModule(t, dialects.NewContext(), f, gt)
+					mod, err := llvm.Translate(llvm.GPUModules(m)[0])
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-				t.Log(string(out))
-			})
+					be, err := nvptx.New("native")
+					if err != nil {
+						t.Fatal(err)
+					}
+					opts := nvptx.Options{}
+					if gt.wgmma {
+						opts.Target = gpu.WGMMATarget
+					}
+					ptx, err := be.Compile(mod, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dir := os.Getenv("STRATA_FLASH_PTX")
+					if dir == "" {
+						dir = t.TempDir()
+					}
+					file := filepath.Join(dir, strings.NewReplacer("/", "_", "=", "").Replace(t.Name())+".ptx")
+					if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					arch := "-arch=sm_90"
+					if gt.wgmma {
+						arch = "-arch=" + gpu.WGMMATarget
+					}
+					out, err := osexec.Command(ptxas, arch, "-v", "-o", os.DevNull, file).CombinedOutput()
+					if err != nil {
+						t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
+					}
+					if strings.Contains(string(out), "serialized") {
+						t.Errorf("ptxas serializes the kernel's wgmma:\n%s", out)
+					}
+					for _, line := range strings.Split(string(out), "\n") {
+						if strings.Contains(line, "spill") && !strings.Contains(line, "0 bytes spill stores, 0 bytes spill loads") {
+							t.Errorf("a kernel spills:\n%s", out)
+							break
+						}
+					}
+					t.Log(string(out))
+				})
+			}
 		}
 	}
 }
@@ -345,33 +471,34 @@ func TestGPUFlashGrad(t *testing.T) {
 		if tc.flash(togpu.WGMMATile(tc.d, tc.causal)).Check() == nil {
 			tiles = append(tiles, togpu.WGMMATile(tc.d, tc.causal))
 		}
-		gt := gradTiling{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}
 		for _, tile := range tiles {
-			t.Run(fmt.Sprintf("check-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
-				q, k, v := tc.inputs(t)
-				do := randomFloats(t, rand.New(rand.NewPCG(uint64(tc.d), 7)), tc.elem, q.Shape())
-				o, dq, dk, dv := runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
-					p, err := exec.Compile(m, flashExecOptions(tile))
+			for _, gt := range gradTilings(i, tc) {
+				t.Run(fmt.Sprintf("check-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
+					q, k, v := tc.inputs(t)
+					do := randomFloats(t, rand.New(rand.NewPCG(uint64(tc.d), 7)), tc.elem, q.Shape())
+					o, dq, dk, dv := runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
+						p, err := exec.Compile(m, gradExecOptions(tile, gt))
+						if err != nil {
+							t.Fatal(err)
+						}
+						if _, err := p.Run(rt, "main", args); err != nil {
+							t.Fatal(err)
+						}
+					})
+					rm, err := ir.Parse(dialects.NewContext(), tc.gradSource(), ir.ParseOptions{Filename: "ref.mlir"})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := p.Run(rt, "main", args); err != nil {
+					want, err := interp.New(rm).Call("main", q, k, v, o, do)
+					if err != nil {
 						t.Fatal(err)
 					}
+					for i, g := range []*interp.Tensor{dq, dk, dv} {
+						name := []string{"dq", "dk", "dv"}[i]
+						t.Logf("%s: normwise error %.3g", name, gradClose(t, name, g.Float64s(), want[i].(*interp.Tensor).Float64s(), tol))
+					}
 				})
-				rm, err := ir.Parse(dialects.NewContext(), tc.gradSource(), ir.ParseOptions{Filename: "ref.mlir"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := interp.New(rm).Call("main", q, k, v, o, do)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, g := range []*interp.Tensor{dq, dk, dv} {
-					name := []string{"dq", "dk", "dv"}[i]
-					t.Logf("%s: normwise error %.3g", name, gradClose(t, name, g.Float64s(), want[i].(*interp.Tensor).Float64s(), tol))
-				}
-			})
+			}
 		}
 	}
 	for _, d := range []int64{64, 128} {
@@ -398,10 +525,11 @@ func TestGPUFlashGrad(t *testing.T) {
 			}
 			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
 		})
-		for _, gt := range []gradTiling{{16, false}, {32, false}, {64, false}, {16, true}, {32, true}, {64, true}} {
+		for _, gt := range []gradTiling{{qt: 16}, {qt: 32}, {qt: 64}, {qt: 16, reload: true}, {qt: 32, reload: true}, {qt: 64, reload: true},
+			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}} {
 			t.Run(fmt.Sprintf("time-train-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 				runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
-					p, err := exec.Compile(m, flashExecOptions(tile))
+					p, err := exec.Compile(m, gradExecOptions(tile, gt))
 					if err != nil {
 						t.Fatal(err)
 					}
