@@ -3,6 +3,7 @@ package fusion_test
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -45,8 +46,8 @@ func TestSplitReductionsPlans(t *testing.T) {
 	}{
 		{"loss", "tensor<8192x50304xf32>", "", "tensor<f32>", []string{
 			"reduce_sum [1] -> tensor<8192xf32>", "reduce_sum [0] -> tensor<f32>"}},
-		{"tokens", "tensor<8x1024x64xf32>", "", "tensor<f32>", []string{
-			"reduce_sum [2] -> tensor<8x1024xf32>", "reduce_sum [0, 1] -> tensor<f32>"}},
+		{"tokens", "tensor<8x1024x64xf32>", "", "tensor<f32>", []string{ // the row sums folded as one axis
+			"reduce_sum [2] -> tensor<8x1024xf32>", "reduce_sum [0] -> tensor<f32>"}},
 		{"flat", "tensor<1048576xf32>", "", "tensor<f32>", []string{
 			"reduce_sum [1] -> tensor<1024xf32>", "reduce_sum [0] -> tensor<f32>"}},
 		{"two rows", "tensor<2x65536xf32>", "<{axes = [1], keepdims = true}>", "tensor<2x1xf32>", []string{
@@ -54,7 +55,15 @@ func TestSplitReductionsPlans(t *testing.T) {
 		{"enough rows", "tensor<1024x4096xf32>", "<{axes = [1]}>", "tensor<1024xf32>", []string{
 			"reduce_sum [1] -> tensor<1024xf32>"}},
 		{"small", "tensor<64x64xf32>", "", "tensor<f32>", []string{
-			"reduce_sum <nil> -> tensor<f32>"}},
+			"reduce_sum [0] -> tensor<f32>"}}, // over one axis of 4096: a block, not a thread
+		{"cnn loss", "tensor<64x1000xf32>", "", "tensor<f32>", []string{
+			"reduce_sum [0] -> tensor<f32>"}},
+		{"small, kept", "tensor<4x8x8xf32>", "<{axes = [1, 2], keepdims = true}>", "tensor<4x1x1xf32>", []string{
+			"reduce_sum [1] -> tensor<4xf32>"}},
+		{"small, enough rows", "tensor<1024x7x7xf32>", "<{axes = [1, 2]}>", "tensor<1024xf32>", []string{
+			"reduce_sum [1, 2] -> tensor<1024xf32>"}},
+		{"small, leading", "tensor<8x4x8xf32>", "<{axes = [0, 2]}>", "tensor<4xf32>", []string{
+			"reduce_sum [0, 2] -> tensor<4xf32>"}},
 		{"columns", "tensor<65536x4xf32>", "<{axes = [0]}>", "tensor<4xf32>", []string{
 			"reduce_sum [0] -> tensor<4xf32>"}},
 		{"batch norm", "tensor<64x64x112x112xf32>", "<{axes = [0, 2, 3], keepdims = true}>", "tensor<1x64x1x1xf32>", []string{
@@ -84,6 +93,9 @@ func TestSplitReductionsPlans(t *testing.T) {
 	}
 }
 
+// oneAxis matches a reductions line folding one axis.
+var oneAxis = regexp.MustCompile(`^reduce_[a-z]+ \[\d+\] -> `)
+
 // TestSplitReductionsSemantics checks on random reductions that qualify
 // (sum, mean, max, min over a trailing run of axes, f32 and bf16, with
 // and without keepdims) that the split computes what the reduction does:
@@ -106,6 +118,8 @@ func TestSplitReductionsSemantics(t *testing.T) {
 			{[]int64{16, 8, 64, 64}, []int{0, 2, 3}}, {[]int64{4, 3, 128, 128}, []int{0, 2, 3}},
 			{[]int64{64, 2, 1024}, []int{0, 2}}, {[]int64{1, 4, 512, 128}, []int{0, 2, 3}},
 			{[]int64{4, 1100, 16, 16}, []int{0, 2, 3}}, {[]int64{16, 8, 8, 8}, []int{0, 2, 3}},
+			{[]int64{64, 1000}, []int{0, 1}}, {[]int64{4, 8, 8}, []int{1, 2}}, // folded as one axis
+
 		}).Draw(rt, "case")
 		shape, rank := c.shape, len(c.shape)
 		n, kept := int64(1), int64(1)
@@ -151,6 +165,11 @@ func TestSplitReductionsSemantics(t *testing.T) {
 		wantSplit := n/kept != 65537 && n >= 65536
 		if got := len(reductions(after)); (got >= 2) != wantSplit {
 			rt.Fatalf("%d reductions after the pass (split wanted: %v):\n%s", got, wantSplit, ir.Sprint(after, ir.PrintOptions{}))
+		}
+		// Not split, a trailing run of axes with few kept: over one axis.
+		trailing := c.axes[0] == rank-len(c.axes) && slices.IsSorted(c.axes)
+		if rs := reductions(after); !wantSplit && trailing && len(c.axes) >= 2 && kept < 1024 && !oneAxis.MatchString(rs[0]) {
+			rt.Fatalf("not folded over one axis: %v", rs)
 		}
 		seed := rapid.Int64().Draw(rt, "seed")
 		want, x := runF(rt, before, seed)
