@@ -205,6 +205,10 @@ func (a *Array) Release() error {
 	return a.st.unref()
 }
 
+// Released reports whether a was released (Release, or donated to a
+// call: Runner.RunDeviceDonating).
+func (a *Array) Released() bool { return a.released.Load() }
+
 // Upload copies a host value (an *interp.Tensor or *interp.Buffer) to a
 // new Array. The copy is queued: Upload returns once the driver has
 // staged the host data, without waiting for the device.

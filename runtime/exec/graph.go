@@ -448,21 +448,60 @@ func (r *Runner) Run(args []interp.Value) ([]interp.Value, error) {
 // into a CUDA graph's buffers), and memref results are Arrays (scalar
 // results are rank-0 Tensors). The results of a CUDA graph borrow its
 // static pool until the next replay, which first moves those still in
-// use to memory of their own (a copy each): Release what is not kept. Nothing is copied to
-// the host: reading a result (Array.Download) waits for the work queued
-// before it. A fault of the kernels surfaces at that read or at a later
-// call, as the driver reports it.
+// use to memory of their own (a copy each): Release what is not kept, or
+// donate it (RunDeviceDonating). Nothing is copied to the host: reading a
+// result (Array.Download) waits for the work queued before it. A fault of
+// the kernels surfaces at that read or at a later call, as the driver
+// reports it.
 func (r *Runner) RunDevice(args []interp.Value) ([]interp.Value, error) {
+	return r.RunDeviceDonating(args, nil)
+}
+
+// RunDeviceDonating is RunDevice that takes over the Array arguments i
+// with donated[i] set (JAX's donated buffers): each is released once the
+// call has read it (copied into a CUDA graph's buffer before the replay,
+// or, passed by reference, after the launches are queued), so a donated
+// result of the previous replay is not copied out of the graph's pool.
+// The caller must not use a donated Array again; Array.Released tells
+// whether the call took it (a call that fails before reading it does
+// not). donated may be shorter than args; other arguments are ignored.
+func (r *Runner) RunDeviceDonating(args []interp.Value, donated []bool) ([]interp.Value, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, err := r.entry(args)
 	if err != nil {
 		return nil, err
 	}
+	release := func() error {
+		var errs []error
+		for i, d := range donated {
+			if a, ok := args[i].(*Array); ok && d {
+				errs = append(errs, a.Release())
+			}
+		}
+		return errors.Join(errs...)
+	}
+	// A copied Array was read when it was bound. One read by reference
+	// is needed until the launches are queued, and a result that is the
+	// argument shares its memory: it goes after the results are taken.
+	if !e.b.alias {
+		if err := release(); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.b.Launch(); err != nil {
 		return nil, err
 	}
-	return e.b.takeResults()
+	res, err := e.b.takeResults()
+	if err != nil {
+		return nil, err
+	}
+	if e.b.alias {
+		if err := release(); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 // Graph returns the CUDA graph of args' signature, or why there is none

@@ -383,3 +383,64 @@ func TestGraphResultsLent(t *testing.T) {
 		t.Errorf("%d bytes allocated after the Runners closed and the results were released", s.Allocated)
 	}
 }
+
+// TestRunnerDonation runs a loop that feeds a call's result back as its
+// next argument, donated, as a decoding step does with its KV cache: with
+// a CUDA graph each call copies the fed-back Array into the graph's
+// buffer and nothing out of the pool (one device copy a call, where
+// keeping the Array costs two); without graphs nothing is copied. The
+// results match the interpreter, a donated Array is released and refused
+// afterwards, and no memory is left once the last result is released.
+func TestRunnerDonation(t *testing.T) {
+	p := compileFile(t, "vadd.mlir")
+	for _, tc := range []struct {
+		graphs, donate bool
+		copies         int64 // device copies a call, from the second on
+	}{{true, true, 1}, {true, false, 2}, {false, true, 0}} {
+		d := newFake()
+		d.graphs = tc.graphs
+		rt := newRuntime(d)
+		r := NewRunner(p, rt, "main", tc.graphs)
+		rng := rand.New(rand.NewPCG(15, 16))
+		state, err := rt.Upload(randomF32(t, rng, 300, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []*Array
+		for call := range 4 {
+			x := randomF32(t, rng, 300, 1)
+			before := download(t, state)
+			x0 := rt.Transfers()
+			res, err := r.RunDeviceDonating([]interp.Value{state, x}, []bool{tc.donate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := rt.Transfers().Sub(x0).DtoD; call > 0 && n != tc.copies {
+				t.Errorf("graphs %v, donated %v, call %d: %d device copies, want %d", tc.graphs, tc.donate, call, n, tc.copies)
+			}
+			compare(t, p, []interp.Value{before, x}, []interp.Value{download(t, res[0])}, 1e-6)
+			if state.Released() != tc.donate {
+				t.Errorf("graphs %v, donated %v: argument released %v", tc.graphs, tc.donate, state.Released())
+			}
+			if tc.donate {
+				if _, err := r.RunDevice([]interp.Value{state, x}); !errors.Is(err, errReleased) {
+					t.Errorf("graphs %v: a donated Array passed again: %v", tc.graphs, err)
+				}
+			} else {
+				kept = append(kept, state)
+			}
+			state = res[0].(*Array)
+		}
+		for _, a := range append(kept, state) {
+			if err := a.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if s := rt.Allocator().Stats(); s.Allocated != 0 {
+			t.Errorf("graphs %v, donated %v: %d bytes allocated at the end", tc.graphs, tc.donate, s.Allocated)
+		}
+	}
+}
