@@ -43,6 +43,31 @@ type devData struct {
 	once sync.Once
 	host *interp.Tensor
 	err  error
+	// donor, when set, is the tensor that donated arr (Tensor.Donate)
+	// to the next compiled call that reads it; donated is where.
+	donor   *Tensor
+	donated *freedError
+}
+
+// taken makes the donor of d fail as after Free, located at its Donate,
+// once a call released d's memory.
+func (d *devData) taken() {
+	t := d.donor
+	if t == nil || !d.arr.Released() {
+		return
+	}
+	d.donor = nil
+	if t.dev != d {
+		return // t holds other elements since
+	}
+	t.dev = nil
+	if t.val == nil {
+		if d.host != nil {
+			t.val = d.host
+		} else {
+			t.err = d.donated
+		}
+	}
 }
 
 // download returns the host copy of d, copying it on first use.
@@ -121,15 +146,43 @@ func hostValues(ds []tensorData) ([]*interp.Tensor, error) {
 	return out, nil
 }
 
+// DonatingExecutable is a DeviceExecutable that can take over the GPU
+// memory of inputs their tensors donated (Tensor.Donate):
+// RunDeviceDonating is RunDevice that releases each input i with
+// donated[i] set once it has read it (exec.Runner.RunDeviceDonating).
+type DonatingExecutable interface {
+	DeviceExecutable
+	RunDeviceDonating(inputs []interp.Value, donated []bool) ([]interp.Value, error)
+}
+
 // runExecutable runs exe on inputs: on the GPU data itself for a
-// DeviceExecutable, else on host copies.
+// DeviceExecutable (giving it the inputs donated to it, if it takes
+// them), else on host copies.
 func runExecutable(exe Executable, inputs []tensorData) ([]tensorData, error) {
 	if de, ok := exe.(DeviceExecutable); ok {
 		args := make([]interp.Value, len(inputs))
+		var donated []bool
 		for i, d := range inputs {
 			args[i] = d.arg()
+			if d.dev != nil && d.dev.donor != nil {
+				if donated == nil {
+					donated = make([]bool, len(inputs))
+				}
+				donated[i] = true
+			}
 		}
-		res, err := de.RunDevice(args)
+		var res []interp.Value
+		var err error
+		if dd, ok := de.(DonatingExecutable); ok && donated != nil {
+			res, err = dd.RunDeviceDonating(args, donated)
+			for i, d := range donated {
+				if d {
+					inputs[i].dev.taken()
+				}
+			}
+		} else {
+			res, err = de.RunDevice(args)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -265,14 +318,49 @@ func (t *Tensor) Free() error {
 	return d.arr.Release()
 }
 
-// freedError is the error of a tensor used after Free, located at the
-// Free.
+// Donate lets the next compiled call on the GPU that reads t take over
+// t's GPU memory, as JAX's donated buffers: a result of a CUDA graph
+// (reduce-overhead) fed back into the next call, as a decoding step's
+// KV cache is, is then copied into the graph once and never out of its
+// pool. After that call t fails as after Free, with an error located at
+// the Donate (a host copy it had stays usable), and so do tensors that
+// share its elements (an eager Assign of t). A host tensor, a call on
+// another backend, or one that does not read t leave t as it was. Donate
+// is for the code around compiled calls: inside a compiled function it
+// returns an error located at the call.
+func (t *Tensor) Donate() error {
+	if t == nil {
+		return located(callerLoc(), "Donate: nil tensor")
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if callMu.TryLock() {
+		callMu.Unlock()
+	} else if insideCompiledCall() {
+		return located(callerLoc(), "Donate inside a compiled function: donate the tensors a call takes before the call")
+	}
+	if t.dev == nil {
+		return nil
+	}
+	e := &freedError{donated: true}
+	e.n = runtime.Callers(2, e.pcs[:])
+	t.dev.donor, t.dev.donated = t, e
+	return nil
+}
+
+// freedError is the error of a tensor used after Free, or after a call
+// took its donated memory, located at the Free or Donate.
 type freedError struct {
-	pcs [16]uintptr
-	n   int
+	pcs     [16]uintptr
+	n       int
+	donated bool
 }
 
 func (e *freedError) Error() string {
+	if e.donated {
+		return ir.Errorf(userLoc(e.pcs[:e.n]), "tensor used after a compiled call took the GPU memory it donated").Error()
+	}
 	return ir.Errorf(userLoc(e.pcs[:e.n]), "tensor used after Free released its GPU memory").Error()
 }
 

@@ -236,3 +236,52 @@ func TestGPUGraphBreakReadsDeviceResult(t *testing.T) {
 		t.Errorf("stats %+v: want graph breaks", s)
 	}
 }
+
+// TestGPUDonate feeds a reduce-overhead call's result back as its next
+// argument, donated, as a decoding step's KV cache is: each call copies
+// the fed-back tensor into the CUDA graph once and nothing out of the
+// graph's pool, the last result matches the host's arithmetic on fresh
+// random data, and a donated tensor fails afterwards with an error
+// located at its Donate (unless it had a host copy, which stays).
+func TestGPUDonate(t *testing.T) {
+	rt := gpu(t)
+	c := frontend.MustCompile(func(s, x *frontend.Tensor) *frontend.Tensor { return s.Mul(x).Add(x) },
+		frontend.Options{Backend: frontend.NVPTXBackend, Mode: frontend.ModeReduceOverhead})
+	const n = 4096
+	want := frontend.Rand(91, n).Float32s()
+	state := frontend.FromSlice(want).ToGPU()
+	for call := range 5 {
+		xs := frontend.Rand(uint64(100+call), n).Float32s()
+		x := frontend.FromSlice(xs).ToGPU()
+		for i := range want {
+			want[i] = want[i]*xs[i] + xs[i]
+		}
+		before := rt.Transfers()
+		_, _, line, _ := runtime.Caller(0)
+		if err := state.Donate(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Call(state, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dtod := rt.Transfers().Sub(before).DtoD; call > 0 && dtod != 2 {
+			// The state and x into the graph's buffers; nothing out.
+			t.Errorf("call %d: %d device copies, want 2", call, dtod)
+		}
+		if call == 0 {
+			// The first state had a host copy (ToGPU's): it keeps it.
+			if err := state.Err(); err != nil {
+				t.Errorf("a donated tensor with a host copy: %v", err)
+			}
+		} else if err := state.Err(); err == nil || !strings.Contains(err.Error(), "donated") || !strings.Contains(err.Error(), fmt.Sprintf("device_gpu_test.go:%d", line+1)) {
+			t.Errorf("call %d: the donated tensor: %v, want an error located at line %d", call, err, line+1)
+		}
+		state = out[0]
+	}
+	got := state.Float32s()
+	if err := state.Err(); err != nil {
+		t.Fatal(err)
+	}
+	nearTol(t, "the fifth state", got, want, 1e-4)
+}

@@ -121,3 +121,33 @@ func TestDeviceExecutable(t *testing.T) {
 		t.Errorf("KernelTime of a graph on another backend: %v", err)
 	}
 }
+
+// TestDonateOnHost checks Donate where nothing can be taken over: a host
+// tensor donated to a compiled call keeps its elements, Donate inside a
+// compiled function is an error located at it, and a nil tensor's is an
+// error.
+func TestDonateOnHost(t *testing.T) {
+	x := frontend.FromSlice([]float32{1, 2})
+	if err := x.Donate(); err != nil {
+		t.Fatalf("Donate of a host tensor: %v", err)
+	}
+	c := frontend.MustCompile(func(a *frontend.Tensor) *frontend.Tensor { return a.Add(a) }, frontend.Options{Backend: frontend.EagerBackend})
+	near(t, call(t, c, x)[0].Float32s(), []float32{2, 4})
+	near(t, x.Float32s(), []float32{1, 2})
+
+	var inside error
+	var line int
+	d := frontend.MustCompile(func(a *frontend.Tensor) *frontend.Tensor {
+		_, _, line, _ = runtime.Caller(0)
+		inside = a.Donate()
+		return a.Mul(a)
+	}, frontend.Options{Backend: frontend.EagerBackend})
+	near(t, call(t, d, x)[0].Float32s(), []float32{1, 4})
+	if inside == nil || !strings.Contains(inside.Error(), "inside a compiled function") || !strings.Contains(inside.Error(), fmt.Sprintf("device_test.go:%d", line+1)) {
+		t.Errorf("Donate inside a compiled function: %v, want an error located at line %d", inside, line+1)
+	}
+	var nilT *frontend.Tensor
+	if err := nilT.Donate(); err == nil || !strings.Contains(err.Error(), "nil tensor") {
+		t.Errorf("Donate of nil: %v", err)
+	}
+}

@@ -242,6 +242,16 @@ func (e *nvptxExecutable) RunDevice(inputs []interp.Value) ([]interp.Value, erro
 	return res, nil
 }
 
+// RunDeviceDonating implements DonatingExecutable.
+func (e *nvptxExecutable) RunDeviceDonating(inputs []interp.Value, donated []bool) ([]interp.Value, error) {
+	gpuWork.queued(e.name, 1)
+	res, err := e.runner.RunDeviceDonating(inputs, donated)
+	if err != nil {
+		return nil, gpuWork.explain(err)
+	}
+	return res, nil
+}
+
 // Run implements Executable: inputs and results on the host.
 func (e *nvptxExecutable) Run(inputs []*interp.Tensor) ([]*interp.Tensor, error) {
 	args := make([]interp.Value, len(inputs))

@@ -10,6 +10,7 @@
 package gpt2
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/strata-ir/strata/frontend"
@@ -336,7 +337,10 @@ func NewGenerator(d *Decoder, opts frontend.Options) (*Generator, error) {
 func (g *Generator) Steps() (prefill, decode *nn.Compiled) { return g.prefill, g.decode }
 
 // Generate appends n greedy tokens to prompt [B, T] and returns them
-// [B, n] with the logits of every generated token (n of [B, Vocab]).
+// [B, n] with the logits of every generated token (n of [B, Vocab]). The
+// decoding steps take over the caches' GPU memory (Tensor.Donate): a
+// step that fails leaves the caches unusable until the next Generate's
+// prefill writes them anew.
 func (g *Generator) Generate(prompt *frontend.Tensor, n int) ([][]int64, []*frontend.Tensor, error) {
 	t := prompt.Shape()[1]
 	if t+n > g.d.M.cfg.Ctx {
@@ -351,6 +355,14 @@ func (g *Generator) Generate(prompt *frontend.Tensor, n int) ([][]int64, []*fron
 	toks := []*frontend.Tensor{tok}
 	for i := 1; i < n; i++ {
 		pos := frontend.FromSlice([]int64{int64(t + i - 1)}, []int{}...)
+		// The step replaces every cache: the old ones are donated, so
+		// that on the GPU a step's caches, fed back from the previous
+		// step's CUDA graph, are copied into it once and never out.
+		for _, c := range g.d.Caches {
+			if err := errors.Join(c.K.Donate(), c.V.Donate()); err != nil {
+				return nil, nil, fmt.Errorf("decode step %d: %w", i, err)
+			}
+		}
 		res, err := g.decode.Call(tok, pos)
 		if err != nil {
 			return nil, nil, fmt.Errorf("decode step %d: %w", i, err)
