@@ -211,6 +211,12 @@ func init() {
 			return instance{op: name, args: []arg{f64(s...)}, attrs: []ir.NamedAttr{attr("axis", i64(int64(axis)))}}
 		}
 	}
+	cases["logsumexp"] = func(t *rapid.T) instance {
+		s := shapeGen(t, "x", 1, 3)
+		axis := rapid.IntRange(-len(s), len(s)-1).Draw(t, "axis")
+		return instance{op: "logsumexp", args: []arg{f64(s...)},
+			attrs: []ir.NamedAttr{attr("axis", i64(int64(axis))), attr("keepdims", ir.Bool(rapid.Bool().Draw(t, "keepdims")))}}
+	}
 	for _, name := range []string{"layer_norm", "rms_norm"} {
 		cases[name] = func(t *rapid.T) instance {
 			s := shapeGen(t, "x", 1, 3)

@@ -114,6 +114,7 @@ var rules = map[string]vjp{
 
 	graph.OpSoftmax:    softmaxGrad,
 	graph.OpLogSoftmax: softmaxGrad,
+	graph.OpLogSumExp:  logSumExpGrad,
 	graph.OpLayerNorm:  normGrad,
 	graph.OpRMSNorm:    normGrad,
 	graph.OpAttention:  attentionGrad,
@@ -547,6 +548,21 @@ func softmaxGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		return []*ir.Value{e.sub(g, e.mul(e.Unary(graph.OpExp, y), e.Reduce(graph.OpReduceSum, g, axes, true)))}
 	}
 	return []*ir.Value{e.mul(y, e.sub(g, e.Reduce(graph.OpReduceSum, e.mul(g, y), axes, true)))}
+}
+
+// logSumExpGrad: for y = logsumexp(x), g·exp(x - y), y and g broadcast
+// back along the axis. It reads only x and y, so the partition saves
+// nothing of x's size for it beyond x.
+func logSumExpGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	x := op.Operand(0)
+	xs, _ := e.shape(x)
+	axis := e.normAxis(graph.Axis(op), len(xs))
+	if e.Err != nil {
+		return nil
+	}
+	kept := keptShape(xs, []int64{axis})
+	back := func(v *ir.Value) *ir.Value { return e.broadcast(e.reshape(v, kept), xs) }
+	return []*ir.Value{e.mul(back(g), e.Unary(graph.OpExp, e.sub(x, back(op.Result(0)))))}
 }
 
 // normGrad differentiates layer_norm and rms_norm over dims axis…rank-1.

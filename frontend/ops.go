@@ -230,6 +230,12 @@ func (t *Tensor) LogSoftmax(axis int) *Tensor {
 	return apply(nil, op("log_softmax", attr("axis", i64(axis))), t)
 }
 
+// LogSumExp returns log(Σ exp(t)) along axis, computed stably (the
+// maximum subtracted first); with keepdims the axis stays as size 1.
+func (t *Tensor) LogSumExp(axis int, keepdims bool) *Tensor {
+	return apply(nil, op("logsumexp", attr("axis", i64(axis)), attr("keepdims", ir.Bool(keepdims))), t)
+}
+
 // LayerNorm normalizes t over dims axis… with weight and bias.
 func (t *Tensor) LayerNorm(weight, bias *Tensor, axis int, epsilon float64) *Tensor {
 	return apply(nil, op("layer_norm", attr("axis", i64(axis)), attr("epsilon", f32(epsilon))), t, weight, bias)

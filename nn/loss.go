@@ -8,10 +8,15 @@ import (
 
 // CrossEntropy returns the mean over N of the cross-entropy of logits
 // [N, C] with int64 class labels [N], with label smoothing ε as PyTorch
-// defines it: (1-ε)·(-log p[label]) + ε·mean_c(-log p[c]). The label's
-// log-probability is picked with a one-hot mask (labels == class), so the
-// backward pass is elementwise; a label outside [0, C) picks nothing (see
-// CheckLabels to reject such labels before a step).
+// defines it: (1-ε)·(-log p[label]) + ε·mean_c(-log p[c]). With
+// w = (1-ε)·onehot(label) + ε/C, a row's loss is lse·Σw - Σ w·x, lse the
+// row's logsumexp: the log-probabilities are never formed, so the backward
+// pass is softmax·Σw - w (times the cotangent), one elementwise pass over
+// the logits and lse. The label's class is picked with a one-hot mask
+// (labels == class); a label outside [0, C) picks nothing (see
+// CheckLabels to reject such labels before a step). f16 and bf16 logits
+// are computed in float32 (as PyTorch's autocast does) and the loss
+// rounded back to their type.
 func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.Tensor {
 	if f := firstErr(logits, labels); f != nil {
 		return f
@@ -29,15 +34,28 @@ func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.
 	if smoothing < 0 || smoothing > 1 {
 		return errorf("CrossEntropy: label smoothing %g, want it in [0, 1]", smoothing)
 	}
-	n, c := ls[0], ls[1]
-	logp := logits.LogSoftmax(1)
-	hot := labels.Reshape(n, 1).Cmp("eq", classes(c)).Cast(logits.DType())
-	// Per row: -Σ_c w_c·log p_c with w = (1-ε)·onehot + ε/C.
-	w := hot
-	if smoothing > 0 {
-		w = hot.Mul(full(logits, 1-smoothing)).Add(full(logits, smoothing/float64(c)))
+	dt := logits.DType()
+	x := logits
+	if dt == frontend.BFloat16 || dt == frontend.Float16 {
+		x = logits.Cast(frontend.Float32)
 	}
-	return logp.Mul(w).Sum(nil, false).Mul(full(logits, -1/float64(n)))
+	n, c := ls[0], ls[1]
+	hot := labels.Reshape(n, 1).Cmp("eq", classes(c)).Cast(x.DType())
+	// Σ_c w_c: 1-ε where the label is a class, 0 where it picks nothing,
+	// plus ε.
+	in := labels.Cmp("ge", frontend.FromSlice([]int64{0}, 1)).Cast(x.DType()).
+		Mul(labels.Cmp("lt", frontend.FromSlice([]int64{int64(c)}, 1)).Cast(x.DType()))
+	w, total := hot, in
+	if smoothing > 0 {
+		w = hot.Mul(full(x, 1-smoothing)).Add(full(x, smoothing/float64(c)))
+		total = in.Mul(full(x, 1-smoothing)).Add(full(x, smoothing))
+	}
+	rows := x.LogSumExp(1, false).Mul(total).Sub(x.Mul(w).Sum([]int{1}, false))
+	loss := rows.Sum(nil, false).Mul(full(x, 1/float64(n)))
+	if loss.DType() != dt {
+		loss = loss.Cast(dt)
+	}
+	return loss
 }
 
 // classes returns the int64 tensor [0, 1, …, c-1].

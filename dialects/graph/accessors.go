@@ -125,14 +125,14 @@ func StringAttr(op *ir.Operation, name string) string {
 }
 
 // Axis returns the axis of iota, argmax, concat, gather, softmax,
-// log_softmax, layer_norm and rms_norm as written (it may be negative),
+// log_softmax, logsumexp, layer_norm and rms_norm as written (it may be negative),
 // with the row's default (-1 for the composites) when absent.
 func Axis(op *ir.Operation) int64 { return IntAttr(op, "axis") }
 
 // Epsilon returns the epsilon of layer_norm and rms_norm (default 1e-5).
 func Epsilon(op *ir.Operation) float64 { return FloatAttr(op, "epsilon") }
 
-// KeepDims returns the keepdims flag of a reduction or argmax (default
+// KeepDims returns the keepdims flag of a reduction, argmax or logsumexp (default
 // false).
 func KeepDims(op *ir.Operation) bool { return BoolAttr(op, "keepdims") }
 

@@ -91,6 +91,9 @@ const (
 	OpSoftmax = "graph.softmax"
 	// OpLogSoftmax is graph.log_softmax: log of softmax along an axis (composite).
 	OpLogSoftmax = "graph.log_softmax"
+	// OpLogSumExp is graph.logsumexp: log of the sum of exponentials along
+	// an axis (composite).
+	OpLogSumExp = "graph.logsumexp"
 	// OpLayerNorm is graph.layer_norm: layer normalization (composite).
 	OpLayerNorm = "graph.layer_norm"
 	// OpRMSNorm is graph.rms_norm: root-mean-square normalization (composite).

@@ -402,6 +402,24 @@ func opTable() []*opSpec {
 			example:     `%1 = "graph.log_softmax"(%0) <{axis = -1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>`,
 		},
 		&opSpec{
+			name:    "logsumexp",
+			summary: "log of the sum of exponentials along an axis (composite)",
+			description: "m + log(sum(exp(x - m))) along `axis` (default -1), m the maximum along the axis " +
+				"taken as 0 where it is infinite (so a row of -inf gives -inf, a row holding +inf gives +inf); " +
+				"with `keepdims` the axis stays as size 1. Its gradient, exp(x - result), needs only x and " +
+				"the result: nothing of the size of x is saved for it." + compositeNote,
+			operands: []operand{{"x", floatElem, "the input"}},
+			results:  resultDoc,
+			traits:   pure,
+			attrs: []attrSpec{
+				{name: "axis", kind: kindInt, def: int64(-1), doc: "the axis (default -1)"},
+				{name: "keepdims", kind: kindBool, def: false, doc: "keep the axis as size 1 (default false)"},
+			},
+			rule:    ruleLogSumExp,
+			class:   ClassComposite,
+			example: `%1 = "graph.logsumexp"(%0) <{axis = -1 : i64, keepdims = false}> : (tensor<2x8xf32>) -> tensor<2xf32>`,
+		},
+		&opSpec{
 			name:    "layer_norm",
 			summary: "layer normalization (composite)",
 			description: "Normalizes x over dims axis…rank-1: (x - mean) / sqrt(var + epsilon) · w + b, " +

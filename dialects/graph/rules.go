@@ -99,6 +99,17 @@ func ruleSoftmax(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraint
 	return one(in[0]), nil
 }
 
+// ruleLogSumExp checks the axis of logsumexp and removes it from the
+// shape (keeps it as size 1 with keepdims).
+func ruleLogSumExp(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraints) ([]ir.Type, error) {
+	shape := DimsOf(in[0])
+	axis, err := normAxis("axis", a.int("axis", -1), len(shape))
+	if err != nil {
+		return nil, err
+	}
+	return one(TensorWithDims(reduceShape(shape, []int{axis}, a.bool("keepdims")), in[0].ElementType())), nil
+}
+
 func ruleBinary(in []*ir.TensorType, _ attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
 	if err := sameElem(in, 0, 1); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
@@ -27,6 +28,9 @@ type lowered struct {
 	// narrow lists the SIMT kernels on grids too small for their data
 	// (togpu.NarrowLaunches).
 	narrow []string
+	// buffers counts the launches (kernels and library calls) that take
+	// a buffer of each type, such as "memref<393216xf32>".
+	buffers map[string]int
 }
 
 // loweringBackend registers a backend that lowers each graph with the
@@ -53,12 +57,40 @@ func loweringBackend(t *testing.T) (string, func() []lowered) {
 			l.mappings[m] = strings.Count(text, fmt.Sprintf("mapping = %q", m))
 		}
 		l.narrow = togpu.NarrowLaunches(g.Module)
+		l.buffers = launchBuffers(g.Module)
 		mu.Lock()
 		got = append(got, l)
 		mu.Unlock()
 		return stopped{}, nil
 	}))
 	return name, func() []lowered { mu.Lock(); defer mu.Unlock(); return got }
+}
+
+// launchBuffers counts, for each buffer type, the launches of module (at
+// the gpu level: gpu.launch_func and library calls) that take a buffer of
+// that type, each launch once per type.
+func launchBuffers(module *ir.Operation) map[string]int {
+	out := map[string]int{}
+	module.Walk(func(op *ir.Operation) bool {
+		if op.Name() == gpu.FuncOp {
+			return false
+		}
+		var args []*ir.Value
+		if l, ok := gpu.LaunchOf(op); ok {
+			args = l.Args
+		} else if strings.HasPrefix(op.Name(), "gpu.library_") {
+			args = op.Operands()
+		}
+		seen := map[string]bool{}
+		for _, v := range args {
+			if _, ok := v.Type().(*ir.MemRefType); ok && !seen[v.Type().String()] {
+				seen[v.Type().String()] = true
+				out[v.Type().String()]++
+			}
+		}
+		return true
+	})
+	return out
 }
 
 type stopped struct{}
@@ -143,5 +175,40 @@ func TestTrainingStepFillsTheGrid(t *testing.T) {
 		if len(g.narrow) > 0 {
 			t.Errorf("graph %d: kernels with ≥ %d elements of a buffer a block: %v", i, togpu.NarrowPerBlock, g.narrow)
 		}
+	}
+}
+
+// TestTrainingLossKeepsLogitsNarrow lowers the mixed-precision training
+// step of a GPT-2 with 96 tokens and 16512 classes (rows longer than
+// graph-fuse's row limit, as GPT-2's 50304) and checks what touches its
+// [96, 16512] logits: no kernel takes them (or the log-probabilities,
+// or anything of their size) in float32, and in the forward pass the bf16
+// logits are written by the head's product and read by two kernels (the
+// row maximum with the label's logit, and the sum of exponentials). The
+// cross-entropy moved about 16 GB a step of GPT-2 before (float32 logits
+// stored by the head's epilogue, log_softmax in three passes, the
+// log-probabilities kept for the backward pass); it now moves about 4.
+func TestTrainingLossKeepsLogitsNarrow(t *testing.T) {
+	name, got := loweringBackend(t)
+	cfg := Config{Vocab: 16512, Ctx: 64, D: 64, Heads: 2, Layers: 1, Seed: 1}
+	m := New(cfg)
+	x, y := batch(cfg, 3, 32)
+	step := nn.NewGradStep(m, m.MixedLoss(frontend.BFloat16), 2, frontend.Options{Backend: name})
+	if _, _, err := step.Call(x, y); !errors.Is(err, errLowered) {
+		t.Fatalf("training step: %v, want the backend's stop", err)
+	}
+	gs := got()
+	if len(gs) != 2 {
+		t.Fatalf("%d graphs lowered, want the step's forward and backward", len(gs))
+	}
+	n := 3 * 32 * cfg.Vocab
+	wide, narrow := fmt.Sprintf("memref<%dxf32>", n), fmt.Sprintf("memref<%dxbf16>", n)
+	for i, g := range gs {
+		if k := g.buffers[wide]; k > 0 {
+			t.Errorf("graph %d: %d launches take a %s (float32 logits or their like): %v", i, k, wide, g.buffers)
+		}
+	}
+	if k := gs[0].buffers[narrow]; k != 3 {
+		t.Errorf("forward: %d launches take the bf16 logits %s, want 3 (the product, the maximum and label, the exponentials' sum)", k, narrow)
 	}
 }

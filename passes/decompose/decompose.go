@@ -25,7 +25,7 @@ func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    "graph-decompose",
 		Summary: "Decompose graph composites into primitives",
-		Description: "Rewrites graph.softmax, graph.log_softmax, graph.layer_norm, graph.rms_norm, " +
+		Description: "Rewrites graph.softmax, graph.log_softmax, graph.logsumexp, graph.layer_norm, graph.rms_norm, " +
 			"graph.attention and graph.attention_grad into graph primitives, numerically stable: softmax subtracts the maximum " +
 			"before exponentiating, layer_norm computes the variance of the centred values (two passes). " +
 			"f16 and bf16 composites are computed in f32 between a graph.cast to f32 and one back, as " +
@@ -43,6 +43,7 @@ func init() {
 var expansions = map[string]func(e *emitter, op *ir.Operation) []*ir.Value{
 	graph.OpSoftmax:       single(expandSoftmax),
 	graph.OpLogSoftmax:    single(expandSoftmax),
+	graph.OpLogSumExp:     single(expandLogSumExp),
 	graph.OpLayerNorm:     single(expandNorm),
 	graph.OpRMSNorm:       single(expandNorm),
 	graph.OpAttention:     single(expandAttention),
@@ -205,6 +206,41 @@ func expandSoftmax(e *emitter, op *ir.Operation) *ir.Value {
 		return nil
 	}
 	y := e.softmax(e.widen(x), e.axisOf(op, len(shape)), op.Name() == graph.OpLogSoftmax)
+	return e.narrow(y, elem)
+}
+
+// expandLogSumExp builds logsumexp as m + log(sum(exp(x - m))) along the
+// axis, m the maximum with infinities replaced by 0 (a row of -inf then
+// gives log 0 = -inf, a row holding +inf gives +inf).
+func expandLogSumExp(e *emitter, op *ir.Operation) *ir.Value {
+	x := op.Operand(0)
+	shape, elem := e.ranked(x)
+	if e.Err != nil {
+		return nil
+	}
+	axes := []int64{e.axisOf(op, len(shape))}
+	w := e.widen(x)
+	ct := graph.ComputeType(elem)
+	m := e.Reduce(graph.OpReduceMax, w, axes, true)
+	inf := e.Op(graph.OpCmp, []*ir.Value{e.Unary(graph.OpAbs, m), e.Scalar(ct, math.Inf(1))}, ir.NamedAttr{Name: "predicate", Value: ir.Str("eq")})
+	m = e.Op(graph.OpSelect, []*ir.Value{inf, e.Scalar(ct, 0), m})
+	sum := e.Reduce(graph.OpReduceSum, e.Unary(graph.OpExp, e.Binary(graph.OpSub, w, m)), axes, true)
+	y := e.Binary(graph.OpAdd, m, e.Unary(graph.OpLog, sum))
+	if !graph.KeepDims(op) {
+		// Drop the axis: a reshape when at most one size is dynamic (it
+		// is inferred), else a maximum over the one element of the axis.
+		out := slices.Delete(slices.Clone(shape), int(axes[0]), int(axes[0])+1)
+		if dyn := slices.Index(out, ir.Dynamic); dyn < 0 || !slices.Contains(out[dyn+1:], ir.Dynamic) {
+			for i, d := range out {
+				if d == ir.Dynamic {
+					out[i] = -1
+				}
+			}
+			y = e.Op(graph.OpReshape, []*ir.Value{y}, ir.NamedAttr{Name: "shape", Value: graph.Ints(out...)})
+		} else {
+			y = e.Reduce(graph.OpReduceMax, y, axes, false)
+		}
+	}
 	return e.narrow(y, elem)
 }
 

@@ -33,14 +33,15 @@ func run(t *testing.T, src string) (*ir.Operation, error) {
 // expansion are property-tested in passes/passtest.
 func TestCompositesExpand(t *testing.T) {
 	m, err := run(t, `
-func.func @f(%x: tensor<?x4xf32>, %w: tensor<4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
+func.func @f(%x: tensor<?x4xf32>, %w: tensor<4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xf32>) {
   %0 = "graph.softmax"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
   %1 = "graph.log_softmax"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
   %2 = "graph.layer_norm"(%x, %w, %w) : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
   %3 = "graph.rms_norm"(%x, %w) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
   %4 = "graph.attention"(%x, %x, %x) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
   %5:3 = "graph.attention_grad"(%x, %x, %x, %x, %x) : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>)
-  return %0, %1, %2, %3, %4, %5#1 : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+  %6 = "graph.logsumexp"(%x) : (tensor<?x4xf32>) -> tensor<?xf32>
+  return %0, %1, %2, %3, %4, %5#1, %6 : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xf32>
 }`)
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +52,8 @@ func.func @f(%x: tensor<?x4xf32>, %w: tensor<4xf32>) -> (tensor<?x4xf32>, tensor
 			t.Errorf("%s survived:\n%s", name, text)
 		}
 	}
-	if len(decompose.Composites()) != 6 {
-		t.Errorf("Composites() = %v, want the six composites", decompose.Composites())
+	if len(decompose.Composites()) != 7 {
+		t.Errorf("Composites() = %v, want the seven composites", decompose.Composites())
 	}
 }
 
@@ -76,10 +77,12 @@ func.func @f(%x: `+tc.typ+`) -> `+tc.typ+` {
 
 // compositeCases are programs of one composite each over %x (and %w, %b,
 // %m where the op takes them), with the text of x's type and of the weight
-// type substituted in.
+// type substituted in; the result has x's type, or R's (x's shape without
+// its last dim) when the body names it.
 var compositeCases = []struct{ name, body string }{
 	{"softmax", `%0 = "graph.softmax"(%x) <{axis = 1 : i64}> : (X) -> X`},
 	{"log_softmax", `%0 = "graph.log_softmax"(%x) <{axis = -1 : i64}> : (X) -> X`},
+	{"logsumexp", `%0 = "graph.logsumexp"(%x) <{axis = -1 : i64}> : (X) -> R`},
 	{"layer_norm", `%0 = "graph.layer_norm"(%x, %w, %b) <{axis = -1 : i64, epsilon = 1.0e-05 : f64}> : (X, W, W) -> X`},
 	{"rms_norm", `%0 = "graph.rms_norm"(%x, %w) <{axis = -1 : i64, epsilon = 1.0e-01 : f32}> : (X, W) -> X`},
 	{"attention", `%0 = "graph.attention"(%x, %x, %x) <{causal = true}> : (X, X, X) -> X`},
@@ -100,8 +103,12 @@ func TestExpansionsAreBitIdentical(t *testing.T) {
 				x := fmt.Sprintf("tensor<2x%dx%dx%s>", rows, cols, elem)
 				w := fmt.Sprintf("tensor<%dx%s>", cols, elem)
 				m := fmt.Sprintf("tensor<%dx%dx%s>", rows, rows, elem)
-				body := strings.NewReplacer("X", x, "W", w, "M", m).Replace(tc.body)
-				src := fmt.Sprintf("func.func @f(%%x: %s, %%w: %s, %%b: %s, %%m: %s) -> %s {\n  %s\n  return %%0 : %s\n}", x, w, w, m, x, body, x)
+				out := x
+				if strings.Contains(tc.body, "R") {
+					out = fmt.Sprintf("tensor<2x%dx%s>", rows, elem)
+				}
+				body := strings.NewReplacer("X", x, "W", w, "M", m, "R", out).Replace(tc.body)
+				src := fmt.Sprintf("func.func @f(%%x: %s, %%w: %s, %%b: %s, %%m: %s) -> %s {\n  %s\n  return %%0 : %s\n}", x, w, w, m, out, body, out)
 				args := randomArgs(rt, floatTypes[elem], []int64{2, int64(rows), int64(cols)}, []int64{int64(cols)}, []int64{int64(cols)}, []int64{int64(rows), int64(rows)})
 				sameBitsAfterDecompose(rt, src, args)
 			})
@@ -188,4 +195,46 @@ func randomArgs(rt *rapid.T, elem *ir.FloatType, shapes ...[]int64) []interp.Val
 		args[i] = t
 	}
 	return args
+}
+
+// TestLogSumExpEdgeRows runs logsumexp and its expansion over dynamic
+// sizes (the axis dropped by a reshape with one dynamic size left, by a
+// maximum over the axis with two) on rows that a naive exp-sum-log gets
+// wrong: all -inf, one +inf, a NaN, and large values that overflow exp.
+func TestLogSumExpEdgeRows(t *testing.T) {
+	inf := math.Inf(1)
+	rows := []float64{
+		math.Inf(-1), math.Inf(-1), math.Inf(-1),
+		1, inf, 2,
+		math.NaN(), 1, 2,
+		1000, 1000, 1000,
+	}
+	want := []float64{math.Inf(-1), inf, math.NaN(), float64(float32(1000 + float32(math.Log(3))))}
+	for _, tc := range []struct{ in, out string }{
+		{"tensor<?x3xf32>", "tensor<?xf32>"},
+		{"tensor<?x?x3xf32>", "tensor<?x?xf32>"},
+	} {
+		shape := []int64{4, 3}
+		if strings.Count(tc.in, "?") == 2 {
+			shape = []int64{2, 2, 3}
+		}
+		x, err := interp.FromFloat64s(ir.F32, shape, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := fmt.Sprintf("func.func @f(%%x: %s) -> %s {\n  %%0 = \"graph.logsumexp\"(%%x) : (%s) -> %s\n  return %%0 : %s\n}", tc.in, tc.out, tc.in, tc.out, tc.out)
+		rapid.Check(t, func(rt *rapid.T) {
+			parts := sameBitsAfterDecompose(rt, src, []interp.Value{x})
+			got, err := interp.New(parts).Call("f", x)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			vs := got[0].(*interp.Tensor).Float64s()
+			for i, w := range want {
+				if !(vs[i] == w || math.IsNaN(vs[i]) && math.IsNaN(w)) {
+					rt.Errorf("%s: row %d = %v, want %v", tc.in, i, vs[i], w)
+				}
+			}
+		})
+	}
 }

@@ -61,7 +61,10 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"holds at most `row-limit` elements, consumers that read the reduced value broadcast over the " +
 	"rows, and further reductions of the same rows, join it as a persistent row reduction (softmax and " +
 	"layer_norm become one kernel); matmul and conv2d start their own group and take pointwise consumers " +
-	"over their output as an epilogue (`epilogue`), never producers; a cheap pointwise producer over a " +
+	"over their output as an epilogue (`epilogue`), never producers, except a widening cast (bf16 to f32) of " +
+	"a result stored anyway (returned, or read by a reduction) that has several readers or a reduction " +
+	"reader: each reader gets a copy of the cast and widens as it loads, so the template does not store a " +
+	"widened copy; a cheap pointwise producer over a " +
 	"smaller, broadcast space that nothing else reads is recomputed inside its consumer; composites stay " +
 	"alone. No merge may create a cycle between groups (a path through another group) or exceed " +
 	"`max-group-ops`. Then siblings that read the same input over the same space merge (`horizontal`). " +

@@ -265,6 +265,32 @@ var cases = []struct {
 		log:   []string{"max-group-ops=2"},
 	},
 	{
+		// GPT-2's training loss: the bf16 logits are returned (kept for the
+		// backward pass), so each reader of their float32 widening widens
+		// as it loads; the matmul stores only the bf16 logits.
+		name: "widened logits read by reductions",
+		src: fn("%x: tensor<8x16xbf16>, %w: tensor<16x32xbf16>, %hot: tensor<8x32xf32>", "tensor<8x32xbf16>, tensor<8xf32>, tensor<8xf32>", `
+  %l = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %f = "graph.cast"(%l) : (tensor<8x32xbf16>) -> tensor<8x32xf32>
+  %lse = "graph.logsumexp"(%f) <{axis = -1 : i64}> : (tensor<8x32xf32>) -> tensor<8xf32>
+  %p = "graph.mul"(%f, %hot) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %s = "graph.reduce_sum"(%p) <{axes = [1], keepdims = false}> : (tensor<8x32xf32>) -> tensor<8xf32>
+  return %l, %lse, %s : tensor<8x32xbf16>, tensor<8xf32>, tensor<8xf32>`),
+		opts:  func(o *fusion.Options) { o.RowLimit = 16 },
+		kinds: []string{"matmul", "reduction", "reduction", "copy"},
+		log:   []string{"for each of its 3 readers", "the matmul result is stored anyway: its readers widen it as they load"},
+	},
+	{
+		name: "widening cast with one pointwise reader stays an epilogue",
+		src: fn("%x: tensor<8x16xbf16>, %w: tensor<16x32xbf16>, %b: tensor<32xf32>", "tensor<8x32xbf16>, tensor<8x32xf32>", `
+  %l = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %f = "graph.cast"(%l) : (tensor<8x32xbf16>) -> tensor<8x32xf32>
+  %y = "graph.add"(%f, %b) : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  return %l, %y : tensor<8x32xbf16>, tensor<8x32xf32>`),
+		kinds: []string{"matmul"},
+		log:   []string{"epilogue (pointwise consumer of the matmul of group 1)"},
+	},
+	{
 		name: "dead op dropped",
 		src: fn("%x: tensor<4xf32>", "tensor<4xf32>", `
   %0 = "graph.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>

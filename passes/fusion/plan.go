@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 )
@@ -59,7 +60,10 @@ type planner struct {
 	// (stageOperands), with the copy group's id: groups made after it
 	// read the copy; those made before clone the view, as any group
 	// does (reading the copy could make a cycle through their producer).
-	staged  map[*ir.Operation]int
+	staged map[*ir.Operation]int
+	// widened are the widening casts whose readers widen as they load
+	// (copyWidenings).
+	widened map[*ir.Operation]bool
 	groups  []*group // live groups, in creation order
 	nextID  int
 	logging bool // decisions are wanted (Options.Log or the topic is on)
@@ -69,7 +73,7 @@ type planner struct {
 
 func newPlanner(block *ir.Block, opts Options) *planner {
 	p := &planner{opts: opts, block: block, pos: map[*ir.Operation]int{}, groupOf: map[*ir.Operation]*group{}, staged: map[*ir.Operation]int{},
-		logging: opts.Log != nil || logs.Enabled(Topic)}
+		widened: map[*ir.Operation]bool{}, logging: opts.Log != nil || logs.Enabled(Topic)}
 	for i, op := range block.Ops() {
 		p.pos[op] = i
 	}
@@ -207,6 +211,8 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 		switch {
 		case !p.opts.Epilogue:
 			return "", "epilogue fusion is off", false
+		case p.wideRead(pr, c):
+			return "", fmt.Sprintf("the %s result is stored anyway: its readers widen it as they load", pr.kind), false
 		case c.kind != Pointwise:
 			return "", fmt.Sprintf("only pointwise consumers form a %s epilogue, not a %s group", pr.kind, c.kind), false
 		case !sameSpace(c.space, pr.out):
@@ -417,8 +423,92 @@ func (p *planner) try(g, c *group, k Kind, why string, ok bool, twoWay bool) boo
 	return true
 }
 
+// widening reports whether op is a graph.cast from a float type to a wider
+// one (bf16 to f32): storing its result costs more than its input.
+func widening(op *ir.Operation) bool {
+	if op.Name() != graph.OpCast || op.NumOperands() != 1 {
+		return false
+	}
+	from, ok1 := ir.ElementTypeOf(op.Operand(0).Type()).(*ir.FloatType)
+	to, ok2 := ir.ElementTypeOf(op.Result(0).Type()).(*ir.FloatType)
+	return ok1 && ok2 && to.Width > from.Width
+}
+
+// storedAnyway reports whether the template result v is written to memory
+// whatever its epilogue: the function returns it, or an op that cannot
+// join a template's epilogue (a reduction, a template) reads it.
+func (p *planner) storedAnyway(v *ir.Value) bool {
+	stored := false
+	p.forUsers(v, func(u *ir.Operation) {
+		stored = stored || classify(u) != pointwise
+	})
+	return stored
+}
+
+// wideRead reports whether c is one of the widening casts copyWidenings
+// gave to the readers of template group pr's result: its reader should
+// load the narrow result and widen it itself rather than have the
+// template store a wide copy too.
+func (p *planner) wideRead(pr, c *group) bool {
+	if len(c.ops) != 1 || !p.widened[c.ops[0]] {
+		return false
+	}
+	from := false
+	p.sources(c.ops[0].Operand(0), func(def *ir.Operation) { from = p.groupOf[def] == pr })
+	return from
+}
+
+// copyWidenings gives each reader of a widening cast of a template's
+// result that is stored anyway a copy of the cast of its own, when the
+// cast has several readers or a reader that cannot join the template's
+// epilogue (a reduction), and marks the casts (widened): each reader's
+// kernel then widens as it loads (a prologue, or a pointwise chain)
+// instead of the template's epilogue storing the widened tensor for all
+// of them. GPT-2's training loss reads the bf16 logits, which the backward
+// pass keeps, three times in float32 (a maximum, a sum of exponentials
+// and the label's logit): storing them widened cost 1.6 GB a step, and
+// each pointwise chain between the cast and a reduction another 1.6 GB.
+// A cast with one pointwise reader (a bias and GELU) stays an epilogue.
+func (p *planner) copyWidenings() {
+	copied := false
+	for _, op := range p.block.Ops() {
+		if !widening(op) {
+			continue
+		}
+		def := p.top(op.Operand(0).DefiningOp())
+		for def != nil && classify(def) == view {
+			def = p.top(def.Operand(0).DefiningOp())
+		}
+		if def == nil || classify(def) != template || !p.storedAnyway(def.Result(0)) {
+			continue
+		}
+		var uses []*ir.OpOperand
+		for u := range op.Result(0).Uses() {
+			uses = append(uses, u)
+		}
+		if len(uses) == 1 && !p.storedAnyway(op.Result(0)) {
+			continue
+		}
+		p.widened[op] = true
+		for _, u := range uses[min(1, len(uses)):] {
+			c := op.Clone(nil)
+			p.block.InsertBefore(c, op)
+			u.Set(c.Result(0))
+			p.widened[c] = true
+		}
+		p.logf("copy %s for each of its %d readers: it widens a %s result that is stored anyway", described{op}, len(uses), def.Name())
+		copied = true
+	}
+	if copied {
+		for i, op := range p.block.Ops() {
+			p.pos[op] = i
+		}
+	}
+}
+
 // plan groups the block's computing ops.
 func (p *planner) plan() {
+	p.copyWidenings()
 	p.dropDead()
 	for _, op := range p.block.Ops() {
 		if !computes(op) {

@@ -565,9 +565,11 @@ func genComposite(g *genState) (*ir.Value, error) {
 		}
 		return g.build(kind, []*ir.Value{x}, attr("axes", graph.Ints(iotaInts(first)...)), attr("keepdims", ir.Bool(false)))
 	}
-	switch kind := rapid.SampledFrom([]string{"softmax", "log_softmax", "layer_norm", "rms_norm", "attention"}).Draw(g.t, "composite"); kind {
+	switch kind := rapid.SampledFrom([]string{"softmax", "log_softmax", "logsumexp", "layer_norm", "rms_norm", "attention"}).Draw(g.t, "composite"); kind {
 	case "softmax", "log_softmax":
 		return g.build(kind, []*ir.Value{x}, axisAttr), nil
+	case "logsumexp":
+		return g.build(kind, []*ir.Value{x}, axisAttr, attr("keepdims", ir.Bool(rapid.Bool().Draw(g.t, "keepdims")))), nil
 	case "layer_norm":
 		return g.build(kind, []*ir.Value{x, params("reduce_mean"), params("reduce_max")}, axisAttr, eps), nil
 	case "rms_norm":

@@ -44,6 +44,7 @@ func init() {
 		graph.OpConv2D:        graphConv2D,
 		graph.OpSoftmax:       graphSoftmax,
 		graph.OpLogSoftmax:    graphSoftmax,
+		graph.OpLogSumExp:     graphLogSumExp,
 		graph.OpLayerNorm:     graphNorm,
 		graph.OpRMSNorm:       graphNorm,
 		graph.OpAttention:     graphAttention,
@@ -1105,6 +1106,43 @@ func graphSoftmax(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	ct := graph.ComputeType(x.elem)
 	softmaxRows(vs, outer, n, inner, op.Name() == graph.OpLogSoftmax, rounder(ct), accRounder(ct))
 	return one(FromFloat64s(x.elem, x.shape, vs))
+}
+
+// graphLogSumExp computes logsumexp along the axis as its decomposition
+// does, in the compute type, rounding every step: m the row's maximum (0
+// when infinite), then m + log(Σ exp(x - m)).
+func graphLogSumExp(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	ts, axis, err := floatAxisArgs(op, args)
+	if err != nil {
+		return nil, err
+	}
+	x := ts[0]
+	outer, n, inner := axisLayout(x.shape, axis)
+	vs := x.Float64s()
+	ct := graph.ComputeType(x.elem)
+	r, acc := rounder(ct), accRounder(ct)
+	out := make([]float64, outer*inner)
+	for o := range outer {
+		for in := range inner {
+			at := func(j int) float64 { return vs[(o*n+j)*inner+in] }
+			m := math.Inf(-1)
+			for j := range n {
+				if v := at(j); v > m || v != v {
+					m = v
+				}
+			}
+			if math.IsInf(m, 0) {
+				m = 0
+			}
+			var sum float64
+			for j := range n {
+				sum = acc(sum + r(math.Exp(r(at(j)-m))))
+			}
+			out[o*inner+in] = r(m + r(math.Log(r(sum))))
+		}
+	}
+	shape := keptShape(x.shape, []int{axis}, slices.Delete(slices.Clone(x.shape), axis, axis+1), graph.KeepDims(op))
+	return one(FromFloat64s(x.elem, shape, out))
 }
 
 // graphNorm runs layer_norm (x, w, b) and rms_norm (x, w) over the
