@@ -8,7 +8,7 @@ import (
 )
 
 func TestMLP(t *testing.T) {
-	for _, backend := range []string{frontend.InterpBackend, frontend.EagerBackend} {
+	for _, backend := range []string{frontend.InterpBackend, frontend.EagerBackend, frontend.CPUBackend} {
 		var out strings.Builder
 		if err := run(&out, backend, frontend.ModeDefault); err != nil {
 			t.Fatalf("%s: %v\n%s", backend, err, out.String())
