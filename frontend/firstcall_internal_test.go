@@ -121,9 +121,10 @@ func firstCalls(t testing.TB, p firstCallProgram, backend string) {
 	}
 }
 
-// TestFirstCallPTX generates the examples' programs and checks that
-// their PTX is the same however many goroutines generate it; with
-// -ptxdump it writes the PTX out.
+// TestFirstCallPTX generates the examples' programs, one graph per
+// call; with -ptxdump it writes the PTX out. (bench's
+// TestModelsHostCompile checks that the PTX does not depend on how many
+// goroutines generate it.)
 func TestFirstCallPTX(t *testing.T) {
 	name, got := captureBackend(t)
 	for _, p := range firstCallPrograms() {

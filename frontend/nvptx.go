@@ -47,7 +47,15 @@ func openedRuntime() (*exec.Runtime, bool) {
 
 // nvptxBackend lowers graphs to the gpu level, compiles their kernels to
 // PTX and runs the launch plans on GPU 0 with runtime/exec.
-type nvptxBackend struct{}
+type nvptxBackend struct {
+	// capability, when set, is the compute capability the kernels are
+	// generated for, in place of targetCapability's (PTXBackend's
+	// programs for a device that is not there).
+	capability *[2]int
+	// libraries, when set, says whether cuBLASLt and cuDNN are taken to
+	// load (autotune.AssumedConfig) rather than tried.
+	libraries *bool
+}
 
 // Start opens the GPU runtime in the background: the driver and the
 // context take about 0.2 s, which the program's own work until its first
@@ -115,7 +123,7 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 
 // generate is the host's part of Compile, before the device: it lowers
 // g's module to the gpu level and compiles its kernels to PTX.
-func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Config, error) {
+func (b nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Config, error) {
 	var opts exec.Options
 	for k, v := range g.Options {
 		s, ok := v.(string)
@@ -147,7 +155,7 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 		// bf16/f16 attention runs as one flash kernel, as the bench's
 		// engine does; first, so that an attention it takes asks for no
 		// matmul library (whose load costs a first call 50–250 ms).
-		flash, err := passes.Parse("builtin.module(" + flashPass(opts.Target) + ")")
+		flash, err := passes.Parse("builtin.module(" + b.flashPass(opts.Target) + ")")
 		if err != nil {
 			return err
 		}
@@ -155,7 +163,7 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 		if err := flash.Run(g.Context, g.Module); err != nil {
 			return fmt.Errorf("%s: %w", togpu.FlashPassName, err)
 		}
-		cfg = deviceConfig(mode, g.Module, opts.Target)
+		cfg = b.deviceConfig(mode, g.Module, opts.Target)
 		pm, err := passes.Parse("builtin.module(" + autotune.LowerPipelineFor(cfg) + ")")
 		if err != nil {
 			return err
@@ -190,13 +198,16 @@ func (nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.Con
 }
 
 // targetCapability is the compute capability the kernels are compiled
-// for: 9.0 with the ptx_target option sm_90a, the device's without a
-// target when the GPU runtime is open already (a model's parameters on
-// the device open it before its first compile), else 0.0 (none known:
-// kernels every target runs).
-func targetCapability(target string) (major, minor int) {
+// for: 9.0 with the ptx_target option sm_90a, b's capability when it has
+// one, the device's without a target when the GPU runtime is open
+// already (a model's parameters on the device open it before its first
+// compile), else 0.0 (none known: kernels every target runs).
+func (b nvptxBackend) targetCapability(target string) (major, minor int) {
 	if target == "sm_90a" {
 		return 9, 0
+	}
+	if b.capability != nil {
+		return b.capability[0], b.capability[1]
 	}
 	if rt, open := openedRuntime(); open && target == "" {
 		if dev := rt.Device(); dev != nil {
@@ -210,16 +221,19 @@ func targetCapability(target string) (major, minor int) {
 // (wgmma=true) when the kernels are compiled for sm_90a
 // (targetCapability 9.0), otherwise the mma.sync kernels, which every
 // target runs.
-func flashPass(target string) string {
-	return autotune.FlashPass(targetCapability(target))
+func (b nvptxBackend) flashPass(target string) string {
+	return autotune.FlashPass(b.targetCapability(target))
 }
 
 // deviceConfig is the lowering's configuration in mode: the library
 // policy's (autotune.ModeConfig), with the tiling of Strata's own matmul
 // kernels for the target's compute capability (autotune.ForDevice: the
 // wgmma kernel on Hopper).
-func deviceConfig(mode exec.Mode, module *ir.Operation, target string) togpu.Config {
-	major, minor := targetCapability(target)
+func (b nvptxBackend) deviceConfig(mode exec.Mode, module *ir.Operation, target string) togpu.Config {
+	major, minor := b.targetCapability(target)
+	if b.libraries != nil {
+		return autotune.ForDevice(autotune.AssumedConfig(mode, module, *b.libraries), major, minor)
+	}
 	return autotune.ForDevice(autotune.ModeConfig(mode, module), major, minor)
 }
 

@@ -61,7 +61,7 @@ func TestFlashPassTarget(t *testing.T) {
 		"sm_90":  togpu.FlashPassName,
 		"sm_80":  togpu.FlashPassName,
 	} {
-		if got := flashPass(target); got != want {
+		if got := (nvptxBackend{}).flashPass(target); got != want {
 			t.Errorf("flashPass(%q) = %q, want %q", target, got, want)
 		}
 	}
@@ -87,7 +87,7 @@ func TestDeviceConfigTarget(t *testing.T) {
 		"sm_80":  togpu.DefaultConfig.MMATile,
 		"":       togpu.DefaultConfig.MMATile,
 	} {
-		cfg := deviceConfig(exec.ModeDefault, m, target)
+		cfg := nvptxBackend{}.deviceConfig(exec.ModeDefault, m, target)
 		if cfg.MMATile != want || cfg.CuBLASLt {
 			t.Errorf("deviceConfig(%q): tile %s, cuBLASLt %v; want %s on Strata's kernels", target, cfg.MMATile, cfg.CuBLASLt, want)
 		}

@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
@@ -73,8 +74,28 @@ func withLibrary(name string, cands []togpu.Config, kernels []Kernel) []togpu.Co
 // library is a property of the process, so the policy lives here, with
 // the runtime, not in the passes.
 func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
+	return modeConfig(mode, module, loadCuBLASLt, loadCuDNN)
+}
+
+// AssumedConfig is ModeConfig in a process where cuBLASLt and cuDNN load
+// when libraries is true and do not when it is false, decided without
+// loading them: the configuration a GPU host would choose, for a program
+// generated on a machine without one (frontend.PTXOnly).
+func AssumedConfig(mode exec.Mode, module *ir.Operation, libraries bool) togpu.Config {
+	load := func() error { return nil }
+	if !libraries {
+		load = func() error { return errAssumedAbsent }
+	}
+	return modeConfig(mode, module, load, load)
+}
+
+// errAssumedAbsent is AssumedConfig's answer for a library assumed not to load.
+var errAssumedAbsent = errors.New("assumed not to load")
+
+// modeConfig is ModeConfig with the libraries' loaders given.
+func modeConfig(mode exec.Mode, module *ir.Operation, blasLt, dnn func() error) togpu.Config {
 	cfg := togpu.DefaultConfig
-	cfg.CuDNN = convPolicy(mode, module)
+	cfg.CuDNN = convPolicy(mode, module, blasLt, dnn)
 	if module != nil && !hasHalfMatmuls(module) {
 		return cfg
 	}
@@ -82,7 +103,7 @@ func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 		logs.Printf(Topic, "%s mode: matmuls on Strata's kernels (%s = %q)", modeName(mode), MatmulAttr, togpu.MatmulMMA)
 		return cfg
 	}
-	if err := loadCuBLASLt(); err != nil {
+	if err := blasLt(); err != nil {
 		logs.Printf(Topic, "%s mode: matmuls on Strata's kernels: %v", modeName(mode), err)
 		return cfg
 	}
@@ -104,14 +125,14 @@ func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 // kernels in the same program, and without the library all do: that is
 // logged once a process under STRATA_LOGS=autotune. A program without
 // such convolutions does not load the library.
-func convPolicy(mode exec.Mode, module *ir.Operation) bool {
+func convPolicy(mode exec.Mode, module *ir.Operation, blasLt, dnn func() error) bool {
 	if module != nil && !hasHalfConvs(module) {
 		return false
 	}
 	// Unstrided 1×1 convolutions run on cuBLASLt under conv=cudnn.
-	err := loadCuDNN()
+	err := dnn()
 	if err == nil {
-		err = loadCuBLASLt()
+		err = blasLt()
 	}
 	if err != nil {
 		noCuDNN.Do(func() {

@@ -255,3 +255,47 @@ func TestConvPolicy(t *testing.T) {
 		t.Errorf("want one log line saying why, got %q", out)
 	}
 }
+
+// TestAssumedConfig checks that AssumedConfig decides as ModeConfig does
+// with the libraries loading or not, without trying to load them: a bf16
+// product goes to cuBLASLt and a bf16 convolution to cuDNN only when the
+// libraries are taken to load, and a program with neither gets the
+// default whatever is assumed.
+func TestAssumedConfig(t *testing.T) {
+	defer func(f func() error) { loadCuDNN = f }(loadCuDNN)
+	defer func(f func() error) { loadCuBLASLt = f }(loadCuBLASLt)
+	tried := 0
+	loadCuBLASLt = func() error { tried++; return nil }
+	loadCuDNN = loadCuBLASLt
+	for _, c := range []struct {
+		name, src     string
+		blasLt, cuDNN bool // with the libraries
+	}{
+		{"matmul", `func.func @main(%x: tensor<64x32xbf16>, %w: tensor<32x48xbf16>) -> tensor<64x48xbf16> {
+  %r = "graph.matmul"(%x, %w) : (tensor<64x32xbf16>, tensor<32x48xbf16>) -> tensor<64x48xbf16>
+  return %r : tensor<64x48xbf16>
+}`, true, false},
+		{"conv", `func.func @main(%x: tensor<2x8x6x6xbf16>, %w: tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16> {
+  %r = "graph.conv2d"(%x, %w) <{padding = [1, 1]}> : (tensor<2x8x6x6xbf16>, tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16>
+  return %r : tensor<2x16x6x6xbf16>
+}`, false, true},
+		{"f32 matmul", `func.func @main(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>) -> tensor<64x48xf32> {
+  %r = "graph.matmul"(%x, %w) : (tensor<64x32xf32>, tensor<32x48xf32>) -> tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}`, false, false},
+	} {
+		m, err := ir.Parse(dialects.NewContext(), c.src, ir.ParseOptions{Filename: c.name + ".mlir"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, libraries := range []bool{true, false} {
+			cfg := AssumedConfig(exec.ModeDefault, m, libraries)
+			if cfg.CuBLASLt != (c.blasLt && libraries) || cfg.CuDNN != (c.cuDNN && libraries) {
+				t.Errorf("%s, libraries %v: cuBLASLt %v, cuDNN %v; want %v, %v", c.name, libraries, cfg.CuBLASLt, cfg.CuDNN, c.blasLt && libraries, c.cuDNN && libraries)
+			}
+		}
+	}
+	if tried != 0 {
+		t.Errorf("AssumedConfig tried to load a library %d times", tried)
+	}
+}
