@@ -356,8 +356,9 @@ func (g *Generator) Generate(prompt *frontend.Tensor, n int) ([][]int64, []*fron
 	for i := 1; i < n; i++ {
 		pos := frontend.FromSlice([]int64{int64(t + i - 1)}, []int{}...)
 		// The step replaces every cache: the old ones are donated, so
-		// that on the GPU a step's caches, fed back from the previous
-		// step's CUDA graph, are copied into it once and never out.
+		// that on the GPU the caches the previous step's CUDA graph
+		// wrote are read where they are (runtime/exec/twin.go), never
+		// copied.
 		for _, c := range g.d.Caches {
 			if err := errors.Join(c.K.Donate(), c.V.Donate()); err != nil {
 				return nil, nil, fmt.Errorf("decode step %d: %w", i, err)

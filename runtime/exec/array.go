@@ -50,7 +50,7 @@ type store struct {
 	// the store may be read on other goroutines.
 	mu     sync.Mutex
 	mem    *allocation
-	lender *capturedGraph
+	lender *staticPool
 }
 
 func (s *store) unref() error {
@@ -65,10 +65,10 @@ func (s *store) unref() error {
 	return s.rt.alloc.Free(s.mem.ptr)
 }
 
-// reclaim ends s's loan of a block of g's pool before g overwrites it:
-// when Arrays still refer to s, its elements are copied to memory of its
-// own (queued before the replay, on the one stream).
-func (s *store) reclaim(g *capturedGraph) error {
+// reclaim ends s's loan of a block of pool g before a replay overwrites
+// it: when Arrays still refer to s, its elements are copied to memory of
+// its own (queued before the replay, on the one stream).
+func (s *store) reclaim(g *staticPool) error {
 	var p DevicePtr
 	if s.refs.Load() > 0 {
 		// Allocated outside the lock: an allocation that does not fit
@@ -411,10 +411,11 @@ func (b *Bound) takeResults() ([]interp.Value, error) {
 		if st == nil {
 			st = b.resultStore(v.b.mem)
 		}
-		if st == nil && b.graph != nil && b.graph.pool.holds(v.b.mem) {
+		if st == nil && b.cur != nil && b.cur.pool.holds(v.b.mem) {
 			// Lent where the replay wrote it, until the next replay.
-			st = &store{rt: b.rt, mem: &allocation{ptr: v.b.mem.ptr, bytes: v.b.mem.bytes}, lender: b.graph}
-			b.graph.lent = append(b.graph.lent, st)
+			pool := b.cur.pool
+			st = &store{rt: b.rt, mem: &allocation{ptr: v.b.mem.ptr, bytes: v.b.mem.bytes}, lender: pool}
+			pool.lent = append(pool.lent, st)
 		}
 		if st == nil {
 			var err error

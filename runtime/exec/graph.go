@@ -88,17 +88,44 @@ func isArithHostOp(name string) bool { return strings.HasPrefix(name, "arith.") 
 // caching allocator during capture and never returned to it while the
 // graph lives, since every replay writes the same addresses. Blocks the
 // plan deallocates are reused by its later allocations of the same size,
-// which is safe because the launches are ordered on one stream.
+// which is safe because the launches are ordered on one stream. The
+// results of the last replay that wrote the pool are lent out of it
+// (lent, store.reclaim).
 type staticPool struct {
 	blocks []DevicePtr
 	spare  map[uint64][]DevicePtr // bytes → blocks deallocated during capture
 	bytes  uint64
+	// seq is every block alloc handed out, in order: a capture of the
+	// same plan through replaying (a pool over seq) puts each value where
+	// this capture did.
+	seq  []poolBlock
+	lent []*store
+}
+
+// poolBlock is a block of a pool.
+type poolBlock struct {
+	ptr   DevicePtr
+	bytes uint64
+}
+
+// replaying hands out the blocks of a pool's seq in order: the plan that
+// made seq, captured again, allocates the same sizes in the same order.
+type replaying struct {
+	seq  []poolBlock
+	next int
+}
+
+// poolAlloc is what serves a capture's allocations.
+type poolAlloc interface {
+	alloc(a *cuda.Allocator, n uint64) (*allocation, error)
+	free(m *allocation)
 }
 
 func (p *staticPool) alloc(a *cuda.Allocator, n uint64) (*allocation, error) {
 	if ptrs := p.spare[n]; len(ptrs) > 0 {
 		ptr := ptrs[len(ptrs)-1]
 		p.spare[n] = ptrs[:len(ptrs)-1]
+		p.seq = append(p.seq, poolBlock{ptr, n})
 		return &allocation{ptr: ptr, bytes: n, owned: true}, nil
 	}
 	ptr, err := a.Alloc(n)
@@ -107,6 +134,7 @@ func (p *staticPool) alloc(a *cuda.Allocator, n uint64) (*allocation, error) {
 	}
 	p.blocks = append(p.blocks, ptr)
 	p.bytes += n
+	p.seq = append(p.seq, poolBlock{ptr, n})
 	return &allocation{ptr: ptr, bytes: n, owned: true}, nil
 }
 
@@ -117,48 +145,52 @@ func (p *staticPool) free(m *allocation) {
 	p.spare[m.bytes] = append(p.spare[m.bytes], m.ptr)
 }
 
+func (p *replaying) alloc(_ *cuda.Allocator, n uint64) (*allocation, error) {
+	if p.next >= len(p.seq) || p.seq[p.next].bytes != n {
+		return nil, fmt.Errorf("allocation %d of %d bytes departs from the first capture's", p.next, n)
+	}
+	b := p.seq[p.next]
+	p.next++
+	return &allocation{ptr: b.ptr, bytes: n, owned: true}, nil
+}
+
+func (p *replaying) free(*allocation) {}
+
 // holds reports whether m is one of the pool's blocks.
 func (p *staticPool) holds(m *allocation) bool {
 	return m.owned && slices.Contains(p.blocks, m.ptr)
 }
 
-// release returns the pool's blocks to the allocator.
-func (p *staticPool) release(a *cuda.Allocator) error {
+// reclaim ends the loans of the last replay's results (store.reclaim),
+// before a replay or the pool's release overwrites them.
+func (p *staticPool) reclaim() error {
 	var errs []error
+	for _, s := range p.lent {
+		errs = append(errs, s.reclaim(p))
+	}
+	clear(p.lent)
+	p.lent = p.lent[:0]
+	return errors.Join(errs...)
+}
+
+// release returns the pool's blocks to the allocator, after moving the
+// results still in use out.
+func (p *staticPool) release(a *cuda.Allocator) error {
+	errs := []error{p.reclaim()}
 	for _, ptr := range p.blocks {
 		errs = append(errs, a.Free(ptr))
 	}
-	p.blocks, p.spare, p.bytes = nil, nil, 0
+	p.blocks, p.spare, p.bytes, p.seq = nil, nil, 0, nil
 	return errors.Join(errs...)
 }
 
-// capturedGraph is a plan recorded as a CUDA graph with its static pool
-// and the results of the last replay lent out of the pool.
+// capturedGraph is a plan recorded as a CUDA graph: the pool its replays
+// write and the results they leave there.
 type capturedGraph struct {
-	exec graphExec
-	pool *staticPool
-	info GraphInfo
-	lent []*store
-}
-
-// reclaim ends the loans of the last replay's results (store.reclaim),
-// before a replay or the pool's release overwrites them.
-func (g *capturedGraph) reclaim() error {
-	var errs []error
-	for _, s := range g.lent {
-		errs = append(errs, s.reclaim(g))
-	}
-	clear(g.lent)
-	g.lent = g.lent[:0]
-	return errors.Join(errs...)
-}
-
-func (g *capturedGraph) destroy(rt *Runtime) error {
-	// Results still in use move out first; replays run on the default
-	// stream: wait for them all before the graph and its pool go.
-	errs := []error{g.reclaim(), rt.dev.Synchronize(), g.exec.destroy()}
-	errs = append(errs, g.pool.release(rt.alloc))
-	return errors.Join(errs...)
+	exec    graphExec
+	pool    *staticPool
+	info    GraphInfo
+	results []slotValue
 }
 
 // captureFailed names b's function in err, a *CaptureError of the
@@ -199,16 +231,34 @@ func (b *Bound) Capture() (GraphInfo, error) {
 		return GraphInfo{}, err
 	}
 	pool := &staticPool{}
+	g, err := b.record(pool, pool, nil)
+	if err != nil {
+		_ = pool.release(b.rt.alloc)
+		return GraphInfo{}, err
+	}
+	b.graph, b.cur = g, g
+	return g.info, nil
+}
+
+// record captures the plan into a graph whose allocations alloc serves
+// and whose replays write pool (alloc itself, or a replaying view of it),
+// with the arguments b bound, those of feedback read from the pool blocks
+// it names instead.
+func (b *Bound) record(pool *staticPool, alloc poolAlloc, feedback []feedback) (*capturedGraph, error) {
 	r := &b.state
 	r.reset(b.plan.nslots)
 	for i, s := range b.plan.args {
 		r.slots[s] = b.args[i]
 	}
+	for _, f := range feedback {
+		r.slots[b.plan.args[f.arg]] = slotValue{b: f.buf}
+	}
 	st, err := b.rt.dev.beginCapture()
 	if err != nil {
-		return b.captureFailed(err)
+		_, err = b.captureFailed(err)
+		return nil, err
 	}
-	r.stream, r.pool = st, pool
+	r.stream, r.pool = st, alloc
 	defer func() { r.stream, r.pool = nil, nil }()
 	var runErr error
 	for _, step := range b.plan.steps {
@@ -217,17 +267,15 @@ func (b *Bound) Capture() (GraphInfo, error) {
 		}
 	}
 	ge, endErr := b.rt.dev.endCapture(st, runErr == nil)
-	if runErr != nil || endErr != nil {
-		_ = pool.release(b.rt.alloc)
-		if runErr != nil {
-			return GraphInfo{}, runErr
-		}
-		return b.captureFailed(endErr)
+	if runErr != nil {
+		return nil, runErr
+	}
+	if endErr != nil {
+		_, err = b.captureFailed(endErr)
+		return nil, err
 	}
 	info := GraphInfo{Kernels: len(b.plan.launches), PoolBytes: pool.bytes}
-	b.graph = &capturedGraph{exec: ge, pool: pool, info: info}
-	b.results = slices.Clone(r.results)
-	return info, nil
+	return &capturedGraph{exec: ge, pool: pool, info: info, results: slices.Clone(r.results)}, nil
 }
 
 // Update copies new arguments into the buffers Prepare bound, so that the
@@ -237,10 +285,16 @@ func (b *Bound) Capture() (GraphInfo, error) {
 // same Tensor or Array as last time is not copied again (both are
 // immutable); an Array is copied device to device, or passed by reference
 // by a Bound that aliases (a Runner without CUDA graphs).
-func (b *Bound) Update(args []interp.Value) error {
+func (b *Bound) Update(args []interp.Value) error { return b.update(args, nil) }
+
+// update is Update, with the graph to replay picked by where the donated
+// arguments are (pickGraph): those a twin graph reads in place are not
+// copied.
+func (b *Bound) update(args []interp.Value, donated []bool) error {
 	if len(args) != len(b.args) {
 		return fmt.Errorf("@%s takes %d arguments, got %d", b.plan.name, len(b.args), len(args))
 	}
+	inPlace := b.pickGraph(args, donated)
 	for i, a := range args {
 		bv := b.args[i]
 		if bv.b == nil {
@@ -263,6 +317,9 @@ func (b *Bound) Update(args []interp.Value) error {
 		if a.ElemType() != bv.b.elem || !slices.Equal(a.Shape(), bv.b.shape) {
 			return fmt.Errorf("@%s argument %d: %v×%v does not match the bound %v×%v", b.plan.name, i,
 				a.Shape(), a.ElemType(), bv.b.shape, bv.b.elem)
+		}
+		if i < len(inPlace) && inPlace[i] {
+			continue
 		}
 		if err := b.bind(i, a); err != nil {
 			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
@@ -364,8 +421,9 @@ func signature(args []interp.Value, scalar []bool) string {
 }
 
 // entry returns the prepared Bound of args' signature, preparing (and
-// capturing) it on first use and updating its inputs afterwards.
-func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
+// capturing) it on first use and updating its inputs afterwards; donated
+// are RunDeviceDonating's.
+func (r *Runner) entry(args []interp.Value, donated []bool) (*runnerEntry, error) {
 	if r.scalar == nil {
 		pl, err := r.prog.plan(r.fn)
 		if err != nil {
@@ -381,12 +439,12 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 		return nil, fmt.Errorf("@%s takes %d arguments, got %d", r.fn, len(r.scalar), len(args))
 	}
 	if e := r.last; e != nil && e.matches(args, r.scalar) {
-		return e, e.b.Update(args)
+		return e, e.b.update(args, donated)
 	}
 	key := signature(args, r.scalar)
 	if e, ok := r.bound[key]; ok {
 		r.last = e
-		return e, e.b.Update(args)
+		return e, e.b.update(args, donated)
 	}
 	pl, err := r.prog.plan(r.fn)
 	if err != nil {
@@ -425,7 +483,7 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 func (r *Runner) Run(args []interp.Value) ([]interp.Value, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +526,7 @@ func (r *Runner) RunDevice(args []interp.Value) ([]interp.Value, error) {
 func (r *Runner) RunDeviceDonating(args []interp.Value, donated []bool) ([]interp.Value, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, donated)
 	if err != nil {
 		return nil, err
 	}
@@ -528,7 +586,7 @@ func (r *Runner) Graph(args []interp.Value) (GraphInfo, error) {
 func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -540,7 +598,7 @@ func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 func (r *Runner) WallTime(args []interp.Value, iters int) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -326,8 +326,12 @@ type Bound struct {
 
 	state   runState
 	results []slotValue
-	// graph is the CUDA graph Launch replays, once Capture succeeded.
-	graph *capturedGraph
+	// graph is the CUDA graph Capture recorded, with the arguments in
+	// the Bound's buffers; cur is the one Launch replays: graph, or one
+	// of twins, which read fed-back arguments where the previous replay
+	// wrote them (twin.go).
+	graph, cur *capturedGraph
+	twins      *twinGraphs
 	// held are the plan allocations the last results keep alive.
 	held []*allocation
 }
@@ -515,14 +519,15 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 // the kernels. The results of the previous Launch are released.
 func (b *Bound) Launch() error {
 	p := b.rt.prof.Load()
-	if b.graph != nil {
-		if err := b.graph.reclaim(); err != nil {
+	if g := b.cur; g != nil {
+		if err := g.pool.reclaim(); err != nil {
 			return fmt.Errorf("@%s: %w", b.plan.name, err)
 		}
+		b.results = g.results
 		if p != nil {
-			return p.timed(b.rt.cuda, profileKey{b.plan, -1}, &b.state, b.graph.exec.launch)
+			return p.timed(b.rt.cuda, profileKey{b.plan, -1}, &b.state, g.exec.launch)
 		}
-		return b.graph.exec.launch()
+		return g.exec.launch()
 	}
 	if err := b.release(); err != nil {
 		return err
@@ -660,8 +665,8 @@ func (b *Bound) writeBack(args []interp.Value) error {
 func (b *Bound) Free() error {
 	errs := []error{b.release()}
 	if b.graph != nil {
-		errs = append(errs, b.graph.destroy(b.rt))
-		b.graph, b.results = nil, nil
+		errs = append(errs, b.destroyGraphs())
+		b.graph, b.cur, b.twins, b.results = nil, nil, nil, nil
 	}
 	for _, m := range b.own {
 		if m != nil && !m.freed {
@@ -684,7 +689,7 @@ type runState struct {
 	// stream receives the launches (nil: the default stream); pool, when
 	// set, serves the allocations of a run being captured.
 	stream *cuda.Stream
-	pool   *staticPool
+	pool   poolAlloc
 }
 
 // reset prepares the state for a new run, reusing its memory.
