@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
@@ -453,12 +454,24 @@ func TestRunnerDonation(t *testing.T) {
 // every result matches the interpreter, and closing the Runner leaves no
 // memory once the last result is released.
 func TestTwinGraphs(t *testing.T) {
-	p := compileFile(t, "vadd.mlir")
 	d := newFake()
 	d.graphs = true
-	rt := newRuntime(d)
+	checkTwinGraphs(t, newRuntime(d), 17)
+	if d.replays != 9 {
+		t.Errorf("%d replays for 9 calls", d.replays)
+	}
+}
+
+// TestGPUTwinGraphs is TestTwinGraphs on the GPU, on fresh random data.
+func TestGPUTwinGraphs(t *testing.T) {
+	checkTwinGraphs(t, openGPU(t), uint64(time.Now().UnixNano()))
+}
+
+// checkTwinGraphs runs TestTwinGraphs's loop on rt.
+func checkTwinGraphs(t *testing.T, rt *Runtime, seed uint64) {
+	p := compileFile(t, "vadd.mlir")
 	r := NewRunner(p, rt, "main", true)
-	rng := rand.New(rand.NewPCG(17, 18))
+	rng := rand.New(rand.NewPCG(seed, 18))
 	upload := func() *Array {
 		a, err := rt.Upload(randomF32(t, rng, 300, 1))
 		if err != nil {
@@ -509,9 +522,6 @@ func TestTwinGraphs(t *testing.T) {
 		if pools[i] != wantPools[i] {
 			t.Errorf("call %d wrote pool %p, want %p (first capture's %p, twin's %p)", i, pools[i], wantPools[i], a, tb)
 		}
-	}
-	if d.replays != 9 {
-		t.Errorf("%d replays for 9 calls", d.replays)
 	}
 	if err := state.Release(); err != nil {
 		t.Fatal(err)
