@@ -50,6 +50,9 @@ type indexNarrowing struct {
 	// variable: a grid-stride loop over a flattened space of P·Y points
 	// divides by Y and gets a quotient below P (see quotientBound).
 	ub map[*ir.Value]*ir.Value
+	// guards caches the bounds each loop.if's condition puts on the
+	// values it compares, inside its then-region (guarded).
+	guards map[*ir.Operation]map[*ir.Value]span
 }
 
 // narrowableOps are the integer ops retyped to i32, with their ranges.
@@ -476,7 +479,7 @@ func (a *indexNarrowing) analyze(kernel *ir.Operation, block, grid int64) bool {
 // resultSpan returns the range of the index result of o and whether it is
 // a root.
 func (a *indexNarrowing) resultSpan(o *ir.Operation, block, grid int64) (span, bool, bool) {
-	operand := func(i int) (span, bool) { s, ok := a.rng[o.Operand(i)]; return s, ok }
+	operand := func(i int) (span, bool) { return a.at(o.Operand(i), o) }
 	switch o.Name() {
 	case arith.OpConstant:
 		c, ok := staticInt(o.Result(0))
@@ -521,6 +524,161 @@ func (a *indexNarrowing) resultSpan(o *ir.Operation, block, grid int64) (span, b
 		}
 	}
 	return s, false, ok
+}
+
+// Guarded ranges. A padded or dilated view reads its source at x - p (or
+// (x - p) / s) only where the conditions of the loop.if around the read
+// hold: x - p may be negative in the kernel as a whole (its range), but
+// not where the division reads it, and a division of a negative index
+// would differ between 32 and 64 bits. Inside the then-region of a
+// loop.if whose condition is a conjunction of comparisons of index values
+// with constants, those values are bounded, and so are the values the
+// region reads that were computed from them outside it (re-evaluated
+// through the narrowable ops, guardDepth deep).
+
+// guardDepth bounds the ops re-evaluated under a guard's bounds, from a
+// value the region reads back to the values its condition bounds.
+const guardDepth = 6
+
+// unbounded is the bound of a side a comparison leaves open.
+const unbounded = int64(1) << 62
+
+// at returns the range of v where user reads it: its range, narrowed by
+// the conditions of the loop.if ops whose then-regions hold user.
+func (a *indexNarrowing) at(v *ir.Value, user *ir.Operation) (span, bool) {
+	s, ok := a.rng[v]
+	if !ok {
+		return s, false
+	}
+	bounds := a.guarded(user)
+	if len(bounds) == 0 {
+		return s, true
+	}
+	return a.eval(v, bounds, guardDepth), true
+}
+
+// eval returns v's range under bounds: its own bound, or the range of its
+// defining op over its operands' ranges under bounds; never wider than
+// its range, and its range when the bounds leave none (an unreachable
+// region).
+func (a *indexNarrowing) eval(v *ir.Value, bounds map[*ir.Value]span, depth int) span {
+	s := a.rng[v]
+	r, ok := bounds[v]
+	if !ok && depth > 0 {
+		d := v.DefiningOp()
+		f := narrowableOps[opName(d)]
+		if f == nil || d.NumOperands() != 2 || !a.has(d.Operand(0)) || !a.has(d.Operand(1)) {
+			return s
+		}
+		if r, ok = f(a.eval(d.Operand(0), bounds, depth-1), a.eval(d.Operand(1), bounds, depth-1)); !ok {
+			return s
+		}
+	}
+	if !ok {
+		return s
+	}
+	if n := (span{max(s.lo, r.lo), min(s.hi, r.hi)}); n.lo <= n.hi {
+		return n
+	}
+	return s
+}
+
+// opName is op's name, "" for nil (a block argument's defining op).
+func opName(op *ir.Operation) string {
+	if op == nil {
+		return ""
+	}
+	return op.Name()
+}
+
+// guarded returns the bounds the conditions of the loop.if ops whose
+// then-regions hold op put on index values (nil when none).
+func (a *indexNarrowing) guarded(op *ir.Operation) map[*ir.Value]span {
+	var out map[*ir.Value]span
+	for cur := op; cur != nil; cur = cur.ParentOp() {
+		p := cur.ParentOp()
+		if p == nil || p.Name() != loop.IfOp || cur.ParentRegion() != p.Region(0) {
+			continue
+		}
+		g, ok := a.guards[p]
+		if !ok {
+			g = map[*ir.Value]span{}
+			a.condBounds(p.Operand(0), g)
+			if a.guards == nil {
+				a.guards = map[*ir.Operation]map[*ir.Value]span{}
+			}
+			a.guards[p] = g
+		}
+		for v, b := range g {
+			if out == nil {
+				out = map[*ir.Value]span{}
+			}
+			if o, ok := out[v]; ok {
+				b = span{max(o.lo, b.lo), min(o.hi, b.hi)}
+			}
+			out[v] = b
+		}
+	}
+	return out
+}
+
+// condBounds adds to g the bounds that condition c being true puts on
+// index values: c a comparison of an index value with a constant, or a
+// conjunction (arith.andi of i1) of such conditions.
+func (a *indexNarrowing) condBounds(c *ir.Value, g map[*ir.Value]span) {
+	d := c.DefiningOp()
+	switch opName(d) {
+	case arith.OpAndI:
+		if c.Type() == ir.I1 {
+			a.condBounds(d.Operand(0), g)
+			a.condBounds(d.Operand(1), g)
+		}
+		return
+	case arith.OpCmpI:
+	default:
+		return
+	}
+	p, ok := d.Properties().Get("predicate").(ir.IntegerAttr)
+	if !ok || d.Operand(0).Type() != ir.Index {
+		return
+	}
+	pred, x, y := arith.CmpIPredicate(p.Value), d.Operand(0), d.Operand(1)
+	k, ok := staticInt(y)
+	if !ok {
+		if k, ok = staticInt(x); !ok {
+			return
+		}
+		pred, x = pred.Swapped(), y
+	}
+	var b span
+	switch pred {
+	case arith.CmpIEQ:
+		b = span{k, k}
+	case arith.CmpISGE:
+		b = span{k, unbounded}
+	case arith.CmpISGT:
+		b = span{k + 1, unbounded}
+	case arith.CmpISLE:
+		b = span{-unbounded, k}
+	case arith.CmpISLT:
+		b = span{-unbounded, k - 1}
+	case arith.CmpIULT: // a negative x is above any non-negative k unsigned
+		if k < 1 {
+			return
+		}
+		b = span{0, k - 1}
+	case arith.CmpIULE:
+		if k < 0 {
+			return
+		}
+		b = span{0, k}
+	default:
+		return
+	}
+	if o, ok := g[x]; ok {
+		b = span{max(o.lo, b.lo), min(o.hi, b.hi)}
+	}
+	g[x] = b
 }
 
 // quotientBound bounds x / y from above when x is a loop induction

@@ -45,6 +45,65 @@ var index32Programs = []struct{ name, text string }{
   return %1 : tensor<67108864xf32>
 }`},
 	{"bias_add", biasAdd(4096, 1000)},
+	{"maxpool_grad", maxPoolGradTaps(64, 64, 56)},
+}
+
+// maxPoolGradTaps is two taps of the data gradient of a 3×3 max pool of
+// stride 2 and padding 1 over [n, c, 2h, 2h] (ResNet-50's stem at h = 56,
+// as autodiff writes it): each tap's [n, c, h, h] gradient dilated by the
+// stride (a reshape, a pad of the inserted axis, a slice), padded to the
+// padded input at the tap's offset, summed, and the padding sliced off.
+// The kernel reads a tap's gradient at (x - p) / 2 only where x >= p: the
+// index is negative elsewhere, which 32-bit arithmetic may read only
+// under the loop.if guards.
+func maxPoolGradTaps(n, c, h int64) string {
+	t := func(dims ...int64) string {
+		s := "tensor<"
+		for _, d := range dims {
+			s += fmt.Sprintf("%dx", d)
+		}
+		return s + "bf16>"
+	}
+	h2, p := 2*h, 2*h+2
+	var b strings.Builder
+	fmt.Fprintf(&b, "func.func @main(%%a: %s, %%b: %s) -> %s {\n", t(n, c, h, h), t(n, c, h, h), t(n, c, h2, h2))
+	for i, tap := range []struct {
+		arg    string
+		lo, hi [2]int64
+	}{{"a", [2]int64{2, 2}, [2]int64{1, 1}}, {"b", [2]int64{2, 1}, [2]int64{1, 2}}} {
+		v := func(k int) string { return fmt.Sprintf("%%t%d_%d", i, k) }
+		fmt.Fprintf(&b, "  %s = \"graph.reshape\"(%%%s) <{shape = [%d, %d, %d, 1, %d]}> : (%s) -> %s\n", v(0), tap.arg, n, c, h, h, t(n, c, h, h), t(n, c, h, 1, h))
+		fmt.Fprintf(&b, "  %s = \"graph.pad\"(%s) <{high = [0, 0, 0, 1, 0], low = [0, 0, 0, 0, 0]}> : (%s) -> %s\n", v(1), v(0), t(n, c, h, 1, h), t(n, c, h, 2, h))
+		fmt.Fprintf(&b, "  %s = \"graph.reshape\"(%s) <{shape = [%d, %d, %d, %d]}> : (%s) -> %s\n", v(2), v(1), n, c, h2, h, t(n, c, h, 2, h), t(n, c, h2, h))
+		fmt.Fprintf(&b, "  %s = \"graph.slice\"(%s) <{limits = [%d, %d, %d, %d], starts = [0, 0, 0, 0], strides = [1, 1, 1, 1]}> : (%s) -> %s\n", v(3), v(2), n, c, h2-1, h, t(n, c, h2, h), t(n, c, h2-1, h))
+		fmt.Fprintf(&b, "  %s = \"graph.reshape\"(%s) <{shape = [%d, %d, %d, %d, 1]}> : (%s) -> %s\n", v(4), v(3), n, c, h2-1, h, t(n, c, h2-1, h), t(n, c, h2-1, h, 1))
+		fmt.Fprintf(&b, "  %s = \"graph.pad\"(%s) <{high = [0, 0, 0, 0, 1], low = [0, 0, 0, 0, 0]}> : (%s) -> %s\n", v(5), v(4), t(n, c, h2-1, h, 1), t(n, c, h2-1, h, 2))
+		fmt.Fprintf(&b, "  %s = \"graph.reshape\"(%s) <{shape = [%d, %d, %d, %d]}> : (%s) -> %s\n", v(6), v(5), n, c, h2-1, h2, t(n, c, h2-1, h, 2), t(n, c, h2-1, h2))
+		fmt.Fprintf(&b, "  %s = \"graph.slice\"(%s) <{limits = [%d, %d, %d, %d], starts = [0, 0, 0, 0], strides = [1, 1, 1, 1]}> : (%s) -> %s\n", v(7), v(6), n, c, h2-1, h2-1, t(n, c, h2-1, h2), t(n, c, h2-1, h2-1))
+		fmt.Fprintf(&b, "  %s = \"graph.pad\"(%s) <{high = [0, 0, %d, %d], low = [0, 0, %d, %d]}> : (%s) -> %s\n", v(8), v(7), tap.hi[0], tap.hi[1], tap.lo[0], tap.lo[1], t(n, c, h2-1, h2-1), t(n, c, p, p))
+	}
+	fmt.Fprintf(&b, "  %%sum = \"graph.add\"(%%t0_8, %%t1_8) : (%s, %s) -> %s\n", t(n, c, p, p), t(n, c, p, p), t(n, c, p, p))
+	fmt.Fprintf(&b, "  %%r = \"graph.slice\"(%%sum) <{limits = [%d, %d, %d, %d], starts = [0, 0, 1, 1], strides = [1, 1, 1, 1]}> : (%s) -> %s\n", n, c, p-1, p-1, t(n, c, p, p), t(n, c, h2, h2))
+	fmt.Fprintf(&b, "  return %%r : %s\n}\n", t(n, c, h2, h2))
+	return b.String()
+}
+
+// TestIndex32GuardedReads checks the narrowed max-pool gradient in the
+// interpreter (a small size, every thread): the taps' indices are
+// negative outside their guards, so 32-bit arithmetic is exact only
+// where the loop.if conditions hold.
+func TestIndex32GuardedReads(t *testing.T) {
+	src := maxPoolGradTaps(2, 3, 5)
+	if err := passtest.CheckSemantics(&passtest.Program{Func: "main", Source: src}, "builtin.module(lower-to-loop,convert-loop-to-gpu{index-bits=32},canonicalize,cse)", 2); err != nil {
+		t.Fatal(err)
+	}
+	m := lowerGraph(t, src, "builtin.module(lower-to-loop,convert-loop-to-gpu{index-bits=32},canonicalize,cse)")
+	m.Walk(func(o *ir.Operation) bool {
+		if (o.Name() == "arith.remui" || o.Name() == "arith.divui" || o.Name() == "arith.shrui") && o.Result(0).Type() != ir.I32 {
+			t.Errorf("index arithmetic left in 64 bits: %s", o)
+		}
+		return true
+	})
 }
 
 // biasAdd is x + b over rows × cols, b broadcast over the rows.
