@@ -106,6 +106,9 @@ func gpt2DynamicFlops() int64 {
 type timing struct {
 	iters, profile int
 	profiled       *[]exec.ProfileEntry
+	// log, when set, gets the number of Go collections the timed calls
+	// ran (the executor starts them by the device memory handed out).
+	log io.Writer
 }
 
 // with returns tm timing iters calls.
@@ -130,6 +133,7 @@ func (tm timing) calls(call func() error) (float64, error) {
 		return 0, err
 	}
 	var ms []float64
+	gc0 := gcCycles()
 	for range tm.iters {
 		t0 := time.Now()
 		if err := call(); err != nil {
@@ -139,6 +143,9 @@ func (tm timing) calls(call func() error) (float64, error) {
 			return 0, err
 		}
 		ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
+	}
+	if tm.log != nil {
+		fmt.Fprintf(tm.log, "  %d Go collections in %d timed calls\n", gcCycles()-gc0, tm.iters)
 	}
 	sort.Float64s(ms)
 	if tm.profile > 0 && len(*tm.profiled) == 0 { // a row's first timed calls only
@@ -811,7 +818,7 @@ func RunModels(dir string, only []string, s Size, backend string, iters, profile
 		man.Order = append(man.Order, row.Name)
 		t0 := time.Now()
 		var profiled []exec.ProfileEntry
-		in, out, sm, err := row.run(s, opts, timing{iters: iters, profile: profile, profiled: &profiled}, log)
+		in, out, sm, err := row.run(s, opts, timing{iters: iters, profile: profile, profiled: &profiled, log: log}, log)
 		if err == nil && len(profiled) > 0 {
 			fmt.Fprintf(log, "%s: device profile of one call (%d calls averaged):\n%s", row.Name, profile, exec.FormatProfile(profiled, 30))
 			err = os.WriteFile(filepath.Join(dir, row.Name+".profile.txt"), []byte(exec.FormatProfile(profiled, 0)), 0o644)

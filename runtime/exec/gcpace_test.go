@@ -69,3 +69,40 @@ func TestCollectionsPacedByDeviceMemory(t *testing.T) {
 		t.Errorf("%d collections started after 16 MiB, bound 4 MiB: want 1 to 4", n)
 	}
 }
+
+// TestPlanFreesStartNoCollections: what a plan frees itself (vadd.mlir's
+// temporary at the end of each launch, the last launch's result when the
+// next one releases it) is not memory the collector must find, so
+// launches that free all they allocate start no collection; results
+// handed out as Arrays still count.
+func TestPlanFreesStartNoCollections(t *testing.T) {
+	rt := newRuntime(newFake())
+	rt.gcEveryBytes = 8 << 20 // above the arguments and one launch's allocations
+	p := compileFile(t, "vadd.mlir")
+	v := mib(t)
+	b, err := p.Prepare(rt, "main", []interp.Value{v, v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	for range 20 { // 2 MiB a launch: the result and the temporary
+		if err := b.Launch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rt.gcStarted.Load(); n != 0 {
+		t.Errorf("%d collections started by 20 launches that free what they allocate", n)
+	}
+	r := NewRunner(p, rt, "main", false)
+	var keep []interp.Value
+	for range 16 { // 1 MiB an Array
+		res, err := r.RunDevice([]interp.Value{v, v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, res...)
+	}
+	if n := rt.gcStarted.Load(); n < 1 {
+		t.Errorf("no collection started after 16 MiB of result Arrays, bound 8 MiB")
+	}
+}

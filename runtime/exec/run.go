@@ -597,6 +597,7 @@ func (b *Bound) release() error {
 	for _, m := range b.held {
 		if !m.freed {
 			m.freed = true
+			b.rt.freed(m.bytes)
 			errs = append(errs, b.rt.alloc.Free(m.ptr))
 		}
 	}
@@ -734,6 +735,7 @@ func (r *runState) free(m *allocation) error {
 		r.pool.free(m)
 		return nil
 	}
+	r.rt.freed(m.bytes)
 	return r.rt.alloc.Free(m.ptr)
 }
 
