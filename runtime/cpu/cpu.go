@@ -914,7 +914,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	words := make([]uint64, 0, 2*len(k.Args)+1)
 	var scratch []byte
-	var panels, rowBlocks, bItems, packWork, batches int64
+	var panels, rowBlocks, packItems, packWork, batches int64
 	if k.Matmul {
 		kk := r.intValue(k.MatmulK)
 		if kk < 0 {
@@ -941,12 +941,8 @@ func (r *run) launch(k *target.Kernel) error {
 		cols := int64(k.MatmulCols)
 		panels = (n + cols - 1) / cols
 		rowBlocks = (rows + int64(k.MatmulRows) - 1) / int64(k.MatmulRows)
-		packWork = 4 * kk * max(cols, int64(k.MatmulRows))
-		bItems = panels
-		if pk := int64(k.MatmulPackK); pk > 0 {
-			bItems = (kk + pk - 1) / pk
-			packWork = 4 * max(kk*int64(k.MatmulRows), pk*panels*cols)
-		}
+		packItems = (kk + target.MatmulPackK - 1) / target.MatmulPackK
+		packWork = 4 * target.MatmulPackK * (panels*cols + rowBlocks*int64(k.MatmulRows))
 		kc := int64(r.p.MatmulKC)
 		if kc <= 0 {
 			kc = target.MatmulKC
@@ -1005,7 +1001,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	args := uintptr(unsafe.Pointer(&words[0]))
 	if k.Matmul {
-		r.p.parallel(r.p.packs[k], args, batches*(bItems+rowBlocks), packWork)
+		r.p.parallel(r.p.packs[k], args, batches*packItems, packWork)
 		r.p.parallel(fn, args, total, 4*int64(k.MatmulCols)*int64(k.MatmulRows)*max(1, r.intValue(k.MatmulK)))
 	} else {
 		r.p.parallel(fn, args, total, k.Work)

@@ -295,33 +295,29 @@ func (k *kt) setRow(m *mmMatch, row value.Value) {
 	k.vals[m.i] = k.cur.NewSRem(row, rows)
 }
 
-// MatmulPackK is how many rows of k one item of a matmul's pack kernel
-// copies of a B indexed [b…, k, j]: the row block's part of every panel,
-// reading each row of B front to back (a panel at a time, B's rows are
-// N elements apart: one cache line a row, a page apart once N ≥ 1024,
-// which the hardware prefetcher does not follow).
+// MatmulPackK is how many steps of k one item of a matmul's pack kernel
+// copies, of B and of A, so that every item moves about as many bytes
+// (with items of whole panels and whole row blocks, the split of the
+// pack among the cores ended unevenly when M and N differ).
 const MatmulPackK = 16
 
-// pack emits the pack kernel: items [lo, hi) of nb × (Q + R), for each
-// batch its Q items of B, then its R row blocks of A. B is packed into P
-// panels: panel p is K rows of NR consecutive columns (zero past N),
-// contiguous at p·K·NR in the batch's part of scratch. A B indexed
-// [b…, k, j] is packed by blocks of MatmulPackK rows of k (Q = ⌈K /
-// MatmulPackK⌉; each item fills those rows of every panel), a transposed
-// one panel by panel (Q = P). Row block b is MR rows of A (past M: the
-// last row again), k-major at P·K·NR + b·K·MR, so that the micro-kernel
-// reads its MR elements of a k together. An operand whose elements along
-// k are contiguous (A, or B transposed) is copied a cache line of k at a
-// time for each row or column, so that rows a page apart (one L1 set) are
-// each read once.
+// pack emits the pack kernel: items [lo, hi) of nb × ⌈K / MatmulPackK⌉,
+// for each batch its blocks of MatmulPackK steps of k, each filling
+// those steps of every panel of B and every row block of A. Panel p is K
+// rows of NR consecutive columns of B (zero past N), contiguous at
+// p·K·NR in the batch's part of scratch; row block b is MR rows of A
+// (past M: the last row again), k-major at P·K·NR + b·K·MR, so that the
+// micro-kernel reads its MR elements of a k together. A B indexed
+// [b…, k, j] is copied a row of k at a time across its panels, reading
+// each row front to back (panel by panel, one row's 64 bytes lie a page
+// from the next row's once N ≥ 1024, which the hardware prefetcher does
+// not follow); an operand whose elements are contiguous along k (A, or B
+// transposed) a cache line of k at a time for each row or column, so that
+// rows a page apart (one L1 set) are each read once.
 func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 	s := k.matmulSizes(m)
 	nr, mr := int64(m.cols()), int64(m.mr)
-	bItems := s.panels
-	if !m.bTrans {
-		bItems = k.cur.NewSDiv(k.cur.NewAdd(s.kk, i64(MatmulPackK-1)), i64(MatmulPackK))
-	}
-	items := k.cur.NewAdd(bItems, s.blocks)
+	items := k.cur.NewSDiv(k.cur.NewAdd(s.kk, i64(MatmulPackK-1)), i64(MatmulPackK))
 	mLast := k.cur.NewSub(s.rows, i64(1))
 	line := 64 / elemBytes(m.elem)
 	zero := constant.NewFloat(m.elem.(*types.FloatType), 0)
@@ -332,30 +328,30 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			k.setBatch(m, bb)
 		}
 		base := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
-		isB := k.cur.NewICmp(enum.IPredSLT, it, bItems)
-		packB, packA, done := k.newBlock("packb"), k.newBlock("packa"), k.newBlock("packed")
-		k.cur.NewCondBr(isB, packB, packA)
-		k.cur = packB
+		k0 := k.cur.NewMul(it, i64(MatmulPackK))
+		var k1 value.Value = k.cur.NewAdd(k0, i64(MatmulPackK))
+		k1 = k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, k1, s.kk), k1, s.kk)
+		panelAt := func(p value.Value) value.Value {
+			return k.cur.NewGetElementPtr(m.elem, base, k.cur.NewMul(k.cur.NewMul(p, s.kk), i64(nr)))
+		}
 		if m.bTrans {
-			p := it
-			panel := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewMul(k.cur.NewMul(p, s.kk), i64(nr)))
-			j0 := k.cur.NewMul(p, i64(nr))
-			ncols := k.cur.NewSub(s.n, j0)
-			if err := k.packAlongK(m, m.b, m.bFrom, m.bIdx, panel, nr, s.kk, line, func(c value.Value) value.Value {
-				in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
-				k.vals[m.j] = k.cur.NewSelect(in, k.cur.NewAdd(j0, c), i64(0))
-				return in
-			}, zero); err != nil {
+			_, err := k.loop(i64(0), s.panels, i64(1), nil, vecAny, func(p value.Value, _ []value.Value) ([]value.Value, error) {
+				j0 := k.cur.NewMul(p, i64(nr))
+				ncols := k.cur.NewSub(s.n, j0)
+				return nil, k.packAlongK(m, m.b, m.bFrom, m.bIdx, panelAt(p), nr, k0, k1, line, func(c value.Value) value.Value {
+					in := k.cur.NewICmp(enum.IPredSLT, c, ncols)
+					k.vals[m.j] = k.cur.NewSelect(in, k.cur.NewAdd(j0, c), i64(0))
+					return in
+				}, zero)
+			})
+			if err != nil {
 				return nil, err
 			}
 		} else {
-			k0 := k.cur.NewMul(it, i64(MatmulPackK))
-			var k1 value.Value = k.cur.NewAdd(k0, i64(MatmulPackK))
-			k1 = k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, k1, s.kk), k1, s.kk)
 			// copyRows copies rows [k0, k1) of panel p; tail pads the
 			// columns past N with zeros.
 			copyRows := func(p value.Value, tail bool) error {
-				panel := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewMul(k.cur.NewMul(p, s.kk), i64(nr)))
+				panel := panelAt(p)
 				j0 := k.cur.NewMul(p, i64(nr))
 				ncols := k.cur.NewSub(s.n, j0)
 				_, err := k.loop(k0, k1, i64(1), nil, vecAny, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
@@ -399,24 +395,22 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			k.cur.NewBr(after)
 			k.enter(after)
 		}
-		k.cur.NewBr(done)
-		k.enter(packA)
-		b := k.cur.NewSub(it, bItems)
-		ablock := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewAdd(k.cur.NewMul(k.cur.NewMul(s.panels, s.kk), i64(nr)), k.cur.NewMul(k.cur.NewMul(b, s.kk), i64(mr))))
-		rowOf := func(r value.Value) {
-			row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
-			k.setRow(m, k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast))
-		}
-		if !m.aTrans {
-			if err := k.packAlongK(m, m.a, m.aFrom, m.aIdx, ablock, mr, s.kk, line, func(r value.Value) value.Value {
-				rowOf(r)
-				return nil
-			}, zero); err != nil {
-				return nil, err
+		// Then the same steps of k of every row block of A.
+		aStart := k.cur.NewMul(k.cur.NewMul(s.panels, s.kk), i64(nr))
+		_, err := k.loop(i64(0), s.blocks, i64(1), nil, vecAny, func(b value.Value, _ []value.Value) ([]value.Value, error) {
+			ablock := k.cur.NewGetElementPtr(m.elem, base, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(b, s.kk), i64(mr))))
+			rowOf := func(r value.Value) {
+				row := k.cur.NewAdd(k.cur.NewMul(b, i64(mr)), r)
+				k.setRow(m, k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, row, mLast), row, mLast))
 			}
-		} else {
+			if !m.aTrans {
+				return nil, k.packAlongK(m, m.a, m.aFrom, m.aIdx, ablock, mr, k0, k1, line, func(r value.Value) value.Value {
+					rowOf(r)
+					return nil
+				}, zero)
+			}
 			// A[…, k, i]: the MR rows of a k are (mostly) consecutive.
-			_, err := k.loop(i64(0), s.kk, i64(1), nil, vecAny, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
+			_, err := k.loop(k0, k1, i64(1), nil, vecAny, func(kv value.Value, _ []value.Value) ([]value.Value, error) {
 				_, err := k.loop(i64(0), i64(mr), i64(1), nil, vecAny, func(r value.Value, _ []value.Value) ([]value.Value, error) {
 					rowOf(r)
 					k.vals[m.kIV] = kv
@@ -431,27 +425,24 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 				})
 				return nil, err
 			})
-			if err != nil {
-				return nil, err
-			}
-		}
-		k.cur.NewBr(done)
-		k.enter(done)
-		return nil, nil
+			return nil, err
+		})
+		return nil, err
 	})
 	return err
 }
 
-// packAlongK packs an operand whose elements are contiguous along k into
-// width interleaved lanes of dst (dst[k·width + lane]): a cache line of k
-// at a time, for each lane, sets the induction variables of the lane
-// (bind; it returns a condition that the lane is inside the operand, or
-// nil for always) and copies that lane's run of k (zeros outside). The
-// loops stay scalar: vectorized across the lanes they become gathers,
-// which cost Zen 4 about four times the scalar loads' time.
-func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value, dst value.Value, width int64, kk value.Value, line int64, bind func(lane value.Value) value.Value, zero value.Value) error {
-	_, err := k.loop(i64(0), kk, i64(line), nil, vecAny, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
-		left := k.cur.NewSub(kk, kc)
+// packAlongK packs steps [k0, k1) of an operand whose elements are
+// contiguous along k into width interleaved lanes of dst (dst[k·width +
+// lane]): a cache line of k at a time, for each lane, sets the induction
+// variables of the lane (bind; it returns a condition that the lane is
+// inside the operand, or nil for always) and copies that lane's run of k
+// (zeros outside). The loops stay scalar: vectorized across the lanes
+// they become gathers, which cost Zen 4 about four times the scalar
+// loads' time.
+func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value, dst value.Value, width int64, k0, k1 value.Value, line int64, bind func(lane value.Value) value.Value, zero value.Value) error {
+	_, err := k.loop(k0, k1, i64(line), nil, vecAny, func(kc value.Value, _ []value.Value) ([]value.Value, error) {
+		left := k.cur.NewSub(k1, kc)
 		kn := k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, left, i64(line)), left, i64(line))
 		_, err := k.loop(i64(0), i64(width), i64(1), nil, vecOff, func(lane value.Value, _ []value.Value) ([]value.Value, error) {
 			in := bind(lane)

@@ -67,9 +67,8 @@ type Kernel struct {
 	// The first word is a scratch buffer of batches · (P·MatmulCols +
 	// R·MatmulRows)·K elements of MatmulElemBytes bytes (P panels, R row
 	// blocks, a batch's share contiguous), which Name+"_pack" fills before
-	// Name runs (its range: for each batch, the Q items of B, then the R
-	// blocks of A, each packed k-major; Q is ⌈K / MatmulPackK⌉ blocks of
-	// k rows when MatmulPackK is set, else P, a panel each); when K exceeds KC (the third
+	// Name runs (its range: for each batch, ⌈K / MatmulPackK⌉ blocks of
+	// steps of k, each of every panel and row block); when K exceeds KC (the third
 	// word, at least 1: the k block, see MatmulKC), followed by
 	// MatmulRows·MatmulCols elements for each item of the range (its
 	// partial sums between k blocks).
@@ -85,7 +84,6 @@ type Kernel struct {
 	MatmulCols         int
 	MatmulRows         int
 	MatmulElemBytes    int
-	MatmulPackK        int
 	// Checked is set when the nest has loads or stores at indices
 	// computed from data: the kernel then takes, after the scratch words
 	// (if any), a pointer to FaultWords words, zero on entry, which hold
@@ -330,9 +328,6 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		kern.MatmulCols = mm.cols()
 		kern.MatmulRows = mm.mr
 		kern.MatmulElemBytes = int(elemBytes(mm.elem))
-		if !mm.bTrans {
-			kern.MatmulPackK = MatmulPackK
-		}
 		scratch = types.NewPointer(mm.elem)
 	}
 	f, lo, hi, err := k.begin(name, scratch, consts)
