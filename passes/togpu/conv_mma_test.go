@@ -78,7 +78,7 @@ func TestConvMMASemantics(t *testing.T) {
 			t.Parallel()
 			p := &passtest.Program{Func: "main", Source: tc.src}
 			pipeline := mmaPipeline(tile)
-			if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != 1 {
+			if got := mmaKernels(t, p, pipeline, 32*tile.ConvTile().Warps()); got != 1 {
 				t.Errorf("%d mma kernels, want 1", got)
 			}
 			if err := passtest.CheckSemantics(p, pipeline, int64(i+1)); err != nil {
@@ -214,7 +214,7 @@ func TestConvMMAProperty(t *testing.T) {
 		// to the SIMT mapping (unless another route, such as the 1×1 conv
 		// as a matmul, takes it): either count is right there.
 		ambiguous := n == 1 && o == 1
-		if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != want && !(ambiguous && got == 0) {
+		if got := mmaKernels(t, p, pipeline, 32*tile.ConvTile().Warps()); got != want && !(ambiguous && got == 0) {
 			rt.Fatalf("%d mma kernels, want %d:\n%s", got, want, src)
 		}
 		if err := passtest.CheckSemantics(p, pipeline, rapid.Int64().Draw(rt, "seed")); err != nil {
@@ -330,7 +330,7 @@ func TestConvMMAOverlapZeroTiles(t *testing.T) {
 		n++
 		t.Run(tile.String(), func(t *testing.T) {
 			p := &passtest.Program{Func: "main", Source: src}
-			if got := mmaKernels(t, p, mmaPipeline(tile), 32*tile.Warps()); got != 1 {
+			if got := mmaKernels(t, p, mmaPipeline(tile), 32*tile.ConvTile().Warps()); got != 1 {
 				t.Errorf("%d mma kernels, want 1", got)
 			}
 			if err := passtest.CheckSemantics(p, mmaPipeline(tile), 5); err != nil {

@@ -23,13 +23,20 @@ const MappingMMA = "mma"
 // With WGMMA the block's warpgroups (4 warps each) compute 64 × N rows of
 // the tile each with gpu.wgmma instead (gemm_wgmma.go; sm_90a only) and
 // WarpN is unused; with Overlap too, each k tile's product stays in
-// flight until the next one's is issued.
+// flight until the next one's is issued. With Specialized (and WGMMA) a
+// warpgroup after them only copies: the consumers and the
+// producer hand the stages over through mbarriers (gemm_ws.go); with
+// Persistent too, the grid has at most Persistent blocks, each looping
+// over output tiles, so that the producer copies the next tile while the
+// consumers store the last.
 type MMATile struct {
-	M, N, K int64
-	Stages  int64
-	WarpN   int64 // the warp tile's N: 32 or 64
-	WGMMA   bool
-	Overlap bool
+	M, N, K     int64
+	Stages      int64
+	WarpN       int64 // the warp tile's N: 32 or 64
+	WGMMA       bool
+	Overlap     bool
+	Specialized bool
+	Persistent  int64
 }
 
 // MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
@@ -64,6 +71,10 @@ var MMATiles = []MMATile{
 	// of blocks, so L2 bandwidth is not the bound either — and mm_bias_gelu
 	// 0.573 ms).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 2 warpgroups, 192 KiB, 160 / 158: 1 block an SM, 653 TFLOP/s, 0.493 ms
+	// 2 consumer warpgroups and a producer (gemm_ws.go), 192 KiB; and
+	// persistent on the 132 SMs of an H100 or H200.
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true},
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, Persistent: 132},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 96 / 94: 608 / 631 TFLOP/s, 0.494 / 0.480 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 96 / 92: 614 TFLOP/s, 0.490 ms
@@ -90,9 +101,17 @@ func (c Config) mmaTile() MMATile {
 }
 
 // String is the tile's name in the mma-tile option: MxNxK, s and the
-// stages, then g for WGMMA (go with Overlap), or w and the warp tile's N when it is not 32.
+// stages, then g for WGMMA (go with Overlap, ws with Specialized, wsp
+// and the grid with Persistent), or w and the warp tile's N when it is
+// not 32.
 func (t MMATile) String() string {
 	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
+	if t.Specialized && t.Persistent > 0 {
+		return s + fmt.Sprintf("wsp%d", t.Persistent)
+	}
+	if t.Specialized {
+		return s + "ws"
+	}
 	if t.Overlap {
 		return s + "go"
 	}
@@ -107,6 +126,9 @@ func (t MMATile) String() string {
 
 // Warps is the number of warps of a block.
 func (t MMATile) Warps() int64 {
+	if t.Specialized {
+		return 4*t.M/wgmmaTileM + 4
+	}
 	if t.WGMMA {
 		return 4 * t.M / wgmmaTileM
 	}
@@ -116,9 +138,35 @@ func (t MMATile) Warps() int64 {
 // threads is the number of threads of a block.
 func (t MMATile) threads() int64 { return 32 * t.Warps() }
 
+// copyThreads is the number of a block's threads that issue the copies:
+// the producer warpgroup's with Specialized, else all.
+func (t MMATile) copyThreads() int64 {
+	if t.Specialized {
+		return gpu.WarpgroupSize
+	}
+	return t.threads()
+}
+
 // SharedBytes is the shared memory of a block: every stage of both tiles
-// (dynamic shared memory above gpu.MaxStaticSharedBytes).
-func (t MMATile) SharedBytes() int64 { return t.Stages * (t.M + t.N) * t.K * mmaElemBytes }
+// and, with Specialized, the stages' mbarriers (dynamic shared memory
+// above gpu.MaxStaticSharedBytes).
+func (t MMATile) SharedBytes() int64 {
+	n := t.Stages * (t.M + t.N) * t.K * mmaElemBytes
+	if t.Specialized {
+		n += 8 * wsBarriers(t.Stages)
+	}
+	return n
+}
+
+// ConvTile is the tiling a convolution's kernel takes for t: t, but the
+// specialized tilings' copies are of matmul operands only, so a
+// convolution takes the same tile with one role a thread (Overlap).
+func (t MMATile) ConvTile() MMATile {
+	if t.Specialized {
+		t.Specialized, t.Persistent, t.Overlap = false, 0, true
+	}
+	return t
+}
 
 // ParseMMATile returns the tile of MMATiles named s.
 func ParseMMATile(s string) (MMATile, error) {

@@ -28,7 +28,11 @@ func (p *mma) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *
 	for _, e := range p.batch {
 		tiles = arith.Binary(b, arith.OpMulI, loc, tiles, arith.ConstantIndex(b, loc, e))
 	}
-	return arith.Binary(b, arith.OpMaxUI, loc, tiles, one)
+	grid := arith.Binary(b, arith.OpMaxUI, loc, tiles, one)
+	if p.tile.Persistent > 0 {
+		grid = arith.Binary(b, arith.OpMinUI, loc, grid, arith.ConstantIndex(b, loc, p.tile.Persistent))
+	}
+	return grid
 }
 
 // ix is offset arithmetic at one insertion point, in the kernel's offset
@@ -109,7 +113,8 @@ func (x ix) both2(a, b *ir.Value) *ir.Value {
 // tileLoad is one thread's share of filling a stage: per 16-byte chunk,
 // the loop-invariant parts of its addresses.
 type tileLoad struct {
-	dst    int64     // offset from the thread's first chunk in the stage
+	dst    int64     // offset from the thread's first chunk in the stage (xor'ed with xor)
+	xor    int64     // the swizzle's change from the first chunk's row (passes of fewer than 8 rows)
 	src    *ir.Value // global offset at k tile 0
 	k      *ir.Value // the chunk's first k at k tile 0
 	kStep  int64     // global offset per k tile
@@ -209,6 +214,9 @@ func (o *operand) copies(x ix, nb int, threads int64, tid, z, outerBase, outer *
 		src := x.add(base, x.add(x.mulc(grow, ld), x.mulc(c, 8)))
 		for q := range o.tile / rows {
 			l := tileLoad{dst: q * rows * o.tileK, src: x.addc(src, q*rows*ld), k: x.mulc(c, 8), kStep: o.tileK}
+			if rows < 8 && o.rowLen() != 32 {
+				l.xor = 8 * (q * rows % 8) // (as below)
+			}
 			if tail {
 				l.inside = x.lt(x.addc(grow, q*rows), outer)
 			}
@@ -220,6 +228,11 @@ func (o *operand) copies(x ix, nb int, threads int64, tid, z, outerBase, outer *
 	src := x.add(base, x.add(x.mulc(r, ld), gcol))
 	for q := range o.tileK / rows {
 		l := tileLoad{dst: q * rows * o.rowStride(), src: x.addc(src, q*rows*ld), k: x.addc(r, q*rows), kStep: o.tileK * ld}
+		if rows < 8 && o.rowLen() != 32 {
+			// Row r + q·rows (r < rows, a power of two) swizzles with
+			// r%8 xor (q·rows)%8: the chunk moves by that xor.
+			l.xor = 8 * (q * rows % 8)
+		}
 		if tail {
 			l.col, l.outer = gcol, outer
 		}
@@ -277,6 +290,7 @@ type gemmBlock struct {
 	rowTail, colTail    bool
 	sa, sb              *ir.Value // the stages of A's and B's tiles
 	numK                int64     // k tiles
+	tiles               *ir.Value // output tiles of every matrix of the batch
 	load                func(b *ir.Builder, kt *ir.Value, s int64Value, guard loadGuard)
 }
 
@@ -303,6 +317,18 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	if p.tile.threads() > 256 {
 		k.kernel.SetAttr("nvvm.maxntid", ir.Int(p.tile.threads(), ir.I64))
 	}
+	tl := p.tile
+	sa := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(tl.Stages*tl.M*tl.K, p.elem))
+	sb := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(tl.Stages*tl.K*tl.N, p.elem))
+	x := ix{b, loc, p.width}
+	return p.setupTile(k, b, sa, sb, x.from(gpu.BlockID(b, loc, "x")))
+}
+
+// setupTile is setup's part after the stages sa and sb, for output tile
+// bid (of every matrix of the batch, in the offset type): a persistent
+// kernel calls it for each of its tiles.
+func (p *mma) setupTile(k *kernelGen, b *ir.Builder, sa, sb, bid *ir.Value) gemmBlock {
+	loc := k.loc
 	x := ix{b, loc, p.width}
 	_, ubs, _, _, _ := loop.ParallelBounds(k.nest)
 	ubs = mapped(k.m, ubs)
@@ -310,18 +336,20 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	mRows, nCols := x.size(p.m, ubs[nb]), x.size(p.n, ubs[nb+1])
 	a, bm := k.m[p.a.mem], k.m[p.b.mem]
 	tl := p.tile
-	tileM, tileN, tileK, stages := tl.M, tl.N, tl.K, tl.Stages
-	sa := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(stages*tileM*tileK, p.elem))
-	sb := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(stages*tileK*tileN, p.elem))
+	tileM, tileN, tileK := tl.M, tl.N, tl.K
 	kTotal := x.c(p.k)
 	// Which checks the sizes make necessary.
 	rowTail := p.m == ir.Dynamic || p.m%tileM != 0
 	colTail := p.n == ir.Dynamic || p.n%tileN != 0
 	kTail := p.k%tileK != 0
 
-	tid, bid := x.from(gpu.ThreadID(b, loc, "x")), x.from(gpu.BlockID(b, loc, "x"))
+	tid := x.from(gpu.ThreadID(b, loc, "x"))
 	log2 := func(n int64) int64 { return int64(bits.TrailingZeros64(uint64(n))) }
 	tilesM, tilesN := x.shr(x.addc(mRows, tileM-1), log2(tileM)), x.shr(x.addc(nCols, tileN-1), log2(tileN))
+	tiles := x.mul(tilesM, tilesN)
+	for _, e := range p.batch {
+		tiles = x.mulc(tiles, e)
+	}
 	// The batch index z and the tile t of the matrix, then t in grouped
 	// order: groups of groupM tile rows, walked column by column.
 	t, z := bid, x.c(0)
@@ -339,13 +367,18 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 	colBase := x.mulc(x.div(in, gsz), tileN)
 	lane, warp := x.and(tid, 31), x.shr(tid, 5)
 
-	dstA, aLoads := p.a.copies(x, nb, tl.threads(), tid, z, rowBase, mRows, rowTail)
+	// The copying threads' own ids (the producer warpgroup's last).
+	ctid := tid
+	if tl.copyThreads() != tl.threads() {
+		ctid = x.sub(tid, x.c(tl.threads()-tl.copyThreads()))
+	}
+	dstA, aLoads := p.a.copies(x, nb, tl.copyThreads(), ctid, z, rowBase, mRows, rowTail)
 	var dstB *ir.Value
 	var bLoads []tileLoad
 	if p.conv != nil && !p.conv.direct {
-		dstB = p.conv.setup(x, &p.b, tl.threads(), tid, z, colBase, nCols)
+		dstB = p.conv.setup(x, &p.b, tl.copyThreads(), ctid, z, colBase, nCols)
 	} else {
-		dstB, bLoads = p.b.copies(x, nb, tl.threads(), tid, z, colBase, nCols, colTail)
+		dstB, bLoads = p.b.copies(x, nb, tl.copyThreads(), ctid, z, colBase, nCols, colTail)
 	}
 	zero32 := arith.ConstantInt(b, loc, 0, ir.I32)
 	zeroElem := arith.ConstantFloat(b, loc, 0, p.elem)
@@ -379,6 +412,7 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 				}
 				full := arith.ConstantInt(b, loc, 2*o.vec, ir.I32)
 				for _, l := range tile.loads {
+					dst := x.xorc(dst, l.xor)
 					src := x.add(l.src, x.mulc(kt, l.kStep))
 					for q := range 8 / o.vec {
 						off := q * o.vec
@@ -417,7 +451,7 @@ func (p *mma) setup(k *kernelGen, b *ir.Builder) gemmBlock {
 		gpu.CpAsyncCommit(b, loc)
 	}
 	return gemmBlock{x: x, tid: tid, lane: lane, warp: warp, z: z, rowBase: rowBase, colBase: colBase, mRows: mRows, nCols: nCols,
-		rowTail: rowTail, colTail: colTail, sa: sa, sb: sb, numK: numK, load: load}
+		rowTail: rowTail, colTail: colTail, sa: sa, sb: sb, numK: numK, tiles: tiles, load: load}
 }
 
 func (p *mma) emit(k *kernelGen, b *ir.Builder) error {

@@ -50,11 +50,18 @@ func (t MMATile) checkWGMMA() error {
 	case t.Stages < 2 || t.SharedBytes() > gpu.MaxSharedBytes:
 		return fmt.Errorf("mma tile %s: needs at least 2 stages in %d bytes of shared memory, has %d", t, gpu.MaxSharedBytes, t.SharedBytes())
 	}
+	if t.Persistent < 0 || (t.Persistent > 0 && !t.Specialized) {
+		return fmt.Errorf("mma tile %s: only a specialized tile may be persistent, on a positive number of blocks", t)
+	}
+	if t.Specialized && (t.Stages < 3 || t.Overlap) {
+		return fmt.Errorf("mma tile %s: a specialized tile needs at least 3 stages and no Overlap (its products are always in flight)", t)
+	}
 	for _, outer := range []int64{t.M, t.N} {
 		for _, l := range [][2]int64{{t.K, outer}, {outer, t.K}} {
 			chunks, rows := l[0]/8, l[1]
-			if per := t.threads() / chunks; per == 0 || per%8 != 0 || per > rows {
-				return fmt.Errorf("mma tile %s: %d threads cannot copy %d rows of %d chunks in whole passes of 8k rows", t, t.threads(), rows, chunks)
+			if per := t.copyThreads() / chunks; per == 0 || (per%8 != 0 && 8%per != 0) || per > rows {
+				return fmt.Errorf("mma tile %s: %d threads cannot copy %d rows of %d chunks in whole passes of 8k rows or 8/2^i rows",
+					t, t.copyThreads(), rows, chunks)
 			}
 		}
 	}
@@ -76,6 +83,9 @@ func (p *mma) emitWGMMA(k *kernelGen, b *ir.Builder) error {
 			return x.and(kt, stages-1)
 		}
 		return x.rem(kt, x.c(stages))
+	}
+	if tl.Specialized {
+		return p.emitWS(k, b, g, aWG, shape, stageOf)
 	}
 	if tl.Overlap {
 		return p.emitWGMMAOverlap(k, b, g, aWG, shape, stageOf)

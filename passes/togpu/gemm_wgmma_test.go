@@ -2,17 +2,23 @@ package togpu_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/targets/llvm"
 	"github.com/strata-ir/strata/targets/nvptx"
 )
@@ -54,7 +60,7 @@ func TestWGMMAGemmPTX(t *testing.T) {
 				// A k tile's 4 k16 steps, in the main loop and the loop
 				// of the last tiles (one loop with Overlap).
 				want, loops := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", tile.N), 2
-				if tile.Overlap {
+				if tile.Overlap || tile.Specialized {
 					loops = 1
 				}
 				if n := strings.Count(ptx, want); n != 4*loops {
@@ -74,6 +80,10 @@ func TestWGMMAGemmPTX(t *testing.T) {
 				}
 				if strings.Contains(string(out), "Performance Loss") {
 					t.Errorf("ptxas serializes the wgmma:\n%s", out)
+				}
+				// (ptxas ignores a setmaxnreg it cannot apply, with a warning.)
+				if strings.Contains(string(out), "setmaxnreg") {
+					t.Errorf("ptxas does not apply setmaxnreg:\n%s", out)
 				}
 				regs, spills := registersRE.FindSubmatch(out), spillRE.FindSubmatch(out)
 				if regs == nil || spills == nil {
@@ -141,6 +151,151 @@ func TestWGMMAOverlapLoop(t *testing.T) {
 				t.Errorf("the product (op %d) before the barrier (op %d)", products[0], barriers[0])
 			case copies[0] < products[0]:
 				t.Errorf("a copy (op %d) before the product (op %d)", copies[0], products[0])
+			}
+		})
+	}
+}
+
+// TestWSLoops checks the order of the warp-specialized kernels' two
+// k loops, which decides whether a stage is read while it is written:
+// the producer's waits for the stage to be free before copying into it,
+// then completes the iteration before (its copies awaited leaving the
+// newest group, fenced for the tensor cores, then its arrival); the
+// consumers' waits for the stage to be full before the product, and
+// frees a stage only after issuing the next product (which completes the
+// one before).
+func TestWSLoops(t *testing.T) {
+	for _, tile := range togpu.MMATiles {
+		if !tile.Specialized {
+			continue
+		}
+		t.Run(tile.String(), func(t *testing.T) {
+			m := lowerGraph(t, mmBiasGelu, mmaPipeline(tile))
+			var order [2][]string // the producer's and the consumers' loop
+			m.Walk(func(o *ir.Operation) bool {
+				if o.Name() != loop.ForOp {
+					return true
+				}
+				var ops []string
+				role, inner := -1, true
+				for _, in := range loop.Body(o).Ops() {
+					in.Walk(func(c *ir.Operation) bool {
+						name := c.Name()
+						switch name {
+						case loop.ForOp:
+							inner = false
+						case gpu.CpAsyncOp:
+							role = 0
+						case gpu.WGMMAOp:
+							role = 1
+						case gpu.CpAsyncWaitOp:
+							name += fmt.Sprint(gpu.IntProp(c, gpu.PendingAttr, -1))
+						case gpu.MbarrierWaitOp, gpu.MbarrierArriveOp, gpu.FenceProxyAsyncOp:
+						default:
+							return true
+						}
+						if len(ops) == 0 || ops[len(ops)-1] != name {
+							ops = append(ops, name)
+						}
+						return true
+					})
+				}
+				if role >= 0 && inner {
+					order[role] = ops
+				}
+				return true
+			})
+			want := [2][]string{
+				{gpu.MbarrierWaitOp, gpu.CpAsyncOp, gpu.CpAsyncWaitOp + "1", gpu.FenceProxyAsyncOp, gpu.MbarrierArriveOp},
+				{gpu.MbarrierWaitOp, gpu.WGMMAOp, gpu.MbarrierArriveOp},
+			}
+			for r, name := range []string{"producer", "consumers"} {
+				if !slices.Equal(order[r], want[r]) {
+					t.Errorf("the %s' loop does %v, want %v", name, order[r], want[r])
+				}
+			}
+		})
+	}
+}
+
+// TestWSPersistentTiles runs the persistent warp-specialized kernel on a
+// grid of two blocks in the interpreter, so that each block loops over
+// several output tiles (tails in M, N and K included; with more k tiles
+// a block than stages, the barriers' phases wrap across tiles), and
+// compares with the graph program on random inputs.
+func TestWSPersistentTiles(t *testing.T) {
+	tile := togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, Persistent: 2}
+	cfg := togpu.DefaultConfig
+	cfg.MMATile = tile
+	for _, c := range []struct{ name, args, result, body string }{
+		// 2 × 2 × 3 tiles, 2 k tiles each.
+		{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`},
+		// 3 × 2 tiles of 5 k tiles: 15 iterations a block over 4 stages.
+		{"many-k-tiles", "%x: tensor<260x300xbf16>, %w: tensor<300x300xbf16>", "tensor<260x300xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<260x300xbf16>, tensor<300x300xbf16>) -> tensor<260x300xbf16>`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %%r : %s\n}\n", c.args, c.result, c.body, c.result)
+			ctx := dialects.NewContext()
+			ref, err := ir.Parse(ctx, src, ir.ParseOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := ir.Parse(ctx, src, ir.ParseOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := passes.Parse("builtin.module(lower-to-loop)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pm.Run(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			if err := togpu.Run(ctx, m, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := ir.Verify(m); err != nil {
+				t.Fatal(err)
+			}
+			text := ir.Sprint(m, ir.PrintOptions{})
+			if !strings.Contains(text, `"gpu.mbarrier_wait"`) || !strings.Contains(text, `"gpu.wgmma"`) {
+				t.Fatal("no warp-specialized kernel")
+			}
+			rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
+			var args []interp.Value
+			for _, in := range ir.NewSymTable(ref).Lookup("main").Region(0).Front().Arguments() {
+				tt := in.Type().(*ir.TensorType)
+				args = append(args, randomBF16(t, rng, tt.Shape()))
+			}
+			want, err := interp.New(ref).Call("main", args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs := make([]interp.Value, len(args))
+			for i, a := range args {
+				bufs[i] = interp.BufferFromTensor(a.(*interp.Tensor))
+			}
+			got, err := interp.New(m).Call("main", bufs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gt, ok := got[0].(*interp.Tensor)
+			if buf, isBuf := got[0].(*interp.Buffer); isBuf {
+				if gt, err = buf.Tensor(); err != nil {
+					t.Fatal(err)
+				}
+				ok = true
+			}
+			if !ok {
+				t.Fatalf("result %T", got[0])
+			}
+			gs, ws := gt.Float64s(), want[0].(*interp.Tensor).Float64s()
+			for i := range ws {
+				if d := math.Abs(gs[i] - ws[i]); !(d <= math.Max(1, math.Abs(ws[i]))/128) {
+					t.Fatalf("element %d: kernel %g, graph %g", i, gs[i], ws[i])
+				}
 			}
 		})
 	}

@@ -1,0 +1,163 @@
+package togpu
+
+import (
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// The warp-specialized wgmma GEMM kernel (MMATile.Specialized): the
+// block's first M/64 warpgroups only multiply (consumers), its last one
+// only copies (the producer), and they hand the stages over through
+// mbarriers instead of a block-wide barrier every k tile. Stage s has
+// two barriers: full[s] completes when the producer's 128 threads have
+// written k tile kt into it (each thread's copies complete, then
+// fence.proxy.async so that gpu.wgmma sees them, then its arrival), and
+// empty[s] when the consumers' threads are done with it (each arrives
+// once the product that read it is complete). Round kt/Stages of stage
+// kt%Stages waits for full's phase of parity (kt/Stages)%2 and empty's
+// of parity (kt/Stages+1)%2: a fresh barrier counts its phase before the
+// first as complete, so the producer's first round passes at once.
+//
+// The producer issues k tile kt's copies, then waits for tile kt−1's
+// (its own group before the newest) and arrives at its full barrier, so
+// that two tiles' copies are in flight a thread. A consumer issues k
+// tile kt's product with the tile before still in flight (gpu.wgmma
+// pending 1, which completes the one before), then frees the stage of
+// tile kt−1; at kt = 0 it arrives at a spare barrier nobody waits for,
+// which keeps the loop free of branches around the products in flight.
+// That the pipeline cannot stall for good needs at least 3 stages: the
+// producer waits for tile kt−Stages's stage, freed once the consumers
+// have issued tile kt−Stages+1, whose full barrier the producer
+// completed after issuing tile kt−Stages+2 ≤ kt−1.
+//
+// The producer lowers its registers to wsProducerRegs and the consumers
+// raise theirs to wsConsumerRegs (gpu.setmaxnreg; the block's size caps
+// them at entry: setup's nvvm.maxntid); the epilogue is the other wgmma
+// kernels', each consumer warp storing its 16 rows.
+
+// The registers a thread of the producer and of the consumers: together
+// at most the 64 Ki of an SM (128·40 + 256·232 = 64512).
+const (
+	wsProducerRegs = 40
+	wsConsumerRegs = 232
+)
+
+// wsBarriers is the number of mbarriers of a specialized kernel: full
+// and empty for each stage, and the spare.
+func wsBarriers(stages int64) int64 { return 2*stages + 1 }
+
+// emitWS builds the warp-specialized kernel's body (see above).
+func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, shape gpu.WGMMAShape, stageOf func(ix, *ir.Value) *ir.Value) error {
+	loc, x, tl := k.loc, g.x, p.tile
+	stages, numK := tl.Stages, g.numK
+	consumers := tl.threads() - tl.copyThreads()
+	// full[s] at s, empty[s] at stages + s, the spare at 2·stages.
+	bars := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(wsBarriers(stages), ir.I64))
+	idx := func(b *ir.Builder, v int64) *ir.Value { return arith.ConstantIndex(b, loc, v) }
+	i32 := func(b *ir.Builder, v int64) *ir.Value { return arith.ConstantInt(b, loc, v, ir.I32) }
+	tid := gpu.ThreadID(b, loc, "x")
+	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, tid, idx(b, 0)), nil, func(b *ir.Builder) []*ir.Value {
+		for s := range stages {
+			gpu.MbarrierInit(b, loc, bars, idx(b, s), i32(b, tl.copyThreads()))
+			gpu.MbarrierInit(b, loc, bars, idx(b, stages+s), i32(b, consumers))
+		}
+		gpu.MbarrierInit(b, loc, bars, idx(b, 2*stages), i32(b, consumers))
+		return nil
+	}, nil)
+	gpu.Barrier(b, loc)
+	// The block's tiles: bid, bid + grid, … below g.tiles (one, bid,
+	// unless the grid is capped: Persistent).
+	bid := gpu.BlockID(b, loc, "x")
+	grid := gpu.GridDim(b, loc, "x")
+	tiles := x.index(g.tiles)
+	// overTiles runs body for each of the block's tiles with its setup
+	// and the k iteration of its first k tile (j·numK for the block's
+	// j-th tile), an index.
+	overTiles := func(b *ir.Builder, body func(b *ir.Builder, gt gemmBlock, base *ir.Value)) {
+		loop.For(b, loc, bid, tiles, grid, nil, func(b *ir.Builder, t *ir.Value, _ []*ir.Value) []*ir.Value {
+			j := arith.Binary(b, arith.OpDivUI, loc, arith.Binary(b, arith.OpSubI, loc, t, bid), grid)
+			body(b, p.setupTile(k, b, g.sa, g.sb, x.at(b).from(t)), arith.Binary(b, arith.OpMulI, loc, j, idx(b, numK)))
+			return nil
+		})
+	}
+	// parity is the i32 parity of iteration it's round it/stages, plus
+	// one for empty.
+	parity := func(x ix, it *ir.Value, plus int64) *ir.Value {
+		r := x.and(x.addc(x.div(x.from(it), x.c(stages)), plus), 1)
+		if x.t == ir.I32 {
+			return r
+		}
+		return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, r, ir.I32)
+	}
+	// bar is the index of iteration it's stage plus off (its barrier).
+	bar := func(x ix, it *ir.Value, off int64) *ir.Value { return x.index(x.addc(stageOf(x, x.from(it)), off)) }
+	// ready waits for the copies of iteration it (the thread's groups but
+	// pending), makes them visible to the tensor cores and arrives at its
+	// full barrier.
+	ready := func(b *ir.Builder, it *ir.Value, pending int64) {
+		gpu.CpAsyncWait(b, loc, pending)
+		gpu.FenceProxyAsync(b, loc)
+		gpu.MbarrierArrive(b, loc, bars, bar(x.at(b), it, 0))
+	}
+	producer := arith.NewCmpI(b, loc, arith.CmpIUGE, tid, idx(b, consumers))
+	loop.If(b, loc, producer, nil, func(b *ir.Builder) []*ir.Value {
+		gpu.SetMaxNReg(b, loc, wsProducerRegs, false)
+		overTiles(b, func(b *ir.Builder, gt gemmBlock, base *ir.Value) {
+			loop.For(b, loc, idx(b, 0), idx(b, numK), idx(b, 1), nil, func(b *ir.Builder, kt *ir.Value, _ []*ir.Value) []*ir.Value {
+				x := x.at(b)
+				it := arith.Binary(b, arith.OpAddI, loc, base, kt)
+				gpu.MbarrierWait(b, loc, bars, bar(x, it, stages), parity(x, it, 1))
+				gt.load(b, kt, func(x ix) *ir.Value { return stageOf(x, x.from(it)) }, loadExisting)
+				// The iteration before, this tile's or the last one's.
+				loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, it, idx(b, 0)), nil, func(b *ir.Builder) []*ir.Value {
+					ready(b, arith.Binary(b, arith.OpSubI, loc, it, idx(b, 1)), 1)
+					return nil
+				}, nil)
+				return nil
+			})
+		})
+		// The block's last iteration (none without tiles: bid ≥ tiles).
+		n := arith.Binary(b, arith.OpMulI, loc, ceilDiv(b, loc, arith.Binary(b, arith.OpSubI, loc, arith.Binary(b, arith.OpMaxUI, loc, tiles, bid), bid), grid, idx(b, 1)), idx(b, numK))
+		loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, n, idx(b, 0)), nil, func(b *ir.Builder) []*ir.Value {
+			ready(b, arith.Binary(b, arith.OpSubI, loc, n, idx(b, 1)), 0)
+			return nil
+		}, nil)
+		return nil
+	}, func(b *ir.Builder) []*ir.Value {
+		gpu.SetMaxNReg(b, loc, wsConsumerRegs, true)
+		overTiles(b, func(b *ir.Builder, gt gemmBlock, base *ir.Value) {
+			zf := arith.ConstantFloat(b, loc, 0, ir.F32)
+			accs := make([]*ir.Value, tl.N/2)
+			for i := range accs {
+				accs[i] = zf
+			}
+			accs = loop.For(b, loc, idx(b, 0), idx(b, numK), idx(b, 1), accs,
+				func(b *ir.Builder, kt *ir.Value, accs []*ir.Value) []*ir.Value {
+					x := x.at(b)
+					it := arith.Binary(b, arith.OpAddI, loc, base, kt)
+					gpu.MbarrierWait(b, loc, bars, bar(x, it, 0), parity(x, it, 0))
+					s := stageOf(x, x.from(it))
+					aAt := x.index(x.add(x.mulc(s, tl.M*tl.K), aWG))
+					bAt := x.index(x.mulc(s, tl.K*tl.N))
+					d := gpu.WGMMA(b, loc, p.elem, shape, []*ir.Value{g.sa, aAt}, g.sb, bAt, accs)
+					// The tile's k tile kt−1's product is complete: free
+					// its stage (the spare barrier at kt = 0).
+					prev := x.index(x.addc(stageOf(x, x.addc(x.from(it), stages-1)), stages))
+					first := arith.NewCmpI(b, loc, arith.CmpIEQ, kt, idx(b, 0))
+					gpu.MbarrierArrive(b, loc, bars, arith.NewSelect(b, loc, first, idx(b, 2*stages), prev))
+					return d
+				}).Results()
+			done := gpu.WGMMAWait(b, loc, 0, accs)
+			// The tile's last k tile is complete too.
+			x := x.at(b)
+			last := arith.Binary(b, arith.OpAddI, loc, base, idx(b, numK-1))
+			gpu.MbarrierArrive(b, loc, bars, bar(x, last, stages))
+			p.epilogue(k, x, done, gt, x.mulc(gt.warp, 16), x.c(0), 1, tl.N/8)
+		})
+		return nil
+	})
+	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
+	return nil
+}
