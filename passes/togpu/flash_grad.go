@@ -64,6 +64,10 @@ type FlashGrad struct {
 	// (Hopper's sm_90a target only; head dims 64 and 128, query tiles 32
 	// and 64): see flash_grad_wgmma.go.
 	WGMMA bool
+	// KeyTile (with WGMMA) is the dQ kernel's key tile, 32 or 64; 0 is
+	// flashGradKeys. At head dim 128, 32-key tiles take 64 KiB of
+	// workgroup memory instead of 96 (3 blocks an SM instead of 2).
+	KeyTile int64
 }
 
 // queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
@@ -105,7 +109,11 @@ const (
 // dqFlash is the dQ kernel's view of f: 64-row blocks over 64-key tiles.
 func (f FlashGrad) dqFlash() Flash {
 	g := f.Flash
-	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: flashGradKeys, WGMMA: f.WGMMA}, false
+	keys := int64(flashGradKeys)
+	if f.KeyTile != 0 {
+		keys = f.KeyTile
+	}
+	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: keys, WGMMA: f.WGMMA}, false
 	return g
 }
 
@@ -121,7 +129,8 @@ func (f FlashGrad) dkvFlash() Flash {
 // Check reports why the kernels cannot compute f, or nil.
 func (f FlashGrad) Check() error {
 	plain := f.dqFlash()
-	plain.Tile.WGMMA = false // (the views' wgmma tiles are no FlashTiles)
+	// (The views' wgmma tiles are no FlashTiles.)
+	plain.Tile = FlashTile{Rows: flashGradRows, Keys: flashGradKeys}
 	if err := plain.Check(); err != nil {
 		return fmt.Errorf("flash attention backward: %w", err)
 	}
@@ -138,6 +147,12 @@ func (f FlashGrad) Check() error {
 		if qt := f.queryTile(); qt < 32 {
 			return fmt.Errorf("flash attention backward: wgmma kernels take query tiles 32 and 64, not %d", qt)
 		}
+	}
+	switch {
+	case f.KeyTile != 0 && !f.WGMMA:
+		return fmt.Errorf("flash attention backward: a key tile (%d) is for the wgmma kernels", f.KeyTile)
+	case f.KeyTile != 0 && f.KeyTile != 32 && f.KeyTile != 64:
+		return fmt.Errorf("flash attention backward: key tile %d, want 32 or 64", f.KeyTile)
 	}
 	return nil
 }
@@ -328,19 +343,28 @@ func (g *flashGen) rowValues(b *ir.Builder, buf *ir.Value, n int64, is []*ir.Val
 }
 
 // gradProbs replaces the tile's rounded scores s (n8 tiles j, values r)
-// by the probabilities ex2(s·c − lse) and returns the dS of them for the
-// dP values dp: P·(dP − D)·scale; lse and dd give each value's row or
+// by the probabilities ex2(s·c − lse); lse gives each value's row or
 // column statistic by (j, r).
-func (g *flashGen) gradProbs(b *ir.Builder, s, dp [][]*ir.Value, lse, dd func(j, r int) *ir.Value, c, scale *ir.Value) [][]*ir.Value {
+func (g *flashGen) gradProbs(b *ir.Builder, s [][]*ir.Value, lse func(j, r int) *ir.Value, c *ir.Value) {
 	loc := g.loc
-	ds := make([][]*ir.Value, len(s))
 	for j := range s {
-		ds[j] = make([]*ir.Value, 4)
 		for r := range 4 {
 			nl := fop(b, loc, arith.OpSubF, g.f32At(b, 0), lse(j, r))
 			s[j][r] = approxExp2(b, loc, mathOp(b, loc, mathd.OpFMA, s[j][r], c, nl))
+		}
+	}
+}
+
+// gradDS returns dS = P·(dP − D)·scale of the probabilities p and the
+// dP values dp; dd gives each value's row or column D by (j, r).
+func (g *flashGen) gradDS(b *ir.Builder, p, dp [][]*ir.Value, dd func(j, r int) *ir.Value, scale *ir.Value) [][]*ir.Value {
+	loc := g.loc
+	ds := make([][]*ir.Value, len(p))
+	for j := range p {
+		ds[j] = make([]*ir.Value, 4)
+		for r := range 4 {
 			d := fop(b, loc, arith.OpSubF, dp[j][r], dd(j, r))
-			ds[j][r] = fop(b, loc, arith.OpMulF, fop(b, loc, arith.OpMulF, s[j][r], d), scale)
+			ds[j][r] = fop(b, loc, arith.OpMulF, fop(b, loc, arith.OpMulF, p[j][r], d), scale)
 		}
 	}
 	return ds
@@ -443,8 +467,9 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.gradTiles(from, to, it, func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			var s, dp [][]*ir.Value
+			var dpIn []*ir.Value
 			if wg {
-				s, dp = g.wgScorePair(b, x, qAt, doAt, at)
+				s, dpIn = g.wgScorePair(b, x, qAt, doAt, at)
 			} else {
 				s = g.scoresWith(b, 1, qf, x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))[0]
@@ -453,9 +478,13 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 			if masked {
 				g.mask(b, s, x.mulc(kt, K), sm, rows)
 			}
-			ds := g.gradProbs(b, s, dp, func(_, r int) *ir.Value { return lse[r/2] }, func(_, r int) *ir.Value { return dd[r/2] }, sm.c, scale)
+			g.gradProbs(b, s, func(_, r int) *ir.Value { return lse[r/2] }, sm.c)
 			if wg {
-				return g.wgAccumulate(b, x, []wgTerm{{ds, at, it}})[0]
+				dp = fragmentTiles(gpu.WGMMAWait(b, loc, 0, dpIn))
+			}
+			ds := g.gradDS(b, s, dp, func(_, r int) *ir.Value { return dd[r/2] }, scale)
+			if wg {
+				return g.wgProduct(b, x, ds, at, it, 0)
 			}
 			acc := append([]*ir.Value(nil), it...)
 			g.product(b, [][][]*ir.Value{ds}, [][]*ir.Value{acc}, [][]*ir.Value{nil}, x.add(at, kMajor), nil, sm)
@@ -516,8 +545,9 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 			lse := g.rowValues(b, lseBuf, g.Lk, cols)
 			dd := g.rowValues(b, ddBuf, g.Lk, cols)
 			var s, dp [][]*ir.Value
+			var dpIn []*ir.Value
 			if wg {
-				s, dp = g.wgScorePair(b, x, kAt, vAt, at)
+				s, dpIn = g.wgScorePair(b, x, kAt, vAt, at)
 			} else {
 				s = g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))[0]
@@ -526,11 +556,18 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 			if masked {
 				g.maskT(b, s, first, sm, rows)
 			}
-			ds := g.gradProbs(b, s, dp, func(j, r int) *ir.Value { return lse[2*j+r%2] }, func(j, r int) *ir.Value { return dd[2*j+r%2] }, sm.c, scale)
+			g.gradProbs(b, s, func(j, r int) *ir.Value { return lse[2*j+r%2] }, sm.c)
+			var dvIn []*ir.Value
 			if wg {
-				// (dO is the stage's second tile, Q its first.)
-				acc := g.wgAccumulate(b, x, []wgTerm{{s, x.addc(at, Qt*g.D), it[4*nO:]}, {ds, at, it[:4*nO]}})
-				return append(acc[1], acc[0]...)
+				// dV += Pᵀ·dO (dO is the stage's second tile) runs while
+				// dS is computed: dP completes, dV stays in flight.
+				dvIn = g.wgProduct(b, x, s, x.addc(at, Qt*g.D), it[4*nO:], 1)
+				dp = fragmentTiles(gpu.WGMMAWait(b, g.loc, 1, dpIn))
+			}
+			ds := g.gradDS(b, s, dp, func(j, r int) *ir.Value { return dd[2*j+r%2] }, scale)
+			if wg {
+				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 0)
+				return append(dk, gpu.WGMMAWait(b, g.loc, 0, dvIn)...)
 			}
 			dk, dv := append([]*ir.Value(nil), it[:4*nO]...), append([]*ir.Value(nil), it[4*nO:]...)
 			g.product(b, [][][]*ir.Value{s}, [][]*ir.Value{dv}, [][]*ir.Value{nil}, x.addc(x.add(at, kMajor), Qt*g.ld), nil, sm)
