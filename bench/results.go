@@ -31,6 +31,9 @@ type PreparedWorkload struct {
 	Summary string  `json:"summary"`
 	Shape   string  `json:"shape"`
 	Tol     float64 `json:"tol"`
+	// TorchTol, when not 0, replaces Tol against PyTorch's result
+	// (Workload.TorchTol).
+	TorchTol float64 `json:"torch_tol,omitempty"`
 	// TorchModes are the torch.compile modes the PyTorch side times.
 	TorchModes []string `json:"torch_modes"`
 	// Dynamic marks a workload of several variants compiled once; both sides

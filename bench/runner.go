@@ -93,7 +93,7 @@ func prepareWorkload(opts Options, w *Workload) (*PreparedWorkload, error) {
 		return nil, err
 	}
 	pw := &PreparedWorkload{
-		Name: w.Name, Summary: w.Summary, Shape: w.Shape, Tol: w.Tol, TorchModes: w.TorchModes,
+		Name: w.Name, Summary: w.Summary, Shape: w.Shape, Tol: w.Tol, TorchTol: w.TorchTol, TorchModes: w.TorchModes,
 		Dynamic: len(inst.Variants) > 1, Bytes: inst.Bytes, Flops: inst.Flops,
 		Strata: map[string]*StrataMode{},
 	}
@@ -400,9 +400,14 @@ func Report(dir string) (*Results, error) {
 	return r, nil
 }
 
-// checkAgainstTorch compares every output of every variant.
+// checkAgainstTorch compares every output of every variant, within
+// TorchTol when the workload has one, else Tol.
 func checkAgainstTorch(dir string, pw PreparedWorkload) (Check, error) {
 	c := Check{OK: true}
+	tol := pw.Tol
+	if pw.TorchTol != 0 {
+		tol = pw.TorchTol
+	}
 	for _, pv := range pw.Variants {
 		for _, o := range pv.Outputs {
 			got, err := npy.ReadFile(filepath.Join(dir, o.StrataFile))
@@ -413,7 +418,7 @@ func checkAgainstTorch(dir string, pw PreparedWorkload) (Check, error) {
 			if err != nil {
 				return c, err
 			}
-			oc, err := compareArrays(o.TensorSpec, got, want, pw.Tol)
+			oc, err := compareArrays(o.TensorSpec, got, want, tol)
 			if err != nil {
 				return c, fmt.Errorf("%s: %w", o.StrataFile, err)
 			}

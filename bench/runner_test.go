@@ -169,6 +169,65 @@ func TestReportCatchesMismatch(t *testing.T) {
 	}
 }
 
+// A workload's TorchTol replaces its Tol against PyTorch's result: an
+// element of attention_causal's torch output moved to a scaled error of
+// about 0.07 from Strata's (past tolBF16, within tolAttentionSDPA)
+// passes, one moved to about 0.3 fails.
+func TestReportTorchTolerance(t *testing.T) {
+	for _, tc := range []struct {
+		shift float64 // times the output's rms
+		ok    bool
+	}{{0.08, true}, {0.5, false}} {
+		dir, m := prepareSmall(t, "attention_causal")
+		fakeTorchSide(t, dir, m)
+		pw := m.Workloads[0]
+		if pw.TorchTol != tolAttentionSDPA || pw.Tol >= 0.07 {
+			t.Fatalf("tolerances %g / %g", pw.Tol, pw.TorchTol)
+		}
+		o := pw.Variants[0].Outputs[0]
+		read := func(file string) []float32 {
+			a, err := npy.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs, err := FromNPY(o.TensorSpec, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, len(vs))
+			for i, v := range vs {
+				out[i] = float32(v)
+			}
+			return out
+		}
+		got, want := read(o.StrataFile), read(o.TorchFile)
+		// The element nearest 0 of Strata's output, moved by shift·rms.
+		var sumSq float64
+		at := 0
+		for i, v := range want {
+			sumSq += float64(v) * float64(v)
+			if math.Abs(float64(got[i])) < math.Abs(float64(got[at])) {
+				at = i
+			}
+		}
+		want[at] = got[at] + float32(tc.shift*math.Sqrt(sumSq/float64(len(want))))
+		a, err := npy.FromSlice(o.Shape, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := npy.WriteFile(filepath.Join(dir, o.TorchFile), a); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Report(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := r.Workloads[0].Correctness; c == nil || c.OK != tc.ok || c.MaxScaled < 2*tolBF16 {
+			t.Errorf("shift %g·rms: correctness %+v, want OK %v (scaled error past %g)", tc.shift, c, tc.ok, 2*tolBF16)
+		}
+	}
+}
+
 // A program the engine cannot run is recorded as unsupported, and its inputs
 // are still written for PyTorch.
 func TestPrepareRecordsUnsupported(t *testing.T) {

@@ -93,8 +93,13 @@ type Workload struct {
 	Name string
 	// Summary says what it computes, for tables.
 	Summary string
-	// Tol bounds the scaled error of Compare against PyTorch's result.
+	// Tol bounds the scaled error of Compare against PyTorch's result
+	// (and, at the small size, against the float64 reference).
 	Tol float64
+	// TorchTol, when not 0, replaces Tol against PyTorch's result only:
+	// for a torch side that computes another formulation than the
+	// graph's (see tolAttentionSDPA); the reference tests keep Tol.
+	TorchTol float64
 	// TorchModes are the torch.compile modes timed besides eager: the anchor
 	// measurements' choice (max-autotune-no-cudagraphs where autotuning has
 	// choices; only default for the training step and the dynamic sizes).
@@ -144,6 +149,15 @@ const (
 	// reference reach 0.036 scaled at 1×2×384×64 already. A wrong mask,
 	// tile or statistic moves every element.
 	tolAttentionTrain = 0.3
+	// tolAttentionSDPA is the forward attention rows' tolerance against
+	// torch's scaled_dot_product_attention, for the reason of
+	// tolAttentionTrain: SDPA keeps q·kᵀ in f32, graph.attention rounds
+	// it to bf16. On the H200 (2026-12-02, session 9) the worst scaled
+	// errors were 4.7e-2 (d128), 7.0e-2 (d64 causal) and 8.1e-2 (d128
+	// causal); the `attention` row, whose torch side rounds the scores as
+	// the graph does, 3.2e-3. A wrong mask, scale or tile moves elements
+	// by O(1). Their float64 reference tests keep tolBF16.
+	tolAttentionSDPA = 0.15
 )
 
 // torch.compile mode sets of the workloads.
@@ -169,11 +183,11 @@ var Workloads = []*Workload{
 		Full: []int64{8192, 8192, 8192}, Small: []int64{8, 16, 12}, build: buildGemmOwn},
 	{Name: "attention", TorchModes: torchModes, Shape: "b16 h16 s1024 d64", Summary: "softmax(q·kᵀ/√d)·v, bf16", Tol: tolBF16,
 		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 8, 4}, build: buildAttention},
-	{Name: "attention_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128", Summary: "attention at head dim 128; torch side scaled_dot_product_attention", Tol: tolBF16,
+	{Name: "attention_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128", Summary: "attention at head dim 128; torch side scaled_dot_product_attention", Tol: tolBF16, TorchTol: tolAttentionSDPA,
 		Full: []int64{16, 16, 1024, 128}, Small: []int64{2, 1, 24, 32}, build: buildAttention},
-	{Name: "attention_causal", TorchModes: torchDefault, Shape: "b16 h16 s1024 d64 causal", Summary: "causal attention; torch side scaled_dot_product_attention(is_causal=True)", Tol: tolBF16,
+	{Name: "attention_causal", TorchModes: torchDefault, Shape: "b16 h16 s1024 d64 causal", Summary: "causal attention; torch side scaled_dot_product_attention(is_causal=True)", Tol: tolBF16, TorchTol: tolAttentionSDPA,
 		Full: []int64{16, 16, 1024, 64}, Small: []int64{2, 2, 40, 16}, build: buildAttentionCausal},
-	{Name: "attention_causal_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128 causal", Summary: "attention_causal at head dim 128", Tol: tolBF16,
+	{Name: "attention_causal_d128", TorchModes: torchDefault, Shape: "b16 h16 s1024 d128 causal", Summary: "attention_causal at head dim 128", Tol: tolBF16, TorchTol: tolAttentionSDPA,
 		Full: []int64{16, 16, 1024, 128}, Small: []int64{2, 1, 24, 32}, build: buildAttentionCausal},
 	{Name: "tiny_chain", Shape: "4096", Summary: "10× x = sin(x)·1.01+0.1, f32", Tol: tolApprox, TorchModes: torchAutotune,
 		Full: []int64{4096}, Small: []int64{64}, build: buildTinyChain},

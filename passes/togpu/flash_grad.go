@@ -64,10 +64,6 @@ type FlashGrad struct {
 	// (Hopper's sm_90a target only; head dims 64 and 128, query tiles 32
 	// and 64): see flash_grad_wgmma.go.
 	WGMMA bool
-	// KeyTile (with WGMMA) is the dQ kernel's key tile, 32 or 64; 0 is
-	// flashGradKeys. At head dim 128, 32-key tiles take 64 KiB of
-	// workgroup memory instead of 96 (3 blocks an SM instead of 2).
-	KeyTile int64
 }
 
 // queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
@@ -88,9 +84,14 @@ func (f FlashGrad) queryTile() int64 {
 // for f: 32-query tiles, and Reload up to head dim 64 (the dQ kernel's
 // registers then fit 4 blocks an SM; at d128 it stays at 2 and the
 // reloads only cost); with wgmma (an sm_90a device) at head dims 64 and
-// 128 the wgmma kernels, over 32-query tiles at d64 (128 and 142
-// registers non-causal and causal: 3 blocks an SM) and 64-query tiles at
-// d128 (250 and 255 registers, 2 blocks an SM at either tile).
+// 128 the wgmma kernels, over 32-query tiles at d64 and 64-query tiles
+// at d128. Measured on the H200 at b16 h16 s1024 causal (TestGPUFlashGrad,
+// bench/NOTES.md session 9; forward with its log-sum-exp plus backward,
+// ms): d64 wgmma 32 / 64 query tiles 0.599 / 0.602 against mma.sync's
+// default 0.740; d128 1.059 / 1.027 against 1.392. Dropped after
+// measurement: a dQ kernel over 32-key tiles (at d128 64 KiB of
+// workgroup memory and 142 registers, 3 blocks an SM instead of 2): d64
+// 0.626, d128 1.037.
 func DefaultFlashGrad(f Flash, wgmma bool) FlashGrad {
 	if w := (FlashGrad{Flash: f, WGMMA: true, QueryTile: 32}); wgmma && w.Check() == nil {
 		if f.D > wgPanel {
@@ -109,11 +110,7 @@ const (
 // dqFlash is the dQ kernel's view of f: 64-row blocks over 64-key tiles.
 func (f FlashGrad) dqFlash() Flash {
 	g := f.Flash
-	keys := int64(flashGradKeys)
-	if f.KeyTile != 0 {
-		keys = f.KeyTile
-	}
-	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: keys, WGMMA: f.WGMMA}, false
+	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: flashGradKeys, WGMMA: f.WGMMA}, false
 	return g
 }
 
@@ -129,8 +126,7 @@ func (f FlashGrad) dkvFlash() Flash {
 // Check reports why the kernels cannot compute f, or nil.
 func (f FlashGrad) Check() error {
 	plain := f.dqFlash()
-	// (The views' wgmma tiles are no FlashTiles.)
-	plain.Tile = FlashTile{Rows: flashGradRows, Keys: flashGradKeys}
+	plain.Tile.WGMMA = false // (the views' wgmma tiles are no FlashTiles)
 	if err := plain.Check(); err != nil {
 		return fmt.Errorf("flash attention backward: %w", err)
 	}
@@ -147,12 +143,6 @@ func (f FlashGrad) Check() error {
 		if qt := f.queryTile(); qt < 32 {
 			return fmt.Errorf("flash attention backward: wgmma kernels take query tiles 32 and 64, not %d", qt)
 		}
-	}
-	switch {
-	case f.KeyTile != 0 && !f.WGMMA:
-		return fmt.Errorf("flash attention backward: a key tile (%d) is for the wgmma kernels", f.KeyTile)
-	case f.KeyTile != 0 && f.KeyTile != 32 && f.KeyTile != 64:
-		return fmt.Errorf("flash attention backward: key tile %d, want 32 or 64", f.KeyTile)
 	}
 	return nil
 }

@@ -58,17 +58,15 @@ func (c flashCase) gradSource() string {
 // dk, dv, dd) launches the forward kernel of f with LSE (writing o and
 // lse), then the backward kernels.
 // gradTiling is the FlashGrad options of a test: the dK/dV kernel's query
-// tile, the dQ kernel's fragment reloads, the wgmma kernels and their dQ
-// kernel's key tile.
+// tile, the dQ kernel's fragment reloads and the wgmma kernels.
 type gradTiling struct {
 	qt            int64
 	reload, wgmma bool
-	kt            int64
 }
 
 func (g gradTiling) String() string {
 	if g.wgmma {
-		return fmt.Sprintf("qt%d-kt%d-wgmma", g.qt, g.kt)
+		return fmt.Sprintf("qt%d-wgmma", g.qt)
 	}
 	return fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload)
 }
@@ -76,12 +74,11 @@ func (g gradTiling) String() string {
 // gradTilings are the backward options a test of case i takes: the
 // mma.sync kernels with one of the query tiles (the default, 16 or 32)
 // and held or reloaded fragments, and for head dims 64 and 128 the wgmma
-// kernels with 64- or 32-query tiles and the dQ kernel's default or
-// 32-key tiles.
+// kernels with 64- or 32-query tiles.
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
-		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, kt: []int64{0, 32}[i/2%2]})
+		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true})
 	}
 	return gts
 }
@@ -96,7 +93,7 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, KeyTile: gt.kt}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%do: %s, %%o: %s, %%lse: %s, %%dq: %s, %%dk: %s, %%dv: %s, %%dd: %s) {\n    return\n  }\n}\n",
@@ -212,8 +209,7 @@ func TestFlashGradSemantics(t *testing.T) {
 
 // TestFlashGradCheck: the backward options each refused for what they
 // are (a query tile not 16, 32 or 64; wgmma at a head dim, query tile or
-// with Reload it does not take; a key tile not 32 or 64, or without
-// wgmma), and DefaultFlashGrad's wgmma choice.
+// with Reload it does not take), and DefaultFlashGrad's wgmma choice.
 func TestFlashGradCheck(t *testing.T) {
 	f := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16}
 	d32 := f
@@ -229,9 +225,6 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 16}, "query tiles 32 and 64"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, Reload: true}, "Reload"},
 		{togpu.FlashGrad{Flash: d32, WGMMA: true}, "head dims 64 and 128 only, not 32"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, KeyTile: 32}, ""},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, KeyTile: 16}, "key tile 16"},
-		{togpu.FlashGrad{Flash: f, KeyTile: 32}, "for the wgmma kernels"},
 	} {
 		err := tc.g.Check()
 		switch {
@@ -367,7 +360,7 @@ func TestFlashGradPTX(t *testing.T) {
 			// does not spill (64 queries spill at d128: 255 registers).
 			// The wgmma kernels with both query tiles.
 			for _, gt := range []gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i],
-				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, kt: 32}} {
+				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}} {
 				t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
 					t.Parallel()
 					m := flashGradModule(t, dialects.NewContext(), f, gt)
@@ -541,7 +534,7 @@ func TestGPUFlashGrad(t *testing.T) {
 			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
 		})
 		for _, gt := range []gradTiling{{qt: 16}, {qt: 32}, {qt: 64}, {qt: 16, reload: true}, {qt: 32, reload: true}, {qt: 64, reload: true},
-			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, kt: 32}, {qt: 64, wgmma: true, kt: 32}} {
+			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}} {
 			t.Run(fmt.Sprintf("time-train-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 				inputs(t)
 				runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
