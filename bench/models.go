@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -109,6 +110,10 @@ type timing struct {
 	// log, when set, gets the number of Go collections the timed calls
 	// ran (the executor starts them by the device memory handed out).
 	log io.Writer
+	// cpuProfile, when it points at a path, is the file of a Go CPU
+	// profile of the timed calls (a row's first timed calls only: the
+	// path is cleared once the profile starts).
+	cpuProfile *string
 }
 
 // with returns tm timing iters calls.
@@ -134,6 +139,10 @@ func (tm timing) calls(call func() error) (float64, error) {
 	}
 	var ms []float64
 	gc0 := gcCycles()
+	stop, err := tm.startCPUProfile()
+	if err != nil {
+		return 0, err
+	}
 	for range tm.iters {
 		t0 := time.Now()
 		if err := call(); err != nil {
@@ -143,6 +152,9 @@ func (tm timing) calls(call func() error) (float64, error) {
 			return 0, err
 		}
 		ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
+	}
+	if err := stop(); err != nil {
+		return 0, err
 	}
 	if tm.log != nil {
 		fmt.Fprintf(tm.log, "  %d Go collections in %d timed calls\n", gcCycles()-gc0, tm.iters)
@@ -154,6 +166,28 @@ func (tm timing) calls(call func() error) (float64, error) {
 		}
 	}
 	return ms[len(ms)/2], nil
+}
+
+// startCPUProfile starts the Go CPU profile tm asks for, and returns the
+// function that stops it and writes the file (the row's first timed
+// calls only: later ones stop nothing).
+func (tm timing) startCPUProfile() (func() error, error) {
+	if tm.cpuProfile == nil || *tm.cpuProfile == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(*tm.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	*tm.cpuProfile = ""
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // profileCalls runs call tm.profile times under a device profile and adds
@@ -795,15 +829,27 @@ type ModelsManifest struct {
 	Order   []string               `json:"order"`
 }
 
+// ModelsTiming says how RunModels times each row.
+type ModelsTiming struct {
+	// Iters is the number of timed calls.
+	Iters int
+	// Profile, when positive (nvptx only), is the number of calls run
+	// after the timed ones under a device profile, whose ops (per call,
+	// longest first) go to the log (the top 30) and to DIR/NAME.profile.txt.
+	Profile int
+	// CPUProfile writes a Go CPU profile of the timed calls (the host's
+	// side of each call: the frontend, the executor's steps, the driver
+	// and library calls) to DIR/NAME.cpu.pprof.
+	CPUProfile bool
+}
+
 // RunModels runs the rows named in only (all when empty) at size s with
 // the frontend backend, writes their weights, inputs and outputs as
-// safetensors files and their timings to dir/models-strata.json. A row
-// that fails records its error and the others still run. With profile >
-// 0 (nvptx only), each row then runs profile more calls under a device
-// profile, whose ops (per call, longest first) go to log (the top 30) and
-// to dir/NAME.profile.txt; the timings are the calls before.
-func RunModels(dir string, only []string, s Size, backend string, iters, profile int, log io.Writer) (*ModelsManifest, error) {
-	if profile > 0 && backend != frontend.NVPTXBackend {
+// safetensors files and their timings (as tm says) to
+// dir/models-strata.json. A row that fails records its error and the
+// others still run.
+func RunModels(dir string, only []string, s Size, backend string, tm ModelsTiming, log io.Writer) (*ModelsManifest, error) {
+	if tm.Profile > 0 && backend != frontend.NVPTXBackend {
 		return nil, fmt.Errorf("a device profile needs the %s backend, not %s", frontend.NVPTXBackend, backend)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -818,9 +864,14 @@ func RunModels(dir string, only []string, s Size, backend string, iters, profile
 		man.Order = append(man.Order, row.Name)
 		t0 := time.Now()
 		var profiled []exec.ProfileEntry
-		in, out, sm, err := row.run(s, opts, timing{iters: iters, profile: profile, profiled: &profiled, log: log}, log)
+		rt := timing{iters: tm.Iters, profile: tm.Profile, profiled: &profiled, log: log}
+		if tm.CPUProfile {
+			path := filepath.Join(dir, row.Name+".cpu.pprof")
+			rt.cpuProfile = &path
+		}
+		in, out, sm, err := row.run(s, opts, rt, log)
 		if err == nil && len(profiled) > 0 {
-			fmt.Fprintf(log, "%s: device profile of one call (%d calls averaged):\n%s", row.Name, profile, exec.FormatProfile(profiled, 30))
+			fmt.Fprintf(log, "%s: device profile of one call (%d calls averaged):\n%s", row.Name, tm.Profile, exec.FormatProfile(profiled, 30))
 			err = os.WriteFile(filepath.Join(dir, row.Name+".profile.txt"), []byte(exec.FormatProfile(profiled, 0)), 0o644)
 		}
 		if err == nil {

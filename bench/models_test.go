@@ -18,10 +18,11 @@ import (
 // TestModelRowsSmall runs every model row at its small size on the
 // interpreter, then reports against a stand-in PyTorch side that copied
 // Strata's outputs (and one that changed them): the plumbing from the
-// weights to the results rows.
+// weights to the results rows. Each row's timed calls leave a Go CPU
+// profile (ModelsTiming.CPUProfile).
 func TestModelRowsSmall(t *testing.T) {
 	dir := t.TempDir()
-	man, err := RunModels(dir, nil, Small, frontend.InterpBackend, 1, 0, io.Discard)
+	man, err := RunModels(dir, nil, Small, frontend.InterpBackend, ModelsTiming{Iters: 1, CPUProfile: true}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +37,9 @@ func TestModelRowsSmall(t *testing.T) {
 		}
 		if name == "gpt2_dynamic" && (sm.Compiles != 1 || sm.TotalS < sm.FirstCallS) {
 			t.Errorf("%s: %+v, want one compile for %d lengths", name, sm, len(gpt2DynamicLengths(Small)))
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, name+".cpu.pprof")); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: no gzipped CPU profile of the timed calls (%v)", name, err)
 		}
 		in, err := safetensors.Read(filepath.Join(dir, name+".in.safetensors"))
 		if err != nil {
@@ -161,6 +165,19 @@ func torchPython() string {
 	return ""
 }
 
+// TestModelsDeviceProfileNeedsNVPTX: a device profile on the interpreter
+// is refused before any row runs.
+func TestModelsDeviceProfileNeedsNVPTX(t *testing.T) {
+	dir := t.TempDir()
+	_, err := RunModels(dir, []string{"cnn_small_train"}, Small, frontend.InterpBackend, ModelsTiming{Iters: 1, Profile: 2}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "needs the nvptx backend") {
+		t.Fatalf("profile on the interpreter: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ModelsStrataFile)); err == nil {
+		t.Error("a row ran")
+	}
+}
+
 // TestModelsTorchCPU runs the PyTorch side of the CNN rows, the
 // decoding rows, gpt2_dynamic and gpt2_train (models_torch.py, through
 // testdata/models_torch_cpu.py on the CPU) on the weights and inputs
@@ -178,7 +195,7 @@ func TestModelsTorchCPU(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rows := []string{"cnn_small_train", "gpt2_decode", "gpt2_decode_b8", "gpt2_dynamic", "resnet50_infer", "resnet50_train", "gpt2_train"}
-	if _, err := RunModels(dir, rows, Small, frontend.InterpBackend, 1, 0, io.Discard); err != nil {
+	if _, err := RunModels(dir, rows, Small, frontend.InterpBackend, ModelsTiming{Iters: 1}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(py, filepath.Join("testdata", "models_torch_cpu.py"), ".", dir, strings.Join(rows, ","))
