@@ -342,6 +342,12 @@ func (g *Generator) Steps() (prefill, decode *nn.Compiled) { return g.prefill, g
 // step that fails leaves the caches unusable until the next Generate's
 // prefill writes them anew.
 func (g *Generator) Generate(prompt *frontend.Tensor, n int) ([][]int64, []*frontend.Tensor, error) {
+	if err := prompt.Err(); err != nil {
+		return nil, nil, fmt.Errorf("gpt2: the prompt: %w", err)
+	}
+	if len(prompt.Shape()) != 2 || n < 1 {
+		return nil, nil, fmt.Errorf("gpt2: Generate of %d tokens after a prompt of shape %v: want a prompt [B, T] and at least one token", n, prompt.Shape())
+	}
 	t := prompt.Shape()[1]
 	if t+n > g.d.M.cfg.Ctx {
 		return nil, nil, fmt.Errorf("gpt2: %d prompt tokens + %d new exceed the context of %d", t, n, g.d.M.cfg.Ctx)

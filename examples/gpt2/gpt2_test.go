@@ -166,6 +166,30 @@ func TestCachedDecodingMatchesRecompute(t *testing.T) {
 	}
 }
 
+// TestGenerateBadPrompt checks that Generate reports a failed prompt
+// (a ToGPU without a GPU, say), a prompt of the wrong rank and a count
+// of no tokens as errors, not panics.
+func TestGenerateBadPrompt(t *testing.T) {
+	gen, err := NewGenerator(NewDecoder(New(Toy), 1, frontend.Float32), frontend.Options{Backend: frontend.InterpBackend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := frontend.FromSlice([]int64{1, 2}).Reshape(3)
+	for _, c := range []struct {
+		prompt *frontend.Tensor
+		n      int
+		want   string
+	}{
+		{bad, 2, "the prompt"},
+		{frontend.FromSlice([]int64{1, 2}), 2, "want a prompt [B, T]"},
+		{frontend.FromSlice([]int64{1, 2}, 1, 2), 0, "at least one token"},
+	} {
+		if _, _, err := gen.Generate(c.prompt, c.n); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Generate(%v, %d): %v, want an error saying %q", c.prompt.Shape(), c.n, err, c.want)
+		}
+	}
+}
+
 // TestSafetensors saves the toy model under GPT-2's names and loads it
 // into a model initialised from another seed: the logits agree.
 func TestSafetensors(t *testing.T) {
