@@ -20,6 +20,12 @@
 // with the same figures, for a comparison in one run:
 //
 //	go run ./bench/cpu -interp=false && python3 bench/cpu/torch_cpu.py --threads 2
+//
+// rounds.py alternates this bench (built) with torch eager and
+// torch.compile in one process, several rounds, and prints the
+// same-round ratios:
+//
+//	go build -o cpubench ./bench/cpu && python3 bench/cpu/rounds.py --bench ./cpubench
 package main
 
 import (
