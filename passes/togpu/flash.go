@@ -111,11 +111,20 @@ type FlashTile struct {
 	// fragments by ldmatrix in every key tile: 16 registers and 4
 	// ldmatrix a warp-tile fewer.
 	QShared bool
+	// Specialized (with Pipe and QShared; not PrefetchV or OneK) adds a
+	// producer warpgroup to the block's Rows/64 consumer warpgroups: it
+	// alone copies the K and V tiles, into two stages each, and hands them
+	// over through mbarriers (full when copied, empty when the consumers'
+	// product that read them has completed) instead of a block barrier a
+	// tile; registers move from it to the consumers (gpu.setmaxnreg).
+	// See flash_wgmma.go, emitWGMMAPipe.
+	Specialized bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
-// for Pipe, l for Lazy, v for PrefetchV, q for QShared and k for OneK.
+// for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK and
+// d for Specialized (a dedicated producer).
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -150,6 +159,9 @@ func (t FlashTile) String() string {
 	}
 	if t.OneK {
 		s += "k"
+	}
+	if t.Specialized {
+		s += "d"
 	}
 	return s
 }
@@ -197,6 +209,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	FlashTileWGMMA128,
+	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -315,7 +328,19 @@ func (f Flash) tile() FlashTile {
 func (f Flash) Tiling() FlashTile { return f.tile() }
 
 // Threads is the block size of f's launch.
-func (f Flash) Threads() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows() }
+func (f Flash) Threads() int64 { return f.consumers() + f.producers() }
+
+// consumers is the threads of the block that compute (all of them but
+// with Specialized).
+func (f Flash) consumers() int64 { t := f.tile(); return 32 * t.Rows / t.warpRows() }
+
+// producers is the threads of Specialized's producer warpgroup, or 0.
+func (f Flash) producers() int64 {
+	if f.tile().Specialized {
+		return gpu.WarpgroupSize
+	}
+	return 0
+}
 
 // shared is the number of workgroup elements: two stages of a K and a V
 // tile, and the Q tile (staged in the second stage before the loop when
@@ -355,7 +380,9 @@ func (f Flash) Check() error {
 	switch {
 	case f.Elem != ir.BF16 && f.Elem != ir.F16:
 		return fmt.Errorf("flash attention: element type %s, want bf16 or f16", f.Elem)
-	case t.Pipe && t.Rows > 64 && !t.PrefetchV:
+	case t.Specialized && (!t.Pipe || !t.QShared || t.PrefetchV || t.OneK):
+		return fmt.Errorf("flash attention: tile %s: Specialized needs the pipelined kernel with QShared, without PrefetchV and OneK", t)
+	case t.Pipe && t.Rows > 64 && !t.PrefetchV && !t.Specialized:
 		return fmt.Errorf("flash attention: tile %s pipelines several warpgroups without PrefetchV (a V stage would be copied while read)", t)
 	case t.OneK && (!t.Pipe || t.Rows > 64 || t.PrefetchV):
 		return fmt.Errorf("flash attention: tile %s: OneK needs the pipelined kernel with one warpgroup a block and without PrefetchV", t)
@@ -411,6 +438,11 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 		ir.NamedAttr{Name: "rows_per_block", Value: ir.Int(f.Tile.Rows, ir.I64)},
 		ir.NamedAttr{Name: "mapping", Value: ir.Str(MappingFlash)},
 	))
+	if f.Tile.Specialized {
+		// (gpu.setmaxnreg's counts are within what the block's size
+		// leaves a thread.)
+		kernel.SetAttr("nvvm.maxntid", ir.Int(f.Threads(), ir.I64))
+	}
 	if f.Tile.MinBlocks > 0 {
 		// targets/llvm's MaxThreadsAttr and MinBlocksAttr.
 		kernel.SetAttr("nvvm.maxntid", ir.Int(f.Threads(), ir.I64))

@@ -296,6 +296,23 @@ func TestFlashCheck(t *testing.T) {
 	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "OneK") {
 		t.Errorf("64x64gplvqk: %v, want an error about OneK", err)
 	}
+	// A producer warpgroup needs the pipelined kernel reading Q by
+	// descriptor, its own stages (no PrefetchV, no OneK).
+	for _, tile := range []togpu.FlashTile{
+		{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, Specialized: true},
+		{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, PrefetchV: true, Specialized: true},
+		{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Specialized: true},
+	} {
+		f.Tile = tile
+		if err := f.Check(); err == nil || !strings.Contains(err.Error(), "Specialized") {
+			t.Errorf("%v: %v, want an error about Specialized", tile, err)
+		}
+	}
+	// Its block: two consumer warpgroups and the producer.
+	f.Tile = togpu.FlashTile{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true}
+	if err := f.Check(); err != nil || f.Threads() != 384 {
+		t.Errorf("%v: %v, %d threads, want none and 384", f.Tile, err, f.Threads())
+	}
 }
 
 // TestFlashDefaultTiling: the zero Tile picks 128x64w32f for non-causal

@@ -42,9 +42,14 @@ func (g *flashGen) wgStage(i int64) int64 { return 2 * i * g.Tile.Keys * g.D }
 // and since T/(D/8) is a multiple of 8 (T ≥ 128, D ≤ 128), its chunk lands
 // at the same swizzled column in every row it copies.
 func (g *flashGen) swizzledChunks(rows int64) []chunk {
-	x, T := g.x, g.Threads()
+	return g.swizzledChunksOf(g.x, rows, g.tid, g.Threads())
+}
+
+// swizzledChunksOf is swizzledChunks for the T threads numbered tid
+// (built by x).
+func (g *flashGen) swizzledChunksOf(x ix, rows int64, tid *ir.Value, T int64) []chunk {
 	per := g.D / 8
-	r0, c0 := x.shr(g.tid, int64(bits.TrailingZeros64(uint64(per)))), x.and(g.tid, per-1)
+	r0, c0 := x.shr(tid, int64(bits.TrailingZeros64(uint64(per)))), x.and(tid, per-1)
 	cp := x.and(c0, wgPanel/8-1) // (the chunk in its panel)
 	dst := x.add(x.mulc(x.shr(c0, 3), rows*wgPanel), x.add(x.mulc(r0, wgPanel), x.mulc(x.xor(cp, x.and(r0, 7)), 8)))
 	src := x.add(x.mulc(r0, g.D), x.mulc(c0, 8))
@@ -54,7 +59,7 @@ func (g *flashGen) swizzledChunks(rows int64) []chunk {
 		rc := i * T / per
 		ch := chunk{row: r0, dst: dst, src: src, rowC: rc, dstC: rc * wgPanel, srcC: rc * g.D}
 		if (i+1)*T > total {
-			ch.guard = x.lt(g.tid, x.c(total-i*T))
+			ch.guard = x.lt(tid, x.c(total-i*T))
 		}
 		out = append(out, ch)
 	}
@@ -170,9 +175,16 @@ func (g *flashGen) emitWGMMA() {
 // stages and its Q tile: K(kt) at stage kt % 2 and V(kt) at stage kt % 2
 // (each stage a K then a V tile), or with PrefetchV two K stages, then
 // three V stages (V(kt) at kt % 3), then Q, or with OneK the K stage, two
-// V stages (V(kt) at kt % 2), then Q.
+// V stages (V(kt) at kt % 2), then Q, or with Specialized two K stages,
+// two V stages (K(kt) and V(kt) at kt % 2), then Q.
 func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value, qAt int64) {
 	tile := g.Tile.Keys * g.D
+	if g.Tile.Specialized {
+		// Two K stages, then two V stages (K(kt) and V(kt) at kt % 2).
+		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), tile) }
+		vAt = func(x ix, kt *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(kt, 1), tile), 2*tile) }
+		return kAt, vAt, 4 * tile
+	}
 	if g.Tile.OneK {
 		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.c(0) }
 		vAt = func(x ix, kt *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(kt, 1), tile), tile) }
@@ -221,7 +233,11 @@ func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
 // stage held K(kt−1), whose product is done; with OneK, into the one K
 // stage once S(kt) has completed), V(kt+1) at the end of tile kt, once
 // P·V(kt−1), the last reader of its stage, has completed; a tile's copies
-// are awaited with one group (the newest V) left in flight.
+// are awaited with one group (the newest V) left in flight. With
+// Specialized the block's last warpgroup copies K and V (wsSplit) and the
+// consumers wait at the stages' full mbarriers instead of the copies and
+// the block barrier, and arrive at their empty ones once S (for K) and
+// P·V (for V) have completed.
 func (g *flashGen) emitWGMMAPipe() {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
@@ -238,14 +254,39 @@ func (g *flashGen) emitWGMMAPipe() {
 	loadK := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.k, kAt(x.at(b), kt)) }
 	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }
 	vAt := func(x ix, kt *ir.Value) *ir.Value { return x.index(vStage(x, kt)) }
-	pv := g.Tile.PrefetchV
+	pv, ws := g.Tile.PrefetchV, g.Tile.Specialized
 	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
-	loadK(b, x.c(0))
-	loadV(b, x.c(0))
+	var bars *ir.Value
+	if ws {
+		bars = g.wsBarriers()
+	} else {
+		loadK(b, x.c(0))
+		loadV(b, x.c(0))
+	}
 	gpu.CpAsyncCommit(b, loc)
 	gpu.CpAsyncWait(b, loc, 0)
 	gpu.FenceProxyAsync(b, loc)
 	gpu.Barrier(b, loc)
+	if ws {
+		// The producer's branch; the consumers' code follows in the
+		// other, built by g's builder (restored at the end).
+		b = g.wsSplit(bars, loadK, loadV)
+		x = x.at(b)
+		top, topX := g.b, g.x
+		g.b, g.x = b, x
+		defer func() { g.b, g.x = top, topX }()
+	}
+	// wait waits, with Specialized, for barrier i of tile kt's stage
+	// (full: the tile is copied); release arrives at it (empty: its
+	// reader's product has completed).
+	wait := func(b *ir.Builder, i int64, kt *ir.Value) {
+		x := x.at(b)
+		gpu.MbarrierWait(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)), wsParity(x, kt, 0))
+	}
+	release := func(b *ir.Builder, i int64, kt *ir.Value) {
+		x := x.at(b)
+		gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)))
+	}
 
 	var qAt []*ir.Value
 	if !g.Tile.QShared {
@@ -414,15 +455,21 @@ func (g *flashGen) emitWGMMAPipe() {
 
 	// Key tile 0.
 	one := x.c(1)
-	if !oneK {
+	switch {
+	case ws:
+		wait(b, wsFullK, x.c(0))
+	case !oneK:
 		nextK(b, one)
 	}
 	s0 := scores(b, x.c(0), false)
-	if oneK {
+	switch {
+	case ws:
+		release(b, wsEmptyK, x.c(0))
+	case oneK:
 		nextK(b, one)
 	}
 	p0, m0, l0, _, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, anyMask)
-	if !pv {
+	if !pv && !ws {
 		loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
 			loadV(b, x.at(b).c(1))
 			gpu.CpAsyncCommit(b, loc)
@@ -443,16 +490,24 @@ func (g *flashGen) emitWGMMAPipe() {
 			pPrev, m, l, o := it[:nP], it[nP:nP+2], it[nP+2:nP+4], it[nP+4:]
 			// K(kt) and V(kt−1) have landed (V(kt) may not have; with
 			// PrefetchV it has, copied with K(kt)).
-			if pv {
+			next := x.addc(kt, 1)
+			switch {
+			case ws:
+				// (The producer announces V(kt−1) once K(kt) has
+				// landed too; K's wait keeps the order explicit.)
+				wait(b, wsFullK, kt)
+				wait(b, wsFullV, x.addc(kt, -1))
+			case pv:
 				gpu.CpAsyncWait(b, loc, 0)
-			} else {
+			default:
 				gpu.CpAsyncWait(b, loc, 1)
 			}
-			gpu.FenceProxyAsync(b, loc)
-			gpu.Barrier(b, loc)
-			next := x.addc(kt, 1)
-			if !oneK {
-				nextK(b, next)
+			if !ws {
+				gpu.FenceProxyAsync(b, loc)
+				gpu.Barrier(b, loc)
+				if !oneK {
+					nextK(b, next)
+				}
 			}
 			at := kAt(x, kt)
 			pO := oShape
@@ -460,7 +515,10 @@ func (g *flashGen) emitWGMMAPipe() {
 			sIn := scores(b, at, true)
 			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
 			sv := gpu.WGMMAWait(b, loc, 1, sIn)
-			if oneK {
+			switch {
+			case ws:
+				release(b, wsEmptyK, kt)
+			case oneK:
 				nextK(b, next)
 			}
 			p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
@@ -484,8 +542,12 @@ func (g *flashGen) emitWGMMAPipe() {
 			}
 			ol := loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
 				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
-				loadV(b, next)
-				gpu.CpAsyncCommit(b, loc)
+				if ws {
+					release(b, wsEmptyV, x.at(b).addc(kt, -1))
+				} else {
+					loadV(b, next)
+					gpu.CpAsyncCommit(b, loc)
+				}
 				return append(o, l...)
 			}, func(b *ir.Builder) []*ir.Value {
 				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
@@ -502,11 +564,112 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	// The last tile's P·V (with PrefetchV its V was awaited and fenced
 	// at the top of the last tile, or before tile 0).
-	if !pv {
+	switch {
+	case ws:
+		wait(b, wsFullV, x.addc(g.tiles, -1))
+	case !pv:
 		gpu.CpAsyncWait(b, loc, 0)
 		gpu.FenceProxyAsync(b, loc)
 		gpu.Barrier(b, loc)
 	}
 	o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
 	g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
+}
+
+// The mbarriers of the specialized kernel (FlashTile.Specialized): barrier
+// 2·i + s is kind i's of stage s, full (copied; the producer's threads
+// arrive) or empty (read; the consumers' threads arrive) for K and V.
+const (
+	wsFullK int64 = iota
+	wsEmptyK
+	wsFullV
+	wsEmptyV
+	wsKinds
+)
+
+// wsBarriers adds the specialized kernel's mbarriers to the kernel and
+// has thread 0 initialize them (a barrier must follow before their use).
+func (g *flashGen) wsBarriers() *ir.Value {
+	b, loc, x := g.b, g.loc, g.x
+	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(2*wsKinds, ir.I64))
+	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
+		x := x.at(b)
+		counts := [wsKinds]int64{wsFullK: g.producers(), wsEmptyK: g.consumers(), wsFullV: g.producers(), wsEmptyV: g.consumers()}
+		for i, n := range counts {
+			for s := range int64(2) {
+				gpu.MbarrierInit(b, loc, bars, x.index(x.c(2*int64(i)+s)), arith.ConstantInt(b, loc, n, ir.I32))
+			}
+		}
+		return nil
+	}, nil)
+	return bars
+}
+
+// wsParity is the i32 parity of key tile kt's round kt/2 of its stage,
+// plus one for a producer's wait for an empty stage (a fresh barrier's
+// phase before the first counts as complete).
+func wsParity(x ix, kt *ir.Value, plus int64) *ir.Value {
+	r := x.and(x.addc(x.shr(kt, 1), plus), 1)
+	if x.t == ir.I32 {
+		return r
+	}
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, r, ir.I32)
+}
+
+// wsSplit builds the specialized kernel's role split: the producer
+// warpgroup (the block's last) lowers its registers and, for each key
+// tile kt, waits for K's stage to be empty, copies K(kt), waits for it
+// (and V(kt−1)) to land, fences the copies for the tensor cores and
+// arrives at V(kt−1)'s and K(kt)'s full barriers, then waits for V's
+// stage to be empty and copies V(kt); V of the last tile is announced
+// after the loop. K(kt+2)'s stage is free once S(kt) has completed, V's
+// once P·V(kt) has (in tile kt+1), so K runs a tile ahead of the
+// consumers and V two. It returns the builder of the consumers' branch
+// (before its terminator), whose warpgroups raise their registers.
+func (g *flashGen) wsSplit(bars *ir.Value, loadK, loadV func(b *ir.Builder, kt *ir.Value)) *ir.Builder {
+	b, loc, x := g.b, g.loc, g.x
+	announce := func(b *ir.Builder, i int64, kt *ir.Value) {
+		x := x.at(b)
+		gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)))
+	}
+	free := func(b *ir.Builder, i int64, kt *ir.Value) {
+		x := x.at(b)
+		gpu.MbarrierWait(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)), wsParity(x, kt, 1))
+	}
+	producer := arith.NewCmpI(b, loc, arith.CmpIUGE, g.tid, x.c(g.consumers()))
+	split := loop.If(b, loc, producer, nil, func(b *ir.Builder) []*ir.Value {
+		gpu.SetMaxNReg(b, loc, wsProducerRegs, false)
+		x := x.at(b)
+		// (The producer's 128 threads copy the tiles.)
+		g.kvChunks = g.swizzledChunksOf(x, g.Tile.Keys, x.addc(g.tid, -g.consumers()), g.producers())
+		one := arith.ConstantIndex(b, loc, 1)
+		loop.For(b, loc, x.index(x.c(0)), x.index(g.tiles), one, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			kt := x.from(iv)
+			free(b, wsEmptyK, kt)
+			loadK(b, kt)
+			gpu.CpAsyncCommit(b, loc)
+			gpu.CpAsyncWait(b, loc, 0)
+			gpu.FenceProxyAsync(b, loc)
+			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, iv, x.index(x.c(0))), nil, func(b *ir.Builder) []*ir.Value {
+				announce(b, wsFullV, x.at(b).addc(kt, -1))
+				return nil
+			}, nil)
+			announce(b, wsFullK, kt)
+			free(b, wsEmptyV, kt)
+			loadV(b, kt)
+			gpu.CpAsyncCommit(b, loc)
+			return nil
+		})
+		gpu.CpAsyncWait(b, loc, 0)
+		gpu.FenceProxyAsync(b, loc)
+		announce(b, wsFullV, x.addc(g.tiles, -1))
+		return nil
+	}, func(b *ir.Builder) []*ir.Value {
+		gpu.SetMaxNReg(b, loc, wsConsumerRegs, true)
+		return nil
+	})
+	cb := ir.NewBuilder(b.Ctx)
+	cb.SetInsertionPointBefore(split.Region(1).Front().Last())
+	return cb
 }
