@@ -14,8 +14,10 @@ import (
 // two barriers: full[s] completes when the producer's 128 threads have
 // written k tile kt into it (each thread's copies complete, then
 // fence.proxy.async so that gpu.wgmma sees them, then its arrival), and
-// empty[s] when the consumers' threads are done with it (each arrives
-// once the product that read it is complete). Round kt/Stages of stage
+// empty[s] when the consumers' warps are done with it (lane 0 of each
+// arrives once the product that read it is complete: one arrival a
+// warp, not a thread, as 256 atomics a k tile on one word would queue
+// with the products' reads of shared memory). Round kt/Stages of stage
 // kt%Stages waits for full's phase of parity (kt/Stages)%2 and empty's
 // of parity (kt/Stages+1)%2: a fresh barrier counts its phase before the
 // first as complete, so the producer's first round passes at once.
@@ -61,9 +63,9 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, tid, idx(b, 0)), nil, func(b *ir.Builder) []*ir.Value {
 		for s := range stages {
 			gpu.MbarrierInit(b, loc, bars, idx(b, s), i32(b, tl.copyThreads()))
-			gpu.MbarrierInit(b, loc, bars, idx(b, stages+s), i32(b, consumers))
+			gpu.MbarrierInit(b, loc, bars, idx(b, stages+s), i32(b, consumers/gpu.WarpSize))
 		}
-		gpu.MbarrierInit(b, loc, bars, idx(b, 2*stages), i32(b, consumers))
+		gpu.MbarrierInit(b, loc, bars, idx(b, 2*stages), i32(b, consumers/gpu.WarpSize))
 		return nil
 	}, nil)
 	gpu.Barrier(b, loc)
@@ -100,6 +102,16 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		gpu.CpAsyncWait(b, loc, pending)
 		gpu.FenceProxyAsync(b, loc)
 		gpu.MbarrierArrive(b, loc, bars, bar(x.at(b), it, 0))
+	}
+	// free arrives at the empty barrier i for the thread's warp (lane 0;
+	// the warp's gpu.wgmma wait covers the whole product's reads).
+	free := func(b *ir.Builder, i *ir.Value) {
+		x := x.at(b)
+		lane0 := arith.NewCmpI(b, loc, arith.CmpIEQ, g.lane, x.c(0))
+		loop.If(b, loc, lane0, nil, func(b *ir.Builder) []*ir.Value {
+			gpu.MbarrierArrive(b, loc, bars, i)
+			return nil
+		}, nil)
 	}
 	producer := arith.NewCmpI(b, loc, arith.CmpIUGE, tid, idx(b, consumers))
 	loop.If(b, loc, producer, nil, func(b *ir.Builder) []*ir.Value {
@@ -146,14 +158,14 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 					// its stage (the spare barrier at kt = 0).
 					prev := x.index(x.addc(stageOf(x, x.addc(x.from(it), stages-1)), stages))
 					first := arith.NewCmpI(b, loc, arith.CmpIEQ, kt, idx(b, 0))
-					gpu.MbarrierArrive(b, loc, bars, arith.NewSelect(b, loc, first, idx(b, 2*stages), prev))
+					free(b, arith.NewSelect(b, loc, first, idx(b, 2*stages), prev))
 					return d
 				}).Results()
 			done := gpu.WGMMAWait(b, loc, 0, accs)
 			// The tile's last k tile is complete too.
 			x := x.at(b)
 			last := arith.Binary(b, arith.OpAddI, loc, base, idx(b, numK-1))
-			gpu.MbarrierArrive(b, loc, bars, bar(x, last, stages))
+			free(b, bar(x, last, stages))
 			p.epilogue(k, x, done, gt, x.mulc(gt.warp, 16), x.c(0), 1, tl.N/8)
 		})
 		return nil
