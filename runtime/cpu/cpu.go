@@ -1068,7 +1068,9 @@ func (p *Program) parallel(fn, args uintptr, total, work int64) {
 		purego.SyscallN(fn, args, 0, uintptr(total))
 		return
 	}
-	if getPool().run(fn, args, total, workers) {
+	// Pieces of a range (see pool.run) of at least grain each.
+	pieces := int(min(maxPieces, float64(total)*float64(work)/float64(workers)/grain))
+	if getPool().run(fn, args, total, workers, pieces) {
 		return
 	}
 	// The calling goroutine runs the last range itself: one wake-up fewer,

@@ -59,17 +59,67 @@ type pool struct {
 	done chan struct{}
 }
 
-// job is one kernel launch: fn(args, lo, hi) over range w of n of
-// [0, total) for each worker w < n−1 (the dispatcher runs the last). It
-// does not change once posted.
+// job is one kernel launch: fn(args, lo, hi) over [0, total) in n
+// contiguous ranges, range w for worker w < n−1 and the last for the
+// dispatcher. Each range is cut into pieces that its owner runs in order
+// and that the others take once their own are done, so that a
+// participant descheduled by other work on the machine delays the kernel
+// by one piece, not by its whole range. It does not change once posted
+// (but for its atomic counters).
 type job struct {
 	fn, args uintptr
 	total    int64
 	n        int
-	// pending counts the workers' ranges not finished; waiting is set
-	// while the dispatcher sleeps on the pool's done for them.
-	pending atomic.Int64
+	// pieces is how many pieces each range is cut into.
+	pieces int64
+	// claimed[w] counts the pieces of range w handed out so far.
+	claimed []paddedCount
+	// left counts the pieces not finished; waiting is set while the
+	// dispatcher sleeps on the pool's done for them.
+	left    atomic.Int64
 	waiting atomic.Bool
+}
+
+// maxPieces is the most pieces a range is cut into.
+const maxPieces = 8
+
+// paddedCount is a counter alone in its cache line, so that
+// participants claiming pieces of different ranges do not contend.
+type paddedCount struct {
+	atomic.Int64
+	_ [56]byte
+}
+
+// newJob returns the job of fn over [0, total) in n ranges of pieces
+// pieces each.
+func newJob(fn, args uintptr, total int64, n, pieces int) *job {
+	j := &job{fn: fn, args: args, total: total, n: n, pieces: int64(pieces), claimed: make([]paddedCount, n)}
+	j.left.Store(int64(n) * j.pieces)
+	return j
+}
+
+// work runs pieces of j for participant w (the dispatcher is n−1): its
+// own range's in order, then those left of the others, and reports
+// whether it finished the job's last piece.
+func (j *job) work(w int) (last bool) {
+	for d := range j.n {
+		r := (w + d) % j.n
+		lo, hi := bounds(j.total, r, j.n)
+		for {
+			c := j.claimed[r].Add(1) - 1
+			if c >= j.pieces {
+				break
+			}
+			plo, phi := lo+(hi-lo)*c/j.pieces, lo+(hi-lo)*(c+1)/j.pieces
+			if plo < phi {
+				purego.SyscallN(j.fn, j.args, uintptr(plo), uintptr(phi))
+			}
+			if j.left.Add(-1) == 0 {
+				last = true
+			}
+		}
+	}
+	return last
 }
 
 // worker is one goroutine of the pool.
@@ -115,44 +165,46 @@ func bounds(total int64, w, n int) (lo, hi int64) {
 }
 
 // run calls fn over [0, total) in n contiguous ranges: n−1 on the pool's
-// workers, the last on the calling goroutine. It reports false, having
-// run nothing, when the pool is too small or another dispatch holds it.
-func (p *pool) run(fn, args uintptr, total int64, n int) bool {
+// workers, the last on the calling goroutine, each range cut into pieces
+// (1 to maxPieces) that whoever is free takes once the range's owner is
+// behind (see job). It reports false, having run nothing, when the pool
+// is too small or another dispatch holds it.
+func (p *pool) run(fn, args uintptr, total int64, n, pieces int) bool {
 	if n-1 > len(p.workers) || !p.busy.TryLock() {
 		return false
 	}
 	defer p.busy.Unlock()
-	j := &job{fn: fn, args: args, total: total, n: n}
-	j.pending.Store(int64(n - 1))
+	j := newJob(fn, args, total, n, min(max(pieces, 1), maxPieces))
 	p.job.Store(j)
 	for _, w := range p.workers[:n-1] {
 		if w.sleeping.CompareAndSwap(true, false) {
 			w.wake <- struct{}{}
 		}
 	}
-	lo, hi := bounds(total, n-1, n)
-	purego.SyscallN(fn, args, uintptr(lo), uintptr(hi))
-	p.await(j)
+	if !j.work(n - 1) {
+		p.await(j)
+	}
 	return true
 }
 
-// await returns when the workers' ranges of j are finished.
+// await returns when every piece of j is finished.
 func (p *pool) await(j *job) {
 	deadline := time.Now().Add(p.spin)
-	for i := 0; j.pending.Load() > 0; i++ {
+	for i := 0; j.left.Load() > 0; i++ {
 		if i%256 == 255 && time.Now().After(deadline) {
 			j.waiting.Store(true)
-			if j.pending.Load() == 0 && j.waiting.CompareAndSwap(true, false) {
+			if j.left.Load() == 0 && j.waiting.CompareAndSwap(true, false) {
 				return
 			}
-			<-p.done // the worker that finished last cleared waiting and sent
+			<-p.done // the participant that finished last cleared waiting and sent
 			return
 		}
 	}
 }
 
 // serve is a worker's loop: it waits for each job after the last it saw
-// and runs its range of it if the job has one.
+// and works on it if the job has a range for it (pieces of a job that
+// has ended are all claimed: a late worker finds nothing to do).
 func (p *pool) serve(w *worker) {
 	var seen *job
 	for {
@@ -161,9 +213,7 @@ func (p *pool) serve(w *worker) {
 		if w.index >= j.n-1 {
 			continue // a job of fewer ranges
 		}
-		lo, hi := bounds(j.total, w.index, j.n)
-		purego.SyscallN(j.fn, j.args, uintptr(lo), uintptr(hi))
-		if j.pending.Add(-1) == 0 && j.waiting.CompareAndSwap(true, false) {
+		if j.work(w.index) && j.waiting.CompareAndSwap(true, false) {
 			p.done <- struct{}{}
 		}
 	}

@@ -1,9 +1,11 @@
 package cpu
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +48,7 @@ func TestPoolRunsEveryPointOnce(t *testing.T) {
 					total := int64((j*37 + d*11) % 200)
 					n := 2 + (j+d)%7
 					job := newJob(total)
-					if p.run(fn, job, total, n) {
+					if p.run(fn, job, total, n, 1+(j+2*d)%maxPieces) {
 						ran.Add(1)
 						continue
 					}
@@ -66,7 +68,7 @@ func TestPoolRunsEveryPointOnce(t *testing.T) {
 		if ran.Load() == 0 {
 			t.Errorf("spin %v: the pool ran no job", spin)
 		}
-		if big := newJob(10); p.run(fn, big, 10, 9) {
+		if big := newJob(10); p.run(fn, big, 10, 9, 3) {
 			t.Errorf("spin %v: a job of 9 ranges ran on 7 workers and the caller", spin)
 		} else {
 			for i := range counts[big] {
@@ -107,5 +109,45 @@ func TestSpinTime(t *testing.T) {
 		if got != c.want || (err != nil) != c.err || err != nil && !strings.Contains(err.Error(), c.env) {
 			t.Errorf("STRATA_CPU_SPIN=%q, %d workers: %v, %v; want %v (error: %v)", c.env, c.workers, got, err, c.want, c.err)
 		}
+	}
+}
+
+// TestPoolTakesOverAStalledRange: when a worker is held up (descheduled,
+// here asleep in each piece it runs), the dispatcher, done with its own
+// range, runs the pieces of the worker's range that are left, so that the
+// job ends after about one of the worker's pieces, not all of them.
+func TestPoolTakesOverAStalledRange(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dispatcher := int64(syscall.Gettid())
+	const total, pieces, stall = 800, 8, 40 * time.Millisecond
+	var byDispatcher, byWorker atomic.Int64
+	var workerStarted atomic.Bool
+	fn := purego.NewCallback(func(_, lo, hi uintptr) uintptr {
+		if int64(syscall.Gettid()) != dispatcher {
+			workerStarted.Store(true)
+			time.Sleep(stall)
+			byWorker.Add(int64(hi - lo))
+			return 0
+		}
+		// The dispatcher's first piece waits for the worker to be in one.
+		for wait := time.Now(); !workerStarted.Load() && time.Since(wait) < 5*time.Second; {
+			runtime.Gosched()
+		}
+		byDispatcher.Add(int64(hi - lo))
+		return 0
+	})
+	p := newPool(1, 0)
+	start := time.Now()
+	if !p.run(fn, 0, total, 2, pieces) {
+		t.Fatal("the pool refused a job of 2 ranges with 1 worker")
+	}
+	took := time.Since(start)
+	if got := byDispatcher.Load() + byWorker.Load(); got != total {
+		t.Fatalf("%d points ran, want %d", got, total)
+	}
+	// Without taking over, the worker's 8 pieces take 8 stalls.
+	if byWorker.Load() == 0 || took >= pieces*stall/2 || byDispatcher.Load() <= total/2 {
+		t.Errorf("the job took %v; the dispatcher ran %d of %d points, the worker %d; want under %v, over half and some", took, byDispatcher.Load(), total, byWorker.Load(), pieces*stall/2)
 	}
 }
