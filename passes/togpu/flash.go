@@ -119,12 +119,18 @@ type FlashTile struct {
 	// tile; registers move from it to the consumers (gpu.setmaxnreg).
 	// See flash_wgmma.go, emitWGMMAPipe.
 	Specialized bool
+	// PingPong (with Specialized and two consumer warpgroups) has the
+	// consumers take turns issuing a tile's products, as
+	// FlashAttention-3 schedules them: one warpgroup's S and P·V run on
+	// the tensor cores while the other runs its softmax.
+	PingPong bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
-// for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK and
-// d for Specialized (a dedicated producer).
+// for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
+// for Specialized (a dedicated producer) and a for PingPong (alternating
+// consumers).
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -162,6 +168,9 @@ func (t FlashTile) String() string {
 	}
 	if t.Specialized {
 		s += "d"
+	}
+	if t.PingPong {
+		s += "a"
 	}
 	return s
 }
@@ -210,6 +219,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	FlashTileWGMMA128,
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
+	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -382,6 +392,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: element type %s, want bf16 or f16", f.Elem)
 	case t.Specialized && (!t.Pipe || !t.QShared || t.PrefetchV || t.OneK):
 		return fmt.Errorf("flash attention: tile %s: Specialized needs the pipelined kernel with QShared, without PrefetchV and OneK", t)
+	case t.PingPong && (!t.Specialized || t.Rows != 2*64):
+		return fmt.Errorf("flash attention: tile %s: PingPong needs Specialized and two consumer warpgroups (128 rows)", t)
 	case t.Pipe && t.Rows > 64 && !t.PrefetchV && !t.Specialized:
 		return fmt.Errorf("flash attention: tile %s pipelines several warpgroups without PrefetchV (a V stage would be copied while read)", t)
 	case t.OneK && (!t.Pipe || t.Rows > 64 || t.PrefetchV):

@@ -308,6 +308,16 @@ func TestFlashCheck(t *testing.T) {
 			t.Errorf("%v: %v, want an error about Specialized", tile, err)
 		}
 	}
+	// Ping-pong takes turns between two consumers of a producer.
+	for _, tile := range []togpu.FlashTile{
+		{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, PrefetchV: true, PingPong: true},
+		{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
+	} {
+		f.Tile = tile
+		if err := f.Check(); err == nil || !strings.Contains(err.Error(), "PingPong") {
+			t.Errorf("%v: %v, want an error about PingPong", tile, err)
+		}
+	}
 	// Its block: two consumer warpgroups and the producer.
 	f.Tile = togpu.FlashTile{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true}
 	if err := f.Check(); err != nil || f.Threads() != 384 {

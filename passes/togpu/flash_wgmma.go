@@ -512,8 +512,23 @@ func (g *flashGen) emitWGMMAPipe() {
 			at := kAt(x, kt)
 			pO := oShape
 			pO.Pending = 1
+			if g.Tile.PingPong {
+				// This warpgroup's turn: the other's products of the
+				// tile before (warpgroup 0, which goes first; at once in
+				// tile 1) or of this tile (1) are issued.
+				wg := x.shr(w.warp, 2)
+				par := x.and(x.add(kt, wg), 1)
+				if x.t != ir.I32 {
+					par = arith.NewCast(b, arith.OpIndexCastUI, loc, par, ir.I32)
+				}
+				gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, 2*wsKinds)), par)
+			}
 			sIn := scores(b, at, true)
 			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
+			if g.Tile.PingPong {
+				// The other warpgroup's turn.
+				gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(x.shr(w.warp, 2), x.c(1)), 2*wsKinds)))
+			}
 			sv := gpu.WGMMAWait(b, loc, 1, sIn)
 			switch {
 			case ws:
@@ -578,7 +593,9 @@ func (g *flashGen) emitWGMMAPipe() {
 
 // The mbarriers of the specialized kernel (FlashTile.Specialized): barrier
 // 2·i + s is kind i's of stage s, full (copied; the producer's threads
-// arrive) or empty (read; the consumers' threads arrive) for K and V.
+// arrive) or empty (read; the consumers' threads arrive) for K and V;
+// with PingPong barrier 2·wsKinds + w is consumer warpgroup w's turn (the
+// other warpgroup's threads arrive).
 const (
 	wsFullK int64 = iota
 	wsEmptyK
@@ -591,13 +608,18 @@ const (
 // has thread 0 initialize them (a barrier must follow before their use).
 func (g *flashGen) wsBarriers() *ir.Value {
 	b, loc, x := g.b, g.loc, g.x
-	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(2*wsKinds, ir.I64))
+	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(2*wsKinds+2, ir.I64))
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
 		x := x.at(b)
 		counts := [wsKinds]int64{wsFullK: g.producers(), wsEmptyK: g.consumers(), wsFullV: g.producers(), wsEmptyV: g.consumers()}
 		for i, n := range counts {
 			for s := range int64(2) {
 				gpu.MbarrierInit(b, loc, bars, x.index(x.c(2*int64(i)+s)), arith.ConstantInt(b, loc, n, ir.I32))
+			}
+		}
+		if g.Tile.PingPong {
+			for w := range int64(2) {
+				gpu.MbarrierInit(b, loc, bars, x.index(x.c(2*wsKinds+w)), arith.ConstantInt(b, loc, gpu.WarpgroupSize, ir.I32))
 			}
 		}
 		return nil
