@@ -586,3 +586,65 @@ func init() {
 		return instance{op: "conv2d", args: args, attrs: attrs}
 	}
 }
+
+// TestConv2DInputGradientIsExact checks the form of conv2d's input
+// gradient: for an unstrided convolution with symmetric padding within the
+// kernel's span (ResNet's 3×3, padding 1) a convolution with that padding
+// computes exactly the input's shape; otherwise (a stride that dilates
+// the gradient, padding past the span, padding that differs between the
+// sides) the full convolution (padding the span on every side) is cut to
+// the input's window. Each is checked against central differences.
+func TestConv2DInputGradientIsExact(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		k, stride, h      int64
+		pad               []int64
+		wantPad, wantOutH int64 // of the input gradient's convolution
+	}{
+		{"3x3 padding 1", 3, 1, 6, []int64{1, 1, 1, 1}, 1, 6},
+		{"3x3 padding 0", 3, 1, 6, []int64{0, 0, 0, 0}, 2, 6},
+		{"3x3 stride 2", 3, 2, 6, []int64{1, 1, 1, 1}, 2, 7},
+		{"1x1 padding 1", 1, 1, 4, []int64{1, 1, 1, 1}, 0, 6},
+		{"3x3 asymmetric", 3, 1, 6, []int64{1, 0, 0, 1}, 2, 7},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := instance{op: "conv2d", args: []arg{f64(2, 3, c.h, c.h), f64(4, 3, c.k, c.k)}, attrs: []ir.NamedAttr{
+				attr("strides", graph.Ints(c.stride, c.stride)), attr("dilations", graph.Ints(1, 1)),
+				attr("padding", graph.Ints(c.pad...)), attr("groups", i64(1)),
+			}}
+			ctx := dialects.NewContext()
+			fx, err := build(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grad, err := Grad(ctx, fx.fn, fx.wrt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The input gradient's convolution has the input's batch and
+			// channels ([2, 3, …]; the weight gradient's is [3, 4, …]).
+			var convs []string
+			grad.Walk(func(op *ir.Operation) bool {
+				if op.Name() != graph.OpConv2D {
+					return true
+				}
+				if rt, ok := op.Result(0).Type().(*ir.TensorType); ok && rt.Shape()[0] == 2 && rt.Shape()[1] == 3 {
+					p, _ := graph.Conv2DParamsOf(op)
+					convs = append(convs, fmt.Sprintf("padding %v -> %v", p.Padding, op.Result(0).Type()))
+				}
+				return true
+			})
+			want := fmt.Sprintf("padding [%d %d %d %d] -> tensor<2x3x%dx%dxf64>", c.wantPad, c.wantPad, c.wantPad, c.wantPad, c.wantOutH, c.wantOutH)
+			if len(convs) != 1 || convs[0] != want {
+				t.Errorf("input gradient convolutions %v, want [%s]", convs, want)
+			}
+			rapid.Check(t, func(rt *rapid.T) {
+				rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 2))
+				if err := fx.draw(in, rng); err != nil {
+					rt.Fatal(err)
+				}
+				checkCentralDifferences(rt, in, fx, rng)
+			})
+		})
+	}
+}

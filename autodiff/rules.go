@@ -460,16 +460,14 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	n, c, o, groups := xs[0], xs[1], ws[0], p.Groups
 	cg, og := ws[1], o/groups
 
-	// gx.
+	// gx: the convolution of g dilated by the strides by the flipped,
+	// transposed kernel.
 	gd := e.dilate(e.dilate(g, 2, p.Strides[0]), 3, p.Strides[1])
 	// (Flipped last: the swap is views, the flips gathers, so that the
 	// kernel is one buffer the convolution reads.)
 	wt := e.reshape(e.transpose(e.reshape(w, []int64{groups, og, cg, ws[2], ws[3]}), []int64{0, 2, 1, 3, 4}), []int64{c, og, ws[2], ws[3]})
 	wt = e.flip(e.flip(wt, 2), 3)
-	full := e.conv2d(gd, wt, [2]int64{1, 1},
-		[4]int64{p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1), p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1)},
-		p.Dilations, groups)
-	gx := e.window(full, []int64{0, 0, p.Padding[0], p.Padding[1]}, xs)
+	gx := e.convTranspose(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1)}, groups)
 
 	// gw.
 	xt := e.reshape(e.transpose(e.reshape(x, []int64{n, groups, cg, xs[2], xs[3]}), []int64{2, 1, 0, 3, 4}), []int64{cg, groups * n, xs[2], xs[3]})
@@ -482,6 +480,39 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 		out = append(out, e.Reduce(graph.OpReduceSum, g, []int64{0, 2, 3}, false))
 	}
 	return out
+}
+
+// convTranspose returns the input gradient of a convolution of
+// parameters p (xs the input's shape, span its dilated kernel's extent
+// less one, (h, w)) from gd, the output gradient dilated by the strides,
+// and wt, the flipped, transposed kernel. That is the full convolution
+// of gd by wt (padding span on every side) cut to the window of the
+// input, at the forward padding's offset; when the padding that yields
+// exactly that window directly is the same on both sides of each
+// dimension (every unstrided convolution whose padding is symmetric and
+// at most span: ResNet's 3×3 ones), the convolution with it computes no
+// more than the window, a convolution the libraries take (cuDNN pads both
+// sides alike). Layer 4's 3×3 convolutions of ResNet-50 computed 9×9
+// outputs for a 7×7 gradient in the full form.
+func (e *emitter) convTranspose(gd, wt *ir.Value, xs []int64, p graph.Conv2DParams, span [2]int64, groups int64) *ir.Value {
+	gs, _ := e.shape(gd)
+	if e.Err != nil {
+		return nil
+	}
+	var direct [4]int64 // top, left, bottom, right
+	exact := true
+	for d := range 2 {
+		// Row r of the window is row r + padding of the full convolution:
+		// padding span - p before, and after as many rows as make xs's.
+		direct[d] = span[d] - p.Padding[d]
+		direct[2+d] = xs[2+d] - gs[2+d] + p.Padding[d]
+		exact = exact && direct[d] >= 0 && direct[d] == direct[2+d]
+	}
+	if exact {
+		return e.conv2d(gd, wt, [2]int64{1, 1}, direct, p.Dilations, groups)
+	}
+	full := e.conv2d(gd, wt, [2]int64{1, 1}, [4]int64{span[0], span[1], span[0], span[1]}, p.Dilations, groups)
+	return e.window(full, []int64{0, 0, p.Padding[0], p.Padding[1]}, xs)
 }
 
 // conv2d builds a convolution of x by w without bias.
