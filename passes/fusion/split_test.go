@@ -37,8 +37,9 @@ func reductions(m *ir.Operation) []string {
 // TestSplitReductionsPlans checks where graph-split-reductions splits: at
 // the input's own axis boundary when one keeps SplitRows rows (the loss
 // of a language model: every token's row of classes first), on a [P, Q]
-// view of the folded elements otherwise, and not at all when the
-// reduction keeps enough elements, folds few, or folds leading axes.
+// view of the folded elements otherwise, column reductions (bias
+// gradients, channels-last statistics) on a [P, Q, C] view, and not at
+// all when the reduction keeps enough elements or folds few.
 func TestSplitReductionsPlans(t *testing.T) {
 	for _, c := range []struct {
 		name, in, attrs, out string
@@ -64,8 +65,18 @@ func TestSplitReductionsPlans(t *testing.T) {
 			"reduce_sum [1, 2] -> tensor<1024xf32>"}},
 		{"small, leading", "tensor<8x4x8xf32>", "<{axes = [0, 2]}>", "tensor<4xf32>", []string{
 			"reduce_sum [0, 2] -> tensor<4xf32>"}},
-		{"columns", "tensor<65536x4xf32>", "<{axes = [0]}>", "tensor<4xf32>", []string{
-			"reduce_sum [0] -> tensor<4xf32>"}},
+		{"columns", "tensor<65536x4xf32>", "<{axes = [0]}>", "tensor<4xf32>", []string{ // rows of 32
+			"reduce_sum [1] -> tensor<2048x4xf32>", "reduce_sum [0] -> tensor<4xf32>"}},
+		{"bias gradient", "tensor<8192x768xf32>", "<{axes = [0]}>", "tensor<768xf32>", []string{
+			"reduce_sum [1] -> tensor<128x768xf32>", "reduce_sum [0] -> tensor<768xf32>"}},
+		{"bias gradient, kept", "tensor<8x1024x2304xf32>", "<{axes = [0, 1], keepdims = true}>", "tensor<1x1x2304xf32>", []string{
+			"reduce_sum [1] -> tensor<32x2304xf32>", "reduce_sum [0] -> tensor<2304xf32>"}},
+		{"columns, few rows", "tensor<512x768xf32>", "<{axes = [0]}>", "tensor<768xf32>", []string{
+			"reduce_sum [0] -> tensor<768xf32>"}},
+		{"columns, many", "tensor<64x65536xf32>", "<{axes = [0]}>", "tensor<65536xf32>", []string{
+			"reduce_sum [0] -> tensor<65536xf32>"}},
+		{"columns between", "tensor<1024x4x1024xf32>", "<{axes = [0, 2]}>", "tensor<4xf32>", []string{
+			"reduce_sum [2] -> tensor<1024x4xf32>", "reduce_sum [0] -> tensor<4xf32>"}},
 		{"batch norm", "tensor<64x64x112x112xf32>", "<{axes = [0, 2, 3], keepdims = true}>", "tensor<1x64x1x1xf32>", []string{
 			"reduce_sum [2] -> tensor<64x64xf32>", "reduce_sum [0] -> tensor<64xf32>"}},
 		{"batch norm, large images", "tensor<1x64x512x512xf32>", "<{axes = [0, 2, 3]}>", "tensor<64xf32>", []string{
@@ -75,7 +86,7 @@ func TestSplitReductionsPlans(t *testing.T) {
 		{"batch norm, small images", "tensor<64x512x2x2xf32>", "<{axes = [0, 2, 3]}>", "tensor<512xf32>", []string{
 			"reduce_sum [0, 2, 3] -> tensor<512xf32>"}},
 		{"channels last", "tensor<64x56x56x64xf32>", "<{axes = [0, 1, 2]}>", "tensor<64xf32>", []string{
-			"reduce_sum [0, 1, 2] -> tensor<64xf32>"}},
+			"reduce_sum [1] -> tensor<1024x64xf32>", "reduce_sum [0] -> tensor<64xf32>"}},
 		{"prime", "tensor<65537xf32>", "", "tensor<f32>", []string{
 			"reduce_sum <nil> -> tensor<f32>"}},
 	} {
@@ -119,7 +130,8 @@ func TestSplitReductionsSemantics(t *testing.T) {
 			{[]int64{64, 2, 1024}, []int{0, 2}}, {[]int64{1, 4, 512, 128}, []int{0, 2, 3}},
 			{[]int64{4, 1100, 16, 16}, []int{0, 2, 3}}, {[]int64{16, 8, 8, 8}, []int{0, 2, 3}},
 			{[]int64{64, 1000}, []int{0, 1}}, {[]int64{4, 8, 8}, []int{1, 2}}, // folded as one axis
-
+			{[]int64{2048, 40}, []int{0}}, {[]int64{64, 32, 3, 12}, []int{0, 1}}, // columns
+			{[]int64{4096, 17}, []int{0}},
 		}).Draw(rt, "case")
 		shape, rank := c.shape, len(c.shape)
 		n, kept := int64(1), int64(1)

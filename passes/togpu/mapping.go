@@ -517,7 +517,7 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 			return nil
 		}
 	}
-	if len(order) == 0 || matmulLike(nest, order) {
+	if len(order) == 0 || matmulLike(nest, order) || columnReads(nest, order) {
 		return nil
 	}
 	if cfg.RowWelford {
@@ -736,6 +736,153 @@ func matmulLike(nest *ir.Operation, loops []*rowLoop) bool {
 		}
 	}
 	return false
+}
+
+// ColumnThreads is the fewest points of a nest that reads columns
+// (columnReads) for which the nest runs a thread a point (the pointwise
+// mapping) rather than a warp or block a point: a grid of that many
+// threads fills the device.
+const ColumnThreads = 8192
+
+// columnReads reports whether the row loops of nest read columns: every
+// load that moves with a loop's induction variable moves by more than one
+// element a step, while a step of the nest's innermost induction variable
+// moves it by one, and the nest has at least ColumnThreads static points.
+// The first half of a split bias gradient ([P, Q, C] summed over Q) is
+// such a nest. The row mapping would give each point a warp whose lanes
+// load rows apart, a sector a lane (0.045 ms for 25 MB on the H200, an
+// eighth of its bandwidth); a thread a point loads adjacent columns in
+// adjacent lanes. The steps are measured by evaluating the loads' indices
+// (views lower to divisions and remainders of a linear index) at a point
+// of the nest and one step away; an index that is not integer arithmetic
+// of constants and induction variables keeps the row mapping.
+func columnReads(nest *ir.Operation, loops []*rowLoop) bool {
+	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
+	ivs := loop.Body(nest).Arguments()
+	if len(ivs) == 0 || len(ivs) != len(lbs) {
+		return false
+	}
+	points := int64(1)
+	base := map[*ir.Value]int64{}
+	for i := range lbs {
+		l, ok1 := staticInt(lbs[i])
+		u, ok2 := staticInt(ubs[i])
+		s, ok3 := staticInt(steps[i])
+		if !ok1 || !ok2 || !ok3 || s != 1 || u-l < 2 {
+			return false
+		}
+		points *= u - l
+		base[ivs[i]] = l + (u-l)/2 // away from the edges a pad or slice has
+	}
+	if points < ColumnThreads {
+		return false
+	}
+	inner := ivs[len(ivs)-1]
+	columns := false
+	for _, rl := range loops {
+		args := loop.Body(rl.op).Arguments()
+		if len(args) == 0 {
+			return false
+		}
+		iv := args[0]
+		rows := false
+		rl.op.Walk(func(o *ir.Operation) bool {
+			if o.Name() != loop.LoadOp || rows {
+				return true
+			}
+			at := func(v *ir.Value, d int64) (int64, bool) {
+				env := maps.Clone(base)
+				env[iv] = 1
+				env[v] += d
+				return flatOffset(o, env)
+			}
+			o0, ok0 := at(iv, 0)
+			oq, ok1 := at(iv, 1)
+			oc, ok2 := at(inner, 1)
+			switch {
+			case !ok0 || !ok1 || !ok2:
+				rows = true
+			case oq == o0: // does not move with the loop
+			case oc-o0 == 1 && (oq-o0 > 1 || oq-o0 < -1):
+				columns = true
+			default:
+				rows = true
+			}
+			return true
+		})
+		if rows {
+			return false
+		}
+	}
+	return columns
+}
+
+// flatOffset returns the row-major element offset that load o reads with
+// the induction variables at env, or false when its buffer's shape is not
+// static or an index is not integer arithmetic of constants and env.
+func flatOffset(o *ir.Operation, env map[*ir.Value]int64) (int64, bool) {
+	mem, idx := accessIndices(o)
+	mt, ok := mem.Type().(*ir.MemRefType)
+	if !ok || len(mt.Shape()) != len(idx) {
+		return 0, false
+	}
+	memo := map[*ir.Value]int64{}
+	off := int64(0)
+	for d, v := range idx {
+		n := mt.Shape()[d]
+		x, ok := evalIndex(v, env, memo, 0)
+		if !ok || n < 0 {
+			return 0, false
+		}
+		off = off*n + x
+	}
+	return off, true
+}
+
+// evalIndex evaluates the integer value v with the block arguments in env,
+// through constants, casts, integer arith ops, comparisons and selects.
+func evalIndex(v *ir.Value, env, memo map[*ir.Value]int64, depth int) (int64, bool) {
+	if x, ok := env[v]; ok {
+		return x, true
+	}
+	if x, ok := memo[v]; ok {
+		return x, true
+	}
+	op := v.DefiningOp()
+	if op == nil || depth > 256 {
+		return 0, false
+	}
+	arg := func(i int) (int64, bool) { return evalIndex(op.Operand(i), env, memo, depth+1) }
+	var x int64
+	ok := false
+	switch name := op.Name(); {
+	case name == arith.OpConstant:
+		x, ok = staticInt(v)
+	case name == arith.OpIndexCast || name == arith.OpIndexCastUI:
+		x, ok = arg(0)
+	case name == arith.OpSelect:
+		var c int64
+		if c, ok = arg(0); ok {
+			x, ok = arg(2 - int(c&1))
+		}
+	case name == arith.OpCmpI:
+		p, _ := op.Attr("predicate").(ir.IntegerAttr)
+		a, ok1 := arg(0)
+		b, ok2 := arg(1)
+		if ok = ok1 && ok2; ok && arith.CmpI(arith.CmpIPredicate(p.Value), op.Operand(0).Type(), a, b) {
+			x = 1
+		}
+	case arith.IsIntBinary(name) && op.NumOperands() == 2:
+		a, ok1 := arg(0)
+		b, ok2 := arg(1)
+		if ok1 && ok2 {
+			x, ok = arith.EvalInt(name, v.Type(), a, b)
+		}
+	}
+	if ok {
+		memo[v] = x
+	}
+	return x, ok
 }
 
 func (r *row) block(Config) int64  { return r.rows * r.threads }

@@ -119,6 +119,7 @@ var semanticsCases = []struct {
 	{"softmax_cast.mlir", [][]int64{{}}},
 	{"softmax_bf16.mlir", [][]int64{{}}},
 	{"index32_views.mlir", [][]int64{{}, {}, {}}}, // pad, concat, slice (negative offsets), gather
+	{"colsum.mlir", [][]int64{{}}},
 }
 
 var configs = []struct {
@@ -218,6 +219,10 @@ func TestMappings(t *testing.T) {
 		{"softmax_cast.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
 		{"softmax_bf16.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
 		{"softmax_bf16.mlir", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 8}, []string{"row/128/1/1"}},
+		// Column sums: a thread a partial sum (8192 of them), directly or
+		// through a divided linear index; the 256 sums of the partials
+		// keep a warp each.
+		{"colsum.mlir", togpu.DefaultConfig, []string{"pointwise/256/1/0", "pointwise/256/1/0", "row/256/1/8"}},
 	}
 	for _, tc := range tests {
 		ctx, m := parse(t, tc.file)
