@@ -2,6 +2,7 @@ package ir
 
 import (
 	"iter"
+	"math"
 	"slices"
 )
 
@@ -529,14 +530,34 @@ func (op *Operation) MoveAfter(other *Operation) {
 	other.block.insertBefore(op, other.next)
 }
 
-// IsBeforeInBlock reports whether op comes before other in their common block.
+// IsBeforeInBlock reports whether op comes before other in their common
+// block (false when they are in different blocks or in none). It takes
+// constant time but after a change to the block that left no room in
+// the numbering of its ops, which renumbers them (MLIR's op order
+// cache): passes that ask it for many pairs of a large block stay linear.
 func (op *Operation) IsBeforeInBlock(other *Operation) bool {
-	for o := op.next; o != nil; o = o.next {
-		if o == other {
-			return true
-		}
+	b := op.block
+	if b == nil || other.block != b {
+		return false
 	}
-	return false
+	if b.order == nil {
+		b.renumber()
+	}
+	return b.order[op] < b.order[other]
+}
+
+// orderStride is the gap renumber leaves between neighbouring ops, so
+// that ops inserted later can take a number without a renumbering.
+const orderStride = 8
+
+// renumber gives b's ops increasing order numbers.
+func (b *Block) renumber() {
+	b.order = map[*Operation]uint32{}
+	n := uint32(0)
+	for o := b.first; o != nil; o = o.next {
+		n += orderStride
+		b.order[o] = n
+	}
 }
 
 // Walk visits op and every op nested in it, parents before children
@@ -620,8 +641,12 @@ func (op *Operation) clone(m map[*Value]*Value, blocks map[*Block]*Block) *Opera
 type Block struct {
 	args        []*Value
 	first, last *Operation
-	parent      *Region
-	prev, next  *Block
+	// order numbers the ops, increasing from first to last, once
+	// Operation.IsBeforeInBlock asked (nil: not numbered). It lives here
+	// rather than in each op: few blocks are ever asked.
+	order      map[*Operation]uint32
+	parent     *Region
+	prev, next *Block
 	// argLocs holds the locations of arguments that have one (see Value.Loc).
 	argLocs map[*Value]Location
 }
@@ -733,6 +758,24 @@ func (b *Block) insertBefore(op, ref *Operation) {
 	} else {
 		b.first = op
 	}
+	if b.order != nil {
+		// A number between the neighbours', when there is one.
+		lo, hi := uint32(0), uint32(math.MaxUint32)
+		if op.prev != nil {
+			lo = b.order[op.prev]
+		}
+		if op.next != nil {
+			hi = b.order[op.next]
+		}
+		switch {
+		case op.next == nil && lo <= math.MaxUint32-orderStride:
+			b.order[op] = lo + orderStride
+		case hi-lo >= 2:
+			b.order[op] = lo + (hi-lo)/2
+		default:
+			b.order = nil
+		}
+	}
 }
 
 func (b *Block) unlinkOp(op *Operation) {
@@ -745,6 +788,9 @@ func (b *Block) unlinkOp(op *Operation) {
 		op.next.prev = op.prev
 	} else {
 		b.last = op.prev
+	}
+	if b.order != nil {
+		delete(b.order, op)
 	}
 	op.prev, op.next, op.block = nil, nil, nil
 }
