@@ -349,6 +349,13 @@ func (g *gradCore) cotangents(gr *graphTrace, outs []*Tensor, nres int, given []
 	return cts, nil
 }
 
+// concurrentCompiler is implemented by the built-in backends whose
+// Compile may run for several graphs at once (Backend makes no such
+// promise).
+type concurrentCompiler interface {
+	concurrentCompile()
+}
+
 // compile builds gr's joint function, partitions it and compiles the two
 // passes, each in a module of its own, with the backend.
 func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int) (*trainStep, error) {
@@ -372,19 +379,55 @@ func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int) (*trainStep, e
 		}
 	}
 	step := &trainStep{results: len(funcs.Type(gr.fn).Results), report: report}
-	for _, p := range []struct {
-		fn  *ir.Operation
-		exe *Executable
-	}{{fwd, &step.fwd}, {bwd, &step.bwd}} {
+	// With a backend that allows it (concurrentCompiler), the two passes
+	// are compiled at once: the backward pass's passes and code
+	// generation (the larger) overlap the forward pass's, and a GPU
+	// backend's load of one overlaps the other's host work. Their phases
+	// add up in the session's times (which then may exceed the wall
+	// time). Other backends compile them one after the other, forward
+	// first.
+	_, concurrent := g.c.backend.b.(concurrentCompiler)
+	passes := []struct {
+		fn    *ir.Operation
+		exe   *Executable
+		times CompileTimes
+		err   error
+		panic any
+	}{{fn: fwd, exe: &step.fwd}, {fn: bwd, exe: &step.bwd}}
+	var wg sync.WaitGroup
+	for i := range passes {
+		p := &passes[i]
 		m := builtin.NewModule(ir.UnknownLoc{})
 		p.fn.Remove()
 		builtin.ModuleBody(m).Append(p.fn)
-		graph := &Graph{Context: ctx, Module: m, Func: ir.SymbolName(p.fn), Mode: g.opts.Mode, Options: g.opts.BackendOptions, times: &s.times}
-		exe, err := g.c.backend.b.Compile(graph)
-		if err != nil {
-			return nil, fmt.Errorf("frontend: Grad: backend %s: %w", g.c.backend.name, err)
+		graph := &Graph{Context: ctx, Module: m, Func: ir.SymbolName(p.fn), Mode: g.opts.Mode, Options: g.opts.BackendOptions, times: &p.times}
+		compile := func() {
+			// A backend's panic is a bug: it goes on in the caller's
+			// goroutine, as it would without the concurrency.
+			defer func() { p.panic = recover() }()
+			*p.exe, p.err = g.c.backend.b.Compile(graph)
 		}
-		*p.exe = exe
+		if concurrent {
+			wg.Go(compile)
+		} else {
+			compile()
+		}
+	}
+	wg.Wait()
+	for _, p := range passes {
+		if p.panic != nil {
+			panic(p.panic)
+		}
+		s.times.Trace += p.times.Trace
+		s.times.Passes += p.times.Passes
+		s.times.Codegen += p.times.Codegen
+		s.times.Load += p.times.Load
+		s.times.Device += p.times.Device
+	}
+	for _, p := range passes {
+		if p.err != nil {
+			return nil, fmt.Errorf("frontend: Grad: backend %s: %w", g.c.backend.name, p.err)
+		}
 	}
 	return step, nil
 }

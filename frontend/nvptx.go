@@ -102,9 +102,8 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if err := g.Time(PhaseDevice, func() (err error) { rt, err = gpuRuntime(); return err }); err != nil {
 		return nil, fmt.Errorf("nvptx backend %w", err)
 	}
-	if cfg.CuBLASLt {
-		rt.WarmLibraries() // the handle and workspace, while the PTX loads
-	}
+	// The libraries' handles and workspaces, while the PTX loads.
+	rt.WarmLibraries(exec.LibrariesOf(cfg.CuBLASLt, cfg.CuDNN)...)
 	name := g.Func
 	// The driver's JIT of the PTX, here rather than hidden in the first
 	// run: in tiers (exec.LoadPolicy.Tier) in the default mode, so that
@@ -295,3 +294,7 @@ func (e *nvptxExecutable) Run(inputs []*interp.Tensor) ([]*interp.Tensor, error)
 	}
 	return out, nil
 }
+
+// concurrentCompile implements concurrentCompiler: generate's state is
+// its graph's, and the runtime loads programs concurrently.
+func (nvptxBackend) concurrentCompile() {}

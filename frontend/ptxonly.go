@@ -77,3 +77,7 @@ func (p ptxOnlyBackend) Compile(g *Graph) (Executable, error) {
 func (p ptxOnlyBackend) Describe() string {
 	return "generates the nvptx backend's PTX without a device and runs nothing"
 }
+
+// concurrentCompile implements concurrentCompiler: as nvptxBackend, and
+// Keep may be called from several goroutines at once.
+func (ptxOnlyBackend) concurrentCompile() {}
