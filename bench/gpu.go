@@ -123,10 +123,8 @@ func (g *GPU) Compile(ctx *ir.Context, module *ir.Operation, entry, mode string)
 		major, minor := g.capability()
 		cfg := autotune.ForDevice(autotune.ModeConfig(m, module), major, minor)
 		pipeline = "builtin.module(" + autotune.LowerPipelineFor(cfg) + ")"
-		if cfg.CuBLASLt {
-			// The handle and workspace are made while the rest compiles.
-			g.rt.WarmLibraries()
-		}
+		// The handles and workspaces are made while the rest compiles.
+		g.rt.WarmLibraries(exec.LibrariesOf(cfg.CuBLASLt, cfg.CuDNN)...)
 	}
 	pm, err := passes.Parse(pipeline)
 	if err != nil {

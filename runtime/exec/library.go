@@ -24,21 +24,56 @@ type libraries struct {
 	warm    sync.WaitGroup // warm-ups in progress (WarmLibraries)
 }
 
-// WarmLibraries starts, in the background, what the first library product
-// of a program would otherwise pay inside its first call: loading cuBLASLt
-// (about 55 ms for the half-gigabyte library on the H200 machine) and
-// making the Runtime's handle and workspace. A caller whose programs run
-// matmuls on the library (autotune.ModeConfig) calls it right after
-// opening the Runtime, as the device itself is opened ahead of the first
-// call. An absent library is not reported here: the first library op
-// reports it, as without the warm-up. Close waits for a warm-up in
-// progress.
-func (rt *Runtime) WarmLibraries() {
-	rt.libs.warm.Add(1)
-	go func() {
-		defer rt.libs.warm.Done()
-		_, _ = rt.cublasLt()
-	}()
+// Library is a vendor library whose handle a Runtime can make ahead of
+// its first use (WarmLibraries).
+type Library uint8
+
+const (
+	// CuBLASLt runs gpu.library_matmul (and, under conv=cudnn, the
+	// unstrided 1×1 convolutions).
+	CuBLASLt Library = iota
+	// CuDNN runs gpu.library_conv2d.
+	CuDNN
+)
+
+// WarmLibraries starts, in the background, what the first library call
+// of a program would otherwise pay inside its first run, for each of libs:
+// loading the library (cuBLASLt: about 55 ms for the half-gigabyte
+// library on the H200 machine; cuDNN opens its sub-libraries too) and
+// making the Runtime's handle (cudnnCreate) and workspace. A caller whose
+// programs run on the libraries (autotune.ModeConfig) calls it right
+// after opening the Runtime, while the program's code loads, as the
+// device itself is opened ahead of the first call. An absent library is
+// not reported here: the first library op reports it, as without the
+// warm-up. Close waits for a warm-up in progress.
+func (rt *Runtime) WarmLibraries(libs ...Library) {
+	for _, l := range libs {
+		rt.libs.warm.Add(1)
+		go func() {
+			defer rt.libs.warm.Done()
+			switch l {
+			case CuBLASLt:
+				_, _ = rt.cublasLt()
+			case CuDNN:
+				_, _ = rt.cuDNN()
+			}
+		}()
+	}
+}
+
+// LibrariesOf returns the libraries a program lowered with a configuration
+// that runs matmuls on cuBLASLt (blasLt) or convolutions on cuDNN (dnn)
+// calls, for WarmLibraries: cuDNN's configuration runs the unstrided 1×1
+// convolutions on cuBLASLt too.
+func LibrariesOf(blasLt, dnn bool) []Library {
+	var libs []Library
+	if blasLt || dnn {
+		libs = append(libs, CuBLASLt)
+	}
+	if dnn {
+		libs = append(libs, CuDNN)
+	}
+	return libs
 }
 
 // cublasLt returns the Runtime's cuBLASLt handle, loading the library and

@@ -65,7 +65,7 @@ func randomHalf(t *testing.T, rng *rand.Rand, elem ir.Type, shape ...int64) *int
 // compares with the interpreter (the sum in order of k).
 func TestGPUCuBLASLt(t *testing.T) {
 	rt := openGPU(t)
-	rt.WarmLibraries() // the handle made in the background, as the bench's engine does
+	rt.WarmLibraries(CuBLASLt) // the handle made in the background, as the bench's engine does
 	if err := cublaslt.Load(); err != nil {
 		t.Skipf("no cuBLASLt: %v", err)
 	}
@@ -193,12 +193,18 @@ func tensorText(shape []int64, elem string) string {
 }
 
 // TestWarmLibrariesWithoutCUDA checks that a warm-up on a Runtime without
-// a CUDA device neither fails nor blocks Close, and that the library op
-// then reports why it cannot run.
+// a CUDA device neither fails nor blocks Close, that it tries the
+// libraries asked for only, and that the library op then reports why it
+// cannot run.
 func TestWarmLibrariesWithoutCUDA(t *testing.T) {
 	rt := newRuntime(newFake())
-	rt.WarmLibraries()
-	rt.WarmLibraries()
+	rt.WarmLibraries(CuDNN)
+	rt.libs.warm.Wait()
+	if rt.libs.dnnErr == nil || rt.libs.err != nil {
+		t.Errorf("warming cuDNN: cuDNN's handle error %v (want it tried), cuBLASLt's %v (want it untried)", rt.libs.dnnErr, rt.libs.err)
+	}
+	rt.WarmLibraries(LibrariesOf(false, true)...)
+	rt.WarmLibraries(CuBLASLt)
 	rt.libs.warm.Wait()
 	if _, err := rt.cublasLt(); err == nil || !strings.Contains(err.Error(), "needs a CUDA device") {
 		t.Errorf("cublasLt after the warm-up: %v", err)
