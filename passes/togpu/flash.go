@@ -220,6 +220,7 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA128,
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
