@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/exec"
 )
 
@@ -285,4 +286,29 @@ func TestGPUDonate(t *testing.T) {
 		t.Fatal(err)
 	}
 	nearTol(t, "the fifth state", got, want, 1e-4)
+}
+
+// TestGPUCompileLog checks the compile topic: a graph's first call on the
+// nvptx backend logs its phases and kernels, and a cached call nothing.
+func TestGPUCompileLog(t *testing.T) {
+	gpu(t)
+	var buf strings.Builder
+	defer logs.SetOutput(logs.SetOutput(&buf))
+	logs.Enable("compile")
+	defer logs.Disable()
+	mlp, _ := twoLayers(7)
+	c, err := frontend.Compile(mlp, frontend.Options{Backend: frontend.NVPTXBackend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := frontend.Rand(8, 4, 16)
+	for range 2 {
+		if _, err := c.Call(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := buf.String()
+	if n := strings.Count(out, "compile: graph0: "); n != 1 || !strings.Contains(out, " kernels), device wait ") || !strings.Contains(out, "driver modules, JIT") {
+		t.Errorf("%d compile lines, want 1 with the phases:\n%s", n, out)
+	}
 }

@@ -12,6 +12,8 @@ const (
 	topicGraphBreaks = "graph_breaks"
 	topicRecompiles  = "recompiles"
 	topicGuards      = "guards"
+	// topicCompile is each graph's compile phases on the nvptx backend.
+	topicCompile = "compile"
 	// topicPerfHints is for choices that cost speed, such as running the
 	// default backend's graphs in the interpreter for want of a GPU.
 	topicPerfHints = "perf_hints"

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
 	"github.com/strata-ir/strata/passes/togpu"
@@ -82,6 +84,11 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if err != nil {
 		return nil, err
 	}
+	var before CompileTimes
+	if g.times != nil {
+		before = *g.times
+	}
+	start := time.Now()
 	release := holdGC() // see holdGC: a fifth to two fifths of this time is the collector's otherwise
 	prog, cfg, err := b.generate(g, mode)
 	release()
@@ -117,7 +124,33 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if err := g.Time(PhaseLoad, func() error { return load(rt, name) }); err != nil {
 		return nil, err
 	}
+	if logs.Enabled(topicCompile) && g.times != nil {
+		logCompile(g, prog, rt, before, time.Since(start))
+	}
 	return &nvptxExecutable{runner: exec.NewRunner(prog, rt, name, mode.CUDAGraphs()), name: name}, nil
+}
+
+// logCompile logs under topicCompile what compiling g cost: its phases
+// since before (the graph's times when its compile began), the compile's
+// wall time, its kernels and what the driver's JIT took of the load.
+func logCompile(g *Graph, prog *exec.Program, rt *exec.Runtime, before CompileTimes, wall time.Duration) {
+	ct := *g.times
+	kernels := 0
+	for _, text := range prog.PTX() {
+		kernels += strings.Count(text, ".entry ")
+	}
+	var jit time.Duration
+	parts := 0
+	if loads, err := prog.Loads(rt, g.Func); err == nil {
+		for _, l := range loads {
+			jit += l.JIT
+			parts += l.Parts
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	logs.Printf(topicCompile, "%s: %.1f ms: passes %.1f, codegen %.1f (%d kernels), device wait %.1f, load %.1f (%d driver modules, JIT %.1f ms of CPU)",
+		g.Func, ms(wall), ms(ct.Passes-before.Passes), ms(ct.Codegen-before.Codegen), kernels, ms(ct.Device-before.Device),
+		ms(ct.Load-before.Load), parts, ms(jit))
 }
 
 // generate is the host's part of Compile, before the device: it lowers

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/strata-ir/strata/internal/dynlib"
@@ -327,6 +328,7 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, call func(l 
 	if capturing, err := hd.dev.Capturing(stream); err != nil || capturing {
 		return err
 	}
+	began := time.Now()
 	start, err := hd.dev.NewEvent()
 	if err != nil {
 		return err
@@ -370,7 +372,8 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, call func(l 
 	}
 	if best >= 0 {
 		p.algos = []int32{best}
-		logs.Printf("autotune", "cuDNN %s of %s: algorithm %d (%s)", directionNames[key.dir], key.Conv, best, strings.Join(times, ", "))
+		logs.Printf("autotune", "cuDNN %s of %s: algorithm %d (%s; chosen in %.1f ms of the first call)", directionNames[key.dir], key.Conv, best, strings.Join(times, ", "),
+			float64(time.Since(began).Microseconds())/1000)
 	}
 	return nil
 }
