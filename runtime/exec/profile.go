@@ -23,7 +23,10 @@ type ProfileEntry struct {
 	// whole replayed graph.
 	Label string
 	// Kind groups ops for a summary: "kernel (MAPPING)" for a launch,
-	// "library_conv2d DIRECTION", "library_matmul" or "cuda graph".
+	// "library_conv2d DIRECTION", "library_matmul" or "cuda graph"; "idle"
+	// for the time between a launch's first op and its last when none of
+	// its ops ran (the device waited for the host to queue the next one),
+	// one entry a plan, one call a launch.
 	Kind string
 	// Bytes is the size of the memref operands the op reads or writes
 	// (each counted once); Bytes / Ms is a lower bound of the bandwidth
@@ -53,7 +56,24 @@ type profiler struct {
 	mu    sync.Mutex
 	steps []profileStep
 	free  []*cuda.Event
+	// launches holds, for each profiled plan launch, the indices in
+	// steps of its ops, in order (idleKey).
+	launches []profiledLaunch
 }
+
+// profiledLaunch is one launch of a plan under a profile: its ops' steps.
+type profiledLaunch struct {
+	plan  *plan
+	steps []int
+}
+
+// IdleKind is ProfileEntry.Kind of a plan's idle time between its ops.
+const IdleKind = "idle"
+
+// idleIndex is the profileKey index of a plan's idle time: from the start
+// of a launch's first op to the end of its last, the time no op of the
+// launch ran (the device waited for the host to queue the next one).
+const idleIndex = -2
 
 // launchAttr is the kernel attribute that records how convert-loop-to-gpu
 // mapped the kernel's nest (togpu.LaunchAttr; exec does not import the
@@ -71,9 +91,11 @@ var deviceOps = map[string]bool{
 // StartProfile makes every later launch of a plan on rt record a pair of
 // CUDA events around each kernel launch and library call (around the
 // whole replay for a captured CUDA graph), until StopProfile returns their
-// times. A step's time runs from the moment the stream reaches its first
-// event to its end: when the host queues more slowly than the device runs,
-// it includes the wait for the launch. Profiling adds two event records to
+// times and each plan's idle time between them. A step's time runs from
+// the moment the stream reaches its first event to its end: when the host
+// queues more slowly than the device runs, it includes the host's work
+// between the two (the launch itself, a library's own setup), and the
+// device idles between steps while the host runs the plan's host ops. Profiling adds two event records to
 // every launch; time the plan without it.
 func (rt *Runtime) StartProfile() error {
 	if rt.cuda == nil {
@@ -107,24 +129,50 @@ func (rt *Runtime) StopProfile() ([]ProfileEntry, error) {
 	}
 	byKey := map[profileKey]*ProfileEntry{}
 	var out []*ProfileEntry
-	for _, s := range p.steps {
+	entry := func(key profileKey) *ProfileEntry {
+		e := byKey[key]
+		if e == nil {
+			e = &ProfileEntry{Func: key.plan.name, Label: "cuda graph", Kind: "cuda graph"}
+			switch {
+			case key.index == idleIndex:
+				e.Label, e.Kind = "idle between ops (waiting for the host)", IdleKind
+			case key.index >= 0:
+				op := key.plan.fn.Region(0).Front().Ops()[key.index]
+				e.Label, e.Kind = profileLabel(op)
+				e.Bytes = operandBytes(op)
+			}
+			byKey[key] = e
+			out = append(out, e)
+		}
+		return e
+	}
+	times := make([]float64, len(p.steps))
+	for i, s := range p.steps {
 		ms, err := cuda.Elapsed(s.start, s.end)
 		if err != nil {
 			return nil, fmt.Errorf("exec: profile of @%s: %w", s.key.plan.name, err)
 		}
-		e := byKey[s.key]
-		if e == nil {
-			e = &ProfileEntry{Func: s.key.plan.name, Label: "cuda graph", Kind: "cuda graph"}
-			if s.key.index >= 0 {
-				op := s.key.plan.fn.Region(0).Front().Ops()[s.key.index]
-				e.Label, e.Kind = profileLabel(op)
-				e.Bytes = operandBytes(op)
-			}
-			byKey[s.key] = e
-			out = append(out, e)
-		}
+		times[i] = float64(ms)
+		e := entry(s.key)
 		e.Calls++
-		e.Ms += float64(ms)
+		e.Ms += times[i]
+	}
+	for _, l := range p.launches {
+		if len(l.steps) < 2 {
+			continue
+		}
+		first, last := p.steps[l.steps[0]], p.steps[l.steps[len(l.steps)-1]]
+		span, err := cuda.Elapsed(first.start, last.end)
+		if err != nil {
+			return nil, fmt.Errorf("exec: profile of @%s: %w", l.plan.name, err)
+		}
+		busy := 0.0
+		for _, i := range l.steps {
+			busy += times[i]
+		}
+		e := entry(profileKey{l.plan, idleIndex})
+		e.Calls++
+		e.Ms += max(float64(span)-busy, 0)
 	}
 	entries := make([]ProfileEntry, len(out))
 	for i, e := range out {
@@ -159,6 +207,11 @@ func (p *profiler) timed(dev *cuda.Device, key profileKey, r *runState, step fun
 		return err
 	}
 	p.steps = append(p.steps, profileStep{key: key, start: start, end: end})
+	if key.index >= 0 && len(p.launches) > 0 {
+		if l := &p.launches[len(p.launches)-1]; l.plan == key.plan {
+			l.steps = append(l.steps, len(p.steps)-1)
+		}
+	}
 	if err := start.Record(r.stream); err != nil {
 		return err
 	}
@@ -171,6 +224,9 @@ func (p *profiler) timed(dev *cuda.Device, key profileKey, r *runState, step fun
 // runProfiled runs the steps of b's plan as Launch does, timing those
 // that queue device work.
 func (b *Bound) runProfiled(p *profiler, r *runState) error {
+	p.mu.Lock()
+	p.launches = append(p.launches, profiledLaunch{plan: b.plan})
+	p.mu.Unlock()
 	ops := b.plan.fn.Region(0).Front().Ops()
 	for i, step := range b.plan.steps {
 		if !deviceOps[ops[i].Name()] {
@@ -244,15 +300,21 @@ func operandBytes(op *ir.Operation) int64 {
 }
 
 // FormatProfile writes a profile as two tables: the total time, share,
-// calls and label of each kind of op (ProfileEntry.Kind), then of the top
-// n ops (all with n <= 0) with the bandwidth their operands' bytes give a
-// lower bound of.
+// calls and label of each kind of op (ProfileEntry.Kind, idle time
+// included), then of the top n ops (all with n <= 0) with the bandwidth
+// their operands' bytes give a lower bound of.
 func FormatProfile(entries []ProfileEntry, n int) string {
-	var total float64
+	var total, idle float64
+	ops := 0
 	kinds := map[string]*ProfileEntry{}
 	var byKind []*ProfileEntry
 	for _, e := range entries {
 		total += e.Ms
+		if e.Kind == IdleKind {
+			idle += e.Ms
+		} else {
+			ops++
+		}
 		k := kinds[e.Kind]
 		if k == nil {
 			k = &ProfileEntry{Label: e.Kind}
@@ -274,7 +336,11 @@ func FormatProfile(entries []ProfileEntry, n int) string {
 	for _, k := range byKind {
 		fmt.Fprintf(&b, "%10.3f %6.2f %6d  %s\n", k.Ms, share(k.Ms), k.Calls, k.Label)
 	}
-	fmt.Fprintf(&b, "%10.3f total over %d ops\n\n", total, len(entries))
+	fmt.Fprintf(&b, "%10.3f total over %d ops", total, ops)
+	if idle > 0 {
+		fmt.Fprintf(&b, " (%.3f ms of it idle between them)", idle)
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "%10s %6s %6s %9s  %s\n", "ms", "%", "calls", "GB/s≥", "op")
 	for i, e := range entries {
 		if n > 0 && i == n {

@@ -10,8 +10,9 @@ import (
 
 // TestGPUProfile profiles vadd.mlir's two launches over three plan
 // launches, then the same plan captured as a CUDA graph: each kernel (the
-// graph as a whole) is timed once per launch, the profiled launches
-// compute what the interpreter does, and one profile runs at a time.
+// graph as a whole) is timed once per launch, with the plan's idle time
+// between them, the profiled launches compute what the interpreter does,
+// and one profile runs at a time.
 func TestGPUProfile(t *testing.T) {
 	rt := openGPU(t)
 	p := compileFile(t, "vadd.mlir")
@@ -57,14 +58,25 @@ func TestGPUProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 {
-		t.Fatalf("%d profiled ops, want vadd's two launches: %+v", len(entries), entries)
-	}
+	var kernels []ProfileEntry
+	idle := 0
 	for _, e := range entries {
-		if e.Func != "main" || e.Label != "@vadd (?)" || e.Kind != "kernel (?)" || e.Calls != 3 || e.Ms <= 0 {
+		switch {
+		case e.Kind == IdleKind:
+			idle++
+			if e.Func != "main" || e.Calls != 3 || e.Ms < 0 {
+				t.Errorf("idle time %+v, want @main's over 3 launches", e)
+			}
+		case e.Func != "main" || e.Label != "@vadd (?)" || e.Kind != "kernel (?)" || e.Calls != 3 || e.Ms <= 0:
 			t.Errorf("profiled %+v, want @main's @vadd launched 3 times", e)
+		default:
+			kernels = append(kernels, e)
 		}
 	}
+	if len(kernels) != 2 || idle != 1 {
+		t.Fatalf("%d kernels and %d idle entries, want vadd's two launches and one: %+v", len(kernels), idle, entries)
+	}
+	entries = kernels
 	whole, err := b.Time(1, 5)
 	if err != nil {
 		t.Fatal(err)

@@ -97,6 +97,14 @@ func TestFormatProfile(t *testing.T) {
 	if strings.Contains(FormatProfile(entries, 0), "more ops") {
 		t.Error("n = 0 cut the table")
 	}
+	// Idle time is a kind of its own, in the total, not an op.
+	idle := append(entries, ProfileEntry{Func: "main", Label: "idle between ops (waiting for the host)", Kind: IdleKind, Calls: 2, Ms: 10})
+	out = FormatProfile(idle, 0)
+	for _, want := range []string{"    10.000  50.00      2  idle\n", "    20.000 total over 3 ops (10.000 ms of it idle between them)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
 }
 
 // TestProfileNeedsCUDA: a runtime without CUDA refuses to profile, and
