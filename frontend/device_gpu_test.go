@@ -312,3 +312,36 @@ func TestGPUCompileLog(t *testing.T) {
 		t.Errorf("%d compile lines, want 1 with the phases:\n%s", n, out)
 	}
 }
+
+// TestGPUArgmax checks a greedy decoder's argmax over a long last axis
+// (graph-split-reductions makes it two row reductions) on the GPU against
+// the host on fresh random data with ties and NaNs: the first largest
+// element wins, and the first NaN.
+func TestGPUArgmax(t *testing.T) {
+	gpu(t)
+	const rows, n = 3, 50304
+	vs := frontend.Rand(uint64(time.Now().UnixNano()), rows, n).Float32s()
+	for i := range vs {
+		vs[i] = float32(math.Round(float64(vs[i]) * 8)) // ties
+	}
+	vs[n+777] = float32(math.NaN())
+	vs[n+9000] = float32(math.NaN())
+	want := make([]int64, rows)
+	for r := range rows {
+		row := vs[r*n : (r+1)*n]
+		for j, v := range row {
+			if best := row[want[r]]; best == best && (v > best || v != v) {
+				want[r] = int64(j)
+			}
+		}
+	}
+	c := frontend.MustCompile(func(x *frontend.Tensor) *frontend.Tensor { return x.Argmax(1, true) },
+		frontend.Options{Backend: frontend.NVPTXBackend})
+	out, err := c.Call(frontend.FromSlice(vs, rows, n).ToGPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out[0].Int64s(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("argmax %v, want %v", got, want)
+	}
+}

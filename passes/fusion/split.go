@@ -64,7 +64,7 @@ const SplitColumns = 1 << 16
 func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    "graph-split-reductions",
-		Summary: "Split reductions that keep few elements but fold many into two, so that their kernels run in parallel",
+		Summary: "Split reductions (and argmaxes) that keep few elements but fold many into two, so that their kernels run in parallel",
 		Description: fmt.Sprintf("A reduction (sum, mean, max, min) of a static input that folds its last axis becomes two "+
 			"reductions when its kernel would run on too few threads or blocks. With folded axes before the trailing "+
 			"run of folded axes (batch norm's statistics over N, H, W of [N, C, H, W]), which run a thread a result, "+
@@ -79,9 +79,12 @@ func init() {
 			"gradient summed over the tokens), which runs a thread a column, is split when it keeps fewer than %d "+
 			"elements and folds at least %d a result: the rows viewed as [P, Q], the first sums Q rows into each of P "+
 			"partial rows (at least %d partial sums, rows of at least %d), the second the partials. "+
+			"An argmax over a last axis of at least %d elements that keeps fewer than %d "+
+			"(a thread a result, looping over the axis) becomes a reduce_max and a reduce_min of the positions where the "+
+			"input equals the max (where it is NaN when the max is), two row reductions. "+
 			"The result's type does not change; sums add the same elements in another order.",
 			splitMinFolded, SplitMinElements, SplitRows, SplitMinElements, SplitRows, SplitRows,
-			SplitColumns, splitMinFolded, SplitColumns, splitMinRowElements),
+			SplitColumns, splitMinFolded, SplitColumns, splitMinRowElements, splitMinFolded, SplitRows),
 		Anchor: funcs.FuncOp,
 		After: []passes.Order{
 			{Pass: "graph-decompose", Reason: "the reductions of composites exist only once graph-decompose expanded them"},
@@ -111,15 +114,29 @@ var splitKinds = map[string]bool{graph.OpReduceSum: true, graph.OpReduceMean: tr
 // qualifies is split again, and counted) or folded over one axis
 // (planFlat).
 func SplitReductions(ctx *ir.Context, fn *ir.Operation) (int, error) {
-	var work []*ir.Operation
+	var work, argmaxes []*ir.Operation
 	fn.Walk(func(op *ir.Operation) bool {
 		if splitKinds[op.Name()] {
 			work = append(work, op)
+		}
+		if op.Name() == graph.OpArgmax {
+			argmaxes = append(argmaxes, op)
 		}
 		return true
 	})
 	b := ir.NewBuilder(ctx)
 	n := 0
+	for _, op := range argmaxes {
+		if !planArgmax(op) {
+			continue
+		}
+		max, min, err := rowArgmax(b, op)
+		if err != nil {
+			return n, err
+		}
+		n++
+		work = append(work, max, min)
+	}
 	for len(work) > 0 {
 		op := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -354,4 +371,75 @@ func (p split) rewrite(b *ir.Builder, op *ir.Operation) (first, second *ir.Opera
 	op.Result(0).ReplaceAllUsesWith(y)
 	op.Erase()
 	return first, second, nil
+}
+
+// planArgmax reports whether argmax op runs a thread a result over a long
+// axis: it keeps fewer than SplitRows elements of a static input and folds
+// its last axis of at least splitMinFolded (a greedy decoder's token over
+// GPT-2's 50304 logits: 2 ms on one thread of the H200, most of a
+// decoding step).
+func planArgmax(op *ir.Operation) bool {
+	in, ok := op.Operand(0).Type().(*ir.TensorType)
+	if !ok || !in.Ranked() || ir.NumElements(in.Shape()) < 0 || len(in.Shape()) == 0 {
+		return false
+	}
+	shape := in.Shape()
+	r := len(shape)
+	axes := reducedAxes(op)
+	if len(axes) != 1 || axes[0] != int64(r-1) {
+		return false
+	}
+	return ir.NumElements(shape[:r-1]) < SplitRows && shape[r-1] >= splitMinFolded && shape[r-1] < 1<<31
+}
+
+// rowArgmax replaces argmax op over the last axis by two reductions the
+// row mapping runs a block a result: the largest element m (reduce_max,
+// which keeps a NaN), then the first position where x equals m (where x is
+// NaN when m is: argmax keeps the first NaN), a reduce_min of the
+// positions with the axis's length elsewhere. It returns the two.
+func rowArgmax(b *ir.Builder, op *ir.Operation) (max, min *ir.Operation, err error) {
+	loc := op.Loc()
+	b.SetInsertionPointBefore(op)
+	x := op.Operand(0)
+	in := x.Type().(*ir.TensorType)
+	shape := in.Shape()
+	axis := int64(len(shape) - 1)
+	m := graph.Reduce(b, graph.OpReduceMax, loc, x, []int64{axis}, true)
+	max = m.DefiningOp()
+	m = graph.BroadcastTo(b, loc, m, shape)
+	hit := graph.Cmp(b, loc, "eq", x, m)
+	if ir.IsFloat(in.ElementType()) {
+		// Where m is NaN, x ≠ x' with x' = x there (0 elsewhere): x's
+		// NaNs. Every op depends on m, so that graph-fuse keeps them in
+		// the second reduction's kernel: an op of x alone (x ≠ x) would
+		// join x's producer as an output of its own (a matmul's: an
+		// epilogue kernel and a buffer more).
+		nanM := graph.Cmp(b, loc, "ne", m, m)
+		zero, err := graph.BuildTyped(b, graph.OpFull, loc, nil, ir.Dict(ir.NamedAttr{Name: "fill", Value: ir.FloatAttr{Bits: 0, Type: in.ElementType().(*ir.FloatType)}}), in)
+		if err != nil {
+			return nil, nil, err
+		}
+		nanX := graph.Cmp(b, loc, "ne", x, graph.Select(b, loc, nanM, x, zero))
+		hit = graph.Select(b, loc, nanM, nanX, hit)
+	}
+	// Positions in i32, which the row mapping reduces (its shuffles move
+	// 32 bits); an axis this pass takes is far shorter than 2³¹.
+	idx := ir.TensorOf(shape, ir.I32)
+	pos, err := graph.BuildTyped(b, graph.OpIota, loc, nil, ir.Dict(ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: axis, Type: ir.I64}}), idx)
+	if err != nil {
+		return nil, nil, err
+	}
+	none, err := graph.BuildTyped(b, graph.OpFull, loc, nil, ir.Dict(ir.NamedAttr{Name: "fill", Value: ir.IntegerAttr{Value: shape[axis], Type: ir.I32}}), idx)
+	if err != nil {
+		return nil, nil, err
+	}
+	y := graph.Reduce(b, graph.OpReduceMin, loc, graph.Select(b, loc, hit, pos, none), []int64{axis}, graph.KeepDims(op))
+	min = y.DefiningOp()
+	y = graph.Cast(b, loc, y, ir.I64)
+	if y.Type() != op.Result(0).Type() {
+		return nil, nil, ir.Errorf(loc, "graph-split-reductions: the argmax in rows is %s, not %s", y.Type(), op.Result(0).Type())
+	}
+	op.Result(0).ReplaceAllUsesWith(y)
+	op.Erase()
+	return max, min, nil
 }

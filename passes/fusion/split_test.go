@@ -253,3 +253,98 @@ func keptStride(shape []int64, folded []int, d int) int64 {
 	}
 	return s
 }
+
+// TestSplitArgmax checks graph-split-reductions on argmax: over a long
+// last axis with few rows it becomes a reduce_max and a reduce_min of the
+// positions (two row reductions), which compute what argmax does on
+// inputs drawn from a few values (ties: the first largest wins), with
+// NaNs (the first NaN wins), infinities and signed zeros, in f32, bf16
+// and i32, with and without keepdims; an argmax over enough rows, a short
+// axis or another axis than the last stays.
+func TestSplitArgmax(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		c := rapid.SampledFrom([]struct {
+			shape []int64
+			axis  int64
+			split bool
+		}{
+			{[]int64{1, 5000}, 1, true}, {[]int64{3, 2048}, -1, true}, {[]int64{1024}, 0, true},
+			{[]int64{2, 3, 1500}, 2, true},
+			{[]int64{1024, 1024}, 1, false}, {[]int64{4, 1023}, 1, false}, {[]int64{2048, 4}, 0, false},
+		}).Draw(rt, "case")
+		elem := rapid.SampledFrom([]ir.Type{ir.F32, ir.BF16, ir.I32}).Draw(rt, "elem")
+		keep := rapid.Bool().Draw(rt, "keepdims")
+		r := len(c.shape)
+		axis := (c.axis + int64(r)) % int64(r)
+		var outDims, inDims []string
+		for i, d := range c.shape {
+			inDims = append(inDims, fmt.Sprint(d))
+			if int64(i) != axis {
+				outDims = append(outDims, fmt.Sprint(d))
+			} else if keep {
+				outDims = append(outDims, "1")
+			}
+		}
+		in := "tensor<" + strings.Join(inDims, "x") + "x" + elem.String() + ">"
+		out := "tensor<i64>"
+		if len(outDims) > 0 {
+			out = "tensor<" + strings.Join(outDims, "x") + "xi64>"
+		}
+		src := fmt.Sprintf(`func.func @f(%%x: %s) -> %s {
+  %%0 = "graph.argmax"(%%x) <{axis = %d : i64, keepdims = %v}> : (%s) -> %s
+  return %%0 : %s
+}`, in, out, c.axis, keep, in, out, out)
+		before, after := splitRun(rt, src)
+		text := ir.Sprint(after, ir.PrintOptions{})
+		if split := !strings.Contains(text, "graph.argmax"); split != c.split {
+			rt.Fatalf("argmax rewritten: %v, want %v:\n%s", split, c.split, text)
+		}
+		if c.split && !slices.Equal(reductions(after), []string{
+			fmt.Sprintf("reduce_max [%d] -> %s", r-1, strings.Replace(in, fmt.Sprintf("x%dx", c.shape[r-1]), "x1x", 1)),
+			fmt.Sprintf("reduce_min [%d] -> %s", r-1, strings.ReplaceAll(out, "i64", "i32"))}) && r > 1 {
+			rt.Fatalf("reductions %v", reductions(after))
+		}
+		// Values from a few, with NaNs, infinities and signed zeros for
+		// floats.
+		pool := []float64{-2, -1, 0, 1, 3, 3}
+		if ir.IsFloat(elem) {
+			pool = append(pool, math.Copysign(0, -1), math.Inf(1), math.Inf(-1))
+			if rapid.Bool().Draw(rt, "nans") {
+				pool = append(pool, math.NaN())
+			}
+		}
+		n := ir.NumElements(c.shape)
+		if !c.split {
+			return
+		}
+		vs := make([]float64, n)
+		idx := rapid.SliceOfN(rapid.IntRange(0, len(pool)-1), int(n), int(n)).Draw(rt, "values")
+		for i, j := range idx {
+			vs[i] = pool[j]
+		}
+		if !c.split {
+			return // nothing to compare
+		}
+		x, err := interp.FromFloat64s(elem, c.shape, vs)
+		if !ir.IsFloat(elem) {
+			is := make([]int64, n)
+			for i, v := range vs {
+				is[i] = int64(v)
+			}
+			x, err = interp.FromInt64s(elem, c.shape, is)
+		}
+		if err != nil {
+			rt.Fatal(err)
+		}
+		run := func(m *ir.Operation) []int64 {
+			res, err := interp.New(m).Call("f", x)
+			if err != nil {
+				rt.Fatalf("interpreter: %v", err)
+			}
+			return res[0].(*interp.Tensor).Int64s()
+		}
+		if got, want := run(after), run(before); !slices.Equal(got, want) {
+			rt.Fatalf("argmax in rows %v, argmax %v", got, want)
+		}
+	})
+}
