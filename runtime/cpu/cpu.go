@@ -1055,7 +1055,8 @@ func (p *Program) getScratch(n int) []byte {
 // parallel calls the kernel fn on [0, total), split into contiguous
 // ranges over up to Workers goroutines, as many as the work (estimated
 // instructions a point) pays for: the pool's where it is free and large
-// enough, new ones otherwise.
+// enough (each range then in pieces that a participant done with its own
+// range takes over, see pool.run), new ones otherwise.
 func (p *Program) parallel(fn, args uintptr, total, work int64) {
 	workers := p.Workers
 	if workers <= 0 {
