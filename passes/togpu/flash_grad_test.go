@@ -449,9 +449,11 @@ func runFlashGrad(t *testing.T, tc flashCase, tile togpu.FlashTile, gt gradTilin
 // backward kernels on the device (skipped without one): first against
 // the interpreter's graph.attention_grad (on the device's o) within
 // TestFlashGradSemantics's tolerance, for flashGradCases and larger
-// shapes, with the forward's default and wgmma tilings; then it times the
-// forward alone and forward plus backward at the bench's attention_train
-// sizes (b16 h16 s1024, head dims 64 and 128, causal).
+// shapes, with the forward's default and wgmma tilings and the backward
+// options of gradTilings (mma.sync, and wgmma at head dims 64 and 128);
+// then it times the forward alone and forward plus backward, with the
+// mma.sync and wgmma options, at the bench's attention_train sizes (b16
+// h16 s1024, head dims 64 and 128, causal).
 func TestGPUFlashGrad(t *testing.T) {
 	rt, err := exec.Open(0)
 	if err != nil {
