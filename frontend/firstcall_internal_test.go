@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/exec"
 )
 
 // ptxDump names a folder to write the PTX of the first-call programs to
@@ -20,9 +21,9 @@ import (
 // generation before and after a change.
 var ptxDump = flag.String("ptxdump", "", "write the PTX of TestFirstCallPTX's programs to this folder")
 
-// errGenerated stops a first call after code generation: the capturing
-// backend's Compile returns it with the program it generated.
-var errGenerated = errors.New("generated")
+// errGenerated is the error of a first call compiled by captureBackend:
+// its code was generated, not run.
+var errGenerated = ErrPTXOnly
 
 // firstCallProgram is a compiled function and the inputs of its calls, as
 // an example program makes its first calls.
@@ -76,35 +77,26 @@ type generated struct {
 	module string // the lowered module's text, with -ptxdump
 }
 
-// captureBackend registers, under a name of its own, a backend that runs
-// the nvptx backend's host part (passes and code generation, everything
-// before the device) and keeps what it generated; its Compile then fails
-// with errGenerated. It returns the name and the list it appends to.
+// captureBackend registers, under a name of its own, a PTXOnly backend
+// (the nvptx backend's host part: passes and code generation, everything
+// before the device, for the capability it picks without a device) that
+// keeps what it generated; calls then fail with errGenerated. It returns
+// the name and the list it appends to.
 func captureBackend(t testing.TB) (string, *[]generated) {
 	var (
 		mu  sync.Mutex
 		out []generated
 	)
 	name := fmt.Sprintf("capture-%s-%p", t.Name(), &out)
-	RegisterBackend(name, BackendFunc(func(g *Graph) (Executable, error) {
-		before := *g.times
-		release := holdGC()
-		prog, _, err := nvptxBackend{}.generate(g, "")
-		release()
-		if err != nil {
-			return nil, err
-		}
-		ct := *g.times
-		ct.Trace, ct.Passes, ct.Codegen = ct.Trace-before.Trace, ct.Passes-before.Passes, ct.Codegen-before.Codegen
-		mu.Lock()
-		gen := generated{ptx: prog.PTX(), times: ct}
+	RegisterBackend(name, PTXOnly(PTXOnlyOptions{Keep: func(g *Graph, prog *exec.Program, times CompileTimes) {
+		gen := generated{ptx: prog.PTX(), times: times}
 		if *ptxDump != "" {
 			gen.module = ir.Sprint(g.Module, ir.PrintOptions{})
 		}
+		mu.Lock()
 		out = append(out, gen)
 		mu.Unlock()
-		return nil, errGenerated
-	}))
+	}}))
 	return name, &out
 }
 
