@@ -755,6 +755,11 @@ func (e *emitter) intBinary(name string, in value.Value, x, y value.Value) error
 		if err != nil {
 			return err
 		}
+		if d, ok := e.constDivisor(y); ok && (name == "udiv" || name == "urem") {
+			if rs := e.resultRegs(in); len(rs) == 1 && e.divByConstant(k, rs[0], as[0], d, name == "urem") {
+				return nil
+			}
+		}
 		_, amountImm := e.immediates(y)
 		for i, d := range e.resultRegs(in) {
 			b := bs[i]
