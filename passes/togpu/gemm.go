@@ -73,8 +73,9 @@ var MMATiles = []MMATile{
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 2 warpgroups, 192 KiB, 160 / 158: 1 block an SM, 653 TFLOP/s, 0.493 ms
 	// 2 consumer warpgroups and a producer (gemm_ws.go), 192 KiB; and
 	// persistent on the 132 SMs of an H100 or H200. 168 registers at
-	// entry; session 9, one empty-barrier arrival a consumer thread: 582
-	// and 602 TFLOP/s against s4go's 648 in the same process.
+	// entry. Session 9, in the same process as s4go: with one
+	// empty-barrier arrival a consumer thread 582 and 602 TFLOP/s (s4go
+	// 648); with one a consumer warp 627 and 606 (s4go 643).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, Persistent: 132},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
