@@ -524,6 +524,9 @@ func (r *Runner) RunDevice(args []interp.Value) ([]interp.Value, error) {
 // whether the call took it (a call that fails before reading it does
 // not). donated may be shorter than args; other arguments are ignored.
 func (r *Runner) RunDeviceDonating(args []interp.Value, donated []bool) ([]interp.Value, error) {
+	if len(donated) > len(args) {
+		return nil, fmt.Errorf("@%s: %d donation flags for %d arguments", r.fn, len(donated), len(args))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, err := r.entry(args, donated)

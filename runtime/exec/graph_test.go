@@ -408,6 +408,9 @@ func TestRunnerDonation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := r.RunDeviceDonating([]interp.Value{state}, []bool{true, true}); err == nil || !strings.Contains(err.Error(), "2 donation flags for 1 arguments") {
+			t.Errorf("more donation flags than arguments: %v", err)
+		}
 		var kept []*Array
 		for call := range 4 {
 			x := randomF32(t, rng, 300, 1)
