@@ -314,7 +314,7 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text st
 				logs.Printf(TopicPerfHints, "the driver refused a cubin from ptxas: %v (it compiles the kernel itself)", err)
 			}
 		}
-		if tiered && !cached {
+		if tiered && !cached && !finalAtOnce(text) {
 			// The first tier is cached too: a process that ends before
 			// its upgrades finish (a short script) leaves it for the
 			// next, which loads it at once and upgrades again.
@@ -371,6 +371,18 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text st
 	rt.upgradeAll(upTexts, upMods, jit, parallel)
 	return failed
 }
+
+// finalAtOnce reports whether a text is compiled at the final JIT level
+// even under a tiered policy: one with Hopper's wgmma instructions (the
+// GEMM and convolution templates, flash attention), which level 0 does
+// not compile faster and compiles the large ones up to twice slower, its
+// register allocation serializing the wgmma pipeline. Measured with
+// ptxas 12.4 (CPU time, -O0 against -O3, session 9): ResNet-50's wgmma
+// convolution kernels 1.66 / 0.79 s, 0.82 / 0.42 s, 1.33 / 0.69 s; flash
+// kernels 0.07–0.11 s either way; SIMT kernels ≤ 0.02 s either way. On
+// the H200, resnet50_infer's first tier of 26 kernels took 3.5 s of load
+// (7.9 s of JIT CPU), bounded by its largest wgmma kernel.
+func finalAtOnce(text string) bool { return strings.Contains(text, "wgmma.mma_async") }
 
 // loadOne loads one text, through the linker when link is set. A text the
 // linker refuses with a compile error is given to the module-load JIT,

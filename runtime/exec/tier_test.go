@@ -224,3 +224,36 @@ func TestUntieredLoads(t *testing.T) {
 		})
 	}
 }
+
+// TestWGMMALoadsFinalAtOnce checks that under the tiered default policy a
+// text with wgmma instructions is compiled once, at the final level,
+// while a text without them gets the quick first tier and an upgrade.
+func TestWGMMALoadsFinalAtOnce(t *testing.T) {
+	const head = ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+	wgmma := head + ".visible .entry gemm()\n{\n\twgmma.fence.sync.aligned;\n\twgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%f1}, %rd1, %rd2, 1, 1, 1, 0, 1;\n\tret;\n}\n"
+	plain := head + ".visible .entry vadd()\n{\n\tret;\n}\n"
+	d := newFake()
+	rt := newRuntime(d)
+	rt.SetLoadPolicy(DefaultLoadPolicy)
+	if failed := rt.loadAll([]string{wgmma, plain}, DefaultLoadPolicy, func(string) ([]byte, bool) { return nil, false }); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	if err := rt.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	byText := map[string][]int{}
+	d.loadMu.Lock()
+	for i, text := range d.texts {
+		byText[text] = append(byText[text], d.levels[i])
+	}
+	d.loadMu.Unlock()
+	if got := byText[wgmma]; len(got) != 1 || got[0] != 0 {
+		t.Errorf("the wgmma kernel loaded at levels %v, want once at the final level", got)
+	}
+	if got := byText[plain]; len(got) != 2 || got[0] != DefaultTier || got[1] != 0 {
+		t.Errorf("the plain kernel loaded at levels %v, want the first tier, then the final level", got)
+	}
+	if err := rt.Close(); err != nil {
+		t.Error(err)
+	}
+}
