@@ -290,7 +290,7 @@ type gemmBlock struct {
 	rowTail, colTail    bool
 	sa, sb              *ir.Value // the stages of A's and B's tiles
 	numK                int64     // k tiles
-	tiles               *ir.Value // output tiles of every matrix of the batch
+	tiles               *ir.Value // output tiles of every matrix of the batch (specialized kernels)
 	load                func(b *ir.Builder, kt *ir.Value, s int64Value, guard loadGuard)
 }
 
@@ -346,9 +346,12 @@ func (p *mma) setupTile(k *kernelGen, b *ir.Builder, sa, sb, bid *ir.Value) gemm
 	tid := x.from(gpu.ThreadID(b, loc, "x"))
 	log2 := func(n int64) int64 { return int64(bits.TrailingZeros64(uint64(n))) }
 	tilesM, tilesN := x.shr(x.addc(mRows, tileM-1), log2(tileM)), x.shr(x.addc(nCols, tileN-1), log2(tileN))
-	tiles := x.mul(tilesM, tilesN)
-	for _, e := range p.batch {
-		tiles = x.mulc(tiles, e)
+	var tiles *ir.Value // (the specialized kernel's loop over tiles needs their count)
+	if tl.Specialized {
+		tiles = x.mul(tilesM, tilesN)
+		for _, e := range p.batch {
+			tiles = x.mulc(tiles, e)
+		}
 	}
 	// The batch index z and the tile t of the matrix, then t in grouped
 	// order: groups of groupM tile rows, walked column by column.
