@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,5 +256,33 @@ func TestWGMMALoadsFinalAtOnce(t *testing.T) {
 	}
 	if err := rt.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLongestTextsLoadFirst checks that a batch of texts starts its loads
+// longest first, so that the slowest compile does not wait behind short
+// ones.
+func TestLongestTextsLoadFirst(t *testing.T) {
+	const head = ".version 7.8\n.target sm_90\n.address_size 64\n\n"
+	text := func(name string, lines int) string {
+		return head + ".visible .entry " + name + "()\n{\n" + strings.Repeat("\tmov.u32 %r1, 0;\n", lines) + "\tret;\n}\n"
+	}
+	texts := []string{text("short", 1), text("long", 50), text("middle", 10)}
+	d := newFake()
+	rt := newRuntime(d)
+	policy := LoadPolicy{Split: true, Parallel: 1}
+	if failed := rt.loadAll(texts, policy, func(string) ([]byte, bool) { return nil, false }); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	d.loadMu.Lock()
+	got := slices.Clone(d.texts)
+	d.loadMu.Unlock()
+	if want := []string{texts[1], texts[2], texts[0]}; !slices.Equal(got, want) {
+		t.Errorf("loads in the order of sizes %v, want longest first", func() (n []int) {
+			for _, g := range got {
+				n = append(n, len(g))
+			}
+			return n
+		}())
 	}
 }
