@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -363,5 +364,33 @@ func TestCompileTimesAndLists(t *testing.T) {
 	}
 	if len(frontend.ListModes()) != 4 || len(frontend.ListOptions()) < 6 {
 		t.Errorf("modes %v options %v", frontend.ListModes(), frontend.ListOptions())
+	}
+}
+
+// TestFullZero checks that Full of +0 (the fast path: a zeroed tensor)
+// holds what filling element by element gives, in every dtype, and that
+// -0 keeps its sign.
+func TestFullZero(t *testing.T) {
+	for _, dt := range []frontend.DType{frontend.Float32, frontend.Float64, frontend.Float16, frontend.BFloat16, frontend.Int64, frontend.Bool} {
+		z := frontend.Zeros(dt, 2, 3)
+		if z.Err() != nil || !slices.Equal(z.Shape(), []int{2, 3}) || z.DType() != dt {
+			t.Fatalf("%v: %v, shape %v, dtype %v", dt, z.Err(), z.Shape(), z.DType())
+		}
+		for i, v := range z.Float64s() {
+			if v != 0 || math.Signbit(v) {
+				t.Errorf("%v: element %d is %v", dt, i, v)
+			}
+		}
+		if one := frontend.Full(dt, 1, 2, 3).Float64s(); one[5] != 1 {
+			t.Errorf("%v: Full(1) element 5 is %v", dt, one[5])
+		}
+	}
+	for _, dt := range []frontend.DType{frontend.Float32, frontend.BFloat16} {
+		if v := frontend.Full(dt, math.Copysign(0, -1), 4).Float64s(); !math.Signbit(v[3]) {
+			t.Errorf("%v: Full(-0) lost the sign: %v", dt, v)
+		}
+	}
+	if err := frontend.Full(frontend.Float32, 0, 2, -1).Err(); err == nil {
+		t.Error("Full(0) of a negative size: no error")
 	}
 }
