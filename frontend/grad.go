@@ -88,6 +88,15 @@ func (g *ValueAndGradFunc) VJP(cotangents []*Tensor, inputs ...*Tensor) (values,
 	return g.core.call(inputs, cotangents)
 }
 
+// Stats returns the counters of g's calls: Compiles counts the calls
+// whose graph was differentiated and compiled, CacheHits those that
+// reused a compiled step, and Replays those of the hits that replayed fn
+// against a recorded call without building a graph.
+func (g *GradFunc) Stats() Stats { return g.core.stats() }
+
+// Stats is GradFunc.Stats.
+func (g *ValueAndGradFunc) Stats() Stats { return g.core.stats() }
+
 // Report returns the partition report of the last call's graph: the values
 // its forward pass saves for the backward pass and their bytes.
 func (g *GradFunc) Report() autodiff.Report { return g.core.lastReport() }
@@ -126,6 +135,13 @@ func newGradCore(fn any, wrt []int, opts Options) *gradCore {
 		core.err = fmt.Errorf("frontend: Grad: %w", core.err)
 	}
 	return core
+}
+
+func (g *gradCore) stats() Stats {
+	if g.c == nil {
+		return Stats{}
+	}
+	return g.c.Stats()
 }
 
 func (g *gradCore) lastReport() autodiff.Report {
@@ -172,7 +188,10 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		return nil, nil, err
 	}
 
-	// Trace fn into one graph that returns its results.
+	// A later call replays fn against the tapes of the calls traced
+	// before (replay.go): no graph is built, and when fn matches one the
+	// tape's passes run on the tensors it read. At the first difference
+	// the steps replayed so far become a graph and fn goes on tracing.
 	s := newSession(c, c.backend, true)
 	defer func() {
 		if err != nil {
@@ -185,17 +204,31 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		args[i] = fromData(d)
 		args[i].sess = s
 	}
-	gr := s.newGraph(args, c.argTypes(inputs, datas))
+	var gr *graphTrace
+	if len(c.tapes) == 0 || !s.startReplay(args, datas) {
+		gr = s.newGraph(args, c.argTypes(inputs, datas))
+	}
 	in := make([]reflect.Value, len(args))
 	for i, a := range args {
 		in[i] = reflect.ValueOf(a)
 	}
 	_, outs, fnErr := c.invoke(in)
+	if s.rp != nil {
+		if err := s.collect(outs, fnErr); err != nil {
+			return nil, nil, err
+		}
+		if grads, done, err := g.finishReplay(s, outs, wrt, cotangents); done {
+			return outs, grads, err
+		}
+	}
+	if gr == nil {
+		gr = s.first // built from the steps replayed before fn differed
+	}
 	// Tensors fn assigned in place are extra results of the graph, not
 	// differentiated (zero cotangents), written back once it has run.
 	all := slices.Clip(outs)
 	for _, m := range s.mutated {
-		if m.t.g == gr && !slices.Contains(all, m.t) {
+		if gr != nil && m.t.g == gr && !slices.Contains(all, m.t) {
 			all = append(all, m.t)
 		}
 	}
@@ -203,11 +236,11 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		return nil, nil, err
 	}
 
-	cts, err := g.cotangents(gr, all, len(outs), cotangents)
+	cts, err := g.cotangents(resultTypes(all), len(outs), cotangents)
 	if err != nil {
 		return nil, nil, err
 	}
-	key := fmt.Sprintf("%x|%v|%v", gr.fp.Sum64(), g.outIDs(gr, all), wrt)
+	key := fmt.Sprintf("%x|%v|%v", gr.fp.Sum64(), gr.outIDs, wrt)
 	step, ok := g.cache[key]
 	if ok {
 		c.stats.CacheHits++
@@ -219,13 +252,35 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		g.cache[key] = step
 	}
 	g.report = step.report
-
-	// On a device backend the passes read and return GPU memory: the
-	// saved values go from one pass to the other there, and the values
-	// and gradients stay on the GPU (read them like any GPU tensor).
-	fwd, err := runExecutable(step.fwd, gr.inputs)
+	grads, err = g.run(step, gr.inputs, all, cts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("frontend: Grad: forward pass: %w", err)
+		return nil, nil, err
+	}
+	for _, t := range gr.pending {
+		if t.g == gr {
+			t.err, t.g, t.node = errEscaped, nil, nil
+		}
+	}
+	if gr.tape != nil && len(c.tapes) < maxTapes {
+		c.keepTape(&tape{steps: gr.tape.steps, nleaves: len(args), outs: gr.outIDs, train: step, wrt: wrt})
+	}
+	return outs, grads, nil
+}
+
+// run runs step's forward and backward passes on inputs with cotangents
+// cts, gives the forward pass's results to all (fn's results, then the
+// tensors it assigned in place) and returns the gradients.
+//
+// On a device backend the passes read and return GPU memory: the saved
+// values go from one pass to the other there, and the values and
+// gradients stay on the GPU (read them like any GPU tensor).
+func (g *gradCore) run(step *trainStep, inputs []tensorData, all []*Tensor, cts []*interp.Tensor) ([]*Tensor, error) {
+	fwd, err := runExecutable(step.fwd, inputs)
+	if err == nil && len(fwd) < len(all) {
+		err = errTooFewResults(len(fwd), len(all))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("frontend: Grad: forward pass: %w", err)
 	}
 	bwdIn := slices.Clip(fwd[step.results:])
 	for _, ct := range cts {
@@ -233,20 +288,88 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 	}
 	bwd, err := runExecutable(step.bwd, bwdIn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("frontend: Grad: backward pass: %w", err)
+		return nil, fmt.Errorf("frontend: Grad: backward pass: %w", err)
 	}
 	for i, o := range all {
+		o.rid = 0
 		o.setData(fwd[i])
 	}
-	for _, t := range gr.pending {
-		if t.g == gr {
-			t.err, t.g, t.node = errEscaped, nil, nil
+	grads := make([]*Tensor, len(bwd))
+	for i, d := range bwd {
+		grads[i] = fromData(d)
+	}
+	return grads, nil
+}
+
+// finishReplay ends a call that replayed fn to its end: when fn matched
+// a whole tape, returning the same values and differentiated with
+// respect to the same arguments, the tape's passes run on the tensors the
+// replay collected and it reports done. Otherwise the steps replayed
+// become the call's graph (s.first) and the call goes on as a traced one.
+func (g *gradCore) finishReplay(s *session, outs []*Tensor, wrt []int, cotangents []*Tensor) (grads []*Tensor, done bool, err error) {
+	rp := s.rp
+	all := slices.Clip(outs)
+	for _, m := range s.mutated {
+		if _, ok := m.t.replayID(); ok && !slices.Contains(all, m.t) {
+			all = append(all, m.t)
 		}
 	}
-	for _, d := range bwd {
-		grads = append(grads, fromData(d))
+	ids := make([]int32, len(all))
+	for i, o := range all {
+		id, ok := o.replayID()
+		if !ok { // not computed in fn: tracing reports it
+			s.diverge()
+			return nil, false, nil
+		}
+		ids[i] = id
 	}
-	return outs, grads, nil
+	accept := func(tp *tape) bool {
+		return tp.train != nil && slices.Equal(tp.outs, ids) && slices.Equal(tp.wrt, wrt)
+	}
+	if rp.pos != len(rp.tp.steps) || !accept(rp.tp) {
+		if !rp.switchTape(nil, accept) {
+			s.diverge()
+			return nil, false, nil
+		}
+	}
+	s.rp = nil
+	step := rp.tp.train
+	c := g.c
+	c.stats.CacheHits++
+	c.stats.Replays++
+	g.report = step.report
+	cts, err := g.cotangents(resultTypes(all), len(outs), cotangents)
+	if err == nil {
+		grads, err = g.run(step, rp.inputs, all, cts)
+	}
+	// The placeholders fn made and did not return are left without a
+	// value, as after a traced call; on an error, every one is.
+	for _, t := range rp.objs {
+		if t.rid != 0 {
+			t.escape(nil, 0)
+			if err != nil {
+				t.err = err
+			}
+		}
+	}
+	clear(rp.objs) // the buffers are reused; the tensors are not kept alive
+	clear(rp.inputs)
+	rp.leaves, rp.vals = nil, nil
+	return grads, true, err
+}
+
+// resultTypes returns the types of fn's results: traced tensors' IR
+// types, or the shapes and dtypes of a replay's placeholders.
+func resultTypes(outs []*Tensor) []*ir.TensorType {
+	types := make([]*ir.TensorType, len(outs))
+	for i, o := range outs {
+		if o.node != nil {
+			types[i] = o.node.Type().(*ir.TensorType)
+		} else {
+			types[i] = ir.TensorOf(o.shape, o.dtype.Elem())
+		}
+	}
+	return types
 }
 
 // resolveWrt checks wrt against the arguments, or picks every float one.
@@ -293,24 +416,13 @@ func (g *gradCore) endTrace(s *session, gr *graphTrace, outs []*Tensor, fnErr er
 	return nil
 }
 
-// outIDs identifies fn's results among the values of gr, for the cache
-// key (the fingerprint does not cover the return).
-func (g *gradCore) outIDs(gr *graphTrace, outs []*Tensor) []int {
-	ids := make([]int, len(outs))
-	for i, o := range outs {
-		ids[i] = gr.ids[o.node]
-	}
-	return ids
-}
-
 // cotangents returns the given cotangents of fn's nres results, checked
 // against them, or, when given is nil, 1 for the scalar loss and zeros for
 // the rest. The results after fn's own (tensors assigned in place) get
 // zeros.
-func (g *gradCore) cotangents(gr *graphTrace, outs []*Tensor, nres int, given []*Tensor) ([]*interp.Tensor, error) {
-	cts := make([]*interp.Tensor, len(outs))
-	for i, o := range outs {
-		tt := o.node.Type().(*ir.TensorType)
+func (g *gradCore) cotangents(types []*ir.TensorType, nres int, given []*Tensor) ([]*interp.Tensor, error) {
+	cts := make([]*interp.Tensor, len(types))
+	for i, tt := range types {
 		if given != nil && i < nres {
 			if len(given) != nres {
 				return nil, fmt.Errorf("frontend: VJP: %d cotangents for %d results", len(given), nres)

@@ -80,6 +80,11 @@ type tape struct {
 	guards      sym.Guards
 	exe         Executable
 	info        GraphInfo // what Explain reports of the graph
+	// train and wrt are set on the tapes of a differentiated function
+	// (grad.go): its forward and backward passes, run instead of exe,
+	// and the arguments they differentiate with respect to.
+	train *trainStep
+	wrt   []int
 	// lcp[j] is the number of leading steps this tape shares with tape j.
 	lcp []int
 }
@@ -496,6 +501,12 @@ func (c *Compiled) addTape(s *session, g *graphTrace, nleaves int) {
 	tp := &tape{steps: g.tape.steps, nleaves: nleaves, dynamic: g.dynamic, specialized: g.specialized, guards: g.compiled.guards, exe: g.compiled.exe}
 	tp.outs = g.outIDs
 	tp.info = s.graphs[0]
+	c.keepTape(tp)
+}
+
+// keepTape adds tp to c's tapes, with the steps it shares with each of
+// them.
+func (c *Compiled) keepTape(tp *tape) {
 	for _, u := range c.tapes {
 		n := 0
 		for n < len(tp.steps) && n < len(u.steps) && tp.steps[n].equal(&u.steps[n]) {
