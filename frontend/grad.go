@@ -35,13 +35,18 @@ type ValueAndGradFunc struct{ core *gradCore }
 //	g := frontend.Grad(loss, 1, 2)
 //	grads, err := g.Call(x, w1, w2) // ∂loss/∂w1, ∂loss/∂w2
 //
-// Each call traces fn into one graph (a graph break is an error, as under
-// Fullgraph, and every shape is static), builds its joint forward and
-// backward function with package autodiff, partitions it into a forward
-// and a backward pass (autodiff.Partition: what to save, what to
+// The first call traces fn into one graph (a graph break is an error, as
+// under Fullgraph, and every shape is static), builds its joint forward
+// and backward function with package autodiff, partitions it into a
+// forward and a backward pass (autodiff.Partition: what to save, what to
 // recompute) and runs both with the backend, aot_eager unless WithOptions
 // says otherwise. The passes are cached by the graph's structure and input
-// types. Errors, including a bad fn or wrt, are returned by Call.
+// types. Every call runs fn; a later one replays it against the traced
+// calls as a compiled call does (docs/frontend-state.md): it builds no IR,
+// and when fn performs the same ops on inputs of the same types the
+// cached passes run on the tensors it read this time; at the first
+// difference fn is traced again. Errors, including a bad fn or wrt, are
+// returned by Call.
 func Grad(fn any, wrt ...int) *GradFunc { return &GradFunc{newGradCore(fn, wrt, Options{})} }
 
 // ValueAndGrad is Grad returning fn's results as well:
@@ -440,19 +445,11 @@ func (g *gradCore) cotangents(types []*ir.TensorType, nres int, given []*Tensor)
 		if i == 0 && (len(tt.Shape()) != 0 || !ir.IsFloat(tt.ElementType())) {
 			return nil, fmt.Errorf("frontend: Grad: the function must return a floating-point scalar loss first, got %s (use ValueAndGrad(...).VJP with cotangents for other results)", tt)
 		}
-		seed := 0.0
-		if i == 0 && given == nil {
-			seed = 1
-		}
-		vs := make([]float64, ir.NumElements(tt.Shape()))
-		for j := range vs {
-			vs[j] = seed
-		}
 		var err error
-		if ir.IsFloat(tt.ElementType()) {
-			cts[i], err = interp.FromFloat64s(tt.ElementType(), tt.Shape(), vs)
+		if i == 0 && given == nil { // the loss, a scalar: seeded with 1
+			cts[i], err = interp.FromFloat64s(tt.ElementType(), tt.Shape(), []float64{1})
 		} else {
-			cts[i], err = interp.FromInt64s(tt.ElementType(), tt.Shape(), make([]int64, len(vs)))
+			cts[i], err = interp.NewTensor(tt.ElementType(), tt.Shape())
 		}
 		if err != nil {
 			return nil, err
