@@ -203,6 +203,9 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 			s.fail(err) // tensors fn assigned in place get their old values back
 		}
 		s.end()
+		// The replay's map of the tensors it read does not keep them
+		// (a replaced weight's memory) alive until the next call.
+		clear(c.rpLifted)
 	}()
 	args := make([]*Tensor, len(datas))
 	for i, d := range datas {
