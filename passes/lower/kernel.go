@@ -144,6 +144,11 @@ func (k *kernel) build(outs []*ir.Value, kind string) ([]*ir.Value, error) {
 		}
 		bufs[i] = loopAlloc(k.c.at, k.loc, bufferType(tt).(*ir.MemRefType), dyn)
 	}
+	if !slices.ContainsFunc(outs, func(o *ir.Value) bool { return !slices.Contains(shapeOf(o), 0) }) {
+		// Every output is empty (a static size of 0): there is nothing to
+		// compute and no nest, so no launch with no work once on a GPU.
+		return bufs, nil
+	}
 	if ms != nil {
 		k.outViews = k.outputViews(bufs, ms)
 	}
@@ -679,6 +684,14 @@ func (k *kernel) floatConst(f float64, t ir.Type) *ir.Value {
 func (k *kernel) indexOp(name string, a, b *ir.Value) *ir.Value {
 	ca, aok := constIndex(a)
 	cb, bok := constIndex(b)
+	if bok && cb == 0 && (name == arith.OpDivUI || name == arith.OpRemUI) {
+		// The divisors of index math are extents: an index is taken apart
+		// by the size of a dim only to address that dim, which holds no
+		// element when the size is 0. The code can only run hoisted out
+		// of a loop that runs zero times; its value is never used, and a
+		// division by zero there would fail the kernel.
+		return k.index(0)
+	}
 	switch {
 	case aok && bok:
 		switch name {
@@ -689,13 +702,9 @@ func (k *kernel) indexOp(name string, a, b *ir.Value) *ir.Value {
 		case arith.OpMulI:
 			return k.index(ca * cb)
 		case arith.OpDivUI:
-			if cb != 0 {
-				return k.index(int64(uint64(ca) / uint64(cb)))
-			}
+			return k.index(int64(uint64(ca) / uint64(cb)))
 		case arith.OpRemUI:
-			if cb != 0 {
-				return k.index(int64(uint64(ca) % uint64(cb)))
-			}
+			return k.index(int64(uint64(ca) % uint64(cb)))
 		}
 	case bok && cb == 0 && (name == arith.OpAddI || name == arith.OpSubI):
 		return a
@@ -749,7 +758,17 @@ func (k *kernel) cast(name string, a *ir.Value, to ir.Type) *ir.Value {
 	return k.emit(name, 0, to, []*ir.Value{a}, func(bld *ir.Builder) *ir.Value { return arith.NewCast(bld, name, k.loc, a, to) })
 }
 
+// load emits the element of buffer m at idx, memoized.
+//
+// A buffer with a static size of 0 holds no element: a load of it can only
+// be placed (hoisted, as every value is, to the level of its operands) out
+// of a loop over that empty dim, which runs zero times, so its value is
+// never used; it is the zero of the element type rather than a load that
+// would be out of bounds.
 func (k *kernel) load(m *ir.Value, idx []*ir.Value) *ir.Value {
+	if slices.Contains(shapeOf(m), 0) {
+		return k.zero(elemOf(m))
+	}
 	key := k.elemKey("load", m, idx)
 	if v := k.lookup(key); v != nil {
 		return v

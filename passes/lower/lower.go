@@ -30,7 +30,7 @@ func init() {
 		Description: "Every func.func holding graph ops becomes a function on memrefs: tensor arguments " +
 			"become memref arguments of the same shape and element type, and tensor results become " +
 			"buffers the function allocates (loop.alloc) and returns. Each `graph.fusion` becomes " +
-			"exactly one top-level `loop.parallel` nest writing its output buffers: pointwise groups " +
+			"exactly one top-level `loop.parallel` nest writing its output buffers (none when they are all empty): pointwise groups " +
 			"iterate over the output, reduction and persistent-row groups over the kept dims with inner " +
 			"`loop.for` accumulations (f32 for f16 and bf16, as the interpreter), matmul groups over the " +
 			"output with an inner loop over K and the epilogue applied to the accumulator, conv2d groups over " +
