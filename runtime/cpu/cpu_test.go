@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
@@ -166,6 +168,51 @@ func TestMatmulWithEpilogueMatchesTheInterpreter(t *testing.T) {
 			for _, kc := range []int{0, 7} {
 				p.Workers, p.MatmulKC = workers, kc
 				check(t, p, graph, "main", int64(c.m), nil)
+			}
+		}
+	}
+}
+
+// TestMatmulBlocksMatchTheInterpreter draws register blocks (MR rows by
+// NV vectors, within the 32 AVX-512 registers) and matmul sizes with
+// rapid, compiles matmul + bias + gelu with each block
+// ($STRATA_CPU_MATMUL_BLOCK) and compares with the interpreter on 1, 2 and
+// 16 workers, whole and in k blocks of 3.
+func TestMatmulBlocksMatchTheInterpreter(t *testing.T) {
+	needTools(t)
+	if target.VectorBytes(target.HostCPU()) < 64 {
+		t.Skip("the blocks drawn need AVX-512's 32 registers")
+	}
+	n := 10
+	if testing.Short() {
+		n = 4
+	}
+	for i := range n {
+		nv := rapid.IntRange(1, 4).Example(i)
+		maxMR := 24
+		if nv > 1 {
+			maxMR = (31 - nv) / nv
+		}
+		mr := rapid.IntRange(1, maxMR).Example(i)
+		m, k, nn := rapid.IntRange(1, 40).Example(3*i), rapid.IntRange(0, 40).Example(3*i+1), rapid.IntRange(1, 90).Example(3*i+2)
+		elem := rapid.SampledFrom([]string{"f32", "f32", "f64"}).Example(i)
+		t.Setenv(target.MatmulBlockEnv, fmt.Sprintf("%dx%d", mr, nv))
+		src := fmt.Sprintf(`func.func @main(%%a: tensor<%[1]dx%[2]dx%[4]s>, %%b: tensor<%[2]dx%[3]dx%[4]s>, %%bias: tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s> {
+  %%c = "graph.matmul"(%%a, %%b) : (tensor<%[1]dx%[2]dx%[4]s>, tensor<%[2]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  %%bb = "graph.broadcast_to"(%%bias) <{shape = [%[1]d, %[3]d]}> : (tensor<%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  %%d = "graph.add"(%%c, %%bb) : (tensor<%[1]dx%[3]dx%[4]s>, tensor<%[1]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  %%e = "graph.gelu"(%%d) : (tensor<%[1]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  return %%e : tensor<%[1]dx%[3]dx%[4]s>
+}
+`, m, k, nn, elem)
+		p, graph := compileSource(t, src)
+		if !strings.Contains(p.LLVM, "main_kernel_0_pack") {
+			t.Fatalf("block %dx%d, %dx%dx%d %s: no register-blocked matmul kernel", mr, nv, m, k, nn, elem)
+		}
+		for _, workers := range []int{1, 2, 16} {
+			for _, kc := range []int{0, 3} {
+				p.Workers, p.MatmulKC = workers, kc
+				check(t, p, graph, "main", int64(i), nil)
 			}
 		}
 	}

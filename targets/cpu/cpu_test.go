@@ -2,6 +2,7 @@ package cpu_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,7 +63,7 @@ func.func @pw(%a: tensor<20x30xf32>) -> tensor<20x30xf32> {
 				if k.Matmul != matmul {
 					t.Errorf("%s: @%s: Matmul = %v, want %v", cpu, name, k.Matmul, matmul)
 				}
-				if matmul && (k.MatmulCols*4 != target.VectorBytes(cpu)*map[bool]int{true: 1, false: 2}[cpu == "skylake-avx512"] || k.MatmulRows == 0) {
+				if matmul && (k.MatmulCols*4 != target.VectorBytes(cpu)*map[bool]int{true: 4, false: 2}[cpu == "skylake-avx512"] || k.MatmulRows == 0) {
 					t.Errorf("%s: @%s: block %d rows × %d columns", cpu, name, k.MatmulRows, k.MatmulCols)
 				}
 			}
@@ -120,5 +121,44 @@ func TestSoftmaxComputesExpOnce(t *testing.T) {
 	}
 	if n := strings.Count(ll, "store float"); n != 2 {
 		t.Errorf("%d stores, want 2 (the exponential, the result):\n%s", n, ll)
+	}
+}
+
+// TestMatmulBlockOverride: $STRATA_CPU_MATMUL_BLOCK sets the register
+// block of the matmul kernels (rows and columns of the kernel), and a
+// malformed block or one needing more vector registers than the target
+// has is an error naming the variable, not a kernel that spills.
+func TestMatmulBlockOverride(t *testing.T) {
+	src := `func.func @mm(%a: tensor<20x30xf32>, %b: tensor<30x40xf32>) -> tensor<20x40xf32> {
+  %0 = "graph.matmul"(%a, %b) : (tensor<20x30xf32>, tensor<30x40xf32>) -> tensor<20x40xf32>
+  return %0 : tensor<20x40xf32>
+}`
+	for _, c := range []struct {
+		env, cpu   string
+		rows, cols int
+	}{{"", "skylake-avx512", 6, 64}, {"", "haswell", 6, 16}, {"24x1", "skylake-avx512", 24, 16},
+		{"12x2", "skylake-avx512", 12, 32}, {"1x1", "haswell", 1, 8}, {"4x3", "haswell", 4, 24}} {
+		t.Setenv(target.MatmulBlockEnv, c.env)
+		mod, err := target.TranslateFor(lowered(t, src), c.cpu)
+		if err != nil {
+			t.Fatalf("%q on %s: %v", c.env, c.cpu, err)
+		}
+		var got []string
+		for _, k := range mod.Funcs["mm"].Kernels {
+			if k.Matmul {
+				got = append(got, fmt.Sprintf("%d × %d", k.MatmulRows, k.MatmulCols))
+			}
+		}
+		if want := fmt.Sprintf("%d × %d", c.rows, c.cols); len(got) != 1 || got[0] != want {
+			t.Errorf("%q on %s: matmul blocks %v, want one of %s", c.env, c.cpu, got, want)
+		}
+	}
+	for _, c := range []struct{ env, cpu string }{{"bad", "skylake-avx512"}, {"0x4", "skylake-avx512"}, {"6x0", "skylake-avx512"},
+		{"12x2x1", "skylake-avx512"}, {"-6x4", "skylake-avx512"}, {"32x1", "skylake-avx512"}, {"10x3", "skylake-avx512"}, {"12x2", "haswell"}} {
+		t.Setenv(target.MatmulBlockEnv, c.env)
+		_, err := target.TranslateFor(lowered(t, src), c.cpu)
+		if err == nil || !strings.Contains(err.Error(), target.MatmulBlockEnv) {
+			t.Errorf("%q on %s: %v, want an error naming %s", c.env, c.cpu, err, target.MatmulBlockEnv)
+		}
 	}
 }

@@ -1,6 +1,11 @@
 package cpu
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -13,16 +18,58 @@ import (
 
 // matmulBlock returns the register block of a matmul kernel for vector
 // registers of vectorBytes: MR rows of C by NV vectors of columns. With
-// AVX-512 (32 registers) 24 × 1: each broadcast element of A feeds one
-// FMA, so LLVM folds it into the FMA's memory operand ({1to16}) and the
-// FP pipes run FMAs only (with 6 × 2, the broadcasts share them: llvm-mca
-// gives 18 cycles for 12 FMAs on Zen 4). With 16 registers (AVX2) 6 × 2:
-// 12 accumulators, two vectors of B and a broadcast.
+// AVX-512 (32 registers) 6 × 4: 24 accumulators, four vectors of B and a
+// broadcast of A, 10 loads for 24 FMAs (BLIS's sgemm block on Zen 4, the
+// transpose of its 64 × 6). On this development machine's Zen 5 (two
+// 512-bit FMA pipes) one core ran the 1024³ matmul in 9.8–10.4 ms with it
+// against 11.5–11.8 with the 24 × 1 block used before (each element of A
+// a {1to16} memory operand of one FMA: 25 loads for 24 FMAs), and the
+// MLP of bench/cpu in 23.5–24.6 ms against 25.2–26.7; 12 × 2 (BLIS's
+// Skylake-X block), 4 × 4 and 5 × 5 came within a few percent of 6 × 4. llvm-mca's models
+// do not tell these apart on Intel (its Sapphire Rapids model has one
+// 512-bit FMA pipe). A small MR also wastes less on short matrices (rows
+// past M are computed and dropped). With 16 registers (AVX2) 6 × 2: 12
+// accumulators, two vectors of B and a broadcast.
 func matmulBlock(vectorBytes int) (mr, nv int) {
 	if vectorBytes >= 64 {
-		return 24, 1
+		return 6, 4
 	}
 	return 6, 2
+}
+
+// MatmulBlockEnv names the environment variable that overrides the
+// matmul kernels' register block, as "MRxNV" (MR rows of C by NV vectors
+// of columns: 12x2 is the block with separate broadcasts that CPUs with
+// two 512-bit FMA pipes may prefer to 24x1). The block is part of the
+// LLVM IR, so the compile cache keeps the libraries of each apart.
+const MatmulBlockEnv = "STRATA_CPU_MATMUL_BLOCK"
+
+// blockFromEnv returns the register block that $STRATA_CPU_MATMUL_BLOCK
+// asks for, the default one for vectorBytes when it is unset, and an
+// error when it is malformed or needs more than the target's vector
+// registers (32 with AVX-512, 16 otherwise): MR·NV accumulators, NV
+// vectors of B and, when NV > 1, a broadcast of A.
+func blockFromEnv(vectorBytes int) (mr, nv int, err error) {
+	mr, nv = matmulBlock(vectorBytes)
+	s := os.Getenv(MatmulBlockEnv)
+	if s == "" {
+		return mr, nv, nil
+	}
+	regs := 16
+	if vectorBytes >= 64 {
+		regs = 32
+	}
+	r, v, ok := strings.Cut(s, "x")
+	a, errA := strconv.Atoi(r)
+	b, errB := strconv.Atoi(v)
+	need := a*b + b
+	if b > 1 {
+		need++
+	}
+	if !ok || errA != nil || errB != nil || a < 1 || b < 1 || need > regs {
+		return 0, 0, fmt.Errorf("cpu target: %s=%q: want MRxNV (such as 12x2) with MR·NV + NV (+1 when NV > 1) at most the %d vector registers", MatmulBlockEnv, s, regs)
+	}
+	return a, b, nil
 }
 
 // mmMatch is a matmul nest: loop.parallel (batch…, i, j) from 0 by 1,
@@ -185,7 +232,7 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	if elem == types.Double {
 		m.vl = t.vectorBytes / 8
 	}
-	m.mr, m.nv = matmulBlock(t.vectorBytes)
+	m.mr, m.nv = t.mr, t.nv
 	return m
 }
 
@@ -474,9 +521,10 @@ func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value
 // MatmulKC is the matmul kernels' k block by default (the runtime passes
 // it; see Kernel): a worker runs KC steps of k for every row block of a
 // run sharing one panel before the next KC steps, so that the panel's
-// KC × NR block (16 KiB for f32 with NR = 16) stays in L1 while the row
-// blocks' A blocks stream from L2 (BLIS's kc). The partial sums between
-// blocks wait in scratch.
+// KC × NR block stays near (64 KiB for f32 with AVX-512's NR = 64: L2
+// beside a 48 KiB L1, where k blocks of 128 and 64 measured the same on
+// Zen 5) while the row blocks' A blocks stream from L2 (BLIS's kc). The
+// partial sums between blocks wait in scratch.
 const MatmulKC = 256
 
 // matmul emits the main kernel: for each (batch, panel of NR columns,

@@ -144,8 +144,11 @@ func TranslateFor(module *ir.Operation, cpu string) (*Module, error) {
 	m.DataLayout = DataLayout
 	m.TargetTriple = Triple
 	t := &translator{m: m, decls: map[string]*llir.Func{}, vectorBytes: VectorBytes(cpu)}
-	out := &Module{LLVM: m, Funcs: map[string]*Func{}}
 	var err error
+	if t.mr, t.nv, err = blockFromEnv(t.vectorBytes); err != nil {
+		return nil, err
+	}
+	out := &Module{LLVM: m, Funcs: map[string]*Func{}}
 	module.Walk(func(op *ir.Operation) bool {
 		if err != nil {
 			return false
@@ -174,6 +177,8 @@ type translator struct {
 	decls map[string]*llir.Func
 	// vectorBytes is the width of the target's vector registers.
 	vectorBytes int
+	// mr × nv is the matmul kernels' register block (see blockFromEnv).
+	mr, nv int
 }
 
 func (t *translator) function(fn *ir.Operation) (*Func, error) {
