@@ -39,7 +39,7 @@ func TestAfterConversionPerFunction(t *testing.T) {
 	const head = "builtin.module(lower-to-loop," + togpu.PassName + ","
 	rapid.Check(t, func(t *rapid.T) {
 		p := gen.Draw(t, "program")
-		whole := lowerPrinted(t, p, head+"expand-math,canonicalize,cse)")
+		whole := lowerPrinted(t, p, head+togpu.DedupKernelsPassName+",expand-math,canonicalize,cse,"+togpu.DedupKernelsPassName+")")
 		each := lowerPrinted(t, p, head+togpu.AfterConversion+")")
 		if whole != each {
 			t.Fatalf("per function:\n%s\nwhole module:\n%s", each, whole)

@@ -243,7 +243,7 @@ func init() {
 // alone, and the pass manager runs the kernels at once (the examples'
 // transformer: 11 kernels a graph, and these passes were two thirds of
 // its pass time).
-const AfterConversion = "func.func(canonicalize,cse),gpu.module(gpu.func(expand-math,canonicalize,cse))"
+const AfterConversion = DedupKernelsPassName + ",func.func(canonicalize,cse),gpu.module(gpu.func(expand-math,canonicalize,cse))," + DedupKernelsPassName
 
 type pass struct{ cfg Config }
 
