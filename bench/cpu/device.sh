@@ -10,7 +10,13 @@
 #
 #   bash bench/cpu/device.sh --prepare .device/cpu   # here: cpubench, cache/, the scripts
 #   THREADS=2 PY=/usr/bin/python3 bash .device/cpu/run.sh   # a test here
+#
+# `run.sh --blocks` instead compares the matmul kernels' register blocks
+# (STRATA_CPU_MATMUL_BLOCK, each of $BLOCKS, whose libraries --prepare
+# caches too) on the matmul and the MLP, alternated for $ROUNDS rounds,
+# and times the two in torch eager at the end (about 40 s on 16 cores).
 set -u
+BLOCKS=${BLOCKS:-6x4 24x1 12x2 4x4}
 if [ "${1:-}" = "--prepare" ]; then
 	dir=${2:?usage: device.sh --prepare DIR}
 	src=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +28,9 @@ if [ "${1:-}" = "--prepare" ]; then
 	cp "$src/device.sh" "$dir/run.sh" || exit 1
 	# One call of every workload fills the cache (tools needed here).
 	STRATA_CACHE_DIR="$dir/cache" "$dir/cpubench" -reps 1 -interp=false >/dev/null || exit 1
+	for b in $BLOCKS; do
+		STRATA_CPU_MATMUL_BLOCK=$b STRATA_CACHE_DIR="$dir/cache" "$dir/cpubench" -only matmul,mlp -reps 1 -interp=false >/dev/null || exit 1
+	done
 	git -C "$root" rev-parse HEAD >"$dir/COMMIT"
 	echo "prepared $dir: $(ls "$dir/cache/cpu" | wc -l) libraries for -mcpu=$(STRATA_CACHE_DIR="$dir/cache" "$dir/cpubench" -only none -interp=false | sed -n 's/.*-mcpu=\([^;]*\);.*/\1/p'), main at $(cut -c1-7 "$dir/COMMIT")"
 	exit 0
@@ -33,6 +42,20 @@ PY=${PY:-python3}
 OUT=${OUT:-/tmp/strata-cpu-out}
 mkdir -p "$OUT"
 export STRATA_CACHE_DIR="$D/cache" GOMAXPROCS=$THREADS
+if [ "${1:-}" = "--blocks" ]; then
+	ROUNDS=${ROUNDS:-3}
+	echo "date $(date -u +%FT%TZ); main at $(cut -c1-7 "$D/COMMIT" 2>/dev/null); nproc $(nproc); threads $THREADS; blocks $BLOCKS" | tee "$OUT/blocks.txt"
+	grep -m1 'model name' /proc/cpuinfo | tee -a "$OUT/blocks.txt"
+	for r in $(seq "$ROUNDS"); do
+		for b in $BLOCKS; do
+			STRATA_CPU_MATMUL_BLOCK=$b timeout 60 "$D/cpubench" -only matmul,mlp -reps 40 -interp=false 2>&1 |
+				awk -v b="$b" -v r="$r" '$4 == "s" {printf "round %s block %-5s %-7s median %s ms, min %s, cpu %s, %s %s\n", r, b, $1, $5, $6, $7, $8, $9} /rror/' |
+				tee -a "$OUT/blocks.txt"
+		done
+	done
+	timeout 60 "$PY" "$D/torch_cpu.py" --threads "$THREADS" --only matmul,mlp --reps 40 2>&1 | tee -a "$OUT/blocks.txt"
+	exit 0
+fi
 # Inductor compiles in this process, not in a pool of workers that would
 # go on compiling (and taking cores) after a compile's time runs out.
 export TORCHINDUCTOR_COMPILE_THREADS=1
