@@ -1,8 +1,6 @@
 package togpu
 
 import (
-	"fmt"
-	"hash/maphash"
 	"slices"
 
 	"github.com/strata-ir/strata/dialects/gpu"
@@ -64,7 +62,7 @@ func DedupKernels(root *ir.Operation) int {
 		}
 		return true
 	})
-	h := &kernelHasher{seed: maphash.MakeSeed(), types: map[ir.Type]string{}}
+	h := newKernelHasher()
 	// renamed maps a gpu.module's name and an erased kernel's name to the
 	// kept kernel's.
 	renamed := map[[2]string]string{}
@@ -267,31 +265,42 @@ func (m *matcher) op(a, b *ir.Operation) bool {
 func sameType(a, b ir.Type) bool { return a == b || a.String() == b.String() }
 
 // kernelHasher hashes kernels so that those that may be the same code
-// (sameKernel) meet: kernels that are the same code hash the same.
+// (sameKernel) meet: kernels that are the same code hash the same. It
+// mixes 64-bit words (FNV-1a's multiply on words rather than bytes): a
+// collision costs only a comparison.
 type kernelHasher struct {
-	seed  maphash.Seed
-	types map[ir.Type]string // the types' texts, printed once a run
-	h     maphash.Hash
+	h     uint64
+	types map[ir.Type]uint64 // the hash of each type's text, printed once a run
+	names map[string]uint64  // the hash of each op and attribute name
 	ids   map[*ir.Value]uint64
 }
+
+func newKernelHasher() *kernelHasher {
+	return &kernelHasher{types: map[ir.Type]uint64{}, names: map[string]uint64{}, ids: map[*ir.Value]uint64{}}
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
 // kernel returns fn's hash: its properties and attributes but its name,
 // and its body (ops, operands by the order their values are defined in,
 // result and argument types, attributes).
 func (k *kernelHasher) kernel(fn *ir.Operation) uint64 {
-	k.h.SetSeed(k.seed)
-	k.ids = map[*ir.Value]uint64{}
+	k.h = fnvOffset
+	clear(k.ids)
 	k.dict(withoutSymName(fn.Properties()))
 	k.dict(withoutSymName(fn.Attributes()))
 	k.regions(fn)
-	return k.h.Sum64()
+	return k.h
 }
 
 func (k *kernelHasher) regions(o *ir.Operation) {
 	for _, r := range o.Regions() {
-		k.uint(uint64(len(r.Blocks())))
+		k.word(uint64(len(r.Blocks())))
 		for _, b := range r.Blocks() {
-			k.uint(uint64(b.NumArguments()))
+			k.word(uint64(b.NumArguments()))
 			for _, a := range b.Arguments() {
 				k.define(a)
 				k.typ(a.Type())
@@ -304,47 +313,61 @@ func (k *kernelHasher) regions(o *ir.Operation) {
 }
 
 func (k *kernelHasher) op(o *ir.Operation) {
-	k.h.WriteString(o.Name())
-	k.uint(uint64(o.NumOperands()))
+	k.name(o.Name())
+	k.word(uint64(o.NumOperands()))
 	for i := range o.NumOperands() {
-		k.uint(k.ids[o.Operand(i)])
+		k.word(k.ids[o.Operand(i)])
 	}
-	k.uint(uint64(o.NumResults()))
+	k.word(uint64(o.NumResults()))
 	for _, r := range o.Results() {
 		k.define(r)
 		k.typ(r.Type())
 	}
-	k.uint(uint64(len(o.Successors())))
+	k.word(uint64(len(o.Successors())))
 	k.dict(o.Properties())
 	k.dict(o.Attributes())
-	k.uint(uint64(o.NumRegions()))
+	k.word(uint64(o.NumRegions()))
 	k.regions(o)
 }
 
 // define numbers v in the order of definition.
 func (k *kernelHasher) define(v *ir.Value) { k.ids[v] = uint64(len(k.ids) + 1) }
 
-func (k *kernelHasher) uint(v uint64) {
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(v >> (8 * i))
+// word mixes v into the hash.
+func (k *kernelHasher) word(v uint64) { k.h = (k.h ^ v) * fnvPrime }
+
+// text returns the FNV-1a hash of s.
+func text(s string) uint64 {
+	h := uint64(fnvOffset)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
 	}
-	k.h.Write(b[:])
+	return h
+}
+
+// name mixes in a name (of an op or attribute), hashed once a run.
+func (k *kernelHasher) name(s string) {
+	h, ok := k.names[s]
+	if !ok {
+		h = text(s)
+		k.names[s] = h
+	}
+	k.word(h)
 }
 
 func (k *kernelHasher) typ(t ir.Type) {
-	s, ok := k.types[t]
+	h, ok := k.types[t]
 	if !ok {
-		s = t.String()
-		k.types[t] = s
+		h = text(t.String())
+		k.types[t] = h
 	}
-	k.h.WriteString(s)
+	k.word(h)
 }
 
 func (k *kernelHasher) dict(d ir.DictAttr) {
-	k.uint(uint64(len(d)))
+	k.word(uint64(len(d)))
 	for _, na := range d {
-		k.h.WriteString(na.Name)
+		k.name(na.Name)
 		k.attr(na.Value)
 	}
 }
@@ -354,38 +377,40 @@ func (k *kernelHasher) dict(d ir.DictAttr) {
 func (k *kernelHasher) attr(a ir.Attribute) {
 	switch a := a.(type) {
 	case ir.IntegerAttr:
-		k.h.WriteByte('i')
-		k.uint(uint64(a.Value))
+		k.word('i')
+		k.word(uint64(a.Value))
 		if a.Type != nil {
 			k.typ(a.Type)
 		}
 	case ir.FloatAttr:
-		k.h.WriteByte('f')
-		k.uint(a.Bits)
+		k.word('f')
+		k.word(a.Bits)
 		if a.Type != nil {
 			k.typ(a.Type)
 		}
 	case ir.StringAttr:
-		k.h.WriteByte('s')
-		k.h.WriteString(a.Value)
+		k.word('s')
+		k.word(text(a.Value))
 	case ir.UnitAttr:
-		k.h.WriteByte('u')
+		k.word('u')
 	case ir.TypeAttr:
-		k.h.WriteByte('t')
+		k.word('t')
 		if a.Type != nil {
 			k.typ(a.Type)
 		}
 	case ir.ArrayAttr:
-		k.h.WriteByte('a')
-		k.uint(uint64(len(a)))
+		k.word('a')
+		k.word(uint64(len(a)))
 		for _, e := range a {
 			k.attr(e)
 		}
 	case ir.DictAttr:
-		k.h.WriteByte('d')
+		k.word('d')
 		k.dict(a)
+	case nil:
+		k.word(0)
 	default:
-		k.h.WriteByte('o')
-		k.h.WriteString(fmt.Sprint(a))
+		k.word('o')
+		k.word(text(a.String()))
 	}
 }
