@@ -51,8 +51,8 @@ type Program struct {
 	CPU string
 	// Workers bounds the goroutines a kernel runs on (0: GOMAXPROCS).
 	Workers int
-	// MatmulKC is the matmul kernels' k block (0: target.MatmulKC; at
-	// least K: no blocking).
+	// MatmulKC is the matmul kernels' k block (0: target.DefaultKC of the
+	// kernel's columns; at least K: no blocking).
 	MatmulKC int
 	fns      map[*target.Kernel]uintptr
 	// packs are the matmul kernels' B-packing entries.
@@ -945,7 +945,7 @@ func (r *run) launch(k *target.Kernel) error {
 		packWork = 4 * target.MatmulPackK * (panels*cols + rowBlocks*int64(k.MatmulRows))
 		kc := int64(r.p.MatmulKC)
 		if kc <= 0 {
-			kc = target.MatmulKC
+			kc = int64(target.DefaultKC(k.MatmulCols, k.MatmulElemBytes))
 		}
 		elems := nb * (panels*cols + rowBlocks*int64(k.MatmulRows)) * kk
 		if kk > kc { // the partial sums between k blocks

@@ -162,3 +162,14 @@ func TestMatmulBlockOverride(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultKCKeepsThePanelBlockIn32KiB: the default k block keeps KC ×
+// NR elements of the packed panel within 32 KiB, between 64 and
+// MatmulKC steps.
+func TestDefaultKCKeepsThePanelBlockIn32KiB(t *testing.T) {
+	for _, c := range []struct{ cols, bytes, want int }{{64, 4, 128}, {16, 4, 256}, {32, 8, 128}, {8, 8, 256}, {96, 4, 85}, {1024, 4, 64}, {0, 4, target.MatmulKC}} {
+		if got := target.DefaultKC(c.cols, c.bytes); got != c.want {
+			t.Errorf("DefaultKC(%d, %d) = %d, want %d", c.cols, c.bytes, got, c.want)
+		}
+	}
+}

@@ -518,14 +518,29 @@ func (k *kt) packAlongK(m *mmMatch, mem *ir.Value, from ir.Type, idx []*ir.Value
 	return err
 }
 
-// MatmulKC is the matmul kernels' k block by default (the runtime passes
-// it; see Kernel): a worker runs KC steps of k for every row block of a
-// run sharing one panel before the next KC steps, so that the panel's
-// KC × NR block stays near (64 KiB for f32 with AVX-512's NR = 64: L2
-// beside a 48 KiB L1, where k blocks of 128 and 64 measured the same on
-// Zen 5) while the row blocks' A blocks stream from L2 (BLIS's kc). The
-// partial sums between blocks wait in scratch.
+// MatmulKC is the largest k block that the matmul kernels get by default
+// (the runtime passes it; see Kernel and DefaultKC): a worker runs KC
+// steps of k for every row block of a run sharing one panel before the
+// next KC steps, so that the panel's KC × NR block stays in L1 while the
+// row blocks' A blocks stream from L2 (BLIS's kc). The partial sums
+// between blocks wait in scratch.
 const MatmulKC = 256
+
+// DefaultKC returns the k block for a kernel of cols columns (NR) of
+// elements of elemBytes: the most steps, up to MatmulKC and at least 64,
+// whose KC × NR block of the packed panel takes at most 32 KiB, two
+// thirds of a 48 KiB L1 (Zen 4 and 5, Intel since Ice Lake). With
+// AVX-512's 6 × 4 block (NR = 64 f32) that is 128: KC = 256 made the
+// block 64 KiB, where k blocks of 128 and 256 measured the same on this
+// development machine's Zen 5 (one and two workers, alternated four
+// times); 24 × 1 and AVX2's 6 × 2 (NR = 16) keep 256.
+func DefaultKC(cols, elemBytes int) int {
+	kc := MatmulKC
+	if cols > 0 && elemBytes > 0 {
+		kc = min(kc, 32<<10/(cols*elemBytes))
+	}
+	return max(kc, 64)
+}
 
 // matmul emits the main kernel: for each (batch, panel of NR columns,
 // block of MR rows) in [lo, hi) of their batch- and panel-major order,
