@@ -13,10 +13,11 @@
 #
 # `run.sh --blocks` instead compares the matmul kernels' register blocks
 # (STRATA_CPU_MATMUL_BLOCK, each of $BLOCKS, whose libraries --prepare
-# caches too) on the matmul and the MLP, alternated for $ROUNDS rounds,
-# and times the two in torch eager at the end (about 40 s on 16 cores).
+# caches too; MRxNV:KC also sets the k block) on the matmul and the MLP,
+# alternated for $ROUNDS rounds, and with TORCH=1 times the two in torch
+# eager at the end (about 25 s on 16 cores, 40 with torch).
 set -u
-BLOCKS=${BLOCKS:-6x4 24x1 12x2 4x4}
+BLOCKS=${BLOCKS:-6x4 24x1 6x4:256 12x2 24x1:128}
 if [ "${1:-}" = "--prepare" ]; then
 	dir=${2:?usage: device.sh --prepare DIR}
 	src=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +30,7 @@ if [ "${1:-}" = "--prepare" ]; then
 	# One call of every workload fills the cache (tools needed here).
 	STRATA_CACHE_DIR="$dir/cache" "$dir/cpubench" -reps 1 -interp=false >/dev/null || exit 1
 	for b in $BLOCKS; do
-		STRATA_CPU_MATMUL_BLOCK=$b STRATA_CACHE_DIR="$dir/cache" "$dir/cpubench" -only matmul,mlp -reps 1 -interp=false >/dev/null || exit 1
+		STRATA_CPU_MATMUL_BLOCK=${b%%:*} STRATA_CACHE_DIR="$dir/cache" "$dir/cpubench" -only matmul,mlp -reps 1 -interp=false >/dev/null || exit 1
 	done
 	git -C "$root" rev-parse HEAD >"$dir/COMMIT"
 	echo "prepared $dir: $(ls "$dir/cache/cpu" | wc -l) libraries for -mcpu=$(STRATA_CACHE_DIR="$dir/cache" "$dir/cpubench" -only none -interp=false | sed -n 's/.*-mcpu=\([^;]*\);.*/\1/p'), main at $(cut -c1-7 "$dir/COMMIT")"
@@ -48,12 +49,16 @@ if [ "${1:-}" = "--blocks" ]; then
 	grep -m1 'model name' /proc/cpuinfo | tee -a "$OUT/blocks.txt"
 	for r in $(seq "$ROUNDS"); do
 		for b in $BLOCKS; do
-			STRATA_CPU_MATMUL_BLOCK=$b timeout 60 "$D/cpubench" -only matmul,mlp -reps 40 -interp=false 2>&1 |
-				awk -v b="$b" -v r="$r" '$4 == "s" {printf "round %s block %-5s %-7s median %s ms, min %s, cpu %s, %s %s\n", r, b, $1, $5, $6, $7, $8, $9} /rror/' |
+			kc=0
+			[ "${b#*:}" != "$b" ] && kc=${b#*:}
+			STRATA_CPU_MATMUL_BLOCK=${b%%:*} timeout 60 "$D/cpubench" -only matmul,mlp -reps 40 -interp=false -kc "$kc" 2>&1 |
+				awk -v b="$b" -v r="$r" '$4 == "s" {printf "round %s block %-8s %-7s median %s ms, min %s, cpu %s, %s %s\n", r, b, $1, $5, $6, $7, $8, $9} /rror/' |
 				tee -a "$OUT/blocks.txt"
 		done
 	done
-	timeout 60 "$PY" "$D/torch_cpu.py" --threads "$THREADS" --only matmul,mlp --reps 40 2>&1 | tee -a "$OUT/blocks.txt"
+	if [ "${TORCH:-0}" = 1 ]; then
+		timeout 60 "$PY" "$D/torch_cpu.py" --threads "$THREADS" --only matmul,mlp --reps 40 2>&1 | tee -a "$OUT/blocks.txt"
+	fi
 	exit 0
 fi
 # Inductor compiles in this process, not in a pool of workers that would
