@@ -62,8 +62,9 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 		return s, err
 	}
 	// Elementwise ops and reductions: a dynamic operand dim at the aligned
-	// position gives the size; where several operands have one, the
-	// largest (the others are equal or 1, broadcast at run time).
+	// position gives the size; where several operands have one, their
+	// broadcast (each is the size or 1 at run time: the first that is not
+	// 1, broadcastSize; not the largest, as a 1 against a 0 gives 0).
 	rank := len(shapeOf(v))
 	var widest *ir.Value
 	var seen []sym.Expr // the symbolic sizes already in widest
@@ -104,7 +105,7 @@ func (k *kernel) size(v *ir.Value, d int) (*ir.Value, error) {
 				return nil, err
 			}
 			if widest != nil {
-				s = k.outerOp(arith.OpMaxUI, widest, s)
+				s = k.broadcastSize(widest, s)
 			}
 			widest = s
 		}

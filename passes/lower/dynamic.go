@@ -40,6 +40,15 @@ func (k *kernel) outerOp(name string, a, b *ir.Value) *ir.Value {
 
 func (k *kernel) outerIndex(n int64) *ir.Value { return arith.ConstantIndex(k.outer(), k.loc, n) }
 
+// broadcastSize is the size of a dim where operands of sizes a and b
+// broadcast, at function level: b where a is 1, a otherwise (each is 1 or
+// the size). Not their maximum: a 1 broadcast against a 0 gives 0.
+func (k *kernel) broadcastSize(a, b *ir.Value) *ir.Value {
+	bld := k.outer()
+	isOne := arith.NewCmpI(bld, k.loc, arith.CmpIEQ, a, k.outerIndex(1))
+	return arith.NewSelect(k.outer(), k.loc, isOne, b, a)
+}
+
 func (k *kernel) transposeSize(op *ir.Operation, d int) (*ir.Value, error) {
 	perm, _ := graph.IntList(op.Attr("perm"))
 	return k.size(op.Operand(0), int(perm[d]))
@@ -126,7 +135,7 @@ func (k *kernel) matmulSize(op *ir.Operation, d int) (*ir.Value, error) {
 		if res == nil {
 			res = s
 		} else {
-			res = k.outerOp(arith.OpMaxUI, res, s)
+			res = k.broadcastSize(res, s)
 		}
 	}
 	if res == nil {

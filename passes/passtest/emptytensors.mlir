@@ -234,3 +234,31 @@ func.func @attention_no_keys(%q: tensor<1x2x4xf32>, %k: tensor<1x0x4xf32>, %v: t
   %r = "graph.attention"(%q, %k, %v) : (tensor<1x2x4xf32>, tensor<1x0x4xf32>, tensor<1x0x4xf32>) -> tensor<1x2x4xf32>
   return %r : tensor<1x2x4xf32>
 }
+
+// Convolutions: no input channels give the bias; no images, no output
+// channels or an empty image an empty result.
+func.func @conv2d_no_channels(%x: tensor<1x0x4x4xf32>, %w: tensor<2x0x3x3xf32>, %b: tensor<2xf32>) -> tensor<1x2x2x2xf32> {
+  %r = "graph.conv2d"(%x, %w, %b) : (tensor<1x0x4x4xf32>, tensor<2x0x3x3xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  return %r : tensor<1x2x2x2xf32>
+}
+
+func.func @conv2d_no_images(%x: tensor<0x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<0x3x2x2xf32> {
+  %r = "graph.conv2d"(%x, %w) : (tensor<0x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<0x3x2x2xf32>
+  return %r : tensor<0x3x2x2xf32>
+}
+
+func.func @conv2d_no_filters_summed(%x: tensor<1x2x4x4xf32>, %w: tensor<0x2x3x3xf32>) -> tensor<1x2x2xf32> {
+  %c = "graph.conv2d"(%x, %w) : (tensor<1x2x4x4xf32>, tensor<0x2x3x3xf32>) -> tensor<1x0x2x2xf32>
+  %r = "graph.reduce_sum"(%c) <{axes = [1], keepdims = false}> : (tensor<1x0x2x2xf32>) -> tensor<1x2x2xf32>
+  return %r : tensor<1x2x2xf32>
+}
+
+func.func @conv2d_empty_image_padded(%x: tensor<1x2x0x3xf32>, %w: tensor<2x2x1x1xf32>, %b: tensor<2xf32>) -> tensor<1x2x2x3xf32> {
+  %r = "graph.conv2d"(%x, %w, %b) <{padding = [1, 0, 1, 0]}> : (tensor<1x2x0x3xf32>, tensor<2x2x1x1xf32>, tensor<2xf32>) -> tensor<1x2x2x3xf32>
+  return %r : tensor<1x2x2x3xf32>
+}
+
+func.func @conv2d_no_channels_bf16(%x: tensor<1x0x8x8xbf16>, %w: tensor<16x0x3x3xbf16>, %b: tensor<16xbf16>) -> tensor<1x16x6x6xbf16> {
+  %r = "graph.conv2d"(%x, %w, %b) : (tensor<1x0x8x8xbf16>, tensor<16x0x3x3xbf16>, tensor<16xbf16>) -> tensor<1x16x6x6xbf16>
+  return %r : tensor<1x16x6x6xbf16>
+}

@@ -3,7 +3,9 @@
 // func.func becomes one gpu.func kernel in a gpu.module @<func>_kernels, and
 // the nest's place in the host function is taken by the launch: host index
 // math for the grid, loop.view of every N-D buffer to 1-D, loop.dim of its
-// dynamic sizes, and gpu.launch_func. Importing the package registers both.
+// dynamic sizes, and gpu.launch_func. A nest over a static extent of 0 has
+// no work and is erased, with no kernel. Importing the package registers
+// both.
 //
 // Two mappings exist, chosen per nest (mapping.go):
 //
@@ -41,6 +43,7 @@ package togpu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ir/strata/dialects/builtin"
 	funcs "github.com/strata-ir/strata/dialects/func"
@@ -339,6 +342,16 @@ func (p *pass) convertFunc(ctx *ir.Context, module, fn *ir.Operation) (int, erro
 	if len(errs) > 0 {
 		return 0, errs
 	}
+	nests = slices.DeleteFunc(nests, func(nest *ir.Operation) bool {
+		if emptyNest(nest) {
+			nest.Erase() // no work: no kernel and no launch
+			return true
+		}
+		return false
+	})
+	if len(nests) == 0 {
+		return 0, nil
+	}
 	gpu.MarkContainer(module)
 	b := ir.NewBuilder(ctx)
 	b.SetInsertionPointAfter(fn)
@@ -355,6 +368,21 @@ func (p *pass) convertFunc(ctx *ir.Context, module, fn *ir.Operation) (int, erro
 		}
 	}
 	return len(nests), nil
+}
+
+// emptyNest reports whether a nest's iteration space is statically empty:
+// a dimension with constant bounds whose upper bound is not above its lower
+// one (an extent of 0, the loops of an empty tensor). Its body never runs.
+func emptyNest(nest *ir.Operation) bool {
+	lbs, ubs, _, _, _ := loop.ParallelBounds(nest)
+	for d := range lbs {
+		lb, ok1 := staticInt(lbs[d])
+		ub, ok2 := staticInt(ubs[d])
+		if ok1 && ok2 && ub <= lb {
+			return true
+		}
+	}
+	return false
 }
 
 func symName(op *ir.Operation) string {

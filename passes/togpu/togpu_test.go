@@ -107,11 +107,17 @@ var semanticsCases = []struct {
 	{"rowsum.mlir", [][]int64{{0}}},
 	{"softmax.mlir", [][]int64{{3, 300}}},
 	{"softmax.mlir", [][]int64{{5, 7}}},
+	{"softmax.mlir", [][]int64{{0, 7}}}, // empty at run time: zero rows,
+	{"softmax.mlir", [][]int64{{5, 0}}}, // zero columns,
+	{"softmax.mlir", [][]int64{{0, 0}}}, // both
 	{"layernorm.mlir", [][]int64{{3}, {}, {3}}},
 	{"layernorm.mlir", [][]int64{{11}, {}, {11}}},
+	{"layernorm.mlir", [][]int64{{0}, {}, {0}}},
 	{"matmul.mlir", [][]int64{{5}, {}}},
 	{"pointwise3d.mlir", [][]int64{{3}, {}}},
+	{"pointwise3d.mlir", [][]int64{{0}, {}}},
 	{"reverse.mlir", [][]int64{{300}}},
+	{"reverse.mlir", [][]int64{{0}}},
 	{"softmax_static.mlir", [][]int64{{}}},
 	{"center_inplace.mlir", [][]int64{{}}},
 	{"softmax4d.mlir", [][]int64{{2}}},
@@ -120,6 +126,7 @@ var semanticsCases = []struct {
 	{"softmax_bf16.mlir", [][]int64{{}}},
 	{"index32_views.mlir", [][]int64{{}, {}, {}}}, // pad, concat, slice (negative offsets), gather
 	{"colsum.mlir", [][]int64{{}}},
+	{"empty_static.mlir", [][]int64{{}, {}, {}}},
 }
 
 var configs = []struct {
@@ -223,6 +230,9 @@ func TestMappings(t *testing.T) {
 		// through a divided linear index; the 256 sums of the partials
 		// keep a warp each.
 		{"colsum.mlir", togpu.DefaultConfig, []string{"pointwise/256/1/0", "pointwise/256/1/0", "row/256/1/8"}},
+		// Nests over an extent of 0 have no kernel: only the two over 4
+		// rows of no columns are left.
+		{"empty_static.mlir", togpu.DefaultConfig, []string{"row/256/1/8", "row/256/1/8"}},
 	}
 	for _, tc := range tests {
 		ctx, m := parse(t, tc.file)
