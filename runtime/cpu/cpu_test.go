@@ -218,6 +218,61 @@ func TestMatmulBlocksMatchTheInterpreter(t *testing.T) {
 	}
 }
 
+// TestSingleRowBlockMatmulsReadBInPlace: products with one row block a
+// batch (a matrix-vector product, a few rows of decoding, a batch folded
+// into a few rows, a batched B) read B's full panels where they lie and
+// pack only the partial one; rapid draws the sizes (N a multiple of the
+// panel or not, K across several k blocks or 0) and element types (f16
+// operands are widened, so packed as before), and each must give the
+// interpreter's results on 1, 2 and 16 workers, whole and in k blocks of
+// 5.
+func TestSingleRowBlockMatmulsReadBInPlace(t *testing.T) {
+	needTools(t)
+	n := 12
+	if testing.Short() {
+		n = 4
+	}
+	for i := range n {
+		m := rapid.IntRange(1, 6).Example(i)
+		k := rapid.SampledFrom([]int{0, 1, 37, 300}).Example(i)
+		nn := rapid.SampledFrom([]int{7, 64, 100, 128, 200}).Example(i)
+		elem := rapid.SampledFrom([]string{"f32", "f32", "f64", "f16"}).Example(i)
+		shape := rapid.SampledFrom([]string{"plain", "batched", "folded"}).Example(i)
+		var src string
+		switch shape {
+		case "plain":
+			src = fmt.Sprintf(`func.func @main(%%a: tensor<%[1]dx%[2]dx%[4]s>, %%b: tensor<%[2]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s> {
+  %%c = "graph.matmul"(%%a, %%b) : (tensor<%[1]dx%[2]dx%[4]s>, tensor<%[2]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  %%d = "graph.tanh"(%%c) : (tensor<%[1]dx%[3]dx%[4]s>) -> tensor<%[1]dx%[3]dx%[4]s>
+  return %%d : tensor<%[1]dx%[3]dx%[4]s>
+}
+`, m, k, nn, elem)
+		case "batched": // B with the batch index: each batch's B in place
+			src = fmt.Sprintf(`func.func @main(%%a: tensor<3x%[1]dx%[2]dx%[4]s>, %%b: tensor<3x%[2]dx%[3]dx%[4]s>) -> tensor<3x%[1]dx%[3]dx%[4]s> {
+  %%c = "graph.matmul"(%%a, %%b) : (tensor<3x%[1]dx%[2]dx%[4]s>, tensor<3x%[2]dx%[3]dx%[4]s>) -> tensor<3x%[1]dx%[3]dx%[4]s>
+  return %%c : tensor<3x%[1]dx%[3]dx%[4]s>
+}
+`, m, k, nn, elem)
+		case "folded": // 2 × ⌈m/2⌉ rows fold into one block of A
+			src = fmt.Sprintf(`func.func @main(%%a: tensor<2x%[1]dx%[2]dx%[4]s>, %%b: tensor<%[2]dx%[3]dx%[4]s>) -> tensor<2x%[1]dx%[3]dx%[4]s> {
+  %%c = "graph.matmul"(%%a, %%b) : (tensor<2x%[1]dx%[2]dx%[4]s>, tensor<%[2]dx%[3]dx%[4]s>) -> tensor<2x%[1]dx%[3]dx%[4]s>
+  return %%c : tensor<2x%[1]dx%[3]dx%[4]s>
+}
+`, (m+1)/2, k, nn, elem)
+		}
+		p, graph := compileSource(t, src)
+		if !strings.Contains(p.LLVM, "main_kernel_0_pack") {
+			t.Fatalf("%s %dx%dx%d %s: no register-blocked matmul kernel", shape, m, k, nn, elem)
+		}
+		for _, workers := range []int{1, 2, 16} {
+			for _, kc := range []int{0, 5} {
+				p.Workers, p.MatmulKC = workers, kc
+				check(t, p, graph, "main", int64(i), nil)
+			}
+		}
+	}
+}
+
 // TestExpIsAccurate checks the inline f32 exp against float64's over its
 // whole range: within 2 ulp where the result is normal, the right zero,
 // infinity and NaN beyond.

@@ -315,6 +315,27 @@ func (k *kt) matmulSizes(m *mmMatch) mmSizes {
 	return s
 }
 
+// direct reports whether the kernels may read B's full panels in place
+// when a batch has a single row block (a matrix-vector product, a few
+// rows of decoding): each panel then serves one item, so packing it only
+// copied B, and reading it where it lies moves a third of the bytes (the
+// pack read B, wrote the panel and the kernel read that back). B must be
+// indexed [b…, k, j] (j innermost, so a panel's rows are NR consecutive
+// elements) and hold the accumulator's type (no widening). The returned
+// condition is the run-time part: one row block a batch.
+func (k *kt) direct(m *mmMatch, s mmSizes) value.Value {
+	if m.bTrans || !sameFloat(m.bFrom, m.elem) {
+		return nil
+	}
+	return k.cur.NewICmp(enum.IPredEQ, s.blocks, i64(1))
+}
+
+// sameFloat reports whether an element of type from needs no widening to
+// the kernel's type to.
+func sameFloat(from ir.Type, to types.Type) bool {
+	return from == ir.F32 && types.Equal(to, types.Float) || from == ir.F64 && types.Equal(to, types.Double)
+}
+
 // setBatch binds the batch induction variables to the flattened batch
 // bb (row-major).
 func (k *kt) setBatch(m *mmMatch, bb value.Value) {
@@ -428,7 +449,13 @@ func (k *kt) pack(m *mmMatch, scratch, lo, hi value.Value) error {
 			}
 			// The panels of NR columns, then the last, partial one.
 			whole := k.cur.NewSDiv(s.n, i64(nr))
-			if _, err := k.loop(i64(0), whole, i64(1), nil, vecAny, func(p value.Value, _ []value.Value) ([]value.Value, error) {
+			// Read in place by the kernel (see direct): only the partial
+			// panel is packed.
+			var packed value.Value = whole
+			if d := k.direct(m, s); d != nil {
+				packed = k.cur.NewSelect(d, i64(0), whole)
+			}
+			if _, err := k.loop(i64(0), packed, i64(1), nil, vecAny, func(p value.Value, _ []value.Value) ([]value.Value, error) {
 				return nil, copyRows(p, false)
 			}); err != nil {
 				return nil, err
@@ -606,9 +633,26 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 		runEnd := minI(hi, k.cur.NewAdd(item, k.cur.NewSub(size, inRun)))
 		ib0 := k.cur.NewAdd(start, inRun)
 		bscratch := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
-		panel := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
+		var panel value.Value = k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
 		j0 := k.cur.NewMul(p, i64(nr))
 		ncols2 := minI(k.cur.NewSub(n, j0), i64(nr))
+		// The panel's rows of k lie nr apart in scratch, or (a full panel
+		// read in place, see direct) ldb apart in B from B[b…, 0, j0].
+		var stride value.Value = i64(nr)
+		if d := k.direct(m, s); d != nil {
+			full := k.cur.NewAnd(d, k.cur.NewICmp(enum.IPredEQ, ncols2, i64(nr)))
+			if !m.fold {
+				k.setBatch(m, bb)
+			}
+			k.vals[m.kIV], k.vals[m.j] = i64(0), j0
+			b0, _, err := k.address(m.b, m.bIdx)
+			if err != nil {
+				return nil, err
+			}
+			sizes := k.dims[m.b]
+			panel = k.cur.NewSelect(full, b0, panel)
+			stride = k.cur.NewSelect(full, sizes[len(sizes)-1], stride)
+		}
 		_, err := k.loop(i64(0), kLimit, kc, nil, vecAny, func(kb value.Value, _ []value.Value) ([]value.Value, error) {
 			kEnd := minI(k.cur.NewAdd(kb, kc), kk)
 			last := k.cur.NewICmp(enum.IPredSGE, kEnd, kk)
@@ -644,7 +688,7 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 				accs, err := k.loop(kb, kEnd, i64(1), inits, vecAny, func(kv value.Value, acc []value.Value) ([]value.Value, error) {
 					bs := make([]value.Value, NV)
 					for v := range NV {
-						at := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(k.cur.NewMul(kv, i64(nr)), i64(int64(v*vl))))
+						at := k.cur.NewGetElementPtr(m.elem, panel, k.cur.NewAdd(k.cur.NewMul(kv, stride), i64(int64(v*vl))))
 						ld := k.cur.NewLoad(vt, k.cur.NewBitCast(at, types.NewPointer(vt)))
 						ld.Align = llir.Align(elemBytes(m.elem))
 						bs[v] = ld
