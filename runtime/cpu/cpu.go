@@ -756,6 +756,14 @@ func (r *run) op(op *ir.Operation) error {
 		}
 		r.vals[op.Result(0)] = hostVal{i: b2i(c)}
 	case "arith.select":
+		if a, b, ok := broadcastOperands(op); ok {
+			// lower-to-loop sizes a broadcast dimension as select(a == 1,
+			// b, a); unchecked, the kernels would read past the smaller
+			// operand.
+			if x, y := get(a).i, get(b).i; x != y && x != 1 && y != 1 {
+				return fmt.Errorf("sizes %d and %d do not broadcast (the sizes of a broadcast dimension must be equal or 1)", x, y)
+			}
+		}
 		if get(0).i != 0 {
 			r.vals[op.Result(0)] = get(1)
 		} else {
@@ -832,10 +840,45 @@ func (r *run) op(op *ir.Operation) error {
 	return nil
 }
 
-// isSize reports whether v is a buffer's size, or the maximum of sizes.
+// isSize reports whether v is a buffer's size, or the broadcast of sizes
+// (their maximum, or select(a == 1, b, a)).
 func isSize(v *ir.Value) bool {
 	def := v.DefiningOp()
-	return def != nil && (def.Name() == loop.DimOp || def.Name() == "arith.maxui")
+	if def == nil {
+		return false
+	}
+	if def.Name() == loop.DimOp || def.Name() == "arith.maxui" {
+		return true
+	}
+	_, _, ok := broadcastOperands(def)
+	return ok
+}
+
+// broadcastOperands recognises lower-to-loop's size of a broadcast
+// dimension, select(cmpi eq(a, 1), b, a) of two sizes, and returns the
+// operand indices of a and b (2 and 1).
+func broadcastOperands(op *ir.Operation) (a, b int, ok bool) {
+	if op.Name() != "arith.select" || op.NumOperands() != 3 {
+		return 0, 0, false
+	}
+	cmp := op.Operand(0).DefiningOp()
+	if cmp == nil || cmp.Name() != "arith.cmpi" || cmp.NumOperands() != 2 || cmp.Operand(0) != op.Operand(2) {
+		return 0, 0, false
+	}
+	if pred, isInt := cmp.Attr("predicate").(ir.IntegerAttr); !isInt || pred.Value != int64(arith.CmpIEQ) {
+		return 0, 0, false
+	}
+	one := cmp.Operand(1).DefiningOp()
+	if one == nil || one.Name() != "arith.constant" {
+		return 0, 0, false
+	}
+	if c, isInt := one.Attr("value").(ir.IntegerAttr); !isInt || c.Value != 1 {
+		return 0, 0, false
+	}
+	if !isSize(op.Operand(2)) || !isSize(op.Operand(1)) {
+		return 0, 0, false
+	}
+	return 2, 1, true
 }
 
 func b2i(b bool) int64 {

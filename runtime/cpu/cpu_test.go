@@ -515,7 +515,10 @@ func.func @imm(%a: tensor<?x?xi32>, %b: tensor<?x?xi32>) -> tensor<?x?xi32> {
 		{"add", []*interp.Tensor{f32(3, 5), f32(5)}, ""},
 		{"add", []*interp.Tensor{f32(3, 5), f32(1)}, ""},
 		{"add", []*interp.Tensor{f32(3, 1), f32(7)}, ""},
-		{"add", []*interp.Tensor{f32(3, 5), f32(4)}, "2:8: error: 'arith.maxui': sizes 5 and 4 do not broadcast"},
+		{"add", []*interp.Tensor{f32(3, 5), f32(4)}, "error: 'arith.select': sizes 5 and 4 do not broadcast"},
+		{"add", []*interp.Tensor{f32(3, 1), f32(0)}, ""}, // 1 against 0 broadcasts to 0
+		{"add", []*interp.Tensor{f32(3, 0), f32(1)}, ""},
+		{"add", []*interp.Tensor{f32(3, 0), f32(2)}, "sizes 0 and 2 do not broadcast"},
 		{"mm", []*interp.Tensor{f32(30, 50), f32(50, 61)}, ""},
 		{"mm", []*interp.Tensor{f32(3, 0), f32(0, 4)}, ""},
 		{"mm", []*interp.Tensor{f32(3, 5), f32(4, 6)}, "6:8: error: 'loop.parallel': matmul inner dimensions differ: lhs has 5 columns, rhs 4 rows"},
