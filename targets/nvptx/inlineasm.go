@@ -85,6 +85,33 @@ func (e *emitter) inlineAsm(in *llir.InstCall, ia *llir.InlineAsm) error {
 	return nil
 }
 
+// asmArgs returns the arguments of f's calls of inline asm and, for an
+// argument that extracts a field of a call's results, that call.
+func asmArgs(f *llir.Func) map[value.Value]bool {
+	var args map[value.Value]bool
+	for _, b := range f.Blocks {
+		for _, in := range b.Insts {
+			call, ok := in.(*llir.InstCall)
+			if !ok {
+				continue
+			}
+			if _, ok := call.Callee.(*llir.InlineAsm); !ok {
+				continue
+			}
+			if args == nil {
+				args = map[value.Value]bool{}
+			}
+			for _, a := range call.Args {
+				args[a] = true
+				if ev, ok := a.(*llir.InstExtractValue); ok {
+					args[ev.X] = true
+				}
+			}
+		}
+	}
+	return args
+}
+
 // operands is what llir instructions and terminators list their operands
 // by.
 type operands interface{ Operands() []*value.Value }
@@ -106,6 +133,12 @@ type operands interface{ Operands() []*value.Value }
 // that asm's register, which the field's copy shares.
 // Called after allocation and before copies share registers.
 func (e *emitter) tieInPlace(f *llir.Func) {
+	// The values asked about below: the arguments of inline asm, and the
+	// asm whose field an argument copies. Most kernels have none.
+	cand := asmArgs(f)
+	if len(cand) == 0 {
+		return
+	}
 	uses := map[value.Value]int{}
 	// at lists the blocks where each value is used: a phi's incoming
 	// value at the end of its predecessor, where the edge copies it.
@@ -113,13 +146,15 @@ func (e *emitter) tieInPlace(f *llir.Func) {
 	count := func(o any, b *llir.Block) {
 		if ops, ok := o.(operands); ok {
 			for _, op := range ops.Operands() {
-				uses[*op]++
-				at[*op] = append(at[*op], b)
+				if cand[*op] {
+					uses[*op]++
+					at[*op] = append(at[*op], b)
+				}
 			}
 		}
 		if p, ok := o.(*llir.InstPhi); ok {
 			for _, inc := range p.Incs {
-				if pred, ok := inc.Pred.(*llir.Block); ok {
+				if pred, ok := inc.Pred.(*llir.Block); ok && cand[inc.X] {
 					at[inc.X] = append(at[inc.X], pred)
 				}
 			}
@@ -133,6 +168,7 @@ func (e *emitter) tieInPlace(f *llir.Func) {
 		index uint64
 	}
 	fields, extracts := map[field]int{}, map[*llir.InstCall]int{}
+	block := map[llir.Instruction]*llir.Block{}
 	for _, b := range f.Blocks {
 		for _, in := range b.Insts {
 			count(in, b)
@@ -145,14 +181,11 @@ func (e *emitter) tieInPlace(f *llir.Func) {
 					extracts[call]++
 				}
 			}
+			if v, ok := in.(value.Value); ok && cand[v] {
+				block[in] = b
+			}
 		}
 		count(b.Term, b)
-	}
-	block := map[llir.Instruction]*llir.Block{}
-	for _, b := range f.Blocks {
-		for _, in := range b.Insts {
-			block[in] = b
-		}
 	}
 	// asmField returns the register of an asm result's field that a
 	// copies and that dies at its one use, in block b: the asm, the copy

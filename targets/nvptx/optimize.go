@@ -76,8 +76,13 @@ type operandsOf interface{ Operands() []*value.Value }
 
 // analyze builds the plan of f for a target.
 func analyze(f *llir.Func, target string) *plan {
+	// The live set holds most instructions: sized once, not grown.
+	insts := 0
+	for _, b := range f.Blocks {
+		insts += len(b.Insts)
+	}
 	p := &plan{
-		live:      map[llir.Instruction]bool{},
+		live:      make(map[llir.Instruction]bool, insts),
 		folded:    map[value.Value]scalarConst{},
 		memOff:    map[value.Value]int64{},
 		gepIndex:  map[*llir.InstGetElementPtr]value.Value{},
@@ -128,7 +133,7 @@ func analyze(f *llir.Func, target string) *plan {
 	p.findMemOffsets(f)
 	p.rewriteIndices(f)
 	// The rewritten geps no longer read the adds they skipped.
-	p.live = map[llir.Instruction]bool{}
+	clear(p.live)
 	p.markLive(f)
 	// Folding follows definitions; a result used before its definition
 	// in block order (a loop) waits for the next round.
