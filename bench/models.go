@@ -735,6 +735,7 @@ func runResNetInfer(s Size, opts frontend.Options, tm timing, log io.Writer) (ma
 		return nil, nil, nil, err
 	}
 	sm.FirstCallS = time.Since(t0).Seconds()
+	fmt.Fprintf(log, "  resnet50_infer: first call %.2f s (%v; the rest is the first run)\n", sm.FirstCallS, c.Frontend().CompileTimes())
 	out := map[string]*frontend.Tensor{"logits": res[0]}
 	res[0].Float64s()
 	if sm.Ms, err = tm.calls(func() error { _, err := c.Call(xd); return err }); err != nil {
