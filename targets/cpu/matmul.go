@@ -315,19 +315,30 @@ func (k *kt) matmulSizes(m *mmMatch) mmSizes {
 	return s
 }
 
-// direct reports whether the kernels may read B's full panels in place
-// when a batch has a single row block (a matrix-vector product, a few
-// rows of decoding): each panel then serves one item, so packing it only
-// copied B, and reading it where it lies moves a third of the bytes (the
-// pack read B, wrote the panel and the kernel read that back). B must be
-// indexed [b…, k, j] (j innermost, so a panel's rows are NR consecutive
-// elements) and hold the accumulator's type (no widening). The returned
-// condition is the run-time part: one row block a batch.
+// MatmulDirectBlocks is the most row blocks a batch for which the matmul
+// kernels read B's full panels in place (see direct).
+const MatmulDirectBlocks = 16
+
+// direct reports whether the kernels read B's full panels in place rather
+// than packed: when a batch has at most MatmulDirectBlocks row blocks (a
+// matrix-vector product, a few rows of decoding, a short sequence), the
+// pack's read of B, its write of the panels and the kernel's reads of
+// them cost more than the kernel's strided reads of B, which the row
+// blocks of a run share through the cache. On this development
+// machine's Zen 5, one core, alternated three times: 24 × 4096 · 4096 ×
+// 4096 took 8.4–12.0 ms in place against 13.6–19.9 packed, 48 rows
+// 13.5–16.9 against 21.5–27.7, 96 rows 26.7–31.3 against 36.0–39.9;
+// the 1024³ matmul (171 row blocks) the same either way and the MLP of
+// bench/cpu (43) faster in place, but those stay packed: B's rows a
+// multiple of 4 KiB apart share L1 sets, which Intel's L1 may take worse
+// (unmeasured). B must be indexed [b…, k, j] (j innermost, so a panel's
+// rows are NR consecutive elements) and hold the accumulator's type (no
+// widening). The returned condition is the run-time part.
 func (k *kt) direct(m *mmMatch, s mmSizes) value.Value {
 	if m.bTrans || !sameFloat(m.bFrom, m.elem) {
 		return nil
 	}
-	return k.cur.NewICmp(enum.IPredEQ, s.blocks, i64(1))
+	return k.cur.NewICmp(enum.IPredSLE, s.blocks, i64(MatmulDirectBlocks))
 }
 
 // sameFloat reports whether an element of type from needs no widening to
