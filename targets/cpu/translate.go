@@ -68,8 +68,11 @@ type Kernel struct {
 	// R·MatmulRows)·K elements of MatmulElemBytes bytes (P panels, R row
 	// blocks, a batch's share contiguous), which Name+"_pack" fills before
 	// Name runs (its range: for each batch, ⌈K / MatmulPackK⌉ blocks of
-	// steps of k, each of every panel and row block); when K exceeds KC (the third
-	// word, at least 1: the k block, see MatmulKC), followed by
+	// steps of k, each of every panel and row block; with at most
+	// MatmulDirectBlocks row blocks a batch and B indexed [b…, k, j]
+	// unwidened, of the partial panel only: the kernel reads B's full
+	// panels in place); when K exceeds KC (the third
+	// word, at least 1: the k block, see MatmulKC and DefaultKC), followed by
 	// MatmulRows·MatmulCols elements for each item of the range (its
 	// partial sums between k blocks).
 	// MatmulK is the reduction's trip count (a constant or a host value);
