@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,7 +113,7 @@ func isConst(v *ir.Value, want int64) bool {
 
 // matchMatmul recognises a matmul nest, or returns nil.
 func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
-	lbs, _, steps, _, err := loop.ParallelBounds(nest)
+	lbs, ubs, steps, _, err := loop.ParallelBounds(nest)
 	if err != nil || len(lbs) < 2 {
 		return nil
 	}
@@ -198,23 +199,35 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	if len(loads) != 2 || loads[0] == loads[1] || len(ops) != 5+countExt(mul) {
 		return nil
 	}
+	// A dimension of extent 1 is indexed by the constant 0 rather than its
+	// induction variable (a matrix-vector product's one row, a batch of
+	// one): read as the variable, which is 0 there.
+	oneRow := isConst(ubs[n-2], 1)
 	aBatched, bBatched := false, false
 	for _, ld := range loads {
 		from := ld.Operand(0).Type().(*ir.MemRefType).ElementType()
 		if inside(ld.Operand(0), nest) || !widens(from, forOp.Result(0).Type()) {
 			return nil
 		}
-		idx := ld.Operands()[1:]
+		idx := slices.Clone(ld.Operands()[1:])
 		batched := len(idx) == len(m.batch)+2 && len(m.batch) > 0
 		if !batched && len(idx) != 2 {
 			return nil
 		}
 		for d, v := range idx[:len(idx)-2] {
-			if v != m.batch[d] {
+			if v != m.batch[d] && !(isConst(v, 0) && isConst(ubs[d], 1)) {
 				return nil
 			}
+			idx[d] = m.batch[d]
 		}
 		x, y := idx[len(idx)-2], idx[len(idx)-1]
+		if oneRow && isConst(x, 0) {
+			x = m.i
+		}
+		if oneRow && isConst(y, 0) {
+			y = m.i
+		}
+		idx[len(idx)-2], idx[len(idx)-1] = x, y
 		switch {
 		case m.a == nil && (x == m.i && y == kIV || x == kIV && y == m.i):
 			m.a, m.aIdx, m.aTrans, aBatched, m.aFrom = ld.Operand(0), idx, x == kIV, batched, from
