@@ -21,8 +21,18 @@ func (k *kernel) resolve(v *ir.Value) *ir.Value {
 }
 
 // value emits the element of tensor v at idx.
+//
+// A tensor with a static size of 0 has no element: one is asked for only
+// by code hoisted out of a loop over that empty dim (see kernel), which
+// runs zero times, so its value is never used. It is the zero of the
+// element type rather than code that would read its operands out of bounds
+// (a slice of a non-empty tensor at its limit, an element of an empty
+// buffer).
 func (k *kernel) value(v *ir.Value, idx []*ir.Value) (*ir.Value, error) {
 	v = k.resolve(v)
+	if slices.Contains(shapeOf(v), 0) {
+		return k.zero(elemOf(v)), nil
+	}
 	if m := k.c.bufs[v]; m != nil {
 		return k.load(m, idx), nil
 	}

@@ -426,6 +426,10 @@ var dynamicCases = []struct {
 	// identity).
 	{`%r = "graph.matmul"(%a, %b) : (tensor<?x3xf32>, tensor<3x5xf32>) -> tensor<?x5xf32>`,
 		"%a: tensor<?x3xf32>, %b: tensor<3x5xf32>", "tensor<?x5xf32>", []int64{0}},
+	{`%r = "graph.matmul"(%a, %b) : (tensor<?x32xbf16>, tensor<32x16xbf16>) -> tensor<?x16xbf16>`,
+		"%a: tensor<?x32xbf16>, %b: tensor<32x16xbf16>", "tensor<?x16xbf16>", []int64{0}},
+	{`%r = "graph.matmul"(%a, %b) : (tensor<?x32xbf16>, tensor<32x16xbf16>) -> tensor<?x16xbf16>`,
+		"%a: tensor<?x32xbf16>, %b: tensor<32x16xbf16>", "tensor<?x16xbf16>", []int64{3}},
 	{`%r = "graph.matmul"(%a, %b) : (tensor<4x?xf32>, tensor<?x5xf32>) -> tensor<4x5xf32>`,
 		"%a: tensor<4x?xf32>, %b: tensor<?x5xf32>", "tensor<4x5xf32>", []int64{0, 0}},
 	{`%r = "graph.add"(%a, %b) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>`,

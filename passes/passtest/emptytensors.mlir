@@ -262,3 +262,11 @@ func.func @conv2d_no_channels_bf16(%x: tensor<1x0x8x8xbf16>, %w: tensor<16x0x3x3
   %r = "graph.conv2d"(%x, %w, %b) : (tensor<1x0x8x8xbf16>, tensor<16x0x3x3xbf16>, tensor<16xbf16>) -> tensor<1x16x6x6xbf16>
   return %r : tensor<1x16x6x6xbf16>
 }
+
+// An empty slice at the limit of a non-empty tensor: its index would be
+// out of bounds of the operand.
+func.func @slice_at_limit_summed(%x: tensor<1x1x1xi32>) -> tensor<i32> {
+  %s = "graph.slice"(%x) <{limits = [1, 0, 1], starts = [0, 0, 1], strides = [1, 1, 1]}> : (tensor<1x1x1xi32>) -> tensor<1x0x0xi32>
+  %r = "graph.reduce_sum"(%s) <{axes = [0, 1, 2], keepdims = false}> : (tensor<1x0x0xi32>) -> tensor<i32>
+  return %r : tensor<i32>
+}
