@@ -240,8 +240,9 @@ func (p *Program) Loads(rt *Runtime, fn string) ([]ModuleLoad, error) {
 		}
 		seen[l.module] = true
 		texts := p.texts(l.module)
-		parts := []string{texts.whole}
-		if m, ok := rt.loaded(texts.whole); !ok || m == nil {
+		whole, _ := texts.wholeText()
+		parts := []string{whole}
+		if m, ok := rt.loaded(whole); !ok || m == nil {
 			parts = parts[:0]
 			distinct := map[string]bool{}
 			for _, pc := range texts.byKernel {

@@ -178,9 +178,28 @@ func (rt *Runtime) LoadPolicy() LoadPolicy {
 // it: the whole text without duplicate kernels, and, where it could be
 // split, one text per kernel.
 type moduleTexts struct {
-	whole    string
-	same     map[string]string // a kernel left out of whole -> the kept kernel it equals
-	byKernel map[string]piece  // by PTX kernel name
+	byKernel map[string]piece // by PTX kernel name
+
+	// The whole text is deduplicated on first use (wholeText): under the
+	// split policy only Loads asks for it, and cuda.DedupPTX reads and
+	// renames every kernel of the module (18 ms of resnet50_train's first
+	// load on a fast host).
+	raw   string
+	once  sync.Once
+	whole string
+	same  map[string]string // a kernel left out of whole -> the kept kernel it equals
+}
+
+// wholeText returns the gpu.module's text without duplicate kernels, and
+// the kernels left out, each with the kept kernel it equals.
+func (m *moduleTexts) wholeText() (string, map[string]string) {
+	m.once.Do(func() {
+		m.whole = m.raw
+		if text, same, ok := cuda.DedupPTX(m.raw); ok {
+			m.whole, m.same = text, same
+		}
+	})
+	return m.whole, m.same
 }
 
 // piece is one kernel's own module: its text and the kernel's name there.
@@ -200,10 +219,11 @@ func (m *moduleTexts) textFor(kernel string, p LoadPolicy) (text, name string) {
 			return pc.text, pc.name
 		}
 	}
-	if k, ok := m.same[kernel]; ok {
-		return m.whole, k
+	whole, same := m.wholeText()
+	if k, ok := same[kernel]; ok {
+		return whole, k
 	}
-	return m.whole, kernel
+	return whole, kernel
 }
 
 // texts returns the gpu.module's texts, splitting it on first use.
@@ -216,10 +236,7 @@ func (p *Program) texts(module string) *moduleTexts {
 	if m, ok := p.split[module]; ok {
 		return m
 	}
-	m := &moduleTexts{whole: p.ptx[module]}
-	if text, same, ok := cuda.DedupPTX(m.whole); ok {
-		m.whole, m.same = text, same
-	}
+	m := &moduleTexts{raw: p.ptx[module]}
 	if ks, ok, _ := cuda.SplitPTX(p.ptx[module]); ok && len(ks) > 1 {
 		m.byKernel = make(map[string]piece, len(ks))
 		for _, k := range ks {

@@ -242,3 +242,27 @@ func TestLinkFallsBackToModuleLoad(t *testing.T) {
 		t.Errorf("a linker error that is not a compile error: got %v", err)
 	}
 }
+
+// TestSplitLoadDedupsWholeTextLazily loads a two-kernel gpu.module under
+// the split policy: the whole module's deduplicated text, which that
+// policy never loads, is not made until Loads asks for it.
+func TestSplitLoadDedupsWholeTextLazily(t *testing.T) {
+	p := compileFile(t, "twokernels.mlir")
+	d := newFake()
+	rt := newRuntime(d)
+	rt.SetLoadPolicy(LoadPolicy{Split: true, Parallel: 1})
+	if err := p.Load(rt, "main"); err != nil {
+		t.Fatal(err)
+	}
+	m := p.texts("k")
+	if m.whole != "" {
+		t.Fatalf("the whole text was deduplicated for a split load")
+	}
+	loads, err := p.Loads(rt, "main")
+	if err != nil || len(loads) != 1 || loads[0].Parts != 2 {
+		t.Fatalf("Loads = %+v, %v; want module k in 2 parts", loads, err)
+	}
+	if m.whole == "" || d.loads != 2 {
+		t.Errorf("after Loads: whole text %d bytes, %d loads; want the text and 2 loads", len(m.whole), d.loads)
+	}
+}
