@@ -368,6 +368,51 @@ func TestOneRowMatmulsAreBlocked(t *testing.T) {
 	}
 }
 
+// TestTransposedBIsPackedBySquares: a transposed B's full panels are
+// packed vl × vl squares at a time (vector loads along k, a transpose in
+// shuffles, vector stores); rapid draws the sizes (N with and without a
+// partial panel, K with and without a partial item of k), element types
+// (bf16 is widened, so packed element by element), batched or not, and
+// the target (AVX2's 8 f32 or 4 f64 lanes through STRATA_CPU_MCPU=haswell
+// as well as the host's); each must give the interpreter's results.
+func TestTransposedBIsPackedBySquares(t *testing.T) {
+	needTools(t)
+	n := 12
+	if testing.Short() {
+		n = 4
+	}
+	for i := range n {
+		m := rapid.IntRange(9, 40).Example(i)
+		k := rapid.SampledFrom([]int{16, 29, 48, 300}).Example(i)
+		nn := rapid.SampledFrom([]int{64, 100, 128, 130}).Example(i)
+		elem := rapid.SampledFrom([]string{"f32", "f32", "f64", "bf16"}).Example(i)
+		batch := rapid.SampledFrom([]int{0, 2}).Example(i)
+		mcpu := rapid.SampledFrom([]string{"", "haswell"}).Example(i)
+		if mcpu != "" && target.VectorBytes(target.HostCPU()) < 32 {
+			continue
+		}
+		t.Setenv("STRATA_CPU_MCPU", mcpu)
+		pre, perm := "", "[1, 0]"
+		if batch > 0 {
+			pre, perm = fmt.Sprintf("%dx", batch), "[0, 2, 1]"
+		}
+		src := fmt.Sprintf(`func.func @main(%%a: tensor<%[5]s%[1]dx%[2]dx%[4]s>, %%b: tensor<%[5]s%[3]dx%[2]dx%[4]s>) -> tensor<%[5]s%[1]dx%[3]dx%[4]s> {
+  %%t = "graph.transpose"(%%b) <{perm = %[6]s}> : (tensor<%[5]s%[3]dx%[2]dx%[4]s>) -> tensor<%[5]s%[2]dx%[3]dx%[4]s>
+  %%c = "graph.matmul"(%%a, %%t) : (tensor<%[5]s%[1]dx%[2]dx%[4]s>, tensor<%[5]s%[2]dx%[3]dx%[4]s>) -> tensor<%[5]s%[1]dx%[3]dx%[4]s>
+  return %%c : tensor<%[5]s%[1]dx%[3]dx%[4]s>
+}
+`, m, k, nn, elem, pre, perm)
+		p, graph := compileSource(t, src)
+		if !strings.Contains(p.LLVM, "_pack_packed(") {
+			t.Fatalf("%s: no register-blocked matmul kernel", src)
+		}
+		for _, workers := range []int{1, 2, 16} {
+			p.Workers = workers
+			check(t, p, graph, "main", int64(i), nil)
+		}
+	}
+}
+
 // TestExpIsAccurate checks the inline f32 exp against float64's over its
 // whole range: within 2 ulp where the result is normal, the right zero,
 // infinity and NaN beyond.
