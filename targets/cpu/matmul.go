@@ -257,9 +257,11 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 // on the generic path: one point per element of C, a dot product along
 // k of two contiguous rows, so that B is read row by row once per row
 // of A, where the blocked kernel's pack transposes B element by element.
-// On one core of this development machine's Zen 5 1×4096 · (4096×4096)ᵀ
-// took 2.7 ms against 22 blocked, 4 rows 6.8 against 23, 16 rows 25
-// either way and 64 rows 13.5 against 7.5.
+// On one core of this development machine's Zen 5 (median of 10 calls,
+// twice, with B packed by squares): x·Wᵀ with W 4096×4096 took 2.3–2.6
+// ms for 1 row against 22–36 blocked, 2 rows 4.1–5.1 against 17.0–22.9, 4
+// rows 6.6–7.9 against 15.4–17.2, 8 rows 13.3–15.0 against 17.1–17.7;
+// 16 rows about 25 generic against 16.3–17.0 blocked.
 const MatmulDotRows = 8
 
 // fewRows reports whether the matmul's row count is a constant of at
