@@ -20,7 +20,8 @@ import (
 var errLowered = errors.New("lowered")
 
 // lowered is one graph the lowering backend saw: its graph.matmul count,
-// whether some size is symbolic ("?"), and its kernels by mapping.
+// whether some size is symbolic ("?"), and its kernel launches by
+// mapping (togpu.LaunchMappings).
 type lowered struct {
 	matmuls  int
 	dynamic  bool
@@ -52,10 +53,7 @@ func loweringBackend(t *testing.T) (string, func() []lowered) {
 		if err := pm.Run(g.Context, g.Module); err != nil {
 			return nil, err
 		}
-		text := ir.Sprint(g.Module, ir.PrintOptions{})
-		for _, m := range []string{togpu.MappingMMA, togpu.MappingFlash} {
-			l.mappings[m] = strings.Count(text, fmt.Sprintf("mapping = %q", m))
-		}
+		l.mappings = togpu.LaunchMappings(g.Module)
 		l.narrow = togpu.NarrowLaunches(g.Module)
 		l.buffers = launchBuffers(g.Module)
 		mu.Lock()

@@ -73,3 +73,29 @@ func NarrowLaunches(module *ir.Operation) []string {
 	})
 	return out
 }
+
+// LaunchMappings counts the kernel launches of module, at the gpu level,
+// by the mapping of the kernel each launches (its strata.launch mapping:
+// pointwise, row, mma, flash), for tests of what a model's nests became:
+// a kernel that gpu-dedup-kernels kept for several nests counts once a
+// launch.
+func LaunchMappings(module *ir.Operation) map[string]int {
+	out := map[string]int{}
+	module.Walk(func(op *ir.Operation) bool {
+		if op.Name() == gpu.ModuleOp {
+			return false
+		}
+		if op.Name() != gpu.LaunchFuncOp {
+			return true
+		}
+		if k := gpu.LookupKernel(op); k != nil {
+			if d, ok := k.Attr(LaunchAttr).(ir.DictAttr); ok {
+				if m, ok := d.Get("mapping").(ir.StringAttr); ok {
+					out[m.Value]++
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
