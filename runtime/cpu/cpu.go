@@ -946,7 +946,7 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	total := int64(1)
 	outerDims := trips
-	if k.Dims > 1 {
+	if k.Dims > 1 && !k.Flat {
 		outerDims = trips[:k.Dims-1]
 	}
 	for _, t := range outerDims {

@@ -173,3 +173,31 @@ func TestDefaultKCKeepsThePanelBlockIn32KiB(t *testing.T) {
 		}
 	}
 }
+
+// TestFewRowDotProductsRunOverEveryElement: x·Wᵀ with at most
+// MatmulDotRows rows is no blocked matmul but a flat kernel, its outer
+// range every element of C (one row would otherwise be one range on one
+// core); with more rows it is blocked.
+func TestFewRowDotProductsRunOverEveryElement(t *testing.T) {
+	src := `func.func @dot(%a: tensor<2x64xf32>, %w: tensor<300x64xf32>) -> tensor<2x300xf32> {
+  %t = "graph.transpose"(%w) <{perm = [1, 0]}> : (tensor<300x64xf32>) -> tensor<64x300xf32>
+  %0 = "graph.matmul"(%a, %t) : (tensor<2x64xf32>, tensor<64x300xf32>) -> tensor<2x300xf32>
+  return %0 : tensor<2x300xf32>
+}
+func.func @mm(%a: tensor<20x64xf32>, %w: tensor<300x64xf32>) -> tensor<20x300xf32> {
+  %t = "graph.transpose"(%w) <{perm = [1, 0]}> : (tensor<300x64xf32>) -> tensor<64x300xf32>
+  %0 = "graph.matmul"(%a, %t) : (tensor<20x64xf32>, tensor<64x300xf32>) -> tensor<20x300xf32>
+  return %0 : tensor<20x300xf32>
+}`
+	mod, err := target.TranslateFor(lowered(t, src), "skylake-avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][2]bool{"dot": {true, false}, "mm": {false, true}} {
+		for _, k := range mod.Funcs[name].Kernels {
+			if k.Flat != want[0] || k.Matmul != want[1] {
+				t.Errorf("@%s: Flat %v, Matmul %v; want %v, %v", name, k.Flat, k.Matmul, want[0], want[1])
+			}
+		}
+	}
+}

@@ -97,6 +97,10 @@ type mmMatch struct {
 	// vl is the number of elements of a vector register; mr × nv vectors
 	// the register block.
 	vl, mr, nv int
+	// dot is set for a product that stays on the generic path as dot
+	// products (see MatmulDotRows); the other fields but the operands are
+	// then unset.
+	dot bool
 }
 
 // Cols returns NR, the columns of a matmul kernel's register block.
@@ -242,7 +246,8 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 	}
 	m.fold = len(m.batch) > 0 && !bBatched
 	if m.bTrans && fewRows(m) {
-		return nil
+		m.dot = true // the generic path, over every element of C
+		return m
 	}
 	m.vl = t.vectorBytes / 4
 	if elem == types.Double {

@@ -52,6 +52,13 @@ type Kernel struct {
 	// their number.
 	Lbs, Ubs, Steps []*ir.Value
 	Dims            int
+	// Flat is set when the outer range covers every dimension, the last
+	// one too: a product kept on the generic path as one dot product
+	// along k per element of C (see MatmulDotRows), whose few rows would
+	// otherwise leave the outer range too short to share among the cores
+	// (one row: one range, one core). Otherwise the outer range is the
+	// first Dims−1 dimensions and the last is a loop inside each point.
+	Flat bool
 	// Matmul is set when the nest became a register-blocked matrix
 	// product C[b…, i, j] = epilogue(Σk A[…]·B[…]), A indexed [b…, i, k]
 	// or [b…, k, i], B [b…, k, j] or [b…, j, k], each with all the batch
@@ -315,11 +322,14 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		}
 		kern.Args = append(kern.Args, a)
 	}
-	kern.Work = work(nest)
 	k.checked = dataIndexed(nest)
 	kern.Checked = len(k.checked) > 0
 	kern.Bounds = boundChecks(nest)
 	mm := t.matchMatmul(nest)
+	if mm != nil && mm.dot {
+		kern.Flat, mm = true, nil
+	}
+	kern.Work = work(nest, kern.Flat)
 	var scratch types.Type
 	if mm != nil {
 		kern.Matmul = true
@@ -470,7 +480,7 @@ func (t *translator) packed(f *llir.Func, name string) {
 }
 
 // work estimates the instructions of one point of the nest's outer range.
-func work(nest *ir.Operation) int64 {
+func work(nest *ir.Operation, flat bool) int64 {
 	var count func(b *ir.Block) int64
 	count = func(b *ir.Block) int64 {
 		var n int64
@@ -498,7 +508,7 @@ func work(nest *ir.Operation) int64 {
 	}
 	n := count(loop.Body(nest))
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
-	if len(lbs) > 1 {
+	if len(lbs) > 1 && !flat {
 		n = satMul(n, staticTrip(lbs[len(lbs)-1], ubs[len(ubs)-1], steps[len(steps)-1]))
 	}
 	return max(n, 1)
@@ -705,6 +715,25 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 			iv := k.cur.NewAdd(lbs[0], m)
 			iv.OverflowFlags = []enum.OverflowFlag{enum.OverflowFlagNSW}
 			k.vals[body.Argument(0)] = iv
+			return nil, run()
+		})
+		return err
+	}
+	if k.kern.Flat {
+		trips := make([]value.Value, n)
+		for d := range n {
+			trips[d] = k.trip(lbs[d], ubs[d], steps[d])
+		}
+		_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(t value.Value, _ []value.Value) ([]value.Value, error) {
+			rem := t
+			for d := n - 1; d >= 0; d-- {
+				var td value.Value = rem
+				if d > 0 {
+					td = k.cur.NewSRem(rem, trips[d])
+					rem = k.cur.NewSDiv(rem, trips[d])
+				}
+				k.vals[body.Argument(d)] = k.cur.NewAdd(lbs[d], k.cur.NewMul(td, steps[d]))
+			}
 			return nil, run()
 		})
 		return err
