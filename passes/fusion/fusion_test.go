@@ -225,6 +225,23 @@ var cases = []struct {
 		log:   []string{"fusing would make a cycle", "epilogue"},
 	},
 	{
+		// Siblings 2 (r1, reading r0 of group 1, and the add) and 3 (r2 and
+		// the cmp, read by group 1's select) would feed each other through
+		// group 1, whose select comes after both: its first op, r0, does
+		// not (a cycle, and an internal error, before the path was seen).
+		name: "cycle risk through a group ending later",
+		src: fn("%x: tensor<i32>", "tensor<i32>, tensor<i32>", `
+  %0 = "graph.reduce_sum"(%x) <{keepdims = false}> : (tensor<i32>) -> tensor<i32>
+  %1 = "graph.reduce_sum"(%0) <{keepdims = false}> : (tensor<i32>) -> tensor<i32>
+  %2 = "graph.reduce_sum"(%x) <{keepdims = false}> : (tensor<i32>) -> tensor<i32>
+  %3 = "graph.cmp"(%x, %2) <{predicate = "eq"}> : (tensor<i32>, tensor<i32>) -> tensor<i1>
+  %4 = "graph.add"(%x, %1) : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %5 = "graph.select"(%3, %x, %0) : (tensor<i1>, tensor<i32>, tensor<i32>) -> tensor<i32>
+  return %5, %4 : tensor<i32>, tensor<i32>`),
+		kinds: []string{"reduction", "reduction", "reduction"},
+		log:   []string{"fusing would make a cycle"},
+	},
+	{
 		name: "broadcast producer recomputed",
 		src: fn("%x: tensor<4x8xf32>, %b: tensor<8xf16>", "tensor<4x8xf32>", `
   %0 = "graph.cast"(%b) : (tensor<8xf16>) -> tensor<8xf32>

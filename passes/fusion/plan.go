@@ -326,8 +326,15 @@ func (p *planner) reaches(a, b *group) bool {
 	for len(work) > 0 {
 		u := work[len(work)-1]
 		work = work[:len(work)-1]
-		if p.pos[u] > limit {
-			continue // program order: nothing after b's last op feeds b
+		// Program order: nothing after b's last op feeds b. A group is as
+		// early as its first op, which may come before b's last one where
+		// u, its member, does not.
+		first := u
+		if g := p.groupOf[u]; g != nil {
+			first = g.ops[0]
+		}
+		if p.pos[first] > limit {
+			continue
 		}
 		var key any = u
 		users := p.usersOf(u)
