@@ -98,6 +98,19 @@ func workloads() []workload {
   %%2 = "graph.matmul"(%%1, %%w2) : (%[4]s, %[3]s) -> %[1]s
   return %%2 : %[1]s
 }`, t2(256, 1024), t2(1024, 4096), t2(4096, 1024), t2(256, 4096))
+	// Decoding-shaped products, memory-bound on the weight: a linear
+	// layer with a bias at batch 1 (W as nn.Linear stores it here, [in,
+	// out]) and x·Wᵀ for 4 rows (W as PyTorch stores it, [out, in]).
+	gemv := fmt.Sprintf(`func.func @main(%%x: %[1]s, %%w: %[2]s, %%b: tensor<4096xf32>) -> %[1]s {
+  %%0 = "graph.matmul"(%%x, %%w) : (%[1]s, %[2]s) -> %[1]s
+  %%1 = "graph.add"(%%0, %%b) : (%[1]s, tensor<4096xf32>) -> %[1]s
+  return %%1 : %[1]s
+}`, t2(1, 4096), t2(4096, 4096))
+	linearT := fmt.Sprintf(`func.func @main(%%x: %[1]s, %%w: %[2]s) -> %[1]s {
+  %%t = "graph.transpose"(%%w) <{perm = [1, 0]}> : (%[2]s) -> %[2]s
+  %%0 = "graph.matmul"(%%x, %%t) : (%[1]s, %[2]s) -> %[1]s
+  return %%0 : %[1]s
+}`, t2(4, 4096), t2(4096, 4096))
 	return []workload{
 		{name: "pointwise", shape: "16M", src: pointwise, bytes: 4 * 4 * n},
 		{name: "softmax", shape: "2048×4096", src: softmax, bytes: 2 * 4 * 2048 * 4096},
@@ -105,6 +118,8 @@ func workloads() []workload {
 		{name: "rowsum", shape: "4096×4096", src: rowsum, bytes: 4 * 4096 * 4096},
 		{name: "matmul", shape: "1024³", src: matmul, flops: 2 * 1024 * 1024 * 1024},
 		{name: "mlp", shape: "256×1024→4096→1024", src: mlp, flops: 2 * 2 * 256 * 1024 * 4096},
+		{name: "gemv", shape: "1×4096·4096²+b", src: gemv, bytes: 4 * 4096 * 4096},
+		{name: "linear_t", shape: "4×4096·(4096²)ᵀ", src: linearT, bytes: 4 * 4096 * 4096},
 	}
 }
 

@@ -36,7 +36,8 @@ import torch  # noqa: E402
 from torch_cpu import WORKLOADS  # noqa: E402
 
 TRAFFIC = {"pointwise": 4 * 4 * (16 << 20), "softmax": 2 * 4 * 2048 * 4096,
-           "layer_norm": 2 * 4 * 4096 * 1024, "rowsum": 4 * 4096 * 4096}
+           "layer_norm": 2 * 4 * 4096 * 1024, "rowsum": 4 * 4096 * 4096,
+           "gemv": 4 * 4096 * 4096, "linear_t": 4 * 4096 * 4096}
 
 
 def elapsed():

@@ -46,6 +46,8 @@ WORKLOADS = {
     "matmul": (lambda a, b: a @ b, lambda: [torch.randn(1024, 1024), torch.randn(1024, 1024)]),
     "mlp": (lambda x, w1, w2: torch.nn.functional.gelu(x @ w1, approximate="tanh") @ w2,
             lambda: [torch.randn(256, 1024), torch.randn(1024, 4096), torch.randn(4096, 1024)]),
+    "gemv": (lambda x, w, b: x @ w + b, lambda: [torch.randn(1, 4096), torch.randn(4096, 4096), torch.randn(4096)]),
+    "linear_t": (lambda x, w: x @ w.t(), lambda: [torch.randn(4, 4096), torch.randn(4096, 4096)]),
 }
 
 
