@@ -778,7 +778,10 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 	// covers a few panels, each over the group's row blocks, so its packed
 	// panel stays in cache across them, and the group's A blocks across
 	// the panels. The first item of each run in [lo, hi) runs the run.
-	_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(item value.Value, _ []value.Value) ([]value.Value, error) {
+	// decode returns item's batch, panel and row block, with its run's
+	// start and end: the items of its group that share its panel.
+	type place struct{ bb, p, ib, inRun, size value.Value }
+	decode := func(item value.Value) place {
 		bb := k.cur.NewSDiv(item, perBatch)
 		rest := k.cur.NewSRem(item, perBatch)
 		// Group g of G row blocks (all full but the last): its P·size
@@ -788,41 +791,56 @@ func (k *kt) matmul(m *mmMatch, scratch, group, kc, lo, hi value.Value) error {
 		r2 := k.cur.NewSub(rest, k.cur.NewMul(g, full))
 		start := k.cur.NewMul(g, group)
 		size := minI(k.cur.NewSub(rowBlocks, start), group)
-		p := k.cur.NewSDiv(r2, size)
 		inRun := k.cur.NewSRem(r2, size)
-		first := k.cur.NewOr(k.cur.NewICmp(enum.IPredEQ, item, lo), k.cur.NewICmp(enum.IPredEQ, inRun, i64(0)))
+		return place{bb: bb, p: k.cur.NewSDiv(r2, size), ib: k.cur.NewAdd(start, inRun), inRun: inRun, size: size}
+	}
+	direct := k.direct(m, s)
+	_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(item value.Value, _ []value.Value) ([]value.Value, error) {
+		at := decode(item)
+		var first value.Value = k.cur.NewOr(k.cur.NewICmp(enum.IPredEQ, item, lo), k.cur.NewICmp(enum.IPredEQ, at.inRun, i64(0)))
+		if direct != nil {
+			// B read in place: the k blocks outermost over the whole
+			// range, so that a block's rows of B (a page apart each) are
+			// read for every panel of the range while their pages are
+			// in the TLB, rather than all K rows for one panel at a time.
+			first = k.cur.NewSelect(direct, k.cur.NewICmp(enum.IPredEQ, item, lo), first)
+		}
 		runBlk, next := k.newBlock("run"), k.newBlock("next")
 		k.cur.NewCondBr(first, runBlk, next)
 		k.cur = runBlk
-		runEnd := minI(hi, k.cur.NewAdd(item, k.cur.NewSub(size, inRun)))
-		ib0 := k.cur.NewAdd(start, inRun)
-		bscratch := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
-		var panel value.Value = k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
-		j0 := k.cur.NewMul(p, i64(nr))
-		ncols2 := minI(k.cur.NewSub(n, j0), i64(nr))
-		// The panel's rows of k lie nr apart in scratch, or (a full panel
-		// read in place, see direct) ldb apart in B from B[b…, 0, j0].
-		var stride value.Value = i64(nr)
-		if d := k.direct(m, s); d != nil {
-			full := k.cur.NewAnd(d, k.cur.NewICmp(enum.IPredEQ, ncols2, i64(nr)))
-			if !m.fold {
-				k.setBatch(m, bb)
-			}
-			k.vals[m.kIV], k.vals[m.j] = i64(0), j0
-			b0, _, err := k.address(m.b, m.bIdx)
-			if err != nil {
-				return nil, err
-			}
-			sizes := k.dims[m.b]
-			panel = k.cur.NewSelect(full, b0, panel)
-			stride = k.cur.NewSelect(full, sizes[len(sizes)-1], stride)
+		var runEnd value.Value = minI(hi, k.cur.NewAdd(item, k.cur.NewSub(at.size, at.inRun)))
+		if direct != nil {
+			runEnd = k.cur.NewSelect(direct, hi, runEnd)
 		}
 		_, err := k.loop(i64(0), kLimit, kc, nil, vecAny, func(kb value.Value, _ []value.Value) ([]value.Value, error) {
 			kEnd := minI(k.cur.NewAdd(kb, kc), kk)
 			last := k.cur.NewICmp(enum.IPredSGE, kEnd, kk)
 			fromStart := k.cur.NewICmp(enum.IPredEQ, kb, i64(0))
 			_, err := k.loop(item, runEnd, i64(1), nil, vecAny, func(it value.Value, _ []value.Value) ([]value.Value, error) {
-				ib := k.cur.NewAdd(ib0, k.cur.NewSub(it, item))
+				at := decode(it)
+				bb, p, ib := at.bb, at.p, at.ib
+				bscratch := k.cur.NewGetElementPtr(m.elem, scratch, k.cur.NewMul(bb, s.perBatch))
+				var panel value.Value = k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewMul(k.cur.NewMul(p, kk), i64(nr)))
+				j0 := k.cur.NewMul(p, i64(nr))
+				ncols2 := minI(k.cur.NewSub(n, j0), i64(nr))
+				// The panel's rows of k lie nr apart in scratch, or (a
+				// full panel read in place, see direct) ldb apart in B
+				// from B[b…, 0, j0].
+				var stride value.Value = i64(nr)
+				if direct != nil {
+					full := k.cur.NewAnd(direct, k.cur.NewICmp(enum.IPredEQ, ncols2, i64(nr)))
+					if !m.fold {
+						k.setBatch(m, bb)
+					}
+					k.vals[m.kIV], k.vals[m.j] = i64(0), j0
+					b0, _, err := k.address(m.b, m.bIdx)
+					if err != nil {
+						return nil, err
+					}
+					sizes := k.dims[m.b]
+					panel = k.cur.NewSelect(full, b0, panel)
+					stride = k.cur.NewSelect(full, sizes[len(sizes)-1], stride)
+				}
 				i0 := k.cur.NewMul(ib, i64(int64(MR)))
 				ablock := k.cur.NewGetElementPtr(m.elem, bscratch, k.cur.NewAdd(aStart, k.cur.NewMul(k.cur.NewMul(ib, kk), i64(int64(MR)))))
 				partial := k.cur.NewGetElementPtr(m.elem, partials, k.cur.NewMul(it, i64(int64(MR)*nr)))
