@@ -24,6 +24,18 @@ func TestConvertAfterFusePreservesSemantics(t *testing.T) {
 		passtest.GraphProgram(passtest.Config{MaxOps: 16}))
 }
 
+// TestLowerToLoopEmptyHeavyPreservesSemantics draws dims of 0 and 1 only
+// (a third of them 0) up to rank 4, from the families that reduce, reshape
+// and multiply, through lower-to-loop and through graph-fuse without the
+// cleanups before it: programs on empty tensors and their views
+// (passtest.EmptyTensorPrograms has the cases this found).
+func TestLowerToLoopEmptyHeavyPreservesSemantics(t *testing.T) {
+	cfg := passtest.Config{MaxDim: 1, MaxOps: 16, MaxRank: 4,
+		Families: []string{"reduce", "reduce", "composite", "composite", "matmul", "matmul", "shape", "shape", "unary", "binary", "constant", "select", "cast", "compare"}}
+	passtest.PreservesSemantics(t, "lower-to-loop", passtest.GraphProgram(cfg))
+	passtest.PreservesSemantics(t, "builtin.module(func.func(graph-decompose,graph-fuse),convert-graph-to-loop)", passtest.GraphProgram(cfg))
+}
+
 // loopLevel are the dialects a lowered program may use.
 var loopLevel = []string{"builtin.", "func.", "arith.", "math.", "loop."}
 

@@ -20,6 +20,18 @@ func TestLowerToGPUPreservesSemantics(t *testing.T) {
 	passtest.PreservesSemantics(t, "builtin.module(lower-to-gpu)", passtest.GraphProgram(small))
 }
 
+// emptyHeavy draws dims of 0 and 1 only (a third of them 0) up to rank 4,
+// from the families that reduce, reshape and multiply: programs on empty
+// tensors and their views, whose hoisted code must not read out of bounds
+// or divide by an empty extent (passtest.EmptyTensorPrograms has the
+// cases these found).
+var emptyHeavy = passtest.Config{MaxDim: 1, MaxOps: 12, MaxRank: 4,
+	Families: []string{"reduce", "reduce", "composite", "composite", "matmul", "matmul", "shape", "shape", "unary", "binary", "constant", "select", "cast", "compare"}}
+
+func TestLowerToGPUEmptyHeavyPreservesSemantics(t *testing.T) {
+	passtest.PreservesSemantics(t, "builtin.module(lower-to-gpu)", passtest.GraphProgram(emptyHeavy))
+}
+
 // TestLoopToGPUPreservesSemantics keeps index arithmetic 64-bit (the
 // default is 32 where provably exact: TestLoopToGPUIndex32PreservesSemantics).
 func TestLoopToGPUPreservesSemantics(t *testing.T) {
