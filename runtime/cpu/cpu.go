@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 	"weak"
@@ -946,7 +947,10 @@ func (r *run) launch(k *target.Kernel) error {
 	}
 	total := int64(1)
 	outerDims := trips
-	if k.Dims > 1 && !k.Flat {
+	switch {
+	case k.Flat && k.Dims > 1: // every dimension but the rows (Dims−2)
+		outerDims = append(slices.Clone(trips[:k.Dims-2]), trips[k.Dims-1])
+	case k.Dims > 1:
 		outerDims = trips[:k.Dims-1]
 	}
 	for _, t := range outerDims {

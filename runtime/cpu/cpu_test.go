@@ -290,10 +290,11 @@ func TestFewRowsAgainstATransposedBAreDotProducts(t *testing.T) {
 		blocked bool
 	}{
 		{"tensor<1x300xf32>", "tensor<70x300xf32>", "tensor<1x70xf32>", "[1, 0]", false},
-		{"tensor<8x33xf32>", "tensor<65x33xf32>", "tensor<8x65xf32>", "[1, 0]", false},
-		{"tensor<9x33xf32>", "tensor<65x33xf32>", "tensor<9x65xf32>", "[1, 0]", true},
-		{"tensor<2x3x40xf32>", "tensor<20x40xf32>", "tensor<2x3x20xf32>", "[1, 0]", false},      // 6 rows folded
-		{"tensor<3x3x40xf32>", "tensor<20x40xf32>", "tensor<3x3x20xf32>", "[1, 0]", true},       // 9 rows folded
+		{"tensor<16x33xf32>", "tensor<65x33xf32>", "tensor<16x65xf32>", "[1, 0]", false},
+		{"tensor<17x33xf32>", "tensor<65x33xf32>", "tensor<17x65xf32>", "[1, 0]", true},
+		{"tensor<2x8x40xf32>", "tensor<20x40xf32>", "tensor<2x8x20xf32>", "[1, 0]", false},      // 16 rows folded
+		{"tensor<3x6x40xf32>", "tensor<20x40xf32>", "tensor<3x6x20xf32>", "[1, 0]", true},       // 18 rows folded
+		{"tensor<5x3x40xf32>", "tensor<5x20x40xf32>", "tensor<5x3x20xf32>", "[0, 2, 1]", false}, // 3 rows a batch
 		{"tensor<4x1x64xf32>", "tensor<4x50x64xf32>", "tensor<4x1x50xf32>", "[0, 2, 1]", false}, // q·kᵀ of one query
 		{"tensor<1x100xf64>", "tensor<30x100xf64>", "tensor<1x30xf64>", "[1, 0]", false},
 		{"tensor<2x64xbf16>", "tensor<30x64xbf16>", "tensor<2x30xbf16>", "[1, 0]", false},
@@ -382,7 +383,7 @@ func TestTransposedBIsPackedBySquares(t *testing.T) {
 		n = 4
 	}
 	for i := range n {
-		m := rapid.IntRange(9, 40).Example(i)
+		m := rapid.IntRange(17, 50).Example(i)
 		k := rapid.SampledFrom([]int{16, 29, 48, 300}).Example(i)
 		nn := rapid.SampledFrom([]int{64, 100, 128, 130}).Example(i)
 		elem := rapid.SampledFrom([]string{"f32", "f32", "f64", "bf16"}).Example(i)

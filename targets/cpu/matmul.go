@@ -259,15 +259,15 @@ func (t *translator) matchMatmul(nest *ir.Operation) *mmMatch {
 
 // MatmulDotRows is the most rows (each batch's, or all of them when the
 // batches fold into the rows) of a product with B transposed that stays
-// on the generic path: one point per element of C, a dot product along
-// k of two contiguous rows, so that B is read row by row once per row
-// of A, where the blocked kernel's pack transposes B element by element.
-// On one core of this development machine's Zen 5 (median of 10 calls,
-// twice, with B packed by squares): x·Wᵀ with W 4096×4096 took 2.3–2.6
-// ms for 1 row against 22–36 blocked, 2 rows 4.1–5.1 against 17.0–22.9, 4
-// rows 6.6–7.9 against 15.4–17.2, 8 rows 13.3–15.0 against 17.1–17.7;
-// 16 rows about 25 generic against 16.3–17.0 blocked.
-const MatmulDotRows = 8
+// on the generic path: a flat kernel (Kernel.Flat) whose points are the
+// columns of C, each the dot products along k of its row of B (read once,
+// then from the cache) with every row of A, where the blocked kernel's
+// pack copies B. On this development machine's Zen 5, two cores, x·Wᵀ
+// with W 4096×4096 (minimum of 10 calls, twice): 4 rows 3.5–4.3 ms, 8
+// rows 5.1–5.4, 16 rows 8.3–8.6 against 15.3–19.3 blocked (B packed by
+// squares), 32 rows 13.3–25.3 against 22.7–41.8; 64 rows of K = 1024
+// 9.8–11.8 against 3.0–3.4 blocked.
+const MatmulDotRows = 16
 
 // fewRows reports whether the matmul's row count is a constant of at
 // most MatmulDotRows.

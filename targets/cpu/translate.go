@@ -52,12 +52,15 @@ type Kernel struct {
 	// their number.
 	Lbs, Ubs, Steps []*ir.Value
 	Dims            int
-	// Flat is set when the outer range covers every dimension, the last
-	// one too: a product kept on the generic path as one dot product
-	// along k per element of C (see MatmulDotRows), whose few rows would
+	// Flat is set when the outer range covers every dimension but the
+	// rows (Dims−2), the last one too, and the rows are a loop inside each
+	// point: a product kept on the generic path as one dot product along
+	// k per element of C (see MatmulDotRows), whose few rows would
 	// otherwise leave the outer range too short to share among the cores
-	// (one row: one range, one core). Otherwise the outer range is the
-	// first Dims−1 dimensions and the last is a loop inside each point.
+	// (one row: one range, one core), and whose rows then read the
+	// point's row of B from the cache rather than memory. Otherwise the
+	// outer range is the first Dims−1 dimensions and the last is a loop
+	// inside each point.
 	Flat bool
 	// Matmul is set when the nest became a register-blocked matrix
 	// product C[b…, i, j] = epilogue(Σk A[…]·B[…]), A indexed [b…, i, k]
@@ -510,6 +513,8 @@ func work(nest *ir.Operation, flat bool) int64 {
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
 	if len(lbs) > 1 && !flat {
 		n = satMul(n, staticTrip(lbs[len(lbs)-1], ubs[len(ubs)-1], steps[len(steps)-1]))
+	} else if len(lbs) > 1 {
+		n = satMul(n, staticTrip(lbs[len(lbs)-2], ubs[len(ubs)-2], steps[len(steps)-2]))
 	}
 	return max(n, 1)
 }
@@ -720,21 +725,35 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 		return err
 	}
 	if k.kern.Flat {
-		trips := make([]value.Value, n)
+		// Every dimension but the rows (n−2) in the outer range; the
+		// rows inside each point, so that their dot products read the
+		// point's row of B from the cache.
+		outer := make([]int, 0, n-1)
 		for d := range n {
+			if d != n-2 {
+				outer = append(outer, d)
+			}
+		}
+		trips := make([]value.Value, n)
+		for _, d := range outer {
 			trips[d] = k.trip(lbs[d], ubs[d], steps[d])
 		}
 		_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(t value.Value, _ []value.Value) ([]value.Value, error) {
 			rem := t
-			for d := n - 1; d >= 0; d-- {
+			for x := len(outer) - 1; x >= 0; x-- {
+				d := outer[x]
 				var td value.Value = rem
-				if d > 0 {
+				if x > 0 {
 					td = k.cur.NewSRem(rem, trips[d])
 					rem = k.cur.NewSDiv(rem, trips[d])
 				}
 				k.vals[body.Argument(d)] = k.cur.NewAdd(lbs[d], k.cur.NewMul(td, steps[d]))
 			}
-			return nil, run()
+			_, err := k.loop(lbs[n-2], ubs[n-2], steps[n-2], nil, vecAny, func(iv value.Value, _ []value.Value) ([]value.Value, error) {
+				k.vals[body.Argument(n-2)] = iv
+				return nil, run()
+			})
+			return nil, err
 		})
 		return err
 	}
