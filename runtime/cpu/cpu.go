@@ -956,6 +956,9 @@ func (r *run) launch(k *target.Kernel) error {
 	for _, t := range outerDims {
 		total *= t
 	}
+	if k.Chunk > 0 && k.Dims > 1 { // the last dimension's chunks
+		total *= (trips[k.Dims-1] + k.Chunk - 1) / k.Chunk
+	}
 	if total == 0 || (k.Dims > 1 && trips[k.Dims-1] == 0) {
 		return nil
 	}

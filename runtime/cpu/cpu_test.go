@@ -414,6 +414,30 @@ func TestTransposedBIsPackedBySquares(t *testing.T) {
 	}
 }
 
+// TestChunkedLastDimensionsMatchTheInterpreter: pointwise nests whose
+// long last dimension is cut into chunks (target.ChunkIterations; the
+// last chunk partial, operands broadcast along either dimension) give
+// the interpreter's results on 1, 2 and 16 workers.
+func TestChunkedLastDimensionsMatchTheInterpreter(t *testing.T) {
+	needTools(t)
+	src := `func.func @main(%a: tensor<3x10001xf32>, %b: tensor<3x1xf32>, %c: tensor<10001xf32>) -> tensor<3x10001xf32> {
+  %0 = "graph.mul"(%a, %b) : (tensor<3x10001xf32>, tensor<3x1xf32>) -> tensor<3x10001xf32>
+  %1 = "graph.add"(%0, %c) : (tensor<3x10001xf32>, tensor<10001xf32>) -> tensor<3x10001xf32>
+  %2 = "graph.tanh"(%1) : (tensor<3x10001xf32>) -> tensor<3x10001xf32>
+  return %2 : tensor<3x10001xf32>
+}
+func.func @one(%a: tensor<1x2x8193xf64>) -> tensor<1x2x8193xf64> {
+  %0 = "graph.sigmoid"(%a) : (tensor<1x2x8193xf64>) -> tensor<1x2x8193xf64>
+  return %0 : tensor<1x2x8193xf64>
+}`
+	p, graph := compileSource(t, src)
+	for _, workers := range []int{1, 2, 16} {
+		p.Workers = workers
+		check(t, p, graph, "main", 7, nil)
+		check(t, p, graph, "one", 8, nil)
+	}
+}
+
 // TestExpIsAccurate checks the inline f32 exp against float64's over its
 // whole range: within 2 ulp where the result is normal, the right zero,
 // infinity and NaN beyond.

@@ -201,3 +201,38 @@ func.func @mm(%a: tensor<20x64xf32>, %w: tensor<300x64xf32>) -> tensor<20x300xf3
 		}
 	}
 }
+
+// TestLongLastDimensionsAreChunked: a pointwise nest whose static last
+// dimension holds at least two chunks splits it into chunks of
+// ChunkIterations, each a point of the outer range; a short or dynamic
+// last dimension, or a nest with loops inside (softmax's rows), keeps it
+// whole.
+func TestLongLastDimensionsAreChunked(t *testing.T) {
+	src := `func.func @long(%a: tensor<1x16384xf32>) -> tensor<1x16384xf32> {
+  %0 = "graph.exp"(%a) : (tensor<1x16384xf32>) -> tensor<1x16384xf32>
+  return %0 : tensor<1x16384xf32>
+}
+func.func @short(%a: tensor<64x4096xf32>) -> tensor<64x4096xf32> {
+  %0 = "graph.exp"(%a) : (tensor<64x4096xf32>) -> tensor<64x4096xf32>
+  return %0 : tensor<64x4096xf32>
+}
+func.func @dyn(%a: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %0 = "graph.exp"(%a) : (tensor<2x?xf32>) -> tensor<2x?xf32>
+  return %0 : tensor<2x?xf32>
+}
+func.func @rows(%a: tensor<2x16384xf32>) -> tensor<2x16384xf32> {
+  %0 = "graph.softmax"(%a) <{axis = -1 : i64}> : (tensor<2x16384xf32>) -> tensor<2x16384xf32>
+  return %0 : tensor<2x16384xf32>
+}`
+	mod, err := target.TranslateFor(lowered(t, src), "skylake-avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int64{"long": target.ChunkIterations, "short": 0, "dyn": 0, "rows": 0} {
+		for _, k := range mod.Funcs[name].Kernels {
+			if k.Chunk != want {
+				t.Errorf("@%s: Chunk %d, want %d", name, k.Chunk, want)
+			}
+		}
+	}
+}

@@ -62,6 +62,12 @@ type Kernel struct {
 	// outer range is the first Dims−1 dimensions and the last is a loop
 	// inside each point.
 	Flat bool
+	// Chunk, when positive, splits the last dimension into chunks of
+	// Chunk iterations, each a point of the outer range (the first Dims−1
+	// dimensions times the chunks), for a pointwise nest whose last
+	// dimension is long and static: a tensor<1x16777216xf32> would
+	// otherwise be one point, on one core.
+	Chunk int64
 	// Matmul is set when the nest became a register-blocked matrix
 	// product C[b…, i, j] = epilogue(Σk A[…]·B[…]), A indexed [b…, i, k]
 	// or [b…, k, i], B [b…, k, j] or [b…, j, k], each with all the batch
@@ -332,7 +338,11 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 	if mm != nil && mm.dot {
 		kern.Flat, mm = true, nil
 	}
-	kern.Work = work(nest, kern.Flat)
+	if !kern.Flat && mm == nil && len(lbs) > 1 && !hasLoops(loop.Body(nest)) &&
+		staticTrip(lbs[len(lbs)-1], ubs[len(ubs)-1], steps[len(steps)-1]) >= 2*ChunkIterations {
+		kern.Chunk = ChunkIterations
+	}
+	kern.Work = work(nest, kern.Flat, kern.Chunk)
 	var scratch types.Type
 	if mm != nil {
 		kern.Matmul = true
@@ -483,7 +493,7 @@ func (t *translator) packed(f *llir.Func, name string) {
 }
 
 // work estimates the instructions of one point of the nest's outer range.
-func work(nest *ir.Operation, flat bool) int64 {
+func work(nest *ir.Operation, flat bool, chunk int64) int64 {
 	var count func(b *ir.Block) int64
 	count = func(b *ir.Block) int64 {
 		var n int64
@@ -512,12 +522,21 @@ func work(nest *ir.Operation, flat bool) int64 {
 	n := count(loop.Body(nest))
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
 	if len(lbs) > 1 && !flat {
-		n = satMul(n, staticTrip(lbs[len(lbs)-1], ubs[len(ubs)-1], steps[len(steps)-1]))
+		last := staticTrip(lbs[len(lbs)-1], ubs[len(ubs)-1], steps[len(steps)-1])
+		if chunk > 0 {
+			last = min(last, chunk)
+		}
+		n = satMul(n, last)
 	} else if len(lbs) > 1 {
 		n = satMul(n, staticTrip(lbs[len(lbs)-2], ubs[len(ubs)-2], steps[len(steps)-2]))
 	}
 	return max(n, 1)
 }
+
+// ChunkIterations is the length of a chunk of a long last dimension
+// (Kernel.Chunk); nests whose static last dimension is shorter than two
+// chunks keep it whole.
+const ChunkIterations = 4096
 
 // workCap bounds the work estimate (it only chooses how many cores run).
 const workCap = 1 << 40
@@ -760,6 +779,33 @@ func (k *kt) outer(nest *ir.Operation, lo, hi value.Value) error {
 	trips := make([]value.Value, n-1)
 	for d := range n - 1 {
 		trips[d] = k.trip(lbs[d], ubs[d], steps[d])
+	}
+	if c := k.kern.Chunk; c > 0 {
+		// The last dimension in chunks of c iterations, the chunk the
+		// fastest-varying part of the point.
+		last := k.trip(lbs[n-1], ubs[n-1], steps[n-1])
+		chunks := k.cur.NewSDiv(k.cur.NewAdd(last, i64(c-1)), i64(c))
+		_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(t value.Value, _ []value.Value) ([]value.Value, error) {
+			chunk := k.cur.NewSRem(t, chunks)
+			rem := k.cur.NewSDiv(t, chunks)
+			for d := n - 2; d >= 0; d-- {
+				var td value.Value = rem
+				if d > 0 {
+					td = k.cur.NewSRem(rem, trips[d])
+					rem = k.cur.NewSDiv(rem, trips[d])
+				}
+				k.vals[body.Argument(d)] = k.cur.NewAdd(lbs[d], k.cur.NewMul(td, steps[d]))
+			}
+			first := k.cur.NewMul(chunk, i64(c))
+			var end value.Value = k.cur.NewAdd(first, i64(c))
+			end = k.cur.NewSelect(k.cur.NewICmp(enum.IPredSLT, end, last), end, last)
+			_, err := k.loop(first, end, i64(1), nil, vecIf(innermost), func(x value.Value, _ []value.Value) ([]value.Value, error) {
+				k.vals[body.Argument(n-1)] = k.cur.NewAdd(lbs[n-1], k.cur.NewMul(x, steps[n-1]))
+				return nil, run()
+			})
+			return nil, err
+		})
+		return err
 	}
 	_, err := k.loop(lo, hi, i64(1), nil, vecAny, func(t value.Value, _ []value.Value) ([]value.Value, error) {
 		rem := t
