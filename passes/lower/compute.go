@@ -436,12 +436,23 @@ func (k *kernel) ori(a, b *ir.Value) *ir.Value  { return k.binary(arith.OpOrI, a
 
 // concat emits the element from input j onward, whose slice along the axis
 // starts at off.
+//
+// Inputs of a static size of 0 along the axis hold none of the elements
+// and get no branch.
 func (k *kernel) concat(op *ir.Operation, idx []*ir.Value, j int, off *ir.Value) (*ir.Value, error) {
 	axis := concatAxis(op)
+	empty := func(i int) bool { return shapeOf(k.resolve(op.Operand(i)))[axis] == 0 }
+	for j < op.NumOperands()-1 && empty(j) {
+		j++
+	}
 	x := op.Operand(j)
 	in := slices.Clone(idx)
 	in[axis] = k.indexOp(arith.OpSubI, idx[axis], off)
-	if j == op.NumOperands()-1 {
+	last := true
+	for i := j + 1; i < op.NumOperands(); i++ {
+		last = last && empty(i)
+	}
+	if last {
 		return k.value(x, in)
 	}
 	n, err := k.size(x, int(axis))

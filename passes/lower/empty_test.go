@@ -1,8 +1,10 @@
 package lower_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/passtest"
 )
 
@@ -22,5 +24,25 @@ func TestLowerToLoopEmptyTensors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcatSkipsEmptyOperands: the inputs of a concat empty along its
+// axis get no branch: concat(x, y, x) of an empty x reads y with no
+// loop.if.
+func TestConcatSkipsEmptyOperands(t *testing.T) {
+	n := 0
+	for _, p := range passtest.EmptyTensorPrograms() {
+		if p.Func != "concat_empty_operand" && p.Func != "concat_empty_columns" {
+			continue
+		}
+		n++
+		text := ir.Sprint(passtest.Run(t, p.Source, "lower-to-loop"), ir.PrintOptions{})
+		if strings.Contains(text, "loop.if") {
+			t.Errorf("%s: a loop.if is left:\n%s", p.Func, text)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d concat programs, want 2", n)
 	}
 }
