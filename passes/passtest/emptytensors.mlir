@@ -270,3 +270,30 @@ func.func @slice_at_limit_summed(%x: tensor<1x1x1xi32>) -> tensor<i32> {
   %r = "graph.reduce_sum"(%s) <{axes = [0, 1, 2], keepdims = false}> : (tensor<1x0x0xi32>) -> tensor<i32>
   return %r : tensor<i32>
 }
+
+// Attention's gradients with no keys (dq zeros, dk and dv empty) and no
+// queries (dq empty, dk and dv zeros); bf16 ones for the flash kernels.
+func.func @attention_grad_no_keys(%q: tensor<1x3x4xf32>, %k: tensor<1x0x4xf32>, %o: tensor<1x3x4xf32>) -> (tensor<1x3x4xf32>, tensor<1x0x4xf32>, tensor<1x0x4xf32>) {
+  %r:3 = "graph.attention_grad"(%q, %k, %k, %o, %o) : (tensor<1x3x4xf32>, tensor<1x0x4xf32>, tensor<1x0x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> (tensor<1x3x4xf32>, tensor<1x0x4xf32>, tensor<1x0x4xf32>)
+  return %r#0, %r#1, %r#2 : tensor<1x3x4xf32>, tensor<1x0x4xf32>, tensor<1x0x4xf32>
+}
+
+func.func @attention_grad_no_queries(%q: tensor<1x0x4xf32>, %k: tensor<1x3x4xf32>) -> (tensor<1x0x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>) {
+  %r:3 = "graph.attention_grad"(%q, %k, %k, %q, %q) <{causal = true}> : (tensor<1x0x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, tensor<1x0x4xf32>, tensor<1x0x4xf32>) -> (tensor<1x0x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>)
+  return %r#0, %r#1, %r#2 : tensor<1x0x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>
+}
+
+func.func @attention_bf16_no_keys(%q: tensor<1x2x20x16xbf16>, %k: tensor<1x2x0x16xbf16>) -> tensor<1x2x20x16xbf16> {
+  %r = "graph.attention"(%q, %k, %k) : (tensor<1x2x20x16xbf16>, tensor<1x2x0x16xbf16>, tensor<1x2x0x16xbf16>) -> tensor<1x2x20x16xbf16>
+  return %r : tensor<1x2x20x16xbf16>
+}
+
+func.func @attention_grad_bf16_no_keys(%q: tensor<1x2x20x16xbf16>, %k: tensor<1x2x0x16xbf16>, %o: tensor<1x2x20x16xbf16>) -> (tensor<1x2x20x16xbf16>, tensor<1x2x0x16xbf16>, tensor<1x2x0x16xbf16>) {
+  %r:3 = "graph.attention_grad"(%q, %k, %k, %o, %o) : (tensor<1x2x20x16xbf16>, tensor<1x2x0x16xbf16>, tensor<1x2x0x16xbf16>, tensor<1x2x20x16xbf16>, tensor<1x2x20x16xbf16>) -> (tensor<1x2x20x16xbf16>, tensor<1x2x0x16xbf16>, tensor<1x2x0x16xbf16>)
+  return %r#0, %r#1, %r#2 : tensor<1x2x20x16xbf16>, tensor<1x2x0x16xbf16>, tensor<1x2x0x16xbf16>
+}
+
+func.func @attention_grad_bf16_no_queries(%q: tensor<1x2x0x16xbf16>, %k: tensor<1x2x20x16xbf16>) -> (tensor<1x2x0x16xbf16>, tensor<1x2x20x16xbf16>, tensor<1x2x20x16xbf16>) {
+  %r:3 = "graph.attention_grad"(%q, %k, %k, %q, %q) : (tensor<1x2x0x16xbf16>, tensor<1x2x20x16xbf16>, tensor<1x2x20x16xbf16>, tensor<1x2x0x16xbf16>, tensor<1x2x0x16xbf16>) -> (tensor<1x2x0x16xbf16>, tensor<1x2x20x16xbf16>, tensor<1x2x20x16xbf16>)
+  return %r#0, %r#1, %r#2 : tensor<1x2x0x16xbf16>, tensor<1x2x20x16xbf16>, tensor<1x2x20x16xbf16>
+}

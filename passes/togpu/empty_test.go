@@ -19,6 +19,7 @@ func TestLowerToGPUEmptyTensors(t *testing.T) {
 		{"gpu", "builtin.module(lower-to-gpu)"},
 		{"index64", "builtin.module(lower-to-loop,convert-loop-to-gpu{block=64 vector=2 max-blocks=3 index-bits=64})"},
 		{"index32", "builtin.module(lower-to-loop,convert-loop-to-gpu{index-bits=32},canonicalize,cse)"},
+		{"flash", "builtin.module(graph-attention-to-flash,lower-to-gpu)"},
 	} {
 		for _, p := range progs {
 			t.Run(pl.name+"/"+p.Func, func(t *testing.T) {
