@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/targets/llvm"
 )
 
 // TestLowerToGPUEmptyTensors runs lower-to-gpu on the programs on empty
@@ -28,5 +29,33 @@ func TestLowerToGPUEmptyTensors(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEmptyTensorsCompileToPTX takes the kernels lower-to-gpu makes of the
+// programs on empty tensors through the native PTX backend (and ptxas
+// where installed): buffers of no elements, loops of no trips and the
+// launches left compile as any other.
+func TestEmptyTensorsCompileToPTX(t *testing.T) {
+	compiled := 0
+	for _, p := range passtest.EmptyTensorPrograms() {
+		t.Run(p.Func, func(t *testing.T) {
+			m := lowerGraph(t, p.Source, "builtin.module(lower-to-gpu)")
+			mods := llvm.GPUModules(m)
+			if len(mods) == 0 {
+				return // every output empty: no kernel
+			}
+			compiled++
+			mod, err := llvm.TranslateAll(mods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ptx, ok := backendPTX(t, mod, "native"); ok {
+				ptxasAccepts(t, ptx)
+			}
+		})
+	}
+	if compiled < 30 {
+		t.Errorf("%d programs with kernels, want at least 30", compiled)
 	}
 }
