@@ -1,0 +1,334 @@
+package nn_test
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/internal/testsize"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/cpu"
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// The model paths of issues #20 and #21 (a user's own CNNs and small
+// transformers, of shapes the user picks), checked without a GPU:
+//
+//   - interp: the interp backend (graph-decompose, canonicalize, cse, then
+//     the reference interpreter);
+//   - cpu: the cpu backend's lowering (lower-to-loop) and LLVM code run on
+//     the host, with no fallback to the interpreter: a graph the backend
+//     cannot compile is a failure here, not a warning;
+//   - gpu: the nvptx backend's host work for the H200 (frontend.PTXOnly,
+//     capability 9.0, the libraries taken to load): its lowered module
+//     (flash attention, wgmma and mma kernels, library calls) run in the
+//     interpreter, and every PTX text it generated assembled by the
+//     offline ptxas (STRATA_PTXAS, or .cache/tools).
+//
+// Each path's results are compared with a float64 reference: the loops
+// of ref_test.go for single layers, the eager float64 model (the
+// interpreter op by op, checked against those loops by the layer tests)
+// for whole models.
+
+// modelPath is one way of running a compiled model.
+type modelPath struct {
+	name string
+	// backend registers the path's backend (once a process) and returns
+	// its name; skip is non-empty when the path cannot run here. For a
+	// heavy case in a default run (not testsize.Long) the gpu paths only
+	// generate and assemble the PTX: the interpreter runs GPU kernels
+	// thread by thread, some 10⁵ multiply-adds a second.
+	backend func(heavy bool) (name, skip string)
+	// every, when more than 1, runs the path in a default run only on
+	// every so many cases (its code generation and ptxas are the slowest
+	// part of a case); all of them under testsize.Long.
+	every int
+	seen  atomic.Int64
+}
+
+var modelPaths = []*modelPath{
+	{name: "interp", backend: func(bool) (string, string) { return interpBackend() }},
+	{name: "cpu", backend: func(bool) (string, string) { return cpuStrictBackend() }},
+	{name: "gpu", backend: func(heavy bool) (string, string) { return gpuHostBackend(true, !heavy || testsize.Long()) }},
+	{name: "gpu-kernels", backend: func(heavy bool) (string, string) { return gpuHostBackend(false, !heavy || testsize.Long()) }, every: 3},
+}
+
+// compiles counts the graphs each path's backend compiled, so that a
+// check knows its path ran.
+var compiles sync.Map // backend name → *atomic.Int64
+
+func counted(name string) {
+	v, _ := compiles.LoadOrStore(name, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+func compileCount(name string) int64 {
+	v, _ := compiles.LoadOrStore(name, new(atomic.Int64))
+	return v.(*atomic.Int64).Load()
+}
+
+// interpBackend is the interp backend, counted.
+var interpBackend = sync.OnceValues(func() (string, string) {
+	b, ok := frontend.LookupBackend(frontend.InterpBackend)
+	if !ok {
+		return "", "no interp backend"
+	}
+	const name = "shapes-interp"
+	frontend.RegisterBackend(name, frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		counted(name)
+		return b.Compile(g)
+	}))
+	return name, ""
+})
+
+// cpuStrictBackend is the cpu backend without its fallback: the
+// lowering and the LLVM compile must succeed.
+var cpuStrictBackend = sync.OnceValues(func() (string, string) {
+	if _, err := cpu.FindTools(); err != nil {
+		return "", fmt.Sprintf("no LLVM tools for the cpu backend: %v", err)
+	}
+	const name = "shapes-cpu-strict"
+	frontend.RegisterBackend(name, frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		counted(name)
+		pm, err := passes.Parse(frontend.LowerToLoopPipeline)
+		if err != nil {
+			return nil, err
+		}
+		if err := pm.Run(g.Context, g.Module); err != nil {
+			return nil, fmt.Errorf("cpu backend: %s: %w", frontend.LowerToLoopPipeline, err)
+		}
+		prog, err := cpu.Compile(g.Module)
+		if err != nil {
+			return nil, fmt.Errorf("cpu backend: compile: %w", err)
+		}
+		fn := g.Func
+		return frontend.ExecutableFunc(func(in []*interp.Tensor) ([]*interp.Tensor, error) { return prog.Run(fn, in) }), nil
+	}))
+	return name, ""
+})
+
+// ptxasPath is the offline ptxas, or "" when there is none.
+var ptxasPath = sync.OnceValue(func() string {
+	if p := os.Getenv(exec.PTXASEnv); p != "" && p != "off" {
+		return p
+	}
+	for _, p := range []string{"../.cache/tools/cuda/usr/bin/ptxas", "../.cache/tools/bin/ptxas", "/work/main/.cache/tools/cuda/usr/bin/ptxas"} {
+		if abs, err := filepath.Abs(p); err == nil {
+			if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
+				return abs
+			}
+		}
+	}
+	return ""
+})
+
+// ptxasChecked caches ptxas's verdict on each PTX text (by hash): the
+// same kernels recur across cases.
+var ptxasChecked sync.Map // [32]byte → error
+
+var ptxTarget = regexp.MustCompile(`(?m)^\.target\s+(sm_[0-9]+[a-z]?)`)
+
+// assemble runs ptxas on text for the architecture its .target names.
+func assemble(ptxas, text string) error {
+	key := sha256.Sum256([]byte(text))
+	if v, ok := ptxasChecked.Load(key); ok {
+		err, _ := v.(error)
+		return err
+	}
+	err := func() error {
+		m := ptxTarget.FindStringSubmatch(text)
+		if m == nil {
+			return fmt.Errorf("PTX without a .target")
+		}
+		dir, err := os.MkdirTemp("", "shapes-ptxas-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		in := filepath.Join(dir, "k.ptx")
+		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+			return err
+		}
+		out, err := osexec.Command(ptxas, "-arch="+m[1], "-o", filepath.Join(dir, "k.cubin"), in).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ptxas -arch=%s rejected the PTX: %v\n%s", m[1], err, out)
+		}
+		return nil
+	}()
+	ptxasChecked.Store(key, err)
+	return err
+}
+
+// gpuHostBackend generates each graph's PTX as the nvptx backend does for
+// an H200 and has ptxas assemble it; when run, its executable runs the
+// lowered module (the kernels and launches the PTX was generated from)
+// in the interpreter, else it fails with frontend.ErrPTXOnly. With
+// libraries, bf16 products and convolutions are cuBLASLt and cuDNN calls
+// (the default on a GPU host); without, they are Strata's own wgmma and
+// mma kernels.
+func gpuHostBackend(libraries, run bool) (string, string) {
+	gpuHostMu.Lock()
+	defer gpuHostMu.Unlock()
+	key := [2]bool{libraries, run}
+	if r, ok := gpuHostMade[key]; ok {
+		return r[0], r[1]
+	}
+	name, skip := newGPUHostBackend(libraries, run)
+	gpuHostMade[key] = [2]string{name, skip}
+	return name, skip
+}
+
+var (
+	gpuHostMu   sync.Mutex
+	gpuHostMade = map[[2]bool][2]string{}
+)
+
+func newGPUHostBackend(libraries, run bool) (string, string) {
+	ptxas := ptxasPath()
+	if ptxas == "" {
+		return "", "no ptxas: run scripts/setup-tools.sh or set " + exec.PTXASEnv
+	}
+	interpB, ok := frontend.LookupBackend(frontend.InterpBackend)
+	if !ok {
+		return "", "no interp backend"
+	}
+	var kept sync.Map // *frontend.Graph → its PTX texts
+	ptxOnly := frontend.PTXOnly(frontend.PTXOnlyOptions{Major: 9, Minor: 0, Libraries: libraries,
+		Keep: func(g *frontend.Graph, prog *exec.Program, _ frontend.CompileTimes) { kept.Store(g, prog.PTX()) }})
+	name := fmt.Sprintf("shapes-gpu-host-libraries-%v-run-%v", libraries, run)
+	frontend.RegisterBackend(name, frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		counted(name)
+		lowered := &frontend.Graph{Context: g.Context, Module: g.Module, Func: g.Func, Mode: g.Mode, Options: g.Options}
+		if _, err := ptxOnly.Compile(lowered); err != nil {
+			return nil, fmt.Errorf("nvptx backend (sm_90): %w", err)
+		}
+		v, _ := kept.LoadAndDelete(lowered)
+		texts, _ := v.(map[string]string)
+		if len(texts) == 0 && strings.Contains(ir.Sprint(lowered.Module, ir.PrintOptions{}), "gpu.launch_func") {
+			return nil, fmt.Errorf("nvptx backend (sm_90): launches but no PTX")
+		}
+		keys := make([]string, 0, len(texts))
+		for k := range texts {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 2)
+		for i, k := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if err := assemble(ptxas, texts[k]); err != nil {
+					errs[i] = fmt.Errorf("module %s: %w", k, err)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		if !run {
+			return frontend.ExecutableFunc(func([]*interp.Tensor) ([]*interp.Tensor, error) { return nil, frontend.ErrPTXOnly }), nil
+		}
+		// The lowered module, as is, in the interpreter.
+		return interpB.Compile(&frontend.Graph{Context: lowered.Context, Module: lowered.Module, Func: lowered.Func, Mode: lowered.Mode,
+			Options: map[string]any{"pipeline": ""}})
+	}))
+	return name, ""
+}
+
+// heavyMACs is the work (multiply-adds) past which a case is heavy.
+const heavyMACs = 300_000
+
+// forPaths runs check for each model path that can run here, as
+// subtests named by the path; macs is the case's work, for heavy. A
+// check calls called on each call's error.
+func forPaths(t *testing.T, macs int, check func(t *testing.T, opts frontend.Options)) {
+	t.Helper()
+	for _, p := range modelPaths {
+		t.Run(p.name, func(t *testing.T) {
+			if n := p.seen.Add(1); p.every > 1 && !testsize.Long() && (n-1)%int64(p.every) != 0 {
+				t.Skipf("the %s path runs on one case in %d (all under %s=1)", p.name, p.every, testsize.EnvVar)
+			}
+			name, skip := p.backend(macs > heavyMACs)
+			if skip != "" {
+				t.Skip(skip)
+			}
+			before := compileCount(name)
+			check(t, frontend.Options{Backend: name})
+			if !t.Failed() && compileCount(name) == before {
+				t.Errorf("the %s path compiled no graph", p.name)
+			}
+		})
+	}
+}
+
+// called fails t on a call's error; the stop of a gpu path that only
+// generates code (a heavy case) skips the rest of t, its PTX assembled.
+func called(t *testing.T, what string, err error) {
+	t.Helper()
+	if errors.Is(err, frontend.ErrPTXOnly) {
+		t.Skipf("%s: PTX generated and assembled; the kernels run in the interpreter under %s=1", what, testsize.EnvVar)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// tolOf is the comparison tolerance of results computed in dt: a
+// fraction of the reference's largest magnitude.
+func tolOf(dt frontend.DType) float64 {
+	if dt == frontend.BFloat16 || dt == frontend.Float16 {
+		return 4e-2
+	}
+	return 2e-4
+}
+
+// closeTo fails unless got has want's shape and every element is within
+// tol·(max|want| + 1e-3) + tol·|want| of want (errors of a whole model
+// scale with its activations, not with each element).
+func closeTo(t tb, what string, got *frontend.Tensor, shape []int, want []float64, tol float64) {
+	t.Helper()
+	if err := got.Err(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !slices.Equal(got.Shape(), shape) {
+		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), shape)
+	}
+	g := got.Float64s()
+	scale := 1e-3
+	for _, w := range want {
+		scale = max(scale, math.Abs(w))
+	}
+	worst, at := 0.0, -1
+	for i, w := range want {
+		d := math.Abs(g[i] - w)
+		if !(d <= tol*scale+tol*math.Abs(w)) && (at < 0 || d > worst || math.IsNaN(d)) {
+			worst, at = d, i
+			if math.IsNaN(d) {
+				break
+			}
+		}
+	}
+	if at >= 0 {
+		t.Fatalf("%s: element %d of %d is %g, want %g (|Δ| %.3g, scale %.3g, tol %g)", what, at, len(want), g[at], want[at], worst, scale, tol)
+	}
+}
