@@ -236,3 +236,35 @@ func.func @rows(%a: tensor<2x16384xf32>) -> tensor<2x16384xf32> {
 		}
 	}
 }
+
+// TestOneRowProductsUseAOneRowBlock: a product of one static row takes a
+// 1 × 8 block (1 × 7 with AVX2's 16 registers), unless
+// $STRATA_CPU_MATMUL_BLOCK chooses every block; two rows keep the
+// default.
+func TestOneRowProductsUseAOneRowBlock(t *testing.T) {
+	src := `func.func @one(%a: tensor<1x64xf32>, %w: tensor<64x300xf32>, %b: tensor<300xf32>) -> tensor<1x300xf32> {
+  %0 = "graph.matmul"(%a, %w) : (tensor<1x64xf32>, tensor<64x300xf32>) -> tensor<1x300xf32>
+  %1 = "graph.add"(%0, %b) : (tensor<1x300xf32>, tensor<300xf32>) -> tensor<1x300xf32>
+  return %1 : tensor<1x300xf32>
+}
+func.func @two(%a: tensor<2x64xf32>, %w: tensor<64x300xf32>) -> tensor<2x300xf32> {
+  %0 = "graph.matmul"(%a, %w) : (tensor<2x64xf32>, tensor<64x300xf32>) -> tensor<2x300xf32>
+  return %0 : tensor<2x300xf32>
+}`
+	for _, c := range []struct {
+		env, cpu, fn string
+		rows, cols   int
+	}{{"", "skylake-avx512", "one", 1, 128}, {"", "haswell", "one", 1, 56}, {"", "skylake-avx512", "two", 6, 64},
+		{"12x2", "skylake-avx512", "one", 12, 32}} {
+		t.Setenv(target.MatmulBlockEnv, c.env)
+		mod, err := target.TranslateFor(lowered(t, src), c.cpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range mod.Funcs[c.fn].Kernels {
+			if !k.Matmul || k.MatmulRows != c.rows || k.MatmulCols != c.cols {
+				t.Errorf("@%s on %s (%q): matmul %v, a %d × %d block; want %d × %d", c.fn, c.cpu, c.env, k.Matmul, k.MatmulRows, k.MatmulCols, c.rows, c.cols)
+			}
+		}
+	}
+}

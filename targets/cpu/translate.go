@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"os"
 
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
@@ -167,6 +168,7 @@ func TranslateFor(module *ir.Operation, cpu string) (*Module, error) {
 	if t.mr, t.nv, err = blockFromEnv(t.vectorBytes); err != nil {
 		return nil, err
 	}
+	t.blockSet = os.Getenv(MatmulBlockEnv) != ""
 	out := &Module{LLVM: m, Funcs: map[string]*Func{}}
 	module.Walk(func(op *ir.Operation) bool {
 		if err != nil {
@@ -196,8 +198,10 @@ type translator struct {
 	decls map[string]*llir.Func
 	// vectorBytes is the width of the target's vector registers.
 	vectorBytes int
-	// mr × nv is the matmul kernels' register block (see blockFromEnv).
-	mr, nv int
+	// mr × nv is the matmul kernels' register block (see blockFromEnv);
+	// blockSet says $STRATA_CPU_MATMUL_BLOCK chose it (for every product).
+	mr, nv   int
+	blockSet bool
 }
 
 func (t *translator) function(fn *ir.Operation) (*Func, error) {
