@@ -43,8 +43,14 @@ type image struct{ n, h, w int }
 
 var images = []image{{1, 15, 15}, {3, 17, 17}, {1, 31, 31}, {3, 15, 17}, {1, 17, 31}}
 
-// dtypes are the precisions the model path takes.
-var dtypes = []frontend.DType{frontend.Float32, frontend.BFloat16}
+// dtypes are the precisions the model path takes: float32 and bf16, and
+// f16 too under testsize.Long.
+var dtypes = func() []frontend.DType {
+	if testsize.Long() {
+		return []frontend.DType{frontend.Float32, frontend.BFloat16, frontend.Float16}
+	}
+	return []frontend.DType{frontend.Float32, frontend.BFloat16}
+}()
 
 // rounded returns x's values as dt holds them, and x in dt.
 func rounded(x *nd, dt frontend.DType) (*nd, *frontend.Tensor) {
