@@ -52,6 +52,10 @@ type modelPath struct {
 	// generate and assemble the PTX: the interpreter runs GPU kernels
 	// thread by thread, some 10⁵ multiply-adds a second.
 	backend func(heavy bool) (name, skip string)
+	// libraries says that the path's bf16 and f16 products and
+	// convolutions are library calls, which the interpreter runs at
+	// native speed: a half-precision case is heavy only at libraryMACs.
+	libraries bool
 	// every, when more than 1, runs the path in a default run only on
 	// every so many cases (its code generation and ptxas are the slowest
 	// part of a case); all of them under testsize.Long.
@@ -62,7 +66,7 @@ type modelPath struct {
 var modelPaths = []*modelPath{
 	{name: "interp", backend: func(bool) (string, string) { return interpBackend() }},
 	{name: "cpu", backend: func(bool) (string, string) { return cpuStrictBackend() }},
-	{name: "gpu", backend: func(heavy bool) (string, string) { return gpuHostBackend(true, !heavy || testsize.Long()) }},
+	{name: "gpu", backend: func(heavy bool) (string, string) { return gpuHostBackend(true, !heavy || testsize.Long()) }, libraries: true},
 	{name: "gpu-kernels", backend: func(heavy bool) (string, string) { return gpuHostBackend(false, !heavy || testsize.Long()) }, every: 3},
 }
 
@@ -255,20 +259,32 @@ func newGPUHostBackend(libraries, run bool) (string, string) {
 	return name, ""
 }
 
-// heavyMACs is the work (multiply-adds) past which a case is heavy.
-const heavyMACs = 300_000
+// heavyMACs is the work (multiply-adds) past which a case is heavy;
+// libraryMACs, a half-precision case on a path with the libraries.
+const (
+	heavyMACs   = 300_000
+	libraryMACs = 30 * heavyMACs
+)
+
+// isHeavy says whether a case of macs in dt is heavy on p.
+func (p *modelPath) isHeavy(macs int, dt frontend.DType) bool {
+	if p.libraries && (dt == frontend.BFloat16 || dt == frontend.Float16) {
+		return macs > libraryMACs
+	}
+	return macs > heavyMACs
+}
 
 // forPaths runs check for each model path that can run here, as
-// subtests named by the path; macs is the case's work, for heavy. A
-// check calls called on each call's error.
-func forPaths(t *testing.T, macs int, check func(t *testing.T, opts frontend.Options)) {
+// subtests named by the path; macs is the case's work in dt, for
+// isHeavy. A check calls called on each call's error.
+func forPaths(t *testing.T, macs int, dt frontend.DType, check func(t *testing.T, opts frontend.Options)) {
 	t.Helper()
 	for _, p := range modelPaths {
 		t.Run(p.name, func(t *testing.T) {
 			if n := p.seen.Add(1); p.every > 1 && !testsize.Long() && (n-1)%int64(p.every) != 0 {
 				t.Skipf("the %s path runs on one case in %d (all under %s=1)", p.name, p.every, testsize.EnvVar)
 			}
-			name, skip := p.backend(macs > heavyMACs)
+			name, skip := p.backend(p.isHeavy(macs, dt))
 			if skip != "" {
 				t.Skip(skip)
 			}

@@ -85,7 +85,7 @@ func TestShapesConv2d(t *testing.T) {
 				}
 				want := refConv2d(x, ndOf(t, ref.Weight), b, cs.o.Stride, cs.o.Padding, cs.o.Dilation, cs.o.Groups)
 				macs := len(want.data) * cs.cin / cs.o.Groups * cs.k * cs.k
-				forPaths(t, macs, func(t *testing.T, opts frontend.Options) {
+				forPaths(t, macs, dt, func(t *testing.T, opts frontend.Options) {
 					c := build()
 					comp, err := nn.Compile(c, func(in ...*frontend.Tensor) []*frontend.Tensor {
 						return []*frontend.Tensor{c.Forward(in[0]).Relu()}
@@ -208,7 +208,7 @@ func TestShapesPoolingAndBatchNorm(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(i), uint64(j)))
 				x, xt := rounded(randND(r, im.n, lc.c, im.h, im.w), dt)
 				want, wantBufs := lc.l.ref(x)
-				forPaths(t, len(x.data)*9, func(t *testing.T, opts frontend.Options) {
+				forPaths(t, len(x.data)*9, dt, func(t *testing.T, opts frontend.Options) {
 					m := lc.l.build()
 					comp, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
 						return []*frontend.Tensor{lc.l.fwd(m, in[0])}
@@ -294,7 +294,7 @@ func TestShapesConvBlockRapid(t *testing.T) {
 		wantBufs := nn.Tensors(nn.Buffers(ref))
 		macs := n * cout * oh * ow * cin / groups * k * k
 		for _, p := range modelPaths {
-			name, skip := p.backend(macs > heavyMACs)
+			name, skip := p.backend(p.isHeavy(macs, dt))
 			if skip != "" {
 				continue
 			}

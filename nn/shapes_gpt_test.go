@@ -93,7 +93,7 @@ func TestShapesGPT2Logits(t *testing.T) {
 		castModel(t, ref, frontend.Float64)
 		want := ref.Logits(idx)
 		wantData := want.Float64s()
-		forPaths(t, s.macs(sh), func(t *testing.T, opts frontend.Options) {
+		forPaths(t, s.macs(sh), dt, func(t *testing.T, opts frontend.Options) {
 			m := newGPT(s, ctx, uint64(seed))
 			castModel(t, m, dt)
 			c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor { return []*frontend.Tensor{m.Logits(in[0])} }, 1, opts)
@@ -123,7 +123,7 @@ func TestShapesGPT2TrainStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		forPaths(t, 3*s.macs(sh), func(t *testing.T, opts frontend.Options) {
+		forPaths(t, 3*s.macs(sh), dt, func(t *testing.T, opts frontend.Options) {
 			m := newGPT(s, ctx, uint64(seed))
 			loss := m.Loss
 			if dt != frontend.Float32 {
@@ -196,7 +196,7 @@ func TestShapesGPT2Decode(t *testing.T) {
 			}
 			return out
 		}
-		forPaths(t, s.macs(seqShape{sh.b, prompt})+(ctx-prompt)*s.macs(seqShape{sh.b, 1}), func(t *testing.T, opts frontend.Options) {
+		forPaths(t, s.macs(seqShape{sh.b, prompt})+(ctx-prompt)*s.macs(seqShape{sh.b, 1}), dt, func(t *testing.T, opts frontend.Options) {
 			m := newGPT(s, ctx, uint64(seed))
 			castModel(t, m, dt)
 			d := gpt2.NewDecoder(m, sh.b, dt)
@@ -243,7 +243,7 @@ func TestShapesGPT2DynamicPrefill(t *testing.T) {
 				for _, n := range lengths {
 					macs += s.macs(seqShape{b, n})
 				}
-				forPaths(t, macs, func(t *testing.T, opts frontend.Options) {
+				forPaths(t, macs, dt, func(t *testing.T, opts frontend.Options) {
 					m := newGPT(s, ctx, uint64(i))
 					castModel(t, m, dt)
 					p, err := gpt2.NewDynamicPrefill(m, opts)

@@ -131,7 +131,7 @@ func TestShapesONNXCNNs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				forPaths(t, x.Shape()[0]*m.c*m.h*m.w*30, func(t *testing.T, opts frontend.Options) {
+				forPaths(t, x.Shape()[0]*m.c*m.h*m.w*30, frontend.Float32, func(t *testing.T, opts frontend.Options) {
 					l, err := frontend.Load(path, opts)
 					if err != nil {
 						t.Fatal(err)

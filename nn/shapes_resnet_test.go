@@ -70,7 +70,7 @@ func TestShapesResNetForward(t *testing.T) {
 				xr := x.Cast(dt).Cast(frontend.Float64)
 				want := ref.Forward(xr)
 				wantBufs := nn.Tensors(nn.Buffers(ref))
-				forPaths(t, s.macs(), func(t *testing.T, opts frontend.Options) {
+				forPaths(t, s.macs(), dt, func(t *testing.T, opts frontend.Options) {
 					m := newResNet(s, uint64(seed))
 					nn.SetTraining(m, training)
 					c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
@@ -124,7 +124,7 @@ func TestShapesResNetTrainStep(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		forPaths(t, 3*s.macs(), func(t *testing.T, opts frontend.Options) {
+		forPaths(t, 3*s.macs(), dt, func(t *testing.T, opts frontend.Options) {
 			m := newResNet(s, uint64(seed))
 			loss := m.Loss
 			if dt != frontend.Float32 {
