@@ -221,8 +221,12 @@ func newGPUHostBackend(libraries, run bool) (string, string) {
 		}
 		v, _ := kept.LoadAndDelete(lowered)
 		texts, _ := v.(map[string]string)
-		if len(texts) == 0 && strings.Contains(ir.Sprint(lowered.Module, ir.PrintOptions{}), "gpu.launch_func") {
+		text := ir.Sprint(lowered.Module, ir.PrintOptions{})
+		if len(texts) == 0 && strings.Contains(text, "gpu.launch_func") {
 			return nil, fmt.Errorf("nvptx backend (sm_90): launches but no PTX")
+		}
+		if !libraries && strings.Contains(text, "gpu.library_") {
+			return nil, fmt.Errorf("nvptx backend (sm_90) without the libraries made a library call")
 		}
 		keys := make([]string, 0, len(texts))
 		for k := range texts {
