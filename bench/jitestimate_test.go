@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
+	osexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-ir/strata/runtime/cuda"
+	"github.com/strata-ir/strata/runtime/exec"
 )
 
 // jitRows names the model rows TestModelsJITEstimate assembles with
@@ -47,13 +48,9 @@ func TestModelsJITEstimate(t *testing.T) {
 	if *jitRows == "" {
 		t.Skip("no -jitrows")
 	}
-	ptxas := os.Getenv("STRATA_PTXAS")
-	if ptxas == "" {
-		if p, err := exec.LookPath("ptxas"); err == nil {
-			ptxas = p
-		} else {
-			t.Skip("no ptxas: set STRATA_PTXAS")
-		}
+	ptxas, ok := exec.FindPTXAS()
+	if !ok {
+		t.Skip("no ptxas: set " + exec.PTXASEnv)
 	}
 	rows := strings.Split(*jitRows, ",")
 	for _, r := range hostFirstCalls {
@@ -154,7 +151,7 @@ func assemble(ptxas, dir string, i int, jt *jitText) (time.Duration, error) {
 		level = "-O3"
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(ptxas, "-arch="+m[1], level, "-o", filepath.Join(dir, fmt.Sprintf("k%d.cubin", i)), in)
+	cmd := osexec.Command(ptxas, "-arch="+m[1], level, "-o", filepath.Join(dir, fmt.Sprintf("k%d.cubin", i)), in)
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("%v: %s", err, bytes.TrimSpace(stderr.Bytes()))

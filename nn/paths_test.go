@@ -126,10 +126,14 @@ var cpuStrictBackend = sync.OnceValues(func() (string, string) {
 
 // ptxasPath is the offline ptxas, or "" when there is none.
 var ptxasPath = sync.OnceValue(func() string {
-	if p := os.Getenv(exec.PTXASEnv); p != "" && p != "off" {
+	if p, ok := exec.FindPTXAS(); ok {
 		return p
 	}
-	for _, p := range []string{"../.cache/tools/cuda/usr/bin/ptxas", "../.cache/tools/bin/ptxas", "/work/main/.cache/tools/cuda/usr/bin/ptxas"} {
+	if os.Getenv(exec.PTXASEnv) == "off" {
+		return ""
+	}
+	// Where scripts/setup-tools.sh unpacks it, for a run without env.sh.
+	for _, p := range []string{"../.cache/tools/cuda/usr/bin/ptxas", "../.cache/tools/bin/ptxas"} {
 		if abs, err := filepath.Abs(p); err == nil {
 			if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
 				return abs
