@@ -842,6 +842,9 @@ type ModelsTiming struct {
 	// side of each call: the frontend, the executor's steps, the driver
 	// and library calls) to DIR/NAME.cpu.pprof.
 	CPUProfile bool
+	// Mode is the compile mode of the rows ("" is the default mode);
+	// gpt2_decode and gpt2_decode_b8 run reduce-overhead whatever it is.
+	Mode frontend.Mode
 }
 
 // RunModels runs the rows named in only (all when empty) at size s with
@@ -857,7 +860,7 @@ func RunModels(dir string, only []string, s Size, backend string, tm ModelsTimin
 		return nil, err
 	}
 	man := &ModelsManifest{Date: time.Now().UTC().Format(time.RFC3339), Size: sizeName(s), Backend: backend, Rows: map[string]*StrataMode{}}
-	opts := frontend.Options{Backend: backend}
+	opts := frontend.Options{Backend: backend, Mode: tm.Mode}
 	for _, row := range ModelRows {
 		if len(only) > 0 && !slices.Contains(only, row.Name) {
 			continue

@@ -2,7 +2,7 @@
 // (bench.ModelRows: the small CNN, GPT-2 and ResNet-50 built with package
 // nn) and compares them with PyTorch:
 //
-//	strata-models run --out DIR [--only a,b] [--small] [--backend nvptx] [--iters 10] [--profile 3] [--cpuprofile]
+//	strata-models run --out DIR [--only a,b] [--small] [--backend nvptx] [--iters 10] [--mode M] [--profile 3] [--cpuprofile]
 //	python3 bench/models_torch.py DIR
 //	strata-models report DIR RESULTS.json
 package main
@@ -37,6 +37,7 @@ func run(args []string) error {
 		backend := fs.String("backend", frontend.DefaultBackend(), "frontend backend")
 		iters := fs.Int("iters", 10, "timed calls per row")
 		profile := fs.Int("profile", 0, "then this many calls per row under a device profile (nvptx): each kernel's and library call's time, to the log and DIR/NAME.profile.txt")
+		mode := fs.String("mode", string(frontend.ModeDefault), "the compile `mode` of every row (default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs); the decoding rows always run reduce-overhead")
 		cpuProfile := fs.Bool("cpuprofile", false, "write a Go CPU profile of each row's timed calls (the host's side) to DIR/NAME.cpu.pprof")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -61,7 +62,7 @@ func run(args []string) error {
 		if *small {
 			size = bench.Small
 		}
-		_, err := bench.RunModels(*out, names, size, *backend, bench.ModelsTiming{Iters: *iters, Profile: *profile, CPUProfile: *cpuProfile}, os.Stderr)
+		_, err := bench.RunModels(*out, names, size, *backend, bench.ModelsTiming{Iters: *iters, Profile: *profile, CPUProfile: *cpuProfile, Mode: frontend.Mode(*mode)}, os.Stderr)
 		return err
 	case "report":
 		if len(args) != 3 {
