@@ -51,6 +51,10 @@ const (
 	OpMbarrierWait = "gpu.mbarrier_wait"
 	// OpSetMaxNReg is gpu.setmaxnreg: Changes the register count of the warpgroup's threads (sm_90a).
 	OpSetMaxNReg = "gpu.setmaxnreg"
+	// OpTMALoad is gpu.tma_load: Copies a box of a tensor from global to workgroup memory through a tensor map (sm_90).
+	OpTMALoad = "gpu.tma_load"
+	// OpMbarrierExpectTx is gpu.mbarrier_expect_tx: Expects transaction bytes on an asynchronous barrier's phase and arrives.
+	OpMbarrierExpectTx = "gpu.mbarrier_expect_tx"
 	// OpLibraryMatmul is gpu.library_matmul: A (batched) matrix product computed by a vendor library on the host's stream.
 	OpLibraryMatmul = "gpu.library_matmul"
 	// OpLibraryConv2D is gpu.library_conv2d: A 2-D convolution computed by a vendor library on the host's stream.

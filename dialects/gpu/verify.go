@@ -85,6 +85,9 @@ func verifyFunc(op *ir.Operation) error {
 			return fmt.Errorf("expected body region argument #%d to be of type %s, got %s", i, t, entry.Argument(i).Type())
 		}
 	}
+	if err := verifyTensorMaps(op, entry); err != nil {
+		return err
+	}
 	for _, v := range WorkgroupBuffers(op) {
 		if !inMemorySpace(v.Type(), WorkgroupMemorySpace, "workgroup") {
 			return fmt.Errorf("expected memref type in address space %d in workgroup attribution, got %s", WorkgroupMemorySpace, v.Type())

@@ -14,7 +14,8 @@ import (
 // phase of its parity completes; the arrival that completes a phase
 // releases the threads waiting for it. A block whose threads all wait
 // (at barriers of either kind) is reported as a deadlock, as at
-// gpu.barrier. gpu.setmaxnreg is a warpgroup collective with no effect:
+// gpu.barrier. A phase also waits for its transaction bytes (tma.go).
+// gpu.setmaxnreg is a warpgroup collective with no effect:
 // running it checks that the whole warpgroup executes it together.
 func init() {
 	registerAll(map[string]Rule{
@@ -38,6 +39,13 @@ type mbarKey struct {
 type mbarState struct {
 	expected, pending int64
 	phase             int64
+	// tx is the transaction bytes the phase still waits for: added by
+	// gpu.mbarrier_expect_tx, taken by each gpu.tma_load that signals
+	// the barrier (it may go below zero before the expectation comes).
+	tx int64
+	// landing writes the boxes of the copies signalling the phase into
+	// workgroup memory, when the phase completes.
+	landing []func() error
 }
 
 // mbarOf returns the thread, the key of the mbarrier its op addresses
@@ -109,8 +117,24 @@ func mbarrierArriveRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error
 	if err != nil {
 		return nil, err
 	}
-	if s.pending--; s.pending > 0 {
-		return nil, nil
+	s.pending--
+	return nil, b.maybeComplete(key, s)
+}
+
+// maybeComplete completes the current phase of the mbarrier key once its
+// arrivals and its transaction bytes are all in: the copies signalling it
+// land in workgroup memory, the phase advances and the threads waiting
+// for it run on. b.mu is held.
+func (b *blockState) maybeComplete(key mbarKey, s *mbarState) error {
+	if s.pending > 0 || s.tx != 0 {
+		return nil
+	}
+	landing := s.landing
+	s.landing = nil
+	for _, land := range landing {
+		if err := land(); err != nil {
+			return err
+		}
 	}
 	s.phase++
 	s.pending = s.expected
@@ -119,7 +143,7 @@ func mbarrierArriveRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error
 			b.release(w)
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 func mbarrierWaitRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {

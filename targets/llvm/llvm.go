@@ -213,7 +213,13 @@ func (t *translator) kernel(fn *ir.Operation) error {
 	}
 	name := ir.SymbolName(fn)
 	params := make([]*llir.Param, len(ft.Inputs))
+	var maps []int
 	for i, in := range ft.Inputs {
+		if _, ok, _ := gpu.TensorMapArg(fn, i); ok {
+			params[i] = tensorMapParam(i)
+			maps = append(maps, i)
+			continue
+		}
 		var pt types.Type
 		var err error
 		if mt, ok := in.(*ir.MemRefType); ok {
@@ -231,6 +237,7 @@ func (t *translator) kernel(fn *ir.Operation) error {
 	}
 	f := t.m.NewFunc(name, types.Void, params...)
 	t.markKernel(f)
+	t.annotateGridConstants(f, maps)
 	if err := t.launchBounds(fn, f); err != nil {
 		return err
 	}

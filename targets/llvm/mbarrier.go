@@ -22,6 +22,8 @@ import (
 var mbarrierAsm = map[string]string{
 	gpu.MbarrierInitOp:   "mbarrier.init.shared::cta.b64 [$0], $1;",
 	gpu.MbarrierArriveOp: "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}",
+	// (tma.go)
+	gpu.MbarrierExpectTxOp: "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\n}",
 	gpu.MbarrierWaitOp: "{\n.reg .pred done;\nwait:\nmbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n" +
 		"@!done bra wait;\n}",
 }

@@ -24,10 +24,11 @@ import (
 // descriptors' base offset field is left 0.
 const wgmmaAlign = 1024
 
-// readByWGMMA reports whether a gpu.wgmma reads the workgroup buffer buf.
+// readByWGMMA reports whether a gpu.wgmma reads the workgroup buffer buf
+// or a gpu.tma_load writes it (whose swizzle has the same period).
 func readByWGMMA(buf *ir.Value) bool {
 	for _, u := range buf.Users() {
-		if u.Name() == gpu.WGMMAOp {
+		if u.Name() == gpu.WGMMAOp || u.Name() == gpu.TMALoadOp && u.Operand(0) == buf {
 			return true
 		}
 	}

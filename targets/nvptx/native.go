@@ -290,6 +290,14 @@ func (e *emitter) kernel() (string, error) {
 		params[i] = fmt.Sprintf("\t.param %s %s", pt, pname)
 		r := e.newReg(k.class)
 		e.vals[p] = []reg{r}
+		if align, size, ok := byvalParam(p); ok {
+			// A grid constant read in place (a tensor map): its value is
+			// the generic address of the parameter.
+			params[i] = fmt.Sprintf("\t.param .align %d .b8 %s[%d]", align, pname, size)
+			e.inst("mov.b64 %s, %s;", r, pname)
+			e.inst("cvta.param.u64 %s, %s;", r, r)
+			continue
+		}
 		switch {
 		case k.class == classPred: // passed as a byte
 			t := e.newReg(classB16)
@@ -369,6 +377,26 @@ func (e *emitter) kernel() (string, error) {
 	out.WriteString(e.body.String())
 	out.WriteString("}\n")
 	return out.String(), nil
+}
+
+// byvalParam returns the alignment and size of a byval kernel parameter
+// of bytes, `[N x i8]* byval([N x i8]) align A` (a tensor map,
+// targets/llvm), and whether p is one.
+func byvalParam(p *llir.Param) (align, size uint64, ok bool) {
+	var arr *types.ArrayType
+	align = 1
+	for _, a := range p.Attrs {
+		switch a := a.(type) {
+		case llir.Byval:
+			arr, _ = a.Typ.(*types.ArrayType)
+		case llir.Align:
+			align = uint64(a)
+		}
+	}
+	if arr == nil || !types.Equal(arr.ElemType, types.I8) {
+		return 0, 0, false
+	}
+	return align, arr.Len, true
 }
 
 // paramType is the `.param` type of a kernel argument (docs/lowering.md,
