@@ -75,6 +75,9 @@ type driver struct {
 	cuGraphExecDestroy   func(exec uintptr) Result
 	cuGraphDestroy       func(graph uintptr) Result
 	cuFuncSetAttribute   func(fn uintptr, attr, value int32) Result
+	// CUDA 12 (tensormap.go).
+	cuTensorMapEncodeTiled func(tm unsafe.Pointer, dtype, rank uint32, addr DevicePtr, dims, strides *uint64, box, elemStrides *uint32,
+		interleave, swizzle, l2, oob uint32) Result
 
 	// Raw addresses of the entry points a cached call goes through, called
 	// with purego.SyscallN instead of the functions above: a function
@@ -193,6 +196,7 @@ func (d *driver) optionalSymbols() []struct {
 		{&d.cuGraphExecDestroy, []string{"cuGraphExecDestroy"}},
 		{&d.cuGraphDestroy, []string{"cuGraphDestroy"}},
 		{&d.cuFuncSetAttribute, []string{"cuFuncSetAttribute"}},
+		{&d.cuTensorMapEncodeTiled, []string{"cuTensorMapEncodeTiled"}},
 	}
 }
 

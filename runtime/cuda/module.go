@@ -215,10 +215,15 @@ func (f *Function) Module() *Module { return f.mod }
 // memory. args are the kernel's parameters in order, as Go values per the
 // kernel ABI (see packParams): DevicePtr for a memref, int64 or int for an
 // index, int32, float32, float64, uint16 for f16 and bf16 bits, bool or
-// uint8 for i1. Launch does not wait for the kernel; errors raised while it
+// uint8 for i1, TensorMapArg for a tensor-map parameter (encoded here,
+// tensormap.go). Launch does not wait for the kernel; errors raised while it
 // runs surface at the next synchronisation.
 func (dev *Device) Launch(fn *Function, grid, block [3]uint32, sharedBytes uint32, stream *Stream, args ...any) error {
 	if err := dev.allowShared(fn, sharedBytes); err != nil {
+		return err
+	}
+	args, err := dev.encodeTensorMaps(fn, args)
+	if err != nil {
 		return err
 	}
 	params, err := packParams(args)

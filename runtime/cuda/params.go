@@ -29,6 +29,7 @@ var paramsPool = sync.Pool{New: func() any { return new(kernelParams) }}
 //	int16, uint16 (f16, bf16)   .b16
 //	int8, uint8, bool (i1)      .u8
 //	float32, float64            .f32 / .f64
+//	tensorMapImage              .align 64 .b8 [128] (Launch encodes a TensorMapArg)
 //
 // Each value is stored little-endian at the start of its own slot; the
 // parameter's width decides how many bytes the driver reads. The caller
@@ -75,6 +76,10 @@ func packParams(args []any) (*kernelParams, error) {
 			bits, size = uint64(math.Float32bits(v)), 4
 		case float64:
 			bits = math.Float64bits(v)
+		case tensorMapImage: // the parameter is the map's 128 bytes (tensormap.go)
+			p.ptrs[i] = unsafe.Pointer(v.b)
+			p.sizes[i] = TensorMapBytes
+			continue
 		default:
 			p.release()
 			return nil, fmt.Errorf("cuda: kernel argument %d: unsupported type %T", i, a)

@@ -7,6 +7,15 @@ import (
 	"unsafe"
 )
 
+// mapImage is an encoded tensor map's bytes (any 128).
+var mapImage = func() *[TensorMapBytes]byte {
+	var b [TensorMapBytes]byte
+	for i := range b {
+		b[i] = byte(3 * i)
+	}
+	return &b
+}()
+
 func TestPackParamsImages(t *testing.T) {
 	tests := []struct {
 		arg  any
@@ -26,6 +35,7 @@ func TestPackParamsImages(t *testing.T) {
 		{false, []byte{0}},
 		{float32(1), []byte{0x00, 0x00, 0x80, 0x3f}},
 		{float64(-2), []byte{0, 0, 0, 0, 0, 0, 0, 0xc0}},
+		{tensorMapImage{mapImage}, mapImage[:]},
 	}
 	args := make([]any, len(tests))
 	for i, tt := range tests {

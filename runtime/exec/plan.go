@@ -72,6 +72,9 @@ type launch struct {
 	args           []int
 	kinds          []argKind
 	types          []ir.Type // of the kernel arguments, for marshal
+	// maps holds, for each argument passed as a tensor map
+	// (gpu.TensorMapAttr), its element type and geometry; nil otherwise.
+	maps []*tensorMap
 }
 
 // planner builds a plan.
@@ -581,11 +584,16 @@ func (c *planner) launch(op *ir.Operation) (stepFunc, error) {
 				return nil, err
 			}
 		}
+		tm, err := tensorMapOf(fn, i)
+		if err != nil {
+			return nil, ir.Errorf(op.Loc(), "gpu.launch_func argument %d of %s: %v", i, l.Kernel, err)
+		}
 		s, err := c.use(op, a)
 		if err != nil {
 			return nil, err
 		}
 		la.args, la.kinds, la.types = append(la.args, s), append(la.kinds, k), append(la.types, a.Type())
+		la.maps = append(la.maps, tm)
 	}
 	c.p.launches = append(c.p.launches, la)
 	return func(r *runState) error { return r.launch(la) }, nil

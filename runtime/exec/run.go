@@ -769,6 +769,14 @@ func (r *runState) launch(l *launch) error {
 		if l.kinds[i] == argPtr && v.b.mem.freed {
 			return ir.Errorf(l.op.Loc(), "gpu.launch_func of @%s: argument %d was deallocated", l.kernel, i)
 		}
+		if m := l.maps[i]; m != nil {
+			a, err := m.arg(v.b)
+			if err != nil {
+				return ir.Errorf(l.op.Loc(), "gpu.launch_func of @%s: argument %d: %v", l.kernel, i, err)
+			}
+			r.argv = append(r.argv, a)
+			continue
+		}
 		r.argv = append(r.argv, marshal(l.kinds[i], l.types[i], v))
 	}
 	if err := r.rt.dev.launch(resolve(r.bound.kernels[l.index]), grid, block, shared, r.stream, r.argv); err != nil {
