@@ -331,6 +331,16 @@ func timeTrain(m any, step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Ten
 		if err := opt.Step(grads); err != nil {
 			return err
 		}
+		// The gradients are dropped once the update is queued, as
+		// zero_grad(set_to_none=True) does: their memory goes back now
+		// (a CUDA graph's pool then moves nothing out before its next
+		// replay). The first step's were read above: they keep their
+		// host copies.
+		for _, g := range grads {
+			if err := g.Free(); err != nil {
+				return err
+			}
+		}
 		if first {
 			fmt.Fprintf(log, "  first optimizer step queued at %.1f s\n", time.Since(t0).Seconds())
 			if err := frontend.Synchronize(); err != nil {

@@ -127,6 +127,9 @@ type trainStep struct {
 	fwd, bwd Executable
 	results  int // results of fn; the forward pass returns the saved values after them
 	report   autodiff.Report
+	// seeds are the cotangents of a call without given ones (the loss's
+	// 1 and zeros), made by the first such call.
+	seeds []*interp.Tensor
 }
 
 func newGradCore(fn any, wrt []int, opts Options) *gradCore {
@@ -259,6 +262,9 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		}
 		g.cache[key] = step
 	}
+	if cotangents == nil && step.seeds == nil {
+		step.seeds = cts
+	}
 	g.report = step.report
 	grads, err = g.run(step, gr.inputs, all, cts)
 	if err != nil {
@@ -295,6 +301,18 @@ func (g *gradCore) run(step *trainStep, inputs []tensorData, all []*Tensor, cts 
 		bwdIn = append(bwdIn, hostData(ct))
 	}
 	bwd, err := runExecutable(step.bwd, bwdIn)
+	// The saved values are the passes' own: released once the backward
+	// pass is queued (its stream reads them first), so that a CUDA graph
+	// of the forward pass does not move them out of its pool before its
+	// next replay (reduce-overhead) and a plain plan's memory returns to
+	// the allocator now rather than when the collector finds them.
+	for _, d := range fwd[step.results:] {
+		if d.dev != nil {
+			if rerr := d.dev.arr.Release(); err == nil {
+				err = rerr
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("frontend: Grad: backward pass: %w", err)
 	}
@@ -346,7 +364,12 @@ func (g *gradCore) finishReplay(s *session, outs []*Tensor, wrt []int, cotangent
 	c.stats.CacheHits++
 	c.stats.Replays++
 	g.report = step.report
-	cts, err := g.cotangents(resultTypes(all), len(outs), cotangents)
+	// The loss's seed and the zeros are the same tensors every call, so
+	// a CUDA graph's buffers already hold them.
+	cts, err := step.seeds, error(nil)
+	if cotangents != nil || cts == nil {
+		cts, err = g.cotangents(resultTypes(all), len(outs), cotangents)
+	}
 	if err == nil {
 		grads, err = g.run(step, rp.inputs, all, cts)
 	}

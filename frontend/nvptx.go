@@ -274,25 +274,32 @@ func (b nvptxBackend) deviceConfig(mode exec.Mode, module *ir.Operation, target 
 type nvptxExecutable struct {
 	runner *exec.Runner
 	name   string
+	// ran is set by the first call, which logs under topicCompile how
+	// long it took to queue (the libraries' first use, cuDNN's choice of
+	// algorithms, a CUDA graph's capture).
+	ran atomic.Bool
 }
 
 // RunDevice implements DeviceExecutable.
 func (e *nvptxExecutable) RunDevice(inputs []interp.Value) ([]interp.Value, error) {
-	gpuWork.queued(e.name, 1)
-	res, err := e.runner.RunDevice(inputs)
-	if err != nil {
-		// A fault of earlier, asynchronous work fails the next call with
-		// the driver's error: name the calls that queued work since.
-		return nil, gpuWork.explain(err)
-	}
-	return res, nil
+	return e.RunDeviceDonating(inputs, nil)
 }
 
 // RunDeviceDonating implements DonatingExecutable.
 func (e *nvptxExecutable) RunDeviceDonating(inputs []interp.Value, donated []bool) ([]interp.Value, error) {
 	gpuWork.queued(e.name, 1)
+	first := !e.ran.Swap(true)
+	var start time.Time
+	if first {
+		start = time.Now()
+	}
 	res, err := e.runner.RunDeviceDonating(inputs, donated)
+	if first && err == nil && logs.Enabled(topicCompile) {
+		logs.Printf(topicCompile, "%s: first run queued in %.1f ms", e.name, float64(time.Since(start).Microseconds())/1000)
+	}
 	if err != nil {
+		// A fault of earlier, asynchronous work fails the next call with
+		// the driver's error: name the calls that queued work since.
 		return nil, gpuWork.explain(err)
 	}
 	return res, nil

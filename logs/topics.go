@@ -25,7 +25,7 @@ var builtin = []Topic{
 	{"all", "every topic"},
 	{"autotune", "max-autotune's search: each candidate's time, the budget, the choice (runtime/autotune)"},
 	{"data_parallel", "graph-data-parallel's gradient buckets: each bucket's gradients, bytes, issue point and overlap (passes/dataparallel)"},
-	{"compile", "each graph the nvptx backend compiles: its passes, code generation, driver load and wait for the device, in ms, and its kernels (frontend)"},
+	{"compile", "each graph the nvptx backend compiles: its passes, code generation, driver load and wait for the device, in ms, and its kernels (frontend); the first run of each graph and the libraries' start-up (runtime/exec)"},
 	{"cudagraphs", "CUDA graph capture and replay, and why a plan was not captured (runtime/exec)"},
 	{"fusion", "graph-fuse's decisions: each merge and each refusal, with its reason (passes/fusion)"},
 	{"graph_breaks", "where frontend tracing stopped a graph, and why (frontend)"},

@@ -21,6 +21,7 @@
 package optim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -143,8 +144,21 @@ func (f *fused) step(scalars []float64, grads []*frontend.Tensor) error {
 	for i, r := range f.params {
 		*r.Ptr = res[i]
 	}
+	// The old state is the optimizer's own: released now, so that a
+	// CUDA graph of the update (reduce-overhead) does not move it out of
+	// its pool before the pool is written again, and plain memory returns
+	// to the allocator at once.
+	var errs []error
 	for s := range f.state {
+		for i, old := range f.state[s] {
+			if old != res[(1+s)*n+i] {
+				errs = append(errs, old.Free())
+			}
+		}
 		copy(f.state[s], res[(1+s)*n:(2+s)*n])
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("optim: releasing the old state: %w", err)
 	}
 	return nil
 }

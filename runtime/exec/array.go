@@ -445,7 +445,15 @@ func (b *Bound) resultStore(mem *allocation) *store {
 		return &store{rt: b.rt, mem: mem}
 	}
 	for _, a := range b.arrays {
-		if a != nil && a.st.mem == mem {
+		if a == nil {
+			continue
+		}
+		// The same block (a variant's replay reads an argument at the
+		// address it was captured with, through a view of its own).
+		a.st.mu.Lock()
+		same := a.st.mem != nil && a.st.mem.ptr == mem.ptr && a.st.mem.bytes == mem.bytes
+		a.st.mu.Unlock()
+		if same {
 			return a.st
 		}
 	}

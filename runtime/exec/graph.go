@@ -285,16 +285,16 @@ func (b *Bound) record(pool *staticPool, alloc poolAlloc, feedback []feedback) (
 // same Tensor or Array as last time is not copied again (both are
 // immutable); an Array is copied device to device, or passed by reference
 // by a Bound that aliases (a Runner without CUDA graphs).
-func (b *Bound) Update(args []interp.Value) error { return b.update(args, nil) }
+func (b *Bound) Update(args []interp.Value) error { return b.update(args) }
 
-// update is Update, with the graph to replay picked by where the donated
-// arguments are (pickGraph): those a twin graph reads in place are not
+// update is Update, with the graph to replay picked by where the Array
+// arguments are (pickGraph): those a variant reads in place are not
 // copied.
-func (b *Bound) update(args []interp.Value, donated []bool) error {
+func (b *Bound) update(args []interp.Value) error {
 	if len(args) != len(b.args) {
 		return fmt.Errorf("@%s takes %d arguments, got %d", b.plan.name, len(b.args), len(args))
 	}
-	inPlace := b.pickGraph(args, donated)
+	inPlace := b.pickGraph(args)
 	for i, a := range args {
 		bv := b.args[i]
 		if bv.b == nil {
@@ -319,6 +319,9 @@ func (b *Bound) update(args []interp.Value, donated []bool) error {
 				a.Shape(), a.ElemType(), bv.b.shape, bv.b.elem)
 		}
 		if i < len(inPlace) && inPlace[i] {
+			// Read where it lies; a result that is this argument shares
+			// its memory (resultStore).
+			b.arrays[i] = a.(*Array)
 			continue
 		}
 		if err := b.bind(i, a); err != nil {
@@ -420,10 +423,21 @@ func signature(args []interp.Value, scalar []bool) string {
 	return sb.String()
 }
 
+// summary describes a signature for the logs: a model's passes take
+// hundreds of arguments, whose shapes would fill screens.
+func summary(args []interp.Value) string {
+	var bytes int64
+	for _, a := range args {
+		size, _ := elemSize(a.ElemType())
+		n, _ := elementCount(a.Shape())
+		bytes += n * int64(size)
+	}
+	return fmt.Sprintf("%d arguments of %.2f MiB", len(args), float64(bytes)/(1<<20))
+}
+
 // entry returns the prepared Bound of args' signature, preparing (and
-// capturing) it on first use and updating its inputs afterwards; donated
-// are RunDeviceDonating's.
-func (r *Runner) entry(args []interp.Value, donated []bool) (*runnerEntry, error) {
+// capturing) it on first use and updating its inputs afterwards.
+func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 	if r.scalar == nil {
 		pl, err := r.prog.plan(r.fn)
 		if err != nil {
@@ -439,12 +453,12 @@ func (r *Runner) entry(args []interp.Value, donated []bool) (*runnerEntry, error
 		return nil, fmt.Errorf("@%s takes %d arguments, got %d", r.fn, len(r.scalar), len(args))
 	}
 	if e := r.last; e != nil && e.matches(args, r.scalar) {
-		return e, e.b.update(args, donated)
+		return e, e.b.update(args)
 	}
 	key := signature(args, r.scalar)
 	if e, ok := r.bound[key]; ok {
 		r.last = e
-		return e, e.b.update(args, donated)
+		return e, e.b.update(args)
 	}
 	pl, err := r.prog.plan(r.fn)
 	if err != nil {
@@ -470,7 +484,7 @@ func (r *Runner) entry(args []interp.Value, donated []bool) (*runnerEntry, error
 			logs.Printf(TopicCUDAGraphs, "%v; running launch by launch", ce)
 			logs.Printf(TopicPerfHints, "%v; running launch by launch", ce)
 		} else {
-			logs.Printf(TopicCUDAGraphs, "@%s on %s: %v", r.fn, key, e.info)
+			logs.Printf(TopicCUDAGraphs, "@%s on %s: %v", r.fn, summary(args), e.info)
 		}
 	}
 	r.bound[key] = e
@@ -483,7 +497,7 @@ func (r *Runner) entry(args []interp.Value, donated []bool) (*runnerEntry, error
 func (r *Runner) Run(args []interp.Value) ([]interp.Value, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args, nil)
+	e, err := r.entry(args)
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +543,7 @@ func (r *Runner) RunDeviceDonating(args []interp.Value, donated []bool) ([]inter
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args, donated)
+	e, err := r.entry(args)
 	if err != nil {
 		return nil, err
 	}
@@ -589,7 +603,7 @@ func (r *Runner) Graph(args []interp.Value) (GraphInfo, error) {
 func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args, nil)
+	e, err := r.entry(args)
 	if err != nil {
 		return 0, err
 	}
@@ -601,7 +615,7 @@ func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 func (r *Runner) WallTime(args []interp.Value, iters int) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args, nil)
+	e, err := r.entry(args)
 	if err != nil {
 		return 0, err
 	}

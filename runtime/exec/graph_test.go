@@ -389,16 +389,17 @@ func TestGraphResultsLent(t *testing.T) {
 // next argument, donated, as a decoding step does with its KV cache: with
 // a CUDA graph the twin graphs read the fed-back Array where the previous
 // replay wrote it, and nothing is copied out of the pools (no device copy
-// a call, where keeping the Array costs two); without graphs nothing is
-// copied either. The results match the interpreter, a donated Array is
+// a call, where keeping the Array costs one: it moves out of its pool
+// before the pool is written again, two calls later); without graphs
+// nothing is copied either. The results match the interpreter, a donated Array is
 // released and refused afterwards, and no memory is left once the last
 // result is released.
 func TestRunnerDonation(t *testing.T) {
 	p := compileFile(t, "vadd.mlir")
 	for _, tc := range []struct {
 		graphs, donate bool
-		copies         int64 // device copies a call, from the second on
-	}{{true, true, 0}, {true, false, 2}, {false, true, 0}} {
+		copies         [4]int64 // device copies of each call (the first's copy in not counted)
+	}{{true, true, [4]int64{}}, {true, false, [4]int64{0, 0, 1, 1}}, {false, true, [4]int64{}}} {
 		d := newFake()
 		d.graphs = tc.graphs
 		rt := newRuntime(d)
@@ -420,8 +421,8 @@ func TestRunnerDonation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := rt.Transfers().Sub(x0).DtoD; call > 0 && n != tc.copies {
-				t.Errorf("graphs %v, donated %v, call %d: %d device copies, want %d", tc.graphs, tc.donate, call, n, tc.copies)
+			if n := rt.Transfers().Sub(x0).DtoD; call > 0 && n != tc.copies[call] {
+				t.Errorf("graphs %v, donated %v, call %d: %d device copies, want %d", tc.graphs, tc.donate, call, n, tc.copies[call])
 			}
 			compare(t, p, []interp.Value{before, x}, []interp.Value{download(t, res[0])}, 1e-6)
 			if state.Released() != tc.donate {
@@ -511,12 +512,13 @@ func checkTwinGraphs(t *testing.T, rt *Runtime, seed uint64) {
 		pools = append(pools, state.st.lender)
 	}
 	b := r.last.b
-	if b.twins == nil || b.twins.b == nil || b.twins.c == nil || b.twins.failed {
-		t.Fatalf("twins %+v: want both captured", b.twins)
+	if vg := b.variants; vg == nil || len(vg.list) != 2 || vg.twin == nil || len(vg.failed) != 0 {
+		t.Fatalf("variants %+v: want the two twins captured", b.variants)
 	}
-	a, tb := b.graph.pool, b.twins.b.pool
-	if b.twins.c.pool != a {
-		t.Errorf("the second twin writes another pool than the first capture's")
+	a, tb := b.graph.pool, b.variants.twin
+	if b.variants.list[0].g.pool != tb || b.variants.list[1].g.pool != a {
+		t.Errorf("the twins write pools %p and %p, want the twin pool %p, then the first capture's %p",
+			b.variants.list[0].g.pool, b.variants.list[1].g.pool, tb, a)
 	}
 	// Calls 0 and 5 replay the first capture (pool a); the twins
 	// alternate after each: b (its pool), then c (pool a).
@@ -531,6 +533,108 @@ func checkTwinGraphs(t *testing.T, rt *Runtime, seed uint64) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if s := rt.Allocator().Stats(); s.Allocated != 0 {
+		t.Errorf("%d bytes allocated at the end", s.Allocated)
+	}
+}
+
+// TestGraphChainInPlace runs a chain of two captured plans as a training
+// step runs its passes: a producer whose result is fed back into its next
+// call without being donated (an optimizer's state), and a consumer of
+// that result which also returns it (a backward pass reading what the
+// forward pass saved). From the second call on, the consumer reads the
+// producer's result where the replay left it, in place (no device copy
+// into its buffers), and the producer reads its own result in place and
+// writes the other of its two pools; the consumer's result that is its
+// argument shares that Array's memory. Every value matches the
+// interpreter, including results kept across later calls, and closing the
+// Runners leaves no memory.
+func TestGraphChainInPlace(t *testing.T) {
+	d := newFake()
+	d.graphs = true
+	checkGraphChainInPlace(t, newRuntime(d), 19)
+}
+
+// TestGPUGraphChainInPlace is TestGraphChainInPlace on the GPU, on fresh
+// random data.
+func TestGPUGraphChainInPlace(t *testing.T) {
+	checkGraphChainInPlace(t, openGPU(t), uint64(time.Now().UnixNano()))
+}
+
+// checkGraphChainInPlace runs TestGraphChainInPlace's loop on rt.
+func checkGraphChainInPlace(t *testing.T, rt *Runtime, seed uint64) {
+	prod, cons := compileFile(t, "vadd.mlir"), compileFile(t, "passthrough.mlir")
+	rp, rc := NewRunner(prod, rt, "main", true), NewRunner(cons, rt, "main", true)
+	rng := rand.New(rand.NewPCG(seed, 20))
+	state, err := rt.Upload(randomF32(t, rng, 300, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := randomF32(t, rng, 300, 1) // the same host value every call: uploaded once
+	type kept struct {
+		a    *Array
+		want *interp.Buffer
+	}
+	var keep []kept
+	for call := range 7 {
+		x := randomF32(t, rng, 300, 1)
+		before := download(t, state)
+		x0 := rt.Transfers()
+		res, err := rp.RunDevice([]interp.Value{state, x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, prod, []interp.Value{before, x}, []interp.Value{download(t, res[0])}, 1e-6)
+		// Kept, not released: the producer's next replay into its pool
+		// moves it out (one copy), as an optimizer's old state is until
+		// the collector finds it.
+		keep = append(keep, kept{state, before})
+		state = res[0].(*Array)
+		x1 := rt.Transfers()
+		out, err := rc.RunDevice([]interp.Value{state, y})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := rt.Transfers().Sub(x1).DtoD
+		if want := int64(0); call > 0 && n != want {
+			t.Errorf("call %d: the consumer made %d device copies, want %d (its argument read in place)", call, n, want)
+		}
+		cur := download(t, state)
+		compare(t, cons, []interp.Value{cur, y}, []interp.Value{download(t, out[0]), download(t, out[1])}, 1e-6)
+		if call > 0 && out[1].(*Array).st != state.st {
+			t.Errorf("call %d: the consumer's result that is its argument does not share the argument's memory", call)
+		}
+		// The sum is released (a kept one would move out of the
+		// consumer's pool at its next replay); the argument is kept.
+		if err := out[0].(*Array).Release(); err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, kept{out[1].(*Array), cur})
+		if n := rt.Transfers().Sub(x0).DtoD; call > 0 && n > 1 {
+			t.Errorf("call %d: %d device copies in the step, want at most 1 (a kept state moved out of the producer's pool)", call, n)
+		}
+	}
+	for i, k := range keep {
+		if got := download(t, k.a); !slices.Equal(tensor(t, got).Bits(), tensor(t, k.want).Bits()) {
+			t.Errorf("kept value %d changed after later calls", i)
+		}
+	}
+	for _, r := range []*Runner{rp, rc} {
+		vg := r.last.b.variants
+		if vg == nil || len(vg.list) != 2 || len(vg.failed) != 0 {
+			t.Fatalf("variants %+v: want two (the producer's result in either of its pools)", vg)
+		}
+	}
+	for _, k := range append(keep, kept{a: state}) {
+		if err := k.a.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []*Runner{rp, rc} {
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if s := rt.Allocator().Stats(); s.Allocated != 0 {
 		t.Errorf("%d bytes allocated at the end", s.Allocated)

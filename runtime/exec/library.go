@@ -3,9 +3,11 @@ package exec
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/cublaslt"
 	"github.com/strata-ir/strata/runtime/cudnn"
 )
@@ -84,7 +86,9 @@ func (rt *Runtime) cublasLt() (*cublaslt.Handle, error) {
 			rt.libs.err = errors.New("cuBLASLt needs a CUDA device")
 			return
 		}
+		start := time.Now()
 		rt.libs.blas, rt.libs.err = cublaslt.New(rt.cuda, rt.alloc)
+		logLibrary("cuBLASLt", start, rt.libs.err)
 	})
 	return rt.libs.blas, rt.libs.err
 }
@@ -97,9 +101,25 @@ func (rt *Runtime) cuDNN() (*cudnn.Handle, error) {
 			rt.libs.dnnErr = errors.New("cuDNN needs a CUDA device")
 			return
 		}
+		start := time.Now()
 		rt.libs.dnn, rt.libs.dnnErr = cudnn.New(rt.cuda, rt.alloc)
+		logLibrary("cuDNN", start, rt.libs.dnnErr)
 	})
 	return rt.libs.dnn, rt.libs.dnnErr
+}
+
+// TopicCompile is the frontend's log topic of compile phases, under which
+// a Runtime logs what its libraries' start-up took (part of a first call).
+const TopicCompile = "compile"
+
+// logLibrary logs under TopicCompile how long lib's handle took to make
+// since start (loading the library, creating the handle, its workspace).
+func logLibrary(lib string, start time.Time, err error) {
+	if err != nil {
+		logs.Printf(TopicCompile, "%s: no handle after %.1f ms: %v", lib, float64(time.Since(start).Microseconds())/1000, err)
+		return
+	}
+	logs.Printf(TopicCompile, "%s: handle made in %.1f ms (library load, handle, workspace)", lib, float64(time.Since(start).Microseconds())/1000)
 }
 
 // closeLibraries destroys the handles made so far, returning their

@@ -328,10 +328,10 @@ type Bound struct {
 	results []slotValue
 	// graph is the CUDA graph Capture recorded, with the arguments in
 	// the Bound's buffers; cur is the one Launch replays: graph, or one
-	// of twins, which read fed-back arguments where the previous replay
-	// wrote them (twin.go).
+	// of the variants, which read Arrays lent by graphs' pools where they
+	// lie (twin.go).
 	graph, cur *capturedGraph
-	twins      *twinGraphs
+	variants   *variantGraphs
 	// held are the plan allocations the last results keep alive.
 	held []*allocation
 }
@@ -667,7 +667,7 @@ func (b *Bound) Free() error {
 	errs := []error{b.release()}
 	if b.graph != nil {
 		errs = append(errs, b.destroyGraphs())
-		b.graph, b.cur, b.twins, b.results = nil, nil, nil, nil
+		b.graph, b.cur, b.variants, b.results = nil, nil, nil, nil
 	}
 	for _, m := range b.own {
 		if m != nil && !m.freed {

@@ -8,109 +8,138 @@ import (
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
-// This file is the twin graphs of a loop that feeds a CUDA graph's
-// results back into its next call, donated: a decoding step's KV caches.
-// A graph reads its arguments at the addresses it was captured with, its
-// own buffers, so each fed-back result would be copied into them every
-// call. Two more captures of the plan read them where the previous replay
-// left them instead: b reads them in the pool of the first capture
-// (Bound.graph) and writes a pool of its own; c reads them in b's pool and
-// writes the first capture's pool, each value where the first capture
-// put it (its allocations replay that capture's). A loop then alternates
-// b and c and copies none of the fed-back results; an argument of any
-// other origin takes the first capture, with its copies, as before.
+// This file is the graphs a Bound captures besides its first: variants
+// that read Array arguments in place, where a CUDA graph's replay left
+// them, instead of copying them into the Bound's buffers. A graph reads
+// its arguments at the addresses it was captured with; the first capture
+// (Bound.graph) reads the Bound's own buffers, into which each call
+// copies its Arrays. But a result of a replay lies at the same address
+// replay after replay (a block of the graph's static pool), so a plan
+// fed such results — a training step's backward pass reading what the
+// forward pass saved, the optimizer reading the gradients, a decoding
+// step its KV caches — can be captured once more reading them there, and
+// a later call whose Arrays lie at those addresses replays that variant
+// and copies nothing.
+//
+// Only the first capture's pool moves nothing under a variant: a variant
+// never writes the pool it reads an argument from. One reading the first
+// capture's pool (its own results fed back, as a KV cache or an
+// optimizer's state) writes a second pool, the twin, and one reading the
+// twin writes the first pool, so that a loop feeding the results back
+// alternates between the two pools and copies nothing; a variant's
+// allocations replay those of the first capture of the pool it writes,
+// so it adds no memory. An argument from anywhere else (uploaded, or
+// computed by a plain launch) is copied into the Bound's buffer, as
+// before.
 
-// feedback is an argument a twin graph reads in place: argument arg is
-// result res of the graph that wrote the pool the twin reads, at buf.
+// maxVariants bounds the variants of a Bound: a call whose arguments lie
+// elsewhere takes the first capture, with its copies.
+const maxVariants = 8
+
+// feedback is an argument a variant reads in place: argument arg at buf,
+// a block of another graph's pool (or of the Bound's own).
 type feedback struct {
-	arg, res int
-	buf      *devBuffer
+	arg int
+	buf *devBuffer
 }
 
-// twinGraphs are a Bound's twins (b and c above) for one set of fed-back
-// arguments; c is captured when first needed. failed stops the Bound
-// from trying again after a capture that did not work out.
-type twinGraphs struct {
-	pairs  []feedback // arg ← res, read from the first capture's pool by b
-	b, c   *capturedGraph
-	failed bool
+// variant is a capture of a Bound's plan reading some arguments in place.
+type variant struct {
+	at []DevicePtr // per argument: the address read in place, or 0 (the Bound's buffer)
+	g  *capturedGraph
+}
+
+// variantGraphs are a Bound's variants, the twin pool and the argument
+// addresses whose capture failed (not tried again).
+type variantGraphs struct {
+	list   []*variant
+	twin   *staticPool
+	failed [][]DevicePtr
 }
 
 // pickGraph sets b.cur to the graph the next Launch replays and returns
-// the arguments it reads in place (not to be copied): a twin when every
-// donated argument that is a result of one of b's graphs comes from the
-// same pool, as the twins were captured for; else b.graph (or nothing
-// without a graph).
-func (b *Bound) pickGraph(args []interp.Value, donated []bool) (inPlace []bool) {
+// the arguments it reads in place (not to be copied): a variant when some
+// Array arguments are results lent by a graph's pool, captured on first
+// use; else b.graph (or nothing without a graph).
+func (b *Bound) pickGraph(args []interp.Value) (inPlace []bool) {
 	b.cur = b.graph
-	if b.graph == nil || len(donated) == 0 {
+	if b.graph == nil {
 		return nil
 	}
-	var pool *staticPool
+	at := make([]DevicePtr, len(args))
 	var fb []feedback
-	for i, d := range donated {
-		arr, ok := args[i].(*Array)
-		if !d || !ok || arr.released.Load() {
+	lenders := make([]*staticPool, len(args))
+	for i, a := range args {
+		arr, ok := a.(*Array)
+		if !ok || b.args[i].b == nil || arr.released.Load() || arr.st.rt != b.rt {
 			continue
 		}
 		arr.st.mu.Lock()
 		lender, mem := arr.st.lender, arr.st.mem
 		arr.st.mu.Unlock()
-		if lender == nil || (pool != nil && lender != pool) {
-			return nil
+		if lender == nil || mem == nil || mem.bytes != arr.bytes() {
+			continue
 		}
-		g := b.graph
-		if t := b.twins; t != nil && t.b != nil && lender == t.b.pool {
-			g = t.b
-		} else if lender != b.graph.pool {
-			return nil
+		at[i], lenders[i] = mem.ptr, lender
+	}
+	// The pool the replay writes holds none of what it reads in place:
+	// the first capture's, unless an argument lies there; arguments in
+	// the twin then are copied. The twin costs as much memory as the
+	// first pool: made only for arguments worth an eighth of it (an
+	// optimizer's state, KV caches; not batch norm's running statistics,
+	// which are copied).
+	first := b.graph.pool
+	var twin *staticPool
+	if b.variants != nil {
+		twin = b.variants.twin
+	}
+	var own uint64
+	for i, l := range lenders {
+		if l == first {
+			own += args[i].(*Array).bytes()
 		}
-		j := slices.IndexFunc(g.results, func(r slotValue) bool {
-			return r.b != nil && r.b.mem.ptr == mem.ptr && r.b.elem == arr.elem && slices.Equal(r.b.shape, arr.shape)
-		})
-		if j < 0 {
-			return nil
+	}
+	writes := first
+	if own > 0 && (twin != nil || own >= first.bytes/8) {
+		writes = nil // the twin, made by the capture below if need be
+	}
+	for i, l := range lenders {
+		if l == nil || writes == nil && l == twin || writes == first && l == first {
+			at[i] = 0
+			continue
 		}
-		pool = lender
-		fb = append(fb, feedback{arg: i, res: j, buf: r2buf(g.results[j].b)})
+		arr := args[i].(*Array)
+		fb = append(fb, feedback{arg: i, buf: &devBuffer{mem: &allocation{ptr: at[i], bytes: arr.bytes()}, elem: arr.elem, shape: arr.shape}})
 	}
 	if len(fb) == 0 {
 		return nil
 	}
-	t := b.twins
-	if t == nil {
-		t = &twinGraphs{pairs: fb}
-		b.twins = t
-		p := &staticPool{}
-		g, err := b.record(p, p, fb)
-		if err != nil {
-			_ = p.release(b.rt.alloc)
-			b.twinFailed(err)
+	if b.variants == nil {
+		b.variants = &variantGraphs{}
+	}
+	vg := b.variants
+	var v *variant
+	for _, c := range vg.list {
+		if slices.Equal(c.at, at) && (c.g.pool == first) == (writes == first) {
+			v = c
+			break
+		}
+	}
+	if v == nil {
+		if len(vg.list) >= maxVariants || slices.ContainsFunc(vg.failed, func(f []DevicePtr) bool { return slices.Equal(f, at) }) {
 			return nil
 		}
-		t.b = g
-		logs.Printf(TopicCUDAGraphs, "@%s: a twin graph reads %d fed-back arguments in place", b.plan.name, len(fb))
-	}
-	if t.failed || !samePairs(t.pairs, fb) {
-		return nil
-	}
-	if pool == b.graph.pool {
-		b.cur = t.b
-	} else {
-		if t.c == nil {
-			c, err := b.record(b.graph.pool, &replaying{seq: b.graph.pool.seq}, fb)
-			if err == nil && !sameResults(c, b.graph, fb) {
-				_ = c.exec.destroy()
-				err = errors.New("its fed-back results are not where the first capture put them")
-			}
-			if err != nil {
-				b.twinFailed(err)
-				return nil
-			}
-			t.c = c
+		g, err := b.captureVariant(writes == first, fb)
+		if err != nil {
+			vg.failed = append(vg.failed, at)
+			logs.Printf(TopicCUDAGraphs, "@%s: no graph reading %d arguments in place (%v); they are copied into the first capture's buffers", b.plan.name, len(fb), err)
+			return nil
 		}
-		b.cur = t.c
+		v = &variant{at: at, g: g}
+		vg.list = append(vg.list, v)
+		logs.Printf(TopicCUDAGraphs, "@%s: variant %d of its CUDA graph reads %d arguments in place (%.2f MiB)", b.plan.name, len(vg.list), len(fb), float64(inPlaceBytes(fb))/(1<<20))
 	}
+	b.cur = v.g
 	inPlace = make([]bool, len(args))
 	for _, f := range fb {
 		inPlace[f.arg] = true
@@ -118,33 +147,33 @@ func (b *Bound) pickGraph(args []interp.Value, donated []bool) (inPlace []bool) 
 	return inPlace
 }
 
-// r2buf returns a view of result buffer r that the twin's plan does not
-// own.
-func r2buf(r *devBuffer) *devBuffer {
-	return &devBuffer{mem: &allocation{ptr: r.mem.ptr, bytes: r.mem.bytes}, elem: r.elem, shape: r.shape}
-}
-
-// samePairs reports whether x and y feed the same results to the same
-// arguments.
-func samePairs(x, y []feedback) bool {
-	return slices.EqualFunc(x, y, func(a, b feedback) bool { return a.arg == b.arg && a.res == b.res })
-}
-
-// sameResults reports whether c left every fed-back result where g did.
-func sameResults(c, g *capturedGraph, fb []feedback) bool {
+// inPlaceBytes is the memory fb reads in place.
+func inPlaceBytes(fb []feedback) uint64 {
+	var n uint64
 	for _, f := range fb {
-		if rc, rg := c.results[f.res].b, g.results[f.res].b; rc == nil || rg == nil || rc.mem.ptr != rg.mem.ptr {
-			return false
-		}
+		n += f.buf.mem.bytes
 	}
-	return true
+	return n
 }
 
-// twinFailed gives up the twins, logging why: the first capture keeps
-// serving every call.
-func (b *Bound) twinFailed(err error) {
-	logs.Printf(TopicCUDAGraphs, "@%s: no twin graph for its fed-back arguments (%v); they are copied into the graph", b.plan.name, err)
-	b.twins.failed = true
+// captureVariant records the plan reading fb in place, writing the first
+// capture's pool (first) or the twin pool, each made by its own first
+// capture and replayed by the later ones.
+func (b *Bound) captureVariant(first bool, fb []feedback) (*capturedGraph, error) {
+	vg := b.variants
+	if first {
+		return b.record(b.graph.pool, &replaying{seq: b.graph.pool.seq}, fb)
+	}
+	if vg.twin != nil {
+		return b.record(vg.twin, &replaying{seq: vg.twin.seq}, fb)
+	}
+	p := &staticPool{}
+	g, err := b.record(p, p, fb)
+	if err != nil {
+		return nil, errors.Join(err, p.release(b.rt.alloc))
+	}
+	vg.twin = p
+	return g, nil
 }
 
 // destroyGraphs destroys b's graphs and releases their pools, after the
@@ -153,14 +182,12 @@ func (b *Bound) destroyGraphs() error {
 	var errs []error
 	pools := []*staticPool{b.graph.pool}
 	graphs := []*capturedGraph{b.graph}
-	if t := b.twins; t != nil {
-		for _, g := range []*capturedGraph{t.b, t.c} {
-			if g != nil {
-				graphs = append(graphs, g)
-				if !slices.Contains(pools, g.pool) {
-					pools = append(pools, g.pool)
-				}
-			}
+	if vg := b.variants; vg != nil {
+		for _, v := range vg.list {
+			graphs = append(graphs, v.g)
+		}
+		if vg.twin != nil {
+			pools = append(pools, vg.twin)
 		}
 	}
 	for _, p := range pools {
