@@ -786,7 +786,11 @@ type widener struct {
 
 // widen returns v as an index: a sum x + c (c constant) as widen(x) + c,
 // so that the offsets base, base+1, … of a vector access stay the same
-// widened base plus constants.
+// widened base plus constants. The base is rebuilt as a chain of its terms
+// in order, also when there is no constant, so that lane 0's offset (r +
+// (h + d)) is the same value as the base of the other lanes' ((r + h + d)
+// + j) after CSE; a sum of terms that may be negative is kept as it is (a
+// partial sum of the chain could leave the range the analysis proved).
 func (w widener) widen(v *ir.Value) *ir.Value {
 	loc := v.Loc()
 	terms, c := w.flatten(v)
@@ -794,7 +798,12 @@ func (w widener) widen(v *ir.Value) *ir.Value {
 		return arith.ConstantIndex(w.b, loc, c)
 	}
 	base, s := v, w.a.rng[v]
-	if bs := (span{s.lo - c, s.hi - c}); c != 0 && bs.fits() {
+	if c == 0 && len(terms) > 2 && !slices.ContainsFunc(terms, func(t *ir.Value) bool { return !w.a.rng[t].nonNeg() }) {
+		base = terms[0]
+		for _, t := range terms[1:] {
+			base = arith.Binary(w.b, arith.OpAddI, loc, base, t)
+		}
+	} else if bs := (span{s.lo - c, s.hi - c}); c != 0 && bs.fits() {
 		base, s = terms[0], bs
 		for _, t := range terms[1:] {
 			base = arith.Binary(w.b, arith.OpAddI, loc, base, t)

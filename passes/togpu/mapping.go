@@ -88,8 +88,12 @@ type pointwise struct {
 // pointwisePlan vectorizes when the body has no inner loops, the innermost
 // dimension has step 1 and a static extent that vec divides (so a chunk
 // never crosses a row and needs no tail), and every access is contiguous
-// in the innermost index: its last index is the innermost induction
-// variable or independent of it, and no other index depends on it.
+// in the innermost index: its last index is independent of the innermost
+// induction variable, or that variable plus an offset independent of it
+// (a column block of a wider buffer: the q, k and v heads a copy cuts out
+// of the fused qkv product), and no other index depends on it. The width
+// is halved until it divides every such offset (as far as the offsets'
+// arithmetic shows), so each vector access stays aligned.
 func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	p := &pointwise{vec: 1}
 	if cfg.Vector <= 1 {
@@ -103,9 +107,11 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	if !ok1 || !ok2 || !ok3 || step != 1 || ub <= lb || (ub-lb)%cfg.Vector != 0 {
 		return p
 	}
-	inner := map[*ir.Value]bool{loop.Body(nest).Argument(n - 1): true}
+	iv := loop.Body(nest).Argument(n - 1)
+	inner := map[*ir.Value]bool{iv: true}
 	memo := map[*ir.Value]bool{}
 	ok := true
+	align := int64(0) // the gcd of the offsets added to the innermost variable (0: none)
 	nest.Walk(func(o *ir.Operation) bool {
 		switch o.Name() {
 		case loop.ForOp, loop.IfOp:
@@ -115,10 +121,15 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 		case loop.LoadOp, loop.StoreOp:
 			_, idx := accessIndices(o)
 			for i, v := range idx {
-				last := i == len(idx)-1
-				if dependsOn(v, inner, nest, memo) && !(last && inner[v]) {
-					ok = false
+				if !dependsOn(v, inner, nest, memo) {
+					continue
 				}
+				off, plus := innerOffset(v, iv, inner, nest, memo)
+				if i < len(idx)-1 || !plus {
+					ok = false
+					break
+				}
+				align = gcd(align, off)
 			}
 		}
 		return ok
@@ -134,8 +145,60 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	if w := widestAccess(nest); w == 2 && (ub-lb)%(vec*2) == 0 {
 		vec *= 2
 	}
+	for vec > 1 && align%vec != 0 {
+		vec /= 2
+	}
 	p.vec = vec
 	return p
+}
+
+// innerOffset reports whether index v is iv plus terms independent of it
+// (a tree of arith.addi with iv as one leaf), and returns a number the sum
+// of those terms is known to be a multiple of (0 when they are 0).
+func innerOffset(v, iv *ir.Value, inner map[*ir.Value]bool, nest *ir.Operation, memo map[*ir.Value]bool) (int64, bool) {
+	if v == iv {
+		return 0, true
+	}
+	d := v.DefiningOp()
+	if d == nil || d.Name() != arith.OpAddI || !definedIn(v, nest) {
+		return 0, false
+	}
+	x, y := d.Operand(0), d.Operand(1)
+	if dependsOn(x, inner, nest, memo) {
+		x, y = y, x
+	}
+	if dependsOn(x, inner, nest, memo) {
+		return 0, false // iv twice, or both sides depend on it
+	}
+	off, ok := innerOffset(y, iv, inner, nest, memo)
+	return gcd(off, knownMultiple(x, 0)), ok
+}
+
+// knownMultiple returns a number index v is known to be a multiple of (0
+// when v is the constant 0): constants, products, sums.
+func knownMultiple(v *ir.Value, depth int) int64 {
+	if c, ok := staticInt(v); ok {
+		return max(c, -c)
+	}
+	d := v.DefiningOp()
+	if d == nil || depth > 8 {
+		return 1
+	}
+	switch d.Name() {
+	case arith.OpMulI:
+		return knownMultiple(d.Operand(0), depth+1) * knownMultiple(d.Operand(1), depth+1)
+	case arith.OpAddI:
+		return gcd(knownMultiple(d.Operand(0), depth+1), knownMultiple(d.Operand(1), depth+1))
+	}
+	return 1
+}
+
+// gcd is the greatest common divisor of a, b ≥ 0 (gcd(0, b) = b).
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // widestAccess returns the largest element size in bytes among the loads

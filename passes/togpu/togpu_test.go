@@ -127,6 +127,7 @@ var semanticsCases = []struct {
 	{"index32_views.mlir", [][]int64{{}, {}, {}}}, // pad, concat, slice (negative offsets), gather
 	{"colsum.mlir", [][]int64{{}}},
 	{"empty_static.mlir", [][]int64{{}, {}, {}}},
+	{"head_split.mlir", [][]int64{{}}},
 }
 
 var configs = []struct {
@@ -233,6 +234,9 @@ func TestMappings(t *testing.T) {
 		// Nests over an extent of 0 have no kernel: only the two over 4
 		// rows of no columns are left.
 		{"empty_static.mlir", togpu.DefaultConfig, []string{"row/256/1/8", "row/256/1/8"}},
+		// Column blocks of a wider buffer (the q, k, v heads of a fused
+		// product): vectorized where the block's offset is aligned.
+		{"head_split.mlir", togpu.DefaultConfig, []string{"pointwise/256/8/0", "pointwise/256/8/0", "pointwise/256/1/0"}},
 	}
 	for _, tc := range tests {
 		ctx, m := parse(t, tc.file)
