@@ -30,6 +30,13 @@ type Options struct {
 	Horizontal bool
 	// Epilogue fuses pointwise consumers into matmul and conv2d groups.
 	Epilogue bool
+	// MatmulLibrary says the matmuls will run on a vendor library
+	// (convert-loop-to-gpu's matmul=cublaslt): a matmul group's epilogue
+	// would then be a kernel of its own reading the stored product, so
+	// its pointwise consumers are left to join their own consumers (a
+	// layer norm's row kernel takes the bias and residual adds as its
+	// prologue) instead of storing their result for them.
+	MatmulLibrary bool
 	// MaxGroupOps bounds the ops of one group (0: no bound).
 	MaxGroupOps int
 	// Log, when not nil, receives every decision, one line each; when nil
@@ -61,7 +68,8 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"holds at most `row-limit` elements, consumers that read the reduced value broadcast over the " +
 	"rows, and further reductions of the same rows, join it as a persistent row reduction (softmax and " +
 	"layer_norm become one kernel); matmul and conv2d start their own group and take pointwise consumers " +
-	"over their output as an epilogue (`epilogue`), never producers, except a widening cast (bf16 to f32) of " +
+	"over their output as an epilogue (`epilogue`; not matmuls under `matmul-library`, whose product a library " +
+	"call stores: the consumers' kernels take the epilogue instead), never producers, except a widening cast (bf16 to f32) of " +
 	"a result stored anyway (returned, or read by a reduction) that has several readers or a reduction " +
 	"reader: each reader gets a copy of the cast and widens as it loads, so the template does not store a " +
 	"widened copy; a cheap pointwise producer over a " +
@@ -85,6 +93,7 @@ func init() {
 			{Name: "row-limit", Type: passes.Int, Default: d.RowLimit, Doc: "largest row, in elements, a persistent row reduction keeps in one kernel"},
 			{Name: "horizontal", Type: passes.Bool, Default: d.Horizontal, Doc: "merge sibling groups that read the same input"},
 			{Name: "epilogue", Type: passes.Bool, Default: d.Epilogue, Doc: "fuse pointwise consumers into matmul and conv2d groups"},
+			{Name: "matmul-library", Type: passes.Bool, Default: d.MatmulLibrary, Doc: "the matmuls run on a vendor library: no epilogue joins a matmul group (its consumers' kernels take it)"},
 			{Name: "max-group-ops", Type: passes.Int, Default: int64(d.MaxGroupOps), Doc: "most ops in one group (0: no bound)"},
 		},
 		After: []passes.Order{
@@ -93,10 +102,11 @@ func init() {
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			opts := Options{
-				RowLimit:    o.Int("row-limit"),
-				Horizontal:  o.Bool("horizontal"),
-				Epilogue:    o.Bool("epilogue"),
-				MaxGroupOps: int(o.Int("max-group-ops")),
+				RowLimit:      o.Int("row-limit"),
+				Horizontal:    o.Bool("horizontal"),
+				Epilogue:      o.Bool("epilogue"),
+				MatmulLibrary: o.Bool("matmul-library"),
+				MaxGroupOps:   int(o.Int("max-group-ops")),
 			}
 			if opts.RowLimit < 0 || opts.MaxGroupOps < 0 {
 				return nil, fmt.Errorf("graph-fuse: row-limit and max-group-ops must be >= 0")

@@ -149,6 +149,51 @@ var cases = []struct {
 		log:   []string{"epilogue fusion is off"},
 	},
 	{
+		// GPT-2's projection under matmul-library: the library stores the
+		// product, and the bias and residual adds join the next layer
+		// norm's row kernel as its prologue (which also stores the new
+		// residual) rather than a kernel of their own.
+		name: "library matmul epilogue joins the layer norm",
+		src: fn("%x: tensor<4x16xbf16>, %w: tensor<16x8xbf16>, %b: tensor<8xbf16>, %r: tensor<4x8xbf16>", "tensor<4x8xbf16>, tensor<4x8xf32>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+  %2 = "graph.add"(%r, %1) : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %3 = "graph.cast"(%2) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %4 = "graph.reduce_mean"(%3) <{axes = [1], keepdims = true}> : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %5 = "graph.sub"(%3, %4) : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %2, %5 : tensor<4x8xbf16>, tensor<4x8xf32>`),
+		opts:  func(o *fusion.Options) { o.MatmulLibrary = true },
+		kinds: []string{"matmul", "persistent_row"},
+		log:   []string{"the matmul runs on a library (matmul-library)", "prologue"},
+	},
+	{
+		// The same block without the option: the adds and the cast are the
+		// matmul's epilogue, which stores the sum in f32 for the row kernel.
+		name: "matmul epilogue stores the layer norm's input",
+		src: fn("%x: tensor<4x16xbf16>, %w: tensor<16x8xbf16>, %b: tensor<8xbf16>, %r: tensor<4x8xbf16>", "tensor<4x8xbf16>, tensor<4x8xf32>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+  %2 = "graph.add"(%r, %1) : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %3 = "graph.cast"(%2) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %4 = "graph.reduce_mean"(%3) <{axes = [1], keepdims = true}> : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %5 = "graph.sub"(%3, %4) : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %2, %5 : tensor<4x8xbf16>, tensor<4x8xf32>`),
+		kinds: []string{"matmul", "persistent_row"},
+		log:   []string{"epilogue (pointwise consumer of the matmul of group 1)"},
+	},
+	{
+		// A product no library takes (f32: the library plan keeps it on
+		// Strata's kernels) keeps its epilogue under matmul-library.
+		name: "matmul-library keeps an f32 product's epilogue",
+		src: fn("%x: tensor<4x16xf32>, %w1: tensor<16x32xf32>, %b1: tensor<32xf32>", "tensor<4x32xf32>", `
+  %0 = "graph.matmul"(%x, %w1) : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+  %1 = "graph.add"(%0, %b1) : (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
+  return %1 : tensor<4x32xf32>`),
+		opts:  func(o *fusion.Options) { o.MatmulLibrary = true },
+		kinds: []string{"matmul"},
+		log:   []string{"epilogue (pointwise consumer of the matmul of group 1)"},
+	},
+	{
 		name: "attention from primitives",
 		src: fn("%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>", "tensor<2x8x4xf32>", `
   %kt = "graph.transpose"(%k) <{perm = [0, 2, 1]}> : (tensor<2x8x4xf32>) -> tensor<2x4x8xf32>

@@ -211,6 +211,8 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 		switch {
 		case !p.opts.Epilogue:
 			return "", "epilogue fusion is off", false
+		case pr.kind == Matmul && p.opts.MatmulLibrary && libraryMatmul(pr):
+			return "", "the matmul runs on a library (matmul-library): its epilogue would be a kernel of its own, so its consumers take it", false
 		case p.wideRead(pr, c):
 			return "", fmt.Sprintf("the %s result is stored anyway: its readers widen it as they load", pr.kind), false
 		case c.kind != Pointwise:
@@ -428,6 +430,22 @@ func (p *planner) try(g, c *group, k Kind, why string, ok bool, twoWay bool) boo
 	p.logf("group %d <- %s: %s", g.id, c, why)
 	p.merge(g, c, k)
 	return true
+}
+
+// libraryMatmul reports whether matmul group g's product is one a library
+// computes under matmul-library: a bf16 or f16 result of static shape
+// (convert-loop-to-gpu's library plan keeps the others on Strata's
+// kernels, which fuse the epilogue).
+func libraryMatmul(g *group) bool {
+	for _, op := range g.ops {
+		if classify(op) != template {
+			continue
+		}
+		e := ir.ElementTypeOf(op.Result(0).Type())
+		s := shapeOf(op.Result(0))
+		return (e == ir.BF16 || e == ir.F16) && s != nil && !slices.Contains(s, ir.Dynamic)
+	}
+	return false
 }
 
 // widening reports whether op is a graph.cast from a float type to a wider

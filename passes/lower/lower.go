@@ -56,8 +56,20 @@ func init() {
 		// No builtin.module(...) around it: a named pipeline is spliced where
 		// it is named, so an anchor here would nest inside the caller's
 		// module pipeline and run on nothing.
-		"func.func(graph-decompose,canonicalize,cse,graph-split-reductions,graph-fuse),convert-graph-to-loop,"+
-			"func.func(loop-buffer-reuse)")
+		LowerToLoop(""))
+}
+
+// LowerToLoop returns the passes of the lower-to-loop pipeline with
+// graph-fuse given fuseOptions (graph-fuse's option text, such as
+// "matmul-library=true"; "" for its defaults), for splicing into a module
+// pipeline as lower-to-loop is.
+func LowerToLoop(fuseOptions string) string {
+	fuse := "graph-fuse"
+	if fuseOptions != "" {
+		fuse += "{" + fuseOptions + "}"
+	}
+	return "func.func(graph-decompose,canonicalize,cse,graph-split-reductions," + fuse + "),convert-graph-to-loop," +
+		"func.func(loop-buffer-reuse)"
 }
 
 // ConvertModule runs convert-graph-to-loop on every function of module and

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/lower"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
 	"pgregory.net/rapid"
@@ -166,51 +167,62 @@ func TestLibraryMatmulF32Product(t *testing.T) {
 // them through matmul=cublaslt and compares the interpreted result with
 // the graph's.
 func TestLibraryMatmulPreservesSemantics(t *testing.T) {
-	gen := rapid.Custom(func(t *rapid.T) *passtest.Program {
-		m, n, k := rapid.Int64Range(1, 9).Draw(t, "m"), rapid.Int64Range(1, 9).Draw(t, "n"), rapid.Int64Range(1, 12).Draw(t, "k")
-		batch := rapid.SliceOfN(rapid.Int64Range(1, 3), 0, 2).Draw(t, "batch")
-		elem := rapid.SampledFrom([]string{"bf16", "f16"}).Draw(t, "elem")
-		transA, transB := rapid.Bool().Draw(t, "transA"), rapid.Bool().Draw(t, "transB")
-		typ := func(dims ...int64) string {
-			var sb strings.Builder
-			sb.WriteString("tensor<")
-			for _, d := range append(append([]int64(nil), batch...), dims...) {
-				fmt.Fprintf(&sb, "%dx", d)
-			}
-			return sb.String() + elem + ">"
-		}
-		perm := "array<i64: "
-		for d := range batch {
-			perm += fmt.Sprintf("%d, ", d)
-		}
-		perm += fmt.Sprintf("%d, %d>", len(batch)+1, len(batch))
-		var body strings.Builder
-		x, w := "%x", "%w"
-		ta, tb := typ(m, k), typ(k, n)
-		if transA {
-			ta = typ(k, m)
-			fmt.Fprintf(&body, "  %%tx = \"graph.transpose\"(%%x) <{perm = %s}> : (%s) -> %s\n", perm, ta, typ(m, k))
-			x = "%tx"
-		}
-		if transB {
-			tb = typ(n, k)
-			fmt.Fprintf(&body, "  %%tw = \"graph.transpose\"(%%w) <{perm = %s}> : (%s) -> %s\n", perm, tb, typ(k, n))
-			w = "%tw"
-		}
-		out := typ(m, n)
-		fmt.Fprintf(&body, "  %%p = \"graph.matmul\"(%s, %s) : (%s, %s) -> %s\n", x, w, typ(m, k), typ(k, n), out)
-		switch rapid.IntRange(0, 2).Draw(t, "epilogue") {
-		case 0:
-			fmt.Fprintf(&body, "  %%r = \"graph.gelu\"(%%p) <{approximate = \"tanh\"}> : (%s) -> %s\n", out, out)
-		case 1:
-			fmt.Fprintf(&body, "  %%r = \"graph.mul\"(%%p, %%p) : (%s, %s) -> %s\n", out, out, out)
-		default:
-			body.WriteString("  %r = \"graph.relu\"(%p) : (" + out + ") -> " + out + "\n")
-		}
-		return &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%%x: %s, %%w: %s) -> %s {\n%s  return %%r : %s\n}\n", ta, tb, out, body.String(), out)}
-	})
-	passtest.PreservesSemantics(t, libraryPipeline, gen)
+	passtest.PreservesSemantics(t, libraryPipeline, libraryPrograms)
 }
+
+// TestLibraryMatmulLibraryFusionPreservesSemantics is
+// TestLibraryMatmulPreservesSemantics with graph-fuse told that the
+// matmuls run on the library (matmul-library, as the nvptx backend
+// lowers them): the epilogues become kernels of their own.
+func TestLibraryMatmulLibraryFusionPreservesSemantics(t *testing.T) {
+	passtest.PreservesSemantics(t, "builtin.module("+lower.LowerToLoop("matmul-library=true")+",convert-loop-to-gpu{matmul=cublaslt},canonicalize,cse)", libraryPrograms)
+}
+
+// libraryPrograms draws matmul programs (sizes, a batch, the operands'
+// storage, the element type and an epilogue).
+var libraryPrograms = rapid.Custom(func(t *rapid.T) *passtest.Program {
+	m, n, k := rapid.Int64Range(1, 9).Draw(t, "m"), rapid.Int64Range(1, 9).Draw(t, "n"), rapid.Int64Range(1, 12).Draw(t, "k")
+	batch := rapid.SliceOfN(rapid.Int64Range(1, 3), 0, 2).Draw(t, "batch")
+	elem := rapid.SampledFrom([]string{"bf16", "f16"}).Draw(t, "elem")
+	transA, transB := rapid.Bool().Draw(t, "transA"), rapid.Bool().Draw(t, "transB")
+	typ := func(dims ...int64) string {
+		var sb strings.Builder
+		sb.WriteString("tensor<")
+		for _, d := range append(append([]int64(nil), batch...), dims...) {
+			fmt.Fprintf(&sb, "%dx", d)
+		}
+		return sb.String() + elem + ">"
+	}
+	perm := "array<i64: "
+	for d := range batch {
+		perm += fmt.Sprintf("%d, ", d)
+	}
+	perm += fmt.Sprintf("%d, %d>", len(batch)+1, len(batch))
+	var body strings.Builder
+	x, w := "%x", "%w"
+	ta, tb := typ(m, k), typ(k, n)
+	if transA {
+		ta = typ(k, m)
+		fmt.Fprintf(&body, "  %%tx = \"graph.transpose\"(%%x) <{perm = %s}> : (%s) -> %s\n", perm, ta, typ(m, k))
+		x = "%tx"
+	}
+	if transB {
+		tb = typ(n, k)
+		fmt.Fprintf(&body, "  %%tw = \"graph.transpose\"(%%w) <{perm = %s}> : (%s) -> %s\n", perm, tb, typ(k, n))
+		w = "%tw"
+	}
+	out := typ(m, n)
+	fmt.Fprintf(&body, "  %%p = \"graph.matmul\"(%s, %s) : (%s, %s) -> %s\n", x, w, typ(m, k), typ(k, n), out)
+	switch rapid.IntRange(0, 2).Draw(t, "epilogue") {
+	case 0:
+		fmt.Fprintf(&body, "  %%r = \"graph.gelu\"(%%p) <{approximate = \"tanh\"}> : (%s) -> %s\n", out, out)
+	case 1:
+		fmt.Fprintf(&body, "  %%r = \"graph.mul\"(%%p, %%p) : (%s, %s) -> %s\n", out, out, out)
+	default:
+		body.WriteString("  %r = \"graph.relu\"(%p) : (" + out + ") -> " + out + "\n")
+	}
+	return &passtest.Program{Func: "main", Source: fmt.Sprintf("func.func @main(%%x: %s, %%w: %s) -> %s {\n%s  return %%r : %s\n}\n", ta, tb, out, body.String(), out)}
+})
 
 // TestLibraryMatmulHints checks that under matmul=cublaslt a matmul nest
 // the library cannot take (a dynamic M: the plan needs static shapes)

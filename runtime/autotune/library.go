@@ -8,6 +8,7 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes/lower"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/cublaslt"
 	"github.com/strata-ir/strata/runtime/cudnn"
@@ -193,9 +194,17 @@ func LowerPipeline(mode exec.Mode, module *ir.Operation) string {
 
 // LowerPipelineFor is lower-to-gpu's passes with convert-loop-to-gpu
 // configured by cfg: lower-to-gpu itself for the default configuration.
+// With the matmuls on cuBLASLt, graph-fuse leaves their epilogues to the
+// consumers' kernels (matmul-library): the library stores the product
+// either way, and a separate epilogue kernel would store its result again
+// for the next kernel to read (GPT-2's bias and residual adds join the
+// layer norm's row kernel instead).
 func LowerPipelineFor(cfg togpu.Config) string {
-	if cfg == togpu.DefaultConfig {
+	switch {
+	case cfg == togpu.DefaultConfig:
 		return "lower-to-gpu" // the same passes, under their registered name
+	case cfg.CuBLASLt:
+		return lower.LowerToLoop("matmul-library=true") + "," + GPUPipeline(cfg)
 	}
 	return "lower-to-loop," + GPUPipeline(cfg)
 }
