@@ -64,7 +64,8 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"the groups of its producers, best first by the bytes kept out of memory. Rules: pointwise ops fuse " +
 	"vertically when they iterate over the same number of elements (views between them are index " +
 	"remapping, never copies); a reduction takes its pointwise producers as a prologue and its " +
-	"consumers in the reduced space as an epilogue; when the reduced axes are innermost and a row " +
+	"consumers in the reduced space as an epilogue, and consumers over its input space that read only the " +
+	"prologue's values (not a reduced one) as more outputs of its kernel; when the reduced axes are innermost and a row " +
 	"holds at most `row-limit` elements, consumers that read the reduced value broadcast over the " +
 	"rows, and further reductions of the same rows, join it as a persistent row reduction (softmax and " +
 	"layer_norm become one kernel); matmul and conv2d start their own group and take pointwise consumers " +

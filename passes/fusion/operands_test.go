@@ -65,3 +65,49 @@ func TestStagedMatmulOperands(t *testing.T) {
 		})
 	}
 }
+
+// TestPrologueSpaceConsumer checks that a pointwise consumer of a
+// reduction's prologue joins the reduction's kernel (GPT-2's GELU
+// gradient: kept in f32 for the bias gradient's column sums and cast to
+// bf16 for the products, it is no longer stored in f32), that one reading
+// the reduced value does not, and that both fused programs compute what
+// the graphs do.
+func TestPrologueSpaceConsumer(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		kinds     []string
+		log       string
+	}{
+		{"cast-of-the-gradient", fn("%g: tensor<8x6xbf16>, %x: tensor<8x6xbf16>, %w: tensor<6x4xbf16>", "tensor<2x6xf32>, tensor<8x4xbf16>", `
+  %gf = "graph.cast"(%g) : (tensor<8x6xbf16>) -> tensor<8x6xf32>
+  %xf = "graph.cast"(%x) : (tensor<8x6xbf16>) -> tensor<8x6xf32>
+  %d = "graph.mul"(%gf, %xf) : (tensor<8x6xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  %r = "graph.reshape"(%d) <{shape = [2, 4, 6]}> : (tensor<8x6xf32>) -> tensor<2x4x6xf32>
+  %s = "graph.reduce_sum"(%r) <{axes = [1], keepdims = false}> : (tensor<2x4x6xf32>) -> tensor<2x6xf32>
+  %db = "graph.cast"(%d) : (tensor<8x6xf32>) -> tensor<8x6xbf16>
+  %y = "graph.matmul"(%db, %w) : (tensor<8x6xbf16>, tensor<6x4xbf16>) -> tensor<8x4xbf16>
+  return %s, %y : tensor<2x6xf32>, tensor<8x4xbf16>`), []string{"reduction", "matmul"}, "prologue-space consumer"},
+		{"reads-the-sum", fn("%g: tensor<8x6xf32>", "tensor<2x6xf32>, tensor<8x6xf32>", `
+  %d = "graph.exp"(%g) : (tensor<8x6xf32>) -> tensor<8x6xf32>
+  %r = "graph.reshape"(%d) <{shape = [2, 4, 6]}> : (tensor<8x6xf32>) -> tensor<2x4x6xf32>
+  %s = "graph.reduce_sum"(%r) <{axes = [1], keepdims = true}> : (tensor<2x4x6xf32>) -> tensor<2x1x6xf32>
+  %q = "graph.div"(%r, %s) : (tensor<2x4x6xf32>, tensor<2x1x6xf32>) -> tensor<2x4x6xf32>
+  %o = "graph.reshape"(%q) <{shape = [8, 6]}> : (tensor<2x4x6xf32>) -> tensor<8x6xf32>
+  %s2 = "graph.reshape"(%s) <{shape = [2, 6]}> : (tensor<2x1x6xf32>) -> tensor<2x6xf32>
+  return %s2, %o : tensor<2x6xf32>, tensor<8x6xf32>`), []string{"reduction", "pointwise", "copy", "copy"}, "cannot broadcast the reduced value back"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, log := fuse(t, c.src, fusion.DefaultOptions())
+			if got := kinds(m); strings.Join(got, ",") != strings.Join(c.kinds, ",") {
+				t.Errorf("fusion kinds %v, want %v\n%s", got, c.kinds, log)
+			}
+			if !strings.Contains(log, c.log) {
+				t.Errorf("log lacks %q:\n%s", c.log, log)
+			}
+			p := &passtest.Program{Source: c.src, Func: "f"}
+			if err := passtest.CheckSemantics(p, "lower-to-loop", 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

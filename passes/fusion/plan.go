@@ -243,6 +243,13 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 		if !sameSpace(c.space, pr.space) {
 			return "", fmt.Sprintf("space %v is neither the rows %v nor the reduced space %v of group %d", c.space, pr.space, pr.out, pr.id), false
 		}
+		if pr.kind == Reduction && p.readsPrologueOnly(pr, c) {
+			// The kernel walks the input space anyway (to store the
+			// prologue values it yields): the consumer is computed there,
+			// and a value only it read (a gradient kept in f32 for its
+			// bias's sum and cast to bf16 for a product) is never stored.
+			return Reduction, fmt.Sprintf("prologue-space consumer (reads only the unreduced values of group %d)", pr.id), true
+		}
 		if ok, why := p.fits(pr.inner); !ok {
 			return "", "cannot broadcast the reduced value back in one kernel: " + why, false
 		}
@@ -260,6 +267,28 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 		return PersistentRow, fmt.Sprintf("persistent row (reduces the same rows as group %d)", pr.id), true
 	}
 	return "", fmt.Sprintf("no rule fuses a %s group into a %s group", c.kind, pr.kind), false
+}
+
+// readsPrologueOnly reports whether consumer c reads from reduction group
+// pr only values over pr's input space (its prologue), none that a
+// reduction made: then c can be computed in pr's kernel, at the points
+// where the prologue is. A reduction that keeps every element (the
+// reduced extent 1) leaves the spaces indistinguishable and is refused.
+func (p *planner) readsPrologueOnly(pr, c *group) bool {
+	if sameSpace(pr.space, pr.out) {
+		return false
+	}
+	ok := true
+	for _, op := range c.ops {
+		for _, v := range op.Operands() {
+			p.sources(v, func(def *ir.Operation) {
+				if p.groupOf[def] == pr && (classify(def) == reduction || !sameSpace(shapeOf(def.Result(0)), pr.space)) {
+					ok = false
+				}
+			})
+		}
+	}
+	return ok
 }
 
 // inline allows a small pointwise producer over a smaller (broadcast)
