@@ -71,7 +71,7 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"layer_norm become one kernel); matmul and conv2d start their own group and take pointwise consumers " +
 	"over their output as an epilogue (`epilogue`; not matmuls under `matmul-library`, whose product a library " +
 	"call stores: the consumers' kernels take the epilogue instead), never producers, except a widening cast (bf16 to f32) of " +
-	"a result stored anyway (returned, or read by a reduction) that has several readers or a reduction " +
+	"a result stored anyway (returned, read by a reduction, or a library's product under `matmul-library`) that has several readers or a reduction " +
 	"reader: each reader gets a copy of the cast and widens as it loads, so the template does not store a " +
 	"widened copy; a cheap pointwise producer over a " +
 	"smaller, broadcast space that nothing else reads is recomputed inside its consumer; composites stay " +

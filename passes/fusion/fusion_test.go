@@ -182,6 +182,21 @@ var cases = []struct {
 		log:   []string{"epilogue (pointwise consumer of the matmul of group 1)"},
 	},
 	{
+		// A library's product is stored anyway: its widening cast, read by
+		// a row reduction and a column sum, is copied for each (each widens
+		// as it loads) rather than stored in f32 by the first for the other.
+		name: "library matmul widened for two reductions",
+		src: fn("%x: tensor<4x16xbf16>, %w: tensor<16x8xbf16>", "tensor<4x1xf32>, tensor<8xf32>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+  %1 = "graph.cast"(%0) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %2 = "graph.reduce_mean"(%1) <{axes = [1], keepdims = true}> : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %3 = "graph.reduce_sum"(%1) <{axes = [0], keepdims = false}> : (tensor<4x8xf32>) -> tensor<8xf32>
+  return %2, %3 : tensor<4x1xf32>, tensor<8xf32>`),
+		opts:  func(o *fusion.Options) { o.MatmulLibrary = true },
+		kinds: []string{"matmul", "reduction", "reduction"},
+		log:   []string{"for each of its 2 readers"},
+	},
+	{
 		// A product no library takes (f32: the library plan keeps it on
 		// Strata's kernels) keeps its epilogue under matmul-library.
 		name: "matmul-library keeps an f32 product's epilogue",

@@ -467,14 +467,22 @@ func (p *planner) try(g, c *group, k Kind, why string, ok bool, twoWay bool) boo
 // kernels, which fuse the epilogue).
 func libraryMatmul(g *group) bool {
 	for _, op := range g.ops {
-		if classify(op) != template {
-			continue
+		if classify(op) == template {
+			return libraryMatmulOp(op)
 		}
-		e := ir.ElementTypeOf(op.Result(0).Type())
-		s := shapeOf(op.Result(0))
-		return (e == ir.BF16 || e == ir.F16) && s != nil && !slices.Contains(s, ir.Dynamic)
 	}
 	return false
+}
+
+// libraryMatmulOp reports whether op is a graph.matmul whose product a
+// library computes under matmul-library (see libraryMatmul).
+func libraryMatmulOp(op *ir.Operation) bool {
+	if op.Name() != graph.OpMatmul {
+		return false
+	}
+	e := ir.ElementTypeOf(op.Result(0).Type())
+	s := shapeOf(op.Result(0))
+	return (e == ir.BF16 || e == ir.F16) && s != nil && !slices.Contains(s, ir.Dynamic)
 }
 
 // widening reports whether op is a graph.cast from a float type to a wider
@@ -533,7 +541,8 @@ func (p *planner) copyWidenings() {
 		for def != nil && classify(def) == view {
 			def = p.top(def.Operand(0).DefiningOp())
 		}
-		if def == nil || classify(def) != template || !p.storedAnyway(def.Result(0)) {
+		// A library's product is stored whatever reads it.
+		if def == nil || classify(def) != template || !p.storedAnyway(def.Result(0)) && !(p.opts.MatmulLibrary && libraryMatmulOp(def)) {
 			continue
 		}
 		var uses []*ir.OpOperand
