@@ -109,9 +109,12 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if err := g.Time(PhaseDevice, func() (err error) { rt, err = gpuRuntime(); return err }); err != nil {
 		return nil, fmt.Errorf("nvptx backend %w", err)
 	}
-	// The libraries' handles and workspaces, while the PTX loads.
+	// The libraries' handles and workspaces, and the first call of each
+	// library op (cuDNN's plans and choice of algorithms, cuBLASLt's
+	// plans), while the PTX loads.
 	rt.WarmLibraries(exec.LibrariesOf(cfg.CuBLASLt, cfg.CuDNN)...)
 	name := g.Func
+	prog.WarmLibraryCalls(rt, name)
 	// The driver's JIT of the PTX, here rather than hidden in the first
 	// run: in tiers (exec.LoadPolicy.Tier) in the default mode, so that
 	// the first call runs quickly compiled code while the final code is

@@ -332,3 +332,106 @@ func same(t *testing.T, a, b interp.Value, rel float64) {
 		t.Fatalf("%d of %d elements differ", bad, len(x))
 	}
 }
+
+// TestPlanLibraryCalls checks the library calls a plan lists for
+// WarmLibraryCalls: each gpu.library_conv2d with its convolution and
+// direction, and the operands' sizes.
+func TestPlanLibraryCalls(t *testing.T) {
+	p := convProgram(t, convFunc("bf16", 2, 5, 9, 9, 7, 3, 2, 1, 1, "bn-relu"), true, "")
+	pl, err := p.plan("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cudnn.Conv{Type: cudnn.BF16, Layout: cudnn.NCHW, N: 2, C: 5, H: 9, W: 9, O: 7, KH: 3, KW: 3,
+		Pad: [2]int64{1, 1}, Stride: [2]int64{2, 2}, Dilate: [2]int64{1, 1}}
+	if len(pl.libCalls) != 1 {
+		t.Fatalf("%d library calls, want 1: %+v", len(pl.libCalls), pl.libCalls)
+	}
+	c := pl.libCalls[0]
+	if !c.isConv || c.conv != want || (c.dir != "" && c.dir != "forward") || c.bytes != [3]uint64{2 * 5 * 9 * 9 * 2, 7 * 5 * 3 * 3 * 2, 2 * 7 * 5 * 5 * 2} {
+		t.Errorf("library call %+v, want the forward convolution %+v", c, want)
+	}
+}
+
+// TestGPUWarmLibraryCalls warms a gradient's library calls (cuDNN's
+// filter gradients and convolutions, cuBLASLt's products) on scratch
+// memory, then runs the gradient: every call was warmed once, and the
+// results match the interpreter.
+func TestGPUWarmLibraryCalls(t *testing.T) {
+	rt := openGPU(t)
+	if err := cudnn.Load(); err != nil {
+		t.Skipf("no cuDNN: %v", err)
+	}
+	src := strings.NewReplacer("X", "tensor<2x8x10x10xbf16>", "W1", "tensor<16x8x3x3xbf16>", "W2", "tensor<12x16x1x1xbf16>",
+		"Y1", "tensor<2x16x5x5xbf16>", "Y2", "tensor<2x12x5x5xbf16>", "F", "tensor<2x12x5x5xf32>").Replace(`func.func @loss(%x: X, %w1: W1, %w2: W2) -> tensor<f32> {
+  %0 = "graph.conv2d"(%x, %w1) <{padding = [1, 1], strides = [2, 2]}> : (X, W1) -> Y1
+  %1 = "graph.relu"(%0) : (Y1) -> Y1
+  %2 = "graph.conv2d"(%1, %w2) : (Y1, W2) -> Y2
+  %3 = "graph.cast"(%2) : (Y2) -> F
+  %4 = "graph.mul"(%3, %3) : (F, F) -> F
+  %5 = "graph.reduce_mean"(%4) <{axes = [0, 1, 2, 3], keepdims = false}> : (F) -> tensor<f32>
+  return %5 : tensor<f32>
+}
+`)
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "loss.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := autodiff.Grad(ctx, ir.NewSymTable(m).Lookup("loss"), []int{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(lower-to-loop,convert-loop-to-gpu{conv=cudnn},canonicalize,cse)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := p.plan("loss_grad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.libCalls) < 3 {
+		t.Fatalf("%d library calls listed: %+v", len(pl.libCalls), pl.libCalls)
+	}
+	n, err := rt.warmCalls(pl.libCalls)
+	if err != nil || n != len(pl.libCalls) {
+		t.Fatalf("%d of %d library calls warmed: %v", n, len(pl.libCalls), err)
+	}
+	p.WarmLibraryCalls(rt, "loss_grad") // the background path, on warm plans
+	rt.libs.warm.Wait()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
+	ft, err := interp.FuncType(ir.NewSymTable(m).Lookup("loss_grad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []interp.Value
+	for _, in := range ft.Inputs {
+		mt := in.(*ir.MemRefType)
+		if mt.ElementType() == ir.F32 {
+			v, err := interp.FromFloat64s(ir.F32, mt.Shape(), []float64{1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, interp.BufferFromTensor(v))
+			continue
+		}
+		args = append(args, randomHalf(t, rng, mt.ElementType(), mt.Shape()...))
+	}
+	got, err := p.Run(rt, "loss_grad", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := interp.New(p.Module()).Call("loss_grad", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		same(t, got[i], want[i], 4.0/128) // as TestGPUCuDNNGradient
+	}
+}

@@ -221,6 +221,9 @@ func (b *Bound) Capture() (GraphInfo, error) {
 		return GraphInfo{}, &CaptureError{Func: b.plan.name, Reason: reason}
 	}
 	b.settle() // a graph keeps the code it captures: the final tier's
+	// The libraries' warm-ups (WarmLibraryCalls) end first: no library
+	// work of theirs runs on other streams while the capture records.
+	b.rt.libs.warm.Wait()
 	if err := b.Launch(); err != nil {
 		return GraphInfo{}, err
 	}

@@ -60,6 +60,9 @@ type plan struct {
 	guards   sym.Guards
 	// hasGuards is true when the function carries graph guards.
 	hasGuards bool
+	// libCalls are the library ops with static operand shapes, in
+	// program order (WarmLibraryCalls).
+	libCalls []libCall
 }
 
 // launch is one gpu.launch_func of a plan.
