@@ -266,7 +266,12 @@ func (t *Tensor) ToGPU() *Tensor {
 	if err != nil {
 		return failed(locatedWrap(loc, err, "ToGPU"))
 	}
-	arr, err := rt.Upload(v)
+	var arr *exec.Array
+	if t.zeros != nil && t.zeros == v {
+		arr, err = rt.Zeros(v.ElemType(), v.Shape()) // set on the device: nothing to copy
+	} else {
+		arr, err = rt.Upload(v)
+	}
 	if err != nil {
 		return failed(locatedWrap(loc, gpuWork.explain(err), "ToGPU"))
 	}

@@ -45,6 +45,9 @@ type Tensor struct {
 	// in is the compiled call in flight whose graph reads t as an input
 	// (set by session.stamp), so that a host read of t is a graph break.
 	in atomic.Pointer[session]
+	// zeros is val when Full made it all zeros, so that ToGPU sets the
+	// device memory instead of copying the host's (an optimizer's state).
+	zeros *interp.Tensor
 }
 
 // seqCounter numbers tensors in creation order.
@@ -150,7 +153,11 @@ func Full(dt DType, v float64, shape ...int) *Tensor {
 	if err != nil {
 		return failed(located(callerLoc(), "Full: %v", err))
 	}
-	return fromInterp(val)
+	t := fromInterp(val)
+	if v == 0 && !math.Signbit(v) {
+		t.zeros = val
+	}
+	return t
 }
 
 // Zeros returns a tensor of zeros.

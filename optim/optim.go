@@ -83,7 +83,11 @@ func newFused(params []nn.Ref, slots, nScalars int, opts frontend.Options,
 			if i == 0 {
 				f.state[s] = make([]*frontend.Tensor, n)
 			}
-			f.state[s][i] = frontend.Zeros(t.DType(), t.Shape()...)
+			z := frontend.Zeros(t.DType(), t.Shape()...)
+			if t.IsGPU() {
+				z = z.ToGPU() // set on the device, not copied from the host
+			}
+			f.state[s][i] = z
 		}
 	}
 	fn := func(args ...*frontend.Tensor) []*frontend.Tensor {

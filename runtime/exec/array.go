@@ -236,6 +236,44 @@ func (rt *Runtime) Upload(v interp.Value) (*Array, error) {
 	return a, nil
 }
 
+// Zeros returns an Array of zeros of elem and shape, set on the device
+// (asynchronously, on the stream of uploads) rather than copied from the
+// host: an optimizer's first state for GPT-2 124M is a gigabyte.
+func (rt *Runtime) Zeros(elem ir.Type, shape []int64) (*Array, error) {
+	size, err := elemSize(elem)
+	if err != nil {
+		return nil, err
+	}
+	n, err := elementCount(shape)
+	if err != nil {
+		return nil, err
+	}
+	bytes := uint64(n) * uint64(size)
+	st, err := rt.workStream()
+	if err != nil {
+		return nil, err
+	}
+	if st == nil || bytes%4 != 0 {
+		// No stream to set words on (a device without one), or a size
+		// the word-wise set would overrun: copied as any upload.
+		t, err := interp.NewTensor(elem, shape)
+		if err != nil {
+			return nil, err
+		}
+		return rt.Upload(t)
+	}
+	s, err := rt.newStore(bytes)
+	if err != nil {
+		return nil, err
+	}
+	a := newArray(s, elem, slices.Clone(shape))
+	if err := rt.cuda.MemsetD32(s.mem.ptr, 0, bytes/4, st); err != nil {
+		_ = a.Release()
+		return nil, err
+	}
+	return a, nil
+}
+
 // newStore allocates n bytes for Arrays to share.
 func (rt *Runtime) newStore(n uint64) (*store, error) {
 	p, err := rt.allocate(n)

@@ -2,12 +2,15 @@ package exec
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/runtime/cuda"
 	"github.com/strata-ir/strata/runtime/interp"
 )
@@ -272,5 +275,52 @@ func TestLaunchErrorUnwraps(t *testing.T) {
 	}
 	if s := err.Error(); !strings.Contains(s, "array.mlir:") || !strings.Contains(s, "launching @vadd") {
 		t.Errorf("error %q: want it located at the launch in array.mlir", s)
+	}
+}
+
+// TestZeros checks Runtime.Zeros on the fake device (an upload of zeros)
+// and the GPU (set on the device): every element is +0, an odd-sized bf16
+// Array included, with the shape asked for.
+func TestZeros(t *testing.T) {
+	checkZeros(t, newRuntime(newFake()))
+}
+
+// TestGPUZeros is TestZeros on the GPU, over memory that held other data.
+func TestGPUZeros(t *testing.T) {
+	rt := openGPU(t)
+	junk, err := rt.Upload(randomF32(t, rand.New(rand.NewPCG(1, 2)), 1<<16, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := junk.Release(); err != nil {
+		t.Fatal(err)
+	}
+	checkZeros(t, rt)
+}
+
+func checkZeros(t *testing.T, rt *Runtime) {
+	for _, tc := range []struct {
+		elem  ir.Type
+		shape []int64
+	}{{ir.F32, []int64{256, 64}}, {ir.BF16, []int64{3, 5}}, {ir.F32, []int64{}}} {
+		a, err := rt.Zeros(tc.elem, tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := a.Download()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.ElemType() != tc.elem || !slices.Equal(v.Shape(), tc.shape) {
+			t.Errorf("zeros of %v×%v: got %v", tc.shape, tc.elem, v)
+		}
+		for i, x := range v.Float64s() {
+			if x != 0 || math.Signbit(x) {
+				t.Fatalf("zeros of %v×%v: element %d is %g", tc.shape, tc.elem, i, x)
+			}
+		}
+		if err := a.Release(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
