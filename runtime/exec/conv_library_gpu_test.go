@@ -399,7 +399,7 @@ func TestGPUWarmLibraryCalls(t *testing.T) {
 	if len(pl.libCalls) < 3 {
 		t.Fatalf("%d library calls listed: %+v", len(pl.libCalls), pl.libCalls)
 	}
-	n, err := rt.warmCalls(pl.libCalls)
+	n, err := rt.warmCalls("loss_grad", pl.libCalls)
 	if err != nil || n != len(pl.libCalls) {
 		t.Fatalf("%d of %d library calls warmed: %v", n, len(pl.libCalls), err)
 	}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -321,24 +322,64 @@ func (p *Program) WarmLibraryCalls(rt *Runtime, fn string) {
 	if err != nil || rt.cuda == nil || len(pl.libCalls) == 0 {
 		return
 	}
-	rt.libs.warm.Add(1)
-	go func() {
-		defer rt.libs.warm.Done()
-		start := time.Now()
-		n, err := rt.warmCalls(pl.libCalls)
-		ms := float64(time.Since(start).Microseconds()) / 1000
-		if err != nil {
-			logs.Printf(TopicCompile, "@%s: warming its library calls stopped after %.1f ms: %v", pl.name, ms, err)
-			return
+	// cuDNN's and cuBLASLt's calls warm at once, each library's one
+	// after the other (a handle serialises its calls anyway).
+	var convs, products []libCall
+	for _, c := range pl.libCalls {
+		if c.isConv {
+			convs = append(convs, c)
+		} else {
+			products = append(products, c)
 		}
-		logs.Printf(TopicCompile, "@%s: %d library calls warmed in %.1f ms in the background", pl.name, n, ms)
-	}()
+	}
+	for _, calls := range [][]libCall{convs, products} {
+		if len(calls) == 0 {
+			continue
+		}
+		rt.libs.warm.Add(1)
+		go func() {
+			defer rt.libs.warm.Done()
+			start := time.Now()
+			n, err := rt.warmCalls(pl.name, calls)
+			ms := float64(time.Since(start).Microseconds()) / 1000
+			if err != nil {
+				logs.Printf(TopicCompile, "@%s: warming its library calls stopped after %.1f ms: %v", pl.name, ms, err)
+				return
+			}
+			logs.Printf(TopicCompile, "@%s: %d %s calls warmed in %.1f ms in the background", pl.name, n, calls[0].library(), ms)
+		}()
+	}
 }
 
-// warmCalls makes the first call of each distinct one of calls on
-// scratch memory (zeroed) and a stream of its own, one after the other,
-// and returns how many it made.
-func (rt *Runtime) warmCalls(calls []libCall) (int, error) {
+// library names the library that makes c.
+func (c libCall) library() string {
+	if c.isConv {
+		return "cuDNN"
+	}
+	return "cuBLASLt"
+}
+
+// String describes c for the logs.
+func (c libCall) String() string {
+	if c.isConv {
+		dir := c.dir
+		if dir == "" {
+			dir = gpu.ConvForward
+		}
+		return fmt.Sprintf("cuDNN %s of %s", dir, c.conv)
+	}
+	m := c.mm
+	return fmt.Sprintf("cuBLASLt %s product %dx%dx%d (batch %d, transposes %v %v)", m.AType, m.M, m.N, m.K, m.Batch, m.TransA, m.TransB)
+}
+
+// slowWarmCall is how long a library call's first call takes before
+// warmCalls logs it by itself.
+const slowWarmCall = 20 * time.Millisecond
+
+// warmCalls makes the first call of each distinct one of calls (of host
+// function fn) on scratch memory (zeroed) and a stream of its own, one
+// after the other, and returns how many it made; a slow one is logged.
+func (rt *Runtime) warmCalls(fn string, calls []libCall) (int, error) {
 	st, err := rt.cuda.NewNonBlockingStream()
 	if err != nil {
 		return 0, err
@@ -350,8 +391,12 @@ func (rt *Runtime) warmCalls(calls []libCall) (int, error) {
 			continue
 		}
 		seen[c] = true
+		start := time.Now()
 		if err = rt.warmCall(c, st); err != nil {
 			break
+		}
+		if d := time.Since(start); d >= slowWarmCall {
+			logs.Printf(TopicCompile, "@%s: the first call of %v took %.1f ms", fn, c, float64(d.Microseconds())/1000)
 		}
 		n++
 	}
