@@ -53,7 +53,11 @@ type store struct {
 	lender *staticPool
 }
 
-func (s *store) unref() error {
+// unref drops a reference; the last frees the memory. released says the
+// reference ended by Release rather than by the collector's cleanup: the
+// memory then came back without a collection, and is credited against
+// the bytes that start one (gcpace.go), as a plan's own frees are.
+func (s *store) unref(released bool) error {
 	if s.refs.Add(-1) != 0 {
 		return nil
 	}
@@ -61,6 +65,9 @@ func (s *store) unref() error {
 	defer s.mu.Unlock()
 	if s.lender != nil || s.mem == nil {
 		return nil // the graph's block, which reclaim lets go
+	}
+	if released {
+		s.rt.freed(s.mem.bytes)
 	}
 	return s.rt.alloc.Free(s.mem.ptr)
 }
@@ -127,7 +134,7 @@ func (s *store) memory() *allocation {
 func newArray(st *store, elem ir.Type, shape []int64) *Array {
 	st.refs.Add(1)
 	a := &Array{st: st, elem: elem, shape: shape}
-	a.cleanup = runtime.AddCleanup(a, func(s *store) { _ = s.unref() }, st)
+	a.cleanup = runtime.AddCleanup(a, func(s *store) { _ = s.unref(false) }, st)
 	return a
 }
 
@@ -202,7 +209,7 @@ func (a *Array) Release() error {
 		return nil
 	}
 	a.cleanup.Stop()
-	return a.st.unref()
+	return a.st.unref(true)
 }
 
 // Released reports whether a was released (Release, or donated to a

@@ -106,3 +106,38 @@ func TestPlanFreesStartNoCollections(t *testing.T) {
 		t.Errorf("no collection started after 16 MiB of result Arrays, bound 8 MiB")
 	}
 }
+
+// TestReleasedArraysStartNoCollections: an Array released explicitly
+// gave its memory back without the collector, so a loop that releases
+// what it does not keep (a training step's saved values and gradients)
+// starts no collection, while the same loop leaving its Arrays to the
+// collector does.
+func TestReleasedArraysStartNoCollections(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		rt := newRuntime(newFake())
+		rt.gcEveryBytes = 4 << 20
+		v := mib(t)
+		var keep []*Array
+		for range 16 {
+			a, err := rt.Upload(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if release {
+				if err := a.Release(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				keep = append(keep, a)
+			}
+		}
+		if n := rt.gcStarted.Load(); (n == 0) != release {
+			t.Errorf("released %v: %d collections started after 16 MiB, bound 4 MiB", release, n)
+		}
+		for _, a := range keep {
+			if err := a.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
