@@ -17,8 +17,9 @@ import (
 // batch-8 decoding ran out of 140 GB at step 98). So the Runtime starts a
 // collection in the background after every gcEveryBytes it hands out,
 // and an allocation that does not fit collects and waits for the
-// cleanups before it gives up. What a plan frees itself is not counted
-// (freed).
+// cleanups before it gives up. What a plan frees itself, and what an
+// Array's Release returns, is not counted (freed): only memory left to
+// the collector is.
 
 // gcEveryBytes is the device memory handed out between two collections
 // the Runtime starts.
