@@ -77,6 +77,11 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"smaller, broadcast space that nothing else reads is recomputed inside its consumer; composites stay " +
 	"alone. No merge may create a cycle between groups (a path through another group) or exceed " +
 	"`max-group-ops`. Then siblings that read the same input over the same space merge (`horizontal`). " +
+	"Then a pointwise value that one group computes and another reads over the value's space is recomputed " +
+	"by the reader when its cone (the group's pointwise ops it depends on, at most 24, back to the group's " +
+	"inputs, its template result, small reduced values or values stored anyway) loads fewer bytes than the " +
+	"value (batch norm's float32 centred input, a function of the bf16 input); ops nothing reads any more " +
+	"are dropped and siblings merge again. " +
 	"A view that leaves the function is materialized as a `copy` group, and so is the view a bf16 or f16 " +
 	"matmul would read its operand through when it is not a reshape or a transpose of the last two dims " +
 	"(the tensor-core plans read buffers). Each fusion's `kind` says what " +

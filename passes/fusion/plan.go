@@ -617,6 +617,7 @@ func (p *planner) plan() {
 		p.horizontal()
 	}
 	p.copies()
+	p.rematerialize()
 }
 
 // rank orders producer kinds: a consumer tries templates last, because an
