@@ -252,15 +252,29 @@ func (b *BatchNorm2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 		if n < 2 {
 			return errorf("BatchNorm2d: training needs more than one value per channel, got input of shape %v", xs)
 		}
-		mean = x.Mean([]int{0, 2, 3}, true)
-		d := x.Sub(mean)
-		v := d.Mul(d).Mean([]int{0, 2, 3}, true)
+		// The statistics of xs = x − k, k the running mean (a buffer:
+		// no gradient flows into it), in one pass over x: s1 = E[xs],
+		// s2 = E[xs²], var = s2 − s1². The shift keeps the one-pass
+		// variance exact to float32 rounding of var once the running
+		// mean tracks the batch's (at k = 0, of |mean|²/var more).
+		// y = xs·a + t with a = w/√(var+eps) and t = b − s1·a per
+		// channel, so that the gradient is two sums over the batch
+		// (Σ dy and Σ dy·xs, one kernel) and one pass computing dx,
+		// rather than a further sum of dx's first part before it.
+		axes := []int{0, 2, 3}
+		k := per(b.RunningMean)
+		xs := x.Sub(k)
+		s1 := xs.Mean(axes, true)
+		s2 := xs.Mul(xs).Mean(axes, true)
+		v := s2.Sub(s1.Mul(s1)).Relu()
+		mean = k.Add(s1)
 		inv = v.Add(full(x, b.Eps)).Rsqrt()
 		m := b.Momentum
 		unbiased := v.Reshape(c).Mul(full(x, float64(n)/float64(n-1)))
 		b.RunningMean = b.RunningMean.Mul(full(x, 1-m)).Add(mean.Reshape(c).Mul(full(x, m)))
 		b.RunningVar = b.RunningVar.Mul(full(x, 1-m)).Add(unbiased.Mul(full(x, m)))
-		return d.Mul(inv.Mul(per(b.Weight))).Add(per(b.Bias))
+		a := inv.Mul(per(b.Weight))
+		return xs.Mul(a).Add(per(b.Bias).Sub(s1.Mul(a)))
 	}
 	// y = x·s + t with s = w/√(var+eps), t = b - mean·s: one multiply-add
 	// over x (the affine form a conv epilogue can absorb).
