@@ -245,42 +245,51 @@ func (b *BatchNorm2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if half(x.DType()) && b.RunningMean.DType() == frontend.Float32 {
 		return b.mixed(x)
 	}
-	per := func(t *frontend.Tensor) *frontend.Tensor { return t.Reshape(1, c, 1, 1) }
-	var mean, inv *frontend.Tensor
 	if b.Training {
-		n := xs[0] * xs[2] * xs[3]
-		if n < 2 {
-			return errorf("BatchNorm2d: training needs more than one value per channel, got input of shape %v", xs)
-		}
-		// The statistics of xs = x − k, k the running mean (a buffer:
-		// no gradient flows into it), in one pass over x: s1 = E[xs],
-		// s2 = E[xs²], var = s2 − s1². The shift keeps the one-pass
-		// variance exact to float32 rounding of var once the running
-		// mean tracks the batch's (at k = 0, of |mean|²/var more).
-		// y = xs·a + t with a = w/√(var+eps) and t = b − s1·a per
-		// channel, so that the gradient is two sums over the batch
-		// (Σ dy and Σ dy·xs, one kernel) and one pass computing dx,
-		// rather than a further sum of dx's first part before it.
-		axes := []int{0, 2, 3}
-		k := per(b.RunningMean)
-		xs := x.Sub(k)
-		s1 := xs.Mean(axes, true)
-		s2 := xs.Mul(xs).Mean(axes, true)
-		v := s2.Sub(s1.Mul(s1)).Relu()
-		mean = k.Add(s1)
-		inv = v.Add(full(x, b.Eps)).Rsqrt()
-		m := b.Momentum
-		unbiased := v.Reshape(c).Mul(full(x, float64(n)/float64(n-1)))
-		b.RunningMean = b.RunningMean.Mul(full(x, 1-m)).Add(mean.Reshape(c).Mul(full(x, m)))
-		b.RunningVar = b.RunningVar.Mul(full(x, 1-m)).Add(unbiased.Mul(full(x, m)))
-		a := inv.Mul(per(b.Weight))
-		return xs.Mul(a).Add(per(b.Bias).Sub(s1.Mul(a)))
+		return b.train(x)
 	}
 	// y = x·s + t with s = w/√(var+eps), t = b - mean·s: one multiply-add
 	// over x (the affine form a conv epilogue can absorb).
+	per := func(t *frontend.Tensor) *frontend.Tensor { return t.Reshape(1, c, 1, 1) }
 	s := b.RunningVar.Add(full(x, b.Eps)).Rsqrt().Mul(b.Weight)
 	t := b.Bias.Sub(b.RunningMean.Mul(s))
 	return x.Mul(per(s)).Add(per(t))
+}
+
+// train is Forward in training mode: x normalized with its batch
+// statistics, which update the running ones.
+//
+// The statistics are those of d = x − k, in one pass over x: s1 = E[d],
+// s2 = E[d²], var = s2 − s1². k is the batch mean (a pass of its own)
+// rounded to a multiple of 2⁻²⁰ through an integer, so that s1 is that
+// rounding's residue and s2 − s1² does not cancel, and so that k carries
+// no gradient: y = d·a + t with a = w/√(var+eps) and t = b − s1·a per
+// channel, and the gradient is two sums over the batch (Σ dy and Σ dy·d,
+// one kernel) and one pass computing dx. With the two-pass form (or k
+// the mean itself) the gradient has a further sum of dx's first part
+// over the batch, a third pass, whose inputs were stored in float32.
+func (b *BatchNorm2d) train(x *frontend.Tensor) *frontend.Tensor {
+	xs := x.Shape()
+	c := xs[1]
+	n := xs[0] * xs[2] * xs[3]
+	if n < 2 {
+		return errorf("BatchNorm2d: training needs more than one value per channel, got input of shape %v", xs)
+	}
+	per := func(t *frontend.Tensor) *frontend.Tensor { return t.Reshape(1, c, 1, 1) }
+	axes := []int{0, 2, 3}
+	k := x.Mean(axes, true).Mul(full(x, 1<<20)).Cast(frontend.Int64).Cast(x.DType()).Mul(full(x, 1.0/(1<<20)))
+	d := x.Sub(k)
+	s1 := d.Mean(axes, true)
+	s2 := d.Mul(d).Mean(axes, true)
+	v := s2.Sub(s1.Mul(s1)).Relu()
+	mean := k.Add(s1)
+	inv := v.Add(full(x, b.Eps)).Rsqrt()
+	m := b.Momentum
+	unbiased := v.Reshape(c).Mul(full(x, float64(n)/float64(n-1)))
+	b.RunningMean = b.RunningMean.Mul(full(x, 1-m)).Add(mean.Reshape(c).Mul(full(x, m)))
+	b.RunningVar = b.RunningVar.Mul(full(x, 1-m)).Add(unbiased.Mul(full(x, m)))
+	a := inv.Mul(per(b.Weight))
+	return d.Mul(a).Add(per(b.Bias).Sub(s1.Mul(a)))
 }
 
 // half reports whether dt is a 16-bit float type.
@@ -298,7 +307,7 @@ func (b *BatchNorm2d) mixed(x *frontend.Tensor) *frontend.Tensor {
 	f32 := *b
 	f32.Weight, f32.Bias = b.Weight.Cast(frontend.Float32), b.Bias.Cast(frontend.Float32)
 	if b.Training {
-		y := f32.Forward(x.Cast(frontend.Float32))
+		y := f32.train(x.Cast(frontend.Float32))
 		b.RunningMean, b.RunningVar = f32.RunningMean, f32.RunningVar
 		return y.Cast(dt)
 	}
