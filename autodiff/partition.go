@@ -103,9 +103,15 @@ func elemBytes(t ir.Type) int64 {
 // the backward pass from saved values, while the others (matmul, conv2d,
 // reductions, composites) are pinned to the forward pass when it computes
 // them anyway. So cheap pointwise chains are recomputed from their
-// smallest saved inputs, and matmul and reduction outputs are saved. The
-// report lists the saved values and compares their size with saving every
-// forward value the backward pass reads, which the cut never exceeds.
+// smallest saved inputs, and matmul and reduction outputs are saved. So
+// are the operands of the forward pass's matmuls and convolutions (a
+// ReLU's output that the next convolution reads): the forward pass writes
+// them to memory anyway, and recomputing one would read its inputs and
+// write it again for the weight gradient's product, which reads it too
+// (ResNet-50's training step: the residual chains recomputed in the
+// backward pass moved 3 GB more). The report lists the saved values and
+// compares their size with saving every forward value the backward pass
+// reads, which the cut never exceeds.
 func Partition(ctx *ir.Context, joint *ir.Operation) (fwd, bwd *ir.Operation, report Report, err error) {
 	j, err := readJoint(joint)
 	if err != nil {
@@ -232,7 +238,8 @@ func (j *jointFunc) readByBackward(v *ir.Value) bool {
 // The flow network has a node pair in→out per forward value, joined by an
 // edge of the value's size; uncuttable edges run from out to the in of
 // each forward op reading it, from the source to each primal argument
-// and to each non-recomputable op the forward results need, and from the
+// and to each non-recomputable op and each operand of a matmul or
+// convolution (templateOperands) the forward results need, and from the
 // out of each value the backward reads to the sink. A cut of in→out edges
 // separating source from sink is a set of saved values from which the
 // backward pass can recompute everything it reads; constants, which no
@@ -242,11 +249,12 @@ func (j *jointFunc) minCut() []*ir.Value {
 	src, sink := 2*n, 2*n+1
 	net := newFlowNet(2*n + 2)
 	needed := j.neededByResults()
+	materialized := j.templateOperands()
 	for i, v := range j.forward {
 		in, out := 2*i, 2*i+1
 		net.edge(in, out, sizeOf(v.Type()))
 		op := v.DefiningOp()
-		if op == nil || (needed[v] && !recomputable[op.Name()]) {
+		if op == nil || (needed[v] && (!recomputable[op.Name()] || materialized[v])) {
 			net.edge(src, in, inf)
 		}
 		if op != nil {
@@ -267,6 +275,35 @@ func (j *jointFunc) minCut() []*ir.Value {
 		}
 	}
 	return saved
+}
+
+// templateOperands returns the forward values that a matmul or a
+// convolution of the forward pass reads (through views): their kernels
+// read them from memory, so the forward pass writes them whatever the
+// cut, and saving one costs memory but no traffic, while recomputing it
+// in the backward pass reads its inputs and writes it again (for the
+// weight gradient's product, which reads it as well).
+func (j *jointFunc) templateOperands() map[*ir.Value]bool {
+	out := map[*ir.Value]bool{}
+	for op := range j.body.All() {
+		if op == j.ret || graph.ClassOf(op.Name()) != graph.ClassTemplate || slices.ContainsFunc(op.Results(), func(r *ir.Value) bool { return j.tangent[r] }) {
+			continue
+		}
+		for _, x := range op.Operands() {
+			for x != nil {
+				def := x.DefiningOp()
+				if def != nil && graph.ClassOf(def.Name()) == graph.ClassConstant {
+					break // recomputed for free
+				}
+				out[x] = true
+				if def == nil || graph.ClassOf(def.Name()) != graph.ClassView {
+					break
+				}
+				x = def.Operand(0)
+			}
+		}
+	}
+	return out
 }
 
 // neededByResults returns the forward values f's results depend on.
