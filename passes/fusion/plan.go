@@ -614,7 +614,7 @@ func (p *planner) plan() {
 		}
 	}
 	if p.opts.Horizontal {
-		p.horizontal()
+		p.horizontal(nil)
 	}
 	p.copies()
 	p.rematerialize()
@@ -631,8 +631,9 @@ func rank(k Kind) int {
 }
 
 // horizontal merges sibling groups that read the same input and iterate
-// over the same space: one kernel reads the input once.
-func (p *planner) horizontal() {
+// over the same space: one kernel reads the input once. Only groups that
+// eligible accepts take part (nil: all).
+func (p *planner) horizontal(eligible func(*group) bool) {
 	var inputs []*ir.Value
 	inputs = append(inputs, p.block.Arguments()...)
 	for _, op := range p.block.Ops() {
@@ -643,7 +644,7 @@ func (p *planner) horizontal() {
 	for _, v := range inputs {
 		var readers []*group
 		p.forUsers(v, func(u *ir.Operation) {
-			if g := p.groupOf[u]; g != nil && !slices.Contains(readers, g) && p.groupOf[v.DefiningOp()] != g {
+			if g := p.groupOf[u]; g != nil && !slices.Contains(readers, g) && p.groupOf[v.DefiningOp()] != g && (eligible == nil || eligible(g)) {
 				readers = append(readers, g)
 			}
 		})
