@@ -74,7 +74,9 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"a result stored anyway (returned, read by a reduction, or a library's product under `matmul-library`) that has several readers or a reduction " +
 	"reader: each reader gets a copy of the cast and widens as it loads, so the template does not store a " +
 	"widened copy; a cheap pointwise producer over a " +
-	"smaller, broadcast space that nothing else reads is recomputed inside its consumer; composites stay " +
+	"smaller, broadcast space that nothing else reads is recomputed inside its consumer, and one over a larger space " +
+	"whose inputs take no more bytes than its result is computed inside its only consumer (after horizontal fusion " +
+	"too) or inside the copies of its views when only they read it; composites stay " +
 	"alone. No merge may create a cycle between groups (a path through another group) or exceed " +
 	"`max-group-ops`. Then siblings that read the same input over the same space merge (`horizontal`). " +
 	"Then a pointwise value that one group computes and another reads over the value's space is recomputed " +

@@ -1,11 +1,12 @@
 package fusion_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/passes/fusion"
-	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
+	"github.com/strata-ir/strata/passes/lower"
 	"github.com/strata-ir/strata/passes/passtest"
 )
 
@@ -106,6 +107,61 @@ func TestPrologueSpaceConsumer(t *testing.T) {
 			}
 			p := &passtest.Program{Source: c.src, Func: "f"}
 			if err := passtest.CheckSemantics(p, "lower-to-loop", 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestQKVSplit checks the kernels of a fused qkv projection's bias and
+// head split: the bias add joins the kernel that cuts the heads (the
+// copies of its views for an attention call, or the group that casts the
+// heads to bf16), so that its sum is never stored, and that the fused
+// programs compute what the graphs do.
+func TestQKVSplit(t *testing.T) {
+	split := func(elem, cast string) string {
+		body := `
+  %p = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x24xbf16>) -> tensor<8x24xbf16>` + cast + `
+  %s = "graph.add"(%pc, %b) : (tensor<8x24xELEM>, tensor<24xELEM>) -> tensor<8x24xELEM>
+  %r = "graph.reshape"(%s) <{shape = [2, 4, 3, 2, 4]}> : (tensor<8x24xELEM>) -> tensor<2x4x3x2x4xELEM>
+  %t = "graph.transpose"(%r) <{perm = [2, 0, 3, 1, 4]}> : (tensor<2x4x3x2x4xELEM>) -> tensor<3x2x2x4x4xELEM>`
+		for i := range 3 {
+			body += fmt.Sprintf(`
+  %%s%d = "graph.slice"(%%t) <{limits = [%d, 2, 2, 4, 4], starts = [%d, 0, 0, 0, 0]}> : (tensor<3x2x2x4x4xELEM>) -> tensor<1x2x2x4x4xELEM>
+  %%h%d = "graph.reshape"(%%s%d) <{shape = [2, 2, 4, 4]}> : (tensor<1x2x2x4x4xELEM>) -> tensor<2x2x4x4xELEM>`, i, i+1, i, i, i)
+			if elem == "f32" {
+				body += fmt.Sprintf(`
+  %%c%d = "graph.cast"(%%h%d) : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xbf16>`, i, i)
+			} else {
+				body += fmt.Sprintf(`
+  %%c%d = "graph.reshape"(%%h%d) <{shape = [2, 2, 4, 4]}> : (tensor<2x2x4x4xbf16>) -> tensor<2x2x4x4xbf16>`, i, i)
+			}
+		}
+		body += `
+  return %c0, %c1, %c2 : tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>`
+		return strings.ReplaceAll(fn("%x: tensor<8x16xbf16>, %w: tensor<16x24xbf16>, %b: tensor<24xELEM>", "tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>", body), "ELEM", elem)
+	}
+	for _, c := range []struct {
+		name, src string
+		kinds     []string
+		log       string
+	}{
+		{"bf16-copies", strings.ReplaceAll(split("bf16", ""), "%pc", "%p"), []string{"matmul", "pointwise"}, "computed in place"},
+		{"f32-bias-cast-heads", split("f32", `
+  %pc = "graph.cast"(%p) : (tensor<8x24xbf16>) -> tensor<8x24xf32>`), []string{"matmul", "pointwise"}, "reads no more bytes than it stores"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := fusion.DefaultOptions()
+			opts.MatmulLibrary = true
+			m, log := fuse(t, c.src, opts)
+			if got := kinds(m); strings.Join(got, ",") != strings.Join(c.kinds, ",") {
+				t.Errorf("fusion kinds %v, want %v\n%s", got, c.kinds, log)
+			}
+			if !strings.Contains(log, c.log) {
+				t.Errorf("log lacks %q:\n%s", c.log, log)
+			}
+			p := &passtest.Program{Source: c.src, Func: "f"}
+			if err := passtest.CheckSemantics(p, "builtin.module("+lower.LowerToLoop("matmul-library=true")+")", 1); err != nil {
 				t.Error(err)
 			}
 		})

@@ -294,8 +294,15 @@ func (p *planner) readsPrologueOnly(pr, c *group) bool {
 // inline allows a small pointwise producer over a smaller (broadcast)
 // space into its consumer, recomputing it per consumer element, when it
 // is cheap and nothing else reads it: Inductor inlines such producers too.
+//
+// A producer over a larger space that reads no more bytes than it stores
+// (a widening cast and a bias add) is inlined too: its consumer loads the
+// producer's inputs where it loaded its result, so nothing is read twice
+// that was not already (GPT-2's qkv bias, added in f32 and cut into the
+// heads by one kernel, was stored in f32 for it).
 func (p *planner) inline(pr, c *group) (Kind, string, bool) {
-	if !smaller(pr.space, c.space) {
+	narrow := !smaller(pr.space, c.space) && p.storesNoLess(pr)
+	if !smaller(pr.space, c.space) && !narrow {
 		return "", fmt.Sprintf("space %v differs from group %d's %v", c.space, pr.id, pr.space), false
 	}
 	if len(pr.ops) > maxInlineOps {
@@ -314,8 +321,45 @@ func (p *planner) inline(pr, c *group) (Kind, string, bool) {
 			}
 		}
 	}
+	if narrow {
+		return c.kind, fmt.Sprintf("inlined producer group %d (it reads no more bytes than it stores)", pr.id), true
+	}
 	factor := ir.NumElements(c.space) / max(ir.NumElements(pr.space), 1)
 	return c.kind, fmt.Sprintf("inlined broadcast producer group %d (recomputed %d times)", pr.id, factor), true
+}
+
+// storesNoLess reports whether group g's inputs (the values its members
+// read from outside it) take at most the bytes of its members' results,
+// all of them known.
+func (p *planner) storesNoLess(g *group) bool {
+	var in, out int64
+	seen := map[*ir.Value]bool{}
+	for _, op := range g.ops {
+		for _, v := range op.Operands() {
+			if seen[v] {
+				continue
+			}
+			seen[v] = true
+			if def := p.top(v.DefiningOp()); def == nil || p.groupOf[def] != g {
+				if d := v.DefiningOp(); d != nil && classify(d) == view || bytesOf(v) == 0 && len(shapeOf(v)) > 0 {
+					return false // through a view, or of unknown size
+				}
+				if smaller(shapeOf(v), g.space) {
+					continue // broadcast (a bias): read again from cache
+				}
+				in += bytesOf(v)
+			}
+		}
+		if computes(op) {
+			for _, r := range op.Results() {
+				if bytesOf(r) == 0 {
+					return false
+				}
+				out = max(out, bytesOf(r))
+			}
+		}
+	}
+	return in <= out
 }
 
 // maxInlineOps bounds the pointwise ops recomputed by inlining a
@@ -434,7 +478,8 @@ func (p *planner) merge(g, c *group, k Kind) {
 	switch {
 	case k.reduces() && !g.kind.reduces():
 		g.space, g.out, g.inner = c.space, c.out, c.inner
-	case k == Pointwise && smaller(g.space, c.space):
+	case k == Pointwise && !sameSpace(g.space, c.space):
+		// An inlined producer: the kernel walks the consumer's space.
 		g.space, g.out = c.space, c.out
 	}
 	g.kind = k
@@ -615,9 +660,86 @@ func (p *planner) plan() {
 	}
 	if p.opts.Horizontal {
 		p.horizontal(nil)
+		p.inlineSiblings()
 	}
 	p.copies()
+	p.absorbCopies()
 	p.rematerialize()
+}
+
+// absorbCopies moves the copy groups that materialize views of a cheap
+// pointwise group into it when they are all that read it and walk one
+// space: one kernel computes the group at the views' points and stores
+// only the views (GPT-2's qkv bias add and the three head-split copies of
+// its result become one kernel).
+func (p *planner) absorbCopies() {
+	for _, pr := range slices.Clone(p.groups) {
+		if pr.kind != Pointwise || p.groupOf[pr.ops[0]] != pr || len(pr.ops) > maxInlineOps || !p.storesNoLess(pr) {
+			continue
+		}
+		var copies []*group
+		only := true
+		for _, op := range pr.ops {
+			for _, r := range op.Results() {
+				p.forUsers(r, func(u *ir.Operation) {
+					switch g := p.groupOf[u]; {
+					case g == pr:
+					case g == nil || g.kind != Copy || len(copies) > 0 && !slices.Equal(g.space, copies[0].space):
+						only = false
+					case !slices.Contains(copies, g):
+						copies = append(copies, g)
+					}
+				})
+			}
+		}
+		// A group that reads a copied view reads the view's source through
+		// it (views are remapping): the source must stay a result then.
+		for _, c := range copies {
+			for _, u := range p.usersOf(c.ops[0]) {
+				only = only && p.groupOf[u] == nil
+			}
+		}
+		if !only || len(copies) == 0 {
+			continue
+		}
+		for _, c := range copies {
+			p.try(pr, c, Pointwise, fmt.Sprintf("copy of a view of group %d, which only its copies read, computed in place", pr.id), true, false)
+		}
+	}
+}
+
+// inlineSiblings retries the inlining of pointwise producers into the
+// groups that horizontal fusion made: a producer read by several
+// siblings (the q, k and v slices of one projection) is read by one group
+// once they merge.
+func (p *planner) inlineSiblings() {
+	for changed := true; changed; {
+		changed = false
+		for _, c := range slices.Clone(p.groups) {
+			if p.groupOf[c.ops[0]] != c || c.kind != Pointwise && !c.kind.reduces() {
+				continue
+			}
+			var producers []*group
+			for _, op := range c.ops {
+				for _, v := range op.Operands() {
+					p.sources(v, func(def *ir.Operation) {
+						if g := p.groupOf[def]; g != nil && g != c && g.kind == Pointwise && !slices.Contains(producers, g) {
+							producers = append(producers, g)
+						}
+					})
+				}
+			}
+			for _, pr := range producers {
+				if sameSpace(pr.space, c.space) || smaller(pr.space, c.space) {
+					continue // the vertical rules had their say
+				}
+				if k, why, ok := p.inline(pr, c); ok && p.try(pr, c, k, why, ok, false) {
+					changed = true
+					break
+				}
+			}
+		}
+	}
 }
 
 // rank orders producer kinds: a consumer tries templates last, because an
