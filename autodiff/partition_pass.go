@@ -24,7 +24,8 @@ func init() {
 			"@f_bwd, which takes the saved values followed by one cotangent per result of f and returns the " +
 			"gradients, then erases @f_joint unless `keep-joint` is set. The saved values are a minimum cut " +
 			"in bytes: cheap pointwise and layout ops are recomputed in the backward pass from saved inputs, " +
-			"matmul, conv2d, reduction and composite results are saved (see docs/autodiff.md). Each split " +
+			"matmul, conv2d, reduction and composite results are saved, and so are the operands of the forward " +
+			"pass's matmuls and convolutions, which it writes anyway (see docs/autodiff.md). Each split " +
 			"is reported, with every saved value's type and size and the total against saving everything " +
 			"the backward pass reads, under the `partition` log topic.",
 		Anchor: builtin.OpModule,
