@@ -640,3 +640,56 @@ func checkGraphChainInPlace(t *testing.T, rt *Runtime, seed uint64) {
 		t.Errorf("%d bytes allocated at the end", s.Allocated)
 	}
 }
+
+// TestTwinPoolOnlyForLargeFeedback: a result fed back into its own graph
+// is read in place from a twin pool only when it is at least an eighth of
+// the first pool (the twin costs a whole pool); a small one (batch norm's
+// running statistics beside activations) is copied into the first
+// capture's buffer and no twin is made. Results match the interpreter.
+func TestTwinPoolOnlyForLargeFeedback(t *testing.T) {
+	p := compileFile(t, "twosizes.mlir")
+	for _, tc := range []struct {
+		ns, nx int
+		twin   bool
+	}{{16, 4096, false}, {4096, 16, true}} {
+		d := newFake()
+		d.graphs = true
+		rt := newRuntime(d)
+		r := NewRunner(p, rt, "main", true)
+		rng := rand.New(rand.NewPCG(21, 22))
+		state, err := rt.Upload(randomF32(t, rng, tc.ns, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := randomF32(t, rng, tc.nx, 1)
+		for call := range 4 {
+			before := download(t, state)
+			x0 := rt.Transfers()
+			res, err := r.RunDeviceDonating([]interp.Value{state, x}, []bool{true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := rt.Transfers().Sub(x0).DtoD; call > 0 && (n == 0) != tc.twin {
+				t.Errorf("%d fed back beside %d: call %d made %d device copies", tc.ns, tc.nx, call, n)
+			}
+			compare(t, p, []interp.Value{before, x}, []interp.Value{download(t, res[0]), download(t, res[1])}, 1e-6)
+			state = res[0].(*Array)
+			if err := res[1].(*Array).Release(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vg := r.last.b.variants
+		if got := vg != nil && vg.twin != nil; got != tc.twin {
+			t.Errorf("%d fed back beside %d: twin pool %v, want %v", tc.ns, tc.nx, got, tc.twin)
+		}
+		if err := state.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if s := rt.Allocator().Stats(); s.Allocated != 0 {
+			t.Errorf("%d bytes allocated at the end", s.Allocated)
+		}
+	}
+}
