@@ -1,6 +1,7 @@
 package gpt2
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -144,5 +145,47 @@ func TestLibraryLoweringMatchesGraph(t *testing.T) {
 	}
 	if n := checked(); n < 3 {
 		t.Errorf("%d graphs checked, want the step's forward and backward and the logits", n)
+	}
+}
+
+// TestLibraryLoweringKernels lowers a bf16 model's logits with the
+// library pipeline and checks what its layers' pointwise work became: per
+// layer one kernel adds the qkv bias and cuts the heads, one puts the
+// attention's heads back in rows, one adds the MLP bias and applies GELU,
+// and the two layer norms' row kernels take the bias and residual adds
+// (no kernel of their own, no float32 copy of the residual stream). With
+// the matmuls' epilogues fused as for Strata's own kernels, 23 pointwise
+// kernels.
+func TestLibraryLoweringKernels(t *testing.T) {
+	name, got := loweringBackendWith(t, libraryPipeline)
+	cfg := Config{Vocab: 32, Ctx: 16, D: 128, Heads: 2, Layers: 3, Seed: 3} // heads of 64: flash
+	bf := New(cfg)
+	if err := nn.Cast(bf, frontend.BFloat16); err != nil {
+		t.Fatal(err)
+	}
+	c, err := nn.Compile(bf, func(in ...*frontend.Tensor) []*frontend.Tensor { return []*frontend.Tensor{bf.Logits(in[0])} }, 1, frontend.Options{Backend: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := batch(cfg, 2, 16)
+	if _, err := c.Call(x); !errors.Is(err, errLowered) {
+		t.Fatalf("logits: %v, want the backend's stop", err)
+	}
+	gs := got()
+	if len(gs) != 1 {
+		t.Fatalf("%d graphs lowered, want 1", len(gs))
+	}
+	g := gs[0]
+	rows := fmt.Sprintf("memref<%dxf32>", 2*16*cfg.D)
+	if n := g.buffers[rows]; n != 0 {
+		t.Errorf("%d launches take a float32 %s (the residual stream's copy for a layer norm): want none", n, rows)
+	}
+	// The embedding's sum and first layer norm, each block's second layer
+	// norm and the next block's first (or the final one): row kernels.
+	if want := 2*cfg.Layers + 1; g.mappings[togpu.MappingRow] != want {
+		t.Errorf("kernels %v: want %d row kernels (the layer norms)", g.mappings, want)
+	}
+	if want := 3 * cfg.Layers; g.mappings[togpu.MappingPointwise] != want {
+		t.Errorf("kernels %v: want %d pointwise kernels (3 a layer: qkv bias and heads, heads back to rows, bias and GELU)", g.mappings, want)
 	}
 }

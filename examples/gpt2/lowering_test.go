@@ -38,6 +38,11 @@ type lowered struct {
 // nvptx backend's passes (graph-attention-to-flash, lower-to-gpu) and
 // records what the kernels became; its executables fail with errLowered.
 func loweringBackend(t *testing.T) (string, func() []lowered) {
+	return loweringBackendWith(t, "builtin.module("+togpu.FlashPassName+",lower-to-gpu)")
+}
+
+// loweringBackendWith is loweringBackend lowering with pipeline.
+func loweringBackendWith(t *testing.T, pipeline string) (string, func() []lowered) {
 	var (
 		mu  sync.Mutex
 		got []lowered
@@ -46,7 +51,7 @@ func loweringBackend(t *testing.T) (string, func() []lowered) {
 	frontend.RegisterBackend(name, frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
 		in := ir.Sprint(g.Module, ir.PrintOptions{})
 		l := lowered{matmuls: strings.Count(in, `"graph.matmul"`), dynamic: strings.Contains(in, "?"), mappings: map[string]int{}}
-		pm, err := passes.Parse("builtin.module(" + togpu.FlashPassName + ",lower-to-gpu)")
+		pm, err := passes.Parse(pipeline)
 		if err != nil {
 			return nil, err
 		}
