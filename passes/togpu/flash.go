@@ -453,8 +453,12 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	))
 	if f.Tile.Specialized {
 		// (gpu.setmaxnreg's counts are within what the block's size
-		// leaves a thread.)
+		// leaves a thread. ptxas honours them only with the registers at
+		// entry capped, which the launch bounds' one block an SM does:
+		// with the block size alone it ignored them wherever the kernel
+		// needed fewer than the cap, as at head dim 64 — warning C7508.)
 		kernel.SetAttr("nvvm.maxntid", ir.Int(f.Threads(), ir.I64))
+		kernel.SetAttr("nvvm.minctasm", ir.Int(1, ir.I64))
 	}
 	if f.Tile.MinBlocks > 0 {
 		// targets/llvm's MaxThreadsAttr and MinBlocksAttr.
@@ -469,7 +473,7 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	if f.Batch*max(f.Lq, f.Lk)*f.D+(f.Tile.Rows+f.Tile.Keys)*f.D >= 1<<31 {
 		width = ir.Index
 	}
-	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad}
+	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad, lastFirst: f.Causal}
 	args := entry.Arguments()
 	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
 	if f.LSE {
@@ -521,6 +525,10 @@ type flashGen struct {
 	kvBase     *ir.Value      // the block's (batch, head) offset in k and v
 	kvChunks   []chunk        // this thread's share of a K or V tile
 	tiles      *ir.Value      // key tiles the block visits
+	// lastFirst numbers a (batch, head)'s row blocks from its last: the
+	// causal forward's later rows visit more key tiles, and their blocks
+	// then start first rather than trail the launch.
+	lastFirst bool
 }
 
 // stage is the offset of a stage's K tile; its V tile follows.
@@ -692,6 +700,9 @@ func (g *flashGen) begin() flashStart {
 	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
 	bid := x.from(gpu.BlockID(b, loc, "x"))
 	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
+	if g.lastFirst {
+		mt = x.sub(x.c(tilesM-1), mt)
+	}
 	rowBase := x.mulc(mt, g.Tile.Rows)
 	g.kvBase = x.mulc(z, g.Lk*g.D)
 	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
