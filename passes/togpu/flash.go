@@ -113,11 +113,12 @@ type FlashTile struct {
 	QShared bool
 	// Specialized (with Pipe and QShared; not PrefetchV or OneK) adds a
 	// producer warpgroup to the block's Rows/64 consumer warpgroups: it
-	// alone copies the K and V tiles, into two stages each, and hands them
-	// over through mbarriers (full when copied, empty when the consumers'
-	// product that read them has completed) instead of a block barrier a
-	// tile; registers move from it to the consumers (gpu.setmaxnreg).
-	// See flash_wgmma.go, emitWGMMAPipe.
+	// alone copies the K and V tiles (two warps each, into two K and three
+	// V stages) and hands them over through mbarriers (full when copied,
+	// empty when the consumers' product that read them has completed)
+	// instead of a block barrier a tile; registers move from it to the
+	// consumers (gpu.setmaxnreg). See flash_wgmma.go, emitWGMMAPipe and
+	// wsSplit.
 	Specialized bool
 	// PingPong (with Specialized and two consumer warpgroups) has the
 	// consumers take turns issuing a tile's products, as
@@ -221,6 +222,8 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
+	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -362,8 +365,8 @@ func (f Flash) shared() int64 {
 	if t.WGMMA {
 		kv := 4 * t.Keys * f.D
 		switch {
-		case t.PrefetchV:
-			kv += t.Keys * f.D
+		case t.PrefetchV || t.Specialized:
+			kv += t.Keys * f.D // (a third V stage)
 		case t.OneK:
 			kv -= t.Keys * f.D
 		}

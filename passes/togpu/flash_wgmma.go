@@ -46,9 +46,29 @@ func (g *flashGen) swizzledChunks(rows int64) []chunk {
 }
 
 // swizzledChunksOf is swizzledChunks for the T threads numbered tid
-// (built by x).
+// (built by x). Where T/(D/8) is not a multiple of 8 (64 threads at head
+// dim 128), the threads copy a panel at a time instead: thread t chunk
+// t%8 of rows t/8 + i·T/8 of each panel.
 func (g *flashGen) swizzledChunksOf(x ix, rows int64, tid *ir.Value, T int64) []chunk {
 	per := g.D / 8
+	if T/per%8 != 0 {
+		const cpr = wgPanel / 8 // (a panel row's chunks)
+		r0, cp := x.shr(tid, 3), x.and(tid, cpr-1)
+		dst := x.add(x.mulc(r0, wgPanel), x.mulc(x.xor(cp, x.and(r0, 7)), 8))
+		src := x.add(x.mulc(r0, g.D), x.mulc(cp, 8))
+		var out []chunk
+		for p := range g.D / wgPanel {
+			for i := range ceilDivInt(rows*cpr, T) {
+				rc := i * T / cpr
+				ch := chunk{row: r0, dst: dst, src: src, rowC: rc, dstC: p*rows*wgPanel + rc*wgPanel, srcC: rc*g.D + p*wgPanel}
+				if (i+1)*T > rows*cpr {
+					ch.guard = x.lt(tid, x.c(rows*cpr-i*T))
+				}
+				out = append(out, ch)
+			}
+		}
+		return out
+	}
 	r0, c0 := x.shr(tid, int64(bits.TrailingZeros64(uint64(per)))), x.and(tid, per-1)
 	cp := x.and(c0, wgPanel/8-1) // (the chunk in its panel)
 	dst := x.add(x.mulc(x.shr(c0, 3), rows*wgPanel), x.add(x.mulc(r0, wgPanel), x.mulc(x.xor(cp, x.and(r0, 7)), 8)))
@@ -173,34 +193,20 @@ func (g *flashGen) emitWGMMA() {
 
 // pipeStages are the workgroup offsets of the pipelined kernel's K and V
 // stages and its Q tile: K(kt) at stage kt % 2 and V(kt) at stage kt % 2
-// (each stage a K then a V tile), or with PrefetchV two K stages, then
-// three V stages (V(kt) at kt % 3), then Q, or with OneK the K stage, two
-// V stages (V(kt) at kt % 2), then Q, or with Specialized two K stages,
-// two V stages (K(kt) and V(kt) at kt % 2), then Q.
+// (each stage a K then a V tile), or with PrefetchV or Specialized two K
+// stages, then three V stages (V(kt) at kt % 3), then Q, or with OneK the
+// K stage, two V stages (V(kt) at kt % 2), then Q.
 func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value, qAt int64) {
 	tile := g.Tile.Keys * g.D
-	if g.Tile.Specialized {
-		// Two K stages, then two V stages (K(kt) and V(kt) at kt % 2).
-		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), tile) }
-		vAt = func(x ix, kt *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(kt, 1), tile), 2*tile) }
-		return kAt, vAt, 4 * tile
-	}
 	if g.Tile.OneK {
 		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.c(0) }
 		vAt = func(x ix, kt *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(kt, 1), tile), tile) }
 		return kAt, vAt, 3 * tile
 	}
-	if g.Tile.PrefetchV {
+	if g.Tile.PrefetchV || g.Tile.Specialized {
 		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), tile) }
-		numK := ceilDivInt(g.Lk, g.Tile.Keys)
 		vAt = func(x ix, kt *ir.Value) *ir.Value {
-			// kt % 3 as kt − 3·⌊kt·43691 / 2¹⁷⌋ (exact below 2¹⁷, and
-			// the product fits 32 bits below 49152): ptxas makes rem.u32
-			// by 3 a float reciprocal.
-			r := x.rem(kt, x.c(3))
-			if numK <= 49152 {
-				r = x.sub(kt, x.mulc(x.shr(x.mulc(kt, 43691), 17), 3))
-			}
+			_, r := g.by3(x, kt)
 			return x.addc(x.mulc(r, tile), 2*tile)
 		}
 		return kAt, vAt, 5 * tile
@@ -208,6 +214,18 @@ func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value
 	kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), g.wgStage(1)) }
 	vAt = func(x ix, kt *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(kt, 1), g.wgStage(1)), tile) }
 	return kAt, vAt, g.wgStage(2)
+}
+
+// by3 returns kt / 3 and kt % 3 for a key tile kt: ⌊kt·43691 / 2¹⁷⌋
+// (exact below 2¹⁷, and the product fits 32 bits below 49152 tiles) and
+// kt − 3·that, as ptxas makes div.u32 and rem.u32 by 3 a float
+// reciprocal.
+func (g *flashGen) by3(x ix, kt *ir.Value) (q, r *ir.Value) {
+	if ceilDivInt(g.Lk, g.Tile.Keys) > 49152 {
+		return x.div(kt, x.c(3)), x.rem(kt, x.c(3))
+	}
+	q = x.shr(x.mulc(kt, 43691), 17)
+	return q, x.sub(kt, x.mulc(q, 3))
 }
 
 // wgLoadTile issues the copies of key tile kt of src (k or v) to
@@ -276,16 +294,15 @@ func (g *flashGen) emitWGMMAPipe() {
 		g.b, g.x = b, x
 		defer func() { g.b, g.x = top, topX }()
 	}
-	// wait waits, with Specialized, for barrier i of tile kt's stage
-	// (full: the tile is copied); release arrives at it (empty: its
-	// reader's product has completed).
-	wait := func(b *ir.Builder, i int64, kt *ir.Value) {
+	// wait waits, with Specialized, for the barrier of kind (full: the
+	// tile is copied) of tile kt's stage; release arrives at it (empty:
+	// its reader's product has completed).
+	wait := func(b *ir.Builder, kind int64, kt *ir.Value) {
 		x := x.at(b)
-		gpu.MbarrierWait(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)), wsParity(x, kt, 0))
+		gpu.MbarrierWait(b, loc, bars, g.wsIndex(x, kind, kt), g.wsParity(x, kind, kt, 0))
 	}
-	release := func(b *ir.Builder, i int64, kt *ir.Value) {
-		x := x.at(b)
-		gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)))
+	release := func(b *ir.Builder, kind int64, kt *ir.Value) {
+		gpu.MbarrierArrive(b, loc, bars, g.wsIndex(x.at(b), kind, kt))
 	}
 
 	var qAt []*ir.Value
@@ -521,13 +538,13 @@ func (g *flashGen) emitWGMMAPipe() {
 				if x.t != ir.I32 {
 					par = arith.NewCast(b, arith.OpIndexCastUI, loc, par, ir.I32)
 				}
-				gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, 2*wsKinds)), par)
+				gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, wsFirst(wsKinds))), par)
 			}
 			sIn := scores(b, at, true)
 			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
 			if g.Tile.PingPong {
 				// The other warpgroup's turn.
-				gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(x.shr(w.warp, 2), x.c(1)), 2*wsKinds)))
+				gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(x.shr(w.warp, 2), x.c(1)), wsFirst(wsKinds))))
 			}
 			sv := gpu.WGMMAWait(b, loc, 1, sIn)
 			switch {
@@ -591,11 +608,12 @@ func (g *flashGen) emitWGMMAPipe() {
 	g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
 }
 
-// The mbarriers of the specialized kernel (FlashTile.Specialized): barrier
-// 2·i + s is kind i's of stage s, full (copied; the producer's threads
-// arrive) or empty (read; the consumers' threads arrive) for K and V;
-// with PingPong barrier 2·wsKinds + w is consumer warpgroup w's turn (the
-// other warpgroup's threads arrive).
+// The mbarriers of the specialized kernel (FlashTile.Specialized): for
+// each kind one a stage (wsStages), full (the tile is copied; the
+// threads of its producer stream arrive) or empty (the consumers' product
+// that read it has completed; the consumers' threads arrive) for K and V;
+// with PingPong, after them, one a consumer warpgroup: its turn (the other
+// warpgroup's threads arrive).
 const (
 	wsFullK int64 = iota
 	wsEmptyK
@@ -604,22 +622,78 @@ const (
 	wsKinds
 )
 
+// wsStages is the number of stages of kind's tiles: two K stages, three V
+// stages.
+func wsStages(kind int64) int64 {
+	if kind == wsFullV || kind == wsEmptyV {
+		return 3
+	}
+	return 2
+}
+
+// wsFirst is the index of kind's first barrier (of wsKinds: of the
+// turns).
+func wsFirst(kind int64) int64 {
+	n := int64(0)
+	for k := range kind {
+		n += wsStages(k)
+	}
+	return n
+}
+
+// wsRound returns key tile kt's round and stage in kind's stages.
+func (g *flashGen) wsRound(x ix, kind int64, kt *ir.Value) (round, stage *ir.Value) {
+	if wsStages(kind) == 3 {
+		return g.by3(x, kt)
+	}
+	return x.shr(kt, 1), x.and(kt, 1)
+}
+
+// wsIndex is the index of kind's barrier of key tile kt's stage.
+func (g *flashGen) wsIndex(x ix, kind int64, kt *ir.Value) *ir.Value {
+	_, stage := g.wsRound(x, kind, kt)
+	return x.index(x.addc(stage, wsFirst(kind)))
+}
+
+// wsParity is the i32 parity of the phase of kind's barrier that key
+// tile kt's round of its stage completes, plus one for a producer's wait
+// for an empty stage (a fresh barrier's phase before the first counts as
+// complete).
+func (g *flashGen) wsParity(x ix, kind int64, kt *ir.Value, plus int64) *ir.Value {
+	round, _ := g.wsRound(x, kind, kt)
+	r := x.and(x.addc(round, plus), 1)
+	if x.t == ir.I32 {
+		return r
+	}
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, r, ir.I32)
+}
+
+// wsConsumerRegs is the registers a consumer thread of the specialized
+// kernel raises its count to: what the SM's 64 Ki leave them beside the
+// producer's wsProducerRegs, a multiple of 8, at most the gemm's
+// wsConsumerRegs (232 for two consumer warpgroups, 152 for three).
+func (g *flashGen) wsConsumerRegs() int64 {
+	n := (64*1024 - g.producers()*wsProducerRegs) / g.consumers()
+	return min(n&^7, wsConsumerRegs)
+}
+
 // wsBarriers adds the specialized kernel's mbarriers to the kernel and
 // has thread 0 initialize them (a barrier must follow before their use).
 func (g *flashGen) wsBarriers() *ir.Value {
 	b, loc, x := g.b, g.loc, g.x
-	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(2*wsKinds+2, ir.I64))
+	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(wsFirst(wsKinds)+2, ir.I64))
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
 		x := x.at(b)
-		counts := [wsKinds]int64{wsFullK: g.producers(), wsEmptyK: g.consumers(), wsFullV: g.producers(), wsEmptyV: g.consumers()}
-		for i, n := range counts {
-			for s := range int64(2) {
-				gpu.MbarrierInit(b, loc, bars, x.index(x.c(2*int64(i)+s)), arith.ConstantInt(b, loc, n, ir.I32))
+		stream := g.producers() / 2
+		counts := [wsKinds]int64{wsFullK: stream, wsEmptyK: g.consumers(), wsFullV: stream, wsEmptyV: g.consumers()}
+		for kind, n := range counts {
+			for s := range wsStages(int64(kind)) {
+				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFirst(int64(kind))+s)), arith.ConstantInt(b, loc, n, ir.I32))
 			}
 		}
 		if g.Tile.PingPong {
 			for w := range int64(2) {
-				gpu.MbarrierInit(b, loc, bars, x.index(x.c(2*wsKinds+w)), arith.ConstantInt(b, loc, gpu.WarpgroupSize, ir.I32))
+				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFirst(wsKinds)+w)), arith.ConstantInt(b, loc, gpu.WarpgroupSize, ir.I32))
 			}
 		}
 		return nil
@@ -627,68 +701,64 @@ func (g *flashGen) wsBarriers() *ir.Value {
 	return bars
 }
 
-// wsParity is the i32 parity of key tile kt's round kt/2 of its stage,
-// plus one for a producer's wait for an empty stage (a fresh barrier's
-// phase before the first counts as complete).
-func wsParity(x ix, kt *ir.Value, plus int64) *ir.Value {
-	r := x.and(x.addc(x.shr(kt, 1), plus), 1)
-	if x.t == ir.I32 {
-		return r
-	}
-	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, r, ir.I32)
-}
-
 // wsSplit builds the specialized kernel's role split: the producer
-// warpgroup (the block's last) lowers its registers and, for each key
-// tile kt, waits for K's stage to be empty, copies K(kt), waits for it
-// (and V(kt−1)) to land, fences the copies for the tensor cores and
-// arrives at V(kt−1)'s and K(kt)'s full barriers, then waits for V's
-// stage to be empty and copies V(kt); V of the last tile is announced
-// after the loop. K(kt+2)'s stage is free once S(kt) has completed, V's
-// once P·V(kt) has (in tile kt+1), so K runs a tile ahead of the
-// consumers and V two. It returns the builder of the consumers' branch
-// (before its terminator), whose warpgroups raise their registers.
+// warpgroup (the block's last) lowers its registers and runs two copy
+// streams, K's in its first two warps and V's in the other two. For each
+// key tile kt a stream waits for its stage to be empty, copies the tile
+// and then, keeping that copy in flight, waits for the one of tile kt−1
+// to land, fences it for the tensor cores and arrives at its full
+// barrier; the last tile is announced after the loop. (Waiting for the
+// copy just issued, as one stream of K and V did before, made a tile's
+// time a whole copy's round trip.) K(kt)'s stage is free once S(kt−2)
+// has completed, V(kt)'s once P·V(kt−3) has (in tile kt−2), so K runs up
+// to a tile ahead of the consumers and V two. It returns the builder of
+// the consumers' branch (before its terminator), whose warpgroups raise
+// their registers.
 func (g *flashGen) wsSplit(bars *ir.Value, loadK, loadV func(b *ir.Builder, kt *ir.Value)) *ir.Builder {
 	b, loc, x := g.b, g.loc, g.x
-	announce := func(b *ir.Builder, i int64, kt *ir.Value) {
+	half := g.producers() / 2
+	// stream builds the copy loop of one kind (full and empty its
+	// barriers) for the producer threads numbered tid.
+	stream := func(b *ir.Builder, full, empty int64, tid *ir.Value, load func(b *ir.Builder, kt *ir.Value)) {
 		x := x.at(b)
-		gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)))
-	}
-	free := func(b *ir.Builder, i int64, kt *ir.Value) {
-		x := x.at(b)
-		gpu.MbarrierWait(b, loc, bars, x.index(x.addc(x.and(kt, 1), 2*i)), wsParity(x, kt, 1))
+		g.kvChunks = g.swizzledChunksOf(x, g.Tile.Keys, tid, half)
+		announce := func(b *ir.Builder, kt *ir.Value) {
+			gpu.MbarrierArrive(b, loc, bars, g.wsIndex(x.at(b), full, kt))
+		}
+		one := arith.ConstantIndex(b, loc, 1)
+		loop.For(b, loc, x.index(x.c(0)), x.index(g.tiles), one, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			kt := x.from(iv)
+			gpu.MbarrierWait(b, loc, bars, g.wsIndex(x, empty, kt), g.wsParity(x, empty, kt, 1))
+			load(b, kt)
+			gpu.CpAsyncCommit(b, loc)
+			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, iv, x.index(x.c(0))), nil, func(b *ir.Builder) []*ir.Value {
+				gpu.CpAsyncWait(b, loc, 1)
+				gpu.FenceProxyAsync(b, loc)
+				announce(b, x.at(b).addc(kt, -1))
+				return nil
+			}, nil)
+			return nil
+		})
+		gpu.CpAsyncWait(b, loc, 0)
+		gpu.FenceProxyAsync(b, loc)
+		announce(b, x.addc(g.tiles, -1))
 	}
 	producer := arith.NewCmpI(b, loc, arith.CmpIUGE, g.tid, x.c(g.consumers()))
 	split := loop.If(b, loc, producer, nil, func(b *ir.Builder) []*ir.Value {
 		gpu.SetMaxNReg(b, loc, wsProducerRegs, false)
 		x := x.at(b)
-		// (The producer's 128 threads copy the tiles.)
-		g.kvChunks = g.swizzledChunksOf(x, g.Tile.Keys, x.addc(g.tid, -g.consumers()), g.producers())
-		one := arith.ConstantIndex(b, loc, 1)
-		loop.For(b, loc, x.index(x.c(0)), x.index(g.tiles), one, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
-			x := x.at(b)
-			kt := x.from(iv)
-			free(b, wsEmptyK, kt)
-			loadK(b, kt)
-			gpu.CpAsyncCommit(b, loc)
-			gpu.CpAsyncWait(b, loc, 0)
-			gpu.FenceProxyAsync(b, loc)
-			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, iv, x.index(x.c(0))), nil, func(b *ir.Builder) []*ir.Value {
-				announce(b, wsFullV, x.at(b).addc(kt, -1))
-				return nil
-			}, nil)
-			announce(b, wsFullK, kt)
-			free(b, wsEmptyV, kt)
-			loadV(b, kt)
-			gpu.CpAsyncCommit(b, loc)
+		pt := x.addc(g.tid, -g.consumers())
+		loop.If(b, loc, x.lt(pt, x.c(half)), nil, func(b *ir.Builder) []*ir.Value {
+			stream(b, wsFullK, wsEmptyK, pt, loadK)
+			return nil
+		}, func(b *ir.Builder) []*ir.Value {
+			stream(b, wsFullV, wsEmptyV, x.at(b).addc(pt, -half), loadV)
 			return nil
 		})
-		gpu.CpAsyncWait(b, loc, 0)
-		gpu.FenceProxyAsync(b, loc)
-		announce(b, wsFullV, x.addc(g.tiles, -1))
 		return nil
 	}, func(b *ir.Builder) []*ir.Value {
-		gpu.SetMaxNReg(b, loc, wsConsumerRegs, true)
+		gpu.SetMaxNReg(b, loc, g.wsConsumerRegs(), true)
 		return nil
 	})
 	cb := ir.NewBuilder(b.Ctx)
