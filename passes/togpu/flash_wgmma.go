@@ -273,19 +273,19 @@ func (g *flashGen) emitWGMMAPipe() {
 	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }
 	vAt := func(x ix, kt *ir.Value) *ir.Value { return x.index(vStage(x, kt)) }
 	pv, ws := g.Tile.PrefetchV, g.Tile.Specialized
-	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
 	var bars *ir.Value
 	if ws {
+		// The consumers copy Q, and wait for it only after the block's
+		// barrier (which publishes the mbarriers' initialization), so
+		// that the copies of Q and of the first K and V tiles overlap.
+		loop.If(b, loc, x.lt(g.tid, x.c(g.consumers())), nil, func(b *ir.Builder) []*ir.Value {
+			x := x.at(b)
+			g.copyTile(b, g.swizzledChunksOf(x, R, g.tid, g.consumers()), g.q, qBase, x.c(qStage), rowBase, qValid)
+			gpu.CpAsyncCommit(b, loc)
+			return nil
+		}, nil)
 		bars = g.wsBarriers()
-	} else {
-		loadK(b, x.c(0))
-		loadV(b, x.c(0))
-	}
-	gpu.CpAsyncCommit(b, loc)
-	gpu.CpAsyncWait(b, loc, 0)
-	gpu.FenceProxyAsync(b, loc)
-	gpu.Barrier(b, loc)
-	if ws {
+		gpu.Barrier(b, loc)
 		// The producer's branch; the consumers' code follows in the
 		// other, built by g's builder (restored at the end).
 		b = g.wsSplit(bars, loadK, loadV)
@@ -293,6 +293,20 @@ func (g *flashGen) emitWGMMAPipe() {
 		top, topX := g.b, g.x
 		g.b, g.x = b, x
 		defer func() { g.b, g.x = top, topX }()
+		// Q has landed once every consumer's copies have: each fences
+		// its own and arrives at Q's barrier.
+		gpu.CpAsyncWait(b, loc, 0)
+		gpu.FenceProxyAsync(b, loc)
+		gpu.MbarrierArrive(b, loc, bars, x.index(x.c(wsQ)))
+		gpu.MbarrierWait(b, loc, bars, x.index(x.c(wsQ)), arith.ConstantInt(b, loc, 0, ir.I32))
+	} else {
+		g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
+		loadK(b, x.c(0))
+		loadV(b, x.c(0))
+		gpu.CpAsyncCommit(b, loc)
+		gpu.CpAsyncWait(b, loc, 0)
+		gpu.FenceProxyAsync(b, loc)
+		gpu.Barrier(b, loc)
 	}
 	// wait waits, with Specialized, for the barrier of kind (full: the
 	// tile is copied) of tile kt's stage; release arrives at it (empty:
@@ -612,8 +626,9 @@ func (g *flashGen) emitWGMMAPipe() {
 // each kind one a stage (wsStages), full (the tile is copied; the
 // threads of its producer stream arrive) or empty (the consumers' product
 // that read it has completed; the consumers' threads arrive) for K and V;
-// with PingPong, after them, one a consumer warpgroup: its turn (the other
-// warpgroup's threads arrive).
+// after them, with PingPong, one a consumer warpgroup: its turn (the other
+// warpgroup's threads arrive); then wsQ, Q's (the consumers arrive once
+// their copies of the Q tile have landed).
 const (
 	wsFullK int64 = iota
 	wsEmptyK
@@ -621,6 +636,9 @@ const (
 	wsEmptyV
 	wsKinds
 )
+
+// wsQ is the index of Q's barrier.
+var wsQ = wsFirst(wsKinds) + 2
 
 // wsStages is the number of stages of kind's tiles: two K stages, three V
 // stages.
@@ -681,7 +699,7 @@ func (g *flashGen) wsConsumerRegs() int64 {
 // has thread 0 initialize them (a barrier must follow before their use).
 func (g *flashGen) wsBarriers() *ir.Value {
 	b, loc, x := g.b, g.loc, g.x
-	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(wsFirst(wsKinds)+2, ir.I64))
+	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(wsQ+1, ir.I64))
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
 		x := x.at(b)
 		stream := g.producers() / 2
@@ -691,6 +709,7 @@ func (g *flashGen) wsBarriers() *ir.Value {
 				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFirst(int64(kind))+s)), arith.ConstantInt(b, loc, n, ir.I32))
 			}
 		}
+		gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsQ)), arith.ConstantInt(b, loc, g.consumers(), ir.I32))
 		if g.Tile.PingPong {
 			for w := range int64(2) {
 				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFirst(wsKinds)+w)), arith.ConstantInt(b, loc, gpu.WarpgroupSize, ir.I32))
