@@ -118,7 +118,9 @@ type FlashTile struct {
 	// empty when the consumers' product that read them has completed)
 	// instead of a block barrier a tile; registers move from it to the
 	// consumers (gpu.setmaxnreg). See flash_wgmma.go, emitWGMMAPipe and
-	// wsSplit.
+	// wsSplit. Measured 30–50% slower than the one-warpgroup tilings
+	// (session 11: a consumer warpgroup takes ~3000 cycles a 64-key tile;
+	// not the copies, which the producer keeps a tile ahead).
 	Specialized bool
 	// PingPong (with Specialized and two consumer warpgroups) has the
 	// consumers take turns issuing a tile's products, as
@@ -221,13 +223,7 @@ var FlashTiles = []FlashTile{
 	FlashTileWGMMA128,
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
-	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
-	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
-	{Rows: 64, Keys: 32, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true},
-	{Rows: 64, Keys: 32, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, PolyExp: 2},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, PolyExp: 2},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -269,6 +265,19 @@ var FlashTiles = []FlashTile{
 // for both), and each gpu.wgmma waits for its group, so a warpgroup's
 // QKᵀ, softmax and P·V never overlap; the pipelined tilings overlap the
 // softmax with P·V and keep S and O in separate blocks.
+//
+// Session 11 (bench/NOTES.md "Session 11: flash forward"; ms at b16 h16
+// s1024, d64 and d128, non-causal / causal) kept these defaults against
+// the warp-specialized tilings — 128x64gplqd 0.294 / 0.204 and 0.426 /
+// 0.289, 128x128gplqd 0.256 / 0.180 and 0.443 / 0.320, 128x64gplqda
+// 0.366 / 0.236 and 0.548 / 0.353 — and dropped: 128x128gplqda (0.289 /
+// 0.194, 0.507 / 0.358), 192x64gplqd (three consumer warpgroups at 152
+// registers: 0.283 / 0.213, 0.524 / 0.369), 64x32gplq (120 registers at
+// d128, 4 blocks an SM: 0.243 / 0.159 at d64, in the bench 0.379 /
+// 0.243 at d128 against 64x64gplqk's 0.347 / 0.227), 64x32gplqk, and
+// PolyExp in the wgmma softmax (64x128e2gplq 0.210 / 0.150, 64x64e2gplvq
+// 0.222 / 0.146: a quarter of the exponentials on the FMA pipes costs
+// more than it saves — the MUFU is not the limit).
 var (
 	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}

@@ -253,9 +253,10 @@ func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
 // P·V(kt−1), the last reader of its stage, has completed; a tile's copies
 // are awaited with one group (the newest V) left in flight. With
 // Specialized the block's last warpgroup copies K and V (wsSplit) and the
-// consumers wait at the stages' full mbarriers instead of the copies and
-// the block barrier, and arrive at their empty ones once S (for K) and
-// P·V (for V) have completed.
+// consumers (which copy Q, awaited through an mbarrier of its own) wait
+// at the stages' full mbarriers instead of the copies and the block
+// barrier, and arrive at their empty ones once S (for K) and P·V (for V)
+// have completed.
 func (g *flashGen) emitWGMMAPipe() {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
