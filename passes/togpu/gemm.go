@@ -28,7 +28,8 @@ const MappingMMA = "mma"
 // producer hand the stages over through mbarriers (gemm_ws.go); with
 // Persistent too, the grid has at most Persistent blocks, each looping
 // over output tiles, so that the producer copies the next tile while the
-// consumers store the last.
+// consumers store the last. With TMA too, one thread of the producer
+// copies each operand's k tile with gpu.tma_load (gemm_tma.go).
 type MMATile struct {
 	M, N, K     int64
 	Stages      int64
@@ -37,6 +38,7 @@ type MMATile struct {
 	Overlap     bool
 	Specialized bool
 	Persistent  int64
+	TMA         bool
 }
 
 // MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
@@ -78,6 +80,9 @@ var MMATiles = []MMATile{
 	// 648); with one a consumer warp 627 and 606 (s4go 643).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, Persistent: 132},
+	// The same, their producer one thread issuing TMA copies (gemm_tma.go).
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true},
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Persistent: 132},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 96 / 94: 608 / 631 TFLOP/s, 0.494 / 0.480 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 96 / 92: 614 TFLOP/s, 0.490 ms
@@ -104,16 +109,20 @@ func (c Config) mmaTile() MMATile {
 }
 
 // String is the tile's name in the mma-tile option: MxNxK, s and the
-// stages, then g for WGMMA (go with Overlap, ws with Specialized, wsp
-// and the grid with Persistent), or w and the warp tile's N when it is
-// not 32.
+// stages, then g for WGMMA (go with Overlap, ws with Specialized, wst
+// with TMA too, then p and the grid with Persistent), or w and the warp
+// tile's N when it is not 32.
 func (t MMATile) String() string {
 	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
-	if t.Specialized && t.Persistent > 0 {
-		return s + fmt.Sprintf("wsp%d", t.Persistent)
-	}
 	if t.Specialized {
-		return s + "ws"
+		s += "ws"
+		if t.TMA {
+			s += "t"
+		}
+		if t.Persistent > 0 {
+			s += fmt.Sprintf("p%d", t.Persistent)
+		}
+		return s
 	}
 	if t.Overlap {
 		return s + "go"
@@ -166,7 +175,7 @@ func (t MMATile) SharedBytes() int64 {
 // convolution takes the same tile with one role a thread (Overlap).
 func (t MMATile) ConvTile() MMATile {
 	if t.Specialized {
-		t.Specialized, t.Persistent, t.Overlap = false, 0, true
+		t.Specialized, t.Persistent, t.Overlap, t.TMA = false, 0, true, false
 	}
 	return t
 }
@@ -199,6 +208,9 @@ func mmaTileNames() []string {
 func (t MMATile) check() error {
 	if t.WGMMA {
 		return t.checkWGMMA()
+	}
+	if t.TMA || t.Specialized {
+		return fmt.Errorf("mma tile %s: only a wgmma tile may be specialized or copy with TMA", t)
 	}
 	pow2 := func(n int64) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
@@ -363,6 +375,9 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 	p.width = ir.Index
 	if p.fitsI32() {
 		p.width = ir.I32
+	}
+	if tile.TMA && !p.tmaFits(nest) {
+		p.tile.TMA = false // the same pipeline with cp.async copies
 	}
 	return p
 }

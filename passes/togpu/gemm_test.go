@@ -201,8 +201,10 @@ func TestMMATiles(t *testing.T) {
 		{M: 128, N: 128, K: 16, Stages: 2, WarpN: 32},
 		{M: 128, N: 128, K: 32, Stages: 2, WarpN: 16},
 		{M: 128, N: 32, K: 32, Stages: 2, WarpN: 64},
-		{M: 512, N: 512, K: 32, Stages: 2, WarpN: 32}, // 128 warps
-		{M: 64, N: 1024, K: 32, Stages: 2, WarpN: 32}, // 1024 threads, 64 rows of A of 4 chunks: no whole pass
+		{M: 512, N: 512, K: 32, Stages: 2, WarpN: 32},              // 128 warps
+		{M: 64, N: 1024, K: 32, Stages: 2, WarpN: 32},              // 1024 threads, 64 rows of A of 4 chunks: no whole pass
+		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, TMA: true}, // TMA copies need the producer warpgroup
+		{M: 128, N: 128, K: 64, Stages: 3, WarpN: 32, TMA: true},   // and wgmma
 	} {
 		cfg := togpu.DefaultConfig
 		cfg.MMATile = bad
@@ -294,54 +296,61 @@ func TestMMADynamicShapes(t *testing.T) {
   %r = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x?xbf16>) -> tensor<8x?xbf16>`, 0,
 			[][]int64{{8, 16}, {16, 24}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)
-			p := &passtest.Program{Func: "main", Source: src}
-			pipeline := mmaPipeline(togpu.DefaultConfig.MMATile)
-			if got := mmaKernels(t, p, pipeline, 32*togpu.DefaultConfig.MMATile.Warps()); got != tc.kernels {
-				t.Errorf("%d mma kernels, want %d", got, tc.kernels)
-			}
-			ctx := dialects.NewContext()
-			g, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "dyn.mlir"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := lowerGraph(t, src, pipeline)
-			nargs := strings.Count(tc.args, "%")
-			rng := rand.New(rand.NewPCG(5, uint64(nargs)))
-			for call := 0; call+nargs <= len(tc.sizes); call += nargs {
-				var args, bufs []interp.Value
-				for _, shape := range tc.sizes[call : call+nargs] {
-					x := randomBF16(t, rng, shape)
-					args = append(args, x)
-					bufs = append(bufs, interp.BufferFromTensor(x))
+		// The default tiling, and the TMA tiling (its tensor maps sized
+		// from the buffers at each launch).
+		for _, tile := range []togpu.MMATile{togpu.DefaultConfig.MMATile, tmaTile} {
+			t.Run(tile.String()+"/"+tc.name, func(t *testing.T) {
+				src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)
+				p := &passtest.Program{Func: "main", Source: src}
+				pipeline := mmaPipeline(tile)
+				if got := mmaKernels(t, p, pipeline, 32*tile.Warps()); got != tc.kernels {
+					t.Errorf("%d mma kernels, want %d", got, tc.kernels)
 				}
-				want, err := interp.New(g).Call("main", args...)
+				ctx := dialects.NewContext()
+				g, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "dyn.mlir"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := interp.New(m).Call("main", bufs...)
-				if err != nil {
-					t.Fatalf("sizes %v: %v", tc.sizes[call:call+nargs], err)
-				}
-				gt, err := got[0].(*interp.Buffer).Tensor()
-				if err != nil {
-					t.Fatal(err)
-				}
-				wt := want[0].(*interp.Tensor)
-				if !slices.Equal(gt.Shape(), wt.Shape()) {
-					t.Fatalf("sizes %v: shape %v, want %v", tc.sizes[call:call+nargs], gt.Shape(), wt.Shape())
-				}
-				gs, ws := gt.Float64s(), wt.Float64s()
-				for i := range ws {
-					if d := math.Abs(gs[i] - ws[i]); !(d <= math.Max(1, math.Abs(ws[i]))/128) {
-						t.Fatalf("sizes %v: element %d: %g, want %g", tc.sizes[call:call+nargs], i, gs[i], ws[i])
+				m := lowerGraph(t, src, pipeline)
+				nargs := strings.Count(tc.args, "%")
+				rng := rand.New(rand.NewPCG(5, uint64(nargs)))
+				for call := 0; call+nargs <= len(tc.sizes); call += nargs {
+					var args, bufs []interp.Value
+					for _, shape := range tc.sizes[call : call+nargs] {
+						x := randomBF16(t, rng, shape)
+						args = append(args, x)
+						bufs = append(bufs, interp.BufferFromTensor(x))
+					}
+					want, err := interp.New(g).Call("main", args...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := interp.New(m).Call("main", bufs...)
+					if err != nil {
+						t.Fatalf("sizes %v: %v", tc.sizes[call:call+nargs], err)
+					}
+					gt, err := got[0].(*interp.Buffer).Tensor()
+					if err != nil {
+						t.Fatal(err)
+					}
+					wt := want[0].(*interp.Tensor)
+					if !slices.Equal(gt.Shape(), wt.Shape()) {
+						t.Fatalf("sizes %v: shape %v, want %v", tc.sizes[call:call+nargs], gt.Shape(), wt.Shape())
+					}
+					gs, ws := gt.Float64s(), wt.Float64s()
+					for i := range ws {
+						if d := math.Abs(gs[i] - ws[i]); !(d <= math.Max(1, math.Abs(ws[i]))/128) {
+							t.Fatalf("sizes %v: element %d: %g, want %g", tc.sizes[call:call+nargs], i, gs[i], ws[i])
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
+
+// tmaTile is the warp-specialized tiling whose producer copies with TMA.
+var tmaTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true}
 
 // TestMMABroadcastKept checks that a select that really broadcasts (a
 // row of A repeated over an M taken from another buffer) is not read as

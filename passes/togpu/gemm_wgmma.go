@@ -53,6 +53,9 @@ func (t MMATile) checkWGMMA() error {
 	if t.Persistent < 0 || (t.Persistent > 0 && !t.Specialized) {
 		return fmt.Errorf("mma tile %s: only a specialized tile may be persistent, on a positive number of blocks", t)
 	}
+	if t.TMA && !t.Specialized {
+		return fmt.Errorf("mma tile %s: only a specialized tile copies with TMA", t)
+	}
 	if t.Specialized && (t.Stages < 3 || t.Overlap) {
 		return fmt.Errorf("mma tile %s: a specialized tile needs at least 3 stages and no Overlap (its products are always in flight)", t)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,9 @@ func TestGPUWGMMAGemm(t *testing.T) {
 	for _, tile := range mmaTilesOnGPU() {
 		t.Run(tile.String(), func(t *testing.T) {
 			p := g.compile(t, fmt.Sprintf("mma-tile=%s", tile))
+			if tile.TMA && !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `"gpu.tma_load"`) {
+				t.Fatal("no gpu.tma_load: the TMA tiling copies with cp.async")
+			}
 			worst := g.check(t, tile.String(), p)
 			ms, err := p.RunTimed(g.rt, "main", g.args, 5, 20)
 			if err != nil {

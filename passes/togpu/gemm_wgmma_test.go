@@ -160,7 +160,8 @@ func TestWGMMAOverlapLoop(t *testing.T) {
 // k loops, which decides whether a stage is read while it is written:
 // the producer's waits for the stage to be free before copying into it,
 // then completes the iteration before (its copies awaited leaving the
-// newest group, fenced for the tensor cores, then its arrival); the
+// newest group, fenced for the tensor cores, then its arrival), or with
+// TMA expects the stage's bytes before issuing its copies; the
 // consumers' waits for the stage to be full before the product, and
 // frees a stage only after issuing the next product (which completes the
 // one before).
@@ -184,13 +185,13 @@ func TestWSLoops(t *testing.T) {
 						switch name {
 						case loop.ForOp:
 							inner = false
-						case gpu.CpAsyncOp:
+						case gpu.CpAsyncOp, gpu.TMALoadOp:
 							role = 0
 						case gpu.WGMMAOp:
 							role = 1
 						case gpu.CpAsyncWaitOp:
 							name += fmt.Sprint(gpu.IntProp(c, gpu.PendingAttr, -1))
-						case gpu.MbarrierWaitOp, gpu.MbarrierArriveOp, gpu.FenceProxyAsyncOp:
+						case gpu.MbarrierWaitOp, gpu.MbarrierArriveOp, gpu.FenceProxyAsyncOp, gpu.MbarrierExpectTxOp:
 						default:
 							return true
 						}
@@ -209,6 +210,9 @@ func TestWSLoops(t *testing.T) {
 				{gpu.MbarrierWaitOp, gpu.CpAsyncOp, gpu.CpAsyncWaitOp + "1", gpu.FenceProxyAsyncOp, gpu.MbarrierArriveOp},
 				{gpu.MbarrierWaitOp, gpu.WGMMAOp, gpu.MbarrierArriveOp},
 			}
+			if tile.TMA { // the stage's bytes expected, then its copies
+				want[0] = []string{gpu.MbarrierWaitOp, gpu.MbarrierExpectTxOp, gpu.TMALoadOp}
+			}
 			for r, name := range []string{"producer", "consumers"} {
 				if !slices.Equal(order[r], want[r]) {
 					t.Errorf("the %s' loop does %v, want %v", name, order[r], want[r])
@@ -218,22 +222,34 @@ func TestWSLoops(t *testing.T) {
 	}
 }
 
-// TestWSPersistentTiles runs the persistent warp-specialized kernel on a
-// grid of two blocks in the interpreter, so that each block loops over
-// several output tiles (tails in M, N and K included; with more k tiles
-// a block than stages, the barriers' phases wrap across tiles), and
-// compares with the graph program on random inputs.
+// TestWSPersistentTiles runs the persistent warp-specialized kernels, with
+// cp.async and with TMA copies, on a grid of two blocks in the
+// interpreter, so that each block loops over several output tiles (tails
+// in M, N and K included, batched with rank-3 tensor maps; with more k
+// tiles a block than stages, the barriers' phases wrap across tiles),
+// and compares with the graph program on random inputs.
 func TestWSPersistentTiles(t *testing.T) {
-	tile := togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, Persistent: 2}
+	for _, tma := range []bool{false, true} {
+		tile := togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, Persistent: 2, TMA: tma}
+		t.Run(tile.String(), func(t *testing.T) { testPersistentTiles(t, tile) })
+	}
+}
+
+func testPersistentTiles(t *testing.T, tile togpu.MMATile) {
 	cfg := togpu.DefaultConfig
 	cfg.MMATile = tile
 	for _, c := range []struct{ name, args, result, body string }{
 		// 2 × 2 × 3 tiles, 2 k tiles each.
 		{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
 			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`},
-		// 3 × 2 tiles of 5 k tiles: 15 iterations a block over 4 stages.
-		{"many-k-tiles", "%x: tensor<260x300xbf16>, %w: tensor<300x300xbf16>", "tensor<260x300xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<260x300xbf16>, tensor<300x300xbf16>) -> tensor<260x300xbf16>`},
+		// 3 × 2 tiles of 5 k tiles: 15 iterations a block over 4 stages
+		// (rows of 16-byte multiples, which TMA needs).
+		{"many-k-tiles", "%x: tensor<260x304xbf16>, %w: tensor<304x296xbf16>", "tensor<260x296xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<260x304xbf16>, tensor<304x296xbf16>) -> tensor<260x296xbf16>`},
+		// B stored [N, K]: TMA copies its tile in one box of N rows.
+		{"b-transposed", "%x: tensor<136x136xbf16>, %w: tensor<264x136xbf16>", "tensor<136x264xbf16>",
+			`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<264x136xbf16>) -> tensor<136x264xbf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %%r : %s\n}\n", c.args, c.result, c.body, c.result)
@@ -262,6 +278,9 @@ func TestWSPersistentTiles(t *testing.T) {
 			text := ir.Sprint(m, ir.PrintOptions{})
 			if !strings.Contains(text, `"gpu.mbarrier_wait"`) || !strings.Contains(text, `"gpu.wgmma"`) {
 				t.Fatal("no warp-specialized kernel")
+			}
+			if got := strings.Contains(text, `"gpu.tma_load"`); got != tile.TMA {
+				t.Fatalf("gpu.tma_load in the kernel: %v, want %v", got, tile.TMA)
 			}
 			rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
 			var args []interp.Value

@@ -61,11 +61,19 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 	i32 := func(b *ir.Builder, v int64) *ir.Value { return arith.ConstantInt(b, loc, v, ir.I32) }
 	tid := gpu.ThreadID(b, loc, "x")
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, tid, idx(b, 0)), nil, func(b *ir.Builder) []*ir.Value {
+		// (With TMA, one arrival fills a stage: its expected bytes.)
+		fills := tl.copyThreads()
+		if tl.TMA {
+			fills = 1
+		}
 		for s := range stages {
-			gpu.MbarrierInit(b, loc, bars, idx(b, s), i32(b, tl.copyThreads()))
+			gpu.MbarrierInit(b, loc, bars, idx(b, s), i32(b, fills))
 			gpu.MbarrierInit(b, loc, bars, idx(b, stages+s), i32(b, consumers/gpu.WarpSize))
 		}
 		gpu.MbarrierInit(b, loc, bars, idx(b, 2*stages), i32(b, consumers/gpu.WarpSize))
+		if tl.TMA { // the barriers visible to the copies' async proxy
+			gpu.FenceProxyAsync(b, loc)
+		}
 		return nil
 	}, nil)
 	gpu.Barrier(b, loc)
@@ -114,8 +122,21 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		}, nil)
 	}
 	producer := arith.NewCmpI(b, loc, arith.CmpIUGE, tid, idx(b, consumers))
+	var tmaErr error
 	loop.If(b, loc, producer, nil, func(b *ir.Builder) []*ir.Value {
 		gpu.SetMaxNReg(b, loc, wsProducerRegs, false)
+		if tl.TMA {
+			// One thread copies.
+			first := arith.NewCmpI(b, loc, arith.CmpIEQ, tid, idx(b, consumers))
+			loop.If(b, loc, first, nil, func(b *ir.Builder) []*ir.Value {
+				tmaErr = p.tmaProducer(k, b, g, bars, overTiles, func(x ix, it *ir.Value) *ir.Value {
+					gpu.MbarrierWait(x.b, loc, bars, bar(x, it, stages), parity(x, it, 1))
+					return stageOf(x, x.from(it))
+				})
+				return nil
+			}, nil)
+			return nil
+		}
 		overTiles(b, func(b *ir.Builder, gt gemmBlock, base *ir.Value) {
 			loop.For(b, loc, idx(b, 0), idx(b, numK), idx(b, 1), nil, func(b *ir.Builder, kt *ir.Value, _ []*ir.Value) []*ir.Value {
 				x := x.at(b)
@@ -171,5 +192,5 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		return nil
 	})
 	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
-	return nil
+	return tmaErr
 }

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -48,7 +49,9 @@ func (e TensorMapElem) elemBytes() (uint64, error) {
 // TensorMapArg is a kernel argument passed as the tensor map of a dense
 // row-major tensor at Ptr: its Sizes and the Box a copy moves, both
 // outermost first, and the shared-memory swizzle span in bytes (0, 32, 64
-// or 128). Elements outside the tensor read as zero.
+// or 128). Elements outside the tensor read as zero. The map of an empty
+// tensor (a size 0) cannot be encoded: it is passed as zeros, which a
+// kernel must not copy from (a GEMM with no rows has no tiles).
 type TensorMapArg struct {
 	Ptr     DevicePtr
 	Elem    TensorMapElem
@@ -117,6 +120,9 @@ type tensorMapImage struct{ b *[TensorMapBytes]byte }
 func (dev *Device) encodeTensorMap(a TensorMapArg) (tensorMapImage, error) {
 	if dev.drv.cuTensorMapEncodeTiled == nil {
 		return tensorMapImage{}, ErrNoTensorMaps
+	}
+	if slices.Contains(a.Sizes, 0) {
+		return tensorMapImage{new([TensorMapBytes]byte)}, nil
 	}
 	e, err := a.encoding()
 	if err != nil {
