@@ -172,7 +172,9 @@ func (t MMATile) SharedBytes() int64 {
 
 // ConvTile is the tiling a convolution's kernel takes for t: t, but the
 // specialized tilings' copies are of matmul operands only, so a
-// convolution takes the same tile with one role a thread (Overlap).
+// convolution takes the same tile with one role a thread (Overlap). A
+// TMA tiling's matmul takes it too where TMA cannot read the operands
+// (rows not 16-byte multiples apart: mma.tmaFits).
 func (t MMATile) ConvTile() MMATile {
 	if t.Specialized {
 		t.Specialized, t.Persistent, t.Overlap, t.TMA = false, 0, true, false
@@ -377,7 +379,10 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 		p.width = ir.I32
 	}
 	if tile.TMA && !p.tmaFits(nest) {
-		p.tile.TMA = false // the same pipeline with cp.async copies
+		// The same tile with cp.async copies: one role a thread, faster
+		// than the specialized kernel without TMA (bench/NOTES.md,
+		// sessions 9 and 11).
+		p.tile = tile.ConvTile()
 	}
 	return p
 }

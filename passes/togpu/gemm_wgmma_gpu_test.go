@@ -180,3 +180,81 @@ func BenchmarkGPUWGMMAGemm(b *testing.B) {
 		})
 	}
 }
+
+// TestGPUTMAShapes times GPT-2-sized products (8192 tokens: the
+// attention's input projection, the MLP's two, and an LM head of 2048 tokens stored [D, V], whose
+// 50257 columns TMA cannot address, so that the TMA tiling falls back to
+// 128x256x64s4go) with cuBLASLt, the wgmma kernel with its products in
+// flight and the TMA tiling, on fresh random inputs; Strata's products
+// are compared with cuBLASLt's before they are timed.
+func TestGPUTMAShapes(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("inputs from seed %d", seed)
+	tiles := []togpu.MMATile{
+		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true},
+		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true},
+	}
+	for _, s := range []struct {
+		name    string
+		m, k, n int64
+	}{{"qkv", 8192, 768, 2304}, {"mlp-up", 8192, 768, 3072}, {"mlp-down", 8192, 3072, 768}, {"lm-head", 2048, 768, 50257}} {
+		t.Run(s.name, func(t *testing.T) {
+			src := fmt.Sprintf(`func.func @main(%%x: tensor<%[1]dx%[2]dxbf16>, %%w: tensor<%[2]dx%[3]dxbf16>) -> tensor<%[1]dx%[3]dxbf16> {
+  %%r = "graph.matmul"(%%x, %%w) : (tensor<%[1]dx%[2]dxbf16>, tensor<%[2]dx%[3]dxbf16>) -> tensor<%[1]dx%[3]dxbf16>
+  return %%r : tensor<%[1]dx%[3]dxbf16>
+}`, s.m, s.k, s.n)
+			rng := rand.New(rand.NewPCG(seed, uint64(s.n)))
+			args := []interp.Value{randomBF16(t, rng, []int64{s.m, s.k}), randomBF16(t, rng, []int64{s.k, s.n})}
+			_, lib := gpuProgram(t, src, "builtin.module(lower-to-loop,convert-loop-to-gpu{matmul="+togpu.MatmulCuBLASLt+"},canonicalize,cse)")
+			want, err := lib.Run(rt, "main", args)
+			if err != nil {
+				t.Skipf("no cuBLASLt: %v", err)
+			}
+			wt, err := want[0].(*interp.Buffer).Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := wt.Float64s()
+			libMS, err := lib.RunTimed(rt, "main", args, 5, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flops := float64(2 * s.m * s.k * s.n)
+			t.Logf("%s cuBLASLt: %.4f ms, %.0f TFLOP/s", s.name, libMS, flops/libMS/1e9)
+			for _, tile := range tiles {
+				_, p := gpuProgram(t, src, mmaPipeline(tile))
+				tma := strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `"gpu.tma_load"`)
+				if tile.TMA && tma != (s.n%8 == 0) {
+					t.Fatalf("%s: gpu.tma_load in the kernel: %v, want %v", tile, tma, s.n%8 == 0)
+				}
+				got, err := p.Run(rt, "main", args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gt, err := got[0].(*interp.Buffer).Tensor()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range gt.Float64s() {
+					if d := math.Abs(v - ref[i]); !(d <= math.Max(1, math.Abs(ref[i]))/128) {
+						t.Fatalf("%s: element %d: %g, cuBLASLt %g", tile, i, v, ref[i])
+					}
+				}
+				ms, err := p.RunTimed(rt, "main", args, 5, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s %s: %.4f ms, %.0f TFLOP/s, %.1f%% of cuBLASLt", s.name, tile, ms, flops/ms/1e9, 100*libMS/ms)
+			}
+		})
+	}
+}

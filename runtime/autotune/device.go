@@ -33,11 +33,13 @@ func ownMatmuls(module *ir.Operation) bool {
 }
 
 // HopperTile is the tiling of Strata's own matmul kernels on a device of
-// compute capability 9.0 (H100, H200): the wgmma kernel with its products
-// kept in flight, 653 TFLOP/s for the 8192³ bf16 product on the H200,
-// 1.8× the mma.sync default and 81% of cuBLASLt in the same process
-// (bench/NOTES.md, session 7).
-var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true}
+// compute capability 9.0 (H100, H200): the warp-specialized wgmma kernel
+// whose producer copies with TMA, 714 TFLOP/s for the 8192³ bf16 product
+// on the H200, 88% of cuBLASLt and 1.09× the wgmma kernel with its
+// products in flight (128x256x64s4go, the default before, which products
+// whose rows TMA cannot address still take) in the same process
+// (bench/NOTES.md, session 11).
+var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true}
 
 // hopper reports whether compute capability major.minor runs sm_90a code
 // (gpu.wgmma).
