@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 )
@@ -378,13 +379,37 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 	if p.fitsI32() {
 		p.width = ir.I32
 	}
-	if tile.TMA && !p.tmaFits(nest) {
+	if tile.Specialized && dividesByVariables(nest) {
+		p.tile = tile.ConvTile()
+	}
+	if p.tile.TMA && !p.tmaFits(nest) {
 		// The same tile with cp.async copies: one role a thread, faster
 		// than the specialized kernel without TMA (bench/NOTES.md,
 		// sessions 9 and 11).
 		p.tile = tile.ConvTile()
 	}
 	return p
+}
+
+// dividesByVariables reports whether the nest divides integers by a value
+// that is not a constant (the epilogue's index arithmetic over a dynamic
+// size, such as a reshape's). ptxas 12.4 compiles each such 64-bit
+// division to a subroutine call and crashes (a segmentation fault) on a
+// kernel with gpu.setmaxnreg and tens of them (GPT-2's dynamic prefill:
+// 262 in one epilogue), so the specialized tilings leave such nests to
+// the same tile's one-role kernel (MMATile.ConvTile).
+func dividesByVariables(nest *ir.Operation) bool {
+	found := false
+	nest.Walk(func(op *ir.Operation) bool {
+		switch op.Name() {
+		case arith.OpDivUI, arith.OpDivSI, arith.OpRemUI, arith.OpRemSI, arith.OpCeilDivUI, arith.OpCeilDivSI, arith.OpFloorDivSI:
+			if _, ok := staticInt(op.Operand(1)); !ok {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // allStatic reports whether a shape has no dynamic dimension.

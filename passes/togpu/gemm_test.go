@@ -325,6 +325,9 @@ func TestMMADynamicShapes(t *testing.T) {
 					t.Fatal(err)
 				}
 				m := lowerGraph(t, src, pipeline)
+				if text := ir.Sprint(m, ir.PrintOptions{}); tile.TMA && tc.kernels > 0 && !strings.Contains(text, `"gpu.tma_load"`) {
+					t.Error("the TMA tiling copies a dynamic M with cp.async")
+				}
 				nargs := strings.Count(tc.args, "%")
 				rng := rand.New(rand.NewPCG(5, uint64(nargs)))
 				for call := 0; call+nargs <= len(tc.sizes); call += nargs {
