@@ -36,6 +36,7 @@ type Device struct {
 	ccMinor int
 	total   uint64
 	sms     int
+	maps    tensorMapCache // encoded tensor maps (tensormap.go)
 }
 
 // Open retains the primary context of device ordinal (0 is the first GPU)

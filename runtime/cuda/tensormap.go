@@ -4,13 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 )
 
 // Tensor maps (sm_90's Tensor Memory Accelerator). A kernel parameter
 // declared `.param .align 64 .b8 p[128]` and read by cp.async.bulk.tensor
 // takes the 128-byte CUtensorMap of a tensor in device memory, which
-// Launch encodes from a TensorMapArg with cuTensorMapEncodeTiled. The map
+// Launch encodes from a TensorMapArg with cuTensorMapEncodeTiled (once a
+// device for an address and a geometry: tensorMapCache). The map
 // holds the tensor's address, so a launch captured into a CUDA graph
 // keeps the map of the buffers it was captured with, as it keeps their
 // pointers.
@@ -81,7 +83,7 @@ func (a TensorMapArg) encoding() (tensorMapEncoding, error) {
 		return e, err
 	}
 	r := len(a.Sizes)
-	if r < 1 || r > 5 || len(a.Box) != r {
+	if r < 1 || r > maxTensorMapRank || len(a.Box) != r {
 		return e, fmt.Errorf("a tensor map of %d sizes and %d box extents (1 to 5 of each)", r, len(a.Box))
 	}
 	if a.Ptr%16 != 0 {
@@ -115,6 +117,59 @@ func (a TensorMapArg) encoding() (tensorMapEncoding, error) {
 
 // tensorMapImage is an encoded tensor map, the parameter's bytes.
 type tensorMapImage struct{ b *[TensorMapBytes]byte }
+
+// maxTensorMapRank is the most dimensions a tensor map has.
+const maxTensorMapRank = 5
+
+// tensorMapKey is a TensorMapArg in comparable form.
+type tensorMapKey struct {
+	ptr     DevicePtr
+	elem    TensorMapElem
+	rank    int
+	sizes   [maxTensorMapRank]int64
+	box     [maxTensorMapRank]int64
+	swizzle int64
+}
+
+// tensorMapCache holds the maps a device encoded, so that a launch on the
+// buffers of an earlier one (each call of a model's step) passes the map
+// encoded then, without a driver call. A map holds an address and a
+// geometry only, so it stays right for whatever buffer lies there later.
+// It is cleared when it holds tensorMapCacheSize maps.
+type tensorMapCache struct {
+	mu   sync.Mutex
+	maps map[tensorMapKey]tensorMapImage
+}
+
+// tensorMapCacheSize bounds a device's cached maps.
+const tensorMapCacheSize = 1024
+
+// get returns the map of a, encoding it with encode when it is not cached.
+func (c *tensorMapCache) get(a TensorMapArg, encode func(TensorMapArg) (tensorMapImage, error)) (tensorMapImage, error) {
+	if len(a.Sizes) > maxTensorMapRank || len(a.Box) != len(a.Sizes) {
+		return encode(a) // (refused there)
+	}
+	k := tensorMapKey{ptr: a.Ptr, elem: a.Elem, rank: len(a.Sizes), swizzle: a.Swizzle}
+	copy(k.sizes[:], a.Sizes)
+	copy(k.box[:], a.Box)
+	c.mu.Lock()
+	img, ok := c.maps[k]
+	c.mu.Unlock()
+	if ok {
+		return img, nil
+	}
+	img, err := encode(a)
+	if err != nil {
+		return img, err
+	}
+	c.mu.Lock()
+	if c.maps == nil || len(c.maps) >= tensorMapCacheSize {
+		c.maps = map[tensorMapKey]tensorMapImage{}
+	}
+	c.maps[k] = img
+	c.mu.Unlock()
+	return img, nil
+}
 
 // encodeTensorMap encodes a with the driver.
 func (dev *Device) encodeTensorMap(a TensorMapArg) (tensorMapImage, error) {
@@ -153,7 +208,7 @@ func (dev *Device) encodeTensorMaps(fn *Function, args []any) ([]any, error) {
 		if !ok {
 			continue
 		}
-		img, err := dev.encodeTensorMap(m)
+		img, err := dev.maps.get(m, dev.encodeTensorMap)
 		if err != nil {
 			return nil, fmt.Errorf("cuda: kernel argument %d of %s: %w", i, fn.name, err)
 		}
