@@ -764,9 +764,21 @@ func parallelLoop(op *ir.Operation) *rowLoop {
 }
 
 // matmulLike reports whether two loads in the row loops each miss a
-// different induction variable of the nest.
+// different induction variable of the nest. A variable over one point
+// (static extent 1) is missed by no load: convert-graph-to-loop indexes
+// such a dimension by the constant 0 (a decoding step's query of one
+// token), so its loads look as if they missed it.
 func matmulLike(nest *ir.Operation, loops []*rowLoop) bool {
 	ivs := loop.Body(nest).Arguments()
+	lbs, ubs, _, _, _ := loop.ParallelBounds(nest)
+	unit := func(d int) bool {
+		if d >= len(lbs) || d >= len(ubs) {
+			return false
+		}
+		l, ok1 := staticInt(lbs[d])
+		u, ok2 := staticInt(ubs[d])
+		return ok1 && ok2 && u-l == 1
+	}
 	var missing []uint64
 	for _, rl := range loops {
 		rl.op.Walk(func(o *ir.Operation) bool {
@@ -776,6 +788,9 @@ func matmulLike(nest *ir.Operation, loops []*rowLoop) bool {
 			_, idx := accessIndices(o)
 			var set uint64
 			for d, iv := range ivs {
+				if unit(d) {
+					continue
+				}
 				memo, one := map[*ir.Value]bool{}, map[*ir.Value]bool{iv: true}
 				uses := false
 				for _, v := range idx {

@@ -128,6 +128,7 @@ var semanticsCases = []struct {
 	{"colsum.mlir", [][]int64{{}}},
 	{"empty_static.mlir", [][]int64{{}, {}, {}}},
 	{"head_split.mlir", [][]int64{{}}},
+	{"decode_softmax.mlir", [][]int64{{}, {}, {}}},
 }
 
 var configs = []struct {
@@ -237,6 +238,9 @@ func TestMappings(t *testing.T) {
 		// Column blocks of a wider buffer (the q, k, v heads of a fused
 		// product): vectorized where the block's offset is aligned.
 		{"head_split.mlir", togpu.DefaultConfig, []string{"pointwise/256/8/0", "pointwise/256/8/0", "pointwise/256/1/0"}},
+		// A decoding step's masked softmax over a query dimension of size
+		// 1 (indexed by 0): a row reduction, not a thread a row.
+		{"decode_softmax.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
 	}
 	for _, tc := range tests {
 		ctx, m := parse(t, tc.file)
