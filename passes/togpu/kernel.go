@@ -152,7 +152,7 @@ func isConstant(v *ir.Value) bool {
 // build creates the kernel in gmod and replaces the nest by its launch.
 func (k *kernelGen) build(gmod *ir.Operation) error {
 	k.loc = k.nest.Loc()
-	plan, err := analyze(k.nest, k.cfg)
+	plan, err := analyze(k.ctx, k.nest, k.cfg)
 	if err != nil {
 		return ir.Errorf(k.loc, "%s: cannot map loop.parallel nest %s: %v", PassName, k.name, err)
 	}

@@ -28,14 +28,16 @@ type mapping interface {
 // analyze picks the mapping of a nest: row when its body is a sequence of
 // row-level ops and inner loops over the row that threads can share,
 // pointwise otherwise (always correct: each thread runs the whole body for
-// its points).
-func analyze(nest *ir.Operation, cfg Config) (mapping, error) {
+// its points). Sibling loops over the same range are merged first
+// (mergeRowLoops).
+func analyze(ctx *ir.Context, nest *ir.Operation, cfg Config) (mapping, error) {
 	if m := mmaPlan(nest, cfg.mmaTile()); m != nil && cfg.TensorCores {
 		return m, nil
 	}
 	if m := convPlan(nest, cfg.mmaTile()); m != nil && cfg.TensorCores {
 		return m, nil
 	}
+	mergeRowLoops(ctx, loop.Body(nest))
 	if r := rowPlan(nest, cfg); r != nil {
 		return r, nil
 	}
