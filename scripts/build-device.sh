@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything the GPU machine runs into .device/ (ignored by git): the
 # GPU test binaries and irc (scripts/device-tests.sh, when present) and the
-# benchmark suite (strata-bench, torch_side.py, run-device.sh). The device
+# benchmark suite (strata-bench, torch_side.py, run-device.sh) and the model
+# rows (strata-models, models_torch.py, run-models-device.sh). The device
 # has no Go, so everything is built here. Run from anywhere in the
 # repository, then give the device tool carry: [".device"] and the command
 # printed last.
@@ -21,10 +22,13 @@ if [ -n "$(git status --porcelain -- bench 2>/dev/null)" ]; then
 fi
 # purego loads libcuda at run time: no cgo needed, and the binary runs on
 # the device's glibc.
-CGO_ENABLED=0 go build -ldflags "-X main.commit=$commit" -o .device/strata-bench ./bench/cmd/strata-bench
-cp bench/torch_side.py bench/run-device.sh .device/
+CGO_ENABLED=0 go build -ldflags "-s -w -X main.commit=$commit" -o .device/strata-bench ./bench/cmd/strata-bench
+CGO_ENABLED=0 go build -ldflags "-s -w" -o .device/strata-models ./bench/cmd/strata-models
+cp bench/torch_side.py bench/run-device.sh bench/models_torch.py bench/run-models-device.sh .device/
 
 cat <<'RUN'
-Benchmark (device tool, carry: [".device"]):
+Kernel rows (device tool, carry: [".device"]):
 bash .device/run-device.sh
+Model rows (same carry):
+bash .device/run-models-device.sh [--only ROWS] [--mode reduce-overhead] [--profile 1]
 RUN
