@@ -25,20 +25,32 @@
 // kernel as `strata.launch = {block, vector, rows_per_block, mapping}`, so
 // that autotuning can vary them.
 //
-// Besides these, the kernel families, one file group each:
+// Besides these, the kernel families, one file group each (a reader
+// looking for a family opens its prefix):
 //
-//   - GEMM (matmul nests, the mma mapping): gemm_match.go recognizes
+//   - GEMM (gemm_*, the mma mapping): gemm_match.go recognizes
 //     convert-graph-to-loop's matmul nest for every GEMM plan; gemm.go holds
 //     the tilings (MMATiles) and the plan; gemm_kernel.go the pieces the
 //     tensor-core kernels share (the block's tile in grouped order, the
 //     cp.async stages, the fused epilogue) and the mma.sync kernel;
-//     gemm_wgmma.go the wgmma kernel (sm_90a); gemm_library.go hands nests
-//     to cuBLASLt (gpu.library_matmul); conv_mma.go runs convolutions as
-//     implicit GEMMs on the mma.sync kernel.
-//   - flash attention: flash.go (forward, mma.sync), flash_wgmma.go
-//     (forward, wgmma), flash_grad.go (backward).
-//   - pointwise and row kernels: mapping.go, rowstats.go, index32.go;
-//     kernel.go builds every kernel's signature and launch.
+//     gemm_wgmma.go the wgmma kernel (sm_90a); gemm_ws.go its
+//     warp-specialized form (a producer warpgroup, mbarrier hand-overs);
+//     gemm_tma.go the producer's TMA copies (gpu.tma_load through tensor-map
+//     arguments); gemm_library.go hands nests to cuBLASLt
+//     (gpu.library_matmul).
+//   - convolution (conv_*): conv_mma.go runs convolutions as implicit GEMMs
+//     on the tensor-core kernels; conv_library.go hands them to cuDNN (and
+//     unstrided 1×1 ones to cuBLASLt).
+//   - flash attention (flash_*): flash.go (the plan, the tilings and the
+//     mma.sync forward), flash_wgmma.go (the wgmma forward, plain and
+//     warp-specialized), flash_grad.go and flash_grad_wgmma.go (backward).
+//   - pointwise and row kernels: mapping.go (the two mappings), rowstats.go
+//     (mean and variance in one trip), rowmerge.go (a row's sibling loops
+//     as one), index32.go (32-bit index arithmetic), narrow.go (grids too
+//     small for their data); kernel.go builds every kernel's signature and
+//     launch.
+//   - module-wide passes after the mapping: expandmath.go (math PTX lacks),
+//     dedup.go (kernels that are the same code merged).
 package togpu
 
 import (
