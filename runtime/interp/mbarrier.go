@@ -105,20 +105,33 @@ func (b *blockState) state(key mbarKey) (*mbarState, error) {
 	return s, nil
 }
 
-func mbarrierArriveRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
-	t, key, _, err := mbarOf(f, args)
+// signalMbar applies signal to the current phase of the mbarrier args
+// address (under its block's lock, with the op's extra operand, 0 if
+// none), then completes the phase if that was its last arrival or byte:
+// the one path of every op that counts towards a phase.
+func signalMbar(f *Frame, args []Value, signal func(s *mbarState, x int64) error) error {
+	t, key, x, err := mbarOf(f, args)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	b := t.blk
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, err := b.state(key)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.pending--
-	return nil, b.maybeComplete(key, s)
+	if err := signal(s, x); err != nil {
+		return err
+	}
+	return b.maybeComplete(key, s)
+}
+
+func mbarrierArriveRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
+	return nil, signalMbar(f, args, func(s *mbarState, _ int64) error {
+		s.pending--
+		return nil
+	})
 }
 
 // maybeComplete completes the current phase of the mbarrier key once its

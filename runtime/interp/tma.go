@@ -28,25 +28,16 @@ func init() {
 const maxTx = 1<<20 - 1
 
 func mbarrierExpectTxRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
-	t, key, bytes, err := mbarOf(f, args)
-	if err != nil {
-		return nil, err
-	}
-	if bytes < 0 || bytes > maxTx {
-		return nil, fmt.Errorf("%d transaction bytes is not in [0, 2^20)", bytes)
-	}
-	b := t.blk
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s, err := b.state(key)
-	if err != nil {
-		return nil, err
-	}
-	if s.tx += bytes; s.tx > maxTx {
-		return nil, fmt.Errorf("the phase's %d transaction bytes exceed 2^20 − 1", s.tx)
-	}
-	s.pending--
-	return nil, b.maybeComplete(key, s)
+	return nil, signalMbar(f, args, func(s *mbarState, bytes int64) error {
+		if bytes < 0 || bytes > maxTx {
+			return fmt.Errorf("%d transaction bytes is not in [0, 2^20)", bytes)
+		}
+		if s.tx += bytes; s.tx > maxTx {
+			return fmt.Errorf("the phase's %d transaction bytes exceed 2^20 − 1", s.tx)
+		}
+		s.pending--
+		return nil
+	})
 }
 
 func tmaLoadRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
@@ -97,26 +88,17 @@ func tmaLoadRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			box[j] = src.load(int(off))
 		}
 	}
-	t, key, _, err := mbarOf(f, args[2:4])
-	if err != nil {
-		return nil, err
-	}
-	b := t.blk
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s, err := b.state(key)
-	if err != nil {
-		return nil, err
-	}
-	s.landing = append(s.landing, func() error {
-		for j, v := range box {
-			at := di + m.SwizzleOffset(int64(j)*size)/size
-			if err := dst.store(int(at), v); err != nil {
-				return fmt.Errorf("%s at %s: %w", gpu.TMALoadOp, op.Loc(), err)
+	return nil, signalMbar(f, args[2:4], func(s *mbarState, _ int64) error {
+		s.landing = append(s.landing, func() error {
+			for j, v := range box {
+				at := di + m.SwizzleOffset(int64(j)*size)/size
+				if err := dst.store(int(at), v); err != nil {
+					return fmt.Errorf("%s at %s: %w", gpu.TMALoadOp, op.Loc(), err)
+				}
 			}
-		}
+			return nil
+		})
+		s.tx -= n * size
 		return nil
 	})
-	s.tx -= n * size
-	return nil, b.maybeComplete(key, s)
 }
