@@ -247,15 +247,10 @@ func (rt *Runtime) Upload(v interp.Value) (*Array, error) {
 // (asynchronously, on the stream of uploads) rather than copied from the
 // host: an optimizer's first state for GPT-2 124M is a gigabyte.
 func (rt *Runtime) Zeros(elem ir.Type, shape []int64) (*Array, error) {
-	size, err := elemSize(elem)
+	bytes, err := storageBytes(elem, shape)
 	if err != nil {
 		return nil, err
 	}
-	n, err := elementCount(shape)
-	if err != nil {
-		return nil, err
-	}
-	bytes := uint64(n) * uint64(size)
 	st, err := rt.workStream()
 	if err != nil {
 		return nil, err
@@ -359,15 +354,11 @@ func (rt *Runtime) copyDtoD(dst, src DevicePtr, n uint64) error {
 // downloadTensor copies device memory holding elements of elem and shape
 // to a new tensor, after the work queued before.
 func (rt *Runtime) downloadTensor(src DevicePtr, elem ir.Type, shape []int64) (*interp.Tensor, error) {
-	size, err := elemSize(elem)
+	bytes, err := storageBytes(elem, shape)
 	if err != nil {
 		return nil, err
 	}
-	n, err := elementCount(shape)
-	if err != nil {
-		return nil, err
-	}
-	data := make([]byte, n*int64(size))
+	data := make([]byte, bytes)
 	rt.xfer.dtoh.Add(1)
 	rt.xfer.dtohBytes.Add(uint64(len(data)))
 	if len(data) > 0 {

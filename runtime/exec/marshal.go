@@ -91,6 +91,19 @@ func marshal(k argKind, t ir.Type, v slotValue) any {
 	return v.f
 }
 
+// storageBytes is the device storage of a tensor of elem and shape.
+func storageBytes(elem ir.Type, shape []int64) (uint64, error) {
+	size, err := elemSize(elem)
+	if err != nil {
+		return 0, err
+	}
+	n, err := elementCount(shape)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(n) * uint64(size), nil
+}
+
 // elemSize returns the bytes one element of type t takes in device
 // memory: i1 one byte, f16 and bf16 two, index eight.
 func elemSize(t ir.Type) (int, error) {
