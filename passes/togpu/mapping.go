@@ -173,26 +173,7 @@ func innerOffset(v, iv *ir.Value, inner map[*ir.Value]bool, nest *ir.Operation, 
 		return 0, false // iv twice, or both sides depend on it
 	}
 	off, ok := innerOffset(y, iv, inner, nest, memo)
-	return gcd(off, knownMultiple(x, 0)), ok
-}
-
-// knownMultiple returns a number index v is known to be a multiple of (0
-// when v is the constant 0): constants, products, sums.
-func knownMultiple(v *ir.Value, depth int) int64 {
-	if c, ok := staticInt(v); ok {
-		return max(c, -c)
-	}
-	d := v.DefiningOp()
-	if d == nil || depth > 8 {
-		return 1
-	}
-	switch d.Name() {
-	case arith.OpMulI:
-		return knownMultiple(d.Operand(0), depth+1) * knownMultiple(d.Operand(1), depth+1)
-	case arith.OpAddI:
-		return gcd(knownMultiple(d.Operand(0), depth+1), knownMultiple(d.Operand(1), depth+1))
-	}
-	return 1
+	return gcd(off, loop.KnownMultiple(x)), ok
 }
 
 // gcd is the greatest common divisor of a, b ≥ 0 (gcd(0, b) = b).

@@ -121,71 +121,12 @@ func (a affine) follows(base affine, off int64) bool {
 func (a affine) multiple() int64 {
 	g := abs(a.off)
 	for t := range a.terms {
-		g = gcd(g, multipleOf(t, 0))
+		g = gcd(g, loop.KnownMultiple(t))
 	}
 	if g == 0 {
 		return 1 // the index is the constant 0 (or its terms are): aligned
 	}
 	return g
-}
-
-// multipleOf returns a number v is known to be a multiple of (0 when v is
-// 0): constants, arith.muli (product), arith.addi (gcd), and the
-// induction variable of a loop.for (gcd of its lower bound and step).
-func multipleOf(v *ir.Value, depth int) int64 {
-	if c, ok := constIndex(v); ok {
-		return abs(c)
-	}
-	if depth > 8 {
-		return 1
-	}
-	if d := v.DefiningOp(); d != nil {
-		switch d.Name() {
-		case arith.OpMulI:
-			x, y := multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1)
-			if x == 0 || y == 0 {
-				return 0
-			}
-			if x > 1<<30 || y > 1<<30 {
-				return 1 << 30
-			}
-			return x * y
-		case arith.OpAddI:
-			return gcd(multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1))
-		case arith.OpRemUI:
-			// a = g·a', c = g·c' ⇒ a mod c = g·(a' mod c'): the column
-			// of a flattened N-D index, x·V mod n, stays a multiple of V.
-			return gcd(multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1))
-		case arith.OpAndI:
-			// Low bits that are zero in either operand are zero in the result.
-			x, y := multipleOf(d.Operand(0), depth+1), multipleOf(d.Operand(1), depth+1)
-			if x == 0 || y == 0 {
-				return 0
-			}
-			return max(x&-x, y&-y)
-		case arith.OpIndexCastUI, arith.OpIndexCast, arith.OpExtUI, arith.OpExtSI:
-			// A widened offset (convert-loop-to-gpu's index-bits=32): the
-			// power-of-two part of a multiple survives wrapping in the
-			// narrow type and the extension.
-			x := multipleOf(d.Operand(0), depth+1)
-			if x == 0 {
-				return 0
-			}
-			return x & -x
-		case arith.OpShLI:
-			if c, ok := constIndex(d.Operand(1)); ok && c >= 0 && c < 30 {
-				x := multipleOf(d.Operand(0), depth+1)
-				return min(x<<c, 1<<30)
-			}
-		}
-		return 1
-	}
-	if blk := v.ParentBlock(); blk != nil && v.IsBlockArgument() && v.Index() == 0 {
-		if owner := blk.ParentOp(); owner != nil && owner.Name() == loop.ForOp && loop.Body(owner) == blk {
-			return gcd(multipleOf(owner.Operand(0), depth+1), multipleOf(owner.Operand(2), depth+1))
-		}
-	}
-	return 1
 }
 
 func gcd(a, b int64) int64 {
