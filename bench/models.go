@@ -833,11 +833,14 @@ const ModelsTorchFile = "models-torch.json"
 // ModelsManifest is what RunModels leaves for the PyTorch side and the
 // report.
 type ModelsManifest struct {
-	Date    string                 `json:"date"`
-	Size    string                 `json:"size"`
-	Backend string                 `json:"backend"`
-	Rows    map[string]*StrataMode `json:"rows"`
-	Order   []string               `json:"order"`
+	Date    string `json:"date"`
+	Size    string `json:"size"`
+	Backend string `json:"backend"`
+	// Mode is the frontend mode the rows were compiled in ("" in older
+	// manifests: default).
+	Mode  string                 `json:"mode,omitempty"`
+	Rows  map[string]*StrataMode `json:"rows"`
+	Order []string               `json:"order"`
 }
 
 // ModelsTiming says how RunModels times each row.
@@ -852,8 +855,10 @@ type ModelsTiming struct {
 	// side of each call: the frontend, the executor's steps, the driver
 	// and library calls) to DIR/NAME.cpu.pprof.
 	CPUProfile bool
-	// Mode is the compile mode of the rows ("" is the default mode);
-	// gpt2_decode and gpt2_decode_b8 run reduce-overhead whatever it is.
+	// Mode is the compile mode of the rows ("" is the default mode; an
+	// unknown one is refused before any row runs); gpt2_decode and
+	// gpt2_decode_b8 run reduce-overhead whatever it is. The manifest and
+	// the report's rows are labelled with it.
 	Mode frontend.Mode
 }
 
@@ -866,11 +871,15 @@ func RunModels(dir string, only []string, s Size, backend string, tm ModelsTimin
 	if tm.Profile > 0 && backend != frontend.NVPTXBackend {
 		return nil, fmt.Errorf("a device profile needs the %s backend, not %s", frontend.NVPTXBackend, backend)
 	}
+	mode, err := exec.ParseMode(string(tm.Mode))
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	man := &ModelsManifest{Date: time.Now().UTC().Format(time.RFC3339), Size: sizeName(s), Backend: backend, Rows: map[string]*StrataMode{}}
-	opts := frontend.Options{Backend: backend, Mode: tm.Mode}
+	man := &ModelsManifest{Date: time.Now().UTC().Format(time.RFC3339), Size: sizeName(s), Backend: backend, Mode: string(mode), Rows: map[string]*StrataMode{}}
+	opts := frontend.Options{Backend: backend, Mode: frontend.Mode(mode)}
 	for _, row := range ModelRows {
 		if len(only) > 0 && !slices.Contains(only, row.Name) {
 			continue
@@ -948,12 +957,16 @@ func ReportModels(dir string) (*Results, error) {
 	if err := readJSON(filepath.Join(dir, ModelsTorchFile), &torch); err != nil {
 		return nil, err
 	}
+	mode := man.Mode
+	if mode == "" {
+		mode = string(exec.ModeDefault)
+	}
 	res := &Results{Date: man.Date, GPU: torch.GPU, CUDA: torch.CUDA, Torch: torch.Torch, Triton: torch.Triton,
-		Engine: "frontend/" + man.Backend, Size: man.Size, Ceiling: torch.Ceilings, Modes: []string{"default"}}
+		Engine: "frontend/" + man.Backend, Size: man.Size, Ceiling: torch.Ceilings, Modes: []string{mode}}
 	for _, name := range man.Order {
 		row := lookupModel(name)
 		sm := man.Rows[name]
-		wr := WorkloadResult{Name: name, Strata: map[string]*StrataMode{"default": sm}, Ratios: map[string]float64{}}
+		wr := WorkloadResult{Name: name, Strata: map[string]*StrataMode{mode: sm}, Ratios: map[string]float64{}}
 		if row != nil {
 			wr.Summary, wr.Shape, wr.Flops = row.Summary, row.Shape, row.Flops
 		}

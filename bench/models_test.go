@@ -178,6 +178,44 @@ func TestModelsDeviceProfileNeedsNVPTX(t *testing.T) {
 	}
 }
 
+// TestModelsMode: RunModels refuses an unknown mode before any row runs,
+// and labels the manifest and the report's Strata side with the mode the
+// rows were compiled in.
+func TestModelsMode(t *testing.T) {
+	dir := t.TempDir()
+	_, err := RunModels(dir, []string{"cnn_small_train"}, Small, frontend.InterpBackend, ModelsTiming{Iters: 1, Mode: "fast"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `unknown mode "fast"`) {
+		t.Fatalf("mode fast: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ModelsStrataFile)); err == nil {
+		t.Error("a row ran")
+	}
+	man, err := RunModels(dir, []string{"cnn_small_train"}, Small, frontend.InterpBackend, ModelsTiming{Iters: 1, Mode: frontend.ModeReduceOverhead}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Mode != "reduce-overhead" {
+		t.Errorf("manifest mode %q", man.Mode)
+	}
+	sm := man.Rows["cnn_small_train"]
+	torch := TorchSide{Torch: "stand-in", Workloads: map[string]TorchWorkload{
+		"cnn_small_train": {Modes: map[string]*TorchMode{"default": {Ms: 2 * sm.Ms}}}}}
+	if err := writeJSON(filepath.Join(dir, ModelsTorchFile), torch); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ReportModels(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Workloads[0]
+	if !slices.Equal(res.Modes, []string{"reduce-overhead"}) || w.Strata["reduce-overhead"] == nil || w.Strata["default"] != nil {
+		t.Errorf("report modes %v, Strata side %v: want reduce-overhead only", res.Modes, w.Strata)
+	}
+	if r := w.Ratios["default"]; r < 0.49 || r > 0.51 {
+		t.Errorf("ratio to torch.compile %g, want 0.5", r)
+	}
+}
+
 // TestModelsTorchCPU runs the PyTorch side of the CNN rows, the
 // decoding rows, gpt2_dynamic and gpt2_train (models_torch.py, through
 // testdata/models_torch_cpu.py on the CPU) on the weights and inputs
