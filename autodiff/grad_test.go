@@ -202,7 +202,11 @@ func init() {
 		if rapid.Bool().Draw(t, "b-vector") {
 			b = []int64{k}
 		}
-		return instance{op: "matmul", args: []arg{f64(a...), f64(b...)}}
+		args := []arg{f64(a...), f64(b...)}
+		if len(b) > 1 && rapid.Bool().Draw(t, "bias") {
+			args = append(args, f64(n))
+		}
+		return instance{op: "matmul", args: args}
 	}
 	for _, name := range []string{"softmax", "log_softmax"} {
 		cases[name] = func(t *rapid.T) instance {

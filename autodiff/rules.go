@@ -400,7 +400,8 @@ func (e *emitter) intScalar(elem ir.Type, v int64) *ir.Value {
 }
 
 // matmulGrad: ga = g·bᵀ and gb = aᵀ·g, with 1-D operands promoted to
-// matrices as numpy.matmul does and broadcast batch dims summed away.
+// matrices as numpy.matmul does and broadcast batch dims summed away; a
+// bias's gradient is g summed over its rows.
 func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	a, b := op.Operand(0), op.Operand(1)
 	as, _ := e.shape(a)
@@ -423,10 +424,25 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	a2, b2, g2 := e.reshape(a, as2), e.reshape(b, bs2), e.reshape(g, ys2)
 	ga := e.Op(graph.OpMatmul, []*ir.Value{g2, e.mT(b2)})
 	gb := e.Op(graph.OpMatmul, []*ir.Value{e.mT(a2), g2})
-	return []*ir.Value{
+	grads := []*ir.Value{
 		e.reshape(e.unbroadcast(ga, as2), as),
 		e.reshape(e.unbroadcast(gb, bs2), bs),
 	}
+	if op.NumOperands() == 3 {
+		// The bias [N] is added to every row: its gradient is g summed
+		// over every dim but the last.
+		gs, _ := e.shape(g)
+		gbias := g
+		if len(gs) > 1 {
+			axes := make([]int64, len(gs)-1)
+			for d := range axes {
+				axes[d] = int64(d)
+			}
+			gbias = e.Reduce(graph.OpReduceSum, g, axes, false)
+		}
+		grads = append(grads, gbias)
+	}
+	return grads
 }
 
 // conv2dGrad differentiates y = conv2d(x, w[, b]) with strides s,

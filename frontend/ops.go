@@ -191,6 +191,12 @@ func (t *Tensor) MatMul(y *Tensor) *Tensor { return t.binary("matmul", y) }
 // MatMul returns x·y (numpy.matmul).
 func MatMul(x, y *Tensor) *Tensor { return apply(nil, op("matmul"), x, y) }
 
+// MatMulBias returns x·y + bias for y of rank >= 2 and bias [N] (y's last
+// size) of x's dtype, the bias added to each sum before its one rounding:
+// PyTorch's linear (addmm), whose bias a matmul library adds in its
+// float32 epilogue. A bf16 x·y + bias written with Add rounds twice.
+func MatMulBias(x, y, bias *Tensor) *Tensor { return apply(nil, op("matmul"), x, y, bias) }
+
 // Conv2DOptions are the attributes of Conv2D; zero values are defaults.
 type Conv2DOptions struct {
 	Strides, Padding, Dilations []int

@@ -10,7 +10,8 @@ import "github.com/strata-ir/strata/ir"
 // gradient), into the 2-D product reshaped to [1…, M, N]. Each
 // result element is the same sum in the same order, so the values do not
 // change; the 2-D product is what the tensor-core and library lowerings
-// take (a batched nest with a broadcast operand is neither). Static shapes
+// take (a batched nest with a broadcast operand is neither). A bias [N]
+// goes with the 2-D product unchanged. Static shapes
 // only: the row count is then a constant.
 var matmulFoldBatch = &ir.Pattern{
 	Name: "graph.matmul-fold-batch", Root: Name + ".matmul", Benefit: 1,
@@ -43,7 +44,7 @@ var matmulFoldBatch = &ir.Pattern{
 				return false
 			}
 		}
-		mm, err := Build(&r.Builder, "matmul", op.Loc(), []*ir.Value{a, b}, nil)
+		mm, err := Build(&r.Builder, "matmul", op.Loc(), append([]*ir.Value{a, b}, op.Operands()[2:]...), nil)
 		if err != nil {
 			return false
 		}

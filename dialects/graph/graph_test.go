@@ -255,6 +255,21 @@ func TestVerifyErrors(t *testing.T) {
 		{`%a = src tensor<f32>
 		  %0 = "graph.matmul"(%a, %a) : (tensor<f32>, tensor<f32>) -> tensor<f32>`,
 			"operands must have rank >= 1"},
+		{`%a = src tensor<2x3xf32>
+		  %b = src tensor<3x5xf32>
+		  %c = src tensor<4xf32>
+		  %0 = "graph.matmul"(%a, %b, %c) : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<4xf32>) -> tensor<2x5xf32>`,
+			"bias must have shape [N] (the result's last dim, N of an rhs of rank >= 2), got tensor<4xf32>"},
+		{`%a = src tensor<2x3xf32>
+		  %b = src tensor<3xf32>
+		  %c = src tensor<1xf32>
+		  %0 = "graph.matmul"(%a, %b, %c) : (tensor<2x3xf32>, tensor<3xf32>, tensor<1xf32>) -> tensor<2xf32>`,
+			"bias must have shape [N]"},
+		{`%a = src tensor<2x3xbf16>
+		  %b = src tensor<3x5xbf16>
+		  %c = src tensor<5xf32>
+		  %0 = "graph.matmul"(%a, %b, %c) : (tensor<2x3xbf16>, tensor<3x5xbf16>, tensor<5xf32>) -> tensor<2x5xbf16>`,
+			"operands 0 and 2 have different element types: bf16 vs f32"},
 		{`%x = src tensor<1x4x9x9xf32>
 		  %w = src tensor<6x3x3x3xf32>
 		  %0 = "graph.conv2d"(%x, %w) {groups = 2 : i64} : (tensor<1x4x9x9xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x7x7xf32>`,

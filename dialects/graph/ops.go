@@ -346,8 +346,11 @@ func opTable() []*opSpec {
 			description: "numpy.matmul: the product over the last dim of lhs and the second-to-last of rhs, " +
 				"with batch dims broadcast. A 1-D lhs is a row vector and a 1-D rhs a column vector; the " +
 				"added dim is removed from the result. f16 and bf16 accumulate in float32 and round once; " +
-				"f32 accumulates in float32.",
-			operands: []operand{{"lhs", numericElem, "[..., M, K] or [K]"}, {"rhs", numericElem, "[..., K, N] or [K]"}},
+				"f32 accumulates in float32. With a bias [N] (of the operands' type; rhs of rank >= 2) " +
+				"each sum is added to bias[n] in the accumulator before the one rounding: PyTorch's " +
+				"linear (addmm), whose bias a matmul library adds in its float32 epilogue.",
+			operands: []operand{{"lhs", numericElem, "[..., M, K] or [K]"}, {"rhs", numericElem, "[..., K, N] or [K]"}, {"bias", numericElem, "[N], added before rounding"}},
+			optional: 1,
 			results:  []ir.ArgDoc{{Name: "result", Doc: "[..., M, N]"}},
 			traits:   pure,
 			rule:     ruleMatmul,

@@ -460,6 +460,19 @@ func ruleMatmul(in []*ir.TensorType, _ attrView, _ []ir.Type, cs *sym.Constraint
 	if err != nil {
 		return nil, err
 	}
+	if len(in) == 3 {
+		if err := sameElem(in, 0, 2); err != nil {
+			return nil, err
+		}
+		b := DimsOf(in[2])
+		ok := len(DimsOf(in[1])) >= 2 && len(b) == 1
+		if ok {
+			_, ok = meet(b[0], shape[len(shape)-1], cs)
+		}
+		if !ok {
+			return nil, fmt.Errorf("bias must have shape [N] (the result's last dim, N of an rhs of rank >= 2), got %s", in[2])
+		}
+	}
 	return one(TensorWithDims(shape, in[0].ElementType())), nil
 }
 

@@ -21,7 +21,7 @@ import (
 
 // halfMatmul reports whether op is a graph.matmul of bf16 or f16 operands.
 func halfMatmul(op *ir.Operation) bool {
-	if op.Name() != graph.OpMatmul || op.NumOperands() != 2 {
+	if op.Name() != graph.OpMatmul || op.NumOperands() < 2 {
 		return false
 	}
 	e := ir.ElementTypeOf(op.Operand(0).Type())
@@ -34,7 +34,7 @@ func (p *planner) stageOperands(op *ir.Operation) {
 	if !halfMatmul(op) {
 		return
 	}
-	for _, v := range op.Operands() {
+	for _, v := range op.Operands()[:2] { // a bias [N] is read as it is
 		x := p.stagedView(v)
 		if x == nil || p.groupOf[x] != nil {
 			continue

@@ -714,5 +714,19 @@ func (k *kernel) matmul(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.convert(res[0], acc, elem), nil
+	sum := res[0]
+	if op.NumOperands() == 3 && n != nil {
+		// The bias joins the sum in the accumulator, before the one
+		// rounding (graph.matmul's bias).
+		bias, err := k.value(op.Operand(2), []*ir.Value{n})
+		if err != nil {
+			return nil, err
+		}
+		add := arith.OpAddI
+		if ir.IsFloat(elem) {
+			add = arith.OpAddF
+		}
+		sum = k.binary(add, sum, k.convert(bias, elem, acc))
+	}
+	return k.convert(sum, acc, elem), nil
 }

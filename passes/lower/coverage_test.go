@@ -57,6 +57,7 @@ var extraInstances = map[string][]string{
 	},
 	"graph.matmul": {
 		`%2 = "graph.matmul"(%0, %1) : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<5xf32>`,
+		`%3 = "graph.matmul"(%0, %1, %2) : (tensor<2x4x3xf32>, tensor<3x5xf32>, tensor<5xf32>) -> tensor<2x4x5xf32>`,
 	},
 	"graph.argmax": {
 		`%1 = "graph.argmax"(%0) <{axis = 0 : i64, keepdims = true}> : (tensor<4x3xf32>) -> tensor<1x3xi64>`,

@@ -41,7 +41,7 @@ func graphAttentionGrad(_ *Frame, op *ir.Operation, args []Value) ([]Value, erro
 	if err != nil {
 		return nil, err
 	}
-	dv, err := matmulTensor(peT, do, elem, v.shape, b, b, b, lk, lq, dvn)
+	dv, err := matmulTensor(peT, do, nil, elem, v.shape, b, b, b, lk, lq, dvn)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func graphAttentionGrad(_ *Frame, op *ir.Operation, args []Value) ([]Value, erro
 	if err != nil {
 		return nil, err
 	}
-	dp, err := matmulTensor(doW, vWT, ct, at.scores, b, b, b, lq, dvn, lk)
+	dp, err := matmulTensor(doW, vWT, nil, ct, at.scores, b, b, b, lq, dvn, lk)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func graphAttentionGrad(_ *Frame, op *ir.Operation, args []Value) ([]Value, erro
 	if err != nil {
 		return nil, err
 	}
-	dq, err := matmulTensor(dse, k, elem, q.shape, b, b, b, lq, lk, d)
+	dq, err := matmulTensor(dse, k, nil, elem, q.shape, b, b, b, lq, lk, d)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func graphAttentionGrad(_ *Frame, op *ir.Operation, args []Value) ([]Value, erro
 	if err != nil {
 		return nil, err
 	}
-	dk, err := matmulTensor(dseT, q, elem, k.shape, b, b, b, lk, lq, d)
+	dk, err := matmulTensor(dseT, q, nil, elem, k.shape, b, b, b, lk, lq, d)
 	if err != nil {
 		return nil, err
 	}

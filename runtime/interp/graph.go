@@ -921,12 +921,20 @@ func graphMatmul(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	m, k, n := int(as[len(as)-2]), int(as[len(as)-1]), int(bs[len(bs)-1])
 	batchA, batchB := as[:len(as)-2], bs[:len(bs)-2]
 	batch, _ := graph.BroadcastShape(batchA, batchB)
-	return one(matmulTensor(a, b, a.elem, shape, batch, batchA, batchB, m, k, n))
+	var bias *Tensor
+	if len(ts) == 3 {
+		bias = ts[2]
+		if bias.elem != a.elem || len(b.shape) < 2 || len(bias.shape) != 1 || bias.shape[0] != int64(n) {
+			return nil, fmt.Errorf("bias %s must be [%d] of %s (the result's last dim)", bias, n, a.elem)
+		}
+	}
+	return one(matmulTensor(a, b, bias, a.elem, shape, batch, batchA, batchB, m, k, n))
 }
 
-// matmulTensor runs batchedMatmul in the accumulation type of elem and
-// rounds the result to elem once.
-func matmulTensor(a, b *Tensor, elem ir.Type, shape, batch, batchA, batchB []int64, m, k, n int) (*Tensor, error) {
+// matmulTensor runs batchedMatmul in the accumulation type of elem, adds
+// bias (nil: none) along the last dim in that type and rounds the result
+// to elem once.
+func matmulTensor(a, b, bias *Tensor, elem ir.Type, shape, batch, batchA, batchB []int64, m, k, n int) (*Tensor, error) {
 	// The operands may hold nothing (k = 0) while the product is huge.
 	if _, err := reserve(elem, shape); err != nil {
 		return nil, err
@@ -936,9 +944,18 @@ func matmulTensor(a, b *Tensor, elem ir.Type, shape, batch, batchA, batchB []int
 		fa, da := floatData(a)
 		fb, db := floatData(b)
 		if da != nil {
-			return FromFloat64s(elem, shape, batchedMatmul(da, db, batch, batchA, batchB, m, k, n))
+			out := batchedMatmul(da, db, batch, batchA, batchB, m, k, n)
+			if bias != nil {
+				_, bd := floatData(bias)
+				addBias(out, bd)
+			}
+			return FromFloat64s(elem, shape, out)
 		}
 		out := batchedMatmul(fa, fb, batch, batchA, batchB, m, k, n)
+		if bias != nil {
+			bf, _ := floatData(bias)
+			addBias(out, bf)
+		}
 		if elem == ir.F32 {
 			return FromData(elem, shape, out)
 		}
@@ -950,7 +967,19 @@ func matmulTensor(a, b *Tensor, elem ir.Type, shape, batch, batchA, batchB []int
 	case elem == ir.I1:
 		return nil, errors.New("is not defined on i1")
 	}
-	return FromInt64s(elem, shape, batchedMatmul(a.Int64s(), b.Int64s(), batch, batchA, batchB, m, k, n))
+	out := batchedMatmul(a.Int64s(), b.Int64s(), batch, batchA, batchB, m, k, n)
+	if bias != nil {
+		addBias(out, bias.Int64s())
+	}
+	return FromInt64s(elem, shape, out)
+}
+
+// addBias adds bias[j] to every element j of each row of out, whose rows
+// are len(bias) long (graph.matmul's bias, added before the rounding).
+func addBias[T float32 | float64 | int64](out, bias []T) {
+	for i := range out {
+		out[i] += bias[i%len(bias)]
+	}
 }
 
 func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
@@ -1213,7 +1242,7 @@ func graphAttention(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	}
 	rv := len(v.shape)
 	outShape := append(slices.Clone(at.batch), at.lq, v.shape[rv-1])
-	return one(matmulTensor(probs, v, q.elem, outShape, at.batch, at.batch, v.shape[:rv-2], int(at.lq), int(at.lk), int(v.shape[rv-1])))
+	return one(matmulTensor(probs, v, nil, q.elem, outShape, at.batch, at.batch, v.shape[:rv-2], int(at.lq), int(at.lk), int(v.shape[rv-1])))
 }
 
 // attention is the softmax of graph.attention: p holds the probabilities
@@ -1250,7 +1279,7 @@ func attentionProbs(op *ir.Operation, ts []*Tensor) (attention, error) {
 		return attention{}, fmt.Errorf("batch dims of %s, %s and %s do not broadcast", q, k, v)
 	}
 	scoreShape := append(slices.Clone(batch), lq, lk)
-	scores, err := matmulTensor(q, kt, q.elem, scoreShape, batch, q.shape[:rq-2], kt.shape[:rk-2], int(lq), int(d), int(lk))
+	scores, err := matmulTensor(q, kt, nil, q.elem, scoreShape, batch, q.shape[:rq-2], kt.shape[:rk-2], int(lq), int(d), int(lk))
 	if err != nil {
 		return attention{}, err
 	}

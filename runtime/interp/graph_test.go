@@ -140,6 +140,27 @@ func TestGraphGELUTanhAndMLP(t *testing.T) {
 	checkFloats(t, "mlp", out[0], []int64{1, 3}, []float64{gelu(2), gelu(-1), gelu(-0.75)}, 1e-6)
 }
 
+// TestGraphBF16MatmulBiasRoundsOnce checks graph.matmul's bias: added to
+// the f32 sum before the one rounding to bf16, where an add after the
+// product rounds twice.
+func TestGraphBF16MatmulBiasRoundsOnce(t *testing.T) {
+	src := `func.func @f(%a: tensor<1x2xbf16>, %b: tensor<2x2xbf16>, %c: tensor<2xbf16>) -> (tensor<1x2xbf16>, tensor<1x2xbf16>) {
+  %0 = "graph.matmul"(%a, %b, %c) : (tensor<1x2xbf16>, tensor<2x2xbf16>, tensor<2xbf16>) -> tensor<1x2xbf16>
+  %1 = "graph.matmul"(%a, %b) : (tensor<1x2xbf16>, tensor<2x2xbf16>) -> tensor<1x2xbf16>
+  %2 = "graph.add"(%1, %c) : (tensor<1x2xbf16>, tensor<2xbf16>) -> tensor<1x2xbf16>
+  return %0, %2 : tensor<1x2xbf16>, tensor<1x2xbf16>
+}`
+	// Column 0: 256 + 1 = 257 rounds to 256 (ties to even), + 1 = 257
+	// again 256; once: 258. Column 1: 256 - 0.5 + 1 = 256.5 → 256 once;
+	// 255.5 → 256 then 257 → 256 as well.
+	a := must(FromFloat64s(ir.BF16, []int64{1, 2}, []float64{256, 1}))
+	b := must(FromFloat64s(ir.BF16, []int64{2, 2}, []float64{1, 1, 1, -0.5}))
+	c := must(FromFloat64s(ir.BF16, []int64{2}, []float64{1, 1}))
+	out := runGraph(t, src, a, b, c)
+	checkFloats(t, "matmul with bias", out[0], []int64{1, 2}, []float64{258, 256}, 0)
+	checkFloats(t, "matmul then add", out[1], []int64{1, 2}, []float64{256, 256}, 0)
+}
+
 func TestGraphBF16MatmulAccumulatesInF32(t *testing.T) {
 	src := `func.func @f(%a: tensor<1x3xbf16>, %b: tensor<3x1xbf16>, %c: tensor<1xbf16>) -> tensor<1x1xbf16> {
   %0 = "graph.matmul"(%a, %b) : (tensor<1x3xbf16>, tensor<3x1xbf16>) -> tensor<1x1xbf16>
