@@ -177,13 +177,41 @@ type planKey struct {
 	Conv
 }
 
-// plan is a convolution's descriptors and algorithms, made once per
-// planKey: the heuristic's candidates that fit the workspace, best first,
-// until a call succeeds with one (chosen), which is kept.
+// candidate is one way to run a plan: an execution plan of the graph API
+// (exec, finalized, of the engine with global index engine) or, when exec
+// is 0, an algorithm of the legacy API.
+type candidate struct {
+	exec   uintptr
+	engine int64
+	algo   int32
+}
+
+// String names c in the logs.
+func (c candidate) String() string {
+	if c.exec != 0 {
+		return fmt.Sprintf("engine %d", c.engine)
+	}
+	return fmt.Sprintf("algorithm %d", c.algo)
+}
+
+// plan is a convolution's descriptors and candidates, made once per
+// planKey: on the graph API, the heuristic's engines that compile nothing
+// at run time (enginePlan); on the legacy API, the heuristic's algorithms
+// that fit the workspace (legacyPlan). Best first, until a call succeeds
+// with one (chosen), which is kept.
 type plan struct {
+	cands  []candidate
+	chosen bool
+	// descs are the graph API's descriptors, destroyed with the plan.
+	descs []uintptr
+	// x, y, w and conv are the legacy API's descriptors; legacy is the
+	// legacy plan of a graph API plan's key, made for a call whose
+	// operands are aligned less than its tensors declare.
 	x, y, w, conv uintptr
-	algos         []int32
-	chosen        bool
+	legacy        *plan
+	// failed is set on a graph API plan none of whose engines ran: its
+	// calls run on the legacy plan.
+	failed bool
 }
 
 // Handle is a cuDNN handle on one device with its workspace and the plans
@@ -194,22 +222,31 @@ type Handle struct {
 	alloc     *cuda.Allocator
 	h         uintptr
 	workspace cuda.DevicePtr
+	// graphAPI is set when plans are made on the graph API (APIEnv and
+	// the library allow it).
+	graphAPI bool
 
 	mu    sync.Mutex
 	plans map[planKey]*plan
-	// alpha and beta are the host scalars of every call (y = 1·conv + 0·y),
-	// read when a call is queued, also while a stream is captured.
+	// alpha and beta are the host scalars of every legacy call (y =
+	// 1·conv + 0·y), read when a call is queued, also while a stream is
+	// captured.
 	alpha, beta float32
 }
 
 // New loads cuDNN (an error wrapping ErrNotFound when absent), creates a
-// handle on dev and takes its workspace of WorkspaceBytes from alloc.
+// handle on dev and takes its workspace of WorkspaceBytes from alloc. An
+// unknown $STRATA_CUDNN_API (APIEnv) is an error.
 func New(dev *cuda.Device, alloc *cuda.Allocator) (*Handle, error) {
 	l, err := load()
 	if err != nil {
 		return nil, err
 	}
-	hd := &Handle{lib: l, dev: dev, alloc: alloc, plans: map[planKey]*plan{}, alpha: 1}
+	graph, err := useGraphAPI()
+	if err != nil {
+		return nil, fmt.Errorf("cuDNN: %w", err)
+	}
+	hd := &Handle{lib: l, dev: dev, alloc: alloc, plans: map[planKey]*plan{}, alpha: 1, graphAPI: graph && l.graph != nil}
 	if err := dev.WithContext(func() error { return l.check("cudnnCreate", l.cudnnCreate(&hd.h)) }); err != nil {
 		return nil, err
 	}
@@ -222,6 +259,10 @@ func New(dev *cuda.Device, alloc *cuda.Allocator) (*Handle, error) {
 
 // Path returns the file the library was loaded from.
 func (hd *Handle) Path() string { return hd.lib.path }
+
+// GraphAPI reports whether the handle plans convolutions on cuDNN's graph
+// API (engines without runtime compilation) rather than the legacy one.
+func (hd *Handle) GraphAPI() bool { return hd.graphAPI }
 
 // Close destroys the plans and the handle and returns the workspace.
 func (hd *Handle) Close() error {
@@ -242,40 +283,52 @@ func (hd *Handle) Close() error {
 }
 
 // Forward queues y = conv(x, w) on stream (nil: the default stream). The
-// first convolution of each shape asks cuDNN's heuristic for an algorithm;
-// later ones reuse it.
+// first convolution of each shape asks cuDNN's heuristic for candidates
+// and times them; later ones reuse the fastest.
 func (hd *Handle) Forward(c Conv, x, w, y cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{forward, c}, stream, func(l *lib, p *plan, algo int32, ws uint64) Status {
-		return l.cudnnConvolutionForward(hd.h, unsafe.Pointer(&hd.alpha), p.x, uint64(x), p.w, uint64(w), p.conv, algo,
-			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.y, uint64(y))
-	})
+	return hd.run(planKey{forward, c}, stream, [3]cuda.DevicePtr{x, w, y})
 }
 
 // BackwardData queues dx, the gradient of Forward's x, from the output's
 // gradient dy and w.
 func (hd *Handle) BackwardData(c Conv, w, dy, dx cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{backwardData, c}, stream, func(l *lib, p *plan, algo int32, ws uint64) Status {
-		return l.cudnnConvolutionBackwardData(hd.h, unsafe.Pointer(&hd.alpha), p.w, uint64(w), p.y, uint64(dy), p.conv, algo,
-			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.x, uint64(dx))
-	})
+	return hd.run(planKey{backwardData, c}, stream, [3]cuda.DevicePtr{dx, w, dy})
 }
 
 // BackwardFilter queues dw, the gradient of Forward's w, from x and the
 // output's gradient dy.
 func (hd *Handle) BackwardFilter(c Conv, x, dy, dw cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{backwardFilter, c}, stream, func(l *lib, p *plan, algo int32, ws uint64) Status {
-		return l.cudnnConvolutionBackwardFilter(hd.h, unsafe.Pointer(&hd.alpha), p.x, uint64(x), p.y, uint64(dy), p.conv, algo,
-			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.w, uint64(dw))
-	})
+	return hd.run(planKey{backwardFilter, c}, stream, [3]cuda.DevicePtr{x, dw, dy})
 }
 
-// run makes or finds key's plan and queues call on stream with the
-// plan's algorithm. Until one call succeeds, a candidate the library
+// call queues candidate c of p (a plan of key) with the operands ops in
+// x, w, y order (the gradients in place of what they are the gradient
+// of) on the handle's stream. The context is current.
+func (hd *Handle) call(key planKey, p *plan, c candidate, ops [3]cuda.DevicePtr) Status {
+	if c.exec != 0 {
+		return hd.execute(c, ops)
+	}
+	l, ws := hd.lib, uint64(hd.workspace)
+	x, w, y := uint64(ops[0]), uint64(ops[1]), uint64(ops[2])
+	switch key.dir {
+	case backwardData:
+		return l.cudnnConvolutionBackwardData(hd.h, unsafe.Pointer(&hd.alpha), p.w, w, p.y, y, p.conv, c.algo,
+			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.x, x)
+	case backwardFilter:
+		return l.cudnnConvolutionBackwardFilter(hd.h, unsafe.Pointer(&hd.alpha), p.x, x, p.y, y, p.conv, c.algo,
+			ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.w, w)
+	}
+	return l.cudnnConvolutionForward(hd.h, unsafe.Pointer(&hd.alpha), p.x, x, p.w, w, p.conv, c.algo,
+		ws, WorkspaceBytes, unsafe.Pointer(&hd.beta), p.y, y)
+}
+
+// run makes or finds key's plan and queues it on stream with the operands
+// ops (x, w, y order). Until one call succeeds, a candidate the library
 // refuses (CUDNN_STATUS_BAD_PARAM or _NOT_SUPPORTED: it checks before it
 // launches anything) gives way to the next: the heuristic ranks
 // algorithms it cannot run for some shapes (ResNet-50's 3-channel stem in
 // NCHW) first.
-func (hd *Handle) run(key planKey, stream *cuda.Stream, call func(l *lib, p *plan, algo int32, ws uint64) Status) error {
+func (hd *Handle) run(key planKey, stream *cuda.Stream, ops [3]cuda.DevicePtr) error {
 	if err := key.check(); err != nil {
 		return err
 	}
@@ -297,34 +350,70 @@ func (hd *Handle) run(key planKey, stream *cuda.Stream, call func(l *lib, p *pla
 		if err := l.check("cudnnSetStream", l.cudnnSetStream(hd.h, stream.Handle())); err != nil {
 			return err
 		}
-		op := "cudnnConvolution" + [...]string{"Forward", "BackwardData", "BackwardFilter"}[key.dir]
-		if !p.chosen && len(p.algos) > 1 {
-			if err := hd.choose(key, p, stream, call); err != nil {
-				return err
-			}
+		if p.graph() && (p.failed || !aligned(ops)) {
+			// The graph's tensors declare tensorAlignment.
+			return hd.runLegacy(key, p, stream, ops)
 		}
-		for {
-			s := call(l, p, p.algos[0], uint64(hd.workspace))
-			if s == 0 {
-				p.chosen = true
-				return nil
-			}
-			if p.chosen || len(p.algos) == 1 || (s != statusBadParam && s != statusNotSupported) {
-				return fmt.Errorf("%s: %w", key.Conv, l.check(op, s))
-			}
-			p.algos = p.algos[1:]
+		err := hd.runPlan(key, p, stream, ops)
+		if err != nil && p.graph() && !p.chosen {
+			// No engine of the graph API ran: the legacy API's
+			// algorithms are the last resort.
+			p.failed = true
+			logs.Printf("compile", "cuDNN %s: the graph API's engines failed (%v): the legacy API's algorithms", key.Conv, err)
+			return hd.runLegacy(key, p, stream, ops)
 		}
+		return err
 	})
 }
 
-// choose times each of p's candidate algorithms on stream, twice (the
-// first run of an algorithm loads its kernels), and keeps the fastest, as
-// cudnnFind does: cuDNN's heuristic ranks first, for ResNet-50's 1×1
-// convolutions in NCHW, algorithms several times slower than others. The
-// runs write the operand the call writes; the caller's run after them
-// writes it again. On a stream being captured (nothing runs, the host
-// cannot wait) the heuristic's order stands. The context is current.
-func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, call func(l *lib, p *plan, algo int32, ws uint64) Status) error {
+// runLegacy runs p's key on its legacy plan, made on first use. The
+// context is current.
+func (hd *Handle) runLegacy(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr) error {
+	if p.legacy == nil {
+		var err error
+		if p.legacy, err = hd.legacyPlan(key); err != nil {
+			return err
+		}
+	}
+	return hd.runPlan(key, p.legacy, stream, ops)
+}
+
+// runPlan queues p (of key) on stream, choosing its candidate on its
+// first call. The context is current and the stream set.
+func (hd *Handle) runPlan(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr) error {
+	if !p.chosen && len(p.cands) > 1 {
+		if err := hd.choose(key, p, stream, ops); err != nil {
+			return err
+		}
+	}
+	for {
+		s := hd.call(key, p, p.cands[0], ops)
+		if s == 0 {
+			p.chosen = true
+			return nil
+		}
+		if p.chosen || len(p.cands) == 1 || (s != statusBadParam && s != statusNotSupported) {
+			op := "cudnnConvolution" + [...]string{"Forward", "BackwardData", "BackwardFilter"}[key.dir]
+			if p.cands[0].exec != 0 {
+				op = "cudnnBackendExecute"
+			}
+			return fmt.Errorf("%s: %w", key.Conv, hd.lib.check(op, s))
+		}
+		p.cands = p.cands[1:]
+	}
+}
+
+// graph reports whether p runs on the graph API.
+func (p *plan) graph() bool { return len(p.cands) > 0 && p.cands[0].exec != 0 }
+
+// choose times each of p's candidates on stream, twice (the first run of
+// one loads its kernels), and keeps the fastest, as cudnnFind does:
+// cuDNN's heuristic ranks first, for ResNet-50's 1×1 convolutions in
+// NCHW, algorithms several times slower than others. The runs write the
+// operand the call writes; the caller's run after them writes it again.
+// On a stream being captured (nothing runs, the host cannot wait) the
+// heuristic's order stands. The context is current.
+func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr) error {
 	if capturing, err := hd.dev.Capturing(stream); err != nil || capturing {
 		return err
 	}
@@ -339,16 +428,16 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, call func(l 
 		return err
 	}
 	defer end.Destroy()
-	best, bestMS := int32(-1), float32(0)
+	best, bestMS := -1, float32(0)
 	var times []string
-	for _, algo := range p.algos {
+	for i, c := range p.cands {
 		var ms float32
 		ok := true
 		for range 2 {
 			if err := start.Record(stream); err != nil {
 				return err
 			}
-			if call(hd.lib, p, algo, uint64(hd.workspace)) != 0 {
+			if hd.call(key, p, c, ops) != 0 {
 				ok = false // refused (it launches nothing): not a candidate
 				break
 			}
@@ -365,23 +454,55 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, call func(l 
 		if !ok {
 			continue
 		}
-		times = append(times, fmt.Sprintf("%d: %.4f ms", algo, ms))
+		times = append(times, fmt.Sprintf("%v: %.4f ms", c, ms))
 		if best < 0 || ms < bestMS {
-			best, bestMS = algo, ms
+			best, bestMS = i, ms
 		}
 	}
 	if best >= 0 {
-		p.algos = []int32{best}
-		logs.Printf("autotune", "cuDNN %s of %s: algorithm %d (%s; chosen in %.1f ms of the first call)", directionNames[key.dir], key.Conv, best, strings.Join(times, ", "),
+		c := p.cands[best]
+		p.cands = []candidate{c}
+		logs.Printf("autotune", "cuDNN %s of %s: %v (%s; chosen in %.1f ms of the first call)", directionNames[key.dir], key.Conv, c, strings.Join(times, ", "),
 			float64(time.Since(began).Microseconds())/1000)
 	}
 	return nil
 }
 
-// newPlan makes the descriptors of key and lists the algorithms cuDNN's
-// heuristic ranks, best first, that support them within the workspace.
-// The context is current.
-func (hd *Handle) newPlan(key planKey) (_ *plan, err error) {
+// newPlan makes key's plan: on the graph API where the handle uses it
+// and it has an engine for key, else on the legacy API. How long it took
+// is logged under the topic compile when it took long (a first call's
+// time). The context is current.
+func (hd *Handle) newPlan(key planKey) (*plan, error) {
+	start := time.Now()
+	api := "graph API"
+	p, why := (*plan)(nil), ""
+	if hd.graphAPI {
+		p, why = hd.enginePlan(key)
+	}
+	if p == nil {
+		api = "legacy API"
+		var err error
+		if p, err = hd.legacyPlan(key); err != nil {
+			return nil, err
+		}
+		if why != "" {
+			api += " (graph API: " + why + ")"
+		}
+	}
+	if d := time.Since(start); d >= slowPlan || why != "" {
+		logs.Printf("compile", "cuDNN %s of %s: %d candidates on the %s, planned in %.1f ms", directionNames[key.dir], key.Conv, len(p.cands), api,
+			float64(d.Microseconds())/1000)
+	}
+	return p, nil
+}
+
+// slowPlan is how long making a plan takes before newPlan logs it.
+const slowPlan = 20 * time.Millisecond
+
+// legacyPlan makes the descriptors of key and lists the algorithms
+// cuDNN's legacy heuristic ranks, best first, that support them within
+// the workspace. The context is current.
+func (hd *Handle) legacyPlan(key planKey) (_ *plan, err error) {
 	l, c := hd.lib, key.Conv
 	p := &plan{}
 	defer func() {
@@ -446,10 +567,10 @@ func (hd *Handle) newPlan(key planKey) (_ *plan, err error) {
 			s = l.cudnnGetConvolutionBwdFilterWorkspaceSize(hd.h, p.x, p.y, p.conv, p.w, a.algo, &need)
 		}
 		if a.status == 0 && s == 0 && need <= WorkspaceBytes {
-			p.algos = append(p.algos, a.algo)
+			p.cands = append(p.cands, candidate{algo: a.algo})
 		}
 	}
-	if len(p.algos) > 0 {
+	if len(p.cands) > 0 {
 		return p, nil
 	}
 	return nil, fmt.Errorf("cuDNN has no %s algorithm within %d MiB of workspace for %s", directionNames[key.dir], WorkspaceBytes>>20, c)
@@ -465,9 +586,16 @@ func (c Conv) String() string {
 		c.Type, layout, c.N, c.C, c.H, c.W, c.O, c.C, c.KH, c.KW, c.Pad, c.Stride, c.Dilate)
 }
 
-// destroy releases the descriptors p holds. The context is current.
+// destroy releases the descriptors p (and its legacy plan) holds. The
+// context is current.
 func (p *plan) destroy(l *lib) error {
 	var errs []error
+	if p.legacy != nil {
+		errs = append(errs, p.legacy.destroy(l))
+	}
+	for i := len(p.descs) - 1; i >= 0; i-- { // users before what they use
+		errs = append(errs, l.check("cudnnBackendDestroyDescriptor", l.graph.destroy(p.descs[i])))
+	}
 	for _, t := range []uintptr{p.x, p.y} {
 		if t != 0 {
 			errs = append(errs, l.check("cudnnDestroyTensorDescriptor", l.cudnnDestroyTensorDescriptor(t)))

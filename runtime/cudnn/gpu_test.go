@@ -10,47 +10,86 @@ import (
 	"github.com/strata-ir/strata/runtime/cuda"
 )
 
-// TestGPUConv runs each direction of a padded, strided and dilated
-// convolution in both layouts on the GPU and checks it against sums in
-// float64: operands in {-1, 0, 1} make every product and sum exact in f32
-// and in bf16, so any mix-up of layouts, padding, strides or directions
-// shows.
+// TestGPUConv runs each direction of padded, strided and dilated
+// convolutions in both layouts on both APIs (the graph API's engines
+// without runtime compilation, and the legacy one) on the GPU and checks
+// them against sums in float64: operands in {-1, 0, 1} make every product
+// and sum exact in f32 and in bf16, so any mix-up of layouts, padding,
+// strides, directions or operands shows. On the graph API the
+// 16-channel convolution must get an engine plan (the 3-channel one may
+// fall back to the legacy API: cuDNN may have no precompiled engine for
+// it); which API ran each is logged.
 func TestGPUConv(t *testing.T) {
 	dev, alloc, hd := gpuHandle(t)
 	t.Logf("cuDNN from %s", hd.Path())
-	for _, layout := range []Layout{NCHW, NHWC} {
-		c := Conv{Type: BF16, Layout: layout, N: 2, C: 3, H: 9, W: 8, O: 5, KH: 3, KW: 2,
-			Pad: [2]int64{1, 2}, Stride: [2]int64{2, 1}, Dilate: [2]int64{1, 2}}
-		oh, ow := c.Out()
-		xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
-		x, w, g := ternary(xs, 1), ternary(ws, 2), ternary(ys, 3)
-		y, dx, dw := convLoops(c, x, w, g)
-		px, pw, pg := upload(t, dev, alloc, x, xs, layout), upload(t, dev, alloc, w, ws, layout), upload(t, dev, alloc, g, ys, layout)
-		for _, d := range []struct {
-			name  string
-			run   func(out cuda.DevicePtr) error
-			want  []float64
-			shape [4]int64
-		}{
-			{"forward", func(out cuda.DevicePtr) error { return hd.Forward(c, px, pw, out, nil) }, y, ys},
-			{"backward data", func(out cuda.DevicePtr) error { return hd.BackwardData(c, pw, pg, out, nil) }, dx, xs},
-			{"backward filter", func(out cuda.DevicePtr) error { return hd.BackwardFilter(c, px, pg, out, nil) }, dw, ws},
-		} {
-			t.Run(fmt.Sprintf("%s/layout%d", d.name, layout), func(t *testing.T) {
-				out := upload(t, dev, alloc, make([]float64, len(d.want)), d.shape, layout)
-				for range 2 { // the second call reuses the plan
-					if err := d.run(out); err != nil {
-						t.Fatal(err)
-					}
-				}
-				got := download(t, dev, out, d.shape, layout)
-				for i := range got {
-					if got[i] != d.want[i] {
-						t.Fatalf("element %d (NCHW order) = %g, want %g", i, got[i], d.want[i])
-					}
-				}
-			})
+	for _, api := range []string{"graph", "legacy"} {
+		if api == "graph" && hd.lib.graph == nil {
+			t.Errorf("%s has no graph API", hd.Path())
+			continue
 		}
+		hd.graphAPI = api == "graph"
+		for _, shape := range []Conv{
+			{N: 2, C: 3, H: 9, W: 8, O: 5, KH: 3, KW: 2, Pad: [2]int64{1, 2}, Stride: [2]int64{2, 1}, Dilate: [2]int64{1, 2}},
+			{N: 2, C: 16, H: 7, W: 6, O: 8, KH: 3, KW: 3, Pad: [2]int64{1, 1}, Stride: [2]int64{2, 1}, Dilate: [2]int64{1, 1}},
+		} {
+			for _, layout := range []Layout{NCHW, NHWC} {
+				c := shape
+				c.Type, c.Layout = BF16, layout
+				checkConv(t, dev, alloc, hd, c, api)
+			}
+		}
+	}
+}
+
+// checkConv runs the three directions of c on hd twice each and checks
+// them against convLoops.
+func checkConv(t *testing.T, dev *cuda.Device, alloc *cuda.Allocator, hd *Handle, c Conv, api string) {
+	oh, ow := c.Out()
+	xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
+	x, w, g := ternary(xs, 1), ternary(ws, 2), ternary(ys, 3)
+	y, dx, dw := convLoops(c, x, w, g)
+	px, pw, pg := upload(t, dev, alloc, x, xs, c.Layout), upload(t, dev, alloc, w, ws, c.Layout), upload(t, dev, alloc, g, ys, c.Layout)
+	for _, d := range []struct {
+		dir   direction
+		run   func(out cuda.DevicePtr) error
+		want  []float64
+		shape [4]int64
+	}{
+		{forward, func(out cuda.DevicePtr) error { return hd.Forward(c, px, pw, out, nil) }, y, ys},
+		{backwardData, func(out cuda.DevicePtr) error { return hd.BackwardData(c, pw, pg, out, nil) }, dx, xs},
+		{backwardFilter, func(out cuda.DevicePtr) error { return hd.BackwardFilter(c, px, pg, out, nil) }, dw, ws},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/C%d/layout%d", api, directionNames[d.dir], c.C, c.Layout), func(t *testing.T) {
+			// A handle's plans outlive the API switch: start afresh.
+			key := planKey{d.dir, c}
+			hd.mu.Lock()
+			if p := hd.plans[key]; p != nil {
+				delete(hd.plans, key)
+				_ = dev.WithContext(func() error { return p.destroy(hd.lib) })
+			}
+			hd.mu.Unlock()
+			out := upload(t, dev, alloc, make([]float64, len(d.want)), d.shape, c.Layout)
+			for range 2 { // the second call reuses the plan
+				if err := d.run(out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := download(t, dev, out, d.shape, c.Layout)
+			for i := range got {
+				if got[i] != d.want[i] {
+					t.Fatalf("element %d (NCHW order) = %g, want %g", i, got[i], d.want[i])
+				}
+			}
+			p := hd.plans[key]
+			graph := p.graph() && !p.failed
+			t.Logf("ran %v on the %s API", p.cands[0], map[bool]string{true: "graph", false: "legacy"}[graph])
+			if api == "graph" && c.C == 16 && !graph {
+				t.Errorf("no graph API plan for %v", c)
+			}
+			if api == "legacy" && graph {
+				t.Errorf("a graph API plan with the graph API off")
+			}
+		})
 	}
 }
 

@@ -74,6 +74,8 @@ var subLibraries = []string{
 // descriptors are opaque C pointers kept as uintptr.
 type lib struct {
 	path string
+	// graph is cuDNN 9's graph API, nil when the library lacks it.
+	graph *graphAPI
 
 	cudnnGetVersion                           func() uint64
 	cudnnGetErrorString                       func(s Status) *byte
@@ -150,9 +152,11 @@ func openLib(path string) (*lib, error) {
 		}
 	}
 	l := &lib{path: path}
-	if _, err := dynlib.Open(path, l.symbols(), "cuDNN 9"); err != nil {
+	h, err := dynlib.Open(path, l.symbols(), "cuDNN 9")
+	if err != nil {
 		return nil, err
 	}
+	l.graph = bindGraphAPI(h)
 	return l, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/strata-ir/strata/runtime/cuda"
 )
 
 // TestSearchMissing checks that a search finding nothing is ErrNotFound
@@ -144,5 +146,51 @@ func TestStored(t *testing.T) {
 	}
 	if got := stored(s, at(s, 1, 2, 3, 4), NCHW); got != at(s, 1, 2, 3, 4) {
 		t.Errorf("NCHW offset of (1, 2, 3, 4) in %v = %d", s, got)
+	}
+}
+
+// TestStrides checks the graph API's tensor strides against the offsets
+// the GPU tests lay tensors out with, in both layouts.
+func TestStrides(t *testing.T) {
+	s := [4]int64{2, 3, 4, 5}
+	for _, layout := range []Layout{NCHW, NHWC} {
+		st := strides(layout, s)
+		for i := range s[0] * s[1] * s[2] * s[3] {
+			idx := [4]int64{i / (s[1] * s[2] * s[3]), i / (s[2] * s[3]) % s[1], i / s[3] % s[2], i % s[3]}
+			off := idx[0]*st[0] + idx[1]*st[1] + idx[2]*st[2] + idx[3]*st[3]
+			if want := stored(s, i, layout); off != want {
+				t.Fatalf("layout %d: element %v at %d by strides %v, want %d", layout, idx, off, st, want)
+			}
+		}
+	}
+}
+
+// TestUseGraphAPI checks $STRATA_CUDNN_API: the graph API by default, the
+// legacy one when asked, and an unknown value refused by name.
+func TestUseGraphAPI(t *testing.T) {
+	for _, tc := range []struct {
+		env   string
+		graph bool
+		err   string
+	}{{"", true, ""}, {"graph", true, ""}, {"legacy", false, ""}, {"v7", true, `$STRATA_CUDNN_API="v7": want graph or legacy`}} {
+		t.Setenv(APIEnv, tc.env)
+		graph, err := useGraphAPI()
+		if graph != tc.graph || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("%s=%q: got %v, %v; want %v, %q", APIEnv, tc.env, graph, err, tc.graph, tc.err)
+		}
+	}
+}
+
+// TestCandidateNames checks how the logs name a plan's candidates and
+// which operands a graph API plan takes as aligned.
+func TestCandidateNames(t *testing.T) {
+	if got := (candidate{exec: 1, engine: 12}).String(); got != "engine 12" {
+		t.Errorf("graph API candidate: %q", got)
+	}
+	if got := (candidate{algo: 3}).String(); got != "algorithm 3" {
+		t.Errorf("legacy candidate: %q", got)
+	}
+	if !aligned([3]cuda.DevicePtr{0x1000, 0x2010, 0x30}) || aligned([3]cuda.DevicePtr{0x1000, 0x2002, 0x30}) {
+		t.Error("aligned: want true for 16-byte multiples only")
 	}
 }
