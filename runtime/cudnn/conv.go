@@ -469,30 +469,38 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.
 }
 
 // newPlan makes key's plan: on the graph API where the handle uses it
-// and it has an engine for key, else on the legacy API. How long it took
-// is logged under the topic compile when it took long (a first call's
-// time). The context is current.
+// and it has an engine for key, else on the legacy API. The plan is
+// logged, under the topic compile when it took long (a first call's
+// time) or fell back to the legacy API, else under autotune. The context
+// is current.
 func (hd *Handle) newPlan(key planKey) (*plan, error) {
 	start := time.Now()
-	api := "graph API"
-	p, why := (*plan)(nil), ""
+	var p *plan
+	api, note := "legacy API", ""
 	if hd.graphAPI {
-		p, why = hd.enginePlan(key)
+		p, note = hd.enginePlan(key)
+		api = "graph API"
 	}
 	if p == nil {
-		api = "legacy API"
 		var err error
 		if p, err = hd.legacyPlan(key); err != nil {
 			return nil, err
 		}
-		if why != "" {
-			api += " (graph API: " + why + ")"
+		if hd.graphAPI {
+			api = "legacy API (no graph API plan: " + note + ")"
+			note = ""
 		}
 	}
-	if d := time.Since(start); d >= slowPlan || why != "" {
-		logs.Printf("compile", "cuDNN %s of %s: %d candidates on the %s, planned in %.1f ms", directionNames[key.dir], key.Conv, len(p.cands), api,
-			float64(d.Microseconds())/1000)
+	if note != "" {
+		api += " (" + note + ")"
 	}
+	d := time.Since(start)
+	topic := "autotune"
+	if d >= slowPlan || p.cands[0].exec == 0 && hd.graphAPI {
+		topic = "compile" // part of a first call's time, or a fallback
+	}
+	logs.Printf(topic, "cuDNN %s of %s: %d candidates on the %s, planned in %.1f ms", directionNames[key.dir], key.Conv, len(p.cands), api,
+		float64(d.Microseconds())/1000)
 	return p, nil
 }
 

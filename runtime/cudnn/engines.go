@@ -2,8 +2,10 @@ package cudnn
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -48,11 +50,9 @@ const (
 	typeNumericalNote = 11
 	typeDescriptor    = 15
 	typeBehaviorNote  = 19
-	// At most this many notes of an engine are read: more than the
-	// library's CUDNN_*_NOTE_TYPE_COUNT (10 numerical, 4 behaviour notes
-	// in cuDNN 9.x), so that notes added later are read too.
-	numericalNoteCount = 32
-	behaviorNoteCount  = 16
+	// maxNotes bounds the notes an engine may list (cuDNN 9.x has 10
+	// kinds of numerical notes and 4 of behaviour notes).
+	maxNotes = 64
 
 	// cudnnBackendAttributeName_t
 	attrConvCompType      = 100
@@ -342,33 +342,54 @@ func (b *builder) engineOf(cfg uintptr) (index int64, skip string) {
 	if b.err = b.l.check("cudnnBackendGetAttribute", b.l.graph.get(cfg, attrCfgEngine, typeDescriptor, 1, &n, unsafe.Pointer(&e))); b.err != nil {
 		return 0, ""
 	}
-	// A query the library does not answer leaves the index at -1 or the
-	// notes empty: the engine is then judged on what it did answer.
+	// An index the library does not give stays -1 (it only names the
+	// engine in the logs).
 	index = -1
 	_ = b.l.graph.get(e, attrEngineGlobalIndex, typeInt64, 1, &n, unsafe.Pointer(&index))
-	var behavior [behaviorNoteCount]int32
-	if b.l.graph.get(e, attrEngineBehavior, typeBehaviorNote, behaviorNoteCount, &n, unsafe.Pointer(&behavior[0])) == 0 {
-		for _, note := range behavior[:min(n, behaviorNoteCount)] {
-			if note == noteRuntimeCompilation {
-				return index, "runtime compilation"
-			}
+	behavior, ok := b.notes(e, attrEngineBehavior, typeBehaviorNote)
+	if !ok {
+		return index, "unreadable behaviour notes"
+	}
+	for _, note := range behavior {
+		if note == noteRuntimeCompilation {
+			return index, "runtime compilation"
 		}
 	}
-	var numerical [numericalNoteCount]int32
-	if b.l.graph.get(e, attrEngineNumerical, typeNumericalNote, numericalNoteCount, &n, unsafe.Pointer(&numerical[0])) == 0 {
-		for _, note := range numerical[:min(n, numericalNoteCount)] {
-			// Strata's convolutions sum in f32 from operands as they are:
-			// an engine that rounds them or its sums to less would differ
-			// from the interpreter.
-			switch note {
-			case noteDownConvertInputs:
-				return index, "down-converted inputs"
-			case noteReducedPrecisionSum:
-				return index, "reduced-precision sums"
-			}
+	numerical, ok := b.notes(e, attrEngineNumerical, typeNumericalNote)
+	if !ok {
+		return index, "unreadable numerical notes"
+	}
+	for _, note := range numerical {
+		// Strata's convolutions sum in f32 from operands as they are: an
+		// engine that rounds them or its sums to less would differ from
+		// the interpreter.
+		switch note {
+		case noteDownConvertInputs:
+			return index, "down-converted inputs"
+		case noteReducedPrecisionSum:
+			return index, "reduced-precision sums"
 		}
 	}
 	return index, ""
+}
+
+// notes reads engine e's notes of attribute name (of type typ, an enum):
+// their count first, then that many. ok is false when the library
+// answers neither.
+func (b *builder) notes(e uintptr, name, typ int32) (notes []int32, ok bool) {
+	var n int64
+	if b.l.graph.get(e, name, typ, 0, &n, nil) != 0 || n < 0 || n > maxNotes {
+		return nil, false
+	}
+	if n == 0 {
+		return nil, true
+	}
+	notes = make([]int32, n)
+	var got int64
+	if b.l.graph.get(e, name, typ, n, &got, unsafe.Pointer(&notes[0])) != 0 {
+		return nil, false
+	}
+	return notes[:min(got, n)], true
 }
 
 // executionPlan finalizes the execution plan of cfg on handle h and
@@ -394,9 +415,10 @@ func (b *builder) executionPlan(h, cfg uintptr) (uintptr, uint64, error) {
 // enginePlan makes key's plan on the graph API: up to enginesPerPlan
 // execution plans of the heuristic's configurations (mode A, then the
 // fallback list) that compile nothing at run time and fit the workspace,
-// best first. It returns nil and why when there is none (the caller then
-// plans on the legacy API); the plan's descriptors are destroyed then.
-// The context is current.
+// best first, and says which configurations it left out and why. It
+// returns nil and why when there is none (the caller then plans on the
+// legacy API); the plan's descriptors are destroyed then. The context is
+// current.
 func (hd *Handle) enginePlan(key planKey) (*plan, string) {
 	b := &builder{l: hd.lib}
 	g := b.opGraph(hd.h, key)
@@ -431,20 +453,21 @@ func (hd *Handle) enginePlan(key planKey) (*plan, string) {
 		}
 	}
 	p.descs = b.descs
+	var parts []string
+	for _, s := range slices.Sorted(maps.Keys(skipped)) {
+		parts = append(parts, fmt.Sprintf("%d left out for %s", skipped[s], s))
+	}
+	parts = append(parts, refused...)
+	note := strings.Join(parts, "; ")
 	if len(p.cands) > 0 && b.err == nil {
-		return p, ""
+		return p, note
 	}
 	why := "no engine"
 	if b.err != nil {
 		why = b.err.Error()
 	}
-	var parts []string
-	for s, n := range skipped {
-		parts = append(parts, fmt.Sprintf("%d left out for %s", n, s))
-	}
-	parts = append(parts, refused...)
-	if len(parts) > 0 {
-		why += " (" + strings.Join(parts, "; ") + ")"
+	if note != "" {
+		why += " (" + note + ")"
 	}
 	if err := p.destroy(hd.lib); err != nil {
 		why += "; " + err.Error()
