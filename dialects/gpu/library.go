@@ -30,13 +30,17 @@ var libraryMatmulDef = &ir.OpDef{
 		"in f32 (in an order the library chooses) and rounded once to C's type. K must be " +
 		"positive. It is a host op of the launch plan, between kernel launches: the nvptx " +
 		"executor runs it with cuBLASLt on the plan's stream, the interpreter sums in order " +
-		"of k. convert-loop-to-gpu emits it for matmul nests with `matmul=cublaslt`; the " +
-		"nest's epilogue becomes a pointwise kernel reading C.",
+		"of k. With a fourth operand, a bias [N] of A's type (C then of A's type too), each sum " +
+		"is added to bias[j] in f32 before the one rounding (cuBLASLt's BIAS epilogue; the " +
+		"interpreter adds it after the sum over k). convert-loop-to-gpu emits it for matmul nests with " +
+		"`matmul=cublaslt`, with the bias when the nest adds one to the sum before rounding it (a " +
+		"graph.matmul with a bias); the rest of the nest's epilogue becomes a pointwise kernel reading C.",
 	Inherent: []string{TransposeAAttr, TransposeBAttr},
 	Operands: []ir.ArgDoc{
 		{Name: "a", Doc: "memref of rank r ≥ 2: [b…, M, K], or [b…, K, M] with transpose_a; or of rank 2 ([M, K] or [K, M]), shared by every batch"},
 		{Name: "b", Doc: "memref of rank r: [b…, K, N], or [b…, N, K] with transpose_b"},
 		{Name: "c", Doc: "memref of rank r: [b…, M, N], written"},
+		{Name: "bias", Doc: "optional memref [N] of A's type, added to every row before the rounding"},
 	},
 	Attrs: []ir.ArgDoc{
 		{Name: TransposeAAttr, Doc: "present when A is stored K first (UnitAttr)"},
@@ -46,8 +50,9 @@ var libraryMatmulDef = &ir.OpDef{
 	Verify:  verifyLibraryMatmul,
 }
 
-// LibraryMatmul inserts gpu.library_matmul writing A·B into c.
-func LibraryMatmul(b *ir.Builder, loc ir.Location, a, bm, c *ir.Value, transA, transB bool) *ir.Operation {
+// LibraryMatmul inserts gpu.library_matmul writing A·B (+ bias, when not
+// nil) into c.
+func LibraryMatmul(b *ir.Builder, loc ir.Location, a, bm, c, bias *ir.Value, transA, transB bool) *ir.Operation {
 	var attrs []ir.NamedAttr
 	if transA {
 		attrs = append(attrs, ir.NamedAttr{Name: TransposeAAttr, Value: ir.UnitAttr{}})
@@ -55,7 +60,19 @@ func LibraryMatmul(b *ir.Builder, loc ir.Location, a, bm, c *ir.Value, transA, t
 	if transB {
 		attrs = append(attrs, ir.NamedAttr{Name: TransposeBAttr, Value: ir.UnitAttr{}})
 	}
-	return b.Op(LibraryMatmulOp, loc, []*ir.Value{a, bm, c}, nil, attrs...)
+	operands := []*ir.Value{a, bm, c}
+	if bias != nil {
+		operands = append(operands, bias)
+	}
+	return b.Op(LibraryMatmulOp, loc, operands, nil, attrs...)
+}
+
+// LibraryBias returns gpu.library_matmul's bias operand, or nil.
+func LibraryBias(op *ir.Operation) *ir.Value {
+	if op.NumOperands() == 4 {
+		return op.Operand(3)
+	}
+	return nil
 }
 
 // SharedA reports whether gpu.library_matmul's A of shape a is shared by
@@ -123,11 +140,11 @@ func verifyLibraryMatmul(op *ir.Operation) error {
 	if op.ParentOfType(FuncOp) != nil {
 		return fmt.Errorf("is a host op: it cannot be nested in a '%s'", FuncOp)
 	}
-	if op.NumOperands() != 3 || op.NumResults() != 0 {
-		return fmt.Errorf("expects three memref operands (A, B, C) and no results")
+	if (op.NumOperands() != 3 && op.NumOperands() != 4) || op.NumResults() != 0 {
+		return fmt.Errorf("expects three memref operands (A, B, C) and an optional bias, and no results")
 	}
-	var shapes [3][]int64
-	var elems [3]ir.Type
+	var shapes [4][]int64
+	var elems [4]ir.Type
 	for i, v := range op.Operands() {
 		mt, ok := v.Type().(*ir.MemRefType)
 		if !ok || !mt.Ranked() || mt.Layout != nil || mt.MemorySpace != nil {
@@ -151,9 +168,17 @@ func verifyLibraryMatmul(op *ir.Operation) error {
 		return fmt.Errorf("C must hold %s or f32, not %s", elems[0], elems[2])
 	}
 	transA, transB := LibraryTransposes(op)
-	_, _, _, k, err := MatmulDims(shapes[0], shapes[1], shapes[2], transA, transB)
+	_, _, n, k, err := MatmulDims(shapes[0], shapes[1], shapes[2], transA, transB)
 	if err == nil && k == 0 {
 		err = fmt.Errorf("K must be positive")
+	}
+	if err == nil && op.NumOperands() == 4 {
+		switch {
+		case elems[3] != elems[0] || elems[2] != elems[0]:
+			err = fmt.Errorf("a bias must hold A's %s, as C must (not %s and %s)", elems[0], elems[3], elems[2])
+		case len(shapes[3]) != 1 || (shapes[3][0] != ir.Dynamic && n != ir.Dynamic && shapes[3][0] != n):
+			err = fmt.Errorf("the bias must be [N] = [%d], not %v", n, shapes[3])
+		}
 	}
 	return err
 }

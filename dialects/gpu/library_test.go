@@ -19,6 +19,14 @@ func libraryHost(props, a, b, c string) string {
 }`, props, a, b, c)
 }
 
+// biasHost is libraryHost with a bias operand of type bias.
+func biasHost(a, b, c, bias string) string {
+	return fmt.Sprintf(`func.func @f(%%a: %[1]s, %%b: %[2]s, %%c: %[3]s, %%d: %[4]s) {
+  "gpu.library_matmul"(%%a, %%b, %%c, %%d) : (%[1]s, %[2]s, %[3]s, %[4]s) -> ()
+  return
+}`, a, b, c, bias)
+}
+
 // TestLibraryMatmulVerify checks the shapes and types gpu.library_matmul
 // accepts, with each transpose, and those it refuses.
 func TestLibraryMatmulVerify(t *testing.T) {
@@ -28,6 +36,8 @@ func TestLibraryMatmulVerify(t *testing.T) {
 		libraryHost("<{transpose_b}>", "memref<?x3xbf16>", "memref<?x3xbf16>", "memref<?x?xbf16>"),
 		// A shared by every batch (an unstrided 1×1 convolution).
 		libraryHost("", "memref<4x3xbf16>", "memref<2x3x5xbf16>", "memref<2x4x5xbf16>"),
+		biasHost("memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>", "memref<5xbf16>"),
+		biasHost("memref<?x3xf16>", "memref<3x5xf16>", "memref<?x5xf16>", "memref<5xf16>"),
 	} {
 		ctx := newCtx()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{})
@@ -48,6 +58,10 @@ func TestLibraryMatmulVerify(t *testing.T) {
 		{"mixed-operands", libraryHost("", "memref<4x3xbf16>", "memref<3x5xf16>", "memref<4x5xf32>"), "B must hold A's bf16"},
 		{"f16-result-of-bf16", libraryHost("", "memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xf16>"), "C must hold bf16 or f32"},
 		{"empty-k", libraryHost("", "memref<4x0xbf16>", "memref<0x5xbf16>", "memref<4x5xbf16>"), "K must be positive"},
+		{"bias-f32-result", biasHost("memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xf32>", "memref<5xbf16>"), "a bias must hold A's bf16, as C must"},
+		{"bias-f32", biasHost("memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>", "memref<5xf32>"), "a bias must hold A's bf16, as C must"},
+		{"bias-shape", biasHost("memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>", "memref<4xbf16>"), "the bias must be [N] = [5], not [4]"},
+		{"bias-rank", biasHost("memref<4x3xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>", "memref<1x5xbf16>"), "the bias must be [N] = [5]"},
 		{"not-unit", libraryHost("<{transpose_a = 1 : i64}>", "memref<3x4xbf16>", "memref<3x5xbf16>", "memref<4x5xbf16>"), "'transpose_a' must be a unit attribute"},
 		{"in-kernel", `module attributes {gpu.container_module} {
   gpu.module @m {
@@ -78,10 +92,13 @@ func TestLibraryMatmulBuilder(t *testing.T) {
 	old := ir.NewSymTable(m).Lookup("f").Region(0).Front().First()
 	b := ir.NewBuilder(ctx)
 	b.SetInsertionPointBefore(old)
-	op := gpu.LibraryMatmul(b, old.Loc(), old.Operand(0), old.Operand(1), old.Operand(2), true, true)
+	op := gpu.LibraryMatmul(b, old.Loc(), old.Operand(0), old.Operand(1), old.Operand(2), nil, true, true)
 	old.Erase()
 	if ta, tb := gpu.LibraryTransposes(op); !ta || !tb {
 		t.Errorf("LibraryTransposes = %v, %v", ta, tb)
+	}
+	if bias := gpu.LibraryBias(op); bias != nil {
+		t.Errorf("LibraryBias = %v without a bias", bias)
 	}
 	if err := ir.Verify(m); err != nil {
 		t.Error(err)

@@ -202,7 +202,7 @@ func (p *libraryConv) library(b *ir.Builder, loc ir.Location, y *ir.Value) {
 	w := loop.View(b, loc, p.w, ir.MemRefOf([]int64{sh[1], xs[1]}, p.elem))
 	x := loop.View(b, loc, p.x, ir.MemRefOf([]int64{xs[0], xs[1], xs[2] * xs[3]}, p.elem))
 	yv := loop.View(b, loc, y, ir.MemRefOf([]int64{sh[0], sh[1], sh[2] * sh[3]}, p.elem))
-	gpu.LibraryMatmul(b, loc, w, x, yv, false, false)
+	gpu.LibraryMatmul(b, loc, w, x, yv, nil, false, false)
 }
 
 // directStore returns the buffer the nest stores the rounded sum into at

@@ -108,15 +108,29 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 	b := ir.NewBuilder(ctx)
 	b.SetInsertionPointBefore(p.nest)
 	sum := p.kloop.Result(0)
+	// A bias added to the sum before its rounding (graph.matmul's bias)
+	// is the library's bias epilogue: one rounding, as the nest does.
+	bias := p.biasAdd(sum)
+	rounded := sum
+	if bias != nil {
+		rounded = bias.add.Result(0)
+	}
 	// round is the epilogue's rounding of the sum to the operands' type.
 	var round *ir.Operation
-	if sum.HasOneUse() {
-		if u := sum.Users()[0]; u.Name() == arith.OpTruncF && u.Result(0).Type() == p.elem {
+	if rounded.HasOneUse() {
+		if u := rounded.Users()[0]; u.Name() == arith.OpTruncF && u.Result(0).Type() == p.elem {
 			round = u
 		}
 	}
-	if out := p.directStore(round); out != nil {
-		gpu.LibraryMatmul(b, loc, p.a, p.b, out, p.transA, p.transB)
+	if round == nil {
+		bias = nil // the library rounds whatever it adds: the nest adds the bias to the f32 sum itself
+	}
+	var biasMem *ir.Value
+	if bias != nil {
+		biasMem = bias.mem
+	}
+	if out := p.directStore(round, bias); out != nil {
+		gpu.LibraryMatmul(b, loc, p.a, p.b, out, biasMem, p.transA, p.transB)
 		p.nest.Erase()
 		return
 	}
@@ -125,7 +139,7 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 		elem, replaced = p.elem, round.Result(0)
 	}
 	prod := loop.Alloc(b, loc, ir.MemRefOf(p.shape, elem))
-	gpu.LibraryMatmul(b, loc, p.a, p.b, prod, p.transA, p.transB)
+	gpu.LibraryMatmul(b, loc, p.a, p.b, prod, biasMem, p.transA, p.transB)
 	body := loop.Body(p.nest)
 	in := ir.NewBuilder(ctx)
 	in.SetInsertionPointBefore(p.kloop)
@@ -133,9 +147,61 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 	if round != nil {
 		round.Erase()
 	}
+	if bias != nil {
+		bias.erase()
+	}
 	p.kloop.Erase()
 	b.SetInsertionPointAfter(p.nest)
 	loop.Dealloc(b, loc, prod)
+}
+
+// nestBias is a matmul nest's addition of bias[j] to the f32 sum:
+// addf(sum, extf(load bias[j])).
+type nestBias struct {
+	add, ext, load *ir.Operation
+	mem            *ir.Value // the bias [N], of the operands' type, from outside the nest
+}
+
+// biasAdd returns the nest's addition of a bias [N] to sum, its only use,
+// or nil.
+func (p *libraryMatmul) biasAdd(sum *ir.Value) *nestBias {
+	if !sum.HasOneUse() {
+		return nil
+	}
+	add := sum.Users()[0]
+	if add.Name() != arith.OpAddF || add.NumOperands() != 2 {
+		return nil
+	}
+	other := add.Operand(1)
+	if other == sum {
+		other = add.Operand(0)
+	}
+	ext := other.DefiningOp()
+	if ext == nil || ext.Name() != arith.OpExtF || ext.Operand(0).Type() != p.elem {
+		return nil
+	}
+	ld := ext.Operand(0).DefiningOp()
+	if ld == nil || ld.Name() != loop.LoadOp || ld.NumOperands() != 2 || definedIn(ld.Operand(0), p.nest) {
+		return nil
+	}
+	n := p.shape[len(p.shape)-1]
+	mt, _ := ld.Operand(0).Type().(*ir.MemRefType)
+	if mt == nil || mt.ElementType() != p.elem || !slices.Equal(mt.Shape(), []int64{n}) || mt.Layout != nil || mt.MemorySpace != nil ||
+		!indexes(ld.Operand(1), loop.Body(p.nest).Argument(len(p.shape)-1), n) {
+		return nil
+	}
+	return &nestBias{add: add, ext: ext, load: ld, mem: ld.Operand(0)}
+}
+
+// erase removes the bias's addition (its result unused) and the load and
+// extension that only it read.
+func (nb *nestBias) erase() {
+	nb.add.Erase()
+	for _, o := range []*ir.Operation{nb.ext, nb.load} {
+		if !o.Result(0).HasUses() {
+			o.Erase()
+		}
+	}
 }
 
 // storeOf returns the store that is r's only use, storing r at the nest's
@@ -157,9 +223,10 @@ func storeOf(nest *ir.Operation, r *ir.Value, shape []int64, elem ir.Type) (*ir.
 	return st, out
 }
 
-// directStore returns the buffer the nest stores the rounded product into
-// at [b…, i, j] when that is all the nest does besides constants, or nil.
-func (p *libraryMatmul) directStore(round *ir.Operation) *ir.Value {
+// directStore returns the buffer the nest stores the rounded product
+// (plus bias, when not nil) into at [b…, i, j] when that is all the nest
+// does besides constants, or nil.
+func (p *libraryMatmul) directStore(round *ir.Operation, bias *nestBias) *ir.Value {
 	if round == nil {
 		return nil
 	}
@@ -168,7 +235,10 @@ func (p *libraryMatmul) directStore(round *ir.Operation) *ir.Value {
 		return nil
 	}
 	for _, o := range loop.Body(p.nest).Ops() {
-		if o != p.kloop && o != round && o != st && !o.HasTrait(ir.Terminator) && o.Name() != arith.OpConstant {
+		if o == p.kloop || o == round || o == st || o.HasTrait(ir.Terminator) || o.Name() == arith.OpConstant {
+			continue
+		}
+		if bias == nil || (o != bias.add && o != bias.ext && o != bias.load) {
 			return nil
 		}
 	}

@@ -3,6 +3,7 @@ package togpu_test
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,45 +24,60 @@ const libraryPipeline = "builtin.module(lower-to-loop,convert-loop-to-gpu{matmul
 // (library: how many), with the kernels left (the epilogues, and any
 // other nest): odd sizes with a fused bias and gelu, a bare product the
 // library writes straight into the result, each operand stored
-// transposed, batches, f16, and an f32 product that stays a kernel.
+// transposed, batches, f16, and an f32 product that stays a kernel; a
+// graph.matmul's bias goes to the library (bias: the bias operand's type
+// expected last on the library op), a bias added after the rounding does
+// not.
 var libraryCases = []struct {
 	name, args, result, body string
 	library, kernels         int
 	transposes               string // the transpose properties expected, in order
+	bias                     string
 }{
+	{"bias-bare", "%x: tensor<37x19xbf16>, %w: tensor<19x23xbf16>, %b: tensor<23xbf16>", "tensor<37x23xbf16>", `
+  %r = "graph.matmul"(%x, %w, %b) : (tensor<37x19xbf16>, tensor<19x23xbf16>, tensor<23xbf16>) -> tensor<37x23xbf16>`, 1, 0, "", "memref<23xbf16>"},
+	{"bias-gelu-b-transposed", "%x: tensor<9x16xf16>, %w: tensor<5x16xf16>, %b: tensor<5xf16>", "tensor<9x5xf16>", `
+  %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<5x16xf16>) -> tensor<16x5xf16>
+  %0 = "graph.matmul"(%x, %t, %b) : (tensor<9x16xf16>, tensor<16x5xf16>, tensor<5xf16>) -> tensor<9x5xf16>
+  %r = "graph.gelu"(%0) <{approximate = "tanh"}> : (tensor<9x5xf16>) -> tensor<9x5xf16>`, 1, 1, "transpose_b", "memref<5xf16>"},
+	{"bias-n-one", "%x: tensor<6x4xbf16>, %w: tensor<4x1xbf16>, %b: tensor<1xbf16>", "tensor<6x1xbf16>", `
+  %r = "graph.matmul"(%x, %w, %b) : (tensor<6x4xbf16>, tensor<4x1xbf16>, tensor<1xbf16>) -> tensor<6x1xbf16>`, 1, 0, "", "memref<1xbf16>"},
 	{"odd-bias-gelu", "%x: tensor<37x19xbf16>, %w: tensor<19x23xbf16>, %b: tensor<23xbf16>", "tensor<37x23xbf16>", `
   %0 = "graph.matmul"(%x, %w) : (tensor<37x19xbf16>, tensor<19x23xbf16>) -> tensor<37x23xbf16>
   %1 = "graph.add"(%0, %b) : (tensor<37x23xbf16>, tensor<23xbf16>) -> tensor<37x23xbf16>
-  %r = "graph.gelu"(%1) <{approximate = "tanh"}> : (tensor<37x23xbf16>) -> tensor<37x23xbf16>`, 1, 1, ""},
+  %r = "graph.gelu"(%1) <{approximate = "tanh"}> : (tensor<37x23xbf16>) -> tensor<37x23xbf16>`, 1, 1, "", ""},
 	{"bare", "%x: tensor<5x7xbf16>, %w: tensor<7x3xbf16>", "tensor<5x3xbf16>", `
-  %r = "graph.matmul"(%x, %w) : (tensor<5x7xbf16>, tensor<7x3xbf16>) -> tensor<5x3xbf16>`, 1, 0, ""},
+  %r = "graph.matmul"(%x, %w) : (tensor<5x7xbf16>, tensor<7x3xbf16>) -> tensor<5x3xbf16>`, 1, 0, "", ""},
 	{"a-transposed", "%x: tensor<9x13xbf16>, %w: tensor<9x6xbf16>", "tensor<13x6xbf16>", `
   %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<9x13xbf16>) -> tensor<13x9xbf16>
   %0 = "graph.matmul"(%t, %w) : (tensor<13x9xbf16>, tensor<9x6xbf16>) -> tensor<13x6xbf16>
-  %r = "graph.relu"(%0) : (tensor<13x6xbf16>) -> tensor<13x6xbf16>`, 1, 1, "transpose_a"},
+  %r = "graph.relu"(%0) : (tensor<13x6xbf16>) -> tensor<13x6xbf16>`, 1, 1, "transpose_a", ""},
 	{"b-transposed-f16", "%x: tensor<11x8xf16>, %w: tensor<5x8xf16>", "tensor<11x5xf16>", `
   %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<5x8xf16>) -> tensor<8x5xf16>
-  %r = "graph.matmul"(%x, %t) : (tensor<11x8xf16>, tensor<8x5xf16>) -> tensor<11x5xf16>`, 1, 0, "transpose_b"},
+  %r = "graph.matmul"(%x, %t) : (tensor<11x8xf16>, tensor<8x5xf16>) -> tensor<11x5xf16>`, 1, 0, "transpose_b", ""},
 	{"batched-both-transposed", "%x: tensor<2x3x7x5xbf16>, %w: tensor<2x3x4x7xbf16>", "tensor<2x3x5x4xbf16>", `
   %tx = "graph.transpose"(%x) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<2x3x7x5xbf16>) -> tensor<2x3x5x7xbf16>
   %tw = "graph.transpose"(%w) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<2x3x4x7xbf16>) -> tensor<2x3x7x4xbf16>
   %0 = "graph.matmul"(%tx, %tw) : (tensor<2x3x5x7xbf16>, tensor<2x3x7x4xbf16>) -> tensor<2x3x5x4xbf16>
-  %r = "graph.mul"(%0, %0) : (tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>) -> tensor<2x3x5x4xbf16>`, 1, 1, "transpose_a, transpose_b"},
+  %r = "graph.mul"(%0, %0) : (tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>) -> tensor<2x3x5x4xbf16>`, 1, 1, "transpose_a, transpose_b", ""},
 	// Dimensions of size 1 are indexed by the constant 0, not the nest's
 	// induction variable (TestGPUCuBLASLt drew b=1 and found no library op).
 	{"batch-of-one-relu", "%x: tensor<1x27x6xbf16>, %w: tensor<1x6x15xbf16>", "tensor<1x27x15xbf16>", `
   %0 = "graph.matmul"(%x, %w) : (tensor<1x27x6xbf16>, tensor<1x6x15xbf16>) -> tensor<1x27x15xbf16>
-  %r = "graph.relu"(%0) : (tensor<1x27x15xbf16>) -> tensor<1x27x15xbf16>`, 1, 1, ""},
+  %r = "graph.relu"(%0) : (tensor<1x27x15xbf16>) -> tensor<1x27x15xbf16>`, 1, 1, "", ""},
 	{"m-one-b-transposed", "%x: tensor<1x9xbf16>, %w: tensor<4x9xbf16>", "tensor<1x4xbf16>", `
   %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<4x9xbf16>) -> tensor<9x4xbf16>
-  %r = "graph.matmul"(%x, %t) : (tensor<1x9xbf16>, tensor<9x4xbf16>) -> tensor<1x4xbf16>`, 1, 0, "transpose_b"},
+  %r = "graph.matmul"(%x, %t) : (tensor<1x9xbf16>, tensor<9x4xbf16>) -> tensor<1x4xbf16>`, 1, 0, "transpose_b", ""},
 	{"k-one", "%x: tensor<7x1xf16>, %w: tensor<1x5xf16>", "tensor<7x5xf16>", `
-  %r = "graph.matmul"(%x, %w) : (tensor<7x1xf16>, tensor<1x5xf16>) -> tensor<7x5xf16>`, 1, 0, ""},
+  %r = "graph.matmul"(%x, %w) : (tensor<7x1xf16>, tensor<1x5xf16>) -> tensor<7x5xf16>`, 1, 0, "", ""},
 	{"all-one", "%x: tensor<1x1x1xbf16>, %w: tensor<1x1x1xbf16>", "tensor<1x1x1xbf16>", `
-  %r = "graph.matmul"(%x, %w) : (tensor<1x1x1xbf16>, tensor<1x1x1xbf16>) -> tensor<1x1x1xbf16>`, 1, 0, ""},
+  %r = "graph.matmul"(%x, %w) : (tensor<1x1x1xbf16>, tensor<1x1x1xbf16>) -> tensor<1x1x1xbf16>`, 1, 0, "", ""},
 	{"f32-stays-a-kernel", "%x: tensor<6x4xf32>, %w: tensor<4x3xf32>", "tensor<6x3xf32>", `
-  %r = "graph.matmul"(%x, %w) : (tensor<6x4xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>`, 0, 1, ""},
+  %r = "graph.matmul"(%x, %w) : (tensor<6x4xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>`, 0, 1, "", ""},
 }
+
+// libraryOperands matches a gpu.library_matmul's operands and their types.
+var libraryOperands = regexp.MustCompile(`"gpu\.library_matmul"\(([^)]*)\)[^:]*: \(([^)]*)\) -> \(\)`)
 
 // TestLibraryMatmulLowering lowers each case with matmul=cublaslt, counts
 // the library ops and kernels, and runs the lowered program in the
@@ -77,6 +93,15 @@ func TestLibraryMatmulLowering(t *testing.T) {
 			}
 			if got := strings.Count(text, "gpu.launch_func"); got != tc.kernels {
 				t.Errorf("%d kernel launches, want %d:\n%s", got, tc.kernels, text)
+			}
+			found := libraryOperands.FindAllStringSubmatch(text, -1)
+			if len(found) != tc.library {
+				t.Errorf("read the operands of %d library ops, want %d", len(found), tc.library)
+			}
+			for _, ops := range found {
+				if biased := strings.Count(ops[1], ",") == 3; biased != (tc.bias != "") || biased && !strings.HasSuffix(ops[2], ", "+tc.bias) {
+					t.Errorf("library op with operands (%s) of types (%s), want the bias %q:\n%s", ops[1], ops[2], tc.bias, text)
+				}
 			}
 			if tc.transposes != "" && !strings.Contains(text, "<{"+tc.transposes+"}>") {
 				t.Errorf("no <{%s}> on the library op:\n%s", tc.transposes, text)
@@ -212,7 +237,12 @@ var libraryPrograms = rapid.Custom(func(t *rapid.T) *passtest.Program {
 		w = "%tw"
 	}
 	out := typ(m, n)
-	fmt.Fprintf(&body, "  %%p = \"graph.matmul\"(%s, %s) : (%s, %s) -> %s\n", x, w, typ(m, k), typ(k, n), out)
+	if rapid.Bool().Draw(t, "bias") {
+		fmt.Fprintf(&body, "  %%p = \"graph.matmul\"(%s, %s, %%b) : (%s, %s, tensor<%dx%s>) -> %s\n", x, w, typ(m, k), typ(k, n), n, elem, out)
+		tb += fmt.Sprintf(", %%b: tensor<%dx%s>", n, elem)
+	} else {
+		fmt.Fprintf(&body, "  %%p = \"graph.matmul\"(%s, %s) : (%s, %s) -> %s\n", x, w, typ(m, k), typ(k, n), out)
+	}
 	switch rapid.IntRange(0, 2).Draw(t, "epilogue") {
 	case 0:
 		fmt.Fprintf(&body, "  %%r = \"graph.gelu\"(%%p) <{approximate = \"tanh\"}> : (%s) -> %s\n", out, out)

@@ -72,10 +72,10 @@ func TestGPUHeuristicAlgorithms(t *testing.T) {
 		}
 		first := download(d, m.M*m.N)
 		var algos []heuristicResult
-		if err := dev.WithContext(func() (err error) { algos, err = hd.heuristics(hd.plans[m], 8); return err }); err != nil {
+		if err := dev.WithContext(func() (err error) { algos, err = hd.heuristics(hd.plans[planKey{Matmul: m}], 8); return err }); err != nil {
 			t.Fatal(err)
 		}
-		p := hd.plans[m]
+		p := hd.plans[planKey{Matmul: m}]
 		for i, h := range algos {
 			p.algo = h
 			if err := hd.Run(m, a, b, d, nil); err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/strata-ir/strata/runtime/cuda"
 )
 
 // TestSearchMissing checks that a search finding nothing is ErrNotFound
@@ -54,11 +56,39 @@ func TestMatmulCheck(t *testing.T) {
 		{func(m *Matmul) { m.DType = F16 }, "the result must be bf16 or f32"},
 		{func(m *Matmul) { m.K = 0 }, "every size must be positive"},
 		{func(m *Matmul) { m.Batch = 1 << 31 }, "sizes must fit in 32 bits"},
+		{func(m *Matmul) { m.Bias, m.DType = true, F32 }, "with a bias: the result must be bf16"},
 	} {
 		m := ok
 		tc.m(&m)
 		if err := m.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", m, err, tc.want)
+		}
+	}
+}
+
+// TestRunBiasMisuse checks that a product with a bias is refused by Run
+// and one without by RunBias (or without the bias's address), before the
+// library is touched.
+func TestRunBiasMisuse(t *testing.T) {
+	hd := &Handle{}
+	m := Matmul{AType: BF16, DType: BF16, M: 3, N: 5, K: 7, Batch: 1}
+	if err := hd.RunBias(m, 1, 2, 3, 4, nil); err == nil || !strings.Contains(err.Error(), "RunBias needs a product with a bias") {
+		t.Errorf("RunBias without Bias: %v", err)
+	}
+	m.Bias = true
+	if err := hd.Run(m, 1, 2, 3, nil); err == nil || !strings.Contains(err.Error(), "runs with RunBias") {
+		t.Errorf("Run with Bias: %v", err)
+	}
+	if err := hd.RunBias(m, 1, 2, 3, 0, nil); err == nil || !strings.Contains(err.Error(), "the bias's address") {
+		t.Errorf("RunBias without the address: %v", err)
+	}
+}
+
+// TestAlignment checks the bias alignment classes plans are keyed by.
+func TestAlignment(t *testing.T) {
+	for p, want := range map[uint64]uint64{0: 256, 512: 256, 0x1000 + 128: 128, 0x1000 + 2: 2, 0x1000 + 1: 1, 0x1000 + 48: 16} {
+		if got := alignment(cuda.DevicePtr(p)); got != want {
+			t.Errorf("alignment(%#x) = %d, want %d", p, got, want)
 		}
 	}
 }

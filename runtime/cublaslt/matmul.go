@@ -86,6 +86,9 @@ const (
 	compute32F             = 68 // CUBLAS_COMPUTE_32F
 	descTransA             = 3  // CUBLASLT_MATMUL_DESC_TRANSA
 	descTransB             = 4  // CUBLASLT_MATMUL_DESC_TRANSB
+	descEpilogue           = 7  // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32)
+	descBiasPointer        = 8  // CUBLASLT_MATMUL_DESC_BIAS_POINTER (const void *)
+	epilogueBias           = 4  // CUBLASLT_EPILOGUE_BIAS
 	layoutBatchCount       = 5  // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT (int32)
 	layoutBatchStride      = 6  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET (int64)
 	prefMaxWorkspaceBytes  = 1  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64)
@@ -113,12 +116,15 @@ const WorkspaceBytes = 32 << 20
 // compute type CUBLAS_COMPUTE_32F), rounded once to DType. With TransA, A
 // is stored [K, M]; with TransB, B is stored [N, K]. The matrices of a
 // batch follow one another without gaps; with SharedA, A is one matrix
-// that every batch multiplies.
+// that every batch multiplies. With Bias, D[i, j] is rounded once from
+// the f32 sum plus bias[j], a vector of N elements of DType (cuBLASLt's
+// BIAS epilogue; the same vector for every batch): run it with RunBias.
 type Matmul struct {
 	AType, DType   DataType // B has AType
 	M, N, K, Batch int64
 	TransA, TransB bool
 	SharedA        bool
+	Bias           bool
 }
 
 // check reports a product cuBLASLt is not asked to do.
@@ -132,8 +138,27 @@ func (m Matmul) check() error {
 		return fmt.Errorf("cuBLASLt matmul of sizes M=%d N=%d K=%d batch=%d: every size must be positive", m.M, m.N, m.K, m.Batch)
 	case m.M > 1<<31-1 || m.N > 1<<31-1 || m.K > 1<<31-1 || m.Batch > 1<<31-1:
 		return fmt.Errorf("cuBLASLt matmul of sizes M=%d N=%d K=%d batch=%d: sizes must fit in 32 bits", m.M, m.N, m.K, m.Batch)
+	case m.Bias && m.DType != m.AType:
+		return fmt.Errorf("cuBLASLt matmul of %s into %s with a bias: the result must be %s", m.AType, m.DType, m.AType)
 	}
 	return nil
+}
+
+// planKey is what a plan is made for: the product and, with a bias, the
+// bias pointer's alignment (cuBLASLt's heuristic picks kernels for the
+// alignment of the pointer it is shown).
+type planKey struct {
+	Matmul
+	biasAlign uint64
+}
+
+// alignment returns the largest power of two up to 256 dividing p.
+func alignment(p cuda.DevicePtr) uint64 {
+	a := uint64(256)
+	for a > 1 && uint64(p)%a != 0 {
+		a /= 2
+	}
+	return a
 }
 
 // plan is a product's descriptors and chosen algorithm, made once per
@@ -153,7 +178,7 @@ type Handle struct {
 	workspace cuda.DevicePtr
 
 	mu    sync.Mutex
-	plans map[Matmul]*plan
+	plans map[planKey]*plan
 	// alpha and beta are the host scalars of every call (D = 1·A·B + 0·D),
 	// read when a call is queued, also while a stream is captured.
 	alpha, beta float32
@@ -166,7 +191,7 @@ func New(dev *cuda.Device, alloc *cuda.Allocator) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	hd := &Handle{lib: l, dev: dev, alloc: alloc, plans: map[Matmul]*plan{}, alpha: 1}
+	hd := &Handle{lib: l, dev: dev, alloc: alloc, plans: map[planKey]*plan{}, alpha: 1}
 	if err := dev.WithContext(func() error { return l.check("cublasLtCreate", l.cublasLtCreate(&hd.h)) }); err != nil {
 		return nil, err
 	}
@@ -202,8 +227,28 @@ func (hd *Handle) Close() error {
 // (nil: the default stream). The first product of each shape asks
 // cuBLASLt's heuristic for an algorithm; later ones reuse it.
 func (hd *Handle) Run(m Matmul, a, b, d cuda.DevicePtr, stream *cuda.Stream) error {
+	if m.Bias {
+		return errors.New("cuBLASLt: a product with a bias runs with RunBias")
+	}
+	return hd.run(m, a, b, d, 0, stream)
+}
+
+// RunBias is Run for a product with a bias (m.Bias): bias points at its
+// N elements of m.DType.
+func (hd *Handle) RunBias(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stream) error {
+	if !m.Bias || bias == 0 {
+		return errors.New("cuBLASLt: RunBias needs a product with a bias and the bias's address")
+	}
+	return hd.run(m, a, b, d, bias, stream)
+}
+
+func (hd *Handle) run(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stream) error {
 	if err := m.check(); err != nil {
 		return err
+	}
+	key := planKey{Matmul: m}
+	if m.Bias {
+		key.biasAlign = alignment(bias)
 	}
 	hd.mu.Lock()
 	defer hd.mu.Unlock()
@@ -212,13 +257,20 @@ func (hd *Handle) Run(m Matmul, a, b, d cuda.DevicePtr, stream *cuda.Stream) err
 	}
 	l := hd.lib
 	return hd.dev.WithContext(func() error {
-		p := hd.plans[m]
+		p := hd.plans[key]
 		if p == nil {
 			var err error
-			if p, err = hd.newPlan(m); err != nil {
+			if p, err = hd.newPlan(m, bias); err != nil {
 				return err
 			}
-			hd.plans[m] = p
+			hd.plans[key] = p
+		}
+		if m.Bias {
+			// The descriptor is the plan's; its bias pointer is this
+			// call's (read when the call is queued).
+			if err := hd.setDescPtr(p.desc, descBiasPointer, bias); err != nil {
+				return err
+			}
 		}
 		// cuBLASLt's A is Strata's B and its B Strata's A (package doc).
 		return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
@@ -228,8 +280,9 @@ func (hd *Handle) Run(m Matmul, a, b, d cuda.DevicePtr, stream *cuda.Stream) err
 }
 
 // newPlan makes the descriptors of m and picks cuBLASLt's first
-// heuristic algorithm for it. The context is current.
-func (hd *Handle) newPlan(m Matmul) (_ *plan, err error) {
+// heuristic algorithm for it (with bias, the address of m's bias: the
+// heuristic reads its alignment). The context is current.
+func (hd *Handle) newPlan(m Matmul, bias cuda.DevicePtr) (_ *plan, err error) {
 	l := hd.lib
 	p := &plan{}
 	defer func() {
@@ -256,6 +309,16 @@ func (hd *Handle) newPlan(m Matmul) (_ *plan, err error) {
 	}
 	if err := hd.setDesc(p.desc, descTransB, transB); err != nil {
 		return nil, err
+	}
+	if m.Bias {
+		// cuBLASLt's D is Dᵀ: its rows are Strata's columns j, which is
+		// what the BIAS epilogue indexes its vector by.
+		if err := hd.setDesc(p.desc, descEpilogue, epilogueBias); err != nil {
+			return nil, err
+		}
+		if err := hd.setDescPtr(p.desc, descBiasPointer, bias); err != nil {
+			return nil, err
+		}
 	}
 	if p.b, err = hd.layout(m.AType, bRows, bCols, m.Batch, bRows*bCols); err != nil {
 		return nil, err
@@ -306,6 +369,12 @@ func (hd *Handle) heuristics(p *plan, n int32) ([]heuristicResult, error) {
 // setDesc sets an int32 attribute of a matmul descriptor.
 func (hd *Handle) setDesc(desc uintptr, attr int32, v int32) error {
 	return hd.lib.check("cublasLtMatmulDescSetAttribute", hd.lib.cublasLtMatmulDescSetAttribute(desc, attr, unsafe.Pointer(&v), 4))
+}
+
+// setDescPtr sets a pointer attribute of a matmul descriptor.
+func (hd *Handle) setDescPtr(desc uintptr, attr int32, p cuda.DevicePtr) error {
+	v := uint64(p)
+	return hd.lib.check("cublasLtMatmulDescSetAttribute", hd.lib.cublasLtMatmulDescSetAttribute(desc, attr, unsafe.Pointer(&v), 8))
 }
 
 // layout makes the column-major layout of batch rows×cols matrices, each

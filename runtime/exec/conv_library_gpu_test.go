@@ -348,7 +348,7 @@ func TestPlanLibraryCalls(t *testing.T) {
 		t.Fatalf("%d library calls, want 1: %+v", len(pl.libCalls), pl.libCalls)
 	}
 	c := pl.libCalls[0]
-	if !c.isConv || c.conv != want || (c.dir != "" && c.dir != "forward") || c.bytes != [3]uint64{2 * 5 * 9 * 9 * 2, 7 * 5 * 3 * 3 * 2, 2 * 7 * 5 * 5 * 2} {
+	if !c.isConv || c.conv != want || (c.dir != "" && c.dir != "forward") || c.bytes != [4]uint64{2 * 5 * 9 * 9 * 2, 7 * 5 * 3 * 3 * 2, 2 * 7 * 5 * 5 * 2} {
 		t.Errorf("library call %+v, want the forward convolution %+v", c, want)
 	}
 }

@@ -147,8 +147,8 @@ var libraryTypes = map[ir.Type]cublaslt.DataType{ir.BF16: cublaslt.BF16, ir.F16:
 // plan's stream, between the kernels around it (and into a CUDA graph
 // when the plan is captured).
 func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
-	if op.NumOperands() != 3 || op.NumResults() != 0 {
-		return nil, ir.Errorf(op.Loc(), "%s must have three operands and no results", gpu.LibraryMatmulOp)
+	if (op.NumOperands() != 3 && op.NumOperands() != 4) || op.NumResults() != 0 {
+		return nil, ir.Errorf(op.Loc(), "%s must have three or four operands (A, B, C, bias) and no results", gpu.LibraryMatmulOp)
 	}
 	var types [3]cublaslt.DataType
 	for i, v := range op.Operands() {
@@ -160,8 +160,13 @@ func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
 		if !ok {
 			return nil, ir.Errorf(op.Loc(), "%s of %s: cuBLASLt takes bf16, f16 and f32 matrices", gpu.LibraryMatmulOp, mt.ElementType())
 		}
-		types[i] = t
+		if i < 3 {
+			types[i] = t
+		} else if t != types[0] || types[2] != types[0] {
+			return nil, ir.Errorf(op.Loc(), "%s: the bias and C must have A's type", gpu.LibraryMatmulOp)
+		}
 	}
+	hasBias := op.NumOperands() == 4
 	in, err := c.uses(op)
 	if err != nil {
 		return nil, err
@@ -177,6 +182,16 @@ func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
 		if err != nil {
 			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryMatmulOp, err)
 		}
+		var bias *devBuffer
+		if hasBias {
+			bias = r.slots[in[3]].b
+			switch {
+			case bias.mem.freed:
+				return ir.Errorf(op.Loc(), "%s of a deallocated buffer", gpu.LibraryMatmulOp)
+			case len(bias.shape) != 1 || bias.shape[0] != n:
+				return ir.Errorf(op.Loc(), "%s: the bias is %v, not [N] = [%d]", gpu.LibraryMatmulOp, bias.shape, n)
+			}
+		}
 		count, err := elementCount(batch)
 		if err != nil {
 			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryMatmulOp, err)
@@ -187,8 +202,12 @@ func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
 		h, err := r.rt.cublasLt()
 		if err == nil {
 			mm := cublaslt.Matmul{AType: types[0], DType: types[2], M: m, N: n, K: k, Batch: count, TransA: transA, TransB: transB,
-				SharedA: gpu.SharedA(a.shape, b.shape)}
-			err = h.Run(mm, a.mem.ptr, b.mem.ptr, d.mem.ptr, r.stream)
+				SharedA: gpu.SharedA(a.shape, b.shape), Bias: hasBias}
+			if hasBias {
+				err = h.RunBias(mm, a.mem.ptr, b.mem.ptr, d.mem.ptr, bias.mem.ptr, r.stream)
+			} else {
+				err = h.Run(mm, a.mem.ptr, b.mem.ptr, d.mem.ptr, r.stream)
+			}
 		}
 		if err != nil {
 			return ir.Errorf(op.Loc(), "%s: %v", gpu.LibraryMatmulOp, err)
@@ -265,13 +284,13 @@ type libCall struct {
 	conv   cudnn.Conv
 	dir    gpu.ConvDirection
 	mm     cublaslt.Matmul
-	bytes  [3]uint64 // of the op's three operands
+	bytes  [4]uint64 // of the op's operands (a product's bias fourth; 0 without one)
 }
 
-// libOperandBytes returns the sizes of op's three operands, which the
-// planner checked are memrefs of a known element type.
-func libOperandBytes(op *ir.Operation) [3]uint64 {
-	var out [3]uint64
+// libOperandBytes returns the sizes of op's three or four operands, which
+// the planner checked are memrefs of a known element type.
+func libOperandBytes(op *ir.Operation) [4]uint64 {
+	var out [4]uint64
 	for i, v := range op.Operands() {
 		mt := v.Type().(*ir.MemRefType)
 		size, _ := elemSize(mt.ElementType())
@@ -284,7 +303,7 @@ func libOperandBytes(op *ir.Operation) [3]uint64 {
 // warmMatmul records a gpu.library_matmul whose operands have static
 // shapes among the plan's library calls.
 func (c *planner) warmMatmul(op *ir.Operation, types [3]cublaslt.DataType, transA, transB bool) {
-	var shapes [3][]int64
+	var shapes [4][]int64
 	for i, v := range op.Operands() {
 		mt := v.Type().(*ir.MemRefType)
 		if slices.Contains(mt.Shape(), ir.Dynamic) {
@@ -301,7 +320,7 @@ func (c *planner) warmMatmul(op *ir.Operation, types [3]cublaslt.DataType, trans
 		return
 	}
 	mm := cublaslt.Matmul{AType: types[0], DType: types[2], M: m, N: n, K: k, Batch: count, TransA: transA, TransB: transB,
-		SharedA: gpu.SharedA(shapes[0], shapes[1])}
+		SharedA: gpu.SharedA(shapes[0], shapes[1]), Bias: op.NumOperands() == 4}
 	c.p.libCalls = append(c.p.libCalls, libCall{mm: mm, bytes: libOperandBytes(op)})
 }
 
@@ -369,7 +388,7 @@ func (c libCall) String() string {
 		return fmt.Sprintf("cuDNN %s of %s", dir, c.conv)
 	}
 	m := c.mm
-	return fmt.Sprintf("cuBLASLt %s product %dx%dx%d (batch %d, transposes %v %v)", m.AType, m.M, m.N, m.K, m.Batch, m.TransA, m.TransB)
+	return fmt.Sprintf("cuBLASLt %s product %dx%dx%d (batch %d, transposes %v %v, bias %v)", m.AType, m.M, m.N, m.K, m.Batch, m.TransA, m.TransB, m.Bias)
 }
 
 // slowWarmCall is how long a library call's first call takes before
@@ -406,9 +425,12 @@ func (rt *Runtime) warmCalls(fn string, calls []libCall) (int, error) {
 // warmCall makes call c on zeroed scratch memory on stream st and waits
 // for it, then frees the scratch.
 func (rt *Runtime) warmCall(c libCall, st *cuda.Stream) error {
-	var ptrs [3]DevicePtr
+	var ptrs [4]DevicePtr
 	var err error
 	for i, n := range c.bytes {
+		if i == 3 && !c.mm.Bias {
+			break
+		}
 		n = (n + 3) &^ 3 // zeroed a word at a time
 		if ptrs[i], err = rt.allocate(n); err != nil {
 			break
@@ -434,7 +456,11 @@ func (rt *Runtime) warmCall(c libCall, st *cuda.Stream) error {
 		} else {
 			var h *cublaslt.Handle
 			if h, err = rt.cublasLt(); err == nil {
-				err = h.Run(c.mm, ptrs[0], ptrs[1], ptrs[2], st)
+				if c.mm.Bias {
+					err = h.RunBias(c.mm, ptrs[0], ptrs[1], ptrs[2], ptrs[3], st)
+				} else {
+					err = h.Run(c.mm, ptrs[0], ptrs[1], ptrs[2], st)
+				}
 			}
 		}
 	}

@@ -87,6 +87,13 @@ func TestGPUCuBLASLt(t *testing.T) {
   %0 = "graph.matmul"(%x, %w) : (tensor<MxKxT>, tensor<KxNxT>) -> tensor<MxNxT>
   %1 = "graph.add"(%0, %b) : (tensor<MxNxT>, tensor<NxT>) -> tensor<MxNxT>
   %r = "graph.gelu"(%1) <{approximate = "tanh"}> : (tensor<MxNxT>) -> tensor<MxNxT>`, []int64{m, n}, false},
+		// graph.matmul's bias: cuBLASLt's BIAS epilogue, one rounding.
+		{"matmul-bias", "bf16", [][]int64{{m, k}, {k, n}, {n}}, `
+  %r = "graph.matmul"(%x, %w, %b) : (tensor<MxKxT>, tensor<KxNxT>, tensor<NxT>) -> tensor<MxNxT>`, []int64{m, n}, true},
+		{"matmul-bias-b-transposed-gelu-f16", "f16", [][]int64{{m, k}, {n, k}, {n}}, `
+  %tw = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<NxKxT>) -> tensor<KxNxT>
+  %0 = "graph.matmul"(%x, %tw, %b) : (tensor<MxKxT>, tensor<KxNxT>, tensor<NxT>) -> tensor<MxNxT>
+  %r = "graph.gelu"(%0) <{approximate = "tanh"}> : (tensor<MxNxT>) -> tensor<MxNxT>`, []int64{m, n}, false},
 		{"plain-f16", "f16", [][]int64{{m, k}, {k, n}}, `
   %r = "graph.matmul"(%x, %w) : (tensor<MxKxT>, tensor<KxNxT>) -> tensor<MxNxT>`, []int64{m, n}, true},
 		{"a-and-b-transposed", "bf16", [][]int64{{k, m}, {n, k}}, `
@@ -167,6 +174,10 @@ func TestGPUCuBLASLtTiming(t *testing.T) {
   %r = "graph.matmul"(%x, %w) : (tensor<8192x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<8192x4096xbf16>
   return %r : tensor<8192x4096xbf16>
 }`, []interp.Value{x, w}},
+		{"product+bias (BIAS epilogue)", `func.func @main(%x: tensor<8192x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<4096xbf16>) -> tensor<8192x4096xbf16> {
+  %r = "graph.matmul"(%x, %w, %b) : (tensor<8192x4096xbf16>, tensor<4096x4096xbf16>, tensor<4096xbf16>) -> tensor<8192x4096xbf16>
+  return %r : tensor<8192x4096xbf16>
+}`, []interp.Value{x, w, b}},
 		{"bias-gelu", `func.func @main(%x: tensor<8192x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<4096xbf16>) -> tensor<8192x4096xbf16> {
   %0 = "graph.matmul"(%x, %w) : (tensor<8192x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<8192x4096xbf16>
   %1 = "graph.add"(%0, %b) : (tensor<8192x4096xbf16>, tensor<4096xbf16>) -> tensor<8192x4096xbf16>

@@ -263,7 +263,11 @@ func profileLabel(op *ir.Operation) (label, kind string) {
 	case gpu.LibraryMatmulOp:
 		ta, tb := gpu.LibraryTransposes(op)
 		t := map[bool]string{true: "ᵀ"}
-		return fmt.Sprintf("library_matmul %s%s × %s%s", op.Operand(0).Type(), t[ta], op.Operand(1).Type(), t[tb]), "library_matmul"
+		epi := ""
+		if gpu.LibraryBias(op) != nil {
+			epi = " + bias"
+		}
+		return fmt.Sprintf("library_matmul %s%s × %s%s%s", op.Operand(0).Type(), t[ta], op.Operand(1).Type(), t[tb], epi), "library_matmul"
 	case gpu.LibraryConv2DOp:
 		g, _ := gpu.LibraryConvGeometry(op) // verified
 		var types []string

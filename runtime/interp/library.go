@@ -11,16 +11,17 @@ import (
 // stream, has the meaning of the loop nest it replaces: each product of
 // two elements in f32 (exact for bf16 and f16), summed in f32 in order of
 // k from +0, rounded once to C's type. A library sums in another order,
-// so the GPU agrees with this within f32 rounding of the sum.
+// so the GPU agrees with this within f32 rounding of the sum. A bias
+// operand is added to the sum (in f32) before the rounding.
 func init() {
 	registerAll(map[string]Rule{gpu.LibraryMatmulOp: libraryMatmulRule, gpu.LibraryConv2DOp: libraryConv2DRule})
 }
 
 func libraryMatmulRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
-	if len(args) != 3 {
-		return nil, fmt.Errorf("takes A, B and C, got %d operands", len(args))
+	if len(args) != 3 && len(args) != 4 {
+		return nil, fmt.Errorf("takes A, B, C and an optional bias, got %d operands", len(args))
 	}
-	var bufs [3]*Buffer
+	var bufs [4]*Buffer
 	for i, v := range args {
 		b, err := bufferArg(v)
 		if err != nil {
@@ -42,6 +43,13 @@ func libraryMatmulRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 	}
 	out := c.elem.(*ir.FloatType)
 	av, bv := halfToF32(a), halfToF32(b)
+	var bias []float32
+	if bb := bufs[3]; bb != nil {
+		if bb.elem != a.elem || c.elem != a.elem || len(bb.shape) != 1 || bb.shape[0] != n {
+			return nil, fmt.Errorf("bias of %s %v into C of %s: the bias must be [%d] of A's %s, and C of that type too", bb.elem, bb.shape, c.elem, n, a.elem)
+		}
+		bias = halfToF32(bb)
+	}
 	count := int64(1)
 	for _, e := range batch {
 		count *= e
@@ -66,6 +74,9 @@ func libraryMatmulRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 					}
 					// The conversion keeps Go from fusing the multiply into the add.
 					acc += float32(x * y)
+				}
+				if bias != nil {
+					acc += bias[j]
 				}
 				storeF32(c, co+i*n+j, acc, out)
 			}
