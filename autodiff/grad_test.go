@@ -580,12 +580,19 @@ func init() {
 		h := max(dh*(kh-1)+1-pad[0]-pad[2], 1) + d("h-extra", 0, 3)
 		w := max(dw*(kw-1)+1-pad[1]-pad[3], 1) + d("w-extra", 0, 3)
 		args := []arg{f64(n, groups*cg, h, w), f64(groups*og, cg, kh, kw)}
+		nhwc := rapid.Bool().Draw(t, "nhwc")
+		if nhwc {
+			args = []arg{f64(n, h, w, groups*cg), f64(groups*og, kh, kw, cg)}
+		}
 		if rapid.Bool().Draw(t, "bias") {
 			args = append(args, f64(groups*og))
 		}
 		attrs := []ir.NamedAttr{
 			attr("strides", graph.Ints(sh, sw)), attr("dilations", graph.Ints(dh, dw)),
 			attr("padding", graph.Ints(pad...)), attr("groups", i64(groups)),
+		}
+		if nhwc {
+			attrs = append(attrs, attr("layout", ir.StringAttr{Value: graph.LayoutNHWC}))
 		}
 		return instance{op: "conv2d", args: args, attrs: attrs}
 	}

@@ -457,15 +457,22 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 //	    kernel, strides and dilations swapped (stride d, dilation s) and
 //	    the forward padding; its first k positions are gw.
 //	gb: g summed over the batch and spatial dims.
+//
+// A channels-last convolution (layout "NHWC") is differentiated as the
+// NCHW one of its operands transposed, the gradients transposed back.
 func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x, w := op.Operand(0), op.Operand(1)
-	xs, _ := e.shape(x)
-	ws, _ := e.shape(w)
-	gs, _ := e.shape(g)
 	p, err := graph.Conv2DParamsOf(op)
 	if err != nil {
 		e.Fail("%v", err)
+		return nil
 	}
+	if p.ChannelsLast {
+		x, w, g = e.transpose(x, graph.NCHWOfNHWC), e.transpose(w, graph.NCHWOfNHWC), e.transpose(g, graph.NCHWOfNHWC)
+	}
+	xs, _ := e.shape(x)
+	ws, _ := e.shape(w)
+	gs, _ := e.shape(g)
 	if e.Err != nil {
 		return nil
 	}
@@ -491,6 +498,9 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	r := e.conv2d(xt, gt, p.Dilations, p.Padding, p.Strides, groups)
 	gw := e.transpose(e.window(r, make([]int64, 4), []int64{cg, o, ws[2], ws[3]}), []int64{1, 0, 2, 3})
 
+	if p.ChannelsLast {
+		gx, gw = e.transpose(gx, graph.NHWCOfNCHW), e.transpose(gw, graph.NHWCOfNCHW)
+	}
 	out := []*ir.Value{gx, gw}
 	if op.NumOperands() == 3 {
 		out = append(out, e.Reduce(graph.OpReduceSum, g, []int64{0, 2, 3}, false))

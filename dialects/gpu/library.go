@@ -195,7 +195,13 @@ const (
 	ConvPaddingAttr   = "padding" // on both sides of the dimension
 	ConvDilationsAttr = "dilations"
 	ConvDirectionAttr = "direction"
+	// ConvLayoutAttr is "NHWC" for tensors stored channels last; absent,
+	// they are NCHW.
+	ConvLayoutAttr = "layout"
 )
+
+// ConvLayoutNHWC is the value of ConvLayoutAttr for channels last.
+const ConvLayoutNHWC = "NHWC"
 
 // ConvDirection is what gpu.library_conv2d computes, and so which of its
 // operands it writes.
@@ -238,22 +244,24 @@ var libraryConv2DDef = &ir.OpDef{
 		"[O, C, KH, KW] and y [N, O, OH, OW] with OH = (H + 2·ph - dh·(KH-1) - 1)/sh + 1 (OW " +
 		"likewise), all of one element type, bf16 or f16, with static shapes. Each product is exact " +
 		"in f32, the sum is accumulated in f32 (in an order the library chooses) and rounded once to " +
-		"the written operand's type. The padding is the same on both sides of a dimension. It is a host op of the " +
+		"the written operand's type. The padding is the same on both sides of a dimension. With `layout` \"NHWC\" " +
+		"the tensors are stored channels last: x [N, H, W, C], w [O, KH, KW, C], y [N, OH, OW, O] (the same sums). It is a host op of the " +
 		"launch plan, between kernel launches: the nvptx executor runs it with cuDNN on the plan's " +
 		"stream, the interpreter sums in the order of the convolution nest it replaces. convert-loop-to-gpu " +
 		"emits it for convolution nests with `conv=cudnn` (the nest's epilogue becomes a pointwise kernel " +
 		"reading y), and backward_filter for a weight gradient's convolution of transposed copies.",
-	Inherent: []string{ConvStridesAttr, ConvPaddingAttr, ConvDilationsAttr, ConvDirectionAttr},
+	Inherent: []string{ConvStridesAttr, ConvPaddingAttr, ConvDilationsAttr, ConvDirectionAttr, ConvLayoutAttr},
 	Operands: []ir.ArgDoc{
-		{Name: "x", Doc: "memref [N, C, H, W]"},
-		{Name: "w", Doc: "memref [O, C, KH, KW]"},
-		{Name: "y", Doc: "memref [N, O, OH, OW]"},
+		{Name: "x", Doc: "memref [N, C, H, W] ([N, H, W, C] with layout \"NHWC\")"},
+		{Name: "w", Doc: "memref [O, C, KH, KW] ([O, KH, KW, C])"},
+		{Name: "y", Doc: "memref [N, O, OH, OW] ([N, OH, OW, O])"},
 	},
 	Attrs: []ir.ArgDoc{
 		{Name: ConvStridesAttr, Doc: "array<i64: sh, sw>, positive"},
 		{Name: ConvPaddingAttr, Doc: "array<i64: ph, pw>, at least 0: zeros on both sides"},
 		{Name: ConvDilationsAttr, Doc: "array<i64: dh, dw>, positive"},
 		{Name: ConvDirectionAttr, Doc: "\"forward\" (the default: writes y), \"backward_data\" (writes x) or \"backward_filter\" (writes w)"},
+		{Name: ConvLayoutAttr, Doc: "\"NHWC\" for tensors stored channels last; absent for NCHW"},
 	},
 	Example: `"gpu.library_conv2d"(%x, %w, %y) <{strides = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilations = array<i64: 1, 1>}> : (memref<8x64x56x56xbf16>, memref<64x64x3x3xbf16>, memref<8x64x56x56xbf16>) -> ()`,
 	Verify:  verifyLibraryConv2D,
@@ -264,6 +272,17 @@ var libraryConv2DDef = &ir.OpDef{
 type ConvGeometry struct {
 	Strides, Padding, Dilations [2]int64
 	Direction                   ConvDirection
+	// ChannelsLast: x, w and y are stored NHWC (ConvLayoutAttr).
+	ChannelsLast bool
+}
+
+// ConvNCHW returns the shape of a gpu.library_conv2d operand in NCHW
+// order: itself, or [d0, d3, d1, d2] for one stored channels last.
+func (g ConvGeometry) ConvNCHW(shape []int64) []int64 {
+	if !g.ChannelsLast || len(shape) != 4 {
+		return shape
+	}
+	return []int64{shape[0], shape[3], shape[1], shape[2]}
 }
 
 // LibraryConv2D inserts gpu.library_conv2d computing g.Direction of the
@@ -276,6 +295,9 @@ func LibraryConv2D(b *ir.Builder, loc ir.Location, x, w, y *ir.Value, g ConvGeom
 	}
 	if g.Direction != "" && g.Direction != ConvForward {
 		attrs = append(attrs, ir.NamedAttr{Name: ConvDirectionAttr, Value: ir.StringAttr{Value: string(g.Direction)}})
+	}
+	if g.ChannelsLast {
+		attrs = append(attrs, ir.NamedAttr{Name: ConvLayoutAttr, Value: ir.StringAttr{Value: ConvLayoutNHWC}})
 	}
 	return b.Op(LibraryConv2DOp, loc, []*ir.Value{x, w, y}, nil, attrs...)
 }
@@ -309,6 +331,12 @@ func LibraryConvGeometry(op *ir.Operation) (ConvGeometry, error) {
 			return g, fmt.Errorf("'%s' must be %q, %q or %q, not %q", ConvDirectionAttr, ConvForward, ConvBackwardData, ConvBackwardFilter, d.Value)
 		}
 		g.Direction = ConvDirection(d.Value)
+	}
+	if a := op.Attr(ConvLayoutAttr); a != nil {
+		if l, ok := a.(ir.StringAttr); !ok || l.Value != ConvLayoutNHWC {
+			return g, fmt.Errorf("'%s' must be %q (or absent for NCHW), not %s", ConvLayoutAttr, ConvLayoutNHWC, a)
+		}
+		g.ChannelsLast = true
 	}
 	return g, nil
 }
@@ -354,7 +382,7 @@ func verifyLibraryConv2D(op *ir.Operation) error {
 			}
 		}
 	}
-	x, w, y := shapes[0], shapes[1], shapes[2]
+	x, w, y := g.ConvNCHW(shapes[0]), g.ConvNCHW(shapes[1]), g.ConvNCHW(shapes[2])
 	if w[1] != x[1] {
 		return fmt.Errorf("w has %d input channels and x %d", w[1], x[1])
 	}

@@ -360,11 +360,13 @@ func opTable() []*opSpec {
 		},
 		&opSpec{
 			name:    "conv2d",
-			summary: "2-D convolution, NCHW",
+			summary: "2-D convolution, NCHW or NHWC",
 			description: "PyTorch's conv2d (cross-correlation) on an input [N, C, H, W] with a weight " +
 				"[O, C/groups, KH, KW] and an optional bias [O]. Output size per spatial dim is " +
 				"(in + pad_lo + pad_hi - dilation·(k-1) - 1) / stride + 1. Accumulates in float32 for " +
-				"f16 and bf16.",
+				"f16 and bf16. With layout \"NHWC\" (channels last, as graph-channels-last makes it) the " +
+				"input is [N, H, W, C], the weight [O, KH, KW, C/groups] and the result [N, OH, OW, O]: " +
+				"the same sums, the tensors stored with their channels last.",
 			operands: []operand{{"input", numericElem, "[N, C, H, W]"}, {"weight", numericElem, "[O, C/groups, KH, KW]"}, {"bias", numericElem, "[O]"}},
 			optional: 1,
 			results:  []ir.ArgDoc{{Name: "result", Doc: "[N, O, OH, OW]"}},
@@ -374,6 +376,7 @@ func opTable() []*opSpec {
 				{name: "padding", kind: kindInts, doc: "(h, w) on both sides, or (top, left, bottom, right); default zeros"},
 				{name: "dilations", kind: kindInts, doc: "(h, w), default [1, 1]"},
 				{name: "groups", kind: kindInt, def: int64(1), doc: "channel groups, default 1"},
+				{name: "layout", kind: kindEnum, enum: []string{LayoutNCHW, LayoutNHWC}, def: LayoutNCHW, doc: `"NCHW" (the default) or "NHWC": the order of the operands' and the result's dimensions`},
 			},
 			rule:    ruleConv2D,
 			class:   ClassTemplate,

@@ -482,7 +482,31 @@ type Conv2DParams struct {
 	Padding   [4]int64 // top, left, bottom, right
 	Dilations [2]int64 // (h, w)
 	Groups    int64
+	// ChannelsLast is layout "NHWC": input [N, H, W, C], weight [O, KH,
+	// KW, C/groups] and result [N, OH, OW, O] (graph-channels-last).
+	ChannelsLast bool
 }
+
+// The values of graph.conv2d's layout attribute.
+const (
+	LayoutNCHW = "NCHW"
+	LayoutNHWC = "NHWC"
+)
+
+// NCHWOfNHWC and NHWCOfNCHW are the permutations between the layouts:
+// transpose(x, NHWCOfNCHW) stores an [N, C, H, W] tensor channels last,
+// transpose(y, NCHWOfNHWC) reads it back.
+var (
+	NHWCOfNCHW = []int64{0, 2, 3, 1}
+	NCHWOfNHWC = []int64{0, 3, 1, 2}
+)
+
+// ToNCHW returns dims, an NHWC convolution operand's or result's, in the
+// order of dimensions NCHW (channels second): [d0, d3, d1, d2].
+func ToNCHW[T any](dims []T) []T { return []T{dims[0], dims[3], dims[1], dims[2]} }
+
+// ToNHWC is the inverse of ToNCHW: [d0, d2, d3, d1].
+func ToNHWC[T any](dims []T) []T { return []T{dims[0], dims[2], dims[3], dims[1]} }
 
 // conv2dParams reads and checks the conv2d attributes.
 func conv2dParams(a attrView) (Conv2DParams, error) {
@@ -518,6 +542,13 @@ func conv2dParams(a attrView) (Conv2DParams, error) {
 	if p.Groups < 1 {
 		return p, fmt.Errorf("'groups' must be positive, got %d", p.Groups)
 	}
+	switch l := a.str("layout", LayoutNCHW); l {
+	case LayoutNCHW:
+	case LayoutNHWC:
+		p.ChannelsLast = true
+	default:
+		return p, fmt.Errorf("'layout' must be %q or %q, got %q", LayoutNCHW, LayoutNHWC, l)
+	}
 	return p, nil
 }
 
@@ -531,12 +562,19 @@ func ruleConv2D(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraint
 		return nil, err
 	}
 	x, w := DimsOf(in[0]), DimsOf(in[1])
-	if len(x) != 4 || len(w) != 4 {
-		return nil, fmt.Errorf("expects a rank-4 input (N, C, H, W) and a rank-4 weight (O, C/groups, KH, KW), got %s and %s", in[0], in[1])
-	}
 	p, err := conv2dParams(a)
 	if err != nil {
 		return nil, err
+	}
+	if len(x) != 4 || len(w) != 4 {
+		if p.ChannelsLast {
+			return nil, fmt.Errorf("expects a rank-4 input (N, H, W, C) and a rank-4 weight (O, KH, KW, C/groups), got %s and %s", in[0], in[1])
+		}
+		return nil, fmt.Errorf("expects a rank-4 input (N, C, H, W) and a rank-4 weight (O, C/groups, KH, KW), got %s and %s", in[0], in[1])
+	}
+	if p.ChannelsLast {
+		// The checks below read the dimensions in NCHW order.
+		x, w = ToNCHW(x), ToNCHW(w)
 	}
 	g := sym.Const(p.Groups)
 	for _, c := range []struct {
@@ -583,6 +621,9 @@ func ruleConv2D(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraint
 			return nil, fmt.Errorf("kernel %s (dilated) does not fit the padded input %s along spatial dim %d", in[1], in[0], i)
 		}
 		require(fits, cs)
+	}
+	if p.ChannelsLast {
+		out = ToNHWC(out)
 	}
 	return one(TensorWithDims(out, in[0].ElementType())), nil
 }

@@ -18,8 +18,16 @@ func convParams(op *ir.Operation) (graph.Conv2DParams, error) {
 	return p, nil
 }
 
-// conv2d emits the element idx = (n, o, oh, ow) of a convolution.
+// conv2d emits the element idx = (n, o, oh, ow) of a convolution, or
+// idx = (n, oh, ow, o) of a channels-last one.
 func (k *kernel) conv2d(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
+	p, err := convParams(op)
+	if err != nil {
+		return nil, err
+	}
+	if p.ChannelsLast {
+		idx = graph.ToNCHW(idx)
+	}
 	vs, err := k.conv2dChannels(op, idx[0], idx[1:2], idx[2], idx[3])
 	if err != nil {
 		return nil, err
@@ -42,6 +50,12 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 		return nil, err
 	}
 	x, w := op.Operand(0), op.Operand(1)
+	// The dims of x and w (c, kh, kw or h, w) in NCHW order, and the
+	// indices of an element in their own order.
+	dims, at := []int{0, 1, 2, 3}, func(v []*ir.Value) []*ir.Value { return v }
+	if p.ChannelsLast {
+		dims, at = graph.ToNCHW(dims), graph.ToNHWC[*ir.Value]
+	}
 	elem := elemOf(op.Result(0))
 	acc := accType(elem)
 	if !ir.IsFloat(elem) {
@@ -57,7 +71,7 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 		grp = k.indexOp(arith.OpDivUI, os[0], k.outerOp(arith.OpDivUI, outs, k.outerIndex(p.Groups)))
 	}
 	ubs := make([]*ir.Value, 3)
-	for i, d := range []int{1, 2, 3} {
+	for i, d := range dims[1:] {
 		if ubs[i], err = k.size(w, d); err != nil {
 			return nil, err
 		}
@@ -65,7 +79,7 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 	var inSize [2]*ir.Value // read where the bottom (right) padding needs a bound
 	for i := range inSize {
 		if p.Padding[2+i] > 0 {
-			if inSize[i], err = k.size(x, 2+i); err != nil {
+			if inSize[i], err = k.size(x, dims[2+i]); err != nil {
 				return nil, err
 			}
 		}
@@ -113,14 +127,14 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 			}
 			pos[i] = k.sel(in, q, k.index(0))
 		}
-		xv, err := k.value(x, []*ir.Value{n, ci, pos[0], pos[1]})
+		xv, err := k.value(x, at([]*ir.Value{n, ci, pos[0], pos[1]}))
 		if err != nil {
 			return nil, err
 		}
 		xa := k.convert(xv, elem, acc)
 		next := make([]*ir.Value, len(os))
 		for i, o := range os {
-			wv, err := k.value(w, []*ir.Value{o, c, kh, kw})
+			wv, err := k.value(w, at([]*ir.Value{o, c, kh, kw}))
 			if err != nil {
 				return nil, err
 			}
@@ -185,7 +199,9 @@ func (k *kernel) convBlock(outs []*ir.Value) (*ir.Operation, int64) {
 	if err != nil || shape[1] == ir.Dynamic {
 		return nil, 1
 	}
-	if k.tensorCoreConv(cv, p) {
+	// A channels-last convolution's points are (n, oh, ow, o): no block
+	// of channels along dim 1.
+	if k.tensorCoreConv(cv, p) || p.ChannelsLast {
 		return nil, 1
 	}
 	for t := int64(convChannelBlock); t > 1; t-- {
@@ -225,18 +241,24 @@ func (k *kernel) writeConvBlock(cv *ir.Operation, t int64, outs, bufs []*ir.Valu
 // N from the input, O from the weight, and the spatial sizes by
 // graph.ConvOutSize in index arithmetic.
 func (k *kernel) convSize(op *ir.Operation, d int) (*ir.Value, error) {
-	switch d {
-	case 0:
-		return k.size(op.Operand(0), 0)
-	case 1:
-		return k.size(op.Operand(1), 0)
-	case 2, 3:
-	default:
-		return nil, errorf(op.Loc(), "graph.conv2d has no dim %d", d)
-	}
 	p, err := convParams(op)
 	if err != nil {
 		return nil, err
+	}
+	if d < 0 || d > 3 {
+		return nil, errorf(op.Loc(), "graph.conv2d has no dim %d", d)
+	}
+	// The result's channels are dim 1 (NCHW) or 3 (NHWC); its spatial
+	// dim i is dim 2+i (1+i) of it, of the input and of the weight alike.
+	channels, first := 1, 2
+	if p.ChannelsLast {
+		channels, first = 3, 1
+	}
+	switch d {
+	case 0:
+		return k.size(op.Operand(0), 0)
+	case channels:
+		return k.size(op.Operand(1), 0)
 	}
 	in, err := k.size(op.Operand(0), d)
 	if err != nil {
@@ -246,7 +268,7 @@ func (k *kernel) convSize(op *ir.Operation, d int) (*ir.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := d - 2
+	i := d - first
 	b := k.outer()
 	c := func(v int64) *ir.Value { return arith.ConstantIndex(b, k.loc, v) }
 	bin := func(name string, x, y *ir.Value) *ir.Value { return arith.Binary(b, name, k.loc, x, y) }

@@ -29,7 +29,7 @@ func (k *kernel) tensorCoreConv(cv *ir.Operation, p graph.Conv2DParams) bool {
 			return false
 		}
 	}
-	k.conv = &loop.Conv{Strides: p.Strides, Padding: p.Padding, Dilations: p.Dilations}
+	k.conv = &loop.Conv{Strides: p.Strides, Padding: p.Padding, Dilations: p.Dilations, ChannelsLast: p.ChannelsLast}
 	return true
 }
 

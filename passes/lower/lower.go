@@ -21,6 +21,7 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	_ "github.com/strata-ir/strata/passes/decompose"
 	_ "github.com/strata-ir/strata/passes/fusion"
+	_ "github.com/strata-ir/strata/passes/layout" // graph-channels-last, which lower-to-gpu's library configuration runs
 )
 
 func init() {
@@ -64,11 +65,22 @@ func init() {
 // "matmul-library=true"; "" for its defaults), for splicing into a module
 // pipeline as lower-to-loop is.
 func LowerToLoop(fuseOptions string) string {
+	return lowerToLoop("", fuseOptions)
+}
+
+// LowerToLoopChannelsLast is LowerToLoop with graph-channels-last (and
+// cleanups) after the decomposition: the convolution stacks' activations
+// stored NHWC, for a configuration whose convolutions run on cuDNN.
+func LowerToLoopChannelsLast(fuseOptions string) string {
+	return lowerToLoop("graph-channels-last,canonicalize,cse,", fuseOptions)
+}
+
+func lowerToLoop(layout, fuseOptions string) string {
 	fuse := "graph-fuse"
 	if fuseOptions != "" {
 		fuse += "{" + fuseOptions + "}"
 	}
-	return "func.func(graph-decompose,canonicalize,cse,graph-split-reductions," + fuse + "),convert-graph-to-loop," +
+	return "func.func(graph-decompose,canonicalize,cse," + layout + "graph-split-reductions," + fuse + "),convert-graph-to-loop," +
 		"func.func(loop-buffer-reuse)"
 }
 

@@ -47,6 +47,68 @@ type libraryConv struct {
 	permuted bool
 }
 
+// nhwcLibraryPlan recognizes a channels-last convolution nest
+// (loop.Conv.ChannelsLast, graph.conv2d's layout "NHWC"): a nest over
+// (n, oh, ow, o) whose K loops (c, kh, kw) sum x [N, H, W, C] at [n, …,
+// c] times w [O, KH, KW, C] at [o, kh, kw, c] in f32, bf16 or f16
+// buffers of static shape, the padding alike on both sides and the sum
+// rounded first. cuDNN computes it in NHWC. It returns nil and why not
+// for a nest the library cannot take (which stays a SIMT nest).
+func nhwcLibraryPlan(nest *ir.Operation, geo loop.Conv) (*libraryConv, string) {
+	_, ext, kl, loads, ok := anyConvNest(nest)
+	if !ok {
+		return nil, "the channels-last nest is not one sum of products of two buffers over static extents"
+	}
+	if geo.Padding[0] != geo.Padding[2] || geo.Padding[1] != geo.Padding[3] {
+		return nil, fmt.Sprintf("padding (top, left, bottom, right) %v differs between the sides of a dimension (cuDNN pads both alike)", geo.Padding)
+	}
+	body := loop.Body(nest)
+	ivs := kLoopIVs(kl)
+	if len(ivs) != 3 {
+		return nil, "the channels-last nest's window is not three K loops (c, kh, kw)"
+	}
+	var x, w *ir.Operation
+	for i, ld := range loads {
+		if ld.NumOperands() != 5 || definedIn(ld.Operand(0), nest) {
+			return nil, "an operand is not a 4-D buffer read from outside the nest"
+		}
+		if ld.Operand(1) == body.Argument(0) && ld.Operand(1) != ld.Operand(1+3) {
+			x, w = ld, loads[1-i]
+		}
+	}
+	if x == nil {
+		return nil, "no load reads x at the nest's n"
+	}
+	xt, ok1 := x.Operand(0).Type().(*ir.MemRefType)
+	wt, ok2 := w.Operand(0).Type().(*ir.MemRefType)
+	if !ok1 || !ok2 {
+		return nil, "an operand is not a memref"
+	}
+	elem := xt.ElementType()
+	xs, ws := xt.Shape(), wt.Shape()
+	if (elem != ir.BF16 && elem != ir.F16) || wt.ElementType() != elem || !allStatic(xs) || !allStatic(ws) {
+		return nil, "the operands are not bf16 or f16 buffers of one type and static shape"
+	}
+	// x [N, H, W, C] at [n, ·, ·, c]; w [O, KH, KW, C] at [o, kh, kw, c].
+	c, kh, kw := ivs[0], ivs[1], ivs[2]
+	if xs[0] != ext[0] || ws[0] != ext[3] || xs[3] != ws[3] ||
+		!indexes(x.Operand(4), c, xs[3]) || !indexes(w.Operand(1), body.Argument(3), ext[3]) ||
+		!indexes(w.Operand(2), kh, ws[1]) || !indexes(w.Operand(3), kw, ws[2]) || !indexes(w.Operand(4), c, ws[3]) {
+		return nil, "the loads are not x[n, ·, ·, c] and w[o, kh, kw, c]"
+	}
+	for d := range 2 {
+		if gpu.ConvOutSize(xs[1+d], ws[1+d], geo.Padding[d], geo.Strides[d], geo.Dilations[d]) != ext[1+d] {
+			return nil, "the nest's extents are not the convolution's output"
+		}
+	}
+	sum := kl.Result(0)
+	if !sum.HasOneUse() || sum.Users()[0].Name() != arith.OpTruncF || sum.Users()[0].Result(0).Type() != elem {
+		return nil, fmt.Sprintf("the f32 sum is not rounded to %s before the epilogue reads it (a bias added inside the convolution)", elem)
+	}
+	return &libraryConv{nest: nest, kloop: kl, round: sum.Users()[0], x: x.Operand(0), w: w.Operand(0), elem: elem, shape: ext[:],
+		geo: gpu.ConvGeometry{Strides: geo.Strides, Padding: [2]int64{geo.Padding[0], geo.Padding[1]}, Dilations: geo.Dilations, ChannelsLast: true}}, ""
+}
+
 // permutedConvPlan recognizes a convolution nest whose output is stored
 // with its first two dimensions swapped, as when graph-fuse fuses the
 // transpose of a weight gradient (and its cast to the master weight's
@@ -100,6 +162,9 @@ func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 	geo, ok := loop.ConvOf(nest)
 	if !ok || loop.NestKind(nest) != "conv2d" {
 		return nil, ""
+	}
+	if geo.ChannelsLast {
+		return nhwcLibraryPlan(nest, geo)
 	}
 	// convPlan checks the nest's structure: one K loop summing x·w of
 	// buffers in f32 from 0 over static extents.
@@ -259,7 +324,7 @@ type transposed struct {
 // filterGradientPlan recognizes p as a weight gradient's convolution of
 // transposed operands, or returns nil.
 func filterGradientPlan(p *libraryConv) *filterGradient {
-	if p == nil {
+	if p == nil || p.geo.ChannelsLast {
 		return nil
 	}
 	if p.nest.Block() == nil {

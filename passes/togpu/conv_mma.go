@@ -65,6 +65,16 @@ const farRow = -(1 << 24)
 // the convolution, the nest's extents, the K loop and its two loads; ok is
 // false for any other nest.
 func convNest(nest *ir.Operation) (geo loop.Conv, ext [4]int64, kl *ir.Operation, loads []*ir.Operation, ok bool) {
+	geo, ext, kl, loads, ok = anyConvNest(nest)
+	if geo.ChannelsLast {
+		// A channels-last nest is cuDNN's (nhwcLibraryPlan) or SIMT.
+		return geo, ext, nil, nil, false
+	}
+	return geo, ext, kl, loads, ok
+}
+
+// anyConvNest is convNest for either layout.
+func anyConvNest(nest *ir.Operation) (geo loop.Conv, ext [4]int64, kl *ir.Operation, loads []*ir.Operation, ok bool) {
 	geo, ok = loop.ConvOf(nest)
 	if !ok || loop.NestKind(nest) != "conv2d" {
 		return geo, ext, nil, nil, false
@@ -180,6 +190,22 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 // the loops nested in it, in order (a constant 0 for a window extent of
 // one, which convert-graph-to-loop may index without a loop).
 func windowIndices(kl, w, x *ir.Operation, ws []int64) bool {
+	ivs := kLoopIVs(kl)
+	for d := 1; d <= 3; d++ {
+		var iv *ir.Value
+		if d <= len(ivs) {
+			iv = ivs[d-1]
+		}
+		if !indexes(w.Operand(1+d), iv, ws[d]) {
+			return false
+		}
+	}
+	return len(ivs) > 0 && indexes(x.Operand(2), ivs[0], ws[1])
+}
+
+// kLoopIVs returns the induction variables of the K loop kl and the
+// loops nested in it (c, kh, kw), at most three.
+func kLoopIVs(kl *ir.Operation) []*ir.Value {
 	var ivs []*ir.Value
 	for l := kl; l != nil && len(ivs) < 3; {
 		blk := l.Region(0).Front()
@@ -192,16 +218,7 @@ func windowIndices(kl, w, x *ir.Operation, ws []int64) bool {
 		}
 		l = next
 	}
-	for d := 1; d <= 3; d++ {
-		var iv *ir.Value
-		if d <= len(ivs) {
-			iv = ivs[d-1]
-		}
-		if !indexes(w.Operand(1+d), iv, ws[d]) {
-			return false
-		}
-	}
-	return len(ivs) > 0 && indexes(x.Operand(2), ivs[0], ws[1])
+	return ivs
 }
 
 // foldBatch reports whether a convolution's GEMMs run as one over the

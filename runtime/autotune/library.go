@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"sync"
 
@@ -192,6 +193,11 @@ func LowerPipeline(mode exec.Mode, module *ir.Operation) string {
 	return LowerPipelineFor(ModeConfig(mode, module))
 }
 
+// EnvChannelsLast names the environment variable that, set to "off",
+// keeps LowerPipelineFor's convolutions NCHW under conv=cudnn (to measure
+// the layout's effect).
+const EnvChannelsLast = "STRATA_CHANNELS_LAST"
+
 // LowerPipelineFor is lower-to-gpu's passes with convert-loop-to-gpu
 // configured by cfg: lower-to-gpu itself for the default configuration.
 // With the matmuls on cuBLASLt, graph-fuse leaves their epilogues to the
@@ -199,14 +205,23 @@ func LowerPipeline(mode exec.Mode, module *ir.Operation) string {
 // either way, and a separate epilogue kernel would store its result again
 // for the next kernel to read (GPT-2's bias and residual adds join the
 // layer norm's row kernel instead).
+//
+// With the convolutions on cuDNN, graph-channels-last stores the
+// convolution stacks NHWC: cuDNN's channels-last convolutions were
+// 1.2–1.9× faster than its NCHW ones on ResNet-50's shapes (bench/NOTES.md,
+// session 8), and the unstrided 1×1 ones become products [N·H·W, C]·[C, O].
 func LowerPipelineFor(cfg togpu.Config) string {
+	toLoop := lower.LowerToLoop
+	if cfg.CuDNN && os.Getenv(EnvChannelsLast) != "off" {
+		toLoop = lower.LowerToLoopChannelsLast
+	}
 	switch {
 	case cfg == togpu.DefaultConfig:
 		return "lower-to-gpu" // the same passes, under their registered name
 	case cfg.CuBLASLt:
-		return lower.LowerToLoop("matmul-library=true") + "," + GPUPipeline(cfg)
+		return toLoop("matmul-library=true") + "," + GPUPipeline(cfg)
 	}
-	return "lower-to-loop," + GPUPipeline(cfg)
+	return toLoop("") + "," + GPUPipeline(cfg)
 }
 
 func modeName(m exec.Mode) string {

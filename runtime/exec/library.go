@@ -243,8 +243,12 @@ func (c *planner) libraryConv2D(op *ir.Operation) (stepFunc, error) {
 		}
 		shapes[i], dt = mt.Shape(), t
 	}
-	x, w := shapes[0], shapes[1]
-	conv := cudnn.Conv{Type: dt, Layout: cudnn.NCHW, N: x[0], C: x[1], H: x[2], W: x[3], O: w[0], KH: w[2], KW: w[3],
+	x, w := geo.ConvNCHW(shapes[0]), geo.ConvNCHW(shapes[1])
+	layout := cudnn.NCHW
+	if geo.ChannelsLast {
+		layout = cudnn.NHWC
+	}
+	conv := cudnn.Conv{Type: dt, Layout: layout, N: x[0], C: x[1], H: x[2], W: x[3], O: w[0], KH: w[2], KW: w[3],
 		Pad: geo.Padding, Stride: geo.Strides, Dilate: geo.Dilations}
 	in, err := c.uses(op)
 	if err != nil {

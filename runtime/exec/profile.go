@@ -275,6 +275,9 @@ func profileLabel(op *ir.Operation) (label, kind string) {
 			types = append(types, v.Type().String())
 		}
 		kind := "library_conv2d " + string(g.Direction)
+		if g.ChannelsLast {
+			kind += " " + gpu.ConvLayoutNHWC
+		}
 		return fmt.Sprintf("%s stride %d pad %d: %s", kind, g.Strides[0], g.Padding[0], strings.Join(types, ", ")), kind
 	}
 	return op.Name(), op.Name()

@@ -995,8 +995,12 @@ func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
-	O, CG, KH, KW := w.shape[0], w.shape[1], w.shape[2], w.shape[3]
+	xShape, wShape := x.shape, w.shape
+	if p.ChannelsLast {
+		xShape, wShape = graph.ToNCHW(xShape), graph.ToNCHW(wShape)
+	}
+	N, C, H, W := xShape[0], xShape[1], xShape[2], xShape[3]
+	O, CG, KH, KW := wShape[0], wShape[1], wShape[2], wShape[3]
 	g := p.Groups
 	if g < 1 || C%g != 0 || O%g != 0 || C/g != CG {
 		return nil, fmt.Errorf("channels of %s and %s do not fit %d groups", x, w, g)
@@ -1015,6 +1019,11 @@ func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		xs, ws = x.Float64s(), w.Float64s()
 	} else {
 		xs, ws = intsAsFloats(x.Int64s()), intsAsFloats(w.Int64s())
+	}
+	if p.ChannelsLast {
+		// The same sums in the same order, on the operands read
+		// channels second.
+		xs, ws = permute4(xs, x.shape, graph.NCHWOfNHWC), permute4(ws, w.shape, graph.NCHWOfNHWC)
 	}
 	if len(ts) == 3 {
 		if ir.IsFloat(x.elem) {
@@ -1062,6 +1071,9 @@ func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		}
 	}
 	shape := []int64{N, O, OH, OW}
+	if p.ChannelsLast {
+		out, shape = permute4(out, shape, graph.NHWCOfNCHW), graph.ToNHWC(shape)
+	}
 	if ir.IsFloat(x.elem) {
 		return one(FromFloat64s(x.elem, shape, out))
 	}
@@ -1070,6 +1082,31 @@ func graphConv2D(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		ints[i] = int64(v)
 	}
 	return one(FromInt64s(x.elem, shape, ints))
+}
+
+// permute4 returns vs, a row-major [s0, s1, s2, s3], transposed by perm:
+// element (i0, …, i3) of the result is vs at i_perm⁻¹, as graph.transpose.
+func permute4(vs []float64, shape, perm []int64) []float64 {
+	out := make([]float64, len(vs))
+	var strides [4]int64
+	stride := int64(1)
+	for d := 3; d >= 0; d-- {
+		strides[d] = stride
+		stride *= shape[d]
+	}
+	dims := [4]int64{shape[perm[0]], shape[perm[1]], shape[perm[2]], shape[perm[3]]}
+	i := 0
+	for a := range dims[0] {
+		for b := range dims[1] {
+			for c := range dims[2] {
+				for d := range dims[3] {
+					out[i] = vs[a*strides[perm[0]]+b*strides[perm[1]]+c*strides[perm[2]]+d*strides[perm[3]]]
+					i++
+				}
+			}
+		}
+	}
+	return out
 }
 
 func intsAsFloats(vs []int64) []float64 {

@@ -134,7 +134,7 @@ func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 		bufs[i] = b
 	}
 	x, w, y := bufs[0], bufs[1], bufs[2]
-	xs, ws, ys := x.shape, w.shape, y.shape
+	xs, ws, ys := g.ConvNCHW(x.shape), g.ConvNCHW(w.shape), g.ConvNCHW(y.shape)
 	if x.elem != w.elem || x.elem != y.elem || ws[1] != xs[1] || ys[0] != xs[0] || ys[1] != ws[0] ||
 		ys[2] != gpu.ConvOutSize(xs[2], ws[2], g.Padding[0], g.Strides[0], g.Dilations[0]) ||
 		ys[3] != gpu.ConvOutSize(xs[3], ws[3], g.Padding[1], g.Strides[1], g.Dilations[1]) {
@@ -152,6 +152,11 @@ func libraryConv2DRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error
 	xAt := func(ni, ci, r, q int64) int64 { return ((ni*c+ci)*h+r)*wd + q }
 	wAt := func(oi, ci, a, b int64) int64 { return ((oi*c+ci)*kh+a)*kw + b }
 	yAt := func(ni, oi, i, j int64) int64 { return ((ni*o+oi)*oh+i)*ow + j }
+	if g.ChannelsLast {
+		xAt = func(ni, ci, r, q int64) int64 { return ((ni*h+r)*wd+q)*c + ci }
+		wAt = func(oi, ci, a, b int64) int64 { return ((oi*kh+a)*kw+b)*c + ci }
+		yAt = func(ni, oi, i, j int64) int64 { return ((ni*oh+i)*ow+j)*o + oi }
+	}
 	// The conversions keep Go from fusing a multiply into an add.
 	switch g.Direction {
 	case gpu.ConvForward:

@@ -18,6 +18,7 @@ import (
 	_ "github.com/strata-ir/strata/passes/dataparallel" // registers graph-data-parallel
 	_ "github.com/strata-ir/strata/passes/decompose"    // registers graph-decompose
 	_ "github.com/strata-ir/strata/passes/fusion"       // registers graph-fuse
+	_ "github.com/strata-ir/strata/passes/layout"       // registers graph-channels-last
 	_ "github.com/strata-ir/strata/passes/lower"        // registers convert-graph-to-loop, loop-buffer-reuse, lower-to-loop
 	_ "github.com/strata-ir/strata/passes/symbolize"    // registers graph-symbolize-shapes
 	_ "github.com/strata-ir/strata/passes/togpu"        // registers convert-loop-to-gpu, lower-to-gpu

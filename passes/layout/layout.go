@@ -1,0 +1,474 @@
+// Package layout provides the graph-channels-last pass, which stores the
+// activations of a function's convolution stacks channels last (NHWC), as
+// cuDNN's fastest convolutions and a batch norm's column reductions want
+// them, with the transposes only where the stacks meet the rest of the
+// graph. Importing the package registers the pass.
+//
+// The pass assigns a layout rather than pushing transposes around: it
+// grows a region from the convolutions it converts, through the ops whose
+// meaning does not depend on the order of dimensions once their
+// attributes are permuted (elementwise ops on rank-4 and scalar operands,
+// pad, slice, reductions), gives every rank-4 value of the region the
+// NHWC type, and puts one graph.transpose at each entry into and each exit
+// from the region. A function whose region would need more large
+// transposes than its convolutions justify is left as it is.
+package layout
+
+import (
+	"slices"
+
+	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+)
+
+// PassName is the pass's registered name.
+const PassName = "graph-channels-last"
+
+func init() {
+	passes.Register(&passes.PassInfo{
+		Name:    PassName,
+		Summary: "Store convolution stacks channels last (NHWC)",
+		Description: "Converts graph.conv2d ops (by default those of bf16 or f16 with one group, static shapes and " +
+			"the same padding on both sides of a dimension: what cuDNN's channels-last kernels take) to layout " +
+			"\"NHWC\", and with them every rank-4 value connected to them through elementwise ops, pad, slice " +
+			"and reductions, whose attributes are permuted to match; a graph.transpose stores a value entering " +
+			"that region channels last and one reads a value leaving it back. Unstrided, unpadded 1×1 " +
+			"convolutions become products [N·H·W, C]·[C, O] (graph.matmul between reshapes). A function is " +
+			"converted only when the large tensors (two or more dimensions above 1) transposed at the " +
+			"region's boundary number at most 1 + a quarter of its convolutions: a training step's forward " +
+			"graph, which returns every saved activation, stays NCHW. The results are the same (the " +
+			"convolutions sum in the same order); graph-decompose should run first.",
+		Anchor: passes.AnyOp,
+		Options: []passes.OptionDef{
+			{Name: "all-convs", Type: passes.Bool, Default: false,
+				Doc: "convert every static rank-4 convolution, of any element type, groups and padding"},
+			{Name: "always", Type: passes.Bool, Default: false,
+				Doc: "convert a function whatever its boundary costs"},
+			{Name: "matmul-1x1", Type: passes.Bool, Default: true,
+				Doc: "compute unstrided, unpadded 1×1 convolutions of one group as products [N·H·W, C]·[C, O]"},
+		},
+		New: func(o passes.Options) (passes.Pass, error) {
+			return &pass{allConvs: o.Bool("all-convs"), always: o.Bool("always"), matmul: o.Bool("matmul-1x1")}, nil
+		},
+	})
+}
+
+type pass struct{ allConvs, always, matmul bool }
+
+func (*pass) Name() string { return PassName }
+
+// Run converts each function nested in op.
+func (p *pass) Run(op *ir.Operation, st *passes.State) error {
+	var blocks []*ir.Block
+	op.Walk(func(o *ir.Operation) bool {
+		if o.Name() == "func.func" && o.NumRegions() == 1 && o.Region(0).Front() != nil {
+			blocks = append(blocks, o.Region(0).Front())
+		}
+		return true
+	})
+	convs := st.Stat("convs", "convolutions made channels last")
+	mms := st.Stat("matmuls", "1×1 convolutions made products")
+	changed := false
+	for _, blk := range blocks {
+		r := p.plan(blk)
+		if r == nil {
+			continue
+		}
+		c, m := r.rewrite(st.Ctx, p.matmul)
+		convs.Add(int64(c))
+		mms.Add(int64(m))
+		changed = true
+	}
+	if !changed {
+		st.MarkUnchanged()
+	}
+	return nil
+}
+
+// nhwc is the permutation that stores an NCHW tensor channels last, nchw
+// its inverse.
+var nhwc, nchw = graph.NHWCOfNCHW, graph.NCHWOfNHWC
+
+// region is one function's set of values to store channels last and the
+// ops that compute on them.
+type region struct {
+	blk    *ir.Block
+	values map[*ir.Value]bool
+	ops    map[*ir.Operation]bool
+	convs  []*ir.Operation
+}
+
+// plan finds blk's region, or nil when it has no convolution to convert
+// or its boundary costs too much.
+func (p *pass) plan(blk *ir.Block) *region {
+	r := &region{blk: blk, values: map[*ir.Value]bool{}, ops: map[*ir.Operation]bool{}}
+	var work []*ir.Value
+	add := func(v *ir.Value) {
+		if !r.values[v] {
+			r.values[v] = true
+			work = append(work, v)
+		}
+	}
+	// join adds op to the region with its rank-4 operands and results,
+	// when its meaning survives the permutation.
+	join := func(op *ir.Operation) {
+		if r.ops[op] || !joinable(op) {
+			return
+		}
+		r.ops[op] = true
+		for _, v := range op.Operands() {
+			if rank(v) == 4 {
+				add(v)
+			}
+		}
+		for _, v := range op.Results() {
+			if rank(v) == 4 {
+				add(v)
+			}
+		}
+	}
+	for _, op := range blk.Ops() {
+		if p.convertible(op) {
+			r.ops[op] = true
+			r.convs = append(r.convs, op)
+			add(op.Operand(0))
+			add(op.Result(0))
+		}
+	}
+	if len(r.convs) == 0 {
+		return nil
+	}
+	for len(work) > 0 {
+		v := work[len(work)-1]
+		work = work[:len(work)-1]
+		if d := v.DefiningOp(); d != nil && d.Block() == blk {
+			join(d)
+		}
+		for _, u := range v.Users() {
+			if u.Block() == blk {
+				join(u)
+			}
+		}
+	}
+	if !p.always && r.largeBoundaries() > 1+len(r.convs)/4 {
+		return nil
+	}
+	return r
+}
+
+// convertible reports whether the pass converts the convolution op.
+func (p *pass) convertible(op *ir.Operation) bool {
+	if op.Name() != graph.OpConv2D || op.NumResults() != 1 {
+		return false
+	}
+	prm, err := graph.Conv2DParamsOf(op)
+	if err != nil || prm.ChannelsLast {
+		return false
+	}
+	for _, v := range []*ir.Value{op.Operand(0), op.Operand(1), op.Result(0)} {
+		s, ok := staticShape(v)
+		if !ok || len(s) != 4 {
+			return false
+		}
+	}
+	if p.allConvs {
+		return true
+	}
+	e := ir.ElementTypeOf(op.Result(0).Type())
+	return (e == ir.BF16 || e == ir.F16) && prm.Groups == 1 &&
+		prm.Padding[0] == prm.Padding[2] && prm.Padding[1] == prm.Padding[3]
+}
+
+// reductions are the reductions whose axes the pass permutes.
+var reductions = []string{graph.OpReduceSum, graph.OpReduceMean, graph.OpReduceMax, graph.OpReduceMin}
+
+// joinable reports whether op computes the same on operands stored
+// channels last, its attributes permuted: an elementwise op whose
+// operands are all rank 4 or scalars, a pad or slice of rank 4, or a
+// reduction of a rank-4 operand that keeps its dims or whose kept dims
+// keep their order.
+func joinable(op *ir.Operation) bool {
+	if op.NumResults() != 1 || op.NumRegions() > 0 {
+		return false
+	}
+	name := op.Name()
+	switch {
+	case name == graph.OpPad || name == graph.OpSlice:
+		return rank(op.Operand(0)) == 4 && rank(op.Result(0)) == 4
+	case slices.Contains(reductions, name):
+		if rank(op.Operand(0)) != 4 {
+			return false
+		}
+		axes, ok := reduceAxes(op)
+		if !ok {
+			return false
+		}
+		if keep, _ := op.Attr("keepdims").(ir.IntegerAttr); keep.Value != 0 {
+			return true
+		}
+		// The kept dims, in NCHW order, must be in the same order stored
+		// channels last: then the result is the same tensor.
+		last := -1
+		for _, d := range nhwc {
+			if !slices.Contains(axes, d) {
+				if int(d) < last {
+					return false
+				}
+				last = int(d)
+			}
+		}
+		return true
+	case name == graph.OpConcat || name == graph.OpGather:
+		return false
+	case graph.ClassOf(name) == graph.ClassPointwise:
+		for _, v := range append(op.Operands(), op.Result(0)) {
+			if r := rank(v); r != 4 && r != 0 {
+				return false
+			}
+		}
+		return rank(op.Result(0)) == 4
+	}
+	return false
+}
+
+// reduceAxes returns a reduction's axes, normalized to 0…3 (all four
+// when absent).
+func reduceAxes(op *ir.Operation) ([]int64, bool) {
+	a := op.Attr("axes")
+	if a == nil {
+		return []int64{0, 1, 2, 3}, true
+	}
+	axes, ok := graph.IntList(a)
+	if !ok {
+		return nil, false
+	}
+	out := make([]int64, len(axes))
+	for i, x := range axes {
+		if x < 0 {
+			x += 4
+		}
+		if x < 0 || x > 3 {
+			return nil, false
+		}
+		out[i] = x
+	}
+	return out, true
+}
+
+// largeBoundaries counts the large values the region transposes: those
+// entering it (read by its ops, computed outside) and those leaving it
+// (read outside), convolution weights aside.
+func (r *region) largeBoundaries() int {
+	n := 0
+	for v := range r.values {
+		if !large(v) {
+			continue
+		}
+		if d := v.DefiningOp(); d == nil || !r.ops[d] {
+			n++
+			continue
+		}
+		if slices.ContainsFunc(v.Users(), func(u *ir.Operation) bool { return !r.ops[u] }) {
+			n++
+		}
+	}
+	return n
+}
+
+// rewrite converts the region and returns the number of convolutions
+// made channels last and of those made products.
+func (r *region) rewrite(ctx *ir.Context, matmul bool) (convs, mms int) {
+	b := ir.NewBuilder(ctx)
+	// Exits first, while every value has its NCHW type: the uses outside
+	// the region read a transpose back.
+	for _, op := range r.blk.Ops() {
+		for _, v := range op.Results() {
+			if r.values[v] && r.ops[op] {
+				r.exit(b, v)
+			}
+		}
+	}
+	// Entries: block arguments and values computed outside.
+	entries := map[*ir.Value]*ir.Value{}
+	entry := func(v *ir.Value) *ir.Value {
+		if t, ok := entries[v]; ok {
+			return t
+		}
+		if d := v.DefiningOp(); d != nil {
+			b.SetInsertionPointAfter(d)
+		} else {
+			b.SetInsertionPointToStart(r.blk)
+		}
+		t := graph.Transpose(b, v.Loc(), v, nhwc)
+		entries[v] = t
+		return t
+	}
+	// A weight of the region is stored [O, KH, KW, C] already.
+	weightNHWC := map[*ir.Operation]bool{}
+	for _, op := range r.convs {
+		weightNHWC[op] = r.values[op.Operand(1)]
+	}
+	for _, op := range r.blk.Ops() {
+		if !r.ops[op] {
+			continue
+		}
+		for i, v := range op.Operands() {
+			if r.values[v] && (v.DefiningOp() == nil || !r.ops[v.DefiningOp()]) {
+				op.SetOperand(i, entry(v))
+			}
+		}
+	}
+	for _, op := range r.blk.Ops() {
+		if !r.ops[op] {
+			continue
+		}
+		switch name := op.Name(); {
+		case name == graph.OpConv2D:
+			if matmul && r.asMatmul(b, op) {
+				mms++
+				continue
+			}
+			if w := op.Operand(1); !weightNHWC[op] {
+				b.SetInsertionPointBefore(op)
+				// A 1×1 window's [O, C, 1, 1] holds the elements of
+				// [O, 1, 1, C] in their order: a reshape, no copy.
+				if ws, _ := staticShape(w); ws[2] == 1 && ws[3] == 1 {
+					op.SetOperand(1, graph.Reshape(b, op.Loc(), w, []int64{ws[0], 1, 1, ws[1]}))
+				} else {
+					op.SetOperand(1, graph.Transpose(b, op.Loc(), w, nhwc))
+				}
+			}
+			op.SetProperty("layout", ir.StringAttr{Value: graph.LayoutNHWC})
+			convs++
+		case name == graph.OpPad:
+			permuteInts(op, "low", "high")
+		case name == graph.OpSlice:
+			permuteInts(op, "starts", "limits", "strides")
+		case slices.Contains(reductions, name):
+			axes, _ := reduceAxes(op)
+			for i, a := range axes {
+				axes[i] = nchw[a] // the position of NCHW dim a stored channels last
+			}
+			slices.Sort(axes)
+			op.SetProperty("axes", graph.Ints(axes...))
+		}
+		for _, v := range op.Results() {
+			if r.values[v] {
+				v.SetType(permuted(v.Type()))
+			}
+		}
+	}
+	return convs, mms
+}
+
+// exit makes the uses of v outside the region read transpose(v) back to
+// NCHW, built after v's definition.
+func (r *region) exit(b *ir.Builder, v *ir.Value) {
+	var outside []*ir.OpOperand
+	for u := range v.Uses() {
+		if !r.ops[u.Owner()] {
+			outside = append(outside, u)
+		}
+	}
+	if len(outside) == 0 {
+		return
+	}
+	b.SetInsertionPointAfter(v.DefiningOp())
+	// Built on v's NCHW type: a transpose by nhwc, whose type the
+	// rewrite then makes right by giving v the permuted type. The perm
+	// that reads the stored tensor back is nchw.
+	back := b.Op(graph.OpTranspose, v.Loc(), []*ir.Value{v}, []ir.Type{v.Type()},
+		ir.NamedAttr{Name: "perm", Value: graph.Ints(nchw...)})
+	for _, u := range outside {
+		u.Set(back.Result(0))
+	}
+}
+
+// asMatmul rewrites a channels-last 1×1 convolution of one group without
+// stride, padding or bias before it as [N·H·W, C]·[C, O] and reports
+// whether it did. The operand is already channels last; the result takes
+// the convolution's place.
+func (r *region) asMatmul(b *ir.Builder, op *ir.Operation) bool {
+	prm, _ := graph.Conv2DParamsOf(op)
+	// x, computed before op, is channels last by now: [N, H, W, C]. The
+	// weight [O, C, 1, 1] (or [O, 1, 1, C], the same elements) is [O, C].
+	x, w := op.Operand(0), op.Operand(1)
+	xs, _ := staticShape(x)
+	ws, _ := staticShape(w)
+	if ws[2] != 1 || ws[3] != 1 || prm.Groups != 1 || prm.Strides != [2]int64{1, 1} || prm.Padding != [4]int64{} || op.NumOperands() != 2 {
+		return false
+	}
+	n, h, wd, c, o := xs[0], xs[1], xs[2], xs[3], ws[0]
+	loc := op.Loc()
+	b.SetInsertionPointBefore(op)
+	xm := graph.Reshape(b, loc, x, []int64{n * h * wd, c})
+	wm := graph.Transpose(b, loc, graph.Reshape(b, loc, w, []int64{o, c}), []int64{1, 0})
+	y := graph.Matmul(b, loc, xm, wm)
+	out := graph.Reshape(b, loc, y, []int64{n, h, wd, o})
+	// The result keeps its NCHW type for the loop in rewrite to permute:
+	// out stands for it, already channels last.
+	res := op.Result(0)
+	res.ReplaceAllUsesWith(out)
+	delete(r.values, res)
+	op.Erase()
+	return true
+}
+
+// permuteInts permutes op's per-dim list attributes names (those present)
+// to the channels-last order.
+func permuteInts(op *ir.Operation, names ...string) {
+	for _, name := range names {
+		a := op.Attr(name)
+		if a == nil {
+			continue
+		}
+		vs, ok := graph.IntList(a)
+		if !ok || len(vs) != 4 {
+			continue
+		}
+		op.SetProperty(name, graph.Ints(vs[nhwc[0]], vs[nhwc[1]], vs[nhwc[2]], vs[nhwc[3]]))
+	}
+}
+
+// permuted returns a rank-4 tensor type stored channels last.
+func permuted(t ir.Type) ir.Type {
+	tt := t.(*ir.TensorType)
+	s := tt.Shape()
+	return ir.TensorOf([]int64{s[nhwc[0]], s[nhwc[1]], s[nhwc[2]], s[nhwc[3]]}, tt.ElementType())
+}
+
+// rank is v's rank, or -1 for an unranked or non-tensor value.
+func rank(v *ir.Value) int {
+	tt, ok := v.Type().(*ir.TensorType)
+	if !ok || !tt.Ranked() {
+		return -1
+	}
+	return len(tt.Shape())
+}
+
+// staticShape returns v's shape when it is a ranked tensor of static
+// shape.
+func staticShape(v *ir.Value) ([]int64, bool) {
+	tt, ok := v.Type().(*ir.TensorType)
+	if !ok || !tt.Ranked() || slices.Contains(tt.Shape(), ir.Dynamic) {
+		return nil, false
+	}
+	return tt.Shape(), true
+}
+
+// large reports whether v has two or more dims above 1 (or any not
+// static): a batch norm's [1, C, 1, 1] scale is not large.
+func large(v *ir.Value) bool {
+	tt, ok := v.Type().(*ir.TensorType)
+	if !ok || !tt.Ranked() {
+		return true
+	}
+	n := 0
+	for _, d := range tt.Shape() {
+		if d != 1 {
+			n++
+		}
+	}
+	return n >= 2
+}
