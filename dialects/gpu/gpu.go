@@ -84,7 +84,7 @@ var Dialect = &ir.Dialect{
 		idDef(BlockDimOp, "Number of threads per block", "block_dim"),
 		idDef(GridDimOp, "Number of blocks per grid", "grid_dim"),
 		barrierDef, shuffleDef, launchFuncDef,
-	}, append(append(append(append(mmaOps, wgmmaOps...), mbarrierOps...), tmaOps...), libraryOps...)...),
+	}, append(append(append(append(mmaOps, wgmmaOps...), mbarrierOps...), append(tmaOps, clusterOps...)...), libraryOps...)...),
 }
 
 var moduleDef = &ir.OpDef{

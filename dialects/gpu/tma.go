@@ -278,7 +278,14 @@ var tmaLoadDef = &ir.OpDef{
 		"tensor zero. The copy is asynchronous; its box bytes count down the transaction " +
 		"bytes of the current phase of the mbarrier `bars[bar]` once it lands, and a thread " +
 		"may read the box only after waiting for that phase. The destination is aligned to " +
-		"1024 bytes with a swizzle, else 128.",
+		"1024 bytes with a swizzle, else 128. With the `multicast` mask (sm_90, PTX's " +
+		"`.multicast::cluster`), the box lands instead in the workgroup memory of each " +
+		"block of the cluster whose rank's bit is set, at the same buffer and element, and " +
+		"its bytes count down the mbarrier at the same index in each of those blocks.",
+	Inherent: []string{MulticastAttr},
+	Attrs: []ir.ArgDoc{
+		{Name: "multicast", Doc: "optional i64 mask of the cluster's blocks that receive the box (gpu.cluster_size)"},
+	},
 	Operands: []ir.ArgDoc{
 		{Name: "dst, index", Doc: "1-D workgroup memref and the box's first element in it"},
 		{Name: "bars, bar", Doc: "1-D workgroup memref of i64 and the barrier's index"},
@@ -312,6 +319,13 @@ func TMALoad(b *ir.Builder, loc ir.Location, dst, index, bars, bar, tmap *ir.Val
 	return b.Op(TMALoadOp, loc, append([]*ir.Value{dst, index, bars, bar, tmap}, coords...), nil)
 }
 
+// TMALoadMulticast is TMALoad with the box going to the blocks of the
+// cluster in mask (MulticastAttr).
+func TMALoadMulticast(b *ir.Builder, loc ir.Location, dst, index, bars, bar, tmap *ir.Value, coords []*ir.Value, mask int64) *ir.Operation {
+	return b.Op(TMALoadOp, loc, append([]*ir.Value{dst, index, bars, bar, tmap}, coords...), nil,
+		ir.NamedAttr{Name: MulticastAttr, Value: ir.Int(mask, ir.I64)})
+}
+
 // MbarrierExpectTx inserts gpu.mbarrier_expect_tx of bytes (an i32) on
 // bars[index].
 func MbarrierExpectTx(b *ir.Builder, loc ir.Location, bars, index, bytes *ir.Value) *ir.Operation {
@@ -332,6 +346,9 @@ func TMALoadOf(op *ir.Operation) TMALoadOperands {
 
 func verifyTMALoad(op *ir.Operation) error {
 	if err := inKernel(op); err != nil {
+		return err
+	}
+	if err := verifyMulticast(op); err != nil {
 		return err
 	}
 	if op.NumOperands() < 6 || op.NumResults() != 0 {

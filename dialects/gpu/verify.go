@@ -88,6 +88,9 @@ func verifyFunc(op *ir.Operation) error {
 	if err := verifyTensorMaps(op, entry); err != nil {
 		return err
 	}
+	if err := verifyClusterSize(op); err != nil {
+		return err
+	}
 	for _, v := range WorkgroupBuffers(op) {
 		if !inMemorySpace(v.Type(), WorkgroupMemorySpace, "workgroup") {
 			return fmt.Errorf("expected memref type in address space %d in workgroup attribution, got %s", WorkgroupMemorySpace, v.Type())

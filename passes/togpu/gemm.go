@@ -30,7 +30,10 @@ const MappingMMA = "mma"
 // Persistent too, the grid has at most Persistent blocks, each looping
 // over output tiles, so that the producer copies the next tile while the
 // consumers store the last. With TMA too, one thread of the producer
-// copies each operand's k tile with gpu.tma_load (gemm_tma.go).
+// copies each operand's k tile with gpu.tma_load (gemm_tma.go); with
+// Cluster too, the blocks run in clusters of Cluster blocks computing
+// vertically adjacent tiles, each copying its share of their common B
+// tile to all of them (TMA multicast).
 type MMATile struct {
 	M, N, K     int64
 	Stages      int64
@@ -40,6 +43,7 @@ type MMATile struct {
 	Specialized bool
 	Persistent  int64
 	TMA         bool
+	Cluster     int64
 }
 
 // MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
@@ -84,6 +88,10 @@ var MMATiles = []MMATile{
 	// The same, their producer one thread issuing TMA copies (gemm_tma.go).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Persistent: 132},
+	// In clusters of two blocks that share B's tile, each copying half
+	// of it to both (TMA multicast): a third fewer bytes L2 → shared a
+	// flop than wst (session 12).
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 96 / 94: 608 / 631 TFLOP/s, 0.494 / 0.480 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 96 / 92: 614 TFLOP/s, 0.490 ms
@@ -111,14 +119,17 @@ func (c Config) mmaTile() MMATile {
 
 // String is the tile's name in the mma-tile option: MxNxK, s and the
 // stages, then g for WGMMA (go with Overlap, ws with Specialized, wst
-// with TMA too, then p and the grid with Persistent), or w and the warp
-// tile's N when it is not 32.
+// with TMA too, then c and the cluster's blocks with Cluster, p and the
+// grid with Persistent), or w and the warp tile's N when it is not 32.
 func (t MMATile) String() string {
 	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
 	if t.Specialized {
 		s += "ws"
 		if t.TMA {
 			s += "t"
+		}
+		if t.Cluster > 1 {
+			s += fmt.Sprintf("c%d", t.Cluster)
 		}
 		if t.Persistent > 0 {
 			s += fmt.Sprintf("p%d", t.Persistent)
@@ -178,7 +189,7 @@ func (t MMATile) SharedBytes() int64 {
 // (rows not 16-byte multiples apart: mma.tmaFits).
 func (t MMATile) ConvTile() MMATile {
 	if t.Specialized {
-		t.Specialized, t.Persistent, t.Overlap, t.TMA = false, 0, true, false
+		t.Specialized, t.Persistent, t.Overlap, t.TMA, t.Cluster = false, 0, true, false, 0
 	}
 	return t
 }
@@ -387,6 +398,12 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 		// than the specialized kernel without TMA (bench/NOTES.md,
 		// sessions 9 and 11).
 		p.tile = tile.ConvTile()
+	}
+	if p.tile.Cluster > 1 && (p.m == ir.Dynamic || p.tilesM()%p.tile.Cluster != 0) {
+		// A cluster's blocks take vertically adjacent tiles of one
+		// matrix (setupTile's grouped order pairs them when every group
+		// of tile rows is whole clusters): otherwise, no clusters.
+		p.tile.Cluster = 0
 	}
 	return p
 }

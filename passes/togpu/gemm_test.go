@@ -365,8 +365,12 @@ func TestMMADynamicShapes(t *testing.T) {
 	}
 }
 
-// tmaTile is the warp-specialized tiling whose producer copies with TMA.
-var tmaTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true}
+// tmaTile is the warp-specialized tiling whose producer copies with TMA,
+// and clusterTile the same in clusters of two blocks sharing B's tile.
+var (
+	tmaTile     = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true}
+	clusterTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2}
+)
 
 // TestMMABroadcastKept checks that a select that really broadcasts (a
 // row of A repeated over an M taken from another buffer) is not read as

@@ -64,8 +64,9 @@ type tmaOperand struct {
 }
 
 // tmaOperand marks o's kernel argument as a tensor map and returns it;
-// outer is the tile's extent along o's outer dimension.
-func (p *mma) tmaOperand(k *kernelGen, o *operand, smem *ir.Value, outer int64) (tmaOperand, error) {
+// outer is the tile's extent along o's outer dimension, share that of a
+// copy (B's in a cluster: outer over the cluster's blocks).
+func (p *mma) tmaOperand(k *kernelGen, o *operand, smem *ir.Value, outer, share int64) (tmaOperand, error) {
 	arg := k.m[o.mem]
 	if arg == nil || !arg.IsBlockArgument() || arg.ParentBlock() != k.entry {
 		return tmaOperand{}, fmt.Errorf("%s: the tma tile's operand is not a kernel argument", PassName)
@@ -74,7 +75,7 @@ func (p *mma) tmaOperand(k *kernelGen, o *operand, smem *ir.Value, outer int64) 
 	tk := p.tile.K
 	g := gpu.TensorMap{Swizzle: 128, Box: []int64{tk, gpu.WGMMASwizzleRow}, Inner: []int64{o.shape[nb+1]}}
 	if o.kLast {
-		g.Box = []int64{outer, tk}
+		g.Box = []int64{share, tk}
 	}
 	if nb > 0 { // the matrices of the batch, outermost
 		g.Box = append([]int64{1}, g.Box...)
@@ -88,15 +89,16 @@ func (p *mma) tmaOperand(k *kernelGen, o *operand, smem *ir.Value, outer int64) 
 // (overTiles) and their k tiles: claim waits for iteration it's stage to
 // be free and returns it; the copies of k tile kt go to it, signalling
 // its full barrier (the stage's index in bars).
-func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars *ir.Value, overTiles func(*ir.Builder, func(*ir.Builder, gemmBlock, *ir.Value)),
+func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars, rank *ir.Value, overTiles func(*ir.Builder, func(*ir.Builder, gemmBlock, *ir.Value)),
 	claim func(x ix, it *ir.Value) *ir.Value) error {
 	loc, tl := k.loc, p.tile
+	cluster := max(tl.Cluster, 1)
 	ops := [2]tmaOperand{}
 	var err error
-	if ops[0], err = p.tmaOperand(k, &p.a, g.sa, tl.M); err != nil {
+	if ops[0], err = p.tmaOperand(k, &p.a, g.sa, tl.M, tl.M); err != nil {
 		return err
 	}
-	if ops[1], err = p.tmaOperand(k, &p.b, g.sb, tl.N); err != nil {
+	if ops[1], err = p.tmaOperand(k, &p.b, g.sb, tl.N, tl.N/cluster); err != nil {
 		return err
 	}
 	bytes := (tl.M + tl.N) * tl.K * mmaElemBytes
@@ -116,13 +118,22 @@ func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars *ir.Val
 				}
 				k0 := i32(x.mulc(x.from(kt), tl.K))
 				for _, t := range ops {
-					outerBase := gt.rowBase
+					// This block's share of the tile: its outer
+					// offset and its elements' in the stage (all of A's;
+					// of B's in a cluster, rank's part, multicast).
+					outerBase, at, mask, parts := gt.rowBase, x.mulc(s, t.size), int64(0), int64(1)
 					if t.o == &p.b {
-						outerBase = gt.colBase
+						outerBase, parts = gt.colBase, cluster
+						if cluster > 1 {
+							mask = 1<<cluster - 1
+							share := tl.N / cluster
+							outerBase = x.add(outerBase, x.mulc(rank, share))
+							at = x.add(at, x.mulc(rank, share*tl.K))
+						}
 					}
 					panels := int64(1)
 					if !t.o.kLast {
-						panels = t.o.tile / gpu.WGMMASwizzleRow
+						panels = t.o.tile / gpu.WGMMASwizzleRow / parts
 					}
 					for j := range panels {
 						coords := []*ir.Value{i32(outerBase), k0}
@@ -132,8 +143,12 @@ func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars *ir.Val
 						if len(p.batch) > 0 {
 							coords = append([]*ir.Value{i32(gt.z)}, coords...)
 						}
-						dst := x.index(x.addc(x.mulc(s, t.size), j*t.o.panel))
-						gpu.TMALoad(b, loc, t.smem, dst, bars, full, t.arg, coords)
+						dst := x.index(x.addc(at, j*t.o.panel))
+						if mask != 0 {
+							gpu.TMALoadMulticast(b, loc, t.smem, dst, bars, full, t.arg, coords, mask)
+						} else {
+							gpu.TMALoad(b, loc, t.smem, dst, bars, full, t.arg, coords)
+						}
 					}
 				}
 				return nil

@@ -139,8 +139,12 @@ func TestGPUWGMMAGemm(t *testing.T) {
 	for _, tile := range mmaTilesOnGPU() {
 		t.Run(tile.String(), func(t *testing.T) {
 			p := g.compile(t, fmt.Sprintf("mma-tile=%s", tile))
-			if tile.TMA && !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `"gpu.tma_load"`) {
+			text := ir.Sprint(p.Module(), ir.PrintOptions{})
+			if tile.TMA && !strings.Contains(text, `"gpu.tma_load"`) {
 				t.Fatal("no gpu.tma_load: the TMA tiling copies with cp.async")
+			}
+			if tile.Cluster > 1 && !strings.Contains(text, "multicast") {
+				t.Fatal("no multicast gpu.tma_load: the cluster tiling runs without clusters")
 			}
 			worst := g.check(t, tile.String(), p)
 			ms, err := p.RunTimed(g.rt, "main", g.args, 5, 20)
@@ -201,7 +205,8 @@ func TestGPUTMAShapes(t *testing.T) {
 	t.Logf("inputs from seed %d", seed)
 	tiles := []togpu.MMATile{
 		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true},
-		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true},
+		tmaTile,
+		clusterTile,
 	}
 	for _, s := range []struct {
 		name    string
@@ -259,11 +264,18 @@ func TestGPUTMAShapes(t *testing.T) {
 	}
 }
 
-// TestGPUTMAGraph captures the TMA tiling's product into a CUDA graph
-// (its tensor maps encoded at the capture, with the bound buffers'
-// addresses) and replays it on two sets of fresh inputs copied into those
-// buffers, comparing each result with cuBLASLt's.
+// TestGPUTMAGraph captures the TMA tilings' product (without and with
+// clusters) into a CUDA graph (its tensor maps encoded at the capture,
+// with the bound buffers' addresses) and replays it on two sets of fresh
+// inputs copied into those buffers, comparing each result with
+// cuBLASLt's.
 func TestGPUTMAGraph(t *testing.T) {
+	for _, tile := range []togpu.MMATile{tmaTile, clusterTile} {
+		t.Run(tile.String(), func(t *testing.T) { testTMAGraph(t, tile) })
+	}
+}
+
+func testTMAGraph(t *testing.T, tile togpu.MMATile) {
 	rt, err := exec.Open(0)
 	if err != nil {
 		t.Skipf("no GPU: %v", err)
@@ -284,9 +296,10 @@ func TestGPUTMAGraph(t *testing.T) {
 		return []interp.Value{randomBF16(t, rng, []int64{1000, 768}), randomBF16(t, rng, []int64{768, 2304})}
 	}
 	_, lib := gpuProgram(t, src, "builtin.module(lower-to-loop,convert-loop-to-gpu{matmul="+togpu.MatmulCuBLASLt+"},canonicalize,cse)")
-	_, p := gpuProgram(t, src, mmaPipeline(tmaTile))
-	if !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `"gpu.tma_load"`) {
-		t.Fatal("no gpu.tma_load")
+	_, p := gpuProgram(t, src, mmaPipeline(tile))
+	text := ir.Sprint(p.Module(), ir.PrintOptions{})
+	if !strings.Contains(text, `"gpu.tma_load"`) || strings.Contains(text, "multicast") != (tile.Cluster > 1) {
+		t.Fatal("no gpu.tma_load, or multicast where there are no clusters or none where there are")
 	}
 	args := inputs()
 	b, err := p.Prepare(rt, "main", args)

@@ -66,6 +66,12 @@ func TestWGMMAGemmPTX(t *testing.T) {
 				if n := strings.Count(ptx, want); n != 4*loops {
 					t.Errorf("%d %s in the PTX, want %d", n, want, 4*loops)
 				}
+				// (A cluster's size is the kernel's; its B tiles multicast.)
+				for _, want := range []string{".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster"} {
+					if strings.Contains(ptx, want) != (tile.Cluster == 2) {
+						t.Errorf("%q in the PTX: %v, want %v", want, !(tile.Cluster == 2), tile.Cluster == 2)
+					}
+				}
 				// (setup bounds the registers of a block above 256 threads.)
 				if want := fmt.Sprintf(".maxntid %d, 1, 1", 32*tile.Warps()); tile.Warps() > 8 && !strings.Contains(ptx, want) {
 					t.Errorf("no %q: the JIT may give the kernel more registers than a block of it can have", want)
@@ -191,7 +197,7 @@ func TestWSLoops(t *testing.T) {
 							role = 1
 						case gpu.CpAsyncWaitOp:
 							name += fmt.Sprint(gpu.IntProp(c, gpu.PendingAttr, -1))
-						case gpu.MbarrierWaitOp, gpu.MbarrierArriveOp, gpu.FenceProxyAsyncOp, gpu.MbarrierExpectTxOp:
+						case gpu.MbarrierWaitOp, gpu.MbarrierArriveOp, gpu.FenceProxyAsyncOp, gpu.MbarrierExpectTxOp, gpu.MbarrierArriveClusterOp:
 						default:
 							return true
 						}
@@ -212,6 +218,9 @@ func TestWSLoops(t *testing.T) {
 			}
 			if tile.TMA { // the stage's bytes expected, then its copies
 				want[0] = []string{gpu.MbarrierWaitOp, gpu.MbarrierExpectTxOp, gpu.TMALoadOp}
+			}
+			if tile.Cluster > 1 { // freed in every block of the cluster
+				want[1][2] = gpu.MbarrierArriveClusterOp
 			}
 			for r, name := range []string{"producer", "consumers"} {
 				if !slices.Equal(order[r], want[r]) {
@@ -235,22 +244,55 @@ func TestWSPersistentTiles(t *testing.T) {
 	}
 }
 
+// TestWSClusterTiles runs the tiling whose blocks pair up in clusters,
+// sharing B's tile by multicast, in the interpreter (which runs a
+// cluster's blocks together): two tile rows of a batch of two, five k
+// tiles over four stages, B stored [N, K] (each block copies half of its
+// rows) with a tail in N, and compares with the graph program; an odd
+// number of tile rows takes the kernel without clusters.
+func TestWSClusterTiles(t *testing.T) {
+	testWSTiles(t, clusterTile, []wsCase{
+		{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 2},
+		{"many-k-tiles", "%x: tensor<256x304xbf16>, %w: tensor<304x296xbf16>", "tensor<256x296xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<256x304xbf16>, tensor<304x296xbf16>) -> tensor<256x296xbf16>`, 2},
+		{"b-transposed", "%x: tensor<136x136xbf16>, %w: tensor<264x136xbf16>", "tensor<136x264xbf16>",
+			`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<264x136xbf16>) -> tensor<136x264xbf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`, 2},
+		{"odd-tile-rows", "%x: tensor<260x64xbf16>, %w: tensor<64x264xbf16>", "tensor<260x264xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<260x64xbf16>, tensor<64x264xbf16>) -> tensor<260x264xbf16>`, 1},
+	})
+}
+
+// wsCase is a product for testWSTiles: the function's arguments, result
+// type and body, and the cluster size its kernel must have.
+type wsCase struct {
+	name, args, result, body string
+	cluster                  int64
+}
+
 func testPersistentTiles(t *testing.T, tile togpu.MMATile) {
-	cfg := togpu.DefaultConfig
-	cfg.MMATile = tile
-	for _, c := range []struct{ name, args, result, body string }{
+	testWSTiles(t, tile, []wsCase{
 		// 2 × 2 × 3 tiles, 2 k tiles each.
 		{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`},
+			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 1},
 		// 3 × 2 tiles of 5 k tiles: 15 iterations a block over 4 stages
 		// (rows of 16-byte multiples, which TMA needs).
 		{"many-k-tiles", "%x: tensor<260x304xbf16>, %w: tensor<304x296xbf16>", "tensor<260x296xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<260x304xbf16>, tensor<304x296xbf16>) -> tensor<260x296xbf16>`},
+			`%r = "graph.matmul"(%x, %w) : (tensor<260x304xbf16>, tensor<304x296xbf16>) -> tensor<260x296xbf16>`, 1},
 		// B stored [N, K]: TMA copies its tile in one box of N rows.
 		{"b-transposed", "%x: tensor<136x136xbf16>, %w: tensor<264x136xbf16>", "tensor<136x264xbf16>",
 			`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<264x136xbf16>) -> tensor<136x264xbf16>
-  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`},
-	} {
+  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`, 1},
+	})
+}
+
+// testWSTiles lowers each case with tile, runs it in the interpreter on
+// random inputs and compares with the graph program.
+func testWSTiles(t *testing.T, tile togpu.MMATile, cases []wsCase) {
+	cfg := togpu.DefaultConfig
+	cfg.MMATile = tile
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %%r : %s\n}\n", c.args, c.result, c.body, c.result)
 			ctx := dialects.NewContext()
@@ -281,6 +323,16 @@ func testPersistentTiles(t *testing.T, tile togpu.MMATile) {
 			}
 			if got := strings.Contains(text, `"gpu.tma_load"`); got != tile.TMA {
 				t.Fatalf("gpu.tma_load in the kernel: %v, want %v", got, tile.TMA)
+			}
+			var cluster int64
+			m.Walk(func(o *ir.Operation) bool {
+				if o.Name() == gpu.FuncOp && gpu.IsKernel(o) {
+					cluster = gpu.ClusterSize(o)
+				}
+				return true
+			})
+			if cluster != c.cluster || strings.Contains(text, "multicast") != (c.cluster > 1) {
+				t.Fatalf("a kernel in clusters of %d (multicast: %v), want %d", cluster, strings.Contains(text, "multicast"), c.cluster)
 			}
 			rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
 			var args []interp.Value

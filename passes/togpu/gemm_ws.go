@@ -34,6 +34,16 @@ import (
 // have issued tile kt−Stages+1, whose full barrier the producer
 // completed after issuing tile kt−Stages+2 ≤ kt−1.
 //
+// With clusters (MMATile.Cluster, TMA only), the blocks of a cluster
+// compute vertically adjacent tiles that share B's: each producer copies
+// its A and its share of B, multicast to every block of the cluster, and
+// expects the whole stage's bytes on its own full barrier (the others'
+// shares count them down too); each consumer warp frees a stage at the
+// empty barrier of every block of the cluster, so that no producer
+// overwrites a stage some block still reads. The cluster meets after the
+// barriers' initialization and before exiting (the last arrivals are
+// remote).
+//
 // The producer lowers its registers to wsProducerRegs and the consumers
 // raise theirs to wsConsumerRegs (gpu.setmaxnreg; the block's size caps
 // them at entry: setup's nvvm.maxntid); the epilogue is the other wgmma
@@ -60,6 +70,10 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 	idx := func(b *ir.Builder, v int64) *ir.Value { return arith.ConstantIndex(b, loc, v) }
 	i32 := func(b *ir.Builder, v int64) *ir.Value { return arith.ConstantInt(b, loc, v, ir.I32) }
 	tid := gpu.ThreadID(b, loc, "x")
+	// With clusters, a stage is free once the consumers of every block
+	// of the cluster are done with it (its copies write to all).
+	cluster := max(tl.Cluster, 1)
+	frees := cluster * consumers / gpu.WarpSize
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, tid, idx(b, 0)), nil, func(b *ir.Builder) []*ir.Value {
 		// (With TMA, one arrival fills a stage: its expected bytes.)
 		fills := tl.copyThreads()
@@ -68,15 +82,22 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		}
 		for s := range stages {
 			gpu.MbarrierInit(b, loc, bars, idx(b, s), i32(b, fills))
-			gpu.MbarrierInit(b, loc, bars, idx(b, stages+s), i32(b, consumers/gpu.WarpSize))
+			gpu.MbarrierInit(b, loc, bars, idx(b, stages+s), i32(b, frees))
 		}
-		gpu.MbarrierInit(b, loc, bars, idx(b, 2*stages), i32(b, consumers/gpu.WarpSize))
+		gpu.MbarrierInit(b, loc, bars, idx(b, 2*stages), i32(b, frees))
 		if tl.TMA { // the barriers visible to the copies' async proxy
 			gpu.FenceProxyAsync(b, loc)
 		}
 		return nil
 	}, nil)
-	gpu.Barrier(b, loc)
+	if cluster > 1 {
+		// Every block's barriers initialized before the others signal
+		// them.
+		k.kernel.SetAttr(gpu.ClusterSizeAttr, ir.Int(cluster, ir.I64))
+		gpu.ClusterBarrier(b, loc)
+	} else {
+		gpu.Barrier(b, loc)
+	}
 	// The block's tiles: bid, bid + grid, … below g.tiles (one, bid,
 	// unless the grid is capped: Persistent).
 	bid := gpu.BlockID(b, loc, "x")
@@ -117,7 +138,13 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		x := x.at(b)
 		lane0 := arith.NewCmpI(b, loc, arith.CmpIEQ, g.lane, x.c(0))
 		loop.If(b, loc, lane0, nil, func(b *ir.Builder) []*ir.Value {
-			gpu.MbarrierArrive(b, loc, bars, i)
+			if cluster == 1 {
+				gpu.MbarrierArrive(b, loc, bars, i)
+				return nil
+			}
+			for r := range cluster { // (its own block's too)
+				gpu.MbarrierArriveCluster(b, loc, bars, i, i32(b, r))
+			}
 			return nil
 		}, nil)
 	}
@@ -129,7 +156,12 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 			// One thread copies.
 			first := arith.NewCmpI(b, loc, arith.CmpIEQ, tid, idx(b, consumers))
 			loop.If(b, loc, first, nil, func(b *ir.Builder) []*ir.Value {
-				tmaErr = p.tmaProducer(k, b, g, bars, overTiles, func(x ix, it *ir.Value) *ir.Value {
+				// The block's rank in its cluster: its share of B.
+				var rank *ir.Value
+				if cluster > 1 {
+					rank = x.at(b).and(x.at(b).from(bid), cluster-1)
+				}
+				tmaErr = p.tmaProducer(k, b, g, bars, rank, overTiles, func(x ix, it *ir.Value) *ir.Value {
 					gpu.MbarrierWait(x.b, loc, bars, bar(x, it, stages), parity(x, it, 1))
 					return stageOf(x, x.from(it))
 				})
@@ -191,6 +223,10 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		})
 		return nil
 	})
+	if cluster > 1 {
+		// No block exits while another may still arrive at its barriers.
+		gpu.ClusterBarrier(b, loc)
+	}
 	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
 	return tmaErr
 }

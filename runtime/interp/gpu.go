@@ -12,7 +12,8 @@ import (
 )
 
 // The gpu dialect. gpu.launch_func simulates a launch faithfully on the
-// CPU: blocks run one after another, and the threads of a block run
+// CPU: blocks run one after another (the blocks of a cluster,
+// gpu.cluster_size, together), and the threads of a block run
 // concurrently, one goroutine each, so that gpu.barrier really waits for
 // every thread of the block and gpu.shuffle exchanges values among the 32
 // lanes of a warp. Every thread has its own Frame; kernel memref arguments
@@ -32,7 +33,15 @@ func init() {
 		gpu.BlockDimOp:   idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.block }),
 		gpu.GridDimOp:    idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.grid }),
 		gpu.BarrierOp:    barrierRule,
-		gpu.ShuffleOp:    shuffleRule,
+		gpu.ClusterBarrierOp: func(f *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
+			t, err := threadOf(f)
+			if err != nil {
+				return nil, err
+			}
+			t.blk.mu.Lock()
+			return nil, t.wait(atCluster, op)
+		},
+		gpu.ShuffleOp: shuffleRule,
 	})
 }
 
@@ -105,13 +114,21 @@ func launchRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		}
 		ls.private = append(ls.private, mt)
 	}
+	cs := gpu.ClusterSize(kernel)
+	if ls.grid[0]%cs != 0 {
+		return nil, fmt.Errorf("a grid of %d blocks along x is not whole clusters of %d (%s of %s)", ls.grid[0], cs, gpu.ClusterSizeAttr, l.Kernel)
+	}
 	for z := range ls.grid[2] {
 		for y := range ls.grid[1] {
-			for x := range ls.grid[0] {
-				if err := runBlock(f, ls, [3]int64{x, y, z}); err != nil {
+			for x := int64(0); x < ls.grid[0]; x += cs {
+				if err := runCluster(f, ls, [3]int64{x, y, z}, cs); err != nil {
 					var d *ir.Diagnostic
 					if errors.As(err, &d) {
-						d.Note(op.Loc(), "in block (%d, %d, %d) of the launch here", x, y, z)
+						if cs == 1 {
+							d.Note(op.Loc(), "in block (%d, %d, %d) of the launch here", x, y, z)
+						} else {
+							d.Note(op.Loc(), "in the cluster of blocks (%d to %d, %d, %d) of the launch here", x, x+cs-1, y, z)
+						}
 					}
 					return nil, err
 				}
@@ -127,6 +144,7 @@ const (
 	atBarrier
 	atShuffle
 	atMbarrier
+	atCluster // gpu.cluster_barrier
 	exited
 )
 
@@ -153,33 +171,70 @@ type gpuThread struct {
 	mbarParity int64
 }
 
-// blockState is one block of threads and the synchronization among them.
-type blockState struct {
-	launch *launchState
-	bid    [3]int64
-	thr    []*gpuThread
-
+// clusterState is what the blocks of one cluster share: the lock that
+// guards the synchronization state of all of them (a block's threads
+// signal the others' mbarriers) and the first error, which aborts them
+// all. Without gpu.cluster_size a cluster is one block.
+type clusterState struct {
 	mu      sync.Mutex
 	err     error
 	abort   chan struct{} // closed on the first error
-	counts  [5]int        // threads per state
 	aborted bool
-	mbars   map[mbarKey]*mbarState
+	blocks  []*blockState // by rank
+}
+
+// blockState is one block of threads and the synchronization among them.
+type blockState struct {
+	*clusterState
+	launch *launchState
+	bid    [3]int64
+	thr    []*gpuThread
+	wg     []*Buffer // the workgroup buffers, in the kernel's order
+
+	counts [exited + 1]int // threads per state
+	mbars  map[mbarKey]*mbarState
 }
 
 // errAborted ends a thread whose block failed elsewhere.
 var errAborted = errors.New("block aborted")
 
-func runBlock(f *Frame, ls *launchState, bid [3]int64) error {
-	b := &blockState{launch: ls, bid: bid, abort: make(chan struct{})}
+// runCluster runs the cs blocks from bid along x together.
+func runCluster(f *Frame, ls *launchState, bid [3]int64, cs int64) error {
+	cl := &clusterState{abort: make(chan struct{})}
+	var run []func()
+	for r := range cs {
+		b := &blockState{clusterState: cl, launch: ls, bid: [3]int64{bid[0] + r, bid[1], bid[2]}}
+		cl.blocks = append(cl.blocks, b)
+		start, err := b.prepare(f)
+		if err != nil {
+			return err
+		}
+		run = append(run, start...)
+	}
+	var wg sync.WaitGroup
+	for _, r := range run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r()
+		}()
+	}
+	wg.Wait()
+	return cl.err
+}
+
+// prepare makes b's buffers and threads and returns each thread's run.
+func (b *blockState) prepare(f *Frame) ([]func(), error) {
+	ls := b.launch
 	n := int(ls.block[0] * ls.block[1] * ls.block[2])
 	bufs := make([]Value, len(ls.workgroup))
 	for i, mt := range ls.workgroup {
 		buf, err := NewBuffer(mt.ElementType(), mt.Shape())
 		if err != nil {
-			return ir.Errorf(ls.kernel.Loc(), "workgroup buffer %d: %v", i, err)
+			return nil, ir.Errorf(ls.kernel.Loc(), "workgroup buffer %d: %v", i, err)
 		}
 		bufs[i] = buf
+		b.wg = append(b.wg, buf)
 	}
 	kargs := append(append(make([]Value, 0, len(ls.args)+len(bufs)), ls.args...), bufs...)
 	threadArgs := make([][]Value, n)
@@ -192,7 +247,7 @@ func runBlock(f *Frame, ls *launchState, bid [3]int64) error {
 		for j, mt := range ls.private {
 			buf, err := NewBuffer(mt.ElementType(), mt.Shape())
 			if err != nil {
-				return ir.Errorf(ls.kernel.Loc(), "private buffer %d: %v", j, err)
+				return nil, ir.Errorf(ls.kernel.Loc(), "private buffer %d: %v", j, err)
 			}
 			threadArgs[i] = append(threadArgs[i], buf)
 		}
@@ -207,20 +262,17 @@ func runBlock(f *Frame, ls *launchState, bid [3]int64) error {
 		}
 	}
 	b.counts[running] = n
-	var wg sync.WaitGroup
-	for _, t := range b.thr {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	run := make([]func(), len(b.thr))
+	for i, t := range b.thr {
+		run[i] = func() {
 			fr := &Frame{in: f.in, values: map[*ir.Value]Value{}, depth: f.depth + 1}
 			threads.Store(fr, t)
 			_, err := fr.RunRegion(ls.kernel.Region(0), threadArgs[t.id])
 			threads.Delete(fr)
 			t.exit(err)
-		}()
+		}
 	}
-	wg.Wait()
-	return b.err
+	return run, nil
 }
 
 // exit records that t finished, with err if it failed.
@@ -288,8 +340,52 @@ func (b *blockState) progress(t *gpuThread) {
 		b.completeBarrier()
 		return
 	}
-	if b.counts[running] == 0 && live > 0 {
-		b.fail(b.deadlock())
+	// The cluster's barrier and deadlock: a block whose threads all wait
+	// may still be released by another block of the cluster.
+	var sum [exited + 1]int
+	for _, o := range b.blocks {
+		for s, n := range o.counts {
+			sum[s] += n
+		}
+	}
+	clusterLive := sum[running] + sum[atBarrier] + sum[atShuffle] + sum[atMbarrier] + sum[atCluster]
+	if sum[atCluster] > 0 && sum[atCluster] == clusterLive {
+		b.completeClusterBarrier()
+		return
+	}
+	if sum[running] == 0 && clusterLive > 0 {
+		for _, o := range b.blocks {
+			if len(o.thr) > o.counts[exited] {
+				b.fail(o.deadlock())
+				return
+			}
+		}
+	}
+}
+
+// completeClusterBarrier releases the threads of the cluster, all of
+// which wait at gpu.cluster_barrier, unless one exited without reaching
+// it. The lock is held.
+func (cl *clusterState) completeClusterBarrier() {
+	for _, b := range cl.blocks {
+		if b.counts[exited] > 0 {
+			var op *ir.Operation
+			for _, o := range cl.blocks {
+				for _, t := range o.thr {
+					if t.state == atCluster {
+						op = t.waitOp
+					}
+				}
+			}
+			b.fail(ir.Errorf(op.Loc(), "divergent cluster barrier: threads %s of block (%d, %d, %d) exited without reaching it",
+				b.idsIn(exited, nil), b.bid[0], b.bid[1], b.bid[2]))
+			return
+		}
+	}
+	for _, b := range cl.blocks {
+		for _, t := range b.thr {
+			b.release(t)
+		}
 	}
 }
 
@@ -391,13 +487,17 @@ func (b *blockState) divergence(op *ir.Operation, other *gpuThread) error {
 func (b *blockState) deadlock() error {
 	var first *gpuThread
 	for _, t := range b.thr {
-		if t.state == atBarrier || t.state == atShuffle || t.state == atMbarrier {
+		if t.state == atBarrier || t.state == atShuffle || t.state == atMbarrier || t.state == atCluster {
 			first = t
 			break
 		}
 	}
-	d := ir.Errorf(first.waitOp.Loc(), "deadlock: every thread of the block waits and none can proceed; threads %s wait at this '%s'",
-		b.idsIn(-1, first.waitOp), first.waitOp.Name())
+	what := "the block"
+	if len(b.blocks) > 1 {
+		what = fmt.Sprintf("the cluster (block (%d, %d, %d) shown)", b.bid[0], b.bid[1], b.bid[2])
+	}
+	d := ir.Errorf(first.waitOp.Loc(), "deadlock: every thread of %s waits and none can proceed; threads %s wait at this '%s'",
+		what, b.idsIn(-1, first.waitOp), first.waitOp.Name())
 	seen := map[*ir.Operation]bool{first.waitOp: true}
 	for _, t := range b.thr {
 		if t.waitOp != nil && !seen[t.waitOp] {

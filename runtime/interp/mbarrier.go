@@ -15,14 +15,17 @@ import (
 // releases the threads waiting for it. A block whose threads all wait
 // (at barriers of either kind) is reported as a deadlock, as at
 // gpu.barrier. A phase also waits for its transaction bytes (tma.go).
+// gpu.mbarrier_arrive_cluster arrives at the barrier of the same buffer
+// and index in another block of the cluster, under the cluster's lock.
 // gpu.setmaxnreg is a warpgroup collective with no effect:
 // running it checks that the whole warpgroup executes it together.
 func init() {
 	registerAll(map[string]Rule{
-		gpu.MbarrierInitOp:   mbarrierInitRule,
-		gpu.MbarrierArriveOp: mbarrierArriveRule,
-		gpu.MbarrierWaitOp:   mbarrierWaitRule,
-		gpu.SetMaxNRegOp:     collectiveRule,
+		gpu.MbarrierInitOp:          mbarrierInitRule,
+		gpu.MbarrierArriveOp:        mbarrierArriveRule,
+		gpu.MbarrierArriveClusterOp: mbarrierArriveClusterRule,
+		gpu.MbarrierWaitOp:          mbarrierWaitRule,
+		gpu.SetMaxNRegOp:            collectiveRule,
 	})
 	warpgroupOps[gpu.SetMaxNRegOp] = func(_ *ir.Operation, args [][]Value) ([][]Value, error) {
 		return make([][]Value, len(args)), nil
@@ -117,6 +120,11 @@ func signalMbar(f *Frame, args []Value, signal func(s *mbarState, x int64) error
 	b := t.blk
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.signal(key, x, signal)
+}
+
+// signal is signalMbar's part under the lock, on the mbarrier key of b.
+func (b *blockState) signal(key mbarKey, x int64, signal func(s *mbarState, x int64) error) error {
 	s, err := b.state(key)
 	if err != nil {
 		return err
@@ -127,8 +135,43 @@ func signalMbar(f *Frame, args []Value, signal func(s *mbarState, x int64) error
 	return b.maybeComplete(key, s)
 }
 
+// peer returns the block of rank r of b's cluster and its counterpart of
+// b's workgroup buffer buf (the same attribution). The lock is held.
+func (b *blockState) peer(r int64, buf *Buffer) (*blockState, *Buffer, error) {
+	if r < 0 || r >= int64(len(b.blocks)) {
+		return nil, nil, fmt.Errorf("rank %d is outside the cluster of %d blocks", r, len(b.blocks))
+	}
+	o := b.blocks[r]
+	for i, w := range b.wg {
+		if w == buf {
+			return o, o.wg[i], nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%s is not a workgroup buffer of the block", buf)
+}
+
 func mbarrierArriveRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
 	return nil, signalMbar(f, args, func(s *mbarState, _ int64) error {
+		s.pending--
+		return nil
+	})
+}
+
+// mbarrierArriveClusterRule arrives at the barrier of the block of rank
+// args[2] of the cluster.
+func mbarrierArriveClusterRule(f *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
+	t, key, r, err := mbarOf(f, args)
+	if err != nil {
+		return nil, err
+	}
+	b := t.blk
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, buf, err := b.peer(r, key.buf)
+	if err != nil {
+		return nil, err
+	}
+	return nil, o.signal(mbarKey{buf, key.i}, 0, func(s *mbarState, _ int64) error {
 		s.pending--
 		return nil
 	})

@@ -16,7 +16,8 @@ import (
 // reads the stage's old contents, and a phase whose expected bytes
 // (gpu.mbarrier_expect_tx) differ from the bytes its copies bring never
 // completes, so its waiters are reported as a deadlock at their
-// gpu.mbarrier_wait.
+// gpu.mbarrier_wait. A multicast copy (gpu.tma_load's mask) does all this
+// in each block of the cluster it names, at the same buffer and barrier.
 func init() {
 	registerAll(map[string]Rule{
 		gpu.TMALoadOp:          tmaLoadRule,
@@ -88,17 +89,53 @@ func tmaLoadRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 			box[j] = src.load(int(off))
 		}
 	}
-	return nil, signalMbar(f, args[2:4], func(s *mbarState, _ int64) error {
-		s.landing = append(s.landing, func() error {
-			for j, v := range box {
-				at := di + m.SwizzleOffset(int64(j)*size)/size
-				if err := dst.store(int(at), v); err != nil {
-					return fmt.Errorf("%s at %s: %w", gpu.TMALoadOp, op.Loc(), err)
+	// land is the copy into the block whose buffer dst is, signalling
+	// its mbarrier.
+	land := func(dst *Buffer) func(s *mbarState, _ int64) error {
+		return func(s *mbarState, _ int64) error {
+			s.landing = append(s.landing, func() error {
+				for j, v := range box {
+					at := di + m.SwizzleOffset(int64(j)*size)/size
+					if err := dst.store(int(at), v); err != nil {
+						return fmt.Errorf("%s at %s: %w", gpu.TMALoadOp, op.Loc(), err)
+					}
 				}
-			}
+				return nil
+			})
+			s.tx -= n * size
 			return nil
-		})
-		s.tx -= n * size
-		return nil
-	})
+		}
+	}
+	mask := gpu.Multicast(op)
+	if mask == 0 {
+		return nil, signalMbar(f, args[2:4], land(dst))
+	}
+	// Multicast: the same buffer and barrier of each block in mask.
+	t, key, _, err := mbarOf(f, args[2:4])
+	if err != nil {
+		return nil, err
+	}
+	b := t.blk
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if mask>>len(b.blocks) != 0 {
+		return nil, fmt.Errorf("multicast mask %#x names blocks outside the cluster of %d", mask, len(b.blocks))
+	}
+	for r := range int64(len(b.blocks)) {
+		if mask>>r&1 == 0 {
+			continue
+		}
+		o, to, err := b.peer(r, dst)
+		if err != nil {
+			return nil, fmt.Errorf("multicast mask %#x: %w", mask, err)
+		}
+		_, bars, err := b.peer(r, key.buf)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.signal(mbarKey{bars, key.i}, 0, land(to)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }

@@ -135,8 +135,17 @@ func (t *translator) launchBounds(fn *ir.Operation, f *llir.Func) error {
 		}
 		t.annotate(f, a.key, n.Value)
 	}
+	if n := gpu.ClusterSize(fn); n > 1 {
+		t.annotate(f, ClusterDimX, n)
+	}
 	return nil
 }
+
+// ClusterDimX is the !nvvm.annotations key of a kernel's cluster size
+// along x (gpu.ClusterSizeAttr), which targets/nvptx writes as PTX's
+// `.reqnctapercluster n, 1, 1` (LLVM 19's llc ignores it; the nvptx
+// package adds the directive to llc's output too).
+const ClusterDimX = "cluster_dim_x"
 
 // LoopMetadata is the name of the loop metadata attachment on a loop's
 // latch branch, and NoUnroll the property that disables unrolling

@@ -16,17 +16,24 @@ import (
 
 // tensorCoreOps translates gpu.mma_sync, gpu.ldmatrix and the cp.async ops.
 var tensorCoreOps = map[string]func(k *kernelTranslator, op *ir.Operation) error{
-	gpu.MMASyncOp:          (*kernelTranslator).mmaSync,
-	gpu.LdMatrixOp:         (*kernelTranslator).ldMatrix,
-	gpu.CpAsyncOp:          (*kernelTranslator).cpAsync,
-	gpu.WGMMAOp:            (*kernelTranslator).wgmma,
-	gpu.WGMMAWaitOp:        (*kernelTranslator).wgmmaWait,
-	gpu.MbarrierInitOp:     (*kernelTranslator).mbarrier,
-	gpu.MbarrierArriveOp:   (*kernelTranslator).mbarrier,
-	gpu.MbarrierWaitOp:     (*kernelTranslator).mbarrier,
-	gpu.MbarrierExpectTxOp: (*kernelTranslator).mbarrier,
-	gpu.TMALoadOp:          (*kernelTranslator).tmaLoad,
-	gpu.SetMaxNRegOp:       (*kernelTranslator).setMaxNReg,
+	gpu.MMASyncOp:               (*kernelTranslator).mmaSync,
+	gpu.LdMatrixOp:              (*kernelTranslator).ldMatrix,
+	gpu.CpAsyncOp:               (*kernelTranslator).cpAsync,
+	gpu.WGMMAOp:                 (*kernelTranslator).wgmma,
+	gpu.WGMMAWaitOp:             (*kernelTranslator).wgmmaWait,
+	gpu.MbarrierInitOp:          (*kernelTranslator).mbarrier,
+	gpu.MbarrierArriveOp:        (*kernelTranslator).mbarrier,
+	gpu.MbarrierWaitOp:          (*kernelTranslator).mbarrier,
+	gpu.MbarrierExpectTxOp:      (*kernelTranslator).mbarrier,
+	gpu.TMALoadOp:               (*kernelTranslator).tmaLoad,
+	gpu.MbarrierArriveClusterOp: (*kernelTranslator).mbarrier,
+	gpu.ClusterBarrierOp: func(k *kernelTranslator, _ *ir.Operation) error {
+		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), clusterBarrierAsm, "")
+		ia.SideEffect = true
+		k.cur.NewCall(ia)
+		return nil
+	},
+	gpu.SetMaxNRegOp: (*kernelTranslator).setMaxNReg,
 	gpu.FenceProxyAsyncOp: func(k *kernelTranslator, _ *ir.Operation) error {
 		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), "fence.proxy.async.shared::cta;", "")
 		ia.SideEffect = true

@@ -50,15 +50,24 @@ func (t *translator) annotateGridConstants(f *llir.Func, params []int) {
 
 // tmaLoadAsm is gpu.tma_load's PTX for a tensor map of rank r: $0 the
 // destination's and $1 the barrier's workgroup address, $2 the map's
-// generic address, then the coordinates innermost first.
-func tmaLoadAsm(r int) string {
+// generic address, then the coordinates innermost first; a nonzero mask
+// multicasts to the cluster's blocks in it (an immediate).
+func tmaLoadAsm(r int, mask int64) string {
 	coords := make([]string, r)
 	for i := range coords {
 		coords[i] = fmt.Sprintf("$%d", 3+i)
 	}
+	if mask != 0 {
+		return fmt.Sprintf("cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$2, {%s}], [$1], %d;",
+			r, strings.Join(coords, ", "), mask)
+	}
 	return fmt.Sprintf("cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$2, {%s}], [$1];",
 		r, strings.Join(coords, ", "))
 }
+
+// clusterBarrierAsm is gpu.cluster_barrier's PTX: the arrival releases
+// and the wait acquires at the cluster's scope (their defaults).
+const clusterBarrierAsm = "barrier.cluster.arrive;\nbarrier.cluster.wait;"
 
 // sharedAddress is the 32-bit workgroup address of mem[idx].
 func (k *kernelTranslator) sharedAddress(mem, idx *ir.Value) (llvmValue, error) {
@@ -90,7 +99,7 @@ func (k *kernelTranslator) tmaLoad(op *ir.Operation) error {
 	for i := len(o.Coords) - 1; i >= 0; i-- {
 		args, params, cons = append(args, k.get(o.Coords[i])), append(params, types.I32), append(cons, "r")
 	}
-	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void, params...)), tmaLoadAsm(len(o.Coords)), strings.Join(cons, ","))
+	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void, params...)), tmaLoadAsm(len(o.Coords), gpu.Multicast(op)), strings.Join(cons, ","))
 	ia.SideEffect = true
 	k.cur.NewCall(ia, args...)
 	return nil

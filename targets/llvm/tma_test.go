@@ -44,19 +44,50 @@ const tmaKernel = `module attributes {gpu.container_module} {
 }
 `
 
+// clusterKernel is tmaKernel in clusters of two blocks: the box is
+// multicast to both, each block's thread 0 then arrives at the other's
+// second barrier, and the cluster meets before and after.
+var clusterKernel = strings.NewReplacer(
+	`memref<1xi64, 3>`, `memref<2xi64, 3>`,
+	`kernel {`, `kernel attributes {gpu.cluster_size = 2 : i64} {`,
+	"      gpu.barrier\n", "      \"gpu.cluster_barrier\"() : () -> ()\n",
+	`%r0, %c0) : (`, `%r0, %c0) <{multicast = 3 : i64}> : (`,
+	"      gpu.return", `      "gpu.mbarrier_arrive_cluster"(%bars, %tid, %one) : (memref<2xi64, 3>, index, i32) -> ()
+      "gpu.cluster_barrier"() : () -> ()
+      gpu.return`).Replace(tmaKernel)
+
 // TestTMAPTX translates gpu.tma_load and gpu.mbarrier_expect_tx, checks
 // that the tensor map is a 128-byte grid-constant parameter read at its
 // own address, compiles the module with both backends and assembles each
 // PTX with ptxas for sm_90a.
 func TestTMAPTX(t *testing.T) {
-	m, err := llvm.Translate(llvm.GPUModules(parse(t, tmaKernel))[0])
+	testTMAPTX(t, tmaKernel, []string{"byval([128 x i8]) align 64 %arg0", `!"grid_constant"`,
+		"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4}], [$1];",
+		"mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;", "align 1024"},
+		[]string{".param .align 64 .b8 k_param_0[128]", "cvta.param.u64", "cp.async.bulk.tensor.2d", "mbarrier.arrive.expect_tx"})
+}
+
+// TestClusterPTX is TestTMAPTX for clusters: the cluster size becomes
+// .reqnctapercluster (which llc does not write: the nvptx package adds
+// it), the copy multicasts, and the remote arrival maps the barrier's
+// address into the other block.
+func TestClusterPTX(t *testing.T) {
+	testTMAPTX(t, clusterKernel, []string{`!"cluster_dim_x", i32 2`, "multicast::cluster [$0], [$2, {$3, $4}], [$1], 3;",
+		"mapa.shared::cluster.u32", "barrier.cluster.arrive;"},
+		[]string{".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32",
+			"mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.wait;"})
+}
+
+// testTMAPTX translates src, checks the LLVM text for llWant, compiles it
+// with both backends, checks each PTX for ptxWant and assembles it with
+// ptxas for sm_90a.
+func testTMAPTX(t *testing.T, src string, llWant, ptxWant []string) {
+	m, err := llvm.Translate(llvm.GPUModules(parse(t, src))[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := m.String()
-	for _, want := range []string{"byval([128 x i8]) align 64 %arg0", `!"grid_constant"`,
-		"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4}], [$1];",
-		"mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;", "align 1024"} {
+	for _, want := range llWant {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
 		}
@@ -79,7 +110,7 @@ func TestTMAPTX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{".param .align 64 .b8 k_param_0[128]", "cvta.param.u64", "cp.async.bulk.tensor.2d", "mbarrier.arrive.expect_tx"} {
+			for _, want := range ptxWant {
 				if !strings.Contains(ptx, want) {
 					t.Errorf("no %q in the PTX:\n%s", want, ptx)
 				}

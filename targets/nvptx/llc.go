@@ -87,5 +87,33 @@ func (l LLC) Compile(m *llir.Module, opts Options) (string, error) {
 	if !llcVersionRE.MatchString(ptx) {
 		return "", errors.New("llc: output has no .version line")
 	}
+	ptx, err = withClusterDirectives(m, ptx)
+	if err != nil {
+		return "", fmt.Errorf("llc: %w", err)
+	}
 	return llcVersionRE.ReplaceAllLiteralString(ptx, ".version "+opts.PTXVersion), nil
+}
+
+// withClusterDirectives adds to llc's PTX the cluster sizes of m's
+// kernels, which LLVM 19 does not write: each one's directive goes right
+// after its parameter list, with the other performance directives.
+func withClusterDirectives(m *llir.Module, ptx string) (string, error) {
+	for _, f := range m.Funcs {
+		d := clusterDirective(annotations(m, f))
+		if d == "" {
+			continue
+		}
+		head := ".entry " + f.Name() + "("
+		at := strings.Index(ptx, head)
+		if at < 0 {
+			return "", fmt.Errorf("kernel %s of a cluster size is not in the output", f.Name())
+		}
+		end := strings.Index(ptx[at:], "\n)\n")
+		if end < 0 {
+			return "", fmt.Errorf("kernel %s: no end of its parameter list", f.Name())
+		}
+		end += at + len("\n)\n")
+		ptx = ptx[:end] + d + ptx[end:]
+	}
+	return ptx, nil
 }

@@ -138,6 +138,16 @@ func annotations(m *llir.Module, f *llir.Func) map[string]int64 {
 	return out
 }
 
+// clusterDirective is the PTX directive of a kernel's cluster size, from
+// its annotations: `.reqnctapercluster n, 1, 1` (ISA 7.8, sm_90), or
+// nothing without clusters.
+func clusterDirective(ann map[string]int64) string {
+	if n, ok := ann[tollvm.ClusterDimX]; ok && n > 1 {
+		return fmt.Sprintf(".reqnctapercluster %d, 1, 1\n", n)
+	}
+	return ""
+}
+
 // kernelSet returns the functions marked as kernels, by calling
 // convention or by !nvvm.annotations.
 func kernelSet(m *llir.Module) map[*llir.Func]bool {
@@ -367,6 +377,7 @@ func (e *emitter) kernel() (string, error) {
 	if n, ok := e.bounds["minctasm"]; ok {
 		fmt.Fprintf(&out, ".minnctapersm %d\n", n)
 	}
+	out.WriteString(clusterDirective(e.bounds))
 	out.WriteString("{\n")
 	for c, n := range e.counts {
 		if n > 0 {
