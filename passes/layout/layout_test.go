@@ -185,25 +185,31 @@ func TestChannelsLastPreservesSemantics(t *testing.T) {
 				}
 				// Every convolution was converted (always=true; the bf16
 				// stacks' convolutions are all the library's kind).
-				ctx := dialects.NewContext()
-				m, err := ir.Parse(ctx, p.Source, ir.ParseOptions{Filename: "stack.mlir"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				pm, err := passes.Parse(c.pipeline)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := pm.Run(ctx, m); err != nil {
-					t.Fatal(err)
-				}
-				out := ir.Sprint(m, ir.PrintOptions{Generic: true})
+				out := lowered(t, p.Source, c.pipeline)
 				if strings.Count(out, `"graph.conv2d"`) != strings.Count(out, `layout = "NHWC"`) || strings.Contains(out, `"graph.conv2d"`) && strings.HasSuffix(c.elem, "-loops") {
 					t.Fatalf("a convolution stayed NCHW:\n%s", out)
 				}
 			})
 		})
 	}
+}
+
+// lowered runs pipeline on src and returns the result in the generic
+// form.
+func lowered(t *rapid.T, src, pipeline string) string {
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "stack.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse(pipeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return ir.Sprint(m, ir.PrintOptions{Generic: true})
 }
 
 // convert runs pipeline on src and returns the result's text and the
@@ -323,6 +329,11 @@ func TestChannelsLastStacksOnTheLibraries(t *testing.T) {
 		p := drawStack(t, "bf16", false)
 		if err := passtest.CheckSemantics(p, gpuPipeline, 1); err != nil {
 			t.Fatal(err)
+		}
+		// Every convolution runs on a library, none on a SIMT nest.
+		out := lowered(t, p.Source, gpuPipeline)
+		if convs, libs := strings.Count(p.Source, `"graph.conv2d"`), strings.Count(out, `"gpu.library_conv2d"`)+strings.Count(out, `"gpu.library_matmul"`); libs != convs {
+			t.Fatalf("%d library ops for %d convolutions:\n%s", libs, convs, out)
 		}
 	})
 }

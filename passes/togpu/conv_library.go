@@ -67,33 +67,37 @@ func nhwcLibraryPlan(nest *ir.Operation, geo loop.Conv) (*libraryConv, string) {
 	if len(ivs) != 3 {
 		return nil, "the channels-last nest's window is not three K loops (c, kh, kw)"
 	}
-	var x, w *ir.Operation
-	for i, ld := range loads {
+	for _, ld := range loads {
 		if ld.NumOperands() != 5 || definedIn(ld.Operand(0), nest) {
 			return nil, "an operand is not a 4-D buffer read from outside the nest"
 		}
-		if ld.Operand(1) == body.Argument(0) && ld.Operand(1) != ld.Operand(1+3) {
-			x, w = ld, loads[1-i]
+	}
+	// x [N, H, W, C] read at [n, ·, ·, c] and w [O, KH, KW, C] at [o, kh,
+	// kw, c]; either load may be x (a constant 0 indexes an extent of 1).
+	c, kh, kw := ivs[0], ivs[1], ivs[2]
+	var x, w *ir.Operation
+	var elem ir.Type
+	var xs, ws []int64
+	for _, pair := range [][2]*ir.Operation{{loads[0], loads[1]}, {loads[1], loads[0]}} {
+		xt, ok1 := pair[0].Operand(0).Type().(*ir.MemRefType)
+		wt, ok2 := pair[1].Operand(0).Type().(*ir.MemRefType)
+		if !ok1 || !ok2 {
+			return nil, "an operand is not a memref"
+		}
+		e, a, b := xt.ElementType(), xt.Shape(), wt.Shape()
+		if (e != ir.BF16 && e != ir.F16) || wt.ElementType() != e || !allStatic(a) || !allStatic(b) {
+			return nil, "the operands are not bf16 or f16 buffers of one type and static shape"
+		}
+		xl, wl := pair[0], pair[1]
+		if a[0] == ext[0] && b[0] == ext[3] && a[3] == b[3] &&
+			indexes(xl.Operand(1), body.Argument(0), ext[0]) && indexes(xl.Operand(4), c, a[3]) &&
+			indexes(wl.Operand(1), body.Argument(3), ext[3]) && indexes(wl.Operand(2), kh, b[1]) &&
+			indexes(wl.Operand(3), kw, b[2]) && indexes(wl.Operand(4), c, b[3]) {
+			x, w, elem, xs, ws = xl, wl, e, a, b
+			break
 		}
 	}
 	if x == nil {
-		return nil, "no load reads x at the nest's n"
-	}
-	xt, ok1 := x.Operand(0).Type().(*ir.MemRefType)
-	wt, ok2 := w.Operand(0).Type().(*ir.MemRefType)
-	if !ok1 || !ok2 {
-		return nil, "an operand is not a memref"
-	}
-	elem := xt.ElementType()
-	xs, ws := xt.Shape(), wt.Shape()
-	if (elem != ir.BF16 && elem != ir.F16) || wt.ElementType() != elem || !allStatic(xs) || !allStatic(ws) {
-		return nil, "the operands are not bf16 or f16 buffers of one type and static shape"
-	}
-	// x [N, H, W, C] at [n, ·, ·, c]; w [O, KH, KW, C] at [o, kh, kw, c].
-	c, kh, kw := ivs[0], ivs[1], ivs[2]
-	if xs[0] != ext[0] || ws[0] != ext[3] || xs[3] != ws[3] ||
-		!indexes(x.Operand(4), c, xs[3]) || !indexes(w.Operand(1), body.Argument(3), ext[3]) ||
-		!indexes(w.Operand(2), kh, ws[1]) || !indexes(w.Operand(3), kw, ws[2]) || !indexes(w.Operand(4), c, ws[3]) {
 		return nil, "the loads are not x[n, ·, ·, c] and w[o, kh, kw, c]"
 	}
 	for d := range 2 {

@@ -21,6 +21,13 @@ import (
 // spelling; "" the default).
 func convProgram(t *testing.T, src string, library bool, tile string) *Program {
 	t.Helper()
+	return convProgramLayout(t, src, library, tile, false)
+}
+
+// convProgramLayout is convProgram, with graph-channels-last{always=true}
+// first when channelsLast: the convolutions in NHWC.
+func convProgramLayout(t *testing.T, src string, library bool, tile string, channelsLast bool) *Program {
+	t.Helper()
 	ctx := dialects.NewContext()
 	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "conv.mlir"})
 	if err != nil {
@@ -33,7 +40,11 @@ func convProgram(t *testing.T, src string, library bool, tile string) *Program {
 	if tile != "" {
 		opts += " mma-tile=" + tile
 	}
-	pm, err := passes.Parse("builtin.module(lower-to-loop,convert-loop-to-gpu{" + opts + "},canonicalize,cse)")
+	layout := ""
+	if channelsLast {
+		layout = "graph-channels-last{always=true},"
+	}
+	pm, err := passes.Parse("builtin.module(" + layout + "lower-to-loop,convert-loop-to-gpu{" + opts + "},canonicalize,cse)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +52,9 @@ func convProgram(t *testing.T, src string, library bool, tile string) *Program {
 		t.Fatal(err)
 	}
 	text := ir.Sprint(m, ir.PrintOptions{})
+	if channelsLast && library && !strings.Contains(text, `layout = "NHWC"`) && !strings.Contains(text, "gpu.library_matmul") {
+		t.Fatalf("no channels-last library op:\n%s", text)
+	}
 	if has := strings.Contains(text, "gpu.library_conv2d") || strings.Contains(text, "gpu.library_matmul"); has != library {
 		t.Fatalf("a library op in the lowered program: %v, want %v", has, library)
 	}
@@ -124,9 +138,15 @@ func TestGPUCuDNN(t *testing.T) {
 		{"1x1-bare", convFunc("bf16", r(1, 3), r(1, 64), r(1, 16), r(1, 16), r(1, 70), 1, 1, 0, 1, ""), ir.BF16, false},
 		{"7x7-s2-stem", convFunc("bf16", r(1, 2), 3, r(7, 30), r(7, 30), r(1, 32), 7, 2, 3, 1, "bn-relu"), ir.BF16, true},
 		{"f16-dilated", convFunc("f16", r(1, 3), r(1, 24), r(5, 16), r(5, 16), r(1, 40), 3, 1, 2, 2, "bn-relu"), ir.F16, true},
+		// graph-channels-last: cuDNN in NHWC (transposes around it).
+		{"nhwc-3x3-bn-relu", convFunc("bf16", r(1, 3), r(1, 40), r(3, 20), r(3, 20), r(1, 70), 3, 1, 1, 1, "bn-relu"), ir.BF16, true},
+		{"nhwc-3x3-s2-bn-add-relu", convFunc("bf16", r(1, 3), r(1, 40), r(3, 20), r(3, 20), r(1, 70), 3, 2, 1, 1, "bn-add-relu"), ir.BF16, true},
+		{"nhwc-1x1-s2", convFunc("bf16", r(1, 3), r(1, 64), r(2, 16), r(2, 16), r(1, 70), 1, 2, 0, 1, "bn-relu"), ir.BF16, true},
+		{"nhwc-7x7-s2-stem", convFunc("bf16", r(1, 2), 3, r(7, 30), r(7, 30), r(1, 32), 7, 2, 3, 1, "bn-relu"), ir.BF16, true},
+		{"nhwc-f16-dilated", convFunc("f16", r(1, 3), r(1, 24), r(5, 16), r(5, 16), r(1, 40), 3, 1, 2, 2, "bn-relu"), ir.F16, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := convProgram(t, tc.src, true, "")
+			p := convProgramLayout(t, tc.src, true, "", strings.HasPrefix(tc.name, "nhwc-"))
 			args := argsOf(t, p, rng)
 			got, err := p.Run(rt, "main", args)
 			if err != nil {
