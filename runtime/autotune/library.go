@@ -97,6 +97,11 @@ var errAssumedAbsent = errors.New("assumed not to load")
 // modeConfig is ModeConfig with the libraries' loaders given.
 func modeConfig(mode exec.Mode, module *ir.Operation, blasLt, dnn func() error) togpu.Config {
 	cfg := togpu.DefaultConfig
+	if module == nil || hasHalfConvs(module) || hasHalfMatmuls(module) && !ownMatmuls(module) {
+		// cuBLASLt starts loading now, while cuDNN loads: each library is
+		// hundreds of megabytes, and a first compile waits for them.
+		blasLt = inBackground(blasLt)
+	}
 	cfg.CuDNN = convPolicy(mode, module, blasLt, dnn)
 	if module != nil && !hasHalfMatmuls(module) {
 		return cfg
@@ -113,6 +118,21 @@ func modeConfig(mode exec.Mode, module *ir.Operation, blasLt, dnn func() error) 
 		modeName(mode), togpu.MatmulCuBLASLt)
 	cfg.CuBLASLt = true
 	return cfg
+}
+
+// inBackground calls load at once on a goroutine of its own and returns
+// a function that waits for its error, as often as it is called.
+func inBackground(load func() error) func() error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = load()
+	}()
+	return func() error {
+		<-done
+		return err
+	}
 }
 
 // convPolicy is ModeConfig's choice for convolutions: when module has

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/gpu"
@@ -297,5 +298,34 @@ func TestAssumedConfig(t *testing.T) {
 	}
 	if tried != 0 {
 		t.Errorf("AssumedConfig tried to load a library %d times", tried)
+	}
+}
+
+// TestLibrariesLoadAtOnce checks that a program with convolutions loads
+// cuBLASLt while cuDNN loads, not after it: the fake cuDNN load returns
+// only once the cuBLASLt load has started.
+func TestLibrariesLoadAtOnce(t *testing.T) {
+	defer func(f func() error) { loadCuDNN = f }(loadCuDNN)
+	defer func(f func() error) { loadCuBLASLt = f }(loadCuBLASLt)
+	started := make(chan struct{})
+	loadCuBLASLt = func() error { close(started); return nil }
+	loadCuDNN = func() error {
+		select {
+		case <-started:
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("cuBLASLt's load did not start while cuDNN loaded")
+		}
+	}
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, `func.func @main(%x: tensor<2x8x6x6xbf16>, %w: tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16> {
+  %y = "graph.conv2d"(%x, %w) <{padding = [1, 1]}> : (tensor<2x8x6x6xbf16>, tensor<16x8x3x3xbf16>) -> tensor<2x16x6x6xbf16>
+  return %y : tensor<2x16x6x6xbf16>
+}`, ir.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := ModeConfig(exec.ModeDefault, m); !cfg.CuDNN {
+		t.Errorf("ModeConfig = %+v, want conv=cudnn", cfg)
 	}
 }

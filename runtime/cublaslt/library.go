@@ -17,9 +17,11 @@ package cublaslt
 import (
 	"errors"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/strata-ir/strata/internal/dynlib"
+	"github.com/strata-ir/strata/logs"
 )
 
 // ErrNotFound is wrapped by the error of Load when no usable cuBLASLt
@@ -105,7 +107,16 @@ func openLib(path string) (*lib, error) {
 func candidates() []string { return dynlib.Candidates(EnvPath, sonames, searchGlobs) }
 
 // load returns the process-wide library, searching for it on first use.
-var load = sync.OnceValues(func() (*lib, error) { return search(candidates()) })
+var load = sync.OnceValues(func() (*lib, error) {
+	start := time.Now()
+	l, err := search(candidates())
+	if err == nil {
+		// A first call's time (the frontend's passes wait for it): the
+		// library is hundreds of megabytes.
+		logs.Printf("compile", "cuBLASLt: library loaded in %.1f ms from %s", float64(time.Since(start).Microseconds())/1000, l.path)
+	}
+	return l, err
+})
 
 // search opens the first path of paths that is a cuBLASLt library.
 func search(paths []string) (*lib, error) {

@@ -24,10 +24,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 	"github.com/strata-ir/strata/internal/dynlib"
+	"github.com/strata-ir/strata/logs"
 )
 
 // ErrNotFound is wrapped by the error of Load when no usable cuDNN library
@@ -164,7 +166,16 @@ func openLib(path string) (*lib, error) {
 func candidates() []string { return dynlib.Candidates(EnvPath, sonames, searchGlobs) }
 
 // load returns the process-wide library, searching for it on first use.
-var load = sync.OnceValues(func() (*lib, error) { return find(os.Getenv(EnvPath)) })
+var load = sync.OnceValues(func() (*lib, error) {
+	start := time.Now()
+	l, err := find(os.Getenv(EnvPath))
+	if err == nil {
+		// A first call's time (the frontend's passes wait for it): the
+		// library is hundreds of megabytes.
+		logs.Printf("compile", "cuDNN: library loaded in %.1f ms from %s", float64(time.Since(start).Microseconds())/1000, l.path)
+	}
+	return l, err
+})
 
 // find searches the candidates for the library, unless env (the value
 // of $STRATA_CUDNN) is Off.
