@@ -57,6 +57,9 @@ type nvptxBackend struct {
 	// libraries, when set, says whether cuBLASLt and cuDNN are taken to
 	// load (autotune.AssumedConfig) rather than tried.
 	libraries *bool
+	// startLoads, when set, replaces autotune.StartLibraryLoads (tests:
+	// whether the libraries' searches have ended is the process's).
+	startLoads func(module *ir.Operation) bool
 }
 
 // Start opens the GPU runtime in the background: the driver and the
@@ -198,23 +201,19 @@ func (b nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.C
 		if err := flash.Run(g.Context, g.Module); err != nil {
 			return fmt.Errorf("%s: %w", togpu.FlashPassName, err)
 		}
-		cfg = b.deviceConfig(mode, g.Module, opts.Target)
-		pm, err := passes.Parse("builtin.module(" + autotune.LowerPipelineFor(cfg) + ")")
-		if err != nil {
+		var settle func() (togpu.Config, *ir.Operation)
+		cfg, settle = b.speculativeConfig(mode, g.Module, opts.Target)
+		if err := b.lower(g, cfg); err != nil {
 			return err
 		}
-		// The verifier runs once, on the lowered module, rather than
-		// after each of the pipeline's ten passes (a fifth of the passes'
-		// time): the input is a traced graph, which is valid by
-		// construction, and a pass that breaks the IR is still caught
-		// before code generation (irc --pass-pipeline with the same
-		// passes names it).
-		pm.Instr.VerifyEach = false
-		if err := pm.Run(g.Context, g.Module); err != nil {
-			return err
+		if settle == nil {
+			return nil
 		}
-		if err := ir.Verify(g.Module); err != nil {
-			return fmt.Errorf("the lowered module does not verify: %w", err)
+		if real, orig := settle(); real != cfg {
+			// A library did not load: the graph is lowered again, as it
+			// was, without it.
+			cfg, g.Module = real, orig
+			return b.lower(g, cfg)
 		}
 		return nil
 	})
@@ -258,6 +257,56 @@ func (b nvptxBackend) targetCapability(target string) (major, minor int) {
 // target runs.
 func (b nvptxBackend) flashPass(target string) string {
 	return autotune.FlashPass(b.targetCapability(target))
+}
+
+// lower runs the lowering to the gpu level configured by cfg on g's
+// module and verifies the result.
+func (b nvptxBackend) lower(g *Graph, cfg togpu.Config) error {
+	pm, err := passes.Parse("builtin.module(" + autotune.LowerPipelineFor(cfg) + ")")
+	if err != nil {
+		return err
+	}
+	// The verifier runs once, on the lowered module, rather than after
+	// each of the pipeline's ten passes (a fifth of the passes' time):
+	// the input is a traced graph, which is valid by construction, and a
+	// pass that breaks the IR is still caught before code generation (irc
+	// --pass-pipeline with the same passes names it).
+	pm.Instr.VerifyEach = false
+	if err := pm.Run(g.Context, g.Module); err != nil {
+		return err
+	}
+	if err := ir.Verify(g.Module); err != nil {
+		return fmt.Errorf("the lowered module does not verify: %w", err)
+	}
+	return nil
+}
+
+// speculativeConfig is deviceConfig without waiting for the libraries'
+// loads: when module needs a library whose search has not ended
+// (autotune.StartLibraryLoads), the loads start in the background and
+// the configuration returned assumes they succeed, so that the passes
+// run while hundreds of megabytes load (a process's first compile waited
+// for them). settle, non-nil then, waits for the loads and returns
+// deviceConfig's answer with a copy of module as it was, to lower again
+// when the answers differ. Otherwise it is deviceConfig with a nil
+// settle.
+func (b nvptxBackend) speculativeConfig(mode exec.Mode, module *ir.Operation, target string) (cfg togpu.Config, settle func() (togpu.Config, *ir.Operation)) {
+	start := autotune.StartLibraryLoads
+	if b.startLoads != nil {
+		start = b.startLoads
+	}
+	if b.libraries != nil || !start(module) {
+		return b.deviceConfig(mode, module, target), nil
+	}
+	// The answer is decided on a copy: the passes change module
+	// meanwhile.
+	orig := module.Clone(nil)
+	decided := make(chan togpu.Config, 1)
+	go func() { decided <- b.deviceConfig(mode, orig, target) }()
+	major, minor := b.targetCapability(target)
+	return autotune.ForDevice(autotune.AssumedConfig(mode, module, true), major, minor), func() (togpu.Config, *ir.Operation) {
+		return <-decided, orig
+	}
 }
 
 // deviceConfig is the lowering's configuration in mode: the library

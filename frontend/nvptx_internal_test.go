@@ -9,6 +9,8 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/autotune"
+	"github.com/strata-ir/strata/runtime/cublaslt"
+	"github.com/strata-ir/strata/runtime/cudnn"
 	"github.com/strata-ir/strata/runtime/exec"
 )
 
@@ -91,5 +93,49 @@ func TestDeviceConfigTarget(t *testing.T) {
 		if cfg.MMATile != want || cfg.CuBLASLt {
 			t.Errorf("deviceConfig(%q): tile %s, cuBLASLt %v; want %s on Strata's kernels", target, cfg.MMATile, cfg.CuBLASLt, want)
 		}
+	}
+}
+
+// TestSpeculativeConfig lowers a bf16 convolution while the libraries'
+// loads are taken to be under way: the passes run under the
+// configuration that assumes they load, and when the process's answer
+// differs (this machine has no cuDNN) the graph is lowered again as it
+// was, so that the program calls a library exactly when it loads.
+func TestSpeculativeConfig(t *testing.T) {
+	speculated := 0
+	b := nvptxBackend{capability: &[2]int{9, 0}, startLoads: func(*ir.Operation) bool { speculated++; return true }}
+	var libraryOps int
+	name := "speculative-" + t.Name()
+	RegisterBackend(name, BackendFunc(func(g *Graph) (Executable, error) {
+		mode, err := exec.ParseMode(string(g.Mode))
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := b.generate(g, mode); err != nil {
+			return nil, err
+		}
+		g.Module.Walk(func(op *ir.Operation) bool {
+			if strings.HasPrefix(op.Name(), "gpu.library_") {
+				libraryOps++
+			}
+			return true
+		})
+		return nil, errGenerated
+	}))
+	x := Rand(1, 2, 8, 6, 6).Cast(BFloat16)
+	w := Rand(2, 16, 8, 3, 3).Cast(BFloat16)
+	c, err := Compile(func(x, w *Tensor) *Tensor { return Conv2D(x, w, nil, Conv2DOptions{Padding: []int{1, 1}}).Relu() }, Options{Backend: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(x, w); !errors.Is(err, errGenerated) {
+		t.Fatalf("want the backend's stop, got %v", err)
+	}
+	if speculated != 1 {
+		t.Fatalf("%d speculative lowerings, want 1", speculated)
+	}
+	loaded := cudnn.Load() == nil && cublaslt.Load() == nil
+	if want := map[bool]int{true: 1, false: 0}[loaded]; libraryOps != want {
+		t.Errorf("libraries load: %v; %d library ops in the lowered module, want %d", loaded, libraryOps, want)
 	}
 }

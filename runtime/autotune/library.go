@@ -22,6 +22,13 @@ var loadCuBLASLt = cublaslt.Load
 // loadCuDNN finds cuDNN; a variable so that tests can take it away.
 var loadCuDNN = cudnn.Load
 
+// cuBLASLtSearched and cuDNNSearched report whether the libraries'
+// searches have ended; variables so that tests can fake them.
+var (
+	cuBLASLtSearched = cublaslt.Searched
+	cuDNNSearched    = cudnn.Searched
+)
+
 // noCuDNN logs, once a process, that convolutions stay on Strata's
 // kernels because cuDNN does not load.
 var noCuDNN sync.Once
@@ -77,6 +84,29 @@ func withLibrary(name string, cands []togpu.Config, kernels []Kernel) []togpu.Co
 // the runtime, not in the passes.
 func ModeConfig(mode exec.Mode, module *ir.Operation) togpu.Config {
 	return modeConfig(mode, module, loadCuBLASLt, loadCuDNN)
+}
+
+// StartLibraryLoads starts, on goroutines of their own, the loads of the
+// libraries that ModeConfig(mode, module) would wait for, and reports
+// whether it started any: false when module needs no library or their
+// searches have ended. A caller can then lower module under
+// AssumedConfig(mode, module, true) while they load, and check
+// ModeConfig's answer after (a library that does not load changes it).
+func StartLibraryLoads(module *ir.Operation) bool {
+	convs := hasHalfConvs(module)
+	blas := convs || hasHalfMatmuls(module) && !ownMatmuls(module)
+	started := false
+	// The loads happen once a process: ModeConfig's own calls wait for
+	// them and read their errors.
+	if convs && !cuDNNSearched() {
+		go func(load func() error) { _ = load() }(loadCuDNN)
+		started = true
+	}
+	if blas && !cuBLASLtSearched() {
+		go func(load func() error) { _ = load() }(loadCuBLASLt)
+		started = true
+	}
+	return started
 }
 
 // AssumedConfig is ModeConfig in a process where cuBLASLt and cuDNN load

@@ -17,6 +17,7 @@ package cublaslt
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -108,6 +109,7 @@ func candidates() []string { return dynlib.Candidates(EnvPath, sonames, searchGl
 
 // load returns the process-wide library, searching for it on first use.
 var load = sync.OnceValues(func() (*lib, error) {
+	defer loaded.Store(true)
 	start := time.Now()
 	l, err := search(candidates())
 	if err == nil {
@@ -122,6 +124,14 @@ var load = sync.OnceValues(func() (*lib, error) {
 func search(paths []string) (*lib, error) {
 	return dynlib.Search(paths, openLib, ErrNotFound, EnvPath)
 }
+
+// loaded is set once the library's search has ended, found or not.
+var loaded atomic.Bool
+
+// Searched reports whether the search for the library has ended (Load
+// then returns at once): a caller about to wait for Load can do other
+// work while it has not.
+func Searched() bool { return loaded.Load() }
 
 // Load finds and loads cuBLASLt without touching a device; the error wraps
 // ErrNotFound when no library is found.

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -167,6 +168,7 @@ func candidates() []string { return dynlib.Candidates(EnvPath, sonames, searchGl
 
 // load returns the process-wide library, searching for it on first use.
 var load = sync.OnceValues(func() (*lib, error) {
+	defer loaded.Store(true)
 	start := time.Now()
 	l, err := find(os.Getenv(EnvPath))
 	if err == nil {
@@ -190,6 +192,14 @@ func find(env string) (*lib, error) {
 func search(paths []string) (*lib, error) {
 	return dynlib.Search(paths, openLib, ErrNotFound, EnvPath)
 }
+
+// loaded is set once the library's search has ended, found or not.
+var loaded atomic.Bool
+
+// Searched reports whether the search for the library has ended (Load
+// then returns at once): a caller about to wait for Load can do other
+// work while it has not.
+func Searched() bool { return loaded.Load() }
 
 // Load finds and loads cuDNN without touching a device; the error wraps
 // ErrNotFound when no library is found.
