@@ -33,7 +33,9 @@ const MappingMMA = "mma"
 // copies each operand's k tile with gpu.tma_load (gemm_tma.go); with
 // Cluster too, the blocks run in clusters of Cluster blocks computing
 // vertically adjacent tiles, each copying its share of their common B
-// tile to all of them (TMA multicast).
+// tile to all of them (TMA multicast); persistent, a cluster's blocks
+// walk pairs of tiles (block b takes tiles b, b + grid, …: with an even
+// grid, the pairs stay together).
 type MMATile struct {
 	M, N, K     int64
 	Stages      int64
@@ -92,6 +94,7 @@ var MMATiles = []MMATile{
 	// of it to both (TMA multicast): a third fewer bytes L2 → shared a
 	// flop than wst (session 12).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2},
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2, Persistent: 132},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 96 / 94: 608 / 631 TFLOP/s, 0.494 / 0.480 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 96 / 92: 614 TFLOP/s, 0.490 ms
@@ -119,8 +122,8 @@ func (c Config) mmaTile() MMATile {
 
 // String is the tile's name in the mma-tile option: MxNxK, s and the
 // stages, then g for WGMMA (go with Overlap, ws with Specialized, wst
-// with TMA too, then c and the cluster's blocks with Cluster, p and the
-// grid with Persistent), or w and the warp tile's N when it is not 32.
+// with TMA too, then c and the cluster's blocks with Cluster, then p and
+// the grid with Persistent), or w and the warp tile's N when it is not 32.
 func (t MMATile) String() string {
 	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
 	if t.Specialized {

@@ -32,8 +32,8 @@ func (p *mma) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, _ Config) *
 	if p.tile.Persistent > 0 {
 		grid = arith.Binary(b, arith.OpMinUI, loc, grid, arith.ConstantIndex(b, loc, p.tile.Persistent))
 	}
-	if p.tile.Cluster > 1 { // whole clusters (the tiles are, unless none)
-		grid = arith.Binary(b, arith.OpMaxUI, loc, tiles, arith.ConstantIndex(b, loc, p.tile.Cluster))
+	if p.tile.Cluster > 1 { // whole clusters (the tiles and the cap are, unless no tiles)
+		grid = arith.Binary(b, arith.OpMaxUI, loc, grid, arith.ConstantIndex(b, loc, p.tile.Cluster))
 	}
 	return grid
 }

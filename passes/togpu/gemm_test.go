@@ -214,10 +214,13 @@ func TestMMATiles(t *testing.T) {
 		{M: 128, N: 128, K: 16, Stages: 2, WarpN: 32},
 		{M: 128, N: 128, K: 32, Stages: 2, WarpN: 16},
 		{M: 128, N: 32, K: 32, Stages: 2, WarpN: 64},
-		{M: 512, N: 512, K: 32, Stages: 2, WarpN: 32},              // 128 warps
-		{M: 64, N: 1024, K: 32, Stages: 2, WarpN: 32},              // 1024 threads, 64 rows of A of 4 chunks: no whole pass
-		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, TMA: true}, // TMA copies need the producer warpgroup
-		{M: 128, N: 128, K: 64, Stages: 3, WarpN: 32, TMA: true},   // and wgmma
+		{M: 512, N: 512, K: 32, Stages: 2, WarpN: 32},                                                            // 128 warps
+		{M: 64, N: 1024, K: 32, Stages: 2, WarpN: 32},                                                            // 1024 threads, 64 rows of A of 4 chunks: no whole pass
+		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, TMA: true},                                               // TMA copies need the producer warpgroup
+		{M: 128, N: 128, K: 64, Stages: 3, WarpN: 32, TMA: true},                                                 // and wgmma
+		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, Cluster: 2},                           // clusters multicast by TMA
+		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2, Persistent: 3}, // on whole clusters
+		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 4},                // of 2 blocks
 	} {
 		cfg := togpu.DefaultConfig
 		cfg.MMATile = bad

@@ -244,14 +244,24 @@ func TestWSPersistentTiles(t *testing.T) {
 	}
 }
 
-// TestWSClusterTiles runs the tiling whose blocks pair up in clusters,
+// TestWSClusterTiles runs the tilings whose blocks pair up in clusters,
 // sharing B's tile by multicast, in the interpreter (which runs a
 // cluster's blocks together): two tile rows of a batch of two, five k
 // tiles over four stages, B stored [N, K] (each block copies half of its
 // rows) with a tail in N, and compares with the graph program; an odd
-// number of tile rows takes the kernel without clusters.
+// number of tile rows takes the kernel without clusters. Persistent on
+// one cluster, its two blocks walk every pair of tiles, their barriers'
+// phases wrapping across tiles.
 func TestWSClusterTiles(t *testing.T) {
-	testWSTiles(t, clusterTile, []wsCase{
+	persistent := clusterTile
+	persistent.Persistent = 2
+	for _, tile := range []togpu.MMATile{clusterTile, persistent} {
+		t.Run(tile.String(), func(t *testing.T) { testClusterTiles(t, tile) })
+	}
+}
+
+func testClusterTiles(t *testing.T, tile togpu.MMATile) {
+	testWSTiles(t, tile, []wsCase{
 		{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
 			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 2},
 		{"many-k-tiles", "%x: tensor<256x304xbf16>, %w: tensor<304x296xbf16>", "tensor<256x296xbf16>",
