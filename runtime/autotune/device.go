@@ -71,8 +71,9 @@ func FlashPass(major, minor int) string {
 
 // forDevice orders the search's candidates for a device of compute
 // capability major.minor: on 9.0 the wgmma tilings come right after the
-// default (the fastest there, so that the time budget never skips them);
-// elsewhere they are dropped.
+// default (the fastest there, so that the time budget never skips them),
+// those copying with TMA first (the fastest of them: bench/NOTES.md,
+// sessions 11 and 12); elsewhere they are dropped.
 func forDevice(cands []togpu.Config, major, minor int) []togpu.Config {
 	wgmma := func(c togpu.Config) bool { return c.MMATile.WGMMA }
 	if !hopper(major, minor) {
@@ -82,14 +83,15 @@ func forDevice(cands []togpu.Config, major, minor int) []togpu.Config {
 		return cands
 	}
 	out := []togpu.Config{cands[0]}
-	for _, c := range cands[1:] {
-		if wgmma(c) {
-			out = append(out, c)
-		}
-	}
-	for _, c := range cands[1:] {
-		if !wgmma(c) {
-			out = append(out, c)
+	for _, pick := range []func(togpu.Config) bool{
+		func(c togpu.Config) bool { return c.MMATile.TMA },
+		func(c togpu.Config) bool { return wgmma(c) && !c.MMATile.TMA },
+		func(c togpu.Config) bool { return !wgmma(c) },
+	} {
+		for _, c := range cands[1:] {
+			if pick(c) {
+				out = append(out, c)
+			}
 		}
 	}
 	return out

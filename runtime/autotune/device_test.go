@@ -63,9 +63,18 @@ func TestForDevice(t *testing.T) {
 	if len(hop) != len(cands) || hop[0] != def {
 		t.Fatalf("sm_90: candidates %v", hop)
 	}
+	tma := 0
+	for _, c := range cands {
+		if c.MMATile.TMA {
+			tma++
+		}
+	}
+	if tma == 0 {
+		t.Fatal("no TMA tiling among the candidates")
+	}
 	for i, c := range hop[1:] {
-		if isWG(c) != (i < n) {
-			t.Errorf("sm_90: candidate %d is %s, want the %d wgmma tilings right after the default", i+1, c.MMATile, n)
+		if isWG(c) != (i < n) || c.MMATile.TMA != (i < tma) {
+			t.Errorf("sm_90: candidate %d is %s, want the %d wgmma tilings right after the default, the %d TMA ones first", i+1, c.MMATile, n, tma)
 		}
 	}
 }
