@@ -15,6 +15,7 @@
 package layout
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/strata-ir/strata/dialects/graph"
@@ -47,14 +48,22 @@ func init() {
 				Doc: "convert a function whatever its boundary costs"},
 			{Name: "matmul-1x1", Type: passes.Bool, Default: true,
 				Doc: "compute unstrided, unpadded 1×1 convolutions of one group as products [N·H·W, C]·[C, O]"},
+			{Name: "pad-channels", Type: passes.Int, Default: int64(4),
+				Doc: "pad a one-group convolution's input channels with zeros (input and weight) to this many when it has fewer, as a 3-channel stem (0: never)"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
-			return &pass{allConvs: o.Bool("all-convs"), always: o.Bool("always"), matmul: o.Bool("matmul-1x1")}, nil
+			if o.Int("pad-channels") < 0 {
+				return nil, fmt.Errorf("%s: pad-channels must be at least 0", PassName)
+			}
+			return &pass{allConvs: o.Bool("all-convs"), always: o.Bool("always"), matmul: o.Bool("matmul-1x1"), padTo: o.Int("pad-channels")}, nil
 		},
 	})
 }
 
-type pass struct{ allConvs, always, matmul bool }
+type pass struct {
+	allConvs, always, matmul bool
+	padTo                    int64
+}
 
 func (*pass) Name() string { return PassName }
 
@@ -75,7 +84,7 @@ func (p *pass) Run(op *ir.Operation, st *passes.State) error {
 		if r == nil {
 			continue
 		}
-		c, m := r.rewrite(st.Ctx, p.matmul)
+		c, m := r.rewrite(st.Ctx, p.matmul, p.padTo)
 		convs.Add(int64(c))
 		mms.Add(int64(m))
 		changed = true
@@ -278,7 +287,7 @@ func (r *region) largeBoundaries() int {
 
 // rewrite converts the region and returns the number of convolutions
 // made channels last and of those made products.
-func (r *region) rewrite(ctx *ir.Context, matmul bool) (convs, mms int) {
+func (r *region) rewrite(ctx *ir.Context, matmul bool, padTo int64) (convs, mms int) {
 	b := ir.NewBuilder(ctx)
 	// Exits first, while every value has its NCHW type: the uses outside
 	// the region read a transpose back.
@@ -339,6 +348,7 @@ func (r *region) rewrite(ctx *ir.Context, matmul bool) (convs, mms int) {
 					op.SetOperand(1, graph.Transpose(b, op.Loc(), w, nhwc))
 				}
 			}
+			padChannels(b, op, padTo)
 			op.SetProperty("layout", ir.StringAttr{Value: graph.LayoutNHWC})
 			convs++
 		case name == graph.OpPad:
@@ -413,6 +423,38 @@ func (r *region) asMatmul(b *ir.Builder, op *ir.Operation) bool {
 	delete(r.values, res)
 	op.Erase()
 	return true
+}
+
+// padChannels pads the input channels of op, a one-group convolution
+// whose operands are channels last by now, with zeros to padTo when it
+// has fewer: cuDNN's channels-last kernels read the channels of a pixel
+// as vectors, and a 3-channel stem's 6-byte pixels fit none. The zeros
+// add nothing to the sums (nor change their order: the interpreter's
+// sum over the padded channels only adds +0 terms after the others).
+func padChannels(b *ir.Builder, op *ir.Operation, padTo int64) {
+	prm, _ := graph.Conv2DParamsOf(op)
+	xs, _ := staticShape(op.Operand(0))
+	if prm.Groups != 1 || xs[3] >= padTo {
+		return
+	}
+	b.SetInsertionPointBefore(op)
+	ft, ok := ir.ElementTypeOf(op.Operand(0).Type()).(*ir.FloatType)
+	if !ok {
+		return // integer convolutions are not the library's
+	}
+	for i := range 2 {
+		op.SetOperand(i, padLast(b, op.Loc(), op.Operand(i), padTo-xs[3], ir.FloatAttr{Type: ft}))
+	}
+}
+
+// padLast pads v's last dim with n elements value after it.
+func padLast(b *ir.Builder, loc ir.Location, v *ir.Value, n int64, value ir.Attribute) *ir.Value {
+	s, _ := staticShape(v)
+	high := make([]int64, len(s))
+	high[len(s)-1] = n
+	return b.Op(graph.OpPad, loc, []*ir.Value{v}, []ir.Type{ir.TensorOf(append(slices.Clone(s[:len(s)-1]), s[len(s)-1]+n), ir.ElementTypeOf(v.Type()))},
+		ir.NamedAttr{Name: "low", Value: graph.Ints(make([]int64, len(s))...)}, ir.NamedAttr{Name: "high", Value: graph.Ints(high...)},
+		ir.NamedAttr{Name: "value", Value: value}).Result(0)
 }
 
 // permuteInts permutes op's per-dim list attributes names (those present)

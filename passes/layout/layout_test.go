@@ -279,6 +279,37 @@ func TestChannelsLastBlock(t *testing.T) {
 	}
 }
 
+// TestChannelsLastPadsTheStem checks that a 3-channel convolution reads
+// 4 channels, its input and weight padded with zeros, and with
+// pad-channels=0 reads 3.
+func TestChannelsLastPadsTheStem(t *testing.T) {
+	src := `"builtin.module"() ({
+  "func.func"() <{function_type = (tensor<2x3x9x9xbf16>, tensor<4x3x7x7xbf16>) -> tensor<2x4xbf16>, sym_name = "f"}> ({
+  ^bb0(%x: tensor<2x3x9x9xbf16>, %w: tensor<4x3x7x7xbf16>):
+    %0 = "graph.conv2d"(%x, %w) <{padding = [3, 3], strides = [2, 2]}> : (tensor<2x3x9x9xbf16>, tensor<4x3x7x7xbf16>) -> tensor<2x4x5x5xbf16>
+    %1 = "graph.relu"(%0) : (tensor<2x4x5x5xbf16>) -> tensor<2x4x5x5xbf16>
+    %2 = "graph.reduce_mean"(%1) <{axes = [2, 3], keepdims = false}> : (tensor<2x4x5x5xbf16>) -> tensor<2x4xbf16>
+    "func.return"(%2) : (tensor<2x4xbf16>) -> ()
+  }) : () -> ()
+}) : () -> ()
+`
+	for _, c := range []struct {
+		pipeline string
+		conv     string
+	}{
+		{"builtin.module(graph-channels-last)", "(tensor<2x9x9x4xbf16>, tensor<4x7x7x4xbf16>) -> tensor<2x5x5x4xbf16>"},
+		{"builtin.module(graph-channels-last{pad-channels=0})", "(tensor<2x9x9x3xbf16>, tensor<4x7x7x3xbf16>) -> tensor<2x5x5x4xbf16>"},
+	} {
+		out, _ := convert(t, src, c.pipeline)
+		if !strings.Contains(out, c.conv) {
+			t.Errorf("%s: want the convolution %s:\n%s", c.pipeline, c.conv, out)
+		}
+		if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: src}, c.pipeline, 4); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestChannelsLastLeavesCostlyFunctions checks that a function returning
 // its convolution's NCHW output and reading NCHW input, too many large
 // transposes for one convolution, is left alone, and that always

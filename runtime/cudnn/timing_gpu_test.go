@@ -19,6 +19,10 @@ var resnetConvs = []struct {
 	c, h, o, k, s, p int64
 }{
 	{"stem", 3, 224, 64, 7, 2, 3},
+	// The stem with its input channels padded with zeros, as
+	// graph-channels-last pads them (pad-channels).
+	{"stem-c4", 4, 224, 64, 7, 2, 3},
+	{"stem-c8", 8, 224, 64, 7, 2, 3},
 	{"layer1-3x3", 64, 56, 64, 3, 1, 1},
 	{"layer2-3x3-s2", 128, 56, 128, 3, 2, 1},
 	{"layer3-3x3", 256, 14, 256, 3, 1, 1},
