@@ -169,6 +169,10 @@ func (rt *Runtime) upgradeAll(texts []string, mods []*tieredModule, final cuda.J
 		go func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			// At the lowest priority: the batches of other graphs' first
+			// tiers (cnn_small_train's forward pass, while its backward
+			// pass's final tier compiles), and the first runs, come first.
+			inBackground()
 			m, err := rt.dev.load(texts[i], final, true)
 			if err == nil {
 				err = t.upgrade(m)

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package exec
+
+// inBackground does nothing where the thread's priority is not set
+// (background_linux.go).
+func inBackground() {}
