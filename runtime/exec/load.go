@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -292,13 +293,15 @@ func (p *Program) kernels(rt *Runtime, pl *plan, tiers bool) ([]kernel, error) {
 // loadAll loads the texts the Runtime has not loaded yet, each once,
 // policy.Parallel at a time, and returns the error of each text that
 // failed, by its key. A text for which cubin has a cubin (Precompile)
-// loads that instead, where the driver takes it. One batch loads at a time, so a text is never
-// compiled twice.
+// loads that instead, where the driver takes it. Batches run at once (a
+// training step's forward and backward graphs load while each other's
+// tail compiles), but a text is compiled once: a batch that needs a text
+// another is compiling waits for it, and compiles it itself only if that
+// load failed.
 func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text string) ([]byte, bool)) map[[32]byte]error {
-	rt.loadMu.Lock()
-	defer rt.loadMu.Unlock()
-	var keys [][32]byte
-	var todo []string
+	var keys, waitKeys [][32]byte
+	var todo, waitTexts []string
+	var waits []chan struct{}
 	seen := map[[32]byte]bool{}
 	rt.mu.Lock()
 	for _, t := range texts {
@@ -307,9 +310,35 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text st
 			continue
 		}
 		seen[key] = true
+		if ch, busy := rt.loading[key]; busy {
+			waits, waitKeys, waitTexts = append(waits, ch), append(waitKeys, key), append(waitTexts, t)
+			continue
+		}
+		rt.loading[key] = make(chan struct{})
 		keys, todo = append(keys, key), append(todo, t)
 	}
 	rt.mu.Unlock()
+	failed := rt.loadBatch(keys, todo, policy, cubin)
+	var retry []string
+	for i, ch := range waits {
+		<-ch
+		rt.mu.Lock()
+		_, ok := rt.modules[waitKeys[i]]
+		rt.mu.Unlock()
+		if !ok {
+			retry = append(retry, waitTexts[i])
+		}
+	}
+	if len(retry) > 0 {
+		maps.Copy(failed, rt.loadAll(retry, policy, cubin))
+	}
+	return failed
+}
+
+// loadBatch compiles todo (whose keys are keys, each marked as loading
+// by this batch), stores the modules, ends the marks, and returns the
+// error of each text that failed.
+func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, cubin func(text string) ([]byte, bool)) map[[32]byte]error {
 	mods := make([]module, len(todo))
 	errs := make([]error, len(todo))
 	jit := cuda.JITOptions{OptLevel: policy.OptLevel, Cache: rt.linkCache}
@@ -385,6 +414,8 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text st
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for i, key := range keys {
+		close(rt.loading[key])
+		delete(rt.loading, key)
 		if errs[i] != nil {
 			failed[key] = errs[i]
 			continue

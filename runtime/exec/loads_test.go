@@ -1,11 +1,14 @@
 package exec
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-ir/strata/runtime/cuda"
 )
@@ -264,5 +267,79 @@ func TestSplitLoadDedupsWholeTextLazily(t *testing.T) {
 	}
 	if m.whole == "" || d.loads != 2 {
 		t.Errorf("after Loads: whole text %d bytes, %d loads; want the text and 2 loads", len(m.whole), d.loads)
+	}
+}
+
+// TestConcurrentLoadBatches checks that two batches of loads run at once
+// and compile a text they share once: batch B compiles its own text while
+// batch A is still compiling the shared one, then waits for A's module
+// instead of compiling it again; when A's compile of the shared text
+// fails, B compiles it itself.
+func TestConcurrentLoadBatches(t *testing.T) {
+	text := func(name string) string { return ".visible .entry " + name + "()\n{\n\tret;\n}\n" }
+	shared, own, other := text("shared"), text("own"), text("other")
+	for _, fail := range []bool{false, true} {
+		d := newFake()
+		rt := newRuntime(d)
+		inShared, release := make(chan struct{}), make(chan struct{})
+		sharedLoads := 0
+		d.loadErr = func(ptx string) error {
+			if ptx != shared {
+				return nil
+			}
+			sharedLoads++
+			if sharedLoads > 1 {
+				return nil // B's retry
+			}
+			close(inShared)
+			<-release
+			if fail {
+				return errors.New("fake: the first compile of the shared text fails")
+			}
+			return nil
+		}
+		policy := LoadPolicy{Split: true, Parallel: 4}
+		none := func(string) ([]byte, bool) { return nil, false }
+		aDone := make(chan map[[32]byte]error)
+		go func() { aDone <- rt.loadAll([]string{shared, own}, policy, none) }()
+		<-inShared
+		bDone := make(chan map[[32]byte]error)
+		go func() { bDone <- rt.loadAll([]string{other, shared}, policy, none) }()
+		// B compiles its own text while A holds the shared one.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if time.Now().After(deadline) {
+				close(release)
+				t.Fatalf("fail=%v: batch B compiled nothing while A compiled the shared text", fail)
+			}
+			d.loadMu.Lock()
+			n := slices.Contains(d.texts, other)
+			d.loadMu.Unlock()
+			if n {
+				break
+			}
+			select {
+			case errs := <-bDone:
+				t.Fatalf("fail=%v: batch B ended (%v) before A's shared compile did", fail, errs)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		close(release)
+		aErrs, bErrs := <-aDone, <-bDone
+		key := sha256.Sum256([]byte(shared))
+		if fail {
+			if aErrs[key] == nil || len(bErrs) != 0 || sharedLoads != 2 {
+				t.Errorf("failing shared text: A's errors %v, B's %v, %d compiles of it; want A's error, none for B (its own compile), 2", aErrs, bErrs, sharedLoads)
+			}
+		} else if len(aErrs) != 0 || len(bErrs) != 0 || sharedLoads != 1 {
+			t.Errorf("A's errors %v, B's %v, %d compiles of the shared text; want none and 1", aErrs, bErrs, sharedLoads)
+		}
+		rt.mu.Lock()
+		_, loaded := rt.modules[key]
+		pending := len(rt.loading)
+		rt.mu.Unlock()
+		if !loaded || pending != 0 {
+			t.Errorf("fail=%v: shared text loaded %v, %d loads still marked", fail, loaded, pending)
+		}
 	}
 }

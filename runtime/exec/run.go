@@ -182,8 +182,11 @@ type Runtime struct {
 	// linkCache keeps the cubins of linked loads between processes
 	// (cuda.DefaultLinkCache; nil: none).
 	linkCache *cuda.LinkCache
-	// loadMu lets one batch of module loads run at a time.
-	loadMu sync.Mutex
+	// loading holds, under mu, a channel for each text a batch of loads
+	// is compiling, closed when that batch has stored its module (or
+	// failed): another batch that needs the text waits for it rather than
+	// compiling it again.
+	loading map[[32]byte]chan struct{}
 
 	// work is the stream of asynchronous uploads (array.go): a blocking
 	// stream, so that it and the legacy default stream of launches, graph
@@ -228,7 +231,7 @@ func NewRuntime(dev *cuda.Device) *Runtime {
 }
 
 func newRuntime(d device) *Runtime {
-	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}}
+	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}, loading: map[[32]byte]chan struct{}{}}
 	rt.policy, rt.policyErr = policyFromEnv()
 	rt.linkCache = cuda.DefaultLinkCache()
 	return rt
