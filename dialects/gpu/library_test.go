@@ -177,3 +177,30 @@ func TestLibraryConv2DDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryConv2DLayout checks the layout property: "NHWC" takes the
+// operands channels last (and checks them in that order), another value
+// is refused.
+func TestLibraryConv2DLayout(t *testing.T) {
+	geo := "strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilations = array<i64: 1, 1>"
+	nhwc := "<{" + geo + `, layout = "NHWC"}>`
+	src := convHost(nhwc, "memref<2x8x8x3xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x4x4xbf16>")
+	m, err := ir.Parse(newCtx(), src, ir.ParseOptions{})
+	if err == nil {
+		err = ir.Verify(m)
+	}
+	if err != nil {
+		t.Errorf("NHWC: %v", err)
+	}
+	for _, c := range []struct{ name, src, want string }{
+		{"nchw-shapes", convHost(nhwc, "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x4x4xbf16>"), "w has 3 input channels and x 8"},
+		{"out-shape", convHost(nhwc, "memref<2x8x8x3xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x4x5xbf16>"), "y must be [2 4 4 4], not [2 5 4 4]"},
+		{"value", convHost("<{"+geo+`, layout = "NCHW"}>`, "memref<2x3x8x8xbf16>", "memref<4x3x3x3xbf16>", "memref<2x4x4x4xbf16>"), `'layout' must be "NHWC" (or absent for NCHW)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := mlirtest.VerifyError(t, newCtx(), c.src); !strings.Contains(got, c.want) {
+				t.Errorf("got error %q, want %q", got, c.want)
+			}
+		})
+	}
+}

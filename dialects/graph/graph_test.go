@@ -111,6 +111,10 @@ func TestVerifyValid(t *testing.T) {
 		 %w = src tensor<6x2x3x3xf32>
 		 %b = src tensor<6xf32>
 		 %0 = "graph.conv2d"(%x, %w, %b) {strides = [2, 2], padding = [1, 1, 0, 0], groups = 2 : i64} : (tensor<1x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>`,
+		`%x = src tensor<1x9x9x4xf32>
+		 %w = src tensor<6x3x3x2xf32>
+		 %b = src tensor<6xf32>
+		 %0 = "graph.conv2d"(%x, %w, %b) {strides = [2, 2], padding = [1, 1, 0, 0], groups = 2 : i64, layout = "NHWC"} : (tensor<1x9x9x4xf32>, tensor<6x3x3x2xf32>, tensor<6xf32>) -> tensor<1x4x4x6xf32>`,
 		`%a = src tensor<2x8xf32>
 		 %0 = "graph.softmax"(%a) : (tensor<2x8xf32>) -> tensor<2x8xf32>`,
 		`%x = src tensor<2x3x8xf32>
@@ -282,6 +286,18 @@ func TestVerifyErrors(t *testing.T) {
 		  %w = src tensor<6x4x3x3xf32>
 		  %0 = "graph.conv2d"(%x, %w) {padding = [1, 1, 1]} : (tensor<1x4x9x9xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x9x9xf32>`,
 			"'padding' must have 2 (h, w) or 4 (top, left, bottom, right) entries"},
+		{`%x = src tensor<1x9x9x4xf32>
+		  %w = src tensor<6x3x3x3xf32>
+		  %0 = "graph.conv2d"(%x, %w) {groups = 2 : i64, layout = "NHWC"} : (tensor<1x9x9x4xf32>, tensor<6x3x3x3xf32>) -> tensor<1x7x7x6xf32>`,
+			"weight dim 3 is 3 but the input has 4 channels in 2 groups (2 per group)"},
+		{`%x = src tensor<1x9x9x4xf32>
+		  %w = src tensor<6x3x3x4xf32>
+		  %0 = "graph.conv2d"(%x, %w) {layout = "CHWN"} : (tensor<1x9x9x4xf32>, tensor<6x3x3x4xf32>) -> tensor<1x7x7x6xf32>`,
+			`attribute 'layout' must be one of "NCHW", "NHWC", got "CHWN"`},
+		{`%x = src tensor<9x9x4xf32>
+		  %w = src tensor<6x3x3x4xf32>
+		  %0 = "graph.conv2d"(%x, %w) {layout = "NHWC"} : (tensor<9x9x4xf32>, tensor<6x3x3x4xf32>) -> tensor<7x7x6xf32>`,
+			"expects a rank-4 input (N, H, W, C) and a rank-4 weight (O, KH, KW, C/groups)"},
 		{`%a = src tensor<2x8xf32>
 		  %0 = "graph.softmax"(%a) {axis = 2 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>`,
 			"axis 2 is out of range for rank 2"},

@@ -592,8 +592,12 @@ func ruleConv2D(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraint
 	}
 	if perGroup := sym.FloorDiv(x[1], g); !IsUnknown(x[1]) {
 		if _, ok := meet(perGroup, w[1], cs); !ok {
-			return nil, fmt.Errorf("weight dim 1 is %s but the input has %s channels in %d groups (%s per group)",
-				dimString(w[1]), dimString(x[1]), p.Groups, dimString(perGroup))
+			wdim := 1
+			if p.ChannelsLast {
+				wdim = 3
+			}
+			return nil, fmt.Errorf("weight dim %d is %s but the input has %s channels in %d groups (%s per group)",
+				wdim, dimString(w[1]), dimString(x[1]), p.Groups, dimString(perGroup))
 		}
 	}
 	if len(in) == 3 {
