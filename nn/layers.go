@@ -59,7 +59,10 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 // Sizes stay symbolic where they are (frontend.Size): a dynamic sequence
 // length is not specialized. With amp a 16-bit float type (autocast) the
 // product runs in amp, and a float32 b promotes it to float32 (see
-// Linear.Autocast).
+// Linear.Autocast). A bias of a 16-bit product's own dtype joins the sum
+// before its one rounding (frontend.MatMulBias), as PyTorch's linear adds
+// it in cuBLASLt's epilogue: added after the rounded product, it would be
+// rounded twice.
 func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType) *frontend.Tensor {
 	r := x.Rank()
 	var lead []frontend.Size
@@ -70,12 +73,18 @@ func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType) *frontend.Tensor {
 	if half(amp) {
 		x, w = castTo(x, amp), castTo(w, amp)
 	}
-	y := x.MatMul(w)
-	if b != nil {
+	var y *frontend.Tensor
+	switch {
+	case b != nil && half(x.DType()) && x.DType() == w.DType() && b.DType() == x.DType() && b.Rank() == 1:
+		y = frontend.MatMulBias(x, w, b)
+	case b != nil:
+		y = x.MatMul(w)
 		if half(amp) && b.DType() == frontend.Float32 {
 			y = y.Cast(frontend.Float32)
 		}
 		y = y.Add(b)
+	default:
+		y = x.MatMul(w)
 	}
 	if r > 2 {
 		y = y.ReshapeS(append(lead, w.Size(1))...)

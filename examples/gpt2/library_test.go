@@ -149,13 +149,14 @@ func TestLibraryLoweringMatchesGraph(t *testing.T) {
 }
 
 // TestLibraryLoweringKernels lowers a bf16 model's logits with the
-// library pipeline and checks what its layers' pointwise work became: per
-// layer one kernel adds the qkv bias and cuts the heads, one puts the
-// attention's heads back in rows, one adds the MLP bias and applies GELU,
-// and the two layer norms' row kernels take the bias and residual adds
-// (no kernel of their own, no float32 copy of the residual stream). With
-// the matmuls' epilogues fused as for Strata's own kernels, 23 pointwise
-// kernels.
+// library pipeline and checks what its layers' pointwise work became: the
+// four projections' biases are the library products' epilogues (one
+// rounding, as PyTorch's linear); per layer one kernel cuts q, k and v out
+// of the qkv product (three copies of views, merged), one puts the
+// attention's heads back in rows, one applies GELU, and the two layer
+// norms' row kernels take the residual adds (no kernel of their own, no
+// float32 copy of the residual stream). With the matmuls' epilogues fused
+// as for Strata's own kernels, 23 pointwise kernels.
 func TestLibraryLoweringKernels(t *testing.T) {
 	name, got := loweringBackendWith(t, libraryPipeline)
 	cfg := Config{Vocab: 32, Ctx: 16, D: 128, Heads: 2, Layers: 3, Seed: 3} // heads of 64: flash
@@ -186,6 +187,9 @@ func TestLibraryLoweringKernels(t *testing.T) {
 		t.Errorf("kernels %v: want %d row kernels (the layer norms)", g.mappings, want)
 	}
 	if want := 3 * cfg.Layers; g.mappings[togpu.MappingPointwise] != want {
-		t.Errorf("kernels %v: want %d pointwise kernels (3 a layer: qkv bias and heads, heads back to rows, bias and GELU)", g.mappings, want)
+		t.Errorf("kernels %v: want %d pointwise kernels (3 a layer: q, k and v heads, heads back to rows, GELU)", g.mappings, want)
+	}
+	if want := 4 * cfg.Layers; g.biased != want {
+		t.Errorf("%d library products add a bias, want %d (4 projections a layer)", g.biased, want)
 	}
 }

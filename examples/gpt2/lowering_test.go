@@ -32,6 +32,8 @@ type lowered struct {
 	// buffers counts the launches (kernels and library calls) that take
 	// a buffer of each type, such as "memref<393216xf32>".
 	buffers map[string]int
+	// biased counts the gpu.library_matmul ops that add a bias.
+	biased int
 }
 
 // loweringBackend registers a backend that lowers each graph with the
@@ -61,6 +63,12 @@ func loweringBackendWith(t *testing.T, pipeline string) (string, func() []lowere
 		l.mappings = togpu.LaunchMappings(g.Module)
 		l.narrow = togpu.NarrowLaunches(g.Module)
 		l.buffers = launchBuffers(g.Module)
+		g.Module.Walk(func(op *ir.Operation) bool {
+			if op.Name() == gpu.LibraryMatmulOp && gpu.LibraryBias(op) != nil {
+				l.biased++
+			}
+			return true
+		})
 		mu.Lock()
 		got = append(got, l)
 		mu.Unlock()

@@ -116,8 +116,9 @@ func TestPrologueSpaceConsumer(t *testing.T) {
 // TestQKVSplit checks the kernels of a fused qkv projection's bias and
 // head split: the bias add joins the kernel that cuts the heads (the
 // copies of its views for an attention call, or the group that casts the
-// heads to bf16), so that its sum is never stored, and that the fused
-// programs compute what the graphs do.
+// heads to bf16), so that its sum is never stored; with the bias in the
+// product, the copies of the heads share one kernel. The fused programs
+// compute what the graphs do.
 func TestQKVSplit(t *testing.T) {
 	split := func(elem, cast string) string {
 		body := `
@@ -147,6 +148,13 @@ func TestQKVSplit(t *testing.T) {
 		log       string
 	}{
 		{"bf16-copies", strings.ReplaceAll(split("bf16", ""), "%pc", "%p"), []string{"matmul", "pointwise"}, "computed in place"},
+		// The bias in the product (the library's epilogue): the three
+		// copies of the heads, siblings, are one kernel.
+		{"bf16-bias-in-matmul-copies", strings.NewReplacer(
+			`%p = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x24xbf16>) -> tensor<8x24xbf16>`, "",
+			`%s = "graph.add"(%pc, %b) : (tensor<8x24xbf16>, tensor<24xbf16>) -> tensor<8x24xbf16>`,
+			`%s = "graph.matmul"(%x, %w, %b) : (tensor<8x16xbf16>, tensor<16x24xbf16>, tensor<24xbf16>) -> tensor<8x24xbf16>`,
+		).Replace(split("bf16", "")), []string{"matmul", "pointwise"}, "horizontal (siblings reading the result of 'graph.matmul'"},
 		{"f32-bias-cast-heads", split("f32", `
   %pc = "graph.cast"(%p) : (tensor<8x24xbf16>) -> tensor<8x24xf32>`), []string{"matmul", "pointwise"}, "reads no more bytes than it stores"},
 	} {

@@ -374,6 +374,12 @@ func sibling(a, b *group) (Kind, string, bool) {
 			return Pointwise, "", true
 		}
 		return "", fmt.Sprintf("spaces %v and %v differ", a.space, b.space), false
+	case copiesOnly(a) && copiesOnly(b) && (a.kind == Copy || b.kind == Copy):
+		// One kernel stores both views, each element read once.
+		if slices.Equal(a.space, b.space) {
+			return Pointwise, "", true
+		}
+		return "", fmt.Sprintf("copies over %v and %v", a.space, b.space), false
 	case a.kind.reduces() && b.kind.reduces():
 		if !sameSpace(a.space, b.space) || !sameSpace(a.out, b.out) || a.inner != b.inner {
 			return "", fmt.Sprintf("reductions %v→%v and %v→%v differ", a.space, a.out, b.space, b.out), false
@@ -384,6 +390,15 @@ func sibling(a, b *group) (Kind, string, bool) {
 		return Reduction, "", true
 	}
 	return "", fmt.Sprintf("a %s and a %s group do not share a kernel", a.kind, b.kind), false
+}
+
+// copiesOnly reports whether group g materializes views and computes
+// nothing: a copy group, or copies merged by horizontal fusion.
+func copiesOnly(g *group) bool {
+	if g.kind == Copy {
+		return true
+	}
+	return g.kind == Pointwise && !slices.ContainsFunc(g.ops, func(op *ir.Operation) bool { return classify(op) != view })
 }
 
 // reaches reports whether a path of at least one intermediate node (a
@@ -664,6 +679,11 @@ func (p *planner) plan() {
 	}
 	p.copies()
 	p.absorbCopies()
+	if p.opts.Horizontal {
+		// Copies of views of one value over one space (the q, k and v
+		// heads cut from a library product) are siblings too.
+		p.horizontal(copiesOnly)
+	}
 	p.rematerialize()
 }
 
