@@ -86,11 +86,12 @@ var clusterBarrierDef = &ir.OpDef{
 var mbarrierArriveClusterDef = &ir.OpDef{
 	Name:    MbarrierArriveClusterOp,
 	Summary: "Arrives at an asynchronous barrier of a block of the cluster (sm_90)",
-	Description: "As PTX `mapa.shared::cluster` and `mbarrier.arrive.release.cluster." +
-		"shared::cluster.b64`: counts one arrival of the current phase of the mbarrier at " +
-		"`bars[index]` in the workgroup memory of the cluster's block of rank `rank` (an " +
-		"i32 below the cluster size; the thread's own block at its own rank), with release " +
-		"semantics at the cluster's scope.",
+	Description: "As PTX `mapa.shared::cluster` and `mbarrier.arrive.shared::cluster.b64`: " +
+		"counts one arrival of the current phase of the mbarrier at `bars[index]` in the " +
+		"workgroup memory of the cluster's block of rank `rank` (an i32 below the cluster " +
+		"size; the thread's own block at its own rank), with gpu.mbarrier_arrive's release " +
+		"semantics: a consumer's arrival after its reads of a stage are complete lets " +
+		"another block's producer overwrite that stage.",
 	Operands: []ir.ArgDoc{
 		{Name: "bars, index", Doc: "1-D workgroup memref of i64 and the barrier's index"},
 		{Name: "rank", Doc: "i32: the block of the cluster"},

@@ -220,7 +220,7 @@ func TestWSLoops(t *testing.T) {
 				want[0] = []string{gpu.MbarrierWaitOp, gpu.MbarrierExpectTxOp, gpu.TMALoadOp}
 			}
 			if tile.Cluster > 1 { // freed in every block of the cluster
-				want[1][2] = gpu.MbarrierArriveClusterOp
+				want[1] = append(want[1], gpu.MbarrierArriveClusterOp)
 			}
 			for r, name := range []string{"producer", "consumers"} {
 				if !slices.Equal(order[r], want[r]) {

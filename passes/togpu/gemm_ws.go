@@ -102,6 +102,11 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 	// unless the grid is capped: Persistent).
 	bid := gpu.BlockID(b, loc, "x")
 	grid := gpu.GridDim(b, loc, "x")
+	// The block's rank in its cluster (its share of B, the other blocks).
+	var rank *ir.Value
+	if cluster > 1 {
+		rank = x.and(x.from(bid), cluster-1)
+	}
 	tiles := x.index(g.tiles)
 	// overTiles runs body for each of the block's tiles with its setup
 	// and the k iteration of its first k tile (j·numK for the block's
@@ -138,12 +143,14 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		x := x.at(b)
 		lane0 := arith.NewCmpI(b, loc, arith.CmpIEQ, g.lane, x.c(0))
 		loop.If(b, loc, lane0, nil, func(b *ir.Builder) []*ir.Value {
-			if cluster == 1 {
-				gpu.MbarrierArrive(b, loc, bars, i)
-				return nil
-			}
-			for r := range cluster { // (its own block's too)
-				gpu.MbarrierArriveCluster(b, loc, bars, i, i32(b, r))
+			gpu.MbarrierArrive(b, loc, bars, i)
+			for d := range cluster - 1 { // the other blocks' (cluster: a power of two)
+				x := x.at(b)
+				other := x.xorc(rank, d+1)
+				if x.t != ir.I32 {
+					other = arith.NewCast(b, arith.OpIndexCastUI, loc, other, ir.I32)
+				}
+				gpu.MbarrierArriveCluster(b, loc, bars, i, other)
 			}
 			return nil
 		}, nil)
@@ -156,11 +163,6 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 			// One thread copies.
 			first := arith.NewCmpI(b, loc, arith.CmpIEQ, tid, idx(b, consumers))
 			loop.If(b, loc, first, nil, func(b *ir.Builder) []*ir.Value {
-				// The block's rank in its cluster: its share of B.
-				var rank *ir.Value
-				if cluster > 1 {
-					rank = x.at(b).and(x.at(b).from(bid), cluster-1)
-				}
 				tmaErr = p.tmaProducer(k, b, g, bars, rank, overTiles, func(x ix, it *ir.Value) *ir.Value {
 					gpu.MbarrierWait(x.b, loc, bars, bar(x, it, stages), parity(x, it, 1))
 					return stageOf(x, x.from(it))

@@ -24,9 +24,10 @@ var mbarrierAsm = map[string]string{
 	gpu.MbarrierArriveOp: "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}",
 	// (tma.go)
 	gpu.MbarrierExpectTxOp: "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\n}",
-	// (tma.go) $1 is the block's rank in the cluster.
+	// (cluster.go) $1 is the block's rank in the cluster; the arrival's
+	// release is the default, at the block's scope, as for a local one.
 	gpu.MbarrierArriveClusterOp: "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, $0, $1;\n" +
-		"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}",
+		"mbarrier.arrive.shared::cluster.b64 _, [ra];\n}",
 	gpu.MbarrierWaitOp: "{\n.reg .pred done;\nwait:\nmbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n" +
 		"@!done bra wait;\n}",
 }
