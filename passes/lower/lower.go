@@ -71,8 +71,14 @@ func LowerToLoop(fuseOptions string) string {
 // LowerToLoopChannelsLast is LowerToLoop with graph-channels-last (and
 // cleanups) after the decomposition: the convolution stacks' activations
 // stored NHWC, for a configuration whose convolutions run on cuDNN.
-func LowerToLoopChannelsLast(fuseOptions string) string {
-	return lowerToLoop("graph-channels-last,canonicalize,cse,", fuseOptions)
+// layoutOptions are graph-channels-last's option text ("" for its
+// defaults).
+func LowerToLoopChannelsLast(layoutOptions, fuseOptions string) string {
+	layout := "graph-channels-last"
+	if layoutOptions != "" {
+		layout += "{" + layoutOptions + "}"
+	}
+	return lowerToLoop(layout+",canonicalize,cse,", fuseOptions)
 }
 
 func lowerToLoop(layout, fuseOptions string) string {

@@ -245,7 +245,8 @@ func LowerPipeline(mode exec.Mode, module *ir.Operation) string {
 
 // EnvChannelsLast names the environment variable that, set to "off",
 // keeps LowerPipelineFor's convolutions NCHW under conv=cudnn (to measure
-// the layout's effect).
+// the layout's effect); another value is graph-channels-last's option
+// text (such as "pad-channels=8").
 const EnvChannelsLast = "STRATA_CHANNELS_LAST"
 
 // LowerPipelineFor is lower-to-gpu's passes with convert-loop-to-gpu
@@ -262,8 +263,8 @@ const EnvChannelsLast = "STRATA_CHANNELS_LAST"
 // session 8), and the unstrided 1×1 ones become products [N·H·W, C]·[C, O].
 func LowerPipelineFor(cfg togpu.Config) string {
 	toLoop := lower.LowerToLoop
-	if cfg.CuDNN && os.Getenv(EnvChannelsLast) != "off" {
-		toLoop = lower.LowerToLoopChannelsLast
+	if env := os.Getenv(EnvChannelsLast); cfg.CuDNN && env != "off" {
+		toLoop = func(fuse string) string { return lower.LowerToLoopChannelsLast(env, fuse) }
 	}
 	switch {
 	case cfg == togpu.DefaultConfig:

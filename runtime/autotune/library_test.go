@@ -329,3 +329,32 @@ func TestLibrariesLoadAtOnce(t *testing.T) {
 		t.Errorf("ModeConfig = %+v, want conv=cudnn", cfg)
 	}
 }
+
+// TestLowerPipelineChannelsLast checks that the pipeline of a
+// configuration with the convolutions on cuDNN stores them channels last
+// (graph-channels-last), that STRATA_CHANNELS_LAST=off leaves it out and
+// that another value is its option text, and that a configuration
+// without cuDNN does not run it.
+func TestLowerPipelineChannelsLast(t *testing.T) {
+	cudnn := togpu.DefaultConfig
+	cudnn.CuDNN, cudnn.CuBLASLt = true, true
+	for _, c := range []struct {
+		env  string
+		cfg  togpu.Config
+		want string // "" for none
+	}{
+		{"", cudnn, "graph-channels-last,"},
+		{"off", cudnn, ""},
+		{"pad-channels=8", cudnn, "graph-channels-last{pad-channels=8},"},
+		{"", togpu.DefaultConfig, ""},
+	} {
+		t.Setenv(EnvChannelsLast, c.env)
+		p := LowerPipelineFor(c.cfg)
+		if got := strings.Contains(p, "graph-channels-last"); got != (c.want != "") || c.want != "" && !strings.Contains(p, c.want) {
+			t.Errorf("%s=%q: pipeline %s, want %q in it", EnvChannelsLast, c.env, p, c.want)
+		}
+		if _, err := passes.Parse("builtin.module(" + p + ")"); err != nil {
+			t.Errorf("%s=%q: %v", EnvChannelsLast, c.env, err)
+		}
+	}
+}
