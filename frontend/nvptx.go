@@ -64,8 +64,15 @@ type nvptxBackend struct {
 
 // Start opens the GPU runtime in the background: the driver and the
 // context take about 0.2 s, which the program's own work until its first
-// call (and that call's passes and code generation) then hides.
-func (nvptxBackend) Start() { go gpuRuntime() }
+// call (and that call's passes and code generation) then hides. The
+// vendor libraries start loading too (autotune.LoadLibraries), as
+// importing PyTorch loads cuDNN and cuBLAS: hundreds of megabytes each
+// (0.34 s on the H200's host), which a first compile needing them
+// otherwise waits for.
+func (nvptxBackend) Start() {
+	go gpuRuntime()
+	autotune.LoadLibraries()
+}
 
 func (nvptxBackend) Describe() string {
 	return "runs bf16/f16 attention as flash kernels (" + togpu.FlashPassName + "), lowers with " + LowerToGPUPipeline + " (bf16/f16 matmuls on cuBLASLt when it loads, as Inductor's default uses cuBLAS), compiles the kernels to PTX and runs them on an NVIDIA GPU (options: ptx_backend native|llc, ptx_target " + ptxTargets() + ")"

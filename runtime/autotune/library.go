@@ -109,6 +109,17 @@ func StartLibraryLoads(module *ir.Operation) bool {
 	return started
 }
 
+// LoadLibraries starts loading cuBLASLt and cuDNN, each on a goroutine
+// of its own, and returns at once: a backend calls it when it starts, so
+// that the libraries a first compile may need load while the program
+// prepares its first call. A library that does not load is reported by
+// ModeConfig, as without it.
+func LoadLibraries() {
+	for _, load := range []func() error{loadCuBLASLt, loadCuDNN} {
+		go func() { _ = load() }()
+	}
+}
+
 // AssumedConfig is ModeConfig in a process where cuBLASLt and cuDNN load
 // when libraries is true and do not when it is false, decided without
 // loading them: the configuration a GPU host would choose, for a program

@@ -358,3 +358,33 @@ func TestLowerPipelineChannelsLast(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadLibraries checks that LoadLibraries returns before the loads
+// end and loads both libraries, each on its own goroutine: the fake
+// loads return only once both have started.
+func TestLoadLibraries(t *testing.T) {
+	defer func(f func() error) { loadCuDNN = f }(loadCuDNN)
+	defer func(f func() error) { loadCuBLASLt = f }(loadCuBLASLt)
+	var started sync.WaitGroup
+	started.Add(2)
+	ended := make(chan string, 2)
+	fake := func(name string) func() error {
+		return func() error {
+			started.Done()
+			started.Wait()
+			ended <- name
+			return nil
+		}
+	}
+	loadCuBLASLt, loadCuDNN = fake("cuBLASLt"), fake("cuDNN")
+	LoadLibraries()
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case name := <-ended:
+			got[name] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("loads ended: %v; want both, at once", got)
+		}
+	}
+}
