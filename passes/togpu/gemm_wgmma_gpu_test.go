@@ -344,3 +344,73 @@ func testTMAGraph(t *testing.T, tile togpu.MMATile) {
 		}
 	}
 }
+
+// TestGPUClusterShapes runs the cluster tilings (without and with
+// persistence) on products with tails on the device, on fresh random
+// inputs, and compares them with cuBLASLt's: M, K and N tails (1000 ×
+// 200 × 520: a pair's second tile partly past M, a k tile of 8, a last
+// column tile of 8), B stored [N, K] (each block's TMA copy is half of a
+// 256-row box) and a batch of two (pairs within each matrix). Each
+// kernel must be the cluster one (multicast copies).
+func TestGPUClusterShapes(t *testing.T) {
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("inputs from seed %d", seed)
+	persistent := clusterTile
+	persistent.Persistent = 132
+	for _, c := range []struct{ name, args, result, body string }{
+		{"tails", "%x: tensor<1000x200xbf16>, %w: tensor<200x520xbf16>", "tensor<1000x520xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<1000x200xbf16>, tensor<200x520xbf16>) -> tensor<1000x520xbf16>`},
+		{"b-transposed", "%x: tensor<1000x136xbf16>, %w: tensor<264x136xbf16>", "tensor<1000x264xbf16>",
+			`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<264x136xbf16>) -> tensor<136x264xbf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<1000x136xbf16>, tensor<136x264xbf16>) -> tensor<1000x264xbf16>`},
+		{"batched", "%x: tensor<2x200x136xbf16>, %w: tensor<2x136x264xbf16>", "tensor<2x200x264xbf16>",
+			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x136xbf16>, tensor<2x136x264xbf16>) -> tensor<2x200x264xbf16>`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := fmt.Sprintf("func.func @main(%s) -> %s {\n  %s\n  return %%r : %s\n}\n", c.args, c.result, c.body, c.result)
+			ref, lib := gpuProgram(t, src, "builtin.module(lower-to-loop,convert-loop-to-gpu{matmul="+togpu.MatmulCuBLASLt+"},canonicalize,cse)")
+			rng := rand.New(rand.NewPCG(seed, uint64(len(c.name))))
+			var args []interp.Value
+			for _, in := range ir.NewSymTable(ref).Lookup("main").Region(0).Front().Arguments() {
+				args = append(args, randomBF16(t, rng, in.Type().(*ir.TensorType).Shape()))
+			}
+			want, err := lib.Run(rt, "main", args)
+			if err != nil {
+				t.Skipf("no cuBLASLt: %v", err)
+			}
+			wt, err := want[0].(*interp.Buffer).Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := wt.Float64s()
+			for _, tile := range []togpu.MMATile{clusterTile, persistent} {
+				_, p := gpuProgram(t, src, mmaPipeline(tile))
+				if !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), "multicast") {
+					t.Fatalf("%s: no multicast copy: the kernel runs without clusters", tile)
+				}
+				got, err := p.Run(rt, "main", args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gt, err := got[0].(*interp.Buffer).Tensor()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range gt.Float64s() {
+					if d := math.Abs(v - ws[i]); !(d <= math.Max(1, math.Abs(ws[i]))/128) {
+						t.Fatalf("%s: element %d: %g, cuBLASLt %g", tile, i, v, ws[i])
+					}
+				}
+			}
+		})
+	}
+}
