@@ -210,19 +210,19 @@ func (b nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.C
 		}
 		var settle func() (togpu.Config, *ir.Operation)
 		cfg, settle = b.speculativeConfig(mode, g.Module, opts.Target)
-		if err := b.lower(g, cfg); err != nil {
+		err = b.lower(g, cfg)
+		if settle == nil {
 			return err
 		}
-		if settle == nil {
-			return nil
+		real, orig := settle()
+		if real == cfg {
+			return err
 		}
-		if real, orig := settle(); real != cfg {
-			// A library did not load: the graph is lowered again, as it
-			// was, without it.
-			cfg, g.Module = real, orig
-			return b.lower(g, cfg)
-		}
-		return nil
+		// A library did not load: the graph is lowered again, as it
+		// was, without it (also when the first lowering failed: the
+		// library's part of the pipeline may be what failed).
+		cfg, g.Module = real, orig
+		return b.lower(g, cfg)
 	})
 	if err != nil {
 		return nil, cfg, fmt.Errorf("running %s: %w", LowerToGPUPipeline, err)
