@@ -178,16 +178,32 @@ func (a *CausalSelfAttention) ForwardRows(x *frontend.Tensor, b, t int) *fronten
 	return a.merge(a.attend(q, k, v, frontend.AttentionOptions{Causal: true}))
 }
 
-// ForwardRowsMasked is ForwardRows for a sequence length t that may be
-// symbolic (frontend.Size, in a graph compiled for every length): keep
-// is the causal mask, Bool [1, 1, T, T] true where key j ≤ query i (see
-// CausalMask). Nothing reads t as a Go int, so the graph stays dynamic:
-// q, k and v come from column slices of c_attn's (static) weight rather
-// than slices of its product (a slice has static sizes), and attention
-// takes the mask instead of its causal flag (whose mask the lowering
-// builds from static lengths only).
+// ForwardRowsCausal is ForwardRows for a sequence length t that may be
+// symbolic (frontend.Size, in a graph compiled for every length).
+// Nothing reads t as a Go int, so the graph stays dynamic: q, k and v
+// come from column slices of c_attn's (static) weight rather than slices
+// of its product (a slice has static sizes). Attention keeps its causal
+// flag, which the GPU runs as a flash kernel taking the length at run
+// time, and graph-decompose expands with a mask of the symbolic length.
+func (a *CausalSelfAttention) ForwardRowsCausal(x *frontend.Tensor, b, t frontend.Size) *frontend.Tensor {
+	return a.forwardRowsSized(x, b, t, frontend.AttentionOptions{Causal: true})
+}
+
+// ForwardRowsMasked is ForwardRowsCausal with the mask keep instead of
+// the causal flag: Bool [1, 1, T, T], true where query i may see key j
+// (CausalMask builds the causal one from positions; a padding mask is
+// another). A masked attention runs decomposed, its scores in memory.
 func (a *CausalSelfAttention) ForwardRowsMasked(x *frontend.Tensor, b, t frontend.Size, keep *frontend.Tensor) *frontend.Tensor {
-	if f := firstErr(x, keep, a.CAttn.Weight, a.CAttn.Bias); f != nil {
+	if f := firstErr(keep); f != nil {
+		return f
+	}
+	return a.forwardRowsSized(x, b, t, frontend.AttentionOptions{Mask: keep})
+}
+
+// forwardRowsSized is ForwardRowsCausal and ForwardRowsMasked, with
+// attention's options o.
+func (a *CausalSelfAttention) forwardRowsSized(x *frontend.Tensor, b, t frontend.Size, o frontend.AttentionOptions) *frontend.Tensor {
+	if f := firstErr(x, a.CAttn.Weight, a.CAttn.Bias); f != nil {
 		return f
 	}
 	d := a.CAttn.Weight.Dim(0)
@@ -208,8 +224,8 @@ func (a *CausalSelfAttention) ForwardRowsMasked(x *frontend.Tensor, b, t fronten
 		// [B·T, d] → [B, H, T, dh]
 		return y.ReshapeS(b, t, frontend.Sz(a.Heads), frontend.Sz(dh)).Transpose(0, 2, 1, 3)
 	}
-	o := a.attend(part(0), part(1), part(2), frontend.AttentionOptions{Mask: keep})
-	return a.CProj.Forward(o.Transpose(0, 2, 1, 3).ReshapeS(b.Mul(t), frontend.Sz(d)))
+	y := a.attend(part(0), part(1), part(2), o)
+	return a.CProj.Forward(y.Transpose(0, 2, 1, 3).ReshapeS(b.Mul(t), frontend.Sz(d)))
 }
 
 // CausalMask returns the Bool mask [1, 1, T, T] that keeps key j for
@@ -385,8 +401,15 @@ func (b *GPT2Block) ForwardRows(x *frontend.Tensor, bs, t int) *frontend.Tensor 
 	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
 }
 
+// ForwardRowsCausal is ForwardRows with a sequence length that may be
+// symbolic (see CausalSelfAttention.ForwardRowsCausal).
+func (b *GPT2Block) ForwardRowsCausal(x *frontend.Tensor, bs, t frontend.Size) *frontend.Tensor {
+	x = x.Add(b.Attn.ForwardRowsCausal(b.Ln1.Forward(x), bs, t))
+	return x.Add(b.MLP.Forward(b.Ln2.Forward(x)))
+}
+
 // ForwardRowsMasked is ForwardRows with a sequence length that may be
-// symbolic and the causal mask keep (see
+// symbolic and the attention mask keep (see
 // CausalSelfAttention.ForwardRowsMasked).
 func (b *GPT2Block) ForwardRowsMasked(x *frontend.Tensor, bs, t frontend.Size, keep *frontend.Tensor) *frontend.Tensor {
 	x = x.Add(b.Attn.ForwardRowsMasked(b.Ln1.Forward(x), bs, t, keep))

@@ -59,9 +59,10 @@ func TestCausalSelfAttention(t *testing.T) {
 	})
 }
 
-// TestCausalSelfAttentionMasked checks the form that keeps the sequence
-// length symbolic (weight slices, an explicit causal mask from the
-// positions) against the float64 reference, on rows [B·T, d].
+// TestCausalSelfAttentionMasked checks the forms that keep the sequence
+// length symbolic (weight slices, and the causal flag or an explicit
+// causal mask from the positions) against the float64 reference, on rows
+// [B·T, d].
 func TestCausalSelfAttentionMasked(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		r := rng(rt)
@@ -74,8 +75,11 @@ func TestCausalSelfAttentionMasked(t *testing.T) {
 		x := randND(r, b, tt, d)
 		rows := tensor(x, frontend.Float32).Reshape(b*tt, d)
 		keep := nn.CausalMask(frontend.Arange(tt))
+		want := refSelfAttention(rt, a, x)
 		got := a.ForwardRowsMasked(rows, frontend.Sz(b), frontend.Sz(tt), keep).Reshape(b, tt, d)
-		near(rt, "masked attention", got, x.shape, refSelfAttention(rt, a, x), 1e-4)
+		near(rt, "masked attention", got, x.shape, want, 1e-4)
+		got = a.ForwardRowsCausal(rows, frontend.Sz(b), frontend.Sz(tt)).Reshape(b, tt, d)
+		near(rt, "causal attention", got, x.shape, want, 1e-4)
 	})
 }
 

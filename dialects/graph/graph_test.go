@@ -127,6 +127,7 @@ func TestVerifyValid(t *testing.T) {
 		 %0 = "graph.attention"(%q, %k, %v, %m) {causal = true, scale = 0.5 : f32} : (tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<1x12x5xf32>, tensor<16x12xi1>) -> tensor<2x4x16x5xf32>`,
 		`%0 = "graph.constant"() {value = dense<[1, 2]> : tensor<2xi64>} : () -> tensor<2xi64>`,
 		`%0 = "graph.iota"() {axis = 1 : i64} : () -> tensor<2x3xf32>`,
+		`%0 = "graph.iota"() {axis = 1 : i64} : () -> tensor<?x?xi64, #graph.dims<[s0, s0*2]>>`,
 		`%0 = "graph.full"() {fill = 1 : i64} : () -> tensor<2x3xf32>`,
 		`%a = src tensor<4xf32>
 		 %0:2 = "graph.fusion"(%a) ({
@@ -338,6 +339,8 @@ func TestVerifyErrors(t *testing.T) {
 			"requires attribute 'value'"},
 		{`%0 = "graph.iota"() {axis = 2 : i64} : () -> tensor<2x3xf32>`,
 			"axis 2 is out of range for rank 2"},
+		{`%0 = "graph.iota"() {axis = 0 : i64} : () -> tensor<?x3xi64>`,
+			"dim 0 is a ? that no #graph.dims symbol names"},
 		{`%0 = "graph.full"() {fill = 1 : i64} : () -> tensor<?x3xf32>`,
 			"result type tensor<?x3xf32> must have a static shape"},
 		{`%a = src tensor<4xf32>

@@ -81,7 +81,9 @@ func opTable() []*opSpec {
 			name:    "iota",
 			summary: "a tensor counting along one axis",
 			description: "Element at index (i₀, …, iₙ) is i_axis, converted to the element type. The " +
-				"result type, which must be static, gives the shape.",
+				"result type gives the shape; a dynamic size must be named by a symbol of its `#graph.dims` " +
+				"(an unnamed ? is refused) that sizes one of the function's arguments, which gives it at run " +
+				"time (graph-decompose builds the causal mask of a sequence length compiled symbolic so).",
 			results: resultDoc,
 			traits:  pure,
 			attrs:   []attrSpec{{name: "axis", kind: kindInt, required: true, doc: "the axis to count along (negative counts from the end)"}},

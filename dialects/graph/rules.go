@@ -48,9 +48,16 @@ func ruleConstant(_ []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constrain
 }
 
 func ruleIota(_ []*ir.TensorType, a attrView, declared []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
-	t, err := staticResult(declared, numericElem)
+	t, err := declaredResult(declared, numericElem)
 	if err != nil {
 		return nil, err
+	}
+	// (A dynamic size must be a symbol's, which an argument's size gives
+	// at run time.)
+	for i, d := range DimsOf(t) {
+		if IsUnknown(d) {
+			return nil, fmt.Errorf("result type %s: dim %d is a ? that no #graph.dims symbol names", t, i)
+		}
 	}
 	if _, err := normAxis("axis", a.int("axis", 0), len(t.Shape())); err != nil {
 		return nil, err

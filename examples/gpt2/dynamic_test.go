@@ -96,10 +96,12 @@ func TestDynamicPrefillLowersForTheGPU(t *testing.T) {
 		t.Fatalf("%d graphs lowered, want 1", len(gs))
 	}
 	// Six products a layer (q, k, v, the output projection, the MLP's two)
-	// and the head, every one an mma kernel whatever the length; the
-	// attention is decomposed (flash kernels need static lengths).
+	// and the head, every one an mma kernel whatever the length; every
+	// attention one flash kernel taking the length at run time (no
+	// decomposed attention: its two batched products would be more mma
+	// kernels).
 	products := 6*small.Layers + 1
-	if g := gs[0]; !g.dynamic || g.matmuls != products || g.mappings[togpu.MappingMMA] != products {
-		t.Errorf("lowered %+v; want a dynamic graph, %d products, as many mma kernels", g, products)
+	if g := gs[0]; !g.dynamic || g.matmuls != products || g.mappings[togpu.MappingMMA] != products || g.mappings[togpu.MappingFlash] != small.Layers {
+		t.Errorf("lowered %+v; want a dynamic graph, %d products, as many mma kernels, %d flash kernels", g, products, small.Layers)
 	}
 }

@@ -164,9 +164,10 @@ func (m *Model) Logits(idx *frontend.Tensor) *frontend.Tensor {
 // 0…T-1) written so that the sequence length may stay symbolic: compiled
 // with T dynamic (DynamicPrefill), one graph serves every length. It reads
 // no size of T as a Go int: the positions come in as an argument (a range
-// made in the graph has a static size), the causal mask is built from
-// them (nn.CausalMask), and the blocks run nn.GPT2Block.ForwardRowsMasked.
-// The caller checks T ≤ Ctx (DynamicPrefill.Call does).
+// made in the graph has a static size), and the blocks run
+// nn.GPT2Block.ForwardRowsCausal (causal attention of the symbolic
+// length: flash kernels on the GPU). The caller checks T ≤ Ctx
+// (DynamicPrefill.Call does).
 func (m *Model) LogitsAt(idx, pos *frontend.Tensor) *frontend.Tensor {
 	if idx.Err() != nil {
 		return idx
@@ -180,9 +181,8 @@ func (m *Model) LogitsAt(idx, pos *frontend.Tensor) *frontend.Tensor {
 	b, t := idx.Size(0), idx.Size(1)
 	// [B, T, D] + [T, D], as rows [B·T, D]
 	x := m.Wte.Forward(idx).Add(m.Wpe.Forward(pos)).Flatten(0, 1)
-	keep := nn.CausalMask(pos)
 	for _, blk := range m.H {
-		x = blk.ForwardRowsMasked(x, b, t, keep)
+		x = blk.ForwardRowsCausal(x, b, t)
 	}
 	return m.head(x).ReshapeS(b, t, frontend.Sz(m.cfg.Vocab))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/sym"
 )
 
 func init() {
@@ -300,7 +301,7 @@ func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 		}
 	}
 	if graph.Causal(op) {
-		scores = e.causal(scores, ct, qs[len(qs)-2], ks[len(ks)-2])
+		scores = e.causal(scores, ct, q, k)
 	}
 	return e.Binary(graph.OpMatmul, e.narrow(e.softmax(scores, -1, false), elem), v)
 }
@@ -356,7 +357,7 @@ func expandAttentionGrad(e *emitter, op *ir.Operation) []*ir.Value {
 	ct := graph.ComputeType(elem)
 	s := e.scores(op, q, k, qs, ks, ct)
 	if graph.Causal(op) {
-		s = e.causal(s, ct, qs[n-2], ks[n-2])
+		s = e.causal(s, ct, q, k)
 	}
 	p := e.softmax(s, -1, false)
 	dv := e.Binary(graph.OpMatmul, e.mT(e.narrow(p, elem), n), do)
@@ -369,16 +370,21 @@ func expandAttentionGrad(e *emitter, op *ir.Operation) []*ir.Value {
 	return []*ir.Value{dq, dk, dv}
 }
 
-// causal keeps scores[..., i, j] where j <= i and puts -inf elsewhere.
-func (e *emitter) causal(scores *ir.Value, elem ir.Type, lq, lk int64) *ir.Value {
-	if lq == ir.Dynamic || lk == ir.Dynamic {
-		e.Fail("a causal mask needs static sequence lengths, got %d×%d", lq, lk)
-		return nil
-	}
+// causal keeps scores[..., i, j] where j <= i and puts -inf elsewhere:
+// an iota of the rows against one of the keys, of the lengths' sizes q
+// and k (symbolic when dynamic: graph.iota's size is then a symbol's,
+// which a function argument gives at run time).
+func (e *emitter) causal(scores *ir.Value, elem ir.Type, q, k *ir.Value) *ir.Value {
 	if e.Err != nil {
 		return nil
 	}
-	idx := ir.TensorOf([]int64{lq, lk}, ir.I64)
+	lq, lk := graph.DimsOf(q.Type().(*ir.TensorType)), graph.DimsOf(k.Type().(*ir.TensorType))
+	rows, keys := lq[len(lq)-2], lk[len(lk)-2]
+	if graph.IsUnknown(rows) || graph.IsUnknown(keys) {
+		e.Fail("a causal mask needs sequence lengths that are static or named by symbols (#graph.dims), got %s and %s", q.Type(), k.Type())
+		return nil
+	}
+	idx := graph.TensorWithDims([]sym.Expr{rows, keys}, ir.I64)
 	iota := func(axis int64) *ir.Value {
 		v, err := graph.BuildTyped(e.B, graph.OpIota, e.Loc, nil, ir.Dict(ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: axis, Type: ir.I64}}), idx)
 		if err != nil && e.Err == nil {

@@ -3,6 +3,7 @@ package lower
 import (
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/graph"
+	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -26,11 +27,27 @@ func (k *kernel) resultSize(op *ir.Operation, d int) (v *ir.Value, ok bool, err 
 		f = k.matmulSize
 	case graph.OpReshape:
 		f = k.reshapeSize
+	case graph.OpIota:
+		f = k.iotaSize
 	default:
 		return nil, false, nil
 	}
 	v, err = f(op, d)
 	return v, true, err
+}
+
+// iotaSize is an argument's size that the iota's symbolic size d is (the
+// verifier refuses an unnamed ?).
+func (k *kernel) iotaSize(op *ir.Operation, d int) (*ir.Value, error) {
+	want := graph.DimsOf(op.Result(0).Type().(*ir.TensorType))[d]
+	for _, a := range k.c.entry.Arguments() {
+		for i, e := range k.c.argDims[a] {
+			if shapeOf(a)[i] == ir.Dynamic && e.Equal(want) {
+				return loop.Dim(k.outer(), k.loc, a, i), nil
+			}
+		}
+	}
+	return nil, errorf(op.Loc(), "dim %d of '%s' is %s, which no argument's size is", d, op.Name(), want)
 }
 
 // outerOp emits an index op at function level, before the nest.

@@ -2,9 +2,12 @@ package lower_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
 )
@@ -95,5 +98,65 @@ func TestBroadcastIndexOfEqualSymbols(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDynamicCausalAttention lowers a causal attention whose sequence
+// length is the symbol s0: graph-decompose masks it with iotas of the
+// symbolic length (graph.iota sized by s0, which the lowering reads off
+// the argument that s0 sizes), and the decomposed graph and the lowered
+// program compute the attention at every length, the first and last
+// lengths of a row included. Lengths of an unnamed ? are refused.
+func TestDynamicCausalAttention(t *testing.T) {
+	const ty = "tensor<1x2x?x4xf32, #graph.dims<[1, 2, s0, 4]>>"
+	src := `func.func @main(%q: ` + ty + `, %k: ` + ty + `, %v: ` + ty + `) -> ` + ty + ` {
+  %0 = "graph.attention"(%q, %k, %v) <{causal = true}> : (` + ty + `, ` + ty + `, ` + ty + `) -> ` + ty + `
+  return %0 : ` + ty + `
+}`
+	g := passtest.Run(t, src, "builtin.module(func.func(graph-decompose))")
+	if !strings.Contains(ir.Sprint(g, ir.PrintOptions{}), `"graph.iota"() <{axis = 0 : i64}> : () -> tensor<?x?xi64, #graph.dims<[s0, s0]>>`) {
+		t.Errorf("no iota of the symbolic length in the decomposition:\n%s", ir.Sprint(g, ir.PrintOptions{}))
+	}
+	m := passtest.Run(t, src, "builtin.module(lower-to-loop)")
+	ref := passtest.Run(t, src, "builtin.module()")
+	for _, n := range []int64{1, 2, 7} {
+		var in []interp.Value
+		for a := range 3 {
+			xs := make([]float64, 2*n*4)
+			for i := range xs {
+				xs[i] = float64((i*7+a*3)%11)/4 - 1.2
+			}
+			x, err := interp.FromFloat64s(ir.F32, []int64{1, 2, n, 4}, xs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in = append(in, x)
+		}
+		want := runConv(t, ref, in, false)[0].Float64s()
+		for _, run := range []struct {
+			name    string
+			m       *ir.Operation
+			lowered bool
+		}{{"decomposed", g, false}, {"lowered", m, true}} {
+			got := runConv(t, run.m, in, run.lowered)[0].Float64s()
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 1e-5 {
+					t.Fatalf("%s, length %d, element %d: %g, want %g", run.name, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	unnamed := strings.ReplaceAll(src, ", #graph.dims<[1, 2, s0, 4]>", "")
+	ctx := dialects.NewContext()
+	um, err := ir.Parse(ctx, unnamed, ir.ParseOptions{Filename: "unnamed.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(func.func(graph-decompose))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, um); err == nil || !strings.Contains(err.Error(), "named by symbols") {
+		t.Errorf("a causal mask of unnamed lengths: %v, want the decomposition's refusal", err)
 	}
 }

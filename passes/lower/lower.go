@@ -15,6 +15,7 @@ import (
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/sym"
 	// lower-to-loop names graph-decompose and graph-fuse: importing this
 	// package makes the whole pipeline available.
 	"github.com/strata-ir/strata/dialects/builtin"
@@ -157,6 +158,11 @@ type converter struct {
 	lastStart *ir.Operation           // the last op of the constant buffers at function entry
 	kernels   int
 
+	// argDims are the sizes of the tensor arguments' types (#graph.dims),
+	// read before the arguments become buffers: a graph.iota's dynamic
+	// size is one of them (kernel.iotaSize).
+	argDims map[*ir.Value][]sym.Expr
+
 	// The memo and level maps of the kernel being built (see newKernel).
 	memo  map[memoKey]*ir.Value
 	level map[*ir.Value]int
@@ -176,7 +182,11 @@ func (c *converter) run() error {
 	if len(c.fn.Region(0).Blocks()) != 1 {
 		return ir.Errorf(c.fn.Loc(), "convert-graph-to-loop: functions with several blocks are not supported")
 	}
+	c.argDims = map[*ir.Value][]sym.Expr{}
 	for _, a := range c.entry.Arguments() {
+		if tt, ok := a.Type().(*ir.TensorType); ok && tt.Ranked() {
+			c.argDims[a] = graph.DimsOf(tt)
+		}
 		if isTensor(a.Type()) {
 			a.SetType(bufferType(a.Type()))
 			c.bufs[a] = a

@@ -14,6 +14,7 @@ import (
 	mathd "github.com/strata-ir/strata/dialects/math"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/sym"
 )
 
 // Flash-attention kernel (issue 12): softmax(q·kᵀ·scale)·v for one graph
@@ -320,6 +321,12 @@ type Flash struct {
 	Batch, Lq, Lk, D int64
 	// Causal masks key j for query i when j > i (top-left aligned).
 	Causal bool
+	// Dynamic: the queries and the keys are one length known at run time
+	// (a graph compiled for every sequence length), which Lq and Lk then
+	// hold as ir.Dynamic. The kernel takes the length as its last
+	// argument (Launch reads it off q's buffer) and masks the row and key
+	// tails whatever it is.
+	Dynamic bool
 	// Scale multiplies the scores (1/√D by default in graph.attention).
 	Scale float64
 	// Elem is bf16 or f16.
@@ -424,7 +431,9 @@ func (f Flash) Check() error {
 			return fmt.Errorf("flash attention: tile %s (wgmma) takes head dims %d and %d only, not %d", t, wgPanel, 2*wgPanel, f.D)
 		}
 		return fmt.Errorf("flash attention: tile %s (wgmma) takes head dim %d only, not %d", t, wgPanel, f.D)
-	case f.Batch <= 0 || f.Lq <= 0 || f.Lk <= 0:
+	case f.Dynamic && (f.Lq != ir.Dynamic || f.Lk != ir.Dynamic):
+		return fmt.Errorf("flash attention: a dynamic length with %d queries and %d keys, want both dynamic", f.Lq, f.Lk)
+	case f.Batch <= 0 || !f.Dynamic && (f.Lq <= 0 || f.Lk <= 0):
 		return fmt.Errorf("flash attention: empty shape (batch %d, %d queries, %d keys)", f.Batch, f.Lq, f.Lk)
 	case f.Scale == 0 || math.IsInf(f.Scale, 0) || math.IsNaN(f.Scale) || float32(f.Scale) == 0:
 		// The scale is folded into the exponent's fma, which needs the
@@ -434,23 +443,44 @@ func (f Flash) Check() error {
 	return nil
 }
 
-// Grid is the number of blocks of the launch (of Threads threads).
-func (f Flash) Grid() int64 { return f.Batch * ceilDivInt(f.Lq, f.tile().Rows) }
+// Grid is the number of blocks of the launch (of Threads threads); 0
+// with Dynamic (Launch computes it at run time).
+func (f Flash) Grid() int64 {
+	if f.Dynamic {
+		return 0
+	}
+	return f.Batch * ceilDivInt(f.Lq, f.tile().Rows)
+}
 
 func ceilDivInt(a, b int64) int64 { return (a + b - 1) / b }
 
-// memref is the 1-D global buffer type of n elements.
-func (f Flash) memref(n int64) ir.Type { return ir.MemRefOf([]int64{n}, f.Elem) }
+// memref is the 1-D global buffer type of n elements (of a dynamic size
+// with Dynamic).
+func (f Flash) memref(n int64) ir.Type {
+	if f.Dynamic {
+		n = ir.Dynamic
+	}
+	return ir.MemRefOf([]int64{n}, f.Elem)
+}
 
 // ArgTypes are the kernel's arguments: q [Batch·Lq·D], k and v [Batch·Lk·D]
 // and the output [Batch·Lq·D], row-major 1-D views, then with LSE the
-// rows' log-sum-exp [Batch·Lq] in f32.
+// rows' log-sum-exp [Batch·Lq] in f32, and with Dynamic the length
+// (index).
 func (f Flash) ArgTypes() []ir.Type {
 	q, kv := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D)
+	ts := []ir.Type{q, kv, kv, q}
 	if f.LSE {
-		return []ir.Type{q, kv, kv, q, ir.MemRefOf([]int64{f.Batch * f.Lq}, ir.F32)}
+		n := f.Batch * f.Lq
+		if f.Dynamic {
+			n = ir.Dynamic
+		}
+		ts = append(ts, ir.MemRefOf([]int64{n}, ir.F32))
 	}
-	return []ir.Type{q, kv, kv, q}
+	if f.Dynamic {
+		ts = append(ts, ir.Index)
+	}
+	return ts
 }
 
 // Kernel inserts the kernel gpu.func name at b's insertion point (inside
@@ -485,8 +515,9 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	kb.SetInsertionPointToEnd(entry)
 	// Offsets in i32 when every one fits (fewer registers and integer
 	// instructions than 64-bit index arithmetic).
+	// (A dynamic length has no bound: index.)
 	width := ir.Type(ir.I32)
-	if f.Batch*max(f.Lq, f.Lk)*f.D+(f.Tile.Rows+f.Tile.Keys)*f.D >= 1<<31 {
+	if f.Dynamic || f.Batch*max(f.Lq, f.Lk)*f.D+(f.Tile.Rows+f.Tile.Keys)*f.D >= 1<<31 {
 		width = ir.Index
 	}
 	g := &flashGen{Flash: f, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad, lastFirst: f.Causal}
@@ -494,6 +525,9 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 	g.q, g.k, g.v, g.o = args[0], args[1], args[2], args[3]
 	if f.LSE {
 		g.lse = args[4]
+	}
+	if f.Dynamic {
+		g.seq = g.x.from(args[len(args)-1])
 	}
 	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(f.shared(), f.Elem))
 	switch {
@@ -513,6 +547,9 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 // log-sum-exp buffer lse[0].
 func (f Flash) Launch(b *ir.Builder, loc ir.Location, kernel *ir.Operation, ref ir.SymbolRefAttr, q, k, v, out *ir.Value, lse ...*ir.Value) (*ir.Operation, error) {
 	args := append([]*ir.Value{q, k, v, out}, lse...)
+	if f.Dynamic {
+		args = append(args, nil) // (the length, below)
+	}
 	if len(args) != len(f.ArgTypes()) {
 		return nil, fmt.Errorf("flash attention: %d launch arguments for %d kernel parameters", len(args), len(f.ArgTypes()))
 	}
@@ -521,7 +558,18 @@ func (f Flash) Launch(b *ir.Builder, loc ir.Location, kernel *ir.Operation, ref 
 		return nil, fmt.Errorf("flash attention: %w", err)
 	}
 	one := arith.ConstantIndex(b, loc, 1)
-	grid := [3]*ir.Value{arith.ConstantIndex(b, loc, f.Grid()), one, one}
+	grid := [3]*ir.Value{nil, one, one}
+	if f.Dynamic {
+		// The length is q's size over Batch·D; the blocks Batch times
+		// its row tiles.
+		c := func(n int64) *ir.Value { return arith.ConstantIndex(b, loc, n) }
+		n := arith.Binary(b, arith.OpDivUI, loc, loop.Dim(b, loc, q, 0), c(f.Batch*f.D))
+		rows := arith.Binary(b, arith.OpDivUI, loc, arith.Binary(b, arith.OpAddI, loc, n, c(f.tile().Rows-1)), c(f.tile().Rows))
+		grid[0] = arith.Binary(b, arith.OpMulI, loc, rows, c(f.Batch))
+		args[len(args)-1] = n
+	} else {
+		grid[0] = arith.ConstantIndex(b, loc, f.Grid())
+	}
 	block := [3]*ir.Value{arith.ConstantIndex(b, loc, f.Threads()), one, one}
 	return gpu.LaunchFunc(b, loc, ref, grid, block, args, shared), nil
 }
@@ -541,6 +589,7 @@ type flashGen struct {
 	kvBase     *ir.Value      // the block's (batch, head) offset in k and v
 	kvChunks   []chunk        // this thread's share of a K or V tile
 	tiles      *ir.Value      // key tiles the block visits
+	seq        *ir.Value      // with Dynamic, the length (offset type)
 	// lastFirst numbers a (batch, head)'s row blocks from its last: the
 	// causal forward's later rows visit more key tiles, and their blocks
 	// then start first rather than trail the launch.
@@ -549,6 +598,44 @@ type flashGen struct {
 
 // stage is the offset of a stage's K tile; its V tile follows.
 func (g *flashGen) stage(i int64) int64 { return 2 * i * g.Tile.Keys * g.ld }
+
+// lq and lk are the query and key counts in x's offset type: constants,
+// or with Dynamic the kernel's length argument.
+func (g *flashGen) lq(x ix) *ir.Value {
+	if g.Dynamic {
+		return g.seq
+	}
+	return x.c(g.Lq)
+}
+
+func (g *flashGen) lk(x ix) *ir.Value {
+	if g.Dynamic {
+		return g.seq
+	}
+	return x.c(g.Lk)
+}
+
+// rowTail reports whether the last row block can overhang Lq, keyTail
+// whether the last key tile can overhang Lk (always with Dynamic).
+func (g *flashGen) rowTail() bool { return g.Dynamic || g.Lq%g.Tile.Rows != 0 }
+func (g *flashGen) keyTail() bool { return g.Dynamic || g.Lk%g.Tile.Keys != 0 }
+
+// batchBase is z·n·D, the offset of batch z in a buffer of n rows a
+// batch (n is Lq or Lk, the length with Dynamic).
+func (g *flashGen) batchBase(x ix, z *ir.Value, n int64) *ir.Value {
+	if g.Dynamic {
+		return x.mul(z, x.mulc(g.seq, g.D))
+	}
+	return x.mulc(z, n*g.D)
+}
+
+// rowBlocks is the number of row blocks of one batch.
+func (g *flashGen) rowBlocks(x ix) *ir.Value {
+	if g.Dynamic {
+		return x.div(x.addc(g.seq, g.Tile.Rows-1), x.c(g.Tile.Rows))
+	}
+	return x.c(ceilDivInt(g.Lq, g.Tile.Rows))
+}
 
 // chunk is one 16-byte cp.async of a thread in a tile copy: tile row
 // row+rowC, workgroup offset dst+dstC from the tile's start and global
@@ -641,8 +728,8 @@ func (g *flashGen) loadStage(b *ir.Builder, kt *ir.Value, row int64) {
 	at := x.mulc(x.and(kt, 1), 2*g.Tile.Keys*row)
 	src := x.add(g.kvBase, x.mulc(first, g.D))
 	var valid *ir.Value
-	if g.Lk%g.Tile.Keys != 0 {
-		valid = x.c(g.Lk)
+	if g.keyTail() {
+		valid = g.lk(x)
 	}
 	g.copyTile(b, g.kvChunks, g.k, src, at, first, valid)
 	g.copyTile(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*row), first, valid)
@@ -712,15 +799,15 @@ type flashStart struct {
 // tid, kvBase and t2.
 func (g *flashGen) begin() flashStart {
 	b, loc, x := g.b, g.loc, g.x
-	tilesM := ceilDivInt(g.Lq, g.Tile.Rows)
+	tilesM := g.rowBlocks(x)
 	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
 	bid := x.from(gpu.BlockID(b, loc, "x"))
-	z, mt := x.div(bid, x.c(tilesM)), x.rem(bid, x.c(tilesM))
+	z, mt := x.div(bid, tilesM), x.rem(bid, tilesM)
 	if g.lastFirst {
-		mt = x.sub(x.c(tilesM-1), mt)
+		mt = x.sub(x.addc(tilesM, -1), mt)
 	}
 	rowBase := x.mulc(mt, g.Tile.Rows)
-	g.kvBase = x.mulc(z, g.Lk*g.D)
+	g.kvBase = g.batchBase(x, z, g.Lk)
 	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
 	gr := x.shr(lane, 2)
 	g.t2 = x.mulc(x.and(lane, 3), 2)
@@ -736,8 +823,12 @@ func (g *flashGen) begin() flashStart {
 func (g *flashGen) keyTileBounds(rowBase *ir.Value) *ir.Value {
 	x := g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
-	g.tiles = x.c(ceilDivInt(g.Lk, K))
-	full := x.c(g.Lk / K)
+	var full *ir.Value
+	if g.Dynamic {
+		g.tiles, full = x.div(x.addc(g.seq, K-1), x.c(K)), x.div(g.seq, x.c(K))
+	} else {
+		g.tiles, full = x.c(ceilDivInt(g.Lk, K)), x.c(g.Lk/K)
+	}
 	if g.Causal {
 		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
 		g.tiles = x.op(arith.OpMinUI, last, g.tiles)
@@ -765,10 +856,10 @@ func (g *flashGen) emit() {
 	// Q is staged in stage 1 when it fits (R ≤ 2·K rows), which key tile
 	// 1 overwrites only after the first loop iteration's barrier.
 	var qValid *ir.Value
-	if g.Lq%R != 0 {
-		qValid = x.c(g.Lq)
+	if g.rowTail() {
+		qValid = g.lq(x)
 	}
-	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
+	qBase := x.add(g.batchBase(x, z, g.Lq), x.mulc(rowBase, g.D))
 	g.copyTile(b, g.chunks(R), g.q, qBase, x.c(g.qStage()), rowBase, qValid)
 	g.load(b, x.c(0))
 	gpu.CpAsyncCommit(b, loc)
@@ -834,7 +925,7 @@ func (g *flashGen) emit() {
 		})
 	}
 	it := tileLoop(x.c(0), full, inits, false)
-	if g.Causal || g.Lk%K != 0 {
+	if g.Causal || g.keyTail() {
 		it = tileLoop(full, g.tiles, it, true)
 	}
 	for mi := range mts {
@@ -959,14 +1050,16 @@ func (g *flashGen) unpack(b *ir.Builder, p *ir.Value, shift int64) *ir.Value {
 // rows[r/2], key first + 8j + t2 + r%2.
 func (g *flashGen) mask(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm softmax, rows [2]*ir.Value) {
 	x := g.x.at(b)
-	keyTail := g.Lk%g.Tile.Keys != 0
+	// (A causal mask of one dynamic length masks the keys past it in
+	// every row below it; the rows past it are not stored.)
+	keyTail := g.keyTail() && !(g.Dynamic && g.Causal)
 	base := x.add(first, g.t2)
 	for j := range s {
 		for r := range 4 {
 			key := x.addc(base, int64(8*j+r%2))
 			var masked *ir.Value
 			if keyTail {
-				masked = arith.NewCmpI(b, g.loc, arith.CmpIUGE, key, x.c(g.Lk))
+				masked = arith.NewCmpI(b, g.loc, arith.CmpIUGE, key, g.lk(x))
 			}
 			if g.Causal {
 				after := arith.NewCmpI(b, g.loc, arith.CmpIUGT, key, rows[r/2])
@@ -1207,7 +1300,7 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 	for h := range 2 {
 		emit := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
-			rowOff := x.add(x.mulc(g.batchOf(b), g.Lq*g.D), x.mulc(rows[h], g.D))
+			rowOff := x.add(g.batchBase(x, g.batchOf(b), g.Lq), x.mulc(rows[h], g.D))
 			for j := range nO {
 				for c := range 2 {
 					r := 2*h + c
@@ -1218,10 +1311,10 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 			}
 			return nil
 		}
-		if g.Lq%g.Tile.Rows == 0 {
+		if !g.rowTail() {
 			emit(b)
 		} else {
-			loop.If(b, loc, x.lt(rows[h], x.c(g.Lq)), nil, emit, nil)
+			loop.If(b, loc, x.lt(rows[h], g.lq(x)), nil, emit, nil)
 		}
 	}
 }
@@ -1234,12 +1327,12 @@ func (g *flashGen) storeLSE(b *ir.Builder, row, m, l *ir.Value) {
 	c := arith.ConstantFloat(b, loc, float64(float32(g.Scale*math.Log2E)), ir.F32)
 	lse := fop(b, loc, arith.OpAddF, fop(b, loc, arith.OpMulF, m, c), mathOp(b, loc, mathd.OpLog2, l))
 	cond := arith.NewCmpI(b, loc, arith.CmpIEQ, g.t2, x.c(0))
-	if g.Lq%g.Tile.Rows != 0 {
-		cond = x.both(cond, x.lt(row, x.c(g.Lq)))
+	if g.rowTail() {
+		cond = x.both(cond, x.lt(row, g.lq(x)))
 	}
 	loop.If(b, loc, cond, nil, func(b *ir.Builder) []*ir.Value {
 		x := x.at(b)
-		loop.Store(b, loc, lse, g.lse, x.index(x.add(x.mulc(g.batchOf(b), g.Lq), row)))
+		loop.Store(b, loc, lse, g.lse, x.index(x.add(x.mul(g.batchOf(b), g.lq(x)), row)))
 		return nil
 	}, nil)
 }
@@ -1248,7 +1341,7 @@ func (g *flashGen) storeLSE(b *ir.Builder, row, m, l *ir.Value) {
 // rather than kept in a register through it).
 func (g *flashGen) batchOf(b *ir.Builder) *ir.Value {
 	x := g.x.at(b)
-	return x.div(x.from(gpu.BlockID(b, g.loc, "x")), x.c(ceilDivInt(g.Lq, g.Tile.Rows)))
+	return x.div(x.from(gpu.BlockID(b, g.loc, "x")), g.rowBlocks(x))
 }
 
 // The graph-attention-to-flash pass and its other half in
@@ -1277,7 +1370,9 @@ func init() {
 		Summary: "Run bf16 and f16 graph.attention as one flash-attention kernel (before lower-to-gpu)",
 		Description: "Each `graph.attention` without a mask operand, on static bf16 or f16 q, k, v with the same " +
 			"batch dims (no broadcasting), a head dim that is a multiple of 16 up to 128 for q, k and v, and " +
-			"a finite nonzero scale, becomes a `func.call` of a private declaration tagged " +
+			"a finite nonzero scale — or on q, k, v whose sequence length alone is dynamic, one symbolic size " +
+			"(`#graph.dims`) for all three (a graph compiled for every length; the kernel takes the length " +
+			"at run time and masks its tails) —, becomes a `func.call` of a private declaration tagged " +
 			"`strata.flash = {causal, scale}`. convert-loop-to-gpu replaces each such call by the launch of " +
 			"one kernel: blocks of 4 warps, 128 query rows (32 a warp) for non-causal attentions up to head " +
 			"dim 64, else 64 (16 a warp; causal up to 64 with launch bounds for 4 blocks an SM and the row " +
@@ -1483,29 +1578,43 @@ func flashOf(op *ir.Operation) (Flash, bool) {
 }
 
 // flashShape reads the attention shape of op (attention or
-// attention_grad) from q, k, v (ops) and the result r: static tensors of
-// one element type, rank ≥ 2, the same batch dims, k and v of one shape,
-// r of q's; and its scale and causality.
+// attention_grad) from q, k, v (ops) and the result r: tensors of one
+// element type, rank ≥ 2, the same batch dims, k and v of one shape, r of
+// q's; and its scale and causality. Every size is static but the
+// sequence length, which may be dynamic when it is one symbolic size
+// (graph.DimsOf) for the queries and the keys (Flash.Dynamic).
 func flashShape(op *ir.Operation, ops []*ir.Value, r *ir.Value) (Flash, bool) {
 	var shapes [4][]int64
+	var lens [4]sym.Expr // the sequence lengths' symbolic sizes
 	var elem ir.Type
 	for i, v := range append(slices.Clone(ops), r) {
 		t, ok := v.Type().(*ir.TensorType)
-		if !ok || !t.Ranked() || len(t.Shape()) < 2 || slices.Contains(t.Shape(), ir.Dynamic) || (elem != nil && t.ElementType() != elem) {
+		if !ok || !t.Ranked() || len(t.Shape()) < 2 || (elem != nil && t.ElementType() != elem) {
 			return Flash{}, false
 		}
-		elem, shapes[i] = t.ElementType(), t.Shape()
+		s := t.Shape()
+		for d, n := range s {
+			if n == ir.Dynamic && d != len(s)-2 {
+				return Flash{}, false
+			}
+		}
+		lens[i] = graph.DimsOf(t)[len(s)-2]
+		elem, shapes[i] = t.ElementType(), s
 	}
 	q, k, v, res := shapes[0], shapes[1], shapes[2], shapes[3]
 	nb := len(q) - 2
 	if len(k) != len(q) || !slices.Equal(k, v) || !slices.Equal(q, res) || !slices.Equal(q[:nb], k[:nb]) || q[nb+1] != k[nb+1] {
 		return Flash{}, false
 	}
+	dynamic := q[nb] == ir.Dynamic || k[nb] == ir.Dynamic
+	if dynamic && (graph.IsUnknown(lens[0]) || !lens[0].Equal(lens[1]) || !lens[0].Equal(lens[2]) || !lens[0].Equal(lens[3])) {
+		return Flash{}, false
+	}
 	batch := int64(1)
 	for _, d := range q[:nb] {
 		batch *= d
 	}
-	f := Flash{Batch: batch, Lq: q[nb], Lk: k[nb], D: q[nb+1], Elem: elem, Scale: 1 / math.Sqrt(float64(q[nb+1]))}
+	f := Flash{Batch: batch, Lq: q[nb], Lk: k[nb], D: q[nb+1], Elem: elem, Scale: 1 / math.Sqrt(float64(q[nb+1])), Dynamic: dynamic}
 	if s, ok := op.Attr("scale").(ir.FloatAttr); ok {
 		f.Scale = s.Value()
 	}
@@ -1592,7 +1701,16 @@ func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string
 	b.SetInsertionPointBefore(call)
 	var outs []*ir.Value
 	for _, r := range call.Results() {
-		outs = append(outs, loop.Alloc(b, loc, r.Type().(*ir.MemRefType)))
+		// (A dynamic size is q's: the output has q's shape, the
+		// log-sum-exp its leading dims.)
+		t := r.Type().(*ir.MemRefType)
+		var sizes []*ir.Value
+		for d, n := range t.Shape() {
+			if n == ir.Dynamic {
+				sizes = append(sizes, loop.Dim(b, loc, call.Operand(0), d))
+			}
+		}
+		outs = append(outs, loop.Alloc(b, loc, t, sizes...))
 	}
 	ts := f.ArgTypes()
 	args := flatViews(b, loc, append(slices.Clone(call.Operands()), outs...), ts)
@@ -1683,7 +1801,12 @@ func flashCallShape(module, call *ir.Operation, attr string) (Flash, ir.DictAttr
 	for _, d := range q[:nb] {
 		batch *= d
 	}
-	f := Flash{Batch: batch, Lq: q[nb], Lk: k[nb], D: q[nb+1], Elem: elem}
+	// (graph-attention-to-flash outlined a dynamic length only as one
+	// symbolic size of q and k.)
+	f := Flash{Batch: batch, Lq: q[nb], Lk: k[nb], D: q[nb+1], Elem: elem, Dynamic: q[nb] == ir.Dynamic || k[nb] == ir.Dynamic}
+	if slices.Contains(q[:nb], ir.Dynamic) || q[nb+1] == ir.Dynamic || f.Dynamic && q[nb] != k[nb] {
+		return Flash{}, spec, ir.Errorf(loc, "%s: flash call on %s and %s: only the sequence length may be dynamic", PassName, call.Operand(0).Type(), call.Operand(1).Type())
+	}
 	if c, ok := spec.Get("causal").(ir.IntegerAttr); ok {
 		f.Causal = c.Value != 0
 	}

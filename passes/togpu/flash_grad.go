@@ -1,6 +1,7 @@
 package togpu
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/strata-ir/strata/dialects/arith"
@@ -125,6 +126,9 @@ func (f FlashGrad) dkvFlash() Flash {
 
 // Check reports why the kernels cannot compute f, or nil.
 func (f FlashGrad) Check() error {
+	if f.Dynamic {
+		return errors.New("flash attention backward: a dynamic length (the backward kernels take static ones)")
+	}
 	plain := f.dqFlash()
 	plain.Tile.WGMMA = false // (the views' wgmma tiles are no FlashTiles)
 	if err := plain.Check(); err != nil {

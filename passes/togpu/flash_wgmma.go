@@ -126,10 +126,10 @@ func (g *flashGen) emitWGMMA() {
 
 	// Q is staged after the stages, for the whole kernel.
 	var qValid *ir.Value
-	if g.Lq%R != 0 {
-		qValid = x.c(g.Lq)
+	if g.rowTail() {
+		qValid = g.lq(x)
 	}
-	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
+	qBase := x.add(g.batchBase(x, z, g.Lq), x.mulc(rowBase, g.D))
 	qStage := g.wgStage(2)
 	g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
 	g.wgLoad(b, x.c(0))
@@ -185,7 +185,7 @@ func (g *flashGen) emitWGMMA() {
 		})
 	}
 	it := tileLoop(x.c(0), full, inits, false)
-	if g.Causal || g.Lk%K != 0 {
+	if g.Causal || g.keyTail() {
 		it = tileLoop(full, g.tiles, it, true)
 	}
 	g.store(it, nO, g.rows[0])
@@ -221,7 +221,7 @@ func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value
 // kt − 3·that, as ptxas makes div.u32 and rem.u32 by 3 a float
 // reciprocal.
 func (g *flashGen) by3(x ix, kt *ir.Value) (q, r *ir.Value) {
-	if ceilDivInt(g.Lk, g.Tile.Keys) > 49152 {
+	if g.Dynamic || ceilDivInt(g.Lk, g.Tile.Keys) > 49152 {
 		return x.div(kt, x.c(3)), x.rem(kt, x.c(3))
 	}
 	q = x.shr(x.mulc(kt, 43691), 17)
@@ -234,8 +234,8 @@ func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
 	x := g.x.at(b)
 	first := x.mulc(kt, g.Tile.Keys)
 	var valid *ir.Value
-	if g.Lk%g.Tile.Keys != 0 {
-		valid = x.c(g.Lk)
+	if g.keyTail() {
+		valid = g.lk(x)
 	}
 	g.copyTile(b, g.kvChunks, src, x.add(g.kvBase, x.mulc(first, g.D)), at, first, valid)
 }
@@ -262,13 +262,13 @@ func (g *flashGen) emitWGMMAPipe() {
 	R, K := g.Tile.Rows, g.Tile.Keys
 	w := g.wgBegin()
 	z, rowBase, full := w.z, w.rowBase, w.full
-	anyMask := g.Causal || g.Lk%K != 0
+	anyMask := g.Causal || g.keyTail()
 
 	var qValid *ir.Value
-	if g.Lq%R != 0 {
-		qValid = x.c(g.Lq)
+	if g.rowTail() {
+		qValid = g.lq(x)
 	}
-	qBase := x.add(x.mulc(z, g.Lq*g.D), x.mulc(rowBase, g.D))
+	qBase := x.add(g.batchBase(x, z, g.Lq), x.mulc(rowBase, g.D))
 	kAt, vStage, qStage := g.pipeStages(x)
 	loadK := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.k, kAt(x.at(b), kt)) }
 	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }

@@ -113,6 +113,29 @@ func staticShape(op *ir.Operation) ([]int64, bool) {
 	return t.Shape(), true
 }
 
+// symbolicShape is the shape of v's ranked tensor type with its dynamic
+// sizes computed from f's symbols (those of the function's arguments'
+// #graph.dims).
+func symbolicShape(f *Frame, v *ir.Value) ([]int64, error) {
+	t, ok := v.Type().(*ir.TensorType)
+	if !ok || !t.Ranked() {
+		return nil, fmt.Errorf("result of type %s, want a ranked tensor", v.Type())
+	}
+	shape := slices.Clone(t.Shape())
+	dims := graph.DimsOf(t)
+	for i, n := range shape {
+		if n != ir.Dynamic {
+			continue
+		}
+		s, err := dims[i].Eval(f.syms)
+		if err != nil || graph.IsUnknown(dims[i]) {
+			return nil, fmt.Errorf("result type %s: dim %d is no size of the function's arguments", t, i)
+		}
+		shape[i] = s
+	}
+	return shape, nil
+}
+
 func resultElem(op *ir.Operation) ir.Type { return ir.ElementTypeOf(op.Result(0).Type()) }
 
 // intsAttr reads op's integer-list attribute name.
@@ -164,10 +187,10 @@ func graphFull(_ *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
 	return one(FromBits(resultElem(op), shape, []uint64{scalarBits(op.Attr("fill"), resultElem(op))}))
 }
 
-func graphIota(_ *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
-	shape, ok := staticShape(op)
-	if !ok {
-		return nil, errors.New("needs a static result shape")
+func graphIota(f *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
+	shape, err := symbolicShape(f, op.Result(0))
+	if err != nil {
+		return nil, err
 	}
 	axis, err := axisAttr(op, len(shape))
 	if err != nil {

@@ -354,6 +354,31 @@ func TestSymbolicSizesOfArguments(t *testing.T) {
 	}
 }
 
+// TestIotaOfSymbolicSizes: an iota's dynamic sizes are the values of
+// the symbols that size the function's arguments (an expression of them
+// too); a symbol no argument has is a located error.
+func TestIotaOfSymbolicSizes(t *testing.T) {
+	src := `func.func @f(%x: tensor<?xf32, #graph.dims<[s0]>>) -> tensor<?x?xi64, #graph.dims<[s0, s0*2]>> {
+  %0 = "graph.iota"() <{axis = 1 : i64}> : () -> tensor<?x?xi64, #graph.dims<[s0, s0*2]>>
+  return %0 : tensor<?x?xi64, #graph.dims<[s0, s0*2]>>
+}`
+	got := runGraph(t, src, f32s(t, []int64{2}, 0, 0))
+	if s := got[0].Shape(); len(s) != 2 || s[0] != 2 || s[1] != 4 {
+		t.Fatalf("shape %v, want [2 4]", s)
+	}
+	checkInts(t, "iota", got[0], []int64{0, 1, 2, 3, 0, 1, 2, 3})
+	other := strings.ReplaceAll(src, "s0*2", "s1")
+	ctx := ir.NewContext(builtin.Dialect, funcd.Dialect, graph.Dialect)
+	m, err := ir.Parse(ctx, other, ir.ParseOptions{Filename: "t.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(m).Call("f", f32s(t, []int64{2}, 0, 0))
+	if err == nil || !strings.Contains(err.Error(), "t.mlir:2:") || !strings.Contains(err.Error(), "dim 1 is no size of the function's arguments") {
+		t.Errorf("an iota sized by s1: error %v, want a located one naming dim 1", err)
+	}
+}
+
 // TestHugeResults runs tiny programs whose results would need terabytes:
 // each must end in a located error before anything is allocated (Go ends
 // the process when an allocation fails). Static result types are checked

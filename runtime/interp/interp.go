@@ -159,13 +159,14 @@ func (in *Interpreter) call(site *ir.Operation, fn *ir.Operation, args []Value, 
 			return nil, ir.Errorf(errAt, "@%s argument %d: %v", name, i, err)
 		}
 	}
-	if err := checkSymbolicSizes(ft.Inputs, args); err != nil {
+	syms, err := checkSymbolicSizes(ft.Inputs, args)
+	if err != nil {
 		return nil, ir.Errorf(errAt, "@%s %v", name, err)
 	}
 	if fn.NumRegions() == 0 || fn.Region(0).Empty() {
 		return nil, ir.Errorf(errAt, "@%s is a declaration without a body", name)
 	}
-	f := &Frame{in: in, values: map[*ir.Value]Value{}, depth: depth}
+	f := &Frame{in: in, values: map[*ir.Value]Value{}, depth: depth, syms: syms}
 	results, err := f.RunRegion(fn.Region(0), args)
 	if err != nil {
 		var d *ir.Diagnostic
@@ -187,8 +188,9 @@ func (in *Interpreter) call(site *ir.Operation, fn *ir.Operation, args []Value, 
 
 // checkSymbolicSizes checks arguments against the symbolic sizes of the
 // #graph.dims encodings of their types: one value for each symbol, and
-// sizes that are expressions of them computed right.
-func checkSymbolicSizes(types []ir.Type, args []Value) error {
+// sizes that are expressions of them computed right. It returns the
+// symbols' values (nil when no type has an encoding).
+func checkSymbolicSizes(types []ir.Type, args []Value) (map[string]int64, error) {
 	var shapes [][]int64
 	for i, t := range types {
 		if tt, ok := t.(*ir.TensorType); ok && tt.Encoding != nil {
@@ -199,10 +201,9 @@ func checkSymbolicSizes(types []ir.Type, args []Value) error {
 		}
 	}
 	if shapes == nil {
-		return nil
+		return nil, nil
 	}
-	_, err := graph.CheckShapes(types, shapes)
-	return err
+	return graph.CheckShapes(types, shapes)
 }
 
 // maxCallNotes is how many "called from here" notes an error carries: the
@@ -251,6 +252,9 @@ type Frame struct {
 	// branch is the successor chosen by the terminator being executed.
 	branch     *ir.Block
 	branchArgs []Value
+	// syms are the values of the #graph.dims symbols that size the
+	// function's arguments (graph.iota's dynamic sizes read them).
+	syms map[string]int64
 }
 
 // Interpreter returns the interpreter the frame belongs to.
