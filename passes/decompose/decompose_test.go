@@ -57,11 +57,12 @@ func.func @f(%x: tensor<?x4xf32>, %w: tensor<4xf32>) -> (tensor<?x4xf32>, tensor
 	}
 }
 
-// A causal mask over dynamic lengths, or a default scale over a dynamic
-// head size, has no constant to build: a located error, not a panic.
+// A causal mask over dynamic lengths that no symbol names, or a default
+// scale over a dynamic head size, has nothing to build from: a located
+// error, not a panic.
 func TestDynamicSizesAreDiagnosed(t *testing.T) {
 	for _, tc := range []struct{ typ, attrs, want string }{
-		{"tensor<?x4xf32>", "<{causal = true}>", "causal mask needs static sequence lengths"},
+		{"tensor<?x4xf32>", "<{causal = true}>", "causal mask needs sequence lengths that are static or named by symbols"},
 		{"tensor<4x?xf32>", "", "default scale 1/√D needs a static D"},
 	} {
 		_, err := run(t, `
