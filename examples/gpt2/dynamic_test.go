@@ -105,3 +105,45 @@ func TestDynamicPrefillLowersForTheGPU(t *testing.T) {
 		t.Errorf("lowered %+v; want a dynamic graph, %d products, as many mma kernels, %d flash kernels", g, products, small.Layers)
 	}
 }
+
+// TestDynamicPrefillOnTheLibrary lowers the dynamic prefill of a bf16
+// model with heads of 64 as the nvptx backend does with cuBLASLt
+// (libraryPipeline): every product a gpu.library_matmul whatever the
+// length (no mma kernel), every attention a flash kernel taking the length
+// at run time. The lowered graph, run in the interpreter at several
+// lengths, computes what the graph does; one compile serves them all.
+func TestDynamicPrefillOnTheLibrary(t *testing.T) {
+	cfg := Config{Vocab: 32, Ctx: 80, D: 128, Heads: 2, Layers: 2, Seed: 3}
+	bf := New(cfg)
+	if err := nn.Cast(bf, frontend.BFloat16); err != nil {
+		t.Fatal(err)
+	}
+	name, got := loweringBackendWith(t, libraryPipeline)
+	p, err := NewDynamicPrefill(bf, frontend.Options{Backend: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := batch(cfg, 2, 16)
+	if _, err := p.Call(x); !errors.Is(err, errLowered) {
+		t.Fatalf("prefill: %v, want the backend's stop", err)
+	}
+	if gs := got(); len(gs) != 1 || gs[0].mappings[togpu.MappingMMA] != 0 || gs[0].mappings[togpu.MappingFlash] != cfg.Layers {
+		t.Errorf("lowered %+v; want one graph, no mma kernel, %d flash kernels", gs, cfg.Layers)
+	}
+
+	check, checked := checkingBackend(t, libraryPipeline)
+	p, err = NewDynamicPrefill(bf, frontend.Options{Backend: check})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lengths := []int{2, 7, 70}
+	for _, n := range lengths {
+		x, _ := batch(cfg, 2, n)
+		if _, err := p.Call(x); err != nil {
+			t.Fatalf("T=%d: %v", n, err)
+		}
+	}
+	if st := p.Compiled().Frontend().Stats(); st.Compiles != 1 || checked() != len(lengths) {
+		t.Errorf("stats %+v, %d calls checked: want 1 compile, every call checked", st, checked())
+	}
+}

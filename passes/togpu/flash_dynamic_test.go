@@ -16,9 +16,9 @@ import (
 )
 
 // dynamicLengths are the sequence lengths the dynamic flash kernels run
-// at: one row, below one tile, exact 64-row and 64-key tiles, tails, and
+// at: one row, exact 64-row and 64-key tiles, and row and key tails past
 // several row blocks and key tiles.
-var dynamicLengths = []int64{1, 13, 64, 70, 130}
+var dynamicLengths = []int64{1, 64, 130}
 
 // TestFlashDynamicSemantics builds each tiling's kernel once for a
 // sequence length known at run time (Flash.Dynamic) and runs it in the
@@ -80,7 +80,8 @@ func TestFlashDynamicSemantics(t *testing.T) {
 // TestFlashPipelineDynamic lowers attentions whose sequence length is one
 // symbolic size with graph-attention-to-flash (mma.sync and wgmma): one
 // flash kernel, no decomposed attention, and the lowered program computes
-// what the graph does at every dynamicLengths length. Attentions whose
+// what the graph does at one row and at a length with row and key tails
+// (TestFlashDynamicSemantics covers more). Attentions whose
 // queries and keys have different (or unnamed) dynamic lengths stay
 // decomposed, as the backward stays.
 func TestFlashPipelineDynamic(t *testing.T) {
@@ -133,7 +134,7 @@ func TestFlashPipelineDynamic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range dynamicLengths {
+			for _, n := range []int64{1, 70} {
 				rng := rand.New(rand.NewPCG(uint64(n), 7))
 				qs, ks := []int64{1, 2, n, tc.d}, []int64{1, 2, n, tc.d}
 				if tc.kLen != "s0" {

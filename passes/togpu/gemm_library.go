@@ -26,7 +26,7 @@ const (
 var matmulOptions = []string{MatmulMMA, MatmulCuBLASLt}
 
 // libraryMatmul is a matmul nest (see matmulNest) over bf16 or f16
-// operands of static shape whose extents are the nest's: one
+// operands whose extents are the nest's, all static but perhaps M: one
 // gpu.library_matmul computes its product.
 type libraryMatmul struct {
 	nest, kloop    *ir.Operation
@@ -34,27 +34,49 @@ type libraryMatmul struct {
 	transA, transB bool // stored [K, M] and [N, K]: the library's transposes of row-major A [M, K] and B [K, N]
 	elem           ir.Type
 	shape          []int64 // of the product: [b…, M, N]
+	// m is the nest's bound of a dynamic M, nil when M is static. The
+	// library reads M off A at run time, and fails a call whose C has
+	// another: mOfA says m is A's size (loop.dim), so that the library may
+	// write the nest's own output; otherwise it writes a product buffer of
+	// m rows.
+	m    *ir.Value
+	mOfA bool
 }
 
 // libraryPlan recognizes a nest that gpu.library_matmul can compute. It
 // returns nil and why not for a matmul nest the library cannot take, and
-// nil and "" for a nest that is no matmul. Static shapes keep the check
-// simple and exact: the op's extents come from its operands, so they must
-// be the nest's bounds.
+// nil and "" for a nest that is no matmul. The op's extents come from its
+// operands, so they must be the nest's bounds: static ones, or a dynamic
+// M (a graph compiled for every sequence length), which the library reads
+// off A and checks against C at run time.
 func libraryPlan(nest *ir.Operation) (*libraryMatmul, string) {
 	mm := matchMatmul(nest)
-	switch {
-	case mm == nil:
+	if mm == nil {
 		return nil, ""
-	case mm.elem != ir.BF16 && mm.elem != ir.F16:
-		return nil, fmt.Sprintf("%s operands (the library takes bf16 and f16)", mm.elem)
-	case slices.ContainsFunc(mm.extents, func(e int64) bool { return e < 1 }):
-		return nil, "a dynamic or empty M or N (the library plan needs static shapes)"
 	}
 	nb := mm.batch()
 	m, n := mm.extents[nb], mm.extents[nb+1]
+	var mBound *ir.Value
+	mOfA := false
+	if m == ir.Dynamic {
+		_, ubs, _, _, _ := loop.ParallelBounds(nest)
+		mBound = ubs[nb]
+		mDim := nb // A [b…, M, K], or [b…, K, M] transposed
+		if !mm.a.kLast {
+			mDim = nb + 1
+		}
+		mOfA = isDimOf(mBound, mm.a.mem, mDim)
+	}
+	switch {
+	case mm.elem != ir.BF16 && mm.elem != ir.F16:
+		return nil, fmt.Sprintf("%s operands (the library takes bf16 and f16)", mm.elem)
+	case slices.ContainsFunc(mm.extents, func(e int64) bool { return e < 1 && e != ir.Dynamic }):
+		return nil, "an empty product"
+	case n == ir.Dynamic:
+		return nil, "a dynamic N (the library plan takes a dynamic M only)"
+	}
 	p := &libraryMatmul{nest: nest, kloop: mm.kloop, a: mm.a.mem, b: mm.b.mem, transA: !mm.a.kLast, transB: mm.b.kLast,
-		elem: mm.elem, shape: mm.extents}
+		elem: mm.elem, shape: mm.extents, m: mBound, mOfA: mOfA}
 	// The operands' shapes must be the ones the indices imply.
 	for _, f := range []struct {
 		factor
@@ -70,6 +92,16 @@ func libraryPlan(nest *ir.Operation) (*libraryMatmul, string) {
 		}
 	}
 	return p, ""
+}
+
+// isDimOf reports whether v is loop.dim of buffer m along d.
+func isDimOf(v, m *ir.Value, d int) bool {
+	op := v.DefiningOp()
+	if op == nil || op.Name() != loop.DimOp || op.Operand(0) != m {
+		return false
+	}
+	i, _ := op.Attr(loop.IndexAttr).(ir.IntegerAttr)
+	return i.Value == int64(d)
 }
 
 // perfHints is the log topic of the nests left on Strata's kernels under
@@ -129,7 +161,9 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 	if bias != nil {
 		biasMem = bias.mem
 	}
-	if out := p.directStore(round, bias); out != nil {
+	// (A dynamic M other than A's own: C is the product buffer of the
+	// nest's M, which the library checks A against.)
+	if out := p.directStore(round, bias); out != nil && (p.m == nil || p.mOfA) {
 		gpu.LibraryMatmul(b, loc, p.a, p.b, out, biasMem, p.transA, p.transB)
 		p.nest.Erase()
 		return
@@ -138,7 +172,11 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 	if round != nil {
 		elem, replaced = p.elem, round.Result(0)
 	}
-	prod := loop.Alloc(b, loc, ir.MemRefOf(p.shape, elem))
+	var sizes []*ir.Value
+	if p.m != nil {
+		sizes = append(sizes, p.m)
+	}
+	prod := loop.Alloc(b, loc, ir.MemRefOf(p.shape, elem), sizes...)
 	gpu.LibraryMatmul(b, loc, p.a, p.b, prod, biasMem, p.transA, p.transB)
 	body := loop.Body(p.nest)
 	in := ir.NewBuilder(ctx)

@@ -3,6 +3,7 @@ package togpu_test
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -255,7 +256,7 @@ var libraryPrograms = rapid.Custom(func(t *rapid.T) *passtest.Program {
 })
 
 // TestLibraryMatmulHints checks that under matmul=cublaslt a matmul nest
-// the library cannot take (a dynamic M: the plan needs static shapes)
+// the library cannot take (a dynamic N: its plan takes a dynamic M only)
 // stays on Strata's kernels, with the reason and location under
 // STRATA_LOGS=perf_hints, and that a program whose matmuls all go to the
 // library logs nothing.
@@ -264,19 +265,19 @@ func TestLibraryMatmulHints(t *testing.T) {
 	defer logs.SetOutput(logs.SetOutput(&buf))
 	logs.Enable("perf_hints")
 	defer logs.Disable()
-	dynamic := `func.func @main(%a: memref<?x32xbf16>, %b: memref<32x16xbf16>, %c: memref<?x16xbf16>) {
+	dynamic := `func.func @main(%a: memref<8x32xbf16>, %b: memref<32x?xbf16>, %c: memref<8x?xbf16>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c16 = arith.constant 16 : index
+  %c8 = arith.constant 8 : index
   %c32 = arith.constant 32 : index
-  %m = "loop.dim"(%a) <{index = 0 : i64}> : (memref<?x32xbf16>) -> index
+  %n = "loop.dim"(%b) <{index = 1 : i64}> : (memref<32x?xbf16>) -> index
   %zero = arith.constant 0.0 : f32
-  "loop.parallel"(%c0, %c0, %m, %c16, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  "loop.parallel"(%c0, %c0, %c8, %n, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
   ^bb0(%i: index, %j: index):
     %s = "loop.for"(%c0, %c32, %c1, %zero) ({
     ^bb0(%k: index, %acc: f32):
-      %x = "loop.load"(%a, %i, %k) : (memref<?x32xbf16>, index, index) -> bf16
-      %y = "loop.load"(%b, %k, %j) : (memref<32x16xbf16>, index, index) -> bf16
+      %x = "loop.load"(%a, %i, %k) : (memref<8x32xbf16>, index, index) -> bf16
+      %y = "loop.load"(%b, %k, %j) : (memref<32x?xbf16>, index, index) -> bf16
       %xf = arith.extf %x : bf16 to f32
       %yf = arith.extf %y : bf16 to f32
       %p = arith.mulf %xf, %yf : f32
@@ -284,7 +285,7 @@ func TestLibraryMatmulHints(t *testing.T) {
       "loop.yield"(%t) : (f32) -> ()
     }) : (index, index, index, f32) -> f32
     %r = arith.truncf %s : f32 to bf16
-    "loop.store"(%r, %c, %i, %j) : (bf16, memref<?x16xbf16>, index, index) -> ()
+    "loop.store"(%r, %c, %i, %j) : (bf16, memref<8x?xbf16>, index, index) -> ()
     "loop.reduce"() : () -> ()
   }) : (index, index, index, index, index, index) -> ()
   return
@@ -296,7 +297,7 @@ func TestLibraryMatmulHints(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, pipeline, want string
 	}{
-		{"dynamic", dynamic, "builtin.module(convert-loop-to-gpu{matmul=cublaslt},canonicalize,cse)", "hints.mlir:8:3: remark: matmul nest stays on Strata's kernels, not cuBLASLt: a dynamic or empty M or N"},
+		{"dynamic", dynamic, "builtin.module(convert-loop-to-gpu{matmul=cublaslt},canonicalize,cse)", "hints.mlir:8:3: remark: matmul nest stays on Strata's kernels, not cuBLASLt: a dynamic N"},
 		{"static", static, libraryPipeline, ""},
 	} {
 		buf.Reset()
@@ -319,5 +320,82 @@ func TestLibraryMatmulHints(t *testing.T) {
 		if lib := strings.Contains(ir.Sprint(m, ir.PrintOptions{}), "gpu.library_matmul"); lib != (tc.want == "") {
 			t.Errorf("%s: library product %v", tc.name, lib)
 		}
+	}
+}
+
+// TestLibraryMatmulDynamicM lowers products whose M is a symbolic size
+// (a graph compiled for every sequence length) with matmul=cublaslt: each
+// is one gpu.library_matmul reading M off A at run time (A stored either
+// way; a bias and GELU epilogue, a bare product written straight into the
+// result, and an A reshaped from a larger rank, whose M the nest computes
+// rather than reads off A: the library writes a product buffer of the
+// nest's M), no mma kernel, and the lowered program computes the graph
+// program at several M.
+func TestLibraryMatmulDynamicM(t *testing.T) {
+	const res = "tensor<?x23xbf16, #graph.dims<[s0, 23]>>"
+	for _, tc := range []struct {
+		name, x, res, body string
+		kernels            int
+		m                  func(n int64) []int64 // x's shape at M = n
+	}{
+		{"bias-gelu", "tensor<?x19xbf16, #graph.dims<[s0, 19]>>", res, `
+  %0 = "graph.matmul"(%x, %w, %b) : (tensor<?x19xbf16, #graph.dims<[s0, 19]>>, tensor<19x23xbf16>, tensor<23xbf16>) -> tensor<?x23xbf16, #graph.dims<[s0, 23]>>
+  %r = "graph.gelu"(%0) <{approximate = "tanh"}> : (tensor<?x23xbf16, #graph.dims<[s0, 23]>>) -> tensor<?x23xbf16, #graph.dims<[s0, 23]>>`,
+			1, func(n int64) []int64 { return []int64{n, 19} }},
+		{"bare-bias", "tensor<?x19xbf16, #graph.dims<[s0, 19]>>", res, `
+  %r = "graph.matmul"(%x, %w, %b) : (tensor<?x19xbf16, #graph.dims<[s0, 19]>>, tensor<19x23xbf16>, tensor<23xbf16>) -> tensor<?x23xbf16, #graph.dims<[s0, 23]>>`,
+			0, func(n int64) []int64 { return []int64{n, 19} }},
+		{"a-transposed", "tensor<19x?xbf16, #graph.dims<[19, s0]>>", res, `
+  %t = "graph.transpose"(%x) <{perm = array<i64: 1, 0>}> : (tensor<19x?xbf16, #graph.dims<[19, s0]>>) -> tensor<?x19xbf16, #graph.dims<[s0, 19]>>
+  %0 = "graph.matmul"(%t, %w) : (tensor<?x19xbf16, #graph.dims<[s0, 19]>>, tensor<19x23xbf16>) -> tensor<?x23xbf16, #graph.dims<[s0, 23]>>
+  %r = "graph.add"(%0, %b) : (tensor<?x23xbf16, #graph.dims<[s0, 23]>>, tensor<23xbf16>) -> tensor<?x23xbf16, #graph.dims<[s0, 23]>>`,
+			1, func(n int64) []int64 { return []int64{19, n} }},
+		{"a-reshaped", "tensor<2x?x19xbf16, #graph.dims<[2, s0, 19]>>", "tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>", `
+  %a = "graph.reshape"(%x) <{shape = array<i64: -1, 19>}> : (tensor<2x?x19xbf16, #graph.dims<[2, s0, 19]>>) -> tensor<?x19xbf16, #graph.dims<[s0*2, 19]>>
+  %r = "graph.matmul"(%a, %w, %b) : (tensor<?x19xbf16, #graph.dims<[s0*2, 19]>>, tensor<19x23xbf16>, tensor<23xbf16>) -> tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>`,
+			1, func(n int64) []int64 { return []int64{2, n, 19} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := fmt.Sprintf("func.func @main(%%x: %s, %%w: tensor<19x23xbf16>, %%b: tensor<23xbf16>) -> %s {%s\n  return %%r : %s\n}\n", tc.x, tc.res, tc.body, tc.res)
+			p := &passtest.Program{Func: "main", Source: src}
+			text := lowerText(t, p, libraryPipeline)
+			if got := strings.Count(text, `"gpu.library_matmul"`); got != 1 {
+				t.Errorf("%d gpu.library_matmul ops, want 1:\n%s", got, text)
+			}
+			if got := strings.Count(text, "gpu.launch_func"); got != tc.kernels || strings.Contains(text, `mapping = "mma"`) {
+				t.Errorf("%d kernel launches (want %d) or an mma kernel:\n%s", got, tc.kernels, text)
+			}
+			ctx := dialects.NewContext()
+			ref, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "ref.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			low, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "low.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := passes.Parse(libraryPipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pm.Run(ctx, low); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int64{1, 5, 37} {
+				rng := rand.New(rand.NewPCG(uint64(n), 3))
+				in := []*interp.Tensor{randomBF16(t, rng, tc.m(n)), randomBF16(t, rng, []int64{19, 23}), randomBF16(t, rng, []int64{23})}
+				want, err := interp.New(ref).Call("main", in[0], in[1], in[2])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := interp.New(low).Call("main", interp.BufferFromTensor(in[0]), interp.BufferFromTensor(in[1]), interp.BufferFromTensor(in[2]))
+				if err != nil {
+					t.Fatalf("M = %d: %v", n, err)
+				}
+				if err := passtest.Compare(got[0], want[0]); err != nil {
+					t.Errorf("M = %d: %v", n, err)
+				}
+			}
+		})
 	}
 }
