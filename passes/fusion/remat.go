@@ -25,6 +25,35 @@ import (
 // maxRematOps bounds the ops of a cone recomputed in a reader.
 const maxRematOps = 24
 
+// A small value (at most smallRemat elements, such as a batch norm's
+// per-channel scale and shift computed from its running statistics) that
+// groups over larger spaces read (through the views that broadcast it)
+// is recomputed in each of them when its cone has at most
+// maxSmallRematOps ops, reads only the function's arguments and nothing
+// else needs it stored: the producer's kernel, a launch
+// for a few thousand elements, then disappears. ResNet-50's inference
+// ran 53 such kernels, one per batch norm, each costing a launch and
+// the host's time to issue it (call 2 of session 12: 0.95 ms of the
+// 5.95 ms profiled were the device idle between ops).
+const (
+	smallRemat       = 1 << 14
+	maxSmallRematOps = 8
+)
+
+// broadcasts reports whether a reader over space reads r, a small
+// floating-point value (smallRemat), as a broadcast: space is static and
+// larger. (Readers that reduce are left out: resnet50_train's backward
+// pass, its batch norms' per-channel values recomputed in the row
+// kernels of their gradients, regrouped into 19 more kernels.) Integer
+// values are left stored: a gather's computed indices
+// (autodiff's flips of convolution windows, n-1 - iota) recomputed in
+// the gather's kernel would keep its index arithmetic in 64 bits
+// (TestTinyResNetMixedIndices32).
+func broadcasts(r *ir.Value, space []int64) bool {
+	n, m := ir.NumElements(shapeOf(r)), ir.NumElements(space)
+	return n >= 0 && n <= smallRemat && m > n && ir.IsFloat(ir.ElementTypeOf(r.Type()))
+}
+
 // rematReader is one group that reads a value of another group, and the
 // ops of that group that read it (directly or through views).
 type rematReader struct {
@@ -108,6 +137,7 @@ func (p *planner) rematValue(g *group, r *ir.Value) bool {
 	// reads too, rather than the residual chain that computed it); the
 	// one that loads fewer bytes.
 	var cone []*ir.Operation
+	var inputs []*ir.Value // the cone's leaves
 	var marginal []int64
 	var total int64
 	for _, cut := range []bool{false, true} {
@@ -122,15 +152,20 @@ func (p *planner) rematValue(g *group, r *ir.Value) bool {
 			t += m[i]
 		}
 		if cone == nil || t < total {
-			cone, marginal, total = c, m, t
+			cone, inputs, marginal, total = c, leaves, m, t
 		}
 	}
 	if cone == nil {
 		return false
 	}
 	// Not stored anyway: recomputing in every reader also saves the
-	// producer's write.
-	all := !stored && total < int64(len(readers)+1)*size
+	// producer's write (and a small value's launch, whatever the bytes).
+	broadcast := !sameSpaceReaders(readers, shapeOf(r))
+	all := !stored && (total < int64(len(readers)+1)*size ||
+		broadcast && len(cone) <= maxSmallRematOps && !slices.ContainsFunc(inputs, computed))
+	if broadcast && !all {
+		return false // the broadcast readers of a small value take all of it or none
+	}
 	done := false
 	for i, rd := range readers {
 		switch {
@@ -163,7 +198,7 @@ func (p *planner) rematReaders(g *group, r *ir.Value) ([]rematReader, bool) {
 		case h == g:
 			return
 		case h == nil || !(h.kind == Pointwise || h.kind.reduces() || h.kind.template() && classify(u) == pointwise) ||
-			!sameSpace(space, h.space) || ir.NumElements(space) < 0:
+			!(sameSpace(space, h.space) || broadcasts(r, h.space) && !h.kind.reduces()) || ir.NumElements(space) < 0:
 			stored = true
 			return
 		}
@@ -178,6 +213,17 @@ func (p *planner) rematReaders(g *group, r *ir.Value) ([]rematReader, bool) {
 		readers = append(readers, rematReader{g: h, users: []*ir.Operation{u}})
 	})
 	return readers, stored
+}
+
+// computed reports whether v is computed in the function (not one of
+// its arguments): a small value recomputed in broadcast readers is a
+// function of the arguments only, as a batch norm's scale of its running
+// statistics.
+func computed(v *ir.Value) bool { return v.DefiningOp() != nil }
+
+// sameSpaceReaders reports whether every reader runs over space.
+func sameSpaceReaders(readers []rematReader, space []int64) bool {
+	return !slices.ContainsFunc(readers, func(rd rematReader) bool { return !sameSpace(space, rd.g.space) })
 }
 
 // cone returns the pointwise ops of g that r depends on within g and the

@@ -176,3 +176,48 @@ func TestBatchNormCentredInputRecomputed(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallBroadcastValueRecomputed: batch norm in inference, its
+// per-channel scale and shift computed from the running statistics (a
+// few ops over [C]) and read, broadcast, by the kernel that normalizes
+// x [N, H, W, C]. The kernel recomputes them: no kernel of its own for
+// C elements (a launch). When the function also returns the scale, it is
+// stored anyway and its kernel stays.
+func TestSmallBroadcastValueRecomputed(t *testing.T) {
+	x, v, b := "tensor<2x4x4x8xbf16>", "tensor<8xbf16>", "tensor<1x1x1x8xbf16>"
+	body := `
+  %0 = "graph.add"(%var, %eps) : (` + v + `, tensor<bf16>) -> ` + v + `
+  %1 = "graph.rsqrt"(%0) : (` + v + `) -> ` + v + `
+  %2 = "graph.mul"(%1, %gamma) : (` + v + `, ` + v + `) -> ` + v + `
+  %3 = "graph.mul"(%mean, %2) : (` + v + `, ` + v + `) -> ` + v + `
+  %4 = "graph.sub"(%beta, %3) : (` + v + `, ` + v + `) -> ` + v + `
+  %5 = "graph.reshape"(%2) <{shape = [1, 1, 1, 8]}> : (` + v + `) -> ` + b + `
+  %6 = "graph.reshape"(%4) <{shape = [1, 1, 1, 8]}> : (` + v + `) -> ` + b + `
+  %7 = "graph.mul"(%x, %5) : (` + x + `, ` + b + `) -> ` + x + `
+  %8 = "graph.add"(%7, %6) : (` + x + `, ` + b + `) -> ` + x + `
+  %9 = "graph.relu"(%8) : (` + x + `) -> ` + x
+	args := "%x: " + x + ", %var: " + v + ", %eps: tensor<bf16>, %gamma: " + v + ", %mean: " + v + ", %beta: " + v
+	for _, c := range []struct {
+		name, results, ret string
+		kinds              []string
+	}{
+		{"inline", x, "\n  return %9 : " + x, []string{"pointwise"}},
+		{"scale-returned", x + ", " + v, "\n  return %9, %2 : " + x + ", " + v, []string{"pointwise", "pointwise"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := fn(args, c.results, body+c.ret)
+			m, log := fuse(t, src, fusion.DefaultOptions())
+			if got := kinds(m); fmt.Sprint(got) != fmt.Sprint(c.kinds) {
+				t.Errorf("kinds %v, want %v\n%s\n%s", got, c.kinds, ir.Sprint(m, ir.PrintOptions{}), log)
+			}
+			for _, pipeline := range []string{
+				"builtin.module(func.func(graph-decompose,graph-fuse),convert-graph-to-loop)",
+				"builtin.module(lower-to-gpu)",
+			} {
+				if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: src}, pipeline, 1); err != nil {
+					t.Errorf("%s: %v", pipeline, err)
+				}
+			}
+		})
+	}
+}
