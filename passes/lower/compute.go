@@ -275,7 +275,24 @@ func (k *kernel) compute(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			return k.value(op.Operand(0), k.remapDynamic(from, idx, to))
+			// Group by group where the symbolic sizes show runs of dims
+			// of equal products (GPT-2's rows [s0·8, 768] as heads [8,
+			// s0, 12, 64]: b·s0 + t, and h·64 + d with constants), else
+			// through the linear index.
+			gs := symbolicReshapeGroups(k.symDims(op.Result(0)), k.symDims(op.Operand(0)))
+			if gs == nil {
+				return k.value(op.Operand(0), k.remapDynamic(from, idx, to))
+			}
+			oi := make([]*ir.Value, len(in))
+			for _, g := range gs {
+				fs, ts := out[g.from[0]:g.from[1]], in[g.to[0]:g.to[1]]
+				if ir.NumElements(fs) >= 0 && ir.NumElements(ts) >= 0 {
+					copy(oi[g.to[0]:g.to[1]], k.regroup(fs, idx[g.from[0]:g.from[1]], ts))
+				} else {
+					copy(oi[g.to[0]:g.to[1]], k.remapDynamic(from[g.from[0]:g.from[1]], idx[g.from[0]:g.from[1]], to[g.to[0]:g.to[1]]))
+				}
+			}
+			return k.value(op.Operand(0), oi)
 		}
 		oi, err := k.remap(out, idx, in)
 		if err != nil {

@@ -1,10 +1,13 @@
 package lower
 
 import (
+	"slices"
+
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/sym"
 )
 
 // resultSize computes a dynamic dim of the result of a shape-changing op
@@ -220,11 +223,69 @@ func (k *kernel) remapDynamic(from []*ir.Value, idx []*ir.Value, to []*ir.Value)
 		lin = k.indexOp(arith.OpAddI, k.indexOp(arith.OpMulI, lin, n), idx[d])
 	}
 	out := make([]*ir.Value, len(to))
-	for d := len(to) - 1; d >= 0; d-- {
+	for d := len(to) - 1; d > 0; d-- {
 		out[d] = k.indexOp(arith.OpRemUI, lin, to[d])
 		lin = k.indexOp(arith.OpDivUI, lin, to[d])
 	}
+	// (The linear index is below the sizes' product: what is left is
+	// below to[0], no remainder to take.)
+	if len(to) > 0 {
+		out[0] = lin
+	}
 	return out
+}
+
+// symDims returns the sizes of v's tensor type (#graph.dims), or of the
+// function argument it is (its type read before it became a buffer); nil
+// when neither says.
+func (k *kernel) symDims(v *ir.Value) []sym.Expr {
+	v = k.resolve(v)
+	if t, ok := v.Type().(*ir.TensorType); ok && t.Ranked() {
+		return graph.DimsOf(t)
+	}
+	return k.c.argDims[v]
+}
+
+// symbolicReshapeGroups splits the sizes of a reshape's result and
+// operand (#graph.dims: constants and symbolic expressions) into the
+// shortest runs of dims whose products are equal, in order; nil when some
+// run has none (an unnamed ?, or products that only the whole shapes
+// share).
+func symbolicReshapeGroups(from, to []sym.Expr) []dimGroup {
+	// (A product too large to expand compares unequal: no group.)
+	equal := func(a, b []sym.Expr) bool {
+		pa, ok1 := sym.ProductWithin(a...)
+		pb, ok2 := sym.ProductWithin(b...)
+		return ok1 && ok2 && pa.Equal(pb)
+	}
+	for _, e := range append(slices.Clone(from), to...) {
+		if graph.IsUnknown(e) {
+			return nil
+		}
+	}
+	if len(from) == 0 || len(to) == 0 {
+		return nil
+	}
+	var gs []dimGroup
+	i, j := 0, 0
+	for i < len(from) || j < len(to) {
+		found := false
+		// The pair of non-empty runs with the fewest dims in all.
+		for n := 2; n <= len(from)-i+len(to)-j && !found; n++ {
+			for a := 1; a < n && !found; a++ {
+				b := n - a
+				if i+a > len(from) || j+b > len(to) || !equal(from[i:i+a], to[j:j+b]) {
+					continue
+				}
+				gs = append(gs, dimGroup{from: [2]int{i, i + a}, to: [2]int{j, j + b}})
+				i, j, found = i+a, j+b, true
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return gs
 }
 
 func concatAxis(op *ir.Operation) int64 {

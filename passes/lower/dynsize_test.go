@@ -160,3 +160,54 @@ func TestDynamicCausalAttention(t *testing.T) {
 		t.Errorf("a causal mask of unnamed lengths: %v, want the decomposition's refusal", err)
 	}
 }
+
+// TestSymbolicReshapeGroups: a reshape between symbolic shapes is
+// indexed run by run of dims whose symbolic products agree. GPT-2's heads
+// [2, s0, 3, 4] read from its rows [s0·2, 12] are at row b·s0 + t, column
+// h·4 + d: the copy to the heads divides by no size known only at run
+// time (it took the linear index apart by s0·2 and 12 before); the rows
+// read from [2, s0, 12] divide by s0 once (a dim split in two). The
+// lowered program computes the graph's at several s0.
+func TestSymbolicReshapeGroups(t *testing.T) {
+	const src = `func.func @main(%x: tensor<2x?x12xf32, #graph.dims<[2, s0, 12]>>) -> tensor<2x3x?x4xf32, #graph.dims<[2, 3, s0, 4]>> {
+  %0 = "graph.reshape"(%x) <{shape = array<i64: -1, 12>}> : (tensor<2x?x12xf32, #graph.dims<[2, s0, 12]>>) -> tensor<?x12xf32, #graph.dims<[s0*2, 12]>>
+  %1 = "graph.exp"(%0) : (tensor<?x12xf32, #graph.dims<[s0*2, 12]>>) -> tensor<?x12xf32, #graph.dims<[s0*2, 12]>>
+  %2 = "graph.reshape"(%1) <{shape = array<i64: 2, -1, 3, 4>}> : (tensor<?x12xf32, #graph.dims<[s0*2, 12]>>) -> tensor<2x?x3x4xf32, #graph.dims<[2, s0, 3, 4]>>
+  %3 = "graph.transpose"(%2) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<2x?x3x4xf32, #graph.dims<[2, s0, 3, 4]>>) -> tensor<2x3x?x4xf32, #graph.dims<[2, 3, s0, 4]>>
+  return %3 : tensor<2x3x?x4xf32, #graph.dims<[2, 3, s0, 4]>>
+}`
+	m := passtest.Run(t, src, "builtin.module(lower-to-loop,canonicalize,cse)")
+	divisions := map[string]int{} // by nest kind: divisions and remainders by a size known at run time
+	m.Walk(func(o *ir.Operation) bool {
+		if (o.Name() == "arith.divui" || o.Name() == "arith.remui") && o.Operand(1).DefiningOp() != nil && o.Operand(1).DefiningOp().Name() != "arith.constant" {
+			for p := o.ParentOp(); p != nil; p = p.ParentOp() {
+				if kind, ok := p.Attr("loop.nest").(ir.StringAttr); ok {
+					divisions[kind.Value]++
+					break
+				}
+			}
+		}
+		return true
+	})
+	if divisions["copy"] != 0 || divisions["pointwise"] != 2 {
+		t.Errorf("divisions by run-time sizes %v, want none in the copy to the heads, one div and one rem in the pointwise nest:\n%s", divisions, ir.Sprint(m, ir.PrintOptions{}))
+	}
+	ref := passtest.Run(t, src, "builtin.module()")
+	for _, n := range []int64{1, 3} {
+		xs := make([]float64, 2*n*12)
+		for i := range xs {
+			xs[i] = float64(i%13)/8 - 0.7
+		}
+		x, err := interp.FromFloat64s(ir.F32, []int64{2, n, 12}, xs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := runConv(t, ref, []interp.Value{x}, false)[0].Float64s()
+		got := runConv(t, m, []interp.Value{x}, true)[0].Float64s()
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-6*math.Abs(want[i]) {
+				t.Fatalf("s0 = %d, element %d: %g, want %g", n, i, got[i], want[i])
+			}
+		}
+	}
+}
