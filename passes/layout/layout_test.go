@@ -145,9 +145,14 @@ func drawStack(t *rapid.T, elem string, allConvs bool) *passtest.Program {
 	}
 	sh := s.shape
 	ret, rt := s.cur, tensor(sh, elem)
-	if rapid.Bool().Draw(t, "pool") { // global average pool: [N, C]
+	switch rapid.IntRange(0, 2).Draw(t, "end") {
+	case 1: // global average pool: [N, C]
 		out := []int64{sh[0], sh[1]}
 		ret = s.op("reduce_mean", s.cur, "axes = [2, 3], keepdims = false", []string{rt}, out)
+		rt = tensor(out, elem)
+	case 2: // flatten, in NCHW order: the region's exit reads it back
+		out := []int64{sh[0], sh[1] * sh[2] * sh[3]}
+		ret = s.op("reshape", s.cur, "shape = "+ints(out...), []string{rt}, out)
 		rt = tensor(out, elem)
 	}
 	fmt.Fprintf(&s.body, "    \"func.return\"(%s) : (%s) -> ()\n", ret, rt)
