@@ -114,14 +114,31 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	memo := map[*ir.Value]bool{}
 	ok := true
 	align := int64(0) // the gcd of the offsets added to the innermost variable (0: none)
+	loops := false
+	var most int64 // the most elements of a buffer the nest accesses (-1: one not static)
 	nest.Walk(func(o *ir.Operation) bool {
 		switch o.Name() {
-		case loop.ForOp, loop.IfOp:
+		case loop.IfOp:
 			ok = false
+		case loop.ForOp:
+			// One loop runs every lane's trips (cloneLanes): its bounds
+			// must be the same for all of them.
+			loops = true
+			lb, ub, step := loop.ForBounds(o)
+			for _, v := range []*ir.Value{lb, ub, step} {
+				ok = ok && !dependsOn(v, inner, nest, memo)
+			}
 		case loop.ParallelOp:
 			ok = o == nest
 		case loop.LoadOp, loop.StoreOp:
-			_, idx := accessIndices(o)
+			mem, idx := accessIndices(o)
+			if mt, isMem := mem.Type().(*ir.MemRefType); isMem && most >= 0 {
+				if n := ir.NumElements(mt.Shape()); n >= 0 {
+					most = max(most, n)
+				} else {
+					most = -1
+				}
+			}
 			for i, v := range idx {
 				if !dependsOn(v, inner, nest, memo) {
 					continue
@@ -150,8 +167,33 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	for vec > 1 && align%vec != 0 {
 		vec /= 2
 	}
+	// Each point of a nest with a loop walks many elements (a column
+	// block's rows): lanes take threads away, and a grid with
+	// NarrowPerBlock or more elements of a buffer a block is too small for
+	// its data (a bias gradient's partial sums on 384 blocks).
+	if points := staticPoints(lbs, ubs, steps); loops && most > 0 && points > 0 {
+		for vec > 1 && most*cfg.Block*vec >= NarrowPerBlock*points {
+			vec /= 2
+		}
+	}
 	p.vec = vec
 	return p
+}
+
+// staticPoints returns the number of points of a parallel nest with
+// static bounds, or -1.
+func staticPoints(lbs, ubs, steps []*ir.Value) int64 {
+	n := int64(1)
+	for d := range lbs {
+		lb, ok1 := staticInt(lbs[d])
+		ub, ok2 := staticInt(ubs[d])
+		step, ok3 := staticInt(steps[d])
+		if !ok1 || !ok2 || !ok3 || step <= 0 {
+			return -1
+		}
+		n *= max(0, (ub-lb+step-1)/step)
+	}
+	return n
 }
 
 // innerOffset reports whether index v is iv plus terms independent of it
@@ -266,17 +308,74 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 				lanes[j][body.Argument(n-1)] = arith.Binary(b, arith.OpAddI, loc, ivs[n-1], arith.ConstantIndex(b, loc, int64(j)))
 			}
 		}
-		for op := body.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
-			for _, m := range lanes {
-				b.Insert(op.Clone(m))
-			}
-		}
+		cloneLanes(b, loc, body, lanes)
 		return nil
 	})
 	if !k.cfg.UnrollInner {
 		rollInnerLoops(k.ctx, grid)
 	}
 	return nil
+}
+
+// cloneLanes clones block's ops (its terminator aside) once for each lane
+// of a vectorized pointwise nest, op-major, each lane's values mapped
+// through its own map. A loop.for (its bounds the same for every lane:
+// pointwisePlan) becomes one loop whose trips run every lane's trip, each
+// lane's values carried in iter args of its own, its body cloned the same
+// way: the lanes' accesses stay next to each other inside loops too (a
+// column block's partial sums, a thread V columns, load V adjacent
+// elements a row).
+func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir.Value]*ir.Value) {
+	for op := block.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+		if op.Name() != loop.ForOp {
+			for _, m := range lanes {
+				b.Insert(op.Clone(m))
+			}
+			continue
+		}
+		lb, ub, step := loop.ForBounds(op)
+		inits := loop.ForInits(op)
+		var all []*ir.Value
+		for _, m := range lanes {
+			for _, v := range inits {
+				all = append(all, laneValue(m, v))
+			}
+		}
+		body, n := loop.Body(op), len(inits)
+		f := loop.For(b, loc, laneValue(lanes[0], lb), laneValue(lanes[0], ub), laneValue(lanes[0], step), all,
+			func(b *ir.Builder, iv *ir.Value, args []*ir.Value) []*ir.Value {
+				in := make([]map[*ir.Value]*ir.Value, len(lanes))
+				for j, m := range lanes {
+					in[j] = maps.Clone(m)
+					in[j][body.Argument(0)] = iv
+					for r := range n {
+						in[j][body.Argument(1+r)] = args[j*n+r]
+					}
+				}
+				cloneLanes(b, loc, body, in)
+				var yields []*ir.Value
+				for _, m := range in {
+					for _, v := range body.Terminator().Operands() {
+						yields = append(yields, laneValue(m, v))
+					}
+				}
+				return yields
+			})
+		for j, m := range lanes {
+			for r := range n {
+				m[op.Result(r)] = f.Result(j*n + r)
+			}
+		}
+	}
+}
+
+// laneValue is v as a lane's clone reads it: mapped by m, or v itself
+// (defined outside the nest).
+func laneValue(m map[*ir.Value]*ir.Value, v *ir.Value) *ir.Value {
+	if c, ok := m[v]; ok {
+		return c
+	}
+	return v
 }
 
 // rollInnerLoops rewrites the loop.for ops nested in grid (a pointwise

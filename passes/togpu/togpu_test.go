@@ -126,6 +126,7 @@ var semanticsCases = []struct {
 	{"softmax_bf16.mlir", [][]int64{{}}},
 	{"index32_views.mlir", [][]int64{{}, {}, {}}}, // pad, concat, slice (negative offsets), gather
 	{"colsum.mlir", [][]int64{{}}},
+	{"colsum_bf16.mlir", [][]int64{{}}},
 	{"empty_static.mlir", [][]int64{{}, {}, {}}},
 	{"head_split.mlir", [][]int64{{}}},
 	{"decode_softmax.mlir", [][]int64{{}, {}, {}}},
@@ -228,10 +229,13 @@ func TestMappings(t *testing.T) {
 		{"softmax_cast.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
 		{"softmax_bf16.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
 		{"softmax_bf16.mlir", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 8}, []string{"row/128/1/1"}},
-		// Column sums: a thread a partial sum (8192 of them), directly or
-		// through a divided linear index; the 256 sums of the partials
-		// keep a warp each.
-		{"colsum.mlir", togpu.DefaultConfig, []string{"pointwise/256/1/0", "pointwise/256/1/0", "row/256/1/8"}},
+		// Column sums: a thread a partial sum (8192 of them), directly
+		// (vectorized: a thread 4 adjacent columns, one loop over its rows)
+		// or through a divided linear index (not); the 256 sums of the
+		// partials keep a warp each.
+		{"colsum.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0", "pointwise/256/1/0", "row/256/1/8"}},
+		{"colsum_bf16.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
+		{"colsum_bf16.mlir", togpu.Config{Block: 64, Vector: 2, MaxBlocks: 2}, []string{"pointwise/64/2/0"}},
 		// Nests over an extent of 0 have no kernel: only the two over 4
 		// rows of no columns are left.
 		{"empty_static.mlir", togpu.DefaultConfig, []string{"row/256/1/8", "row/256/1/8"}},
