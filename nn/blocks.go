@@ -181,10 +181,10 @@ func (a *CausalSelfAttention) ForwardRows(x *frontend.Tensor, b, t int) *fronten
 // ForwardRowsCausal is ForwardRows for a sequence length t that may be
 // symbolic (frontend.Size, in a graph compiled for every length).
 // Nothing reads t as a Go int, so the graph stays dynamic: q, k and v
-// come from column slices of c_attn's (static) weight rather than slices
-// of its product (a slice has static sizes). Attention keeps its causal
-// flag, which the GPU runs as a flash kernel taking the length at run
-// time, and graph-decompose expands with a mask of the symbolic length.
+// are gathered from c_attn's product rather than sliced (a slice has
+// static sizes). Attention keeps its causal flag, which the GPU runs as
+// a flash kernel taking the length at run time, and graph-decompose
+// expands with a mask of the symbolic length.
 func (a *CausalSelfAttention) ForwardRowsCausal(x *frontend.Tensor, b, t frontend.Size) *frontend.Tensor {
 	return a.forwardRowsSized(x, b, t, frontend.AttentionOptions{Causal: true})
 }
@@ -214,15 +214,13 @@ func (a *CausalSelfAttention) forwardRowsSized(x *frontend.Tensor, b, t frontend
 		return errorf("CausalSelfAttention: width %d, c_attn %v and %d heads do not fit", d, a.CAttn.Weight.Shape(), a.Heads)
 	}
 	dh := d / a.Heads
+	// One c_attn product [B·T, 3d] seen as [3, B, H, T, dh]; q, k and v
+	// are gathered at one constant index of its first dim (a slice would
+	// need T's static size): copies to [B, H, T, dh] that graph-fuse
+	// merges into one kernel.
+	qkv := a.CAttn.Forward(x).ReshapeS(b, t, frontend.Sz(3), frontend.Sz(a.Heads), frontend.Sz(dh)).Transpose(2, 0, 3, 1, 4)
 	part := func(i int) *frontend.Tensor {
-		w := a.CAttn.Weight.Slice([]int{0, i * d}, []int{d, (i + 1) * d}, nil)
-		var bias *frontend.Tensor
-		if a.CAttn.Bias != nil {
-			bias = a.CAttn.Bias.Slice([]int{i * d}, []int{(i + 1) * d}, nil)
-		}
-		y := matmul2D(x, w, bias, a.CAttn.Autocast)
-		// [B·T, d] → [B, H, T, dh]
-		return y.ReshapeS(b, t, frontend.Sz(a.Heads), frontend.Sz(dh)).Transpose(0, 2, 1, 3)
+		return qkv.Gather(frontend.FromSlice([]int64{int64(i)}, 1), 0).ReshapeS(b, frontend.Sz(a.Heads), t, frontend.Sz(dh))
 	}
 	y := a.attend(part(0), part(1), part(2), o)
 	return a.CProj.Forward(y.Transpose(0, 2, 1, 3).ReshapeS(b.Mul(t), frontend.Sz(d)))

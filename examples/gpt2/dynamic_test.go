@@ -95,12 +95,12 @@ func TestDynamicPrefillLowersForTheGPU(t *testing.T) {
 	if len(gs) != 1 {
 		t.Fatalf("%d graphs lowered, want 1", len(gs))
 	}
-	// Six products a layer (q, k, v, the output projection, the MLP's two)
-	// and the head, every one an mma kernel whatever the length; every
-	// attention one flash kernel taking the length at run time (no
-	// decomposed attention: its two batched products would be more mma
-	// kernels).
-	products := 6*small.Layers + 1
+	// Four products a layer (c_attn's q, k and v in one, the output
+	// projection, the MLP's two) and the head, every one an mma kernel
+	// whatever the length; every attention one flash kernel taking the
+	// length at run time (no decomposed attention: its two batched
+	// products would be more mma kernels).
+	products := 4*small.Layers + 1
 	if g := gs[0]; !g.dynamic || g.matmuls != products || g.mappings[togpu.MappingMMA] != products || g.mappings[togpu.MappingFlash] != small.Layers {
 		t.Errorf("lowered %+v; want a dynamic graph, %d products, as many mma kernels, %d flash kernels", g, products, small.Layers)
 	}
