@@ -11,12 +11,14 @@ import (
 // c·n+n−1 of each grid row), which the hardware schedules at once on
 // neighbouring SMs. A block of a cluster may arrive at the mbarriers of
 // the others (gpu.mbarrier_arrive_cluster), receive the boxes a TMA copy
-// of another block multicasts (gpu.tma_load's multicast mask), and wait
-// with all of them at gpu.cluster_barrier. A block's rank in its cluster
+// of another block multicasts (gpu.tma_load's multicast mask), and meet
+// all of them at the split cluster barrier (gpu.cluster_arrive, then
+// gpu.cluster_wait). A block's rank in its cluster
 // is its x index modulo n. A kernel without the attribute has clusters
 // of one block, in which these ops address the block itself.
 const (
-	ClusterBarrierOp        = OpClusterBarrier
+	ClusterArriveOp         = OpClusterArrive
+	ClusterWaitOp           = OpClusterWait
 	MbarrierArriveClusterOp = OpMbarrierArriveCluster
 )
 
@@ -59,28 +61,44 @@ func verifyClusterSize(fn *ir.Operation) error {
 	return nil
 }
 
-var clusterOps = []*ir.OpDef{clusterBarrierDef, mbarrierArriveClusterDef}
+var clusterOps = []*ir.OpDef{clusterArriveDef, clusterWaitDef, mbarrierArriveClusterDef}
 
-var clusterBarrierDef = &ir.OpDef{
-	Name:    ClusterBarrierOp,
-	Summary: "Synchronizes all threads of the blocks of a cluster (sm_90)",
-	Description: "As PTX `barrier.cluster.arrive.release` followed by " +
-		"`barrier.cluster.wait.acquire`: every thread of every block of the cluster " +
-		"(gpu.cluster_size) waits until all have arrived; the writes to workgroup memory " +
-		"and the mbarrier initializations before it are visible to every thread of the " +
-		"cluster after it. Before a block's mbarriers receive another block's arrivals or " +
-		"copies, and before a block exits while another may still signal it, the cluster " +
-		"meets here.",
-	Example: `"gpu.cluster_barrier"() : () -> ()`,
-	Verify: func(op *ir.Operation) error {
-		if err := inKernel(op); err != nil {
-			return err
-		}
-		if op.NumOperands() != 0 || op.NumResults() != 0 {
-			return fmt.Errorf("expects no operands and no results")
-		}
-		return nil
-	},
+var clusterArriveDef = &ir.OpDef{
+	Name:    ClusterArriveOp,
+	Summary: "Arrives at the cluster's barrier without waiting (sm_90)",
+	Description: "As PTX `barrier.cluster.arrive` (release semantics at the cluster's " +
+		"scope): counts the thread's arrival at the current phase of the barrier of " +
+		"every thread of every block of the cluster (gpu.cluster_size), which completes " +
+		"once all have arrived; the thread's memory operations before it (writes, " +
+		"mbarrier initializations and arrivals, in any block of the cluster) are visible " +
+		"to every thread after its gpu.cluster_wait. Each thread arrives once, then waits " +
+		"(gpu.cluster_wait) before it arrives again; work between the two overlaps the " +
+		"others' arrivals.",
+	Example: `"gpu.cluster_arrive"() : () -> ()`,
+	Verify:  verifyNoOperands,
+}
+
+var clusterWaitDef = &ir.OpDef{
+	Name:    ClusterWaitOp,
+	Summary: "Waits for the cluster's barrier the thread arrived at (sm_90)",
+	Description: "As PTX `barrier.cluster.wait` (acquire semantics at the cluster's " +
+		"scope): returns once every thread of the cluster has arrived at the phase of " +
+		"the thread's own last gpu.cluster_arrive, which it must have executed. Before a " +
+		"block's mbarriers receive another block's arrivals or copies, and before a block " +
+		"exits while another may still signal it, the cluster meets so.",
+	Example: `"gpu.cluster_wait"() : () -> ()`,
+	Verify:  verifyNoOperands,
+}
+
+// verifyNoOperands checks a kernel op without operands or results.
+func verifyNoOperands(op *ir.Operation) error {
+	if err := inKernel(op); err != nil {
+		return err
+	}
+	if op.NumOperands() != 0 || op.NumResults() != 0 {
+		return fmt.Errorf("expects no operands and no results")
+	}
+	return nil
 }
 
 var mbarrierArriveClusterDef = &ir.OpDef{
@@ -100,9 +118,14 @@ var mbarrierArriveClusterDef = &ir.OpDef{
 	Verify:  verifyMbarrier(3),
 }
 
-// ClusterBarrier inserts gpu.cluster_barrier.
-func ClusterBarrier(b *ir.Builder, loc ir.Location) *ir.Operation {
-	return b.Op(ClusterBarrierOp, loc, nil, nil)
+// ClusterArrive inserts gpu.cluster_arrive.
+func ClusterArrive(b *ir.Builder, loc ir.Location) *ir.Operation {
+	return b.Op(ClusterArriveOp, loc, nil, nil)
+}
+
+// ClusterWait inserts gpu.cluster_wait.
+func ClusterWait(b *ir.Builder, loc ir.Location) *ir.Operation {
+	return b.Op(ClusterWaitOp, loc, nil, nil)
 }
 
 // MbarrierArriveCluster inserts gpu.mbarrier_arrive_cluster at bars[index]

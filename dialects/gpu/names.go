@@ -55,8 +55,10 @@ const (
 	OpTMALoad = "gpu.tma_load"
 	// OpMbarrierExpectTx is gpu.mbarrier_expect_tx: Expects transaction bytes on an asynchronous barrier's phase and arrives.
 	OpMbarrierExpectTx = "gpu.mbarrier_expect_tx"
-	// OpClusterBarrier is gpu.cluster_barrier: Synchronizes all threads of the blocks of a cluster (sm_90).
-	OpClusterBarrier = "gpu.cluster_barrier"
+	// OpClusterArrive is gpu.cluster_arrive: Arrives at the cluster's barrier without waiting (sm_90).
+	OpClusterArrive = "gpu.cluster_arrive"
+	// OpClusterWait is gpu.cluster_wait: Waits for the cluster's barrier the thread arrived at (sm_90).
+	OpClusterWait = "gpu.cluster_wait"
 	// OpMbarrierArriveCluster is gpu.mbarrier_arrive_cluster: Arrives at an asynchronous barrier of a block of the cluster (sm_90).
 	OpMbarrierArriveCluster = "gpu.mbarrier_arrive_cluster"
 	// OpLibraryMatmul is gpu.library_matmul: A (batched) matrix product computed by a vendor library on the host's stream.

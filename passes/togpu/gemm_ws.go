@@ -42,7 +42,10 @@ import (
 // empty barrier of every block of the cluster, so that no producer
 // overwrites a stage some block still reads. The cluster meets after the
 // barriers' initialization and before exiting (the last arrivals are
-// remote).
+// remote): a consumer arrives at the cluster's barrier right after its
+// block's last remote arrival (before the epilogue, whose stores the
+// arrival's release would wait for; after the last tile when
+// persistent), the producer after its copies, and all wait at the end.
 //
 // The producer lowers its registers to wsProducerRegs and the consumers
 // raise theirs to wsConsumerRegs (gpu.setmaxnreg; the block's size caps
@@ -94,7 +97,8 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		// Every block's barriers initialized before the others signal
 		// them.
 		k.kernel.SetAttr(gpu.ClusterSizeAttr, ir.Int(cluster, ir.I64))
-		gpu.ClusterBarrier(b, loc)
+		gpu.ClusterArrive(b, loc)
+		gpu.ClusterWait(b, loc)
 	} else {
 		gpu.Barrier(b, loc)
 	}
@@ -169,6 +173,9 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 				})
 				return nil
 			}, nil)
+			if cluster > 1 {
+				gpu.ClusterArrive(b, loc)
+			}
 			return nil
 		}
 		overTiles(b, func(b *ir.Builder, gt gemmBlock, base *ir.Value) {
@@ -221,13 +228,28 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 			x := x.at(b)
 			last := arith.Binary(b, arith.OpAddI, loc, base, idx(b, numK-1))
 			free(b, bar(x, last, stages))
+			if cluster > 1 && tl.Persistent == 0 {
+				// The block's last remote arrival: arrive at the
+				// cluster's barrier before the epilogue's stores, which
+				// its release would otherwise wait for.
+				gpu.ClusterArrive(b, loc)
+			}
 			p.epilogue(k, x, done, gt, x.mulc(gt.warp, 16), x.c(0), 1, tl.N/8)
 		})
+		switch {
+		case cluster > 1 && tl.Persistent > 0: // after all its tiles
+			gpu.ClusterArrive(b, loc)
+		case cluster > 1: // a block without a tile (there are none)
+			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIUGE, bid, tiles), nil, func(b *ir.Builder) []*ir.Value {
+				gpu.ClusterArrive(b, loc)
+				return nil
+			}, nil)
+		}
 		return nil
 	})
 	if cluster > 1 {
 		// No block exits while another may still arrive at its barriers.
-		gpu.ClusterBarrier(b, loc)
+		gpu.ClusterWait(b, loc)
 	}
 	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
 	return tmaErr

@@ -48,7 +48,8 @@ const tmaCluster = `module attributes {gpu.container_module} {
         loop.yield
       }, {
       }) : (i1) -> ()
-      "gpu.cluster_barrier"() : () -> ()
+      "gpu.cluster_arrive"() : () -> ()
+      "gpu.cluster_wait"() : () -> ()
       "loop.if"(%first) ({
         "gpu.mbarrier_expect_tx"(%bars, %z, %bytes) : (memref<2xi64, 3>, index, i32) -> ()
         "gpu.tma_load"(%buf, %dst, %bars, %z, %src, %rowi, %c0i) <{multicast = MASK : i64}> : (memref<512xf32, 3>, index, memref<2xi64, 3>, index, memref<?xf32>, i32, i32) -> ()
@@ -70,7 +71,8 @@ const tmaCluster = `module attributes {gpu.container_module} {
         loop.yield
       }, {
       }) : (i1) -> ()
-      "gpu.cluster_barrier"() : () -> ()
+      "gpu.cluster_arrive"() : () -> ()
+      "gpu.cluster_wait"() : () -> ()
       gpu.return
     }
   }
@@ -134,6 +136,8 @@ func TestClusterErrors(t *testing.T) {
 		{"size", `gpu.cluster_size = 2 : i64`, `gpu.cluster_size = 9 : i64`, "from 1 to 8"},
 		{"own-only", `multicast = 3 : i64`, `multicast = 1 : i64`, "deadlock: every thread of the cluster"},
 		{"rank", `%peeri = arith.index_cast %peer : index to i32`, `%peeri = arith.constant 2 : i32`, "rank 2 is outside the cluster of 2 blocks"},
+		{"wait-first", "      \"gpu.cluster_arrive\"() : () -> ()\n      \"gpu.cluster_wait\"() : () -> ()\n", "      \"gpu.cluster_wait\"() : () -> ()\n", "without arriving first"},
+		{"arrive-twice", "      %base = arith.muli", "      \"gpu.cluster_arrive\"() : () -> ()\n      %base = arith.muli", "again before waiting"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := strings.Replace(fixed, c.from, c.to, 1)

@@ -26,22 +26,16 @@ import (
 // located error instead of hanging.
 func init() {
 	registerAll(map[string]Rule{
-		gpu.LaunchFuncOp: launchRule,
-		gpu.ReturnOp:     passOperands,
-		gpu.ThreadIDOp:   idRule(func(t *gpuThread) [3]int64 { return t.tid }),
-		gpu.BlockIDOp:    idRule(func(t *gpuThread) [3]int64 { return t.blk.bid }),
-		gpu.BlockDimOp:   idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.block }),
-		gpu.GridDimOp:    idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.grid }),
-		gpu.BarrierOp:    barrierRule,
-		gpu.ClusterBarrierOp: func(f *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
-			t, err := threadOf(f)
-			if err != nil {
-				return nil, err
-			}
-			t.blk.mu.Lock()
-			return nil, t.wait(atCluster, op)
-		},
-		gpu.ShuffleOp: shuffleRule,
+		gpu.LaunchFuncOp:    launchRule,
+		gpu.ReturnOp:        passOperands,
+		gpu.ThreadIDOp:      idRule(func(t *gpuThread) [3]int64 { return t.tid }),
+		gpu.BlockIDOp:       idRule(func(t *gpuThread) [3]int64 { return t.blk.bid }),
+		gpu.BlockDimOp:      idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.block }),
+		gpu.GridDimOp:       idRule(func(t *gpuThread) [3]int64 { return t.blk.launch.grid }),
+		gpu.BarrierOp:       barrierRule,
+		gpu.ClusterArriveOp: clusterArriveRule,
+		gpu.ClusterWaitOp:   clusterWaitRule,
+		gpu.ShuffleOp:       shuffleRule,
 	})
 }
 
@@ -144,7 +138,7 @@ const (
 	atBarrier
 	atShuffle
 	atMbarrier
-	atCluster // gpu.cluster_barrier
+	atCluster // gpu.cluster_wait
 	exited
 )
 
@@ -169,6 +163,10 @@ type gpuThread struct {
 	// The mbarrier and the parity of the phase the thread waits for.
 	mbar       mbarKey
 	mbarParity int64
+	// Whether the thread arrived at the cluster barrier and has not
+	// waited yet, and the phase it arrived at.
+	clusterArrived bool
+	clusterPhase   int64
 }
 
 // clusterState is what the blocks of one cluster share: the lock that
@@ -181,6 +179,9 @@ type clusterState struct {
 	abort   chan struct{} // closed on the first error
 	aborted bool
 	blocks  []*blockState // by rank
+	// The cluster barrier: its phase and the arrivals at it so far, of
+	// threads in all (gpu.cluster_arrive).
+	phase, arrived, threads int64
 }
 
 // blockState is one block of threads and the synchronization among them.
@@ -205,6 +206,7 @@ func runCluster(f *Frame, ls *launchState, bid [3]int64, cs int64) error {
 	for r := range cs {
 		b := &blockState{clusterState: cl, launch: ls, bid: [3]int64{bid[0] + r, bid[1], bid[2]}}
 		cl.blocks = append(cl.blocks, b)
+		cl.threads += ls.block[0] * ls.block[1] * ls.block[2]
 		start, err := b.prepare(f)
 		if err != nil {
 			return err
@@ -340,20 +342,15 @@ func (b *blockState) progress(t *gpuThread) {
 		b.completeBarrier()
 		return
 	}
-	// The cluster's barrier and deadlock: a block whose threads all wait
-	// may still be released by another block of the cluster.
-	var sum [exited + 1]int
+	// A deadlock of the cluster: a block whose threads all wait may still
+	// be released by another block's (an mbarrier's, the cluster's
+	// barrier).
+	run, live := 0, 0
 	for _, o := range b.blocks {
-		for s, n := range o.counts {
-			sum[s] += n
-		}
+		run += o.counts[running]
+		live += len(o.thr) - o.counts[exited]
 	}
-	clusterLive := sum[running] + sum[atBarrier] + sum[atShuffle] + sum[atMbarrier] + sum[atCluster]
-	if sum[atCluster] > 0 && sum[atCluster] == clusterLive {
-		b.completeClusterBarrier()
-		return
-	}
-	if sum[running] == 0 && clusterLive > 0 {
+	if run == 0 && live > 0 {
 		for _, o := range b.blocks {
 			if len(o.thr) > o.counts[exited] {
 				b.fail(o.deadlock())
@@ -363,30 +360,56 @@ func (b *blockState) progress(t *gpuThread) {
 	}
 }
 
-// completeClusterBarrier releases the threads of the cluster, all of
-// which wait at gpu.cluster_barrier, unless one exited without reaching
-// it. The lock is held.
-func (cl *clusterState) completeClusterBarrier() {
+// clusterArriveRule counts the thread's arrival at the cluster barrier;
+// the last of the cluster's completes the phase and releases the threads
+// waiting for it.
+func clusterArriveRule(f *Frame, _ *ir.Operation, _ []Value) ([]Value, error) {
+	t, err := threadOf(f)
+	if err != nil {
+		return nil, err
+	}
+	cl := t.blk.clusterState
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if t.clusterArrived {
+		return nil, fmt.Errorf("arrives at the cluster barrier again before waiting for it (%s)", gpu.ClusterWaitOp)
+	}
+	t.clusterArrived, t.clusterPhase = true, cl.phase
+	if cl.arrived++; cl.arrived < cl.threads {
+		return nil, nil
+	}
+	cl.phase++
+	cl.arrived = 0
 	for _, b := range cl.blocks {
-		if b.counts[exited] > 0 {
-			var op *ir.Operation
-			for _, o := range cl.blocks {
-				for _, t := range o.thr {
-					if t.state == atCluster {
-						op = t.waitOp
-					}
-				}
+		for _, w := range b.thr {
+			if w.state == atCluster {
+				w.clusterArrived = false
+				b.release(w)
 			}
-			b.fail(ir.Errorf(op.Loc(), "divergent cluster barrier: threads %s of block (%d, %d, %d) exited without reaching it",
-				b.idsIn(exited, nil), b.bid[0], b.bid[1], b.bid[2]))
-			return
 		}
 	}
-	for _, b := range cl.blocks {
-		for _, t := range b.thr {
-			b.release(t)
-		}
+	return nil, nil
+}
+
+// clusterWaitRule parks the thread until the phase it arrived at
+// completes.
+func clusterWaitRule(f *Frame, op *ir.Operation, _ []Value) ([]Value, error) {
+	t, err := threadOf(f)
+	if err != nil {
+		return nil, err
 	}
+	cl := t.blk.clusterState
+	cl.mu.Lock()
+	if !t.clusterArrived {
+		cl.mu.Unlock()
+		return nil, fmt.Errorf("waits at the cluster barrier without arriving first (%s)", gpu.ClusterArriveOp)
+	}
+	if cl.phase > t.clusterPhase {
+		t.clusterArrived = false
+		cl.mu.Unlock()
+		return nil, nil
+	}
+	return nil, t.wait(atCluster, op)
 }
 
 // completeBarrier releases the threads waiting at the barrier, all live

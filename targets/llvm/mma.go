@@ -27,13 +27,9 @@ var tensorCoreOps = map[string]func(k *kernelTranslator, op *ir.Operation) error
 	gpu.MbarrierExpectTxOp:      (*kernelTranslator).mbarrier,
 	gpu.TMALoadOp:               (*kernelTranslator).tmaLoad,
 	gpu.MbarrierArriveClusterOp: (*kernelTranslator).mbarrier,
-	gpu.ClusterBarrierOp: func(k *kernelTranslator, _ *ir.Operation) error {
-		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), clusterBarrierAsm, "")
-		ia.SideEffect = true
-		k.cur.NewCall(ia)
-		return nil
-	},
-	gpu.SetMaxNRegOp: (*kernelTranslator).setMaxNReg,
+	gpu.ClusterArriveOp:         func(k *kernelTranslator, _ *ir.Operation) error { return k.plainAsm(clusterArriveAsm) },
+	gpu.ClusterWaitOp:           func(k *kernelTranslator, _ *ir.Operation) error { return k.plainAsm(clusterWaitAsm) },
+	gpu.SetMaxNRegOp:            (*kernelTranslator).setMaxNReg,
 	gpu.FenceProxyAsyncOp: func(k *kernelTranslator, _ *ir.Operation) error {
 		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), "fence.proxy.async.shared::cta;", "")
 		ia.SideEffect = true

@@ -65,9 +65,20 @@ func tmaLoadAsm(r int, mask int64) string {
 		r, strings.Join(coords, ", "))
 }
 
-// clusterBarrierAsm is gpu.cluster_barrier's PTX: the arrival releases
-// and the wait acquires at the cluster's scope (their defaults).
-const clusterBarrierAsm = "barrier.cluster.arrive;\nbarrier.cluster.wait;"
+// The split cluster barrier's PTX: the arrival releases and the wait
+// acquires at the cluster's scope (their defaults).
+const (
+	clusterArriveAsm = "barrier.cluster.arrive;"
+	clusterWaitAsm   = "barrier.cluster.wait;"
+)
+
+// plainAsm emits inline PTX without operands, with side effects.
+func (k *kernelTranslator) plainAsm(text string) error {
+	ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), text, "")
+	ia.SideEffect = true
+	k.cur.NewCall(ia)
+	return nil
+}
 
 // sharedAddress is the 32-bit workgroup address of mem[idx].
 func (k *kernelTranslator) sharedAddress(mem, idx *ir.Value) (llvmValue, error) {

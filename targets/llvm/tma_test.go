@@ -50,10 +50,11 @@ const tmaKernel = `module attributes {gpu.container_module} {
 var clusterKernel = strings.NewReplacer(
 	`memref<1xi64, 3>`, `memref<2xi64, 3>`,
 	`kernel {`, `kernel attributes {gpu.cluster_size = 2 : i64} {`,
-	"      gpu.barrier\n", "      \"gpu.cluster_barrier\"() : () -> ()\n",
+	"      gpu.barrier\n", "      \"gpu.cluster_arrive\"() : () -> ()\n      \"gpu.cluster_wait\"() : () -> ()\n",
 	`%r0, %c0) : (`, `%r0, %c0) <{multicast = 3 : i64}> : (`,
 	"      gpu.return", `      "gpu.mbarrier_arrive_cluster"(%bars, %tid, %one) : (memref<2xi64, 3>, index, i32) -> ()
-      "gpu.cluster_barrier"() : () -> ()
+      "gpu.cluster_arrive"() : () -> ()
+      "gpu.cluster_wait"() : () -> ()
       gpu.return`).Replace(tmaKernel)
 
 // TestTMAPTX translates gpu.tma_load and gpu.mbarrier_expect_tx, checks
