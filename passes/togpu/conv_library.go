@@ -183,18 +183,13 @@ func convLibraryPlan(nest *ir.Operation) (*libraryConv, string) {
 	if !sum.HasOneUse() || sum.Users()[0].Name() != arith.OpTruncF || sum.Users()[0].Result(0).Type() != m.elem {
 		return nil, fmt.Sprintf("the f32 sum is not rounded to %s before the epilogue reads it (a bias added inside the convolution)", m.elem)
 	}
-	gemm := false
-	if ws := m.a.mem.Type().(*ir.MemRefType).Shape(); ws[2] == 1 && ws[3] == 1 {
-		// Measured on the H200 (bench/NOTES.md, session 8): ResNet-50's
-		// 1×1 convolutions with batch-norm and ReLU take 0.10–0.22 ms on
-		// Strata's kernel (x copied as a matrix) and 0.52–0.56 ms on
-		// cuDNN in NCHW. Unstrided and unpadded, one is a batch of
-		// products W[O, C]·x[n] [C, H·W]: cuBLASLt's.
-		if geo.Strides != [2]int64{1, 1} || geo.Padding != [4]int64{} {
-			return nil, "a strided or padded 1×1 window (in NCHW Strata's kernel is 2.5–5× faster than cuDNN's)"
-		}
-		gemm = true
-	}
+	// An unstrided, unpadded 1×1 window is a batch of products W[O, C]·
+	// x[n] [C, H·W]: cuBLASLt's. A strided one runs on cuDNN's graph API
+	// engines (bench/NOTES.md, session 12: as fast as Strata's wgmma
+	// kernel, whose JIT took ~0.9 s of resnet50_train's first call; the
+	// legacy API's algorithms were 2.5–5× slower, session 8).
+	ws := m.a.mem.Type().(*ir.MemRefType).Shape()
+	gemm := ws[2] == 1 && ws[3] == 1 && geo.Strides == [2]int64{1, 1} && geo.Padding == [4]int64{}
 	lbs, ubs, _, _, _ := loop.ParallelBounds(nest)
 	shape := make([]int64, len(lbs))
 	for d := range ubs {
