@@ -217,7 +217,7 @@ func init() {
 			{Name: "mma-tile", Type: passes.String, Default: d.MMATile.String(), Enum: mmaTileNames(),
 				Doc: "tiling of the tensor-core matmul kernels: block tile MxNxK, s and the shared-memory stages; then w64 for mma.sync warp tiles 64 wide, g for Hopper's wgmma kernel (sm_90a), go for it with each product in flight across k tiles, ws for its warp-specialized form (a producer warpgroup and mbarriers), wst for that with the producer's copies by TMA (one thread, tensor maps), then c2 for clusters of 2 blocks sharing B's tile by TMA multicast, then p and a block count for a persistent grid"},
 			{Name: "matmul", Type: passes.String, Default: MatmulMMA, Enum: matmulOptions,
-				Doc: "how bf16/f16 matmul nests run: Strata's kernels with the epilogue fused (mma), or gpu.library_matmul (cuBLASLt) and an epilogue kernel (cublaslt)"},
+				Doc: "how bf16/f16 matmul nests run: Strata's kernels with the epilogue fused (mma), or gpu.library_matmul (cuBLASLt; a bias added before the rounding in its BIAS epilogue) and an epilogue kernel (cublaslt)"},
 			{Name: "conv", Type: passes.String, Default: ConvMMA, Enum: convOptions,
 				Doc: "how bf16/f16 convolution nests run: Strata's implicit-GEMM kernels with the epilogue fused (mma), or gpu.library_conv2d (cuDNN) and a pointwise epilogue kernel (cudnn)"},
 			{Name: "index-bits", Type: passes.Int, Default: d.IndexBits,
