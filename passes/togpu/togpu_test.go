@@ -127,6 +127,7 @@ var semanticsCases = []struct {
 	{"index32_views.mlir", [][]int64{{}, {}, {}}}, // pad, concat, slice (negative offsets), gather
 	{"colsum.mlir", [][]int64{{}}},
 	{"colsum_bf16.mlir", [][]int64{{}}},
+	{"colsum_narrow.mlir", [][]int64{{}}},
 	{"empty_static.mlir", [][]int64{{}, {}, {}}},
 	{"head_split.mlir", [][]int64{{}}},
 	{"decode_softmax.mlir", [][]int64{{}, {}, {}}},
@@ -236,6 +237,9 @@ func TestMappings(t *testing.T) {
 		{"colsum.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0", "pointwise/256/1/0", "row/256/1/8"}},
 		{"colsum_bf16.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
 		{"colsum_bf16.mlir", togpu.Config{Block: 64, Vector: 2, MaxBlocks: 2}, []string{"pointwise/64/2/0"}},
+		// Lanes never leave NarrowPerBlock elements of a buffer a block.
+		{"colsum_narrow.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
+		{"colsum_narrow.mlir", togpu.Config{Block: 1024, Vector: 4, MaxBlocks: 65536}, []string{"pointwise/1024/2/0"}},
 		// Nests over an extent of 0 have no kernel: only the two over 4
 		// rows of no columns are left.
 		{"empty_static.mlir", togpu.DefaultConfig, []string{"row/256/1/8", "row/256/1/8"}},
