@@ -30,8 +30,8 @@ func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    PassName,
 		Summary: "Store convolution stacks channels last (NHWC)",
-		Description: "Converts graph.conv2d ops (by default those of bf16 or f16 with one group, static shapes and " +
-			"the same padding on both sides of a dimension: what cuDNN's channels-last kernels take) to layout " +
+		Description: "Converts graph.conv2d ops (by default those of bf16 or f16 with one group, no bias, static shapes " +
+			"and the same padding on both sides of a dimension: what cuDNN's channels-last kernels take) to layout " +
 			"\"NHWC\", and with them every rank-4 value connected to them through elementwise ops, pad, slice " +
 			"and reductions, whose attributes are permuted to match; a graph.transpose stores a value entering " +
 			"that region channels last and one reads a value leaving it back. Unstrided, unpadded 1×1 " +
@@ -184,8 +184,11 @@ func (p *pass) convertible(op *ir.Operation) bool {
 	if p.allConvs {
 		return true
 	}
+	// A bias is added to the f32 sum before the one rounding, which
+	// cuDNN's convolution does not do: a biased convolution stays NCHW,
+	// on Strata's implicit GEMM (channels last it would be a SIMT nest).
 	e := ir.ElementTypeOf(op.Result(0).Type())
-	return (e == ir.BF16 || e == ir.F16) && prm.Groups == 1 &&
+	return (e == ir.BF16 || e == ir.F16) && prm.Groups == 1 && op.NumOperands() == 2 &&
 		prm.Padding[0] == prm.Padding[2] && prm.Padding[1] == prm.Padding[3]
 }
 

@@ -325,6 +325,31 @@ func TestChannelsLastPadsTheStem(t *testing.T) {
 	}
 }
 
+// TestChannelsLastLeavesBiasedConvolutions checks that a convolution
+// with a bias operand (added before the one rounding, which cuDNN does
+// not do) stays NCHW by default, and that all-convs converts it.
+func TestChannelsLastLeavesBiasedConvolutions(t *testing.T) {
+	src := `"builtin.module"() ({
+  "func.func"() <{function_type = (tensor<2x4x6x6xbf16>, tensor<4x4x3x3xbf16>, tensor<4xbf16>) -> tensor<2x4xbf16>, sym_name = "f"}> ({
+  ^bb0(%x: tensor<2x4x6x6xbf16>, %w: tensor<4x4x3x3xbf16>, %b: tensor<4xbf16>):
+    %0 = "graph.conv2d"(%x, %w, %b) <{padding = [1, 1], strides = [1, 1]}> : (tensor<2x4x6x6xbf16>, tensor<4x4x3x3xbf16>, tensor<4xbf16>) -> tensor<2x4x6x6xbf16>
+    %1 = "graph.reduce_mean"(%0) <{axes = [2, 3], keepdims = false}> : (tensor<2x4x6x6xbf16>) -> tensor<2x4xbf16>
+    "func.return"(%1) : (tensor<2x4xbf16>) -> ()
+  }) : () -> ()
+}) : () -> ()
+`
+	if out, _ := convert(t, src, "builtin.module(graph-channels-last)"); strings.Contains(out, "NHWC") {
+		t.Errorf("the biased convolution was converted:\n%s", out)
+	}
+	p := "builtin.module(graph-channels-last{all-convs=true})"
+	if out, _ := convert(t, src, p); !strings.Contains(out, "NHWC") {
+		t.Errorf("all-convs: the biased convolution stayed NCHW:\n%s", out)
+	}
+	if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: src}, p, 5); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestChannelsLastLeavesCostlyFunctions checks that a function returning
 // its convolution's NCHW output and reading NCHW input, too many large
 // transposes for one convolution, is left alone, and that always
