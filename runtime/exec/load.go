@@ -34,7 +34,8 @@ type LoadPolicy struct {
 	// (where cuda.SplitPTX can cut the text; otherwise the module whole).
 	Split bool
 	// Parallel is how many modules load at once: 1 loads one after
-	// another; 0 means one per CPU.
+	// another; 0 means one per CPU, shared by the batches of the Runtime
+	// that load at once.
 	Parallel int
 	// OptLevel is the JIT's optimization level plus one
 	// (cuda.JITOptions.OptLevel): 0 leaves the driver's default.
@@ -344,8 +345,14 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	jit := cuda.JITOptions{OptLevel: policy.OptLevel, Cache: rt.linkCache}
 	tiered := policy.tiered() && rt.dev.canLink()
 	parallel := policy.Parallel
+	// With one load per CPU (Parallel 0), the slots are the Runtime's,
+	// shared by the batches running at once: a second graph's batch of
+	// short kernels then waits for a free CPU instead of halving the
+	// share of the first's long compiles (cnn_small_train's forward
+	// wgmma kernels beside its backward pass's batch).
+	slots := make(chan struct{}, max(parallel, 1))
 	if parallel <= 0 {
-		parallel = runtime.NumCPU()
+		parallel, slots = runtime.NumCPU(), rt.jitSlots
 	}
 	load := func(i int) {
 		text := todo[i]
@@ -388,21 +395,22 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	slices.SortStableFunc(order, func(a, b int) int { return len(todo[b]) - len(todo[a]) })
 	if parallel <= 1 || len(todo) <= 1 {
 		for _, i := range order {
+			slots <- struct{}{}
 			load(i)
+			<-slots
 		}
 	} else {
 		// Each load locks its goroutine to an OS thread with the context
 		// current (cuda.Device.call), so the driver compiles on several
 		// threads; a load waiting in the driver does not hold a P, so
 		// GOMAXPROCS does not bound them.
-		sem := make(chan struct{}, parallel)
 		var wg sync.WaitGroup
 		for _, i := range order {
 			wg.Add(1)
-			sem <- struct{}{}
+			slots <- struct{}{}
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
+				defer func() { <-slots }()
 				load(i)
 			}()
 		}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,5 +344,43 @@ func TestConcurrentLoadBatches(t *testing.T) {
 		if !loaded || pending != 0 {
 			t.Errorf("fail=%v: shared text loaded %v, %d loads still marked", fail, loaded, pending)
 		}
+	}
+}
+
+// TestLoadBatchesShareCPUs checks that under one load per CPU (Parallel
+// 0) two batches loading at once compile at most one text per CPU in
+// all, not one per CPU each: the Runtime's slots are shared.
+func TestLoadBatchesShareCPUs(t *testing.T) {
+	d := newFake()
+	rt := newRuntime(d)
+	var inFlight, most atomic.Int32
+	d.loadErr = func(string) error {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		inFlight.Add(-1)
+		return nil
+	}
+	batch := func(name string) []string {
+		var texts []string
+		for i := range runtime.NumCPU() + 1 {
+			texts = append(texts, fmt.Sprintf(".visible .entry %s%d()\n{\n\tret;\n}\n", name, i))
+		}
+		return texts
+	}
+	policy := LoadPolicy{Split: true}
+	none := func(string) ([]byte, bool) { return nil, false }
+	var wg sync.WaitGroup
+	for _, name := range []string{"a", "b"} {
+		wg.Go(func() {
+			if errs := rt.loadAll(batch(name), policy, none); len(errs) != 0 {
+				t.Errorf("batch %s: %v", name, errs)
+			}
+		})
+	}
+	wg.Wait()
+	if got := int(most.Load()); got > runtime.NumCPU() || got < 1 {
+		t.Errorf("%d compiles at once, want 1 to %d (one per CPU across the batches)", got, runtime.NumCPU())
 	}
 }

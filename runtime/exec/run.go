@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -187,6 +188,9 @@ type Runtime struct {
 	// failed): another batch that needs the text waits for it rather than
 	// compiling it again.
 	loading map[[32]byte]chan struct{}
+	// jitSlots holds a token for each compile in flight under a policy
+	// of one load per CPU (LoadPolicy.Parallel 0): one per CPU in all.
+	jitSlots chan struct{}
 
 	// work is the stream of asynchronous uploads (array.go): a blocking
 	// stream, so that it and the legacy default stream of launches, graph
@@ -231,7 +235,8 @@ func NewRuntime(dev *cuda.Device) *Runtime {
 }
 
 func newRuntime(d device) *Runtime {
-	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}, loading: map[[32]byte]chan struct{}{}}
+	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}, loading: map[[32]byte]chan struct{}{},
+		jitSlots: make(chan struct{}, runtime.NumCPU())}
 	rt.policy, rt.policyErr = policyFromEnv()
 	rt.linkCache = cuda.DefaultLinkCache()
 	return rt
