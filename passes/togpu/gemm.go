@@ -95,6 +95,11 @@ var MMATiles = []MMATile{
 	// flop than wst (session 12).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2, Persistent: 132},
+	// 192 wide (TMA only), 5 stages in 200 KiB: at 8192³, 2752 tiles are
+	// 20.9 waves of 132 blocks where 256-wide ones are 15.5 (the last
+	// wave half empty), as cuBLASLt picks 128 × 144 there (session 12).
+	{M: 128, N: 192, K: 64, Stages: 5, WGMMA: true, Specialized: true, TMA: true},
+	{M: 128, N: 192, K: 64, Stages: 5, WGMMA: true, Specialized: true, TMA: true, Persistent: 132},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 96 / 94: 608 / 631 TFLOP/s, 0.494 / 0.480 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 96 / 92: 614 TFLOP/s, 0.490 ms
@@ -189,10 +194,16 @@ func (t MMATile) SharedBytes() int64 {
 // specialized tilings' copies are of matmul operands only, so a
 // convolution takes the same tile with one role a thread (Overlap). A
 // TMA tiling's matmul takes it too where TMA cannot read the operands
-// (rows not 16-byte multiples apart: mma.tmaFits).
+// (rows not 16-byte multiples apart: mma.tmaFits), 256 wide when its N
+// is not a power of two.
 func (t MMATile) ConvTile() MMATile {
 	if t.Specialized {
 		t.Specialized, t.Persistent, t.Overlap, t.TMA, t.Cluster = false, 0, true, false, 0
+		if t.N&(t.N-1) != 0 {
+			// (cp.async copies need a power of two: the 256-wide tile,
+			// in the 4 stages that fit.)
+			t.N, t.Stages = 256, 4
+		}
 	}
 	return t
 }
@@ -401,6 +412,10 @@ func mmaPlan(nest *ir.Operation, tile MMATile) *mma {
 		// than the specialized kernel without TMA (bench/NOTES.md,
 		// sessions 9 and 11).
 		p.tile = tile.ConvTile()
+	}
+	if p.tile.N != tile.N {
+		// A fallback of another width: plan the operands for it.
+		return mmaPlan(nest, p.tile)
 	}
 	if p.tile.Cluster > 1 && (p.m == ir.Dynamic || p.tilesM()%p.tile.Cluster != 0) {
 		// A cluster's blocks take vertically adjacent tiles of one

@@ -348,7 +348,12 @@ func (p *mma) setupTile(k *kernelGen, b *ir.Builder, sa, sb, bid *ir.Value) gemm
 
 	tid := x.from(gpu.ThreadID(b, loc, "x"))
 	log2 := func(n int64) int64 { return int64(bits.TrailingZeros64(uint64(n))) }
-	tilesM, tilesN := x.shr(x.addc(mRows, tileM-1), log2(tileM)), x.shr(x.addc(nCols, tileN-1), log2(tileN))
+	tilesM, tilesN := x.shr(x.addc(mRows, tileM-1), log2(tileM)), x.addc(nCols, tileN-1)
+	if tileN&(tileN-1) == 0 {
+		tilesN = x.shr(tilesN, log2(tileN))
+	} else { // (192: TMA tiles only)
+		tilesN = x.div(tilesN, x.c(tileN))
+	}
 	var tiles *ir.Value // (the specialized kernel's loop over tiles needs their count)
 	if tl.Specialized {
 		tiles = x.mul(tilesM, tilesN)
@@ -378,12 +383,15 @@ func (p *mma) setupTile(k *kernelGen, b *ir.Builder, sa, sb, bid *ir.Value) gemm
 	if tl.copyThreads() != tl.threads() {
 		ctid = x.sub(tid, x.c(tl.threads()-tl.copyThreads()))
 	}
-	dstA, aLoads := p.a.copies(x, nb, tl.copyThreads(), ctid, z, rowBase, mRows, rowTail)
-	var dstB *ir.Value
-	var bLoads []tileLoad
-	if p.conv != nil && !p.conv.direct {
+	var dstA, dstB *ir.Value
+	var aLoads, bLoads []tileLoad
+	switch {
+	case tl.TMA: // (the producer copies with gpu.tma_load: gemm_tma.go)
+	case p.conv != nil && !p.conv.direct:
+		dstA, aLoads = p.a.copies(x, nb, tl.copyThreads(), ctid, z, rowBase, mRows, rowTail)
 		dstB = p.conv.setup(x, &p.b, tl.copyThreads(), ctid, z, colBase, nCols)
-	} else {
+	default:
+		dstA, aLoads = p.a.copies(x, nb, tl.copyThreads(), ctid, z, rowBase, mRows, rowTail)
 		dstB, bLoads = p.b.copies(x, nb, tl.copyThreads(), ctid, z, colBase, nCols, colTail)
 	}
 	zero32 := arith.ConstantInt(b, loc, 0, ir.I32)

@@ -32,8 +32,8 @@ const wgmmaTileM = 64
 func wgmmaFits(mm *matmulNest) bool { return mm.a.kLast }
 
 // checkWGMMA is MMATile.check for WGMMA tiles: K 64 (one swizzle row),
-// M a power of two of 1 to 4 warpgroups, N 64, 128 or 256 (one gpu.wgmma,
-// whole panels), at least two stages in a block's shared memory, and
+// M a power of two of 1 to 4 warpgroups, N 64, 128, 192 (TMA only) or
+// 256 (one gpu.wgmma, whole panels), at least two stages in a block's shared memory, and
 // copies of either operand, in either layout, in whole passes of rows
 // that are a multiple of 8 (the swizzle's period).
 func (t MMATile) checkWGMMA() error {
@@ -43,8 +43,12 @@ func (t MMATile) checkWGMMA() error {
 		return fmt.Errorf("mma tile %s: a wgmma tile's K must be %d", t, gpu.WGMMASwizzleRow)
 	case !pow2(t.M) || t.M < wgmmaTileM || t.M > 4*wgmmaTileM:
 		return fmt.Errorf("mma tile %s: a wgmma tile's M must be 64, 128 or 256 (1 to 4 warpgroups)", t)
-	case !pow2(t.N) || t.N < gpu.WGMMASwizzleRow || t.N > 256:
-		return fmt.Errorf("mma tile %s: a wgmma tile's N must be 64, 128 or 256", t)
+	case t.N%gpu.WGMMASwizzleRow != 0 || t.N < gpu.WGMMASwizzleRow || t.N > 256:
+		return fmt.Errorf("mma tile %s: a wgmma tile's N must be 64, 128, 192 or 256", t)
+	case !pow2(t.N) && !t.TMA:
+		// (The cp.async copies fill rows in whole passes of a power of
+		// two; TMA copies whole panels.)
+		return fmt.Errorf("mma tile %s: a wgmma tile whose N is not a power of two must copy with TMA", t)
 	case t.Overlap && t.Stages < 3:
 		return fmt.Errorf("mma tile %s: a product in flight across tiles needs at least 3 stages", t)
 	case t.Stages < 2 || t.SharedBytes() > gpu.MaxSharedBytes:
@@ -63,6 +67,9 @@ func (t MMATile) checkWGMMA() error {
 		return fmt.Errorf("mma tile %s: a specialized tile needs at least 3 stages and no Overlap (its products are always in flight)", t)
 	}
 	for _, outer := range []int64{t.M, t.N} {
+		if t.TMA {
+			break // (no cp.async copies)
+		}
 		for _, l := range [][2]int64{{t.K, outer}, {outer, t.K}} {
 			chunks, rows := l[0]/8, l[1]
 			if per := t.copyThreads() / chunks; per == 0 || (per%8 != 0 && 8%per != 0) || per > rows {

@@ -244,6 +244,20 @@ func TestWSPersistentTiles(t *testing.T) {
 	}
 }
 
+// TestWS192Tiles runs the 192-wide TMA tiling (three B panels a stage,
+// a tile count along N by division), alone and persistent on two blocks,
+// in the interpreter on testPersistentTiles's products (N tails of 136,
+// 104 and 72; B stored [N, K] in one box of 192 rows) against the graph
+// program.
+func TestWS192Tiles(t *testing.T) {
+	tile := togpu.MMATile{M: 128, N: 192, K: 64, Stages: 5, WGMMA: true, Specialized: true, TMA: true}
+	persistent := tile
+	persistent.Persistent = 2
+	for _, tile := range []togpu.MMATile{tile, persistent} {
+		t.Run(tile.String(), func(t *testing.T) { testPersistentTiles(t, tile) })
+	}
+}
+
 // TestWSClusterTiles runs the tilings whose blocks pair up in clusters,
 // sharing B's tile by multicast, in the interpreter (which runs a
 // cluster's blocks together): two tile rows of a batch of two, five k
