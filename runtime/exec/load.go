@@ -346,11 +346,12 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	tiered := policy.tiered() && rt.dev.canLink()
 	parallel := policy.Parallel
 	// With one load per CPU (Parallel 0), the slots are the Runtime's,
-	// shared by the batches running at once: a second graph's batch of
-	// short kernels then waits for a free CPU instead of halving the
-	// share of the first's long compiles (cnn_small_train's forward
-	// wgmma kernels beside its backward pass's batch).
-	slots := make(chan struct{}, max(parallel, 1))
+	// shared by the batches running at once and given to the longest
+	// text waiting: a second graph's batch of short kernels then waits
+	// for a free CPU instead of halving the share of the first's long
+	// compiles (cnn_small_train's forward wgmma kernels beside its
+	// backward pass's batch).
+	slots := newJITSlots(max(parallel, 1))
 	if parallel <= 0 {
 		parallel, slots = runtime.NumCPU(), rt.jitSlots
 	}
@@ -395,9 +396,9 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	slices.SortStableFunc(order, func(a, b int) int { return len(todo[b]) - len(todo[a]) })
 	if parallel <= 1 || len(todo) <= 1 {
 		for _, i := range order {
-			slots <- struct{}{}
+			slots.acquire(len(todo[i]))
 			load(i)
-			<-slots
+			slots.release()
 		}
 	} else {
 		// Each load locks its goroutine to an OS thread with the context
@@ -407,10 +408,10 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 		var wg sync.WaitGroup
 		for _, i := range order {
 			wg.Add(1)
-			slots <- struct{}{}
+			slots.acquire(len(todo[i]))
 			go func() {
 				defer wg.Done()
-				defer func() { <-slots }()
+				defer slots.release()
 				load(i)
 			}()
 		}
@@ -437,6 +438,45 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	// loaded, so that it does not compete with the first call for CPUs.
 	rt.upgradeAll(upTexts, upMods, jit, parallel)
 	return failed
+}
+
+// jitSlots bounds the compiles in flight and gives a free slot to the
+// longest text waiting for one (the longest-processing-time rule across
+// the batches that share the slots: each batch asks for its texts
+// longest first).
+type jitSlots struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	free    int
+	waiting []int // the sizes of the texts waiting
+}
+
+func newJITSlots(n int) *jitSlots {
+	s := &jitSlots{free: n}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// acquire waits for a slot for a text of size bytes: one is free and no
+// longer text waits.
+func (s *jitSlots) acquire(size int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting = append(s.waiting, size)
+	for s.free == 0 || slices.Max(s.waiting) > size {
+		s.cond.Wait()
+	}
+	s.waiting = slices.Delete(s.waiting, slices.Index(s.waiting, size), slices.Index(s.waiting, size)+1)
+	s.free--
+	s.cond.Broadcast() // the next longest may take another free slot
+}
+
+// release frees a slot.
+func (s *jitSlots) release() {
+	s.mu.Lock()
+	s.free++
+	s.mu.Unlock()
+	s.cond.Broadcast()
 }
 
 // finalAtOnce reports whether a text is compiled at the final JIT level

@@ -384,3 +384,39 @@ func TestLoadBatchesShareCPUs(t *testing.T) {
 		t.Errorf("%d compiles at once, want 1 to %d (one per CPU across the batches)", got, runtime.NumCPU())
 	}
 }
+
+// TestJITSlotsLongestFirst checks that a freed slot goes to the longest
+// text waiting, whichever asked first.
+func TestJITSlotsLongestFirst(t *testing.T) {
+	s := newJITSlots(1)
+	s.acquire(1)
+	got := make(chan int, 3)
+	var wg sync.WaitGroup
+	for i, size := range []int{10, 30, 20} {
+		wg.Go(func() {
+			s.acquire(size)
+			got <- size
+			s.release()
+		})
+		// Each waits before the next asks.
+		for {
+			s.mu.Lock()
+			n := len(s.waiting)
+			s.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	s.release()
+	wg.Wait()
+	close(got)
+	var order []int
+	for size := range got {
+		order = append(order, size)
+	}
+	if !slices.Equal(order, []int{30, 20, 10}) {
+		t.Errorf("slots taken in the order %v, want [30 20 10]", order)
+	}
+}

@@ -188,9 +188,10 @@ type Runtime struct {
 	// failed): another batch that needs the text waits for it rather than
 	// compiling it again.
 	loading map[[32]byte]chan struct{}
-	// jitSlots holds a token for each compile in flight under a policy
-	// of one load per CPU (LoadPolicy.Parallel 0): one per CPU in all.
-	jitSlots chan struct{}
+	// jitSlots bounds the compiles in flight under a policy of one load
+	// per CPU (LoadPolicy.Parallel 0): one per CPU in all, the longest
+	// waiting text first.
+	jitSlots *jitSlots
 
 	// work is the stream of asynchronous uploads (array.go): a blocking
 	// stream, so that it and the legacy default stream of launches, graph
@@ -236,7 +237,7 @@ func NewRuntime(dev *cuda.Device) *Runtime {
 
 func newRuntime(d device) *Runtime {
 	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}, loading: map[[32]byte]chan struct{}{},
-		jitSlots: make(chan struct{}, runtime.NumCPU())}
+		jitSlots: newJITSlots(runtime.NumCPU())}
 	rt.policy, rt.policyErr = policyFromEnv()
 	rt.linkCache = cuda.DefaultLinkCache()
 	return rt
