@@ -167,6 +167,22 @@ var cases = []struct {
 		log:   []string{"the matmul runs on a library (matmul-library)", "prologue"},
 	},
 	{
+		// The same with a symbolic M (a graph compiled for every sequence
+		// length), which the library plan takes too.
+		name: "library matmul of dynamic M epilogue joins the layer norm",
+		src: fn("%x: tensor<?x16xbf16, #graph.dims<[s0, 16]>>, %w: tensor<16x8xbf16>, %b: tensor<8xbf16>, %r: tensor<?x8xbf16, #graph.dims<[s0, 8]>>", "tensor<?x8xbf16, #graph.dims<[s0, 8]>>, tensor<?x8xf32, #graph.dims<[s0, 8]>>", `
+  %0 = "graph.matmul"(%x, %w) : (tensor<?x16xbf16, #graph.dims<[s0, 16]>>, tensor<16x8xbf16>) -> tensor<?x8xbf16, #graph.dims<[s0, 8]>>
+  %1 = "graph.add"(%0, %b) : (tensor<?x8xbf16, #graph.dims<[s0, 8]>>, tensor<8xbf16>) -> tensor<?x8xbf16, #graph.dims<[s0, 8]>>
+  %2 = "graph.add"(%r, %1) : (tensor<?x8xbf16, #graph.dims<[s0, 8]>>, tensor<?x8xbf16, #graph.dims<[s0, 8]>>) -> tensor<?x8xbf16, #graph.dims<[s0, 8]>>
+  %3 = "graph.cast"(%2) : (tensor<?x8xbf16, #graph.dims<[s0, 8]>>) -> tensor<?x8xf32, #graph.dims<[s0, 8]>>
+  %4 = "graph.reduce_mean"(%3) <{axes = [1], keepdims = true}> : (tensor<?x8xf32, #graph.dims<[s0, 8]>>) -> tensor<?x1xf32, #graph.dims<[s0, 1]>>
+  %5 = "graph.sub"(%3, %4) : (tensor<?x8xf32, #graph.dims<[s0, 8]>>, tensor<?x1xf32, #graph.dims<[s0, 1]>>) -> tensor<?x8xf32, #graph.dims<[s0, 8]>>
+  return %2, %5 : tensor<?x8xbf16, #graph.dims<[s0, 8]>>, tensor<?x8xf32, #graph.dims<[s0, 8]>>`),
+		opts:  func(o *fusion.Options) { o.MatmulLibrary = true },
+		kinds: []string{"matmul", "persistent_row"},
+		log:   []string{"the matmul runs on a library (matmul-library)", "prologue"},
+	},
+	{
 		// The same block without the option: the adds and the cast are the
 		// matmul's epilogue, which stores the sum in f32 for the row kernel.
 		name: "matmul epilogue stores the layer norm's input",

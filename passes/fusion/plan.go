@@ -541,8 +541,10 @@ func libraryMatmulOp(op *ir.Operation) bool {
 		return false
 	}
 	e := ir.ElementTypeOf(op.Result(0).Type())
-	s := shapeOf(op.Result(0))
-	return (e == ir.BF16 || e == ir.F16) && s != nil && !slices.Contains(s, ir.Dynamic)
+	s, a := shapeOf(op.Result(0)), shapeOf(op.Operand(0))
+	// (The library plan takes a dynamic M, not a dynamic batch, N or K.)
+	return (e == ir.BF16 || e == ir.F16) && len(s) >= 2 && len(a) >= 1 && !slices.Contains(s[:len(s)-2], ir.Dynamic) &&
+		s[len(s)-1] != ir.Dynamic && a[len(a)-1] != ir.Dynamic
 }
 
 // widening reports whether op is a graph.cast from a float type to a wider

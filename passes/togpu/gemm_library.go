@@ -37,8 +37,8 @@ type libraryMatmul struct {
 	// m is the nest's bound of a dynamic M, nil when M is static. The
 	// library reads M off A at run time, and fails a call whose C has
 	// another: mOfA says m is A's size (loop.dim), so that the library may
-	// write the nest's own output; otherwise it writes a product buffer of
-	// m rows.
+	// write the nest's own output, as it may when m is that output's size;
+	// otherwise it writes a product buffer of m rows.
 	m    *ir.Value
 	mOfA bool
 }
@@ -92,6 +92,60 @@ func libraryPlan(nest *ir.Operation) (*libraryMatmul, string) {
 		}
 	}
 	return p, ""
+}
+
+// isSizeOf reports whether v is buffer m's size along d: loop.dim of it,
+// or the size its loop.alloc was given.
+func isSizeOf(v, m *ir.Value, d int) bool {
+	if isDimOf(v, m, d) {
+		return true
+	}
+	alloc := m.DefiningOp()
+	mt, ok := m.Type().(*ir.MemRefType)
+	if alloc == nil || alloc.Name() != loop.AllocOp || !ok || mt.Shape()[d] != ir.Dynamic {
+		return false
+	}
+	// (The alloc's operands are the dynamic sizes, in order.)
+	i := 0
+	for _, n := range mt.Shape()[:d] {
+		if n == ir.Dynamic {
+			i++
+		}
+	}
+	return i < alloc.NumOperands() && sameIndex(alloc.Operand(i), v, 8)
+}
+
+// sameIndex reports whether a and b are the same index computation: one
+// value, or ops of one kind (index constants, loop.dim, arith's integer
+// operations) on operands that are, up to depth ops deep. (The lowering
+// computes a size once for a buffer and again for a nest's bound.)
+func sameIndex(a, b *ir.Value, depth int) bool {
+	if a == b {
+		return true
+	}
+	da, db := a.DefiningOp(), b.DefiningOp()
+	if depth == 0 || da == nil || db == nil || da.Name() != db.Name() || da.NumOperands() != db.NumOperands() || a.Type() != b.Type() {
+		return false
+	}
+	switch da.Name() {
+	case arith.OpConstant:
+		x, ok1 := staticInt(a)
+		y, ok2 := staticInt(b)
+		return ok1 && ok2 && x == y
+	case loop.DimOp:
+		x, _ := da.Attr(loop.IndexAttr).(ir.IntegerAttr)
+		y, _ := db.Attr(loop.IndexAttr).(ir.IntegerAttr)
+		return x.Value == y.Value && da.Operand(0) == db.Operand(0)
+	case arith.OpAddI, arith.OpMulI, arith.OpSubI, arith.OpDivUI, arith.OpRemUI, arith.OpMaxUI, arith.OpMinUI:
+		for i := range da.NumOperands() {
+			if !sameIndex(da.Operand(i), db.Operand(i), depth-1) {
+				return false
+			}
+		}
+		// (Flags such as overflow ones must agree too.)
+		return fmt.Sprint(da.Properties(), da.Attributes()) == fmt.Sprint(db.Properties(), db.Attributes())
+	}
+	return false
 }
 
 // isDimOf reports whether v is loop.dim of buffer m along d.
@@ -161,9 +215,9 @@ func (p *libraryMatmul) lower(ctx *ir.Context) {
 	if bias != nil {
 		biasMem = bias.mem
 	}
-	// (A dynamic M other than A's own: C is the product buffer of the
-	// nest's M, which the library checks A against.)
-	if out := p.directStore(round, bias); out != nil && (p.m == nil || p.mOfA) {
+	// (A dynamic M that is neither A's nor the output's size: C is the
+	// product buffer of the nest's M, which the library checks A against.)
+	if out := p.directStore(round, bias); out != nil && (p.m == nil || p.mOfA || isSizeOf(p.m, out, len(p.shape)-2)) {
 		gpu.LibraryMatmul(b, loc, p.a, p.b, out, biasMem, p.transA, p.transB)
 		p.nest.Erase()
 		return

@@ -328,9 +328,10 @@ func TestLibraryMatmulHints(t *testing.T) {
 // is one gpu.library_matmul reading M off A at run time (A stored either
 // way; a bias and GELU epilogue, a bare product written straight into the
 // result, and an A reshaped from a larger rank, whose M the nest computes
-// rather than reads off A: the library writes a product buffer of the
-// nest's M), no mma kernel, and the lowered program computes the graph
-// program at several M.
+// rather than reads off A: the library writes the result when that M is
+// the result's size, else a product buffer of the nest's M), no mma
+// kernel, and the lowered program computes the graph program at several
+// M.
 func TestLibraryMatmulDynamicM(t *testing.T) {
 	const res = "tensor<?x23xbf16, #graph.dims<[s0, 23]>>"
 	for _, tc := range []struct {
@@ -353,6 +354,11 @@ func TestLibraryMatmulDynamicM(t *testing.T) {
 		{"a-reshaped", "tensor<2x?x19xbf16, #graph.dims<[2, s0, 19]>>", "tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>", `
   %a = "graph.reshape"(%x) <{shape = array<i64: -1, 19>}> : (tensor<2x?x19xbf16, #graph.dims<[2, s0, 19]>>) -> tensor<?x19xbf16, #graph.dims<[s0*2, 19]>>
   %r = "graph.matmul"(%a, %w, %b) : (tensor<?x19xbf16, #graph.dims<[s0*2, 19]>>, tensor<19x23xbf16>, tensor<23xbf16>) -> tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>`,
+			0, func(n int64) []int64 { return []int64{2, n, 19} }},
+		{"a-reshaped-gelu", "tensor<2x?x19xbf16, #graph.dims<[2, s0, 19]>>", "tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>", `
+  %a = "graph.reshape"(%x) <{shape = array<i64: -1, 19>}> : (tensor<2x?x19xbf16, #graph.dims<[2, s0, 19]>>) -> tensor<?x19xbf16, #graph.dims<[s0*2, 19]>>
+  %0 = "graph.matmul"(%a, %w, %b) : (tensor<?x19xbf16, #graph.dims<[s0*2, 19]>>, tensor<19x23xbf16>, tensor<23xbf16>) -> tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>
+  %r = "graph.gelu"(%0) <{approximate = "tanh"}> : (tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>) -> tensor<?x23xbf16, #graph.dims<[s0*2, 23]>>`,
 			1, func(n int64) []int64 { return []int64{2, n, 19} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
