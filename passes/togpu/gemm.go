@@ -95,11 +95,10 @@ var MMATiles = []MMATile{
 	// flop than wst (session 12).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2, Persistent: 132},
-	// 192 wide (TMA only), 5 stages in 200 KiB: at 8192³, 2752 tiles are
-	// 20.9 waves of 132 blocks where 256-wide ones are 15.5 (the last
-	// wave half empty), as cuBLASLt picks 128 × 144 there (session 12).
-	{M: 128, N: 192, K: 64, Stages: 5, WGMMA: true, Specialized: true, TMA: true},
-	{M: 128, N: 192, K: 64, Stages: 5, WGMMA: true, Specialized: true, TMA: true, Persistent: 132},
+	// Dropped after measuring (session 12, same process as wst's 714 and
+	// cuBLASLt's 812): 128x192x64s5wst and …wstp132 (TMA, 5 stages,
+	// 20.9 waves of 132 blocks at 8192³ instead of 15.5), 650 and 647
+	// TFLOP/s, mm_bias_gelu 0.547 and 0.540 ms.
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true},                // 164 / 160: 627 / 629 TFLOP/s, 0.502 / 0.505 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},                // 4 warpgroups of 64 × 128, 96 / 94: 608 / 631 TFLOP/s, 0.494 / 0.480 ms
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true, Overlap: true}, // 96 / 92: 614 TFLOP/s, 0.490 ms

@@ -207,7 +207,6 @@ func TestGPUTMAShapes(t *testing.T) {
 		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true},
 		tmaTile,
 		clusterTile,
-		{M: 128, N: 192, K: 64, Stages: 5, WGMMA: true, Specialized: true, TMA: true},
 	}
 	for _, s := range []struct {
 		name    string
