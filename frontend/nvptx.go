@@ -117,7 +117,7 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	// overlap its opening.
 	var rt *exec.Runtime
 	if err := g.Time(PhaseDevice, func() (err error) { rt, err = gpuRuntime(); return err }); err != nil {
-		return nil, fmt.Errorf("nvptx backend %w", err)
+		return nil, fmt.Errorf("nvptx backend: %w", err)
 	}
 	// The libraries' handles and workspaces, and the first call of each
 	// library op (cuDNN's plans and choice of algorithms, cuBLASLt's
