@@ -504,7 +504,8 @@ func (hd *Handle) newPlan(key planKey) (*plan, error) {
 	return p, nil
 }
 
-// slowPlan is how long making a plan takes before newPlan logs it.
+// slowPlan is how long making a plan takes before newPlan logs it under
+// the topic compile rather than autotune.
 const slowPlan = 20 * time.Millisecond
 
 // legacyPlan makes the descriptors of key and lists the algorithms
