@@ -50,9 +50,9 @@ type libraryConv struct {
 // nhwcLibraryPlan recognizes a channels-last convolution nest
 // (loop.Conv.ChannelsLast, graph.conv2d's layout "NHWC"): a nest over
 // (n, oh, ow, o) whose K loops (c, kh, kw) sum x [N, H, W, C] at [n, …,
-// c] times w [O, KH, KW, C] at [o, kh, kw, c] in f32, bf16 or f16
-// buffers of static shape, the padding alike on both sides and the sum
-// rounded first. cuDNN computes it in NHWC. It returns nil and why not
+// c] times w [O, KH, KW, C] at [o, kh, kw, c] in f32, of bf16 or f16
+// buffers (one type) of static shape, the padding alike on both sides and
+// the sum rounded first. cuDNN computes it in NHWC. It returns nil and why not
 // for a nest the library cannot take (which stays a SIMT nest).
 func nhwcLibraryPlan(nest *ir.Operation, geo loop.Conv) (*libraryConv, string) {
 	_, ext, kl, loads, ok := anyConvNest(nest)
