@@ -7,10 +7,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
 	"github.com/strata-ir/strata/passes/passtest"
 	_ "github.com/strata-ir/strata/passes/togpu" // convert-loop-to-gpu
@@ -211,39 +209,16 @@ func TestChannelsLastPreservesSemantics(t *testing.T) {
 
 // lowered runs pipeline on src and returns the result in the generic
 // form.
-func lowered(t *rapid.T, src, pipeline string) string {
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "stack.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse(pipeline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	return ir.Sprint(m, ir.PrintOptions{Generic: true})
+func lowered(t passtest.TB, src, pipeline string) string {
+	t.Helper()
+	return ir.Sprint(passtest.Run(t, src, pipeline), ir.PrintOptions{Generic: true})
 }
 
 // convert runs pipeline on src and returns the result's text and the
 // counts of the ops named in count.
 func convert(t *testing.T, src, pipeline string, count ...string) (string, map[string]int) {
 	t.Helper()
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "test.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse(pipeline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	out := ir.Sprint(m, ir.PrintOptions{Generic: true})
+	out := lowered(t, src, pipeline)
 	n := map[string]int{}
 	for _, name := range count {
 		n[name] = strings.Count(out, `"`+name+`"`)

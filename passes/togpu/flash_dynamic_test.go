@@ -8,7 +8,6 @@ import (
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/exec"
@@ -110,18 +109,7 @@ func TestFlashPipelineDynamic(t *testing.T) {
 }
 `, q, k, k, q, tc.causal, q, k, k, q, q)
 			pipeline := "builtin.module(" + tc.pipeline + ",lower-to-gpu)"
-			ctx := dialects.NewContext()
-			m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "dyn.mlir"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pm, err := passes.Parse(pipeline)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := pm.Run(ctx, m); err != nil {
-				t.Fatal(err)
-			}
+			m := passtest.Run(t, src, pipeline)
 			text := ir.Sprint(m, ir.PrintOptions{})
 			if got := strings.Count(text, `mapping = "flash"`); got != tc.flash {
 				t.Fatalf("%d flash kernels, want %d", got, tc.flash)
@@ -130,7 +118,7 @@ func TestFlashPipelineDynamic(t *testing.T) {
 			if _, err := exec.Compile(m, exec.Options{}); err != nil {
 				t.Fatalf("compiling to PTX: %v", err)
 			}
-			ref, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "ref.mlir"})
+			ref, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "ref.mlir"})
 			if err != nil {
 				t.Fatal(err)
 			}
