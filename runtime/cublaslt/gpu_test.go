@@ -25,23 +25,7 @@ func TestGPUMatmul(t *testing.T) {
 	for i := range b {
 		b[i] = float64(i%5 - 2)
 	}
-	bf16 := func(vs []float64) []byte {
-		out := make([]byte, 2*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint16(out[2*i:], uint16(math.Float32bits(float32(v))>>16))
-		}
-		return out
-	}
-	upload := func(data []byte) cuda.DevicePtr {
-		p, err := alloc.Alloc(uint64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dev.CopyHtoD(p, data); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	upload := func(data []byte) cuda.DevicePtr { return uploadBytes(t, dev, alloc, data) }
 	pa, pb, pd := upload(bf16(a)), upload(bf16(b)), upload(make([]byte, 4*batch*m*n))
 	mm := Matmul{AType: BF16, DType: F32, M: m, N: n, K: k, Batch: batch, TransA: true}
 	for range 2 { // the second call reuses the plan
@@ -87,23 +71,7 @@ func TestGPUMatmulBias(t *testing.T) {
 	for j := range n {
 		bias1[j], bias2[j] = float64(10*j+1), float64(-3*j)
 	}
-	bf16 := func(vs []float64) []byte {
-		out := make([]byte, 2*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint16(out[2*i:], uint16(math.Float32bits(float32(v))>>16))
-		}
-		return out
-	}
-	upload := func(data []byte) cuda.DevicePtr {
-		p, err := alloc.Alloc(uint64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dev.CopyHtoD(p, data); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	upload := func(data []byte) cuda.DevicePtr { return uploadBytes(t, dev, alloc, data) }
 	pa, pb, pd := upload(bf16(a)), upload(bf16(b)), upload(make([]byte, 2*batch*m*n))
 	mm := Matmul{AType: BF16, DType: BF16, M: m, N: n, K: k, Batch: batch, Bias: true}
 	aligns := map[uint64]bool{}
@@ -181,23 +149,7 @@ func TestGPUMatmulSharedA(t *testing.T) {
 	for i := range b {
 		b[i] = float64(i%7 - 3)
 	}
-	bf16 := func(vs []float64) []byte {
-		out := make([]byte, 2*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint16(out[2*i:], uint16(math.Float32bits(float32(v))>>16))
-		}
-		return out
-	}
-	upload := func(data []byte) cuda.DevicePtr {
-		p, err := alloc.Alloc(uint64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dev.CopyHtoD(p, data); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	upload := func(data []byte) cuda.DevicePtr { return uploadBytes(t, dev, alloc, data) }
 	pa, pb, pd := upload(bf16(a)), upload(bf16(b)), upload(make([]byte, 4*batch*m*n))
 	if err := hd.Run(Matmul{AType: BF16, DType: F32, M: m, N: n, K: k, Batch: batch, SharedA: true}, pa, pb, pd, nil); err != nil {
 		t.Fatal(err)
@@ -219,4 +171,26 @@ func TestGPUMatmulSharedA(t *testing.T) {
 			}
 		}
 	}
+}
+
+// bf16 encodes vs as bfloat16 (truncated: the tests' values are exact).
+func bf16(vs []float64) []byte {
+	out := make([]byte, 2*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(math.Float32bits(float32(v))>>16))
+	}
+	return out
+}
+
+// uploadBytes copies data to a new device buffer.
+func uploadBytes(t *testing.T, dev *cuda.Device, alloc *cuda.Allocator, data []byte) cuda.DevicePtr {
+	t.Helper()
+	p, err := alloc.Alloc(uint64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.CopyHtoD(p, data); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
