@@ -35,9 +35,9 @@ type gemmDevice struct {
 	ref  []float64
 }
 
-// openGemm opens the device and computes the reference (skipping without
-// a device or cuBLASLt); the inputs' seed is logged.
-func openGemm(tb testing.TB) *gemmDevice {
+// openRuntime opens the device, closed when tb ends, or skips tb
+// without one.
+func openRuntime(tb testing.TB) *exec.Runtime {
 	tb.Helper()
 	rt, err := exec.Open(0)
 	if err != nil {
@@ -48,6 +48,14 @@ func openGemm(tb testing.TB) *gemmDevice {
 			tb.Error(err)
 		}
 	})
+	return rt
+}
+
+// openGemm opens the device and computes the reference (skipping without
+// a device or cuBLASLt); the inputs' seed is logged.
+func openGemm(tb testing.TB) *gemmDevice {
+	tb.Helper()
+	rt := openRuntime(tb)
 	seed := uint64(time.Now().UnixNano())
 	tb.Logf("inputs from seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 5))
@@ -192,15 +200,7 @@ func BenchmarkGPUWGMMAGemm(b *testing.B) {
 // flight and the TMA tiling, on fresh random inputs; Strata's products
 // are compared with cuBLASLt's before they are timed.
 func TestGPUTMAShapes(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("inputs from seed %d", seed)
 	tiles := []togpu.MMATile{
@@ -276,15 +276,7 @@ func TestGPUTMAGraph(t *testing.T) {
 }
 
 func testTMAGraph(t *testing.T, tile togpu.MMATile) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	const src = `func.func @main(%x: tensor<1000x768xbf16>, %w: tensor<768x2304xbf16>) -> tensor<1000x2304xbf16> {
   %r = "graph.matmul"(%x, %w) : (tensor<1000x768xbf16>, tensor<768x2304xbf16>) -> tensor<1000x2304xbf16>
   return %r : tensor<1000x2304xbf16>
@@ -353,15 +345,7 @@ func testTMAGraph(t *testing.T, tile togpu.MMATile) {
 // 256-row box) and a batch of two (pairs within each matrix). Each
 // kernel must be the cluster one (multicast copies).
 func TestGPUClusterShapes(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("inputs from seed %d", seed)
 	persistent := clusterTile
