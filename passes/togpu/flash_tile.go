@@ -1,0 +1,263 @@
+package togpu
+
+import (
+	"fmt"
+)
+
+// FlashTile is how a flash-attention kernel splits its work: blocks of
+// Rows query rows (Rows/Warp warps, Warp rows each) and key tiles of Keys.
+type FlashTile struct {
+	Rows, Keys int64
+	// Warp is the query rows of a warp, 16 (the zero value) or 32: two
+	// m16 tiles share each K and V fragment a warp loads from workgroup
+	// memory, which halves that traffic per score (at the cost of twice
+	// the accumulator registers).
+	Warp int64
+	// SumMMA takes the row sums of the probabilities on the tensor cores,
+	// as P times a matrix of ones (one mma.sync per 16 keys instead of an
+	// f32 add per score); they then sum the probabilities as rounded to
+	// the element type, which the product uses too.
+	SumMMA bool
+	// MinBlocks, when not 0, asks ptxas to fit the registers to that many
+	// blocks an SM (launch bounds; it may spill to get there).
+	MinBlocks int64
+	// Fused rescales the accumulators (when a row's extreme moved) before
+	// the exponentials rather than after, so that the exponentials, the
+	// packing of P and P·V of every key step follow in one basic block:
+	// ptxas may then overlap one step's ex2 (MUFU) with the previous
+	// step's mma.sync.
+	Fused bool
+	// PolyExp is how many of the 8 probabilities a lane takes a key step
+	// (per m16 tile) are computed on the FMA pipes by a polynomial (see
+	// polyExp2) instead of ex2.approx on the MUFU, which issues only 16 a
+	// clock an SM.
+	PolyExp int64
+	// WGMMA computes both products with gpu.wgmma, a warpgroup (4 warps,
+	// 64 rows) at a time (flash_wgmma.go): Hopper's sm_90a target only,
+	// head dim 64, or 128 with QShared. Rows is a multiple of 64; Warp,
+	// SumMMA, Fused and PolyExp must be zero.
+	WGMMA bool
+	// Pipe (with WGMMA) overlaps each key tile's softmax with the
+	// previous tile's P·V on the tensor cores, as FlashAttention-3 does
+	// within a warpgroup (flash_wgmma.go, emitWGMMAPipe). With several
+	// warpgroups (Rows > 64) it needs PrefetchV: without it a thread
+	// copies the next V tile once its own warpgroup's P·V of the stage's
+	// last V has completed, while another warpgroup's may still read it.
+	Pipe bool
+	// Lazy (with Pipe) rescales O and the sums only in the threads whose
+	// rows' extremes moved this tile (a branch after P·V's wait) instead
+	// of multiplying by alpha = 1 every tile.
+	Lazy bool
+	// PrefetchV (with Pipe and Lazy) gives V a third stage, so that a
+	// tile's V is copied with its K at the top of the tile before: no
+	// copy is then in flight at a tile's fence.proxy.async (ptxas makes
+	// it a MEMBAR.ALL.CTA), and one cp.async group a tile suffices.
+	PrefetchV bool
+	// OneK (with Pipe, one warpgroup a block and no PrefetchV) keeps a
+	// single K stage: K(kt+1) is copied into it in tile kt once S(kt),
+	// its last reader, has completed (during the softmax), one tile of
+	// shared memory less (at head dim 128, 64 KiB instead of 80 with
+	// 64-key tiles: 3 blocks an SM instead of 2).
+	OneK bool
+	// QShared (with Pipe) reads Q for S = Q·Kᵀ from workgroup memory by
+	// a matrix descriptor (gpu.wgmma's a_shared) instead of loading its
+	// fragments by ldmatrix in every key tile: 16 registers and 4
+	// ldmatrix a warp-tile fewer.
+	QShared bool
+	// Specialized (with Pipe and QShared; not PrefetchV or OneK) adds a
+	// producer warpgroup to the block's Rows/64 consumer warpgroups: it
+	// alone copies the K and V tiles (two warps each, into two K and three
+	// V stages) and hands them over through mbarriers (full when copied,
+	// empty when the consumers' product that read them has completed)
+	// instead of a block barrier a tile; registers move from it to the
+	// consumers (gpu.setmaxnreg). See flash_wgmma.go, emitWGMMAPipe and
+	// wsSplit. Measured 30–50% slower than the one-warpgroup tilings
+	// (session 11: a consumer warpgroup takes ~3000 cycles a 64-key tile;
+	// not the copies, which the producer keeps a tile ahead).
+	Specialized bool
+	// PingPong (with Specialized and two consumer warpgroups) has the
+	// consumers take turns issuing a tile's products, as
+	// FlashAttention-3 schedules them: one warpgroup's S and P·V run on
+	// the tensor cores while the other runs its softmax.
+	PingPong bool
+}
+
+// String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
+// eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
+// for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
+// for Specialized (a dedicated producer) and a for PingPong (alternating
+// consumers).
+func (t FlashTile) String() string {
+	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
+	if t.Warp != 0 && t.Warp != 16 {
+		s += fmt.Sprintf("w%d", t.Warp)
+	}
+	if t.Fused {
+		s += "f"
+	}
+	if t.PolyExp > 0 {
+		s += fmt.Sprintf("e%d", t.PolyExp)
+	}
+	if t.SumMMA {
+		s += "s"
+	}
+	if t.MinBlocks > 0 {
+		s += fmt.Sprintf("b%d", t.MinBlocks)
+	}
+	if t.WGMMA {
+		s += "g"
+	}
+	if t.Pipe {
+		s += "p"
+	}
+	if t.Lazy {
+		s += "l"
+	}
+	if t.PrefetchV {
+		s += "v"
+	}
+	if t.QShared {
+		s += "q"
+	}
+	if t.OneK {
+		s += "k"
+	}
+	if t.Specialized {
+		s += "d"
+	}
+	if t.PingPong {
+		s += "a"
+	}
+	return s
+}
+
+// warpRows is the query rows of a warp.
+func (t FlashTile) warpRows() int64 {
+	if t.Warp == 0 {
+		return 16
+	}
+	return t.Warp
+}
+
+// sums is the number of row-sum registers a lane carries: its partial
+// sums of its two rows, or SumMMA's m16n8 accumulator (each row's sum
+// twice).
+func (t FlashTile) sums() int {
+	if t.SumMMA {
+		return 4
+	}
+	return 2
+}
+
+// FlashTiles are the tilings Flash supports; the first three are the
+// defaults (see Flash.tile). Measured on the H200 at b16 h16 s1024 d64
+// (TestGPUFlash, bench/NOTES.md session 3, non-causal / causal ms):
+// 128x64w32f 0.267 / 0.181, 64x64fsb4 0.271 / 0.173, 64x64f 0.273 /
+// 0.185, 64x64 0.285 / 0.180, 64x64fe2 0.283 / 0.182 (kept: the
+// polynomial exponentials lost, fe4 by 6%). Dropped after measurement:
+// 128x64w32 (0.283), 128x64w32fe4 (0.282), 64x128fb3 (0.287), 64x64s
+// and 64x64sb4 (0.282), 128x32w32 (0.305), 64x64w32 (0.287), 128x64 with
+// 16 rows a warp (0.293), 64x128 (0.293), and a pipelined 64x64 of
+// session 2 (the next tile's QKᵀ before this tile's softmax: 10%
+// slower). The kernel is latency-bound at about 40% of the tensor pipe's
+// mma.sync peak (ncu): its phases (QKᵀ on the tensor pipe, the row
+// extremes, ex2 on the MUFU, P·V) depend on each other within a warp, and
+// no one stall reason dominates.
+var FlashTiles = []FlashTile{
+	{Rows: 128, Keys: 64, Warp: 32, Fused: true},
+	{Rows: 64, Keys: 64, Fused: true, SumMMA: true, MinBlocks: 4},
+	{Rows: 64, Keys: 64, Fused: true},
+	{Rows: 64, Keys: 64},
+	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
+	FlashTileWGMMA,
+	FlashTileWGMMACausal,
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
+	FlashTileWGMMA128,
+	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
+	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
+	{Rows: 64, Keys: 64, WGMMA: true},
+	{Rows: 128, Keys: 64, WGMMA: true},
+	{Rows: 128, Keys: 128, WGMMA: true},
+}
+
+// FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
+// graph-attention-to-flash takes with its wgmma option (sm_90a devices)
+// for head dim 64, non-causal and causal: the pipelined kernel with Lazy
+// rescaling and Q read by descriptor, with 128-key tiles (64x128gplq:
+// 156 registers, 3 blocks an SM) for non-causal attentions, and with
+// 64-key tiles and V a tile ahead in a third stage (64x64gplvq: 106
+// registers, 4 blocks) for causal ones, whose diagonal is finer with
+// 64-key tiles. Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash,
+// bench/NOTES.md session 5, non-causal / causal ms): 64x128gplq 0.199 /
+// 0.144 (the bench's attention with it 0.196 ms, 1.19× torch.compile),
+// 64x64gplvq 0.205 / 0.138 (0.197 / 0.142 and 0.203 / 0.136 with the
+// descriptors' lower word built by one add a k-step, against 0.199 /
+// 0.143 and 0.204 / 0.137 in the same call), 64x64gplq 0.207 / 0.140,
+// 128x64gplvq (two warpgroups a block sharing K and V; session 8) 0.219 /
+// 0.155, and session 4's
+// 64x64gp 0.226 / 0.150 (1.37× in the bench), 64x64g 0.240 / 0.156,
+// 128x64g 0.260 / 0.179, 128x128g 0.312 / 0.208, against the mma.sync
+// defaults' 0.270 / 0.182. Dropped after measurement: 64x64gpl 0.218 /
+// 0.148, 64x64gplv 0.217 / 0.147, 64x128gpl (without q: 170 registers,
+// 2 blocks) 0.207 / 0.149, 64x64b5gplq (launch bounds for 5 blocks: 96
+// registers, P swapped through local memory) 0.268 / 0.187, 64x64b5g
+// 0.269 / 0.182, 192x64g (3 warpgroups) 0.313, and RoundPairs (the
+// scores rounded to bf16 two a conversion, widened back by shift and
+// mask: 96 → 64 F2FP per 128 keys, +17 instructions) 0.199 / 0.144 with
+// 64x128gplq, 0.206 / 0.140 with 64x64gplvq: the conversions are not
+// what limits the kernel, and LateCopy (K(kt+1) and V(kt) copied in
+// tile kt while S and P·V are in flight, P·V's gpu.wgmma pending 2 and S
+// awaited after the copies: nothing but the products between the
+// barrier and S, no copy after P·V's wait) 64x128gplqc 0.209 / 0.146,
+// 64x64gplqc 0.213 / 0.143: 5–6% slower. What ptxas makes of
+// 64x64g's loop (≈ 380 instructions a warp-tile): 64 of them move O
+// into and out of the registers of the S product's accumulators (R24–R55
+// for both), and each gpu.wgmma waits for its group, so a warpgroup's
+// QKᵀ, softmax and P·V never overlap; the pipelined tilings overlap the
+// softmax with P·V and keep S and O in separate blocks.
+//
+// Session 11 (bench/NOTES.md "Session 11: flash forward"; ms at b16 h16
+// s1024, d64 and d128, non-causal / causal) kept these defaults against
+// the warp-specialized tilings — 128x64gplqd 0.294 / 0.204 and 0.426 /
+// 0.289, 128x128gplqd 0.256 / 0.180 and 0.443 / 0.320, 128x64gplqda
+// 0.366 / 0.236 and 0.548 / 0.353 — and dropped: 128x128gplqda (0.289 /
+// 0.194, 0.507 / 0.358), 192x64gplqd (three consumer warpgroups at 152
+// registers: 0.283 / 0.213, 0.524 / 0.369), 64x32gplq (120 registers at
+// d128, 4 blocks an SM: 0.243 / 0.159 at d64, in the bench 0.379 /
+// 0.243 at d128 against 64x64gplqk's 0.347 / 0.227), 64x32gplqk, and
+// PolyExp in the wgmma softmax (64x128e2gplq 0.210 / 0.150, 64x64e2gplvq
+// 0.222 / 0.146: a quarter of the exponentials on the FMA pipes costs
+// more than it saves — the MUFU is not the limit).
+var (
+	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
+	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}
+)
+
+// FlashTileWGMMA128 is the wgmma tiling of head dim 128, causal or not:
+// 64-key tiles (a K or V tile is 16 KiB), Q read by descriptor, one K
+// stage (OneK: 64 KiB in all, 168 registers, 3 blocks an SM). Measured on
+// the H200 at b16 h16 s1024 d128 (TestGPUFlash, bench/NOTES.md session 8,
+// non-causal / causal ms): 64x64gplqk 0.365 / 0.238, 64x64gplq (two K
+// stages, 80 KiB: 2 blocks) 0.401 / 0.263, 64x64gplvq 0.404 / 0.265,
+// against the mma.sync kernel 64x64f's 0.525 / 0.342; with every wgmma
+// serialized by ptxas (before the native backend kept S's chained
+// products in place) 64x64gplq 0.405 / 0.260, 128x64gplvq (two
+// warpgroups a block, 1 block an SM at 168 registers) 0.426 / 0.295,
+// 64x128gplq (144 KiB, 1 block) 0.535 / 0.372.
+var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
+
+// WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
+// attention of head dim d, causal or not (for a head dim no wgmma tiling
+// takes, FlashTileWGMMA, which Flash.Check then refuses).
+func WGMMATile(d int64, causal bool) FlashTile {
+	switch {
+	case d == 2*wgPanel:
+		return FlashTileWGMMA128
+	case causal:
+		return FlashTileWGMMACausal
+	}
+	return FlashTileWGMMA
+}

@@ -1,0 +1,384 @@
+package togpu
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// pointwise is the grid-stride mapping: thread t of the grid handles
+// chunks t, t + gridSize, ... of vec consecutive points of the flattened
+// iteration space.
+type pointwise struct {
+	vec int64
+}
+
+// pointwisePlan vectorizes when the body has no inner loops, the innermost
+// dimension has step 1 and a static extent that vec divides (so a chunk
+// never crosses a row and needs no tail), and every access is contiguous
+// in the innermost index: its last index is independent of the innermost
+// induction variable, or that variable plus an offset independent of it
+// (a column block of a wider buffer: the q, k and v heads a copy cuts out
+// of the fused qkv product), and no other index depends on it. The width
+// is halved until it divides every such offset (as far as the offsets'
+// arithmetic shows), so each vector access stays aligned.
+func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
+	p := &pointwise{vec: 1}
+	if cfg.Vector <= 1 {
+		return p
+	}
+	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
+	n := len(lbs)
+	lb, ok1 := staticInt(lbs[n-1])
+	ub, ok2 := staticInt(ubs[n-1])
+	step, ok3 := staticInt(steps[n-1])
+	if !ok1 || !ok2 || !ok3 || step != 1 || ub <= lb || (ub-lb)%cfg.Vector != 0 {
+		return p
+	}
+	iv := loop.Body(nest).Argument(n - 1)
+	inner := map[*ir.Value]bool{iv: true}
+	memo := map[*ir.Value]bool{}
+	ok := true
+	align := int64(0) // the gcd of the offsets added to the innermost variable (0: none)
+	loops := false
+	var most int64 // the most elements of a buffer the nest accesses (-1: one not static)
+	nest.Walk(func(o *ir.Operation) bool {
+		switch o.Name() {
+		case loop.IfOp:
+			ok = false
+		case loop.ForOp:
+			// One loop runs every lane's trips (cloneLanes): its bounds
+			// must be the same for all of them.
+			loops = true
+			lb, ub, step := loop.ForBounds(o)
+			for _, v := range []*ir.Value{lb, ub, step} {
+				ok = ok && !dependsOn(v, inner, nest, memo)
+			}
+		case loop.ParallelOp:
+			ok = o == nest
+		case loop.LoadOp, loop.StoreOp:
+			mem, idx := accessIndices(o)
+			if mt, isMem := mem.Type().(*ir.MemRefType); isMem && most >= 0 {
+				if n := ir.NumElements(mt.Shape()); n >= 0 {
+					most = max(most, n)
+				} else {
+					most = -1
+				}
+			}
+			for i, v := range idx {
+				if !dependsOn(v, inner, nest, memo) {
+					continue
+				}
+				off, plus := innerOffset(v, iv, inner, nest, memo)
+				if i < len(idx)-1 || !plus {
+					ok = false
+					break
+				}
+				align = gcd(align, off)
+			}
+		}
+		return ok
+	})
+	if !ok {
+		return p
+	}
+	// The option counts 4-byte lanes (16 bytes a step by default): a nest
+	// that moves only 16-bit elements takes twice the points a step (one
+	// 16-byte access a buffer); one that also moves f32 keeps the width.
+	// (1-byte elements have no vector accesses.)
+	vec := cfg.Vector
+	if w := widestAccess(nest); w == 2 && (ub-lb)%(vec*2) == 0 {
+		vec *= 2
+	}
+	for vec > 1 && align%vec != 0 {
+		vec /= 2
+	}
+	// Each point of a nest with a loop walks many elements (a column
+	// block's rows): lanes take threads away, and a grid with
+	// NarrowPerBlock or more elements of a buffer a block is too small for
+	// its data (a bias gradient's partial sums on 384 blocks).
+	if points := staticPoints(lbs, ubs, steps); loops && most > 0 && points > 0 {
+		for vec > 1 && most*cfg.Block*vec >= NarrowPerBlock*points {
+			vec /= 2
+		}
+	}
+	p.vec = vec
+	return p
+}
+
+// staticPoints returns the number of points of a parallel nest with
+// static bounds, or -1.
+func staticPoints(lbs, ubs, steps []*ir.Value) int64 {
+	n := int64(1)
+	for d := range lbs {
+		lb, ok1 := staticInt(lbs[d])
+		ub, ok2 := staticInt(ubs[d])
+		step, ok3 := staticInt(steps[d])
+		if !ok1 || !ok2 || !ok3 || step <= 0 {
+			return -1
+		}
+		n *= max(0, (ub-lb+step-1)/step)
+	}
+	return n
+}
+
+// innerOffset reports whether index v is iv plus terms independent of it
+// (a tree of arith.addi with iv as one leaf), and returns a number the sum
+// of those terms is known to be a multiple of (0 when they are 0).
+func innerOffset(v, iv *ir.Value, inner map[*ir.Value]bool, nest *ir.Operation, memo map[*ir.Value]bool) (int64, bool) {
+	if v == iv {
+		return 0, true
+	}
+	d := v.DefiningOp()
+	if d == nil || d.Name() != arith.OpAddI || !definedIn(v, nest) {
+		return 0, false
+	}
+	x, y := d.Operand(0), d.Operand(1)
+	if dependsOn(x, inner, nest, memo) {
+		x, y = y, x
+	}
+	if dependsOn(x, inner, nest, memo) {
+		return 0, false // iv twice, or both sides depend on it
+	}
+	off, ok := innerOffset(y, iv, inner, nest, memo)
+	return gcd(off, loop.KnownMultiple(x)), ok
+}
+
+// gcd is the greatest common divisor of a, b ≥ 0 (gcd(0, b) = b).
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// widestAccess returns the largest element size in bytes among the loads
+// and stores of nest (0 when one has an element of another kind, which
+// keeps the option's width).
+func widestAccess(nest *ir.Operation) int64 {
+	w := int64(0)
+	nest.Walk(func(o *ir.Operation) bool {
+		if o.Name() != loop.LoadOp && o.Name() != loop.StoreOp {
+			return true
+		}
+		mem, _ := accessIndices(o)
+		b := int64(0)
+		if mt, ok := mem.Type().(*ir.MemRefType); ok {
+			switch et := mt.ElementType().(type) {
+			case *ir.FloatType:
+				b = int64(et.Width) / 8
+			case *ir.IntegerType:
+				b = int64(et.Width) / 8
+			}
+		}
+		if b == 0 {
+			w = -1
+			return false
+		}
+		w = max(w, b)
+		return true
+	})
+	return max(w, 0)
+}
+
+func (p *pointwise) block(cfg Config) int64 { return cfg.Block }
+func (p *pointwise) mapping() string        { return MappingPointwise }
+func (p *pointwise) rowsPerBlock() int64    { return 0 }
+func (p *pointwise) vector() int64          { return p.vec }
+
+func (p *pointwise) grid(b *ir.Builder, loc ir.Location, exts []*ir.Value, cfg Config) *ir.Value {
+	one := arith.ConstantIndex(b, loc, 1)
+	chunks := arith.Binary(b, arith.OpDivUI, loc, product(b, loc, exts), arith.ConstantIndex(b, loc, p.vec))
+	g := ceilDiv(b, loc, chunks, arith.ConstantIndex(b, loc, cfg.Block), one)
+	g = arith.Binary(b, arith.OpMinUI, loc, g, arith.ConstantIndex(b, loc, cfg.MaxBlocks))
+	return arith.Binary(b, arith.OpMaxUI, loc, g, one)
+}
+
+func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
+	loc := k.loc
+	lbs, ubs, steps, _, _ := loop.ParallelBounds(k.nest)
+	lbs, ubs, steps = mapped(k.m, lbs), mapped(k.m, ubs), mapped(k.m, steps)
+	exts := extents(b, loc, lbs, ubs, steps)
+	vec := arith.ConstantIndex(b, loc, p.vec)
+	chunks := arith.Binary(b, arith.OpDivUI, loc, product(b, loc, exts), vec)
+	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
+	bdim, gdim := gpu.BlockDim(b, loc, "x"), gpu.GridDim(b, loc, "x")
+	start := arith.Binary(b, arith.OpAddI, loc, arith.Binary(b, arith.OpMulI, loc, bid, bdim), tid)
+	stride := arith.Binary(b, arith.OpMulI, loc, gdim, bdim)
+	body := loop.Body(k.nest)
+	n := len(lbs)
+	grid := loop.For(b, loc, start, chunks, stride, nil, func(b *ir.Builder, c *ir.Value, _ []*ir.Value) []*ir.Value {
+		lin := c
+		if p.vec > 1 {
+			lin = arith.Binary(b, arith.OpMulI, loc, c, vec)
+		}
+		ivs := delinearize(b, loc, lin, lbs, steps, exts)
+		if p.vec == 1 {
+			for d := range n {
+				k.m[body.Argument(d)] = ivs[d]
+			}
+			cloneOps(b, body, k.m)
+			return nil
+		}
+		// The V points are independent iterations of the parallel nest, so
+		// their ops may interleave: cloning op-major puts the V accesses of
+		// one buffer next to each other, at base+0 … base+V-1 with base a
+		// multiple of V, which targets/llvm merges into one vector access.
+		lanes := make([]map[*ir.Value]*ir.Value, p.vec)
+		for j := range lanes {
+			lanes[j] = maps.Clone(k.m)
+			for d := range n {
+				lanes[j][body.Argument(d)] = ivs[d]
+			}
+			if j > 0 {
+				lanes[j][body.Argument(n-1)] = arith.Binary(b, arith.OpAddI, loc, ivs[n-1], arith.ConstantIndex(b, loc, int64(j)))
+			}
+		}
+		cloneLanes(b, loc, body, lanes)
+		return nil
+	})
+	if !k.cfg.UnrollInner {
+		rollInnerLoops(k.ctx, grid)
+	}
+	return nil
+}
+
+// cloneLanes clones block's ops (its terminator aside) once for each lane
+// of a vectorized pointwise nest, op-major, each lane's values mapped
+// through its own map. A loop.for (its bounds the same for every lane:
+// pointwisePlan) becomes one loop whose trips run every lane's trip, each
+// lane's values carried in iter args of its own, its body cloned the same
+// way: the lanes' accesses stay next to each other inside loops too (a
+// column block's partial sums, a thread V columns, load V adjacent
+// elements a row).
+func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir.Value]*ir.Value) {
+	for op := block.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+		if op.Name() != loop.ForOp {
+			for _, m := range lanes {
+				b.Insert(op.Clone(m))
+			}
+			continue
+		}
+		lb, ub, step := loop.ForBounds(op)
+		inits := loop.ForInits(op)
+		var all []*ir.Value
+		for _, m := range lanes {
+			for _, v := range inits {
+				all = append(all, laneValue(m, v))
+			}
+		}
+		body, n := loop.Body(op), len(inits)
+		f := loop.For(b, loc, laneValue(lanes[0], lb), laneValue(lanes[0], ub), laneValue(lanes[0], step), all,
+			func(b *ir.Builder, iv *ir.Value, args []*ir.Value) []*ir.Value {
+				in := make([]map[*ir.Value]*ir.Value, len(lanes))
+				for j, m := range lanes {
+					in[j] = maps.Clone(m)
+					in[j][body.Argument(0)] = iv
+					for r := range n {
+						in[j][body.Argument(1+r)] = args[j*n+r]
+					}
+				}
+				cloneLanes(b, loc, body, in)
+				var yields []*ir.Value
+				for _, m := range in {
+					for _, v := range body.Terminator().Operands() {
+						yields = append(yields, laneValue(m, v))
+					}
+				}
+				return yields
+			})
+		for j, m := range lanes {
+			for r := range n {
+				m[op.Result(r)] = f.Result(j*n + r)
+			}
+		}
+	}
+}
+
+// laneValue is v as a lane's clone reads it: mapped by m, or v itself
+// (defined outside the nest).
+func laneValue(m map[*ir.Value]*ir.Value, v *ir.Value) *ir.Value {
+	if c, ok := m[v]; ok {
+		return c
+	}
+	return v
+}
+
+// rollInnerLoops rewrites the loop.for ops nested in grid (a pointwise
+// kernel's grid-stride loop, itself left alone) with at least
+// NoUnrollMinTrips static trips into loops running NoUnrollFactor trips an
+// iteration, marked loop.no_unroll, and the remaining trips after them.
+// The driver's JIT would unroll them fully; four trips an iteration keep
+// four trips' loads in flight before their arithmetic waits, in about
+// NoUnrollFactor/trips of the code. Inner loops go first, so that an
+// outer loop copies its inner loops already rewritten.
+func rollInnerLoops(ctx *ir.Context, grid *ir.Operation) {
+	var fors []*ir.Operation
+	grid.Walk(func(o *ir.Operation) bool {
+		if o != grid && o.Name() == loop.ForOp {
+			fors = append(fors, o)
+		}
+		return true
+	})
+	for _, o := range slices.Backward(fors) {
+		lb, ok1 := staticInt(o.Operand(0))
+		ub, ok2 := staticInt(o.Operand(1))
+		step, ok3 := staticInt(o.Operand(2))
+		if ok1 && ok2 && ok3 && step > 0 && (ub-lb+step-1)/step >= NoUnrollMinTrips {
+			unrollBy(ctx, o, lb, (ub-lb+step-1)/step, step, NoUnrollFactor)
+		}
+	}
+}
+
+// NoUnrollFactor is the number of trips an iteration of a rolled inner
+// loop runs (rollInnerLoops).
+const NoUnrollFactor = 4
+
+// unrollBy replaces the loop.for o (trips trips of step from lb) by a
+// loop.no_unroll loop whose iteration runs f trips, then the trips left,
+// straight: the same ops in the same order.
+func unrollBy(ctx *ir.Context, o *ir.Operation, lb, trips, step, f int64) {
+	b := ir.NewBuilder(ctx)
+	b.SetInsertionPointBefore(o)
+	loc, body := o.Loc(), loop.Body(o)
+	iters := o.Operands()[3:]
+	groups := trips / f
+	if groups > 0 {
+		end := arith.ConstantIndex(b, loc, lb+groups*f*step)
+		main := loop.For(b, loc, o.Operand(0), end, arith.ConstantIndex(b, loc, f*step), iters,
+			func(b *ir.Builder, iv *ir.Value, args []*ir.Value) []*ir.Value {
+				for j := range f {
+					at := iv
+					if j > 0 {
+						at = arith.Binary(b, arith.OpAddI, loc, iv, arith.ConstantIndex(b, loc, j*step))
+					}
+					args = cloneTrip(b, body, at, args)
+				}
+				return args
+			})
+		main.SetAttr(loop.NoUnrollAttr, ir.UnitAttr{})
+		iters = main.Results()
+	}
+	for j := groups * f; j < trips; j++ {
+		iters = cloneTrip(b, body, arith.ConstantIndex(b, loc, lb+j*step), iters)
+	}
+	for i, r := range o.Results() {
+		r.ReplaceAllUsesWith(iters[i])
+	}
+	o.Erase()
+}
+
+// cloneTrip inserts one trip of a loop.for body at b, with induction
+// variable iv and iter values iters, and returns the values it yields.
+func cloneTrip(b *ir.Builder, body *ir.Block, iv *ir.Value, iters []*ir.Value) []*ir.Value {
+	m := map[*ir.Value]*ir.Value{body.Argument(0): iv}
+	for i, v := range iters {
+		m[body.Argument(i+1)] = v
+	}
+	yield := cloneOps(b, body, m)
+	return mapped(m, yield.Operands())
+}
