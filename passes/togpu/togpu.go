@@ -1,56 +1,3 @@
-// Package togpu provides the convert-loop-to-gpu pass and the lower-to-gpu
-// pipeline (docs/lowering.md): every top-level loop.parallel nest of a
-// func.func becomes one gpu.func kernel in a gpu.module @<func>_kernels, and
-// the nest's place in the host function is taken by the launch: host index
-// math for the grid, loop.view of every N-D buffer to 1-D, loop.dim of its
-// dynamic sizes, and gpu.launch_func. A nest over a static extent of 0 has
-// no work and is erased, with no kernel. Importing the package registers
-// both.
-//
-// Two mappings exist, chosen per nest (mapping.go):
-//
-//   - pointwise: a 1-D grid-stride loop over the flattened iteration space,
-//     consecutive threads on consecutive innermost indices (coalesced), each
-//     thread handling `vector` consecutive points when the innermost extent
-//     is a static multiple of it and every access is contiguous in the
-//     innermost index. Nests with inner loops that are not row reductions
-//     (matmul-like nests: one thread per output) use it with vector 1.
-//   - row: the nest's points are rows and its inner loops run over a row. A
-//     block (rows_per_block = 1) or a warp (rows_per_block > 1) handles a
-//     row; its threads stride over each inner loop, reduce their partial
-//     results with gpu.shuffle xor and, across warps, workgroup memory and
-//     gpu.barrier, and every thread gets the row's result for the next pass.
-//
-// The launch parameters are options of the pass and are recorded on each
-// kernel as `strata.launch = {block, vector, rows_per_block, mapping}`, so
-// that autotuning can vary them.
-//
-// Besides these, the kernel families, one file group each (a reader
-// looking for a family opens its prefix):
-//
-//   - GEMM (gemm_*, the mma mapping): gemm_match.go recognizes
-//     convert-graph-to-loop's matmul nest for every GEMM plan; gemm.go holds
-//     the tilings (MMATiles) and the plan; gemm_kernel.go the pieces the
-//     tensor-core kernels share (the block's tile in grouped order, the
-//     cp.async stages, the fused epilogue) and the mma.sync kernel;
-//     gemm_wgmma.go the wgmma kernel (sm_90a); gemm_ws.go its
-//     warp-specialized form (a producer warpgroup, mbarrier hand-overs);
-//     gemm_tma.go the producer's TMA copies (gpu.tma_load through tensor-map
-//     arguments); gemm_library.go hands nests to cuBLASLt
-//     (gpu.library_matmul).
-//   - convolution (conv_*): conv_mma.go runs convolutions as implicit GEMMs
-//     on the tensor-core kernels; conv_library.go hands them to cuDNN (and
-//     unstrided 1×1 ones to cuBLASLt).
-//   - flash attention (flash_*): flash.go (the plan, the tilings and the
-//     mma.sync forward), flash_wgmma.go (the wgmma forward, plain and
-//     warp-specialized), flash_grad.go and flash_grad_wgmma.go (backward).
-//   - pointwise and row kernels: mapping.go (the two mappings), rowstats.go
-//     (mean and variance in one trip), rowmerge.go (a row's sibling loops
-//     as one), index32.go (32-bit index arithmetic), narrow.go (grids too
-//     small for their data); kernel.go builds every kernel's signature and
-//     launch.
-//   - module-wide passes after the mapping: expandmath.go (math PTX lacks),
-//     dedup.go (kernels that are the same code merged).
 package togpu
 
 import (
@@ -103,14 +50,14 @@ type Config struct {
 	MMATile MMATile
 	// CuBLASLt runs bf16 and f16 matmul nests as gpu.library_matmul ops
 	// (cuBLASLt) followed by their epilogue as a separate kernel: the
-	// option matmul=cublaslt (gemm_library.go).
+	// option matmul=cublaslt (library_gemm.go).
 	CuBLASLt bool
 	// CuDNN runs bf16 and f16 convolution nests as gpu.library_conv2d ops
 	// (cuDNN) followed by their epilogue as a pointwise kernel: the option
-	// conv=cudnn (conv_library.go).
+	// conv=cudnn (library_conv.go).
 	CuDNN bool
 	// RowWelford merges a row's mean and variance reductions into one
-	// (Chan's parallel variance, rowstats.go) where the row is held in
+	// (Chan's parallel variance, rows_stats.go) where the row is held in
 	// registers: one trip across the row's threads instead of two.
 	RowWelford bool
 	// RowReread makes the write loop of a register-held row (the row loop
