@@ -112,12 +112,21 @@ type Check struct {
 // Compare checks got against want with tolerance tol (see Check.MaxScaled).
 // A NaN on either side where the other has none never passes.
 func Compare(got, want []float64, tol float64) (Check, error) {
-	c := Check{Tol: tol}
+	c, _, err := compareAt(got, want, tol)
+	return c, err
+}
+
+// compareAt is Compare, also returning the flat index of the element that
+// decides the check: the first NaN or infinity on one side only, else
+// the element of MaxScaled; -1 when the two agree exactly.
+func compareAt(got, want []float64, tol float64) (Check, int, error) {
+	c, worst := Check{Tol: tol}, -1
 	if len(got) != len(want) {
-		return c, fmt.Errorf("compare: %d elements, want %d", len(got), len(want))
+		return c, worst, fmt.Errorf("compare: %d elements, want %d", len(got), len(want))
 	}
 	var sumSq, diffSq float64
 	finite := 0
+	nonFinite := false // worst is a NaN or infinity on one side only
 	for _, w := range want {
 		if !math.IsNaN(w) && !math.IsInf(w, 0) {
 			sumSq += w * w
@@ -132,6 +141,9 @@ func Compare(got, want []float64, tol float64) (Check, error) {
 		w := want[i]
 		if math.IsNaN(g) || math.IsNaN(w) || math.IsInf(g, 0) || math.IsInf(w, 0) {
 			if !(math.IsNaN(g) && math.IsNaN(w)) && g != w {
+				if !nonFinite {
+					worst, nonFinite = i, true
+				}
 				c.Mismatched++
 			}
 			continue
@@ -150,6 +162,9 @@ func Compare(got, want []float64, tol float64) (Check, error) {
 		case d > 0:
 			s = math.MaxFloat64 // JSON has no infinity
 		}
+		if s > c.MaxScaled && !nonFinite {
+			worst = i
+		}
 		c.MaxScaled = max(c.MaxScaled, s)
 		if s > tol {
 			c.Mismatched++
@@ -161,7 +176,7 @@ func Compare(got, want []float64, tol float64) (Check, error) {
 		c.NormRel = math.MaxFloat64
 	}
 	c.OK = c.Mismatched == 0
-	return c, nil
+	return c, worst, nil
 }
 
 // Merge folds c into a running check over several outputs: the worst of

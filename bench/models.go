@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/strata-ir/strata/examples/cnn"
@@ -976,19 +974,22 @@ func ReportModels(dir string) (*Results, error) {
 			wr.Torch = map[string]*TorchMode{"eager": {Error: tw.Error}}
 		}
 		if sm != nil && sm.Error == "" && row != nil {
-			if c, err := compareFiles(filepath.Join(dir, name+".strata.safetensors"), filepath.Join(dir, name+".torch.safetensors"), row.Tol); err == nil {
-				wr.Correctness = c
+			if ts, err := checkTensors(dir, name, row.Tol); err == nil {
+				wr.Tensors = ts
+				vs := make([]*Check, len(ts))
+				for i := range ts {
+					vs[i] = &ts[i].VsTorch
+				}
+				wr.Correctness = worstCheck(vs)
+				if ref := referenceCheck(ts); ref != nil {
+					wr.Reference = ref
+					if !wr.Correctness.OK && ref.AsAccurate {
+						wr.Correctness.OK = true
+					}
+				}
 			} else {
 				wr.Correctness = &Check{Tol: row.Tol}
 				wr.Unsupported = "comparison: " + err.Error()
-			}
-			if ref, err := referenceCheck(dir, name, row.Tol); err != nil {
-				wr.Unsupported = strings.TrimPrefix(wr.Unsupported+"; ", "; ") + "float32 reference: " + err.Error()
-			} else if ref != nil {
-				wr.Reference = ref
-				if wr.Unsupported == "" && !wr.Correctness.OK && ref.AsAccurate {
-					wr.Correctness.OK = true
-				}
 			}
 			if d := wr.Torch["default"]; d != nil && d.Ms > 0 {
 				wr.Ratios["default"] = sm.Ms / d.Ms
@@ -1024,65 +1025,6 @@ func lookupModel(name string) *ModelRow {
 		}
 	}
 	return nil
-}
-
-// compareFiles compares every tensor of want's file with got's (the
-// worst check over the tensors).
-func compareFiles(gotPath, wantPath string, tol float64) (*Check, error) {
-	gf, err := safetensors.Read(gotPath)
-	if err != nil {
-		return nil, err
-	}
-	wf, err := safetensors.Read(wantPath)
-	if err != nil {
-		return nil, err
-	}
-	var worst *Check
-	for _, w := range wf.Tensors {
-		g := gf.Lookup(w.Name)
-		if g == nil {
-			return nil, fmt.Errorf("Strata has no output %q", w.Name)
-		}
-		gt, err := safetensors.ToFrontend(g)
-		if err != nil {
-			return nil, err
-		}
-		wt, err := safetensors.ToFrontend(w)
-		if err != nil {
-			return nil, err
-		}
-		c, err := Compare(gt.Float64s(), wt.Float64s(), tol)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", w.Name, err)
-		}
-		if worst == nil || c.MaxScaled > worst.MaxScaled || !c.OK {
-			cc := c
-			worst = &cc
-		}
-	}
-	if worst == nil {
-		return nil, fmt.Errorf("PyTorch wrote no outputs")
-	}
-	return worst, nil
-}
-
-// referenceCheck compares Strata's and PyTorch's outputs of row name with
-// PyTorch's float32 run (dir/name.f32.safetensors), or returns nil when
-// there is none.
-func referenceCheck(dir, name string, tol float64) (*ReferenceCheck, error) {
-	ref := filepath.Join(dir, name+".f32.safetensors")
-	if _, err := os.Stat(ref); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	s, err := compareFiles(filepath.Join(dir, name+".strata.safetensors"), ref, tol)
-	if err != nil {
-		return nil, err
-	}
-	t, err := compareFiles(filepath.Join(dir, name+".torch.safetensors"), ref, tol)
-	if err != nil {
-		return nil, err
-	}
-	return &ReferenceCheck{Strata: *s, Torch: *t, AsAccurate: s.MaxScaled <= t.MaxScaled && s.NormRel <= t.NormRel}, nil
 }
 
 // WriteModelResults writes r to path.

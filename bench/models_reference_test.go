@@ -1,30 +1,53 @@
 package bench
 
 import (
+	"encoding/json"
+	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn/safetensors"
 )
 
+// writeSides writes outputs (name → values; a [2, 3], the others 1-D)
+// as dir/row.SIDE.safetensors.
+func writeSides(t *testing.T, dir, side string, outputs map[string][]float32) {
+	t.Helper()
+	var sts []*safetensors.Tensor
+	for _, name := range []string{"a", "b", "logits"} {
+		vs, ok := outputs[name]
+		if !ok {
+			continue
+		}
+		sh := []int{len(vs)}
+		if name == "a" {
+			sh = []int{2, 3}
+		}
+		st, err := safetensors.FromFrontend(name, frontend.FromSlice(vs, sh...), safetensors.F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts = append(sts, st)
+	}
+	if err := safetensors.Write(filepath.Join(dir, "row."+side+".safetensors"), sts, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReferenceCheck checks the float32-reference comparison of a bf16
 // row: Strata passes when it is no further from float32 than PyTorch is,
 // fails when it is further, and a row without a reference has none.
 func TestReferenceCheck(t *testing.T) {
 	ref := []float32{1, -2, 0.5, 3, -0.25, 0}
-	write := func(dir, file string, delta []float32) {
+	plus := func(delta []float32) map[string][]float32 {
 		vs := make([]float32, len(ref))
 		for i := range vs {
 			vs[i] = ref[i] + delta[i]
 		}
-		st, err := safetensors.FromFrontend("logits", frontend.FromSlice(vs, len(vs)), safetensors.F32)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := safetensors.Write(filepath.Join(dir, file), []*safetensors.Tensor{st}, nil); err != nil {
-			t.Fatal(err)
-		}
+		return map[string][]float32{"logits": vs}
 	}
 	small := []float32{0.01, 0, -0.01, 0, 0, 0.01}
 	large := []float32{-0.2, 0.1, 0.05, -0.2, 0, 0}
@@ -34,18 +57,90 @@ func TestReferenceCheck(t *testing.T) {
 		want          bool
 	}{{"strata-closer", small, large, true}, {"torch-closer", large, small, false}} {
 		dir := t.TempDir()
-		write(dir, "row.f32.safetensors", make([]float32, len(ref)))
-		write(dir, "row.strata.safetensors", tc.strata)
-		write(dir, "row.torch.safetensors", tc.torch)
-		r, err := referenceCheck(dir, "row", 0.04)
-		if err != nil || r == nil {
-			t.Fatalf("%s: %v, %v", tc.name, r, err)
+		writeSides(t, dir, "f32", plus(make([]float32, len(ref))))
+		writeSides(t, dir, "strata", plus(tc.strata))
+		writeSides(t, dir, "torch", plus(tc.torch))
+		ts, err := checkTensors(dir, "row", 0.04)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := referenceCheck(ts)
+		if r == nil {
+			t.Fatalf("%s: no reference check", tc.name)
 		}
 		if r.AsAccurate != tc.want || r.Strata.MaxScaled == 0 || r.Torch.MaxScaled == 0 {
 			t.Errorf("%s: %+v, want as_accurate=%v", tc.name, r, tc.want)
 		}
 	}
-	if r, err := referenceCheck(t.TempDir(), "row", 0.04); r != nil || err != nil {
-		t.Errorf("no reference file: %v, %v", r, err)
+	dir := t.TempDir()
+	writeSides(t, dir, "strata", plus(small))
+	writeSides(t, dir, "torch", plus(large))
+	ts, err := checkTensors(dir, "row", 0.04)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := referenceCheck(ts); r != nil || ts[0].StrataVsF32 != nil || ts[0].WorstF32 != nil || ts[0].Worst.F32 != nil {
+		t.Errorf("no reference file: %v, %+v", r, ts[0])
+	}
+}
+
+// TestTensorChecks checks what the report says of each output: its three
+// comparisons, the worst elements by index with the three sides' values
+// (a NaN kept through JSON), the row's figure the worst output's, and a
+// clear error for an output Strata lacks.
+func TestTensorChecks(t *testing.T) {
+	dir := t.TempDir()
+	// a [2,3]: Strata off at [1,2] against PyTorch, and furthest from
+	// float32 at [0,1]; b: a NaN on Strata's side at 2.
+	nan := float32(math.NaN())
+	writeSides(t, dir, "f32", map[string][]float32{"a": {1, 2, 3, 4, 5, 6}, "b": {1, 1, 1, 1}})
+	writeSides(t, dir, "torch", map[string][]float32{"a": {1, 2.1, 3, 4, 5, 6.5}, "b": {1, 1, 1, 1}})
+	writeSides(t, dir, "strata", map[string][]float32{"a": {1, 2.2, 3, 4, 5, 6}, "b": {1, 1, nan, 1}})
+
+	ts, err := checkTensors(dir, "row", 0.04)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Name != "a" || ts[1].Name != "b" {
+		t.Fatalf("outputs %+v", ts)
+	}
+	a := ts[0]
+	if a.Worst == nil || !slices.Equal(a.Worst.Index, []int{1, 2}) || a.Worst.Strata != 6 || a.Worst.Torch != 6.5 || a.Worst.F32 == nil || *a.Worst.F32 != 6 {
+		t.Errorf("a's worst against PyTorch: %v, want [1 2]: strata 6 torch 6.5 f32 6", a.Worst)
+	}
+	if a.WorstF32 == nil || !slices.Equal(a.WorstF32.Index, []int{0, 1}) || math.Abs(float64(a.WorstF32.Strata)-2.2) > 1e-6 {
+		t.Errorf("a's furthest from float32: %v, want [0 1]: strata 2.2", a.WorstF32)
+	}
+	if a.VsTorch.OK || a.StrataVsF32 == nil || a.TorchVsF32 == nil || a.TorchVsF32.MaxScaled <= 0 {
+		t.Errorf("a's checks %+v %+v %+v", a.VsTorch, a.StrataVsF32, a.TorchVsF32)
+	}
+	b := ts[1]
+	if b.VsTorch.OK || b.Worst == nil || b.Worst.Index[0] != 2 || !math.IsNaN(float64(b.Worst.Strata)) {
+		t.Errorf("b's NaN: %+v, worst %v", b.VsTorch, b.Worst)
+	}
+	line := b.String()
+	if !strings.Contains(line, "b [4]") || !strings.Contains(line, "worst [2]: strata NaN torch 1 f32 1") {
+		t.Errorf("report line %q", line)
+	}
+	js, err := json.Marshal(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []TensorCheck
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	if !math.IsNaN(float64(back[1].Worst.Strata)) || back[0].Worst.Torch != 6.5 {
+		t.Errorf("after JSON: %v %v", back[0].Worst, back[1].Worst)
+	}
+	// The row's figure: the worst output's (a's max_scaled; failing).
+	w := worstCheck([]*Check{&ts[0].VsTorch, &ts[1].VsTorch})
+	if w.OK || w.MaxScaled != a.VsTorch.MaxScaled {
+		t.Errorf("row's check %+v", w)
+	}
+
+	writeSides(t, dir, "strata", map[string][]float32{"b": {1, 1, 1, 1}})
+	if _, err := checkTensors(dir, "row", 0.04); err == nil || !strings.Contains(err.Error(), "a: Strata has no such output") {
+		t.Errorf("Strata without output a: %v", err)
 	}
 }

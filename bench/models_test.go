@@ -300,7 +300,7 @@ func TestModelsTorchCPU(t *testing.T) {
 			continue
 		}
 		if !w.Correctness.OK && !(train && w.Reference.AsAccurate) {
-			t.Errorf("%s: correctness %+v, float32 reference %+v", w.Name, w.Correctness, w.Reference)
+			t.Errorf("%s: correctness %+v, float32 reference %+v; by output:\n%s", w.Name, w.Correctness, w.Reference, tensorLines(w.Tensors))
 		}
 	}
 	// The first step's changes of the running statistics: both sides compute
@@ -329,4 +329,13 @@ func readOne(t *testing.T, path, name string) []float64 {
 		t.Fatal(err)
 	}
 	return ft.Float64s()
+}
+
+// tensorLines is the report's line of each output, for a test's message.
+func tensorLines(ts []TensorCheck) string {
+	var b strings.Builder
+	for _, tc := range ts {
+		b.WriteString("\t" + tc.String() + "\n")
+	}
+	return b.String()
 }

@@ -184,6 +184,10 @@ type WorkloadResult struct {
 	// PyTorch's own (the difference is then PyTorch's rounding as much as
 	// Strata's).
 	Reference *ReferenceCheck `json:"reference,omitempty"`
+	// Tensors, for a model row, compares each output apart (Correctness
+	// and Reference hold the worst of them): which outputs are off, and
+	// where.
+	Tensors []TensorCheck `json:"tensors,omitempty"`
 	// Ratios are Strata time over PyTorch time (below 1: Strata is faster):
 	// "default" (Strata default ÷ torch.compile default), "best" (fastest
 	// Strata mode ÷ fastest torch.compile mode), "eager" (Strata default ÷

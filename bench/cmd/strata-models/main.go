@@ -106,6 +106,9 @@ func run(args []string) error {
 				line += fmt.Sprintf(" | %.0f tokens/s (torch %.0f)", w.Rate, w.TorchRate)
 			}
 			fmt.Println(line)
+			for _, t := range w.Tensors {
+				fmt.Println("    " + t.String())
+			}
 		}
 		return bench.WriteModelResults(args[2], r)
 	}
