@@ -62,6 +62,30 @@ type fused struct {
 	c      *frontend.Compiled
 }
 
+// constants makes an update's constant scalars once per dtype and value.
+// A compiled call takes every concrete tensor its function uses as an
+// input of the graph, once per distinct tensor, and copies to the device
+// only a tensor it did not get last time: a fresh constant per parameter
+// and call was one input and one host-to-device copy each (888 a step for
+// GPT-2's AdamW), the same tensor every call is one input copied once.
+type constants map[constKey]*frontend.Tensor
+
+type constKey struct {
+	dt frontend.DType
+	v  float64
+}
+
+// like returns the constant v of p's dtype.
+func (c constants) like(p *frontend.Tensor, v float64) *frontend.Tensor {
+	k := constKey{p.DType(), v}
+	t, ok := c[k]
+	if !ok {
+		t = frontend.Full(k.dt, v)
+		c[k] = t
+	}
+	return t
+}
+
 // newFused compiles update, which maps (scalars, params, grads, state
 // slots) to (new params, new state slots), for n parameters.
 func newFused(params []nn.Ref, slots, nScalars int, opts frontend.Options,
@@ -178,8 +202,6 @@ func scalarLike(s, p *frontend.Tensor) *frontend.Tensor {
 	return s.Cast(p.DType())
 }
 
-func constLike(p *frontend.Tensor, v float64) *frontend.Tensor { return frontend.Full(p.DType(), v) }
-
 // SGD is stochastic gradient descent with momentum.
 type SGD struct {
 	*fused
@@ -199,6 +221,7 @@ func NewSGD(params []nn.Ref, cfg SGDConfig, opts frontend.Options) (*SGD, error)
 		slots = 1
 	}
 	mom, wd, nesterov := cfg.Momentum, cfg.WeightDecay, cfg.Nesterov
+	constLike := constants{}.like
 	f, err := newFused(params, slots, 1, opts, func(sc, p, g []*frontend.Tensor, st [][]*frontend.Tensor) ([]*frontend.Tensor, [][]*frontend.Tensor) {
 		np := make([]*frontend.Tensor, len(p))
 		var bufs []*frontend.Tensor
@@ -260,6 +283,7 @@ func NewAdamW(params []nn.Ref, cfg AdamWConfig, opts frontend.Options) (*AdamW, 
 		return nil, fmt.Errorf("optim: AdamW: hyperparameters out of range in %+v", cfg)
 	}
 	b1, b2, eps, wd := cfg.Beta1, cfg.Beta2, cfg.Eps, cfg.WeightDecay
+	constLike := constants{}.like
 	// Scalars: lr, 1/(1-β1ᵗ), 1/√(1-β2ᵗ).
 	f, err := newFused(params, 2, 3, opts, func(sc, p, g []*frontend.Tensor, st [][]*frontend.Tensor) ([]*frontend.Tensor, [][]*frontend.Tensor) {
 		n := len(p)

@@ -3,11 +3,13 @@ package optim_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn"
 	"github.com/strata-ir/strata/optim"
+	"github.com/strata-ir/strata/runtime/interp"
 	"pgregory.net/rapid"
 )
 
@@ -163,5 +165,75 @@ func TestErrors(t *testing.T) {
 	}
 	if err := opt.Step([]*frontend.Tensor{frontend.Zeros(frontend.Float32, 2, 3)}); err == nil {
 		t.Error("too few gradients: no error")
+	}
+}
+
+// TestConstantsOnce checks that the updates take their constants as the
+// same tensors every step: a compiled call copies to the device only the
+// inputs it did not get last time, and a fresh constant per parameter
+// and step was a copy each (888 a step for GPT-2's AdamW). Between two
+// steps only the per-step scalars, the parameters, the gradients and the
+// state change; the graph has one input per distinct constant.
+func TestConstantsOnce(t *testing.T) {
+	var calls [][]*interp.Tensor
+	eager, ok := frontend.LookupBackend(frontend.EagerBackend)
+	if !ok {
+		t.Fatal("no eager backend")
+	}
+	frontend.RegisterBackend("optim-inputs", frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		exe, err := eager.Compile(g)
+		if err != nil {
+			return nil, err
+		}
+		return frontend.ExecutableFunc(func(in []*interp.Tensor) ([]*interp.Tensor, error) {
+			calls = append(calls, slices.Clone(in))
+			return exe.Run(in)
+		}), nil
+	}))
+	opts := frontend.Options{Backend: "optim-inputs"}
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, c := range []struct {
+		name string
+		make func(ps []nn.Ref) (optim.Optimizer, error)
+		// scalars per step, state slots, distinct constants
+		scalars, slots, consts int
+	}{
+		{"AdamW", func(ps []nn.Ref) (optim.Optimizer, error) {
+			return optim.NewAdamW(ps, optim.AdamWConfig{LR: 1e-3, WeightDecay: 0.1}, opts)
+		}, 3, 2, 6}, // wd, β1, 1-β1, β2, 1-β2, eps
+		{"SGD", func(ps []nn.Ref) (optim.Optimizer, error) {
+			return optim.NewSGD(ps, optim.SGDConfig{LR: 0.1, Momentum: 0.9, WeightDecay: 0.01}, opts)
+		}, 1, 1, 2}, // wd, momentum
+	} {
+		calls = nil
+		m, _ := newModel(r, frontend.Float32)
+		ps := nn.Parameters(m)
+		opt, err := c.make(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			gs, _ := grads(r, frontend.Float32)
+			if err := opt.Step(gs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := len(ps)
+		if len(calls) != 3 {
+			t.Fatalf("%s: %d graph runs for 3 steps, want 3", c.name, len(calls))
+		}
+		if got, want := len(calls[2]), c.scalars+(2+c.slots)*n+c.consts; got != want {
+			t.Errorf("%s: the graph takes %d inputs, want %d (%d scalars, %d parameters with gradients and %d state slots, %d constants)",
+				c.name, got, want, c.scalars, n, c.slots, c.consts)
+		}
+		changed := 0
+		for i, x := range calls[2] {
+			if i >= len(calls[1]) || calls[1][i] != x {
+				changed++
+			}
+		}
+		if want := c.scalars + (2+c.slots)*n; changed != want {
+			t.Errorf("%s: %d inputs changed between steps, want %d (the constants must not)", c.name, changed, want)
+		}
 	}
 }
