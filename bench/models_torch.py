@@ -17,7 +17,11 @@ cnn_small_train, resnet50_train and gpt2_train, the first training step in
 float32 (and for gpt2_train PyTorch's step with every op in bf16, the
 mixed precision Strata's gpt2.MixedLoss had before it followed autocast,
 whose distance from float32 models-torch.json's vs_f32 reports as
-torch_all_bf16).
+torch_all_bf16). With STRATA_TORCH_F64=1 it also runs each of those
+references in float64 and reports in vs_f64 how far the float32 reference,
+PyTorch's and Strata's results are from it: whether float32 is close
+enough to stand for the exact result (torch._dynamo's accuracy check holds
+results to a float64 run).
 
 Times are medians of CUDA-event measurements after a warm-up; first calls
 start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
@@ -158,7 +162,7 @@ def cnn_loss(amp):
     def loss_fn(p, x, y):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
             logits = cnn_forward(p, x)
-        return F.cross_entropy(logits.float(), y)
+        return F.cross_entropy(wide(logits), y)
     return loss_fn
 
 
@@ -168,18 +172,19 @@ def cnn_small_train(t):
     names = [k for k in p if not k.endswith(("running_mean", "running_var"))]
     keep = ("conv1.weight", "fc.weight", "bn2.bias")
 
-    def first(p, amp):
+    def first(p, amp, x=x):
         loss = cnn_loss(amp)(p, x, y)
         g = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
         return {"loss": loss.detach(), **{"grad." + k: g[k] for k in keep}}
 
     # The float32 gradients on the same weights (copies: the forward
     # updates the running statistics): the reference of both bf16 steps.
-    p32 = {k: v.clone() for k, v in p.items()}
-    for k in names:
-        p32[k].requires_grad_(True)
-    REFS["cnn_small_train"] = first(p32, False)
-    del p32
+    def ref(dt):
+        pr = {k: v.to(dt, copy=True) for k, v in p.items()}
+        for k in names:
+            pr[k].requires_grad_(True)
+        return first(pr, False, x.to(dt))
+    reference("cnn_small_train", ref)
     for k in names:
         p[k].requires_grad_(True)
     outs = first(p, True)
@@ -247,6 +252,36 @@ def heads_of(p):
 # passes when Strata is no further from float32 than PyTorch is).
 REFS = {}
 
+# REFS64 holds the same references computed in float64 (STRATA_TORCH_F64).
+REFS64 = {}
+
+
+# REF64_ERRORS holds, per row, why its float64 reference failed.
+REF64_ERRORS = {}
+
+
+def reference(row, run):
+    """Records row's references: run(dtype) returns the outputs (name ->
+    tensor) of the row's model computed in dtype, float32 (REFS) and, when
+    STRATA_TORCH_F64 is set, float64 (REFS64). A float64 run that fails
+    (memory, an op without float64) is reported, not the row's failure."""
+    REFS[row] = {k: v.detach().float() for k, v in run(torch.float32).items()}
+    if not os.environ.get("STRATA_TORCH_F64"):
+        return
+    try:
+        REFS64[row] = {k: v.detach().double() for k, v in run(torch.float64).items()}
+    except Exception as e:  # a diagnostic: the row goes on without it
+        traceback.print_exc()
+        REF64_ERRORS[row] = f"{type(e).__name__}: {e}"[:300]
+    torch.cuda.empty_cache()
+
+
+def wide(x):
+    """x for a loss: float32, or float64 where it already is (a float64
+    reference stays float64 through its loss)."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
 # ALT_BF16 holds, per row, the outputs of other bf16 policies in PyTorch
 # (policy name -> outputs): main reports their distance from REFS beside
 # Strata's and PyTorch's in vs_f32; the report does not judge them.
@@ -260,9 +295,8 @@ def gpt2_prefill(t):
     with torch.no_grad():
         f = lambda: gpt2_logits(p, idx, h)
         outs = {"logits_last": f()[:, -1, :]}
-        p32 = {k: v.float() for k, v in p.items()}
-        REFS["gpt2_prefill"] = {"logits_last": gpt2_logits(p32, idx, h)[:, -1, :].float()}
-        del p32
+        reference("gpt2_prefill", lambda dt: {
+            "logits_last": gpt2_logits({k: v.to(dt) for k, v in p.items()}, idx, h)[:, -1, :]})
         modes = {"eager": {"ms": median_ms(f)}}
         if compiles("gpt2_prefill"):
             c = torch.compile(lambda: gpt2_logits(p, idx, h))
@@ -284,10 +318,10 @@ def gpt2_dynamic(t):
         f = lambda idx: gpt2_logits(p, idx, h)
         # clone: a view of the last position would keep all the logits.
         outs = {f"logits_last.{n}": f(idx)[:, -1, :].clone() for n, idx in zip(lengths, idxs)}
-        p32 = {k: v.float() for k, v in p.items()}
-        REFS["gpt2_dynamic"] = {f"logits_last.{n}": gpt2_logits(p32, idx, h)[:, -1, :].float().clone()
-                                for n, idx in zip(lengths, idxs)}
-        del p32
+        def ref(dt):
+            pr = {k: v.to(dt) for k, v in p.items()}
+            return {f"logits_last.{n}": gpt2_logits(pr, idx, h)[:, -1, :].clone() for n, idx in zip(lengths, idxs)}
+        reference("gpt2_dynamic", ref)
         run_pass = lambda g: [g(idx) for idx in idxs]
         modes = {"eager": {"ms": median_ms(lambda: run_pass(f))}}
         if compiles("gpt2_dynamic"):
@@ -321,7 +355,7 @@ def gpt2_loss(h, amp):
     def loss_fn(p, x, y):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
             logits = gpt2_logits(p, x, h)
-        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
+        return F.cross_entropy(wide(logits).reshape(-1, logits.shape[-1]), y.reshape(-1))
     return loss_fn
 
 
@@ -347,7 +381,7 @@ def gpt2_train(t):
     for k in names:
         p[k].requires_grad_(True)
 
-    def first(loss_fn):
+    def first(loss_fn, p=p):
         loss = loss_fn(p, x, y)
         g = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
         return {"loss": loss.detach(), **{"grad." + k: g[k] for k in ("h.0.attn.c_attn.weight", "ln_f.weight")}}
@@ -355,7 +389,8 @@ def gpt2_train(t):
     # The float32 loss and gradients on the same weights and batch (the
     # master weights themselves: autograd.grad leaves them unchanged): the
     # reference both bf16 steps are held to.
-    REFS["gpt2_train"] = first(gpt2_loss(h, False))
+    reference("gpt2_train", lambda dt: first(gpt2_loss(h, False), p if dt == torch.float32 else
+                                             {k: v.detach().to(dt).requires_grad_(True) for k, v in p.items()}))
     ALT_BF16["gpt2_train"] = {"torch_all_bf16": first(gpt2_loss_all_bf16(h))}
     loss_fn = gpt2_loss(h, True)
     outs = first(loss_fn)
@@ -451,10 +486,10 @@ def gpt2_decode(t, row="gpt2_decode"):
         # the prompt's last logits and the first decoding step's, given this
         # side's first token (the same as Strata's unless the two round a
         # near-tie apart: tokens_agree is then 0).
-        p32 = {k: v.float() for k, v in p.items()}
-        lg = gpt2_logits(p32, torch.cat([prompt, toks[:, :1]], 1), h)
-        REFS[row] = {"first_logits": lg[:, -2, :].clone(), "decode_logits": lg[:, -1, :].clone()}
-        del p32, lg
+        def ref(dt):
+            lg = gpt2_logits({k: v.to(dt) for k, v in p.items()}, torch.cat([prompt, toks[:, :1]], 1), h)
+            return {"first_logits": lg[:, -2, :].clone(), "decode_logits": lg[:, -1, :].clone()}
+        reference(row, ref)
     modes = {"eager": {"ms": median_ms(lambda: generate(decode), budget_ms=3000, max_iters=5) / new_tokens}}
     if compiles(row):
         # gpt-fast's setup: the weights and the caches have static addresses
@@ -529,7 +564,7 @@ def resnet_loss(amp):
     def loss_fn(p, x, y):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
             logits = resnet_forward(p, x, training=True)
-        return F.cross_entropy(logits.float(), y, label_smoothing=0.1)
+        return F.cross_entropy(wide(logits), y, label_smoothing=0.1)
     return loss_fn
 
 
@@ -575,7 +610,7 @@ def resnet50_train(t):
     y = t["input.y"].to(DEV)
     # The float32 step on the same weights: the reference both bf16 steps
     # are held to.
-    REFS["resnet50_train"] = resnet_first_step(p0, x, y, False)[3]
+    reference("resnet50_train", lambda dt: resnet_first_step({k: v.to(dt) for k, v in p0.items()}, x.to(dt), y, False)[3])
     p, names, opt, outs = resnet_first_step(p0, x, y, True)
     del p0
     loss_fn = resnet_loss(True)
@@ -615,13 +650,20 @@ def compiles(row):
 
 
 def scaled_error(got, want):
-    """bench.Compare's max_scaled (|g - w| / (|w| + rms(w))) and the
-    normwise relative error of got against want."""
+    """bench.Compare's max_scaled (|g - w| / (|w| + rms(w))), the normwise
+    relative error and the root mean square error of got against want."""
     got, want = got.double().flatten(), want.double().flatten()
     rms = want.pow(2).mean().sqrt()
     d = (got - want).abs()
     return {"max_scaled": (d / (want.abs() + rms)).max().item(),
-            "norm_rel": (d.norm() / want.norm()).item()}
+            "norm_rel": (d.norm() / want.norm()).item(),
+            "rmse": d.pow(2).mean().sqrt().item()}
+
+
+def bf16_exact(x):
+    """The share of x's elements that bf16 represents exactly."""
+    x = x.detach().float()
+    return (x == x.to(torch.bfloat16).float()).float().mean().item()
 
 
 OUT_DIR = "."  # the models' directory (main's argument)
@@ -666,6 +708,18 @@ def main():
                 for alt, alt_outs in ALT_BF16.get(name, {}).items():
                     for k, ref in REFS[name].items():
                         w["vs_f32"][k][alt] = scaled_error(alt_outs[k].float(), ref)
+            if name in REFS:
+                # The share of each output's elements a bf16 rounds to
+                # itself: 1 where a side rounded that output to bf16 (a
+                # weight's gradient from a bf16 product under autocast).
+                w["bf16_exact"] = {k: {"strata": bf16_exact(strata[k]), "torch": bf16_exact(outs[k])} for k in REFS[name]}
+            if name in REF64_ERRORS:
+                w["vs_f64"] = {"error": REF64_ERRORS[name]}
+            if name in REFS64:
+                w["vs_f64"] = {k: {"f32": scaled_error(REFS[name][k], ref),
+                                   "strata": scaled_error(strata[k].to(DEV), ref),
+                                   "torch": scaled_error(outs[k], ref)}
+                               for k, ref in REFS64[name].items()}
             out["workloads"][name] = w
         except Exception as e:  # one row's failure must not lose the others
             traceback.print_exc()
