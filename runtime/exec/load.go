@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -298,11 +297,13 @@ func (p *Program) kernels(rt *Runtime, pl *plan, tiers bool) ([]kernel, error) {
 // training step's forward and backward graphs load while each other's
 // tail compiles), but a text is compiled once: a batch that needs a text
 // another is compiling waits for it, and compiles it itself only if that
-// load failed.
+// load failed — one batch retries, and the others waiting take the
+// retry's result, so a text that does not compile is compiled twice, not
+// once per graph that shares it.
 func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text string) ([]byte, bool)) map[[32]byte]error {
 	var keys, waitKeys [][32]byte
 	var todo, waitTexts []string
-	var waits []chan struct{}
+	var waits []*loadMark
 	seen := map[[32]byte]bool{}
 	rt.mu.Lock()
 	for _, t := range texts {
@@ -311,29 +312,71 @@ func (rt *Runtime) loadAll(texts []string, policy LoadPolicy, cubin func(text st
 			continue
 		}
 		seen[key] = true
-		if ch, busy := rt.loading[key]; busy {
-			waits, waitKeys, waitTexts = append(waits, ch), append(waitKeys, key), append(waitTexts, t)
+		if m, busy := rt.loading[key]; busy {
+			waits, waitKeys, waitTexts = append(waits, m), append(waitKeys, key), append(waitTexts, t)
 			continue
 		}
-		rt.loading[key] = make(chan struct{})
+		rt.loading[key] = &loadMark{done: make(chan struct{})}
 		keys, todo = append(keys, key), append(todo, t)
 	}
 	rt.mu.Unlock()
 	failed := rt.loadBatch(keys, todo, policy, cubin)
-	var retry []string
-	for i, ch := range waits {
-		<-ch
-		rt.mu.Lock()
-		_, ok := rt.modules[waitKeys[i]]
-		rt.mu.Unlock()
-		if !ok {
-			retry = append(retry, waitTexts[i])
+	for i, m := range waits {
+		if err := rt.await(m, waitKeys[i], waitTexts[i], policy, cubin); err != nil {
+			failed[waitKeys[i]] = err
 		}
 	}
-	if len(retry) > 0 {
-		maps.Copy(failed, rt.loadAll(retry, policy, cubin))
-	}
 	return failed
+}
+
+// loadMark is a text being compiled by one batch (Runtime.loading).
+type loadMark struct {
+	done  chan struct{} // closed when the batch's load ended
+	err   error         // the load's error, set before done is closed
+	retry bool          // the load retries a failed one
+	// next, set under Runtime.mu, is the load that retries this failed
+	// one: the other batches waiting for this one wait for it.
+	next *loadMark
+}
+
+// errLoadPanicked ends the marks of a batch whose load panicked.
+var errLoadPanicked = errors.New("the load of the text panicked in another batch")
+
+// await waits for another batch's load m of text (key) and returns nil
+// once the text is loaded. A failed load is retried once: the first
+// batch to find it failed compiles the text (holding no other mark
+// meanwhile, so batches retrying each other's texts cannot deadlock),
+// and the others wait for that retry and take its error.
+func (rt *Runtime) await(m *loadMark, key [32]byte, text string, policy LoadPolicy, cubin func(text string) ([]byte, bool)) error {
+	for {
+		<-m.done
+		rt.mu.Lock()
+		_, ok := rt.modules[key]
+		var mine bool
+		switch {
+		case ok:
+		case m.retry:
+			rt.mu.Unlock()
+			return m.err
+		case m.next != nil:
+		default:
+			if cur, busy := rt.loading[key]; busy {
+				m.next = cur // a new batch compiles it: its result stands
+			} else {
+				m.next = &loadMark{done: make(chan struct{}), retry: true}
+				rt.loading[key] = m.next
+				mine = true
+			}
+		}
+		rt.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if mine {
+			return rt.loadBatch([][32]byte{key}, []string{text}, policy, cubin)[key]
+		}
+		m = m.next
+	}
 }
 
 // loadBatch compiles todo (whose keys are keys, each marked as loading
@@ -394,11 +437,22 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(todo[b]) - len(todo[a]) })
+	// The marks end whatever happens: a panic in a load that a caller
+	// recovers must not leave the batches waiting for them blocked for
+	// ever (those find no module and compile the text themselves).
+	ended := false
+	defer func() {
+		if !ended {
+			rt.endMarks(keys, errLoadPanicked)
+		}
+	}()
 	if parallel <= 1 || len(todo) <= 1 {
 		for _, i := range order {
 			slots.acquire(len(todo[i]))
-			load(i)
-			slots.release()
+			func() {
+				defer slots.release() // a shared slot, kept by no panic
+				load(i)
+			}()
 		}
 	} else {
 		// Each load locks its goroutine to an OS thread with the context
@@ -423,8 +477,6 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for i, key := range keys {
-		close(rt.loading[key])
-		delete(rt.loading, key)
 		if errs[i] != nil {
 			failed[key] = errs[i]
 			continue
@@ -434,10 +486,37 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 			upTexts, upMods = append(upTexts, todo[i]), append(upMods, t)
 		}
 	}
+	rt.endMarksLocked(keys, errs)
+	ended = true
 	// The final tier is compiled once the whole batch's first tier is
 	// loaded, so that it does not compete with the first call for CPUs.
 	rt.upgradeAll(upTexts, upMods, jit, parallel)
 	return failed
+}
+
+// endMarks ends the loading marks of keys, all with the error err.
+func (rt *Runtime) endMarks(keys [][32]byte, err error) {
+	errs := make([]error, len(keys))
+	for i := range errs {
+		errs[i] = err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.endMarksLocked(keys, errs)
+}
+
+// endMarksLocked ends the loading marks of keys, each with its error in
+// errs; rt.mu is held.
+func (rt *Runtime) endMarksLocked(keys [][32]byte, errs []error) {
+	for i, key := range keys {
+		m := rt.loading[key]
+		if m == nil {
+			continue
+		}
+		m.err = errs[i]
+		close(m.done)
+		delete(rt.loading, key)
+	}
 }
 
 // jitSlots bounds the compiles in flight and gives a free slot to the

@@ -420,3 +420,120 @@ func TestJITSlotsLongestFirst(t *testing.T) {
 		t.Errorf("slots taken in the order %v, want [30 20 10]", order)
 	}
 }
+
+// TestLoadPanicEndsMarks checks that a load that panics (and whose
+// caller recovers) ends its marks and frees its slot: a later batch that
+// needs the same text loads it rather than waiting for ever.
+func TestLoadPanicEndsMarks(t *testing.T) {
+	text := ".visible .entry k()\n{\n\tret;\n}\n"
+	none := func(string) ([]byte, bool) { return nil, false }
+	for _, parallel := range []int{1, 0} { // 0: the Runtime's shared slots
+		d := newFake()
+		rt := newRuntime(d)
+		calls := 0
+		d.loadErr = func(string) error {
+			if calls++; calls == 1 {
+				panic("fake: the driver panics")
+			}
+			return nil
+		}
+		policy := LoadPolicy{Split: true, Parallel: parallel}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("parallel %d: the load did not panic", parallel)
+				}
+			}()
+			rt.loadAll([]string{text}, policy, none)
+		}()
+		rt.mu.Lock()
+		pending := len(rt.loading)
+		rt.mu.Unlock()
+		if pending != 0 {
+			t.Errorf("parallel %d: %d loads still marked after the panic", parallel, pending)
+		}
+		rt.jitSlots.mu.Lock()
+		free := rt.jitSlots.free
+		rt.jitSlots.mu.Unlock()
+		if free != runtime.NumCPU() {
+			t.Errorf("parallel %d: %d of %d shared slots free after the panic", parallel, free, runtime.NumCPU())
+		}
+		done := make(chan map[[32]byte]error, 1)
+		go func() { done <- rt.loadAll([]string{text}, policy, none) }()
+		select {
+		case errs := <-done:
+			if len(errs) != 0 || calls != 2 {
+				t.Errorf("parallel %d: the next batch's errors %v after %d compiles, want none after 2", parallel, errs, calls)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("parallel %d: the next batch still waits for the panicked load's mark", parallel)
+		}
+	}
+}
+
+// TestFailedLoadRetriedOnce checks that when a text fails to compile in
+// one batch while two others wait for it, one of them retries it and the
+// other takes the retry's error: two compiles, not one per batch.
+func TestFailedLoadRetriedOnce(t *testing.T) {
+	text := func(name string) string { return ".visible .entry " + name + "()\n{\n\tret;\n}\n" }
+	shared, ownB, ownC := text("shared"), text("b"), text("c")
+	d := newFake()
+	rt := newRuntime(d)
+	inShared, release := make(chan struct{}), make(chan struct{})
+	var sharedLoads atomic.Int32
+	d.loadErr = func(ptx string) error {
+		if ptx != shared {
+			return nil
+		}
+		if sharedLoads.Add(1) == 1 {
+			close(inShared)
+			<-release
+		}
+		return errors.New("fake: the shared text does not compile")
+	}
+	policy := LoadPolicy{Split: true, Parallel: 1}
+	none := func(string) ([]byte, bool) { return nil, false }
+	results := make(chan map[[32]byte]error, 3)
+	go func() { results <- rt.loadAll([]string{shared}, policy, none) }()
+	<-inShared
+	for _, own := range []string{ownB, ownC} {
+		go func() { results <- rt.loadAll([]string{own, shared}, policy, none) }()
+	}
+	// B and C have marked their own texts, seen A's mark on the shared
+	// one, and compiled their own: they wait for A.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d.loadMu.Lock()
+		both := slices.Contains(d.texts, ownB) && slices.Contains(d.texts, ownC)
+		d.loadMu.Unlock()
+		if both {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("batches B and C compiled nothing while A held the shared text")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	key := sha256.Sum256([]byte(shared))
+	for range 3 {
+		select {
+		case errs := <-results:
+			if errs[key] == nil || len(errs) != 1 {
+				t.Errorf("a batch's errors %v, want the shared text's only", errs)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a batch still waits")
+		}
+	}
+	if n := sharedLoads.Load(); n != 2 {
+		t.Errorf("%d compiles of the failing shared text, want 2 (the first and one retry)", n)
+	}
+	rt.mu.Lock()
+	pending := len(rt.loading)
+	rt.mu.Unlock()
+	if pending != 0 {
+		t.Errorf("%d loads still marked", pending)
+	}
+}

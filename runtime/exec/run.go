@@ -183,11 +183,11 @@ type Runtime struct {
 	// linkCache keeps the cubins of linked loads between processes
 	// (cuda.DefaultLinkCache; nil: none).
 	linkCache *cuda.LinkCache
-	// loading holds, under mu, a channel for each text a batch of loads
-	// is compiling, closed when that batch has stored its module (or
-	// failed): another batch that needs the text waits for it rather than
+	// loading holds, under mu, the mark of each text a batch of loads is
+	// compiling, ended when that batch has stored its module (or failed):
+	// another batch that needs the text waits for it rather than
 	// compiling it again.
-	loading map[[32]byte]chan struct{}
+	loading map[[32]byte]*loadMark
 	// jitSlots bounds the compiles in flight under a policy of one load
 	// per CPU (LoadPolicy.Parallel 0): one per CPU in all, the longest
 	// waiting text first.
@@ -236,7 +236,7 @@ func NewRuntime(dev *cuda.Device) *Runtime {
 }
 
 func newRuntime(d device) *Runtime {
-	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}, loading: map[[32]byte]chan struct{}{},
+	rt := &Runtime{dev: d, alloc: cuda.NewAllocator(d), modules: map[[32]byte]module{}, loading: map[[32]byte]*loadMark{},
 		jitSlots: newJITSlots(runtime.NumCPU())}
 	rt.policy, rt.policyErr = policyFromEnv()
 	rt.linkCache = cuda.DefaultLinkCache()
