@@ -4,6 +4,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/builtin"
+	funcd "github.com/strata-ir/strata/dialects/func"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
 )
 
 // tmaCluster runs clusters of two 32-thread blocks (gpu.cluster_size):
@@ -167,5 +174,44 @@ func TestClusterErrors(t *testing.T) {
 				t.Fatal("hangs")
 			}
 		})
+	}
+}
+
+// TestClusterPrepareErrorNamesBlock: when a block of a cluster other than
+// the first cannot be prepared (here its workgroup buffer finds the
+// memory gone after the first block's), the error names that block.
+func TestClusterPrepareErrorNamesBlock(t *testing.T) {
+	const src = `module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @big() workgroup(%buf : memref<16777216xf32, 3>) kernel attributes {gpu.cluster_size = 2 : i64} {
+      gpu.return
+    }
+  }
+  func.func @main() {
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    gpu.launch_func @k::@big blocks in (%c2, %c1, %c1) threads in (%c1, %c1, %c1)
+    return
+  }
+}`
+	// Parsed without verification: the verifier refuses 64 MiB of
+	// workgroup memory, which the interpreter checks like any buffer.
+	ctx := ir.NewContext(builtin.Dialect, funcd.Dialect, arith.Dialect, loop.Dialect, gpu.Dialect)
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "k.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(p, a func() uint64) { physicalMemory, availableMemory = p, a }(physicalMemory, availableMemory)
+	calls := 0
+	physicalMemory = func() uint64 { return 1 << 40 }
+	availableMemory = func() uint64 {
+		if calls++; calls == 1 {
+			return 1 << 40
+		}
+		return 1 << 20
+	}
+	_, err = New(m).Call("main")
+	if err == nil || !strings.Contains(err.Error(), "block (1, 0, 0), rank 1 of its cluster: workgroup buffer 0: a tensor of shape [16777216] and element type f32 needs 64.0 MiB") {
+		t.Fatalf("error %v, want one naming block (1, 0, 0) of the cluster", err)
 	}
 }

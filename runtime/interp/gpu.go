@@ -209,6 +209,12 @@ func runCluster(f *Frame, ls *launchState, bid [3]int64, cs int64) error {
 		cl.threads += ls.block[0] * ls.block[1] * ls.block[2]
 		start, err := b.prepare(f)
 		if err != nil {
+			// The caller's note names the cluster; say which of its
+			// blocks could not start (none of them ran).
+			var d *ir.Diagnostic
+			if cs > 1 && errors.As(err, &d) {
+				d.Message = fmt.Sprintf("block (%d, %d, %d), rank %d of its cluster: %s", b.bid[0], b.bid[1], b.bid[2], r, d.Message)
+			}
 			return err
 		}
 		run = append(run, start...)
