@@ -345,7 +345,7 @@ func (r *region) rewrite(ctx *ir.Context, matmul bool, padTo int64) (convs, mms 
 				b.SetInsertionPointBefore(op)
 				// A 1×1 window's [O, C, 1, 1] holds the elements of
 				// [O, 1, 1, C] in their order: a reshape, no copy.
-				if ws, _ := staticShape(w); ws[2] == 1 && ws[3] == 1 {
+				if ws, ok := staticShape(w); ok && len(ws) == 4 && ws[2] == 1 && ws[3] == 1 {
 					op.SetOperand(1, graph.Reshape(b, op.Loc(), w, []int64{ws[0], 1, 1, ws[1]}))
 				} else {
 					op.SetOperand(1, graph.Transpose(b, op.Loc(), w, nhwc))
@@ -407,9 +407,11 @@ func (r *region) asMatmul(b *ir.Builder, op *ir.Operation) bool {
 	// x, computed before op, is channels last by now: [N, H, W, C]. The
 	// weight [O, C, 1, 1] (or [O, 1, 1, C], the same elements) is [O, C].
 	x, w := op.Operand(0), op.Operand(1)
-	xs, _ := staticShape(x)
-	ws, _ := staticShape(w)
-	if ws[2] != 1 || ws[3] != 1 || prm.Groups != 1 || prm.Strides != [2]int64{1, 1} || prm.Padding != [4]int64{} || op.NumOperands() != 2 {
+	xs, okx := staticShape(x)
+	ws, okw := staticShape(w)
+	// (convertible admits static rank-4 operands only; checked again
+	// here so that a caller that does not cannot index a nil shape.)
+	if !okx || !okw || len(xs) != 4 || len(ws) != 4 || ws[2] != 1 || ws[3] != 1 || prm.Groups != 1 || prm.Strides != [2]int64{1, 1} || prm.Padding != [4]int64{} || op.NumOperands() != 2 {
 		return false
 	}
 	n, h, wd, c, o := xs[0], xs[1], xs[2], xs[3], ws[0]
@@ -436,8 +438,9 @@ func (r *region) asMatmul(b *ir.Builder, op *ir.Operation) bool {
 // sum over the padded channels only adds +0 terms after the others).
 func padChannels(b *ir.Builder, op *ir.Operation, padTo int64) {
 	prm, _ := graph.Conv2DParamsOf(op)
-	xs, _ := staticShape(op.Operand(0))
-	if prm.Groups != 1 || xs[3] >= padTo {
+	xs, okx := staticShape(op.Operand(0))
+	ws, okw := staticShape(op.Operand(1))
+	if !okx || !okw || len(xs) != 4 || len(ws) != 4 || prm.Groups != 1 || xs[3] >= padTo {
 		return
 	}
 	b.SetInsertionPointBefore(op)
@@ -445,14 +448,14 @@ func padChannels(b *ir.Builder, op *ir.Operation, padTo int64) {
 	if !ok {
 		return // integer convolutions are not the library's
 	}
-	for i := range 2 {
-		op.SetOperand(i, padLast(b, op.Loc(), op.Operand(i), padTo-xs[3], ir.FloatAttr{Type: ft}))
+	for i, s := range [][]int64{xs, ws} {
+		op.SetOperand(i, padLast(b, op.Loc(), op.Operand(i), s, padTo-xs[3], ir.FloatAttr{Type: ft}))
 	}
 }
 
-// padLast pads v's last dim with n elements value after it.
-func padLast(b *ir.Builder, loc ir.Location, v *ir.Value, n int64, value ir.Attribute) *ir.Value {
-	s, _ := staticShape(v)
+// padLast pads v, of static shape s, in its last dim with n elements
+// value after it.
+func padLast(b *ir.Builder, loc ir.Location, v *ir.Value, s []int64, n int64, value ir.Attribute) *ir.Value {
 	high := make([]int64, len(s))
 	high[len(s)-1] = n
 	return b.Op(graph.OpPad, loc, []*ir.Value{v}, []ir.Type{ir.TensorOf(append(slices.Clone(s[:len(s)-1]), s[len(s)-1]+n), ir.ElementTypeOf(v.Type()))},
