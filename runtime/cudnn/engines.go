@@ -216,7 +216,15 @@ func (b *builder) set(d uintptr, name, typ int32, n int, elems unsafe.Pointer) {
 	}
 }
 
+// int64s sets attribute name of d to vs, one value or more (an
+// attribute of none is an error: the descriptors take none).
 func (b *builder) int64s(d uintptr, name int32, vs ...int64) {
+	if len(vs) == 0 {
+		if b.err == nil {
+			b.err = fmt.Errorf("attribute %d: no values", name)
+		}
+		return
+	}
 	b.set(d, name, typeInt64, len(vs), unsafe.Pointer(&vs[0]))
 	runtime.KeepAlive(vs)
 }

@@ -194,3 +194,14 @@ func TestCandidateNames(t *testing.T) {
 		t.Error("aligned: want true for 16-byte multiples only")
 	}
 }
+
+// TestBuilderInt64sNone checks that an attribute set to no values is the
+// builder's error, not an index panic (no library needed: the builder
+// stops before calling it).
+func TestBuilderInt64sNone(t *testing.T) {
+	b := &builder{}
+	b.int64s(0, attrConvDilations)
+	if b.err == nil || !strings.Contains(b.err.Error(), "no values") {
+		t.Errorf("err = %v, want an attribute of no values refused", b.err)
+	}
+}
