@@ -125,7 +125,7 @@ func convPlan(nest *ir.Operation, tile MMATile) *mma {
 	if !ok {
 		return nil
 	}
-	tile = tile.ConvTile()
+	tile = tile.ForConv(ext[1])
 	body := loop.Body(nest)
 	var x, w *ir.Operation // the loads of each
 	// x is indexed by the nest's n (or 0 for a batch of one), w by its o.

@@ -15,11 +15,16 @@ import (
 )
 
 // convGPUTiles are the tilings the device tests run convolutions with:
-// the default mma.sync tile, the 4-warp one, and the 256 × 128 wgmma tile.
+// the default mma.sync tile, the 4-warp one, the 256 × 128 wgmma tile and
+// Hopper's default.
 var convGPUTiles = []togpu.MMATile{
 	togpu.MMATiles[0],
 	{M: 128, N: 64, K: 64, Stages: 2, WarpN: 32},
 	{M: 256, N: 128, K: 64, Stages: 4, WGMMA: true},
+	// Hopper's default (autotune.HopperTile): its convolutions take the
+	// one-role 128 × 256 kernel, or 64 × 64 for at most 64 output
+	// channels (MMATile.ForConv).
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true},
 }
 
 // TestGPUConv runs convCases's convolutions and a small CNN's gradient on

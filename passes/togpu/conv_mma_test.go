@@ -43,28 +43,29 @@ func convSource(elem string, n, c, h, w, o, kh, kw int64, attrs string, oh, ow i
 // and fused epilogues (bias, batch-norm affine, residual add, ReLU).
 var convCases = []struct {
 	name string
+	o    int64 // output channels (the tile: MMATile.ForConv)
 	src  string
 }{
-	{"3x3-pad1", convSource("bf16", 2, 16, 8, 8, 32, 3, 3, "padding = [1, 1], strides = [1, 1]", 8, 8, "", "")},
-	{"1x1", convSource("bf16", 2, 24, 6, 6, 40, 1, 1, "", 6, 6, "", "")},
-	{"1x1-stride2", convSource("bf16", 2, 8, 7, 7, 16, 1, 1, "strides = [2, 2]", 4, 4, "", "")},
-	{"3x3-stride2-odd", convSource("bf16", 1, 5, 9, 11, 7, 3, 3, "padding = [1, 1], strides = [2, 2]", 5, 6, "", "")},
-	{"asym-pad-dilation", convSource("bf16", 2, 3, 10, 9, 6, 3, 2, "padding = [2, 0, 1, 3], dilations = [2, 1]", 9, 11, "", "")},
-	{"7x7-stem", convSource("bf16", 1, 3, 20, 20, 8, 7, 7, "padding = [3, 3], strides = [2, 2]", 10, 10, "", "")},
-	{"f16-bias", `func.func @main(%x: tensor<2x8x5x6xf16>, %w: tensor<12x8x3x3xf16>, %b: tensor<12xf16>) -> tensor<2x12x5x6xf16> {
+	{"3x3-pad1", 32, convSource("bf16", 2, 16, 8, 8, 32, 3, 3, "padding = [1, 1], strides = [1, 1]", 8, 8, "", "")},
+	{"1x1", 40, convSource("bf16", 2, 24, 6, 6, 40, 1, 1, "", 6, 6, "", "")},
+	{"1x1-stride2", 16, convSource("bf16", 2, 8, 7, 7, 16, 1, 1, "strides = [2, 2]", 4, 4, "", "")},
+	{"3x3-stride2-odd", 7, convSource("bf16", 1, 5, 9, 11, 7, 3, 3, "padding = [1, 1], strides = [2, 2]", 5, 6, "", "")},
+	{"asym-pad-dilation", 6, convSource("bf16", 2, 3, 10, 9, 6, 3, 2, "padding = [2, 0, 1, 3], dilations = [2, 1]", 9, 11, "", "")},
+	{"7x7-stem", 8, convSource("bf16", 1, 3, 20, 20, 8, 7, 7, "padding = [3, 3], strides = [2, 2]", 10, 10, "", "")},
+	{"f16-bias", 12, `func.func @main(%x: tensor<2x8x5x6xf16>, %w: tensor<12x8x3x3xf16>, %b: tensor<12xf16>) -> tensor<2x12x5x6xf16> {
   %r = "graph.conv2d"(%x, %w, %b) <{padding = [1, 1]}> : (tensor<2x8x5x6xf16>, tensor<12x8x3x3xf16>, tensor<12xf16>) -> tensor<2x12x5x6xf16>
   return %r : tensor<2x12x5x6xf16>
 }
 `},
-	{"bn-residual-relu", convSource("bf16", 2, 16, 6, 6, 20, 3, 3, "padding = [1, 1]", 6, 6,
+	{"bn-residual-relu", 20, convSource("bf16", 2, 16, 6, 6, 20, 3, 3, "padding = [1, 1]", 6, 6,
 		", %s: tensor<1x20x1x1xbf16>, %t: tensor<1x20x1x1xbf16>, %res: tensor<2x20x6x6xbf16>", `
   %0 = "graph.mul"(%y, %s) : (tensor<2x20x6x6xbf16>, tensor<1x20x1x1xbf16>) -> tensor<2x20x6x6xbf16>
   %1 = "graph.add"(%0, %t) : (tensor<2x20x6x6xbf16>, tensor<1x20x1x1xbf16>) -> tensor<2x20x6x6xbf16>
   %2 = "graph.add"(%1, %res) : (tensor<2x20x6x6xbf16>, tensor<2x20x6x6xbf16>) -> tensor<2x20x6x6xbf16>
   %r = "graph.relu"(%2) : (tensor<2x20x6x6xbf16>) -> tensor<2x20x6x6xbf16>`)},
-	{"many-channels", convSource("bf16", 1, 40, 12, 12, 136, 3, 3, "padding = [1, 1]", 12, 12, "", "")},
-	{"batched-unfolded", convSource("bf16", 2, 8, 16, 16, 16, 3, 3, "padding = [1, 1]", 16, 16, "", "")},
-	{"folded-1x1", convSource("bf16", 3, 16, 7, 7, 24, 1, 1, "", 7, 7, "", "")},
+	{"many-channels", 136, convSource("bf16", 1, 40, 12, 12, 136, 3, 3, "padding = [1, 1]", 12, 12, "", "")},
+	{"batched-unfolded", 16, convSource("bf16", 2, 8, 16, 16, 16, 3, 3, "padding = [1, 1]", 16, 16, "", "")},
+	{"folded-1x1", 24, convSource("bf16", 3, 16, 7, 7, 24, 1, 1, "", 7, 7, "", "")},
 }
 
 // TestConvMMASemantics lowers each convolution to the gpu level with a
@@ -78,7 +79,7 @@ func TestConvMMASemantics(t *testing.T) {
 			t.Parallel()
 			p := &passtest.Program{Func: "main", Source: tc.src}
 			pipeline := mmaPipeline(tile)
-			if got := mmaKernels(t, p, pipeline, 32*tile.ConvTile().Warps()); got != 1 {
+			if got := mmaKernels(t, p, pipeline, 32*tile.ForConv(tc.o).Warps()); got != 1 {
 				t.Errorf("%d mma kernels, want 1", got)
 			}
 			if err := passtest.CheckSemantics(p, pipeline, int64(i+1)); err != nil {
@@ -214,7 +215,7 @@ func TestConvMMAProperty(t *testing.T) {
 		// to the SIMT mapping (unless another route, such as the 1×1 conv
 		// as a matmul, takes it): either count is right there.
 		ambiguous := n == 1 && o == 1
-		if got := mmaKernels(t, p, pipeline, 32*tile.ConvTile().Warps()); got != want && !(ambiguous && got == 0) {
+		if got := mmaKernels(t, p, pipeline, 32*tile.ForConv(o).Warps()); got != want && !(ambiguous && got == 0) {
 			rt.Fatalf("%d mma kernels, want %d:\n%s", got, want, src)
 		}
 		if err := passtest.CheckSemantics(p, pipeline, rapid.Int64().Draw(rt, "seed")); err != nil {
@@ -265,7 +266,8 @@ func TestConvMMATrainingStep(t *testing.T) {
 // tiling mm_bias_gelu runs fastest with (256 × 128) for sm_90a through
 // the native backend, assembles them with the offline ptxas and checks
 // that they are wgmma kernels bounded to their 512 threads (so that they
-// launch: TestGPUConv's many-channels failed without) that neither spill
+// launch: TestGPUConv's many-channels failed without; those of at most
+// 64 output channels take 128 threads, unbounded) that neither spill
 // nor serialize the wgmma.
 func TestConvWGMMAPTX(t *testing.T) {
 	ptxas := ptxasPath(t)
@@ -288,9 +290,11 @@ func TestConvWGMMAPTX(t *testing.T) {
 			if !strings.Contains(ptx, "wgmma.mma_async") {
 				t.Fatal("no wgmma.mma_async in the PTX")
 			}
-			// 512 threads launch only within 128 registers a thread.
-			if !strings.Contains(ptx, ".maxntid 512, 1, 1") {
-				t.Error("no .maxntid 512 on the kernel")
+			// 512 threads launch only within 128 registers a thread (at
+			// most 64 output channels take one warpgroup: ForConv).
+			threads := 32 * tile.ForConv(tc.o).Warps()
+			if want := fmt.Sprintf(".maxntid %d, 1, 1", threads); (threads > 256) != strings.Contains(ptx, want) {
+				t.Errorf("%q on the kernel: %v, want %v", want, !(threads > 256), threads > 256)
 			}
 			file := filepath.Join(t.TempDir(), "k.ptx")
 			if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
@@ -321,22 +325,25 @@ func TestConvWGMMAPTX(t *testing.T) {
 // without a branch): the gather must read nothing there, where its taps
 // would fall past the input's last image.
 func TestConvMMAOverlapZeroTiles(t *testing.T) {
-	src := convSource("bf16", 2, 64, 6, 6, 16, 3, 3, "padding = [1, 1]", 6, 6, "", "")
 	n := 0
 	for _, tile := range togpu.MMATiles {
 		if !tile.Overlap {
 			continue
 		}
 		n++
-		t.Run(tile.String(), func(t *testing.T) {
-			p := &passtest.Program{Func: "main", Source: src}
-			if got := mmaKernels(t, p, mmaPipeline(tile), 32*tile.ConvTile().Warps()); got != 1 {
-				t.Errorf("%d mma kernels, want 1", got)
-			}
-			if err := passtest.CheckSemantics(p, mmaPipeline(tile), 5); err != nil {
-				t.Error(err)
-			}
-		})
+		// (16 output channels take the narrow tile, 80 the tile itself.)
+		for _, o := range []int64{16, 80} {
+			src := convSource("bf16", 2, 64, 6, 6, o, 3, 3, "padding = [1, 1]", 6, 6, "", "")
+			t.Run(fmt.Sprintf("%s/o%d", tile, o), func(t *testing.T) {
+				p := &passtest.Program{Func: "main", Source: src}
+				if got := mmaKernels(t, p, mmaPipeline(tile), 32*tile.ForConv(o).Warps()); got != 1 {
+					t.Errorf("%d mma kernels, want 1", got)
+				}
+				if err := passtest.CheckSemantics(p, mmaPipeline(tile), 5); err != nil {
+					t.Error(err)
+				}
+			})
+		}
 	}
 	if n == 0 {
 		t.Fatal("no overlapping wgmma tiling")

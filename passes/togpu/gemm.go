@@ -207,6 +207,25 @@ func (t MMATile) ConvTile() MMATile {
 	return t
 }
 
+// ForConv is the tiling a convolution with o output channels (the
+// implicit GEMM's M) takes for t: ConvTile, but a wgmma tile narrowed to
+// one warpgroup of 64 rows and convNarrowN output positions when o ≤ 64.
+// The 128-row tile would leave half of its rows or more masked, and the
+// kernel's epilogue is unrolled over a thread's N/2 accumulators: at 256
+// positions it is most of the kernel's PTX, which the driver's JIT
+// compiles at the first call (0.6–0.7 s for each of a small CNN's two
+// convolutions, bench/NOTES.md session 12).
+func (t MMATile) ForConv(o int64) MMATile {
+	t = t.ConvTile()
+	if t.WGMMA && o <= wgmmaTileM && t.M > wgmmaTileM {
+		t.M, t.N, t.Stages = wgmmaTileM, convNarrowN, 4
+	}
+	return t
+}
+
+// convNarrowN is the N of ForConv's narrow tile: 32 accumulators a thread.
+const convNarrowN = 64
+
 // ParseMMATile returns the tile of MMATiles named s.
 func ParseMMATile(s string) (MMATile, error) {
 	for _, t := range MMATiles {
