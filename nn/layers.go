@@ -221,7 +221,9 @@ func (c *Conv2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 // with the unbiased variance, as PyTorch does. In evaluation mode it uses
 // the running statistics.
 type BatchNorm2d struct {
-	Weight, Bias            *frontend.Tensor // [C]
+	// Weight and Bias [C] stay float32 under Autocast (mixed applies
+	// them in float32).
+	Weight, Bias            *frontend.Tensor `nn:"float32"`
 	RunningMean, RunningVar *frontend.Tensor `nn:"buffer"`
 	Eps, Momentum           float64
 	Training                bool
@@ -314,7 +316,7 @@ func half(dt frontend.DType) bool { return dt == frontend.BFloat16 || dt == fron
 func (b *BatchNorm2d) mixed(x *frontend.Tensor) *frontend.Tensor {
 	dt := x.DType()
 	f32 := *b
-	f32.Weight, f32.Bias = b.Weight.Cast(frontend.Float32), b.Bias.Cast(frontend.Float32)
+	f32.Weight, f32.Bias = castTo(b.Weight, frontend.Float32), castTo(b.Bias, frontend.Float32)
 	if b.Training {
 		y := f32.train(x.Cast(frontend.Float32))
 		b.RunningMean, b.RunningVar = f32.RunningMean, f32.RunningVar

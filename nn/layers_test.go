@@ -545,6 +545,60 @@ func TestBatchNorm2dMixed(t *testing.T) {
 	})
 }
 
+// TestAutocastBatchNormFloat32: under Autocast a conv's weight is cast
+// to bf16 while batch norm's weight and bias stay float32 (Ref.Float32),
+// as PyTorch's autocast runs batch norm: the conv weight's gradient comes
+// out rounded to bf16 through its cast, batch norm's in float32, not
+// rounded (a bf16 rounding PyTorch does not have, found by the model
+// rows' bf16_exact in session 13), and the parameters are float32 again
+// afterwards.
+func TestAutocastBatchNormFloat32(t *testing.T) {
+	g := nn.NewRNG(4)
+	m := nn.NewConvBN(g, 2, 3, 3, 1)
+	m.BN.Weight, m.BN.Bias = g.Uniform(0.5, 1.5, 3), g.Uniform(-1, 1, 3)
+	for _, r := range nn.Parameters(m) {
+		if want := strings.HasPrefix(r.Name, "bn."); r.Float32 != want {
+			t.Errorf("%s: Float32 %v, want %v", r.Name, r.Float32, want)
+		}
+	}
+	x := g.Normal(1, 2, 2, 5, 5)
+	loss := func(in ...*frontend.Tensor) []*frontend.Tensor {
+		return nn.Autocast(m, frontend.BFloat16, func() []*frontend.Tensor {
+			if m.BN.Weight.DType() != frontend.Float32 || m.Conv.Weight.DType() != frontend.BFloat16 {
+				t.Errorf("inside Autocast: bn weight %v, conv weight %v; want float32, bf16", m.BN.Weight.DType(), m.Conv.Weight.DType())
+			}
+			y := m.Forward(in[0].Cast(frontend.BFloat16)).Cast(frontend.Float32)
+			return []*frontend.Tensor{y.Mul(y).Mean(nil, false)}
+		})
+	}
+	_, grads, err := nn.NewGradStep(m, loss, 1, frontend.Options{}).Call(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf16Exact := func(v []float64) int {
+		n := 0
+		for _, f := range v {
+			if float64(frontend.FromSlice([]float32{float32(f)}, 1).Cast(frontend.BFloat16).Item()) == f {
+				n++
+			}
+		}
+		return n
+	}
+	for i, p := range nn.Parameters(m) {
+		gv := grads[i].Float64s()
+		if grads[i].DType() != frontend.Float32 || p.Tensor().DType() != frontend.Float32 {
+			t.Errorf("%s: gradient %v, parameter %v after Autocast; want float32", p.Name, grads[i].DType(), p.Tensor().DType())
+		}
+		exact := bf16Exact(gv)
+		if p.Float32 && exact == len(gv) {
+			t.Errorf("%s: gradient %v rounded to bf16", p.Name, gv)
+		}
+		if !p.Float32 && exact != len(gv) {
+			t.Errorf("%s: %d of %d gradient elements bf16, want all (the cast's gradient)", p.Name, exact, len(gv))
+		}
+	}
+}
+
 // TestLinearAutocast checks Linear's autocast: the product of x and the
 // weight rounded to bf16, promoted to float32 by a float32 bias (equal to
 // the bf16 product widened plus the bias), bf16 without a bias, and in

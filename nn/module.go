@@ -24,6 +24,10 @@ type Ref struct {
 	Name   string
 	Ptr    **frontend.Tensor
 	Buffer bool
+	// Float32 marks a parameter Autocast leaves float32 (a field tagged
+	// `nn:"float32"`): batch norm's weight and bias, which PyTorch's
+	// autocast also keeps float32.
+	Float32 bool
 }
 
 // Tensor returns the tensor the reference points at.
@@ -39,18 +43,20 @@ var (
 // arrays and maps with string keys (in sorted key order). A *Tensor field
 // is a parameter, or a buffer when tagged `nn:"buffer"` (or inside a field
 // so tagged); fields tagged `nn:"-"` and unexported fields are skipped; a
-// tag word other than these renames the field (`nn:"ln_1"`). A nil *Tensor (a layer
+// *Tensor field tagged `nn:"float32"` is one Autocast leaves float32
+// (Ref.Float32); a tag word other than these renames the field
+// (`nn:"ln_1"`). A nil *Tensor (a layer
 // without bias) is skipped. The same tensor field reached twice (a tied
 // weight held through a pointer) is listed once, under its first name.
 func Refs(m any) []Ref {
 	var out []Ref
 	seen := map[**frontend.Tensor]bool{}
-	walk(reflect.ValueOf(m), "", false, func(name string, p **frontend.Tensor, buffer bool) {
+	walk(reflect.ValueOf(m), "", false, func(name string, p **frontend.Tensor, buffer, f32 bool) {
 		if *p == nil || seen[p] {
 			return
 		}
 		seen[p] = true
-		out = append(out, Ref{Name: name, Ptr: p, Buffer: buffer})
+		out = append(out, Ref{Name: name, Ptr: p, Buffer: buffer, Float32: f32})
 	})
 	return out
 }
@@ -100,7 +106,7 @@ func NumElements(rs []Ref) int {
 	return n
 }
 
-func walk(v reflect.Value, name string, buffer bool, visit func(string, **frontend.Tensor, bool)) {
+func walk(v reflect.Value, name string, buffer bool, visit func(name string, p **frontend.Tensor, buffer, f32 bool)) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
@@ -133,7 +139,7 @@ func walk(v reflect.Value, name string, buffer bool, visit func(string, **fronte
 			}
 			if f.Type == tensorPtrType {
 				if fv.CanAddr() {
-					visit(child, fv.Addr().Interface().(**frontend.Tensor), tag.buffer || buffer)
+					visit(child, fv.Addr().Interface().(**frontend.Tensor), tag.buffer || buffer, tag.float32)
 				}
 				continue
 			}
@@ -145,7 +151,7 @@ func walk(v reflect.Value, name string, buffer bool, visit func(string, **fronte
 			n := join(name, strconv.Itoa(i))
 			if e.Type() == tensorPtrType {
 				if e.CanAddr() {
-					visit(n, e.Addr().Interface().(**frontend.Tensor), buffer)
+					visit(n, e.Addr().Interface().(**frontend.Tensor), buffer, false)
 				}
 				continue
 			}
@@ -171,11 +177,12 @@ func walk(v reflect.Value, name string, buffer bool, visit func(string, **fronte
 }
 
 // fieldTag is a parsed `nn:"…"` struct tag: a comma-separated list of
-// "-" (skip the field), "buffer" (its tensors are buffers) and any other
-// word, the field's name in Refs ("ln_1").
+// "-" (skip the field), "buffer" (its tensors are buffers), "float32"
+// (Autocast leaves it float32) and any other word, the field's name in
+// Refs ("ln_1").
 type fieldTag struct {
-	skip, buffer bool
-	name         string
+	skip, buffer, float32 bool
+	name                  string
 }
 
 func parseTag(s string) fieldTag {
@@ -187,6 +194,8 @@ func parseTag(s string) fieldTag {
 			t.skip = true
 		case "buffer":
 			t.buffer = true
+		case "float32":
+			t.float32 = true
 		default:
 			t.name = w
 		}
