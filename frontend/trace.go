@@ -364,6 +364,7 @@ func (s *session) apply(loc ir.Location, spec opSpec, operands []*Tensor) *Tenso
 		v, err = graph.Build(g.b, spec.name, loc, vals, spec.props)
 	}
 	if err != nil {
+		err = atUserLine(err)
 		if s.c != nil {
 			s.fail(err)
 		}

@@ -16,6 +16,15 @@ func errorf(format string, args ...any) *frontend.Tensor {
 	return frontend.Failed(ir.Errorf(userLoc(), "nn: %s", fmt.Sprintf(format, args...)))
 }
 
+// located returns an error located at the user's line, as errorf's.
+func located(format string, args ...any) error {
+	return ir.Errorf(userLoc(), "nn: %s", fmt.Sprintf(format, args...))
+}
+
+// The errors of the ops a layer records are the user's (frontend
+// locates them at the caller's line).
+func init() { frontend.LibraryPackage("github.com/strata-ir/strata/nn") }
+
 // firstErr returns the first of ts that failed, or nil.
 func firstErr(ts ...*frontend.Tensor) *frontend.Tensor {
 	for _, t := range ts {

@@ -205,6 +205,9 @@ func (c *Conv2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 	stride, dil := max(c.Stride, 1), max(c.Dilation, 1)
 	for i, n := range xs[2:] {
 		k := ws[2+i]
+		if k < 1 { // the graph op would take it, as a window of nothing
+			return errorf("Conv2d: kernel %dx%d has an empty dim, want ≥ 1", ws[2], ws[3])
+		}
 		if ext := dil*(k-1) + 1; n+2*c.Padding < ext {
 			return errorf("Conv2d: kernel extent %d is larger than the padded input (%d + 2·%d) in dim %d", ext, n, c.Padding, 2+i)
 		}

@@ -1,13 +1,16 @@
 package nn_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
 	"pgregory.net/rapid"
 )
@@ -420,16 +423,47 @@ func TestBadInput(t *testing.T) {
 		{"pool", nn.MaxPool2d{Kernel: 3}.Forward(frontend.Zeros(frontend.Float32, 1, 1, 2, 2)), "larger than the padded input"},
 		{"linear", nn.NewLinear(g, 3, 2, true).Forward(frontend.Zeros(frontend.Float32, 2, 4)), "want [..., 3]"},
 		{"labels dtype", nn.CrossEntropy(frontend.Zeros(frontend.Float32, 2, 3), frontend.Zeros(frontend.Float32, 2), 0), "want int64"},
+		{"bn channels", nn.NewBatchNorm2d(3).Forward(frontend.Zeros(frontend.Float32, 2, 4, 3, 3)), "input has 4 channels, the layer has 3"},
+		{"dilated kernel", nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Dilation: 3}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 6, 6)), "kernel extent 7 is larger than the padded input"},
+		{"empty kernel", nn.NewConv2d(g, 3, 4, 0, nn.ConvOptions{}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 5, 5)), "kernel 0x0 has an empty dim"},
+		{"avg pool", nn.AvgPool2d{Kernel: 5}.Forward(frontend.Zeros(frontend.Float32, 1, 1, 3, 3)), "larger than the padded input"},
+		{"inferred size", frontend.Zeros(frontend.Float32, 2, 3).Reshape(4, -1), "cannot reshape 6 elements to shape [4 -1]"},
+		{"flatten", nn.NewLinear(g, 10, 2, true).Forward(nn.Flatten{}.Forward(frontend.Zeros(frontend.Float32, 2, 3, 2, 2))), "input of shape [2 12], want [..., 10]"},
+		// Errors of the graph ops a layer records are the user's line too
+		// (nn is a frontend.LibraryPackage), with the layer's as a note.
+		{"groups", nn.NewConv2d(g, 4, 3, 3, nn.ConvOptions{Groups: 2}).Forward(frontend.Zeros(frontend.Float32, 1, 4, 5, 5)), "output channels 3 are not divisible by groups 2"},
+		{"padding", nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Padding: -1}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 5, 5)), "'padding' must be non-negative"},
+		{"conv dtype", conv.Forward(frontend.Zeros(frontend.BFloat16, 1, 3, 5, 5)), "different element types: bf16 vs f32"},
+		{"bn dtype", nn.NewBatchNorm2d(3).Forward(frontend.Zeros(frontend.Int64, 2, 3, 2, 2)), "must be a ranked tensor of f64, f32, f16 or bf16"},
 	}
 	for _, c := range cases {
 		err := c.y.Err()
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "layers_test.go:") {
-			t.Errorf("%s: error %v, want one containing %q located in layers_test.go", c.name, err, c.want)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(ir.Position(locOf(err)), thisFile) {
+			t.Errorf("%s: error %v, want one containing %q located in %s", c.name, err, c.want, thisFile)
 		}
 	}
-	if err := nn.CheckLabels(frontend.FromSlice([]int64{0, 3, 1}), 3); err == nil || !strings.Contains(err.Error(), "label 3 at position 1") {
-		t.Errorf("CheckLabels: %v", err)
+	err := nn.CheckLabels(frontend.FromSlice([]int64{0, 3, 1}), 3)
+	if err == nil || !strings.Contains(err.Error(), "label 3 at position 1") || !strings.HasPrefix(ir.Position(locOf(err)), thisFile) {
+		t.Errorf("CheckLabels: %v, want label 3 at position 1 out of range, located in %s", err, thisFile)
 	}
+	// Output sizes that the stride does not divide evenly are floored, as
+	// PyTorch's are (not an error): 6 → (6 − 3)/2 + 1 = 2.
+	y := nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Stride: 2}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 6, 6))
+	if y.Err() != nil || !slices.Equal(y.Shape(), []int{1, 4, 2, 2}) || nn.OutSize(6, 3, 2, 0, 1) != 2 {
+		t.Errorf("strided convolution: shape %v, error %v; want [1 4 2 2]", y.Shape(), y.Err())
+	}
+}
+
+// thisFile is this file's path, where TestBadInput's errors are located.
+var thisFile = func() string { _, f, _, _ := runtime.Caller(0); return f + ":" }()
+
+// locOf returns the location of a diagnostic error (nil otherwise).
+func locOf(err error) ir.Location {
+	var d *ir.Diagnostic
+	if !errors.As(err, &d) {
+		return nil
+	}
+	return d.Loc
 }
 
 func TestRefsAndTraining(t *testing.T) {

@@ -1,8 +1,6 @@
 package nn
 
 import (
-	"fmt"
-
 	"github.com/strata-ir/strata/frontend"
 )
 
@@ -68,17 +66,18 @@ func classes(c int) *frontend.Tensor {
 }
 
 // CheckLabels returns an error naming the first label of labels (a
-// concrete int64 tensor) outside [0, classes).
+// concrete int64 tensor) outside [0, classes), located at the caller's
+// line.
 func CheckLabels(labels *frontend.Tensor, numClasses int) error {
 	if err := labels.Err(); err != nil {
 		return err
 	}
 	if labels.DType() != frontend.Int64 {
-		return fmt.Errorf("nn: labels are %v, want int64", labels.DType())
+		return located("labels are %v, want int64", labels.DType())
 	}
 	for i, l := range labels.Int64s() {
 		if l < 0 || l >= int64(numClasses) {
-			return fmt.Errorf("nn: label %d at position %d is out of range [0, %d)", l, i, numClasses)
+			return located("label %d at position %d is out of range [0, %d)", l, i, numClasses)
 		}
 	}
 	return nil
