@@ -1,9 +1,13 @@
 package exec
 
 import (
+	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/runtime/cuda"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -139,5 +143,27 @@ func TestReleasedArraysStartNoCollections(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestOutOfMemoryLocated: a program whose buffers do not fit the device
+// (a batch too large) fails at the allocation's line, saying how much it
+// asked for and how much was free, before any kernel runs.
+func TestOutOfMemoryLocated(t *testing.T) {
+	p := compileFile(t, "vadd.mlir")
+	d := newFake()
+	d.capacity = 3 << 20 // the two 1 MiB inputs and the result; not the temporary
+	rt := newRuntime(d)
+	rng := rand.New(rand.NewPCG(1, 2))
+	_, err := p.Run(rt, "main", []interp.Value{randomF32(t, rng, 1<<18, 1), randomF32(t, rng, 1<<18, 1)})
+	var oom *cuda.OutOfMemoryError
+	if !errors.As(err, &oom) || oom.Requested != 1<<20 || oom.Free != 0 {
+		t.Fatalf("error %v, want an out-of-memory error asking for 1 MiB with none free", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "vadd.mlir:25:") || !strings.Contains(msg, "asked for 1.0 MiB (1048576 bytes), 0 B free of 3.0 MiB") {
+		t.Errorf("error %q, want it at vadd.mlir:25 (the temporary's loop.alloc) saying what was asked and free", msg)
+	}
+	if len(d.launches) != 0 {
+		t.Errorf("%d launches ran before the allocation failed", len(d.launches))
 	}
 }

@@ -451,12 +451,27 @@ func (c *planner) alloc(op *ir.Operation) (stepFunc, error) {
 		}
 		m, err := r.alloc(uint64(n) * uint64(size))
 		if err != nil {
-			return ir.Errorf(op.Loc(), "loop.alloc of %s %v: %v", elem, s, err)
+			return &AllocError{Diag: ir.Errorf(op.Loc(), "loop.alloc of %s %v: %v", elem, s, err), Err: err}
 		}
 		r.slots[d].b = &devBuffer{mem: m, elem: elem, shape: s}
 		return nil
 	}, nil
 }
+
+// AllocError is a device allocation of a program that failed (a batch
+// too large), located at its loop.alloc. Err is the allocator's error: a
+// *cuda.OutOfMemoryError says how much was asked for and how much was
+// free.
+type AllocError struct {
+	Diag *ir.Diagnostic
+	Err  error
+}
+
+// Error prints the located diagnostic.
+func (e *AllocError) Error() string { return e.Diag.Error() }
+
+// Unwrap returns the allocator's error.
+func (e *AllocError) Unwrap() error { return e.Err }
 
 func (c *planner) dealloc(op *ir.Operation) (stepFunc, error) {
 	in, err := c.uses(op)
