@@ -106,7 +106,10 @@ type Check struct {
 	// Mismatched counts NaNs or infinities on one side only, or elements over
 	// the tolerance.
 	Mismatched int64 `json:"mismatched"`
-	OK         bool  `json:"ok"`
+	// NonFinite counts the NaNs and infinities on one side only (included
+	// in Mismatched; the other figures leave them out).
+	NonFinite int64 `json:"non_finite,omitempty"`
+	OK        bool  `json:"ok"`
 }
 
 // Compare checks got against want with tolerance tol (see Check.MaxScaled).
@@ -145,6 +148,7 @@ func compareAt(got, want []float64, tol float64) (Check, int, error) {
 					worst, nonFinite = i, true
 				}
 				c.Mismatched++
+				c.NonFinite++
 			}
 			continue
 		}
@@ -189,6 +193,7 @@ func (c Check) Merge(o Check) Check {
 		MaxScaled:  max(c.MaxScaled, o.MaxScaled),
 		Tol:        max(c.Tol, o.Tol),
 		Mismatched: c.Mismatched + o.Mismatched,
+		NonFinite:  c.NonFinite + o.NonFinite,
 		OK:         c.OK && o.OK,
 	}
 }

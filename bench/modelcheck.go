@@ -14,7 +14,37 @@ import (
 )
 
 // This file compares a model row's outputs tensor by tensor (issue 21:
-// which output is off, and where), for ReportModels.
+// which output is off, and where), for ReportModels, and decides each
+// output's check.
+//
+// An output passes when Strata's result is within the row's tolerance
+// of PyTorch's (max_scaled ≤ Tol), or, where PyTorch also ran the row in
+// float32, by PyTorch's own accuracy criterion for compiled models,
+// torch._dynamo.utils.same with a float64 reference (fp64_ref), which
+// torch.compile's accuracy benchmarks apply: once allclose(ref, res,
+// rtol=atol=tol) has failed, the compiled result res passes when
+//
+//	rmse(res, fp64_ref) ≤ multiplier·rmse(ref, fp64_ref) + tol/10
+//
+// with ref the eager result in the same precision and multiplier 3 for
+// bf16 results (also for tensors under 1000 elements and tol ≥ 2e-2; 2
+// for other results). Here res is Strata's result, ref PyTorch's eager
+// one, the reference PyTorch's float32 run (models_torch.py; with
+// STRATA_TORCH_F64=1 it checks that float32 is within 1e-6 of float64 on
+// every output), multiplier 3 (bf16 compute; every row's tol is ≥ 2e-2),
+// and both errors are divided by the reference's RMS (norm_rel): PyTorch's
+// tol/10 is absolute, which for gradients of size 1e-5 would pass
+// anything. Why: a bf16 result differs from another bf16 result of the
+// same model by rounding noise as large as its distance from float32
+// (session 12's gpt2_train: Strata and PyTorch 0.0089 apart in norm, each
+// 0.0092 from float32, max_scaled 0.068 apart over 1.7M elements against
+// a tol of 0.02), so max_scaled against PyTorch alone fails any
+// implementation that is not bit-identical to PyTorch's kernels.
+// bench/NOTES.md (session 13) has the measurements.
+
+// rmseMultiplier is the multiplier of PyTorch's criterion for bf16
+// results (see above).
+const rmseMultiplier = 3
 
 // TensorCheck is one output of a model row compared three ways:
 // Strata's result against PyTorch's (the row's check) and, where PyTorch
@@ -33,6 +63,34 @@ type TensorCheck struct {
 	// decides StrataVsF32 (nil where the two sides agree exactly).
 	Worst    *Element `json:"worst,omitempty"`
 	WorstF32 *Element `json:"worst_f32,omitempty"`
+	// Pass says how the output passed: "tol" (VsTorch within the row's
+	// tolerance), "rmse" (PyTorch's criterion against float32, above), or
+	// "" (it failed).
+	Pass string `json:"pass,omitempty"`
+	// RMSERatio is Strata's RMS error against float32 over PyTorch's (0
+	// without a float32 run; the largest float64 when PyTorch's is 0).
+	RMSERatio float64 `json:"rmse_ratio,omitempty"`
+}
+
+// judge sets t.Pass and t.RMSERatio.
+func (t *TensorCheck) judge() {
+	s, r := t.StrataVsF32, t.TorchVsF32
+	if s != nil && r != nil {
+		switch {
+		case r.NormRel > 0:
+			t.RMSERatio = s.NormRel / r.NormRel
+		case s.NormRel > 0:
+			t.RMSERatio = math.MaxFloat64 // JSON has no infinity
+		}
+	}
+	switch {
+	case t.VsTorch.OK:
+		t.Pass = "tol"
+	case s != nil && r != nil && s.NonFinite == 0 && t.VsTorch.NonFinite == 0 &&
+		s.NormRel <= rmseMultiplier*r.NormRel+t.VsTorch.Tol/10:
+		// (NormRel leaves NaNs and infinities out: a NaN fails here.)
+		t.Pass = "rmse"
+	}
 }
 
 // Element is one element of an output on every side.
@@ -78,7 +136,8 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 }
 
 // String is one line of the report: the three comparisons (max_scaled
-// and norm_rel) and the worst elements with their values.
+// and norm_rel), the worst elements with their values, and the verdict
+// (FAIL, or how it passed where not within the tolerance).
 func (t TensorCheck) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %v: vs torch %.3g (norm %.3g)", t.Name, t.Shape, t.VsTorch.MaxScaled, t.VsTorch.NormRel)
@@ -86,14 +145,20 @@ func (t TensorCheck) String() string {
 		fmt.Fprintf(&b, " over %g at %d elements", t.VsTorch.Tol, t.VsTorch.Mismatched)
 	}
 	if t.StrataVsF32 != nil && t.TorchVsF32 != nil {
-		fmt.Fprintf(&b, " | vs f32: strata %.3g (norm %.3g), torch %.3g (norm %.3g)",
-			t.StrataVsF32.MaxScaled, t.StrataVsF32.NormRel, t.TorchVsF32.MaxScaled, t.TorchVsF32.NormRel)
+		fmt.Fprintf(&b, " | vs f32: strata %.3g (norm %.3g), torch %.3g (norm %.3g), rmse ratio %.3g",
+			t.StrataVsF32.MaxScaled, t.StrataVsF32.NormRel, t.TorchVsF32.MaxScaled, t.TorchVsF32.NormRel, t.RMSERatio)
 	}
 	if t.Worst != nil {
 		fmt.Fprintf(&b, " | worst %s", t.Worst)
 	}
 	if t.WorstF32 != nil {
 		fmt.Fprintf(&b, " | furthest from f32 %s", t.WorstF32)
+	}
+	switch t.Pass {
+	case "":
+		b.WriteString(" | FAIL")
+	case "rmse":
+		fmt.Fprintf(&b, " | ok by rmse (≤ %d× PyTorch's + tol/10)", rmseMultiplier)
 	}
 	return b.String()
 }
@@ -176,6 +241,7 @@ func checkTensor(tt, st *safetensors.Tensor, f32 *safetensors.File, tol float64)
 		}
 	}
 	tc.Worst = element(worst, tt.Shape, s, t, r)
+	tc.judge()
 	return tc, nil
 }
 
@@ -226,12 +292,16 @@ func worstCheck(cs []*Check) *Check {
 // run, each side's worst output: nil when no output has a float32 run.
 func referenceCheck(ts []TensorCheck) *ReferenceCheck {
 	var s, t []*Check
+	as := true
 	for _, tc := range ts {
 		s, t = append(s, tc.StrataVsF32), append(t, tc.TorchVsF32)
+		if a, b := tc.StrataVsF32, tc.TorchVsF32; a != nil && b != nil {
+			as = as && a.MaxScaled <= b.MaxScaled && a.NormRel <= b.NormRel
+		}
 	}
 	ws, wt := worstCheck(s), worstCheck(t)
 	if ws == nil || wt == nil {
 		return nil
 	}
-	return &ReferenceCheck{Strata: *ws, Torch: *wt, AsAccurate: ws.MaxScaled <= wt.MaxScaled && ws.NormRel <= wt.NormRel}
+	return &ReferenceCheck{Strata: *ws, Torch: *wt, AsAccurate: as}
 }

@@ -144,3 +144,56 @@ func TestTensorChecks(t *testing.T) {
 		t.Errorf("Strata without output a: %v", err)
 	}
 }
+
+// TestTensorCheckCriterion checks how an output passes: within the
+// tolerance of PyTorch ("tol"); otherwise by PyTorch's criterion against
+// float32 ("rmse": Strata's norm error at most 3× PyTorch's + tol/10),
+// which a 4× error, a NaN, or the absence of a float32 run fails.
+func TestTensorCheckCriterion(t *testing.T) {
+	ref := []float32{1, -2, 0.5, 3, -0.25, 0.75, -1, 2}
+	// off returns ref with a relative error of e on alternate signs.
+	off := func(e float32) []float32 {
+		vs := make([]float32, len(ref))
+		for i, r := range ref {
+			if i%2 == 0 {
+				vs[i] = r * (1 + e)
+			} else {
+				vs[i] = r * (1 - e)
+			}
+		}
+		return vs
+	}
+	nan := off(0.1)
+	nan[3] = float32(math.NaN())
+	for _, tc := range []struct {
+		name          string
+		strata, torch []float32
+		f32           bool
+		pass          string
+		ratio         float64
+	}{
+		{"within tol", off(0.01), off(-0.01), true, "tol", 1},
+		{"2× PyTorch's error", off(0.2), off(-0.1), true, "rmse", 2},
+		{"4× PyTorch's error", off(0.4), off(-0.1), true, "", 4},
+		{"as far, no float32 run", off(0.1), off(-0.1), false, "", 0},
+		{"NaN", nan, off(-0.1), true, "", -1},
+	} {
+		dir := t.TempDir()
+		writeSides(t, dir, "strata", map[string][]float32{"logits": tc.strata})
+		writeSides(t, dir, "torch", map[string][]float32{"logits": tc.torch})
+		if tc.f32 {
+			writeSides(t, dir, "f32", map[string][]float32{"logits": ref})
+		}
+		ts, err := checkTensors(dir, "row", 0.04)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ts[0]
+		if got.Pass != tc.pass || (tc.ratio >= 0 && math.Abs(got.RMSERatio-tc.ratio) > 1e-3*tc.ratio) {
+			t.Errorf("%s: pass %q rmse ratio %g, want %q %g\n%s", tc.name, got.Pass, got.RMSERatio, tc.pass, tc.ratio, got)
+		}
+		if line := got.String(); (tc.pass == "") != strings.HasSuffix(line, "FAIL") {
+			t.Errorf("%s: report line %q", tc.name, line)
+		}
+	}
+}

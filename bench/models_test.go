@@ -259,17 +259,13 @@ func TestModelsTorchCPU(t *testing.T) {
 		if train && w.Reference == nil {
 			t.Errorf("%s: no float32 reference", w.Name)
 		}
-		if w.Name == "cnn_small_train" {
-			// Torch 1.13's CPU kernels give the small CNN's first-layer
-			// gradient closer to float32 than Strata's (max_scaled 0.156
-			// against 0.163, norm 0.072 against 0.088; cause not found,
-			// both run batch norm's output in bf16): only its loss is held
-			// to the row's tolerance here.
-			g, want := readOne(t, filepath.Join(dir, w.Name+".strata.safetensors"), "loss"), readOne(t, filepath.Join(dir, w.Name+".torch.safetensors"), "loss")
-			if c, err := Compare(g, want, w.Correctness.Tol); err != nil || !c.OK {
-				t.Errorf("%s: loss %v, PyTorch's %v (%v)", w.Name, g, want, err)
-			}
-			continue
+		if !w.Correctness.OK {
+			// Every output within the row's tolerance of PyTorch or, by
+			// PyTorch's criterion, no more than 3× as far from float32
+			// (modelcheck.go). (Torch 1.13's CPU kernels give the small
+			// CNN's first-layer gradient a norm error of 0.072 against
+			// float32, Strata 0.089: a ratio of 1.2.)
+			t.Errorf("%s: correctness %+v; by output:\n%s", w.Name, w.Correctness, tensorLines(w.Tensors))
 		}
 		if w.Name == "gpt2_train" {
 			// gpt2.Model.MixedLoss follows PyTorch autocast's policy
@@ -298,9 +294,6 @@ func TestModelsTorchCPU(t *testing.T) {
 				}
 			}
 			continue
-		}
-		if !w.Correctness.OK && !(train && w.Reference.AsAccurate) {
-			t.Errorf("%s: correctness %+v, float32 reference %+v; by output:\n%s", w.Name, w.Correctness, w.Reference, tensorLines(w.Tensors))
 		}
 	}
 	// The first step's changes of the running statistics: both sides compute

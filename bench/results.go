@@ -175,14 +175,14 @@ type WorkloadResult struct {
 	Strata      map[string]*StrataMode `json:"strata"`
 	Torch       map[string]*TorchMode  `json:"torch"`
 	// Correctness compares Strata's default-mode results with PyTorch's
-	// eager results on the same inputs (the worst over all outputs).
+	// eager results on the same inputs (the worst over all outputs). For a
+	// model row, OK says every output passed (TensorCheck.Pass: within Tol
+	// of PyTorch, or by PyTorch's accuracy criterion against its float32
+	// run; bench/modelcheck.go).
 	Correctness *Check `json:"correctness,omitempty"`
 	// Reference, for the rows PyTorch also runs in float32 (models_torch.py
 	// writes NAME.f32.safetensors), holds Strata's and PyTorch's errors
-	// against that float32 result: a bf16 row whose two bf16 results differ
-	// by more than Tol passes when Strata's is no further from float32 than
-	// PyTorch's own (the difference is then PyTorch's rounding as much as
-	// Strata's).
+	// against that float32 result (each side's worst output).
 	Reference *ReferenceCheck `json:"reference,omitempty"`
 	// Tensors, for a model row, compares each output apart (Correctness
 	// and Reference hold the worst of them): which outputs are off, and
@@ -241,6 +241,7 @@ func ReadResults(path string) (*Results, error) {
 type ReferenceCheck struct {
 	Strata Check `json:"strata"`
 	Torch  Check `json:"torch"`
-	// AsAccurate: Strata's max_scaled and norm_rel are at most PyTorch's.
+	// AsAccurate: on every output, Strata's max_scaled and norm_rel are
+	// at most PyTorch's.
 	AsAccurate bool `json:"as_accurate"`
 }
