@@ -450,3 +450,88 @@ func TestDims(t *testing.T) {
 		t.Error("a wrong rank was accepted")
 	}
 }
+
+// TestBadCNNInput: a CNN node whose shapes do not fit (issue 20's bad
+// input) is an import error naming the node, before anything runs; a
+// dynamic size known only at run time fails there, at the node.
+func TestBadCNNInput(t *testing.T) {
+	stats := func(b *builder, c int64) {
+		for _, n := range []string{"s", "h", "m", "v"} {
+			b.weight(n, c)
+		}
+	}
+	for _, tc := range []struct {
+		name, want string
+		build      func(b *builder)
+	}{
+		{"channels", `"Conv_y" (op_type Conv, opset 17): 'graph.conv2d' op weight dim 1 is 3 but the input has 4 channels`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.weight("w", 6, 3, 3, 3)
+			b.node("Conv", []string{"x", "w"}, []string{"y"})
+		}},
+		{"groups", "output channels 5 are not divisible by groups 2", func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.weight("w", 5, 2, 3, 3)
+			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInt("group", 2))
+		}},
+		{"kernel larger", "does not fit the padded input", func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 2, 2)
+			b.weight("w", 6, 4, 3, 3)
+			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInts("pads", 0, 0, 0, 0))
+		}},
+		{"kernel_shape", `"Conv_y" (op_type Conv, opset 17): kernel_shape [5 5] differs from the weight's spatial shape [3 3]`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.weight("w", 6, 4, 3, 3)
+			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInts("kernel_shape", 5, 5))
+		}},
+		{"stride 0", "'strides' must be 2 positive integers", func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.weight("w", 6, 4, 3, 3)
+			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInts("strides", 0, 0))
+		}},
+		{"negative pads", "negative pads [-1 -1 -1 -1]", func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.weight("w", 6, 4, 3, 3)
+			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInts("pads", -1, -1, -1, -1))
+		}},
+		{"pool larger", `"MaxPool_y" (op_type MaxPool, opset 17): the kernel [3 3] does not fit the padded input [2 2]`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 2, 2)
+			b.node("MaxPool", []string{"x"}, []string{"y"}, aInts("kernel_shape", 3, 3))
+		}},
+		{"batch-norm channels", `"BatchNormalization_y" (op_type BatchNormalization, opset 17): 'graph.mul' op operands 0 and 1 are not broadcast-compatible`, func(b *builder) {
+			b.input("x", TypeFloat, 2, 4, 3, 3)
+			stats(b, 5)
+			b.node("BatchNormalization", []string{"x", "s", "h", "m", "v"}, []string{"y"})
+		}},
+		{"flatten to linear", `"Gemm_y" (op_type Gemm, opset 17): 'graph.matmul' op inner dimensions differ: lhs dim 1 is 5, rhs dim 0 is 4`, func(b *builder) {
+			b.input("x", TypeFloat, 2, 5)
+			b.weight("w", 4, 3)
+			b.node("Gemm", []string{"x", "w"}, []string{"y"})
+		}},
+		{"non-integer size", "cannot reshape tensor<2x5xf32> (10 elements)", func(b *builder) {
+			b.input("x", TypeFloat, 2, 5)
+			b.ints("s", 3, -1)
+			b.node("Reshape", []string{"x", "s"}, []string{"y"})
+		}},
+	} {
+		b := newBuilder(17)
+		tc.build(b)
+		b.output("y")
+		_, err := Import(dialects.NewContext(), b.write(t), Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), "model.onnx: node 0 ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one at node 0 containing %q", tc.name, err, tc.want)
+		}
+	}
+	// A kernel larger than an input known only at run time: the run
+	// fails at the node.
+	b := newBuilder(17)
+	b.input("x", TypeFloat, "N", 4, "H", "W")
+	b.weight("w", 6, 4, 3, 3)
+	b.node("Conv", []string{"x", "w"}, []string{"y"})
+	b.output("y")
+	mod := importFile(t, b.write(t))
+	x, _ := randTensor(t, rand.New(rand.NewPCG(1, 1)), 1, 4, 2, 2)
+	if _, err := interp.New(mod).Call("main", x); err == nil || !strings.HasPrefix(err.Error(), `loc("Conv_y"): error: `) || !strings.Contains(err.Error(), "does not fit the input") {
+		t.Errorf("a 2x2 input to a 3x3 kernel: %v, want an error at the Conv node", err)
+	}
+}

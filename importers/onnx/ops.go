@@ -854,6 +854,9 @@ func convConv(c *nodeCtx) ([]*val, error) {
 	if !ok {
 		return nil, errors.New("the weight must have a static shape")
 	}
+	if ks, ok := c.ints("kernel_shape"); ok && !slices.Equal(ks, wshape[2:]) {
+		return nil, fmt.Errorf("kernel_shape %v differs from the weight's spatial shape %v", ks, wshape[2:])
+	}
 	strides, dil, _, pads, err := c.window(staticDims(x.dims[2:]), wshape[2:])
 	if err != nil {
 		return nil, err
