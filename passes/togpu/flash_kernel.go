@@ -267,7 +267,13 @@ func (g *flashGen) keyTileBounds(rowBase *ir.Value) *ir.Value {
 		g.tiles, full = x.c(ceilDivInt(g.Lk, K)), x.c(g.Lk/K)
 	}
 	if g.Causal {
-		last := x.div(x.addc(rowBase, R+K-1), x.c(K))
+		// (A cluster's blocks visit the key tiles of its last: they copy
+		// them together.)
+		hi := rowBase
+		if g.Tile.Cluster > 1 {
+			hi = x.op(arith.OpOrI, rowBase, x.c((g.Tile.Cluster-1)*R))
+		}
+		last := x.div(x.addc(hi, R+K-1), x.c(K))
 		g.tiles = x.op(arith.OpMinUI, last, g.tiles)
 		full = x.op(arith.OpMinUI, x.div(x.addc(rowBase, 1), x.c(K)), full)
 	}

@@ -64,6 +64,13 @@ var flashCases = []flashCase{
 	// tails, causal diagonals across two warpgroups, rescaling.
 	{1, 1, 130, 200, 128, false, 0, ir.BF16},
 	{1, 2, 150, 140, 128, true, 0, ir.BF16},
+	// Even row blocks a head, for the clusters' pairs: causal pairs
+	// (the earlier block's last key tile fully masked), key and row
+	// tails, rescaling.
+	{1, 2, 250, 140, 128, true, 0, ir.BF16},
+	{2, 1, 120, 200, 64, true, 0, ir.BF16},
+	{1, 1, 120, 200, 128, false, 4, ir.BF16},
+	{1, 1, 120, 300, 64, false, 4, ir.BF16}, // three 128-key tiles: a stage reused
 	// f16: the row sums on the tensor cores (causal), and the wgmma
 	// tilings with rescaling.
 	{1, 2, 40, 40, 32, true, 0, ir.F16},

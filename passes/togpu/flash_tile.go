@@ -80,13 +80,32 @@ type FlashTile struct {
 	// FlashAttention-3 schedules them: one warpgroup's S and P·V run on
 	// the tensor cores while the other runs its softmax.
 	PingPong bool
+	// TMA (with Pipe and QShared, one warpgroup a block; not PrefetchV,
+	// OneK or Specialized, nor a dynamic length) copies the K and V tiles
+	// with the Tensor Memory Accelerator instead of cp.async: k and v
+	// reach the kernel as tensor maps (three dimensions, batch × keys ×
+	// head dim, so that a box never runs into the next batch's keys:
+	// the hardware zero-fills the tail), and one thread issues a tile's
+	// copies (a box of 64 columns a panel), which complete its stage's
+	// full mbarrier; the warps free a stage at its empty mbarrier once
+	// the product that read it has completed. No cp.async, no fence and
+	// no block barrier a tile. See flash_tma.go.
+	TMA bool
+	// Cluster (with TMA: 2) pairs the blocks of neighbouring row blocks
+	// of one (batch, head) in a thread-block cluster that shares the K and
+	// V tiles: each block copies half of every tile and multicasts it to
+	// both, which halves the tiles' traffic from L2 (each 64-row block
+	// otherwise reads its head's whole K and V). Causal pairs visit the
+	// key tiles of their later block (the earlier one's last tile is then
+	// fully masked). The row blocks of a head must be even in number.
+	Cluster int64
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
 // for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
-// for Specialized (a dedicated producer) and a for PingPong (alternating
-// consumers).
+// for Specialized (a dedicated producer), a for PingPong (alternating
+// consumers), t for TMA and cN for Cluster N.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -127,6 +146,12 @@ func (t FlashTile) String() string {
 	}
 	if t.PingPong {
 		s += "a"
+	}
+	if t.TMA {
+		s += "t"
+	}
+	if t.Cluster > 1 {
+		s += fmt.Sprintf("c%d", t.Cluster)
 	}
 	return s
 }
@@ -177,6 +202,10 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},

@@ -273,8 +273,9 @@ func (g *flashGen) emitWGMMAPipe() {
 	loadK := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.k, kAt(x.at(b), kt)) }
 	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }
 	vAt := func(x ix, kt *ir.Value) *ir.Value { return x.index(vStage(x, kt)) }
-	pv, ws := g.Tile.PrefetchV, g.Tile.Specialized
+	pv, ws, tma := g.Tile.PrefetchV, g.Tile.Specialized, g.Tile.TMA
 	var bars *ir.Value
+	var tm *flashTMA
 	if ws {
 		// The consumers copy Q, and wait for it only after the block's
 		// barrier (which publishes the mbarriers' initialization), so
@@ -301,13 +302,28 @@ func (g *flashGen) emitWGMMAPipe() {
 		gpu.MbarrierArrive(b, loc, bars, x.index(x.c(wsQ)))
 		gpu.MbarrierWait(b, loc, bars, x.index(x.c(wsQ)), arith.ConstantInt(b, loc, 0, ir.I32))
 	} else {
+		if tma {
+			tm = g.setupTMA(z)
+		}
 		g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
-		loadK(b, x.c(0))
-		loadV(b, x.c(0))
+		if !tma {
+			loadK(b, x.c(0))
+			loadV(b, x.c(0))
+		}
 		gpu.CpAsyncCommit(b, loc)
 		gpu.CpAsyncWait(b, loc, 0)
 		gpu.FenceProxyAsync(b, loc)
-		gpu.Barrier(b, loc)
+		if tm != nil && tm.cluster() > 1 {
+			// (Every block's barriers initialized before its partner's
+			// copies and arrivals signal them.)
+			gpu.ClusterArrive(b, loc)
+			gpu.ClusterWait(b, loc)
+		} else {
+			gpu.Barrier(b, loc)
+		}
+		if tma {
+			tm.issue(b, tmaLoad{tmaFullK, x.c(0)}, tmaLoad{tmaFullK, x.c(1)}, tmaLoad{tmaFullV, x.c(0)})
+		}
 	}
 	// wait waits, with Specialized, for the barrier of kind (full: the
 	// tile is copied) of tile kt's stage; release arrives at it (empty:
@@ -490,6 +506,8 @@ func (g *flashGen) emitWGMMAPipe() {
 	switch {
 	case ws:
 		wait(b, wsFullK, x.c(0))
+	case tma:
+		tm.wait(b, tmaFullK, x.c(0))
 	case !oneK:
 		nextK(b, one)
 	}
@@ -497,11 +515,13 @@ func (g *flashGen) emitWGMMAPipe() {
 	switch {
 	case ws:
 		release(b, wsEmptyK, x.c(0))
+	case tma:
+		tm.release(b, tmaFullK, x.c(0))
 	case oneK:
 		nextK(b, one)
 	}
 	p0, m0, l0, _, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, anyMask)
-	if !pv && !ws {
+	if !pv && !ws && !tma {
 		loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
 			loadV(b, x.at(b).c(1))
 			gpu.CpAsyncCommit(b, loc)
@@ -529,12 +549,17 @@ func (g *flashGen) emitWGMMAPipe() {
 				// landed too; K's wait keeps the order explicit.)
 				wait(b, wsFullK, kt)
 				wait(b, wsFullV, x.addc(kt, -1))
+			case tma:
+				// (Both stages were freed in the tile before.)
+				tm.issue(b, tmaLoad{tmaFullK, next}, tmaLoad{tmaFullV, kt})
+				tm.wait(b, tmaFullK, kt)
+				tm.wait(b, tmaFullV, x.addc(kt, -1))
 			case pv:
 				gpu.CpAsyncWait(b, loc, 0)
 			default:
 				gpu.CpAsyncWait(b, loc, 1)
 			}
-			if !ws {
+			if !ws && !tma {
 				gpu.FenceProxyAsync(b, loc)
 				gpu.Barrier(b, loc)
 				if !oneK {
@@ -565,6 +590,8 @@ func (g *flashGen) emitWGMMAPipe() {
 			switch {
 			case ws:
 				release(b, wsEmptyK, kt)
+			case tma:
+				tm.release(b, tmaFullK, kt)
 			case oneK:
 				nextK(b, next)
 			}
@@ -575,12 +602,15 @@ func (g *flashGen) emitWGMMAPipe() {
 			// wait as early as its block allows, which would end the overlap
 			// with the softmax above; a branch (on a condition the whole
 			// warpgroup shares) keeps it below.
-			if pv {
+			if pv || tma {
 				loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
 					gpu.CpAsyncCommit(b, loc)
 					return nil
 				}, nil)
 				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+				if tma {
+					tm.release(b, tmaFullV, x.addc(kt, -1))
+				}
 				return slices.Concat(p, mNew, l, o)
 			}
 			types := make([]ir.Type, len(o)+2)
@@ -614,6 +644,13 @@ func (g *flashGen) emitWGMMAPipe() {
 	switch {
 	case ws:
 		wait(b, wsFullV, x.addc(g.tiles, -1))
+	case tma:
+		tm.wait(b, tmaFullV, x.addc(g.tiles, -1))
+		if tm.cluster() > 1 {
+			// The block's last arrivals at its partner's barriers are
+			// in: the partner may exit once this block also has.
+			gpu.ClusterArrive(b, loc)
+		}
 	case !pv:
 		gpu.CpAsyncWait(b, loc, 0)
 		gpu.FenceProxyAsync(b, loc)
@@ -621,6 +658,10 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
 	g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
+	if tm != nil && tm.cluster() > 1 {
+		// (No block exits while its partner may still signal it.)
+		gpu.ClusterWait(b, loc)
+	}
 }
 
 // The mbarriers of the specialized kernel (FlashTile.Specialized): for

@@ -1,0 +1,185 @@
+package togpu
+
+import (
+	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+)
+
+// The pipelined wgmma kernel's K and V tiles by TMA (FlashTile.TMA). k and
+// v are tensor maps of three dimensions (batch, key, head dim) with the
+// 128-byte swizzle, so that a box of Keys keys × 64 columns lands in the
+// very panel layout the kernel's gpu.wgmma descriptors read (head dim 128
+// is two boxes, one a panel) and the boxes past a batch's last key are
+// zero-filled. Thread 0 issues the copies; each stage of K (two) and of V
+// (two) has a full mbarrier (thread 0's expected bytes, counted down by
+// the copies) and an empty one (an arrival from each warp of the cluster
+// once the product that read the stage has completed). With Cluster, each
+// block copies its half of the tile's keys and multicasts it to both
+// blocks, expecting the whole tile on its own full barrier, and frees a
+// stage at both blocks' empty barriers, so that no block overwrites a
+// stage its partner still reads.
+//
+// The schedule (emitWGMMAPipe): K(0), K(1) and V(0) before the key loop;
+// at the top of key tile kt ≥ 1, K(kt+1) (its stage held K(kt−1), freed
+// once S(kt−1) completed) and V(kt) (its stage held V(kt−2), freed once
+// P·V(kt−2) completed), both freed a tile before, where no product is in
+// flight (ptxas waits for an in-flight gpu.wgmma before a loop, which the
+// barrier waits are). V(kt) is read by P·V(kt), issued a tile later.
+
+// flashTMA is the TMA state of one kernel.
+type flashTMA struct {
+	g          *flashGen
+	bars       *ir.Value // the mbarriers (see bar)
+	kMap, vMap *ir.Value // the tensor-map arguments
+	z          *ir.Value // the block's batch, i32
+	rank       *ir.Value // the block's rank in its cluster (offset type), nil without
+}
+
+// TMA barrier kinds: full and empty for K's and V's two stages each.
+const (
+	tmaFullK int64 = iota
+	tmaEmptyK
+	tmaFullV
+	tmaEmptyV
+	tmaKinds
+)
+
+// tmaStages is the number of stages of each of K and V.
+const tmaStages = 2
+
+// bar is the index of kind's barrier of key tile kt's stage.
+func (t *flashTMA) bar(x ix, kind int64, kt *ir.Value) *ir.Value {
+	return x.index(x.addc(x.and(kt, tmaStages-1), kind*tmaStages))
+}
+
+// parity is the i32 parity of the phase of key tile kt's round in its
+// stage, plus one for the wait for an empty stage (a fresh barrier's
+// phase before the first counts as complete).
+func (t *flashTMA) parity(x ix, kt *ir.Value, plus int64) *ir.Value {
+	return t.i32(x, x.and(x.addc(x.shr(kt, 1), plus), 1))
+}
+
+func (t *flashTMA) i32(x ix, v *ir.Value) *ir.Value {
+	if v.Type() == ir.I32 {
+		return v
+	}
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, v, ir.I32)
+}
+
+// cluster is the kernel's cluster size (1 without Cluster).
+func (t *flashTMA) cluster() int64 { return max(t.g.Tile.Cluster, 1) }
+
+// setupTMA marks k and v as tensor maps, adds the mbarriers and has
+// thread 0 initialize them (the block's or the cluster's barrier the
+// caller places next publishes them); z is the block's batch.
+func (g *flashGen) setupTMA(z *ir.Value) *flashTMA {
+	b, loc, x := g.b, g.loc, g.x
+	kernel := g.k.ParentBlock().ParentOp()
+	geom := gpu.TensorMap{Inner: []int64{g.Lk, g.D}, Box: []int64{1, g.Tile.Keys / max(g.Tile.Cluster, 1), wgPanel}, Swizzle: 128}
+	gpu.SetTensorMap(kernel, g.k.Index(), geom)
+	gpu.SetTensorMap(kernel, g.v.Index(), geom)
+	t := &flashTMA{g: g, kMap: g.k, vMap: g.v}
+	t.z = t.i32(x, z)
+	if t.cluster() > 1 {
+		kernel.SetAttr(gpu.ClusterSizeAttr, ir.Int(t.cluster(), ir.I64))
+		t.rank = x.and(x.from(gpu.BlockID(b, loc, "x")), t.cluster()-1)
+	}
+	t.bars = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(tmaKinds*tmaStages, ir.I64))
+	frees := t.cluster() * g.consumers() / gpu.WarpSize
+	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
+		x := x.at(b)
+		for kind := range tmaKinds {
+			n := int64(1) // (full: thread 0's arrival with the expected bytes)
+			if kind == tmaEmptyK || kind == tmaEmptyV {
+				n = frees
+			}
+			for s := range int64(tmaStages) {
+				gpu.MbarrierInit(b, loc, t.bars, x.index(x.c(kind*tmaStages+s)), arith.ConstantInt(b, loc, n, ir.I32))
+			}
+		}
+		gpu.FenceProxyAsync(b, loc) // (the barriers visible to the copies)
+		return nil
+	}, nil)
+	return t
+}
+
+// issue has thread 0 copy, for each (kind, key tile) of loads whose tile
+// is below the block's last, the tile into its stage once the stage is
+// free: kind is tmaFullK or tmaFullV.
+func (t *flashTMA) issue(b *ir.Builder, loads ...tmaLoad) {
+	g, loc := t.g, t.g.loc
+	x := g.x.at(b)
+	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
+		for _, l := range loads {
+			loop.If(b, loc, x.at(b).lt(l.kt, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+				t.copyTile(b, l.kind, l.kt)
+				return nil
+			}, nil)
+		}
+		return nil
+	}, nil)
+}
+
+// tmaLoad is one tile copy of issue.
+type tmaLoad struct {
+	kind int64
+	kt   *ir.Value
+}
+
+// copyTile waits for key tile kt's stage of kind (full K or V) to be
+// free, expects the tile's bytes on its full barrier and issues the
+// copies: a box a panel, with Cluster the block's half of the keys,
+// multicast.
+func (t *flashTMA) copyTile(b *ir.Builder, kind int64, kt *ir.Value) {
+	g, loc := t.g, t.g.loc
+	x := g.x.at(b)
+	K := g.Tile.Keys
+	gpu.MbarrierWait(b, loc, t.bars, t.bar(x, kind+1, kt), t.parity(x, kt, 1))
+	full := t.bar(x, kind, kt)
+	gpu.MbarrierExpectTx(b, loc, t.bars, full, arith.ConstantInt(b, loc, K*g.D*2, ir.I32)) // (bf16 or f16)
+	src, stage := t.kMap, x.mulc(x.and(kt, tmaStages-1), 2*K*g.D)
+	if kind == tmaFullV {
+		src, stage = t.vMap, x.addc(stage, K*g.D)
+	}
+	first := x.mulc(kt, K)
+	share := K / t.cluster()
+	if t.rank != nil {
+		first = x.add(first, x.mulc(t.rank, share))
+		stage = x.add(stage, x.mulc(t.rank, share*wgPanel))
+	}
+	for p := range g.D / wgPanel {
+		coords := []*ir.Value{t.z, t.i32(x, first), arith.ConstantInt(b, loc, p*wgPanel, ir.I32)}
+		dst := x.index(x.addc(stage, p*K*wgPanel))
+		if t.rank != nil {
+			gpu.TMALoadMulticast(b, loc, g.smem, dst, t.bars, full, src, coords, 1<<t.cluster()-1)
+		} else {
+			gpu.TMALoad(b, loc, g.smem, dst, t.bars, full, src, coords)
+		}
+	}
+}
+
+// wait waits for key tile kt's stage of kind (full K or V) to hold it.
+func (t *flashTMA) wait(b *ir.Builder, kind int64, kt *ir.Value) {
+	x := t.g.x.at(b)
+	gpu.MbarrierWait(b, t.g.loc, t.bars, t.bar(x, kind, kt), t.parity(x, kt, 0))
+}
+
+// release frees key tile kt's stage of kind (full K or V) once the
+// product that read it has completed: lane 0 of each warp arrives at
+// the stage's empty barrier in every block of the cluster (the warp's
+// gpu.wgmma wait covers the whole product's reads).
+func (t *flashTMA) release(b *ir.Builder, kind int64, kt *ir.Value) {
+	g, loc := t.g, t.g.loc
+	x := g.x.at(b)
+	empty := t.bar(x, kind+1, kt)
+	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, x.and(g.tid, gpu.WarpSize-1), x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
+		gpu.MbarrierArrive(b, loc, t.bars, empty)
+		for d := range t.cluster() - 1 {
+			x := x.at(b)
+			gpu.MbarrierArriveCluster(b, loc, t.bars, empty, t.i32(x, x.xorc(t.rank, d+1)))
+		}
+		return nil
+	}, nil)
+}
