@@ -11,8 +11,10 @@ import (
 	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/targets/llvm"
+	"pgregory.net/rapid"
 )
 
 // rowProgram is a graph function of one op over rows of cols floats of
@@ -235,4 +237,68 @@ func TestRowEvictLastPTX(t *testing.T) {
 			ptxasAccepts(t, ptx)
 		}
 	}
+}
+
+// TestRowVectorBlockPreservesSemantics draws rows whose length is no
+// multiple of vector × block but is of vector × a smaller whole number of
+// warps (768 columns at 256 threads of 4: GPT-2's layer norms): the row
+// mapping takes fewer threads of vector steps held in registers. Layer
+// norms, softmaxes and row sums in f32 and bf16, lowered, against the
+// graph program in the interpreter.
+func TestRowVectorBlockPreservesSemantics(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		op := rapid.SampledFrom([]string{"layernorm", "softmax", "rowsum"}).Draw(rt, "op")
+		elt := rapid.SampledFrom([]string{"f32", "bf16"}).Draw(rt, "elt")
+		block := rapid.SampledFrom([]int64{64, 128, 256}).Draw(rt, "block")
+		vector := rapid.SampledFrom([]int64{2, 4}).Draw(rt, "vector")
+		warps := rapid.Int64Range(1, block/32-1).Draw(rt, "warps")
+		steps := rapid.Int64Range(1, togpu.RegisterRow/vector).Draw(rt, "steps")
+		cols := 32 * warps * vector * steps
+		if cols <= togpu.ShortRow || cols%(vector*block) == 0 {
+			rt.Skip("a warp a row, or vector steps at the block's threads")
+		}
+		rows := int64(2)
+		src := rowProgram(op, rows, cols, elt)
+		pipeline := fmt.Sprintf("builtin.module(lower-to-loop,convert-loop-to-gpu{block=%d vector=%d rows-per-block=0},canonicalize,cse)", block, vector)
+		m := lowerGraph(t, src, pipeline)
+		m.Walk(func(o *ir.Operation) bool {
+			if gpu.IsKernel(o) {
+				d := o.Attr(togpu.LaunchAttr).(ir.DictAttr)
+				if got := d.Get("block").(ir.IntegerAttr).Value; got%32 != 0 || got > max(block, togpu.RegisterRowBlock) || cols%got != 0 {
+					rt.Fatalf("%d columns at block=%d vector=%d: a block of %d threads", cols, block, vector, got)
+				}
+			}
+			return true
+		})
+		ctx := dialects.NewContext()
+		ref, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "ref.mlir"})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+		args := []*interp.Tensor{offsetRows(t, rng, []int64{rows, cols})}
+		if op == "layernorm" {
+			args = append(args, offsetRows(t, rng, []int64{cols}), offsetRows(t, rng, []int64{cols}))
+		}
+		vals, bufs := make([]interp.Value, len(args)), make([]interp.Value, len(args))
+		for i, a := range args {
+			if elt == "bf16" {
+				if a, err = interp.FromFloat64s(ir.BF16, a.Shape(), a.Float64s()); err != nil {
+					rt.Fatal(err)
+				}
+			}
+			vals[i], bufs[i] = a, interp.BufferFromTensor(a)
+		}
+		want, err := interp.New(ref).Call("main", vals...)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		got, err := interp.New(m).Call("main", bufs...)
+		if err != nil {
+			rt.Fatalf("%v\n%s", err, m)
+		}
+		if err := passtest.Compare(got[0], want[0]); err != nil {
+			rt.Error(err)
+		}
+	})
 }

@@ -128,6 +128,8 @@ var semanticsCases = []struct {
 	{"colsum.mlir", [][]int64{{}}},
 	{"colsum_bf16.mlir", [][]int64{{}}},
 	{"colsum_narrow.mlir", [][]int64{{}}},
+	{"colsum_stats.mlir", [][]int64{{}}},
+	{"layernorm_768.mlir", [][]int64{{}}},
 	{"empty_static.mlir", [][]int64{{}, {}, {}}},
 	{"head_split.mlir", [][]int64{{}}},
 	{"decode_softmax.mlir", [][]int64{{}, {}, {}}},
@@ -240,6 +242,13 @@ func TestMappings(t *testing.T) {
 		// Lanes never leave NarrowPerBlock elements of a buffer a block.
 		{"colsum_narrow.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
 		{"colsum_narrow.mlir", togpu.Config{Block: 1024, Vector: 4, MaxBlocks: 65536}, []string{"pointwise/1024/2/0"}},
+		// Per-row statistics in a column sum are broadcasts: the loop
+		// still reads columns (a layer norm's weight gradient).
+		{"colsum_stats.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
+		// Rows of 768: 192 threads of 4 columns, the row in registers; no
+		// vector access (vector 1), no change.
+		{"layernorm_768.mlir", togpu.DefaultConfig, []string{"row/192/1/1"}},
+		{"layernorm_768.mlir", togpu.Config{Block: 256, Vector: 1, MaxBlocks: 8}, []string{"row/256/1/1"}},
 		// Nests over an extent of 0 have no kernel: only the two over 4
 		// rows of no columns are left.
 		{"empty_static.mlir", togpu.DefaultConfig, []string{"row/256/1/8", "row/256/1/8"}},
