@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/strata-ir/strata/ir"
@@ -96,7 +97,7 @@ func verifyNoOperands(op *ir.Operation) error {
 		return err
 	}
 	if op.NumOperands() != 0 || op.NumResults() != 0 {
-		return fmt.Errorf("expects no operands and no results")
+		return errors.New("expects no operands and no results")
 	}
 	return nil
 }

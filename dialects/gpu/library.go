@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -170,7 +171,7 @@ func verifyLibraryMatmul(op *ir.Operation) error {
 	transA, transB := LibraryTransposes(op)
 	_, _, n, k, err := MatmulDims(shapes[0], shapes[1], shapes[2], transA, transB)
 	if err == nil && k == 0 {
-		err = fmt.Errorf("K must be positive")
+		err = errors.New("K must be positive")
 	}
 	if err == nil && op.NumOperands() == 4 {
 		switch {
