@@ -237,6 +237,11 @@ func Barrier(b *ir.Builder, loc ir.Location) *ir.Operation {
 	return b.Op(BarrierOp, loc, nil, nil)
 }
 
+// WarpSync inserts gpu.warp_sync.
+func WarpSync(b *ir.Builder, loc ir.Location) *ir.Operation {
+	return b.Op(WarpSyncOp, loc, nil, nil)
+}
+
 // Shuffle inserts gpu.shuffle of v in mode ("xor", "down", "up" or "idx")
 // with offset and width (i32 values) and returns the value read and the i1
 // that says whether the source lane was in range.

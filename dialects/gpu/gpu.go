@@ -22,6 +22,7 @@ const (
 	GridDimOp    = OpGridDim
 	BarrierOp    = OpBarrier
 	ShuffleOp    = OpShuffle
+	WarpSyncOp   = OpWarpSync
 	LaunchFuncOp = OpLaunchFunc
 )
 
@@ -83,7 +84,7 @@ var Dialect = &ir.Dialect{
 		idDef(BlockIDOp, "Block index within the grid", "block_id"),
 		idDef(BlockDimOp, "Number of threads per block", "block_dim"),
 		idDef(GridDimOp, "Number of blocks per grid", "grid_dim"),
-		barrierDef, shuffleDef, launchFuncDef,
+		barrierDef, warpSyncDef, shuffleDef, launchFuncDef,
 	}, append(append(append(append(mmaOps, wgmmaOps...), mbarrierOps...), append(tmaOps, clusterOps...)...), libraryOps...)...),
 }
 
@@ -191,6 +192,18 @@ var barrierDef = &ir.OpDef{
 	Verify:  inKernel,
 	Parse:   parseAttrDictOnly,
 	Print:   printAttrDictOnly,
+}
+
+var warpSyncDef = &ir.OpDef{
+	Name:    WarpSyncOp,
+	Summary: "Synchronizes the 32 lanes of a warp",
+	Description: "As PTX `bar.warp.sync` with every lane: waits until each lane of the " +
+		"thread's warp (32 consecutive threads of the block) has reached it; workgroup " +
+		"memory a lane wrote before it is visible to the warp's other lanes after it. " +
+		"Every lane of the warp must reach the same op (the interpreter reports a lane " +
+		"that exited or waits elsewhere as an error).",
+	Example: `"gpu.warp_sync"() : () -> ()`,
+	Verify:  inKernel,
 }
 
 var shuffleDef = &ir.OpDef{

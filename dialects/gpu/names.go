@@ -25,6 +25,8 @@ const (
 	OpBarrier = "gpu.barrier"
 	// OpShuffle is gpu.shuffle: Shuffles values within a subgroup.
 	OpShuffle = "gpu.shuffle"
+	// OpWarpSync is gpu.warp_sync: Synchronizes the 32 lanes of a warp.
+	OpWarpSync = "gpu.warp_sync"
 	// OpLaunchFunc is gpu.launch_func: Launches a function as a GPU kernel.
 	OpLaunchFunc = "gpu.launch_func"
 	// OpMMASync is gpu.mma_sync: Warp-level matrix multiply-accumulate on tensor cores (m16n8k16).

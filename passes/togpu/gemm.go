@@ -35,7 +35,9 @@ const MappingMMA = "mma"
 // vertically adjacent tiles, each copying its share of their common B
 // tile to all of them (TMA multicast); persistent, a cluster's blocks
 // walk pairs of tiles (block b takes tiles b, b + grid, …: with an even
-// grid, the pairs stay together).
+// grid, the pairs stay together). With Staged too, the consumers store
+// the output tile through workgroup memory, 16 bytes of a row a lane
+// (gemm_epilogue.go).
 type MMATile struct {
 	M, N, K     int64
 	Stages      int64
@@ -46,6 +48,7 @@ type MMATile struct {
 	Persistent  int64
 	TMA         bool
 	Cluster     int64
+	Staged      bool
 }
 
 // MMATiles are the tilings convert-loop-to-gpu's mma-tile option names,
@@ -95,6 +98,10 @@ var MMATiles = []MMATile{
 	// flop than wst (session 12).
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2, Persistent: 132},
+	// The TMA tilings with the epilogue staged in workgroup memory
+	// (gemm_epilogue.go): 16 KiB more, 208 KiB.
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Staged: true},
+	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Staged: true, Persistent: 132},
 	// Dropped after measuring (session 12, same process as wst's 714 and
 	// cuBLASLt's 812): 128x192x64s5wst and …wstp132 (TMA, 5 stages,
 	// 20.9 waves of 132 blocks at 8192³ instead of 15.5), 650 and 647
@@ -126,7 +133,7 @@ func (c Config) mmaTile() MMATile {
 
 // String is the tile's name in the mma-tile option: MxNxK, s and the
 // stages, then g for WGMMA (go with Overlap, ws with Specialized, wst
-// with TMA too, then c and the cluster's blocks with Cluster, then p and
+// with TMA too, then e with Staged, c and the cluster's blocks with Cluster, then p and
 // the grid with Persistent), or w and the warp tile's N when it is not 32.
 func (t MMATile) String() string {
 	s := fmt.Sprintf("%dx%dx%ds%d", t.M, t.N, t.K, t.Stages)
@@ -134,6 +141,9 @@ func (t MMATile) String() string {
 		s += "ws"
 		if t.TMA {
 			s += "t"
+		}
+		if t.Staged {
+			s += "e"
 		}
 		if t.Cluster > 1 {
 			s += fmt.Sprintf("c%d", t.Cluster)
@@ -179,12 +189,15 @@ func (t MMATile) copyThreads() int64 {
 }
 
 // SharedBytes is the shared memory of a block: every stage of both tiles
-// and, with Specialized, the stages' mbarriers (dynamic shared memory
-// above gpu.MaxStaticSharedBytes).
+// and, with Specialized, the stages' mbarriers, with Staged the staging
+// buffer (dynamic shared memory above gpu.MaxStaticSharedBytes).
 func (t MMATile) SharedBytes() int64 {
 	n := t.Stages * (t.M + t.N) * t.K * mmaElemBytes
 	if t.Specialized {
 		n += 8 * wsBarriers(t.Stages)
+	}
+	if t.Staged {
+		n += t.stagedBytes()
 	}
 	return n
 }
@@ -197,7 +210,7 @@ func (t MMATile) SharedBytes() int64 {
 // is not a power of two.
 func (t MMATile) ConvTile() MMATile {
 	if t.Specialized {
-		t.Specialized, t.Persistent, t.Overlap, t.TMA, t.Cluster = false, 0, true, false, 0
+		t.Specialized, t.Persistent, t.Overlap, t.TMA, t.Cluster, t.Staged = false, 0, true, false, 0, false
 		if t.N&(t.N-1) != 0 {
 			// (cp.async copies need a power of two: the 256-wide tile,
 			// in the 4 stages that fit.)

@@ -485,14 +485,7 @@ func (p *mma) epilogue(k *kernelGen, x ix, results []*ir.Value, blk gemmBlock, w
 	b, loc := x.b, x.loc
 	z, rowBase, colBase, lane, mRows, nCols, rowTail, colTail := blk.z, blk.rowBase, blk.colBase, blk.lane, blk.mRows, blk.nCols, blk.rowTail, blk.colTail
 	body := loop.Body(k.nest)
-	nb := len(p.batch)
-	m := maps.Clone(k.m)
-	// The batch indices of z, row-major over the batch extents.
-	inner := int64(1)
-	for d := nb - 1; d >= 0; d-- {
-		m[body.Argument(d)] = x.index(x.rem(x.div(z, x.c(inner)), x.c(p.batch[d])))
-		inner *= p.batch[d]
-	}
+	m := p.batchIndices(k, x, z)
 	g, t2 := x.shr(lane, 2), x.mulc(x.and(lane, 3), 2)
 	rows0 := x.add(x.add(rowBase, warpRow), g)
 	cols0 := x.add(x.add(colBase, warpCol), t2)

@@ -60,6 +60,9 @@ func (t MMATile) checkWGMMA() error {
 	if t.TMA && !t.Specialized {
 		return fmt.Errorf("mma tile %s: only a specialized tile copies with TMA", t)
 	}
+	if t.Staged && !t.Specialized {
+		return fmt.Errorf("mma tile %s: only a specialized tile stages its epilogue", t)
+	}
 	if t.Cluster != 0 && (!t.TMA || t.Persistent%2 != 0 || t.Cluster != 2 || groupM%t.Cluster != 0 || (t.N/gpu.WGMMASwizzleRow)%t.Cluster != 0) {
 		return fmt.Errorf("mma tile %s: clusters are of 2 blocks of a TMA tile (persistent on whole clusters), with whole panels of B each", t)
 	}

@@ -277,37 +277,72 @@ func TestWSClusterTiles(t *testing.T) {
 func testClusterTiles(t *testing.T, tile togpu.MMATile) {
 	testWSTiles(t, tile, []wsCase{
 		{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 2},
+			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 2, false},
 		{"many-k-tiles", "%x: tensor<256x304xbf16>, %w: tensor<304x296xbf16>", "tensor<256x296xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<256x304xbf16>, tensor<304x296xbf16>) -> tensor<256x296xbf16>`, 2},
+			`%r = "graph.matmul"(%x, %w) : (tensor<256x304xbf16>, tensor<304x296xbf16>) -> tensor<256x296xbf16>`, 2, false},
 		{"b-transposed", "%x: tensor<136x136xbf16>, %w: tensor<264x136xbf16>", "tensor<136x264xbf16>",
 			`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<264x136xbf16>) -> tensor<136x264xbf16>
-  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`, 2},
+  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`, 2, false},
 		{"odd-tile-rows", "%x: tensor<260x64xbf16>, %w: tensor<64x264xbf16>", "tensor<260x264xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<260x64xbf16>, tensor<64x264xbf16>) -> tensor<260x264xbf16>`, 1},
+			`%r = "graph.matmul"(%x, %w) : (tensor<260x64xbf16>, tensor<64x264xbf16>) -> tensor<260x264xbf16>`, 1, false},
 	})
 }
 
 // wsCase is a product for testWSTiles: the function's arguments, result
-// type and body, and the cluster size its kernel must have.
+// type and body, the cluster size its kernel must have, and whether a
+// Staged tile stages its epilogue (gpu.warp_sync in the kernel).
 type wsCase struct {
 	name, args, result, body string
 	cluster                  int64
+	staged                   bool
+}
+
+// TestWSStagedTiles runs the TMA tilings whose epilogue goes through
+// workgroup memory, alone and persistent on two blocks, in the
+// interpreter against the graph program: tails in M and in N (whole
+// 16-byte chunks: a pass partly and wholly past the output), a batch, B
+// stored [N, K], a fused bias and GELU, f16; and a product the staged
+// epilogue does not take (N not a multiple of 8) keeps the plain one.
+func TestWSStagedTiles(t *testing.T) {
+	tile := togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Staged: true}
+	persistent := tile
+	persistent.Persistent = 2
+	for _, tile := range []togpu.MMATile{tile, persistent} {
+		t.Run(tile.String(), func(t *testing.T) {
+			testWSTiles(t, tile, []wsCase{
+				{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
+					`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 1, true},
+				{"many-k-tiles", "%x: tensor<260x304xbf16>, %w: tensor<304x296xbf16>", "tensor<260x296xbf16>",
+					`%r = "graph.matmul"(%x, %w) : (tensor<260x304xbf16>, tensor<304x296xbf16>) -> tensor<260x296xbf16>`, 1, true},
+				{"b-transposed-bias-gelu", "%x: tensor<136x136xbf16>, %w: tensor<264x136xbf16>, %b: tensor<264xbf16>", "tensor<136x264xbf16>",
+					`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<264x136xbf16>) -> tensor<136x264xbf16>
+  %0 = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<136x264xbf16>, tensor<264xbf16>) -> tensor<136x264xbf16>
+  %r = "graph.gelu"(%1) <{approximate = "tanh"}> : (tensor<136x264xbf16>) -> tensor<136x264xbf16>`, 1, true},
+				{"f16-n-40", "%x: tensor<70x64xf16>, %w: tensor<64x40xf16>", "tensor<70x40xf16>",
+					`%r = "graph.matmul"(%x, %w) : (tensor<70x64xf16>, tensor<64x40xf16>) -> tensor<70x40xf16>`, 1, true},
+				// (B stored [N, K], so that TMA reads it.)
+				{"n-36", "%x: tensor<70x64xbf16>, %w: tensor<36x64xbf16>", "tensor<70x36xbf16>",
+					`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<36x64xbf16>) -> tensor<64x36xbf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<70x64xbf16>, tensor<64x36xbf16>) -> tensor<70x36xbf16>`, 1, false},
+			})
+		})
+	}
 }
 
 func testPersistentTiles(t *testing.T, tile togpu.MMATile) {
 	testWSTiles(t, tile, []wsCase{
 		// 2 × 2 × 3 tiles, 2 k tiles each.
 		{"batched", "%x: tensor<2x200x72xbf16>, %w: tensor<2x72x520xbf16>", "tensor<2x200x520xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 1},
+			`%r = "graph.matmul"(%x, %w) : (tensor<2x200x72xbf16>, tensor<2x72x520xbf16>) -> tensor<2x200x520xbf16>`, 1, false},
 		// 3 × 2 tiles of 5 k tiles: 15 iterations a block over 4 stages
 		// (rows of 16-byte multiples, which TMA needs).
 		{"many-k-tiles", "%x: tensor<260x304xbf16>, %w: tensor<304x296xbf16>", "tensor<260x296xbf16>",
-			`%r = "graph.matmul"(%x, %w) : (tensor<260x304xbf16>, tensor<304x296xbf16>) -> tensor<260x296xbf16>`, 1},
+			`%r = "graph.matmul"(%x, %w) : (tensor<260x304xbf16>, tensor<304x296xbf16>) -> tensor<260x296xbf16>`, 1, false},
 		// B stored [N, K]: TMA copies its tile in one box of N rows.
 		{"b-transposed", "%x: tensor<136x136xbf16>, %w: tensor<264x136xbf16>", "tensor<136x264xbf16>",
 			`%t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<264x136xbf16>) -> tensor<136x264xbf16>
-  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`, 1},
+  %r = "graph.matmul"(%x, %t) : (tensor<136x136xbf16>, tensor<136x264xbf16>) -> tensor<136x264xbf16>`, 1, false},
 	})
 }
 
@@ -348,6 +383,9 @@ func testWSTiles(t *testing.T, tile togpu.MMATile, cases []wsCase) {
 			if got := strings.Contains(text, `"gpu.tma_load"`); got != tile.TMA {
 				t.Fatalf("gpu.tma_load in the kernel: %v, want %v", got, tile.TMA)
 			}
+			if got, want := strings.Contains(text, `"gpu.warp_sync"`), tile.Staged && c.staged; got != want {
+				t.Fatalf("a staged epilogue (gpu.warp_sync): %v, want %v", got, want)
+			}
 			var cluster int64
 			m.Walk(func(o *ir.Operation) bool {
 				if o.Name() == gpu.FuncOp && gpu.IsKernel(o) {
@@ -362,7 +400,7 @@ func testWSTiles(t *testing.T, tile togpu.MMATile, cases []wsCase) {
 			var args []interp.Value
 			for _, in := range ir.NewSymTable(ref).Lookup("main").Region(0).Front().Arguments() {
 				tt := in.Type().(*ir.TensorType)
-				args = append(args, randomBF16(t, rng, tt.Shape()))
+				args = append(args, randomFloats(t, rng, tt.ElementType(), tt.Shape()))
 			}
 			want, err := interp.New(ref).Call("main", args...)
 			if err != nil {

@@ -70,6 +70,13 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 	consumers := tl.threads() - tl.copyThreads()
 	// full[s] at s, empty[s] at stages + s, the spare at 2·stages.
 	bars := gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(wsBarriers(stages), ir.I64))
+	// The staged epilogue's buffer, where the nest fits it.
+	var stg *ir.Value
+	st := p.stagedStore(k)
+	if tl.Staged && st != nil {
+		elem := ir.ElementTypeOf(st.Operand(1).Type())
+		stg = gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(tl.stagedBytes()/mmaElemBytes, elem))
+	}
 	idx := func(b *ir.Builder, v int64) *ir.Value { return arith.ConstantIndex(b, loc, v) }
 	i32 := func(b *ir.Builder, v int64) *ir.Value { return arith.ConstantInt(b, loc, v, ir.I32) }
 	tid := gpu.ThreadID(b, loc, "x")
@@ -234,7 +241,11 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 				// its release would otherwise wait for.
 				gpu.ClusterArrive(b, loc)
 			}
-			p.epilogue(k, x, done, gt, x.mulc(gt.warp, 16), x.c(0), 1, tl.N/8)
+			if stg != nil {
+				p.stagedEpilogue(k, x, done, gt, stg, st)
+			} else {
+				p.epilogue(k, x, done, gt, x.mulc(gt.warp, 16), x.c(0), 1, tl.N/8)
+			}
 		})
 		switch {
 		case cluster > 1 && tl.Persistent > 0: // after all its tiles

@@ -332,8 +332,64 @@ BODY
 }
 `
 
+// warpExchange has each of 64 threads write 3·tid to workgroup memory,
+// meet its warp at gpu.warp_sync and read the value of lane tid xor 5.
+const warpExchange = `module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @swap(%out: memref<?xi32>) workgroup(%buf : memref<64xi32, 3>) kernel {
+      %tid = gpu.thread_id x
+      %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
+      %v = arith.muli %tid, %c3 : index
+      %vi = arith.index_cast %v : index to i32
+      loop.store %vi, %buf[%tid] : memref<64xi32, 3>
+      "gpu.warp_sync"() : () -> ()
+      %j = arith.xori %tid, %c5 : index
+      %r = loop.load %buf[%j] : memref<64xi32, 3>
+      loop.store %r, %out[%tid] : memref<?xi32>
+      gpu.return
+    }
+  }
+  func.func @main(%out: memref<?xi32>) -> memref<?xi32> {
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    gpu.launch_func @k::@swap blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%out : memref<?xi32>)
+    return %out : memref<?xi32>
+  }
+}
+`
+
+// TestGPUWarpSync checks that the lanes of a warp see one another's
+// workgroup-memory writes after gpu.warp_sync.
+func TestGPUWarpSync(t *testing.T) {
+	m := parseGPU(t, warpExchange)
+	out, err := NewBuffer(ir.I32, []int64{64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := New(m).Call("main", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, err := res[0].(*Buffer).Tensor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range tt.Int64s() {
+		if want := int64(3 * (i ^ 5)); v != want {
+			t.Errorf("thread %d read %v, want %v", i, v, want)
+		}
+	}
+}
+
 func TestGPUDivergenceErrors(t *testing.T) {
 	for _, c := range []struct{ name, body, want string }{
+		{"warp sync in an if", `
+      "loop.if"(%low) ({
+        "gpu.warp_sync"() : () -> ()
+        loop.yield
+      }, {
+      }) : (i1) -> ()`, "'gpu.warp_sync' needs all 32 lanes of warp 0; lane 16 is not active"},
 		{"barrier in an if", `
       "loop.if"(%low) ({
         gpu.barrier

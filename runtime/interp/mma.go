@@ -18,6 +18,7 @@ import (
 func init() {
 	registerAll(map[string]Rule{
 		gpu.LdMatrixOp:      collectiveRule,
+		gpu.WarpSyncOp:      collectiveRule,
 		gpu.MMASyncOp:       collectiveRule,
 		gpu.CpAsyncOp:       cpAsyncRule,
 		gpu.CpAsyncCommitOp: noResults,
@@ -32,6 +33,8 @@ func noResults(*Frame, *ir.Operation, []Value) ([]Value, error) { return nil, ni
 var collectives = map[string]func(op *ir.Operation, args [][]Value) ([][]Value, error){
 	gpu.LdMatrixOp: ldMatrixLanes,
 	gpu.MMASyncOp:  mmaLanes,
+	// (gpu.warp_sync: the lanes only meet, as the collective's wait.)
+	gpu.WarpSyncOp: func(_ *ir.Operation, args [][]Value) ([][]Value, error) { return make([][]Value, len(args)), nil },
 }
 
 // collectiveRule parks the lane at op with its operands until the warp's
@@ -43,7 +46,7 @@ func collectiveRule(f *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 	}
 	b := t.blk
 	b.mu.Lock()
-	t.collective = args
+	t.collective = append([]Value{}, args...) // (non-nil: the lane is here)
 	if err := t.wait(atShuffle, op); err != nil {
 		return nil, err
 	}

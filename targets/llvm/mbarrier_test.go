@@ -15,7 +15,8 @@ import (
 // two barriers, the producer warpgroup (threads 128 on) lowers its
 // registers, writes and arrives, the consumer warpgroup raises its
 // registers and waits for the phase, twice (two waits in one kernel:
-// their labels must not clash).
+// their labels must not clash), its warps meeting at gpu.warp_sync in
+// between.
 const mbarrierKernel = `module attributes {gpu.container_module} {
   gpu.module @m {
     gpu.func @k(%out: memref<?xf32>) workgroup(%bars : memref<2xi64, 3>, %buf : memref<128xf32, 3>) kernel attributes {nvvm.maxntid = 256 : i64} {
@@ -47,6 +48,7 @@ const mbarrierKernel = `module attributes {gpu.container_module} {
         "gpu.mbarrier_wait"(%bars, %c0, %p0) : (memref<2xi64, 3>, index, i32) -> ()
         %x = loop.load %buf[%tid] : memref<128xf32, 3>
         loop.store %x, %out[%tid] : memref<?xf32>
+        "gpu.warp_sync"() : () -> ()
         "gpu.mbarrier_arrive"(%bars, %c1) : (memref<2xi64, 3>, index) -> ()
         "gpu.mbarrier_wait"(%bars, %c1, %p0) : (memref<2xi64, 3>, index, i32) -> ()
         loop.yield
@@ -57,9 +59,9 @@ const mbarrierKernel = `module attributes {gpu.container_module} {
 }
 `
 
-// TestMbarrierPTX translates the mbarrier ops and gpu.setmaxnreg to
-// inline PTX, compiles the module with both backends and assembles each
-// PTX with ptxas for sm_90a.
+// TestMbarrierPTX translates the mbarrier ops, gpu.setmaxnreg and
+// gpu.warp_sync to inline PTX, compiles the module with both backends and
+// assembles each PTX with ptxas for sm_90a.
 func TestMbarrierPTX(t *testing.T) {
 	m, err := llvm.Translate(llvm.GPUModules(parse(t, mbarrierKernel))[0])
 	if err != nil {
@@ -67,7 +69,7 @@ func TestMbarrierPTX(t *testing.T) {
 	}
 	text := m.String()
 	for _, want := range []string{"mbarrier.init.shared::cta.b64 [$0], $1;", "mbarrier.arrive.shared::cta.b64 st, [$0];",
-		"mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;", "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;"} {
+		"mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;", "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;", "bar.warp.sync -1;"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
 		}
