@@ -64,7 +64,8 @@
 //     ((*mma).emit); gemm_wgmma.go the wgmma kernel for sm_90a (emitWGMMA);
 //     gemm_ws.go its warp-specialized form, a producer warpgroup handing
 //     stages over through mbarriers (emitWS); gemm_tma.go the producer's TMA
-//     copies through tensor-map arguments (tmaProducer).
+//     copies through tensor-map arguments (tmaProducer); gemm_epilogue.go
+//     the epilogue staged through workgroup memory (stagedEpilogue).
 //   - convolution (conv_*): conv_mma.go runs a convolution nest as an
 //     implicit GEMM on the GEMM kernels (convPlan, convGeom: the
 //     operand's im2col addressing).
