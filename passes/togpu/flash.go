@@ -160,14 +160,14 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: OneK needs the pipelined kernel with one warpgroup a block and without PrefetchV", t)
 	case t.TMA && (!t.Pipe || !t.QShared || t.Rows != 64 || t.PrefetchV || t.OneK || t.Specialized):
 		return fmt.Errorf("flash attention: tile %s: TMA needs the pipelined kernel with QShared and one warpgroup a block, without PrefetchV, OneK and Specialized", t)
-	case t.Cluster != 0 && (t.Cluster != 2 || !t.TMA):
-		return fmt.Errorf("flash attention: tile %s: Cluster is 2, with TMA", t)
+	case t.Cluster != 0 && (t.Cluster != 2 && t.Cluster != 4 || !t.TMA):
+		return fmt.Errorf("flash attention: tile %s: Cluster is 2 or 4, with TMA", t)
 	case !slices.Contains(FlashTiles, t):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case t.TMA && f.Dynamic:
 		return fmt.Errorf("flash attention: tile %s (TMA) needs a static length: its tensor maps hold the key count", t)
 	case t.Cluster > 1 && ceilDivInt(f.Lq, t.Rows)%t.Cluster != 0:
-		return fmt.Errorf("flash attention: tile %s pairs row blocks of a head, which has %d", t, ceilDivInt(f.Lq, t.Rows))
+		return fmt.Errorf("flash attention: tile %s groups %d row blocks of a head, which has %d", t, t.Cluster, ceilDivInt(f.Lq, t.Rows))
 	case f.D <= 0 || f.D%16 != 0 || f.D > flashMaxD:
 		return fmt.Errorf("flash attention: head dim %d, want a multiple of 16 up to %d", f.D, flashMaxD)
 	case t.WGMMA && f.D != wgPanel && !(t.QShared && f.D == 2*wgPanel):

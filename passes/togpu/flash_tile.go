@@ -91,13 +91,14 @@ type FlashTile struct {
 	// the product that read it has completed. No cp.async, no fence and
 	// no block barrier a tile. See flash_tma.go.
 	TMA bool
-	// Cluster (with TMA: 2) pairs the blocks of neighbouring row blocks
-	// of one (batch, head) in a thread-block cluster that shares the K and
-	// V tiles: each block copies half of every tile and multicasts it to
-	// both, which halves the tiles' traffic from L2 (each 64-row block
-	// otherwise reads its head's whole K and V). Causal pairs visit the
-	// key tiles of their later block (the earlier one's last tile is then
-	// fully masked). The row blocks of a head must be even in number.
+	// Cluster (with TMA: 2 or 4) groups the blocks of neighbouring row
+	// blocks of one (batch, head) in a thread-block cluster that shares
+	// the K and V tiles: each block copies its share (1/Cluster) of every
+	// tile's keys and multicasts it to all, which divides the tiles'
+	// traffic from L2 by Cluster (each 64-row block otherwise reads its
+	// head's whole K and V). A causal cluster visits the key tiles of its
+	// last block (the earlier blocks' last tiles are then fully masked).
+	// A head's row blocks must be a multiple of Cluster.
 	Cluster int64
 }
 
@@ -206,6 +207,8 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 4},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 4},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},

@@ -16,10 +16,10 @@ import (
 // (two) has a full mbarrier (thread 0's expected bytes, counted down by
 // the copies) and an empty one (an arrival from each warp of the cluster
 // once the product that read the stage has completed). With Cluster, each
-// block copies its half of the tile's keys and multicasts it to both
-// blocks, expecting the whole tile on its own full barrier, and frees a
-// stage at both blocks' empty barriers, so that no block overwrites a
-// stage its partner still reads.
+// block copies its share of the tile's keys and multicasts it to every
+// block of the cluster, expecting the whole tile on its own full barrier,
+// and frees a stage at every block's empty barrier, so that no block
+// overwrites a stage another still reads.
 //
 // The schedule (emitWGMMAPipe): K(0), K(1) and V(0) before the key loop;
 // at the top of key tile kt ≥ 1, K(kt+1) (its stage held K(kt−1), freed
@@ -130,7 +130,7 @@ type tmaLoad struct {
 
 // copyTile waits for key tile kt's stage of kind (full K or V) to be
 // free, expects the tile's bytes on its full barrier and issues the
-// copies: a box a panel, with Cluster the block's half of the keys,
+// copies: a box a panel, with Cluster the block's share of the keys,
 // multicast.
 func (t *flashTMA) copyTile(b *ir.Builder, kind int64, kt *ir.Value) {
 	g, loc := t.g, t.g.loc

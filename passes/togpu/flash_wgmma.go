@@ -314,7 +314,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		gpu.CpAsyncWait(b, loc, 0)
 		gpu.FenceProxyAsync(b, loc)
 		if tm != nil && tm.cluster() > 1 {
-			// (Every block's barriers initialized before its partner's
+			// (Every block's barriers initialized before the cluster's
 			// copies and arrivals signal them.)
 			gpu.ClusterArrive(b, loc)
 			gpu.ClusterWait(b, loc)
@@ -647,8 +647,8 @@ func (g *flashGen) emitWGMMAPipe() {
 	case tma:
 		tm.wait(b, tmaFullV, x.addc(g.tiles, -1))
 		if tm.cluster() > 1 {
-			// The block's last arrivals at its partner's barriers are
-			// in: the partner may exit once this block also has.
+			// The block's last arrivals at the cluster's barriers are
+			// in: the others may exit once this block also has.
 			gpu.ClusterArrive(b, loc)
 		}
 	case !pv:
@@ -659,7 +659,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
 	g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
 	if tm != nil && tm.cluster() > 1 {
-		// (No block exits while its partner may still signal it.)
+		// (No block exits while another may still signal it.)
 		gpu.ClusterWait(b, loc)
 	}
 }
