@@ -84,23 +84,39 @@ func positions(start, n, reps int) *frontend.Tensor {
 // embed maps tokens [B, T] to rows [B·T, D] (the model keeps its
 // activations as rows: 2-D matmuls run on tensor cores).
 //
-// Under MixedLoss the rows are gathered from the tables cast to the
-// autocast dtype and widened back to float32 for the residual stream: the
-// gather's gradient is a one-hot product, which the GPU lowering runs on
-// tensor cores in bf16 but not in float32 (PyTorch's autocast gathers in
-// float32; the rows differ by bf16's rounding of the tables).
+// Under MixedLoss the rows are the float32 tables' (PyTorch's autocast
+// gathers in float32), with the gradient of rows gathered from the tables
+// cast to the autocast dtype (mixedRows).
 func (m *Model) embed(idx *frontend.Tensor) *frontend.Tensor {
 	s := idx.Shape()
-	wte, wpe := m.Wte, m.Wpe
+	tok, pos := idx.Reshape(s[0]*s[1]), positions(0, s[1], s[0])
 	if dt := m.autocast; half(dt) {
-		wte, wpe = &nn.Embedding{Weight: castTo(wte.Weight, dt)}, &nn.Embedding{Weight: castTo(wpe.Weight, dt)}
+		return mixedRows(m.Wte.Weight, tok, dt).Add(mixedRows(m.Wpe.Weight, pos, dt))
 	}
-	rows := wte.Forward(idx.Reshape(s[0] * s[1]))
-	pos := wpe.Forward(positions(0, s[1], s[0]))
-	if half(m.autocast) {
-		rows, pos = castTo(rows, m.Wte.Weight.DType()), castTo(pos, m.Wpe.Weight.DType())
-	}
-	return rows.Add(pos)
+	return m.Wte.Forward(tok).Add(m.Wpe.Forward(pos))
+}
+
+// carryScale scales the rounding error mixedRows carries through an
+// integer: exact to 2⁻⁴⁰ (far below a float32 ulp of an embedding), and
+// no int64 overflow for table values below 2³².
+const carryScale = 1 << 40
+
+// mixedRows returns the rows idx of the float32 table w with their
+// float32 values and the gradient of the rows of w cast to dt: rows
+// gathered in dt, widened, plus their rounding error (the float32 rows
+// minus them, exact in float32) carried through an integer, which carries
+// no gradient (as batch norm's shift k). The gather's gradient is a
+// one-hot product, which the GPU lowering runs on tensor cores in bf16
+// but not in float32; gathered in bf16 alone, the rows were rounded to
+// bf16, a rounding PyTorch's autocast does not have (the s13 model rows:
+// it made Strata's loss differ from PyTorch's 15 times more at the toy
+// size, bench/NOTES.md).
+func mixedRows(w, idx *frontend.Tensor, dt frontend.DType) *frontend.Tensor {
+	low := (&nn.Embedding{Weight: castTo(w, dt)}).Forward(idx).Cast(w.DType())
+	exact := (&nn.Embedding{Weight: w}).Forward(idx)
+	f32 := func(v float64) *frontend.Tensor { return frontend.Full(w.DType(), v) }
+	carried := exact.Sub(low).Mul(f32(carryScale)).Cast(frontend.Int64).Cast(w.DType()).Mul(f32(1.0 / carryScale))
+	return low.Add(carried)
 }
 
 // half reports whether dt is a 16-bit float type (an autocast dtype).
