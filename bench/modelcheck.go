@@ -277,7 +277,12 @@ func element(i int, shape []int, s, t, r []float64) *Element {
 func worstCheck(cs []*Check) *Check {
 	var worst *Check
 	for _, c := range cs {
-		if c != nil && (worst == nil || c.MaxScaled > worst.MaxScaled || (!c.OK && worst.OK)) {
+		if c == nil {
+			continue
+		}
+		// A failing output outranks a passing one whatever their
+		// max_scaled (a NaN fails with a small one).
+		if worst == nil || (c.OK == worst.OK && c.MaxScaled > worst.MaxScaled) || (!c.OK && worst.OK) {
 			worst = c
 		}
 	}

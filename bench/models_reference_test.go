@@ -197,3 +197,20 @@ func TestTensorCheckCriterion(t *testing.T) {
 		}
 	}
 }
+
+// TestWorstCheckFailingFirst checks that the row's figure is a failing
+// output's even when a passing one has the larger max_scaled (a NaN
+// fails an output with a small one).
+func TestWorstCheckFailingFirst(t *testing.T) {
+	nan := Check{MaxScaled: 0.001, Tol: 0.02, Mismatched: 1, NonFinite: 1}
+	ok := Check{MaxScaled: 0.015, Tol: 0.02, OK: true}
+	for _, cs := range [][]*Check{{&nan, &ok}, {&ok, &nan}} {
+		if w := worstCheck(cs); w.OK || w.NonFinite != 1 {
+			t.Errorf("worst of %+v and %+v: %+v, want the failing one", *cs[0], *cs[1], w)
+		}
+	}
+	big := Check{MaxScaled: 0.5, Tol: 0.02, Mismatched: 3}
+	if w := worstCheck([]*Check{&nan, &big, &ok}); w.MaxScaled != 0.5 {
+		t.Errorf("worst of two failing: %+v, want max_scaled 0.5", w)
+	}
+}
