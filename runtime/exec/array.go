@@ -328,9 +328,27 @@ func (rt *Runtime) upload(dst DevicePtr, data []byte) error {
 		return err
 	}
 	if st != nil {
+		if sg := rt.stager(st); sg != nil {
+			if staged, err := sg.upload(dst, data); staged || err != nil {
+				return err
+			}
+		}
 		return st.CopyHtoDBytes(dst, data)
 	}
 	return rt.dev.CopyHtoD(dst, data)
+}
+
+// stager returns the stager of small uploads on st, made on first use
+// (nil if its pinned buffer could not be allocated).
+func (rt *Runtime) stager(st *cuda.Stream) *stager {
+	rt.stageOnce.Do(func() {
+		d, err := newCUDAStage(rt.cuda, st, stageBytes)
+		if err != nil {
+			return
+		}
+		rt.stage, rt.stageDev = newStager(d), d
+	})
+	return rt.stage
 }
 
 // deviceCopier is a device that queues copies between device buffers on

@@ -200,6 +200,12 @@ type Runtime struct {
 	work      *cuda.Stream
 	workOwned bool // work is a stream of its own, destroyed by Close
 	workErr   error
+	// stage queues small uploads on work from pinned memory (stage.go);
+	// nil when its buffer could not be had (uploads are then copied
+	// from the caller's memory).
+	stageOnce sync.Once
+	stage     *stager
+	stageDev  *cudaStage
 	// xfer counts copies between host and device (Transfers).
 	xfer transferCounters
 	// sinceGC is the device memory allocate handed out since it last
@@ -262,6 +268,10 @@ func (rt *Runtime) Close() error {
 	errs = append(errs, rt.closeLibraries(), rt.closeCollectivesLocked(), rt.alloc.EmptyCache())
 	if rt.work != nil {
 		errs = append(errs, rt.work.Synchronize())
+		if rt.stageDev != nil {
+			errs = append(errs, rt.stageDev.close())
+			rt.stage, rt.stageDev = nil, nil
+		}
 		if rt.workOwned {
 			errs = append(errs, rt.work.Destroy())
 		}
