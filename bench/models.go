@@ -814,7 +814,10 @@ func runGPT2Train(s Size, opts frontend.Options, tm timing, log io.Writer) (map[
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), tm, log, trainOutputs{grads: []string{"h.0.attn.c_attn.weight", "ln_f.weight"}})
+	// The gradients and the first AdamW step's changes of two parameters
+	// (models_torch.py's GPT2_KEEP).
+	keep := []string{"h.0.attn.c_attn.weight", "ln_f.weight"}
+	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), tm, log, trainOutputs{grads: keep, moved: keep})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -373,6 +373,22 @@ def gpt2_loss_all_bf16(h):
     return loss_fn
 
 
+# GPT2_KEEP are the parameters gpt2_train compares: their gradients and
+# the first AdamW step's changes (bench/models.go runGPT2Train).
+GPT2_KEEP = ("h.0.attn.c_attn.weight", "ln_f.weight")
+GPT2_ADAMW = dict(lr=3e-4, weight_decay=0.1)
+
+
+def adamw_first_step(w0, g, fused):
+    """The change the first step of AdamW (GPT2_ADAMW) makes to w0 with
+    gradient g: AdamW is elementwise, so a parameter's step needs only its
+    own gradient and state."""
+    w = w0.detach().clone()
+    w.grad = g.to(w.dtype)
+    torch.optim.AdamW([w], **GPT2_ADAMW, **({"fused": True} if fused else {})).step()
+    return w.detach() - w0.detach()
+
+
 def gpt2_train(t):
     p = gpt2_params(t, torch.float32)
     x, y = t["input.x"].to(DEV), t["input.y"].to(DEV)
@@ -381,10 +397,13 @@ def gpt2_train(t):
     for k in names:
         p[k].requires_grad_(True)
 
-    def first(loss_fn, p=p):
+    def first(loss_fn, p=p, fused=False):
+        """The loss, the kept gradients and the first AdamW step's changes
+        (fused: with the fused kernel the timed steps use)."""
         loss = loss_fn(p, x, y)
         g = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
-        return {"loss": loss.detach(), **{"grad." + k: g[k] for k in ("h.0.attn.c_attn.weight", "ln_f.weight")}}
+        return {"loss": loss.detach(), **{"grad." + k: g[k] for k in GPT2_KEEP},
+                **{"step." + k: adamw_first_step(p[k], g[k], fused) for k in GPT2_KEEP}}
 
     # The float32 loss and gradients on the same weights and batch (the
     # master weights themselves: autograd.grad leaves them unchanged): the
@@ -393,8 +412,8 @@ def gpt2_train(t):
                                              {k: v.detach().to(dt).requires_grad_(True) for k, v in p.items()}))
     ALT_BF16["gpt2_train"] = {"torch_all_bf16": first(gpt2_loss_all_bf16(h))}
     loss_fn = gpt2_loss(h, True)
-    outs = first(loss_fn)
-    opt = torch.optim.AdamW([p[k] for k in names], lr=3e-4, weight_decay=0.1, fused=True)
+    outs = first(loss_fn, fused=True)
+    opt = torch.optim.AdamW([p[k] for k in names], **GPT2_ADAMW, fused=True)
 
     def make_step(f):
         def step():
