@@ -23,12 +23,22 @@ const gemm8192 = `func.func @main(%x: tensor<8192x8192xbf16>, %w: tensor<8192x81
 }
 `
 
+// gemm8192BT is gemm8192 with B stored [N, K] (its rows along K, as
+// the tensor cores read B without transposing it).
+const gemm8192BT = `func.func @main(%x: tensor<8192x8192xbf16>, %w: tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16> {
+  %t = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16>
+  %r = "graph.matmul"(%x, %t) : (tensor<8192x8192xbf16>, tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16>
+  return %r : tensor<8192x8192xbf16>
+}
+`
+
 // gemmFlops is the arithmetic of gemm8192.
 const gemmFlops = 2 * 8192 * 8192 * 8192
 
-// gemmDevice is gemm8192 on the device: the runtime, fresh random
-// inputs and cuBLASLt's product of them, the reference.
+// gemmDevice is gemm8192 (or gemm8192BT) on the device: the runtime,
+// fresh random inputs and cuBLASLt's product of them, the reference.
 type gemmDevice struct {
+	src  string
 	rt   *exec.Runtime
 	args []interp.Value
 	lib  *exec.Program // the product on cuBLASLt
@@ -53,13 +63,13 @@ func openRuntime(tb testing.TB) *exec.Runtime {
 
 // openGemm opens the device and computes the reference (skipping without
 // a device or cuBLASLt); the inputs' seed is logged.
-func openGemm(tb testing.TB) *gemmDevice {
+func openGemm(tb testing.TB, src string) *gemmDevice {
 	tb.Helper()
 	rt := openRuntime(tb)
 	seed := uint64(time.Now().UnixNano())
 	tb.Logf("inputs from seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 5))
-	g := &gemmDevice{rt: rt, args: []interp.Value{randomBF16(tb, rng, []int64{8192, 8192}), randomBF16(tb, rng, []int64{8192, 8192})}}
+	g := &gemmDevice{src: src, rt: rt, args: []interp.Value{randomBF16(tb, rng, []int64{8192, 8192}), randomBF16(tb, rng, []int64{8192, 8192})}}
 	g.lib = g.compile(tb, "matmul="+togpu.MatmulCuBLASLt)
 	want, err := g.lib.Run(rt, "main", g.args)
 	if err != nil {
@@ -73,11 +83,11 @@ func openGemm(tb testing.TB) *gemmDevice {
 	return g
 }
 
-// compile lowers gemm8192 with the convert-loop-to-gpu options.
+// compile lowers g's product with the convert-loop-to-gpu options.
 func (g *gemmDevice) compile(tb testing.TB, options string) *exec.Program {
 	tb.Helper()
 	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, gemm8192, ir.ParseOptions{Filename: "gemm.mlir"})
+	m, err := ir.Parse(ctx, g.src, ir.ParseOptions{Filename: "gemm.mlir"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -138,7 +148,7 @@ func mmaTilesOnGPU() []togpu.MMATile {
 // it is timed, and the log gives each one's TFLOP/s and its ratio to
 // cuBLASLt's in the same process.
 func TestGPUWGMMAGemm(t *testing.T) {
-	g := openGemm(t)
+	g := openGemm(t, gemm8192)
 	libMS, err := g.lib.RunTimed(g.rt, "main", g.args, 5, 20)
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +174,35 @@ func TestGPUWGMMAGemm(t *testing.T) {
 	}
 }
 
+// TestGPUWGMMAGemmBT is TestGPUWGMMAGemm's timing with B stored [N, K]
+// (gemm8192BT), for the TMA tilings: the tensor cores read B's stages
+// K-major instead of transposing MN-major ones.
+func TestGPUWGMMAGemmBT(t *testing.T) {
+	g := openGemm(t, gemm8192BT)
+	libMS, err := g.lib.RunTimed(g.rt, "main", g.args, 5, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("gemm 8192³ (B [N, K]) cuBLASLt: %.4f ms, %.0f TFLOP/s", libMS, gemmFlops/libMS/1e9)
+	for _, tile := range mmaTilesOnGPU() {
+		if !tile.TMA || tile.Cluster > 1 {
+			continue
+		}
+		t.Run(tile.String(), func(t *testing.T) {
+			p := g.compile(t, fmt.Sprintf("mma-tile=%s", tile))
+			if !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `"gpu.tma_load"`) {
+				t.Fatal("no gpu.tma_load: the TMA tiling copies with cp.async")
+			}
+			worst := g.check(t, tile.String(), p)
+			ms, err := p.RunTimed(g.rt, "main", g.args, 5, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("gemm 8192³ (B [N, K]) %s: %.4f ms, %.0f TFLOP/s, %.1f%% of cuBLASLt (max |diff| %g)", tile, ms, gemmFlops/ms/1e9, 100*libMS/ms, worst)
+		})
+	}
+}
+
 // BenchmarkGPUWGMMAGemm times b.N launches of the 8192³ bf16 product
 // (exec.Bound.Time: each after a cache clear, the median reported as
 // ms/launch and TFLOP/s) on cuBLASLt and on each tiling of
@@ -171,7 +210,7 @@ func TestGPUWGMMAGemm(t *testing.T) {
 // same fresh inputs. Long runs (-test.benchtime 800x) show the device's
 // steady clock and power under each kernel (nvidia-smi beside it).
 func BenchmarkGPUWGMMAGemm(b *testing.B) {
-	g := openGemm(b)
+	g := openGemm(b, gemm8192)
 	measure := func(b *testing.B, p *exec.Program) {
 		ms, err := p.RunTimed(g.rt, "main", g.args, 5, b.N)
 		if err != nil {
