@@ -458,14 +458,19 @@ func matmulGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 //	    the forward padding; its first k positions are gw.
 //	gb: g summed over the batch and spatial dims.
 //
-// A channels-last convolution (layout "NHWC") is differentiated as the
-// NCHW one of its operands transposed, the gradients transposed back.
+// A channels-last convolution (layout "NHWC") of one group has
+// channels-last gradients (conv2dGradNHWC); one of several groups is
+// differentiated as the NCHW one of its operands transposed, the
+// gradients transposed back.
 func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x, w := op.Operand(0), op.Operand(1)
 	p, err := graph.Conv2DParamsOf(op)
 	if err != nil {
 		e.Fail("%v", err)
 		return nil
+	}
+	if p.ChannelsLast && p.Groups == 1 {
+		return conv2dGradNHWC(e, op, g, p)
 	}
 	if p.ChannelsLast {
 		x, w, g = e.transpose(x, graph.NCHWOfNHWC), e.transpose(w, graph.NCHWOfNHWC), e.transpose(g, graph.NCHWOfNHWC)
@@ -508,6 +513,65 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	return out
 }
 
+// conv2dGradNHWC differentiates a channels-last convolution of one
+// group, x [N, H, W, C], w [O, KH, KW, C], g [N, OH, OW, O], as
+// conv2dGrad does in NCHW, with channels-last convolutions only, so that
+// a training step stored channels last stays so in its backward pass:
+//
+//	gx: g dilated by the strides, convolved with w transposed to
+//	    [C, KH, KW, O] and flipped.
+//	gw: x transposed to [C, H, W, N] (the batch made the channels)
+//	    convolved with g transposed to [O, OH, OW, N] as the kernel,
+//	    strides and dilations swapped: r [C, KH', KW', O], whose first
+//	    KH×KW positions, transposed to [O, KH, KW, C], are gw. (The
+//	    library's filter gradient reads x and g themselves: togpu's
+//	    filterGradientPlan.)
+func conv2dGradNHWC(e *emitter, op *ir.Operation, g *ir.Value, p graph.Conv2DParams) []*ir.Value {
+	x, w := op.Operand(0), op.Operand(1)
+	xs, _ := e.shape(x)
+	ws, _ := e.shape(w)
+	if e.Err != nil {
+		return nil
+	}
+	if len(xs) != 4 || len(ws) != 4 {
+		e.Fail("internal error: conv2d of ranks %d and %d", len(xs), len(ws))
+		return nil
+	}
+	swap := []int64{3, 1, 2, 0} // [A, H, W, B] ↔ [B, H, W, A]
+	gd := e.dilate(e.dilate(g, 1, p.Strides[0]), 2, p.Strides[1])
+	wt := e.flip(e.flip(e.transpose(w, swap), 1), 2)
+	gx := e.convTransposeNHWC(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[1] - 1), p.Dilations[1] * (ws[2] - 1)})
+
+	r := e.conv2dLayout(e.transpose(x, swap), e.transpose(g, swap), p.Dilations, p.Padding, p.Strides, 1, graph.LayoutNHWC)
+	gw := e.transpose(e.window(r, make([]int64, 4), []int64{ws[3], ws[1], ws[2], ws[0]}), swap)
+	out := []*ir.Value{gx, gw}
+	if op.NumOperands() == 3 {
+		out = append(out, e.Reduce(graph.OpReduceSum, g, []int64{0, 1, 2}, false))
+	}
+	return out
+}
+
+// convTransposeNHWC is convTranspose of channels-last operands: gd [N,
+// OH', OW', O] and wt [C, KH, KW, O], xs [N, H, W, C].
+func (e *emitter) convTransposeNHWC(gd, wt *ir.Value, xs []int64, p graph.Conv2DParams, span [2]int64) *ir.Value {
+	gs, _ := e.shape(gd)
+	if e.Err != nil {
+		return nil
+	}
+	var direct [4]int64 // top, left, bottom, right
+	exact := true
+	for d := range 2 {
+		direct[d] = span[d] - p.Padding[d]
+		direct[2+d] = xs[1+d] - gs[1+d] + p.Padding[d]
+		exact = exact && direct[d] >= 0 && direct[d] == direct[2+d]
+	}
+	if exact {
+		return e.conv2dLayout(gd, wt, [2]int64{1, 1}, direct, p.Dilations, 1, graph.LayoutNHWC)
+	}
+	full := e.conv2dLayout(gd, wt, [2]int64{1, 1}, [4]int64{span[0], span[1], span[0], span[1]}, p.Dilations, 1, graph.LayoutNHWC)
+	return e.window(full, []int64{0, p.Padding[0], p.Padding[1], 0}, xs)
+}
+
 // convTranspose returns the input gradient of a convolution of
 // parameters p (xs the input's shape, span its dilated kernel's extent
 // less one, (h, w)) from gd, the output gradient dilated by the strides,
@@ -543,11 +607,22 @@ func (e *emitter) convTranspose(gd, wt *ir.Value, xs []int64, p graph.Conv2DPara
 
 // conv2d builds a convolution of x by w without bias.
 func (e *emitter) conv2d(x, w *ir.Value, strides [2]int64, padding [4]int64, dilations [2]int64, groups int64) *ir.Value {
-	return e.Op(graph.OpConv2D, []*ir.Value{x, w},
-		ir.NamedAttr{Name: "strides", Value: graph.Ints(strides[:]...)},
-		ir.NamedAttr{Name: "padding", Value: graph.Ints(padding[:]...)},
-		ir.NamedAttr{Name: "dilations", Value: graph.Ints(dilations[:]...)},
-		ir.NamedAttr{Name: "groups", Value: ir.IntegerAttr{Value: groups, Type: ir.I64}})
+	return e.conv2dLayout(x, w, strides, padding, dilations, groups, "")
+}
+
+// conv2dLayout builds a convolution of x by w without bias in layout
+// ("" or "NCHW": NCHW, "NHWC": channels last).
+func (e *emitter) conv2dLayout(x, w *ir.Value, strides [2]int64, padding [4]int64, dilations [2]int64, groups int64, layout string) *ir.Value {
+	attrs := []ir.NamedAttr{
+		{Name: "strides", Value: graph.Ints(strides[:]...)},
+		{Name: "padding", Value: graph.Ints(padding[:]...)},
+		{Name: "dilations", Value: graph.Ints(dilations[:]...)},
+		{Name: "groups", Value: ir.IntegerAttr{Value: groups, Type: ir.I64}},
+	}
+	if layout == graph.LayoutNHWC {
+		attrs = append(attrs, ir.NamedAttr{Name: "layout", Value: ir.StringAttr{Value: layout}})
+	}
+	return e.Op(graph.OpConv2D, []*ir.Value{x, w}, attrs...)
 }
 
 // flip reverses x along dim d, gathering with the indices n-1, …, 0. The
