@@ -306,7 +306,16 @@ type filterGradient struct {
 	x, g  *transposed     // what wrote xt and gt
 	moved []*ir.Operation // deallocations of x and g to move after the library op
 	geo   gpu.ConvGeometry
+	// perm swaps the batch and the channels: [1, 0, 2, 3] in NCHW, [3, 1,
+	// 2, 0] channels last (its own inverse either way).
+	perm []int
 }
+
+// The transposes that make a weight gradient's operands, by layout.
+var (
+	swapNCHW = []int{1, 0, 2, 3}
+	swapNHWC = []int{3, 1, 2, 0}
+)
 
 // transposed is the nest that wrote a transposed operand buf [D1, D0, D2,
 // D3] of the weight gradient's convolution with store. A copy of a
@@ -321,20 +330,29 @@ type transposed struct {
 }
 
 // filterGradientPlan recognizes p as a weight gradient's convolution of
-// transposed operands, or returns nil.
+// transposed operands, or returns nil. Channels last (autodiff's
+// conv2dGradNHWC) the operands are xt [C, H, W, N] and gt [O, OH, OW, N],
+// transposes of x [N, H, W, C] and g [N, OH, OW, O], and r is [C, KH',
+// KW', O].
 func filterGradientPlan(p *libraryConv) *filterGradient {
-	if p == nil || p.geo.ChannelsLast {
+	if p == nil || p.nest.Block() == nil {
 		return nil
 	}
-	if p.nest.Block() == nil {
-		return nil
+	perm := swapNCHW
+	if p.geo.ChannelsLast {
+		perm = swapNHWC
 	}
-	x, g := transposedSource(p.x, p.nest), transposedSource(p.w, p.nest)
+	x, g := transposedSource(p.x, p.nest, perm), transposedSource(p.w, p.nest, perm)
 	if x == nil || g == nil || x.nest == g.nest {
 		return nil
 	}
 	xt, gt, rs := p.x.Type().(*ir.MemRefType).Shape(), p.w.Type().(*ir.MemRefType).Shape(), p.shape
-	geo := gpu.ConvGeometry{Strides: p.geo.Dilations, Padding: p.geo.Padding, Dilations: p.geo.Strides, Direction: gpu.ConvBackwardFilter}
+	geo := gpu.ConvGeometry{Strides: p.geo.Dilations, Padding: p.geo.Padding, Dilations: p.geo.Strides, Direction: gpu.ConvBackwardFilter,
+		ChannelsLast: p.geo.ChannelsLast}
+	if p.geo.ChannelsLast {
+		// As NCHW below, the operands and result seen in NCHW order.
+		xt, gt, rs = nchwOf(xt), nchwOf(gt), nchwOf(rs)
+	}
 	// xt [C, N, H, W], gt [O, N, OH, OW], r [C, O, KH', KW']: the forward
 	// convolution of x [N, C, H, W] with a KH'×KW' window must have g's
 	// extents.
@@ -351,7 +369,7 @@ func filterGradientPlan(p *libraryConv) *filterGradient {
 			return nil
 		}
 	}
-	f := &filterGradient{conv: p, x: x, g: g, geo: geo}
+	f := &filterGradient{conv: p, x: x, g: g, geo: geo, perm: perm}
 	// A copied buffer must hold what the copy read until the nest:
 	// nothing between writes it; its deallocations move after the
 	// library op.
@@ -410,14 +428,19 @@ func topLevel(op *ir.Operation, block *ir.Block) *ir.Operation {
 	return nil
 }
 
+// nchwOf returns a channels-last shape [A, H, W, B] in NCHW order [A, B,
+// H, W].
+func nchwOf(s []int64) []int64 { return []int64{s[0], s[3], s[1], s[2]} }
+
 // transposedSource returns what wrote buf, a 4-D buffer that reader
 // reads: the last top-level nest before reader storing into buf
 // (loop-buffer-reuse gives a slot to several buffers in turn), over buf's
 // static extents, storing once an iteration into buf at its induction
 // variables and nothing else anywhere, where nothing writes buf between
-// that nest and reader. A nest that only loads src[i1, i0, i2, i3] and
+// that nest and reader. A nest that only loads src at its induction
+// variables permuted by perm (src[i1, i0, i2, i3] for [1, 0, 2, 3]) and
 // stores it is a copy of src. Otherwise nil.
-func transposedSource(buf *ir.Value, reader *ir.Operation) *transposed {
+func transposedSource(buf *ir.Value, reader *ir.Operation, perm []int) *transposed {
 	block := reader.Block()
 	var nest *ir.Operation
 	for _, u := range buf.Users() {
@@ -480,18 +503,27 @@ func transposedSource(buf *ir.Value, reader *ir.Operation) *transposed {
 			return t
 		}
 	}
-	for d, want := range []*ir.Value{iv[1], iv[0], iv[2], iv[3]} {
-		if !indexes(ld.Operand(1+d), want, shape[[]int{1, 0, 2, 3}[d]]) {
+	for d, p := range perm {
+		if !indexes(ld.Operand(1+d), iv[p], shape[p]) {
 			return t
 		}
 	}
 	src := ld.Operand(0)
 	if mt, _ := src.Type().(*ir.MemRefType); mt == nil || mt.ElementType() != bt.ElementType() ||
-		!slices.Equal(mt.Shape(), []int64{shape[1], shape[0], shape[2], shape[3]}) {
+		!slices.Equal(mt.Shape(), permuteShape(shape, perm)) {
 		return t
 	}
 	t.src = src
 	return t
+}
+
+// permuteShape returns s permuted by perm: element d is s[perm[d]].
+func permuteShape(s []int64, perm []int) []int64 {
+	out := make([]int64, len(perm))
+	for d, p := range perm {
+		out[d] = s[p]
+	}
+	return out
 }
 
 // nestWrites returns the ops in nest that write memory.
@@ -522,15 +554,20 @@ func (f *filterGradient) lower(ctx *ir.Context) {
 		}
 		s := t.buf.Type().(*ir.MemRefType).Shape()
 		b.SetInsertionPointBefore(t.nest)
-		t.src = loop.Alloc(b, loc, ir.MemRefOf([]int64{s[1], s[0], s[2], s[3]}, p.elem))
+		t.src = loop.Alloc(b, loc, ir.MemRefOf(permuteShape(s, f.perm), p.elem))
 		fresh = append(fresh, t.src)
 		b.SetInsertionPointAfter(t.store)
 		iv := t.store.Operands()[2:]
-		loop.Store(b, t.store.Loc(), t.store.Operand(0), t.src, iv[1], iv[0], iv[2], iv[3])
+		at := make([]*ir.Value, len(f.perm))
+		for d, q := range f.perm {
+			at[d] = iv[q]
+		}
+		loop.Store(b, t.store.Loc(), t.store.Operand(0), t.src, at...)
 	}
 	b.SetInsertionPointBefore(p.nest)
-	rs := p.shape
-	dw := loop.Alloc(b, loc, ir.MemRefOf([]int64{rs[1], rs[0], rs[2], rs[3]}, p.elem))
+	// dw [O, C, KH', KW'] (channels last [O, KH', KW', C]) is r
+	// transposed.
+	dw := loop.Alloc(b, loc, ir.MemRefOf(permuteShape(p.shape, f.perm), p.elem))
 	lib := gpu.LibraryConv2D(b, loc, f.x.src, dw, f.g.src, f.geo)
 	for _, d := range f.moved {
 		d.MoveAfter(lib)
@@ -541,7 +578,10 @@ func (f *filterGradient) lower(ctx *ir.Context) {
 	// The nest's epilogue (a store, a cast to the master weight's f32)
 	// reads dw transposed.
 	iv := loop.Body(p.nest).Arguments()
-	at := []*ir.Value{iv[1], iv[0], iv[2], iv[3]} // the nest runs over r [C, O, …]
+	at := make([]*ir.Value, len(f.perm)) // the nest runs over r [C, O, …]
+	for d, q := range f.perm {
+		at[d] = iv[q]
+	}
 	if p.permuted {
 		at = iv // over dw [O, C, …] itself
 	}
