@@ -262,11 +262,43 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 			return "", fmt.Sprintf("reduces %v to %v, group %d reduces %v to %v", c.space, c.out, pr.id, pr.space, pr.out), false
 		}
 		if ok, why := p.fits(pr.inner); !ok {
+			// Reductions over the same axes, not the innermost (columns,
+			// a thread a kept element), share the walk of the input when
+			// c reduces values of pr's prologue only: batch norm's Σd and
+			// Σd² over N, H and W of a channels-last tensor read it once.
+			if pr.kind == Reduction && c.kind == Reduction && sameAxes(pr, c) && p.readsPrologueOnly(pr, c) {
+				return Reduction, fmt.Sprintf("sibling reduction (the same axes over the prologue of group %d)", pr.id), true
+			}
 			return "", "rows cannot stay in one kernel: " + why, false
 		}
 		return PersistentRow, fmt.Sprintf("persistent row (reduces the same rows as group %d)", pr.id), true
 	}
 	return "", fmt.Sprintf("no rule fuses a %s group into a %s group", c.kind, pr.kind), false
+}
+
+// sameAxes reports whether every reduction of groups a and b folds the
+// same axes of its input, its kept dims kept alike.
+func sameAxes(a, b *group) bool {
+	var axes []int64
+	keep := int64(-1)
+	for _, g := range []*group{a, b} {
+		for _, op := range g.ops {
+			if classify(op) != reduction {
+				continue
+			}
+			ax, ok := graph.IntList(op.Attr("axes"))
+			k, _ := op.Attr("keepdims").(ir.IntegerAttr)
+			if !ok {
+				return false
+			}
+			if axes == nil {
+				axes, keep = ax, k.Value
+			} else if !slices.Equal(axes, ax) || keep != k.Value {
+				return false
+			}
+		}
+	}
+	return axes != nil
 }
 
 // readsPrologueOnly reports whether consumer c reads from reduction group
