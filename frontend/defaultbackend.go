@@ -66,6 +66,16 @@ func (defaultGPUBackend) Compile(g *Graph) (Executable, error) {
 	return mustBackend(noGPUBackend()).b.Compile(g)
 }
 
+// trainingLayout implements trainingLayout: the nvptx backend's, none
+// once opening the GPU has failed (the interp backend's graphs stay as
+// traced).
+func (defaultGPUBackend) trainingLayout(g *Graph) string {
+	if noGPU.Load() {
+		return ""
+	}
+	return nvptxBackend{}.trainingLayout(g)
+}
+
 // defaultBackendEntry is the entry of the backend an empty Backend picks.
 func defaultBackendEntry() backendEntry {
 	if driverLoads() {

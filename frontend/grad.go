@@ -13,6 +13,7 @@ import (
 	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -491,6 +492,40 @@ type concurrentCompiler interface {
 	concurrentCompile()
 }
 
+// trainingLayout is implemented by the built-in backends that store a
+// training step's convolutions channels last: trainingLayout returns the
+// pipeline (the body of a module pipeline) that chooses the layout of
+// g's function, the function to differentiate, or "" for none.
+type trainingLayout interface {
+	trainingLayout(g *Graph) string
+}
+
+// chooseLayout runs the backend's layout pipeline (trainingLayout) on
+// gr's function before it is differentiated: the layout the backend
+// would give the forward and the backward pass alone is NCHW, as each
+// would transpose every activation the forward saves for the backward
+// (graph-channels-last's cost guard), while the differentiated
+// channels-last function is channels last in both.
+func (g *gradCore) chooseLayout(gr *graphTrace) error {
+	tl, ok := g.c.backend.b.(trainingLayout)
+	if !ok {
+		return nil
+	}
+	pipeline := tl.trainingLayout(&Graph{Context: irContext(), Module: gr.module, Func: ir.SymbolName(gr.fn), Mode: g.opts.Mode, Options: g.opts.BackendOptions})
+	if pipeline == "" {
+		return nil
+	}
+	pm, err := passes.Parse("builtin.module(" + pipeline + ")")
+	if err != nil {
+		return err
+	}
+	pm.Instr.VerifyEach = false // a traced graph, verified after autodiff's passes
+	if err := pm.Run(irContext(), gr.module); err != nil {
+		return fmt.Errorf("choosing the layout: %w", err)
+	}
+	return nil
+}
+
 // compile builds gr's joint function, partitions it and compiles the two
 // passes, each in a module of its own, with the backend.
 func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int) (*trainStep, error) {
@@ -500,7 +535,11 @@ func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int) (*trainStep, e
 		report   autodiff.Report
 	)
 	start := time.Now()
-	joint, err := autodiff.Joint(ctx, gr.fn, wrt)
+	err := g.chooseLayout(gr)
+	var joint *ir.Operation
+	if err == nil {
+		joint, err = autodiff.Joint(ctx, gr.fn, wrt)
+	}
 	if err == nil {
 		fwd, bwd, report, err = autodiff.Partition(ctx, joint)
 	}

@@ -394,6 +394,28 @@ func (e *nvptxExecutable) Run(inputs []*interp.Tensor) ([]*interp.Tensor, error)
 	return out, nil
 }
 
+// trainingLayout implements trainingLayout: graph-channels-last when
+// the convolutions go to cuDNN, as the lowering of each pass would run
+// it (autotune.ChannelsLastPass). While the libraries still load, they
+// are assumed to (as speculativeConfig assumes): without cuDNN after
+// all, the channels-last convolutions run on Strata's SIMT nests.
+func (b nvptxBackend) trainingLayout(g *Graph) string {
+	mode, err := exec.ParseMode(string(g.Mode))
+	if err != nil {
+		return "" // Compile reports it
+	}
+	var cfg togpu.Config
+	switch {
+	case b.libraries != nil:
+		cfg = autotune.AssumedConfig(mode, g.Module, *b.libraries)
+	case autotune.StartLibraryLoads(g.Module):
+		cfg = autotune.AssumedConfig(mode, g.Module, true)
+	default:
+		cfg = autotune.ModeConfig(mode, g.Module)
+	}
+	return autotune.ChannelsLastPass(cfg)
+}
+
 // concurrentCompile implements concurrentCompiler: generate's state is
 // its graph's, and the runtime loads programs concurrently.
 func (nvptxBackend) concurrentCompile() {}

@@ -81,3 +81,6 @@ func (p ptxOnlyBackend) Describe() string {
 // concurrentCompile implements concurrentCompiler: as nvptxBackend, and
 // Keep may be called from several goroutines at once.
 func (ptxOnlyBackend) concurrentCompile() {}
+
+// trainingLayout implements trainingLayout: as nvptxBackend.
+func (p ptxOnlyBackend) trainingLayout(g *Graph) string { return p.b.trainingLayout(g) }

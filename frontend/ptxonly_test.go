@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -73,5 +74,69 @@ func TestPTXOnly(t *testing.T) {
 	}
 	if _, err := c.Call(x, w, b); err == nil || !strings.Contains(err.Error(), `ptx_target "sm_70"`) {
 		t.Errorf("ptx_target sm_70: %v, want the option's error", err)
+	}
+}
+
+// TestGradChannelsLast differentiates two bf16 3×3 convolutions with a
+// ReLU and a mean between them with the PTXOnly backend, the libraries
+// taken to load: the layout is chosen on the function before autodiff,
+// so both passes are channels last, the backward pass's weight
+// gradients cuDNN's NHWC filter gradients and no activation transposed
+// between the passes. STRATA_CHANNELS_LAST=off keeps both NCHW.
+func TestGradChannelsLast(t *testing.T) {
+	x := frontend.Rand(1, 2, 8, 6, 6).Cast(frontend.BFloat16)
+	w1, w2 := frontend.Rand(2, 8, 8, 3, 3).Cast(frontend.BFloat16), frontend.Rand(3, 8, 8, 3, 3).Cast(frontend.BFloat16)
+	loss := func(x, w1, w2 *frontend.Tensor) *frontend.Tensor {
+		pad := frontend.Conv2DOptions{Padding: []int{1, 1}}
+		h := frontend.Conv2D(x, w1, nil, pad).Relu()
+		return frontend.Conv2D(h, w2, nil, pad).Cast(frontend.Float32).Mean(nil, false)
+	}
+	for _, off := range []bool{false, true} {
+		if off {
+			t.Setenv("STRATA_CHANNELS_LAST", "off")
+		}
+		var (
+			mu     sync.Mutex
+			counts = map[string]map[string]int{}
+		)
+		name := "ptxonly-" + t.Name()
+		frontend.RegisterBackend(name, frontend.PTXOnly(frontend.PTXOnlyOptions{Major: 9, Minor: 0, Libraries: true,
+			Keep: func(g *frontend.Graph, prog *exec.Program, times frontend.CompileTimes) {
+				mu.Lock()
+				defer mu.Unlock()
+				n := map[string]int{}
+				g.Module.Walk(func(op *ir.Operation) bool {
+					if op.Name() == gpudialect.LibraryConv2DOp {
+						geo, err := gpudialect.LibraryConvGeometry(op)
+						if err != nil {
+							t.Error(err)
+						}
+						n[fmt.Sprintf("%s nhwc=%v", geo.Direction, geo.ChannelsLast)]++
+					}
+					return true
+				})
+				counts[g.Func] = n
+			}}))
+		_, err := frontend.Grad(loss, 1, 2).WithOptions(frontend.Options{Backend: name}).Call(x, w1, w2)
+		if !errors.Is(err, frontend.ErrPTXOnly) {
+			t.Fatalf("off %v: %v, want ErrPTXOnly", off, err)
+		}
+		var fwd, bwd map[string]int
+		for fn, n := range counts {
+			switch {
+			case strings.HasSuffix(fn, "_fwd"):
+				fwd = n
+			case strings.HasSuffix(fn, "_bwd"):
+				bwd = n
+			}
+		}
+		// Forward: the two convolutions; backward: the second's data
+		// gradient and both weight gradients.
+		layout := !off
+		wantFwd := map[string]int{fmt.Sprintf("%s nhwc=%v", gpudialect.ConvForward, layout): 2}
+		wantBwd := map[string]int{fmt.Sprintf("%s nhwc=%v", gpudialect.ConvForward, layout): 1, fmt.Sprintf("%s nhwc=%v", gpudialect.ConvBackwardFilter, layout): 2}
+		if fmt.Sprint(fwd) != fmt.Sprint(wantFwd) || fmt.Sprint(bwd) != fmt.Sprint(wantBwd) {
+			t.Errorf("off %v: library convolutions forward %v, backward %v; want %v and %v", off, fwd, bwd, wantFwd, wantBwd)
+		}
 	}
 }

@@ -37,8 +37,9 @@ func init() {
 			"that region channels last and one reads a value leaving it back. Unstrided, unpadded 1×1 " +
 			"convolutions become products [N·H·W, C]·[C, O] (graph.matmul between reshapes). A function is " +
 			"converted only when the large tensors (two or more dimensions above 1) transposed at the " +
-			"region's boundary number at most 1 + a quarter of its convolutions: a training step's forward " +
-			"graph, which returns every saved activation, stays NCHW. The results are the same (the " +
+			"region's boundary number at most 1 + a quarter of its convolutions: the forward graph of a training " +
+			"step, which returns every saved activation, stays NCHW when converted alone (a training step on " +
+			"the GPU backend converts the function it differentiates instead, and the backward follows). The results are the same (the " +
 			"convolutions sum in the same order); graph-decompose should run first.",
 		Anchor: passes.AnyOp,
 		Options: []passes.OptionDef{

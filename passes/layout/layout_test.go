@@ -2,16 +2,20 @@ package layout_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
 
+	_ "github.com/strata-ir/strata/autodiff" // graph-autodiff
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
 	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
 	"github.com/strata-ir/strata/passes/passtest"
 	_ "github.com/strata-ir/strata/passes/togpu" // convert-loop-to-gpu
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // stack builds a random convolution stack as a graph function: the ops
@@ -382,4 +386,130 @@ func TestChannelsLastStacksOnTheLibraries(t *testing.T) {
 			t.Fatalf("%d library ops for %d convolutions:\n%s", libs, convs, out)
 		}
 	})
+}
+
+// TestChannelsLastTrainingPreservesGradients checks on random
+// convolution stacks that differentiating the channels-last function (a
+// training step chooses the layout before autodiff: frontend's
+// chooseLayout) gives the gradients of the NCHW one: at the graph level
+// (f64, every convolution converted, grouped ones too), and in bf16
+// through the library lowering, where every convolution of the gradient
+// function, forward, data and weight gradient, runs on a library.
+func TestChannelsLastTrainingPreservesGradients(t *testing.T) {
+	for _, c := range []struct {
+		elem, layout, lower string
+		all                 bool
+	}{
+		{"f64", "graph-channels-last{all-convs=true always=true},canonicalize,cse", "", true},
+		// Without padded channels: a data gradient sliced back to fewer
+		// than 4 channels joins the epilogue of the convolution before it
+		// (a ReLU's mask), which then is no library's (a SIMT nest;
+		// ResNet's one padded convolution, the stem, has no data
+		// gradient). The f64 draws pad.
+		{"bf16", "graph-channels-last{always=true pad-channels=0},canonicalize,cse", "," + strings.TrimSuffix(strings.TrimPrefix(gpuPipeline, "builtin.module("), ")"), false},
+	} {
+		t.Run(c.elem, func(t *testing.T) {
+			testsize.RapidChecks(t, 20)
+			rapid.Check(t, func(t *rapid.T) {
+				p := drawStack(t, c.elem, c.all)
+				want := gradients(t, passtest.Run(t, p.Source, "builtin.module(graph-autodiff)"))
+				pipeline := "builtin.module(" + c.layout + ",graph-autodiff" + c.lower + ")"
+				after := passtest.Run(t, p.Source, pipeline)
+				got := gradients(t, after)
+				for i := range want {
+					if err := passtest.Compare(got[i], want[i]); err != nil {
+						t.Fatalf("gradient %d: %v\n%s", i, err, p.Source)
+					}
+				}
+				// The library counts are not compared where a convolution
+				// has a batch or channels of one: there a transposed
+				// operand is a copy in the other layout too, and either
+				// lowering may read a convolution as another's filter
+				// gradient, or fuse it differently.
+				if c.lower == "" || degenerate.MatchString(p.Source) {
+					return
+				}
+				// Channels last, the convolutions and their gradients run
+				// on the libraries at least as often as NCHW (where graph-fuse
+				// gives a data gradient and its consumers' sums one kernel,
+				// that is a SIMT nest either way): per convolution of the
+				// stack, one in @f, its data and weight gradients in
+				// @f_grad (every argument is differentiated) and perhaps
+				// the convolution again, when the gradient reads its result.
+				out := ir.Sprint(after, ir.PrintOptions{Generic: true})
+				libraries := func(s string) int {
+					return strings.Count(s, `"gpu.library_conv2d"`) + strings.Count(s, `"gpu.library_matmul"`)
+				}
+				nchw := lowered(t, p.Source, "builtin.module(graph-autodiff"+strings.Replace(c.lower, "graph-channels-last{always=true},", "", 1)+")")
+				if libs, want := libraries(out), libraries(nchw); libs < want {
+					t.Fatalf("%d library ops, %d NCHW:\n%s", libs, want, out)
+				}
+				// The weight gradient of each convolution left one
+				// (not made a product) is cuDNN's filter gradient where
+				// the recognizer tells it from a data gradient: its
+				// window, the forward's output, at least as large as its
+				// result. (A data gradient may be recognized as one too,
+				// of a batch of one image of one channel: its operands'
+				// transposes are copies then.)
+				nhwc := filterGradients(passtest.Run(t, p.Source, "builtin.module("+c.layout+")"))
+				if n := strings.Count(out, `direction = "backward_filter"`); n < nhwc {
+					t.Fatalf("%d filter gradients for %d channels-last convolutions:\n%s", n, nhwc, out)
+				}
+			})
+		})
+	}
+}
+
+// degenerate matches a convolution of a batch of one, or of one input or
+// output channel.
+var degenerate = regexp.MustCompile(`"graph.conv2d".*: \((tensor<1x|tensor<\d+x1x[^,]*, tensor<\d+x|[^,]*, tensor<1x)`)
+
+// gradients runs @f_grad of m on the random inputs of seed 1.
+func gradients(t *rapid.T, m *ir.Operation) []interp.Value {
+	t.Helper()
+	in := interp.New(m)
+	f := in.Func("f_grad")
+	if f == nil {
+		t.Fatal("no @f_grad")
+	}
+	ft, err := interp.FuncType(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := interp.RandomInputs(ft, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := in.Call("f_grad", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// filterGradients counts the channels-last convolutions of m whose
+// weight gradient convolution has a window (the output's extents) at
+// least as large as its result.
+func filterGradients(m *ir.Operation) int {
+	n := 0
+	m.Walk(func(op *ir.Operation) bool {
+		prm, err := graph.Conv2DParamsOf(op)
+		if op.Name() != graph.OpConv2D || err != nil || !prm.ChannelsLast {
+			return true
+		}
+		x := op.Operand(0).Type().(*ir.TensorType).Shape()
+		y := op.Result(0).Type().(*ir.TensorType).Shape()
+		ok := true
+		for d := range 2 {
+			// The weight gradient's result: the extent of the window
+			// that gives y's extent from x's.
+			k := x[1+d] + prm.Padding[d] + prm.Padding[2+d] - prm.Strides[d]*(y[1+d]-1)
+			ok = ok && y[1+d] >= k
+		}
+		if ok {
+			n++
+		}
+		return true
+	})
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/passes/layout"
 	"github.com/strata-ir/strata/passes/lower"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/cublaslt"
@@ -277,6 +278,28 @@ func LowerPipelineFor(cfg togpu.Config) string {
 	if env := os.Getenv(EnvChannelsLast); cfg.CuDNN && env != "off" {
 		toLoop = func(fuse string) string { return lower.LowerToLoopChannelsLast(env, fuse) }
 	}
+	return lowerPipeline(cfg, toLoop)
+}
+
+// ChannelsLastPass is the graph-channels-last pass (with the options
+// STRATA_CHANNELS_LAST gives) that LowerPipelineFor runs under cfg, or ""
+// where it runs none (the convolutions not on cuDNN, or the variable
+// "off"). A training step runs it on the function it differentiates,
+// before autodiff: the forward and backward passes are then both channels
+// last, where the layout chosen for each alone would transpose every
+// activation the forward saves.
+func ChannelsLastPass(cfg togpu.Config) string {
+	env := os.Getenv(EnvChannelsLast)
+	switch {
+	case !cfg.CuDNN || env == "off":
+		return ""
+	case env != "":
+		return layout.PassName + "{" + env + "}"
+	}
+	return layout.PassName
+}
+
+func lowerPipeline(cfg togpu.Config, toLoop func(fuse string) string) string {
 	switch {
 	case cfg == togpu.DefaultConfig:
 		return "lower-to-gpu" // the same passes, under their registered name
