@@ -158,8 +158,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s pipelines several warpgroups without PrefetchV (a V stage would be copied while read)", t)
 	case t.OneK && (!t.Pipe || t.Rows > 64 || t.PrefetchV):
 		return fmt.Errorf("flash attention: tile %s: OneK needs the pipelined kernel with one warpgroup a block and without PrefetchV", t)
-	case t.TMA && (!t.Pipe || !t.QShared || t.Rows != 64 || t.PrefetchV || t.OneK || t.Specialized):
-		return fmt.Errorf("flash attention: tile %s: TMA needs the pipelined kernel with QShared and one warpgroup a block, without PrefetchV, OneK and Specialized", t)
+	case t.TMA && (!t.Pipe || !t.QShared || t.Rows != 64 || t.PrefetchV || t.Specialized):
+		return fmt.Errorf("flash attention: tile %s: TMA needs the pipelined kernel with QShared and one warpgroup a block, without PrefetchV and Specialized", t)
 	case t.Cluster != 0 && (t.Cluster != 2 && t.Cluster != 4 || !t.TMA):
 		return fmt.Errorf("flash attention: tile %s: Cluster is 2 or 4, with TMA", t)
 	case !slices.Contains(FlashTiles, t):

@@ -80,8 +80,8 @@ type FlashTile struct {
 	// FlashAttention-3 schedules them: one warpgroup's S and P·V run on
 	// the tensor cores while the other runs its softmax.
 	PingPong bool
-	// TMA (with Pipe and QShared, one warpgroup a block; not PrefetchV,
-	// OneK or Specialized, nor a dynamic length) copies the K and V tiles
+	// TMA (with Pipe and QShared, one warpgroup a block; not PrefetchV or
+	// Specialized, nor a dynamic length) copies the K and V tiles
 	// with the Tensor Memory Accelerator instead of cp.async: k and v
 	// reach the kernel as tensor maps (three dimensions, batch × keys ×
 	// head dim, so that a box never runs into the next batch's keys:
@@ -209,6 +209,9 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 4},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 4},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, Cluster: 2},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, Cluster: 4},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},

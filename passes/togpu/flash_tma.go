@@ -12,8 +12,8 @@ import (
 // 128-byte swizzle, so that a box of Keys keys × 64 columns lands in the
 // very panel layout the kernel's gpu.wgmma descriptors read (head dim 128
 // is two boxes, one a panel) and the boxes past a batch's last key are
-// zero-filled. Thread 0 issues the copies; each stage of K (two) and of V
-// (two) has a full mbarrier (thread 0's expected bytes, counted down by
+// zero-filled. Thread 0 issues the copies; each stage of K (two, or one
+// with OneK) and of V (two) has a full mbarrier (thread 0's expected bytes, counted down by
 // the copies) and an empty one (an arrival from each warp of the cluster
 // once the product that read the stage has completed). With Cluster, each
 // block copies its share of the tile's keys and multicasts it to every
@@ -25,13 +25,15 @@ import (
 // at the top of key tile kt ≥ 1, K(kt+1) (its stage held K(kt−1), freed
 // once S(kt−1) completed) and V(kt) (its stage held V(kt−2), freed once
 // P·V(kt−2) completed), both freed a tile before, where no product is in
-// flight (ptxas waits for an in-flight gpu.wgmma before a loop, which the
-// barrier waits are). V(kt) is read by P·V(kt), issued a tile later.
+// flight. V(kt) is read by P·V(kt), issued a tile later. With OneK, K(kt+1)
+// follows S(kt)'s completion in every block of the cluster instead (its
+// one stage's only reader), while P·V(kt−1) is in flight.
 
 // flashTMA is the TMA state of one kernel.
 type flashTMA struct {
 	g          *flashGen
-	bars       *ir.Value // the mbarriers (see bar)
+	kAt, vAt   func(x ix, kt *ir.Value) *ir.Value // the stages' workgroup offsets
+	bars       *ir.Value                          // the mbarriers (see bar)
 	kMap, vMap *ir.Value // the tensor-map arguments
 	z          *ir.Value // the block's batch, i32
 	rank       *ir.Value // the block's rank in its cluster (offset type), nil without
@@ -46,19 +48,29 @@ const (
 	tmaKinds
 )
 
-// tmaStages is the number of stages of each of K and V.
+// tmaStages is the most stages of each of K and V (the barriers of a
+// kind are tmaStages apart).
 const tmaStages = 2
+
+// stages is the number of stages of kind's tiles: two, or one of K with
+// OneK.
+func (t *flashTMA) stages(kind int64) int64 {
+	if kind < tmaFullV && t.g.Tile.OneK {
+		return 1
+	}
+	return tmaStages
+}
 
 // bar is the index of kind's barrier of key tile kt's stage.
 func (t *flashTMA) bar(x ix, kind int64, kt *ir.Value) *ir.Value {
-	return x.index(x.addc(x.and(kt, tmaStages-1), kind*tmaStages))
+	return x.index(x.addc(x.and(kt, t.stages(kind)-1), kind*tmaStages))
 }
 
 // parity is the i32 parity of the phase of key tile kt's round in its
-// stage, plus one for the wait for an empty stage (a fresh barrier's
-// phase before the first counts as complete).
-func (t *flashTMA) parity(x ix, kt *ir.Value, plus int64) *ir.Value {
-	return t.i32(x, x.and(x.addc(x.shr(kt, 1), plus), 1))
+// stage of kind, plus one for the wait for an empty stage (a fresh
+// barrier's phase before the first counts as complete).
+func (t *flashTMA) parity(x ix, kind int64, kt *ir.Value, plus int64) *ir.Value {
+	return t.i32(x, x.and(x.addc(x.shr(kt, t.stages(kind)/2), plus), 1))
 }
 
 func (t *flashTMA) i32(x ix, v *ir.Value) *ir.Value {
@@ -73,14 +85,15 @@ func (t *flashTMA) cluster() int64 { return max(t.g.Tile.Cluster, 1) }
 
 // setupTMA marks k and v as tensor maps, adds the mbarriers and has
 // thread 0 initialize them (the block's or the cluster's barrier the
-// caller places next publishes them); z is the block's batch.
-func (g *flashGen) setupTMA(z *ir.Value) *flashTMA {
+// caller places next publishes them); z is the block's batch, kAt and vAt
+// the workgroup offsets of key tile kt's K and V stages.
+func (g *flashGen) setupTMA(z *ir.Value, kAt, vAt func(x ix, kt *ir.Value) *ir.Value) *flashTMA {
 	b, loc, x := g.b, g.loc, g.x
 	kernel := g.k.ParentBlock().ParentOp()
 	geom := gpu.TensorMap{Inner: []int64{g.Lk, g.D}, Box: []int64{1, g.Tile.Keys / max(g.Tile.Cluster, 1), wgPanel}, Swizzle: 128}
 	gpu.SetTensorMap(kernel, g.k.Index(), geom)
 	gpu.SetTensorMap(kernel, g.v.Index(), geom)
-	t := &flashTMA{g: g, kMap: g.k, vMap: g.v}
+	t := &flashTMA{g: g, kAt: kAt, vAt: vAt, kMap: g.k, vMap: g.v}
 	t.z = t.i32(x, z)
 	if t.cluster() > 1 {
 		kernel.SetAttr(gpu.ClusterSizeAttr, ir.Int(t.cluster(), ir.I64))
@@ -95,7 +108,7 @@ func (g *flashGen) setupTMA(z *ir.Value) *flashTMA {
 			if kind == tmaEmptyK || kind == tmaEmptyV {
 				n = frees
 			}
-			for s := range int64(tmaStages) {
+			for s := range t.stages(kind) {
 				gpu.MbarrierInit(b, loc, t.bars, x.index(x.c(kind*tmaStages+s)), arith.ConstantInt(b, loc, n, ir.I32))
 			}
 		}
@@ -136,12 +149,12 @@ func (t *flashTMA) copyTile(b *ir.Builder, kind int64, kt *ir.Value) {
 	g, loc := t.g, t.g.loc
 	x := g.x.at(b)
 	K := g.Tile.Keys
-	gpu.MbarrierWait(b, loc, t.bars, t.bar(x, kind+1, kt), t.parity(x, kt, 1))
+	gpu.MbarrierWait(b, loc, t.bars, t.bar(x, kind+1, kt), t.parity(x, kind, kt, 1))
 	full := t.bar(x, kind, kt)
 	gpu.MbarrierExpectTx(b, loc, t.bars, full, arith.ConstantInt(b, loc, K*g.D*2, ir.I32)) // (bf16 or f16)
-	src, stage := t.kMap, x.mulc(x.and(kt, tmaStages-1), 2*K*g.D)
+	src, stage := t.kMap, t.kAt(x, kt)
 	if kind == tmaFullV {
-		src, stage = t.vMap, x.addc(stage, K*g.D)
+		src, stage = t.vMap, t.vAt(x, kt)
 	}
 	first := x.mulc(kt, K)
 	share := K / t.cluster()
@@ -163,7 +176,7 @@ func (t *flashTMA) copyTile(b *ir.Builder, kind int64, kt *ir.Value) {
 // wait waits for key tile kt's stage of kind (full K or V) to hold it.
 func (t *flashTMA) wait(b *ir.Builder, kind int64, kt *ir.Value) {
 	x := t.g.x.at(b)
-	gpu.MbarrierWait(b, t.g.loc, t.bars, t.bar(x, kind, kt), t.parity(x, kt, 0))
+	gpu.MbarrierWait(b, t.g.loc, t.bars, t.bar(x, kind, kt), t.parity(x, kind, kt, 0))
 }
 
 // release frees key tile kt's stage of kind (full K or V) once the

@@ -273,7 +273,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	loadK := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.k, kAt(x.at(b), kt)) }
 	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }
 	vAt := func(x ix, kt *ir.Value) *ir.Value { return x.index(vStage(x, kt)) }
-	pv, ws, tma := g.Tile.PrefetchV, g.Tile.Specialized, g.Tile.TMA
+	pv, ws, tma, oneK := g.Tile.PrefetchV, g.Tile.Specialized, g.Tile.TMA, g.Tile.OneK
 	var bars *ir.Value
 	var tm *flashTMA
 	if ws {
@@ -303,7 +303,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		gpu.MbarrierWait(b, loc, bars, x.index(x.c(wsQ)), arith.ConstantInt(b, loc, 0, ir.I32))
 	} else {
 		if tma {
-			tm = g.setupTMA(z)
+			tm = g.setupTMA(z, kAt, vStage)
 		}
 		g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
 		if !tma {
@@ -321,7 +321,10 @@ func (g *flashGen) emitWGMMAPipe() {
 		} else {
 			gpu.Barrier(b, loc)
 		}
-		if tma {
+		switch {
+		case tma && oneK:
+			tm.issue(b, tmaLoad{tmaFullK, x.c(0)}, tmaLoad{tmaFullV, x.c(0)})
+		case tma:
 			tm.issue(b, tmaLoad{tmaFullK, x.c(0)}, tmaLoad{tmaFullK, x.c(1)}, tmaLoad{tmaFullV, x.c(0)})
 		}
 	}
@@ -499,7 +502,6 @@ func (g *flashGen) emitWGMMAPipe() {
 			return nil
 		}, nil)
 	}
-	oneK := g.Tile.OneK
 
 	// Key tile 0.
 	one := x.c(1)
@@ -517,6 +519,9 @@ func (g *flashGen) emitWGMMAPipe() {
 		release(b, wsEmptyK, x.c(0))
 	case tma:
 		tm.release(b, tmaFullK, x.c(0))
+		if oneK {
+			tm.issue(b, tmaLoad{tmaFullK, one})
+		}
 	case oneK:
 		nextK(b, one)
 	}
@@ -551,7 +556,11 @@ func (g *flashGen) emitWGMMAPipe() {
 				wait(b, wsFullV, x.addc(kt, -1))
 			case tma:
 				// (Both stages were freed in the tile before.)
-				tm.issue(b, tmaLoad{tmaFullK, next}, tmaLoad{tmaFullV, kt})
+				if oneK {
+					tm.issue(b, tmaLoad{tmaFullV, kt})
+				} else {
+					tm.issue(b, tmaLoad{tmaFullK, next}, tmaLoad{tmaFullV, kt})
+				}
 				tm.wait(b, tmaFullK, kt)
 				tm.wait(b, tmaFullV, x.addc(kt, -1))
 			case pv:
@@ -592,6 +601,9 @@ func (g *flashGen) emitWGMMAPipe() {
 				release(b, wsEmptyK, kt)
 			case tma:
 				tm.release(b, tmaFullK, kt)
+				if oneK {
+					tm.issue(b, tmaLoad{tmaFullK, next})
+				}
 			case oneK:
 				nextK(b, next)
 			}

@@ -117,6 +117,7 @@ func TestFlashWGMMASASS(t *testing.T) {
 		}
 	})
 	twoK := togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
+	oneKTMA := togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, Cluster: 2}
 	tma := func(keys, cluster int64) togpu.FlashTile {
 		return togpu.FlashTile{Rows: 64, Keys: keys, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: cluster}
 	}
@@ -126,7 +127,7 @@ func TestFlashWGMMASASS(t *testing.T) {
 	}{
 		{64, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}}, {64, togpu.FlashTileWGMMA}, {64, togpu.FlashTileWGMMACausal},
 		{128, togpu.FlashTileWGMMA128}, {128, twoK},
-		{64, tma(128, 0)}, {64, tma(128, 2)}, {128, tma(64, 2)},
+		{64, tma(128, 0)}, {64, tma(128, 2)}, {128, tma(64, 2)}, {128, oneKTMA},
 	} {
 		tile := c.tile
 		t.Run(fmt.Sprintf("d%d-%v", c.d, tile), func(t *testing.T) {
@@ -135,7 +136,15 @@ func TestFlashWGMMASASS(t *testing.T) {
 			if tile.OneK {
 				// K(kt+1) is copied into the one K stage only after S(kt)
 				// (P·V's wait_group 1, which waits for S) in SASS too.
-				sWait, copy := indexOf(loop, "WARPGROUP.DEPBAR.LE gsb0, 0x1"), indexOf(loop, "LDGSTS")
+				// (With TMA, V(kt)'s copy precedes the products: K's is
+				// the one after S's wait.)
+				sWait := indexOf(loop, "WARPGROUP.DEPBAR.LE gsb0, 0x1")
+				copy := indexOf(loop, "LDGSTS")
+				if tile.TMA && sWait >= 0 {
+					if copy = indexOf(loop[sWait:], "UTMALDG"); copy >= 0 {
+						copy += sWait
+					}
+				}
 				if sWait < 0 || copy < sWait {
 					t.Errorf("the loop's first copy (at %d) comes before S's wait (at %d)", copy, sWait)
 				}
