@@ -46,6 +46,15 @@ import (
 // results (see above).
 const rmseMultiplier = 3
 
+// noiseNorm is the norm error against float32 from which PyTorch's own
+// bf16 result of an output is rounding noise (not one correct bit): the
+// criterion then holds Strata to nothing (a zero or negated result passes
+// it too), and such an output passes as "noise", which says nothing of
+// Strata's accuracy. resnet50_train's gradients far from the loss are
+// (ill-conditioned at initialization: float32 is 2% from float64 at the
+// stem, both bf16 results 134%).
+const noiseNorm = 0.5
+
 // TensorCheck is one output of a model row compared three ways:
 // Strata's result against PyTorch's (the row's check) and, where PyTorch
 // also ran the row in float32 on the same weights, each of the two
@@ -64,8 +73,9 @@ type TensorCheck struct {
 	Worst    *Element `json:"worst,omitempty"`
 	WorstF32 *Element `json:"worst_f32,omitempty"`
 	// Pass says how the output passed: "tol" (VsTorch within the row's
-	// tolerance), "rmse" (PyTorch's criterion against float32, above), or
-	// "" (it failed).
+	// tolerance), "rmse" (PyTorch's criterion against float32, above),
+	// "noise" (the criterion, where PyTorch's result is noise: noiseNorm),
+	// or "" (it failed).
 	Pass string `json:"pass,omitempty"`
 	// RMSERatio is Strata's RMS error against float32 over PyTorch's (0
 	// without a float32 run; the largest float64 when PyTorch's is 0).
@@ -90,6 +100,9 @@ func (t *TensorCheck) judge() {
 		s.NormRel <= rmseMultiplier*r.NormRel+t.VsTorch.Tol/10:
 		// (NormRel leaves NaNs and infinities out: a NaN fails here.)
 		t.Pass = "rmse"
+		if r.NormRel >= noiseNorm {
+			t.Pass = "noise"
+		}
 	}
 }
 
@@ -159,6 +172,8 @@ func (t TensorCheck) String() string {
 		b.WriteString(" | FAIL")
 	case "rmse":
 		fmt.Fprintf(&b, " | ok by rmse (≤ %d× PyTorch's + tol/10)", rmseMultiplier)
+	case "noise":
+		b.WriteString(" | noise (PyTorch's bf16 result has no correct bit: says nothing)")
 	}
 	return b.String()
 }

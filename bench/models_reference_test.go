@@ -148,7 +148,8 @@ func TestTensorChecks(t *testing.T) {
 // TestTensorCheckCriterion checks how an output passes: within the
 // tolerance of PyTorch ("tol"); otherwise by PyTorch's criterion against
 // float32 ("rmse": Strata's norm error at most 3× PyTorch's + tol/10),
-// which a 4× error, a NaN, or the absence of a float32 run fails.
+// which a 4× error, a NaN, or the absence of a float32 run fails; "noise"
+// where PyTorch's own error is 50% or more.
 func TestTensorCheckCriterion(t *testing.T) {
 	ref := []float32{1, -2, 0.5, 3, -0.25, 0.75, -1, 2}
 	// off returns ref with a relative error of e on alternate signs.
@@ -177,6 +178,7 @@ func TestTensorCheckCriterion(t *testing.T) {
 		{"4× PyTorch's error", off(0.4), off(-0.1), true, "", 4},
 		{"as far, no float32 run", off(0.1), off(-0.1), false, "", 0},
 		{"NaN", nan, off(-0.1), true, "", -1},
+		{"PyTorch's noise", off(0.9), off(-0.6), true, "noise", 1.5},
 	} {
 		dir := t.TempDir()
 		writeSides(t, dir, "strata", map[string][]float32{"logits": tc.strata})

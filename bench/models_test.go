@@ -120,7 +120,7 @@ func TestResNetTrainFirstStep(t *testing.T) {
 		t.Errorf("timings %+v", sm)
 	}
 	for _, name := range []string{"loss", "grad.stem.conv.weight", "grad.stages.0.0.c3.bn.weight", "grad.fc.weight",
-		"step.stem.conv.weight", "step.fc.bias", "step.stem.bn.running_var", "step.stages.1.0.c3.bn.running_mean"} {
+		"grad.stages.1.0.c1.conv.weight", "grad.stages.1.0.c3.conv.weight", "step.stem.conv.weight", "step.fc.bias", "step.stem.bn.running_var", "step.stages.1.0.c3.bn.running_mean"} {
 		if out[name] == nil {
 			t.Fatalf("no output %q (have %d)", name, len(out))
 		}

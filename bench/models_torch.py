@@ -600,13 +600,8 @@ def resnet_first_step(p0, x, y, amp):
     loss = resnet_loss(amp)(p, x, y)
     grads = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
     outs = {"loss": loss.detach()}
-    for k in ("stem.conv.weight", "stages.0.0.c3.bn.weight", "fc.weight"):
-        outs["grad." + k] = grads[k]
-    opt = torch.optim.SGD([p[k] for k in names], foreach=True, **RESNET_SGD)
-    for k in names:
-        p[k].grad = grads[k]
-    opt.step()
-    # The first step's changes (bench/models.go trainOutputs).
+    # The last stage s and its last block b (bench/models.go
+    # resnetTrainOutputs).
     s = 0
     while f"stages.{s + 1}.0.c1.conv.weight" in p:
         s += 1
@@ -614,6 +609,14 @@ def resnet_first_step(p0, x, y, amp):
     while f"stages.{s}.{b + 1}.c1.conv.weight" in p:
         b += 1
     last = f"stages.{s}.{b}.c3.bn."
+    for k in ("stem.conv.weight", "stages.0.0.c3.bn.weight", f"stages.{s}.0.c1.conv.weight",
+              f"stages.{s}.{b}.c3.conv.weight", "fc.weight"):
+        outs["grad." + k] = grads[k]
+    opt = torch.optim.SGD([p[k] for k in names], foreach=True, **RESNET_SGD)
+    for k in names:
+        p[k].grad = grads[k]
+    opt.step()
+    # The first step's changes (bench/models.go trainOutputs).
     for k in ("stem.conv.weight", "fc.bias", "stem.bn.running_mean", "stem.bn.running_var",
               last + "running_mean", last + "running_var"):
         outs["step." + k] = p[k].detach() - p0[k]

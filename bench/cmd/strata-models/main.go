@@ -98,11 +98,18 @@ func run(args []string) error {
 			}
 			if r := w.Reference; r != nil {
 				line += fmt.Sprintf(" | vs f32: strata %.3g, torch %.3g", r.Strata.MaxScaled, r.Torch.MaxScaled)
-				worst := 0.0
+				worst, noise := 0.0, 0
 				for _, t := range w.Tensors {
+					if t.Pass == "noise" {
+						noise++
+						continue
+					}
 					worst = max(worst, t.RMSERatio)
 				}
 				line += fmt.Sprintf(", rmse ratio ≤ %.3g", worst)
+				if noise > 0 {
+					line += fmt.Sprintf(" (%d outputs bf16 noise on both sides)", noise)
+				}
 			}
 			if r, ok := w.Ratios["default"]; ok {
 				line += fmt.Sprintf(" | ratio %.2f", r)
