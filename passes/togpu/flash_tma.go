@@ -34,9 +34,9 @@ type flashTMA struct {
 	g          *flashGen
 	kAt, vAt   func(x ix, kt *ir.Value) *ir.Value // the stages' workgroup offsets
 	bars       *ir.Value                          // the mbarriers (see bar)
-	kMap, vMap *ir.Value // the tensor-map arguments
-	z          *ir.Value // the block's batch, i32
-	rank       *ir.Value // the block's rank in its cluster (offset type), nil without
+	kMap, vMap *ir.Value                          // the tensor-map arguments
+	z          *ir.Value                          // the block's batch, i32
+	rank       *ir.Value                          // the block's rank in its cluster (offset type), nil without
 }
 
 // TMA barrier kinds: full and empty for K's and V's two stages each.
