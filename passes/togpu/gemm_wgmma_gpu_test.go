@@ -239,18 +239,40 @@ func BenchmarkGPUWGMMAGemm(b *testing.B) {
 // flight and the TMA tiling, on fresh random inputs; Strata's products
 // are compared with cuBLASLt's before they are timed.
 func TestGPUTMAShapes(t *testing.T) {
-	rt := openRuntime(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("inputs from seed %d", seed)
 	tiles := []togpu.MMATile{
 		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true},
 		tmaTile,
 		clusterTile,
 	}
-	for _, s := range []struct {
-		name    string
-		m, k, n int64
-	}{{"qkv", 8192, 768, 2304}, {"mlp-up", 8192, 768, 3072}, {"mlp-down", 8192, 3072, 768}, {"lm-head", 2048, 768, 50257}} {
+	testTMAShapes(t, tiles, []gemmShape{{"qkv", 8192, 768, 2304}, {"mlp-up", 8192, 768, 3072}, {"mlp-down", 8192, 3072, 768}, {"lm-head", 2048, 768, 50257}})
+}
+
+// TestGPUOneWave times a product of exactly one wave of 128 × 256 tiles
+// on the H200's 132 SMs (12 × 11 tiles) with 256 k tiles each, against
+// cuBLASLt: without the last wave's idle SMs of 8192³ (15.5 waves) and
+// with twice its k tiles a tile, it separates the k loop's rate from
+// the per-tile costs (fill, epilogue) and the tail.
+func TestGPUOneWave(t *testing.T) {
+	staged := tmaTile
+	staged.Staged = true
+	persistent := staged
+	persistent.Persistent = 132
+	testTMAShapes(t, []togpu.MMATile{tmaTile, staged, persistent}, []gemmShape{{"one-wave", 12 * 128, 16384, 11 * 256}})
+}
+
+// gemmShape is an M × K × N product of testTMAShapes.
+type gemmShape struct {
+	name    string
+	m, k, n int64
+}
+
+// testTMAShapes compares each product with each tiling against
+// cuBLASLt's on fresh random inputs and logs their times.
+func testTMAShapes(t *testing.T, tiles []togpu.MMATile, shapes []gemmShape) {
+	rt := openRuntime(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("inputs from seed %d", seed)
+	for _, s := range shapes {
 		t.Run(s.name, func(t *testing.T) {
 			src := fmt.Sprintf(`func.func @main(%%x: tensor<%[1]dx%[2]dxbf16>, %%w: tensor<%[2]dx%[3]dxbf16>) -> tensor<%[1]dx%[3]dxbf16> {
   %%r = "graph.matmul"(%%x, %%w) : (tensor<%[1]dx%[2]dxbf16>, tensor<%[2]dx%[3]dxbf16>) -> tensor<%[1]dx%[3]dxbf16>
