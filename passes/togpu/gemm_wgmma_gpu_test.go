@@ -236,13 +236,17 @@ func BenchmarkGPUWGMMAGemm(b *testing.B) {
 // attention's input projection, the MLP's two, and an LM head of 2048 tokens stored [D, V], whose
 // 50257 columns TMA cannot address, so that the TMA tiling falls back to
 // 128x256x64s4go) with cuBLASLt, the wgmma kernel with its products in
-// flight and the TMA tiling, on fresh random inputs; Strata's products
-// are compared with cuBLASLt's before they are timed.
+// flight and the TMA tilings (alone, in clusters, with the staged
+// epilogue), on fresh random inputs; Strata's products are compared with
+// cuBLASLt's before they are timed.
 func TestGPUTMAShapes(t *testing.T) {
+	staged := tmaTile
+	staged.Staged = true
 	tiles := []togpu.MMATile{
 		{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Overlap: true},
 		tmaTile,
 		clusterTile,
+		staged,
 	}
 	testTMAShapes(t, tiles, []gemmShape{{"qkv", 8192, 768, 2304}, {"mlp-up", 8192, 768, 3072}, {"mlp-down", 8192, 3072, 768}, {"lm-head", 2048, 768, 50257}})
 }
