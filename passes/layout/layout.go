@@ -313,7 +313,12 @@ func (r *region) rewrite(ctx *ir.Context, matmul bool, padTo int64) (convs, mms 
 		} else {
 			b.SetInsertionPointToStart(r.blk)
 		}
-		t := graph.Transpose(b, v.Loc(), v, nhwc)
+		var t *ir.Value
+		if s, ok := unitMove(v, nhwc); ok {
+			t = graph.Reshape(b, v.Loc(), v, s)
+		} else {
+			t = graph.Transpose(b, v.Loc(), v, nhwc)
+		}
 		entries[v] = t
 		return t
 	}
@@ -392,8 +397,13 @@ func (r *region) exit(b *ir.Builder, v *ir.Value) {
 	// Built on v's NCHW type: a transpose by nhwc, whose type the
 	// rewrite then makes right by giving v the permuted type. The perm
 	// that reads the stored tensor back is nchw.
-	back := b.Op(graph.OpTranspose, v.Loc(), []*ir.Value{v}, []ir.Type{v.Type()},
-		ir.NamedAttr{Name: "perm", Value: graph.Ints(nchw...)})
+	// When only unit dims move, the elements keep their order: a
+	// reshape (a view) to v's NCHW shape reads it back.
+	op, attr := graph.OpTranspose, ir.NamedAttr{Name: "perm", Value: graph.Ints(nchw...)}
+	if _, ok := unitMove(v, nhwc); ok {
+		op, attr = graph.OpReshape, ir.NamedAttr{Name: "shape", Value: graph.Ints(v.Type().(*ir.TensorType).Shape()...)}
+	}
+	back := b.Op(op, v.Loc(), []*ir.Value{v}, []ir.Type{v.Type()}, attr)
 	for _, u := range outside {
 		u.Set(back.Result(0))
 	}
@@ -478,6 +488,29 @@ func permuteInts(op *ir.Operation, names ...string) {
 		}
 		op.SetProperty(name, graph.Ints(vs[nhwc[0]], vs[nhwc[1]], vs[nhwc[2]], vs[nhwc[3]]))
 	}
+}
+
+// unitMove reports whether perm moves only dims of extent 1 of v (a
+// static rank-4 tensor) relative to the others, as storing a batch norm's
+// [1, C, 1, 1] channels last does: the elements keep their order, and a
+// reshape to the returned shape (v's permuted) is the transpose.
+func unitMove(v *ir.Value, perm []int64) ([]int64, bool) {
+	s, ok := staticShape(v)
+	if !ok || len(s) != len(perm) {
+		return nil, false
+	}
+	out := make([]int64, len(perm))
+	last := -1
+	for i, p := range perm {
+		out[i] = s[p]
+		if s[p] != 1 {
+			if int(p) < last {
+				return nil, false
+			}
+			last = int(p)
+		}
+	}
+	return out, true
 }
 
 // permuted returns a rank-4 tensor type stored channels last.
