@@ -3,7 +3,6 @@ package togpu
 import (
 	"slices"
 
-	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
@@ -11,15 +10,18 @@ import (
 // mergeRowLoops merges, in the body of a row nest, each loop.for over the
 // same range as an earlier loop.for of the body into that loop, when
 // neither stores and the later one reads nothing the earlier one, or an op
-// between them, computes: one loop carries both reductions, and a load
-// both make of the same element is made once. Batch norm's statistics
-// (Σd and Σd² over a row) and the sums of its backward pass (Σdy, Σdy·d)
-// read each row once instead of once a sum: scalar loads, one a thread in
-// flight, are what such rows cost (rows of 784 bf16 ran at 455 GB/s on the
-// H200, bench/NOTES.md, session 11). The merged loop takes the earlier
-// loop's place (constants between that the later loop reads move before
-// it); the ops between keep theirs, after it. It returns the number of
-// merges.
+// between them that depends on it, computes: one loop carries both
+// reductions, and a load both make of the same element is made once.
+// Batch norm's statistics (Σd and Σd² over a row) and the sums of its
+// backward pass (Σdy, Σdy·d) read each row once instead of once a sum:
+// scalar loads, one a thread in flight, are what such rows cost (rows of
+// 784 bf16 ran at 455 GB/s on the H200, bench/NOTES.md, session 11); the
+// cross-entropy's row maximum and its one-hot pick of the label's logit
+// (the label loaded between them) read the 50304 logits of a row once,
+// not twice. The merged loop takes the earlier loop's place; the ops
+// between that do not depend on the earlier loop (constants, index
+// arithmetic, loads of buffers nothing between stores) move before it, the
+// others keep their order after it. It returns the number of merges.
 func mergeRowLoops(ctx *ir.Context, body *ir.Block) int {
 	n := 0
 	for first := body.First(); first != nil; first = first.Next() {
@@ -27,19 +29,13 @@ func mergeRowLoops(ctx *ir.Context, body *ir.Block) int {
 			continue
 		}
 		for {
-			second := mergeableAfter(first)
+			second, movable := mergeableAfter(first)
 			if second == nil {
 				break
 			}
-			// The constants between that second reads (its reductions'
-			// identities) move before first.
-			for op := first.Next(); op != second; {
-				next := op.Next()
-				if op.Name() == arith.OpConstant && readsAny(second, map[*ir.Value]bool{op.Result(0): true}) {
-					op.Remove()
-					body.InsertBefore(op, first)
-				}
-				op = next
+			for _, op := range movable {
+				op.Remove()
+				body.InsertBefore(op, first)
 			}
 			first = mergeFor(ctx, first, second)
 			n++
@@ -49,17 +45,23 @@ func mergeRowLoops(ctx *ir.Context, body *ir.Block) int {
 }
 
 // mergeableAfter returns a loop.for after first in its block that
-// mergeRowLoops may merge into first, or nil.
-func mergeableAfter(first *ir.Operation) *ir.Operation {
+// mergeRowLoops may merge into first, or nil, and the ops between them
+// that move before first: those without regions, pure or loads of a buffer
+// nothing between stores, that read nothing defined from first on by an
+// op that stays.
+func mergeableAfter(first *ir.Operation) (*ir.Operation, []*ir.Operation) {
 	defined := map[*ir.Value]bool{}
 	stored := map[*ir.Value]bool{}
+	var movable []*ir.Operation
 	for op := first; op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
 		if op != first && op.Name() == loop.ForOp && sameRange(first, op) && len(buffers(op, loop.StoreOp)) == 0 &&
 			!overlaps(stored, buffers(op, loop.LoadOp)) && !readsAny(op, defined) {
-			return op
+			return op, movable
 		}
-		if op.Name() == arith.OpConstant {
-			continue // movable before first
+		if op != first && op.NumRegions() == 0 && !readsAny(op, defined) &&
+			(op.HasTrait(ir.Pure) || op.Name() == loop.LoadOp && !overlaps(stored, buffers(op, loop.LoadOp))) {
+			movable = append(movable, op)
+			continue
 		}
 		for _, r := range op.Results() {
 			defined[r] = true
@@ -68,7 +70,7 @@ func mergeableAfter(first *ir.Operation) *ir.Operation {
 			stored[mem] = true
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // sameRange reports whether two loop.for ops have the same bounds and step
