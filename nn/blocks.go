@@ -220,7 +220,7 @@ func (a *CausalSelfAttention) forwardRowsSized(x *frontend.Tensor, b, t frontend
 	// merges into one kernel.
 	qkv := a.CAttn.Forward(x).ReshapeS(b, t, frontend.Sz(3), frontend.Sz(a.Heads), frontend.Sz(dh)).Transpose(2, 0, 3, 1, 4)
 	part := func(i int) *frontend.Tensor {
-		return qkv.Gather(frontend.FromSlice([]int64{int64(i)}, 1), 0).ReshapeS(b, frontend.Sz(a.Heads), t, frontend.Sz(dh))
+		return qkv.Gather(index(int64(i)), 0).ReshapeS(b, frontend.Sz(a.Heads), t, frontend.Sz(dh))
 	}
 	y := a.attend(part(0), part(1), part(2), o)
 	return a.CProj.Forward(y.Transpose(0, 2, 1, 3).ReshapeS(b.Mul(t), frontend.Sz(d)))

@@ -11,9 +11,6 @@ type Layer interface {
 	Forward(x *frontend.Tensor) *frontend.Tensor
 }
 
-// full returns a rank-0 tensor holding v, of x's dtype.
-func full(x *frontend.Tensor, v float64) *frontend.Tensor { return frontend.Full(x.DType(), v) }
-
 // Linear is y = x·Weight + Bias. Weight is [in, out]: the transpose of
 // torch.nn.Linear's weight (and the layout of GPT-2's checkpoints), so
 // that the product needs no transpose.

@@ -41,8 +41,8 @@ func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.
 	hot := labels.Reshape(n, 1).Cmp("eq", classes(c)).Cast(x.DType())
 	// Σ_c w_c: 1-ε where the label is a class, 0 where it picks nothing,
 	// plus ε.
-	in := labels.Cmp("ge", frontend.FromSlice([]int64{0}, 1)).Cast(x.DType()).
-		Mul(labels.Cmp("lt", frontend.FromSlice([]int64{int64(c)}, 1)).Cast(x.DType()))
+	in := labels.Cmp("ge", index(0)).Cast(x.DType()).
+		Mul(labels.Cmp("lt", index(int64(c))).Cast(x.DType()))
 	w, total := hot, in
 	if smoothing > 0 {
 		w = hot.Mul(full(x, 1-smoothing)).Add(full(x, smoothing/float64(c)))
@@ -54,15 +54,6 @@ func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.
 		loss = loss.Cast(dt)
 	}
 	return loss
-}
-
-// classes returns the int64 tensor [0, 1, …, c-1].
-func classes(c int) *frontend.Tensor {
-	idx := make([]int64, c)
-	for i := range idx {
-		idx[i] = int64(i)
-	}
-	return frontend.FromSlice(idx, c)
 }
 
 // CheckLabels returns an error naming the first label of labels (a
