@@ -658,6 +658,21 @@ func TestGPUFlashLarge(t *testing.T) {
 	}
 }
 
+// precompileFlash has the ptxas that STRATA_PTXAS names (exec.PTXASEnv)
+// compile p's kernels (Program.Precompile) rather than the driver's JIT,
+// when it names one: TestGPUFlash then checks and times the code of that
+// ptxas, which may schedule the wgmma kernels differently from the
+// driver's (the CUDA 13 driver serialized every flash wgmma that ptxas
+// 12.4 pipelines: bench/NOTES.md, session 13).
+func precompileFlash(t *testing.T, p *exec.Program) {
+	t.Helper()
+	if path := os.Getenv(exec.PTXASEnv); path != "" && path != "off" {
+		if err := p.Precompile("main", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // flashExecOptions are the compile options of tiling t's kernel: the
 // wgmma tilings need the sm_90a target.
 func flashExecOptions(t togpu.FlashTile) exec.Options {
@@ -735,6 +750,7 @@ func TestGPUFlash(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					precompileFlash(t, p)
 					out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
 					if err != nil {
 						t.Fatal(err)
@@ -776,6 +792,7 @@ func TestGPUFlash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			precompileFlash(t, p)
 			shape := [4]int64{tc.b * tc.h, tc.lq, tc.lk, tc.d}
 			if args[shape] == nil {
 				q, k, v := tc.inputs(t)
