@@ -282,7 +282,13 @@ func (j *jointFunc) minCut() []*ir.Value {
 // read them from memory, so the forward pass writes them whatever the
 // cut, and saving one costs memory but no traffic, while recomputing it
 // in the backward pass reads its inputs and writes it again (for the
-// weight gradient's product, which reads it as well).
+// weight gradient's product, which reads it as well). A matrix transpose
+// a matmul reads is not among them (matrixTranspose): the products take
+// a transposed operand as it is, so the forward pass writes only its
+// source, and a saved transpose would be a copy the forward pass makes
+// only to save it (GPT-2's tied head reads the bf16 embedding table
+// transposed: saving the transpose wrote a 77 MB copy every step; the
+// backward pass now transposes the saved table, a view).
 func (j *jointFunc) templateOperands() map[*ir.Value]bool {
 	out := map[*ir.Value]bool{}
 	for op := range j.body.All() {
@@ -295,7 +301,9 @@ func (j *jointFunc) templateOperands() map[*ir.Value]bool {
 				if def != nil && graph.ClassOf(def.Name()) == graph.ClassConstant {
 					break // recomputed for free
 				}
-				out[x] = true
+				if op.Name() != graph.OpMatmul || !matrixTranspose(def) {
+					out[x] = true
+				}
 				if def == nil || graph.ClassOf(def.Name()) != graph.ClassView {
 					break
 				}
@@ -304,6 +312,25 @@ func (j *jointFunc) templateOperands() map[*ir.Value]bool {
 		}
 	}
 	return out
+}
+
+// matrixTranspose reports whether op is a graph.transpose that swaps the
+// last two dims only.
+func matrixTranspose(op *ir.Operation) bool {
+	if op == nil || op.Name() != graph.OpTranspose {
+		return false
+	}
+	p, _ := graph.IntList(op.Attr("perm"))
+	n := len(p)
+	if n < 2 || p[n-2] != int64(n-1) || p[n-1] != int64(n-2) {
+		return false
+	}
+	for i, d := range p[:n-2] {
+		if d != int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // neededByResults returns the forward values f's results depend on.

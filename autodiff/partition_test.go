@@ -251,6 +251,53 @@ func TestPartitionPolicy(t *testing.T) {
 	}
 }
 
+// tiedHead is a language model's tied output head: the logits read the
+// bf16 embedding table transposed, and a 4-D transpose that a product
+// cannot read as it is (attention's heads merged back) feeds another.
+const tiedHead = `
+func.func @head(%x: tensor<8x4xbf16>, %wte: tensor<16x4xf32>, %o: tensor<2x2x4x2xbf16>, %w: tensor<4x4xbf16>) -> tensor<f32> {
+  %e = "graph.cast"(%wte) : (tensor<16x4xf32>) -> tensor<16x4xbf16>
+  %t = "graph.transpose"(%e) {perm = [1, 0]} : (tensor<16x4xbf16>) -> tensor<4x16xbf16>
+  %l = "graph.matmul"(%x, %t) : (tensor<8x4xbf16>, tensor<4x16xbf16>) -> tensor<8x16xbf16>
+  %h = "graph.transpose"(%o) {perm = [0, 2, 1, 3]} : (tensor<2x2x4x2xbf16>) -> tensor<2x4x2x2xbf16>
+  %r = "graph.reshape"(%h) {shape = [8, 4]} : (tensor<2x4x2x2xbf16>) -> tensor<8x4xbf16>
+  %p = "graph.matmul"(%r, %w) : (tensor<8x4xbf16>, tensor<4x4xbf16>) -> tensor<8x4xbf16>
+  %lf = "graph.cast"(%l) : (tensor<8x16xbf16>) -> tensor<8x16xf32>
+  %pf = "graph.cast"(%p) : (tensor<8x4xbf16>) -> tensor<8x4xf32>
+  %a = "graph.reduce_sum"(%lf) {axes = [0, 1], keepdims = false} : (tensor<8x16xf32>) -> tensor<f32>
+  %b = "graph.reduce_sum"(%pf) {axes = [0, 1], keepdims = false} : (tensor<8x4xf32>) -> tensor<f32>
+  %s = "graph.add"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %s : tensor<f32>
+}`
+
+// TestPartitionSavesNoMatrixTranspose checks that the forward pass saves
+// the bf16 table a product reads transposed, not the transpose (which
+// would be a copy made only to be saved), while the merged heads a
+// product reads through a 4-D transpose (which the forward pass copies
+// anyway) stay saved as the product reads them.
+func TestPartitionSavesNoMatrixTranspose(t *testing.T) {
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, tiedHead, ir.ParseOptions{Filename: "head.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := deriveAll(ctx, m, findFunc(m, "head"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var what []string
+	for _, s := range d.report.Saved {
+		what = append(what, s.What)
+	}
+	want := []string{"argument 0", "argument 3", "'graph.cast' at head.mlir:3:8", "'graph.reshape' at head.mlir:7:8"}
+	if diff := cmp.Diff(want, what); diff != "" {
+		t.Errorf("saved values (-want +got):\n%s\n%s", diff, d.report)
+	}
+	if err := d.check(nil, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPartitionErrors: a function that is not joint, and a taken name.
 func TestPartitionErrors(t *testing.T) {
 	ctx := dialects.NewContext()
