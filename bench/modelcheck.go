@@ -178,6 +178,7 @@ func (t TensorCheck) String() string {
 	return b.String()
 }
 
+// String writes the element's index and its value on every side.
 func (e *Element) String() string {
 	s := fmt.Sprintf("%v: strata %.6g torch %.6g", e.Index, float64(e.Strata), float64(e.Torch))
 	if e.F32 != nil {

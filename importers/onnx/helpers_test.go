@@ -84,7 +84,6 @@ func aInt(name string, v int64) *Attribute { return &Attribute{Name: name, Type:
 func aFloat(name string, v float32) *Attribute {
 	return &Attribute{Name: name, Type: AttrFloat, F: v}
 }
-func aStr(name, v string) *Attribute { return &Attribute{Name: name, Type: AttrString, S: []byte(v)} }
 func aTensor(name string, t *Tensor) *Attribute {
 	return &Attribute{Name: name, Type: AttrTensor, T: t}
 }

@@ -280,20 +280,20 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 // same axes of its input, its kept dims kept alike.
 func sameAxes(a, b *group) bool {
 	var axes []int64
-	keep := int64(-1)
+	var keep bool
 	for _, g := range []*group{a, b} {
 		for _, op := range g.ops {
 			if classify(op) != reduction {
 				continue
 			}
 			ax, ok := graph.IntList(op.Attr("axes"))
-			k, _ := op.Attr("keepdims").(ir.IntegerAttr)
 			if !ok {
 				return false
 			}
+			k := graph.KeepDims(op)
 			if axes == nil {
-				axes, keep = ax, k.Value
-			} else if !slices.Equal(axes, ax) || keep != k.Value {
+				axes, keep = ax, k
+			} else if !slices.Equal(axes, ax) || keep != k {
 				return false
 			}
 		}
