@@ -523,10 +523,13 @@ func (l *workLog) synced() {
 }
 
 // explain adds to a driver error the calls whose queued work it may come
-// from; other errors are returned as they are.
+// from; other errors are returned as they are, and so is a device
+// allocation that did not fit (its own call's, saying what it asked for
+// and what was free: no queued work caused it).
 func (l *workLog) explain(err error) error {
 	var ce *cuda.Error
-	if !errors.As(err, &ce) {
+	var oom *cuda.OutOfMemoryError
+	if !errors.As(err, &ce) || errors.As(err, &oom) {
 		return err
 	}
 	l.mu.Lock()

@@ -45,6 +45,13 @@ func TestWorkLogExplains(t *testing.T) {
 	if err := l.explain(launch); !strings.Contains(err.Error(), "2 compiled calls") || !errors.As(err, new(*exec.LaunchError)) {
 		t.Errorf("a launch error: %v", err)
 	}
+	// An allocation that did not fit is its own call's, whatever was
+	// queued: it keeps its message (asked for, free) alone.
+	oom := &exec.AllocError{Diag: ir.Errorf(ir.UnknownLoc{}, "loop.alloc: out of memory"),
+		Err: &cuda.OutOfMemoryError{Requested: 1 << 40, Free: 1 << 30, Total: 1 << 37, Err: &cuda.Error{Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}}}
+	if err := l.explain(oom); err != error(oom) {
+		t.Errorf("an out-of-memory error was changed: %v", err)
+	}
 	l.synced()
 	if err := l.explain(fault); err != error(fault) {
 		t.Errorf("after a synchronization: %v", err)
