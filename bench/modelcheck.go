@@ -158,8 +158,12 @@ func (t TensorCheck) String() string {
 		fmt.Fprintf(&b, " over %g at %d elements", t.VsTorch.Tol, t.VsTorch.Mismatched)
 	}
 	if t.StrataVsF32 != nil && t.TorchVsF32 != nil {
-		fmt.Fprintf(&b, " | vs f32: strata %.3g (norm %.3g), torch %.3g (norm %.3g), rmse ratio %.3g",
-			t.StrataVsF32.MaxScaled, t.StrataVsF32.NormRel, t.TorchVsF32.MaxScaled, t.TorchVsF32.NormRel, t.RMSERatio)
+		ratio := fmt.Sprintf("%.3g", t.RMSERatio)
+		if t.RMSERatio == math.MaxFloat64 {
+			ratio = "inf" // PyTorch's equals float32's
+		}
+		fmt.Fprintf(&b, " | vs f32: strata %.3g (norm %.3g), torch %.3g (norm %.3g), rmse ratio %s",
+			t.StrataVsF32.MaxScaled, t.StrataVsF32.NormRel, t.TorchVsF32.MaxScaled, t.TorchVsF32.NormRel, ratio)
 	}
 	if t.Worst != nil {
 		fmt.Fprintf(&b, " | worst %s", t.Worst)

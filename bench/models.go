@@ -818,7 +818,9 @@ func runGPT2Train(s Size, opts frontend.Options, tm timing, log io.Writer) (map[
 		return nil, nil, nil, err
 	}
 	// The gradients and the first AdamW step's changes of two parameters
-	// (models_torch.py's GPT2_KEEP).
+	// (models_torch.py's GPT2_KEEP; PyTorch's steps, and the float32
+	// ones, are computed from Strata's gradients: they check the
+	// optimizer's arithmetic, the gradients are checked apart).
 	keep := []string{"h.0.attn.c_attn.weight", "ln_f.weight"}
 	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), tm, log, trainOutputs{grads: keep, moved: keep})
 	if err != nil {

@@ -397,13 +397,24 @@ def gpt2_train(t):
     for k in names:
         p[k].requires_grad_(True)
 
+    # The first AdamW step's changes are computed from Strata's gradients
+    # on every side: the step is about -lr·sign(g) - lr·wd·w, and from each
+    # side's own gradient the elements whose gradient is rounding noise
+    # flip sign (session 13 call 2: max_scaled 1 against PyTorch, 0.25% of
+    # the elements), which says nothing of the optimizer. From one
+    # gradient the outputs compare the optimizers' arithmetic (learning
+    # rate, decay, bias correction, eps); the gradients are compared apart.
+    sg = read_st(os.path.join(OUT_DIR, "gpt2_train.strata.safetensors"))
+    sg = {k: sg["grad." + k].to(DEV) for k in GPT2_KEEP}
+
     def first(loss_fn, p=p, fused=False):
         """The loss, the kept gradients and the first AdamW step's changes
-        (fused: with the fused kernel the timed steps use)."""
+        from Strata's gradients (fused: with the fused kernel the timed
+        steps use)."""
         loss = loss_fn(p, x, y)
         g = dict(zip(names, torch.autograd.grad(loss, [p[k] for k in names])))
         return {"loss": loss.detach(), **{"grad." + k: g[k] for k in GPT2_KEEP},
-                **{"step." + k: adamw_first_step(p[k], g[k], fused) for k in GPT2_KEEP}}
+                **{"step." + k: adamw_first_step(p[k], sg[k], fused) for k in GPT2_KEEP}}
 
     # The float32 loss and gradients on the same weights and batch (the
     # master weights themselves: autograd.grad leaves them unchanged): the
