@@ -10,9 +10,9 @@ outputs. This script builds the same model in PyTorch from those weights,
 writes eager PyTorch's outputs to NAME.torch.safetensors (the reference
 the report checks Strata against), times eager and torch.compile, and
 writes DIR/models-torch.json (workload -> modes -> ms, first_call_s; for
-gpt2_dynamic also total_s and compiles). For gpt2_prefill, gpt2_dynamic and
-the decoding rows it also runs the model in float32 on the same weights and
-writes NAME.f32.safetensors, the reference both bf16 results are held to; for
+gpt2_dynamic also total_s and compiles). For gpt2_prefill, gpt2_dynamic, the
+decoding rows and resnet50_infer it also runs the model in float32 on the
+same weights and writes NAME.f32.safetensors, the reference both bf16 results are held to; for
 cnn_small_train, resnet50_train and gpt2_train, the first training step in
 float32 (and for gpt2_train PyTorch's step with every op in bf16, the
 mixed precision Strata's gpt2.MixedLoss had before it followed autocast,
@@ -576,6 +576,9 @@ def resnet50_infer(t):
     with torch.no_grad():
         f = lambda: resnet_forward(p, x)
         outs = {"logits": f()}
+        # The same network in float32 on the same (bf16) weights and
+        # images: the reference, as gpt2_prefill's.
+        reference("resnet50_infer", lambda dt: {"logits": resnet_forward({k: v.to(dt) for k, v in p.items()}, x.to(dt))})
         modes = {"eager": {"ms": eager_ms("resnet50_infer", f)}}
         if compiles("resnet50_infer"):
             c = torch.compile(lambda: resnet_forward(p, x))
