@@ -89,7 +89,7 @@ func (p *mma) tmaOperand(k *kernelGen, o *operand, smem *ir.Value, outer, share 
 // (overTiles) and their k tiles: claim waits for iteration it's stage to
 // be free and returns it; the copies of k tile kt go to it, signalling
 // its full barrier (the stage's index in bars).
-func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars, rank *ir.Value, overTiles func(*ir.Builder, func(*ir.Builder, gemmBlock, *ir.Value)),
+func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars, rank *ir.Value, overTiles func(*ir.Builder, func(*ir.Builder, gemmBlock, *ir.Value)) *ir.Value,
 	claim func(x ix, it *ir.Value) *ir.Value) error {
 	loc, tl := k.loc, p.tile
 	cluster := max(tl.Cluster, 1)

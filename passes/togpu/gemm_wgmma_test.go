@@ -7,6 +7,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,12 +24,17 @@ import (
 	"github.com/strata-ir/strata/targets/nvptx"
 )
 
+// wgmmaCallRE is a subroutine call in PTX, or a 64-bit division or
+// remainder (which ptxas compiles to one).
+var wgmmaCallRE = regexp.MustCompile(`\bcall(\.uni)?\s|\b(div|rem)\.[us]64\b`)
+
 // TestWGMMAGemmPTX compiles the bench's mm_bias_gelu with every wgmma
 // tiling through both PTX backends for sm_90a, assembles it with the
 // offline ptxas and checks that the products are wgmma.mma_async reading
-// both operands from shared memory, that nothing spills, and that ptxas
-// does not serialize the wgmma (its "Potential Performance Loss" warning:
-// it would wait for each product before issuing the copies).
+// both operands from shared memory, that nothing spills, that the kernel
+// calls no subroutine, and that ptxas does not serialize the wgmma (its
+// "Potential Performance Loss" warning: it would wait for each product
+// before issuing the copies).
 func TestWGMMAGemmPTX(t *testing.T) {
 	ptxas := ptxasPath(t)
 	for _, tile := range togpu.MMATiles {
@@ -71,6 +77,14 @@ func TestWGMMAGemmPTX(t *testing.T) {
 					if strings.Contains(ptx, want) != (tile.Cluster == 2) {
 						t.Errorf("%q in the PTX: %v, want %v", want, !(tile.Cluster == 2), tile.Cluster == 2)
 					}
+				}
+				// No subroutine call (a 64-bit division by a variable is
+				// one): the driver's ptxas (CUDA 13) serializes every
+				// wgmma of a kernel that calls, a wait after each product
+				// (session 13's ncu of the device's SASS), which the
+				// offline ptxas 12.4 does not report.
+				if c := wgmmaCallRE.FindString(ptx); c != "" {
+					t.Errorf("a call in the wgmma kernel: %q", c)
 				}
 				// (setup bounds the registers of a block above 256 threads.)
 				if want := fmt.Sprintf(".maxntid %d, 1, 1", 32*tile.Warps()); tile.Warps() > 8 && !strings.Contains(ptx, want) {

@@ -121,13 +121,16 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 	tiles := x.index(g.tiles)
 	// overTiles runs body for each of the block's tiles with its setup
 	// and the k iteration of its first k tile (j·numK for the block's
-	// j-th tile), an index.
-	overTiles := func(b *ir.Builder, body func(b *ir.Builder, gt gemmBlock, base *ir.Value)) {
-		loop.For(b, loc, bid, tiles, grid, nil, func(b *ir.Builder, t *ir.Value, _ []*ir.Value) []*ir.Value {
-			j := arith.Binary(b, arith.OpDivUI, loc, arith.Binary(b, arith.OpSubI, loc, t, bid), grid)
-			body(b, p.setupTile(k, b, g.sa, g.sb, x.at(b).from(t)), arith.Binary(b, arith.OpMulI, loc, j, idx(b, numK)))
-			return nil
-		})
+	// j-th tile), an index, and returns the block's k iterations. The
+	// iteration is carried through the loop, not computed as (t −
+	// bid)/grid: a 64-bit division by a variable is a subroutine call,
+	// and the driver's ptxas (CUDA 13) serializes every gpu.wgmma of a
+	// kernel with a call (session 13's ncu: a wait after each one).
+	overTiles := func(b *ir.Builder, body func(b *ir.Builder, gt gemmBlock, base *ir.Value)) *ir.Value {
+		return loop.For(b, loc, bid, tiles, grid, []*ir.Value{idx(b, 0)}, func(b *ir.Builder, t *ir.Value, base []*ir.Value) []*ir.Value {
+			body(b, p.setupTile(k, b, g.sa, g.sb, x.at(b).from(t)), base[0])
+			return []*ir.Value{arith.Binary(b, arith.OpAddI, loc, base[0], idx(b, numK))}
+		}).Result(0)
 	}
 	// parity is the i32 parity of iteration it's round it/stages, plus
 	// one for empty.
@@ -185,7 +188,7 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 			}
 			return nil
 		}
-		overTiles(b, func(b *ir.Builder, gt gemmBlock, base *ir.Value) {
+		n := overTiles(b, func(b *ir.Builder, gt gemmBlock, base *ir.Value) {
 			loop.For(b, loc, idx(b, 0), idx(b, numK), idx(b, 1), nil, func(b *ir.Builder, kt *ir.Value, _ []*ir.Value) []*ir.Value {
 				x := x.at(b)
 				it := arith.Binary(b, arith.OpAddI, loc, base, kt)
@@ -200,7 +203,6 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 			})
 		})
 		// The block's last iteration (none without tiles: bid ≥ tiles).
-		n := arith.Binary(b, arith.OpMulI, loc, ceilDiv(b, loc, arith.Binary(b, arith.OpSubI, loc, arith.Binary(b, arith.OpMaxUI, loc, tiles, bid), bid), grid, idx(b, 1)), idx(b, numK))
 		loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, n, idx(b, 0)), nil, func(b *ir.Builder) []*ir.Value {
 			ready(b, arith.Binary(b, arith.OpSubI, loc, n, idx(b, 1)), 0)
 			return nil
