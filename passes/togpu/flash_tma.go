@@ -70,14 +70,7 @@ func (t *flashTMA) bar(x ix, kind int64, kt *ir.Value) *ir.Value {
 // stage of kind, plus one for the wait for an empty stage (a fresh
 // barrier's phase before the first counts as complete).
 func (t *flashTMA) parity(x ix, kind int64, kt *ir.Value, plus int64) *ir.Value {
-	return t.i32(x, x.and(x.addc(x.shr(kt, t.stages(kind)/2), plus), 1))
-}
-
-func (t *flashTMA) i32(x ix, v *ir.Value) *ir.Value {
-	if v.Type() == ir.I32 {
-		return v
-	}
-	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, v, ir.I32)
+	return x.i32(x.and(x.addc(x.shr(kt, t.stages(kind)/2), plus), 1))
 }
 
 // cluster is the kernel's cluster size (1 without Cluster).
@@ -94,7 +87,7 @@ func (g *flashGen) setupTMA(z *ir.Value, kAt, vAt func(x ix, kt *ir.Value) *ir.V
 	gpu.SetTensorMap(kernel, g.k.Index(), geom)
 	gpu.SetTensorMap(kernel, g.v.Index(), geom)
 	t := &flashTMA{g: g, kAt: kAt, vAt: vAt, kMap: g.k, vMap: g.v}
-	t.z = t.i32(x, z)
+	t.z = x.i32(z)
 	if t.cluster() > 1 {
 		kernel.SetAttr(gpu.ClusterSizeAttr, ir.Int(t.cluster(), ir.I64))
 		t.rank = x.and(x.from(gpu.BlockID(b, loc, "x")), t.cluster()-1)
@@ -163,7 +156,7 @@ func (t *flashTMA) copyTile(b *ir.Builder, kind int64, kt *ir.Value) {
 		stage = x.add(stage, x.mulc(t.rank, share*wgPanel))
 	}
 	for p := range g.D / wgPanel {
-		coords := []*ir.Value{t.z, t.i32(x, first), arith.ConstantInt(b, loc, p*wgPanel, ir.I32)}
+		coords := []*ir.Value{t.z, x.i32(first), arith.ConstantInt(b, loc, p*wgPanel, ir.I32)}
 		dst := x.index(x.addc(stage, p*K*wgPanel))
 		if t.rank != nil {
 			gpu.TMALoadMulticast(b, loc, g.smem, dst, t.bars, full, src, coords, 1<<t.cluster()-1)
@@ -191,7 +184,7 @@ func (t *flashTMA) release(b *ir.Builder, kind int64, kt *ir.Value) {
 		gpu.MbarrierArrive(b, loc, t.bars, empty)
 		for d := range t.cluster() - 1 {
 			x := x.at(b)
-			gpu.MbarrierArriveCluster(b, loc, t.bars, empty, t.i32(x, x.xorc(t.rank, d+1)))
+			gpu.MbarrierArriveCluster(b, loc, t.bars, empty, x.i32(x.xorc(t.rank, d+1)))
 		}
 		return nil
 	}, nil)

@@ -583,10 +583,7 @@ func (g *flashGen) emitWGMMAPipe() {
 				// tile before (warpgroup 0, which goes first; at once in
 				// tile 1) or of this tile (1) are issued.
 				wg := x.shr(w.warp, 2)
-				par := x.and(x.add(kt, wg), 1)
-				if x.t != ir.I32 {
-					par = arith.NewCast(b, arith.OpIndexCastUI, loc, par, ir.I32)
-				}
+				par := x.i32(x.and(x.add(kt, wg), 1))
 				gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, wsFirst(wsKinds))), par)
 			}
 			sIn := scores(b, at, true)
@@ -733,11 +730,7 @@ func (g *flashGen) wsIndex(x ix, kind int64, kt *ir.Value) *ir.Value {
 // complete).
 func (g *flashGen) wsParity(x ix, kind int64, kt *ir.Value, plus int64) *ir.Value {
 	round, _ := g.wsRound(x, kind, kt)
-	r := x.and(x.addc(round, plus), 1)
-	if x.t == ir.I32 {
-		return r
-	}
-	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, r, ir.I32)
+	return x.i32(x.and(x.addc(round, plus), 1))
 }
 
 // wsConsumerRegs is the registers a consumer thread of the specialized

@@ -110,13 +110,7 @@ func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars, rank *
 				s := claim(x, it)
 				full := x.index(s)
 				gpu.MbarrierExpectTx(b, loc, bars, full, arith.ConstantInt(b, loc, bytes, ir.I32))
-				i32 := func(v *ir.Value) *ir.Value {
-					if v.Type() == ir.I32 {
-						return v
-					}
-					return arith.NewCast(b, arith.OpIndexCastUI, loc, v, ir.I32)
-				}
-				k0 := i32(x.mulc(x.from(kt), tl.K))
+				k0 := x.i32(x.mulc(x.from(kt), tl.K))
 				for _, t := range ops {
 					// This block's share of the tile: its outer
 					// offset and its elements' in the stage (all of A's;
@@ -136,12 +130,12 @@ func (p *mma) tmaProducer(k *kernelGen, b *ir.Builder, g gemmBlock, bars, rank *
 						panels = t.o.tile / gpu.WGMMASwizzleRow / parts
 					}
 					for j := range panels {
-						coords := []*ir.Value{i32(outerBase), k0}
+						coords := []*ir.Value{x.i32(outerBase), k0}
 						if !t.o.kLast {
-							coords = []*ir.Value{k0, i32(x.addc(outerBase, j*gpu.WGMMASwizzleRow))}
+							coords = []*ir.Value{k0, x.i32(x.addc(outerBase, j*gpu.WGMMASwizzleRow))}
 						}
 						if len(p.batch) > 0 {
-							coords = append([]*ir.Value{i32(gt.z)}, coords...)
+							coords = append([]*ir.Value{x.i32(gt.z)}, coords...)
 						}
 						dst := x.index(x.addc(at, j*t.o.panel))
 						if mask != 0 {

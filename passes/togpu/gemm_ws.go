@@ -135,11 +135,7 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 	// parity is the i32 parity of iteration it's round it/stages, plus
 	// one for empty.
 	parity := func(x ix, it *ir.Value, plus int64) *ir.Value {
-		r := x.and(x.addc(x.div(x.from(it), x.c(stages)), plus), 1)
-		if x.t == ir.I32 {
-			return r
-		}
-		return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, r, ir.I32)
+		return x.i32(x.and(x.addc(x.div(x.from(it), x.c(stages)), plus), 1))
 	}
 	// bar is the index of iteration it's stage plus off (its barrier).
 	bar := func(x ix, it *ir.Value, off int64) *ir.Value { return x.index(x.addc(stageOf(x, x.from(it)), off)) }
@@ -160,10 +156,7 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 			gpu.MbarrierArrive(b, loc, bars, i)
 			for d := range cluster - 1 { // the other blocks' (cluster: a power of two)
 				x := x.at(b)
-				other := x.xorc(rank, d+1)
-				if x.t != ir.I32 {
-					other = arith.NewCast(b, arith.OpIndexCastUI, loc, other, ir.I32)
-				}
+				other := x.i32(x.xorc(rank, d+1))
 				gpu.MbarrierArriveCluster(b, loc, bars, i, other)
 			}
 			return nil

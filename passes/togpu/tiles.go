@@ -69,6 +69,15 @@ func (x ix) size(static int64, bound *ir.Value) *ir.Value {
 	return x.from(bound)
 }
 
+// i32 returns v, an offset, as i32: the type of mbarrier parities, TMA
+// coordinates and cluster ranks, whatever the kernel's offset type.
+func (x ix) i32(v *ir.Value) *ir.Value {
+	if v.Type() == ir.I32 {
+		return v
+	}
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, v, ir.I32)
+}
+
 // both2 ands two optional predicates (nil is true).
 func (x ix) both2(a, b *ir.Value) *ir.Value {
 	switch {
