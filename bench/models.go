@@ -817,11 +817,14 @@ func runGPT2Train(s Size, opts frontend.Options, tm timing, log io.Writer) (map[
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// The gradients and the first AdamW step's changes of two parameters
-	// (models_torch.py's GPT2_KEEP; PyTorch's steps, and the float32
-	// ones, are computed from Strata's gradients: they check the
-	// optimizer's arithmetic, the gradients are checked apart).
-	keep := []string{"h.0.attn.c_attn.weight", "ln_f.weight"}
+	// The gradients and the first AdamW step's changes of three
+	// parameters (models_torch.py's GPT2_KEEP; PyTorch's steps, and the
+	// float32 ones, are computed from Strata's gradients: they check the
+	// optimizer's arithmetic, the gradients are checked apart). wpe's
+	// gradient is the embedding gather's alone, which Strata takes as a
+	// bf16 one-hot product of the rounded upstream gradient where PyTorch
+	// sums it in float32.
+	keep := []string{"wpe.weight", "h.0.attn.c_attn.weight", "ln_f.weight"}
 	out, sm, err := timeTrain(m, step, opt, onDevice(x, opts), onDevice(y, opts), tm, log, trainOutputs{grads: keep, moved: keep})
 	if err != nil {
 		return nil, nil, nil, err

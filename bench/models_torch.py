@@ -375,7 +375,7 @@ def gpt2_loss_all_bf16(h):
 
 # GPT2_KEEP are the parameters gpt2_train compares: their gradients and
 # the first AdamW step's changes (bench/models.go runGPT2Train).
-GPT2_KEEP = ("h.0.attn.c_attn.weight", "ln_f.weight")
+GPT2_KEEP = ("wpe.weight", "h.0.attn.c_attn.weight", "ln_f.weight")
 GPT2_ADAMW = dict(lr=3e-4, weight_decay=0.1)
 
 
