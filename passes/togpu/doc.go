@@ -75,7 +75,8 @@
 //     generator every flash kernel shares (flashGen: key-tile copies, the
 //     online softmax, the masked score tiles) and the mma.sync forward
 //     (flashGen.emit); flash_wgmma.go the wgmma forward, plain and
-//     warp-specialized (emitWGMMA, emitWGMMAPipe); flash_grad.go and
+//     warp-specialized (emitWGMMA, emitWGMMAPipe); flash_tma.go its K and
+//     V tiles by TMA, multicast across a cluster (setupTMA); flash_grad.go and
 //     flash_grad_wgmma.go the backward (FlashGrad.Kernels: dQ, then dK and
 //     dV); flash_pass.go the graph-attention-to-flash pass
 //     (OutlineAttention) and, in convert-loop-to-gpu, the lowering of its
@@ -95,7 +96,10 @@
 //     signature from the nest's captures, the launch, and the lowering of
 //     inner loop.parallel ops (sequentialize) and N-D accesses.
 //   - tiles.go: ix, the offset arithmetic of the tiled kernels (GEMM,
-//     convolution, flash attention) in their offset type.
+//     convolution, flash attention) in their offset type, and its i32
+//     form for mbarrier parities, TMA coordinates and cluster ranks. The
+//     families' copy pipelines (cp.async stages, TMA with mbarriers) stay
+//     their own: their stage layouts and swizzles differ.
 //   - index32.go: 32-bit index arithmetic for the SIMT kernels;
 //     narrow.go: NarrowLaunches, grids too small for their data.
 //   - module-wide passes after the mapping: expandmath.go (math PTX lacks),
