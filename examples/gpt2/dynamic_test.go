@@ -40,6 +40,15 @@ func TestDynamicPrefillCompilesOnce(t *testing.T) {
 			if st.Compiles != 1 || st.Recompiles != 0 || st.Calls != len(lengths) {
 				t.Errorf("stats %+v, want 1 compile for %d calls", st, len(lengths))
 			}
+			// One positions tensor a length, made once: a call of a
+			// length seen before passes the same tensor (no copy).
+			if len(p.positions) != 5 {
+				t.Errorf("%d positions tensors for 5 lengths", len(p.positions))
+			}
+			idx := nn.NewRNG(1).Int64s(Toy.Vocab, 2, 9)
+			if a, b := p.positionsOf(idx), p.positionsOf(idx); a != b || fmt.Sprint(a.Int64s()) != "[0 1 2 3 4 5 6 7 8]" {
+				t.Errorf("positions of T=9: %v and %v, want one tensor [0, 9)", a.Int64s(), b.Int64s())
+			}
 		})
 	}
 }

@@ -12,6 +12,7 @@ package gpt2
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn"
@@ -209,6 +210,17 @@ func (m *Model) LogitsAt(idx, pos *frontend.Tensor) *frontend.Tensor {
 type DynamicPrefill struct {
 	m *Model
 	c *nn.Compiled
+	// positions holds [0, T) by T and placement, made once: a fresh
+	// tensor each call was an allocation and a copy to the device each.
+	mu        sync.Mutex
+	positions map[posKey]*frontend.Tensor
+}
+
+// posKey names a positions tensor: its length and whether it is on the
+// GPU.
+type posKey struct {
+	t   int
+	gpu bool
 }
 
 // NewDynamicPrefill compiles m.LogitsAt with opts.
@@ -231,16 +243,33 @@ func (p *DynamicPrefill) Call(idx *frontend.Tensor) (*frontend.Tensor, error) {
 	if bad := p.m.check(idx); bad != nil {
 		return nil, bad.Err()
 	}
-	t := idx.Shape()[1]
-	pos := frontend.Arange(t)
-	if idx.IsGPU() {
-		pos = pos.ToGPU()
-	}
-	res, err := p.c.Call(frontend.MarkDynamic(idx, 1), frontend.MarkDynamic(pos, 0))
+	res, err := p.c.Call(frontend.MarkDynamic(idx, 1), frontend.MarkDynamic(p.positionsOf(idx), 0))
 	if err != nil {
 		return nil, err
 	}
 	return res[0], nil
+}
+
+// positionsOf returns the positions [0, T) of tokens idx [B, T], on the
+// GPU when idx is.
+func (p *DynamicPrefill) positionsOf(idx *frontend.Tensor) *frontend.Tensor {
+	k := posKey{idx.Shape()[1], idx.IsGPU()}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pos, ok := p.positions[k]; ok {
+		return pos
+	}
+	pos := frontend.Arange(k.t)
+	if k.gpu {
+		pos = pos.ToGPU()
+	}
+	if pos.Err() == nil {
+		if p.positions == nil {
+			p.positions = map[posKey]*frontend.Tensor{}
+		}
+		p.positions[k] = pos
+	}
+	return pos
 }
 
 // Loss is the mean cross-entropy of predicting targets [B, T] from tokens
