@@ -495,7 +495,7 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	// kernel is one buffer the convolution reads.)
 	wt := e.reshape(e.transpose(e.reshape(w, []int64{groups, og, cg, ws[2], ws[3]}), []int64{0, 2, 1, 3, 4}), []int64{c, og, ws[2], ws[3]})
 	wt = e.flip(e.flip(wt, 2), 3)
-	gx := e.convTranspose(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1)}, groups)
+	gx := e.convTranspose(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[2] - 1), p.Dilations[1] * (ws[3] - 1)}, groups, "")
 
 	// gw.
 	xt := e.reshape(e.transpose(e.reshape(x, []int64{n, groups, cg, xs[2], xs[3]}), []int64{2, 1, 0, 3, 4}), []int64{cg, groups * n, xs[2], xs[3]})
@@ -540,7 +540,7 @@ func conv2dGradNHWC(e *emitter, op *ir.Operation, g *ir.Value, p graph.Conv2DPar
 	swap := []int64{3, 1, 2, 0} // [A, H, W, B] ↔ [B, H, W, A]
 	gd := e.dilate(e.dilate(g, 1, p.Strides[0]), 2, p.Strides[1])
 	wt := e.flip(e.flip(e.transpose(w, swap), 1), 2)
-	gx := e.convTransposeNHWC(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[1] - 1), p.Dilations[1] * (ws[2] - 1)})
+	gx := e.convTranspose(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[1] - 1), p.Dilations[1] * (ws[2] - 1)}, 1, graph.LayoutNHWC)
 
 	r := e.conv2dLayout(e.transpose(x, swap), e.transpose(g, swap), p.Dilations, p.Padding, p.Strides, 1, graph.LayoutNHWC)
 	gw := e.transpose(e.window(r, make([]int64, 4), []int64{ws[3], ws[1], ws[2], ws[0]}), swap)
@@ -549,27 +549,6 @@ func conv2dGradNHWC(e *emitter, op *ir.Operation, g *ir.Value, p graph.Conv2DPar
 		out = append(out, e.Reduce(graph.OpReduceSum, g, []int64{0, 1, 2}, false))
 	}
 	return out
-}
-
-// convTransposeNHWC is convTranspose of channels-last operands: gd [N,
-// OH', OW', O] and wt [C, KH, KW, O], xs [N, H, W, C].
-func (e *emitter) convTransposeNHWC(gd, wt *ir.Value, xs []int64, p graph.Conv2DParams, span [2]int64) *ir.Value {
-	gs, _ := e.shape(gd)
-	if e.Err != nil {
-		return nil
-	}
-	var direct [4]int64 // top, left, bottom, right
-	exact := true
-	for d := range 2 {
-		direct[d] = span[d] - p.Padding[d]
-		direct[2+d] = xs[1+d] - gs[1+d] + p.Padding[d]
-		exact = exact && direct[d] >= 0 && direct[d] == direct[2+d]
-	}
-	if exact {
-		return e.conv2dLayout(gd, wt, [2]int64{1, 1}, direct, p.Dilations, 1, graph.LayoutNHWC)
-	}
-	full := e.conv2dLayout(gd, wt, [2]int64{1, 1}, [4]int64{span[0], span[1], span[0], span[1]}, p.Dilations, 1, graph.LayoutNHWC)
-	return e.window(full, []int64{0, p.Padding[0], p.Padding[1], 0}, xs)
 }
 
 // convTranspose returns the input gradient of a convolution of
@@ -583,11 +562,17 @@ func (e *emitter) convTransposeNHWC(gd, wt *ir.Value, xs []int64, p graph.Conv2D
 // at most span: ResNet's 3×3 ones), the convolution with it computes no
 // more than the window, a convolution the libraries take (cuDNN pads both
 // sides alike). Layer 4's 3×3 convolutions of ResNet-50 computed 9×9
-// outputs for a 7×7 gradient in the full form.
-func (e *emitter) convTranspose(gd, wt *ir.Value, xs []int64, p graph.Conv2DParams, span [2]int64, groups int64) *ir.Value {
+// outputs for a 7×7 gradient in the full form. With layout NHWC the
+// operands are channels last (gd [N, OH', OW', O], wt [C, KH, KW, O],
+// xs [N, H, W, C]); "" is NCHW.
+func (e *emitter) convTranspose(gd, wt *ir.Value, xs []int64, p graph.Conv2DParams, span [2]int64, groups int64, layout string) *ir.Value {
 	gs, _ := e.shape(gd)
 	if e.Err != nil {
 		return nil
+	}
+	sp := 2 // the first spatial dim: NCHW's H, or NHWC's (1)
+	if layout == graph.LayoutNHWC {
+		sp = 1
 	}
 	var direct [4]int64 // top, left, bottom, right
 	exact := true
@@ -595,14 +580,16 @@ func (e *emitter) convTranspose(gd, wt *ir.Value, xs []int64, p graph.Conv2DPara
 		// Row r of the window is row r + padding of the full convolution:
 		// padding span - p before, and after as many rows as make xs's.
 		direct[d] = span[d] - p.Padding[d]
-		direct[2+d] = xs[2+d] - gs[2+d] + p.Padding[d]
+		direct[2+d] = xs[sp+d] - gs[sp+d] + p.Padding[d]
 		exact = exact && direct[d] >= 0 && direct[d] == direct[2+d]
 	}
 	if exact {
-		return e.conv2d(gd, wt, [2]int64{1, 1}, direct, p.Dilations, groups)
+		return e.conv2dLayout(gd, wt, [2]int64{1, 1}, direct, p.Dilations, groups, layout)
 	}
-	full := e.conv2d(gd, wt, [2]int64{1, 1}, [4]int64{span[0], span[1], span[0], span[1]}, p.Dilations, groups)
-	return e.window(full, []int64{0, 0, p.Padding[0], p.Padding[1]}, xs)
+	full := e.conv2dLayout(gd, wt, [2]int64{1, 1}, [4]int64{span[0], span[1], span[0], span[1]}, p.Dilations, groups, layout)
+	at := make([]int64, 4)
+	at[sp], at[sp+1] = p.Padding[0], p.Padding[1]
+	return e.window(full, at, xs)
 }
 
 // conv2d builds a convolution of x by w without bias.
