@@ -34,12 +34,13 @@ func ownMatmuls(module *ir.Operation) bool {
 
 // HopperTile is the tiling of Strata's own matmul kernels on a device of
 // compute capability 9.0 (H100, H200): the warp-specialized wgmma kernel
-// whose producer copies with TMA, 714 TFLOP/s for the 8192³ bf16 product
-// on the H200, 88% of cuBLASLt and 1.09× the wgmma kernel with its
-// products in flight (128x256x64s4go, the default before, which products
-// whose rows TMA cannot address still take) in the same process
-// (bench/NOTES.md, session 11).
-var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true}
+// whose producer copies with TMA and whose consumers store the output
+// through workgroup memory (128x256x64s4wste). On the H200, in the same
+// process as cuBLASLt (bench/NOTES.md, session 13): the 8192³ bf16
+// product 739 TFLOP/s, 92.6% of cuBLASLt (128x256x64s4wst, the default
+// before: 703, 88.0%); GPT-2's products 1.11–1.40× wst. Products whose
+// rows TMA cannot address take the one-role 128x256x64s4go.
+var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Staged: true}
 
 // hopper reports whether compute capability major.minor runs sm_90a code
 // (gpu.wgmma).
@@ -72,8 +73,9 @@ func FlashPass(major, minor int) string {
 // forDevice orders the search's candidates for a device of compute
 // capability major.minor: on 9.0 the wgmma tilings come right after the
 // default (the fastest there, so that the time budget never skips them),
-// those copying with TMA first (the fastest of them: bench/NOTES.md,
-// sessions 11 and 12); elsewhere they are dropped.
+// those copying with TMA first, the staged-epilogue ones first among
+// them (the fastest: bench/NOTES.md, sessions 11 to 13); elsewhere they
+// are dropped.
 func forDevice(cands []togpu.Config, major, minor int) []togpu.Config {
 	wgmma := func(c togpu.Config) bool { return c.MMATile.WGMMA }
 	if !hopper(major, minor) {
@@ -84,7 +86,8 @@ func forDevice(cands []togpu.Config, major, minor int) []togpu.Config {
 	}
 	out := []togpu.Config{cands[0]}
 	for _, pick := range []func(togpu.Config) bool{
-		func(c togpu.Config) bool { return c.MMATile.TMA },
+		func(c togpu.Config) bool { return c.MMATile.TMA && c.MMATile.Staged },
+		func(c togpu.Config) bool { return c.MMATile.TMA && !c.MMATile.Staged },
 		func(c togpu.Config) bool { return wgmma(c) && !c.MMATile.TMA },
 		func(c togpu.Config) bool { return !wgmma(c) },
 	} {

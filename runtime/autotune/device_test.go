@@ -63,18 +63,22 @@ func TestForDevice(t *testing.T) {
 	if len(hop) != len(cands) || hop[0] != def {
 		t.Fatalf("sm_90: candidates %v", hop)
 	}
-	tma := 0
+	tma, staged := 0, 0
 	for _, c := range cands {
 		if c.MMATile.TMA {
 			tma++
 		}
+		if c.MMATile.TMA && c.MMATile.Staged {
+			staged++
+		}
 	}
-	if tma == 0 {
-		t.Fatal("no TMA tiling among the candidates")
+	if tma == 0 || staged == 0 {
+		t.Fatalf("%d TMA tilings among the candidates, %d with the staged epilogue", tma, staged)
 	}
 	for i, c := range hop[1:] {
-		if isWG(c) != (i < n) || c.MMATile.TMA != (i < tma) {
-			t.Errorf("sm_90: candidate %d is %s, want the %d wgmma tilings right after the default, the %d TMA ones first", i+1, c.MMATile, n, tma)
+		if isWG(c) != (i < n) || c.MMATile.TMA != (i < tma) || (c.MMATile.TMA && c.MMATile.Staged) != (i < staged) {
+			t.Errorf("sm_90: candidate %d is %s, want the %d wgmma tilings right after the default, the %d TMA ones first, the %d staged ones first of those",
+				i+1, c.MMATile, n, tma, staged)
 		}
 	}
 }
