@@ -34,11 +34,16 @@ func cached(k constKey, mk func() *frontend.Tensor) *frontend.Tensor {
 	return t.(*frontend.Tensor)
 }
 
-// full returns the rank-0 constant v of x's dtype.
-func full(x *frontend.Tensor, v float64) *frontend.Tensor {
-	dt := x.DType()
+// Scalar returns the rank-0 constant v of dtype dt, the same tensor for
+// every call with that dtype and value: model code that makes its
+// constants with it inside a compiled function does not copy them to the
+// device each call.
+func Scalar(dt frontend.DType, v float64) *frontend.Tensor {
 	return cached(constKey{kind: 'f', dt: dt, v: v}, func() *frontend.Tensor { return frontend.Full(dt, v) })
 }
+
+// full returns the rank-0 constant v of x's dtype.
+func full(x *frontend.Tensor, v float64) *frontend.Tensor { return Scalar(x.DType(), v) }
 
 // index returns the int64 tensor [v] (shape [1]).
 func index(v int64) *frontend.Tensor {

@@ -71,16 +71,26 @@ func ParamCount(cfg Config) int {
 }
 
 // positions returns the int64 tensor [start, …, start+n-1] repeated
-// reps times.
+// reps times, made once for each (start, n, reps): a fresh tensor each
+// call of a compiled function was a copy to the device each call (64 KB
+// a training step at batch 8, sequence 1024).
 func positions(start, n, reps int) *frontend.Tensor {
+	k := [3]int{start, n, reps}
+	if t, ok := positionTables.Load(k); ok {
+		return t.(*frontend.Tensor)
+	}
 	p := make([]int64, 0, n*reps)
 	for range reps {
 		for i := range n {
 			p = append(p, int64(start+i))
 		}
 	}
-	return frontend.FromSlice(p, n*reps)
+	t, _ := positionTables.LoadOrStore(k, frontend.FromSlice(p, n*reps))
+	return t.(*frontend.Tensor)
 }
+
+// positionTables holds positions' tensors by (start, n, reps).
+var positionTables sync.Map
 
 // embed maps tokens [B, T] to rows [B·T, D] (the model keeps its
 // activations as rows: 2-D matmuls run on tensor cores).
@@ -115,7 +125,7 @@ const carryScale = 1 << 40
 func mixedRows(w, idx *frontend.Tensor, dt frontend.DType) *frontend.Tensor {
 	low := (&nn.Embedding{Weight: castTo(w, dt)}).Forward(idx).Cast(w.DType())
 	exact := (&nn.Embedding{Weight: w}).Forward(idx)
-	f32 := func(v float64) *frontend.Tensor { return frontend.Full(w.DType(), v) }
+	f32 := func(v float64) *frontend.Tensor { return nn.Scalar(w.DType(), v) }
 	carried := exact.Sub(low).Mul(f32(carryScale)).Cast(frontend.Int64).Cast(w.DType()).Mul(f32(1.0 / carryScale))
 	return low.Add(carried)
 }
