@@ -392,7 +392,9 @@ func TestFlashGradPTX(t *testing.T) {
 					if gt.wgmma {
 						arch = "-arch=" + gpu.WGMMATarget
 					}
-					out, err := osexec.Command(ptxas, arch, "-v", "-o", os.DevNull, file).CombinedOutput()
+					// (-c: relocatable code, as the driver's linker
+					// compiles it; see TestFlashPTX.)
+					out, err := osexec.Command(ptxas, arch, "-v", "-c", "-o", os.DevNull, file).CombinedOutput()
 					if err != nil {
 						t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
 					}

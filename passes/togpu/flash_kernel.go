@@ -735,7 +735,7 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 		} else {
 			l = g.quadReduce(b, arith.OpAddF, it[4*nO+2+h])
 		}
-		inv[h] = fop(b, loc, arith.OpDivF, g.f32(1), l)
+		inv[h] = recip(b, loc, l)
 		if g.lse != nil {
 			g.storeLSE(b, rows[h], it[4*nO+h], l)
 		}
@@ -760,6 +760,23 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 			loop.If(b, loc, x.lt(rows[h], g.lq(x)), nil, emit, nil)
 		}
 	}
+}
+
+// recip is 1/l, correctly rounded, for l ≥ 1 (a row's sum): the
+// approximate reciprocal r (rcp.approx: arith.divf with fastmath afn)
+// corrected by one Newton step r − r·(l·r − 1) with fmas, as ptxas's own
+// div.rn.f32 computes it for operands in the normal range. div.rn.f32
+// itself adds a slow path that is a subroutine call, and ptxas serializes
+// every wgmma of a kernel that calls one when the driver's linker
+// compiles it (relocatable code: "(C7509) … serialized due to the
+// presence of Extern calls"): every wgmma flash forward ran so on the H200
+// until session 13.
+func recip(b *ir.Builder, loc ir.Location, l *ir.Value) *ir.Value {
+	one := arith.ConstantFloat(b, loc, 1, ir.F32)
+	r := b.Op(arith.OpDivF, loc, []*ir.Value{one, l}, []ir.Type{ir.F32},
+		ir.NamedAttr{Name: arith.FastMathAttr, Value: afn}).Result(0)
+	t := mathOp(b, loc, mathd.OpFMA, l, r, arith.ConstantFloat(b, loc, -1, ir.F32))
+	return mathOp(b, loc, mathd.OpFMA, arith.Unary(b, arith.OpNegF, loc, r), t, r)
 }
 
 // storeLSE writes row's log₂-sum-exp m·c + log₂ l (c = Scale·log₂e; m

@@ -6,6 +6,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +21,8 @@ import (
 )
 
 // wgmmaSASS returns the SASS instructions (opcode and operands) of the key
-// loop that the offline ptxas makes of f's native PTX for sm_90a, or
+// loop that the offline ptxas makes of f's native PTX for sm_90a
+// (relocatable, as the driver's linker compiles it), or
 // skips t without ptxas and cuobjdump.
 func wgmmaSASS(t *testing.T, f togpu.Flash) []string {
 	t.Helper()
@@ -50,7 +52,14 @@ func wgmmaSASS(t *testing.T, f togpu.Flash) []string {
 	if err := os.WriteFile(src, []byte(ptx), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := osexec.Command(ptxas, "-arch=sm_90a", "-O3", "-o", bin, src).CombinedOutput(); err != nil {
+	// (-c: relocatable code, as the driver's linker compiles it for the
+	// runtime: the SASS the device runs; the specialized tilings, whose
+	// setmaxnreg needs it, whole, as the runtime loads them.)
+	args := []string{"-arch=sm_90a", "-O3", "-c", "-o", bin, src}
+	if f.Tiling().Specialized {
+		args = slices.Delete(args, 2, 3)
+	}
+	if out, err := osexec.Command(ptxas, args...).CombinedOutput(); err != nil {
 		t.Fatalf("ptxas: %v\n%s", err, out)
 	}
 	out, err := osexec.Command(cuobjdump, "-sass", bin).CombinedOutput()

@@ -22,6 +22,7 @@ type fakeDevice struct {
 	loadMu sync.Mutex
 	loads  int
 	linked int      // loads that asked for the linker
+	links  []string // the PTX of each load through the linker
 	texts  []string // the PTX of each load
 	// loadErr, when set, fails the loads of the texts it returns an error
 	// for; linkErr does so for the loads through the linker only.
@@ -246,6 +247,7 @@ func (d *fakeDevice) load(ptx string, jit cuda.JITOptions, link bool) (module, e
 	d.levels = append(d.levels, jit.OptLevel)
 	if link {
 		d.linked++
+		d.links = append(d.links, ptx)
 	}
 	return fakeModule{d, ptx, jit.OptLevel}, nil
 }

@@ -412,7 +412,7 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 				logs.Printf(TopicPerfHints, "the driver refused a cubin from ptxas: %v (it compiles the kernel itself)", err)
 			}
 		}
-		if tiered && !cached && !finalAtOnce(text) {
+		if tiered && !cached && !finalAtOnce(text) && !wholeProgram(text) {
 			// The first tier is cached too: a process that ends before
 			// its upgrades finish (a short script) leaves it for the
 			// next, which loads it at once and upgrades again.
@@ -425,7 +425,7 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 			// A text the linker refuses takes the plain path, which
 			// reports its own error.
 		}
-		mods[i], errs[i] = rt.loadOne(text, jit, policy.Link)
+		mods[i], errs[i] = rt.loadOne(text, jit, policy.Link && !wholeProgram(text))
 	}
 	// The longest texts start first (the longest-processing-time rule):
 	// the load ends with its slowest compile, which should not wait in
@@ -569,6 +569,17 @@ func (s *jitSlots) release() {
 // the H200, resnet50_infer's first tier of 26 kernels took 3.5 s of load
 // (7.9 s of JIT CPU), bounded by its largest wgmma kernel.
 func finalAtOnce(text string) bool { return strings.Contains(text, "wgmma.mma_async") }
+
+// wholeProgram reports whether a text must be compiled whole, by the
+// module-load JIT, rather than by the linker: one that moves registers
+// between warpgroups (setmaxnreg: the warp-specialized GEMM and flash
+// kernels). The linker compiles PTX as relocatable code, in which ptxas
+// ignores setmaxnreg ("(C7504) 'setmaxnreg' ignored to maintain
+// compatibility across compilation units"), so that the consumers run on
+// the registers of the block's entry and ptxas serializes their wgmma
+// ("(C7512) … insufficient register resources"; ptxas 12.4 with -c,
+// bench/NOTES.md, session 13).
+func wholeProgram(text string) bool { return strings.Contains(text, "setmaxnreg") }
 
 // loadOne loads one text, through the linker when link is set. A text the
 // linker refuses with a compile error is given to the module-load JIT,

@@ -259,6 +259,34 @@ func TestWGMMALoadsFinalAtOnce(t *testing.T) {
 	}
 }
 
+// TestSetMaxNRegLoadsWhole checks that a text with setmaxnreg is compiled
+// by the module-load JIT (whole: wholeProgram) under the default policy,
+// where the linker compiles a text without it.
+func TestSetMaxNRegLoadsWhole(t *testing.T) {
+	const head = ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+	ws := head + ".visible .entry gemm()\n{\n\tsetmaxnreg.inc.sync.aligned.u32 232;\n\twgmma.fence.sync.aligned;\n\tret;\n}\n"
+	plain := head + ".visible .entry vadd()\n{\n\tret;\n}\n"
+	d := newFake()
+	rt := newRuntime(d)
+	rt.SetLoadPolicy(DefaultLoadPolicy)
+	if failed := rt.loadAll([]string{ws, plain}, DefaultLoadPolicy, func(string) ([]byte, bool) { return nil, false }); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	if err := rt.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	d.loadMu.Lock()
+	linkedWS, linkedPlain := slices.Contains(d.links, ws), slices.Contains(d.links, plain)
+	loadedWS := slices.Contains(d.texts, ws)
+	d.loadMu.Unlock()
+	if !loadedWS || linkedWS || !linkedPlain {
+		t.Errorf("setmaxnreg text loaded %v, through the linker %v; plain text through the linker %v: want true, false, true", loadedWS, linkedWS, linkedPlain)
+	}
+	if err := rt.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestLongestTextsLoadFirst checks that a batch of texts starts its loads
 // longest first, so that the slowest compile does not wait behind short
 // ones.

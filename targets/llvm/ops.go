@@ -107,6 +107,20 @@ func (k *kernelTranslator) op(op *ir.Operation) error {
 		k.set(op, f(k.cur, k.get(op.Operand(0)), k.get(op.Operand(1))))
 		return nil
 	}
+	if name == arith.OpDivF && arith.HasFastMath(op, "afn") && op.Result(0).Type() != ir.F64 {
+		// Approximate functions allowed: x·rcp.approx(y) (1/y alone for
+		// x = 1), one MUFU instruction with no slow path. An IEEE
+		// division's slow path is a subroutine call, and ptxas serializes
+		// every wgmma of a kernel that calls one when it compiles it as
+		// relocatable code, as the driver's linker does (C7509).
+		return k.floatOp(op, func(xs []llvmValue) (llvmValue, error) {
+			r, err := k.nvvm("rcp.approx.ftz.f", xs[1])
+			if err != nil || isOne(op.Operand(0)) {
+				return r, err
+			}
+			return k.cur.NewFMul(xs[0], r), nil
+		})
+	}
 	if f, ok := floatBinary[name]; ok {
 		return k.floatOp(op, func(xs []llvmValue) (llvmValue, error) { return f(k, xs[0], xs[1]), nil })
 	}
@@ -231,6 +245,16 @@ func (k *kernelTranslator) nvvm(name string, x llvmValue) (llvmValue, error) {
 		return nil, fmt.Errorf("only f32 (and f16, bf16 through f32) is supported, not %s", x.Type())
 	}
 	return k.cur.NewCall(k.t.intrinsic("llvm.nvvm."+name, types.Float, types.Float), x), nil
+}
+
+// isOne reports whether v is the float constant 1.
+func isOne(v *ir.Value) bool {
+	op := v.DefiningOp()
+	if op == nil || op.Name() != arith.OpConstant {
+		return false
+	}
+	f, ok := op.Attr("value").(ir.FloatAttr)
+	return ok && f.Value() == 1
 }
 
 // floatOp computes op in f32 (f16 and bf16 operands are widened and the
