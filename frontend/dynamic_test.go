@@ -250,3 +250,28 @@ func TestSpecializedGraphIsCompiledStatic(t *testing.T) {
 		t.Errorf("compile 1: want the static type tensor<3x4xf32>:\n%s", b.modules[1])
 	}
 }
+
+// TestDynamicReplayShapesRepeat calls one symbolic graph with row counts
+// that come back (a replay infers each op's result shape once for operand
+// shapes it has seen, and keeps at most a few of them) and more distinct
+// ones than it keeps: every call's result has its own shape and values.
+func TestDynamicReplayShapesRepeat(t *testing.T) {
+	wData := []float32{1, 0.5, 2, -1}
+	c := frontend.MustCompile(rowSoftmax(frontend.FromSlice(wData, 4)), frontend.Options{Dynamic: frontend.DynamicTrue, Backend: frontend.InterpBackend})
+	rows := []int{3, 5, 3, 8, 5, 3}
+	for n := 2; n <= 24; n++ {
+		rows = append(rows, n)
+	}
+	rows = append(rows, 3, 24, 17, 5)
+	for _, n := range rows {
+		x := rowsInput(n, 4)
+		out := call(t, c, x)
+		if got := out[0].Shape(); len(got) != 2 || got[0] != n || got[1] != 4 {
+			t.Fatalf("rows=%d: result shape %v", n, got)
+		}
+		near(t, out[0].Float32s(), wantRowSoftmax(x.Float32s(), wData))
+	}
+	if st := c.Stats(); st.Compiles != 1 {
+		t.Errorf("%d compiles, want 1", st.Compiles)
+	}
+}

@@ -53,6 +53,41 @@ type step struct {
 	target int32
 	slot   bool
 	value  int32
+	// memo holds, on a dynamic tape, the result shapes an op's inference
+	// gave for operand shapes seen before (replayOp): the same few lengths
+	// come back call after call, and inferring a shape builds IR types
+	// (half of a dynamic call's host time).
+	memo []shapeMemo
+}
+
+// shapeMemo is one inferred result shape and the operand shapes it is of.
+type shapeMemo struct {
+	in  [][]int64
+	out []int64
+}
+
+// maxShapeMemo bounds a step's memo: past it, shapes are inferred each
+// time.
+const maxShapeMemo = 16
+
+// shapeFor returns the result shape of the op step s records for
+// operands, inferred once for each distinct list of operand shapes.
+func (s *step) shapeFor(loc ir.Location, spec opSpec, operands []*Tensor) ([]int64, error) {
+	for _, m := range s.memo {
+		if slices.EqualFunc(m.in, operands, func(shape []int64, t *Tensor) bool { return slices.Equal(shape, t.shape) }) {
+			return slices.Clone(m.out), nil
+		}
+	}
+	shape, err := concreteShape(loc, spec, operands)
+	if err != nil || len(s.memo) >= maxShapeMemo {
+		return shape, err
+	}
+	in := make([][]int64, len(operands))
+	for i, t := range operands {
+		in[i] = slices.Clone(t.shape)
+	}
+	s.memo = append(s.memo, shapeMemo{in: in, out: slices.Clone(shape)})
+	return shape, nil
 }
 
 func (a *step) equal(b *step) bool {
@@ -271,7 +306,7 @@ func (s *session) replayOp(loc ir.Location, spec opSpec, operands []*Tensor) *Te
 		if loc == nil {
 			loc = rec.loc
 		}
-		shape, err := concreteShape(loc, spec, operands)
+		shape, err := rec.shapeFor(loc, spec, operands)
 		if err != nil {
 			s.diverge()
 			return s.apply(loc, spec, operands)
