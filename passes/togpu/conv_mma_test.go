@@ -290,6 +290,10 @@ func TestConvWGMMAPTX(t *testing.T) {
 			if !strings.Contains(ptx, "wgmma.mma_async") {
 				t.Fatal("no wgmma.mma_async in the PTX")
 			}
+			// (A call serializes the wgmma: TestWGMMAGemmPTX.)
+			if c := wgmmaCallRE.FindString(ptx); c != "" {
+				t.Errorf("a call in the wgmma kernel: %q", c)
+			}
 			// 512 threads launch only within 128 registers a thread (at
 			// most 64 output channels take one warpgroup: ForConv).
 			threads := 32 * tile.ForConv(tc.o).Warps()

@@ -293,14 +293,25 @@ func (p *mma) setupTile(k *kernelGen, b *ir.Builder, sa, sb, bid *ir.Value) gemm
 		per := x.mul(tilesM, tilesN)
 		z, t = x.div(bid, per), x.rem(bid, per)
 	}
+	// The grouped order is computed in 32 bits whatever the offsets'
+	// width (tile counts fit): a 64-bit division by a variable (gsz, or
+	// width for a dynamic N) is a subroutine call, and the driver's ptxas
+	// serializes every wgmma of a kernel that calls (TestWGMMAGemmPTX).
+	x32 := ix{b, loc, ir.I32}
+	narrow, widen := func(v *ir.Value) *ir.Value { return v }, func(v *ir.Value) *ir.Value { return v }
+	if x.t != ir.I32 {
+		narrow = func(v *ir.Value) *ir.Value { return arith.NewCast(b, arith.OpIndexCastUI, loc, v, ir.I32) }
+		widen = func(v *ir.Value) *ir.Value { return arith.NewCast(b, arith.OpIndexCastUI, loc, v, x.t) }
+	}
 	// (tilesN is 0 for a dynamic N of 0; the block then stores nothing.)
-	width := x.mulc(x.op(arith.OpMaxUI, tilesN, x.c(1)), groupM)
-	first := x.mulc(x.div(t, width), groupM)
+	width := x32.mulc(x32.op(arith.OpMaxUI, narrow(tilesN), x32.c(1)), groupM)
+	t32 := narrow(t)
+	first := x32.mulc(x32.div(t32, width), groupM)
 	// (At least 1: an empty output still launches one block.)
-	gsz := x.op(arith.OpMaxUI, x.op(arith.OpMinUI, x.sub(tilesM, first), x.c(groupM)), x.c(1))
-	in := x.rem(t, width)
-	rowBase := x.mulc(x.add(first, x.rem(in, gsz)), tileM)
-	colBase := x.mulc(x.div(in, gsz), tileN)
+	gsz := x32.op(arith.OpMaxUI, x32.op(arith.OpMinUI, x32.sub(narrow(tilesM), first), x32.c(groupM)), x32.c(1))
+	in := x32.rem(t32, width)
+	rowBase := x.mulc(widen(x32.add(first, x32.rem(in, gsz))), tileM)
+	colBase := x.mulc(widen(x32.div(in, gsz)), tileN)
 	lane, warp := x.and(tid, 31), x.shr(tid, 5)
 
 	// The copying threads' own ids (the producer warpgroup's last).
