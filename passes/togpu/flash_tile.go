@@ -91,14 +91,15 @@ type FlashTile struct {
 	// the product that read it has completed. No cp.async, no fence and
 	// no block barrier a tile. See flash_tma.go.
 	TMA bool
-	// Cluster (with TMA: 2 or 4) groups the blocks of neighbouring row
-	// blocks of one (batch, head) in a thread-block cluster that shares
-	// the K and V tiles: each block copies its share (1/Cluster) of every
-	// tile's keys and multicasts it to all, which divides the tiles'
-	// traffic from L2 by Cluster (each 64-row block otherwise reads its
-	// head's whole K and V). A causal cluster visits the key tiles of its
-	// last block (the earlier blocks' last tiles are then fully masked).
-	// A head's row blocks must be a multiple of Cluster.
+	// Cluster (with TMA: 2) pairs the blocks of neighbouring row blocks
+	// of one (batch, head) in a thread-block cluster that shares the K and
+	// V tiles: each block copies half of every tile's keys and multicasts
+	// it to both, which halves the tiles' traffic from L2 (each 64-row
+	// block otherwise reads its head's whole K and V). A causal pair
+	// visits the key tiles of its later block (the earlier one's last tile
+	// is then fully masked). A head's row blocks must be even in number.
+	// Measured slower than one block (session 13: the pair's blocks wait
+	// for each other's releases; L2 was not what limited the forward).
 	Cluster int64
 }
 
@@ -205,13 +206,8 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 4},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 4},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, Cluster: 2},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, Cluster: 4},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true},
 	{Rows: 64, Keys: 64, WGMMA: true},
 	{Rows: 128, Keys: 64, WGMMA: true},
@@ -266,6 +262,15 @@ var FlashTiles = []FlashTile{
 // PolyExp in the wgmma softmax (64x128e2gplq 0.210 / 0.150, 64x64e2gplvq
 // 0.222 / 0.146: a quarter of the exponentials on the FMA pipes costs
 // more than it saves — the MUFU is not the limit).
+//
+// All of those times were of kernels whose every wgmma ran serialized on
+// the device: the store's div.rn.f32 was a subroutine call once the
+// driver's linker compiled the kernel as relocatable code (docs/
+// lowering.md, "No calls in a wgmma kernel"). Session 13, without it (ms,
+// b16 h16 s1024, non-causal / causal): d64 64x128gplq 0.190 / 0.134,
+// 64x64gplvq 0.204 / 0.136, 64x64gplq 0.207 / 0.140, 128x64gplvq 0.216 /
+// 0.153, 128x128gplqd 0.244 / 0.171, 64x128gplqt (TMA) 0.189 / 0.135,
+// 64x128gplqtc2 (TMA pairs) 0.201 / 0.145; the defaults stay.
 var (
 	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}
@@ -281,7 +286,11 @@ var (
 // serialized by ptxas (before the native backend kept S's chained
 // products in place) 64x64gplq 0.405 / 0.260, 128x64gplvq (two
 // warpgroups a block, 1 block an SM at 168 registers) 0.426 / 0.295,
-// 64x128gplq (144 KiB, 1 block) 0.535 / 0.372.
+// 64x128gplq (144 KiB, 1 block) 0.535 / 0.372. Session 13, with the
+// wgmma no longer serialized (see FlashTileWGMMA): 64x64gplqk 0.317 /
+// 0.218, 64x64gplqkt (TMA) 0.325 / 0.218, 128x128gplqd 0.324 / 0.238,
+// 64x64gplvq 0.348 / 0.234, 128x64gplqd 0.350 / 0.250, 64x64gplq 0.360 /
+// 0.238, 64x64gplqktc2 (TMA pairs) 0.388 / 0.265.
 var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
