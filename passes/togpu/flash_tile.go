@@ -201,6 +201,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	FlashTileWGMMA128,
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
@@ -290,7 +291,9 @@ var (
 // wgmma no longer serialized (see FlashTileWGMMA): 64x64gplqk 0.317 /
 // 0.218, 64x64gplqkt (TMA) 0.325 / 0.218, 128x128gplqd 0.324 / 0.238,
 // 64x64gplvq 0.348 / 0.234, 128x64gplqd 0.350 / 0.250, 64x64gplq 0.360 /
-// 0.238, 64x64gplqktc2 (TMA pairs) 0.388 / 0.265.
+// 0.238, 64x64gplqktc2 (TMA pairs) 0.388 / 0.265. Candidate, not
+// measured yet: 64x128gplqk (128-key tiles with one K stage: 112 KiB and
+// 202–225 registers at d128, 2 blocks an SM).
 var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an

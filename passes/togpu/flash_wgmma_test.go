@@ -137,6 +137,7 @@ func TestFlashWGMMASASS(t *testing.T) {
 		{64, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}}, {64, togpu.FlashTileWGMMA}, {64, togpu.FlashTileWGMMACausal},
 		{128, togpu.FlashTileWGMMA128}, {128, twoK},
 		{64, tma(128, 0)}, {64, tma(128, 2)}, {128, oneKTMA},
+		{128, togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}},
 	} {
 		tile := c.tile
 		t.Run(fmt.Sprintf("d%d-%v", c.d, tile), func(t *testing.T) {
