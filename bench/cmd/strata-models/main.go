@@ -10,6 +10,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -72,63 +73,78 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		for _, w := range r.Workloads {
-			s := w.Strata["default"]
-			line := fmt.Sprintf("%-16s strata %8.3f ms (first call %.2f s)", w.Name, s.Ms, s.FirstCallS)
-			if s.Compiles > 0 {
-				line += fmt.Sprintf(" (total %.2f s, %d compiles)", s.TotalS, s.Compiles)
-			}
-			if s.Error != "" {
-				line = fmt.Sprintf("%-16s strata error: %s", w.Name, s.Error)
-			}
-			for _, m := range []string{"eager", "default", "reduce-overhead"} {
-				if t := w.Torch[m]; t != nil {
-					if t.Error != "" {
-						line += fmt.Sprintf(" | torch %s error: %.80s", m, t.Error)
-					} else {
-						line += fmt.Sprintf(" | torch %s %.3f ms", m, t.Ms)
-						if t.Compiles > 0 {
-							line += fmt.Sprintf(" (total %.2f s, %d compiles)", t.TotalS, t.Compiles)
-						}
-					}
-				}
-			}
-			if c := w.Correctness; c != nil {
-				line += fmt.Sprintf(" | max_scaled %.3g (tol %g) ok=%v", c.MaxScaled, c.Tol, c.OK)
-			}
-			if r := w.Reference; r != nil {
-				line += fmt.Sprintf(" | vs f32: strata %.3g, torch %.3g", r.Strata.MaxScaled, r.Torch.MaxScaled)
-				// The worst ratio where it decided an output (a scalar
-				// loss's ratio, two draws of rounding noise, says little
-				// when the loss passes within tol).
-				worst, by, noise := 0.0, 0, 0
-				for _, t := range w.Tensors {
-					switch t.Pass {
-					case "noise":
-						noise++
-					case "rmse":
-						worst, by = max(worst, t.RMSERatio), by+1
-					}
-				}
-				if by > 0 {
-					line += fmt.Sprintf(", %d outputs ok by rmse ratio ≤ %.3g", by, worst)
-				}
-				if noise > 0 {
-					line += fmt.Sprintf(" (%d outputs bf16 noise on both sides)", noise)
-				}
-			}
-			if r, ok := w.Ratios["default"]; ok {
-				line += fmt.Sprintf(" | ratio %.2f", r)
-			}
-			if w.RateUnit == "tokens/s" {
-				line += fmt.Sprintf(" | %.0f tokens/s (torch %.0f)", w.Rate, w.TorchRate)
-			}
-			fmt.Println(line)
-			for _, t := range w.Tensors {
-				fmt.Println("    " + t.String())
-			}
-		}
+		writeReport(os.Stdout, r)
 		return bench.WriteModelResults(args[2], r)
 	}
 	return fmt.Errorf("unknown command %q (want run or report)", args[0])
+}
+
+// writeReport writes a line per row of r to out (Strata's time in the
+// mode the rows ran in, PyTorch's, the check) and under it a line per
+// compared output.
+func writeReport(out io.Writer, r *bench.Results) {
+	mode := string(frontend.ModeDefault)
+	if len(r.Modes) > 0 {
+		mode = r.Modes[0]
+	}
+	for _, w := range r.Workloads {
+		var line string
+		switch s := w.Strata[mode]; {
+		case s == nil:
+			line = fmt.Sprintf("%-16s strata: no %s result", w.Name, mode)
+		case s.Error != "":
+			line = fmt.Sprintf("%-16s strata error: %s", w.Name, s.Error)
+		default:
+			line = fmt.Sprintf("%-16s strata %8.3f ms (first call %.2f s)", w.Name, s.Ms, s.FirstCallS)
+			if s.Compiles > 0 {
+				line += fmt.Sprintf(" (total %.2f s, %d compiles)", s.TotalS, s.Compiles)
+			}
+		}
+		for _, m := range []string{"eager", "default", "reduce-overhead"} {
+			if t := w.Torch[m]; t != nil {
+				if t.Error != "" {
+					line += fmt.Sprintf(" | torch %s error: %.80s", m, t.Error)
+				} else {
+					line += fmt.Sprintf(" | torch %s %.3f ms", m, t.Ms)
+					if t.Compiles > 0 {
+						line += fmt.Sprintf(" (total %.2f s, %d compiles)", t.TotalS, t.Compiles)
+					}
+				}
+			}
+		}
+		if c := w.Correctness; c != nil {
+			line += fmt.Sprintf(" | max_scaled %.3g (tol %g) ok=%v", c.MaxScaled, c.Tol, c.OK)
+		}
+		if ref := w.Reference; ref != nil {
+			line += fmt.Sprintf(" | vs f32: strata %.3g, torch %.3g", ref.Strata.MaxScaled, ref.Torch.MaxScaled)
+			// The worst ratio where it decided an output (a scalar
+			// loss's ratio, two draws of rounding noise, says little
+			// when the loss passes within tol).
+			worst, by, noise := 0.0, 0, 0
+			for _, t := range w.Tensors {
+				switch t.Pass {
+				case "noise":
+					noise++
+				case "rmse":
+					worst, by = max(worst, t.RMSERatio), by+1
+				}
+			}
+			if by > 0 {
+				line += fmt.Sprintf(", %d outputs ok by rmse ratio ≤ %.3g", by, worst)
+			}
+			if noise > 0 {
+				line += fmt.Sprintf(" (%d outputs bf16 noise on both sides)", noise)
+			}
+		}
+		if ratio, ok := w.Ratios["default"]; ok {
+			line += fmt.Sprintf(" | ratio %.2f", ratio)
+		}
+		if w.RateUnit == "tokens/s" {
+			line += fmt.Sprintf(" | %.0f tokens/s (torch %.0f)", w.Rate, w.TorchRate)
+		}
+		fmt.Fprintln(out, line)
+		for _, t := range w.Tensors {
+			fmt.Fprintln(out, "    "+t.String())
+		}
+	}
 }
