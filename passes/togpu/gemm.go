@@ -100,8 +100,9 @@ var MMATiles = []MMATile{
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Cluster: 2, Persistent: 132},
 	// The TMA tilings with the epilogue staged in workgroup memory
 	// (gemm_epilogue.go): 16 KiB more, 208 KiB. Session 13, same process
-	// as cuBLASLt's 798 TFLOP/s: 8192³ 739 and 728 TFLOP/s (wst 703,
-	// wstp132 697), mm_bias_gelu 0.428 and 0.419 ms (0.457, 0.445).
+	// as cuBLASLt's 793 TFLOP/s (once no call serialized the wgmma): 8192³
+	// 785 and 793 TFLOP/s (wst 748, wstc2p132 755), mm_bias_gelu 0.395
+	// and 0.388 ms.
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Staged: true},
 	{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Staged: true, Persistent: 132},
 	// Dropped after measuring (session 12, same process as wst's 714 and

@@ -36,10 +36,12 @@ func ownMatmuls(module *ir.Operation) bool {
 // compute capability 9.0 (H100, H200): the warp-specialized wgmma kernel
 // whose producer copies with TMA and whose consumers store the output
 // through workgroup memory (128x256x64s4wste). On the H200, in the same
-// process as cuBLASLt (bench/NOTES.md, session 13): the 8192³ bf16
-// product 739 TFLOP/s, 92.6% of cuBLASLt (128x256x64s4wst, the default
-// before: 703, 88.0%); GPT-2's products 1.11–1.40× wst. Products whose
-// rows TMA cannot address take the one-role 128x256x64s4go.
+// process as cuBLASLt (bench/NOTES.md, session 13, call 3): the 8192³
+// bf16 product 785 TFLOP/s, 99.1% of cuBLASLt (128x256x64s4wst, the
+// default before: 748, 94.4%; the persistent …wstep132 793, 100.0%, is
+// left to the search: its grid is the H100/H200's 132 SMs); GPT-2's
+// products 77–90% of cuBLASLt, 1.14–1.47× wst. Products whose rows TMA
+// cannot address take the one-role 128x256x64s4go.
 var HopperTile = togpu.MMATile{M: 128, N: 256, K: 64, Stages: 4, WGMMA: true, Specialized: true, TMA: true, Staged: true}
 
 // hopper reports whether compute capability major.minor runs sm_90a code
