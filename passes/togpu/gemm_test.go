@@ -312,9 +312,12 @@ func TestMMADynamicShapes(t *testing.T) {
   %r = "graph.matmul"(%x, %w) : (tensor<8x16xbf16>, tensor<16x?xbf16>) -> tensor<8x?xbf16>`, 0,
 			[][]int64{{8, 16}, {16, 24}}},
 	} {
-		// The default tiling, and the TMA tiling (its tensor maps sized
-		// from the buffers at each launch).
-		for _, tile := range []togpu.MMATile{togpu.DefaultConfig.MMATile, tmaTile} {
+		// The default tiling, and the TMA tilings (their tensor maps
+		// sized from the buffers at each launch), the staged epilogue's
+		// with a dynamic M (and the plain one with a dynamic N).
+		staged := tmaTile
+		staged.Staged = true
+		for _, tile := range []togpu.MMATile{togpu.DefaultConfig.MMATile, tmaTile, staged} {
 			t.Run(tile.String()+"/"+tc.name, func(t *testing.T) {
 				src := fmt.Sprintf("func.func @main(%s) -> %s {%s\n  return %%r : %s\n}\n", tc.args, tc.result, tc.body, tc.result)
 				p := &passtest.Program{Func: "main", Source: src}
