@@ -301,7 +301,7 @@ func (j *jointFunc) templateOperands() map[*ir.Value]bool {
 				if def != nil && graph.ClassOf(def.Name()) == graph.ClassConstant {
 					break // recomputed for free
 				}
-				if op.Name() != graph.OpMatmul || !matrixTranspose(def) {
+				if (op.Name() != graph.OpMatmul || !matrixTranspose(def)) && !reshapeOfStored(def) {
 					out[x] = true
 				}
 				if def == nil || graph.ClassOf(def.Name()) != graph.ClassView {
@@ -312,6 +312,20 @@ func (j *jointFunc) templateOperands() map[*ir.Value]bool {
 		}
 	}
 	return out
+}
+
+// reshapeOfStored reports whether op is a graph.reshape of a value that is
+// no view: the forward pass writes that value, the reshape is the same
+// buffer, and the value (a template operand too, as the walk goes on) is
+// what is saved. A saved reshape would be a copy the forward pass makes
+// only to return it (channels last, a 1×1 convolution's [O, C, 1, 1]
+// weight read as a product's [O, C]: a copy of every such weight a step).
+func reshapeOfStored(op *ir.Operation) bool {
+	if op == nil || op.Name() != graph.OpReshape {
+		return false
+	}
+	src := op.Operand(0).DefiningOp()
+	return src != nil && graph.ClassOf(src.Name()) != graph.ClassView && graph.ClassOf(src.Name()) != graph.ClassConstant
 }
 
 // matrixTranspose reports whether op is a graph.transpose that swaps the
