@@ -262,6 +262,18 @@ func (b *BatchNorm2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 	// y = x·s + t with s = w/√(var+eps), t = b - mean·s: one multiply-add
 	// over x (the affine form a conv epilogue can absorb).
 	per := func(t *frontend.Tensor) *frontend.Tensor { return t.Reshape(1, c, 1, 1) }
+	if half(x.DType()) {
+		// A bf16 or f16 layer (nn.Cast): s and t from the float32 values
+		// of its parameters, and x·s + t rounded once, as PyTorch's
+		// kernel computes; in the input's type they were rounded on the
+		// way and twice at the end (resnet50_infer's logits 1.39× as far
+		// from float32 as PyTorch's, session 13). A convolution's
+		// epilogue still absorbs it (the same launches lowered).
+		f := func(t *frontend.Tensor) *frontend.Tensor { return castTo(t, frontend.Float32) }
+		s := f(b.RunningVar).Add(frontend.Full(frontend.Float32, b.Eps)).Rsqrt().Mul(f(b.Weight))
+		t := f(b.Bias).Sub(f(b.RunningMean).Mul(s))
+		return f(x).Mul(per(s)).Add(per(t)).Cast(x.DType())
+	}
 	s := b.RunningVar.Add(full(x, b.Eps)).Rsqrt().Mul(b.Weight)
 	t := b.Bias.Sub(b.RunningMean.Mul(s))
 	return x.Mul(per(s)).Add(per(t))

@@ -659,3 +659,47 @@ func TestLinearAutocast(t *testing.T) {
 		t.Errorf("autocast without a bias: %v %v, want bf16", y.DType(), y.Err())
 	}
 }
+
+// TestBatchNorm2dEvalHalf: in evaluation mode a bf16 batch norm (input,
+// weight, bias and running statistics bf16, as nn.Cast makes them)
+// computes its scale and shift from the float32 values of its parameters
+// and rounds x·s + t once, as PyTorch's kernel does: exactly the float32
+// computation rounded to bf16. With the scale, shift and their
+// application in bf16 (before session 13) a toy ResNet's logits were 1.25×
+// as far from the float32 model's (examples/resnet TestBF16InferenceAccuracy).
+func TestBatchNorm2dEvalHalf(t *testing.T) {
+	g := nn.NewRNG(6)
+	c := 3
+	bn := nn.NewBatchNorm2d(c)
+	bn.Weight, bn.Bias = g.Uniform(0.5, 1.5, c), g.Uniform(-1, 1, c)
+	bn.RunningMean, bn.RunningVar = g.Uniform(-1, 1, c), g.Uniform(0.5, 2, c)
+	nn.SetTraining(bn, false)
+	if err := nn.Cast(bn, frontend.BFloat16); err != nil {
+		t.Fatal(err)
+	}
+	x := g.Normal(2, 2, c, 4, 5).Cast(frontend.BFloat16)
+	got := bn.Forward(x)
+	if got.DType() != frontend.BFloat16 {
+		t.Fatalf("output %v, want bf16", got.DType())
+	}
+	w, b, m, v := bn.Weight.Float64s(), bn.Bias.Float64s(), bn.RunningMean.Float64s(), bn.RunningVar.Float64s()
+	xs, gs := x.Float64s(), got.Float64s()
+	exact := 0
+	for i := range xs {
+		ch := (i / 20) % c
+		s := float32(w[ch]) * float32(1/math.Sqrt(float64(float32(v[ch])+1e-5)))
+		want := float32(xs[i])*s + (float32(b[ch]) - float32(m[ch])*s)
+		wb := frontend.FromSlice([]float32{want}, 1).Cast(frontend.BFloat16).Float64s()[0]
+		// Within one bf16 step of the float32 value rounded once (the
+		// float32 steps may differ in their last bits from these).
+		if math.Abs(gs[i]-wb) > math.Abs(wb)/128 {
+			t.Fatalf("element %d: %g, want %g (float32 %g rounded once)", i, gs[i], wb, want)
+		}
+		if gs[i] == wb {
+			exact++
+		}
+	}
+	if exact < len(xs)*9/10 {
+		t.Errorf("%d of %d elements are the float32 value rounded once, want at least 90%%", exact, len(xs))
+	}
+}
