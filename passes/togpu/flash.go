@@ -158,10 +158,10 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s pipelines several warpgroups without PrefetchV (a V stage would be copied while read)", t)
 	case t.OneK && (!t.Pipe || t.Rows > 64 || t.PrefetchV):
 		return fmt.Errorf("flash attention: tile %s: OneK needs the pipelined kernel with one warpgroup a block and without PrefetchV", t)
-	case t.TMA && (!t.Pipe || !t.QShared || t.Rows != 64 || t.PrefetchV || t.Specialized):
-		return fmt.Errorf("flash attention: tile %s: TMA needs the pipelined kernel with QShared and one warpgroup a block, without PrefetchV and Specialized", t)
-	case t.Cluster != 0 && (t.Cluster != 2 || !t.TMA):
-		return fmt.Errorf("flash attention: tile %s: Cluster is 2, with TMA", t)
+	case t.TMA && (!t.Pipe || !t.QShared || t.PrefetchV || t.Rows != 64 && !t.Specialized):
+		return fmt.Errorf("flash attention: tile %s: TMA needs the pipelined kernel with QShared, without PrefetchV, and one warpgroup a block or Specialized", t)
+	case t.Cluster != 0 && (t.Cluster != 2 || !t.TMA || t.Specialized):
+		return fmt.Errorf("flash attention: tile %s: Cluster is 2, with TMA and without Specialized", t)
 	case !slices.Contains(FlashTiles, t):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case t.TMA && f.Dynamic:

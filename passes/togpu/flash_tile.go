@@ -80,8 +80,8 @@ type FlashTile struct {
 	// FlashAttention-3 schedules them: one warpgroup's S and P·V run on
 	// the tensor cores while the other runs its softmax.
 	PingPong bool
-	// TMA (with Pipe and QShared, one warpgroup a block; not PrefetchV or
-	// Specialized, nor a dynamic length) copies the K and V tiles
+	// TMA (with Pipe and QShared, one warpgroup a block or Specialized;
+	// not PrefetchV, nor a dynamic length) copies the K and V tiles
 	// with the Tensor Memory Accelerator instead of cp.async: k and v
 	// reach the kernel as tensor maps (three dimensions, batch × keys ×
 	// head dim, so that a box never runs into the next batch's keys:
@@ -89,7 +89,8 @@ type FlashTile struct {
 	// copies (a box of 64 columns a panel), which complete its stage's
 	// full mbarrier; the warps free a stage at its empty mbarrier once
 	// the product that read it has completed. No cp.async, no fence and
-	// no block barrier a tile. See flash_tma.go.
+	// no block barrier a tile. See flash_tma.go. With Specialized, one
+	// thread of the producer warpgroup copies K and V (wsSplit).
 	TMA bool
 	// Cluster (with TMA: 2) pairs the blocks of neighbouring row blocks
 	// of one (batch, head) in a thread-block cluster that shares the K and
@@ -205,6 +206,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
 	{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true},

@@ -82,10 +82,7 @@ func (t *flashTMA) cluster() int64 { return max(t.g.Tile.Cluster, 1) }
 // the workgroup offsets of key tile kt's K and V stages.
 func (g *flashGen) setupTMA(z *ir.Value, kAt, vAt func(x ix, kt *ir.Value) *ir.Value) *flashTMA {
 	b, loc, x := g.b, g.loc, g.x
-	kernel := g.k.ParentBlock().ParentOp()
-	geom := gpu.TensorMap{Inner: []int64{g.Lk, g.D}, Box: []int64{1, g.Tile.Keys / max(g.Tile.Cluster, 1), wgPanel}, Swizzle: 128}
-	gpu.SetTensorMap(kernel, g.k.Index(), geom)
-	gpu.SetTensorMap(kernel, g.v.Index(), geom)
+	kernel := g.tensorMaps()
 	t := &flashTMA{g: g, kAt: kAt, vAt: vAt, kMap: g.k, vMap: g.v}
 	t.z = x.i32(z)
 	if t.cluster() > 1 {
@@ -155,13 +152,38 @@ func (t *flashTMA) copyTile(b *ir.Builder, kind int64, kt *ir.Value) {
 		first = x.add(first, x.mulc(t.rank, share))
 		stage = x.add(stage, x.mulc(t.rank, share*wgPanel))
 	}
+	mask := int64(0)
+	if t.rank != nil {
+		mask = 1<<t.cluster() - 1
+	}
+	g.tmaBoxes(b, src, t.z, first, stage, t.bars, full, mask)
+}
+
+// tensorMaps marks the kernel's k and v as tensor maps of three
+// dimensions (batch, key, head dim) with boxes of Keys keys (a share of
+// them with Cluster) × 64 columns in the 128-byte swizzle, and returns the
+// kernel.
+func (g *flashGen) tensorMaps() *ir.Operation {
+	kernel := g.k.ParentBlock().ParentOp()
+	geom := gpu.TensorMap{Inner: []int64{g.Lk, g.D}, Box: []int64{1, g.Tile.Keys / max(g.Tile.Cluster, 1), wgPanel}, Swizzle: 128}
+	gpu.SetTensorMap(kernel, g.k.Index(), geom)
+	gpu.SetTensorMap(kernel, g.v.Index(), geom)
+	return kernel
+}
+
+// tmaBoxes issues the copies of a tile of src (k or v) from key first
+// (offset type) of batch z (i32) to workgroup offset stage, one box a
+// 64-column panel, signalling bars[full]; with a multicast mask, to every
+// block of the cluster it names.
+func (g *flashGen) tmaBoxes(b *ir.Builder, src, z, first, stage *ir.Value, bars, full *ir.Value, mask int64) {
+	x, loc := g.x.at(b), g.loc
 	for p := range g.D / wgPanel {
-		coords := []*ir.Value{t.z, x.i32(first), arith.ConstantInt(b, loc, p*wgPanel, ir.I32)}
-		dst := x.index(x.addc(stage, p*K*wgPanel))
-		if t.rank != nil {
-			gpu.TMALoadMulticast(b, loc, g.smem, dst, t.bars, full, src, coords, 1<<t.cluster()-1)
+		coords := []*ir.Value{z, x.i32(first), arith.ConstantInt(b, loc, p*wgPanel, ir.I32)}
+		dst := x.index(x.addc(stage, p*g.Tile.Keys*wgPanel))
+		if mask != 0 {
+			gpu.TMALoadMulticast(b, loc, g.smem, dst, bars, full, src, coords, mask)
 		} else {
-			gpu.TMALoad(b, loc, g.smem, dst, t.bars, full, src, coords)
+			gpu.TMALoad(b, loc, g.smem, dst, bars, full, src, coords)
 		}
 	}
 }

@@ -286,11 +286,14 @@ func (g *flashGen) emitWGMMAPipe() {
 			gpu.CpAsyncCommit(b, loc)
 			return nil
 		}, nil)
+		if tma {
+			g.tensorMaps()
+		}
 		bars = g.wsBarriers()
 		gpu.Barrier(b, loc)
 		// The producer's branch; the consumers' code follows in the
 		// other, built by g's builder (restored at the end).
-		b = g.wsSplit(bars, loadK, loadV)
+		b = g.wsSplit(bars, z, loadK, loadV)
 		x = x.at(b)
 		top, topX := g.b, g.x
 		g.b, g.x = b, x
@@ -611,7 +614,7 @@ func (g *flashGen) emitWGMMAPipe() {
 			// wait as early as its block allows, which would end the overlap
 			// with the softmax above; a branch (on a condition the whole
 			// warpgroup shares) keeps it below.
-			if pv || tma {
+			if pv || tma && !ws {
 				loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
 					gpu.CpAsyncCommit(b, loc)
 					return nil
@@ -750,6 +753,9 @@ func (g *flashGen) wsBarriers() *ir.Value {
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
 		x := x.at(b)
 		stream := g.producers() / 2
+		if g.Tile.TMA {
+			stream = 1 // (the copying thread's arrival with the expected bytes)
+		}
 		counts := [wsKinds]int64{wsFullK: stream, wsEmptyK: g.consumers(), wsFullV: stream, wsEmptyV: g.consumers()}
 		for kind, n := range counts {
 			for s := range wsStages(int64(kind)) {
@@ -761,6 +767,9 @@ func (g *flashGen) wsBarriers() *ir.Value {
 			for w := range int64(2) {
 				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFirst(wsKinds)+w)), arith.ConstantInt(b, loc, gpu.WarpgroupSize, ir.I32))
 			}
+		}
+		if g.Tile.TMA {
+			gpu.FenceProxyAsync(b, loc) // (the barriers visible to the copies)
 		}
 		return nil
 	}, nil)
@@ -780,9 +789,34 @@ func (g *flashGen) wsBarriers() *ir.Value {
 // to a tile ahead of the consumers and V two. It returns the builder of
 // the consumers' branch (before its terminator), whose warpgroups raise
 // their registers.
-func (g *flashGen) wsSplit(bars *ir.Value, loadK, loadV func(b *ir.Builder, kt *ir.Value)) *ir.Builder {
+func (g *flashGen) wsSplit(bars, z *ir.Value, loadK, loadV func(b *ir.Builder, kt *ir.Value)) *ir.Builder {
 	b, loc, x := g.b, g.loc, g.x
 	half := g.producers() / 2
+	kAt, vAt, _ := g.pipeStages(x)
+	// tmaCopies is TMA's producer: one thread copies each tile of K, then
+	// of V, into its stage once free, expecting its bytes on the stage's
+	// full barrier.
+	tmaCopies := func(b *ir.Builder) {
+		x := x.at(b)
+		z32 := x.i32(z)
+		bytes := arith.ConstantInt(b, loc, g.Tile.Keys*g.D*2, ir.I32) // (bf16 or f16)
+		one := arith.ConstantIndex(b, loc, 1)
+		loop.For(b, loc, x.index(x.c(0)), x.index(g.tiles), one, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			kt := x.from(iv)
+			for _, c := range []struct {
+				full, empty int64
+				src         *ir.Value
+				at          func(x ix, kt *ir.Value) *ir.Value
+			}{{wsFullK, wsEmptyK, g.k, kAt}, {wsFullV, wsEmptyV, g.v, vAt}} {
+				gpu.MbarrierWait(b, loc, bars, g.wsIndex(x, c.empty, kt), g.wsParity(x, c.empty, kt, 1))
+				full := g.wsIndex(x, c.full, kt)
+				gpu.MbarrierExpectTx(b, loc, bars, full, bytes)
+				g.tmaBoxes(b, c.src, z32, x.mulc(kt, g.Tile.Keys), c.at(x, kt), bars, full, 0)
+			}
+			return nil
+		})
+	}
 	// stream builds the copy loop of one kind (full and empty its
 	// barriers) for the producer threads numbered tid.
 	stream := func(b *ir.Builder, full, empty int64, tid *ir.Value, load func(b *ir.Builder, kt *ir.Value)) {
@@ -815,6 +849,13 @@ func (g *flashGen) wsSplit(bars *ir.Value, loadK, loadV func(b *ir.Builder, kt *
 		gpu.SetMaxNReg(b, loc, wsProducerRegs, false)
 		x := x.at(b)
 		pt := x.addc(g.tid, -g.consumers())
+		if g.Tile.TMA {
+			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, pt, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
+				tmaCopies(b)
+				return nil
+			}, nil)
+			return nil
+		}
 		loop.If(b, loc, x.lt(pt, x.c(half)), nil, func(b *ir.Builder) []*ir.Value {
 			stream(b, wsFullK, wsEmptyK, pt, loadK)
 			return nil
