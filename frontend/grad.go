@@ -517,9 +517,11 @@ func (g *gradCore) chooseLayout(gr *graphTrace) error {
 	}
 	pm, err := passes.Parse("builtin.module(" + pipeline + ")")
 	if err != nil {
-		return err
+		return fmt.Errorf("choosing the layout: %w", err)
 	}
-	pm.Instr.VerifyEach = false // a traced graph, verified after autodiff's passes
+	// A traced graph, valid by construction; the backend verifies the
+	// passes' lowered module, as for its own pipeline.
+	pm.Instr.VerifyEach = false
 	if err := pm.Run(irContext(), gr.module); err != nil {
 		return fmt.Errorf("choosing the layout: %w", err)
 	}
