@@ -7,7 +7,9 @@ import (
 	"github.com/strata-ir/strata/ir"
 )
 
-// The pipelined wgmma kernel's K and V tiles by TMA (FlashTile.TMA). k and
+// The pipelined wgmma kernel's K and V tiles by TMA (FlashTile.TMA; with
+// Specialized, the producer's copies use tensorMaps and tmaBoxes from
+// here and the specialized kernel's own barriers: wsSplit). k and
 // v are tensor maps of three dimensions (batch, key, head dim) with the
 // 128-byte swizzle, so that a box of Keys keys × 64 columns lands in the
 // very panel layout the kernel's gpu.wgmma descriptors read (head dim 128

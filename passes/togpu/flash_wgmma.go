@@ -786,9 +786,12 @@ func (g *flashGen) wsBarriers() *ir.Value {
 // copy just issued, as one stream of K and V did before, made a tile's
 // time a whole copy's round trip.) K(kt)'s stage is free once S(kt−2)
 // has completed, V(kt)'s once P·V(kt−3) has (in tile kt−2), so K runs up
-// to a tile ahead of the consumers and V two. It returns the builder of
-// the consumers' branch (before its terminator), whose warpgroups raise
-// their registers.
+// to a tile ahead of the consumers and V two. With TMA one thread of the
+// producer warpgroup copies instead: for each key tile, K's boxes then
+// V's, each once its stage is empty, expecting the tile's bytes on its
+// full barrier (whose one arrival that is); z is the block's batch. It
+// returns the builder of the consumers' branch (before its terminator),
+// whose warpgroups raise their registers.
 func (g *flashGen) wsSplit(bars, z *ir.Value, loadK, loadV func(b *ir.Builder, kt *ir.Value)) *ir.Builder {
 	b, loc, x := g.b, g.loc, g.x
 	half := g.producers() / 2
