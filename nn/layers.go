@@ -270,7 +270,7 @@ func (b *BatchNorm2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 		// from float32 as PyTorch's, session 13). A convolution's
 		// epilogue still absorbs it (the same launches lowered).
 		f := func(t *frontend.Tensor) *frontend.Tensor { return castTo(t, frontend.Float32) }
-		s := f(b.RunningVar).Add(frontend.Full(frontend.Float32, b.Eps)).Rsqrt().Mul(f(b.Weight))
+		s := f(b.RunningVar).Add(Scalar(frontend.Float32, b.Eps)).Rsqrt().Mul(f(b.Weight))
 		t := f(b.Bias).Sub(f(b.RunningMean).Mul(s))
 		return f(x).Mul(per(s)).Add(per(t)).Cast(x.DType())
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
+	"github.com/strata-ir/strata/runtime/interp"
 	"pgregory.net/rapid"
 )
 
@@ -701,5 +702,28 @@ func TestBatchNorm2dEvalHalf(t *testing.T) {
 	}
 	if exact < len(xs)*9/10 {
 		t.Errorf("%d of %d elements are the float32 value rounded once, want at least 90%%", exact, len(xs))
+	}
+
+	// Its constants (eps) are the same tensors every call: compiled, only
+	// the argument is a new input (TestConstantsOnce).
+	var runs [][]*interp.Tensor
+	fn, err := nn.Compile(bn, func(in ...*frontend.Tensor) []*frontend.Tensor { return []*frontend.Tensor{bn.Forward(in[0])} },
+		1, frontend.Options{Backend: recordInputs(t, &runs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := fn.Call(g.Normal(2, 2, c, 4, 5).Cast(frontend.BFloat16)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := 0
+	for i, x := range runs[2] {
+		if i >= len(runs[1]) || runs[1][i] != x {
+			changed++
+		}
+	}
+	if len(runs) != 3 || changed != 1 {
+		t.Errorf("%d runs, %d inputs changed between calls; want 3 runs, 1 (the argument)", len(runs), changed)
 	}
 }
