@@ -63,7 +63,9 @@ func graphAttentionGrad(_ *Frame, op *ir.Operation, args []Value) ([]Value, erro
 	}
 	// D per query row: the products rounded, then summed in order.
 	ov, dov := o.Float64s(), do.Float64s()
-	dd := make([]float64, len(ov)/max(dvn, 1))
+	// One D a query row: counted from the scores, not from o, whose rows
+	// are empty when the value width is 0.
+	dd := make([]float64, len(at.p)/max(lk, 1))
 	for i := range dd {
 		var s float64
 		for j := range dvn {

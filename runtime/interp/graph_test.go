@@ -450,3 +450,23 @@ func TestHugeResults(t *testing.T) {
 		})
 	}
 }
+
+// An attention of width 0 (no head dimension, no value columns) still has
+// one score a query and key: its gradient must not index past its rows
+// (rapid found it through autodiff's joint-and-partition property test).
+func TestGraphAttentionGradOfWidthZero(t *testing.T) {
+	src := `func.func @f(%q: tensor<1x0xf64>, %g: tensor<1x0xf64>) -> (tensor<1x0xf64>, tensor<1x0xf64>, tensor<1x0xf64>) {
+  %o = "graph.attention"(%q, %q, %q) : (tensor<1x0xf64>, tensor<1x0xf64>, tensor<1x0xf64>) -> tensor<1x0xf64>
+  %d:3 = "graph.attention_grad"(%q, %q, %q, %o, %g) : (tensor<1x0xf64>, tensor<1x0xf64>, tensor<1x0xf64>, tensor<1x0xf64>, tensor<1x0xf64>) -> (tensor<1x0xf64>, tensor<1x0xf64>, tensor<1x0xf64>)
+  return %d#0, %d#1, %d#2 : tensor<1x0xf64>, tensor<1x0xf64>, tensor<1x0xf64>
+}`
+	empty, err := FromFloat64s(ir.F64, []int64{1, 0}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range runGraph(t, src, empty, empty) {
+		if n := ir.NumElements(d.Shape()); n != 0 {
+			t.Errorf("gradient %d has %d elements, want 0", i, n)
+		}
+	}
+}
