@@ -199,8 +199,8 @@ func (t MMATile) SharedBytes() int64 {
 	if t.Specialized {
 		n += 8 * wsBarriers(t.Stages)
 	}
-	if t.Staged {
-		n += t.stagedBytes()
+	if t.Staged { // (after the barriers, aligned as every buffer)
+		n = (n+gpu.SharedAlign-1)/gpu.SharedAlign*gpu.SharedAlign + t.stagedBytes()
 	}
 	return n
 }
