@@ -100,9 +100,10 @@ func (p *mma) batchIndices(k *kernelGen, x ix, z *ir.Value) map[*ir.Value]*ir.Va
 	return m
 }
 
-// stagedEpilogue stores the warpgroup consumer's accumulators results
-// (the tile's N/8 n8 tiles of one m16 row tile) through stg, its
-// warp's slice at warp·16·64, with st the body's store (see above).
+// stagedEpilogue stores a consumer warp's accumulators, results (the
+// tile's N/8 n8 tiles of the warp's 16 rows, 4 f32 a tile), through
+// stg, the warp's slice at warp·16·64, with st the body's store (see
+// above).
 func (p *mma) stagedEpilogue(k *kernelGen, x ix, results []*ir.Value, blk gemmBlock, stg *ir.Value, st *ir.Operation) {
 	b, loc := x.b, x.loc
 	body := loop.Body(k.nest)
