@@ -111,21 +111,32 @@ def median_ms(fn, budget_ms=1500, max_iters=30):
     return times[len(times) // 2]
 
 
-def eager_ms(row, fn):
+def eager_ms(row, fn, **kw):
     """median_ms of eager fn; for a row STRATA_TORCH_PROFILE lists
     (comma-separated), then three more calls under torch.profiler, whose
     device time by kernel goes to DIR/ROW.torch-profile.txt (strata-models
     run --profile writes Strata's side as DIR/ROW.profile.txt)."""
-    ms = median_ms(fn)
+    return profiled_ms(row, fn, "eager", **kw)
+
+
+def compiled_ms(row, fn, **kw):
+    """eager_ms for torch.compile's fn: its profile goes to
+    DIR/ROW.torch-compile-profile.txt."""
+    return profiled_ms(row, fn, "compile", **kw)
+
+
+def profiled_ms(row, fn, mode, **kw):
+    ms = median_ms(fn, **kw)
     if row in os.environ.get("STRATA_TORCH_PROFILE", "").split(","):
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(3):
                 fn()
             sync()
-        table = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=60, max_name_column_width=90)
-        with open(os.path.join(OUT_DIR, row + ".torch-profile.txt"), "w") as f:
-            f.write(f"{row}: eager, 3 calls under torch.profiler (median {ms:.3f} ms a call without)\n{table}")
+        table = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=80, max_name_column_width=110)
+        name = row + (".torch-profile.txt" if mode == "eager" else ".torch-compile-profile.txt")
+        with open(os.path.join(OUT_DIR, name), "w") as f:
+            f.write(f"{row}: {mode}, 3 calls under torch.profiler (median {ms:.3f} ms a call without)\n{table}")
     return ms
 
 
@@ -201,7 +212,7 @@ def cnn_small_train(t):
     modes = {"eager": {"ms": eager_ms("cnn_small_train", make_step(loss_fn))}}
     if compiles("cnn_small_train"):
         c = torch.compile(loss_fn)
-        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
+        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": compiled_ms("cnn_small_train", make_step(c))}
     return outs, modes
 
 
@@ -297,10 +308,10 @@ def gpt2_prefill(t):
         outs = {"logits_last": f()[:, -1, :]}
         reference("gpt2_prefill", lambda dt: {
             "logits_last": gpt2_logits({k: v.to(dt) for k, v in p.items()}, idx, h)[:, -1, :]})
-        modes = {"eager": {"ms": median_ms(f)}}
+        modes = {"eager": {"ms": eager_ms("gpt2_prefill", f)}}
         if compiles("gpt2_prefill"):
             c = torch.compile(lambda: gpt2_logits(p, idx, h))
-            modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
+            modes["default"] = {"first_call_s": first_call_s(c), "ms": compiled_ms("gpt2_prefill", c)}
     return outs, modes
 
 
@@ -433,10 +444,10 @@ def gpt2_train(t):
             opt.step()
         return step
 
-    modes = {"eager": {"ms": median_ms(make_step(loss_fn), budget_ms=2000, max_iters=10)}}
+    modes = {"eager": {"ms": eager_ms("gpt2_train", make_step(loss_fn), budget_ms=2000, max_iters=10)}}
     if compiles("gpt2_train"):
         c = torch.compile(loss_fn)
-        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c), budget_ms=2000, max_iters=10)}
+        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": compiled_ms("gpt2_train", make_step(c), budget_ms=2000, max_iters=10)}
     return outs, modes
 
 
@@ -582,7 +593,7 @@ def resnet50_infer(t):
         modes = {"eager": {"ms": eager_ms("resnet50_infer", f)}}
         if compiles("resnet50_infer"):
             c = torch.compile(lambda: resnet_forward(p, x))
-            modes["default"] = {"first_call_s": first_call_s(c), "ms": median_ms(c)}
+            modes["default"] = {"first_call_s": first_call_s(c), "ms": compiled_ms("resnet50_infer", c)}
     return outs, modes
 
 
@@ -661,7 +672,7 @@ def resnet50_train(t):
     modes = {"eager": {"ms": eager_ms("resnet50_train", make_step(loss_fn))}}
     if compiles("resnet50_train"):
         c = torch.compile(loss_fn)
-        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": median_ms(make_step(c))}
+        modes["default"] = {"first_call_s": first_call_s(make_step(c)), "ms": compiled_ms("resnet50_train", make_step(c))}
     return outs, modes
 
 
