@@ -31,6 +31,6 @@ echo "== models_torch.py" >&2
 python3 "$here/models_torch.py" "$dir" > "$OUT/torch.log" 2>&1 || status=1
 echo "== strata-models report" >&2
 "$bin" report "$dir" "$OUT/models.json" > "$OUT/report.txt" 2>&1 || status=1
-cp "$dir"/*.profile.txt "$OUT/" 2>/dev/null
+cp "$dir"/*profile.txt "$OUT/" 2>/dev/null
 cat "$OUT/report.txt"
 exit $status
