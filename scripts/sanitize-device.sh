@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Runs the device tests of every GPU kernel family at small shapes under
+# NVIDIA's compute-sanitizer (memcheck and racecheck; initcheck and
+# synccheck on request) and prints one line per family and tool with the
+# sanitizer's error count, the kernels the errors name and the tests'
+# own result. docs/robustness.md ("Sanitizers") says what each family
+# covers and how to read the lines.
+#
+# On the GPU machine, from the repository root, after scripts/device-tests.sh
+# built the test binaries here (.device/passes_togpu.test and
+# .device/runtime_exec.test; the device tool carries .device):
+#
+#	bash scripts/sanitize-device.sh [--only FAMILY,...] [--tools TOOL,...]
+#	                                [--jobs N] [--timeout SECONDS] [--list]
+#
+# The families run in parallel (--jobs, default 32: one process per family
+# and tool; the tests are host-bound under the sanitizer), each under its
+# own timeout (default 120 s). The summary goes to stdout and, with every
+# log, to $OUT (sanitize-summary.txt, sanitize-logs.tgz) when OUT is set.
+# Exit status: 0 when every run finished with no sanitizer error and no
+# failed test, 1 otherwise, 2 for bad usage or no compute-sanitizer.
+set -uo pipefail
+
+usage() {
+	sed -n '2,/^set -uo/p' "$0" | sed -e '/^set -uo/d' -e 's/^# \{0,1\}//'
+	exit 2
+}
+
+# The families: name, test binary, its package directory (the binary runs
+# there, for testdata), the tools it runs under by default, and the
+# -test.run pattern that selects its small-shape checks (never the
+# timings, which run at the bench's sizes). Kept in step with the tests'
+# subtest names: passes/togpu (convGPUTiles × convCases, togpu.MMATiles ×
+# mmaCases, flashCases × togpu.FlashTiles, flashGradCases) and
+# runtime/exec.
+families=(
+	# Strata's implicit-GEMM convolutions (conv_mma.go): every case of
+	# convCases with each tiling of convGPUTiles (mma.sync, the 4-warp one,
+	# wgmma 256x128, Hopper's TMA default), and a small CNN's gradient (data
+	# and weight gradients as convolutions).
+	"conv-own|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUConv\$/^[0-9]"
+	# The mma.sync GEMM tilings on odd shapes, tails, transposes, batches.
+	"gemm-mma|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUMMA\$/^[0-9x]+s[23](w64)?\$/^(odd-bias-gelu|many-k-tiles|k-tail|b-transposed-odd-n|a-transposed-unaligned|batched|m-one-k-one)\$"
+	# The wgmma GEMM tilings (g, go, ws, wst, wste, wstep132, wstc2, …:
+	# every togpu.MMATiles entry on wgmma).
+	"gemm-wgmma|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUMMA\$/^[0-9x]+s[0-9](g|ws)/^(odd-bias-gelu|many-k-tiles|k-tail|b-transposed-odd-n|a-transposed-unaligned|batched|m-one-k-one)\$"
+	# Every tiling with a dynamic M (1, 127, 300 rows: index offsets, tails).
+	"gemm-dynamic|passes_togpu|passes/togpu|memcheck|TestGPUMMADynamic\$"
+	# TMA and cluster tilings on the tails and shapes cuBLASLt is compared
+	# with (its kernels run too: see the kernels column).
+	"gemm-tma-cluster|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUClusterShapes\$|TestGPUTMAGraph\$"
+	# Flash attention forward: four cases (d32, d64 causal with row and key
+	# tails, d128 causal with the clusters' pairs, f16 with rescaling),
+	# the pipeline's tiling and then the mma.sync tilings …
+	"flash-fwd-mma|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/^[^g]*\$"
+	# … the wgmma tilings without TMA …
+	"flash-fwd-wgmma|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/g[^t]*\$"
+	# … and the TMA and cluster ones (names with t, c2).
+	"flash-fwd-tma|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/g.*t"
+	# Flash attention backward: every check of TestGPUFlashGrad (the
+	# forward with its log-sum-exp, the mma.sync and wgmma backward kernels).
+	"flash-bwd|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUFlashGrad\$/^check-"
+	# The layer norm's row kernels under every row option (1024 × 4096).
+	"rows|passes_togpu|passes/togpu|memcheck,racecheck|TestGPURowVariants\$"
+	# Pointwise, reduction, softmax and training programs (runtime/exec's
+	# testdata) on both PTX backends.
+	"pointwise|runtime_exec|runtime/exec|memcheck,racecheck|TestGPUMatchesInterpreter\$"
+	# The library paths: cuDNN convolutions (NCHW, NHWC, gradients) and
+	# cuBLASLt products with Strata's epilogue and transpose kernels around
+	# them. memcheck only: racecheck reports hazards inside cuBLASLt's own
+	# kernels (session 12), which are NVIDIA's.
+	"library|runtime_exec|runtime/exec|memcheck|TestGPUCuDNN\$|TestGPUCuDNNGradient\$|TestGPUCuBLASLt\$|TestGPUWarmLibraryCalls\$"
+)
+
+only="" tools="" jobs=32 limit=120 list=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--only) only=${2:-}; shift 2 ;;
+	--tools) tools=${2:-}; shift 2 ;;
+	--jobs) jobs=${2:-}; shift 2 ;;
+	--timeout) limit=${2:-}; shift 2 ;;
+	--list) list=1; shift ;;
+	-h | --help) usage ;;
+	*) echo "sanitize-device: unknown argument $1" >&2; usage ;;
+	esac
+done
+case $jobs$limit in *[!0-9]*) echo "sanitize-device: --jobs and --timeout take whole numbers" >&2; exit 2 ;; esac
+for t in ${tools//,/ }; do
+	case $t in memcheck | racecheck | initcheck | synccheck) ;; *) echo "sanitize-device: unknown tool $t" >&2; exit 2 ;; esac
+done
+known=" "
+for f in "${families[@]}"; do known+="${f%%|*} "; done
+for o in ${only//,/ }; do
+	case $known in *" $o "*) ;; *) echo "sanitize-device: unknown family $o (families:$known)" >&2; exit 2 ;; esac
+done
+
+if [ $list = 1 ]; then
+	for f in "${families[@]}"; do
+		IFS='|' read -r name bin dir ftools run <<<"$f"
+		printf '%-18s %-14s %-22s %s\n' "$name" "$bin" "$ftools" "$run"
+	done
+	exit 0
+fi
+
+# findSanitizer prints the path of compute-sanitizer: $COMPUTE_SANITIZER,
+# then PATH, then the CUDA toolkits' usual places (GPU.md: the device has
+# it under /usr/local/cuda/bin, which is not always on PATH).
+findSanitizer() {
+	local c
+	for c in "${COMPUTE_SANITIZER:-}" "$(command -v compute-sanitizer 2>/dev/null)" \
+		/usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
+		/usr/local/cuda-*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer /opt/cuda/bin/compute-sanitizer; do
+		if [ -n "$c" ] && [ -x "$c" ]; then
+			echo "$c"
+			return 0
+		fi
+	done
+	return 1
+}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+san=$(findSanitizer) || {
+	echo "sanitize-device: no compute-sanitizer (set COMPUTE_SANITIZER, or put the CUDA toolkit's bin on PATH)" >&2
+	exit 2
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+{
+	echo "compute-sanitizer: $san ($("$san" --version 2>/dev/null | grep -i version | head -1))"
+	echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/device: /'
+} > "$work/header.txt"
+cat "$work/header.txt"
+
+# runOne runs family line $1 under tool $2 and writes its summary line.
+runOne() {
+	local name bin dir ftools run tool=$2
+	IFS='|' read -r name bin dir ftools run <<<"$1"
+	local exe="$root/.device/$bin.test" log="$work/$name.$tool.log" line="$work/$name.$tool.line"
+	if [ ! -x "$exe" ]; then
+		printf '%-18s %-10s NOT RUN: no %s (scripts/device-tests.sh builds it)\n' "$name" "$tool" ".device/$bin.test" > "$line"
+		return
+	fi
+	local extra=()
+	[ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+	local t0=$SECONDS rc
+	# Two threads a Go process: the families share the machine's cores.
+	(cd "$root/$dir" && GOMAXPROCS=${SAN_GOMAXPROCS:-2} timeout -k 10 "$limit" "$san" --tool "$tool" "${extra[@]}" \
+		--print-limit 50 "$exe" -test.run "$run" -test.v -test.count 1) > "$log" 2>&1
+	rc=$?
+	local secs=$((SECONDS - t0))
+	summarize "$name" "$tool" "$log" "$rc" "$secs" | sed "s/[[:space:]]*$//" > "$line"
+}
+
+# summarize prints one family's line from its log: the sanitizer's count
+# (its summary line, or the reports counted when it did not finish), the
+# kernels its reports name (library kernels marked lib:), the tests passed,
+# failed and skipped, the seconds and the status.
+summarize() {
+	local name=$1 tool=$2 log=$3 rc=$4 secs=$5
+	local errs pass fail skip status kernels
+	errs=$(grep -aoE '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$log" | tail -1 | grep -oE '[0-9]+')
+	if [ -z "$errs" ]; then
+		# No summary (killed at the timeout): count the reports so far.
+		errs="$(grep -acE '^========= (Invalid|Error|Uninitialized|Barrier|Race|Program hit|Warning)' "$log")?"
+	fi
+	pass=$(grep -acE -- '--- PASS' "$log")
+	fail=$(grep -acE -- '--- FAIL' "$log")
+	skip=$(grep -acE -- '--- SKIP' "$log")
+	kernels=$(grep -aoE '^=========[[:space:]]+(and [A-Za-z]+ access )?at [A-Za-z_][A-Za-z0-9_$.:]*\+0x' "$log" |
+		sed -E 's/.* at ([^+]*)\+0x/\1/' | sort | uniq -c | sort -rn | head -6 |
+		awk '{k=$2; if (k ~ /nvjet|xmma|cudnn|cutlass|cublas|^sm[0-9]+_/) k="lib:" k; printf "%s%s×%s", (NR>1?",":""), k, $1}')
+	if grep -aq 'Internal Sanitizer Error' "$log"; then
+		status=SANITIZER-FAULT
+	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		status=TIMEOUT
+	elif [ "$pass$fail" = 00 ]; then
+		status=NO-TESTS
+	elif [ "$fail" != 0 ] || ! grep -aqE '^(PASS|ok)' "$log"; then
+		status=TEST-FAIL
+	elif [ "$errs" = 0 ]; then
+		status=clean
+	else
+		status=ERRORS
+	fi
+	printf '%-18s %-10s errors=%-5s pass=%-4s fail=%-3s skip=%-3s %4ss %-15s %s\n' \
+		"$name" "$tool" "$errs" "$pass" "$fail" "$skip" "$secs" "$status" "${kernels:+kernels: $kernels}"
+}
+
+running=0
+for f in "${families[@]}"; do
+	IFS='|' read -r name bin dir ftools run <<<"$f"
+	if [ -n "$only" ]; then
+		case ",$only," in *",$name,"*) ;; *) continue ;; esac
+	fi
+	want=${tools:-$ftools}
+	for tool in ${want//,/ }; do
+		runOne "$f" "$tool" &
+		running=$((running + 1))
+		if [ "$running" -ge "$jobs" ]; then
+			wait -n
+			running=$((running - 1))
+		fi
+	done
+done
+wait
+
+summary="$work/summary.txt"
+{
+	cat "$work/header.txt"
+	printf '%-18s %-10s %s\n' family tool 'sanitizer errors, tests passed/failed/skipped, seconds, status'
+	for f in "${families[@]}"; do
+		name=${f%%|*}
+		for l in "$work/$name".*.line; do
+			[ -f "$l" ] && cat "$l"
+		done
+	done
+} > "$summary"
+cat "$summary"
+if [ -n "${OUT:-}" ]; then
+	mkdir -p "$OUT"
+	cp "$summary" "$OUT/sanitize-summary.txt"
+	tar -C "$work" -czf "$OUT/sanitize-logs.tgz" --exclude '*.line' --exclude header.txt --exclude summary.txt .
+fi
+# Every run's line says clean, or the exit status is 1.
+if grep -vE '^(compute-sanitizer|commit|device|family):? ' "$summary" | grep -qvE ' clean( |$)'; then
+	exit 1
+fi
+exit 0
