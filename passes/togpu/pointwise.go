@@ -42,6 +42,7 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	iv := loop.Body(nest).Argument(n - 1)
 	inner := map[*ir.Value]bool{iv: true}
 	memo := map[*ir.Value]bool{}
+	uniform := map[*ir.Value]bool{}
 	ok := true
 	align := int64(0) // the gcd of the offsets added to the innermost variable (0: none)
 	loops := false
@@ -49,7 +50,10 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	nest.Walk(func(o *ir.Operation) bool {
 		switch o.Name() {
 		case loop.IfOp:
-			ok = false
+			// One branch runs every lane (cloneLanes): the condition
+			// must be the same for all of them (NHWC padding tests h
+			// and w, not the channel).
+			ok = laneUniform(o.Operand(0), iv, nest, uniform)
 		case loop.ForOp:
 			// One loop runs every lane's trips (cloneLanes): its bounds
 			// must be the same for all of them.
@@ -108,6 +112,26 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	}
 	p.vec = vec
 	return p
+}
+
+// laneUniform reports whether v has the same value in every lane of a
+// vector chunk: it does not depend on the innermost induction variable iv
+// of nest, nor on the result of an op with regions (a loop's or an if's
+// body may read iv without its operands showing it).
+func laneUniform(v, iv *ir.Value, nest *ir.Operation, memo map[*ir.Value]bool) bool {
+	if u, ok := memo[v]; ok {
+		return u
+	}
+	memo[v] = false
+	u := v != iv
+	if d := v.DefiningOp(); u && d != nil && definedIn(v, nest) {
+		u = d.NumRegions() == 0
+		for _, o := range d.Operands() {
+			u = u && laneUniform(o, iv, nest, memo)
+		}
+	}
+	memo[v] = u
+	return u
 }
 
 // staticPoints returns the number of points of a parallel nest with
@@ -254,9 +278,15 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 // lane's values carried in iter args of its own, its body cloned the same
 // way: the lanes' accesses stay next to each other inside loops too (a
 // column block's partial sums, a thread V columns, load V adjacent
-// elements a row).
+// elements a row). A loop.if (its condition the same for every lane)
+// becomes one loop.if whose branches run every lane, yielding each lane's
+// results in turn: a padded copy's V loads stay one vector access.
 func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir.Value]*ir.Value) {
 	for op := block.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
+		if op.Name() == loop.IfOp {
+			cloneLanesIf(b, loc, op, lanes)
+			continue
+		}
 		if op.Name() != loop.ForOp {
 			for _, m := range lanes {
 				b.Insert(op.Clone(m))
@@ -295,6 +325,46 @@ func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir
 			for r := range n {
 				m[op.Result(r)] = f.Result(j*n + r)
 			}
+		}
+	}
+}
+
+// cloneLanesIf clones loop.if op for every lane as one loop.if on lane 0's
+// condition (pointwisePlan: the lanes' conditions are equal), its results
+// lane-major.
+func cloneLanesIf(b *ir.Builder, loc ir.Location, op *ir.Operation, lanes []map[*ir.Value]*ir.Value) {
+	var types []ir.Type
+	for range lanes {
+		for _, r := range op.Results() {
+			types = append(types, r.Type())
+		}
+	}
+	branch := func(r int) loop.IfBody {
+		region := op.Region(r)
+		if region.Empty() {
+			return nil
+		}
+		return func(b *ir.Builder) []*ir.Value {
+			blk := region.Front()
+			in := make([]map[*ir.Value]*ir.Value, len(lanes))
+			for j, m := range lanes {
+				in[j] = maps.Clone(m)
+			}
+			cloneLanes(b, loc, blk, in)
+			var yields []*ir.Value
+			for _, m := range in {
+				for _, v := range blk.Terminator().Operands() {
+					yields = append(yields, laneValue(m, v))
+				}
+			}
+			return yields
+		}
+	}
+	f := loop.If(b, loc, laneValue(lanes[0], op.Operand(0)), types, branch(0), branch(1))
+	n := op.NumResults()
+	for j, m := range lanes {
+		for r := range n {
+			m[op.Result(r)] = f.Result(j*n + r)
 		}
 	}
 }

@@ -132,6 +132,7 @@ var semanticsCases = []struct {
 	{"layernorm_768.mlir", [][]int64{{}}},
 	{"empty_static.mlir", [][]int64{{}, {}, {}}},
 	{"head_split.mlir", [][]int64{{}}},
+	{"pad_nhwc.mlir", [][]int64{{}}},
 	{"decode_softmax.mlir", [][]int64{{}, {}, {}}},
 }
 
@@ -255,6 +256,12 @@ func TestMappings(t *testing.T) {
 		// Column blocks of a wider buffer (the q, k, v heads of a fused
 		// product): vectorized where the block's offset is aligned.
 		{"head_split.mlir", togpu.DefaultConfig, []string{"pointwise/256/8/0", "pointwise/256/8/0", "pointwise/256/1/0"}},
+		// Channels-last padding: conditions on h and w only are the same
+		// for every lane (vectorized, ifs nested, a store in an if); one
+		// on the channel, directly or through an if's result, is not
+		// (scalar).
+		{"pad_nhwc.mlir", togpu.DefaultConfig, []string{"pointwise/256/8/0", "pointwise/256/8/0", "pointwise/256/8/0", "pointwise/256/1/0", "pointwise/256/1/0"}},
+		{"pad_nhwc.mlir", togpu.Config{Block: 64, Vector: 2, MaxBlocks: 2}, []string{"pointwise/64/4/0", "pointwise/64/4/0", "pointwise/64/4/0", "pointwise/64/1/0", "pointwise/64/1/0"}},
 		// A decoding step's masked softmax over a query dimension of size
 		// 1 (indexed by 0): a row reduction, not a thread a row.
 		{"decode_softmax.mlir", togpu.DefaultConfig, []string{"row/256/1/8"}},
