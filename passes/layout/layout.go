@@ -39,8 +39,10 @@ func init() {
 			"converted only when the large tensors (two or more dimensions above 1) transposed at the " +
 			"region's boundary number at most 1 + a quarter of its convolutions: the forward graph of a training " +
 			"step, which returns every saved activation, stays NCHW when converted alone (a training step on " +
-			"the GPU backend converts the function it differentiates instead, and the backward follows). The results are the same (the " +
-			"convolutions sum in the same order); graph-decompose should run first.",
+			"the GPU backend converts the function it differentiates instead, and the backward follows). A strided convolution of " +
+			"fewer than 8 channels (a stem) becomes an unstrided one on its input's pixel blocks stacked as channels (space-to-depth). " +
+			"The results are the same (the convolutions sum in the same order, but space-to-depth's, which sums the same products " +
+			"in another); graph-decompose should run first.",
 		Anchor: passes.AnyOp,
 		Options: []passes.OptionDef{
 			{Name: "all-convs", Type: passes.Bool, Default: false,
@@ -51,19 +53,22 @@ func init() {
 				Doc: "compute unstrided, unpadded 1×1 convolutions of one group as products [N·H·W, C]·[C, O]"},
 			{Name: "pad-channels", Type: passes.Int, Default: int64(4),
 				Doc: "pad a one-group convolution's input channels with zeros (input and weight) to this many when it has fewer, as a 3-channel stem (0: never)"},
+			{Name: "space-to-depth", Type: passes.Bool, Default: true,
+				Doc: "compute a strided one-group convolution of fewer than 8 input channels (a stem) as an unstrided, unpadded one on its input's stride×stride pixel blocks stacked as channels (padded to a multiple of 8 unless pad-channels is 0)"},
 		},
 		New: func(o passes.Options) (passes.Pass, error) {
 			if o.Int("pad-channels") < 0 {
 				return nil, fmt.Errorf("%s: pad-channels must be at least 0", PassName)
 			}
-			return &pass{allConvs: o.Bool("all-convs"), always: o.Bool("always"), matmul: o.Bool("matmul-1x1"), padTo: o.Int("pad-channels")}, nil
+			return &pass{allConvs: o.Bool("all-convs"), always: o.Bool("always"), matmul: o.Bool("matmul-1x1"), padTo: o.Int("pad-channels"),
+				spaceToDepth: o.Bool("space-to-depth")}, nil
 		},
 	})
 }
 
 type pass struct {
-	allConvs, always, matmul bool
-	padTo                    int64
+	allConvs, always, matmul, spaceToDepth bool
+	padTo                                  int64
 }
 
 func (*pass) Name() string { return PassName }
@@ -85,7 +90,7 @@ func (p *pass) Run(op *ir.Operation, st *passes.State) error {
 		if r == nil {
 			continue
 		}
-		c, m := r.rewrite(st.Ctx, p.matmul, p.padTo)
+		c, m := r.rewrite(st.Ctx, p)
 		convs.Add(int64(c))
 		mms.Add(int64(m))
 		changed = true
@@ -291,7 +296,7 @@ func (r *region) largeBoundaries() int {
 
 // rewrite converts the region and returns the number of convolutions
 // made channels last and of those made products.
-func (r *region) rewrite(ctx *ir.Context, matmul bool, padTo int64) (convs, mms int) {
+func (r *region) rewrite(ctx *ir.Context, p *pass) (convs, mms int) {
 	b := ir.NewBuilder(ctx)
 	// Exits first, while every value has its NCHW type: the uses outside
 	// the region read a transpose back.
@@ -343,7 +348,7 @@ func (r *region) rewrite(ctx *ir.Context, matmul bool, padTo int64) (convs, mms 
 		}
 		switch name := op.Name(); {
 		case name == graph.OpConv2D:
-			if matmul && r.asMatmul(b, op) {
+			if p.matmul && r.asMatmul(b, op) {
 				mms++
 				continue
 			}
@@ -357,7 +362,9 @@ func (r *region) rewrite(ctx *ir.Context, matmul bool, padTo int64) (convs, mms 
 					op.SetOperand(1, graph.Transpose(b, op.Loc(), w, nhwc))
 				}
 			}
-			padChannels(b, op, padTo)
+			if !p.spaceToDepth || !spaceToDepth(b, op, p.padTo > 0) {
+				padChannels(b, op, p.padTo)
+			}
 			op.SetProperty("layout", ir.StringAttr{Value: graph.LayoutNHWC})
 			convs++
 		case name == graph.OpPad:
@@ -464,14 +471,106 @@ func padChannels(b *ir.Builder, op *ir.Operation, padTo int64) {
 	}
 }
 
+// spaceToDepth rewrites op, a channels-last convolution of one group
+// with strides (sh, sw) not both 1, a window larger than them, no
+// dilation or bias and fewer than 8 input channels (a stem: cuDNN runs
+// ResNet's 7×7/2 convolution on 4 channels at a tenth of its rate on 64),
+// as the unstrided, unpadded convolution of the same output
+//
+//	y[n, i, j, o] = Σ z[n, i+a, j+b, (p, q, c)] · w'[o, a, b, (p, q, c)]
+//
+// over the input's sh×sw pixel blocks stacked as channels,
+// z[n, i, j, (p, q, c)] = x[n, sh·i+p, sw·j+q, c] with whole blocks of
+// zeros around, by the window cut the same way after δ zeros before it,
+// w'[o, a, b, (p, q, c)] = w[o, sh·a+p-δ, sw·b+q-δ', c] (zero outside),
+// where δ = (padding rounded up to whole blocks) - padding. The products
+// are the same; their sum runs in another order, over the window's
+// zeros too. The blocks' channels are padded with zeros to a multiple of
+// 8 when padChannels is set. The input's chain (its entry transpose, the
+// blocks, the padding) fuses into one copy, as the pad comes last. It
+// reports whether it rewrote op (not when the input has rows past the
+// ones the convolution reads).
+func spaceToDepth(b *ir.Builder, op *ir.Operation, padChannels bool) bool {
+	prm, err := graph.Conv2DParamsOf(op)
+	xs, okx := staticShape(op.Operand(0))
+	ws, okw := staticShape(op.Operand(1))
+	ft, okf := ir.ElementTypeOf(op.Operand(0).Type()).(*ir.FloatType)
+	if err != nil || !okx || !okw || !okf || len(xs) != 4 || len(ws) != 4 || op.NumOperands() != 2 || prm.Groups != 1 ||
+		prm.Dilations != [2]int64{1, 1} || prm.Strides == [2]int64{1, 1} || xs[3] >= 8 ||
+		// A window no larger than its stride reads each pixel once at
+		// most: the rewrite would only add zeros.
+		(ws[1] <= prm.Strides[0] && ws[2] <= prm.Strides[1]) {
+		return false
+	}
+	// Per spatial dim d: the input's extent rounded up to whole blocks
+	// (rows of zeros), the blocks of zeros before and after it, the
+	// window's shift δ and its extent in blocks.
+	var in, low, high, shift, window [2]int64
+	for d := range 2 {
+		s, k, lo := prm.Strides[d], ws[1+d], prm.Padding[d]
+		out := (xs[1+d]+lo+prm.Padding[2+d]-k)/s + 1
+		in[d] = (xs[1+d] + s - 1) / s * s
+		low[d] = (lo + s - 1) / s
+		shift[d] = low[d]*s - lo
+		window[d] = (shift[d] + k + s - 1) / s
+		if high[d] = out + window[d] - 1 - low[d] - in[d]/s; high[d] < 0 {
+			return false
+		}
+	}
+	sh, sw := prm.Strides[0], prm.Strides[1]
+	n, c, o := xs[0], xs[3], ws[0]
+	stacked := sh * sw * c
+	padded := stacked
+	if padChannels {
+		padded = (stacked + 7) / 8 * 8
+	}
+	loc := op.Loc()
+	b.SetInsertionPointBefore(op)
+	zero := ir.FloatAttr{Type: ft}
+	// z: x [N, H, W, C] (with rows of zeros to whole blocks) → [N, H/sh,
+	// sh, W/sw, sw, C] → [N, H/sh, W/sw, sh, sw, C], stacked, padded.
+	x := pad(b, loc, op.Operand(0), xs, make([]int64, 4), []int64{0, in[0] - xs[1], in[1] - xs[2], 0}, zero)
+	x = graph.Reshape(b, loc, x, []int64{n, in[0] / sh, sh, in[1] / sw, sw, c})
+	x = graph.Transpose(b, loc, x, []int64{0, 1, 3, 2, 4, 5})
+	x = graph.Reshape(b, loc, x, []int64{n, in[0] / sh, in[1] / sw, stacked})
+	op.SetOperand(0, pad(b, loc, x, []int64{n, in[0] / sh, in[1] / sw, stacked},
+		[]int64{0, low[0], low[1], 0}, []int64{0, high[0], high[1], padded - stacked}, zero))
+	// w': w [O, KH, KW, C] shifted by δ in [O, Ah·sh, Aw·sw, C] of zeros,
+	// cut as x.
+	w := pad(b, loc, op.Operand(1), ws, []int64{0, shift[0], shift[1], 0},
+		[]int64{0, window[0]*sh - ws[1] - shift[0], window[1]*sw - ws[2] - shift[1], 0}, zero)
+	w = graph.Reshape(b, loc, w, []int64{o, window[0], sh, window[1], sw, c})
+	w = graph.Transpose(b, loc, w, []int64{0, 1, 3, 2, 4, 5})
+	w = graph.Reshape(b, loc, w, []int64{o, window[0], window[1], stacked})
+	op.SetOperand(1, pad(b, loc, w, []int64{o, window[0], window[1], stacked}, make([]int64, 4), []int64{0, 0, 0, padded - stacked}, zero))
+	op.SetProperty("strides", graph.Ints(1, 1))
+	op.SetProperty("padding", graph.Ints(0, 0))
+	return true
+}
+
+// pad pads v, of static shape s, with low and high elements value on
+// each dim's sides; v itself when there is nothing to add.
+func pad(b *ir.Builder, loc ir.Location, v *ir.Value, s, low, high []int64, value ir.Attribute) *ir.Value {
+	out := slices.Clone(s)
+	none := true
+	for i := range s {
+		out[i] += low[i] + high[i]
+		none = none && low[i] == 0 && high[i] == 0
+	}
+	if none {
+		return v
+	}
+	return b.Op(graph.OpPad, loc, []*ir.Value{v}, []ir.Type{ir.TensorOf(out, ir.ElementTypeOf(v.Type()))},
+		ir.NamedAttr{Name: "low", Value: graph.Ints(low...)}, ir.NamedAttr{Name: "high", Value: graph.Ints(high...)},
+		ir.NamedAttr{Name: "value", Value: value}).Result(0)
+}
+
 // padLast pads v, of static shape s, in its last dim with n elements
 // value after it.
 func padLast(b *ir.Builder, loc ir.Location, v *ir.Value, s []int64, n int64, value ir.Attribute) *ir.Value {
 	high := make([]int64, len(s))
 	high[len(s)-1] = n
-	return b.Op(graph.OpPad, loc, []*ir.Value{v}, []ir.Type{ir.TensorOf(append(slices.Clone(s[:len(s)-1]), s[len(s)-1]+n), ir.ElementTypeOf(v.Type()))},
-		ir.NamedAttr{Name: "low", Value: graph.Ints(make([]int64, len(s))...)}, ir.NamedAttr{Name: "high", Value: graph.Ints(high...)},
-		ir.NamedAttr{Name: "value", Value: value}).Result(0)
+	return pad(b, loc, v, s, make([]int64, len(s)), high, value)
 }
 
 // permuteInts permutes op's per-dim list attributes names (those present)

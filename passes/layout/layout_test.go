@@ -297,8 +297,13 @@ func TestChannelsLastPadsTheStem(t *testing.T) {
 		pipeline string
 		conv     string
 	}{
-		{"builtin.module(graph-channels-last)", "(tensor<2x9x9x4xbf16>, tensor<4x7x7x4xbf16>) -> tensor<2x5x5x4xbf16>"},
-		{"builtin.module(graph-channels-last{pad-channels=0})", "(tensor<2x9x9x3xbf16>, tensor<4x7x7x3xbf16>) -> tensor<2x5x5x4xbf16>"},
+		{"builtin.module(graph-channels-last{space-to-depth=false})", "(tensor<2x9x9x4xbf16>, tensor<4x7x7x4xbf16>) -> tensor<2x5x5x4xbf16>"},
+		{"builtin.module(graph-channels-last{pad-channels=0 space-to-depth=false})", "(tensor<2x9x9x3xbf16>, tensor<4x7x7x3xbf16>) -> tensor<2x5x5x4xbf16>"},
+		// Space to depth: the padded 15×15 input's 2×2 blocks (and a row
+		// and column of zeros to 16) as 16 channels, the 7×7 window
+		// (with zeros to 8×8) as 4×4.
+		{"builtin.module(graph-channels-last)", "(tensor<2x8x8x16xbf16>, tensor<4x4x4x16xbf16>) -> tensor<2x5x5x4xbf16>"},
+		{"builtin.module(graph-channels-last{pad-channels=0})", "(tensor<2x8x8x12xbf16>, tensor<4x4x4x12xbf16>) -> tensor<2x5x5x4xbf16>"},
 	} {
 		out, _ := convert(t, src, c.pipeline)
 		if !strings.Contains(out, c.conv) {

@@ -23,6 +23,11 @@ var resnetConvs = []struct {
 	// graph-channels-last pads them (pad-channels).
 	{"stem-c4", 4, 224, 64, 7, 2, 3},
 	{"stem-c8", 8, 224, 64, 7, 2, 3},
+	// The stem as graph-channels-last computes it (space-to-depth): the
+	// input's 2×2 blocks of 3-channel pixels as 12 channels, padded to 16
+	// (and not), a 4×4 window, no stride or padding.
+	{"stem-s2d", 16, 115, 64, 4, 1, 0},
+	{"stem-s2d-c12", 12, 115, 64, 4, 1, 0},
 	{"layer1-3x3", 64, 56, 64, 3, 1, 1},
 	{"layer2-3x3-s2", 128, 56, 128, 3, 2, 1},
 	{"layer3-3x3", 256, 14, 256, 3, 1, 1},
