@@ -162,6 +162,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: TMA needs the pipelined kernel with QShared, without PrefetchV, and one warpgroup a block or Specialized", t)
 	case t.Cluster != 0 && (t.Cluster != 2 || !t.TMA || t.Specialized):
 		return fmt.Errorf("flash attention: tile %s: Cluster is 2, with TMA and without Specialized", t)
+	case t.Unroll && !t.Pipe:
+		return fmt.Errorf("flash attention: tile %s: Unroll needs the pipelined kernel", t)
 	case !slices.Contains(FlashTiles, t):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case t.TMA && f.Dynamic:

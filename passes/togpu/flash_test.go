@@ -329,6 +329,11 @@ func TestFlashCheck(t *testing.T) {
 			t.Errorf("%v: %v, want an error about PingPong", tile, err)
 		}
 	}
+	// Unrolling is the pipelined kernel's.
+	f.Tile = togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Unroll: true}
+	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "Unroll") {
+		t.Errorf("%v: %v, want an error about Unroll", f.Tile, err)
+	}
 	// Its block: two consumer warpgroups and the producer.
 	f.Tile = togpu.FlashTile{Rows: 128, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true}
 	if err := f.Check(); err != nil || f.Threads() != 384 {

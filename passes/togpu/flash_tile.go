@@ -102,13 +102,18 @@ type FlashTile struct {
 	// Measured slower than one block (session 13: the pair's blocks wait
 	// for each other's releases; L2 was not what limited the forward).
 	Cluster int64
+	// Unroll (with Pipe) runs the key loop two tiles a trip: the
+	// probabilities of one tile, which the next one's P·V reads, then
+	// alternate between two sets of registers instead of moving into the
+	// loop-carried ones at the end of every tile.
+	Unroll bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
 // for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
 // for Specialized (a dedicated producer), a for PingPong (alternating
-// consumers), t for TMA and cN for Cluster N.
+// consumers), t for TMA, cN for Cluster N and u for Unroll.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -155,6 +160,9 @@ func (t FlashTile) String() string {
 	}
 	if t.Cluster > 1 {
 		s += fmt.Sprintf("c%d", t.Cluster)
+	}
+	if t.Unroll {
+		s += "u"
 	}
 	return s
 }
@@ -211,6 +219,7 @@ var FlashTiles = []FlashTile{
 	// blocks of two and three warpgroups that share K and V, which halve
 	// or third the tiles' workgroup-memory writes a row).
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true},
 	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true},

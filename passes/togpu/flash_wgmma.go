@@ -542,109 +542,132 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	nP := len(p0)
 
-	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		step := arith.ConstantIndex(b, loc, 1)
-		l := loop.For(b, loc, x.index(from), x.index(to), step, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
-			x := x.at(b)
-			kt := x.from(iv)
-			pPrev, m, l, o := it[:nP], it[nP:nP+2], it[nP+2:nP+4], it[nP+4:]
-			// K(kt) and V(kt−1) have landed (V(kt) may not have; with
-			// PrefetchV it has, copied with K(kt)).
-			next := x.addc(kt, 1)
-			switch {
-			case ws:
-				// (The producer announces V(kt−1) once K(kt) has
-				// landed too; K's wait keeps the order explicit.)
-				wait(b, wsFullK, kt)
-				wait(b, wsFullV, x.addc(kt, -1))
-			case tma:
-				// (Both stages were freed in the tile before.)
-				if oneK {
-					tm.issue(b, tmaLoad{tmaFullV, kt})
-				} else {
-					tm.issue(b, tmaLoad{tmaFullK, next}, tmaLoad{tmaFullV, kt})
-				}
-				tm.wait(b, tmaFullK, kt)
-				tm.wait(b, tmaFullV, x.addc(kt, -1))
-			case pv:
-				gpu.CpAsyncWait(b, loc, 0)
-			default:
-				gpu.CpAsyncWait(b, loc, 1)
+	// tile is the body of key tile kt (an offset-typed value).
+	tile := func(b *ir.Builder, kt *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
+		x := x.at(b)
+		pPrev, m, l, o := it[:nP], it[nP:nP+2], it[nP+2:nP+4], it[nP+4:]
+		// K(kt) and V(kt−1) have landed (V(kt) may not have; with
+		// PrefetchV it has, copied with K(kt)).
+		next := x.addc(kt, 1)
+		switch {
+		case ws:
+			// (The producer announces V(kt−1) once K(kt) has
+			// landed too; K's wait keeps the order explicit.)
+			wait(b, wsFullK, kt)
+			wait(b, wsFullV, x.addc(kt, -1))
+		case tma:
+			// (Both stages were freed in the tile before.)
+			if oneK {
+				tm.issue(b, tmaLoad{tmaFullV, kt})
+			} else {
+				tm.issue(b, tmaLoad{tmaFullK, next}, tmaLoad{tmaFullV, kt})
 			}
-			if !ws && !tma {
-				gpu.FenceProxyAsync(b, loc)
-				gpu.Barrier(b, loc)
-				if !oneK {
-					nextK(b, next)
-				}
-			}
-			at := kAt(x, kt)
-			pO := oShape
-			pO.Pending = 1
-			if g.Tile.PingPong {
-				// This warpgroup's turn: the other's products of the
-				// tile before (warpgroup 0, which goes first; at once in
-				// tile 1) or of this tile (1) are issued.
-				wg := x.shr(w.warp, 2)
-				par := x.i32(x.and(x.add(kt, wg), 1))
-				gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, wsFirst(wsKinds))), par)
-			}
-			sIn := scores(b, at, true)
-			oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
-			if g.Tile.PingPong {
-				// The other warpgroup's turn.
-				gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(x.shr(w.warp, 2), x.c(1)), wsFirst(wsKinds))))
-			}
-			sv := gpu.WGMMAWait(b, loc, 1, sIn)
-			switch {
-			case ws:
-				release(b, wsEmptyK, kt)
-			case tma:
-				tm.release(b, tmaFullK, kt)
-				if oneK {
-					tm.issue(b, tmaLoad{tmaFullK, next})
-				}
-			case oneK:
+			tm.wait(b, tmaFullK, kt)
+			tm.wait(b, tmaFullV, x.addc(kt, -1))
+		case pv:
+			gpu.CpAsyncWait(b, loc, 0)
+		default:
+			gpu.CpAsyncWait(b, loc, 1)
+		}
+		if !ws && !tma {
+			gpu.FenceProxyAsync(b, loc)
+			gpu.Barrier(b, loc)
+			if !oneK {
 				nextK(b, next)
 			}
-			p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
-			// P·V's wait, in both arms of the branch that copies V(kt+1)
-			// (whose stage P·V reads) or, with PrefetchV, after a branch
-			// that commits an empty cp.async group: ptxas schedules a wgmma
-			// wait as early as its block allows, which would end the overlap
-			// with the softmax above; a branch (on a condition the whole
-			// warpgroup shares) keeps it below.
-			if pv || tma && !ws {
-				loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
-					gpu.CpAsyncCommit(b, loc)
-					return nil
-				}, nil)
-				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
-				if tma {
-					tm.release(b, tmaFullV, x.addc(kt, -1))
-				}
-				return slices.Concat(p, mNew, l, o)
+		}
+		at := kAt(x, kt)
+		pO := oShape
+		pO.Pending = 1
+		if g.Tile.PingPong {
+			// This warpgroup's turn: the other's products of the
+			// tile before (warpgroup 0, which goes first; at once in
+			// tile 1) or of this tile (1) are issued.
+			wg := x.shr(w.warp, 2)
+			par := x.i32(x.and(x.add(kt, wg), 1))
+			gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, wsFirst(wsKinds))), par)
+		}
+		sIn := scores(b, at, true)
+		oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
+		if g.Tile.PingPong {
+			// The other warpgroup's turn.
+			gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(x.shr(w.warp, 2), x.c(1)), wsFirst(wsKinds))))
+		}
+		sv := gpu.WGMMAWait(b, loc, 1, sIn)
+		switch {
+		case ws:
+			release(b, wsEmptyK, kt)
+		case tma:
+			tm.release(b, tmaFullK, kt)
+			if oneK {
+				tm.issue(b, tmaLoad{tmaFullK, next})
 			}
-			types := make([]ir.Type, len(o)+2)
-			for i := range types {
-				types[i] = ir.F32
+		case oneK:
+			nextK(b, next)
+		}
+		p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
+		// P·V's wait, in both arms of the branch that copies V(kt+1)
+		// (whose stage P·V reads) or, with PrefetchV, after a branch
+		// that commits an empty cp.async group: ptxas schedules a wgmma
+		// wait as early as its block allows, which would end the overlap
+		// with the softmax above; a branch (on a condition the whole
+		// warpgroup shares) keeps it below.
+		if pv || tma && !ws {
+			loop.If(b, loc, x.lt(next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+				gpu.CpAsyncCommit(b, loc)
+				return nil
+			}, nil)
+			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+			if tma {
+				tm.release(b, tmaFullV, x.addc(kt, -1))
 			}
-			ol := loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
-				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
-				if ws {
-					release(b, wsEmptyV, x.at(b).addc(kt, -1))
-				} else {
-					loadV(b, next)
-					gpu.CpAsyncCommit(b, loc)
-				}
-				return append(o, l...)
-			}, func(b *ir.Builder) []*ir.Value {
-				o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
-				return append(o, l...)
-			}).Results()
-			return slices.Concat(p, mNew, ol[len(o):], ol[:len(o)])
+			return slices.Concat(p, mNew, l, o)
+		}
+		types := make([]ir.Type, len(o)+2)
+		for i := range types {
+			types[i] = ir.F32
+		}
+		ol := loop.If(b, loc, x.lt(next, g.tiles), types, func(b *ir.Builder) []*ir.Value {
+			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+			if ws {
+				release(b, wsEmptyV, x.at(b).addc(kt, -1))
+			} else {
+				loadV(b, next)
+				gpu.CpAsyncCommit(b, loc)
+			}
+			return append(o, l...)
+		}, func(b *ir.Builder) []*ir.Value {
+			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+			return append(o, l...)
+		}).Results()
+		return slices.Concat(p, mNew, ol[len(o):], ol[:len(o)])
+	}
+	// tileLoop runs the key tiles from ≤ kt < to, with Unroll two a
+	// trip (and an odd last one after the loop).
+	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
+		end, step := to, int64(1)
+		if g.Tile.Unroll {
+			end, step = x.add(from, x.op(arith.OpAndI, x.sub(to, from), x.c(-2))), 2
+		}
+		l := loop.For(b, loc, x.index(from), x.index(end), arith.ConstantIndex(b, loc, step), it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
+			kt := x.at(b).from(iv)
+			it = tile(b, kt, it, masked)
+			if g.Tile.Unroll {
+				it = tile(b, x.at(b).addc(kt, 1), it, masked)
+			}
+			return it
 		})
-		return l.Results()
+		it = l.Results()
+		if !g.Tile.Unroll {
+			return it
+		}
+		types := make([]ir.Type, len(it))
+		for i, v := range it {
+			types[i] = v.Type()
+		}
+		return loop.If(b, loc, x.lt(end, to), types, func(b *ir.Builder) []*ir.Value {
+			return tile(b, end, it, masked)
+		}, func(*ir.Builder) []*ir.Value { return it }).Results()
 	}
 	fullFrom := x.op(arith.OpMaxUI, full, one)
 	it = tileLoop(one, fullFrom, it, false)
