@@ -394,3 +394,49 @@ func TestFullZero(t *testing.T) {
 		t.Error("Full(0) of a negative size: no error")
 	}
 }
+
+// TestKnownInt64s checks which tensors' values KnownInt64s returns: a
+// host tensor's, and a compiled function's integer argument's without a
+// graph break, on the recorded call and on replayed ones; not a pending,
+// a floating-point or a failed tensor's.
+func TestKnownInt64s(t *testing.T) {
+	ids := frontend.FromSlice([]int64{3, 1, 2})
+	if v, ok := ids.KnownInt64s(); !ok || !slices.Equal(v, []int64{3, 1, 2}) {
+		t.Errorf("host tensor: %v, %v; want [3 1 2], true", v, ok)
+	}
+	for _, c := range []struct {
+		name string
+		x    *frontend.Tensor
+	}{
+		{"pending", ids.Add(frontend.FromSlice([]int64{1, 1, 1}))},
+		{"float", frontend.FromSlice([]float32{1, 2})},
+		{"failed", frontend.FromSlice([]int64{1, 2}, 3)},
+	} {
+		if v, ok := c.x.KnownInt64s(); ok {
+			t.Errorf("%s tensor: %v, true; want false", c.name, v)
+		}
+	}
+	var seen [][]int64
+	c, err := frontend.Compile(func(x, labels *frontend.Tensor) *frontend.Tensor {
+		v, ok := labels.KnownInt64s()
+		if !ok {
+			t.Error("argument inside a compiled call: not known")
+		}
+		seen = append(seen, v)
+		return x.Mul(x).Add(labels.Cast(frontend.Float32))
+	}, frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := c.Call(frontend.FromSlice([]float32{1, 2}), frontend.FromSlice([]int64{int64(i), 5})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := c.Stats(); s.GraphBreaks != 0 || s.Replays != 2 {
+		t.Errorf("%d graph breaks and %d replays, want 0 and 2", s.GraphBreaks, s.Replays)
+	}
+	if !slices.EqualFunc(seen, [][]int64{{0, 5}, {1, 5}, {2, 5}}, slices.Equal) {
+		t.Errorf("values seen %v, want [[0 5] [1 5] [2 5]]", seen)
+	}
+}

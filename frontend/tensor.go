@@ -266,6 +266,27 @@ func (s *session) inputRead(t *Tensor, reason string) error {
 	return s.graphBreak(g, reason, callerLoc())
 }
 
+// KnownInt64s returns the elements of an integer tensor whose current
+// value the host holds: one made on the host or uploaded from it (ToGPU
+// keeps the host copy), passed to or captured by the function, and not
+// assigned in place since. Unlike Int64s it is never a graph break and
+// never waits for the device: it returns false for a pending tensor, a
+// replayed call's placeholder, a tensor only on the GPU, a failed or a
+// floating-point one. A compiled function's tapes stay valid when it
+// reads them: Go code that only checks the values (and fails the call
+// when they are bad) records the same ops whatever they are. Layers
+// check their integer inputs with it before recording ops on them
+// (nn.CrossEntropy's labels).
+func (t *Tensor) KnownInt64s() ([]int64, bool) {
+	if t == nil || t.err != nil || t.g != nil || t.remat != nil || t.val == nil || ir.IsFloat(t.val.ElemType()) {
+		return nil, false
+	}
+	if _, ok := t.replayID(); ok {
+		return nil, false
+	}
+	return t.val.Int64s(), true
+}
+
 // Rank returns the number of dims.
 func (t *Tensor) Rank() int { return len(t.shape) }
 

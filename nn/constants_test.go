@@ -2,10 +2,13 @@ package nn_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
+	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
 	"github.com/strata-ir/strata/runtime/interp"
 )
@@ -71,5 +74,45 @@ func TestConstantsOnce(t *testing.T) {
 	}
 	if changed != 2 {
 		t.Errorf("%d of the graph's %d inputs changed between calls, want 2 (the arguments)", changed, len(runs[2]))
+	}
+}
+
+// TestCrossEntropyBadLabels checks that labels out of range in a compiled
+// step are an error located at the caller's line and that nothing runs,
+// on the first call (recorded) and on later ones (replayed), and that the
+// step runs again on good labels.
+func TestCrossEntropyBadLabels(t *testing.T) {
+	var runs [][]*interp.Tensor
+	opts := frontend.Options{Backend: recordInputs(t, &runs)}
+	g := nn.NewRNG(5)
+	const n, classes = 6, 4
+	w := g.Normal(0.1, 3, classes)
+	c, err := frontend.Compile(func(x, labels *frontend.Tensor) *frontend.Tensor {
+		return nn.CrossEntropy(x.MatMul(w), labels, 0.1)
+	}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	for i, bad := range []int64{-2, 0, classes, 0, 0, -1, 0} {
+		ls := g.Int64s(classes, n).Int64s()
+		if bad != 0 {
+			ls[2] = bad
+		}
+		x := g.Normal(1, n, 3)
+		x.Float32s() // the draw runs here, not in the step
+		before := len(runs)
+		_, err := c.Invoke(x, frontend.FromSlice(ls, n))
+		switch {
+		case bad == 0 && (err != nil || len(runs) != before+1):
+			t.Errorf("call %d (good labels): error %v, %d graph runs; want none and 1", i, err, len(runs)-before)
+		case bad != 0 && len(runs) != before:
+			t.Errorf("call %d (label %d): %d graph runs, want none: %v; err %v", i, bad, len(runs)-before, runs[before:], err)
+		case bad != 0:
+			want := fmt.Sprintf("label %d at position 2 is out of range [0, %d)", bad, classes)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(ir.Position(locOf(err)), file+":") {
+				t.Errorf("call %d: error %v, want %q located in %s", i, err, want, file)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -309,15 +310,31 @@ func TestCrossEntropy(t *testing.T) {
 		eps := rapid.SampledFrom([]float64{0, 0.1, 0.3}).Draw(rt, "smoothing")
 		x := randND(r, n, c)
 		labels := nn.NewRNG(r.Uint64()).Int64s(c, n)
-		if rapid.Bool().Draw(rt, "bad label") {
-			// A label outside [0, C) picks no class: its row keeps only
-			// the smoothing term.
-			ls := labels.Int64s()
-			ls[rapid.IntRange(0, n-1).Draw(rt, "bad row")] = rapid.SampledFrom([]int64{-1, int64(c)}).Draw(rt, "bad value")
+		ls := labels.Int64s()
+		bad := rapid.Bool().Draw(rt, "bad label")
+		if bad {
+			row, v := rapid.IntRange(0, n-1).Draw(rt, "bad row"), rapid.SampledFrom([]int64{-1, int64(c)}).Draw(rt, "bad value")
+			ls[row] = v
 			labels = frontend.FromSlice(ls, n)
+			// Labels the host holds are checked: an error at this line.
+			err := nn.CrossEntropy(tensor(x, frontend.Float32), labels, eps).Err()
+			want := fmt.Sprintf("label %d at position %d is out of range [0, %d)", v, row, c)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(ir.Position(locOf(err)), thisFile) {
+				rt.Fatalf("bad label: error %v, want %q located in %s", err, want, thisFile)
+			}
+			// Labels computed in the graph are not known before it runs:
+			// a label outside [0, C) picks no class, and its row keeps
+			// only the smoothing term.
+		}
+		labelsOf := func() *frontend.Tensor { return labels }
+		if bad {
+			// Labels computed in the graph are not known before it runs
+			// (a fresh pending tensor each time): a label outside [0, C)
+			// picks no class, and its row keeps only the smoothing term.
+			labelsOf = func() *frontend.Tensor { return labels.Add(frontend.Full(frontend.Int64, 0, n)) }
 		}
 		want := 0.0
-		for i, l := range labels.Int64s() {
+		for i, l := range ls {
 			row := x.data[i*c : (i+1)*c]
 			mx := slices.Max(row)
 			z := 0.0
@@ -334,8 +351,8 @@ func TestCrossEntropy(t *testing.T) {
 			}
 			want += ((1-eps)*nll + eps*mean) / float64(n)
 		}
-		near(rt, "cross entropy", nn.CrossEntropy(tensor(x, frontend.Float32), labels, eps), []int{}, []float64{want}, 1e-5)
-		gradCheck(rt, r, &struct{}{}, func(x *frontend.Tensor) *frontend.Tensor { return nn.CrossEntropy(x, labels, eps) },
+		near(rt, "cross entropy", nn.CrossEntropy(tensor(x, frontend.Float32), labelsOf(), eps), []int{}, []float64{want}, 1e-5)
+		gradCheck(rt, r, &struct{}{}, func(x *frontend.Tensor) *frontend.Tensor { return nn.CrossEntropy(x, labelsOf(), eps) },
 			tensor(x, frontend.Float64), true)
 	})
 }

@@ -11,8 +11,13 @@ import (
 // row's logsumexp: the log-probabilities are never formed, so the backward
 // pass is softmax·Σw - w (times the cotangent), one elementwise pass over
 // the logits and lse. The label's class is picked with a one-hot mask
-// (labels == class); a label outside [0, C) picks nothing (see
-// CheckLabels to reject such labels before a step). f16 and bf16 logits
+// (labels == class). Labels the host holds (frontend.Tensor.KnownInt64s:
+// made on the host or uploaded from it, as a step's inputs are) are
+// checked before anything is recorded: one outside [0, C) fails the loss
+// with an error located at the caller's line, so a compiled step runs
+// nothing. Labels computed on the device (a reshape of the inputs inside
+// the step, a GPU-only tensor) are not checked there, and a label outside
+// [0, C) picks nothing; CheckLabels checks those before a step. f16 and bf16 logits
 // are computed in float32 (as PyTorch's autocast does) and the loss
 // rounded back to their type.
 func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.Tensor {
@@ -32,12 +37,19 @@ func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.
 	if smoothing < 0 || smoothing > 1 {
 		return errorf("CrossEntropy: label smoothing %g, want it in [0, 1]", smoothing)
 	}
+	n, c := ls[0], ls[1]
+	if vals, ok := labels.KnownInt64s(); ok {
+		for i, l := range vals {
+			if l < 0 || l >= int64(c) {
+				return errorf("CrossEntropy: label %d at position %d is out of range [0, %d)", l, i, c)
+			}
+		}
+	}
 	dt := logits.DType()
 	x := logits
 	if dt == frontend.BFloat16 || dt == frontend.Float16 {
 		x = logits.Cast(frontend.Float32)
 	}
-	n, c := ls[0], ls[1]
 	hot := labels.Reshape(n, 1).Cmp("eq", classes(c)).Cast(x.DType())
 	// Σ_c w_c: 1-ε where the label is a class, 0 where it picks nothing,
 	// plus ε.
