@@ -85,7 +85,7 @@ var Dialect = &ir.Dialect{
 		idDef(BlockDimOp, "Number of threads per block", "block_dim"),
 		idDef(GridDimOp, "Number of blocks per grid", "grid_dim"),
 		barrierDef, warpSyncDef, shuffleDef, launchFuncDef,
-	}, append(append(append(append(mmaOps, wgmmaOps...), mbarrierOps...), append(tmaOps, clusterOps...)...), libraryOps...)...),
+	}, append(append(append(append(mmaOps, wgmmaOps...), mbarrierOps...), append(tmaOps, clusterOps...)...), append(atomicOps, libraryOps...)...)...),
 }
 
 var moduleDef = &ir.OpDef{

@@ -63,6 +63,8 @@ const (
 	OpClusterWait = "gpu.cluster_wait"
 	// OpMbarrierArriveCluster is gpu.mbarrier_arrive_cluster: Arrives at an asynchronous barrier of a block of the cluster (sm_90).
 	OpMbarrierArriveCluster = "gpu.mbarrier_arrive_cluster"
+	// OpAtomicAdd is gpu.atomic_add: Adds an f32 value to an element of a global buffer atomically.
+	OpAtomicAdd = "gpu.atomic_add"
 	// OpLibraryMatmul is gpu.library_matmul: A (batched) matrix product computed by a vendor library on the host's stream.
 	OpLibraryMatmul = "gpu.library_matmul"
 	// OpLibraryConv2D is gpu.library_conv2d: A 2-D convolution computed by a vendor library on the host's stream.

@@ -65,6 +65,10 @@ type FlashGrad struct {
 	// (Hopper's sm_90a target only; head dims 64 and 128, query tiles 32
 	// and 64): see flash_grad_wgmma.go.
 	WGMMA bool
+	// AtomicDQ has the dK/dV kernel also compute dQ, added to an f32
+	// accumulator by atomics, instead of a dQ kernel recomputing the
+	// scores (WGMMA with 64-query tiles only): see flash_grad_atomic.go.
+	AtomicDQ bool
 }
 
 // queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
@@ -148,47 +152,70 @@ func (f FlashGrad) Check() error {
 			return fmt.Errorf("flash attention backward: wgmma kernels take query tiles 32 and 64, not %d", qt)
 		}
 	}
+	if f.AtomicDQ && (!f.WGMMA || f.queryTile() != flashGradRows) {
+		return fmt.Errorf("flash attention backward: the atomic dQ takes the wgmma kernels with %d-query tiles", flashGradRows)
+	}
 	return nil
 }
 
 // gradShared is the workgroup elements of a backward kernel of view f:
 // two stages of two Keys-row tiles, then two tiles of Rows rows (Q and
 // dO, or K and V); rows of D + flashPad, or with wgmma of D in the
-// 128-byte swizzle.
-func gradShared(f Flash) int64 {
+// 128-byte swizzle; with ds the Keys×Rows dS tile of the atomic dQ.
+func gradShared(f Flash, ds bool) int64 {
 	ld := f.D + flashPad
 	if f.Tile.WGMMA {
 		ld = f.D
 	}
-	return 4*f.Tile.Keys*ld + 2*f.Tile.Rows*ld
+	n := 4*f.Tile.Keys*ld + 2*f.Tile.Rows*ld
+	if ds {
+		n += f.Tile.Keys * f.Tile.Rows
+	}
+	return n
 }
 
 // f32Buf is the type of an f32 buffer of n elements.
 func f32Buf(n int64) ir.Type { return ir.MemRefOf([]int64{n}, ir.F32) }
 
 // DQArgTypes are the dQ kernel's arguments: q, k, v, o, do, lse (f32),
-// dq and D (f32, written), row-major 1-D views.
+// dq and D (f32, written), row-major 1-D views; with AtomicDQ then the
+// f32 accumulator of dq's size (scratch), and these are the arguments of
+// the kernels around the dK/dV kernel.
 func (f FlashGrad) DQArgTypes() []ir.Type {
 	q, kv, rows := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D), f32Buf(f.Batch*f.Lq)
-	return []ir.Type{q, kv, kv, q, q, rows, q, rows}
+	return f.withAcc([]ir.Type{q, kv, kv, q, q, rows, q, rows})
 }
 
 // DKVArgTypes are the dK/dV kernel's arguments: q, k, v, do, lse and D
-// (f32), dk and dv (written), row-major 1-D views.
+// (f32), dk and dv (written), row-major 1-D views; with AtomicDQ then
+// dq's f32 accumulator.
 func (f FlashGrad) DKVArgTypes() []ir.Type {
 	q, kv, rows := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D), f32Buf(f.Batch*f.Lq)
-	return []ir.Type{q, kv, kv, q, rows, rows, kv, kv}
+	return f.withAcc([]ir.Type{q, kv, kv, q, rows, rows, kv, kv})
 }
 
-// Kernels inserts the dQ kernel (named name+"_dq") and the dK/dV kernel
-// (name+"_dkv") at b's insertion point (inside a gpu.module).
-func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) (dq, dkv *ir.Operation, err error) {
-	if err := f.Check(); err != nil {
-		return nil, nil, err
+// withAcc appends the accumulator's type to ts with AtomicDQ.
+func (f FlashGrad) withAcc(ts []ir.Type) []ir.Type {
+	if f.AtomicDQ {
+		ts = append(ts, f32Buf(f.Batch*f.Lq*f.D))
 	}
-	dq = f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDQ(args, f.Reload) })
-	dkv = f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), (*flashGen).emitDKV)
-	return dq, dkv, nil
+	return ts
+}
+
+// Kernels inserts the backward kernels at b's insertion point (inside a
+// gpu.module), in the order Launch launches them: the dQ kernel (named
+// name+"_dq") and the dK/dV kernel (name+"_dkv"); with AtomicDQ the D
+// kernel (name+"_d"), the dK/dV kernel and the dq kernel (name+"_dq").
+func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.Operation, error) {
+	if err := f.Check(); err != nil {
+		return nil, err
+	}
+	dkv := f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDKV(args, f.AtomicDQ) })
+	if f.AtomicDQ {
+		return []*ir.Operation{f.gradDKernel(b, loc, name+"_d"), dkv, f.gradDQKernel(b, loc, name+"_dq")}, nil
+	}
+	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDQ(args, f.Reload) })
+	return []*ir.Operation{dq, dkv}, nil
 }
 
 // gradKernel builds one backward kernel of view v with emit.
@@ -207,33 +234,44 @@ func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Fla
 		width = ir.Index
 	}
 	g := &flashGen{Flash: v, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad}
-	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(gradShared(v), f.Elem))
+	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(gradShared(v, f.AtomicDQ), f.Elem))
 	emit(g, entry.Arguments())
 	gpu.Return(kb, loc)
 	return kernel
 }
 
-// Launch inserts the launches of the dQ kernel (args of DQArgTypes) and
-// then of the dK/dV kernel (args of DKVArgTypes, which reads the D the
-// first writes) at b; ref names a kernel of the gpu.module.
-func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, dq, dkv *ir.Operation, ref func(name string) ir.SymbolRefAttr, dqArgs, dkvArgs []*ir.Value) error {
-	for _, l := range []struct {
-		kernel *ir.Operation
-		view   Flash
-		args   []*ir.Value
-		want   int
-	}{{dq, f.dqFlash(), dqArgs, len(f.DQArgTypes())}, {dkv, f.dkvFlash(), dkvArgs, len(f.DKVArgTypes())}} {
-		if len(l.args) != l.want {
-			return fmt.Errorf("flash attention backward: %d launch arguments for %d kernel parameters", len(l.args), l.want)
-		}
-		shared, err := gpu.DynamicSharedSize(b, loc, l.kernel)
+// Launch inserts the launches of kernels (Kernels's) at b: the dQ kernel
+// (args of DQArgTypes) and then the dK/dV kernel (args of DKVArgTypes,
+// which reads the D the first writes); with AtomicDQ the D kernel
+// (dqArgs), the dK/dV kernel and the dq kernel (dqArgs). ref names a
+// kernel of the gpu.module.
+func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, kernels []*ir.Operation, ref func(name string) ir.SymbolRefAttr, dqArgs, dkvArgs []*ir.Value) error {
+	if len(dqArgs) != len(f.DQArgTypes()) || len(dkvArgs) != len(f.DKVArgTypes()) {
+		return fmt.Errorf("flash attention backward: %d and %d launch arguments for %d and %d kernel parameters",
+			len(dqArgs), len(dkvArgs), len(f.DQArgTypes()), len(f.DKVArgTypes()))
+	}
+	type launch struct {
+		grid, block int64
+		args        []*ir.Value
+	}
+	dkv := launch{f.dkvFlash().Grid(), f.dkvFlash().Threads(), dkvArgs}
+	ls := []launch{{f.dqFlash().Grid(), f.dqFlash().Threads(), dqArgs}, dkv}
+	if f.AtomicDQ {
+		elem := launch{f.elemGrid(), gradElemThreads, dqArgs}
+		ls = []launch{elem, dkv, elem}
+	}
+	if len(kernels) != len(ls) {
+		return fmt.Errorf("flash attention backward: %d kernels, want %d", len(kernels), len(ls))
+	}
+	for i, l := range ls {
+		shared, err := gpu.DynamicSharedSize(b, loc, kernels[i])
 		if err != nil {
 			return fmt.Errorf("flash attention backward: %w", err)
 		}
 		one := arith.ConstantIndex(b, loc, 1)
-		grid := [3]*ir.Value{arith.ConstantIndex(b, loc, l.view.Grid()), one, one}
-		block := [3]*ir.Value{arith.ConstantIndex(b, loc, l.view.Threads()), one, one}
-		gpu.LaunchFunc(b, loc, ref(symName(l.kernel)), grid, block, l.args, shared)
+		grid := [3]*ir.Value{arith.ConstantIndex(b, loc, l.grid), one, one}
+		block := [3]*ir.Value{arith.ConstantIndex(b, loc, l.block), one, one}
+		gpu.LaunchFunc(b, loc, ref(symName(kernels[i])), grid, block, l.args, shared)
 	}
 	return nil
 }
@@ -493,8 +531,9 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 }
 
 // emitDKV builds the dK/dV kernel on args (DKVArgTypes) with g's view
-// transposed (dkvFlash): rows are keys, key tiles are query tiles.
-func (g *flashGen) emitDKV(args []*ir.Value) {
+// transposed (dkvFlash): rows are keys, key tiles are query tiles; with
+// atomic (FlashGrad.AtomicDQ) it also adds dQ to the accumulator args[8].
+func (g *flashGen) emitDKV(args []*ir.Value, atomic bool) {
 	x := g.x
 	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
@@ -525,6 +564,10 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 	scale := g.f32(g.Scale)
 	rows := g.rows[0]
 	nO := g.D / 8
+	var dsOffs [4]*ir.Value
+	if atomic {
+		dsOffs = g.dsStores(st)
+	}
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.gradTiles(lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			// The columns' statistics, loaded before the products (whose
@@ -559,6 +602,11 @@ func (g *flashGen) emitDKV(args []*ir.Value) {
 				dp = fragmentTiles(gpu.WGMMAWait(b, g.loc, 1, dpIn))
 			}
 			ds := g.gradDS(b, s, dp, func(j, r int) *ir.Value { return dd[2*j+r%2] }, scale)
+			if wg && atomic {
+				// dK += dSᵀ·Q stays in flight while dS is stored for dQ.
+				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 1)
+				return g.wgDQ(b, x, st, ds, dsOffs, first, kAt, args[8], append(dk, dvIn...))
+			}
 			if wg {
 				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 0)
 				return append(dk, gpu.WGMMAWait(b, g.loc, 0, dvIn)...)

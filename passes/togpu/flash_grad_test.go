@@ -58,13 +58,17 @@ func (c flashCase) gradSource() string {
 // dk, dv, dd) launches the forward kernel of f with LSE (writing o and
 // lse), then the backward kernels.
 // gradTiling is the FlashGrad options of a test: the dK/dV kernel's query
-// tile, the dQ kernel's fragment reloads and the wgmma kernels.
+// tile, the dQ kernel's fragment reloads, the wgmma kernels and the
+// atomic dQ.
 type gradTiling struct {
-	qt            int64
-	reload, wgmma bool
+	qt                    int64
+	reload, wgmma, atomic bool
 }
 
 func (g gradTiling) String() string {
+	if g.atomic {
+		return fmt.Sprintf("qt%d-wgmma-atomic", g.qt)
+	}
 	if g.wgmma {
 		return fmt.Sprintf("qt%d-wgmma", g.qt)
 	}
@@ -74,11 +78,11 @@ func (g gradTiling) String() string {
 // gradTilings are the backward options a test of case i takes: the
 // mma.sync kernels with one of the query tiles (the default, 16 or 32)
 // and held or reloaded fragments, and for head dims 64 and 128 the wgmma
-// kernels with 64- or 32-query tiles.
+// kernels with 64- or 32-query tiles and with the atomic dQ.
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
-		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true})
+		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true}, gradTiling{qt: 64, wgmma: true, atomic: true})
 	}
 	return gts
 }
@@ -93,11 +97,12 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
-	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%do: %s, %%o: %s, %%lse: %s, %%dq: %s, %%dk: %s, %%dv: %s, %%dd: %s) {\n    return\n  }\n}\n",
-		ft[0], ft[1], ft[2], ft[0], ft[3], ft[4], dq[6], dkv[6], dkv[7], dq[7])
+	acc := fmt.Sprintf("memref<%dxf32>", f.Batch*f.Lq*f.D)
+	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%do: %s, %%o: %s, %%lse: %s, %%dq: %s, %%dk: %s, %%dv: %s, %%dd: %s, %%acc: %s) {\n    return\n  }\n}\n",
+		ft[0], ft[1], ft[2], ft[0], ft[3], ft[4], dq[6], dkv[6], dkv[7], dq[7], acc)
 	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "flash.mlir"})
 	if err != nil {
 		t.Fatal(err)
@@ -111,19 +116,23 @@ func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling
 	if err != nil {
 		t.Fatal(err)
 	}
-	kdq, kdkv, err := fg.Kernels(b, fn.Loc(), "flash_bwd")
+	kernels, err := fg.Kernels(b, fn.Loc(), "flash_bwd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := fn.Region(0).Front()
 	b.SetInsertionPointBefore(body.Last())
 	a := body.Arguments()
-	q, k, v, do, o, lse, dqB, dkB, dvB, dd := a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]
+	q, k, v, do, o, lse, dqB, dkB, dvB, dd, accB := a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]
 	if _, err := f.Launch(b, fn.Loc(), fwd, gpu.KernelRef("main_kernels", "flash"), q, k, v, o, lse); err != nil {
 		t.Fatal(err)
 	}
 	ref := func(name string) ir.SymbolRefAttr { return gpu.KernelRef("main_kernels", name) }
-	if err := fg.Launch(b, fn.Loc(), kdq, kdkv, ref, []*ir.Value{q, k, v, o, do, lse, dqB, dd}, []*ir.Value{q, k, v, do, lse, dd, dkB, dvB}); err != nil {
+	dqArgs, dkvArgs := []*ir.Value{q, k, v, o, do, lse, dqB, dd}, []*ir.Value{q, k, v, do, lse, dd, dkB, dvB}
+	if gt.atomic {
+		dqArgs, dkvArgs = append(dqArgs, accB), append(dkvArgs, accB)
+	}
+	if err := fg.Launch(b, fn.Loc(), kernels, ref, dqArgs, dkvArgs); err != nil {
 		t.Fatal(err)
 	}
 	if err := ir.Verify(m); err != nil {
@@ -225,6 +234,9 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 16}, "query tiles 32 and 64"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, Reload: true}, "Reload"},
 		{togpu.FlashGrad{Flash: d32, WGMMA: true}, "head dims 64 and 128 only, not 32"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true}, ""},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, AtomicDQ: true}, "atomic dQ takes the wgmma kernels with 64-query tiles"},
+		{togpu.FlashGrad{Flash: f, QueryTile: 64, AtomicDQ: true}, "atomic dQ"},
 	} {
 		err := tc.g.Check()
 		switch {
@@ -358,9 +370,9 @@ func TestFlashGradPTX(t *testing.T) {
 			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16}
 			// DefaultFlashGrad's options, and the other query tile that
 			// does not spill (64 queries spill at d128: 255 registers).
-			// The wgmma kernels with both query tiles.
+			// The wgmma kernels with both query tiles, and the atomic dQ.
 			for _, gt := range []gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i],
-				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}} {
+				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}} {
 				t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
 					t.Parallel()
 					m := flashGradModule(t, dialects.NewContext(), f, gt)
@@ -428,8 +440,8 @@ func runFlashGrad(t *testing.T, tc flashCase, tile togpu.FlashTile, gt gradTilin
 		return b
 	}
 	rows := int(tc.b * tc.h * tc.lq)
-	bufs := []*interp.Buffer{buf(tc.elem, q.Len()), buf(ir.F32, rows), buf(tc.elem, q.Len()), buf(tc.elem, k.Len()), buf(tc.elem, v.Len()), buf(ir.F32, rows)}
-	run(m, []interp.Value{flat(t, q), flat(t, k), flat(t, v), flat(t, do), bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5]})
+	bufs := []*interp.Buffer{buf(tc.elem, q.Len()), buf(ir.F32, rows), buf(tc.elem, q.Len()), buf(tc.elem, k.Len()), buf(tc.elem, v.Len()), buf(ir.F32, rows), buf(ir.F32, q.Len())}
+	run(m, []interp.Value{flat(t, q), flat(t, k), flat(t, v), flat(t, do), bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6]})
 	var out [4]*interp.Tensor
 	for i, b := range []*interp.Buffer{bufs[0], bufs[2], bufs[3], bufs[4]} {
 		x, err := b.Tensor()
@@ -538,7 +550,7 @@ func TestGPUFlashGrad(t *testing.T) {
 			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
 		})
 		for _, gt := range []gradTiling{{qt: 16}, {qt: 32}, {qt: 64}, {qt: 16, reload: true}, {qt: 32, reload: true}, {qt: 64, reload: true},
-			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}} {
+			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}} {
 			t.Run(fmt.Sprintf("time-train-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 				inputs(t)
 				runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
