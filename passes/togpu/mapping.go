@@ -23,7 +23,8 @@ type mapping interface {
 // row-level ops and inner loops over the row that threads can share,
 // pointwise otherwise (always correct: each thread runs the whole body for
 // its points). Sibling loops over the same range are merged first
-// (mergeRowLoops).
+// (mergeRowLoops), and for the pointwise mapping also loops that store
+// (mergeStoreLoops).
 func analyze(ctx *ir.Context, nest *ir.Operation, cfg Config) (mapping, error) {
 	if m := mmaPlan(nest, cfg.mmaTile()); m != nil && cfg.TensorCores {
 		return m, nil
@@ -35,6 +36,7 @@ func analyze(ctx *ir.Context, nest *ir.Operation, cfg Config) (mapping, error) {
 	if r := rowPlan(nest, cfg); r != nil {
 		return r, nil
 	}
+	mergeStoreLoops(ctx, loop.Body(nest))
 	return pointwisePlan(nest, cfg), nil
 }
 

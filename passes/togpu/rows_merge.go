@@ -3,6 +3,7 @@ package togpu
 import (
 	"slices"
 
+	funcs "github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
@@ -22,14 +23,28 @@ import (
 // between that do not depend on the earlier loop (constants, index
 // arithmetic, loads of buffers nothing between stores) move before it, the
 // others keep their order after it. It returns the number of merges.
-func mergeRowLoops(ctx *ir.Context, body *ir.Block) int {
+func mergeRowLoops(ctx *ir.Context, body *ir.Block) int { return mergeLoops(ctx, body, false) }
+
+// mergeStoreLoops is mergeRowLoops for the body of a nest each thread runs
+// whole (the pointwise mapping), where the later loop may also store: a
+// column sum fused with the pointwise values it sums, both over a run of
+// rows (GPT-2's bias gradients: Σ over 64 tokens of gelu'(x)·g next to the
+// stored gelu'(x)·g, and of the q, k, v gradients next to their stored
+// concatenation), computed the inputs once and loaded them once instead of
+// twice. A store may move: the later loop's stores then run interleaved
+// with the earlier loop's loads and before the ops between that stay, so
+// the buffers it stores may be none that the earlier loop or an op between
+// reads or writes (mayAlias: distinct allocations, or a view's own
+// allocation).
+func mergeStoreLoops(ctx *ir.Context, body *ir.Block) int { return mergeLoops(ctx, body, true) }
+
+// mergeLoops merges the loops of body as mergeRowLoops, the later loop of
+// a pair storing too when stores is set (mergeStoreLoops).
+func mergeLoops(ctx *ir.Context, body *ir.Block, stores bool) int {
 	n := 0
 	for first := body.First(); first != nil; first = first.Next() {
-		if first.Name() != loop.ForOp || len(buffers(first, loop.StoreOp)) > 0 {
-			continue
-		}
-		for {
-			second, movable := mergeableAfter(first)
+		for first.Name() == loop.ForOp && len(buffers(first, loop.StoreOp)) == 0 {
+			second, movable := mergeableAfter(first, stores)
 			if second == nil {
 				break
 			}
@@ -45,18 +60,33 @@ func mergeRowLoops(ctx *ir.Context, body *ir.Block) int {
 }
 
 // mergeableAfter returns a loop.for after first in its block that
-// mergeRowLoops may merge into first, or nil, and the ops between them
+// mergeLoops may merge into first, or nil, and the ops between them
 // that move before first: those without regions, pure or loads of a buffer
 // nothing between stores, that read nothing defined from first on by an
-// op that stays.
-func mergeableAfter(first *ir.Operation) (*ir.Operation, []*ir.Operation) {
+// op that stays. With stores, the loop may store buffers that neither
+// first nor an op between accesses.
+func mergeableAfter(first *ir.Operation, stores bool) (*ir.Operation, []*ir.Operation) {
 	defined := map[*ir.Value]bool{}
 	stored := map[*ir.Value]bool{}
+	accessed := buffers(first, loop.LoadOp)
 	var movable []*ir.Operation
 	for op := first; op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
-		if op != first && op.Name() == loop.ForOp && sameRange(first, op) && len(buffers(op, loop.StoreOp)) == 0 &&
-			!overlaps(stored, buffers(op, loop.LoadOp)) && !readsAny(op, defined) {
-			return op, movable
+		if op != first && op.Name() == loop.ForOp && sameRange(first, op) && !readsAny(op, defined) {
+			writes := buffers(op, loop.StoreOp)
+			if len(writes) == 0 && !overlaps(stored, buffers(op, loop.LoadOp)) {
+				return op, movable
+			}
+			if stores && !mayAliasAny(stored, buffers(op, loop.LoadOp)) && !mayAliasAny(writes, accessed) {
+				return op, movable
+			}
+		}
+		if op != first {
+			for mem := range buffers(op, loop.LoadOp) {
+				accessed[mem] = true
+			}
+			for mem := range buffers(op, loop.StoreOp) {
+				accessed[mem] = true
+			}
 		}
 		if op != first && op.NumRegions() == 0 && !readsAny(op, defined) &&
 			(op.HasTrait(ir.Pure) || op.Name() == loop.LoadOp && !overlaps(stored, buffers(op, loop.LoadOp))) {
@@ -71,6 +101,43 @@ func mergeableAfter(first *ir.Operation) (*ir.Operation, []*ir.Operation) {
 		}
 	}
 	return nil, nil
+}
+
+// mayAliasAny reports whether a buffer of a may share memory with one of b.
+func mayAliasAny(a, b map[*ir.Value]bool) bool {
+	for x := range a {
+		for y := range b {
+			if mayAlias(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayAlias reports whether buffers a and b may share memory: they do
+// unless their allocations (through loop.view) are two distinct
+// loop.alloc results, or a loop.alloc and an argument of the function
+// (which the caller allocated before). Two arguments may be one buffer.
+func mayAlias(a, b *ir.Value) bool {
+	a, b = viewRoot(a), viewRoot(b)
+	if a == b {
+		return true
+	}
+	isAlloc := func(v *ir.Value) bool { return v.DefiningOp() != nil && v.DefiningOp().Name() == loop.AllocOp }
+	isArg := func(v *ir.Value) bool {
+		fn := v.ParentBlock().ParentOp()
+		return v.IsBlockArgument() && fn != nil && fn.Name() == funcs.OpFunc
+	}
+	return !(isAlloc(a) && (isAlloc(b) || isArg(b)) || isArg(a) && isAlloc(b))
+}
+
+// viewRoot follows loop.view to the buffer v views.
+func viewRoot(v *ir.Value) *ir.Value {
+	for v.DefiningOp() != nil && v.DefiningOp().Name() == loop.ViewOp {
+		v = v.DefiningOp().Operand(0)
+	}
+	return v
 }
 
 // sameRange reports whether two loop.for ops have the same bounds and step
@@ -101,7 +168,11 @@ func readsAny(op *ir.Operation, values map[*ir.Value]bool) bool {
 
 // mergeFor replaces loops first and second (over the same range, second
 // reading nothing defined from first on) by one loop at first's place that
-// carries both loops' values, and returns it.
+// carries both loops' values, and returns it. In the merged body the
+// second loop's pure ops that compute what an earlier op computes (its
+// index arithmetic, and with it its loads of the same elements) reuse that
+// op, and a load of an element loaded before reuses that load unless a
+// store that may write its buffer came between.
 func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 	lb, ub, step := loop.ForBounds(first)
 	inits := slices.Concat(loop.ForInits(first), loop.ForInits(second))
@@ -109,6 +180,7 @@ func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 	b.SetInsertionPointBefore(first)
 	merged := loop.For(b, first.Loc(), lb, ub, step, inits, func(b *ir.Builder, iv *ir.Value, iters []*ir.Value) []*ir.Value {
 		loads := map[loadKey]*ir.Value{}
+		pure := map[string][]*ir.Operation{}
 		var next []*ir.Value
 		for i, l := range []*ir.Operation{first, second} {
 			body := loop.Body(l)
@@ -133,7 +205,23 @@ func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 					loads[key] = b.Insert(op.Clone(m)).Result(0)
 					continue
 				}
-				b.Insert(op.Clone(m))
+				if twin := pureTwin(pure, op, mapValues(m, op.Operands())); twin != nil {
+					for r, v := range op.Results() {
+						m[v] = twin.Result(r)
+					}
+					continue
+				}
+				c := b.Insert(op.Clone(m))
+				if op.HasTrait(ir.Pure) && op.NumRegions() == 0 {
+					pure[op.Name()] = append(pure[op.Name()], c)
+				}
+				if stored := buffers(c, loop.StoreOp); len(stored) > 0 {
+					for key := range loads {
+						if mayAliasAny(stored, map[*ir.Value]bool{key.mem: true}) {
+							delete(loads, key)
+						}
+					}
+				}
 			}
 		}
 		return next
@@ -148,6 +236,22 @@ func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 	first.Erase()
 	second.Erase()
 	return merged
+}
+
+// pureTwin returns an op of seen (by name) that computes what the pure,
+// region-free op computes from operands, or nil.
+func pureTwin(seen map[string][]*ir.Operation, op *ir.Operation, operands []*ir.Value) *ir.Operation {
+	if !op.HasTrait(ir.Pure) || op.NumRegions() > 0 {
+		return nil
+	}
+	for _, prev := range seen[op.Name()] {
+		if slices.Equal(prev.Operands(), operands) && slices.EqualFunc(prev.Results(), op.Results(),
+			func(a, b *ir.Value) bool { return a.Type() == b.Type() || a.Type().String() == b.Type().String() }) &&
+			prev.Properties().Equal(op.Properties()) && prev.Attributes().Equal(op.Attributes()) {
+			return prev
+		}
+	}
+	return nil
 }
 
 // mapValues maps vs through m (values not in m map to themselves).

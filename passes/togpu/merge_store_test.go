@@ -1,0 +1,249 @@
+package togpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/passtest"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// colsumStoreProgram is the first half of a split bias gradient fused with
+// the values it sums, as lower-to-loop builds GPT-2's: a nest over
+// [p, c] whose first loop sums g·tanh(x) over the run of k rows p·k … p·k+k-1
+// of column c into part[p, c], and whose second loop stores g·tanh(x) of
+// the same rows. The second loop stores into
+//   - "alloc": a buffer of its own, as the model's kernels do (the loops
+//     merge);
+//   - "arg": x itself, the run's rows in reverse order (they must not
+//     merge: the first loop would read rows the second already wrote);
+//   - "other": a third argument, which the caller may have made x (the
+//     loops must not merge either).
+func colsumStoreProgram(p, k, c int64, elt, target string) string {
+	r := p * k
+	mem := fmt.Sprintf("memref<%dx%dx%s>", r, c, elt)
+	ext := func(v string) string {
+		if elt == "f32" {
+			return fmt.Sprintf("      %%%sw = arith.addf %%%s, %%zero : f32\n", v, v)
+		}
+		return fmt.Sprintf("      %%%sw = arith.extf %%%s : %s to f32\n", v, v, elt)
+	}
+	value := func(row string) string {
+		return fmt.Sprintf("      %%xv = loop.load %%x[%s, %%c] : %s\n", row, mem) +
+			fmt.Sprintf("      %%gv = loop.load %%g[%s, %%c] : %s\n", row, mem) +
+			ext("xv") + ext("gv") +
+			"      %t = math.tanh %xvw : f32\n" +
+			"      %v = arith.mulf %gvw, %t : f32\n"
+	}
+	args := fmt.Sprintf("%%x: %s, %%g: %s", mem, mem)
+	out, alloc, storeRow := "%y", fmt.Sprintf("  %%y = loop.alloc() : %s\n", mem), "%r"
+	switch target {
+	case "arg":
+		out, alloc, storeRow = "%x", "", "%rev"
+	case "other":
+		args += fmt.Sprintf(", %%z: %s", mem)
+		out, alloc = "%z", ""
+	}
+	stored := "%v"
+	if elt != "f32" {
+		stored = "%vt"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "func.func @main(%s) -> (memref<%dx%dxf32>, %s) {\n", args, p, c, mem)
+	fmt.Fprintf(&b, "  %%c0 = arith.constant 0 : index\n  %%c1 = arith.constant 1 : index\n")
+	fmt.Fprintf(&b, "  %%ck = arith.constant %d : index\n  %%ck1 = arith.constant %d : index\n", k, k-1)
+	fmt.Fprintf(&b, "  %%cp = arith.constant %d : index\n  %%cc = arith.constant %d : index\n", p, c)
+	fmt.Fprintf(&b, "  %%zero = arith.constant 0.000000e+00 : f32\n")
+	fmt.Fprintf(&b, "  %%part = loop.alloc() : memref<%dx%dxf32>\n%s", p, c, alloc)
+	b.WriteString(`  "loop.parallel"(%c0, %c0, %cp, %cc, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  ^bb0(%p: index, %c: index):
+    %first = arith.muli %p, %ck : index
+    %s = "loop.for"(%c0, %ck, %c1, %zero) ({
+    ^bb0(%q: index, %acc: f32):
+      %r = arith.addi %first, %q : index
+`)
+	b.WriteString(value("%r"))
+	b.WriteString(`      %a = arith.addf %acc, %v : f32
+      loop.yield %a : f32
+    }) : (index, index, index, f32) -> f32
+`)
+	fmt.Fprintf(&b, "    loop.store %%s, %%part[%%p, %%c] : memref<%dx%dxf32>\n", p, c)
+	b.WriteString(`    "loop.for"(%c0, %ck, %c1) ({
+    ^bb0(%q: index):
+      %back = arith.subi %ck1, %q : index
+      %rev = arith.addi %first, %back : index
+      %r = arith.addi %first, %q : index
+`)
+	b.WriteString(value(storeRow))
+	if elt != "f32" {
+		fmt.Fprintf(&b, "      %%vt = arith.truncf %%v : f32 to %s\n", elt)
+	}
+	fmt.Fprintf(&b, "      loop.store %s, %s[%s, %%c] : %s\n", stored, out, storeRow, mem)
+	b.WriteString(`      loop.yield
+    }) : (index, index, index) -> ()
+    "loop.reduce"() : () -> ()
+  }) {loop.nest = "reduction"} : (index, index, index, index, index, index) -> ()
+`)
+	fmt.Fprintf(&b, "  return %%part, %s : memref<%dx%dxf32>, %s\n}\n", out, p, c, mem)
+	return b.String()
+}
+
+// TestMergeStoreLoopsPreservesSemantics merges the loops of drawn column
+// sum programs (mergeStoreLoops on the nest's body) and runs both in the
+// interpreter: the loops merge exactly when the stores go to a buffer of
+// their own, and the merged nest computes what the two loops did.
+func TestMergeStoreLoopsPreservesSemantics(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		p := rapid.Int64Range(1, 3).Draw(rt, "p")
+		k := rapid.Int64Range(1, 6).Draw(rt, "k")
+		c := rapid.Int64Range(1, 5).Draw(rt, "c")
+		elt := rapid.SampledFrom([]string{"f32", "bf16"}).Draw(rt, "elt")
+		target := rapid.SampledFrom([]string{"alloc", "arg", "other"}).Draw(rt, "target")
+		src := colsumStoreProgram(p, k, c, elt, target)
+		_, before := parseProgram(rt, src)
+		ctx, after := parseProgram(rt, src)
+		var merges int
+		after.Walk(func(o *ir.Operation) bool {
+			if o.Name() == loop.ParallelOp {
+				merges += mergeStoreLoops(ctx, loop.Body(o))
+			}
+			return true
+		})
+		if want := map[bool]int{true: 1, false: 0}[target == "alloc"]; merges != want {
+			rt.Fatalf("%d merges, want %d (stores into %s):\n%s", merges, want, target, after)
+		}
+		if err := ir.Verify(after); err != nil {
+			rt.Fatalf("verifier: %v\n%s", err, after)
+		}
+		checkSame(rt, before, after, p*100+k*10+c)
+	})
+}
+
+// TestColumnSumStoreKernels lowers column sum programs of ColumnThreads
+// points (the pointwise mapping) to kernels: the stores to a buffer of
+// their own run in the sum's loop (one row loop, x and g loaded once a
+// lane), the others in a loop of their own, and the kernels
+// compute what the nests do.
+func TestColumnSumStoreKernels(t *testing.T) {
+	for _, tc := range []struct {
+		target, elt string
+		cfg         Config
+	}{
+		{"alloc", "bf16", DefaultConfig},
+		{"alloc", "f32", Config{Block: 64, Vector: 2, MaxBlocks: 3, IndexBits: 32}},
+		{"arg", "bf16", DefaultConfig},
+		{"other", "f32", Config{Block: 64, Vector: 1, MaxBlocks: 3}},
+	} {
+		t.Run(tc.target+"/"+tc.elt, func(t *testing.T) {
+			const p, k, c = ColumnThreads / 32, 3, 32
+			src := colsumStoreProgram(p, k, c, tc.elt, tc.target)
+			_, before := parseProgram(t, src)
+			ctx, after := parseProgram(t, src)
+			if err := Run(ctx, after, tc.cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := ir.Verify(after); err != nil {
+				t.Fatalf("verifier: %v\n%s", err, after)
+			}
+			var mappings []string
+			var rowLoops int
+			var loads, vec int64
+			after.Walk(func(o *ir.Operation) bool {
+				if gpu.IsKernel(o) {
+					launch := o.Attr(LaunchAttr).(ir.DictAttr)
+					mappings = append(mappings, launch.Get("mapping").(ir.StringAttr).Value)
+					vec = launch.Get("vector").(ir.IntegerAttr).Value
+					args := o.Region(0).Front()
+					o.Walk(func(l *ir.Operation) bool {
+						// Row loops load x or g themselves (the grid-stride
+						// loop only in them).
+						if l.Name() == loop.ForOp && slices.ContainsFunc(loop.Body(l).Ops(), func(o *ir.Operation) bool { return o.Name() == loop.LoadOp }) {
+							rowLoops++
+						}
+						if l.Name() == loop.LoadOp && l.Operand(0) == args.Argument(0) {
+							loads++
+						}
+						return true
+					})
+				}
+				return true
+			})
+			// A load of x a lane and row loop.
+			want := 2
+			if tc.target == "alloc" {
+				want = 1
+			}
+			wantLoads := int64(want) * vec
+			if !slices.Equal(mappings, []string{MappingPointwise}) || rowLoops != want || loads != wantLoads {
+				t.Errorf("kernels %v with %d row loops and %d loads of x, want [pointwise] with %d and %d:\n%s",
+					mappings, rowLoops, loads, want, wantLoads, after)
+			}
+			checkSame(t, before, after, 7)
+		})
+	}
+}
+
+// failer is what the helpers need of a *testing.T or a *rapid.T.
+type failer interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+// parseProgram parses a loop-level program into a fresh context.
+func parseProgram(t failer, src string) (*ir.Context, *ir.Operation) {
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "colsum_store.mlir"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	return ctx, m
+}
+
+// checkSame runs @main of before and after on copies of the same random
+// buffers and compares their results.
+func checkSame(t failer, before, after *ir.Operation, seed int64) {
+	ft, err := interp.FuncType(interp.New(before).Func("main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := interp.RandomInputs(ft, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res [2][]*interp.Tensor
+	for i, m := range []*ir.Operation{before, after} {
+		copies := make([]interp.Value, len(args))
+		for j, a := range args {
+			x, err := a.(*interp.Buffer).Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			copies[j] = interp.BufferFromTensor(x)
+		}
+		out, err := interp.New(m).Call("main", copies...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, m)
+		}
+		for _, o := range out {
+			x, err := o.(*interp.Buffer).Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			res[i] = append(res[i], x)
+		}
+	}
+	for i := range res[0] {
+		if err := passtest.Compare(res[1][i], res[0][i]); err != nil {
+			t.Errorf("result %d: %v\n%s", i, err, after)
+		}
+	}
+}
