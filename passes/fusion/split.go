@@ -63,6 +63,15 @@ const splitMaxRowFactor = 16
 // 680 GB/s (0.167 ms), 65536 elements a block (togpu.NarrowLaunches).
 const SplitColumns = 1 << 18
 
+// splitMaxColumnRows bounds the rows a partial sum of a column split
+// adds (the runs are shorter): togpu's pointwise mapping runs 4 columns a
+// thread only while a block of 256 such threads covers fewer than
+// togpu.NarrowPerBlock elements, so runs of 64 rows or more cost the
+// first half its vector loads. ResNet-50's batch norms at 56×56 (256
+// columns of 200704 rows: 1024 partial rows of 196) ran a column a thread
+// with 2-byte loads at 1.1–1.8 TB/s.
+const splitMaxColumnRows = 64
+
 func init() {
 	passes.Register(&passes.PassInfo{
 		Name:    "graph-split-reductions",
@@ -80,13 +89,13 @@ func init() {
 			"a result rather than a thread. A column reduction (it keeps the last axis and folds the leading ones: a bias "+
 			"gradient summed over the tokens), which runs a thread a column, is split when it keeps fewer than %d "+
 			"elements and folds at least %d a result: the rows viewed as [P, Q], the first sums Q rows into each of P "+
-			"partial rows (at least %d partial sums, rows of at least %d), the second the partials. "+
+			"partial rows (at least %d partial sums, each adding fewer than %d rows, rows of at least %d), the second the partials. "+
 			"An argmax over a last axis of at least %d elements that keeps fewer than %d "+
 			"(a thread a result, looping over the axis) becomes a reduce_max and a reduce_min of the positions where the "+
 			"input equals the max (where it is NaN when the max is), two row reductions. "+
 			"The result's type does not change; sums add the same elements in another order.",
 			splitMinFolded, SplitMinElements, SplitRows, SplitMinElements, SplitRows, SplitRows,
-			SplitColumns, splitMinFolded, SplitColumns, splitMinRowElements, splitMinFolded, SplitRows),
+			SplitColumns, splitMinFolded, SplitColumns, splitMaxColumnRows, splitMinRowElements, splitMinFolded, SplitRows),
 		Anchor: funcs.FuncOp,
 		After: []passes.Order{
 			{Pass: "graph-decompose", Reason: "the reductions of composites exist only once graph-decompose expanded them"},
@@ -255,8 +264,8 @@ func planSplit(op *ir.Operation) (split, bool) {
 // rows are viewed as [P, Q]: the first half sums each run of Q rows into
 // one of P partial rows ([P, C], P·C threads, adjacent threads reading
 // adjacent columns), the second the P partials. P is the fewest that
-// make SplitColumns partial sums, but rows of at least
-// splitMinRowElements.
+// make SplitColumns partial sums and runs of fewer than
+// splitMaxColumnRows rows, but rows of at least splitMinRowElements.
 func planColumns(axes []int64, kept, folded int64) (split, bool) {
 	for i, a := range axes {
 		if a != int64(i) {
@@ -266,7 +275,7 @@ func planColumns(axes []int64, kept, folded int64) (split, bool) {
 	if kept >= SplitColumns || folded < splitMinFolded {
 		return split{}, false
 	}
-	need := max(2, min((SplitColumns+kept-1)/kept, folded/splitMinRowElements))
+	need := max(2, min(max((SplitColumns+kept-1)/kept, folded/splitMaxColumnRows+1), folded/splitMinRowElements))
 	for p := need; p <= need*splitMaxRowFactor && folded/p >= splitMinRowElements; p++ {
 		if folded%p == 0 {
 			return split{shape: []int64{p, folded / p, kept}, first: []int64{1}, second: []int64{0}, last: true}, true

@@ -70,7 +70,7 @@ func TestSplitReductionsPlans(t *testing.T) {
 		{"bias gradient", "tensor<8192x768xf32>", "<{axes = [0]}>", "tensor<768xf32>", []string{
 			"reduce_sum [1] -> tensor<256x768xf32>", "reduce_sum [0] -> tensor<768xf32>"}},
 		{"bias gradient, kept", "tensor<8x1024x2304xf32>", "<{axes = [0, 1], keepdims = true}>", "tensor<1x1x2304xf32>", []string{
-			"reduce_sum [1] -> tensor<128x2304xf32>", "reduce_sum [0] -> tensor<2304xf32>"}},
+			"reduce_sum [1] -> tensor<256x2304xf32>", "reduce_sum [0] -> tensor<2304xf32>"}}, // runs of 32 rows, not 64
 		{"columns, few rows", "tensor<512x768xf32>", "<{axes = [0]}>", "tensor<768xf32>", []string{
 			"reduce_sum [0] -> tensor<768xf32>"}},
 		{"columns, many", "tensor<64x262144xf32>", "<{axes = [0]}>", "tensor<262144xf32>", []string{
@@ -87,6 +87,10 @@ func TestSplitReductionsPlans(t *testing.T) {
 			"reduce_sum [0, 2, 3] -> tensor<512xf32>"}},
 		{"channels last", "tensor<64x56x56x64xf32>", "<{axes = [0, 1, 2]}>", "tensor<64xf32>", []string{
 			"reduce_sum [1] -> tensor<4096x64xf32>", "reduce_sum [0] -> tensor<64xf32>"}},
+		// 1024 partial rows would make 2^18 sums, but of runs of 196 rows:
+		// runs of fewer than 64 (56).
+		{"channels last, 256 channels", "tensor<64x56x56x256xf32>", "<{axes = [0, 1, 2]}>", "tensor<256xf32>", []string{
+			"reduce_sum [1] -> tensor<3584x256xf32>", "reduce_sum [0] -> tensor<256xf32>"}},
 		{"prime", "tensor<65537xf32>", "", "tensor<f32>", []string{
 			"reduce_sum <nil> -> tensor<f32>"}},
 	} {
