@@ -56,3 +56,45 @@ var matmulFoldBatch = &ir.Pattern{
 		return true
 	},
 }
+
+// transposeMatmul rewrites the matrix transpose of a 2-D product that
+// nothing else reads, transpose(a·b), into bᵀ·aᵀ: the same products summed
+// in the same order, so the values do not change, and the product is
+// written in the layout its readers want. A tied embedding's gradient
+// from the output head, x·wteᵀ, is the transpose of xᵀ·g: the pointwise
+// kernel that adds it to the token embedding's gradient read it a column
+// at a time ([768, 50304] read as [50304, 768], 1.1 TB/s on the H200);
+// as gᵀ·x (xᵀᵀ folds away) the library writes it row-major. Both
+// transposes are views a product reads in place.
+var transposeMatmul = &ir.Pattern{
+	Name: "graph.transpose-matmul", Root: Name + ".transpose", Benefit: 1,
+	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
+		mm := definedBy(op.Operand(0), "matmul")
+		if mm == nil || mm.NumOperands() != 2 || !mm.Result(0).HasOneUse() || !SwapsLastTwo(op) {
+			return false
+		}
+		// Static matrices only: the new ops' types are then the ones
+		// checked below, and nothing is built that is not used.
+		for _, v := range []*ir.Value{mm.Operand(0), mm.Operand(1), op.Result(0)} {
+			if t, ok := v.Type().(*ir.TensorType); !ok || !t.Ranked() || len(t.Shape()) != 2 || ir.NumElements(t.Shape()) < 0 {
+				return false
+			}
+		}
+		r.SetInsertionPointBefore(op)
+		swap := ir.Dict(ir.NamedAttr{Name: "perm", Value: Ints(1, 0)})
+		bt, err := Build(&r.Builder, "transpose", op.Loc(), []*ir.Value{mm.Operand(1)}, swap)
+		if err != nil {
+			return false
+		}
+		at, err := Build(&r.Builder, "transpose", op.Loc(), []*ir.Value{mm.Operand(0)}, swap)
+		if err != nil {
+			return false
+		}
+		out, err := Build(&r.Builder, "matmul", op.Loc(), []*ir.Value{bt, at}, nil)
+		if err != nil || out.Type() != op.Result(0).Type() {
+			return false
+		}
+		r.ReplaceOp(op, []*ir.Value{out})
+		return true
+	},
+}

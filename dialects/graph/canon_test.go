@@ -128,6 +128,26 @@ func TestCanonicalize(t *testing.T) {
 			%1 = "graph.cast"(%0) : (tensor<4xbf16>) -> tensor<4xf32>
 			"test.sink"(%1) : (tensor<4xf32>) -> ()`,
 			[]string{"graph.cast", "graph.cast"}, nil},
+		// A tied head's weight gradient: transpose(xᵀ·g) is gᵀ·x, the
+		// transpose of a transpose gone.
+		{"transpose-matmul", `%x = src tensor<8x3xf32>
+			%g = src tensor<8x5xf32>
+			%0 = "graph.transpose"(%x) {perm = [1, 0]} : (tensor<8x3xf32>) -> tensor<3x8xf32>
+			%1 = "graph.matmul"(%0, %g) : (tensor<3x8xf32>, tensor<8x5xf32>) -> tensor<3x5xf32>
+			%2 = "graph.transpose"(%1) {perm = [1, 0]} : (tensor<3x5xf32>) -> tensor<5x3xf32>
+			"test.sink"(%2) : (tensor<5x3xf32>) -> ()`,
+			[]string{`"graph.transpose"(%1) <{perm = [1, 0]}> : (tensor<8x5xf32>) -> tensor<5x8xf32>`,
+				`"graph.matmul"(%2, %0) : (tensor<5x8xf32>, tensor<8x3xf32>) -> tensor<5x3xf32>`},
+			[]string{"tensor<3x8xf32>", "tensor<3x5xf32>"}},
+		// The product is read elsewhere too: computing both would be two
+		// products.
+		{"transpose-matmul-shared-kept", `%a = src tensor<3x8xf32>
+			%b = src tensor<8x5xf32>
+			%0 = "graph.matmul"(%a, %b) : (tensor<3x8xf32>, tensor<8x5xf32>) -> tensor<3x5xf32>
+			%1 = "graph.transpose"(%0) {perm = [1, 0]} : (tensor<3x5xf32>) -> tensor<5x3xf32>
+			"test.sink"(%0, %1) : (tensor<3x5xf32>, tensor<5x3xf32>) -> ()`,
+			[]string{`"graph.matmul"(%0, %1) : (tensor<3x8xf32>, tensor<8x5xf32>) -> tensor<3x5xf32>`,
+				`"graph.transpose"(%2) <{perm = [1, 0]}> : (tensor<3x5xf32>) -> tensor<5x3xf32>`}, nil},
 		{"fold-binary-broadcast", `%a = "graph.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
 			%b = "graph.constant"() {value = dense<[[10.0], [20.0]]> : tensor<2x1xf32>} : () -> tensor<2x1xf32>
 			%0 = "graph.add"(%a, %b) : (tensor<2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
