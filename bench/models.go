@@ -112,6 +112,10 @@ type timing struct {
 	// profile of the timed calls (a row's first timed calls only: the
 	// path is cleared once the profile starts).
 	cpuProfile *string
+	// gpu, when set, is the Runtime whose memory counters the log line
+	// reports per call: the device memory left to the collector, and
+	// the collections that started.
+	gpu *exec.Runtime
 }
 
 // with returns tm timing iters calls.
@@ -136,7 +140,11 @@ func (tm timing) calls(call func() error) (float64, error) {
 		return 0, err
 	}
 	var ms []float64
-	gc0 := gcCycles()
+	gc0, heap0 := gcCycles(), heapAllocs()
+	var mem0 exec.MemoryCounters
+	if tm.gpu != nil {
+		mem0 = tm.gpu.MemoryCounters()
+	}
 	stop, err := tm.startCPUProfile()
 	if err != nil {
 		return 0, err
@@ -155,7 +163,15 @@ func (tm timing) calls(call func() error) (float64, error) {
 		return 0, err
 	}
 	if tm.log != nil {
-		fmt.Fprintf(tm.log, "  %d Go collections in %d timed calls\n", gcCycles()-gc0, tm.iters)
+		n := float64(max(tm.iters, 1))
+		fmt.Fprintf(tm.log, "  %d Go collections in %d timed calls (host heap: %.1f MB allocated a call", gcCycles()-gc0, tm.iters, float64(heapAllocs()-heap0)/n/1e6)
+		if tm.gpu != nil {
+			m := tm.gpu.MemoryCounters()
+			fmt.Fprintf(tm.log, "; device: %d collections started, %.0f MB handed out a call, %.0f MB of it left to the collector",
+				m.Collections-mem0.Collections, float64(m.HandedOut-mem0.HandedOut)/n/1e6,
+				(float64(m.HandedOut-mem0.HandedOut)-float64(m.Returned-mem0.Returned))/n/1e6)
+		}
+		fmt.Fprintln(tm.log, ")")
 	}
 	sort.Float64s(ms)
 	if tm.profile > 0 && len(*tm.profiled) == 0 { // a row's first timed calls only
@@ -897,6 +913,9 @@ func RunModels(dir string, only []string, s Size, backend string, tm ModelsTimin
 		t0 := time.Now()
 		var profiled []exec.ProfileEntry
 		rt := timing{iters: tm.Iters, profile: tm.Profile, profiled: &profiled, log: log}
+		if backend == frontend.NVPTXBackend {
+			rt.gpu, _ = frontend.GPURuntime() // nil without a GPU: the row reports the error
+		}
 		if tm.CPUProfile {
 			path := filepath.Join(dir, row.Name+".cpu.pprof")
 			rt.cpuProfile = &path

@@ -271,6 +271,17 @@ func quiesce(e Engine) error {
 
 // gcCycles returns the number of garbage collections the process has
 // completed.
+// heapAllocs returns the bytes the Go heap has allocated since the
+// process started.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
 func gcCycles() uint64 {
 	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(s)

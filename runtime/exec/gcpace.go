@@ -36,6 +36,7 @@ const (
 // starting a collection after every gcEveryBytes handed out, and
 // collecting before it reports that n bytes do not fit.
 func (rt *Runtime) allocate(n uint64) (DevicePtr, error) {
+	rt.handedOut.Add(n)
 	if rt.sinceGC.Add(n) >= rt.gcEvery() && rt.collecting.CompareAndSwap(false, true) {
 		rt.sinceGC.Store(0)
 		rt.gcStarted.Add(1)
@@ -66,6 +67,7 @@ func (rt *Runtime) allocate(n uint64) (DevicePtr, error) {
 // collections for nothing: resnet50_train's step allocates 15 GB and
 // returns all of it but its results, a collection every 1 GB.
 func (rt *Runtime) freed(n uint64) {
+	rt.credited.Add(n)
 	for {
 		c := rt.sinceGC.Load()
 		if rt.sinceGC.CompareAndSwap(c, c-min(c, n)) {
@@ -80,4 +82,20 @@ func (rt *Runtime) gcEvery() uint64 {
 		return rt.gcEveryBytes
 	}
 	return gcEveryBytes
+}
+
+// MemoryCounters counts what a Runtime's caching allocator handed out and
+// got back since the Runtime opened: Collections are the Go collections
+// it started (after every gcEveryBytes left to the collector), HandedOut
+// the bytes it allocated, Returned the bytes that came back without the
+// collector (a plan's own frees, Release). HandedOut − Returned grows by
+// what each call leaves to the collector.
+type MemoryCounters struct {
+	Collections         int64
+	HandedOut, Returned uint64
+}
+
+// MemoryCounters returns the Runtime's counters.
+func (rt *Runtime) MemoryCounters() MemoryCounters {
+	return MemoryCounters{Collections: rt.gcStarted.Load(), HandedOut: rt.handedOut.Load(), Returned: rt.credited.Load()}
 }

@@ -98,6 +98,12 @@ func TestPlanFreesStartNoCollections(t *testing.T) {
 	if n := rt.gcStarted.Load(); n != 0 {
 		t.Errorf("%d collections started by 20 launches that free what they allocate", n)
 	}
+	// MemoryCounters: 2 MiB handed out a launch, all of it returned but
+	// the last launch's result (and the arguments' own buffers).
+	m := rt.MemoryCounters()
+	if left := m.HandedOut - m.Returned; m.HandedOut < 40<<20 || left != 3<<20 {
+		t.Errorf("after 20 launches: %d bytes handed out, %d left to the collector; want ≥ 40 MiB and 3 MiB (2 arguments, 1 result)", m.HandedOut, left)
+	}
 	r := NewRunner(p, rt, "main", false)
 	var keep []interp.Value
 	for range 16 { // 1 MiB an Array
@@ -110,6 +116,9 @@ func TestPlanFreesStartNoCollections(t *testing.T) {
 	runtime.KeepAlive(keep) // the results stay reachable: only the bytes handed out start a collection
 	if n := rt.gcStarted.Load(); n < 1 {
 		t.Errorf("no collection started after 16 MiB of result Arrays, bound 8 MiB")
+	}
+	if c := rt.MemoryCounters(); c.Collections != rt.gcStarted.Load() || c.HandedOut-c.Returned < m.HandedOut-m.Returned+16<<20 {
+		t.Errorf("counters %+v after 16 MiB of result Arrays kept (before: %+v)", c, m)
 	}
 }
 

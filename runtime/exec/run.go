@@ -216,6 +216,9 @@ type Runtime struct {
 	collecting   atomic.Bool
 	gcStarted    atomic.Int64
 	gcEveryBytes uint64
+	// handedOut and credited total the bytes allocate handed out and
+	// freed credited (MemoryCounters).
+	handedOut, credited atomic.Uint64
 	// prof is the running profile, or nil (profile.go).
 	prof atomic.Pointer[profiler]
 }
