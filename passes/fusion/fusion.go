@@ -37,6 +37,13 @@ type Options struct {
 	// layer norm's row kernel takes the bias and residual adds as its
 	// prologue) instead of storing their result for them.
 	MatmulLibrary bool
+	// ConvLibrary says the convolutions cuDNN can take will run on it
+	// (convert-loop-to-gpu's conv=cudnn): as under MatmulLibrary, a
+	// conv2d group's epilogue would be a kernel of its own reading the
+	// stored convolution, so its pointwise consumers are left to their
+	// own consumers (ResNet's stem: the batch norm and ReLU join the max
+	// pool's kernel instead of storing the activation it reads).
+	ConvLibrary bool
 	// MaxGroupOps bounds the ops of one group (0: no bound).
 	MaxGroupOps int
 	// Log, when not nil, receives every decision, one line each; when nil
@@ -70,9 +77,9 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"rows, and further reductions of the same rows, join it as a persistent row reduction (softmax and " +
 	"layer_norm become one kernel); when they are not innermost (columns), a further reduction over the same " +
 	"axes of the prologue's values joins it (batch norm's two sums over N, H, W stored channels last); matmul and conv2d start their own group and take pointwise consumers " +
-	"over their output as an epilogue (`epilogue`; not matmuls under `matmul-library`, whose product a library " +
-	"call stores: the consumers' kernels take the epilogue instead), never producers, except a widening cast (bf16 to f32) of " +
-	"a result stored anyway (returned, read by a reduction, or a library's product under `matmul-library`) that has several readers or a reduction " +
+	"over their output as an epilogue (`epilogue`; not matmuls under `matmul-library` nor the convolutions a library takes under " +
+	"`conv-library`, whose result a library call stores: the consumers' kernels take the epilogue instead), never producers, except a widening cast (bf16 to f32) of " +
+	"a result stored anyway (returned, read by a reduction, or a library's result under `matmul-library` or `conv-library`) that has several readers or a reduction " +
 	"reader: each reader gets a copy of the cast and widens as it loads, so the template does not store a " +
 	"widened copy; a cheap pointwise producer over a " +
 	"smaller, broadcast space that nothing else reads is recomputed inside its consumer, and one over a larger space " +
@@ -103,6 +110,7 @@ func init() {
 			{Name: "horizontal", Type: passes.Bool, Default: d.Horizontal, Doc: "merge sibling groups that read the same input"},
 			{Name: "epilogue", Type: passes.Bool, Default: d.Epilogue, Doc: "fuse pointwise consumers into matmul and conv2d groups"},
 			{Name: "matmul-library", Type: passes.Bool, Default: d.MatmulLibrary, Doc: "the matmuls run on a vendor library: no epilogue joins a matmul group (its consumers' kernels take it)"},
+			{Name: "conv-library", Type: passes.Bool, Default: d.ConvLibrary, Doc: "the convolutions of bf16 or f16, one group, no bias, static shapes and padding alike on both sides run on a vendor library: no epilogue joins their conv2d group (its consumers' kernels take it)"},
 			{Name: "max-group-ops", Type: passes.Int, Default: int64(d.MaxGroupOps), Doc: "most ops in one group (0: no bound)"},
 		},
 		After: []passes.Order{
@@ -115,6 +123,7 @@ func init() {
 				Horizontal:    o.Bool("horizontal"),
 				Epilogue:      o.Bool("epilogue"),
 				MatmulLibrary: o.Bool("matmul-library"),
+				ConvLibrary:   o.Bool("conv-library"),
 				MaxGroupOps:   int(o.Int("max-group-ops")),
 			}
 			if opts.RowLimit < 0 || opts.MaxGroupOps < 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/decompose"
 	"github.com/strata-ir/strata/passes/fusion"
+	_ "github.com/strata-ir/strata/passes/lower"
 	"github.com/strata-ir/strata/passes/passtest"
 )
 
@@ -72,6 +73,38 @@ func kinds(m *ir.Operation) []string {
 func fn(args, results, body string) string {
 	return "func.func @f(" + args + ") -> (" + results + ") {\n" + body + "\n}\n"
 }
+
+// stemPool is ResNet's stem after its convolution, channels last: the
+// evaluation batch norm (in f32, rounded once), the ReLU and the 3×3/2
+// max pool (padding of -inf, nine strided window slices).
+var stemPool = fn("%x: tensor<2x6x6x4xbf16>, %w: tensor<4x3x3x4xbf16>, %s: tensor<4xf32>, %t: tensor<4xf32>", "tensor<2x3x3x4xbf16>", `
+  %0 = "graph.conv2d"(%x, %w) <{layout = "NHWC", padding = [1, 1], strides = [1, 1]}> : (tensor<2x6x6x4xbf16>, tensor<4x3x3x4xbf16>) -> tensor<2x6x6x4xbf16>
+  %1 = "graph.cast"(%0) : (tensor<2x6x6x4xbf16>) -> tensor<2x6x6x4xf32>
+  %sr = "graph.reshape"(%s) <{shape = [1, 1, 1, 4]}> : (tensor<4xf32>) -> tensor<1x1x1x4xf32>
+  %tr = "graph.reshape"(%t) <{shape = [1, 1, 1, 4]}> : (tensor<4xf32>) -> tensor<1x1x1x4xf32>
+  %2 = "graph.mul"(%1, %sr) : (tensor<2x6x6x4xf32>, tensor<1x1x1x4xf32>) -> tensor<2x6x6x4xf32>
+  %3 = "graph.add"(%2, %tr) : (tensor<2x6x6x4xf32>, tensor<1x1x1x4xf32>) -> tensor<2x6x6x4xf32>
+  %4 = "graph.cast"(%3) : (tensor<2x6x6x4xf32>) -> tensor<2x6x6x4xbf16>
+  %5 = "graph.relu"(%4) : (tensor<2x6x6x4xbf16>) -> tensor<2x6x6x4xbf16>
+  %6 = "graph.pad"(%5) <{high = [0, 1, 1, 0], low = [0, 1, 1, 0], value = 0xFF80 : bf16}> : (tensor<2x6x6x4xbf16>) -> tensor<2x8x8x4xbf16>
+  %7 = "graph.slice"(%6) <{limits = [2, 5, 5, 4], starts = [0, 0, 0, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %8 = "graph.slice"(%6) <{limits = [2, 5, 6, 4], starts = [0, 0, 1, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %9 = "graph.max"(%7, %8) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %10 = "graph.slice"(%6) <{limits = [2, 5, 7, 4], starts = [0, 0, 2, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %11 = "graph.max"(%9, %10) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %12 = "graph.slice"(%6) <{limits = [2, 6, 5, 4], starts = [0, 1, 0, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %13 = "graph.max"(%11, %12) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %14 = "graph.slice"(%6) <{limits = [2, 6, 6, 4], starts = [0, 1, 1, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %15 = "graph.max"(%13, %14) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %16 = "graph.slice"(%6) <{limits = [2, 6, 7, 4], starts = [0, 1, 2, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %17 = "graph.max"(%15, %16) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %18 = "graph.slice"(%6) <{limits = [2, 7, 5, 4], starts = [0, 2, 0, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %19 = "graph.max"(%17, %18) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %20 = "graph.slice"(%6) <{limits = [2, 7, 6, 4], starts = [0, 2, 1, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %21 = "graph.max"(%19, %20) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %22 = "graph.slice"(%6) <{limits = [2, 7, 7, 4], starts = [0, 2, 2, 0], strides = [1, 2, 2, 1]}> : (tensor<2x8x8x4xbf16>) -> tensor<2x3x3x4xbf16>
+  %23 = "graph.max"(%21, %22) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
+  return %23 : tensor<2x3x3x4xbf16>`)
 
 var cases = []struct {
 	name  string
@@ -223,6 +256,36 @@ var cases = []struct {
 		opts:  func(o *fusion.Options) { o.MatmulLibrary = true },
 		kinds: []string{"matmul"},
 		log:   []string{"epilogue (pointwise consumer of the matmul of group 1)"},
+	},
+	{
+		// conv-library: cuDNN stores the convolution, so its batch norm
+		// and ReLU join the max pool's kernel (each computed at the
+		// window taps that read it) instead of storing the activation.
+		name:  "library conv epilogue joins the max pool",
+		src:   stemPool,
+		opts:  func(o *fusion.Options) { o.ConvLibrary = true },
+		kinds: []string{"conv2d", "pointwise"},
+		log:   []string{"the convolution runs on a library (conv-library)", "inlined producer group"},
+	},
+	{
+		// Without it the epilogue is the convolution kernel's, and the
+		// pool reads the stored activation.
+		name:  "conv epilogue before the max pool",
+		src:   stemPool,
+		kinds: []string{"conv2d", "pointwise"},
+		log:   []string{"epilogue (pointwise consumer of the conv2d of group 1)"},
+	},
+	{
+		// A biased convolution is not the library's (cuDNN does not add a
+		// bias before the one rounding): it keeps its epilogue.
+		name: "conv-library keeps a biased convolution's epilogue",
+		src: fn("%x: tensor<2x6x6x4xbf16>, %w: tensor<4x3x3x4xbf16>, %b: tensor<4xbf16>", "tensor<2x6x6x4xbf16>", `
+  %0 = "graph.conv2d"(%x, %w, %b) <{layout = "NHWC", padding = [1, 1], strides = [1, 1]}> : (tensor<2x6x6x4xbf16>, tensor<4x3x3x4xbf16>, tensor<4xbf16>) -> tensor<2x6x6x4xbf16>
+  %1 = "graph.relu"(%0) : (tensor<2x6x6x4xbf16>) -> tensor<2x6x6x4xbf16>
+  return %1 : tensor<2x6x6x4xbf16>`),
+		opts:  func(o *fusion.Options) { o.ConvLibrary = true },
+		kinds: []string{"conv2d"},
+		log:   []string{"epilogue (pointwise consumer of the conv2d of group 1)"},
 	},
 	{
 		name: "attention from primitives",
@@ -479,6 +542,20 @@ const pipeline = "builtin.module(func.func(graph-decompose,graph-fuse))"
 
 func TestPreservesSemantics(t *testing.T) {
 	passtest.PreservesSemantics(t, pipeline, passtest.GraphProgram(passtest.Config{}))
+}
+
+// TestLibraryEpiloguesPreserveSemantics checks the stem's batch norm,
+// ReLU and max pool fused under conv-library (and on random programs
+// with both library options) through convert-graph-to-loop: the pool's
+// kernel recomputes the epilogue at each tap it reads.
+func TestLibraryEpiloguesPreserveSemantics(t *testing.T) {
+	const libraries = "builtin.module(func.func(graph-decompose,graph-fuse{matmul-library=true conv-library=true}),convert-graph-to-loop)"
+	for seed := range int64(3) {
+		if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: stemPool}, libraries, seed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passtest.PreservesSemantics(t, libraries, passtest.GraphProgram(passtest.Config{}))
 }
 
 func TestIdempotent(t *testing.T) {

@@ -213,6 +213,8 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 			return "", "epilogue fusion is off", false
 		case pr.kind == Matmul && p.opts.MatmulLibrary && libraryMatmul(pr):
 			return "", "the matmul runs on a library (matmul-library): its epilogue would be a kernel of its own, so its consumers take it", false
+		case pr.kind == Conv2D && p.opts.ConvLibrary && libraryConv(pr):
+			return "", "the convolution runs on a library (conv-library): its epilogue would be a kernel of its own, so its consumers take it", false
 		case p.wideRead(pr, c):
 			return "", fmt.Sprintf("the %s result is stored anyway: its readers widen it as they load", pr.kind), false
 		case c.kind != Pointwise:
@@ -337,7 +339,13 @@ func (p *planner) inline(pr, c *group) (Kind, string, bool) {
 	if !smaller(pr.space, c.space) && !narrow {
 		return "", fmt.Sprintf("space %v differs from group %d's %v", c.space, pr.id, pr.space), false
 	}
-	if len(pr.ops) > maxInlineOps {
+	factor := ir.NumElements(c.space) / max(ir.NumElements(pr.space), 1)
+	switch {
+	case narrow && len(pr.ops) > maxNarrowInlineOps:
+		return "", fmt.Sprintf("group %d is read at its consumer's points but has %d ops (> %d to recompute)", pr.id, len(pr.ops), maxNarrowInlineOps), false
+	case !narrow && factor >= 2 && len(pr.ops) > maxInlineOps:
+		// (A consumer space less than twice the producer's, a pad's,
+		// computes each element about once, however many ops.)
 		return "", fmt.Sprintf("group %d broadcasts into it but has %d ops (> %d to recompute)", pr.id, len(pr.ops), maxInlineOps), false
 	}
 	for _, op := range pr.ops {
@@ -356,7 +364,6 @@ func (p *planner) inline(pr, c *group) (Kind, string, bool) {
 	if narrow {
 		return c.kind, fmt.Sprintf("inlined producer group %d (it reads no more bytes than it stores)", pr.id), true
 	}
-	factor := ir.NumElements(c.space) / max(ir.NumElements(pr.space), 1)
 	return c.kind, fmt.Sprintf("inlined broadcast producer group %d (recomputed %d times)", pr.id, factor), true
 }
 
@@ -373,6 +380,9 @@ func (p *planner) storesNoLess(g *group) bool {
 			}
 			seen[v] = true
 			if def := p.top(v.DefiningOp()); def == nil || p.groupOf[def] != g {
+				if n := ir.NumElements(shapeOf(v)); n > 0 && 8*n <= ir.NumElements(g.space) {
+					continue // broadcast (a batch norm's scale, through its reshape): read again from cache
+				}
 				if d := v.DefiningOp(); d != nil && classify(d) == view || bytesOf(v) == 0 && len(shapeOf(v)) > 0 {
 					return false // through a view, or of unknown size
 				}
@@ -397,6 +407,13 @@ func (p *planner) storesNoLess(g *group) bool {
 // maxInlineOps bounds the pointwise ops recomputed by inlining a
 // broadcast producer.
 const maxInlineOps = 4
+
+// maxNarrowInlineOps bounds the pointwise ops of a producer over a larger
+// space computed inside its consumer at each point the consumer reads
+// (a max pool's nine window taps read each element 2.25 times): the
+// kernels are memory-bound, and ResNet's stem batch norm, ReLU and the
+// pool's padding are 7 ops (the scale and shift join later).
+const maxNarrowInlineOps = 16
 
 // sibling decides whether two groups reading the same input may merge.
 func sibling(a, b *group) (Kind, string, bool) {
@@ -579,6 +596,43 @@ func libraryMatmulOp(op *ir.Operation) bool {
 		s[len(s)-1] != ir.Dynamic && a[len(a)-1] != ir.Dynamic
 }
 
+// libraryConv reports whether conv2d group g's convolution is one a
+// library computes under conv-library (see libraryConvOp).
+func libraryConv(g *group) bool {
+	for _, op := range g.ops {
+		if classify(op) == template {
+			return libraryConvOp(op)
+		}
+	}
+	return false
+}
+
+// libraryConvOp reports whether op is a graph.conv2d that cuDNN computes
+// under conv-library: bf16 or f16 operands of static shape, one group, no
+// bias (added before the one rounding, which cuDNN does not do) and the
+// padding alike on both sides of each dimension, as convert-loop-to-gpu's
+// library plans take them (the others stay Strata's kernels, which fuse
+// the epilogue).
+func libraryConvOp(op *ir.Operation) bool {
+	if op.Name() != graph.OpConv2D || op.NumOperands() != 2 {
+		return false
+	}
+	prm, err := graph.Conv2DParamsOf(op)
+	e := ir.ElementTypeOf(op.Result(0).Type())
+	static := func(v *ir.Value) bool {
+		s := shapeOf(v)
+		return len(s) == 4 && !slices.Contains(s, ir.Dynamic)
+	}
+	return err == nil && (e == ir.BF16 || e == ir.F16) && prm.Groups == 1 && prm.Padding[0] == prm.Padding[2] &&
+		prm.Padding[1] == prm.Padding[3] && static(op.Operand(0)) && static(op.Operand(1)) && static(op.Result(0))
+}
+
+// libraryOp reports whether template op's result is a library's, stored
+// whatever reads it (matmul-library, conv-library).
+func (p *planner) libraryOp(op *ir.Operation) bool {
+	return p.opts.MatmulLibrary && libraryMatmulOp(op) || p.opts.ConvLibrary && libraryConvOp(op)
+}
+
 // widening reports whether op is a graph.cast from a float type to a wider
 // one (bf16 to f32): storing its result costs more than its input.
 func widening(op *ir.Operation) bool {
@@ -636,7 +690,7 @@ func (p *planner) copyWidenings() {
 			def = p.top(def.Operand(0).DefiningOp())
 		}
 		// A library's product is stored whatever reads it.
-		if def == nil || classify(def) != template || !p.storedAnyway(def.Result(0)) && !(p.opts.MatmulLibrary && libraryMatmulOp(def)) {
+		if def == nil || classify(def) != template || !p.storedAnyway(def.Result(0)) && !p.libraryOp(def) {
 			continue
 		}
 		var uses []*ir.OpOperand

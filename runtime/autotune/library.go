@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/strata-ir/strata/dialects/graph"
@@ -267,7 +268,9 @@ const EnvChannelsLast = "STRATA_CHANNELS_LAST"
 // consumers' kernels (matmul-library): the library stores the product
 // either way, and a separate epilogue kernel would store its result again
 // for the next kernel to read (GPT-2's bias and residual adds join the
-// layer norm's row kernel instead).
+// layer norm's row kernel instead); likewise with the convolutions on
+// cuDNN (conv-library: ResNet's stem batch norm and ReLU join the max
+// pool's kernel).
 //
 // With the convolutions on cuDNN, graph-channels-last stores the
 // convolution stacks NHWC: cuDNN's channels-last convolutions were
@@ -300,13 +303,17 @@ func ChannelsLastPass(cfg togpu.Config) string {
 }
 
 func lowerPipeline(cfg togpu.Config, toLoop func(fuse string) string) string {
-	switch {
-	case cfg == togpu.DefaultConfig:
+	if cfg == togpu.DefaultConfig {
 		return "lower-to-gpu" // the same passes, under their registered name
-	case cfg.CuBLASLt:
-		return toLoop("matmul-library=true") + "," + GPUPipeline(cfg)
 	}
-	return toLoop("") + "," + GPUPipeline(cfg)
+	var fuse []string
+	if cfg.CuBLASLt {
+		fuse = append(fuse, "matmul-library=true")
+	}
+	if cfg.CuDNN {
+		fuse = append(fuse, "conv-library=true")
+	}
+	return toLoop(strings.Join(fuse, " ")) + "," + GPUPipeline(cfg)
 }
 
 func modeName(m exec.Mode) string {
