@@ -44,6 +44,9 @@ const (
 	// flashRescale is how far (log₂) a row's probabilities may grow before
 	// its running extreme moves and its accumulators are rescaled.
 	flashRescale = 8
+	// flashOnes is the elements of the matrix of ones that the wgmma
+	// kernel's SumMMA multiplies P by: 8 rows of 128 keys, two panels.
+	flashOnes = 2 * 8 * wgPanel
 )
 
 // MappingFlash is the strata.launch mapping of flash-attention kernels
@@ -126,7 +129,11 @@ func (f Flash) shared() int64 {
 		case t.OneK:
 			kv -= t.Keys * f.D
 		}
-		return kv + t.Rows*f.D // (Q after the stages)
+		n := kv + t.Rows*f.D // (Q after the stages)
+		if t.SumMMA {
+			n += flashOnes // (the ones after Q)
+		}
+		return n
 	}
 	n := 4 * t.Keys * (f.D + flashPad)
 	if t.Rows > 2*t.Keys {
@@ -162,6 +169,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: TMA needs the pipelined kernel with QShared, without PrefetchV, and one warpgroup a block or Specialized", t)
 	case t.Cluster != 0 && (t.Cluster != 2 || !t.TMA || t.Specialized):
 		return fmt.Errorf("flash attention: tile %s: Cluster is 2, with TMA and without Specialized", t)
+	case t.WGMMA && t.SumMMA && !t.Pipe:
+		return fmt.Errorf("flash attention: tile %s: SumMMA with WGMMA needs the pipelined kernel", t)
 	case t.Unroll && !t.Pipe:
 		return fmt.Errorf("flash attention: tile %s: Unroll needs the pipelined kernel", t)
 	case !slices.Contains(FlashTiles, t):

@@ -329,6 +329,11 @@ func TestFlashCheck(t *testing.T) {
 			t.Errorf("%v: %v, want an error about PingPong", tile, err)
 		}
 	}
+	// So are the row sums on the tensor cores with wgmma.
+	f.Tile = togpu.FlashTile{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true}
+	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "SumMMA") {
+		t.Errorf("%v: %v, want an error about SumMMA", f.Tile, err)
+	}
 	// Unrolling is the pipelined kernel's.
 	f.Tile = togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Unroll: true}
 	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "Unroll") {

@@ -15,8 +15,10 @@ type FlashTile struct {
 	Warp int64
 	// SumMMA takes the row sums of the probabilities on the tensor cores,
 	// as P times a matrix of ones (one mma.sync per 16 keys instead of an
-	// f32 add per score); they then sum the probabilities as rounded to
-	// the element type, which the product uses too.
+	// f32 add per score; with WGMMA, which needs Pipe, an m64n8 gpu.wgmma
+	// after each P·V, reading 8 rows of ones after the Q tile, whose four
+	// accumulators O's rescaling covers); they then sum the probabilities
+	// as rounded to the element type, which the product uses too.
 	SumMMA bool
 	// MinBlocks, when not 0, asks ptxas to fit the registers to that many
 	// blocks an SM (launch bounds; it may spill to get there).
@@ -220,6 +222,10 @@ var FlashTiles = []FlashTile{
 	// or third the tiles' workgroup-memory writes a row).
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true},
+	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
+	{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true},
+	{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true},
 	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true},

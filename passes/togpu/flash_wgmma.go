@@ -263,6 +263,9 @@ func (g *flashGen) emitWGMMAPipe() {
 	w := g.wgBegin()
 	z, rowBase, full := w.z, w.rowBase, w.full
 	anyMask := g.Causal || g.keyTail()
+	if g.Tile.SumMMA {
+		g.fillOnes(b)
+	}
 
 	var qValid *ir.Value
 	if g.rowTail() {
@@ -398,6 +401,20 @@ func (g *flashGen) emitWGMMAPipe() {
 	if panels > 1 {
 		oShape.Panel = K * wgPanel
 	}
+	// With SumMMA the rows' sums are P times the matrix of ones (filled
+	// above), one n8 gpu.wgmma after each P·V: four more accumulators,
+	// the sums of the thread's rows g and g+8 twice, carried after O's.
+	sumMMA, nSum := g.Tile.SumMMA, 0
+	if sumMMA {
+		nSum = 4
+	}
+	rowSums := func(b *ir.Builder, x ix, p, acc []*ir.Value, pending int64) []*ir.Value {
+		s := gpu.WGMMAShape{N: 8, KSteps: K / 16, Acc: true, Pending: pending}
+		if K > wgPanel {
+			s.Panel = wgPanel * 8
+		}
+		return gpu.WGMMA(b, loc, g.Elem, s, p, g.smem, x.index(x.c(g.shared()-flashOnes)), acc)
+	}
 	// softmaxP runs the softmax on the scores sv of key tile kt (masked
 	// when masked) with the extremes m and sums l, and returns the
 	// probabilities as the A fragments of P·V, the new extremes, the sums
@@ -443,8 +460,10 @@ func (g *flashGen) emitWGMMAPipe() {
 				ps[r/2] = append(ps[r/2], s[j][r])
 			}
 		}
-		for h := range 2 {
-			sums = append(sums, tree(b, loc, arith.OpAddF, ps[h]))
+		if !sumMMA {
+			for h := range 2 {
+				sums = append(sums, tree(b, loc, arith.OpAddF, ps[h]))
+			}
 		}
 		for j := range K / 16 {
 			p = append(p,
@@ -462,6 +481,11 @@ func (g *flashGen) emitWGMMAPipe() {
 	// execute the same one (the device hung otherwise).
 	rescale := func(b *ir.Builder, oIn, l, m, mNew, sums, alpha []*ir.Value, moved *ir.Value) (oNew, lNew []*ir.Value) {
 		o := gpu.WGMMAWait(b, loc, 0, oIn)
+		if sumMMA {
+			// (The sums are O's last four values, rescaled with it; l
+			// stays unused.)
+			lNew, l = l, nil
+		}
 		mul := func(b *ir.Builder, alpha []*ir.Value) []*ir.Value {
 			out := make([]*ir.Value, 0, len(o)+len(l))
 			for i, v := range o {
@@ -536,8 +560,11 @@ func (g *flashGen) emitWGMMAPipe() {
 			return nil
 		}, nil)
 	}
+	if sumMMA {
+		l0 = []*ir.Value{g.f32(0), g.f32(0)} // (unused: the sums are O's tail)
+	}
 	it := slices.Concat(p0, m0, l0)
-	for range 4 * nO {
+	for range 4*nO + nSum {
 		it = append(it, g.f32(0))
 	}
 	nP := len(p0)
@@ -588,12 +615,20 @@ func (g *flashGen) emitWGMMAPipe() {
 			gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, wsFirst(wsKinds))), par)
 		}
 		sIn := scores(b, at, true)
-		oIn := gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
+		sPending := int64(1)
+		var oIn []*ir.Value
+		if sumMMA {
+			pO.Pending, sPending = 2, 2
+			oIn = gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o[:4*nO])
+			oIn = append(oIn, rowSums(b, x, pPrev, o[4*nO:], 2)...)
+		} else {
+			oIn = gpu.WGMMA(b, loc, g.Elem, pO, pPrev, g.smem, vAt(x, x.addc(kt, -1)), o)
+		}
 		if g.Tile.PingPong {
 			// The other warpgroup's turn.
 			gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(x.shr(w.warp, 2), x.c(1)), wsFirst(wsKinds))))
 		}
-		sv := gpu.WGMMAWait(b, loc, 1, sIn)
+		sv := gpu.WGMMAWait(b, loc, sPending, sIn)
 		switch {
 		case ws:
 			release(b, wsEmptyK, kt)
@@ -691,12 +726,43 @@ func (g *flashGen) emitWGMMAPipe() {
 		gpu.FenceProxyAsync(b, loc)
 		gpu.Barrier(b, loc)
 	}
-	o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
-	g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
+	if sumMMA {
+		last := oShape
+		last.Pending = 1
+		o := gpu.WGMMA(b, loc, g.Elem, last, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:nP+4+4*nO])
+		l := rowSums(b, x, it[:nP], it[nP+4+4*nO:], 0)
+		g.store(slices.Concat(gpu.WGMMAWait(b, loc, 0, o), it[nP:nP+2], l), nO, g.rows[0])
+	} else {
+		o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
+		g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
+	}
 	if tm != nil && tm.cluster() > 1 {
 		// (No block exits while another may still signal it.)
 		gpu.ClusterWait(b, loc)
 	}
+}
+
+// fillOnes stores the matrix of ones that SumMMA's row sums read
+// (flashOnes elements after the tiles), every thread some, and fences
+// its stores for the tensor cores (a barrier follows before the reads).
+func (g *flashGen) fillOnes(b *ir.Builder) {
+	loc := g.loc
+	one := arith.ConstantFloat(b, loc, 1, g.Elem)
+	at, T := g.shared()-flashOnes, g.Threads()
+	for i := int64(0); i < flashOnes; i += T {
+		store := func(b *ir.Builder) []*ir.Value {
+			x := g.x.at(b)
+			loop.Store(b, loc, one, g.smem, x.index(x.addc(g.tid, at+i)))
+			return nil
+		}
+		if i+T <= flashOnes {
+			store(b)
+			continue
+		}
+		x := g.x.at(b)
+		loop.If(b, loc, x.lt(g.tid, x.c(flashOnes-i)), nil, store, nil)
+	}
+	gpu.FenceProxyAsync(b, loc)
 }
 
 // The mbarriers of the specialized kernel (FlashTile.Specialized): for
