@@ -1,7 +1,9 @@
 package frontend_test
 
 import (
+	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -438,5 +440,65 @@ func TestKnownInt64s(t *testing.T) {
 	}
 	if !slices.EqualFunc(seen, [][]int64{{0, 5}, {1, 5}, {2, 5}}, slices.Equal) {
 		t.Errorf("values seen %v, want [[0 5] [1 5] [2 5]]", seen)
+	}
+}
+
+// TestGatherIndicesChecked checks that Gather's indices the host holds
+// are checked against the axis's size (negative ones count from the end):
+// out of range, the error names the caller's line, and a compiled call
+// fails with it before running anything.
+func TestGatherIndicesChecked(t *testing.T) {
+	x := frontend.FromSlice([]float32{1, 2, 3, 4, 5, 6}, 3, 2)
+	if got := x.Gather(frontend.FromSlice([]int64{-3, 2}), 0).Float32s(); !slices.Equal(got, []float32{1, 2, 5, 6}) {
+		t.Errorf("rows -3 and 2: %v, want [1 2 5 6]", got)
+	}
+	_, _, line, _ := runtime.Caller(0)
+	for _, c := range []struct {
+		idx  []int64
+		axis int
+		want string
+	}{
+		{[]int64{0, 3}, 0, "index 3 at position 1 is out of range for axis 0 of size 3"},
+		{[]int64{-4}, 0, "index -4 at position 0 is out of range for axis 0 of size 3"},
+		{[]int64{1, 2}, -1, "index 2 at position 1 is out of range for axis -1 of size 2"},
+	} {
+		err := x.Gather(frontend.FromSlice(c.idx), c.axis).Err()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), fmt.Sprintf("frontend_test.go:%d:", line+10)) {
+			t.Errorf("indices %v on axis %d: %v, want %q at frontend_test.go:%d", c.idx, c.axis, err, c.want, line+10)
+		}
+	}
+	// A backend that counts the graphs it runs.
+	eager, ok := frontend.LookupBackend(frontend.EagerBackend)
+	if !ok {
+		t.Fatal("no eager backend")
+	}
+	runs := 0
+	frontend.RegisterBackend("count-gather-runs", frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		exe, err := eager.Compile(g)
+		if err != nil {
+			return nil, err
+		}
+		return frontend.ExecutableFunc(func(in []*interp.Tensor) ([]*interp.Tensor, error) {
+			runs++
+			return exe.Run(in)
+		}), nil
+	}))
+	c, err := frontend.Compile(func(x, idx *frontend.Tensor) *frontend.Tensor {
+		return x.Mul(x).Gather(idx, 0)
+	}, frontend.Options{Backend: "count-gather-runs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, idx := range [][]int64{{2, 0}, {5}, {1}} {
+		before := runs
+		out, err := c.Call(x, frontend.FromSlice(idx))
+		switch {
+		case i == 1 && (err == nil || !strings.Contains(err.Error(), "index 5 at position 0 is out of range") || runs != before):
+			t.Errorf("call %d: %v after %d graph runs, want index 5 out of range and none", i, err, runs-before)
+		case i != 1 && (err != nil || runs != before+1):
+			t.Errorf("call %d: %v after %d graph runs, want 1", i, err, runs-before)
+		case i == 2 && !slices.Equal(out[0].Float32s(), []float32{9, 16}):
+			t.Errorf("call %d: %v, want [9 16]", i, out[0].Float32s())
+		}
 	}
 }

@@ -180,8 +180,29 @@ func (t *Tensor) Pad(low, high []int, value float64) *Tensor {
 	return apply(nil, op("pad", attr("low", ints(low)), attr("high", ints(high)), attr("value", v)), t)
 }
 
-// Gather picks slices of t along axis at indices (numpy.take).
+// Gather picks slices of t along axis at indices (numpy.take; an index
+// in [-n, 0) counts from the end of the axis's n). Indices the host holds
+// (KnownInt64s: made on the host or uploaded from it) are checked before
+// the op is recorded: one outside [-n, n) is an error located at the
+// caller's line, and a compiled call fails before anything runs. Indices
+// computed on the device are checked where the graph runs: the
+// interpreter and the CPU backend report one out of range as an error; a
+// GPU kernel reads zeros for it (never outside t: docs/robustness.md).
 func (t *Tensor) Gather(indices *Tensor, axis int) *Tensor {
+	if t != nil && t.err == nil && indices != nil {
+		a := axis
+		if a < 0 {
+			a += len(t.shape)
+		}
+		if vals, ok := indices.KnownInt64s(); ok && a >= 0 && a < len(t.shape) {
+			n := int64(t.shape[a])
+			for i, v := range vals {
+				if v < -n || v >= n {
+					return failed(located(callerLoc(), "Gather: index %d at position %d is out of range for axis %d of size %d", v, i, axis, n))
+				}
+			}
+		}
+	}
 	return apply(nil, op("gather", attr("axis", i64(axis))), t, indices)
 }
 

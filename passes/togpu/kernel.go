@@ -188,6 +188,20 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 		}
 		return true
 	})
+	// An access indexed by loaded data is checked against every size of
+	// its buffer (guardAccess).
+	accesses, _ := dataIndexed(k.nest)
+	for o := range accesses {
+		at := 0
+		if o.Name() == loop.StoreOp {
+			at = 1
+		}
+		if mem := o.Operand(at); isCap[mem] {
+			for d := range o.NumOperands() - at - 1 {
+				need[dimRef{mem, int64(d)}] = true
+			}
+		}
+	}
 	for _, v := range caps {
 		switch t := v.Type().(type) {
 		case *ir.MemRefType:
@@ -443,8 +457,9 @@ func mapped(m map[*ir.Value]*ir.Value, vs []*ir.Value) []*ir.Value {
 }
 
 // lower finishes the kernel body: inner loop.parallel ops become
-// sequential loop.for nests, loop.dim reads the sizes passed in, and loads
-// and stores of N-D buffers become loads and stores of their 1-D views.
+// sequential loop.for nests, loop.dim reads the sizes passed in, accesses
+// indexed by loaded data are guarded (guardAccess), and loads and stores
+// of N-D buffers become loads and stores of their 1-D views.
 func (k *kernelGen) lower() error {
 	var pars []*ir.Operation
 	k.kernel.WalkPost(func(o *ir.Operation) {
@@ -466,6 +481,7 @@ func (k *kernelGen) lower() error {
 		}
 		return true
 	})
+	guarded, tainted := dataIndexed(k.kernel)
 	b := ir.NewBuilder(k.ctx)
 	for _, o := range dims {
 		sizes, ok := k.sizes[o.Operand(0)]
@@ -487,6 +503,15 @@ func (k *kernelGen) lower() error {
 			continue // workgroup memory, already 1-D
 		}
 		idx := o.Operands()[at+1:]
+		if guarded[o] {
+			var err error
+			if o, idx, err = guardAccess(b, o, at, idx, sizes, tainted); err != nil {
+				return err
+			}
+			if o == nil {
+				continue // a buffer of no elements: nothing accessed
+			}
+		}
 		if len(idx) == 1 {
 			continue
 		}
