@@ -60,6 +60,9 @@ families=(
 	# Flash attention backward: every check of TestGPUFlashGrad (the
 	# forward with its log-sum-exp, the mma.sync and wgmma backward kernels).
 	"flash-bwd|passes_togpu|passes/togpu|memcheck,racecheck|TestGPUFlashGrad\$/^check-"
+	# A gather with indices out of range (guarded: zeros, never outside
+	# the table; an empty table too).
+	"gather|passes_togpu|passes/togpu|memcheck,initcheck|TestGPUGatherOutOfRange\$"
 	# The layer norm's row kernels under every row option (1024 × 4096).
 	"rows|passes_togpu|passes/togpu|memcheck,racecheck|TestGPURowVariants\$"
 	# Pointwise, reduction, softmax and training programs (runtime/exec's
