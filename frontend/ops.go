@@ -198,7 +198,7 @@ func (t *Tensor) Gather(indices *Tensor, axis int) *Tensor {
 			n := int64(t.shape[a])
 			for i, v := range vals {
 				if v < -n || v >= n {
-					return failed(located(callerLoc(), "Gather: index %d at position %d is out of range for axis %d of size %d", v, i, axis, n))
+					return failed(atUserLine(located(callerLoc(), "Gather: index %d at position %d is out of range for axis %d of size %d", v, i, axis, n)))
 				}
 			}
 		}

@@ -453,6 +453,7 @@ func TestBadInput(t *testing.T) {
 		{"padding", nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Padding: -1}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 5, 5)), "'padding' must be non-negative"},
 		{"conv dtype", conv.Forward(frontend.Zeros(frontend.BFloat16, 1, 3, 5, 5)), "different element types: bf16 vs f32"},
 		{"bn dtype", nn.NewBatchNorm2d(3).Forward(frontend.Zeros(frontend.Int64, 2, 3, 2, 2)), "must be a ranked tensor of f64, f32, f16 or bf16"},
+		{"embedding id", nn.NewEmbedding(g, 5, 3, 1).Forward(frontend.FromSlice([]int64{0, 4, 5}, 3)), "index 5 at position 2 is out of range for axis 0 of size 5"},
 	}
 	for _, c := range cases {
 		err := c.y.Err()
