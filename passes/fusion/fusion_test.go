@@ -411,14 +411,33 @@ var cases = []struct {
 	},
 	{
 		name: "max-group-ops",
-		src: fn("%x: tensor<4xf32>", "tensor<4xf32>", `
-  %0 = "graph.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
-  %1 = "graph.exp"(%0) : (tensor<4xf32>) -> tensor<4xf32>
-  %2 = "graph.exp"(%1) : (tensor<4xf32>) -> tensor<4xf32>
-  return %2 : tensor<4xf32>`),
+		src: fn("%x: tensor<257x256xf32>", "tensor<257x256xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<257x256xf32>) -> tensor<257x256xf32>
+  %1 = "graph.exp"(%0) : (tensor<257x256xf32>) -> tensor<257x256xf32>
+  %2 = "graph.exp"(%1) : (tensor<257x256xf32>) -> tensor<257x256xf32>
+  return %2 : tensor<257x256xf32>`),
 		opts:  func(o *fusion.Options) { o.MaxGroupOps = 2 },
 		kinds: []string{"pointwise", "pointwise"},
-		log:   []string{"max-group-ops=2"},
+		log:   []string{"max-group-ops=2, at most 2 here"},
+	},
+	{
+		// A pointwise kernel over at most 65536 points is launch-bound:
+		// four times max-group-ops ops (an optimizer's small parameters).
+		name: "max-group-ops small space",
+		src: fn("%x: tensor<256x256xf32>", "tensor<256x256xf32>", `
+  %0 = "graph.exp"(%x) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %1 = "graph.exp"(%0) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %2 = "graph.exp"(%1) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %3 = "graph.exp"(%2) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %4 = "graph.exp"(%3) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %5 = "graph.exp"(%4) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %6 = "graph.exp"(%5) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %7 = "graph.exp"(%6) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  %8 = "graph.exp"(%7) : (tensor<256x256xf32>) -> tensor<256x256xf32>
+  return %8 : tensor<256x256xf32>`),
+		opts:  func(o *fusion.Options) { o.MaxGroupOps = 2 },
+		kinds: []string{"pointwise", "pointwise"},
+		log:   []string{"max-group-ops=2, at most 8 here"},
 	},
 	{
 		// GPT-2's training loss: the bf16 logits are returned (kept for the

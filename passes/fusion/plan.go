@@ -555,8 +555,8 @@ func (p *planner) merge(g, c *group, k Kind) {
 func (p *planner) try(g, c *group, k Kind, why string, ok bool, twoWay bool) bool {
 	switch {
 	case !ok:
-	case p.opts.MaxGroupOps > 0 && len(g.ops)+len(c.ops) > p.opts.MaxGroupOps:
-		ok, why = false, fmt.Sprintf("the group would have %d ops (max-group-ops=%d)", len(g.ops)+len(c.ops), p.opts.MaxGroupOps)
+	case p.opts.MaxGroupOps > 0 && len(g.ops)+len(c.ops) > maxOps(p.opts.MaxGroupOps, g, c, k):
+		ok, why = false, fmt.Sprintf("the group would have %d ops (max-group-ops=%d, at most %d here)", len(g.ops)+len(c.ops), p.opts.MaxGroupOps, maxOps(p.opts.MaxGroupOps, g, c, k))
 	case p.reaches(g, c) || twoWay && p.reaches(c, g):
 		ok, why = false, "a path between them goes through another kernel (fusing would make a cycle)"
 	}
@@ -568,6 +568,31 @@ func (p *planner) try(g, c *group, k Kind, why string, ok bool, twoWay bool) boo
 	p.logf("group %d <- %s: %s", g.id, c, why)
 	p.merge(g, c, k)
 	return true
+}
+
+// smallSpace is the most points of a pointwise group over a static space
+// that may hold smallSpaceGroupOps times max-group-ops ops.
+const smallSpace = 1 << 16
+
+// smallSpaceGroupOps is the factor by which a pointwise group over at most
+// smallSpace points may exceed max-group-ops.
+const smallSpaceGroupOps = 4
+
+// maxOps is the most ops the group merging c into g as kind k may have:
+// limit (max-group-ops), or smallSpaceGroupOps times it when both walk
+// one static pointwise space of at most smallSpace points. Such a kernel
+// is launch-bound, a few microseconds of work, whatever it computes: an
+// optimizer's updates of a model's small parameters (GPT-2's 98 biases
+// and layer-norm weights of 768 to 3072 elements, 16 ops each) ran four
+// to a kernel, 25 launches of about 10 µs; a bound four times as large
+// keeps about a quarter of them.
+func maxOps(limit int, g, c *group, k Kind) int {
+	if k == Pointwise && g.kind == Pointwise && c.kind == Pointwise && sameSpace(g.space, c.space) {
+		if n := ir.NumElements(g.space); n >= 0 && n <= smallSpace {
+			return smallSpaceGroupOps * limit
+		}
+	}
+	return limit
 }
 
 // libraryMatmul reports whether matmul group g's product is one a library
