@@ -7,27 +7,30 @@ import (
 )
 
 // Atomic reductions into device memory: gpu.atomic_add adds an f32 value
-// to an element of a global buffer that other threads and blocks add to
-// as well (the flash-attention backward accumulates dQ so, one partial
-// product a block of keys, as FlashAttention-2 does). It has no result,
-// as PTX's red, so the hardware need not return the old value.
+// (or two, to adjacent elements) to a global buffer that other threads
+// and blocks add to as well (the flash-attention backward accumulates dQ
+// so, one partial product a block of keys, as FlashAttention-2 does). It
+// has no result, as PTX's red, so the hardware need not return the old
+// value.
 const AtomicAddOp = OpAtomicAdd
 
 var atomicOps = []*ir.OpDef{atomicAddDef}
 
 var atomicAddDef = &ir.OpDef{
 	Name:    AtomicAddOp,
-	Summary: "Adds an f32 value to an element of a global buffer atomically",
-	Description: "As PTX `red.global.add.f32`: adds `value` to element `index` of the 1-D f32 " +
+	Summary: "Adds f32 values to elements of a global buffer atomically",
+	Description: "As PTX `red.global.add.f32`: adds `v0` to element `index` of the 1-D f32 " +
 		"buffer in global memory, atomically (relaxed, at the device's scope) with respect to " +
 		"every other gpu.atomic_add of that element, in no particular order: a sum of several " +
-		"threads' or blocks' values may round differently from run to run. There is no result. " +
-		"(The interpreter adds under a lock.)",
+		"threads' or blocks' values may round differently from run to run. With a second value " +
+		"`v1` (PTX `red.global.v2.f32.add`, one access: sm_90 and PTX ISA 8.1, which the kernels " +
+		"of an sm_90a gpu.module get) it adds v1 to element `index` + 1 too; `index` must then be " +
+		"even. There is no result. (The interpreter adds under a lock.)",
 	Operands: []ir.ArgDoc{
-		{Name: "mem, index", Doc: "1-D f32 memref in global memory and the element's index"},
-		{Name: "value", Doc: "f32: the value to add"},
+		{Name: "mem, index", Doc: "1-D f32 memref in global memory and the first element's index"},
+		{Name: "v0, v1", Doc: "f32: the value to add, and optionally the next element's"},
 	},
-	Example: `"gpu.atomic_add"(%acc, %i, %v) : (memref<1024xf32>, index, f32) -> ()`,
+	Example: `"gpu.atomic_add"(%acc, %i, %a, %b) : (memref<1024xf32>, index, f32, f32) -> ()`,
 	Verify:  verifyAtomicAdd,
 }
 
@@ -35,8 +38,8 @@ func verifyAtomicAdd(op *ir.Operation) error {
 	if err := inKernel(op); err != nil {
 		return err
 	}
-	if op.NumOperands() != 3 || op.NumResults() != 0 {
-		return fmt.Errorf("expects 3 operands (memref, index, value) and no results, not %d and %d", op.NumOperands(), op.NumResults())
+	if (op.NumOperands() != 3 && op.NumOperands() != 4) || op.NumResults() != 0 {
+		return fmt.Errorf("expects a memref, an index and 1 or 2 values and no results, not %d operands and %d results", op.NumOperands(), op.NumResults())
 	}
 	elem, err := workgroup1D(op.Operand(0), "operand #0", false)
 	if err != nil {
@@ -48,13 +51,16 @@ func verifyAtomicAdd(op *ir.Operation) error {
 	if t := op.Operand(1).Type(); t != ir.Index {
 		return fmt.Errorf("operand #1 must be index, not %s", t)
 	}
-	if t := op.Operand(2).Type(); t != ir.F32 {
-		return fmt.Errorf("operand #2 must be f32, not %s", t)
+	for i := 2; i < op.NumOperands(); i++ {
+		if t := op.Operand(i).Type(); t != ir.F32 {
+			return fmt.Errorf("operand #%d must be f32, not %s", i, t)
+		}
 	}
 	return nil
 }
 
-// AtomicAdd inserts gpu.atomic_add of v (f32) to mem[index].
-func AtomicAdd(b *ir.Builder, loc ir.Location, mem, index, v *ir.Value) *ir.Operation {
-	return b.Op(AtomicAddOp, loc, []*ir.Value{mem, index, v}, nil)
+// AtomicAdd inserts gpu.atomic_add of vs (one or two f32) to mem[index]
+// and, with two, mem[index+1].
+func AtomicAdd(b *ir.Builder, loc ir.Location, mem, index *ir.Value, vs ...*ir.Value) *ir.Operation {
+	return b.Op(AtomicAddOp, loc, append([]*ir.Value{mem, index}, vs...), nil)
 }

@@ -24,7 +24,8 @@ func atomicKernel(body string) string {
 // TestAtomicAddVerify checks the operands gpu.atomic_add accepts and the
 // errors of those it refuses.
 func TestAtomicAddVerify(t *testing.T) {
-	m, err := ir.Parse(newCtx(), atomicKernel(`"gpu.atomic_add"(%g, %i, %v) : (memref<?xf32>, index, f32) -> ()`), ir.ParseOptions{})
+	m, err := ir.Parse(newCtx(), atomicKernel(`"gpu.atomic_add"(%g, %i, %v) : (memref<?xf32>, index, f32) -> ()
+      "gpu.atomic_add"(%g, %i, %v, %v) : (memref<?xf32>, index, f32, f32) -> ()`), ir.ParseOptions{})
 	if err == nil {
 		err = ir.Verify(m)
 	}
@@ -36,7 +37,8 @@ func TestAtomicAddVerify(t *testing.T) {
 		{"elem", `"gpu.atomic_add"(%h, %i, %v) : (memref<8xf16>, index, f32) -> ()`, "operand #0 must hold f32, not f16"},
 		{"index", `"gpu.atomic_add"(%g, %n, %v) : (memref<?xf32>, i32, f32) -> ()`, "operand #1 must be index, not i32"},
 		{"value", `"gpu.atomic_add"(%g, %i, %n) : (memref<?xf32>, index, i32) -> ()`, "operand #2 must be f32, not i32"},
-		{"two", `"gpu.atomic_add"(%g, %i, %v, %v) : (memref<?xf32>, index, f32, f32) -> ()`, "expects 3 operands (memref, index, value) and no results, not 4 and 0"},
+		{"second", `"gpu.atomic_add"(%g, %i, %v, %n) : (memref<?xf32>, index, f32, i32) -> ()`, "operand #3 must be f32, not i32"},
+		{"three", `"gpu.atomic_add"(%g, %i, %v, %v, %v) : (memref<?xf32>, index, f32, f32, f32) -> ()`, "expects a memref, an index and 1 or 2 values and no results, not 5 operands and 0 results"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := mlirtest.VerifyError(t, newCtx(), atomicKernel(c.body)); !strings.Contains(got, c.want) {

@@ -63,7 +63,7 @@ const (
 	OpClusterWait = "gpu.cluster_wait"
 	// OpMbarrierArriveCluster is gpu.mbarrier_arrive_cluster: Arrives at an asynchronous barrier of a block of the cluster (sm_90).
 	OpMbarrierArriveCluster = "gpu.mbarrier_arrive_cluster"
-	// OpAtomicAdd is gpu.atomic_add: Adds an f32 value to an element of a global buffer atomically.
+	// OpAtomicAdd is gpu.atomic_add: Adds f32 values to elements of a global buffer atomically.
 	OpAtomicAdd = "gpu.atomic_add"
 	// OpLibraryMatmul is gpu.library_matmul: A (batched) matrix product computed by a vendor library on the host's stream.
 	OpLibraryMatmul = "gpu.library_matmul"

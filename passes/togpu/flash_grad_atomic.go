@@ -13,7 +13,8 @@ import (
 // FlashAttention-2's single pass over the keys): the dK/dV kernel, which
 // already has dS for its keys and a query tile, also computes that tile's
 // share of dQ, dS·K, and adds it to an f32 accumulator of dq's shape by
-// gpu.atomic_add. Every score and dP is then computed once (5 products
+// gpu.atomic_add (pairs of adjacent values: red.global.v2.f32.add).
+// Every score and dP is then computed once (5 products
 // instead of the two-kernel scheme's 7) at the price of the atomic
 // traffic (a query tile's 64×D f32 a block of keys). The wgmma kernel
 // stores dS (rounded, as its dK product takes it) in workgroup memory as
@@ -205,9 +206,8 @@ func (g *flashGen) wgDQ(b *ir.Builder, x ix, st flashStart, ds [][]*ir.Value, of
 			x := x.at(b)
 			base := x.index(x.add(x.mulc(x.add(x.mulc(st.z, g.Lk), q), g.D), g.t2))
 			for j := range g.D / 8 {
-				for c := range int64(2) {
-					gpu.AtomicAdd(b, loc, acc, indexAdd(b, loc, base, 8*j+c), dq[4*j+2*h+c])
-				}
+				// (The pair of adjacent columns in one red.global.v2.)
+				gpu.AtomicAdd(b, loc, acc, indexAdd(b, loc, base, 8*j), dq[4*j+2*h], dq[4*j+2*h+1])
 			}
 			return nil
 		}

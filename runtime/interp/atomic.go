@@ -25,12 +25,25 @@ func atomicAddRule(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
 		return nil, err
 	}
 	s, ok := b.data.([]float32)
-	v, vok := args[2].(*Tensor)
-	if !ok || !vok || v.elem != ir.F32 || v.Len() != 1 {
-		return nil, fmt.Errorf("adds %s to %s: want an f32 scalar and f32 elements", args[2], b)
+	if !ok {
+		return nil, fmt.Errorf("adds to %s, not to f32 elements", b)
+	}
+	vs := args[2:]
+	if len(vs) == 2 && (off%2 != 0 || off+1 >= len(s)) {
+		return nil, fmt.Errorf("adds two values at element %d of %s: not an even element with one after it", off, b)
+	}
+	add := make([]float32, len(vs))
+	for i, v := range vs {
+		t, ok := v.(*Tensor)
+		if !ok || t.elem != ir.F32 || t.Len() != 1 {
+			return nil, fmt.Errorf("adds %s: want an f32 scalar", v)
+		}
+		add[i] = t.data.([]float32)[0]
 	}
 	atomicMu.Lock()
-	s[off] += v.data.([]float32)[0]
+	for i, a := range add {
+		s[off+i] += a
+	}
 	atomicMu.Unlock()
 	return nil, nil
 }

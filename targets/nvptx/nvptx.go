@@ -47,8 +47,9 @@ const DefaultPTXVersion = "7.8"
 
 // WGMMAPTXVersion is the `.version` used for sm_90a when
 // Options.PTXVersion is empty: ISA 8.0 is the first with sm_90a and
-// wgmma (CUDA 12.0's ptxas; the driver of CUDA 13 JITs it).
-const WGMMAPTXVersion = "8.0"
+// wgmma, 8.1 (CUDA 12.1's ptxas; the driver of CUDA 13 JITs it) the first
+// with red's vector forms (gpu.atomic_add of two values).
+const WGMMAPTXVersion = "8.1"
 
 // Targets lists the portable values of Options.Target.
 var Targets = []string{"sm_80", "sm_90"}
