@@ -76,7 +76,9 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"holds at most `row-limit` elements, consumers that read the reduced value broadcast over the " +
 	"rows, and further reductions of the same rows, join it as a persistent row reduction (softmax and " +
 	"layer_norm become one kernel); when they are not innermost (columns), a further reduction over the same " +
-	"axes of the prologue's values joins it (batch norm's two sums over N, H, W stored channels last); matmul and conv2d start their own group and take pointwise consumers " +
+	"axes of the prologue's values joins it (batch norm's two sums over N, H, W stored channels last), and so does one " +
+	"over the same axes whose own sums read nothing of the group but whose epilogue reads its reduced values (the " +
+	"second halves of a split batch-norm mean and variance); matmul and conv2d start their own group and take pointwise consumers " +
 	"over their output as an epilogue (`epilogue`; not matmuls under `matmul-library` nor the convolutions a library takes under " +
 	"`conv-library`, whose result a library call stores: the consumers' kernels take the epilogue instead), never producers, except a widening cast (bf16 to f32) of " +
 	"a result stored anyway (returned, read by a reduction, or a library's result under `matmul-library` or `conv-library`) that has several readers or a reduction " +

@@ -113,6 +113,56 @@ func TestPrologueSpaceConsumer(t *testing.T) {
 	}
 }
 
+// TestSiblingColumnReductions: the second halves of a split batch-norm
+// statistic ([P, C] → [C] column sums of two partial buffers, the
+// variance's epilogue reading the mean) share one kernel; a column sum
+// whose input reads the other's result does not (its reduction would
+// need the other's sum first), and neither does one over other axes.
+// Each fused program computes what the graph does, through the GPU
+// lowering too.
+func TestSiblingColumnReductions(t *testing.T) {
+	p, c := "tensor<64x8xf32>", "tensor<8xf32>"
+	for _, tc := range []struct {
+		name, src string
+		kinds     []string
+		log       string
+	}{
+		{"epilogue-reads-the-mean", fn("%a: "+p+", %b: "+p+", %g: "+c, c+", "+c, `
+  %s = "graph.reduce_sum"(%a) <{axes = [0]}> : (`+p+`) -> `+c+`
+  %m = "graph.mul"(%s, %s) : (`+c+`, `+c+`) -> `+c+`
+  %q = "graph.reduce_sum"(%b) <{axes = [0]}> : (`+p+`) -> `+c+`
+  %v = "graph.sub"(%q, %m) : (`+c+`, `+c+`) -> `+c+`
+  %r = "graph.mul"(%v, %g) : (`+c+`, `+c+`) -> `+c+`
+  return %s, %r : `+c+`, `+c), []string{"reduction"}, "reading the reduced values of group"},
+		{"input-reads-the-sum", fn("%a: "+p+", %b: "+p, c+", "+c, `
+  %s = "graph.reduce_sum"(%a) <{axes = [0]}> : (`+p+`) -> `+c+`
+  %d = "graph.sub"(%b, %s) : (`+p+`, `+c+`) -> `+p+`
+  %q = "graph.reduce_sum"(%d) <{axes = [0]}> : (`+p+`) -> `+c+`
+  %v = "graph.sub"(%q, %s) : (`+c+`, `+c+`) -> `+c+`
+  return %s, %v : `+c+`, `+c), []string{"reduction", "reduction"}, "rows cannot stay in one kernel"},
+		{"other-axes", fn("%a: "+p+", %b: tensor<8x64xf32>", c+", "+c, `
+  %s = "graph.reduce_sum"(%a) <{axes = [0]}> : (`+p+`) -> `+c+`
+  %q = "graph.reduce_sum"(%b) <{axes = [1]}> : (tensor<8x64xf32>) -> `+c+`
+  %v = "graph.sub"(%q, %s) : (`+c+`, `+c+`) -> `+c+`
+  return %s, %v : `+c+`, `+c), []string{"reduction", "reduction"}, "reduces [8 64] to [8], group 1 reduces [64 8] to [8]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, log := fuse(t, tc.src, fusion.DefaultOptions())
+			if got := kinds(m); strings.Join(got, ",") != strings.Join(tc.kinds, ",") {
+				t.Errorf("fusion kinds %v, want %v\n%s", got, tc.kinds, log)
+			}
+			if !strings.Contains(log, tc.log) {
+				t.Errorf("log lacks %q:\n%s", tc.log, log)
+			}
+			for _, pipeline := range []string{"lower-to-loop", "builtin.module(lower-to-gpu)"} {
+				if err := passtest.CheckSemantics(&passtest.Program{Source: tc.src, Func: "f"}, pipeline, 1); err != nil {
+					t.Errorf("%s: %v", pipeline, err)
+				}
+			}
+		})
+	}
+}
+
 // TestQKVSplit checks the kernels of a fused qkv projection's bias and
 // head split: the bias add joins the kernel that cuts the heads (the
 // copies of its views for an attention call, or the group that casts the

@@ -271,6 +271,13 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 			if pr.kind == Reduction && c.kind == Reduction && sameAxes(pr, c) && p.readsPrologueOnly(pr, c) {
 				return Reduction, fmt.Sprintf("sibling reduction (the same axes over the prologue of group %d)", pr.id), true
 			}
+			// Or when c's reductions read nothing of pr, and c reads
+			// pr's reduced values only after them (its epilogue): the
+			// second halves of a split batch-norm statistic, each
+			// [P, C] → [C], where the variance's reads the mean.
+			if pr.kind == Reduction && c.kind == Reduction && sameAxes(pr, c) && p.readsReducedAfter(pr, c) {
+				return Reduction, fmt.Sprintf("sibling reduction (the same axes, reading the reduced values of group %d in its epilogue)", pr.id), true
+			}
 			return "", "rows cannot stay in one kernel: " + why, false
 		}
 		return PersistentRow, fmt.Sprintf("persistent row (reduces the same rows as group %d)", pr.id), true
@@ -320,6 +327,42 @@ func (p *planner) readsPrologueOnly(pr, c *group) bool {
 					ok = false
 				}
 			})
+		}
+	}
+	return ok
+}
+
+// readsReducedAfter reports whether consumer c reads from reduction group
+// pr only values over pr's reduced space, and none of them reaches the
+// input of a reduction of c: then c's reductions are independent of pr
+// and one kernel runs pr's, then c's, each kept element's epilogues after
+// its sums.
+func (p *planner) readsReducedAfter(pr, c *group) bool {
+	if sameSpace(pr.space, pr.out) {
+		return false
+	}
+	inC := map[*ir.Operation]bool{}
+	for _, op := range c.ops {
+		inC[op] = true
+	}
+	ok := true
+	reaches := map[*ir.Operation]bool{} // c's ops that read a value of pr
+	for _, op := range c.ops {
+		for _, v := range op.Operands() {
+			p.sources(v, func(def *ir.Operation) {
+				switch {
+				case p.groupOf[def] == pr:
+					if !sameSpace(shapeOf(def.Result(0)), pr.out) {
+						ok = false
+					}
+					reaches[op] = true
+				case inC[def] && reaches[def]:
+					reaches[op] = true
+				}
+			})
+		}
+		if reaches[op] && classify(op) == reduction {
+			ok = false
 		}
 	}
 	return ok
