@@ -352,6 +352,11 @@ func (g *flashGen) emitWGMMAPipe() {
 	// The warpgroup's 64 rows of the Q tile (with QShared, read by
 	// descriptor: a panel of the tile is R rows of 64 elements).
 	qRows := x.addc(x.mulc(x.shr(w.warp, 2), 64*wgPanel), qStage)
+	if R == 64 {
+		// (One warpgroup: a constant, which ptxas then keeps in uniform
+		// registers with the descriptors built from it.)
+		qRows = x.c(qStage)
+	}
 	panels := g.D / wgPanel
 	// scores issues S = Q·Kᵀ for the K tile at kAt, complete at its end or,
 	// when inFlight, still in flight: one gpu.wgmma whose A is Q's
