@@ -598,6 +598,57 @@ func init() {
 	}
 }
 
+// TestConv2DStridedPointwiseGradient: the input gradient of an unpadded
+// strided 1×1 channels-last convolution (ResNet's downsampling
+// projection) convolves g on its own grid and spreads the result to the
+// strided positions, instead of convolving the stride-dilated g: its one
+// convolution that yields the input's channels reads [N, OH, OW, O].
+// Checked against central differences, for input sizes the strides
+// divide and ones they do not.
+func TestConv2DStridedPointwiseGradient(t *testing.T) {
+	for _, c := range []struct {
+		h, w, sh, sw int64
+	}{{6, 6, 2, 2}, {7, 5, 2, 3}, {4, 7, 3, 1}} {
+		t.Run(fmt.Sprintf("%dx%d_stride_%dx%d", c.h, c.w, c.sh, c.sw), func(t *testing.T) {
+			in := instance{op: "conv2d", args: []arg{f64(2, c.h, c.w, 3), f64(4, 1, 1, 3)}, attrs: []ir.NamedAttr{
+				attr("strides", graph.Ints(c.sh, c.sw)), attr("dilations", graph.Ints(1, 1)),
+				attr("padding", graph.Ints(0, 0, 0, 0)), attr("groups", i64(1)),
+				attr("layout", ir.StringAttr{Value: graph.LayoutNHWC}),
+			}}
+			ctx := dialects.NewContext()
+			fx, err := build(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grad, err := Grad(ctx, fx.fn, fx.wrt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			oh, ow := (c.h-1)/c.sh+1, (c.w-1)/c.sw+1
+			var convs []string
+			grad.Walk(func(op *ir.Operation) bool {
+				if op.Name() == graph.OpConv2D {
+					if rt, ok := op.Result(0).Type().(*ir.TensorType); ok && rt.Shape()[3] == 3 {
+						convs = append(convs, fmt.Sprint(op.Operand(0).Type()))
+					}
+				}
+				return true
+			})
+			want := fmt.Sprintf("tensor<2x%dx%dx4xf64>", oh, ow)
+			if len(convs) != 1 || convs[0] != want {
+				t.Errorf("input gradient convolutions read %v, want [%s] (g itself)", convs, want)
+			}
+			rapid.Check(t, func(rt *rapid.T) {
+				rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 2))
+				if err := fx.draw(in, rng); err != nil {
+					rt.Fatal(err)
+				}
+				checkCentralDifferences(rt, in, fx, rng)
+			})
+		})
+	}
+}
+
 // TestConv2DInputGradientIsExact checks the form of conv2d's input
 // gradient: for an unstrided convolution with symmetric padding within the
 // kernel's span (ResNet's 3×3, padding 1) a convolution with that padding

@@ -519,7 +519,10 @@ func conv2dGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 // a training step stored channels last stays so in its backward pass:
 //
 //	gx: g dilated by the strides, convolved with w transposed to
-//	    [C, KH, KW, O] and flipped.
+//	    [C, KH, KW, O] and flipped; for an unpadded strided 1×1 kernel
+//	    (ResNet's downsampling projections), g convolved with w
+//	    transposed, then spread to the strided positions (spreadNHWC):
+//	    the dilated form multiplied s_h·s_w times as many zeros.
 //	gw: x transposed to [C, H, W, N] (the batch made the channels)
 //	    convolved with g transposed to [O, OH, OW, N] as the kernel,
 //	    strides and dilations swapped: r [C, KH', KW', O], whose first
@@ -538,9 +541,15 @@ func conv2dGradNHWC(e *emitter, op *ir.Operation, g *ir.Value, p graph.Conv2DPar
 		return nil
 	}
 	swap := []int64{3, 1, 2, 0} // [A, H, W, B] ↔ [B, H, W, A]
-	gd := e.dilate(e.dilate(g, 1, p.Strides[0]), 2, p.Strides[1])
-	wt := e.flip(e.flip(e.transpose(w, swap), 1), 2)
-	gx := e.convTranspose(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[1] - 1), p.Dilations[1] * (ws[2] - 1)}, 1, graph.LayoutNHWC)
+	var gx *ir.Value
+	if ws[1] == 1 && ws[2] == 1 && p.Padding == [4]int64{} && p.Strides != [2]int64{1, 1} {
+		unit := [2]int64{1, 1}
+		gx = e.spreadNHWC(e.conv2dLayout(g, e.transpose(w, swap), unit, [4]int64{}, unit, 1, graph.LayoutNHWC), p.Strides, xs)
+	} else {
+		gd := e.dilate(e.dilate(g, 1, p.Strides[0]), 2, p.Strides[1])
+		wt := e.flip(e.flip(e.transpose(w, swap), 1), 2)
+		gx = e.convTranspose(gd, wt, xs, p, [2]int64{p.Dilations[0] * (ws[1] - 1), p.Dilations[1] * (ws[2] - 1)}, 1, graph.LayoutNHWC)
+	}
 
 	r := e.conv2dLayout(e.transpose(x, swap), e.transpose(g, swap), p.Dilations, p.Padding, p.Strides, 1, graph.LayoutNHWC)
 	gw := e.transpose(e.window(r, make([]int64, 4), []int64{ws[3], ws[1], ws[2], ws[0]}), swap)
@@ -549,6 +558,20 @@ func conv2dGradNHWC(e *emitter, op *ir.Operation, g *ir.Value, p graph.Conv2DPar
 		out = append(out, e.Reduce(graph.OpReduceSum, g, []int64{0, 1, 2}, false))
 	}
 	return out
+}
+
+// spreadNHWC places v [N, OH, OW, C] at the strided positions
+// (s_h·i, s_w·j) of a zero tensor of shape xs [N, H, W, C]: one pad of v
+// viewed as [N, OH, 1, OW, 1, C], the result viewed as
+// [N, OH·s_h, OW·s_w, C] and cut (or padded) to xs.
+func (e *emitter) spreadNHWC(v *ir.Value, s [2]int64, xs []int64) *ir.Value {
+	vs, _ := e.shape(v)
+	if e.Err != nil {
+		return nil
+	}
+	n, oh, ow, c := vs[0], vs[1], vs[2], vs[3]
+	cur := e.pad(e.reshape(v, []int64{n, oh, 1, ow, 1, c}), make([]int64, 6), []int64{0, 0, s[0] - 1, 0, s[1] - 1, 0})
+	return e.window(e.reshape(cur, []int64{n, oh * s[0], ow * s[1], c}), make([]int64, 4), xs)
 }
 
 // convTranspose returns the input gradient of a convolution of
