@@ -2,6 +2,8 @@ package togpu
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -245,5 +247,47 @@ func checkSame(t failer, before, after *ir.Operation, seed int64) {
 		if err := passtest.Compare(res[1][i], res[0][i]); err != nil {
 			t.Errorf("result %d: %v\n%s", i, err, after)
 		}
+	}
+}
+
+// TestLanesShareRowValues checks that the lanes of a vectorized column sum
+// share what they compute from the row alone: a layer norm's weight
+// gradient (testdata/colsum_stats.mlir, 4 lanes a thread) loads the row's
+// mean and rstd once for the 4 columns, not once a column, and computes
+// once what it derives from them; its values are checked against the nest
+// by TestPreservesSemantics.
+func TestLanesShareRowValues(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "colsum_stats.mlir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, m := parseProgram(t, string(src))
+	if err := Run(ctx, m, DefaultConfig); err != nil {
+		t.Fatal(err)
+	}
+	loads := map[int]int{} // by kernel argument: g, x, mean, rstd, part
+	var vec int64
+	var subs int
+	m.Walk(func(o *ir.Operation) bool {
+		if gpu.IsKernel(o) {
+			vec = o.Attr(LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value
+			args := o.Region(0).Front()
+			o.Walk(func(l *ir.Operation) bool {
+				switch l.Name() {
+				case loop.LoadOp:
+					if a := l.Operand(0); a.IsBlockArgument() && a.ParentBlock() == args {
+						loads[a.Index()]++
+					}
+				case "arith.subf":
+					subs++
+				}
+				return true
+			})
+		}
+		return true
+	})
+	if vec < 2 || loads[0] != loads[2]*int(vec) || loads[2] != loads[3] || subs != loads[0] {
+		t.Errorf("vector %d: %d loads of g, %d of mean, %d of rstd, %d subtractions; want the row's values loaded once for the %d lanes (g's loads / %d) and one x − mean a lane:\n%s",
+			vec, loads[0], loads[2], loads[3], subs, vec, vec, m)
 	}
 }

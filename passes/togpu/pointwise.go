@@ -288,7 +288,20 @@ func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir
 			continue
 		}
 		if op.Name() != loop.ForOp {
-			for _, m := range lanes {
+			for j, m := range lanes {
+				if j > 0 && laneInvariant(op) && slices.Equal(mapValues(m, op.Operands()), mapValues(lanes[0], op.Operands())) {
+					// What the lanes compute from the same values, and the
+					// loads they make at one index (a value of the row: a
+					// layer norm's mean and variance in its weight
+					// gradient's column sums, and the reciprocal square
+					// root of the variance), lane 0 computes for all: the
+					// lanes' clones of a load are adjacent, no store
+					// between.
+					for r, v := range op.Results() {
+						m[v] = lanes[0][op.Result(r)]
+					}
+					continue
+				}
 				b.Insert(op.Clone(m))
 			}
 			continue
@@ -367,6 +380,13 @@ func cloneLanesIf(b *ir.Builder, loc ir.Location, op *ir.Operation, lanes []map[
 			m[op.Result(r)] = f.Result(j*n + r)
 		}
 	}
+}
+
+// laneInvariant reports whether cloneLanes may share op's lane-0 clone
+// with the lanes whose operands are lane 0's: a pure op without regions,
+// or a load.
+func laneInvariant(op *ir.Operation) bool {
+	return op.NumRegions() == 0 && (op.HasTrait(ir.Pure) || op.Name() == loop.LoadOp)
 }
 
 // laneValue is v as a lane's clone reads it: mapped by m, or v itself
