@@ -171,8 +171,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: Cluster is 2, with TMA and without Specialized", t)
 	case t.WGMMA && t.SumMMA && !t.Pipe:
 		return fmt.Errorf("flash attention: tile %s: SumMMA with WGMMA needs the pipelined kernel", t)
-	case t.Unroll && !t.Pipe:
-		return fmt.Errorf("flash attention: tile %s: Unroll needs the pipelined kernel", t)
+	case (t.Unroll || t.LatePack) && !t.Pipe:
+		return fmt.Errorf("flash attention: tile %s: Unroll and LatePack need the pipelined kernel", t)
 	case !slices.Contains(FlashTiles, t):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
 	case t.TMA && f.Dynamic:

@@ -109,13 +109,20 @@ type FlashTile struct {
 	// alternate between two sets of registers instead of moving into the
 	// loop-carried ones at the end of every tile.
 	Unroll bool
+	// LatePack (with Pipe) packs a tile's probabilities into P·V's A
+	// fragments once the previous tile's P·V, which read the ones
+	// before, has completed: the new fragments take its registers, where
+	// they otherwise need registers of their own and a move each into the
+	// loop-carried ones at the end of the tile.
+	LatePack bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
 // for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
 // for Specialized (a dedicated producer), a for PingPong (alternating
-// consumers), t for TMA, cN for Cluster N and u for Unroll.
+// consumers), t for TMA, cN for Cluster N, u for Unroll and m for
+// LatePack.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -165,6 +172,9 @@ func (t FlashTile) String() string {
 	}
 	if t.Unroll {
 		s += "u"
+	}
+	if t.LatePack {
+		s += "m"
 	}
 	return s
 }
@@ -231,6 +241,10 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true},
 	{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true},
 	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true},
+	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true},
+	{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, LatePack: true},
+	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, LatePack: true},
 	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true},

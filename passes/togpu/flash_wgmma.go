@@ -420,6 +420,20 @@ func (g *flashGen) emitWGMMAPipe() {
 		}
 		return gpu.WGMMA(b, loc, g.Elem, s, p, g.smem, x.index(x.c(g.shared()-flashOnes)), acc)
 	}
+	// packP packs the probabilities e (four of each n8 tile in turn, as
+	// S's accumulators) into the A fragments of P·V: those of n8 tiles
+	// 2j and 2j+1 are key step j's. With LatePack the kernel packs them
+	// once P·V of the tile before has completed, into the registers that
+	// product read (no moves at the loop's end).
+	late := g.Tile.LatePack
+	packP := func(b *ir.Builder, e []*ir.Value) []*ir.Value {
+		var p []*ir.Value
+		for j := range K / 16 {
+			e0, e1 := e[8*j:8*j+4], e[8*j+4:8*j+8]
+			p = append(p, g.pair(b, e0[0], e0[1]), g.pair(b, e0[2], e0[3]), g.pair(b, e1[0], e1[1]), g.pair(b, e1[2], e1[3]))
+		}
+		return p
+	}
 	// softmaxP runs the softmax on the scores sv of key tile kt (masked
 	// when masked) with the extremes m and sums l, and returns the
 	// probabilities as the A fragments of P·V, the new extremes, the sums
@@ -470,12 +484,10 @@ func (g *flashGen) emitWGMMAPipe() {
 				sums = append(sums, tree(b, loc, arith.OpAddF, ps[h]))
 			}
 		}
-		for j := range K / 16 {
-			p = append(p,
-				g.pair(b, s[2*j][0], s[2*j][1]), g.pair(b, s[2*j][2], s[2*j][3]),
-				g.pair(b, s[2*j+1][0], s[2*j+1][1]), g.pair(b, s[2*j+1][2], s[2*j+1][3]))
+		if late {
+			return slices.Concat(s...), mNew, sums, alpha, moved
 		}
-		return p, mNew, sums, alpha, moved
+		return packP(b, slices.Concat(s...)), mNew, sums, alpha, moved
 	}
 	// rescale waits for P·V (oIn, in flight), multiplies O's rows and
 	// the sums l by alpha and adds the tile's sums to l: with Lazy only
@@ -558,6 +570,9 @@ func (g *flashGen) emitWGMMAPipe() {
 		nextK(b, one)
 	}
 	p0, m0, l0, _, _ := softmaxP(b, x, s0, x.c(0), []*ir.Value{sm.masked, sm.masked}, anyMask)
+	if late {
+		p0 = packP(b, p0)
+	}
 	if !pv && !ws && !tma {
 		loop.If(b, loc, x.lt(one, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
 			loadV(b, x.at(b).c(1))
@@ -661,6 +676,9 @@ func (g *flashGen) emitWGMMAPipe() {
 			if tma {
 				tm.release(b, tmaFullV, x.addc(kt, -1))
 			}
+			if late {
+				p = packP(b, p)
+			}
 			return slices.Concat(p, mNew, l, o)
 		}
 		types := make([]ir.Type, len(o)+2)
@@ -680,6 +698,9 @@ func (g *flashGen) emitWGMMAPipe() {
 			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
 			return append(o, l...)
 		}).Results()
+		if late {
+			p = packP(b, p)
+		}
 		return slices.Concat(p, mNew, ol[len(o):], ol[:len(o)])
 	}
 	// tileLoop runs the key tiles from ≤ kt < to, with Unroll two a
