@@ -3,15 +3,21 @@ package togpu_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
+	"github.com/strata-ir/strata/targets/llvm"
+	"github.com/strata-ir/strata/targets/nvptx"
 )
 
 // dynamicLengths are the sequence lengths the dynamic flash kernels run
@@ -146,5 +152,53 @@ func TestFlashPipelineDynamic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFlashDynamicPTX compiles the dynamic-length wgmma kernels (the
+// defaults of head dims 64 and 128, causal and not) with the native
+// backend and assembles them as the driver's linker does (ptxas -c): the
+// kernel's offsets are 64-bit there, and a 64-bit division by a register
+// (the block's batch and row block) would be a subroutine call that
+// serializes every wgmma (C7509).
+func TestFlashDynamicPTX(t *testing.T) {
+	ptxas := os.Getenv("STRATA_PTXAS")
+	if ptxas == "" {
+		ptxas, _ = filepath.Abs("../../.cache/tools/bin/ptxas")
+	}
+	if _, err := os.Stat(ptxas); err != nil {
+		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
+	}
+	for _, d := range []int64{64, 128} {
+		for _, causal := range []bool{false, true} {
+			f := togpu.Flash{Batch: 24, Lq: ir.Dynamic, Lk: ir.Dynamic, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16,
+				Tile: togpu.WGMMATile(d, causal), Dynamic: true}
+			t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, f.Tiling()), func(t *testing.T) {
+				t.Parallel()
+				m := flashModule(t, dialects.NewContext(), f)
+				mod, err := llvm.Translate(llvm.GPUModules(m)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				ptx, err := nvptx.Native{}.Compile(mod, nvptx.Options{Target: gpu.WGMMATarget})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := strings.Count(ptx, "div.u64") + strings.Count(ptx, "rem.u64"); n != 0 {
+					t.Errorf("%d 64-bit divisions in the PTX", n)
+				}
+				file := filepath.Join(t.TempDir(), "k.ptx")
+				if err := os.WriteFile(file, []byte(ptx), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := osexec.Command(ptxas, "-arch="+gpu.WGMMATarget, "-v", "-c", "-o", os.DevNull, file).CombinedOutput()
+				if err != nil {
+					t.Fatalf("ptxas rejected the PTX: %v\n%s", err, out)
+				}
+				if strings.Contains(string(out), "serialized") {
+					t.Errorf("ptxas serializes the kernel's wgmma:\n%s", out)
+				}
+			})
+		}
 	}
 }

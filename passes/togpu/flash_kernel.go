@@ -239,7 +239,7 @@ func (g *flashGen) begin() flashStart {
 	tilesM := g.rowBlocks(x)
 	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
 	bid := x.from(gpu.BlockID(b, loc, "x"))
-	z, mt := x.div(bid, tilesM), x.rem(bid, tilesM)
+	z, mt := x.div32(bid, tilesM), x.rem32(bid, tilesM)
 	if g.lastFirst {
 		mt = x.sub(x.addc(tilesM, -1), mt)
 	}
@@ -801,5 +801,5 @@ func (g *flashGen) storeLSE(b *ir.Builder, row, m, l *ir.Value) {
 // rather than kept in a register through it).
 func (g *flashGen) batchOf(b *ir.Builder) *ir.Value {
 	x := g.x.at(b)
-	return x.div(x.from(gpu.BlockID(b, g.loc, "x")), g.rowBlocks(x))
+	return x.div32(x.from(gpu.BlockID(b, g.loc, "x")), g.rowBlocks(x))
 }

@@ -28,6 +28,24 @@ func (x ix) sub(a, b *ir.Value) *ir.Value { return x.op(arith.OpSubI, a, b) }
 func (x ix) mul(a, b *ir.Value) *ir.Value { return x.op(arith.OpMulI, a, b) }
 func (x ix) div(a, b *ir.Value) *ir.Value { return x.op(arith.OpDivUI, a, b) }
 func (x ix) rem(a, b *ir.Value) *ir.Value { return x.op(arith.OpRemUI, a, b) }
+
+// div32 and rem32 divide offsets known to fit 32 bits (block indices,
+// row-block counts) in 32 bits whatever the offset type: a 64-bit
+// division by a register is a subroutine call in SASS, and a call
+// serializes every wgmma of the kernel (docs/lowering.md, "No calls in a
+// wgmma kernel").
+func (x ix) div32(a, b *ir.Value) *ir.Value { return x.narrow(arith.OpDivUI, a, b) }
+func (x ix) rem32(a, b *ir.Value) *ir.Value { return x.narrow(arith.OpRemUI, a, b) }
+
+// narrow applies the binary op to a and b truncated to i32 and widens the
+// result back to the offset type.
+func (x ix) narrow(op string, a, b *ir.Value) *ir.Value {
+	if x.t == ir.I32 {
+		return x.op(op, a, b)
+	}
+	r := arith.Binary(x.b, op, x.loc, x.i32(a), x.i32(b))
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, r, x.t)
+}
 func (x ix) addc(a *ir.Value, v int64) *ir.Value {
 	if v == 0 {
 		return a
