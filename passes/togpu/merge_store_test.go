@@ -291,3 +291,110 @@ func TestLanesShareRowValues(t *testing.T) {
 			vec, loads[0], loads[2], loads[3], subs, vec, vec, m)
 	}
 }
+
+// concatHeadsProgram is the q, k, v gradients' merge as the backward pass
+// lowers it: three [r, h, d] sources concatenated along the columns of an
+// [r, 3·h·d] result, column c reading head (c mod h·d)/d, element c mod d
+// of source c/(h·d), chosen by nested loop.ifs on c.
+// The first branch's condition is c < h·d, or with le, c ≤ h·d − 1.
+func concatHeadsProgram(r, h, d int64, elt string, le bool) string {
+	src := fmt.Sprintf("memref<%dx%dx%dx%s>", r, h, d, elt)
+	out := fmt.Sprintf("memref<%dx%dx%s>", r, 3*h*d, elt)
+	pred, bound := "ult", h*d
+	if le {
+		pred, bound = "ule", h*d-1
+	}
+	load := func(m string) string {
+		return fmt.Sprintf(`%%v = loop.load %s[%%r, %%h, %%e] : %s
+        loop.yield %%v : %s`, m, src, elt)
+	}
+	return fmt.Sprintf(`func.func @main(%%a: %[1]s, %%b: %[1]s, %%c: %[1]s) -> %[2]s {
+  %%c0 = arith.constant 0 : index
+  %%c1 = arith.constant 1 : index
+  %%cr = arith.constant %[3]d : index
+  %%cn = arith.constant %[4]d : index
+  %%hd = arith.constant %[5]d : index
+  %%hd2 = arith.constant %[6]d : index
+  %%cd = arith.constant %[7]d : index
+  %%bound = arith.constant %[13]d : index
+  %%out = loop.alloc() : %[2]s
+  "loop.parallel"(%%c0, %%c0, %%cr, %%cn, %%c1, %%c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  ^bb0(%%r: index, %%col: index):
+    %%within = arith.remui %%col, %%hd : index
+    %%h = arith.divui %%within, %%cd : index
+    %%e = arith.remui %%within, %%cd : index
+    %%first = arith.cmpi %[12]s, %%col, %%bound : index
+    %%second = arith.cmpi ult, %%col, %%hd2 : index
+    %%x = "loop.if"(%%first) ({
+      %[8]s
+    }, {
+      %%y = "loop.if"(%%second) ({
+        %[9]s
+      }, {
+        %[10]s
+      }) : (i1) -> %[11]s
+      loop.yield %%y : %[11]s
+    }) : (i1) -> %[11]s
+    loop.store %%x, %%out[%%r, %%col] : %[2]s
+    "loop.reduce"() : () -> ()
+  }) : (index, index, index, index, index, index) -> ()
+  return %%out : %[2]s
+}
+`, src, out, r, 3*h*d, h*d, 2*h*d, d, load("%a"), load("%b"), load("%c"), elt, pred, bound)
+}
+
+// TestConcatHeadsVectorize checks the lane forms on drawn concatenations
+// of heads: the kernel takes the widest vector that the option allows and
+// that divides the head size d (a chunk of lanes then stays in one head
+// of one source: one branch, adjacent elements), and computes what the
+// nest computes (a width that straddled heads would load the wrong
+// source or the wrong elements).
+func TestConcatHeadsVectorize(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rapid.Int64Range(1, 3).Draw(rt, "r")
+		h := rapid.Int64Range(1, 3).Draw(rt, "h")
+		d := rapid.SampledFrom([]int64{1, 2, 3, 4, 6, 8, 12}).Draw(rt, "d")
+		elt := rapid.SampledFrom([]string{"f32", "bf16"}).Draw(rt, "elt")
+		cfg := Config{
+			Block:     rapid.SampledFrom([]int64{32, 64}).Draw(rt, "block"),
+			Vector:    rapid.SampledFrom([]int64{1, 2, 4, 6}).Draw(rt, "vector"),
+			MaxBlocks: rapid.SampledFrom([]int64{1, 2, 65536}).Draw(rt, "maxBlocks"),
+		}
+		src := concatHeadsProgram(r, h, d, elt, rapid.Bool().Draw(rt, "le"))
+		_, before := parseProgram(rt, src)
+		ctx, after := parseProgram(rt, src)
+		if err := Run(ctx, after, cfg); err != nil {
+			rt.Fatal(err)
+		}
+		if err := ir.Verify(after); err != nil {
+			rt.Fatalf("verifier: %v\n%s", err, after)
+		}
+		// The option's width when it divides the row of 3·h·d (twice
+		// for 16-bit elements when that divides it too), down to a
+		// power of two, halved until it divides d.
+		want := int64(1)
+		if n := 3 * h * d; cfg.Vector > 1 && n%cfg.Vector == 0 {
+			want = cfg.Vector
+			if elt == "bf16" && n%(2*want) == 0 {
+				want *= 2
+			}
+			for want&(want-1) != 0 {
+				want &= want - 1
+			}
+			for d%want != 0 {
+				want /= 2
+			}
+		}
+		var got int64
+		after.Walk(func(o *ir.Operation) bool {
+			if gpu.IsKernel(o) {
+				got = o.Attr(LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value
+			}
+			return true
+		})
+		if got != want {
+			rt.Fatalf("vector %d, want %d (d=%d, option %d, %s):\n%s", got, want, d, cfg.Vector, elt, after)
+		}
+		checkSame(rt, before, after, r*100+h*10+d)
+	})
+}

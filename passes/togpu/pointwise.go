@@ -14,7 +14,8 @@ import (
 // chunks t, t + gridSize, ... of vec consecutive points of the flattened
 // iteration space.
 type pointwise struct {
-	vec int64
+	vec   int64
+	forms *laneForms // how the nest's values vary across lanes (vec > 1)
 }
 
 // pointwisePlan vectorizes when the body has no inner loops, the innermost
@@ -40,11 +41,14 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 		return p
 	}
 	iv := loop.Body(nest).Argument(n - 1)
-	inner := map[*ir.Value]bool{iv: true}
-	memo := map[*ir.Value]bool{}
-	uniform := map[*ir.Value]bool{}
+	forms := newLaneForms(nest, iv, lb)
 	ok := true
-	align := int64(0) // the gcd of the offsets added to the innermost variable (0: none)
+	align := int64(0) // what the lanes' width must divide (0: nothing)
+	same := func(v *ir.Value) bool {
+		f := forms.of(v)
+		align = gcd(align, f.mult)
+		return f.kind == laneSame
+	}
 	loops := false
 	var most int64 // the most elements of a buffer the nest accesses (-1: one not static)
 	nest.Walk(func(o *ir.Operation) bool {
@@ -52,15 +56,16 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 		case loop.IfOp:
 			// One branch runs every lane (cloneLanes): the condition
 			// must be the same for all of them (NHWC padding tests h
-			// and w, not the channel).
-			ok = laneUniform(o.Operand(0), iv, nest, uniform)
+			// and w, not the channel; a concatenation along the
+			// columns tests the column's block of V or more).
+			ok = same(o.Operand(0))
 		case loop.ForOp:
 			// One loop runs every lane's trips (cloneLanes): its bounds
 			// must be the same for all of them.
 			loops = true
 			lb, ub, step := loop.ForBounds(o)
 			for _, v := range []*ir.Value{lb, ub, step} {
-				ok = ok && !dependsOn(v, inner, nest, memo)
+				ok = ok && same(v)
 			}
 		case loop.ParallelOp:
 			ok = o == nest
@@ -73,16 +78,17 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 					most = -1
 				}
 			}
+			// The lanes access V adjacent elements, the first at a
+			// multiple of V: every index but the last is the same in
+			// every lane, the last too or lane 0's plus the lane.
 			for i, v := range idx {
-				if !dependsOn(v, inner, nest, memo) {
+				if same(v) {
 					continue
 				}
-				off, plus := innerOffset(v, iv, inner, nest, memo)
-				if i < len(idx)-1 || !plus {
+				if f := forms.of(v); i < len(idx)-1 || f.kind != laneStep {
 					ok = false
 					break
 				}
-				align = gcd(align, off)
 			}
 		}
 		return ok
@@ -98,6 +104,11 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	if w := widestAccess(nest); w == 2 && (ub-lb)%(vec*2) == 0 {
 		vec *= 2
 	}
+	if forms.pow2 {
+		for vec&(vec-1) != 0 {
+			vec &= vec - 1 // the largest power of two below
+		}
+	}
 	for vec > 1 && align%vec != 0 {
 		vec /= 2
 	}
@@ -110,28 +121,8 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 			vec /= 2
 		}
 	}
-	p.vec = vec
+	p.vec, p.forms = vec, forms
 	return p
-}
-
-// laneUniform reports whether v has the same value in every lane of a
-// vector chunk: it does not depend on the innermost induction variable iv
-// of nest, nor on the result of an op with regions (a loop's or an if's
-// body may read iv without its operands showing it).
-func laneUniform(v, iv *ir.Value, nest *ir.Operation, memo map[*ir.Value]bool) bool {
-	if u, ok := memo[v]; ok {
-		return u
-	}
-	memo[v] = false
-	u := v != iv
-	if d := v.DefiningOp(); u && d != nil && definedIn(v, nest) {
-		u = d.NumRegions() == 0
-		for _, o := range d.Operands() {
-			u = u && laneUniform(o, iv, nest, memo)
-		}
-	}
-	memo[v] = u
-	return u
 }
 
 // staticPoints returns the number of points of a parallel nest with
@@ -148,28 +139,6 @@ func staticPoints(lbs, ubs, steps []*ir.Value) int64 {
 		n *= max(0, (ub-lb+step-1)/step)
 	}
 	return n
-}
-
-// innerOffset reports whether index v is iv plus terms independent of it
-// (a tree of arith.addi with iv as one leaf), and returns a number the sum
-// of those terms is known to be a multiple of (0 when they are 0).
-func innerOffset(v, iv *ir.Value, inner map[*ir.Value]bool, nest *ir.Operation, memo map[*ir.Value]bool) (int64, bool) {
-	if v == iv {
-		return 0, true
-	}
-	d := v.DefiningOp()
-	if d == nil || d.Name() != arith.OpAddI || !definedIn(v, nest) {
-		return 0, false
-	}
-	x, y := d.Operand(0), d.Operand(1)
-	if dependsOn(x, inner, nest, memo) {
-		x, y = y, x
-	}
-	if dependsOn(x, inner, nest, memo) {
-		return 0, false // iv twice, or both sides depend on it
-	}
-	off, ok := innerOffset(y, iv, inner, nest, memo)
-	return gcd(off, loop.KnownMultiple(x)), ok
 }
 
 // gcd is the greatest common divisor of a, b ≥ 0 (gcd(0, b) = b).
@@ -262,7 +231,7 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 				lanes[j][body.Argument(n-1)] = arith.Binary(b, arith.OpAddI, loc, ivs[n-1], arith.ConstantIndex(b, loc, int64(j)))
 			}
 		}
-		cloneLanes(b, loc, body, lanes)
+		cloneLanes(b, loc, body, lanes, &laneShare{forms: p.forms, vec: p.vec})
 		return nil
 	})
 	if !k.cfg.UnrollInner {
@@ -281,14 +250,17 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 // elements a row). A loop.if (its condition the same for every lane)
 // becomes one loop.if whose branches run every lane, yielding each lane's
 // results in turn: a padded copy's V loads stay one vector access.
-func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir.Value]*ir.Value) {
+func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir.Value]*ir.Value, sh *laneShare) {
 	for op := block.First(); op != nil && !op.HasTrait(ir.Terminator); op = op.Next() {
 		if op.Name() == loop.IfOp {
-			cloneLanesIf(b, loc, op, lanes)
+			cloneLanesIf(b, loc, op, lanes, sh)
 			continue
 		}
 		if op.Name() != loop.ForOp {
 			for j, m := range lanes {
+				if j > 0 && sh.derive(b, loc, op, lanes[0], m, j) {
+					continue
+				}
 				if j > 0 && laneInvariant(op) && slices.Equal(mapValues(m, op.Operands()), mapValues(lanes[0], op.Operands())) {
 					// What the lanes compute from the same values, and the
 					// loads they make at one index (a value of the row: a
@@ -325,7 +297,7 @@ func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir
 						in[j][body.Argument(1+r)] = args[j*n+r]
 					}
 				}
-				cloneLanes(b, loc, body, in)
+				cloneLanes(b, loc, body, in, sh)
 				var yields []*ir.Value
 				for _, m := range in {
 					for _, v := range body.Terminator().Operands() {
@@ -345,7 +317,7 @@ func cloneLanes(b *ir.Builder, loc ir.Location, block *ir.Block, lanes []map[*ir
 // cloneLanesIf clones loop.if op for every lane as one loop.if on lane 0's
 // condition (pointwisePlan: the lanes' conditions are equal), its results
 // lane-major.
-func cloneLanesIf(b *ir.Builder, loc ir.Location, op *ir.Operation, lanes []map[*ir.Value]*ir.Value) {
+func cloneLanesIf(b *ir.Builder, loc ir.Location, op *ir.Operation, lanes []map[*ir.Value]*ir.Value, sh *laneShare) {
 	var types []ir.Type
 	for range lanes {
 		for _, r := range op.Results() {
@@ -363,7 +335,7 @@ func cloneLanesIf(b *ir.Builder, loc ir.Location, op *ir.Operation, lanes []map[
 			for j, m := range lanes {
 				in[j] = maps.Clone(m)
 			}
-			cloneLanes(b, loc, blk, in)
+			cloneLanes(b, loc, blk, in, sh)
 			var yields []*ir.Value
 			for _, m := range in {
 				for _, v := range blk.Terminator().Operands() {

@@ -235,9 +235,10 @@ func TestMappings(t *testing.T) {
 		{"softmax_bf16.mlir", togpu.Config{Block: 128, Vector: 4, RowsPerBlock: 1, MaxBlocks: 8}, []string{"row/128/1/1"}},
 		// Column sums: a thread a partial sum (8192 of them), directly
 		// (vectorized: a thread 4 adjacent columns, one loop over its rows)
-		// or through a divided linear index (not); the 256 sums of the
-		// partials keep a warp each.
-		{"colsum.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0", "pointwise/256/1/0", "row/256/1/8"}},
+		// or through a divided linear index (vectorized too: the quotient
+		// and remainder by 256, a multiple of the 4 lanes, keep a chunk in
+		// one row); the 256 sums of the partials keep a warp each.
+		{"colsum.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0", "pointwise/256/4/0", "row/256/1/8"}},
 		{"colsum_bf16.mlir", togpu.DefaultConfig, []string{"pointwise/256/4/0"}},
 		{"colsum_bf16.mlir", togpu.Config{Block: 64, Vector: 2, MaxBlocks: 2}, []string{"pointwise/64/2/0"}},
 		// Lanes never leave NarrowPerBlock elements of a buffer a block.
