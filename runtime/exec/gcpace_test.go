@@ -157,6 +157,56 @@ func TestReleasedArraysStartNoCollections(t *testing.T) {
 	}
 }
 
+// TestReleasedAfterACollectionStartsNoMore: a training step's pattern —
+// more than the bound handed out and kept for a while (the saved
+// values), then released. The first round starts a collection at its
+// peak; the memory released after it offsets the next rounds, which
+// leave nothing to the collector and start none. (Floored at zero, the
+// balance lost those releases and every round started one.) Memory
+// then left to the collector still starts collections.
+func TestReleasedAfterACollectionStartsNoMore(t *testing.T) {
+	rt := newRuntime(newFake())
+	rt.gcEveryBytes = 4 << 20
+	v := mib(t)
+	round := func(keep bool) []*Array {
+		var held []*Array
+		for range 6 {
+			a, err := rt.Upload(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, a)
+		}
+		// Let a collection started in this round end before the next.
+		for rt.collecting.Load() {
+			runtime.Gosched()
+		}
+		if keep {
+			return held
+		}
+		for _, a := range held {
+			if err := a.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	}
+	for range 10 {
+		round(false)
+	}
+	if n := rt.gcStarted.Load(); n != 1 {
+		t.Errorf("%d collections started by 10 rounds of 6 MiB released after each, bound 4 MiB: want 1 (the first round's)", n)
+	}
+	var keep [][]*Array
+	for range 3 {
+		keep = append(keep, round(true))
+	}
+	runtime.KeepAlive(keep)
+	if n := rt.gcStarted.Load(); n < 2 {
+		t.Errorf("%d collections started after 18 MiB more left to the collector, bound 4 MiB", n)
+	}
+}
+
 // TestOutOfMemoryLocated: a program whose buffers do not fit the device
 // (a batch too large) fails at the allocation's line, saying how much it
 // asked for and how much was free, before any kernel runs.

@@ -209,10 +209,11 @@ type Runtime struct {
 	// xfer counts copies between host and device (Transfers).
 	xfer transferCounters
 	// sinceGC is the device memory allocate handed out since it last
-	// started a collection (gcpace.go), collecting is set while that
+	// started a collection less what came back without the collector
+	// (gcpace.go; it may be negative), collecting is set while that
 	// collection runs, and gcStarted counts them; gcEveryBytes, when not
 	// zero, replaces the package's bound.
-	sinceGC      atomic.Uint64
+	sinceGC      atomic.Int64
 	collecting   atomic.Bool
 	gcStarted    atomic.Int64
 	gcEveryBytes uint64
