@@ -437,7 +437,9 @@ func (b *Bound) takeResults() ([]interp.Value, error) {
 		// The Arrays made so far own what they took: drop it from held
 		// before releasing them, so it is freed once.
 		b.held = slices.DeleteFunc(b.held, func(m *allocation) bool {
-			return slices.ContainsFunc(stores, func(s made) bool { return s.mem == m })
+			taken := slices.ContainsFunc(stores, func(s made) bool { return s.mem == m })
+			m.held = m.held && !taken
+			return taken
 		})
 		for _, v := range out {
 			if a, ok := v.(*Array); ok {
@@ -447,6 +449,12 @@ func (b *Bound) takeResults() ([]interp.Value, error) {
 		return nil, fmt.Errorf("@%s result %d: %w", b.plan.name, i, err)
 	}
 	results := b.resultTypes()
+	// Results sharing a buffer share its store; many results (a
+	// training step's saved values) look it up in a map.
+	var byMem map[*allocation]*store
+	if len(b.results) > 32 {
+		byMem = make(map[*allocation]*store, len(b.results))
+	}
 	for i, v := range b.results {
 		if v.b == nil {
 			r, err := scalarResult(v, results[i])
@@ -457,9 +465,13 @@ func (b *Bound) takeResults() ([]interp.Value, error) {
 			continue
 		}
 		var st *store
-		for _, m := range stores {
-			if m.mem == v.b.mem {
-				st = m.st
+		if byMem != nil {
+			st = byMem[v.b.mem]
+		} else {
+			for _, m := range stores {
+				if m.mem == v.b.mem {
+					st = m.st
+				}
 			}
 		}
 		if st == nil {
@@ -482,10 +494,16 @@ func (b *Bound) takeResults() ([]interp.Value, error) {
 			}
 		}
 		stores = append(stores, made{v.b.mem, st})
+		if byMem != nil {
+			byMem[v.b.mem] = st
+		}
 		out[i] = newArray(st, v.b.elem, slices.Clone(v.b.shape))
 	}
 	if b.graph == nil {
 		// Every held allocation is a result's, now owned by the Arrays.
+		for _, m := range b.held {
+			m.held = false
+		}
 		b.held, b.results = b.held[:0], b.results[:0]
 	}
 	return out, nil
@@ -495,7 +513,7 @@ func (b *Bound) takeResults() ([]interp.Value, error) {
 // a plan allocation the results hold (outside a CUDA graph), or the
 // memory of an Array argument; nil when the result must be copied.
 func (b *Bound) resultStore(mem *allocation) *store {
-	if b.graph == nil && slices.Contains(b.held, mem) {
+	if b.graph == nil && mem.held {
 		return &store{rt: b.rt, mem: mem}
 	}
 	for _, a := range b.arrays {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -194,6 +195,93 @@ func TestArrayResultsShare(t *testing.T) {
 	}
 	if _, err := tw.RunDevice([]interp.Value{r1, a}); err == nil || !strings.Contains(err.Error(), "released") {
 		t.Errorf("a released Array as argument: %v", err)
+	}
+}
+
+// TestArrayManyResultsShare is TestArrayResultsShare at the size of a
+// training step's forward pass (more results than Launch and takeResults
+// scan for: they mark and map them): 20 buffers each returned twice and
+// the first argument, then a run on one of those results as the first
+// argument, whose memory the new result shares (an Array's, not the
+// plan's own) without a copy.
+func TestArrayManyResultsShare(t *testing.T) {
+	const bufs = 20
+	var b strings.Builder
+	b.WriteString("func.func @many(%a: memref<?xf32>, %b: memref<?xf32>) -> (")
+	for i := range 2*bufs + 1 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("memref<?xf32>")
+	}
+	b.WriteString(") {\n  %n = loop.dim %a, 0 : memref<?xf32>\n  %c1 = arith.constant 1 : index\n  %c256 = arith.constant 256 : index\n  %g = arith.ceildivui %n, %c256 : index\n")
+	var rets, types []string
+	for i := range bufs {
+		fmt.Fprintf(&b, "  %%buf%d = loop.alloc(%%n) : memref<?xf32>\n", i)
+		fmt.Fprintf(&b, "  gpu.launch_func @k::@vadd blocks in (%%g, %%c1, %%c1) threads in (%%c256, %%c1, %%c1) args(%%a : memref<?xf32>, %%b : memref<?xf32>, %%buf%d : memref<?xf32>, %%n : index)\n", i)
+		rets = append(rets, fmt.Sprintf("%%buf%d", i), fmt.Sprintf("%%buf%d", i))
+		types = append(types, "memref<?xf32>", "memref<?xf32>")
+	}
+	rets, types = append(rets, "%a"), append(types, "memref<?xf32>")
+	fmt.Fprintf(&b, "  return %s : %s\n}\n", strings.Join(rets, ", "), strings.Join(types, ", "))
+	src, err := testdata.ReadFile("testdata/vadd.mlir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.TrimSpace(string(src))
+	p, err := Compile(parse(t, "many.mlir", text[:len(text)-1]+b.String()+"}\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(newFake())
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, err := rt.Upload(randomF32(t, rng, 64, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := rt.Upload(randomF32(t, rng, 64, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(p, rt, "many", false)
+	check := func(a interp.Value, res []interp.Value) {
+		t.Helper()
+		for i := range bufs {
+			r0, r1 := res[2*i].(*Array), res[2*i+1].(*Array)
+			if r0.Ptr() != r1.Ptr() || r0.st != r1.st {
+				t.Errorf("buffer %d: results at %#x and %#x, want one store", i, r0.Ptr(), r1.Ptr())
+			}
+		}
+		if last := res[2*bufs].(*Array); last.Ptr() != a.(*Array).Ptr() || last.st != a.(*Array).st {
+			t.Errorf("the argument returned: %#x, want the argument's store at %#x", last.Ptr(), a.(*Array).Ptr())
+		}
+	}
+	res, err := r.RunDevice([]interp.Value{x, y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(x, res)
+	// An earlier result (its memory a plan allocation of the first run,
+	// now an Array's) as the argument returned.
+	res2, err := r.RunDevice([]interp.Value{res[0], y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(res[0], res2)
+	if d := rt.Transfers().DtoD; d != 0 {
+		t.Errorf("%d device copies of results", d)
+	}
+	used := rt.Allocator().Stats().Allocated
+	for _, v := range res2[:2*bufs] {
+		if err := v.(*Array).Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rt.Allocator().Stats().Allocated; got >= used {
+		t.Errorf("released the second run's buffers: %d bytes allocated, want less than %d", got, used)
+	}
+	if got := f32s(t, res2[2*bufs]); len(got) != 64 {
+		t.Errorf("the argument returned reads %d elements after the others' release", len(got))
 	}
 }
 

@@ -34,6 +34,10 @@ type allocation struct {
 	// and which go back to the allocator when no longer used.
 	owned bool
 	freed bool
+	// result marks, during a Launch, an allocation its results use;
+	// held, one of the Bound's held allocations (Bound.held: this
+	// launch's own, until its results are taken or released).
+	result, held bool
 }
 
 // devBuffer is a memref value: a view (element type and shape) of an
