@@ -184,6 +184,44 @@ func TestFlashWGMMASASS(t *testing.T) {
 	}
 }
 
+// TestFlashWGMMAMoves checks that LatePack and Unroll do what they are
+// for: the key loop of their tilings moves at most half as many registers
+// (MOV, IMAD.MOV) as the loop of the tiling without them, whose P
+// fragments, still read by the P·V in flight, move into the loop-carried
+// registers at the end of every tile.
+func TestFlashWGMMAMoves(t *testing.T) {
+	moves := func(t *testing.T, f togpu.Flash) int {
+		n := 0
+		for _, in := range wgmmaSASS(t, f) {
+			if strings.HasPrefix(in, "MOV ") || strings.HasPrefix(in, "IMAD.MOV") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		d          int64
+		base, with togpu.FlashTile
+	}{
+		{64, togpu.FlashTileWGMMA, togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true}},
+		{128, togpu.FlashTileWGMMA128, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true}},
+	} {
+		t.Run(fmt.Sprintf("d%d-%v", c.d, c.with), func(t *testing.T) {
+			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: c.d, Scale: 0.125, Elem: ir.BF16, Tile: c.base}
+			base := moves(t, f)
+			f.Tile = c.with
+			with := moves(t, f)
+			if c.with.Unroll {
+				base *= 2 // (two tiles a trip)
+			}
+			if 2*with > base {
+				t.Errorf("%d register moves in %v's loop, %d in %v's: want at most half", with, c.with, base, c.base)
+			}
+			t.Logf("%v: %d moves, %v: %d", c.base, base, c.with, with)
+		})
+	}
+}
+
 func indexOf(xs []string, prefix string) int {
 	for i, x := range xs {
 		if strings.HasPrefix(x, prefix) {
