@@ -1006,6 +1006,19 @@ func (p *planner) copies() {
 // buffers (not through a view's index arithmetic), so a view there is
 // materialized once (the weight gradient's transposed input and output
 // gradient, the data gradient's transposed weight).
+//
+// A reshape of a buffer (an argument, or a value a kernel stores) is not
+// copied: convert-graph-to-loop reads it through a view of the buffer, its
+// elements in their order (a strided 1×1 convolution's weight [O, C, 1, 1]
+// read as [O, 1, 1, C] channels last).
 func convFactor(v *ir.Value, u *ir.Operation) bool {
-	return strings.HasSuffix(u.Name(), ".conv2d") && (u.Operand(0) == v || u.Operand(1) == v)
+	if !strings.HasSuffix(u.Name(), ".conv2d") || u.Operand(0) != v && u.Operand(1) != v {
+		return false
+	}
+	for d := v.DefiningOp(); d != nil && d.Name() == graph.OpReshape; d = d.Operand(0).DefiningOp() {
+		if src := d.Operand(0).DefiningOp(); src == nil || classify(src) != view {
+			return false
+		}
+	}
+	return true
 }

@@ -56,6 +56,18 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 	if p.ChannelsLast {
 		dims, at = graph.ToNCHW(dims), graph.ToNHWC[*ir.Value]
 	}
+	// A factor that is a reshape of a buffer (a strided 1×1 convolution's
+	// weight [O, C, 1, 1] read as [O, 1, 1, C] channels last) is read
+	// through a loop.view of the buffer in the reshape's shape, as a
+	// matmul's operand is (views.go): the loads are the plain ones the
+	// tensor-core and library plans recognize, and nothing copies it.
+	xView, wView := k.reshapeView(x), k.reshapeView(w)
+	read := func(v, view *ir.Value, idx []*ir.Value) (*ir.Value, error) {
+		if view != nil {
+			return k.load(view, idx), nil
+		}
+		return k.value(v, idx)
+	}
 	elem := elemOf(op.Result(0))
 	acc := accType(elem)
 	if !ir.IsFloat(elem) {
@@ -127,14 +139,14 @@ func (k *kernel) conv2dChannels(op *ir.Operation, n *ir.Value, os []*ir.Value, o
 			}
 			pos[i] = k.sel(in, q, k.index(0))
 		}
-		xv, err := k.value(x, at([]*ir.Value{n, ci, pos[0], pos[1]}))
+		xv, err := read(x, xView, at([]*ir.Value{n, ci, pos[0], pos[1]}))
 		if err != nil {
 			return nil, err
 		}
 		xa := k.convert(xv, elem, acc)
 		next := make([]*ir.Value, len(os))
 		for i, o := range os {
-			wv, err := k.value(w, at([]*ir.Value{o, c, kh, kw}))
+			wv, err := read(w, wView, at([]*ir.Value{o, c, kh, kw}))
 			if err != nil {
 				return nil, err
 			}

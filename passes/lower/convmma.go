@@ -9,8 +9,9 @@ import (
 // tensorCoreConv reports whether convert-loop-to-gpu can run the
 // convolution cv as an implicit GEMM on tensor cores (loop.ConvAttr), and
 // then marks the nest for it: bf16 or f16 operands, one group, static
-// shapes, and both operands read from buffers (a view would reach the
-// nest as index arithmetic the kernel cannot gather from). Such a nest
+// shapes, and both operands read from buffers or through a view of one in
+// the reshape's shape (reshapeView; another view would reach the nest as
+// index arithmetic the kernel cannot gather from). Such a nest
 // computes one output channel a point (no channel block): the tensor-core
 // kernel tiles the channels itself.
 func (k *kernel) tensorCoreConv(cv *ir.Operation, p graph.Conv2DParams) bool {
@@ -25,7 +26,7 @@ func (k *kernel) tensorCoreConv(cv *ir.Operation, p graph.Conv2DParams) bool {
 		}
 	}
 	for _, v := range cv.Operands()[:2] {
-		if k.c.bufs[k.resolve(v)] == nil {
+		if k.c.bufs[k.resolve(v)] == nil && k.reshapeView(v) == nil {
 			return false
 		}
 	}

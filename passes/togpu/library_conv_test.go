@@ -228,3 +228,26 @@ func TestConvPermutedWeightGradient(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryConvReshapedWeight checks a channels-last strided 1×1
+// convolution whose weight is the reshape of an [O, C, 1, 1] argument to
+// [O, 1, 1, C] (graph-channels-last's form of a downsample's weight): the
+// nest reads the argument through a view, so conv=cudnn runs it as one
+// gpu.library_conv2d with no copy kernel before it, and it computes what
+// the graph does.
+func TestLibraryConvReshapedWeight(t *testing.T) {
+	src := `func.func @main(%x: tensor<2x8x8x16xbf16>, %w: tensor<32x16x1x1xbf16>) -> tensor<2x4x4x32xbf16> {
+  %r = "graph.reshape"(%w) <{shape = [32, 1, 1, 16]}> : (tensor<32x16x1x1xbf16>) -> tensor<32x1x1x16xbf16>
+  %0 = "graph.conv2d"(%x, %r) <{layout = "NHWC", padding = [0, 0], strides = [2, 2]}> : (tensor<2x8x8x16xbf16>, tensor<32x1x1x16xbf16>) -> tensor<2x4x4x32xbf16>
+  return %0 : tensor<2x4x4x32xbf16>
+}
+`
+	p := &passtest.Program{Func: "main", Source: src}
+	text := lowerText(t, p, convLibraryPipeline)
+	if strings.Count(text, `"gpu.library_conv2d"`) != 1 || strings.Contains(text, "gpu.launch_func") {
+		t.Errorf("want one library convolution and no kernel:\n%s", text)
+	}
+	if err := passtest.CheckSemantics(p, convLibraryPipeline, 3); err != nil {
+		t.Error(err)
+	}
+}
