@@ -29,7 +29,10 @@ import (
 //     merge: the first loop would read rows the second already wrote);
 //   - "other": a third argument, which the caller may have made x (the
 //     loops must not merge either).
-func colsumStoreProgram(p, k, c int64, elt, target string) string {
+//
+// With masked, each loop computes its value in a loop.if on c < c/2 (0
+// elsewhere).
+func colsumStoreProgram(p, k, c int64, elt, target string, masked bool) string {
 	r := p * k
 	mem := fmt.Sprintf("memref<%dx%dx%s>", r, c, elt)
 	ext := func(v string) string {
@@ -39,11 +42,17 @@ func colsumStoreProgram(p, k, c int64, elt, target string) string {
 		return fmt.Sprintf("      %%%sw = arith.extf %%%s : %s to f32\n", v, v, elt)
 	}
 	value := func(row string) string {
-		return fmt.Sprintf("      %%xv = loop.load %%x[%s, %%c] : %s\n", row, mem) +
+		v := fmt.Sprintf("      %%xv = loop.load %%x[%s, %%c] : %s\n", row, mem) +
 			fmt.Sprintf("      %%gv = loop.load %%g[%s, %%c] : %s\n", row, mem) +
 			ext("xv") + ext("gv") +
 			"      %t = math.tanh %xvw : f32\n" +
 			"      %v = arith.mulf %gvw, %t : f32\n"
+		if !masked {
+			return v
+		}
+		return "      %cut = arith.cmpi ult, %c, %half : index\n" +
+			"      %v = \"loop.if\"(%cut) ({\n" + strings.ReplaceAll(v, "%v = arith.mulf", "%in = arith.mulf") +
+			"      loop.yield %in : f32\n      }, {\n      loop.yield %zero : f32\n      }) : (i1) -> f32\n"
 	}
 	args := fmt.Sprintf("%%x: %s, %%g: %s", mem, mem)
 	out, alloc, storeRow := "%y", fmt.Sprintf("  %%y = loop.alloc() : %s\n", mem), "%r"
@@ -63,7 +72,7 @@ func colsumStoreProgram(p, k, c int64, elt, target string) string {
 	fmt.Fprintf(&b, "  %%c0 = arith.constant 0 : index\n  %%c1 = arith.constant 1 : index\n")
 	fmt.Fprintf(&b, "  %%ck = arith.constant %d : index\n  %%ck1 = arith.constant %d : index\n", k, k-1)
 	fmt.Fprintf(&b, "  %%cp = arith.constant %d : index\n  %%cc = arith.constant %d : index\n", p, c)
-	fmt.Fprintf(&b, "  %%zero = arith.constant 0.000000e+00 : f32\n")
+	fmt.Fprintf(&b, "  %%zero = arith.constant 0.000000e+00 : f32\n  %%half = arith.constant %d : index\n", c/2)
 	fmt.Fprintf(&b, "  %%part = loop.alloc() : memref<%dx%dxf32>\n%s", p, c, alloc)
 	b.WriteString(`  "loop.parallel"(%c0, %c0, %cp, %cc, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
   ^bb0(%p: index, %c: index):
@@ -109,7 +118,8 @@ func TestMergeStoreLoopsPreservesSemantics(t *testing.T) {
 		c := rapid.Int64Range(1, 5).Draw(rt, "c")
 		elt := rapid.SampledFrom([]string{"f32", "bf16"}).Draw(rt, "elt")
 		target := rapid.SampledFrom([]string{"alloc", "arg", "other"}).Draw(rt, "target")
-		src := colsumStoreProgram(p, k, c, elt, target)
+		masked := rapid.Bool().Draw(rt, "masked")
+		src := colsumStoreProgram(p, k, c, elt, target, masked)
 		_, before := parseProgram(rt, src)
 		ctx, after := parseProgram(rt, src)
 		var merges int
@@ -121,6 +131,19 @@ func TestMergeStoreLoopsPreservesSemantics(t *testing.T) {
 		})
 		if want := map[bool]int{true: 1, false: 0}[target == "alloc"]; merges != want {
 			rt.Fatalf("%d merges, want %d (stores into %s):\n%s", merges, want, target, after)
+		}
+		// Merged, the loops load x once (a load, or a loop.if that loads,
+		// both loops make at the same element).
+		var loads int
+		x := after.Region(0).Front().First().Region(0).Front().Argument(0)
+		after.Walk(func(o *ir.Operation) bool {
+			if o.Name() == loop.LoadOp && o.Operand(0) == x {
+				loads++
+			}
+			return true
+		})
+		if want := 2 - merges; loads != want {
+			rt.Fatalf("%d loads of x, want %d (masked %v):\n%s", loads, want, masked, after)
 		}
 		if err := ir.Verify(after); err != nil {
 			rt.Fatalf("verifier: %v\n%s", err, after)
@@ -146,7 +169,7 @@ func TestColumnSumStoreKernels(t *testing.T) {
 	} {
 		t.Run(tc.target+"/"+tc.elt, func(t *testing.T) {
 			const p, k, c = ColumnThreads / 32, 3, 32
-			src := colsumStoreProgram(p, k, c, tc.elt, tc.target)
+			src := colsumStoreProgram(p, k, c, tc.elt, tc.target, false)
 			_, before := parseProgram(t, src)
 			ctx, after := parseProgram(t, src)
 			if err := Run(ctx, after, tc.cfg); err != nil {

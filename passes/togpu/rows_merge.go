@@ -181,6 +181,7 @@ func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 	merged := loop.For(b, first.Loc(), lb, ub, step, inits, func(b *ir.Builder, iv *ir.Value, iters []*ir.Value) []*ir.Value {
 		loads := map[loadKey]*ir.Value{}
 		pure := map[string][]*ir.Operation{}
+		var ifs []*ir.Operation // loop.ifs that only load, no store since that may write what they load
 		var next []*ir.Value
 		for i, l := range []*ir.Operation{first, second} {
 			body := loop.Body(l)
@@ -205,7 +206,11 @@ func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 					loads[key] = b.Insert(op.Clone(m)).Result(0)
 					continue
 				}
-				if twin := pureTwin(pure, op, mapValues(m, op.Operands())); twin != nil {
+				twin := pureTwin(pure, op, mapValues(m, op.Operands()))
+				if twin == nil {
+					twin = ifTwin(ifs, op, m)
+				}
+				if twin != nil {
 					for r, v := range op.Results() {
 						m[v] = twin.Result(r)
 					}
@@ -215,12 +220,16 @@ func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 				if op.HasTrait(ir.Pure) && op.NumRegions() == 0 {
 					pure[op.Name()] = append(pure[op.Name()], c)
 				}
+				if c.Name() == loop.IfOp && len(buffers(c, loop.StoreOp)) == 0 {
+					ifs = append(ifs, c)
+				}
 				if stored := buffers(c, loop.StoreOp); len(stored) > 0 {
 					for key := range loads {
 						if mayAliasAny(stored, map[*ir.Value]bool{key.mem: true}) {
 							delete(loads, key)
 						}
 					}
+					ifs = slices.DeleteFunc(ifs, func(f *ir.Operation) bool { return mayAliasAny(stored, buffers(f, loop.LoadOp)) })
 				}
 			}
 		}
@@ -236,6 +245,82 @@ func mergeFor(ctx *ir.Context, first, second *ir.Operation) *ir.Operation {
 	first.Erase()
 	second.Erase()
 	return merged
+}
+
+// ifTwin returns a loop.if of ifs that computes what op (a loop.if of a
+// merged loop's body, its outer operands mapped by m) computes: the same
+// condition and branches of the same ops on the same values, or nil. The
+// branches may load (ifs holds only loop.ifs without stores, none of
+// whose buffers a store since may have written): the q, k, v gradients'
+// concatenation loads each element in a branch, once for the column sum
+// and once for the stored copy.
+func ifTwin(ifs []*ir.Operation, op *ir.Operation, m map[*ir.Value]*ir.Value) *ir.Operation {
+	if op.Name() != loop.IfOp || len(buffers(op, loop.StoreOp)) > 0 {
+		return nil
+	}
+	for _, f := range ifs {
+		if sameOp(f, op, m, map[*ir.Value]*ir.Value{}) {
+			return f
+		}
+	}
+	return nil
+}
+
+// sameOp reports whether op a computes what op b does, b's operands
+// defined outside it mapped by m and those defined in its regions by env
+// (which it extends with b's values inside a's regions): same name,
+// properties, attributes, result types, operands and region structure.
+func sameOp(a, b *ir.Operation, m, env map[*ir.Value]*ir.Value) bool {
+	if a.Name() != b.Name() || a.NumOperands() != b.NumOperands() || a.NumResults() != b.NumResults() ||
+		a.NumRegions() != b.NumRegions() || !a.Properties().Equal(b.Properties()) || !a.Attributes().Equal(b.Attributes()) {
+		return false
+	}
+	for i, v := range b.Operands() {
+		w, ok := env[v]
+		if !ok {
+			w = laneValue(m, v)
+		}
+		if a.Operand(i) != w {
+			return false
+		}
+	}
+	for i, r := range b.Results() {
+		if r.Type() != a.Result(i).Type() && r.Type().String() != a.Result(i).Type().String() {
+			return false
+		}
+	}
+	for i := range b.NumRegions() {
+		ra, rb := a.Region(i), b.Region(i)
+		if ra.Empty() != rb.Empty() {
+			return false
+		}
+		if rb.Empty() {
+			continue
+		}
+		ba, bb := ra.Blocks(), rb.Blocks()
+		if len(ba) != 1 || len(bb) != 1 || ba[0].NumArguments() != bb[0].NumArguments() {
+			return false
+		}
+		for k := range bb[0].NumArguments() {
+			env[bb[0].Argument(k)] = ba[0].Argument(k)
+		}
+		oa, ob := ba[0].Ops(), bb[0].Ops()
+		if len(oa) != len(ob) {
+			return false
+		}
+		for k := range ob {
+			if !sameOp(oa[k], ob[k], m, env) {
+				return false
+			}
+			for r, v := range ob[k].Results() {
+				env[v] = oa[k].Result(r)
+			}
+		}
+	}
+	for r, v := range b.Results() {
+		env[v] = a.Result(r)
+	}
+	return true
 }
 
 // pureTwin returns an op of seen (by name) that computes what the pure,
