@@ -249,6 +249,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, LatePack: true},
 	{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, LatePack: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, LatePack: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, LatePack: true},
 	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true},
