@@ -89,7 +89,9 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"too) or inside the copies of its views when only they read it; composites stay " +
 	"alone. No merge may create a cycle between groups (a path through another group) or exceed " +
 	"`max-group-ops` (four times it for a pointwise group over one static space of at most 65536 points: such a " +
-	"kernel is launch-bound). Then siblings that read the same input over the same space merge (`horizontal`). " +
+	"kernel is launch-bound). Then siblings that read the same input over the same space merge (`horizontal`), and so " +
+	"do copies of the function's arguments over one space (at most 8 MB each) read only as convolutions' weights, at " +
+	"the first one's place (a network's channels-last weights of one shape: one kernel). " +
 	"Then a pointwise value that one group computes and another reads over the value's space is recomputed " +
 	"by the reader when its cone (the group's pointwise ops it depends on, at most 24, back to the group's " +
 	"inputs, its template result, small reduced values or values stored anyway) loads fewer bytes than the " +

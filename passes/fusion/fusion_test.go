@@ -106,6 +106,17 @@ var stemPool = fn("%x: tensor<2x6x6x4xbf16>, %w: tensor<4x3x3x4xbf16>, %s: tenso
   %23 = "graph.max"(%21, %22) : (tensor<2x3x3x4xbf16>, tensor<2x3x3x4xbf16>) -> tensor<2x3x3x4xbf16>
   return %23 : tensor<2x3x3x4xbf16>`)
 
+// twoWeights convolves twice channels last, each weight an argument stored
+// [O, C, KH, KW] and transposed to [O, KH, KW, C] (graph-channels-last's
+// entries): the two copies read only arguments and walk one space.
+var twoWeights = fn("%x: tensor<2x6x6x4xbf16>, %w1: tensor<4x4x3x3xbf16>, %w2: tensor<4x4x3x3xbf16>", "tensor<2x6x6x4xbf16>", `
+  %t1 = "graph.transpose"(%w1) <{perm = [0, 2, 3, 1]}> : (tensor<4x4x3x3xbf16>) -> tensor<4x3x3x4xbf16>
+  %0 = "graph.conv2d"(%x, %t1) <{layout = "NHWC", padding = [1, 1], strides = [1, 1]}> : (tensor<2x6x6x4xbf16>, tensor<4x3x3x4xbf16>) -> tensor<2x6x6x4xbf16>
+  %1 = "graph.relu"(%0) : (tensor<2x6x6x4xbf16>) -> tensor<2x6x6x4xbf16>
+  %t2 = "graph.transpose"(%w2) <{perm = [0, 2, 3, 1]}> : (tensor<4x4x3x3xbf16>) -> tensor<4x3x3x4xbf16>
+  %2 = "graph.conv2d"(%1, %t2) <{layout = "NHWC", padding = [1, 1], strides = [1, 1]}> : (tensor<2x6x6x4xbf16>, tensor<4x3x3x4xbf16>) -> tensor<2x6x6x4xbf16>
+  return %2 : tensor<2x6x6x4xbf16>`)
+
 var cases = []struct {
 	name  string
 	src   string
@@ -286,6 +297,14 @@ var cases = []struct {
 		opts:  func(o *fusion.Options) { o.ConvLibrary = true },
 		kinds: []string{"conv2d"},
 		log:   []string{"epilogue (pointwise consumer of the conv2d of group 1)"},
+	},
+	{
+		// The two weights' copies become one kernel before the first
+		// convolution.
+		name:  "copies of arguments over one space merge",
+		src:   twoWeights,
+		kinds: []string{"copy", "conv2d", "conv2d"},
+		log:   []string{"copies of arguments over one space"},
 	},
 	{
 		name: "attention from primitives",
@@ -570,8 +589,10 @@ func TestPreservesSemantics(t *testing.T) {
 func TestLibraryEpiloguesPreserveSemantics(t *testing.T) {
 	const libraries = "builtin.module(func.func(graph-decompose,graph-fuse{matmul-library=true conv-library=true}),convert-graph-to-loop)"
 	for seed := range int64(3) {
-		if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: stemPool}, libraries, seed); err != nil {
-			t.Fatal(err)
+		for _, src := range []string{stemPool, twoWeights} {
+			if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: src}, libraries, seed); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	passtest.PreservesSemantics(t, libraries, passtest.GraphProgram(passtest.Config{}))

@@ -839,8 +839,96 @@ func (p *planner) plan() {
 		// Copies of views of one value over one space (the q, k and v
 		// heads cut from a library product) are siblings too.
 		p.horizontal(copiesOnly)
+		p.argumentCopies()
 	}
 	p.rematerialize()
+}
+
+// argumentCopies merges the copy groups that read only the function's
+// arguments, walk one space and are read only as convolutions' weights
+// into one kernel, at the first one's place:
+// the channels-last copies of a network's weights of one shape (ResNet-50
+// inference: 13 transposes of 3×3 weights in 4 shapes, a few microseconds
+// of launch each for at most 5 MB; copies of at most smallArgumentCopy
+// bytes). The later groups' ops move up to just
+// after the first group's last op; reading only arguments, they may run
+// anywhere, and the merged kernel then precedes every reader of each.
+func (p *planner) argumentCopies() {
+	var keys []string
+	buckets := map[string][]*group{}
+	for _, g := range p.groups {
+		if p.groupOf[g.ops[0]] != g || !copiesOnly(g) || !p.readsArgumentsOnly(g) || !p.weightsOnly(g) || bytesOf(g.last().Result(0)) > smallArgumentCopy {
+			continue
+		}
+		key := fmt.Sprint(g.space, ir.ElementTypeOf(g.last().Result(0).Type()))
+		if buckets[key] == nil {
+			keys = append(keys, key)
+		}
+		buckets[key] = append(buckets[key], g)
+	}
+	moved := false
+	for _, key := range keys {
+		gs := buckets[key]
+		slices.SortFunc(gs, func(a, b *group) int { return cmp.Compare(p.pos[a.ops[0]], p.pos[b.ops[0]]) })
+		first := gs[0]
+		for _, c := range gs[1:] {
+			at := first.last()
+			for _, op := range c.ops {
+				op.MoveAfter(at)
+				at = op
+			}
+			for i, op := range p.block.Ops() {
+				p.pos[op] = i
+			}
+			moved = true
+			if !p.try(first, c, first.kind, "copies of arguments over one space (one kernel stores them all)", true, true) {
+				break
+			}
+		}
+	}
+	if moved {
+		for i, op := range p.block.Ops() {
+			p.pos[op] = i
+		}
+	}
+}
+
+// smallArgumentCopy is the most bytes of a copy argumentCopies merges:
+// such a copy's time is its launch's. Larger ones (a backward pass's
+// transposes of saved activations) are bandwidth-bound, and moving them
+// up would only keep their results alive longer.
+const smallArgumentCopy = 8 << 20
+
+// weightsOnly reports whether every reader of group g's results is a
+// convolution reading it as its weight. (The transposed copies of
+// activations and gradients that a filter gradient reads stay apart:
+// convert-loop-to-gpu's library plan reads their sources and drops each
+// copy's own nest, which a merged kernel would keep.)
+func (p *planner) weightsOnly(g *group) bool {
+	ok := true
+	for _, op := range g.ops {
+		for _, r := range op.Results() {
+			p.forUsers(r, func(u *ir.Operation) {
+				if p.groupOf[u] != g && (u.Name() != graph.OpConv2D || u.NumOperands() < 2 || u.Operand(1) != r) {
+					ok = false
+				}
+			})
+		}
+	}
+	return ok
+}
+
+// readsArgumentsOnly reports whether every value group g reads from
+// outside it is an argument of the function.
+func (p *planner) readsArgumentsOnly(g *group) bool {
+	for _, op := range g.ops {
+		for _, v := range op.Operands() {
+			if d := v.DefiningOp(); d != nil && p.groupOf[d] != g {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // absorbCopies moves the copy groups that materialize views of a cheap
