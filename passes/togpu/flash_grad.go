@@ -69,6 +69,11 @@ type FlashGrad struct {
 	// accumulator by atomics, instead of a dQ kernel recomputing the
 	// scores (WGMMA with 64-query tiles only): see flash_grad_atomic.go.
 	AtomicDQ bool
+	// LateDQ (with AtomicDQ) adds a query tile's dQ at the start of the
+	// next tile, after its barrier, rather than at the end of its own, so
+	// that the next fence (fence.proxy.async, a MEMBAR in SASS) does not
+	// follow the atomics at once.
+	LateDQ bool
 }
 
 // queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
@@ -155,6 +160,9 @@ func (f FlashGrad) Check() error {
 	if f.AtomicDQ && (!f.WGMMA || f.queryTile() != flashGradRows) {
 		return fmt.Errorf("flash attention backward: the atomic dQ takes the wgmma kernels with %d-query tiles", flashGradRows)
 	}
+	if f.LateDQ && !f.AtomicDQ {
+		return errors.New("flash attention backward: LateDQ is an option of the atomic dQ")
+	}
 	return nil
 }
 
@@ -210,7 +218,7 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 	if err := f.Check(); err != nil {
 		return nil, err
 	}
-	dkv := f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDKV(args, f.AtomicDQ) })
+	dkv := f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDKV(args, f.AtomicDQ, f.LateDQ) })
 	if f.AtomicDQ {
 		return []*ir.Operation{f.gradDKernel(b, loc, name+"_d"), dkv, f.gradDQKernel(b, loc, name+"_dq")}, nil
 	}
@@ -532,8 +540,9 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 
 // emitDKV builds the dK/dV kernel on args (DKVArgTypes) with g's view
 // transposed (dkvFlash): rows are keys, key tiles are query tiles; with
-// atomic (FlashGrad.AtomicDQ) it also adds dQ to the accumulator args[8].
-func (g *flashGen) emitDKV(args []*ir.Value, atomic bool) {
+// atomic (FlashGrad.AtomicDQ) it also adds dQ to the accumulator args[8],
+// with late each tile's at the start of the next (FlashGrad.LateDQ).
+func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 	x := g.x
 	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
@@ -570,6 +579,11 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic bool) {
 	}
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.gradTiles(lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
+			if late {
+				// The previous tile's dQ (none before the first: its
+				// first row is g.Lk).
+				g.addDQ(b, x, st, it[8*nO:12*nO], it[12*nO], args[8], true)
+			}
 			// The columns' statistics, loaded before the products (whose
 			// latency then covers the loads').
 			first := x.mulc(qt, Qt)
@@ -598,14 +612,19 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic bool) {
 			if wg {
 				// dV += Pᵀ·dO (dO is the stage's second tile) runs while
 				// dS is computed: dP completes, dV stays in flight.
-				dvIn = g.wgProduct(b, x, s, x.addc(at, Qt*g.D), it[4*nO:], 1)
+				dvIn = g.wgProduct(b, x, s, x.addc(at, Qt*g.D), it[4*nO:8*nO], 1)
 				dp = fragmentTiles(gpu.WGMMAWait(b, g.loc, 1, dpIn))
 			}
 			ds := g.gradDS(b, s, dp, func(j, r int) *ir.Value { return dd[2*j+r%2] }, scale)
 			if wg && atomic {
 				// dK += dSᵀ·Q stays in flight while dS is stored for dQ.
 				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 1)
-				return g.wgDQ(b, x, st, ds, dsOffs, first, kAt, args[8], append(dk, dvIn...))
+				done, dq := g.wgDQ(b, x, ds, dsOffs, kAt, append(dk, dvIn...))
+				if late {
+					return append(append(done, dq...), first)
+				}
+				g.addDQ(b, x, st, dq, first, args[8], false)
+				return done
 			}
 			if wg {
 				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 0)
@@ -618,12 +637,18 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic bool) {
 		})
 	}
 	it := g.zeros(8 * nO)
+	if late {
+		it = append(append(it, g.zeros(4*nO)...), x.c(g.Lk))
+	}
 	if g.Causal {
 		it = tileLoop(from, full, it, true)
 	}
 	it = tileLoop(full, last, it, false)
 	if g.Lk%Qt != 0 {
 		it = tileLoop(last, g.tiles, it, true)
+	}
+	if late {
+		g.addDQ(g.b, x, st, it[8*nO:12*nO], it[12*nO], args[8], true)
 	}
 
 	g.storeRows(it[:4*nO], dkBuf)

@@ -171,16 +171,15 @@ func (g *flashGen) dsStores(st flashStart) [4]*ir.Value {
 	return out
 }
 
-// wgDQ adds the query tile's share of dQ, dS·K, to the accumulator acc:
-// it stores ds (dSᵀ as n8 tiles of 4 values, rows the block's keys,
-// columns the tile's queries from first) rounded to the element type at
-// the offsets of dsStores, makes them visible to the tensor cores and the
-// warpgroup, computes dS·K with A the dS tile and B the block's K tile
-// (workgroup offset kAt, MN-major) — which also completes every earlier
-// product in flight — and adds each value to its element of acc (rows of
-// the query count g.Lk, the transposed view's). inFlight are accumulators
-// still in flight (the caller's dK and dV), returned complete.
-func (g *flashGen) wgDQ(b *ir.Builder, x ix, st flashStart, ds [][]*ir.Value, offs [4]*ir.Value, first *ir.Value, kAt int64, acc *ir.Value, inFlight []*ir.Value) []*ir.Value {
+// wgDQ computes the query tile's share of dQ, dS·K: it stores ds (dSᵀ as
+// n8 tiles of 4 values, rows the block's keys, columns the tile's
+// queries) rounded to the element type at the offsets of dsStores, makes
+// them visible to the tensor cores and the warpgroup, and computes dS·K
+// with A the dS tile and B the block's K tile (workgroup offset kAt,
+// MN-major) — which also completes every earlier product in flight.
+// inFlight are accumulators still in flight (the caller's dK and dV),
+// returned complete, then the 64×D dQ values (accumulator layout).
+func (g *flashGen) wgDQ(b *ir.Builder, x ix, ds [][]*ir.Value, offs [4]*ir.Value, kAt int64, inFlight []*ir.Value) (done, dq []*ir.Value) {
 	loc := g.loc
 	for r, off := range offs {
 		base := x.index(off)
@@ -196,10 +195,17 @@ func (g *flashGen) wgDQ(b *ir.Builder, x ix, st flashStart, ds [][]*ir.Value, of
 	if g.D > wgPanel {
 		sh.Panel = R * wgPanel
 	}
-	dq := gpu.WGMMA(b, loc, g.Elem, sh, []*ir.Value{g.smem, x.index(x.c(g.dsAt()))}, g.smem, x.index(x.c(kAt)), nil)
-	done := gpu.WGMMAWait(b, loc, 0, inFlight)
-	// Value i of dq: query row first + 16·warp + gr + 8·((i%4)/2), column
-	// 8·(i/4) + t2 + i%2.
+	dq = gpu.WGMMA(b, loc, g.Elem, sh, []*ir.Value{g.smem, x.index(x.c(g.dsAt()))}, g.smem, x.index(x.c(kAt)), nil)
+	return gpu.WGMMAWait(b, loc, 0, inFlight), dq
+}
+
+// addDQ adds a query tile's dQ values (wgDQ's) to the accumulator acc:
+// value i is query row first + 16·warp + gr + 8·((i%4)/2), column
+// 8·(i/4) + t2 + i%2, and rows past the query count g.Lk (the transposed
+// view's) are skipped — all of them with first = g.Lk, guard being true
+// then.
+func (g *flashGen) addDQ(b *ir.Builder, x ix, st flashStart, dq []*ir.Value, first, acc *ir.Value, guard bool) {
+	loc := g.loc
 	for h := range int64(2) {
 		q := x.add(first, x.addc(x.add(x.mulc(st.warp, 16), st.gr), 8*h))
 		add := func(b *ir.Builder) []*ir.Value {
@@ -211,11 +217,10 @@ func (g *flashGen) wgDQ(b *ir.Builder, x ix, st flashStart, ds [][]*ir.Value, of
 			}
 			return nil
 		}
-		if g.Lk%g.Tile.Keys == 0 {
+		if !guard && g.Lk%g.Tile.Keys == 0 {
 			add(b)
 		} else {
 			loop.If(b, loc, x.lt(q, x.c(g.Lk)), nil, add, nil)
 		}
 	}
-	return done
 }

@@ -61,11 +61,14 @@ func (c flashCase) gradSource() string {
 // tile, the dQ kernel's fragment reloads, the wgmma kernels and the
 // atomic dQ.
 type gradTiling struct {
-	qt                    int64
-	reload, wgmma, atomic bool
+	qt                          int64
+	reload, wgmma, atomic, late bool
 }
 
 func (g gradTiling) String() string {
+	if g.late {
+		return fmt.Sprintf("qt%d-wgmma-atomic-late", g.qt)
+	}
 	if g.atomic {
 		return fmt.Sprintf("qt%d-wgmma-atomic", g.qt)
 	}
@@ -78,11 +81,12 @@ func (g gradTiling) String() string {
 // gradTilings are the backward options a test of case i takes: the
 // mma.sync kernels with one of the query tiles (the default, 16 or 32)
 // and held or reloaded fragments, and for head dims 64 and 128 the wgmma
-// kernels with 64- or 32-query tiles and with the atomic dQ.
+// kernels with 64- or 32-query tiles and with the atomic dQ, added at
+// the end of its tile or (every other case) late.
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
-		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true}, gradTiling{qt: 64, wgmma: true, atomic: true})
+		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true}, gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0})
 	}
 	return gts
 }
@@ -97,7 +101,7 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, LateDQ: gt.late}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	acc := fmt.Sprintf("memref<%dxf32>", f.Batch*f.Lq*f.D)
@@ -237,6 +241,7 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true}, ""},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, AtomicDQ: true}, "atomic dQ takes the wgmma kernels with 64-query tiles"},
 		{togpu.FlashGrad{Flash: f, QueryTile: 64, AtomicDQ: true}, "atomic dQ"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, LateDQ: true}, "LateDQ is an option of the atomic dQ"},
 	} {
 		err := tc.g.Check()
 		switch {
@@ -372,7 +377,7 @@ func TestFlashGradPTX(t *testing.T) {
 			// does not spill (64 queries spill at d128: 255 registers).
 			// The wgmma kernels with both query tiles, and the atomic dQ.
 			for _, gt := range []gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i],
-				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}} {
+				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}} {
 				t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
 					t.Parallel()
 					m := flashGradModule(t, dialects.NewContext(), f, gt)
@@ -550,7 +555,7 @@ func TestGPUFlashGrad(t *testing.T) {
 			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
 		})
 		for _, gt := range []gradTiling{{qt: 16}, {qt: 32}, {qt: 64}, {qt: 16, reload: true}, {qt: 32, reload: true}, {qt: 64, reload: true},
-			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}} {
+			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}} {
 			t.Run(fmt.Sprintf("time-train-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 				inputs(t)
 				runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
