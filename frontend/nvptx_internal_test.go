@@ -12,11 +12,12 @@ import (
 	"github.com/strata-ir/strata/runtime/cublaslt"
 	"github.com/strata-ir/strata/runtime/cudnn"
 	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/targets/nvptx"
 )
 
 // TestPTXTargetOption: the nvptx backend's ptx_target option takes the
 // portable targets and sm_90a (every kernel for Hopper only, at PTX ISA
-// 8.0), and names the values it takes when given another.
+// nvptx.WGMMAPTXVersion), and names the values it takes when given another.
 func TestPTXTargetOption(t *testing.T) {
 	if want := "sm_80|sm_90|sm_90a"; ptxTargets() != want {
 		t.Errorf("ptxTargets() = %q, want %q", ptxTargets(), want)
@@ -28,7 +29,7 @@ func TestPTXTargetOption(t *testing.T) {
 	for target, want := range map[string]string{
 		"sm_80":  ".target sm_80",
 		"sm_90":  ".target sm_90",
-		"sm_90a": ".version 8.0\n.target sm_90a",
+		"sm_90a": ".version " + nvptx.WGMMAPTXVersion + "\n.target sm_90a",
 	} {
 		name, got := captureBackend(t)
 		c, err := Compile(fn, Options{Backend: name, BackendOptions: map[string]any{"ptx_target": target}})
