@@ -1,6 +1,8 @@
 package llvm_test
 
 import (
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,6 +203,59 @@ func TestLaunchBounds(t *testing.T) {
 		src := strings.Replace(src, bad[0], bad[1], 1)
 		if _, err := llvm.Translate(llvm.GPUModules(parse(t, src))[0]); err == nil || !strings.Contains(err.Error(), "want a positive integer") {
 			t.Errorf("%s: got %v", bad[1], err)
+		}
+	}
+}
+
+// TestTanhSequence: f32 tanh's exp form takes |x|·(2·log2 e) in one
+// product and 1 − 2r as one fma (both bit for bit the two-step forms, as
+// doubling is exact): 5 products (4 of them the small-|x| series), one
+// ex2, one rcp, one fma, no subtraction.
+func TestTanhSequence(t *testing.T) {
+	m, err := llvm.Translate(parse(t, `gpu.module @m {
+  gpu.func @k(%a: memref<16xf32>) kernel {
+    %t = gpu.thread_id x
+    %x = loop.load %a[%t] : memref<16xf32>
+    %y = math.tanh %x : f32
+    loop.store %y, %a[%t] : memref<16xf32>
+    gpu.return
+  }
+}`).Region(0).Front().First())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := m.String()
+	for s, want := range map[string]int{" fmul ": 5, "call float @llvm.nvvm.ex2.approx.f(": 1, "call float @llvm.nvvm.rcp.approx.ftz.f(": 1, "call float @llvm.fma.f32(": 1, " fsub ": 0} {
+		if got := strings.Count(text, s); got != want {
+			t.Errorf("%d of %q, want %d in\n%s", got, s, want, text)
+		}
+	}
+}
+
+// TestTanhFoldsAreExact checks in float32 arithmetic that the folded
+// forms of TestTanhSequence round as the two-step ones: |x|·2 then ·log2 e
+// against |x|·(2·log2 e), and 1 − 2r against one rounding of 1 − 2r (an
+// fma), over random and extreme values.
+func TestTanhFoldsAreExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l2e := float32(math.Log2E)
+	l2e2 := float32(2 * math.Log2E)
+	for i := range 1 << 20 {
+		a := math.Float32frombits(rng.Uint32() &^ (1 << 31)) // |x|: any non-negative f32
+		if i < 4 {
+			a = []float32{0, math.SmallestNonzeroFloat32, math.MaxFloat32, float32(math.Inf(1))}[i]
+		}
+		two := a * 2
+		if x, y := two*l2e, a*l2e2; math.Float32bits(x) != math.Float32bits(y) && !(x != x && y != y) {
+			t.Fatalf("|x| = %g: (|x|·2)·log2 e = %g, |x|·(2·log2 e) = %g", a, x, y)
+		}
+		r := rng.Float32() // rcp of e + 1 ≥ 1: in (0, 1]
+		if i < 2 {
+			r = []float32{1, math.SmallestNonzeroFloat32}[i]
+		}
+		twoR := 2 * r
+		if x, y := 1-twoR, float32(math.FMA(-2, float64(r), 1)); x != y {
+			t.Fatalf("r = %g: 1 − 2r = %g, fma = %g", r, x, y)
 		}
 	}
 }

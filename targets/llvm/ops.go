@@ -374,10 +374,17 @@ func (k *kernelTranslator) logScaled(x llvmValue, s float64) (llvmValue, error) 
 
 // tanh(x) = sign(x)·(1 − 2/(e^{2|x|} + 1)); below |x| = 0.125, where that
 // form cancels, the odd series x − x³/3 + 2x⁵/15 (error < 2.5e-8·|x|).
+// Two products by 2 fold away, bit for bit: |x|·2·log2 e is one product
+// by the f32 constant 2·log2 e (doubling is exact, in x and in the
+// constant's rounding), and 1 − 2r one fma (2r is exact, so both round
+// 1 − 2r once).
 func (k *kernelTranslator) tanh(x llvmValue) (llvmValue, error) {
+	if !types.Equal(x.Type(), types.Float) {
+		return nil, fmt.Errorf("only f32 (and f16, bf16 through f32) is supported, not %s", x.Type())
+	}
 	b := k.cur
 	a := k.call1("llvm.fabs", x)
-	e, err := k.exp(b.NewFMul(a, f32c(2)))
+	e, err := k.nvvm("ex2.approx.f", b.NewFMul(a, f32c(2*math.Log2E)))
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +394,8 @@ func (k *kernelTranslator) tanh(x llvmValue) (llvmValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	big := k.call2("llvm.copysign", b.NewFSub(f32c(1), b.NewFMul(f32c(2), r)), x)
+	fma := k.t.intrinsic("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float)
+	big := k.call2("llvm.copysign", b.NewCall(fma, f32c(-2), r, f32c(1)), x)
 	x2 := b.NewFMul(x, x)
 	poly := b.NewFAdd(f32c(-1.0/3), b.NewFMul(x2, f32c(2.0/15)))
 	small := b.NewFAdd(x, b.NewFMul(b.NewFMul(x, x2), poly))
