@@ -477,17 +477,20 @@ func padChannels(b *ir.Builder, op *ir.Operation, padTo int64) {
 // ResNet's 7×7/2 convolution on 4 channels at a tenth of its rate on 64),
 // as the unstrided, unpadded convolution of the same output
 //
-//	y[n, i, j, o] = Σ z[n, i+a, j+b, (p, q, c)] · w'[o, a, b, (p, q, c)]
+//	y[n, i, j, o] = Σ z[n, i+a, j+b, (c, p, q)] · w'[o, a, b, (c, p, q)]
 //
 // over the input's sh×sw pixel blocks stacked as channels,
-// z[n, i, j, (p, q, c)] = x[n, sh·i+p, sw·j+q, c] with whole blocks of
+// z[n, i, j, (c, p, q)] = x[n, sh·i+p, sw·j+q, c] with whole blocks of
 // zeros around, by the window cut the same way after δ zeros before it,
-// w'[o, a, b, (p, q, c)] = w[o, sh·a+p-δ, sw·b+q-δ', c] (zero outside),
+// w'[o, a, b, (c, p, q)] = w[o, sh·a+p-δ, sw·b+q-δ', c] (zero outside),
 // where δ = (padding rounded up to whole blocks) - padding. The products
 // are the same; their sum runs in another order, over the window's
 // zeros too. The blocks' channels are padded with zeros to a multiple of
 // 8 when padChannels is set. The input's chain (its entry transpose, the
-// blocks, the padding) fuses into one copy, as the pad comes last. It
+// blocks, the padding) fuses into one copy, as the pad comes last; a
+// block's pixels are innermost, (c, p, q), so that the copy reads a
+// row's sw neighbours together (vector 2 from the NCHW image) and the
+// padded channels are whole groups of them. It
 // reports whether it rewrote op (not when the input has rows past the
 // ones the convolution reads).
 func spaceToDepth(b *ir.Builder, op *ir.Operation, padChannels bool) bool {
@@ -528,10 +531,10 @@ func spaceToDepth(b *ir.Builder, op *ir.Operation, padChannels bool) bool {
 	b.SetInsertionPointBefore(op)
 	zero := ir.FloatAttr{Type: ft}
 	// z: x [N, H, W, C] (with rows of zeros to whole blocks) → [N, H/sh,
-	// sh, W/sw, sw, C] → [N, H/sh, W/sw, sh, sw, C], stacked, padded.
+	// sh, W/sw, sw, C] → [N, H/sh, W/sw, C, sh, sw], stacked, padded.
 	x := pad(b, loc, op.Operand(0), xs, make([]int64, 4), []int64{0, in[0] - xs[1], in[1] - xs[2], 0}, zero)
 	x = graph.Reshape(b, loc, x, []int64{n, in[0] / sh, sh, in[1] / sw, sw, c})
-	x = graph.Transpose(b, loc, x, []int64{0, 1, 3, 2, 4, 5})
+	x = graph.Transpose(b, loc, x, []int64{0, 1, 3, 5, 2, 4})
 	x = graph.Reshape(b, loc, x, []int64{n, in[0] / sh, in[1] / sw, stacked})
 	op.SetOperand(0, pad(b, loc, x, []int64{n, in[0] / sh, in[1] / sw, stacked},
 		[]int64{0, low[0], low[1], 0}, []int64{0, high[0], high[1], padded - stacked}, zero))
@@ -540,7 +543,7 @@ func spaceToDepth(b *ir.Builder, op *ir.Operation, padChannels bool) bool {
 	w := pad(b, loc, op.Operand(1), ws, []int64{0, shift[0], shift[1], 0},
 		[]int64{0, window[0]*sh - ws[1] - shift[0], window[1]*sw - ws[2] - shift[1], 0}, zero)
 	w = graph.Reshape(b, loc, w, []int64{o, window[0], sh, window[1], sw, c})
-	w = graph.Transpose(b, loc, w, []int64{0, 1, 3, 2, 4, 5})
+	w = graph.Transpose(b, loc, w, []int64{0, 1, 3, 5, 2, 4})
 	w = graph.Reshape(b, loc, w, []int64{o, window[0], window[1], stacked})
 	op.SetOperand(1, pad(b, loc, w, []int64{o, window[0], window[1], stacked}, make([]int64, 4), []int64{0, 0, 0, padded - stacked}, zero))
 	op.SetProperty("strides", graph.Ints(1, 1))
