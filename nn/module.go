@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/strata-ir/strata/frontend"
 )
@@ -121,29 +122,19 @@ func walk(v reflect.Value, name string, buffer bool, visit func(name string, p *
 			walk(v.Elem(), name, buffer, visit)
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag := parseTag(f.Tag.Get("nn"))
-			if !f.IsExported() || tag.skip {
-				continue
+		for _, f := range structFields(v.Type()) {
+			fv := v.Field(f.index)
+			child := name
+			if !f.embedded {
+				child = join(name, f.name)
 			}
-			fv := v.Field(i)
-			field := snake(f.Name)
-			if tag.name != "" {
-				field = tag.name
-			}
-			child := join(name, field)
-			if f.Anonymous && tag.name == "" {
-				child = name
-			}
-			if f.Type == tensorPtrType {
+			if f.tensor {
 				if fv.CanAddr() {
-					visit(child, fv.Addr().Interface().(**frontend.Tensor), tag.buffer || buffer, tag.float32)
+					visit(child, fv.Addr().Interface().(**frontend.Tensor), f.tag.buffer || buffer, f.tag.float32)
 				}
 				continue
 			}
-			walk(fv, child, tag.buffer || buffer, visit)
+			walk(fv, child, f.tag.buffer || buffer, visit)
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
@@ -174,6 +165,43 @@ func walk(v reflect.Value, name string, buffer bool, visit func(name string, p *
 			walk(e, join(name, k), buffer, visit)
 		}
 	}
+}
+
+// structField is what walk reads of a struct type's field, once per
+// type: Autocast walks a module every call of a training step (ResNet-50:
+// 0.3 ms a step parsing the same tags and names again, before the step's
+// first launch).
+type structField struct {
+	index    int
+	name     string // the field's name in Refs
+	embedded bool   // an embedded field without a name tag: its fields are its parent's
+	tensor   bool   // a *frontend.Tensor field
+	tag      fieldTag
+}
+
+// structFieldCache maps a struct type to its walked fields.
+var structFieldCache sync.Map // reflect.Type → []structField
+
+// structFields returns the exported, not skipped fields of struct type t.
+func structFields(t reflect.Type) []structField {
+	if fs, ok := structFieldCache.Load(t); ok {
+		return fs.([]structField)
+	}
+	var fs []structField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := parseTag(f.Tag.Get("nn"))
+		if !f.IsExported() || tag.skip {
+			continue
+		}
+		name := snake(f.Name)
+		if tag.name != "" {
+			name = tag.name
+		}
+		fs = append(fs, structField{index: i, name: name, embedded: f.Anonymous && tag.name == "", tensor: f.Type == tensorPtrType, tag: tag})
+	}
+	structFieldCache.Store(t, fs)
+	return fs
 }
 
 // fieldTag is a parsed `nn:"…"` struct tag: a comma-separated list of
