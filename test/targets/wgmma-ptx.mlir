@@ -1,13 +1,13 @@
 // A bf16 attention of head dim 64 through graph-attention-to-flash{wgmma=true}
 // becomes the Hopper flash kernel: its gpu.module asks for sm_90a, which
-// --emit=ptx takes (ISA 8.0) unless --ptx-target names a target that cannot
+// --emit=ptx takes (ISA 8.1, nvptx.WGMMAPTXVersion) unless --ptx-target names a target that cannot
 // run it; ptxas assembles it for sm_90a.
 // REQUIRES: ptxas
 // RUN: irc %s --emit=ptx --pass-pipeline='builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)' > %t.ptx && FileCheck %s < %t.ptx
 // RUN: ptxas -arch=sm_90a %t.ptx -o %t.cubin
 // RUN: not irc %s --emit=ptx --ptx-target=sm_80 --pass-pipeline='builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)' 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not irc %s --emit=ptx --ptx-target=sm_90a --ptx-version=7.8 2>&1 | FileCheck %s --check-prefix=OLD
-// CHECK: .version 8.0
+// CHECK: .version 8.1
 // CHECK: .target sm_90a
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK-NOT: .extern
