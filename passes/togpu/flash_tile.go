@@ -320,6 +320,13 @@ var FlashTiles = []FlashTile{
 // 64x64gplvq 0.204 / 0.136, 64x64gplq 0.207 / 0.140, 128x64gplvq 0.216 /
 // 0.153, 128x128gplqd 0.244 / 0.171, 64x128gplqt (TMA) 0.189 / 0.135,
 // 64x128gplqtc2 (TMA pairs) 0.201 / 0.145; the defaults stay.
+//
+// Session 14 added, interpreter-checked but not yet measured on the device
+// (bench/NOTES.md "Session 14: flash forward"): SumMMA (s), LatePack (m),
+// Unroll (u) and their combinations with TMA (t), 128-key TMA tiles at
+// d128 (64x128gplqkt(m): cuDNN's shape), FlashAttention-3's ping-pong at
+// 128 keys (128x128(s)gplqda) and blocks of two and three warpgroups
+// sharing K and V (128x128gplvq, 192x64gplvq).
 var (
 	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}
