@@ -78,8 +78,7 @@
 //     warp-specialized (emitWGMMA, emitWGMMAPipe); flash_tma.go its K and
 //     V tiles by TMA, multicast across a cluster (setupTMA); flash_grad.go and
 //     flash_grad_wgmma.go the backward (FlashGrad.Kernels: dQ, then dK and
-//     dV), flash_grad_atomic.go its single pass with dQ added by atomics
-//     (FlashGrad.AtomicDQ); flash_pass.go the graph-attention-to-flash pass
+//     dV); flash_pass.go the graph-attention-to-flash pass
 //     (OutlineAttention) and, in convert-loop-to-gpu, the lowering of its
 //     calls to launches (lowerFlashCalls).
 //   - libraries (library_*): library_gemm.go hands matmul nests to

@@ -94,21 +94,18 @@ func (f FlashGrad) queryTile() int64 {
 // for f: 32-query tiles, and Reload up to head dim 64 (the dQ kernel's
 // registers then fit 4 blocks an SM; at d128 it stays at 2 and the
 // reloads only cost); with wgmma (an sm_90a device) at head dims 64 and
-// 128 the wgmma kernels, over 32-query tiles at d64 and at d128 over
-// 64-query tiles with the atomic dQ (5 products instead of 7: torch's
-// cuDNN backward has the same three kernels; bench/NOTES.md session 14
-// has its device measurement). Measured on the H200 at b16 h16 s1024
-// causal (TestGPUFlashGrad, bench/NOTES.md session 9; forward with its
-// log-sum-exp plus backward, ms): d64 wgmma 32 / 64 query tiles 0.599 /
-// 0.602 against mma.sync's default 0.740; d128 1.059 / 1.027 against
-// 1.392. Dropped after
+// 128 the wgmma kernels, over 32-query tiles at d64 and 64-query tiles
+// at d128. Measured on the H200 at b16 h16 s1024 causal (TestGPUFlashGrad,
+// bench/NOTES.md session 9; forward with its log-sum-exp plus backward,
+// ms): d64 wgmma 32 / 64 query tiles 0.599 / 0.602 against mma.sync's
+// default 0.740; d128 1.059 / 1.027 against 1.392. Dropped after
 // measurement: a dQ kernel over 32-key tiles (at d128 64 KiB of
 // workgroup memory and 142 registers, 3 blocks an SM instead of 2): d64
 // 0.626, d128 1.037.
 func DefaultFlashGrad(f Flash, wgmma bool) FlashGrad {
 	if w := (FlashGrad{Flash: f, WGMMA: true, QueryTile: 32}); wgmma && w.Check() == nil {
 		if f.D > wgPanel {
-			w.QueryTile, w.AtomicDQ = 64, true
+			w.QueryTile = 64
 		}
 		return w
 	}

@@ -225,8 +225,8 @@ func TestFlashGradSemantics(t *testing.T) {
 // with Reload it does not take), and DefaultFlashGrad's wgmma choice.
 func TestFlashGradCheck(t *testing.T) {
 	f := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16}
-	d32, d128 := f, f
-	d32.D, d128.D = 32, 128
+	d32 := f
+	d32.D = 32
 	for _, tc := range []struct {
 		g    togpu.FlashGrad
 		want string // "" when accepted
@@ -258,7 +258,6 @@ func TestFlashGradCheck(t *testing.T) {
 	}{
 		{f, false, togpu.FlashGrad{Flash: f, Reload: true}},
 		{f, true, togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 32}},
-		{d128, true, togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true}},
 		{d32, true, togpu.FlashGrad{Flash: d32, Reload: true}},
 	} {
 		if got := togpu.DefaultFlashGrad(tc.f, tc.wgmma); got != tc.want {
@@ -313,16 +312,15 @@ func TestFlashGradPipeline(t *testing.T) {
 }
 
 // TestFlashGradPipelineWGMMA runs graph-attention-to-flash{wgmma=true}
-// on an attention and its gradient: at head dims 64 and 128 the backward
+// on an attention and its gradient: at head dims 64 and 128 both backward
 // kernels compute their products with gpu.wgmma (and the gpu.module asks
-// for sm_90a) — at d128 with the atomic dQ: a D kernel, the dK/dV kernel
-// and a dq kernel, only the middle one with products —, at 32 they keep
-// mma.sync; the simulated results match the interpreter's.
+// for sm_90a), at 32 they keep mma.sync; the simulated results match the
+// interpreter's.
 func TestFlashGradPipelineWGMMA(t *testing.T) {
 	for _, tc := range []struct {
-		d             int64
-		wgmma, atomic bool
-	}{{64, true, false}, {128, true, true}, {32, false, false}} {
+		d     int64
+		wgmma bool
+	}{{64, true}, {128, true}, {32, false}} {
 		t.Run(fmt.Sprintf("d%d", tc.d), func(t *testing.T) {
 			ty := fmt.Sprintf("tensor<1x1x70x%dxbf16>", tc.d)
 			src := fmt.Sprintf(`func.func @main(%%q: %[1]s, %%k: %[1]s, %%v: %[1]s, %%do: %[1]s) -> (%[1]s, %[1]s, %[1]s, %[1]s) {
@@ -338,20 +336,16 @@ func TestFlashGradPipelineWGMMA(t *testing.T) {
 			kernels := 0
 			for _, body := range strings.Split(text, "gpu.func @")[1:] {
 				name, _, _ := strings.Cut(body, "(")
-				dkv := strings.HasSuffix(name, "_dkv")
-				if !strings.HasSuffix(name, "_dq") && !dkv && !strings.HasSuffix(name, "_d") {
+				if !strings.HasSuffix(name, "_dq") && !strings.HasSuffix(name, "_dkv") {
 					continue
 				}
 				kernels++
-				if got, want := strings.Contains(body, gpu.WGMMAOp), tc.wgmma && (dkv || !tc.atomic); got != want {
-					t.Errorf("gpu.wgmma in kernel %s: %v, want %v", name, got, want)
-				}
-				if got := strings.Contains(body, gpu.AtomicAddOp); got != (dkv && tc.atomic) {
-					t.Errorf("gpu.atomic_add in kernel %s: %v, want %v", name, got, dkv && tc.atomic)
+				if got := strings.Contains(body, gpu.WGMMAOp); got != tc.wgmma {
+					t.Errorf("gpu.wgmma in kernel %s: %v, want %v", name, got, tc.wgmma)
 				}
 			}
-			if want := map[bool]int{false: 2, true: 3}[tc.atomic]; kernels != want {
-				t.Errorf("%d backward kernels, want %d:\n%s", kernels, want, text)
+			if kernels != 2 {
+				t.Errorf("%d backward kernels, want 2:\n%s", kernels, text)
 			}
 			if got := strings.Contains(text, gpu.PTXTargetAttr); got != tc.wgmma {
 				t.Errorf("%s on the gpu.module: %v, want %v", gpu.PTXTargetAttr, got, tc.wgmma)

@@ -61,8 +61,7 @@ func init() {
 			"instead (WGMMATile; docs/lowering.md), compiled for sm_90a. Each " +
 			"`graph.attention_grad` of the same shapes becomes two backward kernels (FlashGrad: dQ, which also " +
 			"writes D = rowsum(dO∘O), then dK and dV over 32-query tiles; mma.sync, 64-row blocks; with `wgmma=true` " +
-			"at head dims 64 and 128 every product on gpu.wgmma, one warpgroup a block; at 128 one kernel for dK, dV " +
-			"and dQ, which it adds to an f32 accumulator by gpu.atomic_add, between a kernel for D and one rounding dQ) that read the " +
+			"at head dims 64 and 128 every product on gpu.wgmma, one warpgroup a block) that read the " +
 			"rows' log-sum-exp the forward kernel of its o writes (its declaration then has it as a second " +
 			"result); a gradient whose o comes from elsewhere gets a forward kernel of its own for it.",
 		Anchor: builtin.OpModule,
