@@ -19,50 +19,6 @@ import (
 // device does not report it (the frontend checks the indices the host
 // holds before a call: frontend.Tensor.Gather).
 
-// dataIndexed returns the loads and stores under root with an index
-// computed from a loaded value, and those values: a load's result taints
-// every value computed from it, through the results of ops whose operands
-// (or, for loop.if and loop.for, whose yielded values) are tainted.
-func dataIndexed(root *ir.Operation) (map[*ir.Operation]bool, map[*ir.Value]bool) {
-	tainted := map[*ir.Value]bool{}
-	out := map[*ir.Operation]bool{}
-	root.Walk(func(op *ir.Operation) bool {
-		first := 1 // a load's indices follow its buffer
-		if op.Name() == loop.StoreOp {
-			first = 2
-		}
-		if op.Name() == loop.LoadOp || op.Name() == loop.StoreOp {
-			for _, v := range op.Operands()[first:] {
-				if tainted[v] {
-					out[op] = true
-				}
-			}
-		}
-		if op.Name() == loop.LoadOp {
-			tainted[op.Result(0)] = true
-			return true
-		}
-		for _, v := range op.Operands() {
-			if !tainted[v] {
-				continue
-			}
-			for _, r := range op.Results() {
-				tainted[r] = true
-			}
-			if op.Name() == loop.YieldOp {
-				if p := op.ParentOp(); p != nil {
-					for _, r := range p.Results() {
-						tainted[r] = true
-					}
-				}
-			}
-			break
-		}
-		return true
-	})
-	return out, tainted
-}
-
 // guardAccess makes the access o (a loop.load or loop.store of a global
 // buffer of the given sizes at idx, its indices from operand at+1 on)
 // safe for the indices computed from loaded data (tainted) that are out

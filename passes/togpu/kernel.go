@@ -190,7 +190,7 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 	})
 	// An access indexed by loaded data is checked against every size of
 	// its buffer (guardAccess).
-	accesses, _ := dataIndexed(k.nest)
+	accesses, _ := loop.DataIndexed(k.nest)
 	for o := range accesses {
 		at := 0
 		if o.Name() == loop.StoreOp {
@@ -481,7 +481,7 @@ func (k *kernelGen) lower() error {
 		}
 		return true
 	})
-	guarded, tainted := dataIndexed(k.kernel)
+	guarded, tainted := loop.DataIndexed(k.kernel)
 	b := ir.NewBuilder(k.ctx)
 	for _, o := range dims {
 		sizes, ok := k.sizes[o.Operand(0)]

@@ -23,40 +23,6 @@ import (
 // a flag (nonzero after a fault), the index, the dimension and its size.
 const FaultWords = 4
 
-// dataIndexed returns the loads and stores of nest that have an index
-// computed from a loaded value.
-func dataIndexed(nest *ir.Operation) map[*ir.Operation]bool {
-	tainted := map[*ir.Value]bool{}
-	out := map[*ir.Operation]bool{}
-	nest.Walk(func(op *ir.Operation) bool {
-		first := 1 // a load's indices follow its buffer
-		if op.Name() == loop.StoreOp {
-			first = 2
-		}
-		if op.Name() == loop.LoadOp || op.Name() == loop.StoreOp {
-			for _, v := range op.Operands()[first:] {
-				if tainted[v] {
-					out[op] = true
-				}
-			}
-		}
-		if op.Name() == loop.LoadOp {
-			tainted[op.Result(0)] = true
-			return true
-		}
-		for _, v := range op.Operands() {
-			if tainted[v] {
-				for _, r := range op.Results() {
-					tainted[r] = true
-				}
-				break
-			}
-		}
-		return true
-	})
-	return out
-}
-
 // checkedAccess emits access (a load or a store at the given indices of
 // mem) only where every index is within its dimension, and records a
 // fault otherwise; it returns the loaded value (zero when out of range)

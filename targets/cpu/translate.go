@@ -335,7 +335,7 @@ func (t *translator) kernel(name string, nest *ir.Operation) (*Kernel, error) {
 		}
 		kern.Args = append(kern.Args, a)
 	}
-	k.checked = dataIndexed(nest)
+	k.checked, _ = loop.DataIndexed(nest)
 	kern.Checked = len(k.checked) > 0
 	kern.Bounds = boundChecks(nest)
 	mm := t.matchMatmul(nest)
