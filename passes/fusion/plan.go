@@ -211,9 +211,9 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 		switch {
 		case !p.opts.Epilogue:
 			return "", "epilogue fusion is off", false
-		case pr.kind == Matmul && p.opts.MatmulLibrary && libraryMatmul(pr):
+		case pr.kind == Matmul && p.libraryGroup(pr):
 			return "", "the matmul runs on a library (matmul-library): its epilogue would be a kernel of its own, so its consumers take it", false
-		case pr.kind == Conv2D && p.opts.ConvLibrary && libraryConv(pr):
+		case pr.kind == Conv2D && p.libraryGroup(pr):
 			return "", "the convolution runs on a library (conv-library): its epilogue would be a kernel of its own, so its consumers take it", false
 		case p.wideRead(pr, c):
 			return "", fmt.Sprintf("the %s result is stored anyway: its readers widen it as they load", pr.kind), false
@@ -638,21 +638,10 @@ func maxOps(limit int, g, c *group, k Kind) int {
 	return limit
 }
 
-// libraryMatmul reports whether matmul group g's product is one a library
-// computes under matmul-library: a bf16 or f16 result of static shape
-// (convert-loop-to-gpu's library plan keeps the others on Strata's
-// kernels, which fuse the epilogue).
-func libraryMatmul(g *group) bool {
-	for _, op := range g.ops {
-		if classify(op) == template {
-			return libraryMatmulOp(op)
-		}
-	}
-	return false
-}
-
 // libraryMatmulOp reports whether op is a graph.matmul whose product a
-// library computes under matmul-library (see libraryMatmul).
+// library computes under matmul-library: a bf16 or f16 result of static
+// shape (convert-loop-to-gpu's library plan keeps the others on Strata's
+// kernels, which fuse the epilogue).
 func libraryMatmulOp(op *ir.Operation) bool {
 	if op.Name() != graph.OpMatmul {
 		return false
@@ -662,17 +651,6 @@ func libraryMatmulOp(op *ir.Operation) bool {
 	// (The library plan takes a dynamic M, not a dynamic batch, N or K.)
 	return (e == ir.BF16 || e == ir.F16) && len(s) >= 2 && len(a) >= 1 && !slices.Contains(s[:len(s)-2], ir.Dynamic) &&
 		s[len(s)-1] != ir.Dynamic && a[len(a)-1] != ir.Dynamic
-}
-
-// libraryConv reports whether conv2d group g's convolution is one a
-// library computes under conv-library (see libraryConvOp).
-func libraryConv(g *group) bool {
-	for _, op := range g.ops {
-		if classify(op) == template {
-			return libraryConvOp(op)
-		}
-	}
-	return false
 }
 
 // libraryConvOp reports whether op is a graph.conv2d that cuDNN computes
@@ -699,6 +677,17 @@ func libraryConvOp(op *ir.Operation) bool {
 // whatever reads it (matmul-library, conv-library).
 func (p *planner) libraryOp(op *ir.Operation) bool {
 	return p.opts.MatmulLibrary && libraryMatmulOp(op) || p.opts.ConvLibrary && libraryConvOp(op)
+}
+
+// libraryGroup reports whether template group g's template op is a
+// library's (libraryOp).
+func (p *planner) libraryGroup(g *group) bool {
+	for _, op := range g.ops {
+		if classify(op) == template {
+			return p.libraryOp(op)
+		}
+	}
+	return false
 }
 
 // widening reports whether op is a graph.cast from a float type to a wider
