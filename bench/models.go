@@ -116,6 +116,8 @@ type timing struct {
 	// reports per call: the device memory left to the collector, and
 	// the collections that started.
 	gpu *exec.Runtime
+	// decodeMode is the compile mode of the decoding rows (ModelsTiming.DecodeMode).
+	decodeMode frontend.Mode
 }
 
 // with returns tm timing iters calls.
@@ -556,8 +558,12 @@ func runGPT2Decode(s Size, batch int, opts frontend.Options, tm timing, log io.W
 		c.K, c.V = onDevice(c.K, opts), onDevice(c.V, opts)
 	}
 	// As the PyTorch side (gpt-fast's setup): the decode step replays a
-	// CUDA graph (reduce-overhead) over the static cache.
+	// CUDA graph (reduce-overhead) over the static cache, unless the run
+	// asks for another mode (a profile of the step's kernels one by one).
 	opts.Mode = frontend.ModeReduceOverhead
+	if tm.decodeMode != "" {
+		opts.Mode = tm.decodeMode
+	}
 	gen, err := gpt2.NewGenerator(dec, opts)
 	if err != nil {
 		return nil, nil, nil, err
@@ -590,7 +596,7 @@ func runGPT2Decode(s Size, batch int, opts frontend.Options, tm timing, log io.W
 	sm.WallMs = ms
 	sm.Ms = ms / float64(n)
 	_, dc := gen.Steps()
-	fmt.Fprintf(log, "gpt2_decode b%d: decoding step %+v\n", batch, dc.Frontend().Stats())
+	fmt.Fprintf(log, "gpt2_decode b%d: decoding step (%s) %+v\n", batch, opts.Mode, dc.Frontend().Stats())
 	if opts.Backend == frontend.NVPTXBackend {
 		// The decoding step's kernels alone (its CUDA graph replayed,
 		// timed by events): the rest of a step's wall time is the host's
@@ -601,7 +607,7 @@ func runGPT2Decode(s Size, batch int, opts frontend.Options, tm timing, log io.W
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		fmt.Fprintf(log, "gpt2_decode b%d: decoding step kernels %.3f ms (graph replay between events), wall %.3f ms a step\n", batch, kt.Seconds()*1e3, sm.Ms)
+		fmt.Fprintf(log, "gpt2_decode b%d: decoding step kernels %.3f ms between events), wall %.3f ms a step\n", batch, kt.Seconds()*1e3, sm.Ms)
 		// What one generation copies (uploads of the positions, device
 		// copies into and out of the CUDA graphs' buffers), per step.
 		rt, err := frontend.GPURuntime()
@@ -882,9 +888,15 @@ type ModelsTiming struct {
 	CPUProfile bool
 	// Mode is the compile mode of the rows ("" is the default mode; an
 	// unknown one is refused before any row runs); gpt2_decode and
-	// gpt2_decode_b8 run reduce-overhead whatever it is. The manifest and
-	// the report's rows are labelled with it.
+	// gpt2_decode_b8 run DecodeMode whatever it is. The manifest and the
+	// report's rows are labelled with it.
 	Mode frontend.Mode
+	// DecodeMode is the compile mode of gpt2_decode and gpt2_decode_b8
+	// ("" is reduce-overhead, as gpt-fast's setup on PyTorch's side). A
+	// device profile of a replayed CUDA graph times the whole graph:
+	// ModeDefault launches the step's kernels one by one, so that the
+	// profile times each of them.
+	DecodeMode frontend.Mode
 }
 
 // RunModels runs the rows named in only (all when empty) at size s with
@@ -900,6 +912,12 @@ func RunModels(dir string, only []string, s Size, backend string, tm ModelsTimin
 	if err != nil {
 		return nil, err
 	}
+	decodeMode := exec.ModeReduceOverhead
+	if tm.DecodeMode != "" {
+		if decodeMode, err = exec.ParseMode(string(tm.DecodeMode)); err != nil {
+			return nil, fmt.Errorf("the decoding rows' mode: %w", err)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -912,7 +930,7 @@ func RunModels(dir string, only []string, s Size, backend string, tm ModelsTimin
 		man.Order = append(man.Order, row.Name)
 		t0 := time.Now()
 		var profiled []exec.ProfileEntry
-		rt := timing{iters: tm.Iters, profile: tm.Profile, profiled: &profiled, log: log}
+		rt := timing{iters: tm.Iters, profile: tm.Profile, profiled: &profiled, log: log, decodeMode: frontend.Mode(decodeMode)}
 		if backend == frontend.NVPTXBackend {
 			rt.gpu, _ = frontend.GPURuntime() // nil without a GPU: the row reports the error
 		}

@@ -334,3 +334,28 @@ func tensorLines(ts []TensorCheck) string {
 	}
 	return b.String()
 }
+
+// TestModelsDecodeMode checks ModelsTiming.DecodeMode: the decoding rows
+// compile their step in it (reduce-overhead when unset), and an unknown
+// mode is refused before any row runs.
+func TestModelsDecodeMode(t *testing.T) {
+	for _, c := range []struct {
+		mode frontend.Mode
+		want string
+	}{{"", "decoding step (reduce-overhead)"}, {frontend.ModeDefault, "decoding step (default)"}} {
+		var log strings.Builder
+		man, err := RunModels(t.TempDir(), []string{"gpt2_decode"}, Small, frontend.InterpBackend, ModelsTiming{Iters: 1, DecodeMode: c.mode}, &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sm := man.Rows["gpt2_decode"]; sm.Error != "" || sm.Ms <= 0 {
+			t.Fatalf("mode %q: %+v", c.mode, sm)
+		}
+		if !strings.Contains(log.String(), c.want) {
+			t.Errorf("mode %q: no %q in the log:\n%s", c.mode, c.want, log.String())
+		}
+	}
+	if _, err := RunModels(t.TempDir(), []string{"gpt2_decode"}, Small, frontend.InterpBackend, ModelsTiming{Iters: 1, DecodeMode: "fast"}, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown mode "fast"`) {
+		t.Errorf("decode mode fast: err %v", err)
+	}
+}

@@ -38,7 +38,8 @@ func run(args []string) error {
 		backend := fs.String("backend", frontend.DefaultBackend(), "frontend backend")
 		iters := fs.Int("iters", 10, "timed calls per row")
 		profile := fs.Int("profile", 0, "then this many calls per row under a device profile (nvptx): each kernel's and library call's time, to the log and DIR/NAME.profile.txt")
-		mode := fs.String("mode", string(frontend.ModeDefault), "the compile `mode` of every row (default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs); the decoding rows always run reduce-overhead")
+		mode := fs.String("mode", string(frontend.ModeDefault), "the compile `mode` of every row (default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs); the decoding rows run --decode-mode")
+		decodeMode := fs.String("decode-mode", string(frontend.ModeReduceOverhead), "the compile `mode` of gpt2_decode and gpt2_decode_b8 (default launches the step's kernels one by one: --profile then times each, not the whole CUDA graph)")
 		cpuProfile := fs.Bool("cpuprofile", false, "write a Go CPU profile of each row's timed calls (the host's side) to DIR/NAME.cpu.pprof")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -63,7 +64,7 @@ func run(args []string) error {
 		if *small {
 			size = bench.Small
 		}
-		_, err := bench.RunModels(*out, names, size, *backend, bench.ModelsTiming{Iters: *iters, Profile: *profile, CPUProfile: *cpuProfile, Mode: frontend.Mode(*mode)}, os.Stderr)
+		_, err := bench.RunModels(*out, names, size, *backend, bench.ModelsTiming{Iters: *iters, Profile: *profile, CPUProfile: *cpuProfile, Mode: frontend.Mode(*mode), DecodeMode: frontend.Mode(*decodeMode)}, os.Stderr)
 		return err
 	case "report":
 		if len(args) != 3 {
