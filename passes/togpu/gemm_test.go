@@ -415,3 +415,96 @@ func TestMMABroadcastKept(t *testing.T) {
 		t.Errorf("%d mma kernels for a broadcast row of A, want 0", n)
 	}
 }
+
+// TestGEMMBounds checks checkGEMM's bound without a device: it admits a
+// correct result summed in another order where a product near a bf16
+// tie rounds the other way and a bias cancels half of it (TestGPUMMADynamic's
+// failure in session 14, made exact), and rejects results with a product
+// term left out or the bias read at the wrong column.
+func TestGEMMBounds(t *testing.T) {
+	const tie = `func.func @main(%x: tensor<1x3xbf16>, %w: tensor<3x1xbf16>, %b: tensor<1xbf16>) -> tensor<1x1xbf16> {
+  %0 = "graph.matmul"(%x, %w) : (tensor<1x3xbf16>, tensor<3x1xbf16>) -> tensor<1x1xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<1x1xbf16>, tensor<1xbf16>) -> tensor<1x1xbf16>
+  %r = "graph.relu"(%1) : (tensor<1x1xbf16>) -> tensor<1x1xbf16>
+  return %r : tensor<1x1xbf16>
+}`
+	// The products 1.5 · 1.859375 = 2.7890625, a bf16 tie, and twice
+	// 2⁻²³, half an f32 ulp there: summed in order they round to the
+	// tie and then down to even, 2.78125; the small ones first, the sum
+	// is above the tie and rounds up to 2.796875.
+	bf := func(shape []int64, vs ...float64) interp.Value {
+		x, err := interp.FromFloat64s(ir.BF16, shape, vs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	args := []interp.Value{bf([]int64{1, 3}, 1.5, 0x1p-12, 0x1p-12), bf([]int64{3, 1}, 1.859375, 0x1p-11, 0x1p-11), bf([]int64{1}, -1.4921875)}
+	want := graphResult(t, tie, args)
+	if want[0] != 1.2890625 {
+		t.Fatalf("the interpreter gives %g, want 2.78125 − 1.4921875", want[0])
+	}
+	other := []float64{1.3046875} // 2.796875 − 1.4921875
+	if d := other[0] - want[0]; d <= 1.3046875/128 {
+		t.Fatalf("the case does not exceed one output ulp (%g)", d)
+	}
+	if bad, _ := outOfBounds(other, want, gemmBounds(t, tie, "main", args, want)); len(bad) > 0 {
+		t.Errorf("the bound rejects the other rounding of a tie")
+	}
+
+	src := `func.func @main(%x: tensor<64x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>) -> tensor<64x40xbf16> {
+  %0 = "graph.matmul"(%x, %w) : (tensor<64x72xbf16>, tensor<72x40xbf16>) -> tensor<64x40xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<64x40xbf16>, tensor<40xbf16>) -> tensor<64x40xbf16>
+  %r = "graph.relu"(%1) : (tensor<64x40xbf16>) -> tensor<64x40xbf16>
+  return %r : tensor<64x40xbf16>
+}`
+	rng := rand.New(rand.NewPCG(15, 1))
+	x, w, b := randomBF16(t, rng, []int64{64, 72}), randomBF16(t, rng, []int64{72, 40}), randomBF16(t, rng, []int64{40})
+	want = graphResult(t, src, []interp.Value{x, w, b})
+	tol := gemmBounds(t, src, "main", []interp.Value{x, w, b}, want)
+	xs, ws, bs := x.Float64s(), w.Float64s(), b.Float64s()
+	// result computes the graph's roundings on f64 sums (exact here) of
+	// the first k products, adding the bias of column shift(c).
+	result := func(k int, shift func(int) int) []float64 {
+		out := make([]float64, len(want))
+		for i := range out {
+			r, c := i/40, i%40
+			p := 0.0
+			for j := range k {
+				p += xs[r*72+j] * ws[j*40+c]
+			}
+			out[i] = max(0, roundBF16(float32(roundBF16(float32(p))+bs[shift(c)])))
+		}
+		return out
+	}
+	same := func(c int) int { return c }
+	if bad, worst := outOfBounds(result(72, same), want, tol); len(bad) > 0 {
+		t.Errorf("the exact sums are out of bounds at %d elements", len(bad))
+	} else {
+		t.Logf("exact sums: largest difference %.2f of the bound", worst)
+	}
+	for name, got := range map[string][]float64{
+		"a product term left out": result(71, same),
+		"the bias's next column":  result(72, func(c int) int { return (c + 1) % 40 }),
+	} {
+		// Where relu zeroes both, nothing can tell; most others must fail.
+		// (Seed 15: 1060 and 1194 of 2560.)
+		if bad, _ := outOfBounds(got, want, tol); len(bad) < len(want)/4 {
+			t.Errorf("%s: only %d of %d elements out of bounds", name, len(bad), len(want))
+		}
+	}
+}
+
+// graphResult returns the interpreter's result of main in src on args.
+func graphResult(t *testing.T, src string, args []interp.Value) []float64 {
+	t.Helper()
+	m, err := ir.Parse(dialects.NewContext(), src, ir.ParseOptions{Filename: "gemm.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := interp.New(m).Call("main", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r[0].(*interp.Tensor).Float64s()
+}
