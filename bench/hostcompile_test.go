@@ -88,7 +88,9 @@ type hostFirstCall struct {
 }
 
 // trainFirstCall is a training row's first step: the gradient step's
-// forward and backward graphs, then the optimizer's.
+// forward and backward graphs, then the optimizer's (which it compiled
+// ahead when it was made), on gradients of the parameters' shapes and
+// dtypes.
 func trainFirstCall(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tensor) func() error {
 	return func() error {
 		if _, _, err := step.Call(x, y); stopped("gradient step", err) != nil {
@@ -96,7 +98,7 @@ func trainFirstCall(step *nn.GradStep, opt optim.Optimizer, x, y *frontend.Tenso
 		}
 		grads := make([]*frontend.Tensor, len(step.Params()))
 		for i, p := range step.Params() {
-			grads[i] = p.Tensor()
+			grads[i] = frontend.Zeros(p.Tensor().DType(), p.Tensor().Shape()...)
 		}
 		return stopped("optimizer step", opt.Step(grads))
 	}

@@ -310,6 +310,24 @@ func (c *Compiled) Invoke(args ...any) ([]any, error) {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("frontend: compiled function takes %d arguments, got %d", nargs, len(args))
 	}
+	in, err := c.values(args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.call(in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(res))
+	for i, r := range res {
+		out[i] = r.Interface()
+	}
+	return out, nil
+}
+
+// values converts Invoke's arguments, whose number was checked, to the
+// values fn is called with.
+func (c *Compiled) values(args []any) ([]reflect.Value, error) {
 	in := make([]reflect.Value, len(args))
 	for i, a := range args {
 		want := c.paramType(i)
@@ -330,15 +348,7 @@ func (c *Compiled) Invoke(args ...any) ([]any, error) {
 		}
 		in[i] = v
 	}
-	res, err := c.call(in)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]any, len(res))
-	for i, r := range res {
-		out[i] = r.Interface()
-	}
-	return out, nil
+	return in, nil
 }
 
 // paramType is the type of argument i (the element type for the
@@ -513,6 +523,9 @@ func (s *session) finish(outs []*Tensor, fnErr error) error {
 // run compiles g (or finds it in the cache) and runs it: on the data
 // itself, wherever it is, for a backend that keeps data on the GPU.
 func (s *session) run(g *graphTrace) ([]tensorData, error) {
+	if s.ahead {
+		return nil, s.compileAhead(g)
+	}
 	exe, err := s.compile(g)
 	if err != nil {
 		return nil, err
@@ -528,14 +541,14 @@ func (s *session) compile(g *graphTrace) (Executable, error) {
 	if c == nil {
 		return s.backendCompile(s.backend, g)
 	}
-	key := fmt.Sprintf("%d:%x", g.index, g.fp.Sum64())
+	key := cacheKey(g)
 	inputs := shapeDtypes(g.inputs)
-	for _, e := range c.cache[key] {
-		if _, fail := e.guards.Check(inputs); fail == nil {
-			c.stats.CacheHits++
-			g.compiled = e
-			return e.exe, nil
-		}
+	if e, err := c.lookup(key, g.index, inputs); err != nil {
+		return nil, err
+	} else if e != nil {
+		c.stats.CacheHits++
+		g.compiled = e
+		return e.exe, nil
 	}
 	if c.compiles[g.index] >= c.opts.RecompileLimit {
 		// The graphs compiled so far stay in the cache and keep serving
@@ -546,6 +559,52 @@ func (s *session) compile(g *graphTrace) (Executable, error) {
 		}
 		return s.backendCompile(mustBackend(EagerBackend), g)
 	}
+	e, err := s.newEntry(g, key, inputs)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := s.backendCompile(s.backend, g)
+	if err != nil {
+		c.dropEntry(key, g.index, e)
+		return nil, err
+	}
+	e.exe = exe
+	c.latest[g.index] = e
+	g.compiled = e
+	return exe, nil
+}
+
+// cacheKey is the key of g's entries in Compiled.cache: its position
+// and structure.
+func cacheKey(g *graphTrace) string { return fmt.Sprintf("%d:%x", g.index, g.fp.Sum64()) }
+
+// lookup returns the entry of the cache under key whose guards inputs
+// pass, or nil. An entry a Precompile is still compiling is waited for;
+// one whose compile failed is dropped and its error returned: the call
+// reports it as its own compile's, and the next call compiles again.
+func (c *Compiled) lookup(key string, index int, inputs []sym.ShapeDtype) (*cached, error) {
+	for _, e := range c.cache[key] {
+		if _, fail := e.guards.Check(inputs); fail != nil {
+			continue
+		}
+		if e.ready != nil {
+			<-e.ready
+			e.ready = nil
+			if e.err != nil {
+				c.dropEntry(key, index, e)
+				return nil, e.err
+			}
+		}
+		return e, nil
+	}
+	return nil, nil
+}
+
+// newEntry counts a compile of g (whose cache key is key, whose inputs
+// are inputs), guards g and adds its entry, without an executable yet,
+// to the cache.
+func (s *session) newEntry(g *graphTrace, key string, inputs []sym.ShapeDtype) (*cached, error) {
+	c := s.c
 	c.compiles[g.index]++
 	c.stats.Compiles++
 	if c.compiles[g.index] > 1 {
@@ -557,15 +616,21 @@ func (s *session) compile(g *graphTrace) (Executable, error) {
 		return nil, err
 	}
 	logs.Printf(topicGuards, "graph %d of %v guarded by:\n%s", g.index, c.fn.Type(), indent(guards.String()))
-	exe, err := s.backendCompile(s.backend, g)
-	if err != nil {
-		return nil, err
-	}
-	e := &cached{exe: exe, guards: guards}
+	e := &cached{guards: guards}
 	c.cache[key] = append(c.cache[key], e)
-	c.latest[g.index] = e
-	g.compiled = e
-	return exe, nil
+	return e, nil
+}
+
+// dropEntry removes e, whose compile failed, from the cache under key
+// (the compile still counts toward the recompile limit).
+func (c *Compiled) dropEntry(key string, index int, e *cached) {
+	c.cache[key] = slices.DeleteFunc(c.cache[key], func(x *cached) bool { return x == e })
+	if len(c.cache[key]) == 0 {
+		delete(c.cache, key)
+	}
+	if c.latest[index] == e {
+		delete(c.latest, index)
+	}
 }
 
 // missReason explains why graph g was not in the cache: the guards of the

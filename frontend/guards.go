@@ -18,6 +18,11 @@ import (
 type cached struct {
 	exe    Executable
 	guards sym.Guards
+	// ready, while not nil, is closed when a compile ahead
+	// (Compiled.Precompile) has set exe or err; the lookup that first
+	// finds it closed clears it (under Compiled.mu).
+	ready chan struct{}
+	err   error
 }
 
 // guard prepares g for compilation and returns its guards. A graph whose

@@ -49,6 +49,9 @@ type session struct {
 	rp       *replay
 	first    *graphTrace
 	replayed bool // the call ran a tape's executable
+	// ahead is set for a Precompile: a flush compiles its graph without
+	// running it and ends the session (compileAhead).
+	ahead    bool
 	active   bool
 	cur      *graphTrace
 	err      error // the first error, which every later op repeats
@@ -429,6 +432,14 @@ func (g *graphTrace) record(op *ir.Operation, operands []*ir.Value) {
 // unsupported runs an op the session's backend cannot compile: the graph
 // so far breaks, and the op runs on its own in the eager backend.
 func (s *session) unsupported(loc ir.Location, spec opSpec, operands []*Tensor) *Tensor {
+	if s.ahead {
+		// A Precompile runs nothing: the trace ends at the break.
+		if g := s.cur; g != nil {
+			return failed(s.graphBreak(g, "", loc))
+		}
+		s.fail(errAhead)
+		return failed(errAhead)
+	}
 	reason := fmt.Sprintf("op 'graph.%s' is not supported by backend %q", spec.name, s.backend.name)
 	if g := s.cur; g != nil {
 		if err := s.graphBreak(g, reason, loc); err != nil {

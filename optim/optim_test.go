@@ -237,3 +237,105 @@ func TestConstantsOnce(t *testing.T) {
 		}
 	}
 }
+
+// compiledOptimizer is an optimizer with its compiled update.
+type compiledOptimizer interface {
+	optim.Optimizer
+	Compiled() *frontend.Compiled
+}
+
+// TestCompiledAhead checks that an optimizer compiles its update when it
+// is made (frontend.Compiled.Precompile), before any gradient exists, and
+// that the first Step runs that graph rather than compiling another: the
+// first training step then compiles the update while its gradient step
+// compiles.
+func TestCompiledAhead(t *testing.T) {
+	var compiles, runs int
+	interpBackend, ok := frontend.LookupBackend(frontend.InterpBackend)
+	if !ok {
+		t.Fatal("no interp backend")
+	}
+	frontend.RegisterBackend("optim-ahead", frontend.BackendFunc(func(g *frontend.Graph) (frontend.Executable, error) {
+		compiles++
+		exe, err := interpBackend.Compile(g)
+		if err != nil {
+			return nil, err
+		}
+		return frontend.ExecutableFunc(func(in []*interp.Tensor) ([]*interp.Tensor, error) {
+			runs++
+			return exe.Run(in)
+		}), nil
+	}))
+	opts := frontend.Options{Backend: "optim-ahead"}
+	makers := map[string]func(ps []nn.Ref) (compiledOptimizer, error){
+		"AdamW": func(ps []nn.Ref) (compiledOptimizer, error) {
+			return optim.NewAdamW(ps, optim.AdamWConfig{LR: 1e-3, WeightDecay: 0.1}, opts)
+		},
+		"SGD": func(ps []nn.Ref) (compiledOptimizer, error) {
+			return optim.NewSGD(ps, optim.SGDConfig{LR: 0.1, Momentum: 0.9}, opts)
+		},
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, dt := range []frontend.DType{frontend.Float32, frontend.BFloat16} {
+		for name, newOpt := range makers {
+			compiles, runs = 0, 0
+			m, _ := newModel(r, dt)
+			opt, err := newOpt(nn.Parameters(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if compiles != 1 || runs != 0 {
+				t.Fatalf("%s %v: made: %d compiles and %d runs, want 1 and 0", name, dt, compiles, runs)
+			}
+			for range 2 {
+				gs, _ := grads(r, dt)
+				if err := opt.Step(gs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if compiles != 1 || runs != 2 {
+				t.Errorf("%s %v: 2 steps: %d compiles and %d runs, want 1 and 2", name, dt, compiles, runs)
+			}
+			if s := opt.Compiled().Stats(); s.Compiles != 1 || s.Calls != 2 {
+				t.Errorf("%s %v: stats %+v, want 1 compile and 2 calls", name, dt, s)
+			}
+		}
+	}
+}
+
+// TestCompiledAheadServesGradStep checks that the update compiled when
+// the optimizer is made is the one a training step's gradients run:
+// those of an nn.GradStep on float32 parameters with the loss computed
+// in bfloat16 (mixed precision, as the bench's training rows), whose
+// gradients come back as float32 tensors of the parameters' shapes.
+func TestCompiledAheadServesGradStep(t *testing.T) {
+	opts := frontend.Options{Backend: frontend.InterpBackend}
+	r := rand.New(rand.NewPCG(4, 4))
+	m, _ := newModel(r, frontend.Float32)
+	loss := func(in ...*frontend.Tensor) []*frontend.Tensor {
+		x := in[0].Cast(frontend.BFloat16)
+		y := x.MatMul(m.A.Cast(frontend.BFloat16)).Add(m.B.Cast(frontend.BFloat16)).Tanh()
+		return []*frontend.Tensor{y.Mul(y).Sum(nil, false).Cast(frontend.Float32)}
+	}
+	step := nn.NewGradStep(m, loss, 1, opts)
+	opt, err := optim.NewAdamW(step.Params(), optim.AdamWConfig{LR: 1e-2}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := opt.Compiled().Stats(); s.Compiles != 1 || s.Calls != 0 {
+		t.Fatalf("stats %+v once made: want the update compiled, not called", s)
+	}
+	x, _ := pair(r, frontend.Float32)
+	for range 2 {
+		_, gs, err := step.Call(x[0].Reshape(3, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.Step(gs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := opt.Compiled().Stats(); s.Compiles != 1 || s.CacheHits < 1 {
+		t.Errorf("stats %+v: want 1 compile (ahead), found by the first step", s)
+	}
+}
