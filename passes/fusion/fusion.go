@@ -91,11 +91,15 @@ const description = "Groups the ops of each function into graph.fusion regions, 
 	"`max-group-ops` (four times it for a pointwise group over one static space of at most 65536 points: such a " +
 	"kernel is launch-bound). Then siblings that read the same input over the same space merge (`horizontal`), and so " +
 	"do copies of the function's arguments over one space (at most 8 MB each) read only as convolutions' weights, at " +
-	"the first one's place (a network's channels-last weights of one shape: one kernel). " +
+	"the first one's place (a network's channels-last weights of one shape: one kernel), and small pointwise " +
+	"groups of the arguments over one space read only as broadcasts (batch norms' scales and shifts from their " +
+	"running statistics: one kernel per channel count). " +
 	"Then a pointwise value that one group computes and another reads over the value's space is recomputed " +
 	"by the reader when its cone (the group's pointwise ops it depends on, at most 24, back to the group's " +
 	"inputs, its template result, small reduced values or values stored anyway) loads fewer bytes than the " +
-	"value (batch norm's float32 centred input, a function of the bf16 input); ops nothing reads any more " +
+	"value (batch norm's float32 centred input, a function of the bf16 input), and a small value read " +
+	"broadcast when its cone reaches back to the group's inputs and holds no special function or division " +
+	"(which every point of the reader would compute); ops nothing reads any more " +
 	"are dropped and siblings merge again. " +
 	"A view that leaves the function is materialized as a `copy` group, and so is the view a bf16 or f16 " +
 	"matmul would read its operand through when it is not a reshape or a transpose of the last two dims " +

@@ -304,7 +304,7 @@ var cases = []struct {
 		name:  "copies of arguments over one space merge",
 		src:   twoWeights,
 		kinds: []string{"copy", "conv2d", "conv2d"},
-		log:   []string{"copies of arguments over one space"},
+		log:   []string{"groups reading only arguments over one space"},
 	},
 	{
 		name: "attention from primitives",

@@ -833,23 +833,34 @@ func (p *planner) plan() {
 	p.rematerialize()
 }
 
-// argumentCopies merges the copy groups that read only the function's
-// arguments, walk one space and are read only as convolutions' weights
-// into one kernel, at the first one's place:
-// the channels-last copies of a network's weights of one shape (ResNet-50
-// inference: 13 transposes of 3×3 weights in 4 shapes, a few microseconds
-// of launch each for at most 5 MB; copies of at most smallArgumentCopy
-// bytes). The later groups' ops move up to just
-// after the first group's last op; reading only arguments, they may run
-// anywhere, and the merged kernel then precedes every reader of each.
+// argumentCopies merges the groups that read only the function's
+// arguments and walk one space into one kernel, at the first one's
+// place: copies read only as convolutions' weights (the channels-last
+// copies of a network's weights of one shape; ResNet-50 inference: 13
+// transposes of 3×3 weights in 4 shapes, a few microseconds of launch
+// each for at most 5 MB; copies of at most smallArgumentCopy bytes), and
+// small pointwise groups read only as broadcasts (each batch norm's
+// scale and shift computed from its running statistics: ResNet-50's 53
+// batch norms have 6 channel counts, so 6 kernels). The later groups'
+// ops move up to just after the first group's last op; reading only
+// arguments, they may run anywhere, and the merged kernel then precedes
+// every reader of each.
 func (p *planner) argumentCopies() {
 	var keys []string
 	buckets := map[string][]*group{}
 	for _, g := range p.groups {
-		if p.groupOf[g.ops[0]] != g || !copiesOnly(g) || !p.readsArgumentsOnly(g) || !p.weightsOnly(g) || bytesOf(g.last().Result(0)) > smallArgumentCopy {
+		if p.groupOf[g.ops[0]] != g || !p.readsArgumentsOnly(g) {
 			continue
 		}
-		key := fmt.Sprint(g.space, ir.ElementTypeOf(g.last().Result(0).Type()))
+		var key string
+		switch {
+		case copiesOnly(g) && p.weightsOnly(g) && bytesOf(g.last().Result(0)) <= smallArgumentCopy:
+			key = fmt.Sprint("copy ", g.space, ir.ElementTypeOf(g.last().Result(0).Type()))
+		case g.kind == Pointwise && !copiesOnly(g) && p.broadcastOnly(g):
+			key = fmt.Sprint("broadcast ", g.space)
+		default:
+			continue
+		}
 		if buckets[key] == nil {
 			keys = append(keys, key)
 		}
@@ -870,8 +881,8 @@ func (p *planner) argumentCopies() {
 				p.pos[op] = i
 			}
 			moved = true
-			if !p.try(first, c, first.kind, "copies of arguments over one space (one kernel stores them all)", true, true) {
-				break
+			if !p.try(first, c, first.kind, "groups reading only arguments over one space (one kernel computes them all)", true, true) {
+				first = c // (max-group-ops) the next ones join c
 			}
 		}
 	}
@@ -880,6 +891,30 @@ func (p *planner) argumentCopies() {
 			p.pos[op] = i
 		}
 	}
+}
+
+// broadcastOnly reports whether group g walks a small static space
+// (smallRemat points) and every reader of its results outside it is a
+// group over a larger space (through the views that broadcast them).
+func (p *planner) broadcastOnly(g *group) bool {
+	if n := ir.NumElements(g.space); n < 0 || n > smallRemat {
+		return false
+	}
+	ok, read := true, false
+	for _, op := range g.ops {
+		for _, r := range op.Results() {
+			p.forUsers(r, func(u *ir.Operation) {
+				switch h := p.groupOf[u]; {
+				case h == g:
+				case h == nil || !smaller(g.space, h.space):
+					ok = false
+				default:
+					read = true
+				}
+			})
+		}
+	}
+	return ok && read
 }
 
 // smallArgumentCopy is the most bytes of a copy argumentCopies merges:
@@ -908,13 +943,27 @@ func (p *planner) weightsOnly(g *group) bool {
 }
 
 // readsArgumentsOnly reports whether every value group g reads from
-// outside it is an argument of the function.
+// outside it is an argument of the function, a constant (cloned into
+// the kernel) or a view of them.
 func (p *planner) readsArgumentsOnly(g *group) bool {
+	var fromArguments func(v *ir.Value) bool
+	fromArguments = func(v *ir.Value) bool {
+		d := v.DefiningOp()
+		switch {
+		case d == nil || p.groupOf[d] == g:
+			return true
+		case p.groupOf[d] != nil:
+			return false
+		case classify(d) == constant:
+			return true
+		case classify(d) == view && p.staged[d] == 0:
+			return !slices.ContainsFunc(d.Operands(), func(o *ir.Value) bool { return !fromArguments(o) })
+		}
+		return false
+	}
 	for _, op := range g.ops {
-		for _, v := range op.Operands() {
-			if d := v.DefiningOp(); d != nil && p.groupOf[d] != g {
-				return false
-			}
+		if slices.ContainsFunc(op.Operands(), func(v *ir.Value) bool { return !fromArguments(v) }) {
+			return false
 		}
 	}
 	return true

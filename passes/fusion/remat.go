@@ -3,6 +3,7 @@ package fusion
 import (
 	"slices"
 
+	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -34,7 +35,9 @@ const maxRematOps = 24
 // for a few thousand elements, then disappears. ResNet-50's inference
 // ran 53 such kernels, one per batch norm, each costing a launch and
 // the host's time to issue it (call 2 of session 12: 0.95 ms of the
-// 5.95 ms profiled were the device idle between ops).
+// 5.95 ms profiled were the device idle between ops). Not when the cone
+// holds a special function (costlyAtEachPoint): the values are kept in
+// one kernel per space instead (argumentCopies), 6 for those 53.
 const (
 	smallRemat       = 1 << 14
 	maxSmallRematOps = 8
@@ -52,6 +55,23 @@ const (
 func broadcasts(r *ir.Value, space []int64) bool {
 	n, m := ir.NumElements(shapeOf(r)), ir.NumElements(space)
 	return n >= 0 && n <= smallRemat && m > n && ir.IsFloat(ir.ElementTypeOf(r.Type()))
+}
+
+// costlyAtEachPoint reports whether op, in the cone of a small value,
+// costs more at each point of a broadcast reader than the value's own
+// kernel does once: the special functions and divisions, a multi-
+// instruction sequence or a quarter-rate unit per element. ResNet-50's
+// inference recomputed each batch norm's scale γ·rsqrt(var + ε) and
+// shift at every element of its activations: ~60 of the 150
+// instructions a vector of four took in its BN+ReLU kernels, which ran
+// slower than the bandwidth allows; stored once per channel space, the
+// kernels load them instead.
+func costlyAtEachPoint(op *ir.Operation) bool { return costlyOps[op.Name()] }
+
+var costlyOps = map[string]bool{
+	graph.OpRsqrt: true, graph.OpSqrt: true, graph.OpExp: true, graph.OpLog: true, graph.OpTanh: true,
+	graph.OpSigmoid: true, graph.OpGELU: true, graph.OpErf: true, graph.OpSin: true, graph.OpCos: true,
+	graph.OpReciprocal: true, graph.OpDiv: true, graph.OpPow: true,
 }
 
 // rematReader is one group that reads a value of another group, and the
@@ -132,15 +152,23 @@ func (p *planner) rematValue(g *group, r *ir.Value) bool {
 	if len(readers) == 0 {
 		return false
 	}
+	broadcast := !sameSpaceReaders(readers, shapeOf(r))
 	// Two cones: back to g's inputs, or cut at the values g stores
 	// anyway (a bf16 gradient that the weight gradient's convolution
 	// reads too, rather than the residual chain that computed it); the
-	// one that loads fewer bytes.
+	// one that loads fewer bytes. Broadcast readers take only the first:
+	// a cut cone leaves g's kernel running, and all that recomputing a
+	// small value then saves is its few cached bytes, paid for with the
+	// cone's ops at every point of every reader.
+	cuts := []bool{false, true}
+	if broadcast {
+		cuts = cuts[:1]
+	}
 	var cone []*ir.Operation
 	var inputs []*ir.Value // the cone's leaves
 	var marginal []int64
 	var total int64
-	for _, cut := range []bool{false, true} {
+	for _, cut := range cuts {
 		c, leaves, ok := p.cone(g, r, cut)
 		if !ok {
 			continue
@@ -158,9 +186,14 @@ func (p *planner) rematValue(g *group, r *ir.Value) bool {
 	if cone == nil {
 		return false
 	}
+	if broadcast {
+		if op := slices.IndexFunc(cone, costlyAtEachPoint); op >= 0 {
+			p.logf("keep %s stored: its broadcast readers would compute %s at each of their points", described{r.DefiningOp()}, described{cone[op]})
+			return false
+		}
+	}
 	// Not stored anyway: recomputing in every reader also saves the
 	// producer's write (and a small value's launch, whatever the bytes).
-	broadcast := !sameSpaceReaders(readers, shapeOf(r))
 	all := !stored && (total < int64(len(readers)+1)*size ||
 		broadcast && len(cone) <= maxSmallRematOps && !slices.ContainsFunc(inputs, computed))
 	if broadcast && !all {

@@ -178,44 +178,81 @@ func TestBatchNormCentredInputRecomputed(t *testing.T) {
 	}
 }
 
-// TestSmallBroadcastValueRecomputed: batch norm in inference, its
-// per-channel scale and shift computed from the running statistics (a
-// few ops over [C]) and read, broadcast, by the kernel that normalizes
-// x [N, H, W, C]. The kernel recomputes them: no kernel of its own for
-// C elements (a launch). When the function also returns the scale, it is
-// stored anyway and its kernel stays.
-func TestSmallBroadcastValueRecomputed(t *testing.T) {
+// TestSmallBroadcastValues: batch norm in inference, its per-channel
+// scale γ·rsqrt(var + ε) and shift β − mean·scale computed from the
+// running statistics (a few ops over [C]) and read, broadcast, by the
+// kernel that normalizes x [N, H, W, C]. Recomputed there, the rsqrt and
+// its loads would run at every element of x: the values are stored by a
+// kernel over [C] instead, one for every batch norm of that channel
+// count. A cheap small value (a bias's cast) is
+// still recomputed by its broadcast reader: no kernel of its own.
+func TestSmallBroadcastValues(t *testing.T) {
 	x, v, b := "tensor<2x4x4x8xbf16>", "tensor<8xbf16>", "tensor<1x1x1x8xbf16>"
-	body := `
-  %0 = "graph.add"(%var, %eps) : (` + v + `, tensor<bf16>) -> ` + v + `
-  %1 = "graph.rsqrt"(%0) : (` + v + `) -> ` + v + `
-  %2 = "graph.mul"(%1, %gamma) : (` + v + `, ` + v + `) -> ` + v + `
-  %3 = "graph.mul"(%mean, %2) : (` + v + `, ` + v + `) -> ` + v + `
-  %4 = "graph.sub"(%beta, %3) : (` + v + `, ` + v + `) -> ` + v + `
-  %5 = "graph.reshape"(%2) <{shape = [1, 1, 1, 8]}> : (` + v + `) -> ` + b + `
-  %6 = "graph.reshape"(%4) <{shape = [1, 1, 1, 8]}> : (` + v + `) -> ` + b + `
-  %7 = "graph.mul"(%x, %5) : (` + x + `, ` + b + `) -> ` + x + `
-  %8 = "graph.add"(%7, %6) : (` + x + `, ` + b + `) -> ` + x + `
-  %9 = "graph.relu"(%8) : (` + x + `) -> ` + x
-	args := "%x: " + x + ", %var: " + v + ", %eps: tensor<bf16>, %gamma: " + v + ", %mean: " + v + ", %beta: " + v
+	norm := func(i int) string {
+		return strings.NewReplacer("X", fmt.Sprint(i), "%x", fmt.Sprintf("%%x%d", i)).Replace(`
+  %aX = "graph.add"(%varX, %epsX) : (` + v + `, tensor<bf16>) -> ` + v + `
+  %rX = "graph.rsqrt"(%aX) : (` + v + `) -> ` + v + `
+  %scaleX = "graph.mul"(%rX, %gammaX) : (` + v + `, ` + v + `) -> ` + v + `
+  %mX = "graph.mul"(%meanX, %scaleX) : (` + v + `, ` + v + `) -> ` + v + `
+  %shiftX = "graph.sub"(%betaX, %mX) : (` + v + `, ` + v + `) -> ` + v + `
+  %sbX = "graph.reshape"(%scaleX) <{shape = [1, 1, 1, 8]}> : (` + v + `) -> ` + b + `
+  %tbX = "graph.reshape"(%shiftX) <{shape = [1, 1, 1, 8]}> : (` + v + `) -> ` + b + `
+  %yX = "graph.mul"(%x, %sbX) : (` + x + `, ` + b + `) -> ` + x + `
+  %zX = "graph.add"(%yX, %tbX) : (` + x + `, ` + b + `) -> ` + x + `
+  %oX = "graph.relu"(%zX) : (` + x + `) -> ` + x)
+	}
+	args := func(i int) string {
+		return strings.ReplaceAll(", %xX: "+x+", %varX: "+v+", %gammaX: "+v+", %meanX: "+v+", %betaX: "+v, "X", fmt.Sprint(i))
+	}
+	// Each its own ε: the groups share no value, so only the merge of
+	// groups reading arguments (and constants) puts them together.
+	eps := `
+  %eps1 = "graph.constant"() <{value = dense<1.0e-05> : tensor<bf16>}> : () -> tensor<bf16>
+  %eps2 = "graph.constant"() <{value = dense<1.0e-03> : tensor<bf16>}> : () -> tensor<bf16>`
+	bias := `
+  %bf = "graph.cast"(%bias) : (` + v + `) -> tensor<8xf32>
+  %bb = "graph.reshape"(%bf) <{shape = [1, 1, 1, 8]}> : (tensor<8xf32>) -> tensor<1x1x1x8xf32>
+  %xf = "graph.cast"(%x1) : (` + x + `) -> tensor<2x4x4x8xf32>
+  %o1 = "graph.add"(%xf, %bb) : (tensor<2x4x4x8xf32>, tensor<1x1x1x8xf32>) -> tensor<2x4x4x8xf32>`
+	xs := x + ", " + x
 	for _, c := range []struct {
-		name, results, ret string
-		kinds              []string
+		name, src string
+		kinds     []string
+		log       []string
 	}{
-		{"inline", x, "\n  return %9 : " + x, []string{"pointwise"}},
-		{"scale-returned", x + ", " + v, "\n  return %9, %2 : " + x + ", " + v, []string{"pointwise", "pointwise"}},
+		{"stored", fn("%eps1: tensor<bf16>"+args(1), x, norm(1)+"\n  return %o1 : "+x),
+			[]string{"pointwise", "pointwise"}, []string{"its broadcast readers would compute 'graph.rsqrt'"}},
+		{"scale-returned", fn("%eps1: tensor<bf16>"+args(1), x+", "+v, norm(1)+"\n  return %o1, %scale1 : "+x+", "+v),
+			[]string{"pointwise", "pointwise"}, nil},
+		{"one-kernel-per-space", fn(args(1)[2:]+args(2), xs, eps+norm(1)+norm(2)+"\n  return %o1, %o2 : "+xs),
+			[]string{"pointwise", "pointwise", "pointwise"}, []string{"groups reading only arguments over one space"}},
+		{"cheap-recomputed", fn("%x1: "+x+", %bias: "+v, "tensor<2x4x4x8xf32>", bias+"\n  return %o1 : tensor<2x4x4x8xf32>"),
+			[]string{"pointwise"}, []string{"inlined broadcast producer"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src := fn(args, c.results, body+c.ret)
-			m, log := fuse(t, src, fusion.DefaultOptions())
+			m, log := fuse(t, c.src, fusion.DefaultOptions())
 			if got := kinds(m); fmt.Sprint(got) != fmt.Sprint(c.kinds) {
 				t.Errorf("kinds %v, want %v\n%s\n%s", got, c.kinds, ir.Sprint(m, ir.PrintOptions{}), log)
 			}
+			for _, want := range c.log {
+				if !strings.Contains(log, want) {
+					t.Errorf("log lacks %q:\n%s", want, log)
+				}
+			}
+			// Only a kernel over [C] computes the rsqrt.
+			m.Walk(func(op *ir.Operation) bool {
+				if op.Name() == "graph.rsqrt" {
+					if f := op.ParentOp(); f == nil || f.Name() != "graph.fusion" || f.Result(0).Type().String() != "tensor<8xbf16>" {
+						t.Errorf("rsqrt outside a kernel over [C]:\n%s", ir.Sprint(m, ir.PrintOptions{}))
+					}
+				}
+				return true
+			})
 			for _, pipeline := range []string{
 				"builtin.module(func.func(graph-decompose,graph-fuse),convert-graph-to-loop)",
 				"builtin.module(lower-to-gpu)",
 			} {
-				if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: src}, pipeline, 1); err != nil {
+				if err := passtest.CheckSemantics(&passtest.Program{Func: "f", Source: c.src}, pipeline, 1); err != nil {
 					t.Errorf("%s: %v", pipeline, err)
 				}
 			}
