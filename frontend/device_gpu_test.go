@@ -289,7 +289,8 @@ func TestGPUDonate(t *testing.T) {
 }
 
 // TestGPUCompileLog checks the compile topic: a graph's first call on the
-// nvptx backend logs its phases and kernels, and a cached call nothing.
+// nvptx backend logs its phases and kernels, then its longest driver
+// compiles, and a cached call nothing.
 func TestGPUCompileLog(t *testing.T) {
 	gpu(t)
 	var buf strings.Builder
@@ -308,8 +309,9 @@ func TestGPUCompileLog(t *testing.T) {
 		}
 	}
 	out := buf.String()
-	if n := strings.Count(out, "compile: graph0: "); n != 1 || !strings.Contains(out, " kernels), device wait ") || !strings.Contains(out, "driver modules, JIT") {
-		t.Errorf("%d compile lines, want 1 with the phases:\n%s", n, out)
+	if n := strings.Count(out, "compile: graph0: "); n != 2 || !strings.Contains(out, " kernels), device wait ") || !strings.Contains(out, "driver modules, JIT") ||
+		!strings.Contains(out, "graph0: longest driver compiles: ") || !strings.Contains(out, " ms JIT in ") {
+		t.Errorf("%d compile lines, want 2: the phases and the longest driver compiles:\n%s", n, out)
 	}
 }
 

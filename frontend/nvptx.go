@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -154,16 +155,32 @@ func logCompile(g *Graph, prog *exec.Program, rt *exec.Runtime, before CompileTi
 	}
 	var jit time.Duration
 	parts := 0
+	var each []exec.PartLoad
 	if loads, err := prog.Loads(rt, g.Func); err == nil {
 		for _, l := range loads {
 			jit += l.JIT
 			parts += l.Parts
+			each = append(each, l.Each...)
 		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	logs.Printf(topicCompile, "%s: %.1f ms: passes %.1f, codegen %.1f (%d kernels), device wait %.1f, load %.1f (%d driver modules, JIT %.1f ms of CPU)",
 		g.Func, ms(wall), ms(ct.Passes-before.Passes), ms(ct.Codegen-before.Codegen), kernels, ms(ct.Device-before.Device),
 		ms(ct.Load-before.Load), parts, ms(jit))
+	if len(each) == 0 {
+		return
+	}
+	// The longest compiles bound the load: their JIT time against their
+	// PTX size says whether a kernel is too large for the first call.
+	slices.SortFunc(each, func(a, b exec.PartLoad) int { return cmp.Compare(b.JIT, a.JIT) })
+	var b strings.Builder
+	for i, p := range each[:min(len(each), 5)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.1f ms JIT in %.1f ms for %d KB", ms(p.JIT), ms(p.Wall), p.Bytes>>10)
+	}
+	logs.Printf(topicCompile, "%s: longest driver compiles: %s", g.Func, b.String())
 }
 
 // generate is the host's part of Compile, before the device: it lowers

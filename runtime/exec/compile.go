@@ -220,6 +220,15 @@ type ModuleLoad struct {
 	// (kernels that are the same code share one).
 	Parts int
 	cuda.LoadStats
+	// Each is each driver module's load (its PTX text's size in Bytes),
+	// for the JIT time of the longest texts (STRATA_LOGS=compile).
+	Each []PartLoad
+}
+
+// PartLoad is the load of one driver module of a gpu.module.
+type PartLoad struct {
+	Bytes int
+	cuda.LoadStats
 }
 
 // Loads reports the loads of the gpu.modules whose kernels host function
@@ -265,6 +274,7 @@ func (p *Program) Loads(rt *Runtime, fn string) ([]ModuleLoad, error) {
 				continue
 			}
 			st := s.LoadStats()
+			ml.Each = append(ml.Each, PartLoad{Bytes: len(t), LoadStats: st})
 			if ml.At.IsZero() || st.At.Before(ml.At) {
 				ml.At = st.At
 			}
