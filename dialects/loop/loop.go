@@ -57,6 +57,15 @@ const NoUnrollAttr = "loop.no_unroll"
 // it on the loads of row kernels (option row-evict-last).
 const EvictLastAttr = "loop.evict_last"
 
+// UpdatesArgsAttr is an attribute of a host function (array<i64>): the
+// indices of the memref arguments the function writes in place (a KV
+// cache's new entries, by loop-update-in-place), each returned as a
+// result. An executor must give the function memory it may write for
+// those arguments: the caller's buffer only when the caller gives it up
+// (donates it), a copy otherwise. Functions without the attribute never
+// write their arguments.
+const UpdatesArgsAttr = "loop.updates_args"
+
 // NestKindAttr is a discardable string attribute of a top-level
 // loop.parallel: what the nest is, as convert-graph-to-loop made it from a
 // graph.fusion of that kind ("pointwise", "reduction", "persistent_row",

@@ -26,6 +26,12 @@ import (
 var libraryPipeline = "builtin.module(" + togpu.FlashPassName + "," + lower.LowerToLoop("matmul-library=true") +
 	",convert-loop-to-gpu{matmul=" + togpu.MatmulCuBLASLt + "},canonicalize,cse)"
 
+// decodePipeline is libraryPipeline with what the GPU pipelines run
+// before convert-loop-to-gpu (togpu.BeforeConversion): a decoding step's
+// cache updates written into the donated caches.
+var decodePipeline = "builtin.module(" + togpu.FlashPassName + "," + lower.LowerToLoop("matmul-library=true") + "," +
+	togpu.BeforeConversion + ",convert-loop-to-gpu{matmul=" + togpu.MatmulCuBLASLt + "},canonicalize,cse)"
+
 // checkingBackend registers a backend that runs each graph in the
 // interpreter twice, as the graph and lowered by pipeline (the kernels
 // simulated, the library products summed in order), compares the results
@@ -191,5 +197,54 @@ func TestLibraryLoweringKernels(t *testing.T) {
 	}
 	if want := 4 * cfg.Layers; g.biased != want {
 		t.Errorf("%d library products add a bias, want %d (4 projections a layer)", g.biased, want)
+	}
+}
+
+// TestLibraryLoweringDecodes runs greedy decoding of a bf16 toy model
+// through the library lowering in the interpreter, checking each step
+// against its graph: the decoding step writes its KV caches in place
+// (loop-update-in-place: the K and V caches of every layer) and still
+// computes what the graph does.
+func TestLibraryLoweringDecodes(t *testing.T) {
+	cfg := Config{Vocab: 32, Ctx: 16, D: 32, Heads: 2, Layers: 2, Seed: 3}
+	newDecoder := func() *Decoder {
+		m := New(cfg)
+		if err := nn.Cast(m, frontend.BFloat16); err != nil {
+			t.Fatal(err)
+		}
+		return NewDecoder(m, 2, frontend.BFloat16)
+	}
+	prompt, _ := batch(cfg, 2, 4)
+
+	name, checked := checkingBackend(t, decodePipeline)
+	gen, err := NewGenerator(newDecoder(), frontend.Options{Backend: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gen.Generate(prompt, 4); err != nil {
+		t.Fatal(err)
+	}
+	if n := checked(); n < 4 {
+		t.Errorf("%d calls checked, want the prefill and 3 decoding steps", n)
+	}
+
+	lname, got := loweringBackendWith(t, decodePipeline)
+	gen, err = NewGenerator(newDecoder(), frontend.Options{Backend: lname})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gen.Generate(prompt, 2); !errors.Is(err, errLowered) {
+		t.Fatalf("generate: %v, want the backend's stop", err)
+	}
+	_, dc := gen.Steps()
+	if _, err := dc.Call(frontend.FromSlice([]int64{1, 2}, 2, 1), frontend.FromSlice([]int64{4}, []int{}...)); !errors.Is(err, errLowered) {
+		t.Fatalf("decoding step: %v, want the backend's stop", err)
+	}
+	gs := got()
+	if len(gs) != 2 {
+		t.Fatalf("%d graphs lowered, want the prefill and the decoding step", len(gs))
+	}
+	if gs[0].updated != 0 || gs[1].updated != 2*cfg.Layers {
+		t.Errorf("prefill writes %d arguments in place, the decoding step %d: want 0 and %d (each layer's K and V caches)", gs[0].updated, gs[1].updated, 2*cfg.Layers)
 	}
 }

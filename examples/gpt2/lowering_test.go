@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
@@ -34,6 +35,9 @@ type lowered struct {
 	buffers map[string]int
 	// biased counts the gpu.library_matmul ops that add a bias.
 	biased int
+	// updated counts the arguments functions write in place
+	// (loop.UpdatesArgsAttr).
+	updated int
 }
 
 // loweringBackend registers a backend that lowers each graph with the
@@ -66,6 +70,9 @@ func loweringBackendWith(t *testing.T, pipeline string) (string, func() []lowere
 		g.Module.Walk(func(op *ir.Operation) bool {
 			if op.Name() == gpu.LibraryMatmulOp && gpu.LibraryBias(op) != nil {
 				l.biased++
+			}
+			if a, ok := op.Attr(loop.UpdatesArgsAttr).(ir.DenseArrayAttr); ok {
+				l.updated += len(a.Values)
 			}
 			return true
 		})

@@ -10,7 +10,7 @@ import (
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
-	_ "github.com/strata-ir/strata/passes/lower" // lower-to-gpu starts with lower-to-loop
+	"github.com/strata-ir/strata/passes/lower" // lower-to-gpu starts with lower-to-loop
 )
 
 // PassName is the pass's pipeline name.
@@ -191,8 +191,15 @@ func init() {
 	})
 	passes.RegisterPipeline("lower-to-gpu",
 		"The full default lowering: lower-to-loop, then convert-loop-to-gpu and cleanups",
-		"lower-to-loop,"+PassName+","+AfterConversion)
+		"lower-to-loop,"+BeforeConversion+","+PassName+","+AfterConversion)
 }
+
+// BeforeConversion is what lower-to-gpu runs between lower-to-loop and
+// convert-loop-to-gpu: masked updates of arguments written in place (a
+// decoding step's KV caches), which the GPU executor honours
+// (loop.UpdatesArgsAttr). A pipeline that runs the conversion with its
+// own options runs it first too.
+const BeforeConversion = "func.func(" + lower.UpdateInPlacePassName + ")"
 
 // AfterConversion is what lower-to-gpu runs after convert-loop-to-gpu:
 // the f64 math expansion and the cleanups. A pipeline that runs the

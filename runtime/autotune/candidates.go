@@ -229,8 +229,8 @@ func ParseConfig(s string) (togpu.Config, error) {
 }
 
 // GPUPipeline is the pipeline taking a loop-level module to the gpu level
-// with cfg: convert-loop-to-gpu with cfg's options, then what lower-to-gpu
-// runs after it.
+// with cfg: convert-loop-to-gpu with cfg's options, and what lower-to-gpu
+// runs before and after it.
 func GPUPipeline(cfg togpu.Config) string {
-	return togpu.PassName + "{" + ConfigString(cfg) + "}," + togpu.AfterConversion
+	return togpu.BeforeConversion + "," + togpu.PassName + "{" + ConfigString(cfg) + "}," + togpu.AfterConversion
 }

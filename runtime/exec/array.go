@@ -360,13 +360,19 @@ type deviceCopier interface {
 
 // copyDtoD queues a copy of n bytes between device buffers.
 func (rt *Runtime) copyDtoD(dst, src DevicePtr, n uint64) error {
+	return rt.copyDtoDOn(dst, src, n, nil)
+}
+
+// copyDtoDOn queues a copy of n bytes between device buffers on stream
+// (nil: the default stream; a capturing stream records it in the graph).
+func (rt *Runtime) copyDtoDOn(dst, src DevicePtr, n uint64, stream *cuda.Stream) error {
 	c, ok := rt.dev.(deviceCopier)
 	if !ok {
 		return errors.New("exec: the device cannot copy between device buffers")
 	}
 	rt.xfer.dtod.Add(1)
 	rt.xfer.dtodBytes.Add(n)
-	return c.CopyDtoDAsync(dst, src, n, nil)
+	return c.CopyDtoDAsync(dst, src, n, stream)
 }
 
 // downloadTensor copies device memory holding elements of elem and shape

@@ -17,8 +17,26 @@ import (
 )
 
 // CopyDtoDAsync copies between blocks of the fake device (at once: the
-// fake has no queue).
-func (d *fakeDevice) CopyDtoDAsync(dst, src DevicePtr, n uint64, _ *cuda.Stream) error {
+// fake has no queue), or records the copy on a capturing stream: the
+// graph's replays make it (fakeRecordedCopy).
+func (d *fakeDevice) CopyDtoDAsync(dst, src DevicePtr, n uint64, st *cuda.Stream) error {
+	if st != nil && st == d.capturing {
+		d.recorded = append(d.recorded, fakeLaunch{kernel: fakeCopyKernel, args: []any{dst, src, n}})
+		return nil
+	}
+	return d.copyNow(dst, src, n)
+}
+
+// fakeCopyKernel names a device copy recorded in a fake graph.
+const fakeCopyKernel = "fake.copy"
+
+// fakeRecordedCopy replays a recorded device copy.
+func fakeRecordedCopy(d *fakeDevice, _, _ [3]uint32, args []any) error {
+	return d.copyNow(args[0].(DevicePtr), args[1].(DevicePtr), args[2].(uint64))
+}
+
+// copyNow copies n bytes between blocks of the fake device.
+func (d *fakeDevice) copyNow(dst, src DevicePtr, n uint64) error {
 	s, err := d.block(src, int(n))
 	if err != nil {
 		return err

@@ -322,7 +322,8 @@ func TestView(t *testing.T) {
 }
 
 // TestErrors checks located errors: while planning (unsupported ops) and
-// while running (bad arguments, deallocating an argument, guards).
+// while running (bad arguments, deallocating an argument, guards,
+// arguments updated in place that are not memrefs of the function).
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name, src string
@@ -364,6 +365,16 @@ func TestErrors(t *testing.T) {
 			m, _ := interp.NewBuffer(ir.F32, []int64{4})
 			return []interp.Value{m}
 		}, "s0 >= 8"},
+		{"updates-range", `func.func @main(%m: memref<4xf32>) attributes {loop.updates_args = array<i64: 1>} {
+  return
+}`, func(t *testing.T) []interp.Value {
+			m, _ := interp.NewBuffer(ir.F32, []int64{4})
+			return []interp.Value{m}
+		}, "updates-range:1:1: error: @main: loop.updates_args names argument 1 of 1"},
+		{"updates-scalar", `func.func @main(%n: index) attributes {loop.updates_args = array<i64: 0>} {
+  return
+}`, func(t *testing.T) []interp.Value { return []interp.Value{index(t, 3)} },
+			"@main: loop.updates_args names argument 0, a index: only memrefs are written in place"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

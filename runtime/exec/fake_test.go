@@ -147,6 +147,8 @@ func newFake() *fakeDevice {
 		"vmul":    fakeVMul,
 		"row_sum": fakeRowSum,
 		"softmax": fakeSoftmax,
+		// A device copy a graph recorded (CopyDtoDAsync).
+		fakeCopyKernel: fakeRecordedCopy,
 	}}
 }
 

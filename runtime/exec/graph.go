@@ -245,15 +245,15 @@ func (b *Bound) Capture() (GraphInfo, error) {
 
 // record captures the plan into a graph whose allocations alloc serves
 // and whose replays write pool (alloc itself, or a replaying view of it),
-// with the arguments b bound, those of feedback read from the pool blocks
+// with the arguments b bound, those of fb read from the pool blocks
 // it names instead.
-func (b *Bound) record(pool *staticPool, alloc poolAlloc, feedback []feedback) (*capturedGraph, error) {
+func (b *Bound) record(pool *staticPool, alloc poolAlloc, fb []feedback) (*capturedGraph, error) {
 	r := &b.state
 	r.reset(b.plan.nslots)
 	for i, s := range b.plan.args {
 		r.slots[s] = b.args[i]
 	}
-	for _, f := range feedback {
+	for _, f := range fb {
 		r.slots[b.plan.args[f.arg]] = slotValue{b: f.buf}
 	}
 	st, err := b.rt.dev.beginCapture()
@@ -263,11 +263,21 @@ func (b *Bound) record(pool *staticPool, alloc poolAlloc, feedback []feedback) (
 	}
 	r.stream, r.pool = st, alloc
 	defer func() { r.stream, r.pool = nil, nil }()
-	var runErr error
+	// An updated argument read in place was donated (pickGraph): the
+	// graph writes it there; any other is copied in the graph first.
+	runErr := b.copyUpdated(r, func(i int) bool {
+		for _, f := range fb {
+			if f.arg == i {
+				return true
+			}
+		}
+		return false
+	})
 	for _, step := range b.plan.steps {
-		if runErr = step(r); runErr != nil {
+		if runErr != nil {
 			break
 		}
+		runErr = step(r)
 	}
 	ge, endErr := b.rt.dev.endCapture(st, runErr == nil)
 	if runErr != nil {
@@ -293,7 +303,23 @@ func (b *Bound) Update(args []interp.Value) error { return b.update(args) }
 // update is Update, with the graph to replay picked by where the Array
 // arguments are (pickGraph): those a variant reads in place are not
 // copied.
-func (b *Bound) update(args []interp.Value) error {
+func (b *Bound) update(args []interp.Value) error { return b.updateDonated(args, nil) }
+
+// updateDonated is update for a call donating the arguments donated
+// flags (RunDeviceDonating): an argument the plan updates in place may
+// be read in place, and written there, only when donated (mayWrite).
+func (b *Bound) updateDonated(args []interp.Value, donated []bool) error {
+	b.donated = donated
+	if err := b.bindAll(args); err != nil {
+		return err
+	}
+	b.markWritable()
+	return nil
+}
+
+// bindAll binds args to b, reading Array arguments in place where a
+// variant graph does (pickGraph).
+func (b *Bound) bindAll(args []interp.Value) error {
 	if len(args) != len(b.args) {
 		return fmt.Errorf("@%s takes %d arguments, got %d", b.plan.name, len(b.args), len(args))
 	}
@@ -440,7 +466,10 @@ func summary(args []interp.Value) string {
 
 // entry returns the prepared Bound of args' signature, preparing (and
 // capturing) it on first use and updating its inputs afterwards.
-func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
+// donated are the call's donation flags (RunDeviceDonating; nil: none):
+// an argument the plan updates in place is written where it lies only
+// when donated.
+func (r *Runner) entry(args []interp.Value, donated []bool) (*runnerEntry, error) {
 	if r.scalar == nil {
 		pl, err := r.prog.plan(r.fn)
 		if err != nil {
@@ -456,12 +485,12 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 		return nil, fmt.Errorf("@%s takes %d arguments, got %d", r.fn, len(r.scalar), len(args))
 	}
 	if e := r.last; e != nil && e.matches(args, r.scalar) {
-		return e, e.b.update(args)
+		return e, e.b.updateDonated(args, donated)
 	}
 	key := signature(args, r.scalar)
 	if e, ok := r.bound[key]; ok {
 		r.last = e
-		return e, e.b.update(args)
+		return e, e.b.updateDonated(args, donated)
 	}
 	pl, err := r.prog.plan(r.fn)
 	if err != nil {
@@ -474,6 +503,8 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.donated = donated
+	b.markWritable()
 	e := &runnerEntry{b: b}
 	e.setSig(args, r.scalar)
 	if r.graphs {
@@ -500,7 +531,7 @@ func (r *Runner) entry(args []interp.Value) (*runnerEntry, error) {
 func (r *Runner) Run(args []interp.Value) ([]interp.Value, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +577,7 @@ func (r *Runner) RunDeviceDonating(args []interp.Value, donated []bool) ([]inter
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, donated)
 	if err != nil {
 		return nil, err
 	}
@@ -606,7 +637,7 @@ func (r *Runner) Graph(args []interp.Value) (GraphInfo, error) {
 func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -618,7 +649,7 @@ func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 func (r *Runner) WallTime(args []interp.Value, iters int) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.entry(args)
+	e, err := r.entry(args, nil)
 	if err != nil {
 		return 0, err
 	}

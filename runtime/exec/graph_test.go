@@ -693,3 +693,79 @@ func TestTwinPoolOnlyForLargeFeedback(t *testing.T) {
 		}
 	}
 }
+
+// TestRunnerUpdatesInPlace checks a plan that writes an argument in place
+// (loop.UpdatesArgsAttr, update.mlir: acc += x): with and without CUDA
+// graphs, a donated accumulator is written where it lies (no device copy
+// once the graphs are captured), and one that is not donated keeps its
+// value (the plan writes a copy); every result is the sum.
+func TestRunnerUpdatesInPlace(t *testing.T) {
+	p := compileFile(t, "update.mlir")
+	for _, tc := range []struct{ graphs, donate bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
+		d := newFake()
+		d.graphs = tc.graphs
+		rt := newRuntime(d)
+		r := NewRunner(p, rt, "main", tc.graphs)
+		rng := rand.New(rand.NewPCG(21, 22))
+		acc, err := rt.Upload(randomF32(t, rng, 300, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []*Array
+		var keptVals [][]float64
+		for call := range 5 {
+			x := randomF32(t, rng, 300, 1)
+			before := floats(t, acc)
+			x0 := rt.Transfers()
+			res, err := r.RunDeviceDonating([]interp.Value{acc, x}, []bool{tc.donate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := rt.Transfers().Sub(x0).DtoD; tc.donate && call >= 2 && n != 0 {
+				t.Errorf("graphs %v, donated, call %d: %d device copies, want none", tc.graphs, call, n)
+			}
+			got, xs := floats(t, res[0]), floats(t, x)
+			for i := range got {
+				if want := float64(float32(before[i] + xs[i])); got[i] != want {
+					t.Fatalf("graphs %v, donated %v, call %d: element %d is %v, want %v", tc.graphs, tc.donate, call, i, got[i], want)
+				}
+			}
+			if acc.Released() != tc.donate {
+				t.Errorf("graphs %v, donated %v: argument released %v", tc.graphs, tc.donate, acc.Released())
+			}
+			if !tc.donate {
+				kept, keptVals = append(kept, acc), append(keptVals, before)
+			}
+			acc = res[0].(*Array)
+		}
+		for k, a := range kept {
+			if got := floats(t, a); !slices.Equal(got, keptVals[k]) {
+				t.Errorf("graphs %v: the accumulator of call %d changed after it was passed without donation", tc.graphs, k)
+			}
+		}
+		for _, a := range append(kept, acc) {
+			if err := a.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if s := rt.Allocator().Stats(); s.Allocated != 0 {
+			t.Errorf("graphs %v, donated %v: %d bytes allocated at the end", tc.graphs, tc.donate, s.Allocated)
+		}
+	}
+}
+
+// floats returns the elements of an Array or Buffer.
+func floats(t *testing.T, v interp.Value) []float64 {
+	t.Helper()
+	if a, ok := v.(*Array); ok {
+		v = download(t, a)
+	}
+	tv, err := v.(*interp.Buffer).Tensor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tv.Float64s()
+}

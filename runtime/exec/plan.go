@@ -64,6 +64,10 @@ type plan struct {
 	guards   sym.Guards
 	// hasGuards is true when the function carries graph guards.
 	hasGuards bool
+	// updates[i] reports whether the function writes memref argument i
+	// in place (loop.UpdatesArgsAttr): a run gives it a copy unless the
+	// caller gave the argument up (Bound.writable).
+	updates []bool
 	// libCalls are the library ops with static operand shapes, in
 	// program order (WarmLibraryCalls).
 	libCalls []libCall
@@ -152,11 +156,15 @@ func buildPlan(prog *Program, fn *ir.Operation) (*plan, error) {
 		return nil, ir.Errorf(fn.Loc(), "@%s has %d blocks: a launch plan is one block", name, len(blocks))
 	}
 	c := &planner{prog: prog, p: &plan{fn: fn, name: name, params: fty.Inputs}, slots: map[*ir.Value]int{}}
+	var err error
 	for _, a := range blocks[0].Arguments() {
 		if _, err := kindOf(a.Type()); err != nil {
 			return nil, ir.Errorf(fn.Loc(), "@%s argument %d: %v", name, len(c.p.args), err)
 		}
 		c.p.args = append(c.p.args, c.define(a))
+	}
+	if c.p.updates, err = updatedArgs(fn, fty.Inputs); err != nil {
+		return nil, err
 	}
 	for _, op := range blocks[0].Ops() {
 		build, ok := hostOps[op.Name()]
@@ -183,6 +191,30 @@ func buildPlan(prog *Program, fn *ir.Operation) (*plan, error) {
 	c.p.guards, c.p.hasGuards = gs, has
 	c.p.nslots = len(c.slots)
 	return c.p, nil
+}
+
+// updatedArgs returns, per parameter of fn (of types params), whether fn
+// writes it in place (loop.UpdatesArgsAttr); nil when it writes none.
+func updatedArgs(fn *ir.Operation, params []ir.Type) ([]bool, error) {
+	a := fn.Attr(loop.UpdatesArgsAttr)
+	if a == nil {
+		return nil, nil
+	}
+	idx, ok := a.(ir.DenseArrayAttr)
+	if !ok {
+		return nil, ir.Errorf(fn.Loc(), "@%s: %s is %v, want an array of argument indices", ir.SymbolName(fn), loop.UpdatesArgsAttr, a)
+	}
+	out := make([]bool, len(params))
+	for _, i := range idx.Values {
+		if i < 0 || i >= int64(len(params)) {
+			return nil, ir.Errorf(fn.Loc(), "@%s: %s names argument %d of %d", ir.SymbolName(fn), loop.UpdatesArgsAttr, i, len(params))
+		}
+		if _, ok := params[i].(*ir.MemRefType); !ok {
+			return nil, ir.Errorf(fn.Loc(), "@%s: %s names argument %d, a %s: only memrefs are written in place", ir.SymbolName(fn), loop.UpdatesArgsAttr, i, params[i])
+		}
+		out[i] = true
+	}
+	return out, nil
 }
 
 // define gives v a slot.

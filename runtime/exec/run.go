@@ -346,6 +346,14 @@ type Bound struct {
 	arrays []*Array
 	// resTypes are the function's result types (resultTypes).
 	resTypes []ir.Type
+	// donated are the donation flags of the call being bound
+	// (Runner.RunDeviceDonating; nil for other calls), and writable[i]
+	// reports whether the plan may write argument i in place when it
+	// updates it (plan.updates): an Array the call was donated, that no
+	// other Array shares, passed by reference or read in place by a
+	// variant. Every other updated argument is copied first (copyUpdated).
+	donated  []bool
+	writable []bool
 
 	state   runState
 	results []slotValue
@@ -411,6 +419,7 @@ func (p *Program) prepare(rt *Runtime, pl *plan, args []interp.Value, alias, tie
 	}
 	n := len(args)
 	b.args, b.own, b.src, b.arrays = make([]slotValue, n), make([]*allocation, n), make([]interp.Value, n), make([]*Array, n)
+	b.writable = make([]bool, n)
 	for i, a := range args {
 		if err := b.bind(i, a); err != nil {
 			b.Free()
@@ -560,6 +569,10 @@ func (b *Bound) Launch() error {
 	for i, s := range b.plan.args {
 		r.slots[s] = b.args[i]
 	}
+	if err := b.copyUpdated(r, func(i int) bool { return b.writable[i] }); err != nil {
+		r.abandon()
+		return err
+	}
 	if p != nil {
 		if err := b.runProfiled(p, r); err != nil {
 			r.abandon()
@@ -609,6 +622,62 @@ func (b *Bound) Launch() error {
 		if m.freed {
 			return ir.Errorf(b.plan.fn.Loc(), "@%s returns a buffer it deallocated", b.plan.name)
 		}
+	}
+	return nil
+}
+
+// markWritable sets b.writable from the call's donation flags, once its
+// arguments are bound (Array arguments by reference, or read in place).
+func (b *Bound) markWritable() {
+	for i := range b.writable {
+		b.writable[i] = b.arrays[i] != nil && b.mayWrite(i, b.arrays)
+	}
+}
+
+// mayWrite reports whether the plan may write args[i], the Array
+// argument i of the call being bound, in place: the plan updates it, the
+// call was donated it, no other Array shares its memory, and no other
+// argument the plan reads there is it.
+func (b *Bound) mayWrite(i int, args []*Array) bool {
+	arr := args[i]
+	if b.plan.updates == nil || !b.plan.updates[i] || i >= len(b.donated) || !b.donated[i] || arr.st.refs.Load() != 1 {
+		return false
+	}
+	for j, a := range args {
+		if j != i && a != nil && a.st == arr.st {
+			return false
+		}
+	}
+	return true
+}
+
+// copyUpdated gives each argument the plan updates in place and may not
+// write (writable false) a copy of its own, allocated by the run (so
+// captured into a graph's pool) and copied on the run's stream: the
+// caller's Array, or the Bound's buffer that a later call with the same
+// argument reads again, keeps its value.
+func (b *Bound) copyUpdated(r *runState, writable func(i int) bool) error {
+	for i, up := range b.plan.updates {
+		if !up || writable(i) {
+			continue
+		}
+		s := b.plan.args[i]
+		src := r.slots[s].b
+		if src == nil {
+			return fmt.Errorf("@%s argument %d: updated in place but not bound to a buffer", b.plan.name, i)
+		}
+		n, err := storageBytes(src.elem, src.shape)
+		if err != nil {
+			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+		}
+		m, err := r.alloc(n)
+		if err != nil {
+			return fmt.Errorf("@%s argument %d: a copy to update in place: %w", b.plan.name, i, err)
+		}
+		if err := b.rt.copyDtoDOn(m.ptr, src.mem.ptr, n, r.stream); err != nil {
+			return fmt.Errorf("@%s argument %d: %w", b.plan.name, i, err)
+		}
+		r.slots[s] = slotValue{b: &devBuffer{mem: m, elem: src.elem, shape: src.shape}}
 	}
 	return nil
 }

@@ -69,6 +69,13 @@ func (b *Bound) pickGraph(args []interp.Value) (inPlace []bool) {
 	at := make([]DevicePtr, len(args))
 	var fb []feedback
 	lenders := make([]*staticPool, len(args))
+	var arrays []*Array // the Array arguments, for mayWrite
+	if b.plan.updates != nil {
+		arrays = make([]*Array, len(args))
+		for i, a := range args {
+			arrays[i], _ = a.(*Array)
+		}
+	}
 	for i, a := range args {
 		arr, ok := a.(*Array)
 		if !ok || b.args[i].b == nil || arr.released.Load() || arr.st.rt != b.rt {
@@ -79,6 +86,9 @@ func (b *Bound) pickGraph(args []interp.Value) (inPlace []bool) {
 		arr.st.mu.Unlock()
 		if lender == nil || mem == nil || mem.bytes != arr.bytes() {
 			continue
+		}
+		if b.plan.updates != nil && b.plan.updates[i] && !b.mayWrite(i, arrays) {
+			continue // the plan would write it: copied first
 		}
 		at[i], lenders[i] = mem.ptr, lender
 	}
