@@ -700,13 +700,30 @@ func TestTwinPoolOnlyForLargeFeedback(t *testing.T) {
 // once the graphs are captured), and one that is not donated keeps its
 // value (the plan writes a copy); every result is the sum.
 func TestRunnerUpdatesInPlace(t *testing.T) {
+	checkUpdatesInPlace(t, func(graphs bool) *Runtime {
+		d := newFake()
+		d.graphs = graphs
+		return newRuntime(d)
+	}, 21)
+}
+
+// TestGPURunnerUpdatesInPlace is TestRunnerUpdatesInPlace on the GPU (the
+// copies of arguments not donated captured into the CUDA graphs), on
+// fresh random data.
+func TestGPURunnerUpdatesInPlace(t *testing.T) {
+	rt := openGPU(t)
+	checkUpdatesInPlace(t, func(bool) *Runtime { return rt }, uint64(time.Now().UnixNano()))
+}
+
+// checkUpdatesInPlace runs TestRunnerUpdatesInPlace's loops on the
+// runtimes newRT makes (with CUDA graphs on or off).
+func checkUpdatesInPlace(t *testing.T, newRT func(graphs bool) *Runtime, seed uint64) {
 	p := compileFile(t, "update.mlir")
 	for _, tc := range []struct{ graphs, donate bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
-		d := newFake()
-		d.graphs = tc.graphs
-		rt := newRuntime(d)
+		rt := newRT(tc.graphs)
+		start := rt.Allocator().Stats().Allocated
 		r := NewRunner(p, rt, "main", tc.graphs)
-		rng := rand.New(rand.NewPCG(21, 22))
+		rng := rand.New(rand.NewPCG(seed, 22))
 		acc, err := rt.Upload(randomF32(t, rng, 300, 1))
 		if err != nil {
 			t.Fatal(err)
@@ -751,8 +768,8 @@ func TestRunnerUpdatesInPlace(t *testing.T) {
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if s := rt.Allocator().Stats(); s.Allocated != 0 {
-			t.Errorf("graphs %v, donated %v: %d bytes allocated at the end", tc.graphs, tc.donate, s.Allocated)
+		if s := rt.Allocator().Stats(); s.Allocated != start {
+			t.Errorf("graphs %v, donated %v: %d bytes allocated at the end, %d at the start", tc.graphs, tc.donate, s.Allocated, start)
 		}
 	}
 }
