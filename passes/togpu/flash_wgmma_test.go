@@ -125,19 +125,14 @@ func TestFlashWGMMASASS(t *testing.T) {
 			t.Errorf("%d LDSM before the loop's first HGMMA, want Q's 4:\n%s", n, strings.Join(loop, "\n"))
 		}
 	})
-	twoK := togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
+	tma := togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true}
 	oneKTMA := togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, TMA: true, Cluster: 2}
-	tma := func(keys, cluster int64) togpu.FlashTile {
-		return togpu.FlashTile{Rows: 64, Keys: keys, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: cluster}
-	}
 	for _, c := range []struct {
 		d    int64
 		tile togpu.FlashTile
 	}{
 		{64, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}}, {64, togpu.FlashTileWGMMA}, {64, togpu.FlashTileWGMMACausal},
-		{128, togpu.FlashTileWGMMA128}, {128, twoK},
-		{64, tma(128, 0)}, {64, tma(128, 2)}, {128, oneKTMA},
-		{128, togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}},
+		{128, togpu.FlashTileWGMMA128}, {64, tma}, {128, oneKTMA},
 	} {
 		tile := c.tile
 		t.Run(fmt.Sprintf("d%d-%v", c.d, tile), func(t *testing.T) {
