@@ -743,13 +743,17 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 	for h := range 2 {
 		emit := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
-			rowOff := x.add(g.batchBase(x, g.batchOf(b), g.Lq), x.mulc(rows[h], g.D))
+			// One index for the row's stores, the columns added in index
+			// as constants: the two of a column pair are then one 32-bit
+			// store (targets/llvm's vector runs: t2 is even) with an
+			// immediate offset, not a 16-bit one with an address of its own.
+			at := x.index(x.add(x.add(g.batchBase(x, g.batchOf(b), g.Lq), x.mulc(rows[h], g.D)), g.t2))
 			for j := range nO {
 				for c := range 2 {
 					r := 2*h + c
 					v := fop(b, loc, arith.OpMulF, it[4*j+r], inv[h])
 					v = arith.NewCast(b, arith.OpTruncF, loc, v, g.Elem)
-					loop.Store(b, loc, v, g.o, x.index(x.add(rowOff, x.addc(g.t2, int64(8*j+c)))))
+					loop.Store(b, loc, v, g.o, indexAdd(b, loc, at, int64(8*j+c)))
 				}
 			}
 			return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -441,6 +442,14 @@ func TestFlashPTX(t *testing.T) {
 				if mb := f.Tiling().MinBlocks; mb > 0 && !strings.Contains(ptx, fmt.Sprintf(".minnctapersm %d", mb)) {
 					t.Errorf("the PTX lacks the launch bounds of %v", f.Tiling())
 				}
+				// The output's column pairs are stored together (one
+				// 32-bit store with an immediate offset from the row's
+				// address), not as 16-bit stores with an address each
+				// (session 15's ncu: a third of the d64 default's
+				// instructions after the loop).
+				if name == nvptx.DefaultBackend && scalarStore16.MatchString(ptx) {
+					t.Errorf("the PTX stores single 16-bit elements: %s", scalarStore16.FindString(ptx))
+				}
 				// STRATA_FLASH_PTX names a directory to keep the PTX in
 				// (to read the SASS: ptxas, then cuobjdump -sass).
 				dir := os.Getenv("STRATA_FLASH_PTX")
@@ -498,6 +507,9 @@ func TestFlashPTX(t *testing.T) {
 		}
 	}
 }
+
+// scalarStore16 matches a PTX store of one 16-bit element to global memory.
+var scalarStore16 = regexp.MustCompile(`st\.global\.[bu]16 [^\n]*`)
 
 // TestFlashPipeline runs graph-attention-to-flash before lower-to-gpu:
 // the attentions it takes become one flash kernel each (and no mma
