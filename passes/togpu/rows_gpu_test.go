@@ -28,6 +28,8 @@ type rowWorkload struct {
 	args      []interp.Value
 	variants  []rowVariant
 	check     func(got []float64) error
+	// bf16 compares variants at bf16's rounding.
+	bf16 bool
 }
 
 // TestGPURowVariants (skipped without a GPU) checks the layer norm's row
@@ -41,7 +43,8 @@ type rowWorkload struct {
 // rounding) and timed with exec's do_bench-like timing, the median of
 // three rounds of 100 launches. A value of STRATA_ROW_SWEEP other than 1
 // is a comma-separated list of workload name prefixes to sweep
-// ("layernorm 16384,softmax").
+// ("layernorm 16384,softmax"; "gpt2" for GPT-2's residual add and layer
+// norm in bf16 under a block and a warp a row).
 func TestGPURowVariants(t *testing.T) {
 	rt, err := exec.Open(0)
 	if err != nil {
@@ -109,6 +112,27 @@ func TestGPURowVariants(t *testing.T) {
 			// fold away: how much of its time the reads of w and b take.
 			rowWorkload{name: fmt.Sprintf("layernorm, no w and b, %dx%d", rows, cols), src: layerNormNoAffine(rows, cols),
 				args: []interp.Value{buf(xs, rows, cols)}, variants: []rowVariant{{opts: "block=256"}, {opts: "block=128"}, {opts: "block=512"}}})
+		// GPT-2's residual add and layer norm (batch 8, sequence 1024,
+		// bf16, the sum and the normalized rows both written): a block a
+		// row (768 > ShortRow) against a warp a row.
+		gx, gy, gw, gb := make([]float64, 8192*768), make([]float64, 8192*768), make([]float64, 768), make([]float64, 768)
+		for i := range gx {
+			gx[i], gy[i] = 2*rng.Float64()-1, 2*rng.Float64()-1
+		}
+		for i := range gw {
+			gw[i], gb[i] = 1+0.1*(2*rng.Float64()-1), 0.1*(2*rng.Float64()-1)
+		}
+		bf := func(vs []float64, shape ...int64) interp.Value {
+			x, err := interp.FromFloat64s(ir.BF16, shape, vs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return interp.BufferFromTensor(x)
+		}
+		workloads = append(workloads, rowWorkload{name: "gpt2 add+layernorm 8192x768 bf16", src: addLayerNormBF16(8192, 768),
+			args:     []interp.Value{bf(gx, 8192, 768), bf(gy, 8192, 768), bf(gw, 768), bf(gb, 768)},
+			variants: []rowVariant{{opts: "block=256"}, {opts: "block=256 rows-per-block=8"}, {opts: "block=128 rows-per-block=4"}, {opts: "block=512 rows-per-block=16"}, {opts: "block=256 rows-per-block=2"}},
+			check:    nil, bf16: true})
 	} else {
 		workloads[0].variants = []rowVariant{workloads[0].variants[0], workloads[0].variants[1], workloads[0].variants[2], workloads[0].variants[4]}
 	}
@@ -131,7 +155,7 @@ func TestGPURowVariants(t *testing.T) {
 				t.Errorf("%s %s: %v", wl.name, v.opts, err)
 				continue
 			}
-			gt, err := got[0].(*interp.Buffer).Tensor()
+			gt, err := got[len(got)-1].(*interp.Buffer).Tensor()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,9 +166,14 @@ func TestGPURowVariants(t *testing.T) {
 			case first == nil:
 				first = g
 			default:
-				// Other block sizes sum in another order.
+				// Other block sizes sum in another order (a bf16 result
+				// may then round to the neighbouring value).
+				tol := 1e-5
+				if wl.bf16 {
+					tol = 1e-2
+				}
 				for j := range g {
-					if !(math.Abs(g[j]-first[j]) <= 1e-5*(1+math.Abs(first[j]))) {
+					if !(math.Abs(g[j]-first[j]) <= tol*(1+math.Abs(first[j]))) {
 						err = fmt.Errorf("element %d: %g, but %g with %s", j, g[j], first[j], wl.variants[0].opts)
 						break
 					}
@@ -211,5 +240,17 @@ func layerNormNoAffine(rows, cols int64) string {
   %%b = "graph.constant"() <{value = dense<0.0> : %[2]s}> : () -> %[2]s
   %%0 = "graph.layer_norm"(%%x, %%w, %%b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (%[1]s, %[2]s, %[2]s) -> %[1]s
   return %%0 : %[1]s
+}`, x, v)
+}
+
+// addLayerNormBF16 is GPT-2's residual add and layer norm on rows of
+// cols in bf16: it returns the sum and the normalized sum.
+func addLayerNormBF16(rows, cols int64) string {
+	x := fmt.Sprintf("tensor<%dx%dxbf16>", rows, cols)
+	v := fmt.Sprintf("tensor<%dxbf16>", cols)
+	return fmt.Sprintf(`func.func @main(%%x: %[1]s, %%y: %[1]s, %%w: %[2]s, %%b: %[2]s) -> (%[1]s, %[1]s) {
+  %%0 = "graph.add"(%%x, %%y) : (%[1]s, %[1]s) -> %[1]s
+  %%1 = "graph.layer_norm"(%%0, %%w, %%b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (%[1]s, %[2]s, %[2]s) -> %[1]s
+  return %%0, %%1 : %[1]s, %[1]s
 }`, x, v)
 }
