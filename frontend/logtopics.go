@@ -14,6 +14,10 @@ const (
 	topicGuards      = "guards"
 	// topicCompile is each graph's compile phases on the nvptx backend.
 	topicCompile = "compile"
+	// topicPassTiming is the nvptx backend's lowering pipeline's time
+	// report for each graph (passes' Instr.Timing, as mlir-opt
+	// --mlir-timing).
+	topicPassTiming = "pass_timing"
 	// topicPerfHints is for choices that cost speed, such as running the
 	// default backend's graphs in the interpreter for want of a GPU.
 	topicPerfHints = "perf_hints"

@@ -296,8 +296,15 @@ func (b nvptxBackend) lower(g *Graph, cfg togpu.Config) error {
 	// pass that breaks the IR is still caught before code generation (irc
 	// --pass-pipeline with the same passes names it).
 	pm.Instr.VerifyEach = false
+	var timing strings.Builder
+	if logs.Enabled(topicPassTiming) {
+		pm.Instr.Timing = &timing
+	}
 	if err := pm.Run(g.Context, g.Module); err != nil {
 		return err
+	}
+	if timing.Len() > 0 {
+		logs.Printf(topicPassTiming, "%s:\n%s", g.Func, strings.TrimSuffix(timing.String(), "\n"))
 	}
 	if err := ir.Verify(g.Module); err != nil {
 		return fmt.Errorf("the lowered module does not verify: %w", err)
