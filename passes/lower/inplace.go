@@ -2,6 +2,7 @@ package lower
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
 	funcs "github.com/strata-ir/strata/dialects/func"
@@ -61,11 +62,17 @@ func UpdateInPlace(ctx *ir.Context, fn *ir.Operation) int {
 		if nest.Name() != loop.ParallelOp {
 			continue
 		}
+		var ifs []*ir.Operation
 		for _, u := range maskedUpdates(nest, body, ret) {
-			u.rewrite(ctx)
+			ifs = append(ifs, u.rewrite(ctx))
 			n++
 			if i := int64(u.arg.Index()); !slices.Contains(updated, i) {
 				updated = append(updated, i)
+			}
+		}
+		if len(ifs) > 0 && writesOnlyArgs(nest, ret) {
+			for _, ifOp := range ifs {
+				sinkInto(ifOp)
 			}
 		}
 	}
@@ -183,13 +190,13 @@ func (u maskedUpdate) bufFresh(nest *ir.Operation, body *ir.Block, ret *ir.Opera
 }
 
 // rewrite stores x into the argument where the condition holds and
-// replaces the buffer by the argument.
-func (u maskedUpdate) rewrite(ctx *ir.Context) {
+// replaces the buffer by the argument; it returns the loop.if.
+func (u maskedUpdate) rewrite(ctx *ir.Context) *ir.Operation {
 	b := ir.NewBuilder(ctx)
 	b.SetInsertionPointBefore(u.store)
 	cond, x, loc := u.sel.Operand(0), u.sel.Operand(1), u.store.Loc()
 	idx := slices.Clone(u.store.Operands()[2:])
-	loop.If(b, loc, cond, nil, func(b *ir.Builder) []*ir.Value {
+	ifOp := loop.If(b, loc, cond, nil, func(b *ir.Builder) []*ir.Value {
 		loop.Store(b, loc, x, u.arg, idx...)
 		return nil
 	}, nil)
@@ -199,6 +206,70 @@ func (u maskedUpdate) rewrite(ctx *ir.Context) {
 	alloc := u.buf.DefiningOp()
 	u.buf.ReplaceAllUsesWith(u.arg)
 	alloc.Erase()
+	return ifOp
+}
+
+// writesOnlyArgs reports whether every store of nest writes a function
+// argument (as the rewritten updates do) that no load of the nest reads:
+// a load of the nest then reads memory the nest does not write, and may
+// move past its stores. (The executor never lets an argument it writes
+// alias another: runtime/exec copies one passed twice.)
+func writesOnlyArgs(nest, ret *ir.Operation) bool {
+	written := map[*ir.Value]bool{}
+	ok := true
+	nest.Walk(func(op *ir.Operation) bool {
+		if op.Name() == loop.StoreOp {
+			m := op.Operand(1)
+			ok = ok && m.IsBlockArgument() && m.ParentBlock() == ret.Block()
+			written[m] = true
+		}
+		return ok
+	})
+	nest.Walk(func(op *ir.Operation) bool {
+		if op.Name() == loop.LoadOp && written[op.Operand(0)] {
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// sinkInto moves into the then block of ifOp the ops before it that
+// compute only what the block uses (the update's value: loads of the new
+// key and their indices), so that a point the mask leaves alone loads
+// nothing. Only arith ops and loads move; the caller checked that the
+// nest's stores write no memory a load reads.
+func sinkInto(ifOp *ir.Operation) {
+	then := ifOp.Region(0).Front()
+	for op := ifOp.Prev(); op != nil; {
+		prev := op.Prev()
+		if sinkable(op) && op.NumResults() > 0 && usedOnlyIn(op, ifOp) {
+			op.MoveBefore(then.First())
+		}
+		op = prev
+	}
+}
+
+// sinkable reports whether op may run later and only on some points: a
+// pure arith op, or a load.
+func sinkable(op *ir.Operation) bool {
+	if op.NumRegions() > 0 {
+		return false
+	}
+	return op.Name() == loop.LoadOp || strings.HasPrefix(op.Name(), "arith.")
+}
+
+// usedOnlyIn reports whether every use of op's results is inside anc's
+// regions (not anc's own operands).
+func usedOnlyIn(op, anc *ir.Operation) bool {
+	for _, r := range op.Results() {
+		for _, user := range r.Users() {
+			if user == anc || !user.IsAncestor(anc) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // sameValues reports whether a and b are the same values in order.

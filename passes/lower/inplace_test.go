@@ -37,7 +37,8 @@ const inPlaceSrc = `func.func @main(%kc: memref<2x3x8x4xf32>, %vc: memref<2x3x8x
     %old = loop.load %kc[%b, %h, %s, %d] : memref<2x3x8x4xf32>
     %y = arith.select %m, %x, %old : f32
     loop.store %y, %newk[%b, %h, %s, %d] : memref<2x3x8x4xf32>
-    %x2 = arith.negf %x : f32
+    %xv = loop.load %k[%b, %h, %c0, %d] : memref<2x3x1x4xf32>
+    %x2 = arith.negf %xv : f32
     %old2 = loop.load %vc[%b, %h, %s, %d] : memref<2x3x8x4xf32>
     %y2 = arith.select %m, %x2, %old2 : f32
     loop.store %y2, %newv[%b, %h, %s, %d] : memref<2x3x8x4xf32>
@@ -70,23 +71,27 @@ func TestUpdateInPlace(t *testing.T) {
 		name, vread string
 		edit        func(string) string
 		want        []int64
+		// sunk: the loads of the new key moved into the updates' loop.if
+		// (a point the mask leaves alone loads nothing).
+		sunk bool
 	}{
-		{"both caches", "newv", nil, []int64{0, 1}},
+		{"both caches", "newv", nil, []int64{0, 1}, true},
 		// The old V cache is read after the update: it must stay.
-		{"old value read later", "vc", nil, []int64{0}},
+		{"old value read later", "vc", nil, []int64{0}, false},
 		// The select keeps the cache where the mask holds: not an update
 		// of the form the pass rewrites.
 		{"select swapped", "newv", func(s string) string {
 			return replace(s, "%y = arith.select %m, %x, %old : f32", "%y = arith.select %m, %old, %x : f32")
-		}, []int64{1}},
+		}, []int64{1}, false},
 		// The nest covers half of the cache's positions.
 		{"partial nest", "newv", func(s string) string {
 			return replace(s, `"loop.parallel"(%c0, %c0, %c0, %c0, %c2, %c3, %c8, %c4`, `"loop.parallel"(%c0, %c0, %c0, %c0, %c2, %c3, %c4, %c4`)
-		}, nil},
-		// The new buffer is read before it is written.
+		}, nil, false},
+		// The new buffer is read before it is written (and the nest's
+		// other store writes a buffer: no load moves past it).
 		{"read before", "newv", func(s string) string {
 			return replace(s, "  %newv = loop.alloc() : memref<2x3x8x4xf32>\n", "  %newv = loop.alloc() : memref<2x3x8x4xf32>\n  %peek = loop.load %newk[%c0, %c0, %c0, %c0] : memref<2x3x8x4xf32>\n")
-		}, []int64{1}},
+		}, []int64{1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := replace(inPlaceSrc, "%VREAD", "%"+tc.vread)
@@ -112,6 +117,17 @@ func TestUpdateInPlace(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("updated arguments %v, want %v\n%s", got, tc.want, ir.Sprint(after, ir.PrintOptions{}))
+			}
+			sunk := true
+			body := fn.Region(0).Front()
+			nest := body.Ops()[slices.IndexFunc(body.Ops(), func(op *ir.Operation) bool { return op.Name() == loop.ParallelOp })]
+			for _, op := range loop.Body(nest).Ops() {
+				if op.Name() == loop.LoadOp && op.Operand(0) == body.Argument(2) {
+					sunk = false
+				}
+			}
+			if sunk != tc.sunk {
+				t.Errorf("the loads of the key moved into the updates: %v, want %v\n%s", sunk, tc.sunk, ir.Sprint(after, ir.PrintOptions{}))
 			}
 			for seed := range int64(3) {
 				want, gotRes := runMain(t, before, seed), runMain(t, after, seed)
