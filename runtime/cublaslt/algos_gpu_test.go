@@ -12,7 +12,8 @@ import (
 )
 
 // TestGPUHeuristicAlgorithms (skipped without a GPU and cuBLASLt; ≈ 10 s of
-// device time with STRATA_CUBLASLT_ALGOS set, else a small product only)
+// device time with STRATA_CUBLASLT_ALGOS set, else a small product only;
+// "gpt2" for GPT-2's prefill and batch-8 decoding products)
 // times each of the first eight algorithms cuBLASLt's heuristic proposes
 // for the benchmark's products (mm_bias_gelu's and the five of
 // mlp_train's step, transposes included), every one checked to write the
@@ -24,7 +25,29 @@ func TestGPUHeuristicAlgorithms(t *testing.T) {
 		name string
 		mm   Matmul
 	}{{"small", Matmul{AType: BF16, DType: BF16, M: 200, N: 136, K: 72, Batch: 1}}}
-	if os.Getenv("STRATA_CUBLASLT_ALGOS") != "" {
+	switch os.Getenv("STRATA_CUBLASLT_ALGOS") {
+	case "":
+	case "gpt2":
+		// GPT-2 124M's products: the prefill's (batch 8, sequence 1024;
+		// the projections with their bias, the head against the [vocab,
+		// d] table) and a batch-8 decoding step's, attention included.
+		shapes = []struct {
+			name string
+			mm   Matmul
+		}{
+			{"prefill c_attn", Matmul{AType: BF16, DType: BF16, M: 8192, N: 2304, K: 768, Batch: 1, Bias: true}},
+			{"prefill c_proj", Matmul{AType: BF16, DType: BF16, M: 8192, N: 768, K: 768, Batch: 1, Bias: true}},
+			{"prefill c_fc", Matmul{AType: BF16, DType: BF16, M: 8192, N: 3072, K: 768, Batch: 1, Bias: true}},
+			{"prefill mlp c_proj", Matmul{AType: BF16, DType: BF16, M: 8192, N: 768, K: 3072, Batch: 1, Bias: true}},
+			{"prefill head", Matmul{AType: BF16, DType: BF16, M: 8192, N: 50304, K: 768, Batch: 1, TransB: true}},
+			{"b8 c_attn", Matmul{AType: BF16, DType: BF16, M: 8, N: 2304, K: 768, Batch: 1, Bias: true}},
+			{"b8 c_fc", Matmul{AType: BF16, DType: BF16, M: 8, N: 3072, K: 768, Batch: 1, Bias: true}},
+			{"b8 mlp c_proj", Matmul{AType: BF16, DType: BF16, M: 8, N: 768, K: 3072, Batch: 1, Bias: true}},
+			{"b8 head", Matmul{AType: BF16, DType: BF16, M: 8, N: 50304, K: 768, Batch: 1, TransB: true}},
+			{"b8 scores", Matmul{AType: BF16, DType: BF16, M: 1, N: 1024, K: 64, Batch: 96, TransB: true}},
+			{"b8 p·v", Matmul{AType: BF16, DType: BF16, M: 1, N: 64, K: 1024, Batch: 96}},
+		}
+	default:
 		shapes = []struct {
 			name string
 			mm   Matmul
@@ -66,34 +89,44 @@ func TestGPUHeuristicAlgorithms(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		m := sh.mm
-		a, b, d := random(m.M*m.K), random(m.K*m.N), random(m.M*m.N)
-		if err := hd.Run(m, a, b, d, nil); err != nil { // makes the plan
+		a, b, d := random(m.Batch*m.M*m.K), random(m.Batch*m.K*m.N), random(m.Batch*m.M*m.N)
+		key, bias := planKey{Matmul: m}, cuda.DevicePtr(0)
+		run := func() error { return hd.Run(m, a, b, d, nil) }
+		if m.Bias {
+			bias = random(m.N)
+			key.biasAlign = alignment(bias)
+			run = func() error { return hd.RunBias(m, a, b, d, bias, nil) }
+		}
+		if err := run(); err != nil { // makes the plan
 			t.Fatal(err)
 		}
-		first := download(d, m.M*m.N)
+		first := download(d, m.Batch*m.M*m.N)
 		var algos []heuristicResult
-		if err := dev.WithContext(func() (err error) { algos, err = hd.heuristics(hd.plans[planKey{Matmul: m}], 8); return err }); err != nil {
+		if err := dev.WithContext(func() (err error) { algos, err = hd.heuristics(hd.plans[key], 8); return err }); err != nil {
 			t.Fatal(err)
 		}
-		p := hd.plans[planKey{Matmul: m}]
+		p := hd.plans[key]
 		for i, h := range algos {
 			p.algo = h
-			if err := hd.Run(m, a, b, d, nil); err != nil {
+			if err := run(); err != nil {
 				t.Errorf("%s algorithm %d: %v", sh.name, i, err)
 				continue
 			}
-			got := download(d, m.M*m.N)
+			got := download(d, m.Batch*m.M*m.N)
 			for j := range got {
 				if diff := math.Abs(float64(got[j] - first[j])); !(diff <= math.Max(1, math.Abs(float64(first[j])))/64) {
 					t.Errorf("%s algorithm %d: element %d is %g, %g with the first", sh.name, i, j, got[j], first[j])
 					break
 				}
 			}
-			ms := timeRuns(t, dev, 20, func() error { return hd.Run(m, a, b, d, nil) })
-			t.Logf("ALGO %-18s #%d workspace %8d waves %.2f: %.4f ms (%.0f TFLOP/s)", sh.name, i, h.workspaceSize, h.wavesCount, ms, 2*float64(m.M*m.N*m.K)/ms/1e9)
+			ms := timeRuns(t, dev, 20, run)
+			t.Logf("ALGO %-18s #%d workspace %8d waves %.2f: %.4f ms (%.0f TFLOP/s)", sh.name, i, h.workspaceSize, h.wavesCount, ms, 2*float64(m.Batch*m.M*m.N*m.K)/ms/1e9)
 		}
 		p.algo = algos[0]
-		for _, x := range []cuda.DevicePtr{a, b, d} {
+		for _, x := range []cuda.DevicePtr{a, b, d, bias} {
+			if x == 0 {
+				continue
+			}
 			if err := alloc.Free(x); err != nil {
 				t.Fatal(err)
 			}
