@@ -211,6 +211,25 @@ var cases = []struct {
 		log:   []string{"the matmul runs on a library (matmul-library)", "prologue"},
 	},
 	{
+		// Horizontal fusion first merges %a with %e (both read %s), a
+		// group that now starts early and ends late; %c and %d (both
+		// read %g) must then stay apart: %d → %m2 → {%a, %e} → %m1 → %c
+		// runs back through it, before %c's position (the cycle a rapid
+		// draw of layout's training test found, reduced).
+		name: "no horizontal merge through a group spanning the block",
+		src: fn("%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>, %s: tensor<4x4xbf16>, %g: tensor<4x4xbf16>, %w: tensor<4x4xbf16>, %v: tensor<4x4xbf16>", "tensor<4x4xbf16>, tensor<4x4xbf16>", `
+  %a = "graph.mul"(%x, %s) : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+  %m1 = "graph.matmul"(%a, %w) : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+  %c = "graph.add"(%m1, %g) : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+  %d = "graph.mul"(%y, %g) : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+  %m2 = "graph.matmul"(%d, %v) : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+  %e = "graph.add"(%m2, %s) : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+  return %c, %e : tensor<4x4xbf16>, tensor<4x4xbf16>`),
+		opts:  func(o *fusion.Options) { o.MatmulLibrary = true },
+		kinds: []string{"pointwise", "matmul", "pointwise", "matmul", "pointwise"},
+		log:   []string{"horizontal (siblings reading argument #2)", "a path between them goes through another kernel"},
+	},
+	{
 		// The same with a symbolic M (a graph compiled for every sequence
 		// length), which the library plan takes too.
 		name: "library matmul of dynamic M epilogue joins the layer norm",

@@ -66,6 +66,16 @@ type planner struct {
 	widened map[*ir.Operation]bool
 	groups  []*group // live groups, in creation order
 	nextID  int
+	// spanning is set once the program-order pass is over: from then on
+	// a group may read values made after its first op (an early and a
+	// late sibling merged), so that a path can lead back before a
+	// group's first op through it, and reaches prunes by depth instead.
+	spanning bool
+	// depth numbers the nodes (groups and ungrouped ops) that reaches has
+	// seen while spanning so that every edge leads to a smaller number:
+	// computed on demand, kept up by merge, cleared when new nodes or
+	// edges appear (nil).
+	depth   map[any]int
 	logging bool // decisions are wanted (Options.Log or the topic is on)
 	log     strings.Builder
 	stats   Stats
@@ -176,6 +186,7 @@ func (p *planner) newGroup(op *ir.Operation) *group {
 	p.groups = append(p.groups, g)
 	p.groupOf[op] = g
 	g.users = slices.DeleteFunc(p.usersOf(op), func(u *ir.Operation) bool { return u == op })
+	p.depth = nil // a view that was looked through becomes a node
 	return g
 }
 
@@ -497,47 +508,173 @@ func copiesOnly(g *group) bool {
 // group or an ungrouped op) leads from group a to group b: merging a and b
 // would then put that node both before and after the merged group.
 func (p *planner) reaches(a, b *group) bool {
+	// Skipped: nodes that cannot reach b. In the program-order pass
+	// every group ends at or before the op being placed, so nothing that
+	// starts after b's last op (ungrouped ops, reading only later ones)
+	// feeds b; after it, nothing whose depth is not above b's.
 	limit := p.pos[b.last()]
+	if p.spanning {
+		limit = p.depthOf(b)
+	}
+	skip := func(n any) bool {
+		if p.spanning {
+			d := p.depthOf(n)
+			return limit >= 0 && d >= 0 && d <= limit
+		}
+		if g, ok := n.(*group); ok {
+			return p.pos[g.ops[0]] > limit
+		}
+		return p.pos[n.(*ir.Operation)] > limit
+	}
 	seen := map[any]bool{}
-	var work []*ir.Operation
-	for _, u := range a.users {
-		if g := p.groupOf[u]; g != a && g != b {
-			work = append(work, u)
+	var work []any
+	for _, n := range p.succs(a) {
+		if n != b {
+			work = append(work, n)
 		}
 	}
 	for len(work) > 0 {
-		u := work[len(work)-1]
+		n := work[len(work)-1]
 		work = work[:len(work)-1]
-		// Program order: nothing after b's last op feeds b. A group is as
-		// early as its first op, which may come before b's last one where
-		// u, its member, does not.
-		first := u
-		if g := p.groupOf[u]; g != nil {
-			first = g.ops[0]
-		}
-		if p.pos[first] > limit {
+		if seen[n] || skip(n) {
 			continue
 		}
-		var key any = u
-		users := p.usersOf(u)
-		if g := p.groupOf[u]; g != nil {
-			key, users = g, g.users
-		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		for _, w := range users {
-			switch p.groupOf[w] {
+		seen[n] = true
+		for _, m := range p.succs(n) {
+			switch m {
 			case b:
 				return true
 			case a:
 			default:
-				work = append(work, w)
+				work = append(work, m)
 			}
 		}
 	}
 	return false
+}
+
+// node returns the node op belongs to: its group, or op when ungrouped.
+func (p *planner) node(op *ir.Operation) any {
+	if g := p.groupOf[op]; g != nil {
+		return g
+	}
+	return op
+}
+
+// succs returns the nodes that read n's results, n itself left out
+// (through a view of its own value), each as often as it reads.
+func (p *planner) succs(n any) []any {
+	var out []any
+	var add func(u *ir.Operation)
+	add = func(u *ir.Operation) {
+		switch {
+		case p.groupOf[u] == nil && classify(u) == view:
+			// A user list kept from when the view was a copy group.
+			p.forUsers(u.Result(0), add)
+		case p.node(u) != n:
+			out = append(out, p.node(u))
+		}
+	}
+	if g, ok := n.(*group); ok {
+		for _, u := range g.users {
+			add(u)
+		}
+	} else {
+		for _, u := range p.usersOf(n.(*ir.Operation)) {
+			add(u)
+		}
+	}
+	return out
+}
+
+// preds calls f with each node whose results n's ops (or ops nested in
+// them) read, looking through ungrouped views as forUsers does; n's own
+// ops are skipped, and a node may come more than once.
+func (p *planner) preds(n any, f func(any)) {
+	var from func(v *ir.Value)
+	from = func(v *ir.Value) {
+		def := p.top(v.DefiningOp())
+		switch {
+		case def == nil || p.node(def) == n:
+		case p.groupOf[def] == nil && classify(def) == view:
+			for _, w := range def.Operands() {
+				from(w)
+			}
+		default:
+			f(p.node(def))
+		}
+	}
+	ops := []*ir.Operation{}
+	if g, ok := n.(*group); ok {
+		ops = g.ops
+	} else {
+		ops = append(ops, n.(*ir.Operation))
+	}
+	for _, op := range ops {
+		op.Walk(func(o *ir.Operation) bool {
+			for _, v := range o.Operands() {
+				from(v)
+			}
+			return true
+		})
+	}
+}
+
+// depthOf returns n's depth: one more than the largest of its
+// successors', 0 without any (a bound, not the exact longest path, once
+// merges have raised it); or -1, unknown, when a cycle lies below n: a
+// copy group of a view that its producer's group reads too, until
+// absorbCopies merges the two.
+func (p *planner) depthOf(n any) int {
+	if p.depth == nil {
+		p.depth = map[any]int{}
+	}
+	if d, ok := p.depth[n]; ok {
+		return d
+	}
+	p.depth[n] = -1 // while its successors are numbered
+	d := 0
+	for _, m := range p.succs(n) {
+		dm := p.depthOf(m)
+		if dm < 0 {
+			d = -1
+			break
+		}
+		d = max(d, dm+1)
+	}
+	p.depth[n] = d
+	return d
+}
+
+// mergedDepth keeps depth up after group c merged into g: g takes the
+// larger depth of the two, and the nodes that feed it and were numbered
+// rise above it, and so on up. Where a depth was unknown, all are
+// numbered again.
+func (p *planner) mergedDepth(g, c *group) {
+	dc, okc := p.depth[c]
+	dg, okg := p.depth[g]
+	delete(p.depth, c)
+	if !okc && !okg {
+		return // nothing numbered depends on either
+	}
+	delete(p.depth, g)
+	d := p.depthOf(g)
+	if d < 0 || dc < 0 || dg < 0 {
+		p.depth = nil
+		return
+	}
+	d = max(d, dc, dg)
+	p.depth[g] = d
+	var raise func(n any, above int)
+	raise = func(n any, above int) {
+		p.preds(n, func(x any) {
+			if dx, ok := p.depth[x]; ok && dx >= 0 && dx <= above {
+				p.depth[x] = above + 1
+				raise(x, above+1)
+			}
+		})
+	}
+	raise(g, d)
 }
 
 // usersOf returns the ops that read op's results, as forUsers sees them.
@@ -591,6 +728,9 @@ func (p *planner) merge(g, c *group, k Kind) {
 	}
 	g.kind = k
 	p.groups = slices.DeleteFunc(p.groups, func(x *group) bool { return x == c })
+	if p.depth != nil {
+		p.mergedDepth(g, c)
+	}
 }
 
 // try merges c into g when rule allows it, the size bound holds and no
@@ -818,6 +958,7 @@ func (p *planner) plan() {
 			p.try(pr, cur, k, why, ok, false)
 		}
 	}
+	p.spanning = true
 	if p.opts.Horizontal {
 		p.horizontal(nil)
 		p.inlineSiblings()

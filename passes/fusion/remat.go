@@ -127,6 +127,7 @@ func (p *planner) rematerialize() {
 				}
 			}
 		}
+		p.depth = nil // recomputing readers read other nodes now
 		p.horizontal(rowWise)
 	}
 }
