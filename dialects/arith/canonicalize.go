@@ -15,7 +15,7 @@ var patterns = map[string][]*ir.Pattern{
 		reassoc("arith.addi-fold-constants-reassoc", OpAddI, OpAddI, OpAddI, xc0c1, OpAddI),
 		reassoc("arith.addi-subi-rhs-constant", OpAddI, OpSubI, OpAddI, xc1c0, OpSubI),
 		reassoc("arith.addi-subi-lhs-constant", OpAddI, OpSubI, OpSubI, c0c1x, OpAddI),
-		addMulNegOne,
+		addMulNegOne, addDivRemOffset,
 	},
 	OpSubI: {
 		reassoc("arith.subi-addi-rhs-constant", OpSubI, OpAddI, OpAddI, xc0c1, OpSubI),
@@ -260,6 +260,32 @@ var addMulNegOne = &ir.Pattern{
 				replaceWith(r, op, OpSubI, []*ir.Value{op.Operand(1 - i), m.Operand(0)},
 					ir.NamedAttr{Name: overflow.prop, Value: OverflowNone})
 				return true
+			}
+		}
+		return false
+	},
+}
+
+// addDivRemOffset rewrites addi((x / c)·c, addi(x mod c, k)) to
+// addi(x, k), with the operands of each addi in either order (see
+// divRemRecombine for the forms of the product and the remainder). The
+// lanes of a vectorized nest read at a row's offset plus its lane's
+// column plus j: folded alike, lane 0's index is the flat index and lane
+// j's this sum, and the loads stay recognizably adjacent.
+var addDivRemOffset = &ir.Pattern{
+	Name: "arith.addi-divui-remui-offset", Root: OpAddI,
+	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
+		for i := range 2 {
+			inner := definedBy(op.Operand(1-i), OpAddI)
+			if inner == nil {
+				continue
+			}
+			for j := range 2 {
+				if x := recombined(op.Operand(i), inner.Operand(j)); x != nil && x.Type() == op.Result(0).Type() {
+					replaceWith(r, op, OpAddI, []*ir.Value{x, inner.Operand(1 - j)},
+						ir.NamedAttr{Name: overflow.prop, Value: OverflowNone})
+					return true
+				}
 			}
 		}
 		return false

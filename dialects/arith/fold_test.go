@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/ir"
+	"pgregory.net/rapid"
 )
 
 // canonCases are functions whose canonical forms we compare with
@@ -491,6 +493,67 @@ func TestCanonicalizeBeyondUpstream(t *testing.T) {
 		  %r = arith.maxnumf %n, %a : f32
 		  %s = arith.minnumf %a, %n : f32
 		  return %r, %s : f32, f32 }`, "2.000000e+00 : f32; 2.000000e+00 : f32"},
+		// (x / c)·c + x mod c is x in unsigned division (either order of
+		// the addi's and the muli's operands), so a flat index split into
+		// coordinates and linearized again is the index.
+		{`func.func @f(%x: i32) -> (i32, i32) { %c = arith.constant 56 : i32
+		  %q = arith.divui %x, %c : i32
+		  %r = arith.remui %x, %c : i32
+		  %m = arith.muli %q, %c : i32
+		  %a = arith.addi %m, %r : i32
+		  %n = arith.muli %c, %q : i32
+		  %b = arith.addi %r, %n : i32
+		  return %a, %b : i32, i32 }`, "arg0; arg0"},
+		{`func.func @f(%i: index) -> index { %c56 = arith.constant 56 : index
+		  %w = arith.remui %i, %c56 : index
+		  %t = arith.divui %i, %c56 : index
+		  %h = arith.remui %t, %c56 : index
+		  %n = arith.divui %t, %c56 : index
+		  %a = arith.muli %n, %c56 : index
+		  %b = arith.addi %a, %h : index
+		  %c = arith.muli %b, %c56 : index
+		  %d = arith.addi %c, %w : index
+		  return %d : index }`, "arg0"},
+		// The power-of-two form: a shift and a mask.
+		{`func.func @f(%x: i32) -> (i32, i32) { %k = arith.constant 8 : i32
+		  %mask = arith.constant 255 : i32
+		  %p = arith.constant 256 : i32
+		  %q = arith.shrui %x, %k : i32
+		  %r = arith.andi %x, %mask : i32
+		  %m = arith.muli %q, %p : i32
+		  %a = arith.addi %m, %r : i32
+		  %s = arith.shli %q, %k : i32
+		  %b = arith.addi %r, %s : i32
+		  return %a, %b : i32, i32 }`, "arg0; arg0"},
+		// Not when the divisors, the shift and the mask, or the
+		// signedness disagree, nor for signed division.
+		{`func.func @f(%x: i32, %y: i32) -> (i32, i32, i32, i32, i32) { %c = arith.constant 56 : i32
+		  %d = arith.constant 28 : i32
+		  %q = arith.divui %x, %c : i32
+		  %r = arith.remui %x, %d : i32
+		  %m = arith.muli %q, %c : i32
+		  %a = arith.addi %m, %r : i32
+		  %k = arith.constant 8 : i32
+		  %mask = arith.constant 127 : i32
+		  %p = arith.constant 256 : i32
+		  %sq = arith.shrui %x, %k : i32
+		  %sr = arith.andi %x, %mask : i32
+		  %sm = arith.muli %sq, %p : i32
+		  %b = arith.addi %sm, %sr : i32
+		  %qs = arith.divsi %x, %c : i32
+		  %rs = arith.remsi %x, %c : i32
+		  %ms = arith.muli %qs, %c : i32
+		  %e = arith.addi %ms, %rs : i32
+		  %ry = arith.remui %y, %c : i32
+		  %f = arith.addi %m, %ry : i32
+		  %mq = arith.muli %q, %d : i32
+		  %cr = arith.remui %x, %c : i32
+		  %g = arith.addi %mq, %cr : i32
+		  return %a, %b, %e, %f, %g : i32, i32, i32, i32, i32 }`, "arith.addi{overflowFlags = #arith.overflow<none>}(arith.muli{overflowFlags = #arith.overflow<none>}(arith.divui{}(arg0, 56 : i32), 56 : i32), arith.remui{}(arg0, 28 : i32)); " +
+			"arith.addi{overflowFlags = #arith.overflow<none>}(arith.muli{overflowFlags = #arith.overflow<none>}(arith.shrui{}(arg0, 8 : i32), 256 : i32), arith.andi{}(arg0, 127 : i32)); " +
+			"arith.addi{overflowFlags = #arith.overflow<none>}(arith.muli{overflowFlags = #arith.overflow<none>}(arith.divsi{}(arg0, 56 : i32), 56 : i32), arith.remsi{}(arg0, 56 : i32)); " +
+			"arith.addi{overflowFlags = #arith.overflow<none>}(arith.muli{overflowFlags = #arith.overflow<none>}(arith.divui{}(arg0, 56 : i32), 56 : i32), arith.remui{}(arg1, 56 : i32)); " +
+			"arith.addi{overflowFlags = #arith.overflow<none>}(arith.muli{overflowFlags = #arith.overflow<none>}(arith.divui{}(arg0, 56 : i32), 28 : i32), arith.remui{}(arg0, 56 : i32))"},
 		// x - x is not folded for floats: NaN - NaN and inf - inf are NaN.
 		{`func.func @f(%x: f32) -> f32 { %r = arith.subf %x, %x : f32
 		  return %r : f32 }`, "arith.subf{fastmath = #arith.fastmath<none>}(arg0, arg0)"},
@@ -503,4 +566,102 @@ func TestCanonicalizeBeyondUpstream(t *testing.T) {
 			t.Errorf("%s\n got: %s\nwant: %s", c.src, got, c.want)
 		}
 	}
+}
+
+// TestDivRemRecombinePreservesValues draws (x / c)·c + x mod c in its
+// divui/remui and shift/mask forms, with each operand pair in either order
+// and, half the time, one of the constants off by one (so that the fold
+// must not apply), canonicalizes it and checks that the function computes
+// what it did for random x, at each integer width.
+func TestDivRemRecombinePreservesValues(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		w := rapid.SampledFrom([]int{8, 16, 32, 64}).Draw(rt, "width")
+		ty := fmt.Sprintf("i%d", w)
+		shift := rapid.Bool().Draw(rt, "shift")
+		k := rapid.IntRange(1, w-1).Draw(rt, "k")
+		c := rapid.Int64Range(1, 1000).Draw(rt, "c")
+		mulC, remC, maskC, shlK := c, c, int64(1)<<k-1, k
+		if rapid.Bool().Draw(rt, "off") {
+			switch rapid.IntRange(0, 2).Draw(rt, "which") {
+			case 0:
+				mulC++
+			case 1:
+				remC++
+				maskC = maskC>>1 | 1
+			default:
+				shlK = max(1, k-1)
+			}
+		}
+		var body string
+		if shift {
+			prod := fmt.Sprintf("%%m = arith.muli %%q, %%p : %[1]s", ty)
+			if rapid.Bool().Draw(rt, "shli") {
+				prod = fmt.Sprintf("%%m = arith.shli %%q, %%s : %[1]s", ty)
+			}
+			body = fmt.Sprintf(`%%k = arith.constant %[2]d : %[1]s
+  %%s = arith.constant %[5]d : %[1]s
+  %%mask = arith.constant %[3]d : %[1]s
+  %%p = arith.constant %[4]d : %[1]s
+  %%q = arith.shrui %%x, %%k : %[1]s
+  %%r = arith.andi %%x, %%mask : %[1]s
+  %[6]s`, ty, k, ir.TruncInt(maskC, ir.IntegerOf(w)), ir.TruncInt(int64(1)<<shlK, ir.IntegerOf(w)), shlK, prod)
+		} else {
+			mul := "%m = arith.muli %q, %cm : " + ty
+			if rapid.Bool().Draw(rt, "swapMul") {
+				mul = "%m = arith.muli %cm, %q : " + ty
+			}
+			body = fmt.Sprintf(`%%c = arith.constant %[2]d : %[1]s
+  %%cm = arith.constant %[3]d : %[1]s
+  %%cr = arith.constant %[4]d : %[1]s
+  %%q = arith.divui %%x, %%c : %[1]s
+  %%r = arith.remui %%x, %%cr : %[1]s
+  %[5]s`, ty, ir.TruncInt(c, ir.IntegerOf(w)), ir.TruncInt(mulC, ir.IntegerOf(w)), ir.TruncInt(remC, ir.IntegerOf(w)), mul)
+		}
+		add := "%a = arith.addi %m, %r : " + ty
+		if rapid.Bool().Draw(rt, "swapAdd") {
+			add = "%a = arith.addi %r, %m : " + ty
+		}
+		src := fmt.Sprintf("func.func @f(%%x: %[1]s) -> %[1]s {\n  %[2]s\n  %[3]s\n  return %%a : %[1]s }", ty, body, add)
+		ctx := newContext()
+		before := parse(t, ctx, src)
+		after := parse(t, ctx, src)
+		canonicalize(t, ctx, after)
+		for range 20 {
+			x := ir.TruncInt(rapid.Int64().Draw(rt, "x"), ir.IntegerOf(w))
+			want, wok := evalInts(before, x)
+			got, gok := evalInts(after, x)
+			if wok && (!gok || got != want) {
+				rt.Fatalf("x = %d: %d before canonicalization, %d (%v) after\n%s\n%s", x, want, got, gok, src, ir.Sprint(after, ir.PrintOptions{}))
+			}
+		}
+	})
+}
+
+// evalInts runs the single function of m, integer arith ops only, on x;
+// false when an op is undefined there.
+func evalInts(m *ir.Operation, x int64) (int64, bool) {
+	var fn *ir.Operation
+	m.Walk(func(op *ir.Operation) bool {
+		if op.Name() == "func.func" {
+			fn = op
+		}
+		return fn == nil
+	})
+	blk := fn.Region(0).Front()
+	vals := map[*ir.Value]int64{blk.Argument(0): x}
+	for _, op := range blk.Ops() {
+		switch {
+		case op.Name() == arith.OpConstant:
+			vals[op.Result(0)] = op.Attr("value").(ir.IntegerAttr).Value
+		case op.NumOperands() == 2:
+			r, ok := arith.EvalInt(op.Name(), op.Result(0).Type(), vals[op.Operand(0)], vals[op.Operand(1)])
+			if !ok {
+				return 0, false
+			}
+			vals[op.Result(0)] = r
+		default:
+			return vals[op.Operand(0)], true
+		}
+	}
+	return 0, false
 }
