@@ -191,6 +191,16 @@ func init() {
 			lo: float64(-s[axis]), hi: float64(s[axis] - 1)}
 		return instance{op: "gather", args: []arg{f64(s...), idx}, attrs: []ir.NamedAttr{attr("axis", i64(int64(axis-len(s)*rapid.IntRange(0, 1).Draw(t, "neg"))))}}
 	}
+	cases["scatter_add"] = func(t *rapid.T) instance {
+		outer, inner := shapeGen(t, "outer", 0, 2), shapeGen(t, "inner", 0, 1)
+		size := int64(rapid.IntRange(1, 4).Draw(t, "size"))
+		is := shapeGen(t, "idx", 0, 2)
+		idx := arg{shape: is, elem: rapid.SampledFrom([]ir.Type{ir.I64, ir.I32}).Draw(t, "idx-elem"),
+			lo: float64(-size), hi: float64(size - 1)}
+		axis := int64(len(outer) - (len(outer)+1+len(inner))*rapid.IntRange(0, 1).Draw(t, "neg"))
+		return instance{op: "scatter_add", args: []arg{f64(slices.Concat(outer, is, inner)...), idx},
+			attrs: []ir.NamedAttr{attr("axis", i64(axis)), attr("size", i64(size))}}
+	}
 	cases["matmul"] = func(t *rapid.T) instance {
 		m, k, n := int64(rapid.IntRange(1, 4).Draw(t, "m")), int64(rapid.IntRange(1, 4).Draw(t, "k")), int64(rapid.IntRange(1, 4).Draw(t, "n"))
 		batch := shapeGen(t, "batch", 0, 2)

@@ -109,6 +109,7 @@ var rules = map[string]vjp{
 	graph.OpSlice:       sliceGrad,
 	graph.OpPad:         padGrad,
 	graph.OpGather:      gatherGrad,
+	graph.OpScatterAdd:  scatterAddGrad,
 	graph.OpMatmul:      matmulGrad,
 	graph.OpConv2D:      conv2dGrad,
 
@@ -369,13 +370,14 @@ func padGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	return []*ir.Value{e.slice(g, low, limits, ones(len(xs)))}
 }
 
-// gatherGrad scatter-adds g into x's shape with a one-hot matrix: for x of
-// shape A×[D]×B, indices of n elements and g of shape A×indices×B,
-// grad = onehotᵀ[D, n] · g[a, n, b], so repeated indices accumulate.
+// gatherGrad scatter-adds g into x's shape: grad[a, j, b] is the sum of
+// g[a, i, b] over the positions i whose index is j (repeated indices
+// accumulate). graph.scatter_add sums in f32 or f64: a bf16 or f16 g is
+// widened first and the sum rounded once to x's type, as the one-hot
+// product this replaces accumulated in f32.
 func gatherGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	x, idx := op.Operand(0), op.Operand(1)
 	xs, elem := e.shape(x)
-	is, ie := e.shape(idx)
 	if e.Err != nil {
 		return nil
 	}
@@ -383,14 +385,25 @@ func gatherGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
 	if e.Err != nil {
 		return nil
 	}
-	a, d, b, n := ir.NumElements(xs[:axis]), xs[axis], ir.NumElements(xs[axis+1:]), ir.NumElements(is)
-	flat := e.reshape(idx, []int64{n, 1})
-	// Negative indices count from the end.
-	flat = e.sel(e.cmp("lt", flat, e.intScalar(ie, 0)), e.add(flat, e.intScalar(ie, d)), flat)
-	positions := e.Typed(graph.OpIota, nil, ir.TensorOf([]int64{n, d}, ie), ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: 1, Type: ir.I64}})
-	onehot := e.castTo(e.cmp("eq", flat, positions), elem)
-	gx := e.Op(graph.OpMatmul, []*ir.Value{e.transpose(onehot, []int64{1, 0}), e.reshape(g, []int64{a, n, b})})
-	return []*ir.Value{e.reshape(gx, xs), nil}
+	if xs[axis] == ir.Dynamic {
+		e.Fail("the gradient of a gather needs the static size of the axis it indexes, got %v", xs)
+		return nil
+	}
+	wide := ir.Type(ir.F32)
+	if elem == ir.F64 {
+		wide = ir.F64
+	}
+	sum := e.Op(graph.OpScatterAdd, []*ir.Value{e.castTo(g, wide), idx},
+		ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(axis), Type: ir.I64}},
+		ir.NamedAttr{Name: "size", Value: ir.IntegerAttr{Value: xs[axis], Type: ir.I64}})
+	return []*ir.Value{e.castTo(sum, elem), nil}
+}
+
+// scatterAddGrad: the adjoint of a scatter-add is the gather of g at the
+// same indices; the indices get no gradient.
+func scatterAddGrad(e *emitter, op *ir.Operation, g *ir.Value) []*ir.Value {
+	return []*ir.Value{e.Op(graph.OpGather, []*ir.Value{g, op.Operand(1)},
+		ir.NamedAttr{Name: "axis", Value: ir.IntegerAttr{Value: int64(graph.Axis(op)), Type: ir.I64}}), nil}
 }
 
 // intScalar builds a rank-0 integer constant of type elem.

@@ -34,6 +34,9 @@ const (
 	ClassReduction
 	// ClassTemplate ops (matmul, conv2d) have their own kernel schedule.
 	ClassTemplate
+	// ClassScatter ops (scatter_add) accumulate into positions their
+	// data names: a kernel of their own, after which the result is read.
+	ClassScatter
 	// ClassComposite ops are expanded into primitives by graph-decompose.
 	ClassComposite
 	// ClassCollective ops (all_reduce, all_gather, reduce_scatter,
@@ -43,7 +46,7 @@ const (
 	ClassCollective
 )
 
-var classNamesByClass = [...]string{"none", "structure", "constant", "view", "pointwise", "reduction", "template", "composite", "collective"}
+var classNamesByClass = [...]string{"none", "structure", "constant", "view", "pointwise", "reduction", "template", "scatter", "composite", "collective"}
 
 func (c Class) String() string {
 	if int(c) < len(classNamesByClass) {
@@ -124,7 +127,7 @@ func StringAttr(op *ir.Operation, name string) string {
 	return v
 }
 
-// Axis returns the axis of iota, argmax, concat, gather, softmax,
+// Axis returns the axis of iota, argmax, concat, gather, scatter_add, softmax,
 // log_softmax, logsumexp, layer_norm and rms_norm as written (it may be negative),
 // with the row's default (-1 for the composites) when absent.
 func Axis(op *ir.Operation) int64 { return IntAttr(op, "axis") }

@@ -249,6 +249,30 @@ func TestVerifyErrors(t *testing.T) {
 		  %i = src tensor<3xf32>
 		  %0 = "graph.gather"(%a, %i) {axis = 0 : i64} : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>`,
 			"operand #1 (indices) must be a ranked tensor of i64 or i32"},
+		{`%u = src tensor<3x4xbf16>
+		  %i = src tensor<3xi64>
+		  %0 = "graph.scatter_add"(%u, %i) {axis = 0 : i64, size = 10 : i64} : (tensor<3x4xbf16>, tensor<3xi64>) -> tensor<10x4xbf16>`,
+			"operand #0 (updates) must be a ranked tensor of f64 or f32"},
+		{`%u = src tensor<3x4xf32>
+		  %i = src tensor<4xi64>
+		  %0 = "graph.scatter_add"(%u, %i) {axis = 0 : i64, size = 10 : i64} : (tensor<3x4xf32>, tensor<4xi64>) -> tensor<10x4xf32>`,
+			"updates dim 0 (3) differs from indices dim 0 (4)"},
+		{`%u = src tensor<3x4xf32>
+		  %i = src tensor<3xi64>
+		  %0 = "graph.scatter_add"(%u, %i) {axis = 2 : i64, size = 10 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<10x4xf32>`,
+			"axis 2 is out of range for rank 2"},
+		{`%u = src tensor<3x4xf32>
+		  %i = src tensor<3xi64>
+		  %0 = "graph.scatter_add"(%u, %i) {axis = 0 : i64, size = -1 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<10x4xf32>`,
+			"size must be >= 0, got -1"},
+		{`%u = src tensor<3xf32>
+		  %i = src tensor<3x1xi64>
+		  %0 = "graph.scatter_add"(%u, %i) {axis = 0 : i64, size = 10 : i64} : (tensor<3xf32>, tensor<3x1xi64>) -> tensor<10xf32>`,
+			"updates of rank 1 cannot hold indices of rank 2"},
+		{`%u = src tensor<3x4xf32>
+		  %i = src tensor<3xi64>
+		  %0 = "graph.scatter_add"(%u, %i) {axis = 0 : i64, size = 10 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<9x4xf32>`,
+			"tensor<10x4xf32>"},
 		{`%a = src tensor<2x3xf32>
 		  %b = src tensor<4x5xf32>
 		  %0 = "graph.matmul"(%a, %b) : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>`,

@@ -83,6 +83,8 @@ const (
 	OpPad = "graph.pad"
 	// OpGather is graph.gather: picks slices by index along an axis.
 	OpGather = "graph.gather"
+	// OpScatterAdd is graph.scatter_add: sums slices into positions by index along an axis (the adjoint of gather).
+	OpScatterAdd = "graph.scatter_add"
 	// OpMatmul is graph.matmul: matrix product (numpy.matmul).
 	OpMatmul = "graph.matmul"
 	// OpConv2D is graph.conv2d: 2-D convolution, NCHW.

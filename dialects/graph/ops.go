@@ -343,6 +343,27 @@ func opTable() []*opSpec {
 			example:  `%2 = "graph.gather"(%0, %1) <{axis = 0 : i64}> : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>`,
 		},
 		&opSpec{
+			name:    "scatter_add",
+			summary: "sums slices into positions by index along an axis (the adjoint of gather)",
+			description: "The adjoint of graph.gather: result[a…, j, b…] is the sum of updates[a…, i…, b…] over " +
+				"the positions i… of indices whose index is j, 0 where none is (index_add into zeros), so " +
+				"the result shape is updates.shape[:axis] + [size] + updates.shape[axis+rank(indices):]. " +
+				"Negative indices count from the end; an index out of range is an error at run time. The " +
+				"sums run in the element type, f32 or f64 (a bf16 or f16 gradient is cast to f32 first): " +
+				"the interpreter adds in the order of the indices, a GPU kernel adds with atomics in no " +
+				"particular order, so a sum of several values may round differently from run to run.",
+			operands: []operand{{"updates", wideFloatElem, "the values, f32 or f64"}, {"indices", intElem, "the indices (i64 or i32)"}},
+			results:  []ir.ArgDoc{{Name: "result", Doc: "updates.shape[:axis] + [size] + updates.shape[axis+rank(indices):]"}},
+			traits:   pure,
+			attrs: []attrSpec{
+				{name: "axis", kind: kindInt, required: true, doc: "the result's axis the indices address"},
+				{name: "size", kind: kindInt, required: true, doc: "the result's size along axis, >= 0"},
+			},
+			rule:    ruleScatterAdd,
+			class:   ClassScatter,
+			example: `%2 = "graph.scatter_add"(%0, %1) <{axis = 0 : i64, size = 10 : i64}> : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<10x4xf32>`,
+		},
+		&opSpec{
 			name:    "matmul",
 			summary: "matrix product (numpy.matmul)",
 			description: "numpy.matmul: the product over the last dim of lhs and the second-to-last of rhs, " +
@@ -553,9 +574,9 @@ func opTable() []*opSpec {
 // FusionKinds are the values of graph.fusion's kind attribute: a pointwise
 // loop nest, a reduction (with its prologue and epilogue), a persistent row
 // reduction (whole rows reduced and reused in one kernel), a matmul or conv2d
-// template with its epilogue, an undecomposed composite, or a copy that
-// materializes a view.
-var FusionKinds = []string{"pointwise", "reduction", "persistent_row", "matmul", "conv2d", "composite", "copy"}
+// template with its epilogue, a scatter_add alone, an undecomposed composite,
+// or a copy that materializes a view.
+var FusionKinds = []string{"pointwise", "reduction", "persistent_row", "matmul", "conv2d", "scatter", "composite", "copy"}
 
 // CmpPredicates are the values of graph.cmp's predicate attribute.
 var CmpPredicates = []string{"eq", "ne", "lt", "le", "gt", "ge"}

@@ -409,6 +409,30 @@ func ruleGather(in []*ir.TensorType, a attrView, _ []ir.Type, _ *sym.Constraints
 	return one(TensorWithDims(out, in[0].ElementType())), nil
 }
 
+// ruleScatterAdd: updates = A + indices.shape + B gives A + [size] + B, the
+// result's axis being len(A).
+func ruleScatterAdd(in []*ir.TensorType, a attrView, _ []ir.Type, cs *sym.Constraints) ([]ir.Type, error) {
+	upd, idx := DimsOf(in[0]), DimsOf(in[1])
+	if len(upd) < len(idx) {
+		return nil, fmt.Errorf("updates of rank %d cannot hold indices of rank %d", len(upd), len(idx))
+	}
+	axis, err := normAxis("axis", a.int("axis", 0), len(upd)-len(idx)+1)
+	if err != nil {
+		return nil, err
+	}
+	size := a.int("size", 0)
+	if size < 0 {
+		return nil, fmt.Errorf("size must be >= 0, got %d", size)
+	}
+	for i, d := range idx {
+		if _, ok := meet(upd[axis+i], d, cs); !ok {
+			return nil, fmt.Errorf("updates dim %d (%s) differs from indices dim %d (%s)", axis+i, dimString(upd[axis+i]), i, dimString(d))
+		}
+	}
+	out := slices.Concat(upd[:axis], []sym.Expr{sym.Const(size)}, upd[axis+len(idx):])
+	return one(TensorWithDims(out, in[0].ElementType())), nil
+}
+
 // MatmulShape returns the result shape of numpy.matmul on shapes a and b:
 // 1-D operands get a dim of 1 prepended (a) or appended (b) that is dropped
 // from the result, and batch dims broadcast.

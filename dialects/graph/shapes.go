@@ -17,19 +17,21 @@ var ElementTypes = []ir.Type{ir.F64, ir.F32, ir.F16, ir.BF16, ir.I64, ir.I32, ir
 type elemClass uint8
 
 const (
-	anyElem     elemClass = iota // every graph element type
-	numericElem                  // floats, i64, i32 (not i1)
-	floatElem                    // f64, f32, f16, bf16
-	intElem                      // i64, i32
-	boolElem                     // i1
+	anyElem       elemClass = iota // every graph element type
+	numericElem                    // floats, i64, i32 (not i1)
+	floatElem                      // f64, f32, f16, bf16
+	intElem                        // i64, i32
+	boolElem                       // i1
+	wideFloatElem                  // f64, f32
 )
 
 var classNames = [...]string{
-	anyElem:     "f64, f32, f16, bf16, i64, i32 or i1",
-	numericElem: "f64, f32, f16, bf16, i64 or i32",
-	floatElem:   "f64, f32, f16 or bf16",
-	intElem:     "i64 or i32",
-	boolElem:    "i1",
+	anyElem:       "f64, f32, f16, bf16, i64, i32 or i1",
+	numericElem:   "f64, f32, f16, bf16, i64 or i32",
+	floatElem:     "f64, f32, f16 or bf16",
+	intElem:       "i64 or i32",
+	boolElem:      "i1",
+	wideFloatElem: "f64 or f32",
 }
 
 func (c elemClass) has(t ir.Type) bool {
@@ -45,6 +47,8 @@ func (c elemClass) has(t ir.Type) bool {
 		return t == ir.I64 || t == ir.I32
 	case boolElem:
 		return t == ir.I1
+	case wideFloatElem:
+		return t == ir.F64 || t == ir.F32
 	}
 	return true
 }

@@ -22,6 +22,7 @@ const (
 	pointwise = graph.ClassPointwise
 	reduction = graph.ClassReduction
 	template  = graph.ClassTemplate
+	scatter   = graph.ClassScatter
 	composite = graph.ClassComposite
 )
 

@@ -147,6 +147,16 @@ var cases = []struct {
 		log:   []string{"prologue"},
 	},
 	{
+		name: "scatter_add keeps a group of its own",
+		src: fn("%g: tensor<6x4xbf16>, %i: tensor<6xi64>, %h: tensor<10x4xf32>", "tensor<10x4xf32>", `
+  %0 = "graph.cast"(%g) : (tensor<6x4xbf16>) -> tensor<6x4xf32>
+  %1 = "graph.scatter_add"(%0, %i) <{axis = 0 : i64, size = 10 : i64}> : (tensor<6x4xf32>, tensor<6xi64>) -> tensor<10x4xf32>
+  %2 = "graph.add"(%1, %h) : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  return %2 : tensor<10x4xf32>`),
+		kinds: []string{"pointwise", "scatter", "pointwise"},
+		log:   []string{"a scatter keeps a group of its own", "a scatter_add keeps a group of its own: its sums are whole only after its kernel"},
+	},
+	{
 		name: "softmax",
 		src: fn("%x: tensor<2x8xf32>", "tensor<2x8xf32>", `
   %0 = "graph.softmax"(%x) <{axis = -1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>

@@ -22,6 +22,7 @@ const (
 	PersistentRow Kind = "persistent_row" // whole rows reduced and reused in one kernel
 	Matmul        Kind = "matmul"         // a matmul template with its epilogue
 	Conv2D        Kind = "conv2d"         // a conv2d template with its epilogue
+	Scatter       Kind = "scatter"        // a scatter_add, alone: its result is whole only after its kernel
 	Composite     Kind = "composite"      // an undecomposed composite, alone
 	Copy          Kind = "copy"           // a view materialized because it leaves the function
 )
@@ -178,6 +179,9 @@ func (p *planner) newGroup(op *ir.Operation) *group {
 		if strings.HasSuffix(op.Name(), ".conv2d") {
 			g.kind = Conv2D
 		}
+	case scatter:
+		g.kind = Scatter
+		g.space = shapeOf(op.Operand(0))
 	case composite:
 		g.kind = Composite
 	case view:
@@ -216,6 +220,8 @@ func (p *planner) vertical(pr, c *group) (Kind, string, bool) {
 	switch {
 	case pr.kind == Composite || c.kind == Composite:
 		return "", "a composite keeps a group of its own (run graph-decompose first)", false
+	case pr.kind == Scatter || c.kind == Scatter:
+		return "", "a scatter_add keeps a group of its own: its sums are whole only after its kernel", false
 	case c.kind.template():
 		return "", fmt.Sprintf("%s starts its own group: producers are not fused into a template", c.kind), false
 	case pr.kind.template():
@@ -925,8 +931,8 @@ func (p *planner) plan() {
 		p.stageOperands(op)
 		c := p.newGroup(op)
 		p.logf("group %d = %s: %s", c.id, described{op}, c.kind)
-		if c.kind == Composite {
-			p.logf("group %d: a composite keeps a group of its own (run graph-decompose first)", c.id)
+		if c.kind == Composite || c.kind == Scatter {
+			p.logf("group %d: a %s keeps a group of its own", c.id, c.kind)
 			continue
 		}
 		// Producers in order of the bytes that fusing with them keeps out of

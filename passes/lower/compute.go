@@ -151,9 +151,9 @@ var computed = map[string]bool{
 // graph.yield are the kernels' structure; the completeness test
 // (test.TestEveryGraphOpHasItsRules) checks that every graph op is one of
 // these. Collectives lower to loop.collective, a host step rather than a
-// loop nest (collective.go).
+// loop nest (collective.go); scatter_add to a nest of its own (scatter.go).
 func Lowers(name string) bool {
-	return computed[name] || isElementwiseName(name) || graph.IsCollective(name)
+	return computed[name] || isElementwiseName(name) || graph.IsCollective(name) || name == graph.OpScatterAdd
 }
 
 // operandIndex maps idx of the result r to the index of operand o under

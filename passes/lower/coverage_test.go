@@ -48,6 +48,11 @@ var extraInstances = map[string][]string{
 	"graph.gather": {
 		`%2 = "graph.gather"(%0, %1) <{axis = 1 : i64}> : (tensor<4x10xf32>, tensor<2x3xi32>) -> tensor<4x2x3xf32>`,
 	},
+	"graph.scatter_add": {
+		`%2 = "graph.scatter_add"(%0, %1) <{axis = -1 : i64, size = 8 : i64}> : (tensor<3x2x3xf32>, tensor<2x3xi32>) -> tensor<3x8xf32>`,
+		`%2 = "graph.scatter_add"(%0, %1) <{axis = 1 : i64, size = 9 : i64}> : (tensor<2x5x3xf32>, tensor<5xi64>) -> tensor<2x9x3xf32>`,
+		`%2 = "graph.scatter_add"(%0, %1) <{axis = 0 : i64, size = 8 : i64}> : (tensor<f32>, tensor<i64>) -> tensor<8xf32>`,
+	},
 	"graph.pad": {
 		`%1 = "graph.pad"(%0) <{high = [1, 0], low = [0, 2], value = -1 : i32}> : (tensor<2x3xi32>) -> tensor<3x5xi32>`,
 	},

@@ -36,7 +36,8 @@ func init() {
 			"iterate over the output, reduction and persistent-row groups over the kept dims with inner " +
 			"`loop.for` accumulations (f32 for f16 and bf16, as the interpreter), matmul groups over the " +
 			"output with an inner loop over K and the epilogue applied to the accumulator, conv2d groups over " +
-			"the output (up to 4 channels a point) with inner loops over the window. Views are " +
+			"the output (up to 4 channels a point) with inner loops over the window, scatter groups over the " +
+			"result's columns with a loop storing zeros and a loop adding the updates in index order. Views are " +
 			"index remapping; splat constants become scalars and other constants buffers filled at " +
 			"function entry. Scalar code reproduces the graph semantics with arith and math ops (see " +
 			"docs/lowering.md). Composite groups must be decomposed first (graph-decompose).",
@@ -315,7 +316,11 @@ func (c *converter) lowerFusion(f *ir.Operation) error {
 		}
 	}
 	k := newKernel(c, f, f.Loc())
-	bufs, err := k.build(yield.Operands(), kind.Value)
+	build := k.build
+	if kind.Value == ScatterNest {
+		build = func(outs []*ir.Value, _ string) ([]*ir.Value, error) { return k.buildScatter(outs) }
+	}
+	bufs, err := build(yield.Operands(), kind.Value)
 	if err != nil {
 		return err
 	}

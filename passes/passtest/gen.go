@@ -500,6 +500,26 @@ var shapeOps = map[string]func(g *genState, x *ir.Value) *ir.Value{
 		}
 		return g.build("gather", []*ir.Value{x, indices}, attr("axis", i64(int64(axis))))
 	},
+	"scatter_add": func(g *genState, x *ir.Value) *ir.Value {
+		// It sums f32 or f64: drawn among those values rather than x.
+		x, ok := g.pick("updates", 1, func(t ir.Type) bool { return t == ir.F32 || t == ir.F64 })
+		if !ok {
+			return nil
+		}
+		shape := shapeOf(x)
+		// x's dim at axis is the indices' (one index per slice of x);
+		// size is the result's, so indices repeat or miss positions.
+		axis := rapid.IntRange(0, len(shape)-1).Draw(g.t, "axis")
+		size := rapid.Int64Range(1, 4).Draw(g.t, "size")
+		n := int(shape[axis])
+		idx := rapid.SliceOfN(rapid.Int64Range(-size, size-1), n, n).Draw(g.t, "indices")
+		indices, err := graph.Build(g.b, "constant", g.loc, nil,
+			ir.Dict(attr("value", ir.DenseInts(ir.TensorOf([]int64{int64(n)}, ir.I64), idx))))
+		if err != nil {
+			return nil
+		}
+		return g.build("scatter_add", []*ir.Value{x, indices}, attr("axis", i64(int64(axis))), attr("size", i64(size)))
+	},
 }
 
 func iotaInts(n int) []int64 {

@@ -108,7 +108,7 @@ func TestDecomposeLeavesNoComposite(t *testing.T) {
 // TestGeneratorCoversEveryFamily checks that the default generator draws
 // an op of each family.
 func TestGeneratorCoversEveryOp(t *testing.T) {
-	want := []string{"graph.softmax", "graph.layer_norm", "graph.attention", "graph.matmul", "graph.gather",
+	want := []string{"graph.softmax", "graph.layer_norm", "graph.attention", "graph.matmul", "graph.gather", "graph.scatter_add",
 		"graph.select", "graph.cmp", "graph.cast", "graph.reduce_sum", "graph.argmax", "graph.concat",
 		"graph.iota", "graph.broadcast_to", "graph.pad", "graph.slice", "graph.reshape", "graph.transpose"}
 	seen := map[string]bool{}

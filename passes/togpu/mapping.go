@@ -3,6 +3,7 @@ package togpu
 import (
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/lower"
 )
 
 // mapping is how one nest runs on the GPU.
@@ -19,13 +20,21 @@ type mapping interface {
 	vector() int64
 }
 
-// analyze picks the mapping of a nest: row when its body is a sequence of
+// analyze picks the mapping of a nest: a scatter_add's its own (scatter.go), row when its body is a sequence of
 // row-level ops and inner loops over the row that threads can share,
 // pointwise otherwise (always correct: each thread runs the whole body for
 // its points). Sibling loops over the same range are merged first
 // (mergeRowLoops), and for the pointwise mapping also loops that store
 // (mergeStoreLoops).
 func analyze(ctx *ir.Context, nest *ir.Operation, cfg Config) (mapping, error) {
+	if loop.NestKind(nest) == lower.ScatterNest {
+		// Threads must not share a scatter's columns (rows, merged
+		// loops): atomics (f32) or a thread per column.
+		if m := scatterPlan(nest); m != nil {
+			return m, nil
+		}
+		return pointwisePlan(nest, cfg), nil
+	}
 	if m := mmaPlan(nest, cfg.mmaTile()); m != nil && cfg.TensorCores {
 		return m, nil
 	}

@@ -294,6 +294,7 @@ func (p *pass) convertFunc(ctx *ir.Context, module, fn *ir.Operation) (int, erro
 	if p.cfg.CuDNN {
 		lowerLibraryConvs(ctx, fn)
 	}
+	splitScatterZeros(ctx, fn)
 	nests := topLevelNests(fn)
 	if len(nests) == 0 {
 		return 0, nil

@@ -40,6 +40,7 @@ func init() {
 		graph.OpSlice:         graphSlice,
 		graph.OpPad:           graphPad,
 		graph.OpGather:        graphGather,
+		graph.OpScatterAdd:    graphScatterAdd,
 		graph.OpMatmul:        graphMatmul,
 		graph.OpConv2D:        graphConv2D,
 		graph.OpSoftmax:       graphSoftmax,
@@ -873,6 +874,70 @@ func graphGather(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
 		}
 	}
 	return one(fromBitsExact(x.elem, shape, out))
+}
+
+// graphScatterAdd adds updates[o, i, in] into result[o, indices[i], in]
+// (indices flattened to i) in the order of i, in the element type (f32 or
+// f64, which the verifier requires).
+func graphScatterAdd(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
+	ts, err := tensorArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	upd, indices := ts[0], ts[1]
+	rt, ok := op.Result(0).Type().(*ir.TensorType)
+	if !ok || len(upd.shape) < len(indices.shape) {
+		return nil, fmt.Errorf("updates %s do not hold indices %s", upd, indices)
+	}
+	axis, err := axisAttr(op, len(upd.shape)-len(indices.shape)+1)
+	if err != nil {
+		return nil, err
+	}
+	size, _ := op.Attr("size").(ir.IntegerAttr)
+	if !slices.Equal(upd.shape[axis:axis+len(indices.shape)], indices.shape) {
+		return nil, fmt.Errorf("updates %s do not have indices %s at axis %d", upd, indices, axis)
+	}
+	shape := slices.Concat(upd.shape[:axis], []int64{size.Value}, upd.shape[axis+len(indices.shape):])
+	if rt.ElementType() != upd.elem {
+		return nil, fmt.Errorf("result %s does not hold updates of %s", rt, upd.elem)
+	}
+	n := int(size.Value)
+	idx := indices.Int64s()
+	for i, v := range idx {
+		if v < -int64(n) || v >= int64(n) {
+			return nil, fmt.Errorf("index %d is out of range for axis %d of size %d", v, axis, n)
+		}
+		if v < 0 {
+			idx[i] = v + int64(n)
+		}
+	}
+	out, err := NewTensor(upd.elem, shape)
+	if err != nil {
+		return nil, err
+	}
+	outer, inner := int(ir.NumElements(shape[:axis])), int(ir.NumElements(shape[axis+1:]))
+	switch upd.elem {
+	case ir.F32:
+		scatterAdd(Elems[float32](out), Elems[float32](upd), idx, outer, n, inner)
+	case ir.F64:
+		scatterAdd(Elems[float64](out), Elems[float64](upd), idx, outer, n, inner)
+	default:
+		return nil, fmt.Errorf("updates of %s: scatter_add sums f32 or f64", upd.elem)
+	}
+	return one(out, nil)
+}
+
+// scatterAdd adds u[o, i, :] to out[o, idx[i], :] for each o and i in order.
+func scatterAdd[T float32 | float64](out, u []T, idx []int64, outer, n, inner int) {
+	for o := range outer {
+		for i, v := range idx {
+			dst := out[(o*n+int(v))*inner:][:inner]
+			src := u[(o*len(idx)+i)*inner:][:inner]
+			for j := range dst {
+				dst[j] += src[j]
+			}
+		}
+	}
 }
 
 // floatData returns a float tensor's elements as float32 values (f32, f16,

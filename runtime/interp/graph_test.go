@@ -2,10 +2,14 @@ package interp
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/strata-ir/strata/dialects/builtin"
 	funcd "github.com/strata-ir/strata/dialects/func"
@@ -469,4 +473,83 @@ func TestGraphAttentionGradOfWidthZero(t *testing.T) {
 			t.Errorf("gradient %d has %d elements, want 0", i, n)
 		}
 	}
+}
+
+// TestGraphScatterAdd checks scatter_add on a small case by hand (repeated
+// and negative indices, a position none names, indices of rank 2 in the
+// middle of the updates) and an index out of range.
+func TestGraphScatterAdd(t *testing.T) {
+	src := `func.func @f(%u: tensor<2x2x2x2xf32>, %i: tensor<2x2xi64>) -> tensor<2x4x2xf32> {
+  %0 = "graph.scatter_add"(%u, %i) <{axis = -2 : i64, size = 4 : i64}> : (tensor<2x2x2x2xf32>, tensor<2x2xi64>) -> tensor<2x4x2xf32>
+  return %0 : tensor<2x4x2xf32>
+}`
+	vs := make([]float64, 16)
+	for j := range vs {
+		vs[j] = float64(j + 1)
+	}
+	u := must(FromFloat64s(ir.F32, []int64{2, 2, 2, 2}, vs))
+	i := must(FromInt64s(ir.I64, []int64{2, 2}, []int64{3, -1, 0, 1}))
+	out := runGraph(t, src, u, i)
+	// Index 3 twice (3 and -1): rows 0 and 1 of each outer slice sum there.
+	checkFloats(t, "scatter_add", out[0], []int64{2, 4, 2}, []float64{
+		5, 6, 7, 8, 0, 0, 1 + 3, 2 + 4,
+		13, 14, 15, 16, 0, 0, 9 + 11, 10 + 12}, 0)
+	bad := must(FromInt64s(ir.I64, []int64{2, 2}, []int64{3, 4, 0, 1}))
+	ctx := ir.NewContext(builtin.Dialect, funcd.Dialect, graph.Dialect)
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(m).Call("f", u, bad); err == nil || !strings.Contains(err.Error(), "index 4 is out of range for axis 1 of size 4") {
+		t.Errorf("index 4 of 4: error %v, want it reported out of range", err)
+	}
+}
+
+// TestScatterAddIsTheAdjointOfGather checks ⟨gather(x, i), u⟩ =
+// ⟨x, scatter_add(u, i)⟩ on random shapes, axes and indices, in f64 with
+// integer values (exact sums).
+func TestScatterAddIsTheAdjointOfGather(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		xs := rapid.SliceOfN(rapid.Int64Range(1, 4), 1, 3).Draw(rt, "x")
+		axis := rapid.IntRange(0, len(xs)-1).Draw(rt, "axis")
+		is := rapid.SliceOfN(rapid.Int64Range(1, 3), 0, 2).Draw(rt, "indices")
+		d := xs[axis]
+		idx := rapid.SliceOfN(rapid.Int64Range(-d, d-1), int(ir.NumElements(is)), int(ir.NumElements(is))).Draw(rt, "idx")
+		us := slices.Concat(xs[:axis], is, xs[axis+1:])
+		draw := func(label string, shape []int64) *Tensor {
+			n := int(ir.NumElements(shape))
+			vs := rapid.SliceOfN(rapid.Float64Range(-8, 8), n, n).Draw(rt, label)
+			for j := range vs {
+				vs[j] = math.Round(vs[j])
+			}
+			return must(FromFloat64s(ir.F64, shape, vs))
+		}
+		x, u := draw("xv", xs), draw("uv", us)
+		ty := func(shape []int64, e string) string {
+			s := "tensor<"
+			for _, n := range shape {
+				s += fmt.Sprintf("%dx", n)
+			}
+			return s + e + ">"
+		}
+		src := fmt.Sprintf(`func.func @f(%%x: %s, %%u: %s, %%i: %s) -> (%s, %s) {
+  %%g = "graph.gather"(%%x, %%i) <{axis = %d : i64}> : (%s, %s) -> %s
+  %%s = "graph.scatter_add"(%%u, %%i) <{axis = %d : i64, size = %d : i64}> : (%s, %s) -> %s
+  return %%g, %%s : %s, %s
+}`, ty(xs, "f64"), ty(us, "f64"), ty(is, "i64"), ty(us, "f64"), ty(xs, "f64"),
+			axis, ty(xs, "f64"), ty(is, "i64"), ty(us, "f64"),
+			axis, d, ty(us, "f64"), ty(is, "i64"), ty(xs, "f64"),
+			ty(us, "f64"), ty(xs, "f64"))
+		out := runGraph(t, src, x, u, must(FromInt64s(ir.I64, is, idx)))
+		dot := func(a, b *Tensor) float64 {
+			s := 0.0
+			for j, v := range a.Float64s() {
+				s += v * b.Float64s()[j]
+			}
+			return s
+		}
+		if l, r := dot(out[0], u), dot(x, out[1]); l != r {
+			rt.Fatalf("⟨gather(x), u⟩ = %g, ⟨x, scatter_add(u)⟩ = %g\n%s", l, r, src)
+		}
+	})
 }
