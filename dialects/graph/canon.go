@@ -264,6 +264,39 @@ var transposeIdentity = &ir.Pattern{
 	},
 }
 
+// transposeUnitDims replaces a transpose that moves only dims of size 1,
+// keeping the order of the others, by a reshape: the elements stay in
+// the same order, so nothing is copied (a decoding step's attention output
+// [B, H, 1, dh] merged back into rows [B, 1, H, dh]).
+var transposeUnitDims = &ir.Pattern{
+	Name: "graph.transpose-unit-dims", Root: Name + ".transpose", Benefit: 1,
+	Rewrite: func(r *ir.Rewriter, op *ir.Operation) bool {
+		in, ok1 := op.Operand(0).Type().(*ir.TensorType)
+		res, ok2 := op.Result(0).Type().(*ir.TensorType)
+		perm := permOf(op)
+		if !ok1 || !ok2 || !in.Ranked() || !res.Ranked() || len(perm) != len(in.Shape()) || isIdentityPerm(perm) || ir.NumElements(in.Shape()) < 0 {
+			return false
+		}
+		last := int64(-1)
+		for _, p := range perm {
+			if in.Shape()[p] == 1 {
+				continue
+			}
+			if p < last {
+				return false
+			}
+			last = p
+		}
+		r.SetInsertionPointBefore(op)
+		out, err := Build(&r.Builder, "reshape", op.Loc(), []*ir.Value{op.Operand(0)}, ir.Dict(ir.NamedAttr{Name: "shape", Value: Ints(res.Shape()...)}))
+		if err != nil || out.Type() != op.Result(0).Type() {
+			return false
+		}
+		r.ReplaceOp(op, []*ir.Value{out})
+		return true
+	},
+}
+
 // transposeTranspose composes transpose(transpose(x, p), q) into
 // transpose(x, p∘q); the identity is then removed by transposeIdentity.
 var transposeTranspose = &ir.Pattern{

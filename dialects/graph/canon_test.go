@@ -74,6 +74,14 @@ func TestCanonicalize(t *testing.T) {
 			%1 = "graph.transpose"(%0) {perm = [2, 1, 0]} : (tensor<3x2x4xf32>) -> tensor<4x2x3xf32>
 			"test.sink"(%1) : (tensor<4x2x3xf32>) -> ()`,
 			[]string{`"graph.transpose"(%0) <{perm = [2, 0, 1]}> : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>`}, []string{"tensor<3x2x4xf32>"}},
+		{"transpose-unit-dims", `%a = src tensor<8x12x1x64xf32>
+			%0 = "graph.transpose"(%a) {perm = [0, 2, 1, 3]} : (tensor<8x12x1x64xf32>) -> tensor<8x1x12x64xf32>
+			"test.sink"(%0) : (tensor<8x1x12x64xf32>) -> ()`,
+			[]string{`"graph.reshape"(%0) <{shape = [8, 1, 12, 64]}>`}, []string{"graph.transpose"}},
+		{"transpose-unit-dims-reorders-kept", `%a = src tensor<8x12x1x64xf32>
+			%0 = "graph.transpose"(%a) {perm = [1, 2, 0, 3]} : (tensor<8x12x1x64xf32>) -> tensor<12x1x8x64xf32>
+			"test.sink"(%0) : (tensor<12x1x8x64xf32>) -> ()`,
+			[]string{"graph.transpose"}, []string{"graph.reshape"}},
 		{"reshape-reshape", `%a = src tensor<2x6xf32>
 			%0 = "graph.reshape"(%a) {shape = [3, 4]} : (tensor<2x6xf32>) -> tensor<3x4xf32>
 			%1 = "graph.reshape"(%0) {shape = [12]} : (tensor<3x4xf32>) -> tensor<12xf32>

@@ -261,7 +261,7 @@ func opTable() []*opSpec {
 			rule:     ruleTranspose,
 			class:    ClassView,
 			fold:     foldSplatShape,
-			canon:    []*ir.Pattern{transposeIdentity, transposeTranspose, transposeMatmul},
+			canon:    []*ir.Pattern{transposeIdentity, transposeTranspose, transposeMatmul, transposeUnitDims},
 			example:  `%1 = "graph.transpose"(%0) <{perm = [1, 0]}> : (tensor<2x3xf32>) -> tensor<3x2xf32>`,
 		},
 		&opSpec{
