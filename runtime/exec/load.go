@@ -52,6 +52,14 @@ type LoadPolicy struct {
 	// capture wait for the swap, so they never see the first tier. Tier
 	// equal to OptLevel's level means no tiering.
 	Tier int
+	// PTXAS compiles each text with the CUDA toolkit's ptxas (FindPTXAS)
+	// in a process of its own, as Program.Precompile does before the
+	// device opens, instead of the driver's JIT, where a ptxas is
+	// installed: the final code at once (ptxas's default level, whole
+	// program, so setmaxnreg holds), without tiers; a text ptxas fails
+	// on, or whose cubin the driver refuses, goes to the driver as the
+	// rest of the policy says.
+	PTXAS bool
 }
 
 // tiered reports whether p compiles kernels twice, first at p.Tier.
@@ -72,7 +80,8 @@ func (p LoadPolicy) tiered() bool {
 // at once); ":N" after the name sets the loads at once ("link:4"), a
 // suffix ",O<n>" the JIT's final optimization level n (0-4; the driver's
 // default is 4), ",tier=O<n>" the level of link's first compile and
-// ",tier=off" compiles once ("link,O4,tier=off").
+// ",tier=off" compiles once ("link,O4,tier=off"), ",ptxas" compiles with
+// the toolkit's ptxas where one is installed (LoadPolicy.PTXAS).
 const LoadPolicyEnv = "STRATA_PTX_LOAD"
 
 // DefaultTier is the first tier of the default policy: JIT level 0. On
@@ -102,6 +111,8 @@ func ParseLoadPolicy(s string) (LoadPolicy, error) {
 	if opts != "" {
 		for _, opt := range strings.Split(opts, ",") {
 			switch v, isTier := strings.CutPrefix(opt, "tier="); {
+			case opt == "ptxas":
+				p.PTXAS = true
 			case isTier && v == "off":
 				tier = 0
 			case isTier:
@@ -113,7 +124,7 @@ func ParseLoadPolicy(s string) (LoadPolicy, error) {
 			default:
 				level, ok := parseLevel(opt)
 				if !ok {
-					return LoadPolicy{}, fmt.Errorf("exec: load policy suffix %q: want O0 to O4, tier=O<n> or tier=off", opt)
+					return LoadPolicy{}, fmt.Errorf("exec: load policy suffix %q: want O0 to O4, tier=O<n>, tier=off or ptxas", opt)
 				}
 				p.OptLevel = level
 			}
@@ -398,6 +409,11 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	if parallel <= 0 {
 		parallel, slots = runtime.NumCPU(), rt.jitSlots
 	}
+	var ptxas *ptxasRun
+	if policy.PTXAS {
+		ptxas = newPTXASRun()
+		defer ptxas.close()
+	}
 	load := func(i int) {
 		text := todo[i]
 		// A cubin in the link cache beats waiting for ptxas.
@@ -410,6 +426,12 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 					return
 				}
 				logs.Printf(TopicPerfHints, "the driver refused a cubin from ptxas: %v (it compiles the kernel itself)", err)
+			}
+			if ptxas != nil {
+				if m, ok := ptxas.load(rt.dev, text); ok {
+					mods[i] = m
+					return
+				}
 			}
 		}
 		if tiered && !cached && !finalAtOnce(text) && !wholeProgram(text) {

@@ -157,13 +157,15 @@ func TestParseLoadPolicy(t *testing.T) {
 		"link:4,O3,tier=O1": {Split: true, Link: true, Parallel: 4, OptLevel: 4, Tier: 2},
 		"link,tier=off":     linkOnce,
 		"link,tier=O2,O4":   {Split: true, Link: true, OptLevel: 5, Tier: 3},
+		"link,ptxas":        {Split: true, Link: true, Tier: DefaultTier, PTXAS: true},
+		"split:2,ptxas,O3":  {Split: true, Parallel: 2, OptLevel: 4, PTXAS: true},
 	} {
 		if got, err := ParseLoadPolicy(s); err != nil || got != want {
 			t.Errorf("ParseLoadPolicy(%q) = %+v, %v; want %+v", s, got, err, want)
 		}
 	}
 	for _, s := range []string{"", "parallel", "split:0", "split:x", "whole:-1", "whole,O5", "whole,3", "whole,Ox",
-		"link,tier=O5", "link,tier=", "link,tier=on", "split,tier=O0", "whole,tier=O1", "link,,O1"} {
+		"link,tier=O5", "link,tier=", "link,tier=on", "split,tier=O0", "whole,tier=O1", "link,,O1", "link,ptxas=1"} {
 		if _, err := ParseLoadPolicy(s); err == nil {
 			t.Errorf("ParseLoadPolicy(%q): no error", s)
 		}

@@ -9,8 +9,11 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/strata-ir/strata/logs"
+	"github.com/strata-ir/strata/runtime/cuda"
 )
 
 // Precompiling with the toolkit's ptxas (Program.Precompile).
@@ -115,7 +118,7 @@ func (p *Program) Precompile(fn, path string) error {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				pc := p.precompiledFor(text)
-				pc.cubin, pc.err = runPTXAS(path, dir, i, text)
+				pc.cubin, _, pc.err = runPTXAS(path, dir, i, text)
 				close(pc.done)
 			}()
 		}
@@ -168,26 +171,92 @@ func (p *Program) cubinFor(text string) ([]byte, bool) {
 }
 
 // runPTXAS assembles text with ptxas into a cubin, through files named
-// by i in dir.
-func runPTXAS(path, dir string, i int, text string) ([]byte, error) {
+// by i in dir, and returns it with ptxas's CPU time.
+func runPTXAS(path, dir string, i int, text string) ([]byte, time.Duration, error) {
 	m := ptxTargetRE.FindStringSubmatch(text)
 	if m == nil {
-		return nil, fmt.Errorf("no .target in the PTX")
+		return nil, 0, fmt.Errorf("no .target in the PTX")
 	}
 	in := filepath.Join(dir, fmt.Sprintf("k%d.ptx", i))
 	out := filepath.Join(dir, fmt.Sprintf("k%d.cubin", i))
 	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command(path, "-arch="+m[1], "-o", out, in)
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s -arch=%s: %v: %s", path, m[1], err, bytes.TrimSpace(stderr.Bytes()))
+		return nil, 0, fmt.Errorf("%s -arch=%s: %v: %s", path, m[1], err, bytes.TrimSpace(stderr.Bytes()))
 	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	cubin, err := os.ReadFile(out)
 	if err == nil && len(cubin) == 0 {
 		err = fmt.Errorf("%s wrote an empty cubin", path)
 	}
-	return cubin, err
+	return cubin, cpu, err
 }
+
+// ptxasRun compiles the texts of one load batch with ptxas
+// (LoadPolicy.PTXAS): the ptxas found, and a temporary directory for the
+// batch's files, made on first use.
+type ptxasRun struct {
+	path string // "" when none was found
+	once sync.Once
+	dir  string
+	err  error
+	n    atomic.Int64 // files named so far
+}
+
+// newPTXASRun finds the ptxas a batch compiles with; without one, the
+// batch's texts go to the driver (logged under TopicPerfHints).
+func newPTXASRun() *ptxasRun {
+	path, ok := FindPTXAS()
+	if !ok {
+		logs.Printf(TopicPerfHints, "load policy ptxas: no ptxas (%s, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): the driver compiles", PTXASEnv)
+	}
+	return &ptxasRun{path: path}
+}
+
+// load assembles text with ptxas and loads the cubin on dev. It reports
+// false, having logged why under TopicPerfHints, when the driver should
+// compile the text instead: no ptxas, a failed ptxas, a refused cubin.
+// The module's LoadStats are ptxas's wall time with the load, and its
+// CPU time as JIT.
+func (r *ptxasRun) load(dev device, text string) (module, bool) {
+	if r.path == "" {
+		return nil, false
+	}
+	r.once.Do(func() { r.dir, r.err = os.MkdirTemp("", "strata-ptxas-") })
+	if r.err != nil {
+		logs.Printf(TopicPerfHints, "load policy ptxas: %v (the driver compiles)", r.err)
+		return nil, false
+	}
+	start := time.Now()
+	cubin, cpu, err := runPTXAS(r.path, r.dir, int(r.n.Add(1)), text)
+	if err != nil {
+		logs.Printf(TopicPerfHints, "compiling a kernel with ptxas: %v (the driver compiles it)", err)
+		return nil, false
+	}
+	m, err := dev.loadImage(cubin)
+	if err != nil {
+		logs.Printf(TopicPerfHints, "the driver refused a cubin from ptxas: %v (it compiles the kernel itself)", err)
+		return nil, false
+	}
+	return ptxasModule{m, cuda.LoadStats{At: start, Wall: time.Since(start), JIT: cpu}}, true
+}
+
+// close removes the batch's files.
+func (r *ptxasRun) close() {
+	if r.dir != "" {
+		os.RemoveAll(r.dir)
+	}
+}
+
+// ptxasModule is a module ptxas compiled, with what that cost.
+type ptxasModule struct {
+	module
+	stats cuda.LoadStats
+}
+
+// LoadStats are ptxas's and the cubin load's.
+func (m ptxasModule) LoadStats() cuda.LoadStats { return m.stats }

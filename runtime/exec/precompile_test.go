@@ -155,3 +155,78 @@ func TestFindPTXAS(t *testing.T) {
 		t.Errorf("under CUDA_HOME: %q, %v", p, ok)
 	}
 }
+
+// TestLoadPolicyPTXAS: under a policy with PTXAS, a device that is open
+// already loads ptxas's cubins for every kernel — no driver compile, no
+// tiers, the interpreter's results — and Loads reports each module's
+// ptxas time; without a ptxas, or with one that fails, or a cubin the
+// driver refuses, the driver compiles in tiers, with the reason under
+// STRATA_LOGS=perf_hints.
+func TestLoadPolicyPTXAS(t *testing.T) {
+	policy := DefaultLoadPolicy
+	policy.PTXAS = true
+	for _, tc := range []struct {
+		name     string
+		ptxas    string // "": a working stand-in
+		imageErr error
+		want     string // the perf_hints log's reason; "": ptxas's cubins load
+	}{
+		{"ptxas", "", nil, ""},
+		{"no ptxas", "off", nil, "no ptxas"},
+		{"ptxas fails", "fail", nil, "ptxas fatal: no"},
+		{"driver refuses", "", os.ErrInvalid, "refused a cubin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			switch tc.ptxas {
+			case "":
+				t.Setenv(PTXASEnv, fakePTXAS(t, false))
+			case "fail":
+				t.Setenv(PTXASEnv, fakePTXAS(t, true))
+			default:
+				t.Setenv(PTXASEnv, tc.ptxas)
+			}
+			var log strings.Builder
+			defer logs.SetOutput(logs.SetOutput(&log))
+			logs.Enable(TopicPerfHints)
+			defer logs.Disable()
+			p := compileFile(t, "twokernels.mlir")
+			d := newFake()
+			d.imageErr = tc.imageErr
+			rt := newRuntime(d)
+			rt.SetLoadPolicy(policy)
+			args := cases[1].args(t, rand.New(rand.NewPCG(13, 14)))
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, args, got, 1e-6)
+			rt.Settle()
+			if tc.want != "" {
+				if d.images != 0 || len(d.loadLevels()) != 4 {
+					t.Errorf("%d cubin loads, driver compiles at levels %v; want none and two kernels in two tiers", d.images, d.loadLevels())
+				}
+				if !strings.Contains(log.String(), tc.want) {
+					t.Errorf("perf_hints log %q lacks %q", log.String(), tc.want)
+				}
+				return
+			}
+			if d.images != 2 || len(d.loadLevels()) != 0 {
+				t.Errorf("%d cubin loads and driver compiles at levels %v; want 2 cubins and no compile", d.images, d.loadLevels())
+			}
+			for _, l := range d.launches {
+				if l.level != fakeCubinLevel {
+					t.Errorf("%s ran code of level %d, not ptxas's cubin", l.kernel, l.level)
+				}
+			}
+			loads, err := p.Loads(rt, "main")
+			if err != nil || len(loads) != 1 || len(loads[0].Each) != 2 {
+				t.Fatalf("Loads = %+v, %v; want one module of 2 parts", loads, err)
+			}
+			for _, e := range loads[0].Each {
+				if e.Wall <= 0 || e.At.IsZero() || e.Bytes == 0 {
+					t.Errorf("part load %+v: want ptxas's wall time, start and size", e)
+				}
+			}
+		})
+	}
+}
