@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +71,79 @@ func TestTransposeMatmulKeepsValues(t *testing.T) {
 			}
 			return true
 		})
+		if got := eval(); got != want {
+			rt.Fatalf("canonicalize changed the result: %s, want %s\n%s", got, want, mod)
+		}
+	})
+}
+
+// TestTransposeUnitDimsKeepsValues checks graph.transpose-unit-dims on
+// drawn shapes with dims of size 1 and drawn permutations: a transpose
+// that keeps the order of the other dims becomes a reshape, any other
+// stays, and the interpreter's result is the same before and after.
+func TestTransposeUnitDimsKeepsValues(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		rank := rapid.IntRange(2, 4).Draw(rt, "rank")
+		shape := make([]int64, rank)
+		for i := range shape {
+			shape[i] = rapid.SampledFrom([]int64{1, 1, 2, 3}).Draw(rt, fmt.Sprintf("dim%d", i))
+		}
+		perm := rapid.Permutation([]int64{0, 1, 2, 3}[:rank]).Draw(rt, "perm")
+		out := make([]int64, rank)
+		moved := false // a dim other than 1 changes order
+		last := int64(-1)
+		for i, p := range perm {
+			out[i] = shape[p]
+			if shape[p] != 1 {
+				moved = moved || p < last
+				last = p
+			}
+		}
+		ty := func(s []int64) string {
+			parts := make([]string, len(s))
+			for i, n := range s {
+				parts[i] = fmt.Sprint(n)
+			}
+			return "tensor<" + strings.Join(parts, "x") + "xf32>"
+		}
+		ps := make([]string, rank)
+		for i, p := range perm {
+			ps[i] = fmt.Sprint(p)
+		}
+		src := fmt.Sprintf("func.func @main(%%a: %[1]s) -> %[2]s {\n  %%r = \"graph.transpose\"(%%a) <{perm = [%[3]s]}> : (%[1]s) -> %[2]s\n  return %%r : %[2]s\n}\n",
+			ty(shape), ty(out), strings.Join(ps, ", "))
+		ctx := dialects.NewContext()
+		mod, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "tu.mlir"})
+		if err != nil {
+			rt.Fatalf("%v\n%s", err, src)
+		}
+		ft, err := interp.FuncType(interp.New(mod).Func("main"))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		args, err := interp.RandomInputs(ft, int64(rank))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		eval := func() string {
+			res, err := interp.New(mod).Call("main", args...)
+			if err != nil {
+				rt.Fatalf("%v\n%s", err, mod)
+			}
+			return res[0].(*interp.Tensor).Format()
+		}
+		want := eval()
+		if _, err := ir.ApplyPatternsGreedily(mod, ctx.CanonicalizationPatterns(), ir.DefaultGreedyConfig()); err != nil {
+			rt.Fatal(err)
+		}
+		if err := ir.Verify(mod); err != nil {
+			rt.Fatalf("%v\n%s", err, mod)
+		}
+		transposed := strings.Contains(ir.Sprint(mod, ir.PrintOptions{}), "graph.transpose")
+		identity := slices.Equal(perm, []int64{0, 1, 2, 3}[:rank])
+		if transposed != (moved && !identity) {
+			rt.Fatalf("perm %v of %v: a transpose left %v, want %v\n%s", perm, shape, transposed, moved, mod)
+		}
 		if got := eval(); got != want {
 			rt.Fatalf("canonicalize changed the result: %s, want %s\n%s", got, want, mod)
 		}
