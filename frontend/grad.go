@@ -163,6 +163,7 @@ func (g *gradCore) lastReport() autodiff.Report {
 // nil cotangents the first result must be a float scalar: it is seeded
 // with 1 and the other results with zeros.
 func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, err error) {
+	start := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.err != nil {
@@ -258,7 +259,7 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		c.stats.CacheHits++
 	} else {
 		c.stats.Compiles++
-		if step, err = g.compile(s, gr, wrt); err != nil {
+		if step, err = g.compile(s, gr, wrt, time.Since(start)); err != nil {
 			return nil, nil, err
 		}
 		g.cache[key] = step
@@ -530,7 +531,7 @@ func (g *gradCore) chooseLayout(gr *graphTrace) error {
 
 // compile builds gr's joint function, partitions it and compiles the two
 // passes, each in a module of its own, with the backend.
-func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int) (*trainStep, error) {
+func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int, traced time.Duration) (*trainStep, error) {
 	ctx := irContext()
 	var (
 		fwd, bwd *ir.Operation
@@ -549,6 +550,9 @@ func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int) (*trainStep, e
 	if err != nil {
 		return nil, fmt.Errorf("frontend: Grad: %w", err)
 	}
+	// What the first call did before its two passes' compiles start.
+	logs.Printf(topicCompile, "%s: traced in %.1f ms (%d ops), then differentiated and partitioned in %.1f ms",
+		ir.SymbolName(gr.fn), float64(traced.Microseconds())/1000, gr.nops, float64(time.Since(start).Microseconds())/1000)
 	if logs.Enabled(autodiff.PartitionTopic) {
 		for _, line := range strings.Split(strings.TrimSuffix(report.String(), "\n"), "\n") {
 			logs.Printf(autodiff.PartitionTopic, "%s", line)
