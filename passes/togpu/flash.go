@@ -173,8 +173,10 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: SumMMA with WGMMA needs the pipelined kernel", t)
 	case (t.Unroll || t.LatePack) && !t.Pipe:
 		return fmt.Errorf("flash attention: tile %s: Unroll and LatePack need the pipelined kernel", t)
-	case !slices.Contains(FlashTiles, t):
-		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles", t)
+	case t.Persistent < 0 || t.Persistent > 0 && (!t.Pipe || t.Rows != 64 || t.Specialized || t.TMA):
+		return fmt.Errorf("flash attention: tile %s: Persistent needs the pipelined kernel with one warpgroup a block, without Specialized and TMA", t)
+	case !slices.ContainsFunc(FlashTiles, func(ft FlashTile) bool { return ft.nonPersistent() == t.nonPersistent() }):
+		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles (but for Persistent)", t)
 	case t.TMA && f.Dynamic:
 		return fmt.Errorf("flash attention: tile %s (TMA) needs a static length: its tensor maps hold the key count", t)
 	case t.Cluster > 1 && ceilDivInt(f.Lq, t.Rows)%t.Cluster != 0:
@@ -204,7 +206,11 @@ func (f Flash) Grid() int64 {
 	if f.Dynamic {
 		return 0
 	}
-	return f.Batch * ceilDivInt(f.Lq, f.tile().Rows)
+	n := f.Batch * ceilDivInt(f.Lq, f.tile().Rows)
+	if p := f.tile().Persistent; p > 0 {
+		return min(n, p)
+	}
+	return n
 }
 
 func ceilDivInt(a, b int64) int64 { return (a + b - 1) / b }
@@ -285,13 +291,33 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 		g.seq = g.x.from(args[len(args)-1])
 	}
 	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(f.shared(), f.Elem))
-	switch {
-	case f.Tile.Pipe:
-		g.emitWGMMAPipe()
-	case f.Tile.WGMMA:
-		g.emitWGMMA()
-	default:
-		g.emit()
+	emit := func() {
+		switch {
+		case f.Tile.Pipe:
+			g.emitWGMMAPipe()
+		case f.Tile.WGMMA:
+			g.emitWGMMA()
+		default:
+			g.emit()
+		}
+	}
+	if f.Tile.Persistent > 0 {
+		// The block's row blocks: bid, bid + grid, … below Batch times
+		// a batch's row blocks.
+		x := g.x
+		items := x.index(x.mul(g.rowBlocks(x), x.c(f.Batch)))
+		bid, grid := gpu.BlockID(kb, loc, "x"), gpu.GridDim(kb, loc, "x")
+		loop.For(kb, loc, bid, items, grid, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
+			g.b, g.x = b, x.at(b)
+			g.item = g.x.from(iv)
+			emit()
+			// (The next row block's copies overwrite the stages.)
+			gpu.Barrier(b, loc)
+			return nil
+		})
+		g.b, g.x, g.item = kb, x, nil
+	} else {
+		emit()
 	}
 	gpu.Return(kb, loc)
 	return kernel, nil
@@ -321,6 +347,9 @@ func (f Flash) Launch(b *ir.Builder, loc ir.Location, kernel *ir.Operation, ref 
 		n := arith.Binary(b, arith.OpDivUI, loc, loop.Dim(b, loc, q, 0), c(f.Batch*f.D))
 		rows := arith.Binary(b, arith.OpDivUI, loc, arith.Binary(b, arith.OpAddI, loc, n, c(f.tile().Rows-1)), c(f.tile().Rows))
 		grid[0] = arith.Binary(b, arith.OpMulI, loc, rows, c(f.Batch))
+		if p := f.tile().Persistent; p > 0 {
+			grid[0] = arith.Binary(b, arith.OpMinUI, loc, grid[0], c(p))
+		}
 		args[len(args)-1] = n
 	} else {
 		grid[0] = arith.ConstantIndex(b, loc, f.Grid())

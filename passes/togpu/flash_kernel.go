@@ -31,6 +31,19 @@ type flashGen struct {
 	// causal forward's later rows visit more key tiles, and their blocks
 	// then start first rather than trail the launch.
 	lastFirst bool
+	// item is, with Persistent, the row block the block computes now
+	// (the key loop over its row blocks' index), else nil: the block's
+	// index.
+	item *ir.Value
+}
+
+// blockIndex is the (batch, row block) index the block computes: its
+// index, or with Persistent the row block of the block's loop.
+func (g *flashGen) blockIndex(b *ir.Builder) *ir.Value {
+	if g.item != nil {
+		return g.item
+	}
+	return g.x.at(b).from(gpu.BlockID(b, g.loc, "x"))
 }
 
 // stage is the offset of a stage's K tile; its V tile follows.
@@ -238,7 +251,7 @@ func (g *flashGen) begin() flashStart {
 	b, loc, x := g.b, g.loc, g.x
 	tilesM := g.rowBlocks(x)
 	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
-	bid := x.from(gpu.BlockID(b, loc, "x"))
+	bid := g.blockIndex(b)
 	z, mt := x.div32(bid, tilesM), x.rem32(bid, tilesM)
 	if g.lastFirst {
 		mt = x.sub(x.addc(tilesM, -1), mt)
@@ -805,5 +818,5 @@ func (g *flashGen) storeLSE(b *ir.Builder, row, m, l *ir.Value) {
 // rather than kept in a register through it).
 func (g *flashGen) batchOf(b *ir.Builder) *ir.Value {
 	x := g.x.at(b)
-	return x.div32(x.from(gpu.BlockID(b, g.loc, "x")), g.rowBlocks(x))
+	return x.div32(g.blockIndex(b), g.rowBlocks(x))
 }

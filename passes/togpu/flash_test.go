@@ -239,31 +239,73 @@ func TestFlashSemantics(t *testing.T) {
 				if err := tc.flash(tile).Check(); err != nil && tile.WGMMA {
 					t.Skipf("not for this tiling: %v", err)
 				}
-				q, k, v := tc.inputs(t)
-				ctx := dialects.NewContext()
-				rm, err := ir.Parse(ctx, tc.source(), ir.ParseOptions{Filename: "ref.mlir"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := interp.New(rm).Call("main", q, k, v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m := flashModule(t, ctx, tc.flash(tile))
-				out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := interp.New(m).Call("main", flat(t, q), flat(t, k), flat(t, v), out); err != nil {
-					t.Fatal(err)
-				}
-				got, err := out.Tensor()
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst := compare(t, got.Float64s(), want[0].(*interp.Tensor).Float64s(), tol)
-				t.Logf("max |kernel − graph| = %.3g (tolerance %.3g)", worst, tol)
+				checkFlash(t, tc, tile, tol)
 			})
+		}
+	}
+}
+
+// checkFlash runs tc's kernel of tiling tile in the interpreter and
+// compares it with the interpreter's graph.attention within tol.
+func checkFlash(t *testing.T, tc flashCase, tile togpu.FlashTile, tol float64) {
+	t.Helper()
+	q, k, v := tc.inputs(t)
+	ctx := dialects.NewContext()
+	rm, err := ir.Parse(ctx, tc.source(), ir.ParseOptions{Filename: "ref.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := interp.New(rm).Call("main", q, k, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := flashModule(t, ctx, tc.flash(tile))
+	out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := interp.New(m).Call("main", flat(t, q), flat(t, k), flat(t, v), out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := out.Tensor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := compare(t, got.Float64s(), want[0].(*interp.Tensor).Float64s(), tol)
+	t.Logf("max |kernel − graph| = %.3g (tolerance %.3g)", worst, tol)
+}
+
+// TestFlashPersistent runs the persistent defaults (FlashTile.Persistent)
+// in the interpreter with grids of 2 and 3 blocks, so that each block
+// computes several row blocks in turn — of several heads, with row and
+// key tails, causal diagonals (and the heavier row blocks first) and
+// rescaling — and compares them with graph.attention as
+// TestFlashSemantics does.
+func TestFlashPersistent(t *testing.T) {
+	const tol = 1.0/128 + 1.0/64
+	for _, tc := range []flashCase{
+		{2, 1, 200, 130, 64, false, 0, ir.BF16},
+		{1, 2, 130, 70, 64, true, 0, ir.BF16},
+		{2, 1, 120, 200, 64, true, 0, ir.BF16},
+		{1, 1, 120, 300, 64, false, 4, ir.BF16},
+		{1, 2, 150, 140, 128, true, 0, ir.BF16},
+		{1, 1, 130, 200, 128, false, 0, ir.BF16},
+	} {
+		for _, base := range []togpu.FlashTile{togpu.FlashTileWGMMA, togpu.FlashTileWGMMACausal, togpu.FlashTileWGMMA128} {
+			for _, p := range []int64{2, 3} {
+				tile := base
+				tile.Persistent = p
+				if tc.flash(tile).Check() != nil {
+					continue
+				}
+				t.Run(fmt.Sprintf("%v-%v", tc, tile), func(t *testing.T) {
+					t.Parallel()
+					if g, want := tc.flash(tile).Grid(), min(p, int64(tc.b*tc.h)*((tc.lq+63)/64)); g != want {
+						t.Fatalf("grid %d, want %d", g, want)
+					}
+					checkFlash(t, tc, tile, tol)
+				})
+			}
 		}
 	}
 }

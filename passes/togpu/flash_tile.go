@@ -115,14 +115,21 @@ type FlashTile struct {
 	// they otherwise need registers of their own and a move each into the
 	// loop-carried ones at the end of the tile.
 	LatePack bool
+	// Persistent, when not 0, caps the grid at that many blocks, each
+	// looping over row blocks (block b takes b, b + grid, …; a barrier
+	// between two, whose tiles share the stages): a block's setup and its
+	// stores' drain at exit then come once, not once a row block. With
+	// Pipe, one warpgroup a block, and neither Specialized nor TMA (whose
+	// mbarriers' phases would carry from one row block to the next).
+	Persistent int64
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
 // eN for PolyExp N, s for SumMMA, bN for MinBlocks N, g for WGMMA, p
 // for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
 // for Specialized (a dedicated producer), a for PingPong (alternating
-// consumers), t for TMA, cN for Cluster N, u for Unroll and m for
-// LatePack.
+// consumers), t for TMA, cN for Cluster N, u for Unroll, m for
+// LatePack and rN for Persistent N.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -176,7 +183,17 @@ func (t FlashTile) String() string {
 	if t.LatePack {
 		s += "m"
 	}
+	if t.Persistent > 0 {
+		s += fmt.Sprintf("r%d", t.Persistent)
+	}
 	return s
+}
+
+// nonPersistent is t without Persistent: any cap of the grid goes with
+// a tiling of FlashTiles.
+func (t FlashTile) nonPersistent() FlashTile {
+	t.Persistent = 0
+	return t
 }
 
 // warpRows is the query rows of a warp.
@@ -249,6 +266,11 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true},
 	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	// Session 15's candidates: the defaults persistent, as many blocks
+	// as the H200's 132 SMs hold (3 an SM, 4 for 64x64gplvq).
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Persistent: 396},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Persistent: 528},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Persistent: 396},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
