@@ -310,12 +310,16 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 		loop.For(kb, loc, bid, items, grid, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
 			g.b, g.x = b, x.at(b)
 			g.item = g.x.from(iv)
+			next := arith.Binary(b, arith.OpAddI, loc, iv, grid)
+			g.next = g.x.from(next)
+			g.hasNext = arith.NewCmpI(b, loc, arith.CmpIULT, next, items)
+			g.first = arith.NewCmpI(b, loc, arith.CmpIEQ, iv, bid)
 			emit()
 			// (The next row block's copies overwrite the stages.)
 			gpu.Barrier(b, loc)
 			return nil
 		})
-		g.b, g.x, g.item = kb, x, nil
+		g.b, g.x, g.item, g.next, g.hasNext, g.first = kb, x, nil, nil, nil, nil
 	} else {
 		emit()
 	}

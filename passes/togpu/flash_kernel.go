@@ -35,6 +35,32 @@ type flashGen struct {
 	// (the key loop over its row blocks' index), else nil: the block's
 	// index.
 	item *ir.Value
+	// With Persistent, next is the block's next row block, hasNext (i1)
+	// whether it has one, and first (i1) whether item is its first.
+	next, hasNext, first *ir.Value
+}
+
+// prefetches reports whether the kernel copies the next row block's Q
+// and first K and V tiles during the current one's last key tile
+// (Persistent, emitWGMMAPipe): with cp.async and a static, even number
+// of key tiles a row block, so that the next one's stages are those its
+// tile 0 uses (non-causal, no PrefetchV's three V stages).
+func (g *flashGen) prefetches() bool {
+	t := g.Tile
+	return t.Persistent > 0 && t.Pipe && !t.PrefetchV && !t.TMA && !t.Specialized &&
+		!g.Causal && !g.Dynamic && ceilDivInt(g.Lk, t.Keys)%2 == 0
+}
+
+// itemStart returns row block item's batch z, first row and the offsets
+// of its Q tile and of its batch's K and V.
+func (g *flashGen) itemStart(x ix, item *ir.Value) (z, rowBase, qBase, kvBase *ir.Value) {
+	tilesM := g.rowBlocks(x)
+	z, mt := x.div32(item, tilesM), x.rem32(item, tilesM)
+	if g.lastFirst {
+		mt = x.sub(x.addc(tilesM, -1), mt)
+	}
+	rowBase = x.mulc(mt, g.Tile.Rows)
+	return z, rowBase, x.add(g.batchBase(x, z, g.Lq), x.mulc(rowBase, g.D)), g.batchBase(x, z, g.Lk)
 }
 
 // blockIndex is the (batch, row block) index the block computes: its
@@ -249,15 +275,9 @@ type flashStart struct {
 // tid, kvBase and t2.
 func (g *flashGen) begin() flashStart {
 	b, loc, x := g.b, g.loc, g.x
-	tilesM := g.rowBlocks(x)
 	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
-	bid := g.blockIndex(b)
-	z, mt := x.div32(bid, tilesM), x.rem32(bid, tilesM)
-	if g.lastFirst {
-		mt = x.sub(x.addc(tilesM, -1), mt)
-	}
-	rowBase := x.mulc(mt, g.Tile.Rows)
-	g.kvBase = g.batchBase(x, z, g.Lk)
+	z, rowBase, _, kvBase := g.itemStart(x, g.blockIndex(b))
+	g.kvBase = kvBase
 	lane, warp := x.and(g.tid, 31), x.shr(g.tid, 5)
 	gr := x.shr(lane, 2)
 	g.t2 = x.mulc(x.and(lane, 3), 2)

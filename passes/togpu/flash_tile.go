@@ -118,9 +118,14 @@ type FlashTile struct {
 	// Persistent, when not 0, caps the grid at that many blocks, each
 	// looping over row blocks (block b takes b, b + grid, …; a barrier
 	// between two, whose tiles share the stages): a block's setup and its
-	// stores' drain at exit then come once, not once a row block. With
-	// Pipe, one warpgroup a block, and neither Specialized nor TMA (whose
-	// mbarriers' phases would carry from one row block to the next).
+	// stores' drain at exit then come once, not once a row block, and
+	// where a row block has a static, even number of key tiles
+	// (non-causal; not PrefetchV) the next row block's Q tile and first K
+	// and V tiles are copied during the last key tile (prefetches),
+	// whose latency the block otherwise waits for at each row block's
+	// start. With Pipe, one warpgroup a block, and neither Specialized nor
+	// TMA (whose mbarriers' phases would carry from one row block to the
+	// next).
 	Persistent int64
 }
 

@@ -231,13 +231,19 @@ func (g *flashGen) by3(x ix, kt *ir.Value) (q, r *ir.Value) {
 // wgLoadTile issues the copies of key tile kt of src (k or v) to
 // workgroup offset at.
 func (g *flashGen) wgLoadTile(b *ir.Builder, kt, src, at *ir.Value) {
+	g.wgLoadTileOf(b, g.kvBase, kt, src, at)
+}
+
+// wgLoadTileOf is wgLoadTile for the batch whose K and V start at
+// kvBase.
+func (g *flashGen) wgLoadTileOf(b *ir.Builder, kvBase, kt, src, at *ir.Value) {
 	x := g.x.at(b)
 	first := x.mulc(kt, g.Tile.Keys)
 	var valid *ir.Value
 	if g.keyTail() {
 		valid = g.lk(x)
 	}
-	g.copyTile(b, g.kvChunks, src, x.add(g.kvBase, x.mulc(first, g.D)), at, first, valid)
+	g.copyTile(b, g.kvChunks, src, x.add(kvBase, x.mulc(first, g.D)), at, first, valid)
 }
 
 // emitWGMMAPipe builds the pipelined wgmma kernel (FlashTile.Pipe): as
@@ -277,6 +283,34 @@ func (g *flashGen) emitWGMMAPipe() {
 	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vStage(x.at(b), kt)) }
 	vAt := func(x ix, kt *ir.Value) *ir.Value { return x.index(vStage(x, kt)) }
 	pv, ws, tma, oneK := g.Tile.PrefetchV, g.Tile.Specialized, g.Tile.TMA, g.Tile.OneK
+	pf := g.prefetches()
+	var qChunks []chunk
+	if !ws {
+		qChunks = g.swizzledChunks(R)
+	}
+	// nextItem issues, in the last key tile, the copies of the next row
+	// block's (when the block has one) Q tile and first K tile, or its
+	// first V tile, into their stages (those of key tile tiles, even),
+	// and commits them as a group (an empty one without a next row
+	// block).
+	nextItem := func(b *ir.Builder, v bool) {
+		loop.If(b, loc, g.hasNext, nil, func(b *ir.Builder) []*ir.Value {
+			x := x.at(b)
+			_, row, q, kv := g.itemStart(x, g.next)
+			if v {
+				g.wgLoadTileOf(b, kv, x.c(0), g.v, vStage(x, x.c(0)))
+				return nil
+			}
+			var valid *ir.Value
+			if g.rowTail() {
+				valid = g.lq(x)
+			}
+			g.copyTile(b, qChunks, g.q, q, x.c(qStage), row, valid)
+			g.wgLoadTileOf(b, kv, x.c(0), g.k, kAt(x, x.c(0)))
+			return nil
+		}, nil)
+		gpu.CpAsyncCommit(b, loc)
+	}
 	var bars *ir.Value
 	var tm *flashTMA
 	if ws {
@@ -311,10 +345,20 @@ func (g *flashGen) emitWGMMAPipe() {
 		if tma {
 			tm = g.setupTMA(z, kAt, vStage)
 		}
-		g.copyTile(b, g.swizzledChunks(R), g.q, qBase, x.c(qStage), rowBase, qValid)
-		if !tma {
-			loadK(b, x.c(0))
-			loadV(b, x.c(0))
+		copies := func(b *ir.Builder) []*ir.Value {
+			g.copyTile(b, qChunks, g.q, qBase, x.at(b).c(qStage), rowBase, qValid)
+			if !tma {
+				loadK(b, x.at(b).c(0))
+				loadV(b, x.at(b).c(0))
+			}
+			return nil
+		}
+		if pf {
+			// (A row block after the block's first was copied during
+			// the last key tile of the one before.)
+			loop.If(b, loc, g.first, nil, copies, nil)
+		} else {
+			copies(b)
 		}
 		gpu.CpAsyncCommit(b, loc)
 		gpu.CpAsyncWait(b, loc, 0)
@@ -660,6 +704,15 @@ func (g *flashGen) emitWGMMAPipe() {
 		case oneK:
 			nextK(b, next)
 		}
+		if pf {
+			// The last tile: S(kt), the last reader of Q (and with
+			// OneK of the K stage), has completed; the next row block's
+			// first K stage held K(kt−1).
+			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIUGE, next, g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+				nextItem(b, false)
+				return nil
+			}, nil)
+		}
 		p, mNew, sums, alpha, moved := softmaxP(b, x, sv, kt, m, masked)
 		// P·V's wait, in both arms of the branch that copies V(kt+1)
 		// (whose stage P·V reads) or, with PrefetchV, after a branch
@@ -696,6 +749,11 @@ func (g *flashGen) emitWGMMAPipe() {
 			return append(o, l...)
 		}, func(b *ir.Builder) []*ir.Value {
 			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+			if pf {
+				// (V(kt−1)'s stage, the next row block's first, is
+				// free: its P·V has completed.)
+				nextItem(b, true)
+			}
 			return append(o, l...)
 		}).Results()
 		if late {
@@ -748,7 +806,12 @@ func (g *flashGen) emitWGMMAPipe() {
 			gpu.ClusterArrive(b, loc)
 		}
 	case !pv:
-		gpu.CpAsyncWait(b, loc, 0)
+		// (With pf, the next row block's two groups stay in flight.)
+		wait := int64(0)
+		if pf {
+			wait = 2
+		}
+		gpu.CpAsyncWait(b, loc, wait)
 		gpu.FenceProxyAsync(b, loc)
 		gpu.Barrier(b, loc)
 	}
