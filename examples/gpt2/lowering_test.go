@@ -122,8 +122,10 @@ var small = Config{Vocab: 96, Ctx: 64, D: 64, Heads: 2, Layers: 2, Seed: 1}
 // graphs GPT-2 traces in bf16: every product of the forward pass (four a
 // layer and the head) an mma kernel, every attention a flash kernel; in
 // the mixed-precision training step, every product of the backward pass
-// too, the embeddings' one-hot gradients included. The attention output's projection (a transpose and a reshape
-// before it) and products on reshaped operands were scalar nests before.
+// too, and the embeddings' gradients two scatter kernels (they were one-hot
+// products before graph.scatter_add). The attention output's projection (a
+// transpose and a reshape before it) and products on reshaped operands were
+// scalar nests before.
 func TestLoweredOnTensorCores(t *testing.T) {
 	name, got := loweringBackend(t)
 	opts := frontend.Options{Backend: name}
@@ -155,17 +157,19 @@ func TestLoweredOnTensorCores(t *testing.T) {
 		matmuls  int
 		mma      int
 		flashMin int
+		scatter  int
 	}{
-		{"training forward", products, products, small.Layers},
-		// Two products per forward product, and the embeddings' gradients
-		// (one-hot products [V, B·T]·[1, B·T, D]).
-		{"training backward", 2*products + 2, 2*products + 2, small.Layers},
-		{"prefill", products, products, small.Layers},
+		{"training forward", products, products, small.Layers, 0},
+		// Two products per forward product; the embeddings' gradients are
+		// scatter-adds (token and position).
+		{"training backward", 2 * products, 2 * products, small.Layers, 2},
+		{"prefill", products, products, small.Layers, 0},
 	} {
 		g := gs[i]
-		if g.matmuls != want.matmuls || g.mappings[togpu.MappingMMA] != want.mma || g.mappings[togpu.MappingFlash] < want.flashMin {
-			t.Errorf("%s: %d graph.matmul, kernels %v; want %d products, %d mma kernels, at least %d flash kernels",
-				want.name, g.matmuls, g.mappings, want.matmuls, want.mma, want.flashMin)
+		if g.matmuls != want.matmuls || g.mappings[togpu.MappingMMA] != want.mma || g.mappings[togpu.MappingFlash] < want.flashMin ||
+			g.mappings[togpu.MappingScatter] != want.scatter {
+			t.Errorf("%s: %d graph.matmul, kernels %v; want %d products, %d mma kernels, at least %d flash kernels, %d scatter kernels",
+				want.name, g.matmuls, g.mappings, want.matmuls, want.mma, want.flashMin, want.scatter)
 		}
 	}
 }
