@@ -177,3 +177,78 @@ func timeRuns(t *testing.T, dev *cuda.Device, iters int, run func() error) float
 	slices.Sort(ms)
 	return ms[iters/2]
 }
+
+// TestGPUTune (skipped without a GPU and cuBLASLt) checks Tune on a plain
+// product and one with a bias: the algorithm it keeps is one the
+// heuristic proposes, and the product after it is the one before within
+// bf16 rounding.
+func TestGPUTune(t *testing.T) {
+	dev, alloc, hd := gpuHandle(t)
+	rng := rand.New(rand.NewPCG(5, 7))
+	random := func(n int64) cuda.DevicePtr {
+		buf := make([]byte, 0, 2*n)
+		for range n {
+			buf = binary.LittleEndian.AppendUint16(buf, uint16(math.Float32bits(float32(2*rng.Float64()-1))>>16))
+		}
+		p, err := alloc.Alloc(uint64(len(buf)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.CopyHtoD(p, buf); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = alloc.Free(p) })
+		return p
+	}
+	download := func(p cuda.DevicePtr, n int64) []float32 {
+		buf := make([]byte, 2*n)
+		if err := dev.CopyDtoH(buf, p); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16)
+		}
+		return out
+	}
+	for _, m := range []Matmul{
+		{AType: BF16, DType: BF16, M: 512, N: 768, K: 3072, Batch: 1, Bias: true},
+		{AType: BF16, DType: BF16, M: 8, N: 2304, K: 768, Batch: 1},
+	} {
+		a, b, d := random(m.M*m.K), random(m.K*m.N), random(m.M*m.N)
+		var bias cuda.DevicePtr
+		key := planKey{Matmul: m}
+		run := func() error { return hd.Run(m, a, b, d, nil) }
+		if m.Bias {
+			bias = random(m.N)
+			key.biasAlign = alignment(bias)
+			run = func() error { return hd.RunBias(m, a, b, d, bias, nil) }
+		}
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+		want := download(d, m.M*m.N)
+		if err := hd.Tune(m, a, b, d, bias, nil); err != nil {
+			t.Fatal(err)
+		}
+		var algos []heuristicResult
+		if err := dev.WithContext(func() (err error) { algos, err = hd.heuristics(hd.plans[key], TuneCandidates); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(algos, func(h heuristicResult) bool { return h.algo == hd.plans[key].algo.algo }) {
+			t.Errorf("%+v: Tune kept an algorithm the heuristic does not propose", m)
+		}
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+		got := download(d, m.M*m.N)
+		for j := range got {
+			if diff := math.Abs(float64(got[j] - want[j])); !(diff <= math.Max(1, math.Abs(float64(want[j])))/64) {
+				t.Fatalf("%+v: element %d is %g after Tune, %g before", m, j, got[j], want[j])
+			}
+		}
+	}
+	if err := hd.Tune(Matmul{AType: BF16, DType: BF16, M: 8, N: 8, K: 8, Batch: 1, Bias: true}, 1, 1, 1, 0, nil); err == nil {
+		t.Error("Tune of a product with a bias but no bias address: no error")
+	}
+}

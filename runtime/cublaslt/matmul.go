@@ -412,3 +412,131 @@ func (p *plan) destroy(l *lib) error {
 	}
 	return errors.Join(errs...)
 }
+
+// TuneCandidates is how many of the algorithms cuBLASLt's heuristic
+// proposes Tune times. Measured on the H200 (bench/NOTES.md, session 15):
+// for GPT-2's prefill the fastest of the first eight was #5 for the head
+// (0.774 against #0's 0.863 ms) and the MLP's first product (0.0551
+// against 0.0598), #4 for the qkv projection (0.0434 against 0.0488).
+const TuneCandidates = 8
+
+// TuneMinFlops is the smallest product (2·M·N·K·batch) Tune times: below
+// it a product takes a few microseconds, about what its launch costs, and
+// the algorithms differ by less than the timing's noise (a decoding
+// step's products at batch 8 ran 10–14 µs whichever algorithm).
+const TuneMinFlops = 1 << 31
+
+// Tune times the first TuneCandidates algorithms cuBLASLt's heuristic
+// proposes for m (each run once, then twice between two events on
+// stream) on the operands at a, b and d (and bias, for a product with
+// one), and makes the fastest the algorithm of m's later calls: the
+// heuristic's first proposal is not always its fastest. A product under
+// TuneMinFlops only runs once, with the first proposal. Timing, Tune waits
+// for stream and holds the handle (other calls wait).
+func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stream) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if m.Bias != (bias != 0) {
+		return errors.New("cuBLASLt: Tune needs the bias's address exactly for a product with a bias")
+	}
+	if 2*float64(m.M)*float64(m.N)*float64(m.K)*float64(m.Batch) < TuneMinFlops {
+		if m.Bias {
+			return hd.RunBias(m, a, b, d, bias, stream)
+		}
+		return hd.Run(m, a, b, d, stream)
+	}
+	key := planKey{Matmul: m}
+	if m.Bias {
+		key.biasAlign = alignment(bias)
+	}
+	// The handle's lock for the whole timing: the candidates share its
+	// workspace with every other call. A plan of Tune's own: the shared
+	// one keeps its algorithm until the choice is made.
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	if hd.plans == nil {
+		return errors.New("cuBLASLt: handle used after Close")
+	}
+	var p *plan
+	var algos []heuristicResult
+	err := hd.dev.WithContext(func() (err error) {
+		if p, err = hd.newPlan(m, bias); err != nil {
+			return err
+		}
+		algos, err = hd.heuristics(p, TuneCandidates)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = hd.dev.WithContext(func() error { return p.destroy(hd.lib) }) }()
+	start, err := hd.dev.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer start.Destroy()
+	end, err := hd.dev.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer end.Destroy()
+	best, bestMs := -1, float32(0)
+	for i, h := range algos {
+		p.algo = h
+		ms, err := hd.timePlan(p, a, b, d, stream, start, end)
+		if err != nil {
+			continue // a candidate that does not run is not chosen
+		}
+		if best < 0 || ms < bestMs {
+			best, bestMs = i, ms
+		}
+	}
+	if best < 0 {
+		return fmt.Errorf("cuBLASLt: none of %d algorithms for M=%d N=%d K=%d batch=%d ran", len(algos), m.M, m.N, m.K, m.Batch)
+	}
+	shared := hd.plans[key]
+	if shared == nil {
+		err := hd.dev.WithContext(func() (err error) { shared, err = hd.newPlan(m, bias); return err })
+		if err != nil {
+			return err
+		}
+		hd.plans[key] = shared
+	}
+	shared.algo = algos[best]
+	return nil
+}
+
+// timePlan runs plan p's product (its bias in its descriptor) once, then
+// twice between start and end on stream, and returns the
+// milliseconds of one run. The handle is locked.
+func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (float32, error) {
+	const runs = 2
+	l := hd.lib
+	call := func() error {
+		return hd.dev.WithContext(func() error {
+			return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
+				uint64(b), p.b, uint64(a), p.a, unsafe.Pointer(&hd.beta), uint64(d), p.d, uint64(d), p.d,
+				unsafe.Pointer(&p.algo.algo), uint64(hd.workspace), WorkspaceBytes, stream.Handle()))
+		})
+	}
+	if err := call(); err != nil {
+		return 0, err
+	}
+	if err := start.Record(stream); err != nil {
+		return 0, err
+	}
+	for range runs {
+		if err := call(); err != nil {
+			return 0, err
+		}
+	}
+	if err := end.Record(stream); err != nil {
+		return 0, err
+	}
+	if err := end.Synchronize(); err != nil {
+		return 0, err
+	}
+	ms, err := cuda.Elapsed(start, end)
+	return ms / runs, err
+}

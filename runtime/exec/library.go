@@ -460,11 +460,9 @@ func (rt *Runtime) warmCall(c libCall, st *cuda.Stream) error {
 		} else {
 			var h *cublaslt.Handle
 			if h, err = rt.cublasLt(); err == nil {
-				if c.mm.Bias {
-					err = h.RunBias(c.mm, ptrs[0], ptrs[1], ptrs[2], ptrs[3], st)
-				} else {
-					err = h.Run(c.mm, ptrs[0], ptrs[1], ptrs[2], st)
-				}
+				// The heuristic's first algorithm is not always its
+				// fastest: the first few are timed on the scratch.
+				err = h.Tune(c.mm, ptrs[0], ptrs[1], ptrs[2], ptrs[3], st)
 			}
 		}
 	}
