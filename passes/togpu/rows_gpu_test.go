@@ -114,7 +114,7 @@ func TestGPURowVariants(t *testing.T) {
 				args: []interp.Value{buf(xs, rows, cols)}, variants: []rowVariant{{opts: "block=256"}, {opts: "block=128"}, {opts: "block=512"}}})
 		// GPT-2's residual add and layer norm (batch 8, sequence 1024,
 		// bf16, the sum and the normalized rows both written): a block a
-		// row (768 > ShortRow) against a warp a row.
+		// row (768 > ShortRow) against a warp a row, and the row options.
 		gx, gy, gw, gb := make([]float64, 8192*768), make([]float64, 8192*768), make([]float64, 768), make([]float64, 768)
 		for i := range gx {
 			gx[i], gy[i] = 2*rng.Float64()-1, 2*rng.Float64()-1
@@ -131,7 +131,9 @@ func TestGPURowVariants(t *testing.T) {
 		}
 		workloads = append(workloads, rowWorkload{name: "gpt2 add+layernorm 8192x768 bf16", src: addLayerNormBF16(8192, 768),
 			args:     []interp.Value{bf(gx, 8192, 768), bf(gy, 8192, 768), bf(gw, 768), bf(gb, 768)},
-			variants: []rowVariant{{opts: "block=256"}, {opts: "block=256 rows-per-block=8"}, {opts: "block=128 rows-per-block=4"}, {opts: "block=512 rows-per-block=16"}, {opts: "block=256 rows-per-block=2"}},
+			variants: []rowVariant{{opts: "block=256"}, {opts: "block=256 rows-per-block=8"}, {opts: "block=128 rows-per-block=4"}, {opts: "block=512 rows-per-block=16"}, {opts: "block=256 rows-per-block=2"},
+				{opts: "block=256 row-evict-last=false"}, {opts: "block=256 row-welford=false"}, {opts: "block=256 row-shuffle-merge=false"},
+				{opts: "block=128 rows-per-block=4 row-evict-last=false"}, {opts: "block=256 vector=2"}, {opts: "block=256 vector=8"}},
 			check:    nil, bf16: true})
 	} else {
 		workloads[0].variants = []rowVariant{workloads[0].variants[0], workloads[0].variants[1], workloads[0].variants[2], workloads[0].variants[4]}
