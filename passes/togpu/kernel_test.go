@@ -3,6 +3,10 @@ package togpu_test
 import (
 	"fmt"
 	"testing"
+
+	"github.com/strata-ir/strata/dialects/gpu"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/togpu"
 )
 
 // TestPowerOfTwoDivisions checks that a kernel's coordinates divide by a
@@ -38,5 +42,39 @@ func TestPowerOfTwoDivisions(t *testing.T) {
 			t.Errorf("%s: %d divisions and remainders, %d shifts and masks in the kernel", name, divs, shifts)
 		}
 		checkAgainstGraph(t, name, src, m)
+	}
+}
+
+// TestBroadcastLoadsKeepWideVectors checks that a bf16 nest reading a small
+// float32 operand broadcast over its points (a batch norm's per-channel
+// scale) takes 8 points a step (16-byte accesses of x and y), as one that
+// moves only 16-bit elements does, while a float32 operand over the whole
+// space keeps 4; and that both compute what the graph program computes.
+func TestBroadcastLoadsKeepWideVectors(t *testing.T) {
+	for _, tc := range []struct {
+		name, scale string
+		want        int64
+	}{
+		{"broadcast", "tensor<64xf32>", 8},
+		{"full", "tensor<4x8x64xf32>", 4},
+	} {
+		src := fmt.Sprintf(`func.func @main(%%x: tensor<4x8x64xbf16>, %%s: %[1]s) -> tensor<4x8x64xbf16> {
+  %%0 = "graph.cast"(%%x) : (tensor<4x8x64xbf16>) -> tensor<4x8x64xf32>
+  %%1 = "graph.mul"(%%0, %%s) : (tensor<4x8x64xf32>, %[1]s) -> tensor<4x8x64xf32>
+  %%2 = "graph.cast"(%%1) : (tensor<4x8x64xf32>) -> tensor<4x8x64xbf16>
+  return %%2 : tensor<4x8x64xbf16>
+}`, tc.scale)
+		m := lowerGraph(t, src, "builtin.module(lower-to-gpu)")
+		var vecs []int64
+		m.Walk(func(o *ir.Operation) bool {
+			if gpu.IsKernel(o) {
+				vecs = append(vecs, o.Attr(togpu.LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value)
+			}
+			return true
+		})
+		if len(vecs) != 1 || vecs[0] != tc.want {
+			t.Errorf("%s: kernel vector widths %v, want [%d]", tc.name, vecs, tc.want)
+		}
+		checkAgainstGraph(t, tc.name, src, m)
 	}
 }
