@@ -2,6 +2,7 @@ package togpu_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/dialects/gpu"
@@ -76,5 +77,47 @@ func TestBroadcastLoadsKeepWideVectors(t *testing.T) {
 			t.Errorf("%s: kernel vector widths %v, want [%d]", tc.name, vecs, tc.want)
 		}
 		checkAgainstGraph(t, tc.name, src, m)
+	}
+}
+
+// TestSmallKernelStoresLast checks that a pointwise kernel over few points
+// computing several values (batch norms' scales from their running
+// variances) makes all its loads before its first store, so that they may
+// be in flight together, and still computes what the graph program does;
+// over many points the stores stay where the values are computed.
+func TestSmallKernelStoresLast(t *testing.T) {
+	for _, tc := range []struct {
+		n         int64
+		storeLast bool
+	}{{64, true}, {1 << 17, false}} {
+		v := fmt.Sprintf("tensor<%dxf32>", tc.n)
+		// Siblings reading ε: one kernel, each value stored where it
+		// is computed.
+		src := fmt.Sprintf(`func.func @main(%%a: %[1]s, %%b: %[1]s, %%c: %[1]s, %%e: tensor<f32>) -> (%[1]s, %[1]s, %[1]s) {
+  %%0 = "graph.add"(%%a, %%e) : (%[1]s, tensor<f32>) -> %[1]s
+  %%1 = "graph.rsqrt"(%%0) : (%[1]s) -> %[1]s
+  %%2 = "graph.add"(%%b, %%e) : (%[1]s, tensor<f32>) -> %[1]s
+  %%3 = "graph.rsqrt"(%%2) : (%[1]s) -> %[1]s
+  %%4 = "graph.add"(%%c, %%e) : (%[1]s, tensor<f32>) -> %[1]s
+  %%5 = "graph.rsqrt"(%%4) : (%[1]s) -> %[1]s
+  return %%1, %%3, %%5 : %[1]s, %[1]s, %[1]s
+}`, v)
+		m := lowerGraph(t, src, "builtin.module(lower-to-gpu)")
+		var order []string
+		m.Walk(func(o *ir.Operation) bool {
+			switch o.Name() {
+			case "loop.load":
+				order = append(order, "L")
+			case "loop.store":
+				order = append(order, "S")
+			}
+			return true
+		})
+		got := strings.Join(order, "")
+		last := strings.LastIndex(got, "L") < strings.Index(got, "S")
+		if strings.Count(got, "S") < 3 || last != tc.storeLast {
+			t.Errorf("%d points: loads and stores %s, want the stores last: %v", tc.n, got, tc.storeLast)
+		}
+		checkAgainstGraph(t, fmt.Sprint(tc.n), src, m)
 	}
 }
