@@ -33,7 +33,8 @@ type Config struct {
 	Block int64
 	// Vector is the number of consecutive points a pointwise thread handles
 	// per step when the nest allows it (1 disables), counted for 4-byte
-	// elements: a nest that moves only 16-bit elements takes twice as many.
+	// elements: a nest that moves only 16-bit elements takes twice as many
+	// (loads of small broadcast operands aside: widestAccess).
 	Vector int64
 	// RowsPerBlock is the number of rows a row kernel's block handles, a
 	// warp per row when above 1 (the block then has 32*RowsPerBlock
