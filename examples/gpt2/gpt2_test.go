@@ -338,7 +338,7 @@ func TestMixedPrecisionPolicy(t *testing.T) {
 // TestMixedRows checks the embedding rows under MixedLoss: their values
 // are the float32 tables' exactly (as PyTorch's autocast gathers), and
 // their gradient is the one of rows gathered from the bf16 tables (a
-// one-hot product on bf16 operands, the cast's gradient): for tokens
+// scatter-add of the bf16 gradient, rounded once; the cast's gradient): for tokens
 // seen once, each row's gradient is the upstream gradient rounded to
 // bf16, not the float32 one (the carried rounding error has no
 // gradient).

@@ -202,11 +202,11 @@ func TestTrainingStepFillsTheGrid(t *testing.T) {
 
 // TestTrainingLossKeepsLogitsNarrow lowers the mixed-precision training
 // step of a GPT-2 with 96 tokens and 16512 classes (rows longer than
-// graph-fuse's row limit, as GPT-2's 50304) and checks what touches its
-// [96, 16512] logits: no kernel takes them (or the log-probabilities,
-// or anything of their size) in float32, and in the forward pass the bf16
-// logits are written by the head's product and read by two kernels (the
-// row maximum with the label's logit, and the sum of exponentials). The
+// togpu.LongRow, as GPT-2's 50304) and checks what touches its [96, 16512]
+// logits: no kernel takes them (or the log-probabilities, or anything of
+// their size) in float32, and in the forward pass the bf16 logits are
+// written by the head's product and read by one row kernel (the row
+// maximum with the label's logit, then the sum of exponentials). The
 // cross-entropy moved about 16 GB a step of GPT-2 before (float32 logits
 // stored by the head's epilogue, log_softmax in three passes, the
 // log-probabilities kept for the backward pass); it now moves about 4.
@@ -230,8 +230,8 @@ func TestTrainingLossKeepsLogitsNarrow(t *testing.T) {
 			t.Errorf("graph %d: %d launches take a %s (float32 logits or their like): %v", i, k, wide, g.buffers)
 		}
 	}
-	if k := gs[0].buffers[narrow]; k != 3 {
-		t.Errorf("forward: %d launches take the bf16 logits %s, want 3 (the product, the maximum and label, the exponentials' sum)", k, narrow)
+	if k := gs[0].buffers[narrow]; k != 2 {
+		t.Errorf("forward: %d launches take the bf16 logits %s, want 2 (the product; the maximum, label and exponentials' sum)", k, narrow)
 	}
 }
 

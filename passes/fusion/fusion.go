@@ -24,7 +24,12 @@ const Topic = "fusion"
 // Options tune graph-fuse.
 type Options struct {
 	// RowLimit is the largest per-row extent, in elements, of a reduction
-	// whose rows stay in one kernel (persistent row reduction).
+	// whose rows stay in one kernel (persistent row reduction). The
+	// default covers GPT-2's vocabulary (50304): the loss's max, pick and
+	// Σexp over a row of logits are one kernel, whose later loop re-reads
+	// the row from L2 (convert-loop-to-gpu gives such long rows a block
+	// of LongRowBlock threads, few rows in flight) instead of a second
+	// kernel reading it from memory.
 	RowLimit int64
 	// Horizontal merges sibling groups that read the same input.
 	Horizontal bool
@@ -53,7 +58,7 @@ type Options struct {
 
 // DefaultOptions are the options of a plain graph-fuse.
 func DefaultOptions() Options {
-	return Options{RowLimit: 16384, Horizontal: true, Epilogue: true, MaxGroupOps: 64}
+	return Options{RowLimit: 65536, Horizontal: true, Epilogue: true, MaxGroupOps: 64}
 }
 
 // Stats counts what one run did.

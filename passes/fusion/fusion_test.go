@@ -173,6 +173,17 @@ var cases = []struct {
 		log:   []string{"a row of 8 elements exceeds row-limit=4"},
 	},
 	{
+		name: "cross entropy over GPT-2's vocabulary is one row kernel",
+		src: fn("%x: tensor<2x50304xbf16>, %h: tensor<2x50304xf32>", "tensor<2xf32>", `
+  %0 = "graph.cast"(%x) : (tensor<2x50304xbf16>) -> tensor<2x50304xf32>
+  %1 = "graph.logsumexp"(%0) <{axis = 1 : i64}> : (tensor<2x50304xf32>) -> tensor<2xf32>
+  %2 = "graph.mul"(%0, %h) : (tensor<2x50304xf32>, tensor<2x50304xf32>) -> tensor<2x50304xf32>
+  %3 = "graph.reduce_sum"(%2) <{axes = [1], keepdims = false}> : (tensor<2x50304xf32>) -> tensor<2xf32>
+  %4 = "graph.sub"(%1, %3) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %4 : tensor<2xf32>`),
+		kinds: []string{"persistent_row"},
+	},
+	{
 		name: "layer_norm",
 		src: fn("%x: tensor<3x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>", "tensor<3x16xf32>", `
   %0 = "graph.layer_norm"(%x, %w, %b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (tensor<3x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<3x16xf32>

@@ -254,13 +254,42 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 		r.rows = 1
 	}
 	r.threads = cfg.Block
-	if r.rows > 1 {
+	switch {
+	case r.rows > 1:
 		r.threads = gpu.WarpSize
-	} else {
+	case longRow(order):
+		r.threads = LongRowBlock
+	default:
 		r.threads = r.registerBlock(order)
 		r.threads = r.vectorBlock(order)
 	}
 	return r
+}
+
+// LongRow and LongRowBlock: a row loop of more than LongRow elements
+// (static) does not fit in registers, and its later loops read the row
+// again: a block of LongRowBlock threads a row keeps two rows an SM in
+// flight (264 rows of GPT-2's logits, 26 MB) so that the second read
+// hits L2, where blocks of 256 (8 an SM, 105 MB) read the row from
+// memory twice.
+const (
+	LongRow      = 16384
+	LongRowBlock = 1024
+)
+
+// longRow reports whether some row loop of order runs over more than
+// LongRow elements, statically.
+func longRow(order []*rowLoop) bool {
+	for _, rl := range order {
+		lb, ub, step := rowBounds(rl)
+		l, ok1 := staticInt(lb)
+		u, ok2 := staticInt(ub)
+		s, ok3 := staticInt(step)
+		if ok1 && ok2 && ok3 && s > 0 && (u-l+s-1)/s > LongRow {
+			return true
+		}
+	}
+	return false
 }
 
 // vectorBlock returns the threads per row for a block-per-row plan whose
