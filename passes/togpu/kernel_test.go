@@ -121,3 +121,20 @@ func TestSmallKernelStoresLast(t *testing.T) {
 		checkAgainstGraph(t, fmt.Sprint(tc.n), src, m)
 	}
 }
+
+// TestShortLoadingLoopsRunStraight checks that a pointwise kernel's short
+// inner loops that load (a sum over a 3×3 window of a channels-last
+// tensor, each thread a channel) are unrolled: no loop but the grid-stride
+// one is left, and the kernel computes what the graph program computes.
+func TestShortLoadingLoopsRunStraight(t *testing.T) {
+	const src = `func.func @main(%x: tensor<2x3x3x64xf32>) -> tensor<2x64xf32> {
+  %0 = "graph.reduce_sum"(%x) <{axes = [1, 2], keepdims = false}> : (tensor<2x3x3x64xf32>) -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}`
+	m := lowerGraph(t, src, "builtin.module(lower-to-gpu)")
+	ops := countKernelOps(m)
+	if ops["loop.for"] != 1 || ops["loop.load"] < 9 {
+		t.Errorf("%d loops and %d loads in the kernels, want 1 (the grid-stride loop) and 9 or more", ops["loop.for"], ops["loop.load"])
+	}
+	checkAgainstGraph(t, "window", src, m)
+}

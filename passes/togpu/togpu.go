@@ -171,7 +171,7 @@ func init() {
 			{Name: "index-bits", Type: passes.Int, Default: d.IndexBits,
 				Doc: "width of the index arithmetic of pointwise and row kernels: 32 uses i32 where a range analysis proves every index fits (static shapes, or dynamic ones under a size guard the function gets), 64 keeps index"},
 			{Name: "unroll-inner", Type: passes.Bool, Default: d.UnrollInner,
-				Doc: "let the target compiler unroll the sequential loops inside pointwise kernels (SIMT matmul and convolution reductions); off runs those of 8 or more static trips 4 trips an iteration of a loop.no_unroll loop, for a smaller driver JIT"},
+				Doc: "let the target compiler unroll the sequential loops inside pointwise kernels (SIMT matmul and convolution reductions); off runs those of 8 or more static trips 4 trips an iteration of a loop.no_unroll loop, for a smaller driver JIT, and shorter ones that load straight"},
 		},
 		After: []passes.Order{
 			{Pass: "convert-graph-to-loop", Reason: "it turns the loop.parallel nests convert-graph-to-loop makes into kernels"},
