@@ -38,6 +38,9 @@ type flashGen struct {
 	// With Persistent, next is the block's next row block, hasNext (i1)
 	// whether it has one, and first (i1) whether item is its first.
 	next, hasNext, first *ir.Value
+	// stageAt is, with Staged, the workgroup offset of the free stage the
+	// warps store O through (see stagedStore).
+	stageAt *ir.Value
 }
 
 // prefetches reports whether the kernel copies the next row block's Q
@@ -773,6 +776,10 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 			g.storeLSE(b, rows[h], it[4*nO+h], l)
 		}
 	}
+	if g.stageAt != nil {
+		g.stagedStore(it, nO, rows, inv)
+		return
+	}
 	for h := range 2 {
 		emit := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
@@ -796,6 +803,63 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 		} else {
 			loop.If(b, loc, x.lt(rows[h], g.lq(x)), nil, emit, nil)
 		}
+	}
+}
+
+// stagedStore stores O (a warp's 16 rows; this lane's rows[0] and
+// rows[1] = rows[0] + 8, its n8 tiles' pairs of columns scaled by inv)
+// through the warp's 16 × 64 slice of workgroup memory at stageAt, 64
+// columns at a time, as the gemm's staged epilogue does
+// (gemm_epilogue.go): each lane writes its pairs of columns (32 bits),
+// row r's 16-byte chunk c at chunk c xor r%8 (32 distinct banks for the
+// pairs' 8 rows and for the rows' chunks), and after gpu.warp_sync reads
+// 16 bytes of a row, so that a warp's store covers four whole 128-byte
+// row segments instead of 16 bytes of eight rows.
+func (g *flashGen) stagedStore(it []*ir.Value, nO int, rows [2]*ir.Value, inv [2]*ir.Value) {
+	b, loc, x := g.b, g.loc, g.x
+	const sliceRows, sliceCols = 16, 64
+	lane := x.and(g.tid, 31)
+	gq := x.shr(lane, 2)
+	slice := x.add(g.stageAt, x.mulc(x.shr(g.tid, 5), sliceRows*sliceCols))
+	warpRow := x.sub(rows[0], gq)
+	cr, cc := x.shr(lane, 3), x.and(lane, 7)
+	base := g.batchBase(x, g.batchOf(b), g.Lq)
+	for pass := range g.D / sliceCols {
+		for j := range int64(sliceCols / 8) {
+			f := pass*sliceCols/8 + j
+			for h := range int64(2) {
+				at := x.index(x.add(x.add(x.add(slice, x.mulc(x.addc(gq, 8*h), sliceCols)), x.mulc(x.xorc(gq, j), 8)), g.t2))
+				for c := range int64(2) {
+					v := fop(b, loc, arith.OpMulF, it[4*f+2*h+c], inv[h])
+					loop.Store(b, loc, arith.NewCast(b, arith.OpTruncF, loc, v, g.Elem), g.smem, indexAdd(b, loc, at, c))
+				}
+			}
+		}
+		gpu.WarpSync(b, loc)
+		// The copy-out: 16 bytes (8 columns) of row cr + 4i a lane.
+		for i := range int64(sliceRows / 4) {
+			r := x.addc(cr, 4*i)
+			at := x.index(x.add(x.add(slice, x.mulc(r, sliceCols)), x.mulc(x.xor(cc, x.and(r, 7)), 8)))
+			vals := make([]*ir.Value, 8)
+			for e := range vals {
+				vals[e] = loop.Load(b, loc, g.smem, indexAdd(b, loc, at, int64(e)))
+			}
+			row := x.add(warpRow, r)
+			emit := func(b *ir.Builder) []*ir.Value {
+				x := x.at(b)
+				to := x.index(x.add(x.add(base, x.mulc(row, g.D)), x.addc(x.mulc(cc, 8), pass*sliceCols)))
+				for e, v := range vals {
+					loop.Store(b, loc, v, g.o, indexAdd(b, loc, to, int64(e)))
+				}
+				return nil
+			}
+			if !g.rowTail() {
+				emit(b)
+			} else {
+				loop.If(b, loc, x.lt(row, g.lq(x)), nil, emit, nil)
+			}
+		}
+		gpu.WarpSync(b, loc)
 	}
 }
 

@@ -275,8 +275,9 @@ func checkFlash(t *testing.T, tc flashCase, tile togpu.FlashTile, tol float64) {
 	t.Logf("max |kernel − graph| = %.3g (tolerance %.3g)", worst, tol)
 }
 
-// TestFlashPersistent runs the persistent defaults (FlashTile.Persistent)
-// in the interpreter with grids of 2 and 3 blocks, so that each block
+// TestFlashPersistent runs the persistent defaults (FlashTile.Persistent;
+// Staged with the grid of 3) in the interpreter with grids of 2 and 3
+// blocks, so that each block
 // computes several row blocks in turn — of several heads, with row and
 // key tails, causal diagonals (and the heavier row blocks first) and
 // rescaling — and compares them with graph.attention as
@@ -298,6 +299,9 @@ func TestFlashPersistent(t *testing.T) {
 			for _, p := range []int64{2, 3} {
 				tile := base
 				tile.Persistent = p
+				// (Staged with the grid of 3: O's staging stage beside
+				// the next row block's copies in flight.)
+				tile.Staged = p == 3
 				if tc.flash(tile).Check() != nil {
 					continue
 				}

@@ -127,6 +127,11 @@ type FlashTile struct {
 	// TMA (whose mbarriers' phases would carry from one row block to the
 	// next).
 	Persistent int64
+	// Staged (with Pipe, one warpgroup a block, not Specialized) stores O
+	// through workgroup memory (the last key tile's V stage, free once
+	// its P·V has completed), so that each warp's store writes whole
+	// 128-byte row segments, 16 bytes a lane (flashGen.stagedStore).
+	Staged bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
@@ -134,7 +139,7 @@ type FlashTile struct {
 // for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
 // for Specialized (a dedicated producer), a for PingPong (alternating
 // consumers), t for TMA, cN for Cluster N, u for Unroll, m for
-// LatePack and rN for Persistent N.
+// LatePack, o for Staged and rN for Persistent N.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -187,6 +192,9 @@ func (t FlashTile) String() string {
 	}
 	if t.LatePack {
 		s += "m"
+	}
+	if t.Staged {
+		s += "o"
 	}
 	if t.Persistent > 0 {
 		s += fmt.Sprintf("r%d", t.Persistent)
@@ -276,6 +284,13 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Persistent: 396},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Persistent: 528},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Persistent: 396},
+	// And O stored through workgroup memory, with and without Persistent.
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true},
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true, Persistent: 396},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true, Persistent: 528},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true, Persistent: 396},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings

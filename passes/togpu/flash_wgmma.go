@@ -815,6 +815,12 @@ func (g *flashGen) emitWGMMAPipe() {
 		gpu.FenceProxyAsync(b, loc)
 		gpu.Barrier(b, loc)
 	}
+	if g.Tile.Staged {
+		// (The last tile's V stage is free once its P·V, below, has
+		// completed: the warps store O through it.)
+		g.stageAt = vStage(x, x.addc(g.tiles, -1))
+		defer func() { g.stageAt = nil }()
+	}
 	if sumMMA {
 		last := oShape
 		last.Pending = 1
