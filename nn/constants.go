@@ -17,9 +17,9 @@ import (
 var constants sync.Map // constKey → *frontend.Tensor
 
 // constKey names a constant: a rank-0 value of a dtype, a 1-element int64
-// index, or the int64 range [0, n).
+// index, or the int64 or int32 range [0, n).
 type constKey struct {
-	kind byte // 'f' full, 'i' index, 'r' range
+	kind byte // 'f' full, 'i' index, 'r' range, 's' int32 range
 	dt   frontend.DType
 	v    float64
 	n    int64
@@ -56,6 +56,17 @@ func classes(c int) *frontend.Tensor {
 		idx := make([]int64, c)
 		for i := range idx {
 			idx[i] = int64(i)
+		}
+		return frontend.FromSlice(idx, c)
+	})
+}
+
+// classes32 returns the int32 tensor [0, 1, …, c-1] (c at most 2³¹).
+func classes32(c int) *frontend.Tensor {
+	return cached(constKey{kind: 's', n: int64(c)}, func() *frontend.Tensor {
+		idx := make([]int32, c)
+		for i := range idx {
+			idx[i] = int32(i)
 		}
 		return frontend.FromSlice(idx, c)
 	})

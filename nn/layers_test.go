@@ -313,7 +313,9 @@ func TestCrossEntropy(t *testing.T) {
 		ls := labels.Int64s()
 		bad := rapid.Bool().Draw(rt, "bad label")
 		if bad {
-			row, v := rapid.IntRange(0, n-1).Draw(rt, "bad row"), rapid.SampledFrom([]int64{-1, int64(c)}).Draw(rt, "bad value")
+			// ±2³² + 1 is 1 in int32: the one-hot mask compares in int32
+			// (oneHot), after mapping labels out of range to -1.
+			row, v := rapid.IntRange(0, n-1).Draw(rt, "bad row"), rapid.SampledFrom([]int64{-1, int64(c), 1<<32 + 1, -(1 << 32) + 1}).Draw(rt, "bad value")
 			ls[row] = v
 			labels = frontend.FromSlice(ls, n)
 			// Labels the host holds are checked: an error at this line.

@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"math"
+
 	"github.com/strata-ir/strata/frontend"
 )
 
@@ -50,7 +52,7 @@ func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.
 	if dt == frontend.BFloat16 || dt == frontend.Float16 {
 		x = logits.Cast(frontend.Float32)
 	}
-	hot := labels.Reshape(n, 1).Cmp("eq", classes(c)).Cast(x.DType())
+	hot := oneHot(labels, n, c).Cast(x.DType())
 	// Σ_c w_c: 1-ε where the label is a class, 0 where it picks nothing,
 	// plus ε.
 	in := labels.Cmp("ge", index(0)).Cast(x.DType()).
@@ -66,6 +68,21 @@ func CrossEntropy(logits, labels *frontend.Tensor, smoothing float64) *frontend.
 		loss = loss.Cast(dt)
 	}
 	return loss
+}
+
+// oneHot is labels [N] == class [C], [N, C] booleans. The comparison runs
+// in int32 where C allows: the mask's kernels (the loss's row kernel and
+// its gradient) read the class table once per logit, 4 bytes rather than 8
+// (GPT-2: 3.3 GB of cache reads a pass in int64, against 0.8 GB of bf16
+// logits). A label outside [0, C) becomes -1 first, which no class
+// matches, as it matched none in int64.
+func oneHot(labels *frontend.Tensor, n, c int) *frontend.Tensor {
+	if c > math.MaxInt32 {
+		return labels.Reshape(n, 1).Cmp("eq", classes(c))
+	}
+	none := index(-1)
+	in := frontend.Where(labels.Cmp("ge", index(0)), frontend.Where(labels.Cmp("lt", index(int64(c))), labels, none), none)
+	return in.Cast(frontend.Int32).Reshape(n, 1).Cmp("eq", classes32(c))
 }
 
 // CheckLabels returns an error naming the first label of labels (a
