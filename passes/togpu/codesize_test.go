@@ -28,7 +28,7 @@ func TestNoUnrollInner(t *testing.T) {
 		{64, false, true},
 		{64, true, false},
 		{togpu.NoUnrollMinTrips, false, true},
-		{togpu.NoUnrollMinTrips + 3, false, true}, // three trips after the loop
+		{togpu.NoUnrollMinTrips + 3, false, true},  // three trips after the loop
 		{togpu.NoUnrollMinTrips - 1, false, false}, // unrolled: only the grid-stride loop
 	} {
 		name := fmt.Sprintf("k%d/unroll-inner=%v", tc.k, tc.unroll)
