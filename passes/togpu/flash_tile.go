@@ -249,10 +249,12 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, Fused: true},
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
-	// The wgmma defaults (WGMMATile).
-	FlashTileWGMMA,
-	FlashTileWGMMACausal,
-	FlashTileWGMMA128,
+	// The wgmma kernels of sessions 13 and 14's defaults (see
+	// FlashTileWGMMA, FlashTileWGMMA128): 64x128gplq, 64x64gplvq,
+	// 64x64gplqk.
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
+	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true},
 	// One tiling for each other construct of the wgmma kernel, each the
 	// fastest measured with it (ms at b16 h16 s1024, non-causal /
 	// causal; sessions 13 and 14, bench/NOTES.md): the unpipelined kernel

@@ -101,6 +101,15 @@ func wgmmaSASS(t *testing.T, f togpu.Flash) []string {
 	return best
 }
 
+// The one-warpgroup pipelined tilings the SASS tests read (the defaults'
+// key loops; WGMMATile's may add Persistent's loop around it): 64x128gplq,
+// 64x64gplvq and 64x64gplqk.
+var (
+	gplq  = togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
+	gplvq = togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}
+	gplqk = togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
+)
+
 var (
 	sassLine     = regexp.MustCompile(`(?m)^\s+/\*([0-9a-f]{4})\*/\s+(.*?)\s*;`)
 	branchTarget = regexp.MustCompile(`BRA (0x[0-9a-f]+)`)
@@ -131,8 +140,8 @@ func TestFlashWGMMASASS(t *testing.T) {
 		d    int64
 		tile togpu.FlashTile
 	}{
-		{64, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}}, {64, togpu.FlashTileWGMMA}, {64, togpu.FlashTileWGMMACausal},
-		{128, togpu.FlashTileWGMMA128}, {64, tma}, {128, oneKTMA},
+		{64, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}}, {64, gplq}, {64, gplvq},
+		{128, gplqk}, {64, tma}, {128, oneKTMA},
 	} {
 		tile := c.tile
 		t.Run(fmt.Sprintf("d%d-%v", c.d, tile), func(t *testing.T) {
@@ -198,8 +207,8 @@ func TestFlashWGMMAMoves(t *testing.T) {
 		d          int64
 		base, with togpu.FlashTile
 	}{
-		{64, togpu.FlashTileWGMMA, togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true}},
-		{128, togpu.FlashTileWGMMA128, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true}},
+		{64, gplq, togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true}},
+		{128, gplqk, togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true}},
 	} {
 		t.Run(fmt.Sprintf("d%d-%v", c.d, c.with), func(t *testing.T) {
 			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: c.d, Scale: 0.125, Elem: ir.BF16, Tile: c.base}
