@@ -167,6 +167,10 @@ func TestColumnSumStoreKernels(t *testing.T) {
 		{"arg", "bf16", DefaultConfig},
 		{"other", "f32", Config{Block: 64, Vector: 1, MaxBlocks: 3}},
 	} {
+		// Row loops stay loops (UnrollInner), so that a lane's loads
+		// of x are counted once a loop: a 3-trip loop that loads would
+		// otherwise run straight, its loads copied a trip.
+		tc.cfg.UnrollInner = true
 		t.Run(tc.target+"/"+tc.elt, func(t *testing.T) {
 			const p, k, c = ColumnThreads / 32, 3, 32
 			src := colsumStoreProgram(p, k, c, tc.elt, tc.target, false)
