@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -19,15 +18,7 @@ import (
 // (scripts/sanitize-device.sh, family gather) no access is outside a
 // buffer.
 func TestGPUGatherOutOfRange(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	const k, d = 4096, 64
 	for _, tc := range []struct {
 		name string

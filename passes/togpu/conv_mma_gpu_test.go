@@ -10,7 +10,6 @@ import (
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
-	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -33,15 +32,7 @@ var convGPUTiles = []togpu.MMATile{
 // times ResNet-50's convolutions (resnetConvs, with their batch-norm
 // affine and ReLU) with each tiling and logs their TFLOP/s.
 func TestGPUConv(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	check := func(t *testing.T, src, fn string, tile togpu.MMATile, pipeline string, seed uint64) {
 		ref, p := gpuProgram(t, src, pipeline)
 		if !strings.Contains(ir.Sprint(p.Module(), ir.PrintOptions{}), `mapping = "mma"`) {

@@ -23,15 +23,7 @@ import (
 // the host, and with STRATA_DECODE_ATTN set times them (the median of
 // three rounds of 100 calls).
 func TestGPUDecodeAttention(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	const b, h, n, d, kept = 8, 12, 1024, 64, 200
 	rng := rand.New(rand.NewPCG(8, 9))
 	draw := func(k int) []float64 {

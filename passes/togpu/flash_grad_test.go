@@ -474,15 +474,7 @@ func runFlashGrad(t *testing.T, tc flashCase, tile togpu.FlashTile, gt gradTilin
 // mma.sync and wgmma options, at the bench's attention_train sizes (b16
 // h16 s1024, head dims 64 and 128, causal).
 func TestGPUFlashGrad(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	const tol = 1.0 / 64
 	cases := append(slices.Clone(flashGradCases),
 		flashCase{2, 2, 300, 260, 64, true, 0, ir.BF16}, flashCase{1, 2, 257, 257, 128, true, 0, ir.BF16},

@@ -666,15 +666,7 @@ func TestFlashPipelineWGMMA(t *testing.T) {
 // TestGPUFlash) on shapes too large for the interpreter: many key tiles,
 // many blocks, and the bench's size.
 func TestGPUFlashLarge(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	run := func(t *testing.T, tc flashCase, tile togpu.FlashTile, q, k, v *interp.Tensor) []float64 {
 		m := flashModule(t, dialects.NewContext(), tc.flash(tile))
 		p, err := exec.Compile(m, flashExecOptions(tile))
@@ -772,15 +764,7 @@ func flashExecOptions(t togpu.FlashTile) exec.Options {
 // at the bench's attention size (b16 h16 s1024 bf16, d64 and d128: every
 // wgmma tiling that takes it and the mma.sync default), causal and not.
 func TestGPUFlash(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	const tol = 1.0/128 + 1.0/64
 	for _, tc := range flashCases {
 		t.Run(tc.String(), func(t *testing.T) {

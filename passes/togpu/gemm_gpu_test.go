@@ -23,15 +23,7 @@ import (
 // interpreter's in rounding order only); then it times the bench's
 // mm_bias_gelu with each tiling.
 func TestGPUMMA(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("inputs from seed %d", seed)
 	for _, tile := range togpu.MMATiles {
@@ -116,15 +108,7 @@ func gpuProgram(t *testing.T, src, pipeline string) (*ir.Operation, *exec.Progra
 // product's ulp, 2 ulps of the output: the device's 1.2890625 is the
 // exact arithmetic's value, the interpreter's is 1.3046875.)
 func TestGPUMMADynamic(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	src := `func.func @main(%x: tensor<?x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>) -> tensor<?x40xbf16> {
   %0 = "graph.matmul"(%x, %w) : (tensor<?x72xbf16>, tensor<72x40xbf16>) -> tensor<?x40xbf16>
   %1 = "graph.add"(%0, %b) : (tensor<?x40xbf16>, tensor<40xbf16>) -> tensor<?x40xbf16>

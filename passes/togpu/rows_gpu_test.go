@@ -46,15 +46,7 @@ type rowWorkload struct {
 // ("layernorm 16384,softmax"; "gpt2" for GPT-2's residual add and layer
 // norm in bf16 under a block and a warp a row).
 func TestGPURowVariants(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	sweep := os.Getenv("STRATA_ROW_SWEEP") != ""
 	rows, cols := int64(1024), int64(4096)
 	if sweep {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -19,15 +18,7 @@ import (
 // the sums in index order, out-of-range ids adding nothing. Under
 // compute-sanitizer no access is outside a buffer.
 func TestGPUScatterAdd(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	const n, rows, d = 8192, 50304, 768
 	src := fmt.Sprintf(`func.func @main(%%u: tensor<%dx%dxf32>, %%i: tensor<%dxi64>) -> tensor<%dx%dxf32> {
   %%s = "graph.scatter_add"(%%u, %%i) <{axis = 0 : i64, size = %d : i64}> : (tensor<%dx%dxf32>, tensor<%dxi64>) -> tensor<%dx%dxf32>
