@@ -3,6 +3,7 @@ package nn_test
 import (
 	"crypto/sha256"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -36,7 +37,13 @@ import (
 //     capability 9.0, the libraries taken to load): its lowered module
 //     (flash attention, wgmma and mma kernels, library calls) run in the
 //     interpreter, and every PTX text it generated assembled by the
-//     offline ptxas (STRATA_PTXAS, or .cache/tools).
+//     offline ptxas (STRATA_PTXAS, or .cache/tools);
+//   - device: the nvptx backend itself on the GPU (the kernels, cuBLASLt
+//     and cuDNN as the user's program runs them), where there is one;
+//     skipped without. On the device machine, run the package's test
+//     binary with -paths=device (the other paths need LLVM and run GPU
+//     kernels in the interpreter) and again with STRATA_CUDNN=off
+//     STRATA_CUBLASLT=off for Strata's own kernels.
 //
 // Each path's results are compared with a float64 reference: the loops
 // of ref_test.go for single layers, the eager float64 model (the
@@ -60,7 +67,10 @@ type modelPath struct {
 	// every so many cases (its code generation and ptxas are the slowest
 	// part of a case); all of them under testsize.Long.
 	every int
-	seen  atomic.Int64
+	// ran, when set, counts what shows that the path ran (instead of
+	// the graphs its backend compiled).
+	ran  func() int64
+	seen atomic.Int64
 }
 
 var modelPaths = []*modelPath{
@@ -68,6 +78,42 @@ var modelPaths = []*modelPath{
 	{name: "cpu", backend: func(bool) (string, string) { return cpuStrictBackend() }},
 	{name: "gpu", backend: func(heavy bool) (string, string) { return gpuHostBackend(true, !heavy || testsize.Long()) }, libraries: true},
 	{name: "gpu-kernels", backend: func(heavy bool) (string, string) { return gpuHostBackend(false, !heavy || testsize.Long()) }, every: 3},
+	{name: "device", backend: func(bool) (string, string) { return deviceBackend() }, ran: gpuDownloads},
+}
+
+// pathsFlag restricts the model paths that run (the device machine has
+// no LLVM, and runs GPU kernels in the interpreter no faster than this
+// one).
+var pathsFlag = flag.String("paths", "", "comma-separated model paths to run (interp, cpu, gpu, gpu-kernels, device); empty: all")
+
+// marginsFlag logs each comparison's largest difference relative to its
+// bound, to see how close a path comes to its tolerance.
+var marginsFlag = flag.Bool("margins", false, "log each comparison's largest difference relative to its bound")
+
+// pathSelected says whether -paths lets the path named name run.
+func pathSelected(name string) bool {
+	return *pathsFlag == "" || slices.Contains(strings.Split(*pathsFlag, ","), name)
+}
+
+// deviceBackend is the nvptx backend, used by its own name (a wrapper
+// would hide the interfaces the frontend asks it for: training layouts,
+// concurrent compiles, op support), when the process has a GPU.
+var deviceBackend = sync.OnceValues(func() (string, string) {
+	if _, err := frontend.GPURuntime(); err != nil {
+		return "", fmt.Sprintf("no GPU: %v", err)
+	}
+	return frontend.NVPTXBackend, ""
+})
+
+// gpuDownloads counts the copies from the GPU to the host: a check on
+// the device path reads its results back, so a count that did not move
+// means nothing ran there.
+func gpuDownloads() int64 {
+	rt, err := frontend.GPURuntime()
+	if err != nil {
+		return 0
+	}
+	return rt.Transfers().DtoH
 }
 
 // compiles counts the graphs each path's backend compiled, so that a
@@ -288,6 +334,9 @@ func (p *modelPath) isHeavy(macs int, dt frontend.DType) bool {
 func forPaths(t *testing.T, macs int, dt frontend.DType, check func(t *testing.T, opts frontend.Options)) {
 	t.Helper()
 	for _, p := range modelPaths {
+		if !pathSelected(p.name) {
+			continue
+		}
 		t.Run(p.name, func(t *testing.T) {
 			if n := p.seen.Add(1); p.every > 1 && !testsize.Long() && (n-1)%int64(p.every) != 0 {
 				t.Skipf("the %s path runs on one case in %d (all under %s=1)", p.name, p.every, testsize.EnvVar)
@@ -296,10 +345,14 @@ func forPaths(t *testing.T, macs int, dt frontend.DType, check func(t *testing.T
 			if skip != "" {
 				t.Skip(skip)
 			}
-			before := compileCount(name)
+			count := func() int64 { return compileCount(name) }
+			if p.ran != nil {
+				count = p.ran
+			}
+			before := count()
 			check(t, frontend.Options{Backend: name})
-			if !t.Failed() && compileCount(name) == before {
-				t.Errorf("the %s path compiled no graph", p.name)
+			if !t.Failed() && count() == before {
+				t.Errorf("the %s path compiled or ran no graph", p.name)
 			}
 		})
 	}
@@ -354,5 +407,12 @@ func closeTo(t tb, what string, got *frontend.Tensor, shape []int, want []float6
 	}
 	if at >= 0 {
 		t.Fatalf("%s: element %d of %d is %g, want %g (|Δ| %.3g, scale %.3g, tol %g)", what, at, len(want), g[at], want[at], worst, scale, tol)
+	}
+	if l, ok := t.(interface{ Logf(string, ...any) }); ok && *marginsFlag {
+		margin := 0.0
+		for i, w := range want {
+			margin = max(margin, math.Abs(g[i]-w)/(tol*scale+tol*math.Abs(w)))
+		}
+		l.Logf("margin %s: %.3f of the bound", what, margin)
 	}
 }
