@@ -275,8 +275,9 @@ func checkFlash(t *testing.T, tc flashCase, tile togpu.FlashTile, tol float64) {
 	t.Logf("max |kernel − graph| = %.3g (tolerance %.3g)", worst, tol)
 }
 
-// TestFlashPersistent runs the persistent defaults (FlashTile.Persistent;
-// Staged with the grid of 3) in the interpreter with grids of 2 and 3
+// TestFlashPersistent runs the defaults persistent (FlashTile.Persistent;
+// Staged, as they are, with the grid of 3, without with the grid of 2) in
+// the interpreter with grids of 2 and 3
 // blocks, so that each block
 // computes several row blocks in turn — of several heads, with row and
 // key tails, causal diagonals (and the heavier row blocks first) and

@@ -249,9 +249,9 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, Fused: true},
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
-	// The wgmma kernels of sessions 13 and 14's defaults (see
+	// The wgmma kernels of sessions 13 to 15's defaults (see
 	// FlashTileWGMMA, FlashTileWGMMA128): 64x128gplq, 64x64gplvq,
-	// 64x64gplqk.
+	// 64x64gplqk, which store O from the registers (flashGen.store).
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true},
@@ -281,17 +281,19 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true},
 	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-	// Session 15's candidates: the defaults persistent, as many blocks
-	// as the H200's 132 SMs hold (3 an SM, 4 for 64x64gplvq).
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Persistent: 396},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Persistent: 528},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Persistent: 396},
-	// And O stored through workgroup memory, with and without Persistent.
+	// The defaults (WGMMATile): the three above with O stored through
+	// workgroup memory (Staged).
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true},
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true, Persistent: 396},
-	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true, Persistent: 528},
+	// Persistent's one tiling (a grid of as many blocks as the H200's 132
+	// SMs hold, 3 an SM), which keeps its construct checked on the device:
+	// session 16's first call measured the persistent forms slower or
+	// equal in every column (ms at b16 h16 s1024, non-causal / causal: d64
+	// 64x128gplqr396 0.174, 64x64gplvqr528 0.114, 64x128gplqor396 0.166,
+	// 64x64gplvqor528 0.107 against 64x128gplqo 0.159 and 64x64gplvqo
+	// 0.104; d128 64x64gplqkr396 0.276 / 0.183, 64x64gplqkor396 0.259 /
+	// 0.164 against 64x64gplqko 0.260 / 0.160), which dropped the others.
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true, Persistent: 396},
 }
 
@@ -364,9 +366,13 @@ var FlashTiles = []FlashTile{
 // one tiling a construct, with the unmeasured 128x128gplqda(t),
 // 128x128sgplqda, 128x128gplvq, 192x64gplvq and 64x128gplqk, and the
 // slower 64x64gplq, 128x128gplqd, 64x128gplqtc2, 128x64g and 128x128g.
+//
+// Session 16 (first call, same call): O stored through workgroup memory
+// (Staged) 64x128gplqo 0.159 against 64x128gplq 0.166, causal
+// 64x64gplvqo 0.104 against 64x64gplvq 0.110: the defaults since.
 var (
-	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
-	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true}
+	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true}
+	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true}
 )
 
 // FlashTileWGMMA128 is the wgmma tiling of head dim 128, causal or not:
@@ -385,8 +391,10 @@ var (
 // 64x64gplvq 0.348 / 0.234, 128x64gplqd 0.350 / 0.250, 64x64gplq 0.360 /
 // 0.238, 64x64gplqktc2 (TMA pairs) 0.388 / 0.265; session 14, 64x128gplqktm
 // (128-key tiles, TMA, one K stage: cuDNN's shape) 0.315 / 0.230 against
-// 0.316 / 0.217.
-var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true}
+// 0.316 / 0.217. Session 16 (first call, same call): with O stored
+// through workgroup memory (Staged), 64x64gplqko 0.260 / 0.160 against
+// 64x64gplqk 0.278 / 0.178: the default since.
+var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
 // attention of head dim d, causal or not (for a head dim no wgmma tiling

@@ -102,7 +102,7 @@ func wgmmaSASS(t *testing.T, f togpu.Flash) []string {
 }
 
 // The one-warpgroup pipelined tilings the SASS tests read (the defaults'
-// key loops; WGMMATile's may add Persistent's loop around it): 64x128gplq,
+// key loops; WGMMATile's add the staged store after them): 64x128gplq,
 // 64x64gplvq and 64x64gplqk.
 var (
 	gplq  = togpu.FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true}
