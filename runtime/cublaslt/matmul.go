@@ -3,10 +3,13 @@ package cublaslt
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/strata-ir/strata/internal/dynlib"
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/runtime/cuda"
 )
 
@@ -427,10 +430,11 @@ const TuneCandidates = 8
 const TuneMinFlops = 1 << 31
 
 // Tune times the first TuneCandidates algorithms cuBLASLt's heuristic
-// proposes for m (each run once, then twice between two events on
-// stream) on the operands at a, b and d (and bias, for a product with
-// one), and makes the fastest the algorithm of m's later calls: the
-// heuristic's first proposal is not always its fastest. A product under
+// proposes for m (each run once, then timed timingRuns times on stream,
+// the fastest run counting: timePlan) on the operands at a, b and d (and
+// bias, for a product with one), and makes the fastest the algorithm of
+// m's later calls: the heuristic's first proposal is not always its
+// fastest. The choice is logged under the topic autotune. A product under
 // TuneMinFlops only runs once, with the first proposal. Timing, Tune waits
 // for stream and holds the handle (other calls wait).
 func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stream) error {
@@ -481,13 +485,16 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 		return err
 	}
 	defer end.Destroy()
+	began := time.Now()
 	best, bestMs := -1, float32(0)
+	times := make([]string, 0, len(algos))
 	for i, h := range algos {
 		p.algo = h
 		ms, err := hd.timePlan(p, a, b, d, stream, start, end)
 		if err != nil {
 			continue // a candidate that does not run is not chosen
 		}
+		times = append(times, fmt.Sprintf("#%d %.4f ms", i, ms))
 		if best < 0 || ms < bestMs {
 			best, bestMs = i, ms
 		}
@@ -495,6 +502,9 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	if best < 0 {
 		return fmt.Errorf("cuBLASLt: none of %d algorithms for M=%d N=%d K=%d batch=%d ran", len(algos), m.M, m.N, m.K, m.Batch)
 	}
+	logs.Printf("autotune", "cuBLASLt %s product %dx%dx%d (batch %d, transposes %v %v, bias %v): algorithm #%d of the heuristic's %d (%s; timed in %.1f ms)",
+		m.AType, m.M, m.N, m.K, m.Batch, m.TransA, m.TransB, m.Bias, best, len(algos), strings.Join(times, ", "),
+		float64(time.Since(began).Microseconds())/1000)
 	shared := hd.plans[key]
 	if shared == nil {
 		err := hd.dev.WithContext(func() (err error) { shared, err = hd.newPlan(m, bias); return err })
@@ -507,11 +517,12 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	return nil
 }
 
-// timePlan runs plan p's product (its bias in its descriptor) once, then
-// twice between start and end on stream, and returns the
-// milliseconds of one run. The handle is locked.
+// timePlan runs plan p's product (its bias in its descriptor) once (the
+// kernel's first run loads it), then timingRuns times, each between start
+// and end on stream, holding the device's TimingLock, and returns the
+// fastest run's milliseconds: a run another stream's work slowed, or
+// that waited for the host, only ever takes longer. The handle is locked.
 func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (float32, error) {
-	const runs = 2
 	l := hd.lib
 	call := func() error {
 		return hd.dev.WithContext(func() error {
@@ -523,20 +534,34 @@ func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream,
 	if err := call(); err != nil {
 		return 0, err
 	}
-	if err := start.Record(stream); err != nil {
-		return 0, err
-	}
-	for range runs {
+	lock := hd.dev.TimingLock()
+	lock.Lock()
+	defer lock.Unlock()
+	best := float32(-1)
+	for range timingRuns {
+		if err := start.Record(stream); err != nil {
+			return 0, err
+		}
 		if err := call(); err != nil {
 			return 0, err
 		}
+		if err := end.Record(stream); err != nil {
+			return 0, err
+		}
+		if err := end.Synchronize(); err != nil {
+			return 0, err
+		}
+		ms, err := cuda.Elapsed(start, end)
+		if err != nil {
+			return 0, err
+		}
+		if best < 0 || ms < best {
+			best = ms
+		}
 	}
-	if err := end.Record(stream); err != nil {
-		return 0, err
-	}
-	if err := end.Synchronize(); err != nil {
-		return 0, err
-	}
-	ms, err := cuda.Elapsed(start, end)
-	return ms / runs, err
+	return best, nil
 }
+
+// timingRuns is how many timed runs of each candidate Tune takes the
+// fastest of.
+const timingRuns = 3

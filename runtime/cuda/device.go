@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/strata-ir/strata/internal/dynlib"
@@ -37,7 +38,15 @@ type Device struct {
 	total   uint64
 	sms     int
 	maps    tensorMapCache // encoded tensor maps (tensormap.go)
+	timing  sync.Mutex     // TimingLock
 }
+
+// TimingLock is the lock the vendor libraries hold while they time the
+// candidates of a choice (cuBLASLt's algorithms, cuDNN's engines) on
+// the device: their warm-ups run on streams of their own at once, and a
+// product timed beside another library's convolution shares the SMs
+// with it, which inflates its time and can make a slower candidate win.
+func (d *Device) TimingLock() sync.Locker { return &d.timing }
 
 // Open retains the primary context of device ordinal (0 is the first GPU)
 // and reads its properties. Without a driver it returns an error wrapping

@@ -406,10 +406,14 @@ func (hd *Handle) runPlan(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda
 // graph reports whether p runs on the graph API.
 func (p *plan) graph() bool { return len(p.cands) > 0 && p.cands[0].exec != 0 }
 
-// choose times each of p's candidates on stream, twice (the first run of
-// one loads its kernels), and keeps the fastest, as cudnnFind does:
-// cuDNN's heuristic ranks first, for ResNet-50's 1×1 convolutions in
-// NCHW, algorithms several times slower than others. The runs write the
+// choose times each of p's candidates on stream, as cudnnFind does, and
+// keeps the fastest: cuDNN's heuristic ranks first, for ResNet-50's 1×1
+// convolutions in NCHW, algorithms several times slower than others. A
+// candidate runs once (its first run loads its kernels), then
+// timingRuns times between two events, holding the device's TimingLock
+// (another library's warm-up times its own candidates on another
+// stream), and its fastest run counts: a run that other work slowed, or
+// that waited for the host, only ever takes longer. The runs write the
 // operand the call writes; the caller's run after them writes it again.
 // On a stream being captured (nothing runs, the host cannot wait) the
 // heuristic's order stands. The context is current.
@@ -431,25 +435,12 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.
 	best, bestMS := -1, float32(0)
 	var times []string
 	for i, c := range p.cands {
-		var ms float32
-		ok := true
-		for range 2 {
-			if err := start.Record(stream); err != nil {
-				return err
-			}
-			if hd.call(key, p, c, ops) != 0 {
-				ok = false // refused (it launches nothing): not a candidate
-				break
-			}
-			if err := end.Record(stream); err != nil {
-				return err
-			}
-			if err := end.Synchronize(); err != nil {
-				return err
-			}
-			if ms, err = cuda.Elapsed(start, end); err != nil {
-				return err
-			}
+		if hd.call(key, p, c, ops) != 0 {
+			continue // refused (it launches nothing): not a candidate
+		}
+		ms, ok, err := hd.timeCandidate(key, p, c, ops, stream, start, end)
+		if err != nil {
+			return err
 		}
 		if !ok {
 			continue
@@ -467,6 +458,42 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.
 	}
 	return nil
 }
+
+// timeCandidate runs candidate c of p timingRuns times between start and
+// end on stream, holding the device's TimingLock, and returns its fastest
+// run's milliseconds; false when the library refused a run.
+func (hd *Handle) timeCandidate(key planKey, p *plan, c candidate, ops [3]cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (float32, bool, error) {
+	lock := hd.dev.TimingLock()
+	lock.Lock()
+	defer lock.Unlock()
+	best := float32(-1)
+	for range timingRuns {
+		if err := start.Record(stream); err != nil {
+			return 0, false, err
+		}
+		if hd.call(key, p, c, ops) != 0 {
+			return 0, false, nil
+		}
+		if err := end.Record(stream); err != nil {
+			return 0, false, err
+		}
+		if err := end.Synchronize(); err != nil {
+			return 0, false, err
+		}
+		ms, err := cuda.Elapsed(start, end)
+		if err != nil {
+			return 0, false, err
+		}
+		if best < 0 || ms < best {
+			best = ms
+		}
+	}
+	return best, true, nil
+}
+
+// timingRuns is how many timed runs of each candidate choose takes the
+// fastest of.
+const timingRuns = 3
 
 // newPlan makes key's plan: on the graph API where the handle uses it
 // and it has an engine for key, else on the legacy API. The plan is
