@@ -227,6 +227,13 @@ func (b nvptxBackend) generate(g *Graph, mode exec.Mode) (*exec.Program, togpu.C
 		}
 		var settle func() (togpu.Config, *ir.Operation)
 		cfg, settle = b.speculativeConfig(mode, g.Module, opts.Target)
+		// The libraries' handles and start-up calls while the passes
+		// run, where the device is open already (a model's parameters
+		// on it): Compile's own WarmLibraries, after the passes, finds
+		// them made.
+		if rt, open := openedRuntime(); open && b.capability == nil {
+			rt.WarmLibraries(exec.LibrariesOf(cfg.CuBLASLt, cfg.CuDNN)...)
+		}
 		err = b.lower(g, cfg)
 		if settle == nil {
 			return err

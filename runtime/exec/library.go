@@ -27,6 +27,10 @@ type libraries struct {
 	dnn     *cudnn.Handle
 	dnnErr  error
 	warm    sync.WaitGroup // warm-ups in progress (WarmLibraries)
+	// primed makes each library's start-up call (primeCalls) once, with
+	// its error in primeErr.
+	primed   [numLibraries]sync.Once
+	primeErr [numLibraries]error
 }
 
 // Library is a vendor library whose handle a Runtime can make ahead of
@@ -39,13 +43,34 @@ const (
 	CuBLASLt Library = iota
 	// CuDNN runs gpu.library_conv2d.
 	CuDNN
+	numLibraries
 )
+
+// primeCalls are the calls WarmLibraries makes, once per Runtime, as soon
+// as a library's handle is made, on scratch memory: a library's first
+// call pays the library's own start-up besides its shape's plan and
+// kernels. On the H200 with a cold JIT cache (session 16, call 1) the
+// first cuBLASLt product took 124–290 ms against 20–100 ms for each later
+// shape, and cuDNN's first graph-API plan 95–264 ms against ≈ 20 ms; a
+// program's warm-ups (WarmLibraryCalls) start only after its passes, and
+// its first run waited for them. Small bf16 shapes (the models' type): a
+// product under cublaslt.TuneMinFlops (one algorithm, not timed) and an
+// NHWC 3×3 convolution.
+var primeCalls = [numLibraries]libCall{
+	CuBLASLt: {mm: cublaslt.Matmul{AType: cublaslt.BF16, DType: cublaslt.BF16, M: 128, N: 128, K: 128, Batch: 1},
+		bytes: [4]uint64{128 * 128 * 2, 128 * 128 * 2, 128 * 128 * 2}},
+	CuDNN: {isConv: true, dir: gpu.ConvForward,
+		conv: cudnn.Conv{Type: cudnn.BF16, Layout: cudnn.NHWC, N: 8, C: 16, H: 16, W: 16, O: 16, KH: 3, KW: 3,
+			Pad: [2]int64{1, 1}, Stride: [2]int64{1, 1}, Dilate: [2]int64{1, 1}},
+		bytes: [4]uint64{8 * 16 * 16 * 16 * 2, 16 * 16 * 3 * 3 * 2, 8 * 16 * 16 * 16 * 2}},
+}
 
 // WarmLibraries starts, in the background, what the first library call
 // of a program would otherwise pay inside its first run, for each of libs:
 // loading the library (cuBLASLt: about 55 ms for the half-gigabyte
-// library on the H200 machine; cuDNN opens its sub-libraries too) and
-// making the Runtime's handle (cudnnCreate) and workspace. A caller whose
+// library on the H200 machine; cuDNN opens its sub-libraries too), making
+// the Runtime's handle (cudnnCreate) and workspace, and, once per
+// Runtime, the library's start-up call (primeCalls). A caller whose
 // programs run on the libraries (autotune.ModeConfig) calls it right
 // after opening the Runtime, while the program's code loads, as the
 // device itself is opened ahead of the first call. An absent library is
@@ -56,14 +81,39 @@ func (rt *Runtime) WarmLibraries(libs ...Library) {
 		rt.libs.warm.Add(1)
 		go func() {
 			defer rt.libs.warm.Done()
+			var err error
 			switch l {
 			case CuBLASLt:
-				_, _ = rt.cublasLt()
+				_, err = rt.cublasLt()
 			case CuDNN:
-				_, _ = rt.cuDNN()
+				_, err = rt.cuDNN()
+			default:
+				return
+			}
+			if err == nil {
+				rt.libs.primed[l].Do(func() { rt.libs.primeErr[l] = rt.prime(l) })
 			}
 		}()
 	}
+}
+
+// prime makes lib's start-up call (primeCalls) on a stream of its own
+// and logs its time under TopicCompile.
+func (rt *Runtime) prime(lib Library) error {
+	c := primeCalls[lib]
+	start := time.Now()
+	st, err := rt.cuda.NewNonBlockingStream()
+	if err != nil {
+		return err
+	}
+	err = errors.Join(rt.warmCall(c, st), st.Destroy())
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		logs.Printf(TopicCompile, "%s: the start-up call (%v) failed after %.1f ms: %v", c.library(), c, ms, err)
+		return err
+	}
+	logs.Printf(TopicCompile, "%s: start-up call (%v) made in %.1f ms", c.library(), c, ms)
+	return nil
 }
 
 // LibrariesOf returns the libraries a program lowered with a configuration

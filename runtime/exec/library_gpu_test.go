@@ -1,15 +1,18 @@
 package exec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/runtime/cublaslt"
 	"github.com/strata-ir/strata/runtime/interp"
@@ -233,4 +236,48 @@ func TestWarmLibrariesWithoutCUDA(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close blocked after WarmLibraries")
 	}
+}
+
+// TestGPUWarmLibrariesPrime checks that WarmLibraries makes each library's
+// start-up call (primeCalls) once per Runtime, without error, and logs it.
+func TestGPUWarmLibrariesPrime(t *testing.T) {
+	rt := openGPU(t)
+	var out syncBuffer
+	logs.Enable(TopicCompile)
+	defer logs.SetOutput(logs.SetOutput(&out))
+	for range 3 {
+		rt.WarmLibraries(CuBLASLt, CuDNN)
+	}
+	rt.libs.warm.Wait()
+	for _, lib := range []Library{CuBLASLt, CuDNN} {
+		name := primeCalls[lib].library()
+		if err := []error{rt.libs.err, rt.libs.dnnErr}[lib]; err != nil {
+			t.Logf("no %s: %v", name, err)
+			continue
+		}
+		if err := rt.libs.primeErr[lib]; err != nil {
+			t.Errorf("%s's start-up call: %v", name, err)
+		}
+		if n := strings.Count(out.String(), name+": start-up call"); n != 1 {
+			t.Errorf("%s's start-up call logged %d times, want once:\n%s", name, n, out.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer for writers on several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
