@@ -302,3 +302,72 @@ func TestRowVectorBlockPreservesSemantics(t *testing.T) {
 		}
 	})
 }
+
+// TestRow16BitVector checks that a row nest moving only 16-bit elements
+// takes 16-byte steps (twice the option's 4-byte lanes) where every row
+// loop divides into them, and the option's count otherwise: GPT-2's add
+// and layer norm over 768 bf16 columns at 96 threads of 8, the f32 one at
+// 192 of 4, 640 bf16 columns at 160 threads of 4 as in f32 (no whole
+// warps divide them into 8-element steps); each lowered program against
+// the interpreter.
+func TestRow16BitVector(t *testing.T) {
+	cases := []struct {
+		name, src   string
+		cols, block int64
+		bf16        bool
+	}{
+		{"add+layernorm bf16", addLayerNormBF16(3, 768), 768, 96, true},
+		{"layernorm f32", rowProgram("layernorm", 3, 768, "f32"), 768, 192, false},
+		{"layernorm bf16, 16-byte steps", rowProgram("layernorm", 3, 768, "bf16"), 768, 96, true},
+		{"softmax bf16, 640 columns: 4-element steps", rowProgram("softmax", 3, 640, "bf16"), 640, 160, true},
+		{"softmax f32, 640 columns", rowProgram("softmax", 3, 640, "f32"), 640, 160, false},
+	}
+	for _, tc := range cases {
+		m := lowerGraph(t, tc.src, "builtin.module(lower-to-loop,convert-loop-to-gpu,canonicalize,cse)")
+		var got []int64
+		m.Walk(func(o *ir.Operation) bool {
+			if gpu.IsKernel(o) {
+				got = append(got, o.Attr(togpu.LaunchAttr).(ir.DictAttr).Get("block").(ir.IntegerAttr).Value)
+			}
+			return true
+		})
+		if len(got) != 1 {
+			t.Fatalf("%s: %d kernels, want 1\n%s", tc.name, len(got), m)
+		}
+		if got[0] != tc.block {
+			t.Errorf("%s: a block of %d threads, want %d", tc.name, got[0], tc.block)
+		}
+		ctx := dialects.NewContext()
+		ref, err := ir.Parse(ctx, tc.src, ir.ParseOptions{Filename: "ref.mlir"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, uint64(tc.cols)))
+		var args []*interp.Tensor
+		for _, a := range ref.Region(0).Front().First().Region(0).Front().Arguments() {
+			args = append(args, offsetRows(t, rng, a.Type().(*ir.TensorType).Shape()))
+		}
+		vals, bufs := make([]interp.Value, len(args)), make([]interp.Value, len(args))
+		for i, a := range args {
+			if tc.bf16 {
+				if a, err = interp.FromFloat64s(ir.BF16, a.Shape(), a.Float64s()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vals[i], bufs[i] = a, interp.BufferFromTensor(a)
+		}
+		want, err := interp.New(ref).Call("main", vals...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := interp.New(m).Call("main", bufs...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for i := range want {
+			if err := passtest.Compare(res[i], want[i]); err != nil {
+				t.Errorf("%s: result %d: %v", tc.name, i, err)
+			}
+		}
+	}
+}

@@ -34,7 +34,9 @@ type Config struct {
 	// Vector is the number of consecutive points a pointwise thread handles
 	// per step when the nest allows it (1 disables), counted for 4-byte
 	// elements: a nest that moves only 16-bit elements takes twice as many
-	// (loads of small broadcast operands aside: widestAccess).
+	// (loads of small broadcast operands aside: widestAccess). Row loops
+	// take the same steps, a 16-bit row nest twice the count where every
+	// row loop divides into such steps.
 	Vector int64
 	// RowsPerBlock is the number of rows a row kernel's block handles, a
 	// warp per row when above 1 (the block then has 32*RowsPerBlock
@@ -149,7 +151,7 @@ func init() {
 		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{
 			{Name: "block", Type: passes.Int, Default: d.Block, Doc: "threads per block (a multiple of 32, at most 1024)"},
-			{Name: "vector", Type: passes.Int, Default: d.Vector, Doc: "points per thread step of pointwise kernels, in 4-byte lanes: twice as many for nests of 16-bit elements (1 disables)"},
+			{Name: "vector", Type: passes.Int, Default: d.Vector, Doc: "points per thread step of pointwise kernels and row loops, in 4-byte lanes: twice as many for nests of 16-bit elements (for row nests where every row loop divides into such steps) (1 disables)"},
 			{Name: "rows-per-block", Type: passes.Int, Default: d.RowsPerBlock,
 				Doc: "rows per block of row kernels, a warp per row when above 1; 0 picks per nest"},
 			{Name: "max-blocks", Type: passes.Int, Default: d.MaxBlocks, Doc: "largest grid of pointwise kernels (threads loop beyond it)"},
