@@ -173,8 +173,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: SumMMA with WGMMA needs the pipelined kernel", t)
 	case (t.Unroll || t.LatePack) && !t.Pipe:
 		return fmt.Errorf("flash attention: tile %s: Unroll and LatePack need the pipelined kernel", t)
-	case t.Staged && (!t.Pipe || t.Rows != 64 || t.Specialized):
-		return fmt.Errorf("flash attention: tile %s: Staged needs the pipelined kernel with one warpgroup a block, without Specialized", t)
+	case t.Staged && !t.Pipe:
+		return fmt.Errorf("flash attention: tile %s: Staged needs the pipelined kernel", t)
 	case t.Persistent < 0 || t.Persistent > 0 && (!t.Pipe || t.Rows != 64 || t.Specialized || t.TMA):
 		return fmt.Errorf("flash attention: tile %s: Persistent needs the pipelined kernel with one warpgroup a block, without Specialized and TMA", t)
 	case !slices.ContainsFunc(FlashTiles, func(ft FlashTile) bool { return ft.nonPersistent() == t.nonPersistent() }):

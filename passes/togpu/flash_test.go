@@ -318,6 +318,31 @@ func TestFlashPersistent(t *testing.T) {
 	}
 }
 
+// TestFlashStagedSpecialized runs the Staged tilings with several
+// warpgroups a block (each warp stores O through its own rows of the Q
+// tile) in the interpreter on row and key tails, both head dims and
+// causal diagonals, and compares them with graph.attention as
+// TestFlashSemantics does.
+func TestFlashStagedSpecialized(t *testing.T) {
+	const tol = 1.0/128 + 1.0/64
+	for _, tc := range []flashCase{
+		{1, 1, 200, 300, 128, false, 0, ir.BF16},
+		{1, 2, 130, 270, 128, true, 0, ir.BF16},
+		{2, 1, 100, 256, 64, false, 0, ir.BF16},
+		{1, 1, 190, 130, 64, true, 0, ir.BF16},
+	} {
+		for _, tile := range togpu.FlashTiles {
+			if !tile.Staged || tile.Rows == 64 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v-%v", tc, tile), func(t *testing.T) {
+				t.Parallel()
+				checkFlash(t, tc, tile, tol)
+			})
+		}
+	}
+}
+
 // TestFlashCheck rejects what the kernel cannot compute.
 func TestFlashCheck(t *testing.T) {
 	for _, ok := range []togpu.Flash{

@@ -127,10 +127,12 @@ type FlashTile struct {
 	// TMA (whose mbarriers' phases would carry from one row block to the
 	// next).
 	Persistent int64
-	// Staged (with Pipe, one warpgroup a block, not Specialized) stores O
-	// through workgroup memory (the last key tile's V stage, free once
-	// its P·V has completed), so that each warp's store writes whole
-	// 128-byte row segments, 16 bytes a lane (flashGen.stagedStore).
+	// Staged (with Pipe) stores O through workgroup memory (with one
+	// warpgroup a block and no producer the last key tile's V stage,
+	// free once its P·V has completed; else each warp's own rows of the
+	// Q tile, free once its warpgroup's last S has), so that each warp's
+	// store writes whole 128-byte row segments, 16 bytes a lane
+	// (flashGen.stagedStore).
 	Staged bool
 }
 
@@ -295,6 +297,14 @@ var FlashTiles = []FlashTile{
 	// 0.104; d128 64x64gplqkr396 0.276 / 0.183, 64x64gplqkor396 0.259 /
 	// 0.164 against 64x64gplqko 0.260 / 0.160), which dropped the others.
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true, Persistent: 396},
+	// Session 16's candidates at head dim 128: cuDNN's layout (two
+	// consumer warpgroups of 64 rows sharing 128-key tiles, which a
+	// producer warpgroup copies; the consumers at 232 registers), with O
+	// staged through the Q tile, alone, taking turns (PingPong) and with
+	// TMA.
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, Staged: true},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings

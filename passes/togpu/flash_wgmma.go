@@ -817,8 +817,16 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	if g.Tile.Staged {
 		// (The last tile's V stage is free once its P·V, below, has
-		// completed: the warps store O through it.)
-		g.stageAt = vStage(x, x.addc(g.tiles, -1))
+		// completed: the warps store O through it. Another warpgroup's
+		// P·V may still read it, though: with several, each warp stores
+		// through its own rows of Q's first panel, 16 × 64 at qStage +
+		// 1024·warp as stagedStore's slices are, which only its
+		// warpgroup's S read, all completed.)
+		if R > 64 || ws {
+			g.stageAt = x.c(qStage)
+		} else {
+			g.stageAt = vStage(x, x.addc(g.tiles, -1))
+		}
 		defer func() { g.stageAt = nil }()
 	}
 	if sumMMA {
