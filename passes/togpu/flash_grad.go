@@ -74,6 +74,20 @@ type FlashGrad struct {
 	// that the next fence (fence.proxy.async, a MEMBAR in SASS) does not
 	// follow the atomics at once.
 	LateDQ bool
+	// BlockRows is the rows of a block of both kernels (query rows of the
+	// dQ kernel, keys of the dK/dV kernel): 64, one warpgroup (0 picks
+	// it), or with WGMMA 128, two warpgroups sharing each streamed tile
+	// (half the copies of the streamed tiles and, with AtomicDQ, half the
+	// atomic additions: a query tile's dQ sums 128 keys).
+	BlockRows int64
+}
+
+// blockRows is the rows of a block: BlockRows, else flashGradRows.
+func (f FlashGrad) blockRows() int64 {
+	if f.BlockRows != 0 {
+		return f.BlockRows
+	}
+	return flashGradRows
 }
 
 // queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
@@ -113,14 +127,15 @@ func DefaultFlashGrad(f Flash, wgmma bool) FlashGrad {
 }
 
 const (
-	flashGradRows = 64 // rows of a block: query rows (dQ) or keys (dK/dV), 16 a warp
+	flashGradRows = 64 // default rows of a block: query rows (dQ) or keys (dK/dV), 16 a warp
 	flashGradKeys = 64 // key tile of the dQ kernel
 )
 
-// dqFlash is the dQ kernel's view of f: 64-row blocks over 64-key tiles.
+// dqFlash is the dQ kernel's view of f: blocks of blockRows rows over
+// 64-key tiles.
 func (f FlashGrad) dqFlash() Flash {
 	g := f.Flash
-	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: flashGradKeys, WGMMA: f.WGMMA}, false
+	g.Tile, g.LSE = FlashTile{Rows: f.blockRows(), Keys: flashGradKeys, WGMMA: f.WGMMA}, false
 	return g
 }
 
@@ -129,7 +144,7 @@ func (f FlashGrad) dqFlash() Flash {
 func (f FlashGrad) dkvFlash() Flash {
 	g := f.Flash
 	g.Lq, g.Lk, g.LSE = f.Lk, f.Lq, false
-	g.Tile = FlashTile{Rows: flashGradRows, Keys: f.queryTile(), WGMMA: f.WGMMA}
+	g.Tile = FlashTile{Rows: f.blockRows(), Keys: f.queryTile(), WGMMA: f.WGMMA}
 	return g
 }
 
@@ -139,7 +154,8 @@ func (f FlashGrad) Check() error {
 		return errors.New("flash attention backward: a dynamic length (the backward kernels take static ones)")
 	}
 	plain := f.dqFlash()
-	plain.Tile.WGMMA = false // (the views' wgmma tiles are no FlashTiles)
+	// (The views' wgmma and 128-row tiles are no FlashTiles.)
+	plain.Tile.WGMMA, plain.Tile.Rows = false, flashGradRows
 	if err := plain.Check(); err != nil {
 		return fmt.Errorf("flash attention backward: %w", err)
 	}
@@ -157,11 +173,18 @@ func (f FlashGrad) Check() error {
 			return fmt.Errorf("flash attention backward: wgmma kernels take query tiles 32 and 64, not %d", qt)
 		}
 	}
+	if br := f.BlockRows; br != 0 && br != flashGradRows && (br != 2*flashGradRows || !f.WGMMA) {
+		return fmt.Errorf("flash attention backward: blocks of %d rows, want %d (or %d with wgmma)", br, flashGradRows, 2*flashGradRows)
+	}
 	if f.AtomicDQ && (!f.WGMMA || f.queryTile() != flashGradRows) {
 		return fmt.Errorf("flash attention backward: the atomic dQ takes the wgmma kernels with %d-query tiles", flashGradRows)
 	}
 	if f.LateDQ && !f.AtomicDQ {
 		return errors.New("flash attention backward: LateDQ is an option of the atomic dQ")
+	}
+	if f.AtomicDQ && f.blockRows() > flashGradRows && (f.D != 2*wgPanel || f.LateDQ) {
+		// (Its two warpgroups split dQ's columns into 64-column panels.)
+		return fmt.Errorf("flash attention backward: the atomic dQ with blocks of %d keys takes head dim %d and no LateDQ", f.blockRows(), 2*wgPanel)
 	}
 	return nil
 }
@@ -463,9 +486,11 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 		return g.x.c(0)
 	})
 	wg := g.Tile.WGMMA
-	var nMajor, kMajor *ir.Value
+	var nMajor, kMajor, wgRow *ir.Value
 	var qf, dof func(b *ir.Builder, mi int, ks int64) []*ir.Value
-	if !wg {
+	if wg {
+		wgRow = wgRows(x, g.gradWarpgroup(st))
+	} else {
 		var aOff *ir.Value
 		aOff, nMajor, kMajor = g.gradOffsets(st)
 		qf, dof = g.fragment(x.addc(aOff, qAt)), g.fragment(x.addc(aOff, doAt))
@@ -509,7 +534,7 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
 			if wg {
-				s, dpIn = g.wgScorePair(b, x, qAt, doAt, at)
+				s, dpIn = g.wgScorePair(b, x, qAt, doAt, wgRow, at)
 			} else {
 				s = g.scoresWith(b, 1, qf, x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))[0]
@@ -565,8 +590,11 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 		last = x.op(arith.OpMaxUI, x.c(g.Lk/Qt), full)
 	}
 	wg := g.Tile.WGMMA
-	var aOff, nMajor, kMajor *ir.Value
-	if !wg {
+	var aOff, nMajor, kMajor, wgIdx, wgRow *ir.Value
+	if wg {
+		wgIdx = g.gradWarpgroup(st)
+		wgRow = wgRows(x, wgIdx)
+	} else {
 		aOff, nMajor, kMajor = g.gradOffsets(st)
 	}
 	sm := g.softmax()
@@ -575,14 +603,14 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 	nO := g.D / 8
 	var dsOffs [4]*ir.Value
 	if atomic {
-		dsOffs = g.dsStores(st)
+		dsOffs = g.dsStores(st, wgIdx)
 	}
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.gradTiles(lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			if late {
 				// The previous tile's dQ (none before the first: its
 				// first row is g.Lk).
-				g.addDQ(b, x, st, it[8*nO:12*nO], it[12*nO], args[8], true)
+				g.addDQ(b, x, st, wgIdx, it[8*nO:12*nO], it[12*nO], args[8], true)
 			}
 			// The columns' statistics, loaded before the products (whose
 			// latency then covers the loads').
@@ -598,7 +626,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
 			if wg {
-				s, dpIn = g.wgScorePair(b, x, kAt, vAt, at)
+				s, dpIn = g.wgScorePair(b, x, kAt, vAt, wgRow, at)
 			} else {
 				s = g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))[0]
@@ -619,11 +647,11 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 			if wg && atomic {
 				// dK += dSᵀ·Q stays in flight while dS is stored for dQ.
 				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 1)
-				done, dq := g.wgDQ(b, x, ds, dsOffs, kAt, append(dk, dvIn...))
+				done, dq := g.wgDQ(b, x, wgIdx, ds, dsOffs, kAt, append(dk, dvIn...))
 				if late {
 					return append(append(done, dq...), first)
 				}
-				g.addDQ(b, x, st, dq, first, args[8], false)
+				g.addDQ(b, x, st, wgIdx, dq, first, args[8], false)
 				return done
 			}
 			if wg {
@@ -648,7 +676,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 		it = tileLoop(last, g.tiles, it, true)
 	}
 	if late {
-		g.addDQ(g.b, x, st, it[8*nO:12*nO], it[12*nO], args[8], true)
+		g.addDQ(g.b, x, st, wgIdx, it[8*nO:12*nO], it[12*nO], args[8], true)
 	}
 
 	g.storeRows(it[:4*nO], dkBuf)

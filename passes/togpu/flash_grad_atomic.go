@@ -158,15 +158,22 @@ func (g *flashGen) dsAt() int64 {
 // dsStores returns, for each of a thread's 4 values r of an n8 tile of
 // dSᵀ (rows the keys, columns the queries), the workgroup offset of its
 // element in the dS tile for n8 tile 0 (n8 tile j adds 512·j): dS(m, k)
-// (m the query, k the key of the block) at dsAt + 64·m + 8·((k/8) xor
-// (m%8)) + k%8, with m = 8j + t2 + r%2 and k = 16·warp + gr + 8·(r/2).
-func (g *flashGen) dsStores(st flashStart) [4]*ir.Value {
+// (m the query, k the key of the block) at dsAt + 4096·(k/64) + 64·m +
+// 8·((k%64/8) xor (m%8)) + k%8 (a panel of 64 keys a warpgroup), with m
+// = 8j + t2 + r%2 and k = 16·warp + gr + 8·(r/2) (wg the warpgroup of
+// gradWarpgroup, nil for one).
+func (g *flashGen) dsStores(st flashStart, wg *ir.Value) [4]*ir.Value {
 	x := g.x
+	warp, at := st.warp, x.c(g.dsAt())
+	if wg != nil {
+		// (The warpgroup's keys' panel: at 64·64·w, as its rows.)
+		warp, at = x.and(st.warp, 3), x.add(at, wgRows(x, wg))
+	}
 	var out [4]*ir.Value
 	for r := range int64(4) {
 		m := x.addc(g.t2, r%2) // (m%8 = t2 + r%2)
-		k8 := x.addc(x.mulc(st.warp, 2), r/2)
-		out[r] = x.addc(x.add(x.add(x.mulc(m, 64), x.mulc(x.xor(k8, m), 8)), st.gr), g.dsAt())
+		k8 := x.addc(x.mulc(warp, 2), r/2)
+		out[r] = x.add(x.add(x.add(x.mulc(m, 64), x.mulc(x.xor(k8, m), 8)), st.gr), at)
 	}
 	return out
 }
@@ -174,12 +181,15 @@ func (g *flashGen) dsStores(st flashStart) [4]*ir.Value {
 // wgDQ computes the query tile's share of dQ, dS·K: it stores ds (dSᵀ as
 // n8 tiles of 4 values, rows the block's keys, columns the tile's
 // queries) rounded to the element type at the offsets of dsStores, makes
-// them visible to the tensor cores and the warpgroup, and computes dS·K
-// with A the dS tile and B the block's K tile (workgroup offset kAt,
+// them visible to the tensor cores and the block, and computes dS·K with
+// A the dS tile and B the block's K tile (workgroup offset kAt,
 // MN-major) — which also completes every earlier product in flight.
 // inFlight are accumulators still in flight (the caller's dK and dV),
-// returned complete, then the 64×D dQ values (accumulator layout).
-func (g *flashGen) wgDQ(b *ir.Builder, x ix, ds [][]*ir.Value, offs [4]*ir.Value, kAt int64, inFlight []*ir.Value) (done, dq []*ir.Value) {
+// returned complete, then the warpgroup's dQ values (accumulator layout):
+// with one warpgroup the 64×D of the tile, with two (128 keys, head dim
+// 128: dQCols) warpgroup wg's 64 columns 64·wg… of dS·K over all 128
+// keys, one gpu.wgmma a panel of 64 keys of dS and K.
+func (g *flashGen) wgDQ(b *ir.Builder, x ix, wg *ir.Value, ds [][]*ir.Value, offs [4]*ir.Value, kAt int64, inFlight []*ir.Value) (done, dq []*ir.Value) {
 	loc := g.loc
 	for r, off := range offs {
 		base := x.index(off)
@@ -191,6 +201,20 @@ func (g *flashGen) wgDQ(b *ir.Builder, x ix, ds [][]*ir.Value, offs [4]*ir.Value
 	gpu.FenceProxyAsync(b, loc)
 	gpu.Barrier(b, loc)
 	R := g.Tile.Rows
+	if wg != nil {
+		// K's column panel w is at kAt + w·R·64; the keys' panel p of dS
+		// at dsAt + 64·64·p, of K 64·64·p elements (64 rows) further.
+		col := x.addc(x.mulc(wg, R*wgPanel), kAt)
+		for p := range R / wgPanel {
+			sh := gpu.WGMMAShape{N: g.dqCols(), KSteps: wgPanel / 16, AShared: true, TransB: true, Acc: p > 0, Pending: 2}
+			if p == R/wgPanel-1 {
+				sh.Pending = 0
+			}
+			a := []*ir.Value{g.smem, x.index(x.c(g.dsAt() + p*wgPanel*wgPanel))}
+			dq = gpu.WGMMA(b, loc, g.Elem, sh, a, g.smem, x.index(x.addc(col, p*wgPanel*wgPanel)), dq)
+		}
+		return gpu.WGMMAWait(b, loc, 0, inFlight), dq
+	}
 	sh := gpu.WGMMAShape{N: g.D, KSteps: R / 16, AShared: true, TransB: true}
 	if g.D > wgPanel {
 		sh.Panel = R * wgPanel
@@ -199,19 +223,30 @@ func (g *flashGen) wgDQ(b *ir.Builder, x ix, ds [][]*ir.Value, offs [4]*ir.Value
 	return gpu.WGMMAWait(b, loc, 0, inFlight), dq
 }
 
+// dqCols is the dQ columns a warpgroup of the atomic dK/dV kernel
+// computes: the head dim, or with two warpgroups half of it each.
+func (g *flashGen) dqCols() int64 {
+	return g.D * 64 / g.Tile.Rows
+}
+
 // addDQ adds a query tile's dQ values (wgDQ's) to the accumulator acc:
-// value i is query row first + 16·warp + gr + 8·((i%4)/2), column
-// 8·(i/4) + t2 + i%2, and rows past the query count g.Lk (the transposed
-// view's) are skipped — all of them with first = g.Lk, guard being true
-// then.
-func (g *flashGen) addDQ(b *ir.Builder, x ix, st flashStart, dq []*ir.Value, first, acc *ir.Value, guard bool) {
+// value i is query row first + 16·(warp%4) + gr + 8·((i%4)/2), column
+// c + 8·(i/4) + t2 + i%2 (c the warpgroup's first column: dqCols·wg, wg
+// nil for one warpgroup), and rows past the query count g.Lk (the
+// transposed view's) are skipped — all of them with first = g.Lk, guard
+// being true then.
+func (g *flashGen) addDQ(b *ir.Builder, x ix, st flashStart, wg *ir.Value, dq []*ir.Value, first, acc *ir.Value, guard bool) {
 	loc := g.loc
+	warp, col := st.warp, g.t2
+	if wg != nil {
+		warp, col = x.and(st.warp, 3), x.add(col, x.mulc(wg, g.dqCols()))
+	}
 	for h := range int64(2) {
-		q := x.add(first, x.addc(x.add(x.mulc(st.warp, 16), st.gr), 8*h))
+		q := x.add(first, x.addc(x.add(x.mulc(warp, 16), st.gr), 8*h))
 		add := func(b *ir.Builder) []*ir.Value {
 			x := x.at(b)
-			base := x.index(x.add(x.mulc(x.add(x.mulc(st.z, g.Lk), q), g.D), g.t2))
-			for j := range g.D / 8 {
+			base := x.index(x.add(x.mulc(x.add(x.mulc(st.z, g.Lk), q), g.D), col))
+			for j := range int64(len(dq) / 4) {
 				// (The pair of adjacent columns in one red.global.v2.)
 				gpu.AtomicAdd(b, loc, acc, indexAdd(b, loc, base, 8*j), dq[4*j+2*h], dq[4*j+2*h+1])
 			}

@@ -58,35 +58,45 @@ func (c flashCase) gradSource() string {
 // dk, dv, dd) launches the forward kernel of f with LSE (writing o and
 // lse), then the backward kernels.
 // gradTiling is the FlashGrad options of a test: the dK/dV kernel's query
-// tile, the dQ kernel's fragment reloads, the wgmma kernels and the
-// atomic dQ.
+// tile, the dQ kernel's fragment reloads, the wgmma kernels, the atomic
+// dQ and the blocks' rows (0: the default).
 type gradTiling struct {
 	qt                          int64
 	reload, wgmma, atomic, late bool
+	rows                        int64
 }
 
 func (g gradTiling) String() string {
-	if g.late {
-		return fmt.Sprintf("qt%d-wgmma-atomic-late", g.qt)
+	s := fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload)
+	switch {
+	case g.late:
+		s = fmt.Sprintf("qt%d-wgmma-atomic-late", g.qt)
+	case g.atomic:
+		s = fmt.Sprintf("qt%d-wgmma-atomic", g.qt)
+	case g.wgmma:
+		s = fmt.Sprintf("qt%d-wgmma", g.qt)
 	}
-	if g.atomic {
-		return fmt.Sprintf("qt%d-wgmma-atomic", g.qt)
+	if g.rows != 0 {
+		s += fmt.Sprintf("-r%d", g.rows)
 	}
-	if g.wgmma {
-		return fmt.Sprintf("qt%d-wgmma", g.qt)
-	}
-	return fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload)
+	return s
 }
 
 // gradTilings are the backward options a test of case i takes: the
 // mma.sync kernels with one of the query tiles (the default, 16 or 32)
 // and held or reloaded fragments, and for head dims 64 and 128 the wgmma
-// kernels with 64- or 32-query tiles and with the atomic dQ, added at
-// the end of its tile or (every other case) late.
+// kernels with 64- or 32-query tiles, with blocks of 128 rows (two
+// warpgroups) and with the atomic dQ, added at the end of its tile or
+// (every other case) late; at head dim 128 the atomic dQ with blocks of
+// 128 keys too.
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
-		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true}, gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0})
+		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, rows: 128},
+			gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0})
+	}
+	if tc.d == 128 {
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128})
 	}
 	return gts
 }
@@ -98,10 +108,23 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 	return flashExecOptions(tile)
 }
 
+// wgmmaGradTilings are the wgmma backward options at head dim d (64 or
+// 128) that TestFlashGradPTX compiles and TestGPUFlashGrad times: both
+// query tiles and both block sizes of the two kernels, the atomic dQ
+// (and late), and at d128 the atomic dQ with blocks of 128 keys.
+func wgmmaGradTilings(d int64) []gradTiling {
+	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, rows: 128}, {qt: 64, wgmma: true, rows: 128},
+		{qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}}
+	if d == 128 {
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128})
+	}
+	return gts
+}
+
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, LateDQ: gt.late}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, LateDQ: gt.late, BlockRows: gt.rows}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	acc := fmt.Sprintf("memref<%dxf32>", f.Batch*f.Lq*f.D)
@@ -225,8 +248,8 @@ func TestFlashGradSemantics(t *testing.T) {
 // with Reload it does not take), and DefaultFlashGrad's wgmma choice.
 func TestFlashGradCheck(t *testing.T) {
 	f := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16}
-	d32 := f
-	d32.D = 32
+	d32, d128 := f, f
+	d32.D, d128.D = 32, 128
 	for _, tc := range []struct {
 		g    togpu.FlashGrad
 		want string // "" when accepted
@@ -242,6 +265,13 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, AtomicDQ: true}, "atomic dQ takes the wgmma kernels with 64-query tiles"},
 		{togpu.FlashGrad{Flash: f, QueryTile: 64, AtomicDQ: true}, "atomic dQ"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, LateDQ: true}, "LateDQ is an option of the atomic dQ"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 128}, ""},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 64}, ""},
+		{togpu.FlashGrad{Flash: f, BlockRows: 128}, "blocks of 128 rows"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 96}, "blocks of 96 rows"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, "takes head dim 128"},
+		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, ""},
+		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, LateDQ: true, BlockRows: 128}, "no LateDQ"},
 	} {
 		err := tc.g.Check()
 		switch {
@@ -375,9 +405,9 @@ func TestFlashGradPTX(t *testing.T) {
 			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16}
 			// DefaultFlashGrad's options, and the other query tile that
 			// does not spill (64 queries spill at d128: 255 registers).
-			// The wgmma kernels with both query tiles, and the atomic dQ.
-			for _, gt := range []gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i],
-				{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}} {
+			// The wgmma kernels with both query tiles and both block
+			// sizes, and the atomic dQ.
+			for _, gt := range append([]gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i]}, wgmmaGradTilings(d)...) {
 				t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
 					t.Parallel()
 					m := flashGradModule(t, dialects.NewContext(), f, gt)
@@ -546,8 +576,8 @@ func TestGPUFlashGrad(t *testing.T) {
 			}
 			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
 		})
-		for _, gt := range []gradTiling{{qt: 16}, {qt: 32}, {qt: 64}, {qt: 16, reload: true}, {qt: 32, reload: true}, {qt: 64, reload: true},
-			{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}} {
+		for _, gt := range append([]gradTiling{{qt: 16}, {qt: 32}, {qt: 64}, {qt: 16, reload: true}, {qt: 32, reload: true}, {qt: 64, reload: true}},
+			wgmmaGradTilings(d)...) {
 			t.Run(fmt.Sprintf("time-train-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 				inputs(t)
 				runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {
