@@ -183,7 +183,7 @@ type advConfig struct {
 
 func advConfigs() []advConfig {
 	var cs []advConfig
-	for _, be := range []string{frontend.InterpBackend, frontend.EagerBackend, frontend.AOTEagerBackend} {
+	for _, be := range []string{frontend.InterpBackend, frontend.EagerBackend, frontend.AOTEagerBackend, fakeDevice()} {
 		for _, d := range []frontend.Dynamic{frontend.DynamicAuto, frontend.DynamicTrue, frontend.DynamicFalse} {
 			for _, fg := range []bool{false, true} {
 				cs = append(cs, advConfig{be, d, fg, ""})

@@ -103,6 +103,10 @@ type Stats struct {
 	// Replays counts the calls that matched a recorded call and ran its
 	// executable without recording a graph (replay.go).
 	Replays int
+	// Speculated counts the replays whose executable was queued before fn
+	// ran and whose results were the call's; Dropped, the speculative runs
+	// thrown away (speculate.go).
+	Speculated, Dropped int
 	// Eager is set once the recompile limit made a graph run eagerly.
 	Eager bool
 }
@@ -400,6 +404,8 @@ func (c *Compiled) trace(args []reflect.Value, leaves []*Tensor, vals []tensorDa
 	defer s.end()
 	if len(c.tapes) == 0 || !s.startReplay(leaves, vals) {
 		s.newGraph(leaves, c.argTypes(leaves, vals))
+	} else {
+		s.speculate()
 	}
 	res, outs, fnErr := c.invoke(args)
 	err := s.finish(outs, fnErr)

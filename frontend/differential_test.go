@@ -91,13 +91,22 @@ func drawChange(t *rapid.T, label string) int { return rapid.IntRange(0, 7).Draw
 // function, value-dependent branches, shape changes) and compares every
 // compiled call, and the state it leaves, with the function run eagerly.
 func TestDifferentialCallSequences(t *testing.T) {
-	for _, be := range []string{frontend.InterpBackend, frontend.AOTEagerBackend} {
+	// fakeDevice's executables are DeviceExecutables: their replays run
+	// ahead of fn (speculate.go).
+	for _, be := range []string{frontend.InterpBackend, frontend.AOTEagerBackend, fakeDevice()} {
 		for _, dyn := range []frontend.Dynamic{frontend.DynamicAuto, frontend.DynamicTrue} {
 			t.Run(fmt.Sprintf("%s/%s", be, dyn), func(t *testing.T) {
-				var replays int
-				rapid.Check(t, func(t *rapid.T) { replays += diffCheck(t, be, dyn) })
-				if replays == 0 {
+				var all frontend.Stats
+				rapid.Check(t, func(t *rapid.T) {
+					s := diffCheck(t, be, dyn)
+					all.Replays += s.Replays
+					all.Speculated += s.Speculated
+				})
+				if all.Replays == 0 {
 					t.Errorf("no call was replayed: the test does not reach the cached path")
+				}
+				if be == fakeDevice() && dyn == frontend.DynamicAuto && all.Speculated == 0 {
+					t.Errorf("no replay ran ahead of fn: the test does not reach the speculative path")
 				}
 			})
 		}
@@ -105,20 +114,20 @@ func TestDifferentialCallSequences(t *testing.T) {
 }
 
 // diffCheck runs one drawn program and call sequence and returns the
-// number of calls replayed.
+// compiled function's counters (how many calls were replayed).
 // TestGPUDifferentialCallSequences is the differential test on the nvptx
 // backend (run it with a small -rapid.checks: every graph is compiled to
 // PTX).
 func TestGPUDifferentialCallSequences(t *testing.T) {
 	gpu(t)
 	var replays int
-	rapid.Check(t, func(t *rapid.T) { replays += diffCheck(t, frontend.NVPTXBackend, frontend.DynamicAuto) })
+	rapid.Check(t, func(t *rapid.T) { replays += diffCheck(t, frontend.NVPTXBackend, frontend.DynamicAuto).Replays })
 	if replays == 0 {
 		t.Errorf("no call was replayed")
 	}
 }
 
-func diffCheck(t *rapid.T, be string, dyn frontend.Dynamic) int {
+func diffCheck(t *rapid.T, be string, dyn frontend.Dynamic) frontend.Stats {
 	n := rapid.IntRange(1, 5).Draw(t, "n")
 	prog := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) diffInstr {
 		return diffInstr{rapid.IntRange(0, 13).Draw(t, "kind"), rapid.IntRange(0, diffRegs-1).Draw(t, "a"), rapid.IntRange(0, diffRegs-1).Draw(t, "b")}
@@ -198,7 +207,7 @@ func diffCheck(t *rapid.T, be string, dyn frontend.Dynamic) int {
 		diffNear(t, fmt.Sprintf("call %d result", call), got[0].Float32s(), wantVals)
 		diffNear(t, fmt.Sprintf("call %d state", call), envs[0].s.Float32s(), envs[1].s.Float32s())
 	}
-	return c.Stats().Replays
+	return c.Stats()
 }
 
 func diffNear(t *rapid.T, what string, got, want []float32) {

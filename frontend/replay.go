@@ -122,6 +122,12 @@ type tape struct {
 	wrt   []int
 	// lcp[j] is the number of leading steps this tape shares with tape j.
 	lcp []int
+	// lifted refers to the data of the inputs the tape's last replay
+	// lifted after its leaves (nil: none replayed yet), which the next
+	// replay's speculative run reads; noSpec is set once a speculation
+	// was dropped (speculate.go).
+	lifted *[]weakData
+	noSpec bool
 }
 
 // tapeRecorder builds the tape of a graph while it is traced.
@@ -146,6 +152,9 @@ type replay struct {
 	// specializer is where fn read sizes of the (specialized) dynamic
 	// graph, if it did.
 	specializer ir.Location
+	// spec is the tape's executable queued when the replay began, if it
+	// was (speculate.go).
+	spec *speculation
 }
 
 // liftType is the type graph inputs of concrete tensors get (static).
@@ -366,6 +375,7 @@ func (s *session) diverge() {
 	if rp == nil {
 		return
 	}
+	rp.dropSpeculation()
 	s.rp = nil
 	c := s.c
 	g := s.newGraphData(rp.leaves, rp.vals, c.argTypes(rp.leaves, rp.vals))
@@ -491,7 +501,14 @@ func (s *session) finishReplay(outs []*Tensor) (bool, error) {
 	s.c.stats.Replays++
 	s.ran = append(s.ran, ranGraph{exe: rp.tp.exe, inputs: slices.Clone(rp.inputs)})
 	s.graphs = append(s.graphs, rp.tp.info)
-	res, err := runExecutable(rp.tp.exe, rp.inputs)
+	res, speculated := rp.takeSpeculation()
+	var err error
+	if !speculated {
+		res, err = runExecutable(rp.tp.exe, rp.inputs)
+		if err == nil {
+			rp.tp.rememberLifted(rp.inputs, len(rp.leaves))
+		}
+	}
 	if err == nil && len(res) != len(outTs) {
 		err = errTooFewResults(len(res), len(outTs))
 	}

@@ -91,6 +91,7 @@ func (s *session) end() {
 	}
 	if rp := s.rp; rp != nil {
 		s.rp = nil
+		rp.dropSpeculation()
 		// The call failed while replaying: what fn kept of it (a tensor
 		// stored in Go state) is computed when used, from the steps and
 		// inputs replayed so far, as after a traced call that failed.
