@@ -307,6 +307,17 @@ func (b nvptxBackend) lower(g *Graph, cfg togpu.Config) error {
 	if logs.Enabled(topicPassTiming) {
 		pm.Instr.Timing = &timing
 	}
+	// The libraries' first calls (cuDNN's plans and timings, cuBLASLt's)
+	// start as soon as convert-loop-to-gpu has made the library ops,
+	// while the cleanups, the code generation and the load follow, where
+	// the device is open (exec.Runtime.WarmLibraryCallsIn).
+	if rt, open := openedRuntime(); open && b.capability == nil && (cfg.CuBLASLt || cfg.CuDNN) {
+		pm.Instr.AfterPass = func(pass string, op *ir.Operation) {
+			if pass == togpu.PassName && op == g.Module {
+				rt.WarmLibraryCallsIn(op, g.Func)
+			}
+		}
+	}
 	if err := pm.Run(g.Context, g.Module); err != nil {
 		return err
 	}

@@ -43,6 +43,14 @@ type Instrumentation struct {
 	Reproducer string
 	// DebugRewrites is handed to passes that log the rewrites they apply.
 	DebugRewrites io.Writer
+	// AfterPass, when set, is called after each pass that succeeded (and
+	// passed the verifier, under VerifyEach) with the pass's name and the
+	// op it ran on, so that a caller can start work on the IR as a pass
+	// leaves it (the frontend starts the vendor libraries' warm-ups once
+	// convert-loop-to-gpu has made the library calls, before the
+	// cleanups after it). Passes on sibling ops run in parallel call it
+	// at once from several goroutines. It must not change the IR.
+	AfterPass func(pass string, op *ir.Operation)
 }
 
 const rule = "===-------------------------------------------------------------------------===\n"

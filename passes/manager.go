@@ -289,6 +289,9 @@ func (r *runner) runPass(pe *passEntry, op *ir.Operation, out io.Writer, tid int
 	case in.PrintAfterChange && !st.unchanged && hashIR(op) != before:
 		printIR(out, "After", name, op)
 	}
+	if in.AfterPass != nil {
+		in.AfterPass(name, op)
+	}
 	return nil
 }
 

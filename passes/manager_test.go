@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,6 +230,40 @@ func TestPrintInstrumentation(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("%s: dumps\n%s\nwant\n%s", tt.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+	}
+}
+
+// TestAfterPass checks that Instrumentation.AfterPass sees each pass that
+// succeeded, with the op it ran on, after it ran (the nested passes, run
+// at once, before the module's pass after them), and not a pass that
+// failed or the passes after it.
+func TestAfterPass(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	instr := Instrumentation{AfterPass: func(pass string, op *ir.Operation) {
+		label := pass + " " + opLabel(op)
+		if pass == "test-tag" && op.Attr("tag") == nil {
+			label += " (before the pass changed it)"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, label)
+	}}
+	src := testFunc("a", 1) + testFunc("b", 1)
+	if _, err := run(t, "builtin.module(test.func(test-fail),test-tag)", src, instr, true); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got[:2]) // the functions' passes ran at once
+	want := []string{"test-fail 'test.func' operation: @a", "test-fail 'test.func' operation: @b", "test-tag 'builtin.module' operation"}
+	if !slices.Equal(got, want) {
+		t.Errorf("AfterPass calls\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	got = nil
+	if _, err := run(t, "builtin.module(test.func(test-fail),test-tag)", testFunc("bad", 1), instr, true); err == nil {
+		t.Fatal("test-fail on @bad did not fail")
+	}
+	if len(got) != 0 {
+		t.Errorf("AfterPass called for a failed pipeline: %v", got)
 	}
 }
 

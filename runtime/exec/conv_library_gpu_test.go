@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -371,6 +372,13 @@ func TestPlanLibraryCalls(t *testing.T) {
 	if !c.isConv || c.conv != want || (c.dir != "" && c.dir != "forward") || c.bytes != [4]uint64{2 * 5 * 9 * 9 * 2, 7 * 5 * 3 * 3 * 2, 2 * 7 * 5 * 5 * 2} {
 		t.Errorf("library call %+v, want the forward convolution %+v", c, want)
 	}
+	// The frontend's early warm-up reads the same calls from the IR.
+	if got := libCallsIn(p.Module(), "main"); !slices.Equal(got, pl.libCalls) {
+		t.Errorf("libCallsIn: %+v, want the plan's %+v", got, pl.libCalls)
+	}
+	if got := libCallsIn(p.Module(), "other"); len(got) != 0 {
+		t.Errorf("libCallsIn of a function that is not there: %+v", got)
+	}
 }
 
 // TestGPUWarmLibraryCalls warms a gradient's library calls (cuDNN's
@@ -424,7 +432,11 @@ func TestGPUWarmLibraryCalls(t *testing.T) {
 		t.Fatalf("%d of %d library calls warmed: %v", n, len(pl.libCalls), err)
 	}
 	p.WarmLibraryCalls(rt, "loss_grad") // the background path, on warm plans
+	rt.WarmLibraryCallsIn(p.Module(), "loss_grad")
 	rt.libs.warm.Wait()
+	if n, err := rt.warmCalls("loss_grad", pl.libCalls); n != 0 || err != nil {
+		t.Errorf("warming the calls again made %d of them (want none: each is warmed once per Runtime): %v", n, err)
+	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	ft, err := interp.FuncType(ir.NewSymTable(m).Lookup("loss_grad"))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-ir/strata/dialects/func"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
@@ -31,6 +32,24 @@ type libraries struct {
 	// its error in primeErr.
 	primed   [numLibraries]sync.Once
 	primeErr [numLibraries]error
+	// claimed are the calls a warm-up has made or is making (claim).
+	claimMu sync.Mutex
+	claimed map[libCall]bool
+}
+
+// claim reports whether c is not warmed yet, and marks it warmed: the
+// warm-up that claims it makes it.
+func (l *libraries) claim(c libCall) bool {
+	l.claimMu.Lock()
+	defer l.claimMu.Unlock()
+	if l.claimed[c] {
+		return false
+	}
+	if l.claimed == nil {
+		l.claimed = map[libCall]bool{}
+	}
+	l.claimed[c] = true
+	return true
 }
 
 // Library is a vendor library whose handle a Runtime can make ahead of
@@ -222,7 +241,9 @@ func (c *planner) libraryMatmul(op *ir.Operation) (stepFunc, error) {
 		return nil, err
 	}
 	transA, transB := gpu.LibraryTransposes(op)
-	c.warmMatmul(op, types, transA, transB)
+	if lc, ok := libCallOf(op); ok {
+		c.p.libCalls = append(c.p.libCalls, lc)
+	}
 	return func(r *runState) error {
 		a, b, d := r.slots[in[0]].b, r.slots[in[1]].b, r.slots[in[2]].b
 		if a.mem.freed || b.mem.freed || d.mem.freed {
@@ -304,8 +325,8 @@ func (c *planner) libraryConv2D(op *ir.Operation) (stepFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(shapes[:], func(s []int64) bool { return slices.Contains(s, ir.Dynamic) }) {
-		c.p.libCalls = append(c.p.libCalls, libCall{isConv: true, conv: conv, dir: geo.Direction, bytes: libOperandBytes(op)})
+	if lc, ok := libCallOf(op); ok {
+		c.p.libCalls = append(c.p.libCalls, lc)
 	}
 	return func(r *runState) error {
 		xb, wb, yb := r.slots[in[0]].b, r.slots[in[1]].b, r.slots[in[2]].b
@@ -354,28 +375,75 @@ func libOperandBytes(op *ir.Operation) [4]uint64 {
 	return out
 }
 
-// warmMatmul records a gpu.library_matmul whose operands have static
-// shapes among the plan's library calls.
-func (c *planner) warmMatmul(op *ir.Operation, types [3]cublaslt.DataType, transA, transB bool) {
-	var shapes [4][]int64
-	for i, v := range op.Operands() {
-		mt := v.Type().(*ir.MemRefType)
-		if slices.Contains(mt.Shape(), ir.Dynamic) {
-			return
+// libCallOf returns the library call op makes, for the warm-ups: a
+// gpu.library_matmul or gpu.library_conv2d on memrefs of static shapes
+// and of element types the library takes. It reports false for any other
+// op, and for a product that computes nothing.
+func libCallOf(op *ir.Operation) (libCall, bool) {
+	var shapes [][]int64
+	var elems []ir.Type
+	for _, v := range op.Operands() {
+		mt, ok := v.Type().(*ir.MemRefType)
+		if !ok || !mt.Ranked() || slices.Contains(mt.Shape(), ir.Dynamic) {
+			return libCall{}, false
 		}
-		shapes[i] = mt.Shape()
+		shapes, elems = append(shapes, mt.Shape()), append(elems, mt.ElementType())
 	}
-	batch, m, n, k, err := gpu.MatmulDims(shapes[0], shapes[1], shapes[2], transA, transB)
-	if err != nil {
-		return
+	if op.NumResults() != 0 {
+		return libCall{}, false
 	}
-	count, err := elementCount(batch)
-	if err != nil || count == 0 || m == 0 || n == 0 {
-		return
+	switch op.Name() {
+	case gpu.LibraryMatmulOp:
+		if len(shapes) != 3 && len(shapes) != 4 {
+			return libCall{}, false
+		}
+		var types [3]cublaslt.DataType
+		for i := range types {
+			t, ok := libraryTypes[elems[i]]
+			if !ok {
+				return libCall{}, false
+			}
+			types[i] = t
+		}
+		transA, transB := gpu.LibraryTransposes(op)
+		batch, m, n, k, err := gpu.MatmulDims(shapes[0], shapes[1], shapes[2], transA, transB)
+		if err != nil {
+			return libCall{}, false
+		}
+		count, err := elementCount(batch)
+		if err != nil || count == 0 || m == 0 || n == 0 {
+			return libCall{}, false
+		}
+		mm := cublaslt.Matmul{AType: types[0], DType: types[2], M: m, N: n, K: k, Batch: count, TransA: transA, TransB: transB,
+			SharedA: gpu.SharedA(shapes[0], shapes[1]), Bias: len(shapes) == 4}
+		return libCall{mm: mm, bytes: libOperandBytes(op)}, true
+	case gpu.LibraryConv2DOp:
+		if len(shapes) != 3 {
+			return libCall{}, false
+		}
+		geo, err := gpu.LibraryConvGeometry(op)
+		if err != nil {
+			return libCall{}, false
+		}
+		dt, ok := convTypes[elems[0]]
+		for i := range shapes {
+			if t, known := convTypes[elems[i]]; !known || t != dt || len(shapes[i]) != 4 {
+				ok = false
+			}
+		}
+		if !ok {
+			return libCall{}, false
+		}
+		x, w := geo.ConvNCHW(shapes[0]), geo.ConvNCHW(shapes[1])
+		layout := cudnn.NCHW
+		if geo.ChannelsLast {
+			layout = cudnn.NHWC
+		}
+		conv := cudnn.Conv{Type: dt, Layout: layout, N: x[0], C: x[1], H: x[2], W: x[3], O: w[0], KH: w[2], KW: w[3],
+			Pad: geo.Padding, Stride: geo.Strides, Dilate: geo.Dilations}
+		return libCall{isConv: true, conv: conv, dir: geo.Direction, bytes: libOperandBytes(op)}, true
 	}
-	mm := cublaslt.Matmul{AType: types[0], DType: types[2], M: m, N: n, K: k, Batch: count, TransA: transA, TransB: transB,
-		SharedA: gpu.SharedA(shapes[0], shapes[1]), Bias: op.NumOperands() == 4}
-	c.p.libCalls = append(c.p.libCalls, libCall{mm: mm, bytes: libOperandBytes(op)})
+	return libCall{}, false
 }
 
 // WarmLibraryCalls starts, in the background, the first call of each
@@ -392,13 +460,55 @@ func (c *planner) warmMatmul(op *ir.Operation, types [3]cublaslt.DataType, trans
 // plan's own call reports them.
 func (p *Program) WarmLibraryCalls(rt *Runtime, fn string) {
 	pl, err := p.plan(fn)
-	if err != nil || rt.cuda == nil || len(pl.libCalls) == 0 {
+	if err != nil {
 		return
 	}
-	// cuDNN's and cuBLASLt's calls warm at once, each library's one
-	// after the other (a handle serialises its calls anyway).
+	rt.warmInBackground(pl.name, pl.libCalls)
+}
+
+// WarmLibraryCallsIn is WarmLibraryCalls for function fn of module as the
+// IR is now, a lowering still under way: the frontend calls it once
+// convert-loop-to-gpu has made the library ops (passes.Instrumentation's
+// AfterPass), so that the warm-ups overlap the cleanups after it and the
+// code generation too (resnet50_train's backward pass: ≈ 250 ms on the
+// H200 host), rather than starting with the load. It only reads module,
+// before it returns. A call warmed (or warming) already on rt is not
+// warmed again, here or by WarmLibraryCalls.
+func (rt *Runtime) WarmLibraryCallsIn(module *ir.Operation, fn string) {
+	rt.warmInBackground(fn, libCallsIn(module, fn))
+}
+
+// libCallsIn returns the library calls (libCallOf) of function fn of
+// module, in program order.
+func libCallsIn(module *ir.Operation, fn string) []libCall {
+	var calls []libCall
+	body := module.Region(0).Front()
+	if body == nil {
+		return nil
+	}
+	for _, f := range body.Ops() {
+		if f.Name() != funcs.OpFunc || ir.SymbolName(f) != fn {
+			continue
+		}
+		f.Walk(func(o *ir.Operation) bool {
+			if lc, ok := libCallOf(o); ok {
+				calls = append(calls, lc)
+			}
+			return true
+		})
+	}
+	return calls
+}
+
+// warmInBackground starts the warm-ups of calls (host function fn's):
+// cuDNN's and cuBLASLt's at once, each library's one after the other (a
+// handle serialises its calls anyway).
+func (rt *Runtime) warmInBackground(fn string, calls []libCall) {
+	if rt.cuda == nil || len(calls) == 0 {
+		return
+	}
 	var convs, products []libCall
-	for _, c := range pl.libCalls {
+	for _, c := range calls {
 		if c.isConv {
 			convs = append(convs, c)
 		} else {
@@ -413,13 +523,15 @@ func (p *Program) WarmLibraryCalls(rt *Runtime, fn string) {
 		go func() {
 			defer rt.libs.warm.Done()
 			start := time.Now()
-			n, err := rt.warmCalls(pl.name, calls)
+			n, err := rt.warmCalls(fn, calls)
 			ms := float64(time.Since(start).Microseconds()) / 1000
 			if err != nil {
-				logs.Printf(TopicCompile, "@%s: warming its library calls stopped after %.1f ms: %v", pl.name, ms, err)
+				logs.Printf(TopicCompile, "@%s: warming its library calls stopped after %.1f ms: %v", fn, ms, err)
 				return
 			}
-			logs.Printf(TopicCompile, "@%s: %d %s calls warmed in %.1f ms in the background", pl.name, n, calls[0].library(), ms)
+			if n > 0 {
+				logs.Printf(TopicCompile, "@%s: %d %s calls warmed in %.1f ms in the background", fn, n, calls[0].library(), ms)
+			}
 		}()
 	}
 }
@@ -450,20 +562,19 @@ func (c libCall) String() string {
 const slowWarmCall = 20 * time.Millisecond
 
 // warmCalls makes the first call of each distinct one of calls (of host
-// function fn) on scratch memory (zeroed) and a stream of its own, one
-// after the other, and returns how many it made; a slow one is logged.
+// function fn) that no warm-up of rt has claimed yet, on scratch memory
+// (zeroed) and a stream of its own, one after the other, and returns how
+// many it made; a slow one is logged.
 func (rt *Runtime) warmCalls(fn string, calls []libCall) (int, error) {
 	st, err := rt.cuda.NewNonBlockingStream()
 	if err != nil {
 		return 0, err
 	}
-	seen := map[libCall]bool{}
 	n := 0
 	for _, c := range calls {
-		if seen[c] {
-			continue
+		if !rt.libs.claim(c) {
+			continue // warmed, or warming, already
 		}
-		seen[c] = true
 		start := time.Now()
 		if err = rt.warmCall(c, st); err != nil {
 			break

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -280,4 +281,30 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestPlanLibraryMatmulCalls checks the library calls a plan lists for
+// its products (a transposed B and a bias) and that libCallsIn reads the
+// same ones from the IR, as the frontend's early warm-up does.
+func TestPlanLibraryMatmulCalls(t *testing.T) {
+	p := libraryProgram(t, `func.func @main(%x: tensor<4x24x32xbf16>, %w: tensor<16x32xbf16>, %b: tensor<16xbf16>) -> tensor<4x24x16xbf16> {
+  %tw = "graph.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<16x32xbf16>) -> tensor<32x16xbf16>
+  %r = "graph.matmul"(%x, %tw, %b) : (tensor<4x24x32xbf16>, tensor<32x16xbf16>, tensor<16xbf16>) -> tensor<4x24x16xbf16>
+  return %r : tensor<4x24x16xbf16>
+}`)
+	pl, err := p.plan("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.libCalls) != 1 {
+		t.Fatalf("%d library calls, want 1: %+v", len(pl.libCalls), pl.libCalls)
+	}
+	c := pl.libCalls[0]
+	if c.isConv || c.mm.AType != cublaslt.BF16 || c.mm.DType != cublaslt.BF16 || c.mm.M*c.mm.Batch != 96 || c.mm.N != 16 || c.mm.K != 32 ||
+		!c.mm.TransB || c.mm.TransA || !c.mm.Bias || c.bytes[3] != 16*2 {
+		t.Errorf("library call %+v: want the bf16 product of 96 (or 4·24) rows by 16 columns over 32, B transposed, with a bias", c)
+	}
+	if got := libCallsIn(p.Module(), "main"); !slices.Equal(got, pl.libCalls) {
+		t.Errorf("libCallsIn: %+v, want the plan's %+v", got, pl.libCalls)
+	}
 }
