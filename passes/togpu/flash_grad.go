@@ -182,9 +182,9 @@ func (f FlashGrad) Check() error {
 	if f.LateDQ && !f.AtomicDQ {
 		return errors.New("flash attention backward: LateDQ is an option of the atomic dQ")
 	}
-	if f.AtomicDQ && f.blockRows() > flashGradRows && (f.D != 2*wgPanel || f.LateDQ) {
+	if f.AtomicDQ && f.blockRows() > flashGradRows && f.D != 2*wgPanel {
 		// (Its two warpgroups split dQ's columns into 64-column panels.)
-		return fmt.Errorf("flash attention backward: the atomic dQ with blocks of %d keys takes head dim %d and no LateDQ", f.blockRows(), 2*wgPanel)
+		return fmt.Errorf("flash attention backward: the atomic dQ with blocks of %d keys takes head dim %d only", f.blockRows(), 2*wgPanel)
 	}
 	return nil
 }
@@ -601,6 +601,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 	scale := g.f32(g.Scale)
 	rows := g.rows[0]
 	nO := g.D / 8
+	nQ := g.dqCols() / 2 // (a thread's dQ values of a query tile)
 	var dsOffs [4]*ir.Value
 	if atomic {
 		dsOffs = g.dsStores(st, wgIdx)
@@ -610,7 +611,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 			if late {
 				// The previous tile's dQ (none before the first: its
 				// first row is g.Lk).
-				g.addDQ(b, x, st, wgIdx, it[8*nO:12*nO], it[12*nO], args[8], true)
+				g.addDQ(b, x, st, wgIdx, it[8*nO:8*nO+nQ], it[8*nO+nQ], args[8], true)
 			}
 			// The columns' statistics, loaded before the products (whose
 			// latency then covers the loads').
@@ -666,7 +667,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 	}
 	it := g.zeros(8 * nO)
 	if late {
-		it = append(append(it, g.zeros(4*nO)...), x.c(g.Lk))
+		it = append(append(it, g.zeros(nQ)...), x.c(g.Lk))
 	}
 	if g.Causal {
 		it = tileLoop(from, full, it, true)
@@ -676,7 +677,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 		it = tileLoop(last, g.tiles, it, true)
 	}
 	if late {
-		g.addDQ(g.b, x, st, wgIdx, it[8*nO:12*nO], it[12*nO], args[8], true)
+		g.addDQ(g.b, x, st, wgIdx, it[8*nO:8*nO+nQ], it[8*nO+nQ], args[8], true)
 	}
 
 	g.storeRows(it[:4*nO], dkBuf)

@@ -25,7 +25,8 @@ import (
 // flashGradCases are small attentions for the backward kernels: row and
 // key tails, several blocks and tiles both ways, more keys than queries
 // and fewer (causal blocks with no query tile), head dims 16 to 128 (the
-// dK/dV kernel's 32-query tiles), a negative scale, f16.
+// dK/dV kernel's 32-query tiles; causal d128 over two blocks of 128 keys,
+// the second partial), a negative scale, f16.
 var flashGradCases = []flashCase{
 	{1, 2, 40, 40, 32, false, 0, ir.BF16},
 	{1, 2, 40, 40, 32, true, 0, ir.BF16},
@@ -38,6 +39,7 @@ var flashGradCases = []flashCase{
 	{1, 1, 40, 70, 32, false, -0.3, ir.BF16},
 	{1, 1, 70, 40, 128, true, 0.5, ir.BF16},
 	{1, 1, 67, 100, 128, false, 0, ir.BF16},
+	{1, 1, 200, 200, 128, true, 0, ir.BF16},
 	{1, 2, 40, 40, 48, true, 0, ir.F16},
 }
 
@@ -88,7 +90,7 @@ func (g gradTiling) String() string {
 // kernels with 64- or 32-query tiles, with blocks of 128 rows (two
 // warpgroups) and with the atomic dQ, added at the end of its tile or
 // (every other case) late; at head dim 128 the atomic dQ with blocks of
-// 128 keys too.
+// 128 keys too, added at the end of its tile and late.
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
@@ -96,7 +98,7 @@ func gradTilings(i int, tc flashCase) []gradTiling {
 			gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0})
 	}
 	if tc.d == 128 {
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128})
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, late: true, rows: 128})
 	}
 	return gts
 }
@@ -111,12 +113,13 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 // wgmmaGradTilings are the wgmma backward options at head dim d (64 or
 // 128) that TestFlashGradPTX compiles and TestGPUFlashGrad times: both
 // query tiles and both block sizes of the two kernels, the atomic dQ
-// (and late), and at d128 the atomic dQ with blocks of 128 keys.
+// (and late), and at d128 the atomic dQ with blocks of 128 keys (and
+// late).
 func wgmmaGradTilings(d int64) []gradTiling {
 	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, rows: 128}, {qt: 64, wgmma: true, rows: 128},
 		{qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}}
 	if d == 128 {
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128})
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, late: true, rows: 128})
 	}
 	return gts
 }
@@ -269,9 +272,9 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 64}, ""},
 		{togpu.FlashGrad{Flash: f, BlockRows: 128}, "blocks of 128 rows"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 96}, "blocks of 96 rows"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, "takes head dim 128"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, "takes head dim 128 only"},
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, ""},
-		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, LateDQ: true, BlockRows: 128}, "no LateDQ"},
+		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, LateDQ: true, BlockRows: 128}, ""},
 	} {
 		err := tc.g.Check()
 		switch {
