@@ -123,13 +123,23 @@ type fakeModule struct {
 }
 
 func (m fakeModule) function(name string) (kernel, error) {
-	if name == sharedKernelName {
-		// A kernel in a module of its own, renamed (load.go): know it by
-		// its arithmetic.
+	if m.d.kernels[name] == nil {
+		// A kernel renamed (load.go: in a module of its own, or in a bin
+		// of ptxas's): know it by its arithmetic, in its own entry's
+		// text where the module holds several.
+		body := m.ptx
+		if i := strings.Index(body, ".entry "+name+"("); i >= 0 {
+			body = body[i+1:]
+			if j := strings.Index(body, ".entry "); j >= 0 {
+				body = body[:j]
+			}
+		} else if name != sharedKernelName {
+			body = ""
+		}
 		switch {
-		case strings.Contains(m.ptx, "add.rn.f32"):
+		case strings.Contains(body, "add.rn.f32"):
 			name = "vadd"
-		case strings.Contains(m.ptx, "mul.rn.f32"):
+		case strings.Contains(body, "mul.rn.f32"):
 			name = "vmul"
 		}
 	}

@@ -453,12 +453,44 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	// the load ends with its slowest compile, which should not wait in
 	// the queue behind short ones (resnet50_infer's 26 kernels: three
 	// wgmma templates of 160–225 KB, whose JIT takes seconds, among
-	// kernels of a few KB, on 16 threads).
-	order := make([]int, len(todo))
-	for i := range order {
-		order[i] = i
+	// kernels of a few KB, on 16 threads). With ptxas, the texts it
+	// compiles go in bins, a process each (ptxasBins).
+	jobs := make([]loadJob, 0, len(todo))
+	var binned map[int]bool
+	if ptxas != nil && ptxas.path != "" {
+		var bins []loadJob
+		bins, binned = ptxasBins(todo, parallel, func(text string) bool {
+			if rt.dev.cached(text, jit) {
+				return false
+			}
+			_, ok := cubin(text)
+			return !ok
+		})
+		jobs = append(jobs, bins...)
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return len(todo[b]) - len(todo[a]) })
+	for i, text := range todo {
+		if !binned[i] {
+			jobs = append(jobs, loadJob{texts: []int{i}, size: len(text)})
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b loadJob) int { return b.size - a.size })
+	run := func(j loadJob) {
+		if len(j.texts) > 1 {
+			texts := make([]string, len(j.texts))
+			for k, i := range j.texts {
+				texts[k] = todo[i]
+			}
+			if ms, ok := ptxas.loadBin(rt.dev, texts); ok {
+				for k, i := range j.texts {
+					mods[i] = ms[k]
+				}
+				return
+			}
+		}
+		for _, i := range j.texts {
+			load(i)
+		}
+	}
 	// The marks end whatever happens: a panic in a load that a caller
 	// recovers must not leave the batches waiting for them blocked for
 	// ever (those find no module and compile the text themselves).
@@ -468,12 +500,12 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 			rt.endMarks(keys, errLoadPanicked)
 		}
 	}()
-	if parallel <= 1 || len(todo) <= 1 {
-		for _, i := range order {
-			slots.acquire(len(todo[i]))
+	if parallel <= 1 || len(jobs) <= 1 {
+		for _, j := range jobs {
+			slots.acquire(j.size)
 			func() {
 				defer slots.release() // a shared slot, kept by no panic
-				load(i)
+				run(j)
 			}()
 		}
 	} else {
@@ -482,13 +514,13 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 		// threads; a load waiting in the driver does not hold a P, so
 		// GOMAXPROCS does not bound them.
 		var wg sync.WaitGroup
-		for _, i := range order {
+		for _, j := range jobs {
 			wg.Add(1)
-			slots.acquire(len(todo[i]))
+			slots.acquire(j.size)
 			go func() {
 				defer wg.Done()
 				defer slots.release()
-				load(i)
+				run(j)
 			}()
 		}
 		wg.Wait()

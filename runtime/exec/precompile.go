@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,17 +175,29 @@ func (p *Program) cubinFor(text string) ([]byte, bool) {
 // runPTXAS assembles text with ptxas into a cubin, through files named
 // by i in dir, and returns it with ptxas's CPU time.
 func runPTXAS(path, dir string, i int, text string) ([]byte, time.Duration, error) {
-	m := ptxTargetRE.FindStringSubmatch(text)
+	return runPTXASFiles(path, dir, i, []string{text})
+}
+
+// runPTXASFiles assembles texts, all for one architecture, with one
+// ptxas process into one cubin (ptxas takes several inputs and compiles
+// each whole, as alone), through files named by i in dir, and returns it
+// with ptxas's CPU time.
+func runPTXASFiles(path, dir string, i int, texts []string) ([]byte, time.Duration, error) {
+	m := ptxTargetRE.FindStringSubmatch(texts[0])
 	if m == nil {
 		return nil, 0, fmt.Errorf("no .target in the PTX")
 	}
-	in := filepath.Join(dir, fmt.Sprintf("k%d.ptx", i))
 	out := filepath.Join(dir, fmt.Sprintf("k%d.cubin", i))
-	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		return nil, 0, err
+	args := []string{"-arch=" + m[1], "-o", out}
+	for j, text := range texts {
+		in := filepath.Join(dir, fmt.Sprintf("k%d_%d.ptx", i, j))
+		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+			return nil, 0, err
+		}
+		args = append(args, in)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(path, "-arch="+m[1], "-o", out, in)
+	cmd := exec.Command(path, args...)
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, 0, fmt.Errorf("%s -arch=%s: %v: %s", path, m[1], err, bytes.TrimSpace(stderr.Bytes()))
@@ -260,3 +274,162 @@ type ptxasModule struct {
 
 // LoadStats are ptxas's and the cubin load's.
 func (m ptxasModule) LoadStats() cuda.LoadStats { return m.stats }
+
+// loadJob is what one slot of a load batch compiles: one text, or a bin
+// of texts for one ptxas process (ptxasBins), by their indices.
+type loadJob struct {
+	texts []int
+	size  int // the texts' bytes
+}
+
+// ptxasBins puts the texts ptxas compiles (those eligible says, each one
+// kernel for one architecture, neither wgmma nor setmaxnreg code) into at
+// most n bins of at least two texts, by the longest-processing-time rule
+// on their sizes, a bin's texts all of one architecture; it returns the
+// bins and the texts in them. A ptxas process costs ≈ 15 ms of CPU before
+// its first kernel (ptxas 12.4; 2.5 ms of it starting the 37 MB binary):
+// resnet50_train's 115 backward kernels took 3.2 s of CPU one process
+// each and 1.8 s in one process, and the H200 host's 16 cores were busy
+// with ptxas for the whole load (session 16). The wgmma and setmaxnreg
+// texts, the longest compiles, stay alone.
+func ptxasBins(todo []string, n int, eligible func(text string) bool) ([]loadJob, map[int]bool) {
+	var cands []int
+	arch := map[int]string{}
+	for i, text := range todo {
+		m := ptxTargetRE.FindStringSubmatch(text)
+		if m == nil || strings.Count(text, ".entry ") != 1 || finalAtOnce(text) || wholeProgram(text) || !eligible(text) {
+			continue
+		}
+		cands, arch[i] = append(cands, i), m[1]
+	}
+	n = min(n, len(cands))
+	if n < 1 || len(cands) <= n {
+		return nil, nil // a bin each: nothing shared
+	}
+	slices.SortStableFunc(cands, func(a, b int) int { return len(todo[b]) - len(todo[a]) })
+	type bin struct {
+		arch string
+		job  loadJob
+	}
+	bins := make([]bin, n)
+	for _, i := range cands {
+		best := -1
+		for b := range bins {
+			if bins[b].arch != "" && bins[b].arch != arch[i] {
+				continue
+			}
+			if best < 0 || bins[b].job.size < bins[best].job.size {
+				best = b
+			}
+		}
+		if best < 0 {
+			continue // every bin holds another architecture: alone
+		}
+		bins[best].arch = arch[i]
+		bins[best].job.texts = append(bins[best].job.texts, i)
+		bins[best].job.size += len(todo[i])
+	}
+	var jobs []loadJob
+	in := map[int]bool{}
+	for _, b := range bins {
+		if len(b.job.texts) < 2 {
+			continue
+		}
+		jobs = append(jobs, b.job)
+		for _, i := range b.job.texts {
+			in[i] = true
+		}
+	}
+	return jobs, in
+}
+
+// ptxEntryRE finds a PTX text's kernel name.
+var ptxEntryRE = regexp.MustCompile(`\.entry\s+([A-Za-z_$%][A-Za-z0-9_$]*)`)
+
+// loadBin assembles texts (a bin of ptxasBins) with one ptxas process and
+// loads the cubin once, and returns a module for each text, which finds
+// the text's kernel in the shared module. It reports false, having
+// logged why under TopicPerfHints, when the texts should compile one by
+// one instead. Each module's LoadStats are the bin's wall time and a
+// share of its CPU time by size.
+func (r *ptxasRun) loadBin(dev device, texts []string) ([]module, bool) {
+	if r.path == "" {
+		return nil, false
+	}
+	r.once.Do(func() { r.dir, r.err = os.MkdirTemp("", "strata-ptxas-") })
+	if r.err != nil {
+		logs.Printf(TopicPerfHints, "load policy ptxas: %v (the driver compiles)", r.err)
+		return nil, false
+	}
+	// Every text of a bin names its kernel the same (sharedKernelName):
+	// each is renamed apart for the one module.
+	named := make([]string, len(texts))
+	from := make([]string, len(texts))
+	total := 0
+	for k, text := range texts {
+		m := ptxEntryRE.FindStringSubmatch(text)
+		if m == nil {
+			return nil, false
+		}
+		to := fmt.Sprintf("strata_bin_kernel_%d", k)
+		t, ok := cuda.RenameKernel(text, m[1], to)
+		if !ok {
+			return nil, false
+		}
+		named[k], from[k] = t, m[1]
+		total += len(text)
+	}
+	start := time.Now()
+	cubin, cpu, err := runPTXASFiles(r.path, r.dir, int(r.n.Add(1)), named)
+	if err != nil {
+		logs.Printf(TopicPerfHints, "compiling %d kernels with one ptxas: %v (each compiles alone)", len(texts), err)
+		return nil, false
+	}
+	m, err := dev.loadImage(cubin)
+	if err != nil {
+		logs.Printf(TopicPerfHints, "the driver refused a cubin of %d kernels from ptxas: %v (each compiles alone)", len(texts), err)
+		return nil, false
+	}
+	wall := time.Since(start)
+	shared := &sharedModule{m: m}
+	mods := make([]module, len(texts))
+	for k, text := range texts {
+		share := time.Duration(float64(cpu) * float64(len(text)) / float64(total))
+		mods[k] = binModule{shared: shared, from: from[k], to: fmt.Sprintf("strata_bin_kernel_%d", k),
+			stats: cuda.LoadStats{At: start, Wall: wall, JIT: share}}
+	}
+	return mods, true
+}
+
+// sharedModule is a loaded module that several texts' modules share
+// (binModule): it unloads once.
+type sharedModule struct {
+	m    module
+	once sync.Once
+	err  error
+}
+
+func (s *sharedModule) unload() error {
+	s.once.Do(func() { s.err = s.m.unload() })
+	return s.err
+}
+
+// binModule is one text's module within a module ptxas compiled from a
+// bin of texts: its kernel from is the shared module's kernel to.
+type binModule struct {
+	shared   *sharedModule
+	from, to string
+	stats    cuda.LoadStats
+}
+
+func (m binModule) function(name string) (kernel, error) {
+	if name == m.from {
+		name = m.to
+	}
+	return m.shared.m.function(name)
+}
+
+func (m binModule) unload() error { return m.shared.unload() }
+
+// LoadStats are the bin's wall time and this text's share of its CPU.
+func (m binModule) LoadStats() cuda.LoadStats { return m.stats }

@@ -16,7 +16,7 @@ import (
 // fails with a message when fail is set.
 func fakePTXAS(t *testing.T, fail bool) string {
 	t.Helper()
-	script := "#!/bin/sh\n# args: -arch=ARCH -o OUT IN\ncp \"$4\" \"$3\"\n"
+	script := "#!/bin/sh\n# args: -arch=ARCH -o OUT IN...\nout=$3\nshift 3\ncat \"$@\" > \"$out\"\n"
 	if fail {
 		script = "#!/bin/sh\necho 'ptxas fatal: no' >&2\nexit 1\n"
 	}
@@ -165,6 +165,7 @@ func TestFindPTXAS(t *testing.T) {
 func TestLoadPolicyPTXAS(t *testing.T) {
 	policy := DefaultLoadPolicy
 	policy.PTXAS = true
+	policy.Parallel = 2 // a slot per kernel: no bins (TestLoadPolicyPTXASBins)
 	for _, tc := range []struct {
 		name     string
 		ptxas    string // "": a working stand-in
@@ -228,5 +229,120 @@ func TestLoadPolicyPTXAS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadPolicyPTXASBins: with fewer slots than kernels, the kernels
+// ptxas compiles share one process and one cubin load (ptxasBins), and
+// run as before; a bin ptxas fails on compiles one kernel at a time, with
+// the reason under STRATA_LOGS=perf_hints.
+func TestLoadPolicyPTXASBins(t *testing.T) {
+	policy := DefaultLoadPolicy
+	policy.PTXAS = true
+	policy.Parallel = 1
+	for _, tc := range []struct {
+		name   string
+		script string // "": a working stand-in
+		images int
+		want   string // in the perf_hints log
+	}{
+		{"bin", "", 1, ""},
+		{"bin fails", "#!/bin/sh\nif [ $# -gt 4 ]; then echo 'ptxas fatal: too many' >&2; exit 1; fi\nout=$3\nshift 3\ncat \"$@\" > \"$out\"\n", 2, "each compiles alone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := fakePTXAS(t, false)
+			if tc.script != "" {
+				if err := os.WriteFile(path, []byte(tc.script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv(PTXASEnv, path)
+			var log strings.Builder
+			defer logs.SetOutput(logs.SetOutput(&log))
+			logs.Enable(TopicPerfHints)
+			defer logs.Disable()
+			p := compileFile(t, "twokernels.mlir")
+			d := newFake()
+			rt := newRuntime(d)
+			rt.SetLoadPolicy(policy)
+			args := cases[1].args(t, rand.New(rand.NewPCG(15, 16)))
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, args, got, 1e-6)
+			rt.Settle()
+			if d.images != tc.images || len(d.loadLevels()) != 0 {
+				t.Errorf("%d cubin loads and driver compiles at levels %v; want %d cubins and no compile", d.images, d.loadLevels(), tc.images)
+			}
+			if !strings.Contains(log.String(), tc.want) {
+				t.Errorf("perf_hints log %q lacks %q", log.String(), tc.want)
+			}
+			loads, err := p.Loads(rt, "main")
+			if err != nil || len(loads) != 1 || len(loads[0].Each) != 2 {
+				t.Fatalf("Loads = %+v, %v; want one module of 2 parts", loads, err)
+			}
+			for _, e := range loads[0].Each {
+				if e.Wall <= 0 || e.At.IsZero() || e.Bytes == 0 {
+					t.Errorf("part load %+v: want ptxas's wall time, start and size", e)
+				}
+			}
+			if err := rt.Close(); err != nil {
+				t.Errorf("Close (the shared module unloads once): %v", err)
+			}
+		})
+	}
+}
+
+// TestPTXASBins checks how ptxasBins shares processes: texts of one
+// architecture each, at most n bins of at least two texts balanced by
+// size, and alone the wgmma and setmaxnreg texts, those of several
+// kernels and those not eligible.
+func TestPTXASBins(t *testing.T) {
+	text := func(arch string, size int, extra string) string {
+		s := ".version 8.0\n.target " + arch + "\n.address_size 64\n.visible .entry k(\n)\n{\n" + extra
+		return s + strings.Repeat(" ", max(size-len(s)-2, 0)) + "}\n"
+	}
+	todo := []string{
+		text("sm_90", 900, ""), text("sm_90", 800, ""), text("sm_90", 500, ""), text("sm_90", 400, ""),
+		text("sm_90", 300, ""), text("sm_90", 100, ""), text("sm_90a", 700, ""), text("sm_90a", 200, ""),
+		text("sm_90", 5000, "wgmma.mma_async"), text("sm_90a", 4000, "setmaxnreg"),
+		text("sm_90", 600, ".visible .entry k2(\n)\n{\n}\n"), text("sm_90", 650, "// cached"),
+	}
+	eligible := func(text string) bool { return !strings.Contains(text, "// cached") }
+	bins, in := ptxasBins(todo, 3, eligible)
+	if len(bins) == 0 || len(bins) > 3 {
+		t.Fatalf("%d bins, want 1 to 3: %+v", len(bins), bins)
+	}
+	seen := map[int]bool{}
+	for _, b := range bins {
+		if len(b.texts) < 2 {
+			t.Errorf("bin %+v of fewer than two texts", b)
+		}
+		size := 0
+		for _, i := range b.texts {
+			if seen[i] || !in[i] {
+				t.Errorf("text %d in two bins, or not reported in one", i)
+			}
+			seen[i] = true
+			size += len(todo[i])
+			if ptxTargetRE.FindStringSubmatch(todo[i])[1] != ptxTargetRE.FindStringSubmatch(todo[b.texts[0]])[1] {
+				t.Errorf("bin %v mixes architectures", b.texts)
+			}
+		}
+		if size != b.size {
+			t.Errorf("bin %v: size %d, want %d", b.texts, b.size, size)
+		}
+	}
+	for _, i := range []int{8, 9, 10, 11} {
+		if in[i] {
+			t.Errorf("text %d binned: want it alone (wgmma, setmaxnreg, two kernels, not eligible)", i)
+		}
+	}
+	if len(in) != len(seen) || len(in) < 6 {
+		t.Errorf("%d texts binned, want the 6 to 8 plain ones: %v", len(in), in)
+	}
+	if bins, in := ptxasBins(todo[:3], 4, eligible); bins != nil || in != nil {
+		t.Errorf("as many slots as texts: bins %+v, want none", bins)
 	}
 }

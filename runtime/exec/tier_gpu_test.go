@@ -121,3 +121,48 @@ func TestGPUPrecompile(t *testing.T) {
 		}
 	}
 }
+
+// TestGPULoadPolicyPTXASBins runs the testdata programs on the GPU under
+// the ptxas policy with one slot, so that each program's kernels share
+// one ptxas process and one cubin (ptxasBins; skipped without a ptxas):
+// every module is a bin's, none the driver's, and the results match the
+// interpreter.
+func TestGPULoadPolicyPTXASBins(t *testing.T) {
+	path, ok := FindPTXAS()
+	if !ok {
+		t.Skip("no ptxas (STRATA_PTXAS, PATH, CUDA_HOME, /usr/local/cuda)")
+	}
+	t.Logf("ptxas: %s", path)
+	seed := uint64(time.Now().UnixNano())
+	rt := openGPU(t)
+	rt.linkCache = nil
+	policy := DefaultLoadPolicy
+	policy.PTXAS, policy.Parallel = true, 1
+	rt.SetLoadPolicy(policy)
+	bins := 0
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			p := compileFile(t, c.file)
+			args := c.args(t, rand.New(rand.NewPCG(seed, 8)))
+			got, err := p.Run(rt, "main", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, p, args, got, c.rel)
+		})
+	}
+	rt.mu.Lock()
+	for _, m := range rt.modules {
+		switch m.(type) {
+		case binModule:
+			bins++
+		case ptxasModule:
+		default:
+			t.Errorf("a module of type %T: want ptxas's", m)
+		}
+	}
+	rt.mu.Unlock()
+	if bins == 0 {
+		t.Error("no kernel loaded from a bin of ptxas's")
+	}
+}
