@@ -80,6 +80,39 @@ func TestBroadcastLoadsKeepWideVectors(t *testing.T) {
 	}
 }
 
+// TestCopyGathersKeepVectorStores checks that a copy whose loads read
+// each lane's element elsewhere (a convolution weight's transpose
+// [O, C, KH, KW] → [O, KH, KW, C], which cuDNN's channels-last
+// convolutions read) still stores 16 bytes a step, each lane loading its
+// own element, while a nest computing with such loads keeps one point a
+// step; both compute what the graph program does.
+func TestCopyGathersKeepVectorStores(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       int64
+	}{
+		{"copy", `%0 = "graph.transpose"(%w) <{perm = array<i64: 0, 2, 3, 1>}> : (tensor<16x8x3x3xbf16>) -> tensor<16x3x3x8xbf16>
+  return %0 : tensor<16x3x3x8xbf16>`, 8},
+		{"computed", `%0 = "graph.transpose"(%w) <{perm = array<i64: 0, 2, 3, 1>}> : (tensor<16x8x3x3xbf16>) -> tensor<16x3x3x8xbf16>
+  %1 = "graph.mul"(%0, %0) : (tensor<16x3x3x8xbf16>, tensor<16x3x3x8xbf16>) -> tensor<16x3x3x8xbf16>
+  return %1 : tensor<16x3x3x8xbf16>`, 1},
+	} {
+		src := "func.func @main(%w: tensor<16x8x3x3xbf16>) -> tensor<16x3x3x8xbf16> {\n  " + tc.body + "\n}"
+		m := lowerGraph(t, src, "builtin.module(lower-to-gpu)")
+		var vecs []int64
+		m.Walk(func(o *ir.Operation) bool {
+			if gpu.IsKernel(o) {
+				vecs = append(vecs, o.Attr(togpu.LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value)
+			}
+			return true
+		})
+		if len(vecs) != 1 || vecs[0] != tc.want {
+			t.Errorf("%s: kernel vector widths %v, want [%d]", tc.name, vecs, tc.want)
+		}
+		checkAgainstGraph(t, tc.name, src, m)
+	}
+}
+
 // TestSmallKernelStoresLast checks that a pointwise kernel over few points
 // computing several values (batch norms' scales from their running
 // variances) makes all its loads before its first store, so that they may

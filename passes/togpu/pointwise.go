@@ -78,6 +78,12 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 					most = -1
 				}
 			}
+			// A load whose value is only stored (a transpose's, a
+			// gather's) may read each lane's element anywhere: each
+			// lane loads its own, and the stores stay one vector.
+			if o.Name() == loop.LoadOp && onlyStored(o) && !contiguous(forms, idx) {
+				return true
+			}
 			// The lanes access V adjacent elements, the first at a
 			// multiple of V: every index but the last is the same in
 			// every lane, the last too or lane 0's plus the lane.
@@ -123,6 +129,34 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	}
 	p.vec, p.forms = vec, forms
 	return p
+}
+
+// onlyStored reports whether every use of load's value is a store of it
+// or the yield of a loop.if (a padded copy's element or zero): a copy,
+// whose lanes need not read adjacent elements.
+func onlyStored(load *ir.Operation) bool {
+	for _, u := range load.Result(0).Users() {
+		switch {
+		case u.Name() == loop.StoreOp && u.Operand(0) == load.Result(0):
+		case u.Name() == loop.YieldOp && u.ParentOp() != nil && u.ParentOp().Name() == loop.IfOp:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// contiguous reports whether the lanes' accesses at idx are V adjacent
+// elements as pointwisePlan's vector accesses need: every index but the
+// last the same in every lane, the last too or lane 0's plus the lane.
+func contiguous(forms *laneForms, idx []*ir.Value) bool {
+	for i, v := range idx {
+		f := forms.of(v)
+		if f.kind != laneSame && (i < len(idx)-1 || f.kind != laneStep) {
+			return false
+		}
+	}
+	return true
 }
 
 // broadcastLoad is the least ratio of a nest's points to a buffer's
