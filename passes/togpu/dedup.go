@@ -1,7 +1,9 @@
 package togpu
 
 import (
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
@@ -62,7 +64,6 @@ func DedupKernels(root *ir.Operation) int {
 		}
 		return true
 	})
-	h := newKernelHasher()
 	// renamed maps a gpu.module's name and an erased kernel's name to the
 	// kept kernel's.
 	renamed := map[[2]string]string{}
@@ -72,25 +73,17 @@ func DedupKernels(root *ir.Operation) int {
 			continue
 		}
 		modName := ir.SymbolName(mod)
-		kept := map[uint64][]*ir.Operation{}
+		var fns []*ir.Operation
 		for _, fn := range body.Ops() {
-			if fn.Name() != gpu.FuncOp || fn.Attr(gpu.KernelAttr) == nil {
-				continue
+			if fn.Name() == gpu.FuncOp && fn.Attr(gpu.KernelAttr) != nil {
+				fns = append(fns, fn)
 			}
-			key := h.kernel(fn)
-			var same *ir.Operation
-			for _, k := range kept[key] {
-				if sameKernel(k, fn) {
-					same = k
-					break
-				}
+		}
+		for i, j := range sameAs(fns) {
+			if j >= 0 {
+				renamed[[2]string{modName, ir.SymbolName(fns[i])}] = ir.SymbolName(fns[j])
+				fns[i].Erase()
 			}
-			if same == nil {
-				kept[key] = append(kept[key], fn)
-				continue
-			}
-			renamed[[2]string{modName, ir.SymbolName(fn)}] = ir.SymbolName(same)
-			fn.Erase()
 		}
 	}
 	if len(renamed) == 0 {
@@ -109,6 +102,64 @@ func DedupKernels(root *ir.Operation) int {
 		return true
 	})
 	return len(renamed)
+}
+
+// sameAs returns, for each kernel of fns, the index of the first kernel
+// before it that is the same code (sameKernel), or -1 when none is: the
+// first of each set is kept. Being the same code is an equivalence, so
+// the first earlier match is a kept kernel, and each kernel's match is
+// found apart from the others': the hashes, then the comparisons, run on
+// every core (the IR is only read), a share of the kernels each.
+// resnet50_train's backward graph of 115 kernels spent 42 ms in the first
+// dedup on one core of the H200 host, on the first call's critical path.
+func sameAs(fns []*ir.Operation) []int {
+	keys := make([]uint64, len(fns))
+	parallelShares(len(fns), func(lo, hi int) {
+		h := newKernelHasher()
+		for i := lo; i < hi; i++ {
+			keys[i] = h.kernel(fns[i])
+		}
+	})
+	first := map[uint64][]int{} // the kernels of each hash, in order
+	for i, k := range keys {
+		first[k] = append(first[k], i)
+	}
+	same := make([]int, len(fns))
+	parallelShares(len(fns), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			same[i] = -1
+			for _, j := range first[keys[i]] {
+				if j >= i {
+					break
+				}
+				if sameKernel(fns[j], fns[i]) {
+					same[i] = j
+					break
+				}
+			}
+		}
+	})
+	return same
+}
+
+// parallelShares calls f on consecutive shares [lo, hi) of n items, one
+// goroutine a share, as many shares as cores (one, on the caller's
+// goroutine, for a few items).
+func parallelShares(n int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/4)
+	if workers <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(w*n/workers, (w+1)*n/workers)
+		}()
+	}
+	wg.Wait()
 }
 
 // redirectDict returns d with every reference @m::@k to an erased kernel

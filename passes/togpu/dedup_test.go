@@ -1,6 +1,7 @@
 package togpu_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -206,5 +207,64 @@ func TestDedupKernelsMergesOnlyTheSame(t *testing.T) {
 	// Once merged, nothing is left to merge.
 	if n := togpu.DedupKernels(m); n != 0 {
 		t.Errorf("a second run merged %d kernels", n)
+	}
+}
+
+// TestDedupKernelsManyKernels checks the merge on a module of 48 kernels
+// (hashed and compared on several goroutines, a share each): kernel i
+// stores the constant i mod 5, so the first five are kept and every other
+// launch goes to the first kernel of its constant.
+func TestDedupKernelsManyKernels(t *testing.T) {
+	const n, distinct = 48, 5
+	var kernels, launches strings.Builder
+	for i := range n {
+		fmt.Fprintf(&kernels, `    "gpu.func"() <{function_type = (memref<4xf32>) -> ()}> ({
+    ^bb0(%%a: memref<4xf32>):
+      %%i = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
+      %%c = "arith.constant"() <{value = %d.0 : f32}> : () -> f32
+      "loop.store"(%%c, %%a, %%i) : (f32, memref<4xf32>, index) -> ()
+      "gpu.return"() : () -> ()
+    }) {gpu.kernel, sym_name = "k%d"} : () -> ()
+`, i%distinct, i)
+		fmt.Fprintf(&launches, "    gpu.launch_func @m::@k%d blocks in (%%one, %%one, %%one) threads in (%%n, %%one, %%one) args(%%a : memref<4xf32>)\n", i)
+	}
+	src := `"builtin.module"() ({
+  "gpu.module"() <{sym_name = "m"}> ({
+` + kernels.String() + `    "gpu.module_end"() : () -> ()
+  }) : () -> ()
+  "func.func"() <{function_type = (memref<4xf32>) -> (), sym_name = "f"}> ({
+  ^bb0(%a: memref<4xf32>):
+    %one = "arith.constant"() <{value = 1 : index}> : () -> index
+    %n = "arith.constant"() <{value = 4 : index}> : () -> index
+` + launches.String() + `    "func.return"() : () -> ()
+  }) : () -> ()
+}) {gpu.container_module} : () -> ()`
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "many.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := togpu.DedupKernels(m); got != n-distinct {
+		t.Errorf("%d kernels merged, want %d", got, n-distinct)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatalf("the output does not verify: %v", err)
+	}
+	var names []string
+	i := 0
+	m.Walk(func(o *ir.Operation) bool {
+		switch o.Name() {
+		case gpu.FuncOp:
+			names = append(names, ir.SymbolName(o))
+		case gpu.LaunchFuncOp:
+			if got, want := o.Attr(gpu.KernelRefAttr).String(), fmt.Sprintf("@m::@k%d", i%distinct); got != want {
+				t.Errorf("launch %d: %s, want %s", i, got, want)
+			}
+			i++
+		}
+		return true
+	})
+	if got := strings.Join(names, " "); got != "k0 k1 k2 k3 k4" {
+		t.Errorf("kernels left: %s, want k0 k1 k2 k3 k4", got)
 	}
 }
