@@ -294,6 +294,9 @@ func TestShapesConvBlockRapid(t *testing.T) {
 		wantBufs := nn.Tensors(nn.Buffers(ref))
 		macs := n * cout * oh * ow * cin / groups * k * k
 		for _, p := range modelPaths {
+			if !pathSelected(p.name) {
+				continue
+			}
 			name, skip := p.backend(p.isHeavy(macs, dt))
 			if skip != "" {
 				continue

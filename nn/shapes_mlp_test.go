@@ -57,6 +57,9 @@ func TestShapesMLPRapid(t *testing.T) {
 		}
 		macs := 3 * rows * hidden * (in + out)
 		for _, p := range modelPaths {
+			if !pathSelected(p.name) {
+				continue
+			}
 			name, skip := p.backend(p.isHeavy(macs, dt))
 			if skip != "" {
 				continue
