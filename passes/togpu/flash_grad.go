@@ -3,6 +3,7 @@ package togpu
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
@@ -74,6 +75,14 @@ type FlashGrad struct {
 	// that the next fence (fence.proxy.async, a MEMBAR in SASS) does not
 	// follow the atomics at once.
 	LateDQ bool
+	// BulkDQ (with AtomicDQ, without LateDQ) has the dK/dV kernel store a
+	// query tile's dQ into a workgroup tile of f32 and add it to the
+	// accumulator by gpu.bulk_reduce_add, a row of D values a thread of
+	// the first Keys, rather than by every thread's gpu.atomic_add:
+	// whole rows for the tensor memory accelerator to add instead of two
+	// values a thread. A tile's rows are issued after the next tile's
+	// barrier, which the stores' fence precedes (no barrier of its own).
+	BulkDQ bool
 	// BlockRows is the rows of a block of both kernels (query rows of the
 	// dQ kernel, keys of the dK/dV kernel): 64, one warpgroup (0 picks
 	// it), or with WGMMA 128, two warpgroups sharing each streamed tile
@@ -182,6 +191,9 @@ func (f FlashGrad) Check() error {
 	if f.LateDQ && !f.AtomicDQ {
 		return errors.New("flash attention backward: LateDQ is an option of the atomic dQ")
 	}
+	if f.BulkDQ && (!f.AtomicDQ || f.LateDQ) {
+		return errors.New("flash attention backward: BulkDQ is an option of the atomic dQ, without LateDQ")
+	}
 	if f.AtomicDQ && f.blockRows() > flashGradRows && f.D != 2*wgPanel {
 		// (Its two warpgroups split dQ's columns into 64-column panels.)
 		return fmt.Errorf("flash attention backward: the atomic dQ with blocks of %d keys takes head dim %d only", f.blockRows(), 2*wgPanel)
@@ -241,16 +253,22 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 	if err := f.Check(); err != nil {
 		return nil, err
 	}
-	dkv := f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDKV(args, f.AtomicDQ, f.LateDQ) })
+	var stage int64
+	if f.BulkDQ {
+		stage = bulkRows * f.bulkLD()
+	}
+	dkv := f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), stage, func(g *flashGen, args []*ir.Value) { g.emitDKV(args, f) })
 	if f.AtomicDQ {
 		return []*ir.Operation{f.gradDKernel(b, loc, name+"_d"), dkv, f.gradDQKernel(b, loc, name+"_dq")}, nil
 	}
-	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), func(g *flashGen, args []*ir.Value) { g.emitDQ(args, f.Reload) })
+	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), 0, func(g *flashGen, args []*ir.Value) { g.emitDQ(args, f.Reload) })
 	return []*ir.Operation{dq, dkv}, nil
 }
 
-// gradKernel builds one backward kernel of view v with emit.
-func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Flash, args []ir.Type, emit func(*flashGen, []*ir.Value)) *ir.Operation {
+// gradKernel builds one backward kernel of view v with emit, which gets
+// the kernel's arguments, then with stage > 0 a second workgroup buffer,
+// of stage f32.
+func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Flash, args []ir.Type, stage int64, emit func(*flashGen, []*ir.Value)) *ir.Operation {
 	kernel, entry := gpu.NewKernel(b, loc, name, args)
 	kernel.SetAttr(LaunchAttr, ir.Dict(
 		ir.NamedAttr{Name: "block", Value: ir.Int(v.Threads(), ir.I64)},
@@ -266,7 +284,11 @@ func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Fla
 	}
 	g := &flashGen{Flash: v, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad}
 	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(gradShared(v, f.AtomicDQ), f.Elem))
-	emit(g, entry.Arguments())
+	as := slices.Clone(entry.Arguments()[:len(args)])
+	if stage > 0 {
+		as = append(as, gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(stage, ir.F32)))
+	}
+	emit(g, as)
 	gpu.Return(kb, loc)
 	return kernel
 }
@@ -563,11 +585,13 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 	g.storeRows(it, dqBuf)
 }
 
-// emitDKV builds the dK/dV kernel on args (DKVArgTypes) with g's view
-// transposed (dkvFlash): rows are keys, key tiles are query tiles; with
-// atomic (FlashGrad.AtomicDQ) it also adds dQ to the accumulator args[8],
-// with late each tile's at the start of the next (FlashGrad.LateDQ).
-func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
+// emitDKV builds the dK/dV kernel of f on args (DKVArgTypes, then with
+// BulkDQ the staging tile) with g's view transposed (dkvFlash): rows are
+// keys, key tiles are query tiles; with f.AtomicDQ it also adds dQ to
+// the accumulator args[8], with LateDQ each tile's at the start of the
+// next, with BulkDQ through the staging tile.
+func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
+	atomic, late, bulk := f.AtomicDQ, f.LateDQ, f.BulkDQ
 	x := g.x
 	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
@@ -613,6 +637,11 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 				// first row is g.Lk).
 				g.addDQ(b, x, st, wgIdx, it[8*nO:8*nO+nQ], it[8*nO+nQ], args[8], true)
 			}
+			if bulk {
+				// The previous tile's dQ, staged and fenced before the
+				// barrier (none before the first).
+				g.bulkDQ(b, x, st, it[8*nO], args[8], args[9])
+			}
 			// The columns' statistics, loaded before the products (whose
 			// latency then covers the loads').
 			first := x.mulc(qt, Qt)
@@ -648,9 +677,18 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 			if wg && atomic {
 				// dK += dSᵀ·Q stays in flight while dS is stored for dQ.
 				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 1)
+				if bulk {
+					// (The staging tile is written after the barrier
+					// that follows: its reads must be done.)
+					gpu.BulkWait(b, g.loc, 0, true)
+				}
 				done, dq := g.wgDQ(b, x, wgIdx, ds, dsOffs, kAt, append(dk, dvIn...))
 				if late {
 					return append(append(done, dq...), first)
+				}
+				if bulk {
+					g.stageDQ(b, x, st, wgIdx, dq, args[9])
+					return append(done, first)
 				}
 				g.addDQ(b, x, st, wgIdx, dq, first, args[8], false)
 				return done
@@ -666,8 +704,11 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 		})
 	}
 	it := g.zeros(8 * nO)
-	if late {
+	switch {
+	case late:
 		it = append(append(it, g.zeros(nQ)...), x.c(g.Lk))
+	case bulk:
+		it = append(it, x.c(g.Lk))
 	}
 	if g.Causal {
 		it = tileLoop(from, full, it, true)
@@ -678,6 +719,13 @@ func (g *flashGen) emitDKV(args []*ir.Value, atomic, late bool) {
 	}
 	if late {
 		g.addDQ(g.b, x, st, wgIdx, it[8*nO:8*nO+nQ], it[8*nO+nQ], args[8], true)
+	}
+	if bulk {
+		// The last tile's: fenced, and once every warp has staged it.
+		gpu.FenceProxyAsync(g.b, g.loc)
+		gpu.Barrier(g.b, g.loc)
+		g.bulkDQ(g.b, x, st, it[8*nO], args[8], args[9])
+		gpu.BulkWait(g.b, g.loc, 0, false)
 	}
 
 	g.storeRows(it[:4*nO], dkBuf)

@@ -259,3 +259,49 @@ func (g *flashGen) addDQ(b *ir.Builder, x ix, st flashStart, wg *ir.Value, dq []
 		}
 	}
 }
+
+// bulkRows is the rows of the bulk dQ's staging tile: a query tile's.
+const bulkRows = flashGradRows
+
+// bulkLD is the row length in f32 of the bulk dQ's staging tile: D and 8
+// of padding, so that a row starts 8 banks on from the one before and a
+// warp's stores of two values in each of 8 rows take two wavefronts.
+func (f FlashGrad) bulkLD() int64 { return f.D + 8 }
+
+// stageDQ stores a query tile's dQ values (wgDQ's, laid out as addDQ
+// says) into the staging tile stage (BulkDQ): value i at row 16·(warp%4)
+// + gr + 8·((i%4)/2), column c + 8·(i/4) + t2 + i%2, two adjacent values
+// a store.
+func (g *flashGen) stageDQ(b *ir.Builder, x ix, st flashStart, wg *ir.Value, dq []*ir.Value, stage *ir.Value) {
+	loc, ld := g.loc, g.D+8
+	warp, col := st.warp, g.t2
+	if wg != nil {
+		warp, col = x.and(st.warp, 3), x.add(col, x.mulc(wg, g.dqCols()))
+	}
+	for h := range int64(2) {
+		row := x.addc(x.add(x.mulc(warp, 16), st.gr), 8*h)
+		base := x.index(x.add(x.mulc(row, ld), col))
+		for j := range int64(len(dq) / 4) {
+			for c := range int64(2) {
+				loop.Store(b, loc, dq[4*j+2*h+c], stage, indexAdd(b, loc, base, 8*j+c))
+			}
+		}
+	}
+}
+
+// bulkDQ adds the staging tile's rows (a query tile's dQ, stored and
+// fenced before a barrier) to the accumulator acc: thread t < Keys adds
+// row t, query first + t, by one gpu.bulk_reduce_add of D values; no
+// thread with first = g.Lk (no tile staged yet), nor for rows past the
+// query count g.Lk (the transposed view's).
+func (g *flashGen) bulkDQ(b *ir.Builder, x ix, st flashStart, first, acc, stage *ir.Value) {
+	loc := g.loc
+	q := x.add(first, g.tid)
+	ok := x.both(x.lt(g.tid, x.c(g.Tile.Keys)), x.lt(q, x.c(g.Lk)))
+	loop.If(b, loc, ok, nil, func(b *ir.Builder) []*ir.Value {
+		x := x.at(b)
+		dst := x.index(x.mulc(x.add(x.mulc(st.z, g.Lk), q), g.D))
+		gpu.BulkReduceAdd(b, loc, acc, dst, stage, x.index(x.mulc(g.tid, g.D+8)), 4*g.D)
+		return nil
+	}, nil)
+}

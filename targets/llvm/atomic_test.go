@@ -68,3 +68,65 @@ func TestAtomicAddPTX(t *testing.T) {
 		})
 	}
 }
+
+// bulkKernel adds a workgroup span to a global one and waits for its
+// read, then for the addition.
+const bulkKernel = `module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%out: memref<?xf32>, %i: index) workgroup(%w : memref<256xf32, 3>) kernel {
+      %c64 = arith.constant 64 : index
+      "gpu.bulk_reduce_add"(%out, %i, %w, %c64) <{bytes = 512 : i64}> : (memref<?xf32>, index, memref<256xf32, 3>, index) -> ()
+      "gpu.bulk_wait"() <{pending = 0 : i64, read}> : () -> ()
+      "gpu.bulk_wait"() <{pending = 0 : i64}> : () -> ()
+      gpu.return
+    }
+  }
+}
+`
+
+// TestBulkReduceAddPTX translates gpu.bulk_reduce_add and gpu.bulk_wait
+// to cp.reduce.async.bulk and cp.async.bulk.wait_group, compiles them
+// with both backends for sm_90a and assembles each PTX with ptxas.
+func TestBulkReduceAddPTX(t *testing.T) {
+	m, err := llvm.Translate(llvm.GPUModules(parse(t, bulkKernel))[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants := []string{"cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], 512;", "cp.async.bulk.commit_group;",
+		"cp.async.bulk.wait_group.read 0;", "cp.async.bulk.wait_group 0;"}
+	for _, want := range wants {
+		if text := m.String(); !strings.Contains(text, want) {
+			t.Fatalf("no %q in\n%s", want, text)
+		}
+	}
+	ptxas := os.Getenv("STRATA_PTXAS")
+	if ptxas == "" {
+		ptxas, _ = filepath.Abs("../../.cache/tools/bin/ptxas")
+	}
+	if _, err := os.Stat(ptxas); err != nil {
+		t.Skip("no ptxas: run scripts/setup-tools.sh or set STRATA_PTXAS")
+	}
+	for _, be := range []nvptx.Backend{nvptx.Native{}, nvptx.LLC{}} {
+		t.Run(be.Name(), func(t *testing.T) {
+			if _, ok := be.(nvptx.LLC); ok {
+				if _, err := nvptx.FindLLC(); err != nil {
+					t.Skip(err)
+				}
+			}
+			ptx, err := be.Compile(m, nvptx.Options{Target: "sm_90a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(ptx, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd") {
+				t.Errorf("no cp.reduce.async.bulk of a 64-bit global address in\n%s", ptx)
+			}
+			f := filepath.Join(t.TempDir(), "k.ptx")
+			if err := os.WriteFile(f, []byte(ptx), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(ptxas, "-arch=sm_90a", "-o", os.DevNull, f).CombinedOutput(); err != nil {
+				t.Fatalf("ptxas rejected the PTX: %v\n%s\n%s", err, out, ptx)
+			}
+		})
+	}
+}
