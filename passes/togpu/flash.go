@@ -175,8 +175,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: Unroll and LatePack need the pipelined kernel", t)
 	case t.Staged && !t.Pipe:
 		return fmt.Errorf("flash attention: tile %s: Staged needs the pipelined kernel", t)
-	case t.Persistent < 0 || t.Persistent > 0 && (!t.Pipe || t.Rows != 64 || t.Specialized || t.TMA):
-		return fmt.Errorf("flash attention: tile %s: Persistent needs the pipelined kernel with one warpgroup a block, without Specialized and TMA", t)
+	case t.Persistent < 0 || t.Persistent > 0 && !(t.Pipe && (t.Specialized || t.Rows == 64 && !t.TMA)):
+		return fmt.Errorf("flash attention: tile %s: Persistent needs the pipelined kernel with one warpgroup a block and without TMA, or Specialized", t)
 	case !slices.ContainsFunc(FlashTiles, func(ft FlashTile) bool { return ft.nonPersistent() == t.nonPersistent() }):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles (but for Persistent)", t)
 	case t.TMA && f.Dynamic:
@@ -303,45 +303,30 @@ func (f Flash) Kernel(b *ir.Builder, loc ir.Location, name string) (*ir.Operatio
 			g.emit()
 		}
 	}
-	if f.Tile.Persistent > 0 {
-		// The block's row blocks: one a round of grid row blocks (of
-		// Batch times a batch's), bid in even rounds and, when causal,
-		// grid − 1 − bid in odd ones: a causal row block's work grows
-		// with its row, and with a grid that is a multiple of a head's
-		// row blocks, bid, bid + grid, … would all be the same row of
-		// their heads. (The loop runs it = round·grid + bid while
-		// round·grid < the row blocks.)
+	switch {
+	case f.Tile.Persistent > 0 && f.Tile.Specialized:
+		g.emitPersistentWS()
+	case f.Tile.Persistent > 0:
 		x := g.x
+		bid := gpu.BlockID(kb, loc, "x")
+		grid := gpu.GridDim(kb, loc, "x")
 		items := x.index(x.mul(g.rowBlocks(x), x.c(f.Batch)))
-		bid, grid := gpu.BlockID(kb, loc, "x"), gpu.GridDim(kb, loc, "x")
-		end := arith.Binary(kb, arith.OpAddI, loc, items, bid)
-		odd0 := arith.ConstantInt(kb, loc, 0, ir.I1)
-		loop.For(kb, loc, bid, end, grid, []*ir.Value{odd0}, func(b *ir.Builder, it *ir.Value, carried []*ir.Value) []*ir.Value {
-			odd := carried[0]
-			item := it
-			if f.Causal {
-				back := arith.Binary(b, arith.OpSubI, loc, arith.Binary(b, arith.OpAddI, loc, it, grid),
-					arith.Binary(b, arith.OpAddI, loc, arith.Binary(b, arith.OpAddI, loc, bid, bid), arith.ConstantIndex(b, loc, 1)))
-				item = arith.NewSelect(b, loc, odd, back, it)
-			}
-			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIULT, item, items), nil, func(b *ir.Builder) []*ir.Value {
-				g.b, g.x = b, x.at(b)
-				g.item = g.x.from(item)
-				// (The next round's row block, which prefetches takes
-				// only without the causal turns.)
-				next := arith.Binary(b, arith.OpAddI, loc, it, grid)
-				g.next = g.x.from(next)
-				g.hasNext = arith.NewCmpI(b, loc, arith.CmpIULT, next, items)
-				g.first = arith.NewCmpI(b, loc, arith.CmpIEQ, it, bid)
-				emit()
-				// (The next row block's copies overwrite the stages.)
-				gpu.Barrier(b, loc)
-				return nil
-			}, nil)
-			return []*ir.Value{arith.Binary(b, arith.OpXOrI, loc, odd, arith.ConstantInt(b, loc, 1, ir.I1))}
+		g.itemLoop(kb, nil, func(b *ir.Builder, it, item *ir.Value, _ []*ir.Value) []*ir.Value {
+			g.b, g.x = b, x.at(b)
+			g.item = g.x.from(item)
+			// (The next round's row block, which prefetches takes
+			// only without the causal turns.)
+			next := arith.Binary(b, arith.OpAddI, loc, it, grid)
+			g.next = g.x.from(next)
+			g.hasNext = arith.NewCmpI(b, loc, arith.CmpIULT, next, items)
+			g.first = arith.NewCmpI(b, loc, arith.CmpIEQ, it, bid)
+			emit()
+			// (The next row block's copies overwrite the stages.)
+			gpu.Barrier(b, loc)
+			return nil
 		})
 		g.b, g.x, g.item, g.next, g.hasNext, g.first = kb, x, nil, nil, nil, nil
-	} else {
+	default:
 		emit()
 	}
 	gpu.Return(kb, loc)

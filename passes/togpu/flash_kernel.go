@@ -41,6 +41,22 @@ type flashGen struct {
 	// stageAt is, with Staged, the workgroup offset of the free stage the
 	// warps store O through (see stagedStore).
 	stageAt *ir.Value
+	// With Persistent and Specialized (emitPersistentWS), tileBase is the
+	// key tiles of the block's row blocks before item (the stages and
+	// their mbarriers' phases run on through the block's row blocks: key
+	// tile kt takes slot tileBase + kt), wsOrd how many row blocks came
+	// before, and wsBars the block's mbarriers, initialized once; all nil
+	// otherwise.
+	tileBase, wsOrd, wsBars *ir.Value
+}
+
+// slot is key tile kt's place in the sequence of the block's stages:
+// kt, or with tileBase that many tiles later.
+func (g *flashGen) slot(x ix, kt *ir.Value) *ir.Value {
+	if g.tileBase == nil {
+		return kt
+	}
+	return x.add(g.tileBase, kt)
 }
 
 // prefetches reports whether the kernel copies the next row block's Q
@@ -52,6 +68,45 @@ func (g *flashGen) prefetches() bool {
 	t := g.Tile
 	return t.Persistent > 0 && t.Pipe && !t.PrefetchV && !t.TMA && !t.Specialized &&
 		!g.Causal && !g.Dynamic && ceilDivInt(g.Lk, t.Keys)%2 == 0
+}
+
+// itemLoop builds, at b, a persistent block's loop over its row blocks
+// (FlashTile.Persistent): one a round of grid row blocks (of Batch times
+// a batch's), bid in even rounds and, when causal, grid − 1 − bid in odd
+// ones — a causal row block's work grows with its row, and with a grid
+// that is a multiple of a head's row blocks, bid, bid + grid, … would all
+// be the same row of their heads. body builds the code of row block item
+// (it is the loop's index, round·grid + bid) from the values carried
+// from the block's row block before (init at the first) and returns
+// their next ones; it returns the values after the last.
+func (g *flashGen) itemLoop(b *ir.Builder, init []*ir.Value, body func(b *ir.Builder, it, item *ir.Value, carried []*ir.Value) []*ir.Value) []*ir.Value {
+	loc, x := g.loc, g.x.at(b)
+	items := x.index(x.mul(g.rowBlocks(x), x.c(g.Batch)))
+	bid, grid := gpu.BlockID(b, loc, "x"), gpu.GridDim(b, loc, "x")
+	end := arith.Binary(b, arith.OpAddI, loc, items, bid)
+	types := make([]ir.Type, len(init))
+	for i, v := range init {
+		types[i] = v.Type()
+	}
+	odd0 := arith.ConstantInt(b, loc, 0, ir.I1)
+	l := loop.For(b, loc, bid, end, grid, append([]*ir.Value{odd0}, init...), func(b *ir.Builder, it *ir.Value, carried []*ir.Value) []*ir.Value {
+		odd, vals := carried[0], carried[1:]
+		item := it
+		if g.Causal {
+			back := arith.Binary(b, arith.OpSubI, loc, arith.Binary(b, arith.OpAddI, loc, it, grid),
+				arith.Binary(b, arith.OpAddI, loc, arith.Binary(b, arith.OpAddI, loc, bid, bid), arith.ConstantIndex(b, loc, 1)))
+			item = arith.NewSelect(b, loc, odd, back, it)
+		}
+		var els loop.IfBody
+		if len(vals) > 0 {
+			els = func(*ir.Builder) []*ir.Value { return vals }
+		}
+		r := loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIULT, item, items), types, func(b *ir.Builder) []*ir.Value {
+			return body(b, it, item, vals)
+		}, els).Results()
+		return append([]*ir.Value{arith.Binary(b, arith.OpXOrI, loc, odd, arith.ConstantInt(b, loc, 1, ir.I1))}, r...)
+	})
+	return l.Results()[1:]
 }
 
 // itemStart returns row block item's batch z, first row and the offsets

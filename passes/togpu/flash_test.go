@@ -318,6 +318,38 @@ func TestFlashPersistent(t *testing.T) {
 	}
 }
 
+// TestFlashPersistentSpecialized runs the persistent specialized kernel
+// (emitPersistentWS: the producer's copies and the stages' mbarrier
+// phases carried through a block's row blocks; ping-pong turns, TMA) in
+// the interpreter with grids of 2 and 3 blocks, each computing several
+// row blocks of 128 rows in turn, with row and key tails, causal
+// diagonals (row blocks of different key tile counts) and rescaling.
+func TestFlashPersistentSpecialized(t *testing.T) {
+	const tol = 1.0/128 + 1.0/64
+	for _, tc := range []flashCase{
+		{1, 2, 300, 140, 128, true, 0, ir.BF16},
+		{2, 1, 200, 330, 64, false, 0, ir.BF16},
+		{1, 2, 250, 300, 64, true, 4, ir.BF16},
+	} {
+		for _, tile := range togpu.FlashTiles {
+			if !tile.Specialized || tile.Persistent == 0 || !tile.PingPong {
+				continue
+			}
+			for _, p := range []int64{2, 3} {
+				tile := tile
+				tile.Persistent = p
+				t.Run(fmt.Sprintf("%v-%v", tc, tile), func(t *testing.T) {
+					t.Parallel()
+					if g, want := tc.flash(tile).Grid(), min(p, int64(tc.b*tc.h)*((tc.lq+127)/128)); g != want {
+						t.Fatalf("grid %d, want %d", g, want)
+					}
+					checkFlash(t, tc, tile, tol)
+				})
+			}
+		}
+	}
+}
+
 // TestFlashStagedSpecialized runs the Staged tilings with several
 // warpgroups a block (each warp stores O through its own rows of the Q
 // tile) in the interpreter on row and key tails, both head dims and

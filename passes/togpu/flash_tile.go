@@ -123,9 +123,10 @@ type FlashTile struct {
 	// (non-causal; not PrefetchV) the next row block's Q tile and first K
 	// and V tiles are copied during the last key tile (prefetches),
 	// whose latency the block otherwise waits for at each row block's
-	// start. With Pipe, one warpgroup a block, and neither Specialized nor
-	// TMA (whose mbarriers' phases would carry from one row block to the
-	// next).
+	// start. With Pipe and one warpgroup a block (not TMA), or with
+	// Specialized: there the producer's copies run through the block's
+	// row blocks, the stages' mbarriers' phases carried on from one to the
+	// next (flashGen.emitPersistentWS).
 	Persistent int64
 	// Staged (with Pipe) stores O through workgroup memory (with one
 	// warpgroup a block and no producer the last key tile's V stage,
@@ -305,6 +306,11 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, Staged: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true},
+	// And persistent, one block an SM (as cuDNN's): the producer copies
+	// the next row block's first tiles while the consumers finish.
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, Staged: true, Persistent: 132},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, Persistent: 132},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, Persistent: 132},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings

@@ -204,9 +204,9 @@ func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value
 		return kAt, vAt, 3 * tile
 	}
 	if g.Tile.PrefetchV || g.Tile.Specialized {
-		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(kt, 1), tile) }
+		kAt = func(x ix, kt *ir.Value) *ir.Value { return x.mulc(x.and(g.slot(x, kt), 1), tile) }
 		vAt = func(x ix, kt *ir.Value) *ir.Value {
-			_, r := g.by3(x, kt)
+			_, r := g.by3(x, g.slot(x, kt))
 			return x.addc(x.mulc(r, tile), 2*tile)
 		}
 		return kAt, vAt, 5 * tile
@@ -216,12 +216,17 @@ func (g *flashGen) pipeStages(x ix) (kAt, vAt func(x ix, kt *ir.Value) *ir.Value
 	return kAt, vAt, g.wgStage(2)
 }
 
-// by3 returns kt / 3 and kt % 3 for a key tile kt: ⌊kt·43691 / 2¹⁷⌋
-// (exact below 2¹⁷, and the product fits 32 bits below 49152 tiles) and
-// kt − 3·that, as ptxas makes div.u32 and rem.u32 by 3 a float
+// by3 returns kt / 3 and kt % 3 for a key tile kt (or a slot): ⌊kt·43691
+// / 2¹⁷⌋ (exact below 2¹⁷, and the product fits 32 bits below 49152
+// tiles: a row block's, or with tileBase all of a block's row blocks')
+// and kt − 3·that, as ptxas makes div.u32 and rem.u32 by 3 a float
 // reciprocal.
 func (g *flashGen) by3(x ix, kt *ir.Value) (q, r *ir.Value) {
-	if g.Dynamic || ceilDivInt(g.Lk, g.Tile.Keys) > 49152 {
+	most := ceilDivInt(g.Lk, g.Tile.Keys)
+	if g.tileBase != nil {
+		most *= ceilDivInt(g.Batch*ceilDivInt(g.Lq, g.Tile.Rows), g.Tile.Persistent)
+	}
+	if g.Dynamic || most > 49152 {
 		return x.div(kt, x.c(3)), x.rem(kt, x.c(3))
 	}
 	q = x.shr(x.mulc(kt, 43691), 17)
@@ -313,7 +318,23 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	var bars *ir.Value
 	var tm *flashTMA
-	if ws {
+	if ws && g.wsBars != nil {
+		// A persistent consumer's row block (emitPersistentWS): the
+		// producer runs on; Q's tile is free once every consumer is
+		// done with the row block before (its S products and, with
+		// Staged, its store), a phase of wsFree (the wait passes at
+		// once for the first: parity 1 of a fresh barrier).
+		bars = g.wsBars
+		par := func(plus int64) *ir.Value { return x.i32(x.and(x.addc(g.wsOrd, plus), 1)) }
+		gpu.MbarrierWait(b, loc, bars, x.index(x.c(wsFree)), par(1))
+		g.copyTile(b, g.swizzledChunksOf(x, R, g.tid, g.consumers()), g.q, qBase, x.c(qStage), rowBase, qValid)
+		gpu.CpAsyncCommit(b, loc)
+		gpu.CpAsyncWait(b, loc, 0)
+		gpu.FenceProxyAsync(b, loc)
+		gpu.MbarrierArrive(b, loc, bars, x.index(x.c(wsQ)))
+		gpu.MbarrierWait(b, loc, bars, x.index(x.c(wsQ)), par(0))
+		defer gpu.MbarrierArrive(b, loc, bars, x.index(x.c(wsFree)))
+	} else if ws {
 		// The consumers copy Q, and wait for it only after the block's
 		// barrier (which publishes the mbarriers' initialization), so
 		// that the copies of Q and of the first K and V tiles overlap.
@@ -330,7 +351,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		gpu.Barrier(b, loc)
 		// The producer's branch; the consumers' code follows in the
 		// other, built by g's builder (restored at the end).
-		b = g.wsSplit(bars, z, loadK, loadV)
+		b = g.wsSplit(bars, z)
 		x = x.at(b)
 		top, topX := g.b, g.x
 		g.b, g.x = b, x
@@ -601,7 +622,11 @@ func (g *flashGen) emitWGMMAPipe() {
 	case !oneK:
 		nextK(b, one)
 	}
-	s0 := scores(b, x.c(0), false)
+	k0 := x.c(0)
+	if g.tileBase != nil {
+		k0 = kAt(x, k0) // (the row block's first slot)
+	}
+	s0 := scores(b, k0, false)
 	switch {
 	case ws:
 		release(b, wsEmptyK, x.c(0))
@@ -674,8 +699,14 @@ func (g *flashGen) emitWGMMAPipe() {
 			// This warpgroup's turn: the other's products of the
 			// tile before (warpgroup 0, which goes first; at once in
 			// tile 1) or of this tile (1) are issued.
+			// (With tileBase, the turns of the block's row blocks
+			// before: tiles − 1 each.)
 			wg := x.shr(w.warp, 2)
-			par := x.i32(x.and(x.add(kt, wg), 1))
+			turn := kt
+			if g.tileBase != nil {
+				turn = x.add(kt, x.sub(g.tileBase, g.wsOrd))
+			}
+			par := x.i32(x.and(x.add(turn, wg), 1))
 			gpu.MbarrierWait(b, loc, bars, x.index(x.addc(wg, wsFirst(wsKinds))), par)
 		}
 		sIn := scores(b, at, true)
@@ -749,6 +780,10 @@ func (g *flashGen) emitWGMMAPipe() {
 			return append(o, l...)
 		}, func(b *ir.Builder) []*ir.Value {
 			o, l := rescale(b, oIn, l, m, mNew, sums, alpha, moved)
+			if g.wsBars != nil {
+				// (The next row block's tiles take V(kt−1)'s stage.)
+				release(b, wsEmptyV, x.at(b).addc(kt, -1))
+			}
 			if pf {
 				// (V(kt−1)'s stage, the next row block's first, is
 				// free: its P·V has completed.)
@@ -834,9 +869,16 @@ func (g *flashGen) emitWGMMAPipe() {
 		last.Pending = 1
 		o := gpu.WGMMA(b, loc, g.Elem, last, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:nP+4+4*nO])
 		l := rowSums(b, x, it[:nP], it[nP+4+4*nO:], 0)
-		g.store(slices.Concat(gpu.WGMMAWait(b, loc, 0, o), it[nP:nP+2], l), nO, g.rows[0])
+		o = gpu.WGMMAWait(b, loc, 0, o)
+		if g.wsBars != nil {
+			release(b, wsEmptyV, x.addc(g.tiles, -1))
+		}
+		g.store(slices.Concat(o, it[nP:nP+2], l), nO, g.rows[0])
 	} else {
 		o := gpu.WGMMA(b, loc, g.Elem, oShape, it[:nP], g.smem, vAt(x, x.addc(g.tiles, -1)), it[nP+4:])
+		if g.wsBars != nil {
+			release(b, wsEmptyV, x.addc(g.tiles, -1))
+		}
 		g.store(slices.Concat(o, it[nP:nP+4]), nO, g.rows[0])
 	}
 	if tm != nil && tm.cluster() > 1 {
@@ -883,8 +925,13 @@ const (
 	wsKinds
 )
 
-// wsQ is the index of Q's barrier.
-var wsQ = wsFirst(wsKinds) + 2
+// wsQ is the index of Q's barrier; with Persistent, wsFree's follows
+// (the consumers arrive once done with a row block's Q tile, whose next
+// one they copy after waiting for it).
+var (
+	wsQ    = wsFirst(wsKinds) + 2
+	wsFree = wsQ + 1
+)
 
 // wsStages is the number of stages of kind's tiles: two K stages, three V
 // stages.
@@ -907,6 +954,7 @@ func wsFirst(kind int64) int64 {
 
 // wsRound returns key tile kt's round and stage in kind's stages.
 func (g *flashGen) wsRound(x ix, kind int64, kt *ir.Value) (round, stage *ir.Value) {
+	kt = g.slot(x, kt)
 	if wsStages(kind) == 3 {
 		return g.by3(x, kt)
 	}
@@ -941,7 +989,11 @@ func (g *flashGen) wsConsumerRegs() int64 {
 // has thread 0 initialize them (a barrier must follow before their use).
 func (g *flashGen) wsBarriers() *ir.Value {
 	b, loc, x := g.b, g.loc, g.x
-	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(wsQ+1, ir.I64))
+	n := wsQ + 1
+	if g.Tile.Persistent > 0 {
+		n = wsFree + 1
+	}
+	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(n, ir.I64))
 	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, g.tid, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
 		x := x.at(b)
 		stream := g.producers() / 2
@@ -955,6 +1007,9 @@ func (g *flashGen) wsBarriers() *ir.Value {
 			}
 		}
 		gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsQ)), arith.ConstantInt(b, loc, g.consumers(), ir.I32))
+		if n > wsFree {
+			gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFree)), arith.ConstantInt(b, loc, g.consumers(), ir.I32))
+		}
 		if g.Tile.PingPong {
 			for w := range int64(2) {
 				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFirst(wsKinds)+w)), arith.ConstantInt(b, loc, gpu.WarpgroupSize, ir.I32))
@@ -983,15 +1038,39 @@ func (g *flashGen) wsBarriers() *ir.Value {
 // V's, each once its stage is empty, expecting the tile's bytes on its
 // full barrier (whose one arrival that is); z is the block's batch. It
 // returns the builder of the consumers' branch (before its terminator),
-// whose warpgroups raise their registers.
-func (g *flashGen) wsSplit(bars, z *ir.Value, loadK, loadV func(b *ir.Builder, kt *ir.Value)) *ir.Builder {
+// whose warpgroups raise their registers. With Persistent (wsBars set,
+// z nil) each copy loop runs for each of the block's row blocks in turn
+// (itemLoop), its tiles in the slots after those before (tileBase).
+func (g *flashGen) wsSplit(bars, z *ir.Value) *ir.Builder {
 	b, loc, x := g.b, g.loc, g.x
 	half := g.producers() / 2
 	kAt, vAt, _ := g.pipeStages(x)
+	loadK := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.k, kAt(x.at(b), kt)) }
+	loadV := func(b *ir.Builder, kt *ir.Value) { g.wgLoadTile(b, kt, g.v, vAt(x.at(b), kt)) }
+	// perItem builds copies for the block's row block (of batch z), or
+	// with Persistent for each of its row blocks, setting kvBase, tiles
+	// and tileBase for it.
+	perItem := func(b *ir.Builder, copies func(b *ir.Builder, z *ir.Value)) {
+		if g.wsBars == nil {
+			copies(b, z)
+			return
+		}
+		top := g.x
+		g.itemLoop(b, []*ir.Value{x.at(b).c(0)}, func(b *ir.Builder, _, item *ir.Value, base []*ir.Value) []*ir.Value {
+			x := x.at(b)
+			g.x = x
+			z, rowBase, _, kvBase := g.itemStart(x, x.from(item))
+			g.kvBase, g.tileBase = kvBase, base[0]
+			g.keyTileBounds(rowBase)
+			copies(b, z)
+			return []*ir.Value{x.add(base[0], g.tiles)}
+		})
+		g.x, g.tileBase = top, nil
+	}
 	// tmaCopies is TMA's producer: one thread copies each tile of K, then
 	// of V, into its stage once free, expecting its bytes on the stage's
 	// full barrier.
-	tmaCopies := func(b *ir.Builder) {
+	tmaCopies := func(b *ir.Builder, z *ir.Value) {
 		x := x.at(b)
 		z32 := x.i32(z)
 		bytes := arith.ConstantInt(b, loc, g.Tile.Keys*g.D*2, ir.I32) // (bf16 or f16)
@@ -1015,29 +1094,31 @@ func (g *flashGen) wsSplit(bars, z *ir.Value, loadK, loadV func(b *ir.Builder, k
 	// stream builds the copy loop of one kind (full and empty its
 	// barriers) for the producer threads numbered tid.
 	stream := func(b *ir.Builder, full, empty int64, tid *ir.Value, load func(b *ir.Builder, kt *ir.Value)) {
-		x := x.at(b)
-		g.kvChunks = g.swizzledChunksOf(x, g.Tile.Keys, tid, half)
-		announce := func(b *ir.Builder, kt *ir.Value) {
-			gpu.MbarrierArrive(b, loc, bars, g.wsIndex(x.at(b), full, kt))
-		}
-		one := arith.ConstantIndex(b, loc, 1)
-		loop.For(b, loc, x.index(x.c(0)), x.index(g.tiles), one, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
+		g.kvChunks = g.swizzledChunksOf(x.at(b), g.Tile.Keys, tid, half)
+		perItem(b, func(b *ir.Builder, _ *ir.Value) {
 			x := x.at(b)
-			kt := x.from(iv)
-			gpu.MbarrierWait(b, loc, bars, g.wsIndex(x, empty, kt), g.wsParity(x, empty, kt, 1))
-			load(b, kt)
-			gpu.CpAsyncCommit(b, loc)
-			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, iv, x.index(x.c(0))), nil, func(b *ir.Builder) []*ir.Value {
-				gpu.CpAsyncWait(b, loc, 1)
-				gpu.FenceProxyAsync(b, loc)
-				announce(b, x.at(b).addc(kt, -1))
+			announce := func(b *ir.Builder, kt *ir.Value) {
+				gpu.MbarrierArrive(b, loc, bars, g.wsIndex(x.at(b), full, kt))
+			}
+			one := arith.ConstantIndex(b, loc, 1)
+			loop.For(b, loc, x.index(x.c(0)), x.index(g.tiles), one, nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
+				x := x.at(b)
+				kt := x.from(iv)
+				gpu.MbarrierWait(b, loc, bars, g.wsIndex(x, empty, kt), g.wsParity(x, empty, kt, 1))
+				load(b, kt)
+				gpu.CpAsyncCommit(b, loc)
+				loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, iv, x.index(x.c(0))), nil, func(b *ir.Builder) []*ir.Value {
+					gpu.CpAsyncWait(b, loc, 1)
+					gpu.FenceProxyAsync(b, loc)
+					announce(b, x.at(b).addc(kt, -1))
+					return nil
+				}, nil)
 				return nil
-			}, nil)
-			return nil
+			})
+			gpu.CpAsyncWait(b, loc, 0)
+			gpu.FenceProxyAsync(b, loc)
+			announce(b, x.addc(g.tiles, -1))
 		})
-		gpu.CpAsyncWait(b, loc, 0)
-		gpu.FenceProxyAsync(b, loc)
-		announce(b, x.addc(g.tiles, -1))
 	}
 	producer := arith.NewCmpI(b, loc, arith.CmpIUGE, g.tid, x.c(g.consumers()))
 	split := loop.If(b, loc, producer, nil, func(b *ir.Builder) []*ir.Value {
@@ -1046,7 +1127,7 @@ func (g *flashGen) wsSplit(bars, z *ir.Value, loadK, loadV func(b *ir.Builder, k
 		pt := x.addc(g.tid, -g.consumers())
 		if g.Tile.TMA {
 			loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, pt, x.c(0)), nil, func(b *ir.Builder) []*ir.Value {
-				tmaCopies(b)
+				perItem(b, tmaCopies)
 				return nil
 			}, nil)
 			return nil
@@ -1066,4 +1147,33 @@ func (g *flashGen) wsSplit(bars, z *ir.Value, loadK, loadV func(b *ir.Builder, k
 	cb := ir.NewBuilder(b.Ctx)
 	cb.SetInsertionPointBefore(split.Region(1).Front().Last())
 	return cb
+}
+
+// emitPersistentWS builds the persistent specialized kernel
+// (FlashTile.Persistent with Specialized): the mbarriers are initialized
+// and the roles split once; the producer's copy streams then run through
+// all the block's row blocks (wsSplit) and the consumers compute them in
+// the same order (itemLoop; emitWGMMAPipe for each), key tile kt of a
+// row block in slot tileBase + kt of the stages, so that the producer
+// copies the next row block's first tiles while the consumers finish
+// the one before. Q's tile is copied by the consumers for each row block
+// once all of them are done with the one before (wsFree).
+func (g *flashGen) emitPersistentWS() {
+	b, loc, x := g.b, g.loc, g.x
+	g.tid = x.from(gpu.ThreadID(b, loc, "x"))
+	if g.Tile.TMA {
+		g.tensorMaps()
+	}
+	bars := g.wsBarriers()
+	gpu.Barrier(b, loc)
+	g.wsBars = bars
+	cb := g.wsSplit(bars, nil)
+	g.itemLoop(cb, []*ir.Value{x.at(cb).c(0), x.at(cb).c(0)}, func(b *ir.Builder, _, item *ir.Value, c []*ir.Value) []*ir.Value {
+		x := x.at(b)
+		g.b, g.x = b, x
+		g.item, g.tileBase, g.wsOrd = x.from(item), c[0], c[1]
+		g.emitWGMMAPipe()
+		return []*ir.Value{x.add(c[0], g.tiles), x.addc(c[1], 1)}
+	})
+	g.b, g.x, g.item, g.tileBase, g.wsOrd, g.wsBars = b, x, nil, nil, nil, nil
 }
