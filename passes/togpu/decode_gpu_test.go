@@ -1,7 +1,6 @@
 package togpu_test
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -16,15 +15,23 @@ import (
 )
 
 // TestGPUDecodeAttention (skipped without a GPU) runs a decoding step's
-// masked attention at batch 8 (GPT-2: 12 heads of 64, a cache of 1024
-// positions, the first 200 kept) lowered three ways — the products on
-// cuBLASLt (the nvptx backend's default), on Strata's tensor-core kernels,
-// and on its SIMT kernels — checks each against a float64 attention on
-// the host, and with STRATA_DECODE_ATTN set times them (the median of
-// three rounds of 100 calls).
+// masked attention (GPT-2: 12 heads of 64, a cache of 1024 positions, the
+// first kept ones) at batch 8 with 200 and 1024 positions kept and at
+// batch 1 with 200, lowered four ways — the decode kernels
+// (graph-attention-to-flash), the products on cuBLASLt (the nvptx
+// backend's default without the decode kernels), on Strata's tensor-core
+// kernels and on its SIMT kernels — checks each against a float64
+// attention on the host, and with STRATA_DECODE_ATTN set times them (the
+// median of three rounds of 100 calls).
 func TestGPUDecodeAttention(t *testing.T) {
 	rt := openRuntime(t)
-	const b, h, n, d, kept = 8, 12, 1024, 64, 200
+	for _, c := range []struct{ b, kept int }{{8, 200}, {8, 1024}, {1, 200}} {
+		decodeAttentionCase(t, rt, c.b, c.kept)
+	}
+}
+
+func decodeAttentionCase(t *testing.T, rt *exec.Runtime, b, kept int) {
+	const h, n, d = 12, 1024, 64
 	rng := rand.New(rand.NewPCG(8, 9))
 	draw := func(k int) []float64 {
 		vs := make([]float64, k)
@@ -72,22 +79,19 @@ func TestGPUDecodeAttention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []interp.Value{bf(q, b, h, 1, d), bf(k, b, h, n, d), bf(v, b, h, n, d), interp.BufferFromTensor(m)}
-	qt, kt := fmt.Sprintf("tensor<%dx%dx1x%dxbf16>", b, h, d), fmt.Sprintf("tensor<%dx%dx%dx%dxbf16>", b, h, n, d)
-	mt := fmt.Sprintf("tensor<1x1x1x%dxi1>", n)
-	src := fmt.Sprintf(`func.func @main(%%q: %[1]s, %%k: %[2]s, %%v: %[2]s, %%m: %[3]s) -> %[1]s {
-  %%0 = "graph.attention"(%%q, %%k, %%v, %%m) : (%[1]s, %[2]s, %[2]s, %[3]s) -> %[1]s
-  return %%0 : %[1]s
-}`, qt, kt, mt)
+	bs := int64(b)
+	args := []interp.Value{bf(q, bs, h, 1, d), bf(k, bs, h, n, d), bf(v, bs, h, n, d), interp.BufferFromTensor(m)}
+	src := decodeProgram([]int64{bs, h}, n, d, []int64{1, 1, 1, n}, "bf16", "")
 	variants := []struct{ name, pipeline string }{
-		{"cublaslt", "builtin.module(" + togpu.FlashPassName + "," + lower.LowerToLoop("matmul-library=true") + ",convert-loop-to-gpu{matmul=" + togpu.MatmulCuBLASLt + "},canonicalize,cse)"},
-		{"mma", "builtin.module(" + togpu.FlashPassName + "," + lower.LowerToLoop("") + ",convert-loop-to-gpu,canonicalize,cse)"},
-		{"simt", "builtin.module(" + togpu.FlashPassName + "," + lower.LowerToLoop("") + ",convert-loop-to-gpu{tensor-cores=false},canonicalize,cse)"},
+		{"decode", "builtin.module(" + togpu.FlashPassName + "," + lower.LowerToLoop("matmul-library=true") + ",convert-loop-to-gpu{matmul=" + togpu.MatmulCuBLASLt + "},canonicalize,cse)"},
+		{"cublaslt", "builtin.module(" + lower.LowerToLoop("matmul-library=true") + ",convert-loop-to-gpu{matmul=" + togpu.MatmulCuBLASLt + "},canonicalize,cse)"},
+		{"mma", "builtin.module(" + lower.LowerToLoop("") + ",convert-loop-to-gpu,canonicalize,cse)"},
+		{"simt", "builtin.module(" + lower.LowerToLoop("") + ",convert-loop-to-gpu{tensor-cores=false},canonicalize,cse)"},
 	}
 	progs := make([]*exec.Program, len(variants))
 	for i, vr := range variants {
 		mod := lowerGraph(t, src, vr.pipeline)
-		t.Logf("%s: kernels %v", vr.name, togpu.LaunchMappings(mod))
+		t.Logf("b%d kept %d %s: kernels %v", b, kept, vr.name, togpu.LaunchMappings(mod))
 		p, err := exec.Compile(mod, exec.Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", vr.name, err)
@@ -106,9 +110,10 @@ func TestGPUDecodeAttention(t *testing.T) {
 			worst = max(worst, math.Abs(g-want[j]))
 		}
 		if !(worst <= 1.0/64) {
-			t.Errorf("%s: largest error %g against the float64 attention", vr.name, worst)
+			t.Errorf("b%d kept %d %s: largest error %g against the float64 attention", b, kept, vr.name, worst)
 			continue
 		}
+		t.Logf("b%d kept %d %s: largest error %.2g", b, kept, vr.name, worst)
 		progs[i] = p
 	}
 	if os.Getenv("STRATA_DECODE_ATTN") == "" {
@@ -130,7 +135,7 @@ func TestGPUDecodeAttention(t *testing.T) {
 	for i, vr := range variants {
 		if progs[i] != nil {
 			slices.Sort(times[i])
-			t.Logf("TIME decode attention b%d h%d n%d %-9s %.4f ms (rounds %.4f–%.4f)", b, h, n, vr.name, times[i][1], times[i][0], times[i][2])
+			t.Logf("TIME decode attention b%d h%d n%d kept %d %-9s %.4f ms (rounds %.4f–%.4f)", b, h, n, kept, vr.name, times[i][1], times[i][0], times[i][2])
 		}
 	}
 }

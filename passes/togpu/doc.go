@@ -81,6 +81,11 @@
 //     dV); flash_pass.go the graph-attention-to-flash pass
 //     (OutlineAttention) and, in convert-loop-to-gpu, the lowering of its
 //     calls to launches (lowerFlashCalls).
+//   - decode attention (decode_*, mapping "decode"): decode_attention.go
+//     a decoding step's masked attention (one query a sequence against a
+//     KV cache) as two split-K kernels that skip the cache's 32-key tiles
+//     the mask drops (DecodeAttention: ScoresKernel, CombineKernel,
+//     Launch), outlined by graph-attention-to-flash.
 //   - libraries (library_*): library_gemm.go hands matmul nests to
 //     cuBLASLt (libraryPlan, lowerLibraryMatmuls → gpu.library_matmul);
 //     library_conv.go hands convolutions and their gradients to cuDNN, and

@@ -63,7 +63,17 @@ func init() {
 			"writes D = rowsum(dO∘O), then dK and dV over 32-query tiles; mma.sync, 64-row blocks; with `wgmma=true` " +
 			"at head dims 64 and 128 every product on gpu.wgmma, one warpgroup a block) that read the " +
 			"rows' log-sum-exp the forward kernel of its o writes (its declaration then has it as a second " +
-			"result); a gradient whose o comes from elsewhere gets a forward kernel of its own for it.",
+			"result); a gradient whose o comes from elsewhere gets a forward kernel of its own for it. " +
+			"A decoding step's masked attention — static bf16 or f16 q [..., 1, D] (one query a sequence), k and v " +
+			"[..., Lk, D] with q's batch dims, D a multiple of 8 dividing 256 up to 128, an i1 mask [..., 1, Lk] " +
+			"broadcast along batch dims, not causal — becomes a call tagged `strata.decode_attention = {scale}`, " +
+			"which convert-loop-to-gpu replaces by two kernels (mapping `decode`): a warp a 32-key tile (8-element " +
+			"rows a lane, f32 scores rounded to the element type, online softmax in base 2, the product with v), " +
+			"4 warps a block writing one partial each, then one block a sequence combining them. A tile whose mask " +
+			"bits are all false is never read (a KV cache past its current length costs its mask bytes), so " +
+			"non-finite keys or values there do not reach the result as they would graph.attention's 0·v; the " +
+			"probabilities are rounded once, after the combination (within the element type's rounding of the " +
+			"decomposition's).",
 		Anchor: builtin.OpModule,
 		Options: []passes.OptionDef{{Name: "wgmma", Type: passes.Bool, Default: false,
 			Doc: "Hopper (sm_90a) kernels: attentions of head dim 64 and 128 take the wgmma tilings (WGMMATile), " +
@@ -112,12 +122,14 @@ func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 		if fn.Name() != funcs.FuncOp || funcs.IsExternal(fn) {
 			continue
 		}
-		var atts, grads []*ir.Operation
+		var atts, grads, decodes []*ir.Operation
 		fn.Walk(func(o *ir.Operation) bool {
 			switch o.Name() {
 			case graph.OpAttention:
 				if _, ok := flashOf(o); ok {
 					atts = append(atts, o)
+				} else if _, ok := decodeOf(o); ok {
+					decodes = append(decodes, o)
 				}
 			case graph.OpAttentionGrad:
 				if _, ok := flashGradOf(o); ok {
@@ -131,6 +143,11 @@ func OutlineAttention(ctx *ir.Context, module *ir.Operation, wgmma bool) int {
 			if a := g.Operand(3).DefiningOp(); a != nil && slices.Contains(atts, a) && pairs(a, g) {
 				fwdOf[g], wantLSE[a] = a, true
 			}
+		}
+		for _, d := range decodes {
+			a, _ := decodeOf(d)
+			outlineDecode(b, module, fn, d, a)
+			n++
 		}
 		lse := map[*ir.Operation]*ir.Value{}
 		for _, a := range atts {
@@ -306,7 +323,7 @@ func lowerFlashCalls(ctx *ir.Context, module *ir.Operation) error {
 	}
 	var decls []*ir.Operation
 	for _, fn := range body.Ops() {
-		if fn.Name() == funcs.FuncOp && (fn.Attr(FlashAttr) != nil || fn.Attr(FlashGradAttr) != nil) {
+		if fn.Name() == funcs.FuncOp && (fn.Attr(FlashAttr) != nil || fn.Attr(FlashGradAttr) != nil || fn.Attr(DecodeAttr) != nil) {
 			decls = append(decls, fn)
 		}
 	}
@@ -334,11 +351,14 @@ func lowerFlashCalls(ctx *ir.Context, module *ir.Operation) error {
 		b.SetInsertionPointAfter(fn)
 		gmod := gpu.NewModule(b, fn.Loc(), uniqueSymbol(module, symName(fn)+"_flash_kernels"))
 		for i, call := range calls {
-			lower := lowerFlashCall
-			if ir.LookupSymbol(module, call.Attr(funcs.CalleeAttr).(ir.SymbolRefAttr)).Attr(FlashGradAttr) != nil {
+			lower, name := lowerFlashCall, fmt.Sprintf("flash_%d", i)
+			switch decl := ir.LookupSymbol(module, call.Attr(funcs.CalleeAttr).(ir.SymbolRefAttr)); {
+			case decl.Attr(FlashGradAttr) != nil:
 				lower = lowerFlashGradCall
+			case decl.Attr(DecodeAttr) != nil:
+				lower, name = lowerDecodeCall, fmt.Sprintf("decode_%d", i)
 			}
-			if err := lower(b, module, gmod, call, fmt.Sprintf("flash_%d", i)); err != nil {
+			if err := lower(b, module, gmod, call, name); err != nil {
 				return err
 			}
 		}
