@@ -1,10 +1,13 @@
 package nn_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	goruntime "runtime"
+	"strings"
 	"testing"
 
 	"github.com/strata-ir/strata/examples/cnn"
@@ -13,6 +16,7 @@ import (
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/nn"
 	"github.com/strata-ir/strata/optim"
+	"github.com/strata-ir/strata/runtime/cuda"
 )
 
 // The GPU-only paths of issues #20 and #21 (cuDNN and cuBLASLt plans,
@@ -399,3 +403,46 @@ func TestGPUModelsCNN(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUModelsOutOfMemory: a batch too large for the GPU fails the call
+// with an out-of-memory error that says how much was asked and how much
+// is free, located at the user's line that made the tensor, and the GPU
+// still runs the next call.
+func TestGPUModelsOutOfMemory(t *testing.T) {
+	if *modelsBackend != "" {
+		t.Skip("the GPU's memory only (256 GiB asked)")
+	}
+	needDevice(t)
+	onDevice(t, func(t *testing.T, opts frontend.Options) {
+		big := func(in ...*frontend.Tensor) []*frontend.Tensor {
+			return []*frontend.Tensor{in[0].Add(in[1]).Relu()} // [N, M] from [N, 1] and [1, M]
+		}
+		c, err := frontend.Compile(big, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n, m = 1 << 16, 1 << 20 // 256 GiB of float32
+		g := nn.NewRNG(1)
+		_, err = c.Call(g.Uniform(-1, 1, n, 1), g.Uniform(-1, 1, 1, m))
+		var oom *cuda.OutOfMemoryError
+		if !errors.As(err, &oom) || oom.Requested < n*m*4 {
+			t.Fatalf("error %v, want an out-of-memory error asking for at least %d bytes", err, n*m*4)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "256.0 GiB") || !strings.Contains(msg, "free") || !strings.HasPrefix(msg, thisGPUFile) {
+			t.Errorf("error %q, want it located in %s, saying what was asked and what is free", msg, thisGPUFile)
+		}
+		t.Logf("%v", err)
+		out, err := c.Call(g.Uniform(-1, 1, 3, 1), g.Uniform(-1, 1, 1, 5))
+		if err != nil {
+			t.Fatalf("the call after the out-of-memory error: %v", err)
+		}
+		if got := out[0].Float64s(); len(got) != 15 {
+			t.Fatalf("the call after the out-of-memory error returned %d values, want 15", len(got))
+		}
+	})
+}
+
+// thisGPUFile is this file's path, where the out-of-memory error is
+// located.
+var thisGPUFile = func() string { _, f, _, _ := goruntime.Caller(0); return f + ":" }()
