@@ -212,8 +212,9 @@ func TestModelsRapid(t *testing.T) {
 			tol := tolOf(dt)
 			closeTo(rt, path.name+": logits", got[1], want[1].Shape(), want[1].Float64s(), 2*tol)
 			closeTo(rt, path.name+": loss", got[0], nil, want[0].Float64s(), tol)
+			gradTol := gradTols(wantGrads, 3*tol)
 			for i, r := range s.Params() {
-				closeTo(rt, path.name+": gradient of "+r.Name, grads[i], wantGrads[i].Shape(), wantGrads[i].Float64s(), 3*tol)
+				closeTo(rt, path.name+": gradient of "+r.Name, grads[i], wantGrads[i].Shape(), wantGrads[i].Float64s(), gradTol[i])
 			}
 			for i, b := range nn.Buffers(m) {
 				closeTo(rt, path.name+": "+b.Name, b.Tensor(), wantBufs[i].Shape(), wantBufs[i].Float64s(), tol)

@@ -379,6 +379,28 @@ func tolOf(dt frontend.DType) float64 {
 	return 2e-4
 }
 
+// gradTols returns the tolerance of each of grads (the reference's
+// gradients): tol, but at no less than a hundredth of the largest
+// gradient's magnitude. A gradient that is zero in exact arithmetic (a
+// convolution's bias before training-mode batch norm, k's bias in
+// attention: what the next layer subtracts again) is rounding noise of
+// the others' size.
+func gradTols(grads []*frontend.Tensor, tol float64) []float64 {
+	largest, scales := 0.0, make([]float64, len(grads))
+	for k, g := range grads {
+		scales[k] = 1e-3
+		for _, v := range g.Float64s() {
+			scales[k] = max(scales[k], math.Abs(v))
+		}
+		largest = max(largest, scales[k])
+	}
+	tols := make([]float64, len(grads))
+	for k, sc := range scales {
+		tols[k] = tol * max(1, largest/100/sc)
+	}
+	return tols
+}
+
 // closeTo fails unless got has want's shape and every element is within
 // tol·(max|want| + 1e-3) + tol·|want| of want (errors of a whole model
 // scale with its activations, not with each element).

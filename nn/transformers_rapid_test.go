@@ -213,22 +213,9 @@ func TestTransformersRapid(t *testing.T) {
 				rt.Fatalf("eager: %v", err)
 			}
 		}
-		// A gradient that is zero in exact arithmetic (k's bias: softmax
-		// ignores what a query adds to all its scores) is rounding noise:
-		// each is compared at no less than a hundredth of the largest.
 		var gradTol []float64
 		if dt == frontend.Float32 {
-			largest, scales := 0.0, make([]float64, len(wantGrads))
-			for k, g := range wantGrads {
-				scales[k] = 1e-3
-				for _, v := range g.Float64s() {
-					scales[k] = max(scales[k], math.Abs(v))
-				}
-				largest = max(largest, scales[k])
-			}
-			for _, sc := range scales {
-				gradTol = append(gradTol, 2*tolOf(dt)*max(1, largest/100/sc))
-			}
+			gradTol = gradTols(wantGrads, 2*tolOf(dt))
 		}
 		macs := p.b * p.t * (p.layers*(4*p.d*p.d+2*p.d*p.hidden+2*p.t*p.d) + p.d*p.vocab)
 		for i, path := range modelPaths {
