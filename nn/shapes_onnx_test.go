@@ -146,3 +146,110 @@ func TestShapesONNXCNNs(t *testing.T) {
 		}
 	}
 }
+
+// floatsOf returns the float32 initializer name of b as float64s.
+func (b *onnxBuilder) floatsOf(name string) []float64 {
+	for _, t := range b.g.Initializers {
+		if t.Name == name {
+			out := make([]float64, len(t.RawData)/4)
+			for i := range out {
+				out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(t.RawData[4*i:])))
+			}
+			return out
+		}
+	}
+	panic("no initializer " + name)
+}
+
+// positive adds an initializer of values in [lo, hi) (batch norm's
+// variances and scales).
+func (b *onnxBuilder) positive(name string, lo, hi float64, n int64) string {
+	raw := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(lo+(hi-lo)*b.rng.Float64())))
+	}
+	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, Dims: []int64{n}, DataType: onnx.TypeFloat, RawData: raw, HasRaw: true})
+	return name
+}
+
+// TestShapesONNXResNetBlock loads a ResNet stem and basic block as
+// torch.onnx.export writes them without folding (Conv, BatchNormalization
+// with running statistics, Relu, MaxPool with padding, a residual Add,
+// GlobalAveragePool, Flatten, Gemm) with a symbolic batch dim, calls it at
+// batches 1, 3 and 2 on every model path, and compares with the same
+// network built from nn's layers with the file's weights in float64 (so
+// the importer's meaning is checked too, not only its lowering).
+func TestShapesONNXResNetBlock(t *testing.T) {
+	const c, h, w, width, classes = 3, 19, 21, 8, 5
+	b := &onnxBuilder{rng: rand.New(rand.NewPCG(77, 1))}
+	b.g.Name = "resnet_block"
+	b.g.Inputs = []*onnx.ValueInfo{{Name: "x", ElemType: onnx.TypeFloat, HasShape: true, Dims: []onnx.Dim{
+		{Param: "N"}, {Value: c, HasValue: true}, {Value: h, HasValue: true}, {Value: w, HasValue: true}}}}
+	bn := func(in, p string) string {
+		return b.node("BatchNormalization", []string{in, b.positive(p+"_s", 0.5, 1.5, width), b.weight(p+"_b", width),
+			b.weight(p+"_m", width), b.positive(p+"_v", 0.5, 2, width)}, p+"_y", &onnx.Attribute{Name: "epsilon", Type: onnx.AttrFloat, F: 1e-5})
+	}
+	x := b.node("Conv", []string{"x", b.weight("w1", width, c, 3, 3), b.weight("b1", width)}, "c1",
+		ints("kernel_shape", 3, 3), ints("strides", 2, 2), ints("pads", 1, 1, 1, 1))
+	x = b.node("Relu", []string{bn(x, "bn1")}, "r1")
+	x = b.node("MaxPool", []string{x}, "p1", ints("kernel_shape", 3, 3), ints("strides", 2, 2), ints("pads", 1, 1, 1, 1))
+	y := b.node("Conv", []string{x, b.weight("w2", width, width, 3, 3)}, "c2", ints("kernel_shape", 3, 3), ints("pads", 1, 1, 1, 1))
+	y = b.node("Relu", []string{bn(y, "bn2")}, "r2")
+	y = b.node("Conv", []string{y, b.weight("w3", width, width, 3, 3)}, "c3", ints("kernel_shape", 3, 3), ints("pads", 1, 1, 1, 1))
+	y = b.node("Add", []string{bn(y, "bn3"), x}, "sum")
+	y = b.node("Relu", []string{y}, "r3")
+	y = b.node("GlobalAveragePool", []string{y}, "g")
+	y = b.node("Flatten", []string{y}, "f")
+	y = b.node("Gemm", []string{y, b.weight("fc", classes, width), b.weight("fcb", classes)}, "logits", oint("transB", 1))
+	b.g.Outputs = []*onnx.ValueInfo{{Name: y, ElemType: onnx.TypeFloat}}
+	model := &onnx.Model{IRVersion: 8, ProducerName: "strata-test", Opsets: []onnx.OpsetID{{Version: 17}}, Graph: &b.g}
+	path := filepath.Join(t.TempDir(), "model.onnx")
+	if err := os.WriteFile(path, model.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same network from nn's layers, in float64.
+	f64 := func(name string, shape ...int) *frontend.Tensor {
+		return frontend.FromSlice(b.floatsOf(name), shape...)
+	}
+	conv := func(wn, bn string, cin, stride int) *nn.Conv2d {
+		cv := &nn.Conv2d{Weight: f64(wn, width, cin, 3, 3), Stride: stride, Padding: 1, Dilation: 1, Groups: 1}
+		if bn != "" {
+			cv.Bias = f64(bn, width)
+		}
+		return cv
+	}
+	norm := func(p string) *nn.BatchNorm2d {
+		return &nn.BatchNorm2d{Weight: f64(p+"_s", width), Bias: f64(p+"_b", width), RunningMean: f64(p+"_m", width),
+			RunningVar: f64(p+"_v", width), Eps: 1e-5, Momentum: 0.1}
+	}
+	c1, c2, c3 := conv("w1", "b1", c, 2), conv("w2", "", width, 1), conv("w3", "", width, 1)
+	bn1, bn2, bn3 := norm("bn1"), norm("bn2"), norm("bn3")
+	fc := &nn.Linear{Weight: f64("fc", classes, width).Transpose(1, 0), Bias: f64("fcb", classes)}
+	ref := func(x *frontend.Tensor) *frontend.Tensor {
+		x = nn.MaxPool2d{Kernel: 3, Stride: 2, Padding: 1}.Forward(bn1.Forward(c1.Forward(x)).Relu())
+		y := bn3.Forward(c3.Forward(bn2.Forward(c2.Forward(x)).Relu())).Add(x).Relu()
+		return fc.Forward(nn.Flatten{}.Forward(nn.AdaptiveAvgPool2d{OutH: 1, OutW: 1}.Forward(y)))
+	}
+	batches := []int{1, 3, 2}
+	var xs, wants []*frontend.Tensor
+	for i, n := range batches {
+		x := nn.NewRNG(uint64(90+i)).Uniform(-1, 1, n, c, h, w)
+		xs, wants = append(xs, x), append(wants, ref(x.Cast(frontend.Float64)))
+		if err := wants[i].Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	macs := 3 * ((h+1)/2*((w+1)/2)*width*c*9 + 2*((h+3)/4)*((w+3)/4)*width*width*9) // the largest batch's
+	forPaths(t, macs, frontend.Float32, func(t *testing.T, opts frontend.Options) {
+		l, err := frontend.Load(path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range xs {
+			got, err := l.Call(x)
+			called(t, fmt.Sprintf("batch %d", batches[i]), err)
+			closeTo(t, fmt.Sprintf("logits at batch %d", batches[i]), got[0], wants[i].Shape(), wants[i].Float64s(), tolOf(frontend.Float32))
+		}
+	})
+}
