@@ -165,13 +165,17 @@ type Conv2d struct {
 // NewConv2d returns a convolution from in to out channels with a k×k
 // kernel, initialised as PyTorch does (uniform in ±1/√fan-in).
 func NewConv2d(g *RNG, in, out, k int, o ConvOptions) *Conv2d {
-	if o.Groups == 0 {
-		o.Groups = 1
+	// Zeros are the defaults; negative values stay for Forward to
+	// report.
+	for _, v := range []*int{&o.Groups, &o.Stride, &o.Dilation} {
+		if *v == 0 {
+			*v = 1
+		}
 	}
 	fanIn := in / max(o.Groups, 1) * k * k
 	c := &Conv2d{
 		Weight: g.kaiming(fanIn, out, in/max(o.Groups, 1), k, k),
-		Stride: max(o.Stride, 1), Padding: o.Padding, Dilation: max(o.Dilation, 1), Groups: o.Groups,
+		Stride: o.Stride, Padding: o.Padding, Dilation: o.Dilation, Groups: o.Groups,
 	}
 	if o.Bias {
 		c.Bias = g.kaiming(fanIn, out)
@@ -191,6 +195,9 @@ func (c *Conv2d) Forward(x *frontend.Tensor) *frontend.Tensor {
 		return f
 	}
 	ws := c.Weight.Shape()
+	if c.Stride < 0 || c.Dilation < 0 || c.Groups < 0 {
+		return errorf("Conv2d: stride %d, dilation %d, groups %d: want each ≥ 1 (0 is the default 1)", c.Stride, c.Dilation, c.Groups)
+	}
 	groups := max(c.Groups, 1)
 	if x.Rank() != 4 {
 		return errorf("Conv2d: input of shape %v, want [N, C, H, W]", x.Shape())

@@ -452,6 +452,9 @@ func TestBadInput(t *testing.T) {
 		// Errors of the graph ops a layer records are the user's line too
 		// (nn is a frontend.LibraryPackage), with the layer's as a note.
 		{"groups", nn.NewConv2d(g, 4, 3, 3, nn.ConvOptions{Groups: 2}).Forward(frontend.Zeros(frontend.Float32, 1, 4, 5, 5)), "output channels 3 are not divisible by groups 2"},
+		{"stride", nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Stride: -2}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 5, 5)), "stride -2, dilation 1, groups 1: want each ≥ 1"},
+		{"dilation", nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Dilation: -1}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 5, 5)), "dilation -1"},
+		{"negative groups", nn.NewConv2d(g, 4, 4, 3, nn.ConvOptions{Groups: -2}).Forward(frontend.Zeros(frontend.Float32, 1, 4, 5, 5)), "groups -2"},
 		{"padding", nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Padding: -1}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 5, 5)), "'padding' must be non-negative"},
 		{"conv dtype", conv.Forward(frontend.Zeros(frontend.BFloat16, 1, 3, 5, 5)), "different element types: bf16 vs f32"},
 		{"bn dtype", nn.NewBatchNorm2d(3).Forward(frontend.Zeros(frontend.Int64, 2, 3, 2, 2)), "must be a ranked tensor of f64, f32, f16 or bf16"},
