@@ -93,6 +93,13 @@ func TestCopyGathersKeepVectorStores(t *testing.T) {
 	}{
 		{"copy", `%0 = "graph.transpose"(%w) <{perm = array<i64: 0, 2, 3, 1>}> : (tensor<16x8x3x3xbf16>) -> tensor<16x3x3x8xbf16>
   return %0 : tensor<16x3x3x8xbf16>`, 8},
+		// Pixel pairs stacked as channels (space-to-depth, the stem's
+		// input) read through a flat buffer: the loads are adjacent
+		// only in pairs; the stores still take 16 bytes.
+		{"pairs", `%0 = "graph.reshape"(%w) <{shape = array<i64: 16, 4, 9, 2>}> : (tensor<16x8x3x3xbf16>) -> tensor<16x4x9x2xbf16>
+  %1 = "graph.transpose"(%0) <{perm = array<i64: 0, 2, 1, 3>}> : (tensor<16x4x9x2xbf16>) -> tensor<16x9x4x2xbf16>
+  %2 = "graph.reshape"(%1) <{shape = array<i64: 16, 3, 3, 8>}> : (tensor<16x9x4x2xbf16>) -> tensor<16x3x3x8xbf16>
+  return %2 : tensor<16x3x3x8xbf16>`, 8},
 		{"computed", `%0 = "graph.transpose"(%w) <{perm = array<i64: 0, 2, 3, 1>}> : (tensor<16x8x3x3xbf16>) -> tensor<16x3x3x8xbf16>
   %1 = "graph.mul"(%0, %0) : (tensor<16x3x3x8xbf16>, tensor<16x3x3x8xbf16>) -> tensor<16x3x3x8xbf16>
   return %1 : tensor<16x3x3x8xbf16>`, 1},

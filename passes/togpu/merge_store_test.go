@@ -372,10 +372,11 @@ func concatHeadsProgram(r, h, d int64, elt string, le bool) string {
 
 // TestConcatHeadsVectorize checks the lane forms on drawn concatenations
 // of heads: the kernel takes the widest vector that the option allows and
-// that divides the head size d (a chunk of lanes then stays in one head
-// of one source: one branch, adjacent elements), and computes what the
-// nest computes (a width that straddled heads would load the wrong
-// source or the wrong elements).
+// that divides a source's h·d columns (a chunk of lanes then takes one
+// branch; its loads, only stored, may gather: within a head of d < V
+// columns each lane loads its own element), and computes what the nest
+// computes (lanes that derived a head's index past its end would load the
+// wrong elements, a chunk straddling sources the wrong source).
 func TestConcatHeadsVectorize(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		r := rapid.Int64Range(1, 3).Draw(rt, "r")
@@ -408,7 +409,7 @@ func TestConcatHeadsVectorize(t *testing.T) {
 			for want&(want-1) != 0 {
 				want &= want - 1
 			}
-			for d%want != 0 {
+			for (h*d)%want != 0 {
 				want /= 2
 			}
 		}

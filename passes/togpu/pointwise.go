@@ -78,10 +78,16 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 					most = -1
 				}
 			}
-			// A load whose value is only stored (a transpose's, a
-			// gather's) may read each lane's element anywhere: each
-			// lane loads its own, and the stores stay one vector.
-			if o.Name() == loop.LoadOp && onlyStored(o) && !contiguous(forms, idx) {
+			// A load whose value is only stored (a copy: a transpose's,
+			// a padded gather's) does not bound the width: each lane
+			// loads its own element where the lanes cannot derive its
+			// indices from lane 0's (laneShare), targets/llvm merges the
+			// ones it proves adjacent and aligned, and the stores stay
+			// one vector.
+			if o.Name() == loop.LoadOp && onlyStored(o) {
+				for _, v := range idx {
+					forms.of(v) // what the lanes can derive of its indices (laneShare)
+				}
 				return true
 			}
 			// The lanes access V adjacent elements, the first at a
@@ -140,19 +146,6 @@ func onlyStored(load *ir.Operation) bool {
 		case u.Name() == loop.StoreOp && u.Operand(0) == load.Result(0):
 		case u.Name() == loop.YieldOp && u.ParentOp() != nil && u.ParentOp().Name() == loop.IfOp:
 		default:
-			return false
-		}
-	}
-	return true
-}
-
-// contiguous reports whether the lanes' accesses at idx are V adjacent
-// elements as pointwisePlan's vector accesses need: every index but the
-// last the same in every lane, the last too or lane 0's plus the lane.
-func contiguous(forms *laneForms, idx []*ir.Value) bool {
-	for i, v := range idx {
-		f := forms.of(v)
-		if f.kind != laneSame && (i < len(idx)-1 || f.kind != laneStep) {
 			return false
 		}
 	}
