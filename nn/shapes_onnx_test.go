@@ -45,6 +45,13 @@ func (b *onnxBuilder) weight(name string, dims ...int64) string {
 	return name
 }
 
+// scalar adds a float32 scalar initializer of value v.
+func (b *onnxBuilder) scalar(name string, v float32) string {
+	raw := binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))
+	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, DataType: onnx.TypeFloat, RawData: raw, HasRaw: true})
+	return name
+}
+
 func (b *onnxBuilder) node(op string, ins []string, out string, attrs ...*onnx.Attribute) string {
 	b.g.Nodes = append(b.g.Nodes, &onnx.Node{OpType: op, Name: op + "_" + out, Inputs: ins, Outputs: []string{out}, Attrs: attrs})
 	return out
@@ -87,6 +94,27 @@ var onnxCNNs = []onnxCNN{
 	{"avgpool_ceil_excl_pad", 3, 17, 15, func(b *onnxBuilder) []string {
 		return []string{b.node("AveragePool", []string{"x"}, "p", ints("kernel_shape", 3, 2), ints("strides", 2, 3),
 			ints("pads", 1, 0, 1, 1), oint("ceil_mode", 1), oint("count_include_pad", 0))}
+	}},
+	// MobileNetV3's inverted residual with squeeze-and-excitation, as
+	// exported: 1×1 expand, ReLU6 (Clip with min and max inputs),
+	// depthwise 5×5 stride 1, the SE gate (GlobalAveragePool, 1×1 convs,
+	// Relu, HardSigmoid, a broadcast Mul), HardSwish, 1×1 project and the
+	// residual Add.
+	{"mobilenet_se_block", 6, 13, 11, func(b *onnxBuilder) []string {
+		lo, hi := b.scalar("zero", 0), b.scalar("six", 6)
+		e := b.node("Conv", []string{"x", b.weight("we", 12, 6, 1, 1), b.weight("be", 12)}, "e", ints("kernel_shape", 1, 1))
+		e = b.node("Clip", []string{e, lo, hi}, "e6")
+		d := b.node("Conv", []string{e, b.weight("wd", 12, 1, 5, 5), b.weight("bd", 12)}, "d",
+			ints("kernel_shape", 5, 5), ints("pads", 2, 2, 2, 2), oint("group", 12))
+		g := b.node("GlobalAveragePool", []string{d}, "g")
+		g = b.node("Conv", []string{g, b.weight("ws1", 4, 12, 1, 1), b.weight("bs1", 4)}, "s1", ints("kernel_shape", 1, 1))
+		g = b.node("Relu", []string{g}, "s1r")
+		g = b.node("Conv", []string{g, b.weight("ws2", 12, 4, 1, 1), b.weight("bs2", 12)}, "s2", ints("kernel_shape", 1, 1))
+		g = b.node("HardSigmoid", []string{g}, "gate", &onnx.Attribute{Name: "alpha", Type: onnx.AttrFloat, F: 1.0 / 6})
+		d = b.node("Mul", []string{d, g}, "se")
+		d = b.node("HardSwish", []string{d}, "hs")
+		p := b.node("Conv", []string{d, b.weight("wp", 6, 12, 1, 1)}, "p", ints("kernel_shape", 1, 1))
+		return []string{b.node("Add", []string{p, "x"}, "y")}
 	}},
 	{"stem_to_head", 3, 31, 31, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w1", 7, 3, 7, 7), b.weight("b1", 7)}, "c1",
