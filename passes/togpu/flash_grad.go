@@ -427,6 +427,21 @@ func (g *flashGen) rowValues(b *ir.Builder, buf *ir.Value, n int64, is []*ir.Val
 	return out
 }
 
+// colPairs loads buffer buf (f32, Batch·Lk entries: the transposed
+// view's query rows) at the block's batch and the thread's columns of a
+// query tile from first, first + 8j + t2 + c for n8 tile j and c < 2, as
+// rowValues does but without its clamp (the caller's tiles end at Lk),
+// each pair by adjacent loads, which the backends make one access.
+func (g *flashGen) colPairs(b *ir.Builder, x ix, buf, first *ir.Value) []*ir.Value {
+	base := x.add(x.add(x.mulc(g.batchOf(b), g.Lk), first), g.t2)
+	out := make([]*ir.Value, 0, g.Tile.Keys/4)
+	for j := range g.Tile.Keys / 8 {
+		at := x.index(x.addc(base, 8*j))
+		out = append(out, loop.Load(b, g.loc, buf, at), loop.Load(b, g.loc, buf, indexAdd(b, g.loc, at, 1)))
+	}
+	return out
+}
+
 // gradProbs replaces the tile's rounded scores s (n8 tiles j, values r)
 // by the probabilities ex2(s·c − lse); lse gives each value's row or
 // column statistic by (j, r).
@@ -645,14 +660,19 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			// The columns' statistics, loaded before the products (whose
 			// latency then covers the loads').
 			first := x.mulc(qt, Qt)
-			cols := make([]*ir.Value, 0, Qt/4)
-			for j := range Qt / 8 {
-				for c := range int64(2) {
-					cols = append(cols, x.add(first, x.addc(g.t2, 8*j+c)))
+			var lse, dd []*ir.Value
+			if g.Lk%Qt == 0 {
+				// (No column past the end: pairs of adjacent loads.)
+				lse, dd = g.colPairs(b, x, lseBuf, first), g.colPairs(b, x, ddBuf, first)
+			} else {
+				cols := make([]*ir.Value, 0, Qt/4)
+				for j := range Qt / 8 {
+					for c := range int64(2) {
+						cols = append(cols, x.add(first, x.addc(g.t2, 8*j+c)))
+					}
 				}
+				lse, dd = g.rowValues(b, lseBuf, g.Lk, cols), g.rowValues(b, ddBuf, g.Lk, cols)
 			}
-			lse := g.rowValues(b, lseBuf, g.Lk, cols)
-			dd := g.rowValues(b, ddBuf, g.Lk, cols)
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
 			if wg {
