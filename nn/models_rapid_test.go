@@ -3,6 +3,9 @@ package nn_test
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,11 +187,17 @@ func TestModelsRapid(t *testing.T) {
 		} else {
 			refDT = dt // the eager autocast step: bf16 rounding of gradients is amplified by batch norm's backward
 		}
-		want, wantGrads, err := nn.NewGradStep(ref, step(ref, refDT), 2, frontend.Options{Backend: frontend.EagerBackend}).Call(x, y)
+		refStep := nn.NewGradStep(ref, step(ref, refDT), 2, frontend.Options{Backend: frontend.EagerBackend})
+		want, wantGrads, err := refStep.Call(x, y)
 		if err != nil {
 			rt.Fatalf("eager: %v", err)
 		}
 		wantBufs := nn.Tensors(nn.Buffers(ref))
+		if dt == frontend.Float32 {
+			centralDifferences(rt, rand.New(rand.NewPCG(seed, 3)), ref, refStep.Params(), wantGrads, func() float64 {
+				return step(ref, frontend.Float64)(x, y)[0].Item()
+			})
+		}
 		for i, path := range modelPaths {
 			// A default run takes the interpreter and one other path a
 			// check, in turn (each compile for LLVM or the GPU takes
@@ -221,4 +230,41 @@ func TestModelsRapid(t *testing.T) {
 			}
 		}
 	})
+}
+
+// centralDifferences checks grads, the gradients of loss (an eager
+// float64 evaluation of module m) with respect to params, at two random
+// elements of each parameter against central differences of loss: the
+// references the model paths are compared with come from the same
+// autodiff, which this checks. m's buffers are restored after each
+// evaluation (a training-mode batch norm rebinds them).
+func centralDifferences(t tb, r *rand.Rand, m any, params []nn.Ref, grads []*frontend.Tensor, loss func() float64) {
+	t.Helper()
+	bufs := nn.Buffers(m)
+	saved := nn.Tensors(bufs)
+	const h = 1e-6
+	for k, p := range params {
+		orig := p.Tensor()
+		base := orig.Float64s()
+		g := grads[k].Float64s()
+		for range 2 {
+			j := r.IntN(len(base))
+			at := func(d float64) float64 {
+				vs := slices.Clone(base)
+				vs[j] += d
+				*p.Ptr = frontend.FromSlice(vs, orig.Shape()...)
+				defer func() {
+					*p.Ptr = orig
+					if err := nn.SetTensors(bufs, saved); err != nil {
+						t.Fatalf("%v", err)
+					}
+				}()
+				return loss()
+			}
+			num := (at(h) - at(-h)) / (2 * h)
+			if math.Abs(num-g[j]) > 1e-5*(1+math.Abs(num)) {
+				t.Fatalf("eager float64 gradient of %s, element %d: %g, central difference %g", p.Name, j, g[j], num)
+			}
+		}
+	}
 }

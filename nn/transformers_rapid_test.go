@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/strata-ir/strata/frontend"
@@ -209,9 +210,13 @@ func TestTransformersRapid(t *testing.T) {
 				logits := ref.Logits(in[0])
 				return []*frontend.Tensor{nn.CrossEntropy(logits, in[1], smoothing), logits}
 			}
-			if wantLoss, wantGrads, err = nn.NewGradStep(ref, ref64, 2, frontend.Options{Backend: frontend.EagerBackend}).Call(idx, y); err != nil {
+			refStep := nn.NewGradStep(ref, ref64, 2, frontend.Options{Backend: frontend.EagerBackend})
+			if wantLoss, wantGrads, err = refStep.Call(idx, y); err != nil {
 				rt.Fatalf("eager: %v", err)
 			}
+			centralDifferences(rt, rand.New(rand.NewPCG(seed, 3)), ref, refStep.Params(), wantGrads, func() float64 {
+				return ref64(idx, y)[0].Item()
+			})
 		}
 		var gradTol []float64
 		if dt == frontend.Float32 {
