@@ -62,6 +62,55 @@ func Refs(m any) []Ref {
 	return out
 }
 
+// Modules returns every *T reachable from module m through exported
+// struct fields, pointers, interfaces, slices, arrays and maps, each once
+// (nn.Modules[nn.Linear](model) lists a model's linear layers); the order
+// is field order but for maps'.
+func Modules[T any](m any) []*T {
+	var out []*T
+	type key struct {
+		t reflect.Type
+		p uintptr
+	}
+	seen := map[key]bool{}
+	var visit func(v reflect.Value)
+	visit = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			k := key{v.Type(), v.Pointer()}
+			if v.IsNil() || v.Type() == tensorPtrType || seen[k] {
+				return
+			}
+			seen[k] = true
+			if p, ok := v.Interface().(*T); ok {
+				out = append(out, p)
+			}
+			visit(v.Elem())
+		case reflect.Interface:
+			if !v.IsNil() {
+				visit(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					visit(v.Field(i))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				visit(v.Index(i))
+			}
+		case reflect.Map:
+			iter := v.MapRange()
+			for iter.Next() {
+				visit(iter.Value())
+			}
+		}
+	}
+	visit(reflect.ValueOf(m))
+	return out
+}
+
 // Parameters returns the parameters of m (Refs without buffers).
 func Parameters(m any) []Ref { return filter(Refs(m), false) }
 

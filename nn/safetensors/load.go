@@ -156,6 +156,12 @@ type LoadOptions struct {
 	// value); AllowUnused accepts file tensors the model lacks (GPT-2
 	// checkpoints hold the attention masks "h.N.attn.bias").
 	AllowMissing, AllowUnused bool
+	// TorchLinear says the file holds the weights of nn.Linear layers as
+	// torch.nn.Linear stores them, [out, in] (a PyTorch model's state
+	// dict): they are transposed into Linear's [in, out]. Without it a
+	// square weight would load transposed, silently: its shape cannot
+	// tell. (GPT-2's checkpoints store [in, out], as Linear does.)
+	TorchLinear bool
 }
 
 // Load sets the parameters and buffers of module m (see nn.Refs for the
@@ -178,6 +184,10 @@ func Load(m any, f *File, o LoadOptions) error {
 		byName[name] = t
 	}
 	refs := nn.Refs(m)
+	linear := map[**frontend.Tensor]bool{} // the weights of m's Linear layers
+	for _, l := range nn.Modules[nn.Linear](m) {
+		linear[&l.Weight] = true
+	}
 	vals := make([]*frontend.Tensor, len(refs))
 	used := map[string]bool{}
 	var missing []string
@@ -189,12 +199,28 @@ func Load(m any, f *File, o LoadOptions) error {
 			continue
 		}
 		used[r.Name] = true
-		if want := r.Tensor().Shape(); !slices.Equal(want, t.Shape) {
-			return fmt.Errorf("safetensors: tensor %q has shape %v, the model's %v", t.Name, t.Shape, want)
+		want := r.Tensor().Shape()
+		torch := o.TorchLinear && linear[r.Ptr] && len(want) == 2
+		if torch {
+			want = []int{want[1], want[0]}
+		}
+		if !slices.Equal(want, t.Shape) {
+			hint := ""
+			if linear[r.Ptr] && len(want) == 2 && slices.Equal(t.Shape, []int{want[1], want[0]}) {
+				hint = " (its transpose: a torch.nn.Linear weight [out, in]? set LoadOptions.TorchLinear)"
+			}
+			return fmt.Errorf("safetensors: tensor %q has shape %v, the model's %v%s", t.Name, t.Shape, want, hint)
 		}
 		x, err := ToFrontend(t)
 		if err != nil {
 			return err
+		}
+		if torch {
+			x = x.Transpose(1, 0)
+			x.Float64s() // transpose now: the model's tensors are concrete
+			if err := x.Err(); err != nil {
+				return fmt.Errorf("safetensors: tensor %q: %w", t.Name, err)
+			}
 		}
 		if dt := r.Tensor().DType(); x.DType() != dt {
 			x = x.Cast(dt)

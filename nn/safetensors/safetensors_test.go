@@ -251,3 +251,57 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("%d files left in the directory, want 1", len(ents))
 	}
 }
+
+// TestLoadTorchLinear loads a PyTorch state dict's linear weights
+// ([out, in]) into nn.Linear ([in, out]) with TorchLinear, square and not,
+// through a slice and an interface; without it the non-square one is an
+// error that names the option.
+func TestLoadTorchLinear(t *testing.T) {
+	type block struct {
+		Q   *nn.Linear
+		Out nn.Layer
+	}
+	type model struct{ Blocks []*block }
+	g := nn.NewRNG(7)
+	newModel := func() *model {
+		return &model{Blocks: []*block{{Q: nn.NewLinear(g, 3, 3, true), Out: nn.NewLinear(g, 3, 2, false)}}}
+	}
+	src := newModel()
+	// The file torch would write: each weight transposed.
+	var ts []*Tensor
+	for _, r := range nn.Refs(src) {
+		x := r.Tensor()
+		if x.Rank() == 2 {
+			x = x.Transpose(1, 0)
+		}
+		st, err := FromFrontend(r.Name, x, F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, st)
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := newModel()
+	if err := Load(dst, f, LoadOptions{TorchLinear: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range nn.Refs(dst) {
+		if want := nn.Refs(src)[i].Tensor(); !slices.Equal(r.Tensor().Shape(), want.Shape()) || !slices.Equal(r.Tensor().Float32s(), want.Float32s()) {
+			t.Errorf("%s: %v, want %v", r.Name, r.Tensor().Float32s(), want.Float32s())
+		}
+	}
+	err = Load(newModel(), f, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"blocks.0.out.weight" has shape [2 3], the model's [3 2] (its transpose: a torch.nn.Linear weight [out, in]? set LoadOptions.TorchLinear)`) {
+		t.Errorf("without TorchLinear: %v", err)
+	}
+	if got := len(nn.Modules[nn.Linear](dst)); got != 2 {
+		t.Errorf("Modules found %d linear layers, want 2", got)
+	}
+}
