@@ -136,4 +136,3 @@ func refMaskedAttention(q, k, v []float64, keep []bool, b, h, lq, lk, d, mb, mh,
 	}
 	return out
 }
-
