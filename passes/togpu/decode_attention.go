@@ -17,25 +17,28 @@ import (
 // cache of Lk keys of which an i1 mask keeps a prefix (the positions
 // written so far). graph-attention-to-flash outlines it as a call of a
 // declaration tagged DecodeAttr, which convert-loop-to-gpu replaces by
-// two kernels (split-K, "flash decoding"): the first gives each warp 32
-// keys and a block decodeWarps warps; a warp whose 32 mask bits are all
-// false reads nothing of K and V (the cache past the current position
-// costs its mask bytes only), the others compute their keys' scores, the
-// softmax's running maximum and sum and the product with V, and each
-// block leaves one partial (D sums, the maximum, the sum) in a buffer of
-// f32; the second combines a sequence's partials into its output row.
-// cuBLASLt's batched products read every cached position (25 MB a layer
-// at GPT-2's batch 8 and a cache of 1024).
+// one kernel, or two (split-K, "flash decoding") for caches of more than
+// 32·decodeMaxWarps keys: each warp takes 32 keys, a block up to
+// decodeMaxWarps warps; a warp whose 32 mask bits are all false reads
+// nothing of K and V (the cache past the current position costs its mask
+// bytes only), the others compute their keys' scores, the softmax's
+// running maximum and sum and the product with V, and the block combines
+// its warps' into the sequence's output row — or, split, leaves one
+// partial (D sums, the maximum, the sum) in a buffer of f32 that a second
+// kernel combines. cuBLASLt's batched products read every cached position
+// (25 MB a layer at GPT-2's batch 8 and a cache of 1024).
 const (
 	// DecodeAttr is the dictionary {scale} on the declarations standing
 	// for decode-attention kernels.
 	DecodeAttr = "strata.decode_attention"
 	// MappingDecode is the strata.launch mapping of their kernels.
 	MappingDecode = "decode"
-	// decodeWarps is the warps of a block of the scores kernel (32 keys
-	// each).
-	decodeWarps = 4
 )
+
+// decodeMaxWarps is the most warps a block of the scores kernel has (32
+// keys each): a cache of up to 1024 keys needs no second kernel. (A
+// variable: the tests split smaller caches.)
+var decodeMaxWarps int64 = 32
 
 // DecodeAttention is the shape of one decode attention: Batch sequences
 // (q's batch dims flattened) of one query against Lk keys and values of
@@ -129,8 +132,13 @@ func decodeShape(ts []ir.Type, scale ir.Attribute) (DecodeAttention, bool) {
 	return a, true
 }
 
-// splits is the number of blocks of the scores kernel a sequence.
-func (a DecodeAttention) splits() int64 { return ceilDivInt(a.Lk, 32*decodeWarps) }
+// warps is the warps of a block of the scores kernel (at least a thread
+// per output element: the block's combination), splits its blocks a
+// sequence.
+func (a DecodeAttention) warps() int64 {
+	return max(min(decodeMaxWarps, ceilDivInt(a.Lk, 32)), ceilDivInt(a.D, 32))
+}
+func (a DecodeAttention) splits() int64 { return ceilDivInt(a.Lk, 32*a.warps()) }
 
 // offsetType is i32 when every offset fits, else index.
 func (a DecodeAttention) offsetType() ir.Type {
@@ -147,16 +155,25 @@ func (a DecodeAttention) partialType() *ir.MemRefType {
 }
 
 // ScoresArgTypes are the scores kernel's parameters: q, k, v, the mask
-// and the partials, as 1-D buffers.
+// and the output (one block a sequence) or the partials, as 1-D buffers.
 func (a DecodeAttention) ScoresArgTypes() []ir.Type {
 	kv := ir.MemRefOf([]int64{a.Batch * a.Lk * a.D}, a.Elem)
-	return []ir.Type{ir.MemRefOf([]int64{a.Batch * a.D}, a.Elem), kv, kv, ir.MemRefOf([]int64{a.MaskLen}, ir.I1), a.partialType()}
+	out := ir.Type(a.partialType())
+	if a.splits() == 1 {
+		out = a.outType()
+	}
+	return []ir.Type{a.outType(), kv, kv, ir.MemRefOf([]int64{a.MaskLen}, ir.I1), out}
+}
+
+// outType is q's and the output's 1-D buffer.
+func (a DecodeAttention) outType() *ir.MemRefType {
+	return ir.MemRefOf([]int64{a.Batch * a.D}, a.Elem)
 }
 
 // CombineArgTypes are the combining kernel's parameters: the partials and
 // the output.
 func (a DecodeAttention) CombineArgTypes() []ir.Type {
-	return []ir.Type{a.partialType(), ir.MemRefOf([]int64{a.Batch * a.D}, a.Elem)}
+	return []ir.Type{a.partialType(), a.outType()}
 }
 
 // decodeGen builds one of the kernels' bodies.
@@ -220,9 +237,11 @@ func (g *decodeGen) load8(b *ir.Builder, buf, base *ir.Value) []*ir.Value {
 // ScoresKernel inserts the scores kernel gpu.func name at b's insertion
 // point (inside a gpu.module) and returns it.
 func (a DecodeAttention) ScoresKernel(b *ir.Builder, loc ir.Location, name string) *ir.Operation {
-	const W = decodeWarps
+	W := a.warps()
 	kernel, entry := gpu.NewKernel(b, loc, name, a.ScoresArgTypes())
 	kernel.SetAttr(LaunchAttr, decodeLaunch(32*W))
+	// (ptxas then fits the registers to the block: 64 a thread at 1024.)
+	kernel.SetAttr("nvvm.maxntid", ir.Int(32*W, ir.I64))
 	kb := ir.NewBuilder(b.Ctx)
 	kb.SetInsertionPointToEnd(entry)
 	g := &decodeGen{DecodeAttention: a, b: kb, loc: loc, x: ix{kb, loc, a.offsetType()}}
@@ -345,6 +364,11 @@ func (a DecodeAttention) ScoresKernel(b *ir.Builder, loc ir.Location, name strin
 			}
 			sum, dot = arith.Binary(b, arith.OpAddF, loc, sum, lw), arith.Binary(b, arith.OpAddF, loc, dot, aw)
 		}
+		if S == 1 {
+			o := arith.Binary(b, arith.OpDivF, loc, dot, sum)
+			loop.Store(b, loc, arith.NewCast(b, arith.OpTruncF, loc, o, a.Elem), part, x.index(x.add(x.mulc(z, a.D), tid)))
+			return nil
+		}
 		pb := x.mulc(x.add(x.mulc(z, S), s), a.D+2)
 		loop.Store(b, loc, dot, part, x.index(x.add(pb, tid)))
 		loop.If(b, loc, x.lt(tid, x.c(1)), nil, func(b *ir.Builder) []*ir.Value {
@@ -411,12 +435,17 @@ func decodeLaunch(block int64) ir.DictAttr {
 	)
 }
 
-// Launch inserts at b the launches of the two kernels (references scores
-// and combine) on q, k, v, mask (1-D buffers of ScoresArgTypes), part (a
-// buffer of the partials) and out.
+// Launch inserts at b the launches of the kernels (references scores
+// and, split, combine) on q, k, v, mask (1-D buffers of ScoresArgTypes),
+// part (split: a buffer of the partials, else nil) and out.
 func (a DecodeAttention) Launch(b *ir.Builder, loc ir.Location, scores, combine ir.SymbolRefAttr, q, k, v, mask, part, out *ir.Value) {
 	c := func(n int64) *ir.Value { return arith.ConstantIndex(b, loc, n) }
-	gpu.LaunchFunc(b, loc, scores, [3]*ir.Value{c(a.Batch * a.splits()), c(1), c(1)}, [3]*ir.Value{c(32 * decodeWarps), c(1), c(1)}, []*ir.Value{q, k, v, mask, part}, nil)
+	block := [3]*ir.Value{c(32 * a.warps()), c(1), c(1)}
+	if a.splits() == 1 {
+		gpu.LaunchFunc(b, loc, scores, [3]*ir.Value{c(a.Batch), c(1), c(1)}, block, []*ir.Value{q, k, v, mask, out}, nil)
+		return
+	}
+	gpu.LaunchFunc(b, loc, scores, [3]*ir.Value{c(a.Batch * a.splits()), c(1), c(1)}, block, []*ir.Value{q, k, v, mask, part}, nil)
 	gpu.LaunchFunc(b, loc, combine, [3]*ir.Value{c(a.Batch), c(1), c(1)}, [3]*ir.Value{c(a.D), c(1), c(1)}, []*ir.Value{part, out}, nil)
 }
 
@@ -435,7 +464,7 @@ func outlineDecode(b *ir.Builder, module, fn, op *ir.Operation, a DecodeAttentio
 }
 
 // lowerDecodeCall replaces call (q, k, v, mask on buffers) by the launches
-// of the two kernels, named name+"_scores" and name+"_combine" in gmod.
+// of the kernels, named name+"_scores" and name+"_combine" in gmod.
 func lowerDecodeCall(b *ir.Builder, module, gmod, call *ir.Operation, name string) error {
 	loc := call.Loc()
 	callee := ir.LookupSymbol(module, call.Attr(funcs.CalleeAttr).(ir.SymbolRefAttr))
@@ -448,12 +477,15 @@ func lowerDecodeCall(b *ir.Builder, module, gmod, call *ir.Operation, name strin
 	gb := ir.NewBuilder(b.Ctx)
 	gb.SetInsertionPointBefore(gmod.Region(0).Front().Last())
 	a.ScoresKernel(gb, loc, name+"_scores")
-	a.CombineKernel(gb, loc, name+"_combine")
 	b.SetInsertionPointBefore(call)
 	out := loop.Alloc(b, loc, call.Result(0).Type().(*ir.MemRefType))
-	part := loop.Alloc(b, loc, a.partialType())
+	var part *ir.Value
+	if a.splits() > 1 {
+		a.CombineKernel(gb, loc, name+"_combine")
+		part = loop.Alloc(b, loc, a.partialType())
+	}
 	st := a.ScoresArgTypes()
-	args := flatViews(b, loc, append(slices.Clone(call.Operands()), out), append(st[:4:4], a.CombineArgTypes()[1]))
+	args := flatViews(b, loc, append(slices.Clone(call.Operands()), out), append(st[:4:4], a.outType()))
 	ref := func(k string) ir.SymbolRefAttr { return gpu.KernelRef(symName(gmod), k) }
 	a.Launch(b, loc, ref(name+"_scores"), ref(name+"_combine"), args[0], args[1], args[2], args[3], part, args[4])
 	call.Result(0).ReplaceAllUsesWith(out)

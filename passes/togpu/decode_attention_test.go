@@ -70,10 +70,18 @@ func TestDecodeAttentionPreservesSemantics(t *testing.T) {
 		prefix := rapid.Bool().Draw(rt, "prefix")
 		elt := rapid.SampledFrom([]string{"bf16", "f16"}).Draw(rt, "elt")
 		et := map[string]ir.Type{"bf16": ir.BF16, "f16": ir.F16}[elt]
+		// Blocks of 1, 2 or up to 32 warps: split over several blocks a
+		// sequence (the second kernel combines them) or one.
+		warps := rapid.SampledFrom([]int64{1, 2, 32}).Draw(rt, "max warps")
+		defer togpu.SetDecodeMaxWarps(warps)()
 		src := decodeProgram(batch, lk, d, mask, elt, "")
 		m := lowerGraph(t, src, decodePipeline)
-		if got := togpu.LaunchMappings(m); got[togpu.MappingDecode] != 2 || len(got) != 1 {
-			rt.Fatalf("kernels %v, want the 2 decode kernels alone", got)
+		kernels := int64(1)
+		if lk > 32*max(warps, (d+31)/32) { // (a block has a thread an output element)
+			kernels = 2
+		}
+		if got := togpu.LaunchMappings(m); got[togpu.MappingDecode] != int(kernels) || len(got) != 1 {
+			rt.Fatalf("kernels %v, want the %d decode kernels alone", got, kernels)
 		}
 		rng := rand.New(rand.NewPCG(uint64(d), uint64(lk)))
 		n := b * h
@@ -178,30 +186,40 @@ func TestDecodeAttentionPreservesSemantics(t *testing.T) {
 }
 
 // TestDecodeAttentionPTX compiles GPT-2's decoding attention at batch 8
-// (12 heads of 64, a cache of 1024) with the native backend, assembles it
-// with the offline ptxas for sm_90 and checks that neither kernel spills
-// or calls a subroutine and that the scores kernel reads K and V in
-// 16-byte accesses (8 bf16 a lane, one key row per 8 lanes).
+// (12 heads of 64) over a cache of 1024 (one kernel, blocks of 32 warps)
+// and of 2048 (two blocks a sequence and the combining kernel) with the
+// native backend, assembles it with the offline ptxas for sm_90 and
+// checks that no kernel spills or calls a subroutine and that the scores
+// kernel reads K and V in 16-byte accesses (8 bf16 a lane, one key row
+// per 8 lanes).
 func TestDecodeAttentionPTX(t *testing.T) {
 	ptxas := ptxasPath(t)
-	m := lowerGraph(t, decodeProgram([]int64{8, 12}, 1024, 64, []int64{1, 1, 1, 1024}, "bf16", ""), decodePipeline)
-	mod, err := llvm.TranslateAll(llvm.GPUModules(m))
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ lk, kernels int64 }{{1024, 1}, {2048, 2}} {
+		m := lowerGraph(t, decodeProgram([]int64{8, 12}, c.lk, 64, []int64{1, 1, 1, c.lk}, "bf16", ""), decodePipeline)
+		mod, err := llvm.TranslateAll(llvm.GPUModules(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptx, _ := backendPTX(t, mod, "native")
+		out := assemble(t, ptxas, ptx)
+		s := spillRE.FindAllSubmatch(out, -1)
+		if int64(len(s)) != c.kernels {
+			t.Errorf("cache of %d: %d kernels, want %d\n%s", c.lk, len(s), c.kernels, out)
+		}
+		for _, sp := range s {
+			if string(sp[1]) != "0" || string(sp[2]) != "0" {
+				t.Errorf("cache of %d: spills: %s", c.lk, sp[0])
+			}
+		}
+		if strings.Contains(ptx, "call.uni") || strings.Contains(ptx, "call ") {
+			t.Errorf("cache of %d: a subroutine call in the decode kernels", c.lk)
+		}
+		// 8 iterations of a K and a V row chunk, and q's chunk.
+		if n := len(vector16RE.FindAllString(ptx, -1)); n != 2*8+1 {
+			t.Errorf("cache of %d: %d 16-byte loads, want 17\n%s", c.lk, n, ptx)
+		}
+		t.Logf("cache of %d: %s", c.lk, registersRE.FindAll(out, -1))
 	}
-	ptx, _ := backendPTX(t, mod, "native")
-	out := assemble(t, ptxas, ptx)
-	if s := spillRE.FindAllSubmatch(out, -1); len(s) != 2 || string(s[0][1]) != "0" || string(s[0][2]) != "0" || string(s[1][1]) != "0" || string(s[1][2]) != "0" {
-		t.Errorf("spills (or not two kernels):\n%s", out)
-	}
-	if strings.Contains(ptx, "call.uni") || strings.Contains(ptx, "call ") {
-		t.Errorf("a subroutine call in the decode kernels")
-	}
-	// 8 iterations of a K and a V row chunk, and q's chunk.
-	if n := len(vector16RE.FindAllString(ptx, -1)); n != 2*8+1 {
-		t.Errorf("%d 16-byte loads, want 17\n%s", n, ptx)
-	}
-	t.Logf("%s", registersRE.FindAll(out, -1))
 }
 
 // vector16RE is a 16-byte global load.

@@ -67,9 +67,10 @@ func init() {
 			"A decoding step's masked attention — static bf16 or f16 q [..., 1, D] (one query a sequence), k and v " +
 			"[..., Lk, D] with q's batch dims, D a multiple of 8 dividing 256 up to 128, an i1 mask [..., 1, Lk] " +
 			"broadcast along batch dims, not causal — becomes a call tagged `strata.decode_attention = {scale}`, " +
-			"which convert-loop-to-gpu replaces by two kernels (mapping `decode`): a warp a 32-key tile (8-element " +
+			"which convert-loop-to-gpu replaces by one kernel (mapping `decode`): a warp a 32-key tile (8-element " +
 			"rows a lane, f32 scores rounded to the element type, online softmax in base 2, the product with v), " +
-			"4 warps a block writing one partial each, then one block a sequence combining them. A tile whose mask " +
+			"up to 32 warps a block combining theirs into the output row — or, past 1024 keys, a block's partial " +
+			"each, which a second kernel combines. A tile whose mask " +
 			"bits are all false is never read (a KV cache past its current length costs its mask bytes), so " +
 			"non-finite keys or values there do not reach the result as they would graph.attention's 0·v; the " +
 			"probabilities are rounded once, after the combination (within the element type's rounding of the " +
