@@ -160,10 +160,29 @@ func UpdateType(op *ir.Operation) error {
 		results = ret.OperandTypes()
 	}
 	t := ir.TypeAttr{Type: ir.FunctionOf(ins, results)}
-	if op.Properties().Get(FunctionTypeAttr) != nil {
-		op.SetProperty(FunctionTypeAttr, t)
-	} else {
-		op.SetAttr(FunctionTypeAttr, t)
+	set := func(name string, a ir.Attribute) {
+		if op.Properties().Get(name) != nil {
+			op.SetProperty(name, a)
+		} else {
+			op.SetAttr(name, a)
+		}
+	}
+	set(FunctionTypeAttr, t)
+	// Arguments and results appended to the function (weights lifted
+	// to arguments: onnx.LiftWeights) get empty attribute dictionaries,
+	// so that arg_attrs and res_attrs (JAX's exports carry them) keep one
+	// entry each.
+	for _, a := range []struct {
+		name string
+		n    int
+	}{{ArgAttrsAttr, len(ins)}, {ResAttrsAttr, len(results)}} {
+		if arr, ok := op.Attr(a.name).(ir.ArrayAttr); ok && len(arr) < a.n {
+			grown := slices.Clone(arr)
+			for len(grown) < a.n {
+				grown = append(grown, ir.Dict())
+			}
+			set(a.name, grown)
+		}
 	}
 	return nil
 }

@@ -220,3 +220,30 @@ func.func private @ext(f32) -> f32
 		t.Errorf("external function: err = %v", err)
 	}
 }
+
+// TestUpdateTypeGrowsArgAttrs: arguments appended to a function whose
+// arguments carry arg_attrs (a JAX export whose weights are lifted to
+// arguments) get empty dictionaries, and the function verifies.
+func TestUpdateTypeGrowsArgAttrs(t *testing.T) {
+	src := `"func.func"() <{arg_attrs = [{jax.arg = 1 : i64}], function_type = (tensor<2xf32>) -> tensor<2xf32>, res_attrs = [{jax.result_info = "result"}], sym_name = "main"}> ({
+^bb0(%a: tensor<2xf32>):
+  "func.return"(%a) : (tensor<2xf32>) -> ()
+}) : () -> ()
+`
+	m, err := ir.Parse(newCtx(), src, ir.ParseOptions{Filename: "in.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := ir.NewSymTable(m).Lookup("main")
+	funcs.Body(fn).AddArgument(ir.TensorOf([]int64{3}, ir.F32))
+	funcs.Body(fn).AddArgument(ir.TensorOf([]int64{4}, ir.F32))
+	if err := funcs.UpdateType(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatalf("after two arguments were appended: %v", err)
+	}
+	if got, want := fn.Attr(funcs.ArgAttrsAttr).String(), "[{jax.arg = 1 : i64}, {}, {}]"; got != want {
+		t.Errorf("arg_attrs %s, want %s", got, want)
+	}
+}

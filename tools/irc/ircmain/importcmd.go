@@ -12,6 +12,7 @@ import (
 	"github.com/strata-ir/strata/importers/onnx"
 	"github.com/strata-ir/strata/importers/stablehlo"
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/runtime/npy"
 )
@@ -61,6 +62,16 @@ func convertStableHLO(ctx *ir.Context, mod *ir.Operation) error {
 		return nil
 	}
 	if err := stablehlo.Convert(ctx, mod); err != nil {
+		return err
+	}
+	// JAX exports call private functions of their own (relu, …); the
+	// compiling backends take graphs without calls, as the frontend
+	// records them.
+	pm, err := passes.Parse("builtin.module(inline)")
+	if err != nil {
+		return err
+	}
+	if err := pm.Run(ctx, mod); err != nil {
 		return err
 	}
 	return ir.Verify(mod)

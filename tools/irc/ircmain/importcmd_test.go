@@ -2,6 +2,7 @@ package ircmain
 
 import (
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,5 +191,46 @@ func TestRunONNXOnCPU(t *testing.T) {
 	y, _ := npy.ReadFile(yf)
 	if got, _ := npy.ToSlice[float32](y); !slices.Equal(got, []float32{1.5, 0, 6, 2.5, 0, 7, 0, 0, 0}) {
 		t.Errorf("got %v", got)
+	}
+}
+
+// TestRunJAXExportsOnCPU runs JAX 0.11's exports (importers/stablehlo
+// testdata: an MLP, a CNN, an attention block, each with private functions
+// and weights as constants) on the cpu backend, compiled (no fallback to
+// the interpreter), against JAX's outputs.
+func TestRunJAXExportsOnCPU(t *testing.T) {
+	if _, err := cpu.FindTools(); err != nil {
+		t.Skipf("no LLVM tools: %v", err)
+	}
+	dir := filepath.Join("..", "..", "..", "importers", "stablehlo", "testdata")
+	for _, name := range []string{"mlp", "cnn", "attention"} {
+		args := []string{"run", filepath.Join(dir, name+".mlir"), "--backend", "cpu"}
+		ins, _ := filepath.Glob(filepath.Join(dir, name+".in*.npy"))
+		for _, in := range ins {
+			args = append(args, "--input", in)
+		}
+		out := filepath.Join(t.TempDir(), "out.npy")
+		r := irc(t, "", append(args, "--output", out)...)
+		if r.status != ExitOK || strings.Contains(r.stderr, "interpreter") {
+			t.Fatalf("%s: status %d, stderr %s", name, r.status, r.stderr)
+		}
+		got, err := npy.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := npy.ReadFile(filepath.Join(dir, name+".out.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := npy.ToSlice[float32](got)
+		w, _ := npy.ToSlice[float32](want)
+		if !slices.Equal(got.Shape, want.Shape) || len(g) != len(w) {
+			t.Fatalf("%s: shape %v, JAX's %v", name, got.Shape, want.Shape)
+		}
+		for i := range w {
+			if d := math.Abs(float64(g[i] - w[i])); d > 1e-4*(1+math.Abs(float64(w[i]))) {
+				t.Fatalf("%s: element %d is %g, JAX's %g", name, i, g[i], w[i])
+			}
+		}
 	}
 }
