@@ -281,3 +281,91 @@ func TestShapesONNXResNetBlock(t *testing.T) {
 		}
 	})
 }
+
+// int64s adds an int64 initializer (a shape or split sizes).
+func (b *onnxBuilder) int64s(name string, vs ...int64) string {
+	raw := make([]byte, 0, 8*len(vs))
+	for _, v := range vs {
+		raw = binary.LittleEndian.AppendUint64(raw, uint64(v))
+	}
+	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, Dims: []int64{int64(len(vs))}, DataType: onnx.TypeInt64, RawData: raw, HasRaw: true})
+	return name
+}
+
+// TestShapesONNXTransformer loads a pre-norm transformer block as
+// torch.onnx.export writes one (opset 17): LayerNormalization, a fused
+// qkv MatMul split by Split with sizes, Reshape with 0 (copy) and -1,
+// Transposes to heads and to kᵀ, a scaled batched MatMul, an additive
+// causal mask of -inf, Softmax, the erf form of GELU, residual Adds; head
+// dim 24, 3 heads, 7 tokens, batch 1 and 2, on every model path against
+// the eager interpreter of the imported graph.
+func TestShapesONNXTransformer(t *testing.T) {
+	const tt, d, h, hidden = 7, 72, 3, 100
+	dh := d / h
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("n%d", n), func(t *testing.T) {
+			b := &onnxBuilder{rng: rand.New(rand.NewPCG(5, uint64(n)))}
+			b.g.Name = "block"
+			b.g.Inputs = []*onnx.ValueInfo{{Name: "x", ElemType: onnx.TypeFloat, HasShape: true, Dims: []onnx.Dim{
+				{Value: int64(n), HasValue: true}, {Value: tt, HasValue: true}, {Value: d, HasValue: true}}}}
+			ln := func(in, p string) string {
+				return b.node("LayerNormalization", []string{in, b.positive(p+"_g", 0.5, 1.5, d), b.weight(p+"_b", d)}, p,
+					oint("axis", -1), &onnx.Attribute{Name: "epsilon", Type: onnx.AttrFloat, F: 1e-5})
+			}
+			qkv := b.node("MatMul", []string{ln("x", "ln1"), b.weight("wqkv", d, 3*d)}, "qkv0")
+			qkv = b.node("Add", []string{qkv, b.weight("bqkv", 3*d)}, "qkv")
+			b.g.Nodes = append(b.g.Nodes, &onnx.Node{OpType: "Split", Name: "split", Inputs: []string{qkv, b.int64s("sizes", d, d, d)},
+				Outputs: []string{"q0", "k0", "v0"}, Attrs: []*onnx.Attribute{oint("axis", 2)}})
+			heads := b.int64s("heads", 0, 0, h, int64(dh))
+			q := b.node("Transpose", []string{b.node("Reshape", []string{"q0", heads}, "q1")}, "q", ints("perm", 0, 2, 1, 3))
+			kT := b.node("Transpose", []string{b.node("Reshape", []string{"k0", heads}, "k1")}, "kT", ints("perm", 0, 2, 3, 1))
+			v := b.node("Transpose", []string{b.node("Reshape", []string{"v0", heads}, "v1")}, "v", ints("perm", 0, 2, 1, 3))
+			s := b.node("Div", []string{b.node("MatMul", []string{q, kT}, "s0"), b.scalar("sqrt_dh", float32(math.Sqrt(float64(dh))))}, "s1")
+			mask := make([]float32, tt*tt)
+			for i := range tt {
+				for j := i + 1; j < tt; j++ {
+					mask[i*tt+j] = float32(math.Inf(-1))
+				}
+			}
+			raw := make([]byte, 0, 4*len(mask))
+			for _, m := range mask {
+				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(m))
+			}
+			b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: "mask", Dims: []int64{1, 1, tt, tt}, DataType: onnx.TypeFloat, RawData: raw, HasRaw: true})
+			p := b.node("Softmax", []string{b.node("Add", []string{s, "mask"}, "s2")}, "p", oint("axis", -1))
+			o := b.node("Transpose", []string{b.node("MatMul", []string{p, v}, "o0")}, "o1", ints("perm", 0, 2, 1, 3))
+			o = b.node("Reshape", []string{o, b.int64s("merge", 0, 0, -1)}, "o2")
+			o = b.node("Add", []string{b.node("MatMul", []string{o, b.weight("wo", d, d)}, "o3"), b.weight("bo", d)}, "o")
+			x2 := b.node("Add", []string{"x", o}, "x2")
+			m := b.node("Add", []string{b.node("MatMul", []string{ln(x2, "ln2"), b.weight("w1", d, hidden)}, "m0"), b.weight("b1", hidden)}, "m1")
+			// GELU as torch exports it before opset 20: 0.5·m·(1 + erf(m/√2)).
+			erf := b.node("Erf", []string{b.node("Div", []string{m, b.scalar("sqrt2", float32(math.Sqrt2))}, "m2")}, "m3")
+			g := b.node("Mul", []string{b.node("Mul", []string{m, b.node("Add", []string{erf, b.scalar("one", 1)}, "m4")}, "m5"), b.scalar("half", 0.5)}, "m6")
+			m = b.node("Add", []string{b.node("MatMul", []string{g, b.weight("w2", hidden, d)}, "m7"), b.weight("b2", d)}, "m8")
+			b.g.Outputs = []*onnx.ValueInfo{{Name: b.node("Add", []string{x2, m}, "y"), ElemType: onnx.TypeFloat}}
+			model := &onnx.Model{IRVersion: 8, ProducerName: "strata-test", Opsets: []onnx.OpsetID{{Version: 17}}, Graph: &b.g}
+			path := filepath.Join(t.TempDir(), "block.onnx")
+			if err := os.WriteFile(path, model.Marshal(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			x := nn.NewRNG(uint64(n)).Uniform(-1, 1, n, tt, d)
+			ref, err := frontend.Load(path, frontend.Options{Backend: frontend.EagerBackend})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Call(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forPaths(t, n*tt*(4*d*d+2*d*hidden+2*tt*d), frontend.Float32, func(t *testing.T, opts frontend.Options) {
+				l, err := frontend.Load(path, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := l.Call(x)
+				called(t, "block", err)
+				closeTo(t, "block", got[0], want[0].Shape(), want[0].Float64s(), tolOf(frontend.Float32))
+			})
+		})
+	}
+}
