@@ -26,10 +26,50 @@ type onnxCNN struct {
 	nodes func(b *onnxBuilder) []string
 }
 
-// onnxBuilder assembles an ONNX graph.
+// onnxBuilder assembles an ONNX graph; with half, its float initializers
+// are float16 (a model exported after .half()).
 type onnxBuilder struct {
-	g   onnx.Graph
-	rng *rand.Rand
+	g    onnx.Graph
+	rng  *rand.Rand
+	half bool
+}
+
+// floats adds the float initializer name of the given dims and values.
+func (b *onnxBuilder) floats(name string, dims []int64, vs []float32) string {
+	var raw []byte
+	dt := int32(onnx.TypeFloat)
+	for _, v := range vs {
+		if b.half {
+			raw = binary.LittleEndian.AppendUint16(raw, f16Bits(v))
+		} else {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+		}
+	}
+	if b.half {
+		dt = onnx.TypeFloat16
+	}
+	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, Dims: dims, DataType: dt, RawData: raw, HasRaw: true})
+	return name
+}
+
+// f16Bits rounds v to float16 (to nearest even; subnormals flush to
+// zero: the test's values are far from them or exactly zero).
+func f16Bits(v float32) uint16 {
+	bits := math.Float32bits(v)
+	sign := uint16(bits>>16) & 0x8000
+	exp := int(bits>>23&0xff) - 127 + 15
+	mant := bits & 0x7fffff
+	switch {
+	case exp >= 31:
+		return sign | 0x7c00 // ±inf
+	case exp <= 0:
+		return sign
+	}
+	h := uint16(exp)<<10 | uint16(mant>>13)
+	if rem := mant & 0x1fff; rem > 0x1000 || rem == 0x1000 && h&1 == 1 {
+		h++ // a carry into the exponent is the right rounding too
+	}
+	return sign | h
 }
 
 func (b *onnxBuilder) weight(name string, dims ...int64) string {
@@ -37,19 +77,16 @@ func (b *onnxBuilder) weight(name string, dims ...int64) string {
 	for _, d := range dims {
 		n *= d
 	}
-	raw := make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(b.rng.Float64()*2-1)))
+	vs := make([]float32, n)
+	for i := range vs {
+		vs[i] = float32(b.rng.Float64()*2 - 1)
 	}
-	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, Dims: dims, DataType: onnx.TypeFloat, RawData: raw, HasRaw: true})
-	return name
+	return b.floats(name, dims, vs)
 }
 
-// scalar adds a float32 scalar initializer of value v.
+// scalar adds a float scalar initializer of value v.
 func (b *onnxBuilder) scalar(name string, v float32) string {
-	raw := binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))
-	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, DataType: onnx.TypeFloat, RawData: raw, HasRaw: true})
-	return name
+	return b.floats(name, nil, []float32{v})
 }
 
 func (b *onnxBuilder) node(op string, ins []string, out string, attrs ...*onnx.Attribute) string {
@@ -137,20 +174,26 @@ var onnxCNNs = []onnxCNN{
 func TestShapesONNXCNNs(t *testing.T) {
 	for i, m := range onnxCNNs {
 		for _, n := range []int{1, 3} {
-			t.Run(fmt.Sprintf("%s/n%d", m.name, n), func(t *testing.T) {
-				b := &onnxBuilder{rng: rand.New(rand.NewPCG(uint64(i), 1))}
+			// A model exported in float16 (after .half()), at batch 3.
+			half := n == 3
+			dt, elem := frontend.Float32, int32(onnx.TypeFloat)
+			if half {
+				dt, elem = frontend.Float16, onnx.TypeFloat16
+			}
+			t.Run(fmt.Sprintf("%s/n%d/%v", m.name, n, dt), func(t *testing.T) {
+				b := &onnxBuilder{rng: rand.New(rand.NewPCG(uint64(i), 1)), half: half}
 				b.g.Name = m.name
-				b.g.Inputs = []*onnx.ValueInfo{{Name: "x", ElemType: onnx.TypeFloat, HasShape: true, Dims: []onnx.Dim{
+				b.g.Inputs = []*onnx.ValueInfo{{Name: "x", ElemType: elem, HasShape: true, Dims: []onnx.Dim{
 					{Value: int64(n), HasValue: true}, {Value: int64(m.c), HasValue: true}, {Value: int64(m.h), HasValue: true}, {Value: int64(m.w), HasValue: true}}}}
 				for _, o := range m.nodes(b) {
-					b.g.Outputs = append(b.g.Outputs, &onnx.ValueInfo{Name: o, ElemType: onnx.TypeFloat})
+					b.g.Outputs = append(b.g.Outputs, &onnx.ValueInfo{Name: o, ElemType: elem})
 				}
 				model := &onnx.Model{IRVersion: 8, ProducerName: "strata-test", Opsets: []onnx.OpsetID{{Version: 13}}, Graph: &b.g}
 				path := filepath.Join(t.TempDir(), "model.onnx")
 				if err := os.WriteFile(path, model.Marshal(), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				x := nn.NewRNG(uint64(i)).Uniform(-1, 1, n, m.c, m.h, m.w)
+				x := nn.NewRNG(uint64(i)).Uniform(-1, 1, n, m.c, m.h, m.w).Cast(dt)
 				ref, err := frontend.Load(path, frontend.Options{Backend: frontend.EagerBackend})
 				if err != nil {
 					t.Fatal(err)
@@ -159,7 +202,7 @@ func TestShapesONNXCNNs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				forPaths(t, x.Shape()[0]*m.c*m.h*m.w*30, frontend.Float32, func(t *testing.T, opts frontend.Options) {
+				forPaths(t, x.Shape()[0]*m.c*m.h*m.w*30, dt, func(t *testing.T, opts frontend.Options) {
 					l, err := frontend.Load(path, opts)
 					if err != nil {
 						t.Fatal(err)
@@ -167,7 +210,10 @@ func TestShapesONNXCNNs(t *testing.T) {
 					got, err := l.Call(x)
 					called(t, m.name, err)
 					for k := range want {
-						closeTo(t, fmt.Sprintf("output %d", k), got[k], want[k].Shape(), want[k].Float64s(), tolOf(frontend.Float32))
+						if got[k].DType() != dt {
+							t.Errorf("output %d is %v, want %v", k, got[k].DType(), dt)
+						}
+						closeTo(t, fmt.Sprintf("output %d", k), got[k], want[k].Shape(), want[k].Float64s(), tolOf(dt))
 					}
 				})
 			})
@@ -192,12 +238,11 @@ func (b *onnxBuilder) floatsOf(name string) []float64 {
 // positive adds an initializer of values in [lo, hi) (batch norm's
 // variances and scales).
 func (b *onnxBuilder) positive(name string, lo, hi float64, n int64) string {
-	raw := make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(lo+(hi-lo)*b.rng.Float64())))
+	vs := make([]float32, n)
+	for i := range vs {
+		vs[i] = float32(lo + (hi-lo)*b.rng.Float64())
 	}
-	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, Dims: []int64{n}, DataType: onnx.TypeFloat, RawData: raw, HasRaw: true})
-	return name
+	return b.floats(name, []int64{n}, vs)
 }
 
 // TestShapesONNXResNetBlock loads a ResNet stem and basic block as
