@@ -45,7 +45,7 @@ type netPlan struct {
 // or tanh, SiLU), a residual basic block (downsampling when the stride
 // or width changes), or a max or average pool (padding, stride); dropout
 // in evaluation mode; then adaptive average pooling to a size that need
-// not divide the map, and a linear head.
+// not divide the map (or exceed it), and a linear head.
 func drawNet(rt *rapid.T) netPlan {
 	p := netPlan{
 		n: rapid.IntRange(1, 3).Draw(rt, "n"), c: rapid.IntRange(1, 5).Draw(rt, "c"),
@@ -128,7 +128,7 @@ func drawNet(rt *rapid.T) netPlan {
 		}
 	}
 	dropout := !p.training && rapid.Bool().Draw(rt, "dropout")
-	oh, ow := rapid.IntRange(1, min(h, 3)).Draw(rt, "adaptive h"), rapid.IntRange(1, min(w, 3)).Draw(rt, "adaptive w")
+	oh, ow := rapid.IntRange(1, 3).Draw(rt, "adaptive h"), rapid.IntRange(1, 3).Draw(rt, "adaptive w") // also more cells than the map has, as PyTorch allows
 	p.classes = rapid.IntRange(2, 6).Draw(rt, "classes")
 	p.smoothing = rapid.SampledFrom([]float64{0, 0.1, 0.25}).Draw(rt, "label smoothing")
 	p.desc = append(p.desc, fmt.Sprintf("dropout=%v adaptive %dx%d linear %d→%d", dropout, oh, ow, c*oh*ow, p.classes))
