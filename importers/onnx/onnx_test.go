@@ -535,3 +535,50 @@ func TestBadCNNInput(t *testing.T) {
 		t.Errorf("a 2x2 input to a 3x3 kernel: %v, want an error at the Conv node", err)
 	}
 }
+
+// TestDropoutTrainingMode: Dropout imports as the identity in evaluation
+// mode (no training_mode, or a constant false) and is an error with a
+// constant true or a computed training_mode (random masks: another model).
+func TestDropoutTrainingMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode *Tensor // nil: no training_mode input
+		in   bool    // training_mode a graph input
+		want string  // "": imports
+	}{
+		{"absent", nil, false, ""},
+		{"false", &Tensor{Name: "mode", DataType: TypeBool, Int32Data: []int32{0}}, false, ""},
+		{"true", &Tensor{Name: "mode", DataType: TypeBool, Int32Data: []int32{1}}, false, "training_mode = true (random masks) is not supported"},
+		{"input", nil, true, "training_mode (input 2) must be a constant"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(17)
+			b.input("x", TypeFloat, 2, 3)
+			ins := []string{"x"}
+			if tc.mode != nil {
+				b.g.Initializers = append(b.g.Initializers, tc.mode)
+				b.floats("ratio", nil, 0.5)
+				ins = append(ins, "ratio", "mode")
+			}
+			if tc.in {
+				b.input("mode", TypeBool)
+				b.floats("ratio", nil, 0.5)
+				ins = append(ins, "ratio", "mode")
+			}
+			b.node("Dropout", ins, []string{"y"})
+			b.output("y")
+			mod, err := Import(dialects.NewContext(), b.write(t), Options{})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				x, xs := randTensor(t, rand.New(rand.NewPCG(1, 1)), 2, 3)
+				near(t, "dropout", call(t, mod, x)[0], []int64{2, 3}, xs, 0)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "op_type Dropout") {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

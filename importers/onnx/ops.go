@@ -252,6 +252,17 @@ func convIdentity(c *nodeCtx) ([]*val, error) {
 	if c.n.OpType == "Dropout" && len(c.n.Outputs) > 1 && c.n.Outputs[1] != "" && c.im.used(c.n.Outputs[1]) {
 		return nil, errors.New("the mask output of Dropout is not supported")
 	}
+	if c.n.OpType == "Dropout" && c.opt(2) != nil {
+		// training_mode (opset 12): only evaluation-mode dropout, the
+		// identity, is imported; random masks would be another model.
+		vs, err := c.konstInts(2, "training_mode")
+		if err != nil {
+			return nil, fmt.Errorf("Dropout: %w (only a constant false, evaluation mode, is supported)", err)
+		}
+		if slices.Contains(vs, 1) {
+			return nil, errors.New("Dropout with training_mode = true (random masks) is not supported: export the model in evaluation mode")
+		}
+	}
 	return one(x)
 }
 
