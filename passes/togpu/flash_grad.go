@@ -83,6 +83,10 @@ type FlashGrad struct {
 	// values a thread. A tile's rows are issued after the next tile's
 	// barrier, which the stores' fence precedes (no barrier of its own).
 	BulkDQ bool
+	// HeavyFirst numbers a causal dQ kernel's row blocks of a head from
+	// its last, which visits the most key tiles (as the forward kernel
+	// does), so that the light ones end the launch.
+	HeavyFirst bool
 	// BlockRows is the rows of a block of both kernels (query rows of the
 	// dQ kernel, keys of the dK/dV kernel): 64, one warpgroup (0 picks
 	// it), or with WGMMA 128, two warpgroups sharing each streamed tile
@@ -191,6 +195,9 @@ func (f FlashGrad) Check() error {
 	if f.LateDQ && !f.AtomicDQ {
 		return errors.New("flash attention backward: LateDQ is an option of the atomic dQ")
 	}
+	if f.HeavyFirst && f.AtomicDQ {
+		return errors.New("flash attention backward: HeavyFirst orders the dQ kernel, which the atomic dQ has not")
+	}
 	if f.BulkDQ && (!f.AtomicDQ || f.LateDQ) {
 		return errors.New("flash attention backward: BulkDQ is an option of the atomic dQ, without LateDQ")
 	}
@@ -261,7 +268,10 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 	if f.AtomicDQ {
 		return []*ir.Operation{f.gradDKernel(b, loc, name+"_d"), dkv, f.gradDQKernel(b, loc, name+"_dq")}, nil
 	}
-	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), 0, func(g *flashGen, args []*ir.Value) { g.emitDQ(args, f.Reload) })
+	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), 0, func(g *flashGen, args []*ir.Value) {
+		g.lastFirst = f.HeavyFirst && f.Causal
+		g.emitDQ(args, f.Reload)
+	})
 	return []*ir.Operation{dq, dkv}, nil
 }
 
