@@ -16,22 +16,23 @@ import (
 
 // TestGPUDecodeAttention (skipped without a GPU) runs a decoding step's
 // masked attention (GPT-2: 12 heads of 64, a cache of 1024 positions, the
-// first kept ones) at batch 8 with 200 and 1024 positions kept and at
-// batch 1 with 200, lowered four ways — the decode kernels
-// (graph-attention-to-flash), the products on cuBLASLt (the nvptx
-// backend's default without the decode kernels), on Strata's tensor-core
-// kernels and on its SIMT kernels — checks each against a float64
-// attention on the host, and with STRATA_DECODE_ATTN set times them (the
-// median of three rounds of 100 calls).
+// first kept ones) at batch 8 with 200 and 1024 positions kept, at batch 1
+// with 200, and at batch 1 over a cache of 2048 with 1500 kept (the decode
+// kernel split over two blocks a sequence and combined), lowered four
+// ways — the decode kernels (graph-attention-to-flash), the products on
+// cuBLASLt (the nvptx backend's default without the decode kernels), on
+// Strata's tensor-core kernels and on its SIMT kernels — checks each
+// against a float64 attention on the host, and with STRATA_DECODE_ATTN set
+// times them (the median of three rounds of 100 calls).
 func TestGPUDecodeAttention(t *testing.T) {
 	rt := openRuntime(t)
-	for _, c := range []struct{ b, kept int }{{8, 200}, {8, 1024}, {1, 200}} {
-		decodeAttentionCase(t, rt, c.b, c.kept)
+	for _, c := range []struct{ b, n, kept int }{{8, 1024, 200}, {8, 1024, 1024}, {1, 1024, 200}, {1, 2048, 1500}} {
+		decodeAttentionCase(t, rt, c.b, c.n, c.kept)
 	}
 }
 
-func decodeAttentionCase(t *testing.T, rt *exec.Runtime, b, kept int) {
-	const h, n, d = 12, 1024, 64
+func decodeAttentionCase(t *testing.T, rt *exec.Runtime, b, n, kept int) {
+	const h, d = 12, 64
 	rng := rand.New(rand.NewPCG(8, 9))
 	draw := func(k int) []float64 {
 		vs := make([]float64, k)
@@ -75,13 +76,14 @@ func decodeAttentionCase(t *testing.T, rt *exec.Runtime, b, kept int) {
 		}
 		return interp.BufferFromTensor(x)
 	}
-	m, err := interp.FromInt64s(ir.I1, []int64{1, 1, 1, n}, mask)
+	m, err := interp.FromInt64s(ir.I1, []int64{1, 1, 1, int64(n)}, mask)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bs := int64(b)
-	args := []interp.Value{bf(q, bs, h, 1, d), bf(k, bs, h, n, d), bf(v, bs, h, n, d), interp.BufferFromTensor(m)}
-	src := decodeProgram([]int64{bs, h}, n, d, []int64{1, 1, 1, n}, "bf16", "")
+	ns := int64(n)
+	args := []interp.Value{bf(q, bs, h, 1, d), bf(k, bs, h, ns, d), bf(v, bs, h, ns, d), interp.BufferFromTensor(m)}
+	src := decodeProgram([]int64{bs, h}, ns, d, []int64{1, 1, 1, ns}, "bf16", "")
 	variants := []struct{ name, pipeline string }{
 		{"decode", "builtin.module(" + togpu.FlashPassName + "," + lower.LowerToLoop("matmul-library=true") + ",convert-loop-to-gpu{matmul=" + togpu.MatmulCuBLASLt + "},canonicalize,cse)"},
 		{"cublaslt", "builtin.module(" + lower.LowerToLoop("matmul-library=true") + ",convert-loop-to-gpu{matmul=" + togpu.MatmulCuBLASLt + "},canonicalize,cse)"},
@@ -91,7 +93,7 @@ func decodeAttentionCase(t *testing.T, rt *exec.Runtime, b, kept int) {
 	progs := make([]*exec.Program, len(variants))
 	for i, vr := range variants {
 		mod := lowerGraph(t, src, vr.pipeline)
-		t.Logf("b%d kept %d %s: kernels %v", b, kept, vr.name, togpu.LaunchMappings(mod))
+		t.Logf("b%d n%d kept %d %s: kernels %v", b, n, kept, vr.name, togpu.LaunchMappings(mod))
 		p, err := exec.Compile(mod, exec.Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", vr.name, err)
@@ -110,10 +112,10 @@ func decodeAttentionCase(t *testing.T, rt *exec.Runtime, b, kept int) {
 			worst = max(worst, math.Abs(g-want[j]))
 		}
 		if !(worst <= 1.0/64) {
-			t.Errorf("b%d kept %d %s: largest error %g against the float64 attention", b, kept, vr.name, worst)
+			t.Errorf("b%d n%d kept %d %s: largest error %g against the float64 attention", b, n, kept, vr.name, worst)
 			continue
 		}
-		t.Logf("b%d kept %d %s: largest error %.2g", b, kept, vr.name, worst)
+		t.Logf("b%d n%d kept %d %s: largest error %.2g", b, n, kept, vr.name, worst)
 		progs[i] = p
 	}
 	if os.Getenv("STRATA_DECODE_ATTN") == "" {
