@@ -275,9 +275,9 @@ func checkFlash(t *testing.T, tc flashCase, tile togpu.FlashTile, tol float64) {
 	t.Logf("max |kernel − graph| = %.3g (tolerance %.3g)", worst, tol)
 }
 
-// TestFlashPersistent runs the defaults persistent (FlashTile.Persistent;
-// Staged, as they are, with the grid of 3, without with the grid of 2) in
-// the interpreter with grids of 2 and 3
+// TestFlashPersistent runs the one-warpgroup o tilings (64x128gplqo,
+// 64x64gplvqo, 64x64gplqko) persistent (FlashTile.Persistent; Staged
+// with the grid of 3, without with the grid of 2) in the interpreter with grids of 2 and 3
 // blocks, so that each block
 // computes several row blocks in turn — of several heads, with row and
 // key tails, causal diagonals (and the heavier row blocks first) and
@@ -296,7 +296,11 @@ func TestFlashPersistent(t *testing.T) {
 		{1, 2, 150, 140, 128, true, 0, ir.BF16},
 		{1, 1, 130, 200, 128, false, 0, ir.BF16},
 	} {
-		for _, base := range []togpu.FlashTile{togpu.FlashTileWGMMA, togpu.FlashTileWGMMACausal, togpu.FlashTileWGMMA128} {
+		for _, base := range []togpu.FlashTile{
+			{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true},
+			{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true},
+			{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true},
+		} {
 			for _, p := range []int64{2, 3} {
 				tile := base
 				tile.Persistent = p
