@@ -189,8 +189,11 @@ func (rt *Runtime) upgradeAll(texts []string, mods []*tieredModule, final cuda.J
 // Settle waits until every kernel loaded so far runs its final tier's
 // code (LoadPolicy.Tier), and returns the first upgrade that failed (the
 // kernel then keeps running its first tier's code, which is correct but
-// slower).
+// slower). It waits for the libraries' warm-ups in progress too
+// (WarmLibraries, WarmLibraryCalls), whose timing runs would otherwise
+// share the device with what the caller times next.
 func (rt *Runtime) Settle() error {
+	rt.libs.warm.Wait()
 	rt.mu.Lock()
 	var tiered []*tieredModule
 	for _, m := range rt.modules {
