@@ -27,7 +27,7 @@ type libraries struct {
 	dnnOnce sync.Once
 	dnn     *cudnn.Handle
 	dnnErr  error
-	warm    sync.WaitGroup // warm-ups in progress (WarmLibraries)
+	warm    warmGroup // warm-ups in progress (WarmLibraries)
 	// primed makes each library's start-up call (primeCalls) once, with
 	// its error in primeErr.
 	primed   [numLibraries]sync.Once
@@ -50,6 +50,48 @@ func (l *libraries) claim(c libCall) bool {
 	}
 	l.claimed[c] = true
 	return true
+}
+
+// warmGroup counts the warm-ups in progress, as a sync.WaitGroup does,
+// but may be waited on while new ones start: Capture, Settle and Close
+// wait for the warm-ups while another graph's compile may start more (a
+// WaitGroup panics when an Add from zero races a Wait that is returning).
+// Wait returns once the count has dropped to zero.
+type warmGroup struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero; nil while it is zero
+}
+
+// Add counts one more warm-up.
+func (g *warmGroup) Add(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.n += n
+}
+
+// Done counts a warm-up ended.
+func (g *warmGroup) Done() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.n == 0 {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// Wait waits until no warm-up is in progress.
+func (g *warmGroup) Wait() {
+	g.mu.Lock()
+	idle := g.idle
+	g.mu.Unlock()
+	if idle != nil {
+		<-idle
+	}
 }
 
 // Library is a vendor library whose handle a Runtime can make ahead of

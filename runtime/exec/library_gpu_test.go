@@ -308,3 +308,48 @@ func TestPlanLibraryMatmulCalls(t *testing.T) {
 		t.Errorf("libCallsIn: %+v, want the plan's %+v", got, pl.libCalls)
 	}
 }
+
+// TestWarmGroup checks that warmGroup's Wait returns once the warm-ups in
+// progress end, also while others start and end at once on other
+// goroutines (run it with -race).
+func TestWarmGroup(t *testing.T) {
+	var g warmGroup
+	g.Wait() // none in progress
+	g.Add(1)
+	released := make(chan struct{})
+	waited := make(chan struct{})
+	go func() {
+		g.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned with a warm-up in progress")
+	case <-time.After(20 * time.Millisecond):
+	}
+	go func() {
+		<-released
+		g.Done()
+	}()
+	close(released)
+	<-waited
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				g.Add(1)
+				g.Done()
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				g.Wait()
+			}
+		}()
+	}
+	wg.Wait()
+	g.Wait()
+}
