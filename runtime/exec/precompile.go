@@ -390,6 +390,15 @@ func (r *ptxasRun) loadBin(dev device, texts []string) ([]module, bool) {
 		logs.Printf(TopicPerfHints, "the driver refused a cubin of %d kernels from ptxas: %v (each compiles alone)", len(texts), err)
 		return nil, false
 	}
+	// Every kernel must be in the one cubin (a ptxas that took only some
+	// of its inputs would leave the others out).
+	for k := range texts {
+		if _, err := m.function(fmt.Sprintf("strata_bin_kernel_%d", k)); err != nil {
+			logs.Printf(TopicPerfHints, "a cubin of %d kernels from ptxas lacks one: %v (each compiles alone)", len(texts), err)
+			_ = m.unload()
+			return nil, false
+		}
+	}
 	wall := time.Since(start)
 	shared := &sharedModule{m: m}
 	mods := make([]module, len(texts))

@@ -248,6 +248,9 @@ func TestLoadPolicyPTXASBins(t *testing.T) {
 	}{
 		{"bin", "", 1, ""},
 		{"bin fails", "#!/bin/sh\nif [ $# -gt 4 ]; then echo 'ptxas fatal: too many' >&2; exit 1; fi\nout=$3\nshift 3\ncat \"$@\" > \"$out\"\n", 2, "each compiles alone"},
+		// A ptxas that compiles only its last input: the bin's cubin
+		// lacks a kernel, and each compiles alone.
+		{"bin lacks a kernel", "#!/bin/sh\nout=$3\nshift $(($# - 1))\ncat \"$1\" > \"$out\"\n", 3, "lacks one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := fakePTXAS(t, false)
