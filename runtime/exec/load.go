@@ -74,15 +74,14 @@ func (p LoadPolicy) tiered() bool {
 // LoadPolicyEnv is the environment variable that sets the load policy of
 // new Runtimes, for measurements: "link" (a module per distinct kernel,
 // compiled through the linker, one per CPU at once, first at JIT level 0
-// then again at the final level in the background: TieredLoadPolicy), "whole"
+// then again at the final level in the background: the default), "whole"
 // (one module per gpu.module through the module-load JIT, one at a time),
 // "split" (a module per kernel through the module-load JIT, one per CPU
 // at once); ":N" after the name sets the loads at once ("link:4"), a
 // suffix ",O<n>" the JIT's final optimization level n (0-4; the driver's
 // default is 4), ",tier=O<n>" the level of link's first compile and
 // ",tier=off" compiles once ("link,O4,tier=off"), ",ptxas" compiles with
-// the toolkit's ptxas where one is installed (LoadPolicy.PTXAS; "link,ptxas"
-// is the default).
+// the toolkit's ptxas where one is installed (LoadPolicy.PTXAS).
 const LoadPolicyEnv = "STRATA_PTX_LOAD"
 
 // DefaultTier is the first tier of the default policy: JIT level 0. On
@@ -91,16 +90,9 @@ const LoadPolicyEnv = "STRATA_PTX_LOAD"
 // 5, H2), which the background compile then repairs.
 const DefaultTier = 1
 
-// TieredLoadPolicy compiles through the driver's linker in tiers: the
-// "link" of LoadPolicyEnv, and the default where no ptxas is installed.
-var TieredLoadPolicy = LoadPolicy{Split: true, Link: true, Tier: DefaultTier}
-
 // DefaultLoadPolicy is the policy of a new Runtime when LoadPolicyEnv is
-// unset: each text through the toolkit's ptxas where one is installed
-// (a process per text, the final code at once), else TieredLoadPolicy.
-// On the H200 ptxas processes loaded resnet50_train's first call
-// faster than the driver's linker did (bench/NOTES.md, session 15).
-var DefaultLoadPolicy = LoadPolicy{Split: true, Link: true, Tier: DefaultTier, PTXAS: true}
+// unset.
+var DefaultLoadPolicy = LoadPolicy{Split: true, Link: true, Tier: DefaultTier}
 
 // parseLevel reads "O<n>" (n from 0 to 4) as a JIT level plus one.
 func parseLevel(s string) (int, bool) {
