@@ -615,10 +615,40 @@ func TestGPUFlashGrad(t *testing.T) {
 					}
 					// Forward and backward: 2 + 5 products (FlashAttention's count).
 					t.Logf("forward+backward %.3f ms (backward %.3f), %.0f TFLOP/s", ms, ms-fwd, 3.5*flops/ms/1e9)
+					t.Logf("per kernel (5 launches):\n%s", kernelProfile(t, rt, p, args, 5))
 				})
 			})
 		}
 	}
+}
+
+// kernelProfile launches p's @main on args once to load it, then n times
+// under a device profile, and returns the profile's table: each kernel's
+// time over the n launches (where the backward's time goes).
+func kernelProfile(t *testing.T, rt *exec.Runtime, p *exec.Program, args []interp.Value, n int) string {
+	t.Helper()
+	b, err := p.Prepare(rt, "main", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	if err := b.Launch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartProfile(); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := b.Launch(); err != nil {
+			_, _ = rt.StopProfile()
+			t.Fatal(err)
+		}
+	}
+	entries, err := rt.StopProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec.FormatProfile(entries, 0)
 }
 
 // newBuffer returns a buffer of n elements of elem.
