@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // EnvVar is the environment variable read at start-up.
@@ -26,7 +27,28 @@ var (
 
 	mu  sync.Mutex // serialises writes, as passes log from parallel goroutines
 	out io.Writer  = os.Stderr
+
+	// start is when the process began, near enough (this package's
+	// initialization): the origin of TimeTopic's stamps.
+	start = time.Now()
 )
+
+// TimeTopic is not a topic of its own but a switch: when it is named
+// (STRATA_LOGS=compile,time; "all" does not turn it on), every line of
+// the topics on begins with the milliseconds since the process started,
+// so that the lines of work running at once (a training step's forward
+// and backward compiles, the libraries' warm-ups) can be put on one
+// time line.
+const TimeTopic = "time"
+
+// stamp returns the line prefix TimeTopic asks for, or "".
+func stamp() string {
+	cur := topics.Load()
+	if cur == nil || !(*cur)[TimeTopic] {
+		return ""
+	}
+	return fmt.Sprintf("%9.1f ms ", float64(time.Since(start).Microseconds())/1000)
+}
 
 // Parse splits a comma-separated topic list, dropping blanks.
 func Parse(list string) []string {
@@ -80,9 +102,10 @@ func Printf(topic, format string, args ...any) {
 	if !Enabled(topic) {
 		return
 	}
+	at := stamp()
 	mu.Lock()
 	defer mu.Unlock()
-	fmt.Fprintf(out, "%s: %s\n", topic, strings.TrimSuffix(fmt.Sprintf(format, args...), "\n"))
+	fmt.Fprintf(out, "%s%s: %s\n", at, topic, strings.TrimSuffix(fmt.Sprintf(format, args...), "\n"))
 }
 
 // Writer returns a writer whose every Write is logged under topic, one
@@ -98,10 +121,11 @@ func Writer(topic string) io.Writer {
 type topicWriter string
 
 func (w topicWriter) Write(p []byte) (int, error) {
+	at := stamp()
 	mu.Lock()
 	defer mu.Unlock()
 	for _, line := range strings.Split(strings.TrimSuffix(string(p), "\n"), "\n") {
-		if _, err := fmt.Fprintf(out, "%s: %s\n", string(w), line); err != nil {
+		if _, err := fmt.Fprintf(out, "%s%s: %s\n", at, string(w), line); err != nil {
 			return 0, err
 		}
 	}

@@ -36,6 +36,39 @@ func TestTopics(t *testing.T) {
 	}
 }
 
+func TestTimeStamps(t *testing.T) {
+	var buf bytes.Buffer
+	prev := SetOutput(&buf)
+	defer SetOutput(prev)
+	defer Disable()
+
+	Disable()
+	Enable("all")
+	Printf("fusion", "plain")
+	if buf.String() != "fusion: plain\n" {
+		t.Fatalf(`"all" stamped its lines: %q`, buf.String())
+	}
+	buf.Reset()
+	Disable()
+	Enable("fusion", TimeTopic)
+	Printf("fusion", "group %d", 3)
+	Writer("fusion").Write([]byte("a\nb\n"))
+	Printf("memory", "hidden")
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	re := regexp.MustCompile(`^ *([0-9]+\.[0-9]) ms fusion: (group 3|a|b)$`)
+	if len(lines) != 3 {
+		t.Fatalf("got %q, want 3 stamped fusion lines", buf.String())
+	}
+	for _, l := range lines {
+		if !re.MatchString(l) {
+			t.Errorf("line %q is not stamped as %s", l, re)
+		}
+	}
+	if err := Check([]string{TimeTopic}); err != nil {
+		t.Errorf("%s is not a known name: %v", TimeTopic, err)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	if err := Check([]string{"fusion", "all", "graph_breaks"}); err != nil {
 		t.Fatalf("known topics rejected: %v", err)

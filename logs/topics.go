@@ -34,6 +34,7 @@ var builtin = []Topic{
 	{"partition", "graph-partition's split of a joint graph into forward and backward (autodiff)"},
 	{"perf_hints", "choices that cost speed: interpreter fallbacks, ptxas refusals, nests left off the fast kernels"},
 	{"recompiles", "why a compiled function was compiled again: the guard that failed (frontend)"},
+	{TimeTopic, "no lines of its own: every line of the topics on begins with the ms since the process started (not turned on by all)"},
 }
 
 var (
