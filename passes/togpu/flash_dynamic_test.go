@@ -172,8 +172,8 @@ func TestFlashDynamicPTX(t *testing.T) {
 	}
 	for _, d := range []int64{64, 128} {
 		for _, causal := range []bool{false, true} {
-			f := togpu.Flash{Batch: 24, Lq: ir.Dynamic, Lk: ir.Dynamic, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16,
-				Tile: togpu.WGMMATile(d, causal), Dynamic: true}
+			f := togpu.Flash{Batch: 24, Lq: ir.Dynamic, Lk: ir.Dynamic, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16, Dynamic: true}
+			f.Tile = f.WGMMADefault()
 			t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, f.Tiling()), func(t *testing.T) {
 				t.Parallel()
 				m := flashModule(t, dialects.NewContext(), f)

@@ -214,7 +214,7 @@ func outlineFlash(b *ir.Builder, module, fn, op *ir.Operation, f Flash, wgmma, l
 		spec = append(spec, ir.NamedAttr{Name: "lse", Value: ir.Bool(true)})
 	}
 	if g := f; wgmma {
-		if g.Tile = WGMMATile(g.D, g.Causal); g.Check() == nil {
+		if g.Tile = g.WGMMADefault(); g.Check() == nil {
 			spec = append(spec, ir.NamedAttr{Name: "wgmma", Value: ir.Bool(true)})
 		}
 	}
@@ -378,7 +378,7 @@ func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string
 		return err
 	}
 	if w, ok := spec.Get("wgmma").(ir.IntegerAttr); ok && w.Value != 0 {
-		f.Tile = WGMMATile(f.D, f.Causal)
+		f.Tile = f.WGMMADefault()
 		gmod.SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
 	}
 	if l, ok := spec.Get("lse").(ir.IntegerAttr); ok && l.Value != 0 {

@@ -253,7 +253,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64},
 	{Rows: 64, Keys: 64, Fused: true, PolyExp: 2},
 	// The wgmma kernels of sessions 13 to 15's defaults (see
-	// FlashTileWGMMA, FlashTileWGMMA128): 64x128gplq, 64x64gplvq,
+	// FlashTileWGMMA, FlashTileWGMMA128Causal): 64x128gplq, 64x64gplvq,
 	// 64x64gplqk, which store O from the registers (flashGen.store).
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true},
@@ -284,8 +284,8 @@ var FlashTiles = []FlashTile{
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Unroll: true},
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true},
 	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-	// The defaults (WGMMATile): the three above with O stored through
-	// workgroup memory (Staged).
+	// The defaults (WGMMATile) but at non-causal head dim 128: the three
+	// above with O stored through workgroup memory (Staged).
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true},
 	{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true},
@@ -391,7 +391,8 @@ var (
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true}
 )
 
-// FlashTileWGMMA128 is the wgmma tiling of head dim 128, causal or not:
+// FlashTileWGMMA128Causal is the wgmma tiling of head dim 128 for causal
+// attentions (and all of them before session 17):
 // 64-key tiles (a K or V tile is 16 KiB), Q read by descriptor, one K
 // stage (OneK: 64 KiB in all, 168 registers, 3 blocks an SM). Measured on
 // the H200 at b16 h16 s1024 d128 (TestGPUFlash, bench/NOTES.md session 8,
@@ -409,18 +410,44 @@ var (
 // (128-key tiles, TMA, one K stage: cuDNN's shape) 0.315 / 0.230 against
 // 0.316 / 0.217. Session 16 (first call, same call): with O stored
 // through workgroup memory (Staged), 64x64gplqko 0.260 / 0.160 against
-// 64x64gplqk 0.278 / 0.178: the default since.
-var FlashTileWGMMA128 = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true}
+// 64x64gplqk 0.278 / 0.178: the default since. Session 16's second call
+// (same call): 64x64gplqko 0.264 / 0.162 against the persistent
+// specialized 128x128gplqdator132 0.246 / 0.168, 128x128gplqdato 0.251 /
+// 0.171: the 64-row tiles stay the causal default (the diagonal is finer),
+// the non-causal one is FlashTileWGMMA128.
+var FlashTileWGMMA128Causal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, OneK: true, Staged: true}
+
+// FlashTileWGMMA128 is the wgmma tiling of head dim 128 for non-causal
+// attentions since session 17: cuDNN's layout (a producer warpgroup
+// copying 128-key K and V tiles by TMA for two consumer warpgroups of 64
+// rows, which take turns at the tensor cores; 232 registers each), O
+// staged through the Q tile, and persistent with one block an SM (132:
+// the H200's SMs). Session 16's second call (ms at b16 h16 s1024 d128,
+// non-causal): 0.246 against FlashTileWGMMA128Causal's 0.264.
+var FlashTileWGMMA128 = FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, Persistent: 132}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
 // attention of head dim d, causal or not (for a head dim no wgmma tiling
 // takes, FlashTileWGMMA, which Flash.Check then refuses).
 func WGMMATile(d int64, causal bool) FlashTile {
 	switch {
+	case d == 2*wgPanel && causal:
+		return FlashTileWGMMA128Causal
 	case d == 2*wgPanel:
 		return FlashTileWGMMA128
 	case causal:
 		return FlashTileWGMMACausal
 	}
 	return FlashTileWGMMA
+}
+
+// WGMMADefault is the wgmma tiling graph-attention-to-flash takes for f:
+// WGMMATile's, copying by cp.async instead of TMA where f's lengths are
+// dynamic (a tensor map holds the key count).
+func (f Flash) WGMMADefault() FlashTile {
+	t := WGMMATile(f.D, f.Causal)
+	if f.Dynamic {
+		t.TMA = false
+	}
+	return t
 }
