@@ -64,34 +64,44 @@ func TestShapesResNetForward(t *testing.T) {
 		}
 		for _, training := range modes {
 			t.Run(fmt.Sprintf("train%v", training), func(t *testing.T) {
-				ref := newResNet(s, uint64(seed))
-				nn.SetTraining(ref, training)
-				castModel(t, ref, frontend.Float64)
-				xr := x.Cast(dt).Cast(frontend.Float64)
-				want := ref.Forward(xr)
-				wantBufs := nn.Tensors(nn.Buffers(ref))
-				forPaths(t, s.macs(), dt, func(t *testing.T, opts frontend.Options) {
-					m := newResNet(s, uint64(seed))
-					nn.SetTraining(m, training)
-					c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
-						if dt == frontend.Float32 {
-							return []*frontend.Tensor{m.Forward(in[0])}
-						}
-						return nn.Autocast(m, dt, func() []*frontend.Tensor {
-							return []*frontend.Tensor{m.Forward(in[0].Cast(dt)).Cast(frontend.Float32)}
-						})
-					}, 1, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					out, err := c.Call(x)
-					called(t, "forward", err)
-					closeTo(t, "logits", out[0], want.Shape(), want.Float64s(), 2*tolOf(dt))
-					for k, b := range nn.Buffers(m) {
-						closeTo(t, b.Name, b.Tensor(), wantBufs[k].Shape(), wantBufs[k].Float64s(), tolOf(dt))
-					}
+				newNet := func() *resnet.ResNet { return newResNet(s, uint64(seed)) }
+				checkResNetForward(t, newNet, training, dt, x, func(t *testing.T, check func(t *testing.T, opts frontend.Options)) {
+					forPaths(t, s.macs(), dt, check)
 				})
 			})
+		}
+	})
+}
+
+// checkResNetForward checks the forward pass of a ResNet made by newNet,
+// in training or evaluation mode, in float32 or under autocast to dt, on
+// x against the eager float64 model: the logits and the running
+// statistics. run runs its check on the paths under test.
+func checkResNetForward(t *testing.T, newNet func() *resnet.ResNet, training bool, dt frontend.DType, x *frontend.Tensor, run func(t *testing.T, check func(t *testing.T, opts frontend.Options))) {
+	ref := newNet()
+	nn.SetTraining(ref, training)
+	castModel(t, ref, frontend.Float64)
+	want := ref.Forward(x.Cast(dt).Cast(frontend.Float64))
+	wantBufs := nn.Tensors(nn.Buffers(ref))
+	run(t, func(t *testing.T, opts frontend.Options) {
+		m := newNet()
+		nn.SetTraining(m, training)
+		c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
+			if dt == frontend.Float32 {
+				return []*frontend.Tensor{m.Forward(in[0])}
+			}
+			return nn.Autocast(m, dt, func() []*frontend.Tensor {
+				return []*frontend.Tensor{m.Forward(in[0].Cast(dt)).Cast(frontend.Float32)}
+			})
+		}, 1, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Call(x)
+		called(t, "forward", err)
+		closeTo(t, "logits", out[0], want.Shape(), want.Float64s(), 2*tolOf(dt))
+		for k, b := range nn.Buffers(m) {
+			closeTo(t, b.Name, b.Tensor(), wantBufs[k].Shape(), wantBufs[k].Float64s(), tolOf(dt))
 		}
 	})
 }
