@@ -81,6 +81,7 @@ func aInts(name string, vs ...int64) *Attribute {
 	return &Attribute{Name: name, Type: AttrInts, Ints: vs}
 }
 func aInt(name string, v int64) *Attribute { return &Attribute{Name: name, Type: AttrInt, I: v} }
+func aStr(name, v string) *Attribute       { return &Attribute{Name: name, Type: AttrString, S: []byte(v)} }
 func aFloat(name string, v float32) *Attribute {
 	return &Attribute{Name: name, Type: AttrFloat, F: v}
 }

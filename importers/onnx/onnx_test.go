@@ -484,10 +484,35 @@ func TestBadCNNInput(t *testing.T) {
 			b.weight("w", 6, 4, 3, 3)
 			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInts("kernel_shape", 5, 5))
 		}},
-		{"stride 0", "'strides' must be 2 positive integers", func(b *builder) {
+		{"stride 0", "kernel [3 3], strides [0 0], dilations [1 1]: want each ≥ 1", func(b *builder) {
 			b.input("x", TypeFloat, 1, 4, 9, 9)
 			b.weight("w", 6, 4, 3, 3)
 			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInts("strides", 0, 0))
+		}},
+		// Before the check the strides divided by zero (a panic): in
+		// auto_pad's sizes and in pooling's output size.
+		{"stride 0 same_upper", `"Conv_y" (op_type Conv, opset 17): kernel [3 3], strides [1 0], dilations [1 1]: want each ≥ 1`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.weight("w", 6, 4, 3, 3)
+			b.node("Conv", []string{"x", "w"}, []string{"y"}, aInts("strides", 1, 0), aStr("auto_pad", "SAME_UPPER"))
+		}},
+		{"pool stride 0", `"MaxPool_y" (op_type MaxPool, opset 17): kernel [2 2], strides [0 0], dilations [1 1]: want each ≥ 1`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.node("MaxPool", []string{"x"}, []string{"y"}, aInts("kernel_shape", 2, 2), aInts("strides", 0, 0))
+		}},
+		{"pool kernel 0", `"AveragePool_y" (op_type AveragePool, opset 17): kernel [0 2], strides [1 1], dilations [1 1]: want each ≥ 1`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.node("AveragePool", []string{"x"}, []string{"y"}, aInts("kernel_shape", 0, 2))
+		}},
+		// Before, windows in the padding only gave −∞ (max) or 0 (average
+		// without the padding) silently.
+		{"pool pads past kernel", `"MaxPool_y" (op_type MaxPool, opset 17): pads [0 3 0 3] must be smaller than the kernel [2 2]`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.node("MaxPool", []string{"x"}, []string{"y"}, aInts("kernel_shape", 2, 2), aInts("pads", 0, 3, 0, 3))
+		}},
+		{"average pads past kernel", `pads [2 2 2 2] must be smaller than the kernel [2 2]`, func(b *builder) {
+			b.input("x", TypeFloat, 1, 4, 9, 9)
+			b.node("AveragePool", []string{"x"}, []string{"y"}, aInts("kernel_shape", 2, 2), aInts("pads", 2, 2, 2, 2), aInt("count_include_pad", 0))
 		}},
 		{"negative pads", "negative pads [-1 -1 -1 -1]", func(b *builder) {
 			b.input("x", TypeFloat, 1, 4, 9, 9)

@@ -787,6 +787,12 @@ func (c *nodeCtx) window(in, kernel []int64) (strides, dil, ext, pads []int64, e
 	if len(strides) != sp || len(dil) != sp {
 		return nil, nil, nil, nil, fmt.Errorf("strides %v and dilations %v need %d entries", strides, dil, sp)
 	}
+	// Checked here, before auto_pad and the output sizes divide by them.
+	for i := range sp {
+		if strides[i] < 1 || dil[i] < 1 || kernel[i] < 1 {
+			return nil, nil, nil, nil, fmt.Errorf("kernel %v, strides %v, dilations %v: want each ≥ 1", kernel, strides, dil)
+		}
+	}
 	ext = make([]int64, sp)
 	for i := range sp {
 		ext[i] = (kernel[i]-1)*dil[i] + 1
@@ -1123,6 +1129,13 @@ func pool(kind string) converter {
 		strides, dil, ext, pads, err := c.window(in, ks)
 		if err != nil {
 			return nil, err
+		}
+		// A window that lies in the padding only would pool nothing (−∞
+		// or 0/0): ONNX Runtime and PyTorch reject such pads too.
+		for i, p := range pads {
+			if p >= ext[i%sp] {
+				return nil, fmt.Errorf("pads %v must be smaller than the kernel %v (dilated: %v)", pads, ks, ext)
+			}
 		}
 		ceil := c.int("ceil_mode", 0) != 0
 		out := make([]int64, sp)
