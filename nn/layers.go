@@ -123,7 +123,9 @@ func (e *Embedding) Forward(idx *frontend.Tensor) *frontend.Tensor {
 	return e.Weight.Gather(idx, 0)
 }
 
-// LayerNorm normalizes over the last dim and applies Weight and Bias.
+// LayerNorm normalizes over the last dim and applies Weight and Bias. A
+// nil Bias is none (PyTorch's bias=False); nil Weight and Bias are
+// PyTorch's elementwise_affine=False.
 type LayerNorm struct {
 	Weight, Bias *frontend.Tensor
 	Eps          float64
@@ -140,11 +142,23 @@ func (l *LayerNorm) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if f := firstErr(x, l.Weight, l.Bias); f != nil {
 		return f
 	}
-	d := l.Weight.Dim(0)
-	if x.Rank() == 0 || x.Dim(-1) != d {
-		return errorf("LayerNorm: input of shape %v, want [..., %d]", x.Shape(), d)
+	if x.Rank() == 0 {
+		return errorf("LayerNorm: input of shape %v, want [..., features]", x.Shape())
 	}
-	return x.LayerNorm(l.Weight, l.Bias, -1, l.Eps)
+	d := x.Dim(-1)
+	w, b := l.Weight, l.Bias
+	for _, p := range []*frontend.Tensor{w, b} {
+		if p != nil && (p.Rank() != 1 || p.Dim(0) != d) {
+			return errorf("LayerNorm: input of shape %v, weight or bias of shape %v: want [..., n] and [n]", x.Shape(), p.Shape())
+		}
+	}
+	if w == nil {
+		w = frontend.Full(x.DType(), 1, d)
+	}
+	if b == nil {
+		b = frontend.Full(w.DType(), 0, d)
+	}
+	return x.LayerNorm(w, b, -1, l.Eps)
 }
 
 // ConvOptions are Conv2d's optional settings; zero values are PyTorch's

@@ -283,11 +283,22 @@ func TestLinearEmbeddingLayerNorm(t *testing.T) {
 		near(rt, "linear", lin.Forward(tensor(x, frontend.Float32)), []int{m, n}, refMatmul(x.data, m, k, lin.Weight.Float64s(), n, b), 1e-5)
 		gradCheck(rt, r, lin, lin.Forward, tensor(x, frontend.Float64), true)
 
+		// With a weight and a bias, with a weight only (PyTorch's
+		// bias=False) or with neither (elementwise_affine=False), at
+		// PyTorch's eps or a larger one.
 		ln := nn.NewLayerNorm(k)
 		ln.Weight, ln.Bias = g.Uniform(0.5, 1.5, k), g.Uniform(-1, 1, k)
+		ln.Eps = rapid.SampledFrom([]float64{1e-5, 1e-2}).Draw(rt, "eps")
+		wantW, wantB := ln.Weight.Float64s(), ln.Bias.Float64s()
+		switch rapid.IntRange(0, 2).Draw(rt, "affine") {
+		case 1:
+			ln.Bias, wantB = nil, make([]float64, k)
+		case 2:
+			ln.Weight, ln.Bias, wantW, wantB = nil, nil, slices.Repeat([]float64{1}, k), make([]float64, k)
+		}
 		if k > 1 {
 			near(rt, "layer norm", ln.Forward(tensor(x, frontend.Float32)), []int{m, k},
-				refLayerNorm(x.data, k, ln.Weight.Float64s(), ln.Bias.Float64s(), 1e-5), 1e-4)
+				refLayerNorm(x.data, k, wantW, wantB, ln.Eps), 1e-4)
 			gradCheck(rt, r, ln, ln.Forward, tensor(x, frontend.Float64), true)
 		}
 
@@ -458,6 +469,8 @@ func TestBadInput(t *testing.T) {
 		{"padding", nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Padding: -1}).Forward(frontend.Zeros(frontend.Float32, 1, 3, 5, 5)), "'padding' must be non-negative"},
 		{"conv dtype", conv.Forward(frontend.Zeros(frontend.BFloat16, 1, 3, 5, 5)), "different element types: bf16 vs f32"},
 		{"bn dtype", nn.NewBatchNorm2d(3).Forward(frontend.Zeros(frontend.Int64, 2, 3, 2, 2)), "must be a ranked tensor of f64, f32, f16 or bf16"},
+		{"layer norm features", nn.NewLayerNorm(4).Forward(frontend.Zeros(frontend.Float32, 2, 5)), "input of shape [2 5], weight or bias of shape [4]"},
+		{"layer norm scalar", (&nn.LayerNorm{Eps: 1e-5}).Forward(frontend.Scalar(1)), "input of shape [], want [..., features]"},
 		{"embedding id", nn.NewEmbedding(g, 5, 3, 1).Forward(frontend.FromSlice([]int64{0, 4, 5}, 3)), "index 5 at position 2 is out of range for axis 0 of size 5"},
 	}
 	for _, c := range cases {
