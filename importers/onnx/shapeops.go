@@ -509,7 +509,13 @@ func convSplit(c *nodeCtx) ([]*val, error) {
 	}
 	var sum int64
 	for _, s := range sizes {
+		if s < 0 {
+			return nil, fmt.Errorf("split sizes %v: a size is negative", sizes)
+		}
 		sum += s
+	}
+	if len(sizes) != len(c.n.Outputs) {
+		return nil, fmt.Errorf("split sizes %v make %d parts for %d outputs", sizes, len(sizes), len(c.n.Outputs))
 	}
 	if sum != n {
 		return nil, fmt.Errorf("split sizes %v do not add up to %d", sizes, n)
@@ -581,6 +587,11 @@ func convExpand(c *nodeCtx) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, d := range target {
+		if v, ok := d.IsConst(); ok && v < 0 {
+			return nil, fmt.Errorf("shape %s has a negative size", shapeString(target))
+		}
+	}
 	dims, err := broadcastDims(x.dims, target)
 	if err != nil {
 		return nil, err
@@ -598,7 +609,11 @@ func (c *nodeCtx) expand(x *val, dims []sym.Expr) (*val, error) {
 		if x.k != nil && ir.NumElements(shape) <= smallLimit {
 			return kval(kBroadcast(x.k, shape)), nil
 		}
-		return c.wrap(c.e.Op("broadcast_to", []*ir.Value{c.value(x)}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)}))[0], c.e.Err
+		y := c.e.Op("broadcast_to", []*ir.Value{c.value(x)}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+		if y == nil {
+			return nil, c.e.Err
+		}
+		return c.im.wrap(y), nil
 	}
 	off := len(dims) - x.rank()
 	zshape := make([]int64, len(dims))
