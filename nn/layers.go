@@ -102,7 +102,9 @@ func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType, after bool) *fronten
 
 // MatMul2D returns x·w for x [..., K] and w [K, N] as one 2-D product
 // (see Linear), the form the GPU lowering runs on tensor cores.
-func MatMul2D(x, w *frontend.Tensor) *frontend.Tensor { return matmul2D(x, w, nil, frontend.Float32, false) }
+func MatMul2D(x, w *frontend.Tensor) *frontend.Tensor {
+	return matmul2D(x, w, nil, frontend.Float32, false)
+}
 
 // castTo returns x cast to dt, or x itself when it already is dt.
 func castTo(x *frontend.Tensor, dt frontend.DType) *frontend.Tensor {
