@@ -18,11 +18,14 @@ import (
 // split as it splits, [p, n/p, c] summed over the n/p rows of each part,
 // then over the p partial rows (transposed: the partials transposed to
 // [c, p] first, so that the second half reads each column's partials
-// contiguously).
-func colSumProgram(n, c, p int64, elt string, transposed bool) string {
+// contiguously; first: only the first half, the [p, c] partials).
+func colSumProgram(n, c, p int64, elt string, transposed, first bool) string {
 	x := fmt.Sprintf("tensor<%dx%dx%s>", n, c, elt)
 	xf := fmt.Sprintf("tensor<%dx%dxf32>", n, c)
 	out := fmt.Sprintf("tensor<%dxf32>", c)
+	if first {
+		out = fmt.Sprintf("tensor<%dx%dxf32>", p, c)
+	}
 	s := fmt.Sprintf("func.func @main(%%x: %s) -> %s {\n", x, out)
 	if elt == "f32" {
 		s += fmt.Sprintf("  %%xf = \"graph.add\"(%%x, %%x) : (%[1]s, %[1]s) -> %[1]s\n", xf)
@@ -37,6 +40,9 @@ func colSumProgram(n, c, p int64, elt string, transposed bool) string {
 	part := fmt.Sprintf("tensor<%dx%dxf32>", p, c)
 	s += fmt.Sprintf("  %%v = \"graph.reshape\"(%%xf) <{shape = [%d, %d, %d]}> : (%s) -> %s\n", p, n/p, c, xf, v)
 	s += fmt.Sprintf("  %%p = \"graph.reduce_sum\"(%%v) <{axes = [1], keepdims = false}> : (%s) -> %s\n", v, part)
+	if first {
+		return s + fmt.Sprintf("  return %%p : %s\n}", out)
+	}
 	if transposed {
 		tp := fmt.Sprintf("tensor<%dx%dxf32>", c, p)
 		s += fmt.Sprintf("  %%t = \"graph.transpose\"(%%p) <{perm = array<i64: 1, 0>}> : (%s) -> %s\n", part, tp)
@@ -51,7 +57,8 @@ func colSumProgram(n, c, p int64, elt string, transposed bool) string {
 // (a bias or layer-norm parameter gradient: [8192, 768] summed over the
 // tokens, f32 as the residual stream's gradient, bf16 as a product's) as
 // graph-split-reductions splits them and split by hand into other
-// numbers of partial rows, each checked against a float64 sum on the
+// numbers of partial rows (and their first halves alone, the partial
+// rows summed on the host), each checked against a float64 sum on the
 // host. With STRATA_ROW_SWEEP=colsum each form is timed as
 // TestGPURowVariants times its variants.
 func TestGPUColumnSumSplits(t *testing.T) {
@@ -64,12 +71,14 @@ func TestGPUColumnSumSplits(t *testing.T) {
 		xs[i] = 2*rng.Float64() - 1
 	}
 	type form struct {
-		p          int64
-		transposed bool
+		p                 int64
+		transposed, first bool
 	}
-	forms := []form{{0, false}, {1024, true}, {256, true}}
+	forms := []form{{0, false, false}, {1024, true, false}, {256, true, false}, {512, false, true}}
 	if sweep {
-		forms = append(forms, form{64, false}, form{128, false}, form{512, false}, form{1024, false}, form{128, true}, form{512, true}, form{2048, true})
+		forms = append(forms, form{64, false, false}, form{128, false, false}, form{512, false, false}, form{1024, false, false},
+			form{128, true, false}, form{512, true, false}, form{2048, true, false},
+			form{128, false, true}, form{256, false, true}, form{1024, false, true}, form{2048, false, true})
 	}
 	for _, elt := range []string{"f32", "bf16"} {
 		et := ir.Type(ir.F32)
@@ -90,8 +99,8 @@ func TestGPUColumnSumSplits(t *testing.T) {
 			scale[i%c] += math.Abs(v)
 		}
 		for _, f := range forms {
-			name := fmt.Sprintf("%s p=%d transposed=%v", elt, f.p, f.transposed)
-			m := lowerGraph(t, colSumProgram(n, c, f.p, elt, f.transposed), "builtin.module(lower-to-gpu)")
+			name := fmt.Sprintf("%s p=%d transposed=%v first=%v", elt, f.p, f.transposed, f.first)
+			m := lowerGraph(t, colSumProgram(n, c, f.p, elt, f.transposed, f.first), "builtin.module(lower-to-gpu)")
 			prog, err := exec.Compile(m, exec.Options{})
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -105,7 +114,14 @@ func TestGPUColumnSumSplits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for j, g := range gt.Float64s() {
+			sums := gt.Float64s()
+			if f.first { // the partial rows, summed here
+				sums = make([]float64, c)
+				for i, v := range gt.Float64s() {
+					sums[i%c] += v
+				}
+			}
+			for j, g := range sums {
 				if !(math.Abs(g-want[j]) <= 1e-6*scale[j]) {
 					t.Fatalf("%s: column %d: %g, want %g", name, j, g, want[j])
 				}
