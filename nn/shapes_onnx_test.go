@@ -21,6 +21,8 @@ import (
 type onnxCNN struct {
 	name    string
 	c, h, w int
+	// opset is the model's (0: 13).
+	opset int64
 	// nodes adds the model's nodes after the input "x" and returns the
 	// output names.
 	nodes func(b *onnxBuilder) []string
@@ -105,30 +107,30 @@ func ostr(name, v string) *onnx.Attribute {
 }
 
 var onnxCNNs = []onnxCNN{
-	{"same_upper_stride2_even", 3, 16, 16, func(b *onnxBuilder) []string {
+	{"same_upper_stride2_even", 3, 16, 16, 0, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w", 5, 3, 3, 3), b.weight("b", 5)}, "c",
 			ints("kernel_shape", 3, 3), ints("strides", 2, 2), ostr("auto_pad", "SAME_UPPER"))
 		return []string{b.node("Relu", []string{c}, "r")}
 	}},
-	{"same_lower_k4_stride2_odd", 3, 17, 15, func(b *onnxBuilder) []string {
+	{"same_lower_k4_stride2_odd", 3, 17, 15, 0, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w", 4, 3, 4, 4)}, "c",
 			ints("kernel_shape", 4, 4), ints("strides", 2, 2), ostr("auto_pad", "SAME_LOWER"))
 		return []string{c}
 	}},
-	{"asymmetric_pads_nonsquare", 5, 15, 17, func(b *onnxBuilder) []string {
+	{"asymmetric_pads_nonsquare", 5, 15, 17, 0, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w", 7, 5, 3, 5), b.weight("b", 7)}, "c",
 			ints("kernel_shape", 3, 5), ints("strides", 1, 3), ints("pads", 1, 0, 2, 3), ints("dilations", 2, 1))
 		return []string{c}
 	}},
-	{"depthwise_asymmetric", 6, 15, 15, func(b *onnxBuilder) []string {
+	{"depthwise_asymmetric", 6, 15, 15, 0, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w", 6, 1, 3, 3), b.weight("b", 6)}, "c",
 			ints("kernel_shape", 3, 3), ints("strides", 2, 2), ints("pads", 0, 0, 1, 1), oint("group", 6))
 		return []string{b.node("Relu", []string{c}, "r")}
 	}},
-	{"maxpool_ceil", 3, 15, 16, func(b *onnxBuilder) []string {
+	{"maxpool_ceil", 3, 15, 16, 0, func(b *onnxBuilder) []string {
 		return []string{b.node("MaxPool", []string{"x"}, "p", ints("kernel_shape", 3, 3), ints("strides", 2, 2), oint("ceil_mode", 1))}
 	}},
-	{"avgpool_ceil_excl_pad", 3, 17, 15, func(b *onnxBuilder) []string {
+	{"avgpool_ceil_excl_pad", 3, 17, 15, 0, func(b *onnxBuilder) []string {
 		return []string{b.node("AveragePool", []string{"x"}, "p", ints("kernel_shape", 3, 2), ints("strides", 2, 3),
 			ints("pads", 1, 0, 1, 1), oint("ceil_mode", 1), oint("count_include_pad", 0))}
 	}},
@@ -137,7 +139,7 @@ var onnxCNNs = []onnxCNN{
 	// depthwise 5×5 stride 1, the SE gate (GlobalAveragePool, 1×1 convs,
 	// Relu, HardSigmoid, a broadcast Mul), HardSwish, 1×1 project and the
 	// residual Add.
-	{"mobilenet_se_block", 6, 13, 11, func(b *onnxBuilder) []string {
+	{"mobilenet_se_block", 6, 13, 11, 0, func(b *onnxBuilder) []string {
 		lo, hi := b.scalar("zero", 0), b.scalar("six", 6)
 		e := b.node("Conv", []string{"x", b.weight("we", 12, 6, 1, 1), b.weight("be", 12)}, "e", ints("kernel_shape", 1, 1))
 		e = b.node("Clip", []string{e, lo, hi}, "e6")
@@ -153,7 +155,43 @@ var onnxCNNs = []onnxCNN{
 		p := b.node("Conv", []string{d, b.weight("wp", 6, 12, 1, 1)}, "p", ints("kernel_shape", 1, 1))
 		return []string{b.node("Add", []string{p, "x"}, "y")}
 	}},
-	{"stem_to_head", 3, 31, 31, func(b *onnxBuilder) []string {
+	// A grouped (not depthwise) convolution, dilated and strided
+	// unequally with asymmetric pads and a bias, then batch norm in
+	// evaluation mode (the compiler may fold it into the convolution).
+	{"grouped_dilated_strided_bn", 8, 17, 19, 0, func(b *onnxBuilder) []string {
+		c := b.node("Conv", []string{"x", b.weight("w", 6, 4, 3, 3), b.weight("b", 6)}, "c",
+			ints("kernel_shape", 3, 3), ints("strides", 2, 3), ints("dilations", 2, 1), ints("pads", 1, 2, 0, 1), oint("group", 2))
+		n := b.node("BatchNormalization", []string{c, b.positive("s", 0.5, 1.5, 6), b.weight("sh", 6), b.weight("m", 6), b.positive("v", 0.5, 2, 6)}, "n",
+			&onnx.Attribute{Name: "epsilon", Type: onnx.AttrFloat, F: 1e-3})
+		return []string{b.node("Relu", []string{n}, "r")}
+	}},
+	// Batch norm after a convolution whose output is also read by the
+	// residual Add: folding the batch norm into the convolution must
+	// leave the Add's operand unscaled.
+	{"bn_fold_shared_conv", 4, 11, 13, 0, func(b *onnxBuilder) []string {
+		c := b.node("Conv", []string{"x", b.weight("w", 4, 4, 3, 3)}, "c", ints("kernel_shape", 3, 3), ints("pads", 1, 1, 1, 1))
+		n := b.node("BatchNormalization", []string{c, b.positive("s", 0.5, 1.5, 4), b.weight("sh", 4), b.weight("m", 4), b.positive("v", 0.5, 2, 4)}, "n")
+		return []string{b.node("Add", []string{b.node("Relu", []string{n}, "r"), c}, "y")}
+	}},
+	// PyTorch's AvgPool2d(3, 2, 1, ceil_mode=True) (count_include_pad
+	// true): the divisor counts the padding but not the ceil-mode
+	// overhang.
+	{"avgpool_ceil_incl_pad", 3, 15, 16, 0, func(b *onnxBuilder) []string {
+		return []string{b.node("AveragePool", []string{"x"}, "p", ints("kernel_shape", 3, 3), ints("strides", 2, 2),
+			ints("pads", 1, 1, 1, 1), oint("ceil_mode", 1), oint("count_include_pad", 1))}
+	}},
+	// Gelu (opset 20) in both forms on a 1×1 convolution's output, and
+	// LayerNormalization over the last axis without a bias input at
+	// epsilon 1e-3.
+	{"gelu_tanh_erf_layernorm", 5, 9, 12, 20, func(b *onnxBuilder) []string {
+		c := b.node("Conv", []string{"x", b.weight("w", 6, 5, 1, 1), b.weight("b", 6)}, "c", ints("kernel_shape", 1, 1))
+		t := b.node("Gelu", []string{c}, "gt", ostr("approximate", "tanh"))
+		e := b.node("Gelu", []string{c}, "ge")
+		l := b.node("LayerNormalization", []string{b.node("Add", []string{t, e}, "a"), b.positive("g", 0.5, 1.5, 12)}, "l",
+			oint("axis", -1), &onnx.Attribute{Name: "epsilon", Type: onnx.AttrFloat, F: 1e-3})
+		return []string{l}
+	}},
+	{"stem_to_head", 3, 31, 31, 0, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w1", 7, 3, 7, 7), b.weight("b1", 7)}, "c1",
 			ints("kernel_shape", 7, 7), ints("strides", 2, 2), ints("pads", 3, 3, 3, 3))
 		r := b.node("Relu", []string{c}, "r1")
@@ -188,7 +226,11 @@ func TestShapesONNXCNNs(t *testing.T) {
 				for _, o := range m.nodes(b) {
 					b.g.Outputs = append(b.g.Outputs, &onnx.ValueInfo{Name: o, ElemType: elem})
 				}
-				model := &onnx.Model{IRVersion: 8, ProducerName: "strata-test", Opsets: []onnx.OpsetID{{Version: 13}}, Graph: &b.g}
+				opset := m.opset
+				if opset == 0 {
+					opset = 13
+				}
+				model := &onnx.Model{IRVersion: 8, ProducerName: "strata-test", Opsets: []onnx.OpsetID{{Version: opset}}, Graph: &b.g}
 				path := filepath.Join(t.TempDir(), "model.onnx")
 				if err := os.WriteFile(path, model.Marshal(), 0o644); err != nil {
 					t.Fatal(err)

@@ -376,15 +376,18 @@ func bitsAttr(bits uint64, elem ir.Type) ir.Attribute {
 	return ir.IntegerAttr{Value: ir.TruncInt(int64(bits), elem), Type: elem}
 }
 
-// constantElem reads a graph.constant: a splat is a scalar, anything else
-// a buffer filled at function entry.
+// constantElem reads a graph.constant: a splat, or a constant whose
+// elements are all equal (folds write those element by element), is a
+// scalar; anything else a buffer filled at function entry (stores on the
+// host, which the nvptx executor cannot run: frontend.Load and irc lift
+// such constants to arguments first).
 func (k *kernel) constantElem(op *ir.Operation, idx []*ir.Value) (*ir.Value, error) {
 	d, ok := op.Attr("value").(ir.DenseAttr)
 	if !ok {
 		return nil, errorf(op.Loc(), "graph.constant without a dense value")
 	}
 	elem := elemOf(op.Result(0))
-	if len(d.Bits) == 1 {
+	if len(d.Bits) == 1 || (ir.IsFloat(elem) || ir.IsIntOrIndex(elem)) && len(d.Bits) > 0 && !slices.ContainsFunc(d.Bits, func(b uint64) bool { return b != d.Bits[0] }) {
 		return k.constant(bitsAttr(d.Bits[0], elem)), nil
 	}
 	v := op.Result(0)
