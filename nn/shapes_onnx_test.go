@@ -383,17 +383,26 @@ func (b *onnxBuilder) int64s(name string, vs ...int64) string {
 // torch.onnx.export writes one (opset 17): LayerNormalization, a fused
 // qkv MatMul split by Split with sizes, Reshape with 0 (copy) and -1,
 // Transposes to heads and to kᵀ, a scaled batched MatMul, an additive
-// causal mask of -inf, Softmax, the erf form of GELU, residual Adds; head
-// dim 24, 3 heads, 7 tokens, batch 1 and 2, on every model path against
-// the eager interpreter of the imported graph.
+// causal mask of -inf, Softmax, the erf form of GELU, residual Adds; 7
+// tokens, 3 heads of 24, 5 heads of 8 (batch 2), and 3 heads of 8
+// exported in float16, on every model path against the eager interpreter
+// of the imported graph.
 func TestShapesONNXTransformer(t *testing.T) {
-	const tt, d, h, hidden = 7, 72, 3, 100
-	dh := d / h
-	for _, n := range []int{1, 2} {
-		t.Run(fmt.Sprintf("n%d", n), func(t *testing.T) {
-			b := &onnxBuilder{rng: rand.New(rand.NewPCG(5, uint64(n)))}
+	const tt, hidden = 7, 100
+	for i, c := range []struct {
+		n     int
+		h, dh int64
+		half  bool // exported in float16
+	}{{1, 3, 24, false}, {2, 5, 8, false}, {2, 3, 8, true}} {
+		n, h, dh, d := c.n, c.h, c.dh, c.h*c.dh
+		dt, elem := frontend.Float32, int32(onnx.TypeFloat)
+		if c.half {
+			dt, elem = frontend.Float16, onnx.TypeFloat16
+		}
+		t.Run(fmt.Sprintf("n%d_h%d_dh%d/%v", n, h, dh, dt), func(t *testing.T) {
+			b := &onnxBuilder{rng: rand.New(rand.NewPCG(5, uint64(i))), half: c.half}
 			b.g.Name = "block"
-			b.g.Inputs = []*onnx.ValueInfo{{Name: "x", ElemType: onnx.TypeFloat, HasShape: true, Dims: []onnx.Dim{
+			b.g.Inputs = []*onnx.ValueInfo{{Name: "x", ElemType: elem, HasShape: true, Dims: []onnx.Dim{
 				{Value: int64(n), HasValue: true}, {Value: tt, HasValue: true}, {Value: d, HasValue: true}}}}
 			ln := func(in, p string) string {
 				return b.node("LayerNormalization", []string{in, b.positive(p+"_g", 0.5, 1.5, d), b.weight(p+"_b", d)}, p,
@@ -403,7 +412,7 @@ func TestShapesONNXTransformer(t *testing.T) {
 			qkv = b.node("Add", []string{qkv, b.weight("bqkv", 3*d)}, "qkv")
 			b.g.Nodes = append(b.g.Nodes, &onnx.Node{OpType: "Split", Name: "split", Inputs: []string{qkv, b.int64s("sizes", d, d, d)},
 				Outputs: []string{"q0", "k0", "v0"}, Attrs: []*onnx.Attribute{oint("axis", 2)}})
-			heads := b.int64s("heads", 0, 0, h, int64(dh))
+			heads := b.int64s("heads", 0, 0, h, dh)
 			q := b.node("Transpose", []string{b.node("Reshape", []string{"q0", heads}, "q1")}, "q", ints("perm", 0, 2, 1, 3))
 			kT := b.node("Transpose", []string{b.node("Reshape", []string{"k0", heads}, "k1")}, "kT", ints("perm", 0, 2, 3, 1))
 			v := b.node("Transpose", []string{b.node("Reshape", []string{"v0", heads}, "v1")}, "v", ints("perm", 0, 2, 1, 3))
@@ -414,11 +423,7 @@ func TestShapesONNXTransformer(t *testing.T) {
 					mask[i*tt+j] = float32(math.Inf(-1))
 				}
 			}
-			raw := make([]byte, 0, 4*len(mask))
-			for _, m := range mask {
-				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(m))
-			}
-			b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: "mask", Dims: []int64{1, 1, tt, tt}, DataType: onnx.TypeFloat, RawData: raw, HasRaw: true})
+			b.floats("mask", []int64{1, 1, tt, tt}, mask)
 			p := b.node("Softmax", []string{b.node("Add", []string{s, "mask"}, "s2")}, "p", oint("axis", -1))
 			o := b.node("Transpose", []string{b.node("MatMul", []string{p, v}, "o0")}, "o1", ints("perm", 0, 2, 1, 3))
 			o = b.node("Reshape", []string{o, b.int64s("merge", 0, 0, -1)}, "o2")
@@ -429,13 +434,13 @@ func TestShapesONNXTransformer(t *testing.T) {
 			erf := b.node("Erf", []string{b.node("Div", []string{m, b.scalar("sqrt2", float32(math.Sqrt2))}, "m2")}, "m3")
 			g := b.node("Mul", []string{b.node("Mul", []string{m, b.node("Add", []string{erf, b.scalar("one", 1)}, "m4")}, "m5"), b.scalar("half", 0.5)}, "m6")
 			m = b.node("Add", []string{b.node("MatMul", []string{g, b.weight("w2", hidden, d)}, "m7"), b.weight("b2", d)}, "m8")
-			b.g.Outputs = []*onnx.ValueInfo{{Name: b.node("Add", []string{x2, m}, "y"), ElemType: onnx.TypeFloat}}
+			b.g.Outputs = []*onnx.ValueInfo{{Name: b.node("Add", []string{x2, m}, "y"), ElemType: elem}}
 			model := &onnx.Model{IRVersion: 8, ProducerName: "strata-test", Opsets: []onnx.OpsetID{{Version: 17}}, Graph: &b.g}
 			path := filepath.Join(t.TempDir(), "block.onnx")
 			if err := os.WriteFile(path, model.Marshal(), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			x := nn.NewRNG(uint64(n)).Uniform(-1, 1, n, tt, d)
+			x := nn.NewRNG(uint64(n)).Uniform(-1, 1, n, tt, int(d)).Cast(dt)
 			ref, err := frontend.Load(path, frontend.Options{Backend: frontend.EagerBackend})
 			if err != nil {
 				t.Fatal(err)
@@ -444,14 +449,17 @@ func TestShapesONNXTransformer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			forPaths(t, n*tt*(4*d*d+2*d*hidden+2*tt*d), frontend.Float32, func(t *testing.T, opts frontend.Options) {
+			forPaths(t, n*tt*int(4*d*d+2*d*hidden+2*tt*d), dt, func(t *testing.T, opts frontend.Options) {
 				l, err := frontend.Load(path, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got, err := l.Call(x)
 				called(t, "block", err)
-				closeTo(t, "block", got[0], want[0].Shape(), want[0].Float64s(), tolOf(frontend.Float32))
+				if got[0].DType() != dt {
+					t.Errorf("the output is %v, want %v", got[0].DType(), dt)
+				}
+				closeTo(t, "block", got[0], want[0].Shape(), want[0].Float64s(), tolOf(dt))
 			})
 		})
 	}
