@@ -536,7 +536,19 @@ func (c *conv) reduceWindow() (*ir.Value, error) {
 	if len(win) != r || len(strides) != r || len(wdil) != r {
 		return nil, fmt.Errorf("window %v, strides %v and dilations %v need %d entries", win, strides, wdil, r)
 	}
+	// The result type is the file's: check it against the window (a
+	// stride of 0 would repeat the first window, a larger result index
+	// past the input).
 	out := c.result().Shape()
+	for d := range r {
+		if win[d] < 1 || strides[d] < 1 || wdil[d] < 1 || low[d] < 0 || high[d] < 0 {
+			return nil, fmt.Errorf("window %v, strides %v, dilations %v and padding %v/%v: want sizes, strides and dilations ≥ 1 and padding ≥ 0", win, strides, wdil, low, high)
+		}
+		span := xs[d] + low[d] + high[d] - (win[d]-1)*wdil[d] - 1
+		if span < 0 || span/strides[d]+1 != out[d] {
+			return nil, fmt.Errorf("the result type %s does not match the window %v, strides %v, dilations %v and padding %v/%v over the input %v", c.result(), win, strides, wdil, low, high, xs)
+		}
+	}
 	if slices.ContainsFunc(low, func(v int64) bool { return v != 0 }) || slices.ContainsFunc(high, func(v int64) bool { return v != 0 }) {
 		d, ok := constantOf(init)
 		if !ok || d.Len() != 1 {

@@ -1,6 +1,7 @@
 package stablehlo
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -289,6 +290,10 @@ func TestRefused(t *testing.T) {
   }) : (tensor<2xf32>, tensor<f32>) -> tensor<f32>
   return %0 : tensor<f32>
 }`, "a body of stablehlo.multiply is not supported"},
+		// A stride of 0 repeated the first window (a result, silently); a
+		// result type larger than the window gives read past the input.
+		{reduceWindowText("window_dimensions = array<i64: 1, 2>, window_strides = array<i64: 1, 0>", "2x2"), "want sizes, strides and dilations ≥ 1"},
+		{reduceWindowText("window_dimensions = array<i64: 1, 2>, window_strides = array<i64: 1, 2>", "2x3"), "the result type tensor<2x3xf32> does not match the window [1 2]"},
 		{`func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
   %0 = "stablehlo.negate"(%x) : (tensor<?xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
@@ -304,6 +309,20 @@ func TestRefused(t *testing.T) {
 			t.Errorf("error %v, want %q", err, tc.want)
 		}
 	}
+}
+
+// reduceWindowText is a max pooling of a [2, 5] input by reduce_window
+// with attrs, declared to give a [out] result.
+func reduceWindowText(attrs, out string) string {
+	return fmt.Sprintf(`func.func @main(%%x: tensor<2x5xf32>) -> tensor<%[2]sxf32> {
+  %%i = "stablehlo.constant"() <{value = dense<0xFF800000> : tensor<f32>}> : () -> tensor<f32>
+  %%0 = "stablehlo.reduce_window"(%%x, %%i) <{%[1]s}> ({
+  ^bb0(%%a: tensor<f32>, %%b: tensor<f32>):
+    %%m = "stablehlo.maximum"(%%a, %%b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%%m) : (tensor<f32>) -> ()
+  }) : (tensor<2x5xf32>, tensor<f32>) -> tensor<%[2]sxf32>
+  return %%0 : tensor<%[2]sxf32>
+}`, attrs, out)
 }
 
 // TestVerifier: the dialect rejects malformed dimension numbers.
