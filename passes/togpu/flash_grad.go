@@ -87,6 +87,13 @@ type FlashGrad struct {
 	// its last, which visits the most key tiles (as the forward kernel
 	// does), so that the light ones end the launch.
 	HeavyFirst bool
+	// Overlap (with WGMMA, without AtomicDQ) issues each tile's last
+	// product (dQ, or dK) in the next tile, right after its S and dP, as
+	// the forward kernel issues P·V with the next S: the tensor cores get
+	// the three products at once and the product runs while P is
+	// computed; the next tile's copies, into the stage it reads, follow
+	// its wait (gradTilesOverlap).
+	Overlap bool
 	// BlockRows is the rows of a block of both kernels (query rows of the
 	// dQ kernel, keys of the dK/dV kernel): 64, one warpgroup (0 picks
 	// it), or with WGMMA 128, two warpgroups sharing each streamed tile
@@ -198,6 +205,9 @@ func (f FlashGrad) Check() error {
 	if f.HeavyFirst && f.AtomicDQ {
 		return errors.New("flash attention backward: HeavyFirst orders the dQ kernel, which the atomic dQ has not")
 	}
+	if f.Overlap && (!f.WGMMA || f.AtomicDQ) {
+		return errors.New("flash attention backward: Overlap takes the wgmma kernels without the atomic dQ")
+	}
 	if f.BulkDQ && (!f.AtomicDQ || f.LateDQ) {
 		return errors.New("flash attention backward: BulkDQ is an option of the atomic dQ, without LateDQ")
 	}
@@ -270,7 +280,7 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 	}
 	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), 0, func(g *flashGen, args []*ir.Value) {
 		g.lastFirst = f.HeavyFirst && f.Causal
-		g.emitDQ(args, f.Reload)
+		g.emitDQ(args, f.Reload, f.Overlap)
 	})
 	return []*ir.Operation{dq, dkv}, nil
 }
@@ -521,8 +531,9 @@ func (g *flashGen) zeros(n int64) []*ir.Value {
 }
 
 // emitDQ builds the dQ kernel on args (DQArgTypes), with reload its Q and
-// dO fragments loaded in every key tile (FlashGrad.Reload).
-func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
+// dO fragments loaded in every key tile (FlashGrad.Reload), with overlap
+// each tile's dQ product left in flight into the next (FlashGrad.Overlap).
+func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap bool) {
 	b, loc, x := g.b, g.loc, g.x
 	q, o, do, lseBuf, dqBuf, ddBuf := args[0], args[3], args[4], args[5], args[6], args[7]
 	g.q, g.k, g.v = q, args[1], args[2]
@@ -577,12 +588,22 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 
 	nO := g.D / 8
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		return g.gradTiles(from, to, it, func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
+		return g.gradTilesWith(overlap, from, to, it, func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value, next func(*ir.Builder)) []*ir.Value {
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
-			if wg {
+			switch {
+			case overlap:
+				// The previous tile's dQ, then S and dP: the tensor
+				// cores take the three at once.
+				ov := overlapOf(it[4*nO:])
+				dqIn := g.wgProductA(b, x, ov.frag, ov.at, it[:4*nO], 1)
+				s, dpIn = g.wgScorePairThen(b, x, qAt, doAt, wgRow, at, 1, func(b *ir.Builder) {
+					it = gpu.WGMMAWait(b, loc, 2*g.D/wgPanel, dqIn)
+					next(b)
+				})
+			case wg:
 				s, dpIn = g.wgScorePair(b, x, qAt, doAt, wgRow, at)
-			} else {
+			default:
 				s = g.scoresWith(b, 1, qf, x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))[0]
 			}
@@ -595,6 +616,9 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 				dp = fragmentTiles(gpu.WGMMAWait(b, loc, 0, dpIn))
 			}
 			ds := g.gradDS(b, s, dp, func(_, r int) *ir.Value { return dd[r/2] }, scale)
+			if overlap {
+				return slices.Concat(it, overlapState{g.packA(b, ds), at}.values())
+			}
 			if wg {
 				return g.wgProduct(b, x, ds, at, it, 0)
 			}
@@ -603,9 +627,17 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 			return acc
 		})
 	}
-	it := tileLoop(x.c(0), full, g.zeros(4*nO), false)
+	it := g.zeros(4 * nO)
+	if overlap {
+		it = slices.Concat(it, g.overlapInit(x, qAt).values())
+	}
+	it = tileLoop(x.c(0), full, it, false)
 	if g.Causal || g.Lk%K != 0 {
 		it = tileLoop(full, g.tiles, it, true)
+	}
+	if overlap {
+		// The last tile's dQ.
+		it = g.overlapLast(x, overlapOf(it[4*nO:]), it[:4*nO])
 	}
 	g.storeRows(it, dqBuf)
 }
@@ -616,7 +648,7 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload bool) {
 // the accumulator args[8], with LateDQ each tile's at the start of the
 // next, with BulkDQ through the staging tile.
 func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
-	atomic, late, bulk := f.AtomicDQ, f.LateDQ, f.BulkDQ
+	atomic, late, bulk, overlap := f.AtomicDQ, f.LateDQ, f.BulkDQ, f.Overlap
 	x := g.x
 	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
@@ -656,7 +688,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 		dsOffs = g.dsStores(st, wgIdx)
 	}
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		return g.gradTiles(lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
+		return g.gradTilesWith(overlap, lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value, next func(*ir.Builder)) []*ir.Value {
 			if late {
 				// The previous tile's dQ (none before the first: its
 				// first row is g.Lk).
@@ -685,9 +717,19 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			}
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
-			if wg {
+			switch {
+			case overlap:
+				// The previous tile's dK, then S and dP: the tensor
+				// cores take the three at once.
+				ov := overlapOf(it[8*nO:])
+				dkIn := g.wgProductA(b, x, ov.frag, ov.at, it[:4*nO], 1)
+				s, dpIn = g.wgScorePairThen(b, x, kAt, vAt, wgRow, at, 1, func(b *ir.Builder) {
+					it = slices.Concat(gpu.WGMMAWait(b, g.loc, 2*g.D/wgPanel, dkIn), it[4*nO:8*nO])
+					next(b)
+				})
+			case wg:
 				s, dpIn = g.wgScorePair(b, x, kAt, vAt, wgRow, at)
-			} else {
+			default:
 				s = g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))[0]
 			}
@@ -697,7 +739,12 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			}
 			g.gradProbs(b, s, func(j, r int) *ir.Value { return lse[2*j+r%2] }, sm.c)
 			var dvIn []*ir.Value
-			if wg {
+			switch {
+			case overlap:
+				// As below, dP then still in flight too.
+				dvIn = g.wgProduct(b, x, s, x.addc(at, Qt*g.D), it[4*nO:8*nO], g.D/wgPanel+1)
+				dp = fragmentTiles(gpu.WGMMAWait(b, g.loc, 1, dpIn))
+			case wg:
 				// dV += Pᵀ·dO (dO is the stage's second tile) runs while
 				// dS is computed: dP completes, dV stays in flight.
 				dvIn = g.wgProduct(b, x, s, x.addc(at, Qt*g.D), it[4*nO:8*nO], 1)
@@ -723,6 +770,10 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 				g.addDQ(b, x, st, wgIdx, dq, first, args[8], false)
 				return done
 			}
+			if overlap {
+				// dK is issued in the next tile (or after the loops).
+				return slices.Concat(it[:4*nO], gpu.WGMMAWait(b, g.loc, 0, dvIn), overlapState{g.packA(b, ds), at}.values())
+			}
 			if wg {
 				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 0)
 				return append(dk, gpu.WGMMAWait(b, g.loc, 0, dvIn)...)
@@ -735,6 +786,8 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	}
 	it := g.zeros(8 * nO)
 	switch {
+	case overlap:
+		it = slices.Concat(it, g.overlapInit(x, kAt).values())
 	case late:
 		it = append(append(it, g.zeros(nQ)...), x.c(g.Lk))
 	case bulk:
@@ -749,6 +802,10 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	}
 	if late {
 		g.addDQ(g.b, x, st, wgIdx, it[8*nO:8*nO+nQ], it[8*nO+nQ], args[8], true)
+	}
+	if overlap {
+		// The last tile's dK.
+		it = slices.Concat(g.overlapLast(x, overlapOf(it[8*nO:]), it[:4*nO]), it[4*nO:8*nO])
 	}
 	if bulk {
 		// The last tile's: fenced, and once every warp has staged it.

@@ -63,9 +63,9 @@ func (c flashCase) gradSource() string {
 // tile, the dQ kernel's fragment reloads, the wgmma kernels, the atomic
 // dQ and the blocks' rows (0: the default).
 type gradTiling struct {
-	qt                                       int64
-	reload, wgmma, atomic, late, bulk, heavy bool
-	rows                                     int64
+	qt                                                int64
+	reload, wgmma, atomic, late, bulk, heavy, overlap bool
+	rows                                              int64
 }
 
 func (g gradTiling) String() string {
@@ -86,6 +86,9 @@ func (g gradTiling) String() string {
 	if g.heavy {
 		s += "-heavy"
 	}
+	if g.overlap {
+		s += "-overlap"
+	}
 	return s
 }
 
@@ -93,7 +96,8 @@ func (g gradTiling) String() string {
 // mma.sync kernels with one of the query tiles (the default, 16 or 32)
 // and held or reloaded fragments, and for head dims 64 and 128 the wgmma
 // kernels with 64- or 32-query tiles (the latter with the dQ kernel's
-// heavy blocks first), with blocks of 128 rows (two
+// heavy blocks first), with the other tile and products in flight from
+// tile to tile (Overlap), with blocks of 128 rows (two
 // warpgroups) and with the atomic dQ, added at the end of its tile or
 // (every other case) late; at head dim 64 the atomic dQ added in bulk,
 // at 128 the atomic dQ with blocks of 128 keys too, added at the end of
@@ -102,7 +106,7 @@ func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
 		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, heavy: i%2 == 1}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, rows: 128},
-			gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0})
+			gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, overlap: true})
 	}
 	switch tc.d {
 	case 64:
@@ -123,12 +127,13 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 
 // wgmmaGradTilings are the wgmma backward options at head dim d (64 or
 // 128) that TestFlashGradPTX compiles and TestGPUFlashGrad times: both
-// query tiles (also heavy blocks first) and both block sizes of the two
-// kernels, the atomic dQ
+// query tiles (also heavy blocks first, and with Overlap) and both block
+// sizes of the two kernels, the atomic dQ
 // (late, in bulk), and at d128 the atomic dQ with blocks of 128 keys
 // (late, in bulk).
 func wgmmaGradTilings(d int64) []gradTiling {
 	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, heavy: true}, {qt: 64, wgmma: true, heavy: true},
+		{qt: 32, wgmma: true, overlap: true}, {qt: 64, wgmma: true, overlap: true},
 		{qt: 32, wgmma: true, rows: 128}, {qt: 64, wgmma: true, rows: 128},
 		{qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}}
 	gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
@@ -142,7 +147,8 @@ func wgmmaGradTilings(d int64) []gradTiling {
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, LateDQ: gt.late, BulkDQ: gt.bulk, HeavyFirst: gt.heavy, BlockRows: gt.rows}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, LateDQ: gt.late, BulkDQ: gt.bulk, HeavyFirst: gt.heavy,
+		Overlap: gt.overlap, BlockRows: gt.rows}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	acc := fmt.Sprintf("memref<%dxf32>", f.Batch*f.Lq*f.D)
@@ -295,6 +301,9 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, BulkDQ: true}, "BulkDQ is an option of the atomic dQ"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, LateDQ: true, BulkDQ: true}, "without LateDQ"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, HeavyFirst: true}, ""},
+		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, Overlap: true}, ""},
+		{togpu.FlashGrad{Flash: f, Overlap: true}, "Overlap takes the wgmma kernels"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, Overlap: true}, "without the atomic dQ"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, HeavyFirst: true}, "HeavyFirst orders the dQ kernel"},
 	} {
 		err := tc.g.Check()
