@@ -293,6 +293,45 @@ func TestModelsHostCompile(t *testing.T) {
 	}
 }
 
+// TestModelsHostCompileParallel checks that the training rows' graphs
+// compile to the same PTX on one core as on several: convert-loop-to-gpu
+// builds a function's kernels at once (and code generation runs its jobs
+// at once), and neither may make the output depend on the scheduling.
+func TestModelsHostCompileParallel(t *testing.T) {
+	for _, r := range hostFirstCalls {
+		if !strings.HasSuffix(r.name, "_train") {
+			continue
+		}
+		prev := runtime.GOMAXPROCS(1)
+		_, _, _, one := hostCompile(t, r, Small)
+		runtime.GOMAXPROCS(max(prev, 4))
+		_, _, _, many := hostCompile(t, r, Small)
+		runtime.GOMAXPROCS(prev)
+		// The graphs of a step compile at once: in the order they end.
+		byFn := map[string]hostGraph{}
+		for _, g := range many {
+			byFn[g.fn] = g
+		}
+		if len(one) != len(many) || len(byFn) != len(many) {
+			t.Fatalf("%s: %d graphs on one core, %d on several (%d functions)", r.name, len(one), len(many), len(byFn))
+		}
+		for _, g := range one {
+			if len(g.ptx) == 0 {
+				t.Errorf("%s %s: no PTX", r.name, g.fn)
+			}
+			other := byFn[g.fn]
+			for name, text := range g.ptx {
+				if other.ptx[name] != text {
+					t.Errorf("%s %s: gpu.module @%s: the PTX on several cores differs from that on one", r.name, g.fn, name)
+				}
+			}
+			if len(other.ptx) != len(g.ptx) {
+				t.Errorf("%s %s: %d gpu.modules on several cores, %d on one", r.name, g.fn, len(other.ptx), len(g.ptx))
+			}
+		}
+	}
+}
+
 // BenchmarkModelsHostCompile makes each model row's first call at the
 // bench's size with the PTXOnly backend for the H200 (capability 9.0, the
 // libraries taken to load) and reports its host phases in ms: passes,

@@ -144,7 +144,7 @@ func (p *mma) emitWGMMA(k *kernelGen, b *ir.Builder) error {
 	kl := kTiles(steady, g.numK, accs, false)
 	gpu.CpAsyncWait(b, loc, 0)
 	p.epilogue(k, x, kl.Results(), g, x.mulc(g.warp, 16), x.c(0), 1, tl.N/8)
-	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
+	k.moduleTarget = gpu.WGMMATarget // the gpu.module's, set when placed
 	return nil
 }
 
@@ -189,6 +189,6 @@ func (p *mma) emitWGMMAOverlap(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir
 	done := gpu.WGMMAWait(b, loc, 0, accs)
 	gpu.CpAsyncWait(b, loc, 0)
 	p.epilogue(k, x, done, g, x.mulc(g.warp, 16), x.c(0), 1, tl.N/8)
-	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
+	k.moduleTarget = gpu.WGMMATarget // the gpu.module's, set when placed
 	return nil
 }

@@ -257,6 +257,6 @@ func (p *mma) emitWS(k *kernelGen, b *ir.Builder, g gemmBlock, aWG *ir.Value, sh
 		// No block exits while another may still arrive at its barriers.
 		gpu.ClusterWait(b, loc)
 	}
-	k.kernel.ParentOp().SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
+	k.moduleTarget = gpu.WGMMATarget // the gpu.module's, set when placed
 	return tmaErr
 }

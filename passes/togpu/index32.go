@@ -163,7 +163,7 @@ func (k *kernelGen) narrowIndices(plan mapping) {
 		if a, ok = k.analyzeWithin(plan, hb); !ok || !k.roomy(hb) {
 			return
 		}
-		hb.guard()
+		k.guards = hb // the host function's guards change in place, one kernel at a time
 	}
 	if ok {
 		a.rewrite(k.ctx)

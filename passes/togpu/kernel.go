@@ -104,6 +104,15 @@ type kernelGen struct {
 	// hostArgs are the host values passed to the launch, in kernel argument
 	// order; memrefs among them are viewed as 1-D by the launch.
 	hostArgs []hostArg
+	// mapping is the nest's plan (kernelGen.plan).
+	mapping mapping
+	// moduleTarget, when set, is the PTX target the kernel needs of its
+	// gpu.module (gpu.PTXTargetAttr: wgmma's sm_90a), which place sets.
+	moduleTarget string
+	// guards, when set, are the bounds on the host's size symbols that
+	// the kernel's 32-bit indices rely on (narrowIndices), which place
+	// adds to the host function's guards.
+	guards *hostBounds
 }
 
 // hostArg is one kernel argument as the host computes it.
@@ -149,13 +158,25 @@ func isConstant(v *ir.Value) bool {
 	return d != nil && d.Name() == arith.OpConstant
 }
 
-// build creates the kernel in gmod and replaces the nest by its launch.
-func (k *kernelGen) build(gmod *ir.Operation) error {
+// plan picks the nest's mapping (analyze). It changes the nest (sibling
+// loops merge), so the plans of a function's nests are made one after
+// another.
+func (k *kernelGen) plan() error {
 	k.loc = k.nest.Loc()
 	plan, err := analyze(k.ctx, k.nest, k.cfg)
 	if err != nil {
 		return ir.Errorf(k.loc, "%s: cannot map loop.parallel nest %s: %v", PassName, k.name, err)
 	}
+	k.mapping = plan
+	return nil
+}
+
+// build creates the kernel of the planned nest, outside any gpu.module
+// (place inserts it). It reads the host function and changes none of it,
+// not even the use lists of its values: the kernels of a function's nests
+// are built at once (convertFunc).
+func (k *kernelGen) build() error {
+	plan := k.mapping
 	caps := captures(k.nest)
 	isCap := map[*ir.Value]bool{}
 	for _, v := range caps {
@@ -221,8 +242,7 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 	for i, a := range k.hostArgs {
 		types[i] = a.t
 	}
-	b := ir.NewBuilder(k.ctx)
-	b.SetInsertionPointBefore(gpu.Body(gmod).Terminator())
+	b := ir.NewBuilder(k.ctx) // no insertion point: the kernel stays detached
 	k.kernel, k.entry = gpu.NewKernel(b, k.loc, k.name, types)
 	k.m = map[*ir.Value]*ir.Value{}
 	k.sizes = map[*ir.Value][]*ir.Value{}
@@ -279,7 +299,22 @@ func (k *kernelGen) build(gmod *ir.Operation) error {
 	if r, ok := plan.(*row); ok && k.cfg.RowEvictLast && r.writesRows() {
 		markEvictLast(k.kernel)
 	}
-	return k.launch(plan)
+	return nil
+}
+
+// place appends the built kernel to gmod (with the PTX target it needs),
+// adds the guards its 32-bit indices rely on to the host function and
+// replaces the nest by the kernel's launch: the changes outside the
+// kernel, made one kernel at a time.
+func (k *kernelGen) place(gmod *ir.Operation) error {
+	gpu.Body(gmod).InsertBefore(k.kernel, gpu.Body(gmod).Terminator())
+	if k.moduleTarget != "" {
+		gmod.SetAttr(gpu.PTXTargetAttr, ir.Str(k.moduleTarget))
+	}
+	if k.guards != nil {
+		k.guards.guard()
+	}
+	return k.launch(gmod, k.mapping)
 }
 
 // markEvictLast puts loop.evict_last on the kernel's loads of global
@@ -359,7 +394,7 @@ func foldedInt(v *ir.Value, depth int) (int64, bool) {
 // launch replaces the nest by the host computation of the grid and the
 // gpu.launch_func, which passes the kernel's dynamic shared memory when
 // its workgroup buffers need it.
-func (k *kernelGen) launch(plan mapping) error {
+func (k *kernelGen) launch(gmod *ir.Operation, plan mapping) error {
 	b := ir.NewBuilder(k.ctx)
 	b.SetInsertionPointBefore(k.nest)
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(k.nest)
@@ -381,7 +416,7 @@ func (k *kernelGen) launch(plan mapping) error {
 	if err != nil {
 		return ir.Errorf(k.loc, "%s: kernel %s: %v", PassName, k.name, err)
 	}
-	gpu.LaunchFunc(b, k.loc, gpu.KernelRef(symName(k.kernel.ParentOp()), k.name),
+	gpu.LaunchFunc(b, k.loc, gpu.KernelRef(symName(gmod), k.name),
 		[3]*ir.Value{grid, one, one}, [3]*ir.Value{block, one, one}, args, shared)
 	k.nest.Erase()
 	return nil
