@@ -351,11 +351,12 @@ func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, kernels []*ir.Operatio
 
 // gradStart stages the block's two row tiles (from buffers a and b, at
 // workgroup offsets after the stages), issues the copies of the first key
-// tile the block visits (first of the block's start; into its stage) and
-// waits for all of them; it returns the block's start and the row tiles'
-// workgroup offsets. The wgmma kernels' tiles are in the 128-byte
-// swizzle, fenced for the tensor cores.
-func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value) (flashStart, int64, int64) {
+// tile the block visits (first of the block's start; into its stage),
+// runs early (if not nil) while they are in flight and waits for all of
+// them; it returns the block's start and the row tiles' workgroup
+// offsets. The wgmma kernels' tiles are in the 128-byte swizzle, fenced
+// for the tensor cores.
+func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value, early func(flashStart)) (flashStart, int64, int64) {
 	b, loc, x := g.b, g.loc, g.x
 	R, K := g.Tile.Rows, g.Tile.Keys
 	st := g.begin()
@@ -385,6 +386,9 @@ func (g *flashGen) gradStart(a, b2 *ir.Value, first func(flashStart) *ir.Value) 
 		load(b)
 	}
 	gpu.CpAsyncCommit(b, loc)
+	if early != nil {
+		early(st)
+	}
 	gpu.CpAsyncWait(b, loc, 0)
 	if g.Tile.WGMMA {
 		gpu.FenceProxyAsync(b, loc)
@@ -539,10 +543,45 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap bool) {
 	g.q, g.k, g.v = q, args[1], args[2]
 	K := g.Tile.Keys
 	var full *ir.Value
+	// D of the lane's two rows, computed while the first tiles are
+	// copied: dO·O over the row's D/4 columns of the lane (adjacent loads,
+	// one vector access each run), summed over the quad; the quad's first
+	// lane writes it out for the dK/dV kernel. Then the rows' lse.
+	var dd [2]*ir.Value
+	var lse []*ir.Value
+	early := func(st flashStart) {
+		rows := g.rows[0]
+		span := g.D / 4
+		for h := range 2 {
+			row := x.op(arith.OpMinUI, rows[h], x.c(g.Lq-1))
+			off := x.add(x.mulc(st.z, g.Lq*g.D), x.add(x.mulc(row, g.D), x.mulc(x.shr(g.t2, 1), span)))
+			offI := x.index(off)
+			// (Each buffer's loads adjacent: targets/llvm's vector runs.)
+			ov, dv := make([]*ir.Value, span), make([]*ir.Value, span)
+			for c := range span {
+				ov[c] = loop.Load(b, loc, o, indexAdd(b, loc, offI, c))
+			}
+			for c := range span {
+				dv[c] = loop.Load(b, loc, do, indexAdd(b, loc, offI, c))
+			}
+			terms := make([]*ir.Value, span)
+			for c := range terms {
+				terms[c] = fop(b, loc, arith.OpMulF, arith.NewCast(b, arith.OpExtF, loc, ov[c], ir.F32), arith.NewCast(b, arith.OpExtF, loc, dv[c], ir.F32))
+			}
+			dd[h] = g.quadReduce(b, arith.OpAddF, tree(b, loc, arith.OpAddF, terms))
+			cond := x.both(arith.NewCmpI(b, loc, arith.CmpIEQ, g.t2, x.c(0)), x.lt(rows[h], x.c(g.Lq)))
+			loop.If(b, loc, cond, nil, func(b *ir.Builder) []*ir.Value {
+				x := x.at(b)
+				loop.Store(b, loc, dd[h], ddBuf, x.index(x.add(x.mulc(st.z, g.Lq), rows[h])))
+				return nil
+			}, nil)
+		}
+		lse = g.rowValues(b, lseBuf, g.Lq, rows[:])
+	}
 	st, qAt, doAt := g.gradStart(q, do, func(st flashStart) *ir.Value {
 		full = g.keyTileBounds(st.rowBase)
 		return g.x.c(0)
-	})
+	}, early)
 	wg := g.Tile.WGMMA
 	var nMajor, kMajor, wgRow *ir.Value
 	var qf, dof func(b *ir.Builder, mi int, ks int64) []*ir.Value
@@ -559,32 +598,6 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap bool) {
 	sm := g.softmax()
 	scale := g.f32(g.Scale)
 	rows := g.rows[0]
-
-	// D of the lane's two rows: its columns' dO·O, summed over the quad;
-	// the quad's first lane writes it out for the dK/dV kernel.
-	var dd [2]*ir.Value
-	for h := range 2 {
-		row := x.op(arith.OpMinUI, rows[h], x.c(g.Lq-1))
-		off := x.add(x.mulc(st.z, g.Lq*g.D), x.add(x.mulc(row, g.D), g.t2))
-		offI := x.index(off)
-		var terms []*ir.Value
-		for j := range g.D / 8 {
-			for c := range int64(2) {
-				at := indexAdd(b, loc, offI, 8*j+c)
-				ov := arith.NewCast(b, arith.OpExtF, loc, loop.Load(b, loc, o, at), ir.F32)
-				dv := arith.NewCast(b, arith.OpExtF, loc, loop.Load(b, loc, do, at), ir.F32)
-				terms = append(terms, fop(b, loc, arith.OpMulF, ov, dv))
-			}
-		}
-		dd[h] = g.quadReduce(b, arith.OpAddF, tree(b, loc, arith.OpAddF, terms))
-		cond := x.both(arith.NewCmpI(b, loc, arith.CmpIEQ, g.t2, x.c(0)), x.lt(rows[h], x.c(g.Lq)))
-		loop.If(b, loc, cond, nil, func(b *ir.Builder) []*ir.Value {
-			x := x.at(b)
-			loop.Store(b, loc, dd[h], ddBuf, x.index(x.add(x.mulc(st.z, g.Lq), rows[h])))
-			return nil
-		}, nil)
-	}
-	lse := g.rowValues(b, lseBuf, g.Lq, rows[:])
 
 	nO := g.D / 8
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
@@ -665,7 +678,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			full = x.op(arith.OpMinUI, x.div(x.addc(st.rowBase, g.Tile.Rows+Qt-2), x.c(Qt)), g.tiles)
 		}
 		return from
-	})
+	}, nil)
 	last := g.tiles
 	if g.Lk%Qt != 0 {
 		last = x.op(arith.OpMaxUI, x.c(g.Lk/Qt), full)
