@@ -74,14 +74,15 @@ func (p LoadPolicy) tiered() bool {
 // LoadPolicyEnv is the environment variable that sets the load policy of
 // new Runtimes, for measurements: "link" (a module per distinct kernel,
 // compiled through the linker, one per CPU at once, first at JIT level 0
-// then again at the final level in the background: the default), "whole"
+// then again at the final level in the background: TieredLoadPolicy), "whole"
 // (one module per gpu.module through the module-load JIT, one at a time),
 // "split" (a module per kernel through the module-load JIT, one per CPU
 // at once); ":N" after the name sets the loads at once ("link:4"), a
 // suffix ",O<n>" the JIT's final optimization level n (0-4; the driver's
 // default is 4), ",tier=O<n>" the level of link's first compile and
 // ",tier=off" compiles once ("link,O4,tier=off"), ",ptxas" compiles with
-// the toolkit's ptxas where one is installed (LoadPolicy.PTXAS).
+// the toolkit's ptxas where one is installed (LoadPolicy.PTXAS; "link,ptxas"
+// is the default).
 const LoadPolicyEnv = "STRATA_PTX_LOAD"
 
 // DefaultTier is the first tier of the default policy: JIT level 0. On
@@ -90,9 +91,18 @@ const LoadPolicyEnv = "STRATA_PTX_LOAD"
 // 5, H2), which the background compile then repairs.
 const DefaultTier = 1
 
+// TieredLoadPolicy compiles through the driver's linker in tiers: the
+// "link" of LoadPolicyEnv, and the default where no ptxas is installed.
+var TieredLoadPolicy = LoadPolicy{Split: true, Link: true, Tier: DefaultTier}
+
 // DefaultLoadPolicy is the policy of a new Runtime when LoadPolicyEnv is
-// unset.
-var DefaultLoadPolicy = LoadPolicy{Split: true, Link: true, Tier: DefaultTier}
+// unset: the texts through the toolkit's ptxas where one is installed
+// (bins of texts, a process each: the final code at once), else
+// TieredLoadPolicy. On the H200, resnet50_train's cold first call took
+// 1.2–1.4 s with ptxas against 1.9–2.1 s with the driver's tiers, and its
+// steady step was no slower (15.23–18.03 against 15.43–18.91 ms, three
+// processes each in the order ABBAAB: bench/NOTES.md, session 17).
+var DefaultLoadPolicy = LoadPolicy{Split: true, Link: true, Tier: DefaultTier, PTXAS: true}
 
 // parseLevel reads "O<n>" (n from 0 to 4) as a JIT level plus one.
 func parseLevel(s string) (int, bool) {

@@ -153,11 +153,11 @@ func TestParseLoadPolicy(t *testing.T) {
 		"split:2":           {Split: true, Parallel: 2},
 		"whole,O1":          {Parallel: 1, OptLevel: 2},
 		"split,O0":          {Split: true, OptLevel: 1},
-		"link":              DefaultLoadPolicy,
+		"link":              TieredLoadPolicy,
 		"link:4,O3,tier=O1": {Split: true, Link: true, Parallel: 4, OptLevel: 4, Tier: 2},
 		"link,tier=off":     linkOnce,
 		"link,tier=O2,O4":   {Split: true, Link: true, OptLevel: 5, Tier: 3},
-		"link,ptxas":        {Split: true, Link: true, Tier: DefaultTier, PTXAS: true},
+		"link,ptxas":        DefaultLoadPolicy,
 		"split:2,ptxas,O3":  {Split: true, Parallel: 2, OptLevel: 4, PTXAS: true},
 	} {
 		if got, err := ParseLoadPolicy(s); err != nil || got != want {

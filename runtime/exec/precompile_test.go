@@ -37,7 +37,7 @@ func TestPrecompile(t *testing.T) {
 	}
 	d := newFake()
 	rt := newRuntime(d)
-	rt.SetLoadPolicy(DefaultLoadPolicy)
+	rt.SetLoadPolicy(TieredLoadPolicy)
 	args := cases[1].args(t, rand.New(rand.NewPCG(9, 10)))
 	got, err := p.Run(rt, "main", args)
 	if err != nil {
@@ -83,7 +83,7 @@ func TestPrecompileFallsBack(t *testing.T) {
 			d := newFake()
 			d.imageErr = tc.imageErr
 			rt := newRuntime(d)
-			rt.SetLoadPolicy(DefaultLoadPolicy)
+			rt.SetLoadPolicy(TieredLoadPolicy)
 			args := cases[1].args(t, rand.New(rand.NewPCG(11, 12)))
 			got, err := p.Run(rt, "main", args)
 			if err != nil {
@@ -102,12 +102,12 @@ func TestPrecompileFallsBack(t *testing.T) {
 }
 
 // TestPrecompileWithPTXAS runs the real ptxas (scripts/setup-tools.sh's,
-// through STRATA_PTXAS) on the testdata programs: ELF cubins come back
+// through STRATA_PTXAS; testPTXAS) on the testdata programs: ELF cubins come back
 // for each kernel's own module.
 func TestPrecompileWithPTXAS(t *testing.T) {
-	path := os.Getenv("STRATA_PTXAS")
-	if path == "" || path == "off" {
-		t.Skip("STRATA_PTXAS not set (source .cache/tools/env.sh)")
+	path := testPTXAS
+	if path == "" {
+		t.Skip("no ptxas (source .cache/tools/env.sh for STRATA_PTXAS)")
 	}
 	for _, c := range cases {
 		p := compileFile(t, c.file)
@@ -163,7 +163,7 @@ func TestFindPTXAS(t *testing.T) {
 // driver refuses, the driver compiles in tiers, with the reason under
 // STRATA_LOGS=perf_hints.
 func TestLoadPolicyPTXAS(t *testing.T) {
-	policy := DefaultLoadPolicy
+	policy := TieredLoadPolicy
 	policy.PTXAS = true
 	policy.Parallel = 2 // a slot per kernel: no bins (TestLoadPolicyPTXASBins)
 	for _, tc := range []struct {

@@ -18,7 +18,7 @@ func TestGPUTieredLoad(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rt := openGPU(t)
 	rt.linkCache = nil // compile every kernel, in two tiers
-	rt.SetLoadPolicy(DefaultLoadPolicy)
+	rt.SetLoadPolicy(TieredLoadPolicy)
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			p := compileFile(t, c.file)
@@ -76,12 +76,12 @@ func TestGPUTieredLoad(t *testing.T) {
 }
 
 // TestGPUPrecompile compiles the testdata programs with the toolkit's
-// ptxas (FindPTXAS; skipped without one) and runs them on the GPU: the
+// ptxas (FindPTXAS when the tests started; skipped without one) and runs them on the GPU: the
 // driver loads the cubins without compiling (no module is tiered), and
 // the results match the interpreter.
 func TestGPUPrecompile(t *testing.T) {
-	path, ok := FindPTXAS()
-	if !ok {
+	path := testPTXAS
+	if path == "" {
 		t.Skip("no ptxas (STRATA_PTXAS, PATH, CUDA_HOME, /usr/local/cuda)")
 	}
 	t.Logf("ptxas: %s", path)
@@ -122,24 +122,44 @@ func TestGPUPrecompile(t *testing.T) {
 	}
 }
 
+// TestGPULoadPolicyPTXAS runs the testdata programs on the GPU under the
+// default policy with the toolkit's ptxas (LoadPolicy.PTXAS; skipped
+// without one): every kernel loads from ptxas's cubin, none is compiled
+// by the driver in tiers, and the results match the interpreter.
+func TestGPULoadPolicyPTXAS(t *testing.T) {
+	if testPTXAS == "" {
+		t.Skip("no ptxas (STRATA_PTXAS, PATH, CUDA_HOME, /usr/local/cuda)")
+	}
+	t.Setenv(PTXASEnv, testPTXAS)
+	runPTXASPolicy(t, DefaultLoadPolicy)
+}
+
 // TestGPULoadPolicyPTXASBins runs the testdata programs on the GPU under
 // the ptxas policy with one slot, so that each program's kernels share
 // one ptxas process and one cubin (ptxasBins; skipped without a ptxas):
-// every module is a bin's, none the driver's, and the results match the
+// every module is ptxas's, some a bin's, and the results match the
 // interpreter.
 func TestGPULoadPolicyPTXASBins(t *testing.T) {
-	path, ok := FindPTXAS()
-	if !ok {
+	if testPTXAS == "" {
 		t.Skip("no ptxas (STRATA_PTXAS, PATH, CUDA_HOME, /usr/local/cuda)")
 	}
-	t.Logf("ptxas: %s", path)
+	t.Setenv(PTXASEnv, testPTXAS)
+	policy := DefaultLoadPolicy
+	policy.PTXAS, policy.Parallel = true, 1
+	if bins := runPTXASPolicy(t, policy); bins == 0 {
+		t.Error("no kernel loaded from a bin of ptxas's")
+	}
+}
+
+// runPTXASPolicy runs the testdata programs on the GPU under policy,
+// checks their results and that every module was loaded from ptxas's
+// cubins, and returns how many came from bins.
+func runPTXASPolicy(t *testing.T, policy LoadPolicy) (bins int) {
+	t.Logf("ptxas: %s", testPTXAS)
 	seed := uint64(time.Now().UnixNano())
 	rt := openGPU(t)
 	rt.linkCache = nil
-	policy := DefaultLoadPolicy
-	policy.PTXAS, policy.Parallel = true, 1
 	rt.SetLoadPolicy(policy)
-	bins := 0
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			p := compileFile(t, c.file)
@@ -152,17 +172,15 @@ func TestGPULoadPolicyPTXASBins(t *testing.T) {
 		})
 	}
 	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	for _, m := range rt.modules {
 		switch m.(type) {
 		case binModule:
 			bins++
 		case ptxasModule:
 		default:
-			t.Errorf("a module of type %T: want ptxas's", m)
+			t.Errorf("a module (%T) was not loaded from ptxas's cubin", m)
 		}
 	}
-	rt.mu.Unlock()
-	if bins == 0 {
-		t.Error("no kernel loaded from a bin of ptxas's")
-	}
+	return bins
 }

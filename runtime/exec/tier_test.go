@@ -34,7 +34,7 @@ func TestTieredLoad(t *testing.T) {
 		return nil
 	}
 	rt := newRuntime(d)
-	rt.SetLoadPolicy(DefaultLoadPolicy)
+	rt.SetLoadPolicy(TieredLoadPolicy)
 	args := cases[1].args(t, rand.New(rand.NewPCG(1, 2)))
 	b, err := p.Prepare(rt, "main", args)
 	if err != nil {
@@ -89,7 +89,7 @@ func TestTieredLoadSkipped(t *testing.T) {
 		policy LoadPolicy
 		setup  func(d *fakeDevice, rt *Runtime)
 	}{
-		{"cached", DefaultLoadPolicy, func(d *fakeDevice, rt *Runtime) {
+		{"cached", TieredLoadPolicy, func(d *fakeDevice, rt *Runtime) {
 			rt.linkCache = cuda.NewLinkCache(t.TempDir())
 			d.cache = map[string]bool{}
 			p := compileFile(t, "twokernels.mlir")
@@ -97,7 +97,7 @@ func TestTieredLoadSkipped(t *testing.T) {
 				d.cache[pc.text] = true
 			}
 		}},
-		{"no linker", DefaultLoadPolicy, func(d *fakeDevice, _ *Runtime) { d.noLinker = true }},
+		{"no linker", TieredLoadPolicy, func(d *fakeDevice, _ *Runtime) { d.noLinker = true }},
 		{"tier=off", linkOnce, nil},
 		{"tier at the final level", LoadPolicy{Split: true, Link: true, OptLevel: 2, Tier: 2}, nil},
 		{"tier at the driver's default", LoadPolicy{Split: true, Link: true, Tier: 5}, nil},
@@ -139,7 +139,7 @@ func TestTieredUpgradeFails(t *testing.T) {
 		return nil
 	}
 	rt := newRuntime(d)
-	rt.SetLoadPolicy(DefaultLoadPolicy)
+	rt.SetLoadPolicy(TieredLoadPolicy)
 	p := compileFile(t, "twokernels.mlir")
 	if err := p.Load(rt, "main"); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestUntieredLoads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := newFake()
 			rt := newRuntime(d)
-			rt.SetLoadPolicy(DefaultLoadPolicy)
+			rt.SetLoadPolicy(TieredLoadPolicy)
 			if err := load(compileFile(t, "twokernels.mlir"), rt); err != nil {
 				t.Fatal(err)
 			}
@@ -235,8 +235,8 @@ func TestWGMMALoadsFinalAtOnce(t *testing.T) {
 	plain := head + ".visible .entry vadd()\n{\n\tret;\n}\n"
 	d := newFake()
 	rt := newRuntime(d)
-	rt.SetLoadPolicy(DefaultLoadPolicy)
-	if failed := rt.loadAll([]string{wgmma, plain}, DefaultLoadPolicy, func(string) ([]byte, bool) { return nil, false }); len(failed) != 0 {
+	rt.SetLoadPolicy(TieredLoadPolicy)
+	if failed := rt.loadAll([]string{wgmma, plain}, TieredLoadPolicy, func(string) ([]byte, bool) { return nil, false }); len(failed) != 0 {
 		t.Fatal(failed)
 	}
 	if err := rt.Settle(); err != nil {
@@ -268,8 +268,8 @@ func TestSetMaxNRegLoadsWhole(t *testing.T) {
 	plain := head + ".visible .entry vadd()\n{\n\tret;\n}\n"
 	d := newFake()
 	rt := newRuntime(d)
-	rt.SetLoadPolicy(DefaultLoadPolicy)
-	if failed := rt.loadAll([]string{ws, plain}, DefaultLoadPolicy, func(string) ([]byte, bool) { return nil, false }); len(failed) != 0 {
+	rt.SetLoadPolicy(TieredLoadPolicy)
+	if failed := rt.loadAll([]string{ws, plain}, TieredLoadPolicy, func(string) ([]byte, bool) { return nil, false }); len(failed) != 0 {
 		t.Fatal(failed)
 	}
 	if err := rt.Settle(); err != nil {
