@@ -409,8 +409,10 @@ func windows(x *frontend.Tensor, k, s, oh, ow int) []*frontend.Tensor {
 	return out
 }
 
-// poolShape checks a pooling layer's input and returns the output size.
-func poolShape(name string, x *frontend.Tensor, k, s, p int) (oh, ow int, bad *frontend.Tensor) {
+// poolShape checks a pooling layer's input and returns the output size
+// (rounded up with ceil: PyTorch's ceil_mode, where a last window must
+// start inside the input or its left padding).
+func poolShape(name string, x *frontend.Tensor, k, s, p int, ceil bool) (oh, ow int, bad *frontend.Tensor) {
 	if f := firstErr(x); f != nil {
 		return 0, 0, f
 	}
@@ -427,50 +429,100 @@ func poolShape(name string, x *frontend.Tensor, k, s, p int) (oh, ow int, bad *f
 	if xs[2]+2*p < k || xs[3]+2*p < k {
 		return 0, 0, errorf("%s: kernel %d is larger than the padded input %dx%d (padding %d)", name, k, xs[2], xs[3], p)
 	}
-	return OutSize(xs[2], k, s, p, 1), OutSize(xs[3], k, s, p, 1), nil
+	size := func(n int) int {
+		o := OutSize(n, k, s, p, 1)
+		if ceil && (n+2*p-k)%s != 0 && o*s < n+p {
+			o++
+		}
+		return o
+	}
+	return size(xs[2]), size(xs[3]), nil
 }
 
 // MaxPool2d takes the maximum over k×k windows (stride Stride, 0 meaning
-// Kernel; padding with -∞).
-type MaxPool2d struct{ Kernel, Stride, Padding int }
+// Kernel; padding with -∞). CeilMode rounds the output size up
+// (PyTorch's ceil_mode): the last window may reach past the padding.
+type MaxPool2d struct {
+	Kernel, Stride, Padding int
+	CeilMode                bool
+}
 
 // Forward pools x [N, C, H, W].
 func (m MaxPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
-	return pool2d("MaxPool2d", x, m.Kernel, m.Stride, m.Padding, math.Inf(-1), (*frontend.Tensor).Max)
+	y, _, _ := pool2d("MaxPool2d", x, m.Kernel, m.Stride, m.Padding, m.CeilMode, math.Inf(-1), (*frontend.Tensor).Max)
+	return y
 }
 
 // AvgPool2d averages k×k windows (stride Stride, 0 meaning Kernel; zero
-// padding counted in the average, PyTorch's count_include_pad).
-type AvgPool2d struct{ Kernel, Stride, Padding int }
+// padding counted in the average, PyTorch's count_include_pad, unless
+// ExcludePad). CeilMode rounds the output size up (PyTorch's ceil_mode);
+// the part of a last window past the padding is never counted.
+type AvgPool2d struct {
+	Kernel, Stride, Padding int
+	CeilMode, ExcludePad    bool
+}
 
 // Forward pools x [N, C, H, W].
 func (m AvgPool2d) Forward(x *frontend.Tensor) *frontend.Tensor {
-	y := pool2d("AvgPool2d", x, m.Kernel, m.Stride, m.Padding, 0, (*frontend.Tensor).Add)
+	y, oh, ow := pool2d("AvgPool2d", x, m.Kernel, m.Stride, m.Padding, m.CeilMode, 0, (*frontend.Tensor).Add)
 	if y.Err() != nil {
 		return y
 	}
-	return y.Mul(full(y, 1/float64(m.Kernel*m.Kernel)))
+	if !m.CeilMode && !m.ExcludePad {
+		return y.Mul(full(y, 1/float64(m.Kernel*m.Kernel)))
+	}
+	// Each window's count: rows times columns of the (padded) input it
+	// covers, as PyTorch's avg_pool2d divides.
+	s := m.Stride
+	if s == 0 {
+		s = m.Kernel
+	}
+	xs := x.Shape()
+	counts := func(n, o int) []float64 {
+		c := make([]float64, o)
+		for i := range c {
+			lo := i*s - m.Padding
+			hi := min(lo+m.Kernel, n+m.Padding)
+			if m.ExcludePad {
+				lo, hi = max(lo, 0), min(hi, n)
+			}
+			c[i] = float64(hi - lo)
+		}
+		return c
+	}
+	ch, cw := counts(xs[2], oh), counts(xs[3], ow)
+	inv := make([]float64, 0, oh*ow)
+	for _, a := range ch {
+		for _, b := range cw {
+			inv = append(inv, 1/(a*b))
+		}
+	}
+	return y.Mul(frontend.FromSlice(inv, 1, 1, oh, ow).Cast(y.DType()))
 }
 
 // pool2d combines the k×k windows of x [N, C, H, W], padded with pad, at
-// stride s (0 meaning k) with combine; name locates a bad shape.
-func pool2d(name string, x *frontend.Tensor, k, s, p int, pad float64, combine func(a, b *frontend.Tensor) *frontend.Tensor) *frontend.Tensor {
+// stride s (0 meaning k) with combine, and returns the output size; name
+// locates a bad shape.
+func pool2d(name string, x *frontend.Tensor, k, s, p int, ceil bool, pad float64, combine func(a, b *frontend.Tensor) *frontend.Tensor) (y *frontend.Tensor, oh, ow int) {
 	if s == 0 {
 		s = k
 	}
-	oh, ow, bad := poolShape(name, x, k, s, p)
+	oh, ow, bad := poolShape(name, x, k, s, p, ceil)
 	if bad != nil {
-		return bad
+		return bad, 0, 0
 	}
-	if p > 0 {
-		x = x.Pad([]int{0, 0, p, p}, []int{0, 0, p, p}, pad)
+	// The high side is padded past p where a ceil-mode window reaches.
+	xs := x.Shape()
+	hh, hw := max(p, (oh-1)*s+k-xs[2]-p), max(p, (ow-1)*s+k-xs[3]-p)
+	if p > 0 || hh > 0 || hw > 0 {
+		x = x.Pad([]int{0, 0, p, p}, []int{0, 0, hh, hw}, pad)
 	}
 	ws := windows(x, k, s, oh, ow)
-	y := ws[0]
+	y = ws[0]
 	for _, w := range ws[1:] {
 		y = combine(y, w)
 	}
-	return y
+	return y, oh, ow
 }
 
 // AdaptiveAvgPool2d averages x [N, C, H, W] to [N, C, OutH, OutW]: output

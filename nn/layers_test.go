@@ -169,11 +169,19 @@ func TestPooling(t *testing.T) {
 		w := rapid.IntRange(max(k-2*p, 1), 7).Draw(rt, "w")
 		x := randND(r, 2, 2, h, w)
 		isMax := rapid.Bool().Draw(rt, "max")
-		var layer nn.Layer = nn.AvgPool2d{Kernel: k, Stride: s, Padding: p}
+		// PyTorch's ceil_mode and count_include_pad=False: against its
+		// kernels' formulation; the defaults also against refPool.
+		ceil, exclude := rapid.Bool().Draw(rt, "ceil"), !isMax && rapid.Bool().Draw(rt, "exclude pad")
+		var layer nn.Layer = nn.AvgPool2d{Kernel: k, Stride: s, Padding: p, CeilMode: ceil, ExcludePad: exclude}
 		if isMax {
-			layer = nn.MaxPool2d{Kernel: k, Stride: s, Padding: p}
+			layer = nn.MaxPool2d{Kernel: k, Stride: s, Padding: p, CeilMode: ceil}
 		}
-		want := refPool(x, k, s, p, isMax)
+		want := refPoolModes(x, k, s, p, isMax, ceil, !exclude)
+		if !ceil && !exclude {
+			if def := refPool(x, k, s, p, isMax); !slices.Equal(def.data, want.data) {
+				rt.Fatalf("the two references differ: %v vs %v", def.data, want.data)
+			}
+		}
 		near(rt, "pool", layer.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-6)
 		gradCheck(rt, r, &struct{}{}, layer.Forward, tensor(x, frontend.Float64), true)
 	})

@@ -83,6 +83,62 @@ func refConv2d(x, w *nd, b []float64, stride, pad, dil, groups int) *nd {
 	return y
 }
 
+// refPoolModes is PyTorch's max_pool2d and avg_pool2d with ceil_mode and
+// count_include_pad, written as its CPU kernels compute them: the output
+// size rounded up keeps a last window that starts inside the input or its
+// left padding; an average divides by the window's extent clipped to the
+// padded input (includePad) or to the input.
+func refPoolModes(x *nd, k, s, p int, isMax, ceil, includePad bool) *nd {
+	n, c, h, w := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	size := func(in int) int {
+		num := in + 2*p - k
+		if ceil {
+			num += s - 1
+		}
+		o := num/s + 1
+		if ceil && (o-1)*s >= in+p {
+			o--
+		}
+		return o
+	}
+	oh, ow := size(h), size(w)
+	y := newND(n, c, oh, ow)
+	for a := range n {
+		for b := range c {
+			for i := range oh {
+				for j := range ow {
+					h0, w0 := i*s-p, j*s-p
+					h1, w1 := min(h0+k, h+p), min(w0+k, w+p)
+					poolSize := (h1 - h0) * (w1 - w0)
+					h0, w0, h1, w1 = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
+					acc := 0.0
+					if isMax {
+						acc = math.Inf(-1)
+					}
+					for hi := h0; hi < h1; hi++ {
+						for wj := w0; wj < w1; wj++ {
+							if isMax {
+								acc = math.Max(acc, x.at(a, b, hi, wj))
+							} else {
+								acc += x.at(a, b, hi, wj)
+							}
+						}
+					}
+					if !isMax {
+						if includePad {
+							acc /= float64(poolSize)
+						} else {
+							acc /= float64((h1 - h0) * (w1 - w0))
+						}
+					}
+					y.set(acc, a, b, i, j)
+				}
+			}
+		}
+	}
+	return y
+}
+
 // refPool is a naive max (max=true) or average pool with zero (average)
 // or -∞ (max) padding, average counting the padding.
 func refPool(x *nd, k, stride, pad int, isMax bool) *nd {

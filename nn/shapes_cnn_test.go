@@ -117,21 +117,32 @@ type layerCase struct {
 	ref   func(x *nd) (y *nd, buffers [][]float64)
 }
 
-func poolCase(k, s, p int, isMax bool) layerCase {
+func poolCase(k, s, p int, isMax bool) layerCase { return poolModeCase(k, s, p, isMax, false, false) }
+
+// poolModeCase is poolCase with PyTorch's ceil_mode and (average)
+// count_include_pad=False.
+func poolModeCase(k, s, p int, isMax, ceil, exclude bool) layerCase {
 	kind := "avg"
 	if isMax {
 		kind = "max"
 	}
+	name := fmt.Sprintf("%spool_k%d_s%d_p%d", kind, k, s, p)
+	if ceil {
+		name += "_ceil"
+	}
+	if exclude {
+		name += "_excludepad"
+	}
 	return layerCase{
-		name:  fmt.Sprintf("%spool_k%d_s%d_p%d", kind, k, s, p),
+		name:  name,
 		build: func() any { return &struct{}{} },
 		fwd: func(_ any, x *frontend.Tensor) *frontend.Tensor {
 			if isMax {
-				return nn.MaxPool2d{Kernel: k, Stride: s, Padding: p}.Forward(x)
+				return nn.MaxPool2d{Kernel: k, Stride: s, Padding: p, CeilMode: ceil}.Forward(x)
 			}
-			return nn.AvgPool2d{Kernel: k, Stride: s, Padding: p}.Forward(x)
+			return nn.AvgPool2d{Kernel: k, Stride: s, Padding: p, CeilMode: ceil, ExcludePad: exclude}.Forward(x)
 		},
-		ref: func(x *nd) (*nd, [][]float64) { return refPool(x, k, s, p, isMax), nil },
+		ref: func(x *nd) (*nd, [][]float64) { return refPoolModes(x, k, s, p, isMax, ceil, !exclude), nil },
 	}
 }
 
@@ -187,12 +198,14 @@ var layerCases = []struct {
 }{
 	{3, poolCase(3, 2, 1, true)}, {5, poolCase(3, 3, 0, true)}, {1, poolCase(5, 2, 2, true)}, {7, poolCase(2, 2, 0, true)},
 	{3, poolCase(3, 2, 1, false)}, {5, poolCase(5, 3, 2, false)}, {7, poolCase(7, 1, 3, false)}, {1, poolCase(2, 3, 1, false)},
+	{3, poolModeCase(3, 2, 0, true, true, false)}, {5, poolModeCase(3, 2, 1, false, true, true)}, {1, poolModeCase(2, 3, 1, false, false, true)},
 	{5, adaptiveCase(1, 1)}, {3, adaptiveCase(2, 2)}, {7, adaptiveCase(3, 2)},
 	{3, bnCase(3, true)}, {5, bnCase(5, false)}, {7, bnCase(7, true)}, {1, bnCase(1, true)},
 }
 
 // TestShapesPoolingAndBatchNorm runs max and average pools with odd
-// windows and strides (floor mode), adaptive average pools to 1×1, 2×2
+// windows and strides (floor and ceil mode, average pools with and
+// without the padding counted), adaptive average pools to 1×1, 2×2
 // and 3×2, and batch norm in training and evaluation mode, on odd images
 // on every model path in float32 and bf16 (batch norm's statistics in
 // float32) against the float64 loops.
