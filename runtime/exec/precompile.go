@@ -291,7 +291,13 @@ type loadJob struct {
 // resnet50_train's 115 backward kernels took 3.2 s of CPU one process
 // each and 1.8 s in one process, and the H200 host's 16 cores were busy
 // with ptxas for the whole load (session 16). The wgmma and setmaxnreg
-// texts, the longest compiles, stay alone.
+// texts, the longest compiles, stay alone, and with several bins so does
+// a text of at least half a bin's share of the bytes: a bin holding one
+// takes no other text. A large kernel's compile costs more than its share by size
+// (resnet50_train's 57 KB batch-norm backward kernel: 360 ms of ptxas's
+// CPU, a tenth of the graph's for a twentieth of its bytes), so the bin
+// that held it and ≈ 13 KB more ended the graph's load 100 ms after the
+// others (session 17).
 func ptxasBins(todo []string, n int, eligible func(text string) bool) ([]loadJob, map[int]bool) {
 	var cands []int
 	arch := map[int]string{}
@@ -307,27 +313,43 @@ func ptxasBins(todo []string, n int, eligible func(text string) bool) ([]loadJob
 		return nil, nil // a bin each: nothing shared
 	}
 	slices.SortStableFunc(cands, func(a, b int) int { return len(todo[b]) - len(todo[a]) })
+	total := 0
+	for _, i := range cands {
+		total += len(todo[i])
+	}
+	// A text this long fills its bin, where there are bins to spread the
+	// others over (with one, every text waits for the same process).
+	alone := total / (2 * n)
+	if n == 1 {
+		alone = total + 1
+	}
 	type bin struct {
-		arch string
-		job  loadJob
+		arch   string
+		job    loadJob
+		closed bool // it holds a text of at least alone bytes
 	}
 	bins := make([]bin, n)
 	for _, i := range cands {
 		best := -1
 		for b := range bins {
-			if bins[b].arch != "" && bins[b].arch != arch[i] {
+			if bins[b].closed || bins[b].arch != "" && bins[b].arch != arch[i] {
 				continue
 			}
 			if best < 0 || bins[b].job.size < bins[best].job.size {
 				best = b
 			}
 		}
+		if best < 0 && !slices.ContainsFunc(bins, func(b bin) bool { return !b.closed }) {
+			bins = append(bins, bin{}) // every bin holds a long text: one more
+			best = len(bins) - 1
+		}
 		if best < 0 {
-			continue // every bin holds another architecture: alone
+			continue // every open bin holds another architecture: alone
 		}
 		bins[best].arch = arch[i]
 		bins[best].job.texts = append(bins[best].job.texts, i)
 		bins[best].job.size += len(todo[i])
+		bins[best].closed = len(todo[i]) >= alone
 	}
 	var jobs []loadJob
 	in := map[int]bool{}

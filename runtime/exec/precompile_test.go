@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -313,9 +314,10 @@ func TestPTXASBins(t *testing.T) {
 		text("sm_90", 600, ".visible .entry k2(\n)\n{\n}\n"), text("sm_90", 650, "// cached"),
 	}
 	eligible := func(text string) bool { return !strings.Contains(text, "// cached") }
-	bins, in := ptxasBins(todo, 3, eligible)
-	if len(bins) == 0 || len(bins) > 3 {
-		t.Fatalf("%d bins, want 1 to 3: %+v", len(bins), bins)
+	// 3900 bytes to bin in 2: no text is half a bin's share.
+	bins, in := ptxasBins(todo, 2, eligible)
+	if len(bins) == 0 || len(bins) > 2 {
+		t.Fatalf("%d bins, want 1 or 2: %+v", len(bins), bins)
 	}
 	seen := map[int]bool{}
 	for _, b := range bins {
@@ -347,5 +349,33 @@ func TestPTXASBins(t *testing.T) {
 	}
 	if bins, in := ptxasBins(todo[:3], 4, eligible); bins != nil || in != nil {
 		t.Errorf("as many slots as texts: bins %+v, want none", bins)
+	}
+	// A text of at least half a bin's share of the bytes is compiled
+	// alone, and the others share the remaining bins; when the long texts
+	// fill every bin, the others share one more.
+	for _, c := range []struct {
+		sizes []int
+		n     int
+		alone []int // the indices of the long texts
+		bins  int
+	}{
+		{[]int{5000, 400, 300, 300, 200, 200, 100}, 3, []int{0}, 2},
+		{[]int{1000, 1000, 1000, 100, 100}, 2, []int{0, 1, 2}, 1},
+		{[]int{900, 800, 700, 600}, 2, []int{0, 1}, 1},
+		{[]int{500, 500, 500, 500, 500, 500}, 2, nil, 2},
+	} {
+		var todo []string
+		for _, size := range c.sizes {
+			todo = append(todo, text("sm_90", size, ""))
+		}
+		bins, in := ptxasBins(todo, c.n, eligible)
+		if len(bins) != c.bins {
+			t.Errorf("sizes %v in %d: %d bins %+v, want %d", c.sizes, c.n, len(bins), bins, c.bins)
+		}
+		for i := range todo {
+			if long := slices.Contains(c.alone, i); in[i] == long {
+				t.Errorf("sizes %v in %d: text %d (%d bytes) binned %v, want %v", c.sizes, c.n, i, c.sizes[i], in[i], !long)
+			}
+		}
 	}
 }
