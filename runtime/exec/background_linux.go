@@ -23,3 +23,14 @@ func inBackground() {
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), backgroundNice)
 }
+
+// compileNice is the nice value of a ptxas process (LoadPolicy.PTXAS): a
+// little below the process's threads, so that a first call's serial work
+// (another graph's passes and code generation, the libraries' warm-ups)
+// is not slowed by a full machine of ptxas processes, which take the
+// rest of the CPU.
+const compileNice = 5
+
+// lowerPriority lowers the priority of process pid to compileNice; a
+// process whose priority cannot be lowered runs as it is.
+func lowerPriority(pid int) { _ = unix.Setpriority(unix.PRIO_PROCESS, pid, compileNice) }

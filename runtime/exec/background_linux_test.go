@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"os/exec"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -36,5 +37,30 @@ func TestInBackground(t *testing.T) {
 		if got := <-done; got == 20-backgroundNice {
 			t.Fatalf("a later goroutine ran at nice %d", backgroundNice)
 		}
+	}
+}
+
+// TestLowerPriority checks that lowerPriority gives a child process, as
+// runPTXASFiles starts ptxas, nice compileNice, and leaves this process
+// as it was.
+func TestLowerPriority(t *testing.T) {
+	own, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own <= 20-compileNice {
+		t.Skipf("the test runs at getpriority %d (nice ≥ %d) already", own, compileNice)
+	}
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep to start: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lowerPriority(cmd.Process.Pid)
+	if got, err := unix.Getpriority(unix.PRIO_PROCESS, cmd.Process.Pid); err != nil || got != 20-compileNice {
+		t.Errorf("child: getpriority %d (%v), want %d (nice %d)", got, err, 20-compileNice, compileNice)
+	}
+	if got, _ := unix.Getpriority(unix.PRIO_PROCESS, 0); got != own {
+		t.Errorf("this process: getpriority %d, was %d", got, own)
 	}
 }
