@@ -94,6 +94,16 @@ type FlashGrad struct {
 	// computed; the next tile's copies, into the stage it reads, follow
 	// its wait (gradTilesOverlap).
 	Overlap bool
+	// Staged has both kernels store their results (dQ; dK and dV)
+	// through workgroup memory, a warp's 16 rows 64 columns at a time, so
+	// that a warp's stores cover whole 128-byte row segments (storeRows);
+	// head dims that are multiples of 64 only (others store directly).
+	Staged bool
+	// SharedStats (WGMMA, without AtomicDQ, query count a multiple of the
+	// query tile) has the dK/dV kernel stage each query tile's lse and D
+	// in workgroup memory, loaded a tile ahead (one value a thread), rather
+	// than each thread loading its columns' from global memory in the tile.
+	SharedStats bool
 	// BlockRows is the rows of a block of both kernels (query rows of the
 	// dQ kernel, keys of the dK/dV kernel): 64, one warpgroup (0 picks
 	// it), or with WGMMA 128, two warpgroups sharing each streamed tile
@@ -205,6 +215,9 @@ func (f FlashGrad) Check() error {
 	if f.HeavyFirst && f.AtomicDQ {
 		return errors.New("flash attention backward: HeavyFirst orders the dQ kernel, which the atomic dQ has not")
 	}
+	if f.SharedStats && (!f.WGMMA || f.AtomicDQ || f.Lq%f.queryTile() != 0) {
+		return errors.New("flash attention backward: SharedStats takes the wgmma kernels without the atomic dQ, the query count a multiple of the query tile")
+	}
 	if f.Overlap && (!f.WGMMA || f.AtomicDQ) {
 		return errors.New("flash attention backward: Overlap takes the wgmma kernels without the atomic dQ")
 	}
@@ -271,8 +284,11 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 		return nil, err
 	}
 	var stage int64
-	if f.BulkDQ {
+	switch {
+	case f.BulkDQ:
 		stage = bulkRows * f.bulkLD()
+	case f.SharedStats:
+		stage = 4 * f.queryTile() // (two stages of a tile's lse and D)
 	}
 	dkv := f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), stage, func(g *flashGen, args []*ir.Value) { g.emitDKV(args, f) })
 	if f.AtomicDQ {
@@ -280,14 +296,14 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 	}
 	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), 0, func(g *flashGen, args []*ir.Value) {
 		g.lastFirst = f.HeavyFirst && f.Causal
-		g.emitDQ(args, f.Reload, f.Overlap)
+		g.emitDQ(args, f.Reload, f.Overlap, f.Staged)
 	})
 	return []*ir.Operation{dq, dkv}, nil
 }
 
 // gradKernel builds one backward kernel of view v with emit, which gets
 // the kernel's arguments, then with stage > 0 a second workgroup buffer,
-// of stage f32.
+// of stage f32 (BulkDQ's staging tile, or SharedStats's stages).
 func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Flash, args []ir.Type, stage int64, emit func(*flashGen, []*ir.Value)) *ir.Operation {
 	kernel, entry := gpu.NewKernel(b, loc, name, args)
 	kernel.SetAttr(LaunchAttr, ir.Dict(
@@ -501,8 +517,71 @@ func (g *flashGen) f32At(b *ir.Builder, v float64) *ir.Value {
 
 // storeRows writes accumulators acc (n8 tiles of D, 4 values each, as
 // the product leaves them) rounded to the element type into out, rows
-// g.rows[0] of the block's batch (those below g.Lq).
-func (g *flashGen) storeRows(acc []*ir.Value, out *ir.Value) {
+// g.rows[0] of the block's batch (those below g.Lq); with staged
+// (FlashGrad.Staged) through workgroup memory as the forward's
+// stagedStore does: a warp's 16 rows, 64 columns
+// at a time, each lane its pairs of columns into the warp's 16 × 64 slice
+// (row r's 16-byte chunk c at chunk c xor r%8: no bank conflicts), then
+// after gpu.warp_sync 16 bytes of a row a lane, so that a warp's store
+// covers four whole 128-byte row segments instead of 4 bytes of eight
+// rows (session 17's ncu: the dQ kernel's 64 such stores a thread were
+// 16% of its stall samples, the dK/dV kernel's 128 26%). The slices sit
+// at the start of workgroup memory: the caller synchronizes the block
+// first (syncStores), as the last tile's products may still read it.
+func (g *flashGen) storeRows(acc []*ir.Value, out *ir.Value, staged bool) {
+	b, loc, x := g.b, g.loc, g.x
+	const sliceRows, sliceCols = 16, 64
+	if !staged || g.D%sliceCols != 0 {
+		g.storeRowsDirect(acc, out)
+		return
+	}
+	lane := x.and(g.tid, 31)
+	gq := x.shr(lane, 2)
+	slice := x.mulc(x.shr(g.tid, 5), sliceRows*sliceCols)
+	warpRow := x.sub(g.rows[0][0], gq)
+	cr, cc := x.shr(lane, 3), x.and(lane, 7)
+	base := x.mulc(g.batchOf(b), g.Lq*g.D)
+	for pass := range g.D / sliceCols {
+		for j := range int64(sliceCols / 8) {
+			f := pass*sliceCols/8 + j
+			for h := range int64(2) {
+				at := x.index(x.add(x.add(x.add(slice, x.mulc(x.addc(gq, 8*h), sliceCols)), x.mulc(x.xorc(gq, j), 8)), g.t2))
+				for c := range int64(2) {
+					loop.Store(b, loc, arith.NewCast(b, arith.OpTruncF, loc, acc[4*f+2*h+c], g.Elem), g.smem, indexAdd(b, loc, at, c))
+				}
+			}
+		}
+		gpu.WarpSync(b, loc)
+		// The copy-out: 16 bytes (8 columns) of row cr + 4i a lane.
+		for i := range int64(sliceRows / 4) {
+			r := x.addc(cr, 4*i)
+			at := x.index(x.add(x.add(slice, x.mulc(r, sliceCols)), x.mulc(x.xor(cc, x.and(r, 7)), 8)))
+			vals := make([]*ir.Value, 8)
+			for e := range vals {
+				vals[e] = loop.Load(b, loc, g.smem, indexAdd(b, loc, at, int64(e)))
+			}
+			row := x.add(warpRow, r)
+			emit := func(b *ir.Builder) []*ir.Value {
+				x := x.at(b)
+				to := x.index(x.add(x.add(base, x.mulc(row, g.D)), x.addc(x.mulc(cc, 8), pass*sliceCols)))
+				for e, v := range vals {
+					loop.Store(b, loc, v, out, indexAdd(b, loc, to, int64(e)))
+				}
+				return nil
+			}
+			if g.Lq%g.Tile.Rows == 0 {
+				emit(b)
+			} else {
+				loop.If(b, loc, x.lt(row, x.c(g.Lq)), nil, emit, nil)
+			}
+		}
+		gpu.WarpSync(b, loc)
+	}
+}
+
+// storeRowsDirect is storeRows for head dims that are not a multiple of
+// 64: each lane stores its pairs of columns itself.
+func (g *flashGen) storeRowsDirect(acc []*ir.Value, out *ir.Value) {
 	b, loc, x := g.b, g.loc, g.x
 	for h := range 2 {
 		row := g.rows[0][h]
@@ -525,6 +604,14 @@ func (g *flashGen) storeRows(acc []*ir.Value, out *ir.Value) {
 	}
 }
 
+// syncStores readies workgroup memory for storeRows after a kernel's
+// loops: its copies landed (the last tile's, or the overlapped kernels'
+// copy past the end) and every warp's products done.
+func (g *flashGen) syncStores() {
+	gpu.CpAsyncWait(g.b, g.loc, 0)
+	gpu.Barrier(g.b, g.loc)
+}
+
 // zeros returns n f32 zeros.
 func (g *flashGen) zeros(n int64) []*ir.Value {
 	out := make([]*ir.Value, n)
@@ -536,8 +623,9 @@ func (g *flashGen) zeros(n int64) []*ir.Value {
 
 // emitDQ builds the dQ kernel on args (DQArgTypes), with reload its Q and
 // dO fragments loaded in every key tile (FlashGrad.Reload), with overlap
-// each tile's dQ product left in flight into the next (FlashGrad.Overlap).
-func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap bool) {
+// each tile's dQ product issued in the next (FlashGrad.Overlap), with
+// staged dQ stored through workgroup memory (FlashGrad.Staged).
+func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap, staged bool) {
 	b, loc, x := g.b, g.loc, g.x
 	q, o, do, lseBuf, dqBuf, ddBuf := args[0], args[3], args[4], args[5], args[6], args[7]
 	g.q, g.k, g.v = q, args[1], args[2]
@@ -652,14 +740,18 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap bool) {
 		// The last tile's dQ.
 		it = g.overlapLast(x, overlapOf(it[4*nO:]), it[:4*nO])
 	}
-	g.storeRows(it, dqBuf)
+	if staged {
+		g.syncStores()
+	}
+	g.storeRows(it, dqBuf, staged)
 }
 
 // emitDKV builds the dK/dV kernel of f on args (DKVArgTypes, then with
-// BulkDQ the staging tile) with g's view transposed (dkvFlash): rows are
-// keys, key tiles are query tiles; with f.AtomicDQ it also adds dQ to
-// the accumulator args[8], with LateDQ each tile's at the start of the
-// next, with BulkDQ through the staging tile.
+// BulkDQ the staging tile, with SharedStats the stats' stages) with g's
+// view transposed (dkvFlash): rows are keys, key tiles are query tiles;
+// with f.AtomicDQ it also adds dQ to the accumulator args[8], with LateDQ
+// each tile's at the start of the next, with BulkDQ through the staging
+// tile.
 func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	atomic, late, bulk, overlap := f.AtomicDQ, f.LateDQ, f.BulkDQ, f.Overlap
 	x := g.x
@@ -672,13 +764,19 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	// [from, full) masked, [full, last) unmasked, [last, tiles) masked.
 	g.tiles = x.c(ceilDivInt(g.Lk, Qt))
 	from, full := x.c(0), x.c(0)
+	var stats *stagedStats
+	var early func(flashStart)
+	if f.SharedStats {
+		stats = &stagedStats{g: g, lse: lseBuf, dd: ddBuf, smem: args[len(args)-1]}
+		early = func(flashStart) { stats.store(g.b, x, from, stats.load(g.b, x, from)) }
+	}
 	st, kAt, vAt := g.gradStart(k, v, func(st flashStart) *ir.Value {
 		if g.Causal {
 			from = x.op(arith.OpMinUI, x.div(st.rowBase, x.c(Qt)), g.tiles)
 			full = x.op(arith.OpMinUI, x.div(x.addc(st.rowBase, g.Tile.Rows+Qt-2), x.c(Qt)), g.tiles)
 		}
 		return from
-	}, nil)
+	}, early)
 	last := g.tiles
 	if g.Lk%Qt != 0 {
 		last = x.op(arith.OpMaxUI, x.c(g.Lk/Qt), full)
@@ -716,10 +814,15 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			// latency then covers the loads').
 			first := x.mulc(qt, Qt)
 			var lse, dd []*ir.Value
-			if g.Lk%Qt == 0 {
+			var nextStats *ir.Value // (SharedStats: the next tile's value)
+			switch {
+			case stats != nil:
+				nextStats = stats.load(b, x, x.addc(qt, 1))
+				lse, dd = stats.pairs(b, x, qt)
+			case g.Lk%Qt == 0:
 				// (No column past the end: pairs of adjacent loads.)
 				lse, dd = g.colPairs(b, x, lseBuf, first), g.colPairs(b, x, ddBuf, first)
-			} else {
+			default:
 				cols := make([]*ir.Value, 0, Qt/4)
 				for j := range Qt / 8 {
 					for c := range int64(2) {
@@ -783,6 +886,10 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 				g.addDQ(b, x, st, wgIdx, dq, first, args[8], false)
 				return done
 			}
+			if stats != nil {
+				// (Its stage's readers were the tile before's.)
+				stats.store(b, x, x.addc(qt, 1), nextStats)
+			}
 			if overlap {
 				// dK is issued in the next tile (or after the loops).
 				return slices.Concat(it[:4*nO], gpu.WGMMAWait(b, g.loc, 0, dvIn), overlapState{g.packA(b, ds), at}.values())
@@ -828,8 +935,11 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 		gpu.BulkWait(g.b, g.loc, 0, false)
 	}
 
-	g.storeRows(it[:4*nO], dkBuf)
-	g.storeRows(it[4*nO:], dvBuf)
+	if f.Staged {
+		g.syncStores()
+	}
+	g.storeRows(it[:4*nO], dkBuf, f.Staged)
+	g.storeRows(it[4*nO:], dvBuf, f.Staged)
 }
 
 // maskT replaces the masked scores of the transposed kernel's tile (rows
@@ -860,4 +970,57 @@ func (g *flashGen) maskT(b *ir.Builder, s [][]*ir.Value, first *ir.Value, sm sof
 			}
 		}
 	}
+}
+
+// stagedStats is the dK/dV kernel's query tiles' lse and D in workgroup
+// memory (FlashGrad.SharedStats): two stages of 2·Qt f32, the tile's lse
+// then its D, in smem. Thread t loads value t mod 2·Qt of a tile (one
+// global load from each buffer, selected: no branch) and stores it into
+// the tile's stage; a tile's stage is written during the tile before,
+// so the tile's top barrier publishes it.
+type stagedStats struct {
+	g       *flashGen
+	lse, dd *ir.Value // f32 global buffers (Batch·Lk)
+	smem    *ir.Value // f32 workgroup buffer, 4·Qt
+}
+
+// load returns this thread's value of query tile qt (clamped to the
+// last tile: the loop loads the next tile's in the last tile too).
+func (s *stagedStats) load(b *ir.Builder, x ix, qt *ir.Value) *ir.Value {
+	g, loc := s.g, s.g.loc
+	Qt := g.Tile.Keys
+	x = x.at(b)
+	i := x.and(g.tid, 2*Qt-1)
+	qt = x.op(arith.OpMinUI, qt, x.sub(g.tiles, x.c(1)))
+	at := x.index(x.add(x.add(x.mulc(g.batchOf(b), g.Lk), x.mulc(qt, Qt)), x.and(i, Qt-1)))
+	isD := arith.NewCmpI(b, loc, arith.CmpIUGE, i, x.c(Qt))
+	return arith.NewSelect(b, loc, isD, loop.Load(b, loc, s.dd, at), loop.Load(b, loc, s.lse, at))
+}
+
+// store stores v (load's) into query tile qt's stage.
+func (s *stagedStats) store(b *ir.Builder, x ix, qt, v *ir.Value) {
+	g := s.g
+	Qt := g.Tile.Keys
+	x = x.at(b)
+	at := x.add(x.mulc(x.and(qt, 1), 2*Qt), x.and(g.tid, 2*Qt-1))
+	loop.Store(b, g.loc, v, s.smem, x.index(at))
+}
+
+// pairs returns the lse and D of the thread's columns of query tile qt,
+// as colPairs orders them, from the tile's stage (adjacent pairs: one
+// 8-byte access each).
+func (s *stagedStats) pairs(b *ir.Builder, x ix, qt *ir.Value) (lse, dd []*ir.Value) {
+	g, loc := s.g, s.g.loc
+	Qt := g.Tile.Keys
+	x = x.at(b)
+	base := x.add(x.mulc(x.and(qt, 1), 2*Qt), g.t2)
+	for j := range Qt / 8 {
+		at := x.index(x.addc(base, 8*j))
+		lse = append(lse, loop.Load(b, loc, s.smem, at), loop.Load(b, loc, s.smem, indexAdd(b, loc, at, 1)))
+	}
+	for j := range Qt / 8 {
+		at := x.index(x.addc(base, Qt+8*j))
+		dd = append(dd, loop.Load(b, loc, s.smem, at), loop.Load(b, loc, s.smem, indexAdd(b, loc, at, 1)))
+	}
+	return lse, dd
 }

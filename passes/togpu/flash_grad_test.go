@@ -63,9 +63,9 @@ func (c flashCase) gradSource() string {
 // tile, the dQ kernel's fragment reloads, the wgmma kernels, the atomic
 // dQ and the blocks' rows (0: the default).
 type gradTiling struct {
-	qt                                                int64
-	reload, wgmma, atomic, late, bulk, heavy, overlap bool
-	rows                                              int64
+	qt                                                               int64
+	reload, wgmma, atomic, late, bulk, heavy, overlap, staged, stats bool
+	rows                                                             int64
 }
 
 func (g gradTiling) String() string {
@@ -89,6 +89,12 @@ func (g gradTiling) String() string {
 	if g.overlap {
 		s += "-overlap"
 	}
+	if g.staged {
+		s += "-staged"
+	}
+	if g.stats {
+		s += "-stats"
+	}
 	return s
 }
 
@@ -97,8 +103,10 @@ func (g gradTiling) String() string {
 // and held or reloaded fragments, and for head dims 64 and 128 the wgmma
 // kernels with 64- or 32-query tiles (the latter with the dQ kernel's
 // heavy blocks first), with the other tile and products in flight from
-// tile to tile (Overlap), with blocks of 128 rows (two
-// warpgroups) and with the atomic dQ, added at the end of its tile or
+// tile to tile (Overlap), stores through workgroup memory (Staged, also
+// with Overlap), the lse and D in workgroup memory (SharedStats, where
+// the query count is a multiple of the tile), with blocks of 128 rows
+// (two warpgroups) and with the atomic dQ, added at the end of its tile or
 // (every other case) late; at head dim 64 the atomic dQ added in bulk,
 // at 128 the atomic dQ with blocks of 128 keys too, added at the end of
 // its tile, late and in bulk.
@@ -106,7 +114,11 @@ func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
 		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, heavy: i%2 == 1}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, rows: 128},
-			gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, overlap: true})
+			gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, overlap: true},
+			gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, staged: true, overlap: i%2 == 0})
+		if qt := []int64{32, 64}[i%2]; tc.lq%qt == 0 {
+			gts = append(gts, gradTiling{qt: qt, wgmma: true, stats: true, staged: i%2 == 0})
+		}
 	}
 	switch tc.d {
 	case 64:
@@ -127,16 +139,24 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 
 // wgmmaGradTilings are the wgmma backward options at head dim d (64 or
 // 128) that TestFlashGradPTX compiles and TestGPUFlashGrad times: both
-// query tiles (also heavy blocks first, and with Overlap) and both block
-// sizes of the two kernels, the atomic dQ
+// query tiles (also heavy blocks first, with Overlap, Staged,
+// SharedStats and the three — with 64-query tiles at d64 only) and both
+// block sizes of the two kernels, the atomic dQ
 // (late, in bulk), and at d128 the atomic dQ with blocks of 128 keys
 // (late, in bulk).
 func wgmmaGradTilings(d int64) []gradTiling {
 	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, heavy: true}, {qt: 64, wgmma: true, heavy: true},
 		{qt: 32, wgmma: true, overlap: true}, {qt: 64, wgmma: true, overlap: true},
+		{qt: 32, wgmma: true, staged: true}, {qt: 64, wgmma: true, staged: true}, {qt: 32, wgmma: true, stats: true}, {qt: 64, wgmma: true, stats: true},
+		{qt: 32, wgmma: true, staged: true, stats: true}, {qt: 64, wgmma: true, staged: true, stats: true},
+		{qt: 32, wgmma: true, staged: true, stats: true, overlap: true},
 		{qt: 32, wgmma: true, rows: 128}, {qt: 64, wgmma: true, rows: 128},
 		{qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}}
 	gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
+	if d == 64 {
+		// (At d128 its dK/dV kernel spills.)
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, staged: true, stats: true, overlap: true})
+	}
 	if d == 128 {
 		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, late: true, rows: 128},
 			gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128})
@@ -148,7 +168,7 @@ func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling
 	t.Helper()
 	f.LSE = true
 	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, LateDQ: gt.late, BulkDQ: gt.bulk, HeavyFirst: gt.heavy,
-		Overlap: gt.overlap, BlockRows: gt.rows}
+		Overlap: gt.overlap, Staged: gt.staged, SharedStats: gt.stats, BlockRows: gt.rows}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	acc := fmt.Sprintf("memref<%dxf32>", f.Batch*f.Lq*f.D)
@@ -303,6 +323,12 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, HeavyFirst: true}, ""},
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, Overlap: true}, ""},
 		{togpu.FlashGrad{Flash: f, Overlap: true}, "Overlap takes the wgmma kernels"},
+		{togpu.FlashGrad{Flash: f, Staged: true}, ""},
+		{togpu.FlashGrad{Flash: togpu.Flash{Batch: 1, Lq: 128, Lk: 8, D: 128, Scale: 1, Elem: ir.BF16}, WGMMA: true, QueryTile: 64, SharedStats: true, Staged: true}, ""},
+		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, SharedStats: true}, "query count a multiple of the query tile"},
+		{togpu.FlashGrad{Flash: f, SharedStats: true}, "SharedStats takes the wgmma kernels"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, SharedStats: true}, "SharedStats takes"},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 16, SharedStats: true}, "query tiles 32 and 64"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, Overlap: true}, "without the atomic dQ"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, HeavyFirst: true}, "HeavyFirst orders the dQ kernel"},
 	} {
