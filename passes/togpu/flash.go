@@ -130,6 +130,9 @@ func (f Flash) shared() int64 {
 			kv -= t.Keys * f.D
 		}
 		n := kv + t.Rows*f.D // (Q after the stages)
+		if t.PrefetchQ {
+			n += t.Rows * f.D // (the next row block's)
+		}
 		if t.SumMMA {
 			n += flashOnes // (the ones after Q)
 		}
@@ -177,6 +180,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: Staged needs the pipelined kernel", t)
 	case t.Persistent < 0 || t.Persistent > 0 && !(t.Pipe && (t.Specialized || t.Rows == 64 && !t.TMA)):
 		return fmt.Errorf("flash attention: tile %s: Persistent needs the pipelined kernel with one warpgroup a block and without TMA, or Specialized", t)
+	case t.PrefetchQ && (!t.Specialized || t.Persistent == 0 || f.Causal):
+		return fmt.Errorf("flash attention: tile %s: PrefetchQ needs Specialized and Persistent, and a non-causal attention", t)
 	case !slices.ContainsFunc(FlashTiles, func(ft FlashTile) bool { return ft.nonPersistent() == t.nonPersistent() }):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles (but for Persistent)", t)
 	case t.TMA && f.Dynamic:

@@ -135,6 +135,13 @@ type FlashTile struct {
 	// store writes whole 128-byte row segments, 16 bytes a lane
 	// (flashGen.stagedStore).
 	Staged bool
+	// PrefetchQ (with Specialized and Persistent; not causal) gives Q a
+	// second tile: each consumer warpgroup copies its own 64 rows of the
+	// block's next row block's Q into the other tile at the start of a
+	// row block, so that the next one starts without Q's load latency
+	// and without waiting for the other warpgroup to finish (one Q
+	// mbarrier a warpgroup instead of the block's wsQ and wsFree).
+	PrefetchQ bool
 }
 
 // String is RowsxKeys, followed by wN for Warp N (not 16), f for Fused,
@@ -142,7 +149,8 @@ type FlashTile struct {
 // for Pipe, l for Lazy, v for PrefetchV, q for QShared, k for OneK, d
 // for Specialized (a dedicated producer), a for PingPong (alternating
 // consumers), t for TMA, cN for Cluster N, u for Unroll, m for
-// LatePack, o for Staged and rN for Persistent N.
+// LatePack, o for Staged, n for PrefetchQ (the next Q) and rN for
+// Persistent N.
 func (t FlashTile) String() string {
 	s := fmt.Sprintf("%dx%d", t.Rows, t.Keys)
 	if t.Warp != 0 && t.Warp != 16 {
@@ -198,6 +206,9 @@ func (t FlashTile) String() string {
 	}
 	if t.Staged {
 		s += "o"
+	}
+	if t.PrefetchQ {
+		s += "n"
 	}
 	if t.Persistent > 0 {
 		s += fmt.Sprintf("r%d", t.Persistent)
@@ -311,6 +322,10 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, Staged: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, Persistent: 132},
+	// Session 17's: the next row block's Q copied during the current one
+	// (non-causal only).
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings

@@ -50,6 +50,13 @@ func (g *flashGen) swizzledChunks(rows int64) []chunk {
 // dim 128), the threads copy a panel at a time instead: thread t chunk
 // t%8 of rows t/8 + i·T/8 of each panel.
 func (g *flashGen) swizzledChunksOf(x ix, rows int64, tid *ir.Value, T int64) []chunk {
+	return g.swizzledChunksIn(x, rows, rows, tid, T)
+}
+
+// swizzledChunksIn is swizzledChunksOf for the first rows rows of a tile
+// whose panels are panelRows rows (PrefetchQ: a warpgroup's 64 of the Q
+// tile's Rows).
+func (g *flashGen) swizzledChunksIn(x ix, rows, panelRows int64, tid *ir.Value, T int64) []chunk {
 	per := g.D / 8
 	if T/per%8 != 0 {
 		const cpr = wgPanel / 8 // (a panel row's chunks)
@@ -60,7 +67,7 @@ func (g *flashGen) swizzledChunksOf(x ix, rows int64, tid *ir.Value, T int64) []
 		for p := range g.D / wgPanel {
 			for i := range ceilDivInt(rows*cpr, T) {
 				rc := i * T / cpr
-				ch := chunk{row: r0, dst: dst, src: src, rowC: rc, dstC: p*rows*wgPanel + rc*wgPanel, srcC: rc*g.D + p*wgPanel}
+				ch := chunk{row: r0, dst: dst, src: src, rowC: rc, dstC: p*panelRows*wgPanel + rc*wgPanel, srcC: rc*g.D + p*wgPanel}
 				if (i+1)*T > rows*cpr {
 					ch.guard = x.lt(tid, x.c(rows*cpr-i*T))
 				}
@@ -71,7 +78,7 @@ func (g *flashGen) swizzledChunksOf(x ix, rows int64, tid *ir.Value, T int64) []
 	}
 	r0, c0 := x.shr(tid, int64(bits.TrailingZeros64(uint64(per)))), x.and(tid, per-1)
 	cp := x.and(c0, wgPanel/8-1) // (the chunk in its panel)
-	dst := x.add(x.mulc(x.shr(c0, 3), rows*wgPanel), x.add(x.mulc(r0, wgPanel), x.mulc(x.xor(cp, x.and(r0, 7)), 8)))
+	dst := x.add(x.mulc(x.shr(c0, 3), panelRows*wgPanel), x.add(x.mulc(r0, wgPanel), x.mulc(x.xor(cp, x.and(r0, 7)), 8)))
 	src := x.add(x.mulc(r0, g.D), x.mulc(c0, 8))
 	total := rows * per
 	var out []chunk
@@ -274,6 +281,15 @@ func (g *flashGen) emitWGMMAPipe() {
 	w := g.wgBegin()
 	z, rowBase, full := w.z, w.rowBase, w.full
 	anyMask := g.Causal || g.keyTail()
+	// wg is the thread's warpgroup: with several, shuffled from lane 0
+	// (as gradWarpgroup) so that ptxas knows it is the same in every lane
+	// and keeps it, Q's descriptors built from it and the ping-pong
+	// barriers' addresses in uniform registers (computed in each lane,
+	// each of S's gpu.wgmma moved its A descriptor into them first).
+	wg := x.shr(w.warp, 2)
+	if R > 64 {
+		wg = laneZero(x, wg)
+	}
 	if g.Tile.SumMMA {
 		g.fillOnes(b)
 	}
@@ -318,7 +334,13 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	var bars *ir.Value
 	var tm *flashTMA
-	if ws && g.wsBars != nil {
+	// qTile is the workgroup offset of the row block's Q tile: with
+	// PrefetchQ, of the tile of the row block's parity.
+	qTile := x.c(qStage)
+	if g.Tile.PrefetchQ {
+		bars = g.wsBars
+		qTile = g.prefetchQ(x, wg, qStage, qBase, rowBase, qValid)
+	} else if ws && g.wsBars != nil {
 		// A persistent consumer's row block (emitPersistentWS): the
 		// producer runs on; Q's tile is free once every consumer is
 		// done with the row block before (its S products and, with
@@ -416,7 +438,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 	// The warpgroup's 64 rows of the Q tile (with QShared, read by
 	// descriptor: a panel of the tile is R rows of 64 elements).
-	qRows := x.addc(x.mulc(x.shr(w.warp, 2), 64*wgPanel), qStage)
+	qRows := x.add(x.mulc(wg, 64*wgPanel), qTile)
 	if R == 64 {
 		// (One warpgroup: a constant, which ptxas then keeps in uniform
 		// registers with the descriptors built from it.)
@@ -701,7 +723,6 @@ func (g *flashGen) emitWGMMAPipe() {
 			// tile 1) or of this tile (1) are issued.
 			// (With tileBase, the turns of the block's row blocks
 			// before: tiles − 1 each.)
-			wg := x.shr(w.warp, 2)
 			turn := kt
 			if g.tileBase != nil {
 				turn = x.add(kt, x.sub(g.tileBase, g.wsOrd))
@@ -721,7 +742,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		}
 		if g.Tile.PingPong {
 			// The other warpgroup's turn.
-			gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(x.shr(w.warp, 2), x.c(1)), wsFirst(wsKinds))))
+			gpu.MbarrierArrive(b, loc, bars, x.index(x.addc(x.xor(wg, x.c(1)), wsFirst(wsKinds))))
 		}
 		sv := gpu.WGMMAWait(b, loc, sPending, sIn)
 		switch {
@@ -858,7 +879,7 @@ func (g *flashGen) emitWGMMAPipe() {
 		// 1024·warp as stagedStore's slices are, which only its
 		// warpgroup's S read, all completed.)
 		if R > 64 || ws {
-			g.stageAt = x.c(qStage)
+			g.stageAt = qTile
 		} else {
 			g.stageAt = vStage(x, x.addc(g.tiles, -1))
 		}
@@ -933,6 +954,60 @@ var (
 	wsFree = wsQ + 1
 )
 
+// prefetchQ starts a persistent consumer's row block with PrefetchQ
+// (qBase, rowBase and valid those of emitWGMMAPipe; wg the thread's
+// warpgroup) and returns the workgroup offset of its Q tile, the one of
+// the row block's parity (wsOrd's) after qStage: the first row block
+// copies its own; then the warpgroup waits at its Q mbarrier, where each
+// of its threads arrives once its copies have landed and it is done with
+// the row block before (which read and stored through the other tile),
+// and copies the warpgroup's rows of the next row block's Q (when the
+// block has one) into the other tile, a cp.async group that stays in
+// flight through the row block. A warpgroup reads and stores through
+// its own rows of the Q tile only, so neither waits for the other.
+func (g *flashGen) prefetchQ(x ix, wg *ir.Value, qStage int64, qBase, rowBase, valid *ir.Value) *ir.Value {
+	b, loc := g.b, g.loc
+	R, D := g.Tile.Rows, g.D
+	tile := func(x ix, ord *ir.Value) *ir.Value { return x.addc(x.mulc(x.and(ord, 1), R*D), qStage) }
+	// own issues the warpgroup's copies of its 64 rows of the Q tile at
+	// global offset q (first row first) into the tile at workgroup
+	// offset at.
+	own := func(b *ir.Builder, q, first, at *ir.Value) {
+		x := x.at(b)
+		cs := g.swizzledChunksIn(x, 64, R, x.and(g.tid, gpu.WarpgroupSize-1), gpu.WarpgroupSize)
+		g.copyTile(b, cs, g.q, x.add(q, x.mulc(wg, 64*D)), x.add(at, x.mulc(wg, 64*wgPanel)), x.add(first, x.mulc(wg, 64)), valid)
+	}
+	loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, x.index(g.wsOrd), x.index(x.c(0))), nil, func(b *ir.Builder) []*ir.Value {
+		own(b, qBase, rowBase, tile(x.at(b), g.wsOrd))
+		gpu.CpAsyncCommit(b, loc)
+		return nil
+	}, nil)
+	gpu.CpAsyncWait(b, loc, 0)
+	gpu.FenceProxyAsync(b, loc)
+	bar := x.index(x.addc(wg, wsQ))
+	gpu.MbarrierArrive(b, loc, g.wsBars, bar)
+	gpu.MbarrierWait(b, loc, g.wsBars, bar, x.i32(x.and(g.wsOrd, 1)))
+	loop.If(b, loc, g.hasNext, nil, func(b *ir.Builder) []*ir.Value {
+		x := x.at(b)
+		_, row, q, _ := g.itemStart(x, g.next)
+		own(b, q, row, tile(x, x.addc(g.wsOrd, 1)))
+		return nil
+	}, nil)
+	gpu.CpAsyncCommit(b, loc)
+	return tile(x, g.wsOrd)
+}
+
+// laneZero returns lane 0's v (of x's type) in every lane of the warp:
+// a shuffle, whose result ptxas knows to be the same in every lane.
+func laneZero(x ix, v *ir.Value) *ir.Value {
+	c := func(n int64) *ir.Value { return arith.ConstantInt(x.b, x.loc, n, ir.I32) }
+	s, _ := gpu.Shuffle(x.b, x.loc, "idx", x.i32(v), c(0), c(32))
+	if x.t == ir.I32 {
+		return s
+	}
+	return arith.NewCast(x.b, arith.OpIndexCastUI, x.loc, s, x.t)
+}
+
 // wsStages is the number of stages of kind's tiles: two K stages, three V
 // stages.
 func wsStages(kind int64) int64 {
@@ -990,7 +1065,10 @@ func (g *flashGen) wsConsumerRegs() int64 {
 func (g *flashGen) wsBarriers() *ir.Value {
 	b, loc, x := g.b, g.loc, g.x
 	n := wsQ + 1
-	if g.Tile.Persistent > 0 {
+	switch {
+	case g.Tile.PrefetchQ:
+		n = wsQ + g.consumers()/gpu.WarpgroupSize // (one a warpgroup)
+	case g.Tile.Persistent > 0:
 		n = wsFree + 1
 	}
 	bars := gpu.AddWorkgroupBuffer(g.b.InsertionBlock().ParentOp(), gpu.WorkgroupMemRef(n, ir.I64))
@@ -1006,8 +1084,14 @@ func (g *flashGen) wsBarriers() *ir.Value {
 				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFirst(int64(kind))+s)), arith.ConstantInt(b, loc, n, ir.I32))
 			}
 		}
-		gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsQ)), arith.ConstantInt(b, loc, g.consumers(), ir.I32))
-		if n > wsFree {
+		if g.Tile.PrefetchQ {
+			for w := range g.consumers() / gpu.WarpgroupSize {
+				gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsQ+w)), arith.ConstantInt(b, loc, gpu.WarpgroupSize, ir.I32))
+			}
+		} else {
+			gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsQ)), arith.ConstantInt(b, loc, g.consumers(), ir.I32))
+		}
+		if n > wsFree && !g.Tile.PrefetchQ {
 			gpu.MbarrierInit(b, loc, bars, x.index(x.c(wsFree)), arith.ConstantInt(b, loc, g.consumers(), ir.I32))
 		}
 		if g.Tile.PingPong {
@@ -1168,12 +1252,21 @@ func (g *flashGen) emitPersistentWS() {
 	gpu.Barrier(b, loc)
 	g.wsBars = bars
 	cb := g.wsSplit(bars, nil)
-	g.itemLoop(cb, []*ir.Value{x.at(cb).c(0), x.at(cb).c(0)}, func(b *ir.Builder, _, item *ir.Value, c []*ir.Value) []*ir.Value {
+	var items *ir.Value
+	if g.Tile.PrefetchQ {
+		items = x.at(cb).index(x.at(cb).mul(g.rowBlocks(x.at(cb)), x.at(cb).c(g.Batch)))
+	}
+	g.itemLoop(cb, []*ir.Value{x.at(cb).c(0), x.at(cb).c(0)}, func(b *ir.Builder, it, item *ir.Value, c []*ir.Value) []*ir.Value {
 		x := x.at(b)
 		g.b, g.x = b, x
 		g.item, g.tileBase, g.wsOrd = x.from(item), c[0], c[1]
+		if g.Tile.PrefetchQ {
+			// (Not causal: the next round's row block is it + grid.)
+			next := arith.Binary(b, arith.OpAddI, loc, it, gpu.GridDim(b, loc, "x"))
+			g.next, g.hasNext = x.from(next), arith.NewCmpI(b, loc, arith.CmpIULT, next, items)
+		}
 		g.emitWGMMAPipe()
 		return []*ir.Value{x.add(c[0], g.tiles), x.addc(c[1], 1)}
 	})
-	g.b, g.x, g.item, g.tileBase, g.wsOrd, g.wsBars = b, x, nil, nil, nil, nil
+	g.b, g.x, g.item, g.tileBase, g.wsOrd, g.wsBars, g.next, g.hasNext = b, x, nil, nil, nil, nil, nil, nil
 }
