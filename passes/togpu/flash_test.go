@@ -767,6 +767,9 @@ func TestGPUFlashLarge(t *testing.T) {
 		{1, 1, 1024, 1024, 128, false, 0, ir.BF16},
 		{16, 16, 1024, 1024, 128, false, 0, ir.BF16},
 		{16, 16, 1024, 1024, 128, true, 0, ir.BF16},
+		// (Row and key tails in every head, with 2048 row blocks: the
+		// persistent blocks' next row blocks, PrefetchQ's, are partial.)
+		{16, 16, 1000, 1000, 128, false, 0, ir.BF16},
 	} {
 		t.Run(tc.String(), func(t *testing.T) {
 			q, k, v := tc.inputs(t)

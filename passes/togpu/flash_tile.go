@@ -436,10 +436,16 @@ var FlashTileWGMMA128Causal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: t
 // attentions since session 17: cuDNN's layout (a producer warpgroup
 // copying 128-key K and V tiles by TMA for two consumer warpgroups of 64
 // rows, which take turns at the tensor cores; 232 registers each), O
-// staged through the Q tile, and persistent with one block an SM (132:
-// the H200's SMs). Session 16's second call (ms at b16 h16 s1024 d128,
-// non-causal): 0.246 against FlashTileWGMMA128Causal's 0.264.
-var FlashTileWGMMA128 = FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, Persistent: 132}
+// staged through the Q tile, persistent with one block an SM (132: the
+// H200's SMs), each consumer warpgroup copying its rows of the next row
+// block's Q into a second Q tile (PrefetchQ; 224 KiB of shared memory).
+// Session 16's second call (ms at b16 h16 s1024 d128, non-causal):
+// 128x128gplqdator132 0.246 against FlashTileWGMMA128Causal's 0.264;
+// session 17's first (same call): 0.247 against 0.263, 128x128gplqdato
+// 0.253, 128x128gplqdaor132 0.257, and the bench's attention_d128 row
+// 0.2675 ms against torch.compile's 0.2453 (1.09×; 1.22× with
+// 64x64gplqko in session 16's final call).
+var FlashTileWGMMA128 = FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
 // attention of head dim d, causal or not (for a head dim no wgmma tiling
