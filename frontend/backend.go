@@ -116,6 +116,15 @@ type CompileTimes struct {
 	Trace, Passes, Codegen, Load, Device time.Duration
 }
 
+// merge adds the phases of o to ct's.
+func (ct *CompileTimes) merge(o CompileTimes) {
+	ct.Trace += o.Trace
+	ct.Passes += o.Passes
+	ct.Codegen += o.Codegen
+	ct.Load += o.Load
+	ct.Device += o.Device
+}
+
 func (ct *CompileTimes) add(p Phase, d time.Duration) {
 	switch p {
 	case PhaseTrace:

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -131,6 +132,28 @@ type trainStep struct {
 	// seeds are the cotangents of a call without given ones (the loss's
 	// 1 and zeros), made by the first such call.
 	seeds []*interp.Tensor
+	// pending, while set, is the backward pass's compile still running:
+	// the first call runs the forward pass meanwhile (gradCore.run).
+	pending *pendingCompile
+}
+
+// pendingCompile is a backward pass's compile running in a goroutine of
+// its own.
+type pendingCompile struct {
+	done  chan struct{} // closed when the compile ended
+	err   error
+	panic any
+	times CompileTimes
+}
+
+// quietRunner is implemented by the executables whose device may be busy
+// with work that times itself (the nvptx backend's library warm-ups,
+// which choose the libraries' algorithms by timing them): quiet returns a
+// channel closed once none is in progress. A forward pass run while its
+// backward pass compiles waits for it, so that its kernels do not slow
+// the timings (and the choices) of the backward pass's library calls.
+type quietRunner interface {
+	quiet() <-chan struct{}
 }
 
 func newGradCore(fn any, wrt []int, opts Options) *gradCore {
@@ -262,13 +285,15 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 		if step, err = g.compile(s, gr, wrt, time.Since(start)); err != nil {
 			return nil, nil, err
 		}
-		g.cache[key] = step
 	}
 	if cotangents == nil && step.seeds == nil {
 		step.seeds = cts
 	}
 	g.report = step.report
-	grads, err = g.run(step, gr.inputs, all, cts)
+	grads, err = g.run(s, step, gr.inputs, all, cts)
+	if !ok && step.pending == nil {
+		g.cache[key] = step // both passes compiled, whether or not they ran
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,10 +315,30 @@ func (g *gradCore) call(inputs, cotangents []*Tensor) (values, grads []*Tensor, 
 // On a device backend the passes read and return GPU memory: the saved
 // values go from one pass to the other there, and the values and
 // gradients stay on the GPU (read them like any GPU tensor).
-func (g *gradCore) run(step *trainStep, inputs []tensorData, all []*Tensor, cts []*interp.Tensor) ([]*Tensor, error) {
+//
+// A first call's forward pass runs while its backward pass still compiles
+// (trainStep.pending), once the device is quiet (quietRunner) or the
+// compile ended, whichever comes first; the backward pass then waits for
+// its compile.
+func (g *gradCore) run(s *session, step *trainStep, inputs []tensorData, all []*Tensor, cts []*interp.Tensor) ([]*Tensor, error) {
+	if pc := step.pending; pc != nil {
+		if q, ok := step.fwd.(quietRunner); ok {
+			select {
+			case <-q.quiet():
+			case <-pc.done:
+			}
+		}
+	}
 	fwd, err := runExecutable(step.fwd, inputs)
 	if err == nil && len(fwd) < len(all) {
 		err = errTooFewResults(len(fwd), len(all))
+	}
+	if cerr := g.awaitBackward(s, step); cerr != nil {
+		if err == nil {
+			releaseSaved(fwd[step.results:])
+			err = cerr
+		}
+		return nil, err // the compile's error, or the forward pass's
 	}
 	if err != nil {
 		return nil, fmt.Errorf("frontend: Grad: forward pass: %w", err)
@@ -308,12 +353,8 @@ func (g *gradCore) run(step *trainStep, inputs []tensorData, all []*Tensor, cts 
 	// of the forward pass does not move them out of its pool before its
 	// next replay (reduce-overhead) and a plain plan's memory returns to
 	// the allocator now rather than when the collector finds them.
-	for _, d := range fwd[step.results:] {
-		if d.dev != nil {
-			if rerr := d.dev.arr.Release(); err == nil {
-				err = rerr
-			}
-		}
+	if rerr := releaseSaved(fwd[step.results:]); err == nil {
+		err = rerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("frontend: Grad: backward pass: %w", err)
@@ -373,7 +414,7 @@ func (g *gradCore) finishReplay(s *session, outs []*Tensor, wrt []int, cotangent
 		cts, err = g.cotangents(resultTypes(all), len(outs), cotangents)
 	}
 	if err == nil {
-		grads, err = g.run(step, rp.inputs, all, cts)
+		grads, err = g.run(s, step, rp.inputs, all, cts)
 	}
 	// The placeholders fn made and did not return are left without a
 	// value, as after a traced call; on an error, every one is.
@@ -486,6 +527,41 @@ func (g *gradCore) cotangents(types []*ir.TensorType, nres int, given []*Tensor)
 	return cts, nil
 }
 
+// releaseSaved releases the device memory of the saved values saved and
+// returns the first error.
+func releaseSaved(saved []tensorData) error {
+	var first error
+	for _, d := range saved {
+		if d.dev != nil {
+			if err := d.dev.arr.Release(); first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// awaitBackward waits for the backward pass's compile of step, when one
+// is pending, adds its times to the session's and returns its error (a
+// panic in it goes on here, in the caller's goroutine, as it would have
+// without the concurrency). Once it compiled, step is no longer pending.
+func (g *gradCore) awaitBackward(s *session, step *trainStep) error {
+	pc := step.pending
+	if pc == nil {
+		return nil
+	}
+	<-pc.done
+	s.times.merge(pc.times)
+	if pc.panic != nil {
+		panic(pc.panic)
+	}
+	if pc.err != nil {
+		return fmt.Errorf("frontend: Grad: backend %s: %w", g.c.backend.name, pc.err)
+	}
+	step.pending = nil
+	return nil
+}
+
 // concurrentCompiler is implemented by the built-in backends whose
 // Compile may run for several graphs at once (Backend makes no such
 // promise).
@@ -561,53 +637,64 @@ func (g *gradCore) compile(s *session, gr *graphTrace, wrt []int, traced time.Du
 	step := &trainStep{results: len(funcs.Type(gr.fn).Results), report: report}
 	// With a backend that allows it (concurrentCompiler), the two passes
 	// are compiled at once: the backward pass's passes and code
-	// generation (the larger) overlap the forward pass's, and a GPU
-	// backend's load of one overlaps the other's host work. Their phases
+	// generation (the larger) overlap the forward pass's, a GPU backend's
+	// load of one overlaps the other's host work, and the call returns
+	// once the forward pass compiled, with the backward pass's compile
+	// pending (gradCore.run runs the forward pass meanwhile). Their phases
 	// add up in the session's times (which then may exceed the wall
 	// time). Other backends compile them one after the other, forward
 	// first.
 	_, concurrent := g.c.backend.b.(concurrentCompiler)
-	passes := []struct {
-		fn    *ir.Operation
-		exe   *Executable
-		times CompileTimes
-		err   error
-		panic any
-	}{{fn: fwd, exe: &step.fwd}, {fn: bwd, exe: &step.bwd}}
-	var wg sync.WaitGroup
-	for i := range passes {
-		p := &passes[i]
+	var graphs [2]*Graph
+	var times [2]CompileTimes
+	for i, fn := range []*ir.Operation{fwd, bwd} {
 		m := builtin.NewModule(ir.UnknownLoc{})
-		p.fn.Remove()
-		builtin.ModuleBody(m).Append(p.fn)
-		graph := &Graph{Context: ctx, Module: m, Func: ir.SymbolName(p.fn), Mode: g.opts.Mode, Options: g.opts.BackendOptions, times: &p.times}
-		compile := func() {
-			// A backend's panic is a bug: it goes on in the caller's
-			// goroutine, as it would without the concurrency.
-			defer func() { p.panic = recover() }()
-			*p.exe, p.err = g.c.backend.b.Compile(graph)
-		}
-		if concurrent {
-			wg.Go(compile)
-		} else {
-			compile()
-		}
+		fn.Remove()
+		builtin.ModuleBody(m).Append(fn)
+		graphs[i] = &Graph{Context: ctx, Module: m, Func: ir.SymbolName(fn), Mode: g.opts.Mode, Options: g.opts.BackendOptions, times: &times[i]}
 	}
-	wg.Wait()
-	for _, p := range passes {
-		if p.panic != nil {
-			panic(p.panic)
+	fail := func(err error) error { return fmt.Errorf("frontend: Grad: backend %s: %w", g.c.backend.name, err) }
+	if !concurrent {
+		var errs [2]error
+		step.fwd, errs[0] = g.c.backend.b.Compile(graphs[0])
+		step.bwd, errs[1] = g.c.backend.b.Compile(graphs[1])
+		s.times.merge(times[0])
+		s.times.merge(times[1])
+		if err := cmp.Or(errs[0], errs[1]); err != nil {
+			return nil, fail(err)
 		}
-		s.times.Trace += p.times.Trace
-		s.times.Passes += p.times.Passes
-		s.times.Codegen += p.times.Codegen
-		s.times.Load += p.times.Load
-		s.times.Device += p.times.Device
+		return step, nil
 	}
-	for _, p := range passes {
-		if p.err != nil {
-			return nil, fmt.Errorf("frontend: Grad: backend %s: %w", g.c.backend.name, p.err)
+	pc := &pendingCompile{done: make(chan struct{})}
+	graphs[1].times = &pc.times
+	bwdExe := &step.bwd // written by the compile, read once done is closed
+	go func() {
+		defer close(pc.done)
+		// A backend's panic is a bug: it goes on in the caller's
+		// goroutine (awaitBackward), as it would without the
+		// concurrency.
+		defer func() { pc.panic = recover() }()
+		*bwdExe, pc.err = g.c.backend.b.Compile(graphs[1])
+	}()
+	fwdPanic := func() (p any) {
+		defer func() { p = recover() }()
+		step.fwd, err = g.c.backend.b.Compile(graphs[0])
+		return nil
+	}()
+	s.times.merge(times[0])
+	if fwdPanic != nil || err != nil {
+		// The backward pass's compile ends first: its panic or error
+		// comes after the forward pass's, as in the order they compile.
+		<-pc.done
+		s.times.merge(pc.times)
+		if fwdPanic != nil {
+			panic(fwdPanic)
 		}
+		if pc.panic != nil {
+			panic(pc.panic)
+		}
+		return nil, fail(err)
 	}
+	step.pending = pc
 	return step, nil
 }

@@ -141,7 +141,7 @@ func (b nvptxBackend) Compile(g *Graph) (Executable, error) {
 	if logs.Enabled(topicCompile) && g.times != nil {
 		logCompile(g, prog, rt, before, time.Since(start))
 	}
-	return &nvptxExecutable{runner: exec.NewRunner(prog, rt, name, mode.CUDAGraphs()), name: name}, nil
+	return &nvptxExecutable{runner: exec.NewRunner(prog, rt, name, mode.CUDAGraphs()), rt: rt, name: name}, nil
 }
 
 // logCompile logs under topicCompile what compiling g cost: its phases
@@ -374,6 +374,7 @@ func (b nvptxBackend) deviceConfig(mode exec.Mode, module *ir.Operation, target 
 // (RunDevice), and a call returns without waiting for the kernels.
 type nvptxExecutable struct {
 	runner *exec.Runner
+	rt     *exec.Runtime
 	name   string
 	// ran is set by the first call, which logs under topicCompile how
 	// long it took to queue (the libraries' first use, cuDNN's choice of
@@ -405,6 +406,10 @@ func (e *nvptxExecutable) RunDeviceDonating(inputs []interp.Value, donated []boo
 	}
 	return res, nil
 }
+
+// quiet implements quietRunner: the libraries' warm-ups time their
+// candidates on the device.
+func (e *nvptxExecutable) quiet() <-chan struct{} { return e.rt.WarmUpsIdle() }
 
 // Run implements Executable: inputs and results on the host.
 func (e *nvptxExecutable) Run(inputs []*interp.Tensor) ([]*interp.Tensor, error) {

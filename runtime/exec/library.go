@@ -84,6 +84,31 @@ func (g *warmGroup) Done() {
 	}
 }
 
+// idleChan returns a channel closed once no warm-up is in progress
+// (closed already when none is).
+func (g *warmGroup) idleChan() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.idle == nil {
+		return closedChan
+	}
+	return g.idle
+}
+
+// closedChan is a closed channel.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// WarmUpsIdle returns a channel closed once none of the libraries'
+// warm-ups (WarmLibraries, WarmLibraryCalls) is in progress, whose timing
+// runs choose algorithms by their times on the device: work queued
+// meanwhile would slow those timings. Warm-ups started later are not
+// waited for.
+func (rt *Runtime) WarmUpsIdle() <-chan struct{} { return rt.libs.warm.idleChan() }
+
 // Wait waits until no warm-up is in progress.
 func (g *warmGroup) Wait() {
 	g.mu.Lock()

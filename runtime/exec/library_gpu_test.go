@@ -312,6 +312,37 @@ func TestPlanLibraryMatmulCalls(t *testing.T) {
 // TestWarmGroup checks that warmGroup's Wait returns once the warm-ups in
 // progress end, also while others start and end at once on other
 // goroutines (run it with -race).
+// TestWarmUpsIdle checks the channel of a quiet device: closed with no
+// warm-up in progress, open while one is, closed when it ends, and a
+// Runtime's closed before any warm-up.
+func TestWarmUpsIdle(t *testing.T) {
+	closed := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	var g warmGroup
+	if !closed(g.idleChan()) {
+		t.Fatal("no warm-up in progress, and the idle channel is open")
+	}
+	g.Add(2)
+	c := g.idleChan()
+	g.Done()
+	if closed(c) || closed(g.idleChan()) {
+		t.Fatal("a warm-up in progress, and the idle channel is closed")
+	}
+	g.Done()
+	if !closed(c) || !closed(g.idleChan()) {
+		t.Fatal("the warm-ups ended, and the idle channel is open")
+	}
+	if rt := newRuntime(newFake()); !closed(rt.WarmUpsIdle()) {
+		t.Fatal("a new Runtime's WarmUpsIdle is open")
+	}
+}
+
 func TestWarmGroup(t *testing.T) {
 	var g warmGroup
 	g.Wait() // none in progress
