@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 )
@@ -59,8 +60,9 @@ func colSumProgram(n, c, p int64, elt string, transposed, first bool) string {
 // graph-split-reductions splits them and split by hand into other
 // numbers of partial rows (and their first halves alone, the partial
 // rows summed on the host), each checked against a float64 sum on the
-// host. With STRATA_ROW_SWEEP=colsum each form is timed as
-// TestGPURowVariants times its variants.
+// host, the second halves under the column mapping and a warp a column.
+// With STRATA_ROW_SWEEP=colsum each form is timed as TestGPURowVariants
+// times its variants.
 func TestGPUColumnSumSplits(t *testing.T) {
 	rt := openRuntime(t)
 	sweep := os.Getenv("STRATA_ROW_SWEEP") == "colsum"
@@ -73,12 +75,19 @@ func TestGPUColumnSumSplits(t *testing.T) {
 	type form struct {
 		p                 int64
 		transposed, first bool
+		opts              string // convert-loop-to-gpu's options ("": the defaults)
 	}
-	forms := []form{{0, false, false}, {1024, true, false}, {256, true, false}, {512, false, true}}
+	forms := []form{{p: 0}, {p: 1024, transposed: true}, {p: 256, transposed: true}, {p: 512, first: true}, {p: 512, opts: "rows-per-block=8"}}
 	if sweep {
-		forms = append(forms, form{64, false, false}, form{128, false, false}, form{512, false, false}, form{1024, false, false},
-			form{128, true, false}, form{512, true, false}, form{2048, true, false},
-			form{128, false, true}, form{256, false, true}, form{1024, false, true}, form{2048, false, true})
+		// The second halves under the column mapping (the default) and a
+		// warp a column (rows-per-block=8, as before it), and the first
+		// halves alone.
+		for _, p := range []int64{256, 512, 1024} {
+			forms = append(forms, form{p: p}, form{p: p, opts: "rows-per-block=8"})
+		}
+		for _, p := range []int64{256, 1024, 2048} {
+			forms = append(forms, form{p: p, first: true})
+		}
 	}
 	for _, elt := range []string{"f32", "bf16"} {
 		et := ir.Type(ir.F32)
@@ -99,8 +108,12 @@ func TestGPUColumnSumSplits(t *testing.T) {
 			scale[i%c] += math.Abs(v)
 		}
 		for _, f := range forms {
-			name := fmt.Sprintf("%s p=%d transposed=%v first=%v", elt, f.p, f.transposed, f.first)
-			m := lowerGraph(t, colSumProgram(n, c, f.p, elt, f.transposed, f.first), "builtin.module(lower-to-gpu)")
+			name := fmt.Sprintf("%s p=%d transposed=%v first=%v %s", elt, f.p, f.transposed, f.first, f.opts)
+			pipeline := "builtin.module(lower-to-gpu)"
+			if f.opts != "" {
+				pipeline = "builtin.module(lower-to-loop," + togpu.BeforeConversion + "," + togpu.PassName + "{" + f.opts + "}," + togpu.AfterConversion + ")"
+			}
+			m := lowerGraph(t, colSumProgram(n, c, f.p, elt, f.transposed, f.first), pipeline)
 			prog, err := exec.Compile(m, exec.Options{})
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)

@@ -50,7 +50,9 @@
 //     a row. A block (rows_per_block = 1) or a warp (rows_per_block > 1)
 //     handles a row; its threads stride over each inner loop, reduce their
 //     partials with gpu.shuffle xor and, across warps, workgroup memory and
-//     gpu.barrier. rows.go recognizes the reductions (recognize,
+//     gpu.barrier. Rows that read columns (a bias gradient's second half)
+//     take a lane of every warp each, 32 a block (rows_per_block = 32:
+//     row.cols, reduceColumn). rows.go recognizes the reductions (recognize,
 //     selectMinMax) and makes the plan (rowPlan); rows_emit.go builds the
 //     kernel ((*row).emit, emitLoop, reduceRow, the row held in registers);
 //     rows_stats.go computes a mean and a variance in one trip (Welford);

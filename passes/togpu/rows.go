@@ -169,6 +169,10 @@ type row struct {
 	// reread and shuffleMerge are Config.RowReread and
 	// Config.RowShuffleMerge.
 	reread, shuffleMerge bool
+	// cols: the rows read columns (readsColumns) and the block takes
+	// rows = WarpSize of them, a lane each, its warps sharing each row's
+	// loops (threads warps): a warp's load reads 32 adjacent elements.
+	cols bool
 }
 
 // writesRows reports whether a row loop stores (a softmax's or layer
@@ -219,8 +223,12 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 			return nil
 		}
 	}
-	if len(order) == 0 || matmulLike(nest, order) || columnReads(nest, order) {
+	if len(order) == 0 || matmulLike(nest, order) {
 		return nil
+	}
+	points, cols := readsColumns(nest, order)
+	if cols && points >= ColumnThreads {
+		return nil // a thread a point: the pointwise mapping
 	}
 	if cfg.RowWelford {
 		r.meanVar = map[*ir.Operation]meanVariance{}
@@ -241,6 +249,10 @@ func rowPlan(nest *ir.Operation, cfg Config) *row {
 				break
 			}
 		}
+	}
+	if w := columnWarps(order); cols && w > 0 && cfg.RowsPerBlock == 0 && points%gpu.WarpSize == 0 && points >= ColumnBlocks*gpu.WarpSize {
+		r.cols, r.rows, r.threads, r.vec = true, gpu.WarpSize, w, 1
+		return r
 	}
 	r.rows = cfg.RowsPerBlock
 	if r.rows == 0 {
@@ -556,29 +568,68 @@ func matmulLike(nest *ir.Operation, loops []*rowLoop) bool {
 }
 
 // ColumnThreads is the fewest points of a nest that reads columns
-// (columnReads) for which the nest runs a thread a point (the pointwise
-// mapping) rather than a warp or block a point: a grid of that many
+// (readsColumns) for which the nest runs a thread a point (the pointwise
+// mapping) rather than a lane of a warp per point: a grid of that many
 // threads fills the device.
 const ColumnThreads = 8192
 
-// columnReads reports whether the row loops of nest read columns: every
-// load that moves with a loop's induction variable moves by more than one
-// element a step, while a step of the nest's innermost induction variable
-// moves it by one (or not at all: a value of the row), and some load moves
-// so, and the nest has at least ColumnThreads static points.
+// ColumnWarps is the most warps of a block of the column mapping (the row
+// mapping's cols: WarpSize points a block, each point's loops shared by a
+// lane of every warp). The second half of a split bias gradient (256
+// partial rows of 768 columns) takes 32 warps of 8 rows each: a warp per
+// point had each lane load a sector of its own, rows apart.
+const ColumnWarps = 32
+
+// ColumnBlocks is the fewest blocks of the column mapping: a nest of
+// fewer columns keeps a warp (or a block) a column, more of the device
+// busy (ResNet-50's statistics of 64 and 256 channels).
+const ColumnBlocks = 16
+
+// columnWarps returns the warps of a column-mapped block: ColumnWarps, or
+// fewer for short loops (at least 8 iterations a warp where the longest
+// loop allows); 0 (no column mapping) for a loop that is dynamic or longer
+// than ColumnWarps·RegisterRow, whose few points would run long on few
+// blocks (ResNet-50's channels-last statistics: 4096 partial rows of 64
+// channels keep a warp a channel, unmeasured in this form).
+func columnWarps(order []*rowLoop) int64 {
+	n := int64(0)
+	for _, rl := range order {
+		lb, ub, step := rowBounds(rl)
+		l, ok1 := staticInt(lb)
+		u, ok2 := staticInt(ub)
+		s, ok3 := staticInt(step)
+		if !ok1 || !ok2 || !ok3 || s <= 0 || (u-l+s-1)/s > ColumnWarps*RegisterRow {
+			return 0
+		}
+		n = max(n, (u-l+s-1)/s)
+	}
+	w := int64(1)
+	for w < ColumnWarps && w*2*8 <= n {
+		w *= 2
+	}
+	return w
+}
+
+// readsColumns returns the static points of nest and whether its row
+// loops read columns: every load that moves with a loop's induction
+// variable moves by more than one element a step, while a step of the
+// nest's innermost induction variable moves it by one (or not at all: a
+// value of the row), and some load moves so.
 // The first half of a split bias gradient ([P, Q, C] summed over Q) is
-// such a nest. The row mapping would give each point a warp whose lanes
-// load rows apart, a sector a lane (0.045 ms for 25 MB on the H200, an
-// eighth of its bandwidth); a thread a point loads adjacent columns in
-// adjacent lanes. The steps are measured by evaluating the loads' indices
-// (views lower to divisions and remainders of a linear index) at a point
-// of the nest and one step away; an index that is not integer arithmetic
-// of constants and induction variables keeps the row mapping.
-func columnReads(nest *ir.Operation, loops []*rowLoop) bool {
+// such a nest, and so is its second half ([P, C] summed over P). A warp a
+// point would have its lanes load rows apart, a sector a lane (0.045 ms
+// for 25 MB on the H200, an eighth of its bandwidth): with ColumnThreads
+// points or more a thread a point loads adjacent columns in adjacent
+// lanes, with fewer a lane a point (the row mapping's cols). The steps are
+// measured by evaluating the loads' indices (views lower to divisions and
+// remainders of a linear index) at a point of the nest and one step away;
+// an index that is not integer arithmetic of constants and induction
+// variables keeps the row mapping.
+func readsColumns(nest *ir.Operation, loops []*rowLoop) (int64, bool) {
 	lbs, ubs, steps, _, _ := loop.ParallelBounds(nest)
 	ivs := loop.Body(nest).Arguments()
 	if len(ivs) == 0 || len(ivs) != len(lbs) {
-		return false
+		return 0, false
 	}
 	points := int64(1)
 	base := map[*ir.Value]int64{}
@@ -587,20 +638,17 @@ func columnReads(nest *ir.Operation, loops []*rowLoop) bool {
 		u, ok2 := staticInt(ubs[i])
 		s, ok3 := staticInt(steps[i])
 		if !ok1 || !ok2 || !ok3 || s != 1 || u-l < 2 {
-			return false
+			return 0, false
 		}
 		points *= u - l
 		base[ivs[i]] = l + (u-l)/2 // away from the edges a pad or slice has
-	}
-	if points < ColumnThreads {
-		return false
 	}
 	inner := ivs[len(ivs)-1]
 	columns := false
 	for _, rl := range loops {
 		args := loop.Body(rl.op).Arguments()
 		if len(args) == 0 {
-			return false
+			return points, false
 		}
 		iv := args[0]
 		rows := false
@@ -633,10 +681,10 @@ func columnReads(nest *ir.Operation, loops []*rowLoop) bool {
 			return true
 		})
 		if rows {
-			return false
+			return points, false
 		}
 	}
-	return columns
+	return points, columns
 }
 
 // flatOffset returns the row-major element offset that load o reads with

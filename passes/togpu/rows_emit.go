@@ -43,7 +43,15 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 	tid, bid := gpu.ThreadID(b, loc, "x"), gpu.BlockID(b, loc, "x")
 	th := rowThread{lane: tid, tid: tid, regs: newRowRegs(), rcp: map[*ir.Value]*ir.Value{}, m2: map[*ir.Operation]*ir.Value{}}
 	rowID := bid
-	if r.rows > 1 {
+	if r.cols {
+		// Lane l of warp w: point l of the block's rows, thread w of
+		// the point's threads.
+		rs := arith.ConstantIndex(b, loc, r.rows)
+		th.lane = arith.Binary(b, arith.OpDivUI, loc, tid, rs)
+		rowID = arith.Binary(b, arith.OpAddI, loc,
+			arith.Binary(b, arith.OpMulI, loc, bid, rs),
+			arith.Binary(b, arith.OpRemUI, loc, tid, rs))
+	} else if r.rows > 1 {
 		w := arith.ConstantIndex(b, loc, r.threads)
 		th.lane = arith.Binary(b, arith.OpRemUI, loc, tid, w)
 		rowID = arith.Binary(b, arith.OpAddI, loc,
@@ -53,7 +61,8 @@ func (r *row) emit(k *kernelGen, b *ir.Builder) error {
 	th.isFirst = arith.NewCmpI(b, loc, arith.CmpIEQ, th.lane, arith.ConstantIndex(b, loc, 0))
 	// The condition is uniform across a block (one row) or a warp (whose
 	// row kernels have no barriers), so barriers and shuffles inside are
-	// reached by all the threads that must reach them.
+	// reached by all the threads that must reach them; a column-mapped
+	// block's rows are all in range (rowPlan: WarpSize divides the points).
 	inRange := arith.NewCmpI(b, loc, arith.CmpIULT, rowID, rows)
 	var err error
 	loop.If(b, loc, inRange, nil, func(b *ir.Builder) []*ir.Value {
@@ -384,7 +393,7 @@ func (r *row) loopVector(rl *rowLoop, lb, ub, step *ir.Value) int64 {
 	l, ok1 := staticInt(lb)
 	u, ok2 := staticInt(ub)
 	s, ok3 := staticInt(step)
-	if r.vec <= 1 || !ok1 || !ok2 || !ok3 || s != 1 || u <= l || (u-l)%r.vec != 0 {
+	if r.vec <= 1 || r.cols || !ok1 || !ok2 || !ok3 || s != 1 || u <= l || (u-l)%r.vec != 0 {
 		return 1
 	}
 	if (u-l)%(r.vec*r.threads) != 0 && (u-l)/r.threads <= RegisterRow {
@@ -428,6 +437,9 @@ func single(red reduction) rowCombine {
 // thread combines in warp order, unrolled (the loads are independent), or
 // with shuffleMerge in a second butterfly across the warps' partials.
 func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir.Value, combine rowCombine, th rowThread) []*ir.Value {
+	if r.cols {
+		return r.reduceColumn(k, b, loc, vals, combine, th)
+	}
 	width := min(r.threads, gpu.WarpSize)
 	for off := width / 2; off >= 1; off /= 2 {
 		other := make([]*ir.Value, len(vals))
@@ -481,6 +493,33 @@ func (r *row) reduceRow(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir
 	acc := load(arith.ConstantIndex(b, loc, 0))
 	for w := int64(1); w < warps; w++ {
 		acc = combine(b, acc, load(arith.ConstantIndex(b, loc, w)), w*gpu.WarpSize, gpu.WarpSize)
+	}
+	return acc
+}
+
+// reduceColumn is reduceRow for a column-mapped block (r.cols): the
+// row's threads are one lane of each warp, so each stores its partial at
+// its thread index in workgroup memory, and after one barrier every
+// thread combines its row's partials in warp order.
+func (r *row) reduceColumn(k *kernelGen, b *ir.Builder, loc ir.Location, vals []*ir.Value, combine rowCombine, th rowThread) []*ir.Value {
+	smem := make([]*ir.Value, len(vals))
+	for i, v := range vals {
+		smem[i] = gpu.AddWorkgroupBuffer(k.kernel, gpu.WorkgroupMemRef(r.rows*r.threads, v.Type()))
+		loop.Store(b, loc, v, smem[i], th.tid)
+	}
+	gpu.Barrier(b, loc)
+	point := arith.Binary(b, arith.OpRemUI, loc, th.tid, arith.ConstantIndex(b, loc, r.rows))
+	load := func(w int64) []*ir.Value {
+		at := arith.Binary(b, arith.OpAddI, loc, point, arith.ConstantIndex(b, loc, w*r.rows))
+		out := make([]*ir.Value, len(smem))
+		for i, m := range smem {
+			out[i] = loop.Load(b, loc, m, at)
+		}
+		return out
+	}
+	acc := load(0)
+	for w := int64(1); w < r.threads; w++ {
+		acc = combine(b, acc, load(w), w, 1)
 	}
 	return acc
 }

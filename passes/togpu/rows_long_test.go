@@ -86,7 +86,7 @@ func TestLongRowsTakeLongRowBlock(t *testing.T) {
 }
 
 // checkAgainstF64 runs the lowered m on random inputs and compares its
-// result with the interpreter's on src with every f32 made f64 (the inputs
+// results with the interpreter's on src with every f32 made f64 (the inputs
 // widened exactly): within rel of its magnitude. The interpreter's own f32
 // sums over rows of 50304 run in order and stray 1.4e-4 from the exact
 // value on this test's draw, more than the lowered kernel's tree of
@@ -123,10 +123,12 @@ func checkAgainstF64(t *testing.T, name, src string, m *ir.Operation, rel float6
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := want[0].(*interp.Tensor).Float64s()
-	for i, v := range run(t, m, bufs)[0].Float64s() {
-		if math.Abs(v-w[i]) > rel*math.Abs(w[i]) {
-			t.Fatalf("%s: element %d: %.8g, want %.8g", name, i, v, w[i])
+	for r, got := range run(t, m, bufs) {
+		w := want[r].(*interp.Tensor).Float64s()
+		for i, v := range got.Float64s() {
+			if math.Abs(v-w[i]) > rel*math.Abs(w[i]) {
+				t.Fatalf("%s: result %d, element %d: %.8g, want %.8g", name, r, i, v, w[i])
+			}
 		}
 	}
 }

@@ -1,0 +1,73 @@
+package togpu_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/togpu"
+)
+
+// TestColumnMapping lowers column reductions of fewer than ColumnThreads
+// columns (the second half of a split bias gradient: [P, C] summed over
+// the P partial rows), a sum of squares and a maximum of each column: with
+// C a multiple of 32 and at least ColumnBlocks blocks of 32 columns the
+// row kernel takes 32 columns a block, a lane each, its warps sharing
+// each column's rows (rows_per_block 32, a block of 32 lanes × the warps
+// columnWarps gives); otherwise (or with more than 1024 rows) a warp (or
+// a block, for long columns) a column as before. Each lowering of at
+// most 2^18 elements matches the interpreter (an f64 reference).
+func TestColumnMapping(t *testing.T) {
+	cases := []struct {
+		p, c        int64
+		rows, block int64 // the row kernel's launch
+	}{
+		{256, 768, 32, 32 * togpu.ColumnWarps}, // GPT-2's second halves
+		{64, 512, 32, 32 * 8},                  // 8 rows a warp
+		{12, 1024, 32, 32 * 1},                 // too short for a second warp
+		{256, 256, 8, 256},                     // fewer than 16 blocks of 32
+		{256, 40, 8, 256},                      // 32 does not divide the columns
+		{1031, 512, 1, 256},                    // more rows than 32 warps of RegisterRow (a prime: not split): a block a column
+	}
+	for _, tc := range cases {
+		src := fmt.Sprintf(`func.func @main(%%x: tensor<%[1]dx%[2]dxf32>) -> (tensor<%[2]dxf32>, tensor<%[2]dxf32>) {
+  %%0 = "graph.mul"(%%x, %%x) : (tensor<%[1]dx%[2]dxf32>, tensor<%[1]dx%[2]dxf32>) -> tensor<%[1]dx%[2]dxf32>
+  %%1 = "graph.reduce_sum"(%%0) <{axes = [0], keepdims = false}> : (tensor<%[1]dx%[2]dxf32>) -> tensor<%[2]dxf32>
+  %%2 = "graph.reduce_max"(%%x) <{axes = [0], keepdims = false}> : (tensor<%[1]dx%[2]dxf32>) -> tensor<%[2]dxf32>
+  return %%1, %%2 : tensor<%[2]dxf32>, tensor<%[2]dxf32>
+}`, tc.p, tc.c)
+		ctx := dialects.NewContext()
+		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "cols.mlir"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := passes.Parse("builtin.module(lower-to-gpu)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pm.Run(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		rows := 0
+		m.Walk(func(op *ir.Operation) bool {
+			d, ok := op.Attr(togpu.LaunchAttr).(ir.DictAttr)
+			if !ok || d.Get("mapping").(ir.StringAttr).Value != togpu.MappingRow {
+				return true
+			}
+			rows++
+			r, b := d.Get("rows_per_block").(ir.IntegerAttr).Value, d.Get("block").(ir.IntegerAttr).Value
+			if r != tc.rows || b != tc.block {
+				t.Errorf("[%d, %d]: a row kernel of %d rows a block and %d threads, want %d and %d", tc.p, tc.c, r, b, tc.rows, tc.block)
+			}
+			return true
+		})
+		if rows == 0 {
+			t.Errorf("[%d, %d]: no row kernel\n%s", tc.p, tc.c, m)
+		}
+		if tc.p*tc.c <= 1<<18 { // (the interpreter is slow on larger ones)
+			checkAgainstF64(t, fmt.Sprintf("columns [%d, %d]", tc.p, tc.c), src, m, 1e-5)
+		}
+	}
+}
