@@ -65,10 +65,10 @@ func TestSplitReductionsPlans(t *testing.T) {
 			"reduce_sum [1, 2] -> tensor<1024xf32>"}},
 		{"small, leading", "tensor<8x4x8xf32>", "<{axes = [0, 2]}>", "tensor<4xf32>", []string{
 			"reduce_sum [0, 2] -> tensor<4xf32>"}},
-		{"columns", "tensor<65536x4xf32>", "<{axes = [0]}>", "tensor<4xf32>", []string{ // rows of 32
-			"reduce_sum [1] -> tensor<2048x4xf32>", "reduce_sum [0] -> tensor<4xf32>"}},
-		{"bias gradient", "tensor<8192x768xf32>", "<{axes = [0]}>", "tensor<768xf32>", []string{
-			"reduce_sum [1] -> tensor<256x768xf32>", "reduce_sum [0] -> tensor<768xf32>"}},
+		{"columns", "tensor<65536x4xf32>", "<{axes = [0]}>", "tensor<4xf32>", []string{ // runs of 16
+			"reduce_sum [1] -> tensor<4096x4xf32>", "reduce_sum [0] -> tensor<4xf32>"}},
+		{"bias gradient", "tensor<8192x768xf32>", "<{axes = [0]}>", "tensor<768xf32>", []string{ // runs of 16
+			"reduce_sum [1] -> tensor<512x768xf32>", "reduce_sum [0] -> tensor<768xf32>"}},
 		{"bias gradient, kept", "tensor<8x1024x2304xf32>", "<{axes = [0, 1], keepdims = true}>", "tensor<1x1x2304xf32>", []string{
 			"reduce_sum [1] -> tensor<256x2304xf32>", "reduce_sum [0] -> tensor<2304xf32>"}}, // runs of 32 rows, not 64
 		{"columns, few rows", "tensor<512x768xf32>", "<{axes = [0]}>", "tensor<768xf32>", []string{
