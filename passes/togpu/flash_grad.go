@@ -28,8 +28,8 @@ import (
 // Σ dO·O of the row, and accumulates dQ += dS·K with dS rounded to the
 // element type in the registers that held S (the accumulator layout of
 // two n8 tiles is the A layout of one k16 step, as in the forward's P·V).
-// It first computes D for its rows from O and dO and writes it out for
-// the other kernel.
+// It first computes D for its rows from O and dO, while its first tiles
+// are copied, and writes it out for the other kernel.
 //
 // The dK/dV kernel runs the same loop transposed: a block takes 64 keys
 // (16 a warp) and walks the query tiles (Q and dO double-buffered). Per
@@ -70,12 +70,7 @@ type FlashGrad struct {
 	// accumulator by atomics, instead of a dQ kernel recomputing the
 	// scores (WGMMA with 64-query tiles only): see flash_grad_atomic.go.
 	AtomicDQ bool
-	// LateDQ (with AtomicDQ) adds a query tile's dQ at the start of the
-	// next tile, after its barrier, rather than at the end of its own, so
-	// that the next fence (fence.proxy.async, a MEMBAR in SASS) does not
-	// follow the atomics at once.
-	LateDQ bool
-	// BulkDQ (with AtomicDQ, without LateDQ) has the dK/dV kernel store a
+	// BulkDQ (with AtomicDQ) has the dK/dV kernel store a
 	// query tile's dQ into a workgroup tile of f32 and add it to the
 	// accumulator by gpu.bulk_reduce_add, a row of D values a thread of
 	// the first Keys, rather than by every thread's gpu.atomic_add:
@@ -104,11 +99,10 @@ type FlashGrad struct {
 	// in workgroup memory, loaded a tile ahead (one value a thread), rather
 	// than each thread loading its columns' from global memory in the tile.
 	SharedStats bool
-	// BlockRows is the rows of a block of both kernels (query rows of the
-	// dQ kernel, keys of the dK/dV kernel): 64, one warpgroup (0 picks
-	// it), or with WGMMA 128, two warpgroups sharing each streamed tile
-	// (half the copies of the streamed tiles and, with AtomicDQ, half the
-	// atomic additions: a query tile's dQ sums 128 keys).
+	// BlockRows is the rows (keys) of a block of the atomic dK/dV kernel:
+	// 64, one warpgroup (0 picks it), or with WGMMA and AtomicDQ 128, two
+	// warpgroups sharing each streamed tile (half the copies of Q and dO,
+	// half the atomic additions: a query tile's dQ sums 128 keys).
 	BlockRows int64
 }
 
@@ -206,11 +200,13 @@ func (f FlashGrad) Check() error {
 	if br := f.BlockRows; br != 0 && br != flashGradRows && (br != 2*flashGradRows || !f.WGMMA) {
 		return fmt.Errorf("flash attention backward: blocks of %d rows, want %d (or %d with wgmma)", br, flashGradRows, 2*flashGradRows)
 	}
+	if f.blockRows() > flashGradRows && !f.AtomicDQ {
+		// (Both kernels of two warpgroups a block measured 14–25% slower
+		// than one: session 16's call 2.)
+		return fmt.Errorf("flash attention backward: blocks of %d rows take the atomic dQ", f.blockRows())
+	}
 	if f.AtomicDQ && (!f.WGMMA || f.queryTile() != flashGradRows) {
 		return fmt.Errorf("flash attention backward: the atomic dQ takes the wgmma kernels with %d-query tiles", flashGradRows)
-	}
-	if f.LateDQ && !f.AtomicDQ {
-		return errors.New("flash attention backward: LateDQ is an option of the atomic dQ")
 	}
 	if f.HeavyFirst && f.AtomicDQ {
 		return errors.New("flash attention backward: HeavyFirst orders the dQ kernel, which the atomic dQ has not")
@@ -221,8 +217,8 @@ func (f FlashGrad) Check() error {
 	if f.Overlap && (!f.WGMMA || f.AtomicDQ) {
 		return errors.New("flash attention backward: Overlap takes the wgmma kernels without the atomic dQ")
 	}
-	if f.BulkDQ && (!f.AtomicDQ || f.LateDQ) {
-		return errors.New("flash attention backward: BulkDQ is an option of the atomic dQ, without LateDQ")
+	if f.BulkDQ && !f.AtomicDQ {
+		return errors.New("flash attention backward: BulkDQ is an option of the atomic dQ")
 	}
 	if f.AtomicDQ && f.blockRows() > flashGradRows && f.D != 2*wgPanel {
 		// (Its two warpgroups split dQ's columns into 64-column panels.)
@@ -749,11 +745,10 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap, staged bool) {
 // emitDKV builds the dK/dV kernel of f on args (DKVArgTypes, then with
 // BulkDQ the staging tile, with SharedStats the stats' stages) with g's
 // view transposed (dkvFlash): rows are keys, key tiles are query tiles;
-// with f.AtomicDQ it also adds dQ to the accumulator args[8], with LateDQ
-// each tile's at the start of the next, with BulkDQ through the staging
-// tile.
+// with f.AtomicDQ it also adds dQ to the accumulator args[8], with BulkDQ
+// through the staging tile.
 func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
-	atomic, late, bulk, overlap := f.AtomicDQ, f.LateDQ, f.BulkDQ, f.Overlap
+	atomic, bulk, overlap := f.AtomicDQ, f.BulkDQ, f.Overlap
 	x := g.x
 	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
@@ -793,18 +788,12 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	scale := g.f32(g.Scale)
 	rows := g.rows[0]
 	nO := g.D / 8
-	nQ := g.dqCols() / 2 // (a thread's dQ values of a query tile)
 	var dsOffs [4]*ir.Value
 	if atomic {
 		dsOffs = g.dsStores(st, wgIdx)
 	}
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.gradTilesWith(overlap, lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value, next func(*ir.Builder)) []*ir.Value {
-			if late {
-				// The previous tile's dQ (none before the first: its
-				// first row is g.Lk).
-				g.addDQ(b, x, st, wgIdx, it[8*nO:8*nO+nQ], it[8*nO+nQ], args[8], true)
-			}
 			if bulk {
 				// The previous tile's dQ, staged and fenced before the
 				// barrier (none before the first).
@@ -876,14 +865,11 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 					gpu.BulkWait(b, g.loc, 0, true)
 				}
 				done, dq := g.wgDQ(b, x, wgIdx, ds, dsOffs, kAt, append(dk, dvIn...))
-				if late {
-					return append(append(done, dq...), first)
-				}
 				if bulk {
 					g.stageDQ(b, x, st, wgIdx, dq, args[9])
 					return append(done, first)
 				}
-				g.addDQ(b, x, st, wgIdx, dq, first, args[8], false)
+				g.addDQ(b, x, st, wgIdx, dq, first, args[8])
 				return done
 			}
 			if stats != nil {
@@ -908,8 +894,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	switch {
 	case overlap:
 		it = slices.Concat(it, g.overlapInit(x, kAt).values())
-	case late:
-		it = append(append(it, g.zeros(nQ)...), x.c(g.Lk))
 	case bulk:
 		it = append(it, x.c(g.Lk))
 	}
@@ -919,9 +903,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	it = tileLoop(full, last, it, false)
 	if g.Lk%Qt != 0 {
 		it = tileLoop(last, g.tiles, it, true)
-	}
-	if late {
-		g.addDQ(g.b, x, st, wgIdx, it[8*nO:8*nO+nQ], it[8*nO+nQ], args[8], true)
 	}
 	if overlap {
 		// The last tile's dK.

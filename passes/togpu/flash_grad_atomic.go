@@ -233,9 +233,8 @@ func (g *flashGen) dqCols() int64 {
 // value i is query row first + 16·(warp%4) + gr + 8·((i%4)/2), column
 // c + 8·(i/4) + t2 + i%2 (c the warpgroup's first column: dqCols·wg, wg
 // nil for one warpgroup), and rows past the query count g.Lk (the
-// transposed view's) are skipped — all of them with first = g.Lk, guard
-// being true then.
-func (g *flashGen) addDQ(b *ir.Builder, x ix, st flashStart, wg *ir.Value, dq []*ir.Value, first, acc *ir.Value, guard bool) {
+// transposed view's) are skipped.
+func (g *flashGen) addDQ(b *ir.Builder, x ix, st flashStart, wg *ir.Value, dq []*ir.Value, first, acc *ir.Value) {
 	loc := g.loc
 	warp, col := st.warp, g.t2
 	if wg != nil {
@@ -252,7 +251,7 @@ func (g *flashGen) addDQ(b *ir.Builder, x ix, st flashStart, wg *ir.Value, dq []
 			}
 			return nil
 		}
-		if !guard && g.Lk%g.Tile.Keys == 0 {
+		if g.Lk%g.Tile.Keys == 0 {
 			add(b)
 		} else {
 			loop.If(b, loc, x.lt(q, x.c(g.Lk)), nil, add, nil)

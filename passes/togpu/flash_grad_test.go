@@ -63,16 +63,14 @@ func (c flashCase) gradSource() string {
 // tile, the dQ kernel's fragment reloads, the wgmma kernels, the atomic
 // dQ and the blocks' rows (0: the default).
 type gradTiling struct {
-	qt                                                               int64
-	reload, wgmma, atomic, late, bulk, heavy, overlap, staged, stats bool
-	rows                                                             int64
+	qt                                                         int64
+	reload, wgmma, atomic, bulk, heavy, overlap, staged, stats bool
+	rows                                                       int64
 }
 
 func (g gradTiling) String() string {
 	s := fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload)
 	switch {
-	case g.late:
-		s = fmt.Sprintf("qt%d-wgmma-atomic-late", g.qt)
 	case g.bulk:
 		s = fmt.Sprintf("qt%d-wgmma-atomic-bulk", g.qt)
 	case g.atomic:
@@ -105,16 +103,14 @@ func (g gradTiling) String() string {
 // heavy blocks first), with the other tile and products in flight from
 // tile to tile (Overlap), stores through workgroup memory (Staged, also
 // with Overlap), the lse and D in workgroup memory (SharedStats, where
-// the query count is a multiple of the tile), with blocks of 128 rows
-// (two warpgroups) and with the atomic dQ, added at the end of its tile or
-// (every other case) late; at head dim 64 the atomic dQ added in bulk,
-// at 128 the atomic dQ with blocks of 128 keys too, added at the end of
-// its tile, late and in bulk.
+// the query count is a multiple of the tile) and with the atomic dQ; at
+// head dim 64 the atomic dQ added in bulk, at 128 the atomic dQ with
+// blocks of 128 keys (two warpgroups), added by atomics and in bulk.
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
-		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, heavy: i%2 == 1}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, rows: 128},
-			gradTiling{qt: 64, wgmma: true, atomic: true, late: i%2 == 0}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, overlap: true},
+		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, heavy: i%2 == 1},
+			gradTiling{qt: 64, wgmma: true, atomic: true}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, overlap: true},
 			gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, staged: true, overlap: i%2 == 0})
 		if qt := []int64{32, 64}[i%2]; tc.lq%qt == 0 {
 			gts = append(gts, gradTiling{qt: qt, wgmma: true, stats: true, staged: i%2 == 0})
@@ -124,8 +120,7 @@ func gradTilings(i int, tc flashCase) []gradTiling {
 	case 64:
 		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
 	case 128:
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, late: true, rows: 128},
-			gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128})
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128})
 	}
 	return gts
 }
@@ -140,26 +135,23 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 // wgmmaGradTilings are the wgmma backward options at head dim d (64 or
 // 128) that TestFlashGradPTX compiles and TestGPUFlashGrad times: both
 // query tiles (also heavy blocks first, with Overlap, Staged,
-// SharedStats and the three — with 64-query tiles at d64 only) and both
-// block sizes of the two kernels, the atomic dQ
-// (late, in bulk), and at d128 the atomic dQ with blocks of 128 keys
-// (late, in bulk).
+// SharedStats and the three — with 64-query tiles at d64 only), the
+// atomic dQ (also in bulk), and at d128 the atomic dQ with blocks of 128
+// keys (also in bulk).
 func wgmmaGradTilings(d int64) []gradTiling {
 	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, heavy: true}, {qt: 64, wgmma: true, heavy: true},
 		{qt: 32, wgmma: true, overlap: true}, {qt: 64, wgmma: true, overlap: true},
 		{qt: 32, wgmma: true, staged: true}, {qt: 64, wgmma: true, staged: true}, {qt: 32, wgmma: true, stats: true}, {qt: 64, wgmma: true, stats: true},
 		{qt: 32, wgmma: true, staged: true, stats: true}, {qt: 64, wgmma: true, staged: true, stats: true},
 		{qt: 32, wgmma: true, staged: true, stats: true, overlap: true},
-		{qt: 32, wgmma: true, rows: 128}, {qt: 64, wgmma: true, rows: 128},
-		{qt: 64, wgmma: true, atomic: true}, {qt: 64, wgmma: true, atomic: true, late: true}}
+		{qt: 64, wgmma: true, atomic: true}}
 	gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
 	if d == 64 {
 		// (At d128 its dK/dV kernel spills.)
 		gts = append(gts, gradTiling{qt: 64, wgmma: true, staged: true, stats: true, overlap: true})
 	}
 	if d == 128 {
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, late: true, rows: 128},
-			gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128})
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128})
 	}
 	return gts
 }
@@ -167,7 +159,7 @@ func wgmmaGradTilings(d int64) []gradTiling {
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, LateDQ: gt.late, BulkDQ: gt.bulk, HeavyFirst: gt.heavy,
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, BulkDQ: gt.bulk, HeavyFirst: gt.heavy,
 		Overlap: gt.overlap, Staged: gt.staged, SharedStats: gt.stats, BlockRows: gt.rows}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
@@ -308,18 +300,15 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true}, ""},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, AtomicDQ: true}, "atomic dQ takes the wgmma kernels with 64-query tiles"},
 		{togpu.FlashGrad{Flash: f, QueryTile: 64, AtomicDQ: true}, "atomic dQ"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, LateDQ: true}, "LateDQ is an option of the atomic dQ"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 128}, ""},
+		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 128}, "blocks of 128 rows take the atomic dQ"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 64}, ""},
 		{togpu.FlashGrad{Flash: f, BlockRows: 128}, "blocks of 128 rows"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 96}, "blocks of 96 rows"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, "takes head dim 128 only"},
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, ""},
-		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, LateDQ: true, BlockRows: 128}, ""},
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, BulkDQ: true, BlockRows: 128}, ""},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BulkDQ: true}, ""},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, BulkDQ: true}, "BulkDQ is an option of the atomic dQ"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, LateDQ: true, BulkDQ: true}, "without LateDQ"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, HeavyFirst: true}, ""},
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, Overlap: true}, ""},
 		{togpu.FlashGrad{Flash: f, Overlap: true}, "Overlap takes the wgmma kernels"},
