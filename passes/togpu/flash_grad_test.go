@@ -105,7 +105,8 @@ func (g gradTiling) String() string {
 // with Overlap), the lse and D in workgroup memory (SharedStats, where
 // the query count is a multiple of the tile) and with the atomic dQ; at
 // head dim 64 the atomic dQ added in bulk, at 128 the atomic dQ with
-// blocks of 128 keys (two warpgroups), added by atomics and in bulk.
+// blocks of 128 keys (two warpgroups), added by atomics and in bulk (in
+// every other case Staged).
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
@@ -120,7 +121,7 @@ func gradTilings(i int, tc flashCase) []gradTiling {
 	case 64:
 		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
 	case 128:
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128})
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128, staged: i%2 == 0})
 	}
 	return gts
 }
@@ -137,7 +138,7 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 // query tiles (also heavy blocks first, with Overlap, Staged,
 // SharedStats and the three — with 64-query tiles at d64 only), the
 // atomic dQ (also in bulk), and at d128 the atomic dQ with blocks of 128
-// keys (also in bulk).
+// keys (also in bulk, also Staged).
 func wgmmaGradTilings(d int64) []gradTiling {
 	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, heavy: true}, {qt: 64, wgmma: true, heavy: true},
 		{qt: 32, wgmma: true, overlap: true}, {qt: 64, wgmma: true, overlap: true},
@@ -151,7 +152,8 @@ func wgmmaGradTilings(d int64) []gradTiling {
 		gts = append(gts, gradTiling{qt: 64, wgmma: true, staged: true, stats: true, overlap: true})
 	}
 	if d == 128 {
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128})
+		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128},
+			gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128, staged: true})
 	}
 	return gts
 }
