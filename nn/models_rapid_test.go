@@ -145,6 +145,16 @@ func drawNet(rt *rapid.T) netPlan {
 			body.Layers = append(body.Layers, nn.NewDropout(0.3))
 		}
 		m := &rapidNet{Body: body, Pool: nn.AdaptiveAvgPool2d{OutH: oh, OutW: ow}, Head: nn.NewLinear(g, feat, p.classes, true)}
+		// Batch norms with the statistics and affine maps of a trained
+		// model: in evaluation mode, the defaults (mean 0, variance 1,
+		// weight 1, bias 0) map an input a dead ReLU made all zero to
+		// exactly 0 before the next ReLU, a kink that the central
+		// differences of the reference check straddle.
+		for _, bn := range nn.Modules[nn.BatchNorm2d](m) {
+			c := bn.Weight.Shape()[0]
+			bn.RunningMean, bn.RunningVar = g.Uniform(-0.5, 0.5, c), g.Uniform(0.5, 2, c)
+			bn.Weight, bn.Bias = g.Uniform(0.5, 1.5, c), g.Uniform(-0.5, 0.5, c)
+		}
 		nn.SetTraining(m, training)
 		return m
 	}
