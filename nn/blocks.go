@@ -115,8 +115,8 @@ func (a *CausalSelfAttention) attend(q, k, v *frontend.Tensor, o frontend.Attent
 // 1/√(2·layers)), biases zero.
 func NewCausalSelfAttention(g *RNG, d, heads, layers int) *CausalSelfAttention {
 	return &CausalSelfAttention{
-		CAttn: &Linear{Weight: g.Normal(0.02, d, 3*d), Bias: frontend.Zeros(frontend.Float32, 3*d), BiasAfterRounding: true},
-		CProj: &Linear{Weight: g.Normal(0.02/math.Sqrt(2*float64(layers)), d, d), Bias: frontend.Zeros(frontend.Float32, d), BiasAfterRounding: true},
+		CAttn: &Linear{Weight: g.Normal(0.02, d, 3*d), Bias: frontend.Zeros(frontend.Float32, 3*d)},
+		CProj: &Linear{Weight: g.Normal(0.02/math.Sqrt(2*float64(layers)), d, d), Bias: frontend.Zeros(frontend.Float32, d)},
 		Heads: heads,
 	}
 }
@@ -367,8 +367,8 @@ func NewGPT2Block(g *RNG, d, heads, layers int) *GPT2Block {
 		Attn: NewCausalSelfAttention(g, d, heads, layers),
 		Ln2:  NewLayerNorm(d),
 		MLP: &MLP{
-			CFc:   &Linear{Weight: g.Normal(0.02, d, 4*d), Bias: frontend.Zeros(frontend.Float32, 4*d), BiasAfterRounding: true},
-			CProj: &Linear{Weight: g.Normal(0.02/math.Sqrt(2*float64(layers)), 4*d, d), Bias: frontend.Zeros(frontend.Float32, d), BiasAfterRounding: true},
+			CFc:   &Linear{Weight: g.Normal(0.02, d, 4*d), Bias: frontend.Zeros(frontend.Float32, 4*d)},
+			CProj: &Linear{Weight: g.Normal(0.02/math.Sqrt(2*float64(layers)), 4*d, d), Bias: frontend.Zeros(frontend.Float32, d)},
 		},
 	}
 }

@@ -23,17 +23,6 @@ type Linear struct {
 	// added. Any other value (the zero value) computes in the inputs'
 	// dtypes. GPT2Block.SetAutocast sets it.
 	Autocast frontend.DType
-	// BiasAfterRounding adds a 16-bit Bias of the product's dtype to the
-	// rounded product, two roundings, as PyTorch's x @ w + b does, rather
-	// than to the sum before its one rounding, as F.linear's epilogue does
-	// (the default). The bias then joins the kernel that reads the
-	// product (GPT-2's head split, GELU, residual add and layer norm):
-	// cuBLASLt's products without a bias epilogue ran faster on the H200,
-	// GPT-2's c_attn 0.042 against 0.051 ms and c_fc 0.052 against 0.057
-	// (session 16's final call, training's products against prefill's).
-	// GPT-2's blocks set it, as the PyTorch model they are checked
-	// against computes x @ w + b.
-	BiasAfterRounding bool
 }
 
 // NewLinear returns a Linear layer initialised as PyTorch does: weight
@@ -57,7 +46,7 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 	if x.Rank() == 0 || x.Dim(-1) != in {
 		return errorf("Linear: input of shape %v, want [..., %d]", x.Shape(), in)
 	}
-	return matmul2D(x, l.Weight, l.Bias, l.Autocast, l.BiasAfterRounding)
+	return matmul2D(x, l.Weight, l.Bias, l.Autocast)
 }
 
 // matmul2D returns x·w (+ b) for x [..., K] and w [K, N], as one 2-D
@@ -70,8 +59,8 @@ func (l *Linear) Forward(x *frontend.Tensor) *frontend.Tensor {
 // Linear.Autocast). A bias of a 16-bit product's own dtype joins the sum
 // before its one rounding (frontend.MatMulBias), as PyTorch's linear adds
 // it in cuBLASLt's epilogue: added after the rounded product, it would be
-// rounded twice, which after is (Linear.BiasAfterRounding) asks for.
-func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType, after bool) *frontend.Tensor {
+// rounded twice.
+func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType) *frontend.Tensor {
 	r := x.Rank()
 	var lead []frontend.Size
 	if r > 2 {
@@ -83,7 +72,7 @@ func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType, after bool) *fronten
 	}
 	var y *frontend.Tensor
 	switch {
-	case b != nil && !after && half(x.DType()) && x.DType() == w.DType() && b.DType() == x.DType() && b.Rank() == 1:
+	case b != nil && half(x.DType()) && x.DType() == w.DType() && b.DType() == x.DType() && b.Rank() == 1:
 		y = frontend.MatMulBias(x, w, b)
 	case b != nil:
 		y = x.MatMul(w)
@@ -102,9 +91,7 @@ func matmul2D(x, w, b *frontend.Tensor, amp frontend.DType, after bool) *fronten
 
 // MatMul2D returns x·w for x [..., K] and w [K, N] as one 2-D product
 // (see Linear), the form the GPU lowering runs on tensor cores.
-func MatMul2D(x, w *frontend.Tensor) *frontend.Tensor {
-	return matmul2D(x, w, nil, frontend.Float32, false)
-}
+func MatMul2D(x, w *frontend.Tensor) *frontend.Tensor { return matmul2D(x, w, nil, frontend.Float32) }
 
 // castTo returns x cast to dt, or x itself when it already is dt.
 func castTo(x *frontend.Tensor, dt frontend.DType) *frontend.Tensor {

@@ -771,26 +771,3 @@ func TestBatchNorm2dEvalHalf(t *testing.T) {
 		t.Errorf("%d runs, %d inputs changed between calls; want 3 runs, 1 (the argument)", len(runs), changed)
 	}
 }
-
-// TestLinearBiasAfterRounding: a bf16 Linear with BiasAfterRounding adds
-// its bias to the rounded product (x @ w + b, PyTorch's GPT-2), and by
-// default before the one rounding (F.linear's epilogue); the two differ
-// on some element of a product whose sums need more than bf16's digits.
-func TestLinearBiasAfterRounding(t *testing.T) {
-	g := nn.NewRNG(5)
-	x, w, b := g.Normal(1, 16, 32).Cast(frontend.BFloat16), g.Normal(1, 32, 24).Cast(frontend.BFloat16), g.Normal(1, 24).Cast(frontend.BFloat16)
-	after := (&nn.Linear{Weight: w, Bias: b, BiasAfterRounding: true}).Forward(x)
-	if err := after.Err(); err != nil || after.DType() != frontend.BFloat16 {
-		t.Fatalf("bias after rounding: %v %v, want bf16", after.DType(), err)
-	}
-	if got, want := after.Float64s(), x.MatMul(w).Add(b).Float64s(); !slices.Equal(got, want) {
-		t.Errorf("bias after rounding %v, want x @ w + b %v", got, want)
-	}
-	once := (&nn.Linear{Weight: w, Bias: b}).Forward(x)
-	if got, want := once.Float64s(), frontend.MatMulBias(x, w, b).Float64s(); !slices.Equal(got, want) {
-		t.Errorf("default %v, want the one rounding of MatMulBias %v", got, want)
-	}
-	if slices.Equal(once.Float64s(), after.Float64s()) {
-		t.Errorf("the two roundings equal the one on every element: the test shows nothing")
-	}
-}

@@ -156,13 +156,12 @@ func TestLibraryLoweringMatchesGraph(t *testing.T) {
 
 // TestLibraryLoweringKernels lowers a bf16 model's logits with the
 // library pipeline and checks what its layers' pointwise work became: the
-// four projections' products have no bias epilogue (nn.Linear's
-// BiasAfterRounding: x @ w + b as the PyTorch model computes it, faster
-// products); per layer one kernel cuts q, k and v out of the qkv product
-// and adds c_attn's bias (three copies of views, merged), one puts the
-// attention's heads back in rows, one adds c_fc's bias and applies GELU,
-// and the two layer norms' row kernels take the residual adds and c_proj's
-// biases (no kernel of their own, no float32 copy of the residual stream). With the matmuls' epilogues fused
+// four projections' biases are the library products' epilogues (one
+// rounding, as PyTorch's linear); per layer one kernel cuts q, k and v out
+// of the qkv product (three copies of views, merged), one puts the
+// attention's heads back in rows, one applies GELU, and the two layer
+// norms' row kernels take the residual adds (no kernel of their own, no
+// float32 copy of the residual stream). With the matmuls' epilogues fused
 // as for Strata's own kernels, 23 pointwise kernels.
 func TestLibraryLoweringKernels(t *testing.T) {
 	name, got := loweringBackendWith(t, libraryPipeline)
@@ -196,8 +195,8 @@ func TestLibraryLoweringKernels(t *testing.T) {
 	if want := 3 * cfg.Layers; g.mappings[togpu.MappingPointwise] != want {
 		t.Errorf("kernels %v: want %d pointwise kernels (3 a layer: q, k and v heads, heads back to rows, GELU)", g.mappings, want)
 	}
-	if g.biased != 0 {
-		t.Errorf("%d library products add a bias, want none (the consumers' kernels add them)", g.biased)
+	if want := 4 * cfg.Layers; g.biased != want {
+		t.Errorf("%d library products add a bias, want %d (4 projections a layer)", g.biased, want)
 	}
 }
 
