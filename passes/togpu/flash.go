@@ -180,8 +180,8 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: tile %s: Staged needs the pipelined kernel", t)
 	case t.Persistent < 0 || t.Persistent > 0 && !(t.Pipe && (t.Specialized || t.Rows == 64 && !t.TMA)):
 		return fmt.Errorf("flash attention: tile %s: Persistent needs the pipelined kernel with one warpgroup a block and without TMA, or Specialized", t)
-	case t.PrefetchQ && (!t.Specialized || t.Persistent == 0 || f.Causal):
-		return fmt.Errorf("flash attention: tile %s: PrefetchQ needs Specialized and Persistent, and a non-causal attention", t)
+	case t.PrefetchQ && (!t.Specialized || t.Persistent == 0):
+		return fmt.Errorf("flash attention: tile %s: PrefetchQ needs Specialized and Persistent", t)
 	case !slices.ContainsFunc(FlashTiles, func(ft FlashTile) bool { return ft.nonPersistent() == t.nonPersistent() }):
 		return fmt.Errorf("flash attention: tile %s is not one of FlashTiles (but for Persistent)", t)
 	case t.TMA && f.Dynamic:

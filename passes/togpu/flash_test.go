@@ -336,11 +336,12 @@ func TestFlashPersistentSpecialized(t *testing.T) {
 		{2, 1, 200, 330, 64, false, 0, ir.BF16},
 		{1, 2, 250, 300, 64, true, 4, ir.BF16},
 		// (PrefetchQ's: three row blocks a block with a grid of 2, both Q
-		// tiles in turn, the last row block's a tail.)
+		// tiles in turn, the last row block's a tail; causal, the turns.)
 		{2, 1, 300, 200, 128, false, 0, ir.BF16},
+		{2, 1, 300, 300, 128, true, 0, ir.BF16},
 	} {
 		for _, tile := range togpu.FlashTiles {
-			if !tile.Specialized || tile.Persistent == 0 || !tile.PingPong || tile.PrefetchQ && tc.causal {
+			if !tile.Specialized || tile.Persistent == 0 || !tile.PingPong {
 				continue
 			}
 			for _, p := range []int64{2, 3} {
@@ -372,7 +373,7 @@ func TestFlashStagedSpecialized(t *testing.T) {
 		{1, 1, 190, 130, 64, true, 0, ir.BF16},
 	} {
 		for _, tile := range togpu.FlashTiles {
-			if !tile.Staged || tile.Rows == 64 || tile.PrefetchQ && tc.causal {
+			if !tile.Staged || tile.Rows == 64 {
 				continue
 			}
 			t.Run(fmt.Sprintf("%v-%v", tc, tile), func(t *testing.T) {
@@ -406,9 +407,7 @@ func TestFlashCheck(t *testing.T) {
 		{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 32, Keys: 64}},
 		{Batch: 1, Lq: 8, Lk: 8, D: 128, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true}},
 		{Batch: 1, Lq: 8, Lk: 8, D: 96, Scale: 1, Elem: ir.BF16, Tile: togpu.WGMMATile(128, false)},
-		// PrefetchQ: the next row block is it + grid only without the
-		// causal turns; it needs the persistent producer's kernel.
-		{Batch: 1, Lq: 8, Lk: 8, D: 128, Causal: true, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132}},
+		// PrefetchQ needs the persistent producer's kernel.
 		{Batch: 1, Lq: 8, Lk: 8, D: 128, Scale: 1, Elem: ir.BF16, Tile: togpu.FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true}},
 	} {
 		if f.Check() == nil {

@@ -135,7 +135,7 @@ type FlashTile struct {
 	// store writes whole 128-byte row segments, 16 bytes a lane
 	// (flashGen.stagedStore).
 	Staged bool
-	// PrefetchQ (with Specialized and Persistent; not causal) gives Q a
+	// PrefetchQ (with Specialized and Persistent) gives Q a
 	// second tile: each consumer warpgroup copies its own 64 rows of the
 	// block's next row block's Q into the other tile at the start of a
 	// row block, so that the next one starts without Q's load latency
@@ -322,8 +322,7 @@ var FlashTiles = []FlashTile{
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, Staged: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, Persistent: 132},
-	// Session 17's: the next row block's Q copied during the current one
-	// (non-causal only).
+	// Session 17's: the next row block's Q copied during the current one.
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132},
 }

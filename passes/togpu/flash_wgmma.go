@@ -997,6 +997,24 @@ func (g *flashGen) prefetchQ(x ix, wg *ir.Value, qStage int64, qBase, rowBase, v
 	return tile(x, g.wsOrd)
 }
 
+// nextItem returns the row block a persistent block takes after item
+// (of its round it; itemLoop's order) and whether it has one, of items:
+// the next round's, it + grid, or when causal and item is the round's own
+// (bid's, in an even round), the next round's turned one, it + grid +
+// grid − 1 − 2·bid. A block's row blocks grow from round to round, so
+// one past items is the last.
+func nextItem(b *ir.Builder, loc ir.Location, it, item *ir.Value, causal bool, items *ir.Value) (next, has *ir.Value) {
+	bin := func(op string, l, r *ir.Value) *ir.Value { return arith.Binary(b, op, loc, l, r) }
+	grid := gpu.GridDim(b, loc, "x")
+	next = bin(arith.OpAddI, it, grid)
+	if causal {
+		bid := gpu.BlockID(b, loc, "x")
+		turned := bin(arith.OpSubI, bin(arith.OpAddI, next, grid), bin(arith.OpAddI, bin(arith.OpAddI, bid, bid), arith.ConstantIndex(b, loc, 1)))
+		next = arith.NewSelect(b, loc, arith.NewCmpI(b, loc, arith.CmpIEQ, item, it), turned, next)
+	}
+	return next, arith.NewCmpI(b, loc, arith.CmpIULT, next, items)
+}
+
 // laneZero returns lane 0's v (of x's type) in every lane of the warp:
 // a shuffle, whose result ptxas knows to be the same in every lane.
 func laneZero(x ix, v *ir.Value) *ir.Value {
@@ -1261,9 +1279,8 @@ func (g *flashGen) emitPersistentWS() {
 		g.b, g.x = b, x
 		g.item, g.tileBase, g.wsOrd = x.from(item), c[0], c[1]
 		if g.Tile.PrefetchQ {
-			// (Not causal: the next round's row block is it + grid.)
-			next := arith.Binary(b, arith.OpAddI, loc, it, gpu.GridDim(b, loc, "x"))
-			g.next, g.hasNext = x.from(next), arith.NewCmpI(b, loc, arith.CmpIULT, next, items)
+			g.next, g.hasNext = nextItem(b, loc, it, item, g.Causal, items)
+			g.next = x.from(g.next)
 		}
 		g.emitWGMMAPipe()
 		return []*ir.Value{x.add(c[0], g.tiles), x.addc(c[1], 1)}
