@@ -133,18 +133,24 @@ func (f FlashGrad) queryTile() int64 {
 // registers then fit 4 blocks an SM; at d128 it stays at 2 and the
 // reloads only cost); with wgmma (an sm_90a device) at head dims 64 and
 // 128 the wgmma kernels, over 32-query tiles at d64 and 64-query tiles
-// at d128. Measured on the H200 at b16 h16 s1024 causal (TestGPUFlashGrad,
-// bench/NOTES.md session 9; forward with its log-sum-exp plus backward,
-// ms): d64 wgmma 32 / 64 query tiles 0.599 / 0.602 against mma.sync's
-// default 0.740; d128 1.059 / 1.027 against 1.392. Dropped after
-// measurement: a dQ kernel over 32-key tiles (at d128 64 KiB of
-// workgroup memory and 142 registers, 3 blocks an SM instead of 2): d64
-// 0.626, d128 1.037.
+// at d128, their results stored through workgroup memory (Staged) and,
+// where the query count is a multiple of the query tile, the lse and D
+// staged in workgroup memory (SharedStats). Measured on the H200 at b16
+// h16 s1024 causal (TestGPUFlashGrad, forward with its log-sum-exp plus
+// backward, ms; session 17's call 2): d128 0.859 → Staged 0.679 →
+// Staged+SharedStats 0.662 (SharedStats alone 0.839; 32-query tiles
+// 0.717), d64 0.499 → 0.415 → 0.409 (SharedStats alone 0.488); session
+// 9: d64 wgmma 0.599 against mma.sync's 0.740, d128 1.027 against 1.392.
+// Dropped after measurement: a dQ kernel over 32-key tiles (session 9:
+// d64 0.626, d128 1.037); each tile's last product issued with the next
+// tile's S and dP (d128 −0.7%, d64 +2%), the dQ kernel's causal row
+// blocks heaviest first (±0%: session 17's call 2).
 func DefaultFlashGrad(f Flash, wgmma bool) FlashGrad {
-	if w := (FlashGrad{Flash: f, WGMMA: true, QueryTile: 32}); wgmma && w.Check() == nil {
+	if w := (FlashGrad{Flash: f, WGMMA: true, QueryTile: 32, Staged: true}); wgmma && w.Check() == nil {
 		if f.D > wgPanel {
 			w.QueryTile = 64
 		}
+		w.SharedStats = f.Lq%w.QueryTile == 0
 		return w
 	}
 	return FlashGrad{Flash: f, Reload: f.D <= 64}

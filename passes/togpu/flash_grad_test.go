@@ -288,6 +288,8 @@ func TestFlashGradCheck(t *testing.T) {
 	f := togpu.Flash{Batch: 1, Lq: 8, Lk: 8, D: 64, Scale: 1, Elem: ir.BF16}
 	d32, d128 := f, f
 	d32.D, d128.D = 32, 128
+	long := d128
+	long.Lq, long.Lk = 1024, 1024
 	for _, tc := range []struct {
 		g    togpu.FlashGrad
 		want string // "" when accepted
@@ -337,7 +339,8 @@ func TestFlashGradCheck(t *testing.T) {
 		want  togpu.FlashGrad
 	}{
 		{f, false, togpu.FlashGrad{Flash: f, Reload: true}},
-		{f, true, togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 32}},
+		{f, true, togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 32, Staged: true}},
+		{long, true, togpu.FlashGrad{Flash: long, WGMMA: true, QueryTile: 64, Staged: true, SharedStats: true}},
 		{d32, true, togpu.FlashGrad{Flash: d32, Reload: true}},
 	} {
 		if got := togpu.DefaultFlashGrad(tc.f, tc.wgmma); got != tc.want {
