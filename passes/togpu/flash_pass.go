@@ -214,6 +214,7 @@ func outlineFlash(b *ir.Builder, module, fn, op *ir.Operation, f Flash, wgmma, l
 		spec = append(spec, ir.NamedAttr{Name: "lse", Value: ir.Bool(true)})
 	}
 	if g := f; wgmma {
+		g.LSE = lse
 		if g.Tile = g.WGMMADefault(); g.Check() == nil {
 			spec = append(spec, ir.NamedAttr{Name: "wgmma", Value: ir.Bool(true)})
 		}
@@ -377,12 +378,12 @@ func lowerFlashCall(b *ir.Builder, module, gmod, call *ir.Operation, name string
 	if err != nil {
 		return err
 	}
+	if l, ok := spec.Get("lse").(ir.IntegerAttr); ok && l.Value != 0 {
+		f.LSE = true
+	}
 	if w, ok := spec.Get("wgmma").(ir.IntegerAttr); ok && w.Value != 0 {
 		f.Tile = f.WGMMADefault()
 		gmod.SetAttr(gpu.PTXTargetAttr, ir.Str(gpu.WGMMATarget))
-	}
-	if l, ok := spec.Get("lse").(ir.IntegerAttr); ok && l.Value != 0 {
-		f.LSE = true
 	}
 	gb := ir.NewBuilder(b.Ctx)
 	gb.SetInsertionPointBefore(gmod.Region(0).Front().Last())

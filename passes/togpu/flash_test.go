@@ -489,6 +489,37 @@ func TestFlashDefaultTiling(t *testing.T) {
 	}
 }
 
+// TestFlashWGMMADefault checks the tiling graph-attention-to-flash takes
+// on sm_90a at head dim 128: the persistent specialized one with Q
+// prefetched for the forward, causal or not, but with a log-sum-exp or
+// dynamic lengths when causal (64x64gplqko), and without TMA when
+// dynamic.
+func TestFlashWGMMADefault(t *testing.T) {
+	for _, tc := range []struct {
+		causal, lse, dynamic bool
+		want                 string
+	}{
+		{false, false, false, "128x128gplqdatonr132"},
+		{true, false, false, "128x128gplqdatonr132"},
+		{false, true, false, "128x128gplqdatonr132"},
+		{true, true, false, "64x64gplqko"},
+		{false, false, true, "128x128gplqdaonr132"},
+		{true, false, true, "64x64gplqko"},
+	} {
+		f := togpu.Flash{Batch: 2, Lq: 300, Lk: 300, D: 128, Causal: tc.causal, LSE: tc.lse, Scale: 0.125, Elem: ir.BF16, Dynamic: tc.dynamic}
+		if tc.dynamic {
+			f.Lq, f.Lk = ir.Dynamic, ir.Dynamic
+		}
+		f.Tile = f.WGMMADefault()
+		if got := f.Tile.String(); got != tc.want {
+			t.Errorf("causal=%v lse=%v dynamic=%v: %s, want %s", tc.causal, tc.lse, tc.dynamic, got, tc.want)
+		}
+		if err := f.Check(); err != nil {
+			t.Errorf("causal=%v lse=%v dynamic=%v: %v", tc.causal, tc.lse, tc.dynamic, err)
+		}
+	}
+}
+
 // TestFlashPTX compiles the bench's attention kernel (b16 h16 s1024
 // d64) in every tiling, causal and not, a d128 one (in dynamic
 // workgroup memory) and f16 ones with both PTX backends, assembles each with the

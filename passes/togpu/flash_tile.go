@@ -443,7 +443,11 @@ var FlashTileWGMMA128Causal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: t
 // session 17's first (same call): 0.247 against 0.263, 128x128gplqdato
 // 0.253, 128x128gplqdaor132 0.257, and the bench's attention_d128 row
 // 0.2675 ms against torch.compile's 0.2453 (1.09×; 1.22× with
-// 64x64gplqko in session 16's final call).
+// 64x64gplqko in session 16's final call); its second (same call, two
+// rounds alike): with PrefetchQ 0.221 against 128x128gplqdator132's
+// 0.240 and 64x64gplqko's 0.265 (causal 0.146, 0.164, 0.163), the row
+// 0.2469 against 0.2446 (1.01×). Flash.WGMMADefault gives it to causal
+// forwards too.
 var FlashTileWGMMA128 = FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132}
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
@@ -462,10 +466,18 @@ func WGMMATile(d int64, causal bool) FlashTile {
 }
 
 // WGMMADefault is the wgmma tiling graph-attention-to-flash takes for f:
-// WGMMATile's, copying by cp.async instead of TMA where f's lengths are
-// dynamic (a tensor map holds the key count).
+// WGMMATile's, but FlashTileWGMMA128 for a causal attention of head dim
+// 128 too where it has static lengths and no log-sum-exp (session 17's
+// second call, b16 h16 s1024 d128 causal: 128x128gplqdatonr132 0.146 ms
+// against 64x64gplqko's 0.163, both checked on the device; the training
+// rows' forward, which saves the log-sum-exp, and dynamic lengths keep
+// 64x64gplqko until measured), and copying by cp.async instead of TMA
+// where f's lengths are dynamic (a tensor map holds the key count).
 func (f Flash) WGMMADefault() FlashTile {
 	t := WGMMATile(f.D, f.Causal)
+	if f.D == 2*wgPanel && f.Causal && !f.LSE && !f.Dynamic {
+		t = FlashTileWGMMA128
+	}
 	if f.Dynamic {
 		t.TMA = false
 	}
