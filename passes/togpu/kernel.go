@@ -289,6 +289,15 @@ func (k *kernelGen) build() error {
 		ir.NamedAttr{Name: "rows_per_block", Value: ir.Int(plan.rowsPerBlock(), ir.I64)},
 		ir.NamedAttr{Name: "vector", Value: ir.Int(plan.vector(), ir.I64)},
 	))
+	// Above 256 threads a block cannot launch with the default register
+	// cap (255 a thread, of 65536): its size must bound the registers a
+	// thread may take (1024 threads: 64), as the GEMM template's does.
+	// Without it the driver's first tier (JIT level 0) gave a 1024-thread
+	// column kernel of resnet50_train more, and its launch failed with
+	// CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (session 17 call 2).
+	if n := plan.block(k.cfg); n > 256 && k.kernel.Attr("nvvm.maxntid") == nil {
+		k.kernel.SetAttr("nvvm.maxntid", ir.Int(n, ir.I64))
+	}
 	if err := k.lower(); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -285,6 +286,44 @@ func TestMappings(t *testing.T) {
 		})
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s with %+v: kernels' mapping/block/vector/rows (-want +got):\n%s", tc.file, tc.cfg, diff)
+		}
+	}
+}
+
+// TestLargeBlocksBoundRegisters checks that a kernel of more than 256
+// threads a block carries its block size as nvvm.maxntid (PTX .maxntid,
+// which caps the registers a thread may take so that the block can
+// launch), and that one of 256 or fewer does not.
+func TestLargeBlocksBoundRegisters(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		block int64
+	}{
+		{"elementwise.mlir", 1024}, {"elementwise.mlir", 512}, {"elementwise.mlir", 256},
+		{"softmax.mlir", 1024}, {"softmax.mlir", 128},
+	} {
+		ctx, m := parse(t, tc.file)
+		if err := togpu.Run(ctx, m, togpu.Config{Block: tc.block, Vector: 1, MaxBlocks: 8}); err != nil {
+			t.Fatal(err)
+		}
+		kernels := 0
+		m.Walk(func(o *ir.Operation) bool {
+			if !gpu.IsKernel(o) {
+				return true
+			}
+			kernels++
+			block, _ := strconv.ParseInt(intAttr(o.Attr(togpu.LaunchAttr).(ir.DictAttr), "block"), 10, 64)
+			got, ok := o.Attr("nvvm.maxntid").(ir.IntegerAttr)
+			switch {
+			case block > 256 && (!ok || got.Value != block):
+				t.Errorf("%s, block %d: nvvm.maxntid %v, want %d", tc.file, block, o.Attr("nvvm.maxntid"), block)
+			case block <= 256 && ok:
+				t.Errorf("%s, block %d: nvvm.maxntid %d, want none", tc.file, block, got.Value)
+			}
+			return true
+		})
+		if kernels == 0 {
+			t.Errorf("%s: no kernel", tc.file)
 		}
 	}
 }
