@@ -78,17 +78,6 @@ type FlashGrad struct {
 	// values a thread. A tile's rows are issued after the next tile's
 	// barrier, which the stores' fence precedes (no barrier of its own).
 	BulkDQ bool
-	// HeavyFirst numbers a causal dQ kernel's row blocks of a head from
-	// its last, which visits the most key tiles (as the forward kernel
-	// does), so that the light ones end the launch.
-	HeavyFirst bool
-	// Overlap (with WGMMA, without AtomicDQ) issues each tile's last
-	// product (dQ, or dK) in the next tile, right after its S and dP, as
-	// the forward kernel issues P·V with the next S: the tensor cores get
-	// the three products at once and the product runs while P is
-	// computed; the next tile's copies, into the stage it reads, follow
-	// its wait (gradTilesOverlap).
-	Overlap bool
 	// Staged has both kernels store their results (dQ; dK and dV)
 	// through workgroup memory, a warp's 16 rows 64 columns at a time, so
 	// that a warp's stores cover whole 128-byte row segments (storeRows);
@@ -214,14 +203,8 @@ func (f FlashGrad) Check() error {
 	if f.AtomicDQ && (!f.WGMMA || f.queryTile() != flashGradRows) {
 		return fmt.Errorf("flash attention backward: the atomic dQ takes the wgmma kernels with %d-query tiles", flashGradRows)
 	}
-	if f.HeavyFirst && f.AtomicDQ {
-		return errors.New("flash attention backward: HeavyFirst orders the dQ kernel, which the atomic dQ has not")
-	}
 	if f.SharedStats && (!f.WGMMA || f.AtomicDQ || f.Lq%f.queryTile() != 0) {
 		return errors.New("flash attention backward: SharedStats takes the wgmma kernels without the atomic dQ, the query count a multiple of the query tile")
-	}
-	if f.Overlap && (!f.WGMMA || f.AtomicDQ) {
-		return errors.New("flash attention backward: Overlap takes the wgmma kernels without the atomic dQ")
 	}
 	if f.BulkDQ && !f.AtomicDQ {
 		return errors.New("flash attention backward: BulkDQ is an option of the atomic dQ")
@@ -297,8 +280,7 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 		return []*ir.Operation{f.gradDKernel(b, loc, name+"_d"), dkv, f.gradDQKernel(b, loc, name+"_dq")}, nil
 	}
 	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), 0, func(g *flashGen, args []*ir.Value) {
-		g.lastFirst = f.HeavyFirst && f.Causal
-		g.emitDQ(args, f.Reload, f.Overlap, f.Staged)
+		g.emitDQ(args, f.Reload, f.Staged)
 	})
 	return []*ir.Operation{dq, dkv}, nil
 }
@@ -607,8 +589,7 @@ func (g *flashGen) storeRowsDirect(acc []*ir.Value, out *ir.Value) {
 }
 
 // syncStores readies workgroup memory for storeRows after a kernel's
-// loops: its copies landed (the last tile's, or the overlapped kernels'
-// copy past the end) and every warp's products done.
+// loops: its copies landed and every warp's products done.
 func (g *flashGen) syncStores() {
 	gpu.CpAsyncWait(g.b, g.loc, 0)
 	gpu.Barrier(g.b, g.loc)
@@ -624,10 +605,9 @@ func (g *flashGen) zeros(n int64) []*ir.Value {
 }
 
 // emitDQ builds the dQ kernel on args (DQArgTypes), with reload its Q and
-// dO fragments loaded in every key tile (FlashGrad.Reload), with overlap
-// each tile's dQ product issued in the next (FlashGrad.Overlap), with
-// staged dQ stored through workgroup memory (FlashGrad.Staged).
-func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap, staged bool) {
+// dO fragments loaded in every key tile (FlashGrad.Reload), with staged
+// dQ stored through workgroup memory (FlashGrad.Staged).
+func (g *flashGen) emitDQ(args []*ir.Value, reload, staged bool) {
 	b, loc, x := g.b, g.loc, g.x
 	q, o, do, lseBuf, dqBuf, ddBuf := args[0], args[3], args[4], args[5], args[6], args[7]
 	g.q, g.k, g.v = q, args[1], args[2]
@@ -691,22 +671,12 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap, staged bool) {
 
 	nO := g.D / 8
 	tileLoop := func(from, to *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		return g.gradTilesWith(overlap, from, to, it, func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value, next func(*ir.Builder)) []*ir.Value {
+		return g.gradTiles(from, to, it, func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
-			switch {
-			case overlap:
-				// The previous tile's dQ, then S and dP: the tensor
-				// cores take the three at once.
-				ov := overlapOf(it[4*nO:])
-				dqIn := g.wgProductA(b, x, ov.frag, ov.at, it[:4*nO], 1)
-				s, dpIn = g.wgScorePairThen(b, x, qAt, doAt, wgRow, at, 1, func(b *ir.Builder) {
-					it = gpu.WGMMAWait(b, loc, 2*g.D/wgPanel, dqIn)
-					next(b)
-				})
-			case wg:
+			if wg {
 				s, dpIn = g.wgScorePair(b, x, qAt, doAt, wgRow, at)
-			default:
+			} else {
 				s = g.scoresWith(b, 1, qf, x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))[0]
 			}
@@ -719,9 +689,6 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap, staged bool) {
 				dp = fragmentTiles(gpu.WGMMAWait(b, loc, 0, dpIn))
 			}
 			ds := g.gradDS(b, s, dp, func(_, r int) *ir.Value { return dd[r/2] }, scale)
-			if overlap {
-				return slices.Concat(it, overlapState{g.packA(b, ds), at}.values())
-			}
 			if wg {
 				return g.wgProduct(b, x, ds, at, it, 0)
 			}
@@ -730,17 +697,9 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap, staged bool) {
 			return acc
 		})
 	}
-	it := g.zeros(4 * nO)
-	if overlap {
-		it = slices.Concat(it, g.overlapInit(x, qAt).values())
-	}
-	it = tileLoop(x.c(0), full, it, false)
+	it := tileLoop(x.c(0), full, g.zeros(4*nO), false)
 	if g.Causal || g.Lk%K != 0 {
 		it = tileLoop(full, g.tiles, it, true)
-	}
-	if overlap {
-		// The last tile's dQ.
-		it = g.overlapLast(x, overlapOf(it[4*nO:]), it[:4*nO])
 	}
 	if staged {
 		g.syncStores()
@@ -754,7 +713,7 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, overlap, staged bool) {
 // with f.AtomicDQ it also adds dQ to the accumulator args[8], with BulkDQ
 // through the staging tile.
 func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
-	atomic, bulk, overlap := f.AtomicDQ, f.BulkDQ, f.Overlap
+	atomic, bulk := f.AtomicDQ, f.BulkDQ
 	x := g.x
 	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
@@ -799,7 +758,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 		dsOffs = g.dsStores(st, wgIdx)
 	}
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
-		return g.gradTilesWith(overlap, lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value, next func(*ir.Builder)) []*ir.Value {
+		return g.gradTiles(lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
 			if bulk {
 				// The previous tile's dQ, staged and fenced before the
 				// barrier (none before the first).
@@ -828,19 +787,9 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			}
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
-			switch {
-			case overlap:
-				// The previous tile's dK, then S and dP: the tensor
-				// cores take the three at once.
-				ov := overlapOf(it[8*nO:])
-				dkIn := g.wgProductA(b, x, ov.frag, ov.at, it[:4*nO], 1)
-				s, dpIn = g.wgScorePairThen(b, x, kAt, vAt, wgRow, at, 1, func(b *ir.Builder) {
-					it = slices.Concat(gpu.WGMMAWait(b, g.loc, 2*g.D/wgPanel, dkIn), it[4*nO:8*nO])
-					next(b)
-				})
-			case wg:
+			if wg {
 				s, dpIn = g.wgScorePair(b, x, kAt, vAt, wgRow, at)
-			default:
+			} else {
 				s = g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))[0]
 			}
@@ -850,12 +799,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			}
 			g.gradProbs(b, s, func(j, r int) *ir.Value { return lse[2*j+r%2] }, sm.c)
 			var dvIn []*ir.Value
-			switch {
-			case overlap:
-				// As below, dP then still in flight too.
-				dvIn = g.wgProduct(b, x, s, x.addc(at, Qt*g.D), it[4*nO:8*nO], g.D/wgPanel+1)
-				dp = fragmentTiles(gpu.WGMMAWait(b, g.loc, 1, dpIn))
-			case wg:
+			if wg {
 				// dV += Pᵀ·dO (dO is the stage's second tile) runs while
 				// dS is computed: dP completes, dV stays in flight.
 				dvIn = g.wgProduct(b, x, s, x.addc(at, Qt*g.D), it[4*nO:8*nO], 1)
@@ -882,10 +826,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 				// (Its stage's readers were the tile before's.)
 				stats.store(b, x, x.addc(qt, 1), nextStats)
 			}
-			if overlap {
-				// dK is issued in the next tile (or after the loops).
-				return slices.Concat(it[:4*nO], gpu.WGMMAWait(b, g.loc, 0, dvIn), overlapState{g.packA(b, ds), at}.values())
-			}
 			if wg {
 				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 0)
 				return append(dk, gpu.WGMMAWait(b, g.loc, 0, dvIn)...)
@@ -897,10 +837,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 		})
 	}
 	it := g.zeros(8 * nO)
-	switch {
-	case overlap:
-		it = slices.Concat(it, g.overlapInit(x, kAt).values())
-	case bulk:
+	if bulk {
 		it = append(it, x.c(g.Lk))
 	}
 	if g.Causal {
@@ -909,10 +846,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	it = tileLoop(full, last, it, false)
 	if g.Lk%Qt != 0 {
 		it = tileLoop(last, g.tiles, it, true)
-	}
-	if overlap {
-		// The last tile's dK.
-		it = slices.Concat(g.overlapLast(x, overlapOf(it[8*nO:]), it[:4*nO]), it[4*nO:8*nO])
 	}
 	if bulk {
 		// The last tile's: fenced, and once every warp has staged it.

@@ -63,9 +63,9 @@ func (c flashCase) gradSource() string {
 // tile, the dQ kernel's fragment reloads, the wgmma kernels, the atomic
 // dQ and the blocks' rows (0: the default).
 type gradTiling struct {
-	qt                                                         int64
-	reload, wgmma, atomic, bulk, heavy, overlap, staged, stats bool
-	rows                                                       int64
+	qt                                         int64
+	reload, wgmma, atomic, bulk, staged, stats bool
+	rows                                       int64
 }
 
 func (g gradTiling) String() string {
@@ -81,12 +81,6 @@ func (g gradTiling) String() string {
 	if g.rows != 0 {
 		s += fmt.Sprintf("-r%d", g.rows)
 	}
-	if g.heavy {
-		s += "-heavy"
-	}
-	if g.overlap {
-		s += "-overlap"
-	}
 	if g.staged {
 		s += "-staged"
 	}
@@ -99,20 +93,18 @@ func (g gradTiling) String() string {
 // gradTilings are the backward options a test of case i takes: the
 // mma.sync kernels with one of the query tiles (the default, 16 or 32)
 // and held or reloaded fragments, and for head dims 64 and 128 the wgmma
-// kernels with 64- or 32-query tiles (the latter with the dQ kernel's
-// heavy blocks first), with the other tile and products in flight from
-// tile to tile (Overlap), stores through workgroup memory (Staged, also
-// with Overlap), the lse and D in workgroup memory (SharedStats, where
-// the query count is a multiple of the tile) and with the atomic dQ; at
+// kernels with 64- or 32-query tiles, stores through workgroup memory
+// (Staged, with the other tile), the lse and D in workgroup memory
+// (SharedStats, where the query count is a multiple of the tile, in
+// every other case Staged too) and with the atomic dQ; at
 // head dim 64 the atomic dQ added in bulk, at 128 the atomic dQ with
 // blocks of 128 keys (two warpgroups), added by atomics and in bulk (in
 // every other case Staged).
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
-		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, heavy: i%2 == 1},
-			gradTiling{qt: 64, wgmma: true, atomic: true}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, overlap: true},
-			gradTiling{qt: []int64{64, 32}[i%2], wgmma: true, staged: true, overlap: i%2 == 0})
+		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true},
+			gradTiling{qt: 64, wgmma: true, atomic: true}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, staged: true})
 		if qt := []int64{32, 64}[i%2]; tc.lq%qt == 0 {
 			gts = append(gts, gradTiling{qt: qt, wgmma: true, stats: true, staged: i%2 == 0})
 		}
@@ -135,22 +127,15 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 
 // wgmmaGradTilings are the wgmma backward options at head dim d (64 or
 // 128) that TestFlashGradPTX compiles and TestGPUFlashGrad times: both
-// query tiles (also heavy blocks first, with Overlap, Staged,
-// SharedStats and the three — with 64-query tiles at d64 only), the
-// atomic dQ (also in bulk), and at d128 the atomic dQ with blocks of 128
-// keys (also in bulk, also Staged).
+// query tiles (also with Staged, SharedStats and both), the atomic dQ
+// (also in bulk), and at d128 the atomic dQ with blocks of 128 keys (also
+// in bulk, also Staged).
 func wgmmaGradTilings(d int64) []gradTiling {
-	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true}, {qt: 32, wgmma: true, heavy: true}, {qt: 64, wgmma: true, heavy: true},
-		{qt: 32, wgmma: true, overlap: true}, {qt: 64, wgmma: true, overlap: true},
+	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true},
 		{qt: 32, wgmma: true, staged: true}, {qt: 64, wgmma: true, staged: true}, {qt: 32, wgmma: true, stats: true}, {qt: 64, wgmma: true, stats: true},
 		{qt: 32, wgmma: true, staged: true, stats: true}, {qt: 64, wgmma: true, staged: true, stats: true},
-		{qt: 32, wgmma: true, staged: true, stats: true, overlap: true},
 		{qt: 64, wgmma: true, atomic: true}}
 	gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
-	if d == 64 {
-		// (At d128 its dK/dV kernel spills.)
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, staged: true, stats: true, overlap: true})
-	}
 	if d == 128 {
 		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128},
 			gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128, staged: true})
@@ -161,8 +146,8 @@ func wgmmaGradTilings(d int64) []gradTiling {
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, BulkDQ: gt.bulk, HeavyFirst: gt.heavy,
-		Overlap: gt.overlap, Staged: gt.staged, SharedStats: gt.stats, BlockRows: gt.rows}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, BulkDQ: gt.bulk,
+		Staged: gt.staged, SharedStats: gt.stats, BlockRows: gt.rows}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
 	acc := fmt.Sprintf("memref<%dxf32>", f.Batch*f.Lq*f.D)
@@ -313,17 +298,12 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, BulkDQ: true, BlockRows: 128}, ""},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BulkDQ: true}, ""},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, BulkDQ: true}, "BulkDQ is an option of the atomic dQ"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, HeavyFirst: true}, ""},
-		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, Overlap: true}, ""},
-		{togpu.FlashGrad{Flash: f, Overlap: true}, "Overlap takes the wgmma kernels"},
 		{togpu.FlashGrad{Flash: f, Staged: true}, ""},
 		{togpu.FlashGrad{Flash: togpu.Flash{Batch: 1, Lq: 128, Lk: 8, D: 128, Scale: 1, Elem: ir.BF16}, WGMMA: true, QueryTile: 64, SharedStats: true, Staged: true}, ""},
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, SharedStats: true}, "query count a multiple of the query tile"},
 		{togpu.FlashGrad{Flash: f, SharedStats: true}, "SharedStats takes the wgmma kernels"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, SharedStats: true}, "SharedStats takes"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 16, SharedStats: true}, "query tiles 32 and 64"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, Overlap: true}, "without the atomic dQ"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, HeavyFirst: true}, "HeavyFirst orders the dQ kernel"},
 	} {
 		err := tc.g.Check()
 		switch {

@@ -3,9 +3,7 @@ package togpu
 import (
 	"slices"
 
-	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
-	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -56,16 +54,9 @@ func wgRows(x ix, wg *ir.Value) *ir.Value {
 // for none, see wgRows), B and B' the stage's two tiles from offset at. Every
 // group is issued before the wait for S.
 func (g *flashGen) wgScorePair(b *ir.Builder, x ix, aAt, bAt int64, wgRow, at *ir.Value) (s [][]*ir.Value, dp []*ir.Value) {
-	return g.wgScorePairThen(b, x, aAt, bAt, wgRow, at, 0, nil)
-}
-
-// wgScorePairThen is wgScorePair after older groups still in flight, and
-// with then (if not nil) called after dP's issue and before the wait for
-// S (which completes the older groups too).
-func (g *flashGen) wgScorePairThen(b *ir.Builder, x ix, aAt, bAt int64, wgRow, at *ir.Value, older int64, then func(b *ir.Builder)) (s [][]*ir.Value, dp []*ir.Value) {
 	R, K := g.Tile.Rows, g.Tile.Keys
 	panels := g.D / wgPanel
-	issued := older
+	issued := int64(0)
 	product := func(rowAt int64, tileAt *ir.Value) []*ir.Value {
 		var acc []*ir.Value
 		for p := range panels {
@@ -83,9 +74,6 @@ func (g *flashGen) wgScorePairThen(b *ir.Builder, x ix, aAt, bAt int64, wgRow, a
 	}
 	sv := product(aAt, at)
 	dp = product(bAt, x.addc(at, K*g.D))
-	if then != nil {
-		then(b)
-	}
 	return fragmentTiles(gpu.WGMMAWait(b, g.loc, panels, sv)), dp
 }
 
@@ -105,7 +93,12 @@ func fragmentTiles(acc []*ir.Value) [][]*ir.Value {
 // fragment of k-step j), B the Keys×D tile at workgroup offset at, read
 // MN-major.
 func (g *flashGen) wgProduct(b *ir.Builder, x ix, a [][]*ir.Value, at *ir.Value, acc []*ir.Value, pending int64) []*ir.Value {
-	return g.wgProductA(b, x, g.packA(b, a), at, acc, pending)
+	K := g.Tile.Keys
+	sh := gpu.WGMMAShape{N: g.D, KSteps: K / 16, TransB: true, Acc: true, Pending: pending}
+	if g.D > wgPanel {
+		sh.Panel = K * wgPanel
+	}
+	return gpu.WGMMA(b, g.loc, g.Elem, sh, g.packA(b, a), g.smem, x.index(at), acc)
 }
 
 // packA packs the 64×Keys values a (n8 tiles of 4) into wgProduct's A
@@ -118,107 +111,4 @@ func (g *flashGen) packA(b *ir.Builder, a [][]*ir.Value) []*ir.Value {
 		frag = append(frag, g.pair(b, p[0], p[1]), g.pair(b, p[2], p[3]), g.pair(b, q[0], q[1]), g.pair(b, q[2], q[3]))
 	}
 	return frag
-}
-
-// wgProductA is wgProduct of A fragments packed by packA; with acc nil
-// it returns A·B.
-func (g *flashGen) wgProductA(b *ir.Builder, x ix, frag []*ir.Value, at *ir.Value, acc []*ir.Value, pending int64) []*ir.Value {
-	K := g.Tile.Keys
-	sh := gpu.WGMMAShape{N: g.D, KSteps: K / 16, TransB: true, Acc: acc != nil, Pending: pending}
-	if g.D > wgPanel {
-		sh.Panel = K * wgPanel
-	}
-	return gpu.WGMMA(b, g.loc, g.Elem, sh, frag, g.smem, x.index(at), acc)
-}
-
-// overlapState is what a tile of the wgmma kernels with FlashGrad.Overlap
-// hands the next: the packed A fragments of its last product, whose
-// accumulators come first in the loop's values, and the stage offset of
-// that product's B.
-type overlapState struct {
-	frag []*ir.Value
-	at   *ir.Value
-}
-
-// overlapInit is the state before a block's first tile: zero fragments
-// (the first tile's issue of "the previous product" adds nothing) and B
-// the block's row tile at workgroup offset rowAt, which its start copied
-// (zero-filled past the end, so every B value is finite).
-func (g *flashGen) overlapInit(x ix, rowAt int64) overlapState {
-	frag := make([]*ir.Value, 4*g.Tile.Keys/16)
-	for i := range frag {
-		frag[i] = arith.ConstantInt(g.b, g.loc, 0, ir.I32)
-	}
-	return overlapState{frag, x.c(rowAt)}
-}
-
-// overlapLast adds the block's last product, A·B of o's fragments and
-// stage, to the accumulators acc: computed into registers of its own, then
-// added (accumulated in place into the loops' accumulators, it made ptxas
-// serialize every wgmma of the kernel: C7514).
-func (g *flashGen) overlapLast(x ix, o overlapState, acc []*ir.Value) []*ir.Value {
-	b, loc := g.b, g.loc
-	last := gpu.WGMMAWait(b, loc, 0, g.wgProductA(b, x, o.frag, o.at, nil, 0))
-	out := make([]*ir.Value, len(acc))
-	for i, v := range acc {
-		out[i] = fop(b, loc, arith.OpAddF, v, last[i])
-	}
-	return out
-}
-
-// values is the state as loop values (after the accumulators).
-func (o overlapState) values() []*ir.Value { return append(slices.Clone(o.frag), o.at) }
-
-// overlapOf reads the state back from loop values vs.
-func overlapOf(vs []*ir.Value) overlapState {
-	return overlapState{vs[:len(vs)-1], vs[len(vs)-1]}
-}
-
-// gradTilesWith is gradTiles, or with overlap gradTilesOverlap; body's
-// next is nil without overlap.
-func (g *flashGen) gradTilesWith(overlap bool, from, to *ir.Value, it []*ir.Value,
-	body func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value, next func(*ir.Builder)) []*ir.Value) []*ir.Value {
-	if overlap {
-		return g.gradTilesOverlap(from, to, it, body)
-	}
-	return g.gradTiles(from, to, it, func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value) []*ir.Value {
-		return body(b, x, kt, at, it, nil)
-	})
-}
-
-// gradTilesOverlap is the tile loop of the wgmma kernels with
-// FlashGrad.Overlap: tile kt−1's last product is issued at the top of
-// tile kt, before its S and dP, and it reads the stage that tile kt+1's
-// copies go to. So at the top of tile kt the loop waits for the tile's
-// own copies and synchronizes the block, and body, once it has issued
-// the three products and awaited the first, calls next, which
-// synchronizes the block again (every warp done with the stage) and
-// issues the copies of tile kt+1.
-func (g *flashGen) gradTilesOverlap(from, to *ir.Value, it []*ir.Value,
-	body func(b *ir.Builder, x ix, kt, at *ir.Value, it []*ir.Value, next func(*ir.Builder)) []*ir.Value) []*ir.Value {
-	b, loc, x := g.b, g.loc, g.x
-	one := arith.ConstantIndex(b, loc, 1)
-	stage := g.wgStage(1)
-	l := loop.For(b, loc, x.index(from), x.index(to), one, it, func(b *ir.Builder, iv *ir.Value, it []*ir.Value) []*ir.Value {
-		x := x.at(b)
-		kt := x.from(iv)
-		gpu.CpAsyncWait(b, loc, 0)
-		gpu.FenceProxyAsync(b, loc)
-		gpu.Barrier(b, loc)
-		next := func(b *ir.Builder) {
-			gpu.Barrier(b, loc)
-			// (Without a branch, which would make ptxas wait for the
-			// products in flight: past the last tile, the last one
-			// again, into the stage no product reads any more.)
-			x := x.at(b)
-			n := x.addc(kt, 1)
-			src := x.op(arith.OpMinUI, n, x.sub(g.tiles, x.c(1)))
-			at := x.mulc(x.and(n, 1), stage)
-			g.wgLoadTile(b, src, g.k, at)
-			g.wgLoadTile(b, src, g.v, x.addc(at, g.Tile.Keys*g.D))
-			gpu.CpAsyncCommit(b, loc)
-		}
-		return body(b, x, kt, x.mulc(x.and(kt, 1), stage), it, next)
-	})
-	return l.Results()
 }
