@@ -465,10 +465,9 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	// wgmma templates of 160–225 KB, whose JIT takes seconds, among
 	// kernels of a few KB, on 16 threads). With ptxas, the texts it
 	// compiles go in bins, a process each (ptxasBins).
-	jobs := make([]loadJob, 0, len(todo))
+	var bins []loadJob
 	var binned map[int]bool
 	if ptxas != nil && ptxas.path != "" {
-		var bins []loadJob
 		bins, binned = ptxasBins(todo, parallel, func(text string) bool {
 			if rt.dev.cached(text, jit) {
 				return false
@@ -476,14 +475,8 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 			_, ok := cubin(text)
 			return !ok
 		})
-		jobs = append(jobs, bins...)
 	}
-	for i, text := range todo {
-		if !binned[i] {
-			jobs = append(jobs, loadJob{texts: []int{i}, size: len(text)})
-		}
-	}
-	slices.SortStableFunc(jobs, func(a, b loadJob) int { return b.size - a.size })
+	jobs := loadJobs(todo, bins, binned)
 	run := func(j loadJob) {
 		if len(j.texts) > 1 {
 			texts := make([]string, len(j.texts))
@@ -556,6 +549,31 @@ func (rt *Runtime) loadBatch(keys [][32]byte, todo []string, policy LoadPolicy, 
 	// loaded, so that it does not compete with the first call for CPUs.
 	rt.upgradeAll(upTexts, upMods, jit, parallel)
 	return failed
+}
+
+// loadJobs returns the jobs of a load batch, the longest first (the
+// longest-processing-time rule, which the Runtime's slots follow across
+// batches too): ptxas's bins (ptxasBins) and a job for each other text.
+// Beside bins, a text alone counts twice its bytes: the texts ptxas
+// compiles alone are the long ones and the wgmma templates, whose compile
+// costs more than a bin of small kernels of the same bytes
+// (resnet50_train's 57 KB batch-norm backward kernel: 360 ms of CPU,
+// against ≈ 220 ms for the backward's bins of ≈ 75 KB), and which a load
+// waits for last when the bins take the slots first (session 17 call 2:
+// that kernel waited ≈ 170 ms for a slot).
+func loadJobs(todo []string, bins []loadJob, binned map[int]bool) []loadJob {
+	jobs := append(make([]loadJob, 0, len(todo)), bins...)
+	weight := 1
+	if len(bins) > 0 {
+		weight = 2
+	}
+	for i, text := range todo {
+		if !binned[i] {
+			jobs = append(jobs, loadJob{texts: []int{i}, size: weight * len(text)})
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b loadJob) int { return b.size - a.size })
+	return jobs
 }
 
 // endMarks ends the loading marks of keys, all with the error err.

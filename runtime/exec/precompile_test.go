@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -377,5 +378,29 @@ func TestPTXASBins(t *testing.T) {
 				t.Errorf("sizes %v in %d: text %d (%d bytes) binned %v, want %v", c.sizes, c.n, i, c.sizes[i], in[i], !long)
 			}
 		}
+	}
+}
+
+// TestLoadJobs checks the order of a load batch's jobs: the longest
+// first, a text alone counting twice its bytes beside ptxas's bins (so
+// that a long kernel compiled alone starts before bins of more bytes of
+// small ones), and its own bytes when nothing is binned.
+func TestLoadJobs(t *testing.T) {
+	todo := []string{strings.Repeat("a", 100), strings.Repeat("b", 100), strings.Repeat("c", 120), strings.Repeat("d", 150), strings.Repeat("e", 40)}
+	bins := []loadJob{{texts: []int{0, 1}, size: 200}}
+	binned := map[int]bool{0: true, 1: true}
+	var got []string
+	for _, j := range loadJobs(todo, bins, binned) {
+		got = append(got, fmt.Sprint(j.texts, j.size))
+	}
+	if want := "[3] 300, [2] 240, [0 1] 200, [4] 80"; strings.Join(got, ", ") != want {
+		t.Errorf("jobs %s, want %s", strings.Join(got, ", "), want)
+	}
+	got = got[:0]
+	for _, j := range loadJobs(todo, nil, nil) {
+		got = append(got, fmt.Sprint(j.texts, j.size))
+	}
+	if want := "[3] 150, [2] 120, [0] 100, [1] 100, [4] 40"; strings.Join(got, ", ") != want {
+		t.Errorf("jobs without bins %s, want %s", strings.Join(got, ", "), want)
 	}
 }
