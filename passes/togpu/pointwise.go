@@ -51,9 +51,7 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 	}
 	loops := false
 	var most int64 // the most elements of a buffer the nest accesses (-1: one not static)
-	ops := 0
 	nest.Walk(func(o *ir.Operation) bool {
-		ops++
 		switch o.Name() {
 		case loop.IfOp:
 			// One branch runs every lane (cloneLanes): the condition
@@ -135,28 +133,9 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 			vec /= 2
 		}
 	}
-	// A nest of few points and a long body (an optimizer's update of a
-	// model's small parameters, grouped: 17 of GPT-2's 768-element biases
-	// and layer-norm weights in one kernel) is latency-bound: lanes take
-	// threads away from it (192 threads of 4 on one SM ran 20 µs a launch
-	// on the H200, session 16).
-	if points := staticPoints(lbs, ubs, steps); points > 0 && !loops && ops >= HeavyNestOps {
-		for vec > 1 && points/vec < SmallNestThreads {
-			vec /= 2
-		}
-	}
 	p.vec, p.forms = vec, forms
 	return p
 }
-
-// HeavyNestOps and SmallNestThreads: a pointwise nest of at least
-// HeavyNestOps ops (counted before the lanes are cloned) takes narrower
-// vector steps, down to one point a thread, while it would run fewer than
-// SmallNestThreads threads (pointwisePlan).
-const (
-	HeavyNestOps     = 128
-	SmallNestThreads = 2048
-)
 
 // onlyStored reports whether every use of load's value is a store of it
 // or the yield of a loop.if (a padded copy's element or zero): a copy,
