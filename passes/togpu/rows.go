@@ -573,11 +573,12 @@ func matmulLike(nest *ir.Operation, loops []*rowLoop) bool {
 // threads fills the device.
 const ColumnThreads = 8192
 
-// ColumnWarps is the most warps of a block of the column mapping (the row
+// ColumnWarps is the warps of a block of the column mapping (the row
 // mapping's cols: WarpSize points a block, each point's loops shared by a
-// lane of every warp). The second half of a split bias gradient (256
-// partial rows of 768 columns) takes 32 warps of 8 rows each: a warp per
-// point had each lane load a sector of its own, rows apart.
+// lane of every warp; see columnWarps). The second half of a split bias
+// gradient (512 partial rows of 768 columns) takes 32 warps of 16 rows
+// each: a warp per point had each lane load a sector of its own, rows
+// apart.
 const ColumnWarps = 32
 
 // ColumnBlocks is the fewest blocks of the column mapping: a nest of
@@ -585,29 +586,31 @@ const ColumnWarps = 32
 // busy (ResNet-50's statistics of 64 and 256 channels).
 const ColumnBlocks = 16
 
-// columnWarps returns the warps of a column-mapped block: ColumnWarps, or
-// fewer for short loops (at least 8 iterations a warp where the longest
-// loop allows); 0 (no column mapping) for a loop that is dynamic or longer
-// than ColumnWarps·RegisterRow, whose few points would run long on few
-// blocks (ResNet-50's channels-last statistics: 4096 partial rows of 64
-// channels keep a warp a channel, unmeasured in this form).
+// columnWarps returns the warps of a column-mapped block, ColumnWarps, or
+// 0 (no column mapping) when some loop is dynamic, shorter than
+// ColumnWarps·8 iterations or longer than ColumnWarps·RegisterRow.
+// Measured on the H200 (session 17 call 2): GPT-2's second halves (512
+// partial rows of 768, 256 of 2304 and 3072) at 32 warps ran faster than
+// a warp a column (0.0177 against 0.0184 ms for the [8192, 768] sum in
+// f32; c_attn's 12 biases 0.096 → 0.070 ms), ResNet-50's statistics of
+// 512–2048 channels at 8 warps (64–127 partial rows) slower (one kernel's
+// 5 launches 0.035 → 0.063 ms), at 32 warps as before within noise.
+// Longer loops keep few points running long on few blocks (ResNet-50's
+// channels-last statistics: 4096 partial rows of 64 channels).
 func columnWarps(order []*rowLoop) int64 {
-	n := int64(0)
 	for _, rl := range order {
 		lb, ub, step := rowBounds(rl)
 		l, ok1 := staticInt(lb)
 		u, ok2 := staticInt(ub)
 		s, ok3 := staticInt(step)
-		if !ok1 || !ok2 || !ok3 || s <= 0 || (u-l+s-1)/s > ColumnWarps*RegisterRow {
+		if !ok1 || !ok2 || !ok3 || s <= 0 {
 			return 0
 		}
-		n = max(n, (u-l+s-1)/s)
+		if n := (u - l + s - 1) / s; n < ColumnWarps*8 || n > ColumnWarps*RegisterRow {
+			return 0
+		}
 	}
-	w := int64(1)
-	for w < ColumnWarps && w*2*8 <= n {
-		w *= 2
-	}
-	return w
+	return ColumnWarps
 }
 
 // readsColumns returns the static points of nest and whether its row

@@ -13,20 +13,19 @@ import (
 // TestColumnMapping lowers column reductions of fewer than ColumnThreads
 // columns (the second half of a split bias gradient: [P, C] summed over
 // the P partial rows), a sum of squares and a maximum of each column: with
-// C a multiple of 32 and at least ColumnBlocks blocks of 32 columns the
-// row kernel takes 32 columns a block, a lane each, its warps sharing
-// each column's rows (rows_per_block 32, a block of 32 lanes × the warps
-// columnWarps gives); otherwise (or with more than 1024 rows) a warp (or
-// a block, for long columns) a column as before. Each lowering of at
-// most 2^18 elements matches the interpreter (an f64 reference).
+// C a multiple of 32, at least ColumnBlocks blocks of 32 columns and 256
+// to 1024 rows the row kernel takes 32 columns a block, a lane each, its
+// 32 warps sharing each column's rows (rows_per_block 32, a block of
+// 1024); otherwise a warp (or a block, for long columns) a column as
+// before. Each lowering of at most 2^18 elements matches the interpreter
+// (an f64 reference).
 func TestColumnMapping(t *testing.T) {
 	cases := []struct {
 		p, c        int64
 		rows, block int64 // the row kernel's launch
 	}{
 		{256, 768, 32, 32 * togpu.ColumnWarps}, // GPT-2's second halves
-		{64, 512, 32, 32 * 8},                  // 8 rows a warp
-		{12, 1024, 32, 32 * 1},                 // too short for a second warp
+		{64, 512, 8, 256},                      // fewer than 8 rows a warp: a warp a column
 		{256, 256, 8, 256},                     // fewer than 16 blocks of 32
 		{256, 40, 8, 256},                      // 32 does not divide the columns
 		{1031, 512, 1, 256},                    // more rows than 32 warps of RegisterRow (a prime: not split): a block a column
