@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/togpu"
 )
 
@@ -37,18 +35,7 @@ func TestColumnMapping(t *testing.T) {
   %%2 = "graph.reduce_max"(%%x) <{axes = [0], keepdims = false}> : (tensor<%[1]dx%[2]dxf32>) -> tensor<%[2]dxf32>
   return %%1, %%2 : tensor<%[2]dxf32>, tensor<%[2]dxf32>
 }`, tc.p, tc.c)
-		ctx := dialects.NewContext()
-		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "cols.mlir"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pm, err := passes.Parse("builtin.module(lower-to-gpu)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pm.Run(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		m := lowerToGPU(t, src, "cols.mlir")
 		rows := 0
 		m.Walk(func(op *ir.Operation) bool {
 			d, ok := op.Attr(togpu.LaunchAttr).(ir.DictAttr)

@@ -11,7 +11,6 @@ import (
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/dialects/loop"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/interp"
 )
@@ -45,18 +44,7 @@ func TestLongRowsTakeLongRowBlock(t *testing.T) {
   %4 = "graph.sub"(%1, %3) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return %4 : tensor<2xf32>
 }`, "N", fmt.Sprint(n))
-		ctx := dialects.NewContext()
-		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "rows.mlir"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pm, err := passes.Parse("builtin.module(lower-to-gpu)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pm.Run(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		m := lowerToGPU(t, src, "rows.mlir")
 		rows := 0
 		m.Walk(func(op *ir.Operation) bool {
 			d, ok := op.Attr(togpu.LaunchAttr).(ir.DictAttr)
