@@ -502,65 +502,18 @@ func (g *flashGen) f32At(b *ir.Builder, v float64) *ir.Value {
 // storeRows writes accumulators acc (n8 tiles of D, 4 values each, as
 // the product leaves them) rounded to the element type into out, rows
 // g.rows[0] of the block's batch (those below g.Lq); with staged
-// (FlashGrad.Staged) through workgroup memory as the forward's
-// stagedStore does: a warp's 16 rows, 64 columns
-// at a time, each lane its pairs of columns into the warp's 16 × 64 slice
-// (row r's 16-byte chunk c at chunk c xor r%8: no bank conflicts), then
-// after gpu.warp_sync 16 bytes of a row a lane, so that a warp's store
-// covers four whole 128-byte row segments instead of 4 bytes of eight
-// rows (session 17's ncu: the dQ kernel's 64 such stores a thread were
+// (FlashGrad.Staged) through workgroup memory as the forward stores O
+// (stageRows), so that a warp's store covers whole 128-byte row segments
+// (session 17's ncu: the dQ kernel's 64 stores of 4 bytes a thread were
 // 16% of its stall samples, the dK/dV kernel's 128 26%). The slices sit
 // at the start of workgroup memory: the caller synchronizes the block
 // first (syncStores), as the last tile's products may still read it.
 func (g *flashGen) storeRows(acc []*ir.Value, out *ir.Value, staged bool) {
-	b, loc, x := g.b, g.loc, g.x
-	const sliceRows, sliceCols = 16, 64
-	if !staged || g.D%sliceCols != 0 {
+	if !staged || g.D%64 != 0 {
 		g.storeRowsDirect(acc, out)
 		return
 	}
-	lane := x.and(g.tid, 31)
-	gq := x.shr(lane, 2)
-	slice := x.mulc(x.shr(g.tid, 5), sliceRows*sliceCols)
-	warpRow := x.sub(g.rows[0][0], gq)
-	cr, cc := x.shr(lane, 3), x.and(lane, 7)
-	base := x.mulc(g.batchOf(b), g.Lq*g.D)
-	for pass := range g.D / sliceCols {
-		for j := range int64(sliceCols / 8) {
-			f := pass*sliceCols/8 + j
-			for h := range int64(2) {
-				at := x.index(x.add(x.add(x.add(slice, x.mulc(x.addc(gq, 8*h), sliceCols)), x.mulc(x.xorc(gq, j), 8)), g.t2))
-				for c := range int64(2) {
-					loop.Store(b, loc, arith.NewCast(b, arith.OpTruncF, loc, acc[4*f+2*h+c], g.Elem), g.smem, indexAdd(b, loc, at, c))
-				}
-			}
-		}
-		gpu.WarpSync(b, loc)
-		// The copy-out: 16 bytes (8 columns) of row cr + 4i a lane.
-		for i := range int64(sliceRows / 4) {
-			r := x.addc(cr, 4*i)
-			at := x.index(x.add(x.add(slice, x.mulc(r, sliceCols)), x.mulc(x.xor(cc, x.and(r, 7)), 8)))
-			vals := make([]*ir.Value, 8)
-			for e := range vals {
-				vals[e] = loop.Load(b, loc, g.smem, indexAdd(b, loc, at, int64(e)))
-			}
-			row := x.add(warpRow, r)
-			emit := func(b *ir.Builder) []*ir.Value {
-				x := x.at(b)
-				to := x.index(x.add(x.add(base, x.mulc(row, g.D)), x.addc(x.mulc(cc, 8), pass*sliceCols)))
-				for e, v := range vals {
-					loop.Store(b, loc, v, out, indexAdd(b, loc, to, int64(e)))
-				}
-				return nil
-			}
-			if g.Lq%g.Tile.Rows == 0 {
-				emit(b)
-			} else {
-				loop.If(b, loc, x.lt(row, x.c(g.Lq)), nil, emit, nil)
-			}
-		}
-		gpu.WarpSync(b, loc)
-	}
+	g.stageRows(nil, g.rows[0][0], out, func(i, _ int64) *ir.Value { return acc[i] })
 }
 
 // storeRowsDirect is storeRows for head dims that are not a multiple of

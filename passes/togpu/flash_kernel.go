@@ -832,7 +832,7 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 		}
 	}
 	if g.stageAt != nil {
-		g.stagedStore(it, nO, rows, inv)
+		g.stageRows(g.stageAt, rows[0], g.o, func(i, h int64) *ir.Value { return fop(b, loc, arith.OpMulF, it[i], inv[h]) })
 		return
 	}
 	for h := range 2 {
@@ -861,22 +861,27 @@ func (g *flashGen) store(it []*ir.Value, nO int, rows [2]*ir.Value) {
 	}
 }
 
-// stagedStore stores O (a warp's 16 rows; this lane's rows[0] and
-// rows[1] = rows[0] + 8, its n8 tiles' pairs of columns scaled by inv)
-// through the warp's 16 × 64 slice of workgroup memory at stageAt, 64
-// columns at a time, as the gemm's staged epilogue does
-// (gemm_epilogue.go): each lane writes its pairs of columns (32 bits),
-// row r's 16-byte chunk c at chunk c xor r%8 (32 distinct banks for the
-// pairs' 8 rows and for the rows' chunks), and after gpu.warp_sync reads
-// 16 bytes of a row, so that a warp's store covers four whole 128-byte
-// row segments instead of 16 bytes of eight rows.
-func (g *flashGen) stagedStore(it []*ir.Value, nO int, rows [2]*ir.Value, inv [2]*ir.Value) {
+// stageRows stores a warp's 16 rows (this lane's rows row0 and row0 + 8,
+// its n8 tiles' pairs of columns: value(i, h) is accumulator value i of
+// row half h before rounding) into out through the warp's 16 × 64 slice
+// of workgroup memory at at (nil: the start), 64 columns at a time, as
+// the gemm's staged epilogue does (gemm_epilogue.go): each lane writes its
+// pairs of columns (32 bits), row r's 16-byte chunk c at chunk c xor r%8
+// (32 distinct banks for the pairs' 8 rows and for the rows' chunks), and
+// after gpu.warp_sync reads 16 bytes of a row, so that a warp's store
+// covers four whole 128-byte row segments instead of 4 bytes of eight
+// rows. The forward stores O so (value: the accumulator scaled by 1/l),
+// the backward dQ, dK and dV (FlashGrad.Staged).
+func (g *flashGen) stageRows(at, row0, out *ir.Value, value func(i, h int64) *ir.Value) {
 	b, loc, x := g.b, g.loc, g.x
 	const sliceRows, sliceCols = 16, 64
 	lane := x.and(g.tid, 31)
 	gq := x.shr(lane, 2)
-	slice := x.add(g.stageAt, x.mulc(x.shr(g.tid, 5), sliceRows*sliceCols))
-	warpRow := x.sub(rows[0], gq)
+	slice := x.mulc(x.shr(g.tid, 5), sliceRows*sliceCols)
+	if at != nil {
+		slice = x.add(at, slice)
+	}
+	warpRow := x.sub(row0, gq)
 	cr, cc := x.shr(lane, 3), x.and(lane, 7)
 	base := g.batchBase(x, g.batchOf(b), g.Lq)
 	for pass := range g.D / sliceCols {
@@ -885,8 +890,7 @@ func (g *flashGen) stagedStore(it []*ir.Value, nO int, rows [2]*ir.Value, inv [2
 			for h := range int64(2) {
 				at := x.index(x.add(x.add(x.add(slice, x.mulc(x.addc(gq, 8*h), sliceCols)), x.mulc(x.xorc(gq, j), 8)), g.t2))
 				for c := range int64(2) {
-					v := fop(b, loc, arith.OpMulF, it[4*f+2*h+c], inv[h])
-					loop.Store(b, loc, arith.NewCast(b, arith.OpTruncF, loc, v, g.Elem), g.smem, indexAdd(b, loc, at, c))
+					loop.Store(b, loc, arith.NewCast(b, arith.OpTruncF, loc, value(4*f+2*h+c, h), g.Elem), g.smem, indexAdd(b, loc, at, c))
 				}
 			}
 		}
@@ -904,7 +908,7 @@ func (g *flashGen) stagedStore(it []*ir.Value, nO int, rows [2]*ir.Value, inv [2
 				x := x.at(b)
 				to := x.index(x.add(x.add(base, x.mulc(row, g.D)), x.addc(x.mulc(cc, 8), pass*sliceCols)))
 				for e, v := range vals {
-					loop.Store(b, loc, v, g.o, indexAdd(b, loc, to, int64(e)))
+					loop.Store(b, loc, v, out, indexAdd(b, loc, to, int64(e)))
 				}
 				return nil
 			}
