@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 )
 
@@ -35,21 +36,16 @@ func TestColumnMapping(t *testing.T) {
   %%2 = "graph.reduce_max"(%%x) <{axes = [0], keepdims = false}> : (tensor<%[1]dx%[2]dxf32>) -> tensor<%[2]dxf32>
   return %%1, %%2 : tensor<%[2]dxf32>, tensor<%[2]dxf32>
 }`, tc.p, tc.c)
-		m := lowerToGPU(t, src, "cols.mlir")
-		rows := 0
-		m.Walk(func(op *ir.Operation) bool {
-			d, ok := op.Attr(togpu.LaunchAttr).(ir.DictAttr)
-			if !ok || d.Get("mapping").(ir.StringAttr).Value != togpu.MappingRow {
-				return true
-			}
-			rows++
+		m := passtest.Run(t, src, "builtin.module(lower-to-gpu)")
+		rows := rowKernels(m)
+		for _, op := range rows {
+			d := op.Attr(togpu.LaunchAttr).(ir.DictAttr)
 			r, b := d.Get("rows_per_block").(ir.IntegerAttr).Value, d.Get("block").(ir.IntegerAttr).Value
 			if r != tc.rows || b != tc.block {
 				t.Errorf("[%d, %d]: a row kernel of %d rows a block and %d threads, want %d and %d", tc.p, tc.c, r, b, tc.rows, tc.block)
 			}
-			return true
-		})
-		if rows == 0 {
+		}
+		if len(rows) == 0 {
 			t.Errorf("[%d, %d]: no row kernel\n%s", tc.p, tc.c, m)
 		}
 		if tc.p*tc.c <= 1<<18 { // (the interpreter is slow on larger ones)

@@ -9,9 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 )
@@ -97,7 +95,7 @@ func TestScatterAddMapping(t *testing.T) {
   %s = "graph.scatter_add"(%u, %i) <{axis = 0 : i64, size = 10 : i64}> : (tensor<64x8xT>, tensor<64xi64>) -> tensor<10x8xT>
   return %s : tensor<10x8xT>
 }`, "T", tc.elem)
-			m := lowerToGPU(t, src, "scatter.mlir")
+			m := passtest.Run(t, src, "builtin.module(lower-to-gpu)")
 			if got := togpu.LaunchMappings(m); !maps.Equal(got, tc.want) {
 				t.Errorf("launches by mapping %v, want %v\n%s", got, tc.want, m)
 			}
@@ -106,23 +104,4 @@ func TestScatterAddMapping(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lowerToGPU parses src (named filename in diagnostics) and runs
-// lower-to-gpu on it, failing the test on any error.
-func lowerToGPU(t *testing.T, src, filename string) *ir.Operation {
-	t.Helper()
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: filename})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse("builtin.module(lower-to-gpu)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
