@@ -1,0 +1,243 @@
+package togpu_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/ir"
+	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/togpu"
+	"github.com/strata-ir/strata/runtime/exec"
+	"github.com/strata-ir/strata/runtime/interp"
+)
+
+// flashForm is a form of the forward kernel other than TestGPUFlash's:
+// saving the log-sum-exp (the training rows' forward) or taking its length
+// at run time.
+type flashForm struct {
+	lse, dynamic bool
+}
+
+func (f flashForm) String() string {
+	switch {
+	case f.lse && f.dynamic:
+		return "lse-dynamic"
+	case f.lse:
+		return "lse"
+	}
+	return "dynamic"
+}
+
+// apply returns fl in form f.
+func (f flashForm) apply(fl togpu.Flash) togpu.Flash {
+	fl.LSE = f.lse
+	if f.dynamic {
+		fl.Lq, fl.Lk, fl.Dynamic = ir.Dynamic, ir.Dynamic, true
+		fl.Tile.TMA = false // (as Flash.WGMMADefault: a tensor map holds the length)
+	}
+	return fl
+}
+
+// formTiles are the wgmma tilings whose other forms TestGPUFlashForms
+// checks and times: the defaults and the persistent specialized tilings
+// graph-attention-to-flash may give them.
+var formTiles = []togpu.FlashTile{
+	togpu.FlashTileWGMMA,
+	togpu.FlashTileWGMMACausal,
+	togpu.FlashTileWGMMA128Causal,
+	togpu.FlashTileWGMMA128,
+}
+
+// TestGPUFlashForms runs the forward kernel's other forms (saving the
+// log-sum-exp; a length known at run time) with formTiles on the device
+// (skipped without one) and compares each output and log-sum-exp with the
+// mma.sync kernel 64x64f's of the same form (TestFlashGradSemantics and
+// TestFlashDynamicSemantics check those forms against the interpreter),
+// on small attentions with row and key tails and at the bench's size; then
+// it times each at the bench's attention_train size (b16 h16 s1024 causal).
+func TestGPUFlashForms(t *testing.T) {
+	rt := openRuntime(t)
+	ref := togpu.FlashTile{Rows: 64, Keys: 64, Fused: true}
+	run := func(t *testing.T, fl togpu.Flash, q, k, v *interp.Tensor) (o, lse []float64) {
+		m := flashModule(t, dialects.NewContext(), fl)
+		p, err := exec.Compile(m, flashExecOptions(fl.Tile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, fl.Elem, q.Len())}
+		if fl.LSE {
+			args = append(args, newBuffer(t, ir.F32, q.Len()/int(fl.D)))
+		}
+		if _, err := p.Run(rt, "main", args); err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range args[3:] {
+			x, err := a.(*interp.Buffer).Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				o = x.Float64s()
+			} else {
+				lse = x.Float64s()
+			}
+		}
+		return o, lse
+	}
+	forms := []flashForm{{lse: true}, {dynamic: true}, {lse: true, dynamic: true}}
+	for _, tc := range []flashCase{
+		{1, 2, 150, 140, 128, true, 0, ir.BF16},
+		{1, 1, 130, 200, 128, false, 0, ir.BF16},
+		{2, 1, 300, 200, 128, true, 0, ir.BF16}, // (persistent blocks over several row blocks at small grids)
+		{2, 1, 200, 130, 64, false, 0, ir.BF16},
+		{1, 2, 130, 70, 64, true, 0, ir.BF16},
+		{16, 16, 1024, 1024, 128, true, 0, ir.BF16},
+		{16, 16, 1000, 1000, 128, true, 0, ir.BF16},
+		{16, 16, 1024, 1024, 64, true, 0, ir.BF16},
+	} {
+		t.Run(tc.String(), func(t *testing.T) {
+			q, k, v := tc.inputs(t)
+			for _, form := range forms {
+				if form.dynamic && tc.lq != tc.lk {
+					continue // (one length)
+				}
+				wantO, wantL := run(t, form.apply(tc.flash(ref)), q, k, v)
+				for _, tile := range formTiles {
+					fl := form.apply(tc.flash(tile))
+					if fl.Check() != nil {
+						continue
+					}
+					t.Run(fmt.Sprintf("%v-%v", form, fl.Tile), func(t *testing.T) {
+						o, lse := run(t, fl, q, k, v)
+						t.Logf("max |o − %v's| = %.3g", ref, closeTo(t, "o", o, wantO, 1.0/64))
+						if fl.LSE {
+							t.Logf("max |lse − %v's| = %.3g", ref, closeTo(t, "lse", lse, wantL, 1.0/64))
+						}
+					})
+				}
+			}
+		})
+	}
+	var q, k, v *interp.Tensor
+	for _, d := range []int64{64, 128} {
+		tc := flashCase{16, 16, 1024, 1024, d, true, 0, ir.BF16}
+		for _, form := range forms {
+			for _, tile := range formTiles {
+				fl := form.apply(tc.flash(tile))
+				if fl.Check() != nil {
+					continue
+				}
+				t.Run(fmt.Sprintf("time-%v-%v-%v", tc, form, fl.Tile), func(t *testing.T) {
+					if q == nil || q.Shape()[3] != d {
+						q, k, v = tc.inputs(t)
+					}
+					m := flashModule(t, dialects.NewContext(), fl)
+					p, err := exec.Compile(m, flashExecOptions(fl.Tile))
+					if err != nil {
+						t.Fatal(err)
+					}
+					args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}
+					if fl.LSE {
+						args = append(args, newBuffer(t, ir.F32, q.Len()/int(d)))
+					}
+					ms, err := p.RunTimed(rt, "main", args, 5, 20)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("%.3f ms, %.0f TFLOP/s", ms, 2*float64(tc.b*tc.h*tc.lq*tc.lk*tc.d)/ms/1e9)
+				})
+			}
+		}
+	}
+}
+
+// closeTo fails t when an element of got is farther than tol from
+// want's (NaN fails), naming the first and counting them, and returns the
+// largest difference.
+func closeTo(t *testing.T, name string, got, want []float64, tol float64) float64 {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", name, len(got), len(want))
+	}
+	bad, first, worst := 0, -1, 0.0
+	for i := range want {
+		d := math.Abs(got[i] - want[i])
+		if !(d <= tol) {
+			bad++
+			if first < 0 {
+				first = i
+			}
+		}
+		if !(d <= worst) {
+			worst = d
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d elements differ by more than %g (max %.3g); the first, %d: %g vs %g", name, bad, len(want), tol, worst, first, got[first], want[first])
+	}
+	return worst
+}
+
+// TestGPUFlashRow times the bench's attention rows' program (graph.attention
+// lowered by graph-attention-to-flash with wgmma and lower-to-gpu: its
+// output allocated by @main, its kernel launched on views of the inputs)
+// against the kernel of the same tiling launched alone on 1-D buffers, as
+// TestGPUFlash times it, each both with TestGPUFlash's short loop (5
+// launches to warm up, 20 timed) and with the row's long one (about 50 ms
+// of launches to warm up, 100 ms timed: bench.timeProgram); and it lists
+// the kernels the row's program launches (a device profile of 5 calls).
+// Its logs say whether the row's program runs anything the kernel test does
+// not, and whether the row's ms over the test's is the timing loop's.
+func TestGPUFlashRow(t *testing.T) {
+	rt := openRuntime(t)
+	for _, tc := range []flashCase{
+		{16, 16, 1024, 1024, 64, false, 0, ir.BF16},
+		{16, 16, 1024, 1024, 128, false, 0, ir.BF16},
+	} {
+		t.Run(tc.String(), func(t *testing.T) {
+			q, k, v := tc.inputs(t)
+			ctx := dialects.NewContext()
+			m, err := ir.Parse(ctx, tc.source(), ir.ParseOptions{Filename: "row.mlir"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := passes.Parse("builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pm.Run(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			row, err := exec.Compile(m, exec.Options{Target: "sm_90a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tile := togpu.WGMMATile(tc.d, tc.causal)
+			kernel, err := exec.Compile(flashModule(t, dialects.NewContext(), tc.flash(tile)), flashExecOptions(tile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rowArgs := []interp.Value{q, k, v}
+			kernelArgs := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}
+			t.Logf("row's kernels (5 calls):\n%s", kernelProfile(t, rt, row, rowArgs, 5))
+			for _, loop := range []struct {
+				name          string
+				warmup, iters int
+			}{{"short", 5, 20}, {"long", 300, 600}, {"short again", 5, 20}} {
+				for _, x := range []struct {
+					name string
+					p    *exec.Program
+					args []interp.Value
+				}{{"row", row, rowArgs}, {"kernel " + tile.String(), kernel, kernelArgs}} {
+					ms, err := x.p.RunTimed(rt, "main", x.args, loop.warmup, loop.iters)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("%-11s loop: %-28s %.4f ms", loop.name, x.name, ms)
+				}
+			}
+		})
+	}
+}
