@@ -642,21 +642,7 @@ func kernelProfile(t *testing.T, rt *exec.Runtime, p *exec.Program, args []inter
 		t.Fatal(err)
 	}
 	defer b.Free()
-	// (Time waits for the kernels' final JIT tier: Prepare may load a
-	// first one.)
-	if _, err := b.Time(1, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.StartProfile(); err != nil {
-		t.Fatal(err)
-	}
-	for range n {
-		if err := b.Launch(); err != nil {
-			_, _ = rt.StopProfile()
-			t.Fatal(err)
-		}
-	}
-	entries, err := rt.StopProfile()
+	entries, err := b.Profile(n)
 	if err != nil {
 		t.Fatal(err)
 	}

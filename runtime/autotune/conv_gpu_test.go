@@ -149,20 +149,8 @@ func timeConv(t *testing.T, rt *exec.Runtime, p *exec.Program, fn string, args [
 		t.Fatal(err)
 	}
 	defer b.Free()
-	if err := b.Launch(); err != nil {
-		t.Fatal(err)
-	}
 	const launches = 10
-	if err := rt.StartProfile(); err != nil {
-		t.Fatal(err)
-	}
-	for range launches {
-		if err := b.Launch(); err != nil {
-			_, _ = rt.StopProfile()
-			t.Fatal(err)
-		}
-	}
-	entries, err := rt.StopProfile()
+	entries, err := b.Profile(launches)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,31 @@ func (rt *Runtime) StopProfile() ([]ProfileEntry, error) {
 	return entries, nil
 }
 
+// Profile launches the plan once at its final JIT tier (the allocator's
+// cache warm), then n times under a device profile of its own
+// (Runtime.StartProfile), and returns the profile's entries: each op's
+// device time summed over the n launches. It fails when another profile
+// is running on the runtime.
+func (b *Bound) Profile(n int) ([]ProfileEntry, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("exec: a profile needs at least one launch, got %d", n)
+	}
+	b.settle()
+	if err := b.Launch(); err != nil {
+		return nil, err
+	}
+	if err := b.rt.StartProfile(); err != nil {
+		return nil, err
+	}
+	for range n {
+		if err := b.Launch(); err != nil {
+			_, _ = b.rt.StopProfile()
+			return nil, err
+		}
+	}
+	return b.rt.StopProfile()
+}
+
 // event returns an event of the pool, or a new one.
 func (p *profiler) event(dev *cuda.Device) (*cuda.Event, error) {
 	if n := len(p.free); n > 0 {

@@ -12,7 +12,7 @@ import (
 // launches, then the same plan captured as a CUDA graph: each kernel (the
 // graph as a whole) is timed once per launch, with the plan's idle time
 // between them, the profiled launches compute what the interpreter does,
-// and one profile runs at a time.
+// one profile runs at a time, and Bound.Profile times the same kernels.
 func TestGPUProfile(t *testing.T) {
 	rt := openGPU(t)
 	p := compileFile(t, "vadd.mlir")
@@ -82,6 +82,23 @@ func TestGPUProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("vadd ×2 on %d floats: profile (a launch) %.4f + %.4f ms, whole launch %.4f ms\n%s", n, entries[0].Ms/3, entries[1].Ms/3, whole, FormatProfile(entries, 0))
+	// Bound.Profile: the same two kernels, each once a launch.
+	prof, err := b.Profile(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launches := 0
+	for _, e := range prof {
+		if e.Kind != IdleKind {
+			launches += e.Calls
+			if e.Calls != 4 || e.Ms <= 0 {
+				t.Errorf("Bound.Profile(4): %+v, want 4 timed launches", e)
+			}
+		}
+	}
+	if launches != 8 {
+		t.Errorf("Bound.Profile(4) timed %d kernel launches, want 8: %+v", launches, prof)
+	}
 	if _, err := b.Capture(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/runtime/interp"
 )
 
 // TestProfileLabels names the device ops of a lowered program as a
@@ -107,8 +109,9 @@ func TestFormatProfile(t *testing.T) {
 	}
 }
 
-// TestProfileNeedsCUDA: a runtime without CUDA refuses to profile, and
-// stopping a profile that is not running is an error.
+// TestProfileNeedsCUDA: a runtime without CUDA refuses to profile,
+// stopping a profile that is not running is an error, and so is
+// Bound.Profile of no launches.
 func TestProfileNeedsCUDA(t *testing.T) {
 	rt := newRuntime(newFake())
 	if err := rt.StartProfile(); err == nil || !strings.Contains(err.Error(), "needs a CUDA device") {
@@ -116,5 +119,20 @@ func TestProfileNeedsCUDA(t *testing.T) {
 	}
 	if _, err := rt.StopProfile(); err == nil || !strings.Contains(err.Error(), "no profile is running") {
 		t.Errorf("StopProfile without a profile: %v", err)
+	}
+	// Bound.Profile: no launches is an error, and the fake device's
+	// launch runs before the profile is refused.
+	p := compileFile(t, "vadd.mlir")
+	v := randomF32(t, rand.New(rand.NewPCG(1, 2)), 10, 1)
+	b, err := p.Prepare(rt, "main", []interp.Value{v, v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	if _, err := b.Profile(0); err == nil || !strings.Contains(err.Error(), "at least one launch") {
+		t.Errorf("Profile(0): %v", err)
+	}
+	if _, err := b.Profile(2); err == nil || !strings.Contains(err.Error(), "needs a CUDA device") {
+		t.Errorf("Profile(2) on the fake device: %v", err)
 	}
 }
