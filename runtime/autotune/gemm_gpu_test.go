@@ -22,15 +22,25 @@ const mmBiasGelu = `func.func @main(%x: tensor<8192x4096xbf16>, %w: tensor<4096x
 }
 `
 
+// mmBias is mm_bias_gelu without the GELU: what the GELU costs each
+// kernel.
+const mmBias = `func.func @main(%x: tensor<8192x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<4096xbf16>) -> tensor<8192x4096xbf16> {
+  %0 = "graph.matmul"(%x, %w) : (tensor<8192x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<8192x4096xbf16>
+  %1 = "graph.add"(%0, %b) : (tensor<8192x4096xbf16>, tensor<4096xbf16>) -> tensor<8192x4096xbf16>
+  return %1 : tensor<8192x4096xbf16>
+}
+`
+
 // TestGPUMMBiasGelu (skipped without an sm_90 GPU or cuBLASLt) compiles
 // mm_bias_gelu as max-autotune's search does (lower-to-loop once, then
-// each configuration) on cuBLASLt (its bias-GELU epilogue) and on
-// Strata's staged TMA tilings, checks that every one gives cuBLASLt's
-// result (normwise within 1%), and times each in two ways, in turn, twice
-// over: as the search does (2 warm-up launches, the median of 10) and as
-// the bench's rows do (about 100 ms of launches, the median of 200), so
-// that a log shows whether a short search ranks them as the sustained
-// row does.
+// each configuration) on cuBLASLt (the product, then bias and GELU as a
+// kernel) and on Strata's TMA tilings (one kernel), checks that every
+// one gives cuBLASLt's result (normwise within 1%), and times each in two
+// ways, in turn, twice over: as the search does (2 warm-up launches, the
+// median of 10) and as the bench's rows do (about 100 ms of launches, the
+// median of 200), so that a log shows whether a short search ranks them
+// as the sustained row does; then each one's ops under a profile. The
+// same for the product with the bias alone shows what the GELU costs.
 func TestGPUMMBiasGelu(t *testing.T) {
 	rt, err := exec.Open(0)
 	if err != nil {
@@ -47,13 +57,6 @@ func TestGPUMMBiasGelu(t *testing.T) {
 	if err := cublaslt.Load(); err != nil {
 		t.Skipf("no cuBLASLt: %v", err)
 	}
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, mmBiasGelu, ir.ParseOptions{Filename: "mm_bias_gelu.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runPipeline(t, ctx, m, "lower-to-loop")
-	c := &Compiler{Ctx: ctx, Loop: m}
 	lib := togpu.DefaultConfig
 	lib.CuBLASLt = true
 	cfgs := []togpu.Config{lib}
@@ -66,6 +69,23 @@ func TestGPUMMBiasGelu(t *testing.T) {
 		cfg.MMATile = tile
 		cfgs = append(cfgs, cfg)
 	}
+	for _, src := range []struct{ name, text string }{{"mm_bias_gelu", mmBiasGelu}, {"mm_bias", mmBias}} {
+		t.Run(src.name, func(t *testing.T) { timeGemmConfigs(t, rt, src.text, cfgs) })
+	}
+}
+
+// timeGemmConfigs compiles the graph program src (a function @main) under
+// each of cfgs as the search does, checks each result against the
+// first's and logs their times, short and sustained, in turn, twice.
+func timeGemmConfigs(t *testing.T, rt *exec.Runtime, src string, cfgs []togpu.Config) {
+	t.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "gemm.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPipeline(t, ctx, m, "lower-to-loop")
+	c := &Compiler{Ctx: ctx, Loop: m}
 	name := func(cfg togpu.Config) string {
 		if cfg.CuBLASLt {
 			return "cublaslt"
@@ -89,7 +109,7 @@ func TestGPUMMBiasGelu(t *testing.T) {
 			t.Fatalf("%s: %v", name(cfgs[i+1]), err)
 		}
 		if e := normwise(t, got[0], ref[0]); !(e <= 0.01) {
-			t.Fatalf("%s differs from cuBLASLt: normwise %.3g", name(cfgs[i+1]), e)
+			t.Fatalf("%s differs from %s: normwise %.3g", name(cfgs[i+1]), name(cfgs[0]), e)
 		}
 	}
 	const flops = 2 * 8192 * 4096 * 4096
@@ -114,5 +134,26 @@ func TestGPUMMBiasGelu(t *testing.T) {
 			line = append(line, fmt.Sprintf("%s %.4f / %.4f ms (%.0f TFLOP/s sustained)", name(cfgs[i]), short, long, flops/long/1e9))
 		}
 		t.Logf("round %d, search's timing / sustained: %s", round, strings.Join(line, "; "))
+	}
+	// Where each one's time goes: the library's product and the epilogue
+	// kernel, or the one fused kernel.
+	for i, p := range progs {
+		b, err := p.Prepare(rt, "main", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const launches = 20
+		entries, err := b.Profile(launches)
+		if ferr := b.Free(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name(cfgs[i]), err)
+		}
+		var ops []string
+		for _, e := range entries {
+			ops = append(ops, fmt.Sprintf("%s %.4f", e.Label, e.Ms/launches))
+		}
+		t.Logf("%s profile (ms a launch): %s", name(cfgs[i]), strings.Join(ops, "; "))
 	}
 }
