@@ -720,3 +720,63 @@ func TestConv2DInputGradientIsExact(t *testing.T) {
 		})
 	}
 }
+
+// TestRsqrtGradientForm checks rsqrt's VJP by element type: products of
+// the result (-½·y³·g, no per-element division, which compiles to a
+// subroutine call on the GPU) in float32 and float64, y/x (one rounding)
+// in the 16-bit types, and in each a gradient within a few roundings of
+// the type of -½·x^(-3/2)·g.
+func TestRsqrtGradientForm(t *testing.T) {
+	for _, tc := range []struct {
+		elem ir.Type
+		divs int
+		tol  float64 // relative, of the type's rounding
+	}{
+		{ir.F64, 0, 1e-14}, {ir.F32, 0, 1e-6}, {ir.BF16, 1, 2e-2}, {ir.F16, 1, 3e-3},
+	} {
+		ctx := dialects.NewContext()
+		fx, err := build(ctx, instance{op: "rsqrt", args: []arg{{shape: []int64{64}, elem: tc.elem}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx.wrt = []int{0}
+		grad, err := Grad(ctx, fx.fn, fx.wrt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		divs := 0
+		grad.Walk(func(op *ir.Operation) bool {
+			if op.Name() == graph.OpDiv {
+				divs++
+			}
+			return true
+		})
+		if divs != tc.divs {
+			t.Errorf("%s: %d graph.div in the gradient, want %d", tc.elem, divs, tc.divs)
+		}
+		xs, gs := make([]float64, 64), make([]float64, 64)
+		for i := range xs {
+			xs[i], gs[i] = 0.25+float64(i)*0.37, 1-float64(i)/32
+		}
+		x, err := interp.FromFloat64s(tc.elem, []int64{64}, xs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := interp.FromFloat64s(tc.elem, []int64{64}, gs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := gradients(interp.New(fx.module), []*interp.Tensor{x}, []*interp.Tensor{g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, got := range out[0].Float64s() {
+			xi, gi := x.Float64s()[i], g.Float64s()[i]
+			want := -0.5 * math.Pow(xi, -1.5) * gi
+			if math.Abs(got-want) > tc.tol*math.Abs(want)+1e-30 {
+				t.Errorf("%s: x = %g, g = %g: gradient %g, want %g", tc.elem, xi, gi, got, want)
+				break
+			}
+		}
+	}
+}

@@ -39,9 +39,16 @@ var rules = map[string]vjp{
 	graph.OpSqrt: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.div(e.mulc(g, 0.5), y)
 	}),
-	// rsqrt: -½·x^(-3/2)·g = -½·y/x·g.
+	// rsqrt: -½·x^(-3/2)·g = -½·y³·g, as PyTorch computes it: products
+	// rather than y/x, whose per-element division compiles to a
+	// subroutine call on the GPU (div.rn.f32's slow path; 64 of them made
+	// ResNet-50's batch-norm backward kernel 255 registers with spills and
+	// twice the ptxas time). In a 16-bit type y/x, one rounding.
 	graph.OpRsqrt: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
-		return e.mul(e.mulc(g, -0.5), e.div(y, x))
+		if t := ir.ElementTypeOf(y.Type()); t == ir.BF16 || t == ir.F16 {
+			return e.mul(e.mulc(g, -0.5), e.div(y, x))
+		}
+		return e.mul(e.mulc(g, -0.5), e.mul(y, e.mul(y, y)))
 	}),
 	graph.OpTanh: unary(func(e *emitter, _ *ir.Operation, x, y, g *ir.Value) *ir.Value {
 		return e.mul(g, e.sub(e.scalarLike(y, 1), e.mul(y, y)))
