@@ -133,6 +133,23 @@ func pointwisePlan(nest *ir.Operation, cfg Config) *pointwise {
 			vec /= 2
 		}
 	}
+	// sinkStores keeps every value a latency-bound nest stores live until
+	// the end of its step, each of them once a lane: the per-channel
+	// values of ResNet-50's 16 batch norms of 256 channels (80 stores a
+	// point) were 320 values in 64 threads of 255 registers with spills,
+	// the kernel its backward pass waited for ptxas on. Fewer lanes keep
+	// them within sunkValues, the same loads in flight on more threads.
+	if points := staticPoints(lbs, ubs, steps); points > 0 && points <= latencyBoundPoints {
+		stores := int64(0)
+		for op := loop.Body(nest).First(); op != nil; op = op.Next() {
+			if op.Name() == loop.StoreOp {
+				stores++
+			}
+		}
+		for vec > 1 && vec*stores > sunkValues {
+			vec /= 2
+		}
+	}
 	p.vec, p.forms = vec, forms
 	return p
 }
@@ -284,6 +301,12 @@ func (p *pointwise) emit(k *kernelGen, b *ir.Builder) error {
 // sinkStores moves to the end of each thread's step: at most a wave of
 // threads, each step's time the latency of its chain of loads.
 const latencyBoundPoints = 1 << 16
+
+// sunkValues is the most values a thread of a latency-bound pointwise
+// nest stores at the end of its step (its stores times its lanes) when
+// pointwisePlan can choose fewer lanes: a quarter of the 255 registers a
+// thread may hold.
+const sunkValues = 64
 
 // sinkStores moves the stores at the top level of a grid-stride loop's
 // body to its end, in their order, when nothing in the body reads a
