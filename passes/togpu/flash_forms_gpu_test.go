@@ -56,7 +56,9 @@ var formTiles = []togpu.FlashTile{
 // mma.sync kernel 64x64f's of the same form (TestFlashGradSemantics and
 // TestFlashDynamicSemantics check those forms against the interpreter),
 // on small attentions with row and key tails and at the bench's size; then
-// it times each at the bench's attention_train size (b16 h16 s1024 causal).
+// it times each at the bench's attention_train_d128 size (b16 h16 s1024
+// d128 causal), where graph-attention-to-flash's choice for those forms is
+// open.
 func TestGPUFlashForms(t *testing.T) {
 	rt := openRuntime(t)
 	ref := togpu.FlashTile{Rows: 64, Keys: 64, Fused: true}
@@ -95,7 +97,6 @@ func TestGPUFlashForms(t *testing.T) {
 		{1, 2, 130, 70, 64, true, 0, ir.BF16},
 		{16, 16, 1024, 1024, 128, true, 0, ir.BF16},
 		{16, 16, 1000, 1000, 128, true, 0, ir.BF16},
-		{16, 16, 1024, 1024, 64, true, 0, ir.BF16},
 	} {
 		t.Run(tc.String(), func(t *testing.T) {
 			q, k, v := tc.inputs(t)
@@ -121,34 +122,32 @@ func TestGPUFlashForms(t *testing.T) {
 		})
 	}
 	var q, k, v *interp.Tensor
-	for _, d := range []int64{64, 128} {
-		tc := flashCase{16, 16, 1024, 1024, d, true, 0, ir.BF16}
-		for _, form := range forms {
-			for _, tile := range formTiles {
-				fl := form.apply(tc.flash(tile))
-				if fl.Check() != nil {
-					continue
-				}
-				t.Run(fmt.Sprintf("time-%v-%v-%v", tc, form, fl.Tile), func(t *testing.T) {
-					if q == nil || q.Shape()[3] != d {
-						q, k, v = tc.inputs(t)
-					}
-					m := flashModule(t, dialects.NewContext(), fl)
-					p, err := exec.Compile(m, flashExecOptions(fl.Tile))
-					if err != nil {
-						t.Fatal(err)
-					}
-					args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}
-					if fl.LSE {
-						args = append(args, newBuffer(t, ir.F32, q.Len()/int(d)))
-					}
-					ms, err := p.RunTimed(rt, "main", args, 5, 20)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Logf("%.3f ms, %.0f TFLOP/s", ms, 2*float64(tc.b*tc.h*tc.lq*tc.lk*tc.d)/ms/1e9)
-				})
+	tc := flashCase{16, 16, 1024, 1024, 128, true, 0, ir.BF16}
+	for _, form := range forms {
+		for _, tile := range formTiles {
+			fl := form.apply(tc.flash(tile))
+			if fl.Check() != nil {
+				continue
 			}
+			t.Run(fmt.Sprintf("time-%v-%v-%v", tc, form, fl.Tile), func(t *testing.T) {
+				if q == nil {
+					q, k, v = tc.inputs(t)
+				}
+				m := flashModule(t, dialects.NewContext(), fl)
+				p, err := exec.Compile(m, flashExecOptions(fl.Tile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}
+				if fl.LSE {
+					args = append(args, newBuffer(t, ir.F32, q.Len()/int(tc.d)))
+				}
+				ms, err := p.RunTimed(rt, "main", args, 5, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%.3f ms, %.0f TFLOP/s", ms, 2*float64(tc.b*tc.h*tc.lq*tc.lk*tc.d)/ms/1e9)
+			})
 		}
 	}
 }
