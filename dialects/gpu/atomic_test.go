@@ -47,33 +47,3 @@ func TestAtomicAddVerify(t *testing.T) {
 		})
 	}
 }
-
-// TestBulkReduceAddVerify checks the operands gpu.bulk_reduce_add and
-// gpu.bulk_wait accept and the errors of those they refuse.
-func TestBulkReduceAddVerify(t *testing.T) {
-	m, err := ir.Parse(newCtx(), atomicKernel(`"gpu.bulk_reduce_add"(%g, %i, %w, %i) <{bytes = 32 : i64}> : (memref<?xf32>, index, memref<8xf32, 3>, index) -> ()
-      "gpu.bulk_wait"() <{pending = 0 : i64, read}> : () -> ()
-      "gpu.bulk_wait"() <{pending = 1 : i64}> : () -> ()`), ir.ParseOptions{})
-	if err == nil {
-		err = ir.Verify(m)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	const sig = " : (memref<?xf32>, index, memref<8xf32, 3>, index) -> ()"
-	for _, c := range []struct{ name, body, want string }{
-		{"bytes", `"gpu.bulk_reduce_add"(%g, %i, %w, %i) <{bytes = 24 : i64}>` + sig, "'bytes' to be a positive multiple of 16, not 24"},
-		{"no-bytes", `"gpu.bulk_reduce_add"(%g, %i, %w, %i)` + sig, "'bytes' to be a positive multiple of 16, not 0"},
-		{"swapped", `"gpu.bulk_reduce_add"(%w, %i, %g, %i) <{bytes = 16 : i64}> : (memref<8xf32, 3>, index, memref<?xf32>, index) -> ()`, "operand #0 must be in global memory"},
-		{"elem", `"gpu.bulk_reduce_add"(%h, %i, %w, %i) <{bytes = 16 : i64}> : (memref<8xf16>, index, memref<8xf32, 3>, index) -> ()`, "operand #0 must hold f32, not f16"},
-		{"index", `"gpu.bulk_reduce_add"(%g, %i, %w, %n) <{bytes = 16 : i64}> : (memref<?xf32>, index, memref<8xf32, 3>, i32) -> ()`, "operand #3 must be index, not i32"},
-		{"operands", `"gpu.bulk_reduce_add"(%g, %i, %w) <{bytes = 16 : i64}> : (memref<?xf32>, index, memref<8xf32, 3>) -> ()`, "not 3 operands and 0 results"},
-		{"pending", `"gpu.bulk_wait"() <{pending = -1 : i64}> : () -> ()`, "'pending' to be a non-negative integer"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := mlirtest.VerifyError(t, newCtx(), atomicKernel(c.body)); !strings.Contains(got, c.want) {
-				t.Errorf("got error %q, want %q", got, c.want)
-			}
-		})
-	}
-}

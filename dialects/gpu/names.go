@@ -65,10 +65,6 @@ const (
 	OpMbarrierArriveCluster = "gpu.mbarrier_arrive_cluster"
 	// OpAtomicAdd is gpu.atomic_add: Adds f32 values to elements of a global buffer atomically.
 	OpAtomicAdd = "gpu.atomic_add"
-	// OpBulkReduceAdd is gpu.bulk_reduce_add: Adds a workgroup-memory span of f32 to a global one, asynchronously (sm_90).
-	OpBulkReduceAdd = "gpu.bulk_reduce_add"
-	// OpBulkWait is gpu.bulk_wait: Waits for the thread's gpu.bulk_reduce_add groups.
-	OpBulkWait = "gpu.bulk_wait"
 	// OpLibraryMatmul is gpu.library_matmul: A (batched) matrix product computed by a vendor library on the host's stream.
 	OpLibraryMatmul = "gpu.library_matmul"
 	// OpLibraryConv2D is gpu.library_conv2d: A 2-D convolution computed by a vendor library on the host's stream.

@@ -66,41 +66,15 @@ type FlashGrad struct {
 	// (Hopper's sm_90a target only; head dims 64 and 128, query tiles 32
 	// and 64): see flash_grad_wgmma.go.
 	WGMMA bool
-	// AtomicDQ has the dK/dV kernel also compute dQ, added to an f32
-	// accumulator by atomics, instead of a dQ kernel recomputing the
-	// scores (WGMMA with 64-query tiles only): see flash_grad_atomic.go.
-	AtomicDQ bool
-	// BulkDQ (with AtomicDQ) has the dK/dV kernel store a
-	// query tile's dQ into a workgroup tile of f32 and add it to the
-	// accumulator by gpu.bulk_reduce_add, a row of D values a thread of
-	// the first Keys, rather than by every thread's gpu.atomic_add:
-	// whole rows for the tensor memory accelerator to add instead of two
-	// values a thread. A tile's rows are issued after the next tile's
-	// barrier, which the stores' fence precedes (no barrier of its own).
-	BulkDQ bool
 	// Staged has both kernels store their results (dQ; dK and dV)
 	// through workgroup memory, a warp's 16 rows 64 columns at a time, so
 	// that a warp's stores cover whole 128-byte row segments (storeRows);
 	// head dims that are multiples of 64 only (others store directly).
 	Staged bool
-	// SharedStats (WGMMA, without AtomicDQ, query count a multiple of the
-	// query tile) has the dK/dV kernel stage each query tile's lse and D
+	// SharedStats (WGMMA, query count a multiple of the query tile) has the dK/dV kernel stage each query tile's lse and D
 	// in workgroup memory, loaded a tile ahead (one value a thread), rather
 	// than each thread loading its columns' from global memory in the tile.
 	SharedStats bool
-	// BlockRows is the rows (keys) of a block of the atomic dK/dV kernel:
-	// 64, one warpgroup (0 picks it), or with WGMMA and AtomicDQ 128, two
-	// warpgroups sharing each streamed tile (half the copies of Q and dO,
-	// half the atomic additions: a query tile's dQ sums 128 keys).
-	BlockRows int64
-}
-
-// blockRows is the rows of a block: BlockRows, else flashGradRows.
-func (f FlashGrad) blockRows() int64 {
-	if f.BlockRows != 0 {
-		return f.BlockRows
-	}
-	return flashGradRows
 }
 
 // queryTile is the dK/dV kernel's query tile: QueryTile, else 32.
@@ -130,7 +104,10 @@ func (f FlashGrad) queryTile() int64 {
 // Staged+SharedStats 0.662 (SharedStats alone 0.839; 32-query tiles
 // 0.717), d64 0.499 → 0.415 → 0.409 (SharedStats alone 0.488); session
 // 9: d64 wgmma 0.599 against mma.sync's 0.740, d128 1.027 against 1.392.
-// Dropped after measurement: a dQ kernel over 32-key tiles (session 9:
+// Dropped after measurement: the dK/dV kernel also computing dQ, added
+// to an f32 accumulator by atomics or by the tensor memory accelerator's
+// bulk reductions, with blocks of one or two warpgroups (session 17: d128
+// 0.800 against 0.662); a dQ kernel over 32-key tiles (session 9:
 // d64 0.626, d128 1.037); each tile's last product issued with the next
 // tile's S and dP (d128 −0.7%, d64 +2%), the dQ kernel's causal row
 // blocks heaviest first (±0%: session 17's call 2).
@@ -150,11 +127,11 @@ const (
 	flashGradKeys = 64 // key tile of the dQ kernel
 )
 
-// dqFlash is the dQ kernel's view of f: blocks of blockRows rows over
-// 64-key tiles.
+// dqFlash is the dQ kernel's view of f: blocks of flashGradRows rows
+// over 64-key tiles.
 func (f FlashGrad) dqFlash() Flash {
 	g := f.Flash
-	g.Tile, g.LSE = FlashTile{Rows: f.blockRows(), Keys: flashGradKeys, WGMMA: f.WGMMA}, false
+	g.Tile, g.LSE = FlashTile{Rows: flashGradRows, Keys: flashGradKeys, WGMMA: f.WGMMA}, false
 	return g
 }
 
@@ -163,7 +140,7 @@ func (f FlashGrad) dqFlash() Flash {
 func (f FlashGrad) dkvFlash() Flash {
 	g := f.Flash
 	g.Lq, g.Lk, g.LSE = f.Lk, f.Lq, false
-	g.Tile = FlashTile{Rows: f.blockRows(), Keys: f.queryTile(), WGMMA: f.WGMMA}
+	g.Tile = FlashTile{Rows: flashGradRows, Keys: f.queryTile(), WGMMA: f.WGMMA}
 	return g
 }
 
@@ -173,8 +150,8 @@ func (f FlashGrad) Check() error {
 		return errors.New("flash attention backward: a dynamic length (the backward kernels take static ones)")
 	}
 	plain := f.dqFlash()
-	// (The views' wgmma and 128-row tiles are no FlashTiles.)
-	plain.Tile.WGMMA, plain.Tile.Rows = false, flashGradRows
+	// (The views' wgmma tiles are no FlashTiles.)
+	plain.Tile.WGMMA = false
 	if err := plain.Check(); err != nil {
 		return fmt.Errorf("flash attention backward: %w", err)
 	}
@@ -192,26 +169,8 @@ func (f FlashGrad) Check() error {
 			return fmt.Errorf("flash attention backward: wgmma kernels take query tiles 32 and 64, not %d", qt)
 		}
 	}
-	if br := f.BlockRows; br != 0 && br != flashGradRows && (br != 2*flashGradRows || !f.WGMMA) {
-		return fmt.Errorf("flash attention backward: blocks of %d rows, want %d (or %d with wgmma)", br, flashGradRows, 2*flashGradRows)
-	}
-	if f.blockRows() > flashGradRows && !f.AtomicDQ {
-		// (Both kernels of two warpgroups a block measured 14–25% slower
-		// than one: session 16's call 2.)
-		return fmt.Errorf("flash attention backward: blocks of %d rows take the atomic dQ", f.blockRows())
-	}
-	if f.AtomicDQ && (!f.WGMMA || f.queryTile() != flashGradRows) {
-		return fmt.Errorf("flash attention backward: the atomic dQ takes the wgmma kernels with %d-query tiles", flashGradRows)
-	}
-	if f.SharedStats && (!f.WGMMA || f.AtomicDQ || f.Lq%f.queryTile() != 0) {
-		return errors.New("flash attention backward: SharedStats takes the wgmma kernels without the atomic dQ, the query count a multiple of the query tile")
-	}
-	if f.BulkDQ && !f.AtomicDQ {
-		return errors.New("flash attention backward: BulkDQ is an option of the atomic dQ")
-	}
-	if f.AtomicDQ && f.blockRows() > flashGradRows && f.D != 2*wgPanel {
-		// (Its two warpgroups split dQ's columns into 64-column panels.)
-		return fmt.Errorf("flash attention backward: the atomic dQ with blocks of %d keys takes head dim %d only", f.blockRows(), 2*wgPanel)
+	if f.SharedStats && (!f.WGMMA || f.Lq%f.queryTile() != 0) {
+		return errors.New("flash attention backward: SharedStats takes the wgmma kernels, the query count a multiple of the query tile")
 	}
 	return nil
 }
@@ -219,66 +178,44 @@ func (f FlashGrad) Check() error {
 // gradShared is the workgroup elements of a backward kernel of view f:
 // two stages of two Keys-row tiles, then two tiles of Rows rows (Q and
 // dO, or K and V); rows of D + flashPad, or with wgmma of D in the
-// 128-byte swizzle; with ds the Keys×Rows dS tile of the atomic dQ.
-func gradShared(f Flash, ds bool) int64 {
+// 128-byte swizzle.
+func gradShared(f Flash) int64 {
 	ld := f.D + flashPad
 	if f.Tile.WGMMA {
 		ld = f.D
 	}
-	n := 4*f.Tile.Keys*ld + 2*f.Tile.Rows*ld
-	if ds {
-		n += f.Tile.Keys * f.Tile.Rows
-	}
-	return n
+	return 4*f.Tile.Keys*ld + 2*f.Tile.Rows*ld
 }
 
 // f32Buf is the type of an f32 buffer of n elements.
 func f32Buf(n int64) ir.Type { return ir.MemRefOf([]int64{n}, ir.F32) }
 
 // DQArgTypes are the dQ kernel's arguments: q, k, v, o, do, lse (f32),
-// dq and D (f32, written), row-major 1-D views; with AtomicDQ then the
-// f32 accumulator of dq's size (scratch), and these are the arguments of
-// the kernels around the dK/dV kernel.
+// dq and D (f32, written), row-major 1-D views.
 func (f FlashGrad) DQArgTypes() []ir.Type {
 	q, kv, rows := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D), f32Buf(f.Batch*f.Lq)
-	return f.withAcc([]ir.Type{q, kv, kv, q, q, rows, q, rows})
+	return []ir.Type{q, kv, kv, q, q, rows, q, rows}
 }
 
 // DKVArgTypes are the dK/dV kernel's arguments: q, k, v, do, lse and D
-// (f32), dk and dv (written), row-major 1-D views; with AtomicDQ then
-// dq's f32 accumulator.
+// (f32), dk and dv (written), row-major 1-D views.
 func (f FlashGrad) DKVArgTypes() []ir.Type {
 	q, kv, rows := f.memref(f.Batch*f.Lq*f.D), f.memref(f.Batch*f.Lk*f.D), f32Buf(f.Batch*f.Lq)
-	return f.withAcc([]ir.Type{q, kv, kv, q, rows, rows, kv, kv})
-}
-
-// withAcc appends the accumulator's type to ts with AtomicDQ.
-func (f FlashGrad) withAcc(ts []ir.Type) []ir.Type {
-	if f.AtomicDQ {
-		ts = append(ts, f32Buf(f.Batch*f.Lq*f.D))
-	}
-	return ts
+	return []ir.Type{q, kv, kv, q, rows, rows, kv, kv}
 }
 
 // Kernels inserts the backward kernels at b's insertion point (inside a
 // gpu.module), in the order Launch launches them: the dQ kernel (named
-// name+"_dq") and the dK/dV kernel (name+"_dkv"); with AtomicDQ the D
-// kernel (name+"_d"), the dK/dV kernel and the dq kernel (name+"_dq").
+// name+"_dq") and the dK/dV kernel (name+"_dkv").
 func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.Operation, error) {
 	if err := f.Check(); err != nil {
 		return nil, err
 	}
 	var stage int64
-	switch {
-	case f.BulkDQ:
-		stage = bulkRows * f.bulkLD()
-	case f.SharedStats:
+	if f.SharedStats {
 		stage = 4 * f.queryTile() // (two stages of a tile's lse and D)
 	}
 	dkv := f.gradKernel(b, loc, name+"_dkv", f.dkvFlash(), f.DKVArgTypes(), stage, func(g *flashGen, args []*ir.Value) { g.emitDKV(args, f) })
-	if f.AtomicDQ {
-		return []*ir.Operation{f.gradDKernel(b, loc, name+"_d"), dkv, f.gradDQKernel(b, loc, name+"_dq")}, nil
-	}
 	dq := f.gradKernel(b, loc, name+"_dq", f.dqFlash(), f.DQArgTypes(), 0, func(g *flashGen, args []*ir.Value) {
 		g.emitDQ(args, f.Reload, f.Staged)
 	})
@@ -287,7 +224,7 @@ func (f FlashGrad) Kernels(b *ir.Builder, loc ir.Location, name string) ([]*ir.O
 
 // gradKernel builds one backward kernel of view v with emit, which gets
 // the kernel's arguments, then with stage > 0 a second workgroup buffer,
-// of stage f32 (BulkDQ's staging tile, or SharedStats's stages).
+// of stage f32 (SharedStats's stages).
 func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Flash, args []ir.Type, stage int64, emit func(*flashGen, []*ir.Value)) *ir.Operation {
 	kernel, entry := gpu.NewKernel(b, loc, name, args)
 	kernel.SetAttr(LaunchAttr, ir.Dict(
@@ -303,7 +240,7 @@ func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Fla
 		width = ir.Index
 	}
 	g := &flashGen{Flash: v, b: kb, loc: loc, x: ix{kb, loc, width}, ld: f.D + flashPad}
-	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(gradShared(v, f.AtomicDQ), f.Elem))
+	g.smem = gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(gradShared(v), f.Elem))
 	as := slices.Clone(entry.Arguments()[:len(args)])
 	if stage > 0 {
 		as = append(as, gpu.AddWorkgroupBuffer(kernel, gpu.WorkgroupMemRef(stage, ir.F32)))
@@ -315,9 +252,8 @@ func (f FlashGrad) gradKernel(b *ir.Builder, loc ir.Location, name string, v Fla
 
 // Launch inserts the launches of kernels (Kernels's) at b: the dQ kernel
 // (args of DQArgTypes) and then the dK/dV kernel (args of DKVArgTypes,
-// which reads the D the first writes); with AtomicDQ the D kernel
-// (dqArgs), the dK/dV kernel and the dq kernel (dqArgs). ref names a
-// kernel of the gpu.module.
+// which reads the D the first writes). ref names a kernel of the
+// gpu.module.
 func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, kernels []*ir.Operation, ref func(name string) ir.SymbolRefAttr, dqArgs, dkvArgs []*ir.Value) error {
 	if len(dqArgs) != len(f.DQArgTypes()) || len(dkvArgs) != len(f.DKVArgTypes()) {
 		return fmt.Errorf("flash attention backward: %d and %d launch arguments for %d and %d kernel parameters",
@@ -329,10 +265,6 @@ func (f FlashGrad) Launch(b *ir.Builder, loc ir.Location, kernels []*ir.Operatio
 	}
 	dkv := launch{f.dkvFlash().Grid(), f.dkvFlash().Threads(), dkvArgs}
 	ls := []launch{{f.dqFlash().Grid(), f.dqFlash().Threads(), dqArgs}, dkv}
-	if f.AtomicDQ {
-		elem := launch{f.elemGrid(), gradElemThreads, dqArgs}
-		ls = []launch{elem, dkv, elem}
-	}
 	if len(kernels) != len(ls) {
 		return fmt.Errorf("flash attention backward: %d kernels, want %d", len(kernels), len(ls))
 	}
@@ -606,11 +538,9 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, staged bool) {
 		return g.x.c(0)
 	}, early)
 	wg := g.Tile.WGMMA
-	var nMajor, kMajor, wgRow *ir.Value
+	var nMajor, kMajor *ir.Value
 	var qf, dof func(b *ir.Builder, mi int, ks int64) []*ir.Value
-	if wg {
-		wgRow = wgRows(x, g.gradWarpgroup(st))
-	} else {
+	if !wg {
 		var aOff *ir.Value
 		aOff, nMajor, kMajor = g.gradOffsets(st)
 		qf, dof = g.fragment(x.addc(aOff, qAt)), g.fragment(x.addc(aOff, doAt))
@@ -628,7 +558,7 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, staged bool) {
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
 			if wg {
-				s, dpIn = g.wgScorePair(b, x, qAt, doAt, wgRow, at)
+				s, dpIn = g.wgScorePair(b, x, qAt, doAt, at)
 			} else {
 				s = g.scoresWith(b, 1, qf, x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))[0]
@@ -661,12 +591,9 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, staged bool) {
 }
 
 // emitDKV builds the dK/dV kernel of f on args (DKVArgTypes, then with
-// BulkDQ the staging tile, with SharedStats the stats' stages) with g's
-// view transposed (dkvFlash): rows are keys, key tiles are query tiles;
-// with f.AtomicDQ it also adds dQ to the accumulator args[8], with BulkDQ
-// through the staging tile.
+// SharedStats the stats' stages) with g's view transposed (dkvFlash):
+// rows are keys, key tiles are query tiles.
 func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
-	atomic, bulk := f.AtomicDQ, f.BulkDQ
 	x := g.x
 	q, k, v, do, lseBuf, ddBuf, dkBuf, dvBuf := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	g.k, g.v = q, do // the streamed tiles: Q then dO in each stage
@@ -695,28 +622,16 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 		last = x.op(arith.OpMaxUI, x.c(g.Lk/Qt), full)
 	}
 	wg := g.Tile.WGMMA
-	var aOff, nMajor, kMajor, wgIdx, wgRow *ir.Value
-	if wg {
-		wgIdx = g.gradWarpgroup(st)
-		wgRow = wgRows(x, wgIdx)
-	} else {
+	var aOff, nMajor, kMajor *ir.Value
+	if !wg {
 		aOff, nMajor, kMajor = g.gradOffsets(st)
 	}
 	sm := g.softmax()
 	scale := g.f32(g.Scale)
 	rows := g.rows[0]
 	nO := g.D / 8
-	var dsOffs [4]*ir.Value
-	if atomic {
-		dsOffs = g.dsStores(st, wgIdx)
-	}
 	tileLoop := func(lo, hi *ir.Value, it []*ir.Value, masked bool) []*ir.Value {
 		return g.gradTiles(lo, hi, it, func(b *ir.Builder, x ix, qt, at *ir.Value, it []*ir.Value) []*ir.Value {
-			if bulk {
-				// The previous tile's dQ, staged and fenced before the
-				// barrier (none before the first).
-				g.bulkDQ(b, x, st, it[8*nO], args[8], args[9])
-			}
 			// The columns' statistics, loaded before the products (whose
 			// latency then covers the loads').
 			first := x.mulc(qt, Qt)
@@ -741,7 +656,7 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 			var s, dp [][]*ir.Value
 			var dpIn []*ir.Value
 			if wg {
-				s, dpIn = g.wgScorePair(b, x, kAt, vAt, wgRow, at)
+				s, dpIn = g.wgScorePair(b, x, kAt, vAt, at)
 			} else {
 				s = g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))[0]
@@ -759,22 +674,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 				dp = fragmentTiles(gpu.WGMMAWait(b, g.loc, 1, dpIn))
 			}
 			ds := g.gradDS(b, s, dp, func(j, r int) *ir.Value { return dd[2*j+r%2] }, scale)
-			if wg && atomic {
-				// dK += dSᵀ·Q stays in flight while dS is stored for dQ.
-				dk := g.wgProduct(b, x, ds, at, it[:4*nO], 1)
-				if bulk {
-					// (The staging tile is written after the barrier
-					// that follows: its reads must be done.)
-					gpu.BulkWait(b, g.loc, 0, true)
-				}
-				done, dq := g.wgDQ(b, x, wgIdx, ds, dsOffs, kAt, append(dk, dvIn...))
-				if bulk {
-					g.stageDQ(b, x, st, wgIdx, dq, args[9])
-					return append(done, first)
-				}
-				g.addDQ(b, x, st, wgIdx, dq, first, args[8])
-				return done
-			}
 			if stats != nil {
 				// (Its stage's readers were the tile before's.)
 				stats.store(b, x, x.addc(qt, 1), nextStats)
@@ -790,9 +689,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 		})
 	}
 	it := g.zeros(8 * nO)
-	if bulk {
-		it = append(it, x.c(g.Lk))
-	}
 	if g.Causal {
 		it = tileLoop(from, full, it, true)
 	}
@@ -800,14 +696,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 	if g.Lk%Qt != 0 {
 		it = tileLoop(last, g.tiles, it, true)
 	}
-	if bulk {
-		// The last tile's: fenced, and once every warp has staged it.
-		gpu.FenceProxyAsync(g.b, g.loc)
-		gpu.Barrier(g.b, g.loc)
-		g.bulkDQ(g.b, x, st, it[8*nO], args[8], args[9])
-		gpu.BulkWait(g.b, g.loc, 0, false)
-	}
-
 	if f.Staged {
 		g.syncStores()
 	}

@@ -60,26 +60,17 @@ func (c flashCase) gradSource() string {
 // dk, dv, dd) launches the forward kernel of f with LSE (writing o and
 // lse), then the backward kernels.
 // gradTiling is the FlashGrad options of a test: the dK/dV kernel's query
-// tile, the dQ kernel's fragment reloads, the wgmma kernels, the atomic
-// dQ and the blocks' rows (0: the default).
+// tile, the dQ kernel's fragment reloads, the wgmma kernels, the staged
+// stores and the staged statistics.
 type gradTiling struct {
-	qt                                         int64
-	reload, wgmma, atomic, bulk, staged, stats bool
-	rows                                       int64
+	qt                           int64
+	reload, wgmma, staged, stats bool
 }
 
 func (g gradTiling) String() string {
 	s := fmt.Sprintf("qt%d-reload=%v", g.qt, g.reload)
-	switch {
-	case g.bulk:
-		s = fmt.Sprintf("qt%d-wgmma-atomic-bulk", g.qt)
-	case g.atomic:
-		s = fmt.Sprintf("qt%d-wgmma-atomic", g.qt)
-	case g.wgmma:
+	if g.wgmma {
 		s = fmt.Sprintf("qt%d-wgmma", g.qt)
-	}
-	if g.rows != 0 {
-		s += fmt.Sprintf("-r%d", g.rows)
 	}
 	if g.staged {
 		s += "-staged"
@@ -96,24 +87,15 @@ func (g gradTiling) String() string {
 // kernels with 64- or 32-query tiles, stores through workgroup memory
 // (Staged, with the other tile), the lse and D in workgroup memory
 // (SharedStats, where the query count is a multiple of the tile, in
-// every other case Staged too) and with the atomic dQ; at
-// head dim 64 the atomic dQ added in bulk, at 128 the atomic dQ with
-// blocks of 128 keys (two warpgroups), added by atomics and in bulk (in
-// every other case Staged).
+// every other case Staged too).
 func gradTilings(i int, tc flashCase) []gradTiling {
 	gts := []gradTiling{{qt: []int64{0, 16, 32}[i%3], reload: i%2 == 1}}
 	if tc.d == 64 || tc.d == 128 {
 		gts = append(gts, gradTiling{qt: []int64{64, 32}[i%2], wgmma: true},
-			gradTiling{qt: 64, wgmma: true, atomic: true}, gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, staged: true})
+			gradTiling{qt: []int64{32, 64}[i%2], wgmma: true, staged: true})
 		if qt := []int64{32, 64}[i%2]; tc.lq%qt == 0 {
 			gts = append(gts, gradTiling{qt: qt, wgmma: true, stats: true, staged: i%2 == 0})
 		}
-	}
-	switch tc.d {
-	case 64:
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
-	case 128:
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128, staged: i%2 == 0})
 	}
 	return gts
 }
@@ -125,34 +107,23 @@ func gradExecOptions(tile togpu.FlashTile, gt gradTiling) exec.Options {
 	return flashExecOptions(tile)
 }
 
-// wgmmaGradTilings are the wgmma backward options at head dim d (64 or
-// 128) that TestFlashGradPTX compiles and TestGPUFlashGrad times: both
-// query tiles (also with Staged, SharedStats and both), the atomic dQ
-// (also in bulk), and at d128 the atomic dQ with blocks of 128 keys (also
-// in bulk, also Staged).
-func wgmmaGradTilings(d int64) []gradTiling {
-	gts := []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true},
+// wgmmaGradTilings are the wgmma backward options that TestFlashGradPTX
+// compiles and TestGPUFlashGrad times at head dims 64 and 128: both query
+// tiles (also with Staged, SharedStats and both).
+func wgmmaGradTilings() []gradTiling {
+	return []gradTiling{{qt: 32, wgmma: true}, {qt: 64, wgmma: true},
 		{qt: 32, wgmma: true, staged: true}, {qt: 64, wgmma: true, staged: true}, {qt: 32, wgmma: true, stats: true}, {qt: 64, wgmma: true, stats: true},
-		{qt: 32, wgmma: true, staged: true, stats: true}, {qt: 64, wgmma: true, staged: true, stats: true},
-		{qt: 64, wgmma: true, atomic: true}}
-	gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true})
-	if d == 128 {
-		gts = append(gts, gradTiling{qt: 64, wgmma: true, atomic: true, rows: 128}, gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128},
-			gradTiling{qt: 64, wgmma: true, atomic: true, bulk: true, rows: 128, staged: true})
-	}
-	return gts
+		{qt: 32, wgmma: true, staged: true, stats: true}, {qt: 64, wgmma: true, staged: true, stats: true}}
 }
 
 func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling) *ir.Operation {
 	t.Helper()
 	f.LSE = true
-	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, AtomicDQ: gt.atomic, BulkDQ: gt.bulk,
-		Staged: gt.staged, SharedStats: gt.stats, BlockRows: gt.rows}
+	fg := togpu.FlashGrad{Flash: f, QueryTile: gt.qt, Reload: gt.reload, WGMMA: gt.wgmma, Staged: gt.staged, SharedStats: gt.stats}
 	ft, dq := f.ArgTypes(), fg.DQArgTypes()
 	dkv := fg.DKVArgTypes()
-	acc := fmt.Sprintf("memref<%dxf32>", f.Batch*f.Lq*f.D)
-	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%do: %s, %%o: %s, %%lse: %s, %%dq: %s, %%dk: %s, %%dv: %s, %%dd: %s, %%acc: %s) {\n    return\n  }\n}\n",
-		ft[0], ft[1], ft[2], ft[0], ft[3], ft[4], dq[6], dkv[6], dkv[7], dq[7], acc)
+	src := fmt.Sprintf("module attributes {gpu.container_module} {\n  func.func @main(%%q: %s, %%k: %s, %%v: %s, %%do: %s, %%o: %s, %%lse: %s, %%dq: %s, %%dk: %s, %%dv: %s, %%dd: %s) {\n    return\n  }\n}\n",
+		ft[0], ft[1], ft[2], ft[0], ft[3], ft[4], dq[6], dkv[6], dkv[7], dq[7])
 	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "flash.mlir"})
 	if err != nil {
 		t.Fatal(err)
@@ -173,15 +144,12 @@ func flashGradModule(t *testing.T, ctx *ir.Context, f togpu.Flash, gt gradTiling
 	body := fn.Region(0).Front()
 	b.SetInsertionPointBefore(body.Last())
 	a := body.Arguments()
-	q, k, v, do, o, lse, dqB, dkB, dvB, dd, accB := a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]
+	q, k, v, do, o, lse, dqB, dkB, dvB, dd := a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]
 	if _, err := f.Launch(b, fn.Loc(), fwd, gpu.KernelRef("main_kernels", "flash"), q, k, v, o, lse); err != nil {
 		t.Fatal(err)
 	}
 	ref := func(name string) ir.SymbolRefAttr { return gpu.KernelRef("main_kernels", name) }
 	dqArgs, dkvArgs := []*ir.Value{q, k, v, o, do, lse, dqB, dd}, []*ir.Value{q, k, v, do, lse, dd, dkB, dvB}
-	if gt.atomic {
-		dqArgs, dkvArgs = append(dqArgs, accB), append(dkvArgs, accB)
-	}
 	if err := fg.Launch(b, fn.Loc(), kernels, ref, dqArgs, dkvArgs); err != nil {
 		t.Fatal(err)
 	}
@@ -286,23 +254,10 @@ func TestFlashGradCheck(t *testing.T) {
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 16}, "query tiles 32 and 64"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, Reload: true}, "Reload"},
 		{togpu.FlashGrad{Flash: d32, WGMMA: true}, "head dims 64 and 128 only, not 32"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true}, ""},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, AtomicDQ: true}, "atomic dQ takes the wgmma kernels with 64-query tiles"},
-		{togpu.FlashGrad{Flash: f, QueryTile: 64, AtomicDQ: true}, "atomic dQ"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 128}, "blocks of 128 rows take the atomic dQ"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 64}, ""},
-		{togpu.FlashGrad{Flash: f, BlockRows: 128}, "blocks of 128 rows"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, BlockRows: 96}, "blocks of 96 rows"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, "takes head dim 128 only"},
-		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, BlockRows: 128}, ""},
-		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, AtomicDQ: true, BulkDQ: true, BlockRows: 128}, ""},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, BulkDQ: true}, ""},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, BulkDQ: true}, "BulkDQ is an option of the atomic dQ"},
 		{togpu.FlashGrad{Flash: f, Staged: true}, ""},
 		{togpu.FlashGrad{Flash: togpu.Flash{Batch: 1, Lq: 128, Lk: 8, D: 128, Scale: 1, Elem: ir.BF16}, WGMMA: true, QueryTile: 64, SharedStats: true, Staged: true}, ""},
 		{togpu.FlashGrad{Flash: d128, WGMMA: true, QueryTile: 64, SharedStats: true}, "query count a multiple of the query tile"},
 		{togpu.FlashGrad{Flash: f, SharedStats: true}, "SharedStats takes the wgmma kernels"},
-		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 64, AtomicDQ: true, SharedStats: true}, "SharedStats takes"},
 		{togpu.FlashGrad{Flash: f, WGMMA: true, QueryTile: 16, SharedStats: true}, "query tiles 32 and 64"},
 	} {
 		err := tc.g.Check()
@@ -439,9 +394,8 @@ func TestFlashGradPTX(t *testing.T) {
 			f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: d, Causal: causal, Scale: 0.125, Elem: ir.BF16}
 			// DefaultFlashGrad's options, and the other query tile that
 			// does not spill (64 queries spill at d128: 255 registers).
-			// The wgmma kernels with both query tiles and both block
-			// sizes, and the atomic dQ.
-			for _, gt := range append([]gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i]}, wgmmaGradTilings(d)...) {
+			// The wgmma kernels with both query tiles.
+			for _, gt := range append([]gradTiling{[]gradTiling{{reload: d <= 64}, {qt: map[int64]int64{64: 64, 128: 16}[d]}}[i]}, wgmmaGradTilings()...) {
 				t.Run(fmt.Sprintf("d%d-causal=%v-%v", d, causal, gt), func(t *testing.T) {
 					t.Parallel()
 					m := flashGradModule(t, dialects.NewContext(), f, gt)
@@ -509,8 +463,8 @@ func runFlashGrad(t *testing.T, tc flashCase, tile togpu.FlashTile, gt gradTilin
 		return b
 	}
 	rows := int(tc.b * tc.h * tc.lq)
-	bufs := []*interp.Buffer{buf(tc.elem, q.Len()), buf(ir.F32, rows), buf(tc.elem, q.Len()), buf(tc.elem, k.Len()), buf(tc.elem, v.Len()), buf(ir.F32, rows), buf(ir.F32, q.Len())}
-	run(m, []interp.Value{flat(t, q), flat(t, k), flat(t, v), flat(t, do), bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6]})
+	bufs := []*interp.Buffer{buf(tc.elem, q.Len()), buf(ir.F32, rows), buf(tc.elem, q.Len()), buf(tc.elem, k.Len()), buf(tc.elem, v.Len()), buf(ir.F32, rows)}
+	run(m, []interp.Value{flat(t, q), flat(t, k), flat(t, v), flat(t, do), bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5]})
 	var out [4]*interp.Tensor
 	for i, b := range []*interp.Buffer{bufs[0], bufs[2], bufs[3], bufs[4]} {
 		x, err := b.Tensor()
@@ -611,7 +565,7 @@ func TestGPUFlashGrad(t *testing.T) {
 			t.Logf("forward %.3f ms, %.0f TFLOP/s", fwd, flops/fwd/1e9)
 		})
 		for _, gt := range append([]gradTiling{{qt: 16}, {qt: 32}, {qt: 64}, {qt: 16, reload: true}, {qt: 32, reload: true}, {qt: 64, reload: true}},
-			wgmmaGradTilings(d)...) {
+			wgmmaGradTilings()...) {
 			t.Run(fmt.Sprintf("time-train-%v-%v-%v", tc, tc.flash(tile).Tiling(), gt), func(t *testing.T) {
 				inputs(t)
 				runFlashGrad(t, tc, tile, gt, q, k, v, do, func(m *ir.Operation, args []interp.Value) {

@@ -22,38 +22,12 @@ import (
 // into the other stage follow the next barrier, so no product may be in
 // flight then.
 
-// gradWarpgroup is the thread's warpgroup w in a block of several (rows
-// 64w… of the Rows), nil with one: warp/4, shuffled from lane 0 so that
-// ptxas knows it is the same in every lane and keeps it, and the wgmma
-// descriptors built from it, in uniform registers (as it does the
-// constant offsets of one warpgroup; computed in each lane, the
-// atomic dK/dV kernel spilled).
-func (g *flashGen) gradWarpgroup(st flashStart) *ir.Value {
-	if g.Tile.Rows == 64 {
-		return nil
-	}
-	b, loc, x := g.b, g.loc, g.x
-	wg, _ := gpu.Shuffle(b, loc, "idx", x.shr(st.warp, 2), x.c(0), x.c(32))
-	return wg
-}
-
-// wgRows is the workgroup offset of warpgroup wg's first row within a
-// panel of the block's row tiles (nil for one warpgroup: offset 0),
-// built by x.
-func wgRows(x ix, wg *ir.Value) *ir.Value {
-	if wg == nil {
-		return nil
-	}
-	return x.mulc(wg, 64*wgPanel)
-}
-
 // wgScorePair returns S = A·Bᵀ, complete, and dP = A'·B'ᵀ, in flight
 // (its groups the newest), for the warpgroup's 64 rows and the tile's
 // Keys columns: S as n8 tiles of 4 values, A and A' the row tiles at
-// workgroup offsets aAt and bAt (the warpgroup's rows wgRow further: nil
-// for none, see wgRows), B and B' the stage's two tiles from offset at. Every
-// group is issued before the wait for S.
-func (g *flashGen) wgScorePair(b *ir.Builder, x ix, aAt, bAt int64, wgRow, at *ir.Value) (s [][]*ir.Value, dp []*ir.Value) {
+// workgroup offsets aAt and bAt, B and B' the stage's two tiles from
+// offset at. Every group is issued before the wait for S.
+func (g *flashGen) wgScorePair(b *ir.Builder, x ix, aAt, bAt int64, at *ir.Value) (s [][]*ir.Value, dp []*ir.Value) {
 	R, K := g.Tile.Rows, g.Tile.Keys
 	panels := g.D / wgPanel
 	issued := int64(0)
@@ -63,11 +37,7 @@ func (g *flashGen) wgScorePair(b *ir.Builder, x ix, aAt, bAt int64, wgRow, at *i
 			// (Every group stays in flight.)
 			issued++
 			sh := gpu.WGMMAShape{N: K, KSteps: wgPanel / 16, AShared: true, Acc: p > 0, Pending: issued}
-			off := x.c(rowAt + p*R*wgPanel)
-			if wgRow != nil {
-				off = x.add(wgRow, off)
-			}
-			a := []*ir.Value{g.smem, x.index(off)}
+			a := []*ir.Value{g.smem, x.index(x.c(rowAt + p*R*wgPanel))}
 			acc = gpu.WGMMA(b, g.loc, g.Elem, sh, a, g.smem, x.index(x.addc(tileAt, p*K*wgPanel)), acc)
 		}
 		return acc

@@ -447,10 +447,6 @@ func lowerFlashGradCall(b *ir.Builder, module, gmod, call *ir.Operation, name st
 	ops := call.Operands() // q, k, v, o, do, lse
 	dqArgs := flatViews(b, loc, []*ir.Value{ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], outs[0], dd}, dqT)
 	dkvArgs := flatViews(b, loc, []*ir.Value{ops[0], ops[1], ops[2], ops[4], ops[5], dd, outs[1], outs[2]}, dkvT)
-	if fg.AtomicDQ {
-		acc := loop.Alloc(b, loc, dqT[8].(*ir.MemRefType))
-		dqArgs, dkvArgs = append(dqArgs, acc), append(dkvArgs, acc)
-	}
 	ref := func(k string) ir.SymbolRefAttr { return gpu.KernelRef(symName(gmod), k) }
 	if err := fg.Launch(b, loc, kernels, ref, dqArgs, dkvArgs); err != nil {
 		return ir.Errorf(loc, "%s: %v", PassName, err)

@@ -282,7 +282,7 @@ func (g *flashGen) emitWGMMAPipe() {
 	z, rowBase, full := w.z, w.rowBase, w.full
 	anyMask := g.Causal || g.keyTail()
 	// wg is the thread's warpgroup: with several, shuffled from lane 0
-	// (as gradWarpgroup) so that ptxas knows it is the same in every lane
+	// (laneZero) so that ptxas knows it is the same in every lane
 	// and keeps it, Q's descriptors built from it and the ping-pong
 	// barriers' addresses in uniform registers (computed in each lane,
 	// each of S's gpu.wgmma moved its A descriptor into them first).

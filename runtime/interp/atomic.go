@@ -11,10 +11,8 @@ import (
 // gpu.atomic_add: the threads of a block run concurrently (gpu.go), so
 // the additions take a lock; they land in the order the threads reach it,
 // as on the device in some order.
-// gpu.bulk_reduce_add adds its span at once, under the same lock (its
-// group is then complete: gpu.bulk_wait has nothing to wait for).
 func init() {
-	registerAll(map[string]Rule{gpu.AtomicAddOp: atomicAddRule, gpu.BulkReduceAddOp: bulkReduceAddRule, gpu.BulkWaitOp: noResults})
+	registerAll(map[string]Rule{gpu.AtomicAddOp: atomicAddRule})
 }
 
 // atomicMu serializes every gpu.atomic_add of the process (the simulation
@@ -45,35 +43,6 @@ func atomicAddRule(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
 	atomicMu.Lock()
 	for i, a := range add {
 		s[off+i] += a
-	}
-	atomicMu.Unlock()
-	return nil, nil
-}
-
-func bulkReduceAddRule(_ *Frame, op *ir.Operation, args []Value) ([]Value, error) {
-	dst, dOff, err := access(args[:2])
-	if err != nil {
-		return nil, err
-	}
-	src, sOff, err := access(args[2:4])
-	if err != nil {
-		return nil, err
-	}
-	d, dok := dst.data.([]float32)
-	s, sok := src.data.([]float32)
-	if !dok || !sok {
-		return nil, fmt.Errorf("adds %s to %s, not f32 elements to f32 elements", src, dst)
-	}
-	n := int(gpu.IntProp(op, gpu.BytesAttr, 0) / 4)
-	switch {
-	case dOff%4 != 0 || sOff%4 != 0:
-		return nil, fmt.Errorf("adds from element %d of %s to element %d of %s: not 16-byte aligned", sOff, src, dOff, dst)
-	case dOff+n > len(d) || sOff+n > len(s):
-		return nil, fmt.Errorf("adds %d elements from element %d of %s to element %d of %s: out of bounds", n, sOff, src, dOff, dst)
-	}
-	atomicMu.Lock()
-	for i, v := range s[sOff : sOff+n] {
-		d[dOff+i] += v
 	}
 	atomicMu.Unlock()
 	return nil, nil

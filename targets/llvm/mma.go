@@ -31,8 +31,6 @@ var tensorCoreOps = map[string]func(k *kernelTranslator, op *ir.Operation) error
 	gpu.ClusterWaitOp:           func(k *kernelTranslator, _ *ir.Operation) error { return k.plainAsm(clusterWaitAsm) },
 	gpu.SetMaxNRegOp:            (*kernelTranslator).setMaxNReg,
 	gpu.AtomicAddOp:             (*kernelTranslator).atomicAdd,
-	gpu.BulkReduceAddOp:         (*kernelTranslator).bulkReduceAdd,
-	gpu.BulkWaitOp:              (*kernelTranslator).bulkWait,
 	gpu.WarpSyncOp:              func(k *kernelTranslator, _ *ir.Operation) error { return k.plainAsm("bar.warp.sync -1;") },
 	gpu.FenceProxyAsyncOp: func(k *kernelTranslator, _ *ir.Operation) error {
 		ia := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), "fence.proxy.async.shared::cta;", "")
