@@ -5,11 +5,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/frontend"
 	"github.com/strata-ir/strata/internal/testsize"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 )
 
@@ -28,26 +26,14 @@ type libraryCount struct {
 }
 
 func (c *libraryCount) Compile(g *frontend.Graph) (frontend.Executable, error) {
-	ctx := dialects.NewContext()
 	src := ir.Sprint(g.Module, ir.PrintOptions{Generic: true})
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "graph.mlir"})
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	const pipeline = "builtin.module(lower-to-loop,convert-loop-to-gpu{conv=cudnn})"
 	if c.semantics {
 		if err := passtest.CheckSemantics(&passtest.Program{Func: g.Func, Source: src}, pipeline, 1); err != nil {
 			c.t.Errorf("%s: %.2000v", g.Func, err)
 		}
 	}
-	pm, err := passes.Parse(pipeline)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		c.t.Fatal(err)
-	}
-	text := ir.Sprint(m, ir.PrintOptions{})
+	text := ir.Sprint(passtest.Run(c.t, src, pipeline), ir.PrintOptions{})
 	c.mu.Lock()
 	c.filters += strings.Count(text, `direction = "backward_filter"`)
 	c.convs += strings.Count(text, `mapping = "mma"`)

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/frontend"
@@ -13,7 +12,6 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/nn"
 	"github.com/strata-ir/strata/optim"
-	"github.com/strata-ir/strata/passes"
 	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 )
@@ -33,21 +31,7 @@ type loweringCheck struct {
 
 func (c *loweringCheck) Compile(g *frontend.Graph) (frontend.Executable, error) {
 	src := ir.Sprint(g.Module, ir.PrintOptions{Generic: true})
-	lower := func(pipeline string) *ir.Operation {
-		ctx := dialects.NewContext()
-		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "graph.mlir"})
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		pm, err := passes.Parse(pipeline)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		if err := pm.Run(ctx, m); err != nil {
-			c.t.Fatal(err)
-		}
-		return m
-	}
+	lower := func(pipeline string) *ir.Operation { return passtest.Run(c.t, src, pipeline) }
 	convs := strings.Count(ir.Sprint(lower("builtin.module(lower-to-loop)"), ir.PrintOptions{}), `loop.nest = "conv2d"`)
 	// Launches, not kernels: gpu-dedup-kernels keeps one kernel for the
 	// nests that are the same code.
@@ -172,18 +156,7 @@ type wideIndices struct {
 }
 
 func (c *wideIndices) Compile(g *frontend.Graph) (frontend.Executable, error) {
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, ir.Sprint(g.Module, ir.PrintOptions{Generic: true}), ir.ParseOptions{Filename: "graph.mlir"})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	pm, err := passes.Parse("builtin.module(lower-to-gpu)")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		c.t.Fatal(err)
-	}
+	m := passtest.Run(c.t, ir.Sprint(g.Module, ir.PrintOptions{Generic: true}), "builtin.module(lower-to-gpu)")
 	m.Walk(func(k *ir.Operation) bool {
 		if !gpu.IsKernel(k) {
 			return true

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/dialects/arith"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
 )
 
 // TestBoolToFloatIsASelect checks that a cast of i1 to a float type lowers
@@ -21,18 +20,7 @@ func TestBoolToFloatIsASelect(t *testing.T) {
   %%r = "graph.cast"(%%c) : (tensor<8xi1>) -> tensor<8x%[1]s>
   return %%r : tensor<8x%[1]s>
 }`, elt)
-		ctx := dialects.NewContext()
-		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "cast.mlir"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pm, err := passes.Parse("builtin.module(lower-to-loop)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pm.Run(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		m := passtest.Run(t, src, "builtin.module(lower-to-loop)")
 		counts := map[string]int{}
 		m.Walk(func(o *ir.Operation) bool {
 			counts[o.Name()]++

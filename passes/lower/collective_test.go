@@ -38,21 +38,7 @@ func TestCollectivesLower(t *testing.T) {
 		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
 			src := collectiveProgram(n)
 			p := &passtest.Program{Source: src, Func: "main"}
-			ctx := dialects.NewContext()
-			m, err := p.Parse(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pm, err := passes.Parse("builtin.module(lower-to-gpu)")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := pm.Run(ctx, m); err != nil {
-				t.Fatalf("lower-to-gpu: %v", err)
-			}
-			if err := ir.Verify(m); err != nil {
-				t.Fatal(err)
-			}
+			m := passtest.Run(t, src, "builtin.module(lower-to-gpu)")
 			steps := 0
 			m.Walk(func(op *ir.Operation) bool {
 				if op.Name() == loop.CollectiveOp {

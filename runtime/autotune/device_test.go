@@ -10,6 +10,7 @@ import (
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/exec"
 )
@@ -135,13 +136,7 @@ func TestMatmulAttr(t *testing.T) {
 	if !strings.Contains(buf.String(), `matmuls on Strata's kernels (strata.matmul = "mma")`) {
 		t.Errorf("log %q", buf.String())
 	}
-	pm, err := passes.Parse("builtin.module(lower-to-gpu)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, own); err != nil {
-		t.Fatal(err)
-	}
+	own = passtest.Run(t, ownGemm, "builtin.module(lower-to-gpu)")
 	kernels := Kernels(own)
 	if !ownMatmuls(own) {
 		t.Fatal("strata.matmul is gone after lowering")

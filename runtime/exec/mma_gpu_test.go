@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
-	"github.com/strata-ir/strata/passes"
+	"github.com/strata-ir/strata/passes/passtest"
 	"github.com/strata-ir/strata/runtime/interp"
 
 	// The passes of lower-to-gpu.
@@ -22,19 +21,7 @@ import (
 // take the tensor-core mapping).
 func mmaProgram(t *testing.T, src string) *Program {
 	t.Helper()
-	ctx := dialects.NewContext()
-	m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "mma.mlir"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := passes.Parse("builtin.module(lower-to-gpu)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pm.Run(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	p, err := Compile(m, Options{})
+	p, err := Compile(passtest.Run(t, src, "builtin.module(lower-to-gpu)"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
