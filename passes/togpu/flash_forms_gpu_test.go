@@ -183,12 +183,14 @@ func closeTo(t *testing.T, name string, got, want []float64, tol float64) float6
 // lowered by graph-attention-to-flash with wgmma and lower-to-gpu: its
 // output allocated by @main, its kernel launched on views of the inputs)
 // against the kernel of the same tiling launched alone on 1-D buffers, as
-// TestGPUFlash times it, each both with TestGPUFlash's short loop (5
-// launches to warm up, 20 timed) and with the row's long one (about 50 ms
-// of launches to warm up, 100 ms timed: bench.timeProgram); and it lists
-// the kernels the row's program launches (a device profile of 5 calls).
-// Its logs say whether the row's program runs anything the kernel test does
-// not, and whether the row's ms over the test's is the timing loop's.
+// TestGPUFlash times it, and against rowCandidates' kernels, each with
+// TestGPUFlash's short loop (5 launches to warm up, 20 timed) and with the
+// row's long one (about 50 ms of launches to warm up, 100 ms timed, as
+// bench.timeProgram), then the short one again; and it lists the kernels
+// the row's program launches (a device profile of 5 calls). Its logs say
+// whether the row's program runs anything the kernel test does not,
+// whether the row's ms over the test's is the timing loop's, and which
+// kernel is fastest in the row's loop.
 func TestGPUFlashRow(t *testing.T) {
 	rt := openRuntime(t)
 	for _, tc := range []flashCase{
@@ -213,30 +215,43 @@ func TestGPUFlashRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tile := togpu.WGMMATile(tc.d, tc.causal)
-			kernel, err := exec.Compile(flashModule(t, dialects.NewContext(), tc.flash(tile)), flashExecOptions(tile))
-			if err != nil {
-				t.Fatal(err)
+			type timed struct {
+				name string
+				p    *exec.Program
+				args []interp.Value
 			}
-			rowArgs := []interp.Value{q, k, v}
+			progs := []timed{{"row", row, []interp.Value{q, k, v}}}
 			kernelArgs := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}
-			t.Logf("row's kernels (5 calls):\n%s", kernelProfile(t, rt, row, rowArgs, 5))
+			for _, tile := range append([]togpu.FlashTile{togpu.WGMMATile(tc.d, tc.causal)}, rowCandidates[tc.d]...) {
+				p, err := exec.Compile(flashModule(t, dialects.NewContext(), tc.flash(tile)), flashExecOptions(tile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				progs = append(progs, timed{"kernel " + tile.String(), p, kernelArgs})
+			}
+			t.Logf("row's kernels (5 calls):\n%s", kernelProfile(t, rt, row, progs[0].args, 5))
 			for _, loop := range []struct {
 				name          string
 				warmup, iters int
 			}{{"short", 5, 20}, {"long", 300, 600}, {"short again", 5, 20}} {
-				for _, x := range []struct {
-					name string
-					p    *exec.Program
-					args []interp.Value
-				}{{"row", row, rowArgs}, {"kernel " + tile.String(), kernel, kernelArgs}} {
+				for _, x := range progs {
 					ms, err := x.p.RunTimed(rt, "main", x.args, loop.warmup, loop.iters)
 					if err != nil {
 						t.Fatal(err)
 					}
-					t.Logf("%-11s loop: %-28s %.4f ms", loop.name, x.name, ms)
+					t.Logf("%-11s loop: %-32s %.4f ms", loop.name, x.name, ms)
 				}
 			}
 		})
 	}
+}
+
+// rowCandidates are the tilings TestGPUFlashRow times beside the default
+// of each head dim.
+var rowCandidates = map[int64][]togpu.FlashTile{
+	64: {
+		togpu.FlashTileWGMMA128,
+		{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
+	},
+	128: {togpu.FlashTileWGMMA128Causal},
 }
