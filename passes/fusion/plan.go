@@ -76,19 +76,32 @@ type planner struct {
 	// seen while spanning so that every edge leads to a smaller number:
 	// computed on demand, kept up by merge, cleared when new nodes or
 	// edges appear (nil).
-	depth   map[any]int
-	logging bool // decisions are wanted (Options.Log or the topic is on)
-	log     strings.Builder
-	stats   Stats
+	depth map[any]int
+	// reachSeen and reachWork are reaches' scratch space.
+	reachSeen            map[any]bool
+	reachWork, reachSucc []any
+	logging              bool // decisions are wanted (Options.Log or the topic is on)
+	log                  strings.Builder
+	stats                Stats
 }
 
 func newPlanner(block *ir.Block, opts Options) *planner {
 	p := &planner{opts: opts, block: block, pos: map[*ir.Operation]int{}, groupOf: map[*ir.Operation]*group{}, staged: map[*ir.Operation]int{},
 		widened: map[*ir.Operation]bool{}, logging: opts.Log != nil || logs.Enabled(Topic)}
-	for i, op := range block.Ops() {
-		p.pos[op] = i
-	}
+	p.renumber()
 	return p
+}
+
+// renumber sets the positions of the block's ops after ops were inserted
+// or moved, walking the block rather than copying its op list (a
+// rematerialization renumbers the block each time: the copies were a
+// fifth of the pass's time on ResNet-50's backward pass).
+func (p *planner) renumber() {
+	i := 0
+	for op := p.block.First(); op != nil; op = op.Next() {
+		p.pos[op] = i
+		i++
+	}
 }
 
 // Arguments that describe ops and groups are fmt.Stringers (described,
@@ -475,30 +488,38 @@ const maxInlineOps = 4
 // pool's padding are 7 ops (the scale and shift join later).
 const maxNarrowInlineOps = 16
 
-// sibling decides whether two groups reading the same input may merge.
-func sibling(a, b *group) (Kind, string, bool) {
+// sibling decides whether two groups reading the same input may merge;
+// the reason of a refusal is formatted only when logging (horizontal
+// fusion weighs thousands of pairs of a training step's backward pass).
+func (p *planner) sibling(a, b *group) (Kind, string, bool) {
+	why := func(format string, args ...any) string {
+		if !p.logging {
+			return ""
+		}
+		return fmt.Sprintf(format, args...)
+	}
 	switch {
 	case a.kind == Pointwise && b.kind == Pointwise:
 		if sameSpace(a.space, b.space) {
 			return Pointwise, "", true
 		}
-		return "", fmt.Sprintf("spaces %v and %v differ", a.space, b.space), false
+		return "", why("spaces %v and %v differ", a.space, b.space), false
 	case copiesOnly(a) && copiesOnly(b) && (a.kind == Copy || b.kind == Copy):
 		// One kernel stores both views, each element read once.
 		if slices.Equal(a.space, b.space) {
 			return Pointwise, "", true
 		}
-		return "", fmt.Sprintf("copies over %v and %v", a.space, b.space), false
+		return "", why("copies over %v and %v", a.space, b.space), false
 	case a.kind.reduces() && b.kind.reduces():
 		if !sameSpace(a.space, b.space) || !sameSpace(a.out, b.out) || a.inner != b.inner {
-			return "", fmt.Sprintf("reductions %v→%v and %v→%v differ", a.space, a.out, b.space, b.out), false
+			return "", why("reductions %v→%v and %v→%v differ", a.space, a.out, b.space, b.out), false
 		}
 		if a.kind == PersistentRow || b.kind == PersistentRow {
 			return PersistentRow, "", true
 		}
 		return Reduction, "", true
 	}
-	return "", fmt.Sprintf("a %s and a %s group do not share a kernel", a.kind, b.kind), false
+	return "", why("a %s and a %s group do not share a kernel", a.kind, b.kind), false
 }
 
 // copiesOnly reports whether group g materializes views and computes
@@ -532,9 +553,17 @@ func (p *planner) reaches(a, b *group) bool {
 		}
 		return p.pos[n.(*ir.Operation)] > limit
 	}
-	seen := map[any]bool{}
-	var work []any
-	for _, n := range p.succs(a) {
+	// The search's set and lists are the planner's, reused: horizontal
+	// fusion asks thousands of times.
+	if p.reachSeen == nil {
+		p.reachSeen = map[any]bool{}
+	}
+	seen, work, succ := p.reachSeen, p.reachWork[:0], p.reachSucc[:0]
+	defer func() {
+		clear(seen)
+		p.reachWork, p.reachSucc = work[:0], succ[:0]
+	}()
+	for _, n := range p.appendSuccs(succ, a) {
 		if n != b {
 			work = append(work, n)
 		}
@@ -546,7 +575,8 @@ func (p *planner) reaches(a, b *group) bool {
 			continue
 		}
 		seen[n] = true
-		for _, m := range p.succs(n) {
+		succ = p.appendSuccs(succ[:0], n)
+		for _, m := range succ {
 			switch m {
 			case b:
 				return true
@@ -569,8 +599,10 @@ func (p *planner) node(op *ir.Operation) any {
 
 // succs returns the nodes that read n's results, n itself left out
 // (through a view of its own value), each as often as it reads.
-func (p *planner) succs(n any) []any {
-	var out []any
+func (p *planner) succs(n any) []any { return p.appendSuccs(nil, n) }
+
+// appendSuccs appends succs(n) to out (reaches reuses one buffer).
+func (p *planner) appendSuccs(out []any, n any) []any {
 	var add func(u *ir.Operation)
 	add = func(u *ir.Operation) {
 		switch {
@@ -914,9 +946,7 @@ func (p *planner) copyWidenings() {
 		copied = true
 	}
 	if copied {
-		for i, op := range p.block.Ops() {
-			p.pos[op] = i
-		}
+		p.renumber()
 	}
 }
 
@@ -1024,9 +1054,7 @@ func (p *planner) argumentCopies() {
 				op.MoveAfter(at)
 				at = op
 			}
-			for i, op := range p.block.Ops() {
-				p.pos[op] = i
-			}
+			p.renumber()
 			moved = true
 			if !p.try(first, c, first.kind, "groups reading only arguments over one space (one kernel computes them all)", true, true) {
 				first = c // (max-group-ops) the next ones join c
@@ -1034,9 +1062,7 @@ func (p *planner) argumentCopies() {
 		}
 	}
 	if moved {
-		for i, op := range p.block.Ops() {
-			p.pos[op] = i
-		}
+		p.renumber()
 	}
 }
 
@@ -1225,7 +1251,7 @@ func (p *planner) horizontal(eligible func(*group) bool) {
 				if p.groupOf[a.ops[0]] != a || p.groupOf[b.ops[0]] != b {
 					continue
 				}
-				k, why, ok := sibling(a, b)
+				k, why, ok := p.sibling(a, b)
 				switch {
 				case ok && (p.feeds(a, b) || p.feeds(b, a)):
 					k, why, ok = "", "one feeds the other (only vertical rules may merge them)", false

@@ -403,9 +403,7 @@ func (p *planner) recompute(rd rematReader, r *ir.Value, cone []*ir.Operation) {
 		}
 	}
 	redirect(r, m[r])
-	for i, op := range p.block.Ops() {
-		p.pos[op] = i
-	}
+	p.renumber()
 	slices.SortFunc(h.ops, func(a, b *ir.Operation) int { return p.pos[a] - p.pos[b] })
 }
 
@@ -437,7 +435,5 @@ func (p *planner) dropDeadGrouped() {
 		delete(p.pos, op)
 	}
 	p.groups = slices.DeleteFunc(p.groups, func(g *group) bool { return len(g.ops) == 0 })
-	for i, op := range p.block.Ops() {
-		p.pos[op] = i
-	}
+	p.renumber()
 }
