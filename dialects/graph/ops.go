@@ -29,7 +29,7 @@ var unaryOps = []struct {
 	{"sigmoid", "logistic sigmoid", "1/(1+e^-x)", floatElem},
 	{"relu", "rectified linear unit", "max(x, 0) (NaN stays NaN)", numericElem},
 	{"gelu", "Gaussian error linear unit",
-		"x·Φ(x) = 0.5·x·(1+erf(x/√2)); with approximate = \"tanh\", PyTorch's 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³)))", floatElem},
+		"x·Φ(x) = 0.5·x·(1+erf(x/√2)); with approximate = \"tanh\", PyTorch's 0.5·x·(1+tanh(u)), u = √(2/π)·(x+0.044715·x³), computed as the equal x/(1+e^(−2u))", floatElem},
 	{"erf", "error function", "erf x", floatElem},
 	{"sin", "sine", "sin x (radians)", floatElem},
 	{"cos", "cosine", "cos x (radians)", floatElem},

@@ -51,11 +51,23 @@ func relu(x float64) float64 {
 	return x // NaN, +0 and -0 pass through
 }
 
-// GELUTanh is PyTorch's tanh approximation of GELU.
+// GELUTanh is PyTorch's tanh approximation of GELU, 0.5·x·(1 + tanh u)
+// with u = √(2/π)·(x + 0.044715·x³), computed as the equal x·σ(2u) =
+// x / (1 + e^(−2u)): one exponential and one division, where the tanh
+// form costs an exponential, a division and the steps around them (the
+// fused GEMM epilogues of the GPU kernels compute it per element while
+// the tensor cores wait), and no cancellation in 1 + tanh u for negative
+// x. (GELUTanhConst and GELUTanhCubic are −2·√(2/π) and its product with
+// 0.044715: −2u = x·(GELUTanhConst + GELUTanhCubic·x²).)
 func GELUTanh(x float64) float64 {
-	const c = 0.7978845608028654 // √(2/π)
-	return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x)))
+	return x / (1 + math.Exp(x*(GELUTanhConst+GELUTanhCubic*x*x)))
 }
+
+// The constants of GELUTanh's exponent.
+const (
+	GELUTanhConst = -2 * 0.7978845608028654 // −2·√(2/π)
+	GELUTanhCubic = GELUTanhConst * 0.044715
+)
 
 // UnaryFloatFunc returns the function of the float unary op name on
 // elements of type elem (gelu reads approximate), or nil when name is not
@@ -106,13 +118,13 @@ func sigmoid32(x float64) float64 {
 	return float64(float32(e * r))
 }
 
+// geluTanh32 is GELUTanh's formula in float32.
 func geluTanh32(x float64) float64 {
-	const c, c3 = float32(0.7978845608028654), float32(0.044715)
+	const c, c3 = float32(GELUTanhConst), float32(GELUTanhCubic)
 	w := float32(x)
-	cube := float32(float32(float32(c3*w)*w) * w)
-	inner := float32(c * float32(w+cube))
-	t := float32(math.Tanh(float64(inner)))
-	return float64(float32(float32(0.5*w) * float32(1+t)))
+	a := float32(w * float32(c+float32(c3*float32(w*w))))
+	e := float32(math.Exp(float64(a)))
+	return float64(float32(w / float32(1+e)))
 }
 
 func geluErf32(x float64) float64 {

@@ -42,9 +42,13 @@ var (
 	cmpI   = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpISLT, "le": arith.CmpISLE, "gt": arith.CmpISGT, "ge": arith.CmpISGE}
 	cmpI1  = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpIULT, "le": arith.CmpIULE, "gt": arith.CmpIUGT, "ge": arith.CmpIUGE}
 	sqrt2  = math.Sqrt2
-	geluC  = 0.7978845608028654 // √(2/π), as graph.GELUTanh
-	geluC3 = 0.044715
 )
+
+// approxDiv is the fastmath flag of a division that the GPU may compute
+// as x·rcp.approx(y) (no IEEE slow path, a subroutine call that
+// serializes a wgmma kernel's tensor-core instructions); the interpreter
+// and the CPU divide exactly.
+var approxDiv, _ = arith.FastMath("afn")
 
 func (k *kernel) mathOp(name string, operands ...*ir.Value) *ir.Value {
 	return k.emit(name, 0, nil, operands, func(b *ir.Builder) *ir.Value {
@@ -110,8 +114,13 @@ func (k *kernel) unaryElem(name, approximate string, x *ir.Value, elem ir.Type) 
 		r = div(c(1), add(c(1), e))
 		r = k.sel(k.cmpf(arith.CmpFOGE, w, c(0)), r, mul(e, r))
 	case name == graph.OpGELU && approximate == "tanh":
-		cube := mul(mul(mul(c(geluC3), w), w), w)
-		r = mul(mul(c(0.5), w), add(c(1), k.mathOp(mathd.OpTanh, mul(c(geluC), add(w, cube)))))
+		// graph.GELUTanh's x / (1 + e^(−2u)), step by step.
+		a := mul(w, add(c(graph.GELUTanhConst), mul(c(graph.GELUTanhCubic), mul(w, w))))
+		d := add(c(1), k.mathOp(mathd.OpExp, a))
+		r = k.emit(arith.OpDivF, 1, nil, []*ir.Value{w, d}, func(b *ir.Builder) *ir.Value {
+			return b.Op(arith.OpDivF, k.loc, []*ir.Value{w, d}, []ir.Type{ct},
+				ir.NamedAttr{Name: arith.FastMathAttr, Value: approxDiv}).Result(0)
+		})
 	case name == graph.OpGELU:
 		r = mul(mul(c(0.5), w), add(c(1), k.mathOp(mathd.OpErf, div(w, c(sqrt2)))))
 	default:
