@@ -38,10 +38,10 @@ var intBinaryOps = map[string]string{
 // cmpF and cmpI map graph.cmp predicates: comparisons with NaN are false
 // except ne; i1 compares as 0 and 1, so unsigned.
 var (
-	cmpF   = map[string]arith.CmpFPredicate{"eq": arith.CmpFOEQ, "ne": arith.CmpFUNE, "lt": arith.CmpFOLT, "le": arith.CmpFOLE, "gt": arith.CmpFOGT, "ge": arith.CmpFOGE}
-	cmpI   = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpISLT, "le": arith.CmpISLE, "gt": arith.CmpISGT, "ge": arith.CmpISGE}
-	cmpI1  = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpIULT, "le": arith.CmpIULE, "gt": arith.CmpIUGT, "ge": arith.CmpIUGE}
-	sqrt2  = math.Sqrt2
+	cmpF  = map[string]arith.CmpFPredicate{"eq": arith.CmpFOEQ, "ne": arith.CmpFUNE, "lt": arith.CmpFOLT, "le": arith.CmpFOLE, "gt": arith.CmpFOGT, "ge": arith.CmpFOGE}
+	cmpI  = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpISLT, "le": arith.CmpISLE, "gt": arith.CmpISGT, "ge": arith.CmpISGE}
+	cmpI1 = map[string]arith.CmpIPredicate{"eq": arith.CmpIEQ, "ne": arith.CmpINE, "lt": arith.CmpIULT, "le": arith.CmpIULE, "gt": arith.CmpIUGT, "ge": arith.CmpIUGE}
+	sqrt2 = math.Sqrt2
 )
 
 // approxDiv is the fastmath flag of a division that the GPU may compute
