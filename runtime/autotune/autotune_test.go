@@ -220,6 +220,50 @@ func TestSearch(t *testing.T) {
 	}
 }
 
+// TestSearchFinalRound checks the final round: the candidates within
+// FinalMargin of the fastest (FinalCandidates at most) are timed again
+// with the sustained measure, twice each, and the fastest there is
+// picked (its search time reported); one that fails there is out; with
+// a single finalist there is no final round.
+func TestSearchFinalRound(t *testing.T) {
+	cands := Candidates([]Kernel{{Mapping: togpu.MappingPointwise, Vector: 4}})[:6]
+	short := map[togpu.Config]float64{cands[0]: 100, cands[1]: 101, cands[2]: 102.5, cands[3]: 110, cands[4]: 102.9, cands[5]: 130}
+	long := map[togpu.Config]float64{cands[0]: 120, cands[1]: 112, cands[2]: 111, cands[4]: 90}
+	measure := func(c togpu.Config) (float64, error) { return short[c], nil }
+	var buf bytes.Buffer
+	defer logs.SetOutput(logs.SetOutput(&buf))
+	logs.Enable(Topic)
+	defer logs.Disable()
+	calls := map[togpu.Config]int{}
+	sustained := func(c togpu.Config) (float64, error) {
+		calls[c]++
+		if c == cands[2] && calls[c] == 2 {
+			return 0, errors.New("launch failed")
+		}
+		return long[c], nil
+	}
+	d, err := Search("@main", cands, measure, Options{Budget: time.Hour, Sustained: sustained})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Finalists: 100, 101, 102.5 (102.9 is the fourth within the margin).
+	if d.Config != cands[1] || d.MS != 101 || d.DefaultMS != 100 {
+		t.Errorf("decision %+v, want candidate 1 (sustained 112; candidate 2 failed its second round)", d)
+	}
+	if calls[cands[0]] != 2 || calls[cands[1]] != 2 || calls[cands[2]] != 2 || calls[cands[3]]+calls[cands[4]]+calls[cands[5]] != 0 {
+		t.Errorf("sustained calls %v, want 2 each for the three finalists", calls)
+	}
+	if n := strings.Count(buf.String(), "final round"); n != 6 {
+		t.Errorf("%d final-round lines, want 6:\n%s", n, buf.String())
+	}
+	// One finalist: no final round.
+	buf.Reset()
+	clear(calls)
+	if d, err := Search("@main", []togpu.Config{cands[0], cands[3]}, measure, Options{Sustained: sustained}); err != nil || d.Config != cands[0] || len(calls) != 0 {
+		t.Errorf("one finalist: %+v, %v, sustained calls %v", d, err, calls)
+	}
+}
+
 // TestGPUTune tunes the softmax on a GPU, checks the result against the
 // interpreter and that a second Tune is served by the database.
 func TestGPUTune(t *testing.T) {

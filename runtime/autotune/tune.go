@@ -1,10 +1,13 @@
 package autotune
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -35,7 +38,27 @@ type Options struct {
 	Warmup, Iters int
 	// Progress receives a progress bar; nil shows none (see Terminal).
 	Progress io.Writer
+	// Sustained, when set, times a candidate as a long run of calls does
+	// (a benchmark's loop, a training run): after the search, the
+	// candidates within FinalMargin of the fastest, FinalCandidates at
+	// most, are timed with it, in turn, twice, and the fastest of that
+	// final round is picked. The search's few launches a candidate run
+	// at the clock an idle device starts with; under sustained load the
+	// clock drops, by more for some kernels than for others (bench/NOTES.md,
+	// session 18).
+	Sustained Measure
 }
+
+// The final round's finalists: within FinalMargin of the search's
+// fastest, at most FinalCandidates of them; Tune times each over about
+// SustainedMs of launches after SustainedWarmupMs of them (10 to 2000
+// launches), as the bench's rows time a program (do_bench's 100 ms).
+const (
+	FinalMargin       = 0.03
+	FinalCandidates   = 3
+	SustainedMs       = 100.0
+	SustainedWarmupMs = 30.0
+)
 
 // Terminal returns f when it is a terminal and nil otherwise, for
 // Options.Progress: a progress bar only where someone watches.
@@ -73,6 +96,7 @@ func Search(name string, cands []togpu.Config, measure Measure, opts Options) (D
 	start := time.Now()
 	best := Decision{MS: -1}
 	var errs []error
+	var measured []timedConfig
 	for i, c := range cands {
 		if i > 0 && time.Since(start) >= budget {
 			logs.Printf(Topic, "%s: budget of %v spent after %d of %d candidates", name, budget, i, len(cands))
@@ -89,6 +113,7 @@ func Search(name string, cands []togpu.Config, measure Measure, opts Options) (D
 			continue
 		}
 		logs.Printf(Topic, "%s: %s: %.4f ms", name, ConfigString(c), ms)
+		measured = append(measured, timedConfig{c, ms})
 		if i == 0 {
 			best.DefaultMS = ms
 		}
@@ -99,9 +124,73 @@ func Search(name string, cands []togpu.Config, measure Measure, opts Options) (D
 	if best.MS < 0 {
 		return Decision{}, fmt.Errorf("autotune %s: every candidate failed: %w", name, errors.Join(errs...))
 	}
+	if opts.Sustained != nil {
+		if c, ok := finalRound(name, measured, best.MS, opts.Sustained); ok {
+			i := slices.IndexFunc(measured, func(m timedConfig) bool { return m.cfg == c })
+			best.Config, best.MS = c, measured[i].ms
+		}
+	}
 	logs.Printf(Topic, "%s: picked %s: %.4f ms (default %.4f ms, %d candidates in %v)",
 		name, ConfigString(best.Config), best.MS, best.DefaultMS, best.Tried, time.Since(start).Round(time.Millisecond))
 	return best, nil
+}
+
+// timedConfig is a configuration the search measured, and its time.
+type timedConfig struct {
+	cfg togpu.Config
+	ms  float64
+}
+
+// finalRound times the finalists among measured (within FinalMargin of
+// fastest, the fastest FinalCandidates) with sustained, in turn, twice,
+// and returns the one with the smallest time (its better round), false
+// when there are fewer than two finalists or each failed. It logs every
+// time.
+func finalRound(name string, measured []timedConfig, fastest float64, sustained Measure) (togpu.Config, bool) {
+	var fin []timedConfig
+	for _, m := range measured {
+		if m.ms <= fastest*(1+FinalMargin) {
+			fin = append(fin, m)
+		}
+	}
+	slices.SortStableFunc(fin, func(a, b timedConfig) int { return cmp.Compare(a.ms, b.ms) })
+	if len(fin) > FinalCandidates {
+		fin = fin[:FinalCandidates]
+	}
+	if len(fin) < 2 {
+		return togpu.Config{}, false
+	}
+	// A finalist's time is its better round; one that fails is out.
+	best := make([]float64, len(fin))
+	for i := range best {
+		best[i] = math.Inf(1)
+	}
+	failed := make([]bool, len(fin))
+	for round := range 2 {
+		for i, f := range fin {
+			if failed[i] {
+				continue
+			}
+			ms, err := sustained(f.cfg)
+			if err != nil {
+				logs.Printf(Topic, "%s: final round %d: %s: failed: %v", name, round, ConfigString(f.cfg), err)
+				failed[i] = true
+				continue
+			}
+			logs.Printf(Topic, "%s: final round %d: %s: %.4f ms sustained (search %.4f)", name, round, ConfigString(f.cfg), ms, f.ms)
+			best[i] = min(best[i], ms)
+		}
+	}
+	pick := -1
+	for i := range fin {
+		if !failed[i] && (pick < 0 || best[i] < best[pick]) {
+			pick = i
+		}
+	}
+	if pick < 0 {
+		return togpu.Config{}, false
+	}
+	return fin[pick].cfg, true
 }
 
 // Compiler compiles a loop-level module (lower-to-loop's output) to a
@@ -140,7 +229,9 @@ type Result struct {
 // by a Search over the Candidates of the default compile's kernels (for
 // rt's device: the wgmma tilings first on sm_90, none elsewhere) and
 // cuBLASLt's unless the program asks for Strata's kernels (MatmulAttr), each
-// compiled with compile and timed on rt with events; the decision is then
+// compiled with compile and timed on rt with events, the finalists then
+// timed again over about SustainedMs of launches each (opts.Sustained
+// unless set: see Options); the decision is then
 // stored in db (nil: not kept).
 func Tune(rt *exec.Runtime, db *DB, key Key, fn string, args []interp.Value, compile func(togpu.Config) (*exec.Program, error), opts Options) (Result, error) {
 	if db != nil {
@@ -165,6 +256,7 @@ func Tune(rt *exec.Runtime, db *DB, key Key, fn string, args []interp.Value, com
 		iters = 10
 	}
 	programs := map[togpu.Config]*exec.Program{togpu.DefaultConfig: def}
+	short := map[togpu.Config]float64{}
 	measure := func(cfg togpu.Config) (float64, error) {
 		p := programs[cfg]
 		if p == nil {
@@ -174,7 +266,17 @@ func Tune(rt *exec.Runtime, db *DB, key Key, fn string, args []interp.Value, com
 			}
 			programs[cfg] = p
 		}
-		return p.RunTimed(rt, fn, args, warmup, iters)
+		ms, err := p.RunTimed(rt, fn, args, warmup, iters)
+		short[cfg] = ms
+		return ms, err
+	}
+	if opts.Sustained == nil {
+		// About SustainedMs of launches after SustainedWarmupMs of them,
+		// counted from the search's time of the candidate.
+		opts.Sustained = func(cfg togpu.Config) (float64, error) {
+			n := func(total float64) int { return int(min(max(math.Ceil(total/max(short[cfg], 1e-3)), 10), 2000)) }
+			return programs[cfg].RunTimed(rt, fn, args, n(SustainedWarmupMs), n(SustainedMs))
+		}
 	}
 	kernels := Kernels(def.Module())
 	var major, minor int
