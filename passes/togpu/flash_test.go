@@ -363,6 +363,59 @@ func TestFlashPersistentSpecialized(t *testing.T) {
 	}
 }
 
+// TestFlashPersistentForms runs the other forms of the forward (saving the
+// log-sum-exp, the training rows'; a length known at run time; both) with
+// the persistent specialized tiling of head dim 128 on a grid of 2 blocks
+// (three row blocks a block, both Q tiles, a row tail, the causal turns)
+// in the interpreter, and compares the output and the log-sum-exp with the
+// mma.sync kernel 64x64f's of the same form.
+func TestFlashPersistentForms(t *testing.T) {
+	tc := flashCase{2, 1, 300, 300, 128, true, 0, ir.BF16}
+	q, k, v := tc.inputs(t)
+	run := func(t *testing.T, fl togpu.Flash) (o, lse []float64) {
+		m := flashModule(t, dialects.NewContext(), fl)
+		args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, fl.Elem, q.Len())}
+		if fl.LSE {
+			args = append(args, newBuffer(t, ir.F32, q.Len()/int(fl.D)))
+		}
+		if _, err := interp.New(m).Call("main", args...); err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range args[3:] {
+			x, err := a.(*interp.Buffer).Tensor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				o = x.Float64s()
+			} else {
+				lse = x.Float64s()
+			}
+		}
+		return o, lse
+	}
+	tile := togpu.FlashTileWGMMA128
+	tile.Persistent = 2
+	for _, form := range []flashForm{{lse: true}, {dynamic: true}, {lse: true, dynamic: true}} {
+		fl := form.apply(tc.flash(tile))
+		t.Run(fmt.Sprintf("%v-%v", form, fl.Tile), func(t *testing.T) {
+			t.Parallel()
+			if err := fl.Check(); err != nil {
+				t.Fatal(err)
+			}
+			if g := fl.Grid(); !fl.Dynamic && g != 2 {
+				t.Fatalf("grid %d, want 2", g)
+			}
+			wantO, wantL := run(t, form.apply(tc.flash(togpu.FlashTile{Rows: 64, Keys: 64, Fused: true})))
+			o, lse := run(t, fl)
+			t.Logf("max |o − 64x64f's| = %.3g", closeTo(t, "o", o, wantO, 1.0/64))
+			if fl.LSE {
+				t.Logf("max |lse − 64x64f's| = %.3g", closeTo(t, "lse", lse, wantL, 1.0/64))
+			}
+		})
+	}
+}
+
 // TestFlashStagedSpecialized runs the Staged tilings with several
 // warpgroups a block (each warp stores O through its own rows of the Q
 // tile) in the interpreter on row and key tails, both head dims and
