@@ -251,6 +251,7 @@ func TestGPUFlashRow(t *testing.T) {
 var rowCandidates = map[int64][]togpu.FlashTile{
 	64: {
 		togpu.FlashTileWGMMA128,
+		{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 		{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	},
 	128: {togpu.FlashTileWGMMA128Causal},

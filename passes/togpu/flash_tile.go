@@ -325,10 +325,13 @@ var FlashTiles = []FlashTile{
 	// Session 17's: the next row block's Q copied during the current one.
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132},
-	// Session 18's candidate at head dim 64: three consumer warpgroups
-	// (FlashAttention-3's 192-row blocks at d64) under one producer, at
-	// 152 registers each (with 128-key tiles ptxas spills and serializes
-	// the wgmma), which then share the tensor cores without taking turns.
+	// Session 18's candidates at head dim 64, where a consumer's softmax
+	// takes longer than the other's two products (half the work a key of
+	// head dim 128's), so that taking turns leaves the tensor cores idle:
+	// the two consumer warpgroups without turns, and three (FlashAttention-
+	// 3's 192-row blocks at d64) under one producer, at 152 registers each
+	// (with 128-key tiles ptxas spills and serializes the wgmma).
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 }
 
