@@ -14,7 +14,10 @@
 // vectorize, rows per block only to rows short enough for a warp, and
 // the grid cap only to pointwise kernels. The default configuration is
 // always measured first, so tuning never picks something slower than it
-// measured, and the search stops when its time budget is spent.
+// measured, and the search stops when its time budget is spent. A final
+// round then times the candidates within FinalMargin of the fastest
+// again over about SustainedMs of launches each, as a benchmark's loop or
+// a training run calls a program, and picks the fastest there.
 //
 // Decisions are keyed by device name, the canonical hash of the input
 // program and the shapes and element types of the arguments, and stored
