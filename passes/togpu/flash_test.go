@@ -548,9 +548,8 @@ func TestFlashDefaultTiling(t *testing.T) {
 
 // TestFlashWGMMADefault checks the tiling graph-attention-to-flash takes
 // on sm_90a at head dim 128: the persistent specialized one with Q
-// prefetched for the forward, causal or not, but with a log-sum-exp or
-// dynamic lengths when causal (64x64gplqko), and without TMA when
-// dynamic.
+// prefetched, causal or not, with a log-sum-exp or without, and without
+// TMA when dynamic; 64x64gplqko when causal and dynamic.
 func TestFlashWGMMADefault(t *testing.T) {
 	for _, tc := range []struct {
 		causal, lse, dynamic bool
@@ -559,9 +558,10 @@ func TestFlashWGMMADefault(t *testing.T) {
 		{false, false, false, "128x128gplqdatonr132"},
 		{true, false, false, "128x128gplqdatonr132"},
 		{false, true, false, "128x128gplqdatonr132"},
-		{true, true, false, "64x64gplqko"},
+		{true, true, false, "128x128gplqdatonr132"},
 		{false, false, true, "128x128gplqdaonr132"},
 		{true, false, true, "64x64gplqko"},
+		{true, true, true, "64x64gplqko"},
 	} {
 		f := togpu.Flash{Batch: 2, Lq: 300, Lk: 300, D: 128, Causal: tc.causal, LSE: tc.lse, Scale: 0.125, Elem: ir.BF16, Dynamic: tc.dynamic}
 		if tc.dynamic {

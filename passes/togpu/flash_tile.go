@@ -414,7 +414,8 @@ var (
 )
 
 // FlashTileWGMMA128Causal is the wgmma tiling of head dim 128 for causal
-// attentions (and all of them before session 17):
+// attentions of dynamic lengths (Flash.WGMMADefault; before session 18
+// for every causal one, before session 17 for all of them):
 // 64-key tiles (a K or V tile is 16 KiB), Q read by descriptor, one K
 // stage (OneK: 64 KiB in all, 168 registers, 3 blocks an SM). Measured on
 // the H200 at b16 h16 s1024 d128 (TestGPUFlash, bench/NOTES.md session 8,
@@ -460,11 +461,15 @@ var FlashTileWGMMA128 = FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true,
 
 // WGMMATile is the wgmma tiling graph-attention-to-flash takes for an
 // attention of head dim d, causal or not (for a head dim no wgmma tiling
-// takes, FlashTileWGMMA, which Flash.Check then refuses).
+// takes, FlashTileWGMMA, which Flash.Check then refuses): at head dim 128
+// FlashTileWGMMA128 whether causal or not, with the log-sum-exp (the
+// training rows' forward) or without (b16 h16 s1024 d128 causal, same
+// call: session 17's second, 128x128gplqdatonr132 0.146 ms against
+// 64x64gplqko's 0.163; session 18's first, with the log-sum-exp, 0.146
+// against 0.162, checked on the device against 64x64f's with row and key
+// tails and at 16x16x1000x1000, TestGPUFlashForms).
 func WGMMATile(d int64, causal bool) FlashTile {
 	switch {
-	case d == 2*wgPanel && causal:
-		return FlashTileWGMMA128Causal
 	case d == 2*wgPanel:
 		return FlashTileWGMMA128
 	case causal:
@@ -474,17 +479,16 @@ func WGMMATile(d int64, causal bool) FlashTile {
 }
 
 // WGMMADefault is the wgmma tiling graph-attention-to-flash takes for f:
-// WGMMATile's, but FlashTileWGMMA128 for a causal attention of head dim
-// 128 too where it has static lengths and no log-sum-exp (session 17's
-// second call, b16 h16 s1024 d128 causal: 128x128gplqdatonr132 0.146 ms
-// against 64x64gplqko's 0.163, both checked on the device; the training
-// rows' forward, which saves the log-sum-exp, and dynamic lengths keep
-// 64x64gplqko until measured), and copying by cp.async instead of TMA
-// where f's lengths are dynamic (a tensor map holds the key count).
+// WGMMATile's, but where f's lengths are dynamic copying by cp.async
+// instead of TMA (a tensor map holds the key count) and, when causal at
+// head dim 128, FlashTileWGMMA128Causal (session 18's first call, b16
+// h16 s1024 d128 causal, dynamic: 64x64gplqko 0.191 ms against
+// 128x128gplqdaonr132's 0.197, with the log-sum-exp 0.195 against
+// 0.201).
 func (f Flash) WGMMADefault() FlashTile {
 	t := WGMMATile(f.D, f.Causal)
-	if f.D == 2*wgPanel && f.Causal && !f.LSE && !f.Dynamic {
-		t = FlashTileWGMMA128
+	if f.Dynamic && f.Causal && f.D == 2*wgPanel {
+		t = FlashTileWGMMA128Causal
 	}
 	if f.Dynamic {
 		t.TMA = false
