@@ -559,16 +559,33 @@ func (s *session) flush(g *graphTrace, outs []*Tensor) error {
 // callerLoc returns the location of the first caller outside this package
 // (and outside the reflect and runtime packages, through which Compile
 // calls user functions).
+//
+// The stack is unwound a few frames deep first, and as deep as
+// callerFrames only when those are all internal: the first outside
+// caller is usually a few frames up (a layer's Forward calling Add), and
+// unwinding every recorded op's whole stack was most of the cost of
+// tracing (ResNet-50's training step: 1969 ops, 35 ms).
 func callerLoc() ir.Location {
-	var pcs [24]uintptr
-	n := runtime.Callers(2, pcs[:])
-	for _, pc := range pcs[:n] {
-		if e := pcLoc(pc); !e.internal {
-			return e.loc
+	var pcs [callerFrames]uintptr
+	for _, depth := range []int{callerFramesFirst, callerFrames} {
+		n := runtime.Callers(2, pcs[:depth])
+		for _, pc := range pcs[:n] {
+			if e := pcLoc(pc); !e.internal {
+				return e.loc
+			}
+		}
+		if n < depth {
+			break // the whole stack was internal
 		}
 	}
 	return ir.UnknownLoc{}
 }
+
+// callerFramesFirst and callerFrames are the depths callerLoc unwinds.
+const (
+	callerFramesFirst = 6
+	callerFrames      = 24
+)
 
 // pcEntry is what callerLoc learns from one return address: whether all
 // its frames (the function and those inlined into it at that point) are
