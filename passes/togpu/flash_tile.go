@@ -325,6 +325,10 @@ var FlashTiles = []FlashTile{
 	// Session 17's: the next row block's Q copied during the current one.
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132},
+	// Session 18's: the d64 default with its K and V tiles copied by TMA
+	// (one thread issues a tile's copies and an mbarrier a stage replaces
+	// the 16 cp.async a thread, the fence and the block barrier a tile).
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Staged: true},
 	// Session 18's candidates at head dim 64, where a consumer's softmax
 	// takes longer than the other's two products (half the work a key of
 	// head dim 128's), so that taking turns leaves the tensor cores idle:
