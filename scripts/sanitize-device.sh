@@ -7,18 +7,24 @@
 # covers and how to read the lines.
 #
 # On the GPU machine, from the repository root, after scripts/device-tests.sh
-# built the test binaries here (.device/passes_togpu.test and
-# .device/runtime_exec.test; the device tool carries .device):
+# built the test binaries here (.device/passes_togpu.test,
+# .device/runtime_exec.test and .device/nn.test; the device tool carries
+# .device):
 #
 #	bash scripts/sanitize-device.sh [--only FAMILY,...] [--tools TOOL,...]
-#	                                [--jobs N] [--timeout SECONDS] [--list]
+#	                                [--jobs N] [--timeout SECONDS]
+#	                                [--print-limit N] [--list]
 #
 # The families run in parallel (--jobs, default 32: one process per family
 # and tool; the tests are host-bound under the sanitizer), each under its
-# own timeout (default 120 s). The summary goes to stdout and, with every
-# log, to $OUT (sanitize-summary.txt, sanitize-logs.tgz) when OUT is set.
-# Exit status: 0 when every run finished with no sanitizer error and no
-# failed test, 1 otherwise, 2 for bad usage or no compute-sanitizer.
+# own timeout (default 120 s). The sanitizer prints the first 50 reports
+# of a run (--print-limit) and counts them all: where a library kernel's
+# reports fill those 50 (gemm-tma-cluster's racecheck: cuBLASLt's
+# reference), a larger limit shows whether any other kernel has one. The
+# summary goes to stdout and, with every log, to $OUT
+# (sanitize-summary.txt, sanitize-logs.tgz) when OUT is set. Exit status:
+# 0 when every run finished with no sanitizer error and no failed test, 1
+# otherwise, 2 for bad usage or no compute-sanitizer.
 set -uo pipefail
 
 usage() {
@@ -100,19 +106,24 @@ families=(
 	"models-own|nn|nn|memcheck,racecheck|STRATA_CUDNN=off STRATA_CUBLASLT=off|TestGPUModelsResNet\$/^w8_cls7\$|TestGPUModelsCNN\$/^bfloat16\$"
 )
 
-only="" tools="" jobs=32 limit=120 list=0
+only="" tools="" jobs=32 limit=120 prints=50 list=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=${2:-}; shift 2 ;;
 	--tools) tools=${2:-}; shift 2 ;;
 	--jobs) jobs=${2:-}; shift 2 ;;
 	--timeout) limit=${2:-}; shift 2 ;;
+	--print-limit) prints=${2:-}; shift 2 ;;
 	--list) list=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "sanitize-device: unknown argument $1" >&2; usage ;;
 	esac
 done
-case $jobs$limit in *[!0-9]*) echo "sanitize-device: --jobs and --timeout take whole numbers" >&2; exit 2 ;; esac
+case $jobs$limit$prints in *[!0-9]* | "") echo "sanitize-device: --jobs, --timeout and --print-limit take whole numbers" >&2; exit 2 ;; esac
+if [ "$prints" = 0 ]; then
+	echo "sanitize-device: --print-limit must be at least 1" >&2
+	exit 2
+fi
 for t in ${tools//,/ }; do
 	case $t in memcheck | racecheck | initcheck | synccheck) ;; *) echo "sanitize-device: unknown tool $t" >&2; exit 2 ;; esac
 done
@@ -175,7 +186,7 @@ runOne() {
 	# Two threads a Go process: the families share the machine's cores.
 	# shellcheck disable=SC2086 # (fenv: NAME=VALUE words)
 	(cd "$root/$dir" && env $fenv GOMAXPROCS=${SAN_GOMAXPROCS:-2} timeout -k 10 "$limit" "$san" --tool "$tool" "${extra[@]}" \
-		--print-limit 50 "$exe" -test.run "$run" -test.v -test.count 1) > "$log" 2>&1
+		--print-limit "$prints" "$exe" -test.run "$run" -test.v -test.count 1) > "$log" 2>&1
 	rc=$?
 	local secs=$((SECONDS - t0))
 	summarize "$name" "$tool" "$log" "$rc" "$secs" | sed "s/[[:space:]]*$//" > "$line"
