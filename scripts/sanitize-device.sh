@@ -207,8 +207,10 @@ summarize() {
 	pass=$(grep -acE -- '--- PASS' "$log")
 	fail=$(grep -acE -- '--- FAIL' "$log")
 	skip=$(grep -acE -- '--- SKIP' "$log")
-	kernels=$(grep -aoE '^=========[[:space:]]+(and [A-Za-z]+ access )?at [A-Za-z_][A-Za-z0-9_$.:]*\+0x' "$log" |
-		sed -E 's/.* at ([^+]*)\+0x/\1/' | sort | uniq -c | sort -rn | head -6 |
+	# (memcheck: "=========     at K+0x…"; racecheck: "=========     Write
+	# Thread (256,0,0) at K+0x…", both sides of each hazard.)
+	kernels=$(grep -aE '^=========' "$log" | grep -aoE ' at [A-Za-z_][A-Za-z0-9_$.:]*\+0x' |
+		sed -E 's/ at ([^+]*)\+0x/\1/' | sort | uniq -c | sort -rn | head -6 |
 		awk '{k=$2; if (k ~ /nvjet|xmma|cudnn|cutlass|cublas|^sm[0-9]+_/) k="lib:" k; printf "%s%s×%s", (NR>1?",":""), k, $1}')
 	if grep -aq 'Internal Sanitizer Error' "$log"; then
 		status=SANITIZER-FAULT
