@@ -486,13 +486,9 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	}
 	defer end.Destroy()
 	began := time.Now()
-	loads := hd.loadCandidates(p, algos, a, b, d, stream)
 	best, bestMs := -1, float32(0)
 	times := make([]string, 0, len(algos))
 	for i, h := range algos {
-		if loads[i] != nil {
-			continue // a candidate that does not run is not chosen
-		}
 		p.algo = h
 		ms, err := hd.timePlan(p, a, b, d, stream, start, end)
 		if err != nil {
@@ -521,47 +517,20 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	return nil
 }
 
-// loadCandidates runs plan p's product once with each of algos on
-// stream, each run from a goroutine of its own, and returns each run's
-// error. A candidate's first run loads its kernel (cuBLASLt's kernels load
-// lazily, on first use): that load, 5–10 ms of the host's time for each
-// kernel not loaded yet, was most of a first Tune (ResNet-50's training
-// step: 39 products, ≈ 850 ms of warm-ups one after the other, which its
-// first call waited for; session 18). The library may be called from
-// several threads at once, with one handle; the runs share stream, so on
-// the device they take the workspace and d one after the other. The
-// handle is locked.
-func (hd *Handle) loadCandidates(p *plan, algos []heuristicResult, a, b, d cuda.DevicePtr, stream *cuda.Stream) []error {
-	errs := make([]error, len(algos))
-	var wg sync.WaitGroup
-	for i, h := range algos {
-		q := *p // the descriptors, read by every run; an algorithm each
-		q.algo = h
-		wg.Go(func() { errs[i] = hd.runPlan(&q, a, b, d, stream) })
-	}
-	wg.Wait()
-	return errs
-}
-
-// runPlan queues plan p's product (its bias in its descriptor) of a and b
-// into d on stream, with the handle's workspace.
-func (hd *Handle) runPlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream) error {
-	l := hd.lib
-	return hd.dev.WithContext(func() error {
-		return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
-			uint64(b), p.b, uint64(a), p.a, unsafe.Pointer(&hd.beta), uint64(d), p.d, uint64(d), p.d,
-			unsafe.Pointer(&p.algo.algo), uint64(hd.workspace), WorkspaceBytes, stream.Handle()))
-	})
-}
-
 // timePlan runs plan p's product (its bias in its descriptor) once (the
-// kernel's first run loads it, unless loadCandidates did), then
-// timingRuns times, each between start and end on stream, holding the
-// device's TimingLock, and returns the fastest run's milliseconds: a run
-// another stream's work slowed, or that waited for the host, only ever
-// takes longer. The handle is locked.
+// kernel's first run loads it), then timingRuns times, each between start
+// and end on stream, holding the device's TimingLock, and returns the
+// fastest run's milliseconds: a run another stream's work slowed, or
+// that waited for the host, only ever takes longer. The handle is locked.
 func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (float32, error) {
-	call := func() error { return hd.runPlan(p, a, b, d, stream) }
+	l := hd.lib
+	call := func() error {
+		return hd.dev.WithContext(func() error {
+			return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
+				uint64(b), p.b, uint64(a), p.a, unsafe.Pointer(&hd.beta), uint64(d), p.d, uint64(d), p.d,
+				unsafe.Pointer(&p.algo.algo), uint64(hd.workspace), WorkspaceBytes, stream.Handle()))
+		})
+	}
 	if err := call(); err != nil {
 		return 0, err
 	}
