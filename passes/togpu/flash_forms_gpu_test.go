@@ -248,17 +248,13 @@ func TestGPUFlashRow(t *testing.T) {
 }
 
 // rowCandidates are the tilings TestGPUFlashRow times beside the default
-// of each head dim: at d64 the default persistent (3 blocks an SM), which
-// session 16 measured 4% slower in the short loop, the default with TMA
-// (36 instructions fewer a warp-tile: no cp.async, fence nor block
-// barrier a tile), and the persistent
-// specialized one, which session 18's first call measured 11% slower in
-// the short loop and 5% in the long one, where the default lost 6% to
-// the short loop's and it 1%.
+// of each head dim: at d64 the default persistent (3 blocks an SM) and
+// cuDNN's layout (the head dim 128 default), which session 18 measured
+// slower in the short loop and equal or slower in the row's (bench/
+// NOTES.md).
 var rowCandidates = map[int64][]togpu.FlashTile{
 	64: {
 		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true, Persistent: 396},
-		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Staged: true},
 		togpu.FlashTileWGMMA128,
 	},
 }

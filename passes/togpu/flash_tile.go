@@ -325,18 +325,6 @@ var FlashTiles = []FlashTile{
 	// Session 17's: the next row block's Q copied during the current one.
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132},
-	// Session 18's: the d64 default with its K and V tiles copied by TMA
-	// (one thread issues a tile's copies and an mbarrier a stage replaces
-	// the 16 cp.async a thread, the fence and the block barrier a tile).
-	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Staged: true},
-	// Session 18's candidates at head dim 64, where a consumer's softmax
-	// takes longer than the other's two products (half the work a key of
-	// head dim 128's), so that taking turns leaves the tensor cores idle:
-	// the two consumer warpgroups without turns, and three (FlashAttention-
-	// 3's 192-row blocks at d64) under one producer, at 152 registers each
-	// (with 128-key tiles ptxas spills and serializes the wgmma).
-	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
-	{Rows: 192, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
@@ -412,6 +400,18 @@ var FlashTiles = []FlashTile{
 // Session 16 (first call, same call): O stored through workgroup memory
 // (Staged) 64x128gplqo 0.159 against 64x128gplq 0.166, causal
 // 64x64gplvqo 0.104 against 64x64gplvq 0.110: the defaults since.
+//
+// Session 18 (TestGPUFlashRow, same call; ms in TestGPUFlash's short loop
+// / in the attention row's, 50 ms of back-to-back warm-up launches then
+// 100 ms of flushed ones): 64x128gplqo 0.1593 / 0.1724 against the
+// persistent 64x128gplqor396 0.1647 / 0.1720, with TMA copies
+// 64x128gplqto 0.1654 / 0.1751, and cuDNN's layout at d64,
+// 128x128gplqdatonr132 0.1769 / 0.1775; in the call before, the two
+// consumer warpgroups without turns 128x128gplqdtonr132 0.1805 / 0.1813
+// and three of them (FlashAttention-3's 192-row blocks at d64; with
+// 128-key tiles ptxas spills and serializes the wgmma at their 152
+// registers) 192x64gplqdtonr132 0.1936 / 0.1933, against 0.1584 /
+// 0.1684: the defaults stay (bench/NOTES.md, session 18).
 var (
 	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true}
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true}
