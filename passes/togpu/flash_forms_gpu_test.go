@@ -68,25 +68,11 @@ func TestGPUFlashForms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, fl.Elem, q.Len())}
-		if fl.LSE {
-			args = append(args, newBuffer(t, ir.F32, q.Len()/int(fl.D)))
-		}
+		args := flashArgs(t, fl, q, k, v)
 		if _, err := p.Run(rt, "main", args); err != nil {
 			t.Fatal(err)
 		}
-		for i, a := range args[3:] {
-			x, err := a.(*interp.Buffer).Tensor()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i == 0 {
-				o = x.Float64s()
-			} else {
-				lse = x.Float64s()
-			}
-		}
-		return o, lse
+		return flashOutputs(t, args)
 	}
 	forms := []flashForm{{lse: true}, {dynamic: true}, {lse: true, dynamic: true}}
 	for _, tc := range []flashCase{

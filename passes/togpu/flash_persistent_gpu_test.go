@@ -7,7 +7,6 @@ import (
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/passes/togpu"
-	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 )
 
@@ -67,20 +66,8 @@ func TestGPUFlashPersistent(t *testing.T) {
 						if blocks := tc.b * tc.h * ((tc.lq + tile.Rows - 1) / tile.Rows); f.Grid() != p || blocks <= p {
 							t.Fatalf("grid %d for %d row blocks: want %d blocks, each taking several", f.Grid(), blocks, p)
 						}
-						p, err := exec.Compile(flashModule(t, dialects.NewContext(), f), flashExecOptions(tile))
-						if err != nil {
-							t.Fatal(err)
-						}
-						precompileFlash(t, p)
-						out := newBuffer(t, tc.elem, q.Len())
-						if _, err := p.Run(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}); err != nil {
-							t.Fatal(err)
-						}
-						got, err := out.Tensor()
-						if err != nil {
-							t.Fatal(err)
-						}
-						t.Logf("max |device − graph| = %.3g", compare(t, got.Float64s(), wantF, tol))
+						got := runFlash(t, rt, f, q, k, v)
+						t.Logf("max |device − graph| = %.3g", compare(t, got, wantF, tol))
 					})
 				}
 			}

@@ -370,25 +370,11 @@ func TestFlashPersistentForms(t *testing.T) {
 	q, k, v := tc.inputs(t)
 	run := func(t *testing.T, fl togpu.Flash) (o, lse []float64) {
 		m := flashModule(t, dialects.NewContext(), fl)
-		args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, fl.Elem, q.Len())}
-		if fl.LSE {
-			args = append(args, newBuffer(t, ir.F32, q.Len()/int(fl.D)))
-		}
+		args := flashArgs(t, fl, q, k, v)
 		if _, err := interp.New(m).Call("main", args...); err != nil {
 			t.Fatal(err)
 		}
-		for i, a := range args[3:] {
-			x, err := a.(*interp.Buffer).Tensor()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i == 0 {
-				o = x.Float64s()
-			} else {
-				lse = x.Float64s()
-			}
-		}
-		return o, lse
+		return flashOutputs(t, args)
 	}
 	tile := togpu.FlashTileWGMMA128
 	tile.Persistent = 2
@@ -410,6 +396,35 @@ func TestFlashPersistentForms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flashArgs returns the arguments of fl's @main: q, k and v flattened, the
+// output buffer and, when fl saves it, the log-sum-exp's.
+func flashArgs(t *testing.T, fl togpu.Flash, q, k, v *interp.Tensor) []interp.Value {
+	t.Helper()
+	args := []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, fl.Elem, q.Len())}
+	if fl.LSE {
+		args = append(args, newBuffer(t, ir.F32, q.Len()/int(fl.D)))
+	}
+	return args
+}
+
+// flashOutputs reads back what @main wrote into flashArgs' buffers: the
+// output and the log-sum-exp (nil when not saved).
+func flashOutputs(t *testing.T, args []interp.Value) (o, lse []float64) {
+	t.Helper()
+	for i, a := range args[3:] {
+		x, err := a.(*interp.Buffer).Tensor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			o = x.Float64s()
+		} else {
+			lse = x.Float64s()
+		}
+	}
+	return o, lse
 }
 
 // TestFlashStagedSpecialized runs the Staged tilings with several
@@ -821,23 +836,7 @@ func TestFlashPipelineWGMMA(t *testing.T) {
 func TestGPUFlashLarge(t *testing.T) {
 	rt := openRuntime(t)
 	run := func(t *testing.T, tc flashCase, tile togpu.FlashTile, q, k, v *interp.Tensor) []float64 {
-		m := flashModule(t, dialects.NewContext(), tc.flash(tile))
-		p, err := exec.Compile(m, flashExecOptions(tile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.Run(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := out.Tensor()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.Float64s()
+		return runFlash(t, rt, tc.flash(tile), q, k, v)
 	}
 	ref := togpu.FlashTile{Rows: 64, Keys: 64, Fused: true}
 	for _, tc := range []flashCase{
@@ -904,6 +903,26 @@ func precompileFlash(t *testing.T, p *exec.Program) {
 	}
 }
 
+// runFlash compiles fl's kernel (with ptxas where STRATA_PTXAS names it),
+// runs it on rt over q, k and v and returns its output.
+func runFlash(t *testing.T, rt *exec.Runtime, fl togpu.Flash, q, k, v *interp.Tensor) []float64 {
+	t.Helper()
+	p, err := exec.Compile(flashModule(t, dialects.NewContext(), fl), flashExecOptions(fl.Tile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	precompileFlash(t, p)
+	out := newBuffer(t, fl.Elem, q.Len())
+	if _, err := p.Run(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := out.Tensor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Float64s()
+}
+
 // flashExecOptions are the compile options of tiling t's kernel: the
 // wgmma tilings need the sm_90a target.
 func flashExecOptions(t togpu.FlashTile) exec.Options {
@@ -968,24 +987,8 @@ func TestGPUFlash(t *testing.T) {
 					if err := tc.flash(tile).Check(); err != nil && tile.WGMMA {
 						t.Skipf("not for this tiling: %v", err)
 					}
-					m := flashModule(t, dialects.NewContext(), tc.flash(tile))
-					p, err := exec.Compile(m, flashExecOptions(tile))
-					if err != nil {
-						t.Fatal(err)
-					}
-					precompileFlash(t, p)
-					out, err := interp.NewBuffer(tc.elem, []int64{int64(q.Len())})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := p.Run(rt, "main", []interp.Value{flat(t, q), flat(t, k), flat(t, v), out}); err != nil {
-						t.Fatal(err)
-					}
-					got, err := out.Tensor()
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Logf("max |device − graph| = %.3g", compare(t, got.Float64s(), wantF, tol))
+					got := runFlash(t, rt, tc.flash(tile), q, k, v)
+					t.Logf("max |device − graph| = %.3g", compare(t, got, wantF, tol))
 				})
 			}
 		})

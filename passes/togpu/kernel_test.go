@@ -66,13 +66,7 @@ func TestBroadcastLoadsKeepWideVectors(t *testing.T) {
   return %%2 : tensor<4x8x64xbf16>
 }`, tc.scale)
 		m := lowerGraph(t, src, "builtin.module(lower-to-gpu)")
-		var vecs []int64
-		m.Walk(func(o *ir.Operation) bool {
-			if gpu.IsKernel(o) {
-				vecs = append(vecs, o.Attr(togpu.LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value)
-			}
-			return true
-		})
+		vecs := kernelVectors(m)
 		if len(vecs) != 1 || vecs[0] != tc.want {
 			t.Errorf("%s: kernel vector widths %v, want [%d]", tc.name, vecs, tc.want)
 		}
@@ -106,13 +100,7 @@ func TestCopyGathersKeepVectorStores(t *testing.T) {
 	} {
 		src := "func.func @main(%w: tensor<16x8x3x3xbf16>) -> tensor<16x3x3x8xbf16> {\n  " + tc.body + "\n}"
 		m := lowerGraph(t, src, "builtin.module(lower-to-gpu)")
-		var vecs []int64
-		m.Walk(func(o *ir.Operation) bool {
-			if gpu.IsKernel(o) {
-				vecs = append(vecs, o.Attr(togpu.LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value)
-			}
-			return true
-		})
+		vecs := kernelVectors(m)
 		if len(vecs) != 1 || vecs[0] != tc.want {
 			t.Errorf("%s: kernel vector widths %v, want [%d]", tc.name, vecs, tc.want)
 		}
@@ -185,13 +173,7 @@ func TestManyStoresFewerLanes(t *testing.T) {
 			v, strings.Join(types, ", "), strings.Join(body, "\n"), strings.Join(results, ", "), strings.Join(types, ", "))
 		name := fmt.Sprintf("%d points, %d values", tc.n, tc.values)
 		m := lowerGraph(t, src, "builtin.module(lower-to-gpu)")
-		var vecs []int64
-		m.Walk(func(o *ir.Operation) bool {
-			if gpu.IsKernel(o) {
-				vecs = append(vecs, o.Attr(togpu.LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value)
-			}
-			return true
-		})
+		vecs := kernelVectors(m)
 		if len(vecs) != 1 || vecs[0] != tc.want {
 			t.Errorf("%s: kernel vector widths %v, want [%d]", name, vecs, tc.want)
 		}
@@ -214,4 +196,16 @@ func TestShortLoadingLoopsRunStraight(t *testing.T) {
 		t.Errorf("%d loops and %d loads in the kernels, want 1 (the grid-stride loop) and 9 or more", ops["loop.for"], ops["loop.load"])
 	}
 	checkAgainstGraph(t, "window", src, m)
+}
+
+// kernelVectors returns the vector width of each kernel of m, in order.
+func kernelVectors(m *ir.Operation) []int64 {
+	var vecs []int64
+	m.Walk(func(o *ir.Operation) bool {
+		if gpu.IsKernel(o) {
+			vecs = append(vecs, o.Attr(togpu.LaunchAttr).(ir.DictAttr).Get("vector").(ir.IntegerAttr).Value)
+		}
+		return true
+	})
+	return vecs
 }

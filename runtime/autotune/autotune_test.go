@@ -267,11 +267,7 @@ func TestSearchFinalRound(t *testing.T) {
 // TestGPUTune tunes the softmax on a GPU, checks the result against the
 // interpreter and that a second Tune is served by the database.
 func TestGPUTune(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	defer rt.Close()
+	rt := openRuntime(t)
 	db, err := OpenDB(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -313,4 +309,20 @@ func TestGPUTune(t *testing.T) {
 	if err != nil || !again.Cached || again.Config != res.Config {
 		t.Errorf("second Tune: cached %v %+v, %v", again.Cached, again.Decision, err)
 	}
+}
+
+// openRuntime opens the first GPU for a device test (skipping it without
+// one) and closes it when the test ends.
+func openRuntime(t *testing.T) *exec.Runtime {
+	t.Helper()
+	rt, err := exec.Open(0)
+	if err != nil {
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return rt
 }

@@ -212,15 +212,7 @@ func normwise(t *testing.T, a, b interp.Value) float64 {
 // function's time and the ops each ran. The stem's data gradient is
 // left out: no training step computes it.
 func TestGPUConvVsCuDNN(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	if err := cudnn.Load(); err != nil {
 		t.Skipf("no cuDNN: %v", err)
 	}

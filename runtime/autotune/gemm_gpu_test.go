@@ -69,15 +69,7 @@ const mmBiasGeluTanh = `func.func @main(%x: tensor<8192x4096xbf16>, %w: tensor<4
 // same for the GELU in its tanh form and for the product with the bias
 // alone shows what the GELU costs.
 func TestGPUMMBiasGelu(t *testing.T) {
-	rt, err := exec.Open(0)
-	if err != nil {
-		t.Skipf("no GPU: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt := openRuntime(t)
 	if major, minor := rt.Device().ComputeCapability(); !hopper(major, minor) {
 		t.Skipf("compute capability %d.%d: no wgmma tilings", major, minor)
 	}
