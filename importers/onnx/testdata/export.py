@@ -1,9 +1,14 @@
 """Exports the PyTorch test models of importers/onnx (run with PyTorch and onnx).
 
-    python3 export.py OUTDIR [small] [resnet18]      (DYNAMO=1: the dynamo exporter)
+    python3 export.py OUTDIR [small] [cnns] [resnet18]   (DYNAMO=1: the dynamo exporter)
 
 writes NAME.onnx, NAME.in.npy (the input) and NAME.out.npy (PyTorch's output)
 for each model. Weights are random (seeded); the models are in eval mode.
+"cnns" are small torchvision-style CNNs (ResNet basic and bottleneck
+blocks, MobileNetV2/V3, squeeze-excite, Inception/DenseNet concatenation,
+ShuffleNet's channel shuffle, every pooling variant) at small widths; the
+TorchScript exporter (DYNAMO=0) folds each eval-mode BatchNormalization
+that follows a Conv into it, the dynamo exporter keeps them.
 """
 import os
 import sys
@@ -74,7 +79,7 @@ class GPTBlock(nn.Module):
 
 def randomize_bn(m):
     for mod in m.modules():
-        if isinstance(mod, (nn.BatchNorm2d,)):
+        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
             mod.running_mean.uniform_(-0.5, 0.5)
             mod.running_var.uniform_(0.5, 1.5)
             mod.weight.data.uniform_(0.5, 1.5)
@@ -98,7 +103,19 @@ def export(name, model, x, dynamic_batch, opset=17):
             y2 = model(x2)
         np.save(os.path.join(out, name + ".in2.npy"), x2.numpy())
         np.save(os.path.join(out, name + ".out2.npy"), y2.numpy())
-    print(name, os.path.getsize(path), "bytes")
+    print(name, os.path.getsize(path), "bytes", ort_diff(path, x, y))
+
+
+def ort_diff(path, x, y):
+    """ONNX Runtime's largest difference from PyTorch on the file, to tell
+    an exporter's fault from an importer's."""
+    try:
+        import onnxruntime as ort
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
+        return "ort max|diff| %.3g" % float(np.abs(got - y.numpy()).max())
+    except Exception as e:
+        return "ort: %s %s" % (type(e).__name__, str(e)[:200])
 
 
 def attempt(*args, **kwargs):
@@ -106,6 +123,234 @@ def attempt(*args, **kwargs):
         export(*args, **kwargs)
     except Exception as e:  # one failed export must not stop the others
         print(args[0], "FAILED:", type(e).__name__, str(e)[:300])
+
+
+def conv_bn(cin, cout, k, stride=1, groups=1, dilation=1, act=nn.ReLU):
+    """Conv (no bias) → BatchNorm → act, torchvision's Conv2dNormActivation."""
+    layers = [nn.Conv2d(cin, cout, k, stride, dilation * (k - 1) // 2, dilation, groups, bias=False),
+              nn.BatchNorm2d(cout)]
+    if act is not None:
+        layers.append(act())
+    return nn.Sequential(*layers)
+
+
+class BasicBlock(nn.Module):
+    """ResNet-18/34's block; a stride-2 or widening block adds the 1×1
+    conv + BN downsample on the shortcut."""
+
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        out = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(out)) + idt)
+
+
+class Bottleneck(nn.Module):
+    """ResNet-50's block (torchvision's v1.5: the stride on the 3×3);
+    dilation as replace_stride_with_dilation sets it."""
+
+    def __init__(self, cin, width, stride=1, dilation=1):
+        super().__init__()
+        cout = width * 4
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, dilation, dilation, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        return self.relu(self.bn3(self.conv3(out)) + idt)
+
+
+class ResNetBasic(nn.Module):
+    """ResNet-18's layout at width 8: 7×7/2 stem, 3×3/2 max pool, basic
+    blocks, adaptive average pool, flatten, fc."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+                                  nn.MaxPool2d(3, 2, 1))
+        self.layers = nn.Sequential(BasicBlock(8, 8), BasicBlock(8, 8), BasicBlock(8, 16, 2), BasicBlock(16, 16))
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.layers(self.stem(x))), 1))
+
+
+class ResNetBottleneck(nn.Module):
+    """ResNet-50's layout at width 4 on an odd input size: bottlenecks
+    with downsample, one dilated stage, the old view(N, -1) flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+                                  nn.MaxPool2d(3, 2, 1))
+        self.layers = nn.Sequential(Bottleneck(8, 4), Bottleneck(16, 4), Bottleneck(16, 8, 2), Bottleneck(32, 8, 1, 2))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.pool(self.layers(self.stem(x)))
+        return self.fc(x.view(x.size(0), -1))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1×1 expand, 3×3 depthwise (groups = C), ReLU6,
+    linear 1×1 projection, residual when the shape is kept."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        layers = [] if expand == 1 else [conv_bn(cin, hidden, 1, act=nn.ReLU6)]
+        layers += [conv_bn(hidden, hidden, 3, stride, groups=hidden, act=nn.ReLU6), conv_bn(hidden, cout, 1, act=None)]
+        self.conv = nn.Sequential(*layers)
+        self.res = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.conv(x) if self.res else self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            conv_bn(3, 8, 3, 2, act=nn.ReLU6), InvertedResidual(8, 8, 1, 1), InvertedResidual(8, 12, 2, 6),
+            InvertedResidual(12, 12, 1, 6), InvertedResidual(12, 16, 2, 6), conv_bn(16, 32, 1, act=nn.ReLU6))
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(32, 10))
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+class SqueezeExcite(nn.Module):
+    """Global average pool, 1×1 reduce, act, 1×1 expand, gate, and the
+    broadcast multiply of [N, C, 1, 1] into [N, C, H, W]."""
+
+    def __init__(self, c, r, act, gate):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc1, self.act, self.fc2, self.gate = nn.Conv2d(c, r, 1), act(), nn.Conv2d(r, c, 1), gate()
+
+    def forward(self, x):
+        return x * self.gate(self.fc2(self.act(self.fc1(self.pool(x)))))
+
+
+class SENet(nn.Module):
+    """EfficientNet's MBConv (SiLU, 5×5/2 depthwise, SE with sigmoid) and
+    MobileNetV3's block (Hardswish, SE with ReLU and Hardsigmoid, residual),
+    a mean over H, W (ReduceMean) and a Linear → BatchNorm1d → Hardswish head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(3, 8, 3, 2, act=nn.Hardswish)
+        self.mb = nn.Sequential(conv_bn(8, 32, 1, act=nn.SiLU), conv_bn(32, 32, 5, 2, groups=32, act=nn.SiLU),
+                                SqueezeExcite(32, 8, nn.SiLU, nn.Sigmoid), conv_bn(32, 16, 1, act=None))
+        self.v3 = nn.Sequential(conv_bn(16, 48, 1, act=nn.Hardswish), conv_bn(48, 48, 3, groups=48, act=nn.Hardswish),
+                                SqueezeExcite(48, 12, nn.ReLU, nn.Hardsigmoid), conv_bn(48, 16, 1, act=None))
+        self.head = nn.Sequential(nn.Linear(16, 24), nn.BatchNorm1d(24), nn.Hardswish(), nn.Linear(24, 10))
+
+    def forward(self, x):
+        x = self.mb(self.stem(x))
+        x = x + self.v3(x)
+        return self.head(x.mean((2, 3)))
+
+
+class Pools(nn.Module):
+    """Every pooling form torchvision models use, on an odd size: max with
+    ceil_mode and padding, dilated max, non-square windows, average with
+    count_include_pad both ways, ceil-mode average with and without
+    padding, adaptive average to 5×5 and 1×1, adaptive max; flattened and
+    concatenated."""
+
+    def forward(self, x):
+        f = nn.functional
+        ys = [f.max_pool2d(x, 3, 3, 1, ceil_mode=True), f.max_pool2d(x, 3, 1, 1, dilation=2),
+              f.max_pool2d(x, (3, 2), (2, 1)), f.max_pool2d(x, 2, ceil_mode=True),
+              f.avg_pool2d(x, 3, 2, 1, count_include_pad=True), f.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+              f.avg_pool2d(x, 2, ceil_mode=True), f.avg_pool2d(x, 3, 3, 1, ceil_mode=True),
+              f.avg_pool2d(x, 3, 3, 1, ceil_mode=True, count_include_pad=False), f.avg_pool2d(x, (1, 3), (1, 2), (0, 1)),
+              f.adaptive_avg_pool2d(x, (5, 5)), f.adaptive_avg_pool2d(x, 1), f.adaptive_max_pool2d(x, 1)]
+        return torch.cat([y.flatten(1) for y in ys], 1)
+
+
+class InceptionDense(nn.Module):
+    """An Inception block (1×1, 1×1→3×3, 1×1→5×5, 3×3/1 max pool→1×1
+    branches concatenated), a DenseNet block (pre-activation BN → ReLU →
+    conv layers, each concatenated to its input: the BNs cannot fold into
+    a conv) and a transition (BN, ReLU, 1×1 conv, 2×2 average pool)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(3, 16, 3)
+        self.b1 = conv_bn(16, 8, 1)
+        self.b2 = nn.Sequential(conv_bn(16, 6, 1), conv_bn(6, 8, 3))
+        self.b3 = nn.Sequential(conv_bn(16, 4, 1), conv_bn(4, 4, 5))
+        self.b4 = nn.Sequential(nn.MaxPool2d(3, 1, 1), conv_bn(16, 4, 1))
+        self.dense = nn.ModuleList(
+            nn.Sequential(nn.BatchNorm2d(c), nn.ReLU(), nn.Conv2d(c, 12, 1, bias=False), nn.BatchNorm2d(12), nn.ReLU(),
+                          nn.Conv2d(12, 6, 3, 1, 1, bias=False)) for c in (24, 30, 36))
+        self.trans = nn.Sequential(nn.BatchNorm2d(42), nn.ReLU(), nn.Conv2d(42, 16, 1, bias=False), nn.AvgPool2d(2, 2))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.cat([self.b1(x), self.b2(x), self.b3(x), self.b4(x)], 1)
+        for layer in self.dense:
+            x = torch.cat([x, layer(x)], 1)
+        x = torch.relu(self.trans(x))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def channel_shuffle(x, groups):
+    n, c, h, w = x.size()
+    x = x.view(n, groups, c // groups, h, w)
+    return torch.transpose(x, 1, 2).contiguous().view(n, -1, h, w)
+
+
+class ShuffleBlock(nn.Module):
+    """ShuffleNetV2's unit: chunk the channels in two (Split), a 1×1 →
+    depthwise 3×3 → 1×1 branch on one half, concat, channel shuffle
+    (view, transpose, view)."""
+
+    def __init__(self, c):
+        super().__init__()
+        h = c // 2
+        self.branch = nn.Sequential(conv_bn(h, h, 1), conv_bn(h, h, 3, groups=h, act=None), conv_bn(h, h, 1))
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        return channel_shuffle(torch.cat((a, self.branch(b)), 1), 2)
+
+
+class ShuffleNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(conv_bn(3, 16, 3, 2), nn.MaxPool2d(3, 2, 1, ceil_mode=True))
+        self.blocks = nn.Sequential(ShuffleBlock(16), ShuffleBlock(16), conv_bn(16, 32, 3, dilation=2))
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.blocks(self.stem(x))
+        return self.fc(x.mean([2, 3]))
 
 
 if "small" in sys.argv[2:] or len(sys.argv) == 2:
@@ -117,3 +362,12 @@ if "small" in sys.argv[2:] or len(sys.argv) == 2:
 if "resnet18" in sys.argv[2:]:
     import torchvision
     attempt("resnet18", torchvision.models.resnet18(), torch.randn(2, 3, 224, 224), True)
+if "cnns" in sys.argv[2:]:
+    print("torch", torch.__version__, "dynamo" if kw.get("dynamo") else "torchscript")
+    attempt("resnet_basic", ResNetBasic(), torch.randn(2, 3, 32, 32), True)
+    attempt("resnet_bottleneck", ResNetBottleneck(), torch.randn(2, 3, 36, 36), True)
+    attempt("mobilenet_v2", MobileNetV2(), torch.randn(2, 3, 32, 32), True)
+    attempt("se_net", SENet(), torch.randn(2, 3, 32, 32), True)
+    attempt("pools", Pools(), torch.randn(2, 4, 15, 15), True)
+    attempt("inception_dense", InceptionDense(), torch.randn(2, 3, 16, 16), True)
+    attempt("shufflenet", ShuffleNet(), torch.randn(2, 3, 35, 35), True)
