@@ -126,20 +126,31 @@ func (tm timing) with(iters int) timing {
 	return tm
 }
 
+// callTimes are a row's timed calls: the fastest, median and slowest wall
+// milliseconds of a call and its wait. The median is the row's figure;
+// the spread shows the host's noise (a slow period fills the median of a
+// few calls on a host-bound row).
+type callTimes struct{ Min, Median, Max float64 }
+
+// set records t in sm: Ms is the median.
+func (t callTimes) set(sm *StrataMode) {
+	sm.Ms, sm.MinMs, sm.MaxMs = t.Median, t.Min, t.Max
+}
+
 // calls runs call tm.iters times after one warm-up and the final JIT tier
-// (frontend.Settle) and returns the median wall milliseconds per call,
-// each followed by a wait for the GPU; then tm.profile more calls under a
+// (frontend.Settle) and returns the wall milliseconds per call, each
+// followed by a wait for the GPU; then tm.profile more calls under a
 // profile.
-func (tm timing) calls(call func() error) (float64, error) {
+func (tm timing) calls(call func() error) (callTimes, error) {
 	if err := call(); err != nil {
-		return 0, err
+		return callTimes{}, err
 	}
 	if err := frontend.Synchronize(); err != nil {
-		return 0, err
+		return callTimes{}, err
 	}
 	// The final JIT tier's code, not the first's (frontend.Settle).
 	if err := frontend.Settle(); err != nil {
-		return 0, err
+		return callTimes{}, err
 	}
 	var ms []float64
 	gc0, heap0 := gcCycles(), heapAllocs()
@@ -149,20 +160,20 @@ func (tm timing) calls(call func() error) (float64, error) {
 	}
 	stop, err := tm.startCPUProfile()
 	if err != nil {
-		return 0, err
+		return callTimes{}, err
 	}
 	for range tm.iters {
 		t0 := time.Now()
 		if err := call(); err != nil {
-			return 0, err
+			return callTimes{}, err
 		}
 		if err := frontend.Synchronize(); err != nil {
-			return 0, err
+			return callTimes{}, err
 		}
 		ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
 	}
 	if err := stop(); err != nil {
-		return 0, err
+		return callTimes{}, err
 	}
 	if tm.log != nil {
 		n := float64(max(tm.iters, 1))
@@ -175,13 +186,20 @@ func (tm timing) calls(call func() error) (float64, error) {
 		}
 		fmt.Fprintln(tm.log, ")")
 	}
+	if len(ms) == 0 {
+		return callTimes{}, errors.New("no timed calls")
+	}
 	sort.Float64s(ms)
 	if tm.profile > 0 && len(*tm.profiled) == 0 { // a row's first timed calls only
 		if err := tm.profileCalls(call); err != nil {
-			return 0, fmt.Errorf("profile: %w", err)
+			return callTimes{}, fmt.Errorf("profile: %w", err)
 		}
 	}
-	return ms[len(ms)/2], nil
+	t := callTimes{Min: ms[0], Median: ms[len(ms)/2], Max: ms[len(ms)-1]}
+	if tm.log != nil {
+		fmt.Fprintf(tm.log, "  %d timed calls: min %.3f, median %.3f, max %.3f ms\n", len(ms), t.Min, t.Median, t.Max)
+	}
+	return t, nil
 }
 
 // startCPUProfile starts the Go CPU profile tm asks for, and returns the
@@ -394,12 +412,12 @@ func timeTrain(m any, step *nn.GradStep, newOpt func() (optim.Optimizer, error),
 		return nil, nil, err
 	}
 	fmt.Fprintf(log, "  final JIT tier settled in %.1f s\n", time.Since(t0).Seconds())
-	ms, err := tm.calls(call)
+	ct, err := tm.calls(call)
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(log, "  %.2f ms a step\n", ms)
-	sm.Ms = ms
+	fmt.Fprintf(log, "  %.2f ms a step\n", ct.Median)
+	ct.set(sm)
 	return out, sm, nil
 }
 
@@ -501,16 +519,18 @@ func runGPT2Prefill(s Size, opts frontend.Options, tm timing, log io.Writer) (ma
 			return nil
 		}
 	}
-	if sm.Ms, err = tm.calls(call(true)); err != nil {
+	ct, err := tm.calls(call(true))
+	if err != nil {
 		return nil, nil, nil, err
 	}
+	ct.set(sm)
 	fmt.Fprintf(log, "  gpt2_prefill: %.2f ms a call and its wait (logits freed; the host queues a call in %.2f ms)\n", sm.Ms, median(queued))
 	queued = queued[:0]
 	kept, err := tm.calls(call(false))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	fmt.Fprintf(log, "  gpt2_prefill: %.2f ms a call with its logits left to the collector (queued in %.2f ms)\n", kept, median(queued))
+	fmt.Fprintf(log, "  gpt2_prefill: %.2f ms a call with its logits left to the collector (queued in %.2f ms)\n", kept.Median, median(queued))
 	if opts.Backend == frontend.NVPTXBackend {
 		if kt, err := c.Frontend().KernelTime(tm.iters, c.Args(idxd)...); err == nil {
 			sm.KernelMs = float64(kt.Microseconds()) / 1000
@@ -595,13 +615,13 @@ func runGPT2Decode(s Size, batch int, opts frontend.Options, tm timing, log io.W
 			return nil, nil, nil, o.Err()
 		}
 	}
-	ms, err := tm.with(max(tm.iters/4, 1)).calls(func() error { _, _, err := gen.Generate(idxd, n); return err })
+	ct, err := tm.with(max(tm.iters/4, 1)).calls(func() error { _, _, err := gen.Generate(idxd, n); return err })
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	// Ms is per decoding step (the figure is tokens/s: batch/Ms).
-	sm.WallMs = ms
-	sm.Ms = ms / float64(n)
+	sm.WallMs = ct.Median
+	sm.Ms, sm.MinMs, sm.MaxMs = ct.Median/float64(n), ct.Min/float64(n), ct.Max/float64(n)
 	_, dc := gen.Steps()
 	fmt.Fprintf(log, "gpt2_decode b%d: decoding step (%s) %+v\n", batch, opts.Mode, dc.Frontend().Stats())
 	if opts.Backend == frontend.NVPTXBackend {
@@ -723,9 +743,11 @@ func runGPT2Dynamic(s Size, opts frontend.Options, tm timing, log io.Writer) (ma
 		}
 		return nil
 	}
-	if sm.Ms, err = tm.with(max(tm.iters/4, 1)).calls(pass); err != nil {
+	ct, err := tm.with(max(tm.iters/4, 1)).calls(pass)
+	if err != nil {
 		return nil, nil, nil, err
 	}
+	ct.set(sm)
 	st := pf.Compiled().Frontend().Stats()
 	sm.Compiles = st.Compiles
 	fmt.Fprintf(log, "gpt2_dynamic: %d lengths, stats %+v\n", len(lengths), st)
@@ -778,9 +800,11 @@ func runResNetInfer(s Size, opts frontend.Options, tm timing, log io.Writer) (ma
 	fmt.Fprintf(log, "  resnet50_infer: first call %.2f s (%v; the rest is the first run)\n", sm.FirstCallS, c.Frontend().CompileTimes())
 	out := map[string]*frontend.Tensor{"logits": res[0]}
 	res[0].Float64s()
-	if sm.Ms, err = tm.calls(func() error { _, err := c.Call(xd); return err }); err != nil {
+	ct, err := tm.calls(func() error { _, err := c.Call(xd); return err })
+	if err != nil {
 		return nil, nil, nil, err
 	}
+	ct.set(sm)
 	return in, out, sm, nil
 }
 

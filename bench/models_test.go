@@ -35,6 +35,9 @@ func TestModelRowsSmall(t *testing.T) {
 		if sm.Error != "" || sm.Ms <= 0 || sm.FirstCallS <= 0 {
 			t.Fatalf("%s: %+v", name, sm)
 		}
+		if sm.MinMs <= 0 || sm.MinMs > sm.Ms || sm.Ms > sm.MaxMs {
+			t.Errorf("%s: timed calls min %v, median %v, max %v", name, sm.MinMs, sm.Ms, sm.MaxMs)
+		}
 		if name == "gpt2_dynamic" && (sm.Compiles != 1 || sm.TotalS < sm.FirstCallS) {
 			t.Errorf("%s: %+v, want one compile for %d lengths", name, sm, len(gpt2DynamicLengths(Small)))
 		}

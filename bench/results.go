@@ -70,6 +70,10 @@ type FileSpec struct {
 type StrataMode struct {
 	// Ms is the median milliseconds per call.
 	Ms float64 `json:"ms,omitempty"`
+	// MinMs and MaxMs are the fastest and slowest timed call (the model
+	// rows): their spread around Ms is the host's noise.
+	MinMs float64 `json:"min_ms,omitempty"`
+	MaxMs float64 `json:"max_ms,omitempty"`
 	// FirstCallS is trace + compile + module load + first launch and wait,
 	// in seconds, with the inputs already on the device (as torch.compile's
 	// first call): the conversions and copies are PhasesS["transfer"].

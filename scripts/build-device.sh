@@ -24,6 +24,12 @@ fi
 # the device's glibc.
 CGO_ENABLED=0 go build -ldflags "-s -w -X main.commit=$commit" -o .device/strata-bench ./bench/cmd/strata-bench
 CGO_ENABLED=0 go build -ldflags "-s -w" -o .device/strata-models ./bench/cmd/strata-models
+# The commit the binaries come from, for the reports run beside them
+# (scripts/sanitize-device.sh): the device's copy of the tree is another
+# checkout, whose HEAD says nothing about them.
+c=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || c="$c+dirty"
+echo "$c" > .device/commit
 cp bench/torch_side.py bench/run-device.sh bench/models_torch.py bench/run-models-device.sh .device/
 
 cat <<'RUN'

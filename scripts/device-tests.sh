@@ -20,6 +20,12 @@ for dir in $pkgs; do
 	go test -c -o ".device/$name.test" "$dir"
 done
 CGO_ENABLED=0 go build -o .device/irc ./tools/irc
+# The commit the binaries come from, for the reports run beside them
+# (scripts/sanitize-device.sh): the device's copy of the tree is another
+# checkout, whose HEAD says nothing about them.
+c=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || c="$c+dirty"
+echo "$c" > .device/commit
 cp -r runtime/exec/testdata .device/programs
 
 cat <<'RUN'

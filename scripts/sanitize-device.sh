@@ -158,6 +158,27 @@ findSanitizer() {
 }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+# buildCommit prints the commit the test binaries were built from:
+# $STRATA_BUILD_COMMIT, else .device/commit (scripts/build-device.sh and
+# scripts/device-tests.sh write it beside the binaries), else .dc/commit
+# (the session's device-call driver); the device copy's own git HEAD is
+# another checkout's, so it is printed only marked as such.
+buildCommit() {
+	local f c
+	if [ -n "${STRATA_BUILD_COMMIT:-}" ]; then
+		echo "$STRATA_BUILD_COMMIT"
+		return
+	fi
+	for f in "$root/.device/commit" "$root/.dc/commit"; do
+		c=$(head -c 200 "$f" 2>/dev/null | head -1)
+		if [ -n "$c" ]; then
+			echo "$c"
+			return
+		fi
+	done
+	echo "unknown (the binaries' commit is not recorded; the device copy's HEAD is $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+}
 san=$(findSanitizer) || {
 	echo "sanitize-device: no compute-sanitizer (set COMPUTE_SANITIZER, or put the CUDA toolkit's bin on PATH)" >&2
 	exit 2
@@ -166,7 +187,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 {
 	echo "compute-sanitizer: $san ($("$san" --version 2>/dev/null | grep -i version | head -1))"
-	echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "commit: $(buildCommit)"
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/device: /'
 } > "$work/header.txt"
 cat "$work/header.txt"

@@ -96,7 +96,11 @@ func writeReport(out io.Writer, r *bench.Results) {
 		case s.Error != "":
 			line = fmt.Sprintf("%-16s strata error: %s", w.Name, s.Error)
 		default:
-			line = fmt.Sprintf("%-16s strata %8.3f ms (first call %.2f s)", w.Name, s.Ms, s.FirstCallS)
+			line = fmt.Sprintf("%-16s strata %8.3f ms", w.Name, s.Ms)
+			if s.MaxMs > 0 {
+				line += fmt.Sprintf(" [%.3f–%.3f]", s.MinMs, s.MaxMs)
+			}
+			line += fmt.Sprintf(" (first call %.2f s)", s.FirstCallS)
 			if s.Compiles > 0 {
 				line += fmt.Sprintf(" (total %.2f s, %d compiles)", s.TotalS, s.Compiles)
 			}
