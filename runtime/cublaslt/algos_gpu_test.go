@@ -263,3 +263,79 @@ func TestGPUTune(t *testing.T) {
 		t.Error("Tune of a product with a bias but no bias address: no error")
 	}
 }
+
+// TestGPURunBesideTune runs a product again and again, each run marked
+// as the program's work (cuda.Device.BeginWork), while a Tune of the same
+// product times its candidates on scratch operands and another stream:
+// the runs hold the handle only for their own calls (Tune does not hold it
+// while it times), every run's result is exact (small integers in bf16,
+// summed in f32), and after the Tune the product runs an algorithm the
+// heuristic proposes, still exact.
+func TestGPURunBesideTune(t *testing.T) {
+	dev, alloc, hd := gpuHandle(t)
+	const m, n, k = 1024, 1024, 1024 // 2·M·N·K = TuneMinFlops: timed
+	mm := Matmul{AType: BF16, DType: F32, M: m, N: n, K: k, Batch: 1}
+	a, b := make([]float64, m*k), make([]float64, k*n)
+	for i := range a {
+		a[i] = float64(i%3 - 1)
+	}
+	for i := range b {
+		b[i] = float64(i%5 - 2)
+	}
+	pa, pb, pd := uploadBytes(t, dev, alloc, bf16(a)), uploadBytes(t, dev, alloc, bf16(b)), uploadBytes(t, dev, alloc, make([]byte, 4*m*n))
+	sa, sb, sd := uploadBytes(t, dev, alloc, bf16(a)), uploadBytes(t, dev, alloc, bf16(b)), uploadBytes(t, dev, alloc, make([]byte, 4*m*n))
+	st, err := dev.NewNonBlockingStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Destroy()
+	check := func(when string) {
+		t.Helper()
+		out := make([]byte, 4*m*n)
+		if err := dev.CopyDtoH(out, pd); err != nil {
+			t.Fatal(err)
+		}
+		for e := 0; e < m*n; e += 997 { // a spread of elements, each summed in full
+			i, j := e/n, e%n
+			want := 0.0
+			for kk := range k {
+				want += a[i*k+kk] * b[kk*n+j]
+			}
+			if got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*e:])); float64(got) != want {
+				t.Fatalf("%s: D[%d, %d] = %g, want %g", when, i, j, got, want)
+			}
+		}
+	}
+	tuned := make(chan error, 1)
+	go func() { tuned <- hd.Tune(mm, sa, sb, sd, 0, st) }()
+	runs := 0
+	for done := false; !done; {
+		select {
+		case err := <-tuned:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		default:
+		}
+		dev.BeginWork()
+		err := hd.Run(mm, pa, pb, pd, nil)
+		if endErr := dev.EndWork(nil); err == nil {
+			err = endErr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs++
+		check("beside the Tune")
+	}
+	t.Logf("%d runs beside the Tune", runs)
+	key := planKey{Matmul: mm}
+	var algos []heuristicResult
+	if err := dev.WithContext(func() (err error) { algos, err = hd.heuristics(hd.plans[key], TuneCandidates); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(algos, func(h heuristicResult) bool { return h.algo == hd.plans[key].algo.algo }) {
+		t.Errorf("Tune kept an algorithm the heuristic does not propose")
+	}
+}

@@ -185,6 +185,12 @@ type Handle struct {
 	// alpha and beta are the host scalars of every call (D = 1·A·B + 0·D),
 	// read when a call is queued, also while a stream is captured.
 	alpha, beta float32
+
+	// tuneMu serialises the Tunes, which time their candidates with
+	// tuneWorkspace (taken on the first Tune that times): the calls of
+	// Run use workspace meanwhile, on other streams.
+	tuneMu        sync.Mutex
+	tuneWorkspace cuda.DevicePtr
 }
 
 // New loads cuBLASLt (an error wrapping ErrNotFound when absent), creates
@@ -210,6 +216,8 @@ func (hd *Handle) Path() string { return hd.lib.path }
 
 // Close destroys the plans and the handle and returns the workspace.
 func (hd *Handle) Close() error {
+	hd.tuneMu.Lock()
+	defer hd.tuneMu.Unlock()
 	hd.mu.Lock()
 	defer hd.mu.Unlock()
 	l := hd.lib
@@ -222,6 +230,10 @@ func (hd *Handle) Close() error {
 		return errors.Join(errs...)
 	})}
 	errs = append(errs, hd.alloc.Free(hd.workspace))
+	if hd.tuneWorkspace != 0 {
+		errs = append(errs, hd.alloc.Free(hd.tuneWorkspace))
+		hd.tuneWorkspace = 0
+	}
 	hd.plans = nil
 	return errors.Join(errs...)
 }
@@ -435,8 +447,16 @@ const TuneMinFlops = 1 << 31
 // bias, for a product with one), and makes the fastest the algorithm of
 // m's later calls: the heuristic's first proposal is not always its
 // fastest. The choice is logged under the topic autotune. A product under
-// TuneMinFlops only runs once, with the first proposal. Timing, Tune waits
-// for stream and holds the handle (other calls wait).
+// TuneMinFlops only runs once, with the first proposal.
+//
+// Tune holds the handle only to read and set m's plan: the calls of Run
+// meanwhile (a program's first run while its products are tuned in the
+// background) run on the heuristic's first proposal, or on the choice of
+// an earlier Tune, and switch to this one's when it ends. The candidates
+// run on a workspace of Tune's own, and their timings wait for the
+// program's work on the device (cuda.Device.WaitQuiet) and are made again
+// when a run of it began meanwhile: the device is the program's first,
+// and the timings stay those of an idle device.
 func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stream) error {
 	if err := m.check(); err != nil {
 		return err
@@ -454,14 +474,23 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	if m.Bias {
 		key.biasAlign = alignment(bias)
 	}
-	// The handle's lock for the whole timing: the candidates share its
-	// workspace with every other call. A plan of Tune's own: the shared
-	// one keeps its algorithm until the choice is made.
+	hd.tuneMu.Lock()
+	defer hd.tuneMu.Unlock()
 	hd.mu.Lock()
-	defer hd.mu.Unlock()
-	if hd.plans == nil {
+	closed := hd.plans == nil
+	hd.mu.Unlock()
+	if closed {
 		return errors.New("cuBLASLt: handle used after Close")
 	}
+	if hd.tuneWorkspace == 0 {
+		ws, err := hd.alloc.Alloc(WorkspaceBytes)
+		if err != nil {
+			return fmt.Errorf("cuBLASLt tuning workspace: %w", err)
+		}
+		hd.tuneWorkspace = ws
+	}
+	// A plan of Tune's own (cuBLASLt's handle is thread-safe): the shared
+	// one keeps its algorithm until the choice is made.
 	var p *plan
 	var algos []heuristicResult
 	err := hd.dev.WithContext(func() (err error) {
@@ -488,12 +517,14 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	began := time.Now()
 	best, bestMs := -1, float32(0)
 	times := make([]string, 0, len(algos))
+	retimed := 0
 	for i, h := range algos {
 		p.algo = h
-		ms, err := hd.timePlan(p, a, b, d, stream, start, end)
+		ms, again, err := hd.timePlan(p, a, b, d, stream, start, end)
 		if err != nil {
 			continue // a candidate that does not run is not chosen
 		}
+		retimed += again
 		times = append(times, fmt.Sprintf("#%d %.4f ms", i, ms))
 		if best < 0 || ms < bestMs {
 			best, bestMs = i, ms
@@ -502,9 +533,14 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	if best < 0 {
 		return fmt.Errorf("cuBLASLt: none of %d algorithms for M=%d N=%d K=%d batch=%d ran", len(algos), m.M, m.N, m.K, m.Batch)
 	}
-	logs.Printf("autotune", "cuBLASLt %s product %dx%dx%d (batch %d, transposes %v %v, bias %v): algorithm #%d of the heuristic's %d (%s; timed in %.1f ms)",
+	logs.Printf("autotune", "cuBLASLt %s product %dx%dx%d (batch %d, transposes %v %v, bias %v): algorithm #%d of the heuristic's %d (%s; timed in %.1f ms, %d timings made again after the program's work)",
 		m.AType, m.M, m.N, m.K, m.Batch, m.TransA, m.TransB, m.Bias, best, len(algos), strings.Join(times, ", "),
-		float64(time.Since(began).Microseconds())/1000)
+		float64(time.Since(began).Microseconds())/1000, retimed)
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	if hd.plans == nil {
+		return errors.New("cuBLASLt: handle used after Close")
+	}
 	shared := hd.plans[key]
 	if shared == nil {
 		err := hd.dev.WithContext(func() (err error) { shared, err = hd.newPlan(m, bias); return err })
@@ -517,26 +553,46 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	return nil
 }
 
-// timePlan runs plan p's product (its bias in its descriptor) once (the
-// kernel's first run loads it), then timingRuns times, each between start
-// and end on stream, holding the device's TimingLock, and returns the
-// fastest run's milliseconds: a run another stream's work slowed, or
-// that waited for the host, only ever takes longer. The handle is locked.
-func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (float32, error) {
+// timePlan runs plan p's product (its bias in its descriptor) once on the
+// tuning workspace (the kernel's first run loads it), then timingRuns
+// times, each between start and end on stream, holding the device's
+// TimingLock, and returns the fastest run's milliseconds: a run another
+// stream's work slowed, or that waited for the host, only ever takes
+// longer. The timed runs start once the program's work queued so far has
+// finished, and are all made again (up to maxRetimes times, counted in
+// again) when a run of the program's began meanwhile. The tuning lock is
+// held.
+func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (_ float32, again int, _ error) {
 	l := hd.lib
 	call := func() error {
 		return hd.dev.WithContext(func() error {
 			return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
 				uint64(b), p.b, uint64(a), p.a, unsafe.Pointer(&hd.beta), uint64(d), p.d, uint64(d), p.d,
-				unsafe.Pointer(&p.algo.algo), uint64(hd.workspace), WorkspaceBytes, stream.Handle()))
+				unsafe.Pointer(&p.algo.algo), uint64(hd.tuneWorkspace), WorkspaceBytes, stream.Handle()))
 		})
 	}
 	if err := call(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	lock := hd.dev.TimingLock()
-	lock.Lock()
-	defer lock.Unlock()
+	for {
+		gen, err := hd.dev.WaitQuiet()
+		if err != nil {
+			return 0, again, err
+		}
+		lock := hd.dev.TimingLock()
+		lock.Lock()
+		best, err := fastestRun(call, stream, start, end)
+		lock.Unlock()
+		if err != nil || !hd.dev.Perturbed(gen) || again == maxRetimes {
+			return best, again, err
+		}
+		again++
+	}
+}
+
+// fastestRun makes call timingRuns times, each between start and end on
+// stream, and returns the fastest run's milliseconds.
+func fastestRun(call func() error, stream *cuda.Stream, start, end *cuda.Event) (float32, error) {
 	best := float32(-1)
 	for range timingRuns {
 		if err := start.Record(stream); err != nil {
@@ -561,6 +617,11 @@ func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream,
 	}
 	return best, nil
 }
+
+// maxRetimes is how many times timePlan times a candidate again after the
+// program's work began during its timing: a program that keeps the
+// device busy cannot hold a Tune back forever.
+const maxRetimes = 3
 
 // timingRuns is how many timed runs of each candidate Tune takes the
 // fastest of.

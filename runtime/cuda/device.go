@@ -39,6 +39,7 @@ type Device struct {
 	sms     int
 	maps    tensorMapCache // encoded tensor maps (tensormap.go)
 	timing  sync.Mutex     // TimingLock
+	work    programWork    // BeginWork, EndWork, WaitQuiet (work.go)
 }
 
 // TimingLock is the lock the vendor libraries hold while they time the
@@ -105,6 +106,10 @@ func (dev *Device) readProperties() error {
 // Close releases the primary context. Memory, modules, streams and events
 // of the device must not be used afterwards.
 func (dev *Device) Close() error {
+	if ev := dev.work.done; ev != nil {
+		_ = ev.Destroy() // the context's release frees it anyway
+		dev.work.done = nil
+	}
 	if r := dev.drv.cuDevicePrimaryCtxRelease(dev.dev); r != Success {
 		return dev.drv.errorFor("cuDevicePrimaryCtxRelease_v2", r)
 	}

@@ -292,10 +292,10 @@ func (b *builder) opGraph(h uintptr, key planKey) uintptr {
 	b.finalize(conv)
 	// Per direction: the operation's type and its attributes for alpha,
 	// beta, the convolution, then x, w and y (or their gradients).
-	attrs := map[direction][6]int32{
-		forward:        {attrFwdAlpha, attrFwdBeta, attrFwdConv, attrFwdX, attrFwdW, attrFwdY},
-		backwardData:   {attrBwdDataAlpha, attrBwdDataBeta, attrBwdDataConv, attrBwdDataDX, attrBwdDataW, attrBwdDataDY},
-		backwardFilter: {attrBwdFilterAlpha, attrBwdFilterBeta, attrBwdFilterConv, attrBwdFilterX, attrBwdFilterDW, attrBwdFilterDY},
+	attrs := map[Direction][6]int32{
+		DirForward:        {attrFwdAlpha, attrFwdBeta, attrFwdConv, attrFwdX, attrFwdW, attrFwdY},
+		DirBackwardData:   {attrBwdDataAlpha, attrBwdDataBeta, attrBwdDataConv, attrBwdDataDX, attrBwdDataW, attrBwdDataDY},
+		DirBackwardFilter: {attrBwdFilterAlpha, attrBwdFilterBeta, attrBwdFilterConv, attrBwdFilterX, attrBwdFilterDW, attrBwdFilterDY},
 	}[key.dir]
 	op := b.create([...]int32{descConvForward, descConvBwdData, descConvBwdFilter}[key.dir])
 	b.float(op, attrs[0], 1)
@@ -485,7 +485,7 @@ func (hd *Handle) enginePlan(key planKey) (*plan, string) {
 
 // execute queues candidate c's execution plan on the handle's stream with
 // the operands ops (x, w, y: their uids' order) and the workspace.
-func (hd *Handle) execute(c candidate, ops [3]cuda.DevicePtr) Status {
+func (hd *Handle) execute(c candidate, ops [3]cuda.DevicePtr, workspace cuda.DevicePtr) Status {
 	l := hd.lib
 	var pack uintptr
 	if s := l.graph.create(descVariantPack, &pack); s != 0 {
@@ -493,7 +493,7 @@ func (hd *Handle) execute(c candidate, ops [3]cuda.DevicePtr) Status {
 	}
 	uids := [3]int64{uidX, uidW, uidY}
 	ptrs := [3]uintptr{uintptr(ops[0]), uintptr(ops[1]), uintptr(ops[2])}
-	ws := uintptr(hd.workspace)
+	ws := uintptr(workspace)
 	s := l.graph.set(pack, attrPackUIDs, typeInt64, 3, unsafe.Pointer(&uids[0]))
 	if s == 0 {
 		s = l.graph.set(pack, attrPackPointers, typeVoidPtr, 3, unsafe.Pointer(&ptrs[0]))

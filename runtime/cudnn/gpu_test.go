@@ -50,14 +50,14 @@ func checkConv(t *testing.T, dev *cuda.Device, alloc *cuda.Allocator, hd *Handle
 	y, dx, dw := convLoops(c, x, w, g)
 	px, pw, pg := upload(t, dev, alloc, x, xs, c.Layout), upload(t, dev, alloc, w, ws, c.Layout), upload(t, dev, alloc, g, ys, c.Layout)
 	for _, d := range []struct {
-		dir   direction
+		dir   Direction
 		run   func(out cuda.DevicePtr) error
 		want  []float64
 		shape [4]int64
 	}{
-		{forward, func(out cuda.DevicePtr) error { return hd.Forward(c, px, pw, out, nil) }, y, ys},
-		{backwardData, func(out cuda.DevicePtr) error { return hd.BackwardData(c, pw, pg, out, nil) }, dx, xs},
-		{backwardFilter, func(out cuda.DevicePtr) error { return hd.BackwardFilter(c, px, pg, out, nil) }, dw, ws},
+		{DirForward, func(out cuda.DevicePtr) error { return hd.Forward(c, px, pw, out, nil) }, y, ys},
+		{DirBackwardData, func(out cuda.DevicePtr) error { return hd.BackwardData(c, pw, pg, out, nil) }, dx, xs},
+		{DirBackwardFilter, func(out cuda.DevicePtr) error { return hd.BackwardFilter(c, px, pg, out, nil) }, dw, ws},
 	} {
 		t.Run(fmt.Sprintf("%s/%s/C%d/layout%d", api, directionNames[d.dir], c.C, c.Layout), func(t *testing.T) {
 			// A handle's plans outlive the API switch: start afresh.
@@ -211,4 +211,95 @@ func gpuHandle(t *testing.T) (*cuda.Device, *cuda.Allocator, *Handle) {
 		}
 	})
 	return dev, alloc, hd
+}
+
+// TestGPUUntimedBesideTune runs each direction of a convolution Untimed
+// while a Tune of the same call times its candidates on another stream:
+// the untimed calls run the heuristic's first candidate (the plan stays
+// unchosen until the Tune ends) and are exact, the Tune leaves one
+// chosen candidate, and the calls after it are exact too. The runs are
+// marked as the program's work (cuda.Device.BeginWork), which the Tune's
+// timings wait for.
+func TestGPUUntimedBesideTune(t *testing.T) {
+	dev, alloc, hd := gpuHandle(t)
+	c := Conv{Type: BF16, Layout: NHWC, N: 4, C: 16, H: 12, W: 12, O: 32, KH: 3, KW: 3,
+		Pad: [2]int64{1, 1}, Stride: [2]int64{1, 1}, Dilate: [2]int64{1, 1}}
+	oh, ow := c.Out()
+	xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
+	x, w, g := ternary(xs, 1), ternary(ws, 2), ternary(ys, 3)
+	y, dx, dw := convLoops(c, x, w, g)
+	px, pw, pg := upload(t, dev, alloc, x, xs, c.Layout), upload(t, dev, alloc, w, ws, c.Layout), upload(t, dev, alloc, g, ys, c.Layout)
+	st, err := dev.NewNonBlockingStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Destroy()
+	for _, d := range []struct {
+		dir   Direction
+		ops   func(out cuda.DevicePtr) Operands
+		want  []float64
+		shape [4]int64
+	}{
+		{DirForward, func(out cuda.DevicePtr) Operands { return Operands{X: px, W: pw, Y: out} }, y, ys},
+		{DirBackwardData, func(out cuda.DevicePtr) Operands { return Operands{X: out, W: pw, Y: pg} }, dx, xs},
+		{DirBackwardFilter, func(out cuda.DevicePtr) Operands { return Operands{X: px, W: out, Y: pg} }, dw, ws},
+	} {
+		t.Run(directionNames[d.dir], func(t *testing.T) {
+			out := upload(t, dev, alloc, make([]float64, len(d.want)), d.shape, c.Layout)
+			scratch := upload(t, dev, alloc, make([]float64, len(d.want)), d.shape, c.Layout)
+			check := func(when string) {
+				t.Helper()
+				got := download(t, dev, out, d.shape, c.Layout)
+				for i := range got {
+					if got[i] != d.want[i] {
+						t.Fatalf("%s: element %d (NCHW order) = %g, want %g", when, i, got[i], d.want[i])
+					}
+				}
+			}
+			// The first untimed call makes the plan and leaves it unchosen.
+			if err := hd.Untimed(d.dir, c, d.ops(out), nil); err != nil {
+				t.Fatal(err)
+			}
+			check("untimed")
+			p := hd.plans[planKey{d.dir, c}]
+			if n := len(p.cands); p.chosen && n > 1 {
+				t.Fatalf("an untimed call chose among %d candidates", n)
+			}
+			t.Logf("%d candidates", len(p.cands))
+			tuned := make(chan error, 1)
+			go func() { tuned <- hd.Tune(d.dir, c, d.ops(scratch), st) }()
+			for i := 0; ; i++ {
+				select {
+				case err := <-tuned:
+					if err != nil {
+						t.Fatal(err)
+					}
+					check(fmt.Sprintf("after %d untimed calls beside the Tune", i))
+					hd.mu.Lock()
+					chosen, n := p.chosen, len(p.cands)
+					hd.mu.Unlock()
+					if !chosen || n != 1 {
+						t.Fatalf("after the Tune: chosen %v among %d candidates, want one chosen", chosen, n)
+					}
+					if err := hd.Untimed(d.dir, c, d.ops(out), nil); err != nil {
+						t.Fatal(err)
+					}
+					check("after the Tune")
+					return
+				default:
+				}
+				dev.BeginWork()
+				err := hd.Untimed(d.dir, c, d.ops(out), nil)
+				if endErr := dev.EndWork(nil); err == nil {
+					err = endErr
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := dev.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
 }

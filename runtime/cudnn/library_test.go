@@ -123,10 +123,10 @@ func TestConvAt(t *testing.T) {
 		x, w, g := randomBF16(rng, xs), randomBF16(rng, ws), randomBF16(rng, ys)
 		y, dx, dw := convLoops(c, x, w, g)
 		for _, d := range []struct {
-			dir   direction
+			dir   Direction
 			want  []float64
 			shape [4]int64
-		}{{forward, y, ys}, {backwardData, dx, xs}, {backwardFilter, dw, ws}} {
+		}{{DirForward, y, ys}, {DirBackwardData, dx, xs}, {DirBackwardFilter, dw, ws}} {
 			s := d.shape
 			for i := range d.want {
 				idx := [4]int64{int64(i) / (s[1] * s[2] * s[3]), int64(i) / (s[2] * s[3]) % s[1], int64(i) / s[3] % s[2], int64(i) % s[3]}

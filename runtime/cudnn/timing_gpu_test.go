@@ -65,11 +65,11 @@ func TestGPUConvTiming(t *testing.T) {
 				terms int64 // summed per element (at most)
 			}{
 				{"fwd", func(out cuda.DevicePtr) error { return hd.Forward(c, px, pw, out, nil) }, ys,
-					func(i [4]int64) float64 { return convAt(c, x, w, g, i, forward) }, c.C * c.KH * c.KW},
+					func(i [4]int64) float64 { return convAt(c, x, w, g, i, DirForward) }, c.C * c.KH * c.KW},
 				{"bwd-data", func(out cuda.DevicePtr) error { return hd.BackwardData(c, pw, pg, out, nil) }, xs,
-					func(i [4]int64) float64 { return convAt(c, x, w, g, i, backwardData) }, c.O * c.KH * c.KW},
+					func(i [4]int64) float64 { return convAt(c, x, w, g, i, DirBackwardData) }, c.O * c.KH * c.KW},
 				{"bwd-filter", func(out cuda.DevicePtr) error { return hd.BackwardFilter(c, px, pg, out, nil) }, ws,
-					func(i [4]int64) float64 { return convAt(c, x, w, g, i, backwardFilter) }, c.N * oh * ow},
+					func(i [4]int64) float64 { return convAt(c, x, w, g, i, DirBackwardFilter) }, c.N * oh * ow},
 			} {
 				n := d.shape[0] * d.shape[1] * d.shape[2] * d.shape[3]
 				out, err := alloc.Alloc(uint64(2 * n))
@@ -123,7 +123,7 @@ func randomBF16(rng *rand.Rand, s [4]int64) []float64 {
 
 // convAt is one element (NCHW index i) of direction dir of c in float64,
 // from x, w and the output's gradient g, all NCHW-ordered.
-func convAt(c Conv, x, w, g []float64, i [4]int64, dir direction) float64 {
+func convAt(c Conv, x, w, g []float64, i [4]int64, dir Direction) float64 {
 	oh, ow := c.Out()
 	xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
 	sum := 0.0
@@ -134,16 +134,16 @@ func convAt(c Conv, x, w, g []float64, i [4]int64, dir direction) float64 {
 			return
 		}
 		switch dir {
-		case forward:
+		case DirForward:
 			sum += x[at(xs, n, ch, r, q)] * w[at(ws, o, ch, a, b)]
-		case backwardData:
+		case DirBackwardData:
 			sum += g[at(ys, n, o, oi, oj)] * w[at(ws, o, ch, a, b)]
-		case backwardFilter:
+		case DirBackwardFilter:
 			sum += x[at(xs, n, ch, r, q)] * g[at(ys, n, o, oi, oj)]
 		}
 	}
 	switch dir {
-	case forward: // i = (n, o, oi, oj)
+	case DirForward: // i = (n, o, oi, oj)
 		for ch := range c.C {
 			for a := range c.KH {
 				for b := range c.KW {
@@ -151,7 +151,7 @@ func convAt(c Conv, x, w, g []float64, i [4]int64, dir direction) float64 {
 				}
 			}
 		}
-	case backwardData: // i = (n, ch, r, q): the outputs whose window holds it
+	case DirBackwardData: // i = (n, ch, r, q): the outputs whose window holds it
 		for o := range c.O {
 			for a := range c.KH {
 				for b := range c.KW {
@@ -162,7 +162,7 @@ func convAt(c Conv, x, w, g []float64, i [4]int64, dir direction) float64 {
 				}
 			}
 		}
-	case backwardFilter: // i = (o, ch, a, b)
+	case DirBackwardFilter: // i = (o, ch, a, b)
 		for n := range c.N {
 			for oi := range oh {
 				for oj := range ow {

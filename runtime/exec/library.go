@@ -32,24 +32,42 @@ type libraries struct {
 	// its error in primeErr.
 	primed   [numLibraries]sync.Once
 	primeErr [numLibraries]error
-	// claimed are the calls a warm-up has made or is making (claim).
+	// claimed are the calls a warm-up has made (true) or is due to make
+	// (false) (claim, warmed).
 	claimMu sync.Mutex
 	claimed map[libCall]bool
 }
 
-// claim reports whether c is not warmed yet, and marks it warmed: the
-// warm-up that claims it makes it.
+// claim reports whether c is not warmed yet, and marks it claimed: the
+// warm-up that claims it makes it, then marks it warmed.
 func (l *libraries) claim(c libCall) bool {
 	l.claimMu.Lock()
 	defer l.claimMu.Unlock()
-	if l.claimed[c] {
+	if _, ok := l.claimed[c]; ok {
 		return false
 	}
 	if l.claimed == nil {
 		l.claimed = map[libCall]bool{}
 	}
-	l.claimed[c] = true
+	l.claimed[c] = false
 	return true
+}
+
+// warmed marks claimed call c made (or failed) by its warm-up.
+func (l *libraries) warmed(c libCall) {
+	l.claimMu.Lock()
+	defer l.claimMu.Unlock()
+	l.claimed[c] = true
+}
+
+// warming reports whether a warm-up has claimed c and not made it yet: a
+// program's call of c then runs untimed (cudnn.Handle.Untimed) rather
+// than wait for the warm-up's timing or time it again.
+func (l *libraries) warming(c libCall) bool {
+	l.claimMu.Lock()
+	defer l.claimMu.Unlock()
+	done, ok := l.claimed[c]
+	return ok && !done
 }
 
 // warmGroup counts the warm-ups in progress, as a sync.WaitGroup does,
@@ -108,6 +126,13 @@ var closedChan = func() chan struct{} {
 // meanwhile would slow those timings. Warm-ups started later are not
 // waited for.
 func (rt *Runtime) WarmUpsIdle() <-chan struct{} { return rt.libs.warm.idleChan() }
+
+// busy reports whether a warm-up is in progress.
+func (g *warmGroup) busy() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n > 0
+}
 
 // Wait waits until no warm-up is in progress.
 func (g *warmGroup) Wait() {
@@ -392,16 +417,22 @@ func (c *planner) libraryConv2D(op *ir.Operation) (stepFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lc, ok := libCallOf(op); ok {
+	lc, warmable := libCallOf(op)
+	if warmable {
 		c.p.libCalls = append(c.p.libCalls, lc)
 	}
+	dir := convDirections[geo.Direction]
 	return func(r *runState) error {
 		xb, wb, yb := r.slots[in[0]].b, r.slots[in[1]].b, r.slots[in[2]].b
 		if xb.mem.freed || wb.mem.freed || yb.mem.freed {
 			return ir.Errorf(op.Loc(), "%s of a deallocated buffer", gpu.LibraryConv2DOp)
 		}
 		h, err := r.rt.cuDNN()
-		if err == nil {
+		if err == nil && warmable && r.rt.libs.warming(lc) {
+			// Its warm-up times the candidates in the background: this
+			// call runs the heuristic's first and does not wait.
+			err = h.Untimed(dir, conv, cudnn.Operands{X: xb.mem.ptr, W: wb.mem.ptr, Y: yb.mem.ptr}, r.stream)
+		} else if err == nil {
 			switch geo.Direction {
 			case gpu.ConvBackwardData:
 				err = h.BackwardData(conv, wb.mem.ptr, yb.mem.ptr, xb.mem.ptr, r.stream)
@@ -416,6 +447,14 @@ func (c *planner) libraryConv2D(op *ir.Operation) (stepFunc, error) {
 		}
 		return nil
 	}, nil
+}
+
+// convDirections are cuDNN's names of the convolution directions.
+var convDirections = map[gpu.ConvDirection]cudnn.Direction{
+	"":                     cudnn.DirForward,
+	gpu.ConvForward:        cudnn.DirForward,
+	gpu.ConvBackwardData:   cudnn.DirBackwardData,
+	gpu.ConvBackwardFilter: cudnn.DirBackwardFilter,
 }
 
 // libCall is a library op of a plan whose operands have static shapes,
@@ -643,7 +682,9 @@ func (rt *Runtime) warmCalls(fn string, calls []libCall) (int, error) {
 			continue // warmed, or warming, already
 		}
 		start := time.Now()
-		if err = rt.warmCall(c, st); err != nil {
+		err = rt.warmCall(c, st)
+		rt.libs.warmed(c)
+		if err != nil {
 			break
 		}
 		if d := time.Since(start); d >= slowWarmCall {
@@ -675,15 +716,9 @@ func (rt *Runtime) warmCall(c libCall, st *cuda.Stream) error {
 		if c.isConv {
 			var h *cudnn.Handle
 			if h, err = rt.cuDNN(); err == nil {
-				x, w, y := ptrs[0], ptrs[1], ptrs[2]
-				switch c.dir {
-				case gpu.ConvBackwardData:
-					err = h.BackwardData(c.conv, w, y, x, st)
-				case gpu.ConvBackwardFilter:
-					err = h.BackwardFilter(c.conv, x, y, w, st)
-				default:
-					err = h.Forward(c.conv, x, w, y, st)
-				}
+				// The candidates are timed beside the program's calls,
+				// which run untimed meanwhile (libraryConv2D).
+				err = h.Tune(convDirections[c.dir], c.conv, cudnn.Operands{X: ptrs[0], W: ptrs[1], Y: ptrs[2]}, st)
 			}
 		} else {
 			var h *cublaslt.Handle

@@ -549,7 +549,18 @@ func (pl *plan) checkGuards(args []interp.Value) error {
 
 // Launch runs the plan once on the bound arguments, without waiting for
 // the kernels. The results of the previous Launch are released.
-func (b *Bound) Launch() error {
+func (b *Bound) Launch() (err error) {
+	// While the libraries' warm-ups time candidates beside it, the run's
+	// work is marked for them to wait for (cuda.Device.WaitQuiet): the
+	// run does not wait for them, their timings are not made beside it.
+	if dev := b.rt.cuda; dev != nil && b.rt.libs.warm.busy() {
+		dev.BeginWork()
+		defer func() {
+			if endErr := dev.EndWork(b.state.stream); endErr != nil {
+				err = errors.Join(err, endErr)
+			}
+		}()
+	}
 	p := b.rt.prof.Load()
 	if g := b.cur; g != nil {
 		if err := g.pool.reclaim(); err != nil {
