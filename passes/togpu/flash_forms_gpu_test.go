@@ -3,7 +3,9 @@ package togpu_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/strata-ir/strata/dialects"
 	"github.com/strata-ir/strata/ir"
@@ -186,22 +188,7 @@ func TestGPUFlashRow(t *testing.T) {
 	} {
 		t.Run(tc.String(), func(t *testing.T) {
 			q, k, v := tc.inputs(t)
-			ctx := dialects.NewContext()
-			m, err := ir.Parse(ctx, tc.source(), ir.ParseOptions{Filename: "row.mlir"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pm, err := passes.Parse("builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := pm.Run(ctx, m); err != nil {
-				t.Fatal(err)
-			}
-			row, err := exec.Compile(m, exec.Options{Target: "sm_90a"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			row := attentionRowProgram(t, tc)
 			type timed struct {
 				name string
 				p    *exec.Program
@@ -243,4 +230,130 @@ var rowCandidates = map[int64][]togpu.FlashTile{
 		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true, Persistent: 396},
 		togpu.FlashTileWGMMA128,
 	},
+}
+
+// attentionRowProgram is the bench's attention row's program for tc: graph.attention
+// lowered by graph-attention-to-flash with wgmma and lower-to-gpu, compiled
+// for sm_90a.
+func attentionRowProgram(t *testing.T, tc flashCase) *exec.Program {
+	t.Helper()
+	ctx := dialects.NewContext()
+	m, err := ir.Parse(ctx, tc.source(), ir.ParseOptions{Filename: "row.mlir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := passes.Parse("builtin.module(graph-attention-to-flash{wgmma=true},lower-to-gpu)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Run(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	row, err := exec.Compile(m, exec.Options{Target: "sm_90a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row
+}
+
+// TestGPUFlashEnergy runs the attention rows' programs (d64, d128) and
+// energyCandidates' kernels in the phases bench/energy_side.py runs
+// PyTorch's SDPA in, for a power sampler (energy_side.py sample) to
+// attribute the device's energy, power and SM clock to: 1 s idle, about 2 s
+// of launches back to back, then the row's timing loop (50 ms of launches
+// back to back, 100 ms of flushed ones: bench.timeProgram's) repeated for
+// about 1.5 s. Each phase is logged as a line "PHASE name start end
+// launches ms" (Unix nanoseconds; ms a launch: host wall clock back to
+// back, the median of the loops' medians for the row's loop), which
+// energy_side.py report joins with the samples. With -test.short each
+// program launches once (its final JIT tier's kernel) and nothing else
+// runs: a run for ncu.
+func TestGPUFlashEnergy(t *testing.T) {
+	rt := openRuntime(t)
+	phase := func(name string, start time.Time, launches int, ms float64) {
+		t.Logf("PHASE %s %d %d %d %.4f", name, start.UnixNano(), time.Now().UnixNano(), launches, ms)
+	}
+	for _, tc := range []flashCase{
+		{16, 16, 1024, 1024, 64, false, 0, ir.BF16},
+		{16, 16, 1024, 1024, 128, false, 0, ir.BF16},
+	} {
+		q, k, v := tc.inputs(t)
+		progs := []struct {
+			name string
+			p    *exec.Program
+			args []interp.Value
+		}{{fmt.Sprintf("strata-d%d", tc.d), attentionRowProgram(t, tc), []interp.Value{q, k, v}}}
+		for _, tile := range energyCandidates[tc.d] {
+			p, err := exec.Compile(flashModule(t, dialects.NewContext(), tc.flash(tile)), flashExecOptions(tile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			progs = append(progs, struct {
+				name string
+				p    *exec.Program
+				args []interp.Value
+			}{fmt.Sprintf("strata-d%d-%v", tc.d, tile), p, []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}})
+		}
+		for _, x := range progs {
+			b, err := x.p.Prepare(rt, "main", x.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if testing.Short() {
+				_, err = b.Time(0, 1)
+				b.Free()
+				if err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			err = energyPhases(b, x.name, phase)
+			b.Free()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// energyPhases runs TestGPUFlashEnergy's phases on b, reporting each.
+func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int, float64)) error {
+	start := time.Now()
+	time.Sleep(time.Second)
+	phase(name+"-idle", start, 0, 0)
+	ms, err := b.WallTime(50)
+	if err != nil {
+		return err
+	}
+	n := int(2000 / ms)
+	start = time.Now()
+	if ms, err = b.WallTime(n); err != nil {
+		return err
+	}
+	phase(name+"-b2b", start, n+1, ms)
+	// The row's loop: bench.timeProgram's counts from a short estimate.
+	est, err := b.Time(1, 3)
+	if err != nil {
+		return err
+	}
+	warmup, iters := int(math.Ceil(50/est)), int(math.Ceil(100/est))
+	var medians []float64
+	start = time.Now()
+	for time.Since(start) < 1500*time.Millisecond {
+		m, err := b.Time(warmup, iters)
+		if err != nil {
+			return err
+		}
+		medians = append(medians, m)
+	}
+	slices.Sort(medians)
+	phase(name+"-row", start, len(medians)*(warmup+iters), medians[len(medians)/2])
+	return nil
+}
+
+// energyCandidates are the kernels TestGPUFlashEnergy runs beside the
+// rows' programs: at d64 cuDNN's layout (128-row blocks, which read each
+// head's K and V from L2 half as often as the default's 64-row ones).
+var energyCandidates = map[int64][]togpu.FlashTile{
+	64: {togpu.FlashTileWGMMA128},
 }
