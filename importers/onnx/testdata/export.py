@@ -6,7 +6,8 @@ writes NAME.onnx, NAME.in.npy (the input) and NAME.out.npy (PyTorch's output)
 for each model. Weights are random (seeded); the models are in eval mode.
 "cnns" are small torchvision-style CNNs (ResNet basic and bottleneck
 blocks, MobileNetV2/V3, squeeze-excite, Inception/DenseNet concatenation,
-ShuffleNet's channel shuffle, every pooling variant) at small widths; the
+ShuffleNet's channel shuffle, ConvNeXt, every pooling variant) at small
+widths; the
 TorchScript exporter (DYNAMO=0) folds each eval-mode BatchNormalization
 that follows a Conv into it, the dynamo exporter keeps them.
 """
@@ -82,6 +83,9 @@ def randomize_bn(m):
         if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
             mod.running_mean.uniform_(-0.5, 0.5)
             mod.running_var.uniform_(0.5, 1.5)
+            mod.weight.data.uniform_(0.5, 1.5)
+            mod.bias.data.uniform_(-0.5, 0.5)
+        if isinstance(mod, nn.LayerNorm) and mod.weight is not None and mod.bias is not None:  # not the identity map
             mod.weight.data.uniform_(0.5, 1.5)
             mod.bias.data.uniform_(-0.5, 0.5)
 
@@ -353,6 +357,49 @@ class ShuffleNet(nn.Module):
         return self.fc(x.mean([2, 3]))
 
 
+class LayerNorm2d(nn.LayerNorm):
+    """ConvNeXt's channel LayerNorm of NCHW: permute, normalize, permute."""
+
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt's block: 7×7 depthwise conv, channels-last LayerNorm,
+    Linear ×4 (a MatMul of rank 4), exact GELU, Linear, layer scale,
+    residual."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c, eps=1e-6)
+        self.fc1, self.fc2 = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+        self.gamma = nn.Parameter(torch.rand(c) + 0.5)
+
+    def forward(self, x):
+        y = self.norm(self.dw(x).permute(0, 2, 3, 1))
+        y = self.fc2(nn.functional.gelu(self.fc1(y))) * self.gamma
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXt(nn.Module):
+    """ConvNeXt's layout: a 4×4/4 patchify stem with LayerNorm2d, blocks,
+    a LayerNorm2d + 2×2/2 conv downsample, global average pool, LayerNorm
+    head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 4, 4), LayerNorm2d(16, eps=1e-6))
+        self.stage1 = nn.Sequential(ConvNeXtBlock(16), ConvNeXtBlock(16))
+        self.down = nn.Sequential(LayerNorm2d(16, eps=1e-6), nn.Conv2d(16, 32, 2, 2))
+        self.stage2 = ConvNeXtBlock(32)
+        self.head = nn.Sequential(nn.LayerNorm(32, eps=1e-6), nn.Linear(32, 10))
+
+    def forward(self, x):
+        x = self.stage2(self.down(self.stage1(self.stem(x))))
+        return self.head(x.mean([-2, -1]))
+
+
 if "small" in sys.argv[2:] or len(sys.argv) == 2:
     attempt("cnn_small", SmallCNN(), torch.randn(2, 3, 16, 16), True)
     attempt("mlp_dynamic", MLP(), torch.randn(3, 32), True, opset=14)
@@ -371,3 +418,4 @@ if "cnns" in sys.argv[2:]:
     attempt("pools", Pools(), torch.randn(2, 4, 15, 15), True)
     attempt("inception_dense", InceptionDense(), torch.randn(2, 3, 16, 16), True)
     attempt("shufflenet", ShuffleNet(), torch.randn(2, 3, 35, 35), True)
+    attempt("convnext", ConvNeXt(), torch.randn(2, 3, 32, 32), True)
