@@ -387,6 +387,44 @@ func TestPlanLibraryCalls(t *testing.T) {
 // results match the interpreter.
 func TestGPUWarmLibraryCalls(t *testing.T) {
 	rt := openGPU(t)
+	p, pl, args := libraryGradient(t)
+	n, err := rt.warmCalls("loss_grad", pl.libCalls)
+	if err != nil || n != len(pl.libCalls) {
+		t.Fatalf("%d of %d library calls warmed: %v", n, len(pl.libCalls), err)
+	}
+	p.WarmLibraryCalls(rt, "loss_grad") // the background path, on warm plans
+	rt.WarmLibraryCallsIn(p.Module(), "loss_grad")
+	rt.libs.warm.Wait()
+	if n, err := rt.warmCalls("loss_grad", pl.libCalls); n != 0 || err != nil {
+		t.Errorf("warming the calls again made %d of them (want none: each is warmed once per Runtime): %v", n, err)
+	}
+	checkLibraryGradient(t, rt, p, args)
+}
+
+// TestGPURunBesideWarmUps runs a gradient's library calls while their
+// warm-ups time the candidates in the background, as a first run does:
+// the convolutions run untimed (cudnn.Handle.Untimed) while their
+// warm-ups are due, the results match the interpreter, and once the
+// warm-ups end every call is warmed and the results match again.
+func TestGPURunBesideWarmUps(t *testing.T) {
+	rt := openGPU(t)
+	p, pl, args := libraryGradient(t)
+	p.WarmLibraryCalls(rt, "loss_grad")
+	checkLibraryGradient(t, rt, p, args) // beside the warm-ups
+	rt.libs.warm.Wait()
+	for _, c := range pl.libCalls {
+		if rt.libs.warming(c) {
+			t.Errorf("%v: still warming after the warm-ups ended", c)
+		}
+	}
+	checkLibraryGradient(t, rt, p, args)
+}
+
+// libraryGradient compiles the gradient of a two-convolution loss with
+// the convolutions on cuDNN (the unstrided 1×1 one a cuBLASLt product)
+// and returns the program, its plan of @loss_grad and random arguments.
+func libraryGradient(t *testing.T) (*Program, *plan, []interp.Value) {
+	t.Helper()
 	if err := cudnn.Load(); err != nil {
 		t.Skipf("no cuDNN: %v", err)
 	}
@@ -427,16 +465,6 @@ func TestGPUWarmLibraryCalls(t *testing.T) {
 	if len(pl.libCalls) < 3 {
 		t.Fatalf("%d library calls listed: %+v", len(pl.libCalls), pl.libCalls)
 	}
-	n, err := rt.warmCalls("loss_grad", pl.libCalls)
-	if err != nil || n != len(pl.libCalls) {
-		t.Fatalf("%d of %d library calls warmed: %v", n, len(pl.libCalls), err)
-	}
-	p.WarmLibraryCalls(rt, "loss_grad") // the background path, on warm plans
-	rt.WarmLibraryCallsIn(p.Module(), "loss_grad")
-	rt.libs.warm.Wait()
-	if n, err := rt.warmCalls("loss_grad", pl.libCalls); n != 0 || err != nil {
-		t.Errorf("warming the calls again made %d of them (want none: each is warmed once per Runtime): %v", n, err)
-	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	ft, err := interp.FuncType(ir.NewSymTable(m).Lookup("loss_grad"))
 	if err != nil {
@@ -455,6 +483,13 @@ func TestGPUWarmLibraryCalls(t *testing.T) {
 		}
 		args = append(args, randomHalf(t, rng, mt.ElementType(), mt.Shape()...))
 	}
+	return p, pl, args
+}
+
+// checkLibraryGradient runs @loss_grad of p on rt and compares it with
+// the interpreter.
+func checkLibraryGradient(t *testing.T, rt *Runtime, p *Program, args []interp.Value) {
+	t.Helper()
 	got, err := p.Run(rt, "loss_grad", args)
 	if err != nil {
 		t.Fatal(err)
