@@ -13,10 +13,10 @@ script measures what a launch costs the device in energy on both sides:
       sample, Unix nanoseconds first.
   energy_side.py torch [--ncu]
       runs PyTorch's SDPA at the rows' sizes (b16 h16 s1024, d64 and d128,
-      bf16) in the phases of passes/togpu's TestGPUFlashEnergy: 1 s idle,
-      about 2 s of launches back to back, then the row's timing loop
+      bf16) in the phases of passes/togpu's TestGPUFlashEnergy: 0.7 s idle,
+      about 1.5 s of launches back to back, then the row's timing loop
       (triton's do_bench, 50 ms warm-up and 100 ms timed) repeated for
-      about 1.5 s, each logged as "PHASE name start end launches ms"; with
+      about 1.2 s, each logged as "PHASE name start end launches ms"; with
       --ncu it launches each once and times nothing (a run for ncu).
   energy_side.py report SAMPLES.csv LOG...
       joins the PHASE lines of the logs with the samples: per phase its
@@ -89,14 +89,14 @@ def run_torch(ncu):
         print(f"d{d} kernels: {names}", flush=True)
         name = f"torch-d{d}"
         start = time.time_ns()
-        time.sleep(1)
+        time.sleep(0.7)
         phase(name + "-idle", start, 0, 0)
         t = time.perf_counter()
         for _ in range(50):
             fn()
         torch.cuda.synchronize()
         ms = (time.perf_counter() - t) * 1e3 / 50
-        n = int(2000 / ms)
+        n = int(1500 / ms)
         start = time.time_ns()
         t = time.perf_counter()
         for _ in range(n):
@@ -107,7 +107,7 @@ def run_torch(ncu):
         medians = []
         start = time.time_ns()
         launches = 0
-        while time.time_ns() - start < 1.5e9:
+        while time.time_ns() - start < 1.2e9:
             medians.append(do_bench(fn, warmup=50, rep=100, return_mode="median"))
         medians.sort()
         # (do_bench's counts: 50 ms and 100 ms over its own estimate.)

@@ -259,10 +259,10 @@ func attentionRowProgram(t *testing.T, tc flashCase) *exec.Program {
 // TestGPUFlashEnergy runs the attention rows' programs (d64, d128) and
 // energyCandidates' kernels in the phases bench/energy_side.py runs
 // PyTorch's SDPA in, for a power sampler (energy_side.py sample) to
-// attribute the device's energy, power and SM clock to: 1 s idle, about 2 s
-// of launches back to back, then the row's timing loop (50 ms of launches
-// back to back, 100 ms of flushed ones: bench.timeProgram's) repeated for
-// about 1.5 s. Each phase is logged as a line "PHASE name start end
+// attribute the device's energy, power and SM clock to: 0.7 s idle, about
+// 1.5 s of launches back to back, then the row's timing loop (50 ms of
+// launches back to back, 100 ms of flushed ones: bench.timeProgram's)
+// repeated for about 1.2 s. Each phase is logged as a line "PHASE name start end
 // launches ms" (Unix nanoseconds; ms a launch: host wall clock back to
 // back, the median of the loops' medians for the row's loop), which
 // energy_side.py report joins with the samples. With -test.short each
@@ -319,13 +319,13 @@ func TestGPUFlashEnergy(t *testing.T) {
 // energyPhases runs TestGPUFlashEnergy's phases on b, reporting each.
 func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int, float64)) error {
 	start := time.Now()
-	time.Sleep(time.Second)
+	time.Sleep(700 * time.Millisecond)
 	phase(name+"-idle", start, 0, 0)
 	ms, err := b.WallTime(50)
 	if err != nil {
 		return err
 	}
-	n := int(2000 / ms)
+	n := int(1500 / ms)
 	start = time.Now()
 	if ms, err = b.WallTime(n); err != nil {
 		return err
@@ -339,7 +339,7 @@ func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int,
 	warmup, iters := int(math.Ceil(50/est)), int(math.Ceil(100/est))
 	var medians []float64
 	start = time.Now()
-	for time.Since(start) < 1500*time.Millisecond {
+	for time.Since(start) < 1200*time.Millisecond {
 		m, err := b.Time(warmup, iters)
 		if err != nil {
 			return err
@@ -352,8 +352,9 @@ func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int,
 }
 
 // energyCandidates are the kernels TestGPUFlashEnergy runs beside the
-// rows' programs: at d64 cuDNN's layout (128-row blocks, which read each
-// head's K and V from L2 half as often as the default's 64-row ones).
+// rows' programs: at d64 cuDNN's layout (128-row blocks) and the default
+// with TMA copies shared by cluster pairs, which both read each head's K
+// and V from L2 half as often as the default's 64-row blocks.
 var energyCandidates = map[int64][]togpu.FlashTile{
-	64: {togpu.FlashTileWGMMA128},
+	64: {togpu.FlashTileWGMMA128, {Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2, Staged: true}},
 }

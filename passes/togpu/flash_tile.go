@@ -325,6 +325,9 @@ var FlashTiles = []FlashTile{
 	// Session 17's: the next row block's Q copied during the current one.
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132},
+	// Session 19's d64 candidate: the default with TMA copies shared by
+	// cluster pairs (each head's K and V read from L2 half as often).
+	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true, Cluster: 2, Staged: true},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
