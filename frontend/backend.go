@@ -48,6 +48,23 @@ type Starter interface {
 	Start()
 }
 
+// StartBackend starts backend's one-time set-up (Starter) in the
+// background, as Compile would on its first use of the backend: a
+// program calls it first thing, as a PyTorch program imports torch (which
+// loads CUDA's libraries) before it builds its model, so that the set-up
+// overlaps the model's construction too. An unknown backend is an error;
+// one without a set-up does nothing.
+func StartBackend(backend string) error {
+	entry, err := lookupBackend(backend)
+	if err != nil {
+		return err
+	}
+	if st, ok := entry.b.(Starter); ok {
+		st.Start()
+	}
+	return nil
+}
+
 // Executable runs a compiled graph on concrete inputs, in the order of the
 // graph function's arguments, and returns its results in order.
 type Executable interface {

@@ -33,6 +33,27 @@ func (b *startingBackend) Compile(g *frontend.Graph) (frontend.Executable, error
 	return inner.Compile(g)
 }
 
+// TestStartBackend checks that StartBackend starts a backend's set-up
+// (and does nothing for one without), and that an unknown backend is an
+// error naming it.
+func TestStartBackend(t *testing.T) {
+	b := &startingBackend{}
+	name := "starting-" + t.Name()
+	frontend.RegisterBackend(name, b)
+	if err := frontend.StartBackend(name); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.starts.Load(); n != 1 {
+		t.Errorf("StartBackend started the backend %d times, want 1", n)
+	}
+	if err := frontend.StartBackend(frontend.EagerBackend); err != nil {
+		t.Errorf("a backend without a set-up: %v", err)
+	}
+	if err := frontend.StartBackend("no-such-backend"); err == nil || !strings.Contains(err.Error(), `"no-such-backend"`) {
+		t.Errorf("an unknown backend: %v, want an error naming it", err)
+	}
+}
+
 func TestStarterStartsAtCompile(t *testing.T) {
 	b := &startingBackend{}
 	name := "starting-" + t.Name()

@@ -47,6 +47,12 @@ func run(args []string) error {
 		if *out == "" {
 			return fmt.Errorf("run: --out is required")
 		}
+		// The backend's set-up (the GPU's context, the vendor libraries'
+		// loads, handles and start-up calls) while the rows build their
+		// models, as PyTorch's side imports torch first.
+		if err := frontend.StartBackend(*backend); err != nil {
+			return err
+		}
 		var names []string
 		if *only != "" {
 			names = strings.Split(*only, ",")
