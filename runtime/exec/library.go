@@ -53,6 +53,18 @@ func (l *libraries) claim(c libCall) bool {
 	return true
 }
 
+// claimAll claims each of calls that is not claimed yet (claim) and
+// returns those, in order.
+func (l *libraries) claimAll(calls []libCall) []libCall {
+	var out []libCall
+	for _, c := range calls {
+		if l.claim(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // warmed marks claimed call c made (or failed) by its warm-up.
 func (l *libraries) warmed(c libCall) {
 	l.claimMu.Lock()
@@ -613,8 +625,10 @@ func (rt *Runtime) warmInBackground(fn string, calls []libCall) {
 	if rt.cuda == nil || len(calls) == 0 {
 		return
 	}
+	// Claimed at once, not as the warm-up reaches them: a run's call of
+	// a claimed convolution runs untimed rather than time it itself.
 	var convs, products []libCall
-	for _, c := range calls {
+	for _, c := range rt.libs.claimAll(calls) {
 		if c.isConv {
 			convs = append(convs, c)
 		} else {
@@ -629,7 +643,7 @@ func (rt *Runtime) warmInBackground(fn string, calls []libCall) {
 		go func() {
 			defer rt.libs.warm.Done()
 			start := time.Now()
-			n, err := rt.warmCalls(fn, calls)
+			n, err := rt.warmClaimed(fn, calls)
 			ms := float64(time.Since(start).Microseconds()) / 1000
 			if err != nil {
 				logs.Printf(TopicCompile, "@%s: warming its library calls stopped after %.1f ms: %v", fn, ms, err)
@@ -672,15 +686,23 @@ const slowWarmCall = 20 * time.Millisecond
 // (zeroed) and a stream of its own, one after the other, and returns how
 // many it made; a slow one is logged.
 func (rt *Runtime) warmCalls(fn string, calls []libCall) (int, error) {
+	return rt.warmClaimed(fn, rt.libs.claimAll(calls))
+}
+
+// warmClaimed makes the first call of each of calls, which the caller
+// claimed, as warmCalls does, and marks each warmed when made, or when
+// it is not made for an earlier error.
+func (rt *Runtime) warmClaimed(fn string, calls []libCall) (n int, err error) {
+	defer func() {
+		for _, c := range calls[n:] {
+			rt.libs.warmed(c)
+		}
+	}()
 	st, err := rt.cuda.NewNonBlockingStream()
 	if err != nil {
 		return 0, err
 	}
-	n := 0
 	for _, c := range calls {
-		if !rt.libs.claim(c) {
-			continue // warmed, or warming, already
-		}
 		start := time.Now()
 		err = rt.warmCall(c, st)
 		rt.libs.warmed(c)

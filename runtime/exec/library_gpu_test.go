@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-ir/strata/dialects"
+	"github.com/strata-ir/strata/dialects/gpu"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
@@ -383,4 +384,33 @@ func TestWarmGroup(t *testing.T) {
 	}
 	wg.Wait()
 	g.Wait()
+}
+
+// TestLibraryClaims checks the warm-ups' claims: claimAll claims each
+// call once (a repeat, or a call claimed already, is left out); a claimed
+// call is warming until it is marked warmed, after which it is neither
+// warming nor claimed again.
+func TestLibraryClaims(t *testing.T) {
+	var l libraries
+	a := libCall{mm: cublaslt.Matmul{AType: cublaslt.BF16, DType: cublaslt.BF16, M: 64, N: 64, K: 64, Batch: 1}}
+	b := libCall{isConv: true, conv: primeCalls[CuDNN].conv, dir: gpu.ConvBackwardData}
+	if l.warming(a) {
+		t.Fatal("an unclaimed call is warming")
+	}
+	if got := l.claimAll([]libCall{a, b, a}); len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("claimAll(a, b, a) = %v, want a, b", got)
+	}
+	if !l.warming(a) || !l.warming(b) {
+		t.Fatal("claimed calls are not warming")
+	}
+	if got := l.claimAll([]libCall{b}); len(got) != 0 {
+		t.Errorf("a claimed call claimed again: %v", got)
+	}
+	l.warmed(a)
+	if l.warming(a) || !l.warming(b) {
+		t.Errorf("after a is warmed: warming a %v (want false), b %v (want true)", l.warming(a), l.warming(b))
+	}
+	if l.claim(a) {
+		t.Error("a warmed call claimed again")
+	}
 }
