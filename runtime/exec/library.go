@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-ir/strata/dialects/func"
@@ -36,6 +37,9 @@ type libraries struct {
 	// (false) (claim, warmed).
 	claimMu sync.Mutex
 	claimed map[libCall]bool
+	// pending counts the claimed calls not warmed yet: warming's answer
+	// without the lock once none is (every call of a steady step).
+	pending atomic.Int32
 }
 
 // claim reports whether c is not warmed yet, and marks it claimed: the
@@ -50,6 +54,7 @@ func (l *libraries) claim(c libCall) bool {
 		l.claimed = map[libCall]bool{}
 	}
 	l.claimed[c] = false
+	l.pending.Add(1)
 	return true
 }
 
@@ -69,13 +74,19 @@ func (l *libraries) claimAll(calls []libCall) []libCall {
 func (l *libraries) warmed(c libCall) {
 	l.claimMu.Lock()
 	defer l.claimMu.Unlock()
-	l.claimed[c] = true
+	if done, ok := l.claimed[c]; ok && !done {
+		l.claimed[c] = true
+		l.pending.Add(-1)
+	}
 }
 
 // warming reports whether a warm-up has claimed c and not made it yet: a
 // program's call of c then runs untimed (cudnn.Handle.Untimed) rather
 // than wait for the warm-up's timing or time it again.
 func (l *libraries) warming(c libCall) bool {
+	if l.pending.Load() == 0 {
+		return false
+	}
 	l.claimMu.Lock()
 	defer l.claimMu.Unlock()
 	done, ok := l.claimed[c]

@@ -413,4 +413,13 @@ func TestLibraryClaims(t *testing.T) {
 	if l.claim(a) {
 		t.Error("a warmed call claimed again")
 	}
+	l.warmed(a)                                  // again: no change
+	l.warmed(libCall{mm: cublaslt.Matmul{M: 1}}) // never claimed: no change
+	if n := l.pending.Load(); n != 1 {
+		t.Errorf("%d calls pending, want 1 (b)", n)
+	}
+	l.warmed(b)
+	if n := l.pending.Load(); n != 0 || l.warming(b) {
+		t.Errorf("after every call is warmed: %d pending, b warming %v", n, l.warming(b))
+	}
 }
