@@ -86,6 +86,107 @@ func (b *Bottleneck) Forward(x *frontend.Tensor) *frontend.Tensor {
 	return h.Add(sc).Relu()
 }
 
+// SqueezeExcite scales each channel of x [N, C, H, W] by a gate computed
+// from the channel averages: x · Gate(FC2(Act(FC1(mean over H, W)))),
+// FC1 and FC2 1×1 convolutions with bias (EfficientNet's and
+// MobileNetV3's block; PyTorch's torchvision.ops.SqueezeExcitation).
+type SqueezeExcite struct {
+	FC1, FC2  *Conv2d
+	Act, Gate Layer
+}
+
+// NewSqueezeExcite returns a squeeze-excite block over c channels through
+// squeeze channels, with the given activation and gate (ReLU and Sigmoid
+// in torchvision's default; SiLU and Sigmoid in EfficientNet; ReLU and
+// Hardsigmoid in MobileNetV3).
+func NewSqueezeExcite(g *RNG, c, squeeze int, act, gate Layer) *SqueezeExcite {
+	return &SqueezeExcite{
+		FC1: NewConv2d(g, c, squeeze, 1, ConvOptions{Bias: true}),
+		FC2: NewConv2d(g, squeeze, c, 1, ConvOptions{Bias: true}),
+		Act: act, Gate: gate,
+	}
+}
+
+// Forward applies the block.
+func (s *SqueezeExcite) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x); f != nil {
+		return f
+	}
+	if x.Rank() != 4 {
+		return errorf("SqueezeExcite: input of shape %v, want [N, C, H, W]", x.Shape())
+	}
+	w := s.Gate.Forward(s.FC2.Forward(s.Act.Forward(s.FC1.Forward(x.Mean([]int{2, 3}, true)))))
+	return x.Mul(w)
+}
+
+// InvertedResidual is MobileNetV2's block (and, with a squeeze-excite and
+// another activation, MobileNetV3's and EfficientNet's MBConv): a 1×1
+// expansion to Expand·in channels (absent for Expand 1), a k×k depthwise
+// convolution with the stride, an optional squeeze-excite, and a linear
+// 1×1 projection, each convolution with batch norm; the activation after
+// the first two; the input added where the shape is kept.
+type InvertedResidual struct {
+	Expand    *ConvBN // nil: no expansion
+	Depthwise *ConvBN
+	SE        *SqueezeExcite // nil: none
+	Project   *ConvBN
+	Act       Layer
+	Residual  bool
+}
+
+// InvertedResidualOptions are an InvertedResidual's settings.
+type InvertedResidualOptions struct {
+	// Expand is the hidden width's ratio to the input's (0 means 1);
+	// Kernel the depthwise kernel (0 means 3); Stride its stride (0
+	// means 1).
+	Expand, Kernel, Stride int
+	// Act is the activation (nil: ReLU6, MobileNetV2's).
+	Act Layer
+	// SE, when set, is the squeeze-excite block after the depthwise
+	// convolution (its channels Expand·in).
+	SE *SqueezeExcite
+}
+
+// NewInvertedResidual returns an inverted residual block from in to out
+// channels.
+func NewInvertedResidual(g *RNG, in, out int, o InvertedResidualOptions) *InvertedResidual {
+	expand, k, stride := max(o.Expand, 1), o.Kernel, max(o.Stride, 1)
+	if k == 0 {
+		k = 3
+	}
+	hidden := in * expand
+	b := &InvertedResidual{SE: o.SE, Act: o.Act, Residual: stride == 1 && in == out}
+	if b.Act == nil {
+		b.Act = ReLU6{}
+	}
+	if expand != 1 {
+		b.Expand = NewConvBN(g, in, hidden, 1, 1)
+	}
+	b.Depthwise = &ConvBN{
+		Conv: NewConv2d(g, hidden, hidden, k, ConvOptions{Stride: stride, Padding: k / 2, Groups: hidden}),
+		BN:   NewBatchNorm2d(hidden),
+	}
+	b.Project = NewConvBN(g, hidden, out, 1, 1)
+	return b
+}
+
+// Forward applies the block.
+func (b *InvertedResidual) Forward(x *frontend.Tensor) *frontend.Tensor {
+	h := x
+	if b.Expand != nil {
+		h = b.Act.Forward(b.Expand.Forward(h))
+	}
+	h = b.Act.Forward(b.Depthwise.Forward(h))
+	if b.SE != nil {
+		h = b.SE.Forward(h)
+	}
+	h = b.Project.Forward(h)
+	if b.Residual {
+		return h.Add(x)
+	}
+	return h
+}
+
 // CausalSelfAttention is GPT-2's attention: one [d, 3d] projection to
 // queries, keys and values, causal scaled dot-product attention over
 // Heads heads (the frontend's attention op: the flash kernel on the GPU),

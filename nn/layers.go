@@ -589,6 +589,35 @@ type SiLU struct{}
 // Forward applies the activation.
 func (SiLU) Forward(x *frontend.Tensor) *frontend.Tensor { return x.Mul(x.Sigmoid()) }
 
+// ReLU6 is min(max(x, 0), 6) (MobileNetV2's activation; ONNX's Clip).
+type ReLU6 struct{}
+
+// Forward applies the activation.
+func (ReLU6) Forward(x *frontend.Tensor) *frontend.Tensor { return x.Relu().Min(full(x, 6)) }
+
+// Sigmoid is 1/(1+e^−x) (EfficientNet's squeeze-excite gate).
+type Sigmoid struct{}
+
+// Forward applies the activation.
+func (Sigmoid) Forward(x *frontend.Tensor) *frontend.Tensor { return x.Sigmoid() }
+
+// Hardsigmoid is min(max(x+3, 0), 6)/6 (MobileNetV3's squeeze-excite
+// gate), as PyTorch computes it.
+type Hardsigmoid struct{}
+
+// Forward applies the activation.
+func (Hardsigmoid) Forward(x *frontend.Tensor) *frontend.Tensor {
+	return x.Add(full(x, 3)).Relu().Min(full(x, 6)).Div(full(x, 6))
+}
+
+// Hardswish is x·min(max(x+3, 0), 6)/6 (MobileNetV3's activation).
+type Hardswish struct{}
+
+// Forward applies the activation.
+func (Hardswish) Forward(x *frontend.Tensor) *frontend.Tensor {
+	return x.Mul(x.Add(full(x, 3)).Relu().Min(full(x, 6))).Div(full(x, 6))
+}
+
 // Sequential applies its layers in order.
 type Sequential struct{ Layers []Layer }
 

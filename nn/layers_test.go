@@ -381,6 +381,10 @@ func TestCrossEntropy(t *testing.T) {
 func TestActivationsAndFlatten(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	x := randND(r, 2, 3, 2)
+	for i := range x.data {
+		x.data[i] *= 8 // past ReLU6's and the hard activations' bends at ±3 and 6
+	}
+	hardSigmoid := func(v float64) float64 { return math.Min(math.Max(v+3, 0), 6) / 6 }
 	cases := []struct {
 		l nn.Layer
 		f func(float64) float64
@@ -389,6 +393,10 @@ func TestActivationsAndFlatten(t *testing.T) {
 		{nn.SiLU{}, func(v float64) float64 { return v / (1 + math.Exp(-v)) }},
 		{nn.GELU{}, func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) }},
 		{nn.GELU{Approximate: "tanh"}, geluTanh},
+		{nn.ReLU6{}, func(v float64) float64 { return math.Min(math.Max(v, 0), 6) }},
+		{nn.Sigmoid{}, func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }},
+		{nn.Hardsigmoid{}, hardSigmoid},
+		{nn.Hardswish{}, func(v float64) float64 { return v * hardSigmoid(v) }},
 	}
 	for _, c := range cases {
 		want := make([]float64, len(x.data))
@@ -444,6 +452,48 @@ func TestResidualBlocks(t *testing.T) {
 	want = relu(add(convBN(basic.C2, relu(convBN(basic.C1, x))), x))
 	near(t, "basic block", basic.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-4)
 	gradCheck(t, r, basic, basic.Forward, tensor(x, frontend.Float64), true)
+
+	// MobileNetV3's block: expand ×3, 5×5 depthwise, Hardswish, a
+	// squeeze-excite (ReLU, Hardsigmoid), projection, residual.
+	dwBN := func(cb *nn.ConvBN, in *nd) *nd {
+		return bnRef(refConv2d(in, ndOf(t, cb.Conv.Weight), nil, cb.Conv.Stride, cb.Conv.Padding, 1, cb.Conv.Groups))
+	}
+	apply := func(a *nd, f func(float64) float64) *nd {
+		for i, v := range a.data {
+			a.data[i] = f(v)
+		}
+		return a
+	}
+	hsig := func(v float64) float64 { return math.Min(math.Max(v+3, 0), 6) / 6 }
+	hswish := func(v float64) float64 { return v * hsig(v) }
+	ir := nn.NewInvertedResidual(g, 4, 4, nn.InvertedResidualOptions{Expand: 3, Kernel: 5, Act: nn.Hardswish{},
+		SE: nn.NewSqueezeExcite(g, 12, 3, nn.ReLU{}, nn.Hardsigmoid{})})
+	if !ir.Residual || ir.Depthwise.Conv.Groups != 12 || ir.Depthwise.Conv.Padding != 2 {
+		t.Fatalf("inverted residual 4→4 ×3 k5: %+v", ir)
+	}
+	h := apply(dwBN(ir.Depthwise, apply(convBN(ir.Expand, x), hswish)), hswish)
+	se := refAdaptiveAvg(h, 1, 1)
+	se = refConv2d(se, ndOf(t, ir.SE.FC1.Weight), ndOf(t, ir.SE.FC1.Bias).data, 1, 0, 1, 1)
+	se = apply(refConv2d(relu(se), ndOf(t, ir.SE.FC2.Weight), ndOf(t, ir.SE.FC2.Bias).data, 1, 0, 1, 1), hsig)
+	plane := h.shape[2] * h.shape[3]
+	for i := range h.data {
+		h.data[i] *= se.data[i/plane]
+	}
+	want = add(convBN(ir.Project, h), x)
+	near(t, "inverted residual", ir.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-4)
+	gradCheck(t, r, ir, ir.Forward, tensor(x, frontend.Float64), true)
+
+	// MobileNetV2's strided block: no residual, ReLU6, no squeeze-excite.
+	v2 := nn.NewInvertedResidual(g, 4, 6, nn.InvertedResidualOptions{Expand: 2, Stride: 2})
+	if v2.Residual || v2.SE != nil {
+		t.Fatalf("a strided widening block: %+v", v2)
+	}
+	relu6 := func(v float64) float64 { return math.Min(math.Max(v, 0), 6) }
+	want = convBN(v2.Project, apply(dwBN(v2.Depthwise, apply(convBN(v2.Expand, x), relu6)), relu6))
+	near(t, "inverted residual v2", v2.Forward(tensor(x, frontend.Float32)), want.shape, want.data, 1e-4)
+	if y := ir.SE.Forward(frontend.Zeros(frontend.Float32, 2, 12)); y.Err() == nil || !strings.Contains(y.Err().Error(), "SqueezeExcite: input of shape [2 12]") {
+		t.Errorf("squeeze-excite of a rank-2 input: %v", y.Err())
+	}
 }
 
 // TestBadInput: mistakes are errors located at the caller's line, before

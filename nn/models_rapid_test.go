@@ -42,8 +42,11 @@ type netPlan struct {
 // drawNet draws a legal CNN of one to three stages, each a convolution
 // (any kernel 1–7, stride, padding, dilation, grouping or depthwise, bias
 // or not) with an optional batch norm and an activation (ReLU, GELU exact
-// or tanh, SiLU), a residual basic block (downsampling when the stride
-// or width changes), or a max or average pool (padding, stride); dropout
+// or tanh, SiLU, ReLU6, Hardswish), a residual basic block (downsampling
+// when the stride or width changes), an inverted residual block
+// (MobileNetV2/V3's and EfficientNet's: expansion, 3×3 or 5×5 depthwise,
+// ReLU6, Hardswish or SiLU, squeeze-excite gated by Sigmoid or
+// Hardsigmoid, or none), or a max or average pool (padding, stride); dropout
 // in evaluation mode; then adaptive average pooling to a size that need
 // not divide the map (or exceed it), and a linear head.
 func drawNet(rt *rapid.T) netPlan {
@@ -56,8 +59,28 @@ func drawNet(rt *rapid.T) netPlan {
 	var stages []stage
 	c, h, w := p.c, p.h, p.w
 	for i := range rapid.IntRange(1, 3).Draw(rt, "stages") {
-		kind := rapid.SampledFrom([]string{"conv", "conv", "block", "pool"}).Draw(rt, fmt.Sprintf("stage %d", i))
+		kind := rapid.SampledFrom([]string{"conv", "conv", "block", "pool", "mbconv"}).Draw(rt, fmt.Sprintf("stage %d", i))
 		switch {
+		case kind == "mbconv" && (!p.training || p.n*h*w >= 2):
+			out, stride := rapid.IntRange(1, 6).Draw(rt, "mbconv width"), rapid.IntRange(1, 2).Draw(rt, "mbconv stride")
+			expand, k := rapid.IntRange(1, 4).Draw(rt, "mbconv expand"), rapid.SampledFrom([]int{3, 5}).Draw(rt, "mbconv kernel")
+			oh, ow := nn.OutSize(h, k, stride, k/2, 1), nn.OutSize(w, k, stride, k/2, 1)
+			if p.training && p.n*oh*ow < 2 {
+				stride, oh, ow = 1, h, w // batch norm's training needs two values a channel
+			}
+			act := rapid.SampledFrom([]string{"relu6", "hardswish", "silu"}).Draw(rt, "mbconv activation")
+			se := rapid.SampledFrom([]string{"", "sigmoid", "hardsigmoid"}).Draw(rt, "squeeze-excite gate")
+			in, hidden := c, c*expand
+			p.macs += h*w*hidden*in*min(expand-1, 1) + oh*ow*hidden*(k*k+out)
+			h, w, c = oh, ow, out
+			p.desc = append(p.desc, fmt.Sprintf("mbconv %d→%d×%d→%d k%d/s%d %s se=%q", in, hidden, expand, out, k, stride, act, se))
+			stages = append(stages, func(g *nn.RNG) []nn.Layer {
+				o := nn.InvertedResidualOptions{Expand: expand, Kernel: k, Stride: stride, Act: activation(act)}
+				if se != "" {
+					o.SE = nn.NewSqueezeExcite(g, hidden, max(hidden/4, 1), nn.ReLU{}, activation(se))
+				}
+				return []nn.Layer{nn.NewInvertedResidual(g, in, out, o)}
+			})
 		case kind == "pool" && min(h, w) >= 2:
 			k := rapid.IntRange(2, min(h, w, 3)).Draw(rt, "pool kernel")
 			s, pad := rapid.IntRange(1, 3).Draw(rt, "pool stride"), rapid.IntRange(0, k/2).Draw(rt, "pool pad")
@@ -103,7 +126,7 @@ func drawNet(rt *rapid.T) netPlan {
 			p.macs += oh * ow * cout * in / groups * k * k
 			h, w, c = oh, ow, cout
 			bn := rapid.Bool().Draw(rt, "batch norm") && (!p.training || p.n*h*w >= 2)
-			act := rapid.SampledFrom([]string{"relu", "gelu", "gelu_tanh", "silu"}).Draw(rt, "activation")
+			act := rapid.SampledFrom([]string{"relu", "gelu", "gelu_tanh", "silu", "relu6", "hardswish"}).Draw(rt, "activation")
 			p.desc = append(p.desc, fmt.Sprintf("conv %d→%d k%d %+v bn=%v %s", in, cout, k, o, bn, act))
 			stages = append(stages, func(g *nn.RNG) []nn.Layer {
 				ls := []nn.Layer{nn.NewConv2d(g, in, cout, k, o)}
@@ -113,17 +136,7 @@ func drawNet(rt *rapid.T) netPlan {
 					b.RunningMean, b.RunningVar = g.Uniform(-0.5, 0.5, cout), g.Uniform(0.5, 2, cout)
 					ls = append(ls, b)
 				}
-				switch act {
-				case "relu":
-					ls = append(ls, nn.ReLU{})
-				case "gelu":
-					ls = append(ls, nn.GELU{Approximate: "none"})
-				case "gelu_tanh":
-					ls = append(ls, nn.GELU{Approximate: "tanh"})
-				default:
-					ls = append(ls, nn.SiLU{})
-				}
-				return ls
+				return append(ls, activation(act))
 			})
 		}
 	}
@@ -159,6 +172,27 @@ func drawNet(rt *rapid.T) netPlan {
 		return m
 	}
 	return p
+}
+
+// activation is the layer drawNet's activation names.
+func activation(name string) nn.Layer {
+	switch name {
+	case "relu":
+		return nn.ReLU{}
+	case "gelu":
+		return nn.GELU{Approximate: "none"}
+	case "gelu_tanh":
+		return nn.GELU{Approximate: "tanh"}
+	case "relu6":
+		return nn.ReLU6{}
+	case "hardswish":
+		return nn.Hardswish{}
+	case "sigmoid":
+		return nn.Sigmoid{}
+	case "hardsigmoid":
+		return nn.Hardsigmoid{}
+	}
+	return nn.SiLU{}
 }
 
 // TestModelsRapid draws whole CNNs (drawNet) in training or evaluation
