@@ -12,20 +12,32 @@ import (
 
 // TestShapesTorchExports loads the models PyTorch exported to ONNX
 // (importers/onnx/testdata/export.py: torch by PyTorch 1.13's exporter,
-// torch211 by PyTorch 2.11's dynamo exporter with the weights in an
-// external file): a small CNN (batch norm, a grouped strided conv, max
-// and ceil-mode average pooling), an MLP with a dynamic batch, a GPT
-// block (embeddings, causal attention with a sliced tril mask, tanh
-// GELU) and PyTorch's TransformerEncoderLayer; on every model path,
+// torch211 and torch211cnn by PyTorch 2.11's dynamo exporter with the
+// weights in an external file, torch211ts by its TorchScript exporter,
+// which folds batch norms into convolutions): a small CNN (batch norm, a
+// grouped strided conv, max and ceil-mode average pooling), an MLP with
+// a dynamic batch, a GPT block (embeddings, causal attention with a
+// sliced tril mask, tanh GELU), PyTorch's TransformerEncoderLayer, and
+// small torchvision-style CNNs (ResNet basic and bottleneck blocks,
+// MobileNetV2, squeeze-excite with SiLU and Hardswish, every pooling
+// form, Inception and DenseNet concatenation, ShuffleNet's channel
+// shuffle, ConvNeXt); on every model path,
 // against PyTorch's own outputs, at each input the file has (two batch
 // sizes for three of them: one compile of the symbolic batch).
 func TestShapesTorchExports(t *testing.T) {
 	// The models' work at the larger batch, for isHeavy (the encoder's
 	// feed-forward layer is 2048 wide: its kernels take minutes in the
 	// interpreter, PTX only on the host gpu paths).
-	macs := map[string]int{"cnn_small": 150_000, "mlp_dynamic": 30_000, "gpt_block": 60_000, "transformer_encoder": 6_000_000}
-	for _, dir := range []string{"torch", "torch211"} {
-		paths, err := filepath.Glob(filepath.Join("..", "importers", "onnx", "testdata", dir, "*.onnx"))
+	macs := map[string]int{"cnn_small": 150_000, "mlp_dynamic": 30_000, "gpt_block": 60_000, "transformer_encoder": 6_000_000,
+		"resnet_basic": 2_900_000, "resnet_bottleneck": 2_600_000, "mobilenet_v2": 2_500_000, "se_net": 1_700_000,
+		"pools": 50_000, "inception_dense": 6_800_000, "shufflenet": 3_200_000, "convnext": 3_000_000}
+	dirs, err := filepath.Glob(filepath.Join("..", "importers", "onnx", "testdata", "torch*"))
+	if err != nil || len(dirs) < 2 {
+		t.Fatalf("the exports' directories: %v, %v", dirs, err)
+	}
+	for _, d := range dirs {
+		dir := filepath.Base(d)
+		paths, err := filepath.Glob(filepath.Join(d, "*.onnx"))
 		if err != nil || len(paths) == 0 {
 			t.Fatalf("no exported models in %s: %v", dir, err)
 		}
