@@ -584,8 +584,11 @@ func libCallOf(op *ir.Operation) (libCall, bool) {
 // between its launches (cnn_small_train's backward pass: 2.2 s on a fresh
 // H200 machine); called when the program's kernels start loading, it
 // overlaps the driver's JIT instead. A plan's call of an op being warmed
-// waits for it (the handles serialise their calls); Capture waits for
-// every warm-up, and so does Close. Errors are not reported here: the
+// does not wait for the timing: a convolution runs cuDNN's heuristic
+// choice (cudnn.Handle.Untimed), a product the heuristic's first
+// algorithm, until the warm-up's Tune sets the fastest; the Tunes' timings
+// wait for the plan's runs (cuda.Device.WaitQuiet) instead. Capture waits
+// for every warm-up, and so does Close. Errors are not reported here: the
 // plan's own call reports them.
 func (p *Program) WarmLibraryCalls(rt *Runtime, fn string) {
 	pl, err := p.plan(fn)
