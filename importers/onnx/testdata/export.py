@@ -1,6 +1,6 @@
 """Exports the PyTorch test models of importers/onnx (run with PyTorch and onnx).
 
-    python3 export.py OUTDIR [small] [cnns] [resnet18]   (DYNAMO=1: the dynamo exporter)
+    python3 export.py OUTDIR [small] [cnns] [resnet18] [torchvision]   (DYNAMO=1: the dynamo exporter)
 
 writes NAME.onnx, NAME.in.npy (the input) and NAME.out.npy (PyTorch's output)
 for each model. Weights are random (seeded); the models are in eval mode.
@@ -409,6 +409,15 @@ if "small" in sys.argv[2:] or len(sys.argv) == 2:
 if "resnet18" in sys.argv[2:]:
     import torchvision
     attempt("resnet18", torchvision.models.resnet18(), torch.randn(2, 3, 224, 224), True)
+if "torchvision" in sys.argv[2:]:
+    # torchvision's own models at 224×224, random weights (too large to
+    # commit: for runs on the machine that exports them).
+    import torchvision
+    names = os.environ.get("TV_MODELS", "resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,densenet121,"
+                           "googlenet,shufflenet_v2_x1_0,squeezenet1_1,convnext_tiny,regnet_y_400mf,vgg11_bn")
+    for name in names.split(","):
+        extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+        attempt(name, getattr(torchvision.models, name)(**extra), torch.randn(2, 3, 224, 224), True)
 if "cnns" in sys.argv[2:]:
     print("torch", torch.__version__, "dynamo" if kw.get("dynamo") else "torchscript")
     attempt("resnet_basic", ResNetBasic(), torch.randn(2, 3, 32, 32), True)
