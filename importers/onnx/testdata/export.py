@@ -6,8 +6,8 @@ writes NAME.onnx, NAME.in.npy (the input) and NAME.out.npy (PyTorch's output)
 for each model. Weights are random (seeded); the models are in eval mode.
 "cnns" are small torchvision-style CNNs (ResNet basic and bottleneck
 blocks, MobileNetV2/V3, squeeze-excite, Inception/DenseNet concatenation,
-ShuffleNet's channel shuffle, ConvNeXt, every pooling variant) at small
-widths; the
+ShuffleNet's channel shuffle, ConvNeXt, every pooling variant, every
+padding mode) at small widths; the
 TorchScript exporter (DYNAMO=0) folds each eval-mode BatchNormalization
 that follows a Conv into it, the dynamo exporter keeps them.
 """
@@ -400,6 +400,25 @@ class ConvNeXt(nn.Module):
         return self.head(x.mean([-2, -1]))
 
 
+class PaddingModes(nn.Module):
+    """Conv2d's padding_mode reflect, replicate and circular, and the
+    padding layers (asymmetric reflection, replication, a constant other
+    than zero): ONNX Pad's reflect, edge and wrap modes, or what an
+    exporter writes for them."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1, padding_mode="reflect")
+        self.c2 = nn.Conv2d(8, 8, 3, padding=2, dilation=2, padding_mode="replicate")
+        self.c3 = nn.Conv2d(8, 8, 3, padding=1, padding_mode="circular")
+        self.pads = nn.Sequential(nn.ReflectionPad2d((1, 2, 0, 3)), nn.ReplicationPad2d(2), nn.ConstantPad2d(1, 0.5))
+        self.c4 = nn.Conv2d(8, 4, 3, stride=2)
+
+    def forward(self, x):
+        x = torch.relu(self.c3(torch.relu(self.c2(torch.relu(self.c1(x))))))
+        return self.c4(self.pads(x)).flatten(1)
+
+
 if "small" in sys.argv[2:] or len(sys.argv) == 2:
     attempt("cnn_small", SmallCNN(), torch.randn(2, 3, 16, 16), True)
     attempt("mlp_dynamic", MLP(), torch.randn(3, 32), True, opset=14)
@@ -428,3 +447,4 @@ if "cnns" in sys.argv[2:]:
     attempt("inception_dense", InceptionDense(), torch.randn(2, 3, 16, 16), True)
     attempt("shufflenet", ShuffleNet(), torch.randn(2, 3, 35, 35), True)
     attempt("convnext", ConvNeXt(), torch.randn(2, 3, 32, 32), True)
+    attempt("padding_modes", PaddingModes(), torch.randn(2, 3, 12, 13), True)
