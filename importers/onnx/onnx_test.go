@@ -607,3 +607,59 @@ func TestDropoutTrainingMode(t *testing.T) {
 		})
 	}
 }
+
+// TestPadModes: Pad's reflect, edge and wrap modes (opset 18: axes as an
+// input) on both spatial axes of a dynamic-batch input, against the
+// index maps numpy.pad's modes of those names give (written out by
+// hand); a reflection as wide as the axis, and a padded symbolic axis,
+// are errors naming the node.
+func TestPadModes(t *testing.T) {
+	// Axis 2 (size 3) padded by (2, 1), axis 3 (size 4) by (3, 2): the
+	// source index of each output row and column.
+	maps := map[string][2][]int{
+		"reflect": {{2, 1, 0, 1, 2, 1}, {3, 2, 1, 0, 1, 2, 3, 2, 1}},
+		"edge":    {{0, 0, 0, 1, 2, 2}, {0, 0, 0, 0, 1, 2, 3, 3, 3}},
+		"wrap":    {{1, 2, 0, 1, 2, 0}, {1, 2, 3, 0, 1, 2, 3, 0, 1}},
+	}
+	for _, mode := range []string{"reflect", "edge", "wrap"} {
+		b := newBuilder(18)
+		b.input("x", TypeFloat, "N", 2, 3, 4)
+		b.ints("pads", 2, 3, 1, 2)
+		b.ints("axes", -2, 3)
+		b.node("Pad", []string{"x", "pads", "", "axes"}, []string{"y"}, aStr("mode", mode))
+		b.output("y")
+		mod := importFile(t, b.write(t))
+		rows, cols := maps[mode][0], maps[mode][1]
+		for _, n := range []int64{1, 3} {
+			x, xs := randTensor(t, rand.New(rand.NewPCG(uint64(n), 9)), n, 2, 3, 4)
+			var want []float64
+			for p := range int(n) * 2 {
+				for _, r := range rows {
+					for _, c := range cols {
+						want = append(want, xs[(p*3+r)*4+c])
+					}
+				}
+			}
+			near(t, mode, call(t, mod, x)[0], []int64{n, 2, 6, 9}, want, 0)
+		}
+	}
+	for _, tc := range []struct {
+		mode string
+		pads []int64
+		want string
+	}{
+		{"reflect", []int64{0, 0, 3, 0, 0, 0, 0, 0}, "mode reflect pads axis 2 of size 3 by 3 and 0: want pads smaller than the size"},
+		{"edge", []int64{1, 0, 0, 0, 0, 0, 0, 0}, "mode edge needs a static size on padded axis 0, not s0"},
+		{"circular", []int64{0, 0, 0, 0, 0, 0, 0, 0}, `mode "circular" is not one of constant, reflect, edge, wrap`},
+	} {
+		b := newBuilder(13)
+		b.input("x", TypeFloat, "N", 2, 3, 4)
+		b.ints("pads", tc.pads...)
+		b.node("Pad", []string{"x", "pads"}, []string{"y"}, aStr("mode", tc.mode))
+		b.output("y")
+		_, err := Import(dialects.NewContext(), b.write(t), Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), `model.onnx: node 0 "Pad_y"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want an error naming the node and %q", tc.mode, tc.pads, err, tc.want)
+		}
+	}
+}

@@ -798,8 +798,11 @@ func convPad(c *nodeCtx) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m := c.str("mode", "constant"); m != "constant" {
-		return nil, fmt.Errorf("mode %q is not supported (only constant)", m)
+	mode := c.str("mode", "constant")
+	switch mode {
+	case "constant", "reflect", "edge", "wrap":
+	default:
+		return nil, fmt.Errorf("mode %q is not one of constant, reflect, edge, wrap", mode)
 	}
 	var pads []int64
 	if p, ok := c.ints("pads"); ok {
@@ -827,6 +830,9 @@ func convPad(c *nodeCtx) ([]*val, error) {
 			return nil, fmt.Errorf("negative pads %v are not supported", pads)
 		}
 	}
+	if mode != "constant" {
+		return c.padIndexed(x, mode, low, high)
+	}
 	var fill ir.Attribute
 	if cv := c.opt(2); cv != nil {
 		if cv.k == nil || cv.k.len() != 1 {
@@ -845,6 +851,47 @@ func convPad(c *nodeCtx) ([]*val, error) {
 		attrs = append(attrs, ir.NamedAttr{Name: "value", Value: fill})
 	}
 	return c.wrap(c.e.Op("pad", []*ir.Value{c.value(x)}, attrs...)), nil
+}
+
+// padIndexed pads x by low and high elements per axis in Pad's reflect
+// (mirrored about the edge element, which is not repeated), edge
+// (the edge element repeated) or wrap (periodic) mode: each padded axis,
+// whose size must be static, is a gather of x at constant indices.
+func (c *nodeCtx) padIndexed(x *val, mode string, low, high []int64) ([]*val, error) {
+	v := c.value(x)
+	for d := range low {
+		if low[d] == 0 && high[d] == 0 {
+			continue
+		}
+		n, ok := x.dims[d].IsConst()
+		if !ok {
+			return nil, fmt.Errorf("mode %s needs a static size on padded axis %d, not %s", mode, d, x.dims[d])
+		}
+		if n == 0 || mode == "reflect" && (low[d] >= n || high[d] >= n) {
+			return nil, fmt.Errorf("mode %s pads axis %d of size %d by %d and %d: want pads smaller than the size", mode, d, n, low[d], high[d])
+		}
+		idx := make([]int64, 0, low[d]+n+high[d])
+		for j := -low[d]; j < n+high[d]; j++ {
+			r := j
+			switch mode {
+			case "reflect":
+				if r < 0 {
+					r = -r
+				}
+				if r >= n {
+					r = 2*(n-1) - r
+				}
+			case "edge":
+				r = min(max(r, 0), n-1)
+			default: // wrap
+				r = (r%n + n) % n
+			}
+			idx = append(idx, r)
+		}
+		iv := c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx))}, idx)))
+		v = c.e.Op("gather", []*ir.Value{v, iv}, ir.NamedAttr{Name: "axis", Value: ir.Int(int64(d), ir.I64)})
+	}
+	return c.wrap(v), nil
 }
 
 func convTile(c *nodeCtx) ([]*val, error) {
