@@ -48,6 +48,24 @@ var attrOps = map[string]func(t *rapid.T, b *builder, rank int) ([]string, []*At
 		b.weight("s", drawInts(t, "scale", drawIntN(t, "scale rank", 0, 2), 0, 4)...)
 		return []string{"x", "s"}, []*Attribute{aInt("axis", drawInt(t, "axis", -5, 5))}
 	},
+	"InstanceNormalization": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		b.weight("s", drawInt(t, "scale len", 0, 4))
+		b.weight("h", drawInt(t, "bias len", 0, 4))
+		return []string{"x", "s", "h"}, []*Attribute{aFloat("epsilon", float32(drawInt(t, "eps", -1, 1)))}
+	},
+	"GroupNormalization": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		b.weight("s", drawInt(t, "scale len", 0, 4))
+		b.weight("h", drawInt(t, "bias len", 0, 4))
+		return []string{"x", "s", "h"}, []*Attribute{aInt("num_groups", drawInt(t, "groups", -1, 5))}
+	},
+	"PRelu": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		b.weight("slope", drawInts(t, "slope", drawIntN(t, "slope rank", 0, 4), 1, 5)...)
+		return []string{"x", "slope"}, nil
+	},
+	"ArgMax": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		return []string{"x"}, []*Attribute{aInt("axis", drawInt(t, "axis", -5, 5)), aInt("keepdims", drawInt(t, "keep", 0, 1)),
+			aInt("select_last_index", drawInt(t, "last", 0, 1))}
+	},
 	"Softmax": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
 		return []string{"x"}, []*Attribute{aInt("axis", drawInt(t, "axis", -5, 5))}
 	},

@@ -150,7 +150,8 @@ func randTensor(t *testing.T, rng *rand.Rand, shape ...int64) (*interp.Tensor, [
 	return x, vs
 }
 
-// near checks got against the float64 reference want.
+// near checks got (a float or an integer tensor) against the float64
+// reference want.
 func near(t *testing.T, what string, got *interp.Tensor, shape []int64, want []float64, tol float64) {
 	t.Helper()
 	if len(got.Shape()) != len(shape) {
@@ -162,6 +163,11 @@ func near(t *testing.T, what string, got *interp.Tensor, shape []int64, want []f
 		}
 	}
 	g := got.Float64s()
+	if !ir.IsFloat(got.ElemType()) { // Float64s reads float tensors only
+		for i, v := range got.Int64s() {
+			g[i] = float64(v)
+		}
+	}
 	if len(g) != len(want) {
 		t.Fatalf("%s: %d elements, want %d", what, len(g), len(want))
 	}

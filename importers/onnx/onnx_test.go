@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -660,6 +661,149 @@ func TestPadModes(t *testing.T) {
 		_, err := Import(dialects.NewContext(), b.write(t), Options{})
 		if err == nil || !strings.HasPrefix(err.Error(), `model.onnx: node 0 "Pad_y"`) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: %v, want an error naming the node and %q", tc.mode, tc.pads, err, tc.want)
+		}
+	}
+}
+
+// TestMoreActivations: PRelu (a per-channel slope), Elu, Selu, Celu,
+// Mish, Softsign and ThresholdedRelu against their float64 formulas, on
+// a dynamic-batch input whose values cross each one's bends.
+func TestMoreActivations(t *testing.T) {
+	b := newBuilder(17)
+	b.input("x", TypeFloat, "N", 3, 4)
+	slope := b.weight("slope", 3, 1)
+	b.node("PRelu", []string{"x", "slope"}, []string{"prelu"})
+	b.node("Elu", []string{"x"}, []string{"elu"}, aFloat("alpha", 0.7))
+	b.node("Selu", []string{"x"}, []string{"selu"})
+	b.node("Celu", []string{"x"}, []string{"celu"}, aFloat("alpha", 1.5))
+	b.node("Mish", []string{"x"}, []string{"mish"})
+	b.node("Softsign", []string{"x"}, []string{"softsign"})
+	b.node("ThresholdedRelu", []string{"x"}, []string{"thr"}, aFloat("alpha", 0.5))
+	names := []string{"prelu", "elu", "selu", "celu", "mish", "softsign", "thr"}
+	b.output(names...)
+	mod := importFile(t, b.write(t))
+	const selA, selG = 1.67326319217681884765625, 1.05070102214813232421875
+	f := map[string]func(v float64, i int) float64{
+		"prelu": func(v float64, i int) float64 {
+			if v < 0 {
+				return v * slope[(i/4)%3]
+			}
+			return v
+		},
+		"elu": func(v float64, _ int) float64 {
+			if v < 0 {
+				return 0.7 * (math.Exp(v) - 1)
+			}
+			return v
+		},
+		"selu": func(v float64, _ int) float64 {
+			if v < 0 {
+				return selG * selA * (math.Exp(v) - 1)
+			}
+			return selG * v
+		},
+		"celu":     func(v float64, _ int) float64 { return math.Max(0, v) + math.Min(0, 1.5*(math.Exp(v/1.5)-1)) },
+		"mish":     func(v float64, _ int) float64 { return v * math.Tanh(math.Log1p(math.Exp(v))) },
+		"softsign": func(v float64, _ int) float64 { return v / (1 + math.Abs(v)) },
+		"thr": func(v float64, _ int) float64 {
+			if v > 0.5 {
+				return v
+			}
+			return 0
+		},
+	}
+	for _, n := range []int64{1, 3} {
+		x, xs := randTensor(t, rand.New(rand.NewPCG(uint64(n), 5)), n, 3, 4)
+		got := call(t, mod, x)
+		for k, name := range names {
+			want := make([]float64, len(xs))
+			for i, v := range xs {
+				want[i] = f[name](v, i)
+			}
+			near(t, name, got[k], []int64{n, 3, 4}, want, 1e-5)
+		}
+	}
+}
+
+// TestArgMaxNorms: ArgMax and ArgMin (keepdims both ways, ties to the
+// first index), InstanceNormalization, and GroupNormalization with
+// per-channel (opset 21) and per-group (opset 18) scale and bias, on a
+// dynamic batch, against float64 references.
+func TestArgMaxNorms(t *testing.T) {
+	for _, opset := range []int64{18, 21} {
+		b := newBuilder(opset)
+		b.input("x", TypeFloat, "N", 4, 3, 2)
+		b.node("ArgMax", []string{"x"}, []string{"amax"}, aInt("axis", 1), aInt("keepdims", 0))
+		b.node("ArgMin", []string{"x"}, []string{"amin"}, aInt("axis", -1))
+		is, ib := b.weight("is", 4), b.weight("ib", 4)
+		b.node("InstanceNormalization", []string{"x", "is", "ib"}, []string{"inorm"}, aFloat("epsilon", 1e-3))
+		per := int64(4)
+		if opset == 18 {
+			per = 2
+		}
+		gs, gb := b.weight("gs", per), b.weight("gb", per)
+		b.node("GroupNormalization", []string{"x", "gs", "gb"}, []string{"gnorm"}, aInt("num_groups", 2))
+		b.output("amax", "amin", "inorm", "gnorm")
+		b.g.Outputs[0].ElemType, b.g.Outputs[1].ElemType = TypeInt64, TypeInt64
+		mod := importFile(t, b.write(t))
+		for _, n := range []int64{1, 2} {
+			x, xs := randTensor(t, rand.New(rand.NewPCG(uint64(n), uint64(opset))), n, 4, 3, 2)
+			xs[1] = xs[0] // a tie along the last axis: the first index wins
+			x, _ = interp.FromFloat64s(ir.F32, []int64{n, 4, 3, 2}, xs)
+			got := call(t, mod, x)
+			at := func(p, c, h, w int) float64 { return xs[((p*4+c)*3+h)*2+w] }
+			var amax, amin []float64
+			for p := range int(n) {
+				for h := range 3 {
+					for w := range 2 {
+						best := 0
+						for c := range 4 {
+							if at(p, c, h, w) > at(p, best, h, w) {
+								best = c
+							}
+						}
+						amax = append(amax, float64(best))
+					}
+				}
+			}
+			for i := 0; i < len(xs); i += 2 {
+				amin = append(amin, map[bool]float64{true: 0, false: 1}[xs[i] <= xs[i+1]])
+			}
+			near(t, "argmax", got[0], []int64{n, 3, 2}, amax, 0)
+			near(t, "argmin", got[1], []int64{n, 4, 3, 1}, amin, 0)
+			norm := func(vals []float64, eps float64) []float64 {
+				var m, v float64
+				for _, e := range vals {
+					m += e / float64(len(vals))
+				}
+				for _, e := range vals {
+					v += (e - m) * (e - m) / float64(len(vals))
+				}
+				out := make([]float64, len(vals))
+				for i, e := range vals {
+					out[i] = (e - m) / math.Sqrt(v+eps)
+				}
+				return out
+			}
+			var inorm, gnorm []float64
+			for p := range int(n) {
+				for c := range 4 {
+					for _, e := range norm(xs[(p*4+c)*6:(p*4+c+1)*6], float64(float32(1e-3))) {
+						inorm = append(inorm, e*is[c]+ib[c])
+					}
+				}
+				for g := range 2 {
+					for i, e := range norm(xs[(p*2+g)*12:(p*2+g+1)*12], float64(float32(1e-5))) {
+						k := g*2 + i/6 // the channel
+						if opset == 18 {
+							k = g
+						}
+						gnorm = append(gnorm, e*gs[k]+gb[k])
+					}
+				}
+			}
+			near(t, "instance norm", got[2], []int64{n, 4, 3, 2}, inorm, 1e-5)
+			near(t, fmt.Sprintf("group norm (opset %d)", opset), got[3], []int64{n, 4, 3, 2}, gnorm, 1e-5)
 		}
 	}
 }

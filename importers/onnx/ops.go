@@ -225,6 +225,10 @@ func init() {
 		"Reciprocal": unary("reciprocal"), "Sin": unary("sin"), "Cos": unary("cos"),
 		"Gelu": convGelu, "LeakyRelu": convLeakyRelu, "Clip": convClip, "HardSigmoid": convHardSigmoid,
 		"HardSwish": convHardSwish, "Softplus": convSoftplus,
+		"PRelu": convPRelu, "Elu": convElu, "Selu": convElu, "Celu": convCelu, "Mish": convMish,
+		"Softsign": convSoftsign, "ThresholdedRelu": convThresholdedRelu,
+		"ArgMax": convArgMax, "ArgMin": convArgMax,
+		"InstanceNormalization": convInstanceNorm, "GroupNormalization": convGroupNorm,
 		"Equal": compare("eq"), "Less": compare("lt"), "LessOrEqual": compare("le"),
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
 		"Not": convNot, "And": logical("and"), "Or": logical("or"), "Xor": logical("xor"),
@@ -567,12 +571,268 @@ func convSoftplus(c *nodeCtx) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	// log(1 + e^x), as max(x, 0) + log(1 + e^-|x|) to stay finite.
+	return c.wrap(c.softplus(x)), nil
+}
+
+// where is select(cmp(a, b, pred), t, f) on materialized values.
+func (c *nodeCtx) where(a *ir.Value, pred string, b, t, f *ir.Value) *ir.Value {
+	m := c.e.Op("cmp", []*ir.Value{a, b}, ir.NamedAttr{Name: "predicate", Value: ir.Str(pred)})
+	return c.e.Op("select", []*ir.Value{m, t, f})
+}
+
+// floatInput returns input 0, which must be a float tensor.
+func (c *nodeCtx) floatInput() (*val, error) {
+	x, err := c.input(0)
+	if err != nil {
+		return nil, err
+	}
+	if !ir.IsFloat(x.elem) {
+		return nil, fmt.Errorf("the input must be a float tensor, got %s", x.elem)
+	}
+	return x, nil
+}
+
+// convPRelu is x where x ≥ 0, else slope·x, slope broadcast to x's shape
+// (nn.PReLU's [C, 1, 1] or a single slope).
+func convPRelu(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	slope, err := c.input(1)
+	if err != nil {
+		return nil, err
+	}
+	if shape, err := broadcastDims(x.dims, slope.dims); err != nil || !sameDims(shape, x.dims) {
+		return nil, fmt.Errorf("the slope of shape %s does not broadcast to the input's %s", shapeString(slope.dims), shapeString(x.dims))
+	}
+	scaled, err := c.binaryOp("mul", x, slope)
+	if err != nil {
+		return nil, err
+	}
+	xv := c.value(x)
+	return c.wrap(c.where(xv, "lt", c.value(c.scalar(x.elem, 0)), c.value(scaled), xv)), nil
+}
+
+// convElu is Elu (x, or alpha·(e^x − 1) below 0) and Selu (gamma times
+// that, with SELU's constants as defaults).
+func convElu(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	alpha, gamma := c.float("alpha", 1), 1.0
+	if c.n.OpType == "Selu" {
+		alpha, gamma = c.float("alpha", 1.67326319217681884765625), c.float("gamma", 1.05070102214813232421875)
+	}
+	xv := c.value(x)
+	neg := c.e.Binary("mul", c.e.Binary("sub", c.e.Unary("exp", xv), c.value(c.scalar(x.elem, 1))), c.value(c.scalar(x.elem, alpha)))
+	y := c.where(xv, "lt", c.value(c.scalar(x.elem, 0)), neg, xv)
+	if gamma != 1 {
+		y = c.e.Binary("mul", y, c.value(c.scalar(x.elem, gamma)))
+	}
+	return c.wrap(y), nil
+}
+
+// convCelu is max(0, x) + min(0, alpha·(e^(x/alpha) − 1)).
+func convCelu(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	alpha := c.float("alpha", 1)
+	if alpha == 0 {
+		return nil, errors.New("alpha must not be 0")
+	}
+	xv, zero := c.value(x), c.value(c.scalar(x.elem, 0))
+	e := c.e.Unary("exp", c.e.Binary("div", xv, c.value(c.scalar(x.elem, alpha))))
+	neg := c.e.Binary("mul", c.e.Binary("sub", e, c.value(c.scalar(x.elem, 1))), c.value(c.scalar(x.elem, alpha)))
+	return c.wrap(c.e.Binary("add", c.e.Binary("max", xv, zero), c.e.Binary("min", neg, zero))), nil
+}
+
+// softplus is log(1 + e^x) as max(x, 0) + log(1 + e^-|x|), finite for
+// every x.
+func (c *nodeCtx) softplus(x *val) *ir.Value {
 	xv := c.value(x)
 	pos := c.e.Binary("max", xv, c.value(c.scalar(x.elem, 0)))
 	e := c.e.Unary("exp", c.e.Unary("neg", c.e.Unary("abs", xv)))
 	l := c.e.Unary("log", c.e.Binary("add", e, c.value(c.scalar(x.elem, 1))))
-	return c.wrap(c.e.Binary("add", pos, l)), nil
+	return c.e.Binary("add", pos, l)
+}
+
+// convMish is x·tanh(softplus(x)).
+func convMish(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	return c.wrap(c.e.Binary("mul", c.value(x), c.e.Unary("tanh", c.softplus(x)))), nil
+}
+
+// convSoftsign is x/(1 + |x|).
+func convSoftsign(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	xv := c.value(x)
+	return c.wrap(c.e.Binary("div", xv, c.e.Binary("add", c.e.Unary("abs", xv), c.value(c.scalar(x.elem, 1))))), nil
+}
+
+// convThresholdedRelu is x where x > alpha, else 0.
+func convThresholdedRelu(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	xv := c.value(x)
+	return c.wrap(c.where(xv, "gt", c.value(c.scalar(x.elem, c.float("alpha", 1))), xv, c.value(c.scalar(x.elem, 0)))), nil
+}
+
+// convArgMax is ArgMax, and ArgMin as the first maximum of −x (the first
+// minimum).
+func convArgMax(c *nodeCtx) ([]*val, error) {
+	x, err := c.input(0)
+	if err != nil {
+		return nil, err
+	}
+	if c.int("select_last_index", 0) != 0 {
+		return nil, errors.New("select_last_index = 1 is not supported")
+	}
+	if x.elem == ir.I1 {
+		return nil, errors.New("the input must be numeric, not bool")
+	}
+	axis, err := normAxis(c.int("axis", 0), x.rank())
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := x.dims[axis].IsConst(); ok && n == 0 {
+		return nil, fmt.Errorf("axis %d is empty", axis)
+	}
+	xv := c.value(x)
+	if c.n.OpType == "ArgMin" {
+		xv = c.e.Unary("neg", xv)
+	}
+	return c.wrap(c.e.Op("argmax", []*ir.Value{xv}, ir.NamedAttr{Name: "axis", Value: ir.Int(int64(axis), ir.I64)},
+		ir.NamedAttr{Name: "keepdims", Value: ir.Bool(c.int("keepdims", 1) != 0)})), nil
+}
+
+// normalize is (x − mean)/√(var + eps) over axes (biased variance, two
+// passes, as ONNX Runtime and PyTorch compute instance and group norm).
+func (c *nodeCtx) normalize(x *ir.Value, elem ir.Type, axes []int64, eps float64) *ir.Value {
+	d := c.e.Binary("sub", x, c.e.Reduce("reduce_mean", x, axes, true))
+	v := c.e.Reduce("reduce_mean", c.e.Binary("mul", d, d), axes, true)
+	return c.e.Binary("mul", d, c.e.Unary("rsqrt", c.e.Binary("add", v, c.value(c.scalar(elem, eps)))))
+}
+
+// affine is y·scale + bias with scale and bias of n elements along axis
+// 1 of a rank-rank result.
+func (c *nodeCtx) affine(y *ir.Value, elem ir.Type, rank int, scale, bias *val, n int64) (*ir.Value, error) {
+	shape := ones(rank - 1)
+	shape[0] = n
+	for _, p := range []*val{scale, bias} {
+		ps, ok := p.staticShape()
+		if !ok || shapeLen(ps) != n {
+			return nil, fmt.Errorf("scale and bias must have %d elements, got shape %v", n, p.dims)
+		}
+	}
+	sv := c.e.Op("reshape", []*ir.Value{c.value(scale)}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+	bv := c.e.Op("reshape", []*ir.Value{c.value(bias)}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
+	return c.e.Binary("add", c.e.Binary("mul", y, sv), bv), nil
+}
+
+func shapeLen(s []int64) int64 {
+	n := int64(1)
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// convInstanceNorm normalizes each channel of each sample over the
+// spatial axes, then applies scale and B per channel.
+func convInstanceNorm(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	if x.rank() < 3 {
+		return nil, fmt.Errorf("the input must have rank ≥ 3, got %d", x.rank())
+	}
+	ch, ok := x.dims[1].IsConst()
+	if !ok {
+		return nil, fmt.Errorf("the channel count %s must be static", x.dims[1])
+	}
+	scale, err := c.input(1)
+	if err != nil {
+		return nil, err
+	}
+	bias, err := c.input(2)
+	if err != nil {
+		return nil, err
+	}
+	y := c.normalize(c.value(x), x.elem, iotaList(int64(x.rank()))[2:], c.float("epsilon", 1e-5))
+	out, err := c.affine(y, x.elem, x.rank(), scale, bias, ch)
+	if err != nil {
+		return nil, err
+	}
+	return c.wrap(out), nil
+}
+
+// convGroupNorm normalizes each group of num_groups channels of each
+// sample (over the group's channels and the spatial axes), then applies
+// scale and bias per channel (opset 21), or per group (opset 18's
+// definition, when they have num_groups elements and that differs from
+// the channel count).
+func convGroupNorm(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	if x.rank() < 3 {
+		return nil, fmt.Errorf("the input must have rank ≥ 3, got %d", x.rank())
+	}
+	shape, ok := (&val{dims: x.dims[1:]}).staticShape()
+	if !ok {
+		return nil, fmt.Errorf("the channel and spatial sizes %v must be static", x.dims[1:])
+	}
+	ch, groups := shape[0], c.int("num_groups", 0)
+	if groups < 1 || ch%groups != 0 {
+		return nil, fmt.Errorf("num_groups %d must be ≥ 1 and divide the %d channels", groups, ch)
+	}
+	if c.int("stash_type", 1) != 1 {
+		return nil, errors.New("stash_type other than 1 (float32) is not supported")
+	}
+	scale, err := c.input(1)
+	if err != nil {
+		return nil, err
+	}
+	bias, err := c.input(2)
+	if err != nil {
+		return nil, err
+	}
+	// [N, C, spatial…] → [N, G, C/G·spatial] (N the only unknown), normalized
+	// over the last axis, and back.
+	grouped := c.e.Op("reshape", []*ir.Value{c.value(x)}, ir.NamedAttr{Name: "shape", Value: graph.Ints(-1, groups, shapeLen(shape)/groups)})
+	y := c.normalize(grouped, x.elem, []int64{2}, c.float("epsilon", 1e-5))
+	y = c.reshapeValue(c.im.wrap(y), x.dims)
+	if ss, ok := scale.staticShape(); ok && shapeLen(ss) == groups && groups != ch {
+		// Opset 18's scale and bias per group: repeat each C/G times.
+		rep := make([]int64, 0, ch)
+		for g := range groups {
+			for range ch / groups {
+				rep = append(rep, g)
+			}
+		}
+		idx := c.value(kval(newIntKonst(ir.I64, []int64{ch}, rep)))
+		scale = c.im.wrap(c.e.Op("gather", []*ir.Value{c.value(scale), idx}, ir.NamedAttr{Name: "axis", Value: ir.Int(0, ir.I64)}))
+		bias = c.im.wrap(c.e.Op("gather", []*ir.Value{c.value(bias), idx}, ir.NamedAttr{Name: "axis", Value: ir.Int(0, ir.I64)}))
+	}
+	out, err := c.affine(y, x.elem, x.rank(), scale, bias, ch)
+	if err != nil {
+		return nil, err
+	}
+	return c.wrap(out), nil
 }
 
 func compare(pred string) converter {
