@@ -34,7 +34,7 @@ func TestShapesTorchExports(t *testing.T) {
 	macs := map[string]int{"cnn_small": 150_000, "mlp_dynamic": 30_000, "gpt_block": 60_000, "transformer_encoder": 6_000_000,
 		"resnet_basic": 2_900_000, "resnet_bottleneck": 2_600_000, "mobilenet_v2": 2_500_000, "se_net": 1_700_000,
 		"pools": 50_000, "inception_dense": 6_800_000, "shufflenet": 3_200_000, "convnext": 3_000_000,
-		"padding_modes": 1_000_000}
+		"padding_modes": 1_000_000, "upsample_norms": 2_000_000}
 	dirs, err := filepath.Glob(filepath.Join("..", "importers", "onnx", "testdata", "torch*"))
 	if err != nil || len(dirs) < 2 {
 		t.Fatalf("the exports' directories: %v, %v", dirs, err)

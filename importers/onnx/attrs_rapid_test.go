@@ -58,6 +58,13 @@ var attrOps = map[string]func(t *rapid.T, b *builder, rank int) ([]string, []*At
 		b.weight("h", drawInt(t, "bias len", 0, 4))
 		return []string{"x", "s", "h"}, []*Attribute{aInt("num_groups", drawInt(t, "groups", -1, 5))}
 	},
+	"Resize": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		sc := rapid.SliceOfN(rapid.SampledFrom([]float32{-1, 0, 0.5, 1, 1.5, 2, 3}), 0, 5).Draw(t, "scales")
+		b.floats("sc", []int64{int64(len(sc))}, sc...)
+		return []string{"x", "", "sc"}, []*Attribute{aStr("mode", rapid.SampledFrom([]string{"nearest", "linear", "cubic"}).Draw(t, "mode")),
+			aStr("coordinate_transformation_mode", rapid.SampledFrom([]string{"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners", "tf_crop_and_resize"}).Draw(t, "ctm")),
+			aStr("nearest_mode", rapid.SampledFrom([]string{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "bad"}).Draw(t, "nearest"))}
+	},
 	"PRelu": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
 		b.weight("slope", drawInts(t, "slope", drawIntN(t, "slope rank", 0, 4), 1, 5)...)
 		return []string{"x", "slope"}, nil

@@ -807,3 +807,120 @@ func TestArgMaxNorms(t *testing.T) {
 		}
 	}
 }
+
+// TestResize: Resize as PyTorch exports nn.Upsample and F.interpolate —
+// nearest (asymmetric, floor; scales), bilinear without align_corners
+// (pytorch_half_pixel; scales) and with it (align_corners; sizes, a
+// non-integer ratio), and a half-pixel nearest downscale — on a dynamic
+// batch, against PyTorch's own index arithmetic (upsample_nearest2d,
+// upsample_bilinear2d) written out in float64; a cubic mode and a resized
+// symbolic axis are errors at the node.
+func TestResize(t *testing.T) {
+	const h, w = 3, 4
+	// src is PyTorch's area_pixel_compute_source_index for linear, the
+	// floor rule for nearest: scale is 1/scale_factor, or (in−1)/(out−1)
+	// with align_corners.
+	linear := func(in, out int, scale float64, corners bool) (i0, i1 []int, l1 []float64) {
+		for o := range out {
+			r := scale * float64(o)
+			if !corners {
+				r = math.Max(scale*(float64(o)+0.5)-0.5, 0)
+			}
+			a := int(r)
+			step := 0
+			if a < in-1 {
+				step = 1
+			}
+			i0, i1, l1 = append(i0, a), append(i1, a+step), append(l1, r-float64(a))
+		}
+		return
+	}
+	resize2 := func(xs []float64, n, oh, ow int, rows, cols func(o int) ([2]int, [2]float64)) []float64 {
+		var out []float64
+		for p := range n {
+			for i := range oh {
+				ri, rw := rows(i)
+				for j := range ow {
+					ci, cw := cols(j)
+					var s float64
+					for a := range 2 {
+						for b := range 2 {
+							s += rw[a] * cw[b] * xs[(p*h+ri[a])*w+ci[b]]
+						}
+					}
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	nearestOf := func(in int, scale float64) func(o int) ([2]int, [2]float64) {
+		return func(o int) ([2]int, [2]float64) {
+			i := min(int(math.Floor(float64(o)*scale)), in-1)
+			return [2]int{i, i}, [2]float64{1, 0}
+		}
+	}
+	linearOf := func(in, out int, scale float64, corners bool) func(o int) ([2]int, [2]float64) {
+		i0, i1, l1 := linear(in, out, scale, corners)
+		return func(o int) ([2]int, [2]float64) { return [2]int{i0[o], i1[o]}, [2]float64{1 - l1[o], l1[o]} }
+	}
+	b := newBuilder(13)
+	b.input("x", TypeFloat, "N", 1, h, w)
+	b.floats("s23", []int64{4}, 1, 1, 2, 3)
+	b.floats("s22", []int64{4}, 1, 1, 2, 2)
+	b.floats("half", []int64{4}, 1, 1, 0.5, 0.5)
+	b.node("Resize", []string{"x", "", "s23"}, []string{"nearest"}, aStr("mode", "nearest"),
+		aStr("coordinate_transformation_mode", "asymmetric"), aStr("nearest_mode", "floor"))
+	b.node("Resize", []string{"x", "", "s22"}, []string{"bilinear"}, aStr("mode", "linear"),
+		aStr("coordinate_transformation_mode", "pytorch_half_pixel"))
+	b.node("Resize", []string{"x", "", "half"}, []string{"down"}, aStr("mode", "nearest"))
+	b.output("nearest", "bilinear", "down")
+	mod := importFile(t, b.write(t))
+	for _, n := range []int{1, 2} {
+		x, xs := randTensor(t, rand.New(rand.NewPCG(uint64(n), 11)), int64(n), 1, h, w)
+		got := call(t, mod, x)
+		near(t, "nearest", got[0], []int64{int64(n), 1, 6, 12}, resize2(xs, n, 6, 12, nearestOf(h, 0.5), nearestOf(w, 1.0/3)), 1e-6)
+		near(t, "bilinear", got[1], []int64{int64(n), 1, 6, 8}, resize2(xs, n, 6, 8, linearOf(h, 6, 0.5, false), linearOf(w, 8, 0.5, false)), 1e-6)
+		// Half-pixel, round_prefer_floor: output o reads 2o+0.5 rounded down = 2o.
+		near(t, "downscale", got[2], []int64{int64(n), 1, 1, 2}, resize2(xs, n, 1, 2, nearestOf(h, 2), nearestOf(w, 2)), 0)
+	}
+	// align_corners with sizes (5×7 from 3×4) whose batch entry is the
+	// input's symbolic one (Shape → Slice → Concat, as F.interpolate(size=)
+	// exports).
+	b = newBuilder(13)
+	b.input("x", TypeFloat, "N", 1, h, w)
+	b.ints("start", 0)
+	b.ints("end", 2)
+	b.ints("hw", 5, 7)
+	b.node("Shape", []string{"x"}, []string{"shape"})
+	b.node("Slice", []string{"shape", "start", "end"}, []string{"nc"})
+	b.node("Concat", []string{"nc", "hw"}, []string{"sizes"}, aInt("axis", 0))
+	b.node("Resize", []string{"x", "", "", "sizes"}, []string{"y"}, aStr("mode", "linear"),
+		aStr("coordinate_transformation_mode", "align_corners"))
+	b.output("y")
+	mod = importFile(t, b.write(t))
+	for _, n := range []int{1, 3} {
+		x, xs := randTensor(t, rand.New(rand.NewPCG(5, 11)), int64(n), 1, h, w)
+		near(t, "align_corners", call(t, mod, x)[0], []int64{int64(n), 1, 5, 7},
+			resize2(xs, n, 5, 7, linearOf(h, 5, float64(h-1)/4, true), linearOf(w, 7, float64(w-1)/6, true)), 1e-6)
+	}
+	for _, tc := range []struct {
+		scales []float32
+		mode   string
+		want   string
+	}{
+		{[]float32{1, 1, 2, 2}, "cubic", `mode "cubic" is not supported`},
+		{[]float32{2, 1, 1, 1}, "nearest", "resizing the symbolic axis 0 (s0) is not supported"},
+		{[]float32{1, 1, 0, 1}, "nearest", "scale 0 of axis 2 is not positive"},
+	} {
+		b := newBuilder(13)
+		b.input("x", TypeFloat, "N", 1, h, w)
+		b.floats("scales", []int64{4}, tc.scales...)
+		b.node("Resize", []string{"x", "", "scales"}, []string{"y"}, aStr("mode", tc.mode))
+		b.output("y")
+		_, err := Import(dialects.NewContext(), b.write(t), Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), `model.onnx: node 0 "Resize_y"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want an error naming the node and %q", tc.mode, tc.scales, err, tc.want)
+		}
+	}
+}

@@ -229,6 +229,7 @@ func init() {
 		"Softsign": convSoftsign, "ThresholdedRelu": convThresholdedRelu,
 		"ArgMax": convArgMax, "ArgMin": convArgMax,
 		"InstanceNormalization": convInstanceNorm, "GroupNormalization": convGroupNorm,
+		"Resize": convResize,
 		"Equal": compare("eq"), "Less": compare("lt"), "LessOrEqual": compare("le"),
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
 		"Not": convNot, "And": logical("and"), "Or": logical("or"), "Xor": logical("xor"),
@@ -1505,4 +1506,182 @@ func poolCounts(in, pads, ext, dil, ks, strides, out []int64, include bool) []in
 		}
 	}
 	return out2
+}
+
+// convResize is Resize in nearest and linear modes (nn.Upsample,
+// F.interpolate: nearest, bilinear with or without align_corners): each
+// resized axis, whose input size must be static, is a gather at constant
+// source indices (nearest), or two gathers weighted by constant factors
+// (linear), as ONNX defines the coordinate transformations.
+func convResize(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	mode := c.str("mode", "nearest")
+	if mode != "nearest" && mode != "linear" {
+		return nil, fmt.Errorf("mode %q is not supported (nearest, linear)", mode)
+	}
+	if c.int("antialias", 0) != 0 {
+		return nil, errors.New("antialias = 1 is not supported")
+	}
+	if p := c.str("keep_aspect_ratio_policy", "stretch"); p != "stretch" {
+		return nil, fmt.Errorf("keep_aspect_ratio_policy %q is not supported (stretch)", p)
+	}
+	ctm := c.str("coordinate_transformation_mode", "half_pixel")
+	switch ctm {
+	case "half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners":
+	default:
+		return nil, fmt.Errorf("coordinate_transformation_mode %q is not supported (half_pixel, pytorch_half_pixel, asymmetric, align_corners)", ctm)
+	}
+	nearest := c.str("nearest_mode", "round_prefer_floor")
+	switch nearest {
+	case "round_prefer_floor", "round_prefer_ceil", "floor", "ceil":
+	default:
+		return nil, fmt.Errorf("nearest_mode %q is unknown", nearest)
+	}
+	axes := iotaList(int64(x.rank()))
+	if a, ok := c.ints("axes"); ok {
+		if axes, err = normAxes(a, x.rank()); err != nil {
+			return nil, err
+		}
+	}
+	// Per resized axis: the output size and the scale the coordinates use.
+	outSize := make([]int64, len(axes))
+	keep := make([]bool, len(axes)) // a size copied from the input's symbolic one
+	scale := make([]float64, len(axes))
+	switch {
+	case c.opt(3) != nil:
+		// Sizes may copy a symbolic size from the input's shape (an
+		// exporter's Shape → Slice → Concat): that axis is kept.
+		sz := c.opt(3)
+		if sz.k == nil || sz.k.isFloat() {
+			return nil, errors.New("sizes (input 3) must be an integer constant or a shape computation")
+		}
+		if len(sz.k.i) != len(axes) {
+			return nil, fmt.Errorf("sizes %v need %d entries", sz.k.i, len(axes))
+		}
+		for j, e := range sz.k.i {
+			v, ok := e.IsConst()
+			switch {
+			case e.Equal(x.dims[axes[j]]):
+				keep[j] = true
+			case !ok:
+				return nil, fmt.Errorf("sizes %v: entry %d depends on symbolic sizes", sz.k.i, j)
+			}
+			outSize[j] = v
+		}
+		scale = nil // from the sizes, below
+	case c.opt(2) != nil:
+		sc, err := c.floatsOf(c.opt(2), "scales")
+		if err != nil {
+			return nil, err
+		}
+		if len(sc) != len(axes) {
+			return nil, fmt.Errorf("scales %v need %d entries", sc, len(axes))
+		}
+		copy(scale, sc)
+	default:
+		return nil, errors.New("neither scales nor sizes is given")
+	}
+	v := c.value(x)
+	for j, a := range axes {
+		n, static := x.dims[a].IsConst()
+		if scale != nil {
+			if !(scale[j] > 0) || math.IsInf(scale[j], 0) {
+				return nil, fmt.Errorf("scale %v of axis %d is not positive", scale[j], a)
+			}
+			if scale[j] == 1 {
+				continue
+			}
+			if !static {
+				return nil, fmt.Errorf("resizing the symbolic axis %d (%s) is not supported", a, x.dims[a])
+			}
+			outSize[j] = int64(math.Floor(float64(n) * scale[j]))
+		} else {
+			if keep[j] || static && outSize[j] == n {
+				continue
+			}
+			if !static {
+				return nil, fmt.Errorf("resizing the symbolic axis %d (%s) is not supported", a, x.dims[a])
+			}
+		}
+		if n < 1 || outSize[j] < 1 {
+			return nil, fmt.Errorf("axis %d resized from %d to %d elements: want at least 1", a, n, outSize[j])
+		}
+		s := float64(outSize[j]) / float64(n)
+		if scale != nil {
+			s = scale[j]
+		}
+		src := make([]float64, outSize[j])
+		for o := range src {
+			switch {
+			case ctm == "align_corners" && outSize[j] == 1, ctm == "pytorch_half_pixel" && outSize[j] == 1:
+				src[o] = 0
+			case ctm == "align_corners":
+				src[o] = float64(o) * float64(n-1) / float64(outSize[j]-1)
+			case ctm == "asymmetric":
+				src[o] = float64(o) / s
+			default:
+				src[o] = (float64(o)+0.5)/s - 0.5
+			}
+		}
+		gather := func(idx []int64) *ir.Value {
+			iv := c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx))}, idx)))
+			return c.e.Op("gather", []*ir.Value{v, iv}, ir.NamedAttr{Name: "axis", Value: ir.Int(a, ir.I64)})
+		}
+		if mode == "nearest" {
+			idx := make([]int64, len(src))
+			for o, f := range src {
+				var r float64
+				switch nearest {
+				case "floor":
+					r = math.Floor(f)
+				case "ceil":
+					r = math.Ceil(f)
+				case "round_prefer_ceil":
+					r = math.Floor(f + 0.5)
+				default:
+					r = math.Ceil(f - 0.5)
+				}
+				idx[o] = min(max(int64(r), 0), n-1)
+			}
+			v = gather(idx)
+		} else {
+			// Linear: the two neighbours of each clamped source position,
+			// weighted by its distances to them ([out, 1, …] factors).
+			i0, i1 := make([]int64, len(src)), make([]int64, len(src))
+			w0, w1 := make([]float64, len(src)), make([]float64, len(src))
+			ft := x.elem.(*ir.FloatType)
+			for o, f := range src {
+				f = min(max(f, 0), float64(n-1))
+				i0[o] = int64(math.Floor(f))
+				i1[o] = min(i0[o]+1, n-1)
+				d := f - float64(i0[o])
+				w0[o], w1[o] = ir.RoundToType(1-d, ft), ir.RoundToType(d, ft)
+			}
+			wshape := ones(x.rank() - int(a))
+			wshape[0] = outSize[j]
+			lo := c.e.Binary("mul", gather(i0), c.value(kval(&konst{elem: x.elem, shape: wshape, f: w0})))
+			hi := c.e.Binary("mul", gather(i1), c.value(kval(&konst{elem: x.elem, shape: wshape, f: w1})))
+			v = c.e.Binary("add", lo, hi)
+		}
+	}
+	return c.wrap(v), nil
+}
+
+// normAxes normalizes a list of axes for rank, rejecting repeats.
+func normAxes(axes []int64, rank int) ([]int64, error) {
+	out := make([]int64, len(axes))
+	for i, a := range axes {
+		n, err := normAxis(a, rank)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out[:i], int64(n)) {
+			return nil, fmt.Errorf("axes %v repeat axis %d", axes, n)
+		}
+		out[i] = int64(n)
+	}
+	return out, nil
 }

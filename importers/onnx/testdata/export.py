@@ -7,7 +7,8 @@ for each model. Weights are random (seeded); the models are in eval mode.
 "cnns" are small torchvision-style CNNs (ResNet basic and bottleneck
 blocks, MobileNetV2/V3, squeeze-excite, Inception/DenseNet concatenation,
 ShuffleNet's channel shuffle, ConvNeXt, every pooling variant, every
-padding mode) at small widths; the
+padding mode, a U-Net-like decoder with upsampling and group/instance
+norms) at small widths; the
 TorchScript exporter (DYNAMO=0) folds each eval-mode BatchNormalization
 that follows a Conv into it, the dynamo exporter keeps them.
 """
@@ -419,6 +420,29 @@ class PaddingModes(nn.Module):
         return self.c4(self.pads(x)).flatten(1)
 
 
+class UpsampleNorms(nn.Module):
+    """A small U-Net-like decoder: GroupNorm, PReLU, InstanceNorm, ELU,
+    nearest ×2 upsampling, Mish, bilinear ×2 (align_corners=False), SELU,
+    bilinear to a size (align_corners=True), CELU, a skip concatenation."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.gn, self.act1 = nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.PReLU(16)
+        self.c2, self.inorm = nn.Conv2d(16, 8, 3, stride=2, padding=1), nn.InstanceNorm2d(8, affine=True)
+        self.up1 = nn.Upsample(scale_factor=2, mode="nearest")
+        self.c3 = nn.Conv2d(24, 8, 3, padding=1)
+        self.c4 = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        f = nn.functional
+        s = self.act1(self.gn(self.c1(x)))
+        y = f.elu(self.inorm(self.c2(s)))
+        y = f.mish(self.c3(torch.cat([self.up1(y), s], 1)))
+        y = f.selu(f.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False))
+        y = f.celu(f.interpolate(self.c4(y), size=(13, 9), mode="bilinear", align_corners=True), 1.5)
+        return y.flatten(1)
+
+
 if "small" in sys.argv[2:] or len(sys.argv) == 2:
     attempt("cnn_small", SmallCNN(), torch.randn(2, 3, 16, 16), True)
     attempt("mlp_dynamic", MLP(), torch.randn(3, 32), True, opset=14)
@@ -448,3 +472,4 @@ if "cnns" in sys.argv[2:]:
     attempt("shufflenet", ShuffleNet(), torch.randn(2, 3, 35, 35), True)
     attempt("convnext", ConvNeXt(), torch.randn(2, 3, 32, 32), True)
     attempt("padding_modes", PaddingModes(), torch.randn(2, 3, 12, 13), True)
+    attempt("upsample_norms", UpsampleNorms(), torch.randn(2, 3, 10, 12), True)
