@@ -230,7 +230,7 @@ func init() {
 		"ArgMax": convArgMax, "ArgMin": convArgMax,
 		"InstanceNormalization": convInstanceNorm, "GroupNormalization": convGroupNorm,
 		"Resize": convResize,
-		"Equal": compare("eq"), "Less": compare("lt"), "LessOrEqual": compare("le"),
+		"Equal":  compare("eq"), "Less": compare("lt"), "LessOrEqual": compare("le"),
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
 		"Not": convNot, "And": logical("and"), "Or": logical("or"), "Xor": logical("xor"),
 		"Where": convWhere, "Cast": convCast, "CastLike": convCastLike,
