@@ -3,18 +3,21 @@ package frontend
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-ir/strata/internal/dynlib"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
 	_ "github.com/strata-ir/strata/passes/lower" // lower-to-loop
 	"github.com/strata-ir/strata/passes/togpu"
 	"github.com/strata-ir/strata/runtime/autotune"
+	"github.com/strata-ir/strata/runtime/cuda"
 	"github.com/strata-ir/strata/runtime/exec"
 	"github.com/strata-ir/strata/runtime/interp"
 	"github.com/strata-ir/strata/targets/nvptx"
@@ -77,6 +80,13 @@ type nvptxBackend struct {
 // none loses only their memory. A library that is absent or off is
 // skipped, as it is by the compile.
 func (nvptxBackend) Start() {
+	// On a fresh machine the first process reads its own code, the
+	// driver's and the libraries' from a cold disk as it faults on them:
+	// the page cache reads them whole, at once, in the background first.
+	if exe, err := os.Executable(); err == nil {
+		dynlib.Prefetch(exe)
+	}
+	cuda.Prefetch()
 	autotune.LoadLibraries()
 	go func() {
 		rt, err := gpuRuntime()

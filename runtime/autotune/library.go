@@ -117,6 +117,11 @@ func StartLibraryLoads(module *ir.Operation) bool {
 // prepares its first call. A library that does not load is reported by
 // ModeConfig, as without it.
 func LoadLibraries() {
+	// The loads would read the libraries from disk one page fault after
+	// another, one library at a time (the loader's lock): the page cache
+	// reads them whole, at once, first.
+	cublaslt.Prefetch()
+	cudnn.Prefetch()
 	for _, load := range []func() error{loadCuBLASLt, loadCuDNN} {
 		go func() { _ = load() }()
 	}
