@@ -32,6 +32,19 @@ var attrOps = map[string]func(t *rapid.T, b *builder, rank int) ([]string, []*At
 		}
 		return ins, windowAttrs(t, sp, true)
 	},
+	"ConvTranspose": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		sp := max(rank-2, 1)
+		w := append([]int64{drawInt(t, "in", 0, 4), drawInt(t, "out", 0, 4)}, drawInts(t, "k", sp, 0, 4)...)
+		b.weight("w", w...)
+		attrs := windowAttrs(t, sp, true)
+		if rapid.Bool().Draw(t, "has output_padding") {
+			attrs = append(attrs, aInts("output_padding", drawInts(t, "output_padding", sp, -1, 3)...))
+		}
+		if rapid.Bool().Draw(t, "has output_shape") {
+			attrs = append(attrs, aInts("output_shape", drawInts(t, "output_shape", sp, 0, 9)...))
+		}
+		return []string{"x", "w"}, attrs
+	},
 	"MaxPool":     poolAttrs,
 	"AveragePool": poolAttrs,
 	"GlobalAveragePool": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {

@@ -924,3 +924,130 @@ func TestResize(t *testing.T) {
 		}
 	}
 }
+
+// refConvTranspose is a transposed convolution by its definition: each
+// input element scatters x·w into the output at i·s − pad + u·d.
+func refConvTranspose(x []float64, n, cin, h, w int, wt []float64, coutG, kh, kw int, bias []float64,
+	s, d [2]int, pads [4]int, oh, ow, groups int) []float64 {
+	cout, cinG := coutG*groups, cin/groups
+	out := make([]float64, n*cout*oh*ow)
+	for b := range n {
+		for oc := range cout {
+			for i := range oh * ow {
+				if bias != nil {
+					out[(b*cout+oc)*oh*ow+i] = bias[oc]
+				}
+			}
+		}
+		for ic := range cin {
+			g := ic / cinG
+			for i := range h {
+				for j := range w {
+					v := x[((b*cin+ic)*h+i)*w+j]
+					for o := range coutG {
+						for u := range kh {
+							for q := range kw {
+								y, z := i*s[0]-pads[0]+u*d[0], j*s[1]-pads[1]+q*d[1]
+								if y < 0 || y >= oh || z < 0 || z >= ow {
+									continue
+								}
+								oc := g*coutG + o
+								out[((b*cout+oc)*oh+y)*ow+z] += v * wt[((ic*coutG+o)*kh+u)*kw+q]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestConvTranspose: ConvTranspose (nn.ConvTranspose2d/1d) with strides,
+// pads, output_padding, dilation, groups and bias; pads wider than the
+// dilated kernel (a crop); output_shape with SAME_UPPER and auto_pad
+// SAME_LOWER; a 1-D one; on a dynamic batch, against the scatter
+// definition.
+func TestConvTranspose(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		cin, coutG, g int
+		h, w, kh, kw  int
+		s, d          [2]int
+		pads          [4]int // as the output's, after auto_pad / output_shape
+		outPad        [2]int
+		attrs         []*Attribute
+		bias, oneD    bool
+		oh, ow        int
+	}{
+		{name: "s2-p1-op1-g2-bias", cin: 4, coutG: 3, g: 2, h: 3, w: 4, kh: 3, kw: 3, s: [2]int{2, 2}, d: [2]int{1, 1},
+			pads: [4]int{1, 1, 1, 1}, outPad: [2]int{1, 0}, bias: true, oh: 6, ow: 7,
+			attrs: []*Attribute{aInts("strides", 2, 2), aInts("pads", 1, 1, 1, 1), aInts("output_padding", 1, 0), aInt("group", 2)}},
+		{name: "s3x1-d2-crop", cin: 2, coutG: 2, g: 1, h: 4, w: 3, kh: 2, kw: 3, s: [2]int{3, 1}, d: [2]int{2, 2},
+			pads: [4]int{3, 0, 2, 5}, oh: 7, ow: 2,
+			attrs: []*Attribute{aInts("strides", 3, 1), aInts("dilations", 2, 2), aInts("pads", 3, 0, 2, 5)}},
+		{name: "output_shape-same_upper", cin: 2, coutG: 1, g: 1, h: 3, w: 3, kh: 3, kw: 2, s: [2]int{2, 2}, d: [2]int{1, 1},
+			pads: [4]int{0, 0, 1, 1}, oh: 6, ow: 5, bias: true, // full 7×6, total 1 each: 0 before, 1 after
+			attrs: []*Attribute{aInts("strides", 2, 2), aInts("output_shape", 6, 5), aStr("auto_pad", "SAME_UPPER")}},
+		{name: "same_lower", cin: 3, coutG: 2, g: 1, h: 2, w: 3, kh: 4, kw: 4, s: [2]int{2, 2}, d: [2]int{1, 1},
+			pads: [4]int{1, 1, 1, 1}, oh: 4, ow: 6, // full 6×8 → in·s: total 2 each
+			attrs: []*Attribute{aInts("strides", 2, 2), aStr("auto_pad", "SAME_LOWER")}},
+		{name: "1d-s2-p1-op1", cin: 2, coutG: 3, g: 1, h: 1, w: 5, kh: 1, kw: 3, s: [2]int{1, 2}, d: [2]int{1, 1},
+			pads: [4]int{0, 1, 0, 1}, outPad: [2]int{0, 1}, oneD: true, bias: true, oh: 1, ow: 10,
+			attrs: []*Attribute{aInts("strides", 2), aInts("pads", 1, 1), aInts("output_padding", 1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(17)
+			if tc.oneD {
+				b.input("x", TypeFloat, "N", tc.cin, tc.w)
+			} else {
+				b.input("x", TypeFloat, "N", tc.cin, tc.h, tc.w)
+			}
+			wdims := []int64{int64(tc.cin), int64(tc.coutG), int64(tc.kh), int64(tc.kw)}
+			if tc.oneD {
+				wdims = []int64{int64(tc.cin), int64(tc.coutG), int64(tc.kw)}
+			}
+			wt := b.weight("w", wdims...)
+			ins := []string{"x", "w"}
+			var bias []float64
+			if tc.bias {
+				bias = b.weight("b", int64(tc.coutG*tc.g))
+				ins = append(ins, "b")
+			}
+			b.node("ConvTranspose", ins, []string{"y"}, tc.attrs...)
+			b.output("y")
+			mod := importFile(t, b.write(t))
+			for _, n := range []int64{1, 2} {
+				shape := []int64{n, int64(tc.cin), int64(tc.h), int64(tc.w)}
+				if tc.oneD {
+					shape = []int64{n, int64(tc.cin), int64(tc.w)}
+				}
+				x, xs := randTensor(t, rand.New(rand.NewPCG(uint64(n), 13)), shape...)
+				want := refConvTranspose(xs, int(n), tc.cin, tc.h, tc.w, wt, tc.coutG, tc.kh, tc.kw, bias, tc.s, tc.d, tc.pads, tc.oh, tc.ow, tc.g)
+				wshape := []int64{n, int64(tc.coutG * tc.g), int64(tc.oh), int64(tc.ow)}
+				if tc.oneD {
+					wshape = []int64{n, int64(tc.coutG * tc.g), int64(tc.ow)}
+				}
+				near(t, tc.name, call(t, mod, x)[0], wshape, want, 1e-5)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		attrs []*Attribute
+		want  string
+	}{
+		{[]*Attribute{aInts("strides", 2, 2), aInts("output_padding", 2, 0)}, "want each ≥ 1 and output_padding below the stride or the dilation"},
+		{[]*Attribute{aInts("pads", 3, 3, 3, 3)}, "pads [3 3 3 3] leave no output of axis 2"},
+		{[]*Attribute{aInt("group", 3)}, "want the weight's first dim equal to the channels and divisible by group"},
+	} {
+		b := newBuilder(17)
+		b.input("x", TypeFloat, "N", 2, 3, 3)
+		b.weight("w", 2, 1, 3, 3)
+		b.node("ConvTranspose", []string{"x", "w"}, []string{"y"}, tc.attrs...)
+		b.output("y")
+		_, err := Import(dialects.NewContext(), b.write(t), Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), `model.onnx: node 0 "ConvTranspose_y"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming the node and %q", tc.attrs, err, tc.want)
+		}
+	}
+}

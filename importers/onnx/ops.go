@@ -233,7 +233,7 @@ func init() {
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
 		"Not": convNot, "And": logical("and"), "Or": logical("or"), "Xor": logical("xor"),
 		"Where": convWhere, "Cast": convCast, "CastLike": convCastLike,
-		"MatMul": convMatMul, "Gemm": convGemm, "Conv": convConv,
+		"MatMul": convMatMul, "Gemm": convGemm, "Conv": convConv, "ConvTranspose": convConvTranspose,
 		"BatchNormalization": convBatchNorm, "LayerNormalization": convLayerNorm,
 		"Softmax": softmax("softmax"), "LogSoftmax": softmax("log_softmax"),
 		"MaxPool": pool("max"), "AveragePool": pool("avg"),
@@ -1167,6 +1167,177 @@ func convConv(c *nodeCtx) ([]*val, error) {
 }
 
 func ones(n int) []int64 { return slices.Repeat([]int64{1}, n) }
+
+// convConvTranspose is a transposed convolution (1-D and 2-D) written as a
+// convolution: the input with stride−1 zeros inserted after each element
+// (a reshape to [N, C, H, 1, W, 1], a pad, a reshape back), convolved at
+// stride 1 with the kernel flipped and its in and out channels swapped
+// per group, padded by dilation·(k−1) − pads (cropped where negative),
+// output_padding added at the end.
+func convConvTranspose(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.input(1)
+	if err != nil {
+		return nil, err
+	}
+	if x.rank() != w.rank() || (x.rank() != 4 && x.rank() != 3) {
+		return nil, fmt.Errorf("only 1-D and 2-D transposed convolutions are supported (input rank %d, weight rank %d)", x.rank(), w.rank())
+	}
+	sp := x.rank() - 2
+	ws, ok := w.staticShape()
+	if !ok {
+		return nil, errors.New("the weight must have a static shape")
+	}
+	in := staticDims(x.dims[2:])
+	if slices.Contains(in, -1) {
+		return nil, fmt.Errorf("the spatial sizes %s must be static", shapeString(x.dims[2:]))
+	}
+	group := c.int("group", 1)
+	if ch, ok := x.dims[1].IsConst(); !ok || ch != ws[0] || group < 1 || ws[0]%group != 0 {
+		return nil, fmt.Errorf("input channels %s, weight %v, group %d: want the weight's first dim equal to the channels and divisible by group", x.dims[1], ws, group)
+	}
+	kernel := ws[2:]
+	if ks, ok := c.ints("kernel_shape"); ok && !slices.Equal(ks, kernel) {
+		return nil, fmt.Errorf("kernel_shape %v differs from the weight's spatial shape %v", ks, kernel)
+	}
+	strides, dil, outPad := ones(sp), ones(sp), make([]int64, sp)
+	for _, a := range []struct {
+		name string
+		to   []int64
+	}{{"strides", strides}, {"dilations", dil}, {"output_padding", outPad}} {
+		if v, ok := c.ints(a.name); ok {
+			if len(v) != sp {
+				return nil, fmt.Errorf("%s %v needs %d entries", a.name, v, sp)
+			}
+			copy(a.to, v)
+		}
+	}
+	for i := range sp {
+		if strides[i] < 1 || dil[i] < 1 || kernel[i] < 1 || outPad[i] < 0 || outPad[i] >= max(strides[i], dil[i]) {
+			return nil, fmt.Errorf("kernel %v, strides %v, dilations %v, output_padding %v: want each ≥ 1 and output_padding below the stride or the dilation", kernel, strides, dil, outPad)
+		}
+	}
+	pads := make([]int64, 2*sp)
+	full := func(i int64) int64 { return strides[i]*(in[i]-1) + outPad[i] + (kernel[i]-1)*dil[i] + 1 }
+	autoPad := c.str("auto_pad", "NOTSET")
+	outShape, hasOut := c.ints("output_shape")
+	if hasOut && len(outShape) == x.rank() {
+		outShape = outShape[2:]
+	}
+	switch {
+	case hasOut || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER":
+		if !hasOut {
+			outShape = make([]int64, sp)
+			for i := range sp {
+				outShape[i] = in[i] * strides[i]
+			}
+		}
+		if len(outShape) != sp {
+			return nil, fmt.Errorf("output_shape %v needs %d entries", outShape, sp)
+		}
+		for i := range int64(sp) {
+			total := full(i) - outShape[i]
+			if total < 0 {
+				return nil, fmt.Errorf("output_shape %v is larger than the full output %d of axis %d", outShape, full(i), i+2)
+			}
+			if autoPad == "SAME_UPPER" {
+				pads[i], pads[int64(sp)+i] = total/2, total-total/2
+			} else {
+				pads[i], pads[int64(sp)+i] = total-total/2, total/2
+			}
+		}
+	case autoPad == "NOTSET" || autoPad == "":
+		if p, ok := c.ints("pads"); ok {
+			if len(p) != 2*sp {
+				return nil, fmt.Errorf("pads %v need %d entries", p, 2*sp)
+			}
+			copy(pads, p)
+		}
+	case autoPad != "VALID":
+		return nil, fmt.Errorf("unknown auto_pad %q", autoPad)
+	}
+	for i := range int64(sp) {
+		if pads[i] < 0 || pads[int64(sp)+i] < 0 || full(i)-pads[i]-pads[int64(sp)+i] < 1 {
+			return nil, fmt.Errorf("pads %v leave no output of axis %d (full size %d)", pads, i+2, full(i))
+		}
+	}
+	// As 2-D: a 1-D input and kernel get a height of 1.
+	xd, wv := slices.Clone(x.dims), c.value(w)
+	if sp == 1 {
+		xd = slices.Insert(xd, 2, sym.Const(1))
+		in, kernel = []int64{1, in[0]}, []int64{1, kernel[0]}
+		strides, dil, outPad = []int64{1, strides[0]}, []int64{1, dil[0]}, []int64{0, outPad[0]}
+		pads = []int64{0, pads[0], 0, pads[1]}
+		ws = []int64{ws[0], ws[1], 1, ws[2]}
+		wv = c.e.Op("reshape", []*ir.Value{wv}, ir.NamedAttr{Name: "shape", Value: graph.Ints(ws...)})
+	}
+	v := c.value(x)
+	if sp == 1 {
+		v = c.reshapeValue(x, xd)
+	}
+	// Zeros after each element: [N, C, H, 1, W, 1] padded to [N, C, H, s, W, s].
+	if strides[0] > 1 || strides[1] > 1 {
+		spread := []sym.Expr{xd[0], xd[1], xd[2], sym.Const(1), xd[3], sym.Const(1)}
+		v = c.reshapeValue(c.im.wrap(v), spread)
+		v = c.e.Op("pad", []*ir.Value{v}, ir.NamedAttr{Name: "low", Value: graph.Ints(0, 0, 0, 0, 0, 0)},
+			ir.NamedAttr{Name: "high", Value: graph.Ints(0, 0, 0, strides[0]-1, 0, strides[1]-1)})
+		v = c.reshapeValue(c.im.wrap(v), []sym.Expr{xd[0], xd[1], sym.Const(in[0] * strides[0]), sym.Const(in[1] * strides[1])})
+	}
+	// The kernel: [Cin, Cout/g, kh, kw] → [Cout, Cin/g, kh, kw], flipped.
+	g, cinG, coutG := group, ws[0]/group, ws[1]
+	wv = c.e.Op("reshape", []*ir.Value{wv}, ir.NamedAttr{Name: "shape", Value: graph.Ints(g, cinG, coutG, ws[2], ws[3])})
+	wv = c.e.Op("transpose", []*ir.Value{wv}, ir.NamedAttr{Name: "perm", Value: graph.Ints(0, 2, 1, 3, 4)})
+	wv = c.e.Op("reshape", []*ir.Value{wv}, ir.NamedAttr{Name: "shape", Value: graph.Ints(g*coutG, cinG, ws[2], ws[3])})
+	for a := range 2 {
+		if k := ws[2+a]; k > 1 {
+			rev := make([]int64, k)
+			for i := range rev {
+				rev[i] = k - 1 - int64(i)
+			}
+			wv = c.e.Op("gather", []*ir.Value{wv, c.value(kval(newIntKonst(ir.I64, []int64{k}, rev)))},
+				ir.NamedAttr{Name: "axis", Value: ir.Int(int64(2+a), ir.I64)})
+		}
+	}
+	// Padding of the spread input (of length in·s, s−1 zeros past the last
+	// element already), cropped where negative.
+	convPads := make([]int64, 4)
+	for a := range 2 {
+		ext := dil[a] * (kernel[a] - 1)
+		lo, hi := ext-pads[a], ext-pads[2+a]+outPad[a]-(strides[a]-1)
+		length := in[a] * strides[a]
+		if lo < 0 || hi < 0 {
+			from, to := max(-lo, 0), length-max(-hi, 0)
+			idx := make([]int64, 0, max(to-from, 0))
+			for i := from; i < to; i++ {
+				idx = append(idx, i)
+			}
+			v = c.e.Op("gather", []*ir.Value{v, c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx))}, idx)))},
+				ir.NamedAttr{Name: "axis", Value: ir.Int(int64(2+a), ir.I64)})
+			lo, hi = max(lo, 0), max(hi, 0)
+		}
+		convPads[a], convPads[2+a] = lo, hi
+	}
+	ops := []*ir.Value{v, wv}
+	if b := c.opt(2); b != nil {
+		ops = append(ops, c.value(b))
+	}
+	y := c.e.Op("conv2d", ops,
+		ir.NamedAttr{Name: "strides", Value: graph.Ints(1, 1)},
+		ir.NamedAttr{Name: "padding", Value: graph.Ints(convPads...)},
+		ir.NamedAttr{Name: "dilations", Value: graph.Ints(dil...)},
+		ir.NamedAttr{Name: "groups", Value: ir.Int(group, ir.I64)})
+	if y == nil {
+		return nil, c.e.Err
+	}
+	if sp == 1 {
+		yd := c.im.wrap(y).dims
+		return c.wrap(c.reshapeValue(c.im.wrap(y), slices.Delete(slices.Clone(yd), 2, 3))), nil
+	}
+	return c.wrap(y), nil
+}
 
 // floatsOf returns the elements of a constant or initializer as float64.
 func (c *nodeCtx) floatsOf(x *val, what string) ([]float64, error) {

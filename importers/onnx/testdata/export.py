@@ -422,8 +422,9 @@ class PaddingModes(nn.Module):
 
 class UpsampleNorms(nn.Module):
     """A small U-Net-like decoder: GroupNorm, PReLU, InstanceNorm, ELU,
-    nearest ×2 upsampling, Mish, bilinear ×2 (align_corners=False), SELU,
-    bilinear to a size (align_corners=True), CELU, a skip concatenation."""
+    nearest ×2 upsampling, Mish, a grouped ConvTranspose2d (stride 2,
+    output_padding), bilinear ×2 (align_corners=False), SELU, bilinear to
+    a size (align_corners=True), CELU, a skip concatenation."""
 
     def __init__(self):
         super().__init__()
@@ -431,6 +432,7 @@ class UpsampleNorms(nn.Module):
         self.c2, self.inorm = nn.Conv2d(16, 8, 3, stride=2, padding=1), nn.InstanceNorm2d(8, affine=True)
         self.up1 = nn.Upsample(scale_factor=2, mode="nearest")
         self.c3 = nn.Conv2d(24, 8, 3, padding=1)
+        self.ct = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1, groups=2)
         self.c4 = nn.Conv2d(8, 4, 1)
 
     def forward(self, x):
@@ -438,7 +440,7 @@ class UpsampleNorms(nn.Module):
         s = self.act1(self.gn(self.c1(x)))
         y = f.elu(self.inorm(self.c2(s)))
         y = f.mish(self.c3(torch.cat([self.up1(y), s], 1)))
-        y = f.selu(f.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False))
+        y = f.selu(f.interpolate(self.ct(y), scale_factor=2, mode="bilinear", align_corners=False))
         y = f.celu(f.interpolate(self.c4(y), size=(13, 9), mode="bilinear", align_corners=True), 1.5)
         return y.flatten(1)
 
