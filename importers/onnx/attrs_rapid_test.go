@@ -78,6 +78,12 @@ var attrOps = map[string]func(t *rapid.T, b *builder, rank int) ([]string, []*At
 			aStr("coordinate_transformation_mode", rapid.SampledFrom([]string{"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners", "tf_crop_and_resize"}).Draw(t, "ctm")),
 			aStr("nearest_mode", rapid.SampledFrom([]string{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "bad"}).Draw(t, "nearest"))}
 	},
+	"DepthToSpace": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		return []string{"x"}, []*Attribute{aInt("blocksize", drawInt(t, "blocksize", -1, 3)), aStr("mode", rapid.SampledFrom([]string{"DCR", "CRD", "BAD"}).Draw(t, "mode"))}
+	},
+	"SpaceToDepth": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		return []string{"x"}, []*Attribute{aInt("blocksize", drawInt(t, "blocksize", -1, 3))}
+	},
 	"PRelu": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
 		b.weight("slope", drawInts(t, "slope", drawIntN(t, "slope rank", 0, 4), 1, 5)...)
 		return []string{"x", "slope"}, nil

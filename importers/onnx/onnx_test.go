@@ -1051,3 +1051,53 @@ func TestConvTranspose(t *testing.T) {
 		}
 	}
 }
+
+// TestDepthToSpace: DepthToSpace in DCR and CRD mode and SpaceToDepth, on
+// a dynamic batch, against the index formulas of their definitions
+// (PixelShuffle is CRD: out[c][h·b+i][w·b+j] = in[c·b²+i·b+j][h][w]).
+func TestDepthToSpace(t *testing.T) {
+	const c, h, w, bs = 8, 2, 3, 2
+	b := newBuilder(13)
+	b.input("x", TypeFloat, "N", c, h, w)
+	b.node("DepthToSpace", []string{"x"}, []string{"dcr"}, aInt("blocksize", bs))
+	b.node("DepthToSpace", []string{"x"}, []string{"crd"}, aInt("blocksize", bs), aStr("mode", "CRD"))
+	b.node("SpaceToDepth", []string{"crd"}, []string{"back"}, aInt("blocksize", bs))
+	b.output("dcr", "crd", "back")
+	mod := importFile(t, b.write(t))
+	const oc = c / (bs * bs)
+	for _, n := range []int64{1, 2} {
+		x, xs := randTensor(t, rand.New(rand.NewPCG(uint64(n), 17)), n, c, h, w)
+		at := func(p, ch, i, j int) float64 { return xs[((p*c+ch)*h+i)*w+j] }
+		var dcr, crd []float64
+		for p := range int(n) {
+			for o := range oc {
+				for y := range h * bs {
+					for z := range w * bs {
+						dcr = append(dcr, at(p, ((y%bs)*bs+z%bs)*oc+o, y/bs, z/bs))
+						crd = append(crd, at(p, o*bs*bs+(y%bs)*bs+z%bs, y/bs, z/bs))
+					}
+				}
+			}
+		}
+		got := call(t, mod, x)
+		near(t, "DCR", got[0], []int64{n, oc, h * bs, w * bs}, dcr, 0)
+		near(t, "CRD", got[1], []int64{n, oc, h * bs, w * bs}, crd, 0)
+		// SpaceToDepth: out[c·b²… in DCR order] — of CRD's output it
+		// gives DCR's channel order back: out[(i·b+j)·C'+o] = crd[o][h·b+i][w·b+j].
+		var back []float64
+		for p := range int(n) {
+			for i := range bs {
+				for j := range bs {
+					for o := range oc {
+						for y := range h {
+							for z := range w {
+								back = append(back, at(p, o*bs*bs+i*bs+j, y, z))
+							}
+						}
+					}
+				}
+			}
+		}
+		near(t, "SpaceToDepth", got[2], []int64{n, c, h, w}, back, 0)
+	}
+}

@@ -228,6 +228,7 @@ func init() {
 		"PRelu": convPRelu, "Elu": convElu, "Selu": convElu, "Celu": convCelu, "Mish": convMish,
 		"Softsign": convSoftsign, "ThresholdedRelu": convThresholdedRelu,
 		"ArgMax": convArgMax, "ArgMin": convArgMax, "Resize": convResize,
+		"DepthToSpace": convDepthToSpace, "SpaceToDepth": convDepthToSpace,
 		"InstanceNormalization": convInstanceNorm, "GroupNormalization": convGroupNorm,
 		"Equal": compare("eq"), "Less": compare("lt"), "LessOrEqual": compare("le"),
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
@@ -1854,4 +1855,50 @@ func normAxes(axes []int64, rank int) ([]int64, error) {
 		out[i] = int64(n)
 	}
 	return out, nil
+}
+
+// convDepthToSpace is DepthToSpace (nn.PixelShuffle: mode CRD; DCR the
+// default) and SpaceToDepth (nn.PixelUnshuffle's layout) as a reshape to
+// rank 6, a transpose and a reshape back.
+func convDepthToSpace(c *nodeCtx) ([]*val, error) {
+	x, err := c.input(0)
+	if err != nil {
+		return nil, err
+	}
+	if x.rank() != 4 {
+		return nil, fmt.Errorf("the input must have rank 4, got %d", x.rank())
+	}
+	b := c.int("blocksize", 0)
+	shape, ok := (&val{dims: x.dims[1:]}).staticShape()
+	if !ok {
+		return nil, fmt.Errorf("the channel and spatial sizes %s must be static", shapeString(x.dims[1:]))
+	}
+	ch, h, w := shape[0], shape[1], shape[2]
+	n := x.dims[0]
+	k := sym.Const
+	var split, merged []sym.Expr
+	var perm []int64
+	if c.n.OpType == "DepthToSpace" {
+		if b < 1 || ch%(b*b) != 0 {
+			return nil, fmt.Errorf("blocksize %d: want ≥ 1 with its square dividing the %d channels", b, ch)
+		}
+		switch mode := c.str("mode", "DCR"); mode {
+		case "DCR":
+			split, perm = []sym.Expr{n, k(b), k(b), k(ch / (b * b)), k(h), k(w)}, []int64{0, 3, 4, 1, 5, 2}
+		case "CRD":
+			split, perm = []sym.Expr{n, k(ch / (b * b)), k(b), k(b), k(h), k(w)}, []int64{0, 1, 4, 2, 5, 3}
+		default:
+			return nil, fmt.Errorf("mode %q is not one of DCR, CRD", mode)
+		}
+		merged = []sym.Expr{n, k(ch / (b * b)), k(h * b), k(w * b)}
+	} else {
+		if b < 1 || h%b != 0 || w%b != 0 {
+			return nil, fmt.Errorf("blocksize %d: want ≥ 1 and dividing the spatial sizes %d×%d", b, h, w)
+		}
+		split, perm = []sym.Expr{n, k(ch), k(h / b), k(b), k(w / b), k(b)}, []int64{0, 3, 5, 1, 2, 4}
+		merged = []sym.Expr{n, k(ch * b * b), k(h / b), k(w / b)}
+	}
+	v := c.reshapeValue(x, split)
+	v = c.e.Op("transpose", []*ir.Value{v}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
+	return c.wrap(c.reshapeValue(c.im.wrap(v), merged)), nil
 }

@@ -423,8 +423,8 @@ class PaddingModes(nn.Module):
 class UpsampleNorms(nn.Module):
     """A small U-Net-like decoder: GroupNorm, PReLU, InstanceNorm, ELU,
     nearest ×2 upsampling, Mish, a grouped ConvTranspose2d (stride 2,
-    output_padding), bilinear ×2 (align_corners=False), SELU, bilinear to
-    a size (align_corners=True), CELU, a skip concatenation."""
+    output_padding), bilinear ×2 (align_corners=False), SELU, PixelShuffle,
+    bilinear to a size (align_corners=True), CELU, a skip concatenation."""
 
     def __init__(self):
         super().__init__()
@@ -433,7 +433,7 @@ class UpsampleNorms(nn.Module):
         self.up1 = nn.Upsample(scale_factor=2, mode="nearest")
         self.c3 = nn.Conv2d(24, 8, 3, padding=1)
         self.ct = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1, groups=2)
-        self.c4 = nn.Conv2d(8, 4, 1)
+        self.c4, self.shuffle = nn.Conv2d(8, 8, 1), nn.PixelShuffle(2)
 
     def forward(self, x):
         f = nn.functional
@@ -441,7 +441,7 @@ class UpsampleNorms(nn.Module):
         y = f.elu(self.inorm(self.c2(s)))
         y = f.mish(self.c3(torch.cat([self.up1(y), s], 1)))
         y = f.selu(f.interpolate(self.ct(y), scale_factor=2, mode="bilinear", align_corners=False))
-        y = f.celu(f.interpolate(self.c4(y), size=(13, 9), mode="bilinear", align_corners=True), 1.5)
+        y = f.celu(f.interpolate(self.shuffle(self.c4(y)), size=(13, 9), mode="bilinear", align_corners=True), 1.5)
         return y.flatten(1)
 
 
