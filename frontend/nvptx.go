@@ -87,7 +87,14 @@ func (nvptxBackend) Start() {
 		dynlib.Prefetch(exe)
 	}
 	cuda.Prefetch()
-	autotune.LoadLibraries()
+	autotune.PrefetchLibraries()
+	// The libraries load once the driver has: the dynamic loader loads
+	// one library at a time, and the device's opening should not wait
+	// for theirs (hundreds of megabytes) to take the driver's.
+	go func() {
+		_ = cuda.Load() // an error is the runtime's to report
+		autotune.LoadLibraries()
+	}()
 	go func() {
 		rt, err := gpuRuntime()
 		if err != nil {
