@@ -191,6 +191,42 @@ var onnxCNNs = []onnxCNN{
 			oint("axis", -1), &onnx.Attribute{Name: "epsilon", Type: onnx.AttrFloat, F: 1e-3})
 		return []string{l}
 	}},
+	// Conv2d's padding_mode reflect and replicate (Pad reflect, edge) and
+	// nearest ×2 upsampling as the classic exporter writes nn.Upsample.
+	{"pad_modes_upsample", 3, 9, 11, 0, func(b *onnxBuilder) []string {
+		p := b.node("Pad", []string{"x", b.int64s("p1", 0, 0, 1, 2, 0, 0, 1, 1)}, "p", ostr("mode", "reflect"))
+		c := b.node("Conv", []string{p, b.weight("w", 4, 3, 3, 3), b.weight("b", 4)}, "c", ints("kernel_shape", 3, 3))
+		e := b.node("Pad", []string{c, b.int64s("p2", 0, 0, 2, 0, 0, 0, 0, 3)}, "e", ostr("mode", "edge"))
+		u := b.node("Resize", []string{e, "", b.scales("sc", 1, 1, 2, 2)}, "u", ostr("mode", "nearest"),
+			ostr("coordinate_transformation_mode", "asymmetric"), ostr("nearest_mode", "floor"))
+		return []string{u}
+	}},
+	// Activations and normalizations of CNNs outside torchvision's list
+	// (opset 18): PRelu per channel, Elu, Selu, Celu, Mish, Softsign,
+	// ThresholdedRelu, InstanceNormalization, GroupNormalization (opset
+	// 18's per-group scale and bias).
+	{"activations_norms", 4, 7, 9, 18, func(b *onnxBuilder) []string {
+		c := b.node("Conv", []string{"x", b.weight("w", 6, 4, 3, 3), b.weight("b", 6)}, "c", ints("kernel_shape", 3, 3), ints("pads", 1, 1, 1, 1))
+		p := b.node("PRelu", []string{c, b.weight("slope", 6, 1, 1)}, "p")
+		i := b.node("InstanceNormalization", []string{p, b.positive("is", 0.5, 1.5, 6), b.weight("ib", 6)}, "i")
+		e := b.node("Elu", []string{i}, "e", &onnx.Attribute{Name: "alpha", Type: onnx.AttrFloat, F: 0.8})
+		g := b.node("GroupNormalization", []string{e, b.positive("gs", 0.5, 1.5, 3), b.weight("gb", 3)}, "g", oint("num_groups", 3))
+		m := b.node("Mish", []string{g}, "m")
+		sl := b.node("Selu", []string{b.node("Add", []string{m, b.node("Celu", []string{g}, "ce")}, "a")}, "sl")
+		ss := b.node("Softsign", []string{sl}, "ss")
+		return []string{b.node("ThresholdedRelu", []string{ss}, "y", &onnx.Attribute{Name: "alpha", Type: onnx.AttrFloat, F: 0.1})}
+	}},
+	// A decoder: grouped ConvTranspose (stride 2, pads, output_padding,
+	// bias), PixelShuffle (DepthToSpace CRD), bilinear ×2 upsampling
+	// (Resize linear, pytorch_half_pixel), SpaceToDepth.
+	{"convtranspose_shuffle_bilinear", 4, 5, 6, 0, func(b *onnxBuilder) []string {
+		ct := b.node("ConvTranspose", []string{"x", b.weight("w", 4, 4, 3, 3), b.weight("b", 8)}, "ct",
+			ints("strides", 2, 2), ints("pads", 1, 1, 1, 1), ints("output_padding", 1, 1), oint("group", 2))
+		d := b.node("DepthToSpace", []string{b.node("Relu", []string{ct}, "r")}, "d", oint("blocksize", 2), ostr("mode", "CRD"))
+		u := b.node("Resize", []string{d, "", b.scales("sc", 1, 1, 2, 2)}, "u", ostr("mode", "linear"),
+			ostr("coordinate_transformation_mode", "pytorch_half_pixel"))
+		return []string{b.node("SpaceToDepth", []string{u}, "y", oint("blocksize", 4))}
+	}},
 	{"stem_to_head", 3, 31, 31, 0, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w1", 7, 3, 7, 7), b.weight("b1", 7)}, "c1",
 			ints("kernel_shape", 7, 7), ints("strides", 2, 2), ints("pads", 3, 3, 3, 3))
@@ -370,6 +406,12 @@ func TestShapesONNXResNetBlock(t *testing.T) {
 }
 
 // int64s adds an int64 initializer (a shape or split sizes).
+// scales adds Resize's scales, float32 in a float16 model too.
+func (b *onnxBuilder) scales(name string, vs ...float32) string {
+	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, Dims: []int64{int64(len(vs))}, DataType: onnx.TypeFloat, FloatData: vs})
+	return name
+}
+
 func (b *onnxBuilder) int64s(name string, vs ...int64) string {
 	raw := make([]byte, 0, 8*len(vs))
 	for _, v := range vs {
