@@ -83,6 +83,11 @@ func TestGPUFlashForms(t *testing.T) {
 		{2, 1, 300, 200, 128, true, 0, ir.BF16}, // (persistent blocks over several row blocks at small grids)
 		{2, 1, 200, 130, 64, false, 0, ir.BF16},
 		{1, 2, 130, 70, 64, true, 0, ir.BF16},
+		// (One length with key tails, for the dynamic forms: the copies
+		// of the tiles before the last take no guards, copyKeys.)
+		{2, 1, 200, 200, 64, false, 0, ir.BF16},
+		{1, 2, 130, 130, 128, true, 0, ir.BF16},
+		{1, 1, 70, 70, 64, true, 4, ir.BF16},
 		{16, 16, 1024, 1024, 128, true, 0, ir.BF16},
 		{16, 16, 1000, 1000, 128, true, 0, ir.BF16},
 	} {
