@@ -34,8 +34,9 @@ usage() {
 
 # The families: name, test binary, its package directory (the binary runs
 # there, for testdata), the tools it runs under by default, environment
-# settings for the test binary (NAME=VALUE, space-separated; mostly none)
-# and the -test.run pattern that selects its small-shape checks (never the
+# settings for the test binary (NAME=VALUE, space-separated; mostly none),
+# its own flags (space-separated; nn's -paths=device) and the -test.run
+# pattern that selects its small-shape checks (never the
 # timings, which run at the bench's sizes; last, as it holds |). Kept in step with the tests'
 # subtest names: passes/togpu (convGPUTiles × convCases, togpu.MMATiles ×
 # mmaCases, flashCases × togpu.FlashTiles, flashPersistentCases,
@@ -45,65 +46,76 @@ families=(
 	# convCases with each tiling of convGPUTiles (mma.sync, the 4-warp one,
 	# wgmma 256x128, Hopper's TMA default), and a small CNN's gradient (data
 	# and weight gradients as convolutions).
-	"conv-own|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUConv\$/^[0-9]"
+	"conv-own|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUConv\$/^[0-9]"
 	# The mma.sync GEMM tilings on odd shapes, tails, transposes, batches.
-	"gemm-mma|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUMMA\$/^[0-9x]+s[23](w64)?\$/^(odd-bias-gelu|many-k-tiles|k-tail|b-transposed-odd-n|a-transposed-unaligned|batched|m-one-k-one)\$"
+	"gemm-mma|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUMMA\$/^[0-9x]+s[23](w64)?\$/^(odd-bias-gelu|many-k-tiles|k-tail|b-transposed-odd-n|a-transposed-unaligned|batched|m-one-k-one)\$"
 	# The wgmma GEMM tilings (g, go, ws, wst, wste, wstep132, wstc2, …:
 	# every togpu.MMATiles entry on wgmma).
-	"gemm-wgmma|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUMMA\$/^[0-9x]+s[0-9](g|ws)/^(odd-bias-gelu|many-k-tiles|k-tail|b-transposed-odd-n|a-transposed-unaligned|batched|m-one-k-one)\$"
+	"gemm-wgmma|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUMMA\$/^[0-9x]+s[0-9](g|ws)/^(odd-bias-gelu|many-k-tiles|k-tail|b-transposed-odd-n|a-transposed-unaligned|batched|m-one-k-one)\$"
 	# Every tiling with a dynamic M (1, 127, 300 rows: index offsets, tails).
-	"gemm-dynamic|passes_togpu|passes/togpu|memcheck||TestGPUMMADynamic\$"
+	"gemm-dynamic|passes_togpu|passes/togpu|memcheck|||TestGPUMMADynamic\$"
 	# TMA and cluster tilings on the tails and shapes cuBLASLt is compared
 	# with (its kernels run too: see the kernels column).
-	"gemm-tma-cluster|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUClusterShapes\$|TestGPUTMAGraph\$"
+	"gemm-tma-cluster|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUClusterShapes\$|TestGPUTMAGraph\$"
 	# Flash attention forward: five cases (d32, d64 causal with row and key
 	# tails, d128 causal with the clusters' pairs, d128 with row and key
 	# tails, f16 with rescaling), the pipeline's tiling and then the
 	# mma.sync tilings …
-	"flash-fwd-mma|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x130x200-d128-causal=false-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/^[^g]*\$"
+	"flash-fwd-mma|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x130x200-d128-causal=false-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/^[^g]*\$"
 	# … the wgmma tilings without TMA …
-	"flash-fwd-wgmma|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x130x200-d128-causal=false-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/g[^t]*\$"
+	"flash-fwd-wgmma|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x130x200-d128-causal=false-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/g[^t]*\$"
 	# … and the TMA and cluster ones (names with t, c2).
-	"flash-fwd-tma|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x130x200-d128-causal=false-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/g.*t"
+	"flash-fwd-tma|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUFlash\$/^(1x2x40x40-d32-causal=true-scale=0-bf16|1x2x130x70-d64-causal=true-scale=0-bf16|1x2x250x140-d128-causal=true-scale=0-bf16|1x1x130x200-d128-causal=false-scale=0-bf16|1x1x40x200-d64-causal=false-scale=4-f16)\$/g.*t"
 	# The persistent tilings (64x64gplqkor, 128x128gplqd…r with PrefetchQ's
 	# 128x128gplqdatonr and 128x128gplqdaonr) on grids of 2 and 3 blocks:
 	# a block's later row blocks, the next Q copied early, causal turns.
-	"flash-fwd-persistent|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUFlashPersistent\$"
+	"flash-fwd-persistent|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUFlashPersistent\$"
 	# Flash attention backward: every check of TestGPUFlashGrad (the
 	# forward with its log-sum-exp, the mma.sync and wgmma backward kernels
 	# with Staged stores and SharedStats, alone and together).
-	"flash-bwd|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUFlashGrad\$/^check-"
+	"flash-bwd|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUFlashGrad\$/^check-"
 	# Decoding attention over a KV cache (its check; the test's timing at
 	# the end runs 110 launches).
-	"decode|passes_togpu|passes/togpu|memcheck||TestGPUDecodeAttention\$"
+	"decode|passes_togpu|passes/togpu|memcheck|||TestGPUDecodeAttention\$"
 	# Column sums (bias and layer-norm gradients) under the column mapping
 	# and a warp a column, split into partial rows.
-	"colsum|passes_togpu|passes/togpu|memcheck,racecheck||TestGPUColumnSumSplits\$"
+	"colsum|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUColumnSumSplits\$"
 	# scatter_add, the gather's gradient (atomics).
-	"scatter|passes_togpu|passes/togpu|memcheck||TestGPUScatterAdd\$"
+	"scatter|passes_togpu|passes/togpu|memcheck|||TestGPUScatterAdd\$"
 	# A gather with indices out of range (guarded: zeros, never outside
 	# the table; an empty table too).
-	"gather|passes_togpu|passes/togpu|memcheck,initcheck||TestGPUGatherOutOfRange\$"
+	"gather|passes_togpu|passes/togpu|memcheck,initcheck|||TestGPUGatherOutOfRange\$"
 	# The layer norm's row kernels under every row option (1024 × 4096).
-	"rows|passes_togpu|passes/togpu|memcheck,racecheck||TestGPURowVariants\$"
+	"rows|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPURowVariants\$"
 	# Pointwise, reduction, softmax and training programs (runtime/exec's
 	# testdata) on both PTX backends.
-	"pointwise|runtime_exec|runtime/exec|memcheck,racecheck||TestGPUMatchesInterpreter\$"
+	"pointwise|runtime_exec|runtime/exec|memcheck,racecheck|||TestGPUMatchesInterpreter\$"
 	# The library paths: cuDNN convolutions (NCHW, NHWC, gradients) and
 	# cuBLASLt products with Strata's epilogue and transpose kernels around
 	# them. memcheck only: racecheck reports hazards inside cuBLASLt's own
 	# kernels (session 12), which are NVIDIA's.
-	"library|runtime_exec|runtime/exec|memcheck||TestGPUCuDNN\$|TestGPUCuDNNGradient\$|TestGPUCuBLASLt\$|TestGPUWarmLibraryCalls\$"
+	"library|runtime_exec|runtime/exec|memcheck|||TestGPUCuDNN\$|TestGPUCuDNNGradient\$|TestGPUCuBLASLt\$|TestGPUWarmLibraryCalls\$|TestGPURunBesideWarmUps\$"
+	# The libraries' warm-ups beside the program's runs (session 19): a
+	# cuDNN call run untimed while its Tune times candidates on a tuning
+	# workspace of its own, and cuBLASLt's Run beside its Tune.
+	"library-tune|runtime_cudnn|runtime/cudnn|memcheck|||TestGPUUntimedBesideTune\$"
+	"library-tune-lt|runtime_cublaslt|runtime/cublaslt|memcheck|||TestGPURunBesideTune\$"
 	# Whole models through the frontend (nn): a small ResNet (w8, 2 × 33 ×
 	# 37) forward in eval and train mode and two SGD steps, in f32 and bf16,
 	# and the small CNN's three bfloat16 SGD steps — the graph's fused kernels
 	# (batch norm forward and backward with its statistics, pooling, the
 	# loss, the optimizer's update) — first with the default policy (cuDNN
 	# and cuBLASLt, memcheck only) …
-	"models|nn|nn|memcheck||TestGPUModelsResNet\$/^w8_cls7\$|TestGPUModelsCNN\$/^bfloat16\$"
+	"models|nn|nn|memcheck|||TestGPUModelsResNet\$/^w8_cls7\$|TestGPUModelsCNN\$/^bfloat16\$"
 	# … then on Strata's own kernels alone: the implicit-GEMM convolutions
 	# forward, data and weight gradients, and the products (wgmma, TMA).
-	"models-own|nn|nn|memcheck,racecheck|STRATA_CUDNN=off STRATA_CUBLASLT=off|TestGPUModelsResNet\$/^w8_cls7\$|TestGPUModelsCNN\$/^bfloat16\$"
+	"models-own|nn|nn|memcheck,racecheck|STRATA_CUDNN=off STRATA_CUBLASLT=off||TestGPUModelsResNet\$/^w8_cls7\$|TestGPUModelsCNN\$/^bfloat16\$"
+	# Imported models on the device path: PyTorch's exports of
+	# importers/onnx/testdata (torchvision-style CNNs, both exporters) and
+	# the hand-built graphs of the importer's ops (Resize, Pad modes,
+	# ConvTranspose, DepthToSpace, instance and group norm: gathers,
+	# rank-6 transposes), on Strata's own kernels.
+	"onnx-models|nn|nn|memcheck,racecheck|STRATA_CUDNN=off STRATA_CUBLASLT=off|-paths=device|TestShapesTorchExports\$/^torch211(cnn|ts)?\$|TestShapesONNXCNNs\$"
 )
 
 only="" tools="" jobs=32 limit=120 prints=50 list=0
@@ -135,8 +147,8 @@ done
 
 if [ $list = 1 ]; then
 	for f in "${families[@]}"; do
-		IFS='|' read -r name bin dir ftools fenv run <<<"$f"
-		printf '%-20s %-14s %-22s %s%s\n' "$name" "$bin" "$ftools" "$run" "${fenv:+ (with $fenv)}"
+		IFS='|' read -r name bin dir ftools fenv fargs run <<<"$f"
+		printf '%-20s %-14s %-22s %s%s%s\n' "$name" "$bin" "$ftools" "$run" "${fenv:+ (with $fenv)}" "${fargs:+ (flags $fargs)}"
 	done
 	exit 0
 fi
@@ -194,8 +206,8 @@ cat "$work/header.txt"
 
 # runOne runs family line $1 under tool $2 and writes its summary line.
 runOne() {
-	local name bin dir ftools fenv run tool=$2
-	IFS='|' read -r name bin dir ftools fenv run <<<"$1"
+	local name bin dir ftools fenv fargs run tool=$2
+	IFS='|' read -r name bin dir ftools fenv fargs run <<<"$1"
 	local exe="$root/.device/$bin.test" log="$work/$name.$tool.log" line="$work/$name.$tool.line"
 	if [ ! -x "$exe" ]; then
 		printf '%-20s %-10s NOT RUN: no %s (scripts/device-tests.sh builds it)\n' "$name" "$tool" ".device/$bin.test" > "$line"
@@ -205,9 +217,9 @@ runOne() {
 	[ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
 	local t0=$SECONDS rc
 	# Two threads a Go process: the families share the machine's cores.
-	# shellcheck disable=SC2086 # (fenv: NAME=VALUE words)
+	# shellcheck disable=SC2086 # (fenv: NAME=VALUE words; fargs: flags)
 	(cd "$root/$dir" && env $fenv GOMAXPROCS=${SAN_GOMAXPROCS:-2} timeout -k 10 "$limit" "$san" --tool "$tool" "${extra[@]}" \
-		--print-limit "$prints" "$exe" -test.run "$run" -test.v -test.count 1) > "$log" 2>&1
+		--print-limit "$prints" "$exe" $fargs -test.run "$run" -test.v -test.count 1) > "$log" 2>&1
 	rc=$?
 	local secs=$((SECONDS - t0))
 	summarize "$name" "$tool" "$log" "$rc" "$secs" | sed "s/[[:space:]]*$//" > "$line"
@@ -252,7 +264,7 @@ summarize() {
 
 running=0
 for f in "${families[@]}"; do
-	IFS='|' read -r name bin dir ftools fenv run <<<"$f"
+	IFS='|' read -r name bin dir ftools fenv fargs run <<<"$f"
 	if [ -n "$only" ]; then
 		case ",$only," in *",$name,"*) ;; *) continue ;; esac
 	fi
