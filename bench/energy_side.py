@@ -50,6 +50,9 @@ def sample(path, seconds):
     lib, h = nvml()
     e, reasons = ctypes.c_ulonglong(), ctypes.c_ulonglong()
     p, sm, mem, temp = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    # (Renamed nvmlDeviceGetCurrentClocksEventReasons in newer drivers.)
+    reasons_fn = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
     end = time.time() + seconds
     with open(path, "w") as f:
         f.write("t_ns,energy_mJ,power_mW,sm_MHz,mem_MHz,reasons,temp_C\n")
@@ -58,7 +61,8 @@ def sample(path, seconds):
             lib.nvmlDeviceGetPowerUsage(h, ctypes.byref(p))
             lib.nvmlDeviceGetClockInfo(h, 1, ctypes.byref(sm))  # NVML_CLOCK_SM
             lib.nvmlDeviceGetClockInfo(h, 2, ctypes.byref(mem))  # NVML_CLOCK_MEM
-            lib.nvmlDeviceGetCurrentClocksThrottleReasons(h, ctypes.byref(reasons))
+            if reasons_fn is not None:
+                reasons_fn(h, ctypes.byref(reasons))
             lib.nvmlDeviceGetTemperature(h, 0, ctypes.byref(temp))
             f.write(f"{time.time_ns()},{e.value},{p.value},{sm.value},{mem.value},{reasons.value:#x},{temp.value}\n")
             time.sleep(0.005)
@@ -82,11 +86,14 @@ def run_torch(ncu):
         torch.cuda.synchronize()
         if ncu:
             continue
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        names = sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
-        print(f"d{d} kernels: {names}", flush=True)
+        try:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                fn()
+                torch.cuda.synchronize()
+            names = sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+            print(f"d{d} kernels: {names}", flush=True)
+        except Exception as e:  # (the kernels' names are a nicety)
+            print(f"d{d} kernels: profiler failed: {e}", flush=True)
         name = f"torch-d{d}"
         start = time.time_ns()
         time.sleep(0.7)
