@@ -41,6 +41,24 @@ const (
 	MaxOpset = 23
 )
 
+// ErrSymbolicSizes marks an import error that static sizes for the
+// model's dim_params (Options.Dims, DimsFor) avoid: a pooling window over
+// symbolic spatial sizes, a reshape to several symbolic sizes, a resized
+// or reflected symbolic axis. errors.Is finds it through the node's
+// context.
+var ErrSymbolicSizes = errors.New("static sizes are needed")
+
+// symbolicError is an import error of kind ErrSymbolicSizes.
+type symbolicError struct{ msg string }
+
+func (e *symbolicError) Error() string        { return e.msg }
+func (e *symbolicError) Is(target error) bool { return target == ErrSymbolicSizes }
+
+// errSymbolic formats an error of kind ErrSymbolicSizes.
+func errSymbolic(format string, args ...any) error {
+	return &symbolicError{msg: fmt.Sprintf(format, args...)}
+}
+
 // Options configure an import.
 type Options struct {
 	// FuncName names the function (default "main").

@@ -178,7 +178,7 @@ func (c *nodeCtx) konstInts(i int, what string) ([]int64, error) {
 	}
 	vs, ok := x.k.concrete()
 	if !ok {
-		return nil, fmt.Errorf("%s (input %d) depends on symbolic sizes %v", what, i, x.k.i)
+		return nil, errSymbolic("%s (input %d) depends on symbolic sizes %v", what, i, x.k.i)
 	}
 	return vs, nil
 }
@@ -762,7 +762,7 @@ func convInstanceNorm(c *nodeCtx) ([]*val, error) {
 	}
 	ch, ok := x.dims[1].IsConst()
 	if !ok {
-		return nil, fmt.Errorf("the channel count %s must be static", x.dims[1])
+		return nil, errSymbolic("the channel count %s must be static", x.dims[1])
 	}
 	scale, err := c.input(1)
 	if err != nil {
@@ -795,7 +795,7 @@ func convGroupNorm(c *nodeCtx) ([]*val, error) {
 	}
 	shape, ok := (&val{dims: x.dims[1:]}).staticShape()
 	if !ok {
-		return nil, fmt.Errorf("the channel and spatial sizes %v must be static", x.dims[1:])
+		return nil, errSymbolic("the channel and spatial sizes %v must be static", x.dims[1:])
 	}
 	ch, groups := shape[0], c.int("num_groups", 0)
 	if groups < 1 || ch%groups != 0 {
@@ -1083,7 +1083,7 @@ func (c *nodeCtx) spatialPads(in, ext, strides []int64) ([]int64, error) {
 	case "SAME_UPPER", "SAME_LOWER":
 		for i := range n {
 			if in[i] < 0 {
-				return nil, fmt.Errorf("auto_pad %s needs static spatial sizes", ap)
+				return nil, errSymbolic("auto_pad %s needs static spatial sizes", ap)
 			}
 			out := (in[i] + strides[i] - 1) / strides[i]
 			total := max((out-1)*strides[i]+ext[i]-in[i], 0)
@@ -1194,7 +1194,7 @@ func convConvTranspose(c *nodeCtx) ([]*val, error) {
 	}
 	in := staticDims(x.dims[2:])
 	if slices.Contains(in, -1) {
-		return nil, fmt.Errorf("the spatial sizes %s must be static", shapeString(x.dims[2:]))
+		return nil, errSymbolic("the spatial sizes %s must be static", shapeString(x.dims[2:]))
 	}
 	group := c.int("group", 1)
 	if ch, ok := x.dims[1].IsConst(); !ok || ch != ws[0] || group < 1 || ws[0]%group != 0 {
@@ -1438,7 +1438,9 @@ func convLayerNorm(c *nodeCtx) ([]*val, error) {
 		}
 		shape, ok := (&val{dims: norm}).staticShape()
 		if !ok {
-			c.e.Fail("a LayerNormalization scale or bias that broadcasts over symbolic sizes is not supported")
+			if c.e.Err == nil {
+				c.e.Err = errSymbolic("a LayerNormalization scale or bias that broadcasts over symbolic sizes is not supported")
+			}
 			return nil
 		}
 		if len(p.dims) > len(norm) {
@@ -1555,7 +1557,7 @@ func pool(kind string) converter {
 		in := staticDims(x.dims[2:])
 		for _, d := range in {
 			if d < 0 {
-				return nil, errors.New("pooling needs static spatial sizes")
+				return nil, errSymbolic("pooling needs static spatial sizes")
 			}
 		}
 		strides, dil, ext, pads, err := c.window(in, ks)
@@ -1738,7 +1740,7 @@ func convResize(c *nodeCtx) ([]*val, error) {
 			case e.Equal(x.dims[axes[j]]):
 				keep[j] = true
 			case !ok:
-				return nil, fmt.Errorf("sizes %v: entry %d depends on symbolic sizes", sz.k.i, j)
+				return nil, errSymbolic("sizes %v: entry %d depends on symbolic sizes", sz.k.i, j)
 			}
 			outSize[j] = v
 		}
@@ -1766,7 +1768,7 @@ func convResize(c *nodeCtx) ([]*val, error) {
 				continue
 			}
 			if !static {
-				return nil, fmt.Errorf("resizing the symbolic axis %d (%s) is not supported", a, x.dims[a])
+				return nil, errSymbolic("resizing the symbolic axis %d (%s) is not supported", a, x.dims[a])
 			}
 			outSize[j] = int64(math.Floor(float64(n) * scale[j]))
 		} else {
@@ -1774,7 +1776,7 @@ func convResize(c *nodeCtx) ([]*val, error) {
 				continue
 			}
 			if !static {
-				return nil, fmt.Errorf("resizing the symbolic axis %d (%s) is not supported", a, x.dims[a])
+				return nil, errSymbolic("resizing the symbolic axis %d (%s) is not supported", a, x.dims[a])
 			}
 		}
 		if n < 1 || outSize[j] < 1 {
@@ -1871,7 +1873,7 @@ func convDepthToSpace(c *nodeCtx) ([]*val, error) {
 	b := c.int("blocksize", 0)
 	shape, ok := (&val{dims: x.dims[1:]}).staticShape()
 	if !ok {
-		return nil, fmt.Errorf("the channel and spatial sizes %s must be static", shapeString(x.dims[1:]))
+		return nil, errSymbolic("the channel and spatial sizes %s must be static", shapeString(x.dims[1:]))
 	}
 	ch, h, w := shape[0], shape[1], shape[2]
 	n := x.dims[0]

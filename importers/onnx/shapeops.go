@@ -47,8 +47,11 @@ func (c *nodeCtx) reshapeValue(x *val, dims []sym.Expr) *ir.Value {
 		dynamic++
 	}
 	if dynamic > 1 {
-		c.e.Fail("a reshape of %s to a shape with several symbolic sizes %s is not supported (one may be symbolic): "+
-			"give dim_params static sizes (irc import --dim NAME=SIZE, Options.Dims; irc run does it from its inputs)", shapeString(x.dims), shapeString(dims))
+		if c.e.Err == nil {
+			c.e.Err = errSymbolic("a reshape of %s to a shape with several symbolic sizes %s is not supported (one may be symbolic): "+
+				"give dim_params static sizes (irc import --dim NAME=SIZE, Options.Dims; irc run and frontend.Load do it from their inputs)",
+				shapeString(x.dims), shapeString(dims))
+		}
 		return nil
 	}
 	return c.e.Op("reshape", []*ir.Value{c.value(x)}, ir.NamedAttr{Name: "shape", Value: graph.Ints(shape...)})
@@ -331,7 +334,7 @@ func sliceIndices(dim sym.Expr, start, end, step int64) (idx []int64, full bool,
 		if step == 1 && start == 0 && end >= math.MaxInt32 {
 			return nil, true, nil
 		}
-		return nil, false, fmt.Errorf("slicing [%d:%d:%d] of the symbolic size %s is not supported", start, end, step, dim)
+		return nil, false, errSymbolic("slicing [%d:%d:%d] of the symbolic size %s is not supported", start, end, step, dim)
 	}
 	if start < 0 {
 		start += n
@@ -481,7 +484,7 @@ func convSplit(c *nodeCtx) ([]*val, error) {
 	}
 	n, ok := x.dims[axis].IsConst()
 	if !ok {
-		return nil, fmt.Errorf("splitting the symbolic size %s is not supported", x.dims[axis])
+		return nil, errSymbolic("splitting the symbolic size %s is not supported", x.dims[axis])
 	}
 	var sizes []int64
 	switch {
@@ -768,7 +771,7 @@ func convRange(c *nodeCtx) ([]*val, error) {
 	for i := range 3 {
 		vs, ok := k[i].concrete()
 		if !ok {
-			return nil, fmt.Errorf("a range over the symbolic size %s is not supported", k[i].i[0])
+			return nil, errSymbolic("a range over the symbolic size %s is not supported", k[i].i[0])
 		}
 		v[i] = vs[0]
 	}
@@ -865,7 +868,7 @@ func (c *nodeCtx) padIndexed(x *val, mode string, low, high []int64) ([]*val, er
 		}
 		n, ok := x.dims[d].IsConst()
 		if !ok {
-			return nil, fmt.Errorf("mode %s needs a static size on padded axis %d, not %s", mode, d, x.dims[d])
+			return nil, errSymbolic("mode %s needs a static size on padded axis %d, not %s", mode, d, x.dims[d])
 		}
 		if n == 0 || mode == "reflect" && (low[d] >= n || high[d] >= n) {
 			return nil, fmt.Errorf("mode %s pads axis %d of size %d by %d and %d: want pads smaller than the size", mode, d, n, low[d], high[d])
@@ -947,7 +950,7 @@ func convTrilu(c *nodeCtx) ([]*val, error) {
 	rows, ok1 := x.dims[x.rank()-2].IsConst()
 	cols, ok2 := x.dims[x.rank()-1].IsConst()
 	if !ok1 || !ok2 {
-		return nil, errors.New("Trilu needs static sizes in the last two dims")
+		return nil, errSymbolic("Trilu needs static sizes in the last two dims")
 	}
 	upper := c.int("upper", 1) != 0
 	mask := make([]int64, rows*cols)
