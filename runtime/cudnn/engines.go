@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -433,8 +434,16 @@ func (hd *Handle) enginePlan(key planKey) (*plan, string) {
 	p := &plan{}
 	skipped := map[string]int{}
 	var refused []string
+	// Where a slow plan's time goes, for its log line: the heuristics'
+	// queries, or finalizing the candidates' execution plans.
+	var heurTime, finTime time.Duration
+	configs, finalized := 0, 0
 	for _, mode := range []int32{heurModeA, heurModeFallback} {
-		for _, cfg := range b.engineConfigs(g, mode) {
+		began := time.Now()
+		cfgs := b.engineConfigs(g, mode)
+		heurTime += time.Since(began)
+		configs += len(cfgs)
+		for _, cfg := range cfgs {
 			if len(p.cands) == enginesPerPlan || b.err != nil {
 				break
 			}
@@ -446,7 +455,10 @@ func (hd *Handle) enginePlan(key planKey) (*plan, string) {
 			if b.err != nil {
 				break
 			}
+			began := time.Now()
 			ex, ws, err := b.executionPlan(hd.h, cfg)
+			finTime += time.Since(began)
+			finalized++
 			switch {
 			case err != nil:
 				refused = append(refused, fmt.Sprintf("engine %d: %v", index, err))
@@ -466,6 +478,8 @@ func (hd *Handle) enginePlan(key planKey) (*plan, string) {
 		parts = append(parts, fmt.Sprintf("%d left out for %s", skipped[s], s))
 	}
 	parts = append(parts, refused...)
+	parts = append(parts, fmt.Sprintf("heuristics %.1f ms for %d configurations, %d execution plans finalized in %.1f ms",
+		float64(heurTime.Microseconds())/1000, configs, finalized, float64(finTime.Microseconds())/1000))
 	note := strings.Join(parts, "; ")
 	if len(p.cands) > 0 && b.err == nil {
 		return p, note
