@@ -84,6 +84,9 @@ var attrOps = map[string]func(t *rapid.T, b *builder, rank int) ([]string, []*At
 	"SpaceToDepth": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
 		return []string{"x"}, []*Attribute{aInt("blocksize", drawInt(t, "blocksize", -1, 3))}
 	},
+	"LRN": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
+		return []string{"x"}, []*Attribute{aInt("size", drawInt(t, "size", -1, 6)), aFloat("beta", float32(drawInt(t, "beta", -1, 2)))}
+	},
 	"PRelu": func(t *rapid.T, b *builder, rank int) ([]string, []*Attribute) {
 		b.weight("slope", drawInts(t, "slope", drawIntN(t, "slope rank", 0, 4), 1, 5)...)
 		return []string{"x", "slope"}, nil

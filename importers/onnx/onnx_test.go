@@ -1101,3 +1101,37 @@ func TestDepthToSpace(t *testing.T) {
 		near(t, "SpaceToDepth", got[2], []int64{n, c, h, w}, back, 0)
 	}
 }
+
+// TestLRN: LRN (nn.LocalResponseNorm, AlexNet's and GoogLeNet's) with an
+// even and an odd size on a dynamic batch, against its definition: the
+// sum of squares over channels c − ⌊(size−1)/2⌋ … c + ⌈(size−1)/2⌉.
+func TestLRN(t *testing.T) {
+	const ch, h, w = 5, 2, 3
+	for _, size := range []int{2, 3} {
+		b := newBuilder(13)
+		b.input("x", TypeFloat, "N", ch, h, w)
+		b.node("LRN", []string{"x"}, []string{"y"}, aInt("size", int64(size)), aFloat("alpha", 0.3), aFloat("beta", 0.6), aFloat("bias", 1.5))
+		b.output("y")
+		mod := importFile(t, b.write(t))
+		for _, n := range []int64{1, 2} {
+			x, xs := randTensor(t, rand.New(rand.NewPCG(uint64(n), uint64(size))), n, ch, h, w)
+			want := make([]float64, len(xs))
+			for p := range int(n) {
+				for c := range ch {
+					for i := range h * w {
+						var sum float64
+						for k := c - (size-1)/2; k <= c+size/2; k++ {
+							if k >= 0 && k < ch {
+								v := xs[(p*ch+k)*h*w+i]
+								sum += v * v
+							}
+						}
+						at := (p*ch+c)*h*w + i
+						want[at] = xs[at] / math.Pow(1.5+float64(float32(0.3))/float64(size)*sum, float64(float32(0.6)))
+					}
+				}
+			}
+			near(t, fmt.Sprintf("LRN size %d", size), call(t, mod, x)[0], []int64{n, ch, h, w}, want, 1e-5)
+		}
+	}
+}

@@ -229,7 +229,7 @@ func init() {
 		"Softsign": convSoftsign, "ThresholdedRelu": convThresholdedRelu,
 		"ArgMax": convArgMax, "ArgMin": convArgMax, "Resize": convResize,
 		"DepthToSpace": convDepthToSpace, "SpaceToDepth": convDepthToSpace,
-		"InstanceNormalization": convInstanceNorm, "GroupNormalization": convGroupNorm,
+		"InstanceNormalization": convInstanceNorm, "GroupNormalization": convGroupNorm, "LRN": convLRN,
 		"Equal": compare("eq"), "Less": compare("lt"), "LessOrEqual": compare("le"),
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
 		"Not": convNot, "And": logical("and"), "Or": logical("or"), "Xor": logical("xor"),
@@ -778,6 +778,50 @@ func convInstanceNorm(c *nodeCtx) ([]*val, error) {
 		return nil, err
 	}
 	return c.wrap(out), nil
+}
+
+// convLRN is local response normalization across channels (AlexNet's,
+// GoogLeNet's; nn.LocalResponseNorm): x / (bias + alpha/size · Σ x²)^beta,
+// the sum over the size channels around each (zero-padded at the ends),
+// taken as size gathers of the padded squares at constant indices.
+func convLRN(c *nodeCtx) ([]*val, error) {
+	x, err := c.floatInput()
+	if err != nil {
+		return nil, err
+	}
+	if x.rank() < 3 {
+		return nil, fmt.Errorf("the input must have rank ≥ 3, got %d", x.rank())
+	}
+	ch, ok := x.dims[1].IsConst()
+	if !ok {
+		return nil, errSymbolic("the channel count %s must be static", x.dims[1])
+	}
+	size := c.int("size", 0)
+	if size < 1 {
+		return nil, fmt.Errorf("size %d must be ≥ 1", size)
+	}
+	alpha, beta, bias := c.float("alpha", 1e-4), c.float("beta", 0.75), c.float("bias", 1)
+	xv := c.value(x)
+	sq := c.e.Binary("mul", xv, xv)
+	lo, hi := (size-1)/2, size-1-(size-1)/2
+	low, high := make([]int64, x.rank()), make([]int64, x.rank())
+	low[1], high[1] = lo, hi
+	sq = c.e.Op("pad", []*ir.Value{sq}, ir.NamedAttr{Name: "low", Value: graph.Ints(low...)}, ir.NamedAttr{Name: "high", Value: graph.Ints(high...)})
+	var sum *ir.Value
+	for k := range size {
+		idx := make([]int64, ch)
+		for i := range idx {
+			idx[i] = int64(i) + k
+		}
+		w := c.e.Op("gather", []*ir.Value{sq, c.value(kval(newIntKonst(ir.I64, []int64{ch}, idx)))}, ir.NamedAttr{Name: "axis", Value: ir.Int(1, ir.I64)})
+		if sum == nil {
+			sum = w
+		} else {
+			sum = c.e.Binary("add", sum, w)
+		}
+	}
+	d := c.e.Binary("add", c.e.Binary("mul", sum, c.value(c.scalar(x.elem, alpha/float64(size)))), c.value(c.scalar(x.elem, bias)))
+	return c.wrap(c.e.Binary("div", xv, c.e.Binary("pow", d, c.value(c.scalar(x.elem, beta))))), nil
 }
 
 // convGroupNorm normalizes each group of num_groups channels of each
