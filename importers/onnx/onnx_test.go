@@ -1135,3 +1135,34 @@ func TestLRN(t *testing.T) {
 		}
 	}
 }
+
+// TestRounding: Floor, Ceil and Round (half to even) of a computed tensor
+// — ties, negatives, values past 2^23 and infinities — and of a constant
+// (folded), against math's.
+func TestRounding(t *testing.T) {
+	vs := []float64{-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -2.7, -0.2, 0, 0.2, 3.7, 1e9 + 0.5, 1e9, -9e9, 8388609, math.Inf(1), math.Inf(-1), 1e30, 2.4999998, -3.0000002}
+	b := newBuilder(13)
+	b.input("x", TypeFloat, len(vs))
+	b.floats("k", []int64{2}, -1.5, 2.5)
+	for _, op := range []string{"Floor", "Ceil", "Round"} {
+		b.node(op, []string{"x"}, []string{op})
+		b.node(op, []string{"k"}, []string{op + "k"})
+		b.node("Add", []string{op, op}, []string{op + "2"}) // computed, not an output alias
+	}
+	b.output("Floor2", "Ceil2", "Round2", "Floork", "Ceilk", "Roundk")
+	mod := importFile(t, b.write(t))
+	x, err := interp.FromFloat64s(ir.F32, []int64{int64(len(vs))}, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := x.Float64s()
+	got := call(t, mod, x)
+	for i, f := range []func(float64) float64{math.Floor, math.Ceil, math.RoundToEven} {
+		want := make([]float64, len(xs))
+		for j, v := range xs {
+			want[j] = 2 * f(v)
+		}
+		near(t, []string{"floor", "ceil", "round"}[i], got[i], []int64{int64(len(vs))}, want, 0)
+		near(t, []string{"floor", "ceil", "round"}[i]+" (constant)", got[3+i], []int64{2}, []float64{f(-1.5), f(2.5)}, 0)
+	}
+}

@@ -229,6 +229,7 @@ func init() {
 		"Softsign": convSoftsign, "ThresholdedRelu": convThresholdedRelu,
 		"ArgMax": convArgMax, "ArgMin": convArgMax, "Resize": convResize,
 		"DepthToSpace": convDepthToSpace, "SpaceToDepth": convDepthToSpace,
+		"Floor": rounding(math.Floor), "Ceil": rounding(math.Ceil), "Round": rounding(math.RoundToEven),
 		"InstanceNormalization": convInstanceNorm, "GroupNormalization": convGroupNorm, "LRN": convLRN,
 		"Equal": compare("eq"), "Less": compare("lt"), "LessOrEqual": compare("le"),
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
@@ -1947,4 +1948,53 @@ func convDepthToSpace(c *nodeCtx) ([]*val, error) {
 	v := c.reshapeValue(x, split)
 	v = c.e.Op("transpose", []*ir.Value{v}, ir.NamedAttr{Name: "perm", Value: graph.Ints(perm...)})
 	return c.wrap(c.reshapeValue(c.im.wrap(v), merged)), nil
+}
+
+// rounding is Floor, Ceil and Round (half to even). Constants (shape
+// arithmetic) fold with f; a tensor is rounded through a truncating cast
+// to i64 and back, corrected by one where that moved the wrong way or a
+// tie rounded to odd, for |x| below 2^(precision−1) (larger floats, infinities
+// and NaN are integral already and pass through).
+func rounding(f func(float64) float64) converter {
+	return func(c *nodeCtx) ([]*val, error) {
+		x, err := c.floatInput()
+		if err != nil {
+			return nil, err
+		}
+		ft := x.elem.(*ir.FloatType)
+		if x.k != nil {
+			out := &konst{elem: x.elem, shape: x.k.shape, f: make([]float64, len(x.k.f))}
+			for i, v := range x.k.f {
+				out.f[i] = ir.RoundToType(f(v), ft)
+			}
+			return one(kval(out))
+		}
+		xv := c.value(x)
+		k := func(v float64) *ir.Value { return c.value(c.scalar(x.elem, v)) }
+		trunc := func(v *ir.Value) *ir.Value {
+			i := c.e.Typed("cast", []*ir.Value{v}, graph.TensorWithDims(x.dims, ir.I64))
+			return c.e.Typed("cast", []*ir.Value{i}, graph.TensorWithDims(x.dims, x.elem))
+		}
+		floor := func(v *ir.Value) *ir.Value {
+			t := trunc(v)
+			return c.where(t, "gt", v, c.e.Binary("sub", t, k(1)), t)
+		}
+		var r *ir.Value
+		switch c.n.OpType {
+		case "Floor":
+			r = floor(xv)
+		case "Ceil":
+			t := trunc(xv)
+			r = c.where(t, "lt", xv, c.e.Binary("add", t, k(1)), t)
+		default: // Round: floor(x + 1/2), less one where x was a tie and that is odd
+			r = floor(c.e.Binary("add", xv, k(0.5)))
+			tie := c.e.Op("cmp", []*ir.Value{c.e.Binary("sub", r, xv), k(0.5)}, ir.NamedAttr{Name: "predicate", Value: ir.Str("eq")})
+			half := floor(c.e.Binary("mul", r, k(0.5)))
+			odd := c.e.Op("cmp", []*ir.Value{c.e.Binary("sub", r, c.e.Binary("mul", half, k(2))), k(1)}, ir.NamedAttr{Name: "predicate", Value: ir.Str("eq")})
+			both := c.e.Op("select", []*ir.Value{tie, odd, c.value(c.boolConst(false))})
+			r = c.e.Op("select", []*ir.Value{both, c.e.Binary("sub", r, k(1)), r})
+		}
+		big := math.Ldexp(1, ft.Mantissa-1) // every float at least this is an integer
+		return c.wrap(c.where(c.e.Unary("abs", xv), "lt", k(big), r, xv)), nil
+	}
 }
