@@ -91,6 +91,28 @@ def sync():
     torch.cuda.synchronize()
 
 
+class Timing(float):
+    """A median in ms that also carries the fastest and slowest call
+    (lo, hi): write_spread puts them beside "ms" in models-torch.json."""
+
+    def __new__(cls, times):
+        t = super().__new__(cls, times[len(times) // 2])
+        t.lo, t.hi = times[0], times[-1]
+        return t
+
+    def __truediv__(self, n):  # per decoding step: the spread scales too
+        t = Timing([self.lo / n, float(self) / n, self.hi / n])
+        return t
+
+
+def write_spread(modes):
+    """Adds min_ms and max_ms beside each mode's Timing "ms"."""
+    for m in (modes or {}).values():
+        if isinstance(m, dict) and isinstance(m.get("ms"), Timing):
+            m["min_ms"], m["max_ms"] = m["ms"].lo, m["ms"].hi
+    return modes
+
+
 def median_ms(fn, budget_ms=1500, max_iters=30):
     fn()
     sync()
@@ -108,7 +130,7 @@ def median_ms(fn, budget_ms=1500, max_iters=30):
         b.synchronize()
         times.append(a.elapsed_time(b))
     times.sort()
-    return times[len(times) // 2]
+    return Timing(times)
 
 
 def eager_ms(row, fn, **kw):
@@ -736,7 +758,7 @@ def main():
             res = ROWS[name](read_st(path))
             outs, modes = res[0], res[1]
             write_st(os.path.join(d, name + ".torch.safetensors"), outs)
-            w = {"modes": modes}
+            w = {"modes": write_spread(modes)}
             if len(res) > 2:
                 strata = read_st(os.path.join(d, name + ".strata.safetensors"))
                 if "tokens" in strata:

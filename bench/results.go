@@ -117,7 +117,11 @@ type StrataMode struct {
 // TorchMode is PyTorch's measurement of a workload in one mode (eager,
 // default, reduce-overhead, max-autotune-no-cudagraphs).
 type TorchMode struct {
-	Ms         float64 `json:"ms,omitempty"`
+	Ms float64 `json:"ms,omitempty"`
+	// MinMs and MaxMs are the fastest and slowest timed call (the model
+	// rows), as StrataMode's.
+	MinMs      float64 `json:"min_ms,omitempty"`
+	MaxMs      float64 `json:"max_ms,omitempty"`
 	FirstCallS float64 `json:"first_call_s,omitempty"`
 	TotalS     float64 `json:"total_s,omitempty"`
 	// WallMs is StrataMode.WallMs measured the same way.

@@ -117,6 +117,9 @@ func writeReport(out io.Writer, r *bench.Results) {
 					line += fmt.Sprintf(" | torch %s error: %.80s", m, t.Error)
 				} else {
 					line += fmt.Sprintf(" | torch %s %.3f ms", m, t.Ms)
+					if t.MaxMs > 0 {
+						line += fmt.Sprintf(" [%.3f–%.3f]", t.MinMs, t.MaxMs)
+					}
 					if t.Compiles > 0 {
 						line += fmt.Sprintf(" (total %.2f s, %d compiles)", t.TotalS, t.Compiles)
 					}
