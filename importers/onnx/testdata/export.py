@@ -127,7 +127,12 @@ def attempt(*args, **kwargs):
     try:
         export(*args, **kwargs)
     except Exception as e:  # one failed export must not stop the others
-        print(args[0], "FAILED:", type(e).__name__, str(e)[:300])
+        msg = str(e)
+        cause = e.__cause__ or e.__context__  # the exporter's own reason, under its advice
+        while cause is not None and (cause.__cause__ or cause.__context__) is not None:
+            cause = cause.__cause__ or cause.__context__
+        print(args[0], "FAILED:", type(e).__name__, msg[:200], "... cause:", type(cause).__name__ if cause else "-",
+              str(cause)[:400] if cause else msg[-400:])
 
 
 def conv_bn(cin, cout, k, stride=1, groups=1, dilation=1, act=nn.ReLU):
