@@ -13,8 +13,8 @@ import (
 // TestShapesTorchExports loads the models PyTorch exported to ONNX
 // (importers/onnx/testdata/export.py: torch by PyTorch 1.13's exporter,
 // torch211 and torch211cnn by PyTorch 2.11's dynamo exporter with the
-// weights in an external file, torch211ts by its TorchScript exporter,
-// which folds batch norms into convolutions): a small CNN (batch norm, a
+// weights in an external file, torch211ts by its TorchScript exporter):
+// a small CNN (batch norm, a
 // grouped strided conv, max and ceil-mode average pooling), an MLP with
 // a dynamic batch, a GPT block (embeddings, causal attention with a
 // sliced tril mask, tanh GELU), PyTorch's TransformerEncoderLayer, and

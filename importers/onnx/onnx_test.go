@@ -359,8 +359,8 @@ func TestTextImport(t *testing.T) {
 // TestTorchExports runs models exported by PyTorch (made by
 // testdata/export.py: testdata/torch by PyTorch 1.13's exporter,
 // testdata/torch211 and torch211cnn by PyTorch 2.11's dynamo exporter,
-// weights in external data files, torch211ts by its TorchScript exporter,
-// which folds eval-mode batch norms into the convolutions) and compares
+// weights in external data files, torch211ts by its TorchScript
+// exporter; both fold a batch norm after a convolution into it) and compares
 // with PyTorch's outputs, at each batch size a file has, within 1e-3 of
 // 1+|want| (measured: at most 7.2e-7 but for upsample_norms' 2.2e-6, whose
 // instance and group norm statistics PyTorch sums otherwise).
