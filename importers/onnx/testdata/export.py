@@ -26,6 +26,19 @@ torch.manual_seed(0)
 kw = {}
 if "dynamo" in torch.onnx.export.__code__.co_varnames:
     kw["dynamo"] = os.environ.get("DYNAMO", "0") == "1"
+# UNFUSED=1 keeps eval-mode batch norms as BatchNormalization nodes (both
+# exporters fold one that follows a Conv otherwise): the TorchScript
+# exporter without its eval peephole (training=PRESERVE on an eval model),
+# the dynamo one without its optimizer. Names get "_unfused"; CNNS=a,b
+# picks models of "cnns".
+UNFUSED = os.environ.get("UNFUSED", "0") == "1"
+if UNFUSED:
+    names = torch.onnx.export.__code__.co_varnames
+    if kw.get("dynamo") and "optimize" in names:
+        kw["optimize"] = False
+    elif not kw.get("dynamo") and "training" in names:
+        kw["training"] = torch.onnx.TrainingMode.PRESERVE
+PICK = [n for n in os.environ.get("CNNS", "").split(",") if n]
 
 
 class SmallCNN(nn.Module):
@@ -125,6 +138,10 @@ def ort_diff(path, x, y):
 
 
 def attempt(*args, **kwargs):
+    if PICK and args[0] not in PICK:
+        return
+    if UNFUSED:
+        args = (args[0] + "_unfused",) + args[1:]
     try:
         export(*args, **kwargs)
     except Exception as e:  # one failed export must not stop the others
