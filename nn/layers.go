@@ -336,6 +336,48 @@ func (b *BatchNorm2d) train(x *frontend.Tensor) *frontend.Tensor {
 	return d.Mul(a).Add(per(b.Bias).Sub(s1.Mul(a)))
 }
 
+// BatchNorm1d is BatchNorm2d over [N, C] (a linear layer's output: an
+// SE-Net or classifier head) or [N, C, L] input, PyTorch's BatchNorm1d:
+// the statistics are taken over N (and L) per channel.
+type BatchNorm1d struct {
+	Weight, Bias            *frontend.Tensor `nn:"float32"`
+	RunningMean, RunningVar *frontend.Tensor `nn:"buffer"`
+	Eps, Momentum           float64
+	Training                bool
+}
+
+// NewBatchNorm1d returns a batch norm over c channels with BatchNorm2d's
+// defaults, in training mode.
+func NewBatchNorm1d(c int) *BatchNorm1d {
+	b := NewBatchNorm2d(c)
+	return &BatchNorm1d{Weight: b.Weight, Bias: b.Bias, RunningMean: b.RunningMean, RunningVar: b.RunningVar,
+		Eps: b.Eps, Momentum: b.Momentum, Training: true}
+}
+
+// Forward normalizes x [N, C] or [N, C, L] as BatchNorm2d normalizes
+// [N, C, L, 1].
+func (b *BatchNorm1d) Forward(x *frontend.Tensor) *frontend.Tensor {
+	if f := firstErr(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar); f != nil {
+		return f
+	}
+	if x.Rank() != 2 && x.Rank() != 3 {
+		return errorf("BatchNorm1d: input of rank %d (shape %v), want [N, C] or [N, C, L]", x.Rank(), x.Shape())
+	}
+	xs := x.Shape()
+	if c := b.Weight.Shape()[0]; xs[1] != c {
+		return errorf("BatchNorm1d: input has %d channels, the layer has %d", xs[1], c)
+	}
+	l := 1
+	if x.Rank() == 3 {
+		l = xs[2]
+	}
+	bn := &BatchNorm2d{Weight: b.Weight, Bias: b.Bias, RunningMean: b.RunningMean, RunningVar: b.RunningVar,
+		Eps: b.Eps, Momentum: b.Momentum, Training: b.Training}
+	y := bn.Forward(x.Reshape(xs[0], xs[1], l, 1))
+	b.RunningMean, b.RunningVar = bn.RunningMean, bn.RunningVar
+	return y.Reshape(xs...)
+}
+
 // half reports whether dt is a 16-bit float type.
 func half(dt frontend.DType) bool { return dt == frontend.BFloat16 || dt == frontend.Float16 }
 

@@ -239,6 +239,56 @@ func TestBatchNorm2d(t *testing.T) {
 // float64 ones. The one-pass statistics shift x by the rounded batch mean
 // (a shift by the running mean, 0 here, lost the gradient of x to
 // cancellation: errors of 0.47 on gradients of about 5 at 300×).
+// TestBatchNorm1d: [N, C] and [N, C, L] input in training mode (the
+// statistics over N and L, running averages updated) and evaluation mode,
+// against BatchNorm2d's reference on [N, C, L, 1], with gradients.
+func TestBatchNorm1d(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rng(rt)
+		n, c, l := rapid.IntRange(2, 4).Draw(rt, "n"), rapid.IntRange(1, 3).Draw(rt, "c"), rapid.IntRange(1, 3).Draw(rt, "l")
+		rank3 := rapid.Bool().Draw(rt, "rank 3")
+		if !rank3 {
+			l = 1
+		}
+		x := randND(r, n, c, l, 1)
+		bn := nn.NewBatchNorm1d(c)
+		g := nn.NewRNG(r.Uint64())
+		bn.Weight, bn.Bias = g.Uniform(0.5, 1.5, c), g.Uniform(-1, 1, c)
+		bn.RunningMean, bn.RunningVar = g.Uniform(-1, 1, c), g.Uniform(0.5, 2, c)
+		y, nm, nv := refBatchNormTrain(x, bn.Weight.Float64s(), bn.Bias.Float64s(), bn.RunningMean.Float64s(), bn.RunningVar.Float64s(), 1e-5, 0.1)
+		shape := []int{n, c, l}
+		if !rank3 {
+			shape = []int{n, c}
+		}
+		in := tensor(x, frontend.Float32).Reshape(shape...)
+		near(rt, "batch norm 1d (train)", bn.Forward(in), shape, y.data, 1e-4)
+		near(rt, "running mean", bn.RunningMean, []int{c}, nm, 1e-5)
+		near(rt, "running var", bn.RunningVar, []int{c}, nv, 1e-5)
+		nn.SetTraining(bn, false)
+		want := make([]float64, len(x.data))
+		wv, bv := bn.Weight.Float64s(), bn.Bias.Float64s()
+		for i, v := range x.data {
+			ch := (i / l) % c
+			want[i] = (v-nm[ch])/math.Sqrt(nv[ch]+1e-5)*wv[ch] + bv[ch]
+		}
+		near(rt, "batch norm 1d (eval)", bn.Forward(in), shape, want, 1e-4)
+		nn.SetTraining(bn, rapid.Bool().Draw(rt, "train"))
+		gradCheck(rt, r, bn, bn.Forward, tensor(x, frontend.Float64).Reshape(shape...), true)
+	})
+	bn := nn.NewBatchNorm1d(3)
+	for _, tc := range []struct {
+		x    *frontend.Tensor
+		want string
+	}{
+		{frontend.Zeros(frontend.Float32, 2, 3, 4, 5), "BatchNorm1d: input of rank 4"},
+		{frontend.Zeros(frontend.Float32, 2, 4), "BatchNorm1d: input has 4 channels, the layer has 3"},
+	} {
+		if y := bn.Forward(tc.x); y.Err() == nil || !strings.Contains(y.Err().Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.x.Shape(), y.Err(), tc.want)
+		}
+	}
+}
+
 func TestBatchNorm2dLargeMean(t *testing.T) {
 	const c = 4
 	g := nn.NewRNG(7)
