@@ -32,7 +32,8 @@ func init() {
 			"computed in f64), into arith ops and exact math ops. The error of each sequence is in " +
 			"docs/ptx-math.md. An f32 `arith.divf` of a constant (a reciprocal, computed once a row in " +
 			"softmax and layer_norm) becomes an exact f64 Newton sequence, so that the kernel needs no " +
-			"div.rn.f32 subroutine (bit-identical results, less work for the driver's JIT).",
+			"div.rn.f32 subroutine (bit-identical results, less work for the driver's JIT); one with " +
+			"fastmath `afn` stays an approximate reciprocal.",
 		Anchor: passes.AnyOp,
 		After: []passes.Order{
 			{Pass: "convert-loop-to-gpu", Reason: "it rewrites math ops inside the gpu.func bodies convert-loop-to-gpu makes"},
@@ -127,9 +128,12 @@ func ExpandMath(ctx *ir.Context, root *ir.Operation) (int, error) {
 // work on a softmax kernel, measured with ptxas), while such a division
 // runs once a row: expanding it costs nothing at run time and keeps the
 // kernel free of the subroutine. Divisions by a variable dividend (one per
-// element) keep div.rn.f32.
+// element) keep div.rn.f32. A division with fastmath afn asks for
+// rcp.approx (targets/llvm), not the correctly rounded quotient: it stays
+// (the flash kernels' 1/l, which their Newton step corrects, was a chain
+// of f64 fmas on the fp64 pipe at the end of every row block).
 func isF32Reciprocal(o *ir.Operation) bool {
-	if o.Name() != arith.OpDivF || ir.ElementTypeOf(o.Result(0).Type()) != ir.F32 {
+	if o.Name() != arith.OpDivF || ir.ElementTypeOf(o.Result(0).Type()) != ir.F32 || arith.HasFastMath(o, "afn") {
 		return false
 	}
 	c := o.Operand(0).DefiningOp()

@@ -507,17 +507,19 @@ func TestExpandPowF64Accuracy(t *testing.T) {
 }
 
 // TestExpandF32Reciprocal checks that an f32 divf of a constant expands
-// (and a divf of a variable does not) and that the expansion gives float32
-// division's bits on every divisor: all bit patterns at random, subnormals,
-// zeros, infinities, NaN and powers of two included.
+// (and a divf of a variable, or one with fastmath afn, which asks for
+// rcp.approx, does not) and that the expansion gives float32 division's
+// bits on every divisor: all bit patterns at random, subnormals, zeros,
+// infinities, NaN and powers of two included.
 func TestExpandF32Reciprocal(t *testing.T) {
 	const n = 512
 	for _, x := range []float32{1, -1, 3, 0.1, -7.5e-41, math.MaxFloat32, 0x1p-126} {
-		src := fmt.Sprintf(`func.func @f(%%y: tensor<%[1]dxf32>, %%z: tensor<%[1]dxf32>) -> (tensor<%[1]dxf32>, tensor<%[1]dxf32>) {
+		src := fmt.Sprintf(`func.func @f(%%y: tensor<%[1]dxf32>, %%z: tensor<%[1]dxf32>) -> (tensor<%[1]dxf32>, tensor<%[1]dxf32>, tensor<%[1]dxf32>) {
   %%c = arith.constant dense<%[2]v> : tensor<%[1]dxf32>
   %%r = arith.divf %%c, %%y : tensor<%[1]dxf32>
   %%s = arith.divf %%z, %%y : tensor<%[1]dxf32>
-  return %%r, %%s : tensor<%[1]dxf32>, tensor<%[1]dxf32>
+  %%a = arith.divf %%c, %%y fastmath<afn> : tensor<%[1]dxf32>
+  return %%r, %%s, %%a : tensor<%[1]dxf32>, tensor<%[1]dxf32>, tensor<%[1]dxf32>
 }`, n, strconv.FormatFloat(float64(x), 'e', 8, 32))
 		ctx := dialects.NewContext()
 		m, err := ir.Parse(ctx, src, ir.ParseOptions{Filename: "t.mlir"})
@@ -525,7 +527,7 @@ func TestExpandF32Reciprocal(t *testing.T) {
 			t.Fatalf("parse: %v\n%s", err, src)
 		}
 		if k, err := ExpandMath(ctx, m); err != nil || k != 1 {
-			t.Fatalf("ExpandMath = %d, %v; want the constant's divf expanded, the variable's kept", k, err)
+			t.Fatalf("ExpandMath = %d, %v; want the constant's divf expanded, the variable's and the afn one kept", k, err)
 		}
 		if err := ir.Verify(m); err != nil {
 			t.Fatal(err)
