@@ -70,6 +70,10 @@ families=(
 	# 128x128gplqdatonr and 128x128gplqdaonr) on grids of 2 and 3 blocks:
 	# a block's later row blocks, the next Q copied early, causal turns.
 	"flash-fwd-persistent|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUFlashPersistent\$"
+	# The flash forward's forms (LSE, dynamic lengths, both) on every form
+	# tiling at the small shapes: the dynamic forms' unguarded copies of
+	# key tiles wholly inside the length (copyKeys, session 19).
+	"flash-forms|passes_togpu|passes/togpu|memcheck,racecheck|||TestGPUFlashForms\$/^[12]x[12]x[0-9]+x"
 	# Flash attention backward: every check of TestGPUFlashGrad (the
 	# forward with its log-sum-exp, the mma.sync and wgmma backward kernels
 	# with Staged stores and SharedStats, alone and together).
