@@ -3,14 +3,12 @@ package frontend
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/strata-ir/strata/internal/dynlib"
 	"github.com/strata-ir/strata/ir"
 	"github.com/strata-ir/strata/logs"
 	"github.com/strata-ir/strata/passes"
@@ -80,14 +78,6 @@ type nvptxBackend struct {
 // none loses only their memory. A library that is absent or off is
 // skipped, as it is by the compile.
 func (nvptxBackend) Start() {
-	// On a fresh machine the first process reads its own code, the
-	// driver's and the libraries' from a cold disk as it faults on them:
-	// the page cache reads them whole, at once, in the background first.
-	if exe, err := os.Executable(); err == nil {
-		dynlib.Prefetch(exe)
-	}
-	cuda.Prefetch()
-	autotune.PrefetchLibraries()
 	// The libraries load once the driver has: the dynamic loader loads
 	// one library at a time, and the device's opening should not wait
 	// for theirs (hundreds of megabytes) to take the driver's.

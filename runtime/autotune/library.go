@@ -117,20 +117,9 @@ func StartLibraryLoads(module *ir.Operation) bool {
 // prepares its first call. A library that does not load is reported by
 // ModeConfig, as without it.
 func LoadLibraries() {
-	PrefetchLibraries()
 	for _, load := range []func() error{loadCuBLASLt, loadCuDNN} {
 		go func() { _ = load() }()
 	}
-}
-
-// PrefetchLibraries starts reading cuBLASLt and cuDNN into the page cache
-// (cublaslt.Prefetch, cudnn.Prefetch) without loading them: their loads
-// would otherwise read them from a cold disk one page fault after
-// another, one library at a time (the dynamic loader's lock). Each file
-// is read once a process; LoadLibraries calls it first.
-func PrefetchLibraries() {
-	cublaslt.Prefetch()
-	cudnn.Prefetch()
 }
 
 // AssumedConfig is ModeConfig in a process where cuBLASLt and cuDNN load

@@ -149,11 +149,3 @@ func Info() (path string, version int, err error) {
 	}
 	return l.path, int(l.cublasLtGetVersion()), nil
 }
-
-// Prefetch starts reading the library that Load would open into the page
-// cache (dynlib.Prefetch), without loading it: a caller about to load it
-// in the background calls it first, so that the loader's reads, and the
-// first loads of the library's kernels, find it in memory.
-func Prefetch() {
-	dynlib.Prefetch(dynlib.FirstFile(candidates()))
-}

@@ -284,14 +284,6 @@ func load() (*driver, error) {
 	return theDriver, loadErr
 }
 
-// Prefetch starts reading the driver's library and its PTX compiler into
-// the page cache (dynlib.Prefetch), without loading them: on a machine
-// whose disk cache is cold, the loader's and the first JIT's reads then
-// find them in memory.
-func Prefetch() {
-	dynlib.Prefetch(dynlib.Resolve(libName), dynlib.Resolve(jitLibName))
-}
-
 // Load loads and initialises the CUDA driver without opening a device. It
 // returns an error wrapping ErrNoDriver when libcuda.so.1 is not there.
 func Load() error {

@@ -217,23 +217,3 @@ func Info() (path string, version int, err error) {
 	}
 	return l.path, int(l.cudnnGetVersion()), nil
 }
-
-// Prefetch starts reading the library that Load would open, and the
-// sub-libraries beside it that the shim opens on first use (the engines'
-// kernels among them), into the page cache (dynlib.Prefetch), without
-// loading them. Nothing is read when $STRATA_CUDNN is "off".
-func Prefetch() {
-	env := os.Getenv(EnvPath)
-	if env == Off {
-		return
-	}
-	shim := dynlib.FirstFile(candidates())
-	if shim == "" {
-		return
-	}
-	paths := []string{shim}
-	for _, sub := range subLibraries {
-		paths = append(paths, filepath.Join(filepath.Dir(shim), sub))
-	}
-	dynlib.Prefetch(paths...)
-}
