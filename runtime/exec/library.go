@@ -70,6 +70,19 @@ func (l *libraries) claimAll(calls []libCall) []libCall {
 	return out
 }
 
+// claimedAny reports whether any call of cuDNN (conv) or of cuBLASLt
+// has been claimed for a warm-up.
+func (l *libraries) claimedAny(conv bool) bool {
+	l.claimMu.Lock()
+	defer l.claimMu.Unlock()
+	for c := range l.claimed {
+		if c.isConv == conv {
+			return true
+		}
+	}
+	return false
+}
+
 // warmed marks claimed call c made (or failed) by its warm-up.
 func (l *libraries) warmed(c libCall) {
 	l.claimMu.Lock()
@@ -187,7 +200,10 @@ const (
 // first cuBLASLt product took 124–290 ms against 20–100 ms for each later
 // shape, and cuDNN's first graph-API plan 95–264 ms against ≈ 20 ms; a
 // program's warm-ups (WarmLibraryCalls) start only after its passes, and
-// its first run waited for them. Small bf16 shapes (the models' type): a
+// its first run waited for them. A library some of whose calls a program
+// has claimed for their warm-ups by the time its handle is made gets no
+// start-up call: those calls pay the start-up, sooner. Small bf16 shapes
+// (the models' type): a
 // product under cublaslt.TuneMinFlops (one algorithm, not timed) and an
 // NHWC 3×3 convolution.
 var primeCalls = [numLibraries]libCall{
@@ -225,7 +241,18 @@ func (rt *Runtime) WarmLibraries(libs ...Library) {
 				return
 			}
 			if err == nil {
-				rt.libs.primed[l].Do(func() { rt.libs.primeErr[l] = rt.prime(l) })
+				rt.libs.primed[l].Do(func() {
+					// A program's own calls of the library, claimed for
+					// their warm-ups, pay its start-up themselves: the
+					// start-up call would only hold the handle before them
+					// (cnn_small_train's first process: cuDNN's took the
+					// handle 200 ms before the backward's plans).
+					if rt.libs.claimedAny(l == CuDNN) {
+						logs.Printf(TopicCompile, "%s: no start-up call: the program's own calls are due", primeCalls[l].library())
+						return
+					}
+					rt.libs.primeErr[l] = rt.prime(l)
+				})
 			}
 		}()
 	}

@@ -266,6 +266,30 @@ func TestGPUWarmLibrariesPrime(t *testing.T) {
 	}
 }
 
+// TestGPUWarmLibrariesNoPrimeWhenClaimed checks that a library some of
+// whose calls are claimed for their warm-ups when its handle is made gets
+// no start-up call (those calls pay it), logged, and one whose calls are
+// not gets it.
+func TestGPUWarmLibrariesNoPrimeWhenClaimed(t *testing.T) {
+	rt := openGPU(t)
+	var out syncBuffer
+	logs.Enable(TopicCompile)
+	defer logs.SetOutput(logs.SetOutput(&out))
+	rt.libs.claimAll([]libCall{primeCalls[CuBLASLt]})
+	rt.WarmLibraries(CuBLASLt, CuDNN)
+	rt.libs.warm.Wait()
+	if rt.libs.err != nil || rt.libs.dnnErr != nil {
+		t.Skipf("no library: %v, %v", rt.libs.err, rt.libs.dnnErr)
+	}
+	log := out.String()
+	if !strings.Contains(log, "cuBLASLt: no start-up call: the program's own calls are due") || strings.Contains(log, "cuBLASLt: start-up call") {
+		t.Errorf("cuBLASLt, a call claimed: want no start-up call, logged:\n%s", log)
+	}
+	if !strings.Contains(log, "cuDNN: start-up call") {
+		t.Errorf("cuDNN, no call claimed: want its start-up call:\n%s", log)
+	}
+}
+
 // syncBuffer is a bytes.Buffer for writers on several goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -412,6 +436,13 @@ func TestLibraryClaims(t *testing.T) {
 	}
 	if l.claim(a) {
 		t.Error("a warmed call claimed again")
+	}
+	if !l.claimedAny(false) || !l.claimedAny(true) {
+		t.Error("claimedAny: want true for both libraries")
+	}
+	var none libraries
+	if none.claimedAny(true) || none.claimedAny(false) {
+		t.Error("claimedAny with nothing claimed: want false")
 	}
 	l.warmed(a)                                  // again: no change
 	l.warmed(libCall{mm: cublaslt.Matmul{M: 1}}) // never claimed: no change
