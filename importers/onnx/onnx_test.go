@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -372,7 +373,17 @@ func TestTorchExports(t *testing.T) {
 	for _, path := range paths {
 		base := strings.TrimSuffix(path, ".onnx")
 		t.Run(filepath.Base(filepath.Dir(base))+"/"+filepath.Base(base), func(t *testing.T) {
-			mod := importFile(t, path)
+			// A model with a dynamic height and width (export.py DYNHW=1)
+			// pools over symbolic sizes: imported per input size, as irc
+			// run and frontend.Load do.
+			mod, err := Import(dialects.NewContext(), path, Options{})
+			sized := errors.Is(err, ErrSymbolicSizes)
+			if err != nil && !sized {
+				t.Fatalf("import: %v", err)
+			}
+			if sized != strings.HasSuffix(base, "_dynhw") {
+				t.Fatalf("import per input size: %v (err %v)", sized, err)
+			}
 			for _, suffix := range []string{"", "2"} {
 				in, err := readNPY(base + ".in" + suffix + ".npy")
 				if os.IsNotExist(err) && suffix == "2" {
@@ -384,6 +395,19 @@ func TestTorchExports(t *testing.T) {
 				want, err := readNPY(base + ".out" + suffix + ".npy")
 				if err != nil {
 					t.Fatal(err)
+				}
+				if sized {
+					m, err := ReadModel(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dims, err := DimsFor(m, [][]int64{in.Shape()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if mod, err = Import(dialects.NewContext(), path, Options{Dims: dims}); err != nil {
+						t.Fatalf("import for %v: %v", dims, err)
+					}
 				}
 				near(t, "output"+suffix, call(t, mod, in)[0], want.Shape(), want.Float64s(), 1e-3)
 			}

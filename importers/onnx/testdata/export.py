@@ -39,6 +39,9 @@ if UNFUSED:
     elif not kw.get("dynamo") and "training" in names:
         kw["training"] = torch.onnx.TrainingMode.PRESERVE
 PICK = [n for n in os.environ.get("CNNS", "").split(",") if n]
+# DYNHW=1 also makes the height and width of an image input dynamic (names
+# get "_dynhw"; the second input is 4 larger in each).
+DYNHW = os.environ.get("DYNHW", "0") == "1"
 
 
 class SmallCNN(nn.Module):
@@ -112,12 +115,18 @@ def export(name, model, x, dynamic_batch, opset=17):
         y = model(x)
     path = os.path.join(out, name + ".onnx")
     dyn = {"input": {0: "batch"}, "output": {0: "batch"}} if dynamic_batch else None
+    hw = DYNHW and x.dim() == 4
+    if hw:
+        dyn["input"].update({2: "height", 3: "width"})
     torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
                       dynamic_axes=dyn, opset_version=opset, **kw)
     np.save(os.path.join(out, name + ".in.npy"), x.numpy())
     np.save(os.path.join(out, name + ".out.npy"), y.numpy())
-    if dynamic_batch:  # a second batch size for the same file
-        x2 = torch.randn(5, *x.shape[1:]) if x.is_floating_point() else torch.randint(0, 50, (5, *x.shape[1:]))
+    if dynamic_batch:  # a second batch size (and image size) for the same file
+        shape = list(x.shape[1:])
+        if hw:
+            shape[1], shape[2] = shape[1] + 4, shape[2] + 4
+        x2 = torch.randn(5, *shape) if x.is_floating_point() else torch.randint(0, 50, (5, *shape))
         with torch.no_grad():
             y2 = model(x2)
         np.save(os.path.join(out, name + ".in2.npy"), x2.numpy())
@@ -142,6 +151,8 @@ def attempt(*args, **kwargs):
         return
     if UNFUSED:
         args = (args[0] + "_unfused",) + args[1:]
+    if DYNHW:
+        args = (args[0] + "_dynhw",) + args[1:]
     try:
         export(*args, **kwargs)
     except Exception as e:  # one failed export must not stop the others
