@@ -433,6 +433,22 @@ func (hd *Handle) Tune(dir Direction, c Conv, ops Operands, stream *cuda.Stream)
 	})
 }
 
+// Plan makes the plan of the call dir of c (its descriptors and the
+// heuristic's candidates: what the call's first run needs, Untimed or
+// not) if it is not made yet, without running anything. A warm-up makes
+// the plans of all its calls before it times any (Tune), whose timings
+// wait for the program's runs: those runs then find their plans made.
+func (hd *Handle) Plan(dir Direction, c Conv) error {
+	key := planKey{dir, c}
+	if err := key.check(); err != nil {
+		return err
+	}
+	return hd.locked(func() error {
+		_, err := hd.planOf(key)
+		return err
+	})
+}
+
 // locked calls f holding the handle, with the device's context current;
 // a closed handle is an error.
 func (hd *Handle) locked(f func() error) error {

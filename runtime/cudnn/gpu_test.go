@@ -256,12 +256,24 @@ func TestGPUUntimedBesideTune(t *testing.T) {
 					}
 				}
 			}
-			// The first untimed call makes the plan and leaves it unchosen.
+			// Plan makes the plan, unchosen, and runs nothing; the first
+			// untimed call finds it and leaves it unchosen.
+			if err := hd.Plan(d.dir, c); err != nil {
+				t.Fatal(err)
+			}
+			hd.mu.Lock()
+			p := hd.plans[planKey{d.dir, c}]
+			hd.mu.Unlock()
+			if p == nil || len(p.cands) == 0 || p.chosen && len(p.cands) > 1 {
+				t.Fatalf("after Plan: plan %+v, want one with unchosen candidates", p)
+			}
 			if err := hd.Untimed(d.dir, c, d.ops(out), nil); err != nil {
 				t.Fatal(err)
 			}
 			check("untimed")
-			p := hd.plans[planKey{d.dir, c}]
+			if hd.plans[planKey{d.dir, c}] != p {
+				t.Fatal("the untimed call made another plan")
+			}
 			if n := len(p.cands); p.chosen && n > 1 {
 				t.Fatalf("an untimed call chose among %d candidates", n)
 			}
