@@ -358,8 +358,13 @@ func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int,
 
 // energyCandidates are the kernels TestGPUFlashEnergy runs beside the
 // rows' programs: at d64 the default with LatePack (30 instructions fewer
-// a warp's tile) and cuDNN's layout (128-row blocks, which read each
-// head's K and V from L2 half as often as the default's 64-row ones).
+// a warp's tile), with the rows' sums on the tensor cores too (SumMMA: 67
+// fewer) and cuDNN's layout (128-row blocks, which read each head's K and
+// V from L2 half as often as the default's 64-row ones).
 var energyCandidates = map[int64][]togpu.FlashTile{
-	64: {{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true}, togpu.FlashTileWGMMA128},
+	64: {
+		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
+		{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
+		togpu.FlashTileWGMMA128,
+	},
 }

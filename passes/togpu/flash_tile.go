@@ -330,6 +330,9 @@ var FlashTiles = []FlashTile{
 	// 128-key tile, where the device at its power cap spends energy on
 	// each).
 	{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
+	// And with the rows' sums on the tensor cores (SumMMA: one m64n8
+	// product of P and ones a tile instead of 62 adds a warp).
+	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
