@@ -1,6 +1,6 @@
 """Exports the PyTorch test models of importers/onnx (run with PyTorch and onnx).
 
-    python3 export.py OUTDIR [small] [cnns] [resnet18] [torchvision]   (DYNAMO=1: the dynamo exporter)
+    python3 export.py OUTDIR [small] [cnns] [resnet18] [torchvision] [timm]   (DYNAMO=1: the dynamo exporter)
 
 writes NAME.onnx, NAME.in.npy (the input) and NAME.out.npy (PyTorch's output)
 for each model. Weights are random (seeded); the models are in eval mode.
@@ -497,6 +497,21 @@ if "torchvision" in sys.argv[2:]:
     for name in names.split(","):
         extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
         attempt(name, getattr(torchvision.models, name)(**extra), torch.randn(2, 3, 224, 224), True)
+if "timm" in sys.argv[2:]:
+    # timm's CNNs (ResNet-D stems and average-pool shortcuts, SE and split
+    # attention, CSP, DLA aggregation, mixed depthwise kernels, TF "same"
+    # padding, Ghost and ReXNet blocks), random weights, 224×224: for runs
+    # on the machine that exports them.
+    import timm
+    names = os.environ.get("TIMM_MODELS", "resnet18d,seresnet18,resnest14d,cspresnet50,dla34,mixnet_s,"
+                           "tf_efficientnet_b0,ghostnet_100,rexnet_100,regnetx_002")
+    for name in names.split(","):
+        try:
+            model = timm.create_model(name, pretrained=False)
+        except Exception as e:
+            print(name, "FAILED to build:", type(e).__name__, str(e)[:200])
+            continue
+        attempt(name, model, torch.randn(2, 3, 224, 224), True)
 if "cnns" in sys.argv[2:]:
     print("torch", torch.__version__, "dynamo" if kw.get("dynamo") else "torchscript")
     attempt("resnet_basic", ResNetBasic(), torch.randn(2, 3, 32, 32), True)
