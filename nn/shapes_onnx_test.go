@@ -227,6 +227,15 @@ var onnxCNNs = []onnxCNN{
 			ostr("coordinate_transformation_mode", "pytorch_half_pixel"))
 		return []string{b.node("SpaceToDepth", []string{u}, "y", oint("blocksize", 4))}
 	}},
+	// Einsum as CNN attention modules write it: a 1×1 convolution
+	// ("nchw,oc->nohw"), a channels-last transpose and a per-position
+	// product with a contraction ("nhwo,nhwo->nhw").
+	{"einsum", 4, 5, 6, 0, func(b *onnxBuilder) []string {
+		eq := func(e string) *onnx.Attribute { return ostr("equation", e) }
+		p := b.node("Einsum", []string{"x", b.weight("w", 3, 4)}, "p", eq("nchw,oc->nohw"))
+		l := b.node("Einsum", []string{p}, "l", eq("nohw->nhwo"))
+		return []string{b.node("Einsum", []string{l, l}, "y", eq("nhwo,nhwo->nhw")), p}
+	}},
 	{"stem_to_head", 3, 31, 31, 0, func(b *onnxBuilder) []string {
 		c := b.node("Conv", []string{"x", b.weight("w1", 7, 3, 7, 7), b.weight("b1", 7)}, "c1",
 			ints("kernel_shape", 7, 7), ints("strides", 2, 2), ints("pads", 3, 3, 3, 3))

@@ -1194,3 +1194,134 @@ func TestRounding(t *testing.T) {
 		near(t, []string{"floor", "ceil", "round"}[i]+" (constant)", got[3+i], []int64{2}, []float64{f(-1.5), f(2.5)}, 0)
 	}
 }
+
+// refEinsum evaluates an explicit equation (letters only) over float64
+// operands by summing every assignment of the labels.
+func refEinsum(eq string, shapes [][]int64, ops [][]float64) ([]int64, []float64) {
+	lhs, rhs, _ := strings.Cut(eq, "->")
+	terms := strings.Split(lhs, ",")
+	size := map[byte]int64{}
+	var labels []byte
+	for i, tm := range terms {
+		for j := range len(tm) {
+			if _, ok := size[tm[j]]; !ok {
+				labels = append(labels, tm[j])
+			}
+			size[tm[j]] = shapes[i][j]
+		}
+	}
+	var outShape []int64
+	for j := range len(rhs) {
+		outShape = append(outShape, size[rhs[j]])
+	}
+	n := int64(1)
+	for _, d := range outShape {
+		n *= d
+	}
+	out := make([]float64, n)
+	at := map[byte]int64{}
+	index := func(tm string, shape []int64) int64 {
+		var k int64
+		for j := range len(tm) {
+			k = k*shape[j] + at[tm[j]]
+		}
+		return k
+	}
+	var walk func(i int)
+	walk = func(i int) {
+		if i == len(labels) {
+			p := 1.0
+			for t, tm := range terms {
+				p *= ops[t][index(tm, shapes[t])]
+			}
+			out[index(rhs, outShape)] += p
+			return
+		}
+		for v := range size[labels[i]] {
+			at[labels[i]] = v
+			walk(i + 1)
+		}
+	}
+	walk(0)
+	return outShape, out
+}
+
+// TestEinsum: Einsum as attention and CNN attention modules write it —
+// batched products, transposed contractions, implicit outputs, an
+// ellipsis, a single operand's transpose and sums, a dot product, a label
+// only one operand has (summed first) — on a symbolic batch where there is
+// one, against the sum over every label assignment; repeated labels and a
+// bad equation are errors at the node.
+func TestEinsum(t *testing.T) {
+	for _, tc := range []struct {
+		eq, explicit string // explicit: the equation refEinsum evaluates
+		shapes       [][]int64
+		dynamic      []bool // operands whose first axis is the symbolic N
+	}{
+		{"bhqd,bhkd->bhqk", "bhqd,bhkd->bhqk", [][]int64{{2, 3, 4, 5}, {2, 3, 6, 5}}, []bool{true, true}},
+		{"bij,bjk->bik", "bij,bjk->bik", [][]int64{{3, 2, 4}, {3, 4, 5}}, []bool{true, true}},
+		{"ij,jk", "ij,jk->ik", [][]int64{{3, 4}, {4, 2}}, nil},
+		{"ij,kj->ik", "ij,kj->ik", [][]int64{{3, 4}, {2, 4}}, nil},
+		{"...ij,...jk->...ik", "abij,abjk->abik", [][]int64{{2, 3, 2, 4}, {2, 3, 4, 5}}, []bool{true, true}},
+		{"bchw->bhwc", "bchw->bhwc", [][]int64{{2, 3, 4, 5}}, []bool{true}},
+		{"bchw->bc", "bchw->bc", [][]int64{{2, 3, 4, 5}}, []bool{true}},
+		{"i,i->", "i,i->", [][]int64{{7}, {7}}, nil},
+		{"abc,cd->ad", "abc,cd->ad", [][]int64{{2, 3, 4}, {4, 5}}, []bool{true}},
+		{"bnd,md -> bnm", "bnd,md->bnm", [][]int64{{2, 6, 4}, {5, 4}}, []bool{true}},
+	} {
+		t.Run(tc.eq, func(t *testing.T) {
+			b := newBuilder(13)
+			var ins []string
+			for i, s := range tc.shapes {
+				dims := make([]any, len(s))
+				for j, d := range s {
+					dims[j] = int(d)
+				}
+				if i < len(tc.dynamic) && tc.dynamic[i] {
+					dims[0] = "N"
+				}
+				name := fmt.Sprintf("x%d", i)
+				b.input(name, TypeFloat, dims...)
+				ins = append(ins, name)
+			}
+			b.node("Einsum", ins, []string{"y"}, aStr("equation", tc.eq))
+			b.output("y")
+			mod := importFile(t, b.write(t))
+			rng := rand.New(rand.NewPCG(7, uint64(len(tc.eq))))
+			var args []*interp.Tensor
+			var vals [][]float64
+			for _, s := range tc.shapes {
+				x, xs := randTensor(t, rng, s...)
+				args, vals = append(args, x), append(vals, xs)
+			}
+			shape, want := refEinsum(tc.explicit, tc.shapes, vals)
+			near(t, tc.eq, call(t, mod, args...)[0], shape, want, 1e-5)
+		})
+	}
+	for _, tc := range []struct{ eq, want string }{
+		{"ii->i", `repeats label 'i' (a diagonal)`},
+		{"ij,jk->iq", `output label 'q' is not an operand's`},
+		{"ij->", ``}, // valid: a full sum (checked below to import)
+		{"i1,jk->ik", `"i1": '1' is not a letter`},
+	} {
+		b := newBuilder(13)
+		b.input("x", TypeFloat, 3, 3)
+		ins := []string{"x"}
+		if strings.Contains(tc.eq, ",") {
+			b.input("z", TypeFloat, 3, 3)
+			ins = append(ins, "z")
+		}
+		b.node("Einsum", ins, []string{"y"}, aStr("equation", tc.eq))
+		b.output("y")
+		_, err := Import(dialects.NewContext(), b.write(t), Options{})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.eq, err)
+			}
+			continue
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), `model.onnx: node 0 "Einsum_y"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming the node and %q", tc.eq, err, tc.want)
+		}
+	}
+}

@@ -235,7 +235,7 @@ func init() {
 		"Greater": compare("gt"), "GreaterOrEqual": compare("ge"),
 		"Not": convNot, "And": logical("and"), "Or": logical("or"), "Xor": logical("xor"),
 		"Where": convWhere, "Cast": convCast, "CastLike": convCastLike,
-		"MatMul": convMatMul, "Gemm": convGemm, "Conv": convConv, "ConvTranspose": convConvTranspose,
+		"MatMul": convMatMul, "Einsum": convEinsum, "Gemm": convGemm, "Conv": convConv, "ConvTranspose": convConvTranspose,
 		"BatchNormalization": convBatchNorm, "LayerNormalization": convLayerNorm,
 		"Softmax": softmax("softmax"), "LogSoftmax": softmax("log_softmax"),
 		"MaxPool": pool("max"), "AveragePool": pool("avg"),
