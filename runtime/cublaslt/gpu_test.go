@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/strata-ir/strata/runtime/cuda"
 )
@@ -193,4 +194,62 @@ func uploadBytes(t *testing.T, dev *cuda.Device, alloc *cuda.Allocator, data []b
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestGPUTuneWorkspace: every call of a Tune, a small product's one run
+// (under TuneMinFlops) and a large one's candidates, is on the tuning
+// workspace, and Run's on the handle's. A warm-up's Tune runs on a stream
+// of its own beside the program's calls: on the handle's workspace, its
+// kernels and the program's could overwrite each other's partial results.
+func TestGPUTuneWorkspace(t *testing.T) {
+	dev, alloc, hd := gpuHandle(t)
+	var used []cuda.DevicePtr
+	l := *hd.lib
+	matmul := l.cublasLtMatmul
+	l.cublasLtMatmul = func(h, desc uintptr, alpha unsafe.Pointer, a uint64, adesc uintptr, b uint64, bdesc uintptr,
+		beta unsafe.Pointer, c uint64, cdesc uintptr, d uint64, ddesc uintptr, algo unsafe.Pointer,
+		workspace uint64, workspaceBytes uint64, stream uintptr) Status {
+		used = append(used, cuda.DevicePtr(workspace))
+		return matmul(h, desc, alpha, a, adesc, b, bdesc, beta, c, cdesc, d, ddesc, algo, workspace, workspaceBytes, stream)
+	}
+	hd.lib = &l
+	st, err := dev.NewNonBlockingStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Destroy()
+	for _, mm := range []Matmul{
+		{AType: BF16, DType: BF16, M: 1, N: 1, K: 3, Batch: 90},         // one run
+		{AType: BF16, DType: BF16, M: 1024, N: 1024, K: 1024, Batch: 1}, // timed candidates
+	} {
+		bytes := func(rows, cols int64) uint64 { return uint64(2 * rows * cols * mm.Batch) }
+		a, b, d := uploadBytes(t, dev, alloc, make([]byte, bytes(mm.M, mm.K))),
+			uploadBytes(t, dev, alloc, make([]byte, bytes(mm.K, mm.N))), uploadBytes(t, dev, alloc, make([]byte, bytes(mm.M, mm.N)))
+		used = used[:0]
+		if err := hd.Tune(mm, a, b, d, 0, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if len(used) == 0 {
+			t.Fatalf("%dx%dx%d: Tune made no call", mm.M, mm.N, mm.K)
+		}
+		for i, ws := range used {
+			if ws != hd.tuneWorkspace || ws == hd.workspace {
+				t.Errorf("%dx%dx%d: Tune's call %d on workspace %#x, want the tuning one %#x (the handle's: %#x)",
+					mm.M, mm.N, mm.K, i, uint64(ws), uint64(hd.tuneWorkspace), uint64(hd.workspace))
+			}
+		}
+		used = used[:0]
+		if err := hd.Run(mm, a, b, d, nil); err != nil {
+			t.Fatal(err)
+		}
+		if len(used) != 1 || used[0] != hd.workspace {
+			t.Errorf("%dx%dx%d: Run's calls on workspaces %v, want the handle's %#x", mm.M, mm.N, mm.K, used, uint64(hd.workspace))
+		}
+	}
+	if err := dev.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 }

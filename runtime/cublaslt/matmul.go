@@ -186,9 +186,9 @@ type Handle struct {
 	// read when a call is queued, also while a stream is captured.
 	alpha, beta float32
 
-	// tuneMu serialises the Tunes, which time their candidates with
-	// tuneWorkspace (taken on the first Tune that times): the calls of
-	// Run use workspace meanwhile, on other streams.
+	// tuneMu serialises the Tunes, which run on tuneWorkspace (fresh
+	// memory, taken by the first Tune): the calls of Run use workspace
+	// meanwhile, on other streams.
 	tuneMu        sync.Mutex
 	tuneWorkspace cuda.DevicePtr
 }
@@ -245,7 +245,7 @@ func (hd *Handle) Run(m Matmul, a, b, d cuda.DevicePtr, stream *cuda.Stream) err
 	if m.Bias {
 		return errors.New("cuBLASLt: a product with a bias runs with RunBias")
 	}
-	return hd.run(m, a, b, d, 0, stream)
+	return hd.run(m, a, b, d, 0, hd.workspace, stream)
 }
 
 // RunBias is Run for a product with a bias (m.Bias): bias points at its
@@ -254,10 +254,14 @@ func (hd *Handle) RunBias(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.S
 	if !m.Bias || bias == 0 {
 		return errors.New("cuBLASLt: RunBias needs a product with a bias and the bias's address")
 	}
-	return hd.run(m, a, b, d, bias, stream)
+	return hd.run(m, a, b, d, bias, hd.workspace, stream)
 }
 
-func (hd *Handle) run(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stream) error {
+// run queues the product m on stream with the workspace ws: the handle's
+// for the program's calls (Run, RunBias), the tuning one for a Tune's,
+// whose stream is another. Two kernels that share a workspace may overwrite
+// each other's partial results.
+func (hd *Handle) run(m Matmul, a, b, d, bias, ws cuda.DevicePtr, stream *cuda.Stream) error {
 	if err := m.check(); err != nil {
 		return err
 	}
@@ -290,7 +294,7 @@ func (hd *Handle) run(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Strea
 		// cuBLASLt's A is Strata's B and its B Strata's A (package doc).
 		return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
 			uint64(b), p.b, uint64(a), p.a, unsafe.Pointer(&hd.beta), uint64(d), p.d, uint64(d), p.d,
-			unsafe.Pointer(&p.algo.algo), uint64(hd.workspace), WorkspaceBytes, stream.Handle()))
+			unsafe.Pointer(&p.algo.algo), uint64(ws), WorkspaceBytes, stream.Handle()))
 	})
 }
 
@@ -452,8 +456,9 @@ const TuneMinFlops = 1 << 31
 // Tune holds the handle only to read and set m's plan: the calls of Run
 // meanwhile (a program's first run while its products are tuned in the
 // background) run on the heuristic's first proposal, or on the choice of
-// an earlier Tune, and switch to this one's when it ends. The candidates
-// run on a workspace of Tune's own, and their timings wait for the
+// an earlier Tune, and switch to this one's when it ends. Every run of a
+// Tune (a small product's one run too) is on a workspace of Tune's own,
+// and the candidates' timings wait for the
 // program's work on the device (cuda.Device.WaitQuiet) and are made again
 // when a run of it began meanwhile: the device is the program's first,
 // and the timings stay those of an idle device.
@@ -463,12 +468,6 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	}
 	if m.Bias != (bias != 0) {
 		return errors.New("cuBLASLt: Tune needs the bias's address exactly for a product with a bias")
-	}
-	if 2*float64(m.M)*float64(m.N)*float64(m.K)*float64(m.Batch) < TuneMinFlops {
-		if m.Bias {
-			return hd.RunBias(m, a, b, d, bias, stream)
-		}
-		return hd.Run(m, a, b, d, stream)
 	}
 	key := planKey{Matmul: m}
 	if m.Bias {
@@ -482,12 +481,19 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 	if closed {
 		return errors.New("cuBLASLt: handle used after Close")
 	}
+	// Every run of a Tune, timed or not, is on the tuning workspace: the
+	// program's calls on other streams use the handle's meanwhile, and
+	// two kernels that share a workspace may overwrite each other's
+	// partial results.
 	if hd.tuneWorkspace == 0 {
-		ws, err := hd.alloc.Alloc(WorkspaceBytes)
+		ws, err := hd.alloc.AllocFresh(WorkspaceBytes)
 		if err != nil {
 			return fmt.Errorf("cuBLASLt tuning workspace: %w", err)
 		}
 		hd.tuneWorkspace = ws
+	}
+	if 2*float64(m.M)*float64(m.N)*float64(m.K)*float64(m.Batch) < TuneMinFlops {
+		return hd.run(m, a, b, d, bias, hd.tuneWorkspace, stream)
 	}
 	// A plan of Tune's own (cuBLASLt's handle is thread-safe): the shared
 	// one keeps its algorithm until the choice is made.

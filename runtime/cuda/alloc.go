@@ -69,14 +69,29 @@ func NewAllocator(be Backend) *Allocator {
 
 // Alloc returns a block of at least n bytes. Alloc(0) returns the null
 // pointer, which Free accepts.
-func (a *Allocator) Alloc(n uint64) (DevicePtr, error) {
+func (a *Allocator) Alloc(n uint64) (DevicePtr, error) { return a.alloc(n, true) }
+
+// AllocFresh is Alloc without the cache: the block comes from the
+// backend. Free is ordered on the host, not on a stream: a block freed
+// while work queued before the Free still reads or writes it is cached at
+// once, and only work queued after that work on the same stream may use
+// it. Memory that another stream writes first (a library's warm-up
+// scratch and tuning workspace, on streams of their own beside a
+// program's first run) is fresh: a cached block there may be one a
+// program freed while its queued kernels still read it, which the other
+// stream's writes would overwrite under them. Freed, a fresh block joins
+// the cache.
+func (a *Allocator) AllocFresh(n uint64) (DevicePtr, error) { return a.alloc(n, false) }
+
+// alloc is Alloc, from the cache when cached.
+func (a *Allocator) alloc(n uint64, cached bool) (DevicePtr, error) {
 	if n == 0 {
 		return 0, nil
 	}
 	class := sizeClass(n)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if list := a.free[class]; len(list) > 0 {
+	if list := a.free[class]; cached && len(list) > 0 {
 		p := list[len(list)-1]
 		a.free[class] = list[:len(list)-1]
 		a.stats.Cached -= class

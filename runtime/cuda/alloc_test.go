@@ -108,6 +108,53 @@ func TestAllocatorReuse(t *testing.T) {
 	}
 }
 
+// TestAllocatorAllocFresh: AllocFresh never hands out a cached block (one
+// freed under work still queued on its stream), its blocks join the cache
+// when freed, and it empties the cache when the backend is out of memory.
+func TestAllocatorAllocFresh(t *testing.T) {
+	be := newFakeBackend(4096)
+	a := NewAllocator(be)
+	p, err := a.Alloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(p); err != nil {
+		t.Fatal(err)
+	}
+	q, err := a.AllocFresh(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q == p {
+		t.Fatalf("AllocFresh handed out the cached block %#x", p)
+	}
+	want := Stats{Allocated: 1024, Cached: 1024, Peak: 1024, Misses: 2}
+	if got := a.Stats(); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	if err := a.Free(q); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Alloc(1000)
+	if err != nil || (r != p && r != q) {
+		t.Errorf("Alloc after freeing a fresh block = %#x, %v; want a cached block (%#x or %#x)", r, err, p, q)
+	}
+	if err := a.Free(r); err != nil {
+		t.Fatal(err)
+	}
+	// 2048 of 4096 bytes cached: a fresh 4096-byte block needs the cache
+	// emptied first.
+	if _, err := a.AllocFresh(4000); err != nil {
+		t.Errorf("AllocFresh with the backend full of cached blocks: %v", err)
+	}
+	if a.Stats().Cached != 0 {
+		t.Errorf("cache after an out-of-memory AllocFresh: %+v, want emptied", a.Stats())
+	}
+	if p, err := a.AllocFresh(0); p != 0 || err != nil {
+		t.Errorf("AllocFresh(0) = %#x, %v; want the null pointer", p, err)
+	}
+}
+
 func TestAllocatorFreeErrors(t *testing.T) {
 	a := NewAllocator(newFakeBackend(1 << 20))
 	if err := a.Free(0); err != nil {

@@ -236,8 +236,8 @@ type Handle struct {
 	// captured.
 	alpha, beta float32
 
-	// tuneMu serialises the Tunes, which run their candidates on
-	// tuneWorkspace (taken by the first Tune): the program's calls use
+	// tuneMu serialises the Tunes, which run on tuneWorkspace (fresh
+	// memory, taken by the first Tune): the program's calls use
 	// workspace meanwhile, on other streams.
 	tuneMu        sync.Mutex
 	tuneWorkspace cuda.DevicePtr
@@ -301,19 +301,19 @@ func (hd *Handle) Close() error {
 // first convolution of each shape asks cuDNN's heuristic for candidates
 // and times them; later ones reuse the fastest.
 func (hd *Handle) Forward(c Conv, x, w, y cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{DirForward, c}, stream, [3]cuda.DevicePtr{x, w, y}, false)
+	return hd.run(planKey{DirForward, c}, stream, [3]cuda.DevicePtr{x, w, y}, false, hd.workspace)
 }
 
 // BackwardData queues dx, the gradient of Forward's x, from the output's
 // gradient dy and w.
 func (hd *Handle) BackwardData(c Conv, w, dy, dx cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{DirBackwardData, c}, stream, [3]cuda.DevicePtr{dx, w, dy}, false)
+	return hd.run(planKey{DirBackwardData, c}, stream, [3]cuda.DevicePtr{dx, w, dy}, false, hd.workspace)
 }
 
 // BackwardFilter queues dw, the gradient of Forward's w, from x and the
 // output's gradient dy.
 func (hd *Handle) BackwardFilter(c Conv, x, dy, dw cuda.DevicePtr, stream *cuda.Stream) error {
-	return hd.run(planKey{DirBackwardFilter, c}, stream, [3]cuda.DevicePtr{x, dw, dy}, false)
+	return hd.run(planKey{DirBackwardFilter, c}, stream, [3]cuda.DevicePtr{x, dw, dy}, false, hd.workspace)
 }
 
 // Operands are a convolution call's tensors: x, w and y, with a gradient
@@ -327,15 +327,15 @@ type Operands struct{ X, W, Y cuda.DevicePtr }
 // A program calls it while a Tune of the call is under way or due in the
 // background, so that its first run does not wait for the timing.
 func (hd *Handle) Untimed(dir Direction, c Conv, ops Operands, stream *cuda.Stream) error {
-	return hd.run(planKey{dir, c}, stream, [3]cuda.DevicePtr{ops.X, ops.W, ops.Y}, true)
+	return hd.run(planKey{dir, c}, stream, [3]cuda.DevicePtr{ops.X, ops.W, ops.Y}, true, hd.workspace)
 }
 
 // Tune makes the plan of the call dir of c and chooses its candidate as
 // the first timed call does (choose), on the operands ops (scratch: the
 // timing runs write the written one) on stream, but holds the handle only
 // for each of its calls: the program's calls of the handle meanwhile run
-// (Untimed ones on the heuristic's first candidate). The candidates run
-// on a workspace of Tune's own, and their timings wait for the program's
+// (Untimed ones on the heuristic's first candidate). Every call of a Tune
+// runs on a workspace of Tune's own, and the candidates' timings wait for the program's
 // work on the device (cuda.Device.WaitQuiet) and are made again when a
 // run of it began meanwhile: the device is the program's first, and the
 // timings stay those of an idle device. A call chosen already runs once.
@@ -365,15 +365,19 @@ func (hd *Handle) Tune(dir Direction, c Conv, ops Operands, stream *cuda.Stream)
 	if err != nil {
 		return err
 	}
-	if len(cands) == 0 {
-		return hd.run(key, stream, args, false)
-	}
+	// Every call of a Tune, timed or not, runs on the tuning workspace:
+	// the program's calls on other streams use the handle's meanwhile,
+	// and two kernels that share a workspace may overwrite each other's
+	// partial results.
 	if hd.tuneWorkspace == 0 {
-		ws, err := hd.alloc.Alloc(WorkspaceBytes)
+		ws, err := hd.alloc.AllocFresh(WorkspaceBytes)
 		if err != nil {
 			return fmt.Errorf("cuDNN tuning workspace: %w", err)
 		}
 		hd.tuneWorkspace = ws
+	}
+	if len(cands) == 0 {
+		return hd.run(key, stream, args, false, hd.tuneWorkspace)
 	}
 	began := time.Now()
 	start, err := hd.dev.NewEvent()
@@ -420,7 +424,7 @@ func (hd *Handle) Tune(dir Direction, c Conv, ops Operands, stream *cuda.Stream)
 	if best < 0 {
 		// No candidate ran: the first call's fallbacks (the legacy API)
 		// decide.
-		return hd.run(key, stream, args, false)
+		return hd.run(key, stream, args, false, hd.tuneWorkspace)
 	}
 	won := cands[best]
 	return hd.locked(func() error {
@@ -502,8 +506,10 @@ func (hd *Handle) call(key planKey, p *plan, c candidate, ops [3]cuda.DevicePtr,
 // launches anything) gives way to the next: the heuristic ranks
 // algorithms it cannot run for some shapes (ResNet-50's 3-channel stem in
 // NCHW) first. Untimed, a plan whose candidate is not chosen yet runs its
-// first one without timing them (Untimed).
-func (hd *Handle) run(key planKey, stream *cuda.Stream, ops [3]cuda.DevicePtr, untimed bool) error {
+// first one without timing them (Untimed). Every call runs on the
+// workspace ws: the handle's for the program's calls, the tuning one for
+// a Tune's, whose stream is another.
+func (hd *Handle) run(key planKey, stream *cuda.Stream, ops [3]cuda.DevicePtr, untimed bool, ws cuda.DevicePtr) error {
 	if err := key.check(); err != nil {
 		return err
 	}
@@ -518,15 +524,15 @@ func (hd *Handle) run(key planKey, stream *cuda.Stream, ops [3]cuda.DevicePtr, u
 		}
 		if p.graph() && (p.failed || !aligned(ops)) {
 			// The graph's tensors declare tensorAlignment.
-			return hd.runLegacy(key, p, stream, ops, untimed)
+			return hd.runLegacy(key, p, stream, ops, untimed, ws)
 		}
-		err = hd.runPlan(key, p, stream, ops, untimed)
+		err = hd.runPlan(key, p, stream, ops, untimed, ws)
 		if err != nil && p.graph() && !p.chosen {
 			// No engine of the graph API ran: the legacy API's
 			// algorithms are the last resort.
 			p.failed = true
 			logs.Printf("compile", "cuDNN %s: the graph API's engines failed (%v): the legacy API's algorithms", key.Conv, err)
-			return hd.runLegacy(key, p, stream, ops, untimed)
+			return hd.runLegacy(key, p, stream, ops, untimed, ws)
 		}
 		return err
 	})
@@ -534,27 +540,27 @@ func (hd *Handle) run(key planKey, stream *cuda.Stream, ops [3]cuda.DevicePtr, u
 
 // runLegacy runs p's key on its legacy plan, made on first use. The
 // context is current.
-func (hd *Handle) runLegacy(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr, untimed bool) error {
+func (hd *Handle) runLegacy(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr, untimed bool, ws cuda.DevicePtr) error {
 	if p.legacy == nil {
 		var err error
 		if p.legacy, err = hd.legacyPlan(key); err != nil {
 			return err
 		}
 	}
-	return hd.runPlan(key, p.legacy, stream, ops, untimed)
+	return hd.runPlan(key, p.legacy, stream, ops, untimed, ws)
 }
 
-// runPlan queues p (of key) on stream, choosing its candidate on its
-// first call unless untimed (a Tune chooses it then). The context is
-// current and the stream set.
-func (hd *Handle) runPlan(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr, untimed bool) error {
+// runPlan queues p (of key) on stream with the workspace ws, choosing its
+// candidate on its first call unless untimed (a Tune chooses it then).
+// The context is current and the stream set.
+func (hd *Handle) runPlan(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr, untimed bool, ws cuda.DevicePtr) error {
 	if !p.chosen && len(p.cands) > 1 && !untimed {
-		if err := hd.choose(key, p, stream, ops); err != nil {
+		if err := hd.choose(key, p, stream, ops, ws); err != nil {
 			return err
 		}
 	}
 	for {
-		s := hd.call(key, p, p.cands[0], ops, hd.workspace)
+		s := hd.call(key, p, p.cands[0], ops, ws)
 		if s == 0 {
 			// An untimed call leaves the choice to the Tune.
 			p.chosen = p.chosen || !untimed || len(p.cands) == 1
@@ -585,7 +591,7 @@ func (p *plan) graph() bool { return len(p.cands) > 0 && p.cands[0].exec != 0 }
 // operand the call writes; the caller's run after them writes it again.
 // On a stream being captured (nothing runs, the host cannot wait) the
 // heuristic's order stands. The context is current.
-func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr) error {
+func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr, ws cuda.DevicePtr) error {
 	if capturing, err := hd.dev.Capturing(stream); err != nil || capturing {
 		return err
 	}
@@ -603,7 +609,7 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.
 	best, bestMS := -1, float32(0)
 	var times []string
 	for i, c := range p.cands {
-		call := func() (Status, error) { return hd.call(key, p, c, ops, hd.workspace), nil }
+		call := func() (Status, error) { return hd.call(key, p, c, ops, ws), nil }
 		if s, _ := call(); s != 0 {
 			continue // refused (it launches nothing): not a candidate
 		}

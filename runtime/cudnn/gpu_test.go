@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/strata-ir/strata/runtime/cuda"
 )
@@ -314,4 +315,73 @@ func TestGPUUntimedBesideTune(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGPUTuneWorkspace: every call of a Tune is on the tuning workspace
+// (its timed candidates, and the one run of a call chosen already), and
+// the program's calls (timed, Untimed) on the handle's. A warm-up's Tune
+// runs on a stream of its own beside the program's calls: on the
+// handle's workspace, their kernels could overwrite each other's partial
+// results.
+func TestGPUTuneWorkspace(t *testing.T) {
+	dev, alloc, hd := gpuHandle(t)
+	var used []cuda.DevicePtr
+	l := *hd.lib
+	fwd := l.cudnnConvolutionForward
+	l.cudnnConvolutionForward = func(h uintptr, alpha unsafe.Pointer, xd uintptr, x uint64, wd uintptr, w uint64, conv uintptr, algo int32,
+		ws, wsBytes uint64, beta unsafe.Pointer, yd uintptr, y uint64) Status {
+		used = append(used, cuda.DevicePtr(ws))
+		return fwd(h, alpha, xd, x, wd, w, conv, algo, ws, wsBytes, beta, yd, y)
+	}
+	if l.graph != nil {
+		g := *l.graph
+		set := g.set
+		g.set = func(d uintptr, name, typ int32, n int64, elems unsafe.Pointer) Status {
+			if name == attrPackWorkspace {
+				used = append(used, cuda.DevicePtr(*(*uintptr)(elems)))
+			}
+			return set(d, name, typ, n, elems)
+		}
+		l.graph = &g
+	}
+	hd.lib = &l
+	c := Conv{Type: BF16, Layout: NHWC, N: 4, C: 16, H: 12, W: 12, O: 32, KH: 3, KW: 3,
+		Pad: [2]int64{1, 1}, Stride: [2]int64{1, 1}, Dilate: [2]int64{1, 1}}
+	oh, ow := c.Out()
+	xs, ws, ys := [4]int64{c.N, c.C, c.H, c.W}, [4]int64{c.O, c.C, c.KH, c.KW}, [4]int64{c.N, c.O, oh, ow}
+	px, pw := upload(t, dev, alloc, ternary(xs, 1), xs, c.Layout), upload(t, dev, alloc, ternary(ws, 2), ws, c.Layout)
+	py := upload(t, dev, alloc, make([]float64, ys[0]*ys[1]*ys[2]*ys[3]), ys, c.Layout)
+	st, err := dev.NewNonBlockingStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Destroy()
+	ops := Operands{X: px, W: pw, Y: py}
+	// want names the workspace after the call: the first Tune takes the
+	// tuning one.
+	handles := func() cuda.DevicePtr { return hd.workspace }
+	tuning := func() cuda.DevicePtr { return hd.tuneWorkspace }
+	expect := func(what string, want func() cuda.DevicePtr, call func() error) {
+		t.Helper()
+		used = used[:0]
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err := dev.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if len(used) == 0 {
+			t.Fatalf("%s made no call", what)
+		}
+		for i, ws := range used {
+			if ws != want() || want() == 0 {
+				t.Errorf("%s: call %d on workspace %#x, want %#x (handle's %#x, tuning %#x)",
+					what, i, uint64(ws), uint64(want()), uint64(hd.workspace), uint64(hd.tuneWorkspace))
+			}
+		}
+	}
+	expect("an untimed call", handles, func() error { return hd.Untimed(DirForward, c, ops, nil) })
+	expect("a Tune with candidates to time", tuning, func() error { return hd.Tune(DirForward, c, ops, st) })
+	expect("a timed call after the Tune", handles, func() error { return hd.Forward(c, px, pw, py, nil) })
+	expect("a Tune of a chosen call", tuning, func() error { return hd.Tune(DirForward, c, ops, st) })
 }

@@ -784,8 +784,9 @@ func (rt *Runtime) planConvs(fn string, calls []libCall) {
 	}
 }
 
-// warmCall makes call c on zeroed scratch memory on stream st and waits
-// for it, then frees the scratch.
+// warmCall makes call c on zeroed scratch memory (fresh from the device:
+// cuda.Allocator.AllocFresh) on stream st and waits for it, then frees
+// the scratch.
 func (rt *Runtime) warmCall(c libCall, st *cuda.Stream) error {
 	var ptrs [4]DevicePtr
 	var err error
@@ -794,7 +795,9 @@ func (rt *Runtime) warmCall(c libCall, st *cuda.Stream) error {
 			break
 		}
 		n = (n + 3) &^ 3 // zeroed a word at a time
-		if ptrs[i], err = rt.allocate(n); err != nil {
+		// Fresh: a cached block may be one a program freed under its
+		// queued work, which st's memset would overwrite.
+		if ptrs[i], err = rt.alloc.AllocFresh(n); err != nil {
 			break
 		}
 		if err = rt.cuda.MemsetD32(ptrs[i], 0, n/4, st); err != nil {
