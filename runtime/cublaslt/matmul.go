@@ -458,10 +458,10 @@ const TuneMinFlops = 1 << 31
 // background) run on the heuristic's first proposal, or on the choice of
 // an earlier Tune, and switch to this one's when it ends. Every run of a
 // Tune (a small product's one run too) is on a workspace of Tune's own,
-// and the candidates' timings wait for the
-// program's work on the device (cuda.Device.WaitQuiet) and are made again
-// when a run of it began meanwhile: the device is the program's first,
-// and the timings stay those of an idle device.
+// and the candidates' timings wait for the program's work on the device
+// (cuda.Device.WaitQuiet) and are made again when a run of it began
+// meanwhile: the device is the program's first, and the timings stay
+// those of an idle device.
 func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stream) error {
 	if err := m.check(); err != nil {
 		return err
