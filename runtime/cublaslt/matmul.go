@@ -561,73 +561,32 @@ func (hd *Handle) Tune(m Matmul, a, b, d, bias cuda.DevicePtr, stream *cuda.Stre
 
 // timePlan runs plan p's product (its bias in its descriptor) once on the
 // tuning workspace (the kernel's first run loads it), then timingRuns
-// times, each between start and end on stream, holding the device's
-// TimingLock, and returns the fastest run's milliseconds: a run another
-// stream's work slowed, or that waited for the host, only ever takes
-// longer. The timed runs start once the program's work queued so far has
-// finished, and are all made again (up to maxRetimes times, counted in
-// again) when a run of the program's began meanwhile. The tuning lock is
-// held.
-func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (_ float32, again int, _ error) {
+// times, each between start and end on stream, and returns the fastest
+// run's milliseconds (cuda.FastestRun): a run another stream's work
+// slowed, or that waited for the host, only ever takes longer. The timed
+// runs start once the program's work queued so far has finished, hold the
+// device's TimingLock, and are all made again (counted in again) when a
+// run of the program's began meanwhile (cuda.Device.TimeQuiet). The
+// tuning lock is held.
+func (hd *Handle) timePlan(p *plan, a, b, d cuda.DevicePtr, stream *cuda.Stream, start, end *cuda.Event) (best float32, again int, err error) {
 	l := hd.lib
-	call := func() error {
-		return hd.dev.WithContext(func() error {
+	call := func() (bool, error) {
+		return true, hd.dev.WithContext(func() error {
 			return l.check("cublasLtMatmul", l.cublasLtMatmul(hd.h, p.desc, unsafe.Pointer(&hd.alpha),
 				uint64(b), p.b, uint64(a), p.a, unsafe.Pointer(&hd.beta), uint64(d), p.d, uint64(d), p.d,
 				unsafe.Pointer(&p.algo.algo), uint64(hd.tuneWorkspace), WorkspaceBytes, stream.Handle()))
 		})
 	}
-	if err := call(); err != nil {
+	if _, err := call(); err != nil {
 		return 0, 0, err
 	}
-	for {
-		gen, err := hd.dev.WaitQuiet()
-		if err != nil {
-			return 0, again, err
-		}
-		lock := hd.dev.TimingLock()
-		lock.Lock()
-		best, err := fastestRun(call, stream, start, end)
-		lock.Unlock()
-		if err != nil || !hd.dev.Perturbed(gen) || again == maxRetimes {
-			return best, again, err
-		}
-		again++
-	}
+	again, err = hd.dev.TimeQuiet(func() (bool, error) {
+		var err error
+		best, _, err = cuda.FastestRun(timingRuns, call, stream, start, end)
+		return true, err
+	})
+	return best, again, err
 }
-
-// fastestRun makes call timingRuns times, each between start and end on
-// stream, and returns the fastest run's milliseconds.
-func fastestRun(call func() error, stream *cuda.Stream, start, end *cuda.Event) (float32, error) {
-	best := float32(-1)
-	for range timingRuns {
-		if err := start.Record(stream); err != nil {
-			return 0, err
-		}
-		if err := call(); err != nil {
-			return 0, err
-		}
-		if err := end.Record(stream); err != nil {
-			return 0, err
-		}
-		if err := end.Synchronize(); err != nil {
-			return 0, err
-		}
-		ms, err := cuda.Elapsed(start, end)
-		if err != nil {
-			return 0, err
-		}
-		if best < 0 || ms < best {
-			best = ms
-		}
-	}
-	return best, nil
-}
-
-// maxRetimes is how many times timePlan times a candidate again after the
-// program's work began during its timing: a program that keeps the
-// device busy cannot hold a Tune back forever.
-const maxRetimes = 3
 
 // timingRuns is how many timed runs of each candidate Tune takes the
 // fastest of.

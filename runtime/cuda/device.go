@@ -42,11 +42,12 @@ type Device struct {
 	work    programWork    // BeginWork, EndWork, WaitQuiet (work.go)
 }
 
-// TimingLock is the lock the vendor libraries hold while they time the
-// candidates of a choice (cuBLASLt's algorithms, cuDNN's engines) on
-// the device: their warm-ups run on streams of their own at once, and a
-// product timed beside another library's convolution shares the SMs
-// with it, which inflates its time and can make a slower candidate win.
+// TimingLock is the lock the vendor libraries' Tunes hold while they time
+// the candidates of a choice (cuBLASLt's algorithms, cuDNN's engines) on
+// the device (TimeQuiet): their warm-ups run on streams of their own at
+// once, and a product timed beside another library's convolution shares
+// the SMs with it, which inflates its time and can make a slower
+// candidate win.
 func (d *Device) TimingLock() sync.Locker { return &d.timing }
 
 // Open retains the primary context of device ordinal (0 is the first GPU)

@@ -80,3 +80,64 @@ func (d *Device) Perturbed(gen uint64) bool {
 	defer w.mu.Unlock()
 	return w.gen != gen || w.busy > 0
 }
+
+// maxRetimes is how many times TimeQuiet makes a timing again after a
+// run of the program's began during it: a program that keeps the device
+// busy cannot hold a timing back forever.
+const maxRetimes = 3
+
+// TimeQuiet makes timing (a vendor library's timing of one candidate,
+// beside the program) once the program's work queued so far has finished
+// (WaitQuiet), holding TimingLock (another library times its own
+// candidates on another stream), and makes it all again, up to maxRetimes
+// times, when a run of the program's began meanwhile (Perturbed): the
+// timings stay those of an idle device, and the program's runs never wait
+// for them. timing reports false when it timed nothing (the library
+// refused the candidate); it is not made again then, nor after an error.
+// TimeQuiet returns how many times it made timing again.
+func (d *Device) TimeQuiet(timing func() (bool, error)) (again int, err error) {
+	for {
+		gen, err := d.WaitQuiet()
+		if err != nil {
+			return again, err
+		}
+		d.timing.Lock()
+		ok, err := timing()
+		d.timing.Unlock()
+		if err != nil || !ok || !d.Perturbed(gen) || again == maxRetimes {
+			return again, err
+		}
+		again++
+	}
+}
+
+// FastestRun makes call runs times, each between start and end on stream
+// and waited for, and returns the fastest run's milliseconds: a run that
+// other work slowed, or that waited for the host, only ever takes longer.
+// call reports false when it queued nothing (a library refused the
+// candidate): FastestRun stops and reports false then.
+func FastestRun(runs int, call func() (bool, error), stream *Stream, start, end *Event) (float32, bool, error) {
+	best := float32(-1)
+	for range runs {
+		if err := start.Record(stream); err != nil {
+			return 0, false, err
+		}
+		if ok, err := call(); err != nil || !ok {
+			return 0, false, err
+		}
+		if err := end.Record(stream); err != nil {
+			return 0, false, err
+		}
+		if err := end.Synchronize(); err != nil {
+			return 0, false, err
+		}
+		ms, err := Elapsed(start, end)
+		if err != nil {
+			return 0, false, err
+		}
+		if best < 0 || ms < best {
+			best = ms
+		}
+	}
+	return best, true, nil
+}

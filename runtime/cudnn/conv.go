@@ -161,7 +161,8 @@ func (c Conv) check() error {
 	return nil
 }
 
-// direction is what a plan computes.
+// Direction is what a plan computes: a convolution's output or one of
+// its gradients.
 type Direction int
 
 const (
@@ -587,8 +588,8 @@ func (p *plan) graph() bool { return len(p.cands) > 0 && p.cands[0].exec != 0 }
 // timingRuns times between two events (timeCandidate: the program's own
 // call, which a Tune of another call waits for), and its fastest run
 // counts: a run that other work slowed, or that waited for the host, only
-// ever takes longer. The runs write the
-// operand the call writes; the caller's run after them writes it again.
+// ever takes longer. The runs write the operand the call writes; the
+// caller's run after them writes it again.
 // On a stream being captured (nothing runs, the host cannot wait) the
 // heuristic's order stands. The context is current.
 func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.DevicePtr, ws cuda.DevicePtr) error {
@@ -637,72 +638,33 @@ func (hd *Handle) choose(key planKey, p *plan, stream *cuda.Stream, ops [3]cuda.
 
 // timeCandidate makes call (a candidate's, which the library may
 // refuse) timingRuns times between start and end on stream and returns
-// its fastest run's milliseconds: a run that other work slowed, or that
-// waited for the host, only ever takes longer; false when the library
-// refused a run. With quiet (a Tune's timing, beside the program), the
-// timed runs start once the program's work queued so far has finished,
-// hold the device's TimingLock (another library's Tune times its own
-// candidates on another stream), and are all made again (up to
-// maxRetimes times, counted in again) when a run of the program's began
-// meanwhile. Without it (the program's own first call, which holds the
-// handle), they take no lock: a Tune waits for them instead.
-func (hd *Handle) timeCandidate(call func() (Status, error), stream *cuda.Stream, start, end *cuda.Event, quiet bool) (_ float32, ok bool, again int, _ error) {
-	for {
-		if !quiet {
-			ms, ok, err := fastestRun(call, stream, start, end)
-			return ms, ok, again, err
-		}
-		gen, err := hd.dev.WaitQuiet()
-		if err != nil {
-			return 0, false, again, err
-		}
-		lock := hd.dev.TimingLock()
-		lock.Lock()
-		ms, ok, err := fastestRun(call, stream, start, end)
-		lock.Unlock()
-		if err != nil || !ok || !hd.dev.Perturbed(gen) || again == maxRetimes {
-			return ms, ok, again, err
-		}
-		again++
+// its fastest run's milliseconds (cuda.FastestRun); false when the
+// library refused a run. With quiet (a Tune's timing, beside the
+// program), the timed runs start once the program's work queued so far
+// has finished, hold the device's TimingLock, and are all made again
+// (counted in again) when a run of the program's began meanwhile
+// (cuda.Device.TimeQuiet). Without it (the program's own first call,
+// which holds the handle), they take no lock: a Tune waits for them
+// instead.
+func (hd *Handle) timeCandidate(call func() (Status, error), stream *cuda.Stream, start, end *cuda.Event, quiet bool) (ms float32, ok bool, again int, err error) {
+	run := func() (bool, error) {
+		s, err := call()
+		return s == 0, err
 	}
+	if !quiet {
+		ms, ok, err = cuda.FastestRun(timingRuns, run, stream, start, end)
+		return ms, ok, 0, err
+	}
+	again, err = hd.dev.TimeQuiet(func() (bool, error) {
+		var err error
+		ms, ok, err = cuda.FastestRun(timingRuns, run, stream, start, end)
+		return ok, err
+	})
+	return ms, ok, again, err
 }
 
-// fastestRun makes call timingRuns times, each between start and end on
-// stream, and returns the fastest run's milliseconds; false when the
-// library refused a run.
-func fastestRun(call func() (Status, error), stream *cuda.Stream, start, end *cuda.Event) (float32, bool, error) {
-	best := float32(-1)
-	for range timingRuns {
-		if err := start.Record(stream); err != nil {
-			return 0, false, err
-		}
-		if s, err := call(); err != nil || s != 0 {
-			return 0, false, err
-		}
-		if err := end.Record(stream); err != nil {
-			return 0, false, err
-		}
-		if err := end.Synchronize(); err != nil {
-			return 0, false, err
-		}
-		ms, err := cuda.Elapsed(start, end)
-		if err != nil {
-			return 0, false, err
-		}
-		if best < 0 || ms < best {
-			best = ms
-		}
-	}
-	return best, true, nil
-}
-
-// maxRetimes is how many times a Tune times a candidate again after the
-// program's work began during its timing: a program that keeps the
-// device busy cannot hold a Tune back forever.
-const maxRetimes = 3
-
-// timingRuns is how many timed runs of each candidate choose takes the
-// fastest of.
+// timingRuns is how many timed runs of each candidate choose and Tune
+// take the fastest of.
 const timingRuns = 3
 
 // newPlan makes key's plan: on the graph API where the handle uses it
