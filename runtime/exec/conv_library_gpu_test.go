@@ -381,6 +381,13 @@ func TestPlanLibraryCalls(t *testing.T) {
 	}
 }
 
+// warmCalls claims the calls of calls (of host function fn) that no
+// warm-up of rt has claimed yet and makes their first calls in the
+// foreground (warmClaimed), returning how many it made.
+func (rt *Runtime) warmCalls(fn string, calls []libCall) (int, error) {
+	return rt.warmClaimed(fn, rt.libs.claimAll(calls))
+}
+
 // TestGPUWarmLibraryCalls warms a gradient's library calls (cuDNN's
 // filter gradients and convolutions, cuBLASLt's products) on scratch
 // memory, then runs the gradient: every call was warmed once, and the

@@ -203,9 +203,8 @@ const (
 // its first run waited for them. A library some of whose calls a program
 // has claimed for their warm-ups by the time its handle is made gets no
 // start-up call: those calls pay the start-up, sooner. Small bf16 shapes
-// (the models' type): a
-// product under cublaslt.TuneMinFlops (one algorithm, not timed) and an
-// NHWC 3×3 convolution.
+// (the models' type): a product under cublaslt.TuneMinFlops (one
+// algorithm, not timed) and an NHWC 3×3 convolution.
 var primeCalls = [numLibraries]libCall{
 	CuBLASLt: {mm: cublaslt.Matmul{AType: cublaslt.BF16, DType: cublaslt.BF16, M: 128, N: 128, K: 128, Batch: 1},
 		bytes: [4]uint64{128 * 128 * 2, 128 * 128 * 2, 128 * 128 * 2}},
@@ -719,20 +718,14 @@ func (c libCall) String() string {
 }
 
 // slowWarmCall is how long a library call's first call takes before
-// warmCalls logs it by itself.
+// warmClaimed logs it by itself.
 const slowWarmCall = 20 * time.Millisecond
 
-// warmCalls makes the first call of each distinct one of calls (of host
-// function fn) that no warm-up of rt has claimed yet, on scratch memory
+// warmClaimed makes the first call of each of calls (of host function
+// fn), which the caller claimed (libraries.claimAll), on scratch memory
 // (zeroed) and a stream of its own, one after the other, and returns how
-// many it made; a slow one is logged.
-func (rt *Runtime) warmCalls(fn string, calls []libCall) (int, error) {
-	return rt.warmClaimed(fn, rt.libs.claimAll(calls))
-}
-
-// warmClaimed makes the first call of each of calls, which the caller
-// claimed, as warmCalls does, and marks each warmed when made, or when
-// it is not made for an earlier error.
+// many it made; a slow one is logged. It marks each call warmed when
+// made, or when it is not made for an earlier error.
 func (rt *Runtime) warmClaimed(fn string, calls []libCall) (n int, err error) {
 	defer func() {
 		for _, c := range calls[n:] {
