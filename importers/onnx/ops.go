@@ -743,6 +743,7 @@ func (c *nodeCtx) affine(y *ir.Value, elem ir.Type, rank int, scale, bias *val, 
 	return c.e.Binary("add", c.e.Binary("mul", y, sv), bv), nil
 }
 
+// shapeLen is the number of elements of a static shape s.
 func shapeLen(s []int64) int64 {
 	n := int64(1)
 	for _, d := range s {
@@ -814,7 +815,7 @@ func convLRN(c *nodeCtx) ([]*val, error) {
 		for i := range idx {
 			idx[i] = int64(i) + k
 		}
-		w := c.e.Op("gather", []*ir.Value{sq, c.value(kval(newIntKonst(ir.I64, []int64{ch}, idx)))}, ir.NamedAttr{Name: "axis", Value: ir.Int(1, ir.I64)})
+		w := c.gatherAt(sq, 1, idx)
 		if sum == nil {
 			sum = w
 		} else {
@@ -1214,6 +1215,12 @@ func convConv(c *nodeCtx) ([]*val, error) {
 
 func ones(n int) []int64 { return slices.Repeat([]int64{1}, n) }
 
+// gatherAt gathers v along axis at the constant indices idx.
+func (c *nodeCtx) gatherAt(v *ir.Value, axis int64, idx []int64) *ir.Value {
+	iv := c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx))}, idx)))
+	return c.e.Op("gather", []*ir.Value{v, iv}, ir.NamedAttr{Name: "axis", Value: ir.Int(axis, ir.I64)})
+}
+
 // convConvTranspose is a transposed convolution (1-D and 2-D) written as a
 // convolution: the input with stride−1 zeros inserted after each element
 // (a reshape to [N, C, H, 1, W, 1], a pad, a reshape back), convolved at
@@ -1343,8 +1350,7 @@ func convConvTranspose(c *nodeCtx) ([]*val, error) {
 			for i := range rev {
 				rev[i] = k - 1 - int64(i)
 			}
-			wv = c.e.Op("gather", []*ir.Value{wv, c.value(kval(newIntKonst(ir.I64, []int64{k}, rev)))},
-				ir.NamedAttr{Name: "axis", Value: ir.Int(int64(2+a), ir.I64)})
+			wv = c.gatherAt(wv, int64(2+a), rev)
 		}
 	}
 	// Padding of the spread input (of length in·s, s−1 zeros past the last
@@ -1360,8 +1366,7 @@ func convConvTranspose(c *nodeCtx) ([]*val, error) {
 			for i := from; i < to; i++ {
 				idx = append(idx, i)
 			}
-			v = c.e.Op("gather", []*ir.Value{v, c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx))}, idx)))},
-				ir.NamedAttr{Name: "axis", Value: ir.Int(int64(2+a), ir.I64)})
+			v = c.gatherAt(v, int64(2+a), idx)
 			lo, hi = max(lo, 0), max(hi, 0)
 		}
 		convPads[a], convPads[2+a] = lo, hi
@@ -1655,8 +1660,7 @@ func pool(kind string) converter {
 			for j := range idx {
 				idx[j] = k*dil[i] + int64(j)*strides[i]
 			}
-			iv := c.value(kval(newIntKonst(ir.I64, []int64{out[i]}, idx)))
-			return c.e.Op("gather", []*ir.Value{v, iv}, ir.NamedAttr{Name: "axis", Value: ir.Int(int64(axis), ir.I64)})
+			return c.gatherAt(v, int64(axis), idx)
 		}
 		var acc *ir.Value
 		combine := func(w *ir.Value) {
@@ -1844,10 +1848,6 @@ func convResize(c *nodeCtx) ([]*val, error) {
 				src[o] = (float64(o)+0.5)/s - 0.5
 			}
 		}
-		gather := func(idx []int64) *ir.Value {
-			iv := c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx))}, idx)))
-			return c.e.Op("gather", []*ir.Value{v, iv}, ir.NamedAttr{Name: "axis", Value: ir.Int(a, ir.I64)})
-		}
 		if mode == "nearest" {
 			idx := make([]int64, len(src))
 			for o, f := range src {
@@ -1864,7 +1864,7 @@ func convResize(c *nodeCtx) ([]*val, error) {
 				}
 				idx[o] = min(max(int64(r), 0), n-1)
 			}
-			v = gather(idx)
+			v = c.gatherAt(v, a, idx)
 		} else {
 			// Linear: the two neighbours of each clamped source position,
 			// weighted by its distances to them ([out, 1, …] factors).
@@ -1880,8 +1880,8 @@ func convResize(c *nodeCtx) ([]*val, error) {
 			}
 			wshape := ones(x.rank() - int(a))
 			wshape[0] = outSize[j]
-			lo := c.e.Binary("mul", gather(i0), c.value(kval(&konst{elem: x.elem, shape: wshape, f: w0})))
-			hi := c.e.Binary("mul", gather(i1), c.value(kval(&konst{elem: x.elem, shape: wshape, f: w1})))
+			lo := c.e.Binary("mul", c.gatherAt(v, a, i0), c.value(kval(&konst{elem: x.elem, shape: wshape, f: w0})))
+			hi := c.e.Binary("mul", c.gatherAt(v, a, i1), c.value(kval(&konst{elem: x.elem, shape: wshape, f: w1})))
 			v = c.e.Binary("add", lo, hi)
 		}
 	}

@@ -464,8 +464,7 @@ func (c *nodeCtx) take(x *val, idx [][]int64, full []bool) (*val, error) {
 		if full[d] {
 			continue
 		}
-		iv := c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx[d]))}, idx[d])))
-		v = c.e.Op("gather", []*ir.Value{v, iv}, ir.NamedAttr{Name: "axis", Value: ir.Int(int64(d), ir.I64)})
+		v = c.gatherAt(v, int64(d), idx[d])
 	}
 	if v == nil {
 		return nil, c.e.Err
@@ -891,8 +890,7 @@ func (c *nodeCtx) padIndexed(x *val, mode string, low, high []int64) ([]*val, er
 			}
 			idx = append(idx, r)
 		}
-		iv := c.value(kval(newIntKonst(ir.I64, []int64{int64(len(idx))}, idx)))
-		v = c.e.Op("gather", []*ir.Value{v, iv}, ir.NamedAttr{Name: "axis", Value: ir.Int(int64(d), ir.I64)})
+		v = c.gatherAt(v, int64(d), idx)
 	}
 	return c.wrap(v), nil
 }
