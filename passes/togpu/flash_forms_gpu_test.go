@@ -237,9 +237,9 @@ var rowCandidates = map[int64][]togpu.FlashTile{
 	},
 }
 
-// attentionRowProgram is the bench's attention row's program for tc: graph.attention
-// lowered by graph-attention-to-flash with wgmma and lower-to-gpu, compiled
-// for sm_90a.
+// attentionRowProgram is the bench's attention row's program for tc:
+// graph.attention lowered by graph-attention-to-flash with wgmma and
+// lower-to-gpu, compiled for sm_90a.
 func attentionRowProgram(t *testing.T, tc flashCase) *exec.Program {
 	t.Helper()
 	ctx := dialects.NewContext()
@@ -267,10 +267,10 @@ func attentionRowProgram(t *testing.T, tc flashCase) *exec.Program {
 // attribute the device's energy, power and SM clock to: 0.7 s idle, about
 // 1.5 s of launches back to back, then the row's timing loop (50 ms of
 // launches back to back, 100 ms of flushed ones: bench.timeProgram's)
-// repeated for about 1.2 s. Each phase is logged as a line "PHASE name start end
-// launches ms" (Unix nanoseconds; ms a launch: host wall clock back to
-// back, the median of the loops' medians for the row's loop), which
-// energy_side.py report joins with the samples. With -test.short each
+// repeated for about 1.2 s. Each phase is logged as a line "PHASE name
+// start end launches ms" (Unix nanoseconds; ms a launch: host wall clock
+// back to back, the median of the loops' medians for the row's loop),
+// which energy_side.py report joins with the samples. With -test.short each
 // program launches once (its final JIT tier's kernel) and nothing else
 // runs: a run for ncu.
 func TestGPUFlashEnergy(t *testing.T) {
@@ -283,21 +283,18 @@ func TestGPUFlashEnergy(t *testing.T) {
 		{16, 16, 1024, 1024, 128, false, 0, ir.BF16},
 	} {
 		q, k, v := tc.inputs(t)
-		progs := []struct {
+		type program struct {
 			name string
 			p    *exec.Program
 			args []interp.Value
-		}{{fmt.Sprintf("strata-d%d", tc.d), attentionRowProgram(t, tc), []interp.Value{q, k, v}}}
+		}
+		progs := []program{{fmt.Sprintf("strata-d%d", tc.d), attentionRowProgram(t, tc), []interp.Value{q, k, v}}}
 		for _, tile := range energyCandidates[tc.d] {
 			p, err := exec.Compile(flashModule(t, dialects.NewContext(), tc.flash(tile)), flashExecOptions(tile))
 			if err != nil {
 				t.Fatal(err)
 			}
-			progs = append(progs, struct {
-				name string
-				p    *exec.Program
-				args []interp.Value
-			}{fmt.Sprintf("strata-d%d-%v", tc.d, tile), p, []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}})
+			progs = append(progs, program{fmt.Sprintf("strata-d%d-%v", tc.d, tile), p, []interp.Value{flat(t, q), flat(t, k), flat(t, v), newBuffer(t, tc.elem, q.Len())}})
 		}
 		for _, x := range progs {
 			b, err := x.p.Prepare(rt, "main", x.args)

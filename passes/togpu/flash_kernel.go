@@ -265,18 +265,19 @@ func (g *flashGen) loadStage(b *ir.Builder, kt *ir.Value, row int64) {
 	if g.keyTail() {
 		valid = g.lk(x)
 	}
-	g.copyKeys(b, g.kvChunks, g.k, src, at, first, valid)
-	g.copyKeys(b, g.kvChunks, g.v, src, x.addc(at, g.Tile.Keys*row), first, valid)
+	g.copyKeys(b, g.k, src, at, first, valid)
+	g.copyKeys(b, g.v, src, x.addc(at, g.Tile.Keys*row), first, valid)
 }
 
-// copyKeys is copyTile for a key tile (Tile.Keys rows from first) with
-// cs = kvChunks: where the keys end at valid, a tile wholly before it
+// copyKeys is copyTile for a key tile (Tile.Keys rows from first, in
+// kvChunks): where the keys end at valid, a tile wholly before it
 // (every tile but the last) takes the copies without guards, after one
 // uniform branch, instead of a compare and two selects a chunk, whose
 // selected source offsets also cost each chunk its own address
 // arithmetic (dynamic lengths: 687 against 531 SASS instructions a
 // warp-tile at head dim 128, bench/NOTES.md session 18).
-func (g *flashGen) copyKeys(b *ir.Builder, cs []chunk, src, srcAt, dstAt, first, valid *ir.Value) {
+func (g *flashGen) copyKeys(b *ir.Builder, src, srcAt, dstAt, first, valid *ir.Value) {
+	cs := g.kvChunks
 	if valid == nil {
 		g.copyTile(b, cs, src, srcAt, dstAt, first, nil)
 		return

@@ -255,7 +255,7 @@ func (g *flashGen) wgLoadTileOf(b *ir.Builder, kvBase, kt, src, at *ir.Value) {
 	if g.keyTail() {
 		valid = g.lk(x)
 	}
-	g.copyKeys(b, g.kvChunks, src, x.add(kvBase, x.mulc(first, g.D)), at, first, valid)
+	g.copyKeys(b, src, x.add(kvBase, x.mulc(first, g.D)), at, first, valid)
 }
 
 // emitWGMMAPipe builds the pipelined wgmma kernel (FlashTile.Pipe): as
