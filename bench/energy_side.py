@@ -30,7 +30,6 @@ script measures what a launch costs the device in energy on both sides:
       workgroup-memory wavefronts, L2 and DRAM bytes, time and clock.
 """
 import ctypes
-import math
 import re
 import sys
 import time
@@ -113,7 +112,6 @@ def run_torch(ncu):
         from triton.testing import do_bench
         medians = []
         start = time.time_ns()
-        launches = 0
         while time.time_ns() - start < 1.2e9:
             medians.append(do_bench(fn, warmup=50, rep=100, return_mode="median"))
         medians.sort()
