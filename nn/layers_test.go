@@ -234,11 +234,6 @@ func TestBatchNorm2d(t *testing.T) {
 	})
 }
 
-// TestBatchNorm2dLargeMean: batch norm's float32 gradients of a batch
-// whose channels' means are up to 300 times their deviations, against the
-// float64 ones. The one-pass statistics shift x by the rounded batch mean
-// (a shift by the running mean, 0 here, lost the gradient of x to
-// cancellation: errors of 0.47 on gradients of about 5 at 300×).
 // TestBatchNorm1d: [N, C] and [N, C, L] input in training mode (the
 // statistics over N and L, running averages updated) and evaluation mode,
 // against BatchNorm2d's reference on [N, C, L, 1], with gradients.
@@ -289,6 +284,11 @@ func TestBatchNorm1d(t *testing.T) {
 	}
 }
 
+// TestBatchNorm2dLargeMean: batch norm's float32 gradients of a batch
+// whose channels' means are up to 300 times their deviations, against the
+// float64 ones. The one-pass statistics shift x by the rounded batch mean
+// (a shift by the running mean, 0 here, lost the gradient of x to
+// cancellation: errors of 0.47 on gradients of about 5 at 300×).
 func TestBatchNorm2dLargeMean(t *testing.T) {
 	const c = 4
 	g := nn.NewRNG(7)

@@ -414,13 +414,13 @@ func TestShapesONNXResNetBlock(t *testing.T) {
 	})
 }
 
-// int64s adds an int64 initializer (a shape or split sizes).
 // scales adds Resize's scales, float32 in a float16 model too.
 func (b *onnxBuilder) scales(name string, vs ...float32) string {
 	b.g.Initializers = append(b.g.Initializers, &onnx.Tensor{Name: name, Dims: []int64{int64(len(vs))}, DataType: onnx.TypeFloat, FloatData: vs})
 	return name
 }
 
+// int64s adds an int64 initializer (a shape or split sizes).
 func (b *onnxBuilder) int64s(name string, vs ...int64) string {
 	raw := make([]byte, 0, 8*len(vs))
 	for _, v := range vs {

@@ -14,16 +14,17 @@ import (
 // (importers/onnx/testdata/export.py: torch by PyTorch 1.13's exporter,
 // torch211 and torch211cnn by PyTorch 2.11's dynamo exporter with the
 // weights in an external file, torch211ts by its TorchScript exporter):
-// a small CNN (batch norm, a
-// grouped strided conv, max and ceil-mode average pooling), an MLP with
-// a dynamic batch, a GPT block (embeddings, causal attention with a
-// sliced tril mask, tanh GELU), PyTorch's TransformerEncoderLayer, and
-// small torchvision-style CNNs (ResNet basic and bottleneck blocks,
-// MobileNetV2, squeeze-excite with SiLU and Hardswish, every pooling
-// form, Inception and DenseNet concatenation, ShuffleNet's channel
-// shuffle, ConvNeXt); on every model path,
-// against PyTorch's own outputs, at each input the file has (two batch
-// sizes for three of them: one compile of the symbolic batch). A
+// a small CNN (batch norm, a grouped strided conv, max and ceil-mode
+// average pooling), an MLP with a dynamic batch, a GPT block
+// (embeddings, causal attention with a sliced tril mask, tanh GELU),
+// PyTorch's TransformerEncoderLayer, and small torchvision-style CNNs
+// (ResNet basic and bottleneck blocks, MobileNetV2, squeeze-excite with
+// SiLU and Hardswish, every pooling form, Inception and DenseNet
+// concatenation, ShuffleNet's channel shuffle, ConvNeXt, the padding
+// modes, a decoder with upsampling and group and instance norms); on
+// every model path, against PyTorch's own outputs, at each input the file
+// has (two batch sizes for all but the transformer encoders: one compile
+// of the symbolic batch). A
 // directory torchvision* (torchtimm*) holds torchvision's (timm's) own
 // models, which `export.py DIR torchvision` (`timm`) writes on the device
 // machine for its device path (-paths=device); they are not committed.

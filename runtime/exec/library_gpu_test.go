@@ -334,9 +334,6 @@ func TestPlanLibraryMatmulCalls(t *testing.T) {
 	}
 }
 
-// TestWarmGroup checks that warmGroup's Wait returns once the warm-ups in
-// progress end, also while others start and end at once on other
-// goroutines (run it with -race).
 // TestWarmUpsIdle checks the channel of a quiet device: closed with no
 // warm-up in progress, open while one is, closed when it ends, and a
 // Runtime's closed before any warm-up.
@@ -368,6 +365,9 @@ func TestWarmUpsIdle(t *testing.T) {
 	}
 }
 
+// TestWarmGroup checks that warmGroup's Wait returns once the warm-ups in
+// progress end, also while others start and end at once on other
+// goroutines (run it with -race).
 func TestWarmGroup(t *testing.T) {
 	var g warmGroup
 	g.Wait() // none in progress
