@@ -45,7 +45,10 @@ type compiledModel struct {
 
 // Load imports the model at path (a .onnx file; initializers become
 // constants, dim_param sizes symbols: see docs/importers.md) and compiles
-// it with opts.Backend (the default backend when empty) in opts.Mode.
+// it with opts.Backend (the default backend when empty) in opts.Mode. A
+// model whose import needs static sizes (onnx.ErrSymbolicSizes) is
+// imported and compiled at the first call of each set of input sizes
+// instead (see Loaded).
 //
 //	m, err := frontend.Load("resnet18.onnx", frontend.Options{})
 //	out, err := m.Call(frontend.Rand(1, 8, 3, 224, 224))
