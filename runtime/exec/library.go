@@ -219,7 +219,8 @@ var primeCalls = [numLibraries]libCall{
 // loading the library (cuBLASLt: about 55 ms for the half-gigabyte
 // library on the H200 machine; cuDNN opens its sub-libraries too), making
 // the Runtime's handle (cudnnCreate) and workspace, and, once per
-// Runtime, the library's start-up call (primeCalls). A caller whose
+// Runtime, the library's start-up call (primeCalls; none once a program's
+// own calls of the library are claimed for their warm-ups). A caller whose
 // programs run on the libraries (autotune.ModeConfig) calls it right
 // after opening the Runtime, while the program's code loads, as the
 // device itself is opened ahead of the first call. An absent library is
