@@ -97,9 +97,15 @@ type SqueezeExcite struct {
 
 // NewSqueezeExcite returns a squeeze-excite block over c channels through
 // squeeze channels, with the given activation and gate (ReLU and Sigmoid
-// in torchvision's default; SiLU and Sigmoid in EfficientNet; ReLU and
-// Hardsigmoid in MobileNetV3).
+// in torchvision's default, which a nil act or gate takes; SiLU and
+// Sigmoid in EfficientNet; ReLU and Hardsigmoid in MobileNetV3).
 func NewSqueezeExcite(g *RNG, c, squeeze int, act, gate Layer) *SqueezeExcite {
+	if act == nil {
+		act = ReLU{}
+	}
+	if gate == nil {
+		gate = Sigmoid{}
+	}
 	return &SqueezeExcite{
 		FC1: NewConv2d(g, c, squeeze, 1, ConvOptions{Bias: true}),
 		FC2: NewConv2d(g, squeeze, c, 1, ConvOptions{Bias: true}),

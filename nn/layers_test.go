@@ -544,6 +544,9 @@ func TestResidualBlocks(t *testing.T) {
 	if y := ir.SE.Forward(frontend.Zeros(frontend.Float32, 2, 12)); y.Err() == nil || !strings.Contains(y.Err().Error(), "SqueezeExcite: input of shape [2 12]") {
 		t.Errorf("squeeze-excite of a rank-2 input: %v", y.Err())
 	}
+	if se := nn.NewSqueezeExcite(g, 4, 2, nil, nil); se.Act != nn.Layer(nn.ReLU{}) || se.Gate != nn.Layer(nn.Sigmoid{}) {
+		t.Errorf("squeeze-excite's nil activation and gate: %#v, %#v, want torchvision's ReLU and Sigmoid", se.Act, se.Gate)
+	}
 }
 
 // TestBadInput: mistakes are errors located at the caller's line, before
