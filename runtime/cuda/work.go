@@ -6,10 +6,10 @@ import "sync"
 // EndWork) for the vendor libraries' timings, which run beside it on
 // streams of their own: a candidate timed while the program's kernels
 // share the SMs takes longer than alone, and a slower candidate could win.
-// A timing waits for the program's work queued so far (WaitQuiet) and
-// times again when more was queued meanwhile (Perturbed), so that the
-// program's runs never wait for a timing and the timings stay those of
-// an idle device.
+// A timing (TimeQuiet) waits for the program's work queued so far
+// (WaitQuiet) and times again when more was queued meanwhile
+// (Perturbed), so that the program's runs never wait for a timing and
+// the timings stay those of an idle device.
 type programWork struct {
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when busy drops to zero
@@ -95,8 +95,8 @@ const maxRetimes = 3
 // for them. timing reports false when it timed nothing (the library
 // refused the candidate); it is not made again then, nor after an error.
 // TimeQuiet returns how many times it made timing again.
-func (d *Device) TimeQuiet(timing func() (bool, error)) (again int, err error) {
-	for {
+func (d *Device) TimeQuiet(timing func() (bool, error)) (int, error) {
+	for again := 0; ; again++ {
 		gen, err := d.WaitQuiet()
 		if err != nil {
 			return again, err
@@ -107,12 +107,11 @@ func (d *Device) TimeQuiet(timing func() (bool, error)) (again int, err error) {
 		if err != nil || !ok || !d.Perturbed(gen) || again == maxRetimes {
 			return again, err
 		}
-		again++
 	}
 }
 
-// FastestRun makes call runs times, each between start and end on stream
-// and waited for, and returns the fastest run's milliseconds: a run that
+// FastestRun makes call runs (≥ 1) times, each between start and end on
+// stream and waited for, and returns the fastest run's milliseconds: a run that
 // other work slowed, or that waited for the host, only ever takes longer.
 // call reports false when it queued nothing (a library refused the
 // candidate): FastestRun stops and reports false then.
