@@ -557,7 +557,7 @@ func (b *Bound) Launch() (err error) {
 		dev.BeginWork()
 		defer func() {
 			if endErr := dev.EndWork(b.state.stream); endErr != nil {
-				err = errors.Join(err, endErr)
+				err = errors.Join(err, fmt.Errorf("@%s: the end of the run's work for the warm-ups' timings: %w", b.plan.name, endErr))
 			}
 		}()
 	}
