@@ -25,9 +25,17 @@ func parseEinsum(eq string, ranks []int) ([]einsumTerm, einsumTerm, error) {
 	if len(parts) != len(ranks) {
 		return nil, nil, fmt.Errorf("equation %q has %d operands, the node %d", eq, len(parts), len(ranks))
 	}
+	// A dot only ever starts the one "..." of a term.
+	malformed := func(p string) bool {
+		dots := strings.Count(p, ".")
+		return dots != 0 && (dots != 3 || !strings.Contains(p, "..."))
+	}
+	if explicit && malformed(rhs) {
+		return nil, nil, fmt.Errorf("the output's subscripts %q have a malformed ellipsis", rhs)
+	}
 	ell := 0 // axes the ellipsis stands for: the most any operand has
 	for i, p := range parts {
-		if n := strings.Count(p, "..."); n > 1 || n == 1 && strings.Count(p, ".") != 3 {
+		if malformed(p) {
 			return nil, nil, fmt.Errorf("operand %d's subscripts %q have a malformed ellipsis", i, p)
 		}
 		if strings.Contains(p, "...") {

@@ -753,6 +753,29 @@ func TestMoreActivations(t *testing.T) {
 	}
 }
 
+// TestArgMinIntegers: ArgMin of integers picks the type's minimum (−x of
+// the minimum wraps to the minimum itself: ArgMin takes the first
+// maximum of ^x) and the first of equal minima.
+func TestArgMinIntegers(t *testing.T) {
+	for _, tc := range []struct {
+		onnx int32
+		elem ir.Type
+		min  int64
+	}{{TypeInt32, ir.I32, math.MinInt32}, {TypeInt64, ir.I64, math.MinInt64}} {
+		b := newBuilder(13)
+		b.input("x", tc.onnx, 2, 4)
+		b.node("ArgMin", []string{"x"}, []string{"amin"}, aInt("axis", 1), aInt("keepdims", 0))
+		b.output("amin")
+		b.g.Outputs[0].ElemType = TypeInt64
+		mod := importFile(t, b.write(t))
+		x, err := interp.FromInt64s(tc.elem, []int64{2, 4}, []int64{5, tc.min, -3, tc.min, 7, 0, -1, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("argmin %v", tc.elem), call(t, mod, x)[0], []int64{2}, []float64{1, 2}, 0)
+	}
+}
+
 // TestArgMaxNorms: ArgMax and ArgMin (keepdims both ways, ties to the
 // first index), InstanceNormalization, and GroupNormalization with
 // per-channel (opset 21) and per-group (opset 18) scale and bias, on a
@@ -1303,6 +1326,10 @@ func TestEinsum(t *testing.T) {
 		{"ij,jk->iq", `output label 'q' is not an operand's`},
 		{"ij->", ``}, // valid: a full sum (checked below to import)
 		{"i1,jk->ik", `"i1": '1' is not a letter`},
+		{"ij,jk->.k", `the output's subscripts ".k" have a malformed ellipsis`},
+		{"ij,jk->i..k", `the output's subscripts "i..k" have a malformed ellipsis`},
+		{"i.j,jk->ik", `operand 0's subscripts "i.j" have a malformed ellipsis`},
+		{"...ij,jk->....ik", `the output's subscripts "....ik" have a malformed ellipsis`},
 	} {
 		b := newBuilder(13)
 		b.input("x", TypeFloat, 3, 3)

@@ -692,7 +692,8 @@ func convThresholdedRelu(c *nodeCtx) ([]*val, error) {
 }
 
 // convArgMax is ArgMax, and ArgMin as the first maximum of −x (the first
-// minimum).
+// minimum), for integers of ^x = −x − 1: −x of the type's minimum wraps
+// to the minimum itself, ^x is the maximum.
 func convArgMax(c *nodeCtx) ([]*val, error) {
 	x, err := c.input(0)
 	if err != nil {
@@ -714,6 +715,9 @@ func convArgMax(c *nodeCtx) ([]*val, error) {
 	xv := c.value(x)
 	if c.n.OpType == "ArgMin" {
 		xv = c.e.Unary("neg", xv)
+		if !ir.IsFloat(x.elem) {
+			xv = c.e.Binary("sub", xv, c.value(c.scalar(x.elem, 1)))
+		}
 	}
 	return c.wrap(c.e.Op("argmax", []*ir.Value{xv}, ir.NamedAttr{Name: "axis", Value: ir.Int(int64(axis), ir.I64)},
 		ir.NamedAttr{Name: "keepdims", Value: ir.Bool(c.int("keepdims", 1) != 0)})), nil
