@@ -100,7 +100,7 @@ func TestImportGolden(t *testing.T) {
 func TestImportUnsupportedWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bad.onnx")
-	if err := os.WriteFile(path, tinyModel("Celu"), 0o644); err != nil {
+	if err := os.WriteFile(path, tinyModel("Hardmax"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.mlir")
@@ -108,7 +108,7 @@ func TestImportUnsupportedWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := irc(t, "", "import", path, "-o", out)
-	want := `bad.onnx: node 1 "act" (op_type Celu, opset 17): unsupported operator`
+	want := `bad.onnx: node 1 "act" (op_type Hardmax, opset 17): unsupported operator`
 	if r.status != ExitDiagnostics || !strings.Contains(r.stderr, want) {
 		t.Errorf("status %d, stderr %q; want 1 and %q", r.status, r.stderr, want)
 	}
