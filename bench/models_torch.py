@@ -28,7 +28,6 @@ start from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and
 torch._dynamo.reset()).
 """
 import json
-import math
 import os
 import sys
 import tempfile

@@ -412,7 +412,9 @@ func gradTols(grads []*frontend.Tensor, tol float64) []float64 {
 
 // closeTo fails unless got has want's shape and every element is within
 // tol·(max|want| + 1e-3) + tol·|want| of want (errors of a whole model
-// scale with its activations, not with each element).
+// scale with its activations, not with each element). Its failure names
+// the worst element (a NaN first) and counts the elements off and the
+// zeros.
 func closeTo(t tb, what string, got *frontend.Tensor, shape []int, want []float64, tol float64) {
 	t.Helper()
 	if err := got.Err(); err != nil {
@@ -426,18 +428,25 @@ func closeTo(t tb, what string, got *frontend.Tensor, shape []int, want []float6
 	for _, w := range want {
 		scale = max(scale, math.Abs(w))
 	}
-	worst, at := 0.0, -1
+	// The worst element, and how many are off and how many are zero: a
+	// lost output (all zeros) and one bad element read alike otherwise.
+	worst, at, off, zeros := 0.0, -1, 0, 0
 	for i, w := range want {
 		d := math.Abs(g[i] - w)
-		if !(d <= tol*scale+tol*math.Abs(w)) && (at < 0 || d > worst || math.IsNaN(d)) {
+		if g[i] == 0 {
+			zeros++
+		}
+		if d <= tol*scale+tol*math.Abs(w) {
+			continue
+		}
+		off++
+		if at < 0 || d > worst || math.IsNaN(d) && !math.IsNaN(worst) {
 			worst, at = d, i
-			if math.IsNaN(d) {
-				break
-			}
 		}
 	}
 	if at >= 0 {
-		t.Fatalf("%s: element %d of %d is %g, want %g (|Δ| %.3g, scale %.3g, tol %g)", what, at, len(want), g[at], want[at], worst, scale, tol)
+		t.Fatalf("%s: element %d of %d is %g, want %g (|Δ| %.3g, scale %.3g, tol %g); %d elements off, %d zero",
+			what, at, len(want), g[at], want[at], worst, scale, tol, off, zeros)
 	}
 	if l, ok := t.(interface{ Logf(string, ...any) }); ok && *marginsFlag {
 		margin := 0.0
@@ -445,5 +454,34 @@ func closeTo(t tb, what string, got *frontend.Tensor, shape []int, want []float6
 			margin = max(margin, math.Abs(g[i]-w)/(tol*scale+tol*math.Abs(w)))
 		}
 		l.Logf("margin %s: %.3f of the bound", what, margin)
+	}
+}
+
+// fatalRecorder is a tb that keeps the message of its Fatalf.
+type fatalRecorder struct{ msg string }
+
+func (*fatalRecorder) Helper() {}
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) { r.msg = fmt.Sprintf(format, args...) }
+
+// TestCloseToReport: closeTo names the worst element, or the first NaN,
+// and counts the elements off and the zeros, so that a lost output (all
+// zeros) reads unlike one bad element.
+func TestCloseToReport(t *testing.T) {
+	want := []float64{1, 2, 3, 4}
+	for _, tc := range []struct {
+		got  []float32
+		want string // "" passes
+	}{
+		{[]float32{1, 2, 3, 4}, ""},
+		{[]float32{0, 0, 0, 0}, "element 3 of 4 is 0, want 4 (|Δ| 4, scale 4, tol 0.01); 4 elements off, 4 zero"},
+		{[]float32{1, 2, 0, 4}, "element 2 of 4 is 0, want 3 (|Δ| 3, scale 4, tol 0.01); 1 elements off, 1 zero"},
+		{[]float32{1, float32(math.NaN()), 9, float32(math.NaN())}, "element 1 of 4 is NaN, want 2"},
+	} {
+		r := &fatalRecorder{}
+		closeTo(r, "out", frontend.FromSlice(tc.got, 4), []int{4}, want, 0.01)
+		if tc.want == "" && r.msg != "" || !strings.Contains(r.msg, tc.want) {
+			t.Errorf("closeTo(%v): %q, want %q", tc.got, r.msg, tc.want)
+		}
 	}
 }
