@@ -195,11 +195,11 @@ func TestGPUCuDNNGradient(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	// A batch of 2 or more: at batch 1 (where the weight gradient's
-	// transposes of x and g swap an axis of one) convert-loop-to-gpu's
-	// filter-gradient pattern does not recognize the gradient and leaves
-	// it to Strata's own kernels; a quarter of this test's draws failed
-	// its count (session 20; a batch-1 gap noted in its closing note).
+	// A batch of 2 or more: at batch 1 the weight gradient's transposes
+	// of x and g (which swap an axis of one) are views, and the gradient
+	// runs as the library's forward convolution of those views instead
+	// of its filter gradient; a quarter of this test's draws failed its
+	// count (session 20).
 	n, c, h, o1, o2 := 2+rng.Int64N(3), 8+rng.Int64N(24), 8+rng.Int64N(12), 8+rng.Int64N(40), 8+rng.Int64N(40)
 	q := (h+2-3)/2 + 1
 	src := strings.NewReplacer("X", fmt.Sprintf("tensor<%dx%dx%dx%dxbf16>", n, c, h, h), "W1", fmt.Sprintf("tensor<%dx%dx3x3xbf16>", o1, c),
