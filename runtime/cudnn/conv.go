@@ -336,10 +336,11 @@ func (hd *Handle) Untimed(dir Direction, c Conv, ops Operands, stream *cuda.Stre
 // timing runs write the written one) on stream, but holds the handle only
 // for each of its calls: the program's calls of the handle meanwhile run
 // (Untimed ones on the heuristic's first candidate). Every call of a Tune
-// runs on a workspace of Tune's own, and the candidates' timings wait for the program's
-// work on the device (cuda.Device.WaitQuiet) and are made again when a
-// run of it began meanwhile: the device is the program's first, and the
-// timings stay those of an idle device. A call chosen already runs once.
+// runs on a workspace of Tune's own, and the candidates' timings wait for
+// the program's work on the device (cuda.Device.WaitQuiet) and are made
+// again when a run of it began meanwhile: the device is the program's
+// first, and the timings stay those of an idle device. A call chosen
+// already runs once.
 func (hd *Handle) Tune(dir Direction, c Conv, ops Operands, stream *cuda.Stream) error {
 	key := planKey{dir, c}
 	if err := key.check(); err != nil {
