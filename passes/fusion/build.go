@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ir/strata/dialects/graph"
 	"github.com/strata-ir/strata/ir"
@@ -111,20 +112,33 @@ func (p *planner) rewrite(ctx *ir.Context) error {
 			}
 		}
 	}
-	ops := p.block.Ops()
-	for i := len(ops) - 1; i >= 0; i-- {
-		op := ops[i]
-		grouped := p.groupOf[op] != nil
-		loose := (classify(op) == view || classify(op) == constant) && !op.Result(0).HasUses()
-		if !grouped && !loose {
-			continue
-		}
-		for _, r := range op.Results() {
-			if r.HasUses() {
-				return ir.Errorf(op.Loc(), "graph-fuse: internal error: '%s' is still read after fusion", op.Name())
+	// Erased last to first, an op's readers go before it, except a loose
+	// view that a grouped op placed before it reads (the block is not in
+	// topological order until reorder): such a view stays until the next
+	// sweep, and so do the ops it reads.
+	for sweep := true; sweep; {
+		erased, kept := false, false
+		ops := p.block.Ops()
+		for i := len(ops) - 1; i >= 0; i-- {
+			op := ops[i]
+			grouped := p.groupOf[op] != nil
+			loose := (classify(op) == view || classify(op) == constant) && !op.Result(0).HasUses()
+			if !grouped && !loose {
+				continue
 			}
+			if slices.ContainsFunc(op.Results(), (*ir.Value).HasUses) {
+				kept = true
+				continue
+			}
+			op.Erase()
+			erased = true
 		}
-		op.Erase()
+		sweep = kept && erased
+	}
+	for op := p.block.First(); op != nil; op = op.Next() {
+		if p.groupOf[op] != nil {
+			return ir.Errorf(op.Loc(), "graph-fuse: internal error: '%s' is still read after fusion", op.Name())
+		}
 	}
 	return p.reorder()
 }
