@@ -91,7 +91,7 @@ func drawNet(rt *rapid.T) netPlan {
 			h, w = nn.OutSize(h, k, s, pad, 1), nn.OutSize(w, k, s, pad, 1)
 			p.desc = append(p.desc, fmt.Sprintf("%T%+v", l, l))
 			stages = append(stages, func(*nn.RNG) []nn.Layer { return []nn.Layer{l} })
-		case kind == "block":
+		case kind == "block" && (!p.training || p.n*h*w >= 2):
 			out, stride := rapid.IntRange(1, 6).Draw(rt, "block width"), rapid.IntRange(1, 2).Draw(rt, "block stride")
 			if p.training && p.n*nn.OutSize(h, 3, stride, 1, 1)*nn.OutSize(w, 3, stride, 1, 1) < 2 {
 				stride = 1 // batch norm's training needs two values a channel
