@@ -115,9 +115,11 @@ func (p *planner) rewrite(ctx *ir.Context) error {
 	// Erased last to first, an op's readers go before it, except a loose
 	// view that a grouped op placed before it reads (the block is not in
 	// topological order until reorder): such a view stays until the next
-	// sweep, and so do the ops it reads.
-	for sweep := true; sweep; {
-		erased, kept := false, false
+	// sweep, and so do the grouped ops it reads. A grouped op still read
+	// after a sweep that erased nothing is an error.
+	for {
+		var left *ir.Operation // a grouped op still read
+		erased := false
 		ops := p.block.Ops()
 		for i := len(ops) - 1; i >= 0; i-- {
 			op := ops[i]
@@ -127,17 +129,17 @@ func (p *planner) rewrite(ctx *ir.Context) error {
 				continue
 			}
 			if slices.ContainsFunc(op.Results(), (*ir.Value).HasUses) {
-				kept = true
+				left = op
 				continue
 			}
 			op.Erase()
 			erased = true
 		}
-		sweep = kept && erased
-	}
-	for op := p.block.First(); op != nil; op = op.Next() {
-		if p.groupOf[op] != nil {
-			return ir.Errorf(op.Loc(), "graph-fuse: internal error: '%s' is still read after fusion", op.Name())
+		if left == nil {
+			break
+		}
+		if !erased {
+			return ir.Errorf(left.Loc(), "graph-fuse: internal error: '%s' is still read after fusion", left.Name())
 		}
 	}
 	return p.reorder()
