@@ -298,12 +298,37 @@ func TestShapesConvBlockRapid(t *testing.T) {
 			return &nn.Sequential{Layers: layers}
 		}
 		x := nn.NewRNG(seed+1).Uniform(-1, 1, n, cin, h, w)
-		ref := build()
-		if dt != frontend.Float32 {
-			castModel(rt, ref.Layers[0], dt) // the rounded weights
+		compile := func(m *nn.Sequential, backend string) (*nn.Compiled, error) {
+			return nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
+				if dt == frontend.Float32 {
+					return []*frontend.Tensor{m.Forward(in[0])}
+				}
+				return nn.Autocast(m, dt, func() []*frontend.Tensor { return []*frontend.Tensor{m.Forward(in[0].Cast(dt))} })
+			}, 1, frontend.Options{Backend: backend})
 		}
-		castModel(rt, ref, frontend.Float64)
-		want := ref.Forward(x.Cast(dt).Cast(frontend.Float64))
+		ref := build()
+		var want *frontend.Tensor
+		if dt != frontend.Float32 && bn == "train" {
+			// Batch statistics over as few as two values a channel
+			// amplify the rounding of 16-bit convolution outputs past
+			// any tolerance (two that round to one value normalize to
+			// 0): the reference is the eager autocast block.
+			c, err := compile(ref, frontend.EagerBackend)
+			if err != nil {
+				rt.Fatalf("eager: %v", err)
+			}
+			out, err := c.Call(x)
+			if err != nil {
+				rt.Fatalf("eager: %v", err)
+			}
+			want = out[0]
+		} else {
+			if dt != frontend.Float32 {
+				castModel(rt, ref.Layers[0], dt) // the rounded weights
+			}
+			castModel(rt, ref, frontend.Float64)
+			want = ref.Forward(x.Cast(dt).Cast(frontend.Float64))
+		}
 		wantBufs := nn.Tensors(nn.Buffers(ref))
 		macs := n * cout * oh * ow * cin / groups * k * k
 		for _, p := range modelPaths {
@@ -315,12 +340,7 @@ func TestShapesConvBlockRapid(t *testing.T) {
 				continue
 			}
 			m := build()
-			c, err := nn.Compile(m, func(in ...*frontend.Tensor) []*frontend.Tensor {
-				if dt == frontend.Float32 {
-					return []*frontend.Tensor{m.Forward(in[0])}
-				}
-				return nn.Autocast(m, dt, func() []*frontend.Tensor { return []*frontend.Tensor{m.Forward(in[0].Cast(dt))} })
-			}, 1, frontend.Options{Backend: name})
+			c, err := compile(m, name)
 			if err != nil {
 				rt.Fatalf("%s: %v", p.name, err)
 			}
