@@ -481,11 +481,12 @@ func opTable() []*opSpec {
 			description: "softmax(q·kᵀ·scale + mask) · v over the last two dims, batch dims broadcast. " +
 				"scale defaults to 1/√D (D = q's last dim). An i1 mask keeps scores where true " +
 				"(others become -inf); a float mask is added. With `causal`, scores with key index " +
-				"j > query index i are masked (PyTorch's is_causal, aligned at the top left). Both " +
-				"products accumulate in f32 and round to the element type once; for f16 and bf16 the " +
-				"scores are then widened to f32, scaled, masked and normalized in f32, and the " +
-				"probabilities rounded to the element type once before the product with v (PyTorch's " +
-				"softmax(q·kᵀ·scale)·v in bf16).",
+				"j > query index i are masked (PyTorch's is_causal, aligned at the top left). The " +
+				"scores q·kᵀ are computed, scaled, masked and normalized in the compute type (f32 for " +
+				"f16 and bf16: the products of the elements summed in f32, never rounded to the element " +
+				"type), the probabilities rounded to the element type once, and their product with v " +
+				"accumulates in f32 and rounds to the element type once: PyTorch's " +
+				"scaled_dot_product_attention, whose kernels keep the scores in f32.",
 			operands: []operand{
 				{"q", floatElem, "[..., Lq, D]"}, {"k", floatElem, "[..., Lk, D]"}, {"v", floatElem, "[..., Lk, Dv]"},
 				{"mask", anyElem, "i1 or q's type, broadcastable to [..., Lq, Lk]"},
@@ -507,9 +508,8 @@ func opTable() []*opSpec {
 			description: "The gradients (dq, dk, dv) of `graph.attention`(q, k, v) with the same `scale` and " +
 				"`causal` and no mask, for the result's gradient do, given the forward result o " +
 				"(graph-autodiff's VJP of an unmasked attention over equal batch dims emits it). With " +
-				"P = softmax(q·kᵀ·scale) as graph.attention computes it (the product rounded to the " +
-				"element type, the rest in the compute type) and D = Σ_j do·o along the last dim (in " +
-				"the compute type): dv = Pᵀ·do with P rounded to the element type once, " +
+				"P = softmax(q·kᵀ·scale) as graph.attention computes it and D = Σ_j do·o along the " +
+				"last dim (both in the compute type): dv = Pᵀ·do with P rounded to the element type once, " +
 				"dS = P·(do·vᵀ − D)·scale in the compute type (do·vᵀ a product of the widened " +
 				"operands), rounded to the element type once, then dq = dS·k and dk = dSᵀ·q. D is " +
 				"taken from o as given (a fused backward kernel reads it instead of recomputing " +

@@ -7,8 +7,8 @@
 // that the decomposed program gives bit-identical results. Composites
 // compute in graph.ComputeType of their element type, as PyTorch does: an
 // f16 or bf16 composite casts its operands to f32 first and its result back
-// once at the end (attention casts the scores of its first product and
-// casts the probabilities back before the second). Importing the package
+// once at the end (attention multiplies the widened q and k and casts
+// the probabilities back before its second product). Importing the package
 // registers the pass.
 package decompose
 
@@ -30,7 +30,8 @@ func init() {
 			"graph.attention and graph.attention_grad into graph primitives, numerically stable: softmax subtracts the maximum " +
 			"before exponentiating, layer_norm computes the variance of the centred values (two passes). " +
 			"f16 and bf16 composites are computed in f32 between a graph.cast to f32 and one back, as " +
-			"PyTorch computes them (attention keeps its two products in the element type). " +
+			"PyTorch computes them (attention takes its scores as a product of the widened q and k, as PyTorch's " +
+			"scaled_dot_product_attention keeps them in f32, and its product with v in the element type). " +
 			"Afterwards no composite remains; a composite that cannot be expanded (a causal mask or " +
 			"default scale over dynamic sizes) is an error.",
 		Anchor: passes.AnyOp,
@@ -276,9 +277,10 @@ func expandNorm(e *emitter, op *ir.Operation) *ir.Value {
 
 // expandAttention builds softmax(q·kᵀ·scale + mask)·v: an i1 mask selects
 // -inf where it is false, a float mask is added, and causal selects -inf
-// above the diagonal, from two iotas compared. The products stay in the
-// element type (they accumulate in f32 and round once); what lies between
-// them runs in the compute type.
+// above the diagonal, from two iotas compared. The scores are a product
+// in the compute type (of the widened q and k); what follows runs in it
+// too, and the probabilities are narrowed to the element type once for
+// the product with v, which stays in the element type.
 func expandAttention(e *emitter, op *ir.Operation) *ir.Value {
 	q, k, v := op.Operand(0), op.Operand(1), op.Operand(2)
 	qs, elem := e.ranked(q)
@@ -317,10 +319,10 @@ func (e *emitter) mT(x *ir.Value, n int) *ir.Value {
 }
 
 // scores builds attention's q·kᵀ·scale (op's scale, else 1/√D), q and k
-// of shapes qs and ks: the
-// product in the element type, widened to ct, times the scale in ct.
+// of shapes qs and ks: the product of the operands widened to ct, times
+// the scale in ct.
 func (e *emitter) scores(op *ir.Operation, q, k *ir.Value, qs, ks []int64, ct ir.Type) *ir.Value {
-	s := e.widen(e.Binary(graph.OpMatmul, q, e.mT(k, len(ks))))
+	s := e.Binary(graph.OpMatmul, e.widen(q), e.mT(e.widen(k), len(ks)))
 	return e.Binary(graph.OpMul, s, e.Scalar(ct, e.scaleOf(op, q, qs)))
 }
 

@@ -292,8 +292,6 @@ func (a DecodeAttention) ScoresKernel(b *ir.Builder, loc ir.Location, name strin
 				dot = mathOp(b, loc, mathd.OpFMA, qv[e], kv[e], dot)
 			}
 			dot = g.xorReduce(b, arith.OpAddF, dot, 1, lpr)
-			// The product rounds to the element type (graph.attention).
-			dot = arith.NewCast(b, arith.OpExtF, loc, arith.NewCast(b, arith.OpTruncF, loc, dot, a.Elem), ir.F32)
 			sc := arith.Binary(b, arith.OpMulF, loc, dot, g.f32(b, scale))
 			keep := arith.NewCmpI(b, loc, arith.CmpINE, g.shuffle(b, "idx", keptI, x.i32(local)), arith.ConstantInt(b, loc, 0, ir.I32))
 			scores[i] = arith.NewSelect(b, loc, keep, sc, g.f32(b, math.Inf(-1)))

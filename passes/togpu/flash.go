@@ -20,8 +20,8 @@ import (
 // issued, so they overlap this tile's arithmetic. Per tile each warp
 // computes its Warp × Keys scores with mma.sync into f32 registers, masks
 // them (causal, and the keys past the end; only in the tiles that need
-// it), rounds them to bf16 (the graph's product does; one
-// cvt.rn.bf16x2.f32 a score) and runs the online softmax: the running row
+// it) and runs the online softmax on them in f32 (graph.attention's
+// scores are never rounded to the element type): the running row
 // maximum m and the row sum l, both f32, and the output accumulator
 // rescaled by exp(m_old − m_new) when m moves (lazily, see softmaxStep).
 // The scale is folded into the exponent: exp((s − m)·scale) = ex2(s·c −

@@ -17,8 +17,7 @@ import (
 // FlashAttention-2's backward pass, on mma.sync with f32 accumulators.
 // Both recompute the probabilities of a tile from the scores and the
 // rows' log₂-sum-exp that the forward kernel saved (Flash.LSE):
-// P = ex2(s·c − lse), s the score rounded to the element type and c =
-// Scale·log₂e, so no softmax statistics are recomputed.
+// P = ex2(s·c − lse), s the f32 score and c = Scale·log₂e, so no softmax statistics are recomputed.
 //
 // The dQ kernel is the forward kernel's shape: a block of 4 warps takes 64
 // query rows (16 a warp) and walks the key tiles (K and V double-buffered
@@ -47,7 +46,7 @@ import (
 // accumulators as in the forward's P·V.
 //
 // The kernels round as graph.attention_grad does (the products' operands
-// in the element type, P and dS rounded once), but sum in another order
+// in the element type, the scores in f32, P and dS rounded once), but sum in another order
 // and take P from the saved lse rather than from a normalised softmax.
 
 // FlashGrad is the shape of one attention's backward kernels: Flash's
@@ -398,7 +397,7 @@ func (g *flashGen) colPairs(b *ir.Builder, x ix, buf, first *ir.Value) []*ir.Val
 	return out
 }
 
-// gradProbs replaces the tile's rounded scores s (n8 tiles j, values r)
+// gradProbs replaces the tile's scores s (n8 tiles j, values r)
 // by the probabilities ex2(s·c − lse); lse gives each value's row or
 // column statistic by (j, r).
 func (g *flashGen) gradProbs(b *ir.Builder, s [][]*ir.Value, lse func(j, r int) *ir.Value, c *ir.Value) {
@@ -563,7 +562,6 @@ func (g *flashGen) emitDQ(args []*ir.Value, reload, staged bool) {
 				s = g.scoresWith(b, 1, qf, x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, dof, x.addc(x.add(at, nMajor), K*g.ld))[0]
 			}
-			g.round(b, s)
 			if masked {
 				g.mask(b, s, x.mulc(kt, K), sm, rows)
 			}
@@ -661,7 +659,6 @@ func (g *flashGen) emitDKV(args []*ir.Value, f FlashGrad) {
 				s = g.scoresWith(b, 1, g.fragment(x.addc(aOff, kAt)), x.add(at, nMajor))[0]
 				dp = g.scoresWith(b, 1, g.fragment(x.addc(aOff, vAt)), x.addc(x.add(at, nMajor), Qt*g.ld))[0]
 			}
-			g.round(b, s)
 			if masked {
 				g.maskT(b, s, first, sm, rows)
 			}

@@ -551,35 +551,13 @@ func (g *flashGen) scoresWith(b *ir.Builder, mts int, a func(b *ir.Builder, mi i
 		for np := range g.Tile.Keys / 16 {
 			r := gpu.LdMatrix(b, g.loc, g.smem, indexAdd(b, g.loc, kAt, np*16*g.ld+ks*16), 4, false)
 			for mi, sm := range s {
-				// (Copies: round, mask and softmaxStep replace the values in place.)
+				// (Copies: mask and softmaxStep replace the values in place.)
 				sm[2*np] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, af[mi], r[:2], sm[2*np]))
 				sm[2*np+1] = slices.Clone(gpu.MMASync(b, g.loc, g.Elem, af[mi], r[2:], sm[2*np+1]))
 			}
 		}
 	}
 	return s
-}
-
-// round rounds each score to the element type (the graph's q·kᵀ is in
-// it), as f32: truncf then extf, which the native backend selects for
-// bf16 as one cvt.rn.bf16x2.f32 with a zero lower half. The wgmma kernels
-// round f16 scores two at a time (packed as pair does, then unpacked:
-// one cvt.rn.f16x2.f32 and two cvt.f32.f16): rounded one by one
-// (cvt.rn.f16.f32, cvt.f32.f16), ptxas serializes every wgmma of the
-// kernel (info C7514; bench/NOTES.md, session 8).
-func (g *flashGen) round(b *ir.Builder, s [][]*ir.Value) {
-	for j := range s {
-		if g.Tile.WGMMA && g.Elem == ir.F16 {
-			for r := 0; r+1 < len(s[j]); r += 2 {
-				p := g.pair(b, s[j][r], s[j][r+1])
-				s[j][r], s[j][r+1] = g.unpack(b, p, 0), g.unpack(b, p, 16)
-			}
-			continue
-		}
-		for r := range s[j] {
-			s[j][r] = arith.NewCast(b, arith.OpExtF, g.loc, arith.NewCast(b, arith.OpTruncF, g.loc, s[j][r], g.Elem), ir.F32)
-		}
-	}
 }
 
 // pair rounds the f32 values x and y to the element type and packs them
@@ -592,15 +570,6 @@ func (g *flashGen) pair(b *ir.Builder, x, y *ir.Value) *ir.Value {
 	}
 	hi := arith.Binary(b, arith.OpShLI, g.loc, half(y), arith.ConstantInt(b, g.loc, 16, ir.I32))
 	return arith.Binary(b, arith.OpOrI, g.loc, half(x), hi)
-}
-
-// unpack widens the 16-bit half of p (a pair's) at bit shift to f32.
-func (g *flashGen) unpack(b *ir.Builder, p *ir.Value, shift int64) *ir.Value {
-	if shift > 0 {
-		p = arith.Binary(b, arith.OpShRUI, g.loc, p, arith.ConstantInt(b, g.loc, shift, ir.I32))
-	}
-	u := arith.NewCast(b, arith.OpTruncI, g.loc, p, ir.I16)
-	return arith.NewCast(b, arith.OpExtF, g.loc, arith.NewCast(b, arith.OpBitcast, g.loc, u, g.Elem), ir.F32)
 }
 
 // mask replaces masked scores of one m16 tile by sm.masked: keys past Lk
@@ -660,8 +629,7 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 }
 
 // softmaxStep updates the running extremes m and the sums l with the
-// tile's scores (one m16 tile's), rounds the scores to the element type
-// and, but for Fused (whose product does it a key step at a time),
+// tile's scores (one m16 tile's) and, but for Fused (whose product does it a key step at a time),
 // replaces them by ex2(s·c − m·c). It returns the accumulators o and l
 // rescaled with m (l with the tile's probabilities added but for SumMMA
 // and Fused, whose product adds them) in the order of the loop's carried
@@ -672,10 +640,7 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 // precisely; the accumulators then overflow f32 only where Lk·max|v|
 // passes 10³⁶ rather than 10³⁸), and when no row of the lane moves, the
 // rescaling of its accumulators by ex2((m_old − m_new)·c) is skipped,
-// which after the first tiles is the common case. The extreme is taken
-// before the rounding, which is monotonic: the rounded extreme's
-// probability is then within half an ulp of 1 instead of exactly 1, as
-// harmless, and the reduction does not wait for the rounding.
+// which after the first tiles is the common case.
 func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Value, sm softmax) ([]*ir.Value, [2]*ir.Value) {
 	loc := g.loc
 	var mUse, negMC, moved [2]*ir.Value
@@ -693,7 +658,6 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 		mUse[h] = arith.NewSelect(b, loc, moved[h], mNew, m[h])
 		negMC[h] = fop(b, loc, arith.OpMulF, mUse[h], sm.negC)
 	}
-	g.round(b, s)
 	var ps [2][]*ir.Value
 	if !g.Tile.Fused {
 		for j := range s {
@@ -735,7 +699,7 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	return out, negMC
 }
 
-// exps replaces the 4 (rounded) scores of n8 tile st of a key step (0 or
+// exps replaces the 4 scores of n8 tile st of a key step (0 or
 // 1) by ex2(s·c − m·c), with negMC = −m·c of the lane's two rows: the
 // last PolyExp of the step's 8 by polyExp2, the others by ex2.approx.
 func (g *flashGen) exps(b *ir.Builder, s []*ir.Value, st int, negMC [2]*ir.Value, sm softmax) {
@@ -786,7 +750,7 @@ var polyExp2Coeffs = [4]float64{0.9999280571937561, 0.6932609677314758, 0.242611
 // place): the probabilities of n8 tiles 2j and 2j+1 are the m16k16 A
 // fragment of key step j; each V fragment serves every m16 tile. With
 // SumMMA it adds P's row sums to l[mi] (in place) too. With negMC (Fused)
-// p holds the rounded scores: it takes each key step's exponentials
+// p holds the scores: it takes each key step's exponentials
 // right before its products, and adds P's row sums to l (but for SumMMA).
 func (g *flashGen) product(b *ir.Builder, p [][][]*ir.Value, o, l [][]*ir.Value, vAt *ir.Value, negMC [][2]*ir.Value, sm softmax) {
 	vAt = g.x.at(b).index(vAt)

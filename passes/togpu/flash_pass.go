@@ -68,7 +68,7 @@ func init() {
 			"[..., Lk, D] with q's batch dims, D a multiple of 8 dividing 256 up to 128, an i1 mask [..., 1, Lk] " +
 			"broadcast along batch dims, not causal — becomes a call tagged `strata.decode_attention = {scale}`, " +
 			"which convert-loop-to-gpu replaces by one kernel (mapping `decode`): a warp a 32-key tile (8-element " +
-			"rows a lane, f32 scores rounded to the element type, online softmax in base 2, the product with v), " +
+			"rows a lane, f32 scores, online softmax in base 2, the product with v), " +
 			"up to 32 warps a block combining theirs into the output row — or, past 1024 keys, a block's partial " +
 			"each, which a second kernel combines. A tile whose mask " +
 			"bits are all false is never read (a KV cache past its current length costs its mask bytes), so " +

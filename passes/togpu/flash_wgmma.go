@@ -558,7 +558,6 @@ func (g *flashGen) emitWGMMAPipe() {
 		if !g.Tile.Lazy {
 			alpha = alphas(b, m, mNew)
 		}
-		g.round(b, s)
 		var ps [2][]*ir.Value
 		for j := range s {
 			g.exps(b, s[j], j%2, negMC, sm)

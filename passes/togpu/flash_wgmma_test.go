@@ -123,7 +123,7 @@ var (
 // and d128) wait for P·V (WARPGROUP.DEPBAR 0) only after every
 // exponential of the tile's probabilities, and keep S's and O's
 // accumulators in different registers; with OneK the next K tile is
-// copied only after S's wait.
+// copied only after S's wait. The loops convert nothing but P's pairs.
 func TestFlashWGMMASASS(t *testing.T) {
 	f := togpu.Flash{Batch: 256, Lq: 1024, Lk: 1024, D: 64, Scale: 0.125, Elem: ir.BF16}
 	t.Run("64x64g", func(t *testing.T) {
@@ -183,6 +183,12 @@ func TestFlashWGMMASASS(t *testing.T) {
 			}
 			if len(acc) != 2 {
 				t.Errorf("the loop's HGMMA accumulate into %v, want two blocks (S and O)", acc)
+			}
+			// graph.attention's scores stay f32: the only conversions
+			// are the packs of the thread's Keys/2 probabilities, two a
+			// conversion.
+			if n := countIn(loop, "F2FP"); int64(n) != tile.Keys/4 {
+				t.Errorf("the loop has %d F2FP, want the %d packs of P (a score rounded to the element type?)", n, tile.Keys/4)
 			}
 		})
 	}

@@ -1381,8 +1381,8 @@ type attention struct {
 }
 
 // attentionProbs computes softmax(q·kᵀ·scale + mask) of graph.attention
-// (or attention_grad, which has no mask) op on its operands ts: the
-// product rounded to q's type, the rest in the compute type.
+// (or attention_grad, which has no mask) op on its operands ts, all in
+// the compute type.
 func attentionProbs(op *ir.Operation, ts []*Tensor) (attention, error) {
 	q, k, v := ts[0], ts[1], ts[2]
 	rq, rk, rv := len(q.shape), len(k.shape), len(v.shape)
@@ -1403,14 +1403,15 @@ func attentionProbs(op *ir.Operation, ts []*Tensor) (attention, error) {
 	if !ok {
 		return attention{}, fmt.Errorf("batch dims of %s, %s and %s do not broadcast", q, k, v)
 	}
+	// The scores are the product in the compute type (f32 for f16 and
+	// bf16, as PyTorch's scaled_dot_product_attention keeps them); scaling,
+	// masking and the softmax run in it too.
+	ct := graph.ComputeType(q.elem)
 	scoreShape := append(slices.Clone(batch), lq, lk)
-	scores, err := matmulTensor(q, kt, nil, q.elem, scoreShape, batch, q.shape[:rq-2], kt.shape[:rk-2], int(lq), int(d), int(lk))
+	scores, err := matmulTensor(q, kt, nil, ct, scoreShape, batch, q.shape[:rq-2], kt.shape[:rk-2], int(lq), int(d), int(lk))
 	if err != nil {
 		return attention{}, err
 	}
-	// The scores are rounded to q's type by the product; scaling, masking
-	// and the softmax then run in the compute type.
-	ct := graph.ComputeType(q.elem)
 	r := rounder(ct)
 	scale, ok := graph.Scale(op)
 	if !ok {
