@@ -170,18 +170,18 @@ func TestReportCatchesMismatch(t *testing.T) {
 }
 
 // A workload's TorchTol replaces its Tol against PyTorch's result: an
-// element of attention_causal's torch output moved to a scaled error of
-// about 0.07 from Strata's (past tolBF16, within tolAttentionSDPA)
+// element of the attention row's torch output moved to a scaled error of
+// about 0.07 from Strata's (past tolBF16, within tolAttentionFormula)
 // passes, one moved to about 0.3 fails.
 func TestReportTorchTolerance(t *testing.T) {
 	for _, tc := range []struct {
 		shift float64 // times the output's rms
 		ok    bool
 	}{{0.08, true}, {0.5, false}} {
-		dir, m := prepareSmall(t, "attention_causal")
+		dir, m := prepareSmall(t, "attention")
 		fakeTorchSide(t, dir, m)
 		pw := m.Workloads[0]
-		if pw.TorchTol != tolAttentionSDPA || pw.Tol >= 0.07 {
+		if pw.TorchTol != tolAttentionFormula || pw.Tol >= 0.07 {
 			t.Fatalf("tolerances %g / %g", pw.Tol, pw.TorchTol)
 		}
 		o := pw.Variants[0].Outputs[0]
