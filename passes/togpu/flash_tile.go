@@ -428,6 +428,16 @@ var FlashTiles = []FlashTile{
 // / 0.1800, 126.6 mJ; PyTorch's (cuDNN's 128-row persistent kernel)
 // 0.1734 / 0.1682, 116.2 mJ. Halving the L2 reads (ncu: 1.03 GB against
 // 0.61 and 0.80) saved 1–2% of the energy; the defaults stay.
+//
+// Session 21, once graph.attention's scores stayed f32 (no conversion of
+// each score to bf16 and back: the d64 loop 656 → 592 SASS lines): the
+// default takes as much energy a launch as PyTorch's (116.8 against 116.9
+// mJ back to back) and its row reads 1.00–1.02× torch.compile's. In
+// TestGPUFlashRow (same call; ms in the short loop / 5+600 / the row's
+// 300+600) 64x128gplqo 0.1564 / 0.1606 / 0.1659 against LatePack
+// 64x128gplqmo 0.1539 / 0.1608 / 0.1694, TMA 64x128gplqto 0.1599 /
+// 0.1654 / 0.1701, TMA with LatePack 0.1585 / 0.1631 / 0.1674 and
+// 64x128gplqor396 0.1606 / 0.1608 / 0.1700: the defaults stay.
 var (
 	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true}
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true}
