@@ -18,25 +18,68 @@ import (
 // layout the identity, so the view reads the same elements.
 
 // matmulView is how a matmul reads one operand through a view: load
-// view[idx], with the last two indices swapped when swap is set.
+// view[idx], with the last two indices swapped when swap is set, widened
+// to f32 when widen is set.
 type matmulView struct {
-	view *ir.Value
-	swap bool
+	view        *ir.Value
+	swap, widen bool
 }
 
 // operandView returns the view the matmul reads operand v through, or
-// false when v is a buffer already or not a reshape of one.
+// false when v is a buffer already or not a reshape of one. An f32
+// operand that widens a 16-bit float buffer (graph.cast; graph-decompose's
+// attention scores multiply the widened q and k) is read from that buffer
+// and widened as it is loaded: the same values, and the product of 16-bit
+// loads summed in f32 that the tensor-core plans take.
 func (k *kernel) operandView(v *ir.Value) (matmulView, bool) {
 	v = k.resolve(v)
 	swap := false
 	if op := v.DefiningOp(); graph.SwapsLastTwo(op) {
 		v, swap = k.resolve(op.Operand(0)), true
 	}
+	if src := widened(v); src != nil {
+		if src = k.resolve(src); k.c.bufs[src] != nil {
+			return matmulView{view: k.c.bufs[src], swap: swap, widen: true}, true
+		}
+	}
 	if k.c.bufs[v] != nil {
 		return matmulView{}, false
 	}
 	view := k.reshapeView(v)
 	return matmulView{view: view, swap: swap}, view != nil
+}
+
+// widened returns x where v is graph.cast(x) from f16 or bf16 to f32, a
+// conversion that changes no value, or a graph.fusion's result that
+// yields such a cast of one of its block's arguments (x is then the
+// fusion's operand); nil otherwise.
+func widened(v *ir.Value) *ir.Value {
+	op := v.DefiningOp()
+	if op == nil || elemOf(v) != ir.F32 {
+		return nil
+	}
+	var fusion *ir.Operation
+	if op.Name() == graph.OpFusion {
+		yield := op.Region(0).Front().Terminator()
+		if yield == nil || v.Index() >= yield.NumOperands() {
+			return nil
+		}
+		fusion, op = op, yield.Operand(v.Index()).DefiningOp()
+	}
+	if op == nil || op.Name() != graph.OpCast {
+		return nil
+	}
+	x := op.Operand(0)
+	if e := elemOf(x); e != ir.BF16 && e != ir.F16 {
+		return nil
+	}
+	if fusion != nil {
+		if !x.IsBlockArgument() || x.ParentBlock() != fusion.Region(0).Front() {
+			return nil
+		}
+		x = fusion.Operand(x.Index())
+	}
+	return x
 }
 
 // reshapeView returns a loop.view of the buffer that v, a chain of
@@ -104,7 +147,11 @@ func (k *kernel) read(mv matmulView, idx []*ir.Value) *ir.Value {
 		n := len(idx)
 		idx[n-2], idx[n-1] = idx[n-1], idx[n-2]
 	}
-	return k.load(mv.view, idx)
+	x := k.load(mv.view, idx)
+	if mv.widen {
+		x = k.convert(x, elemOf(mv.view), ir.F32)
+	}
+	return x
 }
 
 // matmulSpace returns the shape of the product of a matmul group whose

@@ -93,10 +93,11 @@ var mmaCases = []struct {
 	{"m-one-k-one", "%x: tensor<1x1xbf16>, %w: tensor<1x24xbf16>", "tensor<1x24xbf16>", `
   %r = "graph.matmul"(%x, %w) : (tensor<1x1xbf16>, tensor<1x24xbf16>) -> tensor<1x24xbf16>`, 1},
 	// The decomposed attention: its scores are an f32 product of the
-	// widened q and k (graph.attention keeps them in f32), so only P·V is
-	// a bf16 product for the tensor cores.
+	// widened q and k (graph.attention keeps them in f32), which
+	// lower-to-loop reads from the bf16 buffers (passes/lower's
+	// operandView), so both products are the tensor cores'.
 	{"attention", "%q: tensor<2x2x24x16xbf16>, %k: tensor<2x2x24x16xbf16>, %v: tensor<2x2x24x16xbf16>", "tensor<2x2x24x16xbf16>", `
-  %r = "graph.attention"(%q, %k, %v) : (tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>) -> tensor<2x2x24x16xbf16>`, 1},
+  %r = "graph.attention"(%q, %k, %v) : (tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>, tensor<2x2x24x16xbf16>) -> tensor<2x2x24x16xbf16>`, 2},
 }
 
 // tmaRows are the mmaCases whose operands' rows are 16-byte multiples
