@@ -97,11 +97,13 @@ func.func @attention(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x
 }
 
 // An i1 mask selects -inf where it is false; a float mask is added. In f16
-// the scores are widened to f32 after q·kᵀ and the probabilities rounded to
-// f16 before ·v.
+// the scores are the product of q and k widened to f32 (never rounded to
+// f16) and the probabilities rounded to f16 before ·v.
 // CHECK-LABEL: func.func @masked(
-// CHECK:         %[[QK:.*]] = "graph.matmul"(%arg0, %{{.*}}) : (tensor<4x2xf16>, tensor<2x4xf16>) -> tensor<4x4xf16>
-// CHECK-NEXT:    %[[S:.*]] = "graph.cast"(%[[QK]]) : (tensor<4x4xf16>) -> tensor<4x4xf32>
+// CHECK:         %[[WQ:.*]] = "graph.cast"(%arg0) : (tensor<4x2xf16>) -> tensor<4x2xf32>
+// CHECK-NEXT:    %[[WK:.*]] = "graph.cast"(%arg1) : (tensor<4x2xf16>) -> tensor<4x2xf32>
+// CHECK-NEXT:    %[[KT:.*]] = "graph.transpose"(%[[WK]]) <{perm = [1, 0]}>
+// CHECK-NEXT:    %[[S:.*]] = "graph.matmul"(%[[WQ]], %[[KT]]) : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
 // CHECK:         %[[NINF:.*]] = "graph.constant"() <{value = dense<0xFF800000> : tensor<f32>}>
 // CHECK-NEXT:    "graph.select"(%arg3, %{{.*}}, %[[NINF]])
 // CHECK:         %[[P:.*]] = "graph.div"
