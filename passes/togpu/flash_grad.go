@@ -17,7 +17,8 @@ import (
 // FlashAttention-2's backward pass, on mma.sync with f32 accumulators.
 // Both recompute the probabilities of a tile from the scores and the
 // rows' log₂-sum-exp that the forward kernel saved (Flash.LSE):
-// P = ex2(s·c − lse), s the f32 score and c = Scale·log₂e, so no softmax statistics are recomputed.
+// P = ex2(s·c − lse), s the f32 score and c = Scale·log₂e, so no softmax
+// statistics are recomputed.
 //
 // The dQ kernel is the forward kernel's shape: a block of 4 warps takes 64
 // query rows (16 a warp) and walks the key tiles (K and V double-buffered
@@ -46,8 +47,9 @@ import (
 // accumulators as in the forward's P·V.
 //
 // The kernels round as graph.attention_grad does (the products' operands
-// in the element type, the scores in f32, P and dS rounded once), but sum in another order
-// and take P from the saved lse rather than from a normalised softmax.
+// in the element type, the scores in f32, P and dS rounded once), but sum
+// in another order and take P from the saved lse rather than from a
+// normalised softmax.
 
 // FlashGrad is the shape of one attention's backward kernels: Flash's
 // fields (its Tile and LSE are ignored).
@@ -397,9 +399,9 @@ func (g *flashGen) colPairs(b *ir.Builder, x ix, buf, first *ir.Value) []*ir.Val
 	return out
 }
 
-// gradProbs replaces the tile's scores s (n8 tiles j, values r)
-// by the probabilities ex2(s·c − lse); lse gives each value's row or
-// column statistic by (j, r).
+// gradProbs replaces the tile's scores s (n8 tiles j, values r) by the
+// probabilities ex2(s·c − lse); lse gives each value's row or column
+// statistic by (j, r).
 func (g *flashGen) gradProbs(b *ir.Builder, s [][]*ir.Value, lse func(j, r int) *ir.Value, c *ir.Value) {
 	loc := g.loc
 	for j := range s {

@@ -629,8 +629,8 @@ func tree(b *ir.Builder, loc ir.Location, op string, vs []*ir.Value) *ir.Value {
 }
 
 // softmaxStep updates the running extremes m and the sums l with the
-// tile's scores (one m16 tile's) and, but for Fused (whose product does it a key step at a time),
-// replaces them by ex2(s·c − m·c). It returns the accumulators o and l
+// tile's scores (one m16 tile's) and, but for Fused (whose product does it
+// a key step at a time), replaces them by ex2(s·c − m·c). It returns the accumulators o and l
 // rescaled with m (l with the tile's probabilities added but for SumMMA
 // and Fused, whose product adds them) in the order of the loop's carried
 // values, and −m·c of the lane's two rows. A row's m moves
@@ -699,9 +699,9 @@ func (g *flashGen) softmaxStep(b *ir.Builder, s [][]*ir.Value, o, m, l []*ir.Val
 	return out, negMC
 }
 
-// exps replaces the 4 scores of n8 tile st of a key step (0 or
-// 1) by ex2(s·c − m·c), with negMC = −m·c of the lane's two rows: the
-// last PolyExp of the step's 8 by polyExp2, the others by ex2.approx.
+// exps replaces the 4 scores of n8 tile st of a key step (0 or 1) by
+// ex2(s·c − m·c), with negMC = −m·c of the lane's two rows: the last
+// PolyExp of the step's 8 by polyExp2, the others by ex2.approx.
 func (g *flashGen) exps(b *ir.Builder, s []*ir.Value, st int, negMC [2]*ir.Value, sm softmax) {
 	for r := range 4 {
 		x := mathOp(b, g.loc, mathd.OpFMA, s[r], sm.c, negMC[r/2])
