@@ -225,6 +225,7 @@ func (c *converter) run() error {
 		}
 		op.Erase()
 	}
+	eraseUnreadBuffers(c.entry)
 	c.fn.SetProperty(funcs.FunctionTypeAttr, ir.TypeAttr{Type: memrefSignature(funcs.Type(c.fn))})
 	var bad error
 	c.fn.Walk(func(op *ir.Operation) bool {
@@ -355,4 +356,60 @@ func errorf(loc ir.Location, format string, args ...any) error {
 // loopAlloc is a tiny wrapper so kernel code reads uniformly.
 func loopAlloc(b *ir.Builder, loc ir.Location, t *ir.MemRefType, dyn []*ir.Value) *ir.Value {
 	return loop.Alloc(b, loc, t, dyn...)
+}
+
+// eraseUnreadBuffers removes the function-level loop.allocs of body that
+// are only stored into, with their stores, and then every top-level nest
+// left with nothing but pure arithmetic and loads: a group's result that
+// its readers read around (a matmul reads a widening cast's 16-bit source,
+// views.go) costs no kernel.
+func eraseUnreadBuffers(body *ir.Block) {
+	touched := map[*ir.Operation]bool{}
+	for _, op := range body.Ops() {
+		if op.Name() != loop.AllocOp {
+			continue
+		}
+		m := op.Result(0)
+		unread := true
+		for _, u := range m.Users() {
+			if u.Name() != loop.StoreOp || u.Operand(1) != m || u.Operand(0) == m {
+				unread = false
+				break
+			}
+		}
+		if !unread {
+			continue
+		}
+		for _, st := range m.Users() {
+			top := st
+			for top.Block() != body {
+				top = top.ParentOp()
+			}
+			touched[top] = true
+			st.Erase()
+		}
+		op.Erase()
+	}
+	for _, op := range body.Ops() {
+		if touched[op] && op.Name() == loop.ParallelOp && onlyComputes(op) {
+			op.Erase()
+		}
+	}
+}
+
+// onlyComputes reports whether nest writes nothing: every op in it is a
+// load, loop structure or pure.
+func onlyComputes(nest *ir.Operation) bool {
+	ok := true
+	nest.Walk(func(o *ir.Operation) bool {
+		switch o.Name() {
+		case loop.ParallelOp, loop.ForOp, loop.IfOp, loop.YieldOp, loop.ReduceOp, loop.LoadOp, loop.DimOp:
+		default:
+			if !o.HasTrait(ir.Pure) {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok
 }

@@ -23,7 +23,8 @@ func TestMatmulViewsPreserveSemantics(t *testing.T) {
 // TestMatmulOfWidenedReadsHalves checks that a matmul of f16 or bf16
 // operands widened to f32 (graph-decompose's attention scores) reads the
 // 16-bit buffers in its product, each load widened, so that the tensor
-// core plans take it, and that it still computes the graph's product.
+// core plans take it, that the widening is then computed by no nest, and
+// that the product is still the graph's.
 func TestMatmulOfWidenedReadsHalves(t *testing.T) {
 	for _, elt := range []string{"bf16", "f16"} {
 		src := fmt.Sprintf(`func.func @main(%%a: tensor<2x24x16x%[1]s>, %%b: tensor<2x24x16x%[1]s>) -> tensor<2x24x24xf32> {
@@ -48,9 +49,45 @@ func TestMatmulOfWidenedReadsHalves(t *testing.T) {
 		if len(loads) != 2 || loads[0] != elt || loads[1] != elt {
 			t.Errorf("%s: the product loads %v, want two %s loads:\n%s", elt, loads, elt, m)
 		}
+		// The widening group's result is read by nothing: no nest is left
+		// computing it (eraseUnreadBuffers).
+		if n := countOps(m, loop.ParallelOp); n != 1 {
+			t.Errorf("%s: %d nests, want the product's alone:\n%s", elt, n, m)
+		}
 		p := &passtest.Program{Func: "main", Source: src}
 		if err := passtest.CheckSemantics(p, "lower-to-loop", 1); err != nil {
 			t.Errorf("%s: %v", elt, err)
 		}
+	}
+}
+
+// countOps counts the ops named name in m.
+func countOps(m *ir.Operation, name string) int {
+	n := 0
+	m.Walk(func(o *ir.Operation) bool {
+		if o.Name() == name {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// TestReadWidenedOperandStaysWhenReturned checks that a widened operand
+// the function also returns is still computed into its buffer.
+func TestReadWidenedOperandStaysWhenReturned(t *testing.T) {
+	src := `func.func @main(%a: tensor<24x16xbf16>, %b: tensor<16x24xbf16>) -> (tensor<24x24xf32>, tensor<24x16xf32>) {
+  %wa = "graph.cast"(%a) : (tensor<24x16xbf16>) -> tensor<24x16xf32>
+  %wb = "graph.cast"(%b) : (tensor<16x24xbf16>) -> tensor<16x24xf32>
+  %r = "graph.matmul"(%wa, %wb) : (tensor<24x16xf32>, tensor<16x24xf32>) -> tensor<24x24xf32>
+  return %r, %wa : tensor<24x24xf32>, tensor<24x16xf32>
+}`
+	p := &passtest.Program{Func: "main", Source: src}
+	if err := passtest.CheckSemantics(p, "lower-to-loop", 1); err != nil {
+		t.Fatal(err)
+	}
+	m := passtest.Run(t, src, "lower-to-loop")
+	if n := countOps(m, loop.ParallelOp); n != 2 {
+		t.Errorf("%d nests, want the product's and the returned widening's:\n%s", n, m)
 	}
 }
