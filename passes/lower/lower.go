@@ -370,14 +370,7 @@ func eraseUnreadBuffers(body *ir.Block) {
 			continue
 		}
 		m := op.Result(0)
-		unread := true
-		for _, u := range m.Users() {
-			if u.Name() != loop.StoreOp || u.Operand(1) != m || u.Operand(0) == m {
-				unread = false
-				break
-			}
-		}
-		if !unread {
+		if slices.ContainsFunc(m.Users(), func(u *ir.Operation) bool { return u.Name() != loop.StoreOp || u.Operand(1) != m }) {
 			continue
 		}
 		for _, st := range m.Users() {

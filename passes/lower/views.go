@@ -27,9 +27,9 @@ type matmulView struct {
 
 // operandView returns the view the matmul reads operand v through, or
 // false when v is a buffer already or not a reshape of one. An f32
-// operand that widens a 16-bit float buffer (graph.cast; graph-decompose's
-// attention scores multiply the widened q and k) is read from that buffer
-// and widened as it is loaded: the same values, and the product of 16-bit
+// operand that another group widens from a 16-bit float buffer
+// (graph.cast; graph-decompose's attention scores multiply the widened q
+// and k) is read from that buffer and widened as it is loaded: the same values, and the product of 16-bit
 // loads summed in f32 that the tensor-core plans take.
 func (k *kernel) operandView(v *ir.Value) (matmulView, bool) {
 	v = k.resolve(v)
@@ -37,10 +37,8 @@ func (k *kernel) operandView(v *ir.Value) (matmulView, bool) {
 	if op := v.DefiningOp(); graph.SwapsLastTwo(op) {
 		v, swap = k.resolve(op.Operand(0)), true
 	}
-	if src := widened(v); src != nil {
-		if src = k.resolve(src); k.c.bufs[src] != nil {
-			return matmulView{view: k.c.bufs[src], swap: swap, widen: true}, true
-		}
+	if src := widened(v); src != nil && k.c.bufs[src] != nil {
+		return matmulView{view: k.c.bufs[src], swap: swap, widen: true}, true
 	}
 	if k.c.bufs[v] != nil {
 		return matmulView{}, false
@@ -49,37 +47,26 @@ func (k *kernel) operandView(v *ir.Value) (matmulView, bool) {
 	return matmulView{view: view, swap: swap}, view != nil
 }
 
-// widened returns x where v is graph.cast(x) from f16 or bf16 to f32, a
-// conversion that changes no value, or a graph.fusion's result that
-// yields such a cast of one of its block's arguments (x is then the
-// fusion's operand); nil otherwise.
+// widened returns x where v is the result of a graph.fusion that yields
+// graph.cast(x) of one of its block's arguments from f16 or bf16 to f32, a
+// conversion that changes no value (x is then the fusion's operand); nil
+// otherwise. (A cast outside any group is computed where it is read, as
+// extf(load x), already.)
 func widened(v *ir.Value) *ir.Value {
-	op := v.DefiningOp()
-	if op == nil || elemOf(v) != ir.F32 {
+	fusion := v.DefiningOp()
+	if fusion == nil || fusion.Name() != graph.OpFusion || elemOf(v) != ir.F32 {
 		return nil
 	}
-	var fusion *ir.Operation
-	if op.Name() == graph.OpFusion {
-		yield := op.Region(0).Front().Terminator()
-		if yield == nil || v.Index() >= yield.NumOperands() {
-			return nil
-		}
-		fusion, op = op, yield.Operand(v.Index()).DefiningOp()
-	}
-	if op == nil || op.Name() != graph.OpCast {
+	body := fusion.Region(0).Front()
+	cast := body.Terminator().Operand(v.Index()).DefiningOp()
+	if cast == nil || cast.Name() != graph.OpCast {
 		return nil
 	}
-	x := op.Operand(0)
-	if e := elemOf(x); e != ir.BF16 && e != ir.F16 {
+	x := cast.Operand(0)
+	if e := elemOf(x); e != ir.BF16 && e != ir.F16 || !x.IsBlockArgument() || x.ParentBlock() != body {
 		return nil
 	}
-	if fusion != nil {
-		if !x.IsBlockArgument() || x.ParentBlock() != fusion.Region(0).Front() {
-			return nil
-		}
-		x = fusion.Operand(x.Index())
-	}
-	return x
+	return fusion.Operand(x.Index())
 }
 
 // reshapeView returns a loop.view of the buffer that v, a chain of
