@@ -314,14 +314,20 @@ func TestArrayCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := rt.Allocator().Stats().Allocated
+	// The results are held until counted: a collection during the loop
+	// could otherwise free some before the count.
+	var kept [][]interp.Value
 	for range 10 {
-		if _, err := r.RunDevice([]interp.Value{a, a}); err != nil {
+		res, err := r.RunDevice([]interp.Value{a, a})
+		if err != nil {
 			t.Fatal(err)
 		}
+		kept = append(kept, res)
 	}
 	if got := rt.Allocator().Stats().Allocated; got < base+10*4000 {
 		t.Fatalf("%d bytes after ten results kept, want at least %d", got, base+10*4000)
 	}
+	runtime.KeepAlive(kept) // and unreachable from here
 	deadline := time.Now().Add(5 * time.Second)
 	for rt.Allocator().Stats().Allocated > base && time.Now().Before(deadline) {
 		runtime.GC()
