@@ -58,6 +58,16 @@ type WallTimer interface {
 	WallTime(args []*npy.Array, iters int) (float64, error)
 }
 
+// Estimator is a Program that estimates a call as
+// triton.testing.do_bench does before it times one: the mean milliseconds
+// of a cache clear and a call over n of them between two events. Its
+// counts of warm-up and timed calls follow from that estimate, so a
+// Program that has it times as many calls as do_bench does on PyTorch's
+// side.
+type Estimator interface {
+	Estimate(args []*npy.Array, n int) (float64, error)
+}
+
 // Quiescer is an Engine that can wait for the work it queued earlier (the
 // previous measurement's launches), so that a first call starts on an
 // idle device instead of paying for what came before it.

@@ -303,6 +303,27 @@ func (p *gpuProgram) Time(args []*npy.Array, warmup, iters int) (float64, error)
 	return p.prog.RunTimed(p.rt, p.entry, vals, warmup, iters)
 }
 
+// Estimate implements Estimator: cache clears and launches (or graph
+// replays) on the device-resident arguments (exec.Bound.Estimate).
+func (p *gpuProgram) Estimate(args []*npy.Array, n int) (float64, error) {
+	vals, err := argValues(p.entry, p.ft, args)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.ready(vals); err != nil {
+		return 0, err
+	}
+	if p.runner != nil {
+		return p.runner.Estimate(vals, n)
+	}
+	b, err := p.prog.Prepare(p.rt, p.entry, vals)
+	if err != nil {
+		return 0, err
+	}
+	defer b.Free()
+	return b.Estimate(n)
+}
+
 // WallTime implements WallTimer: back-to-back calls on the device-resident
 // arguments, timed with the host clock.
 func (p *gpuProgram) WallTime(args []*npy.Array, iters int) (float64, error) {

@@ -21,7 +21,12 @@ type Manifest struct {
 	Engine string   `json:"engine"`
 	Modes  []string `json:"modes"`
 	// Commit is the Strata commit the runner was built from, when known.
-	Commit    string             `json:"commit,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// WarmupMs and RepMs are the warm-up and measuring times of this run
+	// (Options): torch_side.py hands them to do_bench, so both sides of a
+	// row time alike.
+	WarmupMs  float64            `json:"warmup_ms"`
+	RepMs     float64            `json:"rep_ms"`
 	Workloads []PreparedWorkload `json:"workloads"`
 }
 

@@ -61,6 +61,7 @@ func Prepare(opts Options) (*Manifest, error) {
 	m := &Manifest{
 		Date: now().UTC().Format("2006-01-02"), Size: sizeName(opts.Size), Seed: opts.Seed,
 		Engine: opts.Engine.Name(), Modes: AllModes, Commit: opts.Commit,
+		WarmupMs: opts.WarmupMs, RepMs: opts.RepMs,
 	}
 	for _, w := range Workloads {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, w.Name) {
@@ -312,21 +313,32 @@ func wallIters(ms float64) int {
 	return int(min(max(20/max(ms, 1e-3), 10), 2000))
 }
 
-// timeProgram follows do_bench: estimate one call from three, then warm up
-// for warmupMs and take the median over repMs worth of calls. Slow programs
-// (a naive kernel taking seconds) get at least three measured calls, so the
-// suite stays within one device call.
+// timeProgram follows do_bench: estimate one call, then warm up for
+// warmupMs and take the median over repMs worth of calls. The estimate is
+// do_bench's (five cache clears and calls, the clears included) where the
+// Program is an Estimator, and a median of three calls otherwise. Slow
+// programs (a naive kernel taking seconds) get at least three measured
+// calls, so the suite stays within one device call.
 func timeProgram(p Program, args []*npy.Array, warmupMs, repMs float64) (float64, error) {
-	est, err := p.Time(args, 1, 3)
+	est, err := estimate(p, args)
 	if err != nil {
 		return 0, err
 	}
 	if est*3 > repMs {
-		return est, nil
+		return p.Time(args, 0, 3)
 	}
 	est = max(est, 1e-3)
-	n := func(ms float64) int { return int(min(max(math.Ceil(ms/est), 3), 100000)) }
+	n := func(ms float64) int { return int(min(max(math.Floor(ms/est), 3), 100000)) }
 	return p.Time(args, n(warmupMs), n(repMs))
+}
+
+// estimate is do_bench's estimate of one call of p (Estimator), or the
+// median of three when p has none.
+func estimate(p Program, args []*npy.Array) (float64, error) {
+	if e, ok := p.(Estimator); ok {
+		return e.Estimate(args, 5)
+	}
+	return p.Time(args, 1, 3)
 }
 
 func writeOutputs(dir string, pw *PreparedWorkload, outs [][]*npy.Array) error {

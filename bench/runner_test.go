@@ -99,6 +99,18 @@ func TestPrepareReport(t *testing.T) {
 	if m.Date != "2026-11-30" || len(m.Workloads) != len(Workloads) {
 		t.Fatalf("manifest date %q with %d workloads", m.Date, len(m.Workloads))
 	}
+	// torch_side.py times with the run's warm-up and measuring times, by
+	// these keys.
+	var timing struct {
+		WarmupMs *float64 `json:"warmup_ms"`
+		RepMs    *float64 `json:"rep_ms"`
+	}
+	if err := readJSON(filepath.Join(dir, ManifestFile), &timing); err != nil {
+		t.Fatal(err)
+	}
+	if timing.WarmupMs == nil || *timing.WarmupMs != 0.1 || timing.RepMs == nil || *timing.RepMs != 0.5 {
+		t.Errorf("manifest warmup_ms %v, rep_ms %v: want the run's 0.1 and 0.5", timing.WarmupMs, timing.RepMs)
+	}
 	fakeTorchSide(t, dir, m)
 	r, err := Report(dir)
 	if err != nil {
@@ -372,5 +384,58 @@ func TestFirstCallLeavesOutTransfers(t *testing.T) {
 	}
 	if sm.PhasesS["transfer"] < transfer || sm.FirstCallS >= transfer/2 {
 		t.Errorf("first call %.3f s with transfer %.3f s: want the %.1f s of transfer left out", sm.FirstCallS, sm.PhasesS["transfer"], transfer)
+	}
+}
+
+// countedProgram records the counts Time is called with; its calls take
+// callMs. estimatedProgram is one with an Estimator's estimate.
+type countedProgram struct {
+	slowProgram
+	callMs float64
+	calls  [][2]int
+}
+
+func (p *countedProgram) Time(_ []*npy.Array, warmup, iters int) (float64, error) {
+	p.calls = append(p.calls, [2]int{warmup, iters})
+	return p.callMs, nil
+}
+
+type estimatedProgram struct {
+	countedProgram
+	estimateMs float64
+	estimates  []int
+}
+
+func (p *estimatedProgram) Estimate(_ []*npy.Array, n int) (float64, error) {
+	p.estimates = append(p.estimates, n)
+	return p.estimateMs, nil
+}
+
+// TestTimeProgramCounts checks do_bench's counts: from an Estimator's
+// estimate of a cache clear and a call (five of them), warmupMs and repMs
+// worth of calls, rounded down as do_bench's int(); from a median of three
+// calls without one; three measured calls for a program too slow for
+// repMs.
+func TestTimeProgramCounts(t *testing.T) {
+	est := &estimatedProgram{countedProgram: countedProgram{callMs: 0.2}, estimateMs: 0.3}
+	if _, err := timeProgram(est, nil, 50, 100); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int{{166, 333}}; !cmp.Equal(est.calls, want) || !cmp.Equal(est.estimates, []int{5}) {
+		t.Errorf("with an estimate of 0.3 ms: estimates %v, Time%v; want [5], Time%v", est.estimates, est.calls, want)
+	}
+	plain := &countedProgram{callMs: 0.2}
+	if _, err := timeProgram(plain, nil, 50, 100); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int{{1, 3}, {250, 500}}; !cmp.Equal(plain.calls, want) {
+		t.Errorf("without an estimator: Time%v, want %v", plain.calls, want)
+	}
+	slow := &estimatedProgram{countedProgram: countedProgram{callMs: 40}, estimateMs: 40}
+	if ms, err := timeProgram(slow, nil, 50, 100); err != nil || ms != 40 {
+		t.Fatalf("slow program: %v ms, %v", ms, err)
+	}
+	if want := [][2]int{{0, 3}}; !cmp.Equal(slow.calls, want) {
+		t.Errorf("a 40 ms program and 100 ms to measure: Time%v, want %v", slow.calls, want)
 	}
 }

@@ -10,9 +10,10 @@ outputs (the reference Strata's results are checked against), times eager and
 each torch.compile mode the manifest asks for, and writes DIR/torch.json with
 the timings, first-call seconds and the device's measured ceilings.
 
-Timings are medians of CUDA-event measurements by triton.testing.do_bench
-(warm-up 50 ms, 300 ms of repetitions). First calls are timed from a cold
-Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and torch._dynamo.reset()
+Timings are medians of CUDA-event measurements by triton.testing.do_bench,
+with the warm-up and measuring times prepare.json records (strata-bench's
+--warmup-ms and --rep-ms; 50 and 300 ms by default). First calls are timed
+from a cold Inductor cache (a fresh TORCHINDUCTOR_CACHE_DIR and torch._dynamo.reset()
 before each mode), so they include tracing, compilation and loading.
 """
 import json
@@ -37,8 +38,13 @@ DEVICE = "cuda"
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
+# do_bench's warm-up and measuring times, ms: the manifest's (strata-bench
+# prepare --warmup-ms/--rep-ms), so that both sides of a row time alike.
+TIMING = {"warmup": 50, "rep": 300}
+
+
 def median_ms(fn):
-    return do_bench(fn, warmup=50, rep=300, return_mode="median")
+    return do_bench(fn, warmup=TIMING["warmup"], rep=TIMING["rep"], return_mode="median")
 
 
 # The workloads, keyed by the names the Go runner uses. Each takes the
@@ -235,6 +241,8 @@ def main():
     d = sys.argv[1]
     with open(os.path.join(d, "prepare.json")) as f:
         manifest = json.load(f)
+    TIMING["warmup"] = manifest.get("warmup_ms") or TIMING["warmup"]
+    TIMING["rep"] = manifest.get("rep_ms") or TIMING["rep"]
     out = {
         "torch": torch.__version__,
         "triton": triton.__version__,

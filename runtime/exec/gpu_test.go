@@ -135,7 +135,19 @@ func TestGPUGraphReplay(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					t.Logf("%v; replay %.4f ms, plain launches %.4f ms", info, graphMS, plainMS)
+					// do_bench's estimate: a 256 MiB clear (tens of
+					// microseconds on any GPU) and a replay, per launch.
+					estMS, err := r.Estimate(args, 5)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if estMS <= graphMS {
+						t.Errorf("estimate %.4f ms a clear and replay, not above the replay's %.4f", estMS, graphMS)
+					}
+					if _, err := r.Estimate(args, 0); err == nil {
+						t.Error("an estimate of no launches: no error")
+					}
+					t.Logf("%v; replay %.4f ms, plain launches %.4f ms, estimate %.4f ms", info, graphMS, plainMS, estMS)
 				}
 			}
 		})

@@ -644,6 +644,18 @@ func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
 	return e.b.Time(warmup, iters)
 }
 
+// Estimate is Bound.Estimate for the prepared signature of args; graph
+// replays when the signature was captured.
+func (r *Runner) Estimate(args []interp.Value, n int) (float64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.entry(args, nil)
+	if err != nil {
+		return 0, err
+	}
+	return e.b.Estimate(n)
+}
+
 // WallTime times back-to-back calls of the prepared signature of args
 // with the host clock (see Bound.WallTime).
 func (r *Runner) WallTime(args []interp.Value, iters int) (float64, error) {

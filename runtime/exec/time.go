@@ -88,6 +88,58 @@ func (b *Bound) Time(warmup, iters int) (float64, error) {
 	return times[len(times)/2], nil
 }
 
+// Estimate clears the cache and launches the plan n times back to back
+// between two CUDA events, and returns the mean milliseconds of one clear
+// and launch: triton.testing.do_bench's estimate (n = 5), from which it
+// derives how many launches warm up and how many it times. A benchmark
+// that sets its counts from this, not from Time's kernel-only median,
+// times as many launches as do_bench on the other side.
+func (b *Bound) Estimate(n int) (float64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("exec: an estimate needs at least one launch, got %d", n)
+	}
+	dev := b.rt.cuda
+	if dev == nil {
+		return 0, errors.New("exec: timing needs a CUDA device")
+	}
+	b.settle()
+	flush, err := dev.Alloc(flushBytes)
+	if err != nil {
+		return 0, fmt.Errorf("exec: timing: cache-flush buffer: %w", err)
+	}
+	defer dev.Free(flush)
+	var events [2]*cuda.Event
+	for i := range events {
+		if events[i], err = dev.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer events[i].Destroy()
+	}
+	s := b.stream()
+	if err := events[0].Record(s); err != nil {
+		return 0, err
+	}
+	for range n {
+		if err := dev.MemsetD32(flush, 0, flushBytes/4, s); err != nil {
+			return 0, err
+		}
+		if err := b.Launch(); err != nil {
+			return 0, err
+		}
+	}
+	if err := events[1].Record(s); err != nil {
+		return 0, err
+	}
+	if err := events[1].Synchronize(); err != nil {
+		return 0, err
+	}
+	ms, err := cuda.Elapsed(events[0], events[1])
+	if err != nil {
+		return 0, err
+	}
+	return float64(ms) / float64(n), nil
+}
+
 // WallTime launches the plan iters times back to back, waits once, and
 // returns the host clock's milliseconds per launch. Without the cache
 // clearing and the events of Time, it is the rate a caller issuing calls
