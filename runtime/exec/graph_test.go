@@ -357,7 +357,7 @@ func TestGraphResultsLent(t *testing.T) {
 	// Hold this result and release it below: dropped unreleased, it would
 	// be moved out of the pool at the next replay unless the garbage
 	// collector had run its cleanup first, and its copy would count below.
-	_, unused, x := call()
+	_, held, x := call()
 	if x.DtoD != 0 {
 		t.Errorf("after the move: %d device copies, want none", x.DtoD)
 	}
@@ -376,7 +376,7 @@ func TestGraphResultsLent(t *testing.T) {
 	if got, err := last.(*Array).Download(); err != nil || !slices.Equal(got.Bits(), lastWant.Bits()) {
 		t.Errorf("a lent result changed when its Runner closed")
 	}
-	for _, a := range []interp.Value{kept, lent, unused, last, out[0]} {
+	for _, a := range []interp.Value{kept, lent, held, last, out[0]} {
 		if err := a.(*Array).Release(); err != nil {
 			t.Fatal(err)
 		}

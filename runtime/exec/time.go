@@ -27,17 +27,12 @@ const flushBytes = 256 << 20
 // the device; the plan's allocations are served from the allocator's
 // cache after the warm-up.
 func (b *Bound) Time(warmup, iters int) (float64, error) {
-	dev := b.rt.cuda
-	if dev == nil {
-		return 0, errors.New("exec: timing needs a CUDA device")
-	}
 	if iters < 1 {
 		return 0, fmt.Errorf("exec: timing needs at least one iteration, got %d", iters)
 	}
-	b.settle() // the final tier's code, not the first's
-	flush, err := dev.Alloc(flushBytes)
+	dev, flush, err := b.timing()
 	if err != nil {
-		return 0, fmt.Errorf("exec: timing: cache-flush buffer: %w", err)
+		return 0, err
 	}
 	defer dev.Free(flush)
 	for range warmup {
@@ -98,14 +93,9 @@ func (b *Bound) Estimate(n int) (float64, error) {
 	if n < 1 {
 		return 0, fmt.Errorf("exec: an estimate needs at least one launch, got %d", n)
 	}
-	dev := b.rt.cuda
-	if dev == nil {
-		return 0, errors.New("exec: timing needs a CUDA device")
-	}
-	b.settle()
-	flush, err := dev.Alloc(flushBytes)
+	dev, flush, err := b.timing()
 	if err != nil {
-		return 0, fmt.Errorf("exec: timing: cache-flush buffer: %w", err)
+		return 0, err
 	}
 	defer dev.Free(flush)
 	var events [2]*cuda.Event
@@ -138,6 +128,21 @@ func (b *Bound) Estimate(n int) (float64, error) {
 		return 0, err
 	}
 	return float64(ms) / float64(n), nil
+}
+
+// timing readies b to be timed: its final tier's code (not the first's)
+// and a cache-flush buffer the caller frees.
+func (b *Bound) timing() (*cuda.Device, cuda.DevicePtr, error) {
+	dev := b.rt.cuda
+	if dev == nil {
+		return nil, 0, errors.New("exec: timing needs a CUDA device")
+	}
+	b.settle()
+	flush, err := dev.Alloc(flushBytes)
+	if err != nil {
+		return nil, 0, fmt.Errorf("exec: timing: cache-flush buffer: %w", err)
+	}
+	return dev, flush, nil
 }
 
 // WallTime launches the plan iters times back to back, waits once, and
