@@ -306,27 +306,23 @@ func (p *gpuProgram) Time(args []*npy.Array, warmup, iters int) (float64, error)
 // Estimate implements Estimator: cache clears and launches (or graph
 // replays) on the device-resident arguments (exec.Bound.Estimate).
 func (p *gpuProgram) Estimate(args []*npy.Array, n int) (float64, error) {
-	vals, err := argValues(p.entry, p.ft, args)
-	if err != nil {
-		return 0, err
-	}
-	if err := p.ready(vals); err != nil {
-		return 0, err
-	}
-	if p.runner != nil {
-		return p.runner.Estimate(vals, n)
-	}
-	b, err := p.prog.Prepare(p.rt, p.entry, vals)
-	if err != nil {
-		return 0, err
-	}
-	defer b.Free()
-	return b.Estimate(n)
+	return p.onDevice(args,
+		func(vals []interp.Value) (float64, error) { return p.runner.Estimate(vals, n) },
+		func(b *exec.Bound) (float64, error) { return b.Estimate(n) })
 }
 
 // WallTime implements WallTimer: back-to-back calls on the device-resident
 // arguments, timed with the host clock.
 func (p *gpuProgram) WallTime(args []*npy.Array, iters int) (float64, error) {
+	return p.onDevice(args,
+		func(vals []interp.Value) (float64, error) { return p.runner.WallTime(vals, iters) },
+		func(b *exec.Bound) (float64, error) { return b.WallTime(iters) })
+}
+
+// onDevice times the call of args on the device: through the Runner in
+// the modes that have one (graph replays), on a Bound prepared for it
+// otherwise.
+func (p *gpuProgram) onDevice(args []*npy.Array, runner func([]interp.Value) (float64, error), bound func(*exec.Bound) (float64, error)) (float64, error) {
 	vals, err := argValues(p.entry, p.ft, args)
 	if err != nil {
 		return 0, err
@@ -335,14 +331,14 @@ func (p *gpuProgram) WallTime(args []*npy.Array, iters int) (float64, error) {
 		return 0, err
 	}
 	if p.runner != nil {
-		return p.runner.WallTime(vals, iters)
+		return runner(vals)
 	}
 	b, err := p.prog.Prepare(p.rt, p.entry, vals)
 	if err != nil {
 		return 0, err
 	}
 	defer b.Free()
-	return b.WallTime(iters)
+	return bound(b)
 }
 
 func (p *gpuProgram) Phases() map[string]float64 { return p.phases }
