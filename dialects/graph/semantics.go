@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/strata-ir/strata/internal/refmath"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -17,7 +18,7 @@ import (
 var unaryFloat = map[string]func(float64) float64{
 	"neg":        func(x float64) float64 { return -x },
 	"abs":        math.Abs,
-	"exp":        math.Exp,
+	"exp":        refmath.Exp,
 	"log":        math.Log,
 	"sqrt":       math.Sqrt,
 	"rsqrt":      func(x float64) float64 { return 1 / math.Sqrt(x) },

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 
 	mathd "github.com/strata-ir/strata/dialects/math"
+	"github.com/strata-ir/strata/internal/refmath"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -27,9 +28,9 @@ func init() {
 		mathd.OpCbrt:      floatUnary(math.Cbrt),
 		mathd.OpCeil:      floatUnary(math.Ceil),
 		mathd.OpCos:       floatUnary(math.Cos),
-		mathd.OpCosh:      floatUnary(math.Cosh),
+		mathd.OpCosh:      floatUnary(refmath.Cosh),
 		mathd.OpErf:       floatUnary(math.Erf),
-		mathd.OpExp:       floatUnary(math.Exp),
+		mathd.OpExp:       floatUnary(refmath.Exp),
 		mathd.OpExp2:      floatUnary(math.Exp2),
 		mathd.OpExpm1:     floatUnary(math.Expm1),
 		mathd.OpFloor:     floatUnary(math.Floor),
@@ -41,7 +42,7 @@ func init() {
 		mathd.OpRoundEven: floatUnary(math.RoundToEven),
 		mathd.OpRsqrt:     floatUnary(func(x float64) float64 { return 1 / math.Sqrt(x) }),
 		mathd.OpSin:       floatUnary(math.Sin),
-		mathd.OpSinh:      floatUnary(math.Sinh),
+		mathd.OpSinh:      floatUnary(refmath.Sinh),
 		mathd.OpSqrt:      floatUnary(math.Sqrt),
 		mathd.OpTan:       floatUnary(math.Tan),
 		mathd.OpTanh:      floatUnary(math.Tanh),
