@@ -635,37 +635,30 @@ func (r *Runner) Graph(args []interp.Value) (GraphInfo, error) {
 // Time times one call of the prepared signature of args (see Bound.Time);
 // a graph replay when the signature was captured.
 func (r *Runner) Time(args []interp.Value, warmup, iters int) (float64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, err := r.entry(args, nil)
-	if err != nil {
-		return 0, err
-	}
-	return e.b.Time(warmup, iters)
+	return r.timed(args, func(b *Bound) (float64, error) { return b.Time(warmup, iters) })
 }
 
 // Estimate is Bound.Estimate for the prepared signature of args; graph
 // replays when the signature was captured.
 func (r *Runner) Estimate(args []interp.Value, n int) (float64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, err := r.entry(args, nil)
-	if err != nil {
-		return 0, err
-	}
-	return e.b.Estimate(n)
+	return r.timed(args, func(b *Bound) (float64, error) { return b.Estimate(n) })
 }
 
 // WallTime times back-to-back calls of the prepared signature of args
 // with the host clock (see Bound.WallTime).
 func (r *Runner) WallTime(args []interp.Value, iters int) (float64, error) {
+	return r.timed(args, func(b *Bound) (float64, error) { return b.WallTime(iters) })
+}
+
+// timed runs a timing on the Bound prepared for args' signature.
+func (r *Runner) timed(args []interp.Value, timing func(*Bound) (float64, error)) (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, err := r.entry(args, nil)
 	if err != nil {
 		return 0, err
 	}
-	return e.b.WallTime(iters)
+	return timing(e.b)
 }
 
 // Close frees every prepared Bound and graph.
