@@ -14,7 +14,8 @@ script measures what a launch costs the device in energy on both sides:
   energy_side.py torch [--ncu]
       runs PyTorch's SDPA at the rows' sizes (b16 h16 s1024, d64 and d128,
       bf16) in the phases of passes/togpu's TestGPUFlashEnergy: 0.7 s idle,
-      about 1.5 s of launches back to back, then the row's timing loop
+      about 1.5 s of launches back to back, 1.2 s of one launch a
+      millisecond (the SM clock at its top), then the row's timing loop
       (triton's do_bench, 50 ms warm-up and 100 ms timed) repeated for
       about 1.2 s, each logged as "PHASE name start end launches ms"; with
       --ncu it launches each once and times nothing (a run for ncu).
@@ -109,6 +110,16 @@ def run_torch(ncu):
             fn()
         torch.cuda.synchronize()
         phase(name + "-b2b", start, n, (time.perf_counter() - t) * 1e3 / n)
+        time.sleep(0.3)
+        start, paced = time.time_ns(), 0
+        nxt = time.perf_counter()
+        while time.time_ns() - start < 1.2e9:
+            fn()
+            torch.cuda.synchronize()
+            paced += 1
+            nxt += 1e-3
+            time.sleep(max(0.0, nxt - time.perf_counter()))
+        phase(name + "-paced", start, paced, 0)
         from triton.testing import do_bench
         medians = []
         start = time.time_ns()

@@ -267,7 +267,8 @@ func attentionRowProgram(t *testing.T, tc flashCase) *exec.Program {
 // energyCandidates' kernels in the phases bench/energy_side.py runs
 // PyTorch's SDPA in, for a power sampler (energy_side.py sample) to
 // attribute the device's energy, power and SM clock to: 0.7 s idle, about
-// 1.5 s of launches back to back, then the row's timing loop (50 ms of
+// 1.5 s of launches back to back, 1.2 s of one launch a millisecond (the
+// SM clock at its top: energy a launch at one clock), then the row's timing loop (50 ms of
 // launches back to back, 100 ms of flushed ones: bench.timeProgram's)
 // repeated for about 1.2 s. Each phase is logged as a line "PHASE name
 // start end launches ms" (Unix nanoseconds; ms a launch: host wall clock
@@ -335,6 +336,23 @@ func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int,
 		return err
 	}
 	phase(name+"-b2b", start, n+1, ms)
+	// Paced: one launch a millisecond, waited for, so that the device stays
+	// far below its power cap and its SM clock at the top: the energy a
+	// launch of every kernel (and PyTorch's) at one clock.
+	time.Sleep(300 * time.Millisecond)
+	start = time.Now()
+	paced := 0
+	for next := start; time.Since(start) < 1200*time.Millisecond; paced++ {
+		if err := b.Launch(); err != nil {
+			return err
+		}
+		if err := b.Wait(); err != nil {
+			return err
+		}
+		next = next.Add(time.Millisecond)
+		time.Sleep(time.Until(next))
+	}
+	phase(name+"-paced", start, paced, 0)
 	// The row's loop: bench.timeProgram's counts from do_bench's estimate.
 	est, err := b.Estimate(5)
 	if err != nil {
@@ -357,13 +375,17 @@ func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int,
 
 // energyCandidates are the kernels TestGPUFlashEnergy runs beside the
 // rows' programs: at d64 the default with LatePack (30 instructions fewer
-// a warp's tile), with the rows' sums on the tensor cores too (SumMMA: 67
-// fewer) and cuDNN's layout (128-row blocks, which read each head's K and
-// V from L2 half as often as the default's 64-row ones).
+// a warp's tile), the default storing O from its registers (64x128gplq)
+// and that with TMA copies (no cp.async, fence or block barrier a tile),
+// the persistent default (3 blocks an SM) and cuDNN's layout (128-row
+// blocks, which read each head's K and V from L2 half as often as the
+// default's 64-row ones).
 var energyCandidates = map[int64][]togpu.FlashTile{
 	64: {
 		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
-		{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
+		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
+		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
+		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true, Persistent: 396},
 		togpu.FlashTileWGMMA128,
 	},
 }
