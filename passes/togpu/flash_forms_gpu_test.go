@@ -228,12 +228,13 @@ func TestGPUFlashRow(t *testing.T) {
 }
 
 // rowCandidates are the tilings TestGPUFlashRow times beside the default
-// of each head dim: at d64 the default persistent (3 blocks an SM) and
-// cuDNN's layout (the head dim 128 default), which session 18 measured
-// slower in the short loop and equal or slower in the row's (bench/
-// NOTES.md).
+// of each head dim: at d64 the default before session 23 (64x128gplqo,
+// without LatePack), its persistent form (3 blocks an SM) and cuDNN's
+// layout (the head dim 128 default), which sessions 18 to 23 measured
+// slower in the row's loop (bench/NOTES.md).
 var rowCandidates = map[int64][]togpu.FlashTile{
 	64: {
+		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true},
 		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true, Persistent: 396},
 		togpu.FlashTileWGMMA128,
 	},
@@ -374,18 +375,18 @@ func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int,
 }
 
 // energyCandidates are the kernels TestGPUFlashEnergy runs beside the
-// rows' programs: at d64 the default with LatePack (30 instructions fewer
-// a warp's tile), the default storing O from its registers (64x128gplq)
-// and that with TMA copies (no cp.async, fence or block barrier a tile),
-// the persistent default (3 blocks an SM) and cuDNN's layout (128-row
-// blocks, which read each head's K and V from L2 half as often as the
-// default's 64-row ones).
+// rows' programs: at d64 the default before session 23 (64x128gplqo,
+// without LatePack: ~6 mJ more a launch at one clock), that storing O
+// from its registers (64x128gplq) and with TMA copies besides
+// (64x128gplqt: no cp.async, fence or block barrier a tile), and cuDNN's
+// layout (128-row blocks, which read a quarter of the default's L2
+// sectors and take as little energy a launch as PyTorch's kernel, but at
+// d64 are latency-bound).
 var energyCandidates = map[int64][]togpu.FlashTile{
 	64: {
-		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
+		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true},
 		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
 		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
-		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true, Persistent: 396},
 		togpu.FlashTileWGMMA128,
 	},
 }

@@ -325,7 +325,8 @@ var FlashTiles = []FlashTile{
 	// Session 17's: the next row block's Q copied during the current one.
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, Staged: true, PrefetchQ: true, Persistent: 132},
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, Staged: true, PrefetchQ: true, Persistent: 132},
-	// Session 19's d64 candidate: the default with LatePack (no moves of
+	// Session 19's d64 candidate, the non-causal d64 default since
+	// session 23 (FlashTileWGMMA): 64x128gplqo with LatePack (no moves of
 	// P into the loop-carried registers: 30 instructions fewer a warp's
 	// 128-key tile, where the device at its power cap spends energy on
 	// each).
@@ -339,7 +340,8 @@ var FlashTiles = []FlashTile{
 // graph-attention-to-flash takes with its wgmma option (sm_90a devices)
 // for head dim 64, non-causal and causal: the pipelined kernel with Lazy
 // rescaling and Q read by descriptor, with 128-key tiles (64x128gplq:
-// 156 registers, 3 blocks an SM) for non-causal attentions, and with
+// 156 registers, 3 blocks an SM; since session 23 with LatePack and O
+// staged, 64x128gplqmo) for non-causal attentions, and with
 // 64-key tiles and V a tile ahead in a third stage (64x64gplvq: 106
 // registers, 4 blocks) for causal ones, whose diagonal is finer with
 // 64-key tiles. Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash,
@@ -438,8 +440,20 @@ var FlashTiles = []FlashTile{
 // 64x128gplqmo 0.1539 / 0.1608 / 0.1694, TMA 64x128gplqto 0.1599 /
 // 0.1654 / 0.1701, TMA with LatePack 0.1585 / 0.1631 / 0.1674 and
 // 64x128gplqor396 0.1606 / 0.1608 / 0.1700: the defaults stay.
+//
+// Session 23 measured energy a launch at one SM clock (TestGPUFlashEnergy's
+// paced phase, one launch a millisecond at 1980 MHz; bench/NOTES.md,
+// session 23): 64x128gplqo took ~17 mJ more a launch than PyTorch's cuDNN
+// kernel (of ~95 above idle), LatePack ~6 mJ less than 64x128gplqo, and
+// the 128-row layout in our code (128x128gplqdatonr132) as little as
+// cuDNN's, reading a quarter of the default's L2 sectors — but at d64 it
+// is latency-bound (0.178 ms at an unthrottled 1973 MHz). Under the
+// bench's power-capped timing loop the energy is the time: the attention
+// row, A/B in one call five times, read 0.1640–0.1654 ms with LatePack
+// against 0.1660–0.1686 without (1.7 % less, every pair), so the d64
+// default is 64x128gplqmo.
 var (
-	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true}
+	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true}
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true}
 )
 
