@@ -19,7 +19,7 @@ var unaryFloat = map[string]func(float64) float64{
 	"neg":        func(x float64) float64 { return -x },
 	"abs":        math.Abs,
 	"exp":        refmath.Exp,
-	"log":        math.Log,
+	"log":        refmath.Log,
 	"sqrt":       math.Sqrt,
 	"rsqrt":      func(x float64) float64 { return 1 / math.Sqrt(x) },
 	"tanh":       math.Tanh,
@@ -61,7 +61,7 @@ func relu(x float64) float64 {
 // x. (GELUTanhConst and GELUTanhCubic are −2·√(2/π) and its product with
 // 0.044715: −2u = x·(GELUTanhConst + GELUTanhCubic·x²).)
 func GELUTanh(x float64) float64 {
-	return x / (1 + math.Exp(x*(GELUTanhConst+GELUTanhCubic*x*x)))
+	return x / (1 + refmath.Exp(x*(GELUTanhConst+GELUTanhCubic*x*x)))
 }
 
 // The constants of GELUTanh's exponent.
@@ -167,7 +167,7 @@ func BinaryFloatFunc(name string) func(a, b float64) float64 {
 	case "div":
 		return func(a, b float64) float64 { return a / b }
 	case "pow":
-		return math.Pow
+		return refmath.Pow
 	case "max":
 		return func(a, b float64) float64 {
 			if a != a || b != b {

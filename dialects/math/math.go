@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/strata-ir/strata/dialects/arith"
+	"github.com/strata-ir/strata/internal/refmath"
 	"github.com/strata-ir/strata/ir"
 )
 
@@ -76,15 +77,15 @@ var specs = []opSpec{
 	{name: "ceil", arity: 1, summary: "ceiling of the specified value", desc: "Rounds each element up to the nearest integer value.", foldF: unary(gomath.Ceil), prec: exact},
 	{name: "copysign", arity: 2, summary: "A copysign operation", desc: "Returns lhs with the sign of rhs, elementwise.", foldF: func(x []float64, _ *ir.FloatType) (float64, bool) { return gomath.Copysign(x[0], x[1]), true }, prec: exact},
 	{name: "cos", arity: 1, summary: "cosine of the specified value", desc: "Computes the cosine of each element, in radians.", foldF: unary(gomath.Cos)},
-	{name: "cosh", arity: 1, summary: "hyperbolic cosine of the specified value", desc: "Computes the hyperbolic cosine of each element.", foldF: unary(gomath.Cosh)},
+	{name: "cosh", arity: 1, summary: "hyperbolic cosine of the specified value", desc: "Computes the hyperbolic cosine of each element.", foldF: unary(refmath.Cosh)},
 	{name: "erf", arity: 1, summary: "error function of the specified value", desc: "Computes the Gauss error function of each element.", foldF: unary(gomath.Erf)},
-	{name: "exp", arity: 1, summary: "base-e exponential of the specified value", desc: "Computes e raised to each element.", foldF: unary(gomath.Exp)},
+	{name: "exp", arity: 1, summary: "base-e exponential of the specified value", desc: "Computes e raised to each element.", foldF: unary(refmath.Exp)},
 	{name: "exp2", arity: 1, summary: "base-2 exponential of the specified value", desc: "Computes 2 raised to each element.", foldF: unary(gomath.Exp2)},
 	{name: "expm1", arity: 1, summary: "base-e exponential of the specified value minus 1", desc: "Computes exp(x)-1 of each element, accurately for x near zero.", foldF: unary(gomath.Expm1)},
 	{name: "floor", arity: 1, summary: "floor of the specified value", desc: "Rounds each element down to the nearest integer value.", foldF: unary(gomath.Floor), prec: exact},
 	{name: "fma", arity: 3, summary: "floating point fused multiply-add operation", desc: "Computes a*b+c elementwise with a single rounding. Upstream does not fold it."},
-	{name: "log", arity: 1, summary: "base-e logarithm of the specified value", desc: "Computes the natural logarithm of each element.", foldF: nonNegative(gomath.Log)},
-	{name: "log10", arity: 1, summary: "base-10 logarithm of the specified value", desc: "Computes the base-10 logarithm of each element.", foldF: nonNegative(gomath.Log10)},
+	{name: "log", arity: 1, summary: "base-e logarithm of the specified value", desc: "Computes the natural logarithm of each element.", foldF: nonNegative(refmath.Log)},
+	{name: "log10", arity: 1, summary: "base-10 logarithm of the specified value", desc: "Computes the base-10 logarithm of each element.", foldF: nonNegative(refmath.Log10)},
 	{name: "log1p", arity: 1, summary: "Computes the natural logarithm of one plus the given value", desc: "Computes log(1+x) of each element, accurately for x near zero.", foldF: func(x []float64, _ *ir.FloatType) (float64, bool) {
 		if gomath.Signbit(x[0] + 1) {
 			return 0, false
@@ -92,12 +93,12 @@ var specs = []opSpec{
 		return gomath.Log1p(x[0]), true
 	}},
 	{name: "log2", arity: 1, summary: "base-2 logarithm of the specified value", desc: "Computes the base-2 logarithm of each element.", foldF: nonNegative(gomath.Log2)},
-	{name: "powf", arity: 2, summary: "floating point raised to the power of operation", desc: "Computes lhs raised to the power rhs, elementwise.", foldF: func(x []float64, _ *ir.FloatType) (float64, bool) { return gomath.Pow(x[0], x[1]), true }},
+	{name: "powf", arity: 2, summary: "floating point raised to the power of operation", desc: "Computes lhs raised to the power rhs, elementwise.", foldF: func(x []float64, _ *ir.FloatType) (float64, bool) { return refmath.Pow(x[0], x[1]), true }},
 	{name: "round", arity: 1, summary: "round of the specified value", desc: "Rounds each element to the nearest integer value, halfway cases away from zero.", foldF: unary(gomath.Round)},
 	{name: "roundeven", arity: 1, summary: "round of the specified value with halfway cases to even", desc: "Rounds each element to the nearest integer value, halfway cases to even.", foldF: unary(gomath.RoundToEven), prec: exact},
 	{name: "rsqrt", arity: 1, summary: "reciprocal of sqrt (1 / sqrt of the specified value)", desc: "Computes 1/sqrt(x) of each element. Upstream does not fold it."},
 	{name: "sin", arity: 1, summary: "sine of the specified value", desc: "Computes the sine of each element, in radians.", foldF: unary(gomath.Sin)},
-	{name: "sinh", arity: 1, summary: "hyperbolic sine of the specified value", desc: "Computes the hyperbolic sine of each element.", foldF: unary(sinh)},
+	{name: "sinh", arity: 1, summary: "hyperbolic sine of the specified value", desc: "Computes the hyperbolic sine of each element.", foldF: unary(refmath.Sinh)},
 	{name: "sqrt", arity: 1, summary: "sqrt of the specified value", desc: "Computes the square root of each element.", foldF: nonNegative(gomath.Sqrt)},
 	{name: "tan", arity: 1, summary: "tangent of the specified value", desc: "Computes the tangent of each element, in radians.", foldF: unary(gomath.Tan)},
 	{name: "tanh", arity: 1, summary: "hyperbolic tangent of the specified value", desc: "Computes the hyperbolic tangent of each element.", foldF: unary(gomath.Tanh)},
@@ -138,21 +139,6 @@ func atan2(x []float64, ft *ir.FloatType) (float64, bool) {
 		return 0, false
 	}
 	return gomath.Atan2(x[0], x[1]), true
-}
-
-// sinh computes sinh(x) from expm1, as C libraries do, which is accurate
-// for small |x| where Go's math.Sinh loses a few ulps to cancellation.
-func sinh(x float64) float64 {
-	a := gomath.Abs(x)
-	if a >= 22 { // e^-a is negligible against e^a
-		return gomath.Sinh(x)
-	}
-	t := gomath.Expm1(a)
-	r := 0.5 * (t + t/(t+1))
-	if a < 1 {
-		r = 0.5 * (2*t - t*t/(t+1))
-	}
-	return gomath.Copysign(r, x)
 }
 
 // mask returns the low w bits set.

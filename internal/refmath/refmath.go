@@ -1,12 +1,17 @@
 // Package refmath holds float64 functions where Go's math package is not
-// within an ulp of the exact result, for the code that defines what an op
-// computes (the reference interpreter, the constant folder) and the tests
-// that check the compiled ops against it.
+// within a few ulps of the exact result, for the code that defines what an
+// op computes (the reference interpreter, the constant folders) and the
+// tests that check the compiled ops against it.
 //
 // On amd64, math.Exp overflows to +Inf from x = 709.436139303104 on, where
 // e^x is 1.27e308, though the true overflow is above 709.782712893384;
 // math.Cosh and math.Sinh, built on it, overflow early with it. There
-// these functions sum e^x in 500 bits instead.
+// these functions sum e^x in 500 bits instead. math.Log (and math.Log10,
+// built on it) returns log(2^−1023) for every subnormal x, and math.Pow
+// takes the logarithm of x for the fraction of its power: Log, Log10 and
+// Pow scale a subnormal x into the normal range first. math.Sinh loses a
+// few ulps to cancellation below |x| = 22; Sinh goes through math.Expm1
+// there, as C libraries do.
 package refmath
 
 import (
@@ -35,10 +40,62 @@ func Cosh(x float64) float64 {
 
 // Sinh is the hyperbolic sine of x.
 func Sinh(x float64) float64 {
-	if a := math.Abs(x); a > nearOverflow && a < 711 {
+	a := math.Abs(x)
+	switch {
+	case a < 22: // (above, e^−|x| is below an ulp of e^|x|/2)
+		t := math.Expm1(a)
+		r := 0.5 * (t + t/(t+1))
+		if a < 1 {
+			r = 0.5 * (2*t - t*t/(t+1))
+		}
+		return math.Copysign(r, x)
+	case a > nearOverflow && a < 711:
 		return math.Copysign(scaledExp(a, -1), x)
 	}
 	return math.Sinh(x)
+}
+
+// minNormal is the least normal float64, 2^−1022.
+const minNormal = 0x1p-1022
+
+// normalize is 2^54, which takes every subnormal float64 into the normal
+// range exactly.
+const normalize = 0x1p54
+
+// Log is the natural logarithm of x.
+func Log(x float64) float64 {
+	if x > 0 && x < minNormal {
+		// The subtraction's error is far below the result's ulp (2^−43
+		// at |log x| ≥ 708).
+		return math.Log(x*normalize) - 54*math.Ln2
+	}
+	return math.Log(x)
+}
+
+// Log10 is the base-10 logarithm of x.
+func Log10(x float64) float64 {
+	if x > 0 && x < minNormal {
+		return Log(x) * (1 / math.Ln10) // (as math.Log10 computes it)
+	}
+	return math.Log10(x)
+}
+
+// Pow is x to the power y, as accurate as math.Pow is for normal x (which
+// loses about |y·ln x| ulps: it takes e^(y·ln x) for y's fraction).
+func Pow(x, y float64) float64 {
+	if !(x > 0 && x < minNormal) || y == math.Trunc(y) || math.IsInf(y, 0) || math.IsNaN(y) {
+		return math.Pow(x, y) // (integer powers multiply x's mantissa: right)
+	}
+	// x^y = (x·2^54)^y · 2^p · 2^e, where p + e = −54y exactly. Finite
+	// nonzero results need |y| < 1.06, so 2^p cannot overflow where the
+	// product would not.
+	p := -54 * y
+	e := math.FMA(-54, y, -p)
+	r := math.Pow(x*normalize, y) * math.Exp2(p)
+	if r == 0 || math.IsInf(r, 0) {
+		return r
+	}
+	return math.FMA(r, e*math.Ln2, r)
 }
 
 // prec is the working precision of scaledExp, in bits: far more than the

@@ -2,6 +2,8 @@ package refmath
 
 import (
 	"math"
+	"math/big"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -45,3 +47,143 @@ func TestNearOverflow(t *testing.T) {
 }
 
 func ulp(x float64) float64 { return math.Nextafter(x, math.Inf(1)) - x }
+
+// bigLog is ln x in prec bits, for finite x > 0: with x = m·2^k (m in
+// [½, 1)), k·ln 2 + 2·atanh((m−1)/(m+1)), whose series in z² (|z| ≤ ⅓)
+// has converged far below 2^−500 after 200 terms.
+func bigLog(x float64) *big.Float {
+	m, k := math.Frexp(x)
+	z := new(big.Float).SetPrec(prec).SetFloat64(m - 1)
+	z.Quo(z, new(big.Float).SetPrec(prec).SetFloat64(m+1))
+	z2 := new(big.Float).SetPrec(prec).Mul(z, z)
+	sum := new(big.Float).SetPrec(prec)
+	term := new(big.Float).SetPrec(prec).Set(z)
+	for i := 0; i < 200; i++ {
+		sum.Add(sum, new(big.Float).SetPrec(prec).Quo(term, big.NewFloat(float64(2*i+1))))
+		term.Mul(term, z2)
+	}
+	sum.Mul(sum, big.NewFloat(2))
+	return sum.Add(sum, new(big.Float).SetPrec(prec).Mul(ln2, big.NewFloat(float64(k))))
+}
+
+// bigExp is e^t rounded once to float64: 2^n·e^r with r = t − n·ln 2 in
+// [−0.35, 0.35], whose Taylor series has converged after 90 terms.
+func bigExp(t *big.Float) float64 {
+	q, _ := new(big.Float).Quo(t, ln2).Float64()
+	n := math.Round(q)
+	r := new(big.Float).SetPrec(prec).Sub(t, new(big.Float).SetPrec(prec).Mul(ln2, big.NewFloat(n)))
+	sum := new(big.Float).SetPrec(prec).SetFloat64(1)
+	term := new(big.Float).SetPrec(prec).SetFloat64(1)
+	for i := 1; i < 90; i++ {
+		term.Mul(term, r)
+		term.Quo(term, big.NewFloat(float64(i)))
+		sum.Add(sum, term)
+	}
+	v, _ := sum.SetMantExp(sum, int(n)).Float64()
+	return v
+}
+
+// within reports whether got is within n ulps of want (of the smaller of
+// the two's ulp, so that n counts in the subnormal range too).
+func within(got, want float64, n float64) bool {
+	if got == want {
+		return true
+	}
+	if math.IsInf(got, 0) || math.IsInf(want, 0) || math.IsNaN(got) || math.IsNaN(want) {
+		return false
+	}
+	return math.Abs(got-want) <= n*ulp(math.Min(math.Abs(got), math.Abs(want)))
+}
+
+// subnormals are the ones the tests check: the least and the greatest,
+// powers of two and random ones.
+func subnormals(rng *rand.Rand) []float64 {
+	xs := []float64{math.SmallestNonzeroFloat64, math.Float64frombits(1<<52 - 1), 0x1p-1023, 0x1p-1050, 1e-320, 1e-310}
+	for range 300 {
+		xs = append(xs, math.Float64frombits(1+rng.Uint64N(1<<52-1)))
+	}
+	return xs
+}
+
+// TestSubnormalLog checks Log and Log10 of subnormals against logarithms in
+// 500 bits (Go's amd64 math.Log gives log(2^−1023) = −709.09 for every
+// one: log(5e−324) is −744.44), and that normal x keep Go's.
+func TestSubnormalLog(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ln10 := bigLog(10)
+	for _, x := range subnormals(rng) {
+		want, _ := bigLog(x).Float64()
+		if got := Log(x); !within(got, want, 1) {
+			t.Errorf("Log(%v) = %v, want %v", x, got, want)
+		}
+		want10, _ := new(big.Float).Quo(bigLog(x), ln10).Float64()
+		if got := Log10(x); !within(got, want10, 2) {
+			t.Errorf("Log10(%v) = %v, want %v", x, got, want10)
+		}
+	}
+	for _, x := range []float64{0x1p-1022, 1e-300, 0.5, 1, 2, 10, 1e300, 0, -1, math.Inf(1)} {
+		if got, want := Log(x), math.Log(x); got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("Log(%v) = %v, math.Log %v", x, got, want)
+		}
+		if got, want := Log10(x), math.Log10(x); got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("Log10(%v) = %v, math.Log10 %v", x, got, want)
+		}
+	}
+}
+
+// TestSubnormalPow checks Pow of subnormal bases to fractional powers
+// (Go's math.Pow(5e−324, 0.25) is 1.03e−77, not 1.49e−81) against
+// e^(y·ln x) in 500 bits, within math.Pow's own error for normal bases,
+// results in the subnormal range and 0 or ∞ included; and that other bases
+// and integer powers keep Go's.
+func TestSubnormalPow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, x := range subnormals(rng) {
+		for _, y := range []float64{0.25, -0.25, 0.75, 1.0 / 3, -0.999, 1.001, 1.05, -1.06, 0.001, 2.5, -2.5, 2*rng.Float64() - 1} {
+			want := bigExp(new(big.Float).SetPrec(prec).Mul(bigLog(x), big.NewFloat(y)))
+			// (math.Pow's own bound for normal x: about |y·ln x| ulps.)
+			if got := Pow(x, y); !within(got, want, 4+2*math.Abs(y*Log(x))) {
+				t.Errorf("Pow(%v, %v) = %v, want %v", x, y, got, want)
+			}
+		}
+	}
+	for _, c := range [][2]float64{{5e-324, 2}, {5e-324, -1}, {1e-310, 0}, {2, 0.5}, {1e-300, 0.25}, {-5e-324, 0.5}, {5e-324, math.Inf(1)}, {5e-324, math.NaN()}} {
+		if got, want := Pow(c[0], c[1]), math.Pow(c[0], c[1]); got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("Pow(%v, %v) = %v, math.Pow %v", c[0], c[1], got, want)
+		}
+	}
+}
+
+// bigSinh is sinh x rounded once to float64, for |x| < 22: its Taylor
+// series, whose terms all have x's sign (no cancellation), has converged
+// far below 2^−500 of the sum after 200 terms.
+func bigSinh(x float64) float64 {
+	bx := new(big.Float).SetPrec(prec).SetFloat64(x)
+	x2 := new(big.Float).SetPrec(prec).Mul(bx, bx)
+	sum := new(big.Float).SetPrec(prec)
+	term := new(big.Float).SetPrec(prec).Set(bx)
+	for i := 1; i < 400; i += 2 {
+		sum.Add(sum, term)
+		term.Mul(term, x2)
+		term.Quo(term, big.NewFloat(float64((i+1)*(i+2))))
+	}
+	v, _ := sum.Float64()
+	return v
+}
+
+// TestSinh checks Sinh below |x| = 22, where it goes through math.Expm1,
+// against sinh's series in 500 bits: within an ulp.
+func TestSinh(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	xs := []float64{1e-300, 1e-8, 0.5, 1, 1.5, 21.9}
+	for range 500 {
+		xs = append(xs, math.Ldexp(1+rng.Float64(), rng.IntN(40)-35))
+	}
+	for _, x := range xs {
+		for _, x := range []float64{x, -x} {
+			if got, want := Sinh(x), bigSinh(x); !within(got, want, 1) {
+				t.Errorf("Sinh(%v) = %v, want %v", x, got, want)
+			}
+		}
+	}
+}

@@ -34,8 +34,8 @@ func init() {
 		mathd.OpExp2:      floatUnary(math.Exp2),
 		mathd.OpExpm1:     floatUnary(math.Expm1),
 		mathd.OpFloor:     floatUnary(math.Floor),
-		mathd.OpLog:       floatUnary(math.Log),
-		mathd.OpLog10:     floatUnary(math.Log10),
+		mathd.OpLog:       floatUnary(refmath.Log),
+		mathd.OpLog10:     floatUnary(refmath.Log10),
 		mathd.OpLog1p:     floatUnary(math.Log1p),
 		mathd.OpLog2:      floatUnary(math.Log2),
 		mathd.OpRound:     floatUnary(math.Round),
@@ -50,7 +50,7 @@ func init() {
 
 		mathd.OpAtan2:    floatBinaryFn(math.Atan2),
 		mathd.OpCopySign: floatBinaryFn(math.Copysign),
-		mathd.OpPowF:     floatBinaryFn(math.Pow),
+		mathd.OpPowF:     floatBinaryFn(refmath.Pow),
 		mathd.OpFMA:      fmaRule,
 		mathd.OpFPowI:    fpowiRule,
 
