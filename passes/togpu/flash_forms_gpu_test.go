@@ -269,9 +269,9 @@ func attentionRowProgram(t *testing.T, tc flashCase) *exec.Program {
 // PyTorch's SDPA in, for a power sampler (energy_side.py sample) to
 // attribute the device's energy, power and SM clock to: 0.7 s idle, about
 // 1.5 s of launches back to back, 1.2 s of one launch a millisecond (the
-// SM clock at its top: energy a launch at one clock), then the row's timing loop (50 ms of
-// launches back to back, 100 ms of flushed ones: bench.timeProgram's)
-// repeated for about 1.2 s. Each phase is logged as a line "PHASE name
+// SM clock at its top: energy a launch at one clock), then the row's
+// timing loop (50 ms of launches back to back, 100 ms of flushed ones:
+// bench.timeProgram's) repeated for about 1.2 s. Each phase is logged as a line "PHASE name
 // start end launches ms" (Unix nanoseconds; ms a launch: host wall clock
 // back to back, the median of the loops' medians for the row's loop),
 // which energy_side.py report joins with the samples. With -test.short each
