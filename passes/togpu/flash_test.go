@@ -516,10 +516,16 @@ func TestFlashCheck(t *testing.T) {
 			t.Errorf("%v: %v, want an error about PingPong", tile, err)
 		}
 	}
-	// So are the row sums on the tensor cores with wgmma.
-	f.Tile = togpu.FlashTile{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true}
-	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "SumMMA") {
-		t.Errorf("%v: %v, want an error about SumMMA", f.Tile, err)
+	// So are the row sums on the tensor cores with wgmma, which a
+	// producer's kernel does not have.
+	for _, tile := range []togpu.FlashTile{
+		{Rows: 64, Keys: 64, SumMMA: true, WGMMA: true},
+		{Rows: 128, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, LatePack: true, Staged: true, PrefetchQ: true, Persistent: 132},
+	} {
+		f.Tile = tile
+		if err := f.Check(); err == nil || !strings.Contains(err.Error(), "SumMMA") {
+			t.Errorf("%v: %v, want an error about SumMMA", f.Tile, err)
+		}
 	}
 	// Unrolling is the pipelined kernel's.
 	f.Tile = togpu.FlashTile{Rows: 64, Keys: 64, WGMMA: true, Unroll: true}

@@ -334,6 +334,13 @@ var FlashTiles = []FlashTile{
 	// And with the rows' sums on the tensor cores (SumMMA: one m64n8
 	// product of P and ones a tile instead of 62 adds a warp).
 	{Rows: 64, Keys: 128, SumMMA: true, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true},
+	// Session 23's lead at d64: cuDNN's layout (whose 128-row blocks take
+	// as little energy a launch as cuDNN's kernel; bench/NOTES.md) with
+	// LatePack, 7% faster than without at d64 (TestGPUFlashRow, short
+	// loop 0.1659 against 0.1789 ms, the row's loop 0.1663 against 0.1794)
+	// and unthrottled in the row's loop, where the default 64x128gplqmo
+	// read 0.1628; equal at d128.
+	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, LatePack: true, Staged: true, PrefetchQ: true, Persistent: 132},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
