@@ -347,8 +347,9 @@ var FlashTiles = []FlashTile{
 // graph-attention-to-flash takes with its wgmma option (sm_90a devices)
 // for head dim 64, non-causal and causal: the pipelined kernel with Lazy
 // rescaling and Q read by descriptor, with 128-key tiles (64x128gplq:
-// 156 registers, 3 blocks an SM; since session 23 with LatePack and O
-// staged, 64x128gplqmo) for non-causal attentions, and with
+// 156 registers, 3 blocks an SM; the default is its form with O staged
+// and, since session 23, LatePack: 64x128gplqmo) for non-causal
+// attentions, and with
 // 64-key tiles and V a tile ahead in a third stage (64x64gplvq: 106
 // registers, 4 blocks) for causal ones, whose diagonal is finer with
 // 64-key tiles. Measured on the H200 at b16 h16 s1024 d64 (TestGPUFlash,
