@@ -7,11 +7,11 @@
 // e^x is 1.27e308, though the true overflow is above 709.782712893384;
 // math.Cosh and math.Sinh, built on it, overflow early with it. There
 // these functions sum e^x in 500 bits instead. math.Log (and math.Log10,
-// built on it) returns log(2^−1023) for every subnormal x, and math.Pow
-// takes the logarithm of x for the fraction of its power: Log, Log10 and
-// Pow scale a subnormal x into the normal range first. math.Sinh loses a
-// few ulps to cancellation below |x| = 22; Sinh goes through math.Expm1
-// there, as C libraries do.
+// built on it) returns log(2^−1023) for every subnormal x: Log and Log10
+// scale a subnormal x into the normal range first. math.Sinh loses a few
+// ulps to cancellation below |x| = 22; Sinh goes through math.Expm1
+// there, as C libraries do. math.Pow loses about |y·ln x| ulps; Pow works
+// in double-double arithmetic (pow.go).
 package refmath
 
 import (
@@ -78,24 +78,6 @@ func Log10(x float64) float64 {
 		return Log(x) * (1 / math.Ln10) // (as math.Log10 computes it)
 	}
 	return math.Log10(x)
-}
-
-// Pow is x to the power y, as accurate as math.Pow is for normal x (which
-// loses about |y·ln x| ulps: it takes e^(y·ln x) for y's fraction).
-func Pow(x, y float64) float64 {
-	if !(x > 0 && x < minNormal) || y == math.Trunc(y) || math.IsInf(y, 0) || math.IsNaN(y) {
-		return math.Pow(x, y) // (integer powers multiply x's mantissa: right)
-	}
-	// x^y = (x·2^54)^y · 2^p · 2^e, where p + e = −54y exactly. Finite
-	// nonzero results need |y| < 1.06, so 2^p cannot overflow where the
-	// product would not.
-	p := -54 * y
-	e := math.FMA(-54, y, -p)
-	r := math.Pow(x*normalize, y) * math.Exp2(p)
-	if r == 0 || math.IsInf(r, 0) {
-		return r
-	}
-	return math.FMA(r, e*math.Ln2, r)
 }
 
 // prec is the working precision of scaledExp, in bits: far more than the

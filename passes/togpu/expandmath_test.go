@@ -247,34 +247,32 @@ var powInputs = rapid.Custom(func(t *rapid.T) [2]float64 {
 	return [2]float64{x, y}
 })
 
-// TestExpandPowF64 checks pow against Go's math.Pow: special cases exactly,
-// else within 8 + 3·|y·ln x| + |y| ulp. That is Go's error, not ours (2 +
-// |y·ln x|/128, TestExpandPowF64Accuracy): Go computes e^(yf·log x) for the
-// fraction yf of y, amplifying log's rounding (pow(2^-1022, 0.84375) is 82
-// ulp off), and squares repeatedly for the integer part, compounding a
-// rounding per step (pow(1.0001220703125, 709.78…) is 38 ulp off).
+// TestExpandPowF64 checks pow against refmath.Pow (double-double, within
+// an ulp; Go's math.Pow loses about |y·ln x| ulps: pow(2^-1022, 0.84375)
+// is 82 off): special cases exactly (1/sqrt x within its second
+// rounding), else within 2 + |y·ln x|/16 ulp. On half-integer powers ours
+// is within 2 + |y·ln x|/128 (TestExpandPowF64Accuracy); on others it
+// measured 7 ulp at |y·ln x| = 305 (pow(1.5058894157409668, −745.13)),
+// half of this bound at worst over 60,000 random pairs (session 23).
 func TestExpandPowF64(t *testing.T) {
 	f := expanded(t, "math.powf", "f64", 2)
 	worst := 0.0
 	check := func(t interface{ Fatalf(string, ...any) }, xs, ys []float64) {
 		got := f(xs, ys)
 		for i := range xs {
-			want := refmath.Pow(xs[i], ys[i]) // (Go's takes Log of a subnormal x, wrong on amd64)
-			bound := 8 + 3*math.Abs(ys[i]*math.Log(math.Abs(xs[i]))) + math.Abs(ys[i])
-			if math.IsNaN(bound) || math.IsInf(bound, 0) || ys[i] == 1 || math.Abs(ys[i]) == 0.5 {
-				bound = 0 // a zero or infinite operand, or y = 1 or ±1/2 (x, sqrt): exact
-			}
-			if bound > 0 && math.IsInf(want, 0) && math.Abs(got[i]) > math.MaxFloat64/(1+bound*0x1p-52) {
-				continue // Go's Pow overflows a little early, as its Exp does
-			}
-			if bound > 0 && want == 0 && math.Abs(got[i]) < 0x1p-1074*bound {
-				continue // and underflows a little early
+			want := refmath.Pow(xs[i], ys[i])
+			bound := 2 + math.Abs(ys[i]*math.Log(math.Abs(xs[i])))/16
+			switch {
+			case math.IsNaN(bound) || math.IsInf(bound, 0) || ys[i] == 1 || ys[i] == 0.5:
+				bound = 0 // a zero or infinite operand, or y = 1 or 1/2 (x, sqrt): exact
+			case ys[i] == -0.5:
+				bound = 1 // (1/sqrt x: two roundings, as Go's)
 			}
 			u := ulps(got[i], want)
 			if u > bound || want == 0 && math.Signbit(want) != math.Signbit(got[i]) {
 				t.Fatalf("pow(%v, %v) = %v, want %v (%v ulp > %v)", xs[i], ys[i], got[i], want, u, bound)
 			}
-			if bound > 0 {
+			if bound > 1 {
 				worst = max(worst, u/bound)
 			}
 		}
