@@ -134,8 +134,8 @@ func TestSubnormalLog(t *testing.T) {
 
 // TestPow checks Pow against e^(y·ln x) in 500 bits, within an ulp (it
 // rounds twice where the result is subnormal, and double-double cannot
-// round a near-tie right: pow(2^−1022 − 2^−1074, −0.5) is 2.5e−32 of an
-// ulp from a midpoint, and Pow gives the farther neighbour):
+// round a near-tie right: pow(2^−1022 − 2^−1074, −0.5) lies 1.9e−32 of
+// itself from a midpoint, and Pow gives the farther neighbour):
 // bases across the range, subnormal ones included (Go's
 // math.Pow(5e−324, 0.25) is 1.03e−77, not 1.49e−81), near 1, negative
 // ones with integer powers, and powers that take y·ln x across [−746,
