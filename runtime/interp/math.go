@@ -181,7 +181,7 @@ func fpowiRule(_ *Frame, _ *ir.Operation, args []Value) ([]Value, error) {
 	}
 	xs, ns := ts[0].Float64s(), ts[1].Int64s()
 	for i := range xs {
-		xs[i] = math.Pow(xs[i], float64(ns[i]))
+		xs[i] = refmath.Pow(xs[i], float64(ns[i]))
 	}
 	out := like(ts[0], ft)
 	out.setFloats(xs)
