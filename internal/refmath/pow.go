@@ -32,6 +32,7 @@ func twoProd(a, b float64) dd {
 	return dd{p, math.FMA(a, b, -p)}
 }
 
+// add is x + y to about 2^−104 relative.
 func (x dd) add(y dd) dd {
 	s, t := twoSum(x.hi, y.hi), twoSum(x.lo, y.lo)
 	s = fastTwoSum(s.hi, s.lo+t.hi)
@@ -40,11 +41,13 @@ func (x dd) add(y dd) dd {
 
 func (x dd) neg() dd { return dd{-x.hi, -x.lo} }
 
+// mul is x·y, dropping lo·lo.
 func (x dd) mul(y dd) dd {
 	p := twoProd(x.hi, y.hi)
 	return fastTwoSum(p.hi, p.lo+(x.hi*y.lo+x.lo*y.hi))
 }
 
+// mulF is x·y for a float64 y.
 func (x dd) mulF(y float64) dd {
 	p := twoProd(x.hi, y)
 	return fastTwoSum(p.hi, p.lo+x.lo*y)
@@ -73,19 +76,15 @@ const (
 )
 
 // oddRecips are 1/(2i+1) and invFacts 1/i!, as double-doubles.
-var oddRecips, invFacts = func() (odd, fact [][2]float64) {
-	odd = make([][2]float64, logTerms)
+var oddRecips, invFacts = func() (odd, fact []dd) {
+	odd = make([]dd, logTerms)
 	for i := range odd {
-		q := dd{1, 0}.div(dd{float64(2*i + 1), 0})
-		odd[i] = [2]float64{q.hi, q.lo}
+		odd[i] = dd{1, 0}.div(dd{float64(2*i + 1), 0})
 	}
-	fact = make([][2]float64, expTerms)
-	f := dd{1, 0}
-	for i := range fact {
-		if i > 0 {
-			f = f.div(dd{float64(i), 0})
-		}
-		fact[i] = [2]float64{f.hi, f.lo}
+	fact = make([]dd, expTerms)
+	fact[0] = dd{1, 0}
+	for i := 1; i < expTerms; i++ {
+		fact[i] = fact[i-1].div(dd{float64(i), 0})
 	}
 	return odd, fact
 }()
@@ -99,9 +98,9 @@ func logDD(x float64) dd {
 	}
 	z := dd{m - 1, 0}.div(twoSum(m, 1)) // (m−1 is exact)
 	z2 := z.mul(z)
-	s := dd{oddRecips[logTerms-1][0], oddRecips[logTerms-1][1]}
+	s := oddRecips[logTerms-1]
 	for i := logTerms - 2; i >= 0; i-- {
-		s = s.mul(z2).add(dd{oddRecips[i][0], oddRecips[i][1]})
+		s = s.mul(z2).add(oddRecips[i])
 	}
 	return ln2DD.mulF(float64(k)).add(z.mul(s).mulF(2))
 }
@@ -111,9 +110,9 @@ func logDD(x float64) dd {
 func expDD(t dd) float64 {
 	n := math.Round(t.hi / ln2DD.hi)
 	r := t.add(ln2DD.mulF(n).neg())
-	s := dd{invFacts[expTerms-1][0], invFacts[expTerms-1][1]}
+	s := invFacts[expTerms-1]
 	for i := expTerms - 2; i >= 0; i-- {
-		s = s.mul(r).add(dd{invFacts[i][0], invFacts[i][1]})
+		s = s.mul(r).add(invFacts[i])
 	}
 	return math.Ldexp(s.hi+s.lo, int(n))
 }
