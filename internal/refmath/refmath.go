@@ -93,13 +93,19 @@ var ln2, _, _ = big.ParseFloat("0.6931471805599453094172321214581765680755001343
 func scaledExp(x float64, k int) float64 {
 	r := new(big.Float).SetPrec(prec).SetFloat64(x)
 	r.Sub(r, new(big.Float).SetPrec(prec).Mul(ln2, big.NewFloat(1023)))
+	sum := expSeries(r, 80)
+	v, _ := sum.SetMantExp(sum, 1023+k).Float64()
+	return v
+}
+
+// expSeries is e^r's Taylor series to r^(terms−1)/(terms−1)!, in prec bits.
+func expSeries(r *big.Float, terms int) *big.Float {
 	sum := new(big.Float).SetPrec(prec).SetFloat64(1)
 	term := new(big.Float).SetPrec(prec).SetFloat64(1)
-	for i := 1; i < 80; i++ {
+	for i := 1; i < terms; i++ {
 		term.Mul(term, r)
 		term.Quo(term, big.NewFloat(float64(i)))
 		sum.Add(sum, term)
 	}
-	v, _ := sum.SetMantExp(sum, 1023+k).Float64()
-	return v
+	return sum
 }

@@ -73,13 +73,7 @@ func bigExp(t *big.Float) float64 {
 	q, _ := new(big.Float).Quo(t, ln2).Float64()
 	n := math.Round(q)
 	r := new(big.Float).SetPrec(prec).Sub(t, new(big.Float).SetPrec(prec).Mul(ln2, big.NewFloat(n)))
-	sum := new(big.Float).SetPrec(prec).SetFloat64(1)
-	term := new(big.Float).SetPrec(prec).SetFloat64(1)
-	for i := 1; i < 90; i++ {
-		term.Mul(term, r)
-		term.Quo(term, big.NewFloat(float64(i)))
-		sum.Add(sum, term)
-	}
+	sum := expSeries(r, 90)
 	v, _ := sum.SetMantExp(sum, int(n)).Float64()
 	return v
 }
