@@ -238,7 +238,11 @@ var rowCandidates = map[int64][]togpu.FlashTile{
 }
 
 // flashTile128LatePack is FlashTileWGMMA128 with LatePack.
-var flashTile128LatePack = togpu.FlashTile{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, LatePack: true, Staged: true, PrefetchQ: true, Persistent: 132}
+var flashTile128LatePack = func() togpu.FlashTile {
+	t := togpu.FlashTileWGMMA128
+	t.LatePack = true
+	return t
+}()
 
 // attentionRowProgram is the bench's attention row's program for tc:
 // graph.attention lowered by graph-attention-to-flash with wgmma and
