@@ -201,6 +201,9 @@ func (f Flash) Check() error {
 		return fmt.Errorf("flash attention: a dynamic length with %d queries and %d keys, want both dynamic", f.Lq, f.Lk)
 	case f.Batch <= 0 || !f.Dynamic && (f.Lq <= 0 || f.Lk <= 0):
 		return fmt.Errorf("flash attention: empty shape (batch %d, %d queries, %d keys)", f.Batch, f.Lq, f.Lk)
+	case 2*f.shared() > gpu.MaxSharedBytes:
+		// (Before the module is built: 192 rows at head dim 128 need 256 KiB.)
+		return fmt.Errorf("flash attention: tile %s at head dim %d needs %d bytes of shared memory, more than the %d a block may have", t, f.D, 2*f.shared(), gpu.MaxSharedBytes)
 	case f.Scale == 0 || math.IsInf(f.Scale, 0) || math.IsNaN(f.Scale) || float32(f.Scale) == 0:
 		// The scale is folded into the exponent's fma, which needs the
 		// masked scores' ±inf times it to be −inf.

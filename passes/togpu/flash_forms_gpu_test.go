@@ -47,6 +47,7 @@ func (f flashForm) apply(fl togpu.Flash) togpu.Flash {
 // graph-attention-to-flash may give them.
 var formTiles = []togpu.FlashTile{
 	togpu.FlashTileWGMMA,
+	togpu.FlashTileWGMMADynamic,
 	togpu.FlashTileWGMMACausal,
 	togpu.FlashTileWGMMA128Causal,
 	togpu.FlashTileWGMMA128,
@@ -228,12 +229,13 @@ func TestGPUFlashRow(t *testing.T) {
 }
 
 // rowCandidates are the tilings TestGPUFlashRow times beside the default
-// of each head dim: at d64 cuDNN's layout (the head dim 128 default) and
+// of each head dim: at d64 the default before session 24 (64-row blocks,
+// FlashTileWGMMADynamic), cuDNN's layout (the head dim 128 default) and
 // session 23's lead, that with LatePack, whose 128-row blocks take less
-// energy a launch than the default's 64-row ones but which were slower in
-// the row's loop (bench/NOTES.md); at d128 the lead too (equal there).
+// energy a launch than the 64-row ones but were slower in the row's loop
+// (bench/NOTES.md); at d128 the lead too (equal there).
 var rowCandidates = map[int64][]togpu.FlashTile{
-	64:  {togpu.FlashTileWGMMA128, flashTile128LatePack},
+	64:  {togpu.FlashTileWGMMADynamic, togpu.FlashTileWGMMA128, flashTile128LatePack},
 	128: {flashTile128LatePack},
 }
 
@@ -379,18 +381,12 @@ func energyPhases(b *exec.Bound, name string, phase func(string, time.Time, int,
 }
 
 // energyCandidates are the kernels TestGPUFlashEnergy runs beside the
-// rows' programs: at d64 the default before session 23 (64x128gplqo,
-// without LatePack: ~6 mJ more a launch at one clock), that storing O
-// from its registers (64x128gplq) and with TMA copies besides
-// (64x128gplqt: no cp.async, fence or block barrier a tile), and cuDNN's
-// layout (128-row blocks, which read a quarter of the default's L2
-// sectors and take as little energy a launch as PyTorch's kernel, but at
-// d64 are latency-bound).
+// rows' programs: at d64 the default before session 24 (64-row blocks,
+// FlashTileWGMMADynamic: ~20 mJ a launch more than the 192-row default
+// at one clock), cuDNN's layout (128-row blocks, which read a quarter of
+// the 64-row kernel's L2 sectors and take as little energy a launch as
+// PyTorch's kernel, but at d64 are latency-bound) and that with LatePack.
+// Session 23 measured the other 64-row forms (bench/NOTES.md).
 var energyCandidates = map[int64][]togpu.FlashTile{
-	64: {
-		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Staged: true},
-		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true},
-		{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, TMA: true},
-		togpu.FlashTileWGMMA128,
-	},
+	64: {togpu.FlashTileWGMMADynamic, togpu.FlashTileWGMMA128, flashTile128LatePack},
 }

@@ -341,14 +341,21 @@ var FlashTiles = []FlashTile{
 	// and unthrottled in the row's loop, where the default 64x128gplqmo
 	// read 0.1628; equal at d128.
 	{Rows: 128, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, PingPong: true, TMA: true, LatePack: true, Staged: true, PrefetchQ: true, Persistent: 132},
+	// FlashAttention-3's d64 layout, the non-causal d64 default since
+	// session 24 (FlashTileWGMMA): three consumer warpgroups of 64 rows
+	// sharing 128-key tiles (a third of the 64-row kernel's L2 reads), the
+	// producer at 24 registers so that the consumers' 160 hold a tile's S,
+	// O and P without spilling.
+	{Rows: 192, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, LatePack: true, Staged: true, PrefetchQ: true, Persistent: 132},
 }
 
 // FlashTileWGMMA and FlashTileWGMMACausal are the wgmma tilings
 // graph-attention-to-flash takes with its wgmma option (sm_90a devices)
 // for head dim 64, non-causal and causal: the pipelined kernel with Lazy
 // rescaling and Q read by descriptor, with 128-key tiles (64x128gplq:
-// 156 registers, 3 blocks an SM; the default is its form with O staged
-// and, since session 23, LatePack: 64x128gplqmo) for non-causal
+// 156 registers, 3 blocks an SM; the default was its form with O staged
+// and, from session 23, LatePack: 64x128gplqmo; since session 24 three
+// such warpgroups share a block's K and V tiles, below) for non-causal
 // attentions, and with
 // 64-key tiles and V a tile ahead in a third stage (64x64gplvq: 106
 // registers, 4 blocks) for causal ones, whose diagonal is finer with
@@ -459,11 +466,29 @@ var FlashTiles = []FlashTile{
 // bench's power-capped timing loop the energy is the time: the attention
 // row, A/B in one call five times, read 0.1640–0.1654 ms with LatePack
 // against 0.1660–0.1686 without (1.7 % less, every pair), so the d64
-// default is 64x128gplqmo.
+// default became 64x128gplqmo (FlashTileWGMMADynamic since).
+//
+// Session 24: FlashAttention-3's d64 layout, three consumer warpgroups
+// (192 rows) beside a producer copying 128-key tiles by TMA, persistent,
+// takes less energy a launch than cuDNN's kernel (paced 209.7 mJ against
+// 217.7; 64x128gplqmo 229.5) with the 64-row kernel's three warps an SM
+// sub-partition. s1024 leaves a head's last 192-row block a third full;
+// its idle warpgroups skip the key loop (idleWarpgroup). The attention
+// row, A/B in one call four times: 0.1579–0.1607 ms (0.95–0.98×
+// torch.compile) against 64x128gplqmo's 0.1639–0.1668 (1.00–1.02×), lower
+// in every pair. Causal, 192-row blocks are slower (0.129 ms against
+// 64x64gplvqo's 0.104): the diagonal wants finer blocks.
 var (
-	FlashTileWGMMA       = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true}
+	FlashTileWGMMA       = FlashTile{Rows: 192, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, Specialized: true, TMA: true, LatePack: true, Staged: true, PrefetchQ: true, Persistent: 132}
 	FlashTileWGMMACausal = FlashTile{Rows: 64, Keys: 64, WGMMA: true, Pipe: true, Lazy: true, PrefetchV: true, QShared: true, Staged: true}
 )
+
+// FlashTileWGMMADynamic is the wgmma tiling of head dim 64 for non-causal
+// attentions of dynamic lengths, and for static ones from session 23 to
+// 24: 64x128gplqmo, one warpgroup of 64 rows a block copying its 128-key
+// tiles by cp.async (FlashTileWGMMA's TMA needs the length in its tensor
+// maps; its 192-row blocks without TMA were not measured).
+var FlashTileWGMMADynamic = FlashTile{Rows: 64, Keys: 128, WGMMA: true, Pipe: true, Lazy: true, QShared: true, LatePack: true, Staged: true}
 
 // FlashTileWGMMA128Causal is the wgmma tiling of head dim 128 for causal
 // attentions of dynamic lengths (Flash.WGMMADefault; before session 18
@@ -532,15 +557,18 @@ func WGMMATile(d int64, causal bool) FlashTile {
 
 // WGMMADefault is the wgmma tiling graph-attention-to-flash takes for f:
 // WGMMATile's, but where f's lengths are dynamic copying by cp.async
-// instead of TMA (a tensor map holds the key count) and, when causal at
-// head dim 128, FlashTileWGMMA128Causal (session 18's first call, b16
-// h16 s1024 d128 causal, dynamic: 64x64gplqko 0.191 ms against
-// 128x128gplqdaonr132's 0.197, with the log-sum-exp 0.195 against
-// 0.201).
+// instead of TMA (a tensor map holds the key count): FlashTileWGMMADynamic
+// for FlashTileWGMMA and, when causal at head dim 128,
+// FlashTileWGMMA128Causal (session 18's first call, b16 h16 s1024 d128
+// causal, dynamic: 64x64gplqko 0.191 ms against 128x128gplqdaonr132's
+// 0.197, with the log-sum-exp 0.195 against 0.201).
 func (f Flash) WGMMADefault() FlashTile {
 	t := WGMMATile(f.D, f.Causal)
-	if f.Dynamic && f.Causal && f.D == 2*wgPanel {
+	switch {
+	case f.Dynamic && f.Causal && f.D == 2*wgPanel:
 		t = FlashTileWGMMA128Causal
+	case f.Dynamic && t == FlashTileWGMMA:
+		t = FlashTileWGMMADynamic
 	}
 	if f.Dynamic {
 		t.TMA = false

@@ -633,6 +633,24 @@ func (g *flashGen) emitWGMMAPipe() {
 		}, nil)
 	}
 
+	// A consumer warpgroup whose rows all lie past the end (in a head's
+	// last row block: s1024 leaves 192-row blocks' last a third full)
+	// computes nothing; it still waits for each tile and frees its stages
+	// as the others do, so that the barriers' phases stay in step. The
+	// rest of the body is built in the other arm.
+	if idle := g.idleWarpgroup(x, rowBase, wg); idle != nil {
+		split := loop.If(b, loc, idle, nil, func(b *ir.Builder) []*ir.Value {
+			g.passTiles(b, wait, release)
+			return nil
+		}, func(*ir.Builder) []*ir.Value { return nil })
+		busy := ir.NewBuilder(b.Ctx)
+		busy.SetInsertionPointBefore(split.Region(1).Front().Last())
+		top, topX := g.b, g.x
+		b, x = busy, x.at(busy)
+		g.b, g.x = b, x
+		defer func() { g.b, g.x = top, topX }()
+	}
+
 	// Key tile 0.
 	one := x.c(1)
 	switch {
@@ -907,6 +925,51 @@ func (g *flashGen) emitWGMMAPipe() {
 	}
 }
 
+// idleWarpgroup returns whether the thread's warpgroup (wg, the same in
+// every lane) has no row below Lq in the row block at rowBase, or nil
+// when no warpgroup can be idle: one warpgroup a block, every row block
+// full, or ping-pong, whose turns need both warpgroups.
+func (g *flashGen) idleWarpgroup(x ix, rowBase, wg *ir.Value) *ir.Value {
+	if !g.Tile.Specialized || g.Tile.Rows == 64 || g.Tile.PingPong || !g.rowTail() {
+		return nil
+	}
+	return arith.NewCmpI(x.b, g.loc, arith.CmpIUGE, x.index(x.add(rowBase, x.mulc(wg, 64))), x.index(g.lq(x)))
+}
+
+// passTiles is an idle consumer warpgroup's key loop (idleWarpgroup): for
+// each key tile kt it waits for K(kt) and V(kt−1) as the others do and
+// frees their stages when they do (V's last two only when a persistent
+// block's next row block takes them), so that every phase of the empty
+// barriers counts its arrivals.
+func (g *flashGen) passTiles(b *ir.Builder, wait, release func(b *ir.Builder, kind int64, kt *ir.Value)) {
+	x, loc := g.x.at(b), g.loc
+	loop.For(b, loc, x.index(x.c(0)), x.index(g.tiles), arith.ConstantIndex(b, loc, 1), nil, func(b *ir.Builder, iv *ir.Value, _ []*ir.Value) []*ir.Value {
+		x := x.at(b)
+		kt := x.from(iv)
+		wait(b, wsFullK, kt)
+		release(b, wsEmptyK, kt)
+		loop.If(b, loc, arith.NewCmpI(b, loc, arith.CmpINE, iv, x.index(x.c(0))), nil, func(b *ir.Builder) []*ir.Value {
+			x := x.at(b)
+			prev := x.addc(kt, -1)
+			wait(b, wsFullV, prev)
+			if g.wsBars != nil {
+				release(b, wsEmptyV, prev)
+				return nil
+			}
+			loop.If(b, loc, x.lt(x.addc(kt, 1), g.tiles), nil, func(b *ir.Builder) []*ir.Value {
+				release(b, wsEmptyV, prev)
+				return nil
+			}, nil)
+			return nil
+		}, nil)
+		return nil
+	})
+	wait(b, wsFullV, x.addc(g.tiles, -1))
+	if g.wsBars != nil {
+		release(b, wsEmptyV, x.addc(g.tiles, -1))
+	}
+}
+
 // fillOnes stores the matrix of ones that SumMMA's row sums read
 // (flashOnes elements after the tiles), every thread some, and fences
 // its stores for the tensor cores (a barrier follows before the reads).
@@ -1068,12 +1131,23 @@ func (g *flashGen) wsParity(x ix, kind int64, kt *ir.Value, plus int64) *ir.Valu
 	return x.i32(x.and(x.addc(round, plus), 1))
 }
 
+// producerRegs is the registers the specialized kernel's producer lowers
+// its count to: the gemm's wsProducerRegs, but 24 beside three consumer
+// warpgroups (their 160 then hold a 128-key tile's S, O and P at d64
+// without spilling; at 152 ptxas spilled 48 bytes a thread).
+func (g *flashGen) producerRegs() int64 {
+	if g.consumers() == 3*gpu.WarpgroupSize {
+		return 24
+	}
+	return wsProducerRegs
+}
+
 // wsConsumerRegs is the registers a consumer thread of the specialized
 // kernel raises its count to: what the SM's 64 Ki leave them beside the
 // producer's wsProducerRegs, a multiple of 8, at most the gemm's
 // wsConsumerRegs (232 for two consumer warpgroups, 152 for three).
 func (g *flashGen) wsConsumerRegs() int64 {
-	n := (64*1024 - g.producers()*wsProducerRegs) / g.consumers()
+	n := (64*1024 - g.producers()*g.producerRegs()) / g.consumers()
 	return min(n&^7, wsConsumerRegs)
 }
 
@@ -1223,7 +1297,7 @@ func (g *flashGen) wsSplit(bars, z *ir.Value) *ir.Builder {
 	}
 	producer := arith.NewCmpI(b, loc, arith.CmpIUGE, g.tid, x.c(g.consumers()))
 	split := loop.If(b, loc, producer, nil, func(b *ir.Builder) []*ir.Value {
-		gpu.SetMaxNReg(b, loc, wsProducerRegs, false)
+		gpu.SetMaxNReg(b, loc, g.producerRegs(), false)
 		x := x.at(b)
 		pt := x.addc(g.tid, -g.consumers())
 		if g.Tile.TMA {
