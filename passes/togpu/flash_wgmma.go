@@ -1134,7 +1134,8 @@ func (g *flashGen) wsParity(x ix, kind int64, kt *ir.Value, plus int64) *ir.Valu
 // producerRegs is the registers the specialized kernel's producer lowers
 // its count to: the gemm's wsProducerRegs, but 24 beside three consumer
 // warpgroups (their 160 then hold a 128-key tile's S, O and P at d64
-// without spilling; at 152 ptxas spilled 48 bytes a thread).
+// without spilling; at 152 ptxas spilled 48 bytes a thread). Their one
+// tiling copies by TMA, a single thread issuing each tile's boxes.
 func (g *flashGen) producerRegs() int64 {
 	if g.consumers() == 3*gpu.WarpgroupSize {
 		return 24
@@ -1144,8 +1145,8 @@ func (g *flashGen) producerRegs() int64 {
 
 // wsConsumerRegs is the registers a consumer thread of the specialized
 // kernel raises its count to: what the SM's 64 Ki leave them beside the
-// producer's wsProducerRegs, a multiple of 8, at most the gemm's
-// wsConsumerRegs (232 for two consumer warpgroups, 152 for three).
+// producer's producerRegs, a multiple of 8, at most the gemm's
+// wsConsumerRegs (232 for two consumer warpgroups, 160 for three).
 func (g *flashGen) wsConsumerRegs() int64 {
 	n := (64*1024 - g.producers()*g.producerRegs()) / g.consumers()
 	return min(n&^7, wsConsumerRegs)
