@@ -471,9 +471,14 @@ func TestChannelsLastTrainingPreservesGradients(t *testing.T) {
 	}
 }
 
-// degenerate matches a convolution of a batch of one, or of one input or
-// output channel.
-var degenerate = regexp.MustCompile(`"graph.conv2d".*: \((tensor<1x|tensor<\d+x1x[^,]*, tensor<\d+x|[^,]*, tensor<1x)`)
+// degenerate matches a convolution of a batch of one, of one input or
+// output channel, or of a 1×1 image (whose windows are padding but for
+// the one pixel: space-to-depth makes a strided one a 2×2 convolution of
+// padding blocks, which the recognizers may read as a filter gradient,
+// and the gradients then recompute a different set of forwards than
+// NCHW's — 7 library ops against 8 at 2x3x1x1, stride 2, pad 1, in
+// session 24's CI run).
+var degenerate = regexp.MustCompile(`"graph.conv2d".*: \((tensor<1x|tensor<\d+x1x[^,]*, tensor<\d+x|tensor<\d+x\d+x1x1x|[^,]*, tensor<1x)`)
 
 // gradients runs @f_grad of m on the random inputs of seed 1.
 func gradients(t *rapid.T, m *ir.Operation) []interp.Value {
