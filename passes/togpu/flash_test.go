@@ -328,9 +328,9 @@ func TestFlashPersistent(t *testing.T) {
 // phases carried through a block's row blocks; ping-pong turns, TMA) in
 // the interpreter with grids of 2 and 3 blocks, each computing several
 // row blocks of 128 rows in turn, with row and key tails, causal
-// diagonals (row blocks of different key tile counts) and rescaling;
-// and so the 192-row tiling at head dim 64, whose row tails of 8 and
-// 58 rows leave two of its three consumer warpgroups idle
+// diagonals (row blocks of different key tile counts) and rescaling.
+// It runs the 192-row tiling at head dim 64 alike: its row tails of 8
+// and 58 rows leave two of its three consumer warpgroups idle
 // (idleWarpgroup) in a head's last row block, a block's first or second.
 func TestFlashPersistentSpecialized(t *testing.T) {
 	const tol = 1.0/128 + 1.0/64
