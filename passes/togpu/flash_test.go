@@ -342,6 +342,11 @@ func TestFlashPersistentSpecialized(t *testing.T) {
 		// tiles in turn, the last row block's a tail; causal, the turns.)
 		{2, 1, 300, 200, 128, false, 0, ir.BF16},
 		{2, 1, 300, 300, 128, true, 0, ir.BF16},
+		// (Row blocks of 40 rows, two warpgroups of three idle: two
+		// such a block with a grid of 2, a negative scale; and six key
+		// tiles for a tail of 8 rows.)
+		{3, 1, 40, 200, 64, false, -0.5, ir.BF16},
+		{2, 1, 200, 700, 64, false, 0, ir.BF16},
 	} {
 		for _, tile := range togpu.FlashTiles {
 			if !tile.Specialized || tile.Persistent == 0 || !tile.PingPong && (tile.Rows != 192 || tc.d != 64) {
