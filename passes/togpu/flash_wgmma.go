@@ -643,8 +643,7 @@ func (g *flashGen) emitWGMMAPipe() {
 			g.passTiles(b, wait, release)
 			return nil
 		}, func(*ir.Builder) []*ir.Value { return nil })
-		busy := ir.NewBuilder(b.Ctx)
-		busy.SetInsertionPointBefore(split.Region(1).Front().Last())
+		busy := elseArm(b.Ctx, split)
 		top, topX := g.b, g.x
 		b, x = busy, x.at(busy)
 		g.b, g.x = b, x
@@ -1320,9 +1319,15 @@ func (g *flashGen) wsSplit(bars, z *ir.Value) *ir.Builder {
 		gpu.SetMaxNReg(b, loc, g.wsConsumerRegs(), true)
 		return nil
 	})
-	cb := ir.NewBuilder(b.Ctx)
-	cb.SetInsertionPointBefore(split.Region(1).Front().Last())
-	return cb
+	return elseArm(b.Ctx, split)
+}
+
+// elseArm returns a builder at the end of loop.if op's else region (before
+// its yield), for a body built after the op.
+func elseArm(ctx *ir.Context, op *ir.Operation) *ir.Builder {
+	b := ir.NewBuilder(ctx)
+	b.SetInsertionPointBefore(op.Region(1).Front().Last())
+	return b
 }
 
 // emitPersistentWS builds the persistent specialized kernel
